@@ -1,0 +1,148 @@
+"""Session (discovery) files: the one owner of ``<sessions dir>/<instance_id>.json``.
+
+A running backend writes its file once it listens and removes it on clean exit; whoever lists the
+directory deletes stale files (dead pid, or a reused pid whose start time differs). The VS Code
+extension watches this directory: a file appearing for its workspace is the on-demand signal.
+Format: docs/protocol.md §7.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..config import paths
+
+SUFFIX = ".json"
+START_TIME_TOLERANCE = 1.0  # seconds; create_time is rounded differently by platforms
+
+
+@dataclass
+class Session:
+    instance_id: str
+    pid: int
+    start_time: float
+    host: str
+    port: int
+    runtime: str
+    workspace: str
+    token: str = field(repr=False)
+    protocol: int = 1
+    oh_version: str = ""
+    started_at: str = ""
+    trace: str = ""
+    editor_timeout: float = 30.0
+    url: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.url:
+            host = f"[{self.host}]" if ":" in self.host else self.host
+            self.url = f"ws://{host}:{self.port}"
+
+    @property
+    def http_url(self) -> str:
+        return "http" + self.url[2:]
+
+    def public(self) -> dict[str, Any]:
+        """Everything but the token: what status output and logs may show."""
+        d = asdict(self)
+        d.pop("token")
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Session":
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+
+def new_instance_id() -> str:
+    return secrets.token_hex(6)
+
+
+def process_start_time(pid: int) -> float | None:
+    """Creation time of ``pid`` (epoch seconds), or None when no such process."""
+    import psutil  # lazy: only the commands that list sessions pay for it
+
+    try:
+        return psutil.Process(pid).create_time()
+    except (psutil.NoSuchProcess, psutil.ZombieProcess):
+        return None
+    except psutil.AccessDenied:
+        return -1.0  # alive but not ours to inspect: treat as alive
+
+
+def path_for(instance_id: str, directory: Path | None = None) -> Path:
+    return (directory or paths.sessions_dir()) / f"{instance_id}{SUFFIX}"
+
+
+def write(session: Session, directory: Path | None = None) -> Path:
+    """Atomically (re)write the session file, 0600 in a 0700 directory."""
+    target = path_for(session.instance_id, directory)
+    paths.write_private_file(target, json.dumps(asdict(session), indent=2) + "\n")
+    return target
+
+
+def remove(instance_id: str, directory: Path | None = None) -> None:
+    try:
+        path_for(instance_id, directory).unlink()
+    except FileNotFoundError:
+        pass
+
+
+def is_alive(session: Session) -> bool:
+    started = process_start_time(session.pid)
+    if started is None:
+        return False
+    if started < 0:
+        return True
+    return abs(started - float(session.start_time)) <= START_TIME_TOLERANCE
+
+
+def read(path: Path) -> Session | None:
+    """One session file, or None when unreadable/partial (a writer's race, or garbage)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return Session.from_dict(data)
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def list_sessions(directory: Path | None = None, *, clean: bool = True) -> list[Session]:
+    """Live sessions, newest first. Stale files are deleted when ``clean`` (the default)."""
+    d = directory or paths.sessions_dir()
+    if not d.is_dir():
+        return []
+    found: list[Session] = []
+    for p in d.glob(f"*{SUFFIX}"):
+        s = read(p)
+        if s is None:
+            continue
+        if is_alive(s):
+            found.append(s)
+        elif clean:
+            try:
+                p.unlink()
+            except OSError:
+                pass
+    found.sort(key=lambda s: s.start_time, reverse=True)
+    return found
+
+
+def find(instance_prefix: str, directory: Path | None = None) -> list[Session]:
+    return [s for s in list_sessions(directory) if s.instance_id.startswith(instance_prefix)]
+
+
+def for_workspace(workspace: str | os.PathLike[str], directory: Path | None = None) -> Session | None:
+    """The live session whose workspace contains ``workspace`` (deepest match wins)."""
+    target = os.path.realpath(workspace)
+    best: Session | None = None
+    for s in list_sessions(directory):
+        ws = s.workspace
+        if target == ws or target.startswith(ws.rstrip(os.sep) + os.sep):
+            if best is None or len(ws) > len(best.workspace):
+                best = s
+    return best

@@ -1,0 +1,47 @@
+"""The one error taxonomy of the protocol (docs/protocol.md §3.3).
+
+Pure: no I/O. Every failure that reaches an agent is an ``observation: "error"`` whose
+``extras.error_id`` is one of these names.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class ErrorId(str, Enum):
+    BAD_REQUEST = "BAD_REQUEST"
+    PATH_DENIED = "PATH_DENIED"
+    TOOL_UNSUPPORTED = "TOOL_UNSUPPORTED"
+    TOOL_ERROR = "TOOL_ERROR"
+    TIMEOUT = "TIMEOUT"
+    NO_EDITOR = "NO_EDITOR"
+    EDITOR_DISCONNECTED = "EDITOR_DISCONNECTED"
+    INTERRUPTED = "INTERRUPTED"
+    UNTRUSTED_WORKSPACE = "UNTRUSTED_WORKSPACE"
+    SERVER_ERROR = "SERVER_ERROR"
+
+    def __str__(self) -> str:  # so f-strings show the bare name
+        return self.value
+
+
+class ProtocolError(Exception):
+    """A frame or action that cannot be honoured; becomes one error observation.
+
+    ``cause`` is the offending action's id when it could be read, so the agent can correlate.
+    """
+
+    def __init__(self, error_id: ErrorId, message: str, cause: int | None = None) -> None:
+        super().__init__(message)
+        self.error_id = ErrorId(error_id)
+        self.message = message
+        self.cause = cause
+
+
+class ToolError(Exception):
+    """An executor refused (file not found, old_str not unique, ...): TOOL_ERROR by default."""
+
+    def __init__(self, message: str, error_id: ErrorId = ErrorId.TOOL_ERROR) -> None:
+        super().__init__(message)
+        self.error_id = ErrorId(error_id)
+        self.message = message

@@ -1,0 +1,331 @@
+"""OpenHands-shaped actions and observations (docs/protocol.md §3).
+
+Pure: parsing, validation and construction only. The shapes are exactly what OpenHands 1.6's
+``event_to_dict`` emits (see ../shared/reference/openhands-events.md) so that OpenHands' own
+``event_from_dict`` accepts everything ``oh`` sends. Observation extras carry only the keys that
+deserializer accepts: an extra key there would make OpenHands raise ``TypeError``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from .errors import ErrorId, ProtocolError
+
+ACTION_KINDS = ("run", "read", "write", "edit")
+EDIT_COMMANDS = ("view", "create", "str_replace", "insert", "undo_edit")
+MAX_ID = 2**53 - 1  # ids survive a round trip through JavaScript numbers
+
+
+def now_iso() -> str:
+    return datetime.now().isoformat()
+
+
+@dataclass(slots=True)
+class Action:
+    """A validated action. ``raw`` is the frame as received (forwarded as-is, id renumbered)."""
+
+    id: int
+    kind: str
+    args: dict[str, Any]
+    timeout: float | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    # Convenience accessors with the protocol defaults applied.
+    @property
+    def path(self) -> str:
+        return self.args.get("path", "")
+
+    @property
+    def command(self) -> str:
+        return self.args.get("command", "")
+
+    @property
+    def is_input(self) -> bool:
+        return bool(self.args.get("is_input", False))
+
+    @property
+    def blocking(self) -> bool:
+        return bool(self.args.get("blocking", False))
+
+    def with_id(self, new_id: int) -> dict[str, Any]:
+        """The raw frame with another id: what the next leg receives."""
+        frame = dict(self.raw)
+        frame["id"] = new_id
+        return frame
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def read_id(obj: Any) -> int | None:
+    """The action id if one can be read, so even a refusal can carry ``cause``."""
+    if isinstance(obj, dict):
+        v = obj.get("id")
+        if _is_int(v) and 0 <= v <= MAX_ID:
+            return v
+    return None
+
+
+def decode_frame(data: str | bytes) -> dict[str, Any]:
+    """Text frame -> JSON object, or ProtocolError(BAD_REQUEST)."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        raise ProtocolError(ErrorId.BAD_REQUEST, "Binary frames are not accepted: send one JSON object per text frame.")
+    try:
+        obj = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise ProtocolError(ErrorId.BAD_REQUEST, f"Frame is not valid JSON ({str(exc)[:120]}).") from None
+    if not isinstance(obj, dict):
+        raise ProtocolError(ErrorId.BAD_REQUEST, f"Frame must be a JSON object, got {type(obj).__name__}.")
+    return obj
+
+
+def encode(obj: dict[str, Any]) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def _require(cond: bool, msg: str, cause: int | None) -> None:
+    if not cond:
+        raise ProtocolError(ErrorId.BAD_REQUEST, msg, cause)
+
+
+def _opt_type(args: dict, key: str, types: tuple, what: str, cause: int | None, *, nullable: bool = True) -> None:
+    if key not in args:
+        return
+    v = args[key]
+    if v is None and nullable:
+        return
+    ok = isinstance(v, types) and not (isinstance(v, bool) and bool not in types)
+    _require(ok, f"args.{key} must be {what}.", cause)
+
+
+def parse_action(obj: Any) -> Action:
+    """Validate an OpenHands action dict. Raises ProtocolError with a precise message."""
+    if not isinstance(obj, dict):
+        raise ProtocolError(ErrorId.BAD_REQUEST, f"An action must be a JSON object, got {type(obj).__name__}.")
+    cause = read_id(obj)
+    if "id" not in obj:
+        raise ProtocolError(ErrorId.BAD_REQUEST, "Action has no 'id': every action needs an integer id (its observation's cause).")
+    _require(cause is not None, f"Action 'id' must be an integer between 0 and {MAX_ID}.", None)
+    if "observation" in obj and "action" not in obj:
+        raise ProtocolError(ErrorId.BAD_REQUEST, "This connection accepts actions, not observations.", cause)
+    kind = obj.get("action")
+    _require(isinstance(kind, str), "Action has no 'action' string (one of run, read, write, edit).", cause)
+    if kind not in ACTION_KINDS:
+        raise ProtocolError(
+            ErrorId.TOOL_UNSUPPORTED,
+            f"Unknown action {kind[:40]!r}: this runtime executes {', '.join(ACTION_KINDS)}.",
+            cause,
+        )
+    args = obj.get("args", {})
+    _require(isinstance(args, dict), "'args' must be a JSON object.", cause)
+    timeout = obj.get("timeout")
+    if timeout is not None:
+        _require(
+            isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and math.isfinite(timeout) and timeout > 0,
+            "'timeout' must be a positive number of seconds.",
+            cause,
+        )
+        timeout = float(timeout)
+    if kind == "run":
+        _require(isinstance(args.get("command"), str), "args.command must be a string.", cause)
+        for key in ("is_input", "blocking", "hidden"):
+            _opt_type(args, key, (bool,), "a boolean", cause)
+        _opt_type(args, "cwd", (str,), "a string or null", cause)
+    else:
+        _require(isinstance(args.get("path"), str) and args["path"] != "", "args.path must be a non-empty string.", cause)
+        _require("\x00" not in args["path"], "args.path must not contain NUL bytes.", cause)
+        for key in ("start", "end"):
+            _opt_type(args, key, (int,), "an integer", cause)
+        if "view_range" in args and args["view_range"] is not None:
+            vr = args["view_range"]
+            _require(
+                isinstance(vr, list) and len(vr) == 2 and all(_is_int(x) for x in vr),
+                "args.view_range must be [first_line, last_line] (integers, last -1 = end of file).",
+                cause,
+            )
+        if kind == "write":
+            _require(isinstance(args.get("content"), str), "args.content must be a string.", cause)
+        elif kind == "edit":
+            cmd = args.get("command")
+            _require(
+                cmd in EDIT_COMMANDS,
+                f"args.command must be one of {', '.join(EDIT_COMMANDS)}.",
+                cause,
+            )
+            for key in ("file_text", "old_str", "new_str"):
+                _opt_type(args, key, (str,), "a string or null", cause)
+            _opt_type(args, "insert_line", (int,), "an integer or null", cause)
+            if cmd == "create":
+                _require(isinstance(args.get("file_text"), str), "edit create needs args.file_text (a string).", cause)
+            elif cmd == "str_replace":
+                _require(isinstance(args.get("old_str"), str) and args["old_str"] != "", "edit str_replace needs a non-empty args.old_str.", cause)
+            elif cmd == "insert":
+                _require(_is_int(args.get("insert_line")), "edit insert needs args.insert_line (an integer).", cause)
+                _require(isinstance(args.get("new_str"), str), "edit insert needs args.new_str (a string).", cause)
+    return Action(id=cause, kind=kind, args=args, timeout=timeout, raw=obj)
+
+
+def parse_action_frame(data: str | bytes) -> Action:
+    """Decode + validate in one step; the cause survives into the error when readable."""
+    obj = decode_frame(data)
+    return parse_action(obj)
+
+
+# --------------------------------------------------------------------------- observations
+# Builders return dicts without "id": the sender of each leg numbers its own observations.
+
+def _obs(kind: str, cause: int | None, content: str, message: str, extras: dict[str, Any]) -> dict[str, Any]:
+    obs: dict[str, Any] = {
+        "timestamp": now_iso(),
+        "source": "environment",
+        "message": message,
+        "observation": kind,
+        "content": content,
+        "extras": extras,
+    }
+    if cause is not None:
+        obs["cause"] = cause
+    return obs
+
+
+def run_observation(
+    cause: int | None,
+    command: str,
+    content: str,
+    exit_code: int,
+    working_dir: str | None = None,
+    *,
+    pid: int = -1,
+    suffix: str = "",
+    prefix: str = "",
+    hidden: bool = False,
+) -> dict[str, Any]:
+    obs = _obs(
+        "run",
+        cause,
+        content,
+        f"Command `{command}` executed with exit code {exit_code}.",
+        {
+            "command": command,
+            "metadata": {
+                "exit_code": exit_code,
+                "pid": pid,
+                "username": None,
+                "hostname": None,
+                "working_dir": working_dir,
+                "py_interpreter_path": None,
+                "prefix": prefix,
+                "suffix": suffix,
+            },
+            "hidden": hidden,
+        },
+    )
+    obs["success"] = exit_code == 0
+    return obs
+
+
+def read_observation(cause: int | None, path: str, content: str) -> dict[str, Any]:
+    return _obs("read", cause, content, f"I read the file {path}.", {"path": path, "impl_source": "oh_aci"})
+
+
+def write_observation(cause: int | None, path: str) -> dict[str, Any]:
+    return _obs("write", cause, "", f"I wrote to the file {path}.", {"path": path})
+
+
+def edit_observation(
+    cause: int | None,
+    path: str,
+    content: str,
+    *,
+    prev_exist: bool,
+    old_content: str | None,
+    new_content: str | None,
+    diff: str | None = None,
+) -> dict[str, Any]:
+    return _obs(
+        "edit",
+        cause,
+        content,
+        f"I edited the file {path}.",
+        {
+            "path": path,
+            "prev_exist": prev_exist,
+            "old_content": old_content,
+            "new_content": new_content,
+            "impl_source": "oh_aci",
+            "diff": diff,
+            "_diff_cache": None,
+        },
+    )
+
+
+def error_observation(cause: int | None, error_id: ErrorId | str, message: str) -> dict[str, Any]:
+    return _obs("error", cause, message, message, {"error_id": str(ErrorId(error_id))})
+
+
+def error_from(exc: ProtocolError) -> dict[str, Any]:
+    return error_observation(exc.cause, exc.error_id, exc.message)
+
+
+# --------------------------------------------------------------------------- reading observations
+
+OBSERVATION_KINDS = ("run", "read", "write", "edit", "error")
+
+
+def parse_observation(obj: Any) -> dict[str, Any]:
+    """Validate an observation from an editor leg (shape only; contents are the editor's)."""
+    if not isinstance(obj, dict):
+        raise ProtocolError(ErrorId.BAD_REQUEST, "An observation must be a JSON object.")
+    kind = obj.get("observation")
+    if kind not in OBSERVATION_KINDS:
+        raise ProtocolError(ErrorId.BAD_REQUEST, f"Unknown observation {str(kind)[:40]!r}.")
+    cause = obj.get("cause")
+    if not _is_int(cause):
+        raise ProtocolError(ErrorId.BAD_REQUEST, "Observation 'cause' must be the integer id of its action.")
+    if not isinstance(obj.get("content", ""), str):
+        raise ProtocolError(ErrorId.BAD_REQUEST, "Observation 'content' must be a string.", cause)
+    extras = obj.get("extras", {})
+    if not isinstance(extras, dict):
+        raise ProtocolError(ErrorId.BAD_REQUEST, "Observation 'extras' must be an object.", cause)
+    required = {"run": ("command",), "read": ("path",), "write": ("path",), "edit": ("path",), "error": ()}[kind]
+    for key in required:
+        if key not in extras:
+            raise ProtocolError(ErrorId.BAD_REQUEST, f"Observation {kind!r} lacks extras.{key}.", cause)
+    if kind == "run":
+        md = extras.get("metadata")
+        if not isinstance(md, dict) or not _is_int(md.get("exit_code")):
+            raise ProtocolError(ErrorId.BAD_REQUEST, "Observation 'run' needs extras.metadata.exit_code (int).", cause)
+    return obj
+
+
+def exit_code_of(obs: dict[str, Any]) -> int | None:
+    if obs.get("observation") != "run":
+        return None
+    md = obs.get("extras", {}).get("metadata") or {}
+    code = md.get("exit_code")
+    return code if _is_int(code) else None
+
+
+def outcome_of(obs: dict[str, Any]) -> str:
+    """'ok' or the error id: what the live view and the trace show."""
+    if obs.get("observation") == "error":
+        return str(obs.get("extras", {}).get("error_id") or "ERROR")
+    return "ok"
+
+
+def summarize(action: Action, limit: int = 80) -> str:
+    """One line for humans: the command, or the kind and path. Never the file contents."""
+    if action.kind == "run":
+        text = ("input: " if action.is_input else "") + action.command
+    elif action.kind == "edit":
+        text = f"{action.args.get('command')} {action.path}"
+    else:
+        text = action.path
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

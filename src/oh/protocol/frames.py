@@ -1,0 +1,122 @@
+"""Control frames: editor registration, control requests, monitor events (docs/protocol.md §4-6).
+
+Pure. Control frames carry a ``type`` key; OpenHands events carry ``action``/``observation``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from .. import PROTOCOL_VERSION
+from .errors import ErrorId, ProtocolError
+
+KNOWN_CAPABILITIES = ("run", "read", "write", "edit")
+
+
+class RegistrationError(Exception):
+    """A refused editor registration. Besides BAD_REQUEST it has two codes of its own
+    (PROTOCOL_MISMATCH, WRONG_SESSION) that never reach an agent, so they are not in ErrorId."""
+
+    def __init__(self, error_id: str, message: str) -> None:
+        super().__init__(message)
+        self.error_id = str(error_id)
+        self.message = message
+
+
+@dataclass(slots=True)
+class Registration:
+    workspace_folders: list[str]
+    editor_name: str
+    editor_version: str
+    editor_pid: int | None
+    extension_version: str
+    capabilities: list[str]
+    protocol: int
+    session: str | None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.editor_name,
+            "version": self.editor_version,
+            "pid": self.editor_pid,
+            "workspace_folders": list(self.workspace_folders),
+            "extension_version": self.extension_version,
+            "capabilities": list(self.capabilities),
+        }
+
+
+def _short_str(v: Any, limit: int = 200) -> str:
+    return v[:limit] if isinstance(v, str) else ""
+
+
+def parse_registration(obj: dict[str, Any], instance_id: str) -> Registration:
+    """An editor's first frame. Raises ProtocolError with the refusal reason."""
+    if obj.get("type") != "register":
+        raise RegistrationError("BAD_REQUEST", "The first frame on /v1/editor must be {\"type\": \"register\", ...}.")
+    proto = obj.get("protocol")
+    if not isinstance(proto, int) or isinstance(proto, bool):
+        raise RegistrationError("BAD_REQUEST", "register.protocol must be an integer.")
+    if proto != PROTOCOL_VERSION:
+        raise RegistrationError(
+            "PROTOCOL_MISMATCH",
+            f"This backend speaks protocol {PROTOCOL_VERSION}, the editor speaks {proto}: update the older side.",
+        )
+    folders = obj.get("workspace_folders")
+    if not isinstance(folders, list) or not all(isinstance(f, str) and f for f in folders) or len(folders) > 256:
+        raise RegistrationError("BAD_REQUEST", "register.workspace_folders must be a list of absolute paths.")
+    session = obj.get("session")
+    if session is not None and not isinstance(session, str):
+        raise RegistrationError("BAD_REQUEST", "register.session must be a string or null.")
+    if session is not None and session != instance_id:
+        raise RegistrationError(
+            "WRONG_SESSION",
+            f"This backend is instance {instance_id}, not {session[:40]}: re-read the session files.",
+        )
+    editor = obj.get("editor") if isinstance(obj.get("editor"), dict) else {}
+    pid = editor.get("pid")
+    caps = obj.get("capabilities", list(KNOWN_CAPABILITIES))
+    if not isinstance(caps, list) or not all(isinstance(c, str) for c in caps):
+        raise RegistrationError("BAD_REQUEST", "register.capabilities must be a list of strings.")
+    return Registration(
+        workspace_folders=folders,
+        editor_name=_short_str(editor.get("name")) or "unknown editor",
+        editor_version=_short_str(editor.get("version")),
+        editor_pid=pid if isinstance(pid, int) and not isinstance(pid, bool) else None,
+        extension_version=_short_str(obj.get("extension_version")),
+        capabilities=[c for c in caps if c in KNOWN_CAPABILITIES],
+        protocol=proto,
+        session=session,
+    )
+
+
+def registered(editor_id: str, instance_id: str, workspace: str) -> dict[str, Any]:
+    return {"type": "registered", "editor_id": editor_id, "instance_id": instance_id, "protocol": PROTOCOL_VERSION, "workspace": workspace}
+
+
+def refusal(error_id: str, message: str) -> dict[str, Any]:
+    return {"type": "error", "error_id": error_id, "message": message}
+
+
+def cancel(action_id: int) -> dict[str, Any]:
+    return {"type": "cancel", "id": action_id}
+
+
+def event(name: str, **fields: Any) -> dict[str, Any]:
+    return {"type": "event", "event": name, "time": datetime.now(timezone.utc).isoformat(), **fields}
+
+
+CONTROL_TYPES = ("rotate_token", "shutdown", "status")
+
+
+def parse_control(obj: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    kind = obj.get("type")
+    if kind not in CONTROL_TYPES:
+        raise ProtocolError(ErrorId.BAD_REQUEST, f"Unknown control request {str(kind)[:40]!r}: one of {', '.join(CONTROL_TYPES)}.")
+    if kind == "rotate_token":
+        tok = obj.get("token")
+        if not isinstance(tok, str) or len(tok) < 16 or len(tok) > 512 or not tok.isprintable() or " " in tok:
+            raise ProtocolError(ErrorId.BAD_REQUEST, "rotate_token needs 'token': 16-512 printable characters without spaces.")
+    return kind, obj
