@@ -104,7 +104,7 @@ def cancel(action_id: int) -> dict[str, Any]:
     return {"type": "cancel", "id": action_id}
 
 
-def event(name: str, **fields: Any) -> dict[str, Any]:
+def event(name: str, /, **fields: Any) -> dict[str, Any]:
     return {"type": "event", "event": name, "time": datetime.now(timezone.utc).isoformat(), **fields}
 
 

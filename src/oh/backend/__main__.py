@@ -1,0 +1,172 @@
+"""``python -m oh.backend``: one backend process (what ``oh start`` launches).
+
+    python -m oh.backend --workspace DIR --runtime local|vscode [--host H] [--port N]
+        [--editor-timeout S] [--instance-id ID] [--token-stdin] [--ready-fd N] [--log-file PATH]
+
+The token never travels in argv: ``--token-stdin`` reads it as one line from stdin; otherwise it is
+taken from ``OH_TOKEN`` or the token store. Once listening, the session file is written and one JSON
+line ``{"ready": true, "instance_id", "port", "pid", "url"}`` goes to ``--ready-fd`` (or stdout).
+Exit codes: 0 clean stop, 2 cannot listen (port taken, bad host), 3 a backend already serves this
+workspace, 4 bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+
+EXIT_LISTEN = 2
+EXIT_DUPLICATE = 3
+EXIT_USAGE = 4
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m oh.backend", description="Run one oh backend (normally started by `oh start`).")
+    p.add_argument("--workspace", default=".")
+    p.add_argument("--runtime", choices=("local", "vscode"), default="local")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=0)
+    p.add_argument("--editor-timeout", type=float, default=30.0)
+    p.add_argument("--action-timeout", type=float, default=300.0)
+    p.add_argument("--instance-id", default="")
+    p.add_argument("--token-stdin", action="store_true")
+    p.add_argument("--ready-fd", type=int, default=None)
+    p.add_argument("--log-file", default=None)
+    p.add_argument("--trace-max-bytes", type=int, default=10 * 1024 * 1024)
+    p.add_argument("--no-trace", action="store_true")
+    p.add_argument("--allow-root", action="append", default=None, help="extra allowed root for the local runtime (repeatable)")
+    return p.parse_args(argv)
+
+
+def _ready(fd: int | None, payload: dict) -> None:
+    line = json.dumps(payload) + "\n"
+    if fd is None:
+        sys.stdout.write(line)
+        sys.stdout.flush()
+        return
+    try:
+        os.write(fd, line.encode())
+        os.close(fd)
+    except OSError:
+        pass  # the launcher went away; keep serving
+
+
+def _load_token(args: argparse.Namespace) -> str:
+    if args.token_stdin:
+        token = sys.stdin.readline().strip()
+        if not token:
+            raise SystemExit("no token on stdin")
+        return token
+    env = os.environ.get("OH_TOKEN")
+    if env:
+        return env
+    from ..config import secrets
+
+    return secrets.get_or_create_token()
+
+
+def _lock_workspace(workspace: str):
+    """Hold an exclusive lock for this workspace for the process lifetime (released by the kernel
+    even on SIGKILL), so two backends can never serve one workspace, even when started at once."""
+    import fcntl
+    import hashlib
+
+    from ..config import paths
+
+    d = paths.ensure_private_dir(paths.sessions_dir())
+    name = hashlib.sha256(workspace.encode()).hexdigest()[:16]
+    fd = os.open(d / f".{name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+async def _amain(args: argparse.Namespace, token: str) -> int:
+    from ..config import paths
+    from ..launcher import sessions
+    from .server import Backend, BackendConfig
+
+    workspace = os.path.realpath(args.workspace)
+    instance_id = args.instance_id or sessions.new_instance_id()
+    trace_path = None if args.no_trace else paths.traces_dir() / f"{instance_id}.jsonl"
+    backend = Backend(
+        BackendConfig(
+            workspace=workspace, runtime=args.runtime, host=args.host, port=args.port, instance_id=instance_id,
+            editor_timeout=args.editor_timeout, action_timeout=args.action_timeout, trace_path=trace_path,
+            trace_max_bytes=args.trace_max_bytes, allowed_roots=([workspace] + args.allow_root) if args.allow_root else None,
+        ),
+        token,
+    )
+    try:
+        await backend.start()
+    except OSError as exc:
+        msg = f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}"
+        if getattr(exc, "errno", None) == 98:
+            msg += " (the port is taken: choose another with --port, or 0 for a free one)"
+        logging.getLogger("oh.backend").error(msg)
+        _ready(args.ready_fd, {"ready": False, "error": msg})
+        return EXIT_LISTEN
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        loop.add_signal_handler(sig, lambda s=sig: asyncio.ensure_future(backend.stop(f"signal {signal.Signals(s).name}")))
+    _ready(args.ready_fd, {"ready": True, "instance_id": instance_id, "port": backend.port, "pid": os.getpid(), "url": f"ws://{args.host}:{backend.port}", "trace": str(trace_path or "")})
+    await backend.wait_stopped()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
+    handlers: list[logging.Handler] = []
+    if args.log_file:
+        from ..config import paths
+
+        paths.ensure_private_dir(Path(args.log_file).parent)
+        fd = os.open(args.log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        os.close(fd)
+        handlers.append(logging.FileHandler(args.log_file))
+    else:
+        handlers.append(logging.StreamHandler(sys.stderr))
+    logging.basicConfig(level=os.environ.get("OH_LOG_LEVEL", "INFO").upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s", handlers=handlers)
+    log = logging.getLogger("oh.backend")
+    if not os.path.isdir(args.workspace):
+        msg = f"workspace {args.workspace} is not a directory"
+        log.error(msg)
+        _ready(args.ready_fd, {"ready": False, "error": msg})
+        return EXIT_USAGE
+    try:
+        token = _load_token(args)
+    except (SystemExit, Exception) as exc:  # noqa: BLE001
+        msg = f"no token: {exc}"
+        log.error(msg)
+        _ready(args.ready_fd, {"ready": False, "error": msg})
+        return EXIT_USAGE
+    # The token must not leak into the runtime's shells through the environment.
+    os.environ.pop("OH_TOKEN", None)
+    workspace = os.path.realpath(args.workspace)
+    lock = _lock_workspace(workspace)
+    if lock is None:
+        from ..launcher import sessions
+
+        running = sessions.for_workspace(workspace)
+        who = f"instance {running.instance_id} (pid {running.pid}, port {running.port})" if running else "another backend"
+        msg = f"{who} already serves {workspace}: use it, or stop it with `oh stop`"
+        log.error(msg)
+        _ready(args.ready_fd, {"ready": False, "error": msg, "duplicate": running.instance_id if running else None})
+        return EXIT_DUPLICATE
+    try:
+        return asyncio.run(_amain(args, token))
+    except KeyboardInterrupt:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,81 @@
+"""Connected editors, and waiting for one that serves a workspace."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..protocol.frames import Registration
+
+
+def _contains(parent: str, child: str) -> bool:
+    parent = parent.rstrip(os.sep) or os.sep
+    return child == parent or child.startswith(parent + os.sep)
+
+
+@dataclass(eq=False)
+class Editor:
+    editor_id: str
+    registration: Registration
+    connection: Any  # the websockets connection; the registry never touches it
+    connected_at: float
+    pending: dict[int, asyncio.Future] = field(default_factory=dict)
+    real_folders: list[str] = field(default_factory=list)
+
+    def serves(self, workspace: str) -> bool:
+        # An editor serves the workspace when one of its folders contains it, or it contains a
+        # folder (a window opened on a subfolder of the repo still answers for files in it).
+        return any(_contains(f, workspace) or _contains(workspace, f) for f in self.real_folders)
+
+    def describe(self) -> dict[str, Any]:
+        return {"editor_id": self.editor_id, **self.registration.describe(), "pending": len(self.pending)}
+
+
+class EditorRegistry:
+    def __init__(self) -> None:
+        self._editors: dict[str, Editor] = {}
+        self._ids = itertools.count(1)
+        self._changed = asyncio.Event()
+
+    def __len__(self) -> int:
+        return len(self._editors)
+
+    def new_id(self) -> str:
+        return f"e{next(self._ids)}"
+
+    def add(self, editor: Editor) -> None:
+        editor.real_folders = [os.path.realpath(f) for f in editor.registration.workspace_folders]
+        self._editors[editor.editor_id] = editor
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    def remove(self, editor: Editor) -> None:
+        self._editors.pop(editor.editor_id, None)
+
+    def all(self) -> list[Editor]:
+        return list(self._editors.values())
+
+    def pick(self, workspace: str) -> Editor | None:
+        """The most recently registered editor serving ``workspace``."""
+        for editor in reversed(list(self._editors.values())):
+            if editor.serves(workspace):
+                return editor
+        return None
+
+    async def wait_for(self, workspace: str, timeout: float) -> Editor | None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            editor = self.pick(workspace)
+            if editor is not None:
+                return editor
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return None
+            try:
+                await asyncio.wait_for(self._changed.wait(), remaining)
+            except asyncio.TimeoutError:
+                return None

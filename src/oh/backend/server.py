@@ -1,0 +1,486 @@
+"""The backend: a websockets (asyncio API) server on loopback that routes agents' actions to a runtime.
+
+Thin I/O shell around the pure protocol core (``oh.protocol``): it authenticates handshakes, reads
+frames, hands validated actions to the runtime, numbers observations, and tells monitors what
+happens. Roles by path: /v1/agent, /v1/editor, /v1/monitor, /v1/control (docs/protocol.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from http import HTTPStatus
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from websockets.asyncio.server import ServerConnection, serve
+from websockets.exceptions import ConnectionClosed
+
+from .. import PROTOCOL_VERSION, __version__
+from ..protocol import frames
+from ..protocol.correlation import Correlator
+from ..protocol.errors import ErrorId, ProtocolError
+from ..protocol.events import (
+    Action,
+    decode_frame,
+    encode,
+    error_from,
+    error_observation,
+    exit_code_of,
+    outcome_of,
+    parse_action,
+    parse_observation,
+    summarize,
+)
+from . import auth
+from .registry import Editor, EditorRegistry
+from .trace import TraceWriter
+
+log = logging.getLogger("oh.backend")
+
+ROLES = {"/v1/agent": "agent", "/v1/editor": "editor", "/v1/monitor": "monitor", "/v1/control": "control"}
+MAX_FRAME = 128 * 1024 * 1024  # a 64 MiB file read, JSON-escaped, must fit
+REGISTER_TIMEOUT = 10.0
+DEADLINE_GRACE = 5.0
+CLOSE_ROTATED = 4001
+CLOSE_BAD_REGISTRATION = 4400
+MONITOR_QUEUE = 1000
+
+
+@dataclass(eq=False)
+class Agent:
+    agent_id: str
+    name: str
+    connection: ServerConnection
+    tasks: set[asyncio.Task] = field(default_factory=set)
+    obs_ids: itertools.count = field(default_factory=lambda: itertools.count(1))
+    done: int = 0
+
+    async def send(self, obs: dict[str, Any]) -> None:
+        obs["id"] = next(self.obs_ids)
+        with contextlib.suppress(ConnectionClosed):
+            await self.connection.send(encode(obs))
+
+
+@dataclass
+class BackendConfig:
+    workspace: str
+    runtime: str = "local"  # "local" | "vscode"
+    host: str = "127.0.0.1"
+    port: int = 0
+    instance_id: str = ""
+    editor_timeout: float = 30.0
+    action_timeout: float = 300.0  # deadline for an action without its own timeout
+    trace_path: Path | None = None
+    trace_max_bytes: int = 10 * 1024 * 1024
+    allowed_roots: list[str] | None = None
+    write_session: bool = True
+    session_dir: Path | None = None
+
+
+class Backend:
+    def __init__(self, config: BackendConfig, token: str) -> None:
+        from ..launcher.sessions import new_instance_id
+
+        self.config = config
+        self.workspace = os.path.realpath(config.workspace)
+        self.instance_id = config.instance_id or new_instance_id()
+        self._token = token
+        self._token_gen = 0
+        self.registry = EditorRegistry()
+        self.correlator: Correlator[None] = Correlator()
+        self.trace = TraceWriter(config.trace_path, config.trace_max_bytes)
+        self.agents: dict[str, Agent] = {}
+        self.monitors: dict[ServerConnection, asyncio.Queue] = {}
+        self.connections: dict[ServerConnection, int] = {}  # -> token generation it authenticated with
+        self._agent_ids = itertools.count(1)
+        self.stats = {"done": 0, "errors": 0}
+        self.started_at = datetime.now(timezone.utc)
+        self._t0 = time.monotonic()
+        self.port = config.port
+        self.stopping = False
+        self._stopped = asyncio.Event()
+        self._server = None
+        self._flusher: asyncio.Task | None = None
+        self.runtime = self._make_runtime()
+
+    # ------------------------------------------------------------------ lifecycle
+    def _make_runtime(self):
+        if self.config.runtime == "vscode":
+            from ..runtimes.vscode import VscodeRuntime
+
+            return VscodeRuntime(self.registry, self.workspace, self.config.editor_timeout)
+        if self.config.runtime == "local":
+            from ..runtimes.local import LocalRuntime
+
+            return LocalRuntime(self.workspace, self.config.allowed_roots)
+        raise ValueError(f"unknown runtime {self.config.runtime!r} (local or vscode)")
+
+    async def start(self) -> None:
+        self.trace.open()
+        await self.runtime.start()
+        self._server = await serve(
+            self._handle,
+            self.config.host,
+            self.config.port,
+            process_request=self._process_request,
+            max_size=MAX_FRAME,
+            compression=None,  # loopback: deflate only costs CPU
+            ping_interval=20,
+            ping_timeout=20,
+            close_timeout=2,
+            server_header=None,
+        )
+        sock = next(iter(self._server.sockets))
+        self.port = sock.getsockname()[1]
+        self._flusher = asyncio.create_task(self._flush_loop())
+        if self.config.write_session:
+            self._write_session()
+        log.info("backend %s listening on %s:%s (runtime %s, workspace %s)", self.instance_id, self.config.host, self.port, self.config.runtime, self.workspace)
+
+    def session(self):
+        from ..launcher.sessions import Session, process_start_time
+
+        return Session(
+            instance_id=self.instance_id,
+            pid=os.getpid(),
+            start_time=process_start_time(os.getpid()) or time.time(),
+            host=self.config.host,
+            port=self.port,
+            runtime=self.config.runtime,
+            workspace=self.workspace,
+            token=self._token,
+            protocol=PROTOCOL_VERSION,
+            oh_version=__version__,
+            started_at=self.started_at.isoformat(timespec="seconds"),
+            trace=str(self.config.trace_path or ""),
+            editor_timeout=self.config.editor_timeout,
+        )
+
+    def _write_session(self) -> None:
+        from ..launcher import sessions
+
+        sessions.write(self.session(), self.config.session_dir)
+
+    async def _flush_loop(self) -> None:
+        while True:
+            await asyncio.sleep(0.25)
+            self.trace.flush()
+
+    async def wait_stopped(self) -> None:
+        await self._stopped.wait()
+
+    async def stop(self, reason: str = "stopped") -> None:
+        """Stop accepting, fail pending actions with INTERRUPTED, close sockets, flush the trace."""
+        if self.stopping:
+            await self._stopped.wait()
+            return
+        self.stopping = True
+        log.info("backend %s shutting down: %s", self.instance_id, reason)
+        self._emit("shutting_down", reason=reason)
+        if self._server is not None:
+            self._server.close(close_connections=False)
+        tasks = [t for a in self.agents.values() for t in a.tasks]
+        for t in tasks:
+            t.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=3)
+        for conn in list(self.connections):
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(conn.close(1001, "backend shutting down"), 2)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.runtime.close(), 5)
+        if self._server is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), 3)
+        if self._flusher is not None:
+            self._flusher.cancel()
+        self.trace.close()
+        if self.config.write_session:
+            from ..launcher import sessions
+
+            sessions.remove(self.instance_id, self.config.session_dir)
+        self._stopped.set()
+
+    # ------------------------------------------------------------------ handshake
+    def _process_request(self, connection: ServerConnection, request):
+        path = urlsplit(request.path).path
+        headers = request.headers
+        refusal = auth.check_origin(headers) or auth.check_host(headers, self.port)
+        if refusal is None and path == "/v1/health":
+            return self._json_response(connection, {"status": "ok", "version": __version__, "protocol": PROTOCOL_VERSION})
+        refusal = refusal or auth.check_auth(headers, self._token)
+        if refusal is not None:
+            status, text = refusal
+            log.info("refused %s %s: %s", request.path.split("?")[0][:80], int(status), text.strip())
+            return connection.respond(status, text)
+        if path == "/v1/status":
+            return self._json_response(connection, self.status())
+        if path not in ROLES:
+            return connection.respond(HTTPStatus.NOT_FOUND, "Unknown path: use /v1/agent, /v1/editor, /v1/monitor or /v1/control.\n")
+        # Remember which token generation let this connection in, so a rotation can close it.
+        connection.oh_token_gen = self._token_gen  # type: ignore[attr-defined]
+        return None
+
+    @staticmethod
+    def _json_response(connection: ServerConnection, body: dict[str, Any]):
+        response = connection.respond(HTTPStatus.OK, json.dumps(body) + "\n")
+        del response.headers["Content-Type"]
+        response.headers["Content-Type"] = "application/json"
+        return response
+
+    async def _handle(self, connection: ServerConnection) -> None:
+        role = ROLES.get(urlsplit(connection.request.path).path)
+        gen = getattr(connection, "oh_token_gen", -1)
+        if gen < self._token_gen:  # rotated between handshake and here
+            await self._close_quietly(connection, CLOSE_ROTATED, "token rotated")
+            return
+        self.connections[connection] = gen
+        try:
+            if role == "agent":
+                await self._serve_agent(connection)
+            elif role == "editor":
+                await self._serve_editor(connection)
+            elif role == "monitor":
+                await self._serve_monitor(connection)
+            elif role == "control":
+                await self._serve_control(connection)
+        except ConnectionClosed:
+            pass
+        except Exception:  # noqa: BLE001 - one connection's bug must not take the server down
+            log.exception("connection handler failed (%s)", role)
+        finally:
+            self.connections.pop(connection, None)
+
+    # ------------------------------------------------------------------ agents
+    async def _serve_agent(self, connection: ServerConnection) -> None:
+        name = (connection.request.headers.get("X-OH-Client") or "agent")[:64]
+        agent = Agent(f"a{next(self._agent_ids)}", name, connection)
+        self.agents[agent.agent_id] = agent
+        self._emit("agent_connected", agent_id=agent.agent_id, name=name)
+        try:
+            async for message in connection:
+                try:
+                    action = parse_action(decode_frame(message))
+                    if self.correlator.in_flight(agent.agent_id, action.id):
+                        raise ProtocolError(ErrorId.BAD_REQUEST, f"Action id {action.id} is already in flight on this connection; use a new id.", action.id)
+                    if self.stopping:
+                        raise ProtocolError(ErrorId.INTERRUPTED, "The backend is shutting down.", action.id)
+                except ProtocolError as exc:
+                    self.stats["errors"] += 1
+                    self.trace.record("error", agent=agent.agent_id, error_id=str(exc.error_id), message=exc.message[:200], cause=exc.cause)
+                    await agent.send(error_from(exc))
+                    continue
+                entry = self.correlator.start(agent.agent_id, action.id, action.kind, time.monotonic())
+                task = asyncio.create_task(self._execute(agent, action, entry.leg_id))
+                agent.tasks.add(task)
+                task.add_done_callback(agent.tasks.discard)
+        finally:
+            self.agents.pop(agent.agent_id, None)
+            for task in list(agent.tasks):
+                task.cancel()
+            if agent.tasks:
+                await asyncio.wait(list(agent.tasks), timeout=3)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.runtime.agent_closed(agent.agent_id), 5)
+            self._emit("agent_disconnected", agent_id=agent.agent_id, name=name)
+
+    def _deadline(self, action: Action) -> float:
+        base = action.timeout if action.timeout is not None else self.config.action_timeout
+        if self.config.runtime == "vscode":
+            base += self.config.editor_timeout
+        return base + DEADLINE_GRACE
+
+    async def _execute(self, agent: Agent, action: Action, leg_id: int) -> None:
+        """Run one action; always ends with exactly one observation to the agent (if it is still there)."""
+        started = time.monotonic()
+        summary = summarize(action)
+        leg = Action(leg_id, action.kind, action.args, action.timeout, action.with_id(leg_id))
+        self._emit("action_started", agent_id=agent.agent_id, action_id=leg_id, kind=action.kind, summary=summary)
+        self.trace.record("request", agent=agent.agent_id, action_id=leg_id, agent_action_id=action.id, action=action.kind, summary=summary)
+        cancelled = False
+        try:
+            deadline = self._deadline(action)
+            try:
+                obs = await asyncio.wait_for(self.runtime.execute(leg, agent.agent_id), deadline)
+            except asyncio.TimeoutError:
+                obs = error_observation(leg_id, ErrorId.TIMEOUT, f"No observation within {deadline:g} s; the action was cancelled.")
+        except asyncio.CancelledError:
+            cancelled = True
+            obs = error_observation(leg_id, ErrorId.INTERRUPTED, "The backend is shutting down; the action was interrupted." if self.stopping else "The action was cancelled.")
+        except Exception as exc:  # noqa: BLE001 - a runtime bug becomes SERVER_ERROR, never a hang
+            log.exception("runtime failed on action %s", leg_id)
+            obs = error_observation(leg_id, ErrorId.SERVER_ERROR, f"Internal error while executing the action ({type(exc).__name__}); see `oh logs`.")
+        finally:
+            self.correlator.finish(leg_id)
+        obs["cause"] = action.id  # map the executor leg's id back to the agent's
+        duration_ms = round((time.monotonic() - started) * 1000, 1)
+        outcome = outcome_of(obs)
+        exit_code = exit_code_of(obs)
+        self.stats["done"] += 1
+        if outcome != "ok":
+            self.stats["errors"] += 1
+        agent.done += 1
+        self.trace.record(
+            "result" if outcome == "ok" else "error",
+            agent=agent.agent_id, action_id=leg_id, agent_action_id=action.id, action=action.kind,
+            summary=summary, outcome=outcome, exit_code=exit_code, duration_ms=duration_ms,
+        )
+        self._emit(
+            "action_finished", agent_id=agent.agent_id, action_id=leg_id, kind=action.kind, summary=summary,
+            outcome=outcome, exit_code=exit_code, duration_ms=duration_ms,
+        )
+        if cancelled and not self.stopping:
+            return  # the agent is gone; nobody to tell
+        if cancelled:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(agent.send(obs), 1)
+            return
+        await agent.send(obs)
+
+    # ------------------------------------------------------------------ editors
+    async def _serve_editor(self, connection: ServerConnection) -> None:
+        try:
+            first = await asyncio.wait_for(connection.recv(), REGISTER_TIMEOUT)
+            registration = frames.parse_registration(decode_frame(first), self.instance_id)
+        except asyncio.TimeoutError:
+            await connection.close(CLOSE_BAD_REGISTRATION, "no register frame")
+            return
+        except (ProtocolError, frames.RegistrationError) as exc:
+            await connection.send(encode(frames.refusal(str(exc.error_id), exc.message)))
+            await connection.close(CLOSE_BAD_REGISTRATION, "bad registration")
+            return
+        editor = Editor(self.registry.new_id(), registration, connection, time.monotonic())
+        self.registry.add(editor)
+        await connection.send(encode(frames.registered(editor.editor_id, self.instance_id, self.workspace)))
+        self._emit("editor_connected", editor=editor.describe())
+        log.info("editor %s registered: %s %s %s", editor.editor_id, registration.editor_name, registration.editor_version, registration.workspace_folders)
+        reason = "closed"
+        try:
+            async for message in connection:
+                try:
+                    obj = decode_frame(message)
+                    if obj.get("type") is not None:
+                        continue  # control frames from editors (none defined yet) are ignored
+                    obs = parse_observation(obj)
+                except ProtocolError as exc:
+                    log.warning("editor %s sent a bad frame: %s", editor.editor_id, exc.message)
+                    await connection.send(encode(frames.refusal(str(exc.error_id), exc.message)))
+                    continue
+                future = editor.pending.pop(obs["cause"], None)
+                if future is not None and not future.done():
+                    future.set_result(obs)
+        except ConnectionClosed as exc:
+            reason = f"connection closed ({exc.rcvd.code if exc.rcvd else 'no close frame'})"
+        finally:
+            self.registry.remove(editor)
+            # Every action this editor owed fails now, not at its deadline.
+            for leg_id, future in list(editor.pending.items()):
+                if not future.done():
+                    future.set_result(
+                        error_observation(leg_id, ErrorId.EDITOR_DISCONNECTED, "The editor disconnected while executing the action; it may or may not have run.")
+                    )
+            editor.pending.clear()
+            self._emit("editor_disconnected", editor_id=editor.editor_id, reason=reason)
+            log.info("editor %s gone: %s", editor.editor_id, reason)
+
+    # ------------------------------------------------------------------ monitors and control
+    def _emit(self, event_name: str, /, **fields: Any) -> None:
+        if not self.monitors:
+            return
+        frame = encode(frames.event(event_name, **fields))
+        for conn, queue in list(self.monitors.items()):
+            try:
+                queue.put_nowait(frame)
+            except asyncio.QueueFull:
+                # A monitor that cannot keep up is dropped rather than slowing everyone down.
+                self.monitors.pop(conn, None)
+                asyncio.ensure_future(conn.close(1013, "monitor too slow"))
+
+    async def _serve_monitor(self, connection: ServerConnection) -> None:
+        queue: asyncio.Queue = asyncio.Queue(MONITOR_QUEUE)
+        snapshot = {"type": "snapshot", **self.status()}
+        await connection.send(encode(snapshot))
+        self.monitors[connection] = queue
+
+        async def drain_incoming() -> None:
+            async for _ in connection:  # monitors send nothing meaningful; keep reading for close
+                pass
+
+        reader = asyncio.create_task(drain_incoming())
+        try:
+            while not reader.done():
+                getter = asyncio.ensure_future(queue.get())
+                done, _ = await asyncio.wait({getter, reader}, return_when=asyncio.FIRST_COMPLETED)
+                if getter in done:
+                    await connection.send(getter.result())
+                else:
+                    getter.cancel()
+        finally:
+            reader.cancel()
+            self.monitors.pop(connection, None)
+
+    async def _serve_control(self, connection: ServerConnection) -> None:
+        async for message in connection:
+            try:
+                kind, obj = frames.parse_control(decode_frame(message))
+            except ProtocolError as exc:
+                await connection.send(encode(frames.refusal(str(exc.error_id), exc.message)))
+                continue
+            if kind == "status":
+                await connection.send(encode({"type": "status", **self.status()}))
+            elif kind == "rotate_token":
+                closed = await self.rotate_token(obj["token"], keep=connection)
+                await connection.send(encode({"type": "ok", "closed": closed}))
+                await connection.close(CLOSE_ROTATED, "token rotated")
+                return
+            elif kind == "shutdown":
+                await connection.send(encode({"type": "ok"}))
+                asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(self.stop("shutdown requested")))
+                return
+
+    async def rotate_token(self, new_token: str, keep: ServerConnection | None = None) -> int:
+        """New connections need ``new_token``; connections opened with the old one are closed (4001)."""
+        self._token = new_token
+        self._token_gen += 1
+        if self.config.write_session:
+            self._write_session()  # editors re-read the token from here
+        stale = [c for c, gen in self.connections.items() if gen < self._token_gen and c is not keep]
+        for conn in stale:
+            self.connections.pop(conn, None)
+        await asyncio.gather(*(self._close_quietly(c, CLOSE_ROTATED, "token rotated") for c in stale))
+        self._emit("token_rotated", closed=len(stale))
+        log.info("token rotated; %d connection(s) closed", len(stale))
+        return len(stale)
+
+    @staticmethod
+    async def _close_quietly(conn: ServerConnection, code: int, reason: str) -> None:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(conn.close(code, reason), 2)
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "instance_id": self.instance_id,
+            "pid": os.getpid(),
+            "host": self.config.host,
+            "port": self.port,
+            "runtime": self.config.runtime,
+            "workspace": self.workspace,
+            "started_at": self.started_at.isoformat(timespec="seconds"),
+            "uptime_s": round(time.monotonic() - self._t0, 1),
+            "oh_version": __version__,
+            "protocol": PROTOCOL_VERSION,
+            "trace": str(self.config.trace_path or ""),
+            "trace_warning": self.trace.warning,
+            "editors": [e.describe() for e in self.registry.all()],
+            "agents": [{"agent_id": a.agent_id, "name": a.name, "pending": len(a.tasks), "done": a.done} for a in self.agents.values()],
+            "stats": {"done": self.stats["done"], "pending": len(self.correlator), "errors": self.stats["errors"]},
+        }

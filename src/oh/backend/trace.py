@@ -1,0 +1,96 @@
+"""The JSONL trace of one backend instance: one owner, append-only, rotated by size.
+
+Records hold what happened (kind, summary, outcome, exit code, duration), never file contents and
+never the token. A trace that cannot be written (read-only or full disk) must not stop the backend:
+it warns once and keeps serving.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("oh.backend.trace")
+
+
+class TraceWriter:
+    def __init__(self, path: Path | None, max_bytes: int = 10 * 1024 * 1024, keep: int = 3) -> None:
+        self.path = path
+        self.max_bytes = max_bytes
+        self.keep = keep
+        self.warning: str | None = None
+        self._file = None
+        self._size = 0
+        self._buffer: list[str] = []
+
+    def open(self) -> None:
+        if self.path is None:
+            return
+        try:
+            from ..config.paths import ensure_private_dir
+
+            ensure_private_dir(self.path.parent)
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            self._file = os.fdopen(fd, "a", encoding="utf-8")
+            self._size = self._file.tell()
+        except OSError as exc:
+            self._fail(exc)
+
+    def _fail(self, exc: OSError) -> None:
+        if self.warning is None:
+            self.warning = f"trace disabled: cannot write {self.path}: {exc.strerror or exc}"
+            log.warning("%s; the backend keeps serving", self.warning)
+        if self._file is not None:
+            try:
+                self._file.close()
+            except OSError:
+                pass
+        self._file = None
+
+    def record(self, kind: str, **fields: Any) -> None:
+        if self._file is None:
+            return
+        rec = {"t": datetime.now(timezone.utc).isoformat(timespec="milliseconds"), "kind": kind, **fields}
+        self._buffer.append(json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n")
+        if len(self._buffer) >= 256:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._file is None or not self._buffer:
+            self._buffer.clear()
+            return
+        data = "".join(self._buffer)
+        self._buffer.clear()
+        try:
+            self._file.write(data)
+            self._file.flush()
+            self._size += len(data.encode("utf-8"))
+            if self._size >= self.max_bytes:
+                self._rotate()
+        except OSError as exc:
+            self._fail(exc)
+
+    def _rotate(self) -> None:
+        assert self.path is not None and self._file is not None
+        self._file.close()
+        for i in range(self.keep - 1, 0, -1):
+            older = self.path.with_name(f"{self.path.name}.{i}")
+            if older.exists():
+                os.replace(older, self.path.with_name(f"{self.path.name}.{i + 1}"))
+        os.replace(self.path, self.path.with_name(f"{self.path.name}.1"))
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        self._file = os.fdopen(fd, "a", encoding="utf-8")
+        self._size = 0
+
+    def close(self) -> None:
+        self.flush()
+        if self._file is not None:
+            try:
+                self._file.close()
+            except OSError:
+                pass
+            self._file = None

@@ -1,0 +1,120 @@
+"""Async client: many actions in flight on one connection, matched by ``cause``."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+from typing import Any
+
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
+
+from . import actions
+from .errors import AuthError, ConnectionLost, OhClientError, RefusedError
+from .observation import Observation
+
+
+def _handshake_error(exc: Exception, url: str) -> OhClientError:
+    if isinstance(exc, InvalidStatus):
+        status = exc.response.status_code
+        body = exc.response.body.decode("utf-8", "replace").strip() if exc.response.body else ""
+        if status == 401:
+            return AuthError(f"The backend at {url} refused the token (401). Use the token from the session file or `oh token show --reveal`.")
+        return RefusedError(f"The backend at {url} refused the connection ({status}): {body}")
+    return OhClientError(f"Cannot connect to {url}: {exc}")
+
+
+class Client:
+    def __init__(self, connection: ClientConnection, url: str) -> None:
+        self._conn = connection
+        self.url = url
+        self._ids = itertools.count(1)
+        self._pending: dict[int, asyncio.Future] = {}
+        self._closed: ConnectionLost | None = None
+        self._reader = asyncio.create_task(self._read_loop())
+        self.stray: list[dict[str, Any]] = []  # error frames without a cause (should not happen)
+
+    @classmethod
+    async def connect(cls, url: str, token: str, *, name: str | None = None, path: str = "/v1/agent", open_timeout: float = 10.0) -> "Client":
+        headers = {"Authorization": f"Bearer {token}"}
+        if name:
+            headers["X-OH-Client"] = name
+        full = url.rstrip("/") + path
+        try:
+            conn = await connect(full, additional_headers=headers, open_timeout=open_timeout, max_size=None, compression=None, ping_interval=20)
+        except (InvalidHandshake, OSError, asyncio.TimeoutError) as exc:
+            raise _handshake_error(exc, url) from None
+        return cls(conn, url)
+
+    async def __aenter__(self) -> "Client":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            await self._conn.close()
+        self._reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await self._reader
+
+    async def _read_loop(self) -> None:
+        try:
+            async for message in self._conn:
+                obs = json.loads(message)
+                fut = self._pending.pop(obs.get("cause"), None) if isinstance(obs, dict) else None
+                if fut is None:
+                    self.stray.append(obs)
+                elif not fut.done():
+                    fut.set_result(Observation(obs))
+            code, reason = self._conn.close_code, self._conn.close_reason
+        except ConnectionClosed as exc:
+            code, reason = (exc.rcvd.code, exc.rcvd.reason) if exc.rcvd else (None, "")
+        err = ConnectionLost(
+            f"Connection to {self.url} closed ({code}{' ' + reason if reason else ''}) before the observation arrived"
+            + (": the token was rotated, reconnect with the new one." if code == 4001 else "."),
+            code,
+            reason or "",
+        )
+        self._closed = err
+        for fut in self._pending.values():
+            if not fut.done():
+                fut.set_exception(err)
+        self._pending.clear()
+
+    def next_id(self) -> int:
+        return next(self._ids)
+
+    async def send(self, action: dict[str, Any], *, timeout: float | None = None) -> Observation:
+        """Send a raw action dict (an ``id`` is assigned when missing) and await its observation."""
+        if self._closed is not None:
+            raise self._closed
+        action = dict(action)
+        if "id" not in action:
+            action["id"] = self.next_id()
+        fut: asyncio.Future = asyncio.get_running_loop().create_future()
+        self._pending[action["id"]] = fut
+        try:
+            await self._conn.send(json.dumps(action))
+        except ConnectionClosed:
+            self._pending.pop(action["id"], None)
+            raise self._closed or ConnectionLost(f"Connection to {self.url} is closed.") from None
+        try:
+            return await (asyncio.wait_for(fut, timeout) if timeout else fut)
+        finally:
+            self._pending.pop(action["id"], None)
+
+    async def run(self, command: str, *, timeout: float | None = None, blocking: bool = False, is_input: bool = False, cwd: str | None = None) -> Observation:
+        return await self.send(actions.run(command, timeout=timeout, blocking=blocking, is_input=is_input, cwd=cwd))
+
+    async def read(self, path: str, *, start: int = 0, end: int = -1, view_range: list[int] | None = None) -> Observation:
+        return await self.send(actions.read(path, start=start, end=end, view_range=view_range))
+
+    async def write(self, path: str, content: str) -> Observation:
+        return await self.send(actions.write(path, content))
+
+    async def edit(self, path: str, command: str, **kw: Any) -> Observation:
+        return await self.send(actions.edit(path, command, **kw))

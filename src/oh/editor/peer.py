@@ -1,0 +1,144 @@
+"""Headless editor peer (docs/protocol.md §4)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import logging
+import os
+from typing import Any
+
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake
+
+from .. import PROTOCOL_VERSION, __version__
+from ..client.aio import _handshake_error
+from ..protocol.errors import ErrorId, ProtocolError
+from ..protocol.events import decode_frame, encode, error_from, error_observation, parse_action
+
+log = logging.getLogger("oh.editor")
+
+
+class HeadlessEditor:
+    """One registered editor connection. ``serve()`` returns when the backend closes it."""
+
+    def __init__(self, url: str, token: str, workspace: str, *, session: str | None = None, name: str = "oh headless editor") -> None:
+        from ..runtimes.local import LocalRuntime
+
+        self.url = url.rstrip("/")
+        self.token = token
+        self.workspace = os.path.realpath(workspace)
+        self.session = session
+        self.name = name
+        self.runtime = LocalRuntime(self.workspace)
+        self.registration: dict[str, Any] | None = None
+        self.close_code: int | None = None
+        self.close_reason = ""
+        self._obs_ids = itertools.count(1)
+        self._tasks: dict[int, asyncio.Task] = {}
+        self.executed = 0
+
+    def register_frame(self) -> dict[str, Any]:
+        return {
+            "type": "register",
+            "protocol": PROTOCOL_VERSION,
+            "session": self.session,
+            "workspace_folders": [self.workspace],
+            "editor": {"name": self.name, "version": __version__, "pid": os.getpid()},
+            "extension_version": __version__,
+            "capabilities": ["run", "read", "write", "edit"],
+        }
+
+    async def serve(self, ready: asyncio.Event | None = None) -> None:
+        headers = {"Authorization": f"Bearer {self.token}"}
+        try:
+            conn = await connect(self.url + "/v1/editor", additional_headers=headers, max_size=None, compression=None, open_timeout=10)
+        except (InvalidHandshake, OSError, asyncio.TimeoutError) as exc:
+            raise _handshake_error(exc, self.url) from None
+        self._conn = conn
+        try:
+            await conn.send(json.dumps(self.register_frame()))
+            answer = json.loads(await asyncio.wait_for(conn.recv(), 10))
+            if answer.get("type") != "registered":
+                raise RuntimeError(f"registration refused: {answer.get('error_id')}: {answer.get('message')}")
+            self.registration = answer
+            if ready is not None:
+                ready.set()
+            async for message in conn:
+                self._dispatch(message)
+        except ConnectionClosed:
+            pass
+        finally:
+            self.close_code, self.close_reason = conn.close_code, conn.close_reason or ""
+            for task in self._tasks.values():
+                task.cancel()
+            await self.runtime.close()
+
+    def _dispatch(self, message: str | bytes) -> None:
+        try:
+            obj = decode_frame(message)
+            if obj.get("type") == "cancel":
+                task = self._tasks.get(obj.get("id"))
+                if task is not None:
+                    task.cancel()
+                return
+            action = parse_action(obj)
+        except ProtocolError as exc:
+            asyncio.ensure_future(self._answer(error_from(exc)))
+            return
+        task = asyncio.create_task(self._execute(action))
+        self._tasks[action.id] = task
+        task.add_done_callback(lambda _t, i=action.id: self._tasks.pop(i, None))
+
+    async def _execute(self, action) -> None:
+        try:
+            obs = await self.runtime.execute(action, "backend")
+        except asyncio.CancelledError:
+            return  # the backend cancelled; it no longer waits for an answer
+        except Exception as exc:  # noqa: BLE001
+            log.exception("action %s failed", action.id)
+            obs = error_observation(action.id, ErrorId.SERVER_ERROR, f"Headless editor error: {type(exc).__name__}")
+        obs["cause"] = action.id
+        self.executed += 1
+        await self._answer(obs)
+
+    async def _answer(self, obs: dict[str, Any]) -> None:
+        obs["id"] = next(self._obs_ids)
+        with contextlib.suppress(ConnectionClosed):
+            await self._conn.send(encode(obs))
+
+
+async def run_editor(workspace: str, *, instance: str | None = None, reconnect: bool = True, on_event=None) -> int:
+    """Attach to the backend serving ``workspace`` (re-reading its session file after a token
+    rotation) until its session ends. Returns a process exit code."""
+    from ..launcher import sessions
+
+    backoff = 0.25
+    while True:
+        found = sessions.find(instance) if instance else [s for s in [sessions.for_workspace(workspace)] if s]
+        if not found:
+            if on_event:
+                on_event("no_session", None)
+            return 3
+        s = found[0]
+        editor = HeadlessEditor(s.url, s.token, s.workspace, session=s.instance_id)
+        try:
+            ready = asyncio.Event()
+            task = asyncio.create_task(editor.serve(ready))
+            waiter = asyncio.create_task(ready.wait())
+            await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+            if ready.is_set() and on_event:
+                on_event("registered", editor.registration)
+            await task
+            backoff = 0.25
+        except Exception as exc:  # noqa: BLE001
+            if on_event:
+                on_event("error", str(exc))
+        if on_event:
+            on_event("disconnected", {"code": editor.close_code, "reason": editor.close_reason})
+        if not reconnect or editor.close_code == 1001:
+            return 0
+        await asyncio.sleep(0 if editor.close_code == 4001 else backoff)
+        backoff = min(backoff * 2, 5)
