@@ -84,6 +84,8 @@ class BackendConfig:
     allowed_roots: list[str] | None = None
     write_session: bool = True
     session_dir: Path | None = None
+    max_frame: int = MAX_FRAME
+    deadline_grace: float = DEADLINE_GRACE
 
 
 class Backend:
@@ -132,7 +134,7 @@ class Backend:
             self.config.host,
             self.config.port,
             process_request=self._process_request,
-            max_size=MAX_FRAME,
+            max_size=self.config.max_frame,
             compression=None,  # loopback: deflate only costs CPU
             ping_interval=20,
             ping_timeout=20,
@@ -297,7 +299,7 @@ class Backend:
         base = action.timeout if action.timeout is not None else self.config.action_timeout
         if self.config.runtime == "vscode":
             base += self.config.editor_timeout
-        return base + DEADLINE_GRACE
+        return base + self.config.deadline_grace
 
     async def _execute(self, agent: Agent, action: Action, leg_id: int) -> None:
         """Run one action; always ends with exactly one observation to the agent (if it is still there)."""
@@ -310,7 +312,10 @@ class Backend:
         try:
             deadline = self._deadline(action)
             try:
-                obs = await asyncio.wait_for(self.runtime.execute(leg, agent.agent_id), deadline)
+                # asyncio.timeout, not wait_for: on 3.11 wait_for wraps the coroutine in one more
+                # Task per action (measured: benchmarks/, docs/benchmarks.md).
+                async with asyncio.timeout(deadline):
+                    obs = await self.runtime.execute(leg, agent.agent_id)
             except asyncio.TimeoutError:
                 obs = error_observation(leg_id, ErrorId.TIMEOUT, f"No observation within {deadline:g} s; the action was cancelled.")
         except asyncio.CancelledError:
@@ -372,7 +377,7 @@ class Backend:
                         continue  # control frames from editors (none defined yet) are ignored
                     obs = parse_observation(obj)
                 except ProtocolError as exc:
-                    log.warning("editor %s sent a bad frame: %s", editor.editor_id, exc.message)
+                    log.debug("editor %s sent a bad frame: %s", editor.editor_id, exc.message)
                     await connection.send(encode(frames.refusal(str(exc.error_id), exc.message)))
                     continue
                 future = editor.pending.pop(obs["cause"], None)

@@ -68,7 +68,12 @@ def process_start_time(pid: int) -> float | None:
     import psutil  # lazy: only the commands that list sessions pay for it
 
     try:
-        return psutil.Process(pid).create_time()
+        proc = psutil.Process(pid)
+        # A killed backend whose parent does not reap it (containers without an init) lingers as a
+        # zombie: it no longer serves anything, so its session file is stale.
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return None
+        return proc.create_time()
     except (psutil.NoSuchProcess, psutil.ZombieProcess):
         return None
     except psutil.AccessDenied:

@@ -1,0 +1,120 @@
+"""Shared by the command modules: exit codes, error output, session selection, JSON output.
+
+Import-light on purpose (stdlib + typer): every ``oh`` invocation imports this.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any, NoReturn
+
+import typer
+
+# Exit codes (documented in `oh --help` and docs/_cli_notes.md).
+OK = 0
+ERROR = 1  # the operation failed (details on stderr)
+USAGE = 2  # bad flags/arguments, bad setting, bad config file
+NOT_RUNNING = 3  # no running backend (for the workspace / instance / at all)
+AUTH = 4  # the backend refused the token
+UNREACHABLE = 5  # the backend did not answer / the connection was lost
+ACTION_FAILED = 6  # the action came back as an error observation (PATH_DENIED, TOOL_ERROR, ...)
+NO_EDITOR = 7  # runtime vscode: no editor connected (NO_EDITOR / EDITOR_DISCONNECTED)
+TIMEOUT = 124  # the action timed out (as timeout(1))
+
+EXIT_CODES_HELP = (
+    "Exit codes: 0 ok · 1 failed · 2 usage or bad setting · 3 no running backend · 4 token refused · "
+    "5 backend unreachable · 6 action failed (error observation) · 7 no editor connected · 124 timed out."
+)
+
+
+def err(message: str) -> None:
+    typer.echo(f"oh: {message}", err=True)
+
+
+def die(message: str, code: int = ERROR, hint: str | None = None) -> NoReturn:
+    err(message)
+    if hint:
+        typer.echo(f"    {hint}", err=True)
+    raise typer.Exit(code)
+
+
+def print_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, indent=2, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def print_ndjson(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, default=str, separators=(",", ":")) + "\n")
+    sys.stdout.flush()
+
+
+def load_settings(flags: dict[str, Any] | None = None):
+    from ..config.settings import SettingError, Settings
+
+    try:
+        return Settings.load({k: v for k, v in (flags or {}).items() if v is not None})
+    except SettingError as exc:
+        die(str(exc), USAGE)
+
+
+def pick_session(workspace: str | None, instance: str | None):
+    """The session a command acts on: ``--instance`` prefix, else the one whose workspace contains
+    ``--workspace`` (default: cwd; the deepest match wins). Exits 3 when there is none."""
+    from ..launcher import sessions
+
+    if instance:
+        found = sessions.find(instance)
+        if not found:
+            die(f"no running backend with instance id {instance!r}.", NOT_RUNNING, "List them with `oh status`.")
+        if len(found) > 1:
+            ids = ", ".join(s.instance_id for s in found)
+            die(f"instance id {instance!r} is ambiguous ({ids}).", USAGE, "Give more characters.")
+        return found[0]
+    target = os.path.realpath(workspace or os.getcwd())
+    s = sessions.for_workspace(target)
+    if s is None:
+        running = sessions.list_sessions()
+        hint = f"Start one with `oh start --detach --workspace {target}`"
+        if running:
+            hint += " or pick a running one with --instance (see `oh status`)"
+        die(f"no running backend serves {target}.", NOT_RUNNING, hint + ".")
+    return s
+
+
+def fmt_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    seconds = int(seconds)
+    h, rem = divmod(seconds, 3600)
+    m, s = divmod(rem, 60)
+    if h:
+        return f"{h}h{m:02d}m"
+    if m:
+        return f"{m}m{s:02d}s"
+    return f"{s}s"
+
+
+# ---------------------------------------------------------------- dynamic shell completion
+def complete_instances(incomplete: str):
+    try:
+        from ..launcher import sessions
+
+        return [(s.instance_id, f"{s.runtime} {s.workspace}") for s in sessions.list_sessions() if s.instance_id.startswith(incomplete)]
+    except Exception:  # noqa: BLE001 - completion must never print a traceback
+        return []
+
+
+def complete_runtimes(incomplete: str):
+    return [(r, h) for r, h in (("local", "on this machine, no sandbox"), ("vscode", "in VS Code")) if r.startswith(incomplete)]
+
+
+def complete_keys(incomplete: str):
+    from ..config.settings import KEYS
+
+    return [(k.name, k.allowed) for k in KEYS.values() if k.name.startswith(incomplete)]
+
+
+def complete_shells(incomplete: str):
+    return [s for s in ("bash", "zsh", "fish", "powershell") if s.startswith(incomplete)]

@@ -1,0 +1,50 @@
+"""``oh attach``: run the headless reference editor against a running backend."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Optional
+
+import typer
+
+from ._common import NOT_RUNNING, complete_instances, die
+
+
+def attach(
+    workspace: Optional[str] = typer.Option(None, "--workspace", "-C", help="Attach to the backend serving this directory (default: cwd)."),
+    instance: Optional[str] = typer.Option(None, "--instance", "-i", help="Attach to this backend (instance id or prefix).", autocompletion=complete_instances),
+    once: bool = typer.Option(False, "--once", help="Exit when disconnected instead of reconnecting."),
+) -> None:
+    """Act as the editor for a backend (headless: actions run on this machine, like the local runtime).
+
+    Useful to try `--runtime vscode` without VS Code, and in tests. Reconnects after a token
+    rotation; exits when the backend stops. Exit codes: 0 backend stopped / Ctrl-C · 3 no backend.
+    """
+    import asyncio
+
+    from ..editor import run_editor
+    from ..launcher import sessions
+
+    target = os.path.realpath(workspace or os.getcwd())
+    if instance is not None and not sessions.find(instance):
+        die(f"no running backend with instance id {instance!r}.", NOT_RUNNING, "List them with `oh status`.")
+    if instance is None and sessions.for_workspace(target) is None:
+        die(f"no running backend serves {target}.", NOT_RUNNING, f"Start one with `oh start --runtime vscode --workspace {target}`.")
+
+    def report(kind: str, data) -> None:
+        if kind == "registered":
+            msg = f"attached as editor {data.get('editor_id')} to instance {data.get('instance_id')} (workspace {data.get('workspace')})"
+        elif kind == "disconnected":
+            msg = f"disconnected ({data.get('code')} {data.get('reason') or ''})".rstrip()
+        elif kind == "no_session":
+            msg = "the backend's session ended"
+        else:
+            msg = f"{kind}: {data}"
+        print(f"oh attach: {msg}", file=sys.stderr, flush=True)
+
+    try:
+        code = asyncio.run(run_editor(target, instance=instance, reconnect=not once, on_event=report))
+    except KeyboardInterrupt:
+        code = 0
+    raise typer.Exit(0 if code == 3 else code)  # 3 here: its session ended after we attached

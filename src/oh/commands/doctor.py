@@ -1,0 +1,179 @@
+"""``oh doctor [--json]``: everything `oh` depends on, each failed check with its fix."""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from typing import Any
+
+import typer
+
+from ._common import ERROR, print_json
+
+DEPS = ("typer", "rich", "websockets", "platformdirs", "tomli-w", "keyring", "psutil")
+
+
+def _check(name: str, status: str, detail: str, fix: str | None = None, **extra: Any) -> dict[str, Any]:
+    return {"check": name, "status": status, "detail": detail, "fix": fix, **extra}
+
+
+def _dir_check(label: str, path) -> dict[str, Any]:
+    if not path.exists():
+        return _check(f"dir {label}", "ok", f"{path} (not created yet; oh creates it 0700 when needed)", path=str(path))
+    st = path.stat()
+    mode = stat.S_IMODE(st.st_mode)
+    problems = []
+    if not path.is_dir():
+        return _check(f"dir {label}", "fail", f"{path} is not a directory", f"Move it away: `mv {path} {path}.bak`", path=str(path))
+    if os.name == "posix" and st.st_uid != os.getuid():
+        problems.append(f"owned by uid {st.st_uid}, not you")
+    if os.name == "posix" and mode & 0o077 and label in ("sessions", "state", "config", "logs", "traces"):
+        problems.append(f"mode {mode:04o} lets other users in")
+    if not os.access(path, os.W_OK):
+        problems.append("not writable")
+    if problems:
+        return _check(f"dir {label}", "fail", f"{path}: {', '.join(problems)}", f"chmod 700 {path} (and make sure you own it)", path=str(path), mode=f"{mode:04o}")
+    return _check(f"dir {label}", "ok", f"{path} (mode {mode:04o})", path=str(path), mode=f"{mode:04o}")
+
+
+def run_checks() -> list[dict[str, Any]]:
+    from importlib import metadata
+
+    from ..config import paths, secrets
+    from ..config.settings import SettingError, Settings
+
+    checks: list[dict[str, Any]] = []
+    py = sys.version_info
+    checks.append(_check("python", "ok" if py >= (3, 11) else "fail", f"{sys.version.split()[0]} ({sys.executable})", None if py >= (3, 11) else "Install Python 3.11 or newer."))
+    for dep in DEPS:
+        try:
+            checks.append(_check(f"dependency {dep}", "ok", metadata.version(dep)))
+        except metadata.PackageNotFoundError:
+            checks.append(_check(f"dependency {dep}", "fail", "not installed", f"pip install '{dep}' (or reinstall oh)"))
+    # settings
+    try:
+        s = Settings.load()
+        checks.append(_check("config", "ok", f"{paths.config_file()} ({'present' if paths.config_file().exists() else 'absent: defaults'}); runtime {s.runtime}, port {s.port}"))
+    except SettingError as exc:
+        s = None
+        checks.append(_check("config", "fail", str(exc), "Fix it with `oh config edit` or `oh config unset KEY`."))
+    # token
+    try:
+        token, where = secrets.get_token()
+        status = "ok" if token else "warn"
+        detail = f"{where.describe()}; " + (f"fingerprint {secrets.fingerprint(token)}" if token else "no token yet")
+        fix = None if token else "`oh start` or `oh token rotate` creates one."
+        if where.kind == "keyring" and not where.secure:
+            status, fix = "warn", "This keyring keeps the token unencrypted; install a secure keyring backend (Secret Service, macOS Keychain) or accept the risk."
+        if where.kind == "file":
+            p = paths.token_file()
+            if p.exists():
+                mode = stat.S_IMODE(p.stat().st_mode)
+                if mode & 0o077:
+                    status, fix = "fail", f"chmod 600 {p}"
+                detail += f"; file mode {mode:04o}"
+        checks.append(_check("token", status, detail, fix, storage=where.kind, backend=where.backend))
+    except Exception as exc:  # noqa: BLE001
+        checks.append(_check("token", "fail", f"{type(exc).__name__}: {exc}", "Check your keyring (`keyring --list-backends`) or set PYTHON_KEYRING_BACKEND=keyring.backends.fail.Keyring to use the 0600 file."))
+    # dirs
+    checks.append(_check("OH_HOME", "ok", os.environ["OH_HOME"] + " (every file oh keeps lives under it)" if os.environ.get("OH_HOME") else "unset (platform directories)"))
+    for label, p in (("config", paths.config_dir()), ("state", paths.state_dir()), ("sessions", paths.sessions_dir()), ("traces", paths.traces_dir()), ("logs", paths.logs_dir())):
+        checks.append(_dir_check(label, p))
+    checks.extend(_session_checks())
+    checks.extend(_vscode_checks())
+    checks.append(_port_check(s))
+    return checks
+
+
+def _session_checks() -> list[dict[str, Any]]:
+    from ..launcher import sessions
+    from ..launcher.control import BackendUnreachable, http_get
+
+    d = sessions.paths.sessions_dir()
+    out = []
+    files = sorted(d.glob("*.json")) if d.is_dir() else []
+    cwd = os.path.realpath(os.getcwd())
+    chosen = sessions.for_workspace(cwd)
+    for p in files:
+        s = sessions.read(p)
+        if s is None:
+            out.append(_check(f"session {p.name}", "warn", "unreadable or partial", f"Remove it: rm {p}"))
+            continue
+        mode = stat.S_IMODE(p.stat().st_mode)
+        alive = sessions.is_alive(s)
+        if not alive:
+            out.append(_check(f"session {s.instance_id}", "warn", f"stale (pid {s.pid} is gone or reused); `oh status` removes it", "Run `oh status` (cleans stale files).", alive=False))
+            continue
+        try:
+            code, _ = http_get(s, "/v1/health", timeout=2)
+            reach = f"answers on {s.url}" if code == 200 else f"HTTP {code} on /v1/health"
+            ok = code == 200
+        except BackendUnreachable as exc:
+            reach, ok = str(exc), False
+        why = ""
+        if chosen is not None and chosen.instance_id == s.instance_id:
+            why = f"; commands run in {cwd} pick this one: its workspace contains the current directory (deepest match wins)"
+        status = "ok" if ok and not mode & 0o077 else "fail"
+        fix = None if status == "ok" else (f"chmod 600 {p}" if mode & 0o077 else f"Stop it (`oh stop {s.instance_id}`) and start again; log: `oh logs {s.instance_id}`")
+        out.append(_check(f"session {s.instance_id}", status, f"alive, pid {s.pid}, runtime {s.runtime}, workspace {s.workspace}, {reach}, mode {mode:04o}{why}", fix,
+                          alive=True, picked=bool(why)))
+    if not files:
+        out.append(_check("sessions", "ok", "no backend is running"))
+    elif chosen is None:
+        out.append(_check("sessions", "ok", f"no running backend's workspace contains {cwd}: agent verbs here need --instance or --workspace"))
+    return out
+
+
+def _vscode_checks() -> list[dict[str, Any]]:
+    from ..launcher import signal as editor_signal
+
+    code = editor_signal.code_binary()
+    if code is None:
+        return [_check("vscode `code`", "warn", "`code` is not on PATH (only needed for --runtime vscode with --open/auto-open and this check)",
+                       "In VS Code: Command Palette → 'Shell Command: Install code command in PATH'.")]
+    installed = editor_signal.extension_installed()
+    checks = [_check("vscode `code`", "ok", code)]
+    if installed is None:
+        checks.append(_check("vscode extension", "warn", "`code --list-extensions` failed", "Run `code --list-extensions` yourself to see why."))
+    elif installed:
+        checks.append(_check("vscode extension", "ok", f"{editor_signal.EXTENSION_ID} installed"))
+    else:
+        checks.append(_check("vscode extension", "fail", f"{editor_signal.EXTENSION_ID} is not installed", "Install it: `code --install-extension <path to oh-vscode.vsix>` (see README)."))
+    return checks
+
+
+def _port_check(s) -> dict[str, Any]:
+    import socket
+
+    host = getattr(s, "host", "127.0.0.1") if s else "127.0.0.1"
+    port = getattr(s, "port", 0) if s else 0
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as sock:
+            sock.bind((host, port))
+            got = sock.getsockname()[1]
+    except OSError as exc:
+        return _check("port", "fail", f"cannot bind {host}:{port}: {exc.strerror or exc}",
+                      "Choose another port: `oh config set port 0` (a free one) or `oh start --port N`.")
+    return _check("port", "ok", f"{host}:{port} is free" if port else f"{host}: ephemeral ports work (e.g. {got})")
+
+
+def doctor(json_: bool = typer.Option(False, "--json", help='Machine-readable: {"ok": bool, "checks": [...]}.')) -> None:
+    """Check Python, dependencies, token storage, directories, sessions, VS Code and ports.
+
+    Exit codes: 0 no check failed (warnings allowed) · 1 at least one check failed.
+    """
+    checks = run_checks()
+    failed = [c for c in checks if c["status"] == "fail"]
+    if json_:
+        print_json({"ok": not failed, "checks": checks})
+    else:
+        marks = {"ok": "✓", "warn": "!", "fail": "✗"}
+        for c in checks:
+            typer.echo(f"{marks[c['status']]} {c['check']}: {c['detail']}")
+            if c["fix"] and c["status"] != "ok":
+                typer.echo(f"    fix: {c['fix']}")
+        typer.echo(f"\n{len(failed)} failed, {sum(c['status'] == 'warn' for c in checks)} warning(s), {len(checks)} checks")
+    if failed:
+        raise typer.Exit(ERROR)

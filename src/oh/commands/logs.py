@@ -1,0 +1,138 @@
+"""``oh logs [INSTANCE] [-f] [-n N] [--json]``: a backend's JSONL trace, rendered or raw."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from ._common import NOT_RUNNING, complete_instances, die
+
+
+def render_record(rec: dict[str, Any]) -> str:
+    """One trace record as one line; unknown fields are shown as key=value (the format may grow)."""
+    t = str(rec.get("t", ""))
+    try:
+        clock = datetime.fromisoformat(t).astimezone().strftime("%H:%M:%S.%f")[:-3]
+    except ValueError:
+        clock = t
+    kind = rec.get("kind", "?")
+    parts = [clock, f"{kind:<7}"]
+    if rec.get("agent"):
+        parts.append(str(rec["agent"]))
+    if rec.get("action") or rec.get("action_id") is not None:
+        parts.append(f"{rec.get('action', '')}#{rec.get('action_id', '')}".strip("#"))
+    if rec.get("summary"):
+        parts.append(str(rec["summary"]))
+    if kind != "request":
+        if rec.get("outcome"):
+            parts.append(f"→ {rec['outcome']}")
+        if rec.get("exit_code") is not None:
+            parts.append(f"exit {rec['exit_code']}")
+        if rec.get("duration_ms") is not None:
+            parts.append(f"{rec['duration_ms']} ms")
+    if rec.get("error_id") and rec.get("error_id") != rec.get("outcome"):
+        parts.append(str(rec["error_id"]))
+    if rec.get("message"):
+        parts.append(f"— {rec['message']}")
+    known = {"t", "kind", "agent", "action", "action_id", "agent_action_id", "summary", "outcome", "exit_code", "duration_ms", "error_id", "message", "cause"}
+    extra = {k: v for k, v in rec.items() if k not in known}
+    if extra:
+        parts.append(" ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in extra.items()))
+    return "  ".join(parts)
+
+
+def _emit(line: str, raw: bool) -> None:
+    line = line.rstrip("\n")
+    if not line:
+        return
+    if raw:
+        sys.stdout.write(line + "\n")
+    else:
+        try:
+            rec = json.loads(line)
+            sys.stdout.write((render_record(rec) if isinstance(rec, dict) else line) + "\n")
+        except ValueError:
+            sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+def _pick_trace(instance: Optional[str]) -> tuple[Path, Any]:
+    from ..config import paths
+    from ..launcher import sessions
+
+    if instance:
+        live = sessions.find(instance)
+        if len(live) == 1 and live[0].trace:
+            return Path(live[0].trace), live[0]
+        old = sorted(paths.traces_dir().glob(f"{instance}*.jsonl")) if paths.traces_dir().is_dir() else []
+        if len(old) == 1:
+            return old[0], None
+        if len(live) > 1 or len(old) > 1:
+            die(f"instance id {instance!r} is ambiguous.", 2, "Give more characters.")
+        die(f"no trace for instance {instance!r}.", NOT_RUNNING, "List running backends with `oh status`; traces live in " + str(paths.traces_dir()))
+    s = sessions.for_workspace(os.getcwd())
+    if s is not None and s.trace:
+        return Path(s.trace), s
+    traces = sorted(paths.traces_dir().glob("*.jsonl"), key=lambda p: p.stat().st_mtime, reverse=True) if paths.traces_dir().is_dir() else []
+    if not traces:
+        die("no trace yet: no backend has recorded any action.", NOT_RUNNING, "Start one with `oh start`.")
+    return traces[0], None
+
+
+def logs(
+    instance: Optional[str] = typer.Argument(None, help="Instance id or prefix (running or stopped). Default: the backend for cwd, else the newest trace.", autocompletion=complete_instances),
+    follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new records until Ctrl-C (or the backend stops)."),
+    lines: int = typer.Option(50, "--lines", "-n", min=0, help="Show the last N records (0 = all)."),
+    json_: bool = typer.Option(False, "--json", help="Raw JSONL records."),
+) -> None:
+    """Show a backend's trace: every action with its outcome, exit code and duration (never file contents).
+
+    Exit codes: 0 ok · 3 no trace found.
+    """
+    path, session = _pick_trace(instance)
+    if not path.exists() and not follow:
+        die(f"{path} does not exist yet (no action recorded).", NOT_RUNNING)
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            tail = f.readlines()
+            pos = f.tell()
+    except FileNotFoundError:
+        tail, pos = [], 0
+    for line in tail[-lines:] if lines else tail:
+        _emit(line, json_)
+    if not follow:
+        return
+    from ..launcher import sessions
+
+    inode = path.stat().st_ino if path.exists() else None
+    partial = ""
+    try:
+        while True:
+            try:
+                st = path.stat()
+            except FileNotFoundError:
+                st = None
+            if st is not None and (st.st_ino != inode or st.st_size < pos):  # rotated or truncated
+                inode, pos = st.st_ino, 0
+            if st is not None and st.st_size > pos:
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    f.seek(pos)
+                    chunk = f.read()
+                    pos = f.tell()
+                partial += chunk
+                *complete, partial = partial.split("\n")
+                for line in complete:
+                    _emit(line, json_)
+            elif session is not None and not sessions.is_alive(session):
+                print(f"oh logs: backend {session.instance_id} stopped", file=sys.stderr)
+                return
+            time.sleep(0.2)
+    except KeyboardInterrupt:
+        return

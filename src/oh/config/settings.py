@@ -1,0 +1,276 @@
+"""Typed settings with one precedence rule: flags > env ``OH_<KEY>`` > config.toml > defaults.
+
+The file is TOML (read with ``tomllib``, written with ``tomli-w``) at ``paths.config_file()``.
+Every key is declared once in ``KEYS``; parsing, validation, ``oh config`` and shell completion
+all read that table. Errors are ``SettingError`` whose message names the allowed values (and a
+suggestion for a mistyped key).
+"""
+
+from __future__ import annotations
+
+import difflib
+import ipaddress
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from . import paths
+
+ENV_PREFIX = "OH_"
+
+
+class SettingError(ValueError):
+    """A bad key or value; the message says what is allowed."""
+
+
+# ---------------------------------------------------------------------------- value parsers
+def _choice(*allowed: str) -> Callable[[Any], str]:
+    def parse(value: Any) -> str:
+        text = str(value).strip().lower()
+        if text not in allowed:
+            raise SettingError(f"must be one of {', '.join(allowed)} (got {value!r})")
+        return text
+
+    parse.allowed = allowed  # type: ignore[attr-defined]
+    return parse
+
+
+def _int_range(lo: int, hi: int) -> Callable[[Any], int]:
+    def parse(value: Any) -> int:
+        if isinstance(value, bool):
+            raise SettingError(f"must be an integer from {lo} to {hi} (got {value!r})")
+        try:
+            number = int(str(value).strip()) if not isinstance(value, int) else value
+        except ValueError:
+            raise SettingError(f"must be an integer from {lo} to {hi} (got {value!r})") from None
+        if not lo <= number <= hi:
+            raise SettingError(f"must be an integer from {lo} to {hi} (got {number})")
+        return number
+
+    return parse
+
+
+def _positive_float(value: Any) -> float:
+    if isinstance(value, bool):
+        raise SettingError(f"must be a number of seconds > 0 (got {value!r})")
+    try:
+        number = float(str(value).strip()) if not isinstance(value, (int, float)) else float(value)
+    except ValueError:
+        raise SettingError(f"must be a number of seconds > 0 (got {value!r})") from None
+    if not number > 0 or number != number or number == float("inf"):
+        raise SettingError(f"must be a number of seconds > 0 (got {value!r})")
+    return number
+
+
+_SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2, "mib": 1024**2, "g": 1024**3, "gb": 1024**3, "gib": 1024**3}
+
+
+def _size(value: Any) -> int:
+    msg = f"must be a size in bytes >= 1024, optionally with K/M/G (e.g. 10M) (got {value!r})"
+    if isinstance(value, bool):
+        raise SettingError(msg)
+    if isinstance(value, int):
+        number = value
+    else:
+        text = str(value).strip().lower().replace(" ", "")
+        digits = text.rstrip("kmgib")
+        unit = text[len(digits):]
+        if unit not in _SIZE_UNITS or not digits:
+            raise SettingError(msg)
+        try:
+            number = int(float(digits) * _SIZE_UNITS[unit])
+        except ValueError:
+            raise SettingError(msg) from None
+    if number < 1024:
+        raise SettingError(msg)
+    return number
+
+
+def _bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise SettingError(f"must be true or false (got {value!r})")
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _host(value: Any) -> str:
+    text = str(value).strip()
+    if not is_loopback(text):
+        # Decision (docs/_cli_notes.md): refuse, do not warn. The backend's Host check only accepts
+        # loopback names, and the token is the only thing between the network and a shell.
+        raise SettingError(f"must be a loopback address: 127.0.0.1, ::1 or localhost (got {value!r}); oh never listens on the network")
+    return "127.0.0.1" if text == "localhost" else text.strip("[]")
+
+
+@dataclass(frozen=True)
+class Key:
+    name: str
+    parse: Callable[[Any], Any]
+    default: Any
+    help: str
+    allowed: str  # human-readable allowed values
+
+    @property
+    def env(self) -> str:
+        return ENV_PREFIX + self.name.upper()
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        return getattr(self.parse, "allowed", ())
+
+
+KEYS: dict[str, Key] = {
+    k.name: k
+    for k in (
+        Key("runtime", _choice("local", "vscode"), "local", "where actions execute: on this machine (local) or in VS Code (vscode)", "local | vscode"),
+        Key("host", _host, "127.0.0.1", "address the backend listens on (loopback only)", "127.0.0.1 | ::1 | localhost"),
+        Key("port", _int_range(0, 65535), 0, "port the backend listens on; 0 picks a free one", "0-65535"),
+        Key("editor_timeout", _positive_float, 30.0, "seconds to wait for an editor before an action fails with NO_EDITOR", "seconds > 0"),
+        Key("action_timeout", _positive_float, 300.0, "deadline in seconds for an action without its own timeout", "seconds > 0"),
+        Key("open_editor", _choice("auto", "always", "never"), "auto", "ask VS Code to open the workspace on `oh start --runtime vscode`: auto = only when no editor registers within 3 s and `code` is on PATH", "auto | always | never"),
+        Key("trace", _bool, True, "write the JSONL trace of every action (`oh logs`)", "true | false"),
+        Key("trace_max_bytes", _size, 10 * 1024 * 1024, "size at which the trace file is rotated", "bytes >= 1024, e.g. 10M"),
+        Key("log_level", _choice("debug", "info", "warning", "error"), "info", "backend log level (log file under the state dir)", "debug | info | warning | error"),
+    )
+}
+
+
+def suggest(name: str) -> str:
+    close = difflib.get_close_matches(name.lower().replace("-", "_"), KEYS, n=1, cutoff=0.5)
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
+def key(name: str) -> Key:
+    norm = name.strip().lower().replace("-", "_")
+    if norm not in KEYS:
+        raise SettingError(f"unknown setting {name!r}.{suggest(name)} Known settings: {', '.join(KEYS)}.")
+    return KEYS[norm]
+
+
+def parse_value(name: str, value: Any) -> Any:
+    k = key(name)
+    try:
+        return k.parse(value)
+    except SettingError as exc:
+        raise SettingError(f"{k.name} {exc}") from None
+
+
+# ---------------------------------------------------------------------------- the file
+class ConfigFileError(SettingError):
+    pass
+
+
+def read_file(path: Path | None = None) -> dict[str, Any]:
+    """The raw table in config.toml ({} when there is none). Raises ConfigFileError on bad TOML."""
+    import tomllib
+
+    path = path or paths.config_file()
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise ConfigFileError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigFileError(f"{path} is not valid TOML: {exc}. Fix it with `oh config edit`.") from None
+    return data
+
+
+def write_file(data: dict[str, Any], path: Path | None = None) -> Path:
+    import tomli_w
+
+    path = path or paths.config_file()
+    paths.write_private_file(path, tomli_w.dumps(dict(sorted(data.items()))))
+    return path
+
+
+def validate_table(data: dict[str, Any], source: str) -> list[str]:
+    """Problems in a config table, each a full sentence naming the fix."""
+    problems = []
+    for name, value in data.items():
+        if name not in KEYS:
+            problems.append(f"{source}: unknown setting {name!r}.{suggest(name)} Remove it with `oh config unset {name}`.")
+            continue
+        try:
+            KEYS[name].parse(value)
+        except SettingError as exc:
+            problems.append(f"{source}: {name} {exc}. Fix it with `oh config set {name} VALUE`.")
+    return problems
+
+
+# ---------------------------------------------------------------------------- resolution
+@dataclass
+class Resolved:
+    value: Any
+    origin: str  # "flag" | "env" | "file" | "default"
+    detail: str = ""  # env var name or file path
+
+
+class Settings:
+    """Resolved settings. ``Settings.load(flags)``; ``s.runtime``, ``s.origin("port")``."""
+
+    def __init__(self, values: dict[str, Resolved]) -> None:
+        self._values = values
+
+    @classmethod
+    def load(cls, flags: dict[str, Any] | None = None, *, env: dict[str, str] | None = None, path: Path | None = None) -> "Settings":
+        env = os.environ if env is None else env
+        path = path or paths.config_file()
+        table = read_file(path)
+        problems = validate_table(table, str(path))
+        if problems:
+            raise ConfigFileError("\n".join(problems))
+        values: dict[str, Resolved] = {}
+        for name, k in KEYS.items():
+            flag = (flags or {}).get(name)
+            if flag is not None:
+                values[name] = Resolved(parse_value(name, flag), "flag")
+            elif env.get(k.env, "") != "":
+                try:
+                    values[name] = Resolved(k.parse(env[k.env]), "env", k.env)
+                except SettingError as exc:
+                    raise SettingError(f"environment variable {k.env} {exc}. Unset it or fix its value.") from None
+            elif name in table:
+                values[name] = Resolved(k.parse(table[name]), "file", str(path))
+            else:
+                values[name] = Resolved(k.default, "default")
+        return cls(values)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self.__dict__["_values"][name].value
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def get(self, name: str) -> Any:
+        return self._values[key(name).name].value
+
+    def origin(self, name: str) -> Resolved:
+        return self._values[key(name).name]
+
+    def items(self):
+        return self._values.items()
+
+
+def display(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return f"{value:g}"
+    return str(value)

@@ -1,0 +1,217 @@
+"""Start and stop backend processes (``python -m oh.backend``).
+
+Start: detached in its own session (Ctrl-C in the terminal reaches only the launcher, which then
+stops the backend on purpose), the token written to its stdin and the pipe closed (never argv or
+env), readiness reported as one JSON line on an inherited pipe fd, stdout/stderr appended to
+``<logs>/<instance_id>.log``. Stop: control ``shutdown`` -> wait -> SIGTERM -> wait -> SIGKILL,
+then the session file is removed if the backend could not remove it itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..config import paths
+from . import sessions
+from .sessions import Session
+
+EXIT_DUPLICATE = 3  # python -m oh.backend: a backend already serves this workspace
+
+
+class StartError(Exception):
+    def __init__(self, message: str, *, duplicate: Session | None = None, log_file: Path | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.duplicate = duplicate
+        self.log_file = log_file
+
+
+@dataclass
+class Started:
+    session: Session
+    log_file: Path
+    process: subprocess.Popen
+
+
+def log_file_for(instance_id: str) -> Path:
+    return paths.logs_dir() / f"{instance_id}.log"
+
+
+def _tail(path: Path, lines: int = 5) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def start_backend(
+    workspace: str,
+    *,
+    runtime: str,
+    token: str,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    editor_timeout: float = 30.0,
+    action_timeout: float = 300.0,
+    trace: bool = True,
+    trace_max_bytes: int = 10 * 1024 * 1024,
+    log_level: str = "info",
+    ready_timeout: float = 20.0,
+) -> Started:
+    workspace = os.path.realpath(workspace)
+    running = sessions.for_workspace(workspace)
+    if running is not None and running.workspace == workspace:
+        raise StartError(_duplicate_message(running, workspace), duplicate=running)
+    instance_id = sessions.new_instance_id()
+    log_path = log_file_for(instance_id)
+    paths.ensure_private_dir(log_path.parent)
+    paths.ensure_private_dir(paths.sessions_dir())
+    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    argv = [
+        sys.executable, "-m", "oh.backend", "--workspace", workspace, "--runtime", runtime, "--host", host,
+        "--port", str(port), "--editor-timeout", f"{editor_timeout:g}", "--action-timeout", f"{action_timeout:g}",
+        "--instance-id", instance_id, "--token-stdin", "--trace-max-bytes", str(trace_max_bytes),
+    ]
+    if not trace:
+        argv.append("--no-trace")
+    env = {k: v for k, v in os.environ.items() if k != "OH_TOKEN"}
+    env["OH_LOG_LEVEL"] = log_level.upper()
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    r, w = os.pipe()
+    argv += ["--ready-fd", str(w)]
+    try:
+        proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=log_fd, stderr=log_fd, pass_fds=(w,), env=env, cwd=workspace,
+            start_new_session=True, close_fds=True,
+        )
+    except OSError as exc:
+        os.close(r)
+        raise StartError(f"cannot run {sys.executable} -m oh.backend: {exc}") from None
+    finally:
+        os.close(w)
+        os.close(log_fd)
+    try:
+        assert proc.stdin is not None
+        proc.stdin.write((token + "\n").encode("utf-8"))
+        proc.stdin.close()
+    except OSError:
+        pass  # it died already; the ready wait below reports why
+    ready = _wait_ready(r, proc, ready_timeout)
+    if not ready.get("ready"):
+        code = proc.poll()
+        error = ready.get("error") or _tail(log_path) or "the backend exited without saying why"
+        if code == EXIT_DUPLICATE or ready.get("duplicate"):
+            dup = sessions.find(ready["duplicate"])[0] if ready.get("duplicate") and sessions.find(ready["duplicate"]) else sessions.for_workspace(workspace)
+            raise StartError(_duplicate_message(dup, workspace) if dup else error, duplicate=dup, log_file=log_path)
+        if proc.poll() is None:
+            _kill(proc)
+        raise StartError(f"the backend did not start: {error} (log: {log_path})", log_file=log_path)
+    session = sessions.read(sessions.path_for(ready.get("instance_id", instance_id)))
+    if session is None:
+        _kill(proc)
+        raise StartError(f"the backend reported ready but wrote no session file (log: {log_path})", log_file=log_path)
+    return Started(session, log_path, proc)
+
+
+def _duplicate_message(running: Session, workspace: str) -> str:
+    return (
+        f"a backend already serves {workspace}: instance {running.instance_id} (pid {running.pid}, {running.url}, "
+        f"runtime {running.runtime}). Use it, or stop it first with `oh stop {running.instance_id}`."
+    )
+
+
+def _wait_ready(fd: int, proc: subprocess.Popen, timeout: float) -> dict:
+    deadline = time.monotonic() + timeout
+    buf = b""
+    try:
+        while b"\n" not in buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return {"ready": False, "error": f"no ready signal within {timeout:g} s"}
+            readable, _, _ = select.select([fd], [], [], min(left, 0.2))
+            if readable:
+                chunk = os.read(fd, 4096)
+                if not chunk:  # writer closed without a line: it exited (or closed the fd early)
+                    proc.poll()
+                    break
+                buf += chunk
+            elif proc.poll() is not None and not buf:
+                # exited; drain what it may still have written
+                readable, _, _ = select.select([fd], [], [], 0)
+                if not readable:
+                    break
+    finally:
+        os.close(fd)
+    line = buf.split(b"\n", 1)[0]
+    if not line:
+        try:
+            proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            pass
+        return {"ready": False, "error": None}
+    try:
+        return json.loads(line)
+    except ValueError:
+        return {"ready": False, "error": f"garbled ready line: {line[:200]!r}"}
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    try:
+        proc.terminate()
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=5)
+    except OSError:
+        pass
+
+
+def wait_gone(session: Session, timeout: float) -> bool:
+    """True once the session's process is gone (or is no longer the same process)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if not sessions.is_alive(session):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+
+
+def _signal(session: Session, sig: int) -> None:
+    if sessions.is_alive(session):  # never signal a reused pid
+        try:
+            os.kill(session.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def stop_backend(session: Session, *, timeout: float = 10.0, term_timeout: float = 5.0) -> str:
+    """Stop one backend. Returns how: ``"shutdown"`` (graceful), ``"sigterm"``, ``"sigkill"`` or ``"gone"``."""
+    from .control import BackendUnreachable, control
+
+    how = "gone"
+    if sessions.is_alive(session):
+        how = "shutdown"
+        try:
+            control(session, {"type": "shutdown"}, timeout=min(timeout, 5.0))
+        except BackendUnreachable:
+            how = "sigterm"
+        if how == "shutdown" and not wait_gone(session, timeout):
+            how = "sigterm"
+        if how == "sigterm":
+            _signal(session, signal.SIGTERM)
+            if not wait_gone(session, term_timeout):
+                how = "sigkill"
+                _signal(session, signal.SIGKILL)
+                wait_gone(session, 5.0)
+    sessions.remove(session.instance_id)
+    return how

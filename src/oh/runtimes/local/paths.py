@@ -1,0 +1,104 @@
+"""Path resolution and the allowed-roots check (PATH_DENIED), shared by every local executor.
+
+Every path an action names is made absolute (relative -> against the workspace), resolved with
+``os.path.realpath`` (symlinks and ``..``; a path that does not exist yet resolves through its nearest
+existing parent, and a dangling symlink resolves to its target) and must land inside one of the
+allowed roots. The check happens before anything is opened or created, so a refused action touches
+nothing. (Not a sandbox: a symlink swapped in between the check and the use is not defended against;
+the local runtime runs the agent's shell commands unsandboxed anyway.)
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from ...protocol.errors import ErrorId, ToolError
+
+
+def _real(p: str | Path) -> str:
+    return os.path.realpath(os.path.abspath(os.path.expanduser(str(p))))
+
+
+def _inside(path: str, root: str) -> bool:
+    if path == root:
+        return True
+    prefix = root if root.endswith(os.sep) else root + os.sep
+    return path.startswith(prefix)
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedPath:
+    shown: str  # absolute, normalised, as the agent named it (what messages show)
+    real: str  # symlinks resolved: what is actually opened
+
+
+class PathPolicy:
+    def __init__(self, workspace: str | Path, allowed_roots: Sequence[str | Path] | None = None) -> None:
+        self.workspace = _real(workspace)
+        roots = [self.workspace] if not allowed_roots else [_real(r) for r in allowed_roots]
+        # De-duplicate, keep order (messages list them).
+        self.roots: tuple[str, ...] = tuple(dict.fromkeys(roots))
+
+    def allowed(self, real: str) -> bool:
+        return any(_inside(real, root) for root in self.roots)
+
+    def resolve(self, raw: str) -> ResolvedPath:
+        """Absolute + real path, or ToolError(PATH_DENIED). Touches nothing."""
+        if "\x00" in raw:
+            raise ToolError("The path must not contain NUL bytes.", ErrorId.BAD_REQUEST)
+        expanded = os.path.expanduser(raw)
+        joined = expanded if os.path.isabs(expanded) else os.path.join(self.workspace, expanded)
+        shown = os.path.normpath(joined)
+        real = os.path.realpath(joined)
+        if not self.allowed(real):
+            roots = ", ".join(self.roots)
+            via = "" if real == shown else f" (it resolves to {real})"
+            raise ToolError(f"Path {shown} is outside the allowed roots ({roots}){via}; nothing was done.", ErrorId.PATH_DENIED)
+        return ResolvedPath(shown, real)
+
+
+def file_kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "directory"
+    if stat.S_ISFIFO(mode):
+        return "FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISCHR(mode):
+        return "character device"
+    if stat.S_ISBLK(mode):
+        return "block device"
+    if stat.S_ISREG(mode):
+        return "regular file"
+    return "special file"
+
+
+def stat_or_none(real: str) -> os.stat_result | None:
+    try:
+        return os.stat(real)
+    except FileNotFoundError:
+        return None
+    except NotADirectoryError:
+        return None
+
+
+def not_found(shown: str) -> ToolError:
+    return ToolError(f"The path {shown} does not exist. Please provide a valid path.")
+
+
+def require_regular(shown: str, st: os.stat_result, verb: str) -> None:
+    """Refuse devices, FIFOs, sockets (reading /dev/zero or a FIFO would never end) and directories."""
+    if stat.S_ISREG(st.st_mode):
+        return
+    kind = file_kind(st.st_mode)
+    if kind == "directory":
+        if verb == "read":
+            raise ToolError(
+                f"The path {shown} is a directory, not a file. Use the edit `view` command to list a directory."
+            )
+        raise ToolError(f"The path {shown} is a directory; cannot {verb} it as a file.")
+    raise ToolError(f"The path {shown} is a {kind}, not a regular file; refusing to {verb} it.")

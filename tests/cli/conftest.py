@@ -1,0 +1,132 @@
+"""Fixtures for the launcher CLI: real ``oh`` processes with ``OH_HOME`` (and HOME, XDG dirs) under tmp."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+FAIL_KEYRING = "keyring.backends.fail.Keyring"
+PLAIN_KEYRING = "keyrings.alt.file.PlaintextKeyring"
+
+
+def has_local_runtime() -> bool:
+    try:
+        from oh.runtimes.local import LocalRuntime  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+needs_local_runtime = pytest.mark.skipif(not has_local_runtime(), reason="oh.runtimes.local.LocalRuntime not available yet")
+
+
+class Oh:
+    """Runs ``python -m oh`` with an isolated environment."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.home = tmp / "ohhome"
+        self.user_home = tmp / "userhome"
+        self.user_home.mkdir()
+        self.workspace = tmp / "ws"
+        self.workspace.mkdir()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OH_") and not k.startswith("XDG_") and k not in ("PYTHON_KEYRING_BACKEND", "VISUAL", "EDITOR")}
+        env.update(
+            OH_HOME=str(self.home),
+            HOME=str(self.user_home),
+            XDG_DATA_HOME=str(tmp / "xdg-data"),
+            XDG_CONFIG_HOME=str(tmp / "xdg-config"),
+            XDG_STATE_HOME=str(tmp / "xdg-state"),
+            PYTHON_KEYRING_BACKEND=FAIL_KEYRING,
+            COLUMNS="200",
+            PYTHONDONTWRITEBYTECODE="1",
+        )
+        self.env = env
+        self.started: list[dict] = []
+
+    def __call__(self, *args: str, input: str | None = None, cwd: Path | None = None, env: dict | None = None, timeout: float = 30, check: int | None = None) -> subprocess.CompletedProcess:
+        full_env = dict(self.env, **(env or {}))
+        proc = subprocess.run(
+            [sys.executable, "-m", "oh", *args], input=input, capture_output=True, text=True,
+            cwd=cwd or self.workspace, env=full_env, timeout=timeout,
+        )
+        if check is not None:
+            assert proc.returncode == check, f"oh {' '.join(args)} -> {proc.returncode} (wanted {check})\nstdout: {proc.stdout}\nstderr: {proc.stderr}"
+        return proc
+
+    def json(self, *args: str, **kw) -> dict:
+        proc = self(*args, **kw)
+        try:
+            return json.loads(proc.stdout)
+        except ValueError:
+            raise AssertionError(f"oh {' '.join(args)} did not print JSON (rc {proc.returncode})\nstdout: {proc.stdout}\nstderr: {proc.stderr}") from None
+
+    def start(self, runtime: str = "local", workspace: Path | None = None, *extra: str) -> dict:
+        proc = self("start", "--detach", "--json", "--runtime", runtime, "--no-open", "--workspace", str(workspace or self.workspace), *extra, timeout=40)
+        assert proc.returncode == 0, f"oh start failed ({proc.returncode}): {proc.stderr}"
+        info = json.loads(proc.stdout)
+        self.started.append(info)
+        return info
+
+    def session_file(self, instance_id: str) -> Path:
+        return self.home / "sessions" / f"{instance_id}.json"
+
+    def session(self, instance_id: str) -> dict:
+        return json.loads(self.session_file(instance_id).read_text())
+
+    def cleanup(self) -> None:
+        for info in self.started:
+            pid = info["pid"]
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                continue
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                try:
+                    os.kill(pid, 0)
+                except ProcessLookupError:
+                    break
+                time.sleep(0.05)
+            else:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+
+@pytest.fixture
+def oh(tmp_path: Path):
+    runner = Oh(tmp_path)
+    yield runner
+    runner.cleanup()
+
+
+def wait_for(predicate, timeout: float = 10.0, interval: float = 0.05, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie child of ours counts as gone
+        import psutil
+
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except Exception:  # noqa: BLE001
+        return True

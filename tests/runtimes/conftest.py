@@ -1,0 +1,96 @@
+"""Fixtures for the local runtime tests: a runtime on a tmp workspace and an action factory."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+
+from oh.protocol.events import Action, parse_action
+from oh.runtimes.local import LocalRuntime
+
+# The extras key sets OpenHands 1.6's deserializer accepts (../shared/reference/openhands-events.md).
+REFERENCE_EXTRAS = {
+    "run": {"command", "metadata", "hidden"},
+    "read": {"path", "impl_source"},
+    "write": {"path"},
+    "edit": {"path", "prev_exist", "old_content", "new_content", "impl_source", "diff", "_diff_cache"},
+    "error": {"error_id"},
+}
+REFERENCE_RUN_METADATA = {"exit_code", "pid", "username", "hostname", "working_dir", "py_interpreter_path", "prefix", "suffix"}
+REFERENCE_TOP = {"timestamp", "source", "message", "observation", "content", "extras", "cause"}
+
+_ids = itertools.count(1)
+
+
+def act(kind: str, timeout: float | None = None, **args: Any) -> Action:
+    frame: dict[str, Any] = {"id": next(_ids), "action": kind, "args": args}
+    if timeout is not None:
+        frame["timeout"] = timeout
+    return parse_action(frame)
+
+
+def check_shape(obs: dict[str, Any], action: Action, kind: str | None = None) -> dict[str, Any]:
+    """Assert the observation has exactly the reference keys; returns it for chaining."""
+    kind = kind or obs["observation"]
+    assert obs["observation"] == kind, obs
+    assert obs["cause"] == action.id
+    top = set(obs) - {"success"}
+    assert top == REFERENCE_TOP, top
+    assert ("success" in obs) == (kind == "run")
+    assert set(obs["extras"]) == REFERENCE_EXTRAS[kind], obs["extras"]
+    assert isinstance(obs["content"], str)
+    if kind == "run":
+        assert set(obs["extras"]["metadata"]) == REFERENCE_RUN_METADATA
+        assert isinstance(obs["extras"]["metadata"]["exit_code"], int)
+        assert obs["success"] == (obs["extras"]["metadata"]["exit_code"] == 0)
+    return obs
+
+
+class Harness:
+    def __init__(self, rt: LocalRuntime, agent: str = "agent-1") -> None:
+        self.rt = rt
+        self.agent = agent
+
+    async def do(self, kind: str, timeout: float | None = None, *, agent: str | None = None, **args: Any) -> dict[str, Any]:
+        action = act(kind, timeout, **args)
+        obs = await self.rt.execute(action, agent or self.agent)
+        return check_shape(obs, action)
+
+    async def run(self, command: str, timeout: float | None = None, **args: Any) -> dict[str, Any]:
+        obs = await self.do("run", timeout, command=command, **args)
+        assert obs["observation"] == "run", obs
+        return obs
+
+
+def code(obs: dict[str, Any]) -> int:
+    return obs["extras"]["metadata"]["exit_code"]
+
+
+def meta(obs: dict[str, Any]) -> dict[str, Any]:
+    return obs["extras"]["metadata"]
+
+
+def error_id(obs: dict[str, Any]) -> str:
+    assert obs["observation"] == "error", obs
+    return obs["extras"]["error_id"]
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    return ws
+
+
+@pytest.fixture
+async def rt(workspace):
+    runtime = LocalRuntime(workspace)
+    yield runtime
+    await runtime.close()
+
+
+@pytest.fixture
+async def h(rt):
+    return Harness(rt)
