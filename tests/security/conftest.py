@@ -1,0 +1,72 @@
+"""A real backend running in its own thread and event loop, for tests that drive it with blocking
+clients (hypothesis examples are synchronous)."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import threading
+from pathlib import Path
+
+import pytest
+
+from oh.backend.server import Backend, BackendConfig
+
+TOKEN = "sec-token-" + secrets.token_urlsafe(16)
+
+
+class ThreadedBackend:
+    def __init__(self, config: BackendConfig, token: str = TOKEN) -> None:
+        self.config, self.token = config, token
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+
+    def __enter__(self) -> Backend:
+        self.thread.start()
+        self.backend = asyncio.run_coroutine_threadsafe(self._make(), self.loop).result(15)
+        return self.backend
+
+    async def _make(self) -> Backend:
+        b = Backend(self.config, self.token)
+        await b.start()
+        return b
+
+    def call(self, coro, timeout: float = 15):
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self.call(self.backend.stop("test teardown"), 20)
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(5)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    return ws
+
+
+@pytest.fixture
+def oh_home(tmp_path: Path, monkeypatch) -> Path:
+    home = tmp_path / "home"
+    monkeypatch.setenv("OH_HOME", str(home))
+    return home
+
+
+@pytest.fixture
+def threaded_backend(workspace, oh_home):
+    made: list[ThreadedBackend] = []
+
+    def factory(runtime: str = "vscode", **kw) -> tuple[ThreadedBackend, Backend]:
+        cfg = BackendConfig(workspace=str(workspace), runtime=runtime, trace_path=oh_home / "traces" / "fuzz.jsonl", **kw)
+        tb = ThreadedBackend(cfg)
+        b = tb.__enter__()
+        made.append(tb)
+        return tb, b
+
+    yield factory
+    for tb in made:
+        tb.__exit__(None, None, None)
