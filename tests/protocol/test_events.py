@@ -166,9 +166,9 @@ action_strategy = st.one_of(
 @settings(max_examples=300, deadline=None)
 @given(action_strategy)
 def test_action_round_trip(frame):
-    a = parse_action_frame(encode(frame))
+    a = parse_action_frame(encode(frame).decode())
     assert a.id == frame["id"] and a.kind == frame["action"] and a.args == frame["args"]
-    again = parse_action_frame(encode(a.with_id(a.id)))
+    again = parse_action_frame(encode(a.with_id(a.id)).decode())
     assert again.raw == a.raw
 
 
@@ -176,5 +176,5 @@ def test_action_round_trip(frame):
 @given(st.integers(0, 2**53 - 1), st.text(max_size=50), st.text(max_size=200), st.integers(-1, 255))
 def test_observation_round_trip(cause, command, content, code):
     obs = run_observation(cause, command, content, code, "/w")
-    back = parse_observation(decode_frame(encode(obs)))
+    back = parse_observation(decode_frame(encode(obs).decode()))
     assert back == obs

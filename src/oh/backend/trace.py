@@ -7,12 +7,13 @@ it warns once and keeps serving.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from ..protocol.events import encode
 
 log = logging.getLogger("oh.backend.trace")
 
@@ -55,7 +56,7 @@ class TraceWriter:
         if self._file is None:
             return
         rec = {"t": datetime.now(timezone.utc).isoformat(timespec="milliseconds"), "kind": kind, **fields}
-        self._buffer.append(json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n")
+        self._buffer.append(encode(rec).decode("utf-8") + "\n")
         if len(self._buffer) >= 256:
             self.flush()
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import json
 from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 
+from ..protocol.events import decode, encode
 from . import actions
 from .errors import AuthError, ConnectionLost, OhClientError, RefusedError
 from .observation import Observation
@@ -64,7 +64,7 @@ class Client:
     async def _read_loop(self) -> None:
         try:
             async for message in self._conn:
-                obs = json.loads(message)
+                obs = decode(message)
                 fut = self._pending.pop(obs.get("cause"), None) if isinstance(obs, dict) else None
                 if fut is None:
                     self.stray.append(obs)
@@ -98,7 +98,7 @@ class Client:
         fut: asyncio.Future = asyncio.get_running_loop().create_future()
         self._pending[action["id"]] = fut
         try:
-            await self._conn.send(json.dumps(action))
+            await self._conn.send(encode(action), text=True)
         except ConnectionClosed:
             self._pending.pop(action["id"], None)
             raise self._closed or ConnectionLost(f"Connection to {self.url} is closed.") from None

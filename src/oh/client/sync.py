@@ -7,12 +7,12 @@ client in a thread.
 from __future__ import annotations
 
 import itertools
-import json
 from typing import Any
 
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 from websockets.sync.client import ClientConnection, connect
 
+from ..protocol.events import decode, encode
 from . import actions
 from .aio import _handshake_error
 from .errors import ConnectionLost
@@ -52,9 +52,9 @@ class SyncClient:
         action = dict(action)
         action.setdefault("id", next(self._ids))
         try:
-            self._conn.send(json.dumps(action))
+            self._conn.send(encode(action), text=True)
             while True:
-                obs = json.loads(self._conn.recv(timeout=timeout))
+                obs = decode(self._conn.recv(timeout=timeout))
                 if isinstance(obs, dict) and obs.get("cause") == action["id"]:
                     return Observation(obs)
         except ConnectionClosed as exc:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import json
 import logging
 import os
 from typing import Any
@@ -16,7 +15,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake
 from .. import PROTOCOL_VERSION, __version__
 from ..client.aio import _handshake_error
 from ..protocol.errors import ErrorId, ProtocolError
-from ..protocol.events import decode_frame, encode, error_from, error_observation, parse_action
+from ..protocol.events import decode, decode_frame, encode, error_from, error_observation, parse_action
 
 log = logging.getLogger("oh.editor")
 
@@ -59,8 +58,8 @@ class HeadlessEditor:
             raise _handshake_error(exc, self.url) from None
         self._conn = conn
         try:
-            await conn.send(json.dumps(self.register_frame()))
-            answer = json.loads(await asyncio.wait_for(conn.recv(), 10))
+            await conn.send(encode(self.register_frame()), text=True)
+            answer = decode(await asyncio.wait_for(conn.recv(), 10))
             if answer.get("type") != "registered":
                 raise RuntimeError(f"registration refused: {answer.get('error_id')}: {answer.get('message')}")
             self.registration = answer
@@ -96,7 +95,14 @@ class HeadlessEditor:
         try:
             obs = await self.runtime.execute(action, "backend")
         except asyncio.CancelledError:
-            return  # the backend cancelled; it no longer waits for an answer
+            # The backend cancelled (the agent went away, or the deadline passed); it no longer waits
+            # for an answer. Stop the work, not just the wait: a cancelled `run` would otherwise
+            # leave its command running in this editor's shell for ever (e.g. `sleep 1000` of an
+            # agent that was killed). Like the local runtime when an agent leaves: the shell and
+            # its process group are killed; the next `run` gets a fresh shell.
+            if action.kind == "run":
+                await self.runtime.agent_closed("backend")
+            return
         except Exception as exc:  # noqa: BLE001
             log.exception("action %s failed", action.id)
             obs = error_observation(action.id, ErrorId.SERVER_ERROR, f"Headless editor error: {type(exc).__name__}")
@@ -107,7 +113,7 @@ class HeadlessEditor:
     async def _answer(self, obs: dict[str, Any]) -> None:
         obs["id"] = next(self._obs_ids)
         with contextlib.suppress(ConnectionClosed):
-            await self._conn.send(encode(obs))
+            await self._conn.send(encode(obs), text=True)
 
 
 async def run_editor(workspace: str, *, instance: str | None = None, reconnect: bool = True, on_event=None) -> int:

@@ -10,6 +10,11 @@ from __future__ import annotations
 
 import json
 import math
+
+try:  # orjson: ~5x faster on the hot path, and strict (invalid UTF-8, NaN, lone surrogates refused)
+    import orjson
+except ImportError:  # pragma: no cover - it is a declared dependency; stdlib json still works
+    orjson = None
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -77,7 +82,7 @@ def decode_frame(data: str | bytes) -> dict[str, Any]:
     if isinstance(data, (bytes, bytearray, memoryview)):
         raise ProtocolError(ErrorId.BAD_REQUEST, "Binary frames are not accepted: send one JSON object per text frame.")
     try:
-        obj = json.loads(data)
+        obj = orjson.loads(data) if orjson is not None else json.loads(data)
     except (ValueError, RecursionError) as exc:
         raise ProtocolError(ErrorId.BAD_REQUEST, f"Frame is not valid JSON ({str(exc)[:120]}).") from None
     if not isinstance(obj, dict):
@@ -85,8 +90,16 @@ def decode_frame(data: str | bytes) -> dict[str, Any]:
     return obj
 
 
-def encode(obj: dict[str, Any]) -> str:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+def decode(data: str | bytes) -> Any:
+    """Parse JSON without validation (peers reading frames they trust the shape of)."""
+    return orjson.loads(data) if orjson is not None else json.loads(data)
+
+
+def encode(obj: dict[str, Any]) -> bytes:
+    """UTF-8 JSON bytes; send them as a *text* frame (``send(data, text=True)``)."""
+    if orjson is not None:
+        return orjson.dumps(obj)
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
 
 
 def _require(cond: bool, msg: str, cause: int | None) -> None:
