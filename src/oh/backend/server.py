@@ -43,6 +43,7 @@ from ..protocol.events import (
 from . import auth
 from .registry import Editor, EditorRegistry
 from .trace import TraceWriter
+from .transport import abort, send_bounded
 
 log = logging.getLogger("oh.backend")
 
@@ -63,11 +64,11 @@ class Agent:
     tasks: set[asyncio.Task] = field(default_factory=set)
     obs_ids: itertools.count = field(default_factory=lambda: itertools.count(1))
     done: int = 0
+    send_timeout: float = 40.0
 
     async def send(self, obs: dict[str, Any]) -> None:
         obs["id"] = next(self.obs_ids)
-        with contextlib.suppress(ConnectionClosed):
-            await self.connection.send(encode(obs))
+        await send_bounded(self.connection, encode(obs), self.send_timeout)
 
 
 @dataclass
@@ -86,6 +87,12 @@ class BackendConfig:
     session_dir: Path | None = None
     max_frame: int = MAX_FRAME
     deadline_grace: float = DEADLINE_GRACE
+    # Keepalive: a peer that stops reading (or freezes) is dropped after about interval + timeout,
+    # which is what bounds a send to it (docs/reliability.md).
+    ping_interval: float = 20.0
+    ping_timeout: float = 20.0
+    # A send to a peer that does not read is abandoned (and the peer dropped) after this long.
+    send_timeout: float = 40.0
 
 
 class Backend:
@@ -119,7 +126,7 @@ class Backend:
         if self.config.runtime == "vscode":
             from ..runtimes.vscode import VscodeRuntime
 
-            return VscodeRuntime(self.registry, self.workspace, self.config.editor_timeout)
+            return VscodeRuntime(self.registry, self.workspace, self.config.editor_timeout, send_timeout=self.config.send_timeout)
         if self.config.runtime == "local":
             from ..runtimes.local import LocalRuntime
 
@@ -127,6 +134,10 @@ class Backend:
         raise ValueError(f"unknown runtime {self.config.runtime!r} (local or vscode)")
 
     async def start(self) -> None:
+        if not auth.is_loopback_host(self.config.host):
+            # Defence in depth: the launcher refuses such a host already. Off loopback, the bearer
+            # token would be all that stood between the network and a shell as this user.
+            raise ValueError(f"refusing to listen on {self.config.host!r}: not a loopback address (127.0.0.1, ::1 or localhost); oh never listens on the network")
         self.trace.open()
         await self.runtime.start()
         self._server = await serve(
@@ -136,8 +147,8 @@ class Backend:
             process_request=self._process_request,
             max_size=self.config.max_frame,
             compression=None,  # loopback: deflate only costs CPU
-            ping_interval=20,
-            ping_timeout=20,
+            ping_interval=self.config.ping_interval,
+            ping_timeout=self.config.ping_timeout,
             close_timeout=2,
             server_header=None,
         )
@@ -195,9 +206,8 @@ class Backend:
             t.cancel()
         if tasks:
             await asyncio.wait(tasks, timeout=3)
-        for conn in list(self.connections):
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(conn.close(1001, "backend shutting down"), 2)
+        # All at once: one peer that does not read must not add 2 s per connection to the stop.
+        await asyncio.gather(*(self._close_quietly(c, 1001, "backend shutting down") for c in list(self.connections)))
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.runtime.close(), 5)
         if self._server is not None:
@@ -216,7 +226,7 @@ class Backend:
     def _process_request(self, connection: ServerConnection, request):
         path = urlsplit(request.path).path
         headers = request.headers
-        refusal = auth.check_origin(headers) or auth.check_host(headers, self.port)
+        refusal = auth.check_origin(headers) or auth.check_host(headers, self.port, self.config.host)
         if refusal is None and path == "/v1/health":
             return self._json_response(connection, {"status": "ok", "version": __version__, "protocol": PROTOCOL_VERSION})
         refusal = refusal or auth.check_auth(headers, self._token)
@@ -265,7 +275,7 @@ class Backend:
     # ------------------------------------------------------------------ agents
     async def _serve_agent(self, connection: ServerConnection) -> None:
         name = (connection.request.headers.get("X-OH-Client") or "agent")[:64]
-        agent = Agent(f"a{next(self._agent_ids)}", name, connection)
+        agent = Agent(f"a{next(self._agent_ids)}", name, connection, send_timeout=self.config.send_timeout)
         self.agents[agent.agent_id] = agent
         self._emit("agent_connected", agent_id=agent.agent_id, name=name)
         try:
@@ -360,12 +370,12 @@ class Backend:
             await connection.close(CLOSE_BAD_REGISTRATION, "no register frame")
             return
         except (ProtocolError, frames.RegistrationError) as exc:
-            await connection.send(encode(frames.refusal(str(exc.error_id), exc.message)))
+            await connection.send(encode(frames.refusal(str(exc.error_id), exc.message)), text=True)
             await connection.close(CLOSE_BAD_REGISTRATION, "bad registration")
             return
         editor = Editor(self.registry.new_id(), registration, connection, time.monotonic())
         self.registry.add(editor)
-        await connection.send(encode(frames.registered(editor.editor_id, self.instance_id, self.workspace)))
+        await connection.send(encode(frames.registered(editor.editor_id, self.instance_id, self.workspace)), text=True)
         self._emit("editor_connected", editor=editor.describe())
         log.info("editor %s registered: %s %s %s", editor.editor_id, registration.editor_name, registration.editor_version, registration.workspace_folders)
         reason = "closed"
@@ -378,7 +388,7 @@ class Backend:
                     obs = parse_observation(obj)
                 except ProtocolError as exc:
                     log.debug("editor %s sent a bad frame: %s", editor.editor_id, exc.message)
-                    await connection.send(encode(frames.refusal(str(exc.error_id), exc.message)))
+                    await connection.send(encode(frames.refusal(str(exc.error_id), exc.message)), text=True)
                     continue
                 future = editor.pending.pop(obs["cause"], None)
                 if future is not None and not future.done():
@@ -408,12 +418,12 @@ class Backend:
             except asyncio.QueueFull:
                 # A monitor that cannot keep up is dropped rather than slowing everyone down.
                 self.monitors.pop(conn, None)
-                asyncio.ensure_future(conn.close(1013, "monitor too slow"))
+                asyncio.ensure_future(self._close_quietly(conn, 1013, "monitor too slow"))
 
     async def _serve_monitor(self, connection: ServerConnection) -> None:
         queue: asyncio.Queue = asyncio.Queue(MONITOR_QUEUE)
         snapshot = {"type": "snapshot", **self.status()}
-        await connection.send(encode(snapshot))
+        await connection.send(encode(snapshot), text=True)
         self.monitors[connection] = queue
 
         async def drain_incoming() -> None:
@@ -426,7 +436,8 @@ class Backend:
                 getter = asyncio.ensure_future(queue.get())
                 done, _ = await asyncio.wait({getter, reader}, return_when=asyncio.FIRST_COMPLETED)
                 if getter in done:
-                    await connection.send(getter.result())
+                    if not await send_bounded(connection, getter.result(), self.config.send_timeout):
+                        return
                 else:
                     getter.cancel()
         finally:
@@ -438,17 +449,17 @@ class Backend:
             try:
                 kind, obj = frames.parse_control(decode_frame(message))
             except ProtocolError as exc:
-                await connection.send(encode(frames.refusal(str(exc.error_id), exc.message)))
+                await connection.send(encode(frames.refusal(str(exc.error_id), exc.message)), text=True)
                 continue
             if kind == "status":
-                await connection.send(encode({"type": "status", **self.status()}))
+                await connection.send(encode({"type": "status", **self.status()}), text=True)
             elif kind == "rotate_token":
                 closed = await self.rotate_token(obj["token"], keep=connection)
-                await connection.send(encode({"type": "ok", "closed": closed}))
+                await connection.send(encode({"type": "ok", "closed": closed}), text=True)
                 await connection.close(CLOSE_ROTATED, "token rotated")
                 return
             elif kind == "shutdown":
-                await connection.send(encode({"type": "ok"}))
+                await connection.send(encode({"type": "ok"}), text=True)
                 asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(self.stop("shutdown requested")))
                 return
 
@@ -468,8 +479,10 @@ class Backend:
 
     @staticmethod
     async def _close_quietly(conn: ServerConnection, code: int, reason: str) -> None:
-        with contextlib.suppress(Exception):
+        try:
             await asyncio.wait_for(conn.close(code, reason), 2)
+        except Exception:  # noqa: BLE001 - a peer that does not read never gets the close frame
+            abort(conn)
 
     def status(self) -> dict[str, Any]:
         return {

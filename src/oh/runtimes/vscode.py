@@ -11,6 +11,7 @@ import os
 from typing import Any, Callable, Hashable
 
 from ..backend.registry import EditorRegistry
+from ..backend.transport import send_bounded
 from ..protocol import frames
 from ..protocol.errors import ErrorId
 from ..protocol.events import Action, encode, error_observation
@@ -26,10 +27,13 @@ class VscodeRuntime(Runtime):
         workspace: str,
         editor_timeout: float = 30.0,
         on_waiting: Callable[[], None] | None = None,
+        *,
+        send_timeout: float = 40.0,
     ) -> None:
         self.registry = registry
         self.workspace = os.path.realpath(workspace)
         self.editor_timeout = editor_timeout
+        self.send_timeout = send_timeout  # an editor that does not read for this long is dropped
         self.on_waiting = on_waiting  # e.g. the launcher's "open VS Code" signal
 
     def _absolute(self, action: Action) -> dict[str, Any] | None:
@@ -78,13 +82,16 @@ class VscodeRuntime(Runtime):
         future: asyncio.Future = asyncio.get_running_loop().create_future()
         editor.pending[action.id] = future
         try:
-            await editor.connection.send(encode(frame))
+            if not await send_bounded(editor.connection, encode(frame), self.send_timeout):
+                return error_observation(
+                    action.id, ErrorId.EDITOR_DISCONNECTED, "The editor disconnected (or stopped reading) before the action could be delivered."
+                )
             return await future
         except asyncio.CancelledError:
             # Agent gone, deadline passed or shutdown: tell the editor to stop the work.
             if editor.pending.pop(action.id, None) is not None:
                 try:
-                    await asyncio.wait_for(editor.connection.send(encode(frames.cancel(action.id))), 1.0)
+                    await asyncio.wait_for(editor.connection.send(encode(frames.cancel(action.id)), text=True), 1.0)
                 except Exception:  # noqa: BLE001 - the editor may be gone already
                     pass
             raise
