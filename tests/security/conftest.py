@@ -70,3 +70,39 @@ def threaded_backend(workspace, oh_home):
     yield factory
     for tb in made:
         tb.__exit__(None, None, None)
+
+
+# ----------------------------------------------------------------------------- figures
+# Measured numbers (latencies, counts, RSS) that docs/security.md and docs/reliability.md report.
+# Printed in pytest's terminal summary; also written as JSON to $OH_FIGURES when it is set.
+FIGURES: dict[str, object] = {}
+
+
+def record(name: str, value: object) -> None:
+    FIGURES[name] = value
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG001 - pytest hook
+    if not FIGURES:
+        return
+    import json
+    import os
+
+    terminalreporter.section("security / reliability figures")
+    for name, value in FIGURES.items():
+        terminalreporter.write_line(f"{name}: {json.dumps(value, default=str)}")
+    out = os.environ.get("OH_FIGURES")
+    if out:
+        with open(out, "w", encoding="utf-8") as f:
+            json.dump(FIGURES, f, indent=2, default=str)
+
+
+# ----------------------------------------------------------------------------- real `oh` processes
+@pytest.fixture
+def oh(tmp_path: Path):
+    """`python -m oh` with an isolated OH_HOME/HOME/XDG (the CLI suite's runner), cleaned up after."""
+    from cli.conftest import Oh
+
+    runner = Oh(tmp_path)
+    yield runner
+    runner.cleanup()

@@ -7,7 +7,7 @@ The token never travels in argv: ``--token-stdin`` reads it as one line from std
 taken from ``OH_TOKEN`` or the token store. Once listening, the session file is written and one JSON
 line ``{"ready": true, "instance_id", "port", "pid", "url"}`` goes to ``--ready-fd`` (or stdout).
 Exit codes: 0 clean stop, 2 cannot listen (port taken, bad host), 3 a backend already serves this
-workspace, 4 bad arguments.
+workspace, 4 bad arguments (including a non-loopback ``--host``: refused, never bound).
 """
 
 from __future__ import annotations
@@ -136,7 +136,20 @@ def main(argv: list[str] | None = None) -> int:
     else:
         handlers.append(logging.StreamHandler(sys.stderr))
     logging.basicConfig(level=os.environ.get("OH_LOG_LEVEL", "INFO").upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s", handlers=handlers)
+    # websockets logs every request header (Authorization: Bearer <token>) and a prefix of every
+    # frame (a rotate_token frame carries the new token) at DEBUG: never let that reach the log file.
+    logging.getLogger("websockets").setLevel(max(logging.INFO, logging.getLogger().getEffectiveLevel()))
     log = logging.getLogger("oh.backend")
+    from .auth import is_loopback_host
+
+    if not is_loopback_host(args.host):
+        msg = (
+            f"refusing to listen on {args.host}: not a loopback address (127.0.0.1, ::1 or localhost). "
+            "oh never listens on the network: anyone who could reach the port would need only the token to run commands as you."
+        )
+        log.error(msg)
+        _ready(args.ready_fd, {"ready": False, "error": msg})
+        return EXIT_USAGE
     if not os.path.isdir(args.workspace):
         msg = f"workspace {args.workspace} is not a directory"
         log.error(msg)
@@ -160,7 +173,9 @@ def main(argv: list[str] | None = None) -> int:
         who = f"instance {running.instance_id} (pid {running.pid}, port {running.port})" if running else "another backend"
         msg = f"{who} already serves {workspace}: use it, or stop it with `oh stop`"
         log.error(msg)
-        _ready(args.ready_fd, {"ready": False, "error": msg, "duplicate": running.instance_id if running else None})
+        # "reason" tells the launcher it lost the race even when the winner has not written its
+        # session file yet (two `oh start` at the same instant).
+        _ready(args.ready_fd, {"ready": False, "error": msg, "reason": "duplicate", "duplicate": running.instance_id if running else None})
         return EXIT_DUPLICATE
     try:
         return asyncio.run(_amain(args, token))

@@ -6,13 +6,39 @@ Pure functions over the request's path and headers so they are unit-testable wit
 from __future__ import annotations
 
 import hmac
+import ipaddress
 from http import HTTPStatus
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 
 
-def allowed_hosts(port: int) -> frozenset[str]:
-    return frozenset(f"{h}:{port}" for h in LOOPBACK_HOSTS)
+def is_loopback_host(host: str) -> bool:
+    """``localhost`` or a loopback IP literal (127.0.0.0/8, ::1); never a name that needs DNS."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def host_header_name(bound_host: str) -> str:
+    """How a client writes ``bound_host`` in a Host header (IPv6 literals in brackets, compressed)."""
+    try:
+        ip = ipaddress.ip_address(bound_host.strip("[]"))
+    except ValueError:
+        return bound_host.lower()
+    return f"[{ip.compressed}]" if ip.version == 6 else ip.compressed
+
+
+def allowed_hosts(port: int, bound_host: str | None = None) -> frozenset[str]:
+    # The loopback literal the backend is bound to (e.g. 127.0.0.2, if the user chose it) is as safe
+    # as 127.0.0.1: an IP literal cannot be DNS-rebound. Without it every client of such a backend
+    # was refused (403), even `oh stop`.
+    hosts = set(LOOPBACK_HOSTS)
+    if bound_host and is_loopback_host(bound_host):
+        hosts.add(host_header_name(bound_host))
+    return frozenset(f"{h}:{port}" for h in hosts)
 
 
 def check_origin(headers) -> tuple[HTTPStatus, str] | None:
@@ -23,9 +49,9 @@ def check_origin(headers) -> tuple[HTTPStatus, str] | None:
     return None
 
 
-def check_host(headers, port: int) -> tuple[HTTPStatus, str] | None:
+def check_host(headers, port: int, bound_host: str | None = None) -> tuple[HTTPStatus, str] | None:
     hosts = headers.get_all("Host")
-    if len(hosts) != 1 or hosts[0].lower() not in allowed_hosts(port):
+    if len(hosts) != 1 or hosts[0].lower() not in allowed_hosts(port, bound_host):
         return HTTPStatus.FORBIDDEN, f"Host must be 127.0.0.1:{port}, localhost:{port} or [::1]:{port}.\n"
     return None
 

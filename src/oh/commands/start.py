@@ -56,7 +56,7 @@ def start(
             action_timeout=s.action_timeout, trace=s.trace, trace_max_bytes=s.trace_max_bytes, log_level=s.log_level,
         )
     except process.StartError as exc:
-        die(exc.message, NOT_RUNNING if exc.duplicate else ERROR, None if exc.duplicate else "Run `oh doctor` to check ports, directories and the token.")
+        die(exc.message, NOT_RUNNING if exc.already_served else ERROR, None if exc.already_served else "Run `oh doctor` to check ports, directories and the token.")
     session = started.session
     info = {"instance_id": session.instance_id, "pid": session.pid, "port": session.port, "url": session.url,
             "runtime": session.runtime, "workspace": session.workspace}

@@ -71,6 +71,8 @@ def render_text(rows: list[dict[str, Any]]) -> str:
             lines.append(f"  actions    {st.get('done', 0)} done, {st.get('pending', 0)} pending, {st.get('errors', 0)} errors")
         if d.get("trace"):
             lines.append(f"  trace      {d['trace']}")
+        if d.get("trace_warning"):  # read-only or full trace directory: the backend keeps serving
+            lines.append(f"  warning    {d['trace_warning']}")
         lines.append(f"  token      fingerprint {d['token_fingerprint']}")
     return "\n".join(lines)
 

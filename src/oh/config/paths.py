@@ -58,8 +58,24 @@ def logs_dir() -> Path:
     return state_dir() / "logs"
 
 
+def _private_roots() -> list[Path]:
+    home = oh_home()
+    return [home] if home else [state_dir(), config_dir()]
+
+
 def ensure_private_dir(path: Path) -> Path:
-    """mkdir -p with 0700 on every directory we create, and tighten the leaf if it is looser."""
+    """mkdir -p with 0700 on the leaf and on the oh root above it (OH_HOME, or the state/config dir),
+    and tighten the leaf if it is looser.
+
+    ``Path.mkdir(parents=True)`` creates missing parents with the umask's mode (0755), so a first
+    ``oh start`` used to leave ``~/.local/state/oh`` world-listable (and ``oh doctor`` then failed).
+    An oh root that already exists is left as it is (it may be a directory the user chose; doctor
+    reports it); directories above the oh root are not ours and keep the default mode.
+    """
+    path = Path(path)
+    for root in _private_roots():
+        if root == path or root in path.parents:
+            root.mkdir(mode=0o700, parents=True, exist_ok=True)
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
     if os.name == "posix":
         mode = path.stat().st_mode & 0o777

@@ -27,11 +27,13 @@ EXIT_DUPLICATE = 3  # python -m oh.backend: a backend already serves this worksp
 
 
 class StartError(Exception):
-    def __init__(self, message: str, *, duplicate: Session | None = None, log_file: Path | None = None) -> None:
+    def __init__(self, message: str, *, duplicate: Session | None = None, log_file: Path | None = None, already_served: bool = False) -> None:
         super().__init__(message)
         self.message = message
         self.duplicate = duplicate
         self.log_file = log_file
+        # A backend already serves the workspace (exit 3), even when its session is not visible yet.
+        self.already_served = already_served or duplicate is not None
 
 
 @dataclass
@@ -107,11 +109,25 @@ def start_backend(
         pass  # it died already; the ready wait below reports why
     ready = _wait_ready(r, proc, ready_timeout)
     if not ready.get("ready"):
-        code = proc.poll()
         error = ready.get("error") or _tail(log_path) or "the backend exited without saying why"
-        if code == EXIT_DUPLICATE or ready.get("duplicate"):
-            dup = sessions.find(ready["duplicate"])[0] if ready.get("duplicate") and sessions.find(ready["duplicate"]) else sessions.for_workspace(workspace)
-            raise StartError(_duplicate_message(dup, workspace) if dup else error, duplicate=dup, log_file=log_path)
+        lost_race = ready.get("reason") == "duplicate" or bool(ready.get("duplicate"))
+        if lost_race:
+            try:  # it is exiting on its own (it only held a failed lock); reap it
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+        code = proc.poll()
+        if lost_race or code == EXIT_DUPLICATE:
+            # Two starts at the same instant: the winner may not have written its session file yet,
+            # so wait briefly for it (the message should name it); either way this is exit 3.
+            dup = None
+            deadline = time.monotonic() + 3.0
+            while dup is None:
+                dup = next((s for s in sessions.list_sessions() if s.workspace == workspace), None)
+                if dup is not None or time.monotonic() >= deadline:
+                    break
+                time.sleep(0.05)
+            raise StartError(_duplicate_message(dup, workspace) if dup else error, duplicate=dup, log_file=log_path, already_served=True)
         if proc.poll() is None:
             _kill(proc)
         raise StartError(f"the backend did not start: {error} (log: {log_path})", log_file=log_path)

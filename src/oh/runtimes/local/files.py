@@ -129,13 +129,39 @@ def read_file(rp: ResolvedPath, start: int | None = 0, end: int | None = -1, vie
 
 # --------------------------------------------------------------------------- writing
 
+def _anonymous_temp(parent: str) -> int | None:
+    """An unnamed file in ``parent`` (Linux ``O_TMPFILE``), or None where that is not supported.
+
+    If the writer is killed while writing, the kernel frees it: no half-written ``.oh-*.tmp`` is
+    left in the user's workspace (with a named temp file, each SIGKILL mid-write left one behind).
+    """
+    flag = getattr(os, "O_TMPFILE", 0)
+    if not flag or not os.path.isdir("/proc/self/fd"):
+        return None
+    try:
+        return os.open(parent, flag | os.O_WRONLY | os.O_CLOEXEC, 0o600)
+    except OSError:  # a filesystem without O_TMPFILE (EOPNOTSUPP, EISDIR on old kernels)
+        return None
+
+
+def _write_all(fd: int, data: bytes, mode: int) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+    os.fchmod(fd, mode)
+    os.fsync(fd)
+
+
 def atomic_write(rp: ResolvedPath, data: bytes) -> bool:
     """Write ``data`` to ``rp.real`` atomically; returns whether the file existed before.
 
     A temporary file in the same directory is written, fsynced, given the old file's mode (or the
     umask default for a new file) and renamed over the target: a reader sees the old or the new
-    content, never a torn file, even if this process is killed half-way. Parent directories are
-    created. (A hard-linked target is replaced by a new inode; ownership is the writer's.)
+    content, never a torn file, even if this process is killed half-way. Where the platform allows
+    it the temporary file is unnamed until it is complete (``O_TMPFILE``, then linked and renamed),
+    so a killed writer leaves nothing behind either. Parent directories are created. (A hard-linked
+    target is replaced by a new inode; ownership is the writer's.)
     """
     st = stat_or_none(rp.real)
     if st is not None:
@@ -150,23 +176,38 @@ def atomic_write(rp: ResolvedPath, data: bytes) -> bool:
         raise ToolError(f"Cannot create {rp.shown}: a parent path exists and is not a directory.") from None
     except NotADirectoryError:
         raise ToolError(f"Cannot create {rp.shown}: a parent path exists and is not a directory.") from None
-    fd, tmp = tempfile.mkstemp(prefix=".oh-", suffix=".tmp", dir=parent)
-    try:
+    tmp = None
+    anon = _anonymous_temp(parent)
+    if anon is not None:
         try:
-            view = memoryview(data)
-            while view:
-                n = os.write(fd, view)
-                view = view[n:]
-            os.fchmod(fd, mode)
-            os.fsync(fd)
+            _write_all(anon, data, mode)
+            base = f".oh-{os.urandom(6).hex()}.tmp"
+            dfd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:
+                # linkat(AT_SYMLINK_FOLLOW) names the complete file. (A dir fd is passed so that
+                # CPython calls linkat; plain link(2) would try to link the /proc symlink: EXDEV.)
+                os.link(f"/proc/self/fd/{anon}", base, dst_dir_fd=dfd, follow_symlinks=True)
+            finally:
+                os.close(dfd)
+            tmp = os.path.join(parent, base)
+        except OSError:
+            tmp = None  # e.g. /proc hidden: fall back to a named temp file below
         finally:
-            os.close(fd)
+            os.close(anon)
+    try:
+        if tmp is None:
+            fd, tmp = tempfile.mkstemp(prefix=".oh-", suffix=".tmp", dir=parent)
+            try:
+                _write_all(fd, data, mode)
+            finally:
+                os.close(fd)
         os.replace(tmp, rp.real)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
         raise
     try:  # make the rename itself durable
         dfd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY)
