@@ -1,0 +1,899 @@
+#!/usr/bin/env python3
+"""oh benchmarks (issue #2, item 5): P1, P2, P3, P5, P6 side by side in one run.
+
+    .venv/bin/python benchmarks/run.py                 # full run (a few minutes)
+    .venv/bin/python benchmarks/run.py --quick         # smoke variant (< 60 s), same figures
+    .venv/bin/python benchmarks/run.py --json out.json --md out.md
+
+This process is the client (the agent) for every transport. Each relay and each executor is a
+separate process started here with subprocess and stopped at the end, even on failure:
+
+  oh              python -m oh.backend --runtime vscode (token on stdin, ready line on --ready-fd,
+                  OH_HOME in a temp dir, as the launcher starts it) + python -m oh.editor (headless)
+  ws-echo         peers/ws_echo.py: a raw single-hop websockets echo (yardstick: the transport's floor)
+  ws-relay-floor  peers/ws_relay_floor.py: oh's topology doing nothing (yardstick: the relay's floor)
+  socketio-*      peers/socketio_relay.py relay (AsyncServer on aiohttp; on uvicorn as ASGI) + executor
+  http            peers/http_relay.py relay (FastAPI/uvicorn) + executor (FastAPI/uvicorn), httpx between
+
+P6 uses its own fresh backend and peers/light_editors.py; P3 a backend with --runtime local.
+
+Every executor runs the same code (oh's LocalRuntime) on the same 1 KiB file, so the peers differ
+from oh only in the transport. Figures and targets: docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import atexit
+import contextlib
+import datetime
+import hashlib
+import json
+import os
+import platform
+import secrets
+import select
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Awaitable, Callable
+
+HERE = Path(__file__).resolve().parent
+PEERS = HERE / "peers"
+sys.path.insert(0, str(PEERS))
+
+MB = 1_000_000  # MB and MB/s are decimal (10^6 bytes), the strict reading of the targets
+KIB = 1024
+FILE_1K = "one_kib.txt"
+FILE_64M = "sixty_four_mib.txt"
+SIZE_64M = 64 * 1024 * 1024
+MARKER = "oh-bench-1KiB-marker"
+
+
+@dataclass(frozen=True)
+class Plan:
+    name: str
+    p1_warmup: int
+    p1_rounds: int
+    p1_per_round: int
+    p2_warmup_s: float
+    p2_seconds: float
+    p2_rounds: int
+    p3_rounds: int
+    p3_per_round: int
+    p5_reps: int
+    p6_settle_s: float
+    max_seconds: float
+
+
+FULL = Plan("full", p1_warmup=300, p1_rounds=20, p1_per_round=250, p2_warmup_s=1.0, p2_seconds=3.0, p2_rounds=3,
+            p3_rounds=10, p3_per_round=50, p5_reps=5, p6_settle_s=2.0, max_seconds=1200)
+QUICK = Plan("quick", p1_warmup=30, p1_rounds=3, p1_per_round=60, p2_warmup_s=0.3, p2_seconds=0.8, p2_rounds=1,
+             p3_rounds=2, p3_per_round=15, p5_reps=2, p6_settle_s=0.5, max_seconds=150)
+
+INFLIGHT = 64
+P6_AGENTS = 100
+P6_EDITORS = 10
+RAW = ("ws-echo", "ws-relay-floor")  # transports that move opaque frames (yardsticks, not peers)
+PEERS_COMPARED = ("socketio-aiohttp", "socketio-asgi", "http")
+
+
+# ----------------------------------------------------------------------------- processes
+
+class Procs:
+    """Every process this run starts; all are stopped at the end (SIGTERM to the process group each
+    was started in, then SIGKILL after a grace period), whatever happened."""
+
+    def __init__(self, logs: Path) -> None:
+        self.logs = logs
+        self.running: list[tuple[str, subprocess.Popen]] = []
+        self._lock = threading.Lock()
+
+    def spawn(self, name: str, argv: list[str], env: dict[str, str], *, ready_fd: bool = False, stdin_text: str | None = None,
+              ready: bool = True, timeout: float = 30.0, cwd: str | None = None) -> tuple[subprocess.Popen, dict[str, Any]]:
+        log = open(self.logs / f"{name}.log", "ab")
+        pass_fds: tuple[int, ...] = ()
+        r = w = -1
+        if ready_fd:
+            r, w = os.pipe()
+            pass_fds = (w,)
+            argv = [str(w) if a == "{ready_fd}" else a for a in argv]
+        proc = subprocess.Popen(
+            argv, env=env, stdin=subprocess.PIPE, stdout=log if (ready_fd or not ready) else subprocess.PIPE, stderr=log,
+            pass_fds=pass_fds, start_new_session=True, cwd=cwd or str(HERE.parent), close_fds=True,
+        )
+        log.close()
+        with self._lock:
+            self.running.append((name, proc))
+        if ready_fd:
+            os.close(w)
+        if stdin_text is not None:
+            proc.stdin.write(stdin_text.encode())
+            proc.stdin.close()
+        # else: we keep stdin open; a peer exits when it reaches EOF (i.e. when this driver dies).
+        if not ready:
+            return proc, {}
+        fd = r if ready_fd else proc.stdout.fileno()
+        line = self._read_line(fd, proc, timeout, name)
+        if ready_fd:
+            os.close(r)
+        else:
+            threading.Thread(target=self._drain, args=(proc.stdout, self.logs / f"{name}.log"), daemon=True).start()
+        payload = json.loads(line)
+        if not payload.get("ready"):
+            raise RuntimeError(f"{name} did not start: {payload.get('error')}")
+        return proc, payload
+
+    def _read_line(self, fd: int, proc: subprocess.Popen, timeout: float, name: str) -> str:
+        deadline = time.monotonic() + timeout
+        buf = b""
+        while b"\n" not in buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise RuntimeError(f"{name}: no ready line within {timeout:g} s; see {self.logs / (name + '.log')}")
+            readable, _, _ = select.select([fd], [], [], min(left, 0.2))
+            if readable:
+                chunk = os.read(fd, 4096)
+                if not chunk:
+                    break
+                buf += chunk
+            elif proc.poll() is not None:
+                break
+        if b"\n" not in buf:
+            tail = (self.logs / f"{name}.log").read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"{name} exited ({proc.poll()}) before it was ready:\n{tail}")
+        return buf.split(b"\n", 1)[0].decode()
+
+    @staticmethod
+    def _drain(stream, path: Path) -> None:
+        with contextlib.suppress(Exception), open(path, "ab") as f:
+            for chunk in iter(lambda: stream.read1(65536), b""):
+                f.write(chunk)
+
+    def stop(self, proc: subprocess.Popen, grace: float = 5.0) -> None:
+        with self._lock:
+            self.running = [(n, p) for n, p in self.running if p is not proc]
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGTERM)  # its own session/group, started by us
+            try:
+                proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(grace)
+        with contextlib.suppress(Exception):
+            if proc.stdin and not proc.stdin.closed:
+                proc.stdin.close()
+
+    def stop_all(self) -> None:
+        with self._lock:
+            procs = [p for _, p in reversed(self.running)]
+        for p in procs:  # SIGTERM everyone first so they stop in parallel
+            if p.poll() is None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(p.pid, signal.SIGTERM)
+        for p in procs:
+            self.stop(p, grace=3.0)
+
+
+# ----------------------------------------------------------------------------- helpers
+
+def http_json(port: int, path: str, token: str | None = None, timeout: float = 5.0) -> dict[str, Any]:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers={"Authorization": f"Bearer {token}"} if token else {})
+    with opener.open(req, timeout=timeout) as r:
+        return json.loads(r.read())
+
+
+def wait_until(pred: Callable[[], bool], timeout: float, what: str, interval: float = 0.05) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(Exception):
+            if pred():
+                return
+        time.sleep(interval)
+    raise RuntimeError(f"timed out after {timeout:g} s waiting for {what}")
+
+
+def pct(sorted_values: list[float], q: float) -> float:
+    """Percentile with linear interpolation (q in [0, 100])."""
+    if not sorted_values:
+        return float("nan")
+    k = (len(sorted_values) - 1) * q / 100.0
+    lo = int(k)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (k - lo)
+
+
+def latency_stats(ns: list[int]) -> dict[str, Any]:
+    us = sorted(v / 1000.0 for v in ns)
+    return {"n": len(us), "p50_us": round(pct(us, 50), 1), "p90_us": round(pct(us, 90), 1), "p99_us": round(pct(us, 99), 1),
+            "mean_us": round(statistics.fmean(us), 1), "min_us": round(us[0], 1)}
+
+
+def rss_bytes(pid: int, samples: int = 5, interval: float = 0.2) -> int:
+    import psutil
+
+    p = psutil.Process(pid)
+    values = []
+    for i in range(samples):
+        if i:
+            time.sleep(interval)
+        values.append(p.memory_info().rss)
+    return int(statistics.median(values))
+
+
+class CpuMeter:
+    """CPU time (user + system) that each process of one transport spends per action, summed over
+    the measured blocks: a figure the machine's noise moves far less than wall-clock time."""
+
+    def __init__(self, pids: dict[str, int]) -> None:
+        import psutil
+
+        self.procs = {role: psutil.Process(pid) for role, pid in pids.items()}
+        self.total = {role: 0.0 for role in pids}
+        self.actions = 0
+        self._t0: dict[str, float] = {}
+
+    def _now(self) -> dict[str, float]:
+        out = {}
+        for role, p in self.procs.items():
+            try:
+                t = p.cpu_times()
+                out[role] = t.user + t.system
+            except Exception:  # noqa: BLE001 - a dead peer shows as 0
+                out[role] = 0.0
+        return out
+
+    def start(self) -> None:
+        self._t0 = self._now()
+
+    def stop(self, actions: int) -> None:
+        now = self._now()
+        for role, v in now.items():
+            self.total[role] += max(0.0, v - self._t0.get(role, v))
+        self.actions += actions
+
+    def per_action(self) -> dict[str, float]:
+        if not self.actions:
+            return {}
+        out = {role: round(v / self.actions * 1e6, 1) for role, v in self.total.items()}
+        out["total"] = round(sum(self.total.values()) / self.actions * 1e6, 1)
+        return out
+
+
+def machine_info() -> dict[str, Any]:
+    model = "?"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    mem = "?"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal"):
+                mem = f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB"
+    versions = {}
+    for mod in ("websockets", "socketio", "engineio", "aiohttp", "uvicorn", "fastapi", "starlette", "httpx", "h11", "psutil"):
+        with contextlib.suppress(Exception):
+            from importlib.metadata import version
+
+            dist = {"socketio": "python-socketio", "engineio": "python-engineio"}.get(mod, mod)
+            versions[mod] = version(dist)
+    for opt in ("uvloop", "httptools", "orjson"):
+        try:
+            __import__(opt)
+            versions[opt] = "installed"
+        except ImportError:
+            versions[opt] = "not installed"
+    from oh import __version__ as oh_version
+
+    return {
+        "nproc": os.cpu_count(), "affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "cpu_model": model, "memory": mem, "python": platform.python_version(), "implementation": platform.python_implementation(),
+        "kernel": platform.release(), "platform": platform.platform(), "oh": oh_version, "libraries": versions,
+    }
+
+
+# ----------------------------------------------------------------------------- agents
+
+class OhAgent:
+    name = "oh"
+
+    def __init__(self, client) -> None:
+        self.client = client
+
+    @classmethod
+    async def connect(cls, port: int, token: str, name: str = "bench") -> "OhAgent":
+        from oh.client import Client
+
+        return cls(await Client.connect(f"ws://127.0.0.1:{port}", token, name=name))
+
+    async def call(self, action: dict[str, Any]) -> dict[str, Any]:
+        return await self.client.send(action)
+
+    async def close(self) -> None:
+        await self.client.close()
+
+
+def check_read(obs: dict[str, Any], what: str) -> None:
+    if obs.get("observation") != "read" or MARKER not in obs.get("content", ""):
+        raise RuntimeError(f"{what}: unexpected observation {json.dumps(obs)[:300]}")
+
+
+# ----------------------------------------------------------------------------- the run
+
+class Bench:
+    def __init__(self, plan: Plan, tmp: Path, procs: Procs, only: set[str]) -> None:
+        self.plan = plan
+        self.tmp = tmp
+        self.procs = procs
+        self.only = only
+        self.token = secrets.token_urlsafe(32)
+        self.oh_home = tmp / "oh_home"
+        self.ws = tmp / "ws"  # the delegated workspace (oh vscode backend + every executor)
+        self.ws_local = tmp / "ws_local"  # P3's local-runtime backend
+        self.ws_p6 = tmp / "ws_p6"
+        for d in (self.oh_home, self.ws, self.ws_local, self.ws_p6):
+            d.mkdir(parents=True, exist_ok=True)
+        # oh's processes get no token in their environment (the backend reads it from stdin, the
+        # headless editor from the session file); the peers read theirs from BENCH_TOKEN.
+        self.env = {k: v for k, v in os.environ.items() if k not in ("OH_TOKEN", "BENCH_TOKEN")}
+        self.env["OH_HOME"] = str(self.oh_home)
+        self.env["PYTHONUNBUFFERED"] = "1"
+        self.peer_env = dict(self.env, BENCH_TOKEN=self.token)
+        self.results: dict[str, Any] = {"figures": {}, "checks": [], "context": {}, "errors": []}
+        self.agents: list[Any] = []
+        self.transports: dict[str, dict[str, Any]] = {}
+
+    # -- setup
+    def make_files(self) -> None:
+        line = (MARKER + " " + "abcdefghijklmnopqrstuvwxyz0123456789" * 3)[:99] + "\n"  # 100 bytes
+        body = (line * 11)[: KIB - 1] + "\n"
+        assert len(body.encode()) == KIB
+        (self.ws / FILE_1K).write_text(body)
+        block = "".join(f"{i:07d} " + "The quick brown fox jumps over the lazy dog; 0123456789 ABCDEFGHIJKLMNOPQRSTUVWXYZ!\n" for i in range(12000))
+        block = block[: 1024 * 1024 - 1] + "\n"
+        with open(self.ws / FILE_64M, "w") as f:
+            for _ in range(SIZE_64M // len(block)):
+                f.write(block)
+        assert os.path.getsize(self.ws / FILE_64M) == SIZE_64M
+
+    def start_backend(self, name: str, workspace: Path, runtime: str) -> tuple[subprocess.Popen, dict[str, Any]]:
+        """``python -m oh.backend`` exactly as the launcher (oh.launcher.process.start_backend) starts it:
+        the same arguments and defaults, its own session, cwd = the workspace, the token on stdin (then
+        closed), the ready line on an inherited pipe fd, stdout/stderr to a log file, trace on, INFO logs."""
+        argv = [sys.executable, "-m", "oh.backend", "--workspace", str(workspace), "--runtime", runtime, "--host", "127.0.0.1",
+                "--port", "0", "--editor-timeout", "30", "--action-timeout", "300", "--instance-id", secrets.token_hex(6),
+                "--token-stdin", "--trace-max-bytes", str(10 * 1024 * 1024), "--ready-fd", "{ready_fd}"]
+        env = dict(self.env, OH_LOG_LEVEL="INFO")
+        return self.procs.spawn(name, argv, env, ready_fd=True, stdin_text=self.token + "\n", cwd=str(workspace))
+
+    def start_headless_editor(self, name: str, workspace: Path, port: int) -> subprocess.Popen:
+        proc, _ = self.procs.spawn(name, [sys.executable, "-m", "oh.editor", "--workspace", str(workspace), "--once"], self.env, ready=False)
+        wait_until(lambda: len(http_json(port, "/v1/status", self.token)["editors"]) >= 1, 30, f"{name} to register")
+        return proc
+
+    def peer(self, name: str, script: str, *args: str) -> tuple[subprocess.Popen, dict[str, Any]]:
+        return self.procs.spawn(name, [sys.executable, str(PEERS / script), *args], self.peer_env)
+
+    def check(self, figure: str, what: str, target: str, value: float, unit: str, ok: bool, note: str = "") -> None:
+        self.results["checks"].append({"figure": figure, "what": what, "target": target, "value": value, "unit": unit, "pass": bool(ok), "note": note})
+
+    def want(self, fig: str) -> bool:
+        return not self.only or fig in self.only
+
+    # -- P6 first, on its own fresh backend, before anything else has run in it
+    async def p6(self) -> None:
+        proc, ready = self.start_backend("oh-backend-p6", self.ws_p6, "vscode")
+        port, pid = ready["port"], ready["pid"]
+        await asyncio.sleep(self.plan.p6_settle_s)
+        idle = await asyncio.to_thread(rss_bytes, pid)
+        helper, _ = self.peer("light-editors", "light_editors.py", "--port", str(port), "--count", str(P6_EDITORS), "--folder", str(self.ws_p6))
+        agents = []
+        try:
+            for i in range(0, P6_AGENTS, 25):  # 4 waves of 25 handshakes
+                agents += await asyncio.gather(*(OhAgent.connect(port, self.token, name=f"p6-{j}") for j in range(i, min(i + 25, P6_AGENTS))))
+            status = http_json(port, "/v1/status", self.token)
+            n_agents, n_editors = len(status["agents"]), len(status["editors"])
+            if (n_agents, n_editors) != (P6_AGENTS, P6_EDITORS):
+                raise RuntimeError(f"P6: backend sees {n_agents} agents / {n_editors} editors, expected {P6_AGENTS}/{P6_EDITORS}")
+            await asyncio.sleep(self.plan.p6_settle_s)
+            loaded = await asyncio.to_thread(rss_bytes, pid)  # connections only, no actions
+        finally:
+            await asyncio.gather(*(a.close() for a in agents), return_exceptions=True)
+            self.procs.stop(helper)
+            self.procs.stop(proc)
+        delta = loaded - idle
+        self.results["figures"]["P6"] = {
+            "runtime": "vscode", "idle_rss_mb": round(idle / MB, 1), "loaded_rss_mb": round(loaded / MB, 1), "delta_mb": round(delta / MB, 1),
+            "agents": P6_AGENTS, "editors": P6_EDITORS, "per_connection_kb": round(delta / (P6_AGENTS + P6_EDITORS) / 1000, 1),
+        }
+        self.check("P6", "backend RSS idle", "≤ 40 MB", round(idle / MB, 1), "MB", idle <= 40 * MB)
+        self.check("P6", f"RSS delta with {P6_AGENTS} agents + {P6_EDITORS} editors", "≤ 25 MB", round(delta / MB, 1), "MB", delta <= 25 * MB)
+
+    # -- start the delegated relays and executors, all at once
+    async def start_transports(self) -> dict[str, dict[str, Any]]:
+        """name -> {"port", "path", "pids": {role: pid}}. A peer that cannot start is reported and skipped."""
+        t: dict[str, dict[str, Any]] = {}
+        backend, ready = self.start_backend("oh-backend", self.ws, "vscode")
+        editor = self.start_headless_editor("oh-editor", self.ws, ready["port"])
+        t["oh"] = {"port": ready["port"], "pids": {"relay": ready["pid"], "executor": editor.pid}}
+        echo, r = self.peer("ws-echo", "ws_echo.py")
+        t["ws-echo"] = {"port": r["port"], "path": "/", "pids": {"relay": echo.pid}}
+        try:
+            relay, r = self.peer("ws-relay-floor", "ws_relay_floor.py", "relay")
+            ex, _ = self.peer("ws-relay-floor-executor", "ws_relay_floor.py", "executor", "--port", str(r["port"]))
+            t["ws-relay-floor"] = {"port": r["port"], "path": "/agent", "pids": {"relay": relay.pid, "executor": ex.pid}}
+        except Exception as exc:  # noqa: BLE001 - report and go on with the others
+            self.results["errors"].append(f"ws-relay-floor: {exc}")
+        for server in ("aiohttp", "asgi"):
+            name = f"socketio-{server}"
+            try:
+                relay, r = self.peer(f"{name}-relay", "socketio_relay.py", "relay", "--server", server)
+                ex, _ = self.peer(f"{name}-executor", "socketio_relay.py", "executor", "--url", f"http://127.0.0.1:{r['port']}", "--workspace", str(self.ws))
+                t[name] = {"port": r["port"], "pids": {"relay": relay.pid, "executor": ex.pid}}
+            except Exception as exc:  # noqa: BLE001
+                self.results["errors"].append(f"{name}: {exc}")
+        try:
+            ex, r = self.peer("http-executor", "http_relay.py", "executor", "--workspace", str(self.ws))
+            relay, r2 = self.peer("http-relay", "http_relay.py", "relay", "--executor-url", f"http://127.0.0.1:{r['port']}")
+            t["http"] = {"port": r2["port"], "pids": {"relay": relay.pid, "executor": ex.pid}}
+        except Exception as exc:  # noqa: BLE001
+            self.results["errors"].append(f"http: {exc}")
+        self.transports = t
+        return t
+
+    async def connect_agent(self, name: str, label: str = "bench") -> Any:
+        info = self.transports[name]
+        if name == "oh":
+            agent = await OhAgent.connect(info["port"], self.token, name=label)
+        elif name in RAW:
+            from ws_echo import EchoAgent
+
+            agent = await EchoAgent.connect(info["port"], info["path"])
+        elif name.startswith("socketio"):
+            from socketio_relay import SocketioAgent
+
+            agent = await SocketioAgent.connect(info["port"], self.token, name)
+        else:
+            from http_relay import HttpAgent
+
+            agent = await HttpAgent.connect(info["port"], self.token)
+        self.agents.append(agent)
+        return agent
+
+    def read_action(self) -> dict[str, Any]:
+        from oh.client import actions
+
+        return actions.read(str(self.ws / FILE_1K))
+
+    def meter(self, name: str) -> "CpuMeter":
+        return CpuMeter({"client": os.getpid(), **self.transports[name]["pids"]})
+
+    # -- P1
+    async def p1(self) -> None:
+        from oh.protocol.events import encode
+
+        agents = {name: await self.connect_agent(name, "p1") for name in self.transports}
+        action = self.read_action()
+        first = await agents["oh"].call(action)
+        check_read(first, "oh")
+        raw_frame = encode({**first, "id": 1})  # the size of what oh's backend sends the agent
+
+        def raw_check(r: str) -> None:
+            if len(r) != len(raw_frame):
+                raise RuntimeError("raw transport returned a frame of another size")
+
+        calls: dict[str, Callable[[], Awaitable[Any]]] = {}
+        checks: dict[str, Callable[[Any], None]] = {}
+        for name, agent in agents.items():
+            if name in RAW:
+                calls[name], checks[name] = (lambda a=agent: a.call(raw_frame)), raw_check
+            else:
+                calls[name], checks[name] = (lambda a=agent: a.call(action)), (lambda r, n=name: check_read(r, n))
+        samples: dict[str, list[int]] = {n: [] for n in calls}
+        meters = {n: self.meter(n) for n in calls}
+        names = list(calls)
+        for name in names:
+            for _ in range(self.plan.p1_warmup):
+                checks[name](await calls[name]())
+        deadline = time.monotonic() + self.plan.max_seconds / 3
+        pc = time.perf_counter_ns
+        for r in range(self.plan.p1_rounds):
+            order = names[r % len(names):] + names[: r % len(names)]  # rotate who goes first
+            for name in order:
+                call, chk, buf = calls[name], checks[name], samples[name]
+                meters[name].start()
+                for _ in range(self.plan.p1_per_round):
+                    t0 = pc()
+                    res = await call()
+                    buf.append(pc() - t0)
+                    chk(res)
+                meters[name].stop(self.plan.p1_per_round)
+            if time.monotonic() > deadline:
+                self.results["errors"].append(f"P1 stopped after {r + 1} rounds (time budget)")
+                break
+        stats = {n: {**latency_stats(v), "cpu_us_per_action": meters[n].per_action()} for n, v in samples.items()}
+        self.results["figures"]["P1"] = {"payload": {"file_bytes": KIB, "observation_frame_bytes": len(raw_frame.encode()),
+                                                     "action_frame_bytes": len(encode({**action, "id": 1}).encode())}, "transports": stats}
+        oh, echo = stats["oh"], stats["ws-echo"]
+        for q in ("p50", "p99"):
+            ratio = oh[f"{q}_us"] / echo[f"{q}_us"]
+            self.check("P1", f"oh {q} / ws-echo {q}", "≤ 2.5×", round(ratio, 2), "×", ratio <= 2.5)
+        for peer in PEERS_COMPARED:
+            if peer in stats:
+                for q in ("p50", "p99"):
+                    ratio = stats[peer][f"{q}_us"] / oh[f"{q}_us"]
+                    self.check("P1", f"{peer} {q} / oh {q}", "≥ 3×", round(ratio, 2), "×", ratio >= 3)
+        if "ws-relay-floor" in stats:
+            self.results["context"]["p1_relay_floor_over_echo_p50"] = round(stats["ws-relay-floor"]["p50_us"] / echo["p50_us"], 2)
+
+    # -- P2
+    async def throughput(self, call: Callable[[], Awaitable[Any]], check: Callable[[Any], None], meter: "CpuMeter") -> float:
+        done = 0
+        stop = False
+        failures: list[BaseException] = []
+
+        async def worker() -> None:
+            nonlocal done
+            while not stop:
+                try:
+                    check(await call())
+                except Exception as exc:  # noqa: BLE001
+                    failures.append(exc)
+                    return
+                done += 1
+
+        workers = [asyncio.create_task(worker()) for _ in range(INFLIGHT)]
+        try:
+            await asyncio.sleep(self.plan.p2_warmup_s)
+            c0, t0 = done, time.perf_counter()
+            meter.start()
+            await asyncio.sleep(self.plan.p2_seconds)
+            c1, t1 = done, time.perf_counter()
+            meter.stop(c1 - c0)
+        finally:
+            stop = True
+            _, pending = await asyncio.wait(workers, timeout=60)
+            for t in pending:
+                t.cancel()
+        if failures:
+            raise RuntimeError(f"throughput run failed: {failures[0]!r}")
+        return (c1 - c0) / (t1 - t0)
+
+    async def p2(self) -> None:
+        from oh.protocol.events import encode
+
+        action = self.read_action()
+        # Fresh connections, one per transport (HTTP: one client pool, up to 64 keep-alive connections).
+        agents = {name: await self.connect_agent(name, "p2") for name in self.transports}
+        raw_frame = encode({**(await agents["oh"].call(action)), "id": 1})
+        rates: dict[str, list[float]] = {n: [] for n in agents}
+        meters = {n: self.meter(n) for n in agents}
+        names = list(agents)
+        for r in range(self.plan.p2_rounds):
+            order = names[r % len(names):] + names[: r % len(names)]
+            for name in order:
+                agent = agents[name]
+                if name in RAW:
+                    rate = await self.throughput(lambda a=agent: a.call_pipelined(raw_frame), lambda _r: None, meters[name])
+                else:
+                    rate = await self.throughput(lambda a=agent: a.call(action), lambda res, n=name: check_read(res, n), meters[name])
+                rates[name].append(rate)
+        med = {n: round(statistics.median(v)) for n, v in rates.items()}
+        self.results["figures"]["P2"] = {"inflight": INFLIGHT, "actions_per_s": med, "rounds": {n: [round(x) for x in v] for n, v in rates.items()},
+                                         "cpu_us_per_action": {n: m.per_action() for n, m in meters.items()}}
+        oh = med["oh"]
+        self.check("P2", "oh actions/s, 64 in flight", "≥ 10,000/s", oh, "actions/s", oh >= 10_000)
+        for peer in PEERS_COMPARED:
+            if peer in med:
+                ratio = oh / med[peer]
+                self.check("P2", f"oh / {peer}", "≥ 3×", round(ratio, 2), "×", ratio >= 3)
+
+    # -- P3
+    async def p3(self) -> None:
+        proc, ready = self.start_backend("oh-backend-local", self.ws_local, "local")
+        self.results["context"]["local_backend_idle_rss_mb"] = round(rss_bytes(ready["pid"], samples=3, interval=0.1) / MB, 1)
+        agent = await OhAgent.connect(ready["port"], self.token, name="p3")
+        self.agents.append(agent)
+        client = agent.client
+        oh_ns: list[int] = []
+        sp_ns: list[int] = []
+        pc = time.perf_counter_ns
+        for _ in range(5):  # warm-up: the agent's shell starts on its first command
+            obs = await client.run("true")
+            if obs.exit_code != 0:
+                raise RuntimeError(f"P3: `true` answered {json.dumps(obs)[:300]}")
+            subprocess.run(["bash", "-c", "true"], check=True)
+        for r in range(self.plan.p3_rounds):
+            for kind in (("oh", "sp") if r % 2 == 0 else ("sp", "oh")):
+                for _ in range(self.plan.p3_per_round):
+                    if kind == "oh":
+                        t0 = pc()
+                        obs = await client.run("true")
+                        oh_ns.append(pc() - t0)
+                        if obs.exit_code != 0:
+                            raise RuntimeError(f"P3: `true` exit code {obs.exit_code}")
+                    else:
+                        t0 = pc()
+                        subprocess.run(["bash", "-c", "true"], check=True)
+                        sp_ns.append(pc() - t0)
+        oh_s, sp_s = latency_stats(oh_ns), latency_stats(sp_ns)
+        self.results["figures"]["P3"] = {"oh_local_run_true": oh_s, "subprocess_run_bash_c_true": sp_s}
+        ratio = oh_s["p50_us"] / sp_s["p50_us"]
+        self.check("P3", "oh `run true` p50 / subprocess.run p50", "≤ 1.0×", round(ratio, 2), "×", ratio <= 1.0)
+        await agent.close()
+        self.procs.stop(proc)
+
+    # -- P5
+    async def p5(self) -> None:
+        from oh.client import actions
+
+        agent = await self.connect_agent("oh", "p5")
+        echo = await self.connect_agent("ws-echo", "p5")
+        path = str(self.ws / FILE_64M)
+        with open(path, "rb") as f:
+            raw = f.read()
+        digest = hashlib.sha256(raw).hexdigest()
+        text = raw.decode()
+        del raw
+        times: list[float] = []
+        floor: list[float] = []
+        for rep in range(self.plan.p5_reps + 1):  # rep 0 warms the page cache and the allocators
+            t0 = time.perf_counter()
+            obs = await agent.call(actions.read(path))
+            dt = time.perf_counter() - t0
+            if obs.get("observation") != "read":
+                raise RuntimeError(f"P5: {json.dumps(obs)[:400]}")
+            content = obs["content"]
+            if rep == 0:
+                if hashlib.sha256(content.encode()).hexdigest() != digest:
+                    raise RuntimeError(f"P5: content differs from the file ({len(content)} chars read, {SIZE_64M} in the file)")
+            elif len(content) != SIZE_64M:
+                raise RuntimeError("P5: short read")
+            del obs, content
+            # The transport's own floor, alternated with the real thing: the same 64 MiB of text
+            # through a raw websockets echo (two hops, like the answer's path; no JSON, no file).
+            t1 = time.perf_counter()
+            back = await echo.call(text)
+            df = time.perf_counter() - t1
+            if len(back) != len(text):
+                raise RuntimeError("P5: echo returned a different size")
+            del back
+            if rep:
+                times.append(dt)
+                floor.append(df)
+        med = statistics.median(times)
+        rate = SIZE_64M / med / MB
+        self.results["figures"]["P5"] = {"bytes": SIZE_64M, "seconds": [round(t, 3) for t in times], "median_s": round(med, 3),
+                                         "mb_per_s": round(rate, 1), "best_mb_per_s": round(SIZE_64M / min(times) / MB, 1),
+                                         "ws_echo_64mib_round_trip_s": [round(t, 3) for t in floor],
+                                         "ws_echo_mb_per_s": round(SIZE_64M / statistics.median(floor) / MB, 1)}
+        self.check("P5", "64 MiB read through the bridge", "≥ 200 MB/s", round(rate, 1), "MB/s", rate >= 200)
+        import psutil
+
+        self.results["context"]["oh_backend_rss_after_p5_mb"] = round(psutil.Process(self.transports["oh"]["pids"]["relay"]).memory_info().rss / MB, 1)
+
+    async def run(self) -> dict[str, Any]:
+        self.make_files()
+        if self.want("P6"):
+            await self.p6()
+        if self.want("P1") or self.want("P2") or self.want("P5"):
+            await self.start_transports()
+            if self.want("P1"):
+                await asyncio.wait_for(self.p1(), self.plan.max_seconds / 2)
+            if self.want("P2"):
+                await asyncio.wait_for(self.p2(), self.plan.max_seconds / 2)
+                import psutil
+
+                self.results["context"]["oh_backend_rss_after_p2_mb"] = round(psutil.Process(self.transports["oh"]["pids"]["relay"]).memory_info().rss / MB, 1)
+            if self.want("P5"):
+                await asyncio.wait_for(self.p5(), self.plan.max_seconds / 3)
+        if self.want("P3"):
+            await asyncio.wait_for(self.p3(), self.plan.max_seconds / 3)
+        return self.results
+
+    async def close_agents(self) -> None:
+        for a in self.agents:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(a.close(), 3)
+
+
+# ----------------------------------------------------------------------------- output
+
+def _cpu(c: dict[str, float]) -> str:
+    if not c:
+        return "-"
+    parts = [f"{c[k]:.0f}" for k in ("client", "relay", "executor") if k in c]
+    return " + ".join(parts) + f" = {c['total']:.0f}"
+
+
+def render_text(res: dict[str, Any]) -> str:
+    m = res.get("machine", {})
+    out = [f"oh benchmarks ({res['mode']}) {res['date']}", f"machine: {m.get('nproc')} cores, {m.get('cpu_model')}, Python {m.get('python')}, "
+           f"load {res.get('loadavg_before')} -> {res.get('loadavg_after')}"]
+    figs = res["figures"]
+    if "P1" in figs:
+        out.append("\nP1 delegated 1 KiB read round trip (µs; CPU µs per action client + relay + executor)")
+        for n, s in figs["P1"]["transports"].items():
+            out.append(f"  {n:18s} p50 {s['p50_us']:9.1f}  p99 {s['p99_us']:9.1f}  mean {s['mean_us']:9.1f}  n={s['n']}  cpu {_cpu(s['cpu_us_per_action'])}")
+    if "P2" in figs:
+        f = figs["P2"]
+        out.append(f"\nP2 pipelined throughput, {INFLIGHT} in flight (actions/s; CPU µs per action)")
+        for n, v in f["actions_per_s"].items():
+            out.append(f"  {n:18s} {v:10.0f}   rounds {f['rounds'][n]}  cpu {_cpu(f['cpu_us_per_action'][n])}")
+    if "P3" in figs:
+        a, b = figs["P3"]["oh_local_run_true"], figs["P3"]["subprocess_run_bash_c_true"]
+        out.append("\nP3 `run true` (µs)")
+        out.append(f"  oh local runtime   p50 {a['p50_us']:9.1f}  p99 {a['p99_us']:9.1f}  n={a['n']}")
+        out.append(f"  subprocess.run     p50 {b['p50_us']:9.1f}  p99 {b['p99_us']:9.1f}  n={b['n']}")
+    if "P5" in figs:
+        p = figs["P5"]
+        out.append(f"\nP5 64 MiB read: median {p['median_s']} s -> {p['mb_per_s']} MB/s (best {p['best_mb_per_s']}); "
+                   f"raw ws echo of the same 64 MiB: {p['ws_echo_mb_per_s']} MB/s")
+    if "P6" in figs:
+        p = figs["P6"]
+        out.append(f"\nP6 backend RSS: idle {p['idle_rss_mb']} MB, with {p['agents']} agents + {p['editors']} editors {p['loaded_rss_mb']} MB (+{p['delta_mb']} MB)")
+    out.append("\nchecks:")
+    for c in res["checks"]:
+        out.append(f"  [{'PASS' if c['pass'] else 'MISS'}] {c['figure']} {c['what']}: {c['value']} {c['unit']} (target {c['target']})")
+    if res.get("context"):
+        out.append(f"context: {json.dumps(res['context'])}")
+    for e in res["errors"]:
+        out.append(f"ERROR: {e}")
+    return "\n".join(out)
+
+
+def render_markdown(res: dict[str, Any]) -> str:
+    m = res.get("machine", {})
+    figs = res["figures"]
+    checks = res["checks"]
+    L = [f"Run: `{res['command']}`, started {res['date']}, {res['duration_s']} s. Machine: {m.get('nproc')} cores ({m.get('cpu_model')}), "
+         f"{m.get('memory')}, Python {m.get('python')}, Linux {m.get('kernel')}; load average (1, 5, 15 min) before "
+         f"{res.get('loadavg_before')}, after {res.get('loadavg_after')}.", ""]
+
+    def verdicts(fig: str) -> list[str]:
+        rows = ["| check | target | measured | verdict |", "|---|---|---|---|"]
+        for c in checks:
+            if c["figure"] == fig:
+                rows.append(f"| {c['what']} | {c['target']} | {c['value']:,} {c['unit']} | {'PASS' if c['pass'] else '**MISS**'} |")
+        return rows
+
+    if "P1" in figs:
+        f = figs["P1"]
+        L += ["### P1: delegated round trip of a 1 KiB `read`", "",
+              f"Action frame {f['payload']['action_frame_bytes']} B, observation frame {f['payload']['observation_frame_bytes']} B "
+              "(the raw transports carry a frame of the observation's size each way).", "",
+              "| transport | p50 µs | p90 µs | p99 µs | mean µs | samples | CPU µs/action (client + relay + executor) |", "|---|---|---|---|---|---|---|"]
+        for n, s in f["transports"].items():
+            L.append(f"| {n} | {s['p50_us']:,} | {s['p90_us']:,} | {s['p99_us']:,} | {s['mean_us']:,} | {s['n']:,} | {_cpu(s['cpu_us_per_action'])} |")
+        L += [""] + verdicts("P1") + [""]
+    if "P2" in figs:
+        f = figs["P2"]
+        L += [f"### P2: pipelined throughput, {f['inflight']} in flight", "",
+              "| transport | actions/s (median of rounds) | rounds | CPU µs/action (client + relay + executor) |", "|---|---|---|---|"]
+        for n, v in f["actions_per_s"].items():
+            L.append(f"| {n} | {v:,.0f} | {', '.join(f'{x:,}' for x in f['rounds'][n])} | {_cpu(f['cpu_us_per_action'][n])} |")
+        L += [""] + verdicts("P2") + [""]
+    if "P3" in figs:
+        a, b = figs["P3"]["oh_local_run_true"], figs["P3"]["subprocess_run_bash_c_true"]
+        L += ["### P3: local `run` of `true`", "", "| what | p50 µs | p99 µs | samples |", "|---|---|---|---|",
+              f"| oh backend, `--runtime local` (agent → backend → shell → agent) | {a['p50_us']:,} | {a['p99_us']:,} | {a['n']} |",
+              f"| `subprocess.run([\"bash\", \"-c\", \"true\"])` in the client | {b['p50_us']:,} | {b['p99_us']:,} | {b['n']} |", ""] + verdicts("P3") + [""]
+    if "P5" in figs:
+        f = figs["P5"]
+        L += ["### P5: 64 MiB file read through the bridge", "", "| what | runs (s) | MB/s (median) | MB/s (best) |", "|---|---|---|---|",
+              f"| oh: agent → backend → headless editor → back | {', '.join(map(str, f['seconds']))} | {f['mb_per_s']} | {f['best_mb_per_s']} |",
+              f"| yardstick: the same 64 MiB through a raw websockets echo (2 hops, no JSON) | {', '.join(map(str, f['ws_echo_64mib_round_trip_s']))} | {f['ws_echo_mb_per_s']} | |",
+              ""] + verdicts("P5") + [""]
+    if "P6" in figs:
+        f = figs["P6"]
+        L += ["### P6: backend RSS", "", "| state | RSS MB |", "|---|---|", f"| idle (runtime vscode, fresh) | {f['idle_rss_mb']} |",
+              f"| {f['agents']} agents + {f['editors']} editors connected | {f['loaded_rss_mb']} |",
+              f"| delta | {f['delta_mb']} ({f['per_connection_kb']} kB per connection) |", ""] + verdicts("P6") + [""]
+    if res.get("context"):
+        L += ["Context: " + ", ".join(f"{k} = {v}" for k, v in res["context"].items()), ""]
+    if res["errors"]:
+        L += ["Errors: " + "; ".join(res["errors"]), ""]
+    return "\n".join(L)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="short smoke variant (< 60 s); same figures, fewer samples")
+    ap.add_argument("--json", metavar="PATH", help="write the results as JSON")
+    ap.add_argument("--md", metavar="PATH", help="write the result tables as Markdown")
+    ap.add_argument("--only", default="", help="comma-separated subset of P1,P2,P3,P5,P6")
+    ap.add_argument("--keep-tmp", action="store_true", help="keep the temp dir (logs) for inspection")
+    ap.add_argument("--wait-quiet", type=float, default=0.0, metavar="S",
+                    help="first wait up to S seconds for the 1-minute load average to fall below half the cores")
+    args = ap.parse_args(argv)
+    if args.wait_quiet > 0:
+        limit = (os.cpu_count() or 1) / 2
+        end = time.monotonic() + args.wait_quiet
+        while os.getloadavg()[0] >= limit and time.monotonic() < end:
+            time.sleep(5)
+        print(f"load average {os.getloadavg()[0]:.2f} (waited for < {limit:g})", file=sys.stderr)
+    plan = QUICK if args.quick else FULL
+    only = {x.strip().upper() for x in args.only.split(",") if x.strip()}
+    tmp = Path(tempfile.mkdtemp(prefix="oh-bench-"))
+    (tmp / "logs").mkdir()
+    procs = Procs(tmp / "logs")
+    atexit.register(procs.stop_all)
+
+    def on_signal(signum, _frame):
+        procs.stop_all()
+        shutil.rmtree(tmp, ignore_errors=True)
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, on_signal)
+    # Watchdog: the whole run is bounded in time, whatever hangs.
+    watchdog = threading.Timer(plan.max_seconds, lambda: (sys.stderr.write(f"benchmarks: over {plan.max_seconds:g} s, aborting\n"), procs.stop_all(), os._exit(124)))
+    watchdog.daemon = True
+    watchdog.start()
+
+    bench = Bench(plan, tmp, procs, only)
+    started = time.monotonic()
+    started_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    res: dict[str, Any] = {}
+    rc = 0
+    try:
+        load0 = os.getloadavg()
+        machine = machine_info()
+
+        async def go() -> dict[str, Any]:
+            try:
+                return await bench.run()
+            finally:
+                await bench.close_agents()
+
+        res = asyncio.run(go())
+        res["loadavg_before"] = ", ".join(f"{x:.2f}" for x in load0)
+        res["loadavg_after"] = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+        res["machine"] = machine
+    except Exception as exc:  # noqa: BLE001
+        bench.results["errors"].append(f"run failed: {type(exc).__name__}: {exc}")
+        res = bench.results
+        res.setdefault("machine", machine_info())
+        res.setdefault("loadavg_before", "?")
+        res.setdefault("loadavg_after", "?")
+        rc = 1
+    finally:
+        procs.stop_all()
+        watchdog.cancel()
+        if not args.keep_tmp and rc == 0:
+            shutil.rmtree(tmp, ignore_errors=True)
+        elif rc:
+            sys.stderr.write(f"logs kept in {tmp / 'logs'} and {tmp / 'oh_home' / 'logs'}\n")
+    res["mode"] = plan.name
+    res["date"] = started_at  # when the measurements started
+    res["finished"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    res["duration_s"] = round(time.monotonic() - started, 1)
+    res["command"] = "python benchmarks/run.py" + (" --quick" if args.quick else "") + (f" --only {args.only}" if args.only else "")
+    res["targets_met"] = all(c["pass"] for c in res["checks"])
+    if res["errors"]:
+        rc = 1
+    print(render_text(res))
+    print(f"\n({res['duration_s']} s)")
+    if args.json:
+        Path(args.json).write_text(json.dumps(res, indent=2) + "\n")
+    if args.md:
+        Path(args.md).write_text(render_markdown(res) + "\n")
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
