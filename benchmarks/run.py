@@ -491,7 +491,7 @@ class Bench:
         action = self.read_action()
         first = await agents["oh"].call(action)
         check_read(first, "oh")
-        raw_frame = encode({**first, "id": 1})  # the size of what oh's backend sends the agent
+        raw_frame = encode({**first, "id": 1}).decode()  # the size of what oh's backend sends the agent
 
         def raw_check(r: str) -> None:
             if len(r) != len(raw_frame):
@@ -528,7 +528,7 @@ class Bench:
                 break
         stats = {n: {**latency_stats(v), "cpu_us_per_action": meters[n].per_action()} for n, v in samples.items()}
         self.results["figures"]["P1"] = {"payload": {"file_bytes": KIB, "observation_frame_bytes": len(raw_frame.encode()),
-                                                     "action_frame_bytes": len(encode({**action, "id": 1}).encode())}, "transports": stats}
+                                                     "action_frame_bytes": len(encode({**action, "id": 1}))}, "transports": stats}
         oh, echo = stats["oh"], stats["ws-echo"]
         for q in ("p50", "p99"):
             ratio = oh[f"{q}_us"] / echo[f"{q}_us"]
@@ -580,7 +580,7 @@ class Bench:
         action = self.read_action()
         # Fresh connections, one per transport (HTTP: one client pool, up to 64 keep-alive connections).
         agents = {name: await self.connect_agent(name, "p2") for name in self.transports}
-        raw_frame = encode({**(await agents["oh"].call(action)), "id": 1})
+        raw_frame = encode({**(await agents["oh"].call(action)), "id": 1}).decode()
         rates: dict[str, list[float]] = {n: [] for n in agents}
         meters = {n: self.meter(n) for n in agents}
         names = list(agents)

@@ -32,6 +32,9 @@ class SyncClient:
             headers["X-OH-Client"] = name
         try:
             conn = connect(url.rstrip("/") + path, additional_headers=headers, open_timeout=open_timeout, max_size=None, compression=None)
+            # We own the connection's lifetime (close() ends it); entering its context is what
+            # websockets >= 17.1 asks of a connection used beyond a `with` block.
+            conn.__enter__()
         except (InvalidHandshake, OSError, TimeoutError) as exc:
             raise _handshake_error(exc, url) from None
         return cls(conn, url)
