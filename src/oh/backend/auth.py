@@ -9,17 +9,9 @@ import hmac
 import ipaddress
 from http import HTTPStatus
 
+from ..protocol.addresses import is_loopback_host
+
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
-
-
-def is_loopback_host(host: str) -> bool:
-    """``localhost`` or a loopback IP literal (127.0.0.0/8, ::1); never a name that needs DNS."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def host_header_name(bound_host: str) -> str:

@@ -9,12 +9,12 @@ suggestion for a mistyped key).
 from __future__ import annotations
 
 import difflib
-import ipaddress
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from ..protocol.addresses import is_loopback_host
 from . import paths
 
 ENV_PREFIX = "OH_"
@@ -98,18 +98,9 @@ def _bool(value: Any) -> bool:
     raise SettingError(f"must be true or false (got {value!r})")
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 def _host(value: Any) -> str:
     text = str(value).strip()
-    if not is_loopback(text):
+    if not is_loopback_host(text):  # the same rule the backend enforces
         # Decision (docs/_cli_notes.md): refuse, do not warn. The backend's Host check only accepts
         # loopback names, and the token is the only thing between the network and a shell.
         raise SettingError(f"must be a loopback address: 127.0.0.1, ::1 or localhost (got {value!r}); oh never listens on the network")
