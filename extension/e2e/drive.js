@@ -1,0 +1,190 @@
+#!/usr/bin/env node
+// Keeps a real VS Code workbench (code-server) open in headless Chromium for the end-to-end test,
+// and lets the test drive it like a user through a tiny HTTP control server on loopback.
+//
+//   node drive.js --url http://127.0.0.1:PORT/?folder=/ws --state DIR [--pw DIR] [--chromium PATH]
+//
+// code-server starts no extension host until a browser opens the workbench, so this page must stay
+// open for as long as the test runs. Once the workbench is loaded it writes DIR/driver.json
+// ({"pid", "control_port"}). Control requests: POST / with one JSON object, answered with JSON:
+//   {"op":"ping"}                         -> {"ok":true}
+//   {"op":"openFile","path":"a/b.txt"}    -> Quick Open the file (workspace-relative), wait for its tab
+//   {"op":"focusEditor"}                  -> click into the active text editor
+//   {"op":"press","keys":["Control+z"]}   -> keyboard presses, in order
+//   {"op":"type","text":"abc"}            -> types text into whatever has the focus
+//   {"op":"command","title":"File: Save"} -> run a command through the command palette
+//   {"op":"dialog","button":"Run"}        -> waits for a modal dialog, clicks the button -> {"message"}
+//   {"op":"activeTab"}                    -> {"ok":true,"title":...}
+//   {"op":"editorText"}                   -> {"ok":true,"text":...} (the visible lines of the active editor)
+//   {"op":"screenshot","path":"/x.png"}   -> a screenshot, for debugging failures
+// Everything is bounded by timeouts; an error answers {"ok":false,"error":...} and the page stays open.
+'use strict';
+const fs = require('fs');
+const http = require('http');
+const path = require('path');
+
+function arg(name, dflt) {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 && i + 1 < process.argv.length ? process.argv[i + 1] : dflt;
+}
+const url = arg('url');
+const stateDir = arg('state');
+const pwDir = arg('pw', process.env.OH_E2E_PW || path.join(__dirname, '..', '..', '.e2e', 'pw'));
+const chromiumPath = arg('chromium', process.env.CHROMIUM || '/usr/bin/chromium');
+if (!url || !stateDir) {
+  console.error('usage: drive.js --url URL --state DIR [--pw DIR] [--chromium PATH]');
+  process.exit(2);
+}
+const { chromium } = require(require.resolve('playwright-core', { paths: [pwDir, path.join(pwDir, 'node_modules')] }));
+
+const t0 = Date.now();
+const log = (...a) => console.log(`[drive +${((Date.now() - t0) / 1000).toFixed(1)}s]`, ...a);
+
+async function main() {
+  const browser = await chromium.launch({
+    executablePath: chromiumPath,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync',
+      // A user's window is in the foreground: never let Chromium throttle the workbench's timers.
+      '--disable-background-timer-throttling', '--disable-renderer-backgrounding', '--disable-backgrounding-occluded-windows'],
+  });
+  const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+  const page = await context.newPage();
+  page.on('pageerror', (e) => log('page error:', String(e).slice(0, 300)));
+  await page.goto(url, { waitUntil: 'domcontentloaded', timeout: 60000 });
+  await page.locator('.monaco-workbench').first().waitFor({ state: 'visible', timeout: 90000 });
+  log('workbench visible');
+
+  const palette = async (prefix, text) => {
+    await page.locator('.monaco-workbench .part.statusbar').first().click({ timeout: 5000 }).catch(() => {});
+    await page.keyboard.press('F1');
+    const input = page.locator('.quick-input-widget .quick-input-box input').first();
+    await input.waitFor({ state: 'visible', timeout: 15000 });
+    await input.fill(prefix + text); // '>' = commands, '' = files (Quick Open)
+    return input;
+  };
+
+  const ops = {
+    async ping() {
+      return {};
+    },
+    async openFile({ path: rel }) {
+      const base = path.basename(rel);
+      // Quick Open finds a file created a moment ago only once the file watcher has reported it:
+      // ask again until it shows up (bounded).
+      const row = page.locator('.quick-input-list .monaco-list-row').filter({ hasText: base }).first();
+      for (let attempt = 1; ; attempt++) {
+        await palette('', rel);
+        try {
+          await row.waitFor({ state: 'visible', timeout: 4000 });
+          break;
+        } catch (e) {
+          await page.keyboard.press('Escape');
+          if (attempt >= 6) throw e;
+          await page.waitForTimeout(500);
+        }
+      }
+      await page.keyboard.press('Enter');
+      await page
+        .locator('.tabs-container .tab.active')
+        .filter({ hasText: base })
+        .first()
+        .waitFor({ state: 'visible', timeout: 15000 });
+      return {};
+    },
+    async focusEditor() {
+      const lines = page.locator('.editor-group-container.active .monaco-editor .view-lines').first();
+      await lines.waitFor({ state: 'visible', timeout: 10000 });
+      await lines.click({ timeout: 5000 });
+      return {};
+    },
+    async press({ keys }) {
+      for (const k of keys) {
+        await page.keyboard.press(k);
+        await page.waitForTimeout(100);
+      }
+      return {};
+    },
+    async type({ text }) {
+      await page.keyboard.type(text, { delay: 10 });
+      return {};
+    },
+    async command({ title }) {
+      await palette('>', title);
+      const row = page.locator('.quick-input-list .monaco-list-row').filter({ hasText: title }).first();
+      await row.waitFor({ state: 'visible', timeout: 15000 });
+      await page.keyboard.press('Enter');
+      return {};
+    },
+    async dialog({ button, timeout }) {
+      // A modal message (showWarningMessage with modal: true) renders as a dialog in the workbench.
+      const box = page.locator('.monaco-dialog-box').first();
+      await box.waitFor({ state: 'visible', timeout: timeout || 10000 });
+      const message = (await box.innerText().catch(() => '')) || '';
+      await box.locator('.monaco-button').filter({ hasText: button }).first().click({ timeout: 5000 });
+      await box.waitFor({ state: 'hidden', timeout: 5000 }).catch(() => {});
+      return { message };
+    },
+    async activeTab() {
+      const t = page.locator('.tabs-container .tab.active').first();
+      return { title: (await t.textContent({ timeout: 5000 }).catch(() => '')) || '' };
+    },
+    async editorText() {
+      const el = page.locator('.editor-group-container.active .monaco-editor .view-lines').first();
+      // Monaco renders spaces as non-breaking spaces.
+      const text = (await el.innerText({ timeout: 5000 }).catch(() => '')) || '';
+      return { text: text.replace(/\u00a0/g, ' ') };
+    },
+    async screenshot({ path: p }) {
+      await page.screenshot({ path: p });
+      return {};
+    },
+  };
+
+  // One request at a time: a user has one keyboard.
+  let chain = Promise.resolve();
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      chain = chain.then(async () => {
+        let answer;
+        try {
+          const msg = JSON.parse(body || '{}');
+          const fn = ops[msg.op];
+          if (!fn) throw new Error(`unknown op ${msg.op}`);
+          log('op', msg.op, JSON.stringify(msg).slice(0, 200));
+          answer = { ok: true, ...(await fn(msg)) };
+        } catch (e) {
+          answer = { ok: false, error: String((e && e.message) || e).slice(0, 2000) };
+          log('op failed:', answer.error.split('\n')[0]);
+        }
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        res.end(JSON.stringify(answer));
+      });
+    });
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  const info = { pid: process.pid, control_port: server.address().port };
+  fs.writeFileSync(path.join(stateDir, 'driver.json.tmp'), JSON.stringify(info));
+  fs.renameSync(path.join(stateDir, 'driver.json.tmp'), path.join(stateDir, 'driver.json'));
+  log('control server on port', info.control_port);
+
+  const shutdown = async () => {
+    server.close();
+    await browser.close().catch(() => {});
+    process.exit(0);
+  };
+  process.on('SIGTERM', shutdown);
+  process.on('SIGINT', shutdown);
+  browser.on('disconnected', () => {
+    log('browser disconnected');
+    process.exit(3);
+  });
+}
+
+main().catch((e) => {
+  console.error('drive.js failed:', e);
+  process.exit(2);
+});

@@ -1,0 +1,299 @@
+/**
+ * One WebSocket connection from this window to one `oh` backend's editor leg (docs/protocol.md §4).
+ *
+ * Registers, then receives actions and answers each with exactly one observation (`cause` = the
+ * action's id, `id` = our own monotonic counter), many in flight. Bad frames never throw: they are
+ * answered with a BAD_REQUEST error observation and the connection stays open. Reconnecting is not
+ * this class's business: it reports how it ended and SessionManager decides.
+ *
+ * No `vscode` import: tests drive it against a real `ws` server.
+ */
+
+import WebSocket from 'ws';
+import {
+  Action,
+  decodeFrame,
+  errorFrom,
+  errorObservation,
+  isControlFrame,
+  JsonObject,
+  Observation,
+  parseAction,
+  ProtocolError,
+  readId,
+} from './protocol';
+import { SessionInfo } from './session';
+
+export interface ActionHandler {
+  /** Must resolve to one observation; the connection guards against a throw anyway. */
+  execute(action: Action, signal: AbortSignal): Promise<Observation>;
+}
+
+export interface CloseInfo {
+  /** WebSocket close code (1006 when the socket died without a close frame), or undefined if never opened. */
+  code?: number;
+  reason: string;
+  /** HTTP status when the upgrade was refused (401 = token, 403 = origin/host, 404...). */
+  httpStatus?: number;
+  /** `{"type":"error"}` refusal of the register frame. */
+  refusal?: { error_id: string; message: string };
+  registered: boolean;
+  error?: string;
+}
+
+export interface RegisteredInfo {
+  editor_id: string;
+  instance_id: string;
+  workspace: string;
+}
+
+export interface ConnectionOptions {
+  session: SessionInfo;
+  registerFrame: JsonObject;
+  handler: ActionHandler;
+  log: (line: string) => void;
+  onRegistered: (info: RegisteredInfo) => void;
+  onClose: (info: CloseInfo) => void;
+  registerTimeoutMs?: number;
+  pingIntervalMs?: number;
+  maxPayload?: number;
+}
+
+export const EDITOR_PATH = '/v1/editor';
+/** The backend's own limit (protocol.md §1): room for a 64 MiB file, JSON-escaped. */
+const MAX_PAYLOAD = 128 * 1024 * 1024;
+
+export class EditorConnection {
+  readonly session: SessionInfo;
+  private ws: WebSocket;
+  private registered = false;
+  private closedReported = false;
+  private obsIds = 1;
+  private readonly inflight = new Map<number, AbortController>();
+  private registerTimer: NodeJS.Timeout | null = null;
+  private pingTimer: NodeJS.Timeout | null = null;
+  private pongSeen = true;
+  private httpStatus?: number;
+  private refusal?: { error_id: string; message: string };
+  private lastError?: string;
+  editorId?: string;
+
+  constructor(private readonly opts: ConnectionOptions) {
+    this.session = opts.session;
+    // The token goes in the Authorization header, never in the URL (the backend ignores query
+    // tokens). `ws` sends no Origin header unless asked to, which the backend requires (an Origin
+    // means a browser page: refused with 403). Host is 127.0.0.1:<port> from the URL.
+    this.ws = new WebSocket(opts.session.url + EDITOR_PATH, {
+      headers: { Authorization: `Bearer ${opts.session.token}` },
+      perMessageDeflate: false,
+      handshakeTimeout: 10_000,
+      maxPayload: opts.maxPayload ?? MAX_PAYLOAD,
+      followRedirects: false,
+    });
+    this.ws.on('open', () => this.onOpen());
+    this.ws.on('message', (data, isBinary) => this.onMessage(data, isBinary));
+    this.ws.on('pong', () => (this.pongSeen = true));
+    this.ws.on('unexpected-response', (_req, res) => {
+      // The upgrade was answered with a plain HTTP status (401 bad token, 403 origin/host...).
+      this.httpStatus = res.statusCode;
+      res.resume();
+      this.ws.terminate();
+    });
+    this.ws.on('error', (err) => {
+      this.lastError = (err as NodeJS.ErrnoException).code || err.message;
+    });
+    this.ws.on('close', (code, reason) => this.onClosed(code, reason.toString()));
+  }
+
+  get isRegistered(): boolean {
+    return this.registered;
+  }
+
+  get inFlight(): number {
+    return this.inflight.size;
+  }
+
+  private onOpen(): void {
+    this.sendJson(this.opts.registerFrame);
+    this.registerTimer = setTimeout(() => {
+      this.lastError = 'no answer to the register frame within 10 s';
+      this.ws.terminate();
+    }, this.opts.registerTimeoutMs ?? 10_000);
+    // Loopback peers rarely vanish silently, but a suspended backend would otherwise hold us forever.
+    this.pingTimer = setInterval(() => {
+      if (!this.pongSeen) {
+        this.lastError = 'no pong within 20 s';
+        this.ws.terminate();
+        return;
+      }
+      this.pongSeen = false;
+      try {
+        this.ws.ping();
+      } catch {
+        /* closing */
+      }
+    }, this.opts.pingIntervalMs ?? 20_000);
+  }
+
+  private onMessage(data: WebSocket.RawData, isBinary: boolean): void {
+    if (isBinary) {
+      this.answer(errorObservation(undefined, 'BAD_REQUEST', 'Binary frames are not accepted: send one JSON object per text frame.'));
+      return;
+    }
+    const text = Array.isArray(data)
+      ? Buffer.concat(data).toString('utf8')
+      : Buffer.isBuffer(data)
+        ? data.toString('utf8')
+        : Buffer.from(data).toString('utf8');
+    let obj: JsonObject;
+    try {
+      obj = decodeFrame(text);
+    } catch (e) {
+      if (!this.registered) return this.registrationViolation('a non-JSON frame');
+      this.answer(errorFrom(e as ProtocolError));
+      return;
+    }
+    if (!this.registered) {
+      this.onRegistrationAnswer(obj);
+      return;
+    }
+    if (isControlFrame(obj)) {
+      this.onControl(obj);
+      return;
+    }
+    let action: Action;
+    try {
+      action = parseAction(obj);
+    } catch (e) {
+      if (e instanceof ProtocolError) this.answer(errorFrom(e));
+      else this.answer(errorObservation(readId(obj), 'SERVER_ERROR', `Frame handling failed: ${String(e)}`));
+      return;
+    }
+    if (this.inflight.has(action.id)) {
+      this.answer(errorObservation(action.id, 'BAD_REQUEST', `Action id ${action.id} is already in flight on this connection; use a new id.`));
+      return;
+    }
+    void this.execute(action);
+  }
+
+  private onRegistrationAnswer(obj: JsonObject): void {
+    if (obj.type === 'registered') {
+      this.registered = true;
+      if (this.registerTimer) clearTimeout(this.registerTimer);
+      this.editorId = String(obj.editor_id ?? '');
+      this.opts.onRegistered({
+        editor_id: this.editorId,
+        instance_id: String(obj.instance_id ?? ''),
+        workspace: String(obj.workspace ?? ''),
+      });
+      return;
+    }
+    if (obj.type === 'error') {
+      // The backend closes with 4400 right after; keep the reason for the log and the decision to retry.
+      this.refusal = { error_id: String(obj.error_id ?? ''), message: String(obj.message ?? '') };
+      return;
+    }
+    this.registrationViolation(`a frame of type ${JSON.stringify(obj.type ?? obj.action ?? null)}`);
+  }
+
+  private registrationViolation(what: string): void {
+    this.lastError = `the backend answered the register frame with ${what}`;
+    this.ws.close(1002, 'expected registered');
+  }
+
+  private onControl(obj: JsonObject): void {
+    if (obj.type === 'cancel') {
+      const id = readId(obj);
+      const ctl = id === undefined ? undefined : this.inflight.get(id);
+      if (ctl) {
+        this.opts.log(`action ${id} cancelled by the backend`);
+        ctl.abort();
+      }
+      return;
+    }
+    if (obj.type === 'error') {
+      // The backend refused one of our observations: a bug on our side, worth a log line, never an answer.
+      this.opts.log(`backend refused a frame: ${String(obj.error_id)}: ${String(obj.message).slice(0, 300)}`);
+      return;
+    }
+    this.opts.log(`ignored control frame of type ${JSON.stringify(String(obj.type).slice(0, 40))}`);
+  }
+
+  private async execute(action: Action): Promise<void> {
+    const ctl = new AbortController();
+    this.inflight.set(action.id, ctl);
+    let o: Observation;
+    try {
+      o = await this.opts.handler.execute(action, ctl.signal);
+    } catch (e) {
+      o = errorObservation(action.id, 'SERVER_ERROR', `The oh extension failed on this ${action.kind} action: ${String((e as Error)?.message ?? e)}`);
+    } finally {
+      this.inflight.delete(action.id);
+    }
+    if (ctl.signal.aborted) return; // cancelled: the backend no longer waits for an answer
+    o.cause = action.id;
+    this.answer(o);
+  }
+
+  private answer(o: Observation): void {
+    o.id = this.obsIds++;
+    this.sendJson(o);
+  }
+
+  private sendJson(obj: JsonObject): void {
+    if (this.ws.readyState !== WebSocket.OPEN) return; // the backend reports EDITOR_DISCONNECTED itself
+    try {
+      this.ws.send(JSON.stringify(obj));
+    } catch (e) {
+      this.lastError = String(e);
+    }
+  }
+
+  private onClosed(code: number, reason: string): void {
+    if (this.registerTimer) clearTimeout(this.registerTimer);
+    if (this.pingTimer) clearInterval(this.pingTimer);
+    if (this.closedReported) return;
+    this.closedReported = true;
+    // In-flight actions keep running (a command stays visible in the terminal); their answers are dropped.
+    this.opts.onClose({
+      code: this.httpStatus === undefined ? code : undefined,
+      reason,
+      httpStatus: this.httpStatus,
+      refusal: this.refusal,
+      registered: this.registered,
+      error: this.lastError,
+    });
+  }
+
+  /** Closes politely (1000); terminates if the backend does not complete the close handshake. */
+  close(reason = 'editor disconnecting'): void {
+    if (this.ws.readyState === WebSocket.CONNECTING) {
+      this.ws.terminate();
+      return;
+    }
+    if (this.ws.readyState !== WebSocket.OPEN) return;
+    this.ws.close(1000, reason);
+    const t = setTimeout(() => this.ws.terminate(), 2000);
+    t.unref?.();
+  }
+}
+
+export function describeClose(info: CloseInfo): string {
+  if (info.httpStatus !== undefined) {
+    const why =
+      info.httpStatus === 401 ? 'token refused' : info.httpStatus === 403 ? 'forbidden (origin/host check)' : 'refused';
+    return `HTTP ${info.httpStatus} (${why})`;
+  }
+  if (info.refusal) return `registration refused: ${info.refusal.error_id}: ${info.refusal.message}`;
+  if (info.code === undefined || (!info.registered && info.code === 1006 && info.error)) return info.error ?? 'connection failed';
+  const names: Record<number, string> = {
+    1000: 'normal close',
+    1001: 'backend shutting down',
+    1006: 'connection lost',
+    1009: 'frame too big',
+    4001: 'token rotated',
+    4400: 'bad registration',
+    4409: 'replaced by another editor',
+  };
+  return `${info.code} ${names[info.code] ?? ''}${info.reason ? ` (${info.reason})` : ''}${info.error ? ` [${info.error}]` : ''}`.replace(/\s+/g, ' ').trim();
+}

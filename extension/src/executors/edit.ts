@@ -1,0 +1,157 @@
+/**
+ * `edit` with OpenHands' OHEditor semantics (view, create, str_replace, insert, undo_edit).
+ *
+ * Every modification is a `vscode.WorkspaceEdit` on the TextDocument (opened with
+ * `workspace.openTextDocument`, which does not show it), followed by `document.save()`: the change is
+ * on VS Code's undo stack, so the user's own Undo (Ctrl+Z) reverts an agent's edit, and the editor
+ * shows the new text at once. The text rules (uniqueness, numbering, diff) are in ../oheditor.ts.
+ * `undo_edit` reverts the last edit made through oh to that file (this window's own history).
+ */
+import * as vscode from 'vscode';
+import { listDirectory } from '../listing';
+import {
+  createdMessage,
+  EditHistory,
+  EditOutcome,
+  fileExistsMessage,
+  insertAt,
+  noHistoryMessage,
+  notFoundMessage,
+  strReplace,
+  undoneMessage,
+  unifiedDiff,
+  viewFile,
+} from '../oheditor';
+import { Action, editObservation, EditResult, Observation, ToolError } from '../protocol';
+import { applyAndSave, createParents, currentText, fsError, isDirectory, resolveTarget, statOrNull, Target } from './files';
+
+export class EditExecutor {
+  private readonly history = new EditHistory();
+
+  async execute(action: Action): Promise<Observation> {
+    const a = action.args;
+    const command = String(a.command);
+    const target = await resolveTarget(String(a.path));
+    let r: EditResult;
+    switch (command) {
+      case 'view':
+        r = await this.view(target, Array.isArray(a.view_range) ? (a.view_range as number[]) : null);
+        break;
+      case 'create':
+        r = await this.create(target, typeof a.file_text === 'string' ? a.file_text : null);
+        break;
+      case 'str_replace':
+        r = await this.modify(target, (text) => strReplace(target.rp.shown, text, a.old_str as string, a.new_str as string | null));
+        break;
+      case 'insert':
+        r = await this.modify(target, (text) => insertAt(target.rp.shown, text, a.insert_line as number, a.new_str as string));
+        break;
+      case 'undo_edit':
+        r = await this.undo(target);
+        break;
+      default:
+        throw new ToolError(
+          `Unrecognized command ${command}. The allowed commands for the edit tool are: view, create, str_replace, insert, undo_edit.`,
+          'TOOL_UNSUPPORTED',
+        );
+    }
+    return editObservation(action.id, String(a.path), r);
+  }
+
+  private async stat(t: Target): Promise<vscode.FileStat | null> {
+    try {
+      return await statOrNull(t.uri);
+    } catch (e) {
+      throw fsError(e, t.rp.shown, 'edit');
+    }
+  }
+
+  private async view(t: Target, viewRange: number[] | null): Promise<EditResult> {
+    const st = await this.stat(t);
+    if (!st) throw new ToolError(notFoundMessage(t.rp.shown));
+    if (isDirectory(st)) {
+      if (viewRange) {
+        throw new ToolError(
+          `Invalid \`view_range\` parameter: [${viewRange.join(', ')}]. The \`view_range\` parameter is not allowed when \`path\` points to a directory.`,
+        );
+      }
+      return result(await listDirectory(t.rp.shown, t.rp.real));
+    }
+    return result(viewFile(t.rp.shown, await currentText(t, 'view'), viewRange));
+  }
+
+  private async create(t: Target, fileText: string | null): Promise<EditResult> {
+    if (fileText === null) throw new ToolError('Parameter `file_text` is required for command: create.');
+    const st = await this.stat(t);
+    if (st) throw new ToolError(fileExistsMessage(t.rp.shown, isDirectory(st)));
+    await createParents(t.uri, t.rp.shown);
+    // createFile + insert in one WorkspaceEdit: the new file's text is an undoable edit like any other.
+    const edit = new vscode.WorkspaceEdit();
+    edit.createFile(t.uri, { overwrite: false, ignoreIfExists: false });
+    if (fileText) edit.insert(t.uri, new vscode.Position(0, 0), fileText);
+    if (!(await vscode.workspace.applyEdit(edit))) {
+      throw new ToolError(`VS Code could not create ${t.rp.shown}.`);
+    }
+    const doc = await vscode.workspace.openTextDocument(t.uri);
+    if (doc.isDirty && !(await doc.save())) {
+      throw new ToolError(`VS Code created ${t.rp.shown} but could not save its content.`);
+    }
+    return {
+      content: createdMessage(t.rp.shown),
+      prevExist: false,
+      oldContent: null,
+      newContent: fileText,
+      diff: unifiedDiff(t.rp.shown, '', doc.getText()),
+    };
+  }
+
+  /** str_replace / insert: compute on the document's current text, apply, save, remember the old text. */
+  private async modify(t: Target, change: (text: string) => EditOutcome): Promise<EditResult> {
+    await currentText(t, 'edit'); // refuses missing, directory, binary files before VS Code opens them
+    const doc = await this.document(t);
+    const text = doc.getText();
+    const outcome = change(text);
+    await applyAndSave(doc, outcome.newText, t.rp.shown);
+    this.history.push(t.rp.real, text);
+    return {
+      content: outcome.content,
+      prevExist: true,
+      oldContent: outcome.oldContent,
+      newContent: outcome.newContent,
+      diff: unifiedDiff(t.rp.shown, text, doc.getText()),
+    };
+  }
+
+  private async undo(t: Target): Promise<EditResult> {
+    const previous = this.history.pop(t.rp.real);
+    if (previous === undefined) throw new ToolError(noHistoryMessage(t.rp.shown));
+    let doc: vscode.TextDocument;
+    try {
+      doc = await this.document(t);
+    } catch (e) {
+      this.history.push(t.rp.real, previous); // nothing was undone: keep the entry
+      throw e;
+    }
+    const current = doc.getText();
+    await applyAndSave(doc, previous, t.rp.shown);
+    return {
+      content: undoneMessage(t.rp.shown, previous),
+      prevExist: true,
+      oldContent: null,
+      newContent: null,
+      diff: unifiedDiff(t.rp.shown, current, doc.getText()),
+    };
+  }
+
+  private async document(t: Target): Promise<vscode.TextDocument> {
+    try {
+      return await vscode.workspace.openTextDocument(t.uri);
+    } catch (e) {
+      throw fsError(e, t.rp.shown, 'edit');
+    }
+  }
+}
+
+function result(content: string): EditResult {
+  return { content, prevExist: true, oldContent: null, newContent: null, diff: null };
+}

@@ -1,0 +1,135 @@
+/**
+ * Entry point. Activation (onStartupFinished / onUri) only creates the UI, the URI handler, the
+ * commands and a watcher on oh's session directory: no network until a live session targets one of
+ * this window's folders, or the user asks (command "oh: Connect to backend", or
+ * vscode://oh-dev.oh-vscode/connect?session=<instance_id>).
+ */
+import * as vscode from 'vscode';
+import { Dispatcher } from './dispatcher';
+import { EditExecutor } from './executors/edit';
+import { workspaceRoots } from './executors/files';
+import { executeRead } from './executors/read';
+import { RunExecutor } from './executors/run';
+import { executeWrite } from './executors/write';
+import { SessionManager } from './manager';
+import { registerFrame } from './protocol';
+import { sessionsDir } from './session';
+import { Ui } from './ui';
+import { parseConnectUri } from './uri';
+
+let manager: SessionManager | undefined;
+
+export function activate(context: vscode.ExtensionContext): void {
+  const ui = new Ui();
+  const log = (line: string) => ui.log(line);
+  const version = String(context.extension.packageJSON.version ?? '0.0.0');
+
+  const run = new RunExecutor({
+    log,
+    confirmCommands: () => vscode.workspace.getConfiguration('oh').get<boolean>('confirmCommands', false),
+  });
+  const edit = new EditExecutor();
+  let actionSeq = 0;
+  const keys = new WeakMap<object, number>();
+  const dispatcher = new Dispatcher(
+    {
+      run: (a, signal) => run.execute(a, signal),
+      read: (a) => executeRead(a),
+      write: (a) => executeWrite(a),
+      edit: (a) => edit.execute(a),
+    },
+    {
+      isTrusted: () => vscode.workspace.isTrusted,
+      onStart: (a, summary) => {
+        keys.set(a, ++actionSeq);
+        ui.actionStarted(actionSeq, a.kind, summary);
+      },
+      onFinish: (a, summary, outcome, exitCode, ms) => ui.actionFinished(keys.get(a) ?? 0, a.kind, summary, outcome, exitCode, ms),
+    },
+  );
+
+  // The register frame is built synchronously; keep the folders' real paths current.
+  let currentFolders: string[] = [];
+  const refreshFolders = async () => {
+    currentFolders = (await workspaceRoots()).roots.map((r) => r.real);
+  };
+
+  const dir = sessionsDir();
+  manager = new SessionManager({
+    dir,
+    folders: async () => (await workspaceRoots()).roots.map((r) => r.real),
+    registerFrame: (s) =>
+      registerFrame({
+        session: s.instance_id,
+        workspaceFolders: currentFolders,
+        editorName: vscode.env.appName,
+        editorVersion: vscode.version,
+        editorPid: process.pid,
+        extensionVersion: version,
+      }),
+    handler: dispatcher,
+    log,
+    onStatus: (s) => ui.setConnections(s),
+    warn: (m) => void vscode.window.showWarningMessage(m),
+  });
+
+  const connect = async (sessionId?: string) => {
+    await refreshFolders();
+    const { matched, elsewhere } = await manager!.connectNow(sessionId);
+    if (matched.length) {
+      log(`connect requested: ${matched.map((s) => `${s.instance_id} (port ${s.port})`).join(', ')}`);
+      return;
+    }
+    if (elsewhere.length) {
+      const s = elsewhere[0];
+      void vscode.window.showWarningMessage(
+        `oh: the backend ${s.instance_id} serves ${s.workspace}, which is not a folder of this window. Open that folder to connect.`,
+      );
+      return;
+    }
+    void vscode.window.showInformationMessage(
+      sessionId
+        ? `oh: no running backend with id ${sessionId}.`
+        : 'oh: no running backend for this window. Start one in this workspace: oh start --runtime vscode',
+    );
+  };
+
+  context.subscriptions.push(
+    ui,
+    run,
+    vscode.commands.registerCommand('oh.connect', () => connect()),
+    vscode.commands.registerCommand('oh.disconnect', () => {
+      const n = manager!.disconnectAll();
+      log(n ? `disconnected by the user (${n} backend${n > 1 ? 's' : ''}); "oh: Connect to backend" reconnects` : 'disconnect: nothing was connected');
+    }),
+    vscode.commands.registerCommand('oh.showLog', () => ui.show()),
+    vscode.window.registerUriHandler({
+      handleUri(uri: vscode.Uri) {
+        const request = parseConnectUri(uri.path, uri.query);
+        if (!request) {
+          log(`ignored URI with path ${JSON.stringify(uri.path.slice(0, 80))} (only /connect?session=<instance id> is handled)`);
+          return;
+        }
+        void connect(request.session);
+      },
+    }),
+    vscode.workspace.onDidChangeConfiguration((e) => {
+      if (e.affectsConfiguration('oh.confirmCommands')) {
+        log(`setting oh.confirmCommands = ${vscode.workspace.getConfiguration('oh').get<boolean>('confirmCommands', false)}`);
+      }
+    }),
+    vscode.workspace.onDidChangeWorkspaceFolders(async () => {
+      await refreshFolders();
+      await manager!.foldersChanged();
+    }),
+    { dispose: () => manager?.dispose() },
+  );
+
+  log(`oh extension ${version} active in ${vscode.env.appName} ${vscode.version}; watching ${dir} (no connection until a session for this window appears)`);
+  void refreshFolders().then(() => manager!.start());
+}
+
+export function deactivate(): void {
+  manager?.dispose();
+  manager = undefined;
+}

@@ -1,0 +1,54 @@
+/**
+ * The edit `view` of a directory: entries up to two levels deep, hidden ones excluded (and counted
+ * at the first level), sorted by name, capped so a huge tree cannot flood the agent.
+ *
+ * Node's fs on the real path (no `vscode`): the extension runs beside the workspace
+ * (extensionKind "workspace"), and this stays unit-testable.
+ */
+import * as fs from 'fs';
+import * as path from 'path';
+import { formatListing, ListingEntry } from './oheditor';
+
+export const MAX_LISTING = 1000;
+
+export async function listDirectory(shownRoot: string, realRoot: string, maxEntries = MAX_LISTING): Promise<string> {
+  const root = shownRoot.replace(/[\\/]+$/, '') || shownRoot;
+  const entries: ListingEntry[] = [];
+  let hidden = 0;
+  let truncated = false;
+
+  async function scan(realDir: string, shownDir: string, depth: number): Promise<void> {
+    let items: fs.Dirent[];
+    try {
+      items = await fs.promises.readdir(realDir, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    items.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    for (const e of items) {
+      if (e.name.startsWith('.')) {
+        if (depth === 1) hidden++;
+        continue;
+      }
+      if (entries.length >= maxEntries) {
+        truncated = true;
+        return;
+      }
+      const shown = shownDir + '/' + e.name;
+      const full = path.join(realDir, e.name);
+      let isDir = e.isDirectory();
+      if (e.isSymbolicLink()) {
+        try {
+          isDir = (await fs.promises.stat(full)).isDirectory(); // follow links, like `find -L`
+        } catch {
+          isDir = false;
+        }
+      }
+      entries.push({ shown, isDir });
+      if (isDir && depth < 2) await scan(full, shown, depth + 1);
+    }
+  }
+
+  await scan(realRoot, root, 1);
+  return formatListing(root, entries, hidden, truncated ? maxEntries : undefined);
+}

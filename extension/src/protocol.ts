@@ -1,0 +1,434 @@
+/**
+ * The `oh` wire protocol as the editor leg sees it (docs/protocol.md §3-4).
+ *
+ * Pure: decoding and validating frames, building observations. No `vscode`, no I/O, so every rule
+ * here is unit-tested with node's test runner. Observation shapes are exactly OpenHands 1.6's
+ * `event_to_dict` output: an extra key in `extras` would make OpenHands' deserializer raise, so the
+ * builders below are the only place observations are made.
+ */
+
+export const PROTOCOL_VERSION = 1;
+export const ACTION_KINDS = ['run', 'read', 'write', 'edit'] as const;
+export const EDIT_COMMANDS = ['view', 'create', 'str_replace', 'insert', 'undo_edit'] as const;
+export const MAX_OUTPUT_CHARS = 30000;
+/** Ids survive JSON numbers on both sides (Python ints, JavaScript doubles). */
+export const MAX_ID = Number.MAX_SAFE_INTEGER;
+
+export type ActionKind = (typeof ACTION_KINDS)[number];
+export type EditCommand = (typeof EDIT_COMMANDS)[number];
+
+export type ErrorId =
+  | 'BAD_REQUEST'
+  | 'PATH_DENIED'
+  | 'TOOL_UNSUPPORTED'
+  | 'TOOL_ERROR'
+  | 'TIMEOUT'
+  | 'NO_EDITOR'
+  | 'EDITOR_DISCONNECTED'
+  | 'INTERRUPTED'
+  | 'UNTRUSTED_WORKSPACE'
+  | 'SERVER_ERROR';
+
+export type JsonObject = Record<string, unknown>;
+
+/** A frame or action that cannot be honoured: it becomes exactly one error observation. */
+export class ProtocolError extends Error {
+  constructor(
+    readonly errorId: ErrorId,
+    message: string,
+    readonly cause?: number,
+  ) {
+    super(message);
+  }
+}
+
+/** An executor refused (file not found, old_str not unique, path outside the workspace...). */
+export class ToolError extends Error {
+  constructor(
+    message: string,
+    readonly errorId: ErrorId = 'TOOL_ERROR',
+  ) {
+    super(message);
+  }
+}
+
+export interface RunArgs {
+  command: string;
+  is_input: boolean;
+  blocking: boolean;
+  cwd: string | null;
+  hidden: boolean;
+}
+
+export interface Action {
+  id: number;
+  kind: ActionKind;
+  args: JsonObject;
+  /** Top-level `timeout` in seconds, when set. */
+  timeout?: number;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Frames
+
+function isInt(v: unknown): v is number {
+  return typeof v === 'number' && Number.isInteger(v);
+}
+
+/** The action id when one can be read, so even a refusal can carry `cause`. */
+export function readId(obj: unknown): number | undefined {
+  if (obj !== null && typeof obj === 'object' && !Array.isArray(obj)) {
+    const v = (obj as JsonObject).id;
+    if (isInt(v) && v >= 0 && v <= MAX_ID) return v;
+  }
+  return undefined;
+}
+
+/** Text frame -> JSON object, or ProtocolError(BAD_REQUEST). */
+export function decodeFrame(data: string): JsonObject {
+  let obj: unknown;
+  try {
+    obj = JSON.parse(data);
+  } catch (e) {
+    throw new ProtocolError('BAD_REQUEST', `Frame is not valid JSON (${String((e as Error).message).slice(0, 120)}).`);
+  }
+  if (obj === null || typeof obj !== 'object' || Array.isArray(obj)) {
+    const what = obj === null ? 'null' : Array.isArray(obj) ? 'array' : typeof obj;
+    throw new ProtocolError('BAD_REQUEST', `Frame must be a JSON object, got ${what}.`);
+  }
+  return obj as JsonObject;
+}
+
+/**
+ * Control frames carry `type` (register/registered/error/cancel); OpenHands events carry
+ * `action`/`observation`. The editor never answers a control frame with an observation: the backend
+ * answers a bad observation with `{"type":"error"}`, and replying to that would ping-pong forever.
+ */
+export function isControlFrame(obj: JsonObject): boolean {
+  return typeof obj.type === 'string';
+}
+
+function check(cond: boolean, message: string, cause: number | undefined): asserts cond {
+  if (!cond) throw new ProtocolError('BAD_REQUEST', message, cause);
+}
+
+function optType(
+  args: JsonObject,
+  key: string,
+  valid: (v: unknown) => boolean,
+  what: string,
+  cause: number | undefined,
+): void {
+  if (!(key in args) || args[key] === null || args[key] === undefined) return;
+  check(valid(args[key]), `args.${key} must be ${what}.`, cause);
+}
+
+const isBool = (v: unknown) => typeof v === 'boolean';
+const isStr = (v: unknown) => typeof v === 'string';
+
+/**
+ * Validates an OpenHands action the way the backend does (src/oh/protocol/events.py), so an editor
+ * never executes something the backend would have refused; throws ProtocolError with `cause` set
+ * whenever the id was readable.
+ */
+export function parseAction(obj: JsonObject): Action {
+  const cause = readId(obj);
+  if (!('id' in obj)) {
+    throw new ProtocolError('BAD_REQUEST', "Action has no 'id': every action needs an integer id (its observation's cause).");
+  }
+  check(cause !== undefined, `Action 'id' must be an integer between 0 and ${MAX_ID}.`, undefined);
+  if ('observation' in obj && !('action' in obj)) {
+    throw new ProtocolError('BAD_REQUEST', 'This connection receives actions, not observations.', cause);
+  }
+  const kind = obj.action;
+  check(typeof kind === 'string', "Action has no 'action' string (one of run, read, write, edit).", cause);
+  if (!(ACTION_KINDS as readonly string[]).includes(kind)) {
+    throw new ProtocolError(
+      'TOOL_UNSUPPORTED',
+      `Unknown action '${kind.slice(0, 40)}': this editor executes ${ACTION_KINDS.join(', ')}.`,
+      cause,
+    );
+  }
+  const args = obj.args === undefined ? {} : obj.args;
+  check(args !== null && typeof args === 'object' && !Array.isArray(args), "'args' must be a JSON object.", cause);
+  const a = args as JsonObject;
+  let timeout: number | undefined;
+  if (obj.timeout !== undefined && obj.timeout !== null) {
+    const t = obj.timeout;
+    check(typeof t === 'number' && Number.isFinite(t) && t > 0, "'timeout' must be a positive number of seconds.", cause);
+    timeout = t;
+  }
+  if (kind === 'run') {
+    check(typeof a.command === 'string', 'args.command must be a string.', cause);
+    for (const key of ['is_input', 'blocking', 'hidden']) optType(a, key, isBool, 'a boolean', cause);
+    optType(a, 'cwd', isStr, 'a string or null', cause);
+  } else {
+    check(typeof a.path === 'string' && a.path !== '', 'args.path must be a non-empty string.', cause);
+    check(!(a.path as string).includes('\0'), 'args.path must not contain NUL bytes.', cause);
+    for (const key of ['start', 'end']) optType(a, key, isInt, 'an integer', cause);
+    if (a.view_range !== undefined && a.view_range !== null) {
+      const vr = a.view_range;
+      check(
+        Array.isArray(vr) && vr.length === 2 && vr.every(isInt),
+        'args.view_range must be [first_line, last_line] (integers, last -1 = end of file).',
+        cause,
+      );
+    }
+    if (kind === 'write') {
+      check(typeof a.content === 'string', 'args.content must be a string.', cause);
+    } else if (kind === 'edit') {
+      const cmd = a.command;
+      check(
+        typeof cmd === 'string' && (EDIT_COMMANDS as readonly string[]).includes(cmd),
+        `args.command must be one of ${EDIT_COMMANDS.join(', ')}.`,
+        cause,
+      );
+      for (const key of ['file_text', 'old_str', 'new_str']) optType(a, key, isStr, 'a string or null', cause);
+      optType(a, 'insert_line', isInt, 'an integer or null', cause);
+      if (cmd === 'create') {
+        check(typeof a.file_text === 'string', 'edit create needs args.file_text (a string).', cause);
+      } else if (cmd === 'str_replace') {
+        check(typeof a.old_str === 'string' && a.old_str !== '', 'edit str_replace needs a non-empty args.old_str.', cause);
+      } else if (cmd === 'insert') {
+        check(isInt(a.insert_line), 'edit insert needs args.insert_line (an integer).', cause);
+        check(typeof a.new_str === 'string', 'edit insert needs args.new_str (a string).', cause);
+      }
+    }
+  }
+  return { id: cause, kind: kind as ActionKind, args: a, timeout };
+}
+
+/** `run` arguments with the protocol defaults applied. */
+export function runArgs(action: Action): RunArgs {
+  const a = action.args;
+  return {
+    command: String(a.command ?? ''),
+    is_input: a.is_input === true,
+    blocking: a.blocking === true,
+    cwd: typeof a.cwd === 'string' && a.cwd !== '' ? a.cwd : null,
+    hidden: a.hidden === true,
+  };
+}
+
+/** One line for humans (status bar, log): the command, or the kind and path. Never file contents. */
+export function summarize(action: Action, limit = 80): string {
+  let text: string;
+  if (action.kind === 'run') {
+    const r = runArgs(action);
+    text = (r.is_input ? 'input: ' : '') + r.command;
+  } else if (action.kind === 'edit') {
+    text = `${String(action.args.command)} ${String(action.args.path)}`;
+  } else {
+    text = String(action.args.path);
+  }
+  text = text.split(/\s+/).filter(Boolean).join(' ');
+  return text.length <= limit ? text : text.slice(0, limit - 1) + '…';
+}
+
+// ---------------------------------------------------------------------------------------------
+// Observations. Builders return frames without `id`: the connection numbers what it sends.
+
+export type Observation = JsonObject & { observation: string; cause?: number };
+
+/** Local time without a zone, like Python's `datetime.now().isoformat()` on the backend side. */
+export function nowIso(d = new Date()): string {
+  const p = (n: number, w = 2) => String(n).padStart(w, '0');
+  return (
+    `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T` +
+    `${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}.${p(d.getMilliseconds(), 3)}000`
+  );
+}
+
+function obs(kind: string, cause: number | undefined, content: string, message: string, extras: JsonObject): Observation {
+  const o: Observation = {
+    timestamp: nowIso(),
+    source: 'environment',
+    message,
+    observation: kind,
+    content,
+    extras,
+  };
+  if (cause !== undefined) o.cause = cause;
+  return o;
+}
+
+export interface RunResult {
+  content: string;
+  exitCode: number;
+  workingDir: string | null;
+  pid?: number;
+  prefix?: string;
+  suffix?: string;
+}
+
+export function runObservation(cause: number | undefined, command: string, r: RunResult, hidden = false): Observation {
+  const o = obs('run', cause, r.content, `Command \`${command}\` executed with exit code ${r.exitCode}.`, {
+    command,
+    metadata: {
+      exit_code: r.exitCode,
+      pid: r.pid ?? -1,
+      username: null,
+      hostname: null,
+      working_dir: r.workingDir,
+      py_interpreter_path: null,
+      prefix: r.prefix ?? '',
+      suffix: r.suffix ?? '',
+    },
+    hidden,
+  });
+  o.success = r.exitCode === 0;
+  return o;
+}
+
+export function readObservation(cause: number | undefined, path: string, content: string): Observation {
+  return obs('read', cause, content, `I read the file ${path}.`, { path, impl_source: 'oh_aci' });
+}
+
+export function writeObservation(cause: number | undefined, path: string): Observation {
+  return obs('write', cause, '', `I wrote to the file ${path}.`, { path });
+}
+
+export interface EditResult {
+  content: string;
+  prevExist: boolean;
+  oldContent: string | null;
+  newContent: string | null;
+  diff: string | null;
+}
+
+export function editObservation(cause: number | undefined, path: string, r: EditResult): Observation {
+  return obs('edit', cause, r.content, `I edited the file ${path}.`, {
+    path,
+    prev_exist: r.prevExist,
+    old_content: r.oldContent,
+    new_content: r.newContent,
+    impl_source: 'oh_aci',
+    diff: r.diff,
+    _diff_cache: null,
+  });
+}
+
+export function errorObservation(cause: number | undefined, errorId: ErrorId, message: string): Observation {
+  return obs('error', cause, message, message, { error_id: errorId });
+}
+
+export function errorFrom(e: ProtocolError): Observation {
+  return errorObservation(e.cause, e.errorId, e.message);
+}
+
+/** `ok` or the error id: what the log shows per action. */
+export function outcomeOf(o: Observation): string {
+  if (o.observation === 'error') return String((o.extras as JsonObject | undefined)?.error_id ?? 'ERROR');
+  return 'ok';
+}
+
+export function exitCodeOf(o: Observation): number | undefined {
+  if (o.observation !== 'run') return undefined;
+  const md = (o.extras as JsonObject | undefined)?.metadata as JsonObject | undefined;
+  return isInt(md?.exit_code) ? (md!.exit_code as number) : undefined;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Registration (§4)
+
+export interface RegisterInfo {
+  session: string | null;
+  workspaceFolders: string[];
+  editorName: string;
+  editorVersion: string;
+  editorPid: number;
+  extensionVersion: string;
+}
+
+export function registerFrame(info: RegisterInfo): JsonObject {
+  return {
+    type: 'register',
+    protocol: PROTOCOL_VERSION,
+    session: info.session,
+    workspace_folders: info.workspaceFolders,
+    editor: { name: info.editorName, version: info.editorVersion, pid: info.editorPid },
+    extension_version: info.extensionVersion,
+    capabilities: [...ACTION_KINDS],
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output bounds
+
+export function truncationMarker(dropped: number): string {
+  return `\n[... ${dropped} characters truncated ...]\n`;
+}
+
+/** Head + marker + tail when over `limit`: the agent sees how the output started and ended. */
+export function truncateMiddle(text: string, limit = MAX_OUTPUT_CHARS): string {
+  if (text.length <= limit) return text;
+  const head = Math.floor(limit / 2);
+  const tail = limit - head;
+  return text.slice(0, head) + truncationMarker(text.length - limit) + text.slice(text.length - tail);
+}
+
+/**
+ * Output appended in chunks with O(limit) memory however much a command prints: keeps the first
+ * half and a rolling last half, counting what was dropped in between. Same result as
+ * truncateMiddle over the concatenation.
+ */
+export class OutputBuffer {
+  private parts: string[] = [];
+  private size = 0;
+  private head: string | null = null;
+  private tail = '';
+  private dropped = 0;
+  private readonly headN: number;
+  private readonly tailN: number;
+
+  constructor(readonly limit = MAX_OUTPUT_CHARS) {
+    this.headN = Math.floor(limit / 2);
+    this.tailN = limit - this.headN;
+  }
+
+  get length(): number {
+    return this.head === null ? this.size : this.head.length + this.dropped + this.tail.length;
+  }
+
+  add(text: string): void {
+    if (!text) return;
+    if (this.head === null) {
+      this.parts.push(text);
+      this.size += text.length;
+      if (this.size <= this.limit) return;
+      const whole = this.parts.join('');
+      this.parts = [];
+      this.head = whole.slice(0, this.headN);
+      this.appendTail(whole.slice(this.headN));
+      return;
+    }
+    this.appendTail(text);
+  }
+
+  private appendTail(text: string): void {
+    const t = this.tail + text;
+    if (t.length > this.tailN) {
+      this.dropped += t.length - this.tailN;
+      this.tail = t.slice(t.length - this.tailN);
+    } else {
+      this.tail = t;
+    }
+  }
+
+  text(): string {
+    if (this.head === null) return this.parts.join('');
+    if (!this.dropped) return this.head + this.tail;
+    return this.head + truncationMarker(this.dropped) + this.tail;
+  }
+
+  /** The text so far, and start over (a soft timeout hands out what was printed until then). */
+  take(): string {
+    const t = this.text();
+    this.parts = [];
+    this.size = 0;
+    this.head = null;
+    this.tail = '';
+    this.dropped = 0;
+    return t;
+  }
+}

@@ -1,0 +1,307 @@
+/**
+ * The `run` action's rules, independent of how a command is executed (docs/protocol.md §3.1):
+ * one command at a time per terminal, soft and hard timeouts, `is_input`, waiting again with an
+ * empty command, cancellation, bounded output.
+ *
+ * No `vscode`: the terminal (shell integration) and the fallback pseudoterminal each implement
+ * `CommandShell`; unit tests use a fake one. Texts follow the backend's local runtime
+ * (src/oh/runtimes/local/terminal.py) so an agent reads the same hints whichever runtime it uses.
+ */
+
+import * as path from 'path';
+import { TerminalTextCleaner } from './ansi';
+import { OutputBuffer, RunArgs, RunResult, ToolError } from './protocol';
+
+export const NO_CHANGE_TIMEOUT_S = 30; // OpenHands' soft limit: return after 30 s without new output
+export const MAX_WAIT_S = 240; // a non-blocking run without timeout returns by then (backend deadline: 300 s)
+export const INTERRUPT_GRACE_MS = 2000; // after C-c, how long before the processes are killed
+
+export const WAIT_HINT =
+  "You may wait longer to see additional output by sending empty command '', send other commands to interact " +
+  'with the current process, send keys to interrupt/kill the command, or use the timeout parameter in ' +
+  'execute_bash for future commands.';
+export const CONTINUED_PREFIX = '[Below is the output of the previous command.]\n';
+
+/** Output and completion of one command, fed by whichever shell runs it. */
+export class RunningCommand {
+  readonly buffer: OutputBuffer;
+  private readonly cleaner: TerminalTextCleaner | null;
+  done = false;
+  exitCode: number | undefined;
+  /** Set when the shell itself went away (terminal closed, `exit`). */
+  shellExited = false;
+  lastOutputAt = Date.now();
+  private listeners: Array<() => void> = [];
+
+  /** `clean`: the data is terminal data (escape sequences, \r\n) rather than a pipe's bytes. */
+  constructor(clean: boolean, limit?: number) {
+    this.buffer = new OutputBuffer(limit);
+    this.cleaner = clean ? new TerminalTextCleaner() : null;
+  }
+
+  push(data: string): void {
+    if (this.done) return;
+    const text = this.cleaner ? this.cleaner.push(data) : data;
+    if (text) {
+      this.buffer.add(text);
+      this.lastOutputAt = Date.now();
+    }
+    this.notify();
+  }
+
+  finish(exitCode: number | undefined, shellExited = false): void {
+    if (this.done) return;
+    if (this.cleaner) this.buffer.add(this.cleaner.flush());
+    this.done = true;
+    this.exitCode = exitCode;
+    this.shellExited = shellExited;
+    this.notify();
+  }
+
+  private notify(): void {
+    const ls = this.listeners;
+    this.listeners = [];
+    for (const l of ls) l();
+  }
+
+  /** Resolves on the next output or completion, or after `ms`. */
+  changed(ms: number): Promise<void> {
+    if (this.done) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(t);
+        this.listeners = this.listeners.filter((l) => l !== done);
+        resolve();
+      };
+      const t = setTimeout(done, Math.max(0, ms));
+      this.listeners.push(done);
+    });
+  }
+}
+
+/** What `RunController` needs from a terminal. */
+export interface CommandShell {
+  /** Starts `commandLine` (already prefixed with a `cd` when the action names a cwd). */
+  start(commandLine: string): Promise<RunningCommand>;
+  /** Sends a line of text to the running command's input (a newline is added). */
+  sendLine(text: string): void;
+  /** Sends a control key (`C-c` -> \x03 ...); false when this shell cannot (e.g. C-z without job control). */
+  sendKey(key: string): boolean;
+  /** Kills whatever the running command started (after C-c did not end it). */
+  killRunning(): Promise<void>;
+  /** Current working directory, when known. */
+  cwd(): string | null;
+  pid(): number | undefined;
+  readonly name: string;
+}
+
+export interface RunOptions {
+  timeoutS?: number;
+  signal?: AbortSignal;
+}
+
+const SPECIAL_KEY = /^C-[a-zA-Z\\]$/;
+
+export function quoteSh(s: string): string {
+  return `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+export class RunController {
+  private running: RunningCommand | null = null;
+  private claimed = false; // a new command was accepted and is starting
+  private waiting = false; // an observation is waiting on the running command
+  private lastCwd: string | null = null;
+
+  constructor(
+    private readonly shellFor: () => Promise<CommandShell>,
+    private readonly currentShell: () => CommandShell | null,
+    private readonly noChangeS = NO_CHANGE_TIMEOUT_S,
+    private readonly maxWaitS = MAX_WAIT_S,
+  ) {}
+
+  get busy(): boolean {
+    return this.claimed || (this.running !== null && !this.running.done);
+  }
+
+  private cwdNow(): string | null {
+    return this.currentShell()?.cwd() ?? this.lastCwd;
+  }
+
+  private result(content: string, exitCode: number, extra: Partial<RunResult> = {}): RunResult {
+    return { content, exitCode, workingDir: this.cwdNow(), pid: this.currentShell()?.pid(), ...extra };
+  }
+
+  /** Executes one `run` action; `cwd` is the already-checked real directory from args.cwd. */
+  async run(args: RunArgs, opts: RunOptions, cwd: string | null): Promise<RunResult> {
+    const command = args.command;
+    if (command.includes('\0')) throw new ToolError('args.command must not contain NUL characters.', 'BAD_REQUEST');
+    if (args.is_input) return this.input(args, opts);
+    if (command.trim() === '') {
+      const cmd = this.running;
+      if (!cmd || cmd.done) return this.result('ERROR: No previous running command to retrieve logs from.', -1);
+      return this.waitExclusive(cmd, args, opts, CONTINUED_PREFIX);
+    }
+    if (this.busy) return this.notExecuted(command);
+    this.claimed = true;
+    let cmd: RunningCommand;
+    try {
+      const shell = await this.shellFor();
+      // The CLI names its own cwd on every run; a `cd` into where the shell already is would only
+      // clutter the user's terminal (and a real directory change costs VS Code a cwd round trip).
+      const here = shell.cwd();
+      const needCd = cwd !== null && !(here !== null && path.resolve(here) === path.resolve(cwd));
+      const line = needCd ? `cd -- ${quoteSh(cwd!)} && ${command}` : command;
+      cmd = await shell.start(line);
+      this.running = cmd;
+    } finally {
+      this.claimed = false;
+    }
+    return this.waitExclusive(cmd, args, opts, '');
+  }
+
+  private notExecuted(command: string): RunResult {
+    return this.result(
+      `[Your command "${command}" is NOT executed. The previous command is still running - You CANNOT send ` +
+        'new commands until the previous command is completed. By setting `is_input` to `true`, you can interact ' +
+        "with the current process: You may wait longer to see additional output of the previous command by sending " +
+        'empty command \'\', send other commands to interact with the current process, send keys ("C-c", "C-z", ' +
+        '"C-d") to interrupt/kill the previous command before sending your new command, or use the timeout ' +
+        'parameter in execute_bash for future commands.]',
+      -1,
+    );
+  }
+
+  private async input(args: RunArgs, opts: RunOptions): Promise<RunResult> {
+    const cmd = this.running;
+    const shell = this.currentShell();
+    if (!cmd || cmd.done || !shell) return this.result('ERROR: No previous running command to interact with.', -1);
+    const text = args.command;
+    if (text !== '') {
+      if (SPECIAL_KEY.test(text)) {
+        if (!shell.sendKey(text)) {
+          throw new ToolError(
+            `Key ${text} is not supported by this terminal (${shell.name}): C-c interrupts, C-d ends the input; other input is sent as a line of text.`,
+            'TOOL_UNSUPPORTED',
+          );
+        }
+      } else {
+        shell.sendLine(text);
+      }
+    }
+    if (this.waiting) {
+      return this.result('', -1, {
+        suffix:
+          '\n[Input sent. Another observation is already waiting for the running command; its output ' +
+          'and exit code will be reported there.]',
+      });
+    }
+    return this.waitExclusive(cmd, args, opts, CONTINUED_PREFIX);
+  }
+
+  private async waitExclusive(cmd: RunningCommand, args: RunArgs, opts: RunOptions, prefix: string): Promise<RunResult> {
+    if (this.waiting) {
+      return this.result('', -1, {
+        prefix,
+        suffix: '\n[Another observation is already waiting for the running command; its output and exit code will be reported there.]',
+      });
+    }
+    this.waiting = true;
+    try {
+      return await this.wait(cmd, args, opts, prefix);
+    } finally {
+      this.waiting = false;
+    }
+  }
+
+  private async wait(cmd: RunningCommand, args: RunArgs, opts: RunOptions, prefix: string): Promise<RunResult> {
+    const timeout = opts.timeoutS;
+    const hard = args.blocking && timeout !== undefined;
+    const noChange = timeout === undefined && !args.blocking ? this.noChangeS : undefined;
+    const limit = timeout !== undefined ? timeout : args.blocking ? undefined : this.maxWaitS;
+    const start = Date.now();
+    const signal = opts.signal;
+    const aborted = abortPromise(signal);
+    while (!cmd.done) {
+      if (signal?.aborted) {
+        // Cancelled by the backend (agent gone, deadline passed): kill the command (C-c first, as a
+        // user would; then its processes), answer nobody.
+        void this.stop(cmd);
+        return this.result('', -1, { suffix: '\n[Cancelled.]' });
+      }
+      const now = Date.now();
+      const waits: number[] = [];
+      if (limit !== undefined) waits.push(start + limit * 1000 - now);
+      if (noChange !== undefined) waits.push(Math.max(cmd.lastOutputAt, start) + noChange * 1000 - now);
+      const remaining = waits.length ? Math.min(...waits) : 1000;
+      if (waits.length && remaining <= 0) break;
+      await Promise.race([cmd.changed(Math.min(remaining, 1000)), aborted]);
+    }
+    if (cmd.done) return this.finished(cmd, prefix);
+    const elapsed = (Date.now() - start) / 1000;
+    if (hard) return this.interruptAfter(cmd, timeout!, prefix);
+    let suffix: string;
+    if (noChange !== undefined && elapsed < (limit ?? Infinity)) {
+      suffix = `\n[The command has no new output after ${fmt(noChange)} seconds. ${WAIT_HINT}]`;
+    } else {
+      suffix = `\n[The command timed out after ${fmt(limit ?? elapsed)} seconds and is still running. ${WAIT_HINT}]`;
+    }
+    return this.result(cmd.buffer.take(), -1, { prefix, suffix });
+  }
+
+  private finished(cmd: RunningCommand, prefix: string): RunResult {
+    const shell = this.currentShell();
+    const cwd = shell?.cwd() ?? this.lastCwd;
+    this.lastCwd = cwd;
+    let suffix = '';
+    let exitCode = cmd.exitCode;
+    if (exitCode === undefined) {
+      exitCode = -1;
+      suffix = '\n[The terminal did not report an exit code for this command.]';
+    }
+    if (cmd.shellExited) {
+      suffix +=
+        `\n[The shell exited with code ${exitCode}. The next command runs in a new shell in ${cwd ?? 'the workspace folder'}; ` +
+        'variables, exports and other shell state were reset.]';
+    }
+    if (this.running === cmd) this.running = null;
+    return { content: cmd.buffer.take(), exitCode, workingDir: cwd, pid: shell?.pid(), prefix, suffix };
+  }
+
+  /** C-c, then kill what is left after a grace period; the terminal's shell itself survives. Returns whether it had to kill. */
+  private async stop(cmd: RunningCommand): Promise<boolean> {
+    const shell = this.currentShell();
+    shell?.sendKey('C-c');
+    const deadline = Date.now() + INTERRUPT_GRACE_MS;
+    while (!cmd.done && Date.now() < deadline) await cmd.changed(deadline - Date.now());
+    if (cmd.done || !shell) return false;
+    await shell.killRunning();
+    const d2 = Date.now() + 1000;
+    while (!cmd.done && Date.now() < d2) await cmd.changed(d2 - Date.now());
+    return true;
+  }
+
+  /** Hard timeout: the command is stopped, the observation says how. */
+  private async interruptAfter(cmd: RunningCommand, timeoutS: number, prefix: string): Promise<RunResult> {
+    const killed = await this.stop(cmd);
+    if (cmd.done && this.running === cmd) this.running = null;
+    const how = killed ? 'interrupted (C-c) and then killed' : 'interrupted (C-c)';
+    const suffix = `\n[The command timed out after ${fmt(timeoutS)} seconds and was ${how}.]`;
+    return this.result(cmd.buffer.take(), -1, { prefix, suffix });
+  }
+
+  /** The terminal went away (closed by the user): a running command ends with it. */
+  shellClosed(exitCode: number | undefined): void {
+    const cmd = this.running;
+    if (cmd && !cmd.done) cmd.finish(exitCode, true);
+  }
+}
+
+function fmt(s: number): string {
+  return Number.isInteger(s) ? String(s) : String(Math.round(s * 1000) / 1000);
+}
+
+function abortPromise(signal?: AbortSignal): Promise<void> {
+  if (!signal) return new Promise(() => {});
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+}
