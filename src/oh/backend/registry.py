@@ -26,9 +26,9 @@ class Editor:
     real_folders: list[str] = field(default_factory=list)
 
     def serves(self, workspace: str) -> bool:
-        # An editor serves the workspace when one of its folders contains it, or it contains a
-        # folder (a window opened on a subfolder of the repo still answers for files in it).
-        return any(_contains(f, workspace) or _contains(workspace, f) for f in self.real_folders)
+        # One of its folders must contain the whole workspace: a window opened on a subfolder could
+        # not reach the rest of the workspace's files (and the extension would not connect for it).
+        return any(_contains(f, workspace) for f in self.real_folders)
 
     def describe(self) -> dict[str, Any]:
         return {"editor_id": self.editor_id, **self.registration.describe(), "pending": len(self.pending)}
