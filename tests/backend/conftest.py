@@ -19,20 +19,6 @@ TOKEN = "test-token-" + secrets.token_urlsafe(16)
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ws
-
-
-@pytest.fixture
-def oh_home(tmp_path: Path, monkeypatch) -> Path:
-    home = tmp_path / "home"
-    monkeypatch.setenv("OH_HOME", str(home))
-    return home
-
-
-@pytest.fixture
 async def make_backend(workspace: Path, oh_home: Path):
     """Factory: start an in-process backend; all are stopped at teardown."""
     started: list[Backend] = []

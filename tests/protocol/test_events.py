@@ -26,15 +26,7 @@ from oh.protocol.events import (
 )
 from oh.protocol.frames import RegistrationError, parse_control, parse_registration
 
-# The extras keys OpenHands 1.6's deserializer accepts (../shared/reference/openhands-events.md).
-REFERENCE_EXTRAS = {
-    "run": {"command", "metadata", "hidden"},
-    "read": {"path", "impl_source"},
-    "write": {"path"},
-    "edit": {"path", "prev_exist", "old_content", "new_content", "impl_source", "diff", "_diff_cache"},
-    "error": {"error_id"},
-}
-REFERENCE_METADATA = {"exit_code", "pid", "username", "hostname", "working_dir", "py_interpreter_path", "prefix", "suffix"}
+from reference_shapes import REFERENCE_EXTRAS, REFERENCE_RUN_METADATA as REFERENCE_METADATA
 
 REFERENCE_ACTIONS = [
     {"id": 5, "timestamp": "2025-06-24T10:00:00", "source": "agent", "message": "Running command: ls -la", "action": "run",

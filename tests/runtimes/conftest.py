@@ -10,16 +10,7 @@ import pytest
 from oh.protocol.events import Action, parse_action
 from oh.runtimes.local import LocalRuntime
 
-# The extras key sets OpenHands 1.6's deserializer accepts (../shared/reference/openhands-events.md).
-REFERENCE_EXTRAS = {
-    "run": {"command", "metadata", "hidden"},
-    "read": {"path", "impl_source"},
-    "write": {"path"},
-    "edit": {"path", "prev_exist", "old_content", "new_content", "impl_source", "diff", "_diff_cache"},
-    "error": {"error_id"},
-}
-REFERENCE_RUN_METADATA = {"exit_code", "pid", "username", "hostname", "working_dir", "py_interpreter_path", "prefix", "suffix"}
-REFERENCE_TOP = {"timestamp", "source", "message", "observation", "content", "extras", "cause"}
+from reference_shapes import REFERENCE_EXTRAS, REFERENCE_RUN_METADATA, REFERENCE_TOP  # noqa: F401 - used by the tests
 
 _ids = itertools.count(1)
 

@@ -43,20 +43,6 @@ class ThreadedBackend:
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ws
-
-
-@pytest.fixture
-def oh_home(tmp_path: Path, monkeypatch) -> Path:
-    home = tmp_path / "home"
-    monkeypatch.setenv("OH_HOME", str(home))
-    return home
-
-
-@pytest.fixture
 def threaded_backend(workspace, oh_home):
     made: list[ThreadedBackend] = []
 
