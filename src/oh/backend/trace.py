@@ -45,10 +45,13 @@ class TraceWriter:
         if self.warning is None:
             self.warning = f"trace disabled: cannot write {self.path}: {exc.strerror or exc}"
             log.warning("%s; the backend keeps serving", self.warning)
+        self._close_file()
+
+    def _close_file(self) -> None:
         if self._file is not None:
             try:
                 self._file.close()
-            except OSError:
+            except OSError:  # a full disk can fail the final flush too; the file is gone either way
                 pass
         self._file = None
 
@@ -89,9 +92,4 @@ class TraceWriter:
 
     def close(self) -> None:
         self.flush()
-        if self._file is not None:
-            try:
-                self._file.close()
-            except OSError:
-                pass
-            self._file = None
+        self._close_file()
