@@ -65,6 +65,9 @@ class LocalRuntime(Runtime):
         self.env = shell_environment(env)
         self.editor = FileEditor(max_output_chars)
         self._terminals: dict[Hashable, Terminal] = {}
+        # Shells being torn down (an agent left). close() waits for them too, so a backend stop never
+        # returns while a departed agent's processes are still being killed.
+        self._closing: set[asyncio.Task] = set()
         self._scratch: str | None = None
 
     # ------------------------------------------------------------------ plumbing
@@ -175,11 +178,17 @@ class LocalRuntime(Runtime):
     async def agent_closed(self, agent: Hashable) -> None:
         term = self._terminals.pop(agent, None)
         if term is not None:
-            await term.close()
+            await self._close_terminals([term])
+
+    async def _close_terminals(self, terms: list[Terminal]) -> None:
+        task = asyncio.ensure_future(asyncio.gather(*(t.close() for t in terms), return_exceptions=True))
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+        await asyncio.shield(task)  # a cancelled caller must not abandon the kill half-way
 
     async def close(self) -> None:
         terms, self._terminals = list(self._terminals.values()), {}
-        await asyncio.gather(*(t.close() for t in terms), return_exceptions=True)
+        await asyncio.gather(self._close_terminals(terms), *list(self._closing), return_exceptions=True)
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
             self._scratch = None
