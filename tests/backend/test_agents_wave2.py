@@ -199,3 +199,16 @@ async def test_headless_editor_keeps_a_shell_per_agent_and_kills_it_on_agent_gon
     finally:
         await b.stop("test")
         await asyncio.wait_for(task, 10)
+
+
+async def test_an_editor_on_the_root_folder_serves_and_relative_folders_are_refused(make_backend, workspace):
+    b = await make_backend("vscode", editor_timeout=5)
+    async with EchoEditor(b.port, TOKEN, ["/"]) as ed:
+        ws = await agent(b)
+        obs = await ask(ws, "read", path="x.txt")
+        assert obs["content"] == f"echo:{workspace / 'x.txt'}"  # served ("/" used to become "//")
+        await ws.close()
+    async with connect(url(b) + "/v1/editor", additional_headers={"Authorization": f"Bearer {TOKEN}"}) as ed:
+        await ed.send(json.dumps({"type": "register", "protocol": 1, "workspace_folders": ["."]}))
+        answer = json.loads(await ed.recv())
+        assert answer["error_id"] == "BAD_REQUEST" and "absolute" in answer["message"]
