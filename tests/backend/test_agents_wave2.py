@@ -212,3 +212,33 @@ async def test_an_editor_on_the_root_folder_serves_and_relative_folders_are_refu
         await ed.send(json.dumps({"type": "register", "protocol": 1, "workspace_folders": ["."]}))
         answer = json.loads(await ed.recv())
         assert answer["error_id"] == "BAD_REQUEST" and "absolute" in answer["message"]
+
+
+@pytest.mark.parametrize("runtime", ["local", "vscode"])
+async def test_a_shared_shell_survives_its_agent_leaving_mid_command(make_backend, workspace, runtime):
+    b = await make_backend(runtime)
+    editor = task = None
+    if runtime == "vscode":
+        editor = HeadlessEditor(url(b), TOKEN, str(workspace), session=b.instance_id)
+        ready = asyncio.Event()
+        task = asyncio.create_task(editor.serve(ready))
+        await asyncio.wait_for(ready.wait(), 10)
+    try:
+        ws = await agent(b, **{"X-OH-Shell": "team"})
+        await ask(ws, "run", command="export STATE=kept")
+        await ws.send(json.dumps({"id": 999, "action": "run", "args": {"command": "sleep 30; echo late", "blocking": True}}))
+        await asyncio.sleep(0.3)
+        await ws.close()  # leaves while the command runs: the work stops, the shell stays
+        ws = await agent(b, **{"X-OH-Shell": "team"})
+        for _ in range(100):
+            obs = await ask(ws, "run", command='echo "[$STATE]"')
+            if obs["observation"] == "run":
+                break
+            assert obs["extras"]["error_id"] == "BUSY"
+            await asyncio.sleep(0.05)
+        assert obs["content"] == "[kept]\n"
+        await ws.close()
+    finally:
+        if task is not None:
+            await b.stop("test")
+            await asyncio.wait_for(task, 10)

@@ -203,8 +203,16 @@ class Terminal:
             cmd = shell.submit(text, limit=self._limit(action))
         finally:
             self._claimed = False
-        async with self._waiter:
-            return await self._wait(action, cmd, prefix=reset_note + note)
+        try:
+            async with self._waiter:
+                return await self._wait(action, cmd, prefix=reset_note + note)
+        except asyncio.CancelledError:
+            # The action was cancelled (agent gone, deadline passed): stop the work it started, as
+            # an editor does on `cancel` (C-c). A private shell is killed right after anyway; a
+            # shared one keeps its state for the next agent.
+            if not cmd.done and self.shell is shell:
+                shell.interrupt()
+            raise
 
     async def _export(self, shell: BashShell, env: dict[str, str]) -> None:
         """Export ``env`` in the shell (persists there). Sent through the command pipe, never argv."""
