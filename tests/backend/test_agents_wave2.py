@@ -242,3 +242,13 @@ async def test_a_shared_shell_survives_its_agent_leaving_mid_command(make_backen
         if task is not None:
             await b.stop("test")
             await asyncio.wait_for(task, 10)
+
+
+async def test_vscode_runtime_long_names_are_tool_errors(make_backend, workspace):
+    b = await make_backend("vscode")
+    async with EchoEditor(b.port, TOKEN, [str(workspace)]) as ed:
+        ws = await agent(b)
+        obs = await ask(ws, "read", path="d/" + "n" * 256)
+        assert obs["extras"]["error_id"] == "TOOL_ERROR" and "File name too long" in obs["content"]
+        assert ed.received == []
+        await ws.close()
