@@ -36,7 +36,7 @@ import socket
 import time
 from typing import Any
 
-from ...protocol.errors import ErrorId
+from ...protocol.errors import ErrorId, ToolError
 from ...protocol.events import MAX_OUTPUT_CAP, Action, error_observation, run_observation
 from .shell import BashShell, Command, encode
 
@@ -47,6 +47,7 @@ WAIT_HINT = (
     "before sending your new command, or use the timeout parameter for future commands."
 )
 RESET_TEXT = "Terminal session has been reset."
+EXPORT_TIMEOUT = 10.0
 NO_OUTPUT_TEXT = "No previous running command to retrieve logs from."
 NO_INPUT_TEXT = "No previous running command to interact with."
 
@@ -218,9 +219,16 @@ class Terminal:
         """Export ``env`` in the shell (persists there). Sent through the command pipe, never argv."""
         text = "\n".join(f"builtin export {name}={shlex.quote(value)}" for name, value in env.items())
         cmd = shell.submit(text, internal=True)
+        deadline = time.monotonic() + EXPORT_TIMEOUT  # builtins only: done at once unless the shell is wedged
         while not cmd.done:
             cmd.changed.clear()
-            await cmd.changed.wait()
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.shell = None
+                await shell.kill()
+                raise ToolError(f"The shell did not take the environment variables within {EXPORT_TIMEOUT:g} s; it was restarted. Run the command again.")
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(cmd.changed.wait(), remaining)
         shell._idle.add(cmd.take_output())  # a background job's output belongs to the next command
 
     def _busy(self, action: Action) -> dict[str, Any]:
