@@ -179,7 +179,12 @@ class Terminal:
                 return self._busy(action)
             await self.reset()
             if command.strip() == "":
-                return self._obs(action, RESET_TEXT, 0, self.workspace, pid=-1)
+                self._claimed = True
+                try:
+                    await self._ensure_shell()  # the fresh shell exists now: its pid is in the metadata
+                finally:
+                    self._claimed = False
+                return self._obs(action, RESET_TEXT, 0, self.workspace)
             reset_note = RESET_TEXT + "\n\n"
         if action.is_input:
             return await self._input(action)
