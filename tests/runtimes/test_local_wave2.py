@@ -177,6 +177,8 @@ async def test_base64_read_and_write(rt: LocalRuntime, workspace):
     assert obs["extras"]["error_id"] == "TOOL_ERROR" and "base64" in obs["content"]
     obs = await rt.execute(act("read", path="img.png", encoding="auto"), "a")
     assert obs["observation"] == "error"
+    obs = await rt.execute(act("edit", path="img.png", command="view"), "a")
+    assert obs["extras"]["error_id"] == "TOOL_ERROR" and "is an image" in obs["content"] and "base64" in obs["content"]
     (workspace / "t.txt").write_text("plain\n")
     obs = await rt.execute(act("read", path="t.txt"), "a")
     assert set(obs["extras"]) == {"path", "impl_source"}  # extras keys only when asked
