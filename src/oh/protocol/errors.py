@@ -22,6 +22,8 @@ class ErrorId(str, Enum):
     SERVER_ERROR = "SERVER_ERROR"
     BUSY = "BUSY"  # a new command while the shell still runs another (nothing was executed)
     NO_COMMAND = "NO_COMMAND"  # an empty command / is_input while nothing runs
+    REPEATED = "REPEATED"  # repeat_action=skip: the same command too many times in a row (not executed)
+    NO_JOB = "NO_JOB"  # a job op / job_id naming no job of this agent's shell (unknown or expired)
 
     def __str__(self) -> str:  # so f-strings show the bare name
         return self.value

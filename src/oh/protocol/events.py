@@ -23,7 +23,10 @@ from typing import Any
 
 from .errors import ErrorId, ProtocolError
 
-ACTION_KINDS = ("run", "read", "write", "edit")
+ACTION_KINDS = ("run", "read", "write", "edit", "job", "stat")
+JOB_OPS = ("list", "poll", "wait", "output", "cancel")
+WRITE_MODES = ("overwrite", "create", "append")
+JOB_ID = re.compile(r"^[A-Za-z0-9._-]{1,80}$")
 DEFAULT_MAX_OUTPUT = 30000  # characters, OpenHands' MAX_CMD_OUTPUT_SIZE
 MAX_OUTPUT_CAP = 16 * 1024 * 1024  # max_output 0 still keeps memory bounded
 READ_ENCODINGS = ("auto", "base64")
@@ -202,6 +205,20 @@ def parse_action(obj: Any) -> Action:
         mo = args.get("max_output")
         _require(mo is None or (_is_int(mo) and mo >= 0), "args.max_output must be an integer >= 0 (characters; 0 = no truncation).", cause)
         _check_env(args.get("env"), cause)
+        for key in ("background", "force"):
+            _opt_type(args, key, (bool,), "a boolean", cause)
+        _check_job_id(args, cause, required=False)
+        _require(not (args.get("background") and (args.get("is_input") or args.get("reset") or not args["command"].strip())),
+                 "args.background needs a non-empty command and cannot be combined with is_input or reset.", cause)
+    elif kind == "job":
+        _require(args.get("op") in JOB_OPS, f"args.op must be one of {', '.join(JOB_OPS)}.", cause)
+        _check_job_id(args, cause, required=args["op"] != "list")
+        for key in ("offset", "limit", "tail"):
+            v = args.get(key)
+            _require(v is None or (_is_int(v) and v >= 0), f"args.{key} must be an integer >= 0.", cause)
+        w = args.get("wait")
+        _require(w is None or (isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w) and w >= 0),
+                 "args.wait must be a number of seconds >= 0.", cause)
     else:
         _require(isinstance(args.get("path"), str) and args["path"] != "", "args.path must be a non-empty string.", cause)
         _require("\x00" not in args["path"], "args.path must not contain NUL bytes.", cause)
@@ -222,6 +239,10 @@ def parse_action(obj: Any) -> Action:
             enc = args.get("encoding")
             _require(enc is None or (isinstance(enc, str) and _known_encoding(enc)),
                      "args.encoding must be \"utf-8\" (default), \"base64\" or a codec name Python knows (e.g. latin-1).", cause)
+            mode = args.get("mode")
+            _require(mode is None or mode in WRITE_MODES, f"args.mode must be one of {', '.join(WRITE_MODES)} (default overwrite).", cause)
+            ranged = (args.get("start") or 0) > 0 or args.get("end", -1) not in (-1, None)
+            _require(not (mode in ("create", "append") and ranged), f"args.mode {mode} writes the whole file: drop args.start/args.end.", cause)
         elif kind == "edit":
             cmd = args.get("command")
             _require(
@@ -264,6 +285,13 @@ def _check_env(env: Any, cause: int | None) -> None:
         # Never echo the value: env values are secrets.
         _require(bool(_ENV_NAME.match(name)), f"args.env: {name[:40]!r} is not a shell variable name ([A-Za-z_][A-Za-z0-9_]*).", cause)
         _require(isinstance(value, str) and "\x00" not in value, f"args.env.{name} must be a string without NUL characters.", cause)
+
+
+def _check_job_id(args: dict, cause: int | None, *, required: bool) -> None:
+    v = args.get("job_id")
+    if v is None and not required:
+        return
+    _require(isinstance(v, str) and bool(JOB_ID.match(v)), "args.job_id must be a job id string such as \"j3\" (from an earlier observation or `job list`).", cause)
 
 
 def parse_action_frame(data: str | bytes) -> Action:
@@ -334,8 +362,19 @@ def read_observation(cause: int | None, path: str, content: str, extra: dict[str
     return _obs("read", cause, content, f"I read the file {path}.", {"path": path, "impl_source": "oh_aci", **(extra or {})})
 
 
-def write_observation(cause: int | None, path: str) -> dict[str, Any]:
-    return _obs("write", cause, "", f"I wrote to the file {path}.", {"path": path})
+def write_observation(cause: int | None, path: str, content: str = "") -> dict[str, Any]:
+    """``content``: a note for the agent (e.g. ``mode: create`` found the file already there)."""
+    return _obs("write", cause, content, f"I wrote to the file {path}.", {"path": path})
+
+
+def job_observation(cause: int | None, op: str, content: str, extras: dict[str, Any]) -> dict[str, Any]:
+    """Our own kind (not OpenHands'): the answer to a ``job`` action (docs/protocol.md §3.6)."""
+    return _obs("job", cause, content, f"Job {op}.", {"op": op, **extras})
+
+
+def stat_observation(cause: int | None, path: str, content: str, info: dict[str, Any]) -> dict[str, Any]:
+    """Our own kind: the answer to a ``stat`` action (docs/protocol.md §3.7)."""
+    return _obs("stat", cause, content, f"I checked the path {path}.", {"path": path, **info})
 
 
 def edit_observation(
@@ -375,7 +414,7 @@ def error_from(exc: ProtocolError) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- reading observations
 
-OBSERVATION_KINDS = ("run", "read", "write", "edit", "error")
+OBSERVATION_KINDS = ("run", "read", "write", "edit", "error", "job", "stat")
 
 
 def parse_observation(obj: Any) -> dict[str, Any]:
@@ -393,7 +432,7 @@ def parse_observation(obj: Any) -> dict[str, Any]:
     extras = obj.get("extras", {})
     if not isinstance(extras, dict):
         raise ProtocolError(ErrorId.BAD_REQUEST, "Observation 'extras' must be an object.", cause)
-    required = {"run": ("command",), "read": ("path",), "write": ("path",), "edit": ("path",), "error": ()}[kind]
+    required = {"run": ("command",), "read": ("path",), "write": ("path",), "edit": ("path",), "error": (), "job": ("op",), "stat": ("path", "exists")}[kind]
     for key in required:
         if key not in extras:
             raise ProtocolError(ErrorId.BAD_REQUEST, f"Observation {kind!r} lacks extras.{key}.", cause)
@@ -422,9 +461,13 @@ def outcome_of(obs: dict[str, Any]) -> str:
 def summarize(action: Action, limit: int = 80) -> str:
     """One line for humans: the command, or the kind and path. Never the file contents."""
     if action.kind == "run":
-        text = ("input: " if action.is_input else "") + action.command
+        text = ("input: " if action.is_input else "") + ("background: " if action.args.get("background") else "") + action.command
     elif action.kind == "edit":
         text = f"{action.args.get('command')} {action.path}"
+    elif action.kind == "job":
+        text = f"job {action.args.get('op')} {action.args.get('job_id') or ''}".strip()
+    elif action.kind == "stat":
+        text = f"stat {action.path}"
     else:
         text = action.path
     text = " ".join(text.split())

@@ -14,7 +14,10 @@ from typing import Any
 from .. import PROTOCOL_VERSION
 from .errors import ErrorId, ProtocolError
 
-KNOWN_CAPABILITIES = ("run", "read", "write", "edit")
+KNOWN_CAPABILITIES = ("run", "read", "write", "edit", "job", "stat", "write_modes")
+# An editor that registers without a capabilities list gets these (what every editor could do before
+# jobs, stat and write modes existed): nothing new is sent to an editor that did not ask for it.
+DEFAULT_CAPABILITIES = ("run", "read", "write", "edit")
 
 
 class RegistrationError(Exception):
@@ -83,7 +86,7 @@ def parse_registration(obj: dict[str, Any], instance_id: str) -> Registration:
         )
     editor = obj.get("editor") if isinstance(obj.get("editor"), dict) else {}
     pid = editor.get("pid")
-    caps = obj.get("capabilities", list(KNOWN_CAPABILITIES))
+    caps = obj.get("capabilities", list(DEFAULT_CAPABILITIES))
     if not isinstance(caps, list) or not all(isinstance(c, str) for c in caps):
         raise RegistrationError("BAD_REQUEST", "register.capabilities must be a list of strings.")
     return Registration(
@@ -142,6 +145,22 @@ def parse_agent_field(obj: dict[str, Any]) -> dict[str, str] | None:
 def agent_gone(shell: str) -> dict[str, Any]:
     """To editors: the agent owning this private shell disconnected; kill what runs there."""
     return {"type": "agent_gone", "shell": shell}
+
+
+JOB_EVENTS = ("job_started", "job_finished")
+
+
+def job_event(name: str, job: dict[str, Any]) -> dict[str, Any]:
+    """Editor -> backend: one of its jobs started or finished (the backend tells monitors)."""
+    return {"type": "job_event", "event": name, "job": job}
+
+
+def parse_job_event(obj: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """A ``job_event`` frame's (event, job record), or None when malformed (then it is ignored)."""
+    name, job = obj.get("event"), obj.get("job")
+    if name not in JOB_EVENTS or not isinstance(job, dict) or not isinstance(job.get("job_id"), str):
+        return None
+    return name, job
 
 
 def refusal(error_id: str, message: str) -> dict[str, Any]:

@@ -191,7 +191,7 @@ def _write_all(fd: int, data: bytes, mode: int) -> None:
     os.fsync(fd)
 
 
-def atomic_write(rp: ResolvedPath, data: bytes) -> bool:
+def atomic_write(rp: ResolvedPath, data: bytes, *, replace: bool = True) -> bool:
     """Write ``data`` to ``rp.real`` atomically; returns whether the file existed before.
 
     A temporary file in the same directory is written, fsynced, given the old file's mode (or the
@@ -200,8 +200,13 @@ def atomic_write(rp: ResolvedPath, data: bytes) -> bool:
     it the temporary file is unnamed until it is complete (``O_TMPFILE``, then linked and renamed),
     so a killed writer leaves nothing behind either. Parent directories are created. (A hard-linked
     target is replaced by a new inode; ownership is the writer's.)
+
+    ``replace=False`` (write mode ``create``): the complete file is linked to its name only if that
+    name is still free (``link`` fails with EEXIST otherwise): never a torn or overwritten file.
     """
     st = stat_or_none(rp.real)
+    if st is not None and not replace:
+        return True
     if st is not None:
         require_regular(rp.shown, st, "write")
         mode = stat.S_IMODE(st.st_mode)
@@ -239,7 +244,15 @@ def atomic_write(rp: ResolvedPath, data: bytes) -> bool:
                 _write_all(fd, data, mode)
             finally:
                 os.close(fd)
-        os.replace(tmp, rp.real)
+        if replace:
+            os.replace(tmp, rp.real)
+        else:
+            try:
+                os.link(tmp, rp.real)
+            except FileExistsError:
+                return True  # someone created it meanwhile: no change (the temp file goes below)
+            finally:
+                os.unlink(tmp)
     except BaseException:
         if tmp is not None:
             try:
@@ -265,11 +278,26 @@ def _base64_bytes(content: str) -> bytes:
         raise ToolError("args.content is not valid base64 (encoding \"base64\"); nothing was written.", ErrorId.BAD_REQUEST) from None
 
 
-def write_file(rp: ResolvedPath, content: str, start: int | None = 0, end: int | None = -1, encoding: str | None = None) -> None:
+def write_file(
+    rp: ResolvedPath, content: str, start: int | None = 0, end: int | None = -1, encoding: str | None = None, mode: str = "overwrite"
+) -> str | None:
     """The ``write`` action: the whole file is ``content`` (default), or lines [start, end) replaced.
 
     ``encoding``: None = UTF-8 for a new file, the detected encoding for an existing non-UTF-8 text
-    file; ``base64`` = ``content`` is the file's bytes (whole file, ranges ignored); else a codec."""
+    file; ``base64`` = ``content`` is the file's bytes (whole file, ranges ignored); else a codec.
+    ``mode``: ``overwrite`` | ``create`` (only if absent) | ``append``. Returns a note for the agent
+    (the observation's content) or None."""
+    if mode == "create":
+        st = stat_or_none(rp.real)
+        if st is not None:
+            require_regular(rp.shown, st, "write")
+        else:
+            data = _base64_bytes(content) if encoding == "base64" else _encode_as(content, encoding or "utf-8")
+            if not atomic_write(rp, data, replace=False):
+                return None
+        return f"The file {rp.shown} already exists; it was not changed (mode create)."
+    if mode == "append":
+        return append_file(rp, content, encoding)
     if encoding == "base64":
         atomic_write(rp, _base64_bytes(content))
         return
@@ -311,3 +339,87 @@ def _encode_as(text: str, enc: str) -> bytes:
         ) from None
     except LookupError:
         raise ToolError(f"Unknown encoding {enc!r}.", ErrorId.BAD_REQUEST) from None
+
+
+def append_file(rp: ResolvedPath, content: str, encoding: str | None) -> None:
+    """Write mode ``append``: ``content`` added at the end (in the file's own encoding unless one is
+    given). One ``O_APPEND`` write: not atomic like ``overwrite``, but never a lost or torn earlier part."""
+    if encoding == "base64":
+        data = _base64_bytes(content)
+    elif encoding is None:
+        data = encode_text(rp, content, existing_encoding(rp) or "utf-8")
+    else:
+        data = _encode_as(content, encoding)
+    st = stat_or_none(rp.real)
+    if st is not None:
+        require_regular(rp.shown, st, "write")
+    else:
+        try:
+            os.makedirs(os.path.dirname(rp.real), exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise ToolError(f"Cannot create {rp.shown}: a parent path exists and is not a directory.") from None
+    # O_NONBLOCK: a FIFO swapped in after the stat must not hang us; O_NOFOLLOW: nor a symlink.
+    fd = os.open(rp.real, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666 & ~UMASK)
+    try:
+        st = os.fstat(fd)
+        require_regular(rp.shown, st, "write")
+        refuse_hard_link(rp.shown, st)  # appending would change the other names' file too
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+STAT_SAMPLE = 64 * 1024  # bytes read to detect a text file's encoding
+
+
+def stat_path(rp: ResolvedPath) -> tuple[str, dict]:
+    """The ``stat`` action: (summary line, extras). A missing path is an answer, not an error."""
+    try:
+        link = os.path.islink(rp.shown)
+    except OSError:
+        link = False
+    st = stat_or_none(rp.real)
+    if st is None:
+        info = {"exists": False, "type": None, "size": None, "mtime": None, "mode": None, "encoding": None, "mime_type": None, "link": link}
+        return f"{rp.shown} does not exist.", info
+    kind = "file" if stat.S_ISREG(st.st_mode) else "directory" if stat.S_ISDIR(st.st_mode) else "other"
+    enc = mime = None
+    if kind == "file":
+        mime = mimetypes.guess_type(rp.shown)[0]
+        if st.st_nlink <= 1:  # a hard-linked file's content is not read (docs/security.md)
+            enc = _sample_encoding(rp.real)
+    info = {
+        "exists": True, "type": kind, "size": st.st_size, "mtime": st.st_mtime, "mode": f"{stat.S_IMODE(st.st_mode):04o}",
+        "encoding": enc, "mime_type": mime, "link": link,
+    }
+    what = f"{kind}, {st.st_size} bytes, mode {info['mode']}" + (f", {enc}" if enc else "")
+    return f"{rp.shown}: {what}.", info
+
+
+def _sample_encoding(real: str) -> str | None:
+    """The text encoding of the file's first 64 KiB (``binary`` when not text), None if unreadable."""
+    try:
+        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = os.read(fd, STAT_SAMPLE + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if not data:
+        return "utf-8"
+    if len(data) > STAT_SAMPLE:
+        data = data[:STAT_SAMPLE]
+        for back in range(1, 4):  # do not judge a UTF-8 character cut by the sample's end
+            if len(data) > back and (data[-back] & 0xC0) == 0xC0:
+                data = data[:-back]
+                break
+    decoded = encodings.decode(data)
+    return decoded[1] if decoded else "binary"

@@ -4,19 +4,22 @@ run as this user; only the file actions are confined to the allowed roots."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import os
 import re
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Hashable, Mapping, Sequence
+from typing import Any, Callable, Hashable, Mapping, Sequence
 
 from ...protocol.errors import ErrorId, ToolError
-from ...protocol.events import Action, edit_observation, error_observation, read_observation, write_observation
+from ...protocol.events import Action, edit_observation, error_observation, read_observation, stat_observation, write_observation
 from ..base import AgentContext, Runtime, as_context
 from .editor import FileEditor
-from .files import read_file, write_file
+from .files import read_file, stat_path, write_file
+from .group import ShellGroup
+from .jobs import SPOOL_CAP
 from .paths import PathPolicy
 from .shell import SOURCE_FILE_TEXT
 from .terminal import Terminal
@@ -55,6 +58,10 @@ class LocalRuntime(Runtime):
         max_output_chars: int = 30000,
         default_run_timeout: float | None = None,
         env: dict[str, str] | None = None,
+        max_shells: int = 8,
+        job_retention: float = 3600.0,
+        spool_dir: str | Path | None = None,
+        spool_cap: int = SPOOL_CAP,
     ) -> None:
         self.paths = PathPolicy(workspace, allowed_roots)
         self.workspace = self.paths.workspace
@@ -64,7 +71,15 @@ class LocalRuntime(Runtime):
         self.max_wait = MAX_WAIT
         self.env = shell_environment(env)
         self.editor = FileEditor(max_output_chars)
-        self._terminals: dict[Hashable, Terminal] = {}
+        self._terminals: dict[Hashable, ShellGroup] = {}  # shell key -> its shells and jobs
+        self.max_shells = max(1, int(max_shells))  # per shell key, the main shell included
+        self.job_retention = float(job_retention)
+        self.spool_cap = spool_cap
+        self._spool_root = Path(spool_dir) if spool_dir is not None else None
+        self._spool_dir: Path | None = None
+        self._job_ids = itertools.count(1)
+        # Called with ("job_started" | "job_finished", Job): the backend tells monitors and the trace.
+        self.on_job_event: Callable[[str, Any], None] | None = None
         # Shells being torn down (an agent left). close() waits for them too, so a backend stop never
         # returns while a departed agent's processes are still being killed.
         self._closing: set[asyncio.Task] = set()
@@ -88,22 +103,50 @@ class LocalRuntime(Runtime):
                 return real
         return self.workspace
 
-    def _terminal(self, ctx: AgentContext) -> Terminal:
+    def new_terminal(self, cwd: str, *, env_snapshot: str = "", init_script: str = "") -> Terminal:
+        scratch = self._scratch_dir()
+        return Terminal(
+            cwd,
+            self.env,
+            os.path.join(scratch, "run.sh"),
+            scratch,
+            max_output_chars=self.max_output_chars,
+            no_change_timeout=self.no_change_timeout,
+            max_wait=self.max_wait,
+            env_snapshot=env_snapshot,
+            init_script=init_script,
+        )
+
+    def _group(self, ctx: AgentContext) -> ShellGroup:
         key = ctx.shell_key
-        term = self._terminals.get(key)
-        if term is None:
+        group = self._terminals.get(key)
+        if group is None:
             scratch = self._scratch_dir()
-            term = Terminal(
-                self.workdir_of(ctx),
-                self.env,
-                os.path.join(scratch, "run.sh"),
-                scratch,
-                max_output_chars=self.max_output_chars,
-                no_change_timeout=self.no_change_timeout,
-                max_wait=self.max_wait,
-            )
-            self._terminals[key] = term
-        return term
+            # The main shell's exports land here after each command (0600 in the 0700 scratch dir:
+            # values may be secrets); extra shells start from it.
+            snap = os.path.join(scratch, f"env-{next(self._job_ids)}")
+            os.close(os.open(snap, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600))
+            group = ShellGroup(self, str(key), self.new_terminal(self.workdir_of(ctx), env_snapshot=snap))
+            self._terminals[key] = group
+        return group
+
+    def new_job_id(self) -> str:
+        return f"j{next(self._job_ids)}"
+
+    def spool_path(self, job_id: str) -> str:
+        if self._spool_dir is None or not self._spool_dir.is_dir():
+            from ...config.paths import ensure_private_dir, state_dir
+
+            root = self._spool_root or (state_dir() / "jobs")
+            self._spool_dir = ensure_private_dir(root / f"{os.getpid()}-{os.urandom(4).hex()}")
+        return str(self._spool_dir / f"{job_id}.out")
+
+    def job_event(self, name: str, job: Any) -> None:
+        if self.on_job_event is not None:
+            try:
+                self.on_job_event(name, job)
+            except Exception:  # noqa: BLE001 - a listener's bug must not break the job
+                log.exception("job event listener failed")
 
     # ------------------------------------------------------------------ Runtime
     async def execute(self, action: Action, agent: Hashable) -> dict[str, Any]:
@@ -111,7 +154,11 @@ class LocalRuntime(Runtime):
         try:
             if action.kind == "run":
                 return await self._run(action, ctx)
+            if action.kind == "job":
+                return await self._group(ctx).job_op(action)
             base = self.workdir_of(ctx)
+            if action.kind == "stat":
+                return self._stat(action, base)
             if action.kind == "read":
                 return await self._read(action, base)
             if action.kind == "write":
@@ -146,7 +193,7 @@ class LocalRuntime(Runtime):
             if not os.path.isdir(rp.real):
                 raise ToolError(f"The working directory {rp.shown} does not exist or is not a directory.")
             real_cwd = rp.real
-        return await self._terminal(ctx).run(action, real_cwd)
+        return await self._group(ctx).run(action, real_cwd, ctx)
 
     async def _read(self, action: Action, base: str) -> dict[str, Any]:
         rp = self.paths.resolve(action.path, base)
@@ -162,12 +209,17 @@ class LocalRuntime(Runtime):
         rp = self.paths.resolve(action.path, base)
         args = action.args
         content = args["content"]
-        call = (write_file, rp, content, args.get("start", 0), args.get("end", -1), args.get("encoding"))
+        call = (write_file, rp, content, args.get("start", 0), args.get("end", -1), args.get("encoding"), args.get("mode") or "overwrite")
         if len(content) > INLINE_BYTES or self._is_big(rp.real):
-            await asyncio.to_thread(*call)
+            note = await asyncio.to_thread(*call)
         else:
-            call[0](*call[1:])
-        return write_observation(action.id, action.path)
+            note = call[0](*call[1:])
+        return write_observation(action.id, action.path, note or "")
+
+    def _stat(self, action: Action, base: str) -> dict[str, Any]:
+        rp = self.paths.resolve(action.path, base)
+        content, info = stat_path(rp)
+        return stat_observation(action.id, action.path, content, info)
 
     async def _edit(self, action: Action, base: str) -> dict[str, Any]:
         rp = self.paths.resolve(action.path, base)
@@ -199,12 +251,12 @@ class LocalRuntime(Runtime):
             await self.close_shell(ctx.shell_key)
 
     async def close_shell(self, key: str) -> None:
-        """Kill one shell and what runs in it (an editor's ``agent_gone``, a cancelled run)."""
+        """Kill one shell key's shells and jobs (an editor's ``agent_gone``, a cancelled run)."""
         term = self._terminals.pop(key, None)
         if term is not None:
             await self._close_terminals([term])
 
-    async def _close_terminals(self, terms: list[Terminal]) -> None:
+    async def _close_terminals(self, terms: list[ShellGroup]) -> None:
         task = asyncio.ensure_future(asyncio.gather(*(t.close() for t in terms), return_exceptions=True))
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
@@ -216,3 +268,6 @@ class LocalRuntime(Runtime):
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
             self._scratch = None
+        if self._spool_dir is not None:
+            shutil.rmtree(self._spool_dir, ignore_errors=True)
+            self._spool_dir = None

@@ -46,7 +46,7 @@ PIPE_SIZE = 256 * 1024  # fewer wake-ups on huge output; small enough for 100s o
 
 LOOP = r"""
 eval "exec $4<&$1 $5>&$2 $1<&- $2>&-"
-__oh_in=$4 __oh_mark=$5 __oh_src=$3
+__oh_in=$4 __oh_mark=$5 __oh_src=$3 __oh_snap=$6
 set --
 shopt -s expand_aliases
 trap 'return 130 2>/dev/null' INT
@@ -54,7 +54,9 @@ trap 'builtin printf "X%s\0%s\0%s\0" "$?" "$PWD" "$PATH" >&"$__oh_mark"' EXIT
 while :; do
   if IFS= builtin read -r -d '' -u "$__oh_in" __oh_cmd; then
     builtin source "$__oh_src"
-    builtin printf 'D%s\0%s\0%s\0' "$?" "$PWD" "$PATH" >&"$__oh_mark"
+    __oh_st=$?
+    [[ -n $__oh_snap ]] && builtin export -p 2>/dev/null >|"$__oh_snap"
+    builtin printf 'D%s\0%s\0%s\0' "$__oh_st" "$PWD" "$PATH" >&"$__oh_mark"
   elif (( $? <= 128 )); then
     break
   fi
@@ -94,6 +96,9 @@ class Command:
         self.exit_code: int | None = None
         self.cwd: str | None = None
         self.shell_exited = False  # the shell itself exited (exit N, set -e, killed)
+        self.job_id: str | None = None  # how follow-ups and job ops name it (docs/protocol.md §3.6)
+        self.sink = None  # called with every chunk of output (a background job's spool)
+        self.finished = asyncio.Event()  # set once, when the command ends
 
     @property
     def done(self) -> bool:
@@ -111,11 +116,15 @@ class Command:
         self.cwd = cwd
         self.shell_exited = shell_exited
         self.changed.set()
+        self.finished.set()
 
 
 class BashShell:
-    def __init__(self, cwd: str, env: dict[str, str], source_file: str, max_output_chars: int) -> None:
+    def __init__(self, cwd: str, env: dict[str, str], source_file: str, max_output_chars: int, env_snapshot: str = "") -> None:
         self.start_cwd = cwd
+        # After each command the shell writes `export -p` here (0600, in the runtime's private
+        # scratch dir): extra shells start with the main shell's exports (docs/protocol.md §3.6).
+        self.env_snapshot = env_snapshot
         self.env = env
         self.source_file = source_file
         self.limit = max_output_chars
@@ -149,7 +158,7 @@ class BashShell:
         try:
             self.proc = await asyncio.create_subprocess_exec(
                 bash, "--noprofile", "--norc", "-c", LOOP, "bash", str(cmd_r), str(mark_w), self.source_file,
-                *(str(t) for t in _high_fds(cmd_r, mark_w)),
+                *(str(t) for t in _high_fds(cmd_r, mark_w)), self.env_snapshot,
                 stdin=in_r, stdout=out_w, stderr=out_w,
                 pass_fds=(cmd_r, mark_w), start_new_session=True, cwd=self.start_cwd, env=self.env,
             )
@@ -210,15 +219,22 @@ class BashShell:
     async def kill(self) -> None:
         """Kill the shell, its process group and every descendant still found; wait; close the pipes."""
         stray = self._descendants()
+        grouped = False
         if self.pid > 0:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.pid, signal.SIGKILL)
+            try:
+                os.killpg(self.pid, signal.SIGKILL)  # the shell leads its group: it dies too
+                grouped = True
+            except (ProcessLookupError, PermissionError):
+                pass
         for p in stray:
             with contextlib.suppress(Exception):
                 p.kill()
         if self.proc is not None and self.proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                self.proc.kill()
+            if not grouped:
+                # Only when killpg failed: Popen.kill() polls first, and that waitpid can reap the
+                # shell before asyncio's child watcher does ("Unknown child process", status 255).
+                with contextlib.suppress(ProcessLookupError):
+                    self.proc.kill()
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(asyncio.shield(self.proc.wait()), 5)
         if self._watch is not None:
@@ -246,6 +262,8 @@ class BashShell:
             self._idle.add(text)
             return
         cmd.buffer.add(text)
+        if cmd.sink is not None:
+            cmd.sink(text)
         cmd.last_output = time.monotonic()
         cmd.changed.set()
 

@@ -87,7 +87,11 @@ class Terminal:
         max_output_chars: int,
         no_change_timeout: float,
         max_wait: float,
+        env_snapshot: str = "",
+        init_script: str = "",
     ) -> None:
+        self.env_snapshot = env_snapshot  # main shells: where the shell writes its exports
+        self.init_script = init_script  # extra shells: run (internally) when the shell starts
         self.workspace = workspace  # the agent's working directory: where a fresh shell starts
         self.cwd = workspace
         self.env = env
@@ -120,9 +124,11 @@ class Terminal:
             if not os.path.isdir(cwd):
                 note = f"[The previous directory {cwd} no longer exists; the shell starts in {self.workspace}.]\n"
                 cwd = self.cwd = self.workspace
-            shell = BashShell(cwd, self.env, self.source_file, self.max_output_chars)
+            shell = BashShell(cwd, self.env, self.source_file, self.max_output_chars, self.env_snapshot)
             await shell.start()
             self.shell = shell
+            if self.init_script:
+                await self._internal(shell, self.init_script)
         return shell, note
 
     async def close(self) -> None:
@@ -169,7 +175,12 @@ class Terminal:
         return self.shell.cwd_now() if self.shell is not None else self.cwd
 
     # ------------------------------------------------------------------ entry point
-    async def run(self, action: Action, cwd: str | None = None) -> dict[str, Any]:
+    @property
+    def idle(self) -> bool:
+        """No command runs and none is being started: a new command would be accepted."""
+        return not self._claimed and self.running is None
+
+    async def run(self, action: Action, cwd: str | None = None, *, job_id: str | None = None) -> dict[str, Any]:
         command = action.command
         if "\x00" in command:
             return error_observation(action.id, ErrorId.BAD_REQUEST, "args.command must not contain NUL characters.")
@@ -196,19 +207,7 @@ class Terminal:
                 return await self._wait(action, cmd, prefix=CONTINUED_PREFIX)
         if self._claimed or self.running is not None:
             return self._busy(action)
-        self._claimed = True
-        try:
-            shell, note = await self._ensure_shell()
-            if shell.stdin_closed:
-                await shell.reopen_stdin(self.scratch_dir)
-            if action.env:
-                await self._export(shell, action.env)
-            text = command
-            if cwd is not None:
-                text = f"builtin cd -- {shlex.quote(cwd)} || return $?\n{command}"
-            cmd = shell.submit(text, limit=self._limit(action))
-        finally:
-            self._claimed = False
+        cmd, shell, note = await self.start(action, cwd, job_id=job_id)
         try:
             async with self._waiter:
                 return await self._wait(action, cmd, prefix=reset_note + note)
@@ -220,9 +219,32 @@ class Terminal:
                 shell.interrupt()
             raise
 
+    async def start(self, action: Action, cwd: str | None, *, job_id: str | None = None, sink=None) -> tuple[Command, BashShell, str]:
+        """Start ``action``'s command (the caller checked ``idle``) without waiting for it."""
+        self._claimed = True
+        try:
+            shell, note = await self._ensure_shell()
+            if shell.stdin_closed:
+                await shell.reopen_stdin(self.scratch_dir)
+            if action.env:
+                await self._export(shell, action.env)
+            text = action.command
+            if cwd is not None:
+                text = f"builtin cd -- {shlex.quote(cwd)} || return $?\n{action.command}"
+            cmd = shell.submit(text, limit=self._limit(action))
+            cmd.job_id = job_id
+            cmd.sink = sink
+        finally:
+            self._claimed = False
+        return cmd, shell, note
+
     async def _export(self, shell: BashShell, env: dict[str, str]) -> None:
         """Export ``env`` in the shell (persists there). Sent through the command pipe, never argv."""
         text = "\n".join(f"builtin export {name}={shlex.quote(value)}" for name, value in env.items())
+        await self._internal(shell, text)
+
+    async def _internal(self, shell: BashShell, text: str) -> None:
+        """Run builtins-only ``text`` in the shell before the agent's command (its own line numbers stay)."""
         cmd = shell.submit(text, internal=True)
         deadline = time.monotonic() + EXPORT_TIMEOUT  # builtins only: done at once unless the shell is wedged
         while not cmd.done:
