@@ -33,7 +33,8 @@ def check_shape(obs: dict[str, Any], action: Action, kind: str | None = None) ->
     assert set(obs["extras"]) == REFERENCE_EXTRAS[kind], obs["extras"]
     assert isinstance(obs["content"], str)
     if kind == "run":
-        assert set(obs["extras"]["metadata"]) == REFERENCE_RUN_METADATA
+        # job_id (docs/protocol.md §3.6) is the one addition: OpenHands' CmdOutputMetadata ignores unknown keys.
+        assert set(obs["extras"]["metadata"]) - {"job_id"} == REFERENCE_RUN_METADATA
         assert isinstance(obs["extras"]["metadata"]["exit_code"], int)
         assert obs["success"] == (obs["extras"]["metadata"]["exit_code"] == 0)
     return obs

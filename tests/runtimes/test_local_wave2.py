@@ -83,7 +83,15 @@ async def test_timeout_zero_means_no_timeout_given(h: Harness):
     assert code(obs) == 0 and obs["content"] == "hi\n"
 
 
-async def test_busy_and_no_command_are_errors_naming_no_tool(h: Harness):
+async def test_busy_and_no_command_are_errors_naming_no_tool(workspace):
+    rt = LocalRuntime(workspace, max_shells=1)  # no extra shells: a second command is BUSY
+    try:
+        await _busy_and_no_command(Harness(rt))
+    finally:
+        await rt.close()
+
+
+async def _busy_and_no_command(h: Harness):
     obs = await h.do("run", command="")
     assert error_id(obs) == "NO_COMMAND"
     await h.run("sleep 30", timeout=0.2)

@@ -68,6 +68,8 @@ class Agent:
     send_timeout: float = 40.0
     workdir: str = ""
     shell: str | None = None  # shared X-OH-Shell key, or None = private shell
+    last_command: str | None = None  # repetition control: the last new command and its streak
+    repeats: int = 0
 
     @property
     def context(self) -> AgentContext:
@@ -100,6 +102,11 @@ class BackendConfig:
     ping_timeout: float = 20.0
     # A send to a peer that does not read is abandoned (and the peer dropped) after this long.
     send_timeout: float = 40.0
+    # Jobs and repetition control (docs/protocol.md §3.6, §3.8); None = the setting's value.
+    max_shells: int | None = None
+    job_retention: float | None = None
+    repeat_limit: int | None = None
+    repeat_action: str | None = None
 
 
 class Backend:
@@ -127,20 +134,40 @@ class Backend:
         self._stopped = asyncio.Event()
         self._server = None
         self._flusher: asyncio.Task | None = None
+        self._fill_job_settings()
         self.runtime = self._make_runtime()
+        self.runtime.on_job_event = self._job_event
 
     # ------------------------------------------------------------------ lifecycle
+    def _fill_job_settings(self) -> None:
+        """Settings the launcher does not pass as flags: read them here (env OH_*, config.toml)."""
+        names = ("max_shells", "job_retention", "repeat_limit", "repeat_action")
+        if all(getattr(self.config, n) is not None for n in names):
+            return
+        from ..config.settings import KEYS, SettingError, Settings
+
+        try:
+            s = Settings.load()
+            values = {n: s.get(n) for n in names}
+        except (SettingError, OSError) as exc:
+            log.warning("job settings: %s; using the defaults", exc)
+            values = {n: KEYS[n].default for n in names}
+        for n in names:
+            if getattr(self.config, n) is None:
+                setattr(self.config, n, values[n])
+
     def _make_runtime(self):
         if self.config.runtime == "vscode":
             from ..runtimes.vscode import VscodeRuntime
 
             return VscodeRuntime(
-                self.registry, self.workspace, self.config.editor_timeout, send_timeout=self.config.send_timeout, allowed_roots=self.allowed_roots
+                self.registry, self.workspace, self.config.editor_timeout, send_timeout=self.config.send_timeout, allowed_roots=self.allowed_roots,
+                job_retention=self.config.job_retention,
             )
         if self.config.runtime == "local":
             from ..runtimes.local import LocalRuntime
 
-            return LocalRuntime(self.workspace, self.allowed_roots)
+            return LocalRuntime(self.workspace, self.allowed_roots, max_shells=self.config.max_shells, job_retention=self.config.job_retention)
         raise ValueError(f"unknown runtime {self.config.runtime!r} (local or vscode)")
 
     async def start(self) -> None:
@@ -341,13 +368,20 @@ class Backend:
         extra = {k: v for k, v in (("security_risk", risk), ("env_names", env_names)) if v}
         self.trace.record("request", agent=agent.agent_id, action_id=leg_id, agent_action_id=action.id, action=action.kind, summary=summary, **extra)
         cancelled = False
+        repeat_note = self._repetition(agent, action)
         try:
             deadline = self._deadline(action)
             try:
                 # asyncio.timeout, not wait_for: on 3.11 wait_for wraps the coroutine in one more
                 # Task per action (measured: benchmarks/, docs/benchmarks.md).
                 async with asyncio.timeout(deadline):
-                    obs = await self.runtime.execute(leg, agent.context)
+                    if repeat_note is not None and self.config.repeat_action == "skip":
+                        obs = error_observation(leg_id, ErrorId.REPEATED, repeat_note)
+                    else:
+                        obs = await self.runtime.execute(leg, agent.context)
+                        if repeat_note is not None and obs.get("observation") == "run":
+                            md = obs["extras"]["metadata"]
+                            md["suffix"] = (md.get("suffix") or "") + "\n" + repeat_note
             except asyncio.TimeoutError:
                 obs = error_observation(leg_id, ErrorId.TIMEOUT, f"No observation within {deadline:g} s; the action was cancelled.")
         except asyncio.CancelledError:
@@ -366,10 +400,12 @@ class Backend:
         if outcome != "ok":
             self.stats["errors"] += 1
         agent.done += 1
+        job_id = _job_id_of(action, obs)
         self.trace.record(
             "result" if outcome == "ok" else "error",
             agent=agent.agent_id, action_id=leg_id, agent_action_id=action.id, action=action.kind,
             summary=summary, outcome=outcome, exit_code=exit_code, duration_ms=duration_ms, **extra,
+            **({"job_id": job_id} if job_id else {}),
         )
         self._emit(
             "action_finished", agent_id=agent.agent_id, action_id=leg_id, kind=action.kind, summary=summary,
@@ -382,6 +418,40 @@ class Backend:
                 await asyncio.wait_for(agent.send(obs), 1)
             return
         await agent.send(obs)
+
+    def _repetition(self, agent: Agent, action: Action) -> str | None:
+        """Repetition control (opt-in, ``repeat_limit``): the note (or skip reason) when ``action``
+        repeats the agent's last new command for the N-th time in a row, else None.
+
+        New ``run`` commands count; follow-ups (empty command, ``is_input``) and ``job``/``stat``
+        actions are neutral; any other action (a write, an edit, a read) ends the streak."""
+        limit = self.config.repeat_limit or 0
+        if action.kind == "run" and not action.is_input and action.command.strip():
+            if action.command == agent.last_command:
+                agent.repeats += 1
+            else:
+                agent.last_command, agent.repeats = action.command, 1
+            if limit and agent.repeats >= limit:
+                verb = "was NOT run again" if self.config.repeat_action == "skip" else "ran again"
+                return (
+                    f"[Note: this exact command has now been sent {agent.repeats} times in a row and {verb} "
+                    f"(repeat_limit = {limit}). Its result is unlikely to change: try a different approach.]"
+                )
+        elif action.kind not in ("run", "job", "stat"):
+            agent.last_command, agent.repeats = None, 0
+        return None
+
+    def _job_event(self, name: str, job: dict[str, Any]) -> None:
+        """A job started or finished (in the local runtime, or reported by an editor)."""
+        summary = " ".join(str(job.get("command", "")).split())[:80]
+        fields = {"job_id": job.get("job_id"), "agent_id": job.get("agent_id"), "shell": job.get("shell"), "summary": summary}
+        if name == "job_finished":
+            dur = job.get("duration_s")
+            fields.update(state=job.get("state"), exit_code=job.get("exit_code"), duration_ms=round(dur * 1000, 1) if isinstance(dur, (int, float)) else None)
+        else:
+            fields.update(cwd=job.get("cwd"))
+        self.trace.record(name, **fields)
+        self._emit(name, **fields)
 
     # ------------------------------------------------------------------ editors
     async def _serve_editor(self, connection: ServerConnection) -> None:
@@ -405,8 +475,13 @@ class Backend:
             async for message in connection:
                 try:
                     obj = decode_frame(message)
+                    if obj.get("type") == "job_event":
+                        event = frames.parse_job_event(obj)
+                        if event is not None and hasattr(self.runtime, "editor_job_event"):
+                            self.runtime.editor_job_event(editor, *event)
+                        continue
                     if obj.get("type") is not None:
-                        continue  # control frames from editors (none defined yet) are ignored
+                        continue  # other control frames from editors are ignored
                     obs = parse_observation(obj)
                 except ProtocolError as exc:
                     log.debug("editor %s sent a bad frame: %s", editor.editor_id, exc.message)
@@ -426,6 +501,8 @@ class Backend:
                         error_observation(leg_id, ErrorId.EDITOR_DISCONNECTED, "The editor disconnected while executing the action; it may or may not have run.")
                     )
             editor.pending.clear()
+            if hasattr(self.runtime, "editor_gone"):
+                self.runtime.editor_gone(editor)  # its running jobs are LOST
             self._emit("editor_disconnected", editor_id=editor.editor_id, reason=reason)
             log.info("editor %s gone: %s", editor.editor_id, reason)
 
@@ -528,3 +605,13 @@ class Backend:
             ],
             "stats": {"done": self.stats["done"], "pending": len(self.correlator), "errors": self.stats["errors"]},
         }
+
+
+def _job_id_of(action: Action, obs: dict[str, Any]) -> str | None:
+    """The job an action concerned (for the trace): a job action's, or a run observation's."""
+    if action.kind == "job":
+        return action.args.get("job_id")
+    if obs.get("observation") == "run":
+        jid = (obs.get("extras", {}).get("metadata") or {}).get("job_id")
+        return jid if isinstance(jid, str) else None
+    return None

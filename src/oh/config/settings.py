@@ -155,6 +155,10 @@ KEYS: dict[str, Key] = {
         Key("trace", _bool, True, "write the JSONL trace of every action (`oh logs`)", "true | false"),
         Key("trace_max_bytes", _size, 10 * 1024 * 1024, "size at which the trace file is rotated", "bytes >= 1024, e.g. 10M"),
         Key("allowed_roots", _dir_list, [], "directories besides the workspace that file actions and run cwds may use (e.g. /tmp); `oh start --allow DIR` adds more", f"absolute directories ({os.pathsep}-separated in OH_ALLOWED_ROOTS)"),
+        Key("max_shells", _int_range(1, 256), 8, "shells per agent shell key: a run arriving while the agent's shell is busy (or a background job) gets an extra shell, up to this many in all; then BUSY", "1-256"),
+        Key("job_retention", _positive_float, 3600.0, "seconds a finished background job (its state and output) is kept for `oh jobs` / the job action", "seconds > 0"),
+        Key("repeat_limit", _int_range(0, 1000), 0, "the same command run this many times in a row by an agent gets a note (or is skipped, see repeat_action); 0 = off", "0-1000"),
+        Key("repeat_action", _choice("note", "skip"), "note", "what repeat_limit does: add a note to the observation, or skip the command (error REPEATED)", "note | skip"),
         Key("log_level", _choice("debug", "info", "warning", "error"), "info", "backend log level (log file under the state dir)", "debug | info | warning | error"),
     )
 }

@@ -32,20 +32,44 @@ class HeadlessEditor:
     """One registered editor connection. ``serve()`` returns when the backend closes it."""
 
     def __init__(self, url: str, token: str, workspace: str, *, session: str | None = None, name: str = "oh headless editor") -> None:
-        from ..runtimes.local import LocalRuntime
-
         self.url = url.rstrip("/")
         self.token = token
         self.workspace = os.path.realpath(workspace)
         self.session = session
         self.name = name
-        self.runtime = LocalRuntime(self.workspace)
+        self._conn = None
+        self.runtime = self._make_runtime(None)
         self.registration: dict[str, Any] | None = None
         self.close_code: int | None = None
         self.close_reason = ""
         self._obs_ids = itertools.count(1)
         self._tasks: dict[int, asyncio.Task] = {}
         self.executed = 0
+
+    def _make_runtime(self, roots: list[str] | None):
+        """The local runtime that executes, with the user's max_shells / job_retention settings; its
+        job events go to the backend as ``job_event`` frames (docs/protocol.md §4)."""
+        from ..config.settings import KEYS, SettingError, Settings
+        from ..runtimes.local import LocalRuntime
+
+        try:
+            s = Settings.load()
+            shells, retention = s.get("max_shells"), s.get("job_retention")
+        except (SettingError, OSError):
+            shells, retention = KEYS["max_shells"].default, KEYS["job_retention"].default
+        rt = LocalRuntime(self.workspace, roots, max_shells=shells, job_retention=retention)
+        rt.on_job_event = self._job_event
+        return rt
+
+    def _job_event(self, name: str, job: dict[str, Any]) -> None:
+        if self._conn is None:
+            return
+        record = {k: v for k, v in job.items() if k not in ("shell", "agent_id")}
+        asyncio.ensure_future(self._send_frame(frames.job_event(name, record)))
+
+    async def _send_frame(self, frame: dict[str, Any]) -> None:
+        with contextlib.suppress(ConnectionClosed, Exception):
+            await self._conn.send(encode(frame), text=True)
 
     def register_frame(self) -> dict[str, Any]:
         return {
@@ -55,7 +79,7 @@ class HeadlessEditor:
             "workspace_folders": [self.workspace],
             "editor": {"name": self.name, "version": __version__, "pid": os.getpid()},
             "extension_version": __version__,
-            "capabilities": ["run", "read", "write", "edit"],
+            "capabilities": ["run", "read", "write", "edit", "job", "stat", "write_modes"],
         }
 
     async def serve(self, ready: asyncio.Event | None = None) -> None:
@@ -73,10 +97,8 @@ class HeadlessEditor:
             self.registration = answer
             roots = answer.get("allowed_roots")
             if isinstance(roots, list) and roots and all(isinstance(r, str) and r.startswith("/") for r in roots):
-                from ..runtimes.local import LocalRuntime
-
                 await self.runtime.close()
-                self.runtime = LocalRuntime(self.workspace, roots)
+                self.runtime = self._make_runtime(roots)
             if ready is not None:
                 ready.set()
             async for message in conn:

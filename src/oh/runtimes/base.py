@@ -46,6 +46,8 @@ def as_context(agent: Hashable) -> AgentContext:
 
 class Runtime(ABC):
     name: str = "?"
+    # Set by the backend: called with ("job_started" | "job_finished", job record) (docs/protocol.md §5).
+    on_job_event = None
 
     async def start(self) -> None:  # noqa: B027 - optional hook
         """Called once before the first action."""

@@ -7,14 +7,17 @@ resolves ``editor.pending`` futures when observations (or the editor's disconnec
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
+import time
+from collections import OrderedDict
 from typing import Any, Callable, Hashable
 
 from ..backend.registry import EditorRegistry
 from ..backend.transport import send_bounded
 from ..protocol import frames
 from ..protocol.errors import ErrorId
-from ..protocol.events import Action, encode, error_observation
+from ..protocol.events import Action, encode, error_observation, job_observation
 from .base import AgentContext, Runtime, as_context
 
 
@@ -34,6 +37,7 @@ class VscodeRuntime(Runtime):
         *,
         send_timeout: float = 40.0,
         allowed_roots: list[str] | None = None,
+        job_retention: float = 3600.0,
     ) -> None:
         self.registry = registry
         self.workspace = os.path.realpath(workspace)
@@ -42,6 +46,12 @@ class VscodeRuntime(Runtime):
         self.editor_timeout = editor_timeout
         self.send_timeout = send_timeout  # an editor that does not read for this long is dropped
         self.on_waiting = on_waiting  # e.g. the launcher's "open VS Code" signal
+        self.job_retention = job_retention
+        # Commands get backend-wide ids (top-level ``job_id`` on the editor leg) so follow-ups and job
+        # operations reach the editor that runs them, and ids never collide across editors.
+        self._job_ids = itertools.count(1)
+        self._where: OrderedDict[str, str] = OrderedDict()  # job id -> editor id (bounded)
+        self.jobs: dict[str, dict[str, Any]] = {}  # background jobs' records as the backend knows them
 
     def _workdir(self, ctx: AgentContext) -> str:
         if ctx.workdir:
@@ -87,7 +97,28 @@ class VscodeRuntime(Runtime):
                 ErrorId.PATH_DENIED,
                 f"{what} {frame} is outside the allowed roots ({', '.join(self.roots)}); nothing was done.",
             )
-        editor = self.registry.pick(self.workspace)
+        jid = action.args.get("job_id")
+        routed = None
+        if jid:
+            self._purge()
+            record = self.jobs.get(jid)
+            if record is not None and record.get("shell") != ctx.shell_key:
+                record = None  # another agent's shell: not visible
+            if record is not None and record["state"] != "RUNNING" and action.kind == "job":
+                return self._local_job_answer(action, record)
+            routed = self._editor_for(jid)
+            if routed is None:
+                if action.kind == "job":
+                    return error_observation(
+                        action.id, ErrorId.NO_JOB,
+                        f"No job {jid} in this agent's shell: the id is unknown, or the job ended more than job_retention "
+                        f"({self.job_retention:g} s) ago. List the jobs with the job action op list.",
+                    )
+                return error_observation(action.id, ErrorId.NO_COMMAND, f"No running command {jid} (its editor is gone, or the id is unknown).")
+        new_command = action.kind == "run" and not action.is_input and action.command.strip() != ""
+        if new_command:
+            frame["job_id"] = f"j{next(self._job_ids)}"
+        editor = routed or self.registry.pick(self.workspace)
         if editor is None:
             if self.on_waiting is not None:
                 self.on_waiting()
@@ -103,6 +134,35 @@ class VscodeRuntime(Runtime):
             return error_observation(
                 action.id, ErrorId.TOOL_UNSUPPORTED, f"The editor {editor.registration.editor_name} cannot execute '{action.kind}'."
             )
+        missing = _missing_capability(action, editor.registration.capabilities)
+        if missing is not None:
+            return error_observation(
+                action.id, ErrorId.TOOL_UNSUPPORTED,
+                f"The editor {editor.registration.editor_name} does not support {missing[1]} (it did not advertise the "
+                f"{missing[0]!r} capability); nothing was done. Use the local runtime (`oh start --runtime local`) or `oh attach` for it.",
+            )
+        if new_command:
+            self._remember(frame["job_id"], editor.editor_id)
+        obs = await self._forward(action, frame, editor)
+        if action.kind == "run" and action.args.get("background") and obs.get("observation") == "run":
+            self._started(obs, editor, ctx, action)
+        if action.kind == "job" and action.args["op"] == "list" and obs.get("observation") == "job":
+            self._purge()
+            listed = obs["extras"].get("jobs")
+            if isinstance(listed, list):
+                known = {j.get("job_id") for j in listed if isinstance(j, dict)}
+                for record in self.jobs.values():  # ended jobs of editors that are gone
+                    if record["shell"] == ctx.shell_key and record["job_id"] not in known and record["state"] != "RUNNING":
+                        listed.append({k: v for k, v in record.items() if not k.startswith("_") and k not in ("shell", "agent_id", "editor_id")})
+                        obs["content"] = (obs.get("content") or "").replace("No jobs.", "").rstrip("\n") + f"\n{record['job_id']}  {record['state']}  background  {record['command'][:120]}"
+                        obs["content"] = obs["content"].lstrip("\n")
+        if jid and obs.get("observation") == "error" and obs["extras"].get("error_id") == "EDITOR_DISCONNECTED":
+            record = self.jobs.get(jid)
+            if record is not None and action.kind == "job":
+                return self._local_job_answer(action, record)  # LOST: its editor went away meanwhile
+        return obs
+
+    async def _forward(self, action: Action, frame: dict[str, Any], editor) -> dict[str, Any]:
         future: asyncio.Future = asyncio.get_running_loop().create_future()
         editor.pending[action.id] = future
         try:
@@ -139,3 +199,82 @@ class VscodeRuntime(Runtime):
                     await asyncio.wait_for(editor.connection.send(frame, text=True), 1.0)
                 except Exception:  # noqa: BLE001 - an editor that is gone has no terminal to dispose
                     pass
+
+
+    # ------------------------------------------------------------------ jobs on the editor leg
+    def _remember(self, jid: str, editor_id: str) -> None:
+        self._where[jid] = editor_id
+        while len(self._where) > 10000:
+            self._where.popitem(last=False)
+
+    def _editor_for(self, jid: str):
+        editor_id = self._where.get(jid)
+        if editor_id is None:
+            return None
+        return next((e for e in self.registry.all() if e.editor_id == editor_id), None)
+
+    def _started(self, obs: dict[str, Any], editor, ctx: AgentContext, action: Action) -> None:
+        md = obs.get("extras", {}).get("metadata") or {}
+        jid = md.get("job_id")
+        if not isinstance(jid, str) or jid in self.jobs:
+            return  # not started (refused), or de-duplicated onto a job we know already
+        self._remember(jid, editor.editor_id)
+        self.jobs[jid] = {
+            "job_id": jid, "command": action.command, "cwd": md.get("working_dir"), "state": "RUNNING", "exit_code": None,
+            "pid": md.get("pid", -1), "background": True, "started_at": None, "finished_at": None, "duration_s": 0.0,
+            "output_bytes": 0, "env_names": sorted(action.env), "shell": ctx.shell_key, "agent_id": ctx.id,
+            "editor_id": editor.editor_id, "_t0": time.monotonic(), "_done": None,
+        }
+
+    def editor_job_event(self, editor, name: str, job: dict[str, Any]) -> None:
+        """An editor reported a job event: update our record, tell monitors."""
+        record = self.jobs.get(job["job_id"])
+        if record is None or record.get("editor_id") != editor.editor_id:
+            return
+        if name == "job_finished" and record["state"] == "RUNNING":
+            for key in ("state", "exit_code", "finished_at", "duration_s", "output_bytes"):
+                if key in job:
+                    record[key] = job[key]
+            record["_done"] = time.monotonic()
+        if self.on_job_event is not None:
+            self.on_job_event(name, {**job, "shell": record["shell"], "agent_id": record["agent_id"]})
+
+    def editor_gone(self, editor) -> None:
+        """Its running jobs are LOST: nobody can reach them any more (a wait on them answers at once)."""
+        for record in self.jobs.values():
+            if record.get("editor_id") == editor.editor_id and record["state"] == "RUNNING":
+                record["state"] = "LOST"
+                record["duration_s"] = round(time.monotonic() - record["_t0"], 3)
+                record["_done"] = time.monotonic()
+                if self.on_job_event is not None:
+                    self.on_job_event("job_finished", dict(record))
+
+    def _purge(self) -> None:
+        now = time.monotonic()
+        for jid in [j for j, r in self.jobs.items() if r["_done"] is not None and now - r["_done"] > self.job_retention]:
+            del self.jobs[jid]
+
+    def _local_job_answer(self, action: Action, record: dict[str, Any]) -> dict[str, Any]:
+        """A job op answered by the backend itself: the job ended and its editor may be gone."""
+        op = action.args["op"]
+        rec = {k: v for k, v in record.items() if not k.startswith("_") and k not in ("shell", "agent_id", "editor_id")}
+        note = f"Job {rec['job_id']} is {rec['state']}" + (": its editor disconnected; its output is not available." if rec["state"] == "LOST" else ".")
+        extras: dict[str, Any] = {"job": rec}
+        if op == "wait":
+            extras["timed_out"] = False
+        elif op == "output":
+            extras.update(offset=0, next_offset=0, size=0, dropped=0, eof=True)
+        return job_observation(action.id, op, note, extras)
+
+
+def _missing_capability(action: Action, caps: list[str]) -> tuple[str, str] | None:
+    """(capability, what) an action needs beyond its kind's, when the editor did not advertise it."""
+    args = action.args
+    if action.kind == "run":
+        if args.get("background") and "job" not in caps:
+            return "job", "background commands (args.background)"
+        if args.get("job_id") and "job" not in caps:
+            return "job", "naming a command with args.job_id"
+    if action.kind == "write" and (args.get("mode") or "overwrite") != "overwrite" and "write_modes" not in caps:
+        return "write_modes", f"write mode {args.get('mode')!r}"
+    return None

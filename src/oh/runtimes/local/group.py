@@ -60,10 +60,11 @@ class ShellGroup:
         if not os.path.isdir(cwd):
             cwd = self.main.workspace
         init = ""
-        snap = self.main.env_snapshot
-        if snap and os.path.exists(snap) and os.path.getsize(snap) > 0:
-            # `export -p` output; then cd again so $PWD/$OLDPWD from the snapshot match this shell.
-            init = f"builtin source {shlex.quote(snap)} >/dev/null 2>&1\nbuiltin cd -- {shlex.quote(cwd)}"
+        exports = self.main.shell.exports if self.main.shell is not None else ""
+        if exports:
+            # `export -p` output (sent through the command pipe, never argv); then cd again so
+            # $PWD/$OLDPWD from the snapshot match this shell.
+            init = f"{{\n{exports}\n}} >/dev/null 2>&1\nbuiltin cd -- {shlex.quote(cwd)}"
         return self.rt.new_terminal(cwd, init_script=init)
 
     def _running_foreground(self) -> list[tuple[float, str, Terminal]]:
@@ -117,7 +118,7 @@ class ShellGroup:
         if args.get("background"):
             return await self._start_job(action, cwd, ctx)
         if action.reset or self.main.idle:
-            new_id = self.rt.new_job_id()
+            new_id = self.rt.new_job_id(action)
             obs = await self.main.run(action, cwd, job_id=new_id)
             cmd = self.main.running
             if cmd is not None and cmd.job_id == new_id:
@@ -155,7 +156,7 @@ class ShellGroup:
         return obs
 
     async def _run_extra(self, action: Action, cwd: str | None) -> dict[str, Any]:
-        jid = self.rt.new_job_id()
+        jid = self.rt.new_job_id(action)
         term = self._new_extra()
         self.extras[jid] = term
         try:
@@ -205,7 +206,7 @@ class ShellGroup:
                     )
         if self._shells_in_use() >= self.rt.max_shells:
             return self._limit_busy(action)
-        jid = self.rt.new_job_id()
+        jid = self.rt.new_job_id(action)
         spool = Spool(self.rt.spool_path(jid), self.rt.spool_cap)
         job = Job(jid, self.key, ctx.id, action.command, where, action.env, spool)
         term = self._new_extra()

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Hashable, Mapping, Sequence
 
 from ...protocol.errors import ErrorId, ToolError
-from ...protocol.events import Action, edit_observation, error_observation, read_observation, stat_observation, write_observation
+from ...protocol.events import JOB_ID, Action, edit_observation, error_observation, read_observation, stat_observation, write_observation
 from ..base import AgentContext, Runtime, as_context
 from .editor import FileEditor
 from .files import read_file, stat_path, write_file
@@ -78,8 +78,9 @@ class LocalRuntime(Runtime):
         self._spool_root = Path(spool_dir) if spool_dir is not None else None
         self._spool_dir: Path | None = None
         self._job_ids = itertools.count(1)
-        # Called with ("job_started" | "job_finished", Job): the backend tells monitors and the trace.
-        self.on_job_event: Callable[[str, Any], None] | None = None
+        # Called with ("job_started" | "job_finished", job record + shell + agent_id): the backend
+        # tells monitors and the trace; the headless editor tells the backend.
+        self.on_job_event: Callable[[str, dict[str, Any]], None] | None = None
         # Shells being torn down (an agent left). close() waits for them too, so a backend stop never
         # returns while a departed agent's processes are still being killed.
         self._closing: set[asyncio.Task] = set()
@@ -130,7 +131,12 @@ class LocalRuntime(Runtime):
             self._terminals[key] = group
         return group
 
-    def new_job_id(self) -> str:
+    def new_job_id(self, action: Action | None = None) -> str:
+        """A fresh command id; on the editor leg the backend names it (top-level ``job_id``) so ids
+        stay unique across editors (docs/protocol.md §4)."""
+        given = action.raw.get("job_id") if action is not None else None
+        if isinstance(given, str) and JOB_ID.match(given) and not any(given in g.jobs or given in g.extras for g in self._terminals.values()):
+            return given
         return f"j{next(self._job_ids)}"
 
     def spool_path(self, job_id: str) -> str:
@@ -144,7 +150,7 @@ class LocalRuntime(Runtime):
     def job_event(self, name: str, job: Any) -> None:
         if self.on_job_event is not None:
             try:
-                self.on_job_event(name, job)
+                self.on_job_event(name, {**job.record(), "shell": job.shell, "agent_id": job.agent_id})
             except Exception:  # noqa: BLE001 - a listener's bug must not break the job
                 log.exception("job event listener failed")
 

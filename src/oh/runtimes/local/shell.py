@@ -125,6 +125,7 @@ class BashShell:
         # After each command the shell writes `export -p` here (0600, in the runtime's private
         # scratch dir): extra shells start with the main shell's exports (docs/protocol.md §3.6).
         self.env_snapshot = env_snapshot
+        self.exports = ""  # that file's text as of the last finished command (read at its marker)
         self.env = env
         self.source_file = source_file
         self.limit = max_output_chars
@@ -332,6 +333,14 @@ class BashShell:
         self.last_cwd = cwd or self.last_cwd
         if shell_exited:
             self.exited = True
+        elif self.env_snapshot:
+            # Read now: the shell wrote it before this marker and writes it again only after the next
+            # command, so an extra shell never sources a half-written file.
+            try:
+                with open(self.env_snapshot, encoding="utf-8", errors="surrogateescape") as f:
+                    self.exports = f.read(1 << 20)
+            except OSError:
+                pass
         cmd = self.running
         if cmd is None:
             return
