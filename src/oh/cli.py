@@ -12,6 +12,7 @@ import typer
 
 from . import __version__
 from .commands import agent, attach, completions, config, doctor, logs, start, status, stop, token
+from .commands import jobs as jobs_cmd
 from .commands._common import EXIT_CODES_HELP
 
 
@@ -77,6 +78,8 @@ app.command(epilog=agent.EPILOG)(agent.edit)
 app.command()(attach.attach)
 app.command()(logs.logs)
 app.command()(doctor.doctor)
+app.add_typer(jobs_cmd.app, name="jobs")
+app.command()(jobs_cmd.stat)
 app.add_typer(token.app, name="token")
 app.add_typer(config.app, name="config")
 app.add_typer(completions.app, name="completions")

@@ -13,6 +13,8 @@ from oh.runtimes.local import LocalRuntime
 from reference_shapes import REFERENCE_EXTRAS, REFERENCE_RUN_METADATA, REFERENCE_TOP  # noqa: F401 - used by the tests
 
 _ids = itertools.count(1)
+# Kinds of our own (docs/protocol.md §3.6-§3.7); job extras depend on the op.
+OUR_EXTRAS = {"stat": {"path", "exists", "type", "size", "mtime", "mode", "encoding", "mime_type", "link"}, "job": set()}
 
 
 def act(kind: str, timeout: float | None = None, **args: Any) -> Action:
@@ -30,7 +32,7 @@ def check_shape(obs: dict[str, Any], action: Action, kind: str | None = None) ->
     top = set(obs) - {"success"}
     assert top == REFERENCE_TOP, top
     assert ("success" in obs) == (kind == "run")
-    assert set(obs["extras"]) == REFERENCE_EXTRAS[kind], obs["extras"]
+    assert set(obs["extras"]) == {**REFERENCE_EXTRAS, **OUR_EXTRAS}[kind] or kind == "job", obs["extras"]
     assert isinstance(obs["content"], str)
     if kind == "run":
         # job_id (docs/protocol.md §3.6) is the one addition: OpenHands' CmdOutputMetadata ignores unknown keys.

@@ -13,6 +13,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidSta
 from ..protocol.events import decode, encode
 from . import actions
 from .errors import AuthError, ConnectionLost, OhClientError, RefusedError
+from .jobs import AsyncJobs
 from .observation import Observation
 
 
@@ -26,7 +27,7 @@ def _handshake_error(exc: Exception, url: str) -> OhClientError:
     return OhClientError(f"Cannot connect to {url}: {exc}")
 
 
-class Client:
+class Client(AsyncJobs):
     def __init__(self, connection: ClientConnection, url: str) -> None:
         self._conn = connection
         self.url = url

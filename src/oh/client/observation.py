@@ -34,3 +34,15 @@ class Observation(dict):
     @property
     def ok(self) -> bool:
         return self.kind != "error" and (self.kind != "run" or self.exit_code == 0)
+
+    # Jobs (docs/protocol.md §3.6): the id of a run observation's command, or of a job observation's job.
+    @property
+    def job_id(self) -> str | None:
+        if self.kind == "run":
+            return (self.extras.get("metadata") or {}).get("job_id")
+        return (self.extras.get("job") or {}).get("job_id") if self.kind == "job" else None
+
+    @property
+    def job(self) -> dict[str, Any]:
+        """A job observation's record: job_id, state, exit_code, command, cwd, ... ({} otherwise)."""
+        return self.extras.get("job") or {}

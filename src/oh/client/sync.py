@@ -16,20 +16,24 @@ from ..protocol.events import decode, encode
 from . import actions
 from .aio import _handshake_error
 from .errors import ConnectionLost
+from .jobs import SyncJobs
 from .observation import Observation
 
 
-class SyncClient:
+class SyncClient(SyncJobs):
     def __init__(self, connection: ClientConnection, url: str) -> None:
         self._conn = connection
         self.url = url
         self._ids = itertools.count(1)
 
     @classmethod
-    def connect(cls, url: str, token: str, *, name: str | None = None, path: str = "/v1/agent", open_timeout: float = 10.0) -> "SyncClient":
+    def connect(cls, url: str, token: str, *, name: str | None = None, path: str = "/v1/agent", open_timeout: float = 10.0,
+                shell: str | None = None) -> "SyncClient":
         headers = {"Authorization": f"Bearer {token}"}
         if name:
             headers["X-OH-Client"] = name
+        if shell:
+            headers["X-OH-Shell"] = shell
         try:
             conn = connect(url.rstrip("/") + path, additional_headers=headers, open_timeout=open_timeout, max_size=None, compression=None)
             # We own the connection's lifetime (close() ends it); entering its context is what

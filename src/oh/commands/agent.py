@@ -87,6 +87,8 @@ def run(
     command: List[str] = typer.Argument(..., help="The command; several words are shell-quoted and joined, one word is used as a shell command line."),
     timeout: Optional[float] = typer.Option(None, "--timeout", "-t", min=0.001, help="Kill the command after S seconds (exit 124)."),
     cwd: Optional[str] = typer.Option(None, "--cwd", help="Working directory (default: your cwd when inside the workspace)."),
+    background: bool = typer.Option(False, "--background", "-b", help="Start it as a background job; print the job id at once (see `oh jobs`)."),
+    force: bool = typer.Option(False, "--force", help="With --background: start a new job even if the same one is running."),
     workspace: Optional[str] = _WORKSPACE,
     instance: Optional[str] = _INSTANCE,
     json_: bool = _JSON,
@@ -98,6 +100,14 @@ def run(
     import shlex
 
     line = command[0] if len(command) == 1 else shlex.join(command)
+    if background:
+        from .jobs import start_background
+
+        where = cwd
+        if where is None:
+            here = os.path.realpath(os.getcwd())
+            where = here if _inside(here, pick_session(workspace, instance).workspace) else None
+        raise typer.Exit(start_background(line, where, workspace, instance, force=force, json_=json_))
 
     def call(client, session):
         where = cwd
@@ -135,6 +145,8 @@ def read(
 def write(
     path: str = typer.Argument(..., help="File to write (created or replaced)."),
     content: Optional[str] = typer.Option(None, "--content", help="The new content; without it, stdin is read."),
+    append: bool = typer.Option(False, "--append", help="Add the content at the end of the file (created if absent)."),
+    create: bool = typer.Option(False, "--create", help="Create the file only if it does not exist (else: no change)."),
     workspace: Optional[str] = _WORKSPACE,
     instance: Optional[str] = _INSTANCE,
     json_: bool = _JSON,
@@ -144,6 +156,12 @@ def write(
         if sys.stdin.isatty():
             die("give the content with --content TEXT or on stdin (e.g. `cat f | oh write PATH`).", USAGE)
         content = sys.stdin.read()
+    if append and create:
+        die("give at most one of --append and --create.", USAGE)
+    if append or create:
+        from .jobs import write_mode
+
+        raise typer.Exit(write_mode(path, content, "append" if append else "create", workspace, instance, json_=json_))
     _, obs = _send(workspace, instance, lambda c, s: c.write(_resolve(path, s), content))
     _finish(obs, json_, show_content=False)
     if not json_:

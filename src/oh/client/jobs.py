@@ -1,0 +1,116 @@
+"""Jobs, ``stat`` and write modes for the clients (docs/protocol.md §3.6-§3.7): action builders and
+the methods both clients gain (``Client`` awaits them, ``SyncClient`` blocks).
+
+    obs = client.run_background("pytest -q")          # returns at once
+    job = obs.job_id                                   # "j3"
+    done = client.job_wait(job, timeout=600)           # job observation: done.job["state"], ["exit_code"]
+    part = client.job_output(job, offset=0)            # part.content, part.extras["next_offset"]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+WRITE_MODES = ("overwrite", "create", "append")
+
+
+def job(op: str, job_id: str | None = None, *, timeout: float | None = None, **args: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"op": op, **{k: v for k, v in args.items() if v is not None}}
+    if job_id is not None:
+        body["job_id"] = job_id
+    action: dict[str, Any] = {"action": "job", "args": body}
+    if timeout is not None:
+        action["timeout"] = float(timeout)
+    return action
+
+
+def run_background(command: str, *, cwd: str | None = None, force: bool = False, env: dict[str, str] | None = None) -> dict[str, Any]:
+    args: dict[str, Any] = {"command": command, "background": True, "cwd": cwd}
+    if force:
+        args["force"] = True
+    if env:
+        args["env"] = env
+    return {"action": "run", "args": args}
+
+
+def follow_up(command: str, job_id: str, *, is_input: bool = False, timeout: float | None = None) -> dict[str, Any]:
+    """An empty command (wait for more output) or input for the running command ``job_id``."""
+    action: dict[str, Any] = {"action": "run", "args": {"command": command, "is_input": is_input, "job_id": job_id}}
+    if timeout is not None:
+        action["timeout"] = float(timeout)
+    return action
+
+
+def stat(path: str) -> dict[str, Any]:
+    return {"action": "stat", "args": {"path": path}}
+
+
+def write(path: str, content: str, *, mode: str = "overwrite", encoding: str | None = None) -> dict[str, Any]:
+    if mode not in WRITE_MODES:
+        raise ValueError(f"mode must be one of {', '.join(WRITE_MODES)}")
+    args: dict[str, Any] = {"path": path, "content": content, "start": 0, "end": -1, "thought": "", "security_risk": -1, "mode": mode}
+    if encoding is not None:
+        args["encoding"] = encoding
+    return {"action": "write", "args": args}
+
+
+class AsyncJobs:
+    """Mixed into ``Client``: each method sends one action and returns its observation."""
+
+    async def run_background(self, command: str, *, cwd: str | None = None, force: bool = False, env: dict[str, str] | None = None):
+        return await self.send(run_background(command, cwd=cwd, force=force, env=env))
+
+    async def follow(self, job_id: str, command: str = "", *, is_input: bool = False, timeout: float | None = None):
+        return await self.send(follow_up(command, job_id, is_input=is_input, timeout=timeout))
+
+    async def jobs(self):
+        return await self.send(job("list"))
+
+    async def job_poll(self, job_id: str, *, tail: int | None = None):
+        return await self.send(job("poll", job_id, tail=tail))
+
+    async def job_wait(self, job_id: str, *, timeout: float | None = None, tail: int | None = None):
+        return await self.send(job("wait", job_id, timeout=timeout, tail=tail))
+
+    async def job_output(self, job_id: str, *, offset: int = 0, limit: int | None = None, wait: float | None = None):
+        return await self.send(job("output", job_id, offset=offset, limit=limit, wait=wait))
+
+    async def job_cancel(self, job_id: str):
+        return await self.send(job("cancel", job_id))
+
+    async def stat(self, path: str):
+        return await self.send(stat(path))
+
+    async def write_file(self, path: str, content: str, *, mode: str = "overwrite", encoding: str | None = None):
+        return await self.send(write(path, content, mode=mode, encoding=encoding))
+
+
+class SyncJobs:
+    """Mixed into ``SyncClient``: the same methods, blocking."""
+
+    def run_background(self, command: str, *, cwd: str | None = None, force: bool = False, env: dict[str, str] | None = None):
+        return self.send(run_background(command, cwd=cwd, force=force, env=env))
+
+    def follow(self, job_id: str, command: str = "", *, is_input: bool = False, timeout: float | None = None):
+        return self.send(follow_up(command, job_id, is_input=is_input, timeout=timeout))
+
+    def jobs(self):
+        return self.send(job("list"))
+
+    def job_poll(self, job_id: str, *, tail: int | None = None):
+        return self.send(job("poll", job_id, tail=tail))
+
+    def job_wait(self, job_id: str, *, timeout: float | None = None, tail: int | None = None):
+        return self.send(job("wait", job_id, timeout=timeout, tail=tail))
+
+    def job_output(self, job_id: str, *, offset: int = 0, limit: int | None = None, wait: float | None = None):
+        return self.send(job("output", job_id, offset=offset, limit=limit, wait=wait))
+
+    def job_cancel(self, job_id: str):
+        return self.send(job("cancel", job_id))
+
+    def stat(self, path: str):
+        return self.send(stat(path))
+
+    def write_file(self, path: str, content: str, *, mode: str = "overwrite", encoding: str | None = None):
+        return self.send(write(path, content, mode=mode, encoding=encoding))

@@ -1,0 +1,264 @@
+"""Background jobs and file checks from the shell: ``oh jobs``, ``oh stat``, and the helpers behind
+``oh run --background`` and ``oh write --append/--create`` (docs/protocol.md §3.6-§3.7).
+
+Jobs live in the backend's shared ``cli`` shell (the one every ``oh run`` uses), so a job started by
+one ``oh`` process is seen by the next. Exit codes: ``oh jobs wait`` exits with the job's own exit
+code; 124 when --timeout passed first; 130 for a cancelled job; 6 for a LOST job (its editor went
+away) or an unknown id; the usual codes otherwise (`oh --help`).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Optional
+
+import typer
+
+from ._common import ACTION_FAILED, AUTH, TIMEOUT, UNREACHABLE, complete_instances, die, pick_session, print_json
+
+CLI_SHELL = "cli"  # SPEC-wave2 A: the shell every `oh run` shares
+WAIT_CHUNK = 200.0  # one `job wait` request at most this long (the backend caps a wait at 240 s)
+CANCELLED_EXIT = 130
+
+app = typer.Typer(
+    help="Background jobs started with `oh run --background`: list them, wait for one, read its output, cancel it.",
+    invoke_without_command=True,
+    no_args_is_help=False,
+)
+
+_WORKSPACE = typer.Option(None, "--workspace", "-C", help="Use the backend serving this directory (default: cwd).")
+_INSTANCE = typer.Option(None, "--instance", "-i", help="Use this backend (instance id or unique prefix).", autocompletion=complete_instances)
+_JSON = typer.Option(False, "--json", help="Print JSON (the job records / the observation).")
+
+
+def _call(workspace: Optional[str], instance: Optional[str], fn):
+    """Connect to the backend's `cli` shell, run ``fn(client, session)``, map failures to exit codes."""
+    from ..client import AuthError, ConnectionLost, OhClientError, SyncClient
+
+    session = pick_session(workspace, instance)
+    try:
+        with SyncClient.connect(session.url, session.token, name="oh-cli", shell=CLI_SHELL) as client:
+            return fn(client, session)
+    except AuthError as exc:
+        die(str(exc), AUTH, "The token in the session file is stale: retry, or see `oh doctor`.")
+    except ConnectionLost as exc:
+        die(str(exc), UNREACHABLE, "Check the backend with `oh status`; see its log with `oh logs`.")
+    except OhClientError as exc:
+        die(str(exc), UNREACHABLE, "Check the backend with `oh status`.")
+
+
+def _refused(obs) -> None:
+    """An error observation ends the command: its message on stderr, exit 6 (or 2 for BAD_REQUEST)."""
+    if obs.kind == "error":
+        typer.echo(f"oh: {obs.error_id}: {obs.content}", err=True)
+        raise typer.Exit(2 if obs.error_id == "BAD_REQUEST" else ACTION_FAILED)
+
+
+def _age(seconds) -> str:
+    from ._common import fmt_duration
+
+    return fmt_duration(seconds) if isinstance(seconds, (int, float)) else "-"
+
+
+@app.callback()
+def jobs(
+    ctx: typer.Context,
+    workspace: Optional[str] = _WORKSPACE,
+    instance: Optional[str] = _INSTANCE,
+    json_: bool = _JSON,
+) -> None:
+    """List the jobs of the `oh run` shell (running, and finished within job_retention)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    obs = _call(workspace, instance, lambda c, s: c.jobs())
+    _refused(obs)
+    records = obs.extras.get("jobs") or []
+    if json_:
+        print_json(records)
+        return
+    if not records:
+        typer.echo("no jobs (start one with `oh run --background -- CMD`)")
+        return
+    rows = [("ID", "STATE", "EXIT", "TIME", "COMMAND")]
+    for r in records:
+        code = r.get("exit_code")
+        kind = "" if r.get("background", True) else " (fg)"
+        rows.append((str(r.get("job_id")), str(r.get("state")) + kind, "-" if code is None else str(code), _age(r.get("duration_s")), " ".join(str(r.get("command", "")).split())[:80]))
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    for row in rows:
+        typer.echo("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:4])) + "  " + row[4])
+
+
+def _exit_for(record: dict) -> int:
+    state = record.get("state")
+    if state in ("SUCCEEDED", "FAILED"):
+        code = record.get("exit_code")
+        return code if isinstance(code, int) and 0 <= code <= 255 else 1
+    if state == "CANCELLED":
+        return CANCELLED_EXIT
+    if state == "RUNNING":
+        return TIMEOUT
+    return ACTION_FAILED  # LOST
+
+
+@app.command()
+def wait(
+    job_id: str = typer.Argument(..., help="The job id (from `oh run --background` or `oh jobs`)."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", "-t", min=0.0, help="Give up after S seconds (exit 124); the job keeps running."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not print the output tail."),
+    workspace: Optional[str] = _WORKSPACE,
+    instance: Optional[str] = _INSTANCE,
+    json_: bool = _JSON,
+) -> None:
+    """Wait until a job ends; print its output tail; exit with its exit code."""
+
+    def call(client, session):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            chunk = WAIT_CHUNK if deadline is None else max(min(WAIT_CHUNK, deadline - time.monotonic()), 0.001)
+            obs = client.job_wait(job_id, timeout=chunk)
+            if obs.kind != "job" or obs.job.get("state") != "RUNNING":
+                return obs
+            if deadline is not None and time.monotonic() >= deadline:
+                return obs
+
+    obs = _call(workspace, instance, call)
+    _refused(obs)
+    record = obs.job
+    if json_:
+        print_json(dict(obs))
+    elif not quiet and obs.content:
+        sys.stdout.write(obs.content if obs.content.endswith("\n") else obs.content + "\n")
+        sys.stdout.flush()
+    state = record.get("state")
+    if not json_:
+        if state == "RUNNING":
+            typer.echo(f"oh: job {job_id} is still running after {timeout:g} s (it keeps running; `oh jobs cancel {job_id}` stops it).", err=True)
+        elif state == "LOST":
+            typer.echo(f"oh: job {job_id} is LOST: the editor that ran it went away.", err=True)
+        elif state == "CANCELLED":
+            typer.echo(f"oh: job {job_id} was cancelled.", err=True)
+    raise typer.Exit(_exit_for(record))
+
+
+@app.command()
+def output(
+    job_id: str = typer.Argument(..., help="The job id."),
+    offset: int = typer.Option(0, "--offset", min=0, help="Start at this byte of the job's output (see next_offset in --json)."),
+    follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new output until the job ends."),
+    workspace: Optional[str] = _WORKSPACE,
+    instance: Optional[str] = _INSTANCE,
+    json_: bool = _JSON,
+) -> None:
+    """Print a job's output (all of it that is kept, or from --offset); -f follows it."""
+
+    def call(client, session):
+        pos = offset
+        while True:
+            obs = client.job_output(job_id, offset=pos, wait=5.0 if follow else None)
+            _refused(obs)
+            ex = obs.extras
+            if json_:
+                print_json(dict(obs))
+            else:
+                dropped = ex.get("offset", pos) - pos
+                if dropped > 0:
+                    typer.echo(f"oh: {dropped} bytes before offset {ex.get('offset')} are no longer kept (the job's output spool is bounded).", err=True)
+                if obs.content:
+                    sys.stdout.write(obs.content)
+                    sys.stdout.flush()
+            pos = ex.get("next_offset", pos)
+            if not follow or ex.get("eof") or obs.job.get("state") != "RUNNING" and pos >= ex.get("size", pos):
+                return obs
+
+    _call(workspace, instance, call)
+
+
+@app.command()
+def cancel(
+    job_id: str = typer.Argument(..., help="The job id."),
+    workspace: Optional[str] = _WORKSPACE,
+    instance: Optional[str] = _INSTANCE,
+    json_: bool = _JSON,
+) -> None:
+    """Stop a job: C-c first, then its whole process group after 2 s."""
+    obs = _call(workspace, instance, lambda c, s: c.job_cancel(job_id))
+    _refused(obs)
+    if json_:
+        print_json(dict(obs))
+    else:
+        typer.echo(obs.content)
+
+
+@app.command()
+def poll(
+    job_id: str = typer.Argument(..., help="The job id."),
+    workspace: Optional[str] = _WORKSPACE,
+    instance: Optional[str] = _INSTANCE,
+    json_: bool = _JSON,
+) -> None:
+    """Show a job's state and the tail of its output, without waiting."""
+    obs = _call(workspace, instance, lambda c, s: c.job_poll(job_id))
+    _refused(obs)
+    if json_:
+        print_json(dict(obs))
+        return
+    r = obs.job
+    code = r.get("exit_code")
+    typer.echo(f"{r.get('job_id')}  {r.get('state')}{'' if code is None else f' (exit {code})'}  {_age(r.get('duration_s'))}  {r.get('command')}", err=True)
+    if obs.content:
+        sys.stdout.write(obs.content if obs.content.endswith("\n") else obs.content + "\n")
+
+
+# ---------------------------------------------------------------- used by `oh run` / `oh write` / `oh stat`
+def start_background(line: str, cwd: Optional[str], workspace: Optional[str], instance: Optional[str], *, force: bool = False, json_: bool = False) -> int:
+    """``oh run --background -- CMD``: start the job in the `cli` shell; print its id; exit 0."""
+    obs = _call(workspace, instance, lambda c, s: c.run_background(line, cwd=cwd, force=force))
+    _refused(obs)
+    if json_:
+        print_json(dict(obs))
+        return 0
+    jid = obs.job_id
+    if jid is None:
+        die("the backend did not start a background job (its editor may not support jobs).", ACTION_FAILED)
+    typer.echo(jid)
+    suffix = ((obs.extras.get("metadata") or {}).get("suffix") or "").strip()
+    if "already running" in suffix:
+        typer.echo(f"oh: {jid} was already running with the same command, directory and environment (use --force for another).", err=True)
+    return 0
+
+
+def write_mode(path: str, content: str, mode: str, workspace: Optional[str], instance: Optional[str], *, json_: bool = False) -> int:
+    """``oh write --append/--create``: write through the backend in that mode; say what happened."""
+    from .agent import _resolve
+
+    obs = _call(workspace, instance, lambda c, s: c.write_file(_resolve(path, s), content, mode=mode))
+    _refused(obs)
+    if json_:
+        print_json(dict(obs))
+    elif obs.content:  # create found the file there: nothing was changed
+        typer.echo(obs.content)
+    else:
+        verb = "appended" if mode == "append" else "created"
+        typer.echo(f"{verb} {len(content.encode('utf-8'))} bytes {'to' if mode == 'append' else 'as'} {obs.extras.get('path') or path}")
+    return 0
+
+
+def stat(
+    path: str = typer.Argument(..., help="File or directory to check (relative to your cwd inside the workspace)."),
+    workspace: Optional[str] = _WORKSPACE,
+    instance: Optional[str] = _INSTANCE,
+    json_: bool = _JSON,
+) -> None:
+    """Whether a path exists, and its type, size, mtime, mode and text encoding. Exit 1 if it does not exist."""
+    from .agent import _resolve
+
+    obs = _call(workspace, instance, lambda c, s: c.stat(_resolve(path, s)))
+    _refused(obs)
+    ex = obs.extras
+    if json_:
+        print_json({k: v for k, v in ex.items()})
+    else:
+        typer.echo(obs.content)
+    raise typer.Exit(0 if ex.get("exists") else 1)
