@@ -104,9 +104,9 @@ class VscodeRuntime(Runtime):
             record = self.jobs.get(jid)
             if record is not None and record.get("shell") != ctx.shell_key:
                 record = None  # another agent's shell: not visible
-            if record is not None and record["state"] != "RUNNING" and action.kind == "job":
-                return self._local_job_answer(action, record)
             routed = self._editor_for(jid)
+            if routed is None and record is not None and action.kind == "job":
+                return self._local_job_answer(action, record)  # its editor is gone: what we know
             if routed is None:
                 if action.kind == "job":
                     return error_observation(
@@ -142,7 +142,7 @@ class VscodeRuntime(Runtime):
                 f"{missing[0]!r} capability); nothing was done. Use the local runtime (`oh start --runtime local`) or `oh attach` for it.",
             )
         if new_command:
-            self._remember(frame["job_id"], editor.editor_id)
+            self._remember(frame["job_id"], editor.editor_id, ctx)
         obs = await self._forward(action, frame, editor)
         if action.kind == "run" and action.args.get("background") and obs.get("observation") == "run":
             self._started(obs, editor, ctx, action)
@@ -202,13 +202,13 @@ class VscodeRuntime(Runtime):
 
 
     # ------------------------------------------------------------------ jobs on the editor leg
-    def _remember(self, jid: str, editor_id: str) -> None:
-        self._where[jid] = editor_id
+    def _remember(self, jid: str, editor_id: str, ctx: AgentContext) -> None:
+        self._where[jid] = (editor_id, ctx.shell_key, ctx.id)
         while len(self._where) > 10000:
             self._where.popitem(last=False)
 
     def _editor_for(self, jid: str):
-        editor_id = self._where.get(jid)
+        editor_id = (self._where.get(jid) or (None,))[0]
         if editor_id is None:
             return None
         return next((e for e in self.registry.all() if e.editor_id == editor_id), None)
@@ -218,7 +218,7 @@ class VscodeRuntime(Runtime):
         jid = md.get("job_id")
         if not isinstance(jid, str) or jid in self.jobs:
             return  # not started (refused), or de-duplicated onto a job we know already
-        self._remember(jid, editor.editor_id)
+        self._remember(jid, editor.editor_id, ctx)
         self.jobs[jid] = {
             "job_id": jid, "command": action.command, "cwd": md.get("working_dir"), "state": "RUNNING", "exit_code": None,
             "pid": md.get("pid", -1), "background": True, "started_at": None, "finished_at": None, "duration_s": 0.0,
@@ -229,6 +229,13 @@ class VscodeRuntime(Runtime):
     def editor_job_event(self, editor, name: str, job: dict[str, Any]) -> None:
         """An editor reported a job event: update our record, tell monitors."""
         record = self.jobs.get(job["job_id"])
+        where = self._where.get(job["job_id"])
+        if record is None and name == "job_started" and where is not None and where[0] == editor.editor_id:
+            # The editor's event usually arrives before the run observation that started the job.
+            record = self.jobs[job["job_id"]] = {
+                **{k: v for k, v in job.items() if isinstance(k, str) and not k.startswith("_")},
+                "state": "RUNNING", "shell": where[1], "agent_id": where[2], "editor_id": editor.editor_id, "_t0": time.monotonic(), "_done": None,
+            }
         if record is None or record.get("editor_id") != editor.editor_id:
             return
         if name == "job_finished" and record["state"] == "RUNNING":

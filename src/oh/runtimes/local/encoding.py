@@ -60,15 +60,26 @@ def _guess(sample: bytes) -> str | None:
         import charset_normalizer
     except ImportError:  # pragma: no cover - a declared dependency; the fallbacks still work
         return None
-    result = charset_normalizer.detect(sample) or {}
-    encoding = result.get("encoding")
-    if not encoding:
+    results = charset_normalizer.from_bytes(sample)
+    best = results.best()
+    if best is None:
         return None
-    name = str(encoding).lower().replace("_", "-")
-    name = _ALIASES.get(name, name)
-    if (result.get("confidence") or 0) > 0.9:
+    # Single-byte Latin code pages often tie (same chaos, same coherence): French or German text is
+    # as "clean" in cp1250 as in cp1252, and the detector then lists cp1250 first (alphabetical),
+    # turning "crème" into "crčme". On a tie the most widespread codec wins.
+    tied = [_name(m.encoding) for m in results if m.chaos == best.chaos and m.coherence == best.coherence]
+    if len(tied) > 5:
+        return None  # a few bytes that fit everything: no information, the fallback order decides
+    name = next((c for c in _FALLBACKS if c in tied), _name(best.encoding))
+    if 1.0 - best.chaos > 0.9:
         return name
     return name if name in _FALLBACKS else None
+
+
+def _name(encoding: str) -> str:
+    name = str(encoding).lower().replace("_", "-")
+    name = {"iso8859-1": "latin-1"}.get(name, name)
+    return _ALIASES.get(name, name)
 
 
 def normalize(name: str) -> str:
