@@ -119,6 +119,10 @@ class VscodeRuntime(Runtime):
         if new_command:
             frame["job_id"] = f"j{next(self._job_ids)}"
         editor = routed or self.registry.pick(self.workspace)
+        if editor is None and action.kind == "job":
+            # `job list` with no editor: what the backend knows (jobs of editors that went away),
+            # at once rather than after the editor timeout.
+            return self._local_list(action, ctx)
         if editor is None:
             if self.on_waiting is not None:
                 self.on_waiting()
@@ -153,7 +157,7 @@ class VscodeRuntime(Runtime):
                 known = {j.get("job_id") for j in listed if isinstance(j, dict)}
                 for record in self.jobs.values():  # ended jobs of editors that are gone
                     if record["shell"] == ctx.shell_key and record["job_id"] not in known and record["state"] != "RUNNING":
-                        listed.append({k: v for k, v in record.items() if not k.startswith("_") and k not in ("shell", "agent_id", "editor_id")})
+                        listed.append(_public(record))
                         obs["content"] = (obs.get("content") or "").replace("No jobs.", "").rstrip("\n") + f"\n{record['job_id']}  {record['state']}  background  {record['command'][:120]}"
                         obs["content"] = obs["content"].lstrip("\n")
         if jid and obs.get("observation") == "error" and obs["extras"].get("error_id") == "EDITOR_DISCONNECTED":
@@ -261,10 +265,17 @@ class VscodeRuntime(Runtime):
         for jid in [j for j, r in self.jobs.items() if r["_done"] is not None and now - r["_done"] > self.job_retention]:
             del self.jobs[jid]
 
+    def _local_list(self, action: Action, ctx: AgentContext) -> dict[str, Any]:
+        self._purge()
+        records = [_public(r) for r in self.jobs.values() if r["shell"] == ctx.shell_key]
+        lines = [f"{r['job_id']}  {r['state']}  background  {r['command'][:120]}" for r in records]
+        note = "\n".join(lines) if lines else "No jobs."
+        return job_observation(action.id, "list", note + "\n(No editor is connected: only jobs of editors that went away are listed.)", {"jobs": records})
+
     def _local_job_answer(self, action: Action, record: dict[str, Any]) -> dict[str, Any]:
         """A job op answered by the backend itself: the job ended and its editor may be gone."""
         op = action.args["op"]
-        rec = {k: v for k, v in record.items() if not k.startswith("_") and k not in ("shell", "agent_id", "editor_id")}
+        rec = _public(record)
         note = f"Job {rec['job_id']} is {rec['state']}" + (": its editor disconnected; its output is not available." if rec["state"] == "LOST" else ".")
         extras: dict[str, Any] = {"job": rec}
         if op == "wait":
@@ -285,3 +296,8 @@ def _missing_capability(action: Action, caps: list[str]) -> tuple[str, str] | No
     if action.kind == "write" and (args.get("mode") or "overwrite") != "overwrite" and "write_modes" not in caps:
         return "write_modes", f"write mode {args.get('mode')!r}"
     return None
+
+
+def _public(record: dict[str, Any]) -> dict[str, Any]:
+    """A job record as agents see it (without the backend's routing fields)."""
+    return {k: v for k, v in record.items() if not k.startswith("_") and k not in ("shell", "agent_id", "editor_id")}
