@@ -20,7 +20,8 @@ export const MAX_DEPTH = 1024;
 const I64_MIN = -(2n ** 63n);
 const U64_MAX = 2n ** 64n - 1n;
 const NUMBER = /-?\d+(\.\d+)?([eE][+-]?\d+)?/y;
-const STRING_STOP = /["\\]/g;
+/** A `\\u` escape of a UTF-16 surrogate (outside strings JSON has no backslashes). */
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F][0-9a-fA-F]{2}/g;
 
 /** A path inside a frame as a Set key, e.g. pathKey(['args', 'view_range', 1]). */
 export function pathKey(path: ReadonlyArray<string | number>): string {
@@ -41,6 +42,7 @@ interface Level {
  * `text` must already be valid JSON (JSON.parse accepted it). Throws JsonScanError, see above.
  */
 export function pythonFloatPaths(text: string, maxDepth = 3): Set<string> {
+  checkSurrogateEscapes(text);
   const floats = new Set<string>();
   const stack: Level[] = [];
   const here = () => stack.map((l) => l.at);
@@ -92,29 +94,31 @@ function outsideInt64(token: string): boolean {
   return v < I64_MIN || v > U64_MAX;
 }
 
-/** Index just past the string starting at `start` (a quote); checks \u escapes pair up as UTF-16. */
+/** Index just past the string starting at `start` (a quote): the first quote not escaped by a backslash. */
 function stringEnd(text: string, start: number): number {
-  let i = start + 1;
-  let pendingHigh = false; // the previous escape was a high surrogate: a low one must follow at once
-  for (;;) {
-    STRING_STOP.lastIndex = i;
-    const m = STRING_STOP.exec(text)!;
-    if (pendingHigh && m.index !== i) throw new JsonScanError('a \\u escape is a lone surrogate');
-    if (m[0] === '"') {
-      if (pendingHigh) throw new JsonScanError('a \\u escape is a lone surrogate');
-      return m.index + 1;
-    }
-    const esc = text[m.index + 1];
-    if (esc !== 'u') {
-      if (pendingHigh) throw new JsonScanError('a \\u escape is a lone surrogate');
-      i = m.index + 2;
-      continue;
-    }
+  for (let q = text.indexOf('"', start + 1); ; q = text.indexOf('"', q + 1)) {
+    if (q < 0) return text.length; // unterminated: cannot happen after JSON.parse, and never loops
+    let slashes = 0;
+    while (text.charCodeAt(q - 1 - slashes) === 0x5c) slashes++;
+    if (slashes % 2 === 0) return q + 1;
+  }
+}
+
+/**
+ * Refuses a `\u` escape of a lone surrogate: a high one (D800-DBFF) not followed at once by an escaped
+ * low one (DC00-DFFF), or a low one without a high one before it. Frames rarely hold such escapes, so
+ * a cheap search decides first whether to look at all.
+ */
+function checkSurrogateEscapes(text: string): void {
+  SURROGATE_ESCAPE.lastIndex = 0;
+  for (let m = SURROGATE_ESCAPE.exec(text); m; m = SURROGATE_ESCAPE.exec(text)) {
+    let slashes = 1;
+    while (text.charCodeAt(m.index - slashes) === 0x5c) slashes++;
+    if (slashes % 2 === 0) continue; // `\\udXXX`: an escaped backslash, then plain text
     const unit = parseInt(text.slice(m.index + 2, m.index + 6), 16);
-    const high = unit >= 0xd800 && unit <= 0xdbff;
-    const low = unit >= 0xdc00 && unit <= 0xdfff;
-    if (low !== pendingHigh) throw new JsonScanError('a \\u escape is a lone surrogate');
-    pendingHigh = high;
-    i = m.index + 6;
+    if (unit >= 0xdc00) throw new JsonScanError('a \\u escape is a lone surrogate');
+    const next = /^\\u[dD][c-fC-F][0-9a-fA-F]{2}/.exec(text.slice(m.index + 6, m.index + 12));
+    if (!next) throw new JsonScanError('a \\u escape is a lone surrogate');
+    SURROGATE_ESCAPE.lastIndex = m.index + 12;
   }
 }

@@ -52,6 +52,7 @@ VALID = [
     ' \n\t{"id": 18, "action": "run", "args": {"command": "x"}} \n',
     '{"id": 19, "action": "read", "args": {"path": "/w/a", "start": 18446744073709551615}}',
     '{"id": 20, "action": "run", "args": {"command": "\\ud83d\\ude00", "deep": ' + "[" * 1000 + "]" * 1000 + "}}",
+    '{"id": 21, "action": "run", "args": {"command": "\\\\ud800 \\" \\\\\\" x"}}',
 ]
 
 INVALID = [
@@ -109,6 +110,8 @@ INVALID = [
     '{"id": 3, "action": "edit", "args": {"path": "/w/a", "command": "view", "old_str": 5}}',
     '{"id": 3, "action": "read", "args": {"path": "/w/a", "start": 18446744073709551616}}',
     '{"id": 3, "action": "run", "args": {"command": "\\ud800"}}',
+    '{"id": 3, "action": "run", "args": {"command": "\\\\\\udc00"}}',
+    '{"id": 3, "action": "run", "args": {"command": "\\ud800\\ud800"}}',
     '{"id": 3, "action": "run", "args": {"command": "x", "deep": ' + "[" * 1100 + "]" * 1100 + "}}",
 ]
 
