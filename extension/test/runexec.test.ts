@@ -57,7 +57,9 @@ test('pty fallback: output, exit code, cwd kept between commands, shown in the t
 test('pty fallback: C-c interrupts the running command', async () => {
   const pty = new PtyShell(root, { ...process.env }, tmp, () => {});
   try {
-    const cmd = await pty.start('echo started; sleep 30');
+    // "started" comes from the process C-c must reach, already running with default SIGINT handling (an
+    // `echo started; sleep 30` could be interrupted between the echo and the fork, where bash loses it).
+    const cmd = await pty.start("bash -c 'echo started; exec sleep 30'");
     while (!cmd.buffer.text().includes('started')) await cmd.changed(1000);
     assert.equal(pty.sendKey('C-c'), true);
     await finished(cmd);
