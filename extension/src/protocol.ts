@@ -170,8 +170,9 @@ export function parseAction(obj: JsonObject): Action {
   let timeout: number | undefined;
   if (obj.timeout !== undefined && obj.timeout !== null) {
     const t = obj.timeout;
-    check(typeof t === 'number' && Number.isFinite(t) && t > 0, "'timeout' must be a positive number of seconds.", cause);
-    timeout = t;
+    check(typeof t === 'number' && Number.isFinite(t) && t >= 0, "'timeout' must be a number of seconds >= 0 (0 = no timeout given).", cause);
+    // 0 means "no timeout given", as in the OpenHands SDK (docs/protocol.md §3.1): the no-new-output rule applies.
+    timeout = t > 0 ? t : undefined;
   }
   if (kind === 'run') {
     check(typeof a.command === 'string', 'args.command must be a string.', cause);
