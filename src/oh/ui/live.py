@@ -206,9 +206,9 @@ class LiveState:
             self.stats["done"] = self.stats.get("done", 0) + 1
             if row.failed:
                 self.stats["errors"] = self.stats.get("errors", 0) + 1
-            code_txt = f" exit {row.exit_code}" if row.exit_code is not None else ""
+            code_txt = f" exit {row.exit_text()}" if row.exit_text() else ""
             risk = f" [risk {row.risk}]" if row.risk else ""
-            return [f"{row.agent} {row.kind} {row.summary}{risk} → {row.outcome}{code_txt} in {fmt_ms(row.duration_ms)}"]
+            return [f"{row.agent} {row.kind} {row.summary}{risk} → {row.outcome_text()}{code_txt} in {fmt_ms(row.duration_ms)}"]
         if name == "token_rotated":
             return [f"token rotated: {frame.get('closed', 0)} connection(s) closed"]
         if name == "shutting_down":
