@@ -292,7 +292,7 @@ class LiveState:
             "time": 8,
             "agent": w([r.agent for r in shown], "agent", 14),
             "kind": w([r.kind for r in shown], "kind", 6),
-            "summary": max([7, *(len(r.summary) for r in shown)]),
+            "summary": max([len("no actions yet"), *(len(r.summary) for r in shown)]),
             "risk": w([r.risk or "" for r in shown], "risk", 7) if with_risk else 0,
             "outcome": w([r.outcome_text() for r in shown], "outcome", 19),
             "exit": w([r.exit_text() for r in shown], "exit", 4),
