@@ -111,6 +111,7 @@ class LiveState:
     stopping: str | None = None
     dropped: int = 0  # rows evicted beyond MAX_ROWS (counted in "earlier actions hidden")
     hints: list[str] = field(default_factory=list)  # why no editor may come (runtime vscode)
+    synced: bool = False  # the monitor's snapshot arrived: the table shows what the backend did since
     _spinner: Any = None
 
     @property
@@ -153,6 +154,11 @@ class LiveState:
             self.agents = {a.get("agent_id"): a.get("name", "") for a in frame.get("agents") or []}
             if isinstance(frame.get("stats"), dict):
                 self.stats.update(frame["stats"])
+            # Actions that ran before this view subscribed (or while it reconnected) have no row:
+            # count them as earlier actions hidden.
+            seen = self.stats.get("done", 0) + self.stats.get("pending", 0)
+            self.dropped = max(self.dropped, seen - len(self.actions))
+            self.synced = True
             lines = [f"backend {self.backend.get('instance_id')} listening on {self.backend.get('url') or self._url()} "
                      f"(runtime {self.runtime}, pid {self.backend.get('pid')}, workspace {self.backend.get('workspace')})"]
             if self.editors:
@@ -192,11 +198,11 @@ class LiveState:
         if name == "action_finished":
             aid = frame.get("action_id")
             row = self.actions.get(aid)
-            if row is None:
+            if row is None:  # started before we subscribed (the snapshot counted it as pending) or evicted
                 row = self._row(frame)
                 self.actions[aid] = row
-            else:
-                self.stats["pending"] = max(0, self.stats.get("pending", 0) - 1)
+                self.dropped = max(0, self.dropped - 1)
+            self.stats["pending"] = max(0, self.stats.get("pending", 0) - 1)
             if row.risk is None:
                 row.risk = _risk(frame.get("security_risk"))
             row.outcome = visible(frame.get("outcome") or "ok")
@@ -326,7 +332,7 @@ class LiveState:
             cells += [outcome, Text(r.exit_text()), Text(fmt_ms(r.duration_ms))]
             table.add_row(*cells)
         if not shown:
-            table.add_row(Text(""), Text(""), Text(""), Text("no actions yet", style="dim"), *[Text("")] * (len(names) - 4))
+            table.add_row(Text(""), Text(""), Text(""), Text("no actions yet" if self.synced else "connecting…", style="dim"), *[Text("")] * (len(names) - 4))
         return table, shown, hidden
 
 
