@@ -100,3 +100,17 @@ def fake_code(tmp_path, extensions: list[str]) -> dict:
     code.write_text(f"#!/bin/sh\nif [ \"$1\" = --list-extensions ]; then printf '{listing}\\n'; fi\n")
     code.chmod(0o755)
     return {"PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}"}
+
+
+def read_until(proc, predicate, limit: int = 200) -> list[str]:
+    """Lines of a plain-mode `oh start` up to the first one ``predicate`` accepts (bounded: fails
+    instead of looping when the process ends or never prints it; pytest-timeout bounds the wait)."""
+    lines: list[str] = []
+    for _ in range(limit):
+        line = proc.stdout.readline()
+        if not line:
+            raise AssertionError(f"oh start ended before the expected line; got: {lines}")
+        lines.append(line)
+        if predicate(line):
+            return lines
+    raise AssertionError(f"no expected line within {limit} lines: {lines}")

@@ -15,7 +15,7 @@ import pytest
 from oh.client.sync import SyncClient
 
 from .conftest import needs_local_runtime, pid_alive, wait_for
-from .terminal import Term, fake_code, no_code_env
+from .terminal import Term, fake_code, no_code_env, read_until
 
 pytestmark = [needs_local_runtime, pytest.mark.slow]
 
@@ -81,9 +81,7 @@ def test_plain_view_names_a_missing_extension(oh, tmp_path):
     try:
         assert "listening on" in proc.stdout.readline()
         oh.started.append(json.loads(next((oh.home / "sessions").glob("*.json")).read_text()))
-        lines = []
-        while not any("connects only when" in line for line in lines):
-            lines.append(proc.stdout.readline())
+        lines = read_until(proc, lambda line: "connects only when" in line)
         text = "".join(lines)
         assert "oh-dev.oh-vscode) is not installed" in text, text
         assert "not on PATH" not in text
@@ -142,9 +140,10 @@ def test_status_says_which_backend_died_and_where_its_log_is(oh):
     info = oh.start("local")
     os.kill(info["pid"], signal.SIGKILL)
     wait_for(lambda: not pid_alive(info["pid"]), 10, what="the backend to die")
-    p = oh("status", check=3)
+    p = oh("status", "--json", check=3)
+    assert [d["instance_id"] for d in json.loads(p.stdout)["died"]] == [info["instance_id"]]
     assert f"backend {info['instance_id']}" in p.stderr and "died" in p.stderr
     assert f"logs/{info['instance_id']}.log" in p.stderr
     assert not oh.session_file(info["instance_id"]).exists()
     again = oh("status", "--json", check=3)
-    assert json.loads(again.stdout)["died"] == [] and again.stderr == ""
+    assert json.loads(again.stdout) == {"sessions": []} and again.stderr == ""

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from .conftest import needs_local_runtime, pid_alive, wait_for
-from .terminal import Term, assert_backend_gone, hostile_in
+from .terminal import Term, assert_backend_gone, hostile_in, read_until
 
 pytestmark = [needs_local_runtime, pytest.mark.slow]
 
@@ -49,9 +49,7 @@ def test_plain_view_and_oh_logs_escape_agent_text(oh):
         assert "listening on" in proc.stdout.readline()
         oh.started.append(json.loads(next((oh.home / "sessions").glob("*.json")).read_text()))
         oh("run", "--", EVIL, check=0)
-        seen = []
-        while not any("→" in line for line in seen):
-            seen.append(proc.stdout.readline())
+        seen = read_until(proc, lambda line: "→" in line)
         text = "".join(seen)
         assert "\x1b" not in text and "\u202e" not in text
         assert all(x in text for x in SHOWN), text

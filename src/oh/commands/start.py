@@ -75,7 +75,8 @@ def start(
     if detach:
         _signal_editor_detached(session, open_mode)
         if json_:
-            print_ndjson({**info, "warnings": [{"id": wid, "message": text} for wid, text in warnings]})
+            # "warnings" only when there is one: the object stays the same for the common case.
+            print_ndjson({**info, **({"warnings": [{"id": wid, "message": text} for wid, text in warnings]} if warnings else {})})
         else:
             typer.echo(f"backend {session.instance_id} listening on {session.url} (runtime {session.runtime}, pid {session.pid})")
             typer.echo(f"workspace {session.workspace}; log {started.log_file}")

@@ -113,7 +113,7 @@ def render_text(rows: list[dict[str, Any]], dead: list[dict[str, Any]] | None = 
 
 
 def status(
-    json_: bool = typer.Option(False, "--json", help='Machine-readable: {"sessions": [...]} (never the token).'),
+    json_: bool = typer.Option(False, "--json", help='Machine-readable: {"sessions": [...], "died": [...] (backends found dead, only if any)} (never the token).'),
     watch: bool = typer.Option(False, "--watch", "-w", help="Refresh until Ctrl-C (NDJSON with --json)."),
 ) -> None:
     """Every running backend: id, pid, port, runtime, workspace, uptime, editors, agents, actions.
@@ -127,7 +127,7 @@ def status(
         tell_dead(dead)
         rows = collect()
         if json_:
-            print_json({"sessions": rows, "died": dead})
+            print_json({"sessions": rows, **({"died": dead} if dead else {})})  # "died": only when one did
         else:
             typer.echo(render_text(rows))
         raise typer.Exit(OK if rows else NOT_RUNNING)
@@ -150,7 +150,7 @@ def status(
             dead = reap_dead()
             rows = collect()
             if json_:
-                print_ndjson({"time": time.time(), "sessions": rows, "died": dead})
+                print_ndjson({"time": time.time(), "sessions": rows, **({"died": dead} if dead else {})})
             else:
                 tell_dead(dead)
                 typer.echo(render_text(rows) + "\n")
