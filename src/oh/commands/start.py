@@ -62,16 +62,24 @@ def start(
     # Warnings only once the backend runs (never before an "already running" error). JSON mode keeps
     # them out of stderr: an NDJSON `warning` event (foreground) or a "warnings" list (--detach).
     warnings = workspace_warnings(session.workspace) + ([("no_sandbox", NO_SANDBOX)] if session.runtime == "local" else [])
-    if not json_:
-        for _, text in warnings:
-            err(text)
-    info = {"instance_id": session.instance_id, "pid": session.pid, "port": session.port, "url": session.url,
-            "runtime": session.runtime, "workspace": session.workspace}
     if hangup and not detach:
         from ..launcher.process import stop_backend
 
         stop_backend(session)
         raise typer.Exit(0)
+    try:
+        if not json_:
+            for _, text in warnings:
+                err(text)
+    except OSError:  # the terminal is already gone: same as a hang-up (a detached backend stays)
+        if not detach:
+            from ..launcher.process import stop_backend
+
+            stop_backend(session)
+            _silence_output()
+            raise typer.Exit(ERROR) from None
+    info = {"instance_id": session.instance_id, "pid": session.pid, "port": session.port, "url": session.url,
+            "runtime": session.runtime, "workspace": session.workspace}
     if detach:
         _signal_editor_detached(session, open_mode)
         if json_:
@@ -228,12 +236,12 @@ def _foreground(session, open_mode: str, mode: str, warnings: list[tuple[str, st
                 finally:
                     live.stop()
 
-    if mode == "json":
-        print_ndjson({"type": "event", "event": "backend_started", **{k: v for k, v in session.public().items()}})
-        for wid, text in warnings:
-            print_ndjson({"type": "event", "event": "warning", "id": wid, "message": text})
     reason, failure = "stopped", None
     try:
+        if mode == "json":
+            print_ndjson({"type": "event", "event": "backend_started", **{k: v for k, v in session.public().items()}})
+            for wid, text in warnings:
+                print_ndjson({"type": "event", "event": "warning", "id": wid, "message": text})
         reason = asyncio.run(main())
     except KeyboardInterrupt:
         reason = "stopped"
