@@ -216,7 +216,7 @@ def _foreground(session, open_mode: str, mode: str, warnings: list[tuple[str, st
         live = None
         if mode == "rich":
             live = _start_rich(state)
-            helpers.append(asyncio.create_task(_refresh(live)))
+            helpers.append(asyncio.create_task(_refresh(live, state)))
         watcher = asyncio.create_task(monitor(loader, on_frame, stop))
         try:
             # A helper that fails (a renderer bug, the terminal gone: EIO) ends the view like a signal.
@@ -300,11 +300,18 @@ def _start_rich(state):
     return live
 
 
-async def _refresh(live) -> None:
+async def _refresh(live, state) -> None:
+    """Redraw at most 8 times a second: always while the spinner shows, else on a change or once a
+    second (uptime). A frame of a full 200x60 table costs tens of ms; idle redraws would waste a core."""
     import asyncio
+    import time
 
+    drawn, last = -1, 0.0
     while True:
-        live.refresh()
+        now = time.monotonic()
+        if state.animating or state.version != drawn or now - last >= 1.0:
+            drawn, last = state.version, now
+            live.refresh()
         await asyncio.sleep(0.125)
 
 
@@ -340,6 +347,7 @@ async def _hints_later(session, state, note, mode: str) -> None:
     if state.editors:
         return
     state.hints = hints
+    state.version += 1
     for text in hints:
         note(f"no editor yet: {text}", event="editor_hint")
 

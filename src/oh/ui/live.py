@@ -112,6 +112,7 @@ class LiveState:
     dropped: int = 0  # rows evicted beyond MAX_ROWS (counted in "earlier actions hidden")
     hints: list[str] = field(default_factory=list)  # why no editor may come (runtime vscode)
     synced: bool = False  # the monitor's snapshot arrived: the table shows what the backend did since
+    version: int = 0  # bumped on every change, so the rich view redraws only when needed
     _spinner: Any = None
 
     @property
@@ -139,8 +140,14 @@ class LiveState:
             visible(frame.get("kind", "")), visible(frame.get("summary", "")), risk=_risk(frame.get("security_risk")),
         )
 
+    @property
+    def animating(self) -> bool:
+        """The spinner is on screen: the view must redraw often for it to turn."""
+        return self.editor_state in ("waiting", "disconnected")
+
     def apply(self, frame: dict[str, Any]) -> list[str]:
         """Update from one monitor frame; return display-safe plain lines describing what changed."""
+        self.version += 1
         return [visible(line) for line in self._apply(frame)]
 
     def _apply(self, frame: dict[str, Any]) -> list[str]:
@@ -283,7 +290,8 @@ class LiveState:
     def _table(self, room: int, width: int):
         """The actions table fitted to ``width``: time, agent, kind, outcome, exit and duration keep
         their width; the summary takes what is left (ellipsis) and is the first to shrink."""
-        from rich.table import Table
+        from rich.cells import cell_len
+        from rich.console import Group
         from rich.text import Text
 
         rows = list(self.actions.values())
@@ -292,13 +300,13 @@ class LiveState:
         with_risk = any(r.risk for r in shown)
 
         def w(values: list[str], header: str, cap: int) -> int:
-            return min(cap, max([len(header), *(len(v) for v in values)]))
+            return min(cap, max([len(header), *(cell_len(v) for v in values)]))
 
         widths = {
             "time": 8,
             "agent": w([r.agent for r in shown], "agent", 14),
             "kind": w([r.kind for r in shown], "kind", 6),
-            "summary": max([len("no actions yet"), *(len(r.summary) for r in shown)]),
+            "summary": max([len("no actions yet"), *(cell_len(r.summary) for r in shown)]),
             "risk": w([r.risk or "" for r in shown], "risk", 7) if with_risk else 0,
             "outcome": w([r.outcome_text() for r in shown], "outcome", 19),
             "exit": w([r.exit_text() for r in shown], "exit", 4),
@@ -313,10 +321,22 @@ class LiveState:
             give = min(excess, max(0, widths[name] - least))
             widths[name] -= give
             excess -= give
-        table = Table(expand=False, box=None, header_style="bold", pad_edge=False, show_edge=False, padding=(0, 1, 0, 0))
-        for name in names:
-            table.add_column(name, width=widths[name], min_width=widths[name], no_wrap=True, overflow="ellipsis",
-                             justify="right" if name in ("exit", "duration") else "left")
+        right = ("exit", "duration")
+
+        def line(cells: dict[str, Text]) -> Text:
+            # Each cell cut (ellipsis) and padded to its column: one Text per row is ~20x cheaper
+            # than a rich Table, and the widths are already decided above.
+            out = Text(no_wrap=True, overflow="ellipsis")
+            for i, name in enumerate(names):
+                cell = cells.get(name) or Text("")
+                cell.truncate(widths[name], overflow="ellipsis")
+                cell.align("right" if name in right else "left", widths[name])
+                if i:
+                    out.append(" ")
+                out.append_text(cell)
+            return out
+
+        lines = [line({n: Text(n, style="bold") for n in names})]
         for r in shown:
             if r.outcome is None or r.still_running:
                 outcome = Text(r.outcome_text(), style="yellow")
@@ -326,13 +346,14 @@ class LiveState:
                 outcome = Text("ok", style="green")
             else:
                 outcome = Text("ok", style="yellow")  # the command ran and exited non-zero
-            cells: list[Any] = [Text(r.time), Text(r.agent), Text(r.kind), Text(r.summary)]
-            if with_risk:
-                cells.append(Text(r.risk or "", style=RISK_STYLES.get(r.risk or "", "")))
-            cells += [outcome, Text(r.exit_text()), Text(fmt_ms(r.duration_ms))]
-            table.add_row(*cells)
+            lines.append(line({
+                "time": Text(r.time), "agent": Text(r.agent), "kind": Text(r.kind), "summary": Text(r.summary),
+                "risk": Text(r.risk or "", style=RISK_STYLES.get(r.risk or "", "")), "outcome": outcome,
+                "exit": Text(r.exit_text()), "duration": Text(fmt_ms(r.duration_ms)),
+            }))
         if not shown:
-            table.add_row(Text(""), Text(""), Text(""), Text("no actions yet" if self.synced else "connecting…", style="dim"), *[Text("")] * (len(names) - 4))
+            lines.append(line({"summary": Text("no actions yet" if self.synced else "connecting…", style="dim")}))
+        table = Group(*lines)
         return table, shown, hidden
 
 
