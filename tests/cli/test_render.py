@@ -114,3 +114,14 @@ def test_visible_escapes_controls_and_format_characters():
     assert visible("a\tb\nc\x1b\x9b\x7f\u200b\u2066\U000e0041 é ✓ 日本") == "a\\x09b\\x0ac\\x1b\\x9b\\x7f\\u200b\\u2066\\U000e0041 é ✓ 日本"
     text = json.dumps({"s": "\x9b\u202e\U000e0041"}, ensure_ascii=False)
     assert json.loads(json_visible(text)) == json.loads(text) and "\u202e" not in json_visible(text)
+
+
+def test_status_text_escapes_agent_and_editor_names_and_says_error_singular():
+    from oh.commands.status import render_text
+
+    row = {"instance_id": "abc", "runtime": "vscode", "url": "ws://127.0.0.1:1", "pid": 1, "uptime_s": 1, "workspace": "/w",
+           "reachable": True, "token_fingerprint": "f", "stats": {"done": 1, "pending": 0, "errors": 1},
+           "editors": [{"name": "Code\x1b]0;x\x07", "workspace_folders": ["/w"]}], "agents": [{"name": "a\x1b[2J[b]"}]}
+    text = render_text([row], [{"instance_id": "old", "pid": 2, "workspace": "/v", "log": "/l/old.log"}])
+    assert "\x1b" not in text and "Code\\x1b]0;x\\x07" in text and "a\\x1b[2J[b]" in text
+    assert "1 error" in text and "1 errors" not in text and "old died" in text and "/l/old.log" in text

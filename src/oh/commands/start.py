@@ -343,7 +343,9 @@ async def _hints_later(session, state, note, mode: str) -> None:
     await asyncio.sleep(editor_signal.AUTO_GRACE)
     if state.editors:
         return
-    hints = await editor_hints(session.workspace)
+    from ..config import paths
+
+    hints = await editor_hints(session.workspace, editor_signal.code_binary(), editor_signal.EXTENSION_ID, str(paths.sessions_dir()))
     if state.editors:
         return
     state.hints = hints

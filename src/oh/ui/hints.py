@@ -33,26 +33,23 @@ async def _extension_installed(code: str, extension_id: str) -> bool | None:
     return extension_id.lower() in {line.strip().lower() for line in out.decode("utf-8", "replace").splitlines()}
 
 
-async def editor_hints(workspace: str) -> list[str]:
-    from ..config import paths
-    from ..launcher import signal as editor_signal
-
+async def editor_hints(workspace: str, code: str | None, extension_id: str, sessions_dir: str) -> list[str]:
+    """``code``: the VS Code CLI on PATH (None: absent). Plain inputs, so ui/ needs no launcher import."""
     hints: list[str] = []
-    code = editor_signal.code_binary()
     if code is None:
         hints.append(f"`code` is not on PATH, so oh cannot open VS Code: open {workspace} in VS Code yourself.")
     else:
         try:
-            installed = await _extension_installed(code, editor_signal.EXTENSION_ID)
+            installed = await _extension_installed(code, extension_id)
         except asyncio.TimeoutError:
             installed = None
         if installed is False:
-            hints.append(f"the oh extension ({editor_signal.EXTENSION_ID}) is not installed in VS Code "
+            hints.append(f"the oh extension ({extension_id}) is not installed in VS Code "
                          "(`code --list-extensions`): install it, see the README.")
     for var in ("OH_HOME", "XDG_STATE_HOME"):
         if os.environ.get(var):
             hints.append(f"{var} is set here: VS Code finds this backend only if it sees the same {var} "
-                         f"(sessions in {paths.sessions_dir()}); start VS Code from this shell.")
+                         f"(sessions in {sessions_dir}); start VS Code from this shell.")
             break
     hints.append("a VS Code window connects only when it has this folder (or one containing it) open.")
     return hints
