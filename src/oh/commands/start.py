@@ -217,6 +217,8 @@ def _foreground(session, open_mode: str, mode: str, warnings: list[tuple[str, st
         if mode == "rich":
             live = _start_rich(state)
             helpers.append(asyncio.create_task(_refresh(live, state)))
+            if hasattr(os_signal, "SIGWINCH"):  # a resized terminal gets a fitted frame at once
+                loop.add_signal_handler(os_signal.SIGWINCH, lambda: setattr(state, "version", state.version + 1))
         watcher = asyncio.create_task(monitor(loader, on_frame, stop))
         try:
             # A helper that fails (a renderer bug, the terminal gone: EIO) ends the view like a signal.
