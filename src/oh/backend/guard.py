@@ -7,7 +7,9 @@ go (issue 9 #3). Three things here:
 - ``PreAuthGate``: connections that have not yet sent a complete HTTP request are "pending". When
   a new one arrives with more than ``soft`` pending, pending connections idle for over ``min_age``
   seconds are closed, oldest first; past ``hard`` (a quarter of the fd limit) -- or ``per_peer``
-  from one address -- the oldest goes whatever its age. The new connection is never the one
+  from one address -- the oldest IDLE one goes whatever its age: one whose request bytes already
+  wait unread in the kernel (FIONREAD > 0) is a client the event loop has not reached yet during a
+  burst of accepts, so it is skipped while an idle one exists. The new connection is never the one
   refused: a real client sends its request at once, so it completes before it could be evicted,
   while an attacker's idle sockets are the oldest and go first. (Refusing the newest instead would
   let a few idle sockets lock everyone out until the handshake timeout.) A legitimate burst (100
@@ -53,6 +55,21 @@ def raise_fd_limit() -> tuple[int, int] | None:
     return soft, hard
 
 
+def _unread_bytes(conn: Any) -> int:
+    """Bytes waiting in the kernel for this connection (0 when unknown: Windows, closed)."""
+    try:
+        import array
+        import fcntl
+        import termios
+
+        fd = conn.transport.get_extra_info("socket").fileno()
+        buf = array.array("i", [0])
+        fcntl.ioctl(fd, termios.FIONREAD, buf, True)
+        return buf[0]
+    except Exception:  # noqa: BLE001 - no ioctl here, or the socket is gone: treat as idle
+        return 0
+
+
 def pending_caps(fd_soft_limit: int | None) -> tuple[int, int, int]:
     """(soft, hard, per peer) caps on pending connections. Hard: a quarter of the descriptors, so
     the runtime's shells and files and the authenticated clients always keep the rest."""
@@ -76,9 +93,9 @@ class PreAuthGate:
     def admit(self, conn: Any, peer: str) -> None:
         now = self.clock()
         if self._per_peer.get(peer, 0) >= self.per_peer:
-            self._evict(next(c for c, (p, _) in self._pending.items() if p == peer))
+            self._evict(self._victim([c for c, (p, _) in self._pending.items() if p == peer]))
         while len(self._pending) >= self.hard:
-            self._evict(next(iter(self._pending)))
+            self._evict(self._victim(self._pending))
         while len(self._pending) >= self.soft:
             oldest = next(iter(self._pending))
             if now - self._pending[oldest][1] < self.min_age:
@@ -86,6 +103,17 @@ class PreAuthGate:
             self._evict(oldest)
         self._pending[conn] = (peer, now)
         self._per_peer[peer] = self._per_peer.get(peer, 0) + 1
+
+    @staticmethod
+    def _victim(candidates) -> Any:
+        """The oldest candidate with nothing unread; the oldest of all if every one has data waiting."""
+        first = None
+        for conn in candidates:
+            if first is None:
+                first = conn
+            if _unread_bytes(conn) == 0:
+                return conn
+        return first
 
     def done(self, conn: Any) -> None:
         entry = self._pending.pop(conn, None)
