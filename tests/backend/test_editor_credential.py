@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from websockets.asyncio.client import connect
@@ -104,6 +105,10 @@ def test_headless_editor_process_reads_the_editor_token_from_the_session_file(wo
                 assert editor.poll() is None, editor.stderr.read()
                 time.sleep(0.05)
             assert c.read("hello.txt").content.endswith("hi\n")
+        # The editor token is a secret like the token: not in argv or the environment of either process.
+        for pid in (proc.pid, editor.pid):
+            for leak in ("cmdline", "environ"):
+                assert session["editor_token"].encode() not in Path(f"/proc/{pid}/{leak}").read_bytes(), (pid, leak)
         import asyncio
 
         async def agent_as_editor():

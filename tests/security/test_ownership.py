@@ -57,6 +57,11 @@ def test_start_refuses_an_oh_home_planted_by_another_user(oh):
     assert shown.returncode == 1 and info["secure"] is False and info["owner_uid"] == OTHER and info["mode"] == "0644"
     assert info["refused"]["path"] == str(oh.home) and info["fingerprint"] is None
     assert planted not in shown.stdout + shown.stderr
+    doctor = oh("doctor", "--json")
+    report = json.loads(doctor.stdout)
+    assert doctor.returncode == 1 and "Traceback" not in doctor.stderr
+    failed = {c["check"]: c for c in report["checks"] if c["status"] == "fail"}
+    assert "owned by uid 65534" in failed["token"]["detail"] and "owned by uid 65534" in failed["sessions"]["detail"]
 
 
 @needs_root
