@@ -44,10 +44,12 @@ class _PrivateRotatingHandler(logging.handlers.RotatingFileHandler):
         fd = os.open(self.baseFilename, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         return os.fdopen(fd, "a", encoding=self.encoding or "utf-8", errors=self.errors)
 
+    std_fds: tuple[int, ...] = (2,)
+
     def follow_with_std_streams(self) -> None:
         if self.stream is None:
             self.stream = self._open()
-        for target in (1, 2):
+        for target in self.std_fds:
             try:
                 os.dup2(self.stream.fileno(), target)
             except OSError:
@@ -188,6 +190,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             paths.ensure_private_dir(Path(args.log_file).parent)
             rotating = _PrivateRotatingHandler(args.log_file, maxBytes=LOG_MAX_BYTES, backupCount=LOG_BACKUPS, encoding="utf-8")
+            # stdout carries the ready line when there is no --ready-fd: leave it alone then.
+            rotating.std_fds = (1, 2) if args.ready_fd is not None else (2,)
             rotating.follow_with_std_streams()
             handlers.append(rotating)
         except (OSError, paths.UnsafePath) as exc:
