@@ -209,3 +209,14 @@ async def test_no_backend_says_how_to_start_one_and_start_flag_starts_one(oh, tm
     started = [x for x in status["sessions"] if x["workspace"] == str(elsewhere.resolve())]
     assert len(started) == 1  # detached: it outlives the MCP server
     oh.started.append({"pid": started[0]["pid"]})
+
+
+async def test_token_rotation_reconnects_with_the_new_token(oh):
+    oh.start("local")
+    async with mcp_session(oh) as s:
+        assert not (await s.call_tool("run", {"command": "true"})).is_error
+        p = oh("token", "rotate", "--json", check=0)
+        assert json.loads(p.stdout)["updated"][0]["closed"] >= 1  # our connection was closed (4001)
+        await asyncio.sleep(0.3)
+        r = await s.call_tool("run", {"command": "echo again"})
+        assert not r.is_error and "again" in text_of(r), text_of(r)
