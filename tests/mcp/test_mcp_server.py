@@ -220,3 +220,24 @@ async def test_token_rotation_reconnects_with_the_new_token(oh):
         await asyncio.sleep(0.3)
         r = await s.call_tool("run", {"command": "echo again"})
         assert not r.is_error and "again" in text_of(r), text_of(r)
+
+
+async def test_one_shell_per_client_name_starting_in_the_servers_directory(oh):
+    oh.start("local")
+    sub = oh.workspace / "sub"
+    sub.mkdir()
+    async with mcp_session(oh, cwd=sub, client="codex") as s:
+        r = await s.call_tool("run", {"command": "pwd; export OH_MCP_MARK=kept"})
+        assert text_of(r).splitlines()[0] == str(sub.resolve())  # X-OH-Workdir: the shell starts where the client started us
+    async with mcp_session(oh, cwd=sub, client="codex") as s:  # a new server process, same client: same shell
+        r = await s.call_tool("run", {"command": "echo mark=$OH_MCP_MARK"})
+        assert "mark=kept" in text_of(r)
+        r = await s.call_tool("run", {"command": "", "reset": True})
+        assert not r.is_error and "reset" in text_of(r)
+        r = await s.call_tool("run", {"command": "echo mark=$OH_MCP_MARK; pwd"})
+        assert "mark=\n" in text_of(r) and str(sub.resolve()) in text_of(r)
+        r = await s.call_tool("run", {"command": "export OH_MCP_MARK=again; seq 1 5000", "max_output": 200})
+        assert len(text_of(r)) < 2000 and "5000" in text_of(r)  # cut in the middle, the end kept
+    async with mcp_session(oh, cwd=sub, client="gemini-cli") as s:  # another client: its own shell
+        r = await s.call_tool("run", {"command": "echo mark=$OH_MCP_MARK"})
+        assert "mark=\n" in text_of(r)
