@@ -88,8 +88,12 @@ def build_server(backend: Backend) -> Server:
         backend.set_client_name(_client_name(ctx))
         return to_mcp(await call(backend, params.name, params.arguments))
 
-    return Server("oh", version=__version__, title="oh: act in the user's editor", instructions=INSTRUCTIONS,
-                  on_list_tools=list_tools, on_call_tool=call_tool)
+    server = Server("oh", version=__version__, title="oh: act in the user's editor", instructions=INSTRUCTIONS,
+                    on_list_tools=list_tools, on_call_tool=call_tool)
+    # The SDK wraps every message in an OpenTelemetry span by default; oh exports no telemetry, and
+    # the wrapper is measurable per call (benchmarks/mcp_roundtrip.py).
+    server.middleware = [m for m in server.middleware if type(m).__name__ != "OpenTelemetryMiddleware"]
+    return server
 
 
 def _snake(key: str) -> str:
