@@ -201,6 +201,10 @@ async def test_no_backend_says_how_to_start_one_and_start_flag_starts_one(oh, tm
         r = await s.call_tool("edit", {"command": "nope", "path": "x"})
         assert r.structured_content["error_id"] == "BAD_ARGUMENTS"
 
+    async with mcp_session(oh, "--instance", "f00d", cwd=elsewhere) as s:
+        r = await s.call_tool("read", {"path": "x"})
+        assert r.structured_content["error_id"] == "NO_BACKEND" and "instance id 'f00d'" in text_of(r)
+
     async with mcp_session(oh, "--start", "--runtime", "local", cwd=elsewhere) as s:
         r = await s.call_tool("run", {"command": "pwd"})
         assert not r.is_error, text_of(r)

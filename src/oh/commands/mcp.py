@@ -92,6 +92,10 @@ def install(
             die(f"cannot write {plan.path}: {exc.strerror or exc}", ERROR)
         typer.echo(f"{plan.path}: added the MCP server `{name}` ({plan.entry['command']} {' '.join(plan.entry['args'])}).")
         typer.echo(f"Restart {client} (or reload its MCP servers) to pick it up.")
+        if client == "claude" and scope == "user":
+            # Claude Code keeps ~/.claude.json in memory and rewrites it: its own CLI is the safe path while it runs.
+            typer.echo("If Claude Code is running, it may rewrite ~/.claude.json; its own command does the same safely: "
+                       + inst.one_liner(client, scope, name=name, extra_args=extra))
     try:
         import mcp  # noqa: F401
     except ImportError:

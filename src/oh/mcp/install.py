@@ -58,7 +58,8 @@ def oh_executable() -> str:
     candidates = []
     if argv0 and os.path.basename(argv0) in ("oh", "oh.exe"):
         candidates.append(argv0 if os.sep in argv0 else shutil.which(argv0))
-    candidates.append(os.path.join(os.path.dirname(sys.executable), "oh"))
+    scripts = os.path.dirname(sys.executable)  # venv bin/ (Scripts\\ on Windows), where pip puts `oh`
+    candidates += [os.path.join(scripts, "oh"), os.path.join(scripts, "oh.exe")]
     candidates.append(shutil.which("oh"))
     for c in candidates:
         if c and os.path.isfile(c) and os.access(c, os.X_OK):

@@ -111,6 +111,11 @@ async def serve(backend: Backend) -> None:
 
 
 def main(*, workspace: str | None, instance: str | None, start: bool, runtime: str | None) -> None:
+    import sys
+
     logging.basicConfig(level=logging.WARNING, format="oh mcp: %(message)s")
+    if sys.stdin.isatty():  # a person ran it by hand: say what it is, then serve anyway
+        print("oh mcp speaks MCP (JSON-RPC) on stdin/stdout: an MCP client starts it. Set one up with "
+              "`oh mcp install claude|codex|gemini|vscode|cursor`. Ctrl-C stops it.", file=sys.stderr)
     backend = Backend(workspace=workspace, instance=instance, start=start, runtime=runtime)
     asyncio.run(serve(backend))
