@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from oh.mcp import tools
-from oh.mcp.backend import shell_key
+from oh.mcp.backend import Backend, shell_key
 
 
 def test_actions_follow_the_protocol():
@@ -89,3 +89,8 @@ def test_missing_sdk_says_how_to_install(tmp_path):
     code = "import sys; sys.path.insert(0, %r); from oh.cli import main; sys.argv = ['oh', 'mcp']; main()" % str(tmp_path)
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert p.returncode == 1 and "oh-editor-runtime[mcp]" in p.stderr and p.stdout == ""
+
+
+def test_an_unexpanded_workspace_variable_falls_back_to_the_cwd(tmp_path):
+    assert Backend(workspace="${workspaceFolder}", cwd=str(tmp_path)).target == str(tmp_path.resolve())
+    assert Backend(workspace=str(tmp_path / "x"), cwd="/").target == str((tmp_path / "x").resolve())

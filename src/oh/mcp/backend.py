@@ -85,6 +85,11 @@ class Backend:
     def __init__(self, *, workspace: str | None = None, instance: str | None = None, start: bool = False,
                  runtime: str | None = None, cwd: str | None = None) -> None:
         self.cwd = os.path.realpath(cwd or os.getcwd())
+        if workspace and "${" in workspace:
+            # A client that does not expand ${workspaceFolder} (the entry `install` writes for VS Code and
+            # Cursor) passes it literally: the directory it started us in is the best guess left.
+            log.warning("--workspace %s was not expanded by the MCP client; using %s", workspace, self.cwd)
+            workspace = None
         self.target = os.path.realpath(workspace) if workspace else self.cwd
         self.instance = instance
         self.start = start
