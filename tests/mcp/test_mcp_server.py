@@ -245,3 +245,14 @@ async def test_one_shell_per_client_name_starting_in_the_servers_directory(oh):
     async with mcp_session(oh, cwd=sub, client="gemini-cli") as s:  # another client: its own shell
         r = await s.call_tool("run", {"command": "echo mark=$OH_MCP_MARK"})
         assert "mark=\n" in text_of(r)
+
+
+async def test_client_roots_find_the_backend_when_the_cwd_has_none(oh, tmp_path):
+    oh.start("local")
+    home = tmp_path / "desktop-app-cwd"  # desktop clients start servers in $HOME or /
+    home.mkdir()
+    async with mcp_session(oh, cwd=home, roots=[tmp_path / "unrelated", oh.workspace]) as s:
+        r = await s.call_tool("run", {"command": "pwd"})
+        assert not r.is_error and text_of(r).splitlines()[0] == str(oh.workspace.resolve()), text_of(r)
+        r = await s.call_tool("write", {"path": "via-roots.txt", "content": "ok"})
+        assert not r.is_error and (oh.workspace / "via-roots.txt").read_text() == "ok"

@@ -92,6 +92,8 @@ class Backend:
             workspace = None
         self.target = os.path.realpath(workspace) if workspace else self.cwd
         self.instance = instance
+        self.explicit = bool(workspace or instance)
+        self.roots = None  # async () -> list of root paths, set per call when the MCP client offers roots
         self.start = start
         self.runtime = runtime
         self.client_name = "mcp"
@@ -152,8 +154,29 @@ class Backend:
             raise NoBackend(no_backend_message(self.target, can_start=self.start))
         return session
 
+    async def _target_from_roots(self) -> None:
+        """No backend serves our directory: try the client's roots (MCP ``roots/list``).
+
+        Some clients start servers in $HOME or / (desktop apps) but tell their open folders as roots;
+        the first root a backend serves becomes the target. A flag or a served cwd always wins.
+        """
+        if self.explicit or self.roots is None or await asyncio.to_thread(self._find) is not None:
+            return
+        from ..launcher import sessions
+
+        try:
+            paths = await asyncio.wait_for(self.roots(), 5)
+        except Exception as exc:  # noqa: BLE001 - roots are a fallback: a failure leaves the target as it was
+            log.debug("roots/list failed: %s", exc)
+            return
+        for path in paths:
+            if await asyncio.to_thread(sessions.for_workspace, path) is not None:
+                self.target = os.path.realpath(path)
+                return
+
     # ------------------------------------------------------------------ connection
     async def _connect(self) -> Client:
+        await self._target_from_roots()
         for attempt in (0, 1):
             session = await asyncio.to_thread(self._locate)
             roots = [session.workspace, *(getattr(session, "allowed_roots", None) or [])]

@@ -47,6 +47,28 @@ def _client_name(ctx: Any) -> str | None:
     return None
 
 
+def _roots_provider(ctx: Any):
+    """An async function listing the client's root directories, or None when it declares no roots."""
+    try:
+        if not ctx.session.check_client_capability(types.ClientCapabilities(roots=types.RootsCapability())):
+            return None
+    except Exception:  # noqa: BLE001 - no capability information: no roots
+        return None
+
+    async def roots() -> list[str]:
+        from urllib.parse import unquote, urlparse
+
+        result = await ctx.session.list_roots()
+        paths = []
+        for root in result.roots:
+            uri = urlparse(str(root.uri))
+            if uri.scheme == "file" and uri.netloc in ("", "localhost"):
+                paths.append(unquote(uri.path))
+        return paths
+
+    return roots
+
+
 def to_mcp(result: tools.ToolResult) -> types.CallToolResult:
     content: list[Any] = []
     if result.image is not None:
@@ -86,6 +108,7 @@ def build_server(backend: Backend) -> Server:
 
     async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
         backend.set_client_name(_client_name(ctx))
+        backend.roots = _roots_provider(ctx)
         return to_mcp(await call(backend, params.name, params.arguments))
 
     server = Server("oh", version=__version__, title="oh: act in the user's editor", instructions=INSTRUCTIONS,
