@@ -199,3 +199,56 @@ async def test_headless_editor_keeps_a_shell_per_agent_and_kills_it_on_agent_gon
     finally:
         await b.stop("test")
         await asyncio.wait_for(task, 10)
+
+
+async def test_an_editor_on_the_root_folder_serves_and_relative_folders_are_refused(make_backend, workspace):
+    b = await make_backend("vscode", editor_timeout=5)
+    async with EchoEditor(b.port, TOKEN, ["/"]) as ed:
+        ws = await agent(b)
+        obs = await ask(ws, "read", path="x.txt")
+        assert obs["content"] == f"echo:{workspace / 'x.txt'}"  # served ("/" used to become "//")
+        await ws.close()
+    async with connect(url(b) + "/v1/editor", additional_headers={"Authorization": f"Bearer {TOKEN}"}) as ed:
+        await ed.send(json.dumps({"type": "register", "protocol": 1, "workspace_folders": ["."]}))
+        answer = json.loads(await ed.recv())
+        assert answer["error_id"] == "BAD_REQUEST" and "absolute" in answer["message"]
+
+
+@pytest.mark.parametrize("runtime", ["local", "vscode"])
+async def test_a_shared_shell_survives_its_agent_leaving_mid_command(make_backend, workspace, runtime):
+    b = await make_backend(runtime)
+    editor = task = None
+    if runtime == "vscode":
+        editor = HeadlessEditor(url(b), TOKEN, str(workspace), session=b.instance_id)
+        ready = asyncio.Event()
+        task = asyncio.create_task(editor.serve(ready))
+        await asyncio.wait_for(ready.wait(), 10)
+    try:
+        ws = await agent(b, **{"X-OH-Shell": "team"})
+        await ask(ws, "run", command="export STATE=kept")
+        await ws.send(json.dumps({"id": 999, "action": "run", "args": {"command": "sleep 30; echo late", "blocking": True}}))
+        await asyncio.sleep(0.3)
+        await ws.close()  # leaves while the command runs: the work stops, the shell stays
+        ws = await agent(b, **{"X-OH-Shell": "team"})
+        for _ in range(100):
+            obs = await ask(ws, "run", command='echo "[$STATE]"')
+            if obs["observation"] == "run":
+                break
+            assert obs["extras"]["error_id"] == "BUSY"
+            await asyncio.sleep(0.05)
+        assert obs["content"] == "[kept]\n"
+        await ws.close()
+    finally:
+        if task is not None:
+            await b.stop("test")
+            await asyncio.wait_for(task, 10)
+
+
+async def test_vscode_runtime_long_names_are_tool_errors(make_backend, workspace):
+    b = await make_backend("vscode")
+    async with EchoEditor(b.port, TOKEN, [str(workspace)]) as ed:
+        ws = await agent(b)
+        obs = await ask(ws, "read", path="d/" + "n" * 256)
+        assert obs["extras"]["error_id"] == "TOOL_ERROR" and "File name too long" in obs["content"]
+        assert ed.received == []
+        await ws.close()

@@ -25,8 +25,10 @@ async def test_reset_kills_what_runs_and_gives_a_fresh_shell_in_the_workdir(h: H
     obs = await h.run("", reset=True)
     assert code(obs) == 0 and obs["content"] == "Terminal session has been reset."
     assert meta(obs)["working_dir"] == str(workspace)
+    new_pid = meta(obs)["pid"]
+    assert new_pid > 0 and new_pid != old_pid
     obs = await h.run('echo "[$KEEP]"; pwd')
-    assert obs["content"] == f"[]\n{workspace}\n" and meta(obs)["pid"] != old_pid
+    assert obs["content"] == f"[]\n{workspace}\n" and meta(obs)["pid"] == new_pid
     await asyncio.sleep(2.3)
     assert not marker.exists()  # the background job died with the old shell's process group
 
@@ -175,6 +177,8 @@ async def test_base64_read_and_write(rt: LocalRuntime, workspace):
     assert obs["extras"]["error_id"] == "TOOL_ERROR" and "base64" in obs["content"]
     obs = await rt.execute(act("read", path="img.png", encoding="auto"), "a")
     assert obs["observation"] == "error"
+    obs = await rt.execute(act("edit", path="img.png", command="view"), "a")
+    assert obs["extras"]["error_id"] == "TOOL_ERROR" and "is an image" in obs["content"] and "base64" in obs["content"]
     (workspace / "t.txt").write_text("plain\n")
     obs = await rt.execute(act("read", path="t.txt"), "a")
     assert set(obs["extras"]) == {"path", "impl_source"}  # extras keys only when asked

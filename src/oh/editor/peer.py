@@ -126,7 +126,8 @@ class HeadlessEditor:
             # leave its command running in this editor's shell for ever (e.g. `sleep 1000` of an
             # agent that was killed). Like the local runtime when an agent leaves: the shell and
             # its process group are killed; the next `run` gets a fresh shell.
-            if action.kind == "run":
+            # (A shared X-OH-Shell terminal keeps its state: the runtime interrupted the command.)
+            if action.kind == "run" and ctx.shell == ctx.id:
                 await self.runtime.close_shell(ctx.shell_key)
             return
         except Exception as exc:  # noqa: BLE001

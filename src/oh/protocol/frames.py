@@ -5,6 +5,7 @@ Pure. Control frames carry a ``type`` key; OpenHands events carry ``action``/``o
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -68,6 +69,10 @@ def parse_registration(obj: dict[str, Any], instance_id: str) -> Registration:
     folders = obj.get("workspace_folders")
     if not isinstance(folders, list) or not all(isinstance(f, str) and f for f in folders) or len(folders) > 256:
         raise RegistrationError("BAD_REQUEST", "register.workspace_folders must be a list of absolute paths.")
+    relative = [f for f in folders if not os.path.isabs(f) or "\x00" in f]
+    if relative:
+        # A relative folder would be resolved against the backend's cwd, not the editor's (issue 9 #11).
+        raise RegistrationError("BAD_REQUEST", f"register.workspace_folders must be absolute paths (got {relative[0][:80]!r}).")
     session = obj.get("session")
     if session is not None and not isinstance(session, str):
         raise RegistrationError("BAD_REQUEST", "register.session must be a string or null.")

@@ -50,7 +50,7 @@ class VscodeRuntime(Runtime):
                 return real
         return self.workspace
 
-    def _absolute(self, action: Action, ctx: AgentContext) -> dict[str, Any] | str:
+    def _absolute(self, action: Action, ctx: AgentContext) -> dict[str, Any] | str:  # or an error observation
         """The frame for the editor: relative ``path``/``cwd`` made absolute against the agent's
         working directory, the ``agent`` field attached; or the refused path (PATH_DENIED).
 
@@ -62,6 +62,8 @@ class VscodeRuntime(Runtime):
         key = "cwd" if action.kind == "run" else "path"
         raw_path = args.get(key) if action.kind == "run" else action.path
         if raw_path:
+            if any(len(os.fsencode(part)) > 255 for part in raw_path.split("/")):
+                return error_observation(action.id, ErrorId.TOOL_ERROR, f"File name too long: a component of {raw_path[:120]}... is over 255 bytes.")
             expanded = os.path.expanduser(raw_path)
             joined = os.path.normpath(expanded if os.path.isabs(expanded) else os.path.join(workdir, expanded))
             if not any(_inside(os.path.realpath(joined), r) for r in self.roots):
@@ -76,6 +78,8 @@ class VscodeRuntime(Runtime):
     async def execute(self, action: Action, agent: Hashable) -> dict[str, Any]:
         ctx = as_context(agent)
         frame = self._absolute(action, ctx)
+        if isinstance(frame, dict) and frame.get("observation") == "error":
+            return frame
         if isinstance(frame, str):
             what = "The working directory" if action.kind == "run" else "Path"
             return error_observation(

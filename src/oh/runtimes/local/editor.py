@@ -41,6 +41,7 @@ DIR_CLIPPED = (
     "You should use `ls -la` instead to view large directories incrementally.</NOTE>"
 )
 CLIPPED_NOTE = FILE_CLIPPED
+IMAGE_EXTENSIONS = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp"}  # the SDK's list
 
 
 def clip(text: str, limit: int, notice: str) -> str:
@@ -211,6 +212,12 @@ class FileEditor:
                 )
             return self._result(self._list_dir(rp, policy))
         require_regular(rp.shown, st, "view")
+        if os.path.splitext(rp.shown)[1].lower() in IMAGE_EXTENSIONS:
+            # The SDK answers with image content, which an edit observation cannot carry: say how to get it.
+            raise ToolError(
+                f"The file {rp.shown} is an image; get its bytes with the read action and args.encoding \"base64\" "
+                "(the observation then names its mime_type)."
+            )
         text, _ = self._read(rp)
         if not view_range:
             return self._result(cat_n_output(text, rp.shown, 1))

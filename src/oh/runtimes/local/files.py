@@ -15,6 +15,7 @@ from . import encoding as encodings
 from .paths import ResolvedPath, not_found, refuse_hard_link, require_regular, stat_or_none
 
 MAX_READ_BYTES = 256 * 1024 * 1024  # bigger files are refused (TOOL_ERROR), never half-read
+MAX_BASE64_BYTES = 64 * 1024 * 1024  # 85 MiB once base64-encoded: fits the 128 MiB frame limit
 BINARY_SNIFF = 8192
 
 
@@ -154,7 +155,7 @@ def read_file(
     over ``start``/``end``. ``encoding: base64``: the whole file's bytes (ranges ignored), with
     ``encoding`` and ``mime_type`` extras -- only then, OpenHands refuses unknown extras."""
     if encoding == "base64":
-        data = read_bytes(rp)
+        data = read_bytes(rp, MAX_BASE64_BYTES)
         mime = mimetypes.guess_type(rp.shown)[0] or "application/octet-stream"
         return base64.b64encode(data).decode("ascii"), {"encoding": "base64", "mime_type": mime}
     text = read_text(rp)

@@ -36,7 +36,7 @@ import socket
 import time
 from typing import Any
 
-from ...protocol.errors import ErrorId
+from ...protocol.errors import ErrorId, ToolError
 from ...protocol.events import MAX_OUTPUT_CAP, Action, error_observation, run_observation
 from .shell import BashShell, Command, encode
 
@@ -47,6 +47,7 @@ WAIT_HINT = (
     "before sending your new command, or use the timeout parameter for future commands."
 )
 RESET_TEXT = "Terminal session has been reset."
+EXPORT_TIMEOUT = 10.0
 NO_OUTPUT_TEXT = "No previous running command to retrieve logs from."
 NO_INPUT_TEXT = "No previous running command to interact with."
 
@@ -178,7 +179,12 @@ class Terminal:
                 return self._busy(action)
             await self.reset()
             if command.strip() == "":
-                return self._obs(action, RESET_TEXT, 0, self.workspace, pid=-1)
+                self._claimed = True
+                try:
+                    await self._ensure_shell()  # the fresh shell exists now: its pid is in the metadata
+                finally:
+                    self._claimed = False
+                return self._obs(action, RESET_TEXT, 0, self.workspace)
             reset_note = RESET_TEXT + "\n\n"
         if action.is_input:
             return await self._input(action)
@@ -203,16 +209,31 @@ class Terminal:
             cmd = shell.submit(text, limit=self._limit(action))
         finally:
             self._claimed = False
-        async with self._waiter:
-            return await self._wait(action, cmd, prefix=reset_note + note)
+        try:
+            async with self._waiter:
+                return await self._wait(action, cmd, prefix=reset_note + note)
+        except asyncio.CancelledError:
+            # The action was cancelled (agent gone, deadline passed): stop the work it started, as
+            # an editor does on `cancel` (C-c). A private shell is killed right after anyway; a
+            # shared one keeps its state for the next agent.
+            if not cmd.done and self.shell is shell:
+                shell.interrupt()
+            raise
 
     async def _export(self, shell: BashShell, env: dict[str, str]) -> None:
         """Export ``env`` in the shell (persists there). Sent through the command pipe, never argv."""
         text = "\n".join(f"builtin export {name}={shlex.quote(value)}" for name, value in env.items())
         cmd = shell.submit(text, internal=True)
+        deadline = time.monotonic() + EXPORT_TIMEOUT  # builtins only: done at once unless the shell is wedged
         while not cmd.done:
             cmd.changed.clear()
-            await cmd.changed.wait()
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.shell = None
+                await shell.kill()
+                raise ToolError(f"The shell did not take the environment variables within {EXPORT_TIMEOUT:g} s; it was restarted. Run the command again.")
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(cmd.changed.wait(), remaining)
         shell._idle.add(cmd.take_output())  # a background job's output belongs to the next command
 
     def _busy(self, action: Action) -> dict[str, Any]:
