@@ -88,7 +88,7 @@ def test_missing_sdk_says_how_to_install(tmp_path):
     (tmp_path / "mcp" / "__init__.py").write_text("raise ImportError('No module named mcp', name='mcp')\n")
     code = "import sys; sys.path.insert(0, %r); from oh.cli import main; sys.argv = ['oh', 'mcp']; main()" % str(tmp_path)
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
-    assert p.returncode == 1 and "oh-editor-runtime[mcp]" in p.stderr and p.stdout == ""
+    assert p.returncode == 1 and f"{sys.executable} -m pip install 'mcp" in p.stderr and "[mcp]" in p.stderr and p.stdout == ""
 
 
 def test_an_unexpanded_workspace_variable_falls_back_to_the_cwd(tmp_path):

@@ -12,10 +12,15 @@ import typer
 
 from ._common import ERROR, USAGE, complete_instances, complete_runtimes, die, err
 
-INSTALL_HINT = (
-    "The MCP server needs the `mcp` package: pip install 'oh-editor-runtime[mcp]' "
-    "(pipx: pipx inject oh-editor-runtime mcp tomlkit)."
-)
+def _install_hint() -> str:
+    import sys
+
+    # Name this interpreter: the packages must land in the environment `oh` runs from.
+    return (
+        f"The MCP server needs the `mcp` package in oh's environment: {sys.executable} -m pip install 'mcp>=2.3,<3' tomlkit "
+        "(the extra `oh-editor-runtime[mcp]`; with pipx: pipx inject oh-editor-runtime mcp tomlkit)."
+    )
+
 CLIENT_HELP = "claude, codex, gemini, vscode or cursor."
 
 app = typer.Typer(
@@ -51,7 +56,7 @@ def serve(
     except ImportError as exc:
         if getattr(exc, "name", "") and not str(exc.name).startswith(("mcp", "mcp_types")):
             raise
-        die(f"cannot start the MCP server: {exc}.", ERROR, INSTALL_HINT)
+        die(f"cannot start the MCP server: {exc}.", ERROR, _install_hint())
     server.main(workspace=workspace, instance=instance, start=start, runtime=runtime)
 
 
@@ -99,4 +104,4 @@ def install(
     try:
         import mcp  # noqa: F401
     except ImportError:
-        err(INSTALL_HINT)
+        err(_install_hint())
