@@ -51,6 +51,8 @@ def serve(
     """
     if ctx.invoked_subcommand is not None:
         return
+    if runtime is not None and runtime not in ("local", "vscode"):
+        die(f"--runtime must be local or vscode, not {runtime!r}.", USAGE)
     try:
         from ..mcp import server
     except ImportError as exc:
