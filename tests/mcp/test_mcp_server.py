@@ -6,6 +6,8 @@ import asyncio
 import base64
 import json
 import struct
+import subprocess
+import sys
 import zlib
 
 import pytest
@@ -256,3 +258,23 @@ async def test_client_roots_find_the_backend_when_the_cwd_has_none(oh, tmp_path)
         assert not r.is_error and text_of(r).splitlines()[0] == str(oh.workspace.resolve()), text_of(r)
         r = await s.call_tool("write", {"path": "via-roots.txt", "content": "ok"})
         assert not r.is_error and (oh.workspace / "via-roots.txt").read_text() == "ok"
+
+
+async def test_runtime_vscode_through_the_headless_editor(oh):
+    """The editor leg (`oh attach`, the extension's conformance peer): same tools, same results."""
+    oh.start("vscode", None, "--editor-timeout", "20")
+    editor = subprocess.Popen([sys.executable, "-m", "oh", "attach"], cwd=oh.workspace, env=oh.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        async with mcp_session(oh, client="cursor") as s:
+            r = await s.call_tool("edit", {"command": "create", "path": "hello.py", "file_text": "print('hi')\n"})
+            assert not r.is_error, text_of(r)
+            r = await s.call_tool("run", {"command": "python3 hello.py; exit 4"})
+            assert r.is_error and r.structured_content["exit_code"] == 4 and "hi" in text_of(r)
+            r = await s.call_tool("read", {"path": "hello.py"})
+            assert text_of(r) == "print('hi')\n"
+    finally:
+        editor.terminate()
+        try:
+            editor.wait(10)
+        except subprocess.TimeoutExpired:
+            editor.kill()
