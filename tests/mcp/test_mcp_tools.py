@@ -94,3 +94,15 @@ def test_missing_sdk_says_how_to_install(tmp_path):
 def test_an_unexpanded_workspace_variable_falls_back_to_the_cwd(tmp_path):
     assert Backend(workspace="${workspaceFolder}", cwd=str(tmp_path)).target == str(tmp_path.resolve())
     assert Backend(workspace=str(tmp_path / "x"), cwd="/").target == str((tmp_path / "x").resolve())
+
+
+def test_long_reads_are_cut_at_a_line_end_with_where_to_read_on():
+    text = "".join(f"line {i:06d}\n" for i in range(1, 20001))  # 12 chars a line, 240,000 in all
+    r = tools.to_result("read", {"observation": "read", "content": text, "extras": {"path": "/ws/big"}}, {"args": {"view_range": [101, -1]}})
+    assert r.structured["truncated"] is True and r.structured["total_chars"] == len(text)
+    last = r.structured["last_line"]
+    body, note = r.text.rsplit("\n[Cut here", 1)
+    assert body.endswith(f"line {last - 100:06d}\n") and f"view_range [{last + 1}, -1]" in note
+    assert len(r.text) <= tools.READ_LIMIT + 300
+    small = tools.to_result("read", {"observation": "read", "content": "x\n", "extras": {"path": "/ws/s"}})
+    assert small.text == "x\n" and "truncated" not in small.structured

@@ -85,7 +85,7 @@ async def call(backend: Backend, name: str, arguments: Any) -> tools.ToolResult:
         await backend.client()
         action = tools.build_action(name, arguments, backend.base_dir)
         obs = await backend.send(action)
-        return tools.to_result(name, obs)
+        return tools.to_result(name, obs, action)
     except tools.ArgumentError as exc:
         return tools.error_result(str(exc), "BAD_ARGUMENTS")
     except NoBackend as exc:

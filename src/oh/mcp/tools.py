@@ -47,7 +47,7 @@ The shell persists between calls: `cd`, exported variables and activated virtual
 
 READ_DESCRIPTION = """Read a file through oh (in VS Code: the editor's current content, unsaved changes included).
 
-Returns the raw text (no line numbers; use the `edit` tool's `view` command for numbered lines or a directory listing). `view_range` limits it to some lines.
+Returns the raw text (no line numbers; use the `edit` tool's `view` command for numbered lines or a directory listing). `view_range` limits it to some lines; a text over 80,000 characters is cut at a line end with a note saying which view_range reads on.
 Images and other binary files: pass `encoding: "base64"`; images come back as image content you can see, other files as base64 text (structuredContent has `mime_type`)."""
 
 WRITE_DESCRIPTION = """Write a whole file through oh (created or replaced, atomically; parent directories are created).
@@ -286,8 +286,8 @@ def _edit_args(a: dict[str, Any], path: str) -> dict[str, Any]:
 _RUNNING = re.compile(r"still running|no new output", re.I)
 
 
-def to_result(name: str, obs: dict[str, Any]) -> ToolResult:
-    """An observation (the dict the backend answered) as the tool's result."""
+def to_result(name: str, obs: dict[str, Any], action: dict[str, Any] | None = None) -> ToolResult:
+    """An observation (the dict the backend answered) as the tool's result (``action``: what was asked)."""
     kind = obs.get("observation")
     content = obs.get("content") or ""
     extras = obs.get("extras") or {}
@@ -297,7 +297,8 @@ def to_result(name: str, obs: dict[str, Any]) -> ToolResult:
     if kind == "run":
         return _run_result(content, extras)
     if kind == "read":
-        return _read_result(content, extras)
+        view_range = ((action or {}).get("args") or {}).get("view_range")
+        return _read_result(content, extras, view_range[0] if view_range else 1)
     if kind == "write":
         path = extras.get("path", "")
         return ToolResult(f"Wrote {path}.", {"path": path})
@@ -329,7 +330,12 @@ def _run_result(content: str, extras: dict[str, Any]) -> ToolResult:
     return ToolResult(text + sep + trailer, structured, is_error=is_error)
 
 
-def _read_result(content: str, extras: dict[str, Any]) -> ToolResult:
+# Text reads longer than this are cut at a line end, saying how to read on: MCP clients refuse or
+# truncate large results (Claude Code: 25,000 tokens by default), and a silent cut would mislead.
+READ_LIMIT = 80_000
+
+
+def _read_result(content: str, extras: dict[str, Any], first_line: int = 1) -> ToolResult:
     path = extras.get("path", "")
     if extras.get("encoding") == "base64":
         mime = extras.get("mime_type") or "application/octet-stream"
@@ -338,6 +344,12 @@ def _read_result(content: str, extras: dict[str, Any]) -> ToolResult:
         if mime.startswith("image/"):
             return ToolResult(f"Image {path} ({mime}, {size} bytes).", structured, image=(content, mime))
         return ToolResult(content, structured)
+    if len(content) > READ_LIMIT:
+        cut = content.rfind("\n", 0, READ_LIMIT) + 1 or READ_LIMIT
+        last = max(first_line, 1) + content.count("\n", 0, cut) - 1
+        note = (f"\n[Cut here: this read has {len(content)} characters, more than the {READ_LIMIT} a result carries. "
+                f"Lines up to {last} are above; read on with view_range [{last + 1}, -1].]")
+        return ToolResult(content[:cut] + note, {"path": path, "truncated": True, "last_line": last, "total_chars": len(content)})
     return ToolResult(content, {"path": path})
 
 
