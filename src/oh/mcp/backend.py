@@ -142,8 +142,9 @@ class Backend:
             raise NoBackend(f"Cannot start a backend for {self.target}: {exc.message} Run `oh doctor`.") from None
         except Exception as exc:  # noqa: BLE001 - token store failures and the like: say what happened
             raise NoBackend(f"Cannot start a backend for {self.target}: {exc}. Run `oh doctor`.") from None
-        log.warning("started backend %s (runtime %s) for %s; stop it with `oh stop %s`",
-                    started.session.instance_id, started.session.runtime, started.session.workspace, started.session.instance_id)
+        log.warning("started backend %s (runtime %s) for %s; stop it with `oh stop %s`%s",
+                    started.session.instance_id, started.session.runtime, started.session.workspace, started.session.instance_id,
+                    " (runtime local has NO sandbox: actions run on this machine as you)" if started.session.runtime == "local" else "")
         return started.session
 
     def _locate(self):
