@@ -11,7 +11,7 @@ import os
 import typer
 
 from . import __version__
-from .commands import agent, attach, completions, config, doctor, logs, start, status, stop, token
+from .commands import agent, attach, completions, config, doctor, logs, mcp, start, status, stop, token
 from .commands._common import EXIT_CODES_HELP
 
 
@@ -80,6 +80,7 @@ app.command()(doctor.doctor)
 app.add_typer(token.app, name="token")
 app.add_typer(config.app, name="config")
 app.add_typer(completions.app, name="completions")
+app.add_typer(mcp.app, name="mcp")
 
 
 def main() -> None:
