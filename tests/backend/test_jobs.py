@@ -24,7 +24,7 @@ from .test_agents_wave2 import agent, ask, url
 
 
 async def _headless(b, workspace):
-    editor = HeadlessEditor(url(b), TOKEN, str(workspace), session=b.instance_id)
+    editor = HeadlessEditor(url(b), b.editor_token, str(workspace), session=b.instance_id)
     ready = asyncio.Event()
     task = asyncio.create_task(editor.serve(ready))
     await asyncio.wait_for(ready.wait(), 10)
@@ -165,7 +165,7 @@ async def test_killing_the_editor_process_marks_its_jobs_lost_and_a_wait_returns
 
 async def test_an_editor_without_the_capabilities_gets_no_job_ops(make_backend, workspace):
     b = await make_backend("vscode", editor_timeout=5)
-    async with EchoEditor(b.port, TOKEN, [str(workspace)]) as ed:
+    async with EchoEditor(b.port, b.editor_token, [str(workspace)]) as ed:
         ws = await agent(b)
         for kind, args, cap in (
             ("job", {"op": "list"}, "job"),
