@@ -42,6 +42,11 @@ def test_background_job_wait_output_and_list(oh, backend):
     assert obs["extras"]["next_offset"] == 13 and obs["extras"]["eof"] is True
     table = oh("jobs", check=0).stdout
     assert jid in table and "FAILED" in table and "exit 5" in table
+    oh("run", "--", "echo unrelated", check=0)
+    time.sleep(0.6)  # the trace is flushed every 0.25 s
+    log = oh("logs", "--job", jid, "-n", "0", check=0).stdout
+    assert "job_started" in log and "job_finished" in log and "unrelated" not in log
+    assert all(jid in line for line in log.splitlines())
 
 
 @pytest.mark.slow

@@ -103,6 +103,7 @@ def logs(
     follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new records until Ctrl-C (or the backend stops)."),
     lines: int = typer.Option(50, "--lines", "-n", min=0, help="Show the last N records (0 = all)."),
     json_: bool = typer.Option(False, "--json", help="Raw JSONL records."),
+    job: Optional[str] = typer.Option(None, "--job", help="Only the records of this job id (its run, job actions, job_started/job_finished)."),
 ) -> None:
     """Show a backend's trace: every action with its outcome, exit code and duration (never file contents).
 
@@ -117,6 +118,8 @@ def logs(
             pos = f.tell()
     except FileNotFoundError:
         tail, pos = [], 0
+    if job:  # the trace is compact JSON: `"job_id":"j3"` appears verbatim in that job's records
+        tail = [line for line in tail if f'"job_id":"{job}"' in line]
     for line in tail[-lines:] if lines else tail:
         _emit(line, json_)
     if not follow:
@@ -141,7 +144,8 @@ def logs(
                 partial += chunk
                 *complete, partial = partial.split("\n")
                 for line in complete:
-                    _emit(line, json_)
+                    if not job or f'"job_id":"{job}"' in line:
+                        _emit(line, json_)
             elif session is not None and not sessions.is_alive(session):
                 print(f"oh logs: backend {session.instance_id} stopped", file=sys.stderr)
                 return
