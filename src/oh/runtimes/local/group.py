@@ -306,7 +306,7 @@ class ShellGroup:
         for started, jid, term in self._running_foreground():
             cmd = term.running
             records.append({
-                "job_id": jid, "command": cmd.text, "cwd": term._cwd(), "state": RUNNING,
+                "job_id": jid, "command": cmd.command, "cwd": term._cwd(), "state": RUNNING,
                 "exit_code": None, "pid": term.shell.pid if term.shell else -1, "background": False,
                 "duration_s": round(time.monotonic() - started, 3),
             })

@@ -87,6 +87,7 @@ class Command:
 
     def __init__(self, text: str, limit: int, internal: bool = False) -> None:
         self.text = text
+        self.command = text  # the agent's command as sent (``text`` may carry a `cd` prefix)
         self.internal = internal
         self.limit = limit
         self.buffer = OutputBuffer(limit)

@@ -234,6 +234,7 @@ class Terminal:
             cmd = shell.submit(text, limit=self._limit(action))
             cmd.job_id = job_id
             cmd.sink = sink
+            cmd.command = action.command
         finally:
             self._claimed = False
         return cmd, shell, note
