@@ -59,6 +59,7 @@ class HeadlessEditor:
             shells, retention = KEYS["max_shells"].default, KEYS["job_retention"].default
         rt = LocalRuntime(self.workspace, roots, max_shells=shells, job_retention=retention)
         rt.on_job_event = self._job_event
+        rt.backend_names_jobs = True
         return rt
 
     def _job_event(self, name: str, job: dict[str, Any]) -> None:

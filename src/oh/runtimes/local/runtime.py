@@ -78,6 +78,9 @@ class LocalRuntime(Runtime):
         self._spool_root = Path(spool_dir) if spool_dir is not None else None
         self._spool_dir: Path | None = None
         self._job_ids = itertools.count(1)
+        # True in the headless editor: the backend names commands (top-level job_id); agents talking
+        # to a local backend directly do not get to pick ids.
+        self.backend_names_jobs = False
         # Called with ("job_started" | "job_finished", job record + shell + agent_id): the backend
         # tells monitors and the trace; the headless editor tells the backend.
         self.on_job_event: Callable[[str, dict[str, Any]], None] | None = None
@@ -134,7 +137,7 @@ class LocalRuntime(Runtime):
     def new_job_id(self, action: Action | None = None) -> str:
         """A fresh command id; on the editor leg the backend names it (top-level ``job_id``) so ids
         stay unique across editors (docs/protocol.md §4)."""
-        given = action.raw.get("job_id") if action is not None else None
+        given = action.raw.get("job_id") if action is not None and self.backend_names_jobs else None
         if isinstance(given, str) and JOB_ID.match(given) and not any(given in g.jobs or given in g.extras for g in self._terminals.values()):
             return given
         return f"j{next(self._job_ids)}"
