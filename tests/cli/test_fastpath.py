@@ -183,3 +183,54 @@ def test_backend_killed_mid_command_gives_a_reason(oh):
         proc.kill()
     assert proc.returncode == 5
     assert "None" not in err and "closed the connection" in err and "oh status" in err
+
+
+@needs_local_runtime
+def test_a_loose_oh_directory_is_left_to_the_full_cli(oh):
+    """Issue 9 #1: a group/world-writable oh directory may hold a planted session and token; the
+    fast path never reads one (the full CLI, which owns those checks, decides)."""
+    import subprocess
+    import sys
+
+    oh.start("local")
+
+    def fast_path_taken() -> bool:
+        proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "oh", "run", "--", "true"], env=oh.env, cwd=oh.workspace,
+                              capture_output=True, text=True, timeout=30)
+        return "oh.commands.agent" not in proc.stderr and "oh.fastpath.verbs" in proc.stderr
+
+    assert fast_path_taken()
+    for target in (oh.home, oh.home / "sessions"):
+        mode = target.stat().st_mode & 0o777
+        target.chmod(0o777)
+        try:
+            assert not fast_path_taken(), target
+        finally:
+            target.chmod(mode)
+    session = oh.session_file(oh.started[0]["instance_id"])
+    session.chmod(0o666)
+    try:
+        assert not fast_path_taken()
+    finally:
+        session.chmod(0o600)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="the fast discovery is Linux-only (else the full CLI runs)")
+@pytest.mark.parametrize("env", [{"XDG_STATE_HOME": "/x/state"}, {"XDG_STATE_HOME": ""}, {"XDG_STATE_HOME": "relative/dir"}, {"OH_HOME": "/o/h"}])
+def test_fast_state_dir_matches_the_paths_module(monkeypatch, tmp_path, env):
+    from oh.config import paths
+    from oh.fastpath import discover
+
+    monkeypatch.delenv("OH_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    assert discover.state_dir() == str(paths.state_dir())
+
+
+def test_fast_pid_start_time_matches_psutil():
+    from oh.fastpath import discover
+
+    for proc in (psutil.Process(), psutil.Process(1)):
+        assert abs(discover.start_time(proc.pid) - proc.create_time()) < 0.05
+    assert discover.start_time(2**22 + 11) is None

@@ -74,7 +74,9 @@ def live_sessions() -> list[dict] | None:
         return None
     directory = os.path.join(base, "sessions")
     try:
-        if not _private(os.stat(directory)):
+        # Someone else's (or a world-writable) oh directory could hold a planted token (issue 9 #1):
+        # only our own private directories are read here; the full CLI explains anything else.
+        if not _private(os.stat(base)) or not _private(os.stat(directory)):
             return None
         entries = [e for e in os.scandir(directory) if e.name.endswith(".json") and not e.name.startswith(".")]
     except FileNotFoundError:

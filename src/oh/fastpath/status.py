@@ -113,7 +113,7 @@ def render_text(rows: list[dict]) -> str:
         lines.append(f"  agents     {len(agents)}" + (f" ({', '.join(a.get('name', '?') for a in agents)})" if agents else ""))
         st = d.get("stats") or {}
         if st:
-            lines.append(f"  actions    {st.get('done', 0)} done, {st.get('pending', 0)} pending, {st.get('errors', 0)} errors")
+            lines.append(f"  actions    {st.get('done', 0)} done, {st.get('pending', 0)} pending, {st.get('errors', 0)} error{'' if st.get('errors', 0) == 1 else 's'}")
         if d.get("trace"):
             lines.append(f"  trace      {d['trace']}")
         if d.get("trace_warning"):

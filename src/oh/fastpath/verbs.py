@@ -12,7 +12,7 @@ import os
 import sys
 
 from . import fastjson, ws
-from .exits import ACTION_FAILED, AUTH, NO_EDITOR, TIMEOUT, UNREACHABLE, USAGE
+from .exits import ACTION_FAILED, AUTH, INTERRUPTED, NO_EDITOR, TIMEOUT, UNREACHABLE, USAGE
 
 CLI_SHELL = "cli"  # SPEC-wave2 A: every `oh run` shares this shell/terminal
 
@@ -121,6 +121,10 @@ def exchange(session: dict, action: dict, *, shell: str | None = None) -> dict:
                 return obs
     except ws.WsError as exc:
         raise Failed(str(exc) + ".", UNREACHABLE, hint_status) from None
+    except KeyboardInterrupt:
+        if shell:  # the command goes on in the shared shell: say how to reach it
+            raise Failed("interrupted; the command may still be running in the `oh run` shell: stop it with `oh run --interrupt`.", INTERRUPTED) from None
+        raise Failed("interrupted.", INTERRUPTED) from None
     except (ValueError, UnicodeDecodeError):
         raise Failed("the backend sent a frame that is not JSON.", UNREACHABLE, hint_status) from None
     finally:
