@@ -244,6 +244,8 @@ def run(session: dict, *, command: list[str], mode: str = "command", text: str |
             print_json(obs)
         elif refused == "BUSY":
             err("not run: a command is still running in the `oh run` shell. You can " + NEXT_STEPS + ".")
+        elif mode == "reset":  # only a backend from before `args.reset` answers a reset like this
+            err("this backend cannot reset the `oh run` shell (it predates --reset); restart it: `oh stop`, then `oh start`.")
         else:
             err("nothing is running in the `oh run` shell: there is no output to wait for and nothing to send input to.")
         return ACTION_FAILED
