@@ -18,6 +18,7 @@ import _socket as socket
 
 GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 MAX_HEAD = 64 * 1024  # an HTTP answer head larger than this is not our backend
+MAX_FRAME = 1 << 32  # 4 GiB: far above any observation (output is capped at 16 MiB), below a bogus length
 
 OP_CONT, OP_TEXT, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG = 0x0, 0x1, 0x2, 0x8, 0x9, 0xA
 
@@ -234,6 +235,9 @@ class Connection:
             n = int.from_bytes(self._read_exact(2), "big")
         elif n == 127:
             n = int.from_bytes(self._read_exact(8), "big")
+            if n > MAX_FRAME:
+                self._shutdown()
+                raise WsError("lost", f"the backend at {self.where} announced a {n}-byte frame (corrupt stream)")
         key = self._read_exact(4) if b1 & 0x80 else None
         payload = self._read_exact(n) if n else b""
         if key is not None:  # servers do not mask; tolerate it anyway
