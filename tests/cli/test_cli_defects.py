@@ -58,9 +58,10 @@ def test_read_write_edit_send_absolute_paths(oh, tmp_path):
 
 
 # ---------------------------------------------------------------------------- 20
-def test_run_without_an_editor_says_at_once_that_it_waits(oh):
+@pytest.mark.parametrize("verb", [("run", "--", "true"), ("read", "f.txt")], ids=["run", "read"])
+def test_without_an_editor_the_verbs_say_at_once_that_they_wait(oh, verb):
     oh.start("vscode", None, "--editor-timeout", "25")
-    proc = subprocess.Popen([sys.executable, "-m", "oh", "run", "--", "true"], env=oh.env, cwd=oh.workspace,
+    proc = subprocess.Popen([sys.executable, "-m", "oh", *verb], env=oh.env, cwd=oh.workspace,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         first = proc.stderr.readline()

@@ -100,8 +100,13 @@ def resolve(path: str, session: dict) -> str:
 
 
 # ---------------------------------------------------------------------------- the wire
-def exchange(session: dict, action: dict, *, shell: str | None = None) -> dict:
-    """Connect, send ``action`` (id 1), return its observation. Raises Failed."""
+def exchange(session: dict, action: dict, *, shell: str | None = None, announce: bool = True) -> dict:
+    """Connect, send ``action`` (id 1), return its observation. Raises Failed.
+
+    ``announce``: with runtime vscode and no editor connected, say at once that we wait (issue 9 #20).
+    """
+    if announce and session.get("runtime") == "vscode":
+        _wait_for_editor_note(session)
     headers = {"Authorization": f"Bearer {session['token']}", "X-OH-Client": "oh-cli", "User-Agent": "oh-cli"}
     if shell:
         headers["X-OH-Shell"] = shell
@@ -199,6 +204,13 @@ def _wait_for_editor_note(session: dict) -> None:
         wait = float(session.get("editor_timeout") or 30)
         err(f"no editor is connected to this backend (runtime vscode): waiting up to {wait:g} s for VS Code "
             f"to open {session['workspace']} with the oh extension... (Ctrl-C to give up)")
+        if not _on_path("code"):
+            sys.stderr.write("    `code` is not on PATH, so oh cannot open VS Code for you: open that folder in VS Code yourself.\n")
+
+
+def _on_path(program: str) -> bool:
+    """shutil.which without importing shutil (fnmatch, re...)."""
+    return any(os.access(os.path.join(d, program), os.X_OK) for d in os.environ.get("PATH", "").split(os.pathsep) if d)
 
 
 def run(session: dict, *, command: list[str], mode: str = "command", text: str | None = None, timeout: float | None = None,
@@ -235,9 +247,7 @@ def run(session: dict, *, command: list[str], mode: str = "command", text: str |
     action: dict = {"action": "run", "args": args}
     if timeout is not None:
         action["timeout"] = float(timeout)
-    if session.get("runtime") == "vscode" and not quiet and not json_:
-        _wait_for_editor_note(session)
-    obs = exchange(session, action, shell=CLI_SHELL)
+    obs = exchange(session, action, shell=CLI_SHELL, announce=not (quiet or json_))
     refused = _refusal(obs)
     if refused:
         if json_:
@@ -274,14 +284,14 @@ def read(session: dict, *, path: str, start: int = 0, end: int = -1, json_: bool
         raise Failed(f"--end must be greater than --start ({start}) or -1 for the end of the file (got {end}); --end is exclusive.", USAGE)
     action = {"action": "read", "args": {"path": resolve(path, session), "start": start, "end": end, "thought": "",
                                          "security_risk": -1, "impl_source": "oh_aci", "view_range": None}}
-    code = finish(exchange(session, action), json_)
+    code = finish(exchange(session, action, announce=not (quiet or json_)), json_)
     return code or 0
 
 
 def write(session: dict, *, path: str, content: str, json_: bool = False, quiet: bool = False) -> int:
     action = {"action": "write", "args": {"path": resolve(path, session), "content": content, "start": 0, "end": -1,
                                           "thought": "", "security_risk": -1}}
-    obs = exchange(session, action)
+    obs = exchange(session, action, announce=not (quiet or json_))
     code = finish(obs, json_, show_content=False)
     if code is not None:
         return code
@@ -308,5 +318,6 @@ def edit(session: dict, *, path: str, mode: str, create: str | None = None, repl
         args.update(command="insert", insert_line=insert[0], new_str=insert[1])
     elif mode == "undo":
         args["command"] = "undo_edit"
-    code = finish(exchange(session, {"action": "edit", "args": args}), json_, show_content=not (quiet and mode != "view"))
+    obs = exchange(session, {"action": "edit", "args": args}, announce=not (quiet or json_))
+    code = finish(obs, json_, show_content=not (quiet and mode != "view"))
     return code or 0
