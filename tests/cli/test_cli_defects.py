@@ -170,3 +170,19 @@ def test_help_speaks_plainly(oh):
     assert p.returncode == 2 and "'soon' is not a number" in p.stderr and "Input should" not in p.stderr
     p = oh("run", "--timeout", "0", "--", "true")
     assert p.returncode == 2 and "at least 0.001" in p.stderr
+
+
+def test_a_command_left_running_is_explained_for_a_person(oh):
+    """Soft timeout (no new output for 30 s): the backend's hint names agent tools; the CLI says what to type."""
+    hint = ("You may wait longer to see additional output by sending empty command '', send other commands to interact with the "
+            "current process, send keys to interrupt/kill the command, or use the timeout parameter in execute_bash for future commands.")
+
+    def still_running(action):
+        return run_observation(action["id"], action["args"]["command"], "partial output\n", -1, action["args"].get("cwd"),
+                               suffix=f"\n[The command has no new output after 30 seconds. {hint}]")
+
+    with _editor(oh, still_running):
+        p = oh("run", "--", "./server")
+    assert p.returncode == 124 and p.stdout == "partial output\n"
+    assert "no new output after 30 seconds" in p.stderr and "oh run --wait" in p.stderr and "oh run --interrupt" in p.stderr
+    assert "execute_bash" not in p.stderr and "empty command" not in p.stderr
