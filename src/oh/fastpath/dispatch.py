@@ -50,6 +50,11 @@ def main(argv: list[str]) -> int | None:
 def _verb(verb: str, opts: dict, pos: list[str]) -> int | None:
     from . import discover, verbs
 
+    try:
+        os.getcwd()
+    except OSError:  # deleted under us: neither path could resolve anything relative to it
+        verbs.err("the current directory no longer exists: `cd` to an existing one first.")
+        return 1
     session = discover.pick(opts.get("workspace"), opts.get("instance"))
     if session is None:
         return None
