@@ -115,7 +115,7 @@ def exchange(session: dict, action: dict, *, shell: str | None = None, announce:
         conn = ws.Connection.open(session["host"], int(session["port"]), "/v1/agent", headers)
     except ws.WsError as exc:
         if exc.kind == "auth":
-            raise Failed(f"{exc} (the token in its session file is stale).", AUTH, "Retry (the token may be mid-rotation), or see `oh doctor`.") from None
+            raise Failed(f"{exc}: the token in its session file is stale.", AUTH, "Retry (the token may be mid-rotation), or see `oh doctor`.") from None
         raise Failed(str(exc) + ".", UNREACHABLE, hint_status) from None
     action = dict(action, id=1)
     try:

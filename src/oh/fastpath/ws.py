@@ -137,8 +137,9 @@ class Connection:
                 body = _read_body(sock, head, rest)
                 text = body.decode("utf-8", "replace").strip().splitlines()
                 reason = text[0][:300] if text else ""
-                kind = "auth" if status == 401 else "refused"
-                raise WsError(kind, f"the backend at {where} refused the connection (HTTP {status})" + (f": {reason}" if reason else ""), status)
+                if status == 401:
+                    raise WsError("auth", f"the backend at {where} refused the token (HTTP 401)", status)
+                raise WsError("refused", f"the backend at {where} refused the connection (HTTP {status})" + (f": {reason}" if reason else ""), status)
             if _header(head, b"sec-websocket-accept") != _accept_key(key):
                 raise WsError("refused", f"the server at {where} answered the upgrade wrongly (not an oh backend?)")
             sock.settimeout(None)
