@@ -1,4 +1,4 @@
-"""Exit codes of every ``oh`` command (documented in `oh --help`, README and docs/_cli_notes.md).
+"""Exit codes of every ``oh`` command (documented in `oh --help` and the README, "Exit codes").
 
 Their one definition: ``oh.commands._common`` re-exports them; the fast path imports them from
 here without loading typer.
