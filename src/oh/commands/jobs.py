@@ -212,9 +212,24 @@ def poll(
 
 
 # ---------------------------------------------------------------- used by `oh run` / `oh write` / `oh stat`
-def start_background(line: str, cwd: Optional[str], workspace: Optional[str], instance: Optional[str], *, force: bool = False, json_: bool = False) -> int:
+def _where(session, path: Optional[str]) -> str:
+    """An absolute path as `oh run` sends it (relative ones from your cwd inside the workspace)."""
+    from dataclasses import asdict
+
+    from ..fastpath import verbs
+
+    s = asdict(session)
+    return verbs.resolve(path, s) if path else verbs.base_dir(s)
+
+
+def start_background(command: list, cwd: Optional[str], workspace: Optional[str], instance: Optional[str], *, force: bool = False, json_: bool = False) -> int:
     """``oh run --background -- CMD``: start the job in the `cli` shell; print its id; exit 0."""
-    obs = _call(workspace, instance, lambda c, s: c.run_background(line, cwd=cwd, force=force))
+    from ..fastpath.verbs import shell_quote
+
+    line = command[0] if len(command) == 1 else " ".join(shell_quote(w) for w in command)
+    if not line.strip():
+        die("give the command to start (e.g. `oh run --background -- npm run dev`).", 2)
+    obs = _call(workspace, instance, lambda c, s: c.run_background(line, cwd=_where(s, cwd), force=force))
     _refused(obs)
     if json_:
         print_json(dict(obs))
@@ -229,14 +244,14 @@ def start_background(line: str, cwd: Optional[str], workspace: Optional[str], in
     return 0
 
 
-def write_mode(path: str, content: str, mode: str, workspace: Optional[str], instance: Optional[str], *, json_: bool = False) -> int:
+def write_mode(path: str, content: str, mode: str, workspace: Optional[str], instance: Optional[str], *, json_: bool = False, quiet: bool = False) -> int:
     """``oh write --append/--create``: write through the backend in that mode; say what happened."""
-    from .agent import _resolve
-
-    obs = _call(workspace, instance, lambda c, s: c.write_file(_resolve(path, s), content, mode=mode))
+    obs = _call(workspace, instance, lambda c, s: c.write_file(_where(s, path), content, mode=mode))
     _refused(obs)
     if json_:
         print_json(dict(obs))
+    elif quiet:
+        pass
     elif obs.content:  # create found the file there: nothing was changed
         typer.echo(obs.content)
     else:
@@ -252,9 +267,7 @@ def stat(
     json_: bool = _JSON,
 ) -> None:
     """Whether a path exists, and its type, size, mtime, mode and text encoding. Exit 1 if it does not exist."""
-    from .agent import _resolve
-
-    obs = _call(workspace, instance, lambda c, s: c.stat(_resolve(path, s)))
+    obs = _call(workspace, instance, lambda c, s: c.stat(_where(s, path)))
     _refused(obs)
     ex = obs.extras
     if json_:
