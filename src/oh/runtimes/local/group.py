@@ -334,10 +334,18 @@ class ShellGroup:
             return self._answer(action, "cancel", job, f"Job {job.job_id} already ended ({job.state}); nothing to cancel.")
         job.cancelled = True
         term = job.term
-        if term is not None and term.shell is not None:
-            term.shell.interrupt()  # C-c first: the program may clean up
         try:
-            await asyncio.wait_for(asyncio.shield(job.done.wait()), CANCEL_GRACE)
+            # C-c first (the program may clean up), twice: a C-c that lands while the shell is still
+            # reading the command line (a job cancelled right after it started) is lost.
+            for _ in range(2):
+                if term is not None and term.shell is not None:
+                    term.shell.interrupt()
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(job.done.wait()), CANCEL_GRACE / 2)
+                if job.done.is_set():
+                    break
+            if not job.done.is_set():
+                raise asyncio.TimeoutError
         except asyncio.TimeoutError:
             if term is not None:
                 await term.close()  # then the whole process group (and descendants found)
