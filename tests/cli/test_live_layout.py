@@ -95,7 +95,8 @@ def test_plain_view_names_a_missing_extension(oh, tmp_path):
 
 def test_refused_run_is_an_error_in_the_live_view(oh):
     """A command sent while the previous one still runs is refused (BUSY): red, counted as an error."""
-    t = Term(oh, "--runtime", "local", cols=120, rows=30)
+    # max_shells 1: no extra shell (issue 11), so the second command is refused rather than run beside it
+    t = Term(oh, "--runtime", "local", cols=120, rows=30, env={"OH_MAX_SHELLS": "1"})
     try:
         info = t.session()
         t.see("no actions yet")
