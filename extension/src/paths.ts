@@ -61,14 +61,18 @@ export async function realpathLenient(p: string, depth = 0): Promise<string> {
   return path.join(await realpathLenient(parent, depth), path.basename(p));
 }
 
-export async function resolvePath(raw: string, roots: WorkspaceRoot[]): Promise<ResolvedPath> {
+/**
+ * `roots`: where this action may go (the backend's workspace + allowed roots, else the window's
+ * folders). `base`: what a relative path is relative to (the agent's workdir; default the first root).
+ */
+export async function resolvePath(raw: string, roots: WorkspaceRoot[], base?: string | null): Promise<ResolvedPath> {
   if (raw.includes('\0')) throw new ToolError('The path must not contain NUL bytes.', 'BAD_REQUEST');
   if (!roots.length) {
     throw new ToolError('This VS Code window has no folder open on this machine; open the workspace folder first.', 'PATH_DENIED');
   }
   let expanded = raw;
   if (raw === '~' || raw.startsWith('~/')) expanded = path.join(os.homedir(), raw.slice(1));
-  const joined = path.isAbsolute(expanded) ? expanded : path.join(roots[0].path, expanded);
+  const joined = path.isAbsolute(expanded) ? expanded : path.join(base || roots[0].path, expanded);
   const shown = path.normalize(joined);
   const real = await realpathLenient(shown);
   let best = -1;
@@ -78,10 +82,15 @@ export async function resolvePath(raw: string, roots: WorkspaceRoot[]): Promise<
   if (best < 0) {
     const via = real === shown ? '' : ` (it resolves to ${real})`;
     throw new ToolError(
-      `Path ${shown} is outside this window's workspace folders (${roots.map((r) => r.real).join(', ')})${via}; nothing was done.`,
+      `Path ${shown} is outside the workspace and allowed roots (${roots.map((r) => r.real).join(', ')})${via}; nothing was done.`,
       'PATH_DENIED',
     );
   }
   const rel = path.relative(roots[best].real, real);
   return { shown, real, folderIndex: best, segments: rel ? rel.split(path.sep) : [] };
+}
+
+/** Whether a real path lies in one of `roots` (real paths). */
+export function insideRoots(real: string, roots: string[]): boolean {
+  return roots.some((r) => pathContains(r, real));
 }

@@ -26,6 +26,8 @@ export type ErrorId =
   | 'NO_EDITOR'
   | 'EDITOR_DISCONNECTED'
   | 'INTERRUPTED'
+  | 'BUSY'
+  | 'NO_COMMAND'
   | 'UNTRUSTED_WORKSPACE'
   | 'SERVER_ERROR';
 
@@ -58,15 +60,40 @@ export interface RunArgs {
   blocking: boolean;
   cwd: string | null;
   hidden: boolean;
+  /** Kill what runs in the agent's shell and start a fresh one first. */
+  reset?: boolean;
+  /** Exported in the shell before the command. Values are secrets: never logged. */
+  env?: Record<string, string>;
+  /** Output limit in characters (0 = up to MAX_OUTPUT_CAP). */
+  maxOutput?: number;
+}
+
+/** Who sent an action (SPEC-wave2 E): the backend adds it to every action it forwards. */
+export interface AgentInfo {
+  id: string;
+  name: string;
+  /** Absolute; the agent's shell starts there and relative paths resolve against it. */
+  workdir: string | null;
+  /** Agents with the same key share one terminal. */
+  shell: string;
 }
 
 export interface Action {
   id: number;
   kind: ActionKind;
   args: JsonObject;
-  /** Top-level `timeout` in seconds, when set. */
+  /** Top-level `timeout` in seconds, when set (`0` = none given). */
   timeout?: number;
+  agent?: AgentInfo;
 }
+
+/** Abort reason when the connection went away under an action: stop waiting, but do not kill anything. */
+export const ORPHANED = 'oh:connection-lost';
+
+/** `max_output: 0` means "no oh truncation" up to this many characters (16 MiB). */
+export const MAX_OUTPUT_CAP = 16 * 1024 * 1024;
+export const SHELL_KEY = /^[A-Za-z0-9._-]{1,64}$/;
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 // ---------------------------------------------------------------------------------------------
 // Frames
@@ -155,14 +182,30 @@ export function parseAction(obj: JsonObject): Action {
   let timeout: number | undefined;
   if (obj.timeout !== undefined && obj.timeout !== null) {
     const t = obj.timeout;
-    check(typeof t === 'number' && Number.isFinite(t) && t > 0, "'timeout' must be a positive number of seconds.", cause);
-    timeout = t;
+    check(typeof t === 'number' && Number.isFinite(t) && t >= 0, "'timeout' must be a number of seconds (0 = none).", cause);
+    if (t > 0) timeout = t; // 0 = "no timeout given" (the OpenHands SDK sends it)
   }
+  const agent = parseAgent(obj.agent, cause);
   if (kind === 'run') {
     check(typeof a.command === 'string', 'args.command must be a string.', cause);
-    for (const key of ['is_input', 'blocking', 'hidden']) optType(a, key, isBool, 'a boolean', cause);
+    for (const key of ['is_input', 'blocking', 'hidden', 'reset']) optType(a, key, isBool, 'a boolean', cause);
     optType(a, 'cwd', isStr, 'a string or null', cause);
+    optType(a, 'max_output', (v) => isInt(v) && v >= 0, 'an integer >= 0', cause);
+    if (a.env !== undefined && a.env !== null) {
+      const env = a.env;
+      check(env !== null && typeof env === 'object' && !Array.isArray(env), 'args.env must be an object of names to string values.', cause);
+      for (const [k, v] of Object.entries(env as JsonObject)) {
+        // Names only in messages: values are secrets.
+        check(ENV_NAME.test(k), `args.env: ${JSON.stringify(k.slice(0, 64))} is not a valid environment variable name.`, cause);
+        check(typeof v === 'string' && !v.includes('\0'), `args.env.${k} must be a string without NUL characters.`, cause);
+      }
+    }
   } else {
+    if (kind === 'read') {
+      optType(a, 'encoding', (v) => v === 'auto' || v === 'base64', '"auto" or "base64"', cause);
+    } else if (kind === 'write') {
+      optType(a, 'encoding', (v) => typeof v === 'string' && /^[A-Za-z0-9._:-]{1,40}$/.test(v), 'an encoding name', cause);
+    }
     check(typeof a.path === 'string' && a.path !== '', 'args.path must be a non-empty string.', cause);
     check(!(a.path as string).includes('\0'), 'args.path must not contain NUL bytes.', cause);
     for (const key of ['start', 'end']) optType(a, key, isInt, 'an integer', cause);
@@ -195,7 +238,25 @@ export function parseAction(obj: JsonObject): Action {
       }
     }
   }
-  return { id: cause, kind: kind as ActionKind, args: a, timeout };
+  return { id: cause, kind: kind as ActionKind, args: a, timeout, agent };
+}
+
+/** The optional top-level `agent` object; absent (older backends) = undefined. */
+function parseAgent(v: unknown, cause: number | undefined): AgentInfo | undefined {
+  if (v === undefined || v === null) return undefined;
+  check(typeof v === 'object' && !Array.isArray(v), "'agent' must be an object.", cause);
+  const o = v as JsonObject;
+  const shell = o.shell === undefined || o.shell === null ? 'default' : o.shell;
+  check(typeof shell === 'string' && SHELL_KEY.test(shell), "agent.shell must match [A-Za-z0-9._-]{1,64}.", cause);
+  const workdir = typeof o.workdir === 'string' && o.workdir.startsWith('/') ? o.workdir : typeof o.workdir === 'string' && /^[A-Za-z]:[\\/]/.test(o.workdir) ? o.workdir : null;
+  check(o.workdir === undefined || o.workdir === null || workdir !== null, 'agent.workdir must be an absolute path.', cause);
+  return {
+    id: typeof o.id === 'string' ? o.id.slice(0, 64) : String(o.id ?? ''),
+    // Shown as a terminal name: printable characters only, bounded.
+    name: (typeof o.name === 'string' ? o.name : '').replace(/[\x00-\x1f\x7f-\x9f]/g, '').slice(0, 64) || 'agent',
+    workdir,
+    shell,
+  };
 }
 
 /** `run` arguments with the protocol defaults applied. */
@@ -207,6 +268,9 @@ export function runArgs(action: Action): RunArgs {
     blocking: a.blocking === true,
     cwd: typeof a.cwd === 'string' && a.cwd !== '' ? a.cwd : null,
     hidden: a.hidden === true,
+    reset: a.reset === true,
+    env: a.env && typeof a.env === 'object' ? (a.env as Record<string, string>) : undefined,
+    maxOutput: typeof a.max_output === 'number' ? (a.max_output === 0 ? MAX_OUTPUT_CAP : Math.min(a.max_output, MAX_OUTPUT_CAP)) : undefined,
   };
 }
 
@@ -259,6 +323,10 @@ export interface RunResult {
   pid?: number;
   prefix?: string;
   suffix?: string;
+  /** Filled by the executor (protocol: metadata for every run observation). */
+  username?: string | null;
+  hostname?: string | null;
+  pyInterpreterPath?: string | null;
 }
 
 export function runObservation(cause: number | undefined, command: string, r: RunResult, hidden = false): Observation {
@@ -267,10 +335,10 @@ export function runObservation(cause: number | undefined, command: string, r: Ru
     metadata: {
       exit_code: r.exitCode,
       pid: r.pid ?? -1,
-      username: null,
-      hostname: null,
+      username: r.username ?? null,
+      hostname: r.hostname ?? null,
       working_dir: r.workingDir,
-      py_interpreter_path: null,
+      py_interpreter_path: r.pyInterpreterPath ?? null,
       prefix: r.prefix ?? '',
       suffix: r.suffix ?? '',
     },
@@ -280,8 +348,16 @@ export function runObservation(cause: number | undefined, command: string, r: Ru
   return o;
 }
 
-export function readObservation(cause: number | undefined, path: string, content: string): Observation {
-  return obs('read', cause, content, `I read the file ${path}.`, { path, impl_source: 'oh_aci' });
+export function readObservation(
+  cause: number | undefined,
+  path: string,
+  content: string,
+  binary?: { encoding: 'base64'; mimeType: string },
+): Observation {
+  const extras: JsonObject = { path, impl_source: 'oh_aci' };
+  // Only when asked (encoding: base64): OpenHands 1.6's deserializer refuses unknown extras.
+  if (binary) Object.assign(extras, { encoding: binary.encoding, mime_type: binary.mimeType });
+  return obs('read', cause, content, `I read the file ${path}.`, extras);
 }
 
 export function writeObservation(cause: number | undefined, path: string): Observation {
