@@ -192,7 +192,8 @@ export class SessionManager {
     if (e.conn !== conn) return;
     e.lastFailure = '';
     e.backoff.reset();
-    this.deps.log(`connected to oh ${e.id} on port ${e.session.port} as editor ${info.editor_id} (backend workspace ${info.workspace})`);
+    const roots = info.allowed_roots ? `, allowed roots ${info.allowed_roots.join(', ')}` : '';
+    this.deps.log(`connected to oh ${e.id} on port ${e.session.port} as editor ${info.editor_id} (backend workspace ${info.workspace}${roots})`);
     this.emitStatus();
   }
 

@@ -115,7 +115,9 @@ def test_write_and_edit_change_the_real_file(vscode: VsCode, backend: dict):
     obs = json.loads(proc.stdout)
     assert obs["observation"] == "edit"
     assert obs["extras"]["prev_exist"] is True
-    assert obs["extras"]["old_content"] == "OLD" and obs["extras"]["new_content"] == "NEW"
+    # whole files before/after, as the OpenHands SDK's FileEditorObservation wants them
+    assert obs["extras"]["old_content"] == "alpha\nOLD value\ngamma\n"
+    assert obs["extras"]["new_content"] == "alpha\nNEW value\ngamma\n"
     assert "-OLD value\n+NEW value\n" in obs["extras"]["diff"]
     assert f.read_text() == "alpha\nNEW value\ngamma\n"
     assert vscode.oh("read", "notes/todo.txt").stdout == "alpha\nNEW value\ngamma\n"
@@ -288,7 +290,7 @@ def test_pseudoterminal_fallback_without_shell_integration(vscode: VsCode, backe
     try:
         proc = vscode.oh("run", "--", "exit")  # the agent's shell exits: the terminal closes
         assert "The shell exited" in proc.stderr + proc.stdout or proc.returncode in (0, 124), proc
-        wait_until(lambda: 'the "oh" terminal was closed' in vscode.extension_log(), 15, "the terminal to close")
+        wait_until(lambda: 'terminal was closed' in vscode.extension_log(), 15, "the terminal to close")
         proc = vscode.oh("run", "--", "bash", "-c", "echo out; echo err >&2; exit 3", timeout=90)
         assert proc.returncode == 3, proc
         assert proc.stdout == "out\nerr\n", proc
