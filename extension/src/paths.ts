@@ -43,6 +43,10 @@ export async function realpathLenient(p: string, depth = 0): Promise<string> {
     return await fs.promises.realpath(p);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENAMETOOLONG') {
+      // A plain tool error (issue 9 #9), never SERVER_ERROR.
+      throw new ToolError(`File name too long: ${p}. Each path component must be at most 255 bytes.`);
+    }
     if (code !== 'ENOENT' && code !== 'ENOTDIR') throw e;
   }
   if (depth > MAX_SYMLINKS) throw new ToolError(`Too many levels of symbolic links in ${p}.`);

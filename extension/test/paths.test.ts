@@ -111,3 +111,10 @@ test('listing never shows entries of a symlinked folder outside the allowed root
   // without roots (the old behaviour) the outside folder's entries leaked
   assert.match(await listDirectory(ws, ws), /escape\/secret/);
 });
+
+test('a path component over 255 bytes is a TOOL_ERROR, not a crash', async () => {
+  await assert.rejects(
+    resolvePath(path.join(ws, 'x'.repeat(300)), roots),
+    (e: unknown) => e instanceof ToolError && e.errorId === 'TOOL_ERROR' && /File name too long/.test(e.message),
+  );
+});
