@@ -16,10 +16,11 @@ export const NO_CHANGE_TIMEOUT_S = 30; // OpenHands' soft limit: return after 30
 export const MAX_WAIT_S = 240; // a non-blocking run without timeout returns by then (backend deadline: 300 s)
 export const INTERRUPT_GRACE_MS = 2000; // after C-c, how long before the processes are killed
 
-// Names no tool (agents call it execute_bash, terminal, run...): says what to send instead.
+// OpenHands' wording, naming no tool (agents reach oh through many tools); same text as the local runtime.
 export const WAIT_HINT =
-  'You may wait longer to see additional output by sending an empty command, send input to the running process ' +
-  'with is_input, interrupt it by sending C-c with is_input, start over with reset, or set a timeout for future commands.';
+  "You may wait longer to see additional output by sending empty command '', send other commands to interact " +
+  'with the current process (is_input), send keys ("C-c", "C-d") to interrupt/kill the previous command ' +
+  'before sending your new command, or use the timeout parameter for future commands.';
 export const CONTINUED_PREFIX = '[Below is the output of the previous command.]\n';
 
 /** Output and completion of one command, fed by whichever shell runs it. */
@@ -146,15 +147,15 @@ export interface RunOptions {
   signal?: AbortSignal;
 }
 
-export const NO_COMMAND_MESSAGE =
-  'No command is running in this shell, so there is no output to wait for and nothing to send input to. ' +
-  'Send a command to run.';
+// The local runtime's texts (src/oh/runtimes/local/terminal.py): one wording whichever runtime runs it.
+export const NO_OUTPUT_TEXT = 'No previous running command to retrieve logs from.';
+export const NO_INPUT_TEXT = 'No previous running command to interact with.';
 
-export function busyMessage(command: string, running: string | null): string {
+export function busyMessage(command: string): string {
   return (
-    `Your command \`${command}\` was NOT executed: ${running ? `\`${running}\`` : 'the previous command'} is still running in this shell. ` +
-    'Wait for it by sending an empty command, send it input with is_input, interrupt it by sending C-c with is_input, ' +
-    'or start over with reset (kills it and gives a fresh shell).'
+    `Your command "${command.slice(0, 200)}" was NOT executed: the previous command is still running. ` +
+    'Send an empty command to wait for more of its output, send input to it with is_input ' +
+    '(keys "C-c" to interrupt it, "C-d" to end its input), or set reset to kill it and start a fresh shell.'
   );
 }
 
@@ -204,10 +205,10 @@ export class RunController {
     if (args.is_input) return this.input(args, opts);
     if (command.trim() === '') {
       const cmd = this.running;
-      if (!cmd || cmd.done) throw new ToolError(NO_COMMAND_MESSAGE, 'NO_COMMAND');
+      if (!cmd || cmd.done) throw new ToolError(NO_OUTPUT_TEXT, 'NO_COMMAND');
       return this.waitExclusive(cmd, args, opts, CONTINUED_PREFIX);
     }
-    if (this.busy) throw new ToolError(busyMessage(command, this.runningCommand), 'BUSY');
+    if (this.busy) throw new ToolError(busyMessage(command), 'BUSY');
     this.claimed = true;
     let cmd: RunningCommand;
     try {
@@ -229,7 +230,7 @@ export class RunController {
   private async input(args: RunArgs, opts: RunOptions): Promise<RunResult> {
     const cmd = this.running;
     const shell = this.currentShell();
-    if (!cmd || cmd.done || !shell) throw new ToolError(NO_COMMAND_MESSAGE, 'NO_COMMAND');
+    if (!cmd || cmd.done || !shell) throw new ToolError(NO_INPUT_TEXT, 'NO_COMMAND');
     const text = args.command;
     if (text !== '') {
       if (SPECIAL_KEY.test(text)) {

@@ -86,7 +86,7 @@ test('soft timeout returns partial output, exit -1; the command keeps running; e
   // a new command is an error observation (BUSY) naming what to do, and no tool
   const busy = await ctl.run(args('echo new'), {}, null).then(() => null, (e) => e);
   assert.ok(busy instanceof ToolError && busy.errorId === 'BUSY', String(busy));
-  assert.match(busy.message, /`echo new` was NOT executed: `long` is still running/);
+  assert.match(busy.message, /^Your command "echo new" was NOT executed: the previous command is still running\./);
   assert.match(busy.message, /empty command.*is_input.*C-c.*reset/);
   assert.doesNotMatch(busy.message, /execute_bash/);
   assert.equal(shell.started.length, 1);

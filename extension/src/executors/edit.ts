@@ -45,6 +45,9 @@ import {
   unsavedNote,
 } from './files';
 
+/** The OpenHands SDK file editor's image extensions. */
+const IMAGE_EXTENSIONS = new Set(['.png', '.jpg', '.jpeg', '.gif', '.webp', '.bmp']);
+
 export class EditExecutor {
   private readonly history = new EditHistory();
 
@@ -97,6 +100,12 @@ export class EditExecutor {
       }
       const roots = (await allowedRoots(ctx)).map((r) => r.real);
       return result(await listDirectory(t.rp.shown, t.rp.real, undefined, roots));
+    }
+    if (IMAGE_EXTENSIONS.has((/\.[^./\\]+$/.exec(t.rp.shown)?.[0] ?? '').toLowerCase())) {
+      // The SDK answers with image content, which an edit observation cannot carry: say how to get it.
+      throw new ToolError(
+        `The file ${t.rp.shown} is an image; get its bytes with the read action and args.encoding "base64" (the observation then names its mime_type).`,
+      );
     }
     return result(viewFile(t.rp.shown, await currentText(t, 'view'), viewRange));
   }

@@ -129,11 +129,10 @@ export async function currentText(t: Target, verb: 'read' | 'edit' | 'view'): Pr
   return (await currentContent(t, verb)).text;
 }
 
-function binaryError(shown: string, verb: string): ToolError {
+/** The local runtime's text (src/oh/runtimes/local/files.py). */
+function binaryError(shown: string, _verb: string): ToolError {
   return new ToolError(
-    verb === 'read'
-      ? `The file ${shown} is a binary file, not text. Read its bytes with \`encoding: "base64"\`.`
-      : `Cannot ${verb} ${shown}: file contains binary content that cannot be decoded as text.`,
+    `The file ${shown} is a binary file (not text in UTF-8 or a detectable encoding); read it with args.encoding "base64" to get its bytes.`,
   );
 }
 

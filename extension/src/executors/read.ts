@@ -8,7 +8,10 @@ import { ActionContext } from '../connection';
 import { notFoundMessage, readRange } from '../oheditor';
 import { Action, Observation, readObservation, ToolError } from '../protocol';
 import { guessMimeType } from '../textenc';
-import { currentText, fsError, isDirectory, MAX_FILE_BYTES, readBytes, resolveTarget, statOrNull } from './files';
+import { currentText, fsError, isDirectory, readBytes, resolveTarget, statOrNull } from './files';
+
+/** 85 MiB once base64-encoded: fits the 128 MiB frame limit (same cap as the local runtime). */
+export const MAX_BASE64_BYTES = 64 * 1024 * 1024;
 
 export async function executeRead(action: Action, _signal?: AbortSignal, ctx?: ActionContext): Promise<Observation> {
   const a = action.args;
@@ -22,8 +25,11 @@ export async function executeRead(action: Action, _signal?: AbortSignal, ctx?: A
     }
     if (!st) throw new ToolError(notFoundMessage(target.rp.shown));
     if (isDirectory(st)) throw new ToolError(`The path ${target.rp.shown} is a directory, not a file. Use the edit \`view\` command to list a directory.`);
-    if (st.size > MAX_FILE_BYTES) {
-      throw new ToolError(`The file ${target.rp.shown} is too large to read (${st.size.toLocaleString('en-US')} bytes; the limit is ${MAX_FILE_BYTES.toLocaleString('en-US')}).`);
+    if (st.size > MAX_BASE64_BYTES) {
+      throw new ToolError(
+        `The file ${target.rp.shown} is too large to read (${st.size.toLocaleString('en-US')} bytes; the limit is ${MAX_BASE64_BYTES.toLocaleString('en-US')}). ` +
+          'Read a part of it with a shell command such as `head`, `tail` or `sed -n`.',
+      );
     }
     const bytes = await readBytes(target, 'read');
     return readObservation(action.id, String(a.path), Buffer.from(bytes).toString('base64'), {

@@ -14,11 +14,12 @@ export function envScript(env: Record<string, string>): string {
     .join('');
 }
 
-/** The first `python3` (else `python`) on PATH, like `command -v`; null when none. */
+/** `command -v python` (else python3) on PATH, as the local runtime reports it; relative entries ignored. */
 export function findPython(pathVar = process.env.PATH ?? ''): string | null {
   const dirs = pathVar.split(path.delimiter).filter(Boolean);
-  for (const name of process.platform === 'win32' ? ['python.exe', 'python3.exe'] : ['python3', 'python']) {
+  for (const name of process.platform === 'win32' ? ['python.exe', 'python3.exe'] : ['python', 'python3']) {
     for (const d of dirs) {
+      if (!path.isAbsolute(d)) continue;
       const p = path.join(d, name);
       try {
         fs.accessSync(p, fs.constants.X_OK);
@@ -45,7 +46,8 @@ export function hostMetadata(): { username: string | null; hostname: string | nu
   } catch {
     username = process.env.USER ?? null;
   }
-  const value = { username, hostname: os.hostname() || null, pyInterpreterPath: findPython() };
+  // The short host name, as bash's \h shows it (and the local runtime reports).
+  const value = { username, hostname: os.hostname().split('.')[0] || null, pyInterpreterPath: findPython() };
   cached = { at: Date.now(), value };
   return value;
 }
