@@ -182,6 +182,52 @@ def test_read_write_encodings(vscode: VsCode, nested: dict):
         assert obs["content"] == f"Invalid `path` parameter: {sub / 'missing.txt'}. The path {sub / 'missing.txt'} does not exist. Please provide a valid path.", obs
 
 
+def _agent(info: dict[str, Any], name: str, *, shell: str | None = None, workdir: Path | None = None):
+    """An agent connection with the wave-2 handshake headers (X-OH-Shell / X-OH-Workdir)."""
+    from websockets.sync.client import connect
+
+    from oh.client.sync import SyncClient
+
+    s = info["session_file"]
+    headers = {"Authorization": f"Bearer {s['token']}", "X-OH-Client": name}
+    if shell:
+        headers["X-OH-Shell"] = shell
+    if workdir:
+        headers["X-OH-Workdir"] = str(workdir)
+    conn = connect(s["url"].rstrip("/") + "/v1/agent", additional_headers=headers, open_timeout=10, max_size=None, compression=None)
+    return SyncClient(conn, s["url"])
+
+
+def test_one_terminal_per_agent_shell(vscode: VsCode, nested: dict):
+    """SPEC-wave2 E: a terminal per agent shell named `oh · <agent>`, started in the agent's workdir; agents
+    sharing an X-OH-Shell key share it (it outlives them); a private shell's terminal goes with its agent."""
+    if not _wave2_backend(vscode):
+        pytest.skip("needs the wave-2 backend (agent field; core branch)")
+    deeper = vscode.workspace / "sub" / "deeper"
+    deeper.mkdir(exist_ok=True)
+    with _agent(nested, "claude-code", shell="team", workdir=deeper) as a:
+        obs = a.run("pwd; export TEAM_VAR=shared", timeout=30)
+        assert obs["content"] == os.path.realpath(deeper) + "\n", obs
+    assert f'"oh · claude-code" terminal ready with shell integration' in vscode.extension_log()
+    with _agent(nested, "second-agent", shell="team") as b:  # same key: same terminal, its exports still there
+        obs = b.run("echo $TEAM_VAR", timeout=30)
+        assert obs["content"] == "shared\n", obs
+    assert "agent gone: closing the \"oh · claude-code\"" not in vscode.extension_log()
+    with _agent(nested, "private-one") as c:
+        obs = c.run("echo $$", timeout=30)
+        shell_pid = int(obs["content"].strip())
+        assert Path(f"/proc/{shell_pid}").exists()
+    wait_until(lambda: 'agent gone: closing the "oh · private-one" terminal' in vscode.extension_log(), 15, "agent_gone to close the private terminal")
+    wait_until(lambda: not _proc_running_pid(shell_pid), 15, "the private shell to end")
+
+
+def _proc_running_pid(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def _proc_running(needle: str) -> bool:
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
