@@ -98,3 +98,25 @@ export async function resolvePath(raw: string, roots: WorkspaceRoot[], base?: st
 export function insideRoots(real: string, roots: string[]): boolean {
   return roots.some((r) => pathContains(r, real));
 }
+
+/**
+ * A regular file with more than one name may be the very inode of a file outside the allowed roots
+ * (a hard link has no real path to check): its content is refused, as the local runtime does
+ * (docs/security.md, "Hard links"; issue 9 #11). A whole-file write is still allowed: it replaces the name.
+ */
+export async function refuseHardLink(shown: string, real: string): Promise<void> {
+  let st: fs.Stats;
+  try {
+    st = await fs.promises.stat(real);
+  } catch {
+    return; // missing: the caller reports it
+  }
+  if (st.isFile() && st.nlink > 1) {
+    throw new ToolError(
+      `The file ${shown} has ${st.nlink} hard links; oh cannot tell whether another of them is outside the ` +
+        'allowed roots, so it does not read or edit it. If its content is yours to use, give it a name of its own ' +
+        `(\`cp -p ${shown} ${shown}.tmp && mv ${shown}.tmp ${shown}\`) or read it from the shell.`,
+      'PATH_DENIED',
+    );
+  }
+}

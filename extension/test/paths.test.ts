@@ -118,3 +118,15 @@ test('a path component over 255 bytes is a TOOL_ERROR, not a crash', async () =>
     (e: unknown) => e instanceof ToolError && e.errorId === 'TOOL_ERROR' && /File name too long/.test(e.message),
   );
 });
+
+test('a hard-linked file is not read or edited (it may be an outside file), like the local runtime', async () => {
+  const { refuseHardLink } = await import('../src/paths');
+  const single = path.join(ws, 'single.txt');
+  fs.writeFileSync(single, 'x');
+  await refuseHardLink(single, single); // one name: fine
+  fs.linkSync(path.join(outside, 'secret'), path.join(ws, 'hard'));
+  await assert.rejects(
+    refuseHardLink(path.join(ws, 'hard'), path.join(ws, 'hard')),
+    (e: unknown) => e instanceof ToolError && e.errorId === 'PATH_DENIED' && /has 2 hard links/.test(e.message),
+  );
+});

@@ -11,7 +11,7 @@ import * as vscode from 'vscode';
 import { directoryOnlyViewMessage, minimalReplacement, notFoundMessage } from '../oheditor';
 import { decodeBytes, TextEncodingName } from '../textenc';
 import { ActionContext } from '../connection';
-import { resolvePath, ResolvedPath, WorkspaceRoot } from '../paths';
+import { refuseHardLink, resolvePath, ResolvedPath, WorkspaceRoot } from '../paths';
 import { Action, ToolError } from '../protocol';
 import { pathContains, realpathOrSelf } from '../session';
 
@@ -137,6 +137,7 @@ function binaryError(shown: string, _verb: string): ToolError {
 }
 
 export async function currentContent(t: Target, verb: 'read' | 'edit' | 'view'): Promise<CurrentText> {
+  await refuseHardLink(t.rp.shown, t.rp.real);
   const doc = openDocument(t.uri);
   if (doc) {
     const text = doc.getText();
@@ -169,6 +170,7 @@ export async function currentContent(t: Target, verb: 'read' | 'edit' | 'view'):
 }
 
 export async function readBytes(t: Target, verb: string): Promise<Uint8Array> {
+  await refuseHardLink(t.rp.shown, t.rp.real);
   try {
     return await vscode.workspace.fs.readFile(t.uri);
   } catch (e) {
