@@ -182,7 +182,8 @@ export async function readBytes(t: Target, verb: string): Promise<Uint8Array> {
 export async function diskEncoding(t: Target): Promise<{ encoding: TextEncodingName; bom: boolean } | null> {
   try {
     const st = await statOrNull(t.uri);
-    if (!st || isDirectory(st) || st.size === 0 || st.size > MAX_FILE_BYTES) return null;
+    // Sniffing means reading the file: past 64 MiB a write keeps the default (UTF-8) instead.
+    if (!st || isDirectory(st) || st.size === 0 || st.size > 64 * 1024 * 1024) return null;
     const d = decodeBytes(await vscode.workspace.fs.readFile(t.uri));
     return d ? { encoding: d.encoding, bom: d.bom } : null;
   } catch {
