@@ -89,4 +89,12 @@ def main() -> None:
         from typer._completion_classes import completion_init
 
         completion_init()
-    app(prog_name="oh")
+    from .config.paths import UnsafePath
+
+    try:
+        app(prog_name="oh")
+    except UnsafePath as exc:  # another user could control an oh directory or file: refuse, say how to fix
+        import sys
+
+        print(f"oh: refusing to use {exc.path}: {exc.problem}.\n    fix: {exc.fix}", file=sys.stderr)
+        sys.exit(1)

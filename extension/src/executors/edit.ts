@@ -4,7 +4,7 @@
  * Every modification is a `vscode.WorkspaceEdit` on the TextDocument (opened with
  * `workspace.openTextDocument`, which does not show it), followed by `document.save()`: the change is
  * on VS Code's undo stack, so the user's own Undo (Ctrl+Z) reverts an agent's edit, and the editor
- * shows the new text at once. The text rules (uniqueness, numbering, diff) are in ../oheditor.ts.
+ * shows the new text at once. The text rules (uniqueness, numbering) are in ../oheditor.ts, the diff in ../udiff.ts.
  * `undo_edit` reverts the last edit made through oh to that file (this window's own history).
  *
  * Unsaved changes (issue 9 #16): when the user has the file open with unsaved changes, the edit is
@@ -25,7 +25,6 @@ import {
   notFoundMessage,
   strReplace,
   undoneMessage,
-  unifiedDiff,
   viewFile,
 } from '../oheditor';
 import { ActionContext } from '../connection';
@@ -47,6 +46,7 @@ import {
 
 /** The OpenHands SDK file editor's image extensions. */
 const IMAGE_EXTENSIONS = new Set(['.png', '.jpg', '.jpeg', '.gif', '.webp', '.bmp']);
+import { unifiedDiff } from '../udiff';
 
 export class EditExecutor {
   private readonly history = new EditHistory();
