@@ -234,3 +234,65 @@ test('edit view: a file cat -n style, a directory two levels deep without hidden
   const bad = await refusal(ed.execute(action('edit', { path: 'v', command: 'view', view_range: [1, 2] })));
   assert.match(bad.message, /not allowed when `path` points to a directory/);
 });
+
+// ---------------------------------------------------------------------------------------------
+// Wave 2 (SPEC-wave2 D): encodings, base64, parents created, allowed roots from the backend.
+
+test('read encoding base64: raw bytes, mime type, extras only when asked; binary auto read says to ask', async () => {
+  const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d]);
+  fs.writeFileSync(path.join(root, 'i.png'), png);
+  const o = await executeRead(action('read', { path: 'i.png', encoding: 'base64' }));
+  assert.deepEqual(Buffer.from(String(o.content), 'base64'), png);
+  assert.equal(extras(o).encoding, 'base64');
+  assert.equal(extras(o).mime_type, 'image/png');
+  const e = await refusal(executeRead(action('read', { path: 'i.png' })));
+  assert.match(e.message, /binary file .*args\.encoding "base64"/);
+  const img = await refusal(new EditExecutor().execute(action('edit', { path: 'i.png', command: 'view' })));
+  assert.match(img.message, /is an image; get its bytes with the read action/);
+});
+
+test('non-UTF-8 text: read decoded, edited and written back in its own encoding', async () => {
+  const p = path.join(root, 'l1.txt');
+  fs.writeFileSync(p, Buffer.from('caf\xe9 cr\xe8me\n', 'latin1'));
+  assert.equal((await executeRead(action('read', { path: 'l1.txt' }))).content, 'café crème\n');
+  await new EditExecutor().execute(action('edit', { path: 'l1.txt', command: 'str_replace', old_str: 'crème', new_str: 'brûlée' }));
+  assert.deepEqual(fs.readFileSync(p), Buffer.from('caf\xe9 br\xfbl\xe9e\n', 'latin1'));
+  await executeWrite(action('write', { path: 'l1.txt', content: 'déjà\n' })); // no encoding: keeps latin-1
+  assert.deepEqual(fs.readFileSync(p), Buffer.from('d\xe9j\xe0\n', 'latin1'));
+  await executeWrite(action('write', { path: 'l1.txt', content: 'déjà\n', encoding: 'utf-8' })); // asked: converts
+  assert.equal(fs.readFileSync(p, 'utf8'), 'déjà\n');
+  const bad = await refusal(executeWrite(action('write', { path: 'x.txt', content: 'x', encoding: 'shift_jis' })));
+  assert.match(bad.message, /not supported by the VS Code extension/);
+});
+
+test('write base64 creates parent folders; invalid base64 is BAD_REQUEST and writes nothing', async () => {
+  await executeWrite(action('write', { path: 'a/b/c.bin', content: Buffer.from([0, 1, 255]).toString('base64'), encoding: 'base64' }));
+  assert.deepEqual(fs.readFileSync(path.join(root, 'a', 'b', 'c.bin')), Buffer.from([0, 1, 255]));
+  const e = await refusal(executeWrite(action('write', { path: 'd.bin', content: 'not base64!', encoding: 'base64' })));
+  assert.equal(e.errorId, 'BAD_REQUEST');
+  assert.equal(fs.existsSync(path.join(root, 'd.bin')), false);
+});
+
+test('a ranged write into a document with unsaved text is not saved (issue 9 #16)', async () => {
+  const p = file('w.txt', 'one\ntwo\n');
+  const doc = await openDoc(p, 'one\ntwo\nuser\n');
+  const o = await executeWrite(action('write', { path: 'w.txt', content: 'TWO\n', start: 1, end: 2 }));
+  assert.equal(doc.getText(), 'one\nTWO\nuser\n');
+  assert.equal(fs.readFileSync(p, 'utf8'), 'one\ntwo\n');
+  assert.match(String(o.content), /NOT saved/);
+});
+
+test('paths follow the backend roots from the registered answer, not the window folders', async () => {
+  const sub = path.join(root, 'sub');
+  fs.mkdirSync(sub);
+  file('top.txt', 'top\n');
+  file('sub/in.txt', 'in\n');
+  fs.writeFileSync(path.join(outside, 'scratch.txt'), 'scratch\n');
+  const ctx = { backend: 'b', instanceId: 'b', workspace: sub, roots: [sub, outside] };
+  const relative = await executeRead(parseAction({ id: nextId++, action: 'read', args: { path: 'in.txt' }, agent: { id: 'a', name: 'n', workdir: sub, shell: 's' } }), undefined, ctx);
+  assert.equal(relative.content, 'in\n');
+  const denied = await refusal(executeRead(action('read', { path: path.join(root, 'top.txt') }), undefined, ctx));
+  assert.equal(denied.errorId, 'PATH_DENIED');
+  // an allowed root outside the window's folders is served (through a file:// Uri)
+  assert.equal((await executeRead(action('read', { path: path.join(outside, 'scratch.txt') }), undefined, ctx)).content, 'scratch\n');
+});
