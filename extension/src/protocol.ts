@@ -75,7 +75,7 @@ export interface AgentInfo {
   id: string;
   name: string;
   /** Absolute; the agent's shell starts there and relative paths resolve against it. */
-  workdir: string | null;
+  workdir: string;
   /** Agents with the same key share one terminal. */
   shell: string;
 }
@@ -201,7 +201,7 @@ export function parseAction(obj: JsonObject): Action {
     // 0 means "no timeout given", as in the OpenHands SDK (docs/protocol.md §3.1): the no-new-output rule applies.
     timeout = t > 0 ? t : undefined;
   }
-  const agent = parseAgent(obj.agent, cause);
+  const agent = parseAgent(obj.agent);
   if (kind === 'run') {
     check(typeof a.command === 'string', 'args.command must be a string.', cause);
     for (const key of ['is_input', 'blocking', 'hidden', 'reset']) optType(a, key, isBool, 'a boolean', cause);
@@ -258,19 +258,22 @@ export function parseAction(obj: JsonObject): Action {
   return { id: cause, kind: kind as ActionKind, args: a, timeout, agent };
 }
 
-/** The optional top-level `agent` object; absent (older backends) = undefined. */
-function parseAgent(v: unknown, cause: number | undefined): AgentInfo | undefined {
-  if (v === undefined || v === null) return undefined;
-  check(typeof v === 'object' && !Array.isArray(v), "'agent' must be an object.", cause);
+/**
+ * The optional top-level `agent` object, read as the headless editor reads it
+ * (src/oh/protocol/frames.py parse_agent_field): absent or malformed (an older backend) = undefined,
+ * and the editor uses one default shell in the backend's workspace. Never a refusal: the backend
+ * built this field, the agent did not.
+ */
+function parseAgent(v: unknown): AgentInfo | undefined {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) return undefined;
   const o = v as JsonObject;
-  const shell = o.shell === undefined || o.shell === null ? 'default' : o.shell;
-  check(typeof shell === 'string' && SHELL_KEY.test(shell), "agent.shell must match [A-Za-z0-9._-]{1,64}.", cause);
-  const workdir = typeof o.workdir === 'string' && o.workdir.startsWith('/') ? o.workdir : typeof o.workdir === 'string' && /^[A-Za-z]:[\\/]/.test(o.workdir) ? o.workdir : null;
-  check(o.workdir === undefined || o.workdir === null || workdir !== null, 'agent.workdir must be an absolute path.', cause);
+  const shell = o.shell;
+  const workdir = o.workdir;
+  if (typeof shell !== 'string' || !SHELL_KEY.test(shell) || typeof workdir !== 'string' || !workdir.startsWith('/')) return undefined;
   return {
-    id: typeof o.id === 'string' ? o.id.slice(0, 64) : String(o.id ?? ''),
+    id: (typeof o.id === 'string' ? o.id : shell).slice(0, 64),
     // Shown as a terminal name: printable characters only, bounded.
-    name: (typeof o.name === 'string' ? o.name : '').replace(/[\x00-\x1f\x7f-\x9f]/g, '').slice(0, 64) || 'agent',
+    name: (typeof o.name === 'string' ? o.name : 'agent').replace(/[\x00-\x1f\x7f-\x9f]/g, '').slice(0, 64) || 'agent',
     workdir,
     shell,
   };

@@ -176,9 +176,11 @@ test('wave-2 run additions: agent, reset, env, max_output, timeout 0 (SPEC-wave2
   assert.deepEqual(r.env, { API_KEY: 's3cret', B: '' });
   assert.equal(r.maxOutput, 16 * 1024 * 1024);
   assert.equal(runArgs(parseAction({ id: 1, action: 'run', args: { command: 'x', max_output: 10 } })).maxOutput, 10);
-  // no agent (older backends): undefined, and the shell key defaults when an agent omits it
+  // no agent, or a malformed one (older backends): undefined, as the headless editor reads it
   assert.equal(parseAction({ id: 1, action: 'run', args: { command: 'x' } }).agent, undefined);
-  assert.equal(parseAction({ id: 1, action: 'run', args: { command: 'x' }, agent: { id: 'a1', name: 'n' } }).agent?.shell, 'default');
+  for (const agent of [{ id: 'a1', name: 'n' }, { shell: '../x', workdir: '/w' }, { shell: 'a b', workdir: '/w' }, { shell: 's', workdir: 'rel' }, 'a3', [1]]) {
+    assert.equal(parseAction({ id: 4, action: 'run', args: { command: 'x' }, agent }).agent, undefined, JSON.stringify(agent));
+  }
   const bad: Array<[Record<string, unknown>, RegExp]> = [
     [{ env: { 'BAD-NAME': 'x' } }, /not a valid environment variable name/],
     [{ env: { OK: 1 } }, /args.env.OK must be a string/],
@@ -191,9 +193,6 @@ test('wave-2 run additions: agent, reset, env, max_output, timeout 0 (SPEC-wave2
     assert.equal(e.errorId, 'BAD_REQUEST');
     assert.match(e.message, msg);
     assert.doesNotMatch(e.message, /s3cret/);
-  }
-  for (const agent of [{ shell: '../x' }, { shell: 'a b' }, { workdir: 'rel/dir' }, 'a3']) {
-    assert.equal(refusal(() => parseAction({ id: 4, action: 'run', args: { command: 'x' }, agent })).errorId, 'BAD_REQUEST');
   }
   assert.equal(refusal(() => parseAction({ id: 4, action: 'read', args: { path: '/x', encoding: 'hex' } })).errorId, 'BAD_REQUEST');
   assert.equal(parseAction({ id: 4, action: 'read', args: { path: '/x', encoding: 'base64' } }).args.encoding, 'base64');
