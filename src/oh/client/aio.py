@@ -26,6 +26,18 @@ def _handshake_error(exc: Exception, url: str) -> OhClientError:
     return OhClientError(f"Cannot connect to {url}: {exc}")
 
 
+def agent_headers(token: str, *, name: str | None = None, workdir: str | None = None, shell: str | None = None) -> dict[str, str]:
+    """Handshake headers of the agent role: the token, and the optional name / working dir / shell key."""
+    headers = {"Authorization": f"Bearer {token}"}
+    if name:
+        headers["X-OH-Client"] = name
+    if workdir:
+        headers["X-OH-Workdir"] = str(workdir)
+    if shell:
+        headers["X-OH-Shell"] = shell
+    return headers
+
+
 class Client:
     def __init__(self, connection: ClientConnection, url: str) -> None:
         self._conn = connection
@@ -37,10 +49,9 @@ class Client:
         self.stray: list[dict[str, Any]] = []  # error frames without a cause (should not happen)
 
     @classmethod
-    async def connect(cls, url: str, token: str, *, name: str | None = None, path: str = "/v1/agent", open_timeout: float = 10.0) -> "Client":
-        headers = {"Authorization": f"Bearer {token}"}
-        if name:
-            headers["X-OH-Client"] = name
+    async def connect(cls, url: str, token: str, *, name: str | None = None, path: str = "/v1/agent", open_timeout: float = 10.0,
+                      workdir: str | None = None, shell: str | None = None) -> "Client":
+        headers = agent_headers(token, name=name, workdir=workdir, shell=shell)
         full = url.rstrip("/") + path
         try:
             conn = await connect(full, additional_headers=headers, open_timeout=open_timeout, max_size=None, compression=None, ping_interval=20)
@@ -107,14 +118,16 @@ class Client:
         finally:
             self._pending.pop(action["id"], None)
 
-    async def run(self, command: str, *, timeout: float | None = None, blocking: bool = False, is_input: bool = False, cwd: str | None = None) -> Observation:
-        return await self.send(actions.run(command, timeout=timeout, blocking=blocking, is_input=is_input, cwd=cwd))
+    async def run(self, command: str, *, timeout: float | None = None, blocking: bool = False, is_input: bool = False, cwd: str | None = None,
+                  **extra: Any) -> Observation:
+        """``extra``: the optional run args (``reset``, ``env``, ``max_output``, ``security_risk``)."""
+        return await self.send(actions.run(command, timeout=timeout, blocking=blocking, is_input=is_input, cwd=cwd, **extra))
 
-    async def read(self, path: str, *, start: int = 0, end: int = -1, view_range: list[int] | None = None) -> Observation:
-        return await self.send(actions.read(path, start=start, end=end, view_range=view_range))
+    async def read(self, path: str, *, start: int = 0, end: int = -1, view_range: list[int] | None = None, encoding: str | None = None) -> Observation:
+        return await self.send(actions.read(path, start=start, end=end, view_range=view_range, encoding=encoding))
 
-    async def write(self, path: str, content: str) -> Observation:
-        return await self.send(actions.write(path, content))
+    async def write(self, path: str, content: str, *, encoding: str | None = None) -> Observation:
+        return await self.send(actions.write(path, content, encoding=encoding))
 
     async def edit(self, path: str, command: str, **kw: Any) -> Observation:
         return await self.send(actions.edit(path, command, **kw))
