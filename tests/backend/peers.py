@@ -18,6 +18,7 @@ class EchoEditor:
         self.port, self.token, self.folders, self.hold, self.session = port, token, folders, hold, session
         self.received: list[dict] = []
         self.cancelled: list[int] = []
+        self.gone: list[str] = []  # shells of agents that left (agent_gone)
         self.registered = asyncio.Event()
         self.answer: dict | None = None
 
@@ -34,6 +35,9 @@ class EchoEditor:
             frame = json.loads(msg)
             if frame.get("type") == "cancel":
                 self.cancelled.append(frame["id"])
+                continue
+            if frame.get("type") == "agent_gone":
+                self.gone.append(frame["shell"])
                 continue
             self.received.append(frame)
             if not self.hold:

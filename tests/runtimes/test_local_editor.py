@@ -29,8 +29,16 @@ async def test_view_file_cat_n(h: Harness, workspace):
     assert obs["content"] == (
         "Invalid `view_range` parameter: [0, 2]. Its first element `0` should be within the range of lines of the file: [1, 6]."
     )
-    obs = await edit(h, "m.py", "view", view_range=[1, 9])
-    assert "should be smaller than the number of lines in the file: `6`" in obs["content"]
+    # Beyond the end: the SDK shows up to the last line with a note (not an error).
+    obs = await edit(h, "m.py", "view", view_range=[5, 9])
+    assert obs["content"] == (
+        "NOTE: We only show up to 6 since there're only 6 lines in this file.\n"
+        f"Here's the result of running `cat -n` on {p}:\n     5\tdef g():\n     6\t    return 2\n"
+    )
+    obs = await edit(h, "m.py", "view", view_range=[4, 2])
+    assert obs["content"] == (
+        "Invalid `view_range` parameter: [4, 2]. Its second element `2` should be greater than or equal to the first element `4`."
+    )
 
 
 async def test_view_directory_two_levels_no_hidden(h: Harness, workspace):
@@ -61,7 +69,7 @@ async def test_create(h: Harness, workspace):
     assert "+x = 1" in ex["diff"]
     obs = await edit(h, "pkg/new.py", "create", file_text="other")
     assert error_id(obs) == "TOOL_ERROR"
-    assert obs["content"] == f"File already exists at: {p}. Cannot overwrite files using command `create`."
+    assert obs["content"] == f"Invalid `path` parameter: {p}. File already exists at: {p}. Cannot overwrite files using command `create`."
     assert p.read_text() == "x = 1\n"
 
 
@@ -70,13 +78,15 @@ async def test_str_replace_success_snippet_and_diff(h: Harness, workspace):
     p.write_text(SRC)
     obs = await edit(h, "m.py", "str_replace", old_str="return 2", new_str="return 3")
     assert p.read_text() == SRC.replace("return 2", "return 3")
+    # The SDK's window: from line max(1, 6 - 3) = 3 (one line less above than before wave 2).
     assert obs["content"] == (
         f"The file {p} has been edited. Here's the result of running `cat -n` on a snippet of {p}:\n"
-        "     2\t    return 1\n     3\t\n     4\t\n     5\tdef g():\n     6\t    return 3\n"
+        "     3\t\n     4\t\n     5\tdef g():\n     6\t    return 3\n"
         "Review the changes and make sure they are as expected. Edit the file again if necessary."
     )
     ex = obs["extras"]
-    assert ex["prev_exist"] is True and ex["old_content"] == "return 2" and ex["new_content"] == "return 3"
+    # Whole files before/after, as the SDK's FileEditorObservation wants them (its diff view).
+    assert ex["prev_exist"] is True and ex["old_content"] == SRC and ex["new_content"] == SRC.replace("return 2", "return 3")
     assert "-    return 2\n+    return 3\n" in ex["diff"] and ex["diff"].startswith("---")
 
 
@@ -93,10 +103,12 @@ async def test_str_replace_errors(h: Harness, workspace):
     obs = await edit(h, "m.py", "str_replace", old_str="def f", new_str="def f")
     assert error_id(obs) == "TOOL_ERROR" and "must be different" in obs["content"]
     obs = await edit(h, "missing.py", "str_replace", old_str="a", new_str="b")
-    assert obs["content"] == f"The path {workspace / 'missing.py'} does not exist. Please provide a valid path."
+    missing = workspace / "missing.py"
+    assert obs["content"] == f"Invalid `path` parameter: {missing}. The path {missing} does not exist. Please provide a valid path."
     (workspace / "d").mkdir()
     obs = await edit(h, "d", "str_replace", old_str="a", new_str="b")
-    assert "is a directory and only the `view` command can be used on directories" in obs["content"]
+    d = workspace / "d"
+    assert obs["content"] == f"Invalid `path` parameter: {d}. The path {d} is a directory and only the `view` command can be used on directories."
     assert p.read_text() == SRC  # nothing changed by any failure
 
 
@@ -151,7 +163,11 @@ async def test_edit_keeps_mode_and_refuses_binary(h: Harness, workspace):
     (workspace / "b.bin").write_bytes(b"\x00\x01binary")
     for cmd, args in (("view", {}), ("str_replace", {"old_str": "b", "new_str": "c"}), ("insert", {"insert_line": 0, "new_str": "x"})):
         obs = await edit(h, "b.bin", cmd, **args)
-        assert error_id(obs) == "TOOL_ERROR" and "is a binary file" in obs["content"]
+        assert error_id(obs) == "TOOL_ERROR"
+        assert obs["content"] == (
+            f"File validation failed for {workspace / 'b.bin'}: File appears to be binary and this file type cannot be "
+            "read or edited by this tool."
+        )
 
 
 def test_numbered_and_diff_helpers():

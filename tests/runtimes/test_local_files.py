@@ -44,17 +44,19 @@ def test_slice_lines_edges():
 async def test_read_missing_and_directory(h: Harness, workspace):
     obs = await h.do("read", path="nope.txt")
     assert error_id(obs) == "TOOL_ERROR"
-    assert obs["content"] == f"The path {workspace / 'nope.txt'} does not exist. Please provide a valid path."
+    nope = workspace / "nope.txt"
+    assert obs["content"] == f"Invalid `path` parameter: {nope}. The path {nope} does not exist. Please provide a valid path."
     obs = await h.do("read", path=".")
     assert error_id(obs) == "TOOL_ERROR" and "is a directory" in obs["content"]
 
 
-async def test_binary_refused(h: Harness, workspace):
+async def test_binary_refused_with_the_base64_hint(h: Harness, workspace):
     (workspace / "nul.bin").write_bytes(b"abc\x00def")
-    (workspace / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))
-    for name in ("nul.bin", "latin1.txt"):
+    (workspace / "ctl.bin").write_bytes(bytes(range(256)))
+    for name in ("nul.bin", "ctl.bin"):
         obs = await h.do("read", path=name)
         assert error_id(obs) == "TOOL_ERROR" and "is a binary file" in obs["content"], obs
+        assert 'args.encoding "base64"' in obs["content"]
 
 
 async def test_big_read_is_exact(h: Harness, workspace):

@@ -85,9 +85,10 @@ async def test_soft_timeout_wait_then_ctrl_c(h: Harness):
     assert code(obs) == -1 and obs["content"] == ""
     assert meta(obs)["prefix"] == "[Below is the output of the previous command.]\n"
 
-    obs = await h.run("echo other")  # not executed while one runs
-    assert code(obs) == -1
-    assert 'Your command "echo other" is NOT executed' in obs["content"]
+    obs = await h.do("run", command="echo other")  # not executed while one runs: BUSY
+    assert error_id(obs) == "BUSY"
+    assert 'Your command "echo other" was NOT executed' in obs["content"]
+    assert "execute_bash" not in obs["content"] and "reset" in obs["content"] and "is_input" in obs["content"]
 
     obs = await h.run("C-c", timeout=5, is_input=True)
     assert code(obs) == 130
@@ -113,10 +114,10 @@ async def test_input_reaches_the_running_command(h: Harness):
 
 
 async def test_input_without_running_command(h: Harness):
-    obs = await h.run("hi", is_input=True)
-    assert code(obs) == -1 and "No previous running command" in obs["content"]
-    obs = await h.run("")
-    assert code(obs) == -1 and "No previous running command" in obs["content"]
+    obs = await h.do("run", command="hi", is_input=True)
+    assert error_id(obs) == "NO_COMMAND" and obs["content"] == "No previous running command to interact with."
+    obs = await h.do("run", command="")
+    assert error_id(obs) == "NO_COMMAND" and obs["content"] == "No previous running command to retrieve logs from."
 
 
 async def test_ctrl_d_ends_input_and_shell_gets_fresh_stdin(h: Harness):
@@ -281,8 +282,8 @@ async def test_concurrent_new_command_is_not_executed(h: Harness, tmp_path):
     marker = tmp_path / "ran"
     first = asyncio.create_task(h.run("sleep 0.5; echo first"))
     await asyncio.sleep(0.1)
-    second = await h.run(f"touch {marker}")
-    assert code(second) == -1 and "NOT executed" in second["content"]
+    second = await h.do("run", command=f"touch {marker}")
+    assert error_id(second) == "BUSY" and "NOT executed" in second["content"]
     obs = await first
     assert obs["content"] == "first\n" and code(obs) == 0
     assert not marker.exists()

@@ -70,7 +70,7 @@ class SilentEditor:
             frame = json.loads(msg)
             if frame.get("type") == "cancel":
                 self.cancels[frame["id"]] = time.monotonic()
-            else:
+            elif frame.get("type") is None:  # actions; control frames such as agent_gone are not
                 self.actions.append(frame)
 
     async def __aexit__(self, *exc):

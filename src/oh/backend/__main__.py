@@ -98,14 +98,19 @@ async def _amain(args: argparse.Namespace, token: str) -> int:
     workspace = os.path.realpath(args.workspace)
     instance_id = args.instance_id or sessions.new_instance_id()
     trace_path = None if args.no_trace else paths.traces_dir() / f"{instance_id}.jsonl"
-    backend = Backend(
-        BackendConfig(
-            workspace=workspace, runtime=args.runtime, host=args.host, port=args.port, instance_id=instance_id,
-            editor_timeout=args.editor_timeout, action_timeout=args.action_timeout, trace_path=trace_path,
-            trace_max_bytes=args.trace_max_bytes, allowed_roots=([workspace] + args.allow_root) if args.allow_root else None,
-        ),
-        token,
-    )
+    try:
+        backend = Backend(
+            BackendConfig(
+                workspace=workspace, runtime=args.runtime, host=args.host, port=args.port, instance_id=instance_id,
+                editor_timeout=args.editor_timeout, action_timeout=args.action_timeout, trace_path=trace_path,
+                trace_max_bytes=args.trace_max_bytes, allowed_roots=args.allow_root,
+            ),
+            token,
+        )
+    except ValueError as exc:  # e.g. an allowed root that does not exist: say so, no traceback
+        logging.getLogger("oh.backend").error(str(exc))
+        _ready(args.ready_fd, {"ready": False, "error": str(exc)})
+        return 2
     try:
         await backend.start()
     except OSError as exc:

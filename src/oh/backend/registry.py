@@ -13,7 +13,9 @@ from ..protocol.frames import Registration
 
 def _contains(parent: str, child: str) -> bool:
     parent = parent.rstrip(os.sep) or os.sep
-    return child == parent or child.startswith(parent + os.sep)
+    # "/" must not become "//" (issue 9 #11: an editor registering "/" never served anything).
+    prefix = parent if parent.endswith(os.sep) else parent + os.sep
+    return child == parent or child.startswith(prefix)
 
 
 @dataclass(eq=False)

@@ -40,7 +40,8 @@ from ..protocol.events import (
     parse_observation,
     summarize,
 )
-from . import auth
+from ..runtimes.base import AgentContext
+from . import agentinfo, auth
 from .registry import Editor, EditorRegistry
 from .trace import TraceWriter
 from .transport import abort, send_bounded
@@ -65,6 +66,12 @@ class Agent:
     obs_ids: itertools.count = field(default_factory=lambda: itertools.count(1))
     done: int = 0
     send_timeout: float = 40.0
+    workdir: str = ""
+    shell: str | None = None  # shared X-OH-Shell key, or None = private shell
+
+    @property
+    def context(self) -> AgentContext:
+        return AgentContext(self.agent_id, self.name, self.workdir or None, self.shell)
 
     async def send(self, obs: dict[str, Any]) -> None:
         obs["id"] = next(self.obs_ids)
@@ -82,7 +89,7 @@ class BackendConfig:
     action_timeout: float = 300.0  # deadline for an action without its own timeout
     trace_path: Path | None = None
     trace_max_bytes: int = 10 * 1024 * 1024
-    allowed_roots: list[str] | None = None
+    allowed_roots: list[str] | None = None  # extra roots besides the workspace (`oh start --allow`)
     write_session: bool = True
     session_dir: Path | None = None
     max_frame: int = MAX_FRAME
@@ -101,6 +108,7 @@ class Backend:
 
         self.config = config
         self.workspace = os.path.realpath(config.workspace)
+        self.allowed_roots = agentinfo.effective_roots(self.workspace, config.allowed_roots)
         self.instance_id = config.instance_id or new_instance_id()
         self._token = token
         self._token_gen = 0
@@ -126,11 +134,13 @@ class Backend:
         if self.config.runtime == "vscode":
             from ..runtimes.vscode import VscodeRuntime
 
-            return VscodeRuntime(self.registry, self.workspace, self.config.editor_timeout, send_timeout=self.config.send_timeout)
+            return VscodeRuntime(
+                self.registry, self.workspace, self.config.editor_timeout, send_timeout=self.config.send_timeout, allowed_roots=self.allowed_roots
+            )
         if self.config.runtime == "local":
             from ..runtimes.local import LocalRuntime
 
-            return LocalRuntime(self.workspace, self.config.allowed_roots)
+            return LocalRuntime(self.workspace, self.allowed_roots)
         raise ValueError(f"unknown runtime {self.config.runtime!r} (local or vscode)")
 
     async def start(self) -> None:
@@ -176,6 +186,7 @@ class Backend:
             started_at=self.started_at.isoformat(timespec="seconds"),
             trace=str(self.config.trace_path or ""),
             editor_timeout=self.config.editor_timeout,
+            allowed_roots=list(self.allowed_roots),
         )
 
     def _write_session(self) -> None:
@@ -238,6 +249,12 @@ class Backend:
             return self._json_response(connection, self.status())
         if path not in ROLES:
             return connection.respond(HTTPStatus.NOT_FOUND, "Unknown path: use /v1/agent, /v1/editor, /v1/monitor or /v1/control.\n")
+        if path == "/v1/agent":
+            parsed = agentinfo.parse(headers, self.workspace, self.allowed_roots)
+            if isinstance(parsed, tuple):
+                log.info("refused agent handshake: %s", parsed[1].strip()[:200])
+                return connection.respond(*parsed)
+            connection.oh_agent = parsed  # type: ignore[attr-defined]
         # Remember which token generation let this connection in, so a rotation can close it.
         connection.oh_token_gen = self._token_gen  # type: ignore[attr-defined]
         return None
@@ -274,10 +291,11 @@ class Backend:
 
     # ------------------------------------------------------------------ agents
     async def _serve_agent(self, connection: ServerConnection) -> None:
-        name = (connection.request.headers.get("X-OH-Client") or "agent")[:64]
-        agent = Agent(f"a{next(self._agent_ids)}", name, connection, send_timeout=self.config.send_timeout)
+        headers = getattr(connection, "oh_agent", None) or agentinfo.AgentHeaders("agent", self.workspace, None)
+        name = headers.name
+        agent = Agent(f"a{next(self._agent_ids)}", name, connection, send_timeout=self.config.send_timeout, workdir=headers.workdir, shell=headers.shell)
         self.agents[agent.agent_id] = agent
-        self._emit("agent_connected", agent_id=agent.agent_id, name=name)
+        self._emit("agent_connected", agent_id=agent.agent_id, name=name, workdir=agent.workdir, shell=agent.context.shell_key)
         try:
             async for message in connection:
                 try:
@@ -302,7 +320,7 @@ class Backend:
             if agent.tasks:
                 await asyncio.wait(list(agent.tasks), timeout=3)
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(self.runtime.agent_closed(agent.agent_id), 5)
+                await asyncio.wait_for(self.runtime.agent_closed(agent.context), 5)
             self._emit("agent_disconnected", agent_id=agent.agent_id, name=name)
 
     def _deadline(self, action: Action) -> float:
@@ -316,8 +334,12 @@ class Backend:
         started = time.monotonic()
         summary = summarize(action)
         leg = Action(leg_id, action.kind, action.args, action.timeout, action.with_id(leg_id))
-        self._emit("action_started", agent_id=agent.agent_id, action_id=leg_id, kind=action.kind, summary=summary)
-        self.trace.record("request", agent=agent.agent_id, action_id=leg_id, agent_action_id=action.id, action=action.kind, summary=summary)
+        risk = action.security_risk
+        # env values are secrets: monitors and the trace get the variable names only.
+        env_names = sorted(action.env) if action.kind == "run" and action.env else None
+        self._emit("action_started", agent_id=agent.agent_id, action_id=leg_id, kind=action.kind, summary=summary, security_risk=risk)
+        extra = {k: v for k, v in (("security_risk", risk), ("env_names", env_names)) if v}
+        self.trace.record("request", agent=agent.agent_id, action_id=leg_id, agent_action_id=action.id, action=action.kind, summary=summary, **extra)
         cancelled = False
         try:
             deadline = self._deadline(action)
@@ -325,7 +347,7 @@ class Backend:
                 # asyncio.timeout, not wait_for: on 3.11 wait_for wraps the coroutine in one more
                 # Task per action (measured: benchmarks/, docs/benchmarks.md).
                 async with asyncio.timeout(deadline):
-                    obs = await self.runtime.execute(leg, agent.agent_id)
+                    obs = await self.runtime.execute(leg, agent.context)
             except asyncio.TimeoutError:
                 obs = error_observation(leg_id, ErrorId.TIMEOUT, f"No observation within {deadline:g} s; the action was cancelled.")
         except asyncio.CancelledError:
@@ -347,11 +369,11 @@ class Backend:
         self.trace.record(
             "result" if outcome == "ok" else "error",
             agent=agent.agent_id, action_id=leg_id, agent_action_id=action.id, action=action.kind,
-            summary=summary, outcome=outcome, exit_code=exit_code, duration_ms=duration_ms,
+            summary=summary, outcome=outcome, exit_code=exit_code, duration_ms=duration_ms, **extra,
         )
         self._emit(
             "action_finished", agent_id=agent.agent_id, action_id=leg_id, kind=action.kind, summary=summary,
-            outcome=outcome, exit_code=exit_code, duration_ms=duration_ms,
+            outcome=outcome, exit_code=exit_code, duration_ms=duration_ms, security_risk=risk,
         )
         if cancelled and not self.stopping:
             return  # the agent is gone; nobody to tell
@@ -375,7 +397,7 @@ class Backend:
             return
         editor = Editor(self.registry.new_id(), registration, connection, time.monotonic())
         self.registry.add(editor)
-        await connection.send(encode(frames.registered(editor.editor_id, self.instance_id, self.workspace)), text=True)
+        await connection.send(encode(frames.registered(editor.editor_id, self.instance_id, self.workspace, self.allowed_roots)), text=True)
         self._emit("editor_connected", editor=editor.describe())
         log.info("editor %s registered: %s %s %s", editor.editor_id, registration.editor_name, registration.editor_version, registration.workspace_folders)
         reason = "closed"
@@ -492,6 +514,7 @@ class Backend:
             "port": self.port,
             "runtime": self.config.runtime,
             "workspace": self.workspace,
+            "allowed_roots": list(self.allowed_roots),
             "started_at": self.started_at.isoformat(timespec="seconds"),
             "uptime_s": round(time.monotonic() - self._t0, 1),
             "oh_version": __version__,
@@ -499,6 +522,9 @@ class Backend:
             "trace": str(self.config.trace_path or ""),
             "trace_warning": self.trace.warning,
             "editors": [e.describe() for e in self.registry.all()],
-            "agents": [{"agent_id": a.agent_id, "name": a.name, "pending": len(a.tasks), "done": a.done} for a in self.agents.values()],
+            "agents": [
+                {"agent_id": a.agent_id, "name": a.name, "workdir": a.workdir, "shell": a.context.shell_key, "pending": len(a.tasks), "done": a.done}
+                for a in self.agents.values()
+            ],
             "stats": {"done": self.stats["done"], "pending": len(self.correlator), "errors": self.stats["errors"]},
         }

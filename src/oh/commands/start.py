@@ -31,6 +31,7 @@ def start(
     open_: Optional[bool] = typer.Option(None, "--open/--no-open", help="vscode: ask VS Code to open the workspace now / never. Default: config `open_editor` (auto: only if no editor connects within 3 s and `code` is on PATH)."),
     editor_timeout: Optional[float] = typer.Option(None, "--editor-timeout", help="Seconds an action waits for an editor before NO_EDITOR. Default: config `editor_timeout`."),
     action_timeout: Optional[float] = typer.Option(None, "--action-timeout", help="Deadline (s) for actions without their own timeout. Default: config `action_timeout`."),
+    allow: Optional[list[str]] = typer.Option(None, "--allow", help="Also allow file actions and run cwds in DIR (repeatable; e.g. --allow /tmp). Adds to config `allowed_roots`."),
 ) -> None:
     """Start a backend for a workspace and show the live view (Ctrl-C stops it).
 
@@ -50,10 +51,18 @@ def start(
         token = secrets.get_or_create_token()
     except Exception as exc:  # noqa: BLE001
         die(f"cannot read or create the token: {exc}", ERROR, "Run `oh doctor` to see where the token should live.")
+    roots = [*s.allowed_roots, *(os.path.abspath(os.path.expanduser(d)) for d in allow or ())]
+    try:
+        from ..backend.agentinfo import effective_roots
+
+        effective_roots(workspace, roots)
+    except ValueError as exc:
+        die(str(exc), USAGE, "Fix `--allow` or the `allowed_roots` setting (`oh config list`).")
     try:
         started = process.start_backend(
             workspace, runtime=s.runtime, token=token, host=s.host, port=s.port, editor_timeout=s.editor_timeout,
             action_timeout=s.action_timeout, trace=s.trace, trace_max_bytes=s.trace_max_bytes, log_level=s.log_level,
+            allowed_roots=roots,
         )
     except process.StartError as exc:
         die(exc.message, NOT_RUNNING if exc.already_served else ERROR, None if exc.already_served else "Run `oh doctor` to check ports, directories and the token.")

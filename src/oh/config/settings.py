@@ -107,6 +107,25 @@ def _host(value: Any) -> str:
     return "127.0.0.1" if text == "localhost" else text.strip("[]")
 
 
+def _dir_list(value: Any) -> list[str]:
+    """Absolute directories: a TOML list, or one string split on os.pathsep (env ``OH_ALLOWED_ROOTS``).
+    Existence is checked when the backend starts (a root may be created later)."""
+    items = value if isinstance(value, (list, tuple)) else [p for p in str(value).split(os.pathsep)]
+    out = []
+    for item in items:
+        if not isinstance(item, str):
+            raise SettingError(f"must be a list of absolute directory paths (got {item!r})")
+        text = os.path.expanduser(item.strip())
+        if not text:
+            continue
+        if not os.path.isabs(text):
+            raise SettingError(f"must be absolute directory paths (got {item!r})")
+        if os.path.realpath(text) == os.sep:
+            raise SettingError("must not contain / (that would allow every path); name narrower directories")
+        out.append(text)
+    return out
+
+
 @dataclass(frozen=True)
 class Key:
     name: str
@@ -135,6 +154,7 @@ KEYS: dict[str, Key] = {
         Key("open_editor", _choice("auto", "always", "never"), "auto", "ask VS Code to open the workspace on `oh start --runtime vscode`: auto = only when no editor registers within 3 s and `code` is on PATH", "auto | always | never"),
         Key("trace", _bool, True, "write the JSONL trace of every action (`oh logs`)", "true | false"),
         Key("trace_max_bytes", _size, 10 * 1024 * 1024, "size at which the trace file is rotated", "bytes >= 1024, e.g. 10M"),
+        Key("allowed_roots", _dir_list, [], "directories besides the workspace that file actions and run cwds may use (e.g. /tmp); `oh start --allow DIR` adds more", f"absolute directories ({os.pathsep}-separated in OH_ALLOWED_ROOTS)"),
         Key("log_level", _choice("debug", "info", "warning", "error"), "info", "backend log level (log file under the state dir)", "debug | info | warning | error"),
     )
 }

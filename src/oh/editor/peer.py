@@ -1,4 +1,8 @@
-"""Headless editor peer (docs/protocol.md §4)."""
+"""Headless editor peer (docs/protocol.md §4): the reference editor behind `oh attach`.
+
+It executes with the local runtime: one shell per ``agent.shell`` of the actions it receives (started
+in ``agent.workdir``), killed on ``agent_gone``; paths confined to the backend's allowed roots from
+the ``registered`` answer."""
 
 from __future__ import annotations
 
@@ -14,8 +18,12 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
 from .. import PROTOCOL_VERSION, __version__
 from ..client.aio import _handshake_error
+from ..protocol import frames
 from ..protocol.errors import ErrorId, ProtocolError
 from ..protocol.events import decode, decode_frame, encode, error_from, error_observation, parse_action
+from ..runtimes.base import AgentContext
+
+DEFAULT_SHELL = "default"  # actions without an ``agent`` field (an older backend) share this one
 
 log = logging.getLogger("oh.editor")
 
@@ -63,6 +71,12 @@ class HeadlessEditor:
             if answer.get("type") != "registered":
                 raise RuntimeError(f"registration refused: {answer.get('error_id')}: {answer.get('message')}")
             self.registration = answer
+            roots = answer.get("allowed_roots")
+            if isinstance(roots, list) and roots and all(isinstance(r, str) and r.startswith("/") for r in roots):
+                from ..runtimes.local import LocalRuntime
+
+                await self.runtime.close()
+                self.runtime = LocalRuntime(self.workspace, roots)
             if ready is not None:
                 ready.set()
             async for message in conn:
@@ -83,25 +97,38 @@ class HeadlessEditor:
                 if task is not None:
                     task.cancel()
                 return
+            if obj.get("type") == "agent_gone":
+                shell = obj.get("shell")
+                if isinstance(shell, str):
+                    asyncio.ensure_future(self.runtime.close_shell(shell))
+                return
+            if obj.get("type") is not None:
+                return  # unknown control frames are ignored (docs/protocol.md §4)
             action = parse_action(obj)
         except ProtocolError as exc:
             asyncio.ensure_future(self._answer(error_from(exc)))
             return
-        task = asyncio.create_task(self._execute(action))
+        agent = frames.parse_agent_field(obj)
+        if agent is None:
+            ctx = AgentContext(DEFAULT_SHELL, "agent", None, DEFAULT_SHELL)
+        else:
+            ctx = AgentContext(agent["id"], agent["name"], agent["workdir"], agent["shell"])
+        task = asyncio.create_task(self._execute(action, ctx))
         self._tasks[action.id] = task
         task.add_done_callback(lambda _t, i=action.id: self._tasks.pop(i, None))
 
-    async def _execute(self, action) -> None:
+    async def _execute(self, action, ctx: AgentContext) -> None:
         try:
-            obs = await self.runtime.execute(action, "backend")
+            obs = await self.runtime.execute(action, ctx)
         except asyncio.CancelledError:
             # The backend cancelled (the agent went away, or the deadline passed); it no longer waits
             # for an answer. Stop the work, not just the wait: a cancelled `run` would otherwise
             # leave its command running in this editor's shell for ever (e.g. `sleep 1000` of an
             # agent that was killed). Like the local runtime when an agent leaves: the shell and
             # its process group are killed; the next `run` gets a fresh shell.
-            if action.kind == "run":
-                await self.runtime.agent_closed("backend")
+            # (A shared X-OH-Shell terminal keeps its state: the runtime interrupted the command.)
+            if action.kind == "run" and ctx.shell == ctx.id:
+                await self.runtime.close_shell(ctx.shell_key)
             return
         except Exception as exc:  # noqa: BLE001
             log.exception("action %s failed", action.id)

@@ -68,6 +68,7 @@ def start_backend(
     trace_max_bytes: int = 10 * 1024 * 1024,
     log_level: str = "info",
     ready_timeout: float = 20.0,
+    allowed_roots: list[str] | None = None,
 ) -> Started:
     workspace = os.path.realpath(workspace)
     running = sessions.for_workspace(workspace)
@@ -85,6 +86,8 @@ def start_backend(
     ]
     if not trace:
         argv.append("--no-trace")
+    for root in allowed_roots or ():
+        argv += ["--allow-root", root]
     env = {k: v for k, v in os.environ.items() if k != "OH_TOKEN"}
     env["OH_LOG_LEVEL"] = log_level.upper()
     env.setdefault("PYTHONUNBUFFERED", "1")

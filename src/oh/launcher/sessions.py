@@ -37,6 +37,7 @@ class Session:
     trace: str = ""
     editor_timeout: float = 30.0
     url: str = ""
+    allowed_roots: list[str] = field(default_factory=list)  # workspace + `oh start --allow` dirs
 
     def __post_init__(self) -> None:
         if not self.url:

@@ -20,6 +20,8 @@ class ErrorId(str, Enum):
     INTERRUPTED = "INTERRUPTED"
     UNTRUSTED_WORKSPACE = "UNTRUSTED_WORKSPACE"
     SERVER_ERROR = "SERVER_ERROR"
+    BUSY = "BUSY"  # a new command while the shell still runs another (nothing was executed)
+    NO_COMMAND = "NO_COMMAND"  # an empty command / is_input while nothing runs
 
     def __str__(self) -> str:  # so f-strings show the bare name
         return self.value

@@ -8,8 +8,10 @@ deserializer accepts: an extra key there would make OpenHands raise ``TypeError`
 
 from __future__ import annotations
 
+import codecs
 import json
 import math
+import re
 
 try:  # orjson: ~5x faster on the hot path, and strict (invalid UTF-8, NaN, lone surrogates refused)
     import orjson
@@ -22,6 +24,13 @@ from typing import Any
 from .errors import ErrorId, ProtocolError
 
 ACTION_KINDS = ("run", "read", "write", "edit")
+DEFAULT_MAX_OUTPUT = 30000  # characters, OpenHands' MAX_CMD_OUTPUT_SIZE
+MAX_OUTPUT_CAP = 16 * 1024 * 1024  # max_output 0 still keeps memory bounded
+READ_ENCODINGS = ("auto", "base64")
+MAX_ENV_VARS = 256
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+# OpenHands V0 sends security_risk as an int enum; the SDK as a name.
+_RISK_NAMES = {-1: "UNKNOWN", 0: "LOW", 1: "MEDIUM", 2: "HIGH"}
 EDIT_COMMANDS = ("view", "create", "str_replace", "insert", "undo_edit")
 MAX_ID = 2**53 - 1  # ids survive a round trip through JavaScript numbers
 
@@ -57,10 +66,35 @@ class Action:
     def blocking(self) -> bool:
         return bool(self.args.get("blocking", False))
 
-    def with_id(self, new_id: int) -> dict[str, Any]:
-        """The raw frame with another id: what the next leg receives."""
+    @property
+    def reset(self) -> bool:
+        return bool(self.args.get("reset", False))
+
+    @property
+    def env(self) -> dict[str, str]:
+        """Variables to export before a ``run`` (values are secrets: never log them)."""
+        return self.args.get("env") or {}
+
+    @property
+    def max_output(self) -> int:
+        """Characters of output kept per observation; 0 = no oh truncation (capped, see MAX_OUTPUT_CAP)."""
+        v = self.args.get("max_output")
+        return DEFAULT_MAX_OUTPUT if v is None else v
+
+    @property
+    def encoding(self) -> str | None:
+        return self.args.get("encoding")
+
+    @property
+    def security_risk(self) -> str | None:
+        """The agent's own risk label, normalised to a short upper-case name (never refused)."""
+        return security_risk_of(self.raw)
+
+    def with_id(self, new_id: int, **fields: Any) -> dict[str, Any]:
+        """The raw frame with another id (and extra top-level fields): what the next leg receives."""
         frame = dict(self.raw)
         frame["id"] = new_id
+        frame.update(fields)
         return frame
 
 
@@ -102,6 +136,19 @@ def encode(obj: dict[str, Any]) -> bytes:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
 
 
+def security_risk_of(obj: dict[str, Any]) -> str | None:
+    """``security_risk`` as a short name (LOW, MEDIUM, HIGH, UNKNOWN, ...), or None when absent."""
+    v = obj.get("security_risk")
+    if v is None:
+        return None
+    if _is_int(v):
+        return _RISK_NAMES.get(v, "UNKNOWN")
+    if isinstance(v, str):
+        name = "".join(ch for ch in v.strip().upper() if ch.isalnum() or ch == "_")[:16]
+        return name or "UNKNOWN"
+    return "UNKNOWN"
+
+
 def _require(cond: bool, msg: str, cause: int | None) -> None:
     if not cond:
         raise ProtocolError(ErrorId.BAD_REQUEST, msg, cause)
@@ -140,16 +187,21 @@ def parse_action(obj: Any) -> Action:
     timeout = obj.get("timeout")
     if timeout is not None:
         _require(
-            isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and math.isfinite(timeout) and timeout > 0,
-            "'timeout' must be a positive number of seconds.",
+            isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and math.isfinite(timeout) and timeout >= 0,
+            "'timeout' must be a number of seconds >= 0 (0 = no timeout given).",
             cause,
         )
-        timeout = float(timeout)
+        # 0 means "no timeout given", as in the OpenHands SDK: the no-new-output rule applies.
+        timeout = float(timeout) if timeout > 0 else None
     if kind == "run":
         _require(isinstance(args.get("command"), str), "args.command must be a string.", cause)
-        for key in ("is_input", "blocking", "hidden"):
+        for key in ("is_input", "blocking", "hidden", "reset"):
             _opt_type(args, key, (bool,), "a boolean", cause)
         _opt_type(args, "cwd", (str,), "a string or null", cause)
+        _require(not (args.get("reset") and args.get("is_input")), "args.reset cannot be combined with args.is_input.", cause)
+        mo = args.get("max_output")
+        _require(mo is None or (_is_int(mo) and mo >= 0), "args.max_output must be an integer >= 0 (characters; 0 = no truncation).", cause)
+        _check_env(args.get("env"), cause)
     else:
         _require(isinstance(args.get("path"), str) and args["path"] != "", "args.path must be a non-empty string.", cause)
         _require("\x00" not in args["path"], "args.path must not contain NUL bytes.", cause)
@@ -162,8 +214,14 @@ def parse_action(obj: Any) -> Action:
                 "args.view_range must be [first_line, last_line] (integers, last -1 = end of file).",
                 cause,
             )
+        if kind == "read":
+            enc = args.get("encoding")
+            _require(enc is None or enc in READ_ENCODINGS, "args.encoding must be \"auto\" or \"base64\" for read.", cause)
         if kind == "write":
             _require(isinstance(args.get("content"), str), "args.content must be a string.", cause)
+            enc = args.get("encoding")
+            _require(enc is None or (isinstance(enc, str) and _known_encoding(enc)),
+                     "args.encoding must be \"utf-8\" (default), \"base64\" or a codec name Python knows (e.g. latin-1).", cause)
         elif kind == "edit":
             cmd = args.get("command")
             _require(
@@ -182,6 +240,30 @@ def parse_action(obj: Any) -> Action:
                 _require(_is_int(args.get("insert_line")), "edit insert needs args.insert_line (an integer).", cause)
                 _require(isinstance(args.get("new_str"), str), "edit insert needs args.new_str (a string).", cause)
     return Action(id=cause, kind=kind, args=args, timeout=timeout, raw=obj)
+
+
+def _known_encoding(name: str) -> bool:
+    if name == "base64":
+        return True
+    if len(name) > 40:
+        return False
+    try:
+        info = codecs.lookup(name)
+    except LookupError:
+        return False
+    # Only text encodings: "rot13", "zlib", "base64_codec" and friends are bytes<->bytes or str<->str.
+    return getattr(info, "_is_text_encoding", True)
+
+
+def _check_env(env: Any, cause: int | None) -> None:
+    if env is None:
+        return
+    _require(isinstance(env, dict), "args.env must be an object of variable names to string values.", cause)
+    _require(len(env) <= MAX_ENV_VARS, f"args.env may hold at most {MAX_ENV_VARS} variables.", cause)
+    for name, value in env.items():
+        # Never echo the value: env values are secrets.
+        _require(bool(_ENV_NAME.match(name)), f"args.env: {name[:40]!r} is not a shell variable name ([A-Za-z_][A-Za-z0-9_]*).", cause)
+        _require(isinstance(value, str) and "\x00" not in value, f"args.env.{name} must be a string without NUL characters.", cause)
 
 
 def parse_action_frame(data: str | bytes) -> Action:
@@ -218,6 +300,9 @@ def run_observation(
     suffix: str = "",
     prefix: str = "",
     hidden: bool = False,
+    username: str | None = None,
+    hostname: str | None = None,
+    py_interpreter_path: str | None = None,
 ) -> dict[str, Any]:
     obs = _obs(
         "run",
@@ -229,10 +314,10 @@ def run_observation(
             "metadata": {
                 "exit_code": exit_code,
                 "pid": pid,
-                "username": None,
-                "hostname": None,
+                "username": username,
+                "hostname": hostname,
                 "working_dir": working_dir,
-                "py_interpreter_path": None,
+                "py_interpreter_path": py_interpreter_path,
                 "prefix": prefix,
                 "suffix": suffix,
             },
@@ -243,8 +328,10 @@ def run_observation(
     return obs
 
 
-def read_observation(cause: int | None, path: str, content: str) -> dict[str, Any]:
-    return _obs("read", cause, content, f"I read the file {path}.", {"path": path, "impl_source": "oh_aci"})
+def read_observation(cause: int | None, path: str, content: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``extra`` (e.g. ``encoding``/``mime_type`` of a base64 read) only when the agent asked for it:
+    OpenHands' own deserializer refuses unknown extras keys."""
+    return _obs("read", cause, content, f"I read the file {path}.", {"path": path, "impl_source": "oh_aci", **(extra or {})})
 
 
 def write_observation(cause: int | None, path: str) -> dict[str, Any]:

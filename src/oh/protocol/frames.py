@@ -5,6 +5,8 @@ Pure. Control frames carry a ``type`` key; OpenHands events carry ``action``/``o
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -67,6 +69,10 @@ def parse_registration(obj: dict[str, Any], instance_id: str) -> Registration:
     folders = obj.get("workspace_folders")
     if not isinstance(folders, list) or not all(isinstance(f, str) and f for f in folders) or len(folders) > 256:
         raise RegistrationError("BAD_REQUEST", "register.workspace_folders must be a list of absolute paths.")
+    relative = [f for f in folders if not os.path.isabs(f) or "\x00" in f]
+    if relative:
+        # A relative folder would be resolved against the backend's cwd, not the editor's (issue 9 #11).
+        raise RegistrationError("BAD_REQUEST", f"register.workspace_folders must be absolute paths (got {relative[0][:80]!r}).")
     session = obj.get("session")
     if session is not None and not isinstance(session, str):
         raise RegistrationError("BAD_REQUEST", "register.session must be a string or null.")
@@ -92,8 +98,50 @@ def parse_registration(obj: dict[str, Any], instance_id: str) -> Registration:
     )
 
 
-def registered(editor_id: str, instance_id: str, workspace: str) -> dict[str, Any]:
-    return {"type": "registered", "editor_id": editor_id, "instance_id": instance_id, "protocol": PROTOCOL_VERSION, "workspace": workspace}
+def registered(editor_id: str, instance_id: str, workspace: str, allowed_roots: list[str] | None = None) -> dict[str, Any]:
+    frame = {"type": "registered", "editor_id": editor_id, "instance_id": instance_id, "protocol": PROTOCOL_VERSION, "workspace": workspace}
+    # The editor confines paths and run cwds to these (the backend's), not to its window's folders.
+    frame["allowed_roots"] = list(allowed_roots) if allowed_roots else [workspace]
+    return frame
+
+
+# ---------------------------------------------------------------------------- agents on the editor leg
+SHELL_KEY = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+_PRIVATE_KEY = re.compile(r"^a[0-9]+$")  # the backend's agent ids: a private shell's key
+
+
+def check_shell_key(key: str) -> str | None:
+    """Why ``X-OH-Shell: key`` is refused, or None. Keys shaped like agent ids are reserved for
+    private shells, so a shared key can never name (and join) another agent's private shell."""
+    if not SHELL_KEY.match(key):
+        return "X-OH-Shell must be 1-64 characters from A-Z a-z 0-9 . _ -"
+    if _PRIVATE_KEY.match(key):
+        return "X-OH-Shell keys of the form a<number> are reserved for private shells; choose another key"
+    return None
+
+
+def agent_field(agent_id: str, name: str, workdir: str, shell: str) -> dict[str, str]:
+    """The top-level ``agent`` object of every action sent to an editor."""
+    return {"id": agent_id, "name": name, "workdir": workdir, "shell": shell}
+
+
+def parse_agent_field(obj: dict[str, Any]) -> dict[str, str] | None:
+    """An action's ``agent`` object as an editor reads it; None when absent or malformed (an old
+    backend): the editor then uses one default shell and its workspace."""
+    a = obj.get("agent")
+    if not isinstance(a, dict):
+        return None
+    shell, workdir = a.get("shell"), a.get("workdir")
+    if not isinstance(shell, str) or not SHELL_KEY.match(shell) or not isinstance(workdir, str) or not workdir.startswith("/"):
+        return None
+    name = a.get("name") if isinstance(a.get("name"), str) else "agent"
+    aid = a.get("id") if isinstance(a.get("id"), str) else shell
+    return {"id": aid[:64], "name": name[:64], "workdir": workdir, "shell": shell}
+
+
+def agent_gone(shell: str) -> dict[str, Any]:
+    """To editors: the agent owning this private shell disconnected; kill what runs there."""
+    return {"type": "agent_gone", "shell": shell}
 
 
 def refusal(error_id: str, message: str) -> dict[str, Any]:

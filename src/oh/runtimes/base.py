@@ -9,9 +9,39 @@ the action's id, no ``id`` — the backend numbers observations); it never raise
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import Any, Hashable
 
 from ..protocol.events import Action
+
+
+@dataclass(frozen=True, slots=True)
+class AgentContext:
+    """Who sent an action: the backend's agent id, its name, working directory and shell key.
+
+    ``shell`` None = a private shell (keyed by ``id``, killed when the agent leaves); a string = the
+    shared shell of that ``X-OH-Shell`` key (kept until the backend stops).
+    """
+
+    id: str
+    name: str = "agent"
+    workdir: str | None = None  # None: the workspace
+    shell: str | None = None
+
+    @property
+    def shell_key(self) -> str:
+        return self.shell or self.id
+
+    @property
+    def shared(self) -> bool:
+        return self.shell is not None
+
+
+def as_context(agent: Hashable) -> AgentContext:
+    """Runtimes accept an AgentContext or (older callers, tests) any hashable key = a private shell."""
+    if isinstance(agent, AgentContext):
+        return agent
+    return AgentContext(id=str(agent))
 
 
 class Runtime(ABC):

@@ -15,7 +15,11 @@ from ..backend.transport import send_bounded
 from ..protocol import frames
 from ..protocol.errors import ErrorId
 from ..protocol.events import Action, encode, error_observation
-from .base import Runtime
+from .base import AgentContext, Runtime, as_context
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 class VscodeRuntime(Runtime):
@@ -29,39 +33,59 @@ class VscodeRuntime(Runtime):
         on_waiting: Callable[[], None] | None = None,
         *,
         send_timeout: float = 40.0,
+        allowed_roots: list[str] | None = None,
     ) -> None:
         self.registry = registry
         self.workspace = os.path.realpath(workspace)
+        # The BACKEND's roots (workspace + `oh start --allow`), not the editor window's folders.
+        self.roots = [os.path.realpath(r) for r in (allowed_roots or [self.workspace])]
         self.editor_timeout = editor_timeout
         self.send_timeout = send_timeout  # an editor that does not read for this long is dropped
         self.on_waiting = on_waiting  # e.g. the launcher's "open VS Code" signal
 
-    def _absolute(self, action: Action) -> dict[str, Any] | None:
-        """Rewrite a relative path against the backend's workspace; refuse an escaping one.
+    def _workdir(self, ctx: AgentContext) -> str:
+        if ctx.workdir:
+            real = os.path.realpath(ctx.workdir)
+            if any(_inside(real, r) for r in self.roots):
+                return real
+        return self.workspace
 
-        The editor checks its own workspace folders too; this is the backend's own line of defence
-        and makes relative paths mean the same thing whatever folder the editor has open.
+    def _absolute(self, action: Action, ctx: AgentContext) -> dict[str, Any] | str:  # or an error observation
+        """The frame for the editor: relative ``path``/``cwd`` made absolute against the agent's
+        working directory, the ``agent`` field attached; or the refused path (PATH_DENIED).
+
+        The editor checks too; this is the backend's own line of defence, and it makes relative
+        paths mean the same thing whatever folder the editor window has open (issue 9 #14).
         """
-        frame = action.raw
-        if action.kind == "run":
-            return frame
-        raw_path = action.path
-        joined = raw_path if os.path.isabs(raw_path) else os.path.join(self.workspace, raw_path)
-        real = os.path.realpath(joined)
-        if not (real == self.workspace or real.startswith(self.workspace.rstrip(os.sep) + os.sep)):
-            return None
-        if joined != raw_path:
-            frame = dict(frame)
-            frame["args"] = {**action.args, "path": joined}
+        workdir = self._workdir(ctx)
+        args = action.args
+        key = "cwd" if action.kind == "run" else "path"
+        raw_path = args.get(key) if action.kind == "run" else action.path
+        if raw_path:
+            if any(len(os.fsencode(part)) > 255 for part in raw_path.split("/")):
+                return error_observation(action.id, ErrorId.TOOL_ERROR, f"File name too long: a component of {raw_path[:120]}... is over 255 bytes.")
+            expanded = os.path.expanduser(raw_path)
+            joined = os.path.normpath(expanded if os.path.isabs(expanded) else os.path.join(workdir, expanded))
+            if not any(_inside(os.path.realpath(joined), r) for r in self.roots):
+                return raw_path
+            if joined != raw_path:
+                args = {**args, key: joined}
+        agent = frames.agent_field(ctx.id, ctx.name, workdir, ctx.shell_key)
+        frame = action.with_id(action.id, agent=agent)
+        frame["args"] = args
         return frame
 
     async def execute(self, action: Action, agent: Hashable) -> dict[str, Any]:
-        frame = self._absolute(action)
-        if frame is None:
+        ctx = as_context(agent)
+        frame = self._absolute(action, ctx)
+        if isinstance(frame, dict) and frame.get("observation") == "error":
+            return frame
+        if isinstance(frame, str):
+            what = "The working directory" if action.kind == "run" else "Path"
             return error_observation(
                 action.id,
                 ErrorId.PATH_DENIED,
-                f"Path {action.path} is outside the workspace {self.workspace}; nothing was touched.",
+                f"{what} {frame} is outside the allowed roots ({', '.join(self.roots)}); nothing was done.",
             )
         editor = self.registry.pick(self.workspace)
         if editor is None:
@@ -101,3 +125,17 @@ class VscodeRuntime(Runtime):
             )
         finally:
             editor.pending.pop(action.id, None)
+
+    async def agent_closed(self, agent: Hashable) -> None:
+        """An agent with a private shell left: tell the editors to kill what runs there and dispose
+        of its terminal (shared X-OH-Shell terminals stay until the backend stops)."""
+        ctx = as_context(agent)
+        if ctx.shared:
+            return
+        frame = encode(frames.agent_gone(ctx.shell_key))
+        for editor in self.registry.all():
+            if editor.serves(self.workspace):
+                try:
+                    await asyncio.wait_for(editor.connection.send(frame, text=True), 1.0)
+                except Exception:  # noqa: BLE001 - an editor that is gone has no terminal to dispose
+                    pass

@@ -1,15 +1,21 @@
-"""``read`` and ``write``: text files, line ranges, binary refusal, atomic writes that keep the mode."""
+"""``read`` and ``write``: text files (UTF-8 or a detected encoding), line ranges, base64 for binary
+files, atomic writes that keep the mode and the file's encoding."""
 
 from __future__ import annotations
 
+import base64
+import binascii
+import mimetypes
 import os
 import stat
 import tempfile
 
-from ...protocol.errors import ToolError
-from .paths import ResolvedPath, not_found, require_regular, stat_or_none
+from ...protocol.errors import ErrorId, ToolError
+from . import encoding as encodings
+from .paths import ResolvedPath, not_found, refuse_hard_link, require_regular, stat_or_none
 
 MAX_READ_BYTES = 256 * 1024 * 1024  # bigger files are refused (TOOL_ERROR), never half-read
+MAX_BASE64_BYTES = 64 * 1024 * 1024  # 85 MiB once base64-encoded: fits the 128 MiB frame limit
 BINARY_SNIFF = 8192
 
 
@@ -45,6 +51,7 @@ def read_bytes(rp: ResolvedPath, max_bytes: int = MAX_READ_BYTES) -> bytes:
     try:
         st = os.fstat(fd)
         require_regular(rp.shown, st, "read")
+        refuse_hard_link(rp.shown, st)
         with os.fdopen(fd, "rb", buffering=0, closefd=False) as f:
             data = f.readall()  # sized from fstat: one allocation, one copy
     finally:
@@ -54,20 +61,43 @@ def read_bytes(rp: ResolvedPath, max_bytes: int = MAX_READ_BYTES) -> bytes:
     return data
 
 
-def decode_text(rp: ResolvedPath, data: bytes) -> str:
-    if b"\x00" in data[:BINARY_SNIFF]:
-        raise ToolError(f"The file {rp.shown} is a binary file (it contains NUL bytes); only text files can be read or edited.")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ToolError(
-            f"The file {rp.shown} is a binary file or not UTF-8 text (invalid byte at offset {exc.start}); "
-            "only UTF-8 text files can be read or edited."
-        ) from None
+BINARY_HINT = "read it with args.encoding \"base64\" to get its bytes"
+
+
+def decode_text(rp: ResolvedPath, data: bytes) -> tuple[str, str]:
+    """(text, encoding): UTF-8, else a detected text encoding; ToolError for binary data."""
+    decoded = encodings.decode(data)
+    if decoded is None:
+        raise ToolError(f"The file {rp.shown} is a binary file (not text in UTF-8 or a detectable encoding); {BINARY_HINT}.")
+    return decoded
 
 
 def read_text(rp: ResolvedPath, max_bytes: int = MAX_READ_BYTES) -> str:
+    return decode_text(rp, read_bytes(rp, max_bytes))[0]
+
+
+def read_text_enc(rp: ResolvedPath, max_bytes: int = MAX_READ_BYTES) -> tuple[str, str]:
     return decode_text(rp, read_bytes(rp, max_bytes))
+
+
+def existing_encoding(rp: ResolvedPath) -> str | None:
+    """The detected encoding of an existing text file (so a rewrite keeps it), else None."""
+    st = stat_or_none(rp.real)
+    if st is None or not stat.S_ISREG(st.st_mode) or st.st_size > MAX_READ_BYTES:
+        return None
+    try:
+        return read_text_enc(rp)[1]
+    except ToolError:
+        return None
+
+
+def encode_text(rp: ResolvedPath, text: str, enc: str) -> bytes:
+    """``text`` in ``enc``; a detected legacy encoding that cannot hold new characters falls back to
+    UTF-8 (as the OpenHands editor does) rather than failing the edit."""
+    try:
+        return text.encode(enc)
+    except UnicodeEncodeError:
+        return _encode_as(text, "utf-8")
 
 
 def count_lines(text: str) -> int:
@@ -118,13 +148,21 @@ def view_range_lines(rp: ResolvedPath, text: str, view_range: list[int]) -> tupl
     return first - 1, (n if last == -1 else last)
 
 
-def read_file(rp: ResolvedPath, start: int | None = 0, end: int | None = -1, view_range: list[int] | None = None) -> str:
-    """The ``read`` action: raw text (no line numbers); ``view_range`` wins over ``start``/``end``."""
+def read_file(
+    rp: ResolvedPath, start: int | None = 0, end: int | None = -1, view_range: list[int] | None = None, encoding: str = "auto"
+) -> tuple[str, dict[str, str] | None]:
+    """The ``read`` action: (content, extra extras). Raw text (no line numbers); ``view_range`` wins
+    over ``start``/``end``. ``encoding: base64``: the whole file's bytes (ranges ignored), with
+    ``encoding`` and ``mime_type`` extras -- only then, OpenHands refuses unknown extras."""
+    if encoding == "base64":
+        data = read_bytes(rp, MAX_BASE64_BYTES)
+        mime = mimetypes.guess_type(rp.shown)[0] or "application/octet-stream"
+        return base64.b64encode(data).decode("ascii"), {"encoding": "base64", "mime_type": mime}
     text = read_text(rp)
     if view_range:
         begin, stop = view_range_lines(rp, text, view_range)
-        return slice_lines(text, begin, stop)
-    return slice_lines(text, start or 0, -1 if end is None else end)
+        return slice_lines(text, begin, stop), None
+    return slice_lines(text, start or 0, -1 if end is None else end), None
 
 
 # --------------------------------------------------------------------------- writing
@@ -220,18 +258,35 @@ def atomic_write(rp: ResolvedPath, data: bytes) -> bool:
     return st is not None
 
 
-def write_file(rp: ResolvedPath, content: str, start: int | None = 0, end: int | None = -1) -> None:
-    """The ``write`` action: the whole file is ``content`` (default), or lines [start, end) replaced."""
+def _base64_bytes(content: str) -> bytes:
+    try:
+        return base64.b64decode(content.encode("ascii"), validate=True)
+    except (binascii.Error, UnicodeEncodeError):
+        raise ToolError("args.content is not valid base64 (encoding \"base64\"); nothing was written.", ErrorId.BAD_REQUEST) from None
+
+
+def write_file(rp: ResolvedPath, content: str, start: int | None = 0, end: int | None = -1, encoding: str | None = None) -> None:
+    """The ``write`` action: the whole file is ``content`` (default), or lines [start, end) replaced.
+
+    ``encoding``: None = UTF-8 for a new file, the detected encoding for an existing non-UTF-8 text
+    file; ``base64`` = ``content`` is the file's bytes (whole file, ranges ignored); else a codec."""
+    if encoding == "base64":
+        atomic_write(rp, _base64_bytes(content))
+        return
     start = start or 0
     end = -1 if end is None else end
     if start <= 0 and end == -1:
-        atomic_write(rp, content.encode("utf-8"))
+        if encoding is None:
+            enc = existing_encoding(rp) or "utf-8"
+            atomic_write(rp, encode_text(rp, content, enc))
+        else:
+            atomic_write(rp, _encode_as(content, encoding))
         return
     st = stat_or_none(rp.real)
     if st is None:
-        atomic_write(rp, content.encode("utf-8"))
+        atomic_write(rp, _encode_as(content, encoding or "utf-8"))
         return
-    old = read_text(rp)
+    old, old_enc = read_text_enc(rp)
     start = max(start, 0)
     a = advance_lines(old, 0, start)
     b = len(old) if end == -1 else advance_lines(old, a, max(end - start, 0))
@@ -241,4 +296,18 @@ def write_file(rp: ResolvedPath, content: str, start: int | None = 0, end: int |
     middle = content
     if after and middle and not middle.endswith("\n"):
         middle += "\n"
-    atomic_write(rp, (before + middle + after).encode("utf-8"))
+    whole = before + middle + after
+    atomic_write(rp, encode_text(rp, whole, old_enc) if encoding is None else _encode_as(whole, encoding))
+
+
+def _encode_as(text: str, enc: str) -> bytes:
+    """``text`` in the codec the agent named (strict: an unrepresentable character is an error)."""
+    try:
+        return text.encode(enc)
+    except UnicodeEncodeError as exc:
+        raise ToolError(
+            f"The content cannot be written in {enc}: character {exc.object[exc.start:exc.start + 1]!r} at offset {exc.start} "
+            "has no representation there. Write it as utf-8, or use another encoding."
+        ) from None
+    except LookupError:
+        raise ToolError(f"Unknown encoding {enc!r}.", ErrorId.BAD_REQUEST) from None

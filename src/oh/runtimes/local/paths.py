@@ -18,6 +18,8 @@ from typing import Sequence
 
 from ...protocol.errors import ErrorId, ToolError
 
+NAME_MAX = 255  # bytes per path component on every file system oh runs on
+
 
 def _real(p: str | Path) -> str:
     return os.path.realpath(os.path.abspath(os.path.expanduser(str(p))))
@@ -46,13 +48,22 @@ class PathPolicy:
     def allowed(self, real: str) -> bool:
         return any(_inside(real, root) for root in self.roots)
 
-    def resolve(self, raw: str) -> ResolvedPath:
-        """Absolute + real path, or ToolError(PATH_DENIED). Touches nothing."""
+    def resolve(self, raw: str, base: str | None = None) -> ResolvedPath:
+        """Absolute + real path, or ToolError(PATH_DENIED). Touches nothing.
+
+        A relative path resolves against ``base`` (the agent's working directory), else the workspace."""
         if "\x00" in raw:
             raise ToolError("The path must not contain NUL bytes.", ErrorId.BAD_REQUEST)
         expanded = os.path.expanduser(raw)
-        joined = expanded if os.path.isabs(expanded) else os.path.join(self.workspace, expanded)
+        joined = expanded if os.path.isabs(expanded) else os.path.join(base or self.workspace, expanded)
         shown = os.path.normpath(joined)
+        for part in shown.split(os.sep):
+            if len(os.fsencode(part)) > NAME_MAX:
+                # The kernel would say ENAMETOOLONG; say it first, as a plain tool error.
+                raise ToolError(
+                    f"File name too long: a component of {shown[:120]}... is {len(os.fsencode(part))} bytes; "
+                    f"file names are limited to {NAME_MAX} bytes."
+                )
         real = os.path.realpath(joined)
         if not self.allowed(real):
             roots = ", ".join(self.roots)
@@ -87,7 +98,21 @@ def stat_or_none(real: str) -> os.stat_result | None:
 
 
 def not_found(shown: str) -> ToolError:
-    return ToolError(f"The path {shown} does not exist. Please provide a valid path.")
+    # The OpenHands file editor's wording, so agents trained on it recognise it.
+    return ToolError(f"Invalid `path` parameter: {shown}. The path {shown} does not exist. Please provide a valid path.")
+
+
+def refuse_hard_link(shown: str, st: os.stat_result) -> None:
+    """A regular file with more than one name may be the same file as one outside the allowed roots
+    (a hard link has no "real path" to check). Its content is refused rather than leaked
+    (docs/security.md, "Hard links")."""
+    if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+        raise ToolError(
+            f"The file {shown} has {st.st_nlink} hard links; oh cannot tell whether another of them is outside the "
+            "allowed roots, so it does not read or edit it. If its content is yours to use, give it a name of its own "
+            f"(`cp -p {shown} {shown}.tmp && mv {shown}.tmp {shown}`) or read it from the shell.",
+            ErrorId.PATH_DENIED,
+        )
 
 
 def require_regular(shown: str, st: os.stat_result, verb: str) -> None:

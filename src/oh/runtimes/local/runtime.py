@@ -14,7 +14,7 @@ from typing import Any, Hashable, Mapping, Sequence
 
 from ...protocol.errors import ErrorId, ToolError
 from ...protocol.events import Action, edit_observation, error_observation, read_observation, write_observation
-from ..base import Runtime
+from ..base import AgentContext, Runtime, as_context
 from .editor import FileEditor
 from .files import read_file, write_file
 from .paths import PathPolicy
@@ -80,12 +80,21 @@ class LocalRuntime(Runtime):
                 f.write(SOURCE_FILE_TEXT)
         return self._scratch
 
-    def _terminal(self, agent: Hashable) -> Terminal:
-        term = self._terminals.get(agent)
+    def workdir_of(self, ctx: AgentContext) -> str:
+        """The agent's working directory if it is (still) an allowed directory, else the workspace."""
+        if ctx.workdir:
+            real = os.path.realpath(ctx.workdir)
+            if self.paths.allowed(real) and os.path.isdir(real):
+                return real
+        return self.workspace
+
+    def _terminal(self, ctx: AgentContext) -> Terminal:
+        key = ctx.shell_key
+        term = self._terminals.get(key)
         if term is None:
             scratch = self._scratch_dir()
             term = Terminal(
-                self.workspace,
+                self.workdir_of(ctx),
                 self.env,
                 os.path.join(scratch, "run.sh"),
                 scratch,
@@ -93,25 +102,33 @@ class LocalRuntime(Runtime):
                 no_change_timeout=self.no_change_timeout,
                 max_wait=self.max_wait,
             )
-            self._terminals[agent] = term
+            self._terminals[key] = term
         return term
 
     # ------------------------------------------------------------------ Runtime
     async def execute(self, action: Action, agent: Hashable) -> dict[str, Any]:
+        ctx = as_context(agent)
         try:
             if action.kind == "run":
-                return await self._run(action, agent)
+                return await self._run(action, ctx)
+            base = self.workdir_of(ctx)
             if action.kind == "read":
-                return await self._read(action)
+                return await self._read(action, base)
             if action.kind == "write":
-                return await self._write(action)
+                return await self._write(action, base)
             if action.kind == "edit":
-                return await self._edit(action)
+                return await self._edit(action, base)
             return error_observation(action.id, ErrorId.TOOL_UNSUPPORTED, f"The local runtime does not execute {action.kind!r} actions.")
         except ToolError as exc:
             return error_observation(action.id, exc.error_id, exc.message)
         except asyncio.CancelledError:
             raise
+        except OSError as exc:
+            # The file system refused (permission denied, no space, name too long, read-only, ...):
+            # the tool ran and refused -- not a bug of oh.
+            what = exc.strerror or type(exc).__name__
+            where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
+            return error_observation(action.id, ErrorId.TOOL_ERROR, f"{what}{where}. Nothing was changed by this {action.kind} action.")
         except Exception as exc:  # a bug: keep the connection alive, say where to look
             log.exception("local runtime failed on %s action %s", action.kind, action.id)
             return error_observation(
@@ -121,43 +138,43 @@ class LocalRuntime(Runtime):
                 "See `oh logs` for details.",
             )
 
-    async def _run(self, action: Action, agent: Hashable) -> dict[str, Any]:
+    async def _run(self, action: Action, ctx: AgentContext) -> dict[str, Any]:
         cwd = action.args.get("cwd")
         real_cwd = None
         if cwd:
-            rp = self.paths.resolve(cwd)
+            rp = self.paths.resolve(cwd, self.workdir_of(ctx))
             if not os.path.isdir(rp.real):
                 raise ToolError(f"The working directory {rp.shown} does not exist or is not a directory.")
             real_cwd = rp.real
-        return await self._terminal(agent).run(action, real_cwd)
+        return await self._terminal(ctx).run(action, real_cwd)
 
-    async def _read(self, action: Action) -> dict[str, Any]:
-        rp = self.paths.resolve(action.path)
+    async def _read(self, action: Action, base: str) -> dict[str, Any]:
+        rp = self.paths.resolve(action.path, base)
         args = action.args
-        call = (read_file, rp, args.get("start", 0), args.get("end", -1), args.get("view_range"))
+        call = (read_file, rp, args.get("start", 0), args.get("end", -1), args.get("view_range"), args.get("encoding") or "auto")
         if self._is_big(rp.real):
-            content = await asyncio.to_thread(*call)
+            content, extra = await asyncio.to_thread(*call)
         else:
-            content = call[0](*call[1:])
-        return read_observation(action.id, action.path, content)
+            content, extra = call[0](*call[1:])
+        return read_observation(action.id, action.path, content, extra)
 
-    async def _write(self, action: Action) -> dict[str, Any]:
-        rp = self.paths.resolve(action.path)
+    async def _write(self, action: Action, base: str) -> dict[str, Any]:
+        rp = self.paths.resolve(action.path, base)
         args = action.args
         content = args["content"]
-        call = (write_file, rp, content, args.get("start", 0), args.get("end", -1))
+        call = (write_file, rp, content, args.get("start", 0), args.get("end", -1), args.get("encoding"))
         if len(content) > INLINE_BYTES or self._is_big(rp.real):
             await asyncio.to_thread(*call)
         else:
             call[0](*call[1:])
         return write_observation(action.id, action.path)
 
-    async def _edit(self, action: Action) -> dict[str, Any]:
-        rp = self.paths.resolve(action.path)
+    async def _edit(self, action: Action, base: str) -> dict[str, Any]:
+        rp = self.paths.resolve(action.path, base)
         if self._is_big(rp.real):
-            result = await asyncio.to_thread(self.editor.execute, rp, action.args)
+            result = await asyncio.to_thread(self.editor.execute, rp, action.args, self.paths)
         else:
-            result = self.editor.execute(rp, action.args)
+            result = self.editor.execute(rp, action.args, self.paths)
         return edit_observation(
             action.id,
             action.path,
@@ -176,7 +193,14 @@ class LocalRuntime(Runtime):
             return False
 
     async def agent_closed(self, agent: Hashable) -> None:
-        term = self._terminals.pop(agent, None)
+        """A private shell dies with its agent; a shared (X-OH-Shell) one lives until close()."""
+        ctx = as_context(agent)
+        if not ctx.shared:
+            await self.close_shell(ctx.shell_key)
+
+    async def close_shell(self, key: str) -> None:
+        """Kill one shell and what runs in it (an editor's ``agent_gone``, a cancelled run)."""
+        term = self._terminals.pop(key, None)
         if term is not None:
             await self._close_terminals([term])
 

@@ -6,8 +6,8 @@ Layout of the process (``bash --noprofile --norc -c LOOP``, its own session and 
 - fd 1 and fd 2: one pipe, so stdout and stderr arrive merged and in order, byte-exact;
 - a command pipe (moved to fd 254 or so, out of the way of a script's own ``exec 3<file``): the loop
   reads one NUL-terminated command at a time from it;
-- a marker pipe: after each command the loop writes ``D<status>\\0<cwd>\\0``; an EXIT trap writes
-  ``X<status>\\0<cwd>\\0`` when the shell itself exits (``exit 3``, ``set -e``), so the exit code and
+- a marker pipe: after each command the loop writes ``D<status>\\0<cwd>\\0<PATH>\\0``; an EXIT trap
+  writes ``X<status>\\0<cwd>\\0<PATH>\\0`` when the shell itself exits (``exit 3``, ``set -e``), so the exit code and
   the directory survive the shell. Markers never touch the output, so output needs no scrubbing.
 
 Each command is ``source``d from a tiny file holding ``eval "$__oh_cmd"``: at top level (a ``declare``
@@ -50,11 +50,11 @@ __oh_in=$4 __oh_mark=$5 __oh_src=$3
 set --
 shopt -s expand_aliases
 trap 'return 130 2>/dev/null' INT
-trap 'builtin printf "X%s\0%s\0" "$?" "$PWD" >&"$__oh_mark"' EXIT
+trap 'builtin printf "X%s\0%s\0%s\0" "$?" "$PWD" "$PATH" >&"$__oh_mark"' EXIT
 while :; do
   if IFS= builtin read -r -d '' -u "$__oh_in" __oh_cmd; then
     builtin source "$__oh_src"
-    builtin printf 'D%s\0%s\0' "$?" "$PWD" >&"$__oh_mark"
+    builtin printf 'D%s\0%s\0%s\0' "$?" "$PWD" "$PATH" >&"$__oh_mark"
   elif (( $? <= 128 )); then
     break
   fi
@@ -123,6 +123,7 @@ class BashShell:
         self.pid = -1
         self.running: Command | None = None
         self.last_cwd = cwd
+        self.last_path = env.get("PATH", "")  # the shell's PATH after the last command (metadata)
         self.exited = False  # the loop ended (EXIT marker seen or the process died)
         self.stdin_closed = False
         self._idle = OutputBuffer(max_output_chars)
@@ -297,9 +298,13 @@ class BashShell:
             second = self._marks.find(b"\0", first + 1)
             if second < 0:
                 return
-            record, self._marks = self._marks[:second], self._marks[second + 1 :]
+            third = self._marks.find(b"\0", second + 1)
+            if third < 0:
+                return
+            record, self._marks = self._marks[:third], self._marks[third + 1 :]
             kind, status = record[:1], record[1:first]
-            cwd = os.fsdecode(record[first + 1 :])
+            cwd = os.fsdecode(record[first + 1 : second])
+            self.last_path = os.fsdecode(record[second + 1 :])
             self._complete(kind == b"X", int(status or b"-1"), cwd)
 
     def _complete(self, shell_exited: bool, status: int, cwd: str) -> None:
@@ -332,13 +337,15 @@ class BashShell:
             finally:
                 self._loop.remove_writer(fd)
 
-    def submit(self, text: str, internal: bool = False) -> Command:
-        """Start ``text`` (no command may be running). The write finishes in the background."""
+    def submit(self, text: str, internal: bool = False, limit: int | None = None) -> Command:
+        """Start ``text`` (no command may be running). The write finishes in the background.
+
+        ``limit``: characters of output kept per observation of this command (default: the shell's)."""
         assert self.running is None and self.alive
         if not os.path.exists(self.source_file):  # someone cleaned /tmp: put it back
             with open(self.source_file, "w") as f:
                 f.write(SOURCE_FILE_TEXT)
-        cmd = Command(text, self.limit, internal)
+        cmd = Command(text, self.limit if limit is None else limit, internal)
         pending = self._idle.text()
         if pending:
             cmd.buffer.add(pending)

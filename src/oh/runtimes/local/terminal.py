@@ -13,29 +13,65 @@ Waiting rules (docs/protocol.md §3.1):
 
 While a command runs: ``is_input`` sends ``command`` + newline to its stdin, or ``C-c`` (SIGINT to the
 process group), ``C-d`` (closes its stdin; the shell gets a new stdin afterwards); an empty command
-waits for more output; a new command is not executed. Only one observation at a time waits on a
-command: input sent while another observation is already waiting returns at once.
+waits for more output; a new command is refused with ``BUSY`` (nothing executed). With nothing
+running, an empty command or ``is_input`` is ``NO_COMMAND``. Only one observation at a time waits on
+a command: input sent while another observation is already waiting returns at once.
+
+``reset`` kills the shell's process group and starts a fresh shell in the agent's working directory;
+``env`` is exported (by an internal command, so the agent's command keeps its own line numbers)
+before the command and stays exported in that shell.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import getpass
 import os
 import re
 import shlex
+import shutil
+import socket
 import time
 from typing import Any
 
-from ...protocol.errors import ErrorId
-from ...protocol.events import Action, error_observation, run_observation
+from ...protocol.errors import ErrorId, ToolError
+from ...protocol.events import MAX_OUTPUT_CAP, Action, error_observation, run_observation
 from .shell import BashShell, Command, encode
 
+# OpenHands' wording, naming no tool (agents reach oh through many tools: the SDK's terminal, MCP, ...).
 WAIT_HINT = (
     "You may wait longer to see additional output by sending empty command '', send other commands to interact "
-    "with the current process, send keys to interrupt/kill the command, or use the timeout parameter in "
-    "execute_bash for future commands."
+    "with the current process (is_input), send keys (\"C-c\", \"C-d\") to interrupt/kill the previous command "
+    "before sending your new command, or use the timeout parameter for future commands."
 )
+RESET_TEXT = "Terminal session has been reset."
+EXPORT_TIMEOUT = 10.0
+NO_OUTPUT_TEXT = "No previous running command to retrieve logs from."
+NO_INPUT_TEXT = "No previous running command to interact with."
+
+
+@functools.lru_cache(maxsize=1)
+def _identity() -> tuple[str | None, str | None]:
+    """(user name, short host name), as bash's ``\\u`` and ``\\h`` show them."""
+    try:
+        user = getpass.getuser()
+    except Exception:  # noqa: BLE001 - no passwd entry (containers with an arbitrary uid)
+        user = None
+    host = socket.gethostname().split(".")[0] or None
+    return user, host
+
+
+@functools.lru_cache(maxsize=64)
+def _python_on(path: str) -> str | None:
+    """``command -v python`` (else python3) on the shell's PATH; relative PATH entries are ignored."""
+    absolute = os.pathsep.join(p for p in path.split(os.pathsep) if p.startswith("/"))
+    for name in ("python", "python3"):
+        found = shutil.which(name, path=absolute)
+        if found:
+            return found
+    return None
 CONTINUED_PREFIX = "[Below is the output of the previous command.]\n"
 _SPECIAL_KEY = re.compile(r"^C-[a-zA-Z\\]$")
 
@@ -52,7 +88,7 @@ class Terminal:
         no_change_timeout: float,
         max_wait: float,
     ) -> None:
-        self.workspace = workspace
+        self.workspace = workspace  # the agent's working directory: where a fresh shell starts
         self.cwd = workspace
         self.env = env
         self.source_file = source_file
@@ -96,8 +132,11 @@ class Terminal:
             await shell.kill()
 
     # ------------------------------------------------------------------ observations
-    def _obs(self, action: Action, content: str, exit_code: int, cwd: str | None, *, suffix: str = "", prefix: str = "") -> dict[str, Any]:
-        pid = self.shell.pid if self.shell is not None else -1
+    def _obs(self, action: Action, content: str, exit_code: int, cwd: str | None, *, suffix: str = "", prefix: str = "", pid: int | None = None) -> dict[str, Any]:
+        if pid is None:
+            pid = self.shell.pid if self.shell is not None else -1
+        user, host = _identity()
+        path = self.shell.last_path if self.shell is not None else self.env.get("PATH", "")
         return run_observation(
             action.id,
             action.command,
@@ -108,7 +147,23 @@ class Terminal:
             suffix=suffix,
             prefix=prefix,
             hidden=bool(action.args.get("hidden", False)),
+            username=user,
+            hostname=host,
+            py_interpreter_path=_python_on(path),
         )
+
+    def _limit(self, action: Action) -> int:
+        mo = action.args.get("max_output")
+        if mo is None:
+            return self.max_output_chars
+        return mo if mo > 0 else MAX_OUTPUT_CAP
+
+    async def reset(self) -> None:
+        """Kill the shell and everything it runs; the next command gets a fresh shell in the workdir."""
+        shell, self.shell = self.shell, None
+        self.cwd = self.workspace
+        if shell is not None:
+            await shell.kill()
 
     def _cwd(self) -> str:
         return self.shell.cwd_now() if self.shell is not None else self.cwd
@@ -118,47 +173,84 @@ class Terminal:
         command = action.command
         if "\x00" in command:
             return error_observation(action.id, ErrorId.BAD_REQUEST, "args.command must not contain NUL characters.")
+        reset_note = ""
+        if action.reset:
+            if self._claimed:
+                return self._busy(action)
+            await self.reset()
+            if command.strip() == "":
+                self._claimed = True
+                try:
+                    await self._ensure_shell()  # the fresh shell exists now: its pid is in the metadata
+                finally:
+                    self._claimed = False
+                return self._obs(action, RESET_TEXT, 0, self.workspace)
+            reset_note = RESET_TEXT + "\n\n"
         if action.is_input:
             return await self._input(action)
         if command.strip() == "":
             cmd = self.running
             if cmd is None:
-                return self._obs(action, "ERROR: No previous running command to retrieve logs from.", -1, self._cwd())
+                return error_observation(action.id, ErrorId.NO_COMMAND, NO_OUTPUT_TEXT)
             async with self._waiter:
                 return await self._wait(action, cmd, prefix=CONTINUED_PREFIX)
         if self._claimed or self.running is not None:
-            return self._not_executed(action)
+            return self._busy(action)
         self._claimed = True
         try:
             shell, note = await self._ensure_shell()
             if shell.stdin_closed:
                 await shell.reopen_stdin(self.scratch_dir)
+            if action.env:
+                await self._export(shell, action.env)
             text = command
             if cwd is not None:
                 text = f"builtin cd -- {shlex.quote(cwd)} || return $?\n{command}"
-            cmd = shell.submit(text)
+            cmd = shell.submit(text, limit=self._limit(action))
         finally:
             self._claimed = False
-        async with self._waiter:
-            return await self._wait(action, cmd, prefix=note)
+        try:
+            async with self._waiter:
+                return await self._wait(action, cmd, prefix=reset_note + note)
+        except asyncio.CancelledError:
+            # The action was cancelled (agent gone, deadline passed): stop the work it started, as
+            # an editor does on `cancel` (C-c). A private shell is killed right after anyway; a
+            # shared one keeps its state for the next agent.
+            if not cmd.done and self.shell is shell:
+                shell.interrupt()
+            raise
 
-    def _not_executed(self, action: Action) -> dict[str, Any]:
-        content = (
-            f'[Your command "{action.command}" is NOT executed. The previous command is still running - You CANNOT send '
-            "new commands until the previous command is completed. By setting `is_input` to `true`, you can interact "
-            "with the current process: You may wait longer to see additional output of the previous command by sending "
-            "empty command '', send other commands to interact with the current process, send keys (\"C-c\", \"C-z\", "
-            '"C-d") to interrupt/kill the previous command before sending your new command, or use the timeout '
-            "parameter in execute_bash for future commands.]"
+    async def _export(self, shell: BashShell, env: dict[str, str]) -> None:
+        """Export ``env`` in the shell (persists there). Sent through the command pipe, never argv."""
+        text = "\n".join(f"builtin export {name}={shlex.quote(value)}" for name, value in env.items())
+        cmd = shell.submit(text, internal=True)
+        deadline = time.monotonic() + EXPORT_TIMEOUT  # builtins only: done at once unless the shell is wedged
+        while not cmd.done:
+            cmd.changed.clear()
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.shell = None
+                await shell.kill()
+                raise ToolError(f"The shell did not take the environment variables within {EXPORT_TIMEOUT:g} s; it was restarted. Run the command again.")
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(cmd.changed.wait(), remaining)
+        shell._idle.add(cmd.take_output())  # a background job's output belongs to the next command
+
+    def _busy(self, action: Action) -> dict[str, Any]:
+        return error_observation(
+            action.id,
+            ErrorId.BUSY,
+            f'Your command "{action.command[:200]}" was NOT executed: the previous command is still running. '
+            "Send an empty command to wait for more of its output, send input to it with is_input "
+            '(keys "C-c" to interrupt it, "C-d" to end its input), or set reset to kill it and start a fresh shell.',
         )
-        return self._obs(action, content, -1, self._cwd())
 
     async def _input(self, action: Action) -> dict[str, Any]:
         command = action.command
         cmd = self.running
         shell = self.shell
         if cmd is None or shell is None:
-            return self._obs(action, "ERROR: No previous running command to interact with.", -1, self._cwd())
+            return error_observation(action.id, ErrorId.NO_COMMAND, NO_INPUT_TEXT)
         if command == "":
             pass  # just wait, as OpenHands does
         elif _SPECIAL_KEY.match(command):
@@ -269,8 +361,4 @@ class Terminal:
             f"(process group {pid}). The next command runs in a new shell in {cwd}; variables, exports and other "
             "shell state were reset.]"
         )
-        obs = run_observation(
-            action.id, action.command, cmd.take_output(), -1, cwd, pid=pid, suffix=suffix, prefix=prefix,
-            hidden=bool(action.args.get("hidden", False)),
-        )
-        return obs
+        return self._obs(action, cmd.take_output(), -1, cwd, pid=pid, suffix=suffix, prefix=prefix)

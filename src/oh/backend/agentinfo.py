@@ -1,0 +1,86 @@
+"""The agent handshake headers (docs/protocol.md §2.1) and the allowed roots they are checked against.
+
+``X-OH-Client`` names the agent, ``X-OH-Workdir`` is its working directory (inside the allowed roots,
+else the handshake is refused 403), ``X-OH-Shell`` a key whose agents share one persistent shell.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from http import HTTPStatus
+from typing import Sequence
+
+from ..protocol.frames import check_shell_key
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def effective_roots(workspace: str, extra: Sequence[str] | None) -> list[str]:
+    """[workspace] + the extra roots (realpath, de-duplicated). Raises ValueError with the fix."""
+    roots = [os.path.realpath(workspace)]
+    for raw in extra or ():
+        if not raw or not os.path.isabs(os.path.expanduser(raw)):
+            raise ValueError(f"allowed root {raw!r} is not an absolute path: give the full path (e.g. /tmp)")
+        real = os.path.realpath(os.path.expanduser(raw))
+        if real == os.sep:
+            raise ValueError(f"allowed root {raw!r} is the file system root: that would allow every path; name a narrower directory")
+        if not os.path.isdir(real):
+            raise ValueError(f"allowed root {raw!r} does not exist or is not a directory: create it first or remove it")
+        if real not in roots:
+            roots.append(real)
+    return roots
+
+
+def within(path: str, roots: Sequence[str]) -> bool:
+    return any(_inside(path, r) for r in roots)
+
+
+@dataclass(frozen=True, slots=True)
+class AgentHeaders:
+    name: str
+    workdir: str  # realpath, inside the roots
+    shell: str | None  # a shared key, or None = private
+
+
+def _one(headers, name: str) -> str | None:
+    values = headers.get_all(name)
+    if not values:
+        return None
+    if len(values) > 1:
+        raise ValueError(f"{name} is given more than once")
+    return values[0]
+
+
+def clean_name(raw: str | None) -> str:
+    """``X-OH-Client`` as shown in the live view: control characters removed, at most 64 chars."""
+    text = "".join(ch for ch in (raw or "") if ch.isprintable())[:64].strip()
+    return text or "agent"
+
+
+def parse(headers, workspace: str, roots: Sequence[str]) -> AgentHeaders | tuple[HTTPStatus, str]:
+    """The agent's headers, or (status, one-line reason) refusing the handshake."""
+    try:
+        workdir_raw = _one(headers, "X-OH-Workdir")
+        shell = _one(headers, "X-OH-Shell")
+    except ValueError as exc:
+        return HTTPStatus.BAD_REQUEST, f"{exc}.\n"
+    workdir = workspace
+    if workdir_raw is not None:
+        if not os.path.isabs(workdir_raw) or "\x00" in workdir_raw:
+            return HTTPStatus.BAD_REQUEST, "X-OH-Workdir must be an absolute path.\n"
+        workdir = os.path.realpath(workdir_raw)
+        if not within(workdir, roots):
+            return HTTPStatus.FORBIDDEN, (
+                f"X-OH-Workdir {workdir_raw[:200]} is outside the allowed roots ({', '.join(roots)}); "
+                "start the backend with `oh start --allow DIR` or connect from inside the workspace.\n"
+            )
+        if not os.path.isdir(workdir):
+            return HTTPStatus.BAD_REQUEST, f"X-OH-Workdir {workdir_raw[:200]} is not a directory.\n"
+    if shell is not None:
+        reason = check_shell_key(shell)
+        if reason:
+            return HTTPStatus.BAD_REQUEST, reason + ".\n"
+    return AgentHeaders(clean_name(headers.get("X-OH-Client")), workdir, shell)
