@@ -36,8 +36,7 @@ class OhBackend:
         env.update(OH_HOME=str(self.home), PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring", PYTHONDONTWRITEBYTECODE="1")
         self.env = env
         args = ["start", "--detach", "--json", "--runtime", runtime, "-C", str(self.workspace)]
-        dev_no_allow = os.environ.get("OH_IT_DEV_NO_ALLOW") == "1"  # TEMP until core's --allow lands
-        for d in [] if dev_no_allow else (allow if allow is not None else [self.scratch]):
+        for d in allow if allow is not None else [self.scratch]:
             args += ["--allow", str(d)]
         proc = self.oh(*args, timeout=60)
         assert proc.returncode == 0, f"oh start failed ({proc.returncode}): {proc.stdout}\n{proc.stderr}"
@@ -47,11 +46,23 @@ class OhBackend:
         return subprocess.run([sys.executable, "-m", "oh", *args], capture_output=True, text=True, env=self.env, timeout=timeout,
                               cwd=str(self.workspace))
 
+    def _read_trace(self) -> list[dict]:
+        out: list[dict] = []
+        for path in sorted((self.home / "traces").glob("*.jsonl")):
+            out += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        return out
+
     def trace(self) -> list[dict]:
-        path = self.info.get("trace")
-        if not path or not Path(path).exists():
-            return []
-        return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+        """Every record of this backend's JSONL trace under OH_HOME/traces, once it has settled (the backend
+        flushes it every 0.25 s): non-empty and unchanged over two reads."""
+        seen: list[list[dict]] = []
+
+        def settled():
+            seen.append(self._read_trace())
+            return len(seen) >= 2 and seen[-1] and seen[-1] == seen[-2]
+
+        wait_until(settled, 10, "the trace to settle", interval=0.3)
+        return seen[-1]
 
     def stop(self) -> None:
         self.oh("stop", "--all", timeout=60)
