@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from openhands.sdk.llm import ImageContent, TextContent
 from openhands.sdk.tool import ToolExecutor
 from openhands.tools.file_editor.definition import FileEditorAction, FileEditorObservation, FileEditorTool
+from openhands.tools.file_editor.exceptions import EditorToolParameterMissingError
 
 from ...client import actions
 from . import link as links
@@ -21,6 +22,9 @@ if TYPE_CHECKING:
 # The SDK's editor shows these as images (openhands/tools/file_editor/editor.py IMAGE_EXTENSIONS).
 IMAGE_EXTENSIONS = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp"}
 _WAIT = 300.0
+# Parameters each command needs, in the order the SDK's editor checks them (its message for a missing one
+# is reused verbatim; oh's protocol error would name `args.*`).
+_REQUIRED = {"create": ("file_text",), "str_replace": ("old_str", "new_str"), "insert": ("insert_line", "new_str")}
 
 
 class OhFileEditorExecutor(ToolExecutor[FileEditorAction, FileEditorObservation]):
@@ -30,6 +34,10 @@ class OhFileEditorExecutor(ToolExecutor[FileEditorAction, FileEditorObservation]
         self._closed = threading.Event()
 
     def __call__(self, action: FileEditorAction, conversation: "LocalConversation | None" = None) -> FileEditorObservation:
+        for param in _REQUIRED.get(action.command, ()):
+            if getattr(action, param) is None:
+                return FileEditorObservation.from_text(text=EditorToolParameterMissingError(action.command, param).message,
+                                                       command=action.command, is_error=True)
         risk = security_risk_of(action, conversation)
         if action.command == "view" and Path(action.path).suffix.lower() in IMAGE_EXTENSIONS:
             return self._view_image(action, risk)
