@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
+from websockets.protocol import State
 from websockets.sync.client import ClientConnection, connect
 
 from ..protocol.events import decode, encode
@@ -61,7 +62,9 @@ class SyncClient:
 
     @property
     def closed(self) -> bool:
-        return self._closed is not None
+        """True once the connection is gone, including a close the peer sent that no call has seen yet
+        (a token rotation closes with 4001): a caller can reconnect before sending into a dead socket."""
+        return self._closed is not None or self._conn.state is State.CLOSED
 
     def close(self) -> None:
         try:

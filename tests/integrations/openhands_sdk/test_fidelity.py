@@ -131,3 +131,27 @@ def test_terminal_matches_the_sdk(oh_backend, tmp_path):
     _, _, _, w, g = rows[3]
     # (the SDK's subprocess terminal leaves bracketed-paste escapes around its output)
     assert g.text.strip() == str(oh_root.resolve()) and str(native_root.resolve()) in w.text
+
+
+def test_token_rotation_reconnects_with_the_new_token(oh_backend):
+    """`oh token rotate` closes every connection (4001); the next tool call reads the session file again
+    and reconnects instead of failing for the rest of the conversation."""
+    link = links.link_for("rotate", str(oh_backend.workspace), None, "fidelity")
+    ours = OhTerminalExecutor(link, "rotate")
+    try:
+        assert "before" in ours(TerminalAction(command="echo before")).text
+        old = link.session.token
+        proc = oh_backend.oh("token", "rotate")
+        assert proc.returncode == 0, proc.stderr
+        import time
+
+        end = time.monotonic() + 10
+        first = link._client  # noqa: SLF001
+        while not first.closed and time.monotonic() < end:  # the 4001 close arrives asynchronously
+            time.sleep(0.05)
+        assert first.closed
+        obs = ours(TerminalAction(command="echo after"))
+        assert not obs.is_error and "after" in obs.text, obs.text
+        assert link.session.token != old and link._client is not first  # noqa: SLF001
+    finally:
+        ours.close()

@@ -45,7 +45,11 @@ class Link:
             return self._client
 
     def send(self, action: dict[str, Any], timeout: float | None) -> dict[str, Any]:
-        """Send and wait; a lost connection becomes an error observation (the next call reconnects)."""
+        """Send and wait; a lost connection becomes an error observation (the next call reconnects).
+
+        A connection already closed before sending (token rotated, backend restarted) is replaced first;
+        the private shell of the old connection is gone then, which the error-free answer cannot hide,
+        so the model sees a fresh shell exactly as after a reset."""
         try:
             return self.client().send(action, timeout=timeout)
         except OhClientError as exc:
