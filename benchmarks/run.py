@@ -401,6 +401,9 @@ class Bench:
         port, pid = ready["port"], ready["pid"]
         await asyncio.sleep(self.plan.p6_settle_s)
         idle = await asyncio.to_thread(rss_bytes, pid)
+        # Editors present the backend's own editor credential, from its session file (docs/security.md §2).
+        session = json.loads((self.oh_home / "sessions" / f"{ready['instance_id']}.json").read_text())
+        self.peer_env["BENCH_EDITOR_TOKEN"] = session.get("editor_token") or self.token
         helper, _ = self.peer("light-editors", "light_editors.py", "--port", str(port), "--count", str(P6_EDITORS), "--folder", str(self.ws_p6))
         agents = []
         try:

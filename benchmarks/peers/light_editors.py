@@ -1,6 +1,6 @@
 """P6 helper: N light editors, each a plain websockets client registered on /v1/editor.
 
-    BENCH_TOKEN=T python benchmarks/peers/light_editors.py --port P --count 10 --folder DIR
+    BENCH_EDITOR_TOKEN=E python benchmarks/peers/light_editors.py --port P --count 10 --folder DIR
 
 Each sends the protocol's register frame, waits for ``registered``, then just stays connected
 (answering pings) until the driver closes our stdin. Prints one ready line once all are registered.
@@ -37,7 +37,8 @@ async def one(port: int, token: str, folder: str, i: int):
 
 
 async def main(port: int, count: int, folder: str) -> None:
-    token = os.environ["BENCH_TOKEN"]
+    # /v1/editor takes only the session's editor_token (the driver passes it); BENCH_TOKEN for older backends.
+    token = os.environ.get("BENCH_EDITOR_TOKEN") or os.environ["BENCH_TOKEN"]
     registered = await asyncio.gather(*(one(port, token, folder, i) for i in range(count)))
     common.ready(editors=[eid for _, eid in registered])
     await asyncio.gather(*(conn.wait_closed() for conn, _ in registered))

@@ -60,6 +60,12 @@ export interface ConnectionOptions {
 }
 
 export const EDITOR_PATH = '/v1/editor';
+
+/** What this window presents on /v1/editor: the session's `editor_token` (the agent token opens every
+ * other role, never this one); only a backend older than the editor credential has none. */
+export function editorCredential(session: SessionInfo): string {
+  return session.editor_token ?? session.token;
+}
 /** The backend's own limit (protocol.md §1): room for a 64 MiB file, JSON-escaped. */
 const MAX_PAYLOAD = 128 * 1024 * 1024;
 
@@ -80,11 +86,11 @@ export class EditorConnection {
 
   constructor(private readonly opts: ConnectionOptions) {
     this.session = opts.session;
-    // The token goes in the Authorization header, never in the URL (the backend ignores query
-    // tokens). `ws` sends no Origin header unless asked to, which the backend requires (an Origin
-    // means a browser page: refused with 403). Host is 127.0.0.1:<port> from the URL.
+    // The editor credential goes in the Authorization header, never in the URL (the backend ignores
+    // query tokens). `ws` sends no Origin header unless asked to, which the backend requires (an
+    // Origin means a browser page: refused with 403). Host is 127.0.0.1:<port> from the URL.
     this.ws = new WebSocket(opts.session.url + EDITOR_PATH, {
-      headers: { Authorization: `Bearer ${opts.session.token}` },
+      headers: { Authorization: `Bearer ${editorCredential(opts.session)}` },
       perMessageDeflate: false,
       handshakeTimeout: 10_000,
       maxPayload: opts.maxPayload ?? MAX_PAYLOAD,

@@ -7,6 +7,8 @@
  * builders below are the only place observations are made.
  */
 
+import { pathKey, pythonFloatPaths } from './jsonnum';
+
 export const PROTOCOL_VERSION = 1;
 export const ACTION_KINDS = ['run', 'read', 'write', 'edit'] as const;
 export const EDIT_COMMANDS = ['view', 'create', 'str_replace', 'insert', 'undo_edit'] as const;
@@ -75,11 +77,19 @@ function isInt(v: unknown): v is number {
   return typeof v === 'number' && Number.isInteger(v);
 }
 
+/** Per decoded frame: where a number stands that the backend reads as a float (`2.0`), see jsonnum.ts. */
+const floatPaths = new WeakMap<object, Set<string>>();
+
+/** An integer as the backend sees it: not only integral, but written as a JSON integer. */
+function isIntAt(obj: JsonObject, v: unknown, ...path: Array<string | number>): v is number {
+  return isInt(v) && !floatPaths.get(obj)?.has(pathKey(path));
+}
+
 /** The action id when one can be read, so even a refusal can carry `cause`. */
 export function readId(obj: unknown): number | undefined {
   if (obj !== null && typeof obj === 'object' && !Array.isArray(obj)) {
     const v = (obj as JsonObject).id;
-    if (isInt(v) && v >= 0 && v <= MAX_ID) return v;
+    if (isIntAt(obj as JsonObject, v, 'id') && v >= 0 && v <= MAX_ID) return v;
   }
   return undefined;
 }
@@ -95,6 +105,11 @@ export function decodeFrame(data: string): JsonObject {
   if (obj === null || typeof obj !== 'object' || Array.isArray(obj)) {
     const what = obj === null ? 'null' : Array.isArray(obj) ? 'array' : typeof obj;
     throw new ProtocolError('BAD_REQUEST', `Frame must be a JSON object, got ${what}.`);
+  }
+  try {
+    floatPaths.set(obj, pythonFloatPaths(data));
+  } catch (e) {
+    throw new ProtocolError('BAD_REQUEST', `Frame is not valid JSON (${(e as Error).message}).`);
   }
   return obj as JsonObject;
 }
@@ -155,8 +170,9 @@ export function parseAction(obj: JsonObject): Action {
   let timeout: number | undefined;
   if (obj.timeout !== undefined && obj.timeout !== null) {
     const t = obj.timeout;
-    check(typeof t === 'number' && Number.isFinite(t) && t > 0, "'timeout' must be a positive number of seconds.", cause);
-    timeout = t;
+    check(typeof t === 'number' && Number.isFinite(t) && t >= 0, "'timeout' must be a number of seconds >= 0 (0 = no timeout given).", cause);
+    // 0 means "no timeout given", as in the OpenHands SDK (docs/protocol.md §3.1): the no-new-output rule applies.
+    timeout = t > 0 ? t : undefined;
   }
   if (kind === 'run') {
     check(typeof a.command === 'string', 'args.command must be a string.', cause);
@@ -165,11 +181,12 @@ export function parseAction(obj: JsonObject): Action {
   } else {
     check(typeof a.path === 'string' && a.path !== '', 'args.path must be a non-empty string.', cause);
     check(!(a.path as string).includes('\0'), 'args.path must not contain NUL bytes.', cause);
-    for (const key of ['start', 'end']) optType(a, key, isInt, 'an integer', cause);
+    const argInt = (key: string) => (v: unknown) => isIntAt(obj, v, 'args', key);
+    for (const key of ['start', 'end']) optType(a, key, argInt(key), 'an integer', cause);
     if (a.view_range !== undefined && a.view_range !== null) {
       const vr = a.view_range;
       check(
-        Array.isArray(vr) && vr.length === 2 && vr.every(isInt),
+        Array.isArray(vr) && vr.length === 2 && vr.every((v, k) => isIntAt(obj, v, 'args', 'view_range', k)),
         'args.view_range must be [first_line, last_line] (integers, last -1 = end of file).',
         cause,
       );
@@ -184,13 +201,13 @@ export function parseAction(obj: JsonObject): Action {
         cause,
       );
       for (const key of ['file_text', 'old_str', 'new_str']) optType(a, key, isStr, 'a string or null', cause);
-      optType(a, 'insert_line', isInt, 'an integer or null', cause);
+      optType(a, 'insert_line', argInt('insert_line'), 'an integer or null', cause);
       if (cmd === 'create') {
         check(typeof a.file_text === 'string', 'edit create needs args.file_text (a string).', cause);
       } else if (cmd === 'str_replace') {
         check(typeof a.old_str === 'string' && a.old_str !== '', 'edit str_replace needs a non-empty args.old_str.', cause);
       } else if (cmd === 'insert') {
-        check(isInt(a.insert_line), 'edit insert needs args.insert_line (an integer).', cause);
+        check(argInt('insert_line')(a.insert_line), 'edit insert needs args.insert_line (an integer).', cause);
         check(typeof a.new_str === 'string', 'edit insert needs args.new_str (a string).', cause);
       }
     }

@@ -21,6 +21,9 @@ export interface SessionInfo {
   runtime?: string;
   workspace: string;
   token: string;
+  /** The editor leg's own credential (docs/security.md §2): /v1/editor accepts only this one. Absent in
+   * session files of backends older than it, which still take `token` there. */
+  editor_token?: string;
   protocol?: number;
 }
 
@@ -75,6 +78,7 @@ export function parseSession(text: string): SessionInfo | null {
     runtime: typeof d.runtime === 'string' ? d.runtime : undefined,
     workspace: d.workspace as string,
     token: d.token as string,
+    editor_token: str('editor_token') ? (d.editor_token as string) : undefined,
     protocol: typeof d.protocol === 'number' ? d.protocol : undefined,
   };
 }

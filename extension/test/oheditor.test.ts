@@ -1,7 +1,5 @@
-// OHEditor semantics as pure string functions: uniqueness, insert, numbering, ranges, diff, history.
+// OHEditor semantics as pure string functions: uniqueness, insert, numbering, ranges, history (the diff: udiff.test.ts).
 import assert from 'node:assert/strict';
-import * as fs from 'node:fs';
-import * as path from 'node:path';
 import { test } from 'node:test';
 import {
   catN,
@@ -15,7 +13,6 @@ import {
   splitLines,
   splitLinesKeepEnds,
   strReplace,
-  unifiedDiff,
   viewFile,
   writeRange,
 } from '../src/oheditor';
@@ -117,69 +114,6 @@ test('write ranges replace lines [start, end)', () => {
   assert.equal(writeRange('a\nb\nc\n', 'X', 1, 2), 'a\nX\nc\n');
   assert.equal(writeRange('a\nb\nc\n', 'X\n', 1, -1), 'a\nX\n');
   assert.equal(writeRange('a', 'X', 1, -1), 'a\nX');
-});
-
-interface DiffCase {
-  path: string;
-  old: string;
-  new: string;
-  diff: string;
-}
-
-/** Applies a unified diff to `old`: proves a diff is correct even when it differs from difflib's choice. */
-function applyDiff(old: string, diff: string): string {
-  const a = splitLinesKeepEnds(old);
-  const lines = diff.split('\n');
-  const out: string[] = [];
-  let ai = 0;
-  let i = 2;
-  const body = (l: string) => l.slice(1);
-  while (i < lines.length && lines[i] !== '') {
-    const m = /^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@$/.exec(lines[i]);
-    assert.ok(m, `hunk header: ${lines[i]}`);
-    const start = Number(m[2] === '0' ? m[1] : Number(m[1]) - 1);
-    while (ai < start) out.push(a[ai++]);
-    i++;
-    while (i < lines.length && lines[i] !== '' && !lines[i].startsWith('@@')) {
-      const l = lines[i];
-      const noEol = lines[i + 1] === '\\ No newline at end of file';
-      const text = body(l) + (noEol ? '' : '\n');
-      if (l[0] === ' ') {
-        assert.equal(a[ai], text);
-        out.push(a[ai++]);
-      } else if (l[0] === '-') {
-        assert.equal(a[ai], text);
-        ai++;
-      } else if (l[0] === '+') {
-        out.push(text);
-      }
-      i += noEol ? 2 : 1;
-    }
-  }
-  while (ai < a.length) out.push(a[ai++]);
-  return out.join('');
-}
-
-test('unified diff: same text as the backend (difflib) on fixed cases, always applicable', () => {
-  const cases: DiffCase[] = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'test', 'diff-cases.json'), 'utf8'));
-  cases.forEach((c, k) => {
-    const d = unifiedDiff(c.path, c.old, c.new);
-    if (k < 8) assert.equal(d, c.diff, `case ${k}`);
-    if (c.old === c.new) assert.equal(d, '');
-    else assert.equal(applyDiff(c.old, d), c.new, `case ${k}: ${d}`);
-  });
-});
-
-test('unified diff: large files and many changes stay correct', () => {
-  const old = Array.from({ length: 5000 }, (_, i) => `line ${i}\n`).join('');
-  const neu = old.replace('line 2500\n', 'changed\n').replace('line 10\n', '');
-  const d = unifiedDiff('/w/big', old, neu);
-  assert.equal(applyDiff(old, d), neu);
-  assert.equal((d.match(/^@@/gm) ?? []).length, 2);
-  // beyond the edit-distance cap the middle becomes one block, still a valid diff
-  const a = Array.from({ length: 3000 }, (_, i) => `a${i}\n`).join('');
-  const b = Array.from({ length: 3000 }, (_, i) => `b${i}\n`).join('');
-  assert.equal(applyDiff(a, unifiedDiff('/w/x', a, b)), b);
 });
 
 test('minimal replacement never splits \\r\\n or surrogate pairs', () => {

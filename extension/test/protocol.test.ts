@@ -71,7 +71,7 @@ test('parseAction refusals carry the cause when the id is readable', () => {
     [{ id: 3, action: 'run', args: {} }, 'BAD_REQUEST', 3],
     [{ id: 3, action: 'run', args: { command: 1 } }, 'BAD_REQUEST', 3],
     [{ id: 3, action: 'run', args: { command: 'x', is_input: 'yes' } }, 'BAD_REQUEST', 3],
-    [{ id: 3, action: 'run', args: { command: 'x' }, timeout: 0 }, 'BAD_REQUEST', 3],
+    [{ id: 3, action: 'run', args: { command: 'x' }, timeout: -1 }, 'BAD_REQUEST', 3],
     [{ id: 3, action: 'run', args: { command: 'x' }, timeout: true }, 'BAD_REQUEST', 3],
     [{ id: 3, action: 'read', args: { path: '' } }, 'BAD_REQUEST', 3],
     [{ id: 3, action: 'read', args: { path: 'a\u0000b' } }, 'BAD_REQUEST', 3],

@@ -11,7 +11,7 @@ import os
 import typer
 
 from . import __version__
-from .commands import agent, attach, completions, config, doctor, logs, start, status, stop, token
+from .commands import agent, attach, completions, config, doctor, logs, mcp, start, status, stop, token
 from .commands._common import EXIT_CODES_HELP
 
 
@@ -80,6 +80,7 @@ app.command()(doctor.doctor)
 app.add_typer(token.app, name="token")
 app.add_typer(config.app, name="config")
 app.add_typer(completions.app, name="completions")
+app.add_typer(mcp.app, name="mcp")
 
 
 def main() -> None:
@@ -89,4 +90,12 @@ def main() -> None:
         from typer._completion_classes import completion_init
 
         completion_init()
-    app(prog_name="oh")
+    from .config.paths import UnsafePath
+
+    try:
+        app(prog_name="oh")
+    except UnsafePath as exc:  # another user could control an oh directory or file: refuse, say how to fix
+        import sys
+
+        print(f"oh: refusing to use {exc.path}: {exc.problem}.\n    fix: {exc.fix}", file=sys.stderr)
+        sys.exit(1)

@@ -142,7 +142,7 @@ async def test_editor_leg_carries_the_agent_and_agent_gone(make_backend, workspa
     sub = workspace / "sub"
     sub.mkdir()
     b = await make_backend("vscode")
-    async with EchoEditor(b.port, TOKEN, [str(workspace)]) as ed:
+    async with EchoEditor(b.port, b.editor_token, [str(workspace)]) as ed:
         assert ed.answer["allowed_roots"] == [str(workspace)]
         private = await agent(b, **{"X-OH-Workdir": str(sub), "X-OH-Client": "claude"})
         shared = await agent(b, **{"X-OH-Shell": "cli"})
@@ -168,7 +168,7 @@ async def test_editor_leg_carries_the_agent_and_agent_gone(make_backend, workspa
 
 async def test_headless_editor_keeps_a_shell_per_agent_and_kills_it_on_agent_gone(make_backend, workspace, tmp_path):
     b = await make_backend("vscode")
-    editor = HeadlessEditor(url(b), TOKEN, str(workspace), session=b.instance_id)
+    editor = HeadlessEditor(url(b), b.editor_token, str(workspace), session=b.instance_id)
     ready = asyncio.Event()
     task = asyncio.create_task(editor.serve(ready))
     await asyncio.wait_for(ready.wait(), 10)
@@ -203,12 +203,12 @@ async def test_headless_editor_keeps_a_shell_per_agent_and_kills_it_on_agent_gon
 
 async def test_an_editor_on_the_root_folder_serves_and_relative_folders_are_refused(make_backend, workspace):
     b = await make_backend("vscode", editor_timeout=5)
-    async with EchoEditor(b.port, TOKEN, ["/"]) as ed:
+    async with EchoEditor(b.port, b.editor_token, ["/"]) as ed:
         ws = await agent(b)
         obs = await ask(ws, "read", path="x.txt")
         assert obs["content"] == f"echo:{workspace / 'x.txt'}"  # served ("/" used to become "//")
         await ws.close()
-    async with connect(url(b) + "/v1/editor", additional_headers={"Authorization": f"Bearer {TOKEN}"}) as ed:
+    async with connect(url(b) + "/v1/editor", additional_headers={"Authorization": f"Bearer {b.editor_token}"}) as ed:
         await ed.send(json.dumps({"type": "register", "protocol": 1, "workspace_folders": ["."]}))
         answer = json.loads(await ed.recv())
         assert answer["error_id"] == "BAD_REQUEST" and "absolute" in answer["message"]
@@ -219,7 +219,7 @@ async def test_a_shared_shell_survives_its_agent_leaving_mid_command(make_backen
     b = await make_backend(runtime)
     editor = task = None
     if runtime == "vscode":
-        editor = HeadlessEditor(url(b), TOKEN, str(workspace), session=b.instance_id)
+        editor = HeadlessEditor(url(b), b.editor_token, str(workspace), session=b.instance_id)
         ready = asyncio.Event()
         task = asyncio.create_task(editor.serve(ready))
         await asyncio.wait_for(ready.wait(), 10)
@@ -246,7 +246,7 @@ async def test_a_shared_shell_survives_its_agent_leaving_mid_command(make_backen
 
 async def test_vscode_runtime_long_names_are_tool_errors(make_backend, workspace):
     b = await make_backend("vscode")
-    async with EchoEditor(b.port, TOKEN, [str(workspace)]) as ed:
+    async with EchoEditor(b.port, b.editor_token, [str(workspace)]) as ed:
         ws = await agent(b)
         obs = await ask(ws, "read", path="d/" + "n" * 256)
         assert obs["extras"]["error_id"] == "TOOL_ERROR" and "File name too long" in obs["content"]

@@ -25,7 +25,7 @@ async def agent(b, token=TOKEN):
 
 async def test_editor_registration_answer(make_backend, workspace):
     b = await make_backend("vscode")
-    async with EchoEditor(b.port, TOKEN, [str(workspace)]) as ed:
+    async with EchoEditor(b.port, b.editor_token, [str(workspace)]) as ed:
         assert ed.answer["type"] == "registered"
         assert ed.answer["instance_id"] == b.instance_id
         assert b.status()["editors"][0]["name"] == "echo"
@@ -42,7 +42,7 @@ async def test_editor_registration_answer(make_backend, workspace):
 )
 async def test_bad_registration_refused(make_backend, frame, error_id):
     b = await make_backend("vscode")
-    async with connect(url(b) + "/v1/editor", additional_headers={"Authorization": f"Bearer {TOKEN}"}) as ws:
+    async with connect(url(b) + "/v1/editor", additional_headers={"Authorization": f"Bearer {b.editor_token}"}) as ws:
         await ws.send(json.dumps(frame))
         answer = json.loads(await ws.recv())
         assert answer["type"] == "error" and answer["error_id"] == error_id
@@ -53,7 +53,7 @@ async def test_bad_registration_refused(make_backend, frame, error_id):
 
 async def test_ids_renumbered_and_mapped_back(make_backend, workspace):
     b = await make_backend("vscode")
-    async with EchoEditor(b.port, TOKEN, [str(workspace)]) as ed:
+    async with EchoEditor(b.port, b.editor_token, [str(workspace)]) as ed:
         a1, a2 = await agent(b), await agent(b)
         # Both agents use id 7: the editor must see two different ids, each agent its own answer.
         await a1.send(json.dumps({"id": 7, "action": "read", "args": {"path": "one.txt"}}))
@@ -69,7 +69,7 @@ async def test_ids_renumbered_and_mapped_back(make_backend, workspace):
 
 async def test_correlation_1000_pipelined_from_10_agents(make_backend, workspace):
     b = await make_backend("vscode")
-    async with EchoEditor(b.port, TOKEN, [str(workspace)]):
+    async with EchoEditor(b.port, b.editor_token, [str(workspace)]):
         async def one_agent(n: int):
             ws = await agent(b)
             for i in range(100):
@@ -104,7 +104,7 @@ async def test_correlation_1000_pipelined_from_10_agents(make_backend, workspace
 )
 async def test_bad_frames_get_errors_and_connection_survives(make_backend, workspace, raw, error_id, cause):
     b = await make_backend("vscode")
-    async with EchoEditor(b.port, TOKEN, [str(workspace)]):
+    async with EchoEditor(b.port, b.editor_token, [str(workspace)]):
         ws = await agent(b)
         await ws.send(raw)
         o = json.loads(await ws.recv())
@@ -117,7 +117,7 @@ async def test_bad_frames_get_errors_and_connection_survives(make_backend, works
 
 async def test_binary_frame_and_duplicate_id(make_backend, workspace):
     b = await make_backend("vscode")
-    async with EchoEditor(b.port, TOKEN, [str(workspace)], hold=True):
+    async with EchoEditor(b.port, b.editor_token, [str(workspace)], hold=True):
         ws = await agent(b)
         await ws.send(b"\x00\x01")
         assert json.loads(await ws.recv())["extras"]["error_id"] == "BAD_REQUEST"
@@ -130,7 +130,7 @@ async def test_binary_frame_and_duplicate_id(make_backend, workspace):
 
 async def test_editor_drop_fails_pending_within_1s(make_backend, workspace):
     b = await make_backend("vscode")
-    ed = EchoEditor(b.port, TOKEN, [str(workspace)], hold=True)
+    ed = EchoEditor(b.port, b.editor_token, [str(workspace)], hold=True)
     await ed.__aenter__()
     ws = await agent(b)
     for i in range(5):
@@ -162,7 +162,7 @@ async def test_editor_arriving_late_is_used(make_backend, workspace):
     c = await Client.connect(url(b), TOKEN)
     pending = asyncio.ensure_future(c.read("late.txt"))
     await asyncio.sleep(0.3)
-    async with EchoEditor(b.port, TOKEN, [str(workspace)]):
+    async with EchoEditor(b.port, b.editor_token, [str(workspace)]):
         o = await asyncio.wait_for(pending, 5)
     assert o.kind == "read" and o.content.endswith("late.txt")
     await c.close()
@@ -170,7 +170,7 @@ async def test_editor_arriving_late_is_used(make_backend, workspace):
 
 async def test_path_outside_workspace_denied_by_backend(make_backend, workspace):
     b = await make_backend("vscode")
-    async with EchoEditor(b.port, TOKEN, ["/"]) as ed:
+    async with EchoEditor(b.port, b.editor_token, ["/"]) as ed:
         c = await Client.connect(url(b), TOKEN)
         for p in ("../outside.txt", "/etc/passwd"):
             o = await c.read(p)
@@ -181,7 +181,7 @@ async def test_path_outside_workspace_denied_by_backend(make_backend, workspace)
 
 async def test_agent_drop_cancels_on_editor(make_backend, workspace):
     b = await make_backend("vscode")
-    async with EchoEditor(b.port, TOKEN, [str(workspace)], hold=True) as ed:
+    async with EchoEditor(b.port, b.editor_token, [str(workspace)], hold=True) as ed:
         ws = await agent(b)
         await ws.send(json.dumps({"id": 1, "action": "read", "args": {"path": "x"}}))
         while not ed.received:
@@ -219,7 +219,7 @@ async def test_monitor_sees_lifecycle(make_backend, workspace):
     async with connect(url(b) + "/v1/monitor", additional_headers={"Authorization": f"Bearer {TOKEN}"}) as mon:
         snap = json.loads(await mon.recv())
         assert snap["type"] == "snapshot" and snap["editors"] == []
-        async with EchoEditor(b.port, TOKEN, [str(workspace)]):
+        async with EchoEditor(b.port, b.editor_token, [str(workspace)]):
             c = await Client.connect(url(b), TOKEN, name="tester")
             await c.read("m.txt")
             await c.close()
@@ -235,7 +235,7 @@ async def test_monitor_sees_lifecycle(make_backend, workspace):
 
 async def test_trace_records_without_secrets(make_backend, workspace, oh_home):
     b = await make_backend("vscode")
-    async with EchoEditor(b.port, TOKEN, [str(workspace)]):
+    async with EchoEditor(b.port, b.editor_token, [str(workspace)]):
         c = await Client.connect(url(b), TOKEN)
         await c.read("t.txt")
         await c.send({"id": 99, "action": "nope", "args": {}})
@@ -251,7 +251,7 @@ async def test_trace_records_without_secrets(make_backend, workspace, oh_home):
 
 async def test_shutdown_interrupts_pending(make_backend, workspace):
     b = await make_backend("vscode")
-    async with EchoEditor(b.port, TOKEN, [str(workspace)], hold=True) as ed:
+    async with EchoEditor(b.port, b.editor_token, [str(workspace)], hold=True) as ed:
         c = await Client.connect(url(b), TOKEN)
         fut = asyncio.ensure_future(c.read("x"))
         while not ed.received:

@@ -127,4 +127,4 @@ def test_env_beats_file_and_flag_beats_env_on_start(oh):
     info = json.loads(p.stdout)
     oh.started.append(info)
     assert info["runtime"] == "local"
-    assert "no sandbox" in p.stderr.lower()
+    assert [w["id"] for w in info["warnings"]] == ["no_sandbox"]  # --json: in the JSON, not on stderr

@@ -105,6 +105,8 @@ def test_json_mode_prints_ndjson_events(oh):
     try:
         started = json.loads(proc.stdout.readline())
         assert started["event"] == "backend_started" and started["runtime"] == "local" and "token" not in started
+        warning = json.loads(proc.stdout.readline())  # JSON mode: the no-sandbox warning is an event, not stderr
+        assert warning["event"] == "warning" and warning["id"] == "no_sandbox" and "no sandbox" in warning["message"].lower()
         snapshot = json.loads(proc.stdout.readline())
         assert snapshot["type"] == "snapshot" and snapshot["instance_id"] == started["instance_id"]
         oh("run", "--", "exit 3", check=3)
@@ -118,7 +120,7 @@ def test_json_mode_prints_ndjson_events(oh):
         out, err = proc.communicate(timeout=20)
         last = json.loads(out.strip().splitlines()[-1])
         assert last == {"type": "event", "event": "backend_stopped", "instance_id": started["instance_id"], "how": "shutdown"}
-        assert "no sandbox" in err.lower()
+        assert "sandbox" not in err.lower()
         assert _sessions(oh) == []
     finally:
         _stop(proc)

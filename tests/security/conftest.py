@@ -13,6 +13,9 @@ import pytest
 from oh.backend.server import Backend, BackendConfig
 
 TOKEN = "sec-token-" + secrets.token_urlsafe(16)
+# The editor leg's own credential (/v1/editor accepts only this one; docs/security.md §2).
+EDITOR_TOKEN = "sec-editor-" + secrets.token_urlsafe(16)
+EDITOR_AUTH = {"Authorization": f"Bearer {EDITOR_TOKEN}"}
 
 
 class ThreadedBackend:
@@ -27,7 +30,7 @@ class ThreadedBackend:
         return self.backend
 
     async def _make(self) -> Backend:
-        b = Backend(self.config, self.token)
+        b = Backend(self.config, self.token, EDITOR_TOKEN)
         await b.start()
         return b
 

@@ -29,7 +29,7 @@ from oh.backend.server import Backend, BackendConfig
 from oh.client import Client, OhClientError, SyncClient
 
 from . import helpers
-from .conftest import TOKEN, record
+from .conftest import EDITOR_AUTH, EDITOR_TOKEN, TOKEN, record
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 SLACK = 0.5  # scheduling slack on a loaded 2-core machine
@@ -40,7 +40,7 @@ async def backend(workspace):
     made: list[Backend] = []
 
     async def factory(runtime: str = "vscode", **kw) -> Backend:
-        b = Backend(BackendConfig(workspace=str(workspace), runtime=runtime, write_session=False, trace_path=None, **kw), TOKEN)
+        b = Backend(BackendConfig(workspace=str(workspace), runtime=runtime, write_session=False, trace_path=None, **kw), TOKEN, EDITOR_TOKEN)
         await b.start()
         made.append(b)
         return b
@@ -59,7 +59,7 @@ class SilentEditor:
         self.cancels: dict[int, float] = {}
 
     async def __aenter__(self):
-        self.conn = await connect(f"ws://127.0.0.1:{self.port}/v1/editor", additional_headers=AUTH)
+        self.conn = await connect(f"ws://127.0.0.1:{self.port}/v1/editor", additional_headers=EDITOR_AUTH)
         await self.conn.send(json.dumps({"type": "register", "protocol": 1, "workspace_folders": [self.folder], "editor": {"name": "silent"}}))
         assert json.loads(await self.conn.recv())["type"] == "registered"
         self.task = asyncio.create_task(self._read())
@@ -129,7 +129,7 @@ async def test_no_editor_is_reported_after_the_editor_timeout(backend):
 async def test_editor_that_never_registers_is_closed(backend, monkeypatch):
     monkeypatch.setattr(server_mod, "REGISTER_TIMEOUT", 0.3)
     b = await backend("vscode")
-    async with connect(f"ws://127.0.0.1:{b.port}/v1/editor", additional_headers=AUTH) as conn:
+    async with connect(f"ws://127.0.0.1:{b.port}/v1/editor", additional_headers=EDITOR_AUTH) as conn:
         t0 = time.monotonic()
         with pytest.raises(ConnectionClosed) as closed:
             await asyncio.wait_for(conn.recv(), 5)
@@ -226,7 +226,7 @@ async def test_an_editor_that_stops_reading_is_dropped(backend, workspace):
     def stuck_editor() -> socket.socket:
         sock = socket.create_connection(("127.0.0.1", port), timeout=5)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        sock.sendall(helpers.upgrade_request("/v1/editor", [("Host", f"127.0.0.1:{port}"), ("Authorization", f"Bearer {TOKEN}")]))
+        sock.sendall(helpers.upgrade_request("/v1/editor", [("Host", f"127.0.0.1:{port}"), ("Authorization", f"Bearer {EDITOR_TOKEN}")]))
         sock.sendall(helpers.ws_text_frame(json.dumps({"type": "register", "protocol": 1, "workspace_folders": [str(workspace)], "editor": {"name": "stuck"}})))
         head = sock.recv(4096)
         assert head.startswith(b"HTTP/1.1 101")

@@ -15,7 +15,7 @@ from websockets.sync.client import connect
 from oh.protocol.errors import ErrorId, ProtocolError
 from oh.protocol.events import decode_frame, parse_observation
 
-from .conftest import TOKEN
+from .conftest import EDITOR_AUTH, TOKEN
 
 pytestmark = pytest.mark.slow
 
@@ -70,12 +70,12 @@ def _fuzz_agent(port, batch, counter):
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 @given(batch=st.lists(frames, min_size=BATCH, max_size=BATCH))
 def _fuzz_editor(port, folder, batch, counter):
-    with connect(f"ws://127.0.0.1:{port}/v1/editor", additional_headers=AUTH, max_size=None) as ws:
+    with connect(f"ws://127.0.0.1:{port}/v1/editor", additional_headers=EDITOR_AUTH, max_size=None) as ws:
         # Garbage as the first frame: refused with a typed error and close 4400.
         _send(ws, batch[0])
         first = json.loads(ws.recv(timeout=10))
         assert first["type"] in ("error", "registered")
-    with connect(f"ws://127.0.0.1:{port}/v1/editor", additional_headers=AUTH, max_size=None) as ws:
+    with connect(f"ws://127.0.0.1:{port}/v1/editor", additional_headers=EDITOR_AUTH, max_size=None) as ws:
         ws.send(json.dumps({"type": "register", "protocol": 1, "workspace_folders": [folder], "editor": {"name": "fuzz"}}))
         assert json.loads(ws.recv(timeout=10))["type"] == "registered"
         for f in batch:

@@ -169,7 +169,9 @@ def test_wrong_token_error_paths_print_no_token_and_no_traceback(oh):
     real = oh.session(info["instance_id"])["token"]
     wrong = "wrong-" + "y" * 40
     data = json.loads(sf.read_text())
+    real_editor = data["editor_token"]
     data["token"] = wrong
+    data["editor_token"] = "wrong-editor-" + "z" * 40  # `oh attach` presents this one (docs/security.md §2)
     sf.write_text(json.dumps(data))
     outputs = []
     for args in (("run", "--", "echo hi"), ("read", "x.txt"), ("write", "x.txt", "--content", "x"), ("status",), ("status", "--json"), ("attach", "--once")):
@@ -179,6 +181,8 @@ def test_wrong_token_error_paths_print_no_token_and_no_traceback(oh):
         assert "Traceback" not in text, (args, text)
         _assert_absent(wrong, f"`oh {' '.join(args)}` output", text)
         _assert_absent(real, f"`oh {' '.join(args)}` output", text)
+        _assert_absent(real_editor, f"`oh {' '.join(args)}` output", text)
+        _assert_absent(data["editor_token"], f"`oh {' '.join(args)}` output", text)
     assert outputs[0][1] == 4 and "refused the token" in outputs[0][2]
     # The Python client's exception: message, repr and formatted traceback.
     with pytest.raises(AuthError) as exc:
@@ -191,6 +195,7 @@ def test_wrong_token_error_paths_print_no_token_and_no_traceback(oh):
     assert b"refused" in logs
     _assert_absent(wrong, "the backend log", logs)
     _assert_absent(real, "the backend log", logs)
+    _assert_absent(real_editor, "the backend log", logs)
 
 
 def _modes(root: Path) -> tuple[dict[str, int], dict[str, int]]:

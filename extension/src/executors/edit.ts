@@ -4,7 +4,7 @@
  * Every modification is a `vscode.WorkspaceEdit` on the TextDocument (opened with
  * `workspace.openTextDocument`, which does not show it), followed by `document.save()`: the change is
  * on VS Code's undo stack, so the user's own Undo (Ctrl+Z) reverts an agent's edit, and the editor
- * shows the new text at once. The text rules (uniqueness, numbering, diff) are in ../oheditor.ts.
+ * shows the new text at once. The text rules (uniqueness, numbering) are in ../oheditor.ts, the diff in ../udiff.ts.
  * `undo_edit` reverts the last edit made through oh to that file (this window's own history).
  */
 import * as vscode from 'vscode';
@@ -19,10 +19,10 @@ import {
   notFoundMessage,
   strReplace,
   undoneMessage,
-  unifiedDiff,
   viewFile,
 } from '../oheditor';
 import { Action, editObservation, EditResult, Observation, ToolError } from '../protocol';
+import { unifiedDiff } from '../udiff';
 import { applyAndSave, createParents, currentText, fsError, isDirectory, resolveTarget, statOrNull, Target } from './files';
 
 export class EditExecutor {

@@ -7,7 +7,12 @@ The token never travels in argv: ``--token-stdin`` reads it as one line from std
 taken from ``OH_TOKEN`` or the token store. Once listening, the session file is written and one JSON
 line ``{"ready": true, "instance_id", "port", "pid", "url"}`` goes to ``--ready-fd`` (or stdout).
 Exit codes: 0 clean stop, 2 cannot listen (port taken, bad host), 3 a backend already serves this
-workspace, 4 bad arguments (including a non-loopback ``--host``: refused, never bound).
+workspace, 4 bad arguments (including a non-loopback ``--host``: refused, never bound, and an oh
+directory another user controls).
+
+Logging: ``--log-file`` is rotated at ``LOG_MAX_BYTES`` keeping ``LOG_BACKUPS`` old files (so at
+most about 15 MiB), created 0600; stdout/stderr follow the current file, so stray output (a crash's
+traceback) lands in it too. Repeated lines of one kind are throttled (backend/guard.py).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import argparse
 import asyncio
 import json
 import logging
+import logging.handlers
 import os
 import signal
 import sys
@@ -24,6 +30,49 @@ from pathlib import Path
 EXIT_LISTEN = 2
 EXIT_DUPLICATE = 3
 EXIT_USAGE = 4
+LOG_MAX_BYTES = 5 * 1024 * 1024
+LOG_BACKUPS = 2
+
+
+class _PrivateRotatingHandler(logging.handlers.RotatingFileHandler):
+    """RotatingFileHandler whose files are 0600 and which keeps fds 1 and 2 on the current file.
+
+    The launcher points the backend's stdout/stderr at the log; after a rename those would keep
+    writing into the rotated-away file, so they are re-pointed at each rollover."""
+
+    def _open(self):
+        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        return os.fdopen(fd, "a", encoding=self.encoding or "utf-8", errors=self.errors)
+
+    std_fds: tuple[int, ...] = (2,)
+
+    def follow_with_std_streams(self) -> None:
+        if self.stream is None:
+            self.stream = self._open()
+        for target in self.std_fds:
+            try:
+                os.dup2(self.stream.fileno(), target)
+            except OSError:
+                pass
+
+    def doRollover(self) -> None:
+        super().doRollover()
+        self.follow_with_std_streams()
+
+
+def _throttled_loop_errors(loop: asyncio.AbstractEventLoop, throttle) -> None:
+    """asyncio logs every failed accept ("socket.accept() out of system resource", once per retry);
+    under an fd flood that was thousands of lines. One line per kind per window instead."""
+
+    def handler(loop, context):
+        message = str(context.get("message", "unhandled error"))
+        if message.startswith("socket.accept()"):
+            exc = context.get("exception")
+            throttle.log(("loop", message), logging.WARNING, "%s: %s", message, exc)
+            return
+        loop.default_exception_handler(context)
+
+    loop.set_exception_handler(handler)
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -68,7 +117,7 @@ def _load_token(args: argparse.Namespace) -> str:
         return env
     from ..config import secrets
 
-    return secrets.get_or_create_token()
+    return secrets.get_or_create_token()  # refuses a token file another user controls (UnsafePath)
 
 
 def _lock_workspace(workspace: str):
@@ -121,6 +170,9 @@ async def _amain(args: argparse.Namespace, token: str) -> int:
         _ready(args.ready_fd, {"ready": False, "error": msg})
         return EXIT_LISTEN
     loop = asyncio.get_running_loop()
+    from .guard import Throttle
+
+    _throttled_loop_errors(loop, Throttle(logging.getLogger("oh.backend")))
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         loop.add_signal_handler(sig, lambda s=sig: asyncio.ensure_future(backend.stop(f"signal {signal.Signals(s).name}")))
     _ready(args.ready_fd, {"ready": True, "instance_id": instance_id, "port": backend.port, "pid": os.getpid(), "url": f"ws://{args.host}:{backend.port}", "trace": str(trace_path or "")})
@@ -130,21 +182,42 @@ async def _amain(args: argparse.Namespace, token: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
+    from .guard import raise_fd_limit
+
+    # Before anything opens sockets: the common soft limit (1024) is what an idle-connection flood
+    # exhausted; the hard limit is usually far higher and ours to take.
+    fd_limits = raise_fd_limit()
     handlers: list[logging.Handler] = []
+    log_setup_error = None
     if args.log_file:
         from ..config import paths
 
-        paths.ensure_private_dir(Path(args.log_file).parent)
-        fd = os.open(args.log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        os.close(fd)
-        handlers.append(logging.FileHandler(args.log_file))
+        try:
+            paths.ensure_private_dir(Path(args.log_file).parent)
+            rotating = _PrivateRotatingHandler(args.log_file, maxBytes=LOG_MAX_BYTES, backupCount=LOG_BACKUPS, encoding="utf-8")
+            # stdout carries the ready line when there is no --ready-fd: leave it alone then.
+            rotating.std_fds = (1, 2) if args.ready_fd is not None else (2,)
+            rotating.follow_with_std_streams()
+            handlers.append(rotating)
+        except (OSError, paths.UnsafePath) as exc:
+            log_setup_error = str(exc)
+            handlers.append(logging.StreamHandler(sys.stderr))
     else:
         handlers.append(logging.StreamHandler(sys.stderr))
     logging.basicConfig(level=os.environ.get("OH_LOG_LEVEL", "INFO").upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s", handlers=handlers)
     # websockets logs every request header (Authorization: Bearer <token>) and a prefix of every
     # frame (a rotate_token frame carries the new token) at DEBUG: never let that reach the log file.
-    logging.getLogger("websockets").setLevel(max(logging.INFO, logging.getLogger().getEffectiveLevel()))
+    # At INFO it writes a line per connection opened/refused/closed, which a flood turns into
+    # megabytes; our own (throttled) refusal lines say what matters.
+    logging.getLogger("websockets").setLevel(max(logging.WARNING, logging.getLogger().getEffectiveLevel()))
     log = logging.getLogger("oh.backend")
+    if log_setup_error:
+        msg = f"cannot use the log file: {log_setup_error}"
+        log.error(msg)
+        _ready(args.ready_fd, {"ready": False, "error": msg})
+        return EXIT_USAGE
+    if fd_limits:
+        log.debug("open files limit: soft %s, hard %s", *fd_limits)
     from .auth import is_loopback_host
 
     if not is_loopback_host(args.host):
@@ -162,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         token = _load_token(args)
-    except (SystemExit, Exception) as exc:  # noqa: BLE001
+    except (SystemExit, Exception) as exc:  # noqa: BLE001 - includes UnsafePath, whose text names the path and the fix
         msg = f"no token: {exc}"
         log.error(msg)
         _ready(args.ready_fd, {"ready": False, "error": msg})
@@ -170,7 +243,14 @@ def main(argv: list[str] | None = None) -> int:
     # The token must not leak into the runtime's shells through the environment.
     os.environ.pop("OH_TOKEN", None)
     workspace = os.path.realpath(args.workspace)
-    lock = _lock_workspace(workspace)
+    from ..config.paths import UnsafePath
+
+    try:
+        lock = _lock_workspace(workspace)
+    except UnsafePath as exc:
+        log.error(str(exc))
+        _ready(args.ready_fd, {"ready": False, "error": str(exc)})
+        return EXIT_USAGE
     if lock is None:
         from ..launcher import sessions
 

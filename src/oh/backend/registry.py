@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..protocol.frames import Registration
+from ..protocol.frames import Registration, RegistrationError
 
 
 def _contains(parent: str, child: str) -> bool:
@@ -47,6 +47,14 @@ class EditorRegistry:
 
     def new_id(self) -> str:
         return f"e{next(self._ids)}"
+
+    @staticmethod
+    def check_folders(folders: list[str]) -> None:
+        """Refuse a registration whose folders are not absolute: a relative one (".") would be
+        resolved against the BACKEND's cwd, not the editor's window, and match by accident."""
+        for f in folders:
+            if not os.path.isabs(f):
+                raise RegistrationError("BAD_REQUEST", f"register.workspace_folders must be absolute paths; got {f[:200]!r}.")
 
     def add(self, editor: Editor) -> None:
         editor.real_folders = [os.path.realpath(f) for f in editor.registration.workspace_folders]

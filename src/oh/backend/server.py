@@ -13,6 +13,7 @@ import itertools
 import json
 import logging
 import os
+import secrets
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -41,7 +42,7 @@ from ..protocol.events import (
     summarize,
 )
 from ..runtimes.base import AgentContext
-from . import agentinfo, auth
+from . import agentinfo, auth, guard
 from .registry import Editor, EditorRegistry
 from .trace import TraceWriter
 from .transport import abort, send_bounded
@@ -49,6 +50,9 @@ from .transport import abort, send_bounded
 log = logging.getLogger("oh.backend")
 
 ROLES = {"/v1/agent": "agent", "/v1/editor": "editor", "/v1/monitor": "monitor", "/v1/control": "control"}
+# What may appear in the log as a request's path: anything else is logged as "<other path>", since
+# a client may put a secret there (e.g. the token as a path segment, issue 9 #8).
+LOGGABLE_PATHS = frozenset(ROLES) | {"/v1/status", "/v1/health"}
 MAX_FRAME = 128 * 1024 * 1024  # a 64 MiB file read, JSON-escaped, must fit
 REGISTER_TIMEOUT = 10.0
 DEADLINE_GRACE = 5.0
@@ -100,10 +104,23 @@ class BackendConfig:
     ping_timeout: float = 20.0
     # A send to a peer that does not read is abandoned (and the peer dropped) after this long.
     send_timeout: float = 40.0
+    # Pre-auth bounds (backend/guard.py): seconds to complete the upgrade, and the fd budget the
+    # caps on connections that have not sent their request yet derive from (None: RLIMIT_NOFILE).
+    open_timeout: float = guard.OPEN_TIMEOUT
+    fd_budget: int | None = None
+
+
+def _fd_soft_limit() -> int | None:
+    try:
+        import resource
+    except ImportError:
+        return None
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return None if soft == resource.RLIM_INFINITY else soft
 
 
 class Backend:
-    def __init__(self, config: BackendConfig, token: str) -> None:
+    def __init__(self, config: BackendConfig, token: str, editor_token: str | None = None) -> None:
         from ..launcher.sessions import new_instance_id
 
         self.config = config
@@ -111,6 +128,11 @@ class Backend:
         self.allowed_roots = agentinfo.effective_roots(self.workspace, config.allowed_roots)
         self.instance_id = config.instance_id or new_instance_id()
         self._token = token
+        # The editor leg's own credential, written only to the session file (docs/security.md §2):
+        # holding the agent token must not be enough to register as the editor.
+        self._editor_token = editor_token or secrets.token_urlsafe(32)
+        self._refusals = guard.Throttle(log)
+        self.gate: guard.PreAuthGate | None = None
         self._token_gen = 0
         self.registry = EditorRegistry()
         self.correlator: Correlator[None] = Correlator()
@@ -150,11 +172,14 @@ class Backend:
             raise ValueError(f"refusing to listen on {self.config.host!r}: not a loopback address (127.0.0.1, ::1 or localhost); oh never listens on the network")
         self.trace.open()
         await self.runtime.start()
+        self.gate = guard.PreAuthGate(*guard.pending_caps(self.config.fd_budget or _fd_soft_limit()))
         self._server = await serve(
             self._handle,
             self.config.host,
             self.config.port,
             process_request=self._process_request,
+            create_connection=guard.gated_connection_class(self.gate),
+            open_timeout=self.config.open_timeout,
             max_size=self.config.max_frame,
             compression=None,  # loopback: deflate only costs CPU
             ping_interval=self.config.ping_interval,
@@ -181,6 +206,7 @@ class Backend:
             runtime=self.config.runtime,
             workspace=self.workspace,
             token=self._token,
+            editor_token=self._editor_token,
             protocol=PROTOCOL_VERSION,
             oh_version=__version__,
             started_at=self.started_at.isoformat(timespec="seconds"),
@@ -198,6 +224,7 @@ class Backend:
         while True:
             await asyncio.sleep(0.25)
             self.trace.flush()
+            self._refusals.flush()
 
     async def wait_stopped(self) -> None:
         await self._stopped.wait()
@@ -226,6 +253,7 @@ class Backend:
                 await asyncio.wait_for(self._server.wait_closed(), 3)
         if self._flusher is not None:
             self._flusher.cancel()
+        self._refusals.flush(force=True)
         self.trace.close()
         if self.config.write_session:
             from ..launcher import sessions
@@ -240,10 +268,13 @@ class Backend:
         refusal = auth.check_origin(headers) or auth.check_host(headers, self.port, self.config.host)
         if refusal is None and path == "/v1/health":
             return self._json_response(connection, {"status": "ok", "version": __version__, "protocol": PROTOCOL_VERSION})
-        refusal = refusal or auth.check_auth(headers, self._token)
+        # Each role has one credential: editors the editor token, everyone else the token.
+        if refusal is None:
+            refusal = auth.check_editor_auth(headers, self._editor_token) if path == "/v1/editor" else auth.check_auth(headers, self._token)
         if refusal is not None:
             status, text = refusal
-            log.info("refused %s %s: %s", request.path.split("?")[0][:80], int(status), text.strip())
+            route = path if path in LOGGABLE_PATHS else "<other path>"
+            self._refusals.log(("refused", int(status), route), logging.INFO, "refused %s %s: %s", route, int(status), text.strip())
             return connection.respond(status, text)
         if path == "/v1/status":
             return self._json_response(connection, self.status())
@@ -258,6 +289,10 @@ class Backend:
         # Remember which token generation let this connection in, so a rotation can close it.
         connection.oh_token_gen = self._token_gen  # type: ignore[attr-defined]
         return None
+
+    @property
+    def editor_token(self) -> str:
+        return self._editor_token
 
     @staticmethod
     def _json_response(connection: ServerConnection, body: dict[str, Any]):
@@ -388,6 +423,7 @@ class Backend:
         try:
             first = await asyncio.wait_for(connection.recv(), REGISTER_TIMEOUT)
             registration = frames.parse_registration(decode_frame(first), self.instance_id)
+            self.registry.check_folders(registration.workspace_folders)
         except asyncio.TimeoutError:
             await connection.close(CLOSE_BAD_REGISTRATION, "no register frame")
             return
@@ -488,6 +524,7 @@ class Backend:
     async def rotate_token(self, new_token: str, keep: ServerConnection | None = None) -> int:
         """New connections need ``new_token``; connections opened with the old one are closed (4001)."""
         self._token = new_token
+        self._editor_token = secrets.token_urlsafe(32)  # rotated together (the old one may have leaked with it)
         self._token_gen += 1
         if self.config.write_session:
             self._write_session()  # editors re-read the token from here

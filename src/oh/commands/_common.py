@@ -12,7 +12,7 @@ from typing import Any, NoReturn
 
 import typer
 
-# Exit codes (documented in `oh --help` and docs/_cli_notes.md).
+# Exit codes (documented in `oh --help` and README.md, "Exit codes").
 OK = 0
 ERROR = 1  # the operation failed (details on stderr)
 USAGE = 2  # bad flags/arguments, bad setting, bad config file

@@ -32,6 +32,12 @@ def _dir_check(label: str, path) -> dict[str, Any]:
         problems.append(f"mode {mode:04o} lets other users in")
     if not os.access(path, os.W_OK):
         problems.append("not writable")
+    from ..config.paths import UnsafePath, check_parents
+
+    try:
+        check_parents(path)
+    except UnsafePath as exc:
+        problems.append(exc.problem)
     if problems:
         return _check(f"dir {label}", "fail", f"{path}: {', '.join(problems)}", f"chmod 700 {path} (and make sure you own it)", path=str(path), mode=f"{mode:04o}")
     return _check(f"dir {label}", "ok", f"{path} (mode {mode:04o})", path=str(path), mode=f"{mode:04o}")
@@ -74,13 +80,18 @@ def run_checks() -> list[dict[str, Any]]:
                     status, fix = "fail", f"chmod 600 {p}"
                 detail += f"; file mode {mode:04o}"
         checks.append(_check("token", status, detail, fix, storage=where.kind, backend=where.backend))
+    except paths.UnsafePath as exc:
+        checks.append(_check("token", "fail", f"refusing to use {exc.path}: {exc.problem}", exc.fix))
     except Exception as exc:  # noqa: BLE001
         checks.append(_check("token", "fail", f"{type(exc).__name__}: {exc}", "Check your keyring (`keyring --list-backends`) or set PYTHON_KEYRING_BACKEND=keyring.backends.fail.Keyring to use the 0600 file."))
     # dirs
     checks.append(_check("OH_HOME", "ok", os.environ["OH_HOME"] + " (every file oh keeps lives under it)" if os.environ.get("OH_HOME") else "unset (platform directories)"))
     for label, p in (("config", paths.config_dir()), ("state", paths.state_dir()), ("sessions", paths.sessions_dir()), ("traces", paths.traces_dir()), ("logs", paths.logs_dir())):
         checks.append(_dir_check(label, p))
-    checks.extend(_session_checks())
+    try:
+        checks.extend(_session_checks())
+    except paths.UnsafePath as exc:
+        checks.append(_check("sessions", "fail", f"refusing to use {exc.path}: {exc.problem}", exc.fix))
     checks.extend(_vscode_checks())
     checks.append(_port_check(s))
     return checks

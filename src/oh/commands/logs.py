@@ -49,17 +49,29 @@ def render_record(rec: dict[str, Any]) -> str:
 
 
 def _emit(line: str, raw: bool) -> None:
+    from ..ui.sanitize import json_visible, visible
+
     line = line.rstrip("\n")
     if not line:
         return
     if raw:
+        # --json: records are JSON, whose encoder escaped every C0 control; C1/bidi characters are
+        # re-escaped (same JSON value); a line that is not JSON (a torn write) is escaped for display.
+        try:
+            json.loads(line)
+            line = json_visible(line)
+        except ValueError:
+            line = visible(line)
         sys.stdout.write(line + "\n")
     else:
         try:
             rec = json.loads(line)
-            sys.stdout.write((render_record(rec) if isinstance(rec, dict) else line) + "\n")
+            text = render_record(rec) if isinstance(rec, dict) else line
         except ValueError:
-            sys.stdout.write(line + "\n")
+            text = line
+        # Commands, paths and client names in the trace are agent-controlled: shown, never executed
+        # by the terminal (escape sequences, bidi tricks).
+        sys.stdout.write(visible(text) + "\n")
     sys.stdout.flush()
 
 

@@ -11,8 +11,9 @@ import typer
 from ._common import ERROR, NOT_RUNNING, USAGE, complete_runtimes, die, err, load_settings, print_ndjson
 
 EPILOG = (
-    "Exit codes: 0 started (--detach) or stopped cleanly with Ctrl-C · 1 the backend failed to start or died · "
-    "2 bad flag or setting · 3 a backend already serves this workspace."
+    "Exit codes: 0 started (--detach), or stopped on request (Ctrl-C, SIGTERM, SIGHUP: the terminal closed) · "
+    "1 the backend failed to start or died, or the live view failed (its terminal went away, an internal error): "
+    "the backend is stopped first · 2 bad flag or setting · 3 a backend already serves this workspace."
 )
 
 NO_SANDBOX = (
@@ -45,8 +46,6 @@ def start(
     from ..config import secrets
     from ..launcher import process
 
-    if s.runtime == "local":
-        err(NO_SANDBOX)
     try:
         token = secrets.get_or_create_token()
     except Exception as exc:  # noqa: BLE001
@@ -58,29 +57,93 @@ def start(
         effective_roots(workspace, roots)
     except ValueError as exc:
         die(str(exc), USAGE, "Fix `--allow` or the `allowed_roots` setting (`oh config list`).")
+    hangup: list[int] = []
     try:
-        started = process.start_backend(
-            workspace, runtime=s.runtime, token=token, host=s.host, port=s.port, editor_timeout=s.editor_timeout,
-            action_timeout=s.action_timeout, trace=s.trace, trace_max_bytes=s.trace_max_bytes, log_level=s.log_level,
-            allowed_roots=roots,
-        )
+        with _deferred_signals(hangup):  # a closed terminal during the start must not orphan the backend
+            started = process.start_backend(
+                workspace, runtime=s.runtime, token=token, host=s.host, port=s.port, editor_timeout=s.editor_timeout,
+                action_timeout=s.action_timeout, trace=s.trace, trace_max_bytes=s.trace_max_bytes, log_level=s.log_level,
+                allowed_roots=roots,
+            )
     except process.StartError as exc:
         die(exc.message, NOT_RUNNING if exc.already_served else ERROR, None if exc.already_served else "Run `oh doctor` to check ports, directories and the token.")
     session = started.session
+    # Warnings only once the backend runs (never before an "already running" error). JSON mode keeps
+    # them out of stderr: an NDJSON `warning` event (foreground) or a "warnings" list (--detach).
+    warnings = workspace_warnings(session.workspace) + ([("no_sandbox", NO_SANDBOX)] if session.runtime == "local" else [])
+    if hangup and not detach:
+        from ..launcher.process import stop_backend
+
+        stop_backend(session)
+        raise typer.Exit(0)
+    try:
+        if not json_:
+            for _, text in warnings:
+                err(text)
+    except OSError:  # the terminal is already gone: same as a hang-up (a detached backend stays)
+        if not detach:
+            from ..launcher.process import stop_backend
+
+            stop_backend(session)
+            _silence_output()
+            raise typer.Exit(ERROR) from None
     info = {"instance_id": session.instance_id, "pid": session.pid, "port": session.port, "url": session.url,
             "runtime": session.runtime, "workspace": session.workspace}
     if detach:
         _signal_editor_detached(session, open_mode)
         if json_:
-            print_ndjson(info)
+            # "warnings" only when there is one: the object stays the same for the common case.
+            print_ndjson({**info, **({"warnings": [{"id": wid, "message": text} for wid, text in warnings]} if warnings else {})})
         else:
             typer.echo(f"backend {session.instance_id} listening on {session.url} (runtime {session.runtime}, pid {session.pid})")
             typer.echo(f"workspace {session.workspace}; log {started.log_file}")
             typer.echo(f"stop it with `oh stop {session.instance_id}`")
         return
     mode = "json" if json_ else ("rich" if sys.stdout.isatty() else "plain")
-    code = _foreground(session, open_mode, mode)
+    code = _foreground(session, open_mode, mode, warnings)
     raise typer.Exit(code)
+
+
+def workspace_warnings(workspace: str) -> list[tuple[str, str]]:
+    """A workspace of `/` or the home directory hands agents every file you have: say so."""
+    real = os.path.realpath(workspace)
+    if real == os.path.realpath(os.sep):
+        return [("workspace_root", f"warning: the workspace is {real} (the whole file system): agents can read and change "
+                                   "every file you can. Serve a project folder instead: `oh start -C <project>`.")]
+    home = os.path.expanduser("~")
+    if home not in ("~", "") and real == os.path.realpath(home):
+        return [("workspace_home", f"warning: the workspace is your home directory ({real}): agents can read and change "
+                                   "all of it (ssh keys, shell start-up files, other projects). Serve a project folder "
+                                   "instead: `oh start -C <project>`.")]
+    return []
+
+
+class _deferred_signals:
+    """SIGHUP/SIGTERM while the backend starts: remember them instead of dying (which would leave a
+    detached backend behind); the caller stops the backend once it knows it. A signal that was
+    ignored when we started (``nohup``) stays ignored."""
+
+    SIGNALS = ("SIGHUP", "SIGTERM")
+
+    def __init__(self, seen: list[int]) -> None:
+        self.seen = seen
+        self.saved: dict[int, object] = {}
+
+    def __enter__(self) -> "_deferred_signals":
+        import signal as os_signal
+
+        for name in self.SIGNALS:
+            sig = getattr(os_signal, name, None)
+            if sig is None or os_signal.getsignal(sig) == os_signal.SIG_IGN:
+                continue
+            self.saved[sig] = os_signal.signal(sig, lambda signum, _frame: self.seen.append(signum))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import signal as os_signal
+
+        for sig, handler in self.saved.items():
+            os_signal.signal(sig, handler)  # type: ignore[arg-type]
 
 
 def _signal_editor_detached(session, open_mode: str) -> None:
@@ -109,32 +172,39 @@ def _signal_editor_detached(session, open_mode: str) -> None:
     editor_signal.open_editor(session.workspace, session.instance_id)
 
 
-def _foreground(session, open_mode: str, mode: str) -> int:
+def _foreground(session, open_mode: str, mode: str, warnings: list[tuple[str, str]]) -> int:
+    """Run the live view until Ctrl-C / SIGTERM / SIGHUP or the backend ends.
+
+    Whatever ends the view (a signal, the terminal going away so writes fail with EIO/EPIPE, a bug
+    in a renderer), the backend is stopped *before* anything else is printed: output can fail again.
+    """
     import asyncio
     import signal as os_signal
 
     from ..launcher import sessions
-    from ..launcher import signal as editor_signal
     from ..launcher.process import stop_backend
     from ..ui.live import LiveState, monitor
+    from ..ui.sanitize import visible
 
     state = LiveState(backend=session.public())
-    emit_plain = mode == "plain"
 
     def line(text: str) -> None:
         from datetime import datetime
 
-        sys.stdout.write(f"{datetime.now().strftime('%H:%M:%S')} {text}\n")
+        sys.stdout.write(f"{datetime.now().strftime('%H:%M:%S')} {visible(text)}\n")
         sys.stdout.flush()
 
-    if mode == "json":
-        print_ndjson({"type": "event", "event": "backend_started", **{k: v for k, v in session.public().items()}})
+    def note(text: str, event: str = "note") -> None:
+        if mode == "plain":
+            line(text)
+        elif mode == "json":
+            print_ndjson({"type": "event", "event": event, "message": text})
 
     def on_frame(frame: dict) -> None:
         lines = state.apply(frame)
         if mode == "json":
-            print_ndjson(frame)
-        elif emit_plain:
+            print_ndjson(frame)  # JSON escapes every control character
+        elif mode == "plain":
             for text in lines:
                 line(text)
 
@@ -146,70 +216,179 @@ def _foreground(session, open_mode: str, mode: str) -> int:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (os_signal.SIGINT, os_signal.SIGTERM, os_signal.SIGHUP):
+            if sig != os_signal.SIGINT and os_signal.getsignal(sig) == os_signal.SIG_IGN:
+                continue  # nohup: the user wants the backend to outlive the terminal
             loop.add_signal_handler(sig, stop.set)
-        opener = None
-        if session.runtime == "vscode" and open_mode != "never":
-            async def open_later() -> None:
-                if open_mode == "auto":
-                    await asyncio.sleep(editor_signal.AUTO_GRACE)
-                    if not editor_signal.should_open_after_grace(open_mode, len(state.editors)):
-                        return
-                cmds = await asyncio.to_thread(editor_signal.open_editor, session.workspace, session.instance_id)
-                if cmds is None and open_mode == "always":
-                    note("`code` is not on PATH: open the workspace in VS Code yourself (the extension connects by itself).")
-                elif cmds:
-                    note("asked VS Code to open the workspace (`code`)")
-
-            opener = asyncio.create_task(open_later())
+        helpers = [asyncio.create_task(_open_later(session, open_mode, state, note))] if session.runtime == "vscode" else []
+        if session.runtime == "vscode":
+            helpers.append(asyncio.create_task(_hints_later(session, state, note, mode)))
         live = None
         if mode == "rich":
-            from rich.console import Console
-            from rich.live import Live
-
-            console = Console()
-            live = Live(get_renderable=lambda: state.render(console.size.height), console=console, refresh_per_second=8, transient=False, redirect_stderr=False)
-            live.start()
+            live = _start_rich(state)
+            helpers.append(asyncio.create_task(_refresh(live, state)))
+            if hasattr(os_signal, "SIGWINCH"):  # a resized terminal gets a fitted frame at once
+                loop.add_signal_handler(os_signal.SIGWINCH, lambda: setattr(state, "version", state.version + 1))
+        watcher = asyncio.create_task(monitor(loader, on_frame, stop))
         try:
-            return await monitor(loader, on_frame, stop) if not stop.is_set() else "stopped"
+            # A helper that fails (a renderer bug, the terminal gone: EIO) ends the view like a signal.
+            waiting = {watcher, *helpers}
+            while True:
+                done, waiting = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    if task is watcher or task.exception() is not None:
+                        return task.result()  # the monitor's reason, or a helper's exception
         finally:
-            if opener is not None:
-                opener.cancel()
+            for task in (watcher, *helpers):
+                task.cancel()
+            await asyncio.gather(watcher, *helpers, return_exceptions=True)
             if live is not None:
-                live.refresh()
-                live.stop()
+                try:
+                    live.refresh()
+                finally:
+                    live.stop()
 
-    def note(text: str) -> None:
-        if mode == "plain":
-            line(text)
-        elif mode == "json":
-            print_ndjson({"type": "event", "event": "note", "message": text})
-
+    reason, failure = "stopped", None
     try:
+        if mode == "json":
+            print_ndjson({"type": "event", "event": "backend_started", **{k: v for k, v in session.public().items()}})
+            for wid, text in warnings:
+                print_ndjson({"type": "event", "event": "warning", "id": wid, "message": text})
         reason = asyncio.run(main())
     except KeyboardInterrupt:
         reason = "stopped"
-    if reason == "stopped":
-        # Ctrl-C (or SIGTERM/SIGHUP to the launcher): stop the backend cleanly.
-        os_signal.signal(os_signal.SIGINT, os_signal.SIG_IGN)  # a second Ctrl-C must not leave it half-stopped
+    except BaseException as exc:  # noqa: BLE001 - whatever broke the view, the backend must not outlive it
+        failure = exc
+    if reason == "stopped" or failure is not None:
+        for sig in (os_signal.SIGINT, os_signal.SIGTERM, os_signal.SIGHUP):  # a second Ctrl-C must not leave it half-stopped
+            os_signal.signal(sig, os_signal.SIG_IGN)
         how = stop_backend(session)
-        if mode == "json":
-            print_ndjson({"type": "event", "event": "backend_stopped", "instance_id": session.instance_id, "how": how})
-        else:
-            print(f"backend {session.instance_id} stopped ({how})", file=sys.stdout if mode == "plain" else sys.stderr)
+        if failure is not None:
+            return _report_failure(session, failure, how)
+        try:
+            if mode == "json":
+                print_ndjson({"type": "event", "event": "backend_stopped", "instance_id": session.instance_id, "how": how})
+            else:
+                print(f"backend {session.instance_id} stopped ({how})", file=sys.stdout if mode == "plain" else sys.stderr, flush=True)
+        except OSError:
+            _silence_output()  # the terminal is gone (SIGHUP): nothing to tell, nobody to tell
         return 0
     # The backend went away on its own (oh stop elsewhere, crash, kill).
     from ..launcher.process import wait_gone
 
     if wait_gone(session, 3.0):  # a killed process may still be exiting when its socket drops
         sessions.remove(session.instance_id)
-    if mode == "json":
-        print_ndjson({"type": "event", "event": "backend_stopped", "instance_id": session.instance_id, "how": "external", "reason": reason})
     clean = bool(state.stopping) or reason == "backend shut down"
-    if mode == "plain":
-        line(f"backend {session.instance_id} ended: {state.stopping or reason}")
-    if not clean or mode == "rich":
-        err(f"backend {session.instance_id} ended: {state.stopping or reason}" + ("" if clean else f"; see its log: {process_log(session)}"))
+    try:
+        if mode == "json":
+            print_ndjson({"type": "event", "event": "backend_stopped", "instance_id": session.instance_id, "how": "external", "reason": reason})
+        if mode == "plain":
+            line(f"backend {session.instance_id} ended: {state.stopping or reason}")
+        if not clean or mode == "rich":
+            err(f"backend {session.instance_id} ended: {state.stopping or reason}" + ("" if clean else f"; see its log: {process_log(session)}"))
+    except OSError:
+        _silence_output()
     return 0 if clean else ERROR
+
+
+def _start_rich(state):
+    """rich Live without its refresh thread: ``_refresh`` redraws from the event loop, so a failed
+    write (the terminal closed) or a renderer bug reaches ``main`` instead of dying in a thread and
+    leaving a frozen view behind."""
+    from rich.console import Console
+    from rich.live import Live
+    from rich.text import Text
+
+    console = Console()
+
+    def renderable():
+        try:
+            return state.render(console.size.height, console.size.width)
+        except Exception as exc:  # noqa: BLE001 - a renderer bug must not freeze the view
+            return Text(f"oh: the live view cannot draw ({type(exc).__name__}); the backend keeps running. `oh logs -f` shows actions.", style="red")
+
+    live = Live(get_renderable=renderable, console=console, auto_refresh=False, transient=False, redirect_stdout=False, redirect_stderr=False)
+    live.start()
+    return live
+
+
+async def _refresh(live, state) -> None:
+    """Redraw at most 8 times a second: always while the spinner shows, else on a change or once a
+    second (uptime). A frame of a full 200x60 table costs tens of ms; idle redraws would waste a core."""
+    import asyncio
+    import time
+
+    drawn, last = -1, 0.0
+    while True:
+        now = time.monotonic()
+        if state.animating or state.version != drawn or now - last >= 1.0:
+            drawn, last = state.version, now
+            live.refresh()
+        await asyncio.sleep(0.125)
+
+
+async def _open_later(session, open_mode: str, state, note) -> None:
+    import asyncio
+
+    from ..launcher import signal as editor_signal
+
+    if open_mode == "never":
+        return
+    if open_mode == "auto":
+        await asyncio.sleep(editor_signal.AUTO_GRACE)
+        if not editor_signal.should_open_after_grace(open_mode, len(state.editors)):
+            return
+    cmds = await asyncio.to_thread(editor_signal.open_editor, session.workspace, session.instance_id)
+    if cmds is None and open_mode == "always":
+        note("`code` is not on PATH: open the workspace in VS Code yourself (the extension connects by itself).")
+    elif cmds:
+        note("asked VS Code to open the workspace (`code`)")
+
+
+async def _hints_later(session, state, note, mode: str) -> None:
+    """After the grace period with no editor: say why none may come (live view line, plain lines, NDJSON notes)."""
+    import asyncio
+
+    from ..launcher import signal as editor_signal
+    from ..ui.hints import editor_hints
+
+    await asyncio.sleep(editor_signal.AUTO_GRACE)
+    if state.editors:
+        return
+    from ..config import paths
+
+    hints = await editor_hints(session.workspace, editor_signal.code_binary(), editor_signal.EXTENSION_ID, str(paths.sessions_dir()))
+    if state.editors:
+        return
+    state.hints = hints
+    state.version += 1
+    for text in hints:
+        note(f"no editor yet: {text}", event="editor_hint")
+
+
+def _silence_output() -> None:
+    """Point stdout/stderr at /dev/null so the interpreter's final flush cannot fail on a dead tty."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        for fd in (1, 2):
+            os.dup2(devnull, fd)
+        os.close(devnull)
+    except OSError:
+        pass
+
+
+def _report_failure(session, failure: BaseException, how: str) -> int:
+    import traceback
+
+    try:
+        if not isinstance(failure, OSError):  # EIO/EPIPE: the terminal or reader is gone, no bug to report
+            traceback.print_exception(failure)
+        err(f"the live view failed ({type(failure).__name__}: {failure}); backend {session.instance_id} was stopped ({how}). "
+            + ("" if isinstance(failure, OSError) else "Please report this with the traceback above."))
+    except OSError:
+        pass
+    if isinstance(failure, OSError):
+        _silence_output()  # stdout may still hold what could not be written; its flush at exit would fail
+    return ERROR
 
 
 def process_log(session) -> str:

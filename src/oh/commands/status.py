@@ -14,6 +14,36 @@ WATCH_INTERVAL = 1.0
 EPILOG = "Exit codes: 0 at least one backend is running · 3 none is running."
 
 
+def reap_dead() -> list[dict[str, Any]]:
+    """Session files whose backend died without removing them (a clean stop removes its own): remove
+    them, as listing would, but return what died so the user is told instead of it vanishing."""
+    from ..config import paths
+    from ..launcher import sessions
+
+    d = paths.sessions_dir()
+    if not d.is_dir():
+        return []
+    dead = []
+    for p in sorted(d.glob(f"*{sessions.SUFFIX}")):
+        s = sessions.read(p)
+        if s is None or sessions.is_alive(s):
+            continue
+        from ..launcher.process import log_file_for
+
+        sessions.remove(s.instance_id)
+        dead.append({"instance_id": s.instance_id, "pid": s.pid, "runtime": s.runtime, "workspace": s.workspace,
+                     "log": str(log_file_for(s.instance_id))})
+    return dead
+
+
+def tell_dead(dead: list[dict[str, Any]]) -> None:
+    from ..ui.sanitize import visible
+
+    for d in dead:
+        print(visible(f"oh: backend {d['instance_id']} (pid {d['pid']}, {d['runtime']}, workspace {d['workspace']}) died "
+                      f"without stopping cleanly; its session was removed. Its log: {d['log']}"), file=sys.stderr)
+
+
 def collect() -> list[dict[str, Any]]:
     """One dict per live session: the session file's public fields + GET /v1/status. No token."""
     from ..launcher import sessions
@@ -49,10 +79,14 @@ def _editor_line(e: dict[str, Any]) -> str:
     return f"{name} {version}".strip() + (f" ({e.get('editor_id')})" if e.get("editor_id") else "") + (f" — {folders}" if folders else "")
 
 
-def render_text(rows: list[dict[str, Any]]) -> str:
+def render_text(rows: list[dict[str, Any]], dead: list[dict[str, Any]] | None = None) -> str:
+    """Human text; editor and agent names are agent/editor-controlled, so the result is escaped."""
+    from ..ui.sanitize import visible
+
+    lines = [f"✗ {d['instance_id']} died (pid {d['pid']}, workspace {d['workspace']}); log {d['log']}" for d in dead or []]
     if not rows:
-        return "no backend is running. Start one with `oh start` (or `oh start --detach`)."
-    lines = []
+        lines.append("no backend is running. Start one with `oh start` (or `oh start --detach`).")
+        return "\n".join(visible(line) for line in lines)
     for d in rows:
         mark = "●" if d.get("reachable") else "○"
         lines.append(f"{mark} {d['instance_id']}  {d['runtime']}  {d['url']}  pid {d['pid']}  up {fmt_duration(d.get('uptime_s'))}")
@@ -68,17 +102,18 @@ def render_text(rows: list[dict[str, Any]]) -> str:
         lines.append(f"  agents     {len(agents)}" + (f" ({', '.join(a.get('name', '?') for a in agents)})" if agents else ""))
         st = d.get("stats") or {}
         if st:
-            lines.append(f"  actions    {st.get('done', 0)} done, {st.get('pending', 0)} pending, {st.get('errors', 0)} errors")
+            errors = st.get("errors", 0)
+            lines.append(f"  actions    {st.get('done', 0)} done, {st.get('pending', 0)} pending, {errors} error{'' if errors == 1 else 's'}")
         if d.get("trace"):
             lines.append(f"  trace      {d['trace']}")
         if d.get("trace_warning"):  # read-only or full trace directory: the backend keeps serving
             lines.append(f"  warning    {d['trace_warning']}")
         lines.append(f"  token      fingerprint {d['token_fingerprint']}")
-    return "\n".join(lines)
+    return "\n".join(visible(line) for line in lines)
 
 
 def status(
-    json_: bool = typer.Option(False, "--json", help='Machine-readable: {"sessions": [...]} (never the token).'),
+    json_: bool = typer.Option(False, "--json", help='Machine-readable: {"sessions": [...], "died": [...] (backends found dead, only if any)} (never the token).'),
     watch: bool = typer.Option(False, "--watch", "-w", help="Refresh until Ctrl-C (NDJSON with --json)."),
 ) -> None:
     """Every running backend: id, pid, port, runtime, workspace, uptime, editors, agents, actions.
@@ -88,9 +123,11 @@ def status(
     """
     interval = WATCH_INTERVAL
     if not watch:
+        dead = reap_dead()
+        tell_dead(dead)
         rows = collect()
         if json_:
-            print_json({"sessions": rows})
+            print_json({"sessions": rows, **({"died": dead} if dead else {})})  # "died": only when one did
         else:
             typer.echo(render_text(rows))
         raise typer.Exit(OK if rows else NOT_RUNNING)
@@ -103,15 +140,19 @@ def status(
             from rich.text import Text
 
             with Live(Text(""), console=Console(), auto_refresh=False, transient=False) as live:
+                died: list = []  # kept on screen: a line that vanished after a second would be missed
                 while True:
+                    died += reap_dead()
                     rows = collect()
-                    live.update(Text(render_text(rows) + f"\n\n(refreshing every {interval:g} s — Ctrl-C to quit)"), refresh=True)
+                    live.update(Text(render_text(rows, died) + f"\n\n(refreshing every {interval:g} s — Ctrl-C to quit)"), refresh=True)
                     time.sleep(interval)
         while True:
+            dead = reap_dead()
             rows = collect()
             if json_:
-                print_ndjson({"time": time.time(), "sessions": rows})
+                print_ndjson({"time": time.time(), "sessions": rows, **({"died": dead} if dead else {})})
             else:
+                tell_dead(dead)
                 typer.echo(render_text(rows) + "\n")
             time.sleep(interval)
     except KeyboardInterrupt:

@@ -10,7 +10,7 @@ from ._common import ERROR, USAGE, die, err, print_json
 
 app = typer.Typer(
     help="Show where the token lives, or rotate it (running backends switch live).",
-    epilog="Exit codes: 0 ok · 1 failed (no token, some backend not updated) · 2 OH_TOKEN is set (rotate).",
+    epilog="Exit codes: 0 ok · 1 failed (no token, an insecure token file, some backend not updated) · 2 OH_TOKEN is set (rotate).",
     no_args_is_help=True,
 )
 
@@ -20,17 +20,28 @@ def show(
     reveal: bool = typer.Option(False, "--reveal", help="Print the bare token alone on stdout (for scripts)."),
     json_: bool = typer.Option(False, "--json", help="Machine-readable output (never includes the token)."),
 ) -> None:
-    """Where the token is stored (keyring backend or fallback file) and its fingerprint."""
+    """Where the token is stored (keyring backend or fallback file, with its real mode and owner),
+    its fingerprint, and the fingerprints running backends use."""
     from ..config import secrets
+    from ..config.paths import UnsafePath
 
-    token, storage = secrets.get_token()
+    refused: UnsafePath | None = None
+    try:
+        token, storage = secrets.get_token()
+    except UnsafePath as exc:
+        # Report what is there (mode, owner) instead of a bare refusal; never use or reveal it.
+        if reveal:
+            raise
+        refused, token, storage = exc, None, secrets.storage()
+        storage.secure = False
+        storage.problem = storage.problem or exc.problem
     if reveal:
         if not token:
             die("no token stored yet.", ERROR, "One is created by `oh start` or `oh token rotate`.")
         typer.echo(token)
         return
     info = {
-        "stored": bool(token),
+        "stored": bool(token) or refused is not None,
         "storage": storage.kind,
         "backend": storage.backend,
         "detail": storage.detail or None,
@@ -38,14 +49,53 @@ def show(
         "fingerprint": secrets.fingerprint(token) if token else None,
     }
     if storage.kind == "file":
-        info["path"] = storage.backend
+        info.update(path=storage.backend, mode=storage.mode, owner_uid=storage.owner_uid, problem=storage.problem)
+    if refused is not None:
+        info["refused"] = {"path": refused.path, "problem": refused.problem, "fix": refused.fix}
+    backends = _running_fingerprints(secrets, token)
+    info["backends"] = backends
     if json_:
         print_json(info)
+    else:
+        typer.echo(f"storage      {storage.describe()}")
+        typer.echo(f"fingerprint  {info['fingerprint'] or '(no token yet: `oh start` or `oh token rotate` creates one)'}")
+        for b in backends:
+            typer.echo(f"backend      {b['instance_id']} uses fingerprint {b['fingerprint']}" + ("" if b["same"] else " (a different token: see below)"))
+        if storage.kind == "keyring" and not storage.secure:
+            err("warning: this keyring backend stores the token unencrypted on disk.")
+    _explain_mismatch(storage, backends)
+    if refused is not None:
+        err(f"refusing to use {refused.path}: {refused.problem}.")
+        typer.echo(f"    fix: {refused.fix}", err=True)
+        raise typer.Exit(ERROR)
+    if storage.kind == "file" and storage.problem:
+        err(f"warning: the token file is insecure ({storage.problem}). Fix: chmod 600 {storage.backend}, then `oh token rotate` (it may have been copied).")
+
+
+def _running_fingerprints(secrets, token: str | None) -> list[dict]:
+    """Which token each running backend uses (fingerprints only): a backend keeps the token it was
+    started with, so after exporting OH_TOKEN the two can differ -- say so instead of leaving the
+    user with two unexplained fingerprints."""
+    from ..launcher import sessions
+
+    try:
+        found = sessions.list_sessions(clean=False)
+    except Exception:  # noqa: BLE001 - `token show` must work even when the sessions dir is refused
+        return []
+    return [{"instance_id": s.instance_id, "fingerprint": secrets.fingerprint(s.token), "same": token is not None and s.token == token} for s in found]
+
+
+def _explain_mismatch(storage, backends: list[dict]) -> None:
+    other = [b for b in backends if not b["same"]]
+    if not other:
         return
-    typer.echo(f"storage      {storage.describe()}")
-    typer.echo(f"fingerprint  {info['fingerprint'] or '(no token yet: `oh start` or `oh token rotate` creates one)'}")
-    if storage.kind == "keyring" and not storage.secure:
-        err("warning: this keyring backend stores the token unencrypted on disk.")
+    ids = ", ".join(b["instance_id"] for b in other)
+    if storage.kind == "env":
+        err(f"note: OH_TOKEN overrides the stored token for commands you start now, but running backend(s) {ids} keep the token "
+            "they were started with (`oh status` shows that fingerprint). Agent verbs use each backend's own token from its session file.")
+    else:
+        err(f"note: running backend(s) {ids} use a different token than the stored one (started with OH_TOKEN, or the store changed since). "
+            "`oh token rotate` switches them all to a new stored token.")
 
 
 @app.command()

@@ -4,14 +4,113 @@
 Otherwise: config in the platform's user config dir, runtime state in its user state dir
 (``platformdirs`` with ``appauthor=False`` — the VS Code extension computes the same paths).
 Directories are created 0700; files `oh` writes are 0600.
+
+Trust rule (docs/security.md §2, "a shared OH_HOME"): an oh directory, and every token or session
+file in it, must be owned by you and not writable by group or others, and the directories above the
+oh directory must not let other users replace it. Otherwise `oh` refuses (``UnsafePath``, naming the
+path and the fix) instead of using a token or session another user could have planted.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 APP = "oh"
+
+
+class UnsafePath(Exception):
+    """An oh directory or file another user could control: raised instead of using it.
+
+    ``oh``'s entry point turns it into exit 1 with the message and the fix (no traceback); the
+    backend process reports it as its start error.
+    """
+
+    def __init__(self, path: Path | str, problem: str, fix: str) -> None:
+        self.path, self.problem, self.fix = str(path), problem, fix
+        super().__init__(f"refusing to use {path}: {problem}. Fix: {fix}")
+
+
+def _owner(uid: int) -> str:
+    try:
+        import pwd
+
+        return f"uid {uid} ({pwd.getpwuid(uid).pw_name})"
+    except (ImportError, KeyError):
+        return f"uid {uid}"
+
+
+def _posix() -> bool:
+    return os.name == "posix" and hasattr(os, "getuid")
+
+
+def check_owned(path: Path, *, what: str, st: os.stat_result | None = None) -> os.stat_result | None:
+    """Refuse ``path`` unless you own it and group/others cannot write it. None when it does not exist."""
+    if st is None:
+        try:
+            st = os.stat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+    if not _posix():
+        return st
+    me = os.getuid()
+    if st.st_uid != me:
+        raise UnsafePath(
+            path,
+            f"this {what} is owned by {_owner(st.st_uid)}, not by you ({_owner(me)}): that user could have planted "
+            "a token or session file and would then run commands as you",
+            "use a directory of your own: unset OH_HOME, or point it at one you create (e.g. `export OH_HOME=~/.oh`)",
+        )
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & 0o022:
+        fix = f"chmod {'700' if stat.S_ISDIR(st.st_mode) else '600'} {path}"
+        if not stat.S_ISDIR(st.st_mode):
+            fix += " and replace the token it holds (`oh token rotate`): another user could have written theirs"
+        raise UnsafePath(path, f"this {what} is writable by other users (mode {mode:04o})", fix)
+    return st
+
+
+def check_parents(path: Path) -> None:
+    """The directories above an oh directory must not let another user rename it away and put their
+    own in its place: each is owned by you or root, and a world-writable one must be sticky (/tmp)."""
+    if not _posix():
+        return
+    me = os.getuid()
+    for parent in Path(path).parents:
+        try:
+            st = os.stat(parent)
+        except OSError:
+            continue
+        mode = stat.S_IMODE(st.st_mode)
+        if st.st_uid not in (0, me):
+            raise UnsafePath(
+                path,
+                f"its parent directory {parent} is owned by {_owner(st.st_uid)}, who could replace it",
+                "keep oh's files in a directory tree you own (unset OH_HOME, or e.g. `export OH_HOME=~/.oh`)",
+            )
+        if mode & 0o002 and not mode & stat.S_ISVTX:
+            raise UnsafePath(path, f"its parent directory {parent} is writable by everyone (mode {mode:04o}) without the sticky bit",
+                             f"chmod o-w {parent}, or keep oh's files elsewhere")
+
+
+def check_roots() -> None:
+    """Check every existing oh root directory (OH_HOME, or the platform state and config dirs)."""
+    for root in _private_roots():
+        if check_owned(root, what="oh directory") is not None:
+            check_parents(root)
+
+
+def check_file(path: Path, *, what: str) -> os.stat_result | None:
+    """An oh file we are about to trust (token, session): a regular file you own, not group/other
+    writable, in an oh directory that passes ``check_roots``. Symlinks are refused (lstat)."""
+    try:
+        st = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISREG(st.st_mode):
+        raise UnsafePath(path, f"this {what} is not a regular file (a symlink or something else)", f"remove it: rm {path}")
+    return check_owned(path, what=what, st=st)
 
 
 def oh_home() -> Path | None:
@@ -76,10 +175,15 @@ def ensure_private_dir(path: Path) -> Path:
     for root in _private_roots():
         if root == path or root in path.parents:
             root.mkdir(mode=0o700, parents=True, exist_ok=True)
+            # A root that someone else created (or made writable) first is refused, never written to.
+            check_owned(root, what="oh directory")
+            check_parents(root)
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
     if os.name == "posix":
-        mode = path.stat().st_mode & 0o777
-        if mode & 0o077:
+        st = path.stat()
+        if hasattr(os, "getuid") and st.st_uid != os.getuid():
+            check_owned(path, what="oh directory", st=st)
+        if st.st_mode & 0o077:
             os.chmod(path, 0o700)
     return path
 

@@ -4,6 +4,12 @@ Lookup order: ``OH_TOKEN`` env > keyring (when a usable backend exists) > ``path
 Storing goes to the keyring when it works, else to the file; whichever store is used is reported
 by ``describe()`` so ``oh token show`` / ``oh doctor`` never claim a keyring that is not there
 (the way ``gh auth status`` does). The token itself is never logged or printed unless asked.
+
+The file store is trusted only when it is yours (``paths.check_file``: your regular file, not
+group/other-writable, in an oh directory of yours) -- else ``paths.UnsafePath``. A file of yours that
+others can READ (e.g. 0644 after a copy or an umask accident) is reported as it is by
+``storage()``/``oh token show`` and tightened to 0600, with a notice to rotate, by whatever is about
+to use the token (``get_token(tighten=True)``: ``oh start``, the backend).
 """
 
 from __future__ import annotations
@@ -11,6 +17,8 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets as _secrets
+import stat
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,7 +43,10 @@ class Storage:
     kind: str  # "keyring" | "file" | "env"
     backend: str  # keyring backend class path, the file path, or "OH_TOKEN"
     detail: str = ""  # e.g. why the keyring is not used, or where a file-based keyring keeps data
-    secure: bool = True  # False for plaintext keyrings
+    secure: bool = True  # False for plaintext keyrings, and for a file others can read or that is not yours
+    mode: str | None = None  # file store: the file's real mode ("0600"), None when it does not exist yet
+    owner_uid: int | None = None  # file store: the file's real owner
+    problem: str | None = None  # file store: what makes it insecure, in words
 
     def describe(self) -> str:
         if self.kind == "env":
@@ -43,7 +54,10 @@ class Storage:
         if self.kind == "keyring":
             extra = f"; {self.detail}" if self.detail else ""
             return f"keyring ({self.backend}{extra})"
-        return f"file {self.backend} (mode 0600; no usable keyring: {self.detail})"
+        state = "not created yet" if self.mode is None else f"mode {self.mode}, owner uid {self.owner_uid}"
+        if self.problem:
+            state += f"; INSECURE: {self.problem}"
+        return f"file {self.backend} ({state}; no usable keyring: {self.detail})"
 
 
 _UNUSABLE = ("keyring.backends.fail.Keyring", "keyring.backends.null.Keyring")
@@ -80,9 +94,47 @@ def _keyring_detail(kr) -> tuple[str, bool]:
     return "", True
 
 
-def _read_file() -> str | None:
+def _file_storage(reason: str) -> Storage:
+    """The file store as it really is on disk (mode, owner), without refusing anything."""
+    path = paths.token_file()
+    storage = Storage("file", str(path), reason)
     try:
-        token = paths.token_file().read_text(encoding="utf-8").strip()
+        st = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return storage
+    mode = stat.S_IMODE(st.st_mode)
+    storage.mode, storage.owner_uid = f"{mode:04o}", st.st_uid
+    problems = []
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        problems.append(f"owned by uid {st.st_uid}, not you")
+    if not stat.S_ISREG(st.st_mode):
+        problems.append("not a regular file")
+    if os.name == "posix" and mode & 0o077:
+        problems.append(f"{'writable' if mode & 0o022 else 'readable'} by other users")
+    if problems:
+        storage.problem, storage.secure = ", ".join(problems), False
+    return storage
+
+
+def _read_file(tighten: bool = False) -> str | None:
+    path = paths.token_file()
+    paths.check_roots()
+    st = paths.check_file(path, what="token file")
+    if st is None:
+        return None
+    mode = stat.S_IMODE(st.st_mode)
+    if tighten and os.name == "posix" and mode & 0o077:
+        # Yours but readable by others: make it private before use, and say so -- it may have been
+        # copied already, which only a new token fixes.
+        os.chmod(path, 0o600)
+        sys.stderr.write(
+            f"oh: warning: the token file {path} was readable by other users (mode {mode:04o}); it is now 0600. "
+            "Someone may have copied it: run `oh token rotate`.\n"
+        )
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        with os.fdopen(fd, encoding="utf-8") as f:
+            token = f.read().strip()
     except (FileNotFoundError, NotADirectoryError):
         return None
     return token or None
@@ -90,6 +142,9 @@ def _read_file() -> str | None:
 
 def _write_file(token: str) -> Path:
     path = paths.token_file()
+    paths.ensure_private_dir(path.parent)  # refuses an oh directory another user controls
+    # Replacing (rename) a foreign or planted file is fine: the new one is ours and 0600. Only a
+    # path we cannot trust the DIRECTORY of is refused, above.
     paths.write_private_file(path, token + "\n")
     return path
 
@@ -102,11 +157,15 @@ def storage() -> Storage:
     if kr is not None:
         detail, secure = _keyring_detail(kr)
         return Storage("keyring", _backend_name(kr), detail, secure)
-    return Storage("file", str(paths.token_file()), reason or "")
+    return _file_storage(reason or "")
 
 
-def get_token() -> tuple[str | None, Storage]:
-    """The current token and where it came from; (None, storage) when none is stored yet."""
+def get_token(*, tighten: bool = False) -> tuple[str | None, Storage]:
+    """The current token and where it came from; (None, storage) when none is stored yet.
+
+    Raises ``paths.UnsafePath`` when the token file or its directory may be controlled by another
+    user. ``tighten``: make a token file others can read 0600 first (with a notice); only callers
+    that are about to USE the token pass it, so `oh token show` reports the file as it was."""
     env = os.environ.get(ENV)
     if env:
         return env, Storage("env", ENV)
@@ -120,9 +179,9 @@ def get_token() -> tuple[str | None, Storage]:
             if token:
                 detail, secure = _keyring_detail(kr)
                 return token, Storage("keyring", _backend_name(kr), detail, secure)
-    token = _read_file()
+    token = _read_file(tighten)
     if token or kr is None:
-        return token, Storage("file", str(paths.token_file()), reason or "the token was stored in the file earlier")
+        return token, _file_storage(reason or "the token was stored in the file earlier")
     detail, secure = _keyring_detail(kr)
     return None, Storage("keyring", _backend_name(kr), detail, secure)
 
@@ -143,12 +202,12 @@ def store_token(token: str) -> Storage:
                 pass
             detail, secure = _keyring_detail(kr)
             return Storage("keyring", _backend_name(kr), detail, secure)
-    path = _write_file(token)
-    return Storage("file", str(path), reason or "")
+    _write_file(token)
+    return _file_storage(reason or "")
 
 
 def get_or_create_token() -> str:
-    token, _ = get_token()
+    token, _ = get_token(tighten=True)
     if token:
         return token
     token = new_token()

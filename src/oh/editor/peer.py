@@ -156,7 +156,9 @@ async def run_editor(workspace: str, *, instance: str | None = None, reconnect: 
                 on_event("no_session", None)
             return 3
         s = found[0]
-        editor = HeadlessEditor(s.url, s.token, s.workspace, session=s.instance_id)
+        # The editor leg's own credential (docs/security.md §2); a backend older than it has none
+        # and still takes the token.
+        editor = HeadlessEditor(s.url, s.editor_token or s.token, s.workspace, session=s.instance_id)
         try:
             ready = asyncio.Event()
             task = asyncio.create_task(editor.serve(ready))

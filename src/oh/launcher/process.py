@@ -83,6 +83,9 @@ def start_backend(
         sys.executable, "-m", "oh.backend", "--workspace", workspace, "--runtime", runtime, "--host", host,
         "--port", str(port), "--editor-timeout", f"{editor_timeout:g}", "--action-timeout", f"{action_timeout:g}",
         "--instance-id", instance_id, "--token-stdin", "--trace-max-bytes", str(trace_max_bytes),
+        # The backend rotates this file itself (bounded size); stdout/stderr below are only for what
+        # it prints before its logging is set up.
+        "--log-file", str(log_path),
     ]
     if not trace:
         argv.append("--no-trace")

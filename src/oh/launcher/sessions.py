@@ -38,6 +38,9 @@ class Session:
     editor_timeout: float = 30.0
     url: str = ""
     allowed_roots: list[str] = field(default_factory=list)  # workspace + `oh start --allow` dirs
+    # The editor leg's own credential (docs/security.md §2): /v1/editor accepts only this one, every
+    # other role only ``token``, so an agent connection cannot register as an editor.
+    editor_token: str = field(default="", repr=False)
 
     def __post_init__(self) -> None:
         if not self.url:
@@ -49,9 +52,10 @@ class Session:
         return "http" + self.url[2:]
 
     def public(self) -> dict[str, Any]:
-        """Everything but the token: what status output and logs may show."""
+        """Everything but the credentials: what status output and logs may show."""
         d = asdict(self)
         d.pop("token")
+        d.pop("editor_token")
         return d
 
     @classmethod
@@ -109,7 +113,14 @@ def is_alive(session: Session) -> bool:
 
 
 def read(path: Path) -> Session | None:
-    """One session file, or None when unreadable/partial (a writer's race, or garbage)."""
+    """One session file, or None when unreadable/partial (a writer's race, or garbage).
+
+    Raises ``paths.UnsafePath`` for a file another user could have written: its token and address
+    would be trusted by every command that picks it."""
+    try:
+        paths.check_file(path, what="session file")
+    except OSError:
+        return None
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         return Session.from_dict(data)
@@ -120,8 +131,11 @@ def read(path: Path) -> Session | None:
 def list_sessions(directory: Path | None = None, *, clean: bool = True) -> list[Session]:
     """Live sessions, newest first. Stale files are deleted when ``clean`` (the default)."""
     d = directory or paths.sessions_dir()
+    if directory is None:
+        paths.check_roots()
     if not d.is_dir():
         return []
+    paths.check_owned(d, what="sessions directory")
     found: list[Session] = []
     for p in d.glob(f"*{SUFFIX}"):
         s = read(p)

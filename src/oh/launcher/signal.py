@@ -51,10 +51,6 @@ def open_editor(workspace: str, instance_id: str) -> list[list[str]] | None:
     return cmds
 
 
-def should_open_now(mode: str) -> bool:
-    return mode == "always"
-
-
 def should_open_after_grace(mode: str, editors_connected: int) -> bool:
     return mode == "auto" and editors_connected == 0 and code_binary() is not None
 

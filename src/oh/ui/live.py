@@ -19,33 +19,54 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable
 
+from .sanitize import visible
+
 MAX_ROWS = 200
+RISK_STYLES = {"HIGH": "bold red", "MEDIUM": "yellow", "LOW": "dim", "UNKNOWN": "dim"}
+# Fixed rows of the rich view besides the action rows: backend, workspace, editor, blank, table
+# header, blank, "N earlier actions hidden", stats, trace.
+_CHROME_ROWS = 9
 
 
 def _clock(iso: str | None = None) -> str:
     if iso:
         try:
             return datetime.fromisoformat(iso).astimezone().strftime("%H:%M:%S")
-        except ValueError:
+        except (TypeError, ValueError):
             pass
     return datetime.now().strftime("%H:%M:%S")
 
 
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def editor_label(e: dict[str, Any]) -> str:
+    """One line naming an editor. Editor-controlled text, so made visible-safe here."""
     name = e.get("name") or "editor"
     version = e.get("version") or ""
-    folders = ", ".join(e.get("workspace_folders") or [])
-    return f"{name} {version}".strip() + (f" ({e['editor_id']})" if e.get("editor_id") else "") + (f" — {folders}" if folders else "")
+    folders = ", ".join(str(f) for f in e.get("workspace_folders") or [])
+    label = f"{name} {version}".strip() + (f" ({e['editor_id']})" if e.get("editor_id") else "") + (f" — {folders}" if folders else "")
+    return visible(label)
 
 
 def fmt_ms(ms: float | None) -> str:
-    if ms is None:
+    if not isinstance(ms, (int, float)):
         return ""
     return f"{ms:.0f} ms" if ms < 10_000 else f"{ms / 1000:.1f} s"
 
 
+def _risk(value: Any) -> str | None:
+    """``security_risk`` from the agent: shown, never trusted (bounded, escaped, upper-cased)."""
+    if value is None or value == "":
+        return None
+    return visible(str(value))[:10].upper()
+
+
 @dataclass
 class ActionRow:
+    """One delegated action. Every text field holds escaped (display-safe) text."""
+
     action_id: int
     time: str
     agent: str
@@ -54,6 +75,26 @@ class ActionRow:
     outcome: str | None = None  # None while running
     exit_code: int | None = None
     duration_ms: float | None = None
+    risk: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.outcome is not None and self.outcome != "ok"
+
+    @property
+    def still_running(self) -> bool:
+        """A run that returned without an exit code (soft timeout): the command goes on in its shell."""
+        return self.outcome == "ok" and self.exit_code == -1
+
+    def outcome_text(self) -> str:
+        if self.outcome is None:
+            return "running…"
+        if self.still_running:
+            return "still running"
+        return self.outcome
+
+    def exit_text(self) -> str:
+        return "" if self.exit_code is None or self.still_running else str(self.exit_code)
 
 
 @dataclass
@@ -68,10 +109,15 @@ class LiveState:
     started_mono: float = field(default_factory=time.monotonic)
     uptime_base: float = 0.0
     stopping: str | None = None
+    dropped: int = 0  # rows evicted beyond MAX_ROWS (counted in "earlier actions hidden")
+    hints: list[str] = field(default_factory=list)  # why no editor may come (runtime vscode)
+    synced: bool = False  # the monitor's snapshot arrived: the table shows what the backend did since
+    version: int = 0  # bumped on every change, so the rich view redraws only when needed
+    _spinner: Any = None
 
     @property
     def runtime(self) -> str:
-        return self.backend.get("runtime", "?")
+        return visible(self.backend.get("runtime", "?"))
 
     @property
     def editor_state(self) -> str:
@@ -84,12 +130,27 @@ class LiveState:
     def uptime(self) -> float:
         return self.uptime_base + (time.monotonic() - self.started_mono)
 
-    def agent_name(self, agent_id: str) -> str:
+    def agent_name(self, agent_id: Any) -> str:
         name = self.agents.get(agent_id)
-        return f"{name}" if name and name != agent_id else agent_id
+        return visible(name if name and name != agent_id else (agent_id or ""))
+
+    def _row(self, frame: dict[str, Any]) -> ActionRow:
+        return ActionRow(
+            frame.get("action_id"), _clock(frame.get("time")), self.agent_name(frame.get("agent_id", "")),
+            visible(frame.get("kind", "")), visible(frame.get("summary", "")), risk=_risk(frame.get("security_risk")),
+        )
+
+    @property
+    def animating(self) -> bool:
+        """The spinner is on screen: the view must redraw often for it to turn."""
+        return self.editor_state in ("waiting", "disconnected")
 
     def apply(self, frame: dict[str, Any]) -> list[str]:
-        """Update from one monitor frame; return plain-text lines describing what changed."""
+        """Update from one monitor frame; return display-safe plain lines describing what changed."""
+        self.version += 1
+        return [visible(line) for line in self._apply(frame)]
+
+    def _apply(self, frame: dict[str, Any]) -> list[str]:
         kind = frame.get("type")
         if kind == "snapshot":
             snap = frame.get("backend") if isinstance(frame.get("backend"), dict) else frame
@@ -100,6 +161,11 @@ class LiveState:
             self.agents = {a.get("agent_id"): a.get("name", "") for a in frame.get("agents") or []}
             if isinstance(frame.get("stats"), dict):
                 self.stats.update(frame["stats"])
+            # Actions that ran before this view subscribed (or while it reconnected) have no row:
+            # count them as earlier actions hidden.
+            seen = self.stats.get("done", 0) + self.stats.get("pending", 0)
+            self.dropped = max(self.dropped, seen - len(self.actions))
+            self.synced = True
             lines = [f"backend {self.backend.get('instance_id')} listening on {self.backend.get('url') or self._url()} "
                      f"(runtime {self.runtime}, pid {self.backend.get('pid')}, workspace {self.backend.get('workspace')})"]
             if self.editors:
@@ -117,7 +183,7 @@ class LiveState:
             return [f"editor connected: {editor_label(e)}"]
         if name == "editor_disconnected":
             e = self.editors.pop(frame.get("editor_id"), None)
-            self.editor_gone_reason = frame.get("reason") or "disconnected"
+            self.editor_gone_reason = visible(frame.get("reason") or "disconnected")
             if not self.editors:
                 self.waiting_since = time.monotonic()
             return [f"editor disconnected: {editor_label(e) if e else frame.get('editor_id')} ({self.editor_gone_reason})"]
@@ -128,88 +194,167 @@ class LiveState:
             self.agents.pop(frame.get("agent_id"), None)
             return [f"agent disconnected: {frame.get('name')} ({frame.get('agent_id')})"]
         if name == "action_started":
-            row = ActionRow(frame.get("action_id"), _clock(frame.get("time")), self.agent_name(frame.get("agent_id", "")), frame.get("kind", ""), frame.get("summary", ""))
+            row = self._row(frame)
             self.actions[row.action_id] = row
             while len(self.actions) > MAX_ROWS:
                 self.actions.popitem(last=False)
+                self.dropped += 1
             self.stats["pending"] = self.stats.get("pending", 0) + 1
-            return [f"{row.agent} {row.kind} {row.summary} …"]
+            risk = f" [risk {row.risk}]" if row.risk else ""
+            return [f"{row.agent} {row.kind} {row.summary}{risk} …"]
         if name == "action_finished":
             aid = frame.get("action_id")
             row = self.actions.get(aid)
-            if row is None:
-                row = ActionRow(aid, _clock(frame.get("time")), self.agent_name(frame.get("agent_id", "")), frame.get("kind", ""), frame.get("summary", ""))
+            if row is None:  # started before we subscribed (the snapshot counted it as pending) or evicted
+                row = self._row(frame)
                 self.actions[aid] = row
-            else:
-                self.stats["pending"] = max(0, self.stats.get("pending", 0) - 1)
-            row.outcome = frame.get("outcome") or "ok"
-            row.exit_code = frame.get("exit_code")
+                self.dropped = max(0, self.dropped - 1)
+            self.stats["pending"] = max(0, self.stats.get("pending", 0) - 1)
+            if row.risk is None:
+                row.risk = _risk(frame.get("security_risk"))
+            row.outcome = visible(frame.get("outcome") or "ok")
+            code = frame.get("exit_code")
+            row.exit_code = code if isinstance(code, int) else None
             row.duration_ms = frame.get("duration_ms")
             self.stats["done"] = self.stats.get("done", 0) + 1
-            if row.outcome != "ok":
+            if row.failed:
                 self.stats["errors"] = self.stats.get("errors", 0) + 1
-            code = f" exit {row.exit_code}" if row.exit_code is not None else ""
-            return [f"{row.agent} {row.kind} {row.summary} → {row.outcome}{code} in {fmt_ms(row.duration_ms)}"]
+            code_txt = f" exit {row.exit_text()}" if row.exit_text() else ""
+            risk = f" [risk {row.risk}]" if row.risk else ""
+            return [f"{row.agent} {row.kind} {row.summary}{risk} → {row.outcome_text()}{code_txt} in {fmt_ms(row.duration_ms)}"]
         if name == "token_rotated":
             return [f"token rotated: {frame.get('closed', 0)} connection(s) closed"]
         if name == "shutting_down":
-            self.stopping = frame.get("reason") or "shutting down"
+            self.stopping = visible(frame.get("reason") or "shutting down")
             return [f"backend shutting down: {self.stopping}"]
-        return [f"{name}: {json.dumps({k: v for k, v in frame.items() if k not in ('type', 'event', 'time')})}"]
+        return [f"{name}: {json.dumps({k: v for k, v in frame.items() if k not in ('type', 'event', 'time')}, default=str)}"]
 
     def _url(self) -> str:
         host = self.backend.get("host", "127.0.0.1")
         return f"ws://{host}:{self.backend.get('port')}"
 
+    def stats_line(self) -> str:
+        st = self.stats
+        return f"{st.get('done', 0)} done · {st.get('pending', 0)} pending · {plural(st.get('errors', 0), 'error')}"
+
     # ------------------------------------------------------------------ rich
-    def render(self, height: int = 40):
+    def render(self, height: int = 40, width: int = 120):
+        """The rich view. Every agent- or editor-controlled string goes in as ``Text`` built from
+        escaped text, never as a markup string. Each chrome line is one line (ellipsis, no wrap) and
+        the action rows get what is left of ``height``, so nothing scrolls off or wraps at 80 columns."""
         from rich.console import Group
         from rich.spinner import Spinner
-        from rich.table import Table
         from rich.text import Text
 
         from ..commands._common import fmt_duration
 
+        def one_line(*parts: tuple[str, str]) -> Text:
+            return Text.assemble(*parts, no_wrap=True, overflow="ellipsis")
+
         b = self.backend
-        head = Text.assemble(
-            ("oh ", "bold"), ("backend ", "dim"), (str(b.get("instance_id", "?")), "bold cyan"),
-            ("  runtime ", "dim"), (self.runtime, "bold"), ("  ", ""), (b.get("url") or self._url(), "green"),
+        head = one_line(
+            ("oh ", "bold"), ("backend ", "dim"), (visible(b.get("instance_id", "?")), "bold cyan"),
+            ("  runtime ", "dim"), (self.runtime, "bold"), ("  ", ""), (visible(b.get("url") or self._url()), "green"),
             ("  pid ", "dim"), (str(b.get("pid", "?")), ""), ("  up ", "dim"), (fmt_duration(self.uptime()), ""),
         )
-        ws = Text.assemble(("workspace ", "dim"), (str(b.get("workspace", "")), ""))
+        ws = one_line(("workspace ", "dim"), (visible(b.get("workspace", "")), ""))
         state = self.editor_state
+        editor: Any
+        hints: list[Text] = []
         if state == "connected":
-            editor = Text.assemble(("● ", "green"), ("editor connected: ", "green"), (" · ".join(editor_label(e) for e in self.editors.values()), ""))
-        elif state == "waiting":
+            editor = one_line(("● ", "green"), ("editor connected: ", "green"), (" · ".join(editor_label(e) for e in self.editors.values()), ""))
+        elif state in ("waiting", "disconnected"):
             waited = fmt_duration(time.monotonic() - self.waiting_since)
-            editor = Spinner("dots", text=Text(f"waiting for VS Code to connect… ({waited})", style="yellow"), style="yellow")
-        elif state == "disconnected":
-            waited = fmt_duration(time.monotonic() - self.waiting_since)
-            editor = Spinner("dots", text=Text(f"editor disconnected ({self.editor_gone_reason}); waiting for it to reconnect… ({waited})", style="red"), style="red")
+            if state == "waiting":
+                text, style = f"waiting for VS Code to connect… ({waited})", "yellow"
+            else:
+                text, style = f"editor disconnected ({self.editor_gone_reason[:40]}); waiting for it to reconnect… ({waited})", "red"
+            if self._spinner is None:  # one spinner for the whole view: a new one each frame never turns
+                self._spinner = Spinner("dots")
+            self._spinner.text = Text(text, style=style, no_wrap=True, overflow="ellipsis")
+            self._spinner.style = style
+            editor = self._spinner
+            hints = [one_line(("  ", ""), (h, "dim")) for h in self.hints]
         else:
-            editor = Text("runtime local: actions run directly on this machine, no sandbox", style="yellow")
-        table = Table(expand=False, box=None, header_style="bold", pad_edge=False)
-        for col, kw in (("time", {}), ("agent", {}), ("kind", {}), ("summary", {"overflow": "ellipsis", "no_wrap": True, "max_width": 60}),
-                        ("outcome", {}), ("exit", {"justify": "right"}), ("duration", {"justify": "right"})):
-            table.add_column(col, **kw)
-        rows = list(self.actions.values())[-max(3, height - 10):]
-        for r in rows:
-            if r.outcome is None:
-                outcome = Text("running…", style="yellow")
-            elif r.outcome == "ok" and (r.exit_code in (None, 0)):
+            editor = one_line(("runtime local: actions run directly on this machine, no sandbox", "yellow"))
+        table, shown, hidden = self._table(max(1, height - _CHROME_ROWS - len(hints)), width)
+        parts: list[Any] = [head, ws, editor, *hints, Text(""), table]
+        if hidden:
+            parts.append(one_line((f"{plural(hidden, 'earlier action')} hidden (`oh logs` shows all)", "dim")))
+        parts += [Text(""), one_line((self.stats_line(), "dim"),
+                                     ("   Ctrl-C stops the backend" if not self.stopping else f"   stopping: {self.stopping}", "dim"))]
+        if b.get("trace"):
+            parts.append(one_line(("trace ", "dim"), (visible(b["trace"]), "dim")))
+        return Group(*parts)
+
+    def _table(self, room: int, width: int):
+        """The actions table fitted to ``width``: time, agent, kind, outcome, exit and duration keep
+        their width; the summary takes what is left (ellipsis) and is the first to shrink."""
+        from rich.cells import cell_len
+        from rich.console import Group
+        from rich.text import Text
+
+        rows = list(self.actions.values())
+        shown = rows[-room:] if rows else []
+        hidden = self.dropped + len(rows) - len(shown)
+        with_risk = any(r.risk for r in shown)
+
+        def w(values: list[str], header: str, cap: int) -> int:
+            return min(cap, max([len(header), *(cell_len(v) for v in values)]))
+
+        widths = {
+            "time": 8,
+            "agent": w([r.agent for r in shown], "agent", 14),
+            "kind": w([r.kind for r in shown], "kind", 6),
+            "summary": max([len("no actions yet"), *(cell_len(r.summary) for r in shown)]),
+            "risk": w([r.risk or "" for r in shown], "risk", 7) if with_risk else 0,
+            "outcome": w([r.outcome_text() for r in shown], "outcome", 19),
+            "exit": w([r.exit_text() for r in shown], "exit", 4),
+            "duration": w([fmt_ms(r.duration_ms) for r in shown], "duration", 8),
+        }
+        names = [n for n in widths if widths[n]]
+        excess = sum(widths[n] for n in names) + len(names) - 1 - width  # one space between columns
+        # Who gives way, in order: the summary first (down to 16, then 8 once the agent is down to 10).
+        for name, least in (("summary", 16), ("agent", 10), ("summary", 8), ("agent", 6), ("outcome", 10), ("kind", 4)):
+            if excess <= 0:
+                break
+            give = min(excess, max(0, widths[name] - least))
+            widths[name] -= give
+            excess -= give
+        right = ("exit", "duration")
+
+        def line(cells: dict[str, Text]) -> Text:
+            # Each cell cut (ellipsis) and padded to its column: one Text per row is ~20x cheaper
+            # than a rich Table, and the widths are already decided above.
+            out = Text(no_wrap=True, overflow="ellipsis")
+            for i, name in enumerate(names):
+                cell = cells.get(name) or Text("")
+                cell.truncate(widths[name], overflow="ellipsis")
+                cell.align("right" if name in right else "left", widths[name])
+                if i:
+                    out.append(" ")
+                out.append_text(cell)
+            return out
+
+        lines = [line({n: Text(n, style="bold") for n in names})]
+        for r in shown:
+            if r.outcome is None or r.still_running:
+                outcome = Text(r.outcome_text(), style="yellow")
+            elif r.failed:
+                outcome = Text(r.outcome_text(), style="red")
+            elif r.exit_code in (None, 0):
                 outcome = Text("ok", style="green")
             else:
-                outcome = Text(r.outcome, style="red" if r.outcome != "ok" else "yellow")
-            table.add_row(r.time, r.agent, r.kind, r.summary, outcome, "" if r.exit_code is None else str(r.exit_code), fmt_ms(r.duration_ms))
-        if not rows:
-            table.add_row("", "", "", Text("no actions yet", style="dim"), "", "", "")
-        st = self.stats
-        foot = Text.assemble(
-            (f"{st.get('done', 0)} done · {st.get('pending', 0)} pending · {st.get('errors', 0)} errors", "dim"),
-            (f"   trace {b.get('trace')}" if b.get("trace") else "", "dim"),
-            ("   Ctrl-C stops the backend" if not self.stopping else f"   stopping: {self.stopping}", "dim"),
-        )
-        return Group(head, ws, editor, Text(""), table, Text(""), foot)
+                outcome = Text("ok", style="yellow")  # the command ran and exited non-zero
+            lines.append(line({
+                "time": Text(r.time), "agent": Text(r.agent), "kind": Text(r.kind), "summary": Text(r.summary),
+                "risk": Text(r.risk or "", style=RISK_STYLES.get(r.risk or "", "")), "outcome": outcome,
+                "exit": Text(r.exit_text()), "duration": Text(fmt_ms(r.duration_ms)),
+            }))
+        if not shown:
+            lines.append(line({"summary": Text("no actions yet" if self.synced else "connecting…", style="dim")}))
+        table = Group(*lines)
+        return table, shown, hidden
 
 
 # ---------------------------------------------------------------------- the monitor loop
@@ -256,7 +401,9 @@ async def monitor(session_loader: Callable[[], Any], on_frame: Callable[[dict[st
             if code == 4001:  # token rotated: the session file has the new one
                 await asyncio.sleep(0.05)
                 continue
-            return "backend shut down" if code == 1001 else f"connection lost ({code})"
+            if code == 1001:
+                return "backend shut down"
+            return f"connection lost (close code {code})" if code is not None else "connection lost without a close frame (the backend died?)"
         finally:
             stopper.cancel()
     return "stopped"

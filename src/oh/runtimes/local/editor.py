@@ -16,13 +16,12 @@ leaves out entries that resolve outside the allowed roots.
 
 from __future__ import annotations
 
-import difflib
 import os
-import re
 from collections import OrderedDict, deque
 from typing import Any
 
 from ...protocol.errors import ToolError
+from ...protocol.udiff import unified_diff  # the one diff rule, mirrored by the extension
 from .encoding import decode as decode_any
 from .files import advance_lines, atomic_write, count_lines, encode_text, read_bytes, slice_lines
 from .paths import PathPolicy, ResolvedPath, not_found, require_regular, stat_or_none
@@ -73,42 +72,6 @@ def cat_n_output(snippet: str, description: str, first_line: int = 1, limit: int
     """The SDK's ``_make_output``: clip the raw text first, then number it."""
     body = numbered(clip(snippet, limit or 0, FILE_CLIPPED), first_line)
     return f"Here's the result of running `cat -n` on {description}:\n" + (body + "\n" if body else "")
-
-
-_HUNK = re.compile(r"^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
-
-
-def unified_diff(path: str, old: str, new: str, context: int = 3) -> str:
-    """``diff -u``-style text. Common leading/trailing lines are cut before difflib sees them, so a
-    one-line edit of a large file costs O(size), not difflib's worst case."""
-    if old == new:
-        return ""
-    a = old.splitlines(keepends=True)
-    b = new.splitlines(keepends=True)
-    lo = 0
-    while lo < len(a) and lo < len(b) and a[lo] == b[lo]:
-        lo += 1
-    hi = 0
-    while hi < len(a) - lo and hi < len(b) - lo and a[len(a) - 1 - hi] == b[len(b) - 1 - hi]:
-        hi += 1
-    skip = max(lo - context, 0)
-    keep_tail = max(hi - context, 0)
-    a_mid = a[skip : len(a) - keep_tail]
-    b_mid = b[skip : len(b) - keep_tail]
-
-    def fix(line: str) -> str:
-        m = _HUNK.match(line)
-        if not m or not skip:
-            return line
-        a0, a_len, b0, b_len = int(m.group(1)), m.group(2) or "", int(m.group(3)), m.group(4) or ""
-        return f"@@ -{a0 + skip if a0 else skip}{a_len} +{b0 + skip if b0 else skip}{b_len} @@" + line[m.end() :]
-
-    out = []
-    for line in difflib.unified_diff(a_mid, b_mid, f"a{path}" if path.startswith("/") else f"a/{path}",
-                                     f"b{path}" if path.startswith("/") else f"b/{path}", n=context):
-        line = fix(line)
-        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
-    return "".join(out)
 
 
 class EditHistory:

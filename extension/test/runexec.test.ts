@@ -1,0 +1,180 @@
+// The `run` executor and its pseudoterminal fallback, against a mocked `vscode` (./vscodeMock.ts) and real
+// bash processes: output, exit codes, a working directory that persists, C-c, confirmation, a closed terminal.
+import './vscodeMock'; // first: makes require('vscode') resolve to the mock
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { afterEach, beforeEach, test } from 'node:test';
+import { PtyShell } from '../src/executors/pty';
+import { RunExecutor } from '../src/executors/run';
+import { JsonObject, parseAction, ToolError } from '../src/protocol';
+import { RunningCommand } from '../src/runstate';
+import { mock, resetMock, Terminal, Uri } from './vscodeMock';
+
+let root: string;
+let tmp: string;
+
+beforeEach(() => {
+  root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'oh-run-')));
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'oh-run-tmp-'));
+  fs.mkdirSync(path.join(root, 'sub'));
+  resetMock(root);
+});
+
+afterEach(() => {
+  fs.rmSync(root, { recursive: true, force: true });
+  fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+/** Resolves when the command is done; a hang fails the test (node --test's own timeout). */
+async function finished(cmd: RunningCommand): Promise<RunningCommand> {
+  while (!cmd.done) await cmd.changed(1000);
+  return cmd;
+}
+
+test('pty fallback: output, exit code, cwd kept between commands, shown in the terminal', async () => {
+  let closed = 0;
+  const pty = new PtyShell(root, { ...process.env }, tmp, () => closed++);
+  try {
+    const a = await finished(await pty.start('echo hi; cd sub; exit 3'));
+    assert.equal(a.buffer.text(), 'hi\n');
+    assert.equal(a.exitCode, 3);
+    assert.equal(pty.cwd(), path.join(root, 'sub'));
+    const b = await finished(await pty.start('pwd; echo err >&2'));
+    assert.equal(b.buffer.text(), `${path.join(root, 'sub')}\nerr\n`);
+    assert.equal(b.exitCode, 0);
+    const screen = (pty.terminal as unknown as Terminal).screen;
+    assert.match(screen, /echo hi; cd sub; exit 3\r\n/); // the user sees the command and its output
+    assert.match(screen, /\[exit 3\]/);
+  } finally {
+    pty.dispose();
+  }
+  assert.equal(closed, 1);
+});
+
+test('pty fallback: C-c interrupts the running command', async () => {
+  const pty = new PtyShell(root, { ...process.env }, tmp, () => {});
+  try {
+    // "started" comes from the process C-c must reach, already running with default SIGINT handling (an
+    // `echo started; sleep 30` could be interrupted between the echo and the fork, where bash loses it).
+    const cmd = await pty.start("bash -c 'echo started; exec sleep 30'");
+    while (!cmd.buffer.text().includes('started')) await cmd.changed(1000);
+    assert.equal(pty.sendKey('C-c'), true);
+    await finished(cmd);
+    assert.notEqual(cmd.exitCode, 0);
+    assert.equal(pty.sendKey('C-z'), false); // no job control without a real terminal
+  } finally {
+    pty.dispose();
+  }
+});
+
+/**
+ * A terminal whose shell integration runs each command with bash (cwd carried over), streams its
+ * output through `execution.read()` and then fires the end event, as VS Code does.
+ */
+function fakeShellIntegration(term: Terminal): void {
+  let dir = term.options.cwd ?? root;
+  let seq = 0;
+  term.shellIntegration = {
+    get cwd() {
+      return Uri.file(dir);
+    },
+    executeCommand(text: string) {
+      const cwdFile = path.join(tmp, `cwd-${++seq}`);
+      const child = spawn('bash', ['-c', `${text}\n__rc=$?; pwd > '${cwdFile}'; exit $__rc`], { cwd: dir });
+      const chunks: string[] = [];
+      let wake: (() => void) | null = null;
+      let ended = false;
+      const poke = () => wake?.();
+      child.stdout.on('data', (b: Buffer) => (chunks.push(b.toString()), poke()));
+      child.stderr.on('data', (b: Buffer) => (chunks.push(b.toString()), poke()));
+      const execution = {
+        cwd: Uri.file(dir),
+        async *read() {
+          for (;;) {
+            while (chunks.length) yield chunks.shift()!.replace(/\n/g, '\r\n'); // terminal data
+            if (ended) return;
+            await new Promise<void>((r) => (wake = r));
+          }
+        },
+      };
+      child.on('close', (code) => {
+        try {
+          dir = fs.readFileSync(cwdFile, 'utf8').trim();
+        } catch {
+          /* exited early: cwd unchanged */
+        }
+        ended = true;
+        poke();
+        setImmediate(() => mock.executionEnded.fire({ execution, exitCode: code ?? undefined }));
+      });
+      return execution;
+    },
+  };
+}
+
+let nextId = 100;
+const run = (args: JsonObject) => parseAction({ id: nextId++, action: 'run', args });
+const meta = (o: JsonObject) => (o.extras as JsonObject).metadata as JsonObject;
+
+test('run through shell integration: output, exit code, working directory, one "oh" terminal', async () => {
+  mock.onTerminal = fakeShellIntegration;
+  const logs: string[] = [];
+  const ex = new RunExecutor({ log: (l) => logs.push(l), confirmCommands: () => false });
+  try {
+    const a = await ex.execute(run({ command: 'echo hi' }), new AbortController().signal);
+    assert.equal(a.observation, 'run');
+    assert.equal(String(a.content).trim(), 'hi');
+    assert.equal(meta(a).exit_code, 0);
+    const b = await ex.execute(run({ command: 'cd sub && false' }), new AbortController().signal);
+    assert.equal(meta(b).exit_code, 1);
+    const c = await ex.execute(run({ command: 'pwd' }), new AbortController().signal);
+    assert.equal(String(c.content).trim(), path.join(root, 'sub'));
+    assert.equal(meta(c).working_dir, path.join(root, 'sub'));
+    const multi = await ex.execute(run({ command: 'echo one\necho two' }), new AbortController().signal);
+    assert.equal(String(multi.content).trim(), 'one\ntwo');
+    assert.equal(mock.terminals.length, 1);
+    assert.equal(mock.terminals[0].options.name, 'oh');
+    assert.equal(mock.terminals[0].options.cwd, root);
+    assert.ok(logs.some((l) => l.includes('shell integration')));
+  } finally {
+    ex.dispose();
+  }
+});
+
+test('run: a closed terminal is replaced on the next command, starting where the last one was', async () => {
+  mock.onTerminal = fakeShellIntegration;
+  const ex = new RunExecutor({ log: () => {}, confirmCommands: () => false });
+  try {
+    await ex.execute(run({ command: 'cd sub' }), new AbortController().signal);
+    mock.terminals[0].dispose(); // the user closes the "oh" terminal
+    const o = await ex.execute(run({ command: 'pwd' }), new AbortController().signal);
+    assert.equal(mock.terminals.length, 2);
+    assert.equal(String(o.content).trim(), path.join(root, 'sub'));
+  } finally {
+    ex.dispose();
+  }
+});
+
+test('run: with confirmation on, a declined command never reaches a terminal', async () => {
+  mock.onTerminal = fakeShellIntegration;
+  mock.warningAnswer = 'Cancel';
+  const ex = new RunExecutor({ log: () => {}, confirmCommands: () => true });
+  try {
+    const e = await ex.execute(run({ command: 'touch x' }), new AbortController().signal).then(
+      () => assert.fail('expected a refusal'),
+      (err: unknown) => err as ToolError,
+    );
+    assert.ok(e instanceof ToolError);
+    assert.equal(e.errorId, 'INTERRUPTED');
+    assert.equal(mock.warnings.length, 1);
+    assert.equal(mock.terminals.length, 0);
+    assert.equal(fs.existsSync(path.join(root, 'x')), false);
+    const bad = await ex.execute(run({ command: 'ls', cwd: 'missing' }), new AbortController().signal).catch((err: unknown) => err);
+    assert.ok(bad instanceof ToolError && /does not exist/.test(bad.message));
+  } finally {
+    ex.dispose();
+  }
+});

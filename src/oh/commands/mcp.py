@@ -1,0 +1,109 @@
+"""``oh mcp`` (serve MCP on stdio) and ``oh mcp install CLIENT``. Thin: the work is in ``oh.mcp``.
+
+The ``mcp`` SDK (~1 s to import, ~15 MB with its web stack) is an optional extra, imported only when
+the server starts; ``oh mcp install`` works without it and says when it is missing.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from ._common import ERROR, USAGE, complete_instances, complete_runtimes, die, err
+
+def _install_hint() -> str:
+    import sys
+
+    # Name this interpreter: the packages must land in the environment `oh` runs from.
+    return (
+        f"The MCP server needs the `mcp` package in oh's environment: {sys.executable} -m pip install 'mcp>=2.3,<3' tomlkit "
+        "(the extra `oh-editor-runtime[mcp]`; with pipx: pipx inject oh-editor-runtime mcp tomlkit)."
+    )
+
+CLIENT_HELP = "claude, codex, gemini, vscode or cursor."
+
+app = typer.Typer(
+    help="Serve oh's tools (run, read, write, edit) to MCP clients over stdio; `oh mcp install CLIENT` sets a client up.",
+    epilog=(
+        "Exit codes: 0 ok · 1 the server could not start (the `mcp` package is missing) or a config could not be written · "
+        "2 bad flag. Tool failures are tool results with isError, not exit codes."
+    ),
+    invoke_without_command=True,
+)
+
+
+def _complete_clients(incomplete: str):
+    return [c for c in ("claude", "codex", "gemini", "vscode", "cursor") if c.startswith(incomplete)]
+
+
+@app.callback()
+def serve(
+    ctx: typer.Context,
+    workspace: Optional[str] = typer.Option(None, "--workspace", "-C", help="Act through the backend serving this directory (default: cwd)."),
+    instance: Optional[str] = typer.Option(None, "--instance", "-i", help="Act through this backend (instance id or unique prefix).", autocompletion=complete_instances),
+    start: bool = typer.Option(False, "--start", help="When no backend serves the directory, start one (detached; it keeps running: `oh stop`)."),
+    runtime: Optional[str] = typer.Option(None, "--runtime", "-r", help="Runtime for --start (default: config `runtime`).", autocompletion=complete_runtimes),
+) -> None:
+    """Serve oh's tools over stdio (MCP). An MCP client starts this; it connects to the backend on the first tool call.
+
+    Example (Claude Code): claude mcp add oh -- oh mcp
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    if runtime is not None and runtime not in ("local", "vscode"):
+        die(f"--runtime must be local or vscode, not {runtime!r}.", USAGE)
+    try:
+        from ..mcp import server
+    except ImportError as exc:
+        if getattr(exc, "name", "") and not str(exc.name).startswith(("mcp", "mcp_types")):
+            raise
+        die(f"cannot start the MCP server: {exc}.", ERROR, _install_hint())
+    server.main(workspace=workspace, instance=instance, start=start, runtime=runtime)
+
+
+@app.command()
+def install(
+    client: str = typer.Argument(..., help="The MCP client: " + CLIENT_HELP, autocompletion=_complete_clients),
+    scope: str = typer.Option("user", "--scope", "-s", help="user: every project (the client's user config). project: this directory's config file."),
+    name: str = typer.Option("oh", "--name", help="The server's name in the client (its tools appear as e.g. mcp__oh__run)."),
+    start: bool = typer.Option(False, "--start", help="Configure `oh mcp --start` (start a backend when none runs)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Show what would change (a diff); write nothing."),
+    print_: bool = typer.Option(False, "--print", help="Print the client's own one-liner (or the entry to paste) instead of writing."),
+) -> None:
+    """Add oh's MCP server to a client's config (merged: other entries and settings stay; running it twice changes nothing).
+
+    Example: oh mcp install claude --scope project
+    """
+    from pathlib import Path
+
+    from ..mcp import install as inst
+
+    extra = ["--start"] if start else []
+    try:
+        if print_:
+            typer.echo(inst.one_liner(client, scope, name=name, extra_args=extra))
+            return
+        plan = inst.plan(client, scope, name=name, project=Path.cwd(), extra_args=extra)
+    except inst.InstallError as exc:
+        die(str(exc), USAGE if client not in inst.CLIENTS or scope not in inst.SCOPES else ERROR)
+    if dry_run:
+        typer.echo(inst.diff(plan) if plan.changed else f"{plan.path}: already up to date, nothing to change.", nl=plan.changed is False)
+        return
+    if not plan.changed:
+        typer.echo(f"{plan.path}: `{name}` is already configured; nothing changed.")
+    else:
+        try:
+            inst.apply(plan)
+        except OSError as exc:
+            die(f"cannot write {plan.path}: {exc.strerror or exc}", ERROR)
+        typer.echo(f"{plan.path}: added the MCP server `{name}` ({plan.entry['command']} {' '.join(plan.entry['args'])}).")
+        typer.echo(f"Restart {client} (or reload its MCP servers) to pick it up.")
+        if client == "claude" and scope == "user":
+            # Claude Code keeps ~/.claude.json in memory and rewrites it: its own CLI is the safe path while it runs.
+            typer.echo("If Claude Code is running, it may rewrite ~/.claude.json; its own command does the same safely: "
+                       + inst.one_liner(client, scope, name=name, extra_args=extra))
+    try:
+        import mcp  # noqa: F401
+    except ImportError:
+        err(_install_hint())

@@ -1,0 +1,237 @@
+"""``oh mcp install CLIENT``: add oh's MCP server to a client's configuration file.
+
+One ``Plan`` per client and scope: which file, its text before and after. Merging keeps everything
+else in the file (other servers, other settings; TOML comments through tomlkit) and is idempotent:
+a second install changes nothing. A file we cannot parse (JSON with comments, broken TOML) is never
+rewritten: the error shows the entry to add by hand. Locations and keys (checked against each
+client's documentation, 2026-11):
+
+| client | user scope | project scope | key |
+|---|---|---|---|
+| claude | ~/.claude.json | .mcp.json | mcpServers.NAME {type: stdio, command, args, env} |
+| codex  | $CODEX_HOME/config.toml (~/.codex) | .codex/config.toml (trusted projects) | [mcp_servers.NAME] command, args |
+| gemini | ~/.gemini/settings.json | .gemini/settings.json | mcpServers.NAME {command, args} |
+| vscode | <VS Code user dir>/mcp.json | .vscode/mcp.json | servers.NAME {type: stdio, command, args} |
+| cursor | ~/.cursor/mcp.json | .cursor/mcp.json | mcpServers.NAME {command, args} |
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+CLIENTS = ("claude", "codex", "gemini", "vscode", "cursor")
+SCOPES = ("user", "project")
+# VS Code and Cursor expand ${workspaceFolder} in args: the server then finds the backend of the
+# window's folder whatever directory the editor starts it in. The CLIs start servers in the
+# project directory, where `oh mcp` looks by default.
+_WORKSPACE_VAR = {"vscode": "${workspaceFolder}", "cursor": "${workspaceFolder}"}
+
+
+class InstallError(Exception):
+    pass
+
+
+@dataclass
+class Plan:
+    client: str
+    scope: str
+    path: Path
+    before: str | None  # None: the file does not exist yet
+    after: str
+    entry: dict[str, Any]
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+
+def oh_executable() -> str:
+    """Absolute path of the running `oh`, so the client can start it from its own environment (no PATH needed)."""
+    argv0 = sys.argv[0] if sys.argv else ""
+    candidates = []
+    if argv0 and os.path.basename(argv0) in ("oh", "oh.exe"):
+        candidates.append(argv0 if os.sep in argv0 else shutil.which(argv0))
+    scripts = os.path.dirname(sys.executable)  # venv bin/ (Scripts\\ on Windows), where pip puts `oh`
+    candidates += [os.path.join(scripts, "oh"), os.path.join(scripts, "oh.exe")]
+    candidates.append(shutil.which("oh"))
+    for c in candidates:
+        if c and os.path.isfile(c) and os.access(c, os.X_OK):
+            return os.path.abspath(c)
+    raise InstallError(
+        "cannot find the `oh` executable (installed with pip/pipx, it sits next to its Python). "
+        "Reinstall oh, or add the server by hand with the command `python -m oh mcp`."
+    )
+
+
+def server_args(client: str, extra: list[str] | None = None) -> list[str]:
+    args = ["mcp"]
+    if client in _WORKSPACE_VAR:
+        args += ["--workspace", _WORKSPACE_VAR[client]]
+    return args + list(extra or [])
+
+
+def entry_for(client: str, command: str, args: list[str]) -> dict[str, Any]:
+    if client == "claude":
+        return {"type": "stdio", "command": command, "args": args, "env": {}}
+    if client == "vscode":
+        return {"type": "stdio", "command": command, "args": args}
+    return {"command": command, "args": args}
+
+
+def vscode_user_dir(env: dict[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    home = Path(env.get("HOME") or Path.home())
+    if env.get("VSCODE_APPDATA"):
+        base = Path(env["VSCODE_APPDATA"])
+    elif sys.platform == "darwin":
+        base = home / "Library" / "Application Support"
+    elif os.name == "nt":
+        base = Path(env.get("APPDATA") or home / "AppData" / "Roaming")
+    else:
+        base = Path(env.get("XDG_CONFIG_HOME") or home / ".config")
+    return base / "Code" / "User"
+
+
+def config_path(client: str, scope: str, *, project: Path, env: dict[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    home = Path(env.get("HOME") or Path.home())
+    if client == "claude":
+        return home / ".claude.json" if scope == "user" else project / ".mcp.json"
+    if client == "codex":
+        return Path(env.get("CODEX_HOME") or home / ".codex") / "config.toml" if scope == "user" else project / ".codex" / "config.toml"
+    if client == "gemini":
+        return (home if scope == "user" else project) / ".gemini" / "settings.json"
+    if client == "vscode":
+        return vscode_user_dir(env) / "mcp.json" if scope == "user" else project / ".vscode" / "mcp.json"
+    if client == "cursor":
+        return (home if scope == "user" else project) / ".cursor" / "mcp.json"
+    raise InstallError(f"unknown client {client!r}: one of {', '.join(CLIENTS)}.")
+
+
+def _merge_json(text: str | None, path: Path, key: str, name: str, entry: dict[str, Any]) -> str:
+    data: Any = {}
+    if text is not None and text.strip():
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise InstallError(
+                f"{path} is not plain JSON ({exc.msg}, line {exc.lineno}); it may hold comments. Not touching it: "
+                f'add this under "{key}" by hand:\n' + json.dumps({name: entry}, indent=2)
+            ) from None
+    if not isinstance(data, dict):
+        raise InstallError(f"{path} does not hold a JSON object; not touching it.")
+    servers = data.get(key)
+    if servers is None:
+        servers = data[key] = {}
+    if not isinstance(servers, dict):
+        raise InstallError(f'{path}: "{key}" is not an object; not touching it.')
+    if servers.get(name) == entry and text is not None:
+        return text  # already there, byte for byte untouched
+    servers[name] = entry
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def _merge_toml(text: str | None, path: Path, name: str, entry: dict[str, Any]) -> str:
+    try:
+        import tomlkit
+    except ImportError:
+        raise InstallError("editing Codex's TOML config needs tomlkit: pip install 'oh-editor-runtime[mcp]'.") from None
+    try:
+        doc = tomlkit.parse(text or "")
+    except Exception as exc:  # noqa: BLE001 - tomlkit raises its own ParseError family
+        raise InstallError(f"{path} is not valid TOML ({exc}); not touching it.") from None
+    servers = doc.get("mcp_servers")
+    if servers is None:
+        servers = tomlkit.table(is_super_table=True)
+        doc["mcp_servers"] = servers
+    if not isinstance(servers, dict):
+        raise InstallError(f"{path}: mcp_servers is not a table; not touching it.")
+    current = servers.get(name)
+    if current is not None and {k: current.get(k) for k in entry} == entry and text is not None:
+        return text
+    table = tomlkit.table()
+    for k, v in entry.items():
+        table[k] = v
+    if current is not None and isinstance(current, dict):
+        for k, v in current.items():  # keep the user's own keys (env, timeouts, enabled_tools...)
+            if k not in entry:
+                table[k] = v
+    servers[name] = table
+    return tomlkit.dumps(doc)
+
+
+def plan(client: str, scope: str = "user", *, name: str = "oh", project: Path | None = None, command: str | None = None,
+         extra_args: list[str] | None = None, env: dict[str, str] | None = None) -> Plan:
+    if client not in CLIENTS:
+        raise InstallError(f"unknown client {client!r}: one of {', '.join(CLIENTS)}.")
+    if scope not in SCOPES:
+        raise InstallError(f"unknown scope {scope!r}: user or project.")
+    project = (project or Path.cwd()).resolve()
+    path = config_path(client, scope, project=project, env=env)
+    entry = entry_for(client, command or oh_executable(), server_args(client, extra_args))
+    try:
+        before = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        before = None
+    except OSError as exc:
+        raise InstallError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if client == "codex":
+        after = _merge_toml(before, path, name, entry)
+    else:
+        after = _merge_json(before, path, "servers" if client == "vscode" else "mcpServers", name, entry)
+    return Plan(client, scope, path, before, after, entry)
+
+
+def apply(p: Plan) -> None:
+    """Write atomically, keeping the file's mode (new files: 0600, as they may later hold secrets)."""
+    if not p.changed:
+        return
+    p.path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = p.path.stat().st_mode & 0o777
+    except FileNotFoundError:
+        mode = 0o600
+    tmp = p.path.with_name(f".{p.path.name}.oh-{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(p.after)
+        os.chmod(tmp, mode)
+        os.replace(tmp, p.path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def diff(p: Plan) -> str:
+    import difflib
+
+    before = (p.before or "").splitlines(keepends=True)
+    after = p.after.splitlines(keepends=True)
+    return "".join(difflib.unified_diff(before, after, fromfile=str(p.path) if p.before is not None else "/dev/null", tofile=str(p.path)))
+
+
+def one_liner(client: str, scope: str = "user", *, name: str = "oh", command: str | None = None, extra_args: list[str] | None = None) -> str:
+    """The client's own command for the same thing (or, for Cursor, the entry to paste)."""
+    command = command or oh_executable()
+    args = server_args(client, extra_args)
+    argv = " ".join(shlex.quote(a) for a in [command, *args])
+    if client == "claude":
+        return f"claude mcp add --scope {scope} {shlex.quote(name)} -- {argv}"
+    if client == "codex":
+        return f"codex mcp add {shlex.quote(name)} -- {argv}"
+    if client == "gemini":
+        return f"gemini mcp add --scope {scope} {shlex.quote(name)} {argv}"
+    if client == "vscode":
+        spec = json.dumps({"name": name, **entry_for(client, command, args)}, separators=(",", ":"))
+        return f"code --add-mcp {shlex.quote(spec)}"
+    if client == "cursor":
+        return json.dumps({"mcpServers": {name: entry_for(client, command, args)}}, indent=2)
+    raise InstallError(f"unknown client {client!r}: one of {', '.join(CLIENTS)}.")

@@ -1,0 +1,70 @@
+"""The ``diff`` text of an ``edit`` observation: one definition, mirrored byte for byte by the
+extension (extension/src/udiff.ts), so an agent sees the same diff whichever editor executed it.
+
+The rule: cut the lines both texts share at the start and at the end (keeping ``context`` of them),
+run difflib's ``SequenceMatcher`` (no junk function, ``autojunk`` on, as ``difflib.unified_diff`` uses
+it) on what is left, and print the hunks in ``diff -u`` form with line numbers of the whole file. A line
+without a final newline is followed by ``\\ No newline at end of file``. Cutting first keeps a one-line
+edit of a large file O(size) instead of difflib's worst case, and it is part of the rule: difflib's
+popular-element heuristic looks at the length of what it is given, so both languages must cut alike.
+
+Pure: no I/O. tests/contract/diff-corpus.json holds a seeded corpus both test suites check.
+"""
+
+from __future__ import annotations
+
+from difflib import SequenceMatcher
+
+NO_EOL = "\\ No newline at end of file\n"
+
+
+def _range(start: int, stop: int) -> str:
+    """``start,length`` of a hunk side, 1-based; an empty side names the line before it."""
+    length = stop - start
+    if length == 1:
+        return str(start + 1)
+    return f"{start if length == 0 else start + 1},{length}"
+
+
+def _label(side: str, path: str) -> str:
+    return f"{side}{path}" if path.startswith("/") else f"{side}/{path}"
+
+
+def unified_diff(path: str, old: str, new: str, context: int = 3) -> str:
+    """``diff -u``-style text from ``old`` to ``new``; ``""`` when they are equal."""
+    if old == new:
+        return ""
+    a = old.splitlines(keepends=True)
+    b = new.splitlines(keepends=True)
+    same_head = 0
+    while same_head < len(a) and same_head < len(b) and a[same_head] == b[same_head]:
+        same_head += 1
+    same_tail = 0
+    while (
+        same_tail < len(a) - same_head
+        and same_tail < len(b) - same_head
+        and a[len(a) - 1 - same_tail] == b[len(b) - 1 - same_tail]
+    ):
+        same_tail += 1
+    skip = max(same_head - context, 0)
+    a_mid = a[skip : len(a) - max(same_tail - context, 0)]
+    b_mid = b[skip : len(b) - max(same_tail - context, 0)]
+
+    out = [f"--- {_label('a', path)}\n", f"+++ {_label('b', path)}\n"]
+
+    def emit(mark: str, lines: list[str]) -> None:
+        for line in lines:
+            out.append(mark + line if line.endswith("\n") else mark + line + "\n" + NO_EOL)
+
+    for group in SequenceMatcher(None, a_mid, b_mid).get_grouped_opcodes(context):
+        first, last = group[0], group[-1]
+        out.append(f"@@ -{_range(skip + first[1], skip + last[2])} +{_range(skip + first[3], skip + last[4])} @@\n")
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                emit(" ", a_mid[i1:i2])
+                continue
+            if tag in ("replace", "delete"):
+                emit("-", a_mid[i1:i2])
+            if tag in ("replace", "insert"):
+                emit("+", b_mid[j1:j2])
+    return "".join(out)

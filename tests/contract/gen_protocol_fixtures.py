@@ -1,0 +1,161 @@
+"""Writes tests/contract/protocol-frames.json: action frames (raw text) and the verdict the backend's
+validator gives each: accepted (with the parsed id/kind/timeout) or refused (with error_id and cause).
+
+Both test suites check the same file: tests/contract/test_protocol_contract.py runs
+``oh.protocol.events.parse_action_frame``, extension/test/contract.test.ts runs the extension's
+``decodeFrame`` + ``parseAction``. Hand-written frames name the rules; seeded mutations of valid frames
+(a key dropped, a value's JSON type changed: ``2`` written ``2.0``, a string, null, a huge number...)
+find the cases nobody thought of. Rerun after a deliberate rule change:
+``.venv/bin/python tests/contract/gen_protocol_fixtures.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent.parent / "src"))
+
+from oh.protocol.errors import ProtocolError  # noqa: E402
+from oh.protocol.events import parse_action_frame  # noqa: E402
+
+SEED = 7
+FIXTURES = HERE / "protocol-frames.json"
+
+VALID = [
+    '{"id": 1, "action": "run", "args": {"command": "ls -la"}}',
+    '{"id": 5, "timestamp": "2025-06-24T10:00:00", "source": "agent", "message": "Running command: ls", "action": "run",'
+    ' "args": {"command": "ls", "is_input": false, "thought": "", "blocking": false, "is_static": false, "cwd": null,'
+    ' "hidden": false, "confirmation_state": "confirmed", "security_risk": -1}, "timeout": 30.0}',
+    '{"id": 2, "action": "run", "args": {"command": "C-c", "is_input": true}, "timeout": 1}',
+    '{"id": 3, "action": "read", "args": {"path": "/w/a.py", "start": 0, "end": -1, "view_range": [1, 10]}}',
+    '{"id": 4, "action": "read", "args": {"path": "rel/a.py", "view_range": null, "start": null}}',
+    '{"id": 6, "action": "write", "args": {"path": "/w/a.py", "content": "x\\n", "start": 0, "end": -1}}',
+    '{"id": 7, "action": "edit", "args": {"path": "/w/a.py", "command": "view"}}',
+    '{"id": 8, "action": "edit", "args": {"path": "/w/a.py", "command": "create", "file_text": ""}}',
+    '{"id": 9, "action": "edit", "args": {"path": "/w/a.py", "command": "str_replace", "old_str": "a", "new_str": "b",'
+    ' "file_text": null, "insert_line": null, "content": "", "start": 1, "end": -1, "impl_source": "oh_aci"}}',
+    '{"id": 10, "action": "edit", "args": {"path": "/w/a.py", "command": "insert", "insert_line": 0, "new_str": "x"}}',
+    '{"id": 11, "action": "edit", "args": {"path": "/w/a.py", "command": "undo_edit"}}',
+    '{"id": 0, "action": "run", "args": {"command": ""}}',
+    '{"id": 9007199254740991, "action": "run", "args": {"command": "x"}}',
+    '{"id": 12, "action": "run", "args": {"command": "x", "unknown_arg": [1, {"deep": null}]}, "extra_top": true}',
+    '{"id": 13, "action": "run", "args": {"command": "\\u00e9\\ud83d\\ude00"}, "timeout": 0.001}',
+    '{"id": 14, "action": "run", "args": {"command": "x"}, "timeout": null}',
+    '{"id": 1e0, "id": 15, "action": "run", "args": {"command": "x"}}',
+    '{"id": -0, "action": "run", "args": {"command": "x"}}',
+    '{"\\u0069d": 16, "action": "run", "args": {"command": "x"}}',
+    '{"id": 17, "action": "read", "args": {"path": "/w/a", "start": 2.0, "start": 2}}',
+    ' \n\t{"id": 18, "action": "run", "args": {"command": "x"}} \n',
+    '{"id": 19, "action": "read", "args": {"path": "/w/a", "start": 18446744073709551615}}',
+    '{"id": 20, "action": "run", "args": {"command": "\\ud83d\\ude00", "deep": ' + "[" * 1000 + "]" * 1000 + "}}",
+    '{"id": 21, "action": "run", "args": {"command": "\\\\ud800 \\" \\\\\\" x"}}',
+]
+
+INVALID = [
+    "not json",
+    "",
+    "[1, 2]",
+    '"a string"',
+    "null",
+    "42",
+    '{"id": 1, "action": "run", "args": {"command": "x"}',
+    '{"action": "run", "args": {"command": "x"}}',
+    '{"id": "1", "action": "run", "args": {"command": "x"}}',
+    '{"id": 2.0, "action": "run", "args": {"command": "x"}}',
+    '{"id": 2.5, "action": "run", "args": {"command": "x"}}',
+    '{"id": 2e0, "action": "run", "args": {"command": "x"}}',
+    '{"id": 20E-1, "action": "run", "args": {"command": "x"}}',
+    '{"\\u0069d": 2.0, "action": "run", "args": {"command": "x"}}',
+    '{"id": 15, "id": 1.0, "action": "run", "args": {"command": "x"}}',
+    '{"id": -1, "action": "run", "args": {"command": "x"}}',
+    '{"id": 9007199254740992, "action": "run", "args": {"command": "x"}}',
+    '{"id": true, "action": "run", "args": {"command": "x"}}',
+    '{"id": null, "action": "run", "args": {"command": "x"}}',
+    '{"id": 3, "observation": "run", "content": ""}',
+    '{"id": 3, "args": {"command": "x"}}',
+    '{"id": 3, "action": 5}',
+    '{"id": 3, "action": "browse", "args": {}}',
+    '{"id": 3, "action": "run", "args": []}',
+    '{"id": 3, "action": "run", "args": null}',
+    '{"id": 3, "action": "run"}',
+    '{"id": 3, "action": "run", "args": {"command": 5}}',
+    '{"id": 3, "action": "run", "args": {"command": "x", "is_input": "yes"}}',
+    '{"id": 3, "action": "run", "args": {"command": "x", "blocking": 1}}',
+    '{"id": 3, "action": "run", "args": {"command": "x", "cwd": 7}}',
+    '{"id": 3, "action": "run", "args": {"command": "x"}, "timeout": -1}',
+    '{"id": 3, "action": "run", "args": {"command": "x"}, "timeout": "30"}',
+    '{"id": 3, "action": "run", "args": {"command": "x"}, "timeout": true}',
+    '{"id": 3, "action": "read", "args": {}}',
+    '{"id": 3, "action": "read", "args": {"path": ""}}',
+    '{"id": 3, "action": "read", "args": {"path": "/w/a\\u0000b"}}',
+    '{"id": 3, "action": "read", "args": {"path": "/w/a", "start": "1"}}',
+    '{"id": 3, "action": "read", "args": {"path": "/w/a", "start": 1.0}}',
+    '{"id": 3, "action": "read", "args": {"path": "/w/a", "end": 1e1}}',
+    '{"id": 3, "action": "read", "args": {"path": "/w/a", "start": true}}',
+    '{"id": 3, "action": "read", "args": {"path": "/w/a", "view_range": [1]}}',
+    '{"id": 3, "action": "read", "args": {"path": "/w/a", "view_range": [1, 2.0]}}',
+    '{"id": 3, "action": "read", "args": {"path": "/w/a", "view_range": [1, "2"]}}',
+    '{"id": 3, "action": "write", "args": {"path": "/w/a"}}',
+    '{"id": 3, "action": "edit", "args": {"path": "/w/a"}}',
+    '{"id": 3, "action": "edit", "args": {"path": "/w/a", "command": "delete"}}',
+    '{"id": 3, "action": "edit", "args": {"path": "/w/a", "command": "create"}}',
+    '{"id": 3, "action": "edit", "args": {"path": "/w/a", "command": "str_replace", "old_str": ""}}',
+    '{"id": 3, "action": "edit", "args": {"path": "/w/a", "command": "insert", "new_str": "x"}}',
+    '{"id": 3, "action": "edit", "args": {"path": "/w/a", "command": "insert", "insert_line": 1.0, "new_str": "x"}}',
+    '{"id": 3, "action": "edit", "args": {"path": "/w/a", "command": "insert", "insert_line": 1}}',
+    '{"id": 3, "action": "edit", "args": {"path": "/w/a", "command": "view", "old_str": 5}}',
+    '{"id": 3, "action": "read", "args": {"path": "/w/a", "start": 18446744073709551616}}',
+    '{"id": 3, "action": "run", "args": {"command": "\\ud800"}}',
+    '{"id": 3, "action": "run", "args": {"command": "\\\\\\udc00"}}',
+    '{"id": 3, "action": "run", "args": {"command": "\\ud800\\ud800"}}',
+    '{"id": 3, "action": "run", "args": {"command": "x", "deep": ' + "[" * 1100 + "]" * 1100 + "}}",
+]
+
+# Replacement values for mutations, as raw JSON text: what a sloppy client might send instead.
+ODD_VALUES = ["2.0", "1e2", "-3", "0", "2.5", "1e400", '"x"', '""', "null", "true", "false", "[]", "[1, 2]", "{}",
+              "9007199254740992", "-0", "0.0", '"\\u0000"', "[1.0, 2]", "[1, -1]"]
+
+
+def verdict(frame: str) -> dict:
+    try:
+        action = parse_action_frame(frame)
+    except ProtocolError as exc:
+        return {"frame": frame, "ok": False, "error_id": str(exc.error_id), "cause": exc.cause}
+    return {"frame": frame, "ok": True, "id": action.id, "kind": action.kind, "timeout": action.timeout}
+
+
+def mutations(rng: random.Random, count: int) -> list[str]:
+    """Valid frames with one value (top level or in args) replaced by an odd one, or one key dropped."""
+    out = []
+    for _ in range(count):
+        obj = json.loads(rng.choice([f for f in VALID if len(f) < 1000]))
+        target = obj if rng.random() < 0.4 or not isinstance(obj.get("args"), dict) else obj["args"]
+        key = rng.choice(sorted(target))
+        if rng.random() < 0.15:
+            del target[key]
+            out.append(json.dumps(obj))
+            continue
+        marker = "@@ODD@@"
+        target[key] = marker
+        out.append(json.dumps(obj).replace(json.dumps(marker), rng.choice(ODD_VALUES)))
+    return out
+
+
+def fixtures() -> list[dict]:
+    frames = VALID + INVALID + mutations(random.Random(SEED), 600)
+    seen: set[str] = set()
+    unique = [f for f in frames if not (f in seen or seen.add(f))]
+    return [verdict(f) for f in unique]
+
+
+def render(items: list[dict]) -> str:
+    return "[\n" + ",\n".join(json.dumps(i, ensure_ascii=True) for i in items) + "\n]\n"
+
+
+if __name__ == "__main__":
+    FIXTURES.write_text(render(fixtures()), encoding="ascii")
+    print(f"wrote {FIXTURES}")
