@@ -155,3 +155,15 @@ def test_token_rotation_reconnects_with_the_new_token(oh_backend):
         assert link.session.token != old and link._client is not first  # noqa: SLF001
     finally:
         ours.close()
+
+
+def test_session_env_of_the_tool_survives_a_reset(oh_backend):
+    """TerminalTool.create(env=...) (client-controlled session variables) reach oh's shell, also after reset."""
+    link = links.link_for("env", str(oh_backend.workspace), None, "fidelity")
+    ours = OhTerminalExecutor(link, "env", env={"OH_SESSION_VAR": "kept"})
+    try:
+        assert "v=kept" in ours(TerminalAction(command="echo v=$OH_SESSION_VAR")).text
+        assert not ours(TerminalAction(command="", reset=True)).is_error
+        assert "v=kept" in ours(TerminalAction(command="echo v=$OH_SESSION_VAR")).text
+    finally:
+        ours.close()

@@ -39,8 +39,11 @@ def _metadata(md: dict[str, Any]) -> CmdOutputMetadata:
 class OhTerminalExecutor(ToolExecutor[TerminalAction, TerminalObservation]):
     """Runs TerminalActions in the oh backend's shell for this conversation's working directory."""
 
-    def __init__(self, link: links.Link, conv_key: str, full_output_save_dir: str | None = None) -> None:
+    def __init__(self, link: links.Link, conv_key: str, full_output_save_dir: str | None = None, env: dict[str, str] | None = None) -> None:
         self.link = link
+        # TerminalTool.create(env=...): the client's session variables. Sent with every command (oh keeps
+        # args.env out of traces and logs) so they survive a reset, as the SDK re-applies them to a new session.
+        self._env = {str(k): str(v) for k, v in (env or {}).items()}
         self._conv_key = conv_key
         self.full_output_save_dir = full_output_save_dir
         self._closed = threading.Event()
@@ -58,7 +61,7 @@ class OhTerminalExecutor(ToolExecutor[TerminalAction, TerminalObservation]):
                 head = action.command.lstrip()[:60]
                 return TerminalObservation.from_text(_LITERAL_ARG_HINT_TEMPLATE.format(literal_kind=kind, head=head),
                                                      is_error=True, command=action.command, exit_code=None)
-        env = secrets_for(action.command, conversation) if action.command.strip() and not action.is_input else {}
+        env = {**self._env, **secrets_for(action.command, conversation)} if action.command.strip() and not action.is_input else {}
         frame = actions.run(action.command, timeout=action.timeout, is_input=action.is_input, reset=action.reset, env=env,
                             max_output=0,  # the SDK truncates itself and saves the full output to a file
                             security_risk=security_risk_of(action, conversation))
@@ -121,5 +124,5 @@ class OhTerminalTool(TerminalTool):
             link = links.link_for(key, workdir, settings.instance, settings.name)
             if link is None:
                 return TerminalTool.create(conv_state, **params)
-            executor = OhTerminalExecutor(link, key, conv_state.env_observation_persistence_dir)
+            executor = OhTerminalExecutor(link, key, conv_state.env_observation_persistence_dir, env=params.get("env"))
         return super().create(conv_state, executor=executor, **params)
