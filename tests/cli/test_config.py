@@ -128,3 +128,21 @@ def test_env_beats_file_and_flag_beats_env_on_start(oh):
     oh.started.append(info)
     assert info["runtime"] == "local"
     assert [w["id"] for w in info["warnings"]] == ["no_sandbox"]  # --json: in the JSON, not on stderr
+
+
+def test_set_and_unset_keep_comments_and_key_order(oh):
+    """Issue 9 #22: `oh config set` used to rewrite the file sorted and without its comments."""
+    path = oh.home / "config.toml"
+    oh.home.mkdir(mode=0o700, exist_ok=True)
+    original = '# my settings\nruntime = "vscode"  # VS Code on this box\n\n# ports\nport = 4000\ntrace = true\n'
+    path.write_text(original)
+    path.chmod(0o600)
+    oh("config", "set", "port", "4100", check=0)
+    assert path.read_text() == original.replace("port = 4000", "port = 4100")
+    oh("config", "set", "editor_timeout", "12", check=0)
+    text = path.read_text()
+    assert text.startswith(original.replace("port = 4000", "port = 4100")) and text.rstrip().endswith("editor_timeout = 12.0")
+    oh("config", "unset", "trace", check=0)
+    assert "trace" not in path.read_text() and "# my settings" in path.read_text() and "# VS Code on this box" in path.read_text()
+    assert oh("config", "get", "port", check=0).stdout.strip() == "4100"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600

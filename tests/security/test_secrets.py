@@ -84,10 +84,12 @@ def test_token_is_in_no_argv_environment_log_trace_or_output(oh, tmp_path):
         _assert_absent(token, "argv of the launcher", _cmdline(live.pid))
         _assert_absent(token, "environment of the launcher", _environ(live.pid))
         _assert_absent(token, "argv of the live view's backend", _cmdline(s2.pid))
+        first = live.stdout.readline()  # "listening": the live view's monitor is attached (fast `oh run` could beat it)
         oh("run", "-C", str(other), "--", "echo via-live-view", check=0)
         time.sleep(1.0)  # let the live view print the action
         live.send_signal(signal.SIGINT)
         out, err = live.communicate(timeout=30)
+        out = first + out
     finally:
         helpers.kill_tree(live.pid)
     assert "via-live-view" in out or "echo via-live-view" in out

@@ -12,16 +12,8 @@ from typing import Any, NoReturn
 
 import typer
 
-# Exit codes (documented in `oh --help` and README.md, "Exit codes").
-OK = 0
-ERROR = 1  # the operation failed (details on stderr)
-USAGE = 2  # bad flags/arguments, bad setting, bad config file
-NOT_RUNNING = 3  # no running backend (for the workspace / instance / at all)
-AUTH = 4  # the backend refused the token
-UNREACHABLE = 5  # the backend did not answer / the connection was lost
-ACTION_FAILED = 6  # the action came back as an error observation (PATH_DENIED, TOOL_ERROR, ...)
-NO_EDITOR = 7  # runtime vscode: no editor connected (NO_EDITOR / EDITOR_DISCONNECTED)
-TIMEOUT = 124  # the action timed out (as timeout(1))
+# Exit codes: one definition in oh.fastpath.exits (the fast path cannot import this module).
+from ..fastpath.exits import ACTION_FAILED, AUTH, ERROR, NO_EDITOR, NOT_RUNNING, OK, TIMEOUT, UNREACHABLE, USAGE  # noqa: E402,F401
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 ok · 1 failed · 2 usage or bad setting · 3 no running backend · 4 token refused · "

@@ -2,157 +2,116 @@
 
 The backend is the one whose workspace contains ``--workspace`` (default: cwd), or ``--instance``.
 Relative paths (and the command's working directory) are taken from your cwd when it is inside
-that workspace, else from the workspace root. The token comes from the session file.
+that workspace, else from the workspace root, and always sent explicitly. The token comes from the
+session file. The work is done by ``oh.fastpath.verbs``, which the fast entry (no typer) also
+calls: these typer commands serve ``--help``, completion and the cases the fast entry declines.
 """
 
 from __future__ import annotations
 
-import os
-import sys
 from typing import List, Optional, Tuple
 
 import typer
 
-from ._common import (
-    ACTION_FAILED,
-    AUTH,
-    NO_EDITOR,
-    TIMEOUT,
-    UNREACHABLE,
-    USAGE,
-    EXIT_CODES_HELP,
-    complete_instances,
-    die,
-    pick_session,
-    print_json,
-)
+from ._common import EXIT_CODES_HELP, complete_instances, pick_session
 
-EPILOG = EXIT_CODES_HELP + " `oh run` otherwise exits with the command's own exit code."
+EPILOG = EXIT_CODES_HELP + " `oh run` otherwise exits with the command's own exit code (6 when it was refused: another command still runs)."
 
-_WORKSPACE = typer.Option(None, "--workspace", "-C", help="Use the backend serving this directory (default: cwd).")
-_INSTANCE = typer.Option(None, "--instance", "-i", help="Use this backend (instance id or unique prefix).", autocompletion=complete_instances)
+_WORKSPACE = typer.Option(None, "--workspace", "-C", metavar="DIR", help="Use the backend serving this directory (default: cwd).")
+_INSTANCE = typer.Option(None, "--instance", "-i", metavar="ID", help="Use this backend (instance id or unique prefix).", autocompletion=complete_instances)
 _JSON = typer.Option(False, "--json", help="Print the observation as JSON (OpenHands shape).")
+_QUIET = typer.Option(False, "--quiet", "-q", help="Print only the result and errors: no notes, confirmations or snippets.")
 
 
-def _inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+def _call(verb: str, workspace: Optional[str], instance: Optional[str], **kw) -> None:
+    """Run a verb of oh.fastpath.verbs (the one implementation) on the session the full CLI picked."""
+    from dataclasses import asdict
 
+    from ..fastpath import verbs
 
-def _resolve(path: str, session) -> str:
-    if os.path.isabs(path):
-        return path
-    cwd = os.path.realpath(os.getcwd())
-    return os.path.join(cwd, path) if _inside(cwd, session.workspace) else path
-
-
-def _send(workspace: Optional[str], instance: Optional[str], call):
-    from ..client import AuthError, ConnectionLost, OhClientError, SyncClient
-
-    session = pick_session(workspace, instance)
+    session = asdict(pick_session(workspace, instance))
     try:
-        with SyncClient.connect(session.url, session.token, name="oh-cli") as client:
-            return session, call(client, session)
-    except AuthError as exc:
-        die(str(exc), AUTH, "The token in the session file is stale: retry, or see `oh doctor`.")
-    except ConnectionLost as exc:
-        die(str(exc), UNREACHABLE, "Check the backend with `oh status`; see its log with `oh logs`.")
-    except OhClientError as exc:
-        die(str(exc), UNREACHABLE, "Check the backend with `oh status`.")
+        code = getattr(verbs, verb)(session, **kw)
+    except verbs.Failed as exc:
+        verbs.err(str(exc))
+        if exc.hint:
+            typer.echo(f"    {exc.hint}", err=True)
+        code = exc.code
+    raise typer.Exit(code)
 
 
-def _error_exit(obs) -> int:
-    eid = obs.error_id or ""
-    if eid == "TIMEOUT":
-        return TIMEOUT
-    if eid in ("NO_EDITOR", "EDITOR_DISCONNECTED"):
-        return NO_EDITOR
-    if eid == "BAD_REQUEST":
-        return USAGE
-    return ACTION_FAILED
+def _mode(*pairs, default=None, what: str) -> str:
+    from ..fastpath import verbs
 
-
-def _finish(obs, json_: bool, *, show_content: bool = True) -> None:
-    if json_:
-        print_json(dict(obs))
-    if obs.kind == "error":
-        if not json_:
-            typer.echo(f"oh: {obs.error_id}: {obs.content}", err=True)
-        raise typer.Exit(_error_exit(obs))
-    if not json_ and show_content and obs.content:
-        sys.stdout.write(obs.content if obs.content.endswith("\n") else obs.content + "\n")
-        sys.stdout.flush()
+    try:
+        return verbs.pick_mode(*pairs, default=default, what=what)
+    except verbs.Failed as exc:
+        verbs.err(str(exc))
+        raise typer.Exit(exc.code) from None
 
 
 def run(
-    command: List[str] = typer.Argument(..., help="The command; several words are shell-quoted and joined, one word is used as a shell command line."),
-    timeout: Optional[float] = typer.Option(None, "--timeout", "-t", min=0.001, help="Kill the command after S seconds (exit 124)."),
-    cwd: Optional[str] = typer.Option(None, "--cwd", help="Working directory (default: your cwd when inside the workspace)."),
+    command: Optional[List[str]] = typer.Argument(None, metavar="COMMAND", help="The command; several words are shell-quoted and joined, one word is used as a shell command line.", show_default=False),
+    timeout: Optional[float] = typer.Option(None, "--timeout", "-t", min=0.001, metavar="SECONDS", help="Kill the command after SECONDS (exit 124)."),
+    cwd: Optional[str] = typer.Option(None, "--cwd", metavar="DIR", help="Working directory (default: your cwd when inside the workspace, else the workspace root)."),
+    input_: Optional[str] = typer.Option(None, "--input", metavar="TEXT", help="Send TEXT and a newline to the command still running in the `oh run` shell."),
+    interrupt: bool = typer.Option(False, "--interrupt", help="Interrupt (Ctrl-C) the command still running in the `oh run` shell."),
+    wait: bool = typer.Option(False, "--wait", help="Wait for more output of the command still running in the `oh run` shell."),
+    reset: bool = typer.Option(False, "--reset", help="Kill what runs in the `oh run` shell and start a fresh one (then run COMMAND, if given)."),
+    max_output: Optional[int] = typer.Option(None, "--max-output", min=0, metavar="CHARS", help="Keep at most CHARS characters of output (0 = all; the backend's default is 30000)."),
     workspace: Optional[str] = _WORKSPACE,
     instance: Optional[str] = _INSTANCE,
     json_: bool = _JSON,
+    quiet: bool = _QUIET,
 ) -> None:
     """Run a shell command through the backend; print its output; exit with its exit code.
 
+    Every `oh run` shares one shell (one VS Code terminal): a command still running when `oh run`
+    returns keeps running there; --wait, --input, --interrupt and --reset act on it.
+
     Example: oh run -- pytest -q tests/
     """
-    import shlex
-
-    line = command[0] if len(command) == 1 else shlex.join(command)
-
-    def call(client, session):
-        where = cwd
-        if where is None:
-            here = os.path.realpath(os.getcwd())
-            where = here if _inside(here, session.workspace) else None
-        elif not os.path.isabs(where):
-            where = _resolve(where, session)
-        return client.run(line, timeout=timeout, blocking=timeout is not None, cwd=where)
-
-    _, obs = _send(workspace, instance, call)
-    _finish(obs, json_)
-    code = obs.exit_code
-    if code is None or code < 0:
-        suffix = ((obs.extras.get("metadata") or {}).get("suffix") or "").strip()
-        if not json_:
-            typer.echo(f"oh: {suffix or 'the command did not finish'}", err=True)
-        raise typer.Exit(TIMEOUT)
-    raise typer.Exit(code if 0 <= code <= 255 else 1)
+    mode = _mode(("input", input_ is not None), ("interrupt", interrupt), ("wait", wait), ("reset", reset),
+                 default="command", what="--input, --interrupt, --wait, --reset")
+    _call("run", workspace, instance, command=list(command or []), mode=mode, text=input_, timeout=timeout, cwd=cwd,
+          max_output=max_output, json_=json_, quiet=quiet)
 
 
 def read(
-    path: str = typer.Argument(..., help="File to read (relative to your cwd inside the workspace)."),
-    start: int = typer.Option(0, "--start", help="First line (0-based)."),
-    end: int = typer.Option(-1, "--end", help="Line to stop at (-1 = end of file)."),
+    path: str = typer.Argument(..., metavar="PATH", help="File to read (relative to your cwd inside the workspace)."),
+    start: int = typer.Option(0, "--start", metavar="LINE", help="First line (0-based)."),
+    end: int = typer.Option(-1, "--end", metavar="LINE", help="Line to stop before (-1 = end of file)."),
     workspace: Optional[str] = _WORKSPACE,
     instance: Optional[str] = _INSTANCE,
     json_: bool = _JSON,
+    quiet: bool = _QUIET,
 ) -> None:
     """Read a file through the backend (the editor's view of it for runtime vscode)."""
-    _, obs = _send(workspace, instance, lambda c, s: c.read(_resolve(path, s), start=start, end=end))
-    _finish(obs, json_)
+    _call("read", workspace, instance, path=path, start=start, end=end, json_=json_, quiet=quiet)
 
 
 def write(
-    path: str = typer.Argument(..., help="File to write (created or replaced)."),
-    content: Optional[str] = typer.Option(None, "--content", help="The new content; without it, stdin is read."),
+    path: str = typer.Argument(..., metavar="PATH", help="File to write (created or replaced)."),
+    content: Optional[str] = typer.Option(None, "--content", metavar="TEXT", help="The new content; without it, stdin is read."),
     workspace: Optional[str] = _WORKSPACE,
     instance: Optional[str] = _INSTANCE,
     json_: bool = _JSON,
+    quiet: bool = _QUIET,
 ) -> None:
     """Write a file through the backend (atomic)."""
-    if content is None:
-        if sys.stdin.isatty():
-            die("give the content with --content TEXT or on stdin (e.g. `cat f | oh write PATH`).", USAGE)
-        content = sys.stdin.read()
-    _, obs = _send(workspace, instance, lambda c, s: c.write(_resolve(path, s), content))
-    _finish(obs, json_, show_content=False)
-    if not json_:
-        typer.echo(f"wrote {len(content.encode('utf-8'))} bytes to {(obs.extras or {}).get('path') or path}")
+    from ..fastpath import verbs
+
+    try:
+        text = verbs.content_or_stdin(content)
+    except verbs.Failed as exc:
+        verbs.err(str(exc))
+        raise typer.Exit(exc.code) from None
+    _call("write", workspace, instance, path=path, content=text, json_=json_, quiet=quiet)
 
 
 def edit(
-    path: str = typer.Argument(..., help="File to edit."),
-    create: Optional[str] = typer.Option(None, "--create", help="Create the file with TEXT (fails if it exists)."),
+    path: str = typer.Argument(..., metavar="PATH", help="File to edit."),
+    create: Optional[str] = typer.Option(None, "--create", metavar="TEXT", help="Create the file with TEXT (fails if it exists)."),
     replace: Optional[Tuple[str, str]] = typer.Option(None, "--replace", help="Replace OLD (must occur exactly once) with NEW.", metavar="OLD NEW"),
     insert: Optional[Tuple[int, str]] = typer.Option(None, "--insert", help="Insert TEXT after line LINE (0 = top).", metavar="LINE TEXT"),
     undo: bool = typer.Option(False, "--undo", help="Revert the last edit made through oh to this file."),
@@ -160,24 +119,9 @@ def edit(
     workspace: Optional[str] = _WORKSPACE,
     instance: Optional[str] = _INSTANCE,
     json_: bool = _JSON,
+    quiet: bool = _QUIET,
 ) -> None:
     """Edit a file through the backend with OpenHands' editor commands (exactly one mode)."""
-    modes = [m for m, on in (("create", create is not None), ("replace", replace is not None), ("insert", insert is not None), ("undo", undo), ("view", view)) if on]
-    if len(modes) != 1:
-        die("give exactly one of --create, --replace, --insert, --undo, --view.", USAGE)
-    mode = modes[0]
-
-    def call(client, session):
-        target = _resolve(path, session)
-        if mode == "create":
-            return client.edit(target, "create", file_text=create)
-        if mode == "replace":
-            return client.edit(target, "str_replace", old_str=replace[0], new_str=replace[1])
-        if mode == "insert":
-            return client.edit(target, "insert", insert_line=insert[0], new_str=insert[1])
-        if mode == "undo":
-            return client.edit(target, "undo_edit")
-        return client.edit(target, "view")
-
-    _, obs = _send(workspace, instance, call)
-    _finish(obs, json_)
+    mode = _mode(("create", create is not None), ("replace", replace is not None), ("insert", insert is not None), ("undo", undo), ("view", view),
+                 what="--create, --replace, --insert, --undo, --view")
+    _call("edit", workspace, instance, path=path, mode=mode, create=create, replace=replace, insert=insert, json_=json_, quiet=quiet)

@@ -66,11 +66,10 @@ def set_(
     try:
         k = s.key(key)
         parsed = s.parse_value(k.name, value)
-        data = s.read_file()
+        s.read_file()
     except s.SettingError as exc:
         die(str(exc), USAGE, f"Allowed: {s.KEYS[s.key(key).name].allowed}." if key.replace("-", "_").lower() in s.KEYS else None)
-    data[k.name] = parsed
-    path = s.write_file(data)
+    path = s.set_in_file(k.name, parsed)
     typer.echo(f"{k.name} = {s.display(parsed)}  ({path})")
     if os.environ.get(k.env):
         err(f"note: {k.env} is set in the environment and overrides this value.")
@@ -90,8 +89,7 @@ def unset(key: str = typer.Argument(..., help="Setting name.", autocompletion=co
             die(f"unknown setting {key!r}.{s.suggest(key)}", USAGE)
         typer.echo(f"{name} is not set in the file (effective: default)")
         return
-    del data[name]
-    path = s.write_file(data)
+    path = s.unset_in_file(name)
     default = s.display(s.KEYS[name].default) if name in s.KEYS else "-"
     typer.echo(f"{name} unset ({path}); default: {default}")
 

@@ -1,6 +1,6 @@
 """Typed settings with one precedence rule: flags > env ``OH_<KEY>`` > config.toml > defaults.
 
-The file is TOML (read with ``tomllib``, written with ``tomli-w``) at ``paths.config_file()``.
+The file is TOML (read with ``tomllib``, changed in place with ``tomlkit``) at ``paths.config_file()``.
 Every key is declared once in ``KEYS``; parsing, validation, ``oh config`` and shell completion
 all read that table. Errors are ``SettingError`` whose message names the allowed values (and a
 suggestion for a mistyped key).
@@ -203,11 +203,29 @@ def read_file(path: Path | None = None) -> dict[str, Any]:
     return data
 
 
-def write_file(data: dict[str, Any], path: Path | None = None) -> Path:
-    import tomli_w
+def set_in_file(name: str, value: Any, path: Path | None = None) -> Path:
+    """Store one key in config.toml, keeping the file's comments, layout and key order (tomlkit;
+    issue 9 #22: rewriting the table with tomli-w dropped comments and sorted the keys)."""
+    return _edit_file(lambda doc: doc.__setitem__(name, value), path)
+
+
+def unset_in_file(name: str, path: Path | None = None) -> Path:
+    """Remove one key from config.toml; everything else in the file stays as it was."""
+    return _edit_file(lambda doc: doc.__delitem__(name), path)
+
+
+def _edit_file(change: Callable[[Any], None], path: Path | None) -> Path:
+    import tomlkit
 
     path = path or paths.config_file()
-    paths.write_private_file(path, tomli_w.dumps(dict(sorted(data.items()))))
+    read_file(path)  # the same clear error as everywhere when the file is not valid TOML
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = ""
+    doc = tomlkit.parse(text)
+    change(doc)
+    paths.write_private_file(path, tomlkit.dumps(doc))
     return path
 
 
