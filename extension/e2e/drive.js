@@ -14,6 +14,9 @@
 //   {"op":"type","text":"abc"}            -> types text into whatever has the focus
 //   {"op":"command","title":"File: Save"} -> run a command through the command palette
 //   {"op":"dialog","button":"Run"}        -> waits for a modal dialog, clicks the button -> {"message"}
+//   {"op":"notification","button":"X","text":"part of the message"} -> clicks a toast's button -> {"message"}
+//   {"op":"statusBar"}                    -> {"ok":true,"items":[...]} (status bar item texts)
+//   {"op":"terminals"}                    -> {"ok":true,"names":[...]} (terminal tab names, best effort)
 //   {"op":"activeTab"}                    -> {"ok":true,"title":...}
 //   {"op":"editorText"}                   -> {"ok":true,"text":...} (the visible lines of the active editor)
 //   {"op":"screenshot","path":"/x.png"}   -> a screenshot, for debugging failures
@@ -125,6 +128,26 @@ async function main() {
       await box.locator('.monaco-button').filter({ hasText: button }).first().click({ timeout: 5000 });
       await box.waitFor({ state: 'hidden', timeout: 5000 }).catch(() => {});
       return { message };
+    },
+    async notification({ button, text, timeout }) {
+      // A non-modal message (showWarningMessage without modal) is a toast; click one of its buttons.
+      let toast = page.locator('.notification-toast');
+      if (text) toast = toast.filter({ hasText: text });
+      toast = toast.first();
+      await toast.waitFor({ state: 'visible', timeout: timeout || 15000 });
+      const message = (await toast.innerText().catch(() => '')) || '';
+      await toast.locator('.monaco-button').filter({ hasText: button }).first().click({ timeout: 5000 });
+      return { message };
+    },
+    async statusBar() {
+      // Every status bar item's text (codicons render as empty spans): what the user reads there.
+      const items = await page.locator('.part.statusbar .statusbar-item').allInnerTexts().catch(() => []);
+      return { items: items.map((t) => t.trim()).filter(Boolean) };
+    },
+    async terminals() {
+      // The terminal tabs' names (the panel lists them when there are two or more).
+      const names = await page.locator('.terminal-tabs-entry, .single-terminal-tab, .tabs-list .monaco-list-row').allInnerTexts().catch(() => []);
+      return { names: names.map((t) => t.trim()).filter(Boolean) };
     },
     async activeTab() {
       const t = page.locator('.tabs-container .tab.active').first();

@@ -18,15 +18,34 @@ import {
   isControlFrame,
   JsonObject,
   Observation,
+  ORPHANED,
   parseAction,
   ProtocolError,
   readId,
 } from './protocol';
 import { SessionInfo } from './session';
 
+/** Which backend an action came from, and what it allows (the `registered` answer). */
+export interface ActionContext {
+  /** Identity of the backend process (instance id, pid, start time, port): terminals are keyed by it. */
+  backend: string;
+  instanceId: string;
+  /** The backend's workspace (real path as it reported it), '' when unknown. */
+  workspace: string;
+  /** workspace + allowed_roots as the backend reported them; [] = unknown (use the window's folders). */
+  roots: string[];
+}
+
+export function backendKey(s: SessionInfo): string {
+  return `${s.instance_id}:${s.pid}:${s.start_time ?? ''}:${s.port}`;
+}
+
+
 export interface ActionHandler {
   /** Must resolve to one observation; the connection guards against a throw anyway. */
-  execute(action: Action, signal: AbortSignal): Promise<Observation>;
+  execute(action: Action, signal: AbortSignal, ctx?: ActionContext): Promise<Observation>;
+  /** `{"type": "agent_gone", "shell": key}`: the agent owning that private shell disconnected. */
+  agentGone?(shell: string, ctx: ActionContext): void;
 }
 
 export interface CloseInfo {
@@ -45,6 +64,8 @@ export interface RegisteredInfo {
   editor_id: string;
   instance_id: string;
   workspace: string;
+  /** Absent from older backends. */
+  allowed_roots?: string[];
 }
 
 export interface ConnectionOptions {
@@ -83,9 +104,12 @@ export class EditorConnection {
   private refusal?: { error_id: string; message: string };
   private lastError?: string;
   editorId?: string;
+  context: ActionContext;
 
   constructor(private readonly opts: ConnectionOptions) {
     this.session = opts.session;
+    const s = opts.session;
+    this.context = { backend: backendKey(s), instanceId: s.instance_id, workspace: '', roots: [] };
     // The editor credential goes in the Authorization header, never in the URL (the backend ignores
     // query tokens). `ws` sends no Origin header unless asked to, which the backend requires (an
     // Origin means a browser page: refused with 403). Host is 127.0.0.1:<port> from the URL.
@@ -187,11 +211,14 @@ export class EditorConnection {
       this.registered = true;
       if (this.registerTimer) clearTimeout(this.registerTimer);
       this.editorId = String(obj.editor_id ?? '');
-      this.opts.onRegistered({
-        editor_id: this.editorId,
-        instance_id: String(obj.instance_id ?? ''),
-        workspace: String(obj.workspace ?? ''),
-      });
+      const workspace = typeof obj.workspace === 'string' ? obj.workspace : '';
+      const allowed = Array.isArray(obj.allowed_roots)
+        ? obj.allowed_roots.filter((r): r is string => typeof r === 'string' && r.length > 1 && /^(\/|[A-Za-z]:[\\/])/.test(r))
+        : undefined;
+      // Paths and run cwds are confined to what THIS backend serves, not to the window's folders.
+      const roots = allowed?.length ? allowed : workspace ? [workspace] : [];
+      this.context = { ...this.context, workspace, roots };
+      this.opts.onRegistered({ editor_id: this.editorId, instance_id: String(obj.instance_id ?? ''), workspace, allowed_roots: allowed });
       return;
     }
     if (obj.type === 'error') {
@@ -217,6 +244,11 @@ export class EditorConnection {
       }
       return;
     }
+    if (obj.type === 'agent_gone') {
+      const shell = obj.shell;
+      if (typeof shell === 'string' && /^[A-Za-z0-9._-]{1,64}$/.test(shell)) this.opts.handler.agentGone?.(shell, this.context);
+      return;
+    }
     if (obj.type === 'error') {
       // The backend refused one of our observations: a bug on our side, worth a log line, never an answer.
       this.opts.log(`backend refused a frame: ${String(obj.error_id)}: ${String(obj.message).slice(0, 300)}`);
@@ -230,7 +262,7 @@ export class EditorConnection {
     this.inflight.set(action.id, ctl);
     let o: Observation;
     try {
-      o = await this.opts.handler.execute(action, ctl.signal);
+      o = await this.opts.handler.execute(action, ctl.signal, this.context);
     } catch (e) {
       o = errorObservation(action.id, 'SERVER_ERROR', `The oh extension failed on this ${action.kind} action: ${String((e as Error)?.message ?? e)}`);
     } finally {
@@ -260,7 +292,9 @@ export class EditorConnection {
     if (this.pingTimer) clearInterval(this.pingTimer);
     if (this.closedReported) return;
     this.closedReported = true;
-    // In-flight actions keep running (a command stays visible in the terminal); their answers are dropped.
+    // In-flight actions stop waiting (their answers have nowhere to go, and the status bar must not
+    // spin on them); a running command stays in its terminal, untouched: nobody asked to kill it.
+    for (const ctl of this.inflight.values()) ctl.abort(ORPHANED);
     this.opts.onClose({
       code: this.httpStatus === undefined ? code : undefined,
       reason,

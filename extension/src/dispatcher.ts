@@ -6,7 +6,7 @@
  * No `vscode`: the executors and the trust check are injected, so the guarantees are unit-tested.
  */
 
-import { ActionHandler } from './connection';
+import { ActionContext, ActionHandler } from './connection';
 import {
   Action,
   errorObservation,
@@ -18,12 +18,13 @@ import {
   ToolError,
 } from './protocol';
 
-export type Executor = (action: Action, signal: AbortSignal) => Promise<Observation>;
+export type Executor = (action: Action, signal: AbortSignal, ctx?: ActionContext) => Promise<Observation>;
 
 export interface DispatchHooks {
   isTrusted: () => boolean;
   onStart?: (action: Action, summary: string) => void;
   onFinish?: (action: Action, summary: string, outcome: string, exitCode: number | undefined, ms: number) => void;
+  agentGone?: (shell: string, ctx: ActionContext) => void;
 }
 
 export const UNTRUSTED_MESSAGE =
@@ -36,7 +37,15 @@ export class Dispatcher implements ActionHandler {
     private readonly hooks: DispatchHooks,
   ) {}
 
-  async execute(action: Action, signal: AbortSignal): Promise<Observation> {
+  agentGone(shell: string, ctx: ActionContext): void {
+    try {
+      this.hooks.agentGone?.(shell, ctx);
+    } catch {
+      /* never breaks the connection */
+    }
+  }
+
+  async execute(action: Action, signal: AbortSignal, ctx?: ActionContext): Promise<Observation> {
     const started = Date.now();
     const summary = summarize(action);
     try {
@@ -52,7 +61,7 @@ export class Dispatcher implements ActionHandler {
       } else if (!executor) {
         o = errorObservation(action.id, 'TOOL_UNSUPPORTED', `The oh extension does not execute '${action.kind}' actions.`);
       } else {
-        o = await executor(action, signal);
+        o = await executor(action, signal, ctx);
       }
     } catch (e) {
       if (e instanceof ToolError || e instanceof ProtocolError) {

@@ -27,16 +27,24 @@ export function activate(context: vscode.ExtensionContext): void {
   const run = new RunExecutor({
     log,
     confirmCommands: () => vscode.workspace.getConfiguration('oh').get<boolean>('confirmCommands', false),
+    askInterrupt: async (name, command) => {
+      const choice = await vscode.window.showWarningMessage(
+        `oh: the backend went away while the agent's command \`${command.slice(0, 200)}\` was still running in the "${name}" terminal.`,
+        'Interrupt it',
+        'Leave it running',
+      );
+      return choice === 'Interrupt it';
+    },
   });
   const edit = new EditExecutor();
   let actionSeq = 0;
   const keys = new WeakMap<object, number>();
   const dispatcher = new Dispatcher(
     {
-      run: (a, signal) => run.execute(a, signal),
-      read: (a) => executeRead(a),
-      write: (a) => executeWrite(a),
-      edit: (a) => edit.execute(a),
+      run: (a, signal, ctx) => run.execute(a, signal, ctx),
+      read: (a, signal, ctx) => executeRead(a, signal, ctx),
+      write: (a, signal, ctx) => executeWrite(a, signal, ctx),
+      edit: (a, signal, ctx) => edit.execute(a, signal, ctx),
     },
     {
       isTrusted: () => vscode.workspace.isTrusted,
@@ -45,6 +53,7 @@ export function activate(context: vscode.ExtensionContext): void {
         ui.actionStarted(actionSeq, a.kind, summary);
       },
       onFinish: (a, summary, outcome, exitCode, ms) => ui.actionFinished(keys.get(a) ?? 0, a.kind, summary, outcome, exitCode, ms),
+      agentGone: (shell, ctx) => run.agentGone(shell, ctx),
     },
   );
 
@@ -70,6 +79,10 @@ export function activate(context: vscode.ExtensionContext): void {
     handler: dispatcher,
     log,
     onStatus: (s) => ui.setConnections(s),
+    onBackendGone: (backend, s) => {
+      log(`oh ${s.instance_id} is gone (pid ${s.pid}); its terminals end with it`);
+      run.backendGone(backend);
+    },
     warn: (m) => void vscode.window.showWarningMessage(m),
   });
 

@@ -4,14 +4,19 @@
  *
  * Node's fs on the real path (no `vscode`): the extension runs beside the workspace
  * (extensionKind "workspace"), and this stays unit-testable.
+ *
+ * With `roots`, an entry whose real path is outside them (a symlink to /etc, or to a folder
+ * outside the workspace) is not listed, and nothing under it either (issue 9 #7): reading it would
+ * be refused, so listing it would leak names the agent may not see.
  */
 import * as fs from 'fs';
 import * as path from 'path';
 import { formatListing, ListingEntry } from './oheditor';
+import { insideRoots } from './paths';
 
 export const MAX_LISTING = 1000;
 
-export async function listDirectory(shownRoot: string, realRoot: string, maxEntries = MAX_LISTING): Promise<string> {
+export async function listDirectory(shownRoot: string, realRoot: string, maxEntries = MAX_LISTING, roots?: string[]): Promise<string> {
   const root = shownRoot.replace(/[\\/]+$/, '') || shownRoot;
   const entries: ListingEntry[] = [];
   let hidden = 0;
@@ -35,13 +40,16 @@ export async function listDirectory(shownRoot: string, realRoot: string, maxEntr
         return;
       }
       const shown = shownDir + '/' + e.name;
-      const full = path.join(realDir, e.name);
+      let full = path.join(realDir, e.name);
       let isDir = e.isDirectory();
       if (e.isSymbolicLink()) {
         try {
-          isDir = (await fs.promises.stat(full)).isDirectory(); // follow links, like `find -L`
+          const target = await fs.promises.realpath(full);
+          if (roots && !insideRoots(target, roots)) continue;
+          full = target;
+          isDir = (await fs.promises.stat(target)).isDirectory(); // follow links, like `find -L`
         } catch {
-          isDir = false;
+          isDir = false; // dangling: listed as a file, nothing to read through it
         }
       }
       entries.push({ shown, isDir });

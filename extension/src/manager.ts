@@ -11,7 +11,7 @@
  */
 
 import { Backoff } from './backoff';
-import { ActionHandler, CloseInfo, describeClose, EditorConnection, RegisteredInfo } from './connection';
+import { ActionHandler, backendKey, CloseInfo, describeClose, EditorConnection, RegisteredInfo } from './connection';
 import { DirectoryWatcher } from './dirwatch';
 import { JsonObject } from './protocol';
 import { pidAlive as realPidAlive, readSession, readSessions, realpathOrSelf, SessionInfo, sessionTargets } from './session';
@@ -27,6 +27,8 @@ export interface ManagerDeps {
   /** Something the user should see (protocol mismatch...). */
   warn?: (message: string) => void;
   pidAlive?: (pid: number, startTime?: number) => boolean;
+  /** The backend process behind a session is gone (stopped, killed): its terminals are orphans now. */
+  onBackendGone?: (backend: string, session: SessionInfo) => void;
   pollMs?: number;
   backoff?: () => Backoff;
 }
@@ -190,7 +192,8 @@ export class SessionManager {
     if (e.conn !== conn) return;
     e.lastFailure = '';
     e.backoff.reset();
-    this.deps.log(`connected to oh ${e.id} on port ${e.session.port} as editor ${info.editor_id} (backend workspace ${info.workspace})`);
+    const roots = info.allowed_roots ? `, allowed roots ${info.allowed_roots.join(', ')}` : '';
+    this.deps.log(`connected to oh ${e.id} on port ${e.session.port} as editor ${info.editor_id} (backend workspace ${info.workspace}${roots})`);
     this.emitStatus();
   }
 
@@ -213,6 +216,7 @@ export class SessionManager {
     if (info.code === 1001 || info.code === 4409 || refusal === 'WRONG_SESSION' || refusal === 'PROTOCOL_MISMATCH') {
       // Shutting down, replaced by another window, or a registration no retry can fix.
       e.ended = true;
+      if (info.code === 1001) this.backendGone(e.session);
       if (refusal === 'PROTOCOL_MISMATCH') this.deps.warn?.(`oh: ${info.refusal?.message}`);
       this.emitStatus();
       return;
@@ -250,7 +254,16 @@ export class SessionManager {
     }, delayMs);
   }
 
+  private backendGone(s: SessionInfo): void {
+    try {
+      this.deps.onBackendGone?.(backendKey(s), s);
+    } catch (err) {
+      this.deps.log(`cleaning up after oh ${s.instance_id} failed: ${String(err)}`);
+    }
+  }
+
   private drop(e: Entry, why: string): void {
+    if (!this.disposed && !this.pidAlive(e.session.pid, e.session.start_time)) this.backendGone(e.session);
     if (e.timer) clearTimeout(e.timer);
     e.timer = null;
     this.entries.delete(e.id);

@@ -68,8 +68,12 @@ export function catN(snippet: string, description: string, firstLine = 1, limit?
   return `Here's the result of running \`cat -n\` on ${description}:\n${body}\n`;
 }
 
-/** Validates a 1-based `[first, last]` (last -1 = EOF) the OHEditor way; returns 0-based [begin, stop). */
-export function viewRangeLines(text: string, viewRange: number[]): [number, number] {
+/**
+ * Validates a 1-based `[first, last]` (last -1 = EOF) the way the OpenHands SDK's file editor does
+ * (openhands-tools 1.58): a `last` past the end is clamped with a NOTE, not refused. Returns 0-based
+ * [begin, stop) and the note, if any.
+ */
+export function viewRangeLines(text: string, viewRange: number[]): [number, number, string?] {
   const n = splitLines(text).length;
   const [first, last] = viewRange;
   const vr = pyList(viewRange);
@@ -78,17 +82,19 @@ export function viewRangeLines(text: string, viewRange: number[]): [number, numb
       `Invalid \`view_range\` parameter: ${vr}. Its first element \`${first}\` should be within the range of lines of the file: ${pyList([1, n])}.`,
     );
   }
-  if (last > n) {
+  let stop = last;
+  let note: string | undefined;
+  if (last === -1) stop = n;
+  else if (last > n) {
+    note = `We only show up to ${n} since there're only ${n} lines in this file.`;
+    stop = n;
+  }
+  if (stop < first) {
     throw new ToolError(
-      `Invalid \`view_range\` parameter: ${vr}. Its second element \`${last}\` should be smaller than the number of lines in the file: \`${n}\`.`,
+      `Invalid \`view_range\` parameter: ${vr}. Its second element \`${stop}\` should be greater than or equal to the first element \`${first}\`.`,
     );
   }
-  if (last !== -1 && last < first) {
-    throw new ToolError(
-      `Invalid \`view_range\` parameter: ${vr}. Its second element \`${last}\` should be larger or equal than its first element \`${first}\`.`,
-    );
-  }
-  return [first - 1, last === -1 ? n : last];
+  return [first - 1, stop, note];
 }
 
 /** Lines `start` (0-based, inclusive) to `end` (exclusive; -1 = end of file), line ends kept. */
@@ -111,9 +117,10 @@ export function readRange(text: string, start?: number | null, end?: number | nu
 
 export function viewFile(shown: string, text: string, viewRange?: number[] | null, limit = MAX_OUTPUT_CHARS): string {
   if (viewRange && viewRange.length === 2) {
-    const [begin, stop] = viewRangeLines(text, viewRange);
+    const [begin, stop, note] = viewRangeLines(text, viewRange);
     const snippet = splitLines(text).slice(begin, stop).join('\n');
-    return catN(snippet, shown, begin + 1, limit);
+    const out = catN(snippet, shown, begin + 1, limit);
+    return note ? `NOTE: ${note}\n${out}` : out;
   }
   return catN(text, shown, 1, limit);
 }
@@ -170,14 +177,16 @@ export function strReplace(shown: string, text: string, oldStr: string | null | 
   }
   const newText = text.slice(0, first) + replacement + text.slice(first + oldStr.length);
   const line = count(text, '\n', first) + 1;
-  const start = Math.max(1, line - SNIPPET_CONTEXT);
+  // The SDK's window: from line - SNIPPET_CONTEXT + 1 (its 0-based start, shown 1-based).
+  const start = Math.max(1, line - SNIPPET_CONTEXT + 1);
   const stop = line + SNIPPET_CONTEXT + count(replacement, '\n');
   const snippet = newText.split('\n').slice(start - 1, stop).join('\n');
   const content =
     `The file ${shown} has been edited. ` +
     catN(snippet, `a snippet of ${shown}`, start) +
     'Review the changes and make sure they are as expected. Edit the file again if necessary.';
-  return { newText, content, oldContent: oldStr, newContent: replacement };
+  // Whole files, as the OpenHands SDK's FileEditorObservation wants them (its diff view).
+  return { newText, content, oldContent: text, newContent: newText };
 }
 
 export function insertAt(shown: string, text: string, insertLine: number | null | undefined, newStr: string | null | undefined): EditOutcome {
@@ -203,17 +212,24 @@ export function insertAt(shown: string, text: string, insertLine: number | null 
     catN(snippet, 'a snippet of the edited file', start) +
     'Review the changes and make sure they are as expected (correct indentation, no duplicate lines, etc). ' +
     'Edit the file again if necessary.';
-  return { newText, content, oldContent: null, newContent: newStr };
+  return { newText, content, oldContent: text, newContent: newText };
 }
 
 export function createdMessage(shown: string): string {
   return `File created successfully at: ${shown}`;
 }
 
-export function fileExistsMessage(shown: string, isDirectory: boolean): string {
-  return (
-    `File already exists at: ${shown}. Cannot overwrite files using command \`create\`.` + (isDirectory ? ' (It is a directory.)' : '')
-  );
+/** The SDK's texts for a bad `path` (EditorToolParameterInvalidError). */
+export function invalidPath(shown: string, hint: string): string {
+  return `Invalid \`path\` parameter: ${shown}. ${hint}`;
+}
+
+export function fileExistsMessage(shown: string, _isDirectory = false): string {
+  return invalidPath(shown, `File already exists at: ${shown}. Cannot overwrite files using command \`create\`.`);
+}
+
+export function directoryOnlyViewMessage(shown: string): string {
+  return invalidPath(shown, `The path ${shown} is a directory and only the \`view\` command can be used on directories.`);
 }
 
 export function undoneMessage(shown: string, previous: string, limit = MAX_OUTPUT_CHARS): string {
@@ -225,7 +241,7 @@ export function noHistoryMessage(shown: string): string {
 }
 
 export function notFoundMessage(shown: string): string {
-  return `The path ${shown} does not exist. Please provide a valid path.`;
+  return invalidPath(shown, `The path ${shown} does not exist. Please provide a valid path.`);
 }
 
 /** The `write` action: the whole file is `content`, or lines [start, end) are replaced by it. */

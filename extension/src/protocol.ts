@@ -28,6 +28,8 @@ export type ErrorId =
   | 'NO_EDITOR'
   | 'EDITOR_DISCONNECTED'
   | 'INTERRUPTED'
+  | 'BUSY'
+  | 'NO_COMMAND'
   | 'UNTRUSTED_WORKSPACE'
   | 'SERVER_ERROR';
 
@@ -60,15 +62,40 @@ export interface RunArgs {
   blocking: boolean;
   cwd: string | null;
   hidden: boolean;
+  /** Kill what runs in the agent's shell and start a fresh one first. */
+  reset?: boolean;
+  /** Exported in the shell before the command. Values are secrets: never logged. */
+  env?: Record<string, string>;
+  /** Output limit in characters (0 = up to MAX_OUTPUT_CAP). */
+  maxOutput?: number;
+}
+
+/** Who sent an action (SPEC-wave2 E): the backend adds it to every action it forwards. */
+export interface AgentInfo {
+  id: string;
+  name: string;
+  /** Absolute; the agent's shell starts there and relative paths resolve against it. */
+  workdir: string;
+  /** Agents with the same key share one terminal. */
+  shell: string;
 }
 
 export interface Action {
   id: number;
   kind: ActionKind;
   args: JsonObject;
-  /** Top-level `timeout` in seconds, when set. */
+  /** Top-level `timeout` in seconds, when set (`0` = none given). */
   timeout?: number;
+  agent?: AgentInfo;
 }
+
+/** Abort reason when the connection went away under an action: stop waiting, but do not kill anything. */
+export const ORPHANED = 'oh:connection-lost';
+
+/** `max_output: 0` means "no oh truncation" up to this many characters (16 MiB). */
+export const MAX_OUTPUT_CAP = 16 * 1024 * 1024;
+export const SHELL_KEY = /^[A-Za-z0-9._-]{1,64}$/;
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 // ---------------------------------------------------------------------------------------------
 // Frames
@@ -174,11 +201,27 @@ export function parseAction(obj: JsonObject): Action {
     // 0 means "no timeout given", as in the OpenHands SDK (docs/protocol.md §3.1): the no-new-output rule applies.
     timeout = t > 0 ? t : undefined;
   }
+  const agent = parseAgent(obj.agent);
   if (kind === 'run') {
     check(typeof a.command === 'string', 'args.command must be a string.', cause);
-    for (const key of ['is_input', 'blocking', 'hidden']) optType(a, key, isBool, 'a boolean', cause);
+    for (const key of ['is_input', 'blocking', 'hidden', 'reset']) optType(a, key, isBool, 'a boolean', cause);
     optType(a, 'cwd', isStr, 'a string or null', cause);
+    optType(a, 'max_output', (v) => isInt(v) && v >= 0, 'an integer >= 0', cause);
+    if (a.env !== undefined && a.env !== null) {
+      const env = a.env;
+      check(env !== null && typeof env === 'object' && !Array.isArray(env), 'args.env must be an object of names to string values.', cause);
+      for (const [k, v] of Object.entries(env as JsonObject)) {
+        // Names only in messages: values are secrets.
+        check(ENV_NAME.test(k), `args.env: ${JSON.stringify(k.slice(0, 64))} is not a valid environment variable name.`, cause);
+        check(typeof v === 'string' && !v.includes('\0'), `args.env.${k} must be a string without NUL characters.`, cause);
+      }
+    }
   } else {
+    if (kind === 'read') {
+      optType(a, 'encoding', (v) => v === 'auto' || v === 'base64', '"auto" or "base64"', cause);
+    } else if (kind === 'write') {
+      optType(a, 'encoding', (v) => typeof v === 'string' && /^[A-Za-z0-9._:-]{1,40}$/.test(v), 'an encoding name', cause);
+    }
     check(typeof a.path === 'string' && a.path !== '', 'args.path must be a non-empty string.', cause);
     check(!(a.path as string).includes('\0'), 'args.path must not contain NUL bytes.', cause);
     const argInt = (key: string) => (v: unknown) => isIntAt(obj, v, 'args', key);
@@ -212,7 +255,28 @@ export function parseAction(obj: JsonObject): Action {
       }
     }
   }
-  return { id: cause, kind: kind as ActionKind, args: a, timeout };
+  return { id: cause, kind: kind as ActionKind, args: a, timeout, agent };
+}
+
+/**
+ * The optional top-level `agent` object, read as the headless editor reads it
+ * (src/oh/protocol/frames.py parse_agent_field): absent or malformed (an older backend) = undefined,
+ * and the editor uses one default shell in the backend's workspace. Never a refusal: the backend
+ * built this field, the agent did not.
+ */
+function parseAgent(v: unknown): AgentInfo | undefined {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) return undefined;
+  const o = v as JsonObject;
+  const shell = o.shell;
+  const workdir = o.workdir;
+  if (typeof shell !== 'string' || !SHELL_KEY.test(shell) || typeof workdir !== 'string' || !workdir.startsWith('/')) return undefined;
+  return {
+    id: (typeof o.id === 'string' ? o.id : shell).slice(0, 64),
+    // Shown as a terminal name: printable characters only, bounded.
+    name: (typeof o.name === 'string' ? o.name : 'agent').replace(/[\x00-\x1f\x7f-\x9f]/g, '').slice(0, 64) || 'agent',
+    workdir,
+    shell,
+  };
 }
 
 /** `run` arguments with the protocol defaults applied. */
@@ -224,6 +288,9 @@ export function runArgs(action: Action): RunArgs {
     blocking: a.blocking === true,
     cwd: typeof a.cwd === 'string' && a.cwd !== '' ? a.cwd : null,
     hidden: a.hidden === true,
+    reset: a.reset === true,
+    env: a.env && typeof a.env === 'object' ? (a.env as Record<string, string>) : undefined,
+    maxOutput: typeof a.max_output === 'number' ? (a.max_output === 0 ? MAX_OUTPUT_CAP : Math.min(a.max_output, MAX_OUTPUT_CAP)) : undefined,
   };
 }
 
@@ -276,6 +343,10 @@ export interface RunResult {
   pid?: number;
   prefix?: string;
   suffix?: string;
+  /** Filled by the executor (protocol: metadata for every run observation). */
+  username?: string | null;
+  hostname?: string | null;
+  pyInterpreterPath?: string | null;
 }
 
 export function runObservation(cause: number | undefined, command: string, r: RunResult, hidden = false): Observation {
@@ -284,10 +355,10 @@ export function runObservation(cause: number | undefined, command: string, r: Ru
     metadata: {
       exit_code: r.exitCode,
       pid: r.pid ?? -1,
-      username: null,
-      hostname: null,
+      username: r.username ?? null,
+      hostname: r.hostname ?? null,
       working_dir: r.workingDir,
-      py_interpreter_path: null,
+      py_interpreter_path: r.pyInterpreterPath ?? null,
       prefix: r.prefix ?? '',
       suffix: r.suffix ?? '',
     },
@@ -297,8 +368,16 @@ export function runObservation(cause: number | undefined, command: string, r: Ru
   return o;
 }
 
-export function readObservation(cause: number | undefined, path: string, content: string): Observation {
-  return obs('read', cause, content, `I read the file ${path}.`, { path, impl_source: 'oh_aci' });
+export function readObservation(
+  cause: number | undefined,
+  path: string,
+  content: string,
+  binary?: { encoding: 'base64'; mimeType: string },
+): Observation {
+  const extras: JsonObject = { path, impl_source: 'oh_aci' };
+  // Only when asked (encoding: base64): OpenHands 1.6's deserializer refuses unknown extras.
+  if (binary) Object.assign(extras, { encoding: binary.encoding, mime_type: binary.mimeType });
+  return obs('read', cause, content, `I read the file ${path}.`, extras);
 }
 
 export function writeObservation(cause: number | undefined, path: string): Observation {

@@ -10,16 +10,17 @@
 
 import * as path from 'path';
 import { TerminalTextCleaner } from './ansi';
-import { OutputBuffer, RunArgs, RunResult, ToolError } from './protocol';
+import { ORPHANED, OutputBuffer, RunArgs, RunResult, ToolError } from './protocol';
 
 export const NO_CHANGE_TIMEOUT_S = 30; // OpenHands' soft limit: return after 30 s without new output
 export const MAX_WAIT_S = 240; // a non-blocking run without timeout returns by then (backend deadline: 300 s)
 export const INTERRUPT_GRACE_MS = 2000; // after C-c, how long before the processes are killed
 
+// OpenHands' wording, naming no tool (agents reach oh through many tools); same text as the local runtime.
 export const WAIT_HINT =
   "You may wait longer to see additional output by sending empty command '', send other commands to interact " +
-  'with the current process, send keys to interrupt/kill the command, or use the timeout parameter in ' +
-  'execute_bash for future commands.';
+  'with the current process (is_input), send keys ("C-c", "C-d") to interrupt/kill the previous command ' +
+  'before sending your new command, or use the timeout parameter for future commands.';
 export const CONTINUED_PREFIX = '[Below is the output of the previous command.]\n';
 
 /** Output and completion of one command, fed by whichever shell runs it. */
@@ -32,6 +33,9 @@ export class RunningCommand {
   shellExited = false;
   lastOutputAt = Date.now();
   private listeners: Array<() => void> = [];
+  /** What the terminal will echo back of input we typed (a tty echoes it; a pipe does not). */
+  private echo: string[] = [];
+  private held = '';
 
   /** `clean`: the data is terminal data (escape sequences, \r\n) rather than a pipe's bytes. */
   constructor(clean: boolean, limit?: number) {
@@ -39,9 +43,37 @@ export class RunningCommand {
     this.cleaner = clean ? new TerminalTextCleaner() : null;
   }
 
+  /**
+   * The terminal echoes what we type (`hello` + Enter shows `hello\n`, C-c shows `^C`): the agent
+   * already knows it and the local runtime (pipes, no echo) does not return it, so it is dropped once
+   * when the output starts with it. Anything else (echo off, e.g. a password prompt) passes through.
+   */
+  expectEcho(...parts: string[]): void {
+    this.echo.push(...parts);
+  }
+
+  private dropEcho(text: string): string {
+    let t = this.held + text;
+    this.held = '';
+    while (this.echo.length && t) {
+      const e = this.echo[0];
+      if (t.startsWith(e)) {
+        t = t.slice(e.length);
+        this.echo.shift();
+      } else if (e.startsWith(t)) {
+        this.held = t; // may be the start of the echo, cut by a chunk boundary
+        return '';
+      } else {
+        this.echo = [];
+      }
+    }
+    return t;
+  }
+
   push(data: string): void {
     if (this.done) return;
-    const text = this.cleaner ? this.cleaner.push(data) : data;
+    let text = this.cleaner ? this.cleaner.push(data) : data;
+    if (text && (this.echo.length || this.held)) text = this.dropEcho(text);
     if (text) {
       this.buffer.add(text);
       this.lastOutputAt = Date.now();
@@ -51,7 +83,13 @@ export class RunningCommand {
 
   finish(exitCode: number | undefined, shellExited = false): void {
     if (this.done) return;
-    if (this.cleaner) this.buffer.add(this.cleaner.flush());
+    if (this.cleaner) {
+      const rest = this.cleaner.flush();
+      this.buffer.add(this.echo.length || this.held ? this.dropEcho(rest) : rest);
+    }
+    if (this.held) this.buffer.add(this.held); // held back as a possible echo: it was output after all
+    this.held = '';
+    this.echo = [];
     this.done = true;
     this.exitCode = exitCode;
     this.shellExited = shellExited;
@@ -80,9 +118,18 @@ export class RunningCommand {
 }
 
 /** What `RunController` needs from a terminal. */
+export interface StartOptions {
+  /** Exported in the shell before the command (and kept there). Secrets: never echoed or logged. */
+  env?: Record<string, string>;
+  /** Output limit in characters. */
+  limit?: number;
+}
+
 export interface CommandShell {
   /** Starts `commandLine` (already prefixed with a `cd` when the action names a cwd). */
-  start(commandLine: string): Promise<RunningCommand>;
+  start(commandLine: string, opts?: StartOptions): Promise<RunningCommand>;
+  /** The terminal echoes typed input into the command's output (a real tty does; a pipe does not). */
+  readonly echoesInput?: boolean;
   /** Sends a line of text to the running command's input (a newline is added). */
   sendLine(text: string): void;
   /** Sends a control key (`C-c` -> \x03 ...); false when this shell cannot (e.g. C-z without job control). */
@@ -100,6 +147,18 @@ export interface RunOptions {
   signal?: AbortSignal;
 }
 
+// The local runtime's texts (src/oh/runtimes/local/terminal.py): one wording whichever runtime runs it.
+export const NO_OUTPUT_TEXT = 'No previous running command to retrieve logs from.';
+export const NO_INPUT_TEXT = 'No previous running command to interact with.';
+
+export function busyMessage(command: string): string {
+  return (
+    `Your command "${command.slice(0, 200)}" was NOT executed: the previous command is still running. ` +
+    'Send an empty command to wait for more of its output, send input to it with is_input ' +
+    '(keys "C-c" to interrupt it, "C-d" to end its input), or set reset to kill it and start a fresh shell.'
+  );
+}
+
 const SPECIAL_KEY = /^C-[a-zA-Z\\]$/;
 
 export function quoteSh(s: string): string {
@@ -111,6 +170,8 @@ export class RunController {
   private claimed = false; // a new command was accepted and is starting
   private waiting = false; // an observation is waiting on the running command
   private lastCwd: string | null = null;
+  /** The running command's text, for BUSY messages and the "interrupt it?" question. */
+  runningCommand: string | null = null;
 
   constructor(
     private readonly shellFor: () => Promise<CommandShell>,
@@ -121,6 +182,12 @@ export class RunController {
 
   get busy(): boolean {
     return this.claimed || (this.running !== null && !this.running.done);
+  }
+
+  /** C-c, then kill what is left: the command stops, the terminal's shell stays. */
+  async interrupt(): Promise<void> {
+    const cmd = this.running;
+    if (cmd && !cmd.done) await this.stop(cmd);
   }
 
   private cwdNow(): string | null {
@@ -138,10 +205,10 @@ export class RunController {
     if (args.is_input) return this.input(args, opts);
     if (command.trim() === '') {
       const cmd = this.running;
-      if (!cmd || cmd.done) return this.result('ERROR: No previous running command to retrieve logs from.', -1);
+      if (!cmd || cmd.done) throw new ToolError(NO_OUTPUT_TEXT, 'NO_COMMAND');
       return this.waitExclusive(cmd, args, opts, CONTINUED_PREFIX);
     }
-    if (this.busy) return this.notExecuted(command);
+    if (this.busy) throw new ToolError(busyMessage(command), 'BUSY');
     this.claimed = true;
     let cmd: RunningCommand;
     try {
@@ -151,33 +218,23 @@ export class RunController {
       const here = shell.cwd();
       const needCd = cwd !== null && !(here !== null && path.resolve(here) === path.resolve(cwd));
       const line = needCd ? `cd -- ${quoteSh(cwd!)} && ${command}` : command;
-      cmd = await shell.start(line);
+      cmd = await shell.start(line, { env: args.env, limit: args.maxOutput });
       this.running = cmd;
+      this.runningCommand = command;
     } finally {
       this.claimed = false;
     }
     return this.waitExclusive(cmd, args, opts, '');
   }
 
-  private notExecuted(command: string): RunResult {
-    return this.result(
-      `[Your command "${command}" is NOT executed. The previous command is still running - You CANNOT send ` +
-        'new commands until the previous command is completed. By setting `is_input` to `true`, you can interact ' +
-        "with the current process: You may wait longer to see additional output of the previous command by sending " +
-        'empty command \'\', send other commands to interact with the current process, send keys ("C-c", "C-z", ' +
-        '"C-d") to interrupt/kill the previous command before sending your new command, or use the timeout ' +
-        'parameter in execute_bash for future commands.]',
-      -1,
-    );
-  }
-
   private async input(args: RunArgs, opts: RunOptions): Promise<RunResult> {
     const cmd = this.running;
     const shell = this.currentShell();
-    if (!cmd || cmd.done || !shell) return this.result('ERROR: No previous running command to interact with.', -1);
+    if (!cmd || cmd.done || !shell) throw new ToolError(NO_INPUT_TEXT, 'NO_COMMAND');
     const text = args.command;
     if (text !== '') {
       if (SPECIAL_KEY.test(text)) {
+        if (shell.echoesInput && text.toLowerCase() === 'c-c') cmd.expectEcho('^C', '\n');
         if (!shell.sendKey(text)) {
           throw new ToolError(
             `Key ${text} is not supported by this terminal (${shell.name}): C-c interrupts, C-d ends the input; other input is sent as a line of text.`,
@@ -185,6 +242,7 @@ export class RunController {
           );
         }
       } else {
+        if (shell.echoesInput) cmd.expectEcho(text + '\n');
         shell.sendLine(text);
       }
     }
@@ -222,6 +280,11 @@ export class RunController {
     const signal = opts.signal;
     const aborted = abortPromise(signal);
     while (!cmd.done) {
+      if (signal?.aborted && signal.reason === ORPHANED) {
+        // The backend's connection went away: nobody reads this answer, and nobody asked to stop
+        // the command. It keeps running in its terminal (the user decides; see RunExecutor).
+        return this.result(cmd.buffer.text(), -1, { suffix: '\n[The connection to the backend was lost.]' });
+      }
       if (signal?.aborted) {
         // Cancelled by the backend (agent gone, deadline passed): kill the command (C-c first, as a
         // user would; then its processes), answer nobody.
@@ -263,13 +326,17 @@ export class RunController {
         `\n[The shell exited with code ${exitCode}. The next command runs in a new shell in ${cwd ?? 'the workspace folder'}; ` +
         'variables, exports and other shell state were reset.]';
     }
-    if (this.running === cmd) this.running = null;
+    if (this.running === cmd) {
+      this.running = null;
+      this.runningCommand = null;
+    }
     return { content: cmd.buffer.take(), exitCode, workingDir: cwd, pid: shell?.pid(), prefix, suffix };
   }
 
   /** C-c, then kill what is left after a grace period; the terminal's shell itself survives. Returns whether it had to kill. */
   private async stop(cmd: RunningCommand): Promise<boolean> {
     const shell = this.currentShell();
+    if (shell?.echoesInput) cmd.expectEcho('^C', '\n'); // the local runtime shows no ^C either
     shell?.sendKey('C-c');
     const deadline = Date.now() + INTERRUPT_GRACE_MS;
     while (!cmd.done && Date.now() < deadline) await cmd.changed(deadline - Date.now());
@@ -283,7 +350,10 @@ export class RunController {
   /** Hard timeout: the command is stopped, the observation says how. */
   private async interruptAfter(cmd: RunningCommand, timeoutS: number, prefix: string): Promise<RunResult> {
     const killed = await this.stop(cmd);
-    if (cmd.done && this.running === cmd) this.running = null;
+    if (cmd.done && this.running === cmd) {
+      this.running = null;
+      this.runningCommand = null;
+    }
     const how = killed ? 'interrupted (C-c) and then killed' : 'interrupted (C-c)';
     const suffix = `\n[The command timed out after ${fmt(timeoutS)} seconds and was ${how}.]`;
     return this.result(cmd.buffer.take(), -1, { prefix, suffix });

@@ -140,6 +140,17 @@ function linuxBootTime(): number | null {
   return bootTimeCache;
 }
 
+/** The one-letter state from /proc/<pid>/stat (R, S, Z...) on Linux, or null when unknown. */
+export function linuxProcessState(pid: number): string | null {
+  if (process.platform !== 'linux') return null;
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0] || null;
+  } catch {
+    return null;
+  }
+}
+
 /** Process creation time in epoch seconds on Linux (what psutil reports), or null when unknown. */
 export function linuxProcessStartTime(pid: number): number | null {
   if (process.platform !== 'linux') return null;
@@ -168,6 +179,9 @@ export function pidAlive(pid: number, startTime?: number): boolean {
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'EPERM') return false;
   }
+  // A zombie (exited, not yet reaped: kill -9 of a detached backend under a PID 1 that does not
+  // reap) answers signal 0 but serves nothing; the Python side treats it as dead too.
+  if (linuxProcessState(pid) === 'Z') return false;
   if (startTime !== undefined && process.platform === 'linux') {
     const actual = linuxProcessStartTime(pid);
     if (actual !== null && Math.abs(actual - startTime) > 1.0) return false;

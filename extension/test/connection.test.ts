@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { CloseInfo, EditorConnection, RegisteredInfo } from '../src/connection';
-import { Action, errorObservation, readObservation, registerFrame } from '../src/protocol';
+import { Action, errorObservation, ORPHANED, readObservation, registerFrame } from '../src/protocol';
 import { SessionInfo } from '../src/session';
 import { FakeBackend } from './fakeBackend';
 
@@ -127,4 +127,64 @@ test('a registration refusal is reported with its error id', async () => {
   } finally {
     backend.registerAnswer = prev;
   }
+});
+
+test('registered allowed_roots, agent_gone, and a lost connection orphaning in-flight actions (SPEC-wave2 B/E, issue 9 #15)', async () => {
+  const saved = backend.registerAnswer;
+  backend.registerAnswer = (f) => ({ type: 'registered', editor_id: 'eR', instance_id: String(f.session), protocol: 1, workspace: '/w/sub', allowed_roots: ['/w/sub', '/tmp/scratch', 'relative', 7] });
+  try {
+    const seen: Array<{ ctx: unknown; signal: AbortSignal }> = [];
+    const gone: Array<[string, unknown]> = [];
+    const events: { registered?: RegisteredInfo; closed?: CloseInfo } = {};
+    const conn = new EditorConnection({
+      session: session(),
+      registerFrame: registerFrame({ session: 'abc123', workspaceFolders: ['/w'], editorName: 'test', editorVersion: '1', editorPid: 1, extensionVersion: '0.1.0' }),
+      handler: {
+        execute: (_a, signal, ctx) => {
+          seen.push({ ctx, signal });
+          return new Promise(() => {}); // a command that never ends
+        },
+        agentGone: (shell, ctx) => gone.push([shell, ctx]),
+      },
+      log: () => {},
+      onRegistered: (i) => (events.registered = i),
+      onClose: (i) => (events.closed = i),
+    });
+    await backend.until(() => !!events.registered, 5000, 'registration');
+    assert.deepEqual(events.registered?.allowed_roots, ['/w/sub', '/tmp/scratch']);
+    const peer = backend.peers[backend.peers.length - 1];
+    peer.ws.send(JSON.stringify({ id: 1, action: 'run', args: { command: 'sleep 100' } }));
+    await backend.until(() => seen.length === 1, 5000, 'the action');
+    const ctx = seen[0].ctx as { roots: string[]; workspace: string; backend: string };
+    assert.deepEqual(ctx.roots, ['/w/sub', '/tmp/scratch']);
+    assert.equal(ctx.workspace, '/w/sub');
+    assert.equal(ctx.backend, `abc123:${process.pid}::${backend.port}`);
+    peer.ws.send(JSON.stringify({ type: 'agent_gone', shell: 'a3' }));
+    peer.ws.send(JSON.stringify({ type: 'agent_gone', shell: '../bad key' }));
+    await backend.until(() => gone.length === 1, 5000, 'agent_gone');
+    assert.equal(gone[0][0], 'a3');
+    assert.equal(conn.inFlight, 1);
+    peer.ws.terminate(); // the backend dies mid-command
+    await backend.until(() => !!events.closed, 5000, 'close');
+    assert.equal(seen[0].signal.aborted, true);
+    assert.equal(seen[0].signal.reason, ORPHANED); // stop waiting; do not kill the command
+  } finally {
+    backend.registerAnswer = saved;
+  }
+});
+
+test('older backends: registered without allowed_roots confines to its workspace', async () => {
+  const seen: unknown[] = [];
+  const { conn, events } = open(async (a) => readObservation(a.id, 'p', 'x'));
+  (conn as unknown as { opts: { handler: unknown } }).opts.handler = {
+    execute: async (a: Action, _s: AbortSignal, ctx: unknown) => {
+      seen.push(ctx);
+      return readObservation(a.id, 'p', 'x');
+    },
+  };
+  await backend.until(() => !!events.registered, 5000, 'registration');
+  backend.peers[backend.peers.length - 1].ws.send(JSON.stringify({ id: 1, action: 'read', args: { path: '/w/x' } }));
+  await backend.until(() => seen.length === 1, 5000, 'the action');
+  assert.deepEqual((seen[0] as { roots: string[] }).roots, ['/w']);
+  conn.close();
 });

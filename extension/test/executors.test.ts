@@ -161,8 +161,9 @@ test('edit str_replace / insert / undo_edit: edits land in the document, are sav
   assert.equal(fs.readFileSync(p, 'utf8'), 'def f():\n    return 2\n');
   assert.match(String(o.content), /has been edited/);
   assert.equal(extras(o).diff, unifiedDiff(p, 'def f():\n    return 1\n', 'def f():\n    return 2\n'));
-  assert.equal(extras(o).old_content, 'return 1');
-  assert.equal(extras(o).new_content, 'return 2');
+  // whole files, as the OpenHands SDK's FileEditorObservation wants them
+  assert.equal(extras(o).old_content, 'def f():\n    return 1\n');
+  assert.equal(extras(o).new_content, 'def f():\n    return 2\n');
 
   await ed.execute(action('edit', { path: 'm.py', command: 'insert', insert_line: 0, new_str: '# top' }));
   assert.equal(fs.readFileSync(p, 'utf8'), '# top\ndef f():\n    return 2\n');
@@ -176,13 +177,21 @@ test('edit str_replace / insert / undo_edit: edits land in the document, are sav
   assert.match((await refusal(ed.execute(action('edit', { path: 'm.py', command: 'undo_edit' })))).message, /No edit history/);
 });
 
-test('edit: works on the unsaved text of an open document', async () => {
+test('edit: works on the unsaved text of an open document, and never saves it (issue 9 #16)', async () => {
   const p = file('u.txt', 'disk\n');
   const doc = await openDoc(p, 'alpha\nbeta\n');
   const ed = new EditExecutor();
-  await ed.execute(action('edit', { path: 'u.txt', command: 'str_replace', old_str: 'beta', new_str: 'gamma' }));
+  const o = await ed.execute(action('edit', { path: 'u.txt', command: 'str_replace', old_str: 'beta', new_str: 'gamma' }));
   assert.equal(doc.getText(), 'alpha\ngamma\n');
-  assert.equal(fs.readFileSync(p, 'utf8'), 'alpha\ngamma\n');
+  // the user's unsaved text (and the edit made on it) stays in the buffer: the disk keeps the saved text
+  assert.equal(fs.readFileSync(p, 'utf8'), 'disk\n');
+  assert.match(String(o.content), /unsaved changes by the user in VS Code\. The edit was applied to the editor .* but NOT saved/);
+  assert.equal(extras(o).old_content, 'alpha\nbeta\n');
+  assert.equal(extras(o).new_content, 'alpha\ngamma\n');
+  // undo follows the same rule
+  await ed.execute(action('edit', { path: 'u.txt', command: 'undo_edit' }));
+  assert.equal(doc.getText(), 'alpha\nbeta\n');
+  assert.equal(fs.readFileSync(p, 'utf8'), 'disk\n');
 });
 
 test('edit: refusals (not unique, missing, binary, VS Code refusing, save failing) change nothing', async () => {
@@ -224,4 +233,66 @@ test('edit view: a file cat -n style, a directory two levels deep without hidden
   assert.match(listing, /1 hidden files\/directories/);
   const bad = await refusal(ed.execute(action('edit', { path: 'v', command: 'view', view_range: [1, 2] })));
   assert.match(bad.message, /not allowed when `path` points to a directory/);
+});
+
+// ---------------------------------------------------------------------------------------------
+// Wave 2 (SPEC-wave2 D): encodings, base64, parents created, allowed roots from the backend.
+
+test('read encoding base64: raw bytes, mime type, extras only when asked; binary auto read says to ask', async () => {
+  const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d]);
+  fs.writeFileSync(path.join(root, 'i.png'), png);
+  const o = await executeRead(action('read', { path: 'i.png', encoding: 'base64' }));
+  assert.deepEqual(Buffer.from(String(o.content), 'base64'), png);
+  assert.equal(extras(o).encoding, 'base64');
+  assert.equal(extras(o).mime_type, 'image/png');
+  const e = await refusal(executeRead(action('read', { path: 'i.png' })));
+  assert.match(e.message, /binary file .*args\.encoding "base64"/);
+  const img = await refusal(new EditExecutor().execute(action('edit', { path: 'i.png', command: 'view' })));
+  assert.match(img.message, /is an image; get its bytes with the read action/);
+});
+
+test('non-UTF-8 text: read decoded, edited and written back in its own encoding', async () => {
+  const p = path.join(root, 'l1.txt');
+  fs.writeFileSync(p, Buffer.from('caf\xe9 cr\xe8me\n', 'latin1'));
+  assert.equal((await executeRead(action('read', { path: 'l1.txt' }))).content, 'café crème\n');
+  await new EditExecutor().execute(action('edit', { path: 'l1.txt', command: 'str_replace', old_str: 'crème', new_str: 'brûlée' }));
+  assert.deepEqual(fs.readFileSync(p), Buffer.from('caf\xe9 br\xfbl\xe9e\n', 'latin1'));
+  await executeWrite(action('write', { path: 'l1.txt', content: 'déjà\n' })); // no encoding: keeps latin-1
+  assert.deepEqual(fs.readFileSync(p), Buffer.from('d\xe9j\xe0\n', 'latin1'));
+  await executeWrite(action('write', { path: 'l1.txt', content: 'déjà\n', encoding: 'utf-8' })); // asked: converts
+  assert.equal(fs.readFileSync(p, 'utf8'), 'déjà\n');
+  const bad = await refusal(executeWrite(action('write', { path: 'x.txt', content: 'x', encoding: 'shift_jis' })));
+  assert.match(bad.message, /not supported by the VS Code extension/);
+});
+
+test('write base64 creates parent folders; invalid base64 is BAD_REQUEST and writes nothing', async () => {
+  await executeWrite(action('write', { path: 'a/b/c.bin', content: Buffer.from([0, 1, 255]).toString('base64'), encoding: 'base64' }));
+  assert.deepEqual(fs.readFileSync(path.join(root, 'a', 'b', 'c.bin')), Buffer.from([0, 1, 255]));
+  const e = await refusal(executeWrite(action('write', { path: 'd.bin', content: 'not base64!', encoding: 'base64' })));
+  assert.equal(e.errorId, 'BAD_REQUEST');
+  assert.equal(fs.existsSync(path.join(root, 'd.bin')), false);
+});
+
+test('a ranged write into a document with unsaved text is not saved (issue 9 #16)', async () => {
+  const p = file('w.txt', 'one\ntwo\n');
+  const doc = await openDoc(p, 'one\ntwo\nuser\n');
+  const o = await executeWrite(action('write', { path: 'w.txt', content: 'TWO\n', start: 1, end: 2 }));
+  assert.equal(doc.getText(), 'one\nTWO\nuser\n');
+  assert.equal(fs.readFileSync(p, 'utf8'), 'one\ntwo\n');
+  assert.match(String(o.content), /NOT saved/);
+});
+
+test('paths follow the backend roots from the registered answer, not the window folders', async () => {
+  const sub = path.join(root, 'sub');
+  fs.mkdirSync(sub);
+  file('top.txt', 'top\n');
+  file('sub/in.txt', 'in\n');
+  fs.writeFileSync(path.join(outside, 'scratch.txt'), 'scratch\n');
+  const ctx = { backend: 'b', instanceId: 'b', workspace: sub, roots: [sub, outside] };
+  const relative = await executeRead(parseAction({ id: nextId++, action: 'read', args: { path: 'in.txt' }, agent: { id: 'a', name: 'n', workdir: sub, shell: 's' } }), undefined, ctx);
+  assert.equal(relative.content, 'in\n');
+  const denied = await refusal(executeRead(action('read', { path: path.join(root, 'top.txt') }), undefined, ctx));
+  assert.equal(denied.errorId, 'PATH_DENIED');
+  // an allowed root outside the window's folders is served (through a file:// Uri)
+  assert.equal((await executeRead(action('read', { path: path.join(outside, 'scratch.txt') }), undefined, ctx)).content, 'scratch\n');
 });

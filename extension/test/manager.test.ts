@@ -169,3 +169,29 @@ test('multi-root: a session in the second folder connects', async () => {
   await backend.until(() => backend.livePeers.length === 1, 3000, 'connection');
   assert.deepEqual(backend.peers[0].register.workspace_folders, [ws, second]);
 });
+
+test('a backend that dies mid-command is reported gone (its terminals are orphans); a live one is not (issue 9 #15)', async () => {
+  const gone: string[] = [];
+  manager = new SessionManager({
+    dir,
+    folders: async () => [ws],
+    registerFrame: (s) => registerFrame({ session: s.instance_id, workspaceFolders: [ws], editorName: 't', editorVersion: '1', editorPid: 1, extensionVersion: '0' }),
+    handler: { execute: async (a) => readObservation(a.id, 'p', 'x') },
+    log: (l) => logs.push(l),
+    pidAlive: (pid) => alive.has(pid),
+    onBackendGone: (key) => gone.push(key),
+    pollMs: 100,
+    backoff: () => new Backoff(50, 200),
+  });
+  manager.start();
+  writeSession('g1', ws, { pid: 5151 });
+  alive.add(5151);
+  await backend.until(() => backend.livePeers.length === 1, 3000, 'connection');
+  backend.peers[0].ws.terminate(); // a transient drop: retried, not gone
+  await backend.until(() => backend.livePeers.length === 1 && backend.peers.length === 2, 3000, 'reconnection');
+  assert.deepEqual(gone, []);
+  alive.delete(5151); // kill -9: the connection drops and the pid is dead
+  backend.peers[1].ws.terminate();
+  await backend.until(() => gone.length > 0, 3000, 'the gone report');
+  assert.equal(gone[0], `g1:5151:1:${backend.port}`);
+});

@@ -46,10 +46,17 @@ test('view numbering is cat -n style and a trailing newline adds no line', () =>
   assert.match(viewFile('/w/f', 'x'.repeat(100), null, 20), /<response clipped>/);
 });
 
-test('view_range errors are OHEditor-like', () => {
+test('view_range errors and notes are the OpenHands SDK file editor\'s', () => {
   assert.match(toolError(() => viewFile('/w/f', 'a\nb\n', [0, 1])), /Its first element `0` should be within the range of lines of the file: \[1, 2\]/);
-  assert.match(toolError(() => viewFile('/w/f', 'a\nb\n', [1, 5])), /Its second element `5` should be smaller than the number of lines in the file: `2`/);
-  assert.match(toolError(() => viewFile('/w/f', 'a\nb\n', [2, 1])), /should be larger or equal than its first element `2`/);
+  // past the end: clamped with a NOTE (openhands-tools 1.58), not refused
+  assert.equal(
+    viewFile('/w/f', 'a\nb\n', [1, 5]),
+    "NOTE: We only show up to 2 since there're only 2 lines in this file.\nHere's the result of running `cat -n` on /w/f:\n     1\ta\n     2\tb\n",
+  );
+  assert.equal(
+    toolError(() => viewFile('/w/f', 'a\nb\n', [2, 1])),
+    'Invalid `view_range` parameter: [2, 1]. Its second element `1` should be greater than or equal to the first element `2`.',
+  );
 });
 
 test('read ranges: start/end are 0-based lines, view_range 1-based and wins', () => {
@@ -77,14 +84,20 @@ test('str_replace needs exactly one occurrence', () => {
   assert.match(toolError(() => strReplace('/w/f', text, '', 'x')), /`old_str` is required/);
   const r = strReplace('/w/f', text, 'gamma', 'GAMMA\nmore');
   assert.equal(r.newText, 'alpha\nbeta\nGAMMA\nmore\nbeta\n');
-  assert.equal(r.oldContent, 'gamma');
-  assert.equal(r.newContent, 'GAMMA\nmore');
+  // whole files (the OpenHands SDK's FileEditorObservation wants them for its diff view)
+  assert.equal(r.oldContent, text);
+  assert.equal(r.newContent, r.newText);
   assert.equal(
     r.content,
     "The file /w/f has been edited. Here's the result of running `cat -n` on a snippet of /w/f:\n" +
       '     1\talpha\n     2\tbeta\n     3\tGAMMA\n     4\tmore\n     5\tbeta\n' +
       'Review the changes and make sure they are as expected. Edit the file again if necessary.',
   );
+  // the SDK's snippet window: from 3 lines above the change (its 0-based max(0, line - 4), shown 1-based)
+  const long = Array.from({ length: 12 }, (_, i) => `l${i + 1}`).join('\n') + '\n';
+  const w = strReplace('/w/f', long, 'l8', 'L8');
+  assert.match(w.content, /a snippet of \/w\/f:\n {5}5\tl5\n/);
+  assert.match(w.content, /\n {4}12\tl12\nReview/);
   // new_str null/undefined deletes
   assert.equal(strReplace('/w/f', 'a-b', '-', null).newText, 'ab');
   // overlapping occurrences count once per non-overlapping match, like str.find stepping
@@ -103,8 +116,8 @@ test('insert after a line, 0 = top, out of range refused', () => {
   );
   assert.match(toolError(() => insertAt('/w/f', 'a\n', -1, 'x')), /Invalid `insert_line` parameter: -1/);
   const r = insertAt('/w/f', 'a\nb\n', 1, 'x');
-  assert.equal(r.oldContent, null);
-  assert.equal(r.newContent, 'x');
+  assert.equal(r.oldContent, 'a\nb\n');
+  assert.equal(r.newContent, 'a\nx\nb\n');
   assert.match(r.content, /^The file \/w\/f has been edited\. Here's the result of running `cat -n` on a snippet of the edited file:\n {5}1\ta\n {5}2\tx\n {5}3\tb\n/);
 });
 

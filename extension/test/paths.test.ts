@@ -54,7 +54,7 @@ test('files that do not exist yet resolve through their nearest existing parent'
 });
 
 test('escapes through .., symlinks and dangling symlinks are PATH_DENIED', async () => {
-  assert.match(await denied(path.join(ws, '..', 'outside', 'secret')), /outside this window's workspace folders/);
+  assert.match(await denied(path.join(ws, '..', 'outside', 'secret')), /outside the workspace and allowed roots/);
   assert.match(await denied(path.join(ws, 'escape', 'secret')), /it resolves to/);
   await denied(path.join(ws, 'escape', 'brand-new'));
   await denied(path.join(ws, 'dangling'));
@@ -87,4 +87,46 @@ test('directory listing: two levels, hidden excluded and counted, sorted', async
   );
   const capped = await listDirectory('/s', d, 2);
   assert.match(capped, /listing truncated after 2 entries/);
+});
+
+test('a nested backend confines to ITS workspace; relative paths resolve against the agent workdir (issue 9 #14)', async () => {
+  // window open on ws, backend on ws/src: ws itself (and ws/escape...) is outside
+  const backendRoots: WorkspaceRoot[] = [{ path: path.join(ws, 'src'), real: path.join(ws, 'src') }];
+  for (const raw of [ws, path.join(ws, 'src', '..'), '..']) {
+    await assert.rejects(resolvePath(raw, backendRoots, path.join(ws, 'src')), (e: unknown) => e instanceof ToolError && e.errorId === 'PATH_DENIED', raw);
+  }
+  const rel = await resolvePath('a.py', backendRoots, path.join(ws, 'src'));
+  assert.equal(rel.real, path.join(ws, 'src', 'a.py'));
+  // an allowed root outside the window's folders is reachable
+  const withScratch = [...backendRoots, { path: outside, real: outside }];
+  assert.equal((await resolvePath(path.join(outside, 'secret'), withScratch)).real, path.join(outside, 'secret'));
+});
+
+test('listing never shows entries of a symlinked folder outside the allowed roots (issue 9 #7)', async () => {
+  const out = await listDirectory(ws, ws, undefined, [ws]);
+  assert.doesNotMatch(out, /escape/); // -> outside/
+  assert.doesNotMatch(out, /secret/);
+  assert.match(out, /inner-link\//); // a link that stays inside is listed
+  assert.match(out, /inner-link\/a\.py/);
+  // without roots (the old behaviour) the outside folder's entries leaked
+  assert.match(await listDirectory(ws, ws), /escape\/secret/);
+});
+
+test('a path component over 255 bytes is a TOOL_ERROR, not a crash', async () => {
+  await assert.rejects(
+    resolvePath(path.join(ws, 'x'.repeat(300)), roots),
+    (e: unknown) => e instanceof ToolError && e.errorId === 'TOOL_ERROR' && /File name too long/.test(e.message),
+  );
+});
+
+test('a hard-linked file is not read or edited (it may be an outside file), like the local runtime', async () => {
+  const { refuseHardLink } = await import('../src/paths');
+  const single = path.join(ws, 'single.txt');
+  fs.writeFileSync(single, 'x');
+  await refuseHardLink(single, single); // one name: fine
+  fs.linkSync(path.join(outside, 'secret'), path.join(ws, 'hard'));
+  await assert.rejects(
+    refuseHardLink(path.join(ws, 'hard'), path.join(ws, 'hard')),
+    (e: unknown) => e instanceof ToolError && e.errorId === 'PATH_DENIED' && /has 2 hard links/.test(e.message),
+  );
 });

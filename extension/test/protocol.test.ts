@@ -46,7 +46,9 @@ test('parseAction accepts the OpenHands shapes from the reference', () => {
   assert.equal(run.id, 5);
   assert.equal(run.kind, 'run');
   assert.equal(run.timeout, 30);
-  assert.deepEqual(runArgs(run), { command: 'ls -la', is_input: false, blocking: false, cwd: null, hidden: false });
+  assert.deepEqual(runArgs(run), {
+    command: 'ls -la', is_input: false, blocking: false, cwd: null, hidden: false, reset: false, env: undefined, maxOutput: undefined,
+  });
   const edit = parseAction({
     id: 8, source: 'agent', message: '', action: 'edit',
     args: { path: '/w/a.py', command: 'str_replace', file_text: null, old_str: 'a', new_str: 'b', insert_line: null,
@@ -159,4 +161,51 @@ test('summarize is one line, never file contents', () => {
   assert.equal(summarize(parseAction({ id: 1, action: 'write', args: { path: '/w/a', content: 'SECRET' } })), '/w/a');
   assert.equal(summarize(parseAction({ id: 1, action: 'edit', args: { path: '/w/a', command: 'create', file_text: 'S' } })), 'create /w/a');
   assert.equal(summarize(parseAction({ id: 1, action: 'run', args: { command: 'x'.repeat(200) } })).length, 80);
+});
+
+test('wave-2 run additions: agent, reset, env, max_output, timeout 0 (SPEC-wave2 C, E)', () => {
+  const a = parseAction({
+    id: 9, action: 'run', timeout: 0,
+    args: { command: 'x', reset: true, env: { API_KEY: 's3cret', B: '' }, max_output: 0 },
+    agent: { id: 'a3', name: 'claude\x1b]0;pwn\x07-code', workdir: '/w/sub', shell: 'cli' },
+  });
+  assert.equal(a.timeout, undefined); // 0 = no timeout given
+  assert.deepEqual(a.agent, { id: 'a3', name: 'claude]0;pwn-code', workdir: '/w/sub', shell: 'cli' });
+  const r = runArgs(a);
+  assert.equal(r.reset, true);
+  assert.deepEqual(r.env, { API_KEY: 's3cret', B: '' });
+  assert.equal(r.maxOutput, 16 * 1024 * 1024);
+  assert.equal(runArgs(parseAction({ id: 1, action: 'run', args: { command: 'x', max_output: 10 } })).maxOutput, 10);
+  // no agent, or a malformed one (older backends): undefined, as the headless editor reads it
+  assert.equal(parseAction({ id: 1, action: 'run', args: { command: 'x' } }).agent, undefined);
+  for (const agent of [{ id: 'a1', name: 'n' }, { shell: '../x', workdir: '/w' }, { shell: 'a b', workdir: '/w' }, { shell: 's', workdir: 'rel' }, 'a3', [1]]) {
+    assert.equal(parseAction({ id: 4, action: 'run', args: { command: 'x' }, agent }).agent, undefined, JSON.stringify(agent));
+  }
+  const bad: Array<[Record<string, unknown>, RegExp]> = [
+    [{ env: { 'BAD-NAME': 'x' } }, /not a valid environment variable name/],
+    [{ env: { OK: 1 } }, /args.env.OK must be a string/],
+    [{ env: ['A=1'] }, /args.env must be an object/],
+    [{ max_output: -1 }, /max_output must be an integer >= 0/],
+    [{ reset: 'yes' }, /reset must be a boolean/],
+  ];
+  for (const [extra, msg] of bad) {
+    const e = refusal(() => parseAction({ id: 4, action: 'run', args: { command: 'x', ...extra } }));
+    assert.equal(e.errorId, 'BAD_REQUEST');
+    assert.match(e.message, msg);
+    assert.doesNotMatch(e.message, /s3cret/);
+  }
+  assert.equal(refusal(() => parseAction({ id: 4, action: 'read', args: { path: '/x', encoding: 'hex' } })).errorId, 'BAD_REQUEST');
+  assert.equal(parseAction({ id: 4, action: 'read', args: { path: '/x', encoding: 'base64' } }).args.encoding, 'base64');
+});
+
+test('run metadata and read extras (base64 only when asked)', () => {
+  const o = runObservation(1, 'x', { content: '', exitCode: 0, workingDir: '/w', username: 'u', hostname: 'h', pyInterpreterPath: '/usr/bin/python3' });
+  const md = (o.extras as Record<string, Record<string, unknown>>).metadata;
+  assert.equal(md.username, 'u');
+  assert.equal(md.hostname, 'h');
+  assert.equal(md.py_interpreter_path, '/usr/bin/python3');
+  assert.deepEqual(Object.keys(readObservation(1, '/p', 'x').extras as object).sort(), ['impl_source', 'path']);
+  assert.deepEqual(readObservation(1, '/p', 'eA==', { encoding: 'base64', mimeType: 'image/png' }).extras, {
+    path: '/p', impl_source: 'oh_aci', encoding: 'base64', mime_type: 'image/png',
+  });
 });

@@ -178,3 +178,108 @@ test('run: with confirmation on, a declined command never reaches a terminal', a
     ex.dispose();
   }
 });
+
+// ---------------------------------------------------------------------------------------------
+// Wave 2: one terminal per agent shell, confinement to the backend's roots, reset, agent_gone,
+// a backend that goes away (issue 9 #14, #15, #18; SPEC-wave2 C, E).
+
+const ctxFor = (backend: string, roots: string[]) => ({ backend, instanceId: backend, workspace: roots[0], roots });
+const agentRun = (args: JsonObject, agent: JsonObject) => parseAction({ id: nextId++, action: 'run', args, agent });
+
+test('a terminal per agent shell, named after the agent and opened in its workdir; shared keys share it', async () => {
+  mock.onTerminal = fakeShellIntegration;
+  const ex = new RunExecutor({ log: () => {}, confirmCommands: () => false });
+  const ctx = ctxFor('b1', [root]);
+  const sig = new AbortController().signal;
+  try {
+    const a = await ex.execute(agentRun({ command: 'pwd' }, { id: 'a1', name: 'claude-code', workdir: path.join(root, 'sub'), shell: 'team' }), sig, ctx);
+    assert.equal(String(a.content), path.join(root, 'sub') + '\n');
+    assert.equal(mock.terminals[0].options.name, 'oh · claude-code');
+    assert.equal(mock.terminals[0].options.cwd, path.join(root, 'sub'));
+    await ex.execute(agentRun({ command: 'true' }, { id: 'a2', name: 'other', workdir: root, shell: 'team' }), sig, ctx);
+    assert.equal(mock.terminals.length, 1, 'same shell key: same terminal');
+    await ex.execute(agentRun({ command: 'true' }, { id: 'a3', name: 'private', workdir: root, shell: 'a3' }), sig, ctx);
+    assert.equal(mock.terminals.length, 2);
+    // agent_gone: only that private shell's terminal goes
+    const closed: unknown[] = [];
+    const sub = mock.closedTerminals.event((t: unknown) => closed.push(t));
+    ex.agentGone('a3', ctx);
+    await new Promise((r) => setTimeout(r, 20));
+    sub.dispose();
+    assert.deepEqual(closed, [mock.terminals[1]]);
+    // the same shell key on ANOTHER backend is another terminal
+    await ex.execute(agentRun({ command: 'true' }, { id: 'a1', name: 'claude-code', workdir: root, shell: 'team' }), sig, ctxFor('b2', [root]));
+    assert.equal(mock.terminals.length, 3);
+  } finally {
+    ex.dispose();
+  }
+});
+
+test('run cwd is confined to the backend roots and relative to the agent workdir (issue 9 #14)', async () => {
+  mock.onTerminal = fakeShellIntegration;
+  const ex = new RunExecutor({ log: () => {}, confirmCommands: () => false });
+  const sub = path.join(root, 'sub');
+  const ctx = ctxFor('b1', [sub]); // window on root, backend on root/sub
+  const sig = new AbortController().signal;
+  const agent = { id: 'a1', name: 'n', workdir: sub, shell: 's' };
+  try {
+    for (const cwd of [root, '..', path.join(sub, '..')]) {
+      const e = await ex.execute(agentRun({ command: 'pwd', cwd }, agent), sig, ctx).catch((err: unknown) => err);
+      assert.ok(e instanceof ToolError && e.errorId === 'PATH_DENIED', `${cwd}: ${String(e)}`);
+    }
+    const o = await ex.execute(agentRun({ command: 'pwd', cwd: '.' }, agent), sig, ctx);
+    assert.equal(String(o.content), sub + '\n');
+    // older backends (no agent): the terminal opens in the backend's workspace, not the window's folder
+    const legacy = await ex.execute(run({ command: 'pwd' }), sig, ctx);
+    assert.equal(String(legacy.content), sub + '\n');
+  } finally {
+    ex.dispose();
+  }
+});
+
+test('reset gives a fresh terminal in the workdir; env reaches the command, never the terminal text', async () => {
+  mock.onTerminal = fakeShellIntegration;
+  const ex = new RunExecutor({ log: () => {}, confirmCommands: () => false });
+  const ctx = ctxFor('b1', [root]);
+  const sig = new AbortController().signal;
+  const agent = { id: 'a1', name: 'n', workdir: root, shell: 's' };
+  try {
+    const e = await ex.execute(agentRun({ command: 'echo $OH_T_SECRET', env: { OH_T_SECRET: 'v@lue' } }, agent), sig, ctx);
+    assert.equal(String(e.content), 'v@lue\n');
+    assert.ok(!mock.terminals.some((t) => t.sent.some(([s]) => s.includes('v@lue'))), 'a secret was typed into the terminal');
+    const scripts = (ex as unknown as { tmpDir: string }).tmpDir;
+    assert.equal(fs.statSync(scripts).mode & 0o777, 0o700);
+    assert.equal(fs.readdirSync(scripts).filter((f) => f.startsWith('cmd-')).length, 0, 'the env script must delete itself');
+    await ex.execute(agentRun({ command: 'cd sub' }, agent), sig, ctx);
+    const r = await ex.execute(agentRun({ command: '', reset: true }, agent), sig, ctx);
+    assert.equal(r.content, 'Terminal session has been reset.');
+    assert.equal(meta(r).exit_code, 0);
+    const p = await ex.execute(agentRun({ command: 'pwd' }, agent), sig, ctx);
+    assert.equal(String(p.content), root + '\n');
+    assert.equal(mock.terminals.length, 2, 'reset disposes the terminal and opens a fresh one');
+    assert.ok(meta(p).username && meta(p).hostname);
+  } finally {
+    ex.dispose();
+  }
+});
+
+test('a backend that goes away mid-command: the user is asked, the next backend is not blocked (issue 9 #15)', async () => {
+  mock.onTerminal = fakeShellIntegration;
+  const asked: string[] = [];
+  const ex = new RunExecutor({ log: () => {}, confirmCommands: () => false, askInterrupt: async (_n, c) => (asked.push(c), false) });
+  const sig = new AbortController();
+  try {
+    const pending = ex.execute(run({ command: 'sleep 2', blocking: true }), sig.signal, ctxFor('dead', [root]));
+    await new Promise((r) => setTimeout(r, 200));
+    sig.abort('oh:connection-lost'); // the connection dropped: stop waiting, kill nothing
+    const o = await pending;
+    assert.match(String((o.extras as JsonObject).metadata && meta(o).suffix), /connection to the backend was lost/);
+    ex.backendGone('dead');
+    await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual(asked, ['sleep 2']);
+    const next = await ex.execute(run({ command: 'echo free' }), new AbortController().signal, ctxFor('alive', [root]));
+    assert.equal(String(next.content), 'free\n');
+  } finally {
+    ex.dispose();
+  }
+});

@@ -1,11 +1,13 @@
 // The run action's rules (timeouts, input, one command at a time, cancel) against a fake terminal.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { RunArgs, ToolError } from '../src/protocol';
+import { ORPHANED, RunArgs, ToolError } from '../src/protocol';
 import { CommandShell, CONTINUED_PREFIX, RunController, RunningCommand } from '../src/runstate';
 
 class FakeShell implements CommandShell {
   readonly name = 'fake';
+  echoesInput = false;
+  opts: unknown[] = [];
   started: string[] = [];
   lines: string[] = [];
   keys: string[] = [];
@@ -14,9 +16,10 @@ class FakeShell implements CommandShell {
   dir = '/w';
   onStart: (cmd: RunningCommand, line: string) => void = () => {};
   onKey: (key: string) => void = () => {};
-  async start(line: string): Promise<RunningCommand> {
+  async start(line: string, opts?: { limit?: number }): Promise<RunningCommand> {
     this.started.push(line);
-    this.cmd = new RunningCommand(true);
+    this.opts.push(opts);
+    this.cmd = new RunningCommand(true, opts?.limit);
     this.onStart(this.cmd, line);
     return this.cmd;
   }
@@ -80,9 +83,12 @@ test('soft timeout returns partial output, exit -1; the command keeps running; e
   assert.equal(r1.content, 'first\n');
   assert.match(r1.suffix!, /timed out after 0.05 seconds and is still running/);
   // a new command is refused while it runs
-  const busy = await ctl.run(args('echo new'), {}, null);
-  assert.equal(busy.exitCode, -1);
-  assert.match(busy.content, /^\[Your command "echo new" is NOT executed/);
+  // a new command is an error observation (BUSY) naming what to do, and no tool
+  const busy = await ctl.run(args('echo new'), {}, null).then(() => null, (e) => e);
+  assert.ok(busy instanceof ToolError && busy.errorId === 'BUSY', String(busy));
+  assert.match(busy.message, /^Your command "echo new" was NOT executed: the previous command is still running\./);
+  assert.match(busy.message, /empty command.*is_input.*C-c.*reset/);
+  assert.doesNotMatch(busy.message, /execute_bash/);
   assert.equal(shell.started.length, 1);
   setTimeout(() => {
     cmd.push('second\r\n');
@@ -104,10 +110,10 @@ test('no timeout, non-blocking: returns after the no-change period', async () =>
 
 test('is_input sends a line or a key; without a running command it says so', async () => {
   const { shell, ctl } = setup();
-  const none = await ctl.run(args('y', { is_input: true }), {}, null);
-  assert.equal(none.content, 'ERROR: No previous running command to interact with.');
-  const nothing = await ctl.run(args(''), {}, null);
-  assert.equal(nothing.content, 'ERROR: No previous running command to retrieve logs from.');
+  for (const a of [args('y', { is_input: true }), args('')]) {
+    const e = await ctl.run(a, {}, null).then(() => null, (err) => err);
+    assert.ok(e instanceof ToolError && e.errorId === 'NO_COMMAND', String(e));
+  }
   let cmd!: RunningCommand;
   shell.onStart = (c) => (cmd = c);
   await ctl.run(args('read x'), { timeoutS: 0.02 }, null);
@@ -190,4 +196,57 @@ test('the shell going away ends the command with a note', async () => {
   const r = await pending;
   assert.equal(r.exitCode, 4);
   assert.match(r.suffix!, /The shell exited with code 4/);
+});
+
+test('a tty echo of is_input text and of C-c is not in the output, like the local runtime (issue 9 #17)', async () => {
+  const { shell, ctl } = setup();
+  shell.echoesInput = true; // a real terminal: what is typed comes back
+  let cmd!: RunningCommand;
+  shell.onStart = (c) => (cmd = c);
+  await ctl.run(args('cat'), { timeoutS: 0.02 }, null);
+  setTimeout(() => {
+    cmd.push('hel'); // the echo, cut by a chunk boundary
+    cmd.push('lo\r\nhello\r\n'); // ... and cat's own output
+  }, 5);
+  const r = await ctl.run(args('hello', { is_input: true }), { timeoutS: 0.2 }, null);
+  assert.equal(r.content, 'hello\n'); // once, as cat printed it
+  // a command that echoes nothing (echo off, e.g. read -s) loses nothing
+  setTimeout(() => cmd.push('different\r\n'), 5);
+  const q = await ctl.run(args('secret', { is_input: true }), { timeoutS: 0.2 }, null);
+  assert.equal(q.content, 'different\n');
+  // hard timeout: the terminal shows ^C; the agent does not get it
+  shell.onKey = (k) => k === 'C-c' && setTimeout(() => {
+    cmd.push('^C\r\n');
+    cmd.finish(130);
+  }, 5);
+  const h = await ctl.run(args('', { blocking: true }), { timeoutS: 0.05 }, null);
+  assert.equal(h.content, '');
+  assert.match(h.suffix!, /timed out after 0.05 seconds and was interrupted \(C-c\)/);
+});
+
+test('max_output limits the buffer per command', async () => {
+  const { shell, ctl } = setup();
+  shell.onStart = (c) => {
+    c.push('x'.repeat(100));
+    c.finish(0);
+  };
+  const r = await ctl.run(args('big', { maxOutput: 10 }), {}, null);
+  assert.match(r.content, /^xxxxx\n\[\.\.\. 90 characters truncated \.\.\.\]\nxxxxx$/);
+  assert.deepEqual(shell.opts[0], { env: undefined, limit: 10 });
+});
+
+test('a lost connection orphans the wait without touching the command; interrupt() stops it (issue 9 #15)', async () => {
+  const { shell, ctl } = setup();
+  const ac = new AbortController();
+  const pending = ctl.run(args('sleep 100', { blocking: true }), { signal: ac.signal }, null);
+  setTimeout(() => ac.abort(ORPHANED), 20);
+  const r = await pending;
+  assert.equal(r.exitCode, -1);
+  assert.deepEqual(shell.keys, []); // nobody asked to stop it
+  assert.equal(shell.killed, 0);
+  assert.ok(ctl.busy);
+  assert.equal(ctl.runningCommand, 'sleep 100');
+  shell.onKey = () => shell.cmd!.finish(130);
+  await ctl.interrupt();
+  assert.deepEqual(shell.keys, ['C-c']);
 });

@@ -112,3 +112,21 @@ test('a process cwd comes from the kernel on Linux', async () => {
   else assert.equal(processCwd(process.pid), null);
   assert.equal(processCwd(2 ** 22 + 12345), null);
 });
+
+test('a zombie backend pid is dead (issue 9 #13)', { skip: process.platform !== 'linux' }, async () => {
+  // `sh` starts a short child and then becomes `sleep`, which never reaps it: the child stays a
+  // zombie (state Z) while the sleep lasts, exactly like a kill -9'd backend under a non-reaping PID 1.
+  const { spawn } = await import('node:child_process');
+  const parent = spawn('sh', ['-c', 'sleep 0 & echo $!; exec sleep 20'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  try {
+    const zpid = await new Promise<number>((resolve) => parent.stdout!.once('data', (d) => resolve(Number(String(d).trim()))));
+    const { linuxProcessState } = await import('../src/session');
+    const deadline = Date.now() + 5000;
+    while (linuxProcessState(zpid) !== 'Z' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(linuxProcessState(zpid), 'Z');
+    assert.equal(pidAlive(zpid), false);
+    assert.equal(pidAlive(zpid, Date.now() / 1000), false);
+  } finally {
+    parent.kill('SIGKILL');
+  }
+});

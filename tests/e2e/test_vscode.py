@@ -65,10 +65,13 @@ def test_run_real_output_and_exit_code(vscode: VsCode, backend: dict):
     proc = vscode.oh("run", "--", "bash", "-c", "echo out; exit 3", timeout=90)
     assert proc.stdout == "out\n", proc
     assert proc.returncode == 3, proc
-    # the shell persists between commands: cd and exports stick, like a terminal
-    assert vscode.oh("run", "--", "mkdir -p sub && export OH_E2E_VAR=kept").returncode == 0
-    proc = vscode.oh("run", "--json", "--", "cd sub && echo $OH_E2E_VAR && pwd")
-    obs = json.loads(proc.stdout)
+    # an agent's shell persists between its commands: cd and exports stick, like a terminal
+    from oh.client.sync import SyncClient
+
+    session = json.loads((vscode.oh_home / "sessions" / f"{backend['instance_id']}.json").read_text())
+    with SyncClient.connect(session["url"], session["token"], name="e2e") as client:
+        assert client.run("mkdir -p sub && export OH_E2E_VAR=kept", timeout=60)["extras"]["metadata"]["exit_code"] == 0
+        obs = client.run("cd sub && echo $OH_E2E_VAR && pwd", timeout=60)
     assert obs["observation"] == "run"
     assert obs["content"] == f"kept\n{os.path.realpath(vscode.workspace / 'sub')}\n"
     assert obs["extras"]["metadata"]["exit_code"] == 0
@@ -82,6 +85,7 @@ def test_run_timeouts_and_input(vscode: VsCode, backend: dict):
 
     session = json.loads((vscode.oh_home / "sessions" / f"{backend['instance_id']}.json").read_text())
     with SyncClient.connect(session["url"], session["token"], name="e2e") as client:
+        assert client.run("true", timeout=60)["extras"]["metadata"]["exit_code"] == 0  # the agent's terminal exists
         obs = client.run("echo start; sleep 2; echo done", timeout=0.5)
         md = obs["extras"]["metadata"]
         assert md["exit_code"] == -1 and "still running" in md["suffix"], obs
@@ -115,7 +119,9 @@ def test_write_and_edit_change_the_real_file(vscode: VsCode, backend: dict):
     obs = json.loads(proc.stdout)
     assert obs["observation"] == "edit"
     assert obs["extras"]["prev_exist"] is True
-    assert obs["extras"]["old_content"] == "OLD" and obs["extras"]["new_content"] == "NEW"
+    # whole files before/after, as the OpenHands SDK's FileEditorObservation wants them
+    assert obs["extras"]["old_content"] == "alpha\nOLD value\ngamma\n"
+    assert obs["extras"]["new_content"] == "alpha\nNEW value\ngamma\n"
     assert "-OLD value\n+NEW value\n" in obs["extras"]["diff"]
     assert f.read_text() == "alpha\nNEW value\ngamma\n"
     assert vscode.oh("read", "notes/todo.txt").stdout == "alpha\nNEW value\ngamma\n"
@@ -283,24 +289,26 @@ def test_pseudoterminal_fallback_without_shell_integration(vscode: VsCode, backe
     """With shell integration off, the next "oh" terminal is a pseudoterminal: still exact output and exit codes."""
     from oh.client.sync import SyncClient
 
-    _settings(vscode, **{"terminal.integrated.shellIntegration.enabled": False})
-    time.sleep(3)  # VS Code applies settings.json changes live; nothing observable to wait on
-    try:
-        proc = vscode.oh("run", "--", "exit")  # the agent's shell exits: the terminal closes
-        assert "The shell exited" in proc.stderr + proc.stdout or proc.returncode in (0, 124), proc
-        wait_until(lambda: 'the "oh" terminal was closed' in vscode.extension_log(), 15, "the terminal to close")
-        proc = vscode.oh("run", "--", "bash", "-c", "echo out; echo err >&2; exit 3", timeout=90)
-        assert proc.returncode == 3, proc
-        assert proc.stdout == "out\nerr\n", proc
-        assert "running commands in a pseudoterminal" in vscode.extension_log()
-        session = json.loads((vscode.oh_home / "sessions" / f"{backend['instance_id']}.json").read_text())
-        with SyncClient.connect(session["url"], session["token"], name="e2e") as client:
+    session = json.loads((vscode.oh_home / "sessions" / f"{backend['instance_id']}.json").read_text())
+    with SyncClient.connect(session["url"], session["token"], name="e2e") as client:
+        assert client.run("true", timeout=60)["extras"]["metadata"]["exit_code"] == 0  # this agent's terminal, integrated
+        _settings(vscode, **{"terminal.integrated.shellIntegration.enabled": False})
+        time.sleep(3)  # VS Code applies settings.json changes live; nothing observable to wait on
+        try:
+            obs = client.run("exit", timeout=30)  # the agent's shell exits: the terminal closes
+            # the end event may beat the terminal's close: "The shell exited" is in the suffix only sometimes
+            assert obs["observation"] == "run", obs
+            wait_until(lambda: 'terminal was closed' in vscode.extension_log(), 15, "the terminal to close")
+            obs = client.run("bash -c 'echo out; echo err >&2; exit 3'", timeout=90)
+            assert obs["extras"]["metadata"]["exit_code"] == 3, obs
+            assert obs["content"] == "out\nerr\n", obs
+            assert "running commands in a pseudoterminal" in vscode.extension_log()
             assert client.run("cd sub && export FALLBACK=1", timeout=20)["extras"]["metadata"]["exit_code"] == 0
             obs = client.run("pwd", timeout=20)
             assert obs["content"] == os.path.realpath(vscode.workspace / "sub") + "\n", obs
             assert obs["extras"]["metadata"]["working_dir"] == os.path.realpath(vscode.workspace / "sub")
-    finally:
-        _settings(vscode, **{"terminal.integrated.shellIntegration.enabled": True})
+        finally:
+            _settings(vscode, **{"terminal.integrated.shellIntegration.enabled": True})
 
 
 def test_stop_disconnects_and_opens_no_new_connection(vscode: VsCode, backend: dict):

@@ -6,6 +6,12 @@
  * on VS Code's undo stack, so the user's own Undo (Ctrl+Z) reverts an agent's edit, and the editor
  * shows the new text at once. The text rules (uniqueness, numbering) are in ../oheditor.ts, the diff in ../udiff.ts.
  * `undo_edit` reverts the last edit made through oh to that file (this window's own history).
+ *
+ * Unsaved changes (issue 9 #16): when the user has the file open with unsaved changes, the edit is
+ * applied to that buffer (the agent computed it on the text read returned, which is the buffer's)
+ * and NOT saved, because saving would silently write the user's unsaved text too. The observation
+ * says so. A clean document is saved as before. Files that are not UTF-8 and not open are edited
+ * on disk in their own encoding (../textenc.ts), never through a TextDocument that would re-encode them.
  */
 import * as vscode from 'vscode';
 import { listDirectory } from '../listing';
@@ -21,21 +27,38 @@ import {
   undoneMessage,
   viewFile,
 } from '../oheditor';
+import { ActionContext } from '../connection';
 import { Action, editObservation, EditResult, Observation, ToolError } from '../protocol';
+import { encodeText } from '../textenc';
+import {
+  allowedRoots,
+  applyAndSave,
+  createParents,
+  currentContent,
+  currentText,
+  fsError,
+  isDirectory,
+  resolveTarget,
+  statOrNull,
+  Target,
+  unsavedNote,
+} from './files';
+
+/** The OpenHands SDK file editor's image extensions. */
+const IMAGE_EXTENSIONS = new Set(['.png', '.jpg', '.jpeg', '.gif', '.webp', '.bmp']);
 import { unifiedDiff } from '../udiff';
-import { applyAndSave, createParents, currentText, fsError, isDirectory, resolveTarget, statOrNull, Target } from './files';
 
 export class EditExecutor {
   private readonly history = new EditHistory();
 
-  async execute(action: Action): Promise<Observation> {
+  async execute(action: Action, _signal?: AbortSignal, ctx?: ActionContext): Promise<Observation> {
     const a = action.args;
     const command = String(a.command);
-    const target = await resolveTarget(String(a.path));
+    const target = await resolveTarget(String(a.path), action, ctx);
     let r: EditResult;
     switch (command) {
       case 'view':
-        r = await this.view(target, Array.isArray(a.view_range) ? (a.view_range as number[]) : null);
+        r = await this.view(target, Array.isArray(a.view_range) ? (a.view_range as number[]) : null, ctx);
         break;
       case 'create':
         r = await this.create(target, typeof a.file_text === 'string' ? a.file_text : null);
@@ -66,7 +89,7 @@ export class EditExecutor {
     }
   }
 
-  private async view(t: Target, viewRange: number[] | null): Promise<EditResult> {
+  private async view(t: Target, viewRange: number[] | null, ctx?: ActionContext): Promise<EditResult> {
     const st = await this.stat(t);
     if (!st) throw new ToolError(notFoundMessage(t.rp.shown));
     if (isDirectory(st)) {
@@ -75,7 +98,14 @@ export class EditExecutor {
           `Invalid \`view_range\` parameter: [${viewRange.join(', ')}]. The \`view_range\` parameter is not allowed when \`path\` points to a directory.`,
         );
       }
-      return result(await listDirectory(t.rp.shown, t.rp.real));
+      const roots = (await allowedRoots(ctx)).map((r) => r.real);
+      return result(await listDirectory(t.rp.shown, t.rp.real, undefined, roots));
+    }
+    if (IMAGE_EXTENSIONS.has((/\.[^./\\]+$/.exec(t.rp.shown)?.[0] ?? '').toLowerCase())) {
+      // The SDK answers with image content, which an edit observation cannot carry: say how to get it.
+      throw new ToolError(
+        `The file ${t.rp.shown} is an image; get its bytes with the read action and args.encoding "base64" (the observation then names its mime_type).`,
+      );
     }
     return result(viewFile(t.rp.shown, await currentText(t, 'view'), viewRange));
   }
@@ -105,41 +135,78 @@ export class EditExecutor {
     };
   }
 
-  /** str_replace / insert: compute on the document's current text, apply, save, remember the old text. */
+  /** str_replace / insert: compute on the current text (the open buffer's), apply, save if it was clean. */
   private async modify(t: Target, change: (text: string) => EditOutcome): Promise<EditResult> {
-    await currentText(t, 'edit'); // refuses missing, directory, binary files before VS Code opens them
+    // Refuses missing, directory, binary files before VS Code opens them.
+    const current = await currentContent(t, 'edit');
+    if (!current.fromDocument && current.encoding !== 'utf-8') {
+      const outcome = change(current.text);
+      await this.writeEncoded(t, outcome.newText, current.encoding, current.bom);
+      this.history.push(t.rp.real, current.text);
+      return {
+        content: outcome.content,
+        prevExist: true,
+        oldContent: current.text,
+        newContent: outcome.newText,
+        diff: unifiedDiff(t.rp.shown, current.text, outcome.newText),
+      };
+    }
     const doc = await this.document(t);
+    const wasDirty = doc.isDirty;
     const text = doc.getText();
     const outcome = change(text);
-    await applyAndSave(doc, outcome.newText, t.rp.shown);
+    await applyAndSave(doc, outcome.newText, t.rp.shown, !wasDirty);
     this.history.push(t.rp.real, text);
+    const after = doc.getText();
     return {
-      content: outcome.content,
+      content: outcome.content + (wasDirty ? unsavedNote(t.rp.shown) : ''),
       prevExist: true,
-      oldContent: outcome.oldContent,
-      newContent: outcome.newContent,
-      diff: unifiedDiff(t.rp.shown, text, doc.getText()),
+      oldContent: text,
+      newContent: after,
+      diff: unifiedDiff(t.rp.shown, text, after),
     };
+  }
+
+  private async writeEncoded(t: Target, text: string, encoding: Parameters<typeof encodeText>[1], bom: boolean): Promise<void> {
+    const bytes = encodeText(text, encoding, bom, t.rp.shown);
+    try {
+      await vscode.workspace.fs.writeFile(t.uri, bytes);
+    } catch (e) {
+      throw fsError(e, t.rp.shown, 'edit');
+    }
   }
 
   private async undo(t: Target): Promise<EditResult> {
     const previous = this.history.pop(t.rp.real);
     if (previous === undefined) throw new ToolError(noHistoryMessage(t.rp.shown));
-    let doc: vscode.TextDocument;
+    let doc: vscode.TextDocument | null = null;
+    let current: Awaited<ReturnType<typeof currentContent>>;
     try {
-      doc = await this.document(t);
+      current = await currentContent(t, 'edit');
+      if (current.fromDocument || current.encoding === 'utf-8') doc = await this.document(t);
     } catch (e) {
       this.history.push(t.rp.real, previous); // nothing was undone: keep the entry
       throw e;
     }
-    const current = doc.getText();
-    await applyAndSave(doc, previous, t.rp.shown);
+    if (!doc) {
+      await this.writeEncoded(t, previous, current.encoding, current.bom);
+      return {
+        content: undoneMessage(t.rp.shown, previous),
+        prevExist: true,
+        oldContent: current.text,
+        newContent: previous,
+        diff: unifiedDiff(t.rp.shown, current.text, previous),
+      };
+    }
+    const wasDirty = doc.isDirty;
+    const before = doc.getText();
+    await applyAndSave(doc, previous, t.rp.shown, !wasDirty);
     return {
-      content: undoneMessage(t.rp.shown, previous),
+      content: undoneMessage(t.rp.shown, previous) + (wasDirty ? unsavedNote(t.rp.shown) : ''),
       prevExist: true,
-      oldContent: null,
-      newContent: null,
-      diff: unifiedDiff(t.rp.shown, current, doc.getText()),
+      oldContent: before,
+      newContent: doc.getText(),
+      diff: unifiedDiff(t.rp.shown, before, doc.getText()),
     };
   }
 

@@ -14,7 +14,7 @@ import * as path from 'path';
 import { StringDecoder } from 'string_decoder';
 import * as vscode from 'vscode';
 import { killDescendants } from '../procs';
-import { CommandShell, quoteSh, RunningCommand } from '../runstate';
+import { CommandShell, quoteSh, RunningCommand, StartOptions } from '../runstate';
 
 /** After the process exits, how long its pipes may still deliver buffered output. */
 const DRAIN_MS = 50;
@@ -37,6 +37,7 @@ export class PtyShell implements CommandShell {
     private readonly env: NodeJS.ProcessEnv,
     tmpDir: string,
     private readonly onClosed: () => void,
+    name = 'oh',
   ) {
     this.cwdPath = cwd;
     this.cwdFile = path.join(tmpDir, `cwd-${process.pid}-${Date.now()}`);
@@ -52,7 +53,7 @@ export class PtyShell implements CommandShell {
       close: () => this.dispose(),
       handleInput: (data) => this.onUserInput(data),
     };
-    this.terminal = vscode.window.createTerminal({ name: 'oh', pty, isTransient: true, iconPath: new vscode.ThemeIcon('hubot') });
+    this.terminal = vscode.window.createTerminal({ name, pty, isTransient: true, iconPath: new vscode.ThemeIcon('hubot') });
     // Output written before the terminal is opened would be lost; do not wait forever for a hidden panel.
     this.opened = Promise.race([this.opened, new Promise<void>((r) => setTimeout(r, 1000))]);
   }
@@ -61,9 +62,11 @@ export class PtyShell implements CommandShell {
     if (!this.closed) this.writeEmitter.fire(text.replace(/\r?\n/g, '\r\n'));
   }
 
-  async start(commandLine: string): Promise<RunningCommand> {
+  async start(commandLine: string, opts: StartOptions = {}): Promise<RunningCommand> {
     await this.opened;
-    const cmd = new RunningCommand(false);
+    // Each command is its own process here: exported variables persist by living in our env copy.
+    if (opts.env) Object.assign(this.env, opts.env);
+    const cmd = new RunningCommand(false, opts.limit);
     this.current = cmd;
     this.echo(`\x1b[2m${this.cwdPath} $\x1b[0m ${commandLine}\n`);
     const cwd = fs.existsSync(this.cwdPath) ? this.cwdPath : os.homedir();

@@ -1,14 +1,42 @@
 /**
  * `read`: the text the user sees. An open document's current text (unsaved edits included), else
- * the file through `workspace.fs`; `start`/`end` (0-based lines) or `view_range` (1-based, wins).
+ * the file through `workspace.fs` (UTF-8, else a single-byte or UTF-16 text, see ../textenc.ts);
+ * `start`/`end` (0-based lines) or `view_range` (1-based, wins). `encoding: "base64"`: the raw bytes
+ * on disk, base64, with `encoding` and `mime_type` in the extras (ranges ignored).
  */
-import { readRange } from '../oheditor';
-import { Action, Observation, readObservation } from '../protocol';
-import { currentText, resolveTarget } from './files';
+import { ActionContext } from '../connection';
+import { notFoundMessage, readRange } from '../oheditor';
+import { Action, Observation, readObservation, ToolError } from '../protocol';
+import { guessMimeType } from '../textenc';
+import { currentText, fsError, isDirectory, readBytes, resolveTarget, statOrNull } from './files';
 
-export async function executeRead(action: Action): Promise<Observation> {
+/** 85 MiB once base64-encoded: fits the 128 MiB frame limit (same cap as the local runtime). */
+export const MAX_BASE64_BYTES = 64 * 1024 * 1024;
+
+export async function executeRead(action: Action, _signal?: AbortSignal, ctx?: ActionContext): Promise<Observation> {
   const a = action.args;
-  const target = await resolveTarget(String(a.path));
+  const target = await resolveTarget(String(a.path), action, ctx);
+  if (a.encoding === 'base64') {
+    let st;
+    try {
+      st = await statOrNull(target.uri);
+    } catch (e) {
+      throw fsError(e, target.rp.shown, 'read');
+    }
+    if (!st) throw new ToolError(notFoundMessage(target.rp.shown));
+    if (isDirectory(st)) throw new ToolError(`The path ${target.rp.shown} is a directory, not a file. Use the edit \`view\` command to list a directory.`);
+    if (st.size > MAX_BASE64_BYTES) {
+      throw new ToolError(
+        `The file ${target.rp.shown} is too large to read (${st.size.toLocaleString('en-US')} bytes; the limit is ${MAX_BASE64_BYTES.toLocaleString('en-US')}). ` +
+          'Read a part of it with a shell command such as `head`, `tail` or `sed -n`.',
+      );
+    }
+    const bytes = await readBytes(target, 'read');
+    return readObservation(action.id, String(a.path), Buffer.from(bytes).toString('base64'), {
+      encoding: 'base64',
+      mimeType: guessMimeType(target.rp.real),
+    });
+  }
   const text = await currentText(target, 'read');
   const content = readRange(
     text,

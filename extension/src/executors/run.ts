@@ -1,5 +1,7 @@
 /**
- * `run`: the agent's commands in a dedicated, visible terminal named "oh".
+ * `run`: the agent's commands in dedicated, visible terminals: one per agent shell (SPEC-wave2 E:
+ * `agent.shell`), named `oh · <agent name>` and started in the agent's workdir; one terminal named
+ * "oh" per backend when the backend sends no `agent` (older backends).
  *
  * Preferred path: VS Code's shell integration. `executeCommand` runs the command in the terminal's
  * shell (so `cd`, exports and aliases persist between commands, as in OpenHands' bash session),
@@ -12,11 +14,14 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
+import { ActionContext } from '../connection';
+import { resolvePath } from '../paths';
 import { killForegroundJob, processCwd } from '../procs';
 import { Action, Observation, runArgs, runObservation, ToolError } from '../protocol';
-import { CommandShell, quoteSh, RunController, RunningCommand } from '../runstate';
-import { resolveTarget, workspaceRoots } from './files';
+import { CommandShell, quoteSh, RunController, RunningCommand, StartOptions } from '../runstate';
+import { allowedRoots, baseDir, workspaceRoots } from './files';
 import { PtyShell } from './pty';
+import { envScript, hostMetadata } from './shellenv';
 
 export const SHELL_INTEGRATION_WAIT_MS = 5000;
 /** After the end event, how long the output stream may still deliver its last chunks. */
@@ -60,9 +65,10 @@ function waitForShellIntegration(term: vscode.Terminal, ms: number): Promise<vsc
   });
 }
 
-/** The "oh" terminal driven through shell integration. */
+/** An agent's terminal driven through shell integration. */
 class IntegratedShell implements CommandShell {
   readonly name = 'VS Code terminal (shell integration)';
+  readonly echoesInput = true; // a real tty: what we type comes back in the output
   private shellPid: number | undefined;
   private lastCwd: string | null;
   private scriptSeq = 0;
@@ -79,19 +85,22 @@ class IntegratedShell implements CommandShell {
     void Promise.resolve(terminal.processId).then((p) => (this.shellPid = p));
   }
 
-  async start(commandLine: string): Promise<RunningCommand> {
+  async start(commandLine: string, opts: StartOptions = {}): Promise<RunningCommand> {
     const si = this.terminal.shellIntegration;
-    if (!si) throw new ToolError('The "oh" terminal lost its shell integration; run the command again.');
+    if (!si) throw new ToolError(`The "${this.terminal.name}" terminal lost its shell integration; run the command again.`);
     let text = commandLine;
     let script: string | null = null;
-    if (/[\r\n]/.test(commandLine)) {
+    const exports = opts.env && Object.keys(opts.env).length ? envScript(opts.env) : '';
+    if (exports || /[\r\n]/.test(commandLine)) {
       // A multi-line command typed into a shell would become several executions (one per line);
-      // sourcing a script keeps it one execution with one exit code, in the same shell.
+      // sourcing a script keeps it one execution with one exit code, in the same shell. Exported
+      // values (secrets) go the same way: never typed into the terminal or its history. The
+      // script is 0600 in a 0700 directory and deletes itself as its first step.
       script = path.join(this.tmpDir, `cmd-${++this.scriptSeq}.sh`);
-      fs.writeFileSync(script, commandLine + '\n', { mode: 0o600 });
+      fs.writeFileSync(script, `builtin command rm -f -- ${quoteSh(script)}\n${exports}${commandLine}\n`, { mode: 0o600 });
       text = `. ${quoteSh(script)}`;
     }
-    const cmd = new RunningCommand(true);
+    const cmd = new RunningCommand(true, opts.limit);
     let execution: vscode.TerminalShellExecution | undefined;
     let ended = false;
     let streamDone = false;
@@ -118,7 +127,12 @@ class IntegratedShell implements CommandShell {
       else setTimeout(complete, STREAM_DRAIN_MS); // the stream normally ends first; never wait on it forever
     });
     this.pending.add(sub);
-    execution = si.executeCommand(text);
+    // A leading space: when the text arrives while bash is still switching its terminal to
+    // line-editing mode after the previous prompt, the first character can be dropped ("cho: command
+    // not found", seen ~1 in 30 under load in the e2e suite; a known shell-readiness race). Losing a
+    // space is harmless, and with HISTCONTROL=ignorespace the agent's commands stay out of the
+    // user's shell history.
+    execution = si.executeCommand(' ' + text);
     const stream = execution.read(); // must start before the command prints anything
     void (async () => {
       try {
@@ -183,30 +197,51 @@ class IntegratedShell implements CommandShell {
 export interface RunExecutorDeps {
   log: (line: string) => void;
   confirmCommands: () => boolean;
+  /** Asks the user what to do with a command left running by a backend that went away. */
+  askInterrupt?: (terminalName: string, command: string) => Promise<boolean>;
 }
 
+/** One agent shell: its terminal (created lazily), and the rules of the command running there. */
+class Slot {
+  shell: IntegratedShell | PtyShell | null = null;
+  preferPty = false;
+  starting: Promise<CommandShell> | null = null;
+  lastCwd: string | null = null;
+  controller: RunController;
+
+  constructor(
+    readonly key: string,
+    readonly backend: string,
+    readonly shellKey: string,
+    readonly name: string,
+    readonly workdir: string | null,
+    ensure: (slot: Slot) => Promise<CommandShell>,
+  ) {
+    this.controller = new RunController(
+      () => ensure(this),
+      () => this.shell,
+    );
+  }
+}
+
+const LEGACY_BACKEND = 'window';
+
 export class RunExecutor implements vscode.Disposable {
-  private shell: IntegratedShell | PtyShell | null = null;
-  private preferPty = false;
+  private readonly slots = new Map<string, Slot>();
   private tmpDir: string | null = null;
-  private lastCwd: string | null = null;
-  private starting: Promise<CommandShell> | null = null;
-  private readonly controller: RunController;
   private readonly subs: vscode.Disposable[] = [];
 
   constructor(private readonly deps: RunExecutorDeps) {
-    this.controller = new RunController(
-      () => this.ensureShell(),
-      () => this.shell,
-    );
     this.subs.push(
       vscode.window.onDidCloseTerminal((t) => {
-        if (this.shell instanceof IntegratedShell && t === this.shell.terminal) {
-          this.lastCwd = this.shell.cwd();
-          this.shell.dispose();
-          this.shell = null;
-          this.controller.shellClosed(t.exitStatus?.code);
-          this.deps.log('the "oh" terminal was closed; the next command opens a new one');
+        for (const slot of this.slots.values()) {
+          if (slot.shell instanceof IntegratedShell && t === slot.shell.terminal) {
+            slot.lastCwd = slot.shell.cwd();
+            slot.shell.dispose();
+            slot.shell = null;
+            slot.controller.shellClosed(t.exitStatus?.code);
+            this.deps.log(`the "${slot.name}" terminal was closed; the next command opens a new one`);
+          }
         }
       }),
     );
@@ -217,29 +252,45 @@ export class RunExecutor implements vscode.Disposable {
     return this.tmpDir;
   }
 
-  /** The "oh" terminal, created lazily on the first command and reused afterwards. */
-  private ensureShell(): Promise<CommandShell> {
-    if (this.shell) return Promise.resolve(this.shell);
-    if (!this.starting) {
-      this.starting = this.createShell().finally(() => (this.starting = null));
+  /** The slot of the action's agent shell on its backend (agents presenting the same key share it). */
+  private slotFor(action: Action, ctx?: ActionContext): Slot {
+    const backend = ctx?.backend ?? LEGACY_BACKEND;
+    const shellKey = action.agent?.shell ?? 'default';
+    const key = `${backend}|${shellKey}`;
+    let slot = this.slots.get(key);
+    if (!slot) {
+      const name = action.agent ? `oh · ${action.agent.name}` : 'oh';
+      const workdir = action.agent?.workdir || ctx?.workspace || null;
+      slot = new Slot(key, backend, shellKey, name, workdir, (s) => this.ensureShell(s));
+      this.slots.set(key, slot);
     }
-    return this.starting;
+    return slot;
   }
 
-  private async startDir(): Promise<string> {
-    if (this.lastCwd && fs.existsSync(this.lastCwd)) return this.lastCwd;
+  /** The slot's terminal, created lazily on the first command and reused afterwards. */
+  private ensureShell(slot: Slot): Promise<CommandShell> {
+    if (slot.shell) return Promise.resolve(slot.shell);
+    if (!slot.starting) {
+      slot.starting = this.createShell(slot).finally(() => (slot.starting = null));
+    }
+    return slot.starting;
+  }
+
+  private async startDir(slot: Slot): Promise<string> {
+    if (slot.lastCwd && fs.existsSync(slot.lastCwd)) return slot.lastCwd;
+    if (slot.workdir && fs.existsSync(slot.workdir)) return slot.workdir;
     const { roots } = await workspaceRoots();
     return roots[0]?.path ?? os.homedir();
   }
 
-  private async createShell(): Promise<CommandShell> {
-    const cwd = await this.startDir();
-    if (!this.preferPty) {
+  private async createShell(slot: Slot): Promise<CommandShell> {
+    const cwd = await this.startDir(slot);
+    if (!slot.preferPty) {
       const t0 = Date.now();
       // bash on POSIX: agents (OpenHands' CmdRunAction) write bash, and VS Code's bash integration is its most reliable.
       const shellPath = process.platform !== 'win32' && fs.existsSync('/bin/bash') ? '/bin/bash' : undefined;
       const terminal = vscode.window.createTerminal({
-        name: 'oh',
+        name: slot.name,
         cwd,
         shellPath,
         env: terminalEnv(),
@@ -249,56 +300,126 @@ export class RunExecutor implements vscode.Disposable {
       terminal.show(true); // visible, without taking the keyboard focus from the user
       const si = await waitForShellIntegration(terminal, SHELL_INTEGRATION_WAIT_MS);
       if (si) {
-        this.deps.log(`"oh" terminal ready with shell integration in ${Date.now() - t0} ms`);
-        this.shell = new IntegratedShell(terminal, this.tmp(), cwd, process.env.OH_VSCODE_TRACE ? this.deps.log : undefined);
-        return this.shell;
+        this.deps.log(`"${slot.name}" terminal ready with shell integration in ${Date.now() - t0} ms (in ${cwd})`);
+        slot.shell = new IntegratedShell(terminal, this.tmp(), cwd, process.env.OH_VSCODE_TRACE ? this.deps.log : undefined);
+        return slot.shell;
       }
       this.deps.log(
         `shell integration did not start within ${SHELL_INTEGRATION_WAIT_MS / 1000} s; ` +
-          'running commands in a pseudoterminal instead (still visible in the "oh" terminal)',
+          `running commands in a pseudoterminal instead (still visible in the "${slot.name}" terminal)`,
       );
       terminal.dispose();
-      this.preferPty = true;
+      slot.preferPty = true;
     }
     const pty: PtyShell = new PtyShell(cwd, childEnv(), this.tmp(), () => {
-      if (this.shell === pty) {
-        this.lastCwd = pty.cwd();
-        this.shell = null;
-        this.preferPty = false; // closed by the user: the next terminal tries shell integration again
-        this.controller.shellClosed(undefined);
-        this.deps.log('the "oh" terminal was closed; the next command opens a new one');
+      if (slot.shell === pty) {
+        slot.lastCwd = pty.cwd();
+        slot.shell = null;
+        slot.preferPty = false; // closed by the user: the next terminal tries shell integration again
+        slot.controller.shellClosed(undefined);
+        this.deps.log(`the "${slot.name}" terminal was closed; the next command opens a new one`);
       }
-    });
+    }, slot.name);
     pty.terminal.show(true);
-    this.shell = pty;
+    slot.shell = pty;
     return pty;
   }
 
-  async execute(action: Action, signal: AbortSignal): Promise<Observation> {
+  /** args.cwd: relative to the agent's workdir, and inside the backend's workspace + allowed roots (PATH_DENIED). */
+  private async checkedCwd(raw: string, action: Action, ctx?: ActionContext): Promise<string> {
+    const rp = await resolvePath(raw, await allowedRoots(ctx), baseDir(action, ctx));
+    let isDir = false;
+    try {
+      isDir = fs.statSync(rp.real).isDirectory();
+    } catch {
+      /* missing */
+    }
+    if (!isDir) throw new ToolError(`The working directory ${rp.shown} does not exist or is not a directory.`);
+    return rp.shown;
+  }
+
+  /** Kills what runs in the slot's terminal and disposes it; the next command gets a fresh shell. */
+  private async resetSlot(slot: Slot): Promise<void> {
+    const shell = slot.shell;
+    if (slot.controller.busy && shell) await shell.killRunning();
+    slot.shell = null;
+    slot.lastCwd = null; // a fresh shell starts in the agent's workdir
+    slot.controller.shellClosed(undefined);
+    slot.controller = new RunController(
+      () => this.ensureShell(slot),
+      () => slot.shell,
+    );
+    if (shell instanceof IntegratedShell) {
+      shell.dispose();
+      shell.terminal.dispose();
+    } else if (shell) {
+      shell.dispose();
+      shell.terminal.dispose();
+    }
+  }
+
+  async execute(action: Action, signal: AbortSignal, ctx?: ActionContext): Promise<Observation> {
     const args = runArgs(action);
-    let cwd: string | null = null;
-    if (args.cwd) {
-      const t = await resolveTarget(args.cwd);
-      if (!fs.existsSync(t.rp.real) || !fs.statSync(t.rp.real).isDirectory()) {
-        throw new ToolError(`The working directory ${t.rp.shown} does not exist or is not a directory.`);
+    const slot = this.slotFor(action, ctx);
+    const cwd = args.cwd ? await this.checkedCwd(args.cwd, action, ctx) : null;
+    if (args.reset) {
+      await this.resetSlot(slot);
+      this.deps.log(`"${slot.name}" terminal reset`);
+      if (args.command.trim() === '' && !args.is_input) {
+        return runObservation(action.id, args.command, { content: 'Terminal session has been reset.', exitCode: 0, workingDir: await this.startDir(slot), ...hostMetadata() }, args.hidden);
       }
-      cwd = t.rp.shown;
     }
     if (!args.is_input && args.command.trim() !== '' && this.deps.confirmCommands()) {
       const choice = await vscode.window.showWarningMessage(
-        'The agent wants to run a command in the "oh" terminal.',
+        `The agent wants to run a command in the "${slot.name}" terminal.`,
         { modal: true, detail: args.command },
         'Run',
       );
       if (choice !== 'Run') throw new ToolError(`The user declined to run \`${args.command}\`.`, 'INTERRUPTED');
     }
-    const r = await this.controller.run(args, { timeoutS: action.timeout, signal }, cwd);
-    return runObservation(action.id, args.command, r, args.hidden);
+    if (args.env) this.deps.log(`run exports ${Object.keys(args.env).join(', ')} (values not logged)`);
+    const r = await slot.controller.run(args, { timeoutS: action.timeout, signal }, cwd);
+    return runObservation(action.id, args.command, { ...r, ...hostMetadata() }, args.hidden);
+  }
+
+  /** agent_gone: that agent's private shell ends with it (shared-key shells are never named here). */
+  agentGone(shellKey: string, ctx: ActionContext): void {
+    const slot = this.slots.get(`${ctx.backend}|${shellKey}`);
+    if (!slot) return;
+    this.slots.delete(slot.key);
+    this.deps.log(`agent gone: closing the "${slot.name}" terminal`);
+    void this.resetSlot(slot);
+  }
+
+  /**
+   * The backend died or stopped: its shells die with it. An idle terminal is closed; a command
+   * still running is the user's call (it may be a build worth keeping): we ask, and meanwhile it
+   * blocks nobody, since the next backend's agents get terminals of their own.
+   */
+  backendGone(backend: string): void {
+    for (const slot of [...this.slots.values()]) {
+      if (slot.backend !== backend) continue;
+      this.slots.delete(slot.key);
+      if (!slot.controller.busy || !slot.shell) {
+        void this.resetSlot(slot);
+        continue;
+      }
+      const command = slot.controller.runningCommand ?? 'a command';
+      this.deps.log(`the backend went away while "${slot.name}" was running a command; asking whether to interrupt it`);
+      void (async () => {
+        const interrupt = (await this.deps.askInterrupt?.(slot.name, command)) ?? false;
+        if (interrupt && slot.controller.busy) {
+          await slot.controller.interrupt();
+          this.deps.log(`interrupted the orphaned command in "${slot.name}"`);
+        }
+        if (interrupt) await this.resetSlot(slot);
+      })();
+    }
   }
 
   dispose(): void {
     for (const s of this.subs) s.dispose();
-    if (this.shell instanceof PtyShell) this.shell.dispose();
+    for (const slot of this.slots.values()) if (slot.shell instanceof PtyShell) slot.shell.dispose();
     if (this.tmpDir) fs.rm(this.tmpDir, { recursive: true, force: true }, () => {});
   }
 }
