@@ -12,6 +12,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidSta
 
 from ..protocol.events import decode, encode
 from . import actions
+from .editorinfo import AsyncEditorInfo
 from .errors import AuthError, ConnectionLost, OhClientError, RefusedError
 from .observation import Observation
 
@@ -26,7 +27,7 @@ def _handshake_error(exc: Exception, url: str) -> OhClientError:
     return OhClientError(f"Cannot connect to {url}: {exc}")
 
 
-class Client:
+class Client(AsyncEditorInfo):
     def __init__(self, connection: ClientConnection, url: str) -> None:
         self._conn = connection
         self.url = url

@@ -14,12 +14,13 @@ from websockets.sync.client import ClientConnection, connect
 
 from ..protocol.events import decode, encode
 from . import actions
+from .editorinfo import SyncEditorInfo
 from .aio import _handshake_error
 from .errors import ConnectionLost
 from .observation import Observation
 
 
-class SyncClient:
+class SyncClient(SyncEditorInfo):
     def __init__(self, connection: ClientConnection, url: str) -> None:
         self._conn = connection
         self.url = url
