@@ -205,6 +205,7 @@ def parse_action(obj: Any) -> Action:
         _require("\x00" not in args["path"], "args.path must not contain NUL bytes.", cause)
         for key in ("start", "end"):
             _opt_type(args, key, (int,), "an integer", cause)
+        _opt_type(args, "diagnostics", (bool,), "a boolean", cause)  # §3.6: the changed file's diagnostics (write/edit)
         if "view_range" in args and args["view_range"] is not None:
             vr = args["view_range"]
             _require(
@@ -217,7 +218,6 @@ def parse_action(obj: Any) -> Action:
             _require(enc is None or enc in READ_ENCODINGS, "args.encoding must be \"auto\" or \"base64\" for read.", cause)
         if kind == "write":
             _require(isinstance(args.get("content"), str), "args.content must be a string.", cause)
-            _opt_type(args, "diagnostics", (bool,), "a boolean", cause)  # §3.6
             enc = args.get("encoding")
             _require(enc is None or (isinstance(enc, str) and _known_encoding(enc)),
                      "args.encoding must be \"utf-8\" (default), \"base64\" or a codec name Python knows (e.g. latin-1).", cause)
@@ -228,7 +228,6 @@ def parse_action(obj: Any) -> Action:
                 f"args.command must be one of {', '.join(EDIT_COMMANDS)}.",
                 cause,
             )
-            _opt_type(args, "diagnostics", (bool,), "a boolean", cause)  # §3.6: the edited file's diagnostics
             for key in ("file_text", "old_str", "new_str"):
                 _opt_type(args, key, (str,), "a string or null", cause)
             _opt_type(args, "insert_line", (int,), "an integer or null", cause)

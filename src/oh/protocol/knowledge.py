@@ -70,8 +70,6 @@ def check_knowledge_args(kind: str, args: dict[str, Any], cause: int | None) -> 
             _require(_is_int(v) and v >= 1, f"args.{key} must be an integer >= 1 (1-based).", cause)
         inc = args.get("include_declaration")
         _require(inc is None or isinstance(inc, bool), "args.include_declaration must be a boolean.", cause)
-    want = args.get("diagnostics")
-    _require(want is None or isinstance(want, bool), "args.diagnostics must be a boolean.", cause)
 
 
 def local_refusal(kind: str) -> str:
