@@ -134,6 +134,10 @@ test('diagnostics of a file: waits for the report after the agent edit, lists it
   assert.match(String(o.content), new RegExp(`^${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:1:5: error: Type 'string'.*\\(ts 2322\\)\n1 error, 0 warnings in 1 file\\.$`));
   const all = await k.diagnostics(action('diagnostics', { path: file, severity: 'hint', wait: 0 }), undefined);
   assert.equal(((all.extras as JsonObject).diagnostics as unknown[]).length, 2);
+  // TypeScript checks only files open in a tab: the file got a background tab, once, without focus
+  assert.equal(knowledgeMock.opened.length, 1);
+  assert.deepEqual(knowledgeMock.opened[0].options, { preview: true, preserveFocus: true, background: true });
+  assert.equal(knowledgeMock.shown.length, 0, 'the active editor did not change');
 });
 
 test('diagnostics is bounded: a server that keeps reporting gives settled=false after `wait`', async () => {

@@ -426,6 +426,7 @@ export const knowledgeMock = {
   commands: new Map<string, (...args: unknown[]) => unknown>(),
   tabs: [] as Array<{ input: unknown; isDirty: boolean; isActive: boolean }>,
   shown: [] as Array<{ uri: Uri; options: unknown }>,
+  opened: [] as Array<{ uri: Uri; options: unknown }>,
   /** What a language server does: set a file's diagnostics and fire the change event. */
   setDiagnostics(uri: Uri, list: Diagnostic[]): void {
     this.diagnostics.set(uri.toString(), { uri, list });
@@ -435,6 +436,12 @@ export const knowledgeMock = {
     this.diagnostics = new Map();
     this.diagnosticsChanged = new EventEmitter();
     this.commands = new Map();
+    this.commands.set('vscode.open', (uri: unknown, options: unknown) => {
+      // a background tab: listed in tabGroups, not active, not a visible editor
+      this.opened.push({ uri: uri as Uri, options });
+      this.tabs.push({ input: new TabInputText(uri as Uri), isDirty: false, isActive: false });
+    });
+    this.opened = [];
     this.tabs = [];
     this.shown = [];
     windowExtras.visibleTextEditors = [];

@@ -119,7 +119,10 @@ export class KnowledgeExecutor implements vscode.Disposable {
       }
       since = this.touched.get(key);
       if (since !== undefined && started - since > TOUCH_FRESH_MS) since = undefined;
-      if (!open && doc.languageId !== 'plaintext') {
+      // Language servers such as TypeScript's only check files open in a tab: give it one, in the
+      // background (the user's focus and active editor stay), then give the server time to report.
+      const tabbed = inTab(key) || (doc.languageId !== 'plaintext' && (await openInBackground(uri)));
+      if ((!open || tabbed === 'opened') && doc.languageId !== 'plaintext') {
         since = started;
         expectMs = EXPECT_OPEN_MS;
       }
@@ -344,6 +347,23 @@ export class KnowledgeExecutor implements vscode.Disposable {
       const doc = docs.get(l.path);
       if (doc && l.line <= doc.lineCount) l.text = doc.lineAt(l.line - 1).text.trim().slice(0, 200);
     }
+  }
+}
+
+function inTab(key: string): boolean {
+  return (vscode.window.tabGroups?.all ?? []).some((g) =>
+    g.tabs.some((t) => t.input instanceof vscode.TabInputText && t.input.uri.toString() === key),
+  );
+}
+
+/** A background preview tab for `uri` ('opened'), or false when VS Code refused. */
+async function openInBackground(uri: vscode.Uri): Promise<'opened' | false> {
+  try {
+    // `background` opens the tab without activating it (vscode.open's options, like TextDocumentShowOptions).
+    await vscode.commands.executeCommand('vscode.open', uri, { preview: true, preserveFocus: true, background: true });
+    return 'opened';
+  } catch {
+    return false;
   }
 }
 
