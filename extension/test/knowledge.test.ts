@@ -207,6 +207,8 @@ test('open shows the file at the line with the range selected; editors reports i
 
 test('open of a missing file is a TOOL_ERROR; a line past the end is clamped', async () => {
   await assert.rejects(k.open(action('open', { path: path.join(root, 'nope.ts') })), (e: unknown) => e instanceof ToolError && e.errorId === 'TOOL_ERROR');
+  fs.mkdirSync(path.join(root, 'dir'));
+  await assert.rejects(k.definition(action('definition', { path: path.join(root, 'dir'), line: 1, column: 1 })), /is a directory/);
   const file = path.join(root, 'e.ts');
   fs.writeFileSync(file, 'a\nb');
   const o = await k.open(action('open', { path: file, line: 99 }));

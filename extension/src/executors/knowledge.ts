@@ -22,7 +22,7 @@ import {
   symbolLine,
 } from '../knowledge';
 import { Action, JsonObject, nowIso, Observation, ToolError } from '../protocol';
-import { resolveTarget, workspaceRoots } from './files';
+import { isDirectory, resolveTarget, statOrNull, Target, workspaceRoots } from './files';
 
 const QUIET_MS = 500; // no diagnostics change for this long = settled
 const EXPECT_MS = 2500; // after the agent's edit: time a language server gets to publish a change
@@ -111,12 +111,7 @@ export class KnowledgeExecutor implements vscode.Disposable {
       shown = target.rp.shown;
       const key = uri.toString();
       const open = vscode.workspace.textDocuments.some((d) => !d.isClosed && d.uri.toString() === key);
-      let doc: vscode.TextDocument;
-      try {
-        doc = await vscode.workspace.openTextDocument(uri); // language servers analyse open documents
-      } catch {
-        throw new ToolError(`Invalid \`path\` parameter: ${shown}. The path ${shown} does not exist. Please provide a valid path.`);
-      }
+      const doc = await openDoc(target); // language servers analyse open documents
       since = this.touched.get(key);
       if (since !== undefined && started - since > TOUCH_FRESH_MS) since = undefined;
       // Language servers such as TypeScript's only check files open in a tab: give it one, in the
@@ -175,13 +170,7 @@ export class KnowledgeExecutor implements vscode.Disposable {
   async open(action: Action): Promise<Observation> {
     const a = action.args;
     const target = await resolveTarget(String(a.path));
-    let doc: vscode.TextDocument;
-    try {
-      doc = await vscode.workspace.openTextDocument(target.uri);
-    } catch {
-      const p = target.rp.shown;
-      throw new ToolError(`Invalid \`path\` parameter: ${p}. The path ${p} does not exist. Please provide a valid path.`);
-    }
+    const doc = await openDoc(target);
     const clampLine = (n: number) => Math.min(Math.max(n, 1), Math.max(doc.lineCount, 1));
     const line = typeof a.line === 'number' ? clampLine(a.line) : undefined;
     const opts: vscode.TextDocumentShowOptions = { preview: false, preserveFocus: a.preserve_focus === true };
@@ -304,12 +293,7 @@ export class KnowledgeExecutor implements vscode.Disposable {
     const a = action.args;
     const target = await resolveTarget(String(a.path));
     const shown = target.rp.shown;
-    let doc: vscode.TextDocument;
-    try {
-      doc = await vscode.workspace.openTextDocument(target.uri);
-    } catch {
-      throw new ToolError(`Invalid \`path\` parameter: ${shown}. The path ${shown} does not exist. Please provide a valid path.`);
-    }
+    const doc = await openDoc(target);
     const line = Number(a.line);
     const column = Number(a.column);
     if (line > doc.lineCount) throw new ToolError(`Line ${line} is past the end of ${shown} (${doc.lineCount} lines).`);
@@ -347,6 +331,19 @@ export class KnowledgeExecutor implements vscode.Disposable {
       const doc = docs.get(l.path);
       if (doc && l.line <= doc.lineCount) l.text = doc.lineAt(l.line - 1).text.trim().slice(0, 200);
     }
+  }
+}
+
+/** The file as a TextDocument, or the file editor's own refusal (missing, a directory, not text). */
+async function openDoc(target: Target): Promise<vscode.TextDocument> {
+  const p = target.rp.shown;
+  const st = await statOrNull(target.uri);
+  if (st === null) throw new ToolError(`Invalid \`path\` parameter: ${p}. The path ${p} does not exist. Please provide a valid path.`);
+  if (isDirectory(st)) throw new ToolError(`The path ${p} is a directory; give a file.`);
+  try {
+    return await vscode.workspace.openTextDocument(target.uri);
+  } catch (e) {
+    throw new ToolError(`Cannot open ${p} in the editor: ${(e as Error)?.message ?? String(e)}`);
   }
 }
 
