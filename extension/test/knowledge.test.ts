@@ -156,6 +156,18 @@ test('diagnostics is bounded: a server that keeps reporting gives settled=false 
   }
 });
 
+test('a file just opened with no report says a starting server may report later', async () => {
+  const file = path.join(root, 'quiet.ts');
+  fs.writeFileSync(file, 'export {};\n');
+  const o = await k.diagnostics(action('diagnostics', { path: file, wait: 0.2 }), undefined);
+  assert.match(String(o.content), /^No problems \(error\/warning\) in .*quiet\.ts\..*may report later/s);
+  // once a server has reported, no such note
+  knowledgeMock.setDiagnostics(Uri.file(file), []);
+  await new Promise((res) => setTimeout(res, 600));
+  const again = await k.diagnostics(action('diagnostics', { path: file, wait: 0.2 }), undefined);
+  assert.doesNotMatch(String(again.content), /may report later/);
+});
+
 test('workspace diagnostics list only files inside the folders; a path outside is PATH_DENIED', async () => {
   knowledgeMock.setDiagnostics(Uri.file(path.join(root, 'in.ts')), [new Diagnostic(r(2, 0, 2, 1), 'inside', DiagnosticSeverity.Warning)]);
   knowledgeMock.setDiagnostics(Uri.file(path.join(outside, 'out.ts')), [new Diagnostic(r(0, 0, 0, 1), 'outside')]);

@@ -105,6 +105,7 @@ export class KnowledgeExecutor implements vscode.Disposable {
     let shown: string | undefined;
     let since: number | undefined;
     let expectMs = EXPECT_MS;
+    let justOpened = false;
     if (typeof a.path === 'string') {
       const target = await resolveTarget(a.path);
       uri = target.uri;
@@ -120,6 +121,7 @@ export class KnowledgeExecutor implements vscode.Disposable {
       if ((!open || tabbed === 'opened') && doc.languageId !== 'plaintext') {
         since = started;
         expectMs = EXPECT_OPEN_MS;
+        justOpened = true;
       }
     } else {
       const recent = [...this.touched.values()].filter((t) => started - t <= TOUCH_FRESH_MS);
@@ -162,7 +164,12 @@ export class KnowledgeExecutor implements vscode.Disposable {
     }
     list.sort((x, y) => (x.path < y.path ? -1 : x.path > y.path ? 1 : x.line - y.line || x.column - y.column));
     const waited = this.now() - started;
-    const text = diagnosticsText(list, shown ?? 'the workspace', settled, min, waited);
+    let text = diagnosticsText(list, shown ?? 'the workspace', settled, min, waited);
+    const reported = uri !== undefined && (this.lastChange.get(uri.toString()) ?? -Infinity) >= started;
+    if (justOpened && !reported && list.length === 0) {
+      // Honest about the blind spot: a clean file and a language server still starting look the same.
+      text += ` (No language server reported on this file in the ${(waited / 1000).toFixed(1)} s since oh opened it; one that is still starting may report later: ask again if this is the first question about this language.)`;
+    }
     return obs('diagnostics', action, text, { path: shown ?? null, diagnostics: list, settled, severity: min });
   }
 
