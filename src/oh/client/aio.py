@@ -12,6 +12,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidSta
 
 from ..protocol.events import decode, encode
 from . import actions
+from .editorinfo import AsyncEditorInfo
 from .errors import AuthError, ConnectionLost, OhClientError, RefusedError
 from .observation import Observation
 
@@ -38,7 +39,7 @@ def agent_headers(token: str, *, name: str | None = None, workdir: str | None = 
     return headers
 
 
-class Client:
+class Client(AsyncEditorInfo):
     def __init__(self, connection: ClientConnection, url: str) -> None:
         self._conn = connection
         self.url = url

@@ -22,13 +22,14 @@ from websockets.sync.client import ClientConnection, connect
 from ..protocol.events import decode, encode
 from . import actions
 from .aio import _handshake_error, agent_headers
+from .editorinfo import SyncEditorInfo
 from .errors import ConnectionLost, OhClientError
 from .observation import Observation
 
 _NOT_YET = object()
 
 
-class SyncClient:
+class SyncClient(SyncEditorInfo):
     def __init__(self, connection: ClientConnection, url: str) -> None:
         self._conn = connection
         self.url = url

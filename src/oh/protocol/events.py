@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from .errors import ErrorId, ProtocolError
+from .knowledge import KNOWLEDGE_KINDS, check_knowledge_args, summarize_knowledge
 
 ACTION_KINDS = ("run", "read", "write", "edit")
 DEFAULT_MAX_OUTPUT = 30000  # characters, OpenHands' MAX_CMD_OUTPUT_SIZE
@@ -176,23 +177,20 @@ def parse_action(obj: Any) -> Action:
         raise ProtocolError(ErrorId.BAD_REQUEST, "This connection accepts actions, not observations.", cause)
     kind = obj.get("action")
     _require(isinstance(kind, str), "Action has no 'action' string (one of run, read, write, edit).", cause)
+    if kind in KNOWLEDGE_KINDS:  # oh's own editor-knowledge kinds (§3.6)
+        args = obj.get("args", {})
+        _require(isinstance(args, dict), "'args' must be a JSON object.", cause)
+        check_knowledge_args(kind, args, cause)
+        return Action(id=cause, kind=kind, args=args, timeout=_timeout(obj.get("timeout"), cause), raw=obj)
     if kind not in ACTION_KINDS:
         raise ProtocolError(
             ErrorId.TOOL_UNSUPPORTED,
-            f"Unknown action {kind[:40]!r}: this runtime executes {', '.join(ACTION_KINDS)}.",
+            f"Unknown action {kind[:40]!r}: the action kinds are {', '.join(ACTION_KINDS + KNOWLEDGE_KINDS)}.",
             cause,
         )
     args = obj.get("args", {})
     _require(isinstance(args, dict), "'args' must be a JSON object.", cause)
-    timeout = obj.get("timeout")
-    if timeout is not None:
-        _require(
-            isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and math.isfinite(timeout) and timeout >= 0,
-            "'timeout' must be a number of seconds >= 0 (0 = no timeout given).",
-            cause,
-        )
-        # 0 means "no timeout given", as in the OpenHands SDK: the no-new-output rule applies.
-        timeout = float(timeout) if timeout > 0 else None
+    timeout = _timeout(obj.get("timeout"), cause)
     if kind == "run":
         _require(isinstance(args.get("command"), str), "args.command must be a string.", cause)
         for key in ("is_input", "blocking", "hidden", "reset"):
@@ -207,6 +205,7 @@ def parse_action(obj: Any) -> Action:
         _require("\x00" not in args["path"], "args.path must not contain NUL bytes.", cause)
         for key in ("start", "end"):
             _opt_type(args, key, (int,), "an integer", cause)
+        _opt_type(args, "diagnostics", (bool,), "a boolean", cause)  # §3.6: the changed file's diagnostics (write/edit)
         if "view_range" in args and args["view_range"] is not None:
             vr = args["view_range"]
             _require(
@@ -240,6 +239,18 @@ def parse_action(obj: Any) -> Action:
                 _require(_is_int(args.get("insert_line")), "edit insert needs args.insert_line (an integer).", cause)
                 _require(isinstance(args.get("new_str"), str), "edit insert needs args.new_str (a string).", cause)
     return Action(id=cause, kind=kind, args=args, timeout=timeout, raw=obj)
+
+
+def _timeout(timeout: Any, cause: int | None) -> float | None:
+    if timeout is None:
+        return None
+    _require(
+        isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and math.isfinite(timeout) and timeout >= 0,
+        "'timeout' must be a number of seconds >= 0 (0 = no timeout given).",
+        cause,
+    )
+    # 0 means "no timeout given", as in the OpenHands SDK: the no-new-output rule applies.
+    return float(timeout) if timeout > 0 else None
 
 
 def _known_encoding(name: str) -> bool:
@@ -375,7 +386,7 @@ def error_from(exc: ProtocolError) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- reading observations
 
-OBSERVATION_KINDS = ("run", "read", "write", "edit", "error")
+OBSERVATION_KINDS = ("run", "read", "write", "edit", "error", *KNOWLEDGE_KINDS)
 
 
 def parse_observation(obj: Any) -> dict[str, Any]:
@@ -393,7 +404,7 @@ def parse_observation(obj: Any) -> dict[str, Any]:
     extras = obj.get("extras", {})
     if not isinstance(extras, dict):
         raise ProtocolError(ErrorId.BAD_REQUEST, "Observation 'extras' must be an object.", cause)
-    required = {"run": ("command",), "read": ("path",), "write": ("path",), "edit": ("path",), "error": ()}[kind]
+    required = {"run": ("command",), "read": ("path",), "write": ("path",), "edit": ("path",)}.get(kind, ())
     for key in required:
         if key not in extras:
             raise ProtocolError(ErrorId.BAD_REQUEST, f"Observation {kind!r} lacks extras.{key}.", cause)
@@ -421,7 +432,9 @@ def outcome_of(obs: dict[str, Any]) -> str:
 
 def summarize(action: Action, limit: int = 80) -> str:
     """One line for humans: the command, or the kind and path. Never the file contents."""
-    if action.kind == "run":
+    if action.kind in KNOWLEDGE_KINDS:
+        text = summarize_knowledge(action.kind, action.args)
+    elif action.kind == "run":
         text = ("input: " if action.is_input else "") + action.command
     elif action.kind == "edit":
         text = f"{action.args.get('command')} {action.path}"

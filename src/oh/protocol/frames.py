@@ -14,7 +14,10 @@ from typing import Any
 from .. import PROTOCOL_VERSION
 from .errors import ErrorId, ProtocolError
 
-KNOWN_CAPABILITIES = ("run", "read", "write", "edit")
+from .knowledge import KNOWLEDGE_KINDS
+
+# An editor advertises what it executes; the vscode runtime answers TOOL_UNSUPPORTED for the rest.
+KNOWN_CAPABILITIES = ("run", "read", "write", "edit", *KNOWLEDGE_KINDS)
 
 
 class RegistrationError(Exception):
@@ -83,7 +86,8 @@ def parse_registration(obj: dict[str, Any], instance_id: str) -> Registration:
         )
     editor = obj.get("editor") if isinstance(obj.get("editor"), dict) else {}
     pid = editor.get("pid")
-    caps = obj.get("capabilities", list(KNOWN_CAPABILITIES))
+    # No list = an older editor: the four OpenHands kinds only (knowledge kinds must be advertised).
+    caps = obj.get("capabilities", ["run", "read", "write", "edit"])
     if not isinstance(caps, list) or not all(isinstance(c, str) for c in caps):
         raise RegistrationError("BAD_REQUEST", "register.capabilities must be a list of strings.")
     return Registration(
