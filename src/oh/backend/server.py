@@ -26,7 +26,7 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
 from .. import PROTOCOL_VERSION, __version__
-from ..protocol import frames
+from ..protocol import binary, frames
 from ..protocol.correlation import Correlator
 from ..protocol.errors import ErrorId, ProtocolError
 from ..protocol.events import (
@@ -79,6 +79,9 @@ class Agent:
 
     async def send(self, obs: dict[str, Any]) -> None:
         obs["id"] = next(self.obs_ids)
+        if binary.is_binary(obs):  # the agent asked for read encoding "binary"
+            await send_bounded(self.connection, binary.pack(obs), self.send_timeout, text=False)
+            return
         await send_bounded(self.connection, encode(obs), self.send_timeout)
 
 
@@ -440,10 +443,18 @@ class Backend:
         try:
             async for message in connection:
                 try:
-                    obj = decode_frame(message)
-                    if obj.get("type") is not None:
-                        continue  # control frames from editors (none defined yet) are ignored
-                    obs = parse_observation(obj)
+                    if binary.is_binary_frame(message):  # a binary read's answer (protocol/binary.py)
+                        obs = binary.unpack(message)
+                        content = obs.pop("content")
+                        parse_observation(obs)
+                        if obs["observation"] != "read":
+                            raise ProtocolError(ErrorId.BAD_REQUEST, "Only a read observation may be a binary frame.", obs["cause"])
+                        obs["content"] = content
+                    else:
+                        obj = decode_frame(message)
+                        if obj.get("type") is not None:
+                            continue  # control frames from editors (none defined yet) are ignored
+                        obs = parse_observation(obj)
                 except ProtocolError as exc:
                     log.debug("editor %s sent a bad frame: %s", editor.editor_id, exc.message)
                     await connection.send(encode(frames.refusal(str(exc.error_id), exc.message)), text=True)

@@ -11,7 +11,7 @@ from websockets.exceptions import ConnectionClosed
 log = logging.getLogger("oh.backend")
 
 
-async def send_bounded(connection, data: bytes, timeout: float) -> bool:
+async def send_bounded(connection, data: bytes, timeout: float, text: bool = True) -> bool:
     """Send ``data``; if the peer has not read it within ``timeout`` s, drop the connection.
 
     A peer that stops reading (frozen, suspended with Ctrl-Z, a bug) fills the socket buffers, and
@@ -21,7 +21,7 @@ async def send_bounded(connection, data: bytes, timeout: float) -> bool:
     """
     try:
         async with asyncio.timeout(timeout):
-            await connection.send(data, text=True)
+            await connection.send(data, text=text)  # text=False: a binary read (protocol/binary.py)
         return True
     except ConnectionClosed:
         return False

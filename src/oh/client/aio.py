@@ -10,6 +10,8 @@ from typing import Any
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 
+from ..protocol import binary
+from ..protocol.errors import ProtocolError
 from ..protocol.events import decode, encode
 from . import actions
 from .errors import AuthError, ConnectionLost, OhClientError, RefusedError
@@ -24,6 +26,15 @@ def _handshake_error(exc: Exception, url: str) -> OhClientError:
             return AuthError(f"The backend at {url} refused the token (401). Use the token from the session file or `oh token show --reveal`.")
         return RefusedError(f"The backend at {url} refused the connection ({status}): {body}")
     return OhClientError(f"Cannot connect to {url}: {exc}")
+
+
+def _binary_obs(message: bytes) -> Any:
+    try:
+        obs = binary.unpack(message)
+    except ProtocolError:
+        return None  # not matched to any action: lands in ``stray``
+    obs["content"] = obs["content"].tobytes()  # a memoryview would pin the whole frame
+    return obs
 
 
 class Client:
@@ -64,7 +75,8 @@ class Client:
     async def _read_loop(self) -> None:
         try:
             async for message in self._conn:
-                obs = decode(message)
+                # A binary frame answers a read with encoding "binary": content is bytes.
+                obs = _binary_obs(message) if binary.is_binary_frame(message) else decode(message)
                 fut = self._pending.pop(obs.get("cause"), None) if isinstance(obs, dict) else None
                 if fut is None:
                     self.stray.append(obs)
@@ -112,6 +124,13 @@ class Client:
 
     async def read(self, path: str, *, start: int = 0, end: int = -1, view_range: list[int] | None = None) -> Observation:
         return await self.send(actions.read(path, start=start, end=end, view_range=view_range))
+
+    async def read_bytes(self, path: str) -> Observation:
+        """The whole file's bytes in ``content`` (``bytes``), sent as one binary frame: no base64,
+        no JSON escaping (docs/protocol.md, "Binary read"). Extras gain ``encoding``, ``mime_type``."""
+        action = actions.read(path)
+        action["args"]["encoding"] = "binary"
+        return await self.send(action)
 
     async def write(self, path: str, content: str) -> Observation:
         return await self.send(actions.write(path, content))

@@ -14,7 +14,7 @@ from typing import Any
 from .. import PROTOCOL_VERSION
 from .errors import ErrorId, ProtocolError
 
-KNOWN_CAPABILITIES = ("run", "read", "write", "edit")
+KNOWN_CAPABILITIES = ("run", "read", "write", "edit", "binary")  # binary: read encoding "binary" (protocol/binary.py)
 
 
 class RegistrationError(Exception):
