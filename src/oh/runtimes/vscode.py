@@ -55,10 +55,18 @@ class VscodeRuntime(Runtime):
         self.editor_timeout = editor_timeout
         self.send_timeout = send_timeout  # an editor that does not read for this long is dropped
         self.on_waiting = on_waiting  # e.g. the launcher's "open VS Code" signal
+        self._workdirs: dict[str, str] = {}  # agent workdir -> its realpath at first use
 
     def _workdir(self, ctx: AgentContext) -> str:
         if ctx.workdir:
-            real = os.path.realpath(ctx.workdir)
+            # Cached: realpath was ~7 % of the backend's CPU under load (docs/benchmarks.md). Safe to
+            # reuse: it is only the base relative paths are joined to; the joined path is resolved
+            # and checked against the roots again for every action (_absolute).
+            real = self._workdirs.get(ctx.workdir)
+            if real is None:
+                if len(self._workdirs) >= 1024:
+                    self._workdirs.clear()
+                real = self._workdirs[ctx.workdir] = os.path.realpath(ctx.workdir)
             if any(_inside(real, r) for r in self.roots):
                 return real
         return self.workspace
