@@ -44,6 +44,7 @@ from ..protocol.events import (
 from ..runtimes.base import AgentContext
 from . import agentinfo, auth, guard
 from .registry import Editor, EditorRegistry
+from .coalesce import coalescing
 from .trace import TraceWriter
 from .transport import abort, send_bounded
 
@@ -181,7 +182,7 @@ class Backend:
             self.config.host,
             self.config.port,
             process_request=self._process_request,
-            create_connection=guard.gated_connection_class(self.gate),
+            create_connection=coalescing(guard.gated_connection_class(self.gate)),  # one write per loop iteration
             open_timeout=self.config.open_timeout,
             max_size=self.config.max_frame,
             compression=None,  # loopback: deflate only costs CPU
