@@ -300,6 +300,9 @@ def machine_info() -> dict[str, Any]:
         except ImportError:
             versions[opt] = "not installed"
     from oh import __version__ as oh_version
+    from oh.eventloop import loop_name
+
+    versions["oh_event_loop"] = loop_name()  # what oh's backend and headless editor run on (the [fast] extra)
 
     return {
         "nproc": os.cpu_count(), "affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
