@@ -10,8 +10,6 @@ from typing import Any
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 
-from ..protocol import binary
-from ..protocol.errors import ProtocolError
 from ..protocol.events import decode, encode
 from . import actions
 from .errors import AuthError, ConnectionLost, OhClientError, RefusedError
@@ -28,12 +26,24 @@ def _handshake_error(exc: Exception, url: str) -> OhClientError:
     return OhClientError(f"Cannot connect to {url}: {exc}")
 
 
+MAX_BINARY_HEADER = 64 * 1024
+
+
 def _binary_obs(message: bytes) -> Any:
+    """The observation of a binary read's frame (docs/protocol.md §3.6: 4-byte big-endian header
+    length, the JSON header, the file's bytes), ``content`` as bytes; None if it is not one (it then
+    lands in ``stray``). Parsed here rather than with oh.protocol.binary: the client speaks the wire
+    format only (docs/architecture.md)."""
+    n = int.from_bytes(message[:4], "big")
+    if len(message) < 4 or n > MAX_BINARY_HEADER or 4 + n > len(message):
+        return None
     try:
-        obs = binary.unpack(message)
-    except ProtocolError:
-        return None  # not matched to any action: lands in ``stray``
-    obs["content"] = obs["content"].tobytes()  # a memoryview would pin the whole frame
+        obs = decode(message[4:4 + n])
+    except ValueError:
+        return None
+    if not isinstance(obs, dict) or "content" in obs:
+        return None
+    obs["content"] = message[4 + n:]
     return obs
 
 
@@ -76,7 +86,7 @@ class Client:
         try:
             async for message in self._conn:
                 # A binary frame answers a read with encoding "binary": content is bytes.
-                obs = _binary_obs(message) if binary.is_binary_frame(message) else decode(message)
+                obs = _binary_obs(message) if isinstance(message, bytes) and message[:1] == b"\x00" else decode(message)
                 fut = self._pending.pop(obs.get("cause"), None) if isinstance(obs, dict) else None
                 if fut is None:
                     self.stray.append(obs)
