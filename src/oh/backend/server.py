@@ -26,7 +26,7 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
 from .. import PROTOCOL_VERSION, __version__
-from ..protocol import frames
+from ..protocol import binary, frames
 from ..protocol.correlation import Correlator
 from ..protocol.errors import ErrorId, ProtocolError
 from ..protocol.events import (
@@ -44,6 +44,7 @@ from ..protocol.events import (
 from ..runtimes.base import AgentContext
 from . import agentinfo, auth, guard
 from .registry import Editor, EditorRegistry
+from .coalesce import coalescing
 from .trace import TraceWriter
 from .transport import abort, send_bounded
 
@@ -79,6 +80,9 @@ class Agent:
 
     async def send(self, obs: dict[str, Any]) -> None:
         obs["id"] = next(self.obs_ids)
+        if binary.is_binary(obs):  # the agent asked for read encoding "binary"
+            await send_bounded(self.connection, binary.pack(obs), self.send_timeout, text=False)
+            return
         await send_bounded(self.connection, encode(obs), self.send_timeout)
 
 
@@ -178,7 +182,7 @@ class Backend:
             self.config.host,
             self.config.port,
             process_request=self._process_request,
-            create_connection=guard.gated_connection_class(self.gate),
+            create_connection=coalescing(guard.gated_connection_class(self.gate)),  # one write per loop iteration
             open_timeout=self.config.open_timeout,
             max_size=self.config.max_frame,
             compression=None,  # loopback: deflate only costs CPU
@@ -440,10 +444,18 @@ class Backend:
         try:
             async for message in connection:
                 try:
-                    obj = decode_frame(message)
-                    if obj.get("type") is not None:
-                        continue  # control frames from editors (none defined yet) are ignored
-                    obs = parse_observation(obj)
+                    if binary.is_binary_frame(message):  # a binary read's answer (protocol/binary.py)
+                        obs = binary.unpack(message)
+                        content = obs.pop("content")
+                        parse_observation(obs)
+                        if obs["observation"] != "read":
+                            raise ProtocolError(ErrorId.BAD_REQUEST, "Only a read observation may be a binary frame.", obs["cause"])
+                        obs["content"] = content
+                    else:
+                        obj = decode_frame(message)
+                        if obj.get("type") is not None:
+                            continue  # control frames from editors (none defined yet) are ignored
+                        obs = parse_observation(obj)
                 except ProtocolError as exc:
                     log.debug("editor %s sent a bad frame: %s", editor.editor_id, exc.message)
                     await connection.send(encode(frames.refusal(str(exc.error_id), exc.message)), text=True)

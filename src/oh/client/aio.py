@@ -39,6 +39,27 @@ def agent_headers(token: str, *, name: str | None = None, workdir: str | None = 
     return headers
 
 
+MAX_BINARY_HEADER = 64 * 1024
+
+
+def _binary_obs(message: bytes) -> Any:
+    """The observation of a binary read's frame (docs/protocol.md §3.6: 4-byte big-endian header
+    length, the JSON header, the file's bytes), ``content`` as bytes; None if it is not one (it then
+    lands in ``stray``). Parsed here rather than with oh.protocol.binary: the client speaks the wire
+    format only (docs/architecture.md)."""
+    n = int.from_bytes(message[:4], "big")
+    if len(message) < 4 or n > MAX_BINARY_HEADER or 4 + n > len(message):
+        return None
+    try:
+        obs = decode(message[4:4 + n])
+    except ValueError:
+        return None
+    if not isinstance(obs, dict) or "content" in obs:
+        return None
+    obs["content"] = message[4 + n:]
+    return obs
+
+
 class Client(AsyncEditorInfo):
     def __init__(self, connection: ClientConnection, url: str) -> None:
         self._conn = connection
@@ -76,7 +97,8 @@ class Client(AsyncEditorInfo):
     async def _read_loop(self) -> None:
         try:
             async for message in self._conn:
-                obs = decode(message)
+                # A binary frame answers a read with encoding "binary": content is bytes.
+                obs = _binary_obs(message) if isinstance(message, bytes) and message[:1] == b"\x00" else decode(message)
                 fut = self._pending.pop(obs.get("cause"), None) if isinstance(obs, dict) else None
                 if fut is None:
                     self.stray.append(obs)
@@ -129,6 +151,14 @@ class Client(AsyncEditorInfo):
 
     async def write(self, path: str, content: str, *, encoding: str | None = None) -> Observation:
         return await self.send(actions.write(path, content, encoding=encoding))
+
+    async def read_bytes(self, path: str) -> Observation:
+        """The whole file's bytes in ``content`` (``bytes``), sent as one binary frame: no base64,
+        no JSON escaping (docs/protocol.md, "Binary read"). Extras gain ``encoding``, ``mime_type``."""
+        action = actions.read(path)
+        action["args"]["encoding"] = "binary"
+        return await self.send(action)
+
 
     async def edit(self, path: str, command: str, **kw: Any) -> Observation:
         return await self.send(actions.edit(path, command, **kw))

@@ -27,7 +27,7 @@ from .knowledge import KNOWLEDGE_KINDS, check_knowledge_args, summarize_knowledg
 ACTION_KINDS = ("run", "read", "write", "edit")
 DEFAULT_MAX_OUTPUT = 30000  # characters, OpenHands' MAX_CMD_OUTPUT_SIZE
 MAX_OUTPUT_CAP = 16 * 1024 * 1024  # max_output 0 still keeps memory bounded
-READ_ENCODINGS = ("auto", "base64")
+READ_ENCODINGS = ("auto", "base64", "binary")  # binary: one binary frame (protocol/binary.py)
 MAX_ENV_VARS = 256
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 # OpenHands V0 sends security_risk as an int enum; the SDK as a name.
@@ -215,7 +215,7 @@ def parse_action(obj: Any) -> Action:
             )
         if kind == "read":
             enc = args.get("encoding")
-            _require(enc is None or enc in READ_ENCODINGS, "args.encoding must be \"auto\" or \"base64\" for read.", cause)
+            _require(enc is None or enc in READ_ENCODINGS, "args.encoding must be \"auto\", \"base64\" or \"binary\" for read.", cause)
         if kind == "write":
             _require(isinstance(args.get("content"), str), "args.content must be a string.", cause)
             enc = args.get("encoding")

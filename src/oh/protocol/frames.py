@@ -17,7 +17,8 @@ from .errors import ErrorId, ProtocolError
 from .knowledge import KNOWLEDGE_KINDS
 
 # An editor advertises what it executes; the vscode runtime answers TOOL_UNSUPPORTED for the rest.
-KNOWN_CAPABILITIES = ("run", "read", "write", "edit", *KNOWLEDGE_KINDS)
+# binary: read encoding "binary" (protocol/binary.py).
+KNOWN_CAPABILITIES = ("run", "read", "write", "edit", *KNOWLEDGE_KINDS, "binary")
 
 
 class RegistrationError(Exception):
