@@ -83,6 +83,7 @@ QUICK = Plan("quick", p1_warmup=30, p1_rounds=3, p1_per_round=60, p2_warmup_s=0.
 INFLIGHT = 64
 P6_AGENTS = 100
 P6_EDITORS = 10
+P6_RUNNING = 50  # commands in flight during P6's third sample
 RAW = ("ws-echo", "ws-relay-floor")  # transports that move opaque frames (yardsticks, not peers)
 PEERS_COMPARED = ("socketio-aiohttp", "socketio-asgi", "http")
 
@@ -299,6 +300,9 @@ def machine_info() -> dict[str, Any]:
         except ImportError:
             versions[opt] = "not installed"
     from oh import __version__ as oh_version
+    from oh.eventloop import loop_name
+
+    versions["oh_event_loop"] = loop_name()  # what oh's backend and headless editor run on (the [fast] extra)
 
     return {
         "nproc": os.cpu_count(), "affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
@@ -415,17 +419,34 @@ class Bench:
                 raise RuntimeError(f"P6: backend sees {n_agents} agents / {n_editors} editors, expected {P6_AGENTS}/{P6_EDITORS}")
             await asyncio.sleep(self.plan.p6_settle_s)
             loaded = await asyncio.to_thread(rss_bytes, pid)  # connections only, no actions
+            # Then 50 running commands: the light editors never answer, so each `run` stays in
+            # flight in the backend (task, deadline, correlation entry, pending editor future).
+            from oh.client import actions
+
+            running = [asyncio.create_task(a.client.send(actions.run("sleep 600"))) for a in agents[:P6_RUNNING]]
+            try:
+                # In a thread: the sends must run on this loop meanwhile.
+                await asyncio.to_thread(wait_until, lambda: http_json(port, "/v1/status", self.token)["stats"]["pending"] >= P6_RUNNING,
+                                        30, "P6 commands to be in flight")
+                await asyncio.sleep(self.plan.p6_settle_s)
+                busy = await asyncio.to_thread(rss_bytes, pid)
+            finally:
+                for t in running:
+                    t.cancel()
+                await asyncio.gather(*running, return_exceptions=True)
         finally:
             await asyncio.gather(*(a.close() for a in agents), return_exceptions=True)
             self.procs.stop(helper)
             self.procs.stop(proc)
         delta = loaded - idle
         self.results["figures"]["P6"] = {
+            "running": P6_RUNNING, "running_rss_mb": round(busy / MB, 1), "running_delta_mb": round((busy - idle) / MB, 1),
             "runtime": "vscode", "idle_rss_mb": round(idle / MB, 1), "loaded_rss_mb": round(loaded / MB, 1), "delta_mb": round(delta / MB, 1),
             "agents": P6_AGENTS, "editors": P6_EDITORS, "per_connection_kb": round(delta / (P6_AGENTS + P6_EDITORS) / 1000, 1),
         }
         self.check("P6", "backend RSS idle", "≤ 40 MB", round(idle / MB, 1), "MB", idle <= 40 * MB)
         self.check("P6", f"RSS delta with {P6_AGENTS} agents + {P6_EDITORS} editors", "≤ 25 MB", round(delta / MB, 1), "MB", delta <= 25 * MB)
+        self.check("P6", f"RSS delta with those + {P6_RUNNING} running commands", "≤ 25 MB", round((busy - idle) / MB, 1), "MB", busy - idle <= 25 * MB)
 
     # -- start the delegated relays and executors, all at once
     async def start_transports(self) -> dict[str, dict[str, Any]]:
@@ -542,7 +563,11 @@ class Bench:
                     ratio = stats[peer][f"{q}_us"] / oh[f"{q}_us"]
                     self.check("P1", f"{peer} {q} / oh {q}", "≥ 3×", round(ratio, 2), "×", ratio >= 3)
         if "ws-relay-floor" in stats:
-            self.results["context"]["p1_relay_floor_over_echo_p50"] = round(stats["ws-relay-floor"]["p50_us"] / echo["p50_us"], 2)
+            floor = stats["ws-relay-floor"]
+            self.results["context"]["p1_relay_floor_over_echo_p50"] = round(floor["p50_us"] / echo["p50_us"], 2)
+            # Issue 13: the do-nothing three-process relay is the real floor of oh's topology.
+            ratio = oh["p50_us"] / floor["p50_us"]
+            self.check("P1", "oh p50 / ws-relay-floor p50", "≤ 1.3×", round(ratio, 2), "×", ratio <= 1.3)
 
     # -- P2
     async def throughput(self, call: Callable[[], Awaitable[Any]], check: Callable[[Any], None], meter: "CpuMeter") -> float:
@@ -643,6 +668,10 @@ class Bench:
 
     # -- P5
     async def p5(self) -> None:
+        """The 64 MiB file through the bridge, alternated with its yardstick, in one loop:
+        oh binary read (read args.encoding "binary": one binary frame, docs/protocol.md), oh JSON
+        read (the default text frames, for context), and the same bytes through a raw websockets
+        echo as one binary frame (two hops, the answer's path; no JSON, no file)."""
         from oh.client import actions
 
         agent = await self.connect_agent("oh", "p5")
@@ -651,41 +680,48 @@ class Bench:
         with open(path, "rb") as f:
             raw = f.read()
         digest = hashlib.sha256(raw).hexdigest()
-        text = raw.decode()
-        del raw
-        times: list[float] = []
-        floor: list[float] = []
+        times: dict[str, list[float]] = {"binary": [], "json": [], "echo": []}
         for rep in range(self.plan.p5_reps + 1):  # rep 0 warms the page cache and the allocators
             t0 = time.perf_counter()
-            obs = await agent.call(actions.read(path))
-            dt = time.perf_counter() - t0
-            if obs.get("observation") != "read":
-                raise RuntimeError(f"P5: {json.dumps(obs)[:400]}")
-            content = obs["content"]
-            if rep == 0:
-                if hashlib.sha256(content.encode()).hexdigest() != digest:
-                    raise RuntimeError(f"P5: content differs from the file ({len(content)} chars read, {SIZE_64M} in the file)")
-            elif len(content) != SIZE_64M:
-                raise RuntimeError("P5: short read")
+            obs = await agent.client.read_bytes(path)
+            dt_bin = time.perf_counter() - t0
+            content = obs.get("content")
+            if obs.get("observation") != "read" or not isinstance(content, bytes):
+                raise RuntimeError(f"P5 binary: {str(obs)[:400]}")
+            if (hashlib.sha256(content).hexdigest() if rep == 0 else len(content)) != (digest if rep == 0 else SIZE_64M):
+                raise RuntimeError(f"P5 binary: content differs from the file ({len(content)} bytes read, {SIZE_64M} in the file)")
             del obs, content
-            # The transport's own floor, alternated with the real thing: the same 64 MiB of text
-            # through a raw websockets echo (two hops, like the answer's path; no JSON, no file).
-            t1 = time.perf_counter()
-            back = await echo.call(text)
-            df = time.perf_counter() - t1
-            if len(back) != len(text):
+            t0 = time.perf_counter()
+            obs = await agent.call(actions.read(path))
+            dt_json = time.perf_counter() - t0
+            if obs.get("observation") != "read":
+                raise RuntimeError(f"P5 JSON: {json.dumps(obs)[:400]}")
+            if rep == 0 and hashlib.sha256(obs["content"].encode()).hexdigest() != digest:
+                raise RuntimeError("P5 JSON: content differs from the file")
+            if len(obs["content"]) != SIZE_64M:
+                raise RuntimeError("P5 JSON: short read")
+            del obs
+            t0 = time.perf_counter()
+            back = await echo.call(raw)
+            dt_echo = time.perf_counter() - t0
+            if len(back) != SIZE_64M:
                 raise RuntimeError("P5: echo returned a different size")
             del back
             if rep:
-                times.append(dt)
-                floor.append(df)
-        med = statistics.median(times)
-        rate = SIZE_64M / med / MB
-        self.results["figures"]["P5"] = {"bytes": SIZE_64M, "seconds": [round(t, 3) for t in times], "median_s": round(med, 3),
-                                         "mb_per_s": round(rate, 1), "best_mb_per_s": round(SIZE_64M / min(times) / MB, 1),
-                                         "ws_echo_64mib_round_trip_s": [round(t, 3) for t in floor],
-                                         "ws_echo_mb_per_s": round(SIZE_64M / statistics.median(floor) / MB, 1)}
-        self.check("P5", "64 MiB read through the bridge", "≥ 200 MB/s", round(rate, 1), "MB/s", rate >= 200)
+                times["binary"].append(dt_bin)
+                times["json"].append(dt_json)
+                times["echo"].append(dt_echo)
+        rate = {k: SIZE_64M / statistics.median(v) / MB for k, v in times.items()}
+        self.results["figures"]["P5"] = {
+            "bytes": SIZE_64M,
+            "seconds": [round(t, 3) for t in times["binary"]], "median_s": round(statistics.median(times["binary"]), 3),
+            "mb_per_s": round(rate["binary"], 1), "best_mb_per_s": round(SIZE_64M / min(times["binary"]) / MB, 1),
+            "json_seconds": [round(t, 3) for t in times["json"]], "json_mb_per_s": round(rate["json"], 1),
+            "ws_echo_64mib_round_trip_s": [round(t, 3) for t in times["echo"]], "ws_echo_mb_per_s": round(rate["echo"], 1),
+        }
+        self.check("P5", "64 MiB binary read through the bridge", "≥ 200 MB/s", round(rate["binary"], 1), "MB/s", rate["binary"] >= 200)
+        ratio = rate["binary"] / rate["echo"]
+        self.check("P5", "binary read / raw websockets echo of the same bytes", "≥ 0.9×", round(ratio, 2), "×", ratio >= 0.9)
         import psutil
 
         self.results["context"]["oh_backend_rss_after_p5_mb"] = round(psutil.Process(self.transports["oh"]["pids"]["relay"]).memory_info().rss / MB, 1)
@@ -745,11 +781,12 @@ def render_text(res: dict[str, Any]) -> str:
         out.append(f"  subprocess.run     p50 {b['p50_us']:9.1f}  p99 {b['p99_us']:9.1f}  n={b['n']}")
     if "P5" in figs:
         p = figs["P5"]
-        out.append(f"\nP5 64 MiB read: median {p['median_s']} s -> {p['mb_per_s']} MB/s (best {p['best_mb_per_s']}); "
-                   f"raw ws echo of the same 64 MiB: {p['ws_echo_mb_per_s']} MB/s")
+        out.append(f"\nP5 64 MiB binary read: median {p['median_s']} s -> {p['mb_per_s']} MB/s (best {p['best_mb_per_s']}); "
+                   f"JSON read {p['json_mb_per_s']} MB/s; raw ws echo of the same 64 MiB: {p['ws_echo_mb_per_s']} MB/s")
     if "P6" in figs:
         p = figs["P6"]
-        out.append(f"\nP6 backend RSS: idle {p['idle_rss_mb']} MB, with {p['agents']} agents + {p['editors']} editors {p['loaded_rss_mb']} MB (+{p['delta_mb']} MB)")
+        out.append(f"\nP6 backend RSS: idle {p['idle_rss_mb']} MB, with {p['agents']} agents + {p['editors']} editors {p['loaded_rss_mb']} MB (+{p['delta_mb']} MB), "
+                   f"+ {p['running']} running commands {p['running_rss_mb']} MB (+{p['running_delta_mb']} MB)")
     out.append("\nchecks:")
     for c in res["checks"]:
         out.append(f"  [{'PASS' if c['pass'] else 'MISS'}] {c['figure']} {c['what']}: {c['value']} {c['unit']} (target {c['target']})")
@@ -799,14 +836,16 @@ def render_markdown(res: dict[str, Any]) -> str:
     if "P5" in figs:
         f = figs["P5"]
         L += ["### P5: 64 MiB file read through the bridge", "", "| what | runs (s) | MB/s (median) | MB/s (best) |", "|---|---|---|---|",
-              f"| oh: agent → backend → headless editor → back | {', '.join(map(str, f['seconds']))} | {f['mb_per_s']} | {f['best_mb_per_s']} |",
-              f"| yardstick: the same 64 MiB through a raw websockets echo (2 hops, no JSON) | {', '.join(map(str, f['ws_echo_64mib_round_trip_s']))} | {f['ws_echo_mb_per_s']} | |",
+              f"| oh binary read (`encoding: binary`): agent → backend → headless editor → back | {', '.join(map(str, f['seconds']))} | {f['mb_per_s']} | {f['best_mb_per_s']} |",
+              f"| oh JSON read (default text frames) | {', '.join(map(str, f['json_seconds']))} | {f['json_mb_per_s']} | |",
+              f"| yardstick: the same 64 MiB through a raw websockets echo (2 hops, one binary frame) | {', '.join(map(str, f['ws_echo_64mib_round_trip_s']))} | {f['ws_echo_mb_per_s']} | |",
               ""] + verdicts("P5") + [""]
     if "P6" in figs:
         f = figs["P6"]
         L += ["### P6: backend RSS", "", "| state | RSS MB |", "|---|---|", f"| idle (runtime vscode, fresh) | {f['idle_rss_mb']} |",
               f"| {f['agents']} agents + {f['editors']} editors connected | {f['loaded_rss_mb']} |",
-              f"| delta | {f['delta_mb']} ({f['per_connection_kb']} kB per connection) |", ""] + verdicts("P6") + [""]
+              f"| delta | {f['delta_mb']} ({f['per_connection_kb']} kB per connection) |",
+              f"| + {f['running']} running commands (in flight, held by the editors) | {f['running_rss_mb']} (+{f['running_delta_mb']}) |", ""] + verdicts("P6") + [""]
     if res.get("context"):
         L += ["Context: " + ", ".join(f"{k} = {v}" for k, v in res["context"].items()), ""]
     if res["errors"]:

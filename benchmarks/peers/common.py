@@ -84,8 +84,12 @@ def bind_loopback():
 
 def run(main: Callable[[], Awaitable[None]]) -> int:
     guard_lifetime()
+    from oh.eventloop import run as run_loop
+
     try:
-        asyncio.run(main())
+        # The same event loop as oh's own processes (uvloop when the [fast] extra is installed,
+        # OH_EVENT_LOOP=asyncio for the stdlib loop): every transport gets the same fast path.
+        run_loop(main())
     except KeyboardInterrupt:
         pass
     return 0

@@ -8,6 +8,7 @@ import * as vscode from 'vscode';
 import { Dispatcher } from './dispatcher';
 import { EditExecutor } from './executors/edit';
 import { workspaceRoots } from './executors/files';
+import { KnowledgeExecutor } from './executors/knowledge';
 import { executeRead } from './executors/read';
 import { RunExecutor } from './executors/run';
 import { executeWrite } from './executors/write';
@@ -37,14 +38,21 @@ export function activate(context: vscode.ExtensionContext): void {
     },
   });
   const edit = new EditExecutor();
+  const knowledge = new KnowledgeExecutor(); // §3.6; also remembers the agent's changes for diagnostics
   let actionSeq = 0;
   const keys = new WeakMap<object, number>();
   const dispatcher = new Dispatcher(
     {
       run: (a, signal, ctx) => run.execute(a, signal, ctx),
       read: (a, signal, ctx) => executeRead(a, signal, ctx),
-      write: (a, signal, ctx) => executeWrite(a, signal, ctx),
-      edit: (a, signal, ctx) => edit.execute(a, signal, ctx),
+      write: async (a, signal, ctx) => knowledge.afterChange(a, await executeWrite(a, signal, ctx)),
+      edit: async (a, signal, ctx) => knowledge.afterChange(a, await edit.execute(a, signal, ctx)),
+      diagnostics: (a, signal) => knowledge.diagnostics(a, signal),
+      open: (a) => knowledge.open(a),
+      editors: (a) => knowledge.editors(a),
+      symbols: (a) => knowledge.symbols(a),
+      definition: (a) => knowledge.definition(a),
+      references: (a) => knowledge.references(a),
     },
     {
       isTrusted: () => vscode.workspace.isTrusted,
@@ -110,6 +118,7 @@ export function activate(context: vscode.ExtensionContext): void {
   context.subscriptions.push(
     ui,
     run,
+    knowledge,
     vscode.commands.registerCommand('oh.connect', () => connect()),
     vscode.commands.registerCommand('oh.disconnect', () => {
       const n = manager!.disconnectAll();

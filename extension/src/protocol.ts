@@ -8,6 +8,7 @@
  */
 
 import { pathKey, pythonFloatPaths } from './jsonnum';
+import { isKnowledgeKind, KNOWLEDGE_KINDS, KnowledgeKind, knowledgeArgsProblem, summarizeKnowledge } from './knowledge';
 
 export const PROTOCOL_VERSION = 1;
 export const ACTION_KINDS = ['run', 'read', 'write', 'edit'] as const;
@@ -16,7 +17,7 @@ export const MAX_OUTPUT_CHARS = 30000;
 /** Ids survive JSON numbers on both sides (Python ints, JavaScript doubles). */
 export const MAX_ID = Number.MAX_SAFE_INTEGER;
 
-export type ActionKind = (typeof ACTION_KINDS)[number];
+export type ActionKind = (typeof ACTION_KINDS)[number] | KnowledgeKind; // + §3.6 knowledge kinds
 export type EditCommand = (typeof EDIT_COMMANDS)[number];
 
 export type ErrorId =
@@ -184,10 +185,10 @@ export function parseAction(obj: JsonObject): Action {
   }
   const kind = obj.action;
   check(typeof kind === 'string', "Action has no 'action' string (one of run, read, write, edit).", cause);
-  if (!(ACTION_KINDS as readonly string[]).includes(kind)) {
+  if (!(ACTION_KINDS as readonly string[]).includes(kind) && !isKnowledgeKind(kind)) {
     throw new ProtocolError(
       'TOOL_UNSUPPORTED',
-      `Unknown action '${kind.slice(0, 40)}': this editor executes ${ACTION_KINDS.join(', ')}.`,
+      `Unknown action '${kind.slice(0, 40)}': this editor executes ${[...ACTION_KINDS, ...KNOWLEDGE_KINDS].join(', ')}.`,
       cause,
     );
   }
@@ -202,6 +203,11 @@ export function parseAction(obj: JsonObject): Action {
     timeout = t > 0 ? t : undefined;
   }
   const agent = parseAgent(obj.agent);
+  if (isKnowledgeKind(kind)) {
+    const problem = knowledgeArgsProblem(kind, a, (v, key) => isIntAt(obj, v, 'args', key));
+    check(problem === undefined, problem ?? '', cause);
+    return { id: cause, kind, args: a, timeout, agent };
+  }
   if (kind === 'run') {
     check(typeof a.command === 'string', 'args.command must be a string.', cause);
     for (const key of ['is_input', 'blocking', 'hidden', 'reset']) optType(a, key, isBool, 'a boolean', cause);
@@ -234,6 +240,7 @@ export function parseAction(obj: JsonObject): Action {
         cause,
       );
     }
+    optType(a, 'diagnostics', isBool, 'a boolean', cause); // §3.6: the changed file's diagnostics (write/edit)
     if (kind === 'write') {
       check(typeof a.content === 'string', 'args.content must be a string.', cause);
     } else if (kind === 'edit') {
@@ -297,7 +304,9 @@ export function runArgs(action: Action): RunArgs {
 /** One line for humans (status bar, log): the command, or the kind and path. Never file contents. */
 export function summarize(action: Action, limit = 80): string {
   let text: string;
-  if (action.kind === 'run') {
+  if (isKnowledgeKind(action.kind)) {
+    text = summarizeKnowledge(action.kind, action.args);
+  } else if (action.kind === 'run') {
     const r = runArgs(action);
     text = (r.is_input ? 'input: ' : '') + r.command;
   } else if (action.kind === 'edit') {
@@ -444,7 +453,7 @@ export function registerFrame(info: RegisterInfo): JsonObject {
     workspace_folders: info.workspaceFolders,
     editor: { name: info.editorName, version: info.editorVersion, pid: info.editorPid },
     extension_version: info.extensionVersion,
-    capabilities: [...ACTION_KINDS],
+    capabilities: [...ACTION_KINDS, ...KNOWLEDGE_KINDS],
   };
 }
 

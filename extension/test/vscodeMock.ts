@@ -130,8 +130,25 @@ export class TextDocument {
     private text: string,
   ) {}
 
-  getText(): string {
-    return this.text;
+  getText(range?: Range): string {
+    if (!range) return this.text;
+    return this.text.slice(this.offsetAt(range.start), this.offsetAt(range.end));
+  }
+
+  /** Knowledge executors: language id from the extension, line access as in VS Code. */
+  get languageId(): string {
+    const ext = path.extname(this.uri.fsPath);
+    return ext === '.ts' ? 'typescript' : ext === '.py' ? 'python' : 'plaintext';
+  }
+
+  get lineCount(): number {
+    return this.lineStarts().length;
+  }
+
+  lineAt(line: number): { text: string } {
+    const starts = this.lineStarts();
+    const end = line + 1 < starts.length ? starts[line + 1] : this.text.length;
+    return { text: this.text.slice(starts[line], end).replace(/\r?\n$|\r$/, '') };
   }
 
   /** Line starts: \r\n, \n and \r end a line, as in VS Code's text model. */
@@ -336,3 +353,135 @@ export function resetMock(root: string): void {
   mock.reloadOnWrite = true;
   mock.onTerminal = () => {};
 }
+
+// --------------------------------------------------------------------------------------- knowledge (§3.6)
+// Diagnostics, editors/tabs, showTextDocument and the execute*Provider commands, steered by tests.
+export enum DiagnosticSeverity {
+  Error = 0,
+  Warning = 1,
+  Information = 2,
+  Hint = 3,
+}
+
+export enum SymbolKind {
+  File = 0,
+  Module = 1,
+  Namespace = 2,
+  Package = 3,
+  Class = 4,
+  Method = 5,
+  Property = 6,
+  Field = 7,
+  Constructor = 8,
+  Enum = 9,
+  Interface = 10,
+  Function = 11,
+  Variable = 12,
+}
+
+export enum TextEditorRevealType {
+  Default = 0,
+  InCenter = 1,
+  InCenterIfOutsideViewport = 2,
+  AtTop = 3,
+}
+
+export class Selection extends Range {}
+
+export class Location {
+  constructor(
+    readonly uri: Uri,
+    readonly range: Range,
+  ) {}
+}
+
+export class TabInputText {
+  constructor(readonly uri: Uri) {}
+}
+
+export class Diagnostic {
+  source?: string;
+  code?: string | number | { value: string | number; target: Uri };
+  constructor(
+    readonly range: Range,
+    readonly message: string,
+    readonly severity: DiagnosticSeverity = DiagnosticSeverity.Error,
+  ) {}
+}
+
+export class TextEditor {
+  revealed: Range[] = [];
+  constructor(
+    readonly document: TextDocument,
+    public selection: Selection,
+  ) {}
+  revealRange(range: Range): void {
+    this.revealed.push(range);
+  }
+}
+
+export const knowledgeMock = {
+  diagnostics: new Map<string, { uri: Uri; list: Diagnostic[] }>(),
+  diagnosticsChanged: new EventEmitter<{ uris: Uri[] }>(),
+  commands: new Map<string, (...args: unknown[]) => unknown>(),
+  tabs: [] as Array<{ input: unknown; isDirty: boolean; isActive: boolean }>,
+  shown: [] as Array<{ uri: Uri; options: unknown }>,
+  opened: [] as Array<{ uri: Uri; options: unknown }>,
+  /** What a language server does: set a file's diagnostics and fire the change event. */
+  setDiagnostics(uri: Uri, list: Diagnostic[]): void {
+    this.diagnostics.set(uri.toString(), { uri, list });
+    this.diagnosticsChanged.fire({ uris: [uri] });
+  },
+  reset(): void {
+    this.diagnostics = new Map();
+    this.diagnosticsChanged = new EventEmitter();
+    this.commands = new Map();
+    this.commands.set('vscode.open', (uri: unknown, options: unknown) => {
+      // a background tab: listed in tabGroups, not active, not a visible editor
+      this.opened.push({ uri: uri as Uri, options });
+      this.tabs.push({ input: new TabInputText(uri as Uri), isDirty: false, isActive: false });
+    });
+    this.opened = [];
+    this.tabs = [];
+    this.shown = [];
+    windowExtras.visibleTextEditors = [];
+    windowExtras.activeTextEditor = undefined;
+  },
+};
+
+export const languages = {
+  onDidChangeDiagnostics: (l: Listener<{ uris: Uri[] }>) => knowledgeMock.diagnosticsChanged.event(l),
+  getDiagnostics(uri?: Uri): unknown {
+    if (uri) return knowledgeMock.diagnostics.get(uri.toString())?.list ?? [];
+    return [...knowledgeMock.diagnostics.values()].map((e) => [e.uri, e.list]);
+  },
+};
+
+export const commands = {
+  async executeCommand(command: string, ...args: unknown[]): Promise<unknown> {
+    const fn = knowledgeMock.commands.get(command);
+    if (!fn) throw new Error(`command '${command}' not found`);
+    return fn(...args);
+  },
+};
+
+const windowExtras = {
+  visibleTextEditors: [] as TextEditor[],
+  activeTextEditor: undefined as TextEditor | undefined,
+  tabGroups: {
+    get all() {
+      return [{ isActive: true, tabs: knowledgeMock.tabs }];
+    },
+  },
+  async showTextDocument(doc: TextDocument, options: { selection?: Range } = {}): Promise<TextEditor> {
+    knowledgeMock.shown.push({ uri: doc.uri, options });
+    const sel = options.selection ?? new Range(new Position(0, 0), new Position(0, 0));
+    const ed = new TextEditor(doc, new Selection(sel.start, sel.end));
+    windowExtras.visibleTextEditors = [ed, ...windowExtras.visibleTextEditors.filter((e) => e.document !== doc)];
+    windowExtras.activeTextEditor = ed;
+    return ed;
+  },
+};
+Object.assign(window, windowExtras);
+Object.defineProperty(window, 'visibleTextEditors', { get: () => windowExtras.visibleTextEditors });
+Object.defineProperty(window, 'activeTextEditor', { get: () => windowExtras.activeTextEditor });

@@ -67,6 +67,9 @@ def _build():
     app.command(epilog=agent.EPILOG)(agent.read)
     app.command(epilog=agent.EPILOG)(agent.write)
     app.command(epilog=agent.EPILOG)(agent.edit)
+    from .commands import editorinfo
+
+    editorinfo.register(app)  # diagnostics, open, editors, symbols, definition, references
     app.command()(attach.attach)
     app.command()(logs.logs)
     app.command()(doctor.doctor)

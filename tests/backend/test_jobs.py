@@ -1,4 +1,4 @@
-"""Issue 11 through the backend (docs/protocol.md §3.6-§3.8, §4, §5): concurrent runs on one
+"""Issue 11 through the backend (docs/protocol.md §3.8-§3.10, §4, §5): concurrent runs on one
 connection in both runtimes, jobs on the editor leg (routing, LOST when the editor process dies,
 capabilities), monitor events, the trace, repetition control. Real backends, sockets, bash, and a
 real headless editor process."""

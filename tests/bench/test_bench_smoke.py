@@ -60,14 +60,17 @@ def test_quick_run_produces_every_figure(tmp_path: Path) -> None:
     for key in ("oh_local_run_true", "subprocess_run_bash_c_true"):
         assert figs["P3"][key]["n"] > 0 and figs["P3"][key]["p50_us"] > 0
     assert figs["P5"]["bytes"] == 64 * 1024 * 1024 and figs["P5"]["mb_per_s"] > 0 and figs["P5"]["ws_echo_mb_per_s"] > 0
+    assert figs["P5"]["json_mb_per_s"] > 0
     p6 = figs["P6"]
     assert p6["agents"] == 100 and p6["editors"] == 10 and p6["idle_rss_mb"] > 0 and p6["loaded_rss_mb"] > 0
+    assert p6["running"] == 50 and p6["running_rss_mb"] > 0
 
-    # Every target has its verdict: P1 (2 vs echo + 2 per peer), P2 (1 + 1 per peer), P3, P5, P6 (2).
+    # Every target has its verdict: P1 (2 vs echo + 1 vs the relay floor + 2 per peer), P2 (1 + 1 per
+    # peer), P3, P5 (MB/s + vs echo), P6 (idle, connected, running).
     checks = res["checks"]
     assert all(isinstance(c["pass"], bool) for c in checks)
     per_fig = {f: sum(c["figure"] == f for c in checks) for f in figs}
-    assert per_fig == {"P1": 8, "P2": 4, "P3": 1, "P5": 1, "P6": 2}
+    assert per_fig == {"P1": 9, "P2": 4, "P3": 1, "P5": 2, "P6": 3}
 
     text = md.read_text()
     for title in ("### P1", "### P2", "### P3", "### P5", "### P6"):

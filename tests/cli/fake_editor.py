@@ -33,10 +33,11 @@ def refused(error_id: str, message: str):
 
 
 class FakeEditor:
-    def __init__(self, session_file: Path, workspace: Path, answer=ran) -> None:
+    def __init__(self, session_file: Path, workspace: Path, answer=ran, capabilities: list[str] | None = None) -> None:
         self.session = json.loads(session_file.read_text())
         self.workspace = workspace
         self.answer = answer
+        self.capabilities = capabilities or ["run", "read", "write", "edit"]
         self.actions: list[dict] = []
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._serve, daemon=True)
@@ -61,7 +62,7 @@ class FakeEditor:
                 conn.send(json.dumps({
                     "type": "register", "protocol": PROTOCOL_VERSION, "session": self.session["instance_id"],
                     "workspace_folders": [str(self.workspace)], "editor": {"name": "fake", "version": "0", "pid": 1},
-                    "extension_version": "0", "capabilities": ["run", "read", "write", "edit"],
+                    "extension_version": "0", "capabilities": self.capabilities,
                 }))
                 assert json.loads(conn.recv(10)).get("type") == "registered"
                 self._ready.set()

@@ -29,7 +29,7 @@ def _png(width: int = 2, height: int = 1) -> bytes:
 async def test_lists_the_four_tools_with_schemas_that_teach(oh):
     async with mcp_session(oh) as s:  # no backend needed to list tools
         listed = {t.name: t for t in (await s.list_tools()).tools}
-    assert sorted(listed) == ["edit", "read", "run", "write"]
+    assert sorted(listed) == ["definition", "diagnostics", "edit", "editors", "open", "read", "references", "run", "symbols", "write"]
     run = listed["run"]
     assert run.input_schema["required"] == ["command"]
     for key in ("is_input", "timeout", "blocking", "reset", "max_output"):
@@ -138,7 +138,7 @@ async def test_concurrent_calls_share_one_connection(oh):
         assert all((oh.workspace / f"w{i}.txt").read_text() == str(i) for i in range(5))
         assert "ran" in text_of(results[-1])
 
-        # two commands at once in one shell: both run, the second in an extra shell (issue 11, protocol §3.6)
+        # two commands at once in one shell: both run, the second in an extra shell (issue 11, protocol §3.8)
         a, b = await asyncio.gather(s.call_tool("run", {"command": "sleep 0.5; echo first"}), s.call_tool("run", {"command": "echo second"}))
         assert not a.is_error and not b.is_error, (text_of(a), text_of(b))
         assert "first" in text_of(a) and "second" in text_of(b)

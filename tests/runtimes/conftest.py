@@ -13,7 +13,7 @@ from oh.runtimes.local import LocalRuntime
 from reference_shapes import REFERENCE_EXTRAS, REFERENCE_RUN_METADATA, REFERENCE_TOP  # noqa: F401 - used by the tests
 
 _ids = itertools.count(1)
-# Kinds of our own (docs/protocol.md §3.6-§3.7); job extras depend on the op.
+# Kinds of our own (docs/protocol.md §3.8-§3.9); job extras depend on the op.
 OUR_EXTRAS = {"stat": {"path", "exists", "type", "size", "mtime", "mode", "encoding", "mime_type", "link"}, "job": set()}
 
 
@@ -35,7 +35,7 @@ def check_shape(obs: dict[str, Any], action: Action, kind: str | None = None) ->
     assert set(obs["extras"]) == {**REFERENCE_EXTRAS, **OUR_EXTRAS}[kind] or kind == "job", obs["extras"]
     assert isinstance(obs["content"], str)
     if kind == "run":
-        # job_id (docs/protocol.md §3.6) is the one addition: OpenHands' CmdOutputMetadata ignores unknown keys.
+        # job_id (docs/protocol.md §3.8) is the one addition: OpenHands' CmdOutputMetadata ignores unknown keys.
         assert set(obs["extras"]["metadata"]) - {"job_id"} == REFERENCE_RUN_METADATA
         assert isinstance(obs["extras"]["metadata"]["exit_code"], int)
         assert obs["success"] == (obs["extras"]["metadata"]["exit_code"] == 0)

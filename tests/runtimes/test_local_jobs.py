@@ -1,6 +1,6 @@
 """Issue 11 in the local runtime: concurrent runs in extra shells, background jobs (lifecycle, de-dup,
 cancel, output offsets, retention, spool bound), follow-ups by job id, write modes, stat.
-Real bash, real files (docs/protocol.md §3.6-§3.7)."""
+Real bash, real files (docs/protocol.md §3.8-§3.9)."""
 
 from __future__ import annotations
 

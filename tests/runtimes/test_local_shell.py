@@ -85,7 +85,7 @@ async def test_soft_timeout_wait_then_ctrl_c(h: Harness):
     assert code(obs) == -1 and obs["content"] == ""
     assert meta(obs)["prefix"] == "[Below is the output of the previous command.]\n"
 
-    obs = await h.run("echo other")  # the shell is busy: it runs in an extra shell (docs/protocol.md §3.6)
+    obs = await h.run("echo other")  # the shell is busy: it runs in an extra shell (docs/protocol.md §3.8)
     assert obs["content"] == "other\n" and code(obs) == 0
     assert meta(obs)["job_id"] and "extra shell" in meta(obs)["prefix"]
 

@@ -263,7 +263,9 @@ def main(argv: list[str] | None = None) -> int:
         _ready(args.ready_fd, {"ready": False, "error": msg, "reason": "duplicate", "duplicate": running.instance_id if running else None})
         return EXIT_DUPLICATE
     try:
-        return asyncio.run(_amain(args, token))
+        from ..eventloop import run as run_loop
+
+        return run_loop(_amain(args, token))  # uvloop when installed (the [fast] extra)
     except KeyboardInterrupt:
         return 0
 

@@ -26,7 +26,7 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
 from .. import PROTOCOL_VERSION, __version__
-from ..protocol import frames
+from ..protocol import binary, frames
 from ..protocol.correlation import Correlator
 from ..protocol.errors import ErrorId, ProtocolError
 from ..protocol.events import (
@@ -44,6 +44,7 @@ from ..protocol.events import (
 from ..runtimes.base import AgentContext
 from . import agentinfo, auth, guard
 from .registry import Editor, EditorRegistry
+from .coalesce import coalescing
 from .trace import TraceWriter
 from .transport import abort, send_bounded
 
@@ -81,6 +82,9 @@ class Agent:
 
     async def send(self, obs: dict[str, Any]) -> None:
         obs["id"] = next(self.obs_ids)
+        if binary.is_binary(obs):  # the agent asked for read encoding "binary"
+            await send_bounded(self.connection, binary.pack(obs), self.send_timeout, text=False)
+            return
         await send_bounded(self.connection, encode(obs), self.send_timeout)
 
 
@@ -106,7 +110,7 @@ class BackendConfig:
     ping_timeout: float = 20.0
     # A send to a peer that does not read is abandoned (and the peer dropped) after this long.
     send_timeout: float = 40.0
-    # Jobs and repetition control (docs/protocol.md §3.6, §3.8); None = the setting's value.
+    # Jobs and repetition control (docs/protocol.md §3.8, §3.10); None = the setting's value.
     max_shells: int | None = None
     job_retention: float | None = None
     repeat_limit: int | None = None
@@ -205,7 +209,7 @@ class Backend:
             self.config.host,
             self.config.port,
             process_request=self._process_request,
-            create_connection=guard.gated_connection_class(self.gate),
+            create_connection=coalescing(guard.gated_connection_class(self.gate)),  # one write per loop iteration
             open_timeout=self.config.open_timeout,
             max_size=self.config.max_frame,
             compression=None,  # loopback: deflate only costs CPU
@@ -510,15 +514,23 @@ class Backend:
         try:
             async for message in connection:
                 try:
-                    obj = decode_frame(message)
-                    if obj.get("type") == "job_event":
-                        event = frames.parse_job_event(obj)
-                        if event is not None and hasattr(self.runtime, "editor_job_event"):
-                            self.runtime.editor_job_event(editor, *event)
-                        continue
-                    if obj.get("type") is not None:
-                        continue  # other control frames from editors are ignored
-                    obs = parse_observation(obj)
+                    if binary.is_binary_frame(message):  # a binary read's answer (protocol/binary.py)
+                        obs = binary.unpack(message)
+                        content = obs.pop("content")
+                        parse_observation(obs)
+                        if obs["observation"] != "read":
+                            raise ProtocolError(ErrorId.BAD_REQUEST, "Only a read observation may be a binary frame.", obs["cause"])
+                        obs["content"] = content
+                    else:
+                        obj = decode_frame(message)
+                        if obj.get("type") == "job_event":  # issue 11: an editor's job started / ended
+                            event = frames.parse_job_event(obj)
+                            if event is not None and hasattr(self.runtime, "editor_job_event"):
+                                self.runtime.editor_job_event(editor, *event)
+                            continue
+                        if obj.get("type") is not None:
+                            continue  # other control frames from editors are ignored
+                        obs = parse_observation(obj)
                 except ProtocolError as exc:
                     log.debug("editor %s sent a bad frame: %s", editor.editor_id, exc.message)
                     await connection.send(encode(frames.refusal(str(exc.error_id), exc.message)), text=True)

@@ -12,6 +12,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidSta
 
 from ..protocol.events import decode, encode
 from . import actions
+from .editorinfo import AsyncEditorInfo
 from .errors import AuthError, ConnectionLost, OhClientError, RefusedError
 from .jobs import AsyncJobs
 from .observation import Observation
@@ -27,7 +28,40 @@ def _handshake_error(exc: Exception, url: str) -> OhClientError:
     return OhClientError(f"Cannot connect to {url}: {exc}")
 
 
-class Client(AsyncJobs):
+def agent_headers(token: str, *, name: str | None = None, workdir: str | None = None, shell: str | None = None) -> dict[str, str]:
+    """Handshake headers of the agent role: the token, and the optional name / working dir / shell key."""
+    headers = {"Authorization": f"Bearer {token}"}
+    if name:
+        headers["X-OH-Client"] = name
+    if workdir:
+        headers["X-OH-Workdir"] = str(workdir)
+    if shell:
+        headers["X-OH-Shell"] = shell
+    return headers
+
+
+MAX_BINARY_HEADER = 64 * 1024
+
+
+def _binary_obs(message: bytes) -> Any:
+    """The observation of a binary read's frame (docs/protocol.md §3.6: 4-byte big-endian header
+    length, the JSON header, the file's bytes), ``content`` as bytes; None if it is not one (it then
+    lands in ``stray``). Parsed here rather than with oh.protocol.binary: the client speaks the wire
+    format only (docs/architecture.md)."""
+    n = int.from_bytes(message[:4], "big")
+    if len(message) < 4 or n > MAX_BINARY_HEADER or 4 + n > len(message):
+        return None
+    try:
+        obs = decode(message[4:4 + n])
+    except ValueError:
+        return None
+    if not isinstance(obs, dict) or "content" in obs:
+        return None
+    obs["content"] = message[4 + n:]
+    return obs
+
+
+class Client(AsyncEditorInfo, AsyncJobs):
     def __init__(self, connection: ClientConnection, url: str) -> None:
         self._conn = connection
         self.url = url
@@ -38,10 +72,9 @@ class Client(AsyncJobs):
         self.stray: list[dict[str, Any]] = []  # error frames without a cause (should not happen)
 
     @classmethod
-    async def connect(cls, url: str, token: str, *, name: str | None = None, path: str = "/v1/agent", open_timeout: float = 10.0) -> "Client":
-        headers = {"Authorization": f"Bearer {token}"}
-        if name:
-            headers["X-OH-Client"] = name
+    async def connect(cls, url: str, token: str, *, name: str | None = None, path: str = "/v1/agent", open_timeout: float = 10.0,
+                      workdir: str | None = None, shell: str | None = None) -> "Client":
+        headers = agent_headers(token, name=name, workdir=workdir, shell=shell)
         full = url.rstrip("/") + path
         try:
             conn = await connect(full, additional_headers=headers, open_timeout=open_timeout, max_size=None, compression=None, ping_interval=20)
@@ -65,7 +98,8 @@ class Client(AsyncJobs):
     async def _read_loop(self) -> None:
         try:
             async for message in self._conn:
-                obs = decode(message)
+                # A binary frame answers a read with encoding "binary": content is bytes.
+                obs = _binary_obs(message) if isinstance(message, bytes) and message[:1] == b"\x00" else decode(message)
                 fut = self._pending.pop(obs.get("cause"), None) if isinstance(obs, dict) else None
                 if fut is None:
                     self.stray.append(obs)
@@ -108,14 +142,24 @@ class Client(AsyncJobs):
         finally:
             self._pending.pop(action["id"], None)
 
-    async def run(self, command: str, *, timeout: float | None = None, blocking: bool = False, is_input: bool = False, cwd: str | None = None) -> Observation:
-        return await self.send(actions.run(command, timeout=timeout, blocking=blocking, is_input=is_input, cwd=cwd))
+    async def run(self, command: str, *, timeout: float | None = None, blocking: bool = False, is_input: bool = False, cwd: str | None = None,
+                  **extra: Any) -> Observation:
+        """``extra``: the optional run args (``reset``, ``env``, ``max_output``, ``security_risk``)."""
+        return await self.send(actions.run(command, timeout=timeout, blocking=blocking, is_input=is_input, cwd=cwd, **extra))
 
-    async def read(self, path: str, *, start: int = 0, end: int = -1, view_range: list[int] | None = None) -> Observation:
-        return await self.send(actions.read(path, start=start, end=end, view_range=view_range))
+    async def read(self, path: str, *, start: int = 0, end: int = -1, view_range: list[int] | None = None, encoding: str | None = None) -> Observation:
+        return await self.send(actions.read(path, start=start, end=end, view_range=view_range, encoding=encoding))
 
-    async def write(self, path: str, content: str) -> Observation:
-        return await self.send(actions.write(path, content))
+    async def write(self, path: str, content: str, *, encoding: str | None = None) -> Observation:
+        return await self.send(actions.write(path, content, encoding=encoding))
+
+    async def read_bytes(self, path: str) -> Observation:
+        """The whole file's bytes in ``content`` (``bytes``), sent as one binary frame: no base64,
+        no JSON escaping (docs/protocol.md, "Binary read"). Extras gain ``encoding``, ``mime_type``."""
+        action = actions.read(path)
+        action["args"]["encoding"] = "binary"
+        return await self.send(action)
+
 
     async def edit(self, path: str, command: str, **kw: Any) -> Observation:
         return await self.send(actions.edit(path, command, **kw))

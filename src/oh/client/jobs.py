@@ -1,4 +1,4 @@
-"""Jobs, ``stat`` and write modes for the clients (docs/protocol.md §3.6-§3.7): action builders and
+"""Jobs, ``stat`` and write modes for the clients (docs/protocol.md §3.8-§3.9): action builders and
 the methods both clients gain (``Client`` awaits them, ``SyncClient`` blocks).
 
     obs = client.run_background("pytest -q")          # returns at once

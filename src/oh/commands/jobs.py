@@ -1,5 +1,5 @@
 """Background jobs and file checks from the shell: ``oh jobs``, ``oh stat``, and the helpers behind
-``oh run --background`` and ``oh write --append/--create`` (docs/protocol.md §3.6-§3.7).
+``oh run --background`` and ``oh write --append/--create`` (docs/protocol.md §3.8-§3.9).
 
 Jobs live in the backend's shared ``cli`` shell (the one every ``oh run`` uses), so a job started by
 one ``oh`` process is seen by the next. Exit codes: ``oh jobs wait`` exits with the job's own exit

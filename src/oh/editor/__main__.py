@@ -21,7 +21,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{kind}: {data}", file=sys.stderr, flush=True)
 
     try:
-        return asyncio.run(run_editor(args.workspace, instance=args.instance, reconnect=not args.once, on_event=report))
+        from ..eventloop import run as run_loop
+
+        return run_loop(run_editor(args.workspace, instance=args.instance, reconnect=not args.once, on_event=report))
     except KeyboardInterrupt:
         return 0
 

@@ -18,7 +18,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
 from .. import PROTOCOL_VERSION, __version__
 from ..client.aio import _handshake_error
-from ..protocol import frames
+from ..protocol import binary, frames
 from ..protocol.errors import ErrorId, ProtocolError
 from ..protocol.events import decode, decode_frame, encode, error_from, error_observation, parse_action
 from ..runtimes.base import AgentContext
@@ -80,7 +80,7 @@ class HeadlessEditor:
             "workspace_folders": [self.workspace],
             "editor": {"name": self.name, "version": __version__, "pid": os.getpid()},
             "extension_version": __version__,
-            "capabilities": ["run", "read", "write", "edit", "job", "stat", "write_modes"],
+            "capabilities": ["run", "read", "write", "edit", "binary", "job", "stat", "write_modes"],  # binary: read encoding "binary" frames
         }
 
     async def serve(self, ready: asyncio.Event | None = None) -> None:
@@ -163,6 +163,9 @@ class HeadlessEditor:
     async def _answer(self, obs: dict[str, Any]) -> None:
         obs["id"] = next(self._obs_ids)
         with contextlib.suppress(ConnectionClosed):
+            if binary.is_binary(obs):  # read encoding "binary" (oh.protocol.binary)
+                await self._conn.send(binary.pack(obs), text=False)
+                return
             await self._conn.send(encode(obs), text=True)
 
 

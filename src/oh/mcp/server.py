@@ -26,7 +26,9 @@ INSTRUCTIONS = (
     "oh runs your actions in the user's VS Code (terminal, editor, undo history) or, with oh's local runtime, on "
     "this machine, and the user watches each one live. Use `run` for shell commands (one persistent shell), `read` "
     "to read files (encoding base64 for images), `edit` to view and change files (view / create / str_replace / "
-    "insert / undo_edit) and `write` to replace whole files. Relative paths start at the project directory."
+    "insert / undo_edit) and `write` to replace whole files. In VS Code, `diagnostics` shows the type errors your "
+    "change introduced, `symbols`/`definition`/`references` navigate code, `editors` tells what the user has open "
+    "and selected, `open` shows them a file. Relative paths start at the project directory."
 )
 
 

@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import knowledge_tools
+
 EDIT_COMMANDS = ["view", "create", "str_replace", "insert", "undo_edit"]
 RISKS = ["LOW", "MEDIUM", "HIGH", "UNKNOWN"]
 # The backend renders these in the live view; agents that assess risk can say so.
@@ -26,6 +28,11 @@ _PATH_SCHEMA = {
     "type": "string",
     "minLength": 1,
     "description": "File path: absolute, or relative to the directory this server was started in (the project).",
+}
+_DIAG_SCHEMA = {
+    "type": "boolean",
+    "default": False,
+    "description": "true: also return the file's language-server errors/warnings once they settle after this change (VS Code runtime).",
 }
 _VIEW_RANGE = {
     "type": "array",
@@ -114,6 +121,7 @@ TOOLS: list[dict[str, Any]] = [
                 "path": _PATH_SCHEMA,
                 "content": {"type": "string", "description": "The whole new content of the file."},
                 "encoding": {"type": "string", "default": "utf-8", "description": "utf-8 (default), base64 (content is base64 of the bytes), or another codec name such as latin-1."},
+                "diagnostics": _DIAG_SCHEMA,
                 "security_risk": _RISK_SCHEMA,
             },
             "required": ["path", "content"],
@@ -135,6 +143,7 @@ TOOLS: list[dict[str, Any]] = [
                 "new_str": {"type": "string", "description": "str_replace: the replacement (default: empty = delete). insert: the text to insert."},
                 "insert_line": {"type": "integer", "minimum": 0, "description": "insert: the line after which new_str goes (0 = top of the file)."},
                 "view_range": _VIEW_RANGE,
+                "diagnostics": _DIAG_SCHEMA,
                 "security_risk": _RISK_SCHEMA,
             },
             "required": ["command", "path"],
@@ -143,6 +152,7 @@ TOOLS: list[dict[str, Any]] = [
         "annotations": {"title": "View or edit a file", "readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": False},
     },
 ]
+TOOLS.extend(knowledge_tools.TOOLS)  # diagnostics, open, editors, symbols, definition, references (§3.6)
 TOOL_NAMES = [t["name"] for t in TOOLS]
 _SCHEMAS = {t["name"]: t["inputSchema"] for t in TOOLS}
 
@@ -230,6 +240,8 @@ def resolve_path(path: str, base_dir: str) -> str:
 def build_action(name: str, arguments: Any, base_dir: str) -> dict[str, Any]:
     """The oh action (OpenHands shape, docs/protocol.md) for a tool call. Raises ArgumentError."""
     a = check_arguments(name, arguments)
+    if name in knowledge_tools.NAMES:
+        return knowledge_tools.build_action(name, a, lambda p: resolve_path(p, base_dir))
     risk = a.get("security_risk")
     if name == "run":
         args: dict[str, Any] = {"command": a["command"], "is_input": a.get("is_input", False), "blocking": a.get("blocking", False),
@@ -259,6 +271,8 @@ def build_action(name: str, arguments: Any, base_dir: str) -> dict[str, Any]:
         else:
             args = _edit_args(a, path)
         action = {"action": name, "args": args}
+    if a.get("diagnostics") and name in ("write", "edit"):
+        action["args"]["diagnostics"] = True
     if risk:
         action["security_risk"] = risk
     return action
@@ -294,6 +308,8 @@ def to_result(name: str, obs: dict[str, Any], action: dict[str, Any] | None = No
     if kind == "error":
         eid = extras.get("error_id") or "ERROR"
         return ToolResult(f"{eid}: {content}", {"error_id": eid, "message": content}, is_error=True)
+    if kind in knowledge_tools.NAMES:
+        return ToolResult(content, knowledge_tools.structured(obs))
     if kind == "run":
         return _run_result(content, extras)
     if kind == "read":
@@ -306,6 +322,8 @@ def to_result(name: str, obs: dict[str, Any], action: dict[str, Any] | None = No
         structured = {"path": extras.get("path", "")}
         if extras.get("diff"):
             structured["diff"] = extras["diff"]
+        if "diagnostics" in extras:
+            structured["diagnostics"] = extras["diagnostics"]
         return ToolResult(content or f"Edited {structured['path']}.", structured)
     return ToolResult(f"Unexpected answer from the backend ({str(kind)[:40]!r}): {content[:2000]}", {"observation": kind}, is_error=True)
 

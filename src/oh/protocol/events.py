@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from .errors import ErrorId, ProtocolError
+from .knowledge import KNOWLEDGE_KINDS, check_knowledge_args, summarize_knowledge
 
 ACTION_KINDS = ("run", "read", "write", "edit", "job", "stat")
 JOB_OPS = ("list", "poll", "wait", "output", "cancel")
@@ -29,7 +30,7 @@ WRITE_MODES = ("overwrite", "create", "append")
 JOB_ID = re.compile(r"^[A-Za-z0-9._-]{1,80}$")
 DEFAULT_MAX_OUTPUT = 30000  # characters, OpenHands' MAX_CMD_OUTPUT_SIZE
 MAX_OUTPUT_CAP = 16 * 1024 * 1024  # max_output 0 still keeps memory bounded
-READ_ENCODINGS = ("auto", "base64")
+READ_ENCODINGS = ("auto", "base64", "binary")  # binary: one binary frame (protocol/binary.py)
 MAX_ENV_VARS = 256
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 # OpenHands V0 sends security_risk as an int enum; the SDK as a name.
@@ -179,23 +180,20 @@ def parse_action(obj: Any) -> Action:
         raise ProtocolError(ErrorId.BAD_REQUEST, "This connection accepts actions, not observations.", cause)
     kind = obj.get("action")
     _require(isinstance(kind, str), "Action has no 'action' string (one of run, read, write, edit).", cause)
+    if kind in KNOWLEDGE_KINDS:  # oh's own editor-knowledge kinds (§3.6)
+        args = obj.get("args", {})
+        _require(isinstance(args, dict), "'args' must be a JSON object.", cause)
+        check_knowledge_args(kind, args, cause)
+        return Action(id=cause, kind=kind, args=args, timeout=_timeout(obj.get("timeout"), cause), raw=obj)
     if kind not in ACTION_KINDS:
         raise ProtocolError(
             ErrorId.TOOL_UNSUPPORTED,
-            f"Unknown action {kind[:40]!r}: this runtime executes {', '.join(ACTION_KINDS)}.",
+            f"Unknown action {kind[:40]!r}: the action kinds are {', '.join(ACTION_KINDS + KNOWLEDGE_KINDS)}.",
             cause,
         )
     args = obj.get("args", {})
     _require(isinstance(args, dict), "'args' must be a JSON object.", cause)
-    timeout = obj.get("timeout")
-    if timeout is not None:
-        _require(
-            isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and math.isfinite(timeout) and timeout >= 0,
-            "'timeout' must be a number of seconds >= 0 (0 = no timeout given).",
-            cause,
-        )
-        # 0 means "no timeout given", as in the OpenHands SDK: the no-new-output rule applies.
-        timeout = float(timeout) if timeout > 0 else None
+    timeout = _timeout(obj.get("timeout"), cause)
     if kind == "run":
         _require(isinstance(args.get("command"), str), "args.command must be a string.", cause)
         for key in ("is_input", "blocking", "hidden", "reset"):
@@ -224,6 +222,7 @@ def parse_action(obj: Any) -> Action:
         _require("\x00" not in args["path"], "args.path must not contain NUL bytes.", cause)
         for key in ("start", "end"):
             _opt_type(args, key, (int,), "an integer", cause)
+        _opt_type(args, "diagnostics", (bool,), "a boolean", cause)  # §3.6: the changed file's diagnostics (write/edit)
         if "view_range" in args and args["view_range"] is not None:
             vr = args["view_range"]
             _require(
@@ -233,7 +232,7 @@ def parse_action(obj: Any) -> Action:
             )
         if kind == "read":
             enc = args.get("encoding")
-            _require(enc is None or enc in READ_ENCODINGS, "args.encoding must be \"auto\" or \"base64\" for read.", cause)
+            _require(enc is None or enc in READ_ENCODINGS, "args.encoding must be \"auto\", \"base64\" or \"binary\" for read.", cause)
         if kind == "write":
             _require(isinstance(args.get("content"), str), "args.content must be a string.", cause)
             enc = args.get("encoding")
@@ -261,6 +260,18 @@ def parse_action(obj: Any) -> Action:
                 _require(_is_int(args.get("insert_line")), "edit insert needs args.insert_line (an integer).", cause)
                 _require(isinstance(args.get("new_str"), str), "edit insert needs args.new_str (a string).", cause)
     return Action(id=cause, kind=kind, args=args, timeout=timeout, raw=obj)
+
+
+def _timeout(timeout: Any, cause: int | None) -> float | None:
+    if timeout is None:
+        return None
+    _require(
+        isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and math.isfinite(timeout) and timeout >= 0,
+        "'timeout' must be a number of seconds >= 0 (0 = no timeout given).",
+        cause,
+    )
+    # 0 means "no timeout given", as in the OpenHands SDK: the no-new-output rule applies.
+    return float(timeout) if timeout > 0 else None
 
 
 def _known_encoding(name: str) -> bool:
@@ -368,7 +379,7 @@ def write_observation(cause: int | None, path: str, content: str = "") -> dict[s
 
 
 def job_observation(cause: int | None, op: str, content: str, extras: dict[str, Any]) -> dict[str, Any]:
-    """Our own kind (not OpenHands'): the answer to a ``job`` action (docs/protocol.md §3.6)."""
+    """Our own kind (not OpenHands'): the answer to a ``job`` action (docs/protocol.md §3.8)."""
     return _obs("job", cause, content, f"Job {op}.", {"op": op, **extras})
 
 
@@ -414,7 +425,7 @@ def error_from(exc: ProtocolError) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- reading observations
 
-OBSERVATION_KINDS = ("run", "read", "write", "edit", "error", "job", "stat")
+OBSERVATION_KINDS = ("run", "read", "write", "edit", "error", "job", "stat", *KNOWLEDGE_KINDS)
 
 
 def parse_observation(obj: Any) -> dict[str, Any]:
@@ -432,7 +443,7 @@ def parse_observation(obj: Any) -> dict[str, Any]:
     extras = obj.get("extras", {})
     if not isinstance(extras, dict):
         raise ProtocolError(ErrorId.BAD_REQUEST, "Observation 'extras' must be an object.", cause)
-    required = {"run": ("command",), "read": ("path",), "write": ("path",), "edit": ("path",), "error": (), "job": ("op",), "stat": ("path", "exists")}[kind]
+    required = {"run": ("command",), "read": ("path",), "write": ("path",), "edit": ("path",), "job": ("op",), "stat": ("path", "exists")}.get(kind, ())
     for key in required:
         if key not in extras:
             raise ProtocolError(ErrorId.BAD_REQUEST, f"Observation {kind!r} lacks extras.{key}.", cause)
@@ -460,7 +471,9 @@ def outcome_of(obs: dict[str, Any]) -> str:
 
 def summarize(action: Action, limit: int = 80) -> str:
     """One line for humans: the command, or the kind and path. Never the file contents."""
-    if action.kind == "run":
+    if action.kind in KNOWLEDGE_KINDS:
+        text = summarize_knowledge(action.kind, action.args)
+    elif action.kind == "run":
         text = ("input: " if action.is_input else "") + ("background: " if action.args.get("background") else "") + action.command
     elif action.kind == "edit":
         text = f"{action.args.get('command')} {action.path}"

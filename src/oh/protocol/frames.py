@@ -14,10 +14,11 @@ from typing import Any
 from .. import PROTOCOL_VERSION
 from .errors import ErrorId, ProtocolError
 
-KNOWN_CAPABILITIES = ("run", "read", "write", "edit", "job", "stat", "write_modes")
-# An editor that registers without a capabilities list gets these (what every editor could do before
-# jobs, stat and write modes existed): nothing new is sent to an editor that did not ask for it.
-DEFAULT_CAPABILITIES = ("run", "read", "write", "edit")
+from .knowledge import KNOWLEDGE_KINDS
+
+# An editor advertises what it executes; the vscode runtime answers TOOL_UNSUPPORTED for the rest.
+# binary: read encoding "binary" (protocol/binary.py). job / stat / write_modes: issue 11 (§3.7).
+KNOWN_CAPABILITIES = ("run", "read", "write", "edit", *KNOWLEDGE_KINDS, "binary", "job", "stat", "write_modes")
 
 
 class RegistrationError(Exception):
@@ -86,7 +87,8 @@ def parse_registration(obj: dict[str, Any], instance_id: str) -> Registration:
         )
     editor = obj.get("editor") if isinstance(obj.get("editor"), dict) else {}
     pid = editor.get("pid")
-    caps = obj.get("capabilities", list(DEFAULT_CAPABILITIES))
+    # No list = an older editor: the four OpenHands kinds only (knowledge kinds must be advertised).
+    caps = obj.get("capabilities", ["run", "read", "write", "edit"])
     if not isinstance(caps, list) or not all(isinstance(c, str) for c in caps):
         raise RegistrationError("BAD_REQUEST", "register.capabilities must be a list of strings.")
     return Registration(

@@ -7,6 +7,7 @@ resolves ``editor.pending`` futures when observations (or the editor's disconnec
 from __future__ import annotations
 
 import asyncio
+import base64
 import itertools
 import os
 import time
@@ -15,10 +16,22 @@ from typing import Any, Callable, Hashable
 
 from ..backend.registry import EditorRegistry
 from ..backend.transport import send_bounded
-from ..protocol import frames
+from ..protocol import binary, frames
 from ..protocol.errors import ErrorId
 from ..protocol.events import Action, encode, error_observation, job_observation
 from .base import AgentContext, Runtime, as_context
+
+
+def _from_base64(obs: dict[str, Any]) -> dict[str, Any]:
+    """A base64 read answer turned into the binary one the agent asked for (other answers as they are)."""
+    extras = obs.get("extras")
+    if obs.get("observation") != "read" or not isinstance(extras, dict) or extras.get("encoding") != "base64":
+        return obs
+    try:
+        data = base64.b64decode(obs.get("content", ""), validate=True)
+    except (ValueError, TypeError):
+        return error_observation(obs.get("cause"), ErrorId.SERVER_ERROR, "The editor's base64 read answer is not valid base64.")
+    return {**obs, "content": data, "extras": {**extras, "encoding": "binary"}}
 
 
 def _inside(path: str, root: str) -> bool:
@@ -52,10 +65,18 @@ class VscodeRuntime(Runtime):
         self._job_ids = itertools.count(1)
         self._where: OrderedDict[str, str] = OrderedDict()  # job id -> editor id (bounded)
         self.jobs: dict[str, dict[str, Any]] = {}  # background jobs' records as the backend knows them
+        self._workdirs: dict[str, str] = {}  # agent workdir -> its realpath at first use
 
     def _workdir(self, ctx: AgentContext) -> str:
         if ctx.workdir:
-            real = os.path.realpath(ctx.workdir)
+            # Cached: realpath was ~7 % of the backend's CPU under load (docs/benchmarks.md). Safe to
+            # reuse: it is only the base relative paths are joined to; the joined path is resolved
+            # and checked against the roots again for every action (_absolute).
+            real = self._workdirs.get(ctx.workdir)
+            if real is None:
+                if len(self._workdirs) >= 1024:
+                    self._workdirs.clear()
+                real = self._workdirs[ctx.workdir] = os.path.realpath(ctx.workdir)
             if any(_inside(real, r) for r in self.roots):
                 return real
         return self.workspace
@@ -167,6 +188,11 @@ class VscodeRuntime(Runtime):
         return obs
 
     async def _forward(self, action: Action, frame: dict[str, Any], editor) -> dict[str, Any]:
+        wants_binary = action.kind == "read" and action.args.get("encoding") == "binary"
+        if wants_binary and "binary" not in editor.registration.capabilities:
+            # An editor without binary frames (e.g. an older extension) is asked for base64; the
+            # agent still gets one binary frame (_from_base64).
+            frame = {**frame, "args": {**frame["args"], "encoding": "base64"}}
         future: asyncio.Future = asyncio.get_running_loop().create_future()
         editor.pending[action.id] = future
         try:
@@ -174,7 +200,7 @@ class VscodeRuntime(Runtime):
                 return error_observation(
                     action.id, ErrorId.EDITOR_DISCONNECTED, "The editor disconnected (or stopped reading) before the action could be delivered."
                 )
-            return await future
+            obs = await future
         except asyncio.CancelledError:
             # Agent gone, deadline passed or shutdown: tell the editor to stop the work.
             if editor.pending.pop(action.id, None) is not None:
@@ -189,6 +215,11 @@ class VscodeRuntime(Runtime):
             )
         finally:
             editor.pending.pop(action.id, None)
+        if binary.is_binary(obs) and not wants_binary:
+            return error_observation(action.id, ErrorId.SERVER_ERROR, f"The editor {editor.registration.editor_name} answered with a binary frame to an action that did not ask for one.")
+        if wants_binary and not binary.is_binary(obs):
+            return _from_base64(obs)
+        return obs
 
     async def agent_closed(self, agent: Hashable) -> None:
         """An agent with a private shell left: tell the editors to kill what runs there and dispose

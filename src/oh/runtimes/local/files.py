@@ -16,6 +16,7 @@ from .paths import ResolvedPath, not_found, refuse_hard_link, require_regular, s
 
 MAX_READ_BYTES = 256 * 1024 * 1024  # bigger files are refused (TOOL_ERROR), never half-read
 MAX_BASE64_BYTES = 64 * 1024 * 1024  # 85 MiB once base64-encoded: fits the 128 MiB frame limit
+MAX_BINARY_BYTES = 120 * 1024 * 1024  # a binary read's frame (header + bytes) fits the 128 MiB frame limit
 BINARY_SNIFF = 8192
 
 
@@ -154,6 +155,10 @@ def read_file(
     """The ``read`` action: (content, extra extras). Raw text (no line numbers); ``view_range`` wins
     over ``start``/``end``. ``encoding: base64``: the whole file's bytes (ranges ignored), with
     ``encoding`` and ``mime_type`` extras -- only then, OpenHands refuses unknown extras."""
+    if encoding == "binary":
+        # The raw bytes, sent as a binary frame (oh.protocol.binary): no base64, no JSON escaping.
+        mime = mimetypes.guess_type(rp.shown)[0] or "application/octet-stream"
+        return read_bytes(rp, MAX_BINARY_BYTES), {"encoding": "binary", "mime_type": mime}  # type: ignore[return-value]
     if encoding == "base64":
         data = read_bytes(rp, MAX_BASE64_BYTES)
         mime = mimetypes.guess_type(rp.shown)[0] or "application/octet-stream"

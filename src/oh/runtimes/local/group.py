@@ -1,4 +1,4 @@
-"""The shells of one agent shell key: the main shell, extra shells, background jobs (docs/protocol.md §3.6).
+"""The shells of one agent shell key: the main shell, extra shells, background jobs (docs/protocol.md §3.8).
 
 - A new command goes to the main shell when it is idle (its ``cd``/exports persist there). When the
   main shell is busy it runs in an **extra shell**, started in the main shell's current directory

@@ -1,4 +1,4 @@
-"""Background jobs of one agent shell: their records, states and full output (docs/protocol.md §3.6).
+"""Background jobs of one agent shell: their records, states and full output (docs/protocol.md §3.8).
 
 A job is a command started with ``run`` ``args.background: true``. It runs in its own extra shell
 (started where the agent's main shell is) so the main shell stays free. Its whole output goes to a

@@ -16,6 +16,8 @@ from typing import Any, Callable, Hashable, Mapping, Sequence
 from ...protocol.errors import ErrorId, ToolError
 from ...protocol.events import JOB_ID, Action, edit_observation, error_observation, read_observation, stat_observation, write_observation
 from ..base import AgentContext, Runtime, as_context
+from ...protocol.knowledge import KNOWLEDGE_KINDS
+from . import knowledge
 from .editor import FileEditor
 from .files import read_file, stat_path, write_file
 from .group import ShellGroup
@@ -174,6 +176,10 @@ class LocalRuntime(Runtime):
                 return await self._write(action, base)
             if action.kind == "edit":
                 return await self._edit(action, base)
+            if action.kind in KNOWLEDGE_KINDS:  # no language server here (§3.6)
+                if action.kind == "symbols":
+                    return await knowledge.symbols_by_ripgrep(action, self.paths.roots)
+                return knowledge.refuse(action)
             return error_observation(action.id, ErrorId.TOOL_UNSUPPORTED, f"The local runtime does not execute {action.kind!r} actions.")
         except ToolError as exc:
             return error_observation(action.id, exc.error_id, exc.message)

@@ -97,7 +97,7 @@ class Command:
         self.exit_code: int | None = None
         self.cwd: str | None = None
         self.shell_exited = False  # the shell itself exited (exit N, set -e, killed)
-        self.job_id: str | None = None  # how follow-ups and job ops name it (docs/protocol.md §3.6)
+        self.job_id: str | None = None  # how follow-ups and job ops name it (docs/protocol.md §3.8)
         self.sink = None  # called with every chunk of output (a background job's spool)
         self.finished = asyncio.Event()  # set once, when the command ends
 
@@ -124,7 +124,7 @@ class BashShell:
     def __init__(self, cwd: str, env: dict[str, str], source_file: str, max_output_chars: int, env_snapshot: str = "") -> None:
         self.start_cwd = cwd
         # After each command the shell writes `export -p` here (0600, in the runtime's private
-        # scratch dir): extra shells start with the main shell's exports (docs/protocol.md §3.6).
+        # scratch dir): extra shells start with the main shell's exports (docs/protocol.md §3.8).
         self.env_snapshot = env_snapshot
         self.exports = ""  # that file's text as of the last finished command (read at its marker)
         self.env = env

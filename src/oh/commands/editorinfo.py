@@ -1,0 +1,182 @@
+"""Editor knowledge from the command line: ``oh diagnostics``, ``oh open``, ``oh editors``,
+``oh symbols``, ``oh definition``, ``oh references`` (docs/protocol.md §3.6).
+
+Each sends one action through the backend (``oh.fastpath.verbs.exchange``, the agent verbs' wire
+code) and prints the observation's text, or with ``--json`` the observation itself. They need
+``--runtime vscode`` (an editor's language services); the local runtime refuses all but ``symbols``,
+which it answers with ripgrep text matches and says so.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+import typer
+
+from ._common import EXIT_CODES_HELP, USAGE, complete_instances, pick_session
+
+EPILOG = EXIT_CODES_HELP + " These commands need a backend started with `oh start --runtime vscode` and VS Code connected."
+
+_WORKSPACE = typer.Option(None, "--workspace", "-C", metavar="DIR", help="Use the backend serving this directory (default: cwd).")
+_INSTANCE = typer.Option(None, "--instance", "-i", metavar="ID", help="Use this backend (instance id or unique prefix).", autocompletion=complete_instances)
+_JSON = typer.Option(False, "--json", help="Print the observation as JSON (content + structured extras).")
+
+_LOCATION = re.compile(r"^(?P<path>.+?)(?::(?P<line>\d+))?(?::(?P<col>\d+))?$")
+
+
+def parse_location(text: str, *, need_position: bool) -> tuple[str, int | None, int | None]:
+    """``PATH[:LINE[:COL]]`` -> (path, line, col); lines and columns are 1-based. Raises ValueError."""
+    m = _LOCATION.match(text)
+    if not m or not m.group("path"):
+        raise ValueError(f"cannot read {text!r} as PATH:LINE:COL")
+    line = int(m.group("line")) if m.group("line") else None
+    col = int(m.group("col")) if m.group("col") else None
+    if (line is not None and line < 1) or (col is not None and col < 1):
+        raise ValueError(f"{text!r}: lines and columns count from 1")
+    if need_position and (line is None or col is None):
+        raise ValueError(f"{text!r} needs a position: PATH:LINE:COL (1-based, e.g. src/app.ts:12:5)")
+    return m.group("path"), line, col
+
+
+def _send(workspace: Optional[str], instance: Optional[str], action: dict, json_: bool, *, resolve_path: bool = True) -> None:
+    from dataclasses import asdict
+
+    from ..fastpath import verbs
+
+    session = asdict(pick_session(workspace, instance))
+    args = action["args"]
+    if resolve_path and args.get("path"):
+        args["path"] = verbs.resolve(args["path"], session)
+    try:
+        obs = verbs.exchange(session, action, announce=not json_)
+        code = verbs.finish(obs, json_)
+    except verbs.Failed as exc:
+        verbs.err(str(exc))
+        if exc.hint:
+            typer.echo(f"    {exc.hint}", err=True)
+        raise typer.Exit(exc.code) from None
+    if code is None and action["action"] == "diagnostics":
+        # Like a compiler: exit 1 when there are errors, so `oh diagnostics && next-step` works.
+        extras = obs.get("extras") or {}
+        if any(d.get("severity") == "error" for d in extras.get("diagnostics") or []):
+            code = 1
+    raise typer.Exit(code or 0)
+
+
+def _location_or_exit(text: str, need_position: bool) -> tuple[str, int | None, int | None]:
+    try:
+        return parse_location(text, need_position=need_position)
+    except ValueError as exc:
+        typer.echo(f"oh: {exc}.", err=True)
+        raise typer.Exit(USAGE) from None
+
+
+def diagnostics(
+    path: Optional[str] = typer.Argument(None, metavar="[PATH]", help="A file (default: every file the language servers report on in the workspace)."),
+    severity: str = typer.Option("warning", "--severity", metavar="LEVEL", help="Least severe level to show: error, warning, info or hint."),
+    wait: Optional[float] = typer.Option(None, "--wait", min=0, max=60, metavar="SECONDS", help="Wait at most this long for the language servers to settle (default: the editor's, a few seconds)."),
+    workspace: Optional[str] = _WORKSPACE,
+    instance: Optional[str] = _INSTANCE,
+    json_: bool = _JSON,
+) -> None:
+    """Language-server errors and warnings (VS Code's Problems), after they settle; exit 1 if there are errors.
+
+    Example: oh diagnostics src/app.ts
+    """
+    if severity not in ("error", "warning", "info", "hint"):
+        typer.echo(f"oh: --severity must be error, warning, info or hint (got {severity!r}).", err=True)
+        raise typer.Exit(USAGE)
+    args: dict = {"severity": severity}
+    if path:
+        args["path"] = path
+    if wait is not None:
+        args["wait"] = wait
+    _send(workspace, instance, {"action": "diagnostics", "args": args}, json_)
+
+
+def open_(
+    location: str = typer.Argument(..., metavar="PATH[:LINE[:COL]]", help="The file, optionally a 1-based line and column."),
+    end: Optional[str] = typer.Option(None, "--to", metavar="LINE[:COL]", help="Select up to this line (and column)."),
+    workspace: Optional[str] = _WORKSPACE,
+    instance: Optional[str] = _INSTANCE,
+    json_: bool = _JSON,
+) -> None:
+    """Show a file to the user in VS Code, at a line (and select a range with --to).
+
+    Example: oh open src/app.ts:42
+    """
+    path, line, col = _location_or_exit(location, False)
+    args: dict = {"path": path}
+    if line is not None:
+        args["line"] = line
+    if col is not None:
+        args["column"] = col
+    if end:
+        _, end_line, end_col = _location_or_exit("x:" + end, False)
+        if line is None or end_line is None:
+            typer.echo("oh: --to needs a line in PATH:LINE and a LINE[:COL] after --to.", err=True)
+            raise typer.Exit(USAGE)
+        args["end_line"] = end_line
+        if end_col is not None:
+            args["end_column"] = end_col
+    _send(workspace, instance, {"action": "open", "args": args}, json_)
+
+
+def editors(
+    workspace: Optional[str] = _WORKSPACE,
+    instance: Optional[str] = _INSTANCE,
+    json_: bool = _JSON,
+) -> None:
+    """The files open in VS Code: the active one, the selection, unsaved (dirty) state."""
+    _send(workspace, instance, {"action": "editors", "args": {}}, json_)
+
+
+def symbols(
+    query: str = typer.Argument(..., metavar="QUERY", help="Part of a symbol name (functions, classes, ...)."),
+    limit: int = typer.Option(100, "--limit", min=1, max=1000, metavar="N", help="Show at most N symbols."),
+    workspace: Optional[str] = _WORKSPACE,
+    instance: Optional[str] = _INSTANCE,
+    json_: bool = _JSON,
+) -> None:
+    """Workspace symbol search through the language servers (VS Code's Ctrl+T).
+
+    Example: oh symbols parseConfig
+    """
+    _send(workspace, instance, {"action": "symbols", "args": {"query": query, "limit": limit}}, json_)
+
+
+def definition(
+    location: str = typer.Argument(..., metavar="PATH:LINE:COL", help="Where the name is used (1-based line and column)."),
+    workspace: Optional[str] = _WORKSPACE,
+    instance: Optional[str] = _INSTANCE,
+    json_: bool = _JSON,
+) -> None:
+    """Where the symbol at PATH:LINE:COL is defined (VS Code's Go to Definition).
+
+    Example: oh definition src/app.ts:12:5
+    """
+    path, line, col = _location_or_exit(location, True)
+    _send(workspace, instance, {"action": "definition", "args": {"path": path, "line": line, "column": col}}, json_)
+
+
+def references(
+    location: str = typer.Argument(..., metavar="PATH:LINE:COL", help="The symbol (1-based line and column)."),
+    no_declaration: bool = typer.Option(False, "--no-declaration", help="Leave out the declaration itself."),
+    workspace: Optional[str] = _WORKSPACE,
+    instance: Optional[str] = _INSTANCE,
+    json_: bool = _JSON,
+) -> None:
+    """Every reference to the symbol at PATH:LINE:COL (VS Code's Find All References).
+
+    Example: oh references src/app.ts:12:5
+    """
+    path, line, col = _location_or_exit(location, True)
+    args = {"path": path, "line": line, "column": col, "include_declaration": not no_declaration}
+    _send(workspace, instance, {"action": "references", "args": args}, json_)
+
+
+def register(app: typer.Typer) -> None:
+    for fn, name in ((diagnostics, "diagnostics"), (open_, "open"), (editors, "editors"), (symbols, "symbols"),
+                     (definition, "definition"), (references, "references")):
+        app.command(name=name, epilog=EPILOG)(fn)
