@@ -336,6 +336,7 @@ REVIEWED = {
     ("runtimes/local/shell.py", "_watch_exit", "self.proc.wait"): "a watcher task: ends when bash exits, and kill() kills bash",
     ("runtimes/local/shell.py", "reopen_stdin", "cmd.changed.wait"): "`exec 0<fifo` on a FIFO we already hold open read-write cannot block; under the action deadline",
     ("editor/peer.py", "run_editor", "ready.wait"): "raced with the serve task in asyncio.wait",
+    ("runtimes/local/knowledge.py", "symbols_by_ripgrep", "proc.wait"): "rg was just SIGKILLed (or had exited): the wait only reaps it",
     ("runtimes/local/group.py", "_reap", "cmd.finished.wait"): "a watcher task: the command ends, or its shell is killed (group close, cancel), which finishes it",
     ("runtimes/local/group.py", "_watch", "cmd.finished.wait"): "a job's watcher task: the job ends, or job cancel / retention / close kill its shell, which finishes it",
     ("ui/live.py", "monitor", "stop.wait"): "raced with recv in asyncio.wait: ends on Ctrl-C, or when the backend closes",
