@@ -96,7 +96,7 @@ export function activate(context: vscode.ExtensionContext): void {
 
   const connect = async (sessionId?: string) => {
     await refreshFolders();
-    const { matched, elsewhere } = await manager!.connectNow(sessionId);
+    const { matched, elsewhere, refused } = await manager!.connectNow(sessionId);
     if (matched.length) {
       log(`connect requested: ${matched.map((s) => `${s.instance_id} (port ${s.port})`).join(', ')}`);
       return;
@@ -106,6 +106,11 @@ export function activate(context: vscode.ExtensionContext): void {
       void vscode.window.showWarningMessage(
         `oh: the backend ${s.instance_id} serves ${s.workspace}, which is not a folder of this window. Open that folder to connect.`,
       );
+      return;
+    }
+    if (refused.length) {
+      // The user asked to connect and a session file (or its directory) was refused: say why here too.
+      void vscode.window.showWarningMessage(`oh: ${refused[0]}`);
       return;
     }
     void vscode.window.showInformationMessage(

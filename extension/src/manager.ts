@@ -14,6 +14,7 @@ import { Backoff } from './backoff';
 import { ActionHandler, backendKey, CloseInfo, describeClose, EditorConnection, RegisteredInfo } from './connection';
 import { DirectoryWatcher } from './dirwatch';
 import { JsonObject } from './protocol';
+import { UnsafePath } from './owned';
 import { pidAlive as realPidAlive, readSession, readSessions, realpathOrSelf, SessionInfo, sessionTargets } from './session';
 
 export interface ManagerDeps {
@@ -66,6 +67,8 @@ export class SessionManager {
   private rescan = false;
   private disposed = false;
   private readonly pidAlive: (pid: number, startTime?: number) => boolean;
+  /** Trust-rule refusals already logged and still current: each is logged once, not every poll. */
+  private loggedRefusals = new Set<string>();
 
   constructor(private readonly deps: ManagerDeps) {
     this.pidAlive = deps.pidAlive ?? realPidAlive;
@@ -119,9 +122,10 @@ export class SessionManager {
   }
 
   /** Sessions whose file exists, whose pid lives and whose workspace is in this window. */
-  async targetingSessions(): Promise<{ targeting: SessionInfo[]; others: SessionInfo[] }> {
+  async targetingSessions(): Promise<{ targeting: SessionInfo[]; others: SessionInfo[]; refused: string[] }> {
     const folders = await this.deps.folders();
-    const files = await readSessions(this.deps.dir);
+    const refused: string[] = [];
+    const files = await readSessions(this.deps.dir, (r) => refused.push(this.logRefusal(r)));
     const targeting: SessionInfo[] = [];
     const others: SessionInfo[] = [];
     for (const { session } of files) {
@@ -129,12 +133,23 @@ export class SessionManager {
       const real = await realpathOrSelf(session.workspace);
       (folders.length && sessionTargets(real, folders) ? targeting : others).push(session);
     }
-    return { targeting, others };
+    return { targeting, others, refused };
+  }
+
+  /** A directory or session file another user could control (src/owned.ts): logged once while it lasts. */
+  private logRefusal(r: UnsafePath): string {
+    if (!this.loggedRefusals.has(r.message)) {
+      this.loggedRefusals.add(r.message);
+      this.deps.log(`not connecting: ${r.message}`);
+    }
+    return r.message;
   }
 
   private async scanOnce(): Promise<void> {
     if (this.disposed) return;
-    const { targeting } = await this.targetingSessions();
+    const { targeting, refused } = await this.targetingSessions();
+    // Forget refusals that are gone (fixed, file removed), so a new one at the same path is logged again.
+    this.loggedRefusals = new Set(refused);
     const seen = new Set<string>();
     for (const s of targeting) {
       seen.add(s.instance_id);
@@ -236,7 +251,7 @@ export class SessionManager {
     e.timer = setTimeout(async () => {
       e.timer = null;
       if (this.disposed || this.entries.get(e.id) !== e || e.suppressed || e.ended || e.conn) return;
-      const fresh = await readSession(this.deps.dir, e.id);
+      const fresh = await readSession(this.deps.dir, e.id, (r) => this.logRefusal(r));
       if (!fresh || !this.pidAlive(fresh.pid, fresh.start_time)) {
         this.drop(e, 'session ended');
         this.emitStatus();
@@ -281,8 +296,8 @@ export class SessionManager {
    * The "Connect" command and the URI handler: forget earlier user disconnects and ended states,
    * scan now, and connect without waiting for a backoff timer. With `instanceId`, only that session.
    */
-  async connectNow(instanceId?: string): Promise<{ matched: SessionInfo[]; elsewhere: SessionInfo[] }> {
-    const { targeting, others } = await this.targetingSessions();
+  async connectNow(instanceId?: string): Promise<{ matched: SessionInfo[]; elsewhere: SessionInfo[]; refused: string[] }> {
+    const { targeting, others, refused } = await this.targetingSessions();
     const matched = targeting.filter((s) => !instanceId || s.instance_id === instanceId);
     const elsewhere = others.filter((s) => !instanceId || s.instance_id === instanceId);
     for (const s of matched) {
@@ -297,7 +312,7 @@ export class SessionManager {
       }
     }
     await this.scan();
-    return { matched, elsewhere };
+    return { matched, elsewhere, refused };
   }
 
   /** The "Disconnect" command: close everything and stay away until asked again. */

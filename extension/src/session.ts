@@ -10,6 +10,7 @@
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
+import { checkSessionsDir, readOwnedFile, UnsafePath } from './owned';
 
 export interface SessionInfo {
   instance_id: string;
@@ -194,8 +195,39 @@ export interface SessionFile {
   session: SessionInfo;
 }
 
-/** Every parseable `<instance_id>.json` in `dir` (temp files and dotfiles skipped). Stale ones are left to the CLI to delete. */
-export async function readSessions(dir: string): Promise<SessionFile[]> {
+/** Called with each refusal of the trust rule (src/owned.ts); the caller logs it. */
+export type OnRefused = (refusal: UnsafePath) => void;
+
+/** The sessions directory passes the trust rule; a refusal is reported, never thrown. */
+function sessionsDirTrusted(dir: string, onRefused?: OnRefused): boolean {
+  try {
+    checkSessionsDir(dir);
+    return true;
+  } catch (e) {
+    if (!(e instanceof UnsafePath)) throw e;
+    onRefused?.(e);
+    return false;
+  }
+}
+
+/** One session file through the trust rule: its parsed content, or null (missing, refused, unusable). */
+async function readTrusted(file: string, onRefused?: OnRefused): Promise<SessionInfo | null> {
+  try {
+    const text = await readOwnedFile(file, 'session file');
+    return text === null ? null : parseSession(text);
+  } catch (e) {
+    if (e instanceof UnsafePath) onRefused?.(e);
+    return null; // refused, or vanished/unreadable between readdir and read
+  }
+}
+
+/**
+ * Every parseable `<instance_id>.json` in `dir` (temp files and dotfiles skipped). Stale ones are left
+ * to the CLI to delete. A directory or file another user could control (src/owned.ts) yields nothing
+ * and is passed to `onRefused`.
+ */
+export async function readSessions(dir: string, onRefused?: OnRefused): Promise<SessionFile[]> {
+  if (!sessionsDirTrusted(dir, onRefused)) return [];
   let names: string[];
   try {
     names = await fs.promises.readdir(dir);
@@ -206,21 +238,14 @@ export async function readSessions(dir: string): Promise<SessionFile[]> {
   for (const name of names) {
     if (!name.endsWith('.json') || name.startsWith('.')) continue;
     const file = path.join(dir, name);
-    try {
-      const s = parseSession(await fs.promises.readFile(file, 'utf8'));
-      if (s && `${s.instance_id}.json` === name) out.push({ file, session: s });
-    } catch {
-      // vanished between readdir and read, or unreadable: not a session we can use
-    }
+    const s = await readTrusted(file, onRefused);
+    if (s && `${s.instance_id}.json` === name) out.push({ file, session: s });
   }
   return out;
 }
 
-export async function readSession(dir: string, instanceId: string): Promise<SessionInfo | null> {
-  try {
-    const s = parseSession(await fs.promises.readFile(path.join(dir, `${instanceId}.json`), 'utf8'));
-    return s && s.instance_id === instanceId ? s : null;
-  } catch {
-    return null;
-  }
+export async function readSession(dir: string, instanceId: string, onRefused?: OnRefused): Promise<SessionInfo | null> {
+  if (!sessionsDirTrusted(dir, onRefused)) return null;
+  const s = await readTrusted(path.join(dir, `${instanceId}.json`), onRefused);
+  return s && s.instance_id === instanceId ? s : null;
 }

@@ -76,7 +76,10 @@ test('pid liveness: ours is alive, a dead one is not, a reused pid is told apart
 });
 
 test('readSessions skips temp files, dotfiles and files whose name is not their id', async () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'oh-sessions-'));
+  // Not directly in /tmp: that would make /tmp the oh directory, which the trust rule refuses (src/owned.ts).
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'oh-sessions-'));
+  const dir = path.join(home, 'sessions');
+  fs.mkdirSync(dir);
   try {
     fs.writeFileSync(path.join(dir, `${valid.instance_id}.json`), JSON.stringify(valid));
     fs.writeFileSync(path.join(dir, `.${valid.instance_id}.json.123.tmp`), JSON.stringify(valid));
@@ -87,7 +90,7 @@ test('readSessions skips temp files, dotfiles and files whose name is not their 
     assert.deepEqual(found.map((f) => f.session.instance_id), [valid.instance_id]);
     assert.deepEqual(await readSessions(path.join(dir, 'missing')), []);
   } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
+    fs.rmSync(home, { recursive: true, force: true });
   }
 });
 
