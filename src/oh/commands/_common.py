@@ -75,19 +75,6 @@ def pick_session(workspace: str | None, instance: str | None):
     return s
 
 
-def fmt_duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    seconds = int(seconds)
-    h, rem = divmod(seconds, 3600)
-    m, s = divmod(rem, 60)
-    if h:
-        return f"{h}h{m:02d}m"
-    if m:
-        return f"{m}m{s:02d}s"
-    return f"{s}s"
-
-
 # ---------------------------------------------------------------- dynamic shell completion
 def complete_instances(incomplete: str):
     try:

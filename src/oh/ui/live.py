@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable
 
+from . import fmt
 from .sanitize import visible
 
 MAX_ROWS = 200
@@ -42,12 +43,8 @@ def plural(n: int, word: str) -> str:
 
 
 def editor_label(e: dict[str, Any]) -> str:
-    """One line naming an editor. Editor-controlled text, so made visible-safe here."""
-    name = e.get("name") or "editor"
-    version = e.get("version") or ""
-    folders = ", ".join(str(f) for f in e.get("workspace_folders") or [])
-    label = f"{name} {version}".strip() + (f" ({e['editor_id']})" if e.get("editor_id") else "") + (f" — {folders}" if folders else "")
-    return visible(label)
+    """One line naming an editor, made visible-safe (editor-controlled text)."""
+    return visible(fmt.editor_label(e))
 
 
 def fmt_ms(ms: float | None) -> str:
@@ -246,8 +243,6 @@ class LiveState:
         from rich.spinner import Spinner
         from rich.text import Text
 
-        from ..commands._common import fmt_duration
-
         def one_line(*parts: tuple[str, str]) -> Text:
             return Text.assemble(*parts, no_wrap=True, overflow="ellipsis")
 
@@ -255,7 +250,7 @@ class LiveState:
         head = one_line(
             ("oh ", "bold"), ("backend ", "dim"), (visible(b.get("instance_id", "?")), "bold cyan"),
             ("  runtime ", "dim"), (self.runtime, "bold"), ("  ", ""), (visible(b.get("url") or self._url()), "green"),
-            ("  pid ", "dim"), (str(b.get("pid", "?")), ""), ("  up ", "dim"), (fmt_duration(self.uptime()), ""),
+            ("  pid ", "dim"), (str(b.get("pid", "?")), ""), ("  up ", "dim"), (fmt.fmt_duration(self.uptime()), ""),
         )
         ws = one_line(("workspace ", "dim"), (visible(b.get("workspace", "")), ""))
         state = self.editor_state
@@ -264,7 +259,7 @@ class LiveState:
         if state == "connected":
             editor = one_line(("● ", "green"), ("editor connected: ", "green"), (" · ".join(editor_label(e) for e in self.editors.values()), ""))
         elif state in ("waiting", "disconnected"):
-            waited = fmt_duration(time.monotonic() - self.waiting_since)
+            waited = fmt.fmt_duration(time.monotonic() - self.waiting_since)
             if state == "waiting":
                 text, style = f"waiting for VS Code to connect… ({waited})", "yellow"
             else:
