@@ -183,7 +183,8 @@ def _foreground(session, open_mode: str, mode: str, warnings: list[tuple[str, st
 
     from ..launcher import sessions
     from ..launcher.process import stop_backend
-    from ..ui.live import LiveState, monitor
+    from ..client.monitor import monitor
+    from ..ui.live import LiveState
     from ..ui.sanitize import visible
 
     state = LiveState(backend=session.public())

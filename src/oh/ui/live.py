@@ -1,4 +1,4 @@
-"""The live view of ``oh start``: a ``/v1/monitor`` client with three renderers.
+"""The live view of ``oh start``: what a ``/v1/monitor`` client receives, in three renderers.
 
 - ``rich`` (stdout is a TTY): backend line, editor state (spinner while waiting), a table of the
   delegated actions as they happen, stats and trace path.
@@ -6,18 +6,18 @@
 - ``json``: NDJSON, one object per monitor frame plus the launcher's own ``backend_started`` /
   ``backend_stopped`` events.
 
-``LiveState`` is pure (frames in, state + plain lines out) so it is unit-tested without sockets.
+``LiveState`` is pure (frames in, state + plain lines out) so it is unit-tested without sockets; the
+frames come from ``oh.client.monitor``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any
 
 from . import fmt
 from .sanitize import visible
@@ -350,55 +350,3 @@ class LiveState:
             lines.append(line({"summary": Text("no actions yet" if self.synced else "connecting…", style="dim")}))
         table = Group(*lines)
         return table, shown, hidden
-
-
-# ---------------------------------------------------------------------- the monitor loop
-async def monitor(session_loader: Callable[[], Any], on_frame: Callable[[dict[str, Any]], None], stop: asyncio.Event) -> str:
-    """Follow ``/v1/monitor`` until ``stop`` is set or the backend goes away. Reconnects after a
-    token rotation (close 4001) by re-reading the session file. Returns why it ended."""
-    from websockets.asyncio.client import connect
-    from websockets.exceptions import ConnectionClosed, InvalidHandshake
-
-    retries = 0
-    while not stop.is_set():
-        session = session_loader()
-        if session is None:
-            return "session ended"
-        try:
-            conn = await connect(session.url + "/v1/monitor", additional_headers={"Authorization": f"Bearer {session.token}"},
-                                 max_size=None, compression=None, open_timeout=5)
-        except (InvalidHandshake, OSError, asyncio.TimeoutError) as exc:
-            retries += 1
-            if retries > 20:
-                return f"cannot connect to the monitor: {exc}"
-            await asyncio.sleep(0.25)
-            continue
-        retries = 0
-        stopper = asyncio.create_task(stop.wait())
-        try:
-            while True:
-                recv = asyncio.ensure_future(conn.recv())
-                done, _ = await asyncio.wait({recv, stopper}, return_when=asyncio.FIRST_COMPLETED)
-                if recv not in done:
-                    recv.cancel()
-                    await conn.close()
-                    return "stopped"
-                try:
-                    frame = json.loads(recv.result())
-                except ConnectionClosed:
-                    raise
-                except ValueError:
-                    continue
-                if isinstance(frame, dict):
-                    on_frame(frame)
-        except ConnectionClosed as exc:
-            code = exc.rcvd.code if exc.rcvd else None
-            if code == 4001:  # token rotated: the session file has the new one
-                await asyncio.sleep(0.05)
-                continue
-            if code == 1001:
-                return "backend shut down"
-            return f"connection lost (close code {code})" if code is not None else "connection lost without a close frame (the backend died?)"
-        finally:
-            stopper.cancel()
-    return "stopped"
