@@ -8,22 +8,12 @@ import itertools
 from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
+from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
 from ..protocol.events import decode, encode
 from . import actions
-from .errors import AuthError, ConnectionLost, OhClientError, RefusedError
+from .errors import ConnectionLost, handshake_error
 from .observation import Observation
-
-
-def _handshake_error(exc: Exception, url: str) -> OhClientError:
-    if isinstance(exc, InvalidStatus):
-        status = exc.response.status_code
-        body = exc.response.body.decode("utf-8", "replace").strip() if exc.response.body else ""
-        if status == 401:
-            return AuthError(f"The backend at {url} refused the token (401). Use the token from the session file or `oh token show --reveal`.")
-        return RefusedError(f"The backend at {url} refused the connection ({status}): {body}")
-    return OhClientError(f"Cannot connect to {url}: {exc}")
 
 
 class Client:
@@ -45,7 +35,7 @@ class Client:
         try:
             conn = await connect(full, additional_headers=headers, open_timeout=open_timeout, max_size=None, compression=None, ping_interval=20)
         except (InvalidHandshake, OSError, asyncio.TimeoutError) as exc:
-            raise _handshake_error(exc, url) from None
+            raise handshake_error(exc, url) from None
         return cls(conn, url)
 
     async def __aenter__(self) -> "Client":

@@ -14,8 +14,7 @@ from websockets.sync.client import ClientConnection, connect
 
 from ..protocol.events import decode, encode
 from . import actions
-from .aio import _handshake_error
-from .errors import ConnectionLost
+from .errors import ConnectionLost, handshake_error
 from .observation import Observation
 
 
@@ -36,7 +35,7 @@ class SyncClient:
             # websockets >= 17.1 asks of a connection used beyond a `with` block.
             conn.__enter__()
         except (InvalidHandshake, OSError, TimeoutError) as exc:
-            raise _handshake_error(exc, url) from None
+            raise handshake_error(exc, url) from None
         return cls(conn, url)
 
     def __enter__(self) -> "SyncClient":

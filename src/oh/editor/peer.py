@@ -17,7 +17,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
 from .. import PROTOCOL_VERSION, __version__
-from ..client.aio import _handshake_error
+from ..client.errors import handshake_error
 from ..protocol import frames
 from ..protocol.errors import ErrorId, ProtocolError
 from ..protocol.events import decode, decode_frame, encode, error_from, error_observation, parse_action
@@ -63,7 +63,7 @@ class HeadlessEditor:
         try:
             conn = await connect(self.url + "/v1/editor", additional_headers=headers, max_size=None, compression=None, open_timeout=10)
         except (InvalidHandshake, OSError, asyncio.TimeoutError) as exc:
-            raise _handshake_error(exc, self.url) from None
+            raise handshake_error(exc, self.url) from None
         self._conn = conn
         try:
             await conn.send(encode(self.register_frame()), text=True)

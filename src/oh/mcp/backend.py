@@ -62,7 +62,7 @@ async def connect_client(url: str, token: str, *, name: str, shell: str, workdir
     from websockets.asyncio.client import connect
     from websockets.exceptions import InvalidHandshake
 
-    from ..client.aio import _handshake_error
+    from ..client.errors import handshake_error
 
     headers = {"Authorization": f"Bearer {token}", "X-OH-Client": name, "X-OH-Shell": shell}
     if workdir:
@@ -70,7 +70,7 @@ async def connect_client(url: str, token: str, *, name: str, shell: str, workdir
     try:
         conn = await connect(url.rstrip("/") + "/v1/agent", additional_headers=headers, open_timeout=10, max_size=None, compression=None, ping_interval=20)
     except (InvalidHandshake, OSError, asyncio.TimeoutError) as exc:
-        raise _handshake_error(exc, url) from None
+        raise handshake_error(exc, url) from None
     return Client(conn, url)
 
 
