@@ -149,7 +149,7 @@ async def test_an_editor_on_the_root_folder_serves_the_workspace(make_backend, w
 
 
 def test_registry_containment_unit():
-    from oh.backend.registry import _contains
+    from oh.runtimes.editors import _contains
 
     assert _contains("/", "/home/u/ws") and _contains("/", "/")
     assert _contains("/home/u", "/home/u/ws") and not _contains("/home/u", "/home/uv")

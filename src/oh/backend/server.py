@@ -42,8 +42,8 @@ from ..protocol.events import (
     summarize,
 )
 from ..runtimes.base import AgentContext
+from ..runtimes.editors import Editor, EditorRegistry
 from . import agentinfo, auth, guard
-from .registry import Editor, EditorRegistry
 from .trace import TraceWriter
 from .transport import abort, send_bounded
 

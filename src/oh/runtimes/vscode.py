@@ -10,7 +10,7 @@ import asyncio
 import os
 from typing import Any, Callable, Hashable
 
-from ..backend.registry import EditorRegistry
+from .editors import EditorRegistry
 from ..backend.transport import send_bounded
 from ..protocol import frames
 from ..protocol.errors import ErrorId

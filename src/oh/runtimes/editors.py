@@ -1,4 +1,5 @@
-"""Connected editors, and waiting for one that serves a workspace."""
+"""Connected editors, and waiting for one that serves a workspace: the state of the ``vscode``
+runtime (the backend adds and removes editors as their connections come and go)."""
 
 from __future__ import annotations
 
