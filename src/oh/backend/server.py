@@ -43,9 +43,9 @@ from ..protocol.events import (
 )
 from ..runtimes.base import AgentContext
 from ..runtimes.editors import Editor, EditorRegistry
+from ..transport import abort, send_bounded
 from . import agentinfo, auth, guard
 from .trace import TraceWriter
-from .transport import abort, send_bounded
 
 log = logging.getLogger("oh.backend")
 

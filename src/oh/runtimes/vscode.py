@@ -10,12 +10,12 @@ import asyncio
 import os
 from typing import Any, Callable, Hashable
 
-from .editors import EditorRegistry
-from ..backend.transport import send_bounded
 from ..protocol import frames
 from ..protocol.errors import ErrorId
 from ..protocol.events import Action, encode, error_observation
+from ..transport import send_bounded
 from .base import AgentContext, Runtime, as_context
+from .editors import EditorRegistry
 
 
 def _inside(path: str, root: str) -> bool:
