@@ -55,7 +55,7 @@ async def test_the_agent_token_cannot_open_the_editor_leg(make_backend, workspac
 
 
 async def test_session_file_carries_the_editor_token_and_rotation_changes_both(make_backend, workspace, oh_home):
-    from oh.launcher import sessions
+    from oh import sessions
 
     b = await make_backend("vscode")
     s = sessions.list_sessions()[0]

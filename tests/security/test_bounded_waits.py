@@ -274,7 +274,7 @@ async def test_clients_facing_a_silent_server_return_by_their_timeouts(silent_se
     timings["Client.connect(open_timeout=0.5)"] = time.monotonic() - t0
 
     from oh.launcher.control import BackendUnreachable, http_get
-    from oh.launcher.sessions import Session
+    from oh.sessions import Session
 
     fake = Session("silent", os.getpid(), 0.0, "127.0.0.1", port, "vscode", str(workspace), TOKEN)
     t0 = time.monotonic()
@@ -307,7 +307,7 @@ async def test_clients_facing_a_silent_server_return_by_their_timeouts(silent_se
 def test_oh_status_with_a_frozen_backend_returns_promptly(oh, silent_server):
     """A live pid whose port never answers (a SIGSTOPped backend): `oh status` reports it unreachable
     within its 2 s per-backend timeout instead of hanging."""
-    from oh.launcher import sessions
+    from oh import sessions
 
     me = os.getpid()
     s = sessions.Session("frozen000001", me, sessions.process_start_time(me), "127.0.0.1", silent_server, "vscode", str(oh.workspace), "t" * 43)

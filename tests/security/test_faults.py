@@ -27,7 +27,7 @@ import pytest
 from websockets.sync.client import connect
 
 from oh.client import SyncClient
-from oh.launcher import sessions
+from oh import sessions
 
 from . import helpers
 from .conftest import record

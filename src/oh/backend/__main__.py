@@ -141,7 +141,7 @@ def _lock_workspace(workspace: str):
 
 async def _amain(args: argparse.Namespace, token: str) -> int:
     from ..config import paths
-    from ..launcher import sessions
+    from .. import sessions
     from .server import Backend, BackendConfig
 
     workspace = os.path.realpath(args.workspace)
@@ -252,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
         _ready(args.ready_fd, {"ready": False, "error": str(exc)})
         return EXIT_USAGE
     if lock is None:
-        from ..launcher import sessions
+        from .. import sessions
 
         running = sessions.for_workspace(workspace)
         who = f"instance {running.instance_id} (pid {running.pid}, port {running.port})" if running else "another backend"

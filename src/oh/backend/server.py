@@ -121,7 +121,7 @@ def _fd_soft_limit() -> int | None:
 
 class Backend:
     def __init__(self, config: BackendConfig, token: str, editor_token: str | None = None) -> None:
-        from ..launcher.sessions import new_instance_id
+        from ..sessions import new_instance_id
 
         self.config = config
         self.workspace = os.path.realpath(config.workspace)
@@ -195,7 +195,7 @@ class Backend:
         log.info("backend %s listening on %s:%s (runtime %s, workspace %s)", self.instance_id, self.config.host, self.port, self.config.runtime, self.workspace)
 
     def session(self):
-        from ..launcher.sessions import Session, process_start_time
+        from ..sessions import Session, process_start_time
 
         return Session(
             instance_id=self.instance_id,
@@ -216,7 +216,7 @@ class Backend:
         )
 
     def _write_session(self) -> None:
-        from ..launcher import sessions
+        from .. import sessions
 
         sessions.write(self.session(), self.config.session_dir)
 
@@ -256,7 +256,7 @@ class Backend:
         self._refusals.flush(force=True)
         self.trace.close()
         if self.config.write_session:
-            from ..launcher import sessions
+            from .. import sessions
 
             sessions.remove(self.instance_id, self.config.session_dir)
         self._stopped.set()

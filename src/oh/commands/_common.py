@@ -54,7 +54,7 @@ def load_settings(flags: dict[str, Any] | None = None):
 def pick_session(workspace: str | None, instance: str | None):
     """The session a command acts on: ``--instance`` prefix, else the one whose workspace contains
     ``--workspace`` (default: cwd; the deepest match wins). Exits 3 when there is none."""
-    from ..launcher import sessions
+    from .. import sessions
 
     if instance:
         found = sessions.find(instance)
@@ -78,7 +78,7 @@ def pick_session(workspace: str | None, instance: str | None):
 # ---------------------------------------------------------------- dynamic shell completion
 def complete_instances(incomplete: str):
     try:
-        from ..launcher import sessions
+        from .. import sessions
 
         return [(s.instance_id, f"{s.runtime} {s.workspace}") for s in sessions.list_sessions() if s.instance_id.startswith(incomplete)]
     except Exception:  # noqa: BLE001 - completion must never print a traceback

@@ -24,7 +24,7 @@ def attach(
     import asyncio
 
     from ..editor import run_editor
-    from ..launcher import sessions
+    from .. import sessions
 
     target = os.path.realpath(workspace or os.getcwd())
     if instance is not None and not sessions.find(instance):

@@ -181,7 +181,7 @@ def _foreground(session, open_mode: str, mode: str, warnings: list[tuple[str, st
     import asyncio
     import signal as os_signal
 
-    from ..launcher import sessions
+    from .. import sessions
     from ..launcher.process import stop_backend
     from ..client.monitor import monitor
     from ..ui.live import LiveState

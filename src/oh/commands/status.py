@@ -19,7 +19,7 @@ def reap_dead() -> list[dict[str, Any]]:
     """Session files whose backend died without removing them (a clean stop removes its own): remove
     them, as listing would, but return what died so the user is told instead of it vanishing."""
     from ..config import paths
-    from ..launcher import sessions
+    from .. import sessions
 
     d = paths.sessions_dir()
     if not d.is_dir():
@@ -47,7 +47,7 @@ def tell_dead(dead: list[dict[str, Any]]) -> None:
 
 def collect() -> list[dict[str, Any]]:
     """One dict per live session: the session file's public fields + GET /v1/status. No token."""
-    from ..launcher import sessions
+    from .. import sessions
 
     found = sessions.list_sessions()
     if not found:

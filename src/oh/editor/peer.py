@@ -146,7 +146,7 @@ class HeadlessEditor:
 async def run_editor(workspace: str, *, instance: str | None = None, reconnect: bool = True, on_event=None) -> int:
     """Attach to the backend serving ``workspace`` (re-reading its session file after a token
     rotation) until its session ends. Returns a process exit code."""
-    from ..launcher import sessions
+    from .. import sessions
 
     backoff = 0.25
     while True:

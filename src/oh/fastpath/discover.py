@@ -1,6 +1,6 @@
 """Find the running backend for the fast path, without psutil, platformdirs or dataclasses.
 
-It reads the same session files as ``oh.launcher.sessions`` (the one owner, which also cleans
+It reads the same session files as ``oh.sessions`` (the one owner, which also cleans
 stale ones) and only answers when everything is ordinary: Linux ``/proc``, files owned by us and
 not writable by others, every listed backend alive. Anything else returns ``None`` and the caller
 runs the full CLI, whose code reports, cleans or refuses exactly as documented. So this module
@@ -14,7 +14,7 @@ import sys
 
 from .fastjson import loads
 
-START_TIME_TOLERANCE = 1.0  # seconds, as oh.launcher.sessions
+START_TIME_TOLERANCE = 1.0  # seconds, as oh.sessions
 
 
 def state_dir() -> str | None:

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..config import paths
-from . import sessions
-from .sessions import Session
+from .. import sessions
+from ..sessions import Session
 
 EXIT_DUPLICATE = 3  # python -m oh.backend: a backend already serves this workspace
 

@@ -108,7 +108,7 @@ class Backend:
 
     # ------------------------------------------------------------------ finding / starting
     def _find(self):
-        from ..launcher import sessions
+        from .. import sessions
 
         if self.instance:
             found = sessions.find(self.instance)
@@ -163,7 +163,7 @@ class Backend:
         """
         if self.explicit or self.roots is None or await asyncio.to_thread(self._find) is not None:
             return
-        from ..launcher import sessions
+        from .. import sessions
 
         try:
             paths = await asyncio.wait_for(self.roots(), 5)

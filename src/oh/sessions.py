@@ -1,4 +1,6 @@
-"""Session (discovery) files: the one owner of ``<sessions dir>/<instance_id>.json``.
+"""Session (discovery) files: the one owner of ``<sessions dir>/<instance_id>.json``. A neutral module
+below the backend, the launcher, the editor and the clients: the backend writes its own file (as
+Jupyter's server writes its own info file), everyone else reads it.
 
 A running backend writes its file once it listens and removes it on clean exit; whoever lists the
 directory deletes stale files (dead pid, or a reused pid whose start time differs). The VS Code
@@ -15,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..config import paths
+from .config import paths
 
 SUFFIX = ".json"
 START_TIME_TOLERANCE = 1.0  # seconds; create_time is rounded differently by platforms
