@@ -30,6 +30,8 @@ def _app():
 
 
 def _build():
+    # Lazy on purpose (startup time): typer, rich and the command modules load only when the fast
+    # path declined the command line; `oh run`/`oh status` on the fast path never pay for them.
     import typer
 
     from . import __version__
@@ -78,7 +80,7 @@ def _build():
 
 
 def main() -> None:
-    from .fastpath.dispatch import main as fast
+    from .fastpath.dispatch import main as fast  # lazy: `oh.cli` is imported by completions and tests too
 
     code = fast(sys.argv[1:])
     if code is not None:

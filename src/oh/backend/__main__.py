@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import fcntl
+import hashlib
 import json
 import logging
 import logging.handlers
@@ -26,6 +28,13 @@ import os
 import signal
 import sys
 from pathlib import Path
+
+from .. import sessions
+from ..config import paths, secrets
+from ..config.paths import UnsafePath
+from .auth import is_loopback_host
+from .guard import Throttle, raise_fd_limit
+from .server import Backend, BackendConfig
 
 EXIT_LISTEN = 2
 EXIT_DUPLICATE = 3
@@ -115,7 +124,6 @@ def _load_token(args: argparse.Namespace) -> str:
     env = os.environ.get("OH_TOKEN")
     if env:
         return env
-    from ..config import secrets
 
     return secrets.get_or_create_token()  # refuses a token file another user controls (UnsafePath)
 
@@ -123,11 +131,6 @@ def _load_token(args: argparse.Namespace) -> str:
 def _lock_workspace(workspace: str):
     """Hold an exclusive lock for this workspace for the process lifetime (released by the kernel
     even on SIGKILL), so two backends can never serve one workspace, even when started at once."""
-    import fcntl
-    import hashlib
-
-    from ..config import paths
-
     d = paths.ensure_private_dir(paths.sessions_dir())
     name = hashlib.sha256(workspace.encode()).hexdigest()[:16]
     fd = os.open(d / f".{name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
@@ -140,10 +143,6 @@ def _lock_workspace(workspace: str):
 
 
 async def _amain(args: argparse.Namespace, token: str) -> int:
-    from ..config import paths
-    from .. import sessions
-    from .server import Backend, BackendConfig
-
     workspace = os.path.realpath(args.workspace)
     instance_id = args.instance_id or sessions.new_instance_id()
     trace_path = None if args.no_trace else paths.traces_dir() / f"{instance_id}.jsonl"
@@ -170,7 +169,6 @@ async def _amain(args: argparse.Namespace, token: str) -> int:
         _ready(args.ready_fd, {"ready": False, "error": msg})
         return EXIT_LISTEN
     loop = asyncio.get_running_loop()
-    from .guard import Throttle
 
     _throttled_loop_errors(loop, Throttle(logging.getLogger("oh.backend")))
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
@@ -182,7 +180,6 @@ async def _amain(args: argparse.Namespace, token: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
-    from .guard import raise_fd_limit
 
     # Before anything opens sockets: the common soft limit (1024) is what an idle-connection flood
     # exhausted; the hard limit is usually far higher and ours to take.
@@ -190,8 +187,6 @@ def main(argv: list[str] | None = None) -> int:
     handlers: list[logging.Handler] = []
     log_setup_error = None
     if args.log_file:
-        from ..config import paths
-
         try:
             paths.ensure_private_dir(Path(args.log_file).parent)
             rotating = _PrivateRotatingHandler(args.log_file, maxBytes=LOG_MAX_BYTES, backupCount=LOG_BACKUPS, encoding="utf-8")
@@ -218,7 +213,6 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     if fd_limits:
         log.debug("open files limit: soft %s, hard %s", *fd_limits)
-    from .auth import is_loopback_host
 
     if not is_loopback_host(args.host):
         msg = (
@@ -243,7 +237,6 @@ def main(argv: list[str] | None = None) -> int:
     # The token must not leak into the runtime's shells through the environment.
     os.environ.pop("OH_TOKEN", None)
     workspace = os.path.realpath(args.workspace)
-    from ..config.paths import UnsafePath
 
     try:
         lock = _lock_workspace(workspace)
@@ -252,8 +245,6 @@ def main(argv: list[str] | None = None) -> int:
         _ready(args.ready_fd, {"ready": False, "error": str(exc)})
         return EXIT_USAGE
     if lock is None:
-        from .. import sessions
-
         running = sessions.for_workspace(workspace)
         who = f"instance {running.instance_id} (pid {running.pid}, port {running.port})" if running else "another backend"
         msg = f"{who} already serves {workspace}: use it, or stop it with `oh stop`"

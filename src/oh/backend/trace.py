@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ..config.paths import ensure_private_dir
 from ..protocol.events import encode
 
 log = logging.getLogger("oh.backend.trace")
@@ -32,8 +33,6 @@ class TraceWriter:
         if self.path is None:
             return
         try:
-            from ..config.paths import ensure_private_dir
-
             ensure_private_dir(self.path.parent)
             fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
             self._file = os.fdopen(fd, "a", encoding="utf-8")

@@ -16,12 +16,13 @@ from typing import Any
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
-from .. import PROTOCOL_VERSION, __version__
+from .. import PROTOCOL_VERSION, __version__, sessions
 from ..client.errors import handshake_error
 from ..protocol import frames
 from ..protocol.errors import ErrorId, ProtocolError
 from ..protocol.events import decode, decode_frame, encode, error_from, error_observation, parse_action
 from ..runtimes.base import AgentContext
+from ..runtimes.local import LocalRuntime
 
 DEFAULT_SHELL = "default"  # actions without an ``agent`` field (an older backend) share this one
 
@@ -32,8 +33,6 @@ class HeadlessEditor:
     """One registered editor connection. ``serve()`` returns when the backend closes it."""
 
     def __init__(self, url: str, token: str, workspace: str, *, session: str | None = None, name: str = "oh headless editor") -> None:
-        from ..runtimes.local import LocalRuntime
-
         self.url = url.rstrip("/")
         self.token = token
         self.workspace = os.path.realpath(workspace)
@@ -73,8 +72,6 @@ class HeadlessEditor:
             self.registration = answer
             roots = answer.get("allowed_roots")
             if isinstance(roots, list) and roots and all(isinstance(r, str) and r.startswith("/") for r in roots):
-                from ..runtimes.local import LocalRuntime
-
                 await self.runtime.close()
                 self.runtime = LocalRuntime(self.workspace, roots)
             if ready is not None:
@@ -146,8 +143,6 @@ class HeadlessEditor:
 async def run_editor(workspace: str, *, instance: str | None = None, reconnect: bool = True, on_event=None) -> int:
     """Attach to the backend serving ``workspace`` (re-reading its session file after a token
     rotation) until its session ends. Returns a process exit code."""
-    from .. import sessions
-
     backoff = 0.25
     while True:
         found = sessions.find(instance) if instance else [s for s in [sessions.for_workspace(workspace)] if s]

@@ -19,9 +19,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..config import paths
 from .. import sessions
+from ..config import paths
 from ..sessions import Session
+from .control import BackendUnreachable, control
 
 EXIT_DUPLICATE = 3  # python -m oh.backend: a backend already serves this workspace
 
@@ -218,8 +219,6 @@ def _signal(session: Session, sig: int) -> None:
 
 def stop_backend(session: Session, *, timeout: float = 10.0, term_timeout: float = 5.0) -> str:
     """Stop one backend. Returns how: ``"shutdown"`` (graceful), ``"sigterm"``, ``"sigkill"`` or ``"gone"``."""
-    from .control import BackendUnreachable, control
-
     how = "gone"
     if sessions.is_alive(session):
         how = "shutdown"
