@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import paths
+from .protocol.paths import within
 
 SUFFIX = ".json"
 START_TIME_TOLERANCE = 1.0  # seconds; create_time is rounded differently by platforms
@@ -164,7 +165,7 @@ def for_workspace(workspace: str | os.PathLike[str], directory: Path | None = No
     best: Session | None = None
     for s in list_sessions(directory):
         ws = s.workspace
-        if target == ws or target.startswith(ws.rstrip(os.sep) + os.sep):
+        if within(target, ws):
             if best is None or len(ws) > len(best.workspace):
                 best = s
     return best

@@ -149,7 +149,11 @@ async def test_an_editor_on_the_root_folder_serves_the_workspace(make_backend, w
 
 
 def test_registry_containment_unit():
-    from oh.runtimes.editors import _contains
+    """The registry's rule is oh.protocol.paths.within (its table: tests/protocol/test_paths.py)."""
+    from oh.runtimes.editors import Editor
 
-    assert _contains("/", "/home/u/ws") and _contains("/", "/")
-    assert _contains("/home/u", "/home/u/ws") and not _contains("/home/u", "/home/uv")
+    def serves(folder: str, workspace: str) -> bool:
+        return Editor("e1", None, None, 0.0, real_folders=[folder]).serves(workspace)
+
+    assert serves("/", "/home/u/ws") and serves("/", "/")
+    assert serves("/home/u", "/home/u/ws") and not serves("/home/u", "/home/uv")

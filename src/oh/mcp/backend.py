@@ -17,6 +17,7 @@ import re
 from typing import Any
 
 from ..client import AuthError, Client, ConnectionLost, OhClientError
+from ..protocol.paths import within
 
 log = logging.getLogger("oh.mcp")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -34,10 +35,6 @@ def shell_key(client_name: str) -> str:
     """``mcp-<client name>`` in the X-OH-Shell alphabet, so one agent keeps one shell across reconnects."""
     cleaned = _UNSAFE.sub("-", client_name).strip("-.") or "client"
     return ("mcp-" + cleaned)[:64]
-
-
-def _inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def no_backend_message(target: str, *, can_start: bool) -> str:
@@ -181,7 +178,7 @@ class Backend:
         for attempt in (0, 1):
             session = await asyncio.to_thread(self._locate)
             roots = [session.workspace, *(getattr(session, "allowed_roots", None) or [])]
-            workdir = self.cwd if any(_inside(self.cwd, r) for r in roots) else None
+            workdir = self.cwd if any(within(self.cwd, r) for r in roots) else None
             try:
                 client = await connect_client(session.url, session.token, name=self.client_name, shell=shell_key(self.client_name), workdir=workdir)
             except AuthError:

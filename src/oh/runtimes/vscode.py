@@ -13,13 +13,10 @@ from typing import Any, Callable, Hashable
 from ..protocol import frames
 from ..protocol.errors import ErrorId
 from ..protocol.events import Action, encode, error_observation
+from ..protocol.paths import within
 from ..transport import send_bounded
 from .base import AgentContext, Runtime, as_context
 from .editors import EditorRegistry
-
-
-def _inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 class VscodeRuntime(Runtime):
@@ -46,7 +43,7 @@ class VscodeRuntime(Runtime):
     def _workdir(self, ctx: AgentContext) -> str:
         if ctx.workdir:
             real = os.path.realpath(ctx.workdir)
-            if any(_inside(real, r) for r in self.roots):
+            if any(within(real, r) for r in self.roots):
                 return real
         return self.workspace
 
@@ -66,7 +63,7 @@ class VscodeRuntime(Runtime):
                 return error_observation(action.id, ErrorId.TOOL_ERROR, f"File name too long: a component of {raw_path[:120]}... is over 255 bytes.")
             expanded = os.path.expanduser(raw_path)
             joined = os.path.normpath(expanded if os.path.isabs(expanded) else os.path.join(workdir, expanded))
-            if not any(_inside(os.path.realpath(joined), r) for r in self.roots):
+            if not any(within(os.path.realpath(joined), r) for r in self.roots):
                 return raw_path
             if joined != raw_path:
                 args = {**args, key: joined}
