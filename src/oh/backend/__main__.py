@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import fcntl
 import hashlib
 import json
@@ -32,13 +33,11 @@ from pathlib import Path
 from .. import sessions
 from ..config import paths, secrets
 from ..config.paths import UnsafePath
+from ..protocol.codes import BackendExit
 from .auth import is_loopback_host
 from .guard import Throttle, raise_fd_limit
 from .server import Backend, BackendConfig
 
-EXIT_LISTEN = 2
-EXIT_DUPLICATE = 3
-EXIT_USAGE = 4
 LOG_MAX_BYTES = 5 * 1024 * 1024
 LOG_BACKUPS = 2
 
@@ -158,16 +157,16 @@ async def _amain(args: argparse.Namespace, token: str) -> int:
     except ValueError as exc:  # e.g. an allowed root that does not exist: say so, no traceback
         logging.getLogger("oh.backend").error(str(exc))
         _ready(args.ready_fd, {"ready": False, "error": str(exc)})
-        return 2
+        return BackendExit.CANNOT_SERVE
     try:
         await backend.start()
     except OSError as exc:
         msg = f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}"
-        if getattr(exc, "errno", None) == 98:
+        if getattr(exc, "errno", None) == errno.EADDRINUSE:
             msg += " (the port is taken: choose another with --port, or 0 for a free one)"
         logging.getLogger("oh.backend").error(msg)
         _ready(args.ready_fd, {"ready": False, "error": msg})
-        return EXIT_LISTEN
+        return BackendExit.CANNOT_SERVE
     loop = asyncio.get_running_loop()
 
     _throttled_loop_errors(loop, Throttle(logging.getLogger("oh.backend")))
@@ -210,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
         msg = f"cannot use the log file: {log_setup_error}"
         log.error(msg)
         _ready(args.ready_fd, {"ready": False, "error": msg})
-        return EXIT_USAGE
+        return BackendExit.USAGE
     if fd_limits:
         log.debug("open files limit: soft %s, hard %s", *fd_limits)
 
@@ -221,19 +220,19 @@ def main(argv: list[str] | None = None) -> int:
         )
         log.error(msg)
         _ready(args.ready_fd, {"ready": False, "error": msg})
-        return EXIT_USAGE
+        return BackendExit.USAGE
     if not os.path.isdir(args.workspace):
         msg = f"workspace {args.workspace} is not a directory"
         log.error(msg)
         _ready(args.ready_fd, {"ready": False, "error": msg})
-        return EXIT_USAGE
+        return BackendExit.USAGE
     try:
         token = _load_token(args)
     except (SystemExit, Exception) as exc:  # noqa: BLE001 - includes UnsafePath, whose text names the path and the fix
         msg = f"no token: {exc}"
         log.error(msg)
         _ready(args.ready_fd, {"ready": False, "error": msg})
-        return EXIT_USAGE
+        return BackendExit.USAGE
     # The token must not leak into the runtime's shells through the environment.
     os.environ.pop("OH_TOKEN", None)
     workspace = os.path.realpath(args.workspace)
@@ -243,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     except UnsafePath as exc:
         log.error(str(exc))
         _ready(args.ready_fd, {"ready": False, "error": str(exc)})
-        return EXIT_USAGE
+        return BackendExit.USAGE
     if lock is None:
         running = sessions.for_workspace(workspace)
         who = f"instance {running.instance_id} (pid {running.pid}, port {running.port})" if running else "another backend"
@@ -252,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         # "reason" tells the launcher it lost the race even when the winner has not written its
         # session file yet (two `oh start` at the same instant).
         _ready(args.ready_fd, {"ready": False, "error": msg, "reason": "duplicate", "duplicate": running.instance_id if running else None})
-        return EXIT_DUPLICATE
+        return BackendExit.DUPLICATE
     try:
         return asyncio.run(_amain(args, token))
     except KeyboardInterrupt:

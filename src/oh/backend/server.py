@@ -27,6 +27,7 @@ from websockets.exceptions import ConnectionClosed
 
 from .. import PROTOCOL_VERSION, __version__
 from ..protocol import frames
+from ..protocol.codes import Close
 from ..protocol.correlation import Correlator
 from ..protocol.errors import ErrorId, ProtocolError
 from ..protocol.events import (
@@ -56,8 +57,6 @@ LOGGABLE_PATHS = frozenset(ROLES) | {"/v1/status", "/v1/health"}
 MAX_FRAME = 128 * 1024 * 1024  # a 64 MiB file read, JSON-escaped, must fit
 REGISTER_TIMEOUT = 10.0
 DEADLINE_GRACE = 5.0
-CLOSE_ROTATED = 4001
-CLOSE_BAD_REGISTRATION = 4400
 MONITOR_QUEUE = 1000
 
 
@@ -245,7 +244,7 @@ class Backend:
         if tasks:
             await asyncio.wait(tasks, timeout=3)
         # All at once: one peer that does not read must not add 2 s per connection to the stop.
-        await asyncio.gather(*(self._close_quietly(c, 1001, "backend shutting down") for c in list(self.connections)))
+        await asyncio.gather(*(self._close_quietly(c, Close.GOING_AWAY, "backend shutting down") for c in list(self.connections)))
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.runtime.close(), 5)
         if self._server is not None:
@@ -305,7 +304,7 @@ class Backend:
         role = ROLES.get(urlsplit(connection.request.path).path)
         gen = getattr(connection, "oh_token_gen", -1)
         if gen < self._token_gen:  # rotated between handshake and here
-            await self._close_quietly(connection, CLOSE_ROTATED, "token rotated")
+            await self._close_quietly(connection, Close.TOKEN_ROTATED, "token rotated")
             return
         self.connections[connection] = gen
         try:
@@ -425,11 +424,11 @@ class Backend:
             registration = frames.parse_registration(decode_frame(first), self.instance_id)
             self.registry.check_folders(registration.workspace_folders)
         except asyncio.TimeoutError:
-            await connection.close(CLOSE_BAD_REGISTRATION, "no register frame")
+            await connection.close(Close.BAD_REGISTRATION, "no register frame")
             return
         except (ProtocolError, frames.RegistrationError) as exc:
             await connection.send(encode(frames.refusal(str(exc.error_id), exc.message)), text=True)
-            await connection.close(CLOSE_BAD_REGISTRATION, "bad registration")
+            await connection.close(Close.BAD_REGISTRATION, "bad registration")
             return
         editor = Editor(self.registry.new_id(), registration, connection, time.monotonic())
         self.registry.add(editor)
@@ -514,7 +513,7 @@ class Backend:
             elif kind == "rotate_token":
                 closed = await self.rotate_token(obj["token"], keep=connection)
                 await connection.send(encode({"type": "ok", "closed": closed}), text=True)
-                await connection.close(CLOSE_ROTATED, "token rotated")
+                await connection.close(Close.TOKEN_ROTATED, "token rotated")
                 return
             elif kind == "shutdown":
                 await connection.send(encode({"type": "ok"}), text=True)
@@ -531,7 +530,7 @@ class Backend:
         stale = [c for c, gen in self.connections.items() if gen < self._token_gen and c is not keep]
         for conn in stale:
             self.connections.pop(conn, None)
-        await asyncio.gather(*(self._close_quietly(c, CLOSE_ROTATED, "token rotated") for c in stale))
+        await asyncio.gather(*(self._close_quietly(c, Close.TOKEN_ROTATED, "token rotated") for c in stale))
         self._emit("token_rotated", closed=len(stale))
         log.info("token rotated; %d connection(s) closed", len(stale))
         return len(stale)

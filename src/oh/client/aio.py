@@ -10,6 +10,7 @@ from typing import Any
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
+from ..protocol.codes import Close
 from ..protocol.events import decode, encode
 from . import actions
 from .errors import ConnectionLost, handshake_error
@@ -65,7 +66,7 @@ class Client:
             code, reason = (exc.rcvd.code, exc.rcvd.reason) if exc.rcvd else (None, "")
         err = ConnectionLost(
             f"Connection to {self.url} closed ({code}{' ' + reason if reason else ''}) before the observation arrived"
-            + (": the token was rotated, reconnect with the new one." if code == 4001 else "."),
+            + (": the token was rotated, reconnect with the new one." if code == Close.TOKEN_ROTATED else "."),
             code,
             reason or "",
         )

@@ -9,6 +9,8 @@ import asyncio
 import json
 from typing import Any, Callable
 
+from ..protocol.codes import Close
+
 
 async def monitor(session_loader: Callable[[], Any], on_frame: Callable[[dict[str, Any]], None], stop: asyncio.Event) -> str:
     """Follow ``/v1/monitor`` until ``stop`` is set or the backend goes away. Reconnects after a
@@ -50,10 +52,10 @@ async def monitor(session_loader: Callable[[], Any], on_frame: Callable[[dict[st
                     on_frame(frame)
         except ConnectionClosed as exc:
             code = exc.rcvd.code if exc.rcvd else None
-            if code == 4001:  # token rotated: the session file has the new one
+            if code == Close.TOKEN_ROTATED:  # token rotated: the session file has the new one
                 await asyncio.sleep(0.05)
                 continue
-            if code == 1001:
+            if code == Close.GOING_AWAY:
                 return "backend shut down"
             return f"connection lost (close code {code})" if code is not None else "connection lost without a close frame (the backend died?)"
         finally:

@@ -19,6 +19,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake
 from .. import PROTOCOL_VERSION, __version__, sessions
 from ..client.errors import handshake_error
 from ..protocol import frames
+from ..protocol.codes import Close
 from ..protocol.errors import ErrorId, ProtocolError
 from ..protocol.events import decode, decode_frame, encode, error_from, error_observation, parse_action
 from ..runtimes.base import AgentContext
@@ -168,7 +169,7 @@ async def run_editor(workspace: str, *, instance: str | None = None, reconnect: 
                 on_event("error", str(exc))
         if on_event:
             on_event("disconnected", {"code": editor.close_code, "reason": editor.close_reason})
-        if not reconnect or editor.close_code == 1001:
+        if not reconnect or editor.close_code == Close.GOING_AWAY:
             return 0
-        await asyncio.sleep(0 if editor.close_code == 4001 else backoff)
+        await asyncio.sleep(0 if editor.close_code == Close.TOKEN_ROTATED else backoff)
         backoff = min(backoff * 2, 5)

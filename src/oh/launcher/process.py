@@ -21,10 +21,10 @@ from pathlib import Path
 
 from .. import sessions
 from ..config import paths
+from ..protocol.codes import BackendExit
 from ..sessions import Session
 from .control import BackendUnreachable, control
 
-EXIT_DUPLICATE = 3  # python -m oh.backend: a backend already serves this workspace
 
 
 class StartError(Exception):
@@ -124,7 +124,7 @@ def start_backend(
             except subprocess.TimeoutExpired:
                 pass
         code = proc.poll()
-        if lost_race or code == EXIT_DUPLICATE:
+        if lost_race or code == BackendExit.DUPLICATE:
             # Two starts at the same instant: the winner may not have written its session file yet,
             # so wait briefly for it (the message should name it); either way this is exit 3.
             dup = None
