@@ -49,7 +49,7 @@ class _PrivateRotatingHandler(logging.handlers.RotatingFileHandler):
     writing into the rotated-away file, so they are re-pointed at each rollover."""
 
     def _open(self):
-        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        fd = paths.open_private_append(self.baseFilename)
         return os.fdopen(fd, "a", encoding=self.encoding or "utf-8", errors=self.errors)
 
     std_fds: tuple[int, ...] = (2,)

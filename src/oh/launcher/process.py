@@ -79,7 +79,7 @@ def start_backend(
     log_path = log_file_for(instance_id)
     paths.ensure_private_dir(log_path.parent)
     paths.ensure_private_dir(paths.sessions_dir())
-    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    log_fd = paths.open_private_append(log_path)
     argv = [
         sys.executable, "-m", "oh.backend", "--workspace", workspace, "--runtime", runtime, "--host", host,
         "--port", str(port), "--editor-timeout", f"{editor_timeout:g}", "--action-timeout", f"{action_timeout:g}",
