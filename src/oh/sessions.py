@@ -50,10 +50,6 @@ class Session:
             host = f"[{self.host}]" if ":" in self.host else self.host
             self.url = f"ws://{host}:{self.port}"
 
-    @property
-    def http_url(self) -> str:
-        return "http" + self.url[2:]
-
     def public(self) -> dict[str, Any]:
         """Everything but the credentials: what status output and logs may show."""
         d = asdict(self)

@@ -11,7 +11,6 @@ import pytest
 
 from oh.config import settings
 
-from .conftest import needs_local_runtime
 
 
 # ---------------------------------------------------------------- pure (in-process, no I/O beyond tmp)
@@ -114,7 +113,6 @@ def test_edit_validates_after_the_editor(oh, tmp_path):
     assert oh("config", "get", "port", check=0).stdout.strip() == "9000"
 
 
-@needs_local_runtime
 def test_env_beats_file_and_flag_beats_env_on_start(oh):
     oh("config", "set", "runtime", "local", check=0)
     p = oh("start", "--detach", "--json", "--no-open", env={"OH_RUNTIME": "vscode"}, check=0, timeout=40)

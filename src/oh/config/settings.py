@@ -101,7 +101,7 @@ def _bool(value: Any) -> bool:
 def _host(value: Any) -> str:
     text = str(value).strip()
     if not is_loopback_host(text):  # the same rule the backend enforces
-        # Decision (docs/_cli_notes.md): refuse, do not warn. The backend's Host check only accepts
+        # Decision: refuse, do not warn. The backend's Host check only accepts
         # loopback names, and the token is the only thing between the network and a shell.
         raise SettingError(f"must be a loopback address: 127.0.0.1, ::1 or localhost (got {value!r}); oh never listens on the network")
     return "127.0.0.1" if text == "localhost" else text.strip("[]")

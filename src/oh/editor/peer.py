@@ -45,7 +45,6 @@ class HeadlessEditor:
         self.close_reason = ""
         self._obs_ids = itertools.count(1)
         self._tasks: dict[int, asyncio.Task] = {}
-        self.executed = 0
 
     def register_frame(self) -> dict[str, Any]:
         return {
@@ -132,7 +131,6 @@ class HeadlessEditor:
             log.exception("action %s failed", action.id)
             obs = error_observation(action.id, ErrorId.SERVER_ERROR, f"Headless editor error: {type(exc).__name__}")
         obs["cause"] = action.id
-        self.executed += 1
         await self._answer(obs)
 
     async def _answer(self, obs: dict[str, Any]) -> None:

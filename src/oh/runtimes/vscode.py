@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import Any, Callable, Hashable
+from typing import Any, Hashable
 
 from ..protocol import frames
 from ..protocol.errors import ErrorId
@@ -27,7 +27,6 @@ class VscodeRuntime(Runtime):
         registry: EditorRegistry,
         workspace: str,
         editor_timeout: float = 30.0,
-        on_waiting: Callable[[], None] | None = None,
         *,
         send_timeout: float = 40.0,
         allowed_roots: list[str] | None = None,
@@ -38,7 +37,6 @@ class VscodeRuntime(Runtime):
         self.roots = [os.path.realpath(r) for r in (allowed_roots or [self.workspace])]
         self.editor_timeout = editor_timeout
         self.send_timeout = send_timeout  # an editor that does not read for this long is dropped
-        self.on_waiting = on_waiting  # e.g. the launcher's "open VS Code" signal
 
     def _workdir(self, ctx: AgentContext) -> str:
         if ctx.workdir:
@@ -86,8 +84,6 @@ class VscodeRuntime(Runtime):
             )
         editor = self.registry.pick(self.workspace)
         if editor is None:
-            if self.on_waiting is not None:
-                self.on_waiting()
             editor = await self.registry.wait_for(self.workspace, self.editor_timeout)
         if editor is None:
             return error_observation(
