@@ -281,12 +281,6 @@ class Settings:
                 values[name] = Resolved(k.default, "default")
         return cls(values)
 
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self.__dict__["_values"][name].value
-        except KeyError:
-            raise AttributeError(name) from None
-
     def get(self, name: str) -> Any:
         return self._values[key(name).name].value
 
@@ -295,6 +289,17 @@ class Settings:
 
     def items(self):
         return self._values.items()
+
+
+def _value_of(name: str) -> property:
+    return property(lambda self: self._values[name].value, doc=KEYS[name].help)
+
+
+# One read-only attribute per key, generated from the key table (``s.runtime``, ``s.port``, ...):
+# a real attribute, so a typo is an AttributeError at once and ``dir(s)`` lists the keys.
+for _name in KEYS:
+    setattr(Settings, _name, _value_of(_name))
+del _name
 
 
 def display(value: Any) -> str:
