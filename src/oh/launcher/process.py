@@ -21,20 +21,21 @@ from pathlib import Path
 
 from .. import sessions
 from ..config import paths
+from ..fastpath.exits import ERROR, NOT_RUNNING, OhError
 from ..protocol.codes import BackendExit
 from ..sessions import Session
 from .control import BackendUnreachable, control
 
 
 
-class StartError(Exception):
+class StartError(OhError):
     def __init__(self, message: str, *, duplicate: Session | None = None, log_file: Path | None = None, already_served: bool = False) -> None:
-        super().__init__(message)
-        self.message = message
+        # A backend already serves the workspace (exit 3), even when its session is not visible yet.
+        served = already_served or duplicate is not None
+        super().__init__(message, NOT_RUNNING if served else ERROR, None if served else "Run `oh doctor` to check ports, directories and the token.")
         self.duplicate = duplicate
         self.log_file = log_file
-        # A backend already serves the workspace (exit 3), even when its session is not visible yet.
-        self.already_served = already_served or duplicate is not None
+        self.already_served = served
 
 
 @dataclass
