@@ -17,7 +17,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Callable, ClassVar
 
 from . import fmt
 from .sanitize import visible
@@ -150,81 +150,107 @@ class LiveState:
     def _apply(self, frame: dict[str, Any]) -> list[str]:
         kind = frame.get("type")
         if kind == "snapshot":
-            snap = frame.get("backend") if isinstance(frame.get("backend"), dict) else frame
-            self.backend.update({k: v for k, v in snap.items() if k not in ("type", "editors", "agents", "stats")})
-            self.uptime_base = float(snap.get("uptime_s") or 0.0)
-            self.started_mono = time.monotonic()
-            self.editors = {e.get("editor_id", str(i)): e for i, e in enumerate(frame.get("editors") or [])}
-            self.agents = {a.get("agent_id"): a.get("name", "") for a in frame.get("agents") or []}
-            if isinstance(frame.get("stats"), dict):
-                self.stats.update(frame["stats"])
-            # Actions that ran before this view subscribed (or while it reconnected) have no row:
-            # count them as earlier actions hidden.
-            seen = self.stats.get("done", 0) + self.stats.get("pending", 0)
-            self.dropped = max(self.dropped, seen - len(self.actions))
-            self.synced = True
-            lines = [f"backend {self.backend.get('instance_id')} listening on {self.backend.get('url') or self._url()} "
-                     f"(runtime {self.runtime}, pid {self.backend.get('pid')}, workspace {self.backend.get('workspace')})"]
-            if self.editors:
-                lines += [f"editor connected: {editor_label(e)}" for e in self.editors.values()]
-            elif self.runtime == "vscode":
-                lines.append("waiting for VS Code to connect…")
-            return lines
+            return self._on_snapshot(frame)
         if kind != "event":
             return []
         name = frame.get("event")
-        if name == "editor_connected":
-            e = dict(frame.get("editor") or {})
-            self.editors[e.get("editor_id", f"e{len(self.editors) + 1}")] = e
-            self.editor_gone_reason = None
-            return [f"editor connected: {editor_label(e)}"]
-        if name == "editor_disconnected":
-            e = self.editors.pop(frame.get("editor_id"), None)
-            self.editor_gone_reason = visible(frame.get("reason") or "disconnected")
-            if not self.editors:
-                self.waiting_since = time.monotonic()
-            return [f"editor disconnected: {editor_label(e) if e else frame.get('editor_id')} ({self.editor_gone_reason})"]
-        if name == "agent_connected":
-            self.agents[frame.get("agent_id")] = frame.get("name") or ""
-            return [f"agent connected: {frame.get('name')} ({frame.get('agent_id')})"]
-        if name == "agent_disconnected":
-            self.agents.pop(frame.get("agent_id"), None)
-            return [f"agent disconnected: {frame.get('name')} ({frame.get('agent_id')})"]
-        if name == "action_started":
-            row = self._row(frame)
-            self.actions[row.action_id] = row
-            while len(self.actions) > MAX_ROWS:
-                self.actions.popitem(last=False)
-                self.dropped += 1
-            self.stats["pending"] = self.stats.get("pending", 0) + 1
-            risk = f" [risk {row.risk}]" if row.risk else ""
-            return [f"{row.agent} {row.kind} {row.summary}{risk} …"]
-        if name == "action_finished":
-            aid = frame.get("action_id")
-            row = self.actions.get(aid)
-            if row is None:  # started before we subscribed (the snapshot counted it as pending) or evicted
-                row = self._row(frame)
-                self.actions[aid] = row
-                self.dropped = max(0, self.dropped - 1)
-            self.stats["pending"] = max(0, self.stats.get("pending", 0) - 1)
-            if row.risk is None:
-                row.risk = _risk(frame.get("security_risk"))
-            row.outcome = visible(frame.get("outcome") or "ok")
-            code = frame.get("exit_code")
-            row.exit_code = code if isinstance(code, int) else None
-            row.duration_ms = frame.get("duration_ms")
-            self.stats["done"] = self.stats.get("done", 0) + 1
-            if row.failed:
-                self.stats["errors"] = self.stats.get("errors", 0) + 1
-            code_txt = f" exit {row.exit_text()}" if row.exit_text() else ""
-            risk = f" [risk {row.risk}]" if row.risk else ""
-            return [f"{row.agent} {row.kind} {row.summary}{risk} → {row.outcome_text()}{code_txt} in {fmt_ms(row.duration_ms)}"]
-        if name == "token_rotated":
-            return [f"token rotated: {frame.get('closed', 0)} connection(s) closed"]
-        if name == "shutting_down":
-            self.stopping = visible(frame.get("reason") or "shutting down")
-            return [f"backend shutting down: {self.stopping}"]
+        handler = self._EVENTS.get(name)
+        if handler is not None:
+            return handler(self, frame)
+        # An event this view does not know (a newer backend): shown as its JSON, never dropped.
         return [f"{name}: {json.dumps({k: v for k, v in frame.items() if k not in ('type', 'event', 'time')}, default=str)}"]
+
+    def _on_snapshot(self, frame: dict[str, Any]) -> list[str]:
+        snap = frame.get("backend") if isinstance(frame.get("backend"), dict) else frame
+        self.backend.update({k: v for k, v in snap.items() if k not in ("type", "editors", "agents", "stats")})
+        self.uptime_base = float(snap.get("uptime_s") or 0.0)
+        self.started_mono = time.monotonic()
+        self.editors = {e.get("editor_id", str(i)): e for i, e in enumerate(frame.get("editors") or [])}
+        self.agents = {a.get("agent_id"): a.get("name", "") for a in frame.get("agents") or []}
+        if isinstance(frame.get("stats"), dict):
+            self.stats.update(frame["stats"])
+        # Actions that ran before this view subscribed (or while it reconnected) have no row:
+        # count them as earlier actions hidden.
+        seen = self.stats.get("done", 0) + self.stats.get("pending", 0)
+        self.dropped = max(self.dropped, seen - len(self.actions))
+        self.synced = True
+        lines = [f"backend {self.backend.get('instance_id')} listening on {self.backend.get('url') or self._url()} "
+                 f"(runtime {self.runtime}, pid {self.backend.get('pid')}, workspace {self.backend.get('workspace')})"]
+        if self.editors:
+            lines += [f"editor connected: {editor_label(e)}" for e in self.editors.values()]
+        elif self.runtime == "vscode":
+            lines.append("waiting for VS Code to connect…")
+        return lines
+
+    def _on_editor_connected(self, frame: dict[str, Any]) -> list[str]:
+        e = dict(frame.get("editor") or {})
+        self.editors[e.get("editor_id", f"e{len(self.editors) + 1}")] = e
+        self.editor_gone_reason = None
+        return [f"editor connected: {editor_label(e)}"]
+
+    def _on_editor_disconnected(self, frame: dict[str, Any]) -> list[str]:
+        e = self.editors.pop(frame.get("editor_id"), None)
+        self.editor_gone_reason = visible(frame.get("reason") or "disconnected")
+        if not self.editors:
+            self.waiting_since = time.monotonic()
+        return [f"editor disconnected: {editor_label(e) if e else frame.get('editor_id')} ({self.editor_gone_reason})"]
+
+    def _on_agent_connected(self, frame: dict[str, Any]) -> list[str]:
+        self.agents[frame.get("agent_id")] = frame.get("name") or ""
+        return [f"agent connected: {frame.get('name')} ({frame.get('agent_id')})"]
+
+    def _on_agent_disconnected(self, frame: dict[str, Any]) -> list[str]:
+        self.agents.pop(frame.get("agent_id"), None)
+        return [f"agent disconnected: {frame.get('name')} ({frame.get('agent_id')})"]
+
+    def _on_action_started(self, frame: dict[str, Any]) -> list[str]:
+        row = self._row(frame)
+        self.actions[row.action_id] = row
+        while len(self.actions) > MAX_ROWS:
+            self.actions.popitem(last=False)
+            self.dropped += 1
+        self.stats["pending"] = self.stats.get("pending", 0) + 1
+        risk = f" [risk {row.risk}]" if row.risk else ""
+        return [f"{row.agent} {row.kind} {row.summary}{risk} …"]
+
+    def _on_action_finished(self, frame: dict[str, Any]) -> list[str]:
+        aid = frame.get("action_id")
+        row = self.actions.get(aid)
+        if row is None:  # started before we subscribed (the snapshot counted it as pending) or evicted
+            row = self._row(frame)
+            self.actions[aid] = row
+            self.dropped = max(0, self.dropped - 1)
+        self.stats["pending"] = max(0, self.stats.get("pending", 0) - 1)
+        if row.risk is None:
+            row.risk = _risk(frame.get("security_risk"))
+        row.outcome = visible(frame.get("outcome") or "ok")
+        code = frame.get("exit_code")
+        row.exit_code = code if isinstance(code, int) else None
+        row.duration_ms = frame.get("duration_ms")
+        self.stats["done"] = self.stats.get("done", 0) + 1
+        if row.failed:
+            self.stats["errors"] = self.stats.get("errors", 0) + 1
+        code_txt = f" exit {row.exit_text()}" if row.exit_text() else ""
+        risk = f" [risk {row.risk}]" if row.risk else ""
+        return [f"{row.agent} {row.kind} {row.summary}{risk} → {row.outcome_text()}{code_txt} in {fmt_ms(row.duration_ms)}"]
+
+    def _on_token_rotated(self, frame: dict[str, Any]) -> list[str]:
+        return [f"token rotated: {frame.get('closed', 0)} connection(s) closed"]
+
+    def _on_shutting_down(self, frame: dict[str, Any]) -> list[str]:
+        self.stopping = visible(frame.get("reason") or "shutting down")
+        return [f"backend shutting down: {self.stopping}"]
+
+    _EVENTS: ClassVar[dict[str, Callable[["LiveState", dict[str, Any]], list[str]]]] = {
+        "editor_connected": _on_editor_connected,
+        "editor_disconnected": _on_editor_disconnected,
+        "agent_connected": _on_agent_connected,
+        "agent_disconnected": _on_agent_disconnected,
+        "action_started": _on_action_started,
+        "action_finished": _on_action_finished,
+        "token_rotated": _on_token_rotated,
+        "shutting_down": _on_shutting_down,
+    }
 
     def _url(self) -> str:
         host = self.backend.get("host", "127.0.0.1")
