@@ -18,6 +18,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 from .. import sessions
 from ..config import paths
@@ -80,7 +81,6 @@ def start_backend(
     log_path = log_file_for(instance_id)
     paths.ensure_private_dir(log_path.parent)
     paths.ensure_private_dir(paths.sessions_dir())
-    log_fd = paths.open_private_append(log_path)
     argv = [
         sys.executable, "-m", "oh.backend", "--workspace", workspace, "--runtime", runtime, "--host", host,
         "--port", str(port), "--editor-timeout", f"{editor_timeout:g}", "--action-timeout", f"{action_timeout:g}",
@@ -96,6 +96,21 @@ def start_backend(
     env = {k: v for k, v in os.environ.items() if k != "OH_TOKEN"}
     env["OH_LOG_LEVEL"] = log_level.upper()
     env.setdefault("PYTHONUNBUFFERED", "1")
+    proc, r = _spawn(argv, env, workspace, log_path, token)
+    ready = _wait_ready(r, proc, ready_timeout)
+    if not ready.get("ready"):
+        _not_ready(ready, proc, workspace, log_path)
+    session = sessions.read(sessions.path_for(ready.get("instance_id", instance_id)))
+    if session is None:
+        _kill(proc)
+        raise StartError(f"the backend reported ready but wrote no session file (log: {log_path})", log_file=log_path)
+    return Started(session, log_path, proc)
+
+
+def _spawn(argv: list[str], env: dict[str, str], workspace: str, log_path: Path, token: str) -> tuple[subprocess.Popen, int]:
+    """Start the backend in its own session, the token on its stdin (never argv/env), stdout and
+    stderr into its log. Returns the process and the read end of its ready pipe."""
+    log_fd = paths.open_private_append(log_path)
     r, w = os.pipe()
     argv += ["--ready-fd", str(w)]
     try:
@@ -114,36 +129,35 @@ def start_backend(
         proc.stdin.write((token + "\n").encode("utf-8"))
         proc.stdin.close()
     except OSError:
-        pass  # it died already; the ready wait below reports why
-    ready = _wait_ready(r, proc, ready_timeout)
-    if not ready.get("ready"):
-        error = ready.get("error") or _tail(log_path) or "the backend exited without saying why"
-        lost_race = ready.get("reason") == "duplicate" or bool(ready.get("duplicate"))
-        if lost_race:
-            try:  # it is exiting on its own (it only held a failed lock); reap it
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
-        code = proc.poll()
-        if lost_race or code == BackendExit.DUPLICATE:
-            # Two starts at the same instant: the winner may not have written its session file yet,
-            # so wait briefly for it (the message should name it); either way this is exit 3.
-            dup = None
-            deadline = time.monotonic() + 3.0
-            while dup is None:
-                dup = next((s for s in sessions.list_sessions() if s.workspace == workspace), None)
-                if dup is not None or time.monotonic() >= deadline:
-                    break
-                time.sleep(0.05)
-            raise StartError(_duplicate_message(dup, workspace) if dup else error, duplicate=dup, log_file=log_path, already_served=True)
-        if proc.poll() is None:
-            _kill(proc)
-        raise StartError(f"the backend did not start: {error} (log: {log_path})", log_file=log_path)
-    session = sessions.read(sessions.path_for(ready.get("instance_id", instance_id)))
-    if session is None:
+        pass  # it died already; the ready wait reports why
+    return proc, r
+
+
+def _not_ready(ready: dict, proc: subprocess.Popen, workspace: str, log_path: Path) -> NoReturn:
+    """The backend did not become ready: raise the StartError that says why (exit 3 when it lost the
+    race for the workspace to another backend)."""
+    error = ready.get("error") or _tail(log_path) or "the backend exited without saying why"
+    lost_race = ready.get("reason") == "duplicate" or bool(ready.get("duplicate"))
+    if lost_race:
+        try:  # it is exiting on its own (it only held a failed lock); reap it
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+    code = proc.poll()
+    if lost_race or code == BackendExit.DUPLICATE:
+        # Two starts at the same instant: the winner may not have written its session file yet,
+        # so wait briefly for it (the message should name it); either way this is exit 3.
+        dup = None
+        deadline = time.monotonic() + 3.0
+        while dup is None:
+            dup = next((s for s in sessions.list_sessions() if s.workspace == workspace), None)
+            if dup is not None or time.monotonic() >= deadline:
+                break
+            time.sleep(0.05)
+        raise StartError(_duplicate_message(dup, workspace) if dup else error, duplicate=dup, log_file=log_path, already_served=True)
+    if proc.poll() is None:
         _kill(proc)
-        raise StartError(f"the backend reported ready but wrote no session file (log: {log_path})", log_file=log_path)
-    return Started(session, log_path, proc)
+    raise StartError(f"the backend did not start: {error} (log: {log_path})", log_file=log_path)
 
 
 def _duplicate_message(running: Session, workspace: str) -> str:
