@@ -16,6 +16,7 @@ import os
 import re
 from typing import Any
 
+from .. import sessions
 from ..client import AuthError, Client, ConnectionLost, OhClientError
 from ..protocol.paths import within
 
@@ -105,8 +106,6 @@ class Backend:
 
     # ------------------------------------------------------------------ finding / starting
     def _find(self):
-        from .. import sessions
-
         if self.instance:
             found = sessions.find(self.instance)
             if len(found) == 1:
@@ -117,6 +116,7 @@ class Backend:
         return sessions.for_workspace(self.target)
 
     def _start_backend(self):
+        # Lazy: only an MCP server that has to start a backend pays for settings, keyring and the launcher.
         from ..config import secrets
         from ..config.settings import SettingError, Settings
         from ..launcher import process
@@ -160,8 +160,6 @@ class Backend:
         """
         if self.explicit or self.roots is None or await asyncio.to_thread(self._find) is not None:
             return
-        from .. import sessions
-
         try:
             paths = await asyncio.wait_for(self.roots(), 5)
         except Exception as exc:  # noqa: BLE001 - roots are a fallback: a failure leaves the target as it was

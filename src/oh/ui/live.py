@@ -265,6 +265,7 @@ class LiveState:
         """The rich view. Every agent- or editor-controlled string goes in as ``Text`` built from
         escaped text, never as a markup string. Each chrome line is one line (ellipsis, no wrap) and
         the action rows get what is left of ``height``, so nothing scrolls off or wraps at 80 columns."""
+        # rich is imported by the rich renderer only (lazy: the plain and JSON views never load it).
         from rich.console import Group
         from rich.spinner import Spinner
         from rich.text import Text
