@@ -52,7 +52,7 @@ async def main(n: int) -> None:
                     mcp_read.append(time.perf_counter() - b)
                     mcp_run.append(b - a)
         os.environ.update(OH_HOME=env["OH_HOME"])
-        from oh.launcher import sessions
+        from oh import sessions
 
         session = sessions.find(info["instance_id"])[0]
         direct_run, direct_read = [], []

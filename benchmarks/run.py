@@ -9,7 +9,7 @@ This process is the client (the agent) for every transport. Each relay and each 
 separate process started here with subprocess and stopped at the end, even on failure:
 
   oh              python -m oh.backend --runtime vscode (token on stdin, ready line on --ready-fd,
-                  OH_HOME in a temp dir, as the launcher starts it) + python -m oh.editor (headless)
+                  OH_HOME in a temp dir, as the launcher starts it) + oh attach (the headless editor)
   ws-echo         peers/ws_echo.py: a raw single-hop websockets echo (yardstick: the transport's floor)
   ws-relay-floor  peers/ws_relay_floor.py: oh's topology doing nothing (yardstick: the relay's floor)
   socketio-*      peers/socketio_relay.py relay (AsyncServer on aiohttp; on uvicorn as ASGI) + executor
@@ -386,7 +386,7 @@ class Bench:
         return self.procs.spawn(name, argv, env, ready_fd=True, stdin_text=self.token + "\n", cwd=str(workspace))
 
     def start_headless_editor(self, name: str, workspace: Path, port: int) -> subprocess.Popen:
-        proc, _ = self.procs.spawn(name, [sys.executable, "-m", "oh.editor", "--workspace", str(workspace), "--once"], self.env, ready=False)
+        proc, _ = self.procs.spawn(name, [sys.executable, "-m", "oh", "attach", "--workspace", str(workspace), "--once"], self.env, ready=False)
         wait_until(lambda: len(http_json(port, "/v1/status", self.token)["editors"]) >= 1, 30, f"{name} to register")
         return proc
 

@@ -1,11 +1,8 @@
-"""The layer table of docs/architecture.md, checked: `.importlinter` expresses it, `lint-imports` runs it.
+"""The layer table of docs/architecture.md, checked: `.importlinter` expresses it, `lint-imports` runs it,
+and the table in the doc lists the same packages in the same layers as the contract.
 
-Until the moves of issue 10 land, the table is broken in known places (KNOWN below). Two tests:
-- the contract as a whole is xfail (strict=False) while KNOWN is not empty: it turns green by itself
-  once the moves are done, and then KNOWN should be emptied and the xfail removed;
-- no NEW violation may appear meanwhile (a ratchet): any import across the table that is not in
-  KNOWN fails at once. Pairs are (importer, imported) without line numbers, so edits elsewhere in
-  those files do not break the test.
+The moves of issue 10 are done: no import crosses the table (KNOWN is empty and stays so; an entry
+there would name an importer -> imported pair without line numbers, with the move that removes it).
 """
 
 from __future__ import annotations
@@ -23,18 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 # The console script's own code, run with this interpreter: no dependence on where pip put `lint-imports`.
 LINT = [sys.executable, "-c", "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())"]
 
-# Each: importer -> imported, the rule it breaks, and the move that fixes it (issue 10 item 1).
-KNOWN = {
-    ("oh.ui.live", "oh.commands._common"): "ui below commands: fmt_duration belongs in ui/",
-    ("oh.runtimes.vscode", "oh.backend.registry"): "runtimes below backend: the editor registry moves into the vscode runtime",
-    ("oh.runtimes.vscode", "oh.backend.transport"): "runtimes below backend: send_bounded moves to a neutral networking module",
-    ("oh.client.aio", "oh.protocol.events"): "client is protocol-free: the JSON codec (decode/encode)",
-    ("oh.client.sync", "oh.protocol.events"): "client is protocol-free: the JSON codec (decode/encode)",
-    ("oh.config.settings", "oh.protocol.addresses"): "config is stdlib + deps: is_loopback_host",
-    ("oh.backend.__main__", "oh.config.secrets"): "backend may import config.paths only",
-    ("oh.editor.peer", "oh.client.aio"): "editor may import client errors only: the private _handshake_error",
-    ("oh.editor.peer", "oh.launcher.sessions"): "editor may not import launcher: session files move to a neutral module",
-}
+# Each: importer -> imported, the rule it breaks, and the move that fixes it. Empty: keep it so.
+KNOWN: dict[tuple[str, str], str] = {}
 
 PAIR = re.compile(r"(oh(?:\.\w+)*) -> (\w+(?:\.\w+)*)")
 
@@ -60,8 +47,6 @@ def test_no_new_layer_violations():
     assert "not listed as layers" not in r.stdout, r.stdout
 
 
-@pytest.mark.xfail(bool(KNOWN), reason="known layer violations until issue 10's moves land: " + "; ".join(
-    f"{a} -> {b}" for a, b in KNOWN), strict=False)
 def test_import_contracts_hold():
     r = lint()
     assert r.returncode == 0, r.stdout
@@ -71,3 +56,44 @@ def test_the_report_parser_sees_violations():
     """The ratchet can fail: the parser finds the pairs in lint-imports' report format."""
     sample = "Broken contracts\n----\n\noh.ui is not allowed to import oh.commands:\n\n- oh.ui.live -> oh.commands._common (l.171)\n"
     assert broken_pairs(sample) == {("oh.ui.live", "oh.commands._common")}
+
+
+def _contract_layers() -> list[list[str]]:
+    """The layers of the layers contract, top to bottom, each a list of package names."""
+    text = (ROOT / ".importlinter").read_text()
+    block = text.split("layers =\n", 1)[1]
+    rows = []
+    for line in block.splitlines():
+        if not line.startswith("    "):
+            break
+        rows.append([n.strip(" ()") for n in re.split(r"[|:]", line) if n.strip()])
+    return rows
+
+
+def _table_layers() -> list[list[str]]:
+    """The layer table of docs/architecture.md: rows `| layer | `pkg/`, `mod.py` | role | may import |`."""
+    doc = (ROOT / "docs" / "architecture.md").read_text()
+    section = doc.split("## Layers (src/oh/)", 1)[1].split("\n## ", 1)[0]
+    by_layer: dict[int, list[str]] = {}
+    for line in section.splitlines():
+        m = re.match(r"\| (\d+) \| ([^|]+) \|", line)
+        if m:
+            names = [n.rstrip("/").removesuffix(".py") for n in re.findall(r"`([^`]+)`", m.group(2))]
+            by_layer.setdefault(int(m.group(1)), []).extend(names)
+    return [by_layer[k] for k in sorted(by_layer)]
+
+
+def test_the_doc_table_matches_the_contract():
+    contract = _contract_layers()
+    assert len(contract) >= 8 and ["protocol"] in contract  # the parser read the contract
+    assert [sorted(layer) for layer in _table_layers()] == [sorted(layer) for layer in contract], (
+        "docs/architecture.md's layer table and .importlinter's layers differ: change them together"
+    )
+
+
+def test_every_package_under_src_oh_has_a_layer():
+    """Also a package that is not imported by anything yet (import-linter only sees the graph)."""
+    named = {n for layer in _contract_layers() for n in layer}
+    here = {p.name if p.is_dir() else p.stem for p in (ROOT / "src" / "oh").iterdir()
+            if (p.is_dir() and (p / "__init__.py").exists()) or (p.suffix == ".py" and p.name != "__init__.py")}
+    assert here <= named, f"packages without a layer in .importlinter and docs/architecture.md: {sorted(here - named)}"

@@ -12,6 +12,7 @@
 import WebSocket from 'ws';
 import {
   Action,
+  Close,
   decodeFrame,
   errorFrom,
   errorObservation,
@@ -328,12 +329,11 @@ export function describeClose(info: CloseInfo): string {
   if (info.code === undefined || (!info.registered && info.code === 1006 && info.error)) return info.error ?? 'connection failed';
   const names: Record<number, string> = {
     1000: 'normal close',
-    1001: 'backend shutting down',
+    [Close.GOING_AWAY]: 'backend shutting down',
     1006: 'connection lost',
     1009: 'frame too big',
-    4001: 'token rotated',
-    4400: 'bad registration',
-    4409: 'replaced by another editor',
+    [Close.TOKEN_ROTATED]: 'token rotated',
+    [Close.BAD_REGISTRATION]: 'bad registration',
   };
   return `${info.code} ${names[info.code] ?? ''}${info.reason ? ` (${info.reason})` : ''}${info.error ? ` [${info.error}]` : ''}`.replace(/\s+/g, ' ').trim();
 }

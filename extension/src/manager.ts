@@ -13,7 +13,7 @@
 import { Backoff } from './backoff';
 import { ActionHandler, backendKey, CloseInfo, describeClose, EditorConnection, RegisteredInfo } from './connection';
 import { DirectoryWatcher } from './dirwatch';
-import { JsonObject } from './protocol';
+import { Close, JsonObject } from './protocol';
 import { UnsafePath } from './owned';
 import { pidAlive as realPidAlive, readSession, readSessions, realpathOrSelf, SessionInfo, sessionTargets } from './session';
 
@@ -228,15 +228,15 @@ export class SessionManager {
       return;
     }
     const refusal = info.refusal?.error_id;
-    if (info.code === 1001 || info.code === 4409 || refusal === 'WRONG_SESSION' || refusal === 'PROTOCOL_MISMATCH') {
-      // Shutting down, replaced by another window, or a registration no retry can fix.
+    if (info.code === Close.GOING_AWAY || refusal === 'WRONG_SESSION' || refusal === 'PROTOCOL_MISMATCH') {
+      // Shutting down, or a registration no retry can fix.
       e.ended = true;
       if (info.code === 1001) this.backendGone(e.session);
       if (refusal === 'PROTOCOL_MISMATCH') this.deps.warn?.(`oh: ${info.refusal?.message}`);
       this.emitStatus();
       return;
     }
-    if (info.code === 4001) {
+    if (info.code === Close.TOKEN_ROTATED) {
       // Token rotated: the backend rewrote its session file; read the new token and come back at once.
       this.retry(e, 0);
       return;

@@ -11,6 +11,8 @@ import { pathKey, pythonFloatPaths } from './jsonnum';
 import { isKnowledgeKind, KNOWLEDGE_KINDS, KnowledgeKind, knowledgeArgsProblem, summarizeKnowledge } from './knowledge';
 
 export const PROTOCOL_VERSION = 1;
+/** WebSocket close codes the backend sends (src/oh/protocol/codes.py `Close`, docs/protocol.md). */
+export const Close = { GOING_AWAY: 1001, TOKEN_ROTATED: 4001, BAD_REGISTRATION: 4400 } as const;
 export const ACTION_KINDS = ['run', 'read', 'write', 'edit'] as const;
 export const EDIT_COMMANDS = ['view', 'create', 'str_replace', 'insert', 'undo_edit'] as const;
 export const MAX_OUTPUT_CHARS = 30000;

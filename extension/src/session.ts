@@ -91,11 +91,18 @@ export function isLoopbackHost(host: string): boolean {
   return !!m && m.slice(1).every((o) => Number(o) <= 255);
 }
 
-/** `child` equals `parent` or is inside it; never a sibling sharing a prefix (/a/b vs /a/bc). */
+/**
+ * `child` equals `parent` or is inside it; never a sibling sharing a prefix (/a/b vs /a/bc).
+ * The extension's one containment rule, mirroring Python's `oh.protocol.paths.within`: lexical
+ * (`.`, `..`, repeated and trailing separators normalised; symlinks are resolved by the caller),
+ * relative paths are never inside. Both run tests/contract/path_within.json.
+ */
 export function pathContains(parent: string, child: string, platform: NodeJS.Platform = process.platform): boolean {
   const sep = platform === 'win32' ? '\\' : '/';
-  let p = parent;
-  let c = child;
+  const flavour = platform === 'win32' ? path.win32 : path.posix;
+  if (!flavour.isAbsolute(parent) || !flavour.isAbsolute(child)) return false;
+  let p = flavour.normalize(parent);
+  let c = flavour.normalize(child);
   if (platform === 'win32' || platform === 'darwin') {
     // Default file systems there are case-insensitive; a false "inside" is still checked by realpath.
     p = p.toLowerCase();

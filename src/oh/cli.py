@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import NoReturn
 
 
 def __getattr__(name: str):
@@ -30,6 +31,8 @@ def _app():
 
 
 def _build():
+    # Lazy on purpose (startup time): typer, rich and the command modules load only when the fast
+    # path declined the command line; `oh run`/`oh status` on the fast path never pay for them.
     import typer
 
     from . import __version__
@@ -85,7 +88,7 @@ def _build():
 
 
 def main() -> None:
-    from .fastpath.dispatch import main as fast
+    from .fastpath.dispatch import main as fast  # lazy: `oh.cli` is imported by completions and tests too
 
     code = fast(sys.argv[1:])
     if code is not None:
@@ -98,10 +101,22 @@ def main() -> None:
 
         completion_init()
     from .config.paths import UnsafePath
+    from .config.settings import SettingError
+    from .fastpath.exits import USAGE, OhError
 
+    # The one place where a failure becomes output and an exit code (commands and services raise).
     try:
         _app()(prog_name="oh")
+    except OhError as exc:
+        _fail(exc.message, exc.code, exc.hint)
+    except SettingError as exc:  # a bad flag value, environment variable or config file
+        _fail(str(exc), USAGE)
     except UnsafePath as exc:  # another user could control an oh directory or file: refuse, say how to fix
-        print(f"oh: refusing to use {exc.path}: {exc.problem}.\n    fix: {exc.fix}", file=sys.stderr)
-        sys.exit(1)
+        _fail(f"refusing to use {exc.path}: {exc.problem}.", 1, f"fix: {exc.fix}")
+
+
+def _fail(message: str, code: int, hint: str | None = None) -> NoReturn:
+    sys.stdout.flush()
+    print(f"oh: {message}" + (f"\n    {hint}" if hint else ""), file=sys.stderr, flush=True)
+    sys.exit(code)
 

@@ -91,7 +91,7 @@ async def test_allowed_roots_everywhere(make_backend, workspace, tmp_path, oh_ho
     (extra / "s.txt").write_text("scratch\n")
     b = await make_backend("local", allowed_roots=[str(extra)])
     assert b.status()["allowed_roots"] == [str(workspace), str(extra)]
-    from oh.launcher import sessions
+    from oh import sessions
 
     assert sessions.list_sessions()[0].allowed_roots == [str(workspace), str(extra)]
     ws = await agent(b, **{"X-OH-Workdir": str(extra)})

@@ -55,7 +55,7 @@ async def test_the_agent_token_cannot_open_the_editor_leg(make_backend, workspac
 
 
 async def test_session_file_carries_the_editor_token_and_rotation_changes_both(make_backend, workspace, oh_home):
-    from oh.launcher import sessions
+    from oh import sessions
 
     b = await make_backend("vscode")
     s = sessions.list_sessions()[0]
@@ -149,7 +149,11 @@ async def test_an_editor_on_the_root_folder_serves_the_workspace(make_backend, w
 
 
 def test_registry_containment_unit():
-    from oh.backend.registry import _contains
+    """The registry's rule is oh.protocol.paths.within (its table: tests/protocol/test_paths.py)."""
+    from oh.runtimes.editors import Editor
 
-    assert _contains("/", "/home/u/ws") and _contains("/", "/")
-    assert _contains("/home/u", "/home/u/ws") and not _contains("/home/u", "/home/uv")
+    def serves(folder: str, workspace: str) -> bool:
+        return Editor("e1", None, None, 0.0, real_folders=[folder]).serves(workspace)
+
+    assert serves("/", "/home/u/ws") and serves("/", "/")
+    assert serves("/home/u", "/home/u/ws") and not serves("/home/u", "/home/uv")

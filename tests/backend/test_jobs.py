@@ -130,7 +130,7 @@ async def test_job_lifecycle_through_the_backend_with_monitor_events_and_trace(m
 async def test_killing_the_editor_process_marks_its_jobs_lost_and_a_wait_returns(make_backend, workspace, oh_home):
     b = await make_backend("vscode", editor_timeout=5)
     env = dict(os.environ)
-    proc = subprocess.Popen([sys.executable, "-m", "oh.editor", "--workspace", str(workspace), "--once"], env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "oh", "attach", "--workspace", str(workspace), "--once"], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         for _ in range(200):

@@ -209,7 +209,7 @@ async def test_token_rotation_closes_old_connections(make_backend, workspace, oh
         await Client.connect(url(b), TOKEN)
     c2 = await Client.connect(url(b), "new-token-0123456789abcdef")
     await c2.close()
-    from oh.launcher import sessions
+    from oh import sessions
     s = sessions.list_sessions()[0]
     assert s.token == "new-token-0123456789abcdef"
 

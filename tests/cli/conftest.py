@@ -16,17 +16,6 @@ FAIL_KEYRING = "keyring.backends.fail.Keyring"
 PLAIN_KEYRING = "keyrings.alt.file.PlaintextKeyring"
 
 
-def has_local_runtime() -> bool:
-    try:
-        from oh.runtimes.local import LocalRuntime  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-needs_local_runtime = pytest.mark.skipif(not has_local_runtime(), reason="oh.runtimes.local.LocalRuntime not available yet")
-
-
 class Oh:
     """Runs ``python -m oh`` with an isolated environment."""
 

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import json
 
-from .conftest import needs_local_runtime
 
 
-@needs_local_runtime
 def test_start_allow_reaches_the_session_and_status(oh, tmp_path):
     extra = tmp_path / "scratch"
     extra.mkdir()
@@ -26,7 +24,6 @@ def test_start_allow_reaches_the_session_and_status(oh, tmp_path):
     oh("stop", check=0)
 
 
-@needs_local_runtime
 def test_setting_and_env_roots(oh, tmp_path):
     extra = tmp_path / "from-env"
     extra.mkdir()

@@ -11,7 +11,6 @@ import sys
 
 import pytest
 
-from .conftest import needs_local_runtime
 from .fake_editor import FakeEditor, refused, run_observation
 
 
@@ -119,7 +118,6 @@ def test_input_interrupt_and_wait_send_what_the_protocol_expects(oh):
     assert editor.actions[2]["args"]["blocking"] is False  # --wait --timeout is a soft wait, never a kill
 
 
-@needs_local_runtime
 def test_waiting_when_nothing_runs_is_an_error(oh):
     oh.start("local")
     for args in (("--wait",), ("--interrupt",), ("--input", "x")):
@@ -129,7 +127,6 @@ def test_waiting_when_nothing_runs_is_an_error(oh):
 
 
 # ---------------------------------------------------------------------------- 22
-@needs_local_runtime
 def test_truncated_output_is_announced_on_stderr(oh):
     oh.start("local")
     p = oh("run", "--", "seq 1 20000")
@@ -141,7 +138,6 @@ def test_truncated_output_is_announced_on_stderr(oh):
     assert "truncated" not in p.stderr
 
 
-@needs_local_runtime
 def test_counts_and_ranges(oh):
     oh.start("local")
     assert oh("write", "one.txt", "--content", "x", check=0).stdout.startswith("wrote 1 byte to ")

@@ -11,8 +11,6 @@ import pytest
 
 from oh.config import settings
 
-from .conftest import needs_local_runtime
-
 
 # ---------------------------------------------------------------- pure (in-process, no I/O beyond tmp)
 def test_precedence_flag_env_file_default(tmp_path):
@@ -23,6 +21,17 @@ def test_precedence_flag_env_file_default(tmp_path):
     assert (s.port, s.origin("port").origin, s.origin("port").detail) == (5000, "env", "OH_PORT")
     assert (s.editor_timeout, s.origin("editor_timeout").origin) == (12.0, "file")
     assert (s.open_editor, s.origin("open_editor").origin) == ("auto", "default")
+
+
+def test_every_key_is_an_attribute_of_settings_and_nothing_else_is(tmp_path):
+    """The attributes are generated from the key table: each key reads its resolved value; a name
+    that is not a key is an AttributeError (no catch-all lookup)."""
+    s = settings.Settings.load({}, env={}, path=tmp_path / "none.toml")
+    for name, k in settings.KEYS.items():
+        assert getattr(s, name) == k.default, name
+        assert getattr(settings.Settings, name).__doc__ == k.help
+    with pytest.raises(AttributeError):
+        s.prot  # noqa: B018 - a typo of "port"
 
 
 @pytest.mark.parametrize(
@@ -114,7 +123,6 @@ def test_edit_validates_after_the_editor(oh, tmp_path):
     assert oh("config", "get", "port", check=0).stdout.strip() == "9000"
 
 
-@needs_local_runtime
 def test_env_beats_file_and_flag_beats_env_on_start(oh):
     oh("config", "set", "runtime", "local", check=0)
     p = oh("start", "--detach", "--json", "--no-open", env={"OH_RUNTIME": "vscode"}, check=0, timeout=40)

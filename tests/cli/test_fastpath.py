@@ -13,7 +13,6 @@ import time
 import psutil
 import pytest
 
-from .conftest import needs_local_runtime
 
 SLOW = {"OH_NO_FASTPATH": "1"}
 
@@ -24,7 +23,6 @@ def _both(oh, *args, **kw):
     return fast, slow
 
 
-@needs_local_runtime
 @pytest.mark.slow
 def test_fast_and_full_cli_agree(oh):
     oh.start("local")
@@ -62,7 +60,6 @@ def test_fast_and_full_cli_agree(oh):
     assert p.returncode == 2 and "Input should be" not in p.stderr and "'abc' is not a whole number" in p.stderr
 
 
-@needs_local_runtime
 def test_status_fast_and_full_agree(oh):
     fast, slow = _both(oh, "status")
     assert (fast.returncode, fast.stdout) == (slow.returncode, slow.stdout) and fast.returncode == 3
@@ -82,7 +79,6 @@ def test_status_fast_and_full_agree(oh):
         assert oh.session(info["instance_id"])["token"] not in fast.stdout
 
 
-@needs_local_runtime
 def test_a_stale_session_file_is_left_to_the_full_cli(oh):
     """The fast path never cleans session files (one owner): it hands over, and the owner cleans."""
     oh.start("local")
@@ -163,7 +159,6 @@ def test_a_session_on_a_non_loopback_host_is_never_dialled(oh):
     assert p.returncode != 0 and not rec.heads
 
 
-@needs_local_runtime
 def test_backend_killed_mid_command_gives_a_reason(oh):
     """Issue 9 #22: "connection lost (None)" became a sentence a person can act on."""
     info = oh.start("local")
@@ -185,7 +180,6 @@ def test_backend_killed_mid_command_gives_a_reason(oh):
     assert "None" not in err and "closed the connection" in err and "oh status" in err
 
 
-@needs_local_runtime
 def test_a_loose_oh_directory_is_left_to_the_full_cli(oh):
     """Issue 9 #1: a group/world-writable oh directory may hold a planted session and token; the
     fast path never reads one (the full CLI, which owns those checks, decides)."""

@@ -14,10 +14,10 @@ import pytest
 
 from oh.client.sync import SyncClient
 
-from .conftest import needs_local_runtime, pid_alive, wait_for
+from .conftest import pid_alive, wait_for
 from .terminal import Term, fake_code, no_code_env, read_until
 
-pytestmark = [needs_local_runtime, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 ROW = re.compile(r"^\d\d:\d\d:\d\d ")
 BRAILLE = re.compile("[\u2800-\u28ff]")

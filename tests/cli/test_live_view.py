@@ -12,9 +12,8 @@ import time
 import pexpect
 import pytest
 
-from .conftest import needs_local_runtime, wait_for
+from .conftest import wait_for
 
-pytestmark = needs_local_runtime
 
 
 def styled(*words: str) -> str:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from .conftest import needs_local_runtime
 
 HEAVY = ("rich.live", "rich.table", "websockets", "keyring", "psutil", "typer._adapters", "oh.client", "oh.backend")
 # The fast path (issue 8 §3) must not even load these: each costs a large share of the 4x budget.
@@ -36,7 +35,6 @@ def test_version_imports_nothing_heavy(oh):
     assert not [m for m in FAST_FORBIDDEN if m in mods]
 
 
-@needs_local_runtime
 def test_agent_verbs_take_the_fast_path(oh):
     oh.start("local")
     (oh.workspace / "f.txt").write_text("x\n")

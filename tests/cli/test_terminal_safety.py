@@ -11,10 +11,10 @@ import sys
 
 import pytest
 
-from .conftest import needs_local_runtime, pid_alive, wait_for
+from .conftest import pid_alive, wait_for
 from .terminal import Term, assert_backend_gone, hostile_in, read_until
 
-pytestmark = [needs_local_runtime, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 # A command an agent might send: rich markup that is not valid ([/] closes nothing), a window-title
 # OSC, clear-screen, a hyperlink in rich markup and a bidi override. Under the backend's 80-character

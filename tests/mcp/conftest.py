@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cli.conftest import Oh, needs_local_runtime  # noqa: F401 - shared launcher fixture
+from cli.conftest import Oh  # noqa: F401 - shared launcher fixture
 
 mcp = pytest.importorskip("mcp", reason="the `mcp` extra is not installed (pip install -e '.[mcp,test]')")
 import mcp_types as types  # noqa: E402

@@ -13,9 +13,8 @@ import zlib
 import pytest
 from conftest import mcp_session, text_of
 
-from cli.conftest import needs_local_runtime
 
-pytestmark = [needs_local_runtime, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 
 def _png(width: int = 2, height: int = 1) -> bytes:

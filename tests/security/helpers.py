@@ -172,10 +172,10 @@ def start_backend_process(workspace: Path, env: dict[str, str], token: str, *, r
 
 
 class EditorProcess:
-    """The headless reference editor (`python -m oh.editor`) as a separate process."""
+    """The headless reference editor (`oh attach`) as a separate process."""
 
-    def __init__(self, workspace: Path, env: dict[str, str], *extra: str, module: str = "oh.editor") -> None:
-        argv = [sys.executable, "-m", module, "--workspace", str(workspace), *extra] if module == "oh.editor" else [sys.executable, "-m", "oh", "attach", "--workspace", str(workspace), *extra]
+    def __init__(self, workspace: Path, env: dict[str, str], *extra: str) -> None:
+        argv = [sys.executable, "-m", "oh", "attach", "--workspace", str(workspace), *extra]
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, text=True)
         self.pid = self.proc.pid
 

@@ -274,7 +274,7 @@ async def test_clients_facing_a_silent_server_return_by_their_timeouts(silent_se
     timings["Client.connect(open_timeout=0.5)"] = time.monotonic() - t0
 
     from oh.launcher.control import BackendUnreachable, http_get
-    from oh.launcher.sessions import Session
+    from oh.sessions import Session
 
     fake = Session("silent", os.getpid(), 0.0, "127.0.0.1", port, "vscode", str(workspace), TOKEN)
     t0 = time.monotonic()
@@ -307,7 +307,7 @@ async def test_clients_facing_a_silent_server_return_by_their_timeouts(silent_se
 def test_oh_status_with_a_frozen_backend_returns_promptly(oh, silent_server):
     """A live pid whose port never answers (a SIGSTOPped backend): `oh status` reports it unreachable
     within its 2 s per-backend timeout instead of hanging."""
-    from oh.launcher import sessions
+    from oh import sessions
 
     me = os.getpid()
     s = sessions.Session("frozen000001", me, sessions.process_start_time(me), "127.0.0.1", silent_server, "vscode", str(oh.workspace), "t" * 43)
@@ -339,9 +339,9 @@ REVIEWED = {
     ("runtimes/local/knowledge.py", "symbols_by_ripgrep", "proc.wait"): "rg was just SIGKILLed (or had exited): the wait only reaps it",
     ("runtimes/local/group.py", "_reap", "cmd.finished.wait"): "a watcher task: the command ends, or its shell is killed (group close, cancel), which finishes it",
     ("runtimes/local/group.py", "_watch", "cmd.finished.wait"): "a job's watcher task: the job ends, or job cancel / retention / close kill its shell, which finishes it",
-    ("ui/live.py", "monitor", "stop.wait"): "raced with recv in asyncio.wait: ends on Ctrl-C, or when the backend closes",
-    ("ui/live.py", "monitor", "recv.result"): "only called on a completed future",
-    ("ui/live.py", "monitor", "conn.recv"): "raced with the stop event in asyncio.wait; keepalive pings drop a frozen backend",
+    ("client/monitor.py", "monitor", "stop.wait"): "raced with recv in asyncio.wait: ends on Ctrl-C, or when the backend closes",
+    ("client/monitor.py", "monitor", "recv.result"): "only called on a completed future",
+    ("client/monitor.py", "monitor", "conn.recv"): "raced with the stop event in asyncio.wait; keepalive pings drop a frozen backend",
     ("commands/start.py", "_foreground", "task.result"): "only called on a task asyncio.wait returned as done",
     ("commands/start.py", "main", "task.result"): "only called on a task asyncio.wait returned as done",
     ("ui/hints.py", "_extension_installed", "proc.wait"): "after proc.kill() of `code --list-extensions`: SIGKILL ends it",

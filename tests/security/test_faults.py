@@ -27,7 +27,7 @@ import pytest
 from websockets.sync.client import connect
 
 from oh.client import SyncClient
-from oh.launcher import sessions
+from oh import sessions
 
 from . import helpers
 from .conftest import record
@@ -158,7 +158,7 @@ def test_agent_sigkilled_vscode_runtime_editor_gets_cancel_and_kills_the_command
 def test_backend_sigkilled_attach_exits_and_status_cleans_up(oh):
     info = oh.start("vscode")
     session = _session(oh, info)
-    attach = helpers.EditorProcess(oh.workspace, oh.env, module="attach")
+    attach = helpers.EditorProcess(oh.workspace, oh.env)
     try:
         helpers.wait_editor(session)
         with SyncClient.connect(info["url"], session.token) as c:

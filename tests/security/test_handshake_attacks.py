@@ -176,7 +176,7 @@ def test_zero_actions_executed_then_positive_control(target):
     runner, info, token, port = target
     markers = sorted(p.name for p in runner.workspace.glob("marker-*"))
     assert markers == [], f"an attack executed an action: {markers}"
-    from oh.launcher import sessions
+    from oh import sessions
 
     session = sessions.read(runner.session_file(info["instance_id"]))
     st = helpers.backend_status(session)

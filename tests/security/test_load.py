@@ -21,7 +21,7 @@ import psutil
 import pytest
 
 from oh.client import Client
-from oh.launcher import sessions
+from oh import sessions
 
 from . import helpers
 from .conftest import record

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from oh.client import SyncClient
-from oh.launcher import sessions
+from oh import sessions
 from oh.protocol.errors import ProtocolError
 from oh.protocol.events import error_from, parse_action
 from oh.runtimes.local import LocalRuntime

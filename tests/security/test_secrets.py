@@ -21,7 +21,7 @@ import psutil
 import pytest
 
 from oh.client import AuthError, SyncClient
-from oh.launcher import sessions
+from oh import sessions
 
 from . import helpers
 from .conftest import record
@@ -257,7 +257,7 @@ def test_files_are_0600_and_directories_0700(oh, tmp_path):
 WRITER = r"""
 import json, sys, time
 from pathlib import Path
-from oh.launcher import sessions
+from oh import sessions
 d, seed, seconds = Path(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
 n, end = 0, time.monotonic() + seconds
 while time.monotonic() < end:

@@ -19,6 +19,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
+import fcntl
+import hashlib
 import json
 import logging
 import logging.handlers
@@ -27,9 +30,14 @@ import signal
 import sys
 from pathlib import Path
 
-EXIT_LISTEN = 2
-EXIT_DUPLICATE = 3
-EXIT_USAGE = 4
+from .. import sessions
+from ..config import paths, secrets
+from ..config.paths import UnsafePath
+from ..protocol.codes import BackendExit
+from .auth import is_loopback_host
+from .guard import Throttle, raise_fd_limit
+from .server import Backend, BackendConfig
+
 LOG_MAX_BYTES = 5 * 1024 * 1024
 LOG_BACKUPS = 2
 
@@ -41,7 +49,7 @@ class _PrivateRotatingHandler(logging.handlers.RotatingFileHandler):
     writing into the rotated-away file, so they are re-pointed at each rollover."""
 
     def _open(self):
-        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        fd = paths.open_private_append(self.baseFilename)
         return os.fdopen(fd, "a", encoding=self.encoding or "utf-8", errors=self.errors)
 
     std_fds: tuple[int, ...] = (2,)
@@ -90,6 +98,11 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--trace-max-bytes", type=int, default=10 * 1024 * 1024)
     p.add_argument("--no-trace", action="store_true")
     p.add_argument("--allow-root", action="append", default=None, help="extra allowed root for the local runtime (repeatable)")
+    # Job settings (docs/protocol.md §3.8-§3.10); the launcher passes the user's settings, the defaults are the settings' defaults.
+    p.add_argument("--max-shells", type=int, default=8)
+    p.add_argument("--job-retention", type=float, default=3600.0)
+    p.add_argument("--repeat-limit", type=int, default=0)
+    p.add_argument("--repeat-action", choices=("note", "skip"), default="note")
     return p.parse_args(argv)
 
 
@@ -115,7 +128,6 @@ def _load_token(args: argparse.Namespace) -> str:
     env = os.environ.get("OH_TOKEN")
     if env:
         return env
-    from ..config import secrets
 
     return secrets.get_or_create_token()  # refuses a token file another user controls (UnsafePath)
 
@@ -123,11 +135,6 @@ def _load_token(args: argparse.Namespace) -> str:
 def _lock_workspace(workspace: str):
     """Hold an exclusive lock for this workspace for the process lifetime (released by the kernel
     even on SIGKILL), so two backends can never serve one workspace, even when started at once."""
-    import fcntl
-    import hashlib
-
-    from ..config import paths
-
     d = paths.ensure_private_dir(paths.sessions_dir())
     name = hashlib.sha256(workspace.encode()).hexdigest()[:16]
     fd = os.open(d / f".{name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
@@ -140,10 +147,6 @@ def _lock_workspace(workspace: str):
 
 
 async def _amain(args: argparse.Namespace, token: str) -> int:
-    from ..config import paths
-    from ..launcher import sessions
-    from .server import Backend, BackendConfig
-
     workspace = os.path.realpath(args.workspace)
     instance_id = args.instance_id or sessions.new_instance_id()
     trace_path = None if args.no_trace else paths.traces_dir() / f"{instance_id}.jsonl"
@@ -152,25 +155,26 @@ async def _amain(args: argparse.Namespace, token: str) -> int:
             BackendConfig(
                 workspace=workspace, runtime=args.runtime, host=args.host, port=args.port, instance_id=instance_id,
                 editor_timeout=args.editor_timeout, action_timeout=args.action_timeout, trace_path=trace_path,
-                trace_max_bytes=args.trace_max_bytes, allowed_roots=args.allow_root,
+                trace_max_bytes=args.trace_max_bytes, allowed_roots=args.allow_root, max_shells=args.max_shells,
+                job_retention=args.job_retention, repeat_limit=args.repeat_limit, repeat_action=args.repeat_action,
+                spool_dir=str(paths.state_dir() / "jobs"),
             ),
             token,
         )
     except ValueError as exc:  # e.g. an allowed root that does not exist: say so, no traceback
         logging.getLogger("oh.backend").error(str(exc))
         _ready(args.ready_fd, {"ready": False, "error": str(exc)})
-        return 2
+        return BackendExit.CANNOT_SERVE
     try:
         await backend.start()
     except OSError as exc:
         msg = f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}"
-        if getattr(exc, "errno", None) == 98:
+        if getattr(exc, "errno", None) == errno.EADDRINUSE:
             msg += " (the port is taken: choose another with --port, or 0 for a free one)"
         logging.getLogger("oh.backend").error(msg)
         _ready(args.ready_fd, {"ready": False, "error": msg})
-        return EXIT_LISTEN
+        return BackendExit.CANNOT_SERVE
     loop = asyncio.get_running_loop()
-    from .guard import Throttle
 
     _throttled_loop_errors(loop, Throttle(logging.getLogger("oh.backend")))
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
@@ -182,7 +186,6 @@ async def _amain(args: argparse.Namespace, token: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
-    from .guard import raise_fd_limit
 
     # Before anything opens sockets: the common soft limit (1024) is what an idle-connection flood
     # exhausted; the hard limit is usually far higher and ours to take.
@@ -190,8 +193,6 @@ def main(argv: list[str] | None = None) -> int:
     handlers: list[logging.Handler] = []
     log_setup_error = None
     if args.log_file:
-        from ..config import paths
-
         try:
             paths.ensure_private_dir(Path(args.log_file).parent)
             rotating = _PrivateRotatingHandler(args.log_file, maxBytes=LOG_MAX_BYTES, backupCount=LOG_BACKUPS, encoding="utf-8")
@@ -215,10 +216,9 @@ def main(argv: list[str] | None = None) -> int:
         msg = f"cannot use the log file: {log_setup_error}"
         log.error(msg)
         _ready(args.ready_fd, {"ready": False, "error": msg})
-        return EXIT_USAGE
+        return BackendExit.USAGE
     if fd_limits:
         log.debug("open files limit: soft %s, hard %s", *fd_limits)
-    from .auth import is_loopback_host
 
     if not is_loopback_host(args.host):
         msg = (
@@ -227,33 +227,30 @@ def main(argv: list[str] | None = None) -> int:
         )
         log.error(msg)
         _ready(args.ready_fd, {"ready": False, "error": msg})
-        return EXIT_USAGE
+        return BackendExit.USAGE
     if not os.path.isdir(args.workspace):
         msg = f"workspace {args.workspace} is not a directory"
         log.error(msg)
         _ready(args.ready_fd, {"ready": False, "error": msg})
-        return EXIT_USAGE
+        return BackendExit.USAGE
     try:
         token = _load_token(args)
     except (SystemExit, Exception) as exc:  # noqa: BLE001 - includes UnsafePath, whose text names the path and the fix
         msg = f"no token: {exc}"
         log.error(msg)
         _ready(args.ready_fd, {"ready": False, "error": msg})
-        return EXIT_USAGE
+        return BackendExit.USAGE
     # The token must not leak into the runtime's shells through the environment.
     os.environ.pop("OH_TOKEN", None)
     workspace = os.path.realpath(args.workspace)
-    from ..config.paths import UnsafePath
 
     try:
         lock = _lock_workspace(workspace)
     except UnsafePath as exc:
         log.error(str(exc))
         _ready(args.ready_fd, {"ready": False, "error": str(exc)})
-        return EXIT_USAGE
+        return BackendExit.USAGE
     if lock is None:
-        from ..launcher import sessions
-
         running = sessions.for_workspace(workspace)
         who = f"instance {running.instance_id} (pid {running.pid}, port {running.port})" if running else "another backend"
         msg = f"{who} already serves {workspace}: use it, or stop it with `oh stop`"
@@ -261,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         # "reason" tells the launcher it lost the race even when the winner has not written its
         # session file yet (two `oh start` at the same instant).
         _ready(args.ready_fd, {"ready": False, "error": msg, "reason": "duplicate", "duplicate": running.instance_id if running else None})
-        return EXIT_DUPLICATE
+        return BackendExit.DUPLICATE
     try:
         from ..eventloop import run as run_loop
 

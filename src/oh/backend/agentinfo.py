@@ -12,10 +12,7 @@ from http import HTTPStatus
 from typing import Sequence
 
 from ..protocol.frames import check_shell_key
-
-
-def _inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+from ..protocol.paths import within
 
 
 def effective_roots(workspace: str, extra: Sequence[str] | None) -> list[str]:
@@ -34,8 +31,8 @@ def effective_roots(workspace: str, extra: Sequence[str] | None) -> list[str]:
     return roots
 
 
-def within(path: str, roots: Sequence[str]) -> bool:
-    return any(_inside(path, r) for r in roots)
+def within_any(path: str, roots: Sequence[str]) -> bool:
+    return any(within(path, r) for r in roots)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +69,7 @@ def parse(headers, workspace: str, roots: Sequence[str]) -> AgentHeaders | tuple
         if not os.path.isabs(workdir_raw) or "\x00" in workdir_raw:
             return HTTPStatus.BAD_REQUEST, "X-OH-Workdir must be an absolute path.\n"
         workdir = os.path.realpath(workdir_raw)
-        if not within(workdir, roots):
+        if not within_any(workdir, roots):
             return HTTPStatus.FORBIDDEN, (
                 f"X-OH-Workdir {workdir_raw[:200]} is outside the allowed roots ({', '.join(roots)}); "
                 "start the backend with `oh start --allow DIR` or connect from inside the workspace.\n"

@@ -27,6 +27,7 @@ from websockets.exceptions import ConnectionClosed
 
 from .. import PROTOCOL_VERSION, __version__
 from ..protocol import binary, frames
+from ..protocol.codes import Close
 from ..protocol.correlation import Correlator
 from ..protocol.errors import ErrorId, ProtocolError
 from ..protocol.events import (
@@ -42,11 +43,11 @@ from ..protocol.events import (
     summarize,
 )
 from ..runtimes.base import AgentContext
+from ..runtimes.editors import Editor, EditorRegistry
+from ..transport import abort, send_bounded
 from . import agentinfo, auth, guard
-from .registry import Editor, EditorRegistry
 from .coalesce import coalescing
 from .trace import TraceWriter
-from .transport import abort, send_bounded
 
 log = logging.getLogger("oh.backend")
 
@@ -57,8 +58,6 @@ LOGGABLE_PATHS = frozenset(ROLES) | {"/v1/status", "/v1/health"}
 MAX_FRAME = 128 * 1024 * 1024  # a 64 MiB file read, JSON-escaped, must fit
 REGISTER_TIMEOUT = 10.0
 DEADLINE_GRACE = 5.0
-CLOSE_ROTATED = 4001
-CLOSE_BAD_REGISTRATION = 4400
 MONITOR_QUEUE = 1000
 
 
@@ -110,11 +109,13 @@ class BackendConfig:
     ping_timeout: float = 20.0
     # A send to a peer that does not read is abandoned (and the peer dropped) after this long.
     send_timeout: float = 40.0
-    # Jobs and repetition control (docs/protocol.md §3.8, §3.10); None = the setting's value.
-    max_shells: int | None = None
-    job_retention: float | None = None
-    repeat_limit: int | None = None
-    repeat_action: str | None = None
+    # Jobs and repetition control (docs/protocol.md §3.8, §3.10): the settings' defaults; the launcher
+    # passes the user's settings as flags (the backend reads no settings itself).
+    max_shells: int = 8
+    job_retention: float = 3600.0
+    repeat_limit: int = 0
+    repeat_action: str = "note"
+    spool_dir: str | None = None  # background jobs' output (None: a private temporary directory)
     # Pre-auth bounds (backend/guard.py): seconds to complete the upgrade, and the fd budget the
     # caps on connections that have not sent their request yet derive from (None: RLIMIT_NOFILE).
     open_timeout: float = guard.OPEN_TIMEOUT
@@ -132,7 +133,7 @@ def _fd_soft_limit() -> int | None:
 
 class Backend:
     def __init__(self, config: BackendConfig, token: str, editor_token: str | None = None) -> None:
-        from ..launcher.sessions import new_instance_id
+        from ..sessions import new_instance_id
 
         self.config = config
         self.workspace = os.path.realpath(config.workspace)
@@ -160,28 +161,10 @@ class Backend:
         self._stopped = asyncio.Event()
         self._server = None
         self._flusher: asyncio.Task | None = None
-        self._fill_job_settings()
         self.runtime = self._make_runtime()
         self.runtime.on_job_event = self._job_event
 
     # ------------------------------------------------------------------ lifecycle
-    def _fill_job_settings(self) -> None:
-        """Settings the launcher does not pass as flags: read them here (env OH_*, config.toml)."""
-        names = ("max_shells", "job_retention", "repeat_limit", "repeat_action")
-        if all(getattr(self.config, n) is not None for n in names):
-            return
-        from ..config.settings import KEYS, SettingError, Settings
-
-        try:
-            s = Settings.load()
-            values = {n: s.get(n) for n in names}
-        except (SettingError, OSError) as exc:
-            log.warning("job settings: %s; using the defaults", exc)
-            values = {n: KEYS[n].default for n in names}
-        for n in names:
-            if getattr(self.config, n) is None:
-                setattr(self.config, n, values[n])
-
     def _make_runtime(self):
         if self.config.runtime == "vscode":
             from ..runtimes.vscode import VscodeRuntime
@@ -193,7 +176,10 @@ class Backend:
         if self.config.runtime == "local":
             from ..runtimes.local import LocalRuntime
 
-            return LocalRuntime(self.workspace, self.allowed_roots, max_shells=self.config.max_shells, job_retention=self.config.job_retention)
+            return LocalRuntime(
+                self.workspace, self.allowed_roots, max_shells=self.config.max_shells, job_retention=self.config.job_retention,
+                spool_dir=self.config.spool_dir,
+            )
         raise ValueError(f"unknown runtime {self.config.runtime!r} (local or vscode)")
 
     async def start(self) -> None:
@@ -226,7 +212,7 @@ class Backend:
         log.info("backend %s listening on %s:%s (runtime %s, workspace %s)", self.instance_id, self.config.host, self.port, self.config.runtime, self.workspace)
 
     def session(self):
-        from ..launcher.sessions import Session, process_start_time
+        from ..sessions import Session, process_start_time
 
         return Session(
             instance_id=self.instance_id,
@@ -247,7 +233,7 @@ class Backend:
         )
 
     def _write_session(self) -> None:
-        from ..launcher import sessions
+        from .. import sessions
 
         sessions.write(self.session(), self.config.session_dir)
 
@@ -276,7 +262,7 @@ class Backend:
         if tasks:
             await asyncio.wait(tasks, timeout=3)
         # All at once: one peer that does not read must not add 2 s per connection to the stop.
-        await asyncio.gather(*(self._close_quietly(c, 1001, "backend shutting down") for c in list(self.connections)))
+        await asyncio.gather(*(self._close_quietly(c, Close.GOING_AWAY, "backend shutting down") for c in list(self.connections)))
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.runtime.close(), 5)
         if self._server is not None:
@@ -287,7 +273,7 @@ class Backend:
         self._refusals.flush(force=True)
         self.trace.close()
         if self.config.write_session:
-            from ..launcher import sessions
+            from .. import sessions
 
             sessions.remove(self.instance_id, self.config.session_dir)
         self._stopped.set()
@@ -336,7 +322,7 @@ class Backend:
         role = ROLES.get(urlsplit(connection.request.path).path)
         gen = getattr(connection, "oh_token_gen", -1)
         if gen < self._token_gen:  # rotated between handshake and here
-            await self._close_quietly(connection, CLOSE_ROTATED, "token rotated")
+            await self._close_quietly(connection, Close.TOKEN_ROTATED, "token rotated")
             return
         self.connections[connection] = gen
         try:
@@ -499,11 +485,11 @@ class Backend:
             registration = frames.parse_registration(decode_frame(first), self.instance_id)
             self.registry.check_folders(registration.workspace_folders)
         except asyncio.TimeoutError:
-            await connection.close(CLOSE_BAD_REGISTRATION, "no register frame")
+            await connection.close(Close.BAD_REGISTRATION, "no register frame")
             return
         except (ProtocolError, frames.RegistrationError) as exc:
             await connection.send(encode(frames.refusal(str(exc.error_id), exc.message)), text=True)
-            await connection.close(CLOSE_BAD_REGISTRATION, "bad registration")
+            await connection.close(Close.BAD_REGISTRATION, "bad registration")
             return
         editor = Editor(self.registry.new_id(), registration, connection, time.monotonic())
         self.registry.add(editor)
@@ -603,7 +589,7 @@ class Backend:
             elif kind == "rotate_token":
                 closed = await self.rotate_token(obj["token"], keep=connection)
                 await connection.send(encode({"type": "ok", "closed": closed}), text=True)
-                await connection.close(CLOSE_ROTATED, "token rotated")
+                await connection.close(Close.TOKEN_ROTATED, "token rotated")
                 return
             elif kind == "shutdown":
                 await connection.send(encode({"type": "ok"}), text=True)
@@ -620,7 +606,7 @@ class Backend:
         stale = [c for c, gen in self.connections.items() if gen < self._token_gen and c is not keep]
         for conn in stale:
             self.connections.pop(conn, None)
-        await asyncio.gather(*(self._close_quietly(c, CLOSE_ROTATED, "token rotated") for c in stale))
+        await asyncio.gather(*(self._close_quietly(c, Close.TOKEN_ROTATED, "token rotated") for c in stale))
         self._emit("token_rotated", closed=len(stale))
         log.info("token rotated; %d connection(s) closed", len(stale))
         return len(stale)

@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ..config.paths import ensure_private_dir, open_private_append
 from ..protocol.events import encode
 
 log = logging.getLogger("oh.backend.trace")
@@ -34,10 +35,8 @@ class TraceWriter:
         if self.path is None:
             return
         try:
-            from ..config.paths import ensure_private_dir
-
             ensure_private_dir(self.path.parent)
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            fd = open_private_append(self.path)
             self._file = os.fdopen(fd, "a", encoding="utf-8")
             self._size = self._file.tell()
         except OSError as exc:
@@ -98,7 +97,7 @@ class TraceWriter:
             if older.exists():
                 os.replace(older, self.path.with_name(f"{self.path.name}.{i + 1}"))
         os.replace(self.path, self.path.with_name(f"{self.path.name}.1"))
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        fd = open_private_append(self.path)
         self._file = os.fdopen(fd, "a", encoding="utf-8")
         self._size = 0
 

@@ -8,24 +8,16 @@ import itertools
 from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
+from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
+from ..protocol.codes import Close
 from ..protocol.events import decode, encode
 from . import actions
 from .editorinfo import AsyncEditorInfo
-from .errors import AuthError, ConnectionLost, OhClientError, RefusedError
+from .errors import ConnectionLost, OhClientError, handshake_error
 from .jobs import AsyncJobs
 from .observation import Observation
 
-
-def _handshake_error(exc: Exception, url: str) -> OhClientError:
-    if isinstance(exc, InvalidStatus):
-        status = exc.response.status_code
-        body = exc.response.body.decode("utf-8", "replace").strip() if exc.response.body else ""
-        if status == 401:
-            return AuthError(f"The backend at {url} refused the token (401). Use the token from the session file or `oh token show --reveal`.")
-        return RefusedError(f"The backend at {url} refused the connection ({status}): {body}")
-    return OhClientError(f"Cannot connect to {url}: {exc}")
 
 
 def agent_headers(token: str, *, name: str | None = None, workdir: str | None = None, shell: str | None = None) -> dict[str, str]:
@@ -79,7 +71,7 @@ class Client(AsyncEditorInfo, AsyncJobs):
         try:
             conn = await connect(full, additional_headers=headers, open_timeout=open_timeout, max_size=None, compression=None, ping_interval=20)
         except (InvalidHandshake, OSError, asyncio.TimeoutError) as exc:
-            raise _handshake_error(exc, url) from None
+            raise handshake_error(exc, url) from None
         return cls(conn, url)
 
     async def __aenter__(self) -> "Client":
@@ -110,7 +102,7 @@ class Client(AsyncEditorInfo, AsyncJobs):
             code, reason = (exc.rcvd.code, exc.rcvd.reason) if exc.rcvd else (None, "")
         err = ConnectionLost(
             f"Connection to {self.url} closed ({code}{' ' + reason if reason else ''}) before the observation arrived"
-            + (": the token was rotated, reconnect with the new one." if code == 4001 else "."),
+            + (": the token was rotated, reconnect with the new one." if code == Close.TOKEN_ROTATED else "."),
             code,
             reason or "",
         )

@@ -21,9 +21,9 @@ from websockets.sync.client import ClientConnection, connect
 
 from ..protocol.events import decode, encode
 from . import actions
-from .aio import _handshake_error, agent_headers
+from .aio import agent_headers
 from .editorinfo import SyncEditorInfo
-from .errors import ConnectionLost, OhClientError
+from .errors import ConnectionLost, OhClientError, handshake_error
 from .jobs import SyncJobs
 from .observation import Observation
 
@@ -53,7 +53,7 @@ class SyncClient(SyncEditorInfo, SyncJobs):
             # websockets >= 17.1 asks of a connection used beyond a `with` block.
             conn.__enter__()
         except (InvalidHandshake, OSError, TimeoutError) as exc:
-            raise _handshake_error(exc, url) from None
+            raise handshake_error(exc, url) from None
         return cls(conn, url)
 
     def __enter__(self) -> "SyncClient":

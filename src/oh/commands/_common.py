@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 import typer
 
 # Exit codes: one definition in oh.fastpath.exits (the fast path cannot import this module).
-from ..fastpath.exits import ACTION_FAILED, AUTH, ERROR, NO_EDITOR, NOT_RUNNING, OK, TIMEOUT, UNREACHABLE, USAGE  # noqa: E402,F401
+from ..fastpath.exits import ACTION_FAILED, AUTH, ERROR, NO_EDITOR, NOT_RUNNING, OK, TIMEOUT, UNREACHABLE, USAGE, OhError  # noqa: E402,F401
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 ok · 1 failed · 2 usage or bad setting · 3 no running backend · 4 token refused · "
@@ -26,10 +26,8 @@ def err(message: str) -> None:
 
 
 def die(message: str, code: int = ERROR, hint: str | None = None) -> NoReturn:
-    err(message)
-    if hint:
-        typer.echo(f"    {hint}", err=True)
-    raise typer.Exit(code)
+    """Fail the command: ``oh.cli.main`` prints ``message`` and ``hint`` and exits with ``code``."""
+    raise OhError(message, code, hint)
 
 
 def print_json(obj: Any) -> None:
@@ -43,18 +41,16 @@ def print_ndjson(obj: Any) -> None:
 
 
 def load_settings(flags: dict[str, Any] | None = None):
-    from ..config.settings import SettingError, Settings
+    from ..config.settings import Settings
 
-    try:
-        return Settings.load({k: v for k, v in (flags or {}).items() if v is not None})
-    except SettingError as exc:
-        die(str(exc), USAGE)
+    # A bad setting raises SettingError: oh.cli.main reports it (exit 2, USAGE).
+    return Settings.load({k: v for k, v in (flags or {}).items() if v is not None})
 
 
 def pick_session(workspace: str | None, instance: str | None):
     """The session a command acts on: ``--instance`` prefix, else the one whose workspace contains
     ``--workspace`` (default: cwd; the deepest match wins). Exits 3 when there is none."""
-    from ..launcher import sessions
+    from .. import sessions
 
     if instance:
         found = sessions.find(instance)
@@ -75,23 +71,10 @@ def pick_session(workspace: str | None, instance: str | None):
     return s
 
 
-def fmt_duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    seconds = int(seconds)
-    h, rem = divmod(seconds, 3600)
-    m, s = divmod(rem, 60)
-    if h:
-        return f"{h}h{m:02d}m"
-    if m:
-        return f"{m}m{s:02d}s"
-    return f"{s}s"
-
-
 # ---------------------------------------------------------------- dynamic shell completion
 def complete_instances(incomplete: str):
     try:
-        from ..launcher import sessions
+        from .. import sessions
 
         return [(s.instance_id, f"{s.runtime} {s.workspace}") for s in sessions.list_sessions() if s.instance_id.startswith(incomplete)]
     except Exception:  # noqa: BLE001 - completion must never print a traceback

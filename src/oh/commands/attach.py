@@ -21,10 +21,10 @@ def attach(
     Useful to try `--runtime vscode` without VS Code, and in tests. Reconnects after a token
     rotation; exits when the backend stops. Exit codes: 0 backend stopped / Ctrl-C · 3 no backend.
     """
-    import asyncio
 
     from ..editor import run_editor
-    from ..launcher import sessions
+    from ..eventloop import run as run_loop  # uvloop when installed (the [fast] extra)
+    from .. import sessions
 
     target = os.path.realpath(workspace or os.getcwd())
     if instance is not None and not sessions.find(instance):
@@ -44,7 +44,20 @@ def attach(
         print(f"oh attach: {msg}", file=sys.stderr, flush=True)
 
     try:
-        code = asyncio.run(run_editor(target, instance=instance, reconnect=not once, on_event=report))
+        jobs = _job_settings()
+        code = run_loop(run_editor(
+            target, instance=instance, reconnect=not once, on_event=report, max_shells=jobs["max_shells"], job_retention=jobs["job_retention"],
+        ))
     except KeyboardInterrupt:
         code = 0
     raise typer.Exit(0 if code == 3 else code)  # 3 here: its session ended after we attached
+
+
+def _job_settings() -> dict:
+    """The user's max_shells / job_retention for the editor's shells (defaults when the config is broken)."""
+    from ..config.settings import KEYS, JOB_SETTINGS, SettingError, Settings, job_settings
+
+    try:
+        return job_settings(Settings.load())
+    except (SettingError, OSError):
+        return {name: KEYS[name].default for name in JOB_SETTINGS}

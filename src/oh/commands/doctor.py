@@ -98,7 +98,7 @@ def run_checks() -> list[dict[str, Any]]:
 
 
 def _session_checks() -> list[dict[str, Any]]:
-    from ..launcher import sessions
+    from .. import sessions
     from ..launcher.control import BackendUnreachable, http_get
 
     d = sessions.paths.sessions_dir()

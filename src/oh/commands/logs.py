@@ -77,7 +77,7 @@ def _emit(line: str, raw: bool) -> None:
 
 def _pick_trace(instance: Optional[str]) -> tuple[Path, Any]:
     from ..config import paths
-    from ..launcher import sessions
+    from .. import sessions
 
     if instance:
         live = sessions.find(instance)
@@ -124,7 +124,7 @@ def logs(
         _emit(line, json_)
     if not follow:
         return
-    from ..launcher import sessions
+    from .. import sessions
 
     inode = path.stat().st_ino if path.exists() else None
     partial = ""

@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from ._common import ERROR, NOT_RUNNING, USAGE, complete_runtimes, die, err, load_settings, print_ndjson
+from ._common import ERROR, USAGE, complete_runtimes, die, err, load_settings, print_ndjson
 
 EPILOG = (
     "Exit codes: 0 started (--detach), or stopped on request (Ctrl-C, SIGTERM, SIGHUP: the terminal closed) · "
@@ -58,15 +58,13 @@ def start(
     except ValueError as exc:
         die(str(exc), USAGE, "Fix `--allow` or the `allowed_roots` setting (`oh config list`).")
     hangup: list[int] = []
-    try:
-        with _deferred_signals(hangup):  # a closed terminal during the start must not orphan the backend
-            started = process.start_backend(
-                workspace, runtime=s.runtime, token=token, host=s.host, port=s.port, editor_timeout=s.editor_timeout,
-                action_timeout=s.action_timeout, trace=s.trace, trace_max_bytes=s.trace_max_bytes, log_level=s.log_level,
-                allowed_roots=roots,
-            )
-    except process.StartError as exc:
-        die(exc.message, NOT_RUNNING if exc.already_served else ERROR, None if exc.already_served else "Run `oh doctor` to check ports, directories and the token.")
+    # process.StartError carries its exit code (3 when a backend already serves the workspace): cli.main reports it.
+    with _deferred_signals(hangup):  # a closed terminal during the start must not orphan the backend
+        started = process.start_backend(
+            workspace, runtime=s.runtime, token=token, host=s.host, port=s.port, editor_timeout=s.editor_timeout,
+            action_timeout=s.action_timeout, trace=s.trace, trace_max_bytes=s.trace_max_bytes, log_level=s.log_level,
+            allowed_roots=roots, jobs=job_settings(s),
+        )
     session = started.session
     # Warnings only once the backend runs (never before an "already running" error). JSON mode keeps
     # them out of stderr: an NDJSON `warning` event (foreground) or a "warnings" list (--detach).
@@ -181,9 +179,10 @@ def _foreground(session, open_mode: str, mode: str, warnings: list[tuple[str, st
     import asyncio
     import signal as os_signal
 
-    from ..launcher import sessions
+    from .. import sessions
     from ..launcher.process import stop_backend
-    from ..ui.live import LiveState, monitor
+    from ..client.monitor import monitor
+    from ..ui.live import LiveState
     from ..ui.sanitize import visible
 
     state = LiveState(backend=session.public())

@@ -8,7 +8,8 @@ from typing import Any
 
 import typer
 
-from ._common import NOT_RUNNING, OK, fmt_duration, print_json, print_ndjson
+from ..ui.fmt import editor_label, fmt_duration
+from ._common import NOT_RUNNING, OK, print_json, print_ndjson
 
 WATCH_INTERVAL = 1.0
 EPILOG = "Exit codes: 0 at least one backend is running · 3 none is running."
@@ -18,7 +19,7 @@ def reap_dead() -> list[dict[str, Any]]:
     """Session files whose backend died without removing them (a clean stop removes its own): remove
     them, as listing would, but return what died so the user is told instead of it vanishing."""
     from ..config import paths
-    from ..launcher import sessions
+    from .. import sessions
 
     d = paths.sessions_dir()
     if not d.is_dir():
@@ -46,7 +47,7 @@ def tell_dead(dead: list[dict[str, Any]]) -> None:
 
 def collect() -> list[dict[str, Any]]:
     """One dict per live session: the session file's public fields + GET /v1/status. No token."""
-    from ..launcher import sessions
+    from .. import sessions
 
     found = sessions.list_sessions()
     if not found:
@@ -72,13 +73,6 @@ def collect() -> list[dict[str, Any]]:
     return out
 
 
-def _editor_line(e: dict[str, Any]) -> str:
-    name = e.get("name") or (e.get("editor") or {}).get("name") or "editor"
-    version = e.get("version") or (e.get("editor") or {}).get("version") or ""
-    folders = ", ".join(e.get("workspace_folders") or [])
-    return f"{name} {version}".strip() + (f" ({e.get('editor_id')})" if e.get("editor_id") else "") + (f" — {folders}" if folders else "")
-
-
 def render_text(rows: list[dict[str, Any]], dead: list[dict[str, Any]] | None = None) -> str:
     """Human text; editor and agent names are agent/editor-controlled, so the result is escaped."""
     from ..ui.sanitize import visible
@@ -95,9 +89,9 @@ def render_text(rows: list[dict[str, Any]], dead: list[dict[str, Any]] | None = 
             lines.append(f"  problem    {d.get('error')}")
         editors = d.get("editors") or []
         if d["runtime"] == "vscode" or editors:
-            lines.append("  editors    " + ("none connected (waiting for VS Code)" if not editors else _editor_line(editors[0])))
+            lines.append("  editors    " + ("none connected (waiting for VS Code)" if not editors else editor_label(editors[0])))
             for e in editors[1:]:
-                lines.append("             " + _editor_line(e))
+                lines.append("             " + editor_label(e))
         agents = d.get("agents") or []
         lines.append(f"  agents     {len(agents)}" + (f" ({', '.join(a.get('name', '?') for a in agents)})" if agents else ""))
         st = d.get("stats") or {}

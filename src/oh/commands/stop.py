@@ -20,7 +20,7 @@ def stop(
 
     Exit codes: 0 stopped · 2 conflicting arguments · 3 nothing to stop.
     """
-    from ..launcher import sessions
+    from .. import sessions
     from ..launcher.process import stop_backend
 
     if sum(bool(x) for x in (instance, workspace, all_)) > 1:

@@ -76,7 +76,7 @@ def _running_fingerprints(secrets, token: str | None) -> list[dict]:
     """Which token each running backend uses (fingerprints only): a backend keeps the token it was
     started with, so after exporting OH_TOKEN the two can differ -- say so instead of leaving the
     user with two unexplained fingerprints."""
-    from ..launcher import sessions
+    from .. import sessions
 
     try:
         found = sessions.list_sessions(clean=False)
@@ -106,7 +106,7 @@ def rotate(json_: bool = typer.Option(False, "--json", help="Machine-readable ou
     from the session file and reconnect.
     """
     from ..config import secrets
-    from ..launcher import sessions
+    from .. import sessions
     from ..launcher.control import BackendUnreachable, control
 
     if os.environ.get(secrets.ENV):

@@ -188,6 +188,12 @@ def ensure_private_dir(path: Path) -> Path:
     return path
 
 
+def open_private_append(path: str | os.PathLike[str]) -> int:
+    """An fd for appending to ``path``, created 0600 when missing (the one place the trace, the
+    backend's log and the launcher's log open their files). The parent directory is the caller's."""
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+
+
 def write_private_file(path: Path, data: str | bytes) -> None:
     """Atomic write: a 0600 temp file in the same directory, fsync, then rename over ``path``.
 

@@ -101,7 +101,7 @@ def _bool(value: Any) -> bool:
 def _host(value: Any) -> str:
     text = str(value).strip()
     if not is_loopback_host(text):  # the same rule the backend enforces
-        # Decision (docs/_cli_notes.md): refuse, do not warn. The backend's Host check only accepts
+        # Decision: refuse, do not warn. The backend's Host check only accepts
         # loopback names, and the token is the only thing between the network and a shell.
         raise SettingError(f"must be a loopback address: 127.0.0.1, ::1 or localhost (got {value!r}); oh never listens on the network")
     return "127.0.0.1" if text == "localhost" else text.strip("[]")
@@ -285,12 +285,6 @@ class Settings:
                 values[name] = Resolved(k.default, "default")
         return cls(values)
 
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self.__dict__["_values"][name].value
-        except KeyError:
-            raise AttributeError(name) from None
-
     def get(self, name: str) -> Any:
         return self._values[key(name).name].value
 
@@ -301,9 +295,28 @@ class Settings:
         return self._values.items()
 
 
+def _value_of(name: str) -> property:
+    return property(lambda self: self._values[name].value, doc=KEYS[name].help)
+
+
+# One read-only attribute per key, generated from the key table (``s.runtime``, ``s.port``, ...):
+# a real attribute, so a typo is an AttributeError at once and ``dir(s)`` lists the keys.
+for _name in KEYS:
+    setattr(Settings, _name, _value_of(_name))
+del _name
+
+
 def display(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float) and value.is_integer():
         return f"{value:g}"
     return str(value)
+
+
+JOB_SETTINGS = ("max_shells", "job_retention", "repeat_limit", "repeat_action")
+
+
+def job_settings(s: "Settings") -> dict:
+    """The settings the backend and the headless editor take as flags/arguments (they read no config)."""
+    return {name: s.get(name) for name in JOB_SETTINGS}

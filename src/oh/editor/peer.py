@@ -16,12 +16,14 @@ from typing import Any
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
-from .. import PROTOCOL_VERSION, __version__
-from ..client.aio import _handshake_error
+from .. import PROTOCOL_VERSION, __version__, sessions
+from ..client.errors import handshake_error
 from ..protocol import binary, frames
+from ..protocol.codes import Close
 from ..protocol.errors import ErrorId, ProtocolError
 from ..protocol.events import decode, decode_frame, encode, error_from, error_observation, parse_action
 from ..runtimes.base import AgentContext
+from ..runtimes.local import LocalRuntime
 
 DEFAULT_SHELL = "default"  # actions without an ``agent`` field (an older backend) share this one
 
@@ -31,8 +33,14 @@ log = logging.getLogger("oh.editor")
 class HeadlessEditor:
     """One registered editor connection. ``serve()`` returns when the backend closes it."""
 
-    def __init__(self, url: str, token: str, workspace: str, *, session: str | None = None, name: str = "oh headless editor") -> None:
+    def __init__(
+        self, url: str, token: str, workspace: str, *, session: str | None = None, name: str = "oh headless editor",
+        max_shells: int = 8, job_retention: float = 3600.0,
+    ) -> None:
         self.url = url.rstrip("/")
+        # The user's settings arrive as arguments (`oh attach` reads them): the editor reads no config.
+        self.max_shells = max_shells
+        self.job_retention = job_retention
         self.token = token
         self.workspace = os.path.realpath(workspace)
         self.session = session
@@ -44,20 +52,13 @@ class HeadlessEditor:
         self.close_reason = ""
         self._obs_ids = itertools.count(1)
         self._tasks: dict[int, asyncio.Task] = {}
-        self.executed = 0
 
     def _make_runtime(self, roots: list[str] | None):
         """The local runtime that executes, with the user's max_shells / job_retention settings; its
         job events go to the backend as ``job_event`` frames (docs/protocol.md §4)."""
-        from ..config.settings import KEYS, SettingError, Settings
         from ..runtimes.local import LocalRuntime
 
-        try:
-            s = Settings.load()
-            shells, retention = s.get("max_shells"), s.get("job_retention")
-        except (SettingError, OSError):
-            shells, retention = KEYS["max_shells"].default, KEYS["job_retention"].default
-        rt = LocalRuntime(self.workspace, roots, max_shells=shells, job_retention=retention)
+        rt = LocalRuntime(self.workspace, roots, max_shells=self.max_shells, job_retention=self.job_retention)
         rt.on_job_event = self._job_event
         rt.backend_names_jobs = True
         return rt
@@ -88,7 +89,7 @@ class HeadlessEditor:
         try:
             conn = await connect(self.url + "/v1/editor", additional_headers=headers, max_size=None, compression=None, open_timeout=10)
         except (InvalidHandshake, OSError, asyncio.TimeoutError) as exc:
-            raise _handshake_error(exc, self.url) from None
+            raise handshake_error(exc, self.url) from None
         self._conn = conn
         try:
             await conn.send(encode(self.register_frame()), text=True)
@@ -157,7 +158,6 @@ class HeadlessEditor:
             log.exception("action %s failed", action.id)
             obs = error_observation(action.id, ErrorId.SERVER_ERROR, f"Headless editor error: {type(exc).__name__}")
         obs["cause"] = action.id
-        self.executed += 1
         await self._answer(obs)
 
     async def _answer(self, obs: dict[str, Any]) -> None:
@@ -169,11 +169,11 @@ class HeadlessEditor:
             await self._conn.send(encode(obs), text=True)
 
 
-async def run_editor(workspace: str, *, instance: str | None = None, reconnect: bool = True, on_event=None) -> int:
+async def run_editor(
+    workspace: str, *, instance: str | None = None, reconnect: bool = True, on_event=None, max_shells: int = 8, job_retention: float = 3600.0,
+) -> int:
     """Attach to the backend serving ``workspace`` (re-reading its session file after a token
     rotation) until its session ends. Returns a process exit code."""
-    from ..launcher import sessions
-
     backoff = 0.25
     while True:
         found = sessions.find(instance) if instance else [s for s in [sessions.for_workspace(workspace)] if s]
@@ -184,7 +184,9 @@ async def run_editor(workspace: str, *, instance: str | None = None, reconnect: 
         s = found[0]
         # The editor leg's own credential (docs/security.md §2); a backend older than it has none
         # and still takes the token.
-        editor = HeadlessEditor(s.url, s.editor_token or s.token, s.workspace, session=s.instance_id)
+        editor = HeadlessEditor(
+            s.url, s.editor_token or s.token, s.workspace, session=s.instance_id, max_shells=max_shells, job_retention=job_retention,
+        )
         try:
             ready = asyncio.Event()
             task = asyncio.create_task(editor.serve(ready))
@@ -199,7 +201,7 @@ async def run_editor(workspace: str, *, instance: str | None = None, reconnect: 
                 on_event("error", str(exc))
         if on_event:
             on_event("disconnected", {"code": editor.close_code, "reason": editor.close_reason})
-        if not reconnect or editor.close_code == 1001:
+        if not reconnect or editor.close_code == Close.GOING_AWAY:
             return 0
-        await asyncio.sleep(0 if editor.close_code == 4001 else backoff)
+        await asyncio.sleep(0 if editor.close_code == Close.TOKEN_ROTATED else backoff)
         backoff = min(backoff * 2, 5)

@@ -1,6 +1,6 @@
 """Find the running backend for the fast path, without psutil, platformdirs or dataclasses.
 
-It reads the same session files as ``oh.launcher.sessions`` (the one owner, which also cleans
+It reads the same session files as ``oh.sessions`` (the one owner, which also cleans
 stale ones) and only answers when everything is ordinary: Linux ``/proc``, files owned by us and
 not writable by others, every listed backend alive. Anything else returns ``None`` and the caller
 runs the full CLI, whose code reports, cleans or refuses exactly as documented. So this module
@@ -12,9 +12,10 @@ from __future__ import annotations
 import os
 import sys
 
+from ..protocol.paths import within  # stdlib only: the fast path may load it
 from .fastjson import loads
 
-START_TIME_TOLERANCE = 1.0  # seconds, as oh.launcher.sessions
+START_TIME_TOLERANCE = 1.0  # seconds, as oh.sessions
 
 
 def state_dir() -> str | None:
@@ -104,10 +105,6 @@ def live_sessions() -> list[dict] | None:
     return found
 
 
-def inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
-
-
 def pick(workspace: str | None, instance: str | None) -> dict | None:
     """The session a verb acts on (same rule as ``_common.pick_session``); None = ask the full CLI."""
     found = live_sessions()
@@ -120,6 +117,6 @@ def pick(workspace: str | None, instance: str | None) -> dict | None:
     best = None
     for s in found:
         ws = s["workspace"]
-        if inside(target, ws) and (best is None or len(ws) > len(best["workspace"])):
+        if within(target, ws) and (best is None or len(ws) > len(best["workspace"])):
             best = s
     return best

@@ -13,7 +13,7 @@ import sys
 from . import discover, fastjson, ws
 from .exits import NOT_RUNNING, OK
 
-# The session file's public fields, in the order of oh.launcher.sessions.Session (token excluded).
+# The session file's public fields, in the order of oh.sessions.Session (token excluded).
 PUBLIC = ("instance_id", "pid", "start_time", "host", "port", "runtime", "workspace", "protocol", "oh_version",
           "started_at", "trace", "editor_timeout", "url")
 DEFAULTS = {"protocol": 1, "oh_version": "", "started_at": "", "trace": "", "editor_timeout": 30.0, "url": ""}

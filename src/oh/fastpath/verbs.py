@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
+from ..protocol.paths import within  # stdlib only: the fast path may load it
 from . import fastjson, ws
 from .exits import ACTION_FAILED, AUTH, INTERRUPTED, NO_EDITOR, TIMEOUT, UNREACHABLE, USAGE
 
@@ -87,11 +88,8 @@ def roots(session: dict) -> list[str]:
 def base_dir(session: dict) -> str:
     """Your cwd when the backend may act there, else its workspace root (README: `oh run` from outside)."""
     here = os.path.realpath(os.getcwd())
-    return here if any(_inside(here, r) for r in roots(session)) else session["workspace"]
+    return here if any(within(here, r) for r in roots(session)) else session["workspace"]
 
-
-def _inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def resolve(path: str, session: dict) -> str:

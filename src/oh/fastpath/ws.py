@@ -16,6 +16,9 @@ import os
 # The C module under `socket`: `import socket` adds ~6 ms (enum, selectors) we do not use.
 import _socket as socket
 
+# The close codes' one definition (plain ints, nothing imported)
+from ..protocol.codes import Close
+
 GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 MAX_HEAD = 64 * 1024  # an HTTP answer head larger than this is not our backend
 MAX_FRAME = 1 << 32  # 4 GiB: far above any observation (output is capped at 16 MiB), below a bogus length
@@ -24,10 +27,10 @@ OP_CONT, OP_TEXT, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG = 0x0, 0x1, 0x2, 0x8, 0x
 
 # Close codes a person can act on (docs/protocol.md); others are shown by number.
 CLOSE_REASONS = {
-    1001: "the backend is shutting down",
-    1006: "the connection dropped without a closing handshake (the backend stopped or crashed)",
-    1011: "the backend hit an internal error (see `oh logs`)",
-    4001: "the token was rotated (`oh token rotate`); retry to use the new one",
+    Close.GOING_AWAY: "the backend is shutting down",
+    1006: "the connection dropped without a closing handshake (the backend stopped or crashed)",  # local, never sent
+    Close.INTERNAL_ERROR: "the backend hit an internal error (see `oh logs`)",
+    Close.TOKEN_ROTATED: "the token was rotated (`oh token rotate`); retry to use the new one",
 }
 
 

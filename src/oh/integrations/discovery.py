@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from ..launcher import sessions
+from .. import sessions
 
 
 def inside(path: str, root: str) -> bool:

@@ -11,7 +11,7 @@ import json
 import socket
 from typing import Any
 
-from .sessions import Session
+from ..sessions import Session
 
 
 class BackendUnreachable(Exception):

@@ -18,22 +18,25 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
+from .. import sessions
 from ..config import paths
-from . import sessions
-from .sessions import Session
+from ..fastpath.exits import ERROR, NOT_RUNNING, OhError
+from ..protocol.codes import BackendExit
+from ..sessions import Session
+from .control import BackendUnreachable, control
 
-EXIT_DUPLICATE = 3  # python -m oh.backend: a backend already serves this workspace
 
 
-class StartError(Exception):
+class StartError(OhError):
     def __init__(self, message: str, *, duplicate: Session | None = None, log_file: Path | None = None, already_served: bool = False) -> None:
-        super().__init__(message)
-        self.message = message
+        # A backend already serves the workspace (exit 3), even when its session is not visible yet.
+        served = already_served or duplicate is not None
+        super().__init__(message, NOT_RUNNING if served else ERROR, None if served else "Run `oh doctor` to check ports, directories and the token.")
         self.duplicate = duplicate
         self.log_file = log_file
-        # A backend already serves the workspace (exit 3), even when its session is not visible yet.
-        self.already_served = already_served or duplicate is not None
+        self.already_served = served
 
 
 @dataclass
@@ -69,7 +72,10 @@ def start_backend(
     log_level: str = "info",
     ready_timeout: float = 20.0,
     allowed_roots: list[str] | None = None,
+    jobs: dict | None = None,
 ) -> Started:
+    """``jobs``: the settings max_shells, job_retention, repeat_limit, repeat_action (flags of the backend,
+    which reads no settings itself: docs/architecture.md)."""
     workspace = os.path.realpath(workspace)
     running = sessions.for_workspace(workspace)
     if running is not None and running.workspace == workspace:
@@ -78,7 +84,6 @@ def start_backend(
     log_path = log_file_for(instance_id)
     paths.ensure_private_dir(log_path.parent)
     paths.ensure_private_dir(paths.sessions_dir())
-    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     argv = [
         sys.executable, "-m", "oh.backend", "--workspace", workspace, "--runtime", runtime, "--host", host,
         "--port", str(port), "--editor-timeout", f"{editor_timeout:g}", "--action-timeout", f"{action_timeout:g}",
@@ -91,9 +96,27 @@ def start_backend(
         argv.append("--no-trace")
     for root in allowed_roots or ():
         argv += ["--allow-root", root]
+    for name, value in (jobs or {}).items():
+        if value is not None:
+            argv += ["--" + name.replace("_", "-"), f"{value:g}" if isinstance(value, float) else str(value)]
     env = {k: v for k, v in os.environ.items() if k != "OH_TOKEN"}
     env["OH_LOG_LEVEL"] = log_level.upper()
     env.setdefault("PYTHONUNBUFFERED", "1")
+    proc, r = _spawn(argv, env, workspace, log_path, token)
+    ready = _wait_ready(r, proc, ready_timeout)
+    if not ready.get("ready"):
+        _not_ready(ready, proc, workspace, log_path)
+    session = sessions.read(sessions.path_for(ready.get("instance_id", instance_id)))
+    if session is None:
+        _kill(proc)
+        raise StartError(f"the backend reported ready but wrote no session file (log: {log_path})", log_file=log_path)
+    return Started(session, log_path, proc)
+
+
+def _spawn(argv: list[str], env: dict[str, str], workspace: str, log_path: Path, token: str) -> tuple[subprocess.Popen, int]:
+    """Start the backend in its own session, the token on its stdin (never argv/env), stdout and
+    stderr into its log. Returns the process and the read end of its ready pipe."""
+    log_fd = paths.open_private_append(log_path)
     r, w = os.pipe()
     argv += ["--ready-fd", str(w)]
     try:
@@ -112,36 +135,35 @@ def start_backend(
         proc.stdin.write((token + "\n").encode("utf-8"))
         proc.stdin.close()
     except OSError:
-        pass  # it died already; the ready wait below reports why
-    ready = _wait_ready(r, proc, ready_timeout)
-    if not ready.get("ready"):
-        error = ready.get("error") or _tail(log_path) or "the backend exited without saying why"
-        lost_race = ready.get("reason") == "duplicate" or bool(ready.get("duplicate"))
-        if lost_race:
-            try:  # it is exiting on its own (it only held a failed lock); reap it
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
-        code = proc.poll()
-        if lost_race or code == EXIT_DUPLICATE:
-            # Two starts at the same instant: the winner may not have written its session file yet,
-            # so wait briefly for it (the message should name it); either way this is exit 3.
-            dup = None
-            deadline = time.monotonic() + 3.0
-            while dup is None:
-                dup = next((s for s in sessions.list_sessions() if s.workspace == workspace), None)
-                if dup is not None or time.monotonic() >= deadline:
-                    break
-                time.sleep(0.05)
-            raise StartError(_duplicate_message(dup, workspace) if dup else error, duplicate=dup, log_file=log_path, already_served=True)
-        if proc.poll() is None:
-            _kill(proc)
-        raise StartError(f"the backend did not start: {error} (log: {log_path})", log_file=log_path)
-    session = sessions.read(sessions.path_for(ready.get("instance_id", instance_id)))
-    if session is None:
+        pass  # it died already; the ready wait reports why
+    return proc, r
+
+
+def _not_ready(ready: dict, proc: subprocess.Popen, workspace: str, log_path: Path) -> NoReturn:
+    """The backend did not become ready: raise the StartError that says why (exit 3 when it lost the
+    race for the workspace to another backend)."""
+    error = ready.get("error") or _tail(log_path) or "the backend exited without saying why"
+    lost_race = ready.get("reason") == "duplicate" or bool(ready.get("duplicate"))
+    if lost_race:
+        try:  # it is exiting on its own (it only held a failed lock); reap it
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+    code = proc.poll()
+    if lost_race or code == BackendExit.DUPLICATE:
+        # Two starts at the same instant: the winner may not have written its session file yet,
+        # so wait briefly for it (the message should name it); either way this is exit 3.
+        dup = None
+        deadline = time.monotonic() + 3.0
+        while dup is None:
+            dup = next((s for s in sessions.list_sessions() if s.workspace == workspace), None)
+            if dup is not None or time.monotonic() >= deadline:
+                break
+            time.sleep(0.05)
+        raise StartError(_duplicate_message(dup, workspace) if dup else error, duplicate=dup, log_file=log_path, already_served=True)
+    if proc.poll() is None:
         _kill(proc)
-        raise StartError(f"the backend reported ready but wrote no session file (log: {log_path})", log_file=log_path)
-    return Started(session, log_path, proc)
+    raise StartError(f"the backend did not start: {error} (log: {log_path})", log_file=log_path)
 
 
 def _duplicate_message(running: Session, workspace: str) -> str:
@@ -218,8 +240,6 @@ def _signal(session: Session, sig: int) -> None:
 
 def stop_backend(session: Session, *, timeout: float = 10.0, term_timeout: float = 5.0) -> str:
     """Stop one backend. Returns how: ``"shutdown"`` (graceful), ``"sigterm"``, ``"sigkill"`` or ``"gone"``."""
-    from .control import BackendUnreachable, control
-
     how = "gone"
     if sessions.is_alive(session):
         how = "shutdown"

@@ -16,7 +16,9 @@ import os
 import re
 from typing import Any
 
+from .. import sessions
 from ..client import AuthError, Client, ConnectionLost, OhClientError
+from ..protocol.paths import within
 
 log = logging.getLogger("oh.mcp")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -34,10 +36,6 @@ def shell_key(client_name: str) -> str:
     """``mcp-<client name>`` in the X-OH-Shell alphabet, so one agent keeps one shell across reconnects."""
     cleaned = _UNSAFE.sub("-", client_name).strip("-.") or "client"
     return ("mcp-" + cleaned)[:64]
-
-
-def _inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def no_backend_message(target: str, *, can_start: bool) -> str:
@@ -62,7 +60,7 @@ async def connect_client(url: str, token: str, *, name: str, shell: str, workdir
     from websockets.asyncio.client import connect
     from websockets.exceptions import InvalidHandshake
 
-    from ..client.aio import _handshake_error
+    from ..client.errors import handshake_error
 
     headers = {"Authorization": f"Bearer {token}", "X-OH-Client": name, "X-OH-Shell": shell}
     if workdir:
@@ -70,7 +68,7 @@ async def connect_client(url: str, token: str, *, name: str, shell: str, workdir
     try:
         conn = await connect(url.rstrip("/") + "/v1/agent", additional_headers=headers, open_timeout=10, max_size=None, compression=None, ping_interval=20)
     except (InvalidHandshake, OSError, asyncio.TimeoutError) as exc:
-        raise _handshake_error(exc, url) from None
+        raise handshake_error(exc, url) from None
     return Client(conn, url)
 
 
@@ -108,8 +106,6 @@ class Backend:
 
     # ------------------------------------------------------------------ finding / starting
     def _find(self):
-        from ..launcher import sessions
-
         if self.instance:
             found = sessions.find(self.instance)
             if len(found) == 1:
@@ -120,8 +116,9 @@ class Backend:
         return sessions.for_workspace(self.target)
 
     def _start_backend(self):
+        # Lazy: only an MCP server that has to start a backend pays for settings, keyring and the launcher.
         from ..config import secrets
-        from ..config.settings import SettingError, Settings
+        from ..config.settings import SettingError, Settings, job_settings
         from ..launcher import process
 
         try:
@@ -135,6 +132,7 @@ class Backend:
             started = process.start_backend(
                 self.target, runtime=s.runtime, token=token, host=s.host, port=s.port, editor_timeout=s.editor_timeout,
                 action_timeout=s.action_timeout, trace=s.trace, trace_max_bytes=s.trace_max_bytes, log_level=s.log_level,
+                jobs=job_settings(s),
             )
         except process.StartError as exc:
             if exc.already_served:  # someone else started one at the same moment: use it
@@ -163,8 +161,6 @@ class Backend:
         """
         if self.explicit or self.roots is None or await asyncio.to_thread(self._find) is not None:
             return
-        from ..launcher import sessions
-
         try:
             paths = await asyncio.wait_for(self.roots(), 5)
         except Exception as exc:  # noqa: BLE001 - roots are a fallback: a failure leaves the target as it was
@@ -181,7 +177,7 @@ class Backend:
         for attempt in (0, 1):
             session = await asyncio.to_thread(self._locate)
             roots = [session.workspace, *(getattr(session, "allowed_roots", None) or [])]
-            workdir = self.cwd if any(_inside(self.cwd, r) for r in roots) else None
+            workdir = self.cwd if any(within(self.cwd, r) for r in roots) else None
             try:
                 client = await connect_client(session.url, session.token, name=self.client_name, shell=shell_key(self.client_name), workdir=workdir)
             except AuthError:

@@ -59,7 +59,7 @@ def _short_str(v: Any, limit: int = 200) -> str:
 
 
 def parse_registration(obj: dict[str, Any], instance_id: str) -> Registration:
-    """An editor's first frame. Raises ProtocolError with the refusal reason."""
+    """An editor's first frame. Raises RegistrationError with the refusal's error id and reason."""
     if obj.get("type") != "register":
         raise RegistrationError("BAD_REQUEST", "The first frame on /v1/editor must be {\"type\": \"register\", ...}.")
     proto = obj.get("protocol")

@@ -12,14 +12,15 @@ import itertools
 import os
 import time
 from collections import OrderedDict
-from typing import Any, Callable, Hashable
+from typing import Any, Hashable
 
-from ..backend.registry import EditorRegistry
-from ..backend.transport import send_bounded
 from ..protocol import binary, frames
 from ..protocol.errors import ErrorId
 from ..protocol.events import Action, encode, error_observation, job_observation
+from ..protocol.paths import within
+from ..transport import send_bounded
 from .base import AgentContext, Runtime, as_context
+from .editors import EditorRegistry
 
 
 def _from_base64(obs: dict[str, Any]) -> dict[str, Any]:
@@ -34,9 +35,6 @@ def _from_base64(obs: dict[str, Any]) -> dict[str, Any]:
     return {**obs, "content": data, "extras": {**extras, "encoding": "binary"}}
 
 
-def _inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
-
 
 class VscodeRuntime(Runtime):
     name = "vscode"
@@ -46,7 +44,6 @@ class VscodeRuntime(Runtime):
         registry: EditorRegistry,
         workspace: str,
         editor_timeout: float = 30.0,
-        on_waiting: Callable[[], None] | None = None,
         *,
         send_timeout: float = 40.0,
         allowed_roots: list[str] | None = None,
@@ -58,7 +55,6 @@ class VscodeRuntime(Runtime):
         self.roots = [os.path.realpath(r) for r in (allowed_roots or [self.workspace])]
         self.editor_timeout = editor_timeout
         self.send_timeout = send_timeout  # an editor that does not read for this long is dropped
-        self.on_waiting = on_waiting  # e.g. the launcher's "open VS Code" signal
         self.job_retention = job_retention
         # Commands get backend-wide ids (top-level ``job_id`` on the editor leg) so follow-ups and job
         # operations reach the editor that runs them, and ids never collide across editors.
@@ -77,7 +73,7 @@ class VscodeRuntime(Runtime):
                 if len(self._workdirs) >= 1024:
                     self._workdirs.clear()
                 real = self._workdirs[ctx.workdir] = os.path.realpath(ctx.workdir)
-            if any(_inside(real, r) for r in self.roots):
+            if any(within(real, r) for r in self.roots):
                 return real
         return self.workspace
 
@@ -97,7 +93,7 @@ class VscodeRuntime(Runtime):
                 return error_observation(action.id, ErrorId.TOOL_ERROR, f"File name too long: a component of {raw_path[:120]}... is over 255 bytes.")
             expanded = os.path.expanduser(raw_path)
             joined = os.path.normpath(expanded if os.path.isabs(expanded) else os.path.join(workdir, expanded))
-            if not any(_inside(os.path.realpath(joined), r) for r in self.roots):
+            if not any(within(os.path.realpath(joined), r) for r in self.roots):
                 return raw_path
             if joined != raw_path:
                 args = {**args, key: joined}
@@ -145,8 +141,6 @@ class VscodeRuntime(Runtime):
             # at once rather than after the editor timeout.
             return self._local_list(action, ctx)
         if editor is None:
-            if self.on_waiting is not None:
-                self.on_waiting()
             editor = await self.registry.wait_for(self.workspace, self.editor_timeout)
         if editor is None:
             return error_observation(

@@ -1,4 +1,4 @@
-"""The live view of ``oh start``: a ``/v1/monitor`` client with three renderers.
+"""The live view of ``oh start``: what a ``/v1/monitor`` client receives, in three renderers.
 
 - ``rich`` (stdout is a TTY): backend line, editor state (spinner while waiting), a table of the
   delegated actions as they happen, stats and trace path.
@@ -6,19 +6,20 @@
 - ``json``: NDJSON, one object per monitor frame plus the launcher's own ``backend_started`` /
   ``backend_stopped`` events.
 
-``LiveState`` is pure (frames in, state + plain lines out) so it is unit-tested without sockets.
+``LiveState`` is pure (frames in, state + plain lines out) so it is unit-tested without sockets; the
+frames come from ``oh.client.monitor``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar
 
+from . import fmt
 from .sanitize import visible
 
 MAX_ROWS = 200
@@ -42,12 +43,8 @@ def plural(n: int, word: str) -> str:
 
 
 def editor_label(e: dict[str, Any]) -> str:
-    """One line naming an editor. Editor-controlled text, so made visible-safe here."""
-    name = e.get("name") or "editor"
-    version = e.get("version") or ""
-    folders = ", ".join(str(f) for f in e.get("workspace_folders") or [])
-    label = f"{name} {version}".strip() + (f" ({e['editor_id']})" if e.get("editor_id") else "") + (f" — {folders}" if folders else "")
-    return visible(label)
+    """One line naming an editor, made visible-safe (editor-controlled text)."""
+    return visible(fmt.editor_label(e))
 
 
 def fmt_ms(ms: float | None) -> str:
@@ -153,81 +150,107 @@ class LiveState:
     def _apply(self, frame: dict[str, Any]) -> list[str]:
         kind = frame.get("type")
         if kind == "snapshot":
-            snap = frame.get("backend") if isinstance(frame.get("backend"), dict) else frame
-            self.backend.update({k: v for k, v in snap.items() if k not in ("type", "editors", "agents", "stats")})
-            self.uptime_base = float(snap.get("uptime_s") or 0.0)
-            self.started_mono = time.monotonic()
-            self.editors = {e.get("editor_id", str(i)): e for i, e in enumerate(frame.get("editors") or [])}
-            self.agents = {a.get("agent_id"): a.get("name", "") for a in frame.get("agents") or []}
-            if isinstance(frame.get("stats"), dict):
-                self.stats.update(frame["stats"])
-            # Actions that ran before this view subscribed (or while it reconnected) have no row:
-            # count them as earlier actions hidden.
-            seen = self.stats.get("done", 0) + self.stats.get("pending", 0)
-            self.dropped = max(self.dropped, seen - len(self.actions))
-            self.synced = True
-            lines = [f"backend {self.backend.get('instance_id')} listening on {self.backend.get('url') or self._url()} "
-                     f"(runtime {self.runtime}, pid {self.backend.get('pid')}, workspace {self.backend.get('workspace')})"]
-            if self.editors:
-                lines += [f"editor connected: {editor_label(e)}" for e in self.editors.values()]
-            elif self.runtime == "vscode":
-                lines.append("waiting for VS Code to connect…")
-            return lines
+            return self._on_snapshot(frame)
         if kind != "event":
             return []
         name = frame.get("event")
-        if name == "editor_connected":
-            e = dict(frame.get("editor") or {})
-            self.editors[e.get("editor_id", f"e{len(self.editors) + 1}")] = e
-            self.editor_gone_reason = None
-            return [f"editor connected: {editor_label(e)}"]
-        if name == "editor_disconnected":
-            e = self.editors.pop(frame.get("editor_id"), None)
-            self.editor_gone_reason = visible(frame.get("reason") or "disconnected")
-            if not self.editors:
-                self.waiting_since = time.monotonic()
-            return [f"editor disconnected: {editor_label(e) if e else frame.get('editor_id')} ({self.editor_gone_reason})"]
-        if name == "agent_connected":
-            self.agents[frame.get("agent_id")] = frame.get("name") or ""
-            return [f"agent connected: {frame.get('name')} ({frame.get('agent_id')})"]
-        if name == "agent_disconnected":
-            self.agents.pop(frame.get("agent_id"), None)
-            return [f"agent disconnected: {frame.get('name')} ({frame.get('agent_id')})"]
-        if name == "action_started":
-            row = self._row(frame)
-            self.actions[row.action_id] = row
-            while len(self.actions) > MAX_ROWS:
-                self.actions.popitem(last=False)
-                self.dropped += 1
-            self.stats["pending"] = self.stats.get("pending", 0) + 1
-            risk = f" [risk {row.risk}]" if row.risk else ""
-            return [f"{row.agent} {row.kind} {row.summary}{risk} …"]
-        if name == "action_finished":
-            aid = frame.get("action_id")
-            row = self.actions.get(aid)
-            if row is None:  # started before we subscribed (the snapshot counted it as pending) or evicted
-                row = self._row(frame)
-                self.actions[aid] = row
-                self.dropped = max(0, self.dropped - 1)
-            self.stats["pending"] = max(0, self.stats.get("pending", 0) - 1)
-            if row.risk is None:
-                row.risk = _risk(frame.get("security_risk"))
-            row.outcome = visible(frame.get("outcome") or "ok")
-            code = frame.get("exit_code")
-            row.exit_code = code if isinstance(code, int) else None
-            row.duration_ms = frame.get("duration_ms")
-            self.stats["done"] = self.stats.get("done", 0) + 1
-            if row.failed:
-                self.stats["errors"] = self.stats.get("errors", 0) + 1
-            code_txt = f" exit {row.exit_text()}" if row.exit_text() else ""
-            risk = f" [risk {row.risk}]" if row.risk else ""
-            return [f"{row.agent} {row.kind} {row.summary}{risk} → {row.outcome_text()}{code_txt} in {fmt_ms(row.duration_ms)}"]
-        if name == "token_rotated":
-            return [f"token rotated: {frame.get('closed', 0)} connection(s) closed"]
-        if name == "shutting_down":
-            self.stopping = visible(frame.get("reason") or "shutting down")
-            return [f"backend shutting down: {self.stopping}"]
+        handler = self._EVENTS.get(name)
+        if handler is not None:
+            return handler(self, frame)
+        # An event this view does not know (a newer backend): shown as its JSON, never dropped.
         return [f"{name}: {json.dumps({k: v for k, v in frame.items() if k not in ('type', 'event', 'time')}, default=str)}"]
+
+    def _on_snapshot(self, frame: dict[str, Any]) -> list[str]:
+        snap = frame.get("backend") if isinstance(frame.get("backend"), dict) else frame
+        self.backend.update({k: v for k, v in snap.items() if k not in ("type", "editors", "agents", "stats")})
+        self.uptime_base = float(snap.get("uptime_s") or 0.0)
+        self.started_mono = time.monotonic()
+        self.editors = {e.get("editor_id", str(i)): e for i, e in enumerate(frame.get("editors") or [])}
+        self.agents = {a.get("agent_id"): a.get("name", "") for a in frame.get("agents") or []}
+        if isinstance(frame.get("stats"), dict):
+            self.stats.update(frame["stats"])
+        # Actions that ran before this view subscribed (or while it reconnected) have no row:
+        # count them as earlier actions hidden.
+        seen = self.stats.get("done", 0) + self.stats.get("pending", 0)
+        self.dropped = max(self.dropped, seen - len(self.actions))
+        self.synced = True
+        lines = [f"backend {self.backend.get('instance_id')} listening on {self.backend.get('url') or self._url()} "
+                 f"(runtime {self.runtime}, pid {self.backend.get('pid')}, workspace {self.backend.get('workspace')})"]
+        if self.editors:
+            lines += [f"editor connected: {editor_label(e)}" for e in self.editors.values()]
+        elif self.runtime == "vscode":
+            lines.append("waiting for VS Code to connect…")
+        return lines
+
+    def _on_editor_connected(self, frame: dict[str, Any]) -> list[str]:
+        e = dict(frame.get("editor") or {})
+        self.editors[e.get("editor_id", f"e{len(self.editors) + 1}")] = e
+        self.editor_gone_reason = None
+        return [f"editor connected: {editor_label(e)}"]
+
+    def _on_editor_disconnected(self, frame: dict[str, Any]) -> list[str]:
+        e = self.editors.pop(frame.get("editor_id"), None)
+        self.editor_gone_reason = visible(frame.get("reason") or "disconnected")
+        if not self.editors:
+            self.waiting_since = time.monotonic()
+        return [f"editor disconnected: {editor_label(e) if e else frame.get('editor_id')} ({self.editor_gone_reason})"]
+
+    def _on_agent_connected(self, frame: dict[str, Any]) -> list[str]:
+        self.agents[frame.get("agent_id")] = frame.get("name") or ""
+        return [f"agent connected: {frame.get('name')} ({frame.get('agent_id')})"]
+
+    def _on_agent_disconnected(self, frame: dict[str, Any]) -> list[str]:
+        self.agents.pop(frame.get("agent_id"), None)
+        return [f"agent disconnected: {frame.get('name')} ({frame.get('agent_id')})"]
+
+    def _on_action_started(self, frame: dict[str, Any]) -> list[str]:
+        row = self._row(frame)
+        self.actions[row.action_id] = row
+        while len(self.actions) > MAX_ROWS:
+            self.actions.popitem(last=False)
+            self.dropped += 1
+        self.stats["pending"] = self.stats.get("pending", 0) + 1
+        risk = f" [risk {row.risk}]" if row.risk else ""
+        return [f"{row.agent} {row.kind} {row.summary}{risk} …"]
+
+    def _on_action_finished(self, frame: dict[str, Any]) -> list[str]:
+        aid = frame.get("action_id")
+        row = self.actions.get(aid)
+        if row is None:  # started before we subscribed (the snapshot counted it as pending) or evicted
+            row = self._row(frame)
+            self.actions[aid] = row
+            self.dropped = max(0, self.dropped - 1)
+        self.stats["pending"] = max(0, self.stats.get("pending", 0) - 1)
+        if row.risk is None:
+            row.risk = _risk(frame.get("security_risk"))
+        row.outcome = visible(frame.get("outcome") or "ok")
+        code = frame.get("exit_code")
+        row.exit_code = code if isinstance(code, int) else None
+        row.duration_ms = frame.get("duration_ms")
+        self.stats["done"] = self.stats.get("done", 0) + 1
+        if row.failed:
+            self.stats["errors"] = self.stats.get("errors", 0) + 1
+        code_txt = f" exit {row.exit_text()}" if row.exit_text() else ""
+        risk = f" [risk {row.risk}]" if row.risk else ""
+        return [f"{row.agent} {row.kind} {row.summary}{risk} → {row.outcome_text()}{code_txt} in {fmt_ms(row.duration_ms)}"]
+
+    def _on_token_rotated(self, frame: dict[str, Any]) -> list[str]:
+        return [f"token rotated: {frame.get('closed', 0)} connection(s) closed"]
+
+    def _on_shutting_down(self, frame: dict[str, Any]) -> list[str]:
+        self.stopping = visible(frame.get("reason") or "shutting down")
+        return [f"backend shutting down: {self.stopping}"]
+
+    _EVENTS: ClassVar[dict[str, Callable[["LiveState", dict[str, Any]], list[str]]]] = {
+        "editor_connected": _on_editor_connected,
+        "editor_disconnected": _on_editor_disconnected,
+        "agent_connected": _on_agent_connected,
+        "agent_disconnected": _on_agent_disconnected,
+        "action_started": _on_action_started,
+        "action_finished": _on_action_finished,
+        "token_rotated": _on_token_rotated,
+        "shutting_down": _on_shutting_down,
+    }
 
     def _url(self) -> str:
         host = self.backend.get("host", "127.0.0.1")
@@ -242,11 +265,10 @@ class LiveState:
         """The rich view. Every agent- or editor-controlled string goes in as ``Text`` built from
         escaped text, never as a markup string. Each chrome line is one line (ellipsis, no wrap) and
         the action rows get what is left of ``height``, so nothing scrolls off or wraps at 80 columns."""
+        # rich is imported by the rich renderer only (lazy: the plain and JSON views never load it).
         from rich.console import Group
         from rich.spinner import Spinner
         from rich.text import Text
-
-        from ..commands._common import fmt_duration
 
         def one_line(*parts: tuple[str, str]) -> Text:
             return Text.assemble(*parts, no_wrap=True, overflow="ellipsis")
@@ -255,7 +277,7 @@ class LiveState:
         head = one_line(
             ("oh ", "bold"), ("backend ", "dim"), (visible(b.get("instance_id", "?")), "bold cyan"),
             ("  runtime ", "dim"), (self.runtime, "bold"), ("  ", ""), (visible(b.get("url") or self._url()), "green"),
-            ("  pid ", "dim"), (str(b.get("pid", "?")), ""), ("  up ", "dim"), (fmt_duration(self.uptime()), ""),
+            ("  pid ", "dim"), (str(b.get("pid", "?")), ""), ("  up ", "dim"), (fmt.fmt_duration(self.uptime()), ""),
         )
         ws = one_line(("workspace ", "dim"), (visible(b.get("workspace", "")), ""))
         state = self.editor_state
@@ -264,7 +286,7 @@ class LiveState:
         if state == "connected":
             editor = one_line(("● ", "green"), ("editor connected: ", "green"), (" · ".join(editor_label(e) for e in self.editors.values()), ""))
         elif state in ("waiting", "disconnected"):
-            waited = fmt_duration(time.monotonic() - self.waiting_since)
+            waited = fmt.fmt_duration(time.monotonic() - self.waiting_since)
             if state == "waiting":
                 text, style = f"waiting for VS Code to connect… ({waited})", "yellow"
             else:
@@ -355,55 +377,3 @@ class LiveState:
             lines.append(line({"summary": Text("no actions yet" if self.synced else "connecting…", style="dim")}))
         table = Group(*lines)
         return table, shown, hidden
-
-
-# ---------------------------------------------------------------------- the monitor loop
-async def monitor(session_loader: Callable[[], Any], on_frame: Callable[[dict[str, Any]], None], stop: asyncio.Event) -> str:
-    """Follow ``/v1/monitor`` until ``stop`` is set or the backend goes away. Reconnects after a
-    token rotation (close 4001) by re-reading the session file. Returns why it ended."""
-    from websockets.asyncio.client import connect
-    from websockets.exceptions import ConnectionClosed, InvalidHandshake
-
-    retries = 0
-    while not stop.is_set():
-        session = session_loader()
-        if session is None:
-            return "session ended"
-        try:
-            conn = await connect(session.url + "/v1/monitor", additional_headers={"Authorization": f"Bearer {session.token}"},
-                                 max_size=None, compression=None, open_timeout=5)
-        except (InvalidHandshake, OSError, asyncio.TimeoutError) as exc:
-            retries += 1
-            if retries > 20:
-                return f"cannot connect to the monitor: {exc}"
-            await asyncio.sleep(0.25)
-            continue
-        retries = 0
-        stopper = asyncio.create_task(stop.wait())
-        try:
-            while True:
-                recv = asyncio.ensure_future(conn.recv())
-                done, _ = await asyncio.wait({recv, stopper}, return_when=asyncio.FIRST_COMPLETED)
-                if recv not in done:
-                    recv.cancel()
-                    await conn.close()
-                    return "stopped"
-                try:
-                    frame = json.loads(recv.result())
-                except ConnectionClosed:
-                    raise
-                except ValueError:
-                    continue
-                if isinstance(frame, dict):
-                    on_frame(frame)
-        except ConnectionClosed as exc:
-            code = exc.rcvd.code if exc.rcvd else None
-            if code == 4001:  # token rotated: the session file has the new one
-                await asyncio.sleep(0.05)
-                continue
-            if code == 1001:
-                return "backend shut down"
-            return f"connection lost (close code {code})" if code is not None else "connection lost without a close frame (the backend died?)"
-        finally:
-            stopper.cancel()
-    return "stopped"

@@ -2,7 +2,7 @@
 
 The terminal and file-editor tools of a conversation share one ``_Link`` (so one connection and one
 shell on the backend side); the SDK calls the tools from worker threads, which the thread-safe
-``SyncClient`` allows. Discovery reads the session files (``oh.launcher.sessions``): the backend whose
+``SyncClient`` allows. Discovery reads the session files (``oh.sessions``): the backend whose
 workspace or allowed roots contain the directory.
 """
 
@@ -14,7 +14,7 @@ import threading
 from typing import Any
 
 from ...client import OhClientError, SyncClient
-from ...launcher import sessions
+from ... import sessions
 from ..discovery import find_session
 
 log = logging.getLogger("oh.integrations.openhands")

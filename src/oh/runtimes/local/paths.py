@@ -17,19 +17,13 @@ from pathlib import Path
 from typing import Sequence
 
 from ...protocol.errors import ErrorId, ToolError
+from ...protocol.paths import within
 
 NAME_MAX = 255  # bytes per path component on every file system oh runs on
 
 
 def _real(p: str | Path) -> str:
     return os.path.realpath(os.path.abspath(os.path.expanduser(str(p))))
-
-
-def _inside(path: str, root: str) -> bool:
-    if path == root:
-        return True
-    prefix = root if root.endswith(os.sep) else root + os.sep
-    return path.startswith(prefix)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +40,7 @@ class PathPolicy:
         self.roots: tuple[str, ...] = tuple(dict.fromkeys(roots))
 
     def allowed(self, real: str) -> bool:
-        return any(_inside(real, root) for root in self.roots)
+        return any(within(real, root) for root in self.roots)
 
     def resolve(self, raw: str, base: str | None = None) -> ResolvedPath:
         """Absolute + real path, or ToolError(PATH_DENIED). Touches nothing.

@@ -146,10 +146,15 @@ class LocalRuntime(Runtime):
 
     def spool_path(self, job_id: str) -> str:
         if self._spool_dir is None or not self._spool_dir.is_dir():
-            from ...config.paths import ensure_private_dir, state_dir
-
-            root = self._spool_root or (state_dir() / "jobs")
-            self._spool_dir = ensure_private_dir(root / f"{os.getpid()}-{os.urandom(4).hex()}")
+            # The caller names the root (the backend: the state dir's jobs/); without one, a private
+            # temporary directory. 0700 either way: job output may hold secrets.
+            if self._spool_root is None:
+                self._spool_dir = Path(tempfile.mkdtemp(prefix="oh-jobs-"))
+            else:
+                os.makedirs(self._spool_root, mode=0o700, exist_ok=True)
+                os.chmod(self._spool_root, 0o700)
+                self._spool_dir = self._spool_root / f"{os.getpid()}-{os.urandom(4).hex()}"
+                self._spool_dir.mkdir(mode=0o700)
         return str(self._spool_dir / f"{job_id}.out")
 
     def job_event(self, name: str, job: Any) -> None:

@@ -1,4 +1,5 @@
-"""Sending to a peer without waiting for ever (shared by the backend and the vscode runtime)."""
+"""Sending to a WebSocket peer without waiting for ever: a neutral networking module below the backend
+and the runtimes (used by ``backend.server`` and the ``vscode`` runtime), importing only websockets."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import logging
 
 from websockets.exceptions import ConnectionClosed
 
-log = logging.getLogger("oh.backend")
+log = logging.getLogger("oh.backend")  # its records belong in the backend's log, as before the move
 
 
 async def send_bounded(connection, data: bytes, timeout: float, text: bool = True) -> bool:

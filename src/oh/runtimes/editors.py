@@ -1,4 +1,5 @@
-"""Connected editors, and waiting for one that serves a workspace."""
+"""Connected editors, and waiting for one that serves a workspace: the state of the ``vscode``
+runtime (the backend adds and removes editors as their connections come and go)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..protocol.frames import Registration, RegistrationError
-
-
-def _contains(parent: str, child: str) -> bool:
-    parent = parent.rstrip(os.sep) or os.sep
-    # "/" must not become "//" (issue 9 #11: an editor registering "/" never served anything).
-    prefix = parent if parent.endswith(os.sep) else parent + os.sep
-    return child == parent or child.startswith(prefix)
+from ..protocol.paths import within
 
 
 @dataclass(eq=False)
@@ -30,7 +25,7 @@ class Editor:
     def serves(self, workspace: str) -> bool:
         # One of its folders must contain the whole workspace: a window opened on a subfolder could
         # not reach the rest of the workspace's files (and the extension would not connect for it).
-        return any(_contains(f, workspace) for f in self.real_folders)
+        return any(within(workspace, f) for f in self.real_folders)
 
     def describe(self) -> dict[str, Any]:
         return {"editor_id": self.editor_id, **self.registration.describe(), "pending": len(self.pending)}

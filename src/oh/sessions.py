@@ -1,4 +1,6 @@
-"""Session (discovery) files: the one owner of ``<sessions dir>/<instance_id>.json``.
+"""Session (discovery) files: the one owner of ``<sessions dir>/<instance_id>.json``. A neutral module
+below the backend, the launcher, the editor and the clients: the backend writes its own file (as
+Jupyter's server writes its own info file), everyone else reads it.
 
 A running backend writes its file once it listens and removes it on clean exit; whoever lists the
 directory deletes stale files (dead pid, or a reused pid whose start time differs). The VS Code
@@ -15,7 +17,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..config import paths
+from .config import paths
+from .protocol.paths import within
 
 SUFFIX = ".json"
 START_TIME_TOLERANCE = 1.0  # seconds; create_time is rounded differently by platforms
@@ -46,10 +49,6 @@ class Session:
         if not self.url:
             host = f"[{self.host}]" if ":" in self.host else self.host
             self.url = f"ws://{host}:{self.port}"
-
-    @property
-    def http_url(self) -> str:
-        return "http" + self.url[2:]
 
     def public(self) -> dict[str, Any]:
         """Everything but the credentials: what status output and logs may show."""
@@ -162,7 +161,7 @@ def for_workspace(workspace: str | os.PathLike[str], directory: Path | None = No
     best: Session | None = None
     for s in list_sessions(directory):
         ws = s.workspace
-        if target == ws or target.startswith(ws.rstrip(os.sep) + os.sep):
+        if within(target, ws):
             if best is None or len(ws) > len(best.workspace):
                 best = s
     return best

@@ -1,0 +1,32 @@
+"""Path containment: the one rule for "is this path the root or below it" (issue 10: one owner per rule).
+
+Pure and stdlib-only, so every layer uses it, the fast path included (importing this module loads
+nothing but ``os``). Lexical: it normalises ``.``, ``..``, repeated and trailing slashes, but does
+not touch the file system, so symlinks are the caller's job: pass ``os.path.realpath`` results when
+the answer must hold for what is really opened (every caller that guards access does). The VS Code
+extension mirrors it as ``pathContains`` (extension/src/session.ts); both run the table in
+tests/contract/path_within.json.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+def _norm(p: str) -> str:
+    p = os.path.normpath(p)
+    # POSIX keeps a leading "//" (implementation-defined); for containment it is "/".
+    return "/" + p.lstrip("/") if p.startswith("//") else p
+
+
+def within(path: str, root: str) -> bool:
+    """True when ``path`` is ``root`` or inside it; never a sibling sharing a prefix (/a/bc vs /a).
+
+    Both must be absolute: a relative path means nothing without a base, so it is never inside.
+    """
+    if not (os.path.isabs(path) and os.path.isabs(root)):
+        return False
+    path, root = _norm(path), _norm(root)
+    if path == root:
+        return True
+    return path.startswith(root if root.endswith(os.sep) else root + os.sep)
