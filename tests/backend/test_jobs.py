@@ -24,7 +24,8 @@ from .test_agents_wave2 import agent, ask, url
 
 
 async def _headless(b, workspace):
-    editor = HeadlessEditor(url(b), b.editor_token, str(workspace), session=b.instance_id)
+    # The editor's shells get the backend's max_shells (`oh attach` passes the user's setting the same way).
+    editor = HeadlessEditor(url(b), b.editor_token, str(workspace), session=b.instance_id, max_shells=b.config.max_shells)
     ready = asyncio.Event()
     task = asyncio.create_task(editor.serve(ready))
     await asyncio.wait_for(ready.wait(), 10)
@@ -43,8 +44,7 @@ async def _fifty(ws) -> dict[int, dict]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("runtime", ["local", "vscode"])
-async def test_fifty_concurrent_runs_on_one_connection_all_execute(make_backend, workspace, runtime, monkeypatch):
-    monkeypatch.setenv("OH_MAX_SHELLS", "64")  # the headless editor reads its settings too
+async def test_fifty_concurrent_runs_on_one_connection_all_execute(make_backend, workspace, runtime):
     b = await make_backend(runtime, max_shells=64)
     task = None
     if runtime == "vscode":
