@@ -9,13 +9,11 @@ import os
 
 from oh.protocol.knowledge import KNOWLEDGE_KINDS, knowledge_observation
 
-from .conftest import needs_local_runtime
 from .fake_editor import FakeEditor
 
 ALL_CAPS = ["run", "read", "write", "edit", *KNOWLEDGE_KINDS]
 
 
-@needs_local_runtime
 def test_local_runtime_refuses_with_the_way_out(oh):
     oh.start("local")
     for args in (["diagnostics"], ["editors"], ["open", "a.py:1"], ["definition", "a.py:1:1"], ["references", "a.py:1:1"]):
@@ -24,7 +22,6 @@ def test_local_runtime_refuses_with_the_way_out(oh):
         assert "TOOL_UNSUPPORTED" in proc.stderr and "oh start --runtime vscode" in proc.stderr, (args, proc.stderr)
 
 
-@needs_local_runtime
 def test_local_symbols_are_ripgrep_matches_and_say_so(oh):
     (oh.workspace / "lib.py").write_text("import os\n\n\ndef parse_config(path):\n    return path\n\nclass ConfigParser:\n    pass\n")
     oh.start("local")
@@ -100,7 +97,6 @@ def test_vscode_runtime_forwards_absolute_paths_and_prints_the_answer(oh):
         assert len(editor.actions) == before
 
 
-@needs_local_runtime
 def test_client_methods_against_a_local_backend(oh):
     (oh.workspace / "m.ts").write_text("export function greetUser() {}\n")
     info = oh.start("local")

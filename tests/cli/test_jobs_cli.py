@@ -14,9 +14,8 @@ import time
 
 import pytest
 
-from .conftest import needs_local_runtime, wait_for
+from .conftest import wait_for
 
-pytestmark = needs_local_runtime
 
 
 @pytest.fixture

@@ -109,7 +109,7 @@ def test_snapshot_counts_earlier_actions_as_hidden():
 def test_visible_escapes_controls_and_format_characters():
     import json
 
-    from oh.ui.sanitize import json_visible, visible
+    from oh.text.sanitize import json_visible, visible
 
     assert visible("a\tb\nc\x1b\x9b\x7f\u200b\u2066\U000e0041 é ✓ 日本") == "a\\x09b\\x0ac\\x1b\\x9b\\x7f\\u200b\\u2066\\U000e0041 é ✓ 日本"
     text = json.dumps({"s": "\x9b\u202e\U000e0041"}, ensure_ascii=False)

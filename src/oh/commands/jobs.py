@@ -56,7 +56,7 @@ def _refused(obs) -> None:
 
 
 def _age(seconds) -> str:
-    from ._common import fmt_duration
+    from ..text.fmt import fmt_duration
 
     return fmt_duration(seconds) if isinstance(seconds, (int, float)) else "-"
 

@@ -49,7 +49,7 @@ def render_record(rec: dict[str, Any]) -> str:
 
 
 def _emit(line: str, raw: bool) -> None:
-    from ..ui.sanitize import json_visible, visible
+    from ..text.sanitize import json_visible, visible
 
     line = line.rstrip("\n")
     if not line:

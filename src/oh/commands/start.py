@@ -9,6 +9,7 @@ from typing import Optional
 import typer
 
 from ._common import ERROR, USAGE, complete_runtimes, die, err, load_settings, print_ndjson
+from ..config.settings import job_settings
 
 EPILOG = (
     "Exit codes: 0 started (--detach), or stopped on request (Ctrl-C, SIGTERM, SIGHUP: the terminal closed) · "
@@ -183,7 +184,7 @@ def _foreground(session, open_mode: str, mode: str, warnings: list[tuple[str, st
     from ..launcher.process import stop_backend
     from ..client.monitor import monitor
     from ..ui.live import LiveState
-    from ..ui.sanitize import visible
+    from ..text.sanitize import visible
 
     state = LiveState(backend=session.public())
 

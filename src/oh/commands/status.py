@@ -8,7 +8,6 @@ from typing import Any
 
 import typer
 
-from ..ui.fmt import editor_label, fmt_duration
 from ._common import NOT_RUNNING, OK, print_json, print_ndjson
 
 WATCH_INTERVAL = 1.0
@@ -38,7 +37,7 @@ def reap_dead() -> list[dict[str, Any]]:
 
 
 def tell_dead(dead: list[dict[str, Any]]) -> None:
-    from ..ui.sanitize import visible
+    from ..text.sanitize import visible
 
     for d in dead:
         print(visible(f"oh: backend {d['instance_id']} (pid {d['pid']}, {d['runtime']}, workspace {d['workspace']}) died "
@@ -74,36 +73,9 @@ def collect() -> list[dict[str, Any]]:
 
 
 def render_text(rows: list[dict[str, Any]], dead: list[dict[str, Any]] | None = None) -> str:
-    """Human text; editor and agent names are agent/editor-controlled, so the result is escaped."""
-    from ..ui.sanitize import visible
+    from ..text.status import render_text as render  # one renderer with the fast path
 
-    lines = [f"✗ {d['instance_id']} died (pid {d['pid']}, workspace {d['workspace']}); log {d['log']}" for d in dead or []]
-    if not rows:
-        lines.append("no backend is running. Start one with `oh start` (or `oh start --detach`).")
-        return "\n".join(visible(line) for line in lines)
-    for d in rows:
-        mark = "●" if d.get("reachable") else "○"
-        lines.append(f"{mark} {d['instance_id']}  {d['runtime']}  {d['url']}  pid {d['pid']}  up {fmt_duration(d.get('uptime_s'))}")
-        lines.append(f"  workspace  {d['workspace']}")
-        if not d.get("reachable"):
-            lines.append(f"  problem    {d.get('error')}")
-        editors = d.get("editors") or []
-        if d["runtime"] == "vscode" or editors:
-            lines.append("  editors    " + ("none connected (waiting for VS Code)" if not editors else editor_label(editors[0])))
-            for e in editors[1:]:
-                lines.append("             " + editor_label(e))
-        agents = d.get("agents") or []
-        lines.append(f"  agents     {len(agents)}" + (f" ({', '.join(a.get('name', '?') for a in agents)})" if agents else ""))
-        st = d.get("stats") or {}
-        if st:
-            errors = st.get("errors", 0)
-            lines.append(f"  actions    {st.get('done', 0)} done, {st.get('pending', 0)} pending, {errors} error{'' if errors == 1 else 's'}")
-        if d.get("trace"):
-            lines.append(f"  trace      {d['trace']}")
-        if d.get("trace_warning"):  # read-only or full trace directory: the backend keeps serving
-            lines.append(f"  warning    {d['trace_warning']}")
-        lines.append(f"  token      fingerprint {d['token_fingerprint']}")
-    return "\n".join(visible(line) for line in lines)
+    return render(rows, dead)
 
 
 def status(

@@ -82,41 +82,8 @@ def status(json_: bool) -> int | None:
     return OK if rows else NOT_RUNNING
 
 
-def _duration(seconds) -> str:
-    if seconds is None:
-        return "-"
-    seconds = int(seconds)
-    h, rem = divmod(seconds, 3600)
-    m, s = divmod(rem, 60)
-    return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s" if m else f"{s}s"
-
-
-def _editor_line(e: dict) -> str:
-    name = e.get("name") or (e.get("editor") or {}).get("name") or "editor"
-    version = e.get("version") or (e.get("editor") or {}).get("version") or ""
-    folders = ", ".join(e.get("workspace_folders") or [])
-    return f"{name} {version}".strip() + (f" ({e.get('editor_id')})" if e.get("editor_id") else "") + (f" — {folders}" if folders else "")
-
-
 def render_text(rows: list[dict]) -> str:
-    """Mirror of ``oh.commands.status.render_text`` for reachable backends."""
-    lines = []
-    for d in rows:
-        lines.append(f"● {d['instance_id']}  {d['runtime']}  {d['url']}  pid {d['pid']}  up {_duration(d.get('uptime_s'))}")
-        lines.append(f"  workspace  {d['workspace']}")
-        editors = d.get("editors") or []
-        if d["runtime"] == "vscode" or editors:
-            lines.append("  editors    " + ("none connected (waiting for VS Code)" if not editors else _editor_line(editors[0])))
-            for e in editors[1:]:
-                lines.append("             " + _editor_line(e))
-        agents = d.get("agents") or []
-        lines.append(f"  agents     {len(agents)}" + (f" ({', '.join(a.get('name', '?') for a in agents)})" if agents else ""))
-        st = d.get("stats") or {}
-        if st:
-            lines.append(f"  actions    {st.get('done', 0)} done, {st.get('pending', 0)} pending, {st.get('errors', 0)} error{'' if st.get('errors', 0) == 1 else 's'}")
-        if d.get("trace"):
-            lines.append(f"  trace      {d['trace']}")
-        if d.get("trace_warning"):
-            lines.append(f"  warning    {d['trace_warning']}")
-        lines.append(f"  token      fingerprint {d['token_fingerprint']}")
-    return "\n".join(lines)
+    # Only when text is printed: ``text`` loads ``re`` (the escaping of backend/editor/agent text).
+    from ..text.status import render_text as render
+
+    return render(rows)

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable, ClassVar
 
-from . import fmt
-from .sanitize import visible
+from ..text import fmt
+from ..text.sanitize import visible
 
 MAX_ROWS = 200
 RISK_STYLES = {"HIGH": "bold red", "MEDIUM": "yellow", "LOW": "dim", "UNKNOWN": "dim"}

@@ -1,4 +1,4 @@
-"""Formatting shared by `oh status` (commands/status.py) and the live view (ui/live.py): one owner."""
+"""Formatting shared by `oh status` (text/status.py) and the live view (ui/live.py): one owner."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def fmt_duration(seconds: float | None) -> str:
 def editor_label(e: dict[str, Any]) -> str:
     """One line naming an editor, from a monitor event (name/version at the top) or a status entry
     (under ``editor``). Editor-controlled text, NOT escaped here: callers pass it through
-    ``ui.sanitize.visible`` (the live view per label, `oh status` per line)."""
+    ``text.sanitize.visible`` (the live view per label, `oh status` per line)."""
     nested = e.get("editor") if isinstance(e.get("editor"), dict) else {}
     name = e.get("name") or nested.get("name") or "editor"
     version = e.get("version") or nested.get("version") or ""
