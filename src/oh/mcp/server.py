@@ -28,7 +28,9 @@ INSTRUCTIONS = (
     "to read files (encoding base64 for images), `edit` to view and change files (view / create / str_replace / "
     "insert / undo_edit) and `write` to replace whole files. In VS Code, `diagnostics` shows the type errors your "
     "change introduced, `symbols`/`definition`/`references` navigate code, `editors` tells what the user has open "
-    "and selected, `open` shows them a file. Relative paths start at the project directory."
+    "and selected, `open` shows them a file. Servers and long test runs: `run` with `background: true`, then `job` "
+    "(wait for the exit code, output from an offset so nothing is cut); `jobs` lists them, `stat` checks a path. "
+    "Relative paths start at the project directory."
 )
 
 
@@ -83,7 +85,7 @@ def to_mcp(result: tools.ToolResult) -> types.CallToolResult:
 async def call(backend: Backend, name: str, arguments: Any) -> tools.ToolResult:
     """One tool call, start to end; returns a result for every outcome."""
     try:
-        tools.check_arguments(name, arguments)  # before connecting: a bad call needs no backend
+        tools.build_action(name, arguments, backend.base_dir)  # every check, before connecting: a bad call needs no backend
         await backend.client()
         action = tools.build_action(name, arguments, backend.base_dir)
         obs = await backend.send(action)

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import knowledge_tools
+from . import job_tools, knowledge_tools
 
 EDIT_COMMANDS = ["view", "create", "str_replace", "insert", "undo_edit"]
 RISKS = ["LOW", "MEDIUM", "HIGH", "UNKNOWN"]
@@ -48,7 +48,8 @@ The shell persists between calls: `cd`, exported variables and activated virtual
 - The result ends with `[exit code: N]`; a non-zero exit code marks the result as an error. structuredContent has `exit_code` and `running`.
 - Long-running commands: without `timeout`, the call returns when the command finishes or when it has printed nothing new for 30 s. With `timeout`, it returns after that many seconds at the latest. Either way, a command that is still running KEEPS RUNNING: the result says so (`running: true`, exit code -1). Then call run again with `command: ""` to wait for more output, with `is_input: true` to type into it, or with `command: "C-c", is_input: true` to interrupt it.
 - `blocking: true` with `timeout`: kill the command (and everything it started) after `timeout` seconds instead.
-- Start servers and watchers in the background (`cmd > log 2>&1 &`).
+- Servers, watchers, long builds and test runs: `background: true` starts a job and returns at once with its `job_id`; then the `job` tool: op wait (exit code), op output from an offset (the WHOLE log, page by page, nothing cut), op cancel. `jobs` lists them. A second identical background command returns the running job (`force: true` starts another).
+- While a command is still running, another `run` starts in an extra shell (no `cd`/exports carried back); follow-ups (`command: ""`, `is_input`) may name their command with `job_id` (from the result).
 - `reset: true` kills whatever runs in your shell and starts a fresh one (with `command: ""` it only resets).
 - Output longer than `max_output` characters (default 30000) is cut in the middle, with a visible marker."""
 
@@ -88,6 +89,7 @@ TOOLS: list[dict[str, Any]] = [
                 "blocking": {"type": "boolean", "default": False, "description": "With timeout: kill the command when the timeout expires instead of returning while it runs on."},
                 "reset": {"type": "boolean", "default": False, "description": "Kill what runs in your shell and start a fresh shell first."},
                 "max_output": {"type": "integer", "minimum": 0, "description": "Keep at most this many characters of output (default 30000; 0 = no limit)."},
+                **job_tools.RUN_PROPERTIES,
                 "security_risk": _RISK_SCHEMA,
             },
             "required": ["command"],
@@ -121,6 +123,7 @@ TOOLS: list[dict[str, Any]] = [
                 "path": _PATH_SCHEMA,
                 "content": {"type": "string", "description": "The whole new content of the file."},
                 "encoding": {"type": "string", "default": "utf-8", "description": "utf-8 (default), base64 (content is base64 of the bytes), or another codec name such as latin-1."},
+                **job_tools.WRITE_PROPERTIES,
                 "diagnostics": _DIAG_SCHEMA,
                 "security_risk": _RISK_SCHEMA,
             },
@@ -153,6 +156,7 @@ TOOLS: list[dict[str, Any]] = [
     },
 ]
 TOOLS.extend(knowledge_tools.TOOLS)  # diagnostics, open, editors, symbols, definition, references (§3.6)
+TOOLS.extend(job_tools.TOOLS)  # jobs, job, stat (§3.8-§3.9)
 TOOL_NAMES = [t["name"] for t in TOOLS]
 _SCHEMAS = {t["name"]: t["inputSchema"] for t in TOOLS}
 
@@ -242,6 +246,8 @@ def build_action(name: str, arguments: Any, base_dir: str) -> dict[str, Any]:
     a = check_arguments(name, arguments)
     if name in knowledge_tools.NAMES:
         return knowledge_tools.build_action(name, a, lambda p: resolve_path(p, base_dir))
+    if name in job_tools.NAMES:
+        return job_tools.build_action(name, a, lambda p: resolve_path(p, base_dir), ArgumentError)
     risk = a.get("security_risk")
     if name == "run":
         args: dict[str, Any] = {"command": a["command"], "is_input": a.get("is_input", False), "blocking": a.get("blocking", False),
@@ -252,6 +258,7 @@ def build_action(name: str, arguments: Any, base_dir: str) -> dict[str, Any]:
             args["max_output"] = a["max_output"]
         if "\x00" in a["command"]:
             raise ArgumentError("run: 'command' must not contain NUL characters.")
+        job_tools.run_args(a, args, ArgumentError)
         action: dict[str, Any] = {"action": "run", "args": args}
         timeout = a.get("timeout")
         if timeout:  # 0 = "no timeout given" (older backends refuse 0, so it is simply left out)
@@ -268,6 +275,7 @@ def build_action(name: str, arguments: Any, base_dir: str) -> dict[str, Any]:
             args = {"path": path, "content": a["content"], "start": 0, "end": -1, "thought": "", "security_risk": -1}
             if "encoding" in a:
                 args["encoding"] = a["encoding"]
+            job_tools.write_mode(a, args)
         else:
             args = _edit_args(a, path)
         action = {"action": name, "args": args}
@@ -311,11 +319,20 @@ def to_result(name: str, obs: dict[str, Any], action: dict[str, Any] | None = No
     if kind in knowledge_tools.NAMES:
         return ToolResult(content, knowledge_tools.structured(obs))
     if kind == "run":
+        if ((action or {}).get("args") or {}).get("background"):
+            return job_tools.background_result(extras.get("metadata") or {}, ToolResult)
         return _run_result(content, extras)
+    if kind == "job":
+        return job_tools.job_result(obs, ToolResult)
+    if kind == "stat":
+        return job_tools.stat_result(obs, ToolResult)
     if kind == "read":
         view_range = ((action or {}).get("args") or {}).get("view_range")
         return _read_result(content, extras, view_range[0] if view_range else 1)
     if kind == "write":
+        mode = ((action or {}).get("args") or {}).get("mode", "overwrite")
+        if mode != "overwrite" or obs.get("content"):
+            return job_tools.write_result(obs, mode, ToolResult)
         path = extras.get("path", "")
         return ToolResult(f"Wrote {path}.", {"path": path})
     if kind == "edit":
@@ -337,11 +354,14 @@ def _run_result(content: str, extras: dict[str, Any]) -> ToolResult:
     if isinstance(code, int) and code >= 0:
         trailer = f"[exit code: {code}]"
     elif running:
-        trailer = '[still running: call run with command "" to wait for more output, is_input to send input, or "C-c" with is_input to interrupt]'
+        name = f' (job_id "{md["job_id"]}")' if md.get("job_id") else ""
+        trailer = f'[still running{name}: call run with command "" to wait for more output, is_input to send input, or "C-c" with is_input to interrupt]'
     else:
         trailer = "[exit code: -1 (the command did not complete)]"
     sep = "" if not text or text.endswith("\n") else "\n"
     structured = {"exit_code": code, "running": running, "working_dir": md.get("working_dir")}
+    if md.get("job_id"):
+        structured["job_id"] = md["job_id"]
     if md.get("py_interpreter_path"):
         structured["py_interpreter_path"] = md["py_interpreter_path"]
     is_error = not running and code != 0
