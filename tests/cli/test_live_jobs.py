@@ -3,14 +3,18 @@
 
 from __future__ import annotations
 
+import json
 import re
+import signal
+import subprocess
+import sys
 
 import pytest
 from rich.console import Console
 
 from oh.ui.live import MAX_JOBS, LiveState
 
-from .terminal import Term, hostile_in
+from .terminal import Term, hostile_in, read_until
 
 
 def _ev(event, /, **kw):
@@ -140,3 +144,52 @@ def test_oh_start_shows_a_background_job_running_then_succeeded_then_a_cancelled
         assert t.finish() == 0
     finally:
         t.kill()
+
+
+def _spawn(oh, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "oh", "start", "--runtime", "local", *args], cwd=oh.workspace, env=oh.env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _track(oh) -> None:
+    """The fixture stops this backend if the test fails before Ctrl-C does."""
+    oh.started.append(json.loads(next((oh.home / "sessions").glob("*.json")).read_text()))
+
+
+def _end(proc: subprocess.Popen) -> str:
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 0
+    return out
+
+
+@pytest.mark.slow
+def test_plain_mode_prints_one_line_per_job_change_and_json_passes_the_events_through(oh):
+    proc = _spawn(oh)
+    try:
+        assert "listening on" in proc.stdout.readline()
+        _track(oh)
+        p = oh("run", "--background", "--", "exit 4", check=0)
+        job = re.search(r"\bj\d+\b", p.stdout + p.stderr).group()
+        lines = read_until(proc, lambda line: f"job {job} FAILED" in line)
+        assert any(f"job {job} started: " in line and "exit 4 (1 job running)" in line for line in lines), lines
+        assert re.search(rf"job {job} FAILED exit 4 in \d+ ms: .*exit 4 \(0 jobs running\)$", lines[-1].rstrip()), lines[-1]
+        _end(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    proc = _spawn(oh, "--json")
+    try:
+        assert json.loads(proc.stdout.readline())["event"] == "backend_started"
+        _track(oh)
+        p = oh("run", "--background", "--", "true", check=0)
+        job = re.search(r"\bj\d+\b", p.stdout + p.stderr).group()
+        events = [json.loads(line) for line in read_until(proc, lambda line: '"job_finished"' in line)]
+        started = next(e for e in events if e.get("event") == "job_started")
+        finished = events[-1]
+        assert started["job_id"] == finished["job_id"] == job and started["summary"] == "true"
+        assert finished["state"] == "SUCCEEDED" and finished["exit_code"] == 0 and isinstance(finished["duration_ms"], (int, float))
+        _end(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
