@@ -1,7 +1,8 @@
 """The live view of ``oh start``: what a ``/v1/monitor`` client receives, in three renderers.
 
 - ``rich`` (stdout is a TTY): backend line, editor state (spinner while waiting), a table of the
-  delegated actions as they happen, stats and trace path.
+  delegated actions as they happen, background jobs (``job_started`` / ``job_finished``) in rows of
+  their own, stats (with the running-job count) and trace path.
 - ``plain`` (not a TTY): one timestamped line per change.
 - ``json``: NDJSON, one object per monitor frame plus the launcher's own ``backend_started`` /
   ``backend_stopped`` events.
