@@ -1,7 +1,8 @@
 """The live view of ``oh start``: what a ``/v1/monitor`` client receives, in three renderers.
 
 - ``rich`` (stdout is a TTY): backend line, editor state (spinner while waiting), a table of the
-  delegated actions as they happen, stats and trace path.
+  delegated actions as they happen, background jobs (``job_started`` / ``job_finished``) in rows of
+  their own, stats (with the running-job count) and trace path.
 - ``plain`` (not a TTY): one timestamped line per change.
 - ``json``: NDJSON, one object per monitor frame plus the launcher's own ``backend_started`` /
   ``backend_stopped`` events.
@@ -23,6 +24,8 @@ from ..text import fmt
 from ..text.sanitize import visible
 
 MAX_ROWS = 200
+MAX_JOBS = 50  # job rows kept (running ones are never evicted while finished ones remain)
+JOB_STYLES = {"RUNNING": "yellow", "SUCCEEDED": "green", "FAILED": "red", "CANCELLED": "yellow", "LOST": "red"}
 RISK_STYLES = {"HIGH": "bold red", "MEDIUM": "yellow", "LOW": "dim", "UNKNOWN": "dim"}
 # Fixed rows of the rich view besides the action rows: backend, workspace, editor, blank, table
 # header, blank, "N earlier actions hidden", stats, trace.
@@ -95,11 +98,41 @@ class ActionRow:
 
 
 @dataclass
+class JobRow:
+    """One background job (§3.8), from ``job_started`` / ``job_finished``. Text fields are escaped.
+    It answers the same questions as ``ActionRow`` so both share the table's columns."""
+
+    job_id: str
+    time: str
+    agent: str
+    summary: str
+    state: str = "RUNNING"
+    exit_code: int | None = None
+    duration_ms: float | None = None
+    risk: str | None = None  # jobs carry none; here so the table treats both rows alike
+
+    @property
+    def kind(self) -> str:
+        return self.job_id  # the id is what `oh jobs cancel ID` needs
+
+    @property
+    def running(self) -> bool:
+        return self.state == "RUNNING"
+
+    def outcome_text(self) -> str:
+        return self.state
+
+    def exit_text(self) -> str:
+        return "" if self.exit_code is None else str(self.exit_code)
+
+
+@dataclass
 class LiveState:
     backend: dict[str, Any]
     editors: dict[str, dict[str, Any]] = field(default_factory=dict)
     agents: dict[str, str] = field(default_factory=dict)
     actions: "OrderedDict[int, ActionRow]" = field(default_factory=OrderedDict)
+    jobs: "OrderedDict[str, JobRow]" = field(default_factory=OrderedDict)
     stats: dict[str, int] = field(default_factory=lambda: {"done": 0, "pending": 0, "errors": 0})
     editor_gone_reason: str | None = None
     waiting_since: float = field(default_factory=time.monotonic)
@@ -234,6 +267,43 @@ class LiveState:
         risk = f" [risk {row.risk}]" if row.risk else ""
         return [f"{row.agent} {row.kind} {row.summary}{risk} → {row.outcome_text()}{code_txt} in {fmt_ms(row.duration_ms)}"]
 
+    @property
+    def running_jobs(self) -> int:
+        return sum(1 for j in self.jobs.values() if j.running)
+
+    def _job_row(self, frame: dict[str, Any]) -> JobRow:
+        job_id = visible(frame.get("job_id") or "?")[:24]
+        row = self.jobs.get(job_id)
+        if row is None:  # a job_finished for a job that started before this view subscribed
+            row = JobRow(job_id, _clock(frame.get("time")), self.agent_name(frame.get("agent_id", "")), visible(frame.get("summary", "")))
+            self.jobs[job_id] = row
+            self._evict_jobs()
+        return row
+
+    def _evict_jobs(self) -> None:
+        # Oldest finished jobs go first; a running job stays (it is what the user watches).
+        while len(self.jobs) > MAX_JOBS:
+            old = next((k for k, j in self.jobs.items() if not j.running), None)
+            if old is None:
+                break
+            del self.jobs[old]
+
+    def _on_job_started(self, frame: dict[str, Any]) -> list[str]:
+        row = self._job_row(frame)
+        row.state = "RUNNING"
+        return [f"job {row.job_id} started: {row.agent} {row.summary} ({plural(self.running_jobs, 'job')} running)"]
+
+    def _on_job_finished(self, frame: dict[str, Any]) -> list[str]:
+        row = self._job_row(frame)
+        row.state = visible(frame.get("state") or "FINISHED")[:12].upper()
+        code = frame.get("exit_code")
+        row.exit_code = code if isinstance(code, int) and not isinstance(code, bool) else None
+        ms = frame.get("duration_ms")
+        row.duration_ms = ms if isinstance(ms, (int, float)) and not isinstance(ms, bool) else None
+        code_txt = f" exit {row.exit_code}" if row.exit_code is not None else ""
+        dur = f" in {fmt_ms(row.duration_ms)}" if row.duration_ms is not None else ""
+        return [f"job {row.job_id} {row.state}{code_txt}{dur}: {row.agent} {row.summary} ({plural(self.running_jobs, 'job')} running)"]
+
     def _on_token_rotated(self, frame: dict[str, Any]) -> list[str]:
         return [f"token rotated: {frame.get('closed', 0)} connection(s) closed"]
 
@@ -248,6 +318,8 @@ class LiveState:
         "agent_disconnected": _on_agent_disconnected,
         "action_started": _on_action_started,
         "action_finished": _on_action_finished,
+        "job_started": _on_job_started,
+        "job_finished": _on_job_finished,
         "token_rotated": _on_token_rotated,
         "shutting_down": _on_shutting_down,
     }
@@ -258,7 +330,8 @@ class LiveState:
 
     def stats_line(self) -> str:
         st = self.stats
-        return f"{st.get('done', 0)} done · {st.get('pending', 0)} pending · {plural(st.get('errors', 0), 'error')}"
+        line = f"{st.get('done', 0)} done · {st.get('pending', 0)} pending · {plural(st.get('errors', 0), 'error')}"
+        return line + (f" · {plural(self.running_jobs, 'job')} running" if self.jobs else "")
 
     # ------------------------------------------------------------------ rich
     def render(self, height: int = 40, width: int = 120):
@@ -299,19 +372,40 @@ class LiveState:
             hints = [one_line(("  ", ""), (h, "dim")) for h in self.hints]
         else:
             editor = one_line(("runtime local: actions run directly on this machine, no sandbox", "yellow"))
-        table, shown, hidden = self._table(max(1, height - _CHROME_ROWS - len(hints)), width)
+        room = max(1, height - _CHROME_ROWS - len(hints))
+        # Jobs get up to a third of the rows (at most 8, plus their title line); actions the rest.
+        job_room = min(len(self.jobs), 8, max(1, room // 3)) if self.jobs else 0
+        table, shown, hidden, job_lines = self._table(max(1, room - job_room - (1 if job_room else 0)), width, job_room)
         parts: list[Any] = [head, ws, editor, *hints, Text(""), table]
         if hidden:
             parts.append(one_line((f"{plural(hidden, 'earlier action')} hidden (`oh logs` shows all)", "dim")))
+        if job_lines:
+            more = len(self.jobs) - len(job_lines)
+            parts.append(one_line(("background jobs", "bold"), (f" · {self.running_jobs} running", "yellow" if self.running_jobs else "dim"),
+                                  (f" · {more} more (`oh jobs`)" if more else "", "dim")))
+            parts += job_lines
         parts += [Text(""), one_line((self.stats_line(), "dim"),
                                      ("   Ctrl-C stops the backend" if not self.stopping else f"   stopping: {self.stopping}", "dim"))]
         if b.get("trace"):
             parts.append(one_line(("trace ", "dim"), (visible(b["trace"]), "dim")))
         return Group(*parts)
 
-    def _table(self, room: int, width: int):
+    def _shown_jobs(self, room: int) -> list[JobRow]:
+        """Up to ``room`` job rows in start order: running jobs first choice, then the newest finished."""
+        if room <= 0:
+            return []
+        rows = list(self.jobs.values())
+        keep = {id(j) for j in [j for j in rows if j.running][-room:]}
+        for j in reversed(rows):
+            if len(keep) >= room:
+                break
+            keep.add(id(j))
+        return [j for j in rows if id(j) in keep]
+
+    def _table(self, room: int, width: int, job_room: int = 0):
         """The actions table fitted to ``width``: time, agent, kind, outcome, exit and duration keep
-        their width; the summary takes what is left (ellipsis) and is the first to shrink."""
+        their width; the summary takes what is left (ellipsis) and is the first to shrink. Job rows
+        share the columns (kind holds the job id, outcome its state), so both read the same at 80."""
         from rich.cells import cell_len
         from rich.console import Group
         from rich.text import Text
@@ -319,6 +413,8 @@ class LiveState:
         rows = list(self.actions.values())
         shown = rows[-room:] if rows else []
         hidden = self.dropped + len(rows) - len(shown)
+        jobs = self._shown_jobs(job_room)
+        both: list[Any] = [*shown, *jobs]
         with_risk = any(r.risk for r in shown)
 
         def w(values: list[str], header: str, cap: int) -> int:
@@ -326,13 +422,13 @@ class LiveState:
 
         widths = {
             "time": 8,
-            "agent": w([r.agent for r in shown], "agent", 14),
-            "kind": w([r.kind for r in shown], "kind", 6),
-            "summary": max([len("no actions yet"), *(cell_len(r.summary) for r in shown)]),
+            "agent": w([r.agent for r in both], "agent", 14),
+            "kind": w([r.kind for r in both], "kind", 6),
+            "summary": max([len("no actions yet"), *(cell_len(r.summary) for r in both)]),
             "risk": w([r.risk or "" for r in shown], "risk", 7) if with_risk else 0,
-            "outcome": w([r.outcome_text() for r in shown], "outcome", 19),
-            "exit": w([r.exit_text() for r in shown], "exit", 4),
-            "duration": w([fmt_ms(r.duration_ms) for r in shown], "duration", 8),
+            "outcome": w([r.outcome_text() for r in both], "outcome", 19),
+            "exit": w([r.exit_text() for r in both], "exit", 4),
+            "duration": w([fmt_ms(r.duration_ms) for r in both], "duration", 8),
         }
         names = [n for n in widths if widths[n]]
         excess = sum(widths[n] for n in names) + len(names) - 1 - width  # one space between columns
@@ -376,4 +472,9 @@ class LiveState:
         if not shown:
             lines.append(line({"summary": Text("no actions yet" if self.synced else "connecting…", style="dim")}))
         table = Group(*lines)
-        return table, shown, hidden
+        job_lines = [line({
+            "time": Text(j.time), "agent": Text(j.agent), "kind": Text(j.kind), "summary": Text(j.summary),
+            "outcome": Text(j.state, style=JOB_STYLES.get(j.state, "")), "exit": Text(j.exit_text()),
+            "duration": Text(fmt_ms(j.duration_ms)),
+        }) for j in jobs]
+        return table, shown, hidden, job_lines
