@@ -56,6 +56,16 @@ def host_port(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
+def _connect(host: str, port: int, timeout: float):
+    """The one way this module opens a socket: loopback only (refused otherwise), typed errors."""
+    if not is_loopback(host):
+        raise WsError("refused", f"refusing to connect to {host}: oh backends listen on loopback only")
+    try:
+        return _dial(host, port, timeout)
+    except OSError as exc:
+        raise WsError("unreachable", f"cannot reach the backend at {host_port(host, port)}: {exc.strerror or exc}") from None
+
+
 def _dial(host: str, port: int, timeout: float):
     """TCP to a loopback literal (``localhost``: 127.0.0.1, then ::1). No DNS is ever asked."""
     host = host.strip("[]")
@@ -119,13 +129,8 @@ class Connection:
     # ------------------------------------------------------------------ opening
     @classmethod
     def open(cls, host: str, port: int, path: str, headers: dict[str, str], *, timeout: float = 10.0) -> "Connection":
-        if not is_loopback(host):
-            raise WsError("refused", f"refusing to connect to {host}: oh backends listen on loopback only")
         where = host_port(host, port)
-        try:
-            sock = _dial(host, port, timeout)
-        except OSError as exc:
-            raise WsError("unreachable", f"cannot reach the backend at {where}: {exc.strerror or exc}") from None
+        sock = _connect(host, port, timeout)
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             from binascii import b2a_base64
@@ -295,13 +300,8 @@ def _read_body(sock, head: bytes, rest: bytes, limit: int = MAX_HEAD) -> bytes:
 
 def http_get(host: str, port: int, path: str, token: str, *, timeout: float = 2.0) -> tuple[int, bytes]:
     """``GET path`` with the Bearer token (``/v1/status``). Raises WsError("unreachable")."""
-    if not is_loopback(host):
-        raise WsError("refused", f"refusing to connect to {host}: oh backends listen on loopback only")
     where = host_port(host, port)
-    try:
-        sock = _dial(host, port, timeout)
-    except OSError as exc:
-        raise WsError("unreachable", f"cannot reach the backend at {where}: {exc.strerror or exc}") from None
+    sock = _connect(host, port, timeout)
     try:
         request = f"GET {path} HTTP/1.1\r\nHost: {where}\r\nConnection: close\r\nUser-Agent: oh-cli\r\nAuthorization: Bearer {token}\r\n\r\n"
         sock.sendall(request.encode("utf-8"))

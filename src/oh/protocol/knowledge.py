@@ -83,19 +83,9 @@ def local_refusal(kind: str) -> str:
 def knowledge_observation(kind: str, cause: int | None, content: str, extras: dict[str, Any]) -> dict[str, Any]:
     """The observation of a knowledge action: ``observation`` = the action kind, ``content`` a text
     for the agent to read, ``extras`` the structured answer (docs/protocol.md §3.6)."""
-    from .events import now_iso
+    from .events import _obs  # events imports this module for validation: the one observation builder, late
 
-    obs: dict[str, Any] = {
-        "timestamp": now_iso(),
-        "source": "environment",
-        "message": content.split("\n", 1)[0][:200],
-        "observation": kind,
-        "content": content,
-        "extras": extras,
-    }
-    if cause is not None:
-        obs["cause"] = cause
-    return obs
+    return _obs(kind, cause, content, content.split("\n", 1)[0][:200], extras)
 
 
 def summarize_knowledge(kind: str, args: dict[str, Any]) -> str:
