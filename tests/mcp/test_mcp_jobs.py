@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 from conftest import mcp_session, text_of
 
-from cli.conftest import needs_local_runtime
 
-pytestmark = [needs_local_runtime, pytest.mark.slow]
+pytestmark = [pytest.mark.slow]
 
 
 async def test_background_job_poll_wait_output_cancel(oh):
