@@ -93,6 +93,8 @@ export interface Action {
   /** Top-level `timeout` in seconds, when set (`0` = none given). */
   timeout?: number;
   agent?: AgentInfo;
+  /** Top-level `job_id` the backend gives every new command (§4): the command's id in `metadata.job_id`. */
+  jobId?: string;
 }
 
 /** Abort reason when the connection went away under an action: stop waiting, but do not kill anything. */
@@ -101,6 +103,7 @@ export const ORPHANED = 'oh:connection-lost';
 /** `max_output: 0` means "no oh truncation" up to this many characters (16 MiB). */
 export const MAX_OUTPUT_CAP = 16 * 1024 * 1024;
 export const SHELL_KEY = /^[A-Za-z0-9._-]{1,64}$/;
+export const JOB_ID = /^[A-Za-z0-9._-]{1,64}$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 // ---------------------------------------------------------------------------------------------
@@ -208,6 +211,7 @@ export function parseAction(obj: JsonObject): Action {
     timeout = t > 0 ? t : undefined;
   }
   const agent = parseAgent(obj.agent);
+  const jobId = typeof obj.job_id === 'string' && JOB_ID.test(obj.job_id) ? obj.job_id : undefined;
   if (isKnowledgeKind(kind)) {
     const problem = knowledgeArgsProblem(kind, a, (v, key) => isIntAt(obj, v, 'args', key));
     check(problem === undefined, problem ?? '', cause);
@@ -216,6 +220,7 @@ export function parseAction(obj: JsonObject): Action {
   if (kind === 'run') {
     check(typeof a.command === 'string', 'args.command must be a string.', cause);
     for (const key of ['is_input', 'blocking', 'hidden', 'reset']) optType(a, key, isBool, 'a boolean', cause);
+    optType(a, 'job_id', (v) => typeof v === 'string' && JOB_ID.test(v), 'a command id such as "j3"', cause);
     optType(a, 'cwd', isStr, 'a string or null', cause);
     optType(a, 'max_output', (v) => isInt(v) && v >= 0, 'an integer >= 0', cause);
     if (a.env !== undefined && a.env !== null) {
@@ -270,7 +275,7 @@ export function parseAction(obj: JsonObject): Action {
       }
     }
   }
-  return { id: cause, kind: kind as ActionKind, args: a, timeout, agent };
+  return { id: cause, kind: kind as ActionKind, args: a, timeout, agent, jobId };
 }
 
 /**
