@@ -9,6 +9,7 @@ from typing import Optional
 import typer
 
 from ._common import ERROR, USAGE, complete_runtimes, die, err, load_settings, print_ndjson
+from ..config.settings import job_settings
 
 EPILOG = (
     "Exit codes: 0 started (--detach), or stopped on request (Ctrl-C, SIGTERM, SIGHUP: the terminal closed) · "
