@@ -45,7 +45,7 @@ async def _concurrent(info: dict[str, Any], n: int, tag: str) -> list[dict[str, 
     s = info["session_file"]
     async with await Client.connect(s["url"], s["token"], name=f"jobs-{tag}") as c:
         # Every command outlives the time it takes to send them all, so they really overlap.
-        obs = await asyncio.gather(*(c.run(f"sleep 2; echo {tag}-$(( {i} * 3 ))", timeout=600) for i in range(n)))
+        obs = await asyncio.gather(*(c.run(f"sleep 2; echo {tag}-$(( {i} * 3 ))", timeout=180) for i in range(n)))
         return list(obs)
 
 

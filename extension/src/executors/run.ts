@@ -453,7 +453,10 @@ export class RunExecutor implements vscode.Disposable {
     extra.num = num;
     // Started where the main terminal is now; its own `cd`s and exports stay in it.
     extra.lastCwd = slot.shell?.cwd() ?? slot.lastCwd;
-    extra.preferPty = slot.preferPty;
+    // A pseudoterminal (./pty.ts): it serves one command, so shell state need not persist, it is ready at
+    // once, and in the e2e suite terminals created in a burst with shell integration sometimes never
+    // reported their command's end (the pseudoterminal reports it itself).
+    extra.preferPty = true;
     slot.extras.set(id, extra);
     // An extra terminal serves one command: closed when that command ends, whether or not anyone is waiting on it.
     void extra.controller.idle().then(() => setTimeout(() => this.retire(slot, extra), 50));
