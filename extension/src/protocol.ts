@@ -219,7 +219,7 @@ export function parseAction(obj: JsonObject): Action {
   }
   if (kind === 'run') {
     check(typeof a.command === 'string', 'args.command must be a string.', cause);
-    for (const key of ['is_input', 'blocking', 'hidden', 'reset']) optType(a, key, isBool, 'a boolean', cause);
+    for (const key of ['is_input', 'blocking', 'hidden', 'reset', 'exclusive']) optType(a, key, isBool, 'a boolean', cause);
     optType(a, 'job_id', (v) => typeof v === 'string' && JOB_ID.test(v), 'a command id such as "j3"', cause);
     optType(a, 'cwd', isStr, 'a string or null', cause);
     optType(a, 'max_output', (v) => isInt(v) && v >= 0, 'an integer >= 0', cause);

@@ -267,3 +267,18 @@ async def test_stat_reports_type_size_mode_and_encoding(h: Harness, workspace, t
     missing = await h.do("stat", path="nope/x")
     assert missing["observation"] == "stat" and missing["extras"]["exists"] is False and "does not exist" in missing["content"]
     assert error_id(await h.do("stat", path=str(tmp_path / "outside"))) == "PATH_DENIED"
+
+
+async def test_an_exclusive_run_while_the_main_shell_is_busy_is_busy_not_an_extra_shell(workspace, oh_home):
+    """`args.exclusive` (the OpenHands SDK integration sends it): one shell, as the SDK's terminal has."""
+    rt = LocalRuntime(workspace)
+    h = Harness(rt)
+    try:
+        soft = await h.run("sleep 3; echo slept", 0.3)
+        assert code(soft) == -1  # still running in the main shell
+        obs = await h.do("run", command="echo other", exclusive=True)
+        assert error_id(obs) == "BUSY" and "previous command is still running" in obs["content"]
+        assert not rt._terminals["agent-1"].extras  # no extra shell was started for it
+        assert (await h.run("echo shared"))["content"].strip().endswith("shared")  # without it: an extra shell
+    finally:
+        await rt.close()

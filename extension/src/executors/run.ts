@@ -233,6 +233,13 @@ class Slot {
 }
 
 const LEGACY_BACKEND = 'window';
+function mainBusyMessage(command: string): string {
+  return (
+    `Your command "${command.slice(0, 200)}" was NOT executed: the previous command is still running. ` +
+    'Wait for it (send an empty command), send it input (is_input), interrupt it (is_input "C-c"), or reset the shell.'
+  );
+}
+
 /** Terminals per agent shell (main + extra) when the backend's registered answer does not say (its default). */
 export const DEFAULT_MAX_SHELLS = 8;
 
@@ -436,6 +443,8 @@ export class RunExecutor implements vscode.Disposable {
     let lane = slot;
     if (slot.controller.busy) {
       const max = ctx?.maxShells ?? DEFAULT_MAX_SHELLS;
+      // args.exclusive: one terminal, as the OpenHands SDK's (a new command while one runs is an error it sees).
+      if (action.args.exclusive === true) throw new ToolError(mainBusyMessage(String(action.args.command ?? '')), 'BUSY');
       if (lanes.length >= max) throw new ToolError(allBusyMessage(String(action.args.command ?? ''), max), 'BUSY');
       lane = this.newExtra(slot, action);
     }

@@ -19,7 +19,7 @@ def _risk(action: dict[str, Any], security_risk: str | None) -> dict[str, Any]:
 
 def run(command: str, *, timeout: float | None = None, blocking: bool = False, is_input: bool = False, cwd: str | None = None,
         reset: bool | None = None, env: dict[str, str] | None = None, max_output: int | None = None,
-        security_risk: str | None = None) -> dict[str, Any]:
+        security_risk: str | None = None, exclusive: bool | None = None) -> dict[str, Any]:
     args: dict[str, Any] = {"command": command, "is_input": is_input, "thought": "", "blocking": blocking, "is_static": False, "cwd": cwd,
                             "hidden": False, "confirmation_state": "confirmed", "security_risk": -1}
     if reset:
@@ -28,6 +28,8 @@ def run(command: str, *, timeout: float | None = None, blocking: bool = False, i
         args["env"] = dict(env)
     if max_output is not None:
         args["max_output"] = int(max_output)
+    if exclusive:
+        args["exclusive"] = True
     action: dict[str, Any] = {"action": "run", "args": args}
     if timeout is not None:
         action["timeout"] = float(timeout)

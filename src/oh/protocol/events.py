@@ -196,7 +196,7 @@ def parse_action(obj: Any) -> Action:
     timeout = _timeout(obj.get("timeout"), cause)
     if kind == "run":
         _require(isinstance(args.get("command"), str), "args.command must be a string.", cause)
-        for key in ("is_input", "blocking", "hidden", "reset"):
+        for key in ("is_input", "blocking", "hidden", "reset", "exclusive"):
             _opt_type(args, key, (bool,), "a boolean", cause)
         _opt_type(args, "cwd", (str,), "a string or null", cause)
         _require(not (args.get("reset") and args.get("is_input")), "args.reset cannot be combined with args.is_input.", cause)

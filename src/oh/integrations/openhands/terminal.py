@@ -64,6 +64,7 @@ class OhTerminalExecutor(ToolExecutor[TerminalAction, TerminalObservation]):
         env = {**self._env, **secrets_for(action.command, conversation)} if action.command.strip() and not action.is_input else {}
         frame = actions.run(action.command, timeout=action.timeout, is_input=action.is_input, reset=action.reset, env=env,
                             max_output=0,  # the SDK truncates itself and saves the full output to a file
+                            exclusive=True,  # one terminal, as the SDK's: a new command while one runs is an error
                             security_risk=security_risk_of(action, conversation))
         wait = (action.timeout or _DEFAULT_WAIT) + _WAIT_SLACK
         obs = self.link.send(frame, timeout=wait)

@@ -124,9 +124,20 @@ class ShellGroup:
             if cmd is not None and cmd.job_id == new_id:
                 self._tag(obs, new_id, suffix=self._still_running_note(new_id))
             return obs
+        if args.get("exclusive"):
+            return self._main_busy(action)
         if self._shells_in_use() >= self.rt.max_shells:
             return self._limit_busy(action)
         return await self._run_extra(action, cwd)
+
+    def _main_busy(self, action: Action) -> dict[str, Any]:
+        """``args.exclusive``: the agent wants one shell, as the OpenHands SDK's terminal has (a new command
+        while one runs is an error it sees), not an extra shell."""
+        return error_observation(
+            action.id, ErrorId.BUSY,
+            f'Your command "{action.command[:200]}" was NOT executed: the previous command is still running. '
+            'Wait for it (send an empty command), send it input (is_input), interrupt it (is_input "C-c"), or reset the shell.',
+        )
 
     def _limit_busy(self, action: Action) -> dict[str, Any]:
         n, m = self._shells_in_use(), self.rt.max_shells
