@@ -100,7 +100,7 @@ def test_scripted_agent_does_a_realistic_task_through_oh(oh_backend, installed, 
         (TerminalTool.name, {"command": "echo parallel-$((6*7))"}),
         (FileEditorTool.name, {"command": "view", "path": str(ws / "legacy.txt")}),
     )
-    c_soft = s.term("echo started; sleep 2; echo finished", timeout=0.5)
+    c_soft = s.term("echo started; sleep 8; echo finished", timeout=0.5)
     c_busy = s.term("echo not-now")
     c_more = s.term("", timeout=15)
     c_nocmd = s.term("")
