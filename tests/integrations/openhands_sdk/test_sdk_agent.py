@@ -260,7 +260,9 @@ def test_no_backend_keeps_the_sdk_tools_and_warns_once(tmp_path, monkeypatch, in
         out = observations(conversation)[c]
         conversation.close()
         assert type(tool) is TerminalTool, "the SDK's own terminal stays in place"
-        assert "native" in out.text
+        # It ran in the SDK's own terminal. Not its text: the SDK's tmux terminal can drop a fresh pane's first
+        # output (../shared/reference/agents.md), which made this flaky on a loaded machine.
+        assert out.command == "echo native" and not out.is_error
     warnings = [r for r in caplog.records if "no running oh backend" in r.getMessage()]
     assert len(warnings) == 1, [r.getMessage() for r in warnings]
 
