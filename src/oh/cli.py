@@ -100,19 +100,17 @@ def main() -> None:
         from typer._completion_classes import completion_init
 
         completion_init()
-    from .config.paths import UnsafePath
-    from .config.settings import SettingError
-    from .fastpath.exits import USAGE, OhError
+    from .commands._io import failure
 
-    # The one place where a failure becomes output and an exit code (commands and services raise).
+    # The one place where a failure becomes output and an exit code (commands and services raise;
+    # `commands._io.failure` says which exceptions are failures and how they read).
     try:
         _app()(prog_name="oh")
-    except OhError as exc:
-        _fail(exc.message, exc.code, exc.hint)
-    except SettingError as exc:  # a bad flag value, environment variable or config file
-        _fail(str(exc), USAGE)
-    except UnsafePath as exc:  # another user could control an oh directory or file: refuse, say how to fix
-        _fail(f"refusing to use {exc.path}: {exc.problem}.", 1, f"fix: {exc.fix}")
+    except Exception as exc:  # noqa: BLE001 - anything that is not a failure is re-raised: a bug shows its traceback
+        found = failure(exc)
+        if found is None:
+            raise
+        _fail(*found)
 
 
 def _fail(message: str, code: int, hint: str | None = None) -> NoReturn:
