@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any
+from typing import Any, Callable, TextIO
 
 import typer
 
-from ._common import NOT_RUNNING, OK, print_json, print_ndjson
+from ._common import NOT_RUNNING, OK
+from ._io import Streams
 
 WATCH_INTERVAL = 1.0
 EPILOG = "Exit codes: 0 at least one backend is running · 3 none is running."
@@ -36,12 +37,12 @@ def reap_dead() -> list[dict[str, Any]]:
     return dead
 
 
-def tell_dead(dead: list[dict[str, Any]]) -> None:
+def tell_dead(dead: list[dict[str, Any]], err: TextIO | None = None) -> None:
     from ..text.sanitize import visible
 
     for d in dead:
         print(visible(f"oh: backend {d['instance_id']} (pid {d['pid']}, {d['runtime']}, workspace {d['workspace']}) died "
-                      f"without stopping cleanly; its session was removed. Its log: {d['log']}"), file=sys.stderr)
+                      f"without stopping cleanly; its session was removed. Its log: {d['log']}"), file=err or sys.stderr)
 
 
 def collect() -> list[dict[str, Any]]:
@@ -87,40 +88,51 @@ def status(
     Only boolean flags here on purpose: any other parameter type makes typer import pydantic
     (~100 ms), and `oh status` must start fast. --watch refreshes every second.
     """
-    interval = WATCH_INTERVAL
+    raise typer.Exit(run_status(Streams.system(), json_=json_, watch=watch))
+
+
+def run_status(io: Streams, *, json_: bool = False, watch: bool = False, interval: float = WATCH_INTERVAL,
+               sleep: Callable[[float], None] = time.sleep) -> int:
+    """``oh status``'s behaviour. --watch ends on KeyboardInterrupt (Ctrl-C), raised here by ``sleep``
+    as by a test's ``sleep``; the exit code says whether the last round found a backend."""
     if not watch:
         dead = reap_dead()
-        tell_dead(dead)
+        tell_dead(dead, io.err)
         rows = collect()
         if json_:
-            print_json({"sessions": rows, **({"died": dead} if dead else {})})  # "died": only when one did
+            io.json({"sessions": rows, **({"died": dead} if dead else {})})  # "died": only when one did
         else:
-            typer.echo(render_text(rows))
-        raise typer.Exit(OK if rows else NOT_RUNNING)
-    tty = sys.stdout.isatty() and not json_
+            io.print(render_text(rows))
+        return OK if rows else NOT_RUNNING
     rows: list = []
     try:
-        if tty:
-            from rich.console import Console
-            from rich.live import Live
-            from rich.text import Text
-
-            with Live(Text(""), console=Console(), auto_refresh=False, transient=False) as live:
-                died: list = []  # kept on screen: a line that vanished after a second would be missed
-                while True:
-                    died += reap_dead()
-                    rows = collect()
-                    live.update(Text(render_text(rows, died) + f"\n\n(refreshing every {interval:g} s — Ctrl-C to quit)"), refresh=True)
-                    time.sleep(interval)
+        if io.tty and not json_:
+            _watch_rich(io, interval, sleep, rows)
         while True:
             dead = reap_dead()
             rows = collect()
             if json_:
-                print_ndjson({"time": time.time(), "sessions": rows, **({"died": dead} if dead else {})})
+                io.ndjson({"time": time.time(), "sessions": rows, **({"died": dead} if dead else {})})
             else:
-                tell_dead(dead)
-                typer.echo(render_text(rows) + "\n")
-            time.sleep(interval)
+                tell_dead(dead, io.err)
+                io.print(render_text(rows) + "\n")
+            sleep(interval)
     except KeyboardInterrupt:
         pass
-    raise typer.Exit(OK if rows else NOT_RUNNING)
+    return OK if rows else NOT_RUNNING
+
+
+def _watch_rich(io: Streams, interval: float, sleep: Callable[[float], None], rows: list) -> None:
+    """--watch on a terminal: one frame redrawn in place until Ctrl-C (KeyboardInterrupt); ``rows``
+    keeps the last round's sessions for the exit code."""
+    from rich.console import Console
+    from rich.live import Live
+    from rich.text import Text
+
+    with Live(Text(""), console=Console(file=io.out), auto_refresh=False, transient=False) as live:
+        died: list = []  # kept on screen: a line that vanished after a second would be missed
+        while True:
+            died += reap_dead()
+            rows[:] = collect()
+            live.update(Text(render_text(rows, died) + f"\n\n(refreshing every {interval:g} s — Ctrl-C to quit)"), refresh=True)
+            sleep(interval)

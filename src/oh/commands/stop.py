@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 import typer
 
-from ._common import NOT_RUNNING, USAGE, complete_instances, die, pick_session, print_json
+from ._common import NOT_RUNNING, USAGE, complete_instances, die, pick_session
+from ._io import Streams
 
 
 def stop(
@@ -20,17 +21,24 @@ def stop(
 
     Exit codes: 0 stopped · 2 conflicting arguments · 3 nothing to stop.
     """
-    from .. import sessions
-    from ..launcher.process import stop_backend
+    raise typer.Exit(run_stop(Streams.system(), instance=instance, workspace=workspace, all_=all_, timeout=timeout, json_=json_))
 
+
+def run_stop(io: Streams, *, instance: Optional[str] = None, workspace: Optional[str] = None, all_: bool = False,
+             timeout: float = 10.0, json_: bool = False, stop_backend: Optional[Callable] = None) -> int:
+    """``oh stop``'s behaviour; ``stop_backend`` defaults to ``launcher.process.stop_backend``."""
+    from .. import sessions
+
+    if stop_backend is None:
+        from ..launcher.process import stop_backend
     if sum(bool(x) for x in (instance, workspace, all_)) > 1:
         die("give one of INSTANCE, --workspace or --all.", USAGE)
     if all_:
         targets = sessions.list_sessions()
         if not targets:
             if json_:
-                print_json({"stopped": []})
-                raise typer.Exit(NOT_RUNNING)
+                io.json({"stopped": []})
+                return NOT_RUNNING
             die("no backend is running.", NOT_RUNNING)
     else:
         targets = [pick_session(workspace, instance)]
@@ -41,6 +49,7 @@ def stop(
         if not json_:
             text = {"shutdown": "stopped", "sigterm": "stopped with SIGTERM (it did not answer the shutdown request)",
                     "sigkill": "killed with SIGKILL (it ignored SIGTERM)", "gone": "was already gone; session file removed"}[how]
-            typer.echo(f"{s.instance_id} ({s.workspace}) {text}")
+            io.print(f"{s.instance_id} ({s.workspace}) {text}")
     if json_:
-        print_json({"stopped": stopped})
+        io.json({"stopped": stopped})
+    return 0
