@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
+from typing import Callable
+
 import typer
 
-from ._common import USAGE, complete_keys, die, err, print_json
+from ._common import USAGE, complete_keys, die
+from ._io import Streams
 
 app = typer.Typer(
     help="Show and change settings (config.toml). Precedence: flags > env OH_<KEY> > config.toml > defaults.",
@@ -28,24 +31,35 @@ def list_(
     json_: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Every setting with its effective value."""
+    raise typer.Exit(run_list(Streams.system(), show_origin=show_origin, json_=json_))
+
+
+def run_list(io: Streams, *, show_origin: bool = False, json_: bool = False) -> int:
+    """``oh config list``'s behaviour."""
     s = _settings_module()
     from ._common import load_settings
 
     resolved = load_settings()
     if json_:
-        print_json({name: ({"value": r.value, "origin": r.origin, "source": r.detail or None} if show_origin else r.value) for name, r in resolved.items()})
-        return
+        io.json({name: ({"value": r.value, "origin": r.origin, "source": r.detail or None} if show_origin else r.value) for name, r in resolved.items()})
+        return 0
     width = max(len(n) for n in s.KEYS)
     for name, r in resolved.items():
         line = f"{name:<{width}}  {s.display(r.value)}"
         if show_origin:
             line += f"    ({r.origin}{': ' + r.detail if r.detail else ''})"
-        typer.echo(line)
+        io.print(line)
+    return 0
 
 
 @app.command()
 def get(key: str = typer.Argument(..., help="Setting name.", autocompletion=complete_keys)) -> None:
     """Print one setting's effective value."""
+    raise typer.Exit(run_get(Streams.system(), key=key))
+
+
+def run_get(io: Streams, *, key: str) -> int:
+    """``oh config get``'s behaviour."""
     s = _settings_module()
     from ._common import load_settings
 
@@ -53,7 +67,8 @@ def get(key: str = typer.Argument(..., help="Setting name.", autocompletion=comp
         name = s.key(key).name
     except s.SettingError as exc:
         die(str(exc), USAGE)
-    typer.echo(s.display(load_settings().get(name)))
+    io.print(s.display(load_settings().get(name)))
+    return 0
 
 
 @app.command("set")
@@ -62,6 +77,11 @@ def set_(
     value: str = typer.Argument(..., help="New value (validated)."),
 ) -> None:
     """Validate and store a setting in config.toml."""
+    raise typer.Exit(run_set(Streams.system(), key=key, value=value))
+
+
+def run_set(io: Streams, *, key: str, value: str) -> int:
+    """``oh config set``'s behaviour."""
     s = _settings_module()
     try:
         k = s.key(key)
@@ -70,14 +90,20 @@ def set_(
     except s.SettingError as exc:
         die(str(exc), USAGE, f"Allowed: {s.KEYS[s.key(key).name].allowed}." if key.replace("-", "_").lower() in s.KEYS else None)
     path = s.set_in_file(k.name, parsed)
-    typer.echo(f"{k.name} = {s.display(parsed)}  ({path})")
+    io.print(f"{k.name} = {s.display(parsed)}  ({path})")
     if os.environ.get(k.env):
-        err(f"note: {k.env} is set in the environment and overrides this value.")
+        io.note(f"note: {k.env} is set in the environment and overrides this value.")
+    return 0
 
 
 @app.command()
 def unset(key: str = typer.Argument(..., help="Setting name.", autocompletion=complete_keys)) -> None:
     """Remove a setting from config.toml (back to the default)."""
+    raise typer.Exit(run_unset(Streams.system(), key=key))
+
+
+def run_unset(io: Streams, *, key: str) -> int:
+    """``oh config unset``'s behaviour."""
     s = _settings_module()
     name = key.strip().lower().replace("-", "_")
     try:
@@ -87,24 +113,36 @@ def unset(key: str = typer.Argument(..., help="Setting name.", autocompletion=co
     if name not in data:
         if name not in s.KEYS:
             die(f"unknown setting {key!r}.{s.suggest(key)}", USAGE)
-        typer.echo(f"{name} is not set in the file (effective: default)")
-        return
+        io.print(f"{name} is not set in the file (effective: default)")
+        return 0
     path = s.unset_in_file(name)
     default = s.display(s.KEYS[name].default) if name in s.KEYS else "-"
-    typer.echo(f"{name} unset ({path}); default: {default}")
+    io.print(f"{name} unset ({path}); default: {default}")
+    return 0
 
 
 @app.command()
 def path() -> None:
     """Print the config file's path (it may not exist yet)."""
+    raise typer.Exit(run_path(Streams.system()))
+
+
+def run_path(io: Streams) -> int:
+    """``oh config path``'s behaviour."""
     from ..config import paths
 
-    typer.echo(str(paths.config_file()))
+    io.print(str(paths.config_file()))
+    return 0
 
 
 @app.command()
 def edit() -> None:
     """Open config.toml in $VISUAL / $EDITOR, then validate it."""
+    raise typer.Exit(run_edit(Streams.system()))
+
+
+def run_edit(io: Streams, *, call_editor: Callable[[list[str]], int] = subprocess.call) -> int:
+    """``oh config edit``'s behaviour; ``call_editor`` runs the editor's argv and returns its status."""
     s = _settings_module()
     from ..config import paths
 
@@ -114,7 +152,7 @@ def edit() -> None:
     target = paths.config_file()
     if not target.exists():
         paths.write_private_file(target, "# oh settings: see `oh config list --show-origin`\n")
-    rc = subprocess.call([*shlex.split(editor), str(target)])
+    rc = call_editor([*shlex.split(editor), str(target)])
     if rc != 0:
         die(f"the editor exited with status {rc}; the file was not validated.")
     try:
@@ -123,7 +161,8 @@ def edit() -> None:
         problems = [str(exc)]
     if problems:
         for p in problems:
-            err(p)
-        raise typer.Exit(USAGE)
-    typer.echo(f"{target}: valid")
+            io.note(p)
+        return USAGE
+    io.print(f"{target}: valid")
+    return 0
 
