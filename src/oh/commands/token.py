@@ -6,7 +6,8 @@ import os
 
 import typer
 
-from ._common import ERROR, USAGE, die, err, print_json
+from ._common import ERROR, USAGE, die
+from ._io import Streams
 
 app = typer.Typer(
     help="Show where the token lives, or rotate it (running backends switch live).",
@@ -22,6 +23,11 @@ def show(
 ) -> None:
     """Where the token is stored (keyring backend or fallback file, with its real mode and owner),
     its fingerprint, and the fingerprints running backends use."""
+    raise typer.Exit(run_show(Streams.system(), reveal=reveal, json_=json_))
+
+
+def run_show(io: Streams, *, reveal: bool = False, json_: bool = False) -> int:
+    """``oh token show``'s behaviour."""
     from ..config import secrets
     from ..config.paths import UnsafePath
 
@@ -38,8 +44,8 @@ def show(
     if reveal:
         if not token:
             die("no token stored yet.", ERROR, "One is created by `oh start` or `oh token rotate`.")
-        typer.echo(token)
-        return
+        io.print(token)
+        return 0
     info = {
         "stored": bool(token) or refused is not None,
         "storage": storage.kind,
@@ -55,21 +61,22 @@ def show(
     backends = _running_fingerprints(secrets, token)
     info["backends"] = backends
     if json_:
-        print_json(info)
+        io.json(info)
     else:
-        typer.echo(f"storage      {storage.describe()}")
-        typer.echo(f"fingerprint  {info['fingerprint'] or '(no token yet: `oh start` or `oh token rotate` creates one)'}")
+        io.print(f"storage      {storage.describe()}")
+        io.print(f"fingerprint  {info['fingerprint'] or '(no token yet: `oh start` or `oh token rotate` creates one)'}")
         for b in backends:
-            typer.echo(f"backend      {b['instance_id']} uses fingerprint {b['fingerprint']}" + ("" if b["same"] else " (a different token: see below)"))
+            io.print(f"backend      {b['instance_id']} uses fingerprint {b['fingerprint']}" + ("" if b["same"] else " (a different token: see below)"))
         if storage.kind == "keyring" and not storage.secure:
-            err("warning: this keyring backend stores the token unencrypted on disk.")
-    _explain_mismatch(storage, backends)
+            io.note("warning: this keyring backend stores the token unencrypted on disk.")
+    _explain_mismatch(io, storage, backends)
     if refused is not None:
-        err(f"refusing to use {refused.path}: {refused.problem}.")
-        typer.echo(f"    fix: {refused.fix}", err=True)
-        raise typer.Exit(ERROR)
+        io.note(f"refusing to use {refused.path}: {refused.problem}.")
+        io.hint(f"fix: {refused.fix}")
+        return ERROR
     if storage.kind == "file" and storage.problem:
-        err(f"warning: the token file is insecure ({storage.problem}). Fix: chmod 600 {storage.backend}, then `oh token rotate` (it may have been copied).")
+        io.note(f"warning: the token file is insecure ({storage.problem}). Fix: chmod 600 {storage.backend}, then `oh token rotate` (it may have been copied).")
+    return 0
 
 
 def _running_fingerprints(secrets, token: str | None) -> list[dict]:
@@ -85,16 +92,16 @@ def _running_fingerprints(secrets, token: str | None) -> list[dict]:
     return [{"instance_id": s.instance_id, "fingerprint": secrets.fingerprint(s.token), "same": token is not None and s.token == token} for s in found]
 
 
-def _explain_mismatch(storage, backends: list[dict]) -> None:
+def _explain_mismatch(io: Streams, storage, backends: list[dict]) -> None:
     other = [b for b in backends if not b["same"]]
     if not other:
         return
     ids = ", ".join(b["instance_id"] for b in other)
     if storage.kind == "env":
-        err(f"note: OH_TOKEN overrides the stored token for commands you start now, but running backend(s) {ids} keep the token "
+        io.note(f"note: OH_TOKEN overrides the stored token for commands you start now, but running backend(s) {ids} keep the token "
             "they were started with (`oh status` shows that fingerprint). Agent verbs use each backend's own token from its session file.")
     else:
-        err(f"note: running backend(s) {ids} use a different token than the stored one (started with OH_TOKEN, or the store changed since). "
+        io.note(f"note: running backend(s) {ids} use a different token than the stored one (started with OH_TOKEN, or the store changed since). "
             "`oh token rotate` switches them all to a new stored token.")
 
 
@@ -105,6 +112,11 @@ def rotate(json_: bool = typer.Option(False, "--json", help="Machine-readable ou
     Connections opened with the old token are closed (code 4001); editors re-read the new token
     from the session file and reconnect.
     """
+    raise typer.Exit(run_rotate(Streams.system(), json_=json_))
+
+
+def run_rotate(io: Streams, *, json_: bool = False) -> int:
+    """``oh token rotate``'s behaviour."""
     from ..config import secrets
     from .. import sessions
     from ..launcher.control import BackendUnreachable, control
@@ -124,12 +136,11 @@ def rotate(json_: bool = typer.Option(False, "--json", help="Machine-readable ou
             failed.append({"instance_id": s.instance_id, "error": str(exc)})
     result = {"fingerprint": secrets.fingerprint(new), "storage": storage.kind, "backend": storage.backend, "updated": updated, "failed": failed}
     if json_:
-        print_json(result)
+        io.json(result)
     else:
-        typer.echo(f"new token stored in {storage.describe()}; fingerprint {result['fingerprint']}")
+        io.print(f"new token stored in {storage.describe()}; fingerprint {result['fingerprint']}")
         closed = sum(u["closed"] for u in updated)
-        typer.echo(f"{len(updated)} running backend(s) updated" + (f", {closed} connection(s) closed (they reconnect with the new token)" if updated else ""))
+        io.print(f"{len(updated)} running backend(s) updated" + (f", {closed} connection(s) closed (they reconnect with the new token)" if updated else ""))
     for f in failed:
-        err(f"backend {f['instance_id']} not updated: {f['error']}. Restart it: `oh stop {f['instance_id']}` then `oh start`.")
-    if failed:
-        raise typer.Exit(ERROR)
+        io.note(f"backend {f['instance_id']} not updated: {f['error']}. Restart it: `oh stop {f['instance_id']}` then `oh start`.")
+    return ERROR if failed else 0
