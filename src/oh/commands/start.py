@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import sys
 from typing import Optional
 
 import typer
 
-from ._common import ERROR, USAGE, complete_runtimes, die, err, load_settings, print_ndjson
+from ._common import ERROR, USAGE, complete_runtimes, die, load_settings
+from ._io import Streams
 from ..config.settings import job_settings
 
 EPILOG = (
@@ -40,6 +40,14 @@ def start(
     The vscode runtime writes the session file the oh VS Code extension watches: the window
     whose workspace matches connects by itself. Only one backend per workspace.
     """
+    raise typer.Exit(run_start(Streams.system(), runtime=runtime, workspace=workspace, port=port, host=host, detach=detach, json_=json_,
+                               open_=open_, editor_timeout=editor_timeout, action_timeout=action_timeout, allow=allow))
+
+
+def run_start(io: Streams, *, runtime: Optional[str] = None, workspace: str = ".", port: Optional[int] = None, host: Optional[str] = None,
+              detach: bool = False, json_: bool = False, open_: Optional[bool] = None, editor_timeout: Optional[float] = None,
+              action_timeout: Optional[float] = None, allow: Optional[list[str]] = None) -> int:
+    """``oh start``'s behaviour: --detach returns 0 once the backend listens; else the live view's exit code."""
     s = load_settings({"runtime": runtime, "port": port, "host": host, "editor_timeout": editor_timeout, "action_timeout": action_timeout})
     if not os.path.isdir(workspace):
         die(f"workspace {workspace} is not a directory.", USAGE)
@@ -74,33 +82,32 @@ def start(
         from ..launcher.process import stop_backend
 
         stop_backend(session)
-        raise typer.Exit(0)
+        return 0
     try:
         if not json_:
             for _, text in warnings:
-                err(text)
+                io.note(text)
     except OSError:  # the terminal is already gone: same as a hang-up (a detached backend stays)
         if not detach:
             from ..launcher.process import stop_backend
 
             stop_backend(session)
             _silence_output()
-            raise typer.Exit(ERROR) from None
+            return ERROR
     info = {"instance_id": session.instance_id, "pid": session.pid, "port": session.port, "url": session.url,
             "runtime": session.runtime, "workspace": session.workspace}
     if detach:
-        _signal_editor_detached(session, open_mode)
+        _signal_editor_detached(io, session, open_mode)
         if json_:
             # "warnings" only when there is one: the object stays the same for the common case.
-            print_ndjson({**info, **({"warnings": [{"id": wid, "message": text} for wid, text in warnings]} if warnings else {})})
+            io.ndjson({**info, **({"warnings": [{"id": wid, "message": text} for wid, text in warnings]} if warnings else {})})
         else:
-            typer.echo(f"backend {session.instance_id} listening on {session.url} (runtime {session.runtime}, pid {session.pid})")
-            typer.echo(f"workspace {session.workspace}; log {started.log_file}")
-            typer.echo(f"stop it with `oh stop {session.instance_id}`")
-        return
-    mode = "json" if json_ else ("rich" if sys.stdout.isatty() else "plain")
-    code = _foreground(session, open_mode, mode, warnings)
-    raise typer.Exit(code)
+            io.print(f"backend {session.instance_id} listening on {session.url} (runtime {session.runtime}, pid {session.pid})")
+            io.print(f"workspace {session.workspace}; log {started.log_file}")
+            io.print(f"stop it with `oh stop {session.instance_id}`")
+        return 0
+    mode = "json" if json_ else ("rich" if io.tty else "plain")
+    return _foreground(io, session, open_mode, mode, warnings)
 
 
 def workspace_warnings(workspace: str) -> list[tuple[str, str]]:
@@ -145,14 +152,14 @@ class _deferred_signals:
             os_signal.signal(sig, handler)  # type: ignore[arg-type]
 
 
-def _signal_editor_detached(session, open_mode: str) -> None:
+def _signal_editor_detached(io: Streams, session, open_mode: str) -> None:
     from ..launcher import signal as editor_signal
 
     if session.runtime != "vscode" or open_mode == "never":
         return
     if open_mode == "always":
         if editor_signal.open_editor(session.workspace, session.instance_id) is None:
-            err("`code` is not on PATH: open the workspace in VS Code yourself (the extension connects by itself).")
+            io.note("`code` is not on PATH: open the workspace in VS Code yourself (the extension connects by itself).")
         return
     if editor_signal.code_binary() is None:
         return  # auto: nothing we could do; the session file is the signal
@@ -171,72 +178,94 @@ def _signal_editor_detached(session, open_mode: str) -> None:
     editor_signal.open_editor(session.workspace, session.instance_id)
 
 
-def _foreground(session, open_mode: str, mode: str, warnings: list[tuple[str, str]]) -> int:
+def _foreground(io: Streams, session, open_mode: str, mode: str, warnings: list[tuple[str, str]]) -> int:
     """Run the live view until Ctrl-C / SIGTERM / SIGHUP or the backend ends.
 
     Whatever ends the view (a signal, the terminal going away so writes fail with EIO/EPIPE, a bug
     in a renderer), the backend is stopped *before* anything else is printed: output can fail again.
     """
     import asyncio
-    import signal as os_signal
 
-    from .. import sessions
-    from ..launcher.process import stop_backend
-    from ..client.monitor import monitor
-    from ..ui.live import LiveState
-    from ..text.sanitize import visible
+    view = _LiveView(io, session, open_mode, mode)
+    reason, failure = "stopped", None
+    try:
+        if mode == "json":
+            view.announce(warnings)
+        reason = asyncio.run(view.run())
+    except KeyboardInterrupt:
+        reason = "stopped"
+    except BaseException as exc:  # noqa: BLE001 - whatever broke the view, the backend must not outlive it
+        failure = exc
+    if reason == "stopped" or failure is not None:
+        return view.stop_backend(failure)
+    return view.ended_on_its_own(reason)
 
-    state = LiveState(backend=session.public())
 
-    def line(text: str) -> None:
+class _LiveView:
+    """The foreground `oh start`: a /v1/monitor client drawing ``LiveState`` as a rich view, plain
+    lines or NDJSON (``mode``), with the helpers that open VS Code and explain a missing editor."""
+
+    def __init__(self, io: Streams, session, open_mode: str, mode: str) -> None:
+        from ..ui.live import LiveState
+
+        self.io, self.session, self.open_mode, self.mode = io, session, open_mode, mode
+        self.state = LiveState(backend=session.public())
+
+    # ------------------------------------------------------------ output in the three modes
+    def line(self, text: str) -> None:
         from datetime import datetime
 
-        sys.stdout.write(f"{datetime.now().strftime('%H:%M:%S')} {visible(text)}\n")
-        sys.stdout.flush()
+        from ..text.sanitize import visible
 
-    def note(text: str, event: str = "note") -> None:
-        if mode == "plain":
-            line(text)
-        elif mode == "json":
-            print_ndjson({"type": "event", "event": event, "message": text})
+        self.io.out.write(f"{datetime.now().strftime('%H:%M:%S')} {visible(text)}\n")
+        self.io.out.flush()
 
-    def on_frame(frame: dict) -> None:
-        lines = state.apply(frame)
-        if mode == "json":
-            print_ndjson(frame)  # JSON escapes every control character
-        elif mode == "plain":
+    def note(self, text: str, event: str = "note") -> None:
+        if self.mode == "plain":
+            self.line(text)
+        elif self.mode == "json":
+            self.io.ndjson({"type": "event", "event": event, "message": text})
+
+    def on_frame(self, frame: dict) -> None:
+        lines = self.state.apply(frame)
+        if self.mode == "json":
+            self.io.ndjson(frame)  # JSON escapes every control character
+        elif self.mode == "plain":
             for text in lines:
-                line(text)
+                self.line(text)
 
-    def loader():
-        found = sessions.read(sessions.path_for(session.instance_id))
+    def announce(self, warnings: list[tuple[str, str]]) -> None:
+        """NDJSON mode: the backend and the start-up warnings, as the first events."""
+        self.io.ndjson({"type": "event", "event": "backend_started", **{k: v for k, v in self.session.public().items()}})
+        for wid, text in warnings:
+            self.io.ndjson({"type": "event", "event": "warning", "id": wid, "message": text})
+
+    def load_session(self):
+        """The session file again (the monitor reconnects with it), or None once the backend is gone."""
+        from .. import sessions
+
+        found = sessions.read(sessions.path_for(self.session.instance_id))
         return found if found is not None and sessions.is_alive(found) else None
 
-    async def main() -> str:
+    # ------------------------------------------------------------ the asyncio part
+    async def run(self) -> str:
+        """Follow the monitor until it ends (its reason) or a helper fails (its exception is raised)."""
+        import asyncio
+
+        from ..client.monitor import monitor
+
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
-        for sig in (os_signal.SIGINT, os_signal.SIGTERM, os_signal.SIGHUP):
-            if sig != os_signal.SIGINT and os_signal.getsignal(sig) == os_signal.SIG_IGN:
-                continue  # nohup: the user wants the backend to outlive the terminal
-            loop.add_signal_handler(sig, stop.set)
-        helpers = [asyncio.create_task(_open_later(session, open_mode, state, note))] if session.runtime == "vscode" else []
-        if session.runtime == "vscode":
-            helpers.append(asyncio.create_task(_hints_later(session, state, note, mode)))
+        self._stop_on_signals(loop, stop)
+        helpers = self._start_helpers()
         live = None
-        if mode == "rich":
-            live = _start_rich(state)
-            helpers.append(asyncio.create_task(_refresh(live, state)))
-            if hasattr(os_signal, "SIGWINCH"):  # a resized terminal gets a fitted frame at once
-                loop.add_signal_handler(os_signal.SIGWINCH, lambda: setattr(state, "version", state.version + 1))
-        watcher = asyncio.create_task(monitor(loader, on_frame, stop))
+        if self.mode == "rich":
+            live = _start_rich(self.state, self.io)
+            helpers.append(asyncio.create_task(_refresh(live, self.state)))
+            self._redraw_on_resize(loop)
+        watcher = asyncio.create_task(monitor(self.load_session, self.on_frame, stop))
         try:
-            # A helper that fails (a renderer bug, the terminal gone: EIO) ends the view like a signal.
-            waiting = {watcher, *helpers}
-            while True:
-                done, waiting = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-                for task in done:
-                    if task is watcher or task.exception() is not None:
-                        return task.result()  # the monitor's reason, or a helper's exception
+            return await _first_to_end(watcher, helpers)
         finally:
             for task in (watcher, *helpers):
                 task.cancel()
@@ -247,50 +276,86 @@ def _foreground(session, open_mode: str, mode: str, warnings: list[tuple[str, st
                 finally:
                     live.stop()
 
-    reason, failure = "stopped", None
-    try:
-        if mode == "json":
-            print_ndjson({"type": "event", "event": "backend_started", **{k: v for k, v in session.public().items()}})
-            for wid, text in warnings:
-                print_ndjson({"type": "event", "event": "warning", "id": wid, "message": text})
-        reason = asyncio.run(main())
-    except KeyboardInterrupt:
-        reason = "stopped"
-    except BaseException as exc:  # noqa: BLE001 - whatever broke the view, the backend must not outlive it
-        failure = exc
-    if reason == "stopped" or failure is not None:
+    @staticmethod
+    def _stop_on_signals(loop, stop) -> None:
+        import signal as os_signal
+
+        for sig in (os_signal.SIGINT, os_signal.SIGTERM, os_signal.SIGHUP):
+            if sig != os_signal.SIGINT and os_signal.getsignal(sig) == os_signal.SIG_IGN:
+                continue  # nohup: the user wants the backend to outlive the terminal
+            loop.add_signal_handler(sig, stop.set)
+
+    def _redraw_on_resize(self, loop) -> None:
+        import signal as os_signal
+
+        if hasattr(os_signal, "SIGWINCH"):  # a resized terminal gets a fitted frame at once
+            loop.add_signal_handler(os_signal.SIGWINCH, lambda: setattr(self.state, "version", self.state.version + 1))
+
+    def _start_helpers(self) -> list:
+        """runtime vscode: open VS Code when asked (or when none connects), and say why none may come."""
+        import asyncio
+
+        if self.session.runtime != "vscode":
+            return []
+        return [asyncio.create_task(_open_later(self.session, self.open_mode, self.state, self.note)),
+                asyncio.create_task(_hints_later(self.session, self.state, self.note, self.mode))]
+
+    # ------------------------------------------------------------ how the view ended
+    def stop_backend(self, failure: BaseException | None) -> int:
+        """Ctrl-C, a signal or a failed view: stop the backend first, then say so (if output still works)."""
+        import signal as os_signal
+
+        from ..launcher.process import stop_backend
+
         for sig in (os_signal.SIGINT, os_signal.SIGTERM, os_signal.SIGHUP):  # a second Ctrl-C must not leave it half-stopped
             os_signal.signal(sig, os_signal.SIG_IGN)
-        how = stop_backend(session)
+        how = stop_backend(self.session)
         if failure is not None:
-            return _report_failure(session, failure, how)
+            return _report_failure(self.io, self.session, failure, how)
         try:
-            if mode == "json":
-                print_ndjson({"type": "event", "event": "backend_stopped", "instance_id": session.instance_id, "how": how})
+            if self.mode == "json":
+                self.io.ndjson({"type": "event", "event": "backend_stopped", "instance_id": self.session.instance_id, "how": how})
             else:
-                print(f"backend {session.instance_id} stopped ({how})", file=sys.stdout if mode == "plain" else sys.stderr, flush=True)
+                print(f"backend {self.session.instance_id} stopped ({how})", file=self.io.out if self.mode == "plain" else self.io.err, flush=True)
         except OSError:
             _silence_output()  # the terminal is gone (SIGHUP): nothing to tell, nobody to tell
         return 0
-    # The backend went away on its own (oh stop elsewhere, crash, kill).
-    from ..launcher.process import wait_gone
 
-    if wait_gone(session, 3.0):  # a killed process may still be exiting when its socket drops
-        sessions.remove(session.instance_id)
-    clean = bool(state.stopping) or reason == "backend shut down"
-    try:
-        if mode == "json":
-            print_ndjson({"type": "event", "event": "backend_stopped", "instance_id": session.instance_id, "how": "external", "reason": reason})
-        if mode == "plain":
-            line(f"backend {session.instance_id} ended: {state.stopping or reason}")
-        if not clean or mode == "rich":
-            err(f"backend {session.instance_id} ended: {state.stopping or reason}" + ("" if clean else f"; see its log: {process_log(session)}"))
-    except OSError:
-        _silence_output()
-    return 0 if clean else ERROR
+    def ended_on_its_own(self, reason: str) -> int:
+        """The backend went away by itself (oh stop elsewhere, crash, kill): 0 when it shut down cleanly."""
+        from .. import sessions
+        from ..launcher.process import wait_gone
+
+        session, state = self.session, self.state
+        if wait_gone(session, 3.0):  # a killed process may still be exiting when its socket drops
+            sessions.remove(session.instance_id)
+        clean = bool(state.stopping) or reason == "backend shut down"
+        try:
+            if self.mode == "json":
+                self.io.ndjson({"type": "event", "event": "backend_stopped", "instance_id": session.instance_id, "how": "external", "reason": reason})
+            if self.mode == "plain":
+                self.line(f"backend {session.instance_id} ended: {state.stopping or reason}")
+            if not clean or self.mode == "rich":
+                self.io.note(f"backend {session.instance_id} ended: {state.stopping or reason}" + ("" if clean else f"; see its log: {process_log(session)}"))
+        except OSError:
+            _silence_output()
+        return 0 if clean else ERROR
 
 
-def _start_rich(state):
+async def _first_to_end(watcher, helpers: list) -> str:
+    """The monitor's reason once it ends; a helper that fails (a renderer bug, the terminal gone:
+    EIO) ends the view like a signal, by raising its exception here."""
+    import asyncio
+
+    waiting = {watcher, *helpers}
+    while True:
+        done, waiting = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        for task in done:
+            if task is watcher or task.exception() is not None:
+                return task.result()  # the monitor's reason, or a helper's exception
+
+
+def _start_rich(state, io: Streams):
     """rich Live without its refresh thread: ``_refresh`` redraws from the event loop, so a failed
     write (the terminal closed) or a renderer bug reaches ``main`` instead of dying in a thread and
     leaving a frozen view behind."""
@@ -298,7 +363,7 @@ def _start_rich(state):
     from rich.live import Live
     from rich.text import Text
 
-    console = Console()
+    console = Console(file=io.out)
 
     def renderable():
         try:
@@ -376,13 +441,13 @@ def _silence_output() -> None:
         pass
 
 
-def _report_failure(session, failure: BaseException, how: str) -> int:
+def _report_failure(io: Streams, session, failure: BaseException, how: str) -> int:
     import traceback
 
     try:
         if not isinstance(failure, OSError):  # EIO/EPIPE: the terminal or reader is gone, no bug to report
-            traceback.print_exception(failure)
-        err(f"the live view failed ({type(failure).__name__}: {failure}); backend {session.instance_id} was stopped ({how}). "
+            traceback.print_exception(failure, file=io.err)
+        io.note(f"the live view failed ({type(failure).__name__}: {failure}); backend {session.instance_id} was stopped ({how}). "
             + ("" if isinstance(failure, OSError) else "Please report this with the traceback above."))
     except OSError:
         pass
