@@ -16,8 +16,9 @@ from __future__ import annotations
 import io as _stringio
 import json
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, TextIO
+from typing import Any, Callable, Iterator, TextIO
 
 
 @dataclass
@@ -60,6 +61,19 @@ class Streams:
     def ndjson(self, obj: Any) -> None:
         self.out.write(json.dumps(obj, default=str, separators=(",", ":")) + "\n")
         self.out.flush()
+
+
+@contextmanager
+def bound(streams: Streams) -> Iterator[None]:
+    """``sys.stdin/stdout/stderr`` are ``streams`` for the duration: for code shared with the fast path
+    (``oh.fastpath.verbs``), which writes to the process's streams because it must stay stdlib-only and
+    import nothing it does not use. A no-op for ``Streams.system()``."""
+    saved = sys.stdin, sys.stdout, sys.stderr
+    sys.stdin, sys.stdout, sys.stderr = streams.inp, streams.out, streams.err
+    try:
+        yield
+    finally:
+        sys.stdin, sys.stdout, sys.stderr = saved
 
 
 def failure(exc: BaseException) -> tuple[str, int, str | None] | None:

@@ -9,11 +9,13 @@ calls: these typer commands serve ``--help``, completion and the cases the fast 
 
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from contextlib import contextmanager
+from typing import Iterator, List, Optional, Tuple
 
 import typer
 
-from ._common import EXIT_CODES_HELP, complete_instances, pick_session
+from ._common import EXIT_CODES_HELP, OhError, complete_instances, pick_session
+from ._io import Streams, bound
 
 EPILOG = EXIT_CODES_HELP + " `oh run` otherwise exits with the command's own exit code (6 when it was refused: another command still runs)."
 
@@ -23,31 +25,33 @@ _JSON = typer.Option(False, "--json", help="Print the observation as JSON (OpenH
 _QUIET = typer.Option(False, "--quiet", "-q", help="Print only the result and errors: no notes, confirmations or snippets.")
 
 
-def _call(verb: str, workspace: Optional[str], instance: Optional[str], **kw) -> None:
+def _call(io: Streams, verb: str, workspace: Optional[str], instance: Optional[str], **kw) -> int:
     """Run a verb of oh.fastpath.verbs (the one implementation) on the session the full CLI picked."""
     from dataclasses import asdict
 
     from ..fastpath import verbs
 
     session = asdict(pick_session(workspace, instance))
+    with bound(io), _failed_as_oherror():
+        return getattr(verbs, verb)(session, **kw)
+
+
+@contextmanager
+def _failed_as_oherror() -> Iterator[None]:
+    """The fast path's ``verbs.Failed`` is the typer path's ``OhError``: same message, hint and exit code."""
+    from ..fastpath import verbs
+
     try:
-        code = getattr(verbs, verb)(session, **kw)
+        yield
     except verbs.Failed as exc:
-        verbs.err(str(exc))
-        if exc.hint:
-            typer.echo(f"    {exc.hint}", err=True)
-        code = exc.code
-    raise typer.Exit(code)
+        raise OhError(str(exc), exc.code, exc.hint) from None
 
 
 def _mode(*pairs, default=None, what: str) -> str:
     from ..fastpath import verbs
 
-    try:
+    with _failed_as_oherror():
         return verbs.pick_mode(*pairs, default=default, what=what)
-    except verbs.Failed as exc:
-        verbs.err(str(exc))
-        raise typer.Exit(exc.code) from None
 
 
 def run(
@@ -73,14 +77,23 @@ def run(
 
     Example: oh run -- pytest -q tests/
     """
+    raise typer.Exit(run_run(Streams.system(), command=list(command or []), timeout=timeout, cwd=cwd, input_=input_, interrupt=interrupt,
+                             wait=wait, reset=reset, max_output=max_output, background=background, force=force, workspace=workspace,
+                             instance=instance, json_=json_, quiet=quiet))
+
+
+def run_run(io: Streams, *, command: list[str], timeout: Optional[float] = None, cwd: Optional[str] = None, input_: Optional[str] = None,
+            interrupt: bool = False, wait: bool = False, reset: bool = False, max_output: Optional[int] = None, background: bool = False,
+            force: bool = False, workspace: Optional[str] = None, instance: Optional[str] = None, json_: bool = False, quiet: bool = False) -> int:
+    """``oh run``'s behaviour: the command's own exit code, or oh's (`oh --help`)."""
     if background:  # issue 11: the job verbs live in commands/jobs.py
         from .jobs import start_background
 
-        raise typer.Exit(start_background(list(command or []), cwd, workspace, instance, force=force, json_=json_))
+        return start_background(io, command, cwd, workspace, instance, force=force, json_=json_)
     mode = _mode(("input", input_ is not None), ("interrupt", interrupt), ("wait", wait), ("reset", reset),
                  default="command", what="--input, --interrupt, --wait, --reset")
-    _call("run", workspace, instance, command=list(command or []), mode=mode, text=input_, timeout=timeout, cwd=cwd,
-          max_output=max_output, json_=json_, quiet=quiet)
+    return _call(io, "run", workspace, instance, command=command, mode=mode, text=input_, timeout=timeout, cwd=cwd,
+                 max_output=max_output, json_=json_, quiet=quiet)
 
 
 def read(
@@ -93,7 +106,13 @@ def read(
     quiet: bool = _QUIET,
 ) -> None:
     """Read a file through the backend (the editor's view of it for runtime vscode)."""
-    _call("read", workspace, instance, path=path, start=start, end=end, json_=json_, quiet=quiet)
+    raise typer.Exit(run_read(Streams.system(), path=path, start=start, end=end, workspace=workspace, instance=instance, json_=json_, quiet=quiet))
+
+
+def run_read(io: Streams, *, path: str, start: int = 0, end: int = -1, workspace: Optional[str] = None, instance: Optional[str] = None,
+             json_: bool = False, quiet: bool = False) -> int:
+    """``oh read``'s behaviour."""
+    return _call(io, "read", workspace, instance, path=path, start=start, end=end, json_=json_, quiet=quiet)
 
 
 def write(
@@ -107,19 +126,23 @@ def write(
     quiet: bool = _QUIET,
 ) -> None:
     """Write a file through the backend (atomic)."""
+    raise typer.Exit(run_write(Streams.system(), path=path, content=content, append=append, create=create, workspace=workspace,
+                               instance=instance, json_=json_, quiet=quiet))
+
+
+def run_write(io: Streams, *, path: str, content: Optional[str] = None, append: bool = False, create: bool = False,
+              workspace: Optional[str] = None, instance: Optional[str] = None, json_: bool = False, quiet: bool = False) -> int:
+    """``oh write``'s behaviour: the content from ``content``, else from ``io.inp``."""
     from ..fastpath import verbs
 
-    try:
+    with bound(io), _failed_as_oherror():
         text = verbs.content_or_stdin(content)
-    except verbs.Failed as exc:
-        verbs.err(str(exc))
-        raise typer.Exit(exc.code) from None
     if append or create:  # issue 11: write modes (commands/jobs.py)
         from .jobs import write_mode
 
         mode = _mode(("append", append), ("create", create), what="--append, --create")
-        raise typer.Exit(write_mode(path, text, mode, workspace, instance, json_=json_, quiet=quiet))
-    _call("write", workspace, instance, path=path, content=text, json_=json_, quiet=quiet)
+        return write_mode(io, path, text, mode, workspace, instance, json_=json_, quiet=quiet)
+    return _call(io, "write", workspace, instance, path=path, content=text, json_=json_, quiet=quiet)
 
 
 def edit(
@@ -135,6 +158,14 @@ def edit(
     quiet: bool = _QUIET,
 ) -> None:
     """Edit a file through the backend with OpenHands' editor commands (exactly one mode)."""
+    raise typer.Exit(run_edit(Streams.system(), path=path, create=create, replace=replace, insert=insert, undo=undo, view=view,
+                              workspace=workspace, instance=instance, json_=json_, quiet=quiet))
+
+
+def run_edit(io: Streams, *, path: str, create: Optional[str] = None, replace: Optional[Tuple[str, str]] = None,
+             insert: Optional[Tuple[int, str]] = None, undo: bool = False, view: bool = False, workspace: Optional[str] = None,
+             instance: Optional[str] = None, json_: bool = False, quiet: bool = False) -> int:
+    """``oh edit``'s behaviour (exactly one mode)."""
     mode = _mode(("create", create is not None), ("replace", replace is not None), ("insert", insert is not None), ("undo", undo), ("view", view),
                  what="--create, --replace, --insert, --undo, --view")
-    _call("edit", workspace, instance, path=path, mode=mode, create=create, replace=replace, insert=insert, json_=json_, quiet=quiet)
+    return _call(io, "edit", workspace, instance, path=path, mode=mode, create=create, replace=replace, insert=insert, json_=json_, quiet=quiet)

@@ -9,13 +9,13 @@ away) or an unknown id; the usual codes otherwise (`oh --help`).
 
 from __future__ import annotations
 
-import sys
 import time
 from typing import Optional
 
 import typer
 
-from ._common import ACTION_FAILED, AUTH, TIMEOUT, UNREACHABLE, complete_instances, die, pick_session, print_json
+from ._common import ACTION_FAILED, AUTH, TIMEOUT, UNREACHABLE, USAGE, OhError, complete_instances, die, pick_session
+from ._io import Streams
 
 CLI_SHELL = "cli"  # SPEC-wave2 A: the shell every `oh run` shares
 WAIT_CHUNK = 200.0  # one `job wait` request at most this long (the backend caps a wait at 240 s)
@@ -51,14 +51,26 @@ def _call(workspace: Optional[str], instance: Optional[str], fn):
 def _refused(obs) -> None:
     """An error observation ends the command: its message on stderr, exit 6 (or 2 for BAD_REQUEST)."""
     if obs.kind == "error":
-        typer.echo(f"oh: {obs.error_id}: {obs.content}", err=True)
-        raise typer.Exit(2 if obs.error_id == "BAD_REQUEST" else ACTION_FAILED)
+        raise OhError(f"{obs.error_id}: {obs.content}", USAGE if obs.error_id == "BAD_REQUEST" else ACTION_FAILED)
+
+
+def _answer(workspace: Optional[str], instance: Optional[str], fn):
+    """``_call``, then ``_refused``: the observation of a request that must not be an error."""
+    obs = _call(workspace, instance, fn)
+    _refused(obs)
+    return obs
 
 
 def _age(seconds) -> str:
     from ..text.fmt import fmt_duration
 
     return fmt_duration(seconds) if isinstance(seconds, (int, float)) else "-"
+
+
+def _tail(io: Streams, content: str) -> None:
+    """A job's output text, ending with a newline."""
+    io.out.write(content if content.endswith("\n") else content + "\n")
+    io.out.flush()
 
 
 @app.callback()
@@ -71,15 +83,19 @@ def jobs(
     """List the jobs of the `oh run` shell (running, and finished within job_retention)."""
     if ctx.invoked_subcommand is not None:
         return
-    obs = _call(workspace, instance, lambda c, s: c.jobs())
-    _refused(obs)
+    raise typer.Exit(run_jobs(Streams.system(), workspace=workspace, instance=instance, json_=json_))
+
+
+def run_jobs(io: Streams, *, workspace: Optional[str] = None, instance: Optional[str] = None, json_: bool = False) -> int:
+    """``oh jobs``'s behaviour: the table of jobs (or their records as JSON)."""
+    obs = _answer(workspace, instance, lambda c, s: c.jobs())
     records = obs.extras.get("jobs") or []
     if json_:
-        print_json(records)
-        return
+        io.json(records)
+        return 0
     if not records:
-        typer.echo("no jobs (start one with `oh run --background -- CMD`)")
-        return
+        io.print("no jobs (start one with `oh run --background -- CMD`)")
+        return 0
     rows = [("ID", "STATE", "EXIT", "TIME", "COMMAND")]
     for r in records:
         code = r.get("exit_code")
@@ -87,7 +103,8 @@ def jobs(
         rows.append((str(r.get("job_id")), str(r.get("state")) + kind, "-" if code is None else str(code), _age(r.get("duration_s")), " ".join(str(r.get("command", "")).split())[:80]))
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     for row in rows:
-        typer.echo("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:4])) + "  " + row[4])
+        io.print("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:4])) + "  " + row[4])
+    return 0
 
 
 def _exit_for(record: dict) -> int:
@@ -112,6 +129,12 @@ def wait(
     json_: bool = _JSON,
 ) -> None:
     """Wait until a job ends; print its output tail; exit with its exit code."""
+    raise typer.Exit(run_wait(Streams.system(), job_id=job_id, timeout=timeout, quiet=quiet, workspace=workspace, instance=instance, json_=json_))
+
+
+def run_wait(io: Streams, *, job_id: str, timeout: Optional[float] = None, quiet: bool = False, workspace: Optional[str] = None,
+             instance: Optional[str] = None, json_: bool = False) -> int:
+    """``oh jobs wait``'s behaviour: the job's exit code (124 still running, 130 cancelled, 6 lost)."""
 
     def call(client, session):
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -123,23 +146,21 @@ def wait(
             if deadline is not None and time.monotonic() >= deadline:
                 return obs
 
-    obs = _call(workspace, instance, call)
-    _refused(obs)
+    obs = _answer(workspace, instance, call)
     record = obs.job
     if json_:
-        print_json(dict(obs))
+        io.json(dict(obs))
     elif not quiet and obs.content:
-        sys.stdout.write(obs.content if obs.content.endswith("\n") else obs.content + "\n")
-        sys.stdout.flush()
+        _tail(io, obs.content)
     state = record.get("state")
     if not json_:
         if state == "RUNNING":
-            typer.echo(f"oh: job {job_id} is still running after {timeout:g} s (it keeps running; `oh jobs cancel {job_id}` stops it).", err=True)
+            io.note(f"job {job_id} is still running after {timeout:g} s (it keeps running; `oh jobs cancel {job_id}` stops it).")
         elif state == "LOST":
-            typer.echo(f"oh: job {job_id} is LOST: the editor that ran it went away.", err=True)
+            io.note(f"job {job_id} is LOST: the editor that ran it went away.")
         elif state == "CANCELLED":
-            typer.echo(f"oh: job {job_id} was cancelled.", err=True)
-    raise typer.Exit(_exit_for(record))
+            io.note(f"job {job_id} was cancelled.")
+    return _exit_for(record)
 
 
 @app.command()
@@ -152,6 +173,12 @@ def output(
     json_: bool = _JSON,
 ) -> None:
     """Print a job's output (all of it that is kept, or from --offset); -f follows it."""
+    raise typer.Exit(run_output(Streams.system(), job_id=job_id, offset=offset, follow=follow, workspace=workspace, instance=instance, json_=json_))
+
+
+def run_output(io: Streams, *, job_id: str, offset: int = 0, follow: bool = False, workspace: Optional[str] = None,
+               instance: Optional[str] = None, json_: bool = False) -> int:
+    """``oh jobs output``'s behaviour."""
 
     def call(client, session):
         pos = offset
@@ -160,19 +187,20 @@ def output(
             _refused(obs)
             ex = obs.extras
             if json_:
-                print_json(dict(obs))
+                io.json(dict(obs))
             else:
                 dropped = ex.get("offset", pos) - pos
                 if dropped > 0:
-                    typer.echo(f"oh: {dropped} bytes before offset {ex.get('offset')} are no longer kept (the job's output spool is bounded).", err=True)
+                    io.note(f"{dropped} bytes before offset {ex.get('offset')} are no longer kept (the job's output spool is bounded).")
                 if obs.content:
-                    sys.stdout.write(obs.content)
-                    sys.stdout.flush()
+                    io.out.write(obs.content)
+                    io.out.flush()
             pos = ex.get("next_offset", pos)
             if not follow or ex.get("eof") or obs.job.get("state") != "RUNNING" and pos >= ex.get("size", pos):
                 return obs
 
     _call(workspace, instance, call)
+    return 0
 
 
 @app.command()
@@ -183,12 +211,17 @@ def cancel(
     json_: bool = _JSON,
 ) -> None:
     """Stop a job: C-c first, then its whole process group after 2 s."""
-    obs = _call(workspace, instance, lambda c, s: c.job_cancel(job_id))
-    _refused(obs)
+    raise typer.Exit(run_cancel(Streams.system(), job_id=job_id, workspace=workspace, instance=instance, json_=json_))
+
+
+def run_cancel(io: Streams, *, job_id: str, workspace: Optional[str] = None, instance: Optional[str] = None, json_: bool = False) -> int:
+    """``oh jobs cancel``'s behaviour."""
+    obs = _answer(workspace, instance, lambda c, s: c.job_cancel(job_id))
     if json_:
-        print_json(dict(obs))
+        io.json(dict(obs))
     else:
-        typer.echo(obs.content)
+        io.print(obs.content)
+    return 0
 
 
 @app.command()
@@ -199,16 +232,22 @@ def poll(
     json_: bool = _JSON,
 ) -> None:
     """Show a job's state and the tail of its output, without waiting."""
-    obs = _call(workspace, instance, lambda c, s: c.job_poll(job_id))
-    _refused(obs)
+    raise typer.Exit(run_poll(Streams.system(), job_id=job_id, workspace=workspace, instance=instance, json_=json_))
+
+
+def run_poll(io: Streams, *, job_id: str, workspace: Optional[str] = None, instance: Optional[str] = None, json_: bool = False) -> int:
+    """``oh jobs poll``'s behaviour: the state line on stderr, the output tail on stdout."""
+    obs = _answer(workspace, instance, lambda c, s: c.job_poll(job_id))
     if json_:
-        print_json(dict(obs))
-        return
+        io.json(dict(obs))
+        return 0
     r = obs.job
     code = r.get("exit_code")
-    typer.echo(f"{r.get('job_id')}  {r.get('state')}{'' if code is None else f' (exit {code})'}  {_age(r.get('duration_s'))}  {r.get('command')}", err=True)
+    io.err.write(f"{r.get('job_id')}  {r.get('state')}{'' if code is None else f' (exit {code})'}  {_age(r.get('duration_s'))}  {r.get('command')}\n")
+    io.err.flush()
     if obs.content:
-        sys.stdout.write(obs.content if obs.content.endswith("\n") else obs.content + "\n")
+        _tail(io, obs.content)
+    return 0
 
 
 # ---------------------------------------------------------------- used by `oh run` / `oh write` / `oh stat`
@@ -222,41 +261,39 @@ def _where(session, path: Optional[str]) -> str:
     return verbs.resolve(path, s) if path else verbs.base_dir(s)
 
 
-def start_background(command: list, cwd: Optional[str], workspace: Optional[str], instance: Optional[str], *, force: bool = False, json_: bool = False) -> int:
+def start_background(io: Streams, command: list, cwd: Optional[str], workspace: Optional[str], instance: Optional[str], *, force: bool = False, json_: bool = False) -> int:
     """``oh run --background -- CMD``: start the job in the `cli` shell; print its id; exit 0."""
     from ..fastpath.verbs import shell_quote
 
     line = command[0] if len(command) == 1 else " ".join(shell_quote(w) for w in command)
     if not line.strip():
-        die("give the command to start (e.g. `oh run --background -- npm run dev`).", 2)
-    obs = _call(workspace, instance, lambda c, s: c.run_background(line, cwd=_where(s, cwd), force=force))
-    _refused(obs)
+        die("give the command to start (e.g. `oh run --background -- npm run dev`).", USAGE)
+    obs = _answer(workspace, instance, lambda c, s: c.run_background(line, cwd=_where(s, cwd), force=force))
     if json_:
-        print_json(dict(obs))
+        io.json(dict(obs))
         return 0
     jid = obs.job_id
     if jid is None:
         die("the backend did not start a background job (its editor may not support jobs).", ACTION_FAILED)
-    typer.echo(jid)
+    io.print(jid)
     suffix = ((obs.extras.get("metadata") or {}).get("suffix") or "").strip()
     if "already running" in suffix:
-        typer.echo(f"oh: {jid} was already running with the same command, directory and environment (use --force for another).", err=True)
+        io.note(f"{jid} was already running with the same command, directory and environment (use --force for another).")
     return 0
 
 
-def write_mode(path: str, content: str, mode: str, workspace: Optional[str], instance: Optional[str], *, json_: bool = False, quiet: bool = False) -> int:
+def write_mode(io: Streams, path: str, content: str, mode: str, workspace: Optional[str], instance: Optional[str], *, json_: bool = False, quiet: bool = False) -> int:
     """``oh write --append/--create``: write through the backend in that mode; say what happened."""
-    obs = _call(workspace, instance, lambda c, s: c.write_file(_where(s, path), content, mode=mode))
-    _refused(obs)
+    obs = _answer(workspace, instance, lambda c, s: c.write_file(_where(s, path), content, mode=mode))
     if json_:
-        print_json(dict(obs))
+        io.json(dict(obs))
     elif quiet:
         pass
     elif obs.content:  # create found the file there: nothing was changed
-        typer.echo(obs.content)
+        io.print(obs.content)
     else:
         verb = "appended" if mode == "append" else "created"
-        typer.echo(f"{verb} {len(content.encode('utf-8'))} bytes {'to' if mode == 'append' else 'as'} {obs.extras.get('path') or path}")
+        io.print(f"{verb} {len(content.encode('utf-8'))} bytes {'to' if mode == 'append' else 'as'} {obs.extras.get('path') or path}")
     return 0
 
 
@@ -267,11 +304,15 @@ def stat(
     json_: bool = _JSON,
 ) -> None:
     """Whether a path exists, and its type, size, mtime, mode and text encoding. Exit 1 if it does not exist."""
-    obs = _call(workspace, instance, lambda c, s: c.stat(_where(s, path)))
-    _refused(obs)
+    raise typer.Exit(run_stat(Streams.system(), path=path, workspace=workspace, instance=instance, json_=json_))
+
+
+def run_stat(io: Streams, *, path: str, workspace: Optional[str] = None, instance: Optional[str] = None, json_: bool = False) -> int:
+    """``oh stat``'s behaviour: 0 when the path exists, 1 when it does not."""
+    obs = _answer(workspace, instance, lambda c, s: c.stat(_where(s, path)))
     ex = obs.extras
     if json_:
-        print_json({k: v for k, v in ex.items()})
+        io.json({k: v for k, v in ex.items()})
     else:
-        typer.echo(obs.content)
-    raise typer.Exit(0 if ex.get("exists") else 1)
+        io.print(obs.content)
+    return 0 if ex.get("exists") else 1
