@@ -14,7 +14,8 @@ from typing import Optional
 
 import typer
 
-from ._common import EXIT_CODES_HELP, USAGE, complete_instances, pick_session
+from ._common import EXIT_CODES_HELP, USAGE, OhError, complete_instances, pick_session
+from ._io import Streams, bound
 
 EPILOG = EXIT_CODES_HELP + " These commands need a backend started with `oh start --runtime vscode` and VS Code connected."
 
@@ -39,7 +40,7 @@ def parse_location(text: str, *, need_position: bool) -> tuple[str, int | None, 
     return m.group("path"), line, col
 
 
-def _send(workspace: Optional[str], instance: Optional[str], action: dict, json_: bool, *, resolve_path: bool = True) -> None:
+def _send(io: Streams, workspace: Optional[str], instance: Optional[str], action: dict, json_: bool, *, resolve_path: bool = True) -> int:
     from dataclasses import asdict
 
     from ..fastpath import verbs
@@ -48,28 +49,25 @@ def _send(workspace: Optional[str], instance: Optional[str], action: dict, json_
     args = action["args"]
     if resolve_path and args.get("path"):
         args["path"] = verbs.resolve(args["path"], session)
-    try:
-        obs = verbs.exchange(session, action, announce=not json_)
-        code = verbs.finish(obs, json_)
-    except verbs.Failed as exc:
-        verbs.err(str(exc))
-        if exc.hint:
-            typer.echo(f"    {exc.hint}", err=True)
-        raise typer.Exit(exc.code) from None
+    with bound(io):
+        try:
+            obs = verbs.exchange(session, action, announce=not json_)
+            code = verbs.finish(obs, json_)
+        except verbs.Failed as exc:
+            raise OhError(str(exc), exc.code, exc.hint) from None
     if code is None and action["action"] == "diagnostics":
         # Like a compiler: exit 1 when there are errors, so `oh diagnostics && next-step` works.
         extras = obs.get("extras") or {}
         if any(d.get("severity") == "error" for d in extras.get("diagnostics") or []):
             code = 1
-    raise typer.Exit(code or 0)
+    return code or 0
 
 
-def _location_or_exit(text: str, need_position: bool) -> tuple[str, int | None, int | None]:
+def _location(text: str, need_position: bool) -> tuple[str, int | None, int | None]:
     try:
         return parse_location(text, need_position=need_position)
     except ValueError as exc:
-        typer.echo(f"oh: {exc}.", err=True)
-        raise typer.Exit(USAGE) from None
+        raise OhError(f"{exc}.", USAGE) from None
 
 
 def diagnostics(
@@ -84,15 +82,20 @@ def diagnostics(
 
     Example: oh diagnostics src/app.ts
     """
+    raise typer.Exit(run_diagnostics(Streams.system(), path=path, severity=severity, wait=wait, workspace=workspace, instance=instance, json_=json_))
+
+
+def run_diagnostics(io: Streams, *, path: Optional[str] = None, severity: str = "warning", wait: Optional[float] = None,
+                    workspace: Optional[str] = None, instance: Optional[str] = None, json_: bool = False) -> int:
+    """``oh diagnostics``'s behaviour: 1 when an error is reported."""
     if severity not in ("error", "warning", "info", "hint"):
-        typer.echo(f"oh: --severity must be error, warning, info or hint (got {severity!r}).", err=True)
-        raise typer.Exit(USAGE)
+        raise OhError(f"--severity must be error, warning, info or hint (got {severity!r}).", USAGE)
     args: dict = {"severity": severity}
     if path:
         args["path"] = path
     if wait is not None:
         args["wait"] = wait
-    _send(workspace, instance, {"action": "diagnostics", "args": args}, json_)
+    return _send(io, workspace, instance, {"action": "diagnostics", "args": args}, json_)
 
 
 def open_(
@@ -106,21 +109,26 @@ def open_(
 
     Example: oh open src/app.ts:42
     """
-    path, line, col = _location_or_exit(location, False)
+    raise typer.Exit(run_open(Streams.system(), location=location, end=end, workspace=workspace, instance=instance, json_=json_))
+
+
+def run_open(io: Streams, *, location: str, end: Optional[str] = None, workspace: Optional[str] = None, instance: Optional[str] = None,
+             json_: bool = False) -> int:
+    """``oh open``'s behaviour."""
+    path, line, col = _location(location, False)
     args: dict = {"path": path}
     if line is not None:
         args["line"] = line
     if col is not None:
         args["column"] = col
     if end:
-        _, end_line, end_col = _location_or_exit("x:" + end, False)
+        _, end_line, end_col = _location("x:" + end, False)
         if line is None or end_line is None:
-            typer.echo("oh: --to needs a line in PATH:LINE and a LINE[:COL] after --to.", err=True)
-            raise typer.Exit(USAGE)
+            raise OhError("--to needs a line in PATH:LINE and a LINE[:COL] after --to.", USAGE)
         args["end_line"] = end_line
         if end_col is not None:
             args["end_column"] = end_col
-    _send(workspace, instance, {"action": "open", "args": args}, json_)
+    return _send(io, workspace, instance, {"action": "open", "args": args}, json_)
 
 
 def editors(
@@ -129,7 +137,12 @@ def editors(
     json_: bool = _JSON,
 ) -> None:
     """The files open in VS Code: the active one, the selection, unsaved (dirty) state."""
-    _send(workspace, instance, {"action": "editors", "args": {}}, json_)
+    raise typer.Exit(run_editors(Streams.system(), workspace=workspace, instance=instance, json_=json_))
+
+
+def run_editors(io: Streams, *, workspace: Optional[str] = None, instance: Optional[str] = None, json_: bool = False) -> int:
+    """``oh editors``'s behaviour."""
+    return _send(io, workspace, instance, {"action": "editors", "args": {}}, json_)
 
 
 def symbols(
@@ -143,7 +156,13 @@ def symbols(
 
     Example: oh symbols parseConfig
     """
-    _send(workspace, instance, {"action": "symbols", "args": {"query": query, "limit": limit}}, json_)
+    raise typer.Exit(run_symbols(Streams.system(), query=query, limit=limit, workspace=workspace, instance=instance, json_=json_))
+
+
+def run_symbols(io: Streams, *, query: str, limit: int = 100, workspace: Optional[str] = None, instance: Optional[str] = None,
+                json_: bool = False) -> int:
+    """``oh symbols``'s behaviour."""
+    return _send(io, workspace, instance, {"action": "symbols", "args": {"query": query, "limit": limit}}, json_)
 
 
 def definition(
@@ -156,8 +175,7 @@ def definition(
 
     Example: oh definition src/app.ts:12:5
     """
-    path, line, col = _location_or_exit(location, True)
-    _send(workspace, instance, {"action": "definition", "args": {"path": path, "line": line, "column": col}}, json_)
+    raise typer.Exit(run_at_position(Streams.system(), "definition", location, workspace=workspace, instance=instance, json_=json_))
 
 
 def references(
@@ -171,9 +189,15 @@ def references(
 
     Example: oh references src/app.ts:12:5
     """
-    path, line, col = _location_or_exit(location, True)
-    args = {"path": path, "line": line, "column": col, "include_declaration": not no_declaration}
-    _send(workspace, instance, {"action": "references", "args": args}, json_)
+    raise typer.Exit(run_at_position(Streams.system(), "references", location, workspace=workspace, instance=instance, json_=json_,
+                                     include_declaration=not no_declaration))
+
+
+def run_at_position(io: Streams, kind: str, location: str, *, workspace: Optional[str] = None, instance: Optional[str] = None,
+                    json_: bool = False, **extra) -> int:
+    """``oh definition`` / ``oh references``: action ``kind`` at ``PATH:LINE:COL`` (plus ``extra`` args)."""
+    path, line, col = _location(location, True)
+    return _send(io, workspace, instance, {"action": kind, "args": {"path": path, "line": line, "column": col, **extra}}, json_)
 
 
 def register(app: typer.Typer) -> None:
