@@ -203,17 +203,6 @@ def run_output(io: Streams, *, job_id: str, offset: int = 0, follow: bool = Fals
     return 0
 
 
-@app.command()
-def cancel(
-    job_id: str = typer.Argument(..., help="The job id."),
-    workspace: Optional[str] = _WORKSPACE,
-    instance: Optional[str] = _INSTANCE,
-    json_: bool = _JSON,
-) -> None:
-    """Stop a job: C-c first, then its whole process group after 2 s."""
-    raise typer.Exit(run_cancel(Streams.system(), job_id=job_id, workspace=workspace, instance=instance, json_=json_))
-
-
 def run_cancel(io: Streams, *, job_id: str, workspace: Optional[str] = None, instance: Optional[str] = None, json_: bool = False) -> int:
     """``oh jobs cancel``'s behaviour."""
     obs = _answer(workspace, instance, lambda c, s: c.job_cancel(job_id))
@@ -222,17 +211,6 @@ def run_cancel(io: Streams, *, job_id: str, workspace: Optional[str] = None, ins
     else:
         io.print(obs.content)
     return 0
-
-
-@app.command()
-def poll(
-    job_id: str = typer.Argument(..., help="The job id."),
-    workspace: Optional[str] = _WORKSPACE,
-    instance: Optional[str] = _INSTANCE,
-    json_: bool = _JSON,
-) -> None:
-    """Show a job's state and the tail of its output, without waiting."""
-    raise typer.Exit(run_poll(Streams.system(), job_id=job_id, workspace=workspace, instance=instance, json_=json_))
 
 
 def run_poll(io: Streams, *, job_id: str, workspace: Optional[str] = None, instance: Optional[str] = None, json_: bool = False) -> int:
@@ -248,6 +226,25 @@ def run_poll(io: Streams, *, job_id: str, workspace: Optional[str] = None, insta
     if obs.content:
         _tail(io, obs.content)
     return 0
+
+
+def _job_command(run, doc: str):
+    """A typer command ``oh jobs <verb> JOB_ID`` calling ``run`` (cancel and poll take the same options)."""
+
+    def command(
+        job_id: str = typer.Argument(..., help="The job id."),
+        workspace: Optional[str] = _WORKSPACE,
+        instance: Optional[str] = _INSTANCE,
+        json_: bool = _JSON,
+    ) -> None:
+        raise typer.Exit(run(Streams.system(), job_id=job_id, workspace=workspace, instance=instance, json_=json_))
+
+    command.__doc__ = doc
+    return command
+
+
+app.command("cancel")(_job_command(run_cancel, "Stop a job: C-c first, then its whole process group after 2 s."))
+app.command("poll")(_job_command(run_poll, "Show a job's state and the tail of its output, without waiting."))
 
 
 # ---------------------------------------------------------------- used by `oh run` / `oh write` / `oh stat`
