@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import typer
 
 from ._common import NOT_RUNNING, complete_instances, die
+from ._io import Streams
 
 
 def render_record(rec: dict[str, Any]) -> str:
@@ -48,7 +48,7 @@ def render_record(rec: dict[str, Any]) -> str:
     return "  ".join(parts)
 
 
-def _emit(line: str, raw: bool) -> None:
+def _emit(io: Streams, line: str, raw: bool) -> None:
     from ..text.sanitize import json_visible, visible
 
     line = line.rstrip("\n")
@@ -62,7 +62,7 @@ def _emit(line: str, raw: bool) -> None:
             line = json_visible(line)
         except ValueError:
             line = visible(line)
-        sys.stdout.write(line + "\n")
+        io.out.write(line + "\n")
     else:
         try:
             rec = json.loads(line)
@@ -71,8 +71,8 @@ def _emit(line: str, raw: bool) -> None:
             text = line
         # Commands, paths and client names in the trace are agent-controlled: shown, never executed
         # by the terminal (escape sequences, bidi tricks).
-        sys.stdout.write(visible(text) + "\n")
-    sys.stdout.flush()
+        io.out.write(visible(text) + "\n")
+    io.out.flush()
 
 
 def _pick_trace(instance: Optional[str]) -> tuple[Path, Any]:
@@ -109,6 +109,12 @@ def logs(
 
     Exit codes: 0 ok · 3 no trace found.
     """
+    raise typer.Exit(run_logs(Streams.system(), instance=instance, follow=follow, lines=lines, json_=json_, job=job))
+
+
+def run_logs(io: Streams, *, instance: Optional[str] = None, follow: bool = False, lines: int = 50, json_: bool = False,
+             job: Optional[str] = None, sleep: Callable[[float], None] = time.sleep) -> int:
+    """``oh logs``'s behaviour. -f ends when the backend stops or on KeyboardInterrupt (Ctrl-C, or a test's ``sleep``)."""
     path, session = _pick_trace(instance)
     if not path.exists() and not follow:
         die(f"{path} does not exist yet (no action recorded).", NOT_RUNNING)
@@ -121,9 +127,9 @@ def logs(
     if job:  # the trace is compact JSON: `"job_id":"j3"` appears verbatim in that job's records
         tail = [line for line in tail if f'"job_id":"{job}"' in line]
     for line in tail[-lines:] if lines else tail:
-        _emit(line, json_)
+        _emit(io, line, json_)
     if not follow:
-        return
+        return 0
     from .. import sessions
 
     inode = path.stat().st_ino if path.exists() else None
@@ -145,10 +151,10 @@ def logs(
                 *complete, partial = partial.split("\n")
                 for line in complete:
                     if not job or f'"job_id":"{job}"' in line:
-                        _emit(line, json_)
+                        _emit(io, line, json_)
             elif session is not None and not sessions.is_alive(session):
-                print(f"oh logs: backend {session.instance_id} stopped", file=sys.stderr)
-                return
-            time.sleep(0.2)
+                print(f"oh logs: backend {session.instance_id} stopped", file=io.err)
+                return 0
+            sleep(0.2)
     except KeyboardInterrupt:
-        return
+        return 0
