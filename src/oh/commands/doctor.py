@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from typing import Any
+from typing import Any, Callable
 
 import typer
 
-from ._common import ERROR, print_json
+from ._common import ERROR
+from ._io import Streams
 
 DEPS = ("typer", "rich", "websockets", "platformdirs", "tomli-w", "keyring", "psutil")
 
@@ -175,16 +176,20 @@ def doctor(json_: bool = typer.Option(False, "--json", help='Machine-readable: {
 
     Exit codes: 0 no check failed (warnings allowed) · 1 at least one check failed.
     """
-    checks = run_checks()
+    raise typer.Exit(run_doctor(Streams.system(), json_=json_))
+
+
+def run_doctor(io: Streams, *, json_: bool = False, checks: Callable[[], list[dict[str, Any]]] = run_checks) -> int:
+    """``oh doctor``'s behaviour: 1 when a check failed. ``checks`` runs the checks (default: all of them)."""
+    checks = checks()
     failed = [c for c in checks if c["status"] == "fail"]
     if json_:
-        print_json({"ok": not failed, "checks": checks})
+        io.json({"ok": not failed, "checks": checks})
     else:
         marks = {"ok": "✓", "warn": "!", "fail": "✗"}
         for c in checks:
-            typer.echo(f"{marks[c['status']]} {c['check']}: {c['detail']}")
+            io.print(f"{marks[c['status']]} {c['check']}: {c['detail']}")
             if c["fix"] and c["status"] != "ok":
-                typer.echo(f"    fix: {c['fix']}")
-        typer.echo(f"\n{len(failed)} failed, {sum(c['status'] == 'warn' for c in checks)} warning(s), {len(checks)} checks")
-    if failed:
-        raise typer.Exit(ERROR)
+                io.print(f"    fix: {c['fix']}")
+        io.print(f"\n{len(failed)} failed, {sum(c['status'] == 'warn' for c in checks)} warning(s), {len(checks)} checks")
+    return ERROR if failed else 0
