@@ -15,7 +15,8 @@ from typing import Optional
 
 import typer
 
-from ._common import USAGE, complete_shells, die, print_json
+from ._common import USAGE, complete_shells, die
+from ._io import Streams
 
 PROG = "oh"
 COMPLETE_VAR = "_OH_COMPLETE"
@@ -106,7 +107,14 @@ def install_for(shell: str) -> dict:
 @app.command()
 def show(shell: str = typer.Argument(..., help="bash, zsh, fish or powershell.", autocompletion=complete_shells)) -> None:
     """Print the completion script for SHELL (e.g. `oh completions show bash > ~/.oh.bash`)."""
-    sys.stdout.write(script(_norm(shell)))
+    raise typer.Exit(run_show(Streams.system(), shell=shell))
+
+
+def run_show(io: Streams, *, shell: str) -> int:
+    """``oh completions show``'s behaviour."""
+    io.out.write(script(_norm(shell)))
+    io.out.flush()
+    return 0
 
 
 @app.command()
@@ -115,6 +123,11 @@ def install(
     json_: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Install completion for SHELL in its standard per-user location and say what changed."""
+    raise typer.Exit(run_install(Streams.system(), shell=shell, json_=json_))
+
+
+def run_install(io: Streams, *, shell: Optional[str] = None, json_: bool = False) -> int:
+    """``oh completions install``'s behaviour (the shell from $SHELL when not given)."""
     if shell is None:
         shell = detect_shell()
         if shell is None:
@@ -124,16 +137,17 @@ def install(
     except OSError as exc:
         die(f"cannot install completion: {exc}")
     if json_:
-        print_json(result)
-        return
+        io.json(result)
+        return 0
     if result["changes"]:
         for c in result["changes"]:
-            typer.echo(c)
+            io.print(c)
     else:
-        typer.echo(f"{result['path']} is already up to date; nothing changed")
+        io.print(f"{result['path']} is already up to date; nothing changed")
     for n in result["notes"]:
-        typer.echo(n)
-    typer.echo("Open a new shell to use it.")
+        io.print(n)
+    io.print("Open a new shell to use it.")
+    return 0
 
 
 def write_committed(directory: Path | None = None) -> list[Path]:
