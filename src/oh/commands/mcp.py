@@ -6,11 +6,13 @@ the server starts; ``oh mcp install`` works without it and says when it is missi
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Optional
 
 import typer
 
-from ._common import ERROR, USAGE, complete_instances, complete_runtimes, die, err
+from ._common import ERROR, USAGE, complete_instances, complete_runtimes, die
+from ._io import Streams
 
 def _install_hint() -> str:
     import sys
@@ -75,35 +77,42 @@ def install(
 
     Example: oh mcp install claude --scope project
     """
-    from pathlib import Path
+    raise typer.Exit(run_install(Streams.system(), client=client, scope=scope, name=name, start=start, dry_run=dry_run, print_=print_))
+
+
+def run_install(io: Streams, *, client: str, scope: str = "user", name: str = "oh", start: bool = False, dry_run: bool = False,
+                print_: bool = False, project: Optional[Path] = None) -> int:
+    """``oh mcp install``'s behaviour; ``project`` is the directory of a project-scope config (default: cwd)."""
 
     from ..mcp import install as inst
 
     extra = ["--start"] if start else []
     try:
         if print_:
-            typer.echo(inst.one_liner(client, scope, name=name, extra_args=extra))
-            return
-        plan = inst.plan(client, scope, name=name, project=Path.cwd(), extra_args=extra)
+            io.print(inst.one_liner(client, scope, name=name, extra_args=extra))
+            return 0
+        plan = inst.plan(client, scope, name=name, project=project or Path.cwd(), extra_args=extra)
     except inst.InstallError as exc:
         die(str(exc), USAGE if client not in inst.CLIENTS or scope not in inst.SCOPES else ERROR)
     if dry_run:
-        typer.echo(inst.diff(plan) if plan.changed else f"{plan.path}: already up to date, nothing to change.", nl=plan.changed is False)
-        return
+        io.out.write(inst.diff(plan) if plan.changed else f"{plan.path}: already up to date, nothing to change.\n")
+        io.out.flush()
+        return 0
     if not plan.changed:
-        typer.echo(f"{plan.path}: `{name}` is already configured; nothing changed.")
+        io.print(f"{plan.path}: `{name}` is already configured; nothing changed.")
     else:
         try:
             inst.apply(plan)
         except OSError as exc:
             die(f"cannot write {plan.path}: {exc.strerror or exc}", ERROR)
-        typer.echo(f"{plan.path}: added the MCP server `{name}` ({plan.entry['command']} {' '.join(plan.entry['args'])}).")
-        typer.echo(f"Restart {client} (or reload its MCP servers) to pick it up.")
+        io.print(f"{plan.path}: added the MCP server `{name}` ({plan.entry['command']} {' '.join(plan.entry['args'])}).")
+        io.print(f"Restart {client} (or reload its MCP servers) to pick it up.")
         if client == "claude" and scope == "user":
             # Claude Code keeps ~/.claude.json in memory and rewrites it: its own CLI is the safe path while it runs.
-            typer.echo("If Claude Code is running, it may rewrite ~/.claude.json; its own command does the same safely: "
+            io.print("If Claude Code is running, it may rewrite ~/.claude.json; its own command does the same safely: "
                        + inst.one_liner(client, scope, name=name, extra_args=extra))
     try:
         import mcp  # noqa: F401
     except ImportError:
-        err(_install_hint())
+        io.note(_install_hint())
+    return 0
