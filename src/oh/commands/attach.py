@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import sys
 from typing import Optional
 
 import typer
 
 from ._common import NOT_RUNNING, complete_instances, die
+from ._io import Streams
 
 
 def attach(
@@ -21,7 +21,11 @@ def attach(
     Useful to try `--runtime vscode` without VS Code, and in tests. Reconnects after a token
     rotation; exits when the backend stops. Exit codes: 0 backend stopped / Ctrl-C · 3 no backend.
     """
+    raise typer.Exit(run_attach(Streams.system(), workspace=workspace, instance=instance, once=once))
 
+
+def run_attach(io: Streams, *, workspace: Optional[str] = None, instance: Optional[str] = None, once: bool = False) -> int:
+    """``oh attach``'s behaviour: the editor's events on ``io.err``; 0 when the backend stopped or on Ctrl-C."""
     from ..editor import run_editor
     from ..eventloop import run as run_loop  # uvloop when installed (the [fast] extra)
     from .. import sessions
@@ -41,7 +45,7 @@ def attach(
             msg = "the backend's session ended"
         else:
             msg = f"{kind}: {data}"
-        print(f"oh attach: {msg}", file=sys.stderr, flush=True)
+        print(f"oh attach: {msg}", file=io.err, flush=True)
 
     try:
         jobs = _job_settings()
@@ -50,7 +54,7 @@ def attach(
         ))
     except KeyboardInterrupt:
         code = 0
-    raise typer.Exit(0 if code == 3 else code)  # 3 here: its session ended after we attached
+    return 0 if code == 3 else code  # 3 here: its session ended after we attached
 
 
 def _job_settings() -> dict:
