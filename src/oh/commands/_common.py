@@ -1,18 +1,15 @@
-"""Shared by the command modules: exit codes, error output, session selection, JSON output.
+"""Shared by the command modules: exit codes, failures (``die``), session selection, completion helpers.
 
-Import-light on purpose (stdlib + typer): every ``oh`` invocation imports this.
+Import-light on purpose (stdlib only): every typer-path ``oh`` invocation imports this.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 from typing import Any, NoReturn
 
-import typer
-
 # Exit codes: one definition in oh.fastpath.exits (the fast path cannot import this module).
+from ._io import Streams
 from ..fastpath.exits import ACTION_FAILED, AUTH, ERROR, NO_EDITOR, NOT_RUNNING, OK, TIMEOUT, UNREACHABLE, USAGE, OhError  # noqa: E402,F401
 
 EXIT_CODES_HELP = (
@@ -22,7 +19,7 @@ EXIT_CODES_HELP = (
 
 
 def err(message: str) -> None:
-    typer.echo(f"oh: {message}", err=True)
+    Streams.system().note(message)
 
 
 def die(message: str, code: int = ERROR, hint: str | None = None) -> NoReturn:
@@ -30,14 +27,13 @@ def die(message: str, code: int = ERROR, hint: str | None = None) -> NoReturn:
     raise OhError(message, code, hint)
 
 
+# For a command still writing to the process's streams; a converted command writes to its `Streams`.
 def print_json(obj: Any) -> None:
-    sys.stdout.write(json.dumps(obj, indent=2, default=str) + "\n")
-    sys.stdout.flush()
+    Streams.system().json(obj)
 
 
 def print_ndjson(obj: Any) -> None:
-    sys.stdout.write(json.dumps(obj, default=str, separators=(",", ":")) + "\n")
-    sys.stdout.flush()
+    Streams.system().ndjson(obj)
 
 
 def load_settings(flags: dict[str, Any] | None = None):
