@@ -84,6 +84,38 @@ def start_backend(
     log_path = log_file_for(instance_id)
     paths.ensure_private_dir(log_path.parent)
     paths.ensure_private_dir(paths.sessions_dir())
+    argv = backend_argv(
+        workspace, instance_id, log_path, runtime=runtime, host=host, port=port, editor_timeout=editor_timeout,
+        action_timeout=action_timeout, trace=trace, trace_max_bytes=trace_max_bytes, allowed_roots=allowed_roots, jobs=jobs,
+    )
+    env = _backend_env(log_level)
+    proc, r = _spawn(argv, env, workspace, log_path, token)
+    ready = _wait_ready(r, proc, ready_timeout)
+    if not ready.get("ready"):
+        _not_ready(ready, proc, workspace, log_path)
+    session = sessions.read(sessions.path_for(ready.get("instance_id", instance_id)))
+    if session is None:
+        _kill(proc)
+        raise StartError(f"the backend reported ready but wrote no session file (log: {log_path})", log_file=log_path)
+    return Started(session, log_path, proc)
+
+
+def backend_argv(
+    workspace: str,
+    instance_id: str,
+    log_path: Path,
+    *,
+    runtime: str,
+    host: str,
+    port: int,
+    editor_timeout: float,
+    action_timeout: float,
+    trace: bool,
+    trace_max_bytes: int,
+    allowed_roots: list[str] | None,
+    jobs: dict | None,
+) -> list[str]:
+    """The backend's command line (``python -m oh.backend``): every setting as a flag, never the token."""
     argv = [
         sys.executable, "-m", "oh.backend", "--workspace", workspace, "--runtime", runtime, "--host", host,
         "--port", str(port), "--editor-timeout", f"{editor_timeout:g}", "--action-timeout", f"{action_timeout:g}",
@@ -99,18 +131,15 @@ def start_backend(
     for name, value in (jobs or {}).items():
         if value is not None:
             argv += ["--" + name.replace("_", "-"), f"{value:g}" if isinstance(value, float) else str(value)]
+    return argv
+
+
+def _backend_env(log_level: str) -> dict[str, str]:
+    """Our environment without OH_TOKEN (the token goes on stdin), plus the log level."""
     env = {k: v for k, v in os.environ.items() if k != "OH_TOKEN"}
     env["OH_LOG_LEVEL"] = log_level.upper()
     env.setdefault("PYTHONUNBUFFERED", "1")
-    proc, r = _spawn(argv, env, workspace, log_path, token)
-    ready = _wait_ready(r, proc, ready_timeout)
-    if not ready.get("ready"):
-        _not_ready(ready, proc, workspace, log_path)
-    session = sessions.read(sessions.path_for(ready.get("instance_id", instance_id)))
-    if session is None:
-        _kill(proc)
-        raise StartError(f"the backend reported ready but wrote no session file (log: {log_path})", log_file=log_path)
-    return Started(session, log_path, proc)
+    return env
 
 
 def _spawn(argv: list[str], env: dict[str, str], workspace: str, log_path: Path, token: str) -> tuple[subprocess.Popen, int]:
