@@ -170,6 +170,27 @@ def _opt_type(args: dict, key: str, types: tuple, what: str, cause: int | None, 
 
 def parse_action(obj: Any) -> Action:
     """Validate an OpenHands action dict. Raises ProtocolError with a precise message."""
+    cause, kind = _envelope(obj)
+    args = obj.get("args", {})
+    _require(isinstance(args, dict), "'args' must be a JSON object.", cause)
+    if kind in KNOWLEDGE_KINDS:  # oh's own editor-knowledge kinds (§3.6)
+        check_knowledge_args(kind, args, cause)
+        return Action(id=cause, kind=kind, args=args, timeout=_timeout(obj.get("timeout"), cause), raw=obj)
+    timeout = _timeout(obj.get("timeout"), cause)
+    if kind == "run":
+        _check_run_args(args, cause)
+    elif kind == "job":
+        _check_job_args(args, cause)
+    else:  # read, write, edit, stat: a file path
+        _check_path_args(args, cause)
+        check = _FILE_CHECKS.get(kind)  # stat has nothing more to check
+        if check is not None:
+            check(args, cause)
+    return Action(id=cause, kind=kind, args=args, timeout=timeout, raw=obj)
+
+
+def _envelope(obj: Any) -> tuple[int, str]:
+    """The checks every action passes first: a JSON object with an integer id and a known kind."""
     if not isinstance(obj, dict):
         raise ProtocolError(ErrorId.BAD_REQUEST, f"An action must be a JSON object, got {type(obj).__name__}.")
     cause = read_id(obj)
@@ -180,86 +201,94 @@ def parse_action(obj: Any) -> Action:
         raise ProtocolError(ErrorId.BAD_REQUEST, "This connection accepts actions, not observations.", cause)
     kind = obj.get("action")
     _require(isinstance(kind, str), "Action has no 'action' string (one of run, read, write, edit).", cause)
-    if kind in KNOWLEDGE_KINDS:  # oh's own editor-knowledge kinds (§3.6)
-        args = obj.get("args", {})
-        _require(isinstance(args, dict), "'args' must be a JSON object.", cause)
-        check_knowledge_args(kind, args, cause)
-        return Action(id=cause, kind=kind, args=args, timeout=_timeout(obj.get("timeout"), cause), raw=obj)
-    if kind not in ACTION_KINDS:
+    if kind not in ACTION_KINDS and kind not in KNOWLEDGE_KINDS:
         raise ProtocolError(
             ErrorId.TOOL_UNSUPPORTED,
             f"Unknown action {kind[:40]!r}: the action kinds are {', '.join(ACTION_KINDS + KNOWLEDGE_KINDS)}.",
             cause,
         )
-    args = obj.get("args", {})
-    _require(isinstance(args, dict), "'args' must be a JSON object.", cause)
-    timeout = _timeout(obj.get("timeout"), cause)
-    if kind == "run":
-        _require(isinstance(args.get("command"), str), "args.command must be a string.", cause)
-        for key in ("is_input", "blocking", "hidden", "reset", "exclusive"):
-            _opt_type(args, key, (bool,), "a boolean", cause)
-        _opt_type(args, "cwd", (str,), "a string or null", cause)
-        _require(not (args.get("reset") and args.get("is_input")), "args.reset cannot be combined with args.is_input.", cause)
-        mo = args.get("max_output")
-        _require(mo is None or (_is_int(mo) and mo >= 0), "args.max_output must be an integer >= 0 (characters; 0 = no truncation).", cause)
-        _check_env(args.get("env"), cause)
-        for key in ("background", "force"):
-            _opt_type(args, key, (bool,), "a boolean", cause)
-        _check_job_id(args, cause, required=False)
-        _require(not (args.get("background") and (args.get("is_input") or args.get("reset") or not args["command"].strip())),
-                 "args.background needs a non-empty command and cannot be combined with is_input or reset.", cause)
-    elif kind == "job":
-        _require(args.get("op") in JOB_OPS, f"args.op must be one of {', '.join(JOB_OPS)}.", cause)
-        _check_job_id(args, cause, required=args["op"] != "list")
-        for key in ("offset", "limit", "tail"):
-            v = args.get(key)
-            _require(v is None or (_is_int(v) and v >= 0), f"args.{key} must be an integer >= 0.", cause)
-        w = args.get("wait")
-        _require(w is None or (isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w) and w >= 0),
-                 "args.wait must be a number of seconds >= 0.", cause)
-    else:
-        _require(isinstance(args.get("path"), str) and args["path"] != "", "args.path must be a non-empty string.", cause)
-        _require("\x00" not in args["path"], "args.path must not contain NUL bytes.", cause)
-        for key in ("start", "end"):
-            _opt_type(args, key, (int,), "an integer", cause)
-        _opt_type(args, "diagnostics", (bool,), "a boolean", cause)  # §3.6: the changed file's diagnostics (write/edit)
-        if "view_range" in args and args["view_range"] is not None:
-            vr = args["view_range"]
-            _require(
-                isinstance(vr, list) and len(vr) == 2 and all(_is_int(x) for x in vr),
-                "args.view_range must be [first_line, last_line] (integers, last -1 = end of file).",
-                cause,
-            )
-        if kind == "read":
-            enc = args.get("encoding")
-            _require(enc is None or enc in READ_ENCODINGS, "args.encoding must be \"auto\", \"base64\" or \"binary\" for read.", cause)
-        if kind == "write":
-            _require(isinstance(args.get("content"), str), "args.content must be a string.", cause)
-            enc = args.get("encoding")
-            _require(enc is None or (isinstance(enc, str) and _known_encoding(enc)),
-                     "args.encoding must be \"utf-8\" (default), \"base64\" or a codec name Python knows (e.g. latin-1).", cause)
-            mode = args.get("mode")
-            _require(mode is None or mode in WRITE_MODES, f"args.mode must be one of {', '.join(WRITE_MODES)} (default overwrite).", cause)
-            ranged = (args.get("start") or 0) > 0 or args.get("end", -1) not in (-1, None)
-            _require(not (mode in ("create", "append") and ranged), f"args.mode {mode} writes the whole file: drop args.start/args.end.", cause)
-        elif kind == "edit":
-            cmd = args.get("command")
-            _require(
-                cmd in EDIT_COMMANDS,
-                f"args.command must be one of {', '.join(EDIT_COMMANDS)}.",
-                cause,
-            )
-            for key in ("file_text", "old_str", "new_str"):
-                _opt_type(args, key, (str,), "a string or null", cause)
-            _opt_type(args, "insert_line", (int,), "an integer or null", cause)
-            if cmd == "create":
-                _require(isinstance(args.get("file_text"), str), "edit create needs args.file_text (a string).", cause)
-            elif cmd == "str_replace":
-                _require(isinstance(args.get("old_str"), str) and args["old_str"] != "", "edit str_replace needs a non-empty args.old_str.", cause)
-            elif cmd == "insert":
-                _require(_is_int(args.get("insert_line")), "edit insert needs args.insert_line (an integer).", cause)
-                _require(isinstance(args.get("new_str"), str), "edit insert needs args.new_str (a string).", cause)
-    return Action(id=cause, kind=kind, args=args, timeout=timeout, raw=obj)
+    return cause, kind
+
+
+def _check_run_args(args: dict, cause: int) -> None:
+    _require(isinstance(args.get("command"), str), "args.command must be a string.", cause)
+    for key in ("is_input", "blocking", "hidden", "reset", "exclusive"):
+        _opt_type(args, key, (bool,), "a boolean", cause)
+    _opt_type(args, "cwd", (str,), "a string or null", cause)
+    _require(not (args.get("reset") and args.get("is_input")), "args.reset cannot be combined with args.is_input.", cause)
+    mo = args.get("max_output")
+    _require(mo is None or (_is_int(mo) and mo >= 0), "args.max_output must be an integer >= 0 (characters; 0 = no truncation).", cause)
+    _check_env(args.get("env"), cause)
+    for key in ("background", "force"):
+        _opt_type(args, key, (bool,), "a boolean", cause)
+    _check_job_id(args, cause, required=False)
+    _require(not (args.get("background") and (args.get("is_input") or args.get("reset") or not args["command"].strip())),
+             "args.background needs a non-empty command and cannot be combined with is_input or reset.", cause)
+
+
+def _check_job_args(args: dict, cause: int) -> None:
+    _require(args.get("op") in JOB_OPS, f"args.op must be one of {', '.join(JOB_OPS)}.", cause)
+    _check_job_id(args, cause, required=args["op"] != "list")
+    for key in ("offset", "limit", "tail"):
+        v = args.get(key)
+        _require(v is None or (_is_int(v) and v >= 0), f"args.{key} must be an integer >= 0.", cause)
+    w = args.get("wait")
+    _require(w is None or (isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w) and w >= 0),
+             "args.wait must be a number of seconds >= 0.", cause)
+
+
+def _check_path_args(args: dict, cause: int) -> None:
+    """What read, write, edit and stat share: the path, a line range, the diagnostics flag."""
+    _require(isinstance(args.get("path"), str) and args["path"] != "", "args.path must be a non-empty string.", cause)
+    _require("\x00" not in args["path"], "args.path must not contain NUL bytes.", cause)
+    for key in ("start", "end"):
+        _opt_type(args, key, (int,), "an integer", cause)
+    _opt_type(args, "diagnostics", (bool,), "a boolean", cause)  # §3.6: the changed file's diagnostics (write/edit)
+    if "view_range" in args and args["view_range"] is not None:
+        vr = args["view_range"]
+        _require(
+            isinstance(vr, list) and len(vr) == 2 and all(_is_int(x) for x in vr),
+            "args.view_range must be [first_line, last_line] (integers, last -1 = end of file).",
+            cause,
+        )
+
+
+def _check_read_args(args: dict, cause: int) -> None:
+    enc = args.get("encoding")
+    _require(enc is None or enc in READ_ENCODINGS, "args.encoding must be \"auto\", \"base64\" or \"binary\" for read.", cause)
+
+
+def _check_write_args(args: dict, cause: int) -> None:
+    _require(isinstance(args.get("content"), str), "args.content must be a string.", cause)
+    enc = args.get("encoding")
+    _require(enc is None or (isinstance(enc, str) and _known_encoding(enc)),
+             "args.encoding must be \"utf-8\" (default), \"base64\" or a codec name Python knows (e.g. latin-1).", cause)
+    mode = args.get("mode")
+    _require(mode is None or mode in WRITE_MODES, f"args.mode must be one of {', '.join(WRITE_MODES)} (default overwrite).", cause)
+    ranged = (args.get("start") or 0) > 0 or args.get("end", -1) not in (-1, None)
+    _require(not (mode in ("create", "append") and ranged), f"args.mode {mode} writes the whole file: drop args.start/args.end.", cause)
+
+
+def _check_edit_args(args: dict, cause: int) -> None:
+    cmd = args.get("command")
+    _require(
+        cmd in EDIT_COMMANDS,
+        f"args.command must be one of {', '.join(EDIT_COMMANDS)}.",
+        cause,
+    )
+    for key in ("file_text", "old_str", "new_str"):
+        _opt_type(args, key, (str,), "a string or null", cause)
+    _opt_type(args, "insert_line", (int,), "an integer or null", cause)
+    if cmd == "create":
+        _require(isinstance(args.get("file_text"), str), "edit create needs args.file_text (a string).", cause)
+    elif cmd == "str_replace":
+        _require(isinstance(args.get("old_str"), str) and args["old_str"] != "", "edit str_replace needs a non-empty args.old_str.", cause)
+    elif cmd == "insert":
+        _require(_is_int(args.get("insert_line")), "edit insert needs args.insert_line (an integer).", cause)
+        _require(isinstance(args.get("new_str"), str), "edit insert needs args.new_str (a string).", cause)
+
+
+_FILE_CHECKS = {"read": _check_read_args, "write": _check_write_args, "edit": _check_edit_args}
 
 
 def _timeout(timeout: Any, cause: int | None) -> float | None:
