@@ -24,8 +24,29 @@ export function activate(context: vscode.ExtensionContext): void {
   const ui = new Ui();
   const log = (line: string) => ui.log(line);
   const version = String(context.extension.packageJSON.version ?? '0.0.0');
+  const run = newRunExecutor(log);
+  const knowledge = new KnowledgeExecutor(); // §3.6; also remembers the agent's changes for diagnostics
+  const dispatcher = newDispatcher(ui, run, knowledge);
+  const folders = new Folders();
+  const dir = sessionsDir();
+  manager = newManager(dir, version, folders, dispatcher, ui, run);
+  const connect = connectCommand(manager, folders, log);
 
-  const run = new RunExecutor({
+  context.subscriptions.push(
+    ui,
+    run,
+    knowledge,
+    ...commandsAndHandlers(manager, folders, connect, ui),
+    { dispose: () => manager?.dispose() },
+  );
+
+  log(`oh extension ${version} active in ${vscode.env.appName} ${vscode.version}; watching ${dir} (no connection until a session for this window appears)`);
+  void folders.refresh().then(() => manager!.start());
+}
+
+/** The `run` executor, with the two questions it may ask the user. */
+function newRunExecutor(log: (line: string) => void): RunExecutor {
+  return new RunExecutor({
     log,
     confirmCommands: () => vscode.workspace.getConfiguration('oh').get<boolean>('confirmCommands', false),
     askInterrupt: async (name, command) => {
@@ -37,11 +58,14 @@ export function activate(context: vscode.ExtensionContext): void {
       return choice === 'Interrupt it';
     },
   });
+}
+
+/** Every action kind to its executor; the UI's action list follows each one. */
+function newDispatcher(ui: Ui, run: RunExecutor, knowledge: KnowledgeExecutor): Dispatcher {
   const edit = new EditExecutor();
-  const knowledge = new KnowledgeExecutor(); // §3.6; also remembers the agent's changes for diagnostics
   let actionSeq = 0;
   const keys = new WeakMap<object, number>();
-  const dispatcher = new Dispatcher(
+  return new Dispatcher(
     {
       run: (a, signal, ctx) => run.execute(a, signal, ctx),
       read: (a, signal, ctx) => executeRead(a, signal, ctx),
@@ -64,21 +88,26 @@ export function activate(context: vscode.ExtensionContext): void {
       agentGone: (shell, ctx) => run.agentGone(shell, ctx),
     },
   );
+}
 
-  // The register frame is built synchronously; keep the folders' real paths current.
-  let currentFolders: string[] = [];
-  const refreshFolders = async () => {
-    currentFolders = (await workspaceRoots()).roots.map((r) => r.real);
-  };
+/** The window's folders as real paths: the register frame is built synchronously, so they are kept current. */
+class Folders {
+  current: string[] = [];
 
-  const dir = sessionsDir();
-  manager = new SessionManager({
+  async refresh(): Promise<void> {
+    this.current = (await workspaceRoots()).roots.map((r) => r.real);
+  }
+}
+
+function newManager(dir: string, version: string, folders: Folders, dispatcher: Dispatcher, ui: Ui, run: RunExecutor): SessionManager {
+  const log = (line: string) => ui.log(line);
+  return new SessionManager({
     dir,
     folders: async () => (await workspaceRoots()).roots.map((r) => r.real),
     registerFrame: (s) =>
       registerFrame({
         session: s.instance_id,
-        workspaceFolders: currentFolders,
+        workspaceFolders: folders.current,
         editorName: vscode.env.appName,
         editorVersion: vscode.version,
         editorPid: process.pid,
@@ -93,10 +122,13 @@ export function activate(context: vscode.ExtensionContext): void {
     },
     warn: (m) => void vscode.window.showWarningMessage(m),
   });
+}
 
-  const connect = async (sessionId?: string) => {
-    await refreshFolders();
-    const { matched, elsewhere, refused } = await manager!.connectNow(sessionId);
+/** "oh: Connect to backend" and the connect URI: connect now, or say why nothing matched. */
+function connectCommand(sessions: SessionManager, folders: Folders, log: (line: string) => void): (sessionId?: string) => Promise<void> {
+  return async (sessionId?: string) => {
+    await folders.refresh();
+    const { matched, elsewhere, refused } = await sessions.connectNow(sessionId);
     if (matched.length) {
       log(`connect requested: ${matched.map((s) => `${s.instance_id} (port ${s.port})`).join(', ')}`);
       return;
@@ -119,14 +151,20 @@ export function activate(context: vscode.ExtensionContext): void {
         : 'oh: no running backend for this window. Start one in this workspace: oh start --runtime vscode',
     );
   };
+}
 
-  context.subscriptions.push(
-    ui,
-    run,
-    knowledge,
+/** The commands, the URI handler and the workspace listeners, each a disposable. */
+function commandsAndHandlers(
+  sessions: SessionManager,
+  folders: Folders,
+  connect: (sessionId?: string) => Promise<void>,
+  ui: Ui,
+): vscode.Disposable[] {
+  const log = (line: string) => ui.log(line);
+  return [
     vscode.commands.registerCommand('oh.connect', () => connect()),
     vscode.commands.registerCommand('oh.disconnect', () => {
-      const n = manager!.disconnectAll();
+      const n = sessions.disconnectAll();
       log(n ? `disconnected by the user (${n} backend${n > 1 ? 's' : ''}); "oh: Connect to backend" reconnects` : 'disconnect: nothing was connected');
     }),
     vscode.commands.registerCommand('oh.showLog', () => ui.show()),
@@ -146,14 +184,10 @@ export function activate(context: vscode.ExtensionContext): void {
       }
     }),
     vscode.workspace.onDidChangeWorkspaceFolders(async () => {
-      await refreshFolders();
-      await manager!.foldersChanged();
+      await folders.refresh();
+      await sessions.foldersChanged();
     }),
-    { dispose: () => manager?.dispose() },
-  );
-
-  log(`oh extension ${version} active in ${vscode.env.appName} ${vscode.version}; watching ${dir} (no connection until a session for this window appears)`);
-  void refreshFolders().then(() => manager!.start());
+  ];
 }
 
 export function deactivate(): void {
