@@ -52,20 +52,10 @@ def run_start(io: Streams, *, runtime: Optional[str] = None, workspace: str = ".
     if not os.path.isdir(workspace):
         die(f"workspace {workspace} is not a directory.", USAGE)
     open_mode = s.open_editor if open_ is None else ("always" if open_ else "never")
-    from ..config import secrets
     from ..launcher import process
 
-    try:
-        token = secrets.get_or_create_token()
-    except Exception as exc:  # noqa: BLE001
-        die(f"cannot read or create the token: {exc}", ERROR, "Run `oh doctor` to see where the token should live.")
-    roots = [*s.allowed_roots, *(os.path.abspath(os.path.expanduser(d)) for d in allow or ())]
-    try:
-        from ..backend.agentinfo import effective_roots
-
-        effective_roots(workspace, roots)
-    except ValueError as exc:
-        die(str(exc), USAGE, "Fix `--allow` or the `allowed_roots` setting (`oh config list`).")
+    token = _token()
+    roots = _allowed_roots(workspace, s.allowed_roots, allow)
     hangup: list[int] = []
     # process.StartError carries its exit code (3 when a backend already serves the workspace): cli.main reports it.
     with _deferred_signals(hangup):  # a closed terminal during the start must not orphan the backend
@@ -94,20 +84,46 @@ def run_start(io: Streams, *, runtime: Optional[str] = None, workspace: str = ".
             stop_backend(session)
             _silence_output()
             return ERROR
-    info = {"instance_id": session.instance_id, "pid": session.pid, "port": session.port, "url": session.url,
-            "runtime": session.runtime, "workspace": session.workspace}
     if detach:
         _signal_editor_detached(io, session, open_mode)
-        if json_:
-            # "warnings" only when there is one: the object stays the same for the common case.
-            io.ndjson({**info, **({"warnings": [{"id": wid, "message": text} for wid, text in warnings]} if warnings else {})})
-        else:
-            io.print(f"backend {session.instance_id} listening on {session.url} (runtime {session.runtime}, pid {session.pid})")
-            io.print(f"workspace {session.workspace}; log {started.log_file}")
-            io.print(f"stop it with `oh stop {session.instance_id}`")
+        _tell_detached(io, started, warnings, json_)
         return 0
     mode = "json" if json_ else ("rich" if io.tty else "plain")
     return _foreground(io, session, open_mode, mode, warnings)
+
+
+def _token() -> str:
+    from ..config import secrets
+
+    try:
+        return secrets.get_or_create_token()
+    except Exception as exc:  # noqa: BLE001
+        die(f"cannot read or create the token: {exc}", ERROR, "Run `oh doctor` to see where the token should live.")
+
+
+def _allowed_roots(workspace: str, configured: list[str], allow: Optional[list[str]]) -> list[str]:
+    """Setting `allowed_roots` plus --allow, checked the way the backend will check them."""
+    roots = [*configured, *(os.path.abspath(os.path.expanduser(d)) for d in allow or ())]
+    try:
+        from ..backend.agentinfo import effective_roots
+
+        effective_roots(workspace, roots)
+    except ValueError as exc:
+        die(str(exc), USAGE, "Fix `--allow` or the `allowed_roots` setting (`oh config list`).")
+    return roots
+
+
+def _tell_detached(io: Streams, started, warnings: list[tuple[str, str]], json_: bool) -> None:
+    session = started.session
+    if json_:
+        info = {"instance_id": session.instance_id, "pid": session.pid, "port": session.port, "url": session.url,
+                "runtime": session.runtime, "workspace": session.workspace}
+        # "warnings" only when there is one: the object stays the same for the common case.
+        io.ndjson({**info, **({"warnings": [{"id": wid, "message": text} for wid, text in warnings]} if warnings else {})})
+    else:
+        io.print(f"backend {session.instance_id} listening on {session.url} (runtime {session.runtime}, pid {session.pid})")
+        io.print(f"workspace {session.workspace}; log {started.log_file}")
+        io.print(f"stop it with `oh stop {session.instance_id}`")
 
 
 def workspace_warnings(workspace: str) -> list[tuple[str, str]]:
