@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .link import CLIENT_NAME
+from .link import CLIENT_NAME, Link, link_for
 
 if TYPE_CHECKING:
     from openhands.sdk.conversation import LocalConversation
@@ -24,6 +24,13 @@ settings = Settings()
 def conversation_key(conv_state: "ConversationState") -> str:
     # One link per conversation: its terminal keeps its own shell even when two conversations share a dir.
     return f"{getattr(conv_state, 'id', '')}:{conv_state.workspace.working_dir}"
+
+
+def conversation_link(conv_state: "ConversationState") -> tuple[str, Link | None]:
+    """The conversation's key and its link to the backend serving its working directory; None when no
+    backend serves it (the tool then falls back to the SDK's own, with one warning)."""
+    key = conversation_key(conv_state)
+    return key, link_for(key, conv_state.workspace.working_dir, settings.instance, settings.name)
 
 
 def secrets_for(command: str, conversation: "LocalConversation | None") -> dict[str, str]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +12,7 @@ from openhands.tools.file_editor.exceptions import EditorToolParameterMissingErr
 
 from ...client import actions
 from . import link as links
-from .common import conversation_key, security_risk_of, settings
+from .common import conversation_link, security_risk_of
 
 if TYPE_CHECKING:
     from openhands.sdk.conversation import LocalConversation
@@ -27,11 +26,7 @@ _WAIT = 300.0
 _REQUIRED = {"create": ("file_text",), "str_replace": ("old_str", "new_str"), "insert": ("insert_line", "new_str")}
 
 
-class OhFileEditorExecutor(ToolExecutor[FileEditorAction, FileEditorObservation]):
-    def __init__(self, link: links.Link, conv_key: str) -> None:
-        self.link = link
-        self._conv_key = conv_key
-        self._closed = threading.Event()
+class OhFileEditorExecutor(links.LinkedExecutor, ToolExecutor[FileEditorAction, FileEditorObservation]):
 
     def __call__(self, action: FileEditorAction, conversation: "LocalConversation | None" = None) -> FileEditorObservation:
         for param in _REQUIRED.get(action.command, ()):
@@ -72,10 +67,6 @@ class OhFileEditorExecutor(ToolExecutor[FileEditorAction, FileEditorObservation]
             prev_exist=True,
         )
 
-    def close(self) -> None:
-        if not self._closed.is_set():
-            self._closed.set()
-            links.release(self._conv_key, self.link)
 
 
 class OhFileEditorTool(FileEditorTool):
@@ -88,8 +79,7 @@ class OhFileEditorTool(FileEditorTool):
 
     @classmethod
     def create(cls, conv_state: "ConversationState"):  # type: ignore[override]
-        key = conversation_key(conv_state)
-        link = links.link_for(key, conv_state.workspace.working_dir, settings.instance, settings.name)
+        key, link = conversation_link(conv_state)
         if link is None:
             return FileEditorTool.create(conv_state)
         return [tool.set_executor(OhFileEditorExecutor(link, key)) for tool in super().create(conv_state)]

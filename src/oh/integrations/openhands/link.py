@@ -103,3 +103,17 @@ def release(conv_key: str, link: Link) -> None:
         if link.users <= 0 and _links.get(conv_key) is link:
             del _links[conv_key]
             link.close()
+
+
+class LinkedExecutor:
+    """What the oh-backed SDK executors share: one conversation's link, released once on the first close()."""
+
+    def __init__(self, link: Link, conv_key: str) -> None:
+        self.link = link
+        self._conv_key = conv_key
+        self._closed = threading.Event()
+
+    def close(self) -> None:
+        if not self._closed.is_set():
+            self._closed.set()
+            release(self._conv_key, self.link)

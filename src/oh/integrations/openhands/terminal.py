@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from typing import TYPE_CHECKING, Any
 
 from openhands.sdk.tool import ToolExecutor
@@ -17,7 +16,7 @@ from openhands.tools.terminal.metadata import CmdOutputMetadata
 
 from ...client import actions
 from . import link as links
-from .common import conversation_key, mask, secrets_for, security_risk_of, settings
+from .common import conversation_link, mask, secrets_for, security_risk_of
 
 if TYPE_CHECKING:
     from openhands.sdk.conversation import LocalConversation
@@ -36,17 +35,15 @@ def _metadata(md: dict[str, Any]) -> CmdOutputMetadata:
     return CmdOutputMetadata(**clean)
 
 
-class OhTerminalExecutor(ToolExecutor[TerminalAction, TerminalObservation]):
+class OhTerminalExecutor(links.LinkedExecutor, ToolExecutor[TerminalAction, TerminalObservation]):
     """Runs TerminalActions in the oh backend's shell for this conversation's working directory."""
 
     def __init__(self, link: links.Link, conv_key: str, full_output_save_dir: str | None = None, env: dict[str, str] | None = None) -> None:
-        self.link = link
+        super().__init__(link, conv_key)
         # TerminalTool.create(env=...): the client's session variables. Sent with every command (oh keeps
         # args.env out of traces and logs) so they survive a reset, as the SDK re-applies them to a new session.
         self._env = {str(k): str(v) for k, v in (env or {}).items()}
-        self._conv_key = conv_key
         self.full_output_save_dir = full_output_save_dir
-        self._closed = threading.Event()
 
     @property
     def working_dir(self) -> str:
@@ -103,10 +100,6 @@ class OhTerminalExecutor(ToolExecutor[TerminalAction, TerminalObservation]):
         except Exception:  # noqa: BLE001
             pass
 
-    def close(self) -> None:
-        if not self._closed.is_set():
-            self._closed.set()
-            links.release(self._conv_key, self.link)
 
 
 class OhTerminalTool(TerminalTool):
@@ -120,9 +113,7 @@ class OhTerminalTool(TerminalTool):
     @classmethod
     def create(cls, conv_state: "ConversationState", executor: ToolExecutor | None = None, **params: Any):  # type: ignore[override]
         if executor is None:
-            workdir = conv_state.workspace.working_dir
-            key = conversation_key(conv_state)
-            link = links.link_for(key, workdir, settings.instance, settings.name)
+            key, link = conversation_link(conv_state)
             if link is None:
                 return TerminalTool.create(conv_state, **params)
             executor = OhTerminalExecutor(link, key, conv_state.env_observation_persistence_dir, env=params.get("env"))
