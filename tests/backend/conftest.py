@@ -21,18 +21,31 @@ TOKEN = "test-token-" + secrets.token_urlsafe(16)
 @pytest.fixture
 async def make_backend(workspace: Path, oh_home: Path):
     """Factory: start an in-process backend; all are stopped at teardown."""
-    started: list[Backend] = []
+    started = StartedBackends()
 
     async def factory(runtime: str = "local", **kw) -> Backend:
         cfg = BackendConfig(workspace=str(kw.pop("workspace", workspace)), runtime=runtime, trace_path=oh_home / "traces" / "t.jsonl", **kw)
-        b = Backend(cfg, kw.pop("token", TOKEN))
-        await b.start()
-        started.append(b)
-        return b
+        return await started.start(cfg, kw.pop("token", TOKEN))
 
     yield factory
-    for b in started:
-        await asyncio.wait_for(b.stop("test teardown"), 15)
+    await started.stop_all("test teardown")
+
+
+class StartedBackends:
+    """In-process backends a test started, to stop them all at teardown (each stop bounded)."""
+
+    def __init__(self) -> None:
+        self.backends: list[Backend] = []
+
+    async def start(self, cfg: BackendConfig, *tokens: str) -> Backend:
+        b = Backend(cfg, *tokens)
+        await b.start()
+        self.backends.append(b)
+        return b
+
+    async def stop_all(self, why: str) -> None:
+        for b in self.backends:
+            await asyncio.wait_for(b.stop(why), 15)
 
 
 def start_backend_process(workspace: Path, env: dict, runtime: str = "local", extra: list[str] | None = None, token: str = TOKEN):

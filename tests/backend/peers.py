@@ -7,7 +7,18 @@ import json
 
 from websockets.asyncio.client import connect
 
+from oh.editor.peer import HeadlessEditor
 from oh.protocol.events import read_observation
+
+
+async def serve_headless(b, workspace, **options) -> tuple[HeadlessEditor, asyncio.Task]:
+    """The real headless editor (`oh attach`'s) registered with backend ``b``: (editor, its serve task).
+    Cancel the task to disconnect it."""
+    editor = HeadlessEditor(f"ws://127.0.0.1:{b.port}", b.editor_token, str(workspace), session=b.instance_id, **options)
+    ready = asyncio.Event()
+    task = asyncio.create_task(editor.serve(ready))
+    await asyncio.wait_for(ready.wait(), 10)
+    return editor, task
 
 
 class EchoEditor:

@@ -12,10 +12,9 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
-from oh.editor.peer import HeadlessEditor
 
 from .conftest import TOKEN
-from .peers import EchoEditor
+from .peers import EchoEditor, serve_headless
 
 _ids = itertools.count(1)
 
@@ -168,10 +167,7 @@ async def test_editor_leg_carries_the_agent_and_agent_gone(make_backend, workspa
 
 async def test_headless_editor_keeps_a_shell_per_agent_and_kills_it_on_agent_gone(make_backend, workspace, tmp_path):
     b = await make_backend("vscode")
-    editor = HeadlessEditor(url(b), b.editor_token, str(workspace), session=b.instance_id)
-    ready = asyncio.Event()
-    task = asyncio.create_task(editor.serve(ready))
-    await asyncio.wait_for(ready.wait(), 10)
+    editor, task = await serve_headless(b, workspace)
     try:
         sub = workspace / "sub"
         sub.mkdir()
@@ -219,10 +215,7 @@ async def test_a_shared_shell_survives_its_agent_leaving_mid_command(make_backen
     b = await make_backend(runtime)
     editor = task = None
     if runtime == "vscode":
-        editor = HeadlessEditor(url(b), b.editor_token, str(workspace), session=b.instance_id)
-        ready = asyncio.Event()
-        task = asyncio.create_task(editor.serve(ready))
-        await asyncio.wait_for(ready.wait(), 10)
+        editor, task = await serve_headless(b, workspace)
     try:
         ws = await agent(b, **{"X-OH-Shell": "team"})
         await ask(ws, "run", command="export STATE=kept")

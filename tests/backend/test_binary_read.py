@@ -13,12 +13,12 @@ import pytest
 from websockets.asyncio.client import connect
 
 from oh.client import Client
-from oh.editor.peer import HeadlessEditor
 from oh.protocol import binary
 from oh.protocol.errors import ProtocolError
 from oh.protocol.events import read_observation
 
 from .conftest import TOKEN
+from .peers import serve_headless
 
 ALL_BYTES = bytes(range(256)) * 300 + b"\xff\xfe not utf-8 \x00"
 
@@ -84,10 +84,7 @@ async def test_python_client_read_bytes(make_backend, workspace):
 async def test_headless_editor_answers_binary_and_the_backend_forwards_it(make_backend, workspace):
     (workspace / "f.bin").write_bytes(ALL_BYTES)
     b = await make_backend("vscode")
-    editor = HeadlessEditor(url(b), b.editor_token, str(workspace), session=b.instance_id)
-    ready = asyncio.Event()
-    task = asyncio.create_task(editor.serve(ready))
-    await asyncio.wait_for(ready.wait(), 10)
+    _, task = await serve_headless(b, workspace)
     try:
         assert "binary" in b.registry.all()[0].registration.capabilities
         async with await Client.connect(url(b), TOKEN) as c:

@@ -16,20 +16,15 @@ import time
 import pytest
 from websockets.asyncio.client import connect
 
-from oh.editor.peer import HeadlessEditor
 
 from .conftest import TOKEN
-from .peers import EchoEditor
+from .peers import EchoEditor, serve_headless
 from .test_agents_wave2 import agent, ask, url
 
 
 async def _headless(b, workspace):
     # The editor's shells get the backend's max_shells (`oh attach` passes the user's setting the same way).
-    editor = HeadlessEditor(url(b), b.editor_token, str(workspace), session=b.instance_id, max_shells=b.config.max_shells)
-    ready = asyncio.Event()
-    task = asyncio.create_task(editor.serve(ready))
-    await asyncio.wait_for(ready.wait(), 10)
-    return editor, task
+    return await serve_headless(b, workspace, max_shells=b.config.max_shells)
 
 
 async def _fifty(ws) -> dict[int, dict]:

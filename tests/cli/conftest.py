@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from waiting import poll_until
+
 FAIL_KEYRING = "keyring.backends.fail.Keyring"
 PLAIN_KEYRING = "keyrings.alt.file.PlaintextKeyring"
 
@@ -99,13 +101,7 @@ def oh(tmp_path: Path):
 
 
 def wait_for(predicate, timeout: float = 10.0, interval: float = 0.05, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+    return poll_until(predicate, timeout, what, interval)
 
 
 def pid_alive(pid: int) -> bool:

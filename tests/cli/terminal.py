@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import time
 
@@ -114,3 +115,11 @@ def read_until(proc, predicate, limit: int = 200) -> list[str]:
         if predicate(line):
             return lines
     raise AssertionError(f"no expected line within {limit} lines: {lines}")
+
+
+
+def ctrl_c(proc, timeout: float = 30) -> int:
+    """Ctrl-C a foreground `oh start` (a Popen with pipes); its exit status once it ended (0: stopped cleanly)."""
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=timeout)
+    return proc.returncode

@@ -15,7 +15,7 @@ import pytest
 from oh.client.sync import SyncClient
 
 from .conftest import pid_alive, wait_for
-from .terminal import Term, fake_code, no_code_env, read_until
+from .terminal import Term, ctrl_c, fake_code, no_code_env, read_until
 
 pytestmark = pytest.mark.slow
 
@@ -85,9 +85,7 @@ def test_plain_view_names_a_missing_extension(oh, tmp_path):
         text = "".join(lines)
         assert "oh-dev.oh-vscode) is not installed" in text, text
         assert "not on PATH" not in text
-        proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=30)
-        assert proc.returncode == 0
+        assert ctrl_c(proc) == 0
     finally:
         if proc.poll() is None:
             proc.kill()

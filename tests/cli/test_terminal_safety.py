@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from .conftest import pid_alive, wait_for
-from .terminal import Term, assert_backend_gone, hostile_in, read_until
+from .terminal import Term, assert_backend_gone, ctrl_c, hostile_in, read_until
 
 pytestmark = pytest.mark.slow
 
@@ -53,9 +53,7 @@ def test_plain_view_and_oh_logs_escape_agent_text(oh):
         text = "".join(seen)
         assert "\x1b" not in text and "\u202e" not in text
         assert all(x in text for x in SHOWN), text
-        proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=30)
-        assert proc.returncode == 0
+        assert ctrl_c(proc) == 0
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -20,6 +20,8 @@ from typing import Any, Callable
 
 import pytest
 
+from waiting import poll_until
+
 REPO = Path(__file__).resolve().parents[2]
 RUN_SH = REPO / "extension" / "e2e" / "run.sh"
 FAIL_KEYRING = "keyring.backends.fail.Keyring"
@@ -27,14 +29,7 @@ FAIL_KEYRING = "keyring.backends.fail.Keyring"
 
 def wait_until(cond: Callable[[], Any], timeout: float, what: str, interval: float = 0.2) -> Any:
     """Polls ``cond`` until it returns something truthy; fails the test after ``timeout`` seconds."""
-    end = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(interval)
+    return poll_until(cond, timeout, what, interval)
 
 
 @dataclass

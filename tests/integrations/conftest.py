@@ -9,10 +9,11 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+
+from waiting import poll_until
 
 collect_ignore_glob = []
 if importlib.util.find_spec("openhands") is None or importlib.util.find_spec("openhands.sdk") is None:
@@ -77,11 +78,4 @@ def oh_backend(tmp_path: Path, monkeypatch):
 
 
 def wait_until(cond, timeout: float, what: str, interval: float = 0.05):
-    end = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(interval)
+    return poll_until(cond, timeout, what, interval)

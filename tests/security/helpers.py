@@ -20,16 +20,11 @@ from typing import Any, Callable
 
 import psutil
 
+from waiting import poll_until
+
 
 def wait_until(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.02, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(interval)
+    return poll_until(predicate, timeout, what, interval)
 
 
 def alive(pid: int) -> bool:

@@ -28,6 +28,8 @@ from oh.backend import server as server_mod
 from oh.backend.server import Backend, BackendConfig
 from oh.client import Client, OhClientError, SyncClient
 
+from backend.conftest import StartedBackends
+
 from . import helpers
 from .conftest import EDITOR_AUTH, EDITOR_TOKEN, TOKEN, record
 
@@ -37,17 +39,13 @@ SLACK = 0.5  # scheduling slack on a loaded 2-core machine
 
 @pytest.fixture
 async def backend(workspace):
-    made: list[Backend] = []
+    made = StartedBackends()
 
     async def factory(runtime: str = "vscode", **kw) -> Backend:
-        b = Backend(BackendConfig(workspace=str(workspace), runtime=runtime, write_session=False, trace_path=None, **kw), TOKEN, EDITOR_TOKEN)
-        await b.start()
-        made.append(b)
-        return b
+        return await made.start(BackendConfig(workspace=str(workspace), runtime=runtime, write_session=False, trace_path=None, **kw), TOKEN, EDITOR_TOKEN)
 
     yield factory
-    for b in made:
-        await asyncio.wait_for(b.stop("teardown"), 15)
+    await made.stop_all("teardown")
 
 
 class SilentEditor:
