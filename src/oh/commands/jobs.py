@@ -30,6 +30,7 @@ app = typer.Typer(
 _WORKSPACE = typer.Option(None, "--workspace", "-C", help="Use the backend serving this directory (default: cwd).")
 _INSTANCE = typer.Option(None, "--instance", "-i", help="Use this backend (instance id or unique prefix).", autocompletion=complete_instances)
 _JSON = typer.Option(False, "--json", help="Print JSON (the job records / the observation).")
+_JOB_ID = typer.Argument(..., help="The job id.")
 
 
 def _call(workspace: Optional[str], instance: Optional[str], fn):
@@ -231,12 +232,7 @@ def run_poll(io: Streams, *, job_id: str, workspace: Optional[str] = None, insta
 def _job_command(run, doc: str):
     """A typer command ``oh jobs <verb> JOB_ID`` calling ``run`` (cancel and poll take the same options)."""
 
-    def command(
-        job_id: str = typer.Argument(..., help="The job id."),
-        workspace: Optional[str] = _WORKSPACE,
-        instance: Optional[str] = _INSTANCE,
-        json_: bool = _JSON,
-    ) -> None:
+    def command(job_id: str = _JOB_ID, workspace: Optional[str] = _WORKSPACE, instance: Optional[str] = _INSTANCE, json_: bool = _JSON) -> None:
         raise typer.Exit(run(Streams.system(), job_id=job_id, workspace=workspace, instance=instance, json_=json_))
 
     command.__doc__ = doc
