@@ -1,0 +1,212 @@
+"""Git-branch mode with the local runtime (docs/protocol.md §3.12): real git repositories in tmp dirs,
+real `oh start` / `oh write` / `oh run` / `oh status` processes."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is needed for branch mode")
+
+
+def git(ws: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "init.defaultBranch=main", *args],
+        cwd=ws, capture_output=True, text=True, check=True, timeout=30,
+    ).stdout.strip()
+
+
+def repo(ws: Path) -> None:
+    git(ws, "init", "-q")
+    (ws / "README").write_text("hello\n")
+    git(ws, "add", "README")
+    git(ws, "commit", "-q", "-m", "first")
+
+
+def branches(ws: Path) -> set[str]:
+    return set(git(ws, "for-each-ref", "--format=%(refname:short)", "refs/heads").split())
+
+
+def only_row(oh, slow: bool = False) -> dict:
+    (row,) = oh.json("status", "--json", env={"OH_NO_FASTPATH": "1"} if slow else None)["sessions"]
+    return row
+
+
+def agent(oh, info: dict, name: str = "coder"):
+    from oh.client import SyncClient
+
+    return SyncClient.connect(info["url"], oh.session(info["instance_id"])["token"], name=name)
+
+
+def test_branch_is_created_before_the_first_write_and_not_before_a_read(oh) -> None:
+    ws = oh.workspace
+    repo(ws)
+    oh.start("local", None, "--branch")
+    oh("read", "README", check=0)
+    assert git(ws, "branch", "--show-current") == "main"  # a read changes nothing: no branch yet
+    assert only_row(oh)["branch"] == {"state": "pending", "name": None}
+    assert "branch     pending: a new oh/<date>-<time>-<agent> before the first change" in oh("status", check=0).stdout
+
+    oh("write", "notes.txt", "--content", "hi\n", check=0)
+    current = git(ws, "branch", "--show-current")
+    assert re.fullmatch(r"oh/\d{8}-\d{4}-oh-cli", current), current  # `oh write` connects as agent "oh-cli"
+    assert (ws / "notes.txt").read_text() == "hi\n"
+    # The write sits on the new branch, uncommitted: what VS Code's Source Control view lists.
+    assert git(ws, "status", "--porcelain") == "?? notes.txt"
+
+    oh("run", "--", "echo x > second.txt", check=0)  # later changes stay there: no second branch
+    assert git(ws, "branch", "--show-current") == current
+    assert [b for b in branches(ws) if b.startswith("oh/")] == [current]
+
+    expected = {"state": "on", "name": current, "created": True, "previous": "main"}
+    assert only_row(oh)["branch"] == expected
+    assert only_row(oh, slow=True)["branch"] == expected  # the typer command shows the same
+    line = f"branch     {current} (new, from main)"
+    assert line in oh("status", check=0).stdout
+    assert line in oh("status", check=0, env={"OH_NO_FASTPATH": "1"}).stdout
+
+
+def test_the_first_change_observation_notes_the_switch(oh) -> None:
+    ws = oh.workspace
+    repo(ws)
+    info = oh.start("local", None, "--branch")
+    with agent(oh, info, "coder") as c:
+        first = c.run("echo one > one.txt")
+        branch = git(ws, "branch", "--show-current")
+        assert re.fullmatch(r"oh/\d{8}-\d{4}-coder", branch), branch
+        prefix = first.extras["metadata"]["prefix"]
+        assert f"[oh] Branch mode: switched to the new git branch '{branch}' (from 'main')." in prefix
+        second = c.write("two.txt", "2\n")
+        assert "Branch mode" not in second.content  # only the first change carries the note
+
+
+def test_existing_branch_names_are_never_clobbered(oh) -> None:
+    ws = oh.workspace
+    repo(ws)
+    # Whatever minute the write lands in (this one or the next), its automatic name is taken.
+    now = datetime.now(timezone.utc)
+    taken = {f"oh/{t:%Y%m%d-%H%M}-oh-cli" for t in (now, now + timedelta(minutes=1))}
+    for name in taken:
+        git(ws, "branch", name)
+    tips = {name: git(ws, "rev-parse", name) for name in taken}
+    oh.start("local", None, "--branch")
+    oh("write", "a.txt", "--content", "a", check=0)
+    current = git(ws, "branch", "--show-current")
+    assert current not in taken and current.endswith("-2") and current[:-2] in taken, current
+    assert {name: git(ws, "rev-parse", name) for name in taken} == tips  # untouched
+
+
+def test_a_named_existing_branch_is_used_not_recreated(oh) -> None:
+    ws = oh.workspace
+    repo(ws)
+    git(ws, "checkout", "-q", "-b", "feature/x")
+    (ws / "f.txt").write_text("on feature\n")
+    git(ws, "add", "f.txt")
+    git(ws, "commit", "-q", "-m", "feature work")
+    git(ws, "checkout", "-q", "main")
+    tip = git(ws, "rev-parse", "feature/x")
+    info = oh.start("local", None, "--branch-name", "feature/x")
+    with agent(oh, info) as c:
+        obs = c.write("g.txt", "g\n")
+    assert git(ws, "branch", "--show-current") == "feature/x"
+    assert git(ws, "rev-parse", "feature/x") == tip and (ws / "f.txt").exists()
+    assert "[oh] Branch mode: switched to the git branch 'feature/x' (from 'main')." in obs.content
+
+
+def test_an_invalid_branch_name_is_refused_at_start(oh) -> None:
+    repo(oh.workspace)
+    proc = oh("start", "--detach", "--runtime", "local", "--branch-name", "bad..name")
+    assert proc.returncode == 2 and "branch_name" in proc.stderr and "git branch name" in proc.stderr
+
+
+@pytest.fixture
+def dirty(oh) -> Path:
+    ws = oh.workspace
+    repo(ws)
+    (ws / "README").write_text("changed by the user\n")
+    return ws
+
+
+def test_a_dirty_tree_without_a_choice_is_refused_naming_the_flag(oh, dirty) -> None:
+    proc = oh("start", "--detach", "--runtime", "local", "--branch", "--workspace", str(dirty))
+    assert proc.returncode == 2, proc.stderr
+    assert "uncommitted changes" in proc.stderr and "--on-dirty stash" in proc.stderr and "--on-dirty carry" in proc.stderr
+    assert not list((oh.home / "sessions").glob("*.json")) if (oh.home / "sessions").exists() else True
+    assert git(dirty, "branch", "--show-current") == "main"
+
+
+def test_on_dirty_stash_stashes_then_switches(oh, dirty) -> None:
+    info = oh.start("local", None, "--branch", "--on-dirty", "stash")
+    with agent(oh, info) as c:
+        obs = c.write("new.txt", "n\n")
+    assert git(dirty, "branch", "--show-current").startswith("oh/")
+    assert (dirty / "README").read_text() == "hello\n"  # the user's change is in the stash, not lost
+    assert "before switching to oh/" in git(dirty, "stash", "list")
+    assert "uncommitted changes stashed" in obs.content
+
+
+def test_on_dirty_carry_takes_the_changes_along(oh, dirty) -> None:
+    info = oh.start("local", None, "--branch", "--on-dirty", "carry")
+    with agent(oh, info) as c:
+        obs = c.write("new.txt", "n\n")
+    assert git(dirty, "branch", "--show-current").startswith("oh/")
+    assert (dirty / "README").read_text() == "changed by the user\n"
+    assert git(dirty, "stash", "list") == ""
+    assert "uncommitted changes carried over" in obs.content
+
+
+def test_on_dirty_abort_refuses_at_start_and_at_the_first_change(oh, dirty) -> None:
+    proc = oh("start", "--detach", "--runtime", "local", "--branch", "--on-dirty", "abort")
+    assert proc.returncode == 2 and "uncommitted changes" in proc.stderr
+    git(dirty, "checkout", "--", "README")  # clean: it starts; dirty again before the first change
+    info = oh.start("local", None, "--branch", "--on-dirty", "abort")
+    (dirty / "README").write_text("changed again\n")
+    with agent(oh, info) as c:
+        obs = c.write("new.txt", "n\n")
+        assert obs.error_id == "BRANCH_FAILED" and "--on-dirty stash" in obs.content
+        assert not (dirty / "new.txt").exists()  # the action was not executed on the wrong branch
+        assert git(dirty, "branch", "--show-current") == "main"
+        assert "last attempt failed" in oh("status", check=0).stdout
+        git(dirty, "checkout", "--", "README")  # the user cleans up: the next change goes ahead
+        assert c.write("new.txt", "n\n").kind == "write"
+    assert git(dirty, "branch", "--show-current").startswith("oh/")
+
+
+def test_a_non_git_folder_is_refused_without_git_init(oh) -> None:
+    proc = oh("start", "--detach", "--runtime", "local", "--branch")
+    assert proc.returncode == 2 and "not a git repository" in proc.stderr and "--git-init" in proc.stderr
+    assert not (oh.workspace / ".git").exists()
+
+
+def test_git_init_initialises_the_folder_at_the_first_change(oh) -> None:
+    (oh.workspace / "existing.txt").write_text("x\n")
+    info = oh.start("local", None, "--branch", "--git-init")
+    assert not (oh.workspace / ".git").exists()  # nothing happens before a change
+    with agent(oh, info) as c:
+        obs = c.write("new.txt", "n\n")
+    assert (oh.workspace / ".git").is_dir()
+    branch = git(oh.workspace, "branch", "--show-current")
+    assert branch.startswith("oh/")
+    assert f"switched to the new git branch '{branch}'; after `git init`." in obs.content
+
+
+def test_branch_mode_is_off_by_default_and_from_the_setting(oh) -> None:
+    ws = oh.workspace
+    repo(ws)
+    oh.start("local")
+    oh("write", "a.txt", "--content", "a", check=0)
+    assert git(ws, "branch", "--show-current") == "main"
+    assert "branch" not in only_row(oh)
+    oh("stop", check=0)
+    proc = oh("start", "--detach", "--json", "--runtime", "local", env={"OH_BRANCH": "true", "OH_ON_DIRTY": "carry"}, timeout=40)
+    assert proc.returncode == 0, proc.stderr  # a.txt is untracked: the on_dirty setting answers
+    oh.started.append(json.loads(proc.stdout))
+    oh("write", "b.txt", "--content", "b", check=0)
+    assert git(ws, "branch", "--show-current").startswith("oh/")
+    assert (ws / "a.txt").exists()
