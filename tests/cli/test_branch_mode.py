@@ -7,10 +7,13 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+
+from .conftest import wait_for
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is needed for branch mode")
 
@@ -210,3 +213,70 @@ def test_branch_mode_is_off_by_default_and_from_the_setting(oh) -> None:
     oh("write", "b.txt", "--content", "b", check=0)
     assert git(ws, "branch", "--show-current").startswith("oh/")
     assert (ws / "a.txt").exists()
+
+
+@pytest.fixture
+def attached(oh):
+    """`oh start --runtime vscode --branch` served by the headless editor (`oh attach`): the backend's
+    `branch` frame crosses the real editor leg (the VS Code side: tests/e2e/test_vscode_branch.py)."""
+    procs = []
+
+    def start(*flags: str) -> dict:
+        info = oh.start("vscode", None, *flags)
+        proc = subprocess.Popen([sys.executable, "-m", "oh", "attach"], cwd=oh.workspace, env=oh.env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        procs.append(proc)
+        wait_for(lambda: only_row(oh).get("editors"), timeout=30, what="the headless editor to register")
+        return info
+
+    yield start
+    for proc in procs:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def test_vscode_runtime_asks_the_editor_to_switch_before_the_first_change(oh, attached) -> None:
+    ws = oh.workspace
+    repo(ws)
+    info = attached("--branch-name", "agent/work")
+    with agent(oh, info) as c:
+        assert c.read("README").content.endswith("hello\n")
+        assert git(ws, "branch", "--show-current") == "main"
+        obs = c.edit("README", "str_replace", old_str="hello", new_str="hello agent")
+        assert "[oh] Branch mode: switched to the new git branch 'agent/work' (from 'main')." in obs.content
+    assert git(ws, "branch", "--show-current") == "agent/work"
+    assert git(ws, "status", "--porcelain") == "M README"
+    assert only_row(oh)["branch"] == {"state": "on", "name": "agent/work", "created": True, "previous": "main"}
+
+
+def test_vscode_runtime_dirty_tree_without_a_choice_is_a_typed_error_not_a_wrong_branch_write(oh, attached) -> None:
+    ws = oh.workspace
+    repo(ws)
+    info = attached("--branch")  # started without a TTY: the editor is the one to ask; this one cannot
+    (ws / "README").write_text("user edit\n")
+    with agent(oh, info) as c:
+        obs = c.write("agent.txt", "x\n")
+    assert obs.error_id == "BRANCH_FAILED" and "--on-dirty stash" in obs.content
+    assert not (ws / "agent.txt").exists() and git(ws, "branch", "--show-current") == "main"
+
+
+def test_many_agents_changing_at_once_get_one_branch(oh) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    ws = oh.workspace
+    repo(ws)
+    info = oh.start("local", None, "--branch")
+    clients = [agent(oh, info, f"agent{i}") for i in range(6)]
+    try:
+        with ThreadPoolExecutor(6) as pool:
+            results = list(pool.map(lambda ic: ic[1].write(f"f{ic[0]}.txt", "x\n"), enumerate(clients)))
+    finally:
+        for c in clients:
+            c.close()
+    assert all(r.kind == "write" for r in results)
+    made = [b for b in branches(ws) if b.startswith("oh/")]
+    assert len(made) == 1 and git(ws, "branch", "--show-current") == made[0]
+    assert sum("[oh] Branch mode" in r.content for r in results) == 1  # exactly one observation says so
