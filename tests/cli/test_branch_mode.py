@@ -4,10 +4,14 @@ real `oh start` / `oh write` / `oh run` / `oh status` processes."""
 from __future__ import annotations
 
 import json
+import queue
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import threading
+import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -280,3 +284,52 @@ def test_many_agents_changing_at_once_get_one_branch(oh) -> None:
     made = [b for b in branches(ws) if b.startswith("oh/")]
     assert len(made) == 1 and git(ws, "branch", "--show-current") == made[0]
     assert sum("[oh] Branch mode" in r.content for r in results) == 1  # exactly one observation says so
+
+
+def test_live_view_shows_the_branch(oh) -> None:
+    from rich.console import Console
+
+    from oh.ui.live import LiveState
+
+    st = LiveState(backend={"instance_id": "abc", "runtime": "local", "workspace": "/w"})
+    lines = st.apply({"type": "snapshot", "runtime": "local", "workspace": "/w", "editors": [], "agents": [], "stats": {},
+                      "branch": {"state": "pending", "name": None}})
+    assert "branch mode: pending: a new oh/<date>-<time>-<agent> before the first change" in lines
+    lines = st.apply({"type": "event", "event": "branch", "time": "2026-11-25T08:00:00+00:00",
+                      "state": "on", "name": "oh/x\x1b[31m", "created": True, "previous": "main"})
+    assert lines == ["branch mode: oh/x\\x1b[31m (new, from main)"]  # escaped: the name is agent-influenced
+    console = Console(width=160, record=True, color_system=None)
+    console.print(st.render())
+    assert "branch oh/x\\x1b[31m (new, from main)" in console.export_text()
+
+
+def test_foreground_live_view_reports_the_switch(oh) -> None:
+    ws = oh.workspace
+    repo(ws)
+    proc = subprocess.Popen([sys.executable, "-m", "oh", "start", "--runtime", "local", "--branch-name", "feat/live"], cwd=ws, env=oh.env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()
+
+    def wait_line(needle: str) -> str:
+        deadline = time.monotonic() + 30  # bounded: a missing line fails the test, never hangs it
+        while time.monotonic() < deadline:
+            try:
+                line = lines.get(timeout=1)
+            except queue.Empty:
+                continue
+            if needle in line:
+                return line
+        raise AssertionError(f"the live view never printed {needle!r}")
+
+    try:
+        assert "pending: feat/live before the first change" in wait_line("branch mode:")
+        oh("write", "x.txt", "--content", "x", check=0)
+        assert "branch mode: feat/live (new, from main)" in wait_line("branch mode:")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
