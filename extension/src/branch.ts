@@ -194,8 +194,12 @@ function fail(action: Action, message: string): Observation {
 }
 
 /** The `branch` action: inspect, ask when needed, carry out the steps through the Git extension. */
-export async function executeBranch(action: Action, host: GitHost, ask: Ask): Promise<Observation> {
+export async function executeBranch(action: Action, host: GitHost, ask: Ask, backendWorkspace?: string): Promise<Observation> {
   const args = parseBranchArgs(action.args, action.id);
+  if (backendWorkspace && args.workspace !== backendWorkspace) {
+    // Only the workspace the backend registered with is ours to switch (defence in depth).
+    return errorObservation(action.id, 'PATH_DENIED', `branch: ${args.workspace} is not the backend's workspace ${backendWorkspace}; nothing was done.`);
+  }
   const api = await host.api();
   if (!api) {
     return fail(action, "VS Code's Git extension (vscode.git) is not available (disabled, or git is not installed), so branch mode cannot switch branches; the action was not executed.");

@@ -202,3 +202,11 @@ test('a git failure is BRANCH_FAILED with git\'s reason', async () => {
   assert.equal((o.extras as Record<string, unknown>).error_id, 'BRANCH_FAILED');
   assert.match(String(o.content), /could not create .*fatal: cannot lock ref/);
 });
+
+test("a branch frame for another folder than the backend's workspace is refused", async () => {
+  repo();
+  const o = await executeBranch(action(), hostFor(gitApi(calls)), never, '/somewhere/else');
+  assert.equal((o.extras as Record<string, unknown>).error_id, 'PATH_DENIED');
+  assert.deepEqual(calls, []);
+  assert.equal(git(ws, 'branch', '--show-current'), 'main');
+});

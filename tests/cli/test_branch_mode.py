@@ -144,7 +144,7 @@ def test_a_dirty_tree_without_a_choice_is_refused_naming_the_flag(oh, dirty) -> 
     proc = oh("start", "--detach", "--runtime", "local", "--branch", "--workspace", str(dirty))
     assert proc.returncode == 2, proc.stderr
     assert "uncommitted changes" in proc.stderr and "--on-dirty stash" in proc.stderr and "--on-dirty carry" in proc.stderr
-    assert not list((oh.home / "sessions").glob("*.json")) if (oh.home / "sessions").exists() else True
+    assert not (oh.home / "sessions").is_dir() or not list((oh.home / "sessions").glob("*.json"))  # nothing started
     assert git(dirty, "branch", "--show-current") == "main"
 
 
@@ -333,3 +333,33 @@ def test_foreground_live_view_reports_the_switch(oh) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.communicate()
+
+
+@pytest.mark.parametrize(("answer", "expect"), [("2", "carry"), ("4", "cancel")])
+def test_terminal_prompt_offers_the_choices_before_the_backend_starts(oh, dirty, answer, expect) -> None:
+    import pexpect
+
+    child = pexpect.spawn(sys.executable, ["-m", "oh", "start", "--runtime", "local", "--branch"], cwd=str(dirty), env=oh.env,
+                          dimensions=(40, 160), encoding="utf-8", timeout=30)
+    try:
+        child.expect("has uncommitted changes")
+        for line in ("1\\) Stash the changes", "2\\) Carry the changes", "3\\) Don't use a branch", "4\\) Cancel"):
+            child.expect(line)
+        child.expect("choose 1-4: ")
+        assert not (oh.home / "sessions").is_dir() or not list((oh.home / "sessions").glob("*.json"))  # nothing started yet
+        child.sendline(answer)
+        if expect == "cancel":
+            child.expect("cancelled: the backend was not started")
+            child.expect(pexpect.EOF)
+            child.close()
+            assert child.exitstatus == 1
+            return
+        wait_for(lambda: list((oh.home / "sessions").glob("*.json")), 20, what="the backend's session file")
+        oh("write", "agent.txt", "--content", "x", check=0)
+        assert git(dirty, "branch", "--show-current").startswith("oh/")
+        assert (dirty / "README").read_text() == "changed by the user\n"  # carried along, not stashed
+        child.sendintr()
+        child.expect(pexpect.EOF)
+    finally:
+        if child.isalive():
+            child.kill(signal.SIGKILL)
