@@ -363,3 +363,40 @@ def test_terminal_prompt_offers_the_choices_before_the_backend_starts(oh, dirty,
     finally:
         if child.isalive():
             child.kill(signal.SIGKILL)
+
+
+def test_an_editor_without_the_branch_capability_gets_nothing_and_the_agent_a_typed_error(oh) -> None:
+    from .fake_editor import FakeEditor
+
+    repo(oh.workspace)
+    info = oh.start("vscode", None, "--branch")
+    with FakeEditor(oh.session_file(info["instance_id"]), oh.workspace) as editor, agent(oh, info) as c:
+        obs = c.write("a.txt", "a\n")
+        assert obs.error_id == "BRANCH_FAILED" and "'branch' capability" in obs.content
+        assert editor.actions == []  # neither a branch frame nor the write reached it
+        c.read("README")
+        assert [f["action"] for f in editor.actions] == ["read"]  # reads still go through
+
+
+def test_an_editor_failure_during_the_switch_keeps_its_id_and_says_the_action_did_not_run(oh) -> None:
+    from oh.protocol.events import error_observation
+
+    from .fake_editor import FakeEditor
+
+    repo(oh.workspace)
+    info = oh.start("vscode", None, "--branch")
+
+    def answer(frame: dict) -> dict:
+        if frame["action"] == "branch":
+            return error_observation(frame["id"], "UNTRUSTED_WORKSPACE", "not trusted")
+        raise AssertionError(f"the {frame['action']} must not be forwarded after a failed switch")
+
+    with FakeEditor(oh.session_file(info["instance_id"]), oh.workspace, answer=answer, capabilities=["run", "read", "write", "edit", "branch"]) as editor, agent(oh, info) as c:
+        obs = c.write("a.txt", "a\n")
+        assert obs.error_id == "UNTRUSTED_WORKSPACE"
+        assert obs.content.startswith("Branch mode: the branch could not be prepared, so the action was not executed.")
+        assert [f["action"] for f in editor.actions] == ["branch"]
+        frame = editor.actions[0]
+        assert frame["args"]["workspace"] == str(oh.workspace.resolve()) and frame["args"]["named"] is False
+        assert frame["agent"]["name"] == "coder"
+    assert not (oh.workspace / "a.txt").exists()
