@@ -194,7 +194,13 @@ function fail(action: Action, message: string): Observation {
 }
 
 /** The `branch` action: inspect, ask when needed, carry out the steps through the Git extension. */
-export async function executeBranch(action: Action, host: GitHost, ask: Ask, backendWorkspace?: string): Promise<Observation> {
+export async function executeBranch(
+  action: Action,
+  host: GitHost,
+  ask: Ask,
+  backendWorkspace?: string,
+  signal?: AbortSignal,
+): Promise<Observation> {
   const args = parseBranchArgs(action.args, action.id);
   if (backendWorkspace && args.workspace !== backendWorkspace) {
     // Only the workspace the backend registered with is ours to switch (defence in depth).
@@ -212,6 +218,11 @@ export async function executeBranch(action: Action, host: GitHost, ask: Ask, bac
     const q = questionText(decision.ask, ws);
     const key = await ask(q.text, q.detail, q.choices.map((k) => ({ key: k, label: CHOICES[k] })));
     decision = decide(state, args, key ?? 'cancel');
+  }
+  if (signal?.aborted) {
+    // The backend gave up meanwhile (deadline, agent gone) and told the agent the action did not run:
+    // an answer clicked after that must not switch branches behind its back.
+    return fail(action, 'The branch question was answered after the action had been cancelled; nothing was changed.');
   }
   if (decision.off) {
     return branchObservation(action.id, 'Branch mode is off for this session: the user chose not to use a branch.', { off: true });

@@ -55,7 +55,7 @@ export function activate(context: vscode.ExtensionContext): void {
       symbols: (a) => knowledge.symbols(a),
       definition: (a) => knowledge.definition(a),
       references: (a) => knowledge.references(a),
-      branch: (a, _signal, ctx) => executeBranch(a, gitHost, askModal, ctx?.workspace), // §3.12: before an agent's first change
+      branch: (a, signal, ctx) => executeBranch(a, gitHost, askModal, ctx?.workspace, signal), // §3.12: before an agent's first change
     },
     {
       isTrusted: () => vscode.workspace.isTrusted,

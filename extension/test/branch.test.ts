@@ -210,3 +210,17 @@ test("a branch frame for another folder than the backend's workspace is refused"
   assert.deepEqual(calls, []);
   assert.equal(git(ws, 'branch', '--show-current'), 'main');
 });
+
+test('an answer that comes after the backend cancelled changes nothing', async () => {
+  repo();
+  fs.writeFileSync(path.join(ws, 'README'), 'user edit\n');
+  const controller = new AbortController();
+  const o = await executeBranch(action(), hostFor(gitApi(calls)), async () => {
+    controller.abort(); // the deadline passed while the dialog was open
+    return 'stash';
+  }, ws, controller.signal);
+  assert.equal((o.extras as Record<string, unknown>).error_id, 'BRANCH_FAILED');
+  assert.deepEqual(calls, []);
+  assert.equal(git(ws, 'stash', 'list'), '');
+  assert.equal(git(ws, 'branch', '--show-current'), 'main');
+});

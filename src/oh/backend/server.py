@@ -192,7 +192,11 @@ class Backend:
 
         switch = runtime.branch if self.config.runtime == "vscode" else local_switch(self.workspace)
         guard_ = BranchGuard(runtime, plan, switch)
-        guard_.on_branch_event = lambda info: self._emit("branch", **info)
+        def switched(info: dict[str, Any]) -> None:
+            log.info("branch mode: %s", info)
+            self._emit("branch", **info)
+
+        guard_.on_branch_event = switched
         return guard_
 
     async def start(self) -> None:
