@@ -87,6 +87,13 @@ def flags(plan: Plan | None) -> dict[str, str]:
     return out
 
 
+def complete_on_dirty(incomplete: str):
+    """Shell completion of `--on-dirty`: the values with what they do."""
+    values = (("stash", "stash the changes, then switch"), ("carry", "take the changes to the new branch"),
+              ("abort", "refuse (start, or the first change)"), ("ask", "the terminal prompt / VS Code's dialog"))
+    return [(v, h) for v, h in values if v.startswith(incomplete)]
+
+
 def interactive(detach: bool, json_: bool) -> bool:
     try:
         return not detach and not json_ and sys.stdin.isatty()

@@ -23,6 +23,12 @@ NO_SANDBOX = (
 )
 
 
+def _complete_on_dirty(incomplete: str):
+    from ._branch import complete_on_dirty
+
+    return complete_on_dirty(incomplete)
+
+
 def start(
     runtime: Optional[str] = typer.Option(None, "--runtime", "-r", help="local (this machine) or vscode (in VS Code). Default: config `runtime`.", autocompletion=complete_runtimes),
     workspace: str = typer.Option(".", "--workspace", "-C", help="Directory the backend serves (default: cwd)."),
@@ -36,7 +42,7 @@ def start(
     allow: Optional[list[str]] = typer.Option(None, "--allow", help="Also allow file actions and run cwds in DIR (repeatable; e.g. --allow /tmp). Adds to config `allowed_roots`."),
     branch: Optional[bool] = typer.Option(None, "--branch/--no-branch", help="Git-branch mode: before the agent's first change (write, edit, command), switch the workspace to a new branch oh/<date>-<time>-<agent> (VS Code's Git extension with --runtime vscode, git locally). Default: config `branch`."),
     branch_name: Optional[str] = typer.Option(None, "--branch-name", metavar="NAME", help="Branch mode on this branch instead (implies --branch): created if missing, switched to if it exists. Default: config `branch_name`."),
-    on_dirty: Optional[str] = typer.Option(None, "--on-dirty", metavar="MODE", help="Branch mode with uncommitted changes: stash | carry | abort | ask. Stash them, carry them to the branch, abort, or ask (a terminal prompt; VS Code's dialog). Needed without a terminal (--detach, --json) for --runtime local. Default: config `on_dirty`."),
+    on_dirty: Optional[str] = typer.Option(None, "--on-dirty", metavar="MODE", autocompletion=_complete_on_dirty, help="Branch mode with uncommitted changes: stash | carry | abort | ask. Stash them, carry them to the branch, abort, or ask (a terminal prompt; VS Code's dialog). Needed without a terminal (--detach, --json) for --runtime local. Default: config `on_dirty`."),
     git_init: bool = typer.Option(False, "--git-init", help="Branch mode in a folder that is not a git repository: run `git init` first (else you are asked, or it is refused). Default: config `on_not_git`."),
 ) -> None:
     """Start a backend for a workspace and show the live view (Ctrl-C stops it).
