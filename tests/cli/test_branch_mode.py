@@ -400,3 +400,16 @@ def test_an_editor_failure_during_the_switch_keeps_its_id_and_says_the_action_di
         assert frame["args"]["workspace"] == str(oh.workspace.resolve()) and frame["args"]["named"] is False
         assert frame["agent"]["name"] == "coder"
     assert not (oh.workspace / "a.txt").exists()
+
+
+def test_doctor_checks_git_and_fails_only_when_branch_mode_needs_it(oh, tmp_path) -> None:
+    found = {c["check"]: c for c in oh.json("doctor", "--json")["checks"]}
+    assert found["git"]["status"] == "ok" and "git" in found["git"]["detail"]
+    no_git = {"PATH": str(tmp_path / "empty-bin")}  # python is started by path; git is nowhere on PATH
+    (tmp_path / "empty-bin").mkdir()
+    found = {c["check"]: c for c in oh.json("doctor", "--json", env=no_git)["checks"]}
+    assert found["git"]["status"] == "ok" and "only needed for branch mode" in found["git"]["detail"]
+    found = {c["check"]: c for c in oh.json("doctor", "--json", env={**no_git, "OH_BRANCH": "true"})["checks"]}
+    assert found["git"]["status"] == "fail" and "oh config set branch false" in found["git"]["fix"]
+    proc = oh("start", "--detach", "--runtime", "local", "--branch", env=no_git)
+    assert proc.returncode == 1 and "git is not installed" in proc.stderr
