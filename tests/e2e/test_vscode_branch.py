@@ -71,6 +71,8 @@ def test_branch_created_and_switched_through_the_git_extension(repo: VsCode):
         assert git(repo, "status", "--porcelain") == "?? notes.txt"  # what Source Control lists
         # The switch was the extension's (its action log), not a git call of the backend's.
         assert wait_until(lambda: f'branch "git branch {branch}" -> ok' in repo.extension_log(), 20, "the extension's branch action in its log")
+        # VS Code itself shows the new branch (the Git extension's status bar item), not only git.
+        wait_until(lambda: any(branch in item for item in repo.drive("statusBar")["items"]), 30, f"{branch} in VS Code's status bar")
         (row,) = [s for s in repo.sessions() if s["instance_id"] == info["instance_id"]]
         assert row["branch"] == {"state": "on", "name": branch, "created": True, "previous": "main"}
         assert f"branch     {branch} (new, from main)" in repo.oh("status").stdout
