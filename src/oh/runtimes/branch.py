@@ -15,7 +15,7 @@ from typing import Any, Awaitable, Callable, Hashable
 
 from ..protocol.branch import Plan, decide, is_change, note
 from ..protocol.errors import ErrorId
-from ..protocol.events import Action, error_observation
+from ..protocol.events import Action, branch_observation, error_observation
 from .base import AgentContext, Runtime, as_context
 
 # (frame args, agent, id to use on the editor leg) -> a `branch` observation or an error observation
@@ -124,11 +124,14 @@ def _prepend(obs: dict[str, Any], line: str) -> None:
         obs["message"] = line + "\n" + obs["message"]
 
 
+class _Refused(Exception):
+    """decide() refused: its message is the BRANCH_FAILED text."""
+
+
 def local_switch(workspace: str) -> Switch:
     """The switch of the local runtime: git in a thread. Nobody can be asked here, so a question
     (dirty tree, no repository) becomes BRANCH_FAILED naming the flag to pass to `oh start`."""
-    from .. import gitrepo
-    from ..protocol.events import branch_observation
+    from .. import gitrepo  # only with the local runtime (and `oh attach`): the vscode one never runs git
 
     def blocking(args: dict[str, Any]) -> dict[str, Any]:
         state = gitrepo.inspect(workspace)
@@ -149,7 +152,3 @@ def local_switch(workspace: str) -> Switch:
         return branch_observation(leg_id, note(extras) or "Branch mode is off for this session.", extras)
 
     return switch
-
-
-class _Refused(Exception):
-    pass
