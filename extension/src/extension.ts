@@ -5,6 +5,8 @@
  * vscode://oh-dev.oh-vscode/connect?session=<instance_id>).
  */
 import * as vscode from 'vscode';
+import { gitHost, askModal } from './branchHost';
+import { executeBranch } from './branch';
 import { Dispatcher } from './dispatcher';
 import { EditExecutor } from './executors/edit';
 import { workspaceRoots } from './executors/files';
@@ -77,6 +79,7 @@ function newDispatcher(ui: Ui, run: RunExecutor, knowledge: KnowledgeExecutor): 
       symbols: (a) => knowledge.symbols(a),
       definition: (a) => knowledge.definition(a),
       references: (a) => knowledge.references(a),
+      branch: (a, signal, ctx) => executeBranch(a, gitHost, askModal, ctx?.workspace, signal), // §3.12: before an agent's first change
     },
     {
       isTrusted: () => vscode.workspace.isTrusted,

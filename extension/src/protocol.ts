@@ -19,7 +19,7 @@ export const MAX_OUTPUT_CHARS = 30000;
 /** Ids survive JSON numbers on both sides (Python ints, JavaScript doubles). */
 export const MAX_ID = Number.MAX_SAFE_INTEGER;
 
-export type ActionKind = (typeof ACTION_KINDS)[number] | KnowledgeKind; // + §3.6 knowledge kinds
+export type ActionKind = (typeof ACTION_KINDS)[number] | KnowledgeKind | 'branch'; // + §3.6 knowledge kinds, §3.12 branch (backend only)
 export type EditCommand = (typeof EDIT_COMMANDS)[number];
 
 export type ErrorId =
@@ -34,6 +34,7 @@ export type ErrorId =
   | 'BUSY'
   | 'NO_COMMAND'
   | 'UNTRUSTED_WORKSPACE'
+  | 'BRANCH_FAILED'
   | 'SERVER_ERROR';
 
 export type JsonObject = Record<string, unknown>;
@@ -187,6 +188,12 @@ export function parseAction(obj: JsonObject): Action {
   }
   const kind = obj.action;
   check(typeof kind === 'string', "Action has no 'action' string (one of run, read, write, edit).", cause);
+  if (kind === 'branch') {
+    // §3.12: sent by the backend (never an agent) before an agent's first change; branch.ts checks the args.
+    const args = obj.args;
+    check(args !== null && typeof args === 'object' && !Array.isArray(args), "'args' must be a JSON object.", cause);
+    return { id: cause, kind, args: args as JsonObject, agent: parseAgent(obj.agent) };
+  }
   if (!(ACTION_KINDS as readonly string[]).includes(kind) && !isKnowledgeKind(kind)) {
     throw new ProtocolError(
       'TOOL_UNSUPPORTED',
@@ -313,6 +320,8 @@ export function summarize(action: Action, limit = 80): string {
     text = (r.is_input ? 'input: ' : '') + r.command;
   } else if (action.kind === 'edit') {
     text = `${String(action.args.command)} ${String(action.args.path)}`;
+  } else if (action.kind === 'branch') {
+    text = `git branch ${String(action.args.name)}`;
   } else {
     text = String(action.args.path);
   }
@@ -419,6 +428,11 @@ export function errorObservation(cause: number | undefined, errorId: ErrorId, me
   return obs('error', cause, message, message, { error_id: errorId });
 }
 
+/** Our own kind, answer to the backend's `branch` frame (docs/protocol.md §3.12). */
+export function branchObservation(cause: number | undefined, content: string, extras: JsonObject): Observation {
+  return obs('branch', cause, content, 'Branch mode prepared the git branch.', extras);
+}
+
 export function errorFrom(e: ProtocolError): Observation {
   return errorObservation(e.cause, e.errorId, e.message);
 }
@@ -455,7 +469,7 @@ export function registerFrame(info: RegisterInfo): JsonObject {
     workspace_folders: info.workspaceFolders,
     editor: { name: info.editorName, version: info.editorVersion, pid: info.editorPid },
     extension_version: info.extensionVersion,
-    capabilities: [...ACTION_KINDS, ...KNOWLEDGE_KINDS],
+    capabilities: [...ACTION_KINDS, ...KNOWLEDGE_KINDS, 'branch'],
   };
 }
 

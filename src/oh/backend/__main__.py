@@ -33,6 +33,7 @@ from pathlib import Path
 from .. import sessions
 from ..config import paths, secrets
 from ..config.paths import UnsafePath
+from ..protocol.branch import ON_DIRTY, ON_NOT_GIT, Plan
 from ..protocol.codes import BackendExit
 from .auth import is_loopback_host
 from .guard import Throttle, raise_fd_limit
@@ -103,6 +104,11 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--job-retention", type=float, default=3600.0)
     p.add_argument("--repeat-limit", type=int, default=0)
     p.add_argument("--repeat-action", choices=("note", "skip"), default="note")
+    # Git-branch mode (docs/protocol.md §3.12): off unless --branch; the launcher passes the user's choices.
+    p.add_argument("--branch", choices=("off", "on"), default="off")
+    p.add_argument("--branch-name", default=None, help="the feature branch (default: an automatic oh/<date>-<time>-<agent>)")
+    p.add_argument("--on-dirty", choices=ON_DIRTY, default="ask")
+    p.add_argument("--on-not-git", choices=ON_NOT_GIT, default="ask")
     return p.parse_args(argv)
 
 
@@ -158,6 +164,7 @@ async def _amain(args: argparse.Namespace, token: str) -> int:
                 trace_max_bytes=args.trace_max_bytes, allowed_roots=args.allow_root, max_shells=args.max_shells,
                 job_retention=args.job_retention, repeat_limit=args.repeat_limit, repeat_action=args.repeat_action,
                 spool_dir=str(paths.state_dir() / "jobs"),
+                branch=Plan(args.branch_name or None, args.on_dirty, args.on_not_git) if args.branch == "on" else None,
             ),
             token,
         )

@@ -27,6 +27,7 @@ from websockets.exceptions import ConnectionClosed
 
 from .. import PROTOCOL_VERSION, __version__
 from ..protocol import binary, frames
+from ..protocol.branch import Plan
 from ..protocol.codes import Close
 from ..protocol.correlation import Correlator
 from ..protocol.errors import ErrorId, ProtocolError
@@ -120,6 +121,8 @@ class BackendConfig:
     # caps on connections that have not sent their request yet derive from (None: RLIMIT_NOFILE).
     open_timeout: float = guard.OPEN_TIMEOUT
     fd_budget: int | None = None
+    # Git-branch mode (docs/protocol.md §3.12): None = off; else the user's choices (protocol.branch.Plan).
+    branch: Plan | None = None
 
 
 def _fd_soft_limit() -> int | None:
@@ -162,6 +165,8 @@ class Backend:
         self._server = None
         self._flusher: asyncio.Task | None = None
         self.runtime = self._make_runtime()
+        if config.branch is not None:
+            self.runtime = self._branch_guard(self.runtime, config.branch)
         self.runtime.on_job_event = self._job_event
 
     # ------------------------------------------------------------------ lifecycle
@@ -181,6 +186,18 @@ class Backend:
                 spool_dir=self.config.spool_dir,
             )
         raise ValueError(f"unknown runtime {self.config.runtime!r} (local or vscode)")
+
+    def _branch_guard(self, runtime, plan):
+        from ..runtimes.branch import BranchGuard, local_switch
+
+        switch = runtime.branch if self.config.runtime == "vscode" else local_switch(self.workspace)
+        guard_ = BranchGuard(runtime, plan, switch)
+        def switched(info: dict[str, Any]) -> None:
+            log.info("branch mode: %s", info)
+            self._emit("branch", **info)
+
+        guard_.on_branch_event = switched
+        return guard_
 
     async def start(self) -> None:
         if not auth.is_loopback_host(self.config.host):
@@ -639,6 +656,7 @@ class Backend:
                 for a in self.agents.values()
             ],
             "stats": {"done": self.stats["done"], "pending": len(self.correlator), "errors": self.stats["errors"]},
+            **({"branch": self.runtime.describe()} if self.config.branch is not None else {}),
         }
 
 

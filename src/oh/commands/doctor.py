@@ -95,7 +95,20 @@ def run_checks() -> list[dict[str, Any]]:
         checks.append(_check("sessions", "fail", f"refusing to use {exc.path}: {exc.problem}", exc.fix))
     checks.extend(_vscode_checks())
     checks.append(_port_check(s))
+    checks.append(_git_check(s))
     return checks
+
+
+def _git_check(s) -> dict[str, Any]:
+    """git for branch mode (docs/protocol.md §3.12): a failure only when the `branch` setting is on."""
+    import shutil
+
+    exe = shutil.which("git")
+    if exe:
+        return _check("git", "ok", f"{exe} (branch mode: `oh start --branch`)")
+    on = s is not None and s.branch
+    return _check("git", "fail" if on else "ok", "git is not on PATH" + ("; the `branch` setting is on, so `oh start` will refuse" if on else " (only needed for branch mode, `oh start --branch`)"),
+                  "Install git (e.g. `apt-get install git`), or `oh config set branch false`." if on else None)
 
 
 def _session_checks() -> list[dict[str, Any]]:

@@ -23,6 +23,12 @@ NO_SANDBOX = (
 )
 
 
+def _complete_on_dirty(incomplete: str):
+    from ._branch import complete_on_dirty
+
+    return complete_on_dirty(incomplete)
+
+
 def start(
     runtime: Optional[str] = typer.Option(None, "--runtime", "-r", help="local (this machine) or vscode (in VS Code). Default: config `runtime`.", autocompletion=complete_runtimes),
     workspace: str = typer.Option(".", "--workspace", "-C", help="Directory the backend serves (default: cwd)."),
@@ -34,6 +40,10 @@ def start(
     editor_timeout: Optional[float] = typer.Option(None, "--editor-timeout", help="Seconds an action waits for an editor before NO_EDITOR. Default: config `editor_timeout`."),
     action_timeout: Optional[float] = typer.Option(None, "--action-timeout", help="Deadline (s) for actions without their own timeout. Default: config `action_timeout`."),
     allow: Optional[list[str]] = typer.Option(None, "--allow", help="Also allow file actions and run cwds in DIR (repeatable; e.g. --allow /tmp). Adds to config `allowed_roots`."),
+    branch: Optional[bool] = typer.Option(None, "--branch/--no-branch", help="Git-branch mode: before the agent's first change (write, edit, command), switch the workspace to a new branch oh/<date>-<time>-<agent> (VS Code's Git extension with --runtime vscode, git locally). Default: config `branch`."),
+    branch_name: Optional[str] = typer.Option(None, "--branch-name", metavar="NAME", help="Branch mode on this branch instead (implies --branch): created if missing, switched to if it exists. Default: config `branch_name`."),
+    on_dirty: Optional[str] = typer.Option(None, "--on-dirty", metavar="MODE", autocompletion=_complete_on_dirty, help="Branch mode with uncommitted changes: stash | carry | abort | ask. Stash them, carry them to the branch, abort, or ask (a terminal prompt; VS Code's dialog). Needed without a terminal (--detach, --json) for --runtime local. Default: config `on_dirty`."),
+    git_init: bool = typer.Option(False, "--git-init", help="Branch mode in a folder that is not a git repository: run `git init` first (else you are asked, or it is refused). Default: config `on_not_git`."),
 ) -> None:
     """Start a backend for a workspace and show the live view (Ctrl-C stops it).
 
@@ -41,16 +51,27 @@ def start(
     whose workspace matches connects by itself. Only one backend per workspace.
     """
     raise typer.Exit(run_start(Streams.system(), runtime=runtime, workspace=workspace, port=port, host=host, detach=detach, json_=json_,
-                               open_=open_, editor_timeout=editor_timeout, action_timeout=action_timeout, allow=allow))
+                               open_=open_, editor_timeout=editor_timeout, action_timeout=action_timeout, allow=allow,
+                               branch=branch, branch_name=branch_name, on_dirty=on_dirty, git_init=git_init))
 
 
 def run_start(io: Streams, *, runtime: Optional[str] = None, workspace: str = ".", port: Optional[int] = None, host: Optional[str] = None,
               detach: bool = False, json_: bool = False, open_: Optional[bool] = None, editor_timeout: Optional[float] = None,
-              action_timeout: Optional[float] = None, allow: Optional[list[str]] = None) -> int:
+              action_timeout: Optional[float] = None, allow: Optional[list[str]] = None, branch: Optional[bool] = None,
+              branch_name: Optional[str] = None, on_dirty: Optional[str] = None, git_init: bool = False) -> int:
     """``oh start``'s behaviour: --detach returns 0 once the backend listens; else the live view's exit code."""
-    s = load_settings({"runtime": runtime, "port": port, "host": host, "editor_timeout": editor_timeout, "action_timeout": action_timeout})
+    s = load_settings({"runtime": runtime, "port": port, "host": host, "editor_timeout": editor_timeout, "action_timeout": action_timeout,
+                       "branch": True if branch_name else branch, "branch_name": branch_name, "on_dirty": on_dirty,
+                       "on_not_git": "init" if git_init else None})
     if not os.path.isdir(workspace):
         die(f"workspace {workspace} is not a directory.", USAGE)
+    branch_flags = {}
+    if s.branch:  # asks (or refuses) about a dirty tree / no repository before anything starts
+        from ..protocol.branch import Plan
+        from . import _branch
+
+        plan = _branch.settle(workspace, s.runtime, Plan(s.branch_name or None, s.on_dirty, s.on_not_git), _branch.interactive(detach, json_))
+        branch_flags = _branch.flags(plan)
     open_mode = s.open_editor if open_ is None else ("always" if open_ else "never")
     from ..launcher import process
 
@@ -62,7 +83,7 @@ def run_start(io: Streams, *, runtime: Optional[str] = None, workspace: str = ".
         started = process.start_backend(
             workspace, runtime=s.runtime, token=token, host=s.host, port=s.port, editor_timeout=s.editor_timeout,
             action_timeout=s.action_timeout, trace=s.trace, trace_max_bytes=s.trace_max_bytes, log_level=s.log_level,
-            allowed_roots=roots, jobs=job_settings(s),
+            allowed_roots=roots, jobs={**job_settings(s), **branch_flags},  # jobs: the backend's settings flags
         )
     session = started.session
     # Warnings only once the backend runs (never before an "already running" error). JSON mode keeps

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..protocol.addresses import is_loopback_host
+from ..protocol.branch import valid_name
 from . import paths
 
 ENV_PREFIX = "OH_"
@@ -107,6 +108,13 @@ def _host(value: Any) -> str:
     return "127.0.0.1" if text == "localhost" else text.strip("[]")
 
 
+def _branch_name(value: Any) -> str:
+    text = str(value).strip()
+    if text and not valid_name(text):
+        raise SettingError(f"must be a git branch name like feature/x (letters, digits, . _ - + /), or empty for an automatic oh/<date>-<time>-<agent> (got {value!r})")
+    return text
+
+
 def _dir_list(value: Any) -> list[str]:
     """Absolute directories: a TOML list, or one string split on os.pathsep (env ``OH_ALLOWED_ROOTS``).
     Existence is checked when the backend starts (a root may be created later)."""
@@ -159,6 +167,10 @@ KEYS: dict[str, Key] = {
         Key("job_retention", _positive_float, 3600.0, "seconds a finished background job (its state and output) is kept for `oh jobs` / the job action", "seconds > 0"),
         Key("repeat_limit", _int_range(0, 1000), 0, "the same command run this many times in a row by an agent gets a note (or is skipped, see repeat_action); 0 = off", "0-1000"),
         Key("repeat_action", _choice("note", "skip"), "note", "what repeat_limit does: add a note to the observation, or skip the command (error REPEATED)", "note | skip"),
+        Key("branch", _bool, False, "git-branch mode: before an agent's first change (write, edit, command) put the workspace on a feature branch (docs/protocol.md §3.12)", "true | false"),
+        Key("branch_name", _branch_name, "", "branch mode's branch; empty = a new oh/<date>-<time>-<agent> (an existing branch is never overwritten)", "a git branch name, or empty"),
+        Key("on_dirty", _choice("ask", "stash", "carry", "abort"), "ask", "branch mode with uncommitted changes: ask (VS Code dialog / terminal prompt), stash them, carry them to the new branch, or abort", "ask | stash | carry | abort"),
+        Key("on_not_git", _choice("ask", "init", "abort"), "ask", "branch mode in a folder that is not a git repository: ask, run `git init`, or abort", "ask | init | abort"),
         Key("log_level", _choice("debug", "info", "warning", "error"), "info", "backend log level (log file under the state dir)", "debug | info | warning | error"),
     )
 }

@@ -81,7 +81,7 @@ class HeadlessEditor:
             "workspace_folders": [self.workspace],
             "editor": {"name": self.name, "version": __version__, "pid": os.getpid()},
             "extension_version": __version__,
-            "capabilities": ["run", "read", "write", "edit", "binary", "job", "stat", "write_modes"],  # binary: read encoding "binary" frames
+            "capabilities": ["run", "read", "write", "edit", "binary", "job", "stat", "write_modes", "branch"],  # binary: read encoding "binary" frames
         }
 
     async def serve(self, ready: asyncio.Event | None = None) -> None:
@@ -128,6 +128,9 @@ class HeadlessEditor:
                 return
             if obj.get("type") is not None:
                 return  # unknown control frames are ignored (docs/protocol.md §4)
+            if obj.get("action") == "branch":  # branch mode (§3.12): sent by the backend, not an agent
+                self._branch(obj)
+                return
             action = parse_action(obj)
         except ProtocolError as exc:
             asyncio.ensure_future(self._answer(error_from(exc)))
@@ -140,6 +143,24 @@ class HeadlessEditor:
         task = asyncio.create_task(self._execute(action, ctx))
         self._tasks[action.id] = task
         task.add_done_callback(lambda _t, i=action.id: self._tasks.pop(i, None))
+
+    def _branch(self, obj: dict[str, Any]) -> None:
+        """Git-branch mode's switch with git, as the local runtime does it (nobody to ask here: a
+        dirty tree or a non-git folder without the user's choice is BRANCH_FAILED naming the flag)."""
+        from ..runtimes.branch import local_switch
+
+        leg_id, args = obj.get("id"), obj.get("args")
+        if not isinstance(leg_id, int) or not isinstance(args, dict) or not isinstance(args.get("name"), str):
+            asyncio.ensure_future(self._answer(error_observation(leg_id if isinstance(leg_id, int) else None, ErrorId.BAD_REQUEST, "branch: args.name must be a string.")))
+            return
+        switch = local_switch(self.workspace)
+
+        async def answer() -> None:
+            await self._answer(await switch(args, AgentContext(DEFAULT_SHELL), leg_id))
+
+        task = asyncio.create_task(answer())
+        self._tasks[leg_id] = task
+        task.add_done_callback(lambda _t, i=leg_id: self._tasks.pop(i, None))
 
     async def _execute(self, action, ctx: AgentContext) -> None:
         try:

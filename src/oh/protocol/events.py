@@ -412,6 +412,12 @@ def job_observation(cause: int | None, op: str, content: str, extras: dict[str, 
     return _obs("job", cause, content, f"Job {op}.", {"op": op, **extras})
 
 
+def branch_observation(cause: int | None, content: str, extras: dict[str, Any]) -> dict[str, Any]:
+    """Our own kind, editor leg only: the answer to the backend's ``branch`` frame (docs/protocol.md
+    §3.12). Agents never receive it: the backend turns it into a note on their first change."""
+    return _obs("branch", cause, content, "Branch mode prepared the git branch.", extras)
+
+
 def stat_observation(cause: int | None, path: str, content: str, info: dict[str, Any]) -> dict[str, Any]:
     """Our own kind: the answer to a ``stat`` action (docs/protocol.md §3.7)."""
     return _obs("stat", cause, content, f"I checked the path {path}.", {"path": path, **info})
@@ -454,7 +460,7 @@ def error_from(exc: ProtocolError) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- reading observations
 
-OBSERVATION_KINDS = ("run", "read", "write", "edit", "error", "job", "stat", *KNOWLEDGE_KINDS)
+OBSERVATION_KINDS = ("run", "read", "write", "edit", "error", "job", "stat", "branch", *KNOWLEDGE_KINDS)
 
 
 def parse_observation(obj: Any) -> dict[str, Any]:

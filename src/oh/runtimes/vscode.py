@@ -181,6 +181,26 @@ class VscodeRuntime(Runtime):
                 return self._local_job_answer(action, record)  # LOST: its editor went away meanwhile
         return obs
 
+    async def branch(self, args: dict[str, Any], ctx: AgentContext, leg_id: int) -> dict[str, Any]:
+        """Branch mode's switch (docs/protocol.md §3.12): a ``branch`` frame to the editor, which uses
+        VS Code's Git extension (and asks the user about a dirty tree or a non-git folder). Sent
+        with the id of the agent's action it precedes; that action is forwarded only afterwards."""
+        editor = self.registry.pick(self.workspace) or await self.registry.wait_for(self.workspace, self.editor_timeout)
+        if editor is None:
+            return error_observation(
+                leg_id, ErrorId.NO_EDITOR,
+                f"No editor is connected for {self.workspace} (waited {self.editor_timeout:g} s) to switch the git branch.",
+            )
+        if "branch" not in editor.registration.capabilities:
+            return error_observation(
+                leg_id, ErrorId.BRANCH_FAILED,
+                f"The editor {editor.registration.editor_name} cannot switch git branches (it did not advertise the 'branch' "
+                "capability; update the oh extension), so the action was not executed. Start without --branch, or with --runtime local.",
+            )
+        agent = frames.agent_field(ctx.id, ctx.name, self._workdir(ctx), ctx.shell_key)
+        frame = {"action": "branch", "id": leg_id, "args": {**args, "workspace": self.workspace}, "agent": agent}
+        return await self._forward(Action(leg_id, "branch", frame["args"], None, frame), frame, editor)
+
     async def _forward(self, action: Action, frame: dict[str, Any], editor) -> dict[str, Any]:
         wants_binary = action.kind == "read" and action.args.get("encoding") == "binary"
         if wants_binary and "binary" not in editor.registration.capabilities:

@@ -29,6 +29,8 @@ def render_text(rows: list[dict[str, Any]], dead: list[dict[str, Any]] | None = 
             lines.append("  editors    " + ("none connected (waiting for VS Code)" if not editors else editor_label(editors[0])))
             for e in editors[1:]:
                 lines.append("             " + editor_label(e))
+        if isinstance(d.get("branch"), dict):
+            lines.append("  branch     " + branch_label(d["branch"]))
         agents = d.get("agents") or []
         lines.append(f"  agents     {len(agents)}" + (f" ({', '.join(str(a.get('name', '?')) for a in agents)})" if agents else ""))
         st = d.get("stats") or {}
@@ -41,3 +43,16 @@ def render_text(rows: list[dict[str, Any]], dead: list[dict[str, Any]] | None = 
             lines.append(f"  warning    {d['trace_warning']}")
         lines.append(f"  token      fingerprint {d['token_fingerprint']}")
     return "\n".join(visible(line) for line in lines)
+
+
+def branch_label(b: dict[str, Any]) -> str:
+    """Git-branch mode's state (docs/protocol.md §3.12) in a few words; shared with the live view."""
+    state = b.get("state")
+    if state == "on":
+        made = "new" if b.get("created") else "existing"
+        return f"{b.get('name')} ({made}" + (f", from {b['previous']})" if b.get("previous") else ")")
+    if state == "off":
+        return "off (the user chose no branch; changes go to the current branch)"
+    target = b.get("name") or "a new oh/<date>-<time>-<agent>"
+    line = f"pending: {target} before the first change"
+    return line + (f" (last attempt failed: {b['error']})" if b.get("error") else "")

@@ -22,6 +22,7 @@ from typing import Any, Callable, ClassVar
 
 from ..text import fmt
 from ..text.sanitize import visible
+from ..text.status import branch_label
 
 MAX_ROWS = 200
 MAX_JOBS = 50  # job rows kept (running ones are never evicted while finished ones remain)
@@ -213,7 +214,14 @@ class LiveState:
             lines += [f"editor connected: {editor_label(e)}" for e in self.editors.values()]
         elif self.runtime == "vscode":
             lines.append("waiting for VS Code to connect…")
+        if isinstance(self.backend.get("branch"), dict):
+            lines.append("branch mode: " + branch_label(self.backend["branch"]))
         return lines
+
+    def _on_branch(self, frame: dict[str, Any]) -> list[str]:
+        """Branch mode switched (or was turned off by the user) before an agent's first change."""
+        self.backend["branch"] = {k: v for k, v in frame.items() if k not in ("type", "event", "time")}
+        return ["branch mode: " + branch_label(self.backend["branch"])]
 
     def _on_editor_connected(self, frame: dict[str, Any]) -> list[str]:
         e = dict(frame.get("editor") or {})
@@ -322,6 +330,7 @@ class LiveState:
         "job_finished": _on_job_finished,
         "token_rotated": _on_token_rotated,
         "shutting_down": _on_shutting_down,
+        "branch": _on_branch,
     }
 
     def _url(self) -> str:
@@ -352,7 +361,8 @@ class LiveState:
             ("  runtime ", "dim"), (self.runtime, "bold"), ("  ", ""), (visible(b.get("url") or self._url()), "green"),
             ("  pid ", "dim"), (str(b.get("pid", "?")), ""), ("  up ", "dim"), (fmt.fmt_duration(self.uptime()), ""),
         )
-        ws = one_line(("workspace ", "dim"), (visible(b.get("workspace", "")), ""))
+        ws = one_line(("workspace ", "dim"), (visible(b.get("workspace", "")), ""),
+                      *((("  branch ", "dim"), (visible(branch_label(b["branch"])), "magenta")) if isinstance(b.get("branch"), dict) else ()))
         state = self.editor_state
         editor: Any
         hints: list[Text] = []

@@ -1,0 +1,89 @@
+"""Git for branch mode (docs/protocol.md §3.12) without an editor: read a repository's state and carry
+out ``protocol.branch.decide``'s steps with the ``git`` command.
+
+Used by the local runtime (before an agent's first change) and by ``oh start`` (to ask about a dirty
+tree or a non-git folder before the backend starts). Blocking calls with bounded timeouts: async
+callers run them in a thread. Git's own messages are passed on (they say what to fix), but git never
+prompts: no terminal, no editor, no pager, no credential helper.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from typing import Any
+
+from .protocol.branch import Decision, RepoState
+
+GIT_TIMEOUT = 30.0  # a stash of a large tree can take a while; never for ever
+
+
+class GitError(Exception):
+    """git is missing, failed or timed out; the message says which and what git said."""
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    # Never wait for a human: no prompts, no editors, no pagers; stable English messages.
+    env.update(GIT_TERMINAL_PROMPT="0", GIT_EDITOR="true", GIT_PAGER="cat", LC_ALL="C", LANG="C")
+    return env
+
+
+def _git(cwd: str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    exe = shutil.which("git")
+    if exe is None:
+        raise GitError("git is not installed (or not on PATH); branch mode needs it. Install git, or start without --branch.")
+    try:
+        done = subprocess.run(
+            [exe, *args], cwd=cwd, env=_env(), stdin=subprocess.DEVNULL, capture_output=True, text=True,
+            timeout=GIT_TIMEOUT, errors="replace",
+        )
+    except subprocess.TimeoutExpired:
+        raise GitError(f"`git {' '.join(args)}` did not finish within {GIT_TIMEOUT:g} s.") from None
+    except OSError as exc:
+        raise GitError(f"cannot run git: {exc}") from None
+    if check and done.returncode != 0:
+        said = (done.stderr or done.stdout).strip().splitlines()
+        raise GitError(f"`git {' '.join(args)}` failed: {' '.join(said[-3:])[:500] or f'exit {done.returncode}'}")
+    return done
+
+
+def inspect(workspace: str) -> RepoState:
+    """The repository state of ``workspace`` (is_repo False when it is in no work tree)."""
+    inside = _git(workspace, "rev-parse", "--is-inside-work-tree", check=False)
+    if inside.returncode != 0 or inside.stdout.strip() != "true":
+        if shutil.which("git") is None:
+            raise GitError("git is not installed (or not on PATH); branch mode needs it. Install git, or start without --branch.")
+        return RepoState(is_repo=False)
+    head = _git(workspace, "symbolic-ref", "--quiet", "--short", "HEAD", check=False)
+    branch = head.stdout.strip() if head.returncode == 0 else None
+    dirty = _git(workspace, "status", "--porcelain", "--untracked-files=normal").stdout.strip() != ""
+    listed = _git(workspace, "for-each-ref", "--format=%(refname:short)", "refs/heads").stdout.split()
+    return RepoState(is_repo=True, branch=branch, dirty=dirty, branches=frozenset(listed))
+
+
+def apply(workspace: str, state: RepoState, decision: Decision) -> dict[str, Any]:
+    """Carry out ``decision``'s steps; the ``branch`` observation's extras (§3.12). Raises GitError,
+    having changed nothing more than the steps that succeeded (git's own operations are atomic)."""
+    result: dict[str, Any] = {
+        "branch": decision.target, "previous": state.branch, "created": False, "switched": False,
+        "stashed": False, "carried": False, "initialized": False,
+    }
+    for step in decision.steps:
+        if step == "init":
+            _git(workspace, "init", "--quiet")
+            result["initialized"] = True
+            result["previous"] = None
+        elif step == "stash":
+            _git(workspace, "stash", "push", "--include-untracked", "--quiet", "--message", f"oh: before switching to {decision.target}")
+            result["stashed"] = True
+        elif step == "create":
+            # checkout -b keeps uncommitted changes (what "carry" means) and works on an unborn HEAD.
+            _git(workspace, "checkout", "--quiet", "-b", decision.target)
+            result["created"] = result["switched"] = True
+        elif step == "switch":
+            _git(workspace, "checkout", "--quiet", decision.target, "--")
+            result["switched"] = True
+    result["carried"] = state.dirty and not result["stashed"] and not result["initialized"]
+    return result

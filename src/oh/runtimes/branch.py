@@ -1,0 +1,154 @@
+"""Git-branch mode around any runtime (docs/protocol.md §3.12): before the first action that may change
+files, make sure the workspace sits on the feature branch; then let every action through.
+
+The switch itself belongs to whoever owns the workspace's git: the local runtime runs git
+(``local_switch``), the vscode runtime asks the editor (a ``branch`` frame, ``VscodeRuntime.branch``),
+which uses VS Code's Git extension. Both answer with a ``branch`` observation or a ``BRANCH_FAILED``
+error; on an error the agent's action is NOT executed (it would land on the wrong branch).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime, timezone
+from typing import Any, Awaitable, Callable, Hashable
+
+from ..protocol.branch import Plan, decide, is_change, note
+from ..protocol.errors import ErrorId
+from ..protocol.events import Action, branch_observation, error_observation
+from .base import AgentContext, Runtime, as_context
+
+# (frame args, agent, id to use on the editor leg) -> a `branch` observation or an error observation
+Switch = Callable[[dict[str, Any], AgentContext, int], Awaitable[dict[str, Any]]]
+
+
+class BranchGuard(Runtime):
+    def __init__(self, inner: Runtime, plan: Plan, switch: Switch, clock: Callable[[], datetime] | None = None) -> None:
+        self.inner = inner
+        self.plan = plan
+        self._switch = switch
+        self._clock = clock or (lambda: datetime.now(timezone.utc))
+        self._lock = asyncio.Lock()
+        self.state = "pending"  # -> "on" (on the branch) | "off" (the user chose no branch)
+        self.result: dict[str, Any] = {}
+        self.created: str | None = None  # the branch this session created (reused, never re-created)
+        self.last_error: str | None = None
+        self.on_branch_event: Callable[[dict[str, Any]], None] | None = None  # set by the backend (monitors)
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.inner.name
+
+    @property
+    def on_job_event(self):  # type: ignore[override]
+        return self.inner.on_job_event
+
+    @on_job_event.setter
+    def on_job_event(self, callback) -> None:
+        self.inner.on_job_event = callback
+
+    def __getattr__(self, attr: str) -> Any:
+        # Runtime-specific entry points the backend calls (editor_gone, editor_job_event, jobs...)
+        # reach the wrapped runtime unchanged.
+        return getattr(self.inner, attr)
+
+    async def start(self) -> None:
+        await self.inner.start()
+
+    async def agent_closed(self, agent: Hashable) -> None:
+        await self.inner.agent_closed(agent)
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+    def describe(self) -> dict[str, Any]:
+        """For `oh status` and the live view: the mode's state and the branch once known."""
+        out: dict[str, Any] = {"state": self.state, "name": self.result.get("branch") if self.state == "on" else self.plan.name}
+        if self.state == "on":
+            out.update(created=bool(self.result.get("created")), previous=self.result.get("previous"))
+        if self.state == "pending" and self.last_error:
+            out["error"] = self.last_error
+        return out
+
+    async def execute(self, action: Action, agent: Hashable) -> dict[str, Any]:
+        line = ""
+        if self.state == "pending" and is_change(action.kind, action.args):
+            async with self._lock:  # one switch, however many agents change files at once
+                if self.state == "pending":
+                    answer = await self._ensure(action, as_context(agent))
+                    if answer.get("observation") == "error":
+                        return answer
+                    line = note(answer.get("extras") or {})
+        obs = await self.inner.execute(action, agent)
+        if line:
+            _prepend(obs, line)
+        return obs
+
+    async def _ensure(self, action: Action, ctx: AgentContext) -> dict[str, Any]:
+        args = self.plan.args(ctx.name, self._clock(), reuse=self.created)
+        try:
+            answer = await self._switch(args, ctx, action.id)
+        except Exception as exc:  # noqa: BLE001 - a failed switch is the agent's typed error, not a crash
+            answer = error_observation(action.id, ErrorId.BRANCH_FAILED, f"Branch mode could not switch branches ({exc}); the action was not executed.")
+        if answer.get("observation") == "error":
+            extras = answer.get("extras") or {}
+            if extras.get("error_id") not in (ErrorId.BRANCH_FAILED, "BRANCH_FAILED"):
+                # NO_EDITOR, EDITOR_DISCONNECTED, TIMEOUT...: keep the id, say the action did not run.
+                answer["content"] = f"Branch mode: the branch could not be prepared, so the action was not executed. {answer.get('content', '')}"
+            self.last_error = str(answer.get("content", ""))[:300]
+            answer["cause"] = action.id
+            return answer
+        extras = answer.get("extras") or {}
+        self.last_error = None
+        if extras.get("off"):
+            self.state = "off"
+        else:
+            self.state = "on"
+            self.result = extras
+            if extras.get("created"):
+                self.created = extras.get("branch")
+        if self.on_branch_event is not None:
+            self.on_branch_event(self.describe())
+        return answer
+
+
+def _prepend(obs: dict[str, Any], line: str) -> None:
+    """Put the branch note where the agent reads it: a run's prefix, else the content."""
+    extras = obs.get("extras")
+    if obs.get("observation") == "run" and isinstance(extras, dict) and isinstance(extras.get("metadata"), dict):
+        md = extras["metadata"]
+        md["prefix"] = line + "\n" + (md.get("prefix") or "")
+        return
+    obs["content"] = line + "\n" + str(obs.get("content") or "")
+    if obs.get("observation") == "error" and isinstance(obs.get("message"), str):
+        obs["message"] = line + "\n" + obs["message"]
+
+
+class _Refused(Exception):
+    """decide() refused: its message is the BRANCH_FAILED text."""
+
+
+def local_switch(workspace: str) -> Switch:
+    """The switch of the local runtime: git in a thread. Nobody can be asked here, so a question
+    (dirty tree, no repository) becomes BRANCH_FAILED naming the flag to pass to `oh start`."""
+    from .. import gitrepo  # only with the local runtime (and `oh attach`): the vscode one never runs git
+
+    def blocking(args: dict[str, Any]) -> dict[str, Any]:
+        state = gitrepo.inspect(workspace)
+        decision = decide(state, args)
+        if decision.ask is not None:
+            decision = decide(state, {**args, "on_dirty": "abort", "on_not_git": "abort"})
+        if decision.off:
+            return {"off": True}
+        if decision.refuse is not None:
+            raise _Refused(decision.refuse)
+        return gitrepo.apply(workspace, state, decision)
+
+    async def switch(args: dict[str, Any], ctx: AgentContext, leg_id: int) -> dict[str, Any]:
+        try:
+            extras = await asyncio.to_thread(blocking, args)
+        except (_Refused, gitrepo.GitError) as exc:
+            return error_observation(leg_id, ErrorId.BRANCH_FAILED, f"{exc}" if isinstance(exc, _Refused) else f"Branch mode could not switch branches: {exc} The action was not executed.")
+        return branch_observation(leg_id, note(extras) or "Branch mode is off for this session.", extras)
+
+    return switch
