@@ -32,6 +32,7 @@ export type ErrorId =
   | 'EDITOR_DISCONNECTED'
   | 'INTERRUPTED'
   | 'BUSY'
+  | 'REJECTED'
   | 'NO_COMMAND'
   | 'UNTRUSTED_WORKSPACE'
   | 'SERVER_ERROR';

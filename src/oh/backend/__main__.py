@@ -103,6 +103,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--job-retention", type=float, default=3600.0)
     p.add_argument("--repeat-limit", type=int, default=0)
     p.add_argument("--repeat-action", choices=("note", "skip"), default="note")
+    # Proposal mode (docs/protocol.md §3.11).
+    p.add_argument("--review", action="store_true")
+    p.add_argument("--review-timeout", type=float, default=600.0)
     return p.parse_args(argv)
 
 
@@ -157,7 +160,7 @@ async def _amain(args: argparse.Namespace, token: str) -> int:
                 editor_timeout=args.editor_timeout, action_timeout=args.action_timeout, trace_path=trace_path,
                 trace_max_bytes=args.trace_max_bytes, allowed_roots=args.allow_root, max_shells=args.max_shells,
                 job_retention=args.job_retention, repeat_limit=args.repeat_limit, repeat_action=args.repeat_action,
-                spool_dir=str(paths.state_dir() / "jobs"),
+                spool_dir=str(paths.state_dir() / "jobs"), review=args.review, review_timeout=args.review_timeout,
             ),
             token,
         )

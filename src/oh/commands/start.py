@@ -34,13 +34,16 @@ def start(
     editor_timeout: Optional[float] = typer.Option(None, "--editor-timeout", help="Seconds an action waits for an editor before NO_EDITOR. Default: config `editor_timeout`."),
     action_timeout: Optional[float] = typer.Option(None, "--action-timeout", help="Deadline (s) for actions without their own timeout. Default: config `action_timeout`."),
     allow: Optional[list[str]] = typer.Option(None, "--allow", help="Also allow file actions and run cwds in DIR (repeatable; e.g. --allow /tmp). Adds to config `allowed_roots`."),
+    review: Optional[bool] = typer.Option(None, "--review/--no-review", help="Proposal mode: write/edit become proposals you accept or reject (VS Code diff, or `oh review`). Default: config `review`."),
+    review_timeout: Optional[float] = typer.Option(None, "--review-timeout", help="Seconds a proposal waits for a decision (then TIMEOUT, nothing written). Default: config `review_timeout`."),
 ) -> None:
     """Start a backend for a workspace and show the live view (Ctrl-C stops it).
 
     The vscode runtime writes the session file the oh VS Code extension watches: the window
     whose workspace matches connects by itself. Only one backend per workspace.
     """
-    s = load_settings({"runtime": runtime, "port": port, "host": host, "editor_timeout": editor_timeout, "action_timeout": action_timeout})
+    s = load_settings({"runtime": runtime, "port": port, "host": host, "editor_timeout": editor_timeout, "action_timeout": action_timeout,
+                       "review": review, "review_timeout": review_timeout})
     if not os.path.isdir(workspace):
         die(f"workspace {workspace} is not a directory.", USAGE)
     open_mode = s.open_editor if open_ is None else ("always" if open_ else "never")
@@ -64,7 +67,7 @@ def start(
         started = process.start_backend(
             workspace, runtime=s.runtime, token=token, host=s.host, port=s.port, editor_timeout=s.editor_timeout,
             action_timeout=s.action_timeout, trace=s.trace, trace_max_bytes=s.trace_max_bytes, log_level=s.log_level,
-            allowed_roots=roots, jobs=job_settings(s),
+            allowed_roots=roots, jobs=job_settings(s), review=s.review, review_timeout=s.review_timeout,
         )
     session = started.session
     # Warnings only once the backend runs (never before an "already running" error). JSON mode keeps

@@ -159,6 +159,8 @@ KEYS: dict[str, Key] = {
         Key("job_retention", _positive_float, 3600.0, "seconds a finished background job (its state and output) is kept for `oh jobs` / the job action", "seconds > 0"),
         Key("repeat_limit", _int_range(0, 1000), 0, "the same command run this many times in a row by an agent gets a note (or is skipped, see repeat_action); 0 = off", "0-1000"),
         Key("repeat_action", _choice("note", "skip"), "note", "what repeat_limit does: add a note to the observation, or skip the command (error REPEATED)", "note | skip"),
+        Key("review", _bool, False, "proposal mode: the agent's write and edit actions become proposals you accept or reject (VS Code: a diff editor; local runtime: `oh review`)", "true | false"),
+        Key("review_timeout", _positive_float, 600.0, "seconds a proposal waits for your decision before the agent gets TIMEOUT (nothing is written)", "seconds > 0"),
         Key("log_level", _choice("debug", "info", "warning", "error"), "info", "backend log level (log file under the state dir)", "debug | info | warning | error"),
     )
 }

@@ -73,6 +73,8 @@ def start_backend(
     ready_timeout: float = 20.0,
     allowed_roots: list[str] | None = None,
     jobs: dict | None = None,
+    review: bool = False,
+    review_timeout: float | None = None,
 ) -> Started:
     """``jobs``: the settings max_shells, job_retention, repeat_limit, repeat_action (flags of the backend,
     which reads no settings itself: docs/architecture.md)."""
@@ -99,6 +101,10 @@ def start_backend(
     for name, value in (jobs or {}).items():
         if value is not None:
             argv += ["--" + name.replace("_", "-"), f"{value:g}" if isinstance(value, float) else str(value)]
+    if review:  # proposal mode (docs/protocol.md §3.11)
+        argv.append("--review")
+    if review_timeout is not None:
+        argv += ["--review-timeout", f"{review_timeout:g}"]
     env = {k: v for k, v in os.environ.items() if k != "OH_TOKEN"}
     env["OH_LOG_LEVEL"] = log_level.upper()
     env.setdefault("PYTHONUNBUFFERED", "1")
