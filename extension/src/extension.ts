@@ -17,6 +17,7 @@ import { registerFrame } from './protocol';
 import { sessionsDir } from './session';
 import { Ui } from './ui';
 import { parseConnectUri } from './uri';
+import { ReviewController } from './review/controller';
 
 let manager: SessionManager | undefined;
 
@@ -39,14 +40,15 @@ export function activate(context: vscode.ExtensionContext): void {
   });
   const edit = new EditExecutor();
   const knowledge = new KnowledgeExecutor(); // §3.6; also remembers the agent's changes for diagnostics
+  const review = new ReviewController(edit.history, log); // §3.11: write/edit as proposals when the backend asks
   let actionSeq = 0;
   const keys = new WeakMap<object, number>();
   const dispatcher = new Dispatcher(
     {
       run: (a, signal, ctx) => run.execute(a, signal, ctx),
       read: (a, signal, ctx) => executeRead(a, signal, ctx),
-      write: async (a, signal, ctx) => knowledge.afterChange(a, await executeWrite(a, signal, ctx)),
-      edit: async (a, signal, ctx) => knowledge.afterChange(a, await edit.execute(a, signal, ctx)),
+      write: async (a, signal, ctx) => knowledge.afterChange(a, await review.route(a, signal, ctx, executeWrite)),
+      edit: async (a, signal, ctx) => knowledge.afterChange(a, await review.route(a, signal, ctx, (x, s, c) => edit.execute(x, s, c))),
       diagnostics: (a, signal) => knowledge.diagnostics(a, signal),
       open: (a) => knowledge.open(a),
       editors: (a) => knowledge.editors(a),
@@ -124,6 +126,7 @@ export function activate(context: vscode.ExtensionContext): void {
     ui,
     run,
     knowledge,
+    review,
     vscode.commands.registerCommand('oh.connect', () => connect()),
     vscode.commands.registerCommand('oh.disconnect', () => {
       const n = manager!.disconnectAll();

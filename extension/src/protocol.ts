@@ -456,7 +456,8 @@ export function registerFrame(info: RegisterInfo): JsonObject {
     workspace_folders: info.workspaceFolders,
     editor: { name: info.editorName, version: info.editorVersion, pid: info.editorPid },
     extension_version: info.extensionVersion,
-    capabilities: [...ACTION_KINDS, ...KNOWLEDGE_KINDS],
+    // review: write/edit become proposals when the backend asks (§3.11).
+    capabilities: [...ACTION_KINDS, ...KNOWLEDGE_KINDS, 'review'],
   };
 }
 
