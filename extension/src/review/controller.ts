@@ -178,6 +178,11 @@ export class ReviewController implements vscode.Disposable {
       'Reject',
       'Accept all',
     );
+    // A notification cannot be withdrawn: its buttons may outlive the proposal (decided in the title bar).
+    if ((choice === 'Accept' || choice === 'Reject') && !this.store.get(id)) {
+      void vscode.window.showInformationMessage(`oh: proposal ${id} was already decided (or timed out).`);
+      return;
+    }
     if (choice === 'Accept') await this.accept([id]);
     else if (choice === 'Reject') await this.reject(id);
     else if (choice === 'Accept all') await this.accept(this.store.list().map((q) => q.id));

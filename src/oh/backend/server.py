@@ -166,7 +166,7 @@ class Backend:
         self._flusher: asyncio.Task | None = None
         self.runtime = self._make_runtime()
         self.runtime.on_job_event = self._job_event
-        self.proposals = getattr(self.runtime, "review", None)  # the local runtime's ProposalQueue in review mode
+        self.proposals = getattr(self.runtime, "proposals", None)  # the local runtime's ProposalQueue in review mode
         if self.proposals is not None:
             self.proposals.on_event = self._proposal_event
 
@@ -476,7 +476,8 @@ class Backend:
 
     def _proposal_event(self, name: str, fields: dict[str, Any]) -> None:
         """A proposal opened or closed (local queue, or an editor's proposal_event frame; §3.11)."""
-        self.trace.record(name, **fields)
+        # The trace's own `kind` is the record type: the action kind goes in as `action` there.
+        self.trace.record(name, **{("action" if k == "kind" else k): v for k, v in fields.items()})
         self._emit(name, **fields)
 
     def _job_event(self, name: str, job: dict[str, Any]) -> None:

@@ -95,7 +95,7 @@ class LocalRuntime(Runtime):
         self._closing: set[asyncio.Task] = set()
         self._scratch: str | None = None
         # Review mode (§3.11): write/edit wait here as proposals until `oh review` decides.
-        self.review: ProposalQueue | None = ProposalQueue(review_timeout) if review else None
+        self.proposals: ProposalQueue | None = ProposalQueue(review_timeout) if review else None
 
     # ------------------------------------------------------------------ plumbing
     def _scratch_dir(self) -> str:
@@ -179,7 +179,7 @@ class LocalRuntime(Runtime):
             if action.kind == "job":
                 return await self._group(ctx).job_op(action)
             base = self.workdir_of(ctx)
-            if self.review is not None and action.kind in ("write", "edit") and review_rules.is_proposal(action.kind, action.args):
+            if self.proposals is not None and action.kind in ("write", "edit") and review_rules.is_proposal(action.kind, action.args):
                 return await self._propose(action, ctx, base)
             if action.kind == "stat":
                 return self._stat(action, base)
@@ -267,7 +267,7 @@ class LocalRuntime(Runtime):
 
     async def _propose(self, action: Action, ctx: AgentContext, base: str) -> dict[str, Any]:
         """Review mode: compute the change as it would be made, then wait for the user's decision."""
-        assert self.review is not None
+        assert self.proposals is not None
         rp = self.paths.resolve(action.path, base)
         before = file_bytes(rp.real)
         args = action.args
@@ -296,9 +296,9 @@ class LocalRuntime(Runtime):
         if after is None or after == before:
             return obs  # nothing would change (e.g. mode create on an existing file): nothing to review
         proposal = Proposal(
-            self.review.new_id(), action.id, ctx.id, ctx.name, action.kind, command, rp.shown, rp.real, before, after, replace, obs, on_accept,
+            self.proposals.new_id(), action.id, ctx.id, ctx.name, action.kind, command, rp.shown, rp.real, before, after, replace, obs, on_accept,
         )
-        return await self.review.wait(proposal)
+        return await self.proposals.wait(proposal)
 
     @staticmethod
     def _is_big(real: str) -> bool:
@@ -326,8 +326,8 @@ class LocalRuntime(Runtime):
         await asyncio.shield(task)  # a cancelled caller must not abandon the kill half-way
 
     async def close(self) -> None:
-        if self.review is not None:
-            self.review.close()
+        if self.proposals is not None:
+            self.proposals.close()
         terms, self._terminals = list(self._terminals.values()), {}
         await asyncio.gather(self._close_terminals(terms), *list(self._closing), return_exceptions=True)
         if self._scratch is not None:
