@@ -145,3 +145,45 @@ def test_agent_controlled_text_is_shown_escaped(oh, review_backend):
     assert "\x1b" not in shown and "\x07" not in shown and "+line\\x1b]0;pwned\\x07" in shown
     oh("review", "reject", row["id"], check=0)
     assert _finish(agent)[0] == 6
+
+
+def test_live_view_shows_what_awaits_review(oh):
+    """`oh start --review` in the foreground (plain lines, no TTY): the proposal, then the decision."""
+    proc = subprocess.Popen([sys.executable, "-m", "oh", "start", "--runtime", "local", "--review"], cwd=oh.workspace, env=oh.env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    agent = None
+    try:
+        assert "listening on" in proc.stdout.readline()
+        agent = _agent(oh, "write", "live.txt", "--content", "x\n")
+        lines: list[str] = []
+        while not any("awaiting review" in ln for ln in lines):
+            line = proc.stdout.readline()
+            assert line, f"the view ended early: {lines}"
+            lines.append(line)
+        opened = next(ln for ln in lines if "awaiting review" in ln)
+        assert "proposes write" in opened and "live.txt" in opened and "oh review show p1" in opened
+        oh("review", "reject", "p1", "--reason", "not now", check=0)
+        while not any("proposal p1" in ln for ln in lines):
+            line = proc.stdout.readline()
+            assert line, f"the view ended early: {lines}"
+            lines.append(line)
+        assert "rejected" in next(ln for ln in lines if "proposal p1" in ln)
+        assert _finish(agent)[0] == 6
+    finally:
+        if agent is not None and agent.poll() is None:
+            agent.kill()
+        proc.terminate()
+        proc.communicate(timeout=20)
+
+
+def test_live_state_marks_rows_awaiting_review():
+    from oh.ui.live import LiveState
+
+    st = LiveState(backend={"runtime": "local"})
+    st.apply({"type": "event", "event": "action_started", "action_id": 4, "agent_id": "a1", "kind": "edit", "summary": "str_replace f.py"})
+    st.apply({"type": "event", "event": "proposal_opened", "action_id": 4, "proposal_id": "p1", "agent_id": "a1", "kind": "edit", "path": "/w/f\x1b[2J.py"})
+    assert st.actions[4].outcome_text() == "awaiting review"
+    assert "1 proposal awaiting review" in st.stats_line()
+    [line] = st.apply({"type": "event", "event": "proposal_closed", "action_id": 4, "proposal_id": "p1", "path": "/w/f\x1b[2J.py", "decision": "accepted"})
+    assert "\x1b" not in line and "accepted" in line
+    assert st.actions[4].outcome_text() == "running…" and "awaiting" not in st.stats_line()
