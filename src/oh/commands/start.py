@@ -99,6 +99,9 @@ def start(
         else:
             typer.echo(f"backend {session.instance_id} listening on {session.url} (runtime {session.runtime}, pid {session.pid})")
             typer.echo(f"workspace {session.workspace}; log {started.log_file}")
+            if s.review:
+                where = "in VS Code's diff editor" if session.runtime == "vscode" else "with `oh review`"
+                typer.echo(f"review mode: the agent's writes and edits wait for your accept/reject {where} (up to {s.review_timeout:g} s)")
             typer.echo(f"stop it with `oh stop {session.instance_id}`")
         return
     mode = "json" if json_ else ("rich" if sys.stdout.isatty() else "plain")
