@@ -43,6 +43,14 @@ async def test_an_editor_without_review_never_gets_changes(make_backend, workspa
         await ag.close()
 
 
+async def test_oh_review_on_a_vscode_backend_points_to_vscode(make_backend):
+    b = await make_backend("vscode", review=True)
+    async with connect(url(b) + "/v1/control", additional_headers={"Authorization": f"Bearer {TOKEN}"}) as ctl:
+        await ctl.send(json.dumps({"type": "review", "op": "list"}))
+        answer = json.loads(await asyncio.wait_for(ctl.recv(), 10))
+        assert answer["error_id"] == "NOT_HERE" and "VS Code" in answer["message"]
+
+
 async def test_registered_says_review_off_by_default(make_backend, workspace):
     b = await make_backend("vscode")
     async with EchoEditor(b.port, b.editor_token, [str(workspace)]) as ed:

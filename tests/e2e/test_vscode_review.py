@@ -5,7 +5,8 @@ processes (their ``oh edit``/``oh write`` wait for the user's decision).
 One proposal is accepted with the diff editor's title-bar action (the file changes; one Undo reverts
 it), another is rejected from the notification with a reason typed into the input box (the file is
 unchanged, the agent gets REJECTED and the reason), and "Accept all" applies two proposals as one
-WorkspaceEdit (one Undo in one of the files reverts both files).
+WorkspaceEdit (one Undo in one of the files reverts both files); a file the user typed in while its
+proposal waited is not overwritten on accept (the agent gets REJECTED: the file changed).
 """
 
 from __future__ import annotations
@@ -143,3 +144,27 @@ def test_accept_all_is_one_workspace_edit(vscode: VsCode, backend: dict):
     vscode.drive("focusEditor")
     vscode.drive("press", keys=["Control+s"])
     wait_until(lambda: a.read_text() == "a1\n" and b.read_text() == "b1\n", 15, "both files reverted on disk")
+
+
+def test_a_file_typed_in_meanwhile_is_not_overwritten(vscode: VsCode, backend: dict):
+    f = vscode.workspace / "typed.txt"
+    f.write_text("one\n")
+    agent = _agent(vscode, "edit", "typed.txt", "--replace", "one", "ONE")
+    try:
+        _diff_tab(vscode, "ONE")
+        # The user opens the file and types before deciding: the reviewed diff is now out of date.
+        vscode.drive("openFile", path="typed.txt")
+        vscode.drive("focusEditor")
+        vscode.drive("press", keys=["Control+End"])
+        vscode.drive("type", text="mine\n")
+        wait_until(lambda: "mine" in vscode.drive("editorText")["text"], 10, "the typed text")
+        vscode.drive("command", title="oh: Accept proposal")
+        rc, obs = _finish(agent)
+    except Exception:
+        vscode.screenshot("review-stale-failed")
+        agent.kill()
+        raise
+    assert rc == 6 and obs["extras"]["error_id"] == "REJECTED" and "file changed since the proposal" in obs["content"], obs
+    text = vscode.drive("editorText")["text"]
+    assert "one" in text and "mine" in text and "ONE" not in text
+    assert f.read_text() == "one\n"  # nothing written behind the user's back

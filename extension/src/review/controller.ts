@@ -18,7 +18,7 @@ import { ActionContext } from '../connection';
 import { EditHistory, minimalReplacement } from '../oheditor';
 import { Action, editObservation, errorObservation, Observation, ToolError, writeObservation } from '../protocol';
 import { unifiedDiff } from '../udiff';
-import { createParents, currentContent, resolveTarget, statOrNull, Target } from '../executors/files';
+import { createParents, currentContent, resolveTarget, statOrNull, Target, unsavedNote } from '../executors/files';
 import {
   acceptedNote,
   cleanReason,
@@ -124,7 +124,8 @@ export class ReviewController implements vscode.Disposable {
     const shown = target.rp.shown;
     switch (d.kind) {
       case 'accepted': {
-        const note = acceptedNote(shown);
+        // Applied to a buffer with the user's unsaved edits: not saved (§4.1), and the agent is told.
+        const note = acceptedNote(shown) + (d.unsaved ? unsavedNote(shown) : '');
         if (action.kind === 'write') return { ...writeObservation(action.id, String(action.args.path)), content: note };
         const content = change.content ? change.content.replace(/\n+$/, '') + '\n' + note : note;
         return editObservation(action.id, String(action.args.path), {
@@ -273,7 +274,7 @@ export class ReviewController implements vscode.Disposable {
       if (!r.wasDirty && doc.isDirty) await doc.save();
       if (change.command === 'undo_edit') this.history.pop(target.rp.real);
       else if (r.item.action.kind === 'edit' && change.before !== null) this.history.push(target.rp.real, change.before);
-      this.store.decide(r.id, { kind: 'accepted' });
+      this.store.decide(r.id, { kind: 'accepted', unsaved: r.wasDirty });
     }
     // Show what was accepted: the user sees the result and can Undo it there.
     if (first) await vscode.window.showTextDocument(first, { preview: false }).then(undefined, () => undefined);

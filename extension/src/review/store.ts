@@ -7,7 +7,7 @@
  */
 
 export type Decision =
-  | { kind: 'accepted' }
+  | { kind: 'accepted'; unsaved?: boolean }
   | { kind: 'rejected'; reason: string }
   | { kind: 'stale' }
   | { kind: 'failed'; message: string }
