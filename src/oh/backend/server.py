@@ -634,7 +634,7 @@ class Backend:
             return {"type": "review", "op": "list", "review_timeout": queue.timeout, "proposals": queue.list()}
         if req.op == "accept" and req.all:
             return {"type": "review", "op": "accept", "results": queue.accept_all()}
-        p = queue.get(req.proposal_id or "")
+        p = queue.find(req.proposal_id or "")
         if p is None:
             return frames.refusal("NO_PROPOSAL", f"No pending proposal {req.proposal_id}: it was decided, timed out or its agent left. `oh review` lists the pending ones.")
         if req.op == "show":

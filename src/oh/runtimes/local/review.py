@@ -168,7 +168,7 @@ class ProposalQueue:
     def list(self) -> list[dict[str, Any]]:
         return [p.row() for p in self.pending.values()]
 
-    def get(self, pid: str) -> Proposal | None:
+    def find(self, pid: str) -> Proposal | None:
         return self.pending.get(pid)
 
     def accept(self, pid: str) -> dict[str, Any]:
