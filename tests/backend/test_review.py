@@ -78,6 +78,7 @@ async def test_proposal_events_reach_monitors_and_a_disconnect_ends_the_proposal
 
     opened = await asyncio.wait_for(event("proposal_opened"), 10)
     assert opened["action_id"] == action["id"] and opened["path"] == "/w/f.py" and opened["editor_id"] == answer["editor_id"]
+    assert opened["agent_id"] == action["agent"]["id"]  # the backend names whose action it is
     await ed.close()  # the user closed VS Code while the proposal waited: the agent hears it at once
     obs = json.loads(await asyncio.wait_for(ag.recv(), 10))
     assert obs["cause"] == 5 and obs["extras"]["error_id"] == "EDITOR_DISCONNECTED"

@@ -533,7 +533,9 @@ class Backend:
                         if obj.get("type") == "proposal_event":  # §3.11: what awaits review in the editor
                             pevent = frames.parse_proposal_event(obj)
                             if pevent is not None:
-                                self._proposal_event(pevent[0], {**pevent[1], "editor_id": editor.editor_id})
+                                entry = self.correlator.get(pevent[1]["action_id"])  # whose action it is
+                                who = {"agent_id": entry.agent} if entry is not None else {}
+                                self._proposal_event(pevent[0], {**pevent[1], **who, "editor_id": editor.editor_id})
                             continue
                         if obj.get("type") is not None:
                             continue  # other control frames from editors are ignored
