@@ -187,3 +187,13 @@ def test_live_state_marks_rows_awaiting_review():
     [line] = st.apply({"type": "event", "event": "proposal_closed", "action_id": 4, "proposal_id": "p1", "path": "/w/f\x1b[2J.py", "decision": "accepted"})
     assert "\x1b" not in line and "accepted" in line
     assert st.actions[4].outcome_text() == "running…" and "awaiting" not in st.stats_line()
+
+
+def test_diff_colours_on_a_terminal_and_escapes_what_the_agent_wrote():
+    from oh.commands.review import _colour
+
+    assert _colour("+added", True) == "\x1b[32m+added\x1b[0m"
+    assert _colour("-removed", True) == "\x1b[31m-removed\x1b[0m"
+    assert _colour("@@ -1 +1 @@", True).startswith("\x1b[36m")
+    assert _colour("+x\x1b[2J\ty", True) == "\x1b[32m+x\\x1b[2J\ty\x1b[0m"  # tabs kept, escapes shown
+    assert _colour("+x\x1b[2J", False) == "+x\\x1b[2J"
