@@ -197,3 +197,24 @@ def test_diff_colours_on_a_terminal_and_escapes_what_the_agent_wrote():
     assert _colour("@@ -1 +1 @@", True).startswith("\x1b[36m")
     assert _colour("+x\x1b[2J\ty", True) == "\x1b[32m+x\\x1b[2J\ty\x1b[0m"  # tabs kept, escapes shown
     assert _colour("+x\x1b[2J", False) == "+x\\x1b[2J"
+
+
+def test_refusals_stay_the_usual_tool_errors_and_a_hard_linked_file_can_be_rewritten(oh, review_backend):
+    """The computation is the normal one: what it refuses is refused at once (no proposal); what it
+    allows (a whole-file write replacing a hard-linked file, docs/security.md) becomes a proposal."""
+    (oh.workspace / "adir").mkdir()
+    p = oh("write", "adir", "--content", "x")
+    assert p.returncode == 6 and "TOOL_ERROR" in p.stderr
+    (oh.workspace / "g.txt").write_text("a\n")
+    p = oh("edit", "g.txt", "--replace", "zzz", "y")
+    assert p.returncode == 6 and "did not appear verbatim" in p.stderr
+    p = oh("edit", "g.txt/inner.txt", "--create", "x")
+    assert p.returncode == 6 and "not a directory" in p.stderr
+    linked = oh.workspace / "linked.txt"
+    linked.write_text("shared\n")
+    (oh.workspace / "other-name.txt").hardlink_to(linked)
+    agent = _agent(oh, "write", "linked.txt", "--content", "mine\n")
+    [row] = _pending(oh, 1)
+    oh("review", "accept", row["id"], check=0)
+    assert _finish(agent)[0] == 0
+    assert linked.read_text() == "mine\n" and (oh.workspace / "other-name.txt").read_text() == "shared\n"

@@ -19,33 +19,60 @@ import hashlib
 import itertools
 import logging
 import os
+import stat
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ...protocol import review as rules
-from ...protocol.errors import ErrorId
+from ...protocol.errors import ErrorId, ToolError
 from ...protocol.events import error_observation
 from ...protocol.udiff import unified_diff
 from .editor import EditHistory, FileEditor
 from .encoding import decode as decode_any
-from .files import atomic_write, encode_text, read_bytes
-from .paths import ResolvedPath, stat_or_none
+from .files import atomic_write, encode_text
+from .paths import ResolvedPath, require_regular, stat_or_none
 
 log = logging.getLogger("oh.runtimes.local.review")
 
 MAX_DIFF_CHARS = 2 * 1024 * 1024  # `oh review show` of a huge change is clipped with a note
+MAX_REVIEW_BYTES = 64 * 1024 * 1024  # what a proposal may hold in memory until it is decided
 
 
 def file_bytes(real: str) -> bytes | None:
-    """The file's bytes now, or None when there is no file (a proposal may create it)."""
-    if stat_or_none(real) is None:
+    """The file's bytes now (the proposal's "before" and the accept-time check), or None when there is
+    no regular file there: then the computation itself refuses (directory, FIFO) or creates the file.
+    Unlike ``read_bytes`` it accepts a hard-linked file, which a whole-file ``write`` may replace."""
+    st = stat_or_none(real)
+    if st is None or not stat.S_ISREG(st.st_mode):
         return None
-    return read_bytes(ResolvedPath(real, real))
+    if st.st_size > MAX_REVIEW_BYTES:
+        raise ToolError(f"The file {real} is too large to review as a proposal ({st.st_size:,} bytes; the limit is {MAX_REVIEW_BYTES:,}).")
+    fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO swapped in must not hang us
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb", buffering=0, closefd=False) as f:
+            return f.readall()
+    finally:
+        os.close(fd)
 
 
 def _digest(data: bytes | None) -> str | None:
     return None if data is None else hashlib.sha256(data).hexdigest()
+
+
+def check_writable(rp: ResolvedPath) -> None:
+    """``atomic_write``'s own refusals, checked when the proposal is made: a proposal must be one that
+    can be applied (not a directory or FIFO; no parent path that is a file)."""
+    st = stat_or_none(rp.real)
+    if st is not None:
+        require_regular(rp.shown, st, "write")
+    ancestor = os.path.dirname(rp.real)
+    while ancestor and not os.path.lexists(ancestor):
+        ancestor = os.path.dirname(ancestor)
+    if ancestor and not os.path.isdir(ancestor):
+        raise ToolError(f"Cannot create {rp.shown}: a parent path exists and is not a directory.")
 
 
 class Recorder:
@@ -56,8 +83,12 @@ class Recorder:
         self.replace = True
 
     def __call__(self, rp: ResolvedPath, data: bytes, *, replace: bool = True) -> bool:
+        st = stat_or_none(rp.real)
+        if st is not None and not replace:
+            return True  # mode create on an existing file: nothing to propose
+        check_writable(rp)
         self.data, self.replace = data, replace
-        return stat_or_none(rp.real) is not None
+        return st is not None
 
 
 class _PeekHistory(EditHistory):
@@ -84,6 +115,7 @@ class ProposingEditor(FileEditor):
         self.recorded: bytes | None = None  # the file's new bytes, in its own encoding
 
     def _write(self, rp: ResolvedPath, text: str, encoding: str) -> None:
+        check_writable(rp)
         self.recorded = encode_text(rp, text, encoding)
 
 
