@@ -159,8 +159,13 @@ class VscodeRuntime(Runtime):
                 action.id, ErrorId.TOOL_UNSUPPORTED, f"The editor {editor.registration.editor_name} cannot execute '{action.kind}'."
             )
         missing = _missing_capability(action, editor.registration.capabilities)
-        if missing is None and self.review and "review" not in editor.registration.capabilities and is_proposal(action.kind, action.args):
-            missing = ("review", "review mode (this backend runs with --review, so changes must be proposals)")
+        if self.review and "review" not in editor.registration.capabilities and is_proposal(action.kind, action.args):
+            return error_observation(
+                action.id, ErrorId.TOOL_UNSUPPORTED,
+                f"This backend runs in review mode (--review), and the editor {editor.registration.editor_name} cannot show "
+                "proposals (it did not advertise the 'review' capability); nothing was changed. Use VS Code with the oh "
+                "extension, or `oh start --runtime local --review` and `oh review`.",
+            )
         if missing is not None:
             return error_observation(
                 action.id, ErrorId.TOOL_UNSUPPORTED,
