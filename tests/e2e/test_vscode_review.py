@@ -6,7 +6,8 @@ One proposal is accepted with the diff editor's title-bar action (the file chang
 it), another is rejected from the notification with a reason typed into the input box (the file is
 unchanged, the agent gets REJECTED and the reason), and "Accept all" applies two proposals as one
 WorkspaceEdit (one Undo in one of the files reverts both files); a file the user typed in while its
-proposal waited is not overwritten on accept (the agent gets REJECTED: the file changed).
+proposal waited is not overwritten on accept (the agent gets REJECTED: the file changed); a proposal
+the user left is found again through the status bar item / "oh: Show pending proposals".
 """
 
 from __future__ import annotations
@@ -168,3 +169,24 @@ def test_a_file_typed_in_meanwhile_is_not_overwritten(vscode: VsCode, backend: d
     text = vscode.drive("editorText")["text"]
     assert "one" in text and "mine" in text and "ONE" not in text
     assert f.read_text() == "one\n"  # nothing written behind the user's back
+
+
+def test_the_way_back_to_a_proposal_the_user_left(vscode: VsCode, backend: dict):
+    f = vscode.workspace / "later.txt"
+    agent = _agent(vscode, "edit", "later.txt", "--create", "created after a second look\n")
+    try:
+        _diff_tab(vscode, "created after a second look")
+        vscode.drive("openFile", path="accept_me.py")  # the user goes elsewhere without deciding
+        wait_until(lambda: "oh proposal" not in vscode.drive("activeTab")["title"], 15, "another editor")
+        assert any("1 to review" in item for item in vscode.drive("statusBar")["items"])
+        vscode.drive("command", title="oh: Show pending proposals")
+        _diff_tab(vscode, "created after a second look")
+        vscode.drive("editorAction", label="Accept proposal")
+        rc, obs = _finish(agent)
+    except Exception:
+        vscode.screenshot("review-reopen-failed")
+        agent.kill()
+        raise
+    assert rc == 0 and obs["extras"]["prev_exist"] is False and "accepted" in obs["content"], obs
+    assert f.read_text() == "created after a second look\n"
+    wait_until(lambda: not any("to review" in item for item in vscode.drive("statusBar")["items"]), 15, "the status bar item to go")

@@ -58,14 +58,19 @@ export class ReviewController implements vscode.Disposable {
   readonly store: ProposalStore<Item>;
   private readonly disposables: vscode.Disposable[] = [];
   private readonly changed = new vscode.EventEmitter<vscode.Uri>();
+  /** "oh: N to review" while proposals wait: the way back to a diff the user closed. */
+  private readonly status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 99);
 
   constructor(
     private readonly history: EditHistory,
     private readonly log: (line: string) => void,
   ) {
-    this.store = new ProposalStore<Item>(() => void vscode.commands.executeCommand('setContext', 'oh.pendingProposals', this.store.size));
+    this.store = new ProposalStore<Item>(() => this.refresh());
     const store = this.store;
+    this.status.command = 'oh.review.open';
+    this.status.tooltip = 'oh: proposals from the agent wait for your review (click to open one)';
     this.disposables.push(
+      this.status,
       this.changed,
       vscode.workspace.registerTextDocumentContentProvider(SCHEME, {
         onDidChange: this.changed.event,
@@ -84,7 +89,22 @@ export class ReviewController implements vscode.Disposable {
         if (id !== undefined) await this.reject(id);
       }),
       vscode.commands.registerCommand('oh.review.acceptAll', () => this.accept(this.store.list().map((p) => p.id))),
+      vscode.commands.registerCommand('oh.review.open', async () => {
+        const id = await this.pick(undefined, 'Open which proposal?', true);
+        if (id !== undefined) await this.openDiff(id);
+      }),
     );
+  }
+
+  private refresh(): void {
+    const n = this.store.size;
+    void vscode.commands.executeCommand('setContext', 'oh.pendingProposals', n);
+    if (n) {
+      this.status.text = `$(git-pull-request) oh: ${n} to review`;
+      this.status.show();
+    } else {
+      this.status.hide();
+    }
   }
 
   /** Runs `execute` directly, or, when the backend is in review mode and the action changes a file, as a proposal. */
@@ -163,7 +183,8 @@ export class ReviewController implements vscode.Disposable {
     return c.text;
   }
 
-  private async show(id: number): Promise<void> {
+  /** The diff editor of proposal `id`: the file as it is vs the proposed text (read-only). */
+  private async openDiff(id: number): Promise<void> {
     const p = this.store.get(id);
     if (!p) return;
     const { target, change, agent } = p.item;
@@ -172,6 +193,14 @@ export class ReviewController implements vscode.Disposable {
     const left = change.before === null ? proposalUri(id, 'before', shown) : target.uri;
     const title = plainForUi(`${name} ↔ oh proposal ${id} (${change.command} by ${agent})`);
     await vscode.commands.executeCommand('vscode.diff', left, proposalUri(id, 'after', shown), title, { preview: false });
+  }
+
+  private async show(id: number): Promise<void> {
+    const p = this.store.get(id);
+    if (!p) return;
+    const { target, change, agent } = p.item;
+    const shown = target.rp.shown;
+    await this.openDiff(id);
     const verb = change.before === null ? 'create' : 'change';
     const choice = await vscode.window.showInformationMessage(
       plainForUi(`oh: ${agent} proposes to ${verb} ${shown} (proposal ${id}).`),
@@ -190,8 +219,8 @@ export class ReviewController implements vscode.Disposable {
   }
 
   /** The proposal a title-bar button or palette command means: its diff's, the active one's, the only one, or asked. */
-  private async pick(uri: vscode.Uri | undefined, question: string): Promise<number | undefined> {
-    const id = idOf(uri) ?? idOf(vscode.window.activeTextEditor?.document.uri);
+  private async pick(uri: vscode.Uri | undefined, question: string, always = false): Promise<number | undefined> {
+    const id = always ? undefined : idOf(uri) ?? idOf(vscode.window.activeTextEditor?.document.uri);
     if (id !== undefined) return id;
     const all = this.store.list();
     if (all.length <= 1) {
