@@ -102,6 +102,15 @@ test('no decision within the timeout ends the proposal as timeout', async () => 
   assert.equal(store.size, 0);
 });
 
+test('a huge review_timeout does not fire at once (setTimeout overflow)', async () => {
+  const store = new ProposalStore<string>();
+  const { id, decision } = store.add('p', 1e12);
+  await new Promise((r) => setTimeout(r, 20));
+  assert.equal(store.size, 1);
+  store.decide(id, { kind: 'accepted' });
+  assert.deepEqual(await decision, { kind: 'accepted' });
+});
+
 test('an aborted action (backend cancel, editor disconnect) ends its proposal', async () => {
   const store = new ProposalStore<string>();
   const ctl = new AbortController();

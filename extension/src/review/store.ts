@@ -14,6 +14,8 @@ export type Decision =
   | { kind: 'timeout' }
   | { kind: 'cancelled' };
 
+const MAX_TIMER_MS = 2_147_483_647;
+
 export interface Pending<T> {
   id: number;
   item: T;
@@ -44,7 +46,8 @@ export class ProposalStore<T> {
       item,
       created: Date.now(),
       resolve: resolveFn,
-      timer: setTimeout(() => this.decide(id, { kind: 'timeout' }), Math.max(0, timeoutMs)),
+      // setTimeout fires at once beyond 2^31-1 ms (~24.8 days): clamp, never "no wait".
+      timer: setTimeout(() => this.decide(id, { kind: 'timeout' }), Math.min(Math.max(0, timeoutMs), MAX_TIMER_MS)),
       signal,
     };
     if (signal) {
