@@ -15,6 +15,8 @@
 //   {"op":"command","title":"File: Save"} -> run a command through the command palette
 //   {"op":"dialog","button":"Run"}        -> waits for a modal dialog, clicks the button -> {"message"}
 //   {"op":"notification","button":"X","text":"part of the message"} -> clicks a toast's button -> {"message"}
+//   {"op":"inputBox","text":"why"}        -> waits for an input box (showInputBox), types the text, Enter -> {"prompt"}
+//   {"op":"editorAction","label":"Accept proposal"} -> clicks an action in the active editor's title bar
 //   {"op":"statusBar"}                    -> {"ok":true,"items":[...]} (status bar item texts)
 //   {"op":"terminals"}                    -> {"ok":true,"names":[...]} (terminal tab names, best effort)
 //   {"op":"activeTab"}                    -> {"ok":true,"title":...}
@@ -138,6 +140,25 @@ async function main() {
       const message = (await toast.innerText().catch(() => '')) || '';
       await toast.locator('.monaco-button').filter({ hasText: button }).first().click({ timeout: 5000 });
       return { message };
+    },
+    async inputBox({ text, timeout }) {
+      // showInputBox renders in the quick input widget (no list rows): fill it and press Enter.
+      const widget = page.locator('.quick-input-widget').first();
+      await widget.waitFor({ state: 'visible', timeout: timeout || 15000 });
+      const input = widget.locator('.quick-input-box input').first();
+      await input.waitFor({ state: 'visible', timeout: 5000 });
+      const prompt = (await widget.innerText().catch(() => '')) || '';
+      await input.fill(text || '');
+      await page.keyboard.press('Enter');
+      await widget.waitFor({ state: 'hidden', timeout: 5000 }).catch(() => {});
+      return { prompt };
+    },
+    async editorAction({ label, timeout }) {
+      // Editor title actions (menus "editor/title", group navigation) render as icons labelled by their title.
+      const action = page.locator(`.editor-group-container.active .editor-actions .action-label[aria-label^="${label}"]`).first();
+      await action.waitFor({ state: 'visible', timeout: timeout || 15000 });
+      await action.click({ timeout: 5000 });
+      return {};
     },
     async statusBar() {
       // Every status bar item's text (codicons render as empty spans): what the user reads there.

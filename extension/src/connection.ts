@@ -35,6 +35,10 @@ export interface ActionContext {
   workspace: string;
   /** workspace + allowed_roots as the backend reported them; [] = unknown (use the window's folders). */
   roots: string[];
+  /** Proposal mode (§3.11, `registered.review`): write/edit become proposals the user decides on. */
+  review?: { timeoutSeconds: number };
+  /** Sends a control frame to this backend (e.g. `proposal_event`); dropped when not connected. */
+  notify?: (frame: JsonObject) => void;
 }
 
 export function backendKey(s: SessionInfo): string {
@@ -110,7 +114,7 @@ export class EditorConnection {
   constructor(private readonly opts: ConnectionOptions) {
     this.session = opts.session;
     const s = opts.session;
-    this.context = { backend: backendKey(s), instanceId: s.instance_id, workspace: '', roots: [] };
+    this.context = { backend: backendKey(s), instanceId: s.instance_id, workspace: '', roots: [], notify: (f) => this.sendJson(f) };
     // The editor credential goes in the Authorization header, never in the URL (the backend ignores
     // query tokens). `ws` sends no Origin header unless asked to, which the backend requires (an
     // Origin means a browser page: refused with 403). Host is 127.0.0.1:<port> from the URL.
@@ -218,7 +222,9 @@ export class EditorConnection {
         : undefined;
       // Paths and run cwds are confined to what THIS backend serves, not to the window's folders.
       const roots = allowed?.length ? allowed : workspace ? [workspace] : [];
-      this.context = { ...this.context, workspace, roots };
+      const wait = typeof obj.review_timeout === 'number' && obj.review_timeout > 0 ? obj.review_timeout : 600;
+      const review = obj.review === true ? { timeoutSeconds: wait } : undefined;
+      this.context = { ...this.context, workspace, roots, review };
       this.opts.onRegistered({ editor_id: this.editorId, instance_id: String(obj.instance_id ?? ''), workspace, allowed_roots: allowed });
       return;
     }

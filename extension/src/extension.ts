@@ -19,6 +19,7 @@ import { registerFrame } from './protocol';
 import { sessionsDir } from './session';
 import { Ui } from './ui';
 import { parseConnectUri } from './uri';
+import { ReviewController } from './review/controller';
 
 let manager: SessionManager | undefined;
 
@@ -28,7 +29,9 @@ export function activate(context: vscode.ExtensionContext): void {
   const version = String(context.extension.packageJSON.version ?? '0.0.0');
   const run = newRunExecutor(log);
   const knowledge = new KnowledgeExecutor(); // §3.6; also remembers the agent's changes for diagnostics
-  const dispatcher = newDispatcher(ui, run, knowledge);
+  const edit = new EditExecutor();
+  const review = new ReviewController(edit.history, log); // §3.11: write/edit as proposals when the backend asks
+  const dispatcher = newDispatcher(ui, run, knowledge, edit, review);
   const folders = new Folders();
   const dir = sessionsDir();
   manager = newManager(dir, version, folders, dispatcher, ui, run);
@@ -38,6 +41,7 @@ export function activate(context: vscode.ExtensionContext): void {
     ui,
     run,
     knowledge,
+    review,
     ...commandsAndHandlers(manager, folders, connect, ui),
     { dispose: () => manager?.dispose() },
   );
@@ -63,16 +67,15 @@ function newRunExecutor(log: (line: string) => void): RunExecutor {
 }
 
 /** Every action kind to its executor; the UI's action list follows each one. */
-function newDispatcher(ui: Ui, run: RunExecutor, knowledge: KnowledgeExecutor): Dispatcher {
-  const edit = new EditExecutor();
+function newDispatcher(ui: Ui, run: RunExecutor, knowledge: KnowledgeExecutor, edit: EditExecutor, review: ReviewController): Dispatcher {
   let actionSeq = 0;
   const keys = new WeakMap<object, number>();
   return new Dispatcher(
     {
       run: (a, signal, ctx) => run.execute(a, signal, ctx),
       read: (a, signal, ctx) => executeRead(a, signal, ctx),
-      write: async (a, signal, ctx) => knowledge.afterChange(a, await executeWrite(a, signal, ctx)),
-      edit: async (a, signal, ctx) => knowledge.afterChange(a, await edit.execute(a, signal, ctx)),
+      write: async (a, signal, ctx) => knowledge.afterChange(a, await review.route(a, signal, ctx, executeWrite)),
+      edit: async (a, signal, ctx) => knowledge.afterChange(a, await review.route(a, signal, ctx, (x, s, c) => edit.execute(x, s, c))),
       diagnostics: (a, signal) => knowledge.diagnostics(a, signal),
       open: (a) => knowledge.open(a),
       editors: (a) => knowledge.editors(a),

@@ -345,6 +345,12 @@ export class EditHistory {
     return content;
   }
 
+  /** The entry `pop` would return, left in place (a proposal's undo_edit, taken when accepted). */
+  peek(path: string): string | undefined {
+    const q = this.byPath.get(path);
+    return q && q.length ? q[q.length - 1] : undefined;
+  }
+
   size(path: string): number {
     return this.byPath.get(path)?.length ?? 0;
   }

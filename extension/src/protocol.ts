@@ -32,6 +32,7 @@ export type ErrorId =
   | 'EDITOR_DISCONNECTED'
   | 'INTERRUPTED'
   | 'BUSY'
+  | 'REJECTED'
   | 'NO_COMMAND'
   | 'UNTRUSTED_WORKSPACE'
   | 'BRANCH_FAILED'
@@ -469,7 +470,8 @@ export function registerFrame(info: RegisterInfo): JsonObject {
     workspace_folders: info.workspaceFolders,
     editor: { name: info.editorName, version: info.editorVersion, pid: info.editorPid },
     extension_version: info.extensionVersion,
-    capabilities: [...ACTION_KINDS, ...KNOWLEDGE_KINDS, 'branch'],
+    // review: write/edit become proposals when the backend asks (§3.11).
+    capabilities: [...ACTION_KINDS, ...KNOWLEDGE_KINDS, 'branch', 'review'],
   };
 }
 

@@ -1,7 +1,7 @@
 // The editor leg against a real WebSocket server: handshake headers, registration, answers, bad frames.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { CloseInfo, EditorConnection, RegisteredInfo } from '../src/connection';
+import { ActionContext, CloseInfo, EditorConnection, RegisteredInfo } from '../src/connection';
 import { Action, errorObservation, ORPHANED, readObservation, registerFrame } from '../src/protocol';
 import { SessionInfo } from '../src/session';
 import { FakeBackend } from './fakeBackend';
@@ -186,5 +186,41 @@ test('older backends: registered without allowed_roots confines to its workspace
   backend.peers[backend.peers.length - 1].ws.send(JSON.stringify({ id: 1, action: 'read', args: { path: '/w/x' } }));
   await backend.until(() => seen.length === 1, 5000, 'the action');
   assert.deepEqual((seen[0] as { roots: string[] }).roots, ['/w']);
+  conn.close();
+});
+
+test('registered review: the context carries proposal mode and a way to send proposal events (§3.11)', async () => {
+  const saved = backend.registerAnswer;
+  backend.registerAnswer = (f) => ({ type: 'registered', editor_id: 'eV', instance_id: String(f.session), protocol: 1, workspace: '/w', review: true, review_timeout: 42 });
+  try {
+    const seen: ActionContext[] = [];
+    const { conn, events } = open(async (a) => readObservation(a.id, 'p', 'x'));
+    (conn as unknown as { opts: { handler: unknown } }).opts.handler = {
+      execute: async (a: Action, _s: AbortSignal, ctx: ActionContext) => {
+        seen.push(ctx);
+        ctx.notify?.({ type: 'proposal_event', event: 'proposal_opened', proposal: { cause: a.id, path: '/w/x', kind: 'write' } });
+        return readObservation(a.id, 'p', 'x');
+      },
+    };
+    await backend.until(() => !!events.registered, 5000, 'registration');
+    const peer = backend.peers[backend.peers.length - 1];
+    peer.ws.send(JSON.stringify({ id: 3, action: 'write', args: { path: '/w/x', content: '' } }));
+    await backend.until(() => peer.frames.length >= 2, 5000, 'the proposal event and the answer');
+    assert.deepEqual(seen[0].review, { timeoutSeconds: 42 });
+    assert.deepEqual(peer.frames[0], { type: 'proposal_event', event: 'proposal_opened', proposal: { cause: 3, path: '/w/x', kind: 'write' } });
+    conn.close();
+  } finally {
+    backend.registerAnswer = saved;
+  }
+  // Without `review` (every older backend): no proposal mode.
+  const seen: ActionContext[] = [];
+  const { conn, events } = open(async (a) => readObservation(a.id, 'p', 'x'));
+  (conn as unknown as { opts: { handler: unknown } }).opts.handler = {
+    execute: async (a: Action, _s: AbortSignal, ctx: ActionContext) => (seen.push(ctx), readObservation(a.id, 'p', 'x')),
+  };
+  await backend.until(() => !!events.registered, 5000, 'registration');
+  backend.peers[backend.peers.length - 1].ws.send(JSON.stringify({ id: 1, action: 'read', args: { path: '/w/x' } }));
+  await backend.until(() => seen.length === 1, 5000, 'the action');
+  assert.equal(seen[0].review, undefined);
   conn.close();
 });

@@ -84,6 +84,9 @@ def _build():
 
     app.add_typer(jobs_cmd.app, name="jobs")
     app.command()(jobs_cmd.stat)
+    from .commands import review as review_cmd  # issue 12: proposal mode
+
+    app.add_typer(review_cmd.app, name="review")
     return app
 
 

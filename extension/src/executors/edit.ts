@@ -49,7 +49,8 @@ const IMAGE_EXTENSIONS = new Set(['.png', '.jpg', '.jpeg', '.gif', '.webp', '.bm
 import { unifiedDiff } from '../udiff';
 
 export class EditExecutor {
-  private readonly history = new EditHistory();
+  /** Public for review mode (../review/controller.ts): an accepted proposal records its undo entry here. */
+  readonly history = new EditHistory();
 
   async execute(action: Action, _signal?: AbortSignal, ctx?: ActionContext): Promise<Observation> {
     const a = action.args;

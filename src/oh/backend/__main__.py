@@ -109,6 +109,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--branch-name", default=None, help="the feature branch (default: an automatic oh/<date>-<time>-<agent>)")
     p.add_argument("--on-dirty", choices=ON_DIRTY, default="ask")
     p.add_argument("--on-not-git", choices=ON_NOT_GIT, default="ask")
+    # Proposal mode (docs/protocol.md §3.11).
+    p.add_argument("--review", action="store_true")
+    p.add_argument("--review-timeout", type=float, default=600.0)
     return p.parse_args(argv)
 
 
@@ -163,7 +166,7 @@ async def _amain(args: argparse.Namespace, token: str) -> int:
                 editor_timeout=args.editor_timeout, action_timeout=args.action_timeout, trace_path=trace_path,
                 trace_max_bytes=args.trace_max_bytes, allowed_roots=args.allow_root, max_shells=args.max_shells,
                 job_retention=args.job_retention, repeat_limit=args.repeat_limit, repeat_action=args.repeat_action,
-                spool_dir=str(paths.state_dir() / "jobs"),
+                spool_dir=str(paths.state_dir() / "jobs"), review=args.review, review_timeout=args.review_timeout,
                 branch=Plan(args.branch_name or None, args.on_dirty, args.on_not_git) if args.branch == "on" else None,
             ),
             token,

@@ -26,7 +26,7 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
 from .. import PROTOCOL_VERSION, __version__
-from ..protocol import binary, frames
+from ..protocol import binary, frames, review
 from ..protocol.branch import Plan
 from ..protocol.codes import Close
 from ..protocol.correlation import Correlator
@@ -117,6 +117,9 @@ class BackendConfig:
     repeat_limit: int = 0
     repeat_action: str = "note"
     spool_dir: str | None = None  # background jobs' output (None: a private temporary directory)
+    # Proposal mode (docs/protocol.md §3.11): write/edit wait for the user's decision, at most this long.
+    review: bool = False
+    review_timeout: float = 600.0
     # Pre-auth bounds (backend/guard.py): seconds to complete the upgrade, and the fd budget the
     # caps on connections that have not sent their request yet derive from (None: RLIMIT_NOFILE).
     open_timeout: float = guard.OPEN_TIMEOUT
@@ -168,6 +171,9 @@ class Backend:
         if config.branch is not None:
             self.runtime = self._branch_guard(self.runtime, config.branch)
         self.runtime.on_job_event = self._job_event
+        self.proposals = getattr(self.runtime, "proposals", None)  # the local runtime's ProposalQueue in review mode
+        if self.proposals is not None:
+            self.proposals.on_event = self._proposal_event
 
     # ------------------------------------------------------------------ lifecycle
     def _make_runtime(self):
@@ -176,14 +182,14 @@ class Backend:
 
             return VscodeRuntime(
                 self.registry, self.workspace, self.config.editor_timeout, send_timeout=self.config.send_timeout, allowed_roots=self.allowed_roots,
-                job_retention=self.config.job_retention,
+                job_retention=self.config.job_retention, review=self.config.review,
             )
         if self.config.runtime == "local":
             from ..runtimes.local import LocalRuntime
 
             return LocalRuntime(
                 self.workspace, self.allowed_roots, max_shells=self.config.max_shells, job_retention=self.config.job_retention,
-                spool_dir=self.config.spool_dir,
+                spool_dir=self.config.spool_dir, review=self.config.review, review_timeout=self.config.review_timeout,
             )
         raise ValueError(f"unknown runtime {self.config.runtime!r} (local or vscode)")
 
@@ -396,6 +402,8 @@ class Backend:
         base = action.timeout if action.timeout is not None else self.config.action_timeout
         if self.config.runtime == "vscode":
             base += self.config.editor_timeout
+        if self.config.review and review.is_proposal(action.kind, action.args):
+            base += self.config.review_timeout  # the user's decision is part of the action's time
         return base + self.config.deadline_grace
 
     async def _execute(self, agent: Agent, action: Action, leg_id: int) -> None:
@@ -483,6 +491,12 @@ class Backend:
             agent.last_command, agent.repeats = None, 0
         return None
 
+    def _proposal_event(self, name: str, fields: dict[str, Any]) -> None:
+        """A proposal opened or closed (local queue, or an editor's proposal_event frame; §3.11)."""
+        # The trace's own `kind` is the record type: the action kind goes in as `action` there.
+        self.trace.record(name, **{("action" if k == "kind" else k): v for k, v in fields.items()})
+        self._emit(name, **fields)
+
     def _job_event(self, name: str, job: dict[str, Any]) -> None:
         """A job started or finished (in the local runtime, or reported by an editor)."""
         summary = " ".join(str(job.get("command", "")).split())[:80]
@@ -510,7 +524,9 @@ class Backend:
             return
         editor = Editor(self.registry.new_id(), registration, connection, time.monotonic())
         self.registry.add(editor)
-        await connection.send(encode(frames.registered(editor.editor_id, self.instance_id, self.workspace, self.allowed_roots)), text=True)
+        await connection.send(encode(frames.registered(
+            editor.editor_id, self.instance_id, self.workspace, self.allowed_roots, review=self.config.review, review_timeout=self.config.review_timeout,
+        )), text=True)
         self._emit("editor_connected", editor=editor.describe())
         log.info("editor %s registered: %s %s %s", editor.editor_id, registration.editor_name, registration.editor_version, registration.workspace_folders)
         reason = "closed"
@@ -530,6 +546,13 @@ class Backend:
                             event = frames.parse_job_event(obj)
                             if event is not None and hasattr(self.runtime, "editor_job_event"):
                                 self.runtime.editor_job_event(editor, *event)
+                            continue
+                        if obj.get("type") == "proposal_event":  # §3.11: what awaits review in the editor
+                            pevent = frames.parse_proposal_event(obj)
+                            if pevent is not None:
+                                entry = self.correlator.get(pevent[1]["action_id"])  # whose action it is
+                                who = {"agent_id": entry.agent} if entry is not None else {}
+                                self._proposal_event(pevent[0], {**pevent[1], **who, "editor_id": editor.editor_id})
                             continue
                         if obj.get("type") is not None:
                             continue  # other control frames from editors are ignored
@@ -608,10 +631,37 @@ class Backend:
                 await connection.send(encode({"type": "ok", "closed": closed}), text=True)
                 await connection.close(Close.TOKEN_ROTATED, "token rotated")
                 return
+            elif kind == "review":
+                await connection.send(encode(self._review_request(obj)), text=True)
             elif kind == "shutdown":
                 await connection.send(encode({"type": "ok"}), text=True)
                 asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(self.stop("shutdown requested")))
                 return
+
+    def _review_request(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """``oh review``: list, show, accept, reject the local runtime's proposals (§3.11)."""
+        try:
+            req = review.parse_review_request(obj)
+        except ProtocolError as exc:
+            return frames.refusal(str(exc.error_id), exc.message)
+        queue = self.proposals
+        if queue is None:
+            if self.config.runtime == "vscode" and self.config.review:
+                return frames.refusal("NOT_HERE", "This backend's proposals are reviewed in VS Code (the diff editor and its Accept / Reject), not with `oh review`.")
+            return frames.refusal("REVIEW_OFF", "Review mode is off for this backend: start it with `oh start --review` (or set `review = true`).")
+        if req.op == "list":
+            return {"type": "review", "op": "list", "review_timeout": queue.timeout, "proposals": queue.list()}
+        if req.op == "accept" and req.all:
+            return {"type": "review", "op": "accept", "results": queue.accept_all()}
+        p = queue.find(req.proposal_id or "")
+        if p is None:
+            return frames.refusal("NO_PROPOSAL", f"No pending proposal {req.proposal_id}: it was decided, timed out or its agent left. `oh review` lists the pending ones.")
+        if req.op == "show":
+            diff, is_binary = p.diff()
+            return {"type": "review", "op": "show", "proposal": {**p.row(), "diff": diff, "binary": is_binary}}
+        if req.op == "accept":
+            return {"type": "review", "op": "accept", "results": [queue.accept(p.proposal_id)]}
+        return {"type": "review", "op": "reject", "results": [queue.reject(p.proposal_id, req.reason)]}
 
     async def rotate_token(self, new_token: str, keep: ServerConnection | None = None) -> int:
         """New connections need ``new_token``; connections opened with the old one are closed (4001)."""
@@ -657,6 +707,8 @@ class Backend:
             ],
             "stats": {"done": self.stats["done"], "pending": len(self.correlator), "errors": self.stats["errors"]},
             **({"branch": self.runtime.describe()} if self.config.branch is not None else {}),
+            "review": self.config.review,
+            **({"proposals": len(self.proposals.pending)} if self.proposals is not None else {}),
         }
 
 

@@ -44,6 +44,8 @@ def start(
     branch_name: Optional[str] = typer.Option(None, "--branch-name", metavar="NAME", help="Branch mode on this branch instead (implies --branch): created if missing, switched to if it exists. Default: config `branch_name`."),
     on_dirty: Optional[str] = typer.Option(None, "--on-dirty", metavar="MODE", autocompletion=_complete_on_dirty, help="Branch mode with uncommitted changes: stash | carry | abort | ask. Stash them, carry them to the branch, abort, or ask (a terminal prompt; VS Code's dialog). Needed without a terminal (--detach, --json) for --runtime local. Default: config `on_dirty`."),
     git_init: bool = typer.Option(False, "--git-init", help="Branch mode in a folder that is not a git repository: run `git init` first (else you are asked, or it is refused). Default: config `on_not_git`."),
+    review: Optional[bool] = typer.Option(None, "--review/--no-review", help="Proposal mode: write/edit become proposals you accept or reject (VS Code diff, or `oh review`). Default: config `review`."),
+    review_timeout: Optional[float] = typer.Option(None, "--review-timeout", help="Seconds a proposal waits for a decision (then TIMEOUT, nothing written). Default: config `review_timeout`."),
 ) -> None:
     """Start a backend for a workspace and show the live view (Ctrl-C stops it).
 
@@ -52,17 +54,19 @@ def start(
     """
     raise typer.Exit(run_start(Streams.system(), runtime=runtime, workspace=workspace, port=port, host=host, detach=detach, json_=json_,
                                open_=open_, editor_timeout=editor_timeout, action_timeout=action_timeout, allow=allow,
-                               branch=branch, branch_name=branch_name, on_dirty=on_dirty, git_init=git_init))
+                               branch=branch, branch_name=branch_name, on_dirty=on_dirty, git_init=git_init,
+                               review=review, review_timeout=review_timeout))
 
 
 def run_start(io: Streams, *, runtime: Optional[str] = None, workspace: str = ".", port: Optional[int] = None, host: Optional[str] = None,
               detach: bool = False, json_: bool = False, open_: Optional[bool] = None, editor_timeout: Optional[float] = None,
               action_timeout: Optional[float] = None, allow: Optional[list[str]] = None, branch: Optional[bool] = None,
-              branch_name: Optional[str] = None, on_dirty: Optional[str] = None, git_init: bool = False) -> int:
+              branch_name: Optional[str] = None, on_dirty: Optional[str] = None, git_init: bool = False,
+              review: Optional[bool] = None, review_timeout: Optional[float] = None) -> int:
     """``oh start``'s behaviour: --detach returns 0 once the backend listens; else the live view's exit code."""
     s = load_settings({"runtime": runtime, "port": port, "host": host, "editor_timeout": editor_timeout, "action_timeout": action_timeout,
                        "branch": True if branch_name else branch, "branch_name": branch_name, "on_dirty": on_dirty,
-                       "on_not_git": "init" if git_init else None})
+                       "on_not_git": "init" if git_init else None, "review": review, "review_timeout": review_timeout})
     if not os.path.isdir(workspace):
         die(f"workspace {workspace} is not a directory.", USAGE)
     branch_flags = {}
@@ -84,6 +88,7 @@ def run_start(io: Streams, *, runtime: Optional[str] = None, workspace: str = ".
             workspace, runtime=s.runtime, token=token, host=s.host, port=s.port, editor_timeout=s.editor_timeout,
             action_timeout=s.action_timeout, trace=s.trace, trace_max_bytes=s.trace_max_bytes, log_level=s.log_level,
             allowed_roots=roots, jobs={**job_settings(s), **branch_flags},  # jobs: the backend's settings flags
+            review=s.review, review_timeout=s.review_timeout,
         )
     session = started.session
     # Warnings only once the backend runs (never before an "already running" error). JSON mode keeps
@@ -107,7 +112,7 @@ def run_start(io: Streams, *, runtime: Optional[str] = None, workspace: str = ".
             return ERROR
     if detach:
         _signal_editor_detached(io, session, open_mode)
-        _tell_detached(io, started, warnings, json_)
+        _tell_detached(io, started, warnings, json_, s)
         return 0
     mode = "json" if json_ else ("rich" if io.tty else "plain")
     return _foreground(io, session, open_mode, mode, warnings)
@@ -134,7 +139,7 @@ def _allowed_roots(workspace: str, configured: list[str], allow: Optional[list[s
     return roots
 
 
-def _tell_detached(io: Streams, started, warnings: list[tuple[str, str]], json_: bool) -> None:
+def _tell_detached(io: Streams, started, warnings: list[tuple[str, str]], json_: bool, s) -> None:
     session = started.session
     if json_:
         info = {"instance_id": session.instance_id, "pid": session.pid, "port": session.port, "url": session.url,
@@ -144,6 +149,9 @@ def _tell_detached(io: Streams, started, warnings: list[tuple[str, str]], json_:
     else:
         io.print(f"backend {session.instance_id} listening on {session.url} (runtime {session.runtime}, pid {session.pid})")
         io.print(f"workspace {session.workspace}; log {started.log_file}")
+        if s.review:
+            where = "in VS Code's diff editor" if session.runtime == "vscode" else "with `oh review`"
+            io.print(f"review mode: the agent's writes and edits wait for your accept/reject {where} (up to {s.review_timeout:g} s)")
         io.print(f"stop it with `oh stop {session.instance_id}`")
 
 

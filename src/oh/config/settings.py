@@ -171,6 +171,8 @@ KEYS: dict[str, Key] = {
         Key("branch_name", _branch_name, "", "branch mode's branch; empty = a new oh/<date>-<time>-<agent> (an existing branch is never overwritten)", "a git branch name, or empty"),
         Key("on_dirty", _choice("ask", "stash", "carry", "abort"), "ask", "branch mode with uncommitted changes: ask (VS Code dialog / terminal prompt), stash them, carry them to the new branch, or abort", "ask | stash | carry | abort"),
         Key("on_not_git", _choice("ask", "init", "abort"), "ask", "branch mode in a folder that is not a git repository: ask, run `git init`, or abort", "ask | init | abort"),
+        Key("review", _bool, False, "proposal mode: the agent's write and edit actions become proposals you accept or reject (VS Code: a diff editor; local runtime: `oh review`)", "true | false"),
+        Key("review_timeout", _positive_float, 600.0, "seconds a proposal waits for your decision before the agent gets TIMEOUT (nothing is written)", "seconds > 0"),
         Key("log_level", _choice("debug", "info", "warning", "error"), "info", "backend log level (log file under the state dir)", "debug | info | warning | error"),
     )
 }

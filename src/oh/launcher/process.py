@@ -73,6 +73,8 @@ def start_backend(
     ready_timeout: float = 20.0,
     allowed_roots: list[str] | None = None,
     jobs: dict | None = None,
+    review: bool = False,
+    review_timeout: float | None = None,
 ) -> Started:
     """``jobs``: the settings max_shells, job_retention, repeat_limit, repeat_action (flags of the backend,
     which reads no settings itself: docs/architecture.md)."""
@@ -87,6 +89,7 @@ def start_backend(
     argv = backend_argv(
         workspace, instance_id, log_path, runtime=runtime, host=host, port=port, editor_timeout=editor_timeout,
         action_timeout=action_timeout, trace=trace, trace_max_bytes=trace_max_bytes, allowed_roots=allowed_roots, jobs=jobs,
+        review=review, review_timeout=review_timeout,
     )
     env = _backend_env(log_level)
     proc, r = _spawn(argv, env, workspace, log_path, token)
@@ -114,6 +117,8 @@ def backend_argv(
     trace_max_bytes: int,
     allowed_roots: list[str] | None,
     jobs: dict | None,
+    review: bool = False,
+    review_timeout: float | None = None,
 ) -> list[str]:
     """The backend's command line (``python -m oh.backend``): every setting as a flag, never the token."""
     argv = [
@@ -131,6 +136,10 @@ def backend_argv(
     for name, value in (jobs or {}).items():
         if value is not None:
             argv += ["--" + name.replace("_", "-"), f"{value:g}" if isinstance(value, float) else str(value)]
+    if review:  # proposal mode (docs/protocol.md §3.11)
+        argv.append("--review")
+    if review_timeout is not None:
+        argv += ["--review-timeout", f"{review_timeout:g}"]
     return argv
 
 

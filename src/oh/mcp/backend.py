@@ -132,7 +132,7 @@ class Backend:
             started = process.start_backend(
                 self.target, runtime=s.runtime, token=token, host=s.host, port=s.port, editor_timeout=s.editor_timeout,
                 action_timeout=s.action_timeout, trace=s.trace, trace_max_bytes=s.trace_max_bytes, log_level=s.log_level,
-                jobs=job_settings(s),
+                jobs=job_settings(s), review=s.review, review_timeout=s.review_timeout,  # the user's review setting holds here too
             )
         except process.StartError as exc:
             if exc.already_served:  # someone else started one at the same moment: use it

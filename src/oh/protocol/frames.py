@@ -18,7 +18,8 @@ from .knowledge import KNOWLEDGE_KINDS
 
 # An editor advertises what it executes; the vscode runtime answers TOOL_UNSUPPORTED for the rest.
 # binary: read encoding "binary" (protocol/binary.py). job / stat / write_modes: issue 11 (§3.7).
-KNOWN_CAPABILITIES = ("run", "read", "write", "edit", *KNOWLEDGE_KINDS, "binary", "job", "stat", "write_modes", "branch")
+# review: the editor turns write/edit into proposals the user accepts or rejects (§3.11).
+KNOWN_CAPABILITIES = ("run", "read", "write", "edit", *KNOWLEDGE_KINDS, "binary", "job", "stat", "write_modes", "branch", "review")
 
 
 class RegistrationError(Exception):
@@ -103,10 +104,17 @@ def parse_registration(obj: dict[str, Any], instance_id: str) -> Registration:
     )
 
 
-def registered(editor_id: str, instance_id: str, workspace: str, allowed_roots: list[str] | None = None) -> dict[str, Any]:
+def registered(
+    editor_id: str, instance_id: str, workspace: str, allowed_roots: list[str] | None = None, *, review: bool = False, review_timeout: float | None = None,
+) -> dict[str, Any]:
     frame = {"type": "registered", "editor_id": editor_id, "instance_id": instance_id, "protocol": PROTOCOL_VERSION, "workspace": workspace}
     # The editor confines paths and run cwds to these (the backend's), not to its window's folders.
     frame["allowed_roots"] = list(allowed_roots) if allowed_roots else [workspace]
+    # Proposal mode (§3.11): write/edit become proposals; the editor answers each after the user decides,
+    # or with TIMEOUT after review_timeout seconds.
+    frame["review"] = bool(review)
+    if review and review_timeout is not None:
+        frame["review_timeout"] = review_timeout
     return frame
 
 
@@ -165,6 +173,24 @@ def parse_job_event(obj: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
     return name, job
 
 
+PROPOSAL_EVENTS = ("proposal_opened", "proposal_closed")
+
+
+def parse_proposal_event(obj: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """An editor's ``{"type": "proposal_event", "event", "proposal": {cause, path, kind, decision?}}``
+    (§3.11): relayed to monitors so the live view shows what awaits review. None when malformed."""
+    name, prop = obj.get("event"), obj.get("proposal")
+    if name not in PROPOSAL_EVENTS or not isinstance(prop, dict):
+        return None
+    cause = prop.get("cause")
+    if not isinstance(cause, int) or isinstance(cause, bool):
+        return None
+    fields = {"action_id": cause, "path": _short_str(prop.get("path"), 400), "kind": _short_str(prop.get("kind"), 20)}
+    if name == "proposal_closed":
+        fields["decision"] = _short_str(prop.get("decision"), 20) or "closed"
+    return name, fields
+
+
 def refusal(error_id: str, message: str) -> dict[str, Any]:
     return {"type": "error", "error_id": error_id, "message": message}
 
@@ -177,7 +203,7 @@ def event(name: str, /, **fields: Any) -> dict[str, Any]:
     return {"type": "event", "event": name, "time": datetime.now(timezone.utc).isoformat(), **fields}
 
 
-CONTROL_TYPES = ("rotate_token", "shutdown", "status")
+CONTROL_TYPES = ("rotate_token", "shutdown", "status", "review")
 
 
 def parse_control(obj: dict[str, Any]) -> tuple[str, dict[str, Any]]:

@@ -18,6 +18,7 @@ from ..protocol import binary, frames
 from ..protocol.errors import ErrorId
 from ..protocol.events import Action, encode, error_observation, job_observation
 from ..protocol.paths import within
+from ..protocol.review import is_proposal
 from ..transport import send_bounded
 from .base import AgentContext, Runtime, as_context
 from .editors import EditorRegistry
@@ -48,8 +49,12 @@ class VscodeRuntime(Runtime):
         send_timeout: float = 40.0,
         allowed_roots: list[str] | None = None,
         job_retention: float = 3600.0,
+        review: bool = False,
     ) -> None:
         self.registry = registry
+        # Review mode (§3.11): only an editor that advertised "review" may get write/edit actions, so
+        # an editor that would apply them directly (e.g. an older extension) never bypasses the review.
+        self.review = review
         self.workspace = os.path.realpath(workspace)
         # The BACKEND's roots (workspace + `oh start --allow`), not the editor window's folders.
         self.roots = [os.path.realpath(r) for r in (allowed_roots or [self.workspace])]
@@ -154,6 +159,13 @@ class VscodeRuntime(Runtime):
                 action.id, ErrorId.TOOL_UNSUPPORTED, f"The editor {editor.registration.editor_name} cannot execute '{action.kind}'."
             )
         missing = _missing_capability(action, editor.registration.capabilities)
+        if self.review and "review" not in editor.registration.capabilities and is_proposal(action.kind, action.args):
+            return error_observation(
+                action.id, ErrorId.TOOL_UNSUPPORTED,
+                f"This backend runs in review mode (--review), and the editor {editor.registration.editor_name} cannot show "
+                "proposals (it did not advertise the 'review' capability); nothing was changed. Use VS Code with the oh "
+                "extension, or `oh start --runtime local --review` and `oh review`.",
+            )
         if missing is not None:
             return error_observation(
                 action.id, ErrorId.TOOL_UNSUPPORTED,

@@ -77,6 +77,7 @@ class ActionRow:
     exit_code: int | None = None
     duration_ms: float | None = None
     risk: str | None = None
+    awaiting: bool = False  # review mode: a proposal waiting for the user's decision (§3.11)
 
     @property
     def failed(self) -> bool:
@@ -89,7 +90,7 @@ class ActionRow:
 
     def outcome_text(self) -> str:
         if self.outcome is None:
-            return "running…"
+            return "awaiting review" if self.awaiting else "running…"
         if self.still_running:
             return "still running"
         return self.outcome
@@ -142,6 +143,7 @@ class LiveState:
     stopping: str | None = None
     dropped: int = 0  # rows evicted beyond MAX_ROWS (counted in "earlier actions hidden")
     hints: list[str] = field(default_factory=list)  # why no editor may come (runtime vscode)
+    proposals: dict[Any, str] = field(default_factory=dict)  # action id -> proposal id ("" in VS Code): awaiting review
     synced: bool = False  # the monitor's snapshot arrived: the table shows what the backend did since
     version: int = 0  # bumped on every change, so the rich view redraws only when needed
     _spinner: Any = None
@@ -312,6 +314,25 @@ class LiveState:
         dur = f" in {fmt_ms(row.duration_ms)}" if row.duration_ms is not None else ""
         return [f"job {row.job_id} {row.state}{code_txt}{dur}: {row.agent} {row.summary} ({plural(self.running_jobs, 'job')} running)"]
 
+    def _on_proposal_opened(self, frame: dict[str, Any]) -> list[str]:
+        """Review mode: an action became a proposal (local: ``oh review``; VS Code: its diff editor)."""
+        aid = frame.get("action_id")
+        pid = visible(frame.get("proposal_id") or "")[:16]
+        self.proposals[aid] = pid
+        row = self.actions.get(aid)
+        if row is not None:
+            row.awaiting = True
+        how = f"`oh review show {pid}`, then accept or reject" if pid else "review it in VS Code"
+        return [f"{self.agent_name(frame.get('agent_id', ''))} proposes {visible(frame.get('kind', ''))} {visible(frame.get('path', ''))}: awaiting review ({how})"]
+
+    def _on_proposal_closed(self, frame: dict[str, Any]) -> list[str]:
+        aid = frame.get("action_id")
+        pid = self.proposals.pop(aid, "")
+        row = self.actions.get(aid)
+        if row is not None:
+            row.awaiting = False
+        return [f"proposal {pid + ' ' if pid else ''}{visible(frame.get('path', ''))}: {visible(frame.get('decision') or 'closed')}"]
+
     def _on_token_rotated(self, frame: dict[str, Any]) -> list[str]:
         return [f"token rotated: {frame.get('closed', 0)} connection(s) closed"]
 
@@ -328,6 +349,8 @@ class LiveState:
         "action_finished": _on_action_finished,
         "job_started": _on_job_started,
         "job_finished": _on_job_finished,
+        "proposal_opened": _on_proposal_opened,
+        "proposal_closed": _on_proposal_closed,
         "token_rotated": _on_token_rotated,
         "shutting_down": _on_shutting_down,
         "branch": _on_branch,
@@ -340,7 +363,8 @@ class LiveState:
     def stats_line(self) -> str:
         st = self.stats
         line = f"{st.get('done', 0)} done · {st.get('pending', 0)} pending · {plural(st.get('errors', 0), 'error')}"
-        return line + (f" · {plural(self.running_jobs, 'job')} running" if self.jobs else "")
+        line += f" · {plural(self.running_jobs, 'job')} running" if self.jobs else ""
+        return line + (f" · {plural(len(self.proposals), 'proposal')} awaiting review" if self.proposals else "")
 
     # ------------------------------------------------------------------ rich
     def render(self, height: int = 40, width: int = 120):

@@ -284,40 +284,53 @@ def _base64_bytes(content: str) -> bytes:
 
 
 def write_file(
-    rp: ResolvedPath, content: str, start: int | None = 0, end: int | None = -1, encoding: str | None = None, mode: str = "overwrite"
+    rp: ResolvedPath, content: str, start: int | None = 0, end: int | None = -1, encoding: str | None = None, mode: str = "overwrite",
+    sink=None,
 ) -> str | None:
     """The ``write`` action: the whole file is ``content`` (default), or lines [start, end) replaced.
 
     ``encoding``: None = UTF-8 for a new file, the detected encoding for an existing non-UTF-8 text
     file; ``base64`` = ``content`` is the file's bytes (whole file, ranges ignored); else a codec.
     ``mode``: ``overwrite`` | ``create`` (only if absent) | ``append``. Returns a note for the agent
-    (the observation's content) or None."""
+    (the observation's content) or None.
+
+    ``sink(rp, data, replace=True) -> bool``: where the file's complete new bytes go (default
+    ``atomic_write``). Review mode passes one that records them instead (runtimes/local/review.py):
+    the same computation, applied only when the user accepts."""
+    put = sink or atomic_write
     if mode == "create":
         st = stat_or_none(rp.real)
         if st is not None:
             require_regular(rp.shown, st, "write")
         else:
             data = _base64_bytes(content) if encoding == "base64" else _encode_as(content, encoding or "utf-8")
-            if not atomic_write(rp, data, replace=False):
+            if not put(rp, data, replace=False):
                 return None
         return f"The file {rp.shown} already exists; it was not changed (mode create)."
     if mode == "append":
+        if sink is not None:  # a proposal: the whole file after the append
+            st = stat_or_none(rp.real)
+            if st is not None:
+                require_regular(rp.shown, st, "write")
+            before = read_bytes(rp) if st is not None else b""
+            put(rp, before + _append_bytes(rp, content, encoding))
+            return None
         return append_file(rp, content, encoding)
     if encoding == "base64":
-        atomic_write(rp, _base64_bytes(content))
+        put(rp, _base64_bytes(content))
         return
     start = start or 0
     end = -1 if end is None else end
     if start <= 0 and end == -1:
         if encoding is None:
             enc = existing_encoding(rp) or "utf-8"
-            atomic_write(rp, encode_text(rp, content, enc))
+            put(rp, encode_text(rp, content, enc))
         else:
-            atomic_write(rp, _encode_as(content, encoding))
+            put(rp, _encode_as(content, encoding))
         return
     st = stat_or_none(rp.real)
     if st is None:
-        atomic_write(rp, _encode_as(content, encoding or "utf-8"))
+        put(rp, _encode_as(content, encoding or "utf-8"))
         return
     old, old_enc = read_text_enc(rp)
     start = max(start, 0)
@@ -330,7 +343,7 @@ def write_file(
     if after and middle and not middle.endswith("\n"):
         middle += "\n"
     whole = before + middle + after
-    atomic_write(rp, encode_text(rp, whole, old_enc) if encoding is None else _encode_as(whole, encoding))
+    put(rp, encode_text(rp, whole, old_enc) if encoding is None else _encode_as(whole, encoding))
 
 
 def _encode_as(text: str, enc: str) -> bytes:
@@ -346,15 +359,18 @@ def _encode_as(text: str, enc: str) -> bytes:
         raise ToolError(f"Unknown encoding {enc!r}.", ErrorId.BAD_REQUEST) from None
 
 
+def _append_bytes(rp: ResolvedPath, content: str, encoding: str | None) -> bytes:
+    if encoding == "base64":
+        return _base64_bytes(content)
+    if encoding is None:
+        return encode_text(rp, content, existing_encoding(rp) or "utf-8")
+    return _encode_as(content, encoding)
+
+
 def append_file(rp: ResolvedPath, content: str, encoding: str | None) -> None:
     """Write mode ``append``: ``content`` added at the end (in the file's own encoding unless one is
     given). One ``O_APPEND`` write: not atomic like ``overwrite``, but never a lost or torn earlier part."""
-    if encoding == "base64":
-        data = _base64_bytes(content)
-    elif encoding is None:
-        data = encode_text(rp, content, existing_encoding(rp) or "utf-8")
-    else:
-        data = _encode_as(content, encoding)
+    data = _append_bytes(rp, content, encoding)
     st = stat_or_none(rp.real)
     if st is not None:
         require_regular(rp.shown, st, "write")

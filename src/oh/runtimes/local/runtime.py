@@ -23,6 +23,8 @@ from .files import read_file, stat_path, write_file
 from .group import ShellGroup
 from .jobs import SPOOL_CAP
 from .paths import PathPolicy
+from .review import Proposal, ProposalQueue, ProposingEditor, Recorder, file_bytes
+from ...protocol import review as review_rules
 from .shell import SOURCE_FILE_TEXT
 from .terminal import Terminal
 
@@ -64,6 +66,8 @@ class LocalRuntime(Runtime):
         job_retention: float = 3600.0,
         spool_dir: str | Path | None = None,
         spool_cap: int = SPOOL_CAP,
+        review: bool = False,
+        review_timeout: float = 600.0,
     ) -> None:
         self.paths = PathPolicy(workspace, allowed_roots)
         self.workspace = self.paths.workspace
@@ -90,6 +94,8 @@ class LocalRuntime(Runtime):
         # returns while a departed agent's processes are still being killed.
         self._closing: set[asyncio.Task] = set()
         self._scratch: str | None = None
+        # Review mode (§3.11): write/edit wait here as proposals until `oh review` decides.
+        self.proposals: ProposalQueue | None = ProposalQueue(review_timeout) if review else None
 
     # ------------------------------------------------------------------ plumbing
     def _scratch_dir(self) -> str:
@@ -173,6 +179,8 @@ class LocalRuntime(Runtime):
             if action.kind == "job":
                 return await self._group(ctx).job_op(action)
             base = self.workdir_of(ctx)
+            if self.proposals is not None and action.kind in ("write", "edit") and review_rules.is_proposal(action.kind, action.args):
+                return await self._propose(action, ctx, base)
             if action.kind == "stat":
                 return self._stat(action, base)
             if action.kind == "read":
@@ -257,6 +265,41 @@ class LocalRuntime(Runtime):
             diff=result["diff"],
         )
 
+    async def _propose(self, action: Action, ctx: AgentContext, base: str) -> dict[str, Any]:
+        """Review mode: compute the change as it would be made, then wait for the user's decision."""
+        assert self.proposals is not None
+        rp = self.paths.resolve(action.path, base)
+        before = file_bytes(rp.real)
+        args = action.args
+        on_accept = None
+        if action.kind == "write":
+            rec = Recorder()
+            mode = args.get("mode") or "overwrite"
+            note = write_file(rp, args["content"], args.get("start", 0), args.get("end", -1), args.get("encoding"), mode, sink=rec)
+            obs = write_observation(action.id, action.path, note or "")
+            after, replace, command = rec.data, rec.replace, mode
+        else:
+            editor = ProposingEditor(self.editor.history)
+            result = editor.execute(rp, args, self.paths)
+            obs = edit_observation(
+                action.id, action.path, result["content"], prev_exist=result["prev_exist"],
+                old_content=result["old_content"], new_content=result["new_content"], diff=result["diff"],
+            )
+            after, command = editor.recorded, str(args.get("command"))
+            replace = command != "create"
+            history = self.editor.history
+            if command == "undo_edit":
+                on_accept = lambda: history.pop(rp.real)  # noqa: E731
+            elif command in ("str_replace", "insert"):
+                old_text = result["old_content"]
+                on_accept = lambda: history.push(rp.real, old_text)  # noqa: E731
+        if after is None or after == before:
+            return obs  # nothing would change (e.g. mode create on an existing file): nothing to review
+        proposal = Proposal(
+            self.proposals.new_id(), action.id, ctx.id, ctx.name, action.kind, command, rp.shown, rp.real, before, after, replace, obs, on_accept,
+        )
+        return await self.proposals.wait(proposal)
+
     @staticmethod
     def _is_big(real: str) -> bool:
         try:
@@ -283,6 +326,8 @@ class LocalRuntime(Runtime):
         await asyncio.shield(task)  # a cancelled caller must not abandon the kill half-way
 
     async def close(self) -> None:
+        if self.proposals is not None:
+            self.proposals.close()
         terms, self._terminals = list(self._terminals.values()), {}
         await asyncio.gather(self._close_terminals(terms), *list(self._closing), return_exceptions=True)
         if self._scratch is not None:

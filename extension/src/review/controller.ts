@@ -1,0 +1,324 @@
+/**
+ * Proposal (review) mode in VS Code (docs/protocol.md §3.11).
+ *
+ * When the backend's `registered` answer says `review: true`, a `write` or `edit` (not `view`) is not
+ * applied: its result is computed (./proposal.ts, the executors' own rules), a diff editor opens
+ * (current file vs a read-only `oh-proposal:` document holding the proposed text) with Accept / Reject
+ * in the editor title bar, and a notification offers Accept / Reject / Accept all. Reject asks for an
+ * optional reason, which the agent gets with the REJECTED error.
+ *
+ * Accepting applies ONE WorkspaceEdit (for one proposal, or for all of them with "Accept all"), so a
+ * single Undo reverts what was accepted together; documents that had no unsaved changes are saved.
+ * Before applying, each file's current text is compared with the text the proposal was computed on:
+ * if it changed (the user typed, another tool wrote), that proposal is not applied and the agent gets
+ * REJECTED saying the file changed (the same rule as the local runtime's `oh review accept`).
+ */
+import * as vscode from 'vscode';
+import { ActionContext } from '../connection';
+import { EditHistory, minimalReplacement } from '../oheditor';
+import { Action, editObservation, errorObservation, Observation, ToolError, writeObservation } from '../protocol';
+import { unifiedDiff } from '../udiff';
+import { createParents, currentContent, resolveTarget, statOrNull, Target, unsavedNote } from '../executors/files';
+import {
+  acceptedNote,
+  cleanReason,
+  computeProposal,
+  isProposal,
+  plainForUi,
+  ProposedChange,
+  rejectedMessage,
+  staleMessage,
+  timeoutMessage,
+} from './proposal';
+import { Decision, ProposalStore } from './store';
+
+export const SCHEME = 'oh-proposal';
+
+interface Item {
+  action: Action;
+  agent: string;
+  target: Target;
+  change: ProposedChange;
+}
+
+type Executor = (action: Action, signal: AbortSignal, ctx?: ActionContext) => Promise<Observation>;
+
+/** `oh-proposal:/<path>?id=N&side=after|before`: the path gives the diff its language (syntax colours). */
+function proposalUri(id: number, side: 'before' | 'after', shown: string): vscode.Uri {
+  return vscode.Uri.from({ scheme: SCHEME, path: shown.startsWith('/') ? shown : '/' + shown, query: `id=${id}&side=${side}` });
+}
+
+function idOf(uri: vscode.Uri | undefined): number | undefined {
+  if (!uri || uri.scheme !== SCHEME) return undefined;
+  const m = /(?:^|&)id=(\d+)/.exec(uri.query);
+  return m ? Number(m[1]) : undefined;
+}
+
+export class ReviewController implements vscode.Disposable {
+  readonly store: ProposalStore<Item>;
+  private readonly disposables: vscode.Disposable[] = [];
+  private readonly changed = new vscode.EventEmitter<vscode.Uri>();
+  /** "oh: N to review" while proposals wait: the way back to a diff the user closed. */
+  private readonly status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 99);
+
+  constructor(
+    private readonly history: EditHistory,
+    private readonly log: (line: string) => void,
+  ) {
+    this.store = new ProposalStore<Item>(() => this.refresh());
+    const store = this.store;
+    this.status.command = 'oh.review.open';
+    this.status.tooltip = 'oh: proposals from the agent wait for your review (click to open one)';
+    this.disposables.push(
+      this.status,
+      this.changed,
+      vscode.workspace.registerTextDocumentContentProvider(SCHEME, {
+        onDidChange: this.changed.event,
+        provideTextDocumentContent(uri: vscode.Uri): string {
+          const p = store.get(idOf(uri) ?? -1);
+          if (!p) return '';
+          return /side=before/.test(uri.query) ? (p.item.change.before ?? '') : p.item.change.after;
+        },
+      }),
+      vscode.commands.registerCommand('oh.review.accept', async (uri?: vscode.Uri) => {
+        const id = await this.pick(uri, 'Accept which proposal?');
+        if (id !== undefined) await this.accept([id]);
+      }),
+      vscode.commands.registerCommand('oh.review.reject', async (uri?: vscode.Uri) => {
+        const id = await this.pick(uri, 'Reject which proposal?');
+        if (id !== undefined) await this.reject(id);
+      }),
+      vscode.commands.registerCommand('oh.review.acceptAll', () => this.accept(this.store.list().map((p) => p.id))),
+      vscode.commands.registerCommand('oh.review.open', async () => {
+        const id = await this.pick(undefined, 'Open which proposal?', true);
+        if (id !== undefined) await this.openDiff(id);
+      }),
+    );
+  }
+
+  private refresh(): void {
+    const n = this.store.size;
+    void vscode.commands.executeCommand('setContext', 'oh.pendingProposals', n);
+    if (n) {
+      this.status.text = `$(git-pull-request) oh: ${n} to review`;
+      this.status.show();
+    } else {
+      this.status.hide();
+    }
+  }
+
+  /** Runs `execute` directly, or, when the backend is in review mode and the action changes a file, as a proposal. */
+  route(action: Action, signal: AbortSignal, ctx: ActionContext | undefined, execute: Executor): Promise<Observation> {
+    if (ctx?.review && isProposal(action.kind, action.args)) return this.propose(action, signal, ctx, ctx.review.timeoutSeconds);
+    return execute(action, signal, ctx);
+  }
+
+  private async propose(action: Action, signal: AbortSignal, ctx: ActionContext, timeoutSeconds: number): Promise<Observation> {
+    const a = action.args;
+    const target = await resolveTarget(String(a.path), action, ctx);
+    const shown = target.rp.shown;
+    const before = await this.currentOrNull(target);
+    const computed = computeProposal(action.kind, a, shown, target.rp.real, before, (p) => this.history.peek(p));
+    if (!computed.change) {
+      // Nothing would change (e.g. write mode create on an existing file): answered at once.
+      if (action.kind === 'write') return { ...writeObservation(action.id, String(a.path)), content: computed.content };
+      return editObservation(action.id, String(a.path), { content: computed.content, prevExist: before !== null, oldContent: before, newContent: before, diff: '' });
+    }
+    const agent = (action.agent as { name?: string } | undefined)?.name ?? 'the agent';
+    const item: Item = { action, agent, target, change: computed.change };
+    const { id, decision } = this.store.add(item, timeoutSeconds * 1000, signal);
+    const event = (name: string, extra: Record<string, unknown> = {}) =>
+      ctx.notify?.({ type: 'proposal_event', event: name, proposal: { cause: action.id, path: shown, kind: action.kind, ...extra } });
+    event('proposal_opened');
+    this.log(`proposal ${id}: ${action.kind} ${computed.change.command} ${shown} by ${agent} awaits review`);
+    void this.show(id).catch((e) => this.log(`proposal ${id}: could not show it: ${String(e)}`));
+    const d = await decision;
+    this.log(`proposal ${id}: ${d.kind}`);
+    event('proposal_closed', { decision: d.kind });
+    void this.closeTabs(id);
+    return this.answer(item, d, timeoutSeconds);
+  }
+
+  private answer(item: Item, d: Decision, timeoutSeconds: number): Observation {
+    const { action, target, change } = item;
+    const shown = target.rp.shown;
+    switch (d.kind) {
+      case 'accepted': {
+        // Applied to a buffer with the user's unsaved edits: not saved (§4.1), and the agent is told.
+        const note = acceptedNote(shown) + (d.unsaved ? unsavedNote(shown) : '');
+        if (action.kind === 'write') return { ...writeObservation(action.id, String(action.args.path)), content: note };
+        const content = change.content ? change.content.replace(/\n+$/, '') + '\n' + note : note;
+        return editObservation(action.id, String(action.args.path), {
+          content,
+          prevExist: change.before !== null,
+          oldContent: change.command === 'create' ? null : change.before,
+          newContent: change.after,
+          diff: unifiedDiff(shown, change.before ?? '', change.after),
+        });
+      }
+      case 'rejected':
+        return errorObservation(action.id, 'REJECTED', rejectedMessage(shown, d.reason));
+      case 'stale':
+        return errorObservation(action.id, 'REJECTED', staleMessage(shown));
+      case 'failed':
+        return errorObservation(action.id, 'TOOL_ERROR', `The user accepted the change to ${shown}, but VS Code could not apply it: ${d.message}`);
+      case 'timeout':
+        return errorObservation(action.id, 'TIMEOUT', timeoutMessage(shown, timeoutSeconds));
+      default:
+        return errorObservation(action.id, 'INTERRUPTED', `The review of the change to ${shown} was cancelled; nothing was written.`);
+    }
+  }
+
+  /** The text a proposal is computed on: the open document's (unsaved edits included), else the disk's; null = no file. */
+  private async currentOrNull(t: Target): Promise<string | null> {
+    if (!(await statOrNull(t.uri).catch(() => null)) && !vscode.workspace.textDocuments.some((d) => d.uri.toString() === t.uri.toString())) return null;
+    const c = await currentContent(t, 'edit');
+    if (!c.fromDocument && c.encoding !== 'utf-8') {
+      throw new ToolError(
+        `Review mode in VS Code shows text changes as a diff, and ${t.rp.shown} is not UTF-8 (${c.encoding}): it cannot be reviewed here. ` +
+          'Use the local runtime (`oh review`) for it.',
+        'TOOL_UNSUPPORTED',
+      );
+    }
+    return c.text;
+  }
+
+  /** The diff editor of proposal `id`: the file as it is vs the proposed text (read-only). */
+  private async openDiff(id: number): Promise<void> {
+    const p = this.store.get(id);
+    if (!p) return;
+    const { target, change, agent } = p.item;
+    const shown = target.rp.shown;
+    const name = shown.split('/').pop() || shown;
+    const left = change.before === null ? proposalUri(id, 'before', shown) : target.uri;
+    const title = plainForUi(`${name} ↔ oh proposal ${id} (${change.command} by ${agent})`);
+    await vscode.commands.executeCommand('vscode.diff', left, proposalUri(id, 'after', shown), title, { preview: false });
+  }
+
+  private async show(id: number): Promise<void> {
+    const p = this.store.get(id);
+    if (!p) return;
+    const { target, change, agent } = p.item;
+    const shown = target.rp.shown;
+    await this.openDiff(id);
+    const verb = change.before === null ? 'create' : 'change';
+    const choice = await vscode.window.showInformationMessage(
+      plainForUi(`oh: ${agent} proposes to ${verb} ${shown} (proposal ${id}).`),
+      'Accept',
+      'Reject',
+      'Accept all',
+    );
+    // A notification cannot be withdrawn: its buttons may outlive the proposal (decided in the title bar).
+    if ((choice === 'Accept' || choice === 'Reject') && !this.store.get(id)) {
+      void vscode.window.showInformationMessage(`oh: proposal ${id} was already decided (or timed out).`);
+      return;
+    }
+    if (choice === 'Accept') await this.accept([id]);
+    else if (choice === 'Reject') await this.reject(id);
+    else if (choice === 'Accept all') await this.accept(this.store.list().map((q) => q.id));
+  }
+
+  /** The proposal a title-bar button or palette command means: its diff's, the active one's, the only one, or asked. */
+  private async pick(uri: vscode.Uri | undefined, question: string, always = false): Promise<number | undefined> {
+    const id = always ? undefined : idOf(uri) ?? idOf(vscode.window.activeTextEditor?.document.uri);
+    if (id !== undefined) return id;
+    const all = this.store.list();
+    if (all.length <= 1) {
+      if (!all.length) void vscode.window.showInformationMessage('oh: no proposal is waiting for review.');
+      return all[0]?.id;
+    }
+    const chosen = await vscode.window.showQuickPick(
+      all.map((p) => ({ label: `proposal ${p.id}`, description: plainForUi(`${p.item.change.command} ${p.item.target.rp.shown}`), id: p.id })),
+      { title: question },
+    );
+    return chosen?.id;
+  }
+
+  async reject(id: number): Promise<void> {
+    if (!this.store.get(id)) return;
+    const reason = await vscode.window.showInputBox({
+      title: `Reject oh proposal ${id}`,
+      prompt: 'Why? The agent gets this reason (optional). Escape keeps the proposal pending.',
+      ignoreFocusOut: true,
+    });
+    if (reason === undefined) return;
+    this.store.decide(id, { kind: 'rejected', reason: cleanReason(reason) });
+  }
+
+  /** Applies the given proposals as ONE WorkspaceEdit (one Undo reverts them together). */
+  async accept(ids: number[]): Promise<void> {
+    const edit = new vscode.WorkspaceEdit();
+    const ready: { id: number; item: Item; wasDirty: boolean }[] = [];
+    const files = new Set<string>();
+    for (const id of ids) {
+      const p = this.store.get(id);
+      if (!p) continue;
+      const { target, change } = p.item;
+      const key = target.uri.toString();
+      let now: string | null | undefined;
+      try {
+        now = await this.currentOrNull(target);
+      } catch {
+        now = undefined;
+      }
+      // Changed since the proposal, or changed by an earlier proposal of this same batch: not applied.
+      if (now !== change.before || files.has(key)) {
+        this.store.decide(id, { kind: 'stale' });
+        void vscode.window.showWarningMessage(plainForUi(`oh: ${target.rp.shown} changed after proposal ${id} was made; it was not applied (the agent was told).`));
+        continue;
+      }
+      files.add(key);
+      let wasDirty = false;
+      if (change.before === null) {
+        await createParents(target.uri, target.rp.shown).catch(() => {});
+        edit.createFile(target.uri, { overwrite: false, ignoreIfExists: false });
+        if (change.after) edit.insert(target.uri, new vscode.Position(0, 0), change.after);
+      } else {
+        const doc = await vscode.workspace.openTextDocument(target.uri);
+        wasDirty = doc.isDirty;
+        const r = minimalReplacement(change.before, change.after);
+        edit.replace(target.uri, new vscode.Range(doc.positionAt(r.start), doc.positionAt(r.end)), r.text);
+      }
+      ready.push({ id, item: p.item, wasDirty });
+    }
+    if (!ready.length) return;
+    let ok = false;
+    let why = 'VS Code refused the edit (is a file read-only?)';
+    try {
+      ok = await vscode.workspace.applyEdit(edit);
+    } catch (e) {
+      why = String((e as Error)?.message ?? e);
+    }
+    if (!ok) {
+      for (const r of ready) this.store.decide(r.id, { kind: 'failed', message: why });
+      void vscode.window.showErrorMessage(plainForUi(`oh: the accepted change could not be applied: ${why}`));
+      return;
+    }
+    let first: vscode.TextDocument | undefined;
+    for (const r of ready) {
+      const { target, change } = r.item;
+      const doc = await vscode.workspace.openTextDocument(target.uri);
+      first ??= doc;
+      // A document with the user's unsaved edits stays unsaved (saving would write their text too).
+      if (!r.wasDirty && doc.isDirty) await doc.save();
+      if (change.command === 'undo_edit') this.history.pop(target.rp.real);
+      else if (r.item.action.kind === 'edit' && change.before !== null) this.history.push(target.rp.real, change.before);
+      this.store.decide(r.id, { kind: 'accepted', unsaved: r.wasDirty });
+    }
+    // Show what was accepted: the user sees the result and can Undo it there.
+    if (first) await vscode.window.showTextDocument(first, { preview: false }).then(undefined, () => undefined);
+  }
+
+  private async closeTabs(id: number): Promise<void> {
+    const tabs = vscode.window.tabGroups.all.flatMap((g) => g.tabs).filter((t) => {
+      const input = t.input;
+      return input instanceof vscode.TabInputTextDiff && idOf(input.modified) === id;
+    });
+    if (tabs.length) await vscode.window.tabGroups.close(tabs).then(undefined, () => false);
+  }
+
+  dispose(): void {
+    this.store.cancelAll();
+    for (const d of this.disposables) d.dispose();
+  }
+}

@@ -1,0 +1,103 @@
+"""Proposal (review) mode, the pure part (docs/protocol.md §3.11).
+
+With review on, an agent's ``write`` and ``edit`` actions (every ``edit`` command but ``view``) become
+proposals: what the file would become is computed, shown to the user, and written only when the user
+accepts. This module holds what both runtimes and the extension must agree on: which actions are
+proposals, the texts the agent gets for each decision, and the ``review`` control requests of
+``oh review``. No I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import ErrorId, ProtocolError
+
+MAX_REASON = 2000  # characters of the user's reason passed on to the agent
+PROPOSAL_ID = re.compile(r"^p[0-9]{1,12}$")
+REVIEW_OPS = ("list", "show", "accept", "reject")
+
+
+def is_proposal(kind: str, args: dict[str, Any]) -> bool:
+    """Whether an action of ``kind`` with ``args`` changes a file (and so is reviewed)."""
+    if kind == "write":
+        return True
+    return kind == "edit" and args.get("command") != "view"
+
+
+def clean_reason(reason: Any) -> str:
+    """The user's reason as the agent gets it: a string, trimmed, bounded."""
+    if not isinstance(reason, str):
+        return ""
+    text = reason.strip()
+    return text[:MAX_REASON] + (" [...]" if len(text) > MAX_REASON else "")
+
+
+def accepted_note(path: str) -> str:
+    """Appended to an accepted proposal's observation content."""
+    return f"[Review mode: the user accepted this change to {path}.]"
+
+
+def rejected_message(path: str, reason: str) -> str:
+    """The REJECTED error's text: the user's reason comes last, verbatim, so the agent can adapt."""
+    why = reason or "(no reason given)"
+    return (
+        f"The user rejected the proposed change to {path}; nothing was written. "
+        f"Take the reason into account before proposing another change. Reason: {why}"
+    )
+
+
+def stale_message(path: str) -> str:
+    """REJECTED when the file changed between the proposal and the user's accept."""
+    return (
+        f"The proposed change to {path} was not applied: the file changed after the proposal was made "
+        "(edited by the user or another tool), so the reviewed diff no longer describes what would be written. "
+        "Read the file again and propose the change anew. Reason: file changed since the proposal"
+    )
+
+
+def timeout_message(path: str, seconds: float) -> str:
+    """TIMEOUT when nobody decided within ``review_timeout``."""
+    return (
+        f"Nobody reviewed the proposed change to {path} within {seconds:g} s (review mode); the proposal was "
+        "withdrawn and nothing was written. Ask the user to review sooner (`oh review`, or the diff in VS Code), "
+        "or propose it again."
+    )
+
+
+def gone_message(path: str) -> str:
+    """INTERRUPTED when the backend stops with the proposal pending."""
+    return f"The backend stopped while the change to {path} awaited review; nothing was written."
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewRequest:
+    """One ``{"type": "review", ...}`` control request (``oh review``)."""
+
+    op: str
+    proposal_id: str | None = None
+    all: bool = False
+    reason: str = ""
+
+
+def parse_review_request(obj: dict[str, Any]) -> ReviewRequest:
+    """Validate a review control request. Raises ProtocolError(BAD_REQUEST) saying what to fix."""
+    op = obj.get("op")
+    if op not in REVIEW_OPS:
+        raise ProtocolError(ErrorId.BAD_REQUEST, f"review.op must be one of {', '.join(REVIEW_OPS)} (got {str(op)[:40]!r}).")
+    if op == "list":
+        return ReviewRequest("list")
+    pid = obj.get("id")
+    every = obj.get("all") is True
+    if op == "accept" and every:
+        if pid is not None:
+            raise ProtocolError(ErrorId.BAD_REQUEST, "review accept takes either an id or all: true, not both.")
+        return ReviewRequest("accept", all=True)
+    if not isinstance(pid, str) or not PROPOSAL_ID.match(pid):
+        raise ProtocolError(ErrorId.BAD_REQUEST, f"review {op} needs an id like p3 (`oh review` lists them; got {str(pid)[:40]!r}).")
+    reason = obj.get("reason", "")
+    if op == "reject" and reason is not None and not isinstance(reason, str):
+        raise ProtocolError(ErrorId.BAD_REQUEST, "review reject: reason must be a string.")
+    return ReviewRequest(op, pid, reason=clean_reason(reason) if op == "reject" else "")

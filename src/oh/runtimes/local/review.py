@@ -1,0 +1,250 @@
+"""Proposal (review) mode for the local runtime (docs/protocol.md §3.11).
+
+A ``write`` or ``edit`` (not ``view``) is computed exactly as it would be executed (the same
+``write_file`` / ``FileEditor`` code), but the file's new bytes go to a recording sink instead of the
+disk. The action then waits, as a ``Proposal`` in the ``ProposalQueue``, for ``oh review accept`` /
+``reject`` (the backend's control leg) or for ``review_timeout``.
+
+Accepting re-reads the file: if its bytes are not the ones the proposal was computed on (the user or
+another tool changed it meanwhile), nothing is written and the agent gets ``REJECTED`` saying the file
+changed (decision: refuse rather than re-apply, because the user reviewed a diff against the old text
+and a re-computed change could differ from it). Two proposals to one file: accepting the first makes
+the second stale in the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import itertools
+import logging
+import os
+import stat
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ...protocol import review as rules
+from ...protocol.errors import ErrorId, ToolError
+from ...protocol.events import error_observation
+from ...protocol.udiff import unified_diff
+from .editor import EditHistory, FileEditor
+from .encoding import decode as decode_any
+from .files import atomic_write, encode_text
+from .paths import ResolvedPath, require_regular, stat_or_none
+
+log = logging.getLogger("oh.runtimes.local.review")
+
+MAX_DIFF_CHARS = 2 * 1024 * 1024  # `oh review show` of a huge change is clipped with a note
+MAX_REVIEW_BYTES = 64 * 1024 * 1024  # what a proposal may hold in memory until it is decided
+
+
+def file_bytes(real: str) -> bytes | None:
+    """The file's bytes now (the proposal's "before" and the accept-time check), or None when there is
+    no regular file there: then the computation itself refuses (directory, FIFO) or creates the file.
+    Unlike ``read_bytes`` it accepts a hard-linked file, which a whole-file ``write`` may replace."""
+    st = stat_or_none(real)
+    if st is None or not stat.S_ISREG(st.st_mode):
+        return None
+    if st.st_size > MAX_REVIEW_BYTES:
+        raise ToolError(f"The file {real} is too large to review as a proposal ({st.st_size:,} bytes; the limit is {MAX_REVIEW_BYTES:,}).")
+    fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO swapped in must not hang us
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb", buffering=0, closefd=False) as f:
+            return f.readall()
+    finally:
+        os.close(fd)
+
+
+def _digest(data: bytes | None) -> str | None:
+    return None if data is None else hashlib.sha256(data).hexdigest()
+
+
+def check_writable(rp: ResolvedPath) -> None:
+    """``atomic_write``'s own refusals, checked when the proposal is made: a proposal must be one that
+    can be applied (not a directory or FIFO; no parent path that is a file)."""
+    st = stat_or_none(rp.real)
+    if st is not None:
+        require_regular(rp.shown, st, "write")
+    ancestor = os.path.dirname(rp.real)
+    while ancestor and not os.path.lexists(ancestor):
+        ancestor = os.path.dirname(ancestor)
+    if ancestor and not os.path.isdir(ancestor):
+        raise ToolError(f"Cannot create {rp.shown}: a parent path exists and is not a directory.")
+
+
+class Recorder:
+    """A ``write_file`` sink: remembers the new bytes instead of writing them."""
+
+    def __init__(self) -> None:
+        self.data: bytes | None = None
+        self.replace = True
+
+    def __call__(self, rp: ResolvedPath, data: bytes, *, replace: bool = True) -> bool:
+        st = stat_or_none(rp.real)
+        if st is not None and not replace:
+            return True  # mode create on an existing file: nothing to propose
+        check_writable(rp)
+        self.data, self.replace = data, replace
+        return st is not None
+
+
+class _PeekHistory(EditHistory):
+    """The real history seen read-only: a proposal's ``undo_edit`` looks at the last entry without
+    taking it (it is taken when the user accepts), and its edits record nothing yet."""
+
+    def __init__(self, real: EditHistory) -> None:
+        self._real = real
+
+    def push(self, path: str, content: str) -> None:
+        pass
+
+    def pop(self, path: str) -> str | None:
+        q = self._real._by_path.get(path)
+        return q[-1] if q else None
+
+
+class ProposingEditor(FileEditor):
+    """The file editor with its writes recorded, not performed."""
+
+    def __init__(self, history: EditHistory) -> None:
+        super().__init__()
+        self.history = _PeekHistory(history)
+        self.recorded: bytes | None = None  # the file's new bytes, in its own encoding
+
+    def _write(self, rp: ResolvedPath, text: str, encoding: str) -> None:
+        check_writable(rp)
+        self.recorded = encode_text(rp, text, encoding)
+
+
+@dataclass(eq=False)
+class Proposal:
+    proposal_id: str
+    action_id: int  # the backend's (leg) id, as monitors know the action
+    agent_id: str
+    agent_name: str
+    kind: str  # "write" | "edit"
+    command: str  # edit command, or write mode
+    path: str  # as the agent named it (absolute)
+    real: str
+    before: bytes | None  # the file when the proposal was computed (None: absent)
+    after: bytes
+    replace: bool  # False: write mode create (only if the name is still free)
+    observation: dict[str, Any]  # what the agent gets when accepted
+    on_accept: Callable[[], None] | None = None  # e.g. record the edit in the undo history
+    created: float = field(default_factory=time.monotonic)
+    created_at: float = field(default_factory=time.time)
+    future: asyncio.Future | None = None
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "id": self.proposal_id, "action_id": self.action_id, "agent_id": self.agent_id, "agent": self.agent_name,
+            "kind": self.kind, "command": self.command, "path": self.path, "age_s": round(time.monotonic() - self.created, 1),
+            "created_at": self.created_at, "creates": self.before is None, "bytes": len(self.after),
+        }
+
+    def diff(self) -> tuple[str, bool]:
+        """(unified diff, binary?) of current-at-proposal vs proposed; binary content is summarised."""
+        old = ("", "utf-8") if self.before is None else decode_any(self.before)
+        new = decode_any(self.after) if self.after else ("", "utf-8")
+        if old is None or new is None:
+            size = "absent" if self.before is None else f"{len(self.before)} bytes"
+            return f"Binary content: {size} -> {len(self.after)} bytes (no text diff).\n", True
+        text = unified_diff(self.path, old[0], new[0])
+        if len(text) > MAX_DIFF_CHARS:
+            text = text[:MAX_DIFF_CHARS] + f"\n[... diff clipped at {MAX_DIFF_CHARS} characters ...]\n"
+        return text, False
+
+
+class ProposalQueue:
+    """Pending proposals of one backend, in creation order."""
+
+    def __init__(self, timeout: float, on_event: Callable[[str, dict[str, Any]], None] | None = None) -> None:
+        self.timeout = float(timeout)
+        self.pending: dict[str, Proposal] = {}
+        self._ids = itertools.count(1)
+        self.on_event = on_event  # ("proposal_opened" | "proposal_closed", fields): the backend's monitors
+
+    def new_id(self) -> str:
+        return f"p{next(self._ids)}"
+
+    def _emit(self, name: str, p: Proposal, **extra: Any) -> None:
+        if self.on_event is None:
+            return
+        try:
+            self.on_event(name, {"proposal_id": p.proposal_id, "action_id": p.action_id, "agent_id": p.agent_id, "kind": p.kind, "path": p.path, **extra})
+        except Exception:  # noqa: BLE001 - a listener's bug must not lose the decision
+            log.exception("proposal event listener failed")
+
+    async def wait(self, p: Proposal) -> dict[str, Any]:
+        """Park ``p`` until a decision, the timeout, or cancellation; return the agent's observation."""
+        p.future = asyncio.get_running_loop().create_future()
+        self.pending[p.proposal_id] = p
+        self._emit("proposal_opened", p)
+        decision = "timeout"
+        try:
+            obs = await asyncio.wait_for(asyncio.shield(p.future), self.timeout)
+            decision = obs.pop("_decision", "decided")
+            return obs
+        except asyncio.TimeoutError:
+            return error_observation(p.action_id, ErrorId.TIMEOUT, rules.timeout_message(p.path, self.timeout))
+        except asyncio.CancelledError:
+            decision = "cancelled"
+            raise
+        finally:
+            self.pending.pop(p.proposal_id, None)
+            self._emit("proposal_closed", p, decision=decision)
+
+    def list(self) -> list[dict[str, Any]]:
+        return [p.row() for p in self.pending.values()]
+
+    def find(self, pid: str) -> Proposal | None:
+        return self.pending.get(pid)
+
+    def accept(self, pid: str) -> dict[str, Any]:
+        """Apply one proposal (if its file is unchanged) and answer its agent. Returns the result row."""
+        p = self.pending.get(pid)
+        if p is None or p.future is None or p.future.done():
+            return {"id": pid, "outcome": "unknown", "message": f"No pending proposal {pid}."}
+        now = file_bytes(p.real)
+        if _digest(now) != _digest(p.before):
+            self._resolve(p, error_observation(p.action_id, ErrorId.REJECTED, rules.stale_message(p.path)), "stale")
+            return {"id": pid, "outcome": "stale", "path": p.path,
+                    "message": f"{p.path} changed after the proposal was made: nothing was written; the agent was told to read it again."}
+        try:
+            atomic_write(ResolvedPath(p.path, p.real), p.after, replace=p.replace)
+        except Exception as exc:  # noqa: BLE001 - the tool refused (permissions, disk): the agent must hear it
+            msg = getattr(exc, "message", None) or getattr(exc, "strerror", None) or str(exc)
+            self._resolve(p, error_observation(p.action_id, ErrorId.TOOL_ERROR, f"The user accepted the change to {p.path}, but writing it failed: {msg}"), "failed")
+            return {"id": pid, "outcome": "failed", "path": p.path, "message": f"writing {p.path} failed: {msg}"}
+        if p.on_accept is not None:
+            p.on_accept()
+        obs = dict(p.observation)
+        note = rules.accepted_note(p.path)
+        obs["content"] = (obs.get("content") or "").rstrip("\n") + ("\n" if obs.get("content") else "") + note
+        self._resolve(p, obs, "accepted")
+        return {"id": pid, "outcome": "accepted", "path": p.path, "message": f"{p.path} written."}
+
+    def reject(self, pid: str, reason: str) -> dict[str, Any]:
+        p = self.pending.get(pid)
+        if p is None or p.future is None or p.future.done():
+            return {"id": pid, "outcome": "unknown", "message": f"No pending proposal {pid}."}
+        self._resolve(p, error_observation(p.action_id, ErrorId.REJECTED, rules.rejected_message(p.path, reason)), "rejected")
+        return {"id": pid, "outcome": "rejected", "path": p.path, "message": f"{p.path} left unchanged; the agent got the reason."}
+
+    def accept_all(self) -> list[dict[str, Any]]:
+        """Every pending proposal in creation order; each is checked on its own (a later one to the same
+        file is stale once an earlier one is written)."""
+        return [self.accept(pid) for pid in list(self.pending)]
+
+    @staticmethod
+    def _resolve(p: Proposal, obs: dict[str, Any], decision: str) -> None:
+        if p.future is not None and not p.future.done():
+            p.future.set_result({**obs, "_decision": decision})
+
+    def close(self) -> None:
+        """Backend stop: every pending proposal ends (INTERRUPTED); nothing is written."""
+        for p in list(self.pending.values()):
+            self._resolve(p, error_observation(p.action_id, ErrorId.INTERRUPTED, rules.gone_message(p.path)), "interrupted")

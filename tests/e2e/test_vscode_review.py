@@ -1,0 +1,192 @@
+"""Proposal (review) mode in a real VS Code (issue 12 #1, docs/protocol.md §3.11): code-server 1.99 with
+the oh extension, a backend started with ``oh start --runtime vscode --review``, real ``oh`` agent
+processes (their ``oh edit``/``oh write`` wait for the user's decision).
+
+One proposal is accepted with the diff editor's title-bar action (the file changes; one Undo reverts
+it), another is rejected from the notification with a reason typed into the input box (the file is
+unchanged, the agent gets REJECTED and the reason), and "Accept all" applies two proposals as one
+WorkspaceEdit (one Undo in one of the files reverts both files); a file the user typed in while its
+proposal waited is not overwritten on accept (the agent gets REJECTED: the file changed); a proposal
+the user left is found again through the status bar item / "oh: Show pending proposals".
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from .conftest import VsCode, wait_until
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900)]
+
+
+@pytest.fixture(scope="module")
+def backend(vscode: VsCode):
+    proc = vscode.oh(
+        "start", "--runtime", "vscode", "--review", "--review-timeout", "300", "--workspace", str(vscode.workspace),
+        "--detach", "--no-open", "--json", timeout=60,
+    )
+    assert proc.returncode == 0, f"oh start failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+    info = json.loads(proc.stdout)
+
+    def editor_registered():
+        for s in vscode.sessions():
+            if s.get("instance_id") == info["instance_id"] and s.get("editors"):
+                return s
+        return None
+
+    info["session"] = wait_until(editor_registered, 60, "the extension to register with the backend")
+    return info
+
+
+def _agent(vscode: VsCode, *args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "oh", *args, "--json"], cwd=vscode.workspace, env=vscode.env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+
+def _finish(proc: subprocess.Popen, timeout: float = 60) -> tuple[int, dict]:
+    out, err = proc.communicate(timeout=timeout)
+    try:
+        return proc.returncode, json.loads(out)
+    except ValueError:
+        raise AssertionError(f"agent printed no JSON (rc {proc.returncode}): {out!r} {err!r}") from None
+
+
+def _diff_tab(vscode: VsCode, proposal_text: str) -> str:
+    def shown():
+        title = vscode.drive("activeTab")["title"]
+        return title if "oh proposal" in title else None
+
+    return wait_until(shown, 60, f"the diff editor of the proposal ({proposal_text!r})")
+
+
+def test_the_extension_advertises_review(backend: dict):
+    assert "review" in backend["session"]["editors"][0]["capabilities"]
+
+
+def test_accept_in_the_title_bar_then_one_undo_reverts(vscode: VsCode, backend: dict):
+    f = vscode.workspace / "accept_me.py"
+    original = "def greet():\n    return 'hello'\n"
+    f.write_text(original)
+    agent = _agent(vscode, "edit", "accept_me.py", "--replace", "'hello'", "'HELLO'")
+    try:
+        _diff_tab(vscode, "HELLO")
+        assert f.read_text() == original  # a proposal: nothing written yet
+        vscode.drive("editorAction", label="Accept proposal")
+        rc, obs = _finish(agent)
+    except Exception:
+        vscode.screenshot("review-accept-failed")
+        agent.kill()
+        raise
+    assert rc == 0 and obs["observation"] == "edit", obs
+    assert "accepted" in obs["content"] and obs["extras"]["new_content"] == "def greet():\n    return 'HELLO'\n"
+    assert f.read_text() == "def greet():\n    return 'HELLO'\n"
+    # The accepted file is shown; one Undo reverts the accepted change.
+    wait_until(lambda: "accept_me.py" in vscode.drive("activeTab")["title"] and "oh proposal" not in vscode.drive("activeTab")["title"], 20, "the accepted file's editor")
+    vscode.drive("focusEditor")
+    vscode.drive("press", keys=["Control+z"])
+    wait_until(lambda: "'hello'" in vscode.drive("editorText")["text"], 10, "Undo to revert the accepted change")
+    vscode.drive("press", keys=["Control+s"])
+    wait_until(lambda: f.read_text() == original, 15, "the reverted content on disk")
+
+
+def test_reject_from_the_notification_with_a_reason(vscode: VsCode, backend: dict):
+    f = vscode.workspace / "keep_me.txt"
+    f.write_text("keep this line\n")
+    agent = _agent(vscode, "write", "keep_me.txt", "--content", "agent's replacement\n")
+    try:
+        _diff_tab(vscode, "agent's replacement")
+        vscode.drive("notification", button="Reject", text="keep_me.txt")
+        answer = vscode.drive("inputBox", text="please keep the original wording")
+        assert "agent gets this reason" in answer["prompt"]
+        rc, obs = _finish(agent)
+    except Exception:
+        vscode.screenshot("review-reject-failed")
+        agent.kill()
+        raise
+    assert rc == 6 and obs["observation"] == "error" and obs["extras"]["error_id"] == "REJECTED", obs
+    assert obs["content"].endswith("Reason: please keep the original wording")
+    assert f.read_text() == "keep this line\n"
+    wait_until(lambda: "oh proposal" not in vscode.drive("activeTab")["title"], 20, "the diff editor to close")
+
+
+def test_accept_all_is_one_workspace_edit(vscode: VsCode, backend: dict):
+    a, b = vscode.workspace / "all_a.txt", vscode.workspace / "all_b.txt"
+    a.write_text("a1\n")
+    b.write_text("b1\n")
+    first = _agent(vscode, "write", "all_a.txt", "--content", "a2\n")
+    try:
+        _diff_tab(vscode, "a2")
+        second = _agent(vscode, "write", "all_b.txt", "--content", "b2\n")
+        _diff_tab(vscode, "b2")
+        vscode.drive("notification", button="Accept all", text="all_b.txt")
+        results = [_finish(first), _finish(second)]
+    except Exception:
+        vscode.screenshot("review-accept-all-failed")
+        first.kill()
+        raise
+    assert [rc for rc, _ in results] == [0, 0], results
+    assert a.read_text() == "a2\n" and b.read_text() == "b2\n"
+    # ONE Undo in the shown file reverts the whole batch (it was one WorkspaceEdit across both files).
+    wait_until(lambda: "all_a.txt" in vscode.drive("activeTab")["title"], 20, "the accepted file's editor")
+    vscode.drive("focusEditor")
+    vscode.drive("press", keys=["Control+z"])
+    wait_until(lambda: "a1" in vscode.drive("editorText")["text"], 10, "Undo to revert the batch")
+    # `read` answers from VS Code's buffers: both files are back to their old text, unsaved.
+    assert vscode.oh("read", "all_a.txt").stdout == "a1\n"
+    assert vscode.oh("read", "all_b.txt").stdout == "b1\n"
+    vscode.drive("press", keys=["Control+s"])
+    vscode.drive("openFile", path="all_b.txt")
+    vscode.drive("focusEditor")
+    vscode.drive("press", keys=["Control+s"])
+    wait_until(lambda: a.read_text() == "a1\n" and b.read_text() == "b1\n", 15, "both files reverted on disk")
+
+
+def test_a_file_typed_in_meanwhile_is_not_overwritten(vscode: VsCode, backend: dict):
+    f = vscode.workspace / "typed.txt"
+    f.write_text("one\n")
+    agent = _agent(vscode, "edit", "typed.txt", "--replace", "one", "ONE")
+    try:
+        _diff_tab(vscode, "ONE")
+        # The user opens the file and types before deciding: the reviewed diff is now out of date.
+        vscode.drive("openFile", path="typed.txt")
+        vscode.drive("focusEditor")
+        vscode.drive("press", keys=["Control+End"])
+        vscode.drive("type", text="mine\n")
+        wait_until(lambda: "mine" in vscode.drive("editorText")["text"], 10, "the typed text")
+        vscode.drive("command", title="oh: Accept proposal")
+        rc, obs = _finish(agent)
+    except Exception:
+        vscode.screenshot("review-stale-failed")
+        agent.kill()
+        raise
+    assert rc == 6 and obs["extras"]["error_id"] == "REJECTED" and "file changed since the proposal" in obs["content"], obs
+    text = vscode.drive("editorText")["text"]
+    assert "one" in text and "mine" in text and "ONE" not in text
+    assert f.read_text() == "one\n"  # nothing written behind the user's back
+
+
+def test_the_way_back_to_a_proposal_the_user_left(vscode: VsCode, backend: dict):
+    f = vscode.workspace / "later.txt"
+    agent = _agent(vscode, "edit", "later.txt", "--create", "created after a second look\n")
+    try:
+        _diff_tab(vscode, "created after a second look")
+        vscode.drive("openFile", path="accept_me.py")  # the user goes elsewhere without deciding
+        wait_until(lambda: "oh proposal" not in vscode.drive("activeTab")["title"], 15, "another editor")
+        assert any("1 to review" in item for item in vscode.drive("statusBar")["items"])
+        vscode.drive("command", title="oh: Show pending proposals")
+        _diff_tab(vscode, "created after a second look")
+        vscode.drive("editorAction", label="Accept proposal")
+        rc, obs = _finish(agent)
+    except Exception:
+        vscode.screenshot("review-reopen-failed")
+        agent.kill()
+        raise
+    assert rc == 0 and obs["extras"]["prev_exist"] is False and "accepted" in obs["content"], obs
+    assert f.read_text() == "created after a second look\n"
+    wait_until(lambda: not any("to review" in item for item in vscode.drive("statusBar")["items"]), 15, "the status bar item to go")
