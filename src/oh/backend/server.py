@@ -389,7 +389,8 @@ class Backend:
         risk = action.security_risk
         # env values are secrets: monitors and the trace get the variable names only.
         env_names = sorted(action.env) if action.kind == "run" and action.env else None
-        self._emit("action_started", agent_id=agent.agent_id, action_id=leg_id, kind=action.kind, summary=summary, security_risk=risk)
+        if self.monitors:  # (the event's fields are built only when someone watches)
+            self._emit("action_started", agent_id=agent.agent_id, action_id=leg_id, kind=action.kind, summary=summary, security_risk=risk)
         extra = {k: v for k, v in (("security_risk", risk), ("env_names", env_names)) if v}
         self.trace.record("request", agent=agent.agent_id, action_id=leg_id, agent_action_id=action.id, action=action.kind, summary=summary, **extra)
         cancelled = False
@@ -432,10 +433,11 @@ class Backend:
             summary=summary, outcome=outcome, exit_code=exit_code, duration_ms=duration_ms, **extra,
             **({"job_id": job_id} if job_id else {}),
         )
-        self._emit(
-            "action_finished", agent_id=agent.agent_id, action_id=leg_id, kind=action.kind, summary=summary,
-            outcome=outcome, exit_code=exit_code, duration_ms=duration_ms, security_risk=risk,
-        )
+        if self.monitors:
+            self._emit(
+                "action_finished", agent_id=agent.agent_id, action_id=leg_id, kind=action.kind, summary=summary,
+                outcome=outcome, exit_code=exit_code, duration_ms=duration_ms, security_risk=risk,
+            )
         if cancelled and not self.stopping:
             return  # the agent is gone; nobody to tell
         if cancelled:
