@@ -84,6 +84,7 @@ INFLIGHT = 64
 P6_AGENTS = 100
 P6_EDITORS = 10
 P6_RUNNING = 50  # commands in flight during P6's third sample
+P6_JOBS = 50  # background jobs (local runtime) in P6's jobs stage
 RAW = ("ws-echo", "ws-relay-floor")  # transports that move opaque frames (yardsticks, not peers)
 PEERS_COMPARED = ("socketio-aiohttp", "socketio-asgi", "http")
 
@@ -350,7 +351,8 @@ class Bench:
         self.ws = tmp / "ws"  # the delegated workspace (oh vscode backend + every executor)
         self.ws_local = tmp / "ws_local"  # P3's local-runtime backend
         self.ws_p6 = tmp / "ws_p6"
-        for d in (self.oh_home, self.ws, self.ws_local, self.ws_p6):
+        self.ws_p6_jobs = tmp / "ws_p6_jobs"
+        for d in (self.oh_home, self.ws, self.ws_local, self.ws_p6, self.ws_p6_jobs):
             d.mkdir(parents=True, exist_ok=True)
         # oh's processes get no token in their environment (the backend reads it from stdin, the
         # headless editor from the session file); the peers read theirs from BENCH_TOKEN.
@@ -447,6 +449,60 @@ class Bench:
         self.check("P6", "backend RSS idle", "≤ 40 MB", round(idle / MB, 1), "MB", idle <= 40 * MB)
         self.check("P6", f"RSS delta with {P6_AGENTS} agents + {P6_EDITORS} editors", "≤ 25 MB", round(delta / MB, 1), "MB", delta <= 25 * MB)
         self.check("P6", f"RSS delta with those + {P6_RUNNING} running commands", "≤ 25 MB", round((busy - idle) / MB, 1), "MB", busy - idle <= 25 * MB)
+        await self.p6_jobs()
+
+    async def p6_jobs(self) -> None:
+        """P6 with background jobs (issue 13 item 6): a fresh ``--runtime local`` backend (jobs run in
+        it), idle; then 100 agents + 10 editors; then 50 of the agents each start a background job
+        (``run`` ``args.background``: an extra bash per job, its output spooled). The backend's RSS
+        is sampled at each step; the jobs' shells are separate processes, reported on their own."""
+        import psutil
+
+        proc, ready = self.start_backend("oh-backend-p6-jobs", self.ws_p6_jobs, "local")
+        port, pid = ready["port"], ready["pid"]
+        await asyncio.sleep(self.plan.p6_settle_s)
+        idle = await asyncio.to_thread(rss_bytes, pid)
+        session = json.loads((self.oh_home / "sessions" / f"{ready['instance_id']}.json").read_text())
+        env_token = session.get("editor_token") or self.token
+        self.peer_env["BENCH_EDITOR_TOKEN"] = env_token
+        helper, _ = self.peer("light-editors-jobs", "light_editors.py", "--port", str(port), "--count", str(P6_EDITORS), "--folder", str(self.ws_p6_jobs))
+        agents = []
+        try:
+            for i in range(0, P6_AGENTS, 25):
+                agents += await asyncio.gather(*(OhAgent.connect(port, self.token, name=f"p6j-{j}") for j in range(i, min(i + 25, P6_AGENTS))))
+            status = http_json(port, "/v1/status", self.token)
+            if (len(status["agents"]), len(status["editors"])) != (P6_AGENTS, P6_EDITORS):
+                raise RuntimeError(f"P6 jobs: backend sees {len(status['agents'])} agents / {len(status['editors'])} editors")
+            await asyncio.sleep(self.plan.p6_settle_s)
+            loaded = await asyncio.to_thread(rss_bytes, pid)
+            from oh.client import actions
+
+            def background(i: int) -> dict[str, Any]:
+                a = actions.run(f"echo job-{i}-started; sleep 600")
+                a["args"]["background"] = True
+                return a
+
+            answers = await asyncio.gather(*(a.client.send(background(i), timeout=120) for i, a in enumerate(agents[:P6_JOBS])))
+            jobs = [o.get("extras", {}).get("metadata", {}).get("job_id") for o in answers]
+            if not all(jobs) or any(o.get("observation") != "run" for o in answers):
+                bad = next(o for o in answers if o.get("observation") != "run" or not o.get("extras", {}).get("metadata", {}).get("job_id"))
+                raise RuntimeError(f"P6 jobs: a background run was not started: {json.dumps(bad)[:300]}")
+            await asyncio.sleep(self.plan.p6_settle_s)
+            busy = await asyncio.to_thread(rss_bytes, pid)
+            children = psutil.Process(pid).children(recursive=True)
+            shells_rss = sum(c.memory_info().rss for c in children if c.is_running())
+        finally:
+            await asyncio.gather(*(a.close() for a in agents), return_exceptions=True)
+            self.procs.stop(helper)
+            self.procs.stop(proc)
+        self.results["figures"]["P6"]["jobs"] = {
+            "runtime": "local", "idle_rss_mb": round(idle / MB, 1), "loaded_rss_mb": round(loaded / MB, 1),
+            "jobs": P6_JOBS, "jobs_rss_mb": round(busy / MB, 1), "jobs_delta_mb": round((busy - idle) / MB, 1),
+            "per_job_kb": round((busy - loaded) / P6_JOBS / 1000, 1), "child_processes": len(children),
+            "child_processes_rss_mb": round(shells_rss / MB, 1),
+        }
+        self.check("P6", f"local backend RSS with {P6_AGENTS} agents + {P6_EDITORS} editors + {P6_JOBS} background jobs, delta over idle",
+                   "≤ 25 MB", round((busy - idle) / MB, 1), "MB", busy - idle <= 25 * MB)
 
     # -- start the delegated relays and executors, all at once
     async def start_transports(self) -> dict[str, dict[str, Any]]:
@@ -787,6 +843,10 @@ def render_text(res: dict[str, Any]) -> str:
         p = figs["P6"]
         out.append(f"\nP6 backend RSS: idle {p['idle_rss_mb']} MB, with {p['agents']} agents + {p['editors']} editors {p['loaded_rss_mb']} MB (+{p['delta_mb']} MB), "
                    f"+ {p['running']} running commands {p['running_rss_mb']} MB (+{p['running_delta_mb']} MB)")
+        if p.get("jobs"):
+            j = p["jobs"]
+            out.append(f"   local backend: idle {j['idle_rss_mb']} MB, + agents/editors {j['loaded_rss_mb']} MB, + {j['jobs']} background jobs "
+                       f"{j['jobs_rss_mb']} MB (+{j['jobs_delta_mb']} MB; the jobs' {j['child_processes']} processes: {j['child_processes_rss_mb']} MB)")
     out.append("\nchecks:")
     for c in res["checks"]:
         out.append(f"  [{'PASS' if c['pass'] else 'MISS'}] {c['figure']} {c['what']}: {c['value']} {c['unit']} (target {c['target']})")
@@ -845,7 +905,13 @@ def render_markdown(res: dict[str, Any]) -> str:
         L += ["### P6: backend RSS", "", "| state | RSS MB |", "|---|---|", f"| idle (runtime vscode, fresh) | {f['idle_rss_mb']} |",
               f"| {f['agents']} agents + {f['editors']} editors connected | {f['loaded_rss_mb']} |",
               f"| delta | {f['delta_mb']} ({f['per_connection_kb']} kB per connection) |",
-              f"| + {f['running']} running commands (in flight, held by the editors) | {f['running_rss_mb']} (+{f['running_delta_mb']}) |", ""] + verdicts("P6") + [""]
+              f"| + {f['running']} running commands (in flight, held by the editors) | {f['running_rss_mb']} (+{f['running_delta_mb']}) |"]
+        j = f.get("jobs")
+        if j:
+            L += [f"| local runtime backend, idle (fresh) | {j['idle_rss_mb']} |", f"| + {f['agents']} agents + {f['editors']} editors | {j['loaded_rss_mb']} |",
+                  f"| + {j['jobs']} background jobs running (`run` `background: true`) | {j['jobs_rss_mb']} (+{j['jobs_delta_mb']} over idle; {j['per_job_kb']} kB per job) |",
+                  f"| (the jobs' own {j['child_processes']} processes, bash + sleep, not in the backend) | {j['child_processes_rss_mb']} |"]
+        L += [""] + verdicts("P6") + [""]
     if res.get("context"):
         L += ["Context: " + ", ".join(f"{k} = {v}" for k, v in res["context"].items()), ""]
     if res["errors"]:
