@@ -49,11 +49,11 @@ def _wait_ready(fd: int, proc: subprocess.Popen, timeout: float) -> dict:
     return json.loads(buf.split(b"\n", 1)[0])
 
 
-async def drive(port: int, token: str, path: str, n: int, inflight: int) -> None:
+async def drive(port: int, token: str, path: str, n: int, inflight: int, binary: bool = False) -> None:
     from oh.client import Client, actions
 
     client = await Client.connect(f"ws://127.0.0.1:{port}", token, name="cost")
-    action = actions.read(path)
+    action = actions.read(path, encoding="binary" if binary else None)
     todo = iter(range(n))
 
     async def worker() -> None:
@@ -83,6 +83,7 @@ def main() -> int:
     ap.add_argument("--inflight", type=int, default=64)
     ap.add_argument("--src", help="run the backend from this src directory (A/B)")
     ap.add_argument("--no-valgrind", action="store_true")
+    ap.add_argument("--file-mib", type=int, default=0, help="read a file of this many MiB with encoding binary instead (P5's path)")
     ap.add_argument("--cprofile", help="with --no-valgrind: run the backend under cProfile, write the stats here")
     a = ap.parse_args()
     if not a.no_valgrind and not (shutil.which("valgrind") and shutil.which("callgrind_control")):
@@ -91,7 +92,7 @@ def main() -> int:
     ws = tmp / "ws"
     ws.mkdir()
     f = ws / "one_kib.txt"
-    f.write_text(("x" * 63 + "\n") * 16)
+    f.write_text(("x" * 63 + "\n") * 16 * (1024 * max(a.file_mib, 0) or 1))
     token = secrets.token_urlsafe(32)
     env = {k: v for k, v in os.environ.items() if not k.startswith("OH_")}
     env.update(OH_HOME=str(tmp / "home"), OH_TOKEN=token, OH_LOG_LEVEL="INFO")
@@ -119,7 +120,7 @@ def main() -> int:
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         procs.append(editor)
         asyncio.run(asyncio.sleep(3 if a.no_valgrind else 20))  # registration (slow under valgrind)
-        asyncio.run(drive(ready["port"], token, str(f), a.warmup, a.inflight))
+        asyncio.run(drive(ready["port"], token, str(f), a.warmup, a.inflight, a.file_mib > 0))
         pid = ready["pid"]
         if a.no_valgrind:
             p = psutil.Process(pid)
@@ -127,13 +128,17 @@ def main() -> int:
         else:
             subprocess.run(["callgrind_control", "--instr=on", str(pid)], check=True, capture_output=True)
             subprocess.run(["callgrind_control", "--zero", str(pid)], check=True, capture_output=True)
+        me0 = psutil.Process().cpu_times()
         t0 = time.perf_counter()
-        asyncio.run(drive(ready["port"], token, str(f), a.actions, a.inflight))
+        asyncio.run(drive(ready["port"], token, str(f), a.actions, a.inflight, a.file_mib > 0))
+        me1 = psutil.Process().cpu_times()
         wall = time.perf_counter() - t0
         if a.no_valgrind:
             c1 = p.cpu_times()
             cpu = (c1.user + c1.system) - (c0.user + c0.system)
-            print(f"backend CPU per action: {cpu / a.actions * 1e6:.1f} µs ({a.actions} actions, {a.inflight} in flight, {wall:.1f} s)")
+            mine = (me1.user + me1.system) - (me0.user + me0.system)
+            print(f"backend CPU per action: {cpu / a.actions * 1e6:.1f} µs, client {mine / a.actions * 1e6:.1f} µs "
+                  f"({a.actions} actions, {a.inflight} in flight, {wall:.1f} s)")
         else:
             subprocess.run(["callgrind_control", "--dump=measured", str(pid)], check=True, capture_output=True)
             time.sleep(1)
