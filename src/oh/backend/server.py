@@ -82,7 +82,8 @@ class Agent:
     async def send(self, obs: dict[str, Any]) -> None:
         obs["id"] = next(self.obs_ids)
         if binary.is_binary(obs):  # the agent asked for read encoding "binary"
-            await send_bounded(self.connection, binary.pack(obs), self.send_timeout, text=False)
+            # Two fragments (header, the editor's content untouched): no join of the content here.
+            await send_bounded(self.connection, binary.parts(obs), self.send_timeout, text=False)
             return
         await send_bounded(self.connection, encode(obs), self.send_timeout)
 
