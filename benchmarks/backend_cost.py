@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import glob
 import os
 import re
@@ -85,6 +86,7 @@ def main() -> int:
     ap.add_argument("--no-valgrind", action="store_true")
     ap.add_argument("--file-mib", type=int, default=0, help="read a file of this many MiB with encoding binary instead (P5's path)")
     ap.add_argument("--cprofile", help="with --no-valgrind: run the backend under cProfile, write the stats here")
+    ap.add_argument("--cprofile-editor", help="run the headless editor under cProfile, write the stats here")
     a = ap.parse_args()
     if not a.no_valgrind and not (shutil.which("valgrind") and shutil.which("callgrind_control")):
         sys.exit("valgrind (callgrind) is not installed: use --no-valgrind")
@@ -116,15 +118,16 @@ def main() -> int:
         backend.stdin.write((token + "\n").encode())
         backend.stdin.close()
         ready = _wait_ready(r, backend, 300)
-        editor = subprocess.Popen([sys.executable, "-m", "oh", "attach", "--workspace", str(ws), "--once"], env=env,
+        prof = ["-m", "cProfile", "-o", os.path.abspath(a.cprofile_editor)] if a.cprofile_editor else []
+        editor = subprocess.Popen([sys.executable, *prof, "-m", "oh", "attach", "--workspace", str(ws), "--once"], env=env,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         procs.append(editor)
         asyncio.run(asyncio.sleep(3 if a.no_valgrind else 20))  # registration (slow under valgrind)
         asyncio.run(drive(ready["port"], token, str(f), a.warmup, a.inflight, a.file_mib > 0))
         pid = ready["pid"]
         if a.no_valgrind:
-            p = psutil.Process(pid)
-            c0 = p.cpu_times()
+            p, ed = psutil.Process(pid), psutil.Process(editor.pid)
+            c0, e0 = p.cpu_times(), ed.cpu_times()
         else:
             subprocess.run(["callgrind_control", "--instr=on", str(pid)], check=True, capture_output=True)
             subprocess.run(["callgrind_control", "--zero", str(pid)], check=True, capture_output=True)
@@ -134,10 +137,11 @@ def main() -> int:
         me1 = psutil.Process().cpu_times()
         wall = time.perf_counter() - t0
         if a.no_valgrind:
-            c1 = p.cpu_times()
+            c1, e1 = p.cpu_times(), ed.cpu_times()
             cpu = (c1.user + c1.system) - (c0.user + c0.system)
+            ecpu = (e1.user + e1.system) - (e0.user + e0.system)
             mine = (me1.user + me1.system) - (me0.user + me0.system)
-            print(f"backend CPU per action: {cpu / a.actions * 1e6:.1f} µs, client {mine / a.actions * 1e6:.1f} µs "
+            print(f"CPU per action: backend {cpu / a.actions * 1e6:.1f} µs, editor {ecpu / a.actions * 1e6:.1f} µs, client {mine / a.actions * 1e6:.1f} µs "
                   f"({a.actions} actions, {a.inflight} in flight, {wall:.1f} s)")
         else:
             subprocess.run(["callgrind_control", "--dump=measured", str(pid)], check=True, capture_output=True)
@@ -147,7 +151,12 @@ def main() -> int:
             print(f"callgrind output: {out}.{pid}* (callgrind_annotate for the C-level breakdown)")
         return 0
     finally:
-        for p in reversed(procs):
+        # The backend first: the editor (--once) then exits on its own, which lets a profiled editor
+        # write its stats; whatever is still running 10 s later is stopped.
+        for i, p in enumerate(procs):
+            if i and p.poll() is None:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    p.wait(10)
             if p.poll() is None:
                 os.killpg(p.pid, signal.SIGTERM)
                 try:

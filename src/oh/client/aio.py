@@ -12,7 +12,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
 from ..protocol.codes import Close
 from ..protocol.events import decode, encode
-from ..transport import messages
+from ..transport import coalescing, messages
 from . import actions
 from .editorinfo import AsyncEditorInfo
 from .errors import ConnectionLost, OhClientError, handshake_error
@@ -34,6 +34,7 @@ def agent_headers(token: str, *, name: str | None = None, workdir: str | None = 
 
 
 MAX_BINARY_HEADER = 64 * 1024
+_CONNECTION = coalescing(ClientConnection)
 
 
 def _binary_fragments(frags: list[bytes]) -> Any:
@@ -83,7 +84,8 @@ class Client(AsyncEditorInfo, AsyncJobs):
         headers = agent_headers(token, name=name, workdir=workdir, shell=shell)
         full = url.rstrip("/") + path
         try:
-            conn = await connect(full, additional_headers=headers, open_timeout=open_timeout, max_size=None, compression=None, ping_interval=20)
+            conn = await connect(full, additional_headers=headers, open_timeout=open_timeout, max_size=None, compression=None, ping_interval=20,
+                                 create_connection=_CONNECTION)  # many actions sent in one loop iteration: one write
         except (InvalidHandshake, OSError, asyncio.TimeoutError) as exc:
             raise handshake_error(exc, url) from None
         return cls(conn, url)
