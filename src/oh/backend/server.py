@@ -44,9 +44,8 @@ from ..protocol.events import (
 )
 from ..runtimes.base import AgentContext
 from ..runtimes.editors import Editor, EditorRegistry
-from ..transport import abort, send_bounded
+from ..transport import abort, coalescing, send_bounded
 from . import agentinfo, auth, guard
-from .coalesce import coalescing
 from .trace import TraceWriter
 
 log = logging.getLogger("oh.backend")
