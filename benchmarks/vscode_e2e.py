@@ -27,6 +27,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -226,6 +227,7 @@ def main() -> int:
     finally:
         subprocess.run([*oh, "stop", "--all"], capture_output=True, env=env, timeout=60)
         subprocess.run(["bash", str(RUN_SH), "stop", str(state)], capture_output=True, timeout=120)
+        shutil.rmtree(base, ignore_errors=True)
 
 
 if __name__ == "__main__":
