@@ -823,7 +823,9 @@ class Bench:
     def p7(self) -> None:
         py = self.sdk_python()
         if py is None:
-            self.results["figures"]["P7"] = {"skipped": "quick mode without --sdk (the SDK venv: scripts/integration-venvs openhands-sdk)"}
+            why = ("quick mode without --sdk" if self.plan.name == "quick" and not self.sdk
+                   else "no SDK venv: scripts/integration-venvs openhands-sdk failed (it needs uv and Python 3.12)")
+            self.results["figures"]["P7"] = {"skipped": why + " (the SDK venv: scripts/integration-venvs openhands-sdk)"}
             return
         out = self.tmp / "sdk_task.json"
         rounds = 1 if self.plan.name == "quick" else 3
