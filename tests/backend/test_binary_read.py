@@ -100,13 +100,13 @@ async def test_headless_editor_answers_binary_and_the_backend_forwards_it(make_b
 class RawEditor:
     """An editor without the "binary" capability whose answers the test writes."""
 
-    def __init__(self, b, answer) -> None:
-        self.b, self.answer, self.received, self.refusals = b, answer, [], []
+    def __init__(self, b, answer, capabilities=("read",)) -> None:
+        self.b, self.answer, self.received, self.refusals, self.caps = b, answer, [], [], list(capabilities)
 
     async def __aenter__(self):
         self.conn = await connect(url(self.b) + "/v1/editor", additional_headers={"Authorization": f"Bearer {self.b.editor_token}"})
         await self.conn.send(json.dumps({"type": "register", "protocol": 1, "session": self.b.instance_id, "workspace_folders": [self.b.workspace],
-                                         "editor": {"name": "raw", "version": "0", "pid": 1}, "capabilities": ["read"]}))
+                                         "editor": {"name": "raw", "version": "0", "pid": 1}, "capabilities": self.caps}))
         assert json.loads(await self.conn.recv())["type"] == "registered"
         self.task = asyncio.create_task(self._loop())
         return self
@@ -158,3 +158,49 @@ async def test_bad_or_unasked_binary_frames_from_an_editor(make_backend, workspa
         assert [r["error_id"] for r in editor.refusals] == ["BAD_REQUEST", "BAD_REQUEST"]
         obs = await asyncio.wait_for(c.read(str(workspace / "plain.txt")), 30)
         assert obs.error_id == "SERVER_ERROR" and "binary frame" in obs["message"]
+
+
+# ----------------------------------------------------------------------------- fragments (no join of the content)
+
+def test_parts_are_pack_cut_in_two():
+    obs = {**read_observation(9, "f.bin", ALL_BYTES), "id": 4}
+    head, content = binary.parts(obs)
+    assert head + content == binary.pack(obs) and content is obs["content"], "the content is not copied"
+    (n,) = struct.unpack(">I", head[:4])
+    assert len(head) == 4 + n
+
+
+async def test_binary_read_crosses_as_two_fragments_and_editors_may_fragment_anyhow(make_backend, workspace):
+    """The backend sends a binary read as [length + header, content] (docs/protocol.md §3.7); an
+    editor's answer cut anywhere (here inside the header and inside the content) is reassembled."""
+    b = await make_backend("vscode")
+
+    def answer(frame):
+        msg = binary.pack({**read_observation(frame["id"], frame["args"]["path"], ALL_BYTES), "id": 1})
+        return [[msg[:3], msg[3:20], msg[20:5000], msg[5000:]]]  # one fragmented message
+
+    async with RawEditor(b, answer, capabilities=("read", "binary")) as editor:
+        async with connect(url(b) + "/v1/agent", additional_headers={"Authorization": f"Bearer {TOKEN}"}) as ws:
+            await ws.send(binary_read(1, str(workspace / "f.bin")))
+            frags = [f async for f in ws.recv_streaming()]
+        assert editor.received[0]["args"]["encoding"] == "binary"
+        data = [f for f in frags if f]
+        assert len(data) == 2 and data[1] == ALL_BYTES, [len(f) for f in frags]
+        (n,) = struct.unpack(">I", data[0][:4])
+        assert len(data[0]) == 4 + n and json.loads(data[0][4:])["cause"] == 1
+        async with await Client.connect(url(b), TOKEN) as c:  # the Python client takes the fragments too
+            got = await asyncio.wait_for(c.read_bytes(str(workspace / "f.bin")), 30)
+            assert got.content == ALL_BYTES and isinstance(got.content, bytes)
+
+
+def test_the_client_takes_any_fragmentation_of_a_binary_read():
+    from oh.client.aio import _binary_fragments
+
+    obs = {**read_observation(9, "f.bin", ALL_BYTES), "id": 4}
+    frame = binary.pack(obs)
+    head = len(binary.parts(obs)[0])
+    for cuts in ([head], [1], [3], [head - 1], [head + 1], [2, 10, head + 100]):
+        frags = [frame[a:b] for a, b in zip([0, *cuts], [*cuts, len(frame)])] + [b""]
+        got = _binary_fragments(frags)
+        assert got["content"] == ALL_BYTES and isinstance(got["content"], bytes) and got["cause"] == 9, cuts
+    assert _binary_fragments([struct.pack(">I", 99), b"{}"]) is None  # not a binary read: lands in stray

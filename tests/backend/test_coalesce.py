@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from oh import eventloop
-from oh.backend.coalesce import CoalescingTransport
+from oh.transport import CoalescingTransport
 
 
 class Sink(asyncio.Protocol):

@@ -49,7 +49,9 @@ def test_quick_run_produces_every_figure(tmp_path: Path) -> None:
     for key in ("nproc", "cpu_model", "python"):
         assert res["machine"][key]
     figs = res["figures"]
-    assert set(figs) == {"P1", "P2", "P3", "P5", "P6"}
+    assert set(figs) == {"P1", "P2", "P3", "P5", "P6", "P7", "P8"}
+    # The SDK task (needs the 3.12 venv) and the real VS Code run are opt-in in quick mode: they say so.
+    assert "--sdk" in figs["P7"]["skipped"] and "--vscode" in figs["P8"]["skipped"]
 
     assert set(figs["P1"]["transports"]) == TRANSPORTS
     for name, s in figs["P1"]["transports"].items():
@@ -64,16 +66,18 @@ def test_quick_run_produces_every_figure(tmp_path: Path) -> None:
     p6 = figs["P6"]
     assert p6["agents"] == 100 and p6["editors"] == 10 and p6["idle_rss_mb"] > 0 and p6["loaded_rss_mb"] > 0
     assert p6["running"] == 50 and p6["running_rss_mb"] > 0
+    jobs = p6["jobs"]
+    assert jobs["jobs"] == 50 and jobs["jobs_rss_mb"] > 0 and jobs["child_processes"] >= 50, jobs
 
     # Every target has its verdict: P1 (2 vs echo + 1 vs the relay floor + 2 per peer), P2 (1 + 1 per
-    # peer), P3, P5 (MB/s + vs echo), P6 (idle, connected, running).
+    # peer), P3, P5 (MB/s + vs echo), P6 (idle, connected, running, background jobs).
     checks = res["checks"]
     assert all(isinstance(c["pass"], bool) for c in checks)
     per_fig = {f: sum(c["figure"] == f for c in checks) for f in figs}
-    assert per_fig == {"P1": 9, "P2": 4, "P3": 1, "P5": 2, "P6": 3}
+    assert per_fig == {"P1": 9, "P2": 4, "P3": 1, "P5": 2, "P6": 4, "P7": 0, "P8": 0}
 
     text = md.read_text()
-    for title in ("### P1", "### P2", "### P3", "### P5", "### P6"):
+    for title in ("### P1", "### P2", "### P3", "### P5", "### P6", "### P7", "### P8"):
         assert title in text
 
     deadline = time.monotonic() + 10

@@ -45,9 +45,8 @@ from ..protocol.events import (
 )
 from ..runtimes.base import AgentContext
 from ..runtimes.editors import Editor, EditorRegistry
-from ..transport import abort, send_bounded
+from ..transport import abort, coalescing, send_bounded
 from . import agentinfo, auth, guard
-from .coalesce import coalescing
 from .trace import TraceWriter
 
 log = logging.getLogger("oh.backend")
@@ -83,7 +82,8 @@ class Agent:
     async def send(self, obs: dict[str, Any]) -> None:
         obs["id"] = next(self.obs_ids)
         if binary.is_binary(obs):  # the agent asked for read encoding "binary"
-            await send_bounded(self.connection, binary.pack(obs), self.send_timeout, text=False)
+            # Two fragments (header, the editor's content untouched): no join of the content here.
+            await send_bounded(self.connection, binary.parts(obs), self.send_timeout, text=False)
             return
         await send_bounded(self.connection, encode(obs), self.send_timeout)
 
@@ -414,7 +414,8 @@ class Backend:
         risk = action.security_risk
         # env values are secrets: monitors and the trace get the variable names only.
         env_names = sorted(action.env) if action.kind == "run" and action.env else None
-        self._emit("action_started", agent_id=agent.agent_id, action_id=leg_id, kind=action.kind, summary=summary, security_risk=risk)
+        if self.monitors:  # (the event's fields are built only when someone watches)
+            self._emit("action_started", agent_id=agent.agent_id, action_id=leg_id, kind=action.kind, summary=summary, security_risk=risk)
         extra = {k: v for k, v in (("security_risk", risk), ("env_names", env_names)) if v}
         self.trace.record("request", agent=agent.agent_id, action_id=leg_id, agent_action_id=action.id, action=action.kind, summary=summary, **extra)
         cancelled = False
@@ -457,10 +458,11 @@ class Backend:
             summary=summary, outcome=outcome, exit_code=exit_code, duration_ms=duration_ms, **extra,
             **({"job_id": job_id} if job_id else {}),
         )
-        self._emit(
-            "action_finished", agent_id=agent.agent_id, action_id=leg_id, kind=action.kind, summary=summary,
-            outcome=outcome, exit_code=exit_code, duration_ms=duration_ms, security_risk=risk,
-        )
+        if self.monitors:
+            self._emit(
+                "action_finished", agent_id=agent.agent_id, action_id=leg_id, kind=action.kind, summary=summary,
+                outcome=outcome, exit_code=exit_code, duration_ms=duration_ms, security_risk=risk,
+            )
         if cancelled and not self.stopping:
             return  # the agent is gone; nobody to tell
         if cancelled:

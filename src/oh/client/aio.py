@@ -12,6 +12,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
 from ..protocol.codes import Close
 from ..protocol.events import decode, encode
+from ..transport import coalescing, messages
 from . import actions
 from .editorinfo import AsyncEditorInfo
 from .errors import ConnectionLost, OhClientError, handshake_error
@@ -33,6 +34,20 @@ def agent_headers(token: str, *, name: str | None = None, workdir: str | None = 
 
 
 MAX_BINARY_HEADER = 64 * 1024
+_CONNECTION = coalescing(ClientConnection)
+
+
+def _binary_fragments(frags: list[bytes]) -> Any:
+    """``_binary_obs`` for a message that came in fragments (oh.transport.messages). The backend
+    sends a binary read as [4-byte length + header, the content]: the content fragment then becomes
+    ``content`` as is, without a join; any other cut is joined first."""
+    frags = [f for f in frags if f]
+    if len(frags) == 2 and len(frags[0]) >= 4 and 4 + int.from_bytes(frags[0][:4], "big") == len(frags[0]):
+        obs = _binary_obs(frags[0])
+        if isinstance(obs, dict):
+            obs["content"] = bytes(frags[1]) if not isinstance(frags[1], bytes) else frags[1]
+        return obs
+    return _binary_obs(b"".join(frags))
 
 
 def _binary_obs(message: bytes) -> Any:
@@ -69,7 +84,8 @@ class Client(AsyncEditorInfo, AsyncJobs):
         headers = agent_headers(token, name=name, workdir=workdir, shell=shell)
         full = url.rstrip("/") + path
         try:
-            conn = await connect(full, additional_headers=headers, open_timeout=open_timeout, max_size=None, compression=None, ping_interval=20)
+            conn = await connect(full, additional_headers=headers, open_timeout=open_timeout, max_size=None, compression=None, ping_interval=20,
+                                 create_connection=_CONNECTION)  # many actions sent in one loop iteration: one write
         except (InvalidHandshake, OSError, asyncio.TimeoutError) as exc:
             raise handshake_error(exc, url) from None
         return cls(conn, url)
@@ -89,9 +105,12 @@ class Client(AsyncEditorInfo, AsyncJobs):
 
     async def _read_loop(self) -> None:
         try:
-            async for message in self._conn:
-                # A binary frame answers a read with encoding "binary": content is bytes.
-                obs = _binary_obs(message) if isinstance(message, bytes) and message[:1] == b"\x00" else decode(message)
+            async for message in messages(self._conn):
+                # A binary message answers a read with encoding "binary": content is bytes.
+                if isinstance(message, list):  # fragments (the backend sends a binary read in two)
+                    obs = _binary_fragments(message) if message[0][:1] == b"\x00" else decode(b"".join(message))
+                else:
+                    obs = _binary_obs(message) if isinstance(message, bytes) and message[:1] == b"\x00" else decode(message)
                 fut = self._pending.pop(obs.get("cause"), None) if isinstance(obs, dict) else None
                 if fut is None:
                     self.stray.append(obs)

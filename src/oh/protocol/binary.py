@@ -43,6 +43,18 @@ def pack(obs: dict[str, Any]) -> bytes:
     return b"".join((_LEN.pack(len(header)), header, content))
 
 
+def parts(obs: dict[str, Any]) -> list[bytes | bytearray | memoryview]:
+    """The same message as ``pack``, as two fragments to send as one fragmented message
+    (``send([prefix, content])``): the 4-byte length + header, then the content untouched. Neither
+    the sender nor a receiver that takes the fragments as they come (the Python client,
+    oh.transport.messages) copies the content to join them; a receiver that joins gets exactly
+    ``pack``'s bytes."""
+    header = encode({k: v for k, v in obs.items() if k != "content"})
+    if len(header) > MAX_HEADER:
+        raise ValueError(f"binary frame header of {len(header)} bytes (limit {MAX_HEADER})")
+    return [_LEN.pack(len(header)) + header, obs["content"]]
+
+
 def unpack(data: bytes | bytearray | memoryview) -> dict[str, Any]:
     """The observation of a binary frame, with ``content`` as a zero-copy memoryview of ``data``.
 

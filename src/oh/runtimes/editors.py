@@ -21,11 +21,18 @@ class Editor:
     connected_at: float
     pending: dict[int, asyncio.Future] = field(default_factory=dict)
     real_folders: list[str] = field(default_factory=list)
+    _serves: dict[str, bool] = field(default_factory=dict, repr=False)  # memo: asked once per action
 
     def serves(self, workspace: str) -> bool:
         # One of its folders must contain the whole workspace: a window opened on a subfolder could
         # not reach the rest of the workspace's files (and the extension would not connect for it).
-        return any(within(workspace, f) for f in self.real_folders)
+        # Memoised: real_folders is set once, at registration (EditorRegistry.add).
+        answer = self._serves.get(workspace)
+        if answer is None:
+            if len(self._serves) >= 64:
+                self._serves.clear()
+            answer = self._serves[workspace] = any(within(workspace, f) for f in self.real_folders)
+        return answer
 
     def describe(self) -> dict[str, Any]:
         return {"editor_id": self.editor_id, **self.registration.describe(), "pending": len(self.pending)}
@@ -53,6 +60,7 @@ class EditorRegistry:
 
     def add(self, editor: Editor) -> None:
         editor.real_folders = [os.path.realpath(f) for f in editor.registration.workspace_folders]
+        editor._serves.clear()
         self._editors[editor.editor_id] = editor
         self._changed.set()
         self._changed = asyncio.Event()

@@ -20,6 +20,7 @@ from ..protocol.events import Action, encode, error_observation, job_observation
 from ..protocol.paths import within
 from ..protocol.review import is_proposal
 from ..transport import send_bounded
+from . import fspath
 from .base import AgentContext, Runtime, as_context
 from .editors import EditorRegistry
 
@@ -69,18 +70,18 @@ class VscodeRuntime(Runtime):
         self._workdirs: dict[str, str] = {}  # agent workdir -> its realpath at first use
 
     def _workdir(self, ctx: AgentContext) -> str:
-        if ctx.workdir:
-            # Cached: realpath was ~7 % of the backend's CPU under load (docs/benchmarks.md). Safe to
-            # reuse: it is only the base relative paths are joined to; the joined path is resolved
-            # and checked against the roots again for every action (_absolute).
-            real = self._workdirs.get(ctx.workdir)
-            if real is None:
-                if len(self._workdirs) >= 1024:
-                    self._workdirs.clear()
-                real = self._workdirs[ctx.workdir] = os.path.realpath(ctx.workdir)
-            if any(within(real, r) for r in self.roots):
-                return real
-        return self.workspace
+        if not ctx.workdir:
+            return self.workspace
+        # Cached, with its verdict: realpath was ~7 % of the backend's CPU under load
+        # (docs/benchmarks.md). Safe to reuse: it is only the base relative paths are joined to; the
+        # joined path is resolved and checked against the roots again for every action (_absolute).
+        base = self._workdirs.get(ctx.workdir)
+        if base is None:
+            if len(self._workdirs) >= 1024:
+                self._workdirs.clear()
+            real = os.path.realpath(ctx.workdir)
+            base = self._workdirs[ctx.workdir] = real if any(within(real, r) for r in self.roots) else self.workspace
+        return base
 
     def _absolute(self, action: Action, ctx: AgentContext) -> dict[str, Any] | str:  # or an error observation
         """The frame for the editor: relative ``path``/``cwd`` made absolute against the agent's
@@ -94,11 +95,14 @@ class VscodeRuntime(Runtime):
         key = "cwd" if action.kind == "run" else "path"
         raw_path = args.get(key) if action.kind == "run" else action.path
         if raw_path:
-            if any(len(os.fsencode(part)) > 255 for part in raw_path.split("/")):
+            # A component of at most 63 characters is at most 252 bytes (4 per character): only
+            # longer paths need the byte count.
+            if len(raw_path) > 63 and any(len(os.fsencode(part)) > 255 for part in raw_path.split("/")):
                 return error_observation(action.id, ErrorId.TOOL_ERROR, f"File name too long: a component of {raw_path[:120]}... is over 255 bytes.")
             expanded = os.path.expanduser(raw_path)
             joined = os.path.normpath(expanded if os.path.isabs(expanded) else os.path.join(workdir, expanded))
-            if not any(within(os.path.realpath(joined), r) for r in self.roots):
+            real = fspath.realpath(joined)
+            if not any(within(real, r) for r in self.roots):
                 return raw_path
             if joined != raw_path:
                 args = {**args, key: joined}

@@ -18,6 +18,7 @@ from typing import Sequence
 
 from ...protocol.errors import ErrorId, ToolError
 from ...protocol.paths import within
+from .. import fspath
 
 NAME_MAX = 255  # bytes per path component on every file system oh runs on
 
@@ -51,14 +52,16 @@ class PathPolicy:
         expanded = os.path.expanduser(raw)
         joined = expanded if os.path.isabs(expanded) else os.path.join(base or self.workspace, expanded)
         shown = os.path.normpath(joined)
-        for part in shown.split(os.sep):
+        # A component of at most 63 characters is at most 252 bytes (4 per character): only longer
+        # paths need the byte count (it runs for every action).
+        for part in shown.split(os.sep) if len(shown) > 63 else ():
             if len(os.fsencode(part)) > NAME_MAX:
                 # The kernel would say ENAMETOOLONG; say it first, as a plain tool error.
                 raise ToolError(
                     f"File name too long: a component of {shown[:120]}... is {len(os.fsencode(part))} bytes; "
                     f"file names are limited to {NAME_MAX} bytes."
                 )
-        real = os.path.realpath(joined)
+        real = fspath.realpath(joined)
         if not self.allowed(real):
             roots = ", ".join(self.roots)
             via = "" if real == shown else f" (it resolves to {real})"
