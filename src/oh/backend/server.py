@@ -48,6 +48,7 @@ from ..transport import abort, send_bounded
 from . import agentinfo, auth, guard
 from .coalesce import coalescing
 from .trace import TraceWriter
+from .history import MonitorHistory
 
 log = logging.getLogger("oh.backend")
 
@@ -151,6 +152,7 @@ class Backend:
         self.trace = TraceWriter(config.trace_path, config.trace_max_bytes)
         self.agents: dict[str, Agent] = {}
         self.monitors: dict[ServerConnection, asyncio.Queue] = {}
+        self.history = MonitorHistory()
         self.connections: dict[ServerConnection, int] = {}  # -> token generation it authenticated with
         self._agent_ids = itertools.count(1)
         self.stats = {"done": 0, "errors": 0}
@@ -542,6 +544,7 @@ class Backend:
 
     # ------------------------------------------------------------------ monitors and control
     def _emit(self, event_name: str, /, **fields: Any) -> None:
+        self.history.note(event_name, fields)  # for monitors that subscribe later (the snapshot)
         if not self.monitors:
             return
         frame = encode(frames.event(event_name, **fields))
@@ -555,9 +558,15 @@ class Backend:
 
     async def _serve_monitor(self, connection: ServerConnection) -> None:
         queue: asyncio.Queue = asyncio.Queue(MONITOR_QUEUE)
-        snapshot = {"type": "snapshot", **self.status()}
-        await connection.send(encode(snapshot), text=True)
+        snapshot = {"type": "snapshot", **self.status(), "jobs": self.history.jobs(), "recent": self.history.recent()}
+        # Subscribed in the same step the snapshot is taken: an event emitted while the snapshot is
+        # being sent is queued behind it, not lost between the two.
         self.monitors[connection] = queue
+        try:
+            await connection.send(encode(snapshot), text=True)
+        except BaseException:
+            self.monitors.pop(connection, None)
+            raise
 
         async def drain_incoming() -> None:
             async for _ in connection:  # monitors send nothing meaningful; keep reading for close
