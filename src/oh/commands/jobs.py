@@ -1,25 +1,20 @@
-"""Background jobs and file checks from the shell: ``oh jobs``, ``oh stat``, and the helpers behind
+"""Background jobs and file checks from the shell: ``oh jobs``, ``oh stat``, and the entries behind
 ``oh run --background`` and ``oh write --append/--create`` (docs/protocol.md §3.8-§3.9).
 
-Jobs live in the backend's shared ``cli`` shell (the one every ``oh run`` uses), so a job started by
-one ``oh`` process is seen by the next. Exit codes: ``oh jobs wait`` exits with the job's own exit
-code; 124 when --timeout passed first; 130 for a cancelled job; 6 for a LOST job (its editor went
-away) or an unknown id; the usual codes otherwise (`oh --help`).
+The work is done by ``oh.fastpath.jobs`` (the one implementation), which the fast entry (no typer)
+also calls: these typer commands serve ``--help``, completion and the command lines the fast entry
+declines. Exit codes: ``oh jobs wait`` exits with the job's own exit code; 124 when --timeout passed
+first; 130 for a cancelled job; 6 for a LOST job (its editor went away) or an unknown id; the usual
+codes otherwise (`oh --help`).
 """
 
 from __future__ import annotations
 
-import sys
-import time
 from typing import Optional
 
 import typer
 
-from ._common import ACTION_FAILED, AUTH, TIMEOUT, UNREACHABLE, complete_instances, die, pick_session, print_json
-
-CLI_SHELL = "cli"  # SPEC-wave2 A: the shell every `oh run` shares
-WAIT_CHUNK = 200.0  # one `job wait` request at most this long (the backend caps a wait at 240 s)
-CANCELLED_EXIT = 130
+from ._common import complete_instances, pick_session
 
 app = typer.Typer(
     help="Background jobs started with `oh run --background`: list them, wait for one, read its output, cancel it.",
@@ -32,33 +27,20 @@ _INSTANCE = typer.Option(None, "--instance", "-i", help="Use this backend (insta
 _JSON = typer.Option(False, "--json", help="Print JSON (the job records / the observation).")
 
 
-def _call(workspace: Optional[str], instance: Optional[str], fn):
-    """Connect to the backend's `cli` shell, run ``fn(client, session)``, map failures to exit codes."""
-    from ..client import AuthError, ConnectionLost, OhClientError, SyncClient
+def _run(verb: str, workspace: Optional[str], instance: Optional[str], **kw) -> int:
+    """Run a verb of oh.fastpath.jobs on the session the full CLI picked; its exit code."""
+    from dataclasses import asdict
 
-    session = pick_session(workspace, instance)
+    from ..fastpath import jobs, verbs
+
+    session = asdict(pick_session(workspace, instance))
     try:
-        with SyncClient.connect(session.url, session.token, name="oh-cli", shell=CLI_SHELL) as client:
-            return fn(client, session)
-    except AuthError as exc:
-        die(str(exc), AUTH, "The token in the session file is stale: retry, or see `oh doctor`.")
-    except ConnectionLost as exc:
-        die(str(exc), UNREACHABLE, "Check the backend with `oh status`; see its log with `oh logs`.")
-    except OhClientError as exc:
-        die(str(exc), UNREACHABLE, "Check the backend with `oh status`.")
-
-
-def _refused(obs) -> None:
-    """An error observation ends the command: its message on stderr, exit 6 (or 2 for BAD_REQUEST)."""
-    if obs.kind == "error":
-        typer.echo(f"oh: {obs.error_id}: {obs.content}", err=True)
-        raise typer.Exit(2 if obs.error_id == "BAD_REQUEST" else ACTION_FAILED)
-
-
-def _age(seconds) -> str:
-    from ..text.fmt import fmt_duration
-
-    return fmt_duration(seconds) if isinstance(seconds, (int, float)) else "-"
+        return getattr(jobs, verb)(session, **kw)
+    except verbs.Failed as exc:
+        verbs.err(str(exc))
+        if exc.hint:
+            typer.echo(f"    {exc.hint}", err=True)
+        return exc.code
 
 
 @app.callback()
@@ -71,35 +53,7 @@ def jobs(
     """List the jobs of the `oh run` shell (running, and finished within job_retention)."""
     if ctx.invoked_subcommand is not None:
         return
-    obs = _call(workspace, instance, lambda c, s: c.jobs())
-    _refused(obs)
-    records = obs.extras.get("jobs") or []
-    if json_:
-        print_json(records)
-        return
-    if not records:
-        typer.echo("no jobs (start one with `oh run --background -- CMD`)")
-        return
-    rows = [("ID", "STATE", "EXIT", "TIME", "COMMAND")]
-    for r in records:
-        code = r.get("exit_code")
-        kind = "" if r.get("background", True) else " (fg)"
-        rows.append((str(r.get("job_id")), str(r.get("state")) + kind, "-" if code is None else str(code), _age(r.get("duration_s")), " ".join(str(r.get("command", "")).split())[:80]))
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    for row in rows:
-        typer.echo("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:4])) + "  " + row[4])
-
-
-def _exit_for(record: dict) -> int:
-    state = record.get("state")
-    if state in ("SUCCEEDED", "FAILED"):
-        code = record.get("exit_code")
-        return code if isinstance(code, int) and 0 <= code <= 255 else 1
-    if state == "CANCELLED":
-        return CANCELLED_EXIT
-    if state == "RUNNING":
-        return TIMEOUT
-    return ACTION_FAILED  # LOST
+    raise typer.Exit(_run("jobs_list", workspace, instance, json_=json_))
 
 
 @app.command()
@@ -112,34 +66,7 @@ def wait(
     json_: bool = _JSON,
 ) -> None:
     """Wait until a job ends; print its output tail; exit with its exit code."""
-
-    def call(client, session):
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            chunk = WAIT_CHUNK if deadline is None else max(min(WAIT_CHUNK, deadline - time.monotonic()), 0.001)
-            obs = client.job_wait(job_id, timeout=chunk)
-            if obs.kind != "job" or obs.job.get("state") != "RUNNING":
-                return obs
-            if deadline is not None and time.monotonic() >= deadline:
-                return obs
-
-    obs = _call(workspace, instance, call)
-    _refused(obs)
-    record = obs.job
-    if json_:
-        print_json(dict(obs))
-    elif not quiet and obs.content:
-        sys.stdout.write(obs.content if obs.content.endswith("\n") else obs.content + "\n")
-        sys.stdout.flush()
-    state = record.get("state")
-    if not json_:
-        if state == "RUNNING":
-            typer.echo(f"oh: job {job_id} is still running after {timeout:g} s (it keeps running; `oh jobs cancel {job_id}` stops it).", err=True)
-        elif state == "LOST":
-            typer.echo(f"oh: job {job_id} is LOST: the editor that ran it went away.", err=True)
-        elif state == "CANCELLED":
-            typer.echo(f"oh: job {job_id} was cancelled.", err=True)
-    raise typer.Exit(_exit_for(record))
+    raise typer.Exit(_run("jobs_wait", workspace, instance, job_id=job_id, timeout=timeout, quiet=quiet, json_=json_))
 
 
 @app.command()
@@ -152,27 +79,7 @@ def output(
     json_: bool = _JSON,
 ) -> None:
     """Print a job's output (all of it that is kept, or from --offset); -f follows it."""
-
-    def call(client, session):
-        pos = offset
-        while True:
-            obs = client.job_output(job_id, offset=pos, wait=5.0 if follow else None)
-            _refused(obs)
-            ex = obs.extras
-            if json_:
-                print_json(dict(obs))
-            else:
-                dropped = ex.get("offset", pos) - pos
-                if dropped > 0:
-                    typer.echo(f"oh: {dropped} bytes before offset {ex.get('offset')} are no longer kept (the job's output spool is bounded).", err=True)
-                if obs.content:
-                    sys.stdout.write(obs.content)
-                    sys.stdout.flush()
-            pos = ex.get("next_offset", pos)
-            if not follow or ex.get("eof") or obs.job.get("state") != "RUNNING" and pos >= ex.get("size", pos):
-                return obs
-
-    _call(workspace, instance, call)
+    raise typer.Exit(_run("jobs_output", workspace, instance, job_id=job_id, offset=offset, follow=follow, json_=json_))
 
 
 @app.command()
@@ -183,12 +90,7 @@ def cancel(
     json_: bool = _JSON,
 ) -> None:
     """Stop a job: C-c first, then its whole process group after 2 s."""
-    obs = _call(workspace, instance, lambda c, s: c.job_cancel(job_id))
-    _refused(obs)
-    if json_:
-        print_json(dict(obs))
-    else:
-        typer.echo(obs.content)
+    raise typer.Exit(_run("jobs_cancel", workspace, instance, job_id=job_id, json_=json_))
 
 
 @app.command()
@@ -199,65 +101,18 @@ def poll(
     json_: bool = _JSON,
 ) -> None:
     """Show a job's state and the tail of its output, without waiting."""
-    obs = _call(workspace, instance, lambda c, s: c.job_poll(job_id))
-    _refused(obs)
-    if json_:
-        print_json(dict(obs))
-        return
-    r = obs.job
-    code = r.get("exit_code")
-    typer.echo(f"{r.get('job_id')}  {r.get('state')}{'' if code is None else f' (exit {code})'}  {_age(r.get('duration_s'))}  {r.get('command')}", err=True)
-    if obs.content:
-        sys.stdout.write(obs.content if obs.content.endswith("\n") else obs.content + "\n")
+    raise typer.Exit(_run("jobs_poll", workspace, instance, job_id=job_id, json_=json_))
 
 
-# ---------------------------------------------------------------- used by `oh run` / `oh write` / `oh stat`
-def _where(session, path: Optional[str]) -> str:
-    """An absolute path as `oh run` sends it (relative ones from your cwd inside the workspace)."""
-    from dataclasses import asdict
-
-    from ..fastpath import verbs
-
-    s = asdict(session)
-    return verbs.resolve(path, s) if path else verbs.base_dir(s)
-
-
+# ---------------------------------------------------------------- used by `oh run` / `oh write`, and `oh stat`
 def start_background(command: list, cwd: Optional[str], workspace: Optional[str], instance: Optional[str], *, force: bool = False, json_: bool = False) -> int:
     """``oh run --background -- CMD``: start the job in the `cli` shell; print its id; exit 0."""
-    from ..fastpath.verbs import shell_quote
-
-    line = command[0] if len(command) == 1 else " ".join(shell_quote(w) for w in command)
-    if not line.strip():
-        die("give the command to start (e.g. `oh run --background -- npm run dev`).", 2)
-    obs = _call(workspace, instance, lambda c, s: c.run_background(line, cwd=_where(s, cwd), force=force))
-    _refused(obs)
-    if json_:
-        print_json(dict(obs))
-        return 0
-    jid = obs.job_id
-    if jid is None:
-        die("the backend did not start a background job (its editor may not support jobs).", ACTION_FAILED)
-    typer.echo(jid)
-    suffix = ((obs.extras.get("metadata") or {}).get("suffix") or "").strip()
-    if "already running" in suffix:
-        typer.echo(f"oh: {jid} was already running with the same command, directory and environment (use --force for another).", err=True)
-    return 0
+    return _run("start_background", workspace, instance, command=list(command), cwd=cwd, force=force, json_=json_)
 
 
 def write_mode(path: str, content: str, mode: str, workspace: Optional[str], instance: Optional[str], *, json_: bool = False, quiet: bool = False) -> int:
     """``oh write --append/--create``: write through the backend in that mode; say what happened."""
-    obs = _call(workspace, instance, lambda c, s: c.write_file(_where(s, path), content, mode=mode))
-    _refused(obs)
-    if json_:
-        print_json(dict(obs))
-    elif quiet:
-        pass
-    elif obs.content:  # create found the file there: nothing was changed
-        typer.echo(obs.content)
-    else:
-        verb = "appended" if mode == "append" else "created"
-        typer.echo(f"{verb} {len(content.encode('utf-8'))} bytes {'to' if mode == 'append' else 'as'} {obs.extras.get('path') or path}")
-    return 0
+    return _run("write_mode", workspace, instance, path=path, content=content, mode=mode, json_=json_, quiet=quiet)
 
 
 def stat(
@@ -267,11 +122,4 @@ def stat(
     json_: bool = _JSON,
 ) -> None:
     """Whether a path exists, and its type, size, mtime, mode and text encoding. Exit 1 if it does not exist."""
-    obs = _call(workspace, instance, lambda c, s: c.stat(_where(s, path)))
-    _refused(obs)
-    ex = obs.extras
-    if json_:
-        print_json({k: v for k, v in ex.items()})
-    else:
-        typer.echo(obs.content)
-    raise typer.Exit(0 if ex.get("exists") else 1)
+    raise typer.Exit(_run("stat", workspace, instance, path=path, json_=json_))
