@@ -19,7 +19,7 @@ from pydantic import Field
 from openhands.sdk.tool import Action, Observation, ToolAnnotations, ToolDefinition, ToolExecutor
 
 from ...client import jobs as job_actions
-from .common import mask, secrets_for
+from .common import mask, secrets_for, security_risk_of
 from .executor import LinkedExecutor
 
 if TYPE_CHECKING:
@@ -107,8 +107,11 @@ class BackgroundJobExecutor(LinkedExecutor, ToolExecutor[BackgroundJobAction, Ba
 
     def _start(self, action: BackgroundJobAction, conversation: "LocalConversation | None") -> BackgroundJobObservation:
         command = action.command or ""
-        obs = self.send(job_actions.run_background(command, cwd=action.cwd, force=action.force, env=secrets_for(command, conversation) or None),
-                        timeout=60)
+        frame = job_actions.run_background(command, cwd=action.cwd, force=action.force, env=secrets_for(command, conversation) or None)
+        risk = security_risk_of(action, conversation)
+        if risk is not None:  # shown in the live view and the trace, as for the terminal's commands
+            frame["args"]["security_risk"] = risk
+        obs = self.send(frame, timeout=60)
         if obs.get("observation") != "run":
             return self._error(action, obs, conversation)
         md = (obs.get("extras") or {}).get("metadata") or {}
