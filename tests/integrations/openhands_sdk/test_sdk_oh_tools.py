@@ -47,10 +47,13 @@ class JobIdLLM(TestLLM):
 
 
 class Script:
-    def __init__(self) -> None:
+    def __init__(self, risk: str | None = None) -> None:
         self.turns: list[Message] = []
+        self.risk = risk  # the security_risk label every call carries (with a security analyzer)
 
     def call(self, name: str, **args) -> str:
+        if self.risk:
+            args["security_risk"] = self.risk
         cid = f"call_{len(self.turns) + 1}"
         tc = MessageToolCall(id=cid, name=name, arguments=json.dumps(args), origin="completion")
         self.turns.append(Message(role="assistant", content=[TextContent(text="")], tool_calls=[tc]))
@@ -62,6 +65,10 @@ class Script:
 
 def run_script(agent_factory, ws, script: Script, secrets: dict | None = None):
     conversation = Conversation(agent=agent_factory(JobIdLLM.from_messages(script.done())), workspace=str(ws), visualizer=None)
+    if script.risk:
+        from openhands.sdk.security.llm_analyzer import LLMSecurityAnalyzer
+
+        conversation.set_security_analyzer(LLMSecurityAnalyzer())
     if secrets:
         conversation.update_secrets(secrets)
     conversation.send_message("go")
@@ -94,7 +101,7 @@ def default_agent_with_oh_tools(llm):
 
 def test_agent_runs_waits_reads_and_cancels_background_jobs(oh_backend, installed):
     ws = oh_backend.workspace
-    s = Script()
+    s = Script(risk="MEDIUM")
     # The first job ends with exit 4 after two lines; the second runs until cancelled.
     c_start1 = s.call(JOBS, op="start", command="printf 'alpha\\n'; sleep 1; printf 'omega\\n'; exit 4")
     c_start2 = s.call(JOBS, op="start", command="sleep 300")
@@ -143,6 +150,10 @@ def test_agent_runs_waits_reads_and_cancels_background_jobs(oh_backend, installe
 
     unknown = obs[c_unknown]
     assert unknown.is_error and "j99" in unknown.text, unknown.text
+
+    # The jobs' commands are in the backend's trace with the model's risk label (the live view shows it).
+    starts = [e for e in oh_backend.trace() if e.get("kind") == "request" and "sleep 300" in str(e.get("summary"))]
+    assert starts and all(e.get("security_risk") == "MEDIUM" for e in starts), json.dumps(starts)
 
 
 def test_editor_knowledge_against_the_local_runtime(oh_backend, installed):

@@ -110,7 +110,7 @@ class BackgroundJobExecutor(LinkedExecutor, ToolExecutor[BackgroundJobAction, Ba
         frame = job_actions.run_background(command, cwd=action.cwd, force=action.force, env=secrets_for(command, conversation) or None)
         risk = security_risk_of(action, conversation)
         if risk is not None:  # shown in the live view and the trace, as for the terminal's commands
-            frame["args"]["security_risk"] = risk
+            frame["security_risk"] = risk  # top level: oh's label (args.security_risk is OpenHands' int)
         obs = self.send(frame, timeout=60)
         if obs.get("observation") != "run":
             return self._error(action, obs, conversation)
