@@ -3,6 +3,7 @@
 
     .venv/bin/python benchmarks/cli_startup.py             # 30 rounds, markdown table
     .venv/bin/python benchmarks/cli_startup.py -n 60 --json out.json
+    .venv/bin/python benchmarks/cli_startup.py --only jobs    # the job / file-check verbs (issue 11) only
 
 Each sample is one fresh process started with subprocess (interpreter start-up, imports, session
 discovery, the WebSocket handshake and the action's round trip all count), OH_HOME in a temp dir,
@@ -49,6 +50,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("-n", type=int, default=30, help="rounds (one sample of every case per round)")
     ap.add_argument("--json", dest="json_out")
+    ap.add_argument("--only", choices=("all", "jobs"), default="all", help="jobs: only the job and file-check verbs' phase")
     args = ap.parse_args()
     oh = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "oh"]
     with tempfile.TemporaryDirectory() as tmp:
@@ -66,8 +68,9 @@ def main() -> int:
             "oh --version": ([*oh, "--version"], env),
             "oh status (no backend)": ([*oh, "status"], env),
         }
-        phases: list[dict[str, list[tuple[float, float]]]] = [{}, {}]  # each with its own baseline samples
-        _rounds(cases, phases[0], env, str(ws), args.n)
+        phases: list[dict[str, list[tuple[float, float]]]] = [{}, {}, {}]  # each with its own baseline samples
+        if args.only == "all":
+            _rounds(cases, phases[0], env, str(ws), args.n)
         started = subprocess.run([*oh, "start", "--detach", "--json", "--runtime", "local", "--workspace", str(ws)],
                                  env=env, capture_output=True, text=True)
         if started.returncode != 0:
@@ -84,10 +87,27 @@ def main() -> int:
                 "oh read FILE (OH_NO_FASTPATH=1)": ([*oh, "read", "notes.txt"], slow),
                 "oh status (1 backend, OH_NO_FASTPATH=1)": ([*oh, "status"], slow),
             }
-            _rounds(verbs, phases[1], env, str(ws), args.n)
+            if args.only == "all":
+                _rounds(verbs, phases[1], env, str(ws), args.n)
+            # Issue 11's verbs: a long job to list and poll (started once; later starts find it running).
+            job = subprocess.run([*oh, "run", "--background", "--", "sleep 3600"], env=env, cwd=str(ws), capture_output=True, text=True).stdout.strip()
+            job_verbs = {
+                BASELINE: ([sys.executable, "-c", "pass"], env),
+                "oh run --background -- CMD": ([*oh, "run", "--background", "--", "sleep 3600"], env),
+                "oh jobs": ([*oh, "jobs"], env),
+                "oh jobs poll ID": ([*oh, "jobs", "poll", job], env),
+                "oh stat FILE": ([*oh, "stat", "notes.txt"], env),
+                "oh write --append FILE": ([*oh, "write", "--append", "log.txt", "--content", "x"], env),
+                "oh run --background -- CMD (OH_NO_FASTPATH=1)": ([*oh, "run", "--background", "--", "sleep 3600"], slow),
+                "oh jobs (OH_NO_FASTPATH=1)": ([*oh, "jobs"], slow),
+                "oh jobs poll ID (OH_NO_FASTPATH=1)": ([*oh, "jobs", "poll", job], slow),
+                "oh stat FILE (OH_NO_FASTPATH=1)": ([*oh, "stat", "notes.txt"], slow),
+                "oh write --append FILE (OH_NO_FASTPATH=1)": ([*oh, "write", "--append", "log.txt", "--content", "x"], slow),
+            }
+            _rounds(job_verbs, phases[2], env, str(ws), args.n)
         finally:
             subprocess.run([*oh, "stop", "--all"], env=env, capture_output=True)
-    rows = [row for phase in phases for row in _table(phase)]
+    rows = [row for phase in phases if phase for row in _table(phase)]
     # The target is on wall time (median vs median); CPU columns explain what the client itself costs.
     verdict = {r["case"]: r["x_baseline"] <= r["target_x"] for r in rows if r["target_x"]}
     load = os.getloadavg() if hasattr(os, "getloadavg") else None

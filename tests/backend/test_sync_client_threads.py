@@ -135,3 +135,23 @@ async def test_duplicate_in_flight_id_is_refused_client_side(make_backend):
     box = await asyncio.to_thread(scenario)
     assert "already awaited" in box["dup"]
     assert box["obs"].kind == "run"
+
+
+async def test_the_sync_client_owns_its_connection_without_a_deprecation_warning(make_backend, workspace):
+    # websockets >= 17.1 warns on the first send/recv of a connection opened outside `with connect()`
+    # unless it was opened with legacy=True; the client owns its connection, so it must not warn.
+    import warnings
+
+    b = await make_backend("local")
+    (workspace / "w.txt").write_text("w\n")
+
+    def scenario():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with SyncClient.connect(url(b), TOKEN, name="warn") as client:
+                obs = client.read("w.txt")
+        return obs, [str(w.message) for w in caught if issubclass(w.category, DeprecationWarning)]
+
+    obs, deprecations = await asyncio.to_thread(scenario)
+    assert obs.kind == "read" and "w" in obs.content
+    assert deprecations == []

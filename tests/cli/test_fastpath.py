@@ -60,6 +60,66 @@ def test_fast_and_full_cli_agree(oh):
     assert p.returncode == 2 and "Input should be" not in p.stderr and "'abc' is not a whole number" in p.stderr
 
 
+@pytest.mark.slow
+def test_fast_and_full_cli_agree_on_jobs_and_file_checks(oh):
+    """`oh run --background`, `oh write --append/--create`, `oh stat` and `oh jobs ...` on the fast path print
+    and exit exactly as the typer commands do (both call oh.fastpath.jobs; the parsers and dispatch differ)."""
+    oh.start("local")
+    (oh.workspace / "f.txt").write_text("one\n")
+    (oh.workspace / "sub").mkdir()
+    sub = oh.workspace / "sub"
+    running = oh("run", "--background", "--", "sleep 300", check=0, cwd=sub).stdout.strip()
+    done = oh("run", "--background", "--", "echo done-out; exit 3", check=0, cwd=sub).stdout.strip()
+    oh("jobs", "wait", done, "--timeout", "60", check=3)
+    cases = [
+        ("run", "--background", "--", "sleep 300"),  # already running: the same id, and a note on stderr
+        ("run", "-b", "--json", "--", "sleep 300"),
+        ("run", "--background"),
+        ("run", "--background", "--bogus", "--", "true"),
+        ("jobs",),
+        ("jobs", "--json"),
+        ("jobs", "poll", done),
+        ("jobs", "poll", "--json", done),
+        ("jobs", "poll", "j999"),
+        ("jobs", "wait", done),
+        ("jobs", "wait", "-q", done),
+        ("jobs", "wait", "--json", done),
+        ("jobs", "wait", running, "--timeout", "0.2"),
+        ("jobs", "wait", running, "-t", "-1"),
+        ("jobs", "wait"),
+        ("jobs", "output", done),
+        ("jobs", "output", "--offset", "3", done),
+        ("jobs", "output", "--offset=-1", done),
+        ("jobs", "output", "-f", done),
+        ("jobs", "output", "--json", done),
+        ("jobs", "cancel", done),
+        ("jobs", "cancel", "j999"),
+        ("jobs", "--json", "poll", done),  # a group option before the subcommand: left to typer on both paths
+        ("jobs", "nosuch"),
+        ("stat", "../f.txt"),
+        ("stat", "--json", "../f.txt"),
+        ("stat", "missing"),
+        ("stat", "/etc/hostname"),
+        ("stat",),
+        ("write", "--append", "log.txt", "--content", "line\n"),
+        ("write", "--append", "-q", "log.txt", "--content", "line\n"),
+        ("write", "--create", "../f.txt", "--content", "other"),
+        ("write", "--create", "--json", "../f.txt", "--content", "other"),
+        ("write", "--create", "--append", "x.txt", "--content", "x"),
+        ("write", "--append", "/etc/oh-denied", "--content", "x"),
+    ]
+    # pids, times and the running job's age differ from one run to the next
+    volatile = re.compile(r'"(timestamp|pid|duration_s|uptime_s|output_bytes|size|next_offset)": [^,\n]+|\b\d+s\b')
+    for args in cases:
+        fast, slow = _both(oh, *args, cwd=sub)
+        assert (fast.returncode, volatile.sub("", fast.stdout), fast.stderr) == (slow.returncode, volatile.sub("", slow.stdout), slow.stderr), args
+    assert (sub / "log.txt").read_text() == "line\n" * 4 and (oh.workspace / "f.txt").read_text() == "one\n"
+    fast = oh("jobs", "wait", done, cwd=sub)
+    assert fast.returncode == 3 and "done-out" in fast.stdout
+    assert oh("jobs", "wait", running, "--timeout", "0.2").returncode == 124
+    assert oh("jobs", "cancel", running).returncode == 0 and oh("jobs", "wait", running).returncode == 130
+
+
 def test_status_fast_and_full_agree(oh):
     fast, slow = _both(oh, "status")
     assert (fast.returncode, fast.stdout) == (slow.returncode, slow.stdout) and fast.returncode == 3

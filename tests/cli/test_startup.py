@@ -38,7 +38,10 @@ def test_version_imports_nothing_heavy(oh):
 def test_agent_verbs_take_the_fast_path(oh):
     oh.start("local")
     (oh.workspace / "f.txt").write_text("x\n")
-    for args in (("run", "--", "true"), ("read", "f.txt"), ("status",), ("status", "--json")):
+    job = oh("run", "--background", "--", "echo in-the-background", check=0).stdout.strip()
+    for args in (("run", "--", "true"), ("read", "f.txt"), ("status",), ("status", "--json"), ("run", "--background", "--force", "--", "true"),
+                 ("write", "--append", "g.txt", "--content", "x"), ("stat", "f.txt"), ("jobs",), ("jobs", "wait", job), ("jobs", "poll", job),
+                 ("jobs", "output", job), ("jobs", "cancel", job)):
         mods = _imported(oh, *args)
         assert "oh.fastpath.dispatch" in mods, args
         assert not [m for m in FAST_FORBIDDEN if m in mods and not (m == "json" and "--json" in args)], (args, [m for m in FAST_FORBIDDEN if m in mods])

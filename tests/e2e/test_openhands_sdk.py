@@ -84,3 +84,33 @@ def test_v0_runtime_acts_in_vscode(vscode: VsCode, backend: dict):
     assert (vscode.workspace / "v0app.py").read_text() == "print('v0 hello')\n"
     assert out["view"]["type"] == "FileReadObservation" and "     1\tprint('v0 hello')" in out["view"]["content"], out["view"]
     assert out["run"]["exit_code"] == 0 and "v0 hello" in out["run"]["content"], out["run"]
+
+
+def test_sdk_agent_asks_vscode_through_editor_knowledge(vscode: VsCode, backend: dict):
+    """oh's own `editor_knowledge` SDK tool (tests/integrations/openhands_sdk/knowledge_agent.py): the type error
+    VS Code's TypeScript reports, go-to-definition, and the file the agent opened for the user."""
+    src = vscode.workspace / "src"
+    src.mkdir(exist_ok=True)
+    (vscode.workspace / "tsconfig.json").write_text(json.dumps({"compilerOptions": {"strict": True, "target": "es2020", "module": "commonjs"},
+                                                                "include": ["src"]}))
+    (src / "greet.ts").write_text("export function greet(name: string): string {\n  return `hello ${name}`;\n}\n")
+    (src / "main.ts").write_text("import { greet } from './greet';\n\nconst shout: string = greet('world');\nconst count: number = greet('again');\n"
+                                 "console.log(shout, count);\n")
+    venv = venv_for("openhands-sdk")
+    env = dict(vscode.env, LITELLM_LOCAL_MODEL_COST_MAP="True", OPENHANDS_SUPPRESS_BANNER="1")
+    run = subprocess.run([os.path.join(venv, "bin", "python"), str(REPO / "tests/integrations/openhands_sdk/knowledge_agent.py"), str(vscode.workspace)],
+                         capture_output=True, text=True, env=env, timeout=900, cwd=vscode.workspace)
+    assert run.returncode == 0, run.stderr[-4000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    main_ts, greet_ts = os.path.realpath(src / "main.ts"), os.path.realpath(src / "greet.ts")
+
+    assert not out["open"][0]["is_error"], out["open"]
+    found = [d for obs in out["diagnostics"] for d in obs["data"].get("diagnostics", []) if d.get("code") == 2322]
+    assert found, [o["text"] for o in out["diagnostics"]]
+    assert (found[0]["path"], found[0]["line"], found[0]["severity"]) == (main_ts, 4, "error"), found[0]
+    assert any("not assignable to type 'number'" in obs["text"] for obs in out["diagnostics"])
+    definition = out["definition"][0]
+    assert not definition["is_error"] and any(loc.get("path") == greet_ts for loc in definition["data"].get("locations", [])), definition
+    editors = out["editors"][0]
+    assert not editors["is_error"] and editors["data"].get("active") == main_ts, editors
+    vscode.screenshot("openhands-sdk-knowledge")

@@ -184,18 +184,11 @@ def test_read_write_encodings(vscode: VsCode, nested: dict):
 
 def _agent(info: dict[str, Any], name: str, *, shell: str | None = None, workdir: Path | None = None):
     """An agent connection with the wave-2 handshake headers (X-OH-Shell / X-OH-Workdir)."""
-    from websockets.sync.client import connect
-
     from oh.client.sync import SyncClient
 
     s = info["session_file"]
-    headers = {"Authorization": f"Bearer {s['token']}", "X-OH-Client": name}
-    if shell:
-        headers["X-OH-Shell"] = shell
-    if workdir:
-        headers["X-OH-Workdir"] = str(workdir)
-    conn = connect(s["url"].rstrip("/") + "/v1/agent", additional_headers=headers, open_timeout=10, max_size=None, compression=None)
-    return SyncClient(conn, s["url"])
+    # SyncClient.connect, not a bare websockets connect(): that one warns (DeprecationWarning, an error in pytest).
+    return SyncClient.connect(s["url"], s["token"], name=name, shell=shell, workdir=str(workdir) if workdir else None)
 
 
 def test_one_terminal_per_agent_shell(vscode: VsCode, nested: dict):

@@ -48,6 +48,7 @@ from ..runtimes.editors import Editor, EditorRegistry
 from ..transport import abort, coalescing, send_bounded
 from . import agentinfo, auth, guard
 from .trace import TraceWriter
+from .history import MonitorHistory
 
 log = logging.getLogger("oh.backend")
 
@@ -157,6 +158,7 @@ class Backend:
         self.trace = TraceWriter(config.trace_path, config.trace_max_bytes)
         self.agents: dict[str, Agent] = {}
         self.monitors: dict[ServerConnection, asyncio.Queue] = {}
+        self.history = MonitorHistory()
         self.connections: dict[ServerConnection, int] = {}  # -> token generation it authenticated with
         self._agent_ids = itertools.count(1)
         self.stats = {"done": 0, "errors": 0}
@@ -414,8 +416,8 @@ class Backend:
         risk = action.security_risk
         # env values are secrets: monitors and the trace get the variable names only.
         env_names = sorted(action.env) if action.kind == "run" and action.env else None
-        if self.monitors:  # (the event's fields are built only when someone watches)
-            self._emit("action_started", agent_id=agent.agent_id, action_id=leg_id, kind=action.kind, summary=summary, security_risk=risk)
+        # Always emitted, also with no monitor connected: the history keeps it for a view that subscribes later.
+        self._emit("action_started", agent_id=agent.agent_id, action_id=leg_id, kind=action.kind, summary=summary, security_risk=risk)
         extra = {k: v for k, v in (("security_risk", risk), ("env_names", env_names)) if v}
         self.trace.record("request", agent=agent.agent_id, action_id=leg_id, agent_action_id=action.id, action=action.kind, summary=summary, **extra)
         cancelled = False
@@ -458,11 +460,10 @@ class Backend:
             summary=summary, outcome=outcome, exit_code=exit_code, duration_ms=duration_ms, **extra,
             **({"job_id": job_id} if job_id else {}),
         )
-        if self.monitors:
-            self._emit(
-                "action_finished", agent_id=agent.agent_id, action_id=leg_id, kind=action.kind, summary=summary,
-                outcome=outcome, exit_code=exit_code, duration_ms=duration_ms, security_risk=risk,
-            )
+        self._emit(
+            "action_finished", agent_id=agent.agent_id, action_id=leg_id, kind=action.kind, summary=summary,
+            outcome=outcome, exit_code=exit_code, duration_ms=duration_ms, security_risk=risk,
+        )
         if cancelled and not self.stopping:
             return  # the agent is gone; nobody to tell
         if cancelled:
@@ -584,6 +585,7 @@ class Backend:
 
     # ------------------------------------------------------------------ monitors and control
     def _emit(self, event_name: str, /, **fields: Any) -> None:
+        self.history.note(event_name, fields)  # for monitors that subscribe later (the snapshot)
         if not self.monitors:
             return
         frame = encode(frames.event(event_name, **fields))
@@ -597,9 +599,15 @@ class Backend:
 
     async def _serve_monitor(self, connection: ServerConnection) -> None:
         queue: asyncio.Queue = asyncio.Queue(MONITOR_QUEUE)
-        snapshot = {"type": "snapshot", **self.status()}
-        await connection.send(encode(snapshot), text=True)
+        snapshot = {"type": "snapshot", **self.status(), "jobs": self.history.jobs(), "recent": self.history.recent()}
+        # Subscribed in the same step the snapshot is taken: an event emitted while the snapshot is
+        # being sent is queued behind it, not lost between the two.
         self.monitors[connection] = queue
+        try:
+            await connection.send(encode(snapshot), text=True)
+        except BaseException:
+            self.monitors.pop(connection, None)
+            raise
 
         async def drain_incoming() -> None:
             async for _ in connection:  # monitors send nothing meaningful; keep reading for close

@@ -10,6 +10,7 @@ background thread: a single-threaded caller pays nothing extra.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import threading
 import time
@@ -28,6 +29,11 @@ from .jobs import SyncJobs
 from .observation import Observation
 
 _NOT_YET = object()
+# websockets >= 17.1 deprecates using a bare `connect()` result outside a `with` block (a
+# DeprecationWarning on the first send/recv) and names `legacy=True` as the way to own a connection
+# directly, closed by the owner: exactly this client's model (close() ends it). Older releases have no
+# such parameter and no warning.
+_OWN_CONNECTION = {"legacy": True} if "legacy" in inspect.signature(connect).parameters else {}
 
 
 class SyncClient(SyncEditorInfo, SyncJobs):
@@ -48,10 +54,8 @@ class SyncClient(SyncEditorInfo, SyncJobs):
                 workdir: str | None = None, shell: str | None = None) -> "SyncClient":
         headers = agent_headers(token, name=name, workdir=workdir, shell=shell)
         try:
-            conn = connect(url.rstrip("/") + path, additional_headers=headers, open_timeout=open_timeout, max_size=None, compression=None)
-            # We own the connection's lifetime (close() ends it); entering its context is what
-            # websockets >= 17.1 asks of a connection used beyond a `with` block.
-            conn.__enter__()
+            conn = connect(url.rstrip("/") + path, additional_headers=headers, open_timeout=open_timeout, max_size=None, compression=None,
+                           **_OWN_CONNECTION)
         except (InvalidHandshake, OSError, TimeoutError) as exc:
             raise handshake_error(exc, url) from None
         return cls(conn, url)

@@ -1,4 +1,5 @@
-"""The fast entry for the verbs an agent calls in a loop: ``run read write edit status``.
+"""The fast entry for the verbs an agent calls in a loop: ``run read write edit status stat jobs``
+(with ``run --background``, ``write --append/--create`` and ``jobs wait|output|cancel|poll``).
 
 ``oh.cli.main`` calls ``main(argv)`` first. It returns an exit code when it handled the command,
 or None to hand over to the full typer CLI (help, completion, usage errors, no or unusual
@@ -12,7 +13,7 @@ from __future__ import annotations
 import os
 import sys
 
-VERBS = ("run", "read", "write", "edit", "status")
+VERBS = ("run", "read", "write", "edit", "status", "stat", "jobs")
 
 
 def main(argv: list[str]) -> int | None:
@@ -23,18 +24,19 @@ def main(argv: list[str]) -> int | None:
         return 0
     if not argv or argv[0] not in VERBS or os.environ.get("_OH_COMPLETE") or os.environ.get("OH_NO_FASTPATH"):
         return None
-    from .argv import parse
+    from .argv import parse, split_verb
 
-    parsed = parse(argv[0], argv[1:])
+    verb, rest = split_verb(argv)
+    parsed = parse(verb, rest)
     if parsed is None:
         return None
     opts, pos = parsed
     try:
-        if argv[0] == "status":
+        if verb == "status":
             from .status import status
 
             return status(json_=bool(opts.get("json_")))
-        return _verb(argv[0], opts, pos)
+        return _verb(verb, opts, pos)
     except KeyboardInterrupt:
         sys.stderr.write("oh: interrupted.\n")
         return 130
@@ -60,6 +62,14 @@ def _verb(verb: str, opts: dict, pos: list[str]) -> int | None:
         return None
     common = {"json_": bool(opts.get("json_")), "quiet": bool(opts.get("quiet"))}
     try:
+        if verb == "stat" or verb.startswith("jobs") or verb == "run" and opts.get("background"):
+            return _job_verb(verb, session, opts, pos)
+        if verb == "write" and (opts.get("append") or opts.get("create")):
+            from . import jobs
+
+            content = verbs.content_or_stdin(opts.get("content"))  # read first, as the typer command does
+            mode = verbs.pick_mode(("append", bool(opts.get("append"))), ("create", bool(opts.get("create"))), what="--append, --create")
+            return jobs.write_mode(session, path=pos[0], content=content, mode=mode, **common)
         if verb == "run":
             return verbs.run(session, command=pos, mode=run_mode(opts), text=opts.get("input"), timeout=opts.get("timeout"),
                              cwd=opts.get("cwd"), max_output=opts.get("max_output"), **common)
@@ -75,6 +85,26 @@ def _verb(verb: str, opts: dict, pos: list[str]) -> int | None:
         if exc.hint:
             sys.stderr.write(f"    {exc.hint}\n")
         return exc.code
+
+
+def _job_verb(verb: str, session: dict, opts: dict, pos: list[str]) -> int:
+    """The job verbs and `oh stat` (oh.fastpath.jobs); raises verbs.Failed like the others."""
+    from . import jobs
+
+    json_ = bool(opts.get("json_"))
+    if verb == "run":  # with --background: the other run options do not apply (as in the typer command)
+        return jobs.start_background(session, command=pos, cwd=opts.get("cwd"), force=bool(opts.get("force")), json_=json_)
+    if verb == "stat":
+        return jobs.stat(session, path=pos[0], json_=json_)
+    if verb == "jobs":
+        return jobs.jobs_list(session, json_=json_)
+    if verb == "jobs wait":
+        return jobs.jobs_wait(session, job_id=pos[0], timeout=opts.get("timeout"), quiet=bool(opts.get("quiet")), json_=json_)
+    if verb == "jobs output":
+        return jobs.jobs_output(session, job_id=pos[0], offset=opts.get("offset", 0), follow=bool(opts.get("follow")), json_=json_)
+    if verb == "jobs cancel":
+        return jobs.jobs_cancel(session, job_id=pos[0], json_=json_)
+    return jobs.jobs_poll(session, job_id=pos[0], json_=json_)
 
 
 def run_mode(opts: dict) -> str:

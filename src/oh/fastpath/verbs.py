@@ -105,33 +105,53 @@ def exchange(session: dict, action: dict, *, shell: str | None = None, announce:
     """
     if announce and session.get("runtime") == "vscode":
         _wait_for_editor_note(session)
-    headers = {"Authorization": f"Bearer {session['token']}", "X-OH-Client": "oh-cli", "User-Agent": "oh-cli"}
-    if shell:
-        headers["X-OH-Shell"] = shell
-    hint_status = "Check the backend with `oh status`; see its log with `oh logs`."
+    link = AgentLink(session, shell=shell)
     try:
-        conn = ws.Connection.open(session["host"], int(session["port"]), "/v1/agent", headers)
-    except ws.WsError as exc:
-        if exc.kind == "auth":
-            raise Failed(f"{exc}: the token in its session file is stale.", AUTH, "Retry (the token may be mid-rotation), or see `oh doctor`.") from None
-        raise Failed(str(exc) + ".", UNREACHABLE, hint_status) from None
-    action = dict(action, id=1)
-    try:
-        conn.send_text(fastjson.dumps(action).encode("utf-8", "surrogatepass"))
-        while True:
-            obs = fastjson.loads(conn.recv_text())
-            if isinstance(obs, dict) and obs.get("cause") == 1:
-                return obs
-    except ws.WsError as exc:
-        raise Failed(str(exc) + ".", UNREACHABLE, hint_status) from None
-    except KeyboardInterrupt:
-        if shell:  # the command goes on in the shared shell: say how to reach it
-            raise Failed("interrupted; the command may still be running in the `oh run` shell: stop it with `oh run --interrupt`.", INTERRUPTED) from None
-        raise Failed("interrupted.", INTERRUPTED) from None
-    except (ValueError, UnicodeDecodeError):
-        raise Failed("the backend sent a frame that is not JSON.", UNREACHABLE, hint_status) from None
+        return link.ask(action)
     finally:
-        conn.close()
+        link.close()
+
+
+_HINT_STATUS = "Check the backend with `oh status`; see its log with `oh logs`."
+
+
+class AgentLink:
+    """One agent connection for several actions in a row (``oh jobs wait`` asks until the job ends).
+    Failures raise Failed with the exit codes of the agent verbs."""
+
+    def __init__(self, session: dict, *, shell: str | None = None, on_interrupt: str | None = None) -> None:
+        headers = {"Authorization": f"Bearer {session['token']}", "X-OH-Client": "oh-cli", "User-Agent": "oh-cli"}
+        if shell:
+            headers["X-OH-Shell"] = shell
+        # What Ctrl-C leaves behind: a command goes on in the shared shell (say how to reach it).
+        self._on_interrupt = on_interrupt or ("interrupted; the command may still be running in the `oh run` shell: "
+                                              "stop it with `oh run --interrupt`." if shell else "interrupted.")
+        self._next_id = 1
+        try:
+            self._conn = ws.Connection.open(session["host"], int(session["port"]), "/v1/agent", headers)
+        except ws.WsError as exc:
+            if exc.kind == "auth":
+                raise Failed(f"{exc}: the token in its session file is stale.", AUTH, "Retry (the token may be mid-rotation), or see `oh doctor`.") from None
+            raise Failed(str(exc) + ".", UNREACHABLE, _HINT_STATUS) from None
+
+    def ask(self, action: dict) -> dict:
+        """Send ``action`` with the next id; return its observation."""
+        aid, self._next_id = self._next_id, self._next_id + 1
+        try:
+            self._conn.send_text(fastjson.dumps(dict(action, id=aid)).encode("utf-8", "surrogatepass"))
+            while True:
+                obs = fastjson.loads(self._conn.recv_text())
+                if isinstance(obs, dict) and obs.get("cause") == aid:
+                    return obs
+        except ws.WsError as exc:
+            raise Failed(str(exc) + ".", UNREACHABLE, _HINT_STATUS) from None
+        except KeyboardInterrupt:
+            raise Failed(self._on_interrupt, INTERRUPTED) from None
+        except (ValueError, UnicodeDecodeError):
+            raise Failed("the backend sent a frame that is not JSON.", UNREACHABLE, _HINT_STATUS) from None
+
+    def close(self) -> None:
+        self._conn.close()
 
 
 def _extras(obs: dict) -> dict:

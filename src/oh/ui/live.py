@@ -198,15 +198,17 @@ class LiveState:
 
     def _on_snapshot(self, frame: dict[str, Any]) -> list[str]:
         snap = frame.get("backend") if isinstance(frame.get("backend"), dict) else frame
-        self.backend.update({k: v for k, v in snap.items() if k not in ("type", "editors", "agents", "stats")})
+        self.backend.update({k: v for k, v in snap.items() if k not in ("type", "editors", "agents", "stats", "jobs", "recent")})
         self.uptime_base = float(snap.get("uptime_s") or 0.0)
         self.started_mono = time.monotonic()
         self.editors = {e.get("editor_id", str(i)): e for i, e in enumerate(frame.get("editors") or [])}
         self.agents = {a.get("agent_id"): a.get("name", "") for a in frame.get("agents") or []}
+        # The backend's recent actions and its jobs (§5): what ran before this view subscribed, or
+        # while it reconnected, gets its rows; the snapshot's stats are the truth for the counts.
+        replayed = self._replay(frame.get("recent"), frame.get("jobs"))
         if isinstance(frame.get("stats"), dict):
             self.stats.update(frame["stats"])
-        # Actions that ran before this view subscribed (or while it reconnected) have no row:
-        # count them as earlier actions hidden.
+        # Actions older than the snapshot's recent ones have no row: count them as earlier actions hidden.
         seen = self.stats.get("done", 0) + self.stats.get("pending", 0)
         self.dropped = max(self.dropped, seen - len(self.actions))
         self.synced = True
@@ -218,6 +220,44 @@ class LiveState:
             lines.append("waiting for VS Code to connect…")
         if isinstance(self.backend.get("branch"), dict):
             lines.append("branch mode: " + branch_label(self.backend["branch"]))
+        return lines + replayed
+
+    def _replay(self, events: Any, jobs: Any) -> list[str]:
+        """Action events and jobs from the snapshot this view has not shown yet (a reconnect repeats some)."""
+        events = [ev for ev in events if isinstance(ev, dict) and ev.get("type") == "event"] if isinstance(events, list) else []
+        connected = self.agents
+        # Agents that have left since name their actions too (agent_connected events are replayed for that).
+        self.agents = {**{ev.get("agent_id"): ev.get("name") or "" for ev in events if ev.get("event") == "agent_connected"}, **connected}
+        lines: list[str] = []
+        try:
+            for ev in events:
+                row = self.actions.get(ev.get("action_id"))
+                if ev.get("event") == "action_started" and row is None:
+                    lines += self._on_action_started(ev)
+                elif ev.get("event") == "action_finished" and (row is None or row.outcome is None):
+                    lines += self._on_action_finished(ev)
+            lines += self._restore_jobs(jobs)
+        finally:
+            self.agents = connected
+        return lines
+
+    def _restore_jobs(self, jobs: Any) -> list[str]:
+        """Job rows from the snapshot: running ones and recently finished ones this view has not seen."""
+        lines: list[str] = []
+        for job in jobs if isinstance(jobs, list) else []:
+            if not isinstance(job, dict) or not job.get("job_id"):
+                continue
+            known = self.jobs.get(visible(str(job["job_id"]))[:24])
+            state = visible(str(job.get("state") or "RUNNING"))[:12].upper()
+            if known is not None and known.state == state:
+                continue
+            frame = {**job, "time": job.get("started")}
+            if state == "RUNNING":
+                row = self._job_row(frame)
+                row.state = "RUNNING"
+                lines.append(f"job {row.job_id} running: {row.agent} {row.summary} ({plural(self.running_jobs, 'job')} running)")
+            else:
+                lines += self._on_job_finished(frame)
         return lines
 
     def _on_branch(self, frame: dict[str, Any]) -> list[str]:

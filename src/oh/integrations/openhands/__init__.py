@@ -11,6 +11,13 @@ to the oh backend whose workspace (or ``oh start --allow`` root) contains its wo
 that directory as its shell's starting point. Where no backend serves the directory the SDK's own
 tools are used and a warning says so once. ``OhTerminalTool`` / ``OhFileEditorTool`` can also be
 registered or composed explicitly. Needs Python >= 3.12 and ``pip install 'oh-editor-runtime[openhands]'``.
+
+``install()`` also registers oh's own tools, which the SDK has no counterpart for:
+``background_jobs`` (start a command as a job; list, poll, wait, output from an offset, cancel) and
+``editor_knowledge`` (diagnostics, symbols, definition, references, open, editors). An agent gets them
+by name, ``Tool(name="background_jobs")``, or all at once:
+
+    agent = with_oh_tools(get_default_agent(llm, cli_mode=True))
 """
 
 from __future__ import annotations
@@ -27,9 +34,16 @@ from openhands.tools.terminal.definition import TerminalTool  # noqa: E402
 from .common import settings  # noqa: E402
 from .file_editor import OhFileEditorExecutor, OhFileEditorTool  # noqa: E402
 from ..discovery import find_session  # noqa: E402
+from .jobs import BackgroundJobAction, BackgroundJobObservation, BackgroundJobsTool  # noqa: E402
+from .knowledge import EditorKnowledgeAction, EditorKnowledgeObservation, EditorKnowledgeTool  # noqa: E402
 from .terminal import OhTerminalExecutor, OhTerminalTool  # noqa: E402
 
-__all__ = ["install", "uninstall", "OhTerminalTool", "OhFileEditorTool", "OhTerminalExecutor", "OhFileEditorExecutor", "find_session"]
+__all__ = ["install", "uninstall", "oh_tools", "with_oh_tools", "OhTerminalTool", "OhFileEditorTool", "OhTerminalExecutor", "OhFileEditorExecutor",
+           "BackgroundJobsTool", "BackgroundJobAction", "BackgroundJobObservation", "EditorKnowledgeTool", "EditorKnowledgeAction",
+           "EditorKnowledgeObservation", "OH_TOOL_NAMES", "find_session"]
+
+# oh's own tools (no SDK counterpart), by the names an agent spec uses.
+OH_TOOL_NAMES = (BackgroundJobsTool.name, EditorKnowledgeTool.name)
 
 
 class _QuietDuplicate(logging.Filter):
@@ -59,9 +73,25 @@ def install(*, name: str = "openhands-sdk", instance: str | None = None) -> None
     settings.instance = instance
     _register(TerminalTool.name, OhTerminalTool)
     _register(FileEditorTool.name, OhFileEditorTool)
+    _register(BackgroundJobsTool.name, BackgroundJobsTool)
+    _register(EditorKnowledgeTool.name, EditorKnowledgeTool)
 
 
 def uninstall() -> None:
-    """Give the standard tool names back to the SDK's own implementations."""
+    """Give the standard tool names back to the SDK's own implementations (oh's own tools stay registered:
+    an agent spec naming them keeps resolving; without a backend they say how to start one)."""
     _register(TerminalTool.name, TerminalTool)
     _register(FileEditorTool.name, FileEditorTool)
+
+
+def oh_tools():
+    """``[Tool(name="background_jobs"), Tool(name="editor_knowledge")]``: the specs to add to an agent's tools."""
+    from openhands.sdk.tool import Tool
+
+    return [Tool(name=name) for name in OH_TOOL_NAMES]
+
+
+def with_oh_tools(agent):
+    """A copy of ``agent`` (e.g. ``get_default_agent(llm)``) with oh's own tools added (once; call ``install()`` first)."""
+    have = {tool.name for tool in agent.tools}
+    return agent.model_copy(update={"tools": [*agent.tools, *(t for t in oh_tools() if t.name not in have)]})

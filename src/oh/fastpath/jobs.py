@@ -1,0 +1,237 @@
+"""The job and file-check verbs' one implementation (docs/protocol.md §3.8-§3.9): ``oh run
+--background``, ``oh write --append/--create``, ``oh stat`` and ``oh jobs`` (list, poll, wait, output,
+cancel).
+
+Like ``verbs``, both entries call it: the fast dispatcher (no typer) and the typer commands in
+``oh.commands.jobs`` / ``oh.commands.agent`` (help, completion, what the fast parser declines). Jobs
+live in the backend's shared ``cli`` shell, so a job started by one ``oh`` process is seen by the next.
+Exit codes: ``oh jobs wait`` exits with the job's own code; 124 when --timeout passed first; 130 for a
+cancelled job; 6 for a LOST job or an unknown id.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from .exits import ACTION_FAILED, TIMEOUT, USAGE
+from .verbs import CLI_SHELL, AgentLink, Failed, base_dir, err, print_json, resolve, shell_quote
+
+WAIT_CHUNK = 200.0  # one `job wait` request at most this long (the backend caps a wait at 240 s)
+CANCELLED_EXIT = 130
+_INTERRUPTED = "interrupted (the job keeps running; `oh jobs` lists it)."
+
+
+def _link(session: dict) -> AgentLink:
+    return AgentLink(session, shell=CLI_SHELL, on_interrupt=_INTERRUPTED)
+
+
+def _ask(session: dict, action: dict) -> dict:
+    link = _link(session)
+    try:
+        return _checked(link.ask(action))
+    finally:
+        link.close()
+
+
+def _checked(obs: dict) -> dict:
+    """An error observation ends the command: its message on stderr, exit 6 (or 2 for BAD_REQUEST)."""
+    if obs.get("observation") == "error":
+        eid = (obs.get("extras") or {}).get("error_id")
+        raise Failed(f"{eid}: {obs.get('content') or ''}", USAGE if eid == "BAD_REQUEST" else ACTION_FAILED)
+    return obs
+
+
+def _job_action(op: str, job_id: str | None = None, *, timeout: float | None = None, **args) -> dict:
+    body = {"op": op, **{k: v for k, v in args.items() if v is not None}}
+    if job_id is not None:
+        body["job_id"] = job_id
+    action: dict = {"action": "job", "args": body}
+    if timeout is not None:
+        action["timeout"] = float(timeout)
+    return action
+
+
+def _out(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+def _line(text) -> None:
+    _out(f"{text}\n")
+
+
+def _age(seconds) -> str:
+    from ..text.fmt import fmt_duration
+
+    return fmt_duration(seconds) if isinstance(seconds, (int, float)) else "-"
+
+
+def _where(session: dict, path: str | None) -> str:
+    """An absolute path as `oh run` sends it (relative ones from your cwd inside the workspace)."""
+    return resolve(path, session) if path else base_dir(session)
+
+
+# ---------------------------------------------------------------- `oh run --background`, `oh write`, `oh stat`
+def start_background(session: dict, *, command: list[str], cwd: str | None = None, force: bool = False, json_: bool = False) -> int:
+    """Start the job in the `cli` shell; print its id; exit 0."""
+    line = command[0] if len(command) == 1 else " ".join(shell_quote(w) for w in command)
+    if not line.strip():
+        raise Failed("give the command to start (e.g. `oh run --background -- npm run dev`).", USAGE)
+    args: dict = {"command": line, "background": True, "cwd": _where(session, cwd)}
+    if force:
+        args["force"] = True
+    obs = _ask(session, {"action": "run", "args": args})
+    if json_:
+        print_json(obs)
+        return 0
+    md = (obs.get("extras") or {}).get("metadata") or {}
+    jid = md.get("job_id")
+    if not isinstance(jid, str):
+        raise Failed("the backend did not start a background job (its editor may not support jobs).", ACTION_FAILED)
+    _line(jid)
+    if "already running" in (md.get("suffix") or ""):
+        err(f"{jid} was already running with the same command, directory and environment (use --force for another).")
+    return 0
+
+
+def write_mode(session: dict, *, path: str, content: str, mode: str, json_: bool = False, quiet: bool = False) -> int:
+    """``oh write --append/--create``: write through the backend in that mode; say what happened."""
+    args = {"path": _where(session, path), "content": content, "start": 0, "end": -1, "thought": "", "security_risk": -1, "mode": mode}
+    obs = _ask(session, {"action": "write", "args": args})
+    if json_:
+        print_json(obs)
+    elif quiet:
+        pass
+    elif obs.get("content"):  # create found the file there: nothing was changed
+        _line(obs["content"])
+    else:
+        verb = "appended" if mode == "append" else "created"
+        size = len(content.encode("utf-8", "surrogatepass"))
+        _line(f"{verb} {size} bytes {'to' if mode == 'append' else 'as'} {(obs.get('extras') or {}).get('path') or path}")
+    return 0
+
+
+def stat(session: dict, *, path: str, json_: bool = False) -> int:
+    """Exit 0 when the path exists, 1 when it does not (a normal answer, not an error)."""
+    obs = _ask(session, {"action": "stat", "args": {"path": _where(session, path)}})
+    extras = obs.get("extras") or {}
+    if json_:
+        print_json(extras)
+    else:
+        _line(obs.get("content") or "")
+    return 0 if extras.get("exists") else 1
+
+
+# ---------------------------------------------------------------- `oh jobs ...`
+def jobs_list(session: dict, *, json_: bool = False) -> int:
+    records = _ask(session, _job_action("list")).get("extras", {}).get("jobs") or []
+    if json_:
+        print_json(records)
+        return 0
+    if not records:
+        _line("no jobs (start one with `oh run --background -- CMD`)")
+        return 0
+    rows = [("ID", "STATE", "EXIT", "TIME", "COMMAND")]
+    for r in records:
+        code = r.get("exit_code")
+        kind = "" if r.get("background", True) else " (fg)"
+        rows.append((str(r.get("job_id")), str(r.get("state")) + kind, "-" if code is None else str(code), _age(r.get("duration_s")),
+                     " ".join(str(r.get("command", "")).split())[:80]))
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    for row in rows:
+        _line("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:4])) + "  " + row[4])
+    return 0
+
+
+def exit_for(record: dict) -> int:
+    state = record.get("state")
+    if state in ("SUCCEEDED", "FAILED"):
+        code = record.get("exit_code")
+        return code if isinstance(code, int) and 0 <= code <= 255 else 1
+    if state == "CANCELLED":
+        return CANCELLED_EXIT
+    if state == "RUNNING":
+        return TIMEOUT
+    return ACTION_FAILED  # LOST
+
+
+def jobs_wait(session: dict, *, job_id: str, timeout: float | None = None, quiet: bool = False, json_: bool = False) -> int:
+    """Wait until the job ends (in requests of at most WAIT_CHUNK s); print its output tail; its exit code."""
+    link = _link(session)
+    try:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            chunk = WAIT_CHUNK if deadline is None else max(min(WAIT_CHUNK, deadline - time.monotonic()), 0.001)
+            obs = link.ask(_job_action("wait", job_id, timeout=chunk))
+            record = (obs.get("extras") or {}).get("job") or {}
+            if obs.get("observation") != "job" or record.get("state") != "RUNNING":
+                break
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+    finally:
+        link.close()
+    _checked(obs)
+    content = obs.get("content") or ""
+    if json_:
+        print_json(obs)
+    elif not quiet and content:
+        _out(content if content.endswith("\n") else content + "\n")
+    state = record.get("state")
+    if not json_:
+        if state == "RUNNING":
+            err(f"job {job_id} is still running after {timeout:g} s (it keeps running; `oh jobs cancel {job_id}` stops it).")
+        elif state == "LOST":
+            err(f"job {job_id} is LOST: the editor that ran it went away.")
+        elif state == "CANCELLED":
+            err(f"job {job_id} was cancelled.")
+    return exit_for(record)
+
+
+def jobs_output(session: dict, *, job_id: str, offset: int = 0, follow: bool = False, json_: bool = False) -> int:
+    """The job's output from ``offset``; with ``follow`` until the job ends."""
+    link = _link(session)
+    try:
+        pos = offset
+        while True:
+            obs = _checked(link.ask(_job_action("output", job_id, offset=pos, wait=5.0 if follow else None)))
+            extras = obs.get("extras") or {}
+            if json_:
+                print_json(obs)
+            else:
+                dropped = extras.get("offset", pos) - pos
+                if dropped > 0:
+                    err(f"{dropped} bytes before offset {extras.get('offset')} are no longer kept (the job's output spool is bounded).")
+                if obs.get("content"):
+                    _out(obs["content"])
+            pos = extras.get("next_offset", pos)
+            state = (extras.get("job") or {}).get("state")
+            if not follow or extras.get("eof") or state != "RUNNING" and pos >= extras.get("size", pos):
+                return 0
+    finally:
+        link.close()
+
+
+def jobs_cancel(session: dict, *, job_id: str, json_: bool = False) -> int:
+    obs = _ask(session, _job_action("cancel", job_id))
+    if json_:
+        print_json(obs)
+    else:
+        _line(obs.get("content") or "")
+    return 0
+
+
+def jobs_poll(session: dict, *, job_id: str, json_: bool = False) -> int:
+    obs = _ask(session, _job_action("poll", job_id))
+    if json_:
+        print_json(obs)
+        return 0
+    r = (obs.get("extras") or {}).get("job") or {}
+    code = r.get("exit_code")
+    err_line = f"{r.get('job_id')}  {r.get('state')}{'' if code is None else f' (exit {code})'}  {_age(r.get('duration_s'))}  {r.get('command')}"
+    sys.stderr.write(err_line + "\n")
+    sys.stderr.flush()
+    content = obs.get("content") or ""
+    if content:
+        _out(content if content.endswith("\n") else content + "\n")
+    return 0
