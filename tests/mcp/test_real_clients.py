@@ -1,0 +1,128 @@
+"""`oh mcp install CLIENT`, checked by the real clients (Claude Code, Gemini CLI, Codex CLI from npm).
+
+Each test: an isolated HOME (see real_clients.Sandbox), a real `oh start --detach` local backend in a
+tmp workspace, `oh mcp install CLIENT [--scope project]`, then the client's own command reads the
+config: `claude mcp list` / `gemini mcp list` start `oh mcp` and health-check it (connected or not);
+`codex mcp list --json` / `codex mcp get` only read the config (Codex has no health check).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from real_clients import Sandbox, install_clients
+
+pytest.importorskip("mcp", reason="the `mcp` extra is not installed (pip install -e '.[mcp,test]')")
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _clients_installed():
+    install_clients()
+
+
+@pytest.fixture
+def box(tmp_path):
+    sb = Sandbox(tmp_path)
+    sb.start_backend()
+    yield sb
+    sb.cleanup()
+
+
+def _install(box: Sandbox, client: str, scope: str) -> None:
+    p = box.oh("mcp", "install", client, "--scope", scope)
+    assert p.returncode == 0, f"oh mcp install {client} --scope {scope} -> {p.returncode}\n{p.stdout}\n{p.stderr}"
+
+
+def _server_line(output: str, name: str = "oh") -> str:
+    lines = [ln for ln in output.splitlines() if ln.lstrip("✓✗○ ").startswith(f"{name}:")]
+    assert len(lines) == 1, f"no single `{name}:` line in:\n{output}"
+    return lines[0]
+
+
+# --- Claude Code -----------------------------------------------------------------------------------
+
+def test_claude_user_scope_connects(box):
+    _install(box, "claude", "user")
+    p = box.client("claude", "mcp", "list")
+    assert p.returncode == 0, p.stderr
+    line = _server_line(p.stdout)
+    assert "Connected" in line and "Failed" not in line, p.stdout
+    got = box.client("claude", "mcp", "get", "oh").stdout
+    assert "User config" in got and "Connected" in got and re.search(r"Command: .*/oh\n", got), got
+
+
+def test_claude_project_scope_connects_once_approved(box):
+    _install(box, "claude", "project")
+    assert (box.workspace / ".mcp.json").exists() and not (box.home / ".claude.json").exists()
+    # Claude Code starts a project's .mcp.json servers only once the user approves them
+    p = box.client("claude", "mcp", "get", "oh")
+    assert "Project config" in p.stdout and "Pending approval" in p.stdout, p.stdout
+    # ...in a folder they trust: do what the two dialogs of the first `claude` run there record (the
+    # folder trust in ~/.claude.json, the approval in the project's git-ignored local settings)
+    box.write_json(box.workspace / ".claude" / "settings.local.json", {"enabledMcpjsonServers": ["oh"]})
+    p = box.client("claude", "mcp", "list")
+    assert "Pending approval" in _server_line(p.stdout), p.stdout  # approval alone, in an untrusted folder
+    box.write_json(box.home / ".claude.json", {"projects": {str(box.workspace): {"hasTrustDialogAccepted": True}}})
+    p = box.client("claude", "mcp", "list")
+    line = _server_line(p.stdout)
+    assert "Connected" in line, p.stdout
+
+
+# --- Gemini CLI ------------------------------------------------------------------------------------
+
+def _gemini_settings(box: Sandbox) -> None:
+    # the user's own settings, which `oh mcp install` must keep: no update checks, no usage statistics
+    box.write_json(box.home / ".gemini" / "settings.json", {
+        "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+        "privacy": {"usageStatisticsEnabled": False},
+    })
+
+
+def _gemini_list(box: Sandbox) -> str:
+    p = box.client("gemini", "mcp", "list")
+    assert p.returncode == 0, p.stderr
+    return p.stdout + p.stderr  # its logger writes the listing to stderr when stdout is not a terminal
+
+
+@pytest.mark.parametrize("scope", ["user", "project"])
+def test_gemini_connects_in_a_trusted_folder(box, scope):
+    _gemini_settings(box)
+    _install(box, "gemini", scope)
+    settings = json.loads((box.home / ".gemini" / "settings.json").read_text())
+    assert settings["privacy"] == {"usageStatisticsEnabled": False}  # kept by the merge
+    # Gemini CLI starts no stdio server (user or project) in a folder the user has not trusted
+    out = _gemini_list(box)
+    assert "Disabled" in _server_line(out) and "untrusted" in out, out
+    box.write_json(box.home / ".gemini" / "trustedFolders.json", {str(box.workspace): "TRUST_FOLDER"})
+    out = _gemini_list(box)
+    line = _server_line(out)
+    assert "Connected" in line and "Disconnected" not in line, out
+
+
+# --- Codex CLI -------------------------------------------------------------------------------------
+
+def _codex_oh(box: Sandbox) -> dict:
+    p = box.client("codex", "mcp", "list", "--json")
+    assert p.returncode == 0, p.stderr
+    servers = {s["name"]: s for s in json.loads(p.stdout)}
+    assert "oh" in servers, p.stdout
+    return servers["oh"]
+
+
+@pytest.mark.parametrize("scope", ["user", "project"])
+def test_codex_reads_the_entry(box, scope):
+    if scope == "project":
+        # Codex reads .codex/config.toml only in a project the user trusts (~/.codex/config.toml)
+        (box.home / ".codex").mkdir()
+        (box.home / ".codex" / "config.toml").write_text(f'[projects."{box.workspace}"]\ntrust_level = "trusted"\n')
+    _install(box, "codex", scope)
+    oh = _codex_oh(box)
+    assert oh["enabled"] is True and oh["transport"]["type"] == "stdio", oh
+    assert oh["transport"]["command"].endswith("/oh") and oh["transport"]["args"] == ["mcp"], oh
+    got = box.client("codex", "mcp", "get", "oh").stdout
+    assert "enabled: true" in got and "args: mcp" in got, got
