@@ -13,6 +13,7 @@ import re
 
 import pytest
 
+from fake_model import FINAL_TEXT, FakeAnthropic
 from real_clients import Sandbox, install_clients
 
 pytest.importorskip("mcp", reason="the `mcp` extra is not installed (pip install -e '.[mcp,test]')")
@@ -126,3 +127,44 @@ def test_codex_reads_the_entry(box, scope):
     assert oh["transport"]["command"].endswith("/oh") and oh["transport"]["args"] == ["mcp"], oh
     got = box.client("codex", "mcp", "get", "oh").stdout
     assert "enabled: true" in got and "args: mcp" in got, got
+
+
+# --- a real tool call, end to end: Claude Code -> `oh mcp` -> the backend -> bash ------------------
+
+def test_claude_code_runs_a_command_through_oh(box):
+    """`claude -p` with a scripted model (FakeAnthropic on loopback) that asks for oh's `run` tool once."""
+    _install(box, "claude", "user")
+    seen: dict = {}
+
+    def snapshot_agents():  # while Claude Code is still connected (it waits for this answer)
+        status = json.loads(box.oh("status", "--json").stdout)
+        seen["agents"] = [a for s in status["sessions"] for a in s.get("agents", [])]
+
+    with FakeAnthropic("mcp__oh__run", {"command": "echo hi from claude > marker"}, on_tool_result=snapshot_agents) as fake:
+        p = box.client("claude", "-p", "Create the marker file with the oh run tool.", "--allowedTools", "mcp__oh__run",
+                       "--output-format", "json", "--max-turns", "4",
+                       env={"ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": "sk-ant-test-not-a-real-key",
+                            # list MCP tools to the model up front (not behind its ToolSearch tool)
+                            "ENABLE_TOOL_SEARCH": "false",
+                            # -p mode otherwise sends its first request without waiting for MCP servers to connect
+                            # (checked: with a server that takes 8 s to start, these make it wait; without, it does not)
+                            "MCP_CONNECTION_NONBLOCKING": "false", "MCP_TIMEOUT": "60000", "MCP_CONNECT_TIMEOUT_MS": "60000"})
+    assert p.returncode == 0, f"claude -p -> {p.returncode}\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}"
+    result = json.loads(p.stdout)
+    assert result["is_error"] is False and result["result"] == FINAL_TEXT and result["permission_denials"] == [], result
+
+    # the model saw oh's tools, and got the backend's result for its call
+    offered = {t["name"] for path, body in fake.requests for t in body.get("tools") or []}
+    assert {"mcp__oh__run", "mcp__oh__read", "mcp__oh__edit"} <= offered
+    assert len(fake.tool_results) == 1 and not fake.tool_results[0].get("is_error"), fake.tool_results
+    assert '"exit_code":0' in json.dumps(fake.tool_results[0]).replace('\\"', '"').replace(" ", "")
+
+    # the command really ran, in the backend's workspace
+    assert (box.workspace / "marker").read_text() == "hi from claude\n"
+
+    # the backend's trace holds the action, by the agent that Claude Code's MCP client name named
+    trace = [json.loads(line) for line in box.oh("logs", "--json", "-n", "100").stdout.splitlines() if line.strip()]
+    runs = [r for r in trace if r.get("action") == "run" and r.get("kind") == "result" and "echo hi from claude" in r.get("summary", "")]
+    assert len(runs) == 1 and runs[0]["outcome"] == "ok" and runs[0]["exit_code"] == 0, trace
+    names = {a["agent_id"]: a["name"] for a in seen["agents"]}
+    assert names.get(runs[0]["agent"]) == "claude-code", (names, runs[0])

@@ -1,0 +1,127 @@
+"""A scripted stand-in for the Anthropic Messages API on a loopback ephemeral port (no real model).
+
+A request whose tools include TOOL and whose conversation holds no tool result yet gets a `tool_use`
+of TOOL with ARGS; one that carries the tool's result gets a final text; anything else (the client's
+side requests: titles, summaries, warm-ups) a short text. Streaming requests get the Messages API's
+server-sent events; every request is recorded (path, body) for the test to inspect.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+FINAL_TEXT = "The command ran."
+
+
+class FakeAnthropic:
+    def __init__(self, tool: str, args: dict[str, Any], on_tool_result: Callable[[], None] | None = None) -> None:
+        self.tool = tool
+        self.args = args
+        # called before the final answer, while the client still holds its MCP servers (e.g. to snapshot `oh status`)
+        self.on_tool_result = on_tool_result
+        self.requests: list[tuple[str, dict]] = []
+        self.tool_results: list[Any] = []
+        self._lock = threading.Lock()
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):  # quiet: the test prints what it needs
+                pass
+
+            def do_HEAD(self):
+                self._send(200, b"", "text/plain")
+
+            def do_GET(self):
+                self._send(404, json.dumps({"type": "error", "error": {"type": "not_found_error", "message": "fake"}}).encode(), "application/json")
+
+            def do_POST(self):
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                try:
+                    body = json.loads(raw or b"{}")
+                except ValueError:
+                    body = {}
+                path = self.path.split("?")[0]
+                with fake._lock:
+                    fake.requests.append((path, body))
+                if path.endswith("/count_tokens"):
+                    return self._send(200, b'{"input_tokens": 12}', "application/json")
+                if not path.endswith("/v1/messages"):
+                    return self._send(404, b'{"type":"error","error":{"type":"not_found_error","message":"fake"}}', "application/json")
+                content = fake.answer(body)
+                if body.get("stream"):
+                    return self._stream(body, content)
+                msg = fake.message(body, content)
+                return self._send(200, json.dumps(msg).encode(), "application/json")
+
+            def _send(self, code: int, data: bytes, ctype: str) -> None:
+                self.send_response(code)
+                self.send_header("content-type", ctype)
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _stream(self, body: dict, content: list[dict]) -> None:
+                msg = fake.message(body, [])
+                events: list[tuple[str, dict]] = [("message_start", {"type": "message_start", "message": dict(msg, stop_reason=None)})]
+                for i, block in enumerate(content):
+                    if block["type"] == "text":
+                        events += [
+                            ("content_block_start", {"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}}),
+                            ("content_block_delta", {"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": block["text"]}}),
+                        ]
+                    else:
+                        events += [
+                            ("content_block_start", {"type": "content_block_start", "index": i,
+                                                     "content_block": {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}}),
+                            ("content_block_delta", {"type": "content_block_delta", "index": i,
+                                                     "delta": {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}}),
+                        ]
+                    events.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
+                stop = "tool_use" if any(b["type"] == "tool_use" for b in content) else "end_turn"
+                events += [
+                    ("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": 5}}),
+                    ("message_stop", {"type": "message_stop"}),
+                ]
+                data = b"".join(f"event: {name}\ndata: {json.dumps(ev)}\n\n".encode() for name, ev in events)
+                self._send(200, data, "text/event-stream")
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self._thread = threading.Thread(target=self.server.serve_forever, name="fake-anthropic", daemon=True)
+
+    def answer(self, body: dict) -> list[dict]:
+        tools = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
+        results = [b for m in body.get("messages") or [] if isinstance(m.get("content"), list)
+                   for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result"]
+        if results:
+            with self._lock:
+                first = not self.tool_results
+                self.tool_results.extend(results)
+            if first and self.on_tool_result:
+                self.on_tool_result()
+            return [{"type": "text", "text": FINAL_TEXT}]
+        if self.tool in tools:
+            return [{"type": "tool_use", "id": "toolu_fake_0001", "name": self.tool, "input": self.args}]
+        return [{"type": "text", "text": "ok"}]
+
+    @staticmethod
+    def message(body: dict, content: list[dict]) -> dict:
+        stop = "tool_use" if any(b["type"] == "tool_use" for b in content) else "end_turn"
+        return {"id": "msg_fake", "type": "message", "role": "assistant", "model": body.get("model", "fake"), "content": content,
+                "stop_reason": stop, "stop_sequence": None,
+                "usage": {"input_tokens": 12, "output_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}
+
+    def __enter__(self) -> FakeAnthropic:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
