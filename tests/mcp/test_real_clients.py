@@ -11,9 +11,11 @@ from __future__ import annotations
 import json
 import re
 
+import tomlkit
+
 import pytest
 
-from fake_model import FINAL_TEXT, FakeAnthropic
+from fake_model import FINAL_TEXT, FakeAnthropic, FakeResponses
 from real_clients import Sandbox, install_clients
 
 pytest.importorskip("mcp", reason="the `mcp` extra is not installed (pip install -e '.[mcp,test]')")
@@ -168,3 +170,43 @@ def test_claude_code_runs_a_command_through_oh(box):
     assert len(runs) == 1 and runs[0]["outcome"] == "ok" and runs[0]["exit_code"] == 0, trace
     names = {a["agent_id"]: a["name"] for a in seen["agents"]}
     assert names.get(runs[0]["agent"]) == "claude-code", (names, runs[0])
+
+
+def test_codex_runs_a_command_through_oh(box):
+    """`codex exec` with a custom model provider (FakeResponses on loopback, the Responses API) that calls oh's `run`.
+
+    This also checks install's `env_vars`: the sandbox's OH_HOME reaches `oh mcp` only through it."""
+    seen: dict = {}
+
+    def snapshot_agents():
+        status = json.loads(box.oh("status", "--json").stdout)
+        seen["agents"] = [a for s in status["sessions"] for a in s.get("agents", [])]
+
+    with FakeResponses("mcp__oh__run", {"command": "echo hi from codex > marker"}, on_tool_result=snapshot_agents) as fake:
+        config = box.home / ".codex" / "config.toml"
+        config.parent.mkdir()
+        config.write_text(
+            '# the user\'s settings: a model provider of their own, no approvals\n'
+            'model = "fake-model"\nmodel_provider = "fake"\napproval_policy = "never"\nsandbox_mode = "danger-full-access"\n\n'
+            f'[model_providers.fake]\nname = "fake"\nbase_url = "{fake.url}/v1"\nwire_api = "responses"\nenv_key = "FAKE_MODEL_KEY"\n'
+        )
+        _install(box, "codex", "user")
+        # `codex exec` starts its first turn without waiting for MCP servers unless one is required
+        doc = tomlkit.parse(config.read_text())
+        doc["mcp_servers"]["oh"]["required"] = True
+        config.write_text(tomlkit.dumps(doc))
+        p = box.client("codex", "exec", "--json", "--skip-git-repo-check", "Create the marker file with the oh run tool.",
+                       env={"FAKE_MODEL_KEY": "not-a-real-key"})
+    assert p.returncode == 0, f"codex exec -> {p.returncode}\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}"
+    events = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
+    calls = [e["item"] for e in events if e.get("type") == "item.completed" and e["item"].get("type") == "mcp_tool_call"]
+    assert len(calls) == 1 and calls[0]["server"] == "oh" and calls[0]["tool"] == "run" and not calls[0].get("error"), events
+    assert '"exit_code":0' in json.dumps(calls[0]["result"]).replace('\\"', '"').replace(" ", ""), calls[0]
+    assert any(e["item"].get("text") == FINAL_TEXT for e in events if e.get("type") == "item.completed"), events
+
+    assert (box.workspace / "marker").read_text() == "hi from codex\n"
+    trace = [json.loads(line) for line in box.oh("logs", "--json", "-n", "100").stdout.splitlines() if line.strip()]
+    runs = [r for r in trace if r.get("action") == "run" and r.get("kind") == "result" and "echo hi from codex" in r.get("summary", "")]
+    assert len(runs) == 1 and runs[0]["outcome"] == "ok", trace
+    names = {a["agent_id"]: a["name"] for a in seen["agents"]}
+    assert names.get(runs[0]["agent"]) == "codex-mcp-client", (names, runs[0])  # Codex's MCP clientInfo name
