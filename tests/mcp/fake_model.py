@@ -52,12 +52,12 @@ class FakeAnthropic:
                 path = self.path.split("?")[0]
                 with fake._lock:
                     fake.requests.append((path, body))
-                if path.endswith("/count_tokens"):
-                    return self._send(200, b'{"input_tokens": 12}', "application/json")
+                if path.endswith("/count_tokens") or path.endswith(":countTokens"):
+                    return self._send(200, b'{"input_tokens": 12, "totalTokens": 12}', "application/json")
                 if not path.endswith(fake.endpoint):
                     return self._send(404, b'{"type":"error","error":{"type":"not_found_error","message":"fake"}}', "application/json")
                 content = fake.answer(body)
-                if body.get("stream"):
+                if body.get("stream") or "alt=sse" in self.path or path.endswith(":streamGenerateContent"):
                     return self._send(200, fake.sse(body, content), "text/event-stream")
                 msg = fake.message(body, content)
                 return self._send(200, json.dumps(msg).encode(), "application/json")
@@ -172,3 +172,39 @@ class FakeResponses(FakeAnthropic):
             events.append(("response.output_item.done", {"type": "response.output_item.done", "output_index": i, "item": item}))
         events.append(("response.completed", {"type": "response.completed", "response": dict(response, status="completed", output=content, usage=usage)}))
         return b"".join(f"event: {name}\ndata: {json.dumps(ev)}\n\n".encode() for name, ev in events)
+
+
+class FakeGemini(FakeAnthropic):
+    """The Gemini API (POST /v1beta/models/MODEL:generateContent or :streamGenerateContent?alt=sse), as Gemini
+    CLI calls it with GOOGLE_GEMINI_BASE_URL. Its side requests (e.g. "who speaks next", a JSON answer) get
+    a plain JSON text that says the user does."""
+
+    endpoint = ""  # the model is part of the path: every POST is a generate call (countTokens aside)
+
+    def answer(self, body: dict) -> list[dict]:
+        declared = {f.get("name") for t in body.get("tools") or [] if isinstance(t, dict)
+                    for f in t.get("functionDeclarations") or [] if isinstance(f, dict)}
+        results = [p for c in body.get("contents") or [] if isinstance(c, dict)
+                   for p in c.get("parts") or [] if isinstance(p, dict) and "functionResponse" in p]
+        if results:
+            with self._lock:
+                first = not self.tool_results
+                self.tool_results.extend(results)
+            if first and self.on_tool_result:
+                self.on_tool_result()
+            return [{"text": FINAL_TEXT}]
+        if self.tool in declared:
+            return [{"functionCall": {"name": self.tool, "args": self.args}}]
+        if (body.get("generationConfig") or {}).get("responseMimeType") == "application/json":
+            return [{"text": json.dumps({"reasoning": "done", "next_speaker": "user"})}]
+        return [{"text": "ok"}]
+
+    def _response(self, parts: list[dict]) -> dict:
+        return {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
+                "usageMetadata": {"promptTokenCount": 12, "candidatesTokenCount": 5, "totalTokenCount": 17}, "modelVersion": "fake"}
+
+    def message(self, body: dict, content: list[dict]) -> dict:  # type: ignore[override]
+        return self._response(content)
+
+    def sse(self, body: dict, content: list[dict]) -> bytes:
+        return f"data: {json.dumps(self._response(content))}\r\n\r\n".encode()

@@ -4,6 +4,11 @@ Each test: an isolated HOME (see real_clients.Sandbox), a real `oh start --detac
 tmp workspace, `oh mcp install CLIENT [--scope project]`, then the client's own command reads the
 config: `claude mcp list` / `gemini mcp list` start `oh mcp` and health-check it (connected or not);
 `codex mcp list --json` / `codex mcp get` only read the config (Codex has no health check).
+
+Then one real tool call per client, end to end with no real model: the client's model API is a
+scripted fake on a loopback port (tests/mcp/fake_model.py) that asks for oh's `run` tool once; the
+test checks the file the command wrote, the tool result the client sent back, the backend's trace and
+the agent name the client's MCP handshake gave (`oh status` while the client is still connected).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import tomlkit
 
 import pytest
 
-from fake_model import FINAL_TEXT, FakeAnthropic, FakeResponses
+from fake_model import FINAL_TEXT, FakeAnthropic, FakeGemini, FakeResponses
 from real_clients import Sandbox, install_clients
 
 pytest.importorskip("mcp", reason="the `mcp` extra is not installed (pip install -e '.[mcp,test]')")
@@ -210,3 +215,31 @@ def test_codex_runs_a_command_through_oh(box):
     assert len(runs) == 1 and runs[0]["outcome"] == "ok", trace
     names = {a["agent_id"]: a["name"] for a in seen["agents"]}
     assert names.get(runs[0]["agent"]) == "codex-mcp-client", (names, runs[0])  # Codex's MCP clientInfo name
+
+
+def test_gemini_cli_runs_a_command_through_oh(box):
+    """`gemini -p --yolo` with GOOGLE_GEMINI_BASE_URL at FakeGemini (loopback): Gemini CLI names oh's tool `mcp_oh_run`."""
+    seen: dict = {}
+
+    def snapshot_agents():
+        status = json.loads(box.oh("status", "--json").stdout)
+        seen["agents"] = [a for s in status["sessions"] for a in s.get("agents", [])]
+
+    _gemini_settings(box)
+    settings = box.home / ".gemini" / "settings.json"
+    box.write_json(settings, dict(json.loads(settings.read_text()), security={"auth": {"selectedType": "gemini-api-key"}}))
+    box.write_json(box.home / ".gemini" / "trustedFolders.json", {str(box.workspace): "TRUST_FOLDER"})
+    _install(box, "gemini", "user")
+    with FakeGemini("mcp_oh_run", {"command": "echo hi from gemini > marker"}, on_tool_result=snapshot_agents) as fake:
+        p = box.client("gemini", "-p", "Create the marker file with the oh run tool.", "--yolo", "--model", "fake-model",
+                       "--output-format", "json", env={"GEMINI_API_KEY": "not-a-real-key", "GOOGLE_GEMINI_BASE_URL": fake.url})
+    assert p.returncode == 0, f"gemini -p -> {p.returncode}\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}"
+    assert json.loads(p.stdout)["response"] == FINAL_TEXT, p.stdout
+    assert len(fake.tool_results) == 1 and "exit code: 0" in json.dumps(fake.tool_results[0]), fake.tool_results
+
+    assert (box.workspace / "marker").read_text() == "hi from gemini\n"
+    trace = [json.loads(line) for line in box.oh("logs", "--json", "-n", "100").stdout.splitlines() if line.strip()]
+    runs = [r for r in trace if r.get("action") == "run" and r.get("kind") == "result" and "echo hi from gemini" in r.get("summary", "")]
+    assert len(runs) == 1 and runs[0]["outcome"] == "ok", trace
+    names = {a["agent_id"]: a["name"] for a in seen["agents"]}
+    assert names.get(runs[0]["agent"]) == "gemini-cli-mcp-client", (names, runs[0])  # Gemini CLI's MCP clientInfo name
