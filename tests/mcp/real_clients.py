@@ -18,7 +18,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 CLIENT_BIN = REPO / ".cache" / "mcp-clients" / "node_modules" / ".bin"
-CLIENT_TIMEOUT = 120  # s, per client command (a loaded CI machine; the clients start in ~1-10 s)
+CLIENT_TIMEOUT = 90  # s, per client command (a loaded CI machine; the clients start in ~1-10 s)
 
 # Variables of the developer's or CI's own setup that would leak into a client (their keys, their
 # homes, their endpoints) or into oh (its home, its token).
@@ -80,10 +80,20 @@ class Sandbox:
 
     def client(self, name: str, *args: str, cwd: Path | None = None, timeout: float = CLIENT_TIMEOUT,
                env: dict | None = None) -> subprocess.CompletedProcess:
+        """Run a client to completion; on timeout kill its whole process group (its `oh mcp` children too)."""
         exe = CLIENT_BIN / name
         assert exe.exists(), f"{exe} is missing: run scripts/mcp-clients"
-        return subprocess.run([str(exe), *args], capture_output=True, text=True, cwd=cwd or self.workspace,
-                              env=dict(self.env, **(env or {})), timeout=timeout, stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen([str(exe), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                text=True, cwd=cwd or self.workspace, env=dict(self.env, **(env or {})), start_new_session=True)
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc.pid)
+            out, err = proc.communicate()
+            raise AssertionError(f"{name} {' '.join(args)} did not finish in {timeout} s\nstdout: {out[-2000:]}\nstderr: {err[-2000:]}") from None
+        finally:
+            _kill_group(proc.pid)  # whatever it left running in its group (it should leave nothing)
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
     def write_json(self, path: Path, data: dict) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -92,6 +102,13 @@ class Sandbox:
     def cleanup(self) -> None:
         if self.backend:
             _terminate(self.backend["pid"])
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def _terminate(pid: int) -> None:

@@ -25,7 +25,8 @@ from real_clients import Sandbox, install_clients
 
 pytest.importorskip("mcp", reason="the `mcp` extra is not installed (pip install -e '.[mcp,test]')")
 
-pytestmark = pytest.mark.slow
+# a test runs up to three client commands of CLIENT_TIMEOUT each; the first one may also install the clients
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
 @pytest.fixture(scope="module", autouse=True)
