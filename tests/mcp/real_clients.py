@@ -40,7 +40,7 @@ class Sandbox:
         self.oh_home = tmp / "ohhome"
         self.workspace = tmp / "ws"
         for d in (self.home, self.workspace):
-            d.mkdir()
+            d.mkdir(parents=True)
         env = {k: v for k, v in os.environ.items() if not k.startswith(_DROP_PREFIXES) and k not in ("PYTHON_KEYRING_BACKEND", "PYTHONDONTWRITEBYTECODE")}
         env.update(
             HOME=str(self.home),

@@ -53,6 +53,31 @@ def _server_line(output: str, name: str = "oh") -> str:
     return lines[0]
 
 
+# --- what we write is what the client's own `mcp add` writes ----------------------------------------
+
+_OWN_ADD = {  # the client's command for the same server, and where that entry lands (user scope)
+    "claude": (["mcp", "add", "--scope", "user", "oh", "--", "{oh}", "mcp"], lambda h: json.loads((h / ".claude.json").read_text())["mcpServers"]["oh"]),
+    "gemini": (["mcp", "add", "--scope", "user", "oh", "{oh}", "mcp"], lambda h: json.loads((h / ".gemini" / "settings.json").read_text())["mcpServers"]["oh"]),
+    "codex": (["mcp", "add", "oh", "--", "{oh}", "mcp"], lambda h: tomlkit.parse((h / ".codex" / "config.toml").read_text()).unwrap()["mcp_servers"]["oh"]),
+}
+
+
+@pytest.mark.parametrize("client", sorted(_OWN_ADD))
+def test_entry_matches_the_clients_own_mcp_add(tmp_path, client):
+    theirs_box, ours_box = Sandbox(tmp_path / "theirs"), Sandbox(tmp_path / "ours")
+    (theirs_box.home / ".codex").mkdir()  # codex mcp add wants CODEX_HOME to exist
+    p = ours_box.oh("mcp", "install", client)
+    assert p.returncode == 0, p.stderr
+    args, read = _OWN_ADD[client]
+    ours = read(ours_box.home)
+    p = theirs_box.client(client, *[a.replace("{oh}", ours["command"]) for a in args])
+    assert p.returncode == 0, f"{client} mcp add -> {p.returncode}\n{p.stdout}\n{p.stderr}"
+    theirs = read(theirs_box.home)
+    if client == "codex":  # plus the variables Codex would not pass on by itself (see install.CODEX_FORWARDED_ENV)
+        assert ours.pop("env_vars") == ["OH_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME"]
+    assert ours == theirs
+
+
 # --- Claude Code -----------------------------------------------------------------------------------
 
 def test_claude_user_scope_connects(box):
