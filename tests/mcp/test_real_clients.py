@@ -16,9 +16,8 @@ from __future__ import annotations
 import json
 import re
 
-import tomlkit
-
 import pytest
+import tomlkit
 
 from fake_model import FINAL_TEXT, FakeAnthropic, FakeGemini, FakeResponses
 from real_clients import Sandbox, install_clients
