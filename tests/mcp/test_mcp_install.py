@@ -67,6 +67,18 @@ def test_codex_keeps_toml_comments_and_other_servers(oh):
     assert entry["command"] == _oh_exe() and entry["tool_timeout_sec"] == 600
 
 
+def test_codex_forwards_oh_directories_and_keeps_the_users_env_vars(oh):
+    """Codex gives a stdio server only HOME, PATH & co.: without env_vars, `oh mcp` under Codex looked for
+    backends in the default directories, not in $OH_HOME, and answered NO_BACKEND (seen with codex 0.169)."""
+    path = oh.user_home / ".codex" / "config.toml"
+    path.parent.mkdir()
+    path.write_text(f'[mcp_servers.oh]\ncommand = "{_oh_exe()}"\nargs = ["mcp"]\nenv_vars = ["MY_VAR", "OH_HOME"]\n')
+    _install(oh, "codex")  # an entry from before env_vars: upgraded, the user's own variable kept
+    entry = tomlkit.parse(path.read_text())["mcp_servers"]["oh"]
+    assert list(entry["env_vars"]) == ["OH_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "MY_VAR"]
+    _assert_idempotent(oh, path, "codex")
+
+
 def test_codex_respects_codex_home(oh, tmp_path):
     home = tmp_path / "codexhome"
     oh.env["CODEX_HOME"] = str(home)
@@ -115,7 +127,9 @@ def test_dry_run_writes_nothing_and_print_gives_the_one_liner(oh):
 
     p = _install(oh, "claude", "--print")
     assert p.stdout.strip() == f"claude mcp add --scope user oh -- {_oh_exe()} mcp"
-    assert _install(oh, "codex", "--print", "--name", "myoh").stdout.strip() == f"codex mcp add myoh -- {_oh_exe()} mcp"
+    # Codex forwards only a few variables to servers: the one-liner carries oh's directories (set by the fixture)
+    env = f"--env OH_HOME={oh.home} --env XDG_CONFIG_HOME={oh.tmp / 'xdg-config'} --env XDG_STATE_HOME={oh.tmp / 'xdg-state'}"
+    assert _install(oh, "codex", "--print", "--name", "myoh").stdout.strip() == f"codex mcp add myoh {env} -- {_oh_exe()} mcp"
     assert _install(oh, "gemini", "--print", "--scope", "project").stdout.strip() == f"gemini mcp add --scope project oh {_oh_exe()} mcp"
     vs = _install(oh, "vscode", "--print").stdout.strip()
     assert vs.startswith("code --add-mcp ") and json.loads(vs.split(" ", 2)[2].strip("'"))["command"] == _oh_exe()

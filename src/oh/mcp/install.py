@@ -4,12 +4,12 @@ One ``Plan`` per client and scope: which file, its text before and after. Mergin
 else in the file (other servers, other settings; TOML comments through tomlkit) and is idempotent:
 a second install changes nothing. A file we cannot parse (JSON with comments, broken TOML) is never
 rewritten: the error shows the entry to add by hand. Locations and keys (checked against each
-client's documentation, 2026-11):
+client's documentation, 2026-11, then run for real by tests/mcp/test_real_clients.py):
 
 | client | user scope | project scope | key |
 |---|---|---|---|
 | claude | ~/.claude.json | .mcp.json | mcpServers.NAME {type: stdio, command, args, env} |
-| codex  | $CODEX_HOME/config.toml (~/.codex) | .codex/config.toml (trusted projects) | [mcp_servers.NAME] command, args |
+| codex  | $CODEX_HOME/config.toml (~/.codex) | .codex/config.toml (trusted projects) | [mcp_servers.NAME] command, args, env_vars |
 | gemini | ~/.gemini/settings.json | .gemini/settings.json | mcpServers.NAME {command, args} |
 | vscode | <VS Code user dir>/mcp.json | .vscode/mcp.json | servers.NAME {type: stdio, command, args} |
 | cursor | ~/.cursor/mcp.json | .cursor/mcp.json | mcpServers.NAME {command, args} |
@@ -32,6 +32,11 @@ SCOPES = ("user", "project")
 # window's folder whatever directory the editor starts it in. The CLIs start servers in the
 # project directory, where `oh mcp` looks by default.
 _WORKSPACE_VAR = {"vscode": "${workspaceFolder}", "cursor": "${workspaceFolder}"}
+# Codex starts a stdio server with only a few of its own variables (HOME, PATH, USER, LANG...), not
+# its whole environment: `oh mcp` would then look for backends in the default oh directories while
+# `oh start` (run with OH_HOME or XDG dirs set) registered them elsewhere, and answer NO_BACKEND.
+# `env_vars` names the variables Codex forwards from its environment (unset ones are skipped).
+CODEX_FORWARDED_ENV = ("OH_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME")
 
 
 class InstallError(Exception):
@@ -82,6 +87,8 @@ def entry_for(client: str, command: str, args: list[str]) -> dict[str, Any]:
         return {"type": "stdio", "command": command, "args": args, "env": {}}
     if client == "vscode":
         return {"type": "stdio", "command": command, "args": args}
+    if client == "codex":
+        return {"command": command, "args": args, "env_vars": list(CODEX_FORWARDED_ENV)}
     return {"command": command, "args": args}
 
 
@@ -154,6 +161,9 @@ def _merge_toml(text: str | None, path: Path, name: str, entry: dict[str, Any]) 
     if not isinstance(servers, dict):
         raise InstallError(f"{path}: mcp_servers is not a table; not touching it.")
     current = servers.get(name)
+    if current is not None and isinstance(current, dict) and isinstance(current.get("env_vars"), list):
+        # variables the user forwards on their own stay forwarded, after ours
+        entry = dict(entry, env_vars=entry.get("env_vars", []) + [v for v in current["env_vars"] if v not in entry.get("env_vars", [])])
     if current is not None and {k: current.get(k) for k in entry} == entry and text is not None:
         return text
     table = tomlkit.table()
@@ -226,7 +236,9 @@ def one_liner(client: str, scope: str = "user", *, name: str = "oh", command: st
     if client == "claude":
         return f"claude mcp add --scope {scope} {shlex.quote(name)} -- {argv}"
     if client == "codex":
-        return f"codex mcp add {shlex.quote(name)} -- {argv}"
+        # `codex mcp add` has no env_vars: pass today's values of the variables install would forward
+        env = "".join(f" --env {shlex.quote(f'{k}={os.environ[k]}')}" for k in CODEX_FORWARDED_ENV if os.environ.get(k))
+        return f"codex mcp add {shlex.quote(name)}{env} -- {argv}"
     if client == "gemini":
         return f"gemini mcp add --scope {scope} {shlex.quote(name)} {argv}"
     if client == "vscode":
