@@ -156,3 +156,17 @@ def test_jobs_of_a_killed_editor_are_lost_and_wait_does_not_hang(oh):
             attach.kill()
         attach.wait(5)
         oh("stop", "--instance", info["instance_id"])
+
+
+def test_group_options_reach_the_job_subcommands(oh, backend, tmp_path):
+    """`oh jobs -C DIR wait ID` (options before the subcommand, which the fast path hands to typer) uses
+    DIR's backend: from a directory no backend serves it must still find the job."""
+    jid = _bg(oh, "echo grouped; exit 4")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    p = oh("jobs", "-C", str(oh.workspace), "wait", jid, cwd=elsewhere)
+    assert p.returncode == 4 and p.stdout == "grouped\n", p.stderr
+    p = oh("jobs", "-C", str(oh.workspace), "--json", "poll", jid, cwd=elsewhere, check=0)
+    assert json.loads(p.stdout)["extras"]["job"]["job_id"] == jid
+    p = oh("jobs", "wait", jid, cwd=elsewhere)
+    assert p.returncode == 3  # without -C: no backend serves that directory

@@ -31,6 +31,16 @@ _JSON = typer.Option(False, "--json", help="Print JSON (the job records / the ob
 _JOB_ID = typer.Argument(..., help="The job id.")
 
 
+_GROUP_OPTIONS: dict = {}  # the options given to `oh jobs` itself, before a subcommand
+
+
+def _group(workspace: Optional[str], instance: Optional[str], json_: bool) -> dict:
+    """A subcommand's --workspace/--instance/--json, falling back to those given to `oh jobs` itself."""
+    group = _GROUP_OPTIONS
+    return {"workspace": workspace or group.get("workspace"), "instance": instance or group.get("instance"),
+            "json_": json_ or bool(group.get("json_"))}
+
+
 def _run(io: Streams, verb: str, workspace: Optional[str], instance: Optional[str], **kw) -> int:
     """Run a verb of oh.fastpath.jobs on the session the full CLI picked, with ``io`` as its streams."""
     from dataclasses import asdict
@@ -51,6 +61,9 @@ def jobs(
 ) -> None:
     """List the jobs of the `oh run` shell (running, and finished within job_retention)."""
     if ctx.invoked_subcommand is not None:
+        # `oh jobs -C DIR wait ID`: the group's options are the subcommand's defaults (kept here, not in
+        # ctx.obj: the typer shim calls commands outside click's current context).
+        _GROUP_OPTIONS.update(workspace=workspace, instance=instance, json_=json_)
         return
     raise typer.Exit(run_jobs(Streams.system(), workspace=workspace, instance=instance, json_=json_))
 
@@ -70,7 +83,7 @@ def wait(
     json_: bool = _JSON,
 ) -> None:
     """Wait until a job ends; print its output tail; exit with its exit code."""
-    raise typer.Exit(run_wait(Streams.system(), job_id=job_id, timeout=timeout, quiet=quiet, workspace=workspace, instance=instance, json_=json_))
+    raise typer.Exit(run_wait(Streams.system(), job_id=job_id, timeout=timeout, quiet=quiet, **_group(workspace, instance, json_)))
 
 
 def run_wait(io: Streams, *, job_id: str, timeout: Optional[float] = None, quiet: bool = False, workspace: Optional[str] = None,
@@ -89,7 +102,7 @@ def output(
     json_: bool = _JSON,
 ) -> None:
     """Print a job's output (all of it that is kept, or from --offset); -f follows it."""
-    raise typer.Exit(run_output(Streams.system(), job_id=job_id, offset=offset, follow=follow, workspace=workspace, instance=instance, json_=json_))
+    raise typer.Exit(run_output(Streams.system(), job_id=job_id, offset=offset, follow=follow, **_group(workspace, instance, json_)))
 
 
 def run_output(io: Streams, *, job_id: str, offset: int = 0, follow: bool = False, workspace: Optional[str] = None,
@@ -112,7 +125,7 @@ def _job_command(run, doc: str):
     """A typer command ``oh jobs <verb> JOB_ID`` calling ``run`` (cancel and poll take the same options)."""
 
     def command(job_id: str = _JOB_ID, workspace: Optional[str] = _WORKSPACE, instance: Optional[str] = _INSTANCE, json_: bool = _JSON) -> None:
-        raise typer.Exit(run(Streams.system(), job_id=job_id, workspace=workspace, instance=instance, json_=json_))
+        raise typer.Exit(run(Streams.system(), job_id=job_id, **_group(workspace, instance, json_)))
 
     command.__doc__ = doc
     return command
