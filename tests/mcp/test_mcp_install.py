@@ -160,3 +160,11 @@ def test_bad_client_or_scope_is_a_usage_error(oh):
     assert "unknown client 'emacs'" in p.stderr and "claude" in p.stderr
     p = _install(oh, "claude", "--scope", "global", check=2)
     assert "unknown scope" in p.stderr
+
+
+@pytest.mark.parametrize(("client", "step"), [("claude", "approve"), ("gemini", "trust this folder"), ("codex", "required = true")])
+def test_project_scope_says_what_the_client_asks_before_it_starts_the_server(oh, client, step):
+    """A project-scope entry stays inert until the user approves/trusts it in the client: the install says so;
+    a user-scope install does not need it."""
+    assert step in _install(oh, client, "--scope", "project").stdout
+    assert step not in _install(oh, client).stdout

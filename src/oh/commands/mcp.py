@@ -14,6 +14,18 @@ import typer
 from ._common import ERROR, USAGE, complete_instances, complete_runtimes, die
 from ._io import Streams
 
+# What each client asks of the user before it starts a project-scope server (seen with the real clients:
+# tests/mcp/test_real_clients.py); without it the tools silently do not appear.
+_PROJECT_STEP = {
+    "claude": "Claude Code starts a project's .mcp.json server only once you approve it: run `claude` in this folder, "
+              "trust the folder and approve `oh` (or check with `claude mcp list`).",
+    "gemini": "Gemini CLI starts no server in a folder you have not trusted: trust this folder in `gemini` "
+              "(`gemini mcp list` then shows `oh` connected).",
+    "codex": "Codex reads .codex/config.toml only in a trusted project: trust this folder in `codex`; "
+             "for `codex exec`, add `required = true` to the entry so it waits for the server.",
+}
+
+
 def _install_hint() -> str:
     import sys
 
@@ -107,6 +119,8 @@ def run_install(io: Streams, *, client: str, scope: str = "user", name: str = "o
             die(f"cannot write {plan.path}: {exc.strerror or exc}", ERROR)
         io.print(f"{plan.path}: added the MCP server `{name}` ({plan.entry['command']} {' '.join(plan.entry['args'])}).")
         io.print(f"Restart {client} (or reload its MCP servers) to pick it up.")
+        if scope == "project" and client in _PROJECT_STEP:
+            io.print(_PROJECT_STEP[client])
         if client == "claude" and scope == "user":
             # Claude Code keeps ~/.claude.json in memory and rewrites it: its own CLI is the safe path while it runs.
             io.print("If Claude Code is running, it may rewrite ~/.claude.json; its own command does the same safely: "
