@@ -41,6 +41,9 @@ class Session:
     editor_timeout: float = 30.0
     url: str = ""
     allowed_roots: list[str] = field(default_factory=list)  # workspace + `oh start --allow` dirs
+    # Review mode (docs/protocol.md §3.11): how long a write/edit may wait for the user's decision on top of
+    # the action's own deadline; 0 = review off. Clients with a wait of their own add it (the integrations).
+    review_timeout: float = 0.0
     # The editor leg's own credential (docs/security.md §2): /v1/editor accepts only this one, every
     # other role only ``token``, so an agent connection cannot register as an editor.
     editor_token: str = field(default="", repr=False)

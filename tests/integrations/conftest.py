@@ -26,7 +26,7 @@ class OhBackend:
     """A real `oh start --detach --runtime local` with an isolated OH_HOME (also set in this process,
     so discovery through the session files finds it)."""
 
-    def __init__(self, tmp: Path, runtime: str = "local", allow: list[Path] | None = None) -> None:
+    def __init__(self, tmp: Path, runtime: str = "local", allow: list[Path] | None = None, extra: tuple[str, ...] = ()) -> None:
         self.tmp = tmp
         self.home = tmp / "ohhome"
         self.workspace = tmp / "ws"
@@ -39,7 +39,7 @@ class OhBackend:
         args = ["start", "--detach", "--json", "--runtime", runtime, "-C", str(self.workspace)]
         for d in allow if allow is not None else [self.scratch]:
             args += ["--allow", str(d)]
-        proc = self.oh(*args, timeout=60)
+        proc = self.oh(*args, *extra, timeout=60)
         assert proc.returncode == 0, f"oh start failed ({proc.returncode}): {proc.stdout}\n{proc.stderr}"
         self.info = json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -75,6 +75,22 @@ def oh_backend(tmp_path: Path, monkeypatch):
     monkeypatch.setenv("OH_HOME", str(b.home))
     yield b
     b.stop()
+
+
+@pytest.fixture
+def make_oh_backend(tmp_path: Path, monkeypatch):
+    """A backend with extra `oh start` flags (e.g. --review), stopped after the test."""
+    made: list[OhBackend] = []
+
+    def make(*extra: str) -> OhBackend:
+        b = OhBackend(tmp_path, extra=extra)
+        monkeypatch.setenv("OH_HOME", str(b.home))
+        made.append(b)
+        return b
+
+    yield make
+    for b in made:
+        b.stop()
 
 
 def wait_until(cond, timeout: float, what: str, interval: float = 0.05):

@@ -255,6 +255,7 @@ class Backend:
             trace=str(self.config.trace_path or ""),
             editor_timeout=self.config.editor_timeout,
             allowed_roots=list(self.allowed_roots),
+            review_timeout=self.config.review_timeout if self.config.review else 0.0,
         )
 
     def _write_session(self) -> None:

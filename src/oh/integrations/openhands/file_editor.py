@@ -38,7 +38,8 @@ class OhFileEditorExecutor(links.LinkedExecutor, ToolExecutor[FileEditorAction, 
             return self._view_image(action, risk)
         frame = actions.edit(action.path, action.command, file_text=action.file_text, old_str=action.old_str, new_str=action.new_str,
                              insert_line=action.insert_line, view_range=action.view_range, security_risk=risk)
-        obs = self.link.send(frame, timeout=_WAIT)
+        # Review mode: a write/edit waits for the user too (the backend's deadline grows by as much).
+        obs = self.link.send(frame, timeout=_WAIT + (self.link.session.review_timeout if action.command != "view" else 0.0))
         if obs.get("observation") == "error":
             return FileEditorObservation.from_text(text=obs.get("content") or "", command=action.command, is_error=True)
         extras: dict[str, Any] = obs.get("extras") or {}

@@ -127,13 +127,20 @@ class VsCodeRuntime(Runtime):
         frame = dict(frame)
         frame["id"] = client.next_id()  # ours, unique on this connection (event-stream ids may be unset)
         try:
-            return client.send(frame, timeout=(timeout or _DEFAULT_WAIT) + _WAIT_SLACK)
+            return client.send(frame, timeout=(timeout or _DEFAULT_WAIT) + _WAIT_SLACK + self._review_wait(frame))
         except OhClientError as exc:
             self._client = None
             raise AgentRuntimeDisconnectedError(f"Lost the oh backend: {exc}") from None
         except TimeoutError:
             return {"observation": "error", "content": "The oh backend did not answer in time; check it with `oh status`.",
                     "extras": {"error_id": "TIMEOUT"}}
+
+    def _review_wait(self, frame: dict[str, Any]) -> float:
+        """Review mode: a write/edit also waits for the user's decision (the backend's deadline grows by as much)."""
+        kind = frame.get("action")
+        if kind == "write" or kind == "edit" and (frame.get("args") or {}).get("command") != "view":
+            return float(getattr(self._session, "review_timeout", 0.0) or 0.0)
+        return 0.0
 
     def _frame(self, action) -> dict[str, Any]:
         d = event_to_dict(action)
