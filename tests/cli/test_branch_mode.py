@@ -335,7 +335,7 @@ def test_foreground_live_view_reports_the_switch(oh) -> None:
             proc.communicate()
 
 
-@pytest.mark.parametrize(("answer", "expect"), [("2", "carry"), ("4", "cancel")])
+@pytest.mark.parametrize(("answer", "expect"), [("2", "carry"), ("5", "cancel")])
 def test_terminal_prompt_offers_the_choices_before_the_backend_starts(oh, dirty, answer, expect) -> None:
     import pexpect
 
@@ -343,9 +343,9 @@ def test_terminal_prompt_offers_the_choices_before_the_backend_starts(oh, dirty,
                           dimensions=(40, 160), encoding="utf-8", timeout=30)
     try:
         child.expect("has uncommitted changes")
-        for line in ("1\\) Stash the changes", "2\\) Carry the changes", "3\\) Don't use a branch", "4\\) Cancel"):
+        for line in ("1\\) Stash the changes", "2\\) Carry the changes", "3\\) Use review mode", "4\\) Don't use a branch", "5\\) Cancel"):
             child.expect(line)
-        child.expect("choose 1-4: ")
+        child.expect("choose 1-5: ")
         assert not (oh.home / "sessions").is_dir() or not list((oh.home / "sessions").glob("*.json"))  # nothing started yet
         child.sendline(answer)
         if expect == "cancel":
@@ -413,3 +413,39 @@ def test_doctor_checks_git_and_fails_only_when_branch_mode_needs_it(oh, tmp_path
     assert found["git"]["status"] == "fail" and "oh config set branch false" in found["git"]["fix"]
     proc = oh("start", "--detach", "--runtime", "local", "--branch", env=no_git)
     assert proc.returncode == 1 and "git is not installed" in proc.stderr
+
+
+def _accept_the_proposal(oh, info: dict, path: str) -> object:
+    """An agent writes ``path`` in review mode; the user accepts it with `oh review`; the observation."""
+    result: dict = {}
+    with agent(oh, info) as c:
+        worker = threading.Thread(target=lambda: result.setdefault("obs", c.write(path, "agent\n")))
+        worker.start()
+        pending = wait_for(lambda: oh.json("review", "--json").get("proposals"), 20, what="the proposal")
+        assert oh("review", "accept", pending[0]["id"], check=0).returncode == 0
+        worker.join(30)
+    return result["obs"]
+
+
+def test_on_dirty_review_falls_back_to_review_mode_without_a_branch(oh, dirty) -> None:
+    proc = oh("start", "--detach", "--json", "--runtime", "local", "--branch", "--on-dirty", "review")
+    assert proc.returncode == 0, proc.stderr
+    assert "review mode instead" in proc.stderr
+    info = json.loads(proc.stdout.strip().splitlines()[-1])
+    oh.started.append(info)  # stopped by the fixture
+    row = only_row(oh)
+    assert row.get("review") is True and "branch" not in row
+    obs = _accept_the_proposal(oh, info, "agent.txt")
+    assert obs.kind == "write" and "accepted" in obs.content
+    assert git(dirty, "branch", "--show-current") == "main"  # no branch: the user reviewed the change instead
+    assert (dirty / "agent.txt").read_text() == "agent\n" and (dirty / "README").read_text() == "changed by the user\n"
+
+
+def test_on_not_git_review_from_the_setting(oh) -> None:
+    proc = oh("start", "--detach", "--json", "--runtime", "local", "--branch", env={"OH_ON_NOT_GIT": "review"})
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads(proc.stdout.strip().splitlines()[-1])
+    oh.started.append(info)
+    assert only_row(oh).get("review") is True
+    assert _accept_the_proposal(oh, info, "n.txt").kind == "write"
+    assert not (oh.workspace / ".git").exists()  # nothing initialised: review mode, not a repository

@@ -42,7 +42,7 @@ def start(
     allow: Optional[list[str]] = typer.Option(None, "--allow", help="Also allow file actions and run cwds in DIR (repeatable; e.g. --allow /tmp). Adds to config `allowed_roots`."),
     branch: Optional[bool] = typer.Option(None, "--branch/--no-branch", help="Git-branch mode: before the agent's first change (write, edit, command), switch the workspace to a new branch oh/<date>-<time>-<agent> (VS Code's Git extension with --runtime vscode, git locally). Default: config `branch`."),
     branch_name: Optional[str] = typer.Option(None, "--branch-name", metavar="NAME", help="Branch mode on this branch instead (implies --branch): created if missing, switched to if it exists. Default: config `branch_name`."),
-    on_dirty: Optional[str] = typer.Option(None, "--on-dirty", metavar="MODE", autocompletion=_complete_on_dirty, help="Branch mode with uncommitted changes: stash | carry | abort | ask. Stash them, carry them to the branch, abort, or ask (a terminal prompt; VS Code's dialog). Needed without a terminal (--detach, --json) for --runtime local. Default: config `on_dirty`."),
+    on_dirty: Optional[str] = typer.Option(None, "--on-dirty", metavar="MODE", autocompletion=_complete_on_dirty, help="Branch mode with uncommitted changes: stash | carry | abort | review | ask. Stash them, carry them to the branch, abort, use review mode instead of a branch (decided at start), or ask (a terminal prompt; VS Code's dialog). Needed without a terminal (--detach, --json) for --runtime local. Default: config `on_dirty`."),
     git_init: bool = typer.Option(False, "--git-init", help="Branch mode in a folder that is not a git repository: run `git init` first (else you are asked, or it is refused). Default: config `on_not_git`."),
     review: Optional[bool] = typer.Option(None, "--review/--no-review", help="Proposal mode: write/edit become proposals you accept or reject (VS Code diff, or `oh review`). Default: config `review`."),
     review_timeout: Optional[float] = typer.Option(None, "--review-timeout", help="Seconds a proposal waits for a decision (then TIMEOUT, nothing written). Default: config `review_timeout`."),
@@ -70,12 +70,16 @@ def run_start(io: Streams, *, runtime: Optional[str] = None, workspace: str = ".
     if not os.path.isdir(workspace):
         die(f"workspace {workspace} is not a directory.", USAGE)
     branch_flags = {}
+    review_on = s.review
     if s.branch:  # asks (or refuses) about a dirty tree / no repository before anything starts
         from ..protocol.branch import Plan
         from . import _branch
 
         plan = _branch.settle(workspace, s.runtime, Plan(s.branch_name or None, s.on_dirty, s.on_not_git), _branch.interactive(detach, json_))
-        branch_flags = _branch.flags(plan)
+        if plan == _branch.REVIEW:  # the user's fallback for a dirty tree / no repository: proposals, no branch
+            review_on = True
+        else:
+            branch_flags = _branch.flags(plan)
     open_mode = s.open_editor if open_ is None else ("always" if open_ else "never")
     from ..launcher import process
 
@@ -88,7 +92,7 @@ def run_start(io: Streams, *, runtime: Optional[str] = None, workspace: str = ".
             workspace, runtime=s.runtime, token=token, host=s.host, port=s.port, editor_timeout=s.editor_timeout,
             action_timeout=s.action_timeout, trace=s.trace, trace_max_bytes=s.trace_max_bytes, log_level=s.log_level,
             allowed_roots=roots, jobs={**job_settings(s), **branch_flags},  # jobs: the backend's settings flags
-            review=s.review, review_timeout=s.review_timeout,
+            review=review_on, review_timeout=s.review_timeout,
         )
     session = started.session
     # Warnings only once the backend runs (never before an "already running" error). JSON mode keeps
@@ -112,7 +116,7 @@ def run_start(io: Streams, *, runtime: Optional[str] = None, workspace: str = ".
             return ERROR
     if detach:
         _signal_editor_detached(io, session, open_mode)
-        _tell_detached(io, started, warnings, json_, s)
+        _tell_detached(io, started, warnings, json_, s.review_timeout if review_on else None)
         return 0
     mode = "json" if json_ else ("rich" if io.tty else "plain")
     return _foreground(io, session, open_mode, mode, warnings)
@@ -139,7 +143,8 @@ def _allowed_roots(workspace: str, configured: list[str], allow: Optional[list[s
     return roots
 
 
-def _tell_detached(io: Streams, started, warnings: list[tuple[str, str]], json_: bool, s) -> None:
+def _tell_detached(io: Streams, started, warnings: list[tuple[str, str]], json_: bool, review_timeout: Optional[float]) -> None:
+    """--detach's report; ``review_timeout``: set when review mode is on."""
     session = started.session
     if json_:
         info = {"instance_id": session.instance_id, "pid": session.pid, "port": session.port, "url": session.url,
@@ -149,9 +154,9 @@ def _tell_detached(io: Streams, started, warnings: list[tuple[str, str]], json_:
     else:
         io.print(f"backend {session.instance_id} listening on {session.url} (runtime {session.runtime}, pid {session.pid})")
         io.print(f"workspace {session.workspace}; log {started.log_file}")
-        if s.review:
+        if review_timeout is not None:
             where = "in VS Code's diff editor" if session.runtime == "vscode" else "with `oh review`"
-            io.print(f"review mode: the agent's writes and edits wait for your accept/reject {where} (up to {s.review_timeout:g} s)")
+            io.print(f"review mode: the agent's writes and edits wait for your accept/reject {where} (up to {review_timeout:g} s)")
         io.print(f"stop it with `oh stop {session.instance_id}`")
 
 

@@ -20,12 +20,17 @@ from typing import Any
 ON_DIRTY = ("ask", "stash", "carry", "abort")
 # A folder that is not a git repository: ask (the editor's modal), init, or abort.
 ON_NOT_GIT = ("ask", "init", "abort")
-# The answers of the interactive prompts (terminal and VS Code modal). Falling back to proposal
-# mode ("review", issue 12 item 1) is meant to become one more entry here.
+# What `oh start` also takes for both (the settings on_dirty / on_not_git): "review" = start in review
+# mode, without a branch, when the tree is dirty / not a repository at start. The backend gets "ask" then.
+START_ONLY = ("review",)
+# The answers of the interactive prompts (terminal and VS Code modal). "review" (fall back to proposal
+# mode, §3.11) is settled before the backend starts, so only `oh start`'s prompt and flags offer it: a
+# running backend cannot turn review on (its editor learnt the mode when it registered).
 CHOICES = {
     "stash": "Stash the changes, then switch to the new branch",
     "carry": "Carry the changes to the new branch (git checkout -b keeps them)",
     "init": "Run `git init` here, then create the branch",
+    "review": "Use review mode instead of a branch (you accept or reject each change the agent proposes)",
     "nobranch": "Don't use a branch for this session (changes go to the current branch)",
     "cancel": "Cancel (the agent's action is refused; nothing changes)",
 }
@@ -162,11 +167,13 @@ def _refusal(question: str, choice: str) -> str:
             "to the new branch), or commit them first.")
 
 
-def question_text(question: str, workspace: str) -> tuple[str, list[str]]:
-    """The prompt for ``question`` and its choices (keys of CHOICES), for the terminal and the modal."""
+def question_text(question: str, workspace: str, at_start: bool = False) -> tuple[str, list[str]]:
+    """The prompt for ``question`` and its choices (keys of CHOICES), for the terminal and the modal.
+    ``at_start``: `oh start`'s prompt, which can also fall back to review mode."""
+    review = ["review"] if at_start else []
     if question == "not_git":
-        return f"{workspace} is not a git repository. Branch mode needs one.", ["init", "nobranch", "cancel"]
-    return f"{workspace} has uncommitted changes. Branch mode switches to a new branch before the agent's first change.", ["stash", "carry", "nobranch", "cancel"]
+        return f"{workspace} is not a git repository. Branch mode needs one.", ["init", *review, "nobranch", "cancel"]
+    return f"{workspace} has uncommitted changes. Branch mode switches to a new branch before the agent's first change.", ["stash", "carry", *review, "nobranch", "cancel"]
 
 
 def note(result: dict[str, Any]) -> str:
