@@ -77,6 +77,16 @@ def complete_instances(incomplete: str):
         return []
 
 
+def target_options():
+    """The --workspace/-C and --instance/-i options every command talking to one backend takes (typer
+    imported here, not at module level: the fast path's error mapping imports this module)."""
+    import typer
+
+    workspace = typer.Option(None, "--workspace", "-C", metavar="DIR", help="Use the backend serving this directory (default: cwd).")
+    instance = typer.Option(None, "--instance", "-i", metavar="ID", help="Use this backend (instance id or unique prefix).", autocompletion=complete_instances)
+    return workspace, instance
+
+
 def complete_runtimes(incomplete: str):
     return [(r, h) for r, h in (("local", "on this machine, no sandbox"), ("vscode", "in VS Code")) if r.startswith(incomplete)]
 

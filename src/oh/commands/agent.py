@@ -14,13 +14,12 @@ from typing import Iterator, List, Optional, Tuple
 
 import typer
 
-from ._common import EXIT_CODES_HELP, OhError, complete_instances, pick_session
+from ._common import EXIT_CODES_HELP, OhError, pick_session, target_options
 from ._io import Streams, bound
 
 EPILOG = EXIT_CODES_HELP + " `oh run` otherwise exits with the command's own exit code (6 when it was refused: another command still runs)."
 
-_WORKSPACE = typer.Option(None, "--workspace", "-C", metavar="DIR", help="Use the backend serving this directory (default: cwd).")
-_INSTANCE = typer.Option(None, "--instance", "-i", metavar="ID", help="Use this backend (instance id or unique prefix).", autocompletion=complete_instances)
+_WORKSPACE, _INSTANCE = target_options()
 _JSON = typer.Option(False, "--json", help="Print the observation as JSON (OpenHands shape).")
 _QUIET = typer.Option(False, "--quiet", "-q", help="Print only the result and errors: no notes, confirmations or snippets.")
 

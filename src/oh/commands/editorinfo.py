@@ -14,13 +14,12 @@ from typing import Optional
 
 import typer
 
-from ._common import EXIT_CODES_HELP, USAGE, OhError, complete_instances, pick_session
+from ._common import EXIT_CODES_HELP, USAGE, OhError, pick_session, target_options
 from ._io import Streams, bound
 
 EPILOG = EXIT_CODES_HELP + " These commands need a backend started with `oh start --runtime vscode` and VS Code connected."
 
-_WORKSPACE = typer.Option(None, "--workspace", "-C", metavar="DIR", help="Use the backend serving this directory (default: cwd).")
-_INSTANCE = typer.Option(None, "--instance", "-i", metavar="ID", help="Use this backend (instance id or unique prefix).", autocompletion=complete_instances)
+_WORKSPACE, _INSTANCE = target_options()
 _JSON = typer.Option(False, "--json", help="Print the observation as JSON (content + structured extras).")
 
 _LOCATION = re.compile(r"^(?P<path>.+?)(?::(?P<line>\d+))?(?::(?P<col>\d+))?$")

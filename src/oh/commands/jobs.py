@@ -15,7 +15,7 @@ from typing import Optional
 
 import typer
 
-from ._common import complete_instances, pick_session
+from ._common import pick_session, target_options
 from ._io import Streams, bound
 from .agent import _failed_as_oherror
 
@@ -25,8 +25,7 @@ app = typer.Typer(
     no_args_is_help=False,
 )
 
-_WORKSPACE = typer.Option(None, "--workspace", "-C", help="Use the backend serving this directory (default: cwd).")
-_INSTANCE = typer.Option(None, "--instance", "-i", help="Use this backend (instance id or unique prefix).", autocompletion=complete_instances)
+_WORKSPACE, _INSTANCE = target_options()
 _JSON = typer.Option(False, "--json", help="Print JSON (the job records / the observation).")
 _JOB_ID = typer.Argument(..., help="The job id.")
 

@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 import typer
 
-from ._common import ERROR, UNREACHABLE, USAGE, complete_instances, die, pick_session, print_json
+from ._common import ERROR, UNREACHABLE, USAGE, die, pick_session, print_json, target_options
 
 app = typer.Typer(
     help="Review the agent's proposed changes (backend started with `oh start --review`, runtime local).",
@@ -21,8 +21,7 @@ app = typer.Typer(
     invoke_without_command=True,
 )
 
-_WORKSPACE = typer.Option(None, "--workspace", "-C", help="The backend serving this directory (default: cwd).")
-_INSTANCE = typer.Option(None, "--instance", "-i", help="Backend instance id (or a unique prefix).", autocompletion=complete_instances)
+_WORKSPACE, _INSTANCE = target_options()
 _JSON = typer.Option(False, "--json", help="Machine-readable output (the backend's answer).")
 
 # Control-leg refusals and what to do about them (exit 1 unless the request itself was malformed).
