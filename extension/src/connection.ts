@@ -35,6 +35,8 @@ export interface ActionContext {
   workspace: string;
   /** workspace + allowed_roots as the backend reported them; [] = unknown (use the window's folders). */
   roots: string[];
+  /** The backend's `max_shells` (terminals per agent shell, extra ones included) when its answer carries it. */
+  maxShells?: number;
 }
 
 export function backendKey(s: SessionInfo): string {
@@ -218,7 +220,9 @@ export class EditorConnection {
         : undefined;
       // Paths and run cwds are confined to what THIS backend serves, not to the window's folders.
       const roots = allowed?.length ? allowed : workspace ? [workspace] : [];
-      this.context = { ...this.context, workspace, roots };
+      const ms = obj.max_shells;
+      const maxShells = typeof ms === 'number' && Number.isInteger(ms) && ms >= 1 && ms <= 256 ? ms : undefined;
+      this.context = { ...this.context, workspace, roots, maxShells };
       this.opts.onRegistered({ editor_id: this.editorId, instance_id: String(obj.instance_id ?? ''), workspace, allowed_roots: allowed });
       return;
     }

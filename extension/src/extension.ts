@@ -11,6 +11,7 @@ import { workspaceRoots } from './executors/files';
 import { KnowledgeExecutor } from './executors/knowledge';
 import { executeRead } from './executors/read';
 import { RunExecutor } from './executors/run';
+import { executeStat } from './executors/stat';
 import { executeWrite } from './executors/write';
 import { SessionManager } from './manager';
 import { registerFrame } from './protocol';
@@ -47,6 +48,7 @@ export function activate(context: vscode.ExtensionContext): void {
       read: (a, signal, ctx) => executeRead(a, signal, ctx),
       write: async (a, signal, ctx) => knowledge.afterChange(a, await executeWrite(a, signal, ctx)),
       edit: async (a, signal, ctx) => knowledge.afterChange(a, await edit.execute(a, signal, ctx)),
+      stat: (a, signal, ctx) => executeStat(a, signal, ctx),
       diagnostics: (a, signal) => knowledge.diagnostics(a, signal),
       open: (a) => knowledge.open(a),
       editors: (a) => knowledge.editors(a),

@@ -13,7 +13,10 @@ import { isKnowledgeKind, KNOWLEDGE_KINDS, KnowledgeKind, knowledgeArgsProblem, 
 export const PROTOCOL_VERSION = 1;
 /** WebSocket close codes the backend sends (src/oh/protocol/codes.py `Close`, docs/protocol.md). */
 export const Close = { GOING_AWAY: 1001, TOKEN_ROTATED: 4001, BAD_REGISTRATION: 4400 } as const;
-export const ACTION_KINDS = ['run', 'read', 'write', 'edit'] as const;
+export const ACTION_KINDS = ['run', 'read', 'write', 'edit', 'stat'] as const;
+export const WRITE_MODES = ['overwrite', 'create', 'append'] as const;
+/** What this extension advertises in `register` (docs/protocol.md §4): kinds and opt-in features. */
+export const CAPABILITIES = ['write_modes'] as const; // + 'stat' as a kind (ACTION_KINDS)
 export const EDIT_COMMANDS = ['view', 'create', 'str_replace', 'insert', 'undo_edit'] as const;
 export const MAX_OUTPUT_CHARS = 30000;
 /** Ids survive JSON numbers on both sides (Python ints, JavaScript doubles). */
@@ -90,6 +93,8 @@ export interface Action {
   /** Top-level `timeout` in seconds, when set (`0` = none given). */
   timeout?: number;
   agent?: AgentInfo;
+  /** Top-level `job_id` the backend gives every new command (§4): the command's id in `metadata.job_id`. */
+  jobId?: string;
 }
 
 /** Abort reason when the connection went away under an action: stop waiting, but do not kill anything. */
@@ -98,6 +103,7 @@ export const ORPHANED = 'oh:connection-lost';
 /** `max_output: 0` means "no oh truncation" up to this many characters (16 MiB). */
 export const MAX_OUTPUT_CAP = 16 * 1024 * 1024;
 export const SHELL_KEY = /^[A-Za-z0-9._-]{1,64}$/;
+export const JOB_ID = /^[A-Za-z0-9._-]{1,64}$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 // ---------------------------------------------------------------------------------------------
@@ -205,6 +211,7 @@ export function parseAction(obj: JsonObject): Action {
     timeout = t > 0 ? t : undefined;
   }
   const agent = parseAgent(obj.agent);
+  const jobId = typeof obj.job_id === 'string' && JOB_ID.test(obj.job_id) ? obj.job_id : undefined;
   if (isKnowledgeKind(kind)) {
     const problem = knowledgeArgsProblem(kind, a, (v, key) => isIntAt(obj, v, 'args', key));
     check(problem === undefined, problem ?? '', cause);
@@ -213,6 +220,7 @@ export function parseAction(obj: JsonObject): Action {
   if (kind === 'run') {
     check(typeof a.command === 'string', 'args.command must be a string.', cause);
     for (const key of ['is_input', 'blocking', 'hidden', 'reset', 'exclusive']) optType(a, key, isBool, 'a boolean', cause);
+    optType(a, 'job_id', (v) => typeof v === 'string' && JOB_ID.test(v), 'a command id such as "j3"', cause);
     optType(a, 'cwd', isStr, 'a string or null', cause);
     optType(a, 'max_output', (v) => isInt(v) && v >= 0, 'an integer >= 0', cause);
     if (a.env !== undefined && a.env !== null) {
@@ -229,6 +237,7 @@ export function parseAction(obj: JsonObject): Action {
       optType(a, 'encoding', (v) => v === 'auto' || v === 'base64', '"auto" or "base64"', cause);
     } else if (kind === 'write') {
       optType(a, 'encoding', (v) => typeof v === 'string' && /^[A-Za-z0-9._:-]{1,40}$/.test(v), 'an encoding name', cause);
+      optType(a, 'mode', (v) => (WRITE_MODES as readonly string[]).includes(v as string), `one of ${WRITE_MODES.join(', ')} (default overwrite)`, cause);
     }
     check(typeof a.path === 'string' && a.path !== '', 'args.path must be a non-empty string.', cause);
     check(!(a.path as string).includes('\0'), 'args.path must not contain NUL bytes.', cause);
@@ -245,6 +254,8 @@ export function parseAction(obj: JsonObject): Action {
     optType(a, 'diagnostics', isBool, 'a boolean', cause); // §3.6: the changed file's diagnostics (write/edit)
     if (kind === 'write') {
       check(typeof a.content === 'string', 'args.content must be a string.', cause);
+      const ranged = (typeof a.start === 'number' && a.start > 0) || (a.end !== undefined && a.end !== null && a.end !== -1);
+      check(!((a.mode === 'create' || a.mode === 'append') && ranged), `args.mode ${String(a.mode)} writes the whole file: drop args.start/args.end.`, cause);
     } else if (kind === 'edit') {
       const cmd = a.command;
       check(
@@ -264,7 +275,7 @@ export function parseAction(obj: JsonObject): Action {
       }
     }
   }
-  return { id: cause, kind: kind as ActionKind, args: a, timeout, agent };
+  return { id: cause, kind: kind as ActionKind, args: a, timeout, agent, jobId };
 }
 
 /**
@@ -313,6 +324,8 @@ export function summarize(action: Action, limit = 80): string {
     text = (r.is_input ? 'input: ' : '') + r.command;
   } else if (action.kind === 'edit') {
     text = `${String(action.args.command)} ${String(action.args.path)}`;
+  } else if (action.kind === 'stat') {
+    text = `stat ${String(action.args.path)}`;
   } else {
     text = String(action.args.path);
   }
@@ -391,8 +404,14 @@ export function readObservation(
   return obs('read', cause, content, `I read the file ${path}.`, extras);
 }
 
-export function writeObservation(cause: number | undefined, path: string): Observation {
-  return obs('write', cause, '', `I wrote to the file ${path}.`, { path });
+/** `content`: a note for the agent (write mode create found the file already there). */
+export function writeObservation(cause: number | undefined, path: string, content = ''): Observation {
+  return obs('write', cause, content, `I wrote to the file ${path}.`, { path });
+}
+
+/** oh's own kind (§3.9): `info` = exists, type, size, mtime, mode, encoding, mime_type, link. */
+export function statObservation(cause: number | undefined, path: string, content: string, info: JsonObject): Observation {
+  return obs('stat', cause, content, `I checked the path ${path}.`, { path, ...info });
 }
 
 export interface EditResult {
@@ -455,7 +474,7 @@ export function registerFrame(info: RegisterInfo): JsonObject {
     workspace_folders: info.workspaceFolders,
     editor: { name: info.editorName, version: info.editorVersion, pid: info.editorPid },
     extension_version: info.extensionVersion,
-    capabilities: [...ACTION_KINDS, ...KNOWLEDGE_KINDS],
+    capabilities: [...ACTION_KINDS, ...KNOWLEDGE_KINDS, ...CAPABILITIES],
   };
 }
 

@@ -184,6 +184,15 @@ export class RunController {
     return this.claimed || (this.running !== null && !this.running.done);
   }
 
+  /** Resolves once no command is starting or running here (an extra terminal is then retired). */
+  async idle(): Promise<void> {
+    while (this.busy) {
+      const cmd = this.running;
+      if (cmd && !cmd.done) await cmd.changed(60000);
+      else await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
   /** C-c, then kill what is left: the command stops, the terminal's shell stays. */
   async interrupt(): Promise<void> {
     const cmd = this.running;

@@ -283,3 +283,76 @@ test('a backend that goes away mid-command: the user is asked, the next backend 
     ex.dispose();
   }
 });
+
+// ---------------------------------------------------------------------------------------------
+// Concurrent commands (docs/protocol.md §3.8): extra terminals while the agent's terminal is busy.
+
+const jobRun = (args: JsonObject, agent: JsonObject, jobId: string, timeout?: number) =>
+  parseAction({ id: nextId++, action: 'run', args, agent, job_id: jobId, ...(timeout ? { timeout } : {}) });
+
+test('a command arriving while the terminal is busy runs in an extra terminal, up to max_shells, then BUSY', async () => {
+  mock.onTerminal = fakeShellIntegration;
+  const ex = new RunExecutor({ log: () => {}, confirmCommands: () => false });
+  const ctx = { ...ctxFor('b1', [root]), maxShells: 3 };
+  const agent = { id: 'a1', name: 'bot', workdir: root, shell: 'a1' };
+  const sig = new AbortController().signal;
+  const closed: unknown[] = [];
+  const sub = mock.closedTerminals.event((t: unknown) => closed.push(t));
+  try {
+    await ex.execute(jobRun({ command: 'cd sub' }, agent, 'j1'), sig, ctx);
+    const [a, b, c, busy] = await Promise.all([
+      ex.execute(jobRun({ command: 'sleep 0.6; echo A' }, agent, 'j2'), sig, ctx),
+      ex.execute(jobRun({ command: 'sleep 0.3; echo B; pwd' }, agent, 'j3'), sig, ctx),
+      ex.execute(jobRun({ command: 'echo C; cd /; exit 4' }, agent, 'j4'), sig, ctx),
+      ex.execute(jobRun({ command: 'echo D' }, agent, 'j5'), sig, ctx).catch((e: unknown) => e),
+    ]);
+    assert.equal(String(a.content), 'A\n');
+    assert.equal(meta(a).job_id, undefined, 'the main terminal, finished: no id');
+    assert.equal(String(b.content), `B\n${path.join(root, 'sub')}\n`, 'started where the main terminal was');
+    assert.equal(meta(b).job_id, 'j3');
+    assert.equal(String(c.content), 'C\n');
+    assert.equal(meta(c).exit_code, 4);
+    assert.equal(meta(c).job_id, 'j4');
+    assert.ok(busy instanceof ToolError && busy.errorId === 'BUSY' && /max_shells = 3/.test(busy.message), String(busy));
+    assert.deepEqual(mock.terminals.map((t) => t.options.name), ['oh · bot', 'oh · bot #2', 'oh · bot #3']);
+    await new Promise((r) => setTimeout(r, 150));
+    assert.equal(closed.length, 2, 'extra terminals go when their command ends; the main one stays');
+    assert.ok(closed.includes(mock.terminals[1]) && closed.includes(mock.terminals[2]));
+    const after = await ex.execute(jobRun({ command: 'pwd' }, agent, 'j6'), sig, ctx);
+    assert.equal(String(after.content), path.join(root, 'sub') + '\n', "an extra terminal's cd never reaches the main one");
+    assert.equal(mock.terminals.length, 3, 'the main terminal was idle: no new one');
+  } finally {
+    sub.dispose();
+    ex.dispose();
+  }
+});
+
+test('follow-ups go to the command args.job_id names, else to the most recent running one', async () => {
+  mock.onTerminal = fakeShellIntegration;
+  const ex = new RunExecutor({ log: () => {}, confirmCommands: () => false });
+  const ctx = ctxFor('b1', [root]);
+  const agent = { id: 'a1', name: 'bot', workdir: root, shell: 'a1' };
+  const sig = new AbortController().signal;
+  try {
+    const [main, extra] = await Promise.all([
+      ex.execute(jobRun({ command: 'sleep 1.2; echo main' }, agent, 'j1', 0.2), sig, ctx),
+      ex.execute(jobRun({ command: 'sleep 0.8; echo extra' }, agent, 'j2', 0.2), sig, ctx),
+    ]);
+    assert.equal(meta(main).exit_code, -1);
+    assert.equal(meta(main).job_id, 'j1', 'still running: its id is named');
+    assert.equal(meta(extra).job_id, 'j2');
+    // No job_id: the most recently started running command (j2).
+    const latest = await ex.execute(parseAction({ id: nextId++, action: 'run', args: { command: '' }, agent }), sig, ctx);
+    assert.equal(String(latest.content), 'extra\n');
+    assert.equal(meta(latest).job_id, 'j2');
+    const named = await ex.execute(parseAction({ id: nextId++, action: 'run', args: { command: '', job_id: 'j1' }, agent }), sig, ctx);
+    assert.equal(String(named.content), 'main\n');
+    assert.equal(meta(named).exit_code, 0);
+    const gone = await ex
+      .execute(parseAction({ id: nextId++, action: 'run', args: { command: '', job_id: 'j2' }, agent }), sig, ctx)
+      .catch((e: unknown) => e);
+    assert.ok(gone instanceof ToolError && gone.errorId === 'NO_COMMAND', String(gone));
+  } finally {
+    ex.dispose();
+  }
+});

@@ -208,6 +208,14 @@ class Slot {
   starting: Promise<CommandShell> | null = null;
   lastCwd: string | null = null;
   controller: RunController;
+  /** Id of the command started here last (the backend's top-level job_id). */
+  jobId: string | null = null;
+  /** When that command started (executor-wide order): follow-ups without job_id go to the newest running one. */
+  startedSeq = 0;
+  /** Extra terminals of this agent shell, by the id of the one command each runs (main slots only). */
+  readonly extras = new Map<string, Slot>();
+  /** `#N` in an extra terminal's name (0 = the main terminal). */
+  num = 0;
 
   constructor(
     readonly key: string,
@@ -225,16 +233,34 @@ class Slot {
 }
 
 const LEGACY_BACKEND = 'window';
+function mainBusyMessage(command: string): string {
+  return (
+    `Your command "${command.slice(0, 200)}" was NOT executed: the previous command is still running. ` +
+    'Wait for it (send an empty command), send it input (is_input), interrupt it (is_input "C-c"), or reset the shell.'
+  );
+}
+
+/** Terminals per agent shell (main + extra) when the backend's registered answer does not say (its default). */
+export const DEFAULT_MAX_SHELLS = 8;
+
+export function allBusyMessage(command: string, maxShells: number): string {
+  return (
+    `Your command "${command.slice(0, 200)}" was NOT executed: this agent's terminal and its ${maxShells - 1} extra terminals ` +
+    `are all busy (max_shells = ${maxShells}). Wait for a command to finish (send an empty command with args.job_id), ` +
+    'interrupt one (is_input "C-c" with args.job_id), or raise the backend setting max_shells.'
+  );
+}
 
 export class RunExecutor implements vscode.Disposable {
   private readonly slots = new Map<string, Slot>();
+  private seq = 0;
   private tmpDir: string | null = null;
   private readonly subs: vscode.Disposable[] = [];
 
   constructor(private readonly deps: RunExecutorDeps) {
     this.subs.push(
       vscode.window.onDidCloseTerminal((t) => {
-        for (const slot of this.slots.values()) {
+        for (const slot of [...this.slots.values()].flatMap((m) => [m, ...m.extras.values()])) {
           if (slot.shell instanceof IntegratedShell && t === slot.shell.terminal) {
             slot.lastCwd = slot.shell.cwd();
             slot.shell.dispose();
@@ -378,8 +404,86 @@ export class RunExecutor implements vscode.Disposable {
       if (choice !== 'Run') throw new ToolError(`The user declined to run \`${args.command}\`.`, 'INTERRUPTED');
     }
     if (args.env) this.deps.log(`run exports ${Object.keys(args.env).join(', ')} (values not logged)`);
-    const r = await slot.controller.run(args, { timeoutS: action.timeout, signal }, cwd);
-    return runObservation(action.id, args.command, { ...r, ...hostMetadata() }, args.hidden);
+    // No await between choosing the terminal and controller.run claiming it: two commands arriving
+    // together never pick the same idle terminal.
+    const target = this.laneFor(slot, action, args.is_input || args.command.trim() === '', ctx);
+    let r;
+    try {
+      r = await target.controller.run(args, { timeoutS: action.timeout, signal }, cwd);
+    } finally {
+      if (target !== slot && !target.controller.busy) this.retire(slot, target);
+    }
+    const o = runObservation(action.id, args.command, { ...r, ...hostMetadata() }, args.hidden);
+    // The command's id: always for an extra terminal's command, and for one still running (soft timeout).
+    const jid = target.jobId;
+    if (jid && (target !== slot || (r.exitCode === -1 && target.controller.busy))) {
+      ((o.extras as Record<string, unknown>).metadata as Record<string, unknown>).job_id = jid;
+    }
+    return o;
+  }
+
+  /**
+   * Which terminal of the agent's shell serves this action (docs/protocol.md §3.8). Follow-ups go to
+   * the command `args.job_id` names, else to the most recently started one still running. A new
+   * command goes to the main terminal when it is idle, else to a new extra terminal started in the
+   * main one's directory, up to max_shells terminals in all (then BUSY).
+   */
+  private laneFor(slot: Slot, action: Action, followUp: boolean, ctx?: ActionContext): Slot {
+    const lanes = [slot, ...slot.extras.values()];
+    if (followUp) {
+      const jid = typeof action.args.job_id === 'string' ? action.args.job_id : null;
+      if (jid) {
+        const hit = lanes.find((l) => l.jobId === jid && l.controller.busy);
+        if (!hit) throw new ToolError(`No running command ${jid} in this agent's shell (it ended, or the id is unknown).`, 'NO_COMMAND');
+        return hit;
+      }
+      const running = lanes.filter((l) => l.controller.busy).sort((a, b) => b.startedSeq - a.startedSeq);
+      return running[0] ?? slot;
+    }
+    let lane = slot;
+    if (slot.controller.busy) {
+      const max = ctx?.maxShells ?? DEFAULT_MAX_SHELLS;
+      // args.exclusive: one terminal, as the OpenHands SDK's (a new command while one runs is an error it sees).
+      if (action.args.exclusive === true) throw new ToolError(mainBusyMessage(String(action.args.command ?? '')), 'BUSY');
+      if (lanes.length >= max) throw new ToolError(allBusyMessage(String(action.args.command ?? ''), max), 'BUSY');
+      lane = this.newExtra(slot, action);
+    }
+    lane.jobId = action.jobId ?? null;
+    lane.startedSeq = ++this.seq;
+    return lane;
+  }
+
+  private newExtra(slot: Slot, action: Action): Slot {
+    const used = new Set([...slot.extras.values()].map((e) => e.num));
+    let num = 2;
+    while (used.has(num)) num++;
+    const id = action.jobId ?? `x${++this.seq}`;
+    const extra = new Slot(`${slot.key}#${num}`, slot.backend, slot.shellKey, `${slot.name} #${num}`, slot.workdir, (s) => this.ensureShell(s));
+    extra.num = num;
+    // Started where the main terminal is now; its own `cd`s and exports stay in it.
+    extra.lastCwd = slot.shell?.cwd() ?? slot.lastCwd;
+    // A pseudoterminal (./pty.ts): it serves one command, so shell state need not persist, it is ready at
+    // once, and in the e2e suite terminals created in a burst with shell integration sometimes never
+    // reported their command's end (the pseudoterminal reports it itself).
+    extra.preferPty = true;
+    slot.extras.set(id, extra);
+    // An extra terminal serves one command: closed when that command ends, whether or not anyone is waiting on it.
+    void extra.controller.idle().then(() => setTimeout(() => this.retire(slot, extra), 50));
+    return extra;
+  }
+
+  /** Disposes an extra terminal whose command ended (the main terminal is kept). */
+  private retire(slot: Slot, extra: Slot): void {
+    if (extra.controller.busy) return;
+    let found = false;
+    for (const [id, e] of slot.extras) {
+      if (e === extra) {
+        slot.extras.delete(id);
+        found = true;
+      }
+    }
+    if (!found) return;
+    void this.resetSlot(extra);
   }
 
   /** agent_gone: that agent's private shell ends with it (shared-key shells are never named here). */
@@ -388,6 +492,8 @@ export class RunExecutor implements vscode.Disposable {
     if (!slot) return;
     this.slots.delete(slot.key);
     this.deps.log(`agent gone: closing the "${slot.name}" terminal`);
+    for (const extra of slot.extras.values()) void this.resetSlot(extra);
+    slot.extras.clear();
     void this.resetSlot(slot);
   }
 
@@ -397,9 +503,9 @@ export class RunExecutor implements vscode.Disposable {
    * blocks nobody, since the next backend's agents get terminals of their own.
    */
   backendGone(backend: string): void {
-    for (const slot of [...this.slots.values()]) {
-      if (slot.backend !== backend) continue;
-      this.slots.delete(slot.key);
+    const mains = [...this.slots.values()].filter((m) => m.backend === backend);
+    for (const m of mains) this.slots.delete(m.key);
+    for (const slot of mains.flatMap((m) => [m, ...m.extras.values()])) {
       if (!slot.controller.busy || !slot.shell) {
         void this.resetSlot(slot);
         continue;
@@ -419,7 +525,7 @@ export class RunExecutor implements vscode.Disposable {
 
   dispose(): void {
     for (const s of this.subs) s.dispose();
-    for (const slot of this.slots.values()) if (slot.shell instanceof PtyShell) slot.shell.dispose();
+    for (const m of this.slots.values()) for (const slot of [m, ...m.extras.values()]) if (slot.shell instanceof PtyShell) slot.shell.dispose();
     if (this.tmpDir) fs.rm(this.tmpDir, { recursive: true, force: true }, () => {});
   }
 }

@@ -1,0 +1,113 @@
+"""Concurrent commands in a real VS Code (docs/protocol.md §3.8, §4.1): several `run`s sent at once on
+one agent connection each get a terminal (the agent's, then `oh · <agent> #N` extra ones), all run,
+each answer carries its own output; extra terminals close when their command ends. Also `stat` and the
+write modes through the extension (§3.9).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import VsCode, wait_until
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900)]
+
+
+@pytest.fixture(scope="module")
+def backend(vscode: VsCode):
+    # 64 terminals per agent shell, so 50 concurrent commands fit; the backend tells the extension (registered.max_shells).
+    vscode.env["OH_MAX_SHELLS"] = "64"
+    try:
+        proc = vscode.oh("start", "--runtime", "vscode", "--workspace", str(vscode.workspace), "--detach", "--no-open", "--json", timeout=60)
+    finally:
+        vscode.env.pop("OH_MAX_SHELLS", None)
+    assert proc.returncode == 0, f"oh start failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+    info = json.loads(proc.stdout)
+
+    def registered():
+        return any(s.get("instance_id") == info["instance_id"] and s.get("editors") for s in vscode.sessions())
+
+    wait_until(registered, 60, "the extension to register with the backend")
+    info["session_file"] = json.loads((vscode.oh_home / "sessions" / f"{info['instance_id']}.json").read_text())
+    yield info
+    vscode.oh("stop", info["instance_id"], timeout=60)
+
+
+async def _concurrent(info: dict[str, Any], n: int, tag: str) -> list[dict[str, Any]]:
+    from oh.client import Client
+
+    s = info["session_file"]
+    async with await Client.connect(s["url"], s["token"], name=f"jobs-{tag}") as c:
+        # Every command outlives the time it takes to send them all, so they really overlap.
+        obs = await asyncio.gather(*(c.run(f"sleep 2; echo {tag}-$(( {i} * 3 ))", timeout=180) for i in range(n)))
+        return list(obs)
+
+
+def _check(obs: list[dict[str, Any]], n: int, tag: str) -> None:
+    for i, o in enumerate(obs):
+        assert o["observation"] == "run", (i, o)
+        assert o["content"] == f"{tag}-{i * 3}\n", (i, o["content"])
+        assert o["extras"]["metadata"]["exit_code"] == 0, (i, o)
+    ids = [o["extras"]["metadata"].get("job_id") for o in obs]
+    extra = [j for j in ids if j]
+    assert len(extra) >= 1, "at least one command ran in an extra terminal"
+    assert len(set(extra)) == len(extra), f"each extra-terminal command has its own id: {ids}"
+
+
+
+def test_ten_concurrent_runs_all_execute(vscode: VsCode, backend: dict):
+    obs = asyncio.run(_concurrent(backend, 10, "ten"))
+    _check(obs, 10, "ten")
+
+
+def test_fifty_concurrent_runs_all_execute(vscode: VsCode, backend: dict):
+    obs = asyncio.run(_concurrent(backend, 50, "fifty"))
+    _check(obs, 50, "fifty")
+
+
+def test_extra_terminal_starts_in_the_main_terminals_directory(vscode: VsCode, backend: dict):
+    from oh.client import Client
+
+    sub = vscode.workspace / "jobsub"
+    sub.mkdir(exist_ok=True)
+
+    async def go():
+        s = backend["session_file"]
+        async with await Client.connect(s["url"], s["token"], name="jobs-cwd") as c:
+            assert (await c.run(f"cd {sub}", timeout=60))["extras"]["metadata"]["exit_code"] == 0
+            slow, fast = await asyncio.gather(c.run("sleep 2; pwd", timeout=120), c.run("pwd; cd /", timeout=120))
+            after = await c.run("pwd", timeout=60)
+            return slow, fast, after
+
+    slow, fast, after = asyncio.run(go())
+    real = os.path.realpath(sub)
+    assert slow["content"].strip() == real and fast["content"].strip() == real, (slow, fast)
+    assert fast["extras"]["metadata"].get("job_id"), fast
+    assert after["content"].strip() == real, "the extra terminal's cd stayed there"
+
+
+def test_stat_and_write_modes_through_the_extension(vscode: VsCode, backend: dict):
+    from oh.client.sync import SyncClient
+
+    s = backend["session_file"]
+    p = vscode.workspace / "modes" / "log.txt"
+    with SyncClient.connect(s["url"], s["token"], name="jobs-modes") as c:
+        o = c.write_file(str(p), "one\n", mode="create")
+        assert o["observation"] == "write" and o["content"] == "", o
+        o = c.write_file(str(p), "two\n", mode="create")
+        assert "already exists; it was not changed (mode create)" in o["content"], o
+        o = c.write_file(str(p), "three\n", mode="append")
+        assert o["observation"] == "write", o
+        assert p.read_text() == "one\nthree\n"
+        st = c.stat(str(p))
+        assert st["observation"] == "stat", st
+        assert st["extras"]["exists"] is True and st["extras"]["type"] == "file" and st["extras"]["size"] == 10, st
+        assert st["extras"]["encoding"] == "utf-8" and st["extras"]["mime_type"] == "text/plain", st
+        missing = c.stat(str(p) + ".nope")
+        assert missing["extras"]["exists"] is False, missing
