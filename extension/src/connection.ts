@@ -37,6 +37,10 @@ export interface ActionContext {
   roots: string[];
   /** The backend's `max_shells` (terminals per agent shell, extra ones included) when its answer carries it. */
   maxShells?: number;
+  /** The backend's `job_retention` (s) when its answer carries it: how long finished jobs are kept. */
+  jobRetentionS?: number;
+  /** Sends a frame of our own to this backend (job events, §4); dropped when the connection is closed. */
+  sendFrame?: (frame: JsonObject) => void;
 }
 
 export function backendKey(s: SessionInfo): string {
@@ -112,7 +116,7 @@ export class EditorConnection {
   constructor(private readonly opts: ConnectionOptions) {
     this.session = opts.session;
     const s = opts.session;
-    this.context = { backend: backendKey(s), instanceId: s.instance_id, workspace: '', roots: [] };
+    this.context = { backend: backendKey(s), instanceId: s.instance_id, workspace: '', roots: [], sendFrame: (f) => this.sendJson(f) };
     // The editor credential goes in the Authorization header, never in the URL (the backend ignores
     // query tokens). `ws` sends no Origin header unless asked to, which the backend requires (an
     // Origin means a browser page: refused with 403). Host is 127.0.0.1:<port> from the URL.
@@ -222,7 +226,9 @@ export class EditorConnection {
       const roots = allowed?.length ? allowed : workspace ? [workspace] : [];
       const ms = obj.max_shells;
       const maxShells = typeof ms === 'number' && Number.isInteger(ms) && ms >= 1 && ms <= 256 ? ms : undefined;
-      this.context = { ...this.context, workspace, roots, maxShells };
+      const jr = obj.job_retention;
+      const jobRetentionS = typeof jr === 'number' && Number.isFinite(jr) && jr >= 0 ? jr : undefined;
+      this.context = { ...this.context, workspace, roots, maxShells, jobRetentionS };
       this.opts.onRegistered({ editor_id: this.editorId, instance_id: String(obj.instance_id ?? ''), workspace, allowed_roots: allowed });
       return;
     }

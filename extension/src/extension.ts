@@ -49,6 +49,7 @@ export function activate(context: vscode.ExtensionContext): void {
       write: async (a, signal, ctx) => knowledge.afterChange(a, await executeWrite(a, signal, ctx)),
       edit: async (a, signal, ctx) => knowledge.afterChange(a, await edit.execute(a, signal, ctx)),
       stat: (a, signal, ctx) => executeStat(a, signal, ctx),
+      job: (a, signal, ctx) => run.executeJob(a, signal, ctx),
       diagnostics: (a, signal) => knowledge.diagnostics(a, signal),
       open: (a) => knowledge.open(a),
       editors: (a) => knowledge.editors(a),

@@ -13,10 +13,11 @@ import { isKnowledgeKind, KNOWLEDGE_KINDS, KnowledgeKind, knowledgeArgsProblem, 
 export const PROTOCOL_VERSION = 1;
 /** WebSocket close codes the backend sends (src/oh/protocol/codes.py `Close`, docs/protocol.md). */
 export const Close = { GOING_AWAY: 1001, TOKEN_ROTATED: 4001, BAD_REGISTRATION: 4400 } as const;
-export const ACTION_KINDS = ['run', 'read', 'write', 'edit', 'stat'] as const;
+export const ACTION_KINDS = ['run', 'read', 'write', 'edit', 'stat', 'job'] as const;
+export const JOB_OPS = ['list', 'poll', 'wait', 'output', 'cancel'] as const;
 export const WRITE_MODES = ['overwrite', 'create', 'append'] as const;
 /** What this extension advertises in `register` (docs/protocol.md §4): kinds and opt-in features. */
-export const CAPABILITIES = ['write_modes'] as const; // + 'stat' as a kind (ACTION_KINDS)
+export const CAPABILITIES = ['write_modes'] as const; // + 'stat' and 'job' as kinds (ACTION_KINDS)
 export const EDIT_COMMANDS = ['view', 'create', 'str_replace', 'insert', 'undo_edit'] as const;
 export const MAX_OUTPUT_CHARS = 30000;
 /** Ids survive JSON numbers on both sides (Python ints, JavaScript doubles). */
@@ -36,6 +37,7 @@ export type ErrorId =
   | 'INTERRUPTED'
   | 'BUSY'
   | 'NO_COMMAND'
+  | 'NO_JOB'
   | 'UNTRUSTED_WORKSPACE'
   | 'SERVER_ERROR';
 
@@ -219,7 +221,7 @@ export function parseAction(obj: JsonObject): Action {
   }
   if (kind === 'run') {
     check(typeof a.command === 'string', 'args.command must be a string.', cause);
-    for (const key of ['is_input', 'blocking', 'hidden', 'reset', 'exclusive']) optType(a, key, isBool, 'a boolean', cause);
+    for (const key of ['is_input', 'blocking', 'hidden', 'reset', 'exclusive', 'background', 'force']) optType(a, key, isBool, 'a boolean', cause);
     optType(a, 'job_id', (v) => typeof v === 'string' && JOB_ID.test(v), 'a command id such as "j3"', cause);
     optType(a, 'cwd', isStr, 'a string or null', cause);
     optType(a, 'max_output', (v) => isInt(v) && v >= 0, 'an integer >= 0', cause);
@@ -232,6 +234,18 @@ export function parseAction(obj: JsonObject): Action {
         check(typeof v === 'string' && !v.includes('\0'), `args.env.${k} must be a string without NUL characters.`, cause);
       }
     }
+    check(
+      !(a.background === true && (a.is_input === true || a.reset === true || String(a.command).trim() === '')),
+      'args.background needs a non-empty command and cannot be combined with is_input or reset.',
+      cause,
+    );
+  } else if (kind === 'job') {
+    check((JOB_OPS as readonly string[]).includes(a.op as string), `args.op must be one of ${JOB_OPS.join(', ')}.`, cause);
+    if (a.op !== 'list' || (a.job_id !== undefined && a.job_id !== null)) {
+      check(typeof a.job_id === 'string' && JOB_ID.test(a.job_id), 'args.job_id must be a job id string such as "j3" (from an earlier observation or `job list`).', cause);
+    }
+    for (const key of ['offset', 'limit', 'tail']) optType(a, key, (v) => isInt(v) && v >= 0, 'an integer >= 0', cause);
+    optType(a, 'wait', (v) => typeof v === 'number' && Number.isFinite(v) && v >= 0, 'a number of seconds >= 0', cause);
   } else {
     if (kind === 'read') {
       optType(a, 'encoding', (v) => v === 'auto' || v === 'base64', '"auto" or "base64"', cause);
@@ -326,6 +340,8 @@ export function summarize(action: Action, limit = 80): string {
     text = `${String(action.args.command)} ${String(action.args.path)}`;
   } else if (action.kind === 'stat') {
     text = `stat ${String(action.args.path)}`;
+  } else if (action.kind === 'job') {
+    text = `job ${String(action.args.op)} ${typeof action.args.job_id === 'string' ? action.args.job_id : ''}`;
   } else {
     text = String(action.args.path);
   }
@@ -410,6 +426,11 @@ export function writeObservation(cause: number | undefined, path: string, conten
 }
 
 /** oh's own kind (§3.9): `info` = exists, type, size, mtime, mode, encoding, mime_type, link. */
+/** Our own kind: the answer to a `job` action (docs/protocol.md §3.8). */
+export function jobObservation(cause: number | undefined, op: string, content: string, extras: JsonObject): Observation {
+  return obs('job', cause, content, `Job ${op}.`, { op, ...extras });
+}
+
 export function statObservation(cause: number | undefined, path: string, content: string, info: JsonObject): Observation {
   return obs('stat', cause, content, `I checked the path ${path}.`, { path, ...info });
 }

@@ -356,3 +356,97 @@ test('follow-ups go to the command args.job_id names, else to the most recent ru
     ex.dispose();
   }
 });
+
+// Background jobs and the `job` action (docs/protocol.md §3.8) through the executor: real bash in the
+// jobs' pseudoterminals, job events sent to the backend.
+
+const jobAction = (args: JsonObject, agent: JsonObject, timeout?: number) =>
+  parseAction({ id: nextId++, action: 'job', args, agent, ...(timeout ? { timeout } : {}) });
+
+test('background job: answers at once with its id, runs in its own named terminal, followed by the job ops', async () => {
+  mock.onTerminal = fakeShellIntegration;
+  const ex = new RunExecutor({ log: () => {}, confirmCommands: () => false });
+  const frames: JsonObject[] = [];
+  const ctx = { ...ctxFor('bj', [root]), maxShells: 4, sendFrame: (f: JsonObject) => void frames.push(f) };
+  const agent = { id: 'a1', name: 'bot', workdir: root, shell: 'a1' };
+  const sig = new AbortController().signal;
+  try {
+    const started = await ex.execute(jobRun({ command: 'echo one; sleep 0.5; echo two; exit 3', background: true }, agent, 'j1'), sig, ctx);
+    assert.equal(meta(started).job_id, 'j1');
+    assert.equal(meta(started).exit_code, -1);
+    assert.match(String(meta(started).suffix), /Started in the background as job j1/);
+    assert.equal(mock.terminals.at(-1)!.options.name, 'oh · bot · job j1: echo one; sleep 0.5; echo two; exit 3');
+    const dup = await ex.execute(jobRun({ command: 'echo one; sleep 0.5; echo two; exit 3', background: true }, agent, 'j2'), sig, ctx);
+    assert.equal(meta(dup).job_id, 'j1', 'an identical running job is not started again');
+    assert.match(String(meta(dup).suffix), /already running/);
+    const forced = await ex.execute(jobRun({ command: 'echo one; sleep 0.5; echo two; exit 3', background: true, force: true }, agent, 'j3'), sig, ctx);
+    assert.equal(meta(forced).job_id, 'j3');
+    // the main terminal stays free for foreground commands meanwhile
+    const fg = await ex.execute(jobRun({ command: 'echo fg' }, agent, 'j4'), sig, ctx);
+    assert.equal(String(fg.content), 'fg\n');
+    const waited = await ex.executeJob(jobAction({ op: 'wait', job_id: 'j1' }, agent, 30), sig, ctx);
+    const ex1 = waited.extras as JsonObject;
+    assert.equal(ex1.timed_out, false);
+    assert.deepEqual([(ex1.job as JsonObject).state, (ex1.job as JsonObject).exit_code], ['FAILED', 3]);
+    assert.equal(String(waited.content), 'one\ntwo\n');
+    const out = await ex.executeJob(jobAction({ op: 'output', job_id: 'j1', offset: 4 }, agent), sig, ctx);
+    assert.deepEqual([String(out.content), (out.extras as JsonObject).eof], ['two\n', true]);
+    await ex.executeJob(jobAction({ op: 'wait', job_id: 'j3' }, agent, 30), sig, ctx);
+    const listed = await ex.executeJob(jobAction({ op: 'list' }, agent), sig, ctx);
+    assert.match(String(listed.content), /j1 {2}FAILED exit 3 {2}background/);
+    const events = frames.map((f) => `${f.event} ${(f.job as JsonObject).job_id} ${(f.job as JsonObject).state}`);
+    assert.ok(events.includes('job_started j1 RUNNING') && events.includes('job_finished j1 FAILED'), events.join(', '));
+  } finally {
+    ex.dispose();
+  }
+});
+
+test('cancel stops a background job (C-c to its process group); a follow-up by job_id reaches it', async () => {
+  mock.onTerminal = fakeShellIntegration;
+  const ex = new RunExecutor({ log: () => {}, confirmCommands: () => false });
+  const ctx = ctxFor('bc', [root]);
+  const agent = { id: 'a1', name: 'bot', workdir: root, shell: 'a1' };
+  const sig = new AbortController().signal;
+  try {
+    await ex.execute(jobRun({ command: 'read x; echo got $x; sleep 60', background: true }, agent, 'j1'), sig, ctx);
+    const typed = await ex.execute(parseAction({ id: nextId++, action: 'run', args: { command: 'hello', is_input: true, job_id: 'j1' }, agent, timeout: 1 }), sig, ctx);
+    assert.equal(meta(typed).job_id, 'j1');
+    const out = await ex.executeJob(jobAction({ op: 'output', job_id: 'j1', wait: 10 }, agent), sig, ctx);
+    assert.match(String(out.content), /got hello/);
+    const t0 = Date.now();
+    const cancelled = await ex.executeJob(jobAction({ op: 'cancel', job_id: 'j1' }, agent), sig, ctx);
+    assert.match(String(cancelled.content), /^Job j1 cancelled \(exit code \d+\)\.$/);
+    assert.equal(((cancelled.extras as JsonObject).job as JsonObject).state, 'CANCELLED');
+    assert.ok(Date.now() - t0 < 20000);
+    await assert.rejects(ex.executeJob(jobAction({ op: 'poll', job_id: 'j99' }, agent), sig, ctx), (e: unknown) => e instanceof ToolError && e.errorId === 'NO_JOB');
+  } finally {
+    ex.dispose();
+  }
+});
+
+test('when VS Code pairs our command with an execution of its own, the execution starting in the terminal is followed', async () => {
+  // VS Code matches executeCommand to the shell's report by command-line text; on a mismatch its own
+  // execution starts and ours never does. The fake reproduces that: the returned execution stays silent.
+  mock.onTerminal = (term: Terminal) => {
+    fakeShellIntegration(term);
+    const real = term.shellIntegration as { executeCommand(t: string): { read(): AsyncIterable<string> } };
+    term.shellIntegration = {
+      get cwd() {
+        return Uri.file(root);
+      },
+      executeCommand(text: string) {
+        const theirs = real.executeCommand(text);
+        setImmediate(() => mock.executionStarted.fire({ terminal: term, execution: theirs }));
+        return { cwd: Uri.file(root), read: async function* () {} } as unknown;
+      },
+    };
+  };
+  const ex = new RunExecutor({ log: () => {}, confirmCommands: () => false });
+  try {
+    const o = await ex.execute(run({ command: 'echo adopted; exit 2', blocking: true }), new AbortController().signal, ctxFor('ad', [root]));
+    assert.equal(String(o.content), 'adopted\n');
+    assert.equal(meta(o).exit_code, 2);
+  } finally {
+    ex.dispose();
+  }
+});

@@ -1,7 +1,11 @@
-"""Concurrent commands in a real VS Code (docs/protocol.md §3.8, §4.1): several `run`s sent at once on
-one agent connection each get a terminal (the agent's, then `oh · <agent> #N` extra ones), all run,
-each answer carries its own output; extra terminals close when their command ends. Also `stat` and the
-write modes through the extension (§3.9).
+"""Concurrent commands and background jobs in a real VS Code (docs/protocol.md §3.8, §4.1): several
+`run`s sent at once on one agent connection each get a terminal (the agent's, then `oh · <agent> #N`
+extra ones), all run, each answer carries its own output and exit code; extra terminals close when
+their command ends. Background jobs through the real CLI (`oh run --background`, `oh jobs ...`), `stat`
+and the write modes (§3.9), and encodings (latin-1, binary) through the extension.
+
+The first test sends its burst before the agent's terminal exists: the burst that once made the main
+terminal's first command come back empty.
 """
 
 from __future__ import annotations
@@ -9,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +50,8 @@ async def _concurrent(info: dict[str, Any], n: int, tag: str) -> list[dict[str, 
     s = info["session_file"]
     async with await Client.connect(s["url"], s["token"], name=f"jobs-{tag}") as c:
         # Every command outlives the time it takes to send them all, so they really overlap.
-        obs = await asyncio.gather(*(c.run(f"sleep 2; echo {tag}-$(( {i} * 3 ))", timeout=180) for i in range(n)))
+        # `(exit K)`: each command has its own exit code without ending the agent's shell.
+        obs = await asyncio.gather(*(c.run(f"sleep 2; echo {tag}-$(( {i} * 3 )); (exit {i % 4})", timeout=120) for i in range(n)))
         return list(obs)
 
 
@@ -53,7 +59,7 @@ def _check(obs: list[dict[str, Any]], n: int, tag: str) -> None:
     for i, o in enumerate(obs):
         assert o["observation"] == "run", (i, o)
         assert o["content"] == f"{tag}-{i * 3}\n", (i, o["content"])
-        assert o["extras"]["metadata"]["exit_code"] == 0, (i, o)
+        assert o["extras"]["metadata"]["exit_code"] == i % 4, (i, o)
     ids = [o["extras"]["metadata"].get("job_id") for o in obs]
     extra = [j for j in ids if j]
     assert len(extra) >= 1, "at least one command ran in an extra terminal"
@@ -111,3 +117,73 @@ def test_stat_and_write_modes_through_the_extension(vscode: VsCode, backend: dic
         assert st["extras"]["encoding"] == "utf-8" and st["extras"]["mime_type"] == "text/plain", st
         missing = c.stat(str(p) + ".nope")
         assert missing["extras"]["exists"] is False, missing
+
+
+# ---------------------------------------------------------------------------------------------- jobs via the CLI
+
+def _bg(vscode: VsCode, *cmd: str, force: bool = False) -> subprocess.CompletedProcess:
+    return vscode.oh("run", "--background", *(["--force"] if force else []), "--", *cmd, timeout=90)
+
+
+def test_background_job_lifecycle_through_the_cli(vscode: VsCode, backend: dict):
+    p = _bg(vscode, "echo first; sleep 1; echo second; exit 5")
+    jid = p.stdout.strip()
+    assert p.returncode == 0 and jid.startswith("j"), (p.stdout, p.stderr)
+    listed = vscode.oh_json("jobs", "--json")
+    assert any(j["job_id"] == jid and j["background"] is True for j in listed), listed
+    w = vscode.oh("jobs", "wait", jid, timeout=90)
+    assert w.returncode == 5 and w.stdout == "first\nsecond\n", (w.returncode, w.stdout, w.stderr)
+    out = vscode.oh("jobs", "output", jid, "--offset", "6", timeout=60)
+    assert out.stdout == "second\n", out
+    obs = vscode.oh_json("jobs", "output", jid, "--json")
+    assert obs["extras"]["next_offset"] == 13 and obs["extras"]["eof"] is True, obs
+    table = vscode.oh("jobs", timeout=60).stdout
+    assert jid in table and "FAILED" in table and "exit 5" in table, table
+    # The job ran in a terminal of its own, named after it, that the user can watch.
+    names = vscode.drive("terminals")["names"]
+    assert any(jid in n for n in names), names
+
+
+def test_same_job_not_started_twice_unless_forced_and_cancel(vscode: VsCode, backend: dict):
+    one = _bg(vscode, "sleep 60").stdout.strip()
+    again = _bg(vscode, "sleep 60")
+    assert again.stdout.strip() == one and "already running" in again.stderr, (again.stdout, again.stderr)
+    forced = _bg(vscode, "sleep 60", force=True).stdout.strip()
+    assert forced.startswith("j") and forced != one
+    for jid in (one, forced):
+        c = vscode.oh("jobs", "cancel", jid, timeout=60)
+        assert "cancelled" in c.stdout, (c.stdout, c.stderr)
+        assert vscode.oh("jobs", "wait", jid, timeout=60).returncode == 130
+    missing = vscode.oh("jobs", "wait", "j99999", timeout=60)
+    assert missing.returncode == 6, (missing.stdout, missing.stderr)
+
+
+def test_write_modes_and_stat_through_the_cli(vscode: VsCode, backend: dict):
+    ws = vscode.workspace
+    p = vscode.oh("write", "cli/a.txt", "--create", "--content", "one\n")
+    assert p.returncode == 0 and "created" in p.stdout, (p.stdout, p.stderr)
+    p = vscode.oh("write", "cli/a.txt", "--create", "--content", "two\n")
+    assert "already exists" in p.stdout, (p.stdout, p.stderr)
+    vscode.oh("write", "cli/a.txt", "--append", "--content", "three\n")
+    assert (ws / "cli/a.txt").read_text() == "one\nthree\n"
+    info = vscode.oh_json("stat", "cli/a.txt", "--json")
+    assert info["exists"] is True and info["type"] == "file" and info["size"] == 10 and info["encoding"] == "utf-8", info
+    assert vscode.oh("stat", "cli/missing").returncode == 1
+
+
+def test_latin1_and_binary_round_trips(vscode: VsCode, backend: dict):
+    from oh.client.sync import SyncClient
+
+    ws = vscode.workspace
+    (ws / "latin.txt").write_bytes("naïve café\n".encode("latin-1"))
+    p = vscode.oh("read", "latin.txt")
+    assert p.stdout.startswith("naïve café\n"), p.stdout
+    vscode.oh("write", "latin.txt", "--content", "déjà vu\n")
+    assert (ws / "latin.txt").read_bytes() == "déjà vu\n".encode("latin-1"), "the file kept its encoding"
+    blob = bytes(range(256)) * 3
+    (ws / "blob.bin").write_bytes(blob)
+    s = backend["session_file"]
+    with SyncClient.connect(s["url"], s["token"], name="jobs-bin") as c:
+        obs = c.read_bytes(str(ws / "blob.bin"))
+        assert obs["content"] == blob and obs["extras"]["encoding"] == "binary", obs["extras"]
+

@@ -17,7 +17,8 @@ import * as vscode from 'vscode';
 import { ActionContext } from '../connection';
 import { resolvePath } from '../paths';
 import { killForegroundJob, processCwd } from '../procs';
-import { Action, Observation, runArgs, runObservation, ToolError } from '../protocol';
+import { DEFAULT_RETENTION_S, ForegroundRecord, Job, jobFingerprint, JobTable, privateSpoolDir, Spool } from '../jobs';
+import { Action, jobObservation, Observation, RunArgs, runArgs, runObservation, ToolError } from '../protocol';
 import { CommandShell, quoteSh, RunController, RunningCommand, StartOptions } from '../runstate';
 import { allowedRoots, baseDir, workspaceRoots } from './files';
 import { PtyShell } from './pty';
@@ -108,9 +109,14 @@ class IntegratedShell implements CommandShell {
     const t0 = Date.now();
     const tr = (what: string) => this.trace?.(`trace +${Date.now() - t0} ms ${what}`);
     let completed = false;
+    let startSub: vscode.Disposable | undefined;
     const complete = () => {
       if (completed) return;
       completed = true;
+      if (startSub) {
+        startSub.dispose();
+        this.pending.delete(startSub);
+      }
       tr('complete');
       this.lastCwd = this.cwd() ?? execution?.cwd?.fsPath ?? this.lastCwd;
       cmd.finish(exitCode);
@@ -127,26 +133,47 @@ class IntegratedShell implements CommandShell {
       else setTimeout(complete, STREAM_DRAIN_MS); // the stream normally ends first; never wait on it forever
     });
     this.pending.add(sub);
+    let started = false;
+    const readStream = (stream: AsyncIterable<string>) =>
+      void (async () => {
+        try {
+          for await (const data of stream) {
+            tr(`data ${data.length} chars`); // sizes only: output may hold secrets
+            opts.sink?.(data);
+            cmd.push(data);
+          }
+        } catch {
+          /* the terminal went away; the close handler finishes the command */
+        }
+        streamDone = true;
+        tr('stream done');
+        if (ended) complete();
+      })();
+    // VS Code pairs an execution with our executeCommand by comparing the command line the shell
+    // reports with the text we sent. When they differ (the shell reported another spelling, or the
+    // first keystrokes of a freshly started shell were mangled), VS Code starts an execution of its
+    // own and ours never starts: no output, no end event. This terminal runs one command at a time,
+    // so the first execution starting in it after we sent ours IS ours: follow that one.
+    startSub = vscode.window.onDidStartTerminalShellExecution((e) => {
+      if (e.terminal !== this.terminal || started) return;
+      started = true;
+      startSub?.dispose();
+      if (startSub) this.pending.delete(startSub);
+      tr(`start event ours=${e.execution === execution}`);
+      if (execution && e.execution !== execution) {
+        this.trace?.(`"${this.terminal.name}": VS Code did not match its execution to our command; following the one that started`);
+        execution = e.execution;
+        readStream(execution.read());
+      }
+    });
+    this.pending.add(startSub);
     // A leading space: when the text arrives while bash is still switching its terminal to
     // line-editing mode after the previous prompt, the first character can be dropped ("cho: command
     // not found", seen ~1 in 30 under load in the e2e suite; a known shell-readiness race). Losing a
     // space is harmless, and with HISTCONTROL=ignorespace the agent's commands stay out of the
     // user's shell history.
     execution = si.executeCommand(' ' + text);
-    const stream = execution.read(); // must start before the command prints anything
-    void (async () => {
-      try {
-        for await (const data of stream) {
-          tr(`data ${data.length} chars`); // sizes only: output may hold secrets
-          cmd.push(data);
-        }
-      } catch {
-        /* the terminal went away; the close handler finishes the command */
-      }
-      streamDone = true;
-      tr('stream done');
-      if (ended) complete();
-    })();
+    readStream(execution.read()); // must start before the command prints anything
     return cmd;
   }
 
@@ -216,6 +243,14 @@ class Slot {
   readonly extras = new Map<string, Slot>();
   /** `#N` in an extra terminal's name (0 = the main terminal). */
   num = 0;
+  /** When its current command started (for `job list`). */
+  startedAt = 0;
+  /** The background job this extra terminal runs (job terminals only). */
+  job: Job | null = null;
+  /** The backend's job_retention (s), as its latest action context said. */
+  retentionS = DEFAULT_RETENTION_S;
+  /** Background jobs of this agent shell (used on main slots). */
+  readonly jobs = new JobTable(() => this.retentionS);
 
   constructor(
     readonly key: string,
@@ -251,10 +286,20 @@ export function allBusyMessage(command: string, maxShells: number): string {
   );
 }
 
+/** Finished background jobs whose terminals stay open for the user to read (the oldest closes first). */
+const KEPT_JOB_TERMINALS = 5;
+
+function terminalLabel(command: string): string {
+  const one = command.replace(/[\x00-\x1f\x7f-\x9f]+/g, ' ').trim();
+  return one.length <= 40 ? one : one.slice(0, 39) + '…';
+}
+
 export class RunExecutor implements vscode.Disposable {
   private readonly slots = new Map<string, Slot>();
   private seq = 0;
   private tmpDir: string | null = null;
+  private spoolDir: string | null = null;
+  private readonly finishedJobTerminals: Slot[] = [];
   private readonly subs: vscode.Disposable[] = [];
 
   constructor(private readonly deps: RunExecutorDeps) {
@@ -388,6 +433,14 @@ export class RunExecutor implements vscode.Disposable {
     const args = runArgs(action);
     const slot = this.slotFor(action, ctx);
     const cwd = args.cwd ? await this.checkedCwd(args.cwd, action, ctx) : null;
+    if (ctx?.jobRetentionS !== undefined) slot.retentionS = ctx.jobRetentionS;
+    const newCommand = !args.is_input && args.command.trim() !== '';
+    if (newCommand && typeof action.args.job_id === 'string') {
+      throw new ToolError(
+        'args.job_id names the running command an empty command or is_input belongs to; a new command takes none (it gets its own id).',
+        'BAD_REQUEST',
+      );
+    }
     if (args.reset) {
       await this.resetSlot(slot);
       this.deps.log(`"${slot.name}" terminal reset`);
@@ -404,6 +457,11 @@ export class RunExecutor implements vscode.Disposable {
       if (choice !== 'Run') throw new ToolError(`The user declined to run \`${args.command}\`.`, 'INTERRUPTED');
     }
     if (args.env) this.deps.log(`run exports ${Object.keys(args.env).join(', ')} (values not logged)`);
+    if (action.args.background === true) return this.startJob(slot, action, args, cwd, ctx);
+    // While the agent's main terminal is starting (its shell integration not up yet), new commands
+    // wait for it instead of opening extra terminals: terminals created in a burst next to a starting
+    // shell-integrated one made its first command come back empty in a real VS Code (issue 11).
+    while (newCommand && slot.starting) await slot.starting.catch(() => undefined);
     // No await between choosing the terminal and controller.run claiming it: two commands arriving
     // together never pick the same idle terminal.
     const target = this.laneFor(slot, action, args.is_input || args.command.trim() === '', ctx);
@@ -437,7 +495,8 @@ export class RunExecutor implements vscode.Disposable {
         if (!hit) throw new ToolError(`No running command ${jid} in this agent's shell (it ended, or the id is unknown).`, 'NO_COMMAND');
         return hit;
       }
-      const running = lanes.filter((l) => l.controller.busy).sort((a, b) => b.startedSeq - a.startedSeq);
+      // Background jobs are followed by naming them; the rest of the flow is the foreground commands'.
+      const running = lanes.filter((l) => l.controller.busy && !l.job).sort((a, b) => b.startedSeq - a.startedSeq);
       return running[0] ?? slot;
     }
     let lane = slot;
@@ -450,15 +509,18 @@ export class RunExecutor implements vscode.Disposable {
     }
     lane.jobId = action.jobId ?? null;
     lane.startedSeq = ++this.seq;
+    lane.startedAt = Date.now();
     return lane;
   }
 
-  private newExtra(slot: Slot, action: Action): Slot {
+  /** An extra terminal; `label` names a background job's terminal (else `#N`). */
+  private newExtra(slot: Slot, action: Action, label?: string): Slot {
     const used = new Set([...slot.extras.values()].map((e) => e.num));
     let num = 2;
     while (used.has(num)) num++;
     const id = action.jobId ?? `x${++this.seq}`;
-    const extra = new Slot(`${slot.key}#${num}`, slot.backend, slot.shellKey, `${slot.name} #${num}`, slot.workdir, (s) => this.ensureShell(s));
+    const name = label ? `${slot.name} · ${label}` : `${slot.name} #${num}`;
+    const extra = new Slot(`${slot.key}#${num}`, slot.backend, slot.shellKey, name, slot.workdir, (s) => this.ensureShell(s));
     extra.num = num;
     // Started where the main terminal is now; its own `cd`s and exports stay in it.
     extra.lastCwd = slot.shell?.cwd() ?? slot.lastCwd;
@@ -468,7 +530,10 @@ export class RunExecutor implements vscode.Disposable {
     extra.preferPty = true;
     slot.extras.set(id, extra);
     // An extra terminal serves one command: closed when that command ends, whether or not anyone is waiting on it.
-    void extra.controller.idle().then(() => setTimeout(() => this.retire(slot, extra), 50));
+    // (A microtask later: the caller claims the terminal for its command right after this returns.)
+    void Promise.resolve()
+      .then(() => extra.controller.idle())
+      .then(() => setTimeout(() => this.retire(slot, extra), 50));
     return extra;
   }
 
@@ -483,7 +548,122 @@ export class RunExecutor implements vscode.Disposable {
       }
     }
     if (!found) return;
-    void this.resetSlot(extra);
+    if (!extra.job) {
+      void this.resetSlot(extra);
+      return;
+    }
+    // A finished job's terminal stays open so the user can read what it printed; only the newest few.
+    this.finishedJobTerminals.push(extra);
+    while (this.finishedJobTerminals.length > KEPT_JOB_TERMINALS) void this.resetSlot(this.finishedJobTerminals.shift()!);
+  }
+
+  // ------------------------------------------------------------------ background jobs (§3.8)
+
+  private spool(jobId: string): Spool {
+    if (!this.spoolDir || !fs.existsSync(this.spoolDir)) this.spoolDir = privateSpoolDir();
+    return new Spool(path.join(this.spoolDir, `${jobId}-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}.out`));
+  }
+
+  /** `run` with args.background: the command starts in a terminal of its own and the answer returns at once. */
+  private async startJob(slot: Slot, action: Action, args: RunArgs, cwd: string | null, ctx?: ActionContext): Promise<Observation> {
+    const where = cwd ?? slot.shell?.cwd() ?? slot.lastCwd ?? (await this.startDir(slot));
+    slot.jobs.purge();
+    const fp = jobFingerprint(args.command, where, args.env);
+    if (action.args.force !== true) {
+      const dup = slot.jobs.duplicate(fp);
+      if (dup) {
+        return this.jobRunObservation(
+          action,
+          args,
+          dup,
+          `\n[Job ${dup.jobId} with the same command, directory and environment is already running (pid ${dup.pid}); it was not started ` +
+            'again. Follow it with the job action (op poll, wait, output, cancel), or set args.force to start another.]',
+        );
+      }
+    }
+    const max = ctx?.maxShells ?? DEFAULT_MAX_SHELLS;
+    if (1 + slot.extras.size >= max) throw new ToolError(allBusyMessage(args.command, max), 'BUSY');
+    const jid = action.jobId ?? `x${++this.seq}`;
+    const job = new Job(jid, args.command, where, args.env, fp, this.spool(jid));
+    const lane = this.newExtra(slot, action, `job ${jid}: ${terminalLabel(args.command)}`);
+    lane.lastCwd = where;
+    lane.job = job;
+    lane.jobId = jid;
+    lane.startedSeq = ++this.seq;
+    lane.startedAt = Date.now();
+    slot.jobs.add(job);
+    let started: { cmd: RunningCommand; shell: CommandShell };
+    try {
+      started = await lane.controller.startDetached(args, null, (text) => job.onOutput(text));
+    } catch (e) {
+      slot.extras.delete(jid);
+      slot.jobs.jobs.delete(jid);
+      job.spool.close();
+      void this.resetSlot(lane);
+      throw e;
+    }
+    job.pid = started.shell.pid() ?? -1;
+    this.deps.log(`job ${jid} started in the "${lane.name}" terminal`);
+    ctx?.sendFrame?.({ type: 'job_event', event: 'job_started', job: job.record() as unknown as Record<string, unknown> });
+    void started.cmd.whenDone().then(() => {
+      const code = started.cmd.exitCode ?? null;
+      const state = started.cmd.shellExited ? 'LOST' : job.cancelled ? 'CANCELLED' : code === 0 ? 'SUCCEEDED' : 'FAILED';
+      job.finish(state, code);
+      this.deps.log(`job ${jid} ${job.state}${code === null ? '' : ` (exit ${code})`}`);
+      ctx?.sendFrame?.({ type: 'job_event', event: 'job_finished', job: job.record() as unknown as Record<string, unknown> });
+      setTimeout(() => this.retire(slot, lane), 50); // frees its place under max_shells; the terminal stays a while
+    });
+    return this.jobRunObservation(
+      action,
+      args,
+      job,
+      `\n[Started in the background as job ${jid} (pid ${job.pid}). Follow it with the job action and args.job_id "${jid}": ` +
+        'op poll (state and output tail), wait (until it ends), output (all of it, from an offset), cancel.]',
+    );
+  }
+
+  private jobRunObservation(action: Action, args: RunArgs, job: Job, suffix: string): Observation {
+    const o = runObservation(
+      action.id,
+      args.command,
+      { content: '', exitCode: job.exitCode ?? -1, workingDir: job.cwd, pid: job.pid, suffix, ...hostMetadata() },
+      args.hidden,
+    );
+    ((o.extras as Record<string, unknown>).metadata as Record<string, unknown>).job_id = job.jobId;
+    return o;
+  }
+
+  /** The `job` action: list, poll, wait, output, cancel on this agent shell's jobs. */
+  async executeJob(action: Action, signal: AbortSignal, ctx?: ActionContext): Promise<Observation> {
+    const slot = this.slotFor(action, ctx);
+    if (ctx?.jobRetentionS !== undefined) slot.retentionS = ctx.jobRetentionS;
+    const lanes = () => [slot, ...slot.extras.values()];
+    const laneOf = (job: Job) => [...slot.extras.values()].find((l) => l.job === job);
+    const answer = await slot.jobs.op(action.args, {
+      timeoutS: action.timeout,
+      signal,
+      foreground: () =>
+        lanes()
+          .filter((l) => !l.job && l.jobId && l.controller.busy)
+          .map(
+            (l): ForegroundRecord => ({
+              job_id: l.jobId!,
+              command: l.controller.runningCommand ?? '',
+              cwd: l.shell?.cwd() ?? null,
+              state: 'RUNNING',
+              exit_code: null,
+              pid: l.shell?.pid() ?? -1,
+              background: false,
+              duration_s: Math.round(Date.now() - l.startedAt) / 1000,
+            }),
+          ),
+      isForeground: (jid) => lanes().some((l) => !l.job && l.jobId === jid && l.controller.busy),
+      interrupt: (job) => void laneOf(job)?.shell?.sendKey('C-c'),
+      kill: async (job) => {
+        await laneOf(job)?.shell?.killRunning();
+      },
+    });
+    return jobObservation(action.id, answer.op, answer.content, answer.extras);
   }
 
   /** agent_gone: that agent's private shell ends with it (shared-key shells are never named here). */
@@ -494,6 +674,7 @@ export class RunExecutor implements vscode.Disposable {
     this.deps.log(`agent gone: closing the "${slot.name}" terminal`);
     for (const extra of slot.extras.values()) void this.resetSlot(extra);
     slot.extras.clear();
+    slot.jobs.closeAll(); // their terminals were just closed: LOST
     void this.resetSlot(slot);
   }
 
@@ -521,11 +702,15 @@ export class RunExecutor implements vscode.Disposable {
         if (interrupt) await this.resetSlot(slot);
       })();
     }
+    // Nobody can follow those jobs any more (the backend marks them LOST on its side too).
+    for (const m of mains) m.jobs.closeAll();
   }
 
   dispose(): void {
     for (const s of this.subs) s.dispose();
     for (const m of this.slots.values()) for (const slot of [m, ...m.extras.values()]) if (slot.shell instanceof PtyShell) slot.shell.dispose();
+    for (const m of this.slots.values()) m.jobs.closeAll();
     if (this.tmpDir) fs.rm(this.tmpDir, { recursive: true, force: true }, () => {});
+    if (this.spoolDir) fs.rm(this.spoolDir, { recursive: true, force: true }, () => {});
   }
 }
