@@ -15,11 +15,13 @@ import {
   Close,
   decodeFrame,
   errorFrom,
+  BINARY_BODY,
   errorObservation,
   isControlFrame,
   JsonObject,
   Observation,
   ORPHANED,
+  packBinary,
   parseAction,
   ProtocolError,
   readId,
@@ -286,6 +288,17 @@ export class EditorConnection {
 
   private answer(o: Observation): void {
     o.id = this.obsIds++;
+    const body = (o as Record<symbol, unknown>)[BINARY_BODY];
+    if (body instanceof Uint8Array) {
+      // A binary read (§3.7): one binary frame; the backend lists us as able to (capability "binary").
+      if (this.ws.readyState !== WebSocket.OPEN) return;
+      try {
+        this.ws.send(packBinary(o, body), { binary: true });
+      } catch (e) {
+        this.lastError = String(e);
+      }
+      return;
+    }
     this.sendJson(o);
   }
 

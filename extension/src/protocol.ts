@@ -17,7 +17,7 @@ export const ACTION_KINDS = ['run', 'read', 'write', 'edit', 'stat', 'job'] as c
 export const JOB_OPS = ['list', 'poll', 'wait', 'output', 'cancel'] as const;
 export const WRITE_MODES = ['overwrite', 'create', 'append'] as const;
 /** What this extension advertises in `register` (docs/protocol.md §4): kinds and opt-in features. */
-export const CAPABILITIES = ['write_modes'] as const; // + 'stat' and 'job' as kinds (ACTION_KINDS)
+export const CAPABILITIES = ['write_modes', 'binary'] as const; // + 'stat' and 'job' as kinds (ACTION_KINDS)
 export const EDIT_COMMANDS = ['view', 'create', 'str_replace', 'insert', 'undo_edit'] as const;
 export const MAX_OUTPUT_CHARS = 30000;
 /** Ids survive JSON numbers on both sides (Python ints, JavaScript doubles). */
@@ -248,7 +248,7 @@ export function parseAction(obj: JsonObject): Action {
     optType(a, 'wait', (v) => typeof v === 'number' && Number.isFinite(v) && v >= 0, 'a number of seconds >= 0', cause);
   } else {
     if (kind === 'read') {
-      optType(a, 'encoding', (v) => v === 'auto' || v === 'base64', '"auto" or "base64"', cause);
+      optType(a, 'encoding', (v) => v === 'auto' || v === 'base64' || v === 'binary', '"auto", "base64" or "binary"', cause);
     } else if (kind === 'write') {
       optType(a, 'encoding', (v) => typeof v === 'string' && /^[A-Za-z0-9._:-]{1,40}$/.test(v), 'an encoding name', cause);
       optType(a, 'mode', (v) => (WRITE_MODES as readonly string[]).includes(v as string), `one of ${WRITE_MODES.join(', ')} (default overwrite)`, cause);
@@ -408,11 +408,26 @@ export function runObservation(cause: number | undefined, command: string, r: Ru
   return o;
 }
 
+/**
+ * The file bytes of a binary read (docs/protocol.md §3.7), kept off the JSON: the connection sends such
+ * an observation as one binary frame (header JSON without `content`, then these bytes).
+ */
+export const BINARY_BODY = Symbol('oh binary body');
+
+/** Frame for an observation carrying BINARY_BODY: uint32 BE header length, the header JSON, the bytes. */
+export function packBinary(o: Observation, body: Uint8Array): Buffer {
+  const header = Buffer.from(JSON.stringify(Object.fromEntries(Object.entries(o).filter(([k]) => k !== 'content'))), 'utf8');
+  if (header.length > 65536) throw new Error(`binary frame header of ${header.length} bytes (limit 65536)`);
+  const len = Buffer.alloc(4);
+  len.writeUInt32BE(header.length, 0);
+  return Buffer.concat([len, header, body]);
+}
+
 export function readObservation(
   cause: number | undefined,
   path: string,
   content: string,
-  binary?: { encoding: 'base64'; mimeType: string },
+  binary?: { encoding: 'base64' | 'binary'; mimeType: string },
 ): Observation {
   const extras: JsonObject = { path, impl_source: 'oh_aci' };
   // Only when asked (encoding: base64): OpenHands 1.6's deserializer refuses unknown extras.

@@ -172,7 +172,7 @@ def test_write_modes_and_stat_through_the_cli(vscode: VsCode, backend: dict):
 
 
 def test_latin1_and_binary_round_trips(vscode: VsCode, backend: dict):
-    from oh.client.sync import SyncClient
+    from oh.client import Client
 
     ws = vscode.workspace
     (ws / "latin.txt").write_bytes("naïve café\n".encode("latin-1"))
@@ -183,7 +183,13 @@ def test_latin1_and_binary_round_trips(vscode: VsCode, backend: dict):
     blob = bytes(range(256)) * 3
     (ws / "blob.bin").write_bytes(blob)
     s = backend["session_file"]
-    with SyncClient.connect(s["url"], s["token"], name="jobs-bin") as c:
-        obs = c.read_bytes(str(ws / "blob.bin"))
-        assert obs["content"] == blob and obs["extras"]["encoding"] == "binary", obs["extras"]
+
+    async def go():
+        async with await Client.connect(s["url"], s["token"], name="jobs-bin") as c:
+            return await c.read_bytes(str(ws / "blob.bin"))
+
+    # The extension advertises "binary" and answers with one binary frame (extension/test: frame layout).
+    obs = asyncio.run(go())
+    assert bytes(obs["content"]) == blob and obs["extras"]["encoding"] == "binary", obs["extras"]
+    assert obs["extras"]["mime_type"] == "application/octet-stream"
 
