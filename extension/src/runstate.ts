@@ -31,6 +31,8 @@ export class RunningCommand {
   exitCode: number | undefined;
   /** Set when the shell itself went away (terminal closed, `exit`). */
   shellExited = false;
+  /** Set when the terminal delivered none of the command's output stream (a VS Code race, see run.ts). */
+  outputLost = false;
   lastOutputAt = Date.now();
   private listeners: Array<() => void> = [];
   /** What the terminal will echo back of input we typed (a tty echoes it; a pipe does not). */
@@ -350,6 +352,11 @@ export class RunController {
     if (exitCode === undefined) {
       exitCode = -1;
       suffix = '\n[The terminal did not report an exit code for this command.]';
+    }
+    if (cmd.outputLost) {
+      suffix +=
+        '\n[VS Code delivered none of this command\'s output stream (its shell-integration race for commands that end ' +
+        'within one terminal read); the exit code is real. Run the command again if you need its output.]';
     }
     if (cmd.shellExited) {
       suffix +=

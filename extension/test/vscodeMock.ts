@@ -293,8 +293,11 @@ export class Terminal {
   show(): void {
     this.shown++;
   }
+  /** What the terminal's shell does with typed text (a fake shell integration sets it). */
+  onSendText: ((text: string, addNewLine: boolean) => void) | undefined;
   sendText(text: string, addNewLine = true): void {
     this.sent.push([text, addNewLine]);
+    this.onSendText?.(text, addNewLine);
   }
   dispose(): void {
     this.options.pty?.close();

@@ -89,13 +89,16 @@ def test_extra_terminal_starts_in_the_main_terminals_directory(vscode: VsCode, b
             assert (await c.run(f"cd {sub}", timeout=60))["extras"]["metadata"]["exit_code"] == 0
             slow, fast = await asyncio.gather(c.run("sleep 2; pwd", timeout=120), c.run("pwd; cd /", timeout=120))
             after = await c.run("pwd", timeout=60)
+            if "delivered none of this command's output" in after["extras"]["metadata"]["suffix"]:
+                # VS Code's own race (docs/protocol.md §4.1): the answer says so, and to run it again.
+                after = await c.run("pwd", timeout=60)
             return slow, fast, after
 
     slow, fast, after = asyncio.run(go())
     real = os.path.realpath(sub)
     assert slow["content"].strip() == real and fast["content"].strip() == real, (slow, fast)
     assert fast["extras"]["metadata"].get("job_id"), fast
-    assert after["content"].strip() == real, "the extra terminal's cd stayed there"
+    assert after["content"].strip() == real, ("the extra terminal's cd stayed there", after)
 
 
 def test_stat_and_write_modes_through_the_extension(vscode: VsCode, backend: dict):

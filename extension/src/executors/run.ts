@@ -3,9 +3,9 @@
  * `agent.shell`), named `oh · <agent name>` and started in the agent's workdir; one terminal named
  * "oh" per backend when the backend sends no `agent` (older backends).
  *
- * Preferred path: VS Code's shell integration. `executeCommand` runs the command in the terminal's
- * shell (so `cd`, exports and aliases persist between commands, as in OpenHands' bash session),
- * `execution.read()` streams exactly what the command printed (escape sequences stripped, see
+ * Preferred path: VS Code's shell integration. The command is typed into the terminal's shell (so
+ * `cd`, exports and aliases persist between commands, as in OpenHands' bash session), the execution
+ * VS Code then reports starting there is followed: `execution.read()` streams exactly what the command printed (escape sequences stripped, see
  * ../ansi.ts) and `onDidEndTerminalShellExecution` gives the real exit code. Fallback, when shell
  * integration does not come up within a few seconds: ./pty.ts. The action rules (timeouts, input,
  * one command at a time) live in ../runstate.ts.
@@ -27,6 +27,8 @@ import { envScript, hostMetadata } from './shellenv';
 export const SHELL_INTEGRATION_WAIT_MS = 5000;
 /** After the end event, how long the output stream may still deliver its last chunks. */
 const STREAM_DRAIN_MS = 300;
+/** Time for the shell to draw its prompt after a command ended, before the next one is typed. */
+const PROMPT_SETTLE_MS = 250;
 const SECRET_ENV = /^OH_.*(TOKEN|SECRET)$|^OH_TOKEN$/;
 
 /** Environment changes for the agent's shell: no `oh` secrets, and pagers that never wait for a key. */
@@ -73,6 +75,8 @@ class IntegratedShell implements CommandShell {
   private shellPid: number | undefined;
   private lastCwd: string | null;
   private scriptSeq = 0;
+  /** When this terminal's last command ended (its next prompt follows). */
+  private lastEnd = 0;
   /** End-event subscriptions of commands still running: released if the terminal goes away. */
   private readonly pending = new Set<vscode.Disposable>();
 
@@ -87,8 +91,12 @@ class IntegratedShell implements CommandShell {
   }
 
   async start(commandLine: string, opts: StartOptions = {}): Promise<RunningCommand> {
-    const si = this.terminal.shellIntegration;
-    if (!si) throw new ToolError(`The "${this.terminal.name}" terminal lost its shell integration; run the command again.`);
+    // Typed only once the previous command's prompt had time to be drawn: text typed between a
+    // command's end and its next prompt made VS Code report an execution without its output (and,
+    // with executeCommand, a C-c, see below). Only back-to-back commands wait.
+    const wait = this.lastEnd + PROMPT_SETTLE_MS - Date.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    if (!this.terminal.shellIntegration) throw new ToolError(`The "${this.terminal.name}" terminal lost its shell integration; run the command again.`);
     let text = commandLine;
     let script: string | null = null;
     const exports = opts.env && Object.keys(opts.env).length ? envScript(opts.env) : '';
@@ -102,42 +110,43 @@ class IntegratedShell implements CommandShell {
       text = `. ${quoteSh(script)}`;
     }
     const cmd = new RunningCommand(true, opts.limit);
-    let execution: vscode.TerminalShellExecution | undefined;
-    let ended = false;
-    let streamDone = false;
-    let exitCode: number | undefined;
     const t0 = Date.now();
     const tr = (what: string) => this.trace?.(`trace +${Date.now() - t0} ms ${what}`);
+    /** The execution being followed, and what it delivered so far. */
+    let cur: { execution: vscode.TerminalShellExecution; chunks: number; streamDone: boolean; ended: boolean; exitCode?: number } | null = null;
     let completed = false;
-    let startSub: vscode.Disposable | undefined;
+    const subs: vscode.Disposable[] = [];
     const complete = () => {
       if (completed) return;
       completed = true;
-      if (startSub) {
-        startSub.dispose();
-        this.pending.delete(startSub);
+      for (const d of subs) {
+        d.dispose();
+        this.pending.delete(d);
       }
       tr('complete');
-      this.lastCwd = this.cwd() ?? execution?.cwd?.fsPath ?? this.lastCwd;
-      cmd.finish(exitCode);
+      this.lastEnd = Date.now();
+      this.lastCwd = this.cwd() ?? cur?.execution.cwd?.fsPath ?? this.lastCwd;
+      // Every stream VS Code delivers starts with the shell's "command started" sequence: none at all
+      // means VS Code dropped the chunk that held the command's output (start, output and end in one
+      // terminal read, before its data listener existed). Say so rather than answer a silent "".
+      if (cur && cur.chunks === 0) {
+        cmd.outputLost = true;
+        tr('no data delivered');
+      }
+      cmd.finish(cur?.exitCode);
       if (script) fs.rm(script, { force: true }, () => {});
     };
-    const sub = vscode.window.onDidEndTerminalShellExecution((e) => {
-      if (e.execution !== execution) return;
-      sub.dispose();
-      this.pending.delete(sub);
-      tr(`end event exit=${e.exitCode} streamDone=${streamDone}`);
-      ended = true;
-      exitCode = e.exitCode;
-      if (streamDone) complete();
-      else setTimeout(complete, STREAM_DRAIN_MS); // the stream normally ends first; never wait on it forever
-    });
-    this.pending.add(sub);
-    let started = false;
-    const readStream = (stream: AsyncIterable<string>) =>
+    const settle = (c: NonNullable<typeof cur>) => {
+      if (c === cur && c.ended) complete();
+    };
+    const follow = (execution: vscode.TerminalShellExecution) => {
+      const c = { execution, chunks: 0, streamDone: false, ended: false } as NonNullable<typeof cur>;
+      cur = c;
       void (async () => {
         try {
-          for await (const data of stream) {
+          for await (const data of execution.read()) {
+            if (c !== cur) return;
+            c.chunks++;
             tr(`data ${data.length} chars`); // sizes only: output may hold secrets
             opts.sink?.(data);
             cmd.push(data);
@@ -145,35 +154,48 @@ class IntegratedShell implements CommandShell {
         } catch {
           /* the terminal went away; the close handler finishes the command */
         }
-        streamDone = true;
+        c.streamDone = true;
         tr('stream done');
-        if (ended) complete();
+        settle(c);
       })();
-    // VS Code pairs an execution with our executeCommand by comparing the command line the shell
-    // reports with the text we sent. When they differ (the shell reported another spelling, or the
-    // first keystrokes of a freshly started shell were mangled), VS Code starts an execution of its
-    // own and ours never starts: no output, no end event. This terminal runs one command at a time,
-    // so the first execution starting in it after we sent ours IS ours: follow that one.
-    startSub = vscode.window.onDidStartTerminalShellExecution((e) => {
-      if (e.terminal !== this.terminal || started) return;
-      started = true;
-      startSub?.dispose();
-      if (startSub) this.pending.delete(startSub);
-      tr(`start event ours=${e.execution === execution}`);
-      if (execution && e.execution !== execution) {
-        this.trace?.(`"${this.terminal.name}": VS Code did not match its execution to our command; following the one that started`);
-        execution = e.execution;
-        readStream(execution.read());
-      }
-    });
-    this.pending.add(startSub);
+    };
+    // The command is typed (sendText), not sent with shellIntegration.executeCommand: before typing,
+    // executeCommand sends C-c whenever VS Code's model of the prompt line is not empty, which it
+    // still is right after the previous command ended and before the next prompt was parsed (and
+    // in a terminal created in a burst). That C-c became a phantom execution that VS Code paired
+    // with ours: its end came with no exit code, our real command started unpaired, and the answer
+    // was empty or, in a fresh terminal, never came (issue 11; traced in a real VS Code 1.99). This
+    // terminal runs one command at a time, so the execution that starts in it after we typed ours IS
+    // ours: its stream is read from its start event, before any of its data arrives.
+    subs.push(
+      vscode.window.onDidStartTerminalShellExecution((e) => {
+        if (e.terminal !== this.terminal || completed || (cur && !cur.ended)) return;
+        tr('start event');
+        follow(e.execution);
+      }),
+      vscode.window.onDidEndTerminalShellExecution((e) => {
+        const c = cur;
+        if (!c || e.execution !== c.execution) return;
+        tr(`end event exit=${e.exitCode} streamDone=${c.streamDone}`);
+        c.ended = true;
+        c.exitCode = e.exitCode;
+        if (c.streamDone) settle(c);
+        else {
+          // The stream normally ends first; never wait on it forever.
+          setTimeout(() => {
+            c.streamDone = true;
+            settle(c);
+          }, STREAM_DRAIN_MS);
+        }
+      }),
+    );
+    for (const d of subs) this.pending.add(d);
     // A leading space: when the text arrives while bash is still switching its terminal to
     // line-editing mode after the previous prompt, the first character can be dropped ("cho: command
     // not found", seen ~1 in 30 under load in the e2e suite; a known shell-readiness race). Losing a
     // space is harmless, and with HISTCONTROL=ignorespace the agent's commands stay out of the
     // user's shell history.
-    execution = si.executeCommand(' ' + text);
-    readStream(execution.read()); // must start before the command prints anything
+    this.terminal.sendText(' ' + text, true);
     return cmd;
   }
 
