@@ -438,3 +438,24 @@ test('cancel stops a background job (C-c to its process group); a follow-up by j
     ex.dispose();
   }
 });
+
+test('an execution whose stream delivered nothing (VS Code dropped it) answers the real exit code and says so', async () => {
+  mock.onTerminal = (term: Terminal) => {
+    fakeShellIntegration(term);
+    term.onSendText = () => {
+      // What VS Code does when start, output and end arrive in one terminal read: no data at all.
+      const execution = { cwd: Uri.file(root), read: async function* () {} };
+      mock.executionStarted.fire({ terminal: term, execution });
+      setImmediate(() => mock.executionEnded.fire({ execution, exitCode: 0 }));
+    };
+  };
+  const ex = new RunExecutor({ log: () => {}, confirmCommands: () => false });
+  try {
+    const o = await ex.execute(run({ command: 'pwd', blocking: true }), new AbortController().signal, ctxFor('lost', [root]));
+    assert.equal(String(o.content), '');
+    assert.equal(meta(o).exit_code, 0);
+    assert.match(String(meta(o).suffix), /delivered none of this command's output.*Run the command again/);
+  } finally {
+    ex.dispose();
+  }
+});
