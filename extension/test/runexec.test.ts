@@ -113,21 +113,6 @@ function fakeShellIntegration(term: Terminal): void {
       return execution;
     },
   };
-  // A line typed while no command runs is a command: the shell runs it and VS Code reports its start.
-  let busy = false;
-  term.onSendText = (text, addNewLine) => {
-    if (busy || !addNewLine) return; // input for the running command (recorded in term.sent)
-    busy = true;
-    const si = term.shellIntegration as { executeCommand(t: string): unknown };
-    const execution = si.executeCommand(text);
-    const sub = mock.executionEnded.event((e) => {
-      if (e.execution === execution) {
-        busy = false;
-        sub.dispose();
-      }
-    });
-    setImmediate(() => mock.executionStarted.fire({ terminal: term, execution }));
-  };
 }
 
 let nextId = 100;
@@ -442,11 +427,14 @@ test('cancel stops a background job (C-c to its process group); a follow-up by j
 test('an execution whose stream delivered nothing (VS Code dropped it) answers the real exit code and says so', async () => {
   mock.onTerminal = (term: Terminal) => {
     fakeShellIntegration(term);
-    term.onSendText = () => {
-      // What VS Code does when start, output and end arrive in one terminal read: no data at all.
-      const execution = { cwd: Uri.file(root), read: async function* () {} };
-      mock.executionStarted.fire({ terminal: term, execution });
-      setImmediate(() => mock.executionEnded.fire({ execution, exitCode: 0 }));
+    term.shellIntegration = {
+      cwd: Uri.file(root),
+      executeCommand() {
+        // What VS Code does when start, output and end arrive in one terminal read: no data at all.
+        const execution = { cwd: Uri.file(root), read: async function* () {} };
+        setImmediate(() => mock.executionEnded.fire({ execution, exitCode: 0 }));
+        return execution;
+      },
     };
   };
   const ex = new RunExecutor({ log: () => {}, confirmCommands: () => false });

@@ -3,9 +3,9 @@
  * `agent.shell`), named `oh · <agent name>` and started in the agent's workdir; one terminal named
  * "oh" per backend when the backend sends no `agent` (older backends).
  *
- * Preferred path: VS Code's shell integration. The command is typed into the terminal's shell (so
- * `cd`, exports and aliases persist between commands, as in OpenHands' bash session), the execution
- * VS Code then reports starting there is followed: `execution.read()` streams exactly what the command printed (escape sequences stripped, see
+ * Preferred path: VS Code's shell integration. `executeCommand` runs the command in the terminal's
+ * shell (so `cd`, exports and aliases persist between commands, as in OpenHands' bash session),
+ * `execution.read()` streams exactly what the command printed (escape sequences stripped, see
  * ../ansi.ts) and `onDidEndTerminalShellExecution` gives the real exit code. Fallback, when shell
  * integration does not come up within a few seconds: ./pty.ts. The action rules (timeouts, input,
  * one command at a time) live in ../runstate.ts.
@@ -91,12 +91,14 @@ class IntegratedShell implements CommandShell {
   }
 
   async start(commandLine: string, opts: StartOptions = {}): Promise<RunningCommand> {
-    // Typed only once the previous command's prompt had time to be drawn: text typed between a
-    // command's end and its next prompt made VS Code report an execution without its output (and,
-    // with executeCommand, a C-c, see below). Only back-to-back commands wait.
+    // Sent only once the previous command's prompt had time to be drawn. Before typing,
+    // executeCommand sends C-c whenever VS Code's model of the prompt line is not empty, which it
+    // still is between a command's end and the next prompt (and in a terminal that starts amid a
+    // burst of others). That C-c became a phantom execution VS Code paired with ours: its end came
+    // with no exit code and no output, and our real command ran unpaired (issue 11; traced in
+    // code-server 1.99). Only back-to-back commands wait.
     const wait = this.lastEnd + PROMPT_SETTLE_MS - Date.now();
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-    if (!this.terminal.shellIntegration) throw new ToolError(`The "${this.terminal.name}" terminal lost its shell integration; run the command again.`);
     let text = commandLine;
     let script: string | null = null;
     const exports = opts.env && Object.keys(opts.env).length ? envScript(opts.env) : '';
@@ -159,20 +161,7 @@ class IntegratedShell implements CommandShell {
         settle(c);
       })();
     };
-    // The command is typed (sendText), not sent with shellIntegration.executeCommand: before typing,
-    // executeCommand sends C-c whenever VS Code's model of the prompt line is not empty, which it
-    // still is right after the previous command ended and before the next prompt was parsed (and
-    // in a terminal created in a burst). That C-c became a phantom execution that VS Code paired
-    // with ours: its end came with no exit code, our real command started unpaired, and the answer
-    // was empty or, in a fresh terminal, never came (issue 11; traced in a real VS Code 1.99). This
-    // terminal runs one command at a time, so the execution that starts in it after we typed ours IS
-    // ours: its stream is read from its start event, before any of its data arrives.
     subs.push(
-      vscode.window.onDidStartTerminalShellExecution((e) => {
-        if (e.terminal !== this.terminal || completed || (cur && !cur.ended)) return;
-        tr('start event');
-        follow(e.execution);
-      }),
       vscode.window.onDidEndTerminalShellExecution((e) => {
         const c = cur;
         if (!c || e.execution !== c.execution) return;
@@ -195,7 +184,9 @@ class IntegratedShell implements CommandShell {
     // not found", seen ~1 in 30 under load in the e2e suite; a known shell-readiness race). Losing a
     // space is harmless, and with HISTCONTROL=ignorespace the agent's commands stay out of the
     // user's shell history.
-    this.terminal.sendText(' ' + text, true);
+    const si = this.terminal.shellIntegration;
+    if (!si) throw new ToolError(`The "${this.terminal.name}" terminal lost its shell integration; run the command again.`);
+    follow(si.executeCommand(' ' + text)); // its stream must be read before the command prints anything
     return cmd;
   }
 
