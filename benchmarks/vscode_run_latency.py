@@ -116,8 +116,8 @@ def main() -> None:
             "outputs_dropped_by_vscode": f"{len(r['lost'])}/{n}",
         }
         print(json.dumps(out, indent=2))
-        subprocess.run([sys.executable, "-m", "oh", "stop", inst], capture_output=True, env=env, timeout=60, cwd=ws)
     finally:
+        subprocess.run([sys.executable, "-m", "oh", "stop", "--all"], capture_output=True, env=env, timeout=60, cwd=ws)
         subprocess.run(["bash", str(RUN_SH), "stop", str(state)], capture_output=True, timeout=60)
 
 
