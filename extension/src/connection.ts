@@ -15,11 +15,13 @@ import {
   Close,
   decodeFrame,
   errorFrom,
+  BINARY_BODY,
   errorObservation,
   isControlFrame,
   JsonObject,
   Observation,
   ORPHANED,
+  packBinary,
   parseAction,
   ProtocolError,
   readId,
@@ -37,8 +39,12 @@ export interface ActionContext {
   roots: string[];
   /** Proposal mode (§3.11, `registered.review`): write/edit become proposals the user decides on. */
   review?: { timeoutSeconds: number };
-  /** Sends a control frame to this backend (e.g. `proposal_event`); dropped when not connected. */
-  notify?: (frame: JsonObject) => void;
+  /** The backend's `max_shells` (terminals per agent shell, extra ones included) when its answer carries it. */
+  maxShells?: number;
+  /** The backend's `job_retention` (s) when its answer carries it: how long finished jobs are kept. */
+  jobRetentionS?: number;
+  /** Sends a frame of our own to this backend (job events, §4); dropped when the connection is closed. */
+  sendFrame?: (frame: JsonObject) => void;
 }
 
 export function backendKey(s: SessionInfo): string {
@@ -114,7 +120,7 @@ export class EditorConnection {
   constructor(private readonly opts: ConnectionOptions) {
     this.session = opts.session;
     const s = opts.session;
-    this.context = { backend: backendKey(s), instanceId: s.instance_id, workspace: '', roots: [], notify: (f) => this.sendJson(f) };
+    this.context = { backend: backendKey(s), instanceId: s.instance_id, workspace: '', roots: [], sendFrame: (f) => this.sendJson(f) };
     // The editor credential goes in the Authorization header, never in the URL (the backend ignores
     // query tokens). `ws` sends no Origin header unless asked to, which the backend requires (an
     // Origin means a browser page: refused with 403). Host is 127.0.0.1:<port> from the URL.
@@ -224,7 +230,11 @@ export class EditorConnection {
       const roots = allowed?.length ? allowed : workspace ? [workspace] : [];
       const wait = typeof obj.review_timeout === 'number' && obj.review_timeout > 0 ? obj.review_timeout : 600;
       const review = obj.review === true ? { timeoutSeconds: wait } : undefined;
-      this.context = { ...this.context, workspace, roots, review };
+      const ms = obj.max_shells;
+      const maxShells = typeof ms === 'number' && Number.isInteger(ms) && ms >= 1 && ms <= 256 ? ms : undefined;
+      const jr = obj.job_retention;
+      const jobRetentionS = typeof jr === 'number' && Number.isFinite(jr) && jr >= 0 ? jr : undefined;
+      this.context = { ...this.context, workspace, roots, maxShells, jobRetentionS, review };
       this.opts.onRegistered({ editor_id: this.editorId, instance_id: String(obj.instance_id ?? ''), workspace, allowed_roots: allowed });
       return;
     }
@@ -282,6 +292,17 @@ export class EditorConnection {
 
   private answer(o: Observation): void {
     o.id = this.obsIds++;
+    const body = (o as Record<symbol, unknown>)[BINARY_BODY];
+    if (body instanceof Uint8Array) {
+      // A binary read (§3.7): one binary frame; the backend lists us as able to (capability "binary").
+      if (this.ws.readyState !== WebSocket.OPEN) return;
+      try {
+        this.ws.send(packBinary(o, body), { binary: true });
+      } catch (e) {
+        this.lastError = String(e);
+      }
+      return;
+    }
     this.sendJson(o);
   }
 

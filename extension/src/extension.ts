@@ -13,6 +13,7 @@ import { workspaceRoots } from './executors/files';
 import { KnowledgeExecutor } from './executors/knowledge';
 import { executeRead } from './executors/read';
 import { RunExecutor } from './executors/run';
+import { executeStat } from './executors/stat';
 import { executeWrite } from './executors/write';
 import { SessionManager } from './manager';
 import { registerFrame } from './protocol';
@@ -76,6 +77,8 @@ function newDispatcher(ui: Ui, run: RunExecutor, knowledge: KnowledgeExecutor, e
       read: (a, signal, ctx) => executeRead(a, signal, ctx),
       write: async (a, signal, ctx) => knowledge.afterChange(a, await review.route(a, signal, ctx, executeWrite)),
       edit: async (a, signal, ctx) => knowledge.afterChange(a, await review.route(a, signal, ctx, (x, s, c) => edit.execute(x, s, c))),
+      stat: (a, signal, ctx) => executeStat(a, signal, ctx),
+      job: (a, signal, ctx) => run.executeJob(a, signal, ctx),
       diagnostics: (a, signal) => knowledge.diagnostics(a, signal),
       open: (a) => knowledge.open(a),
       editors: (a) => knowledge.editors(a),

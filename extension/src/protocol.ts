@@ -13,7 +13,11 @@ import { isKnowledgeKind, KNOWLEDGE_KINDS, KnowledgeKind, knowledgeArgsProblem, 
 export const PROTOCOL_VERSION = 1;
 /** WebSocket close codes the backend sends (src/oh/protocol/codes.py `Close`, docs/protocol.md). */
 export const Close = { GOING_AWAY: 1001, TOKEN_ROTATED: 4001, BAD_REGISTRATION: 4400 } as const;
-export const ACTION_KINDS = ['run', 'read', 'write', 'edit'] as const;
+export const ACTION_KINDS = ['run', 'read', 'write', 'edit', 'stat', 'job'] as const;
+export const JOB_OPS = ['list', 'poll', 'wait', 'output', 'cancel'] as const;
+export const WRITE_MODES = ['overwrite', 'create', 'append'] as const;
+/** What this extension advertises in `register` (docs/protocol.md §4): kinds and opt-in features. */
+export const CAPABILITIES = ['write_modes', 'binary'] as const; // + 'stat' and 'job' as kinds (ACTION_KINDS)
 export const EDIT_COMMANDS = ['view', 'create', 'str_replace', 'insert', 'undo_edit'] as const;
 export const MAX_OUTPUT_CHARS = 30000;
 /** Ids survive JSON numbers on both sides (Python ints, JavaScript doubles). */
@@ -34,6 +38,7 @@ export type ErrorId =
   | 'BUSY'
   | 'REJECTED'
   | 'NO_COMMAND'
+  | 'NO_JOB'
   | 'UNTRUSTED_WORKSPACE'
   | 'BRANCH_FAILED'
   | 'SERVER_ERROR';
@@ -92,6 +97,8 @@ export interface Action {
   /** Top-level `timeout` in seconds, when set (`0` = none given). */
   timeout?: number;
   agent?: AgentInfo;
+  /** Top-level `job_id` the backend gives every new command (§4): the command's id in `metadata.job_id`. */
+  jobId?: string;
 }
 
 /** Abort reason when the connection went away under an action: stop waiting, but do not kill anything. */
@@ -100,6 +107,7 @@ export const ORPHANED = 'oh:connection-lost';
 /** `max_output: 0` means "no oh truncation" up to this many characters (16 MiB). */
 export const MAX_OUTPUT_CAP = 16 * 1024 * 1024;
 export const SHELL_KEY = /^[A-Za-z0-9._-]{1,64}$/;
+export const JOB_ID = /^[A-Za-z0-9._-]{1,64}$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 // ---------------------------------------------------------------------------------------------
@@ -213,6 +221,7 @@ export function parseAction(obj: JsonObject): Action {
     timeout = t > 0 ? t : undefined;
   }
   const agent = parseAgent(obj.agent);
+  const jobId = typeof obj.job_id === 'string' && JOB_ID.test(obj.job_id) ? obj.job_id : undefined;
   if (isKnowledgeKind(kind)) {
     const problem = knowledgeArgsProblem(kind, a, (v, key) => isIntAt(obj, v, 'args', key));
     check(problem === undefined, problem ?? '', cause);
@@ -220,7 +229,8 @@ export function parseAction(obj: JsonObject): Action {
   }
   if (kind === 'run') {
     check(typeof a.command === 'string', 'args.command must be a string.', cause);
-    for (const key of ['is_input', 'blocking', 'hidden', 'reset', 'exclusive']) optType(a, key, isBool, 'a boolean', cause);
+    for (const key of ['is_input', 'blocking', 'hidden', 'reset', 'exclusive', 'background', 'force']) optType(a, key, isBool, 'a boolean', cause);
+    optType(a, 'job_id', (v) => typeof v === 'string' && JOB_ID.test(v), 'a command id such as "j3"', cause);
     optType(a, 'cwd', isStr, 'a string or null', cause);
     optType(a, 'max_output', (v) => isInt(v) && v >= 0, 'an integer >= 0', cause);
     if (a.env !== undefined && a.env !== null) {
@@ -232,11 +242,24 @@ export function parseAction(obj: JsonObject): Action {
         check(typeof v === 'string' && !v.includes('\0'), `args.env.${k} must be a string without NUL characters.`, cause);
       }
     }
+    check(
+      !(a.background === true && (a.is_input === true || a.reset === true || String(a.command).trim() === '')),
+      'args.background needs a non-empty command and cannot be combined with is_input or reset.',
+      cause,
+    );
+  } else if (kind === 'job') {
+    check((JOB_OPS as readonly string[]).includes(a.op as string), `args.op must be one of ${JOB_OPS.join(', ')}.`, cause);
+    if (a.op !== 'list' || (a.job_id !== undefined && a.job_id !== null)) {
+      check(typeof a.job_id === 'string' && JOB_ID.test(a.job_id), 'args.job_id must be a job id string such as "j3" (from an earlier observation or `job list`).', cause);
+    }
+    for (const key of ['offset', 'limit', 'tail']) optType(a, key, (v) => isInt(v) && v >= 0, 'an integer >= 0', cause);
+    optType(a, 'wait', (v) => typeof v === 'number' && Number.isFinite(v) && v >= 0, 'a number of seconds >= 0', cause);
   } else {
     if (kind === 'read') {
-      optType(a, 'encoding', (v) => v === 'auto' || v === 'base64', '"auto" or "base64"', cause);
+      optType(a, 'encoding', (v) => v === 'auto' || v === 'base64' || v === 'binary', '"auto", "base64" or "binary"', cause);
     } else if (kind === 'write') {
       optType(a, 'encoding', (v) => typeof v === 'string' && /^[A-Za-z0-9._:-]{1,40}$/.test(v), 'an encoding name', cause);
+      optType(a, 'mode', (v) => (WRITE_MODES as readonly string[]).includes(v as string), `one of ${WRITE_MODES.join(', ')} (default overwrite)`, cause);
     }
     check(typeof a.path === 'string' && a.path !== '', 'args.path must be a non-empty string.', cause);
     check(!(a.path as string).includes('\0'), 'args.path must not contain NUL bytes.', cause);
@@ -253,6 +276,8 @@ export function parseAction(obj: JsonObject): Action {
     optType(a, 'diagnostics', isBool, 'a boolean', cause); // §3.6: the changed file's diagnostics (write/edit)
     if (kind === 'write') {
       check(typeof a.content === 'string', 'args.content must be a string.', cause);
+      const ranged = (typeof a.start === 'number' && a.start > 0) || (a.end !== undefined && a.end !== null && a.end !== -1);
+      check(!((a.mode === 'create' || a.mode === 'append') && ranged), `args.mode ${String(a.mode)} writes the whole file: drop args.start/args.end.`, cause);
     } else if (kind === 'edit') {
       const cmd = a.command;
       check(
@@ -272,7 +297,7 @@ export function parseAction(obj: JsonObject): Action {
       }
     }
   }
-  return { id: cause, kind: kind as ActionKind, args: a, timeout, agent };
+  return { id: cause, kind: kind as ActionKind, args: a, timeout, agent, jobId };
 }
 
 /**
@@ -323,6 +348,10 @@ export function summarize(action: Action, limit = 80): string {
     text = `${String(action.args.command)} ${String(action.args.path)}`;
   } else if (action.kind === 'branch') {
     text = `git branch ${String(action.args.name)}`;
+  } else if (action.kind === 'stat') {
+    text = `stat ${String(action.args.path)}`;
+  } else if (action.kind === 'job') {
+    text = `job ${String(action.args.op)} ${typeof action.args.job_id === 'string' ? action.args.job_id : ''}`;
   } else {
     text = String(action.args.path);
   }
@@ -389,11 +418,26 @@ export function runObservation(cause: number | undefined, command: string, r: Ru
   return o;
 }
 
+/**
+ * The file bytes of a binary read (docs/protocol.md §3.7), kept off the JSON: the connection sends such
+ * an observation as one binary frame (header JSON without `content`, then these bytes).
+ */
+export const BINARY_BODY = Symbol('oh binary body');
+
+/** Frame for an observation carrying BINARY_BODY: uint32 BE header length, the header JSON, the bytes. */
+export function packBinary(o: Observation, body: Uint8Array): Buffer {
+  const header = Buffer.from(JSON.stringify(Object.fromEntries(Object.entries(o).filter(([k]) => k !== 'content'))), 'utf8');
+  if (header.length > 65536) throw new Error(`binary frame header of ${header.length} bytes (limit 65536)`);
+  const len = Buffer.alloc(4);
+  len.writeUInt32BE(header.length, 0);
+  return Buffer.concat([len, header, body]);
+}
+
 export function readObservation(
   cause: number | undefined,
   path: string,
   content: string,
-  binary?: { encoding: 'base64'; mimeType: string },
+  binary?: { encoding: 'base64' | 'binary'; mimeType: string },
 ): Observation {
   const extras: JsonObject = { path, impl_source: 'oh_aci' };
   // Only when asked (encoding: base64): OpenHands 1.6's deserializer refuses unknown extras.
@@ -401,8 +445,19 @@ export function readObservation(
   return obs('read', cause, content, `I read the file ${path}.`, extras);
 }
 
-export function writeObservation(cause: number | undefined, path: string): Observation {
-  return obs('write', cause, '', `I wrote to the file ${path}.`, { path });
+/** `content`: a note for the agent (write mode create found the file already there). */
+export function writeObservation(cause: number | undefined, path: string, content = ''): Observation {
+  return obs('write', cause, content, `I wrote to the file ${path}.`, { path });
+}
+
+/** oh's own kind (§3.9): `info` = exists, type, size, mtime, mode, encoding, mime_type, link. */
+/** Our own kind: the answer to a `job` action (docs/protocol.md §3.8). */
+export function jobObservation(cause: number | undefined, op: string, content: string, extras: JsonObject): Observation {
+  return obs('job', cause, content, `Job ${op}.`, { op, ...extras });
+}
+
+export function statObservation(cause: number | undefined, path: string, content: string, info: JsonObject): Observation {
+  return obs('stat', cause, content, `I checked the path ${path}.`, { path, ...info });
 }
 
 export interface EditResult {
@@ -470,8 +525,8 @@ export function registerFrame(info: RegisterInfo): JsonObject {
     workspace_folders: info.workspaceFolders,
     editor: { name: info.editorName, version: info.editorVersion, pid: info.editorPid },
     extension_version: info.extensionVersion,
-    // review: write/edit become proposals when the backend asks (§3.11).
-    capabilities: [...ACTION_KINDS, ...KNOWLEDGE_KINDS, 'branch', 'review'],
+    // review: write/edit become proposals when the backend asks (§3.11); branch: git-branch mode (§3.12).
+    capabilities: [...ACTION_KINDS, ...KNOWLEDGE_KINDS, ...CAPABILITIES, 'branch', 'review'],
   };
 }
 

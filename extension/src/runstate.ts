@@ -31,6 +31,8 @@ export class RunningCommand {
   exitCode: number | undefined;
   /** Set when the shell itself went away (terminal closed, `exit`). */
   shellExited = false;
+  /** Set when the terminal delivered none of the command's output stream (a VS Code race, see run.ts). */
+  outputLost = false;
   lastOutputAt = Date.now();
   private listeners: Array<() => void> = [];
   /** What the terminal will echo back of input we typed (a tty echoes it; a pipe does not). */
@@ -102,6 +104,11 @@ export class RunningCommand {
     for (const l of ls) l();
   }
 
+  /** Resolves when the command has ended. */
+  async whenDone(): Promise<void> {
+    while (!this.done) await this.changed(60000);
+  }
+
   /** Resolves on the next output or completion, or after `ms`. */
   changed(ms: number): Promise<void> {
     if (this.done) return Promise.resolve();
@@ -123,6 +130,8 @@ export interface StartOptions {
   env?: Record<string, string>;
   /** Output limit in characters. */
   limit?: number;
+  /** Gets every piece of output too (a background job's spool), unbounded by `limit`. */
+  sink?: (text: string) => void;
 }
 
 export interface CommandShell {
@@ -184,6 +193,15 @@ export class RunController {
     return this.claimed || (this.running !== null && !this.running.done);
   }
 
+  /** Resolves once no command is starting or running here (an extra terminal is then retired). */
+  async idle(): Promise<void> {
+    while (this.busy) {
+      const cmd = this.running;
+      if (cmd && !cmd.done) await cmd.changed(60000);
+      else await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
   /** C-c, then kill what is left: the command stops, the terminal's shell stays. */
   async interrupt(): Promise<void> {
     const cmd = this.running;
@@ -208,9 +226,23 @@ export class RunController {
       if (!cmd || cmd.done) throw new ToolError(NO_OUTPUT_TEXT, 'NO_COMMAND');
       return this.waitExclusive(cmd, args, opts, CONTINUED_PREFIX);
     }
+    const { cmd } = await this.begin(args, cwd);
+    return this.waitExclusive(cmd, args, opts, '');
+  }
+
+  /**
+   * Starts a command and returns at once (a background job, §3.8): `sink` gets all of its output;
+   * follow-ups (empty command, is_input) still reach it here.
+   */
+  async startDetached(args: RunArgs, cwd: string | null, sink: (text: string) => void): Promise<{ cmd: RunningCommand; shell: CommandShell }> {
+    if (args.command.includes('\0')) throw new ToolError('args.command must not contain NUL characters.', 'BAD_REQUEST');
+    return this.begin(args, cwd, sink);
+  }
+
+  private async begin(args: RunArgs, cwd: string | null, sink?: (text: string) => void): Promise<{ cmd: RunningCommand; shell: CommandShell }> {
+    const command = args.command;
     if (this.busy) throw new ToolError(busyMessage(command), 'BUSY');
     this.claimed = true;
-    let cmd: RunningCommand;
     try {
       const shell = await this.shellFor();
       // The CLI names its own cwd on every run; a `cd` into where the shell already is would only
@@ -218,13 +250,13 @@ export class RunController {
       const here = shell.cwd();
       const needCd = cwd !== null && !(here !== null && path.resolve(here) === path.resolve(cwd));
       const line = needCd ? `cd -- ${quoteSh(cwd!)} && ${command}` : command;
-      cmd = await shell.start(line, { env: args.env, limit: args.maxOutput });
+      const cmd = await shell.start(line, { env: args.env, limit: args.maxOutput, ...(sink ? { sink } : {}) });
       this.running = cmd;
       this.runningCommand = command;
+      return { cmd, shell };
     } finally {
       this.claimed = false;
     }
-    return this.waitExclusive(cmd, args, opts, '');
   }
 
   private async input(args: RunArgs, opts: RunOptions): Promise<RunResult> {
@@ -320,6 +352,11 @@ export class RunController {
     if (exitCode === undefined) {
       exitCode = -1;
       suffix = '\n[The terminal did not report an exit code for this command.]';
+    }
+    if (cmd.outputLost) {
+      suffix +=
+        '\n[VS Code delivered none of this command\'s output stream (its shell-integration race for commands that end ' +
+        'within one terminal read); the exit code is real. Run the command again if you need its output.]';
     }
     if (cmd.shellExited) {
       suffix +=

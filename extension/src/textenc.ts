@@ -131,6 +131,11 @@ export function encodeText(text: string, encoding: TextEncodingName, bom = false
 
 /** Python's mimetypes for the usual suspects; application/octet-stream otherwise. */
 export function guessMimeType(path: string): string {
+  return knownMimeType(path) ?? 'application/octet-stream';
+}
+
+/** The MIME type for a known file name extension, else null (Python's mimetypes.guess_type None). */
+export function knownMimeType(path: string): string | null {
   const ext = (/\.([A-Za-z0-9]+)$/.exec(path)?.[1] ?? '').toLowerCase();
   const types: Record<string, string> = {
     png: 'image/png', jpg: 'image/jpeg', jpeg: 'image/jpeg', gif: 'image/gif', webp: 'image/webp', bmp: 'image/bmp',
@@ -139,5 +144,5 @@ export function guessMimeType(path: string): string {
     html: 'text/html', htm: 'text/html', css: 'text/css', js: 'text/javascript', csv: 'text/csv', xml: 'application/xml',
     md: 'text/markdown', py: 'text/x-python', wasm: 'application/wasm', mp3: 'audio/mpeg', wav: 'audio/x-wav', mp4: 'video/mp4',
   };
-  return types[ext] ?? 'application/octet-stream';
+  return types[ext] ?? null;
 }

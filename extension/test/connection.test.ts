@@ -198,7 +198,7 @@ test('registered review: the context carries proposal mode and a way to send pro
     (conn as unknown as { opts: { handler: unknown } }).opts.handler = {
       execute: async (a: Action, _s: AbortSignal, ctx: ActionContext) => {
         seen.push(ctx);
-        ctx.notify?.({ type: 'proposal_event', event: 'proposal_opened', proposal: { cause: a.id, path: '/w/x', kind: 'write' } });
+        ctx.sendFrame?.({ type: 'proposal_event', event: 'proposal_opened', proposal: { cause: a.id, path: '/w/x', kind: 'write' } });
         return readObservation(a.id, 'p', 'x');
       },
     };

@@ -9,7 +9,7 @@ import { afterEach, beforeEach, test } from 'node:test';
 import { EditExecutor } from '../src/executors/edit';
 import { executeRead } from '../src/executors/read';
 import { executeWrite } from '../src/executors/write';
-import { Action, JsonObject, Observation, parseAction, ToolError } from '../src/protocol';
+import { Action, BINARY_BODY, JsonObject, Observation, packBinary, parseAction, ToolError } from '../src/protocol';
 import { unifiedDiff } from '../src/udiff';
 import { mock, resetMock, TextDocument, Uri, workspace } from './vscodeMock';
 
@@ -249,6 +249,27 @@ test('read encoding base64: raw bytes, mime type, extras only when asked; binary
   assert.match(e.message, /binary file .*args\.encoding "base64"/);
   const img = await refusal(new EditExecutor().execute(action('edit', { path: 'i.png', command: 'view' })));
   assert.match(img.message, /is an image; get its bytes with the read action/);
+});
+
+test('read encoding binary (§3.7): the bytes ride beside the observation, packed as one binary frame', async () => {
+  const blob = Buffer.from([...Array(256).keys()]);
+  fs.writeFileSync(path.join(root, 'b.bin'), blob);
+  const o = await executeRead(action('read', { path: 'b.bin', encoding: 'binary' }));
+  assert.equal('content' in o, false, 'no content in the JSON part');
+  assert.equal(extras(o).encoding, 'binary');
+  assert.equal(extras(o).mime_type, 'application/octet-stream');
+  const body = (o as Record<symbol, unknown>)[BINARY_BODY] as Uint8Array;
+  assert.deepEqual(Buffer.from(body), blob);
+  o.cause = 5;
+  const frame = packBinary(o, body);
+  const n = frame.readUInt32BE(0);
+  assert.equal(frame[0], 0, 'byte 0 is 0x00: never mistaken for JSON');
+  const header = JSON.parse(frame.subarray(4, 4 + n).toString('utf8'));
+  assert.equal(header.observation, 'read');
+  assert.equal(header.cause, 5);
+  assert.equal(header.content, undefined);
+  assert.deepEqual(frame.subarray(4 + n), blob);
+  assert.ok(!JSON.stringify(o).includes('binary body'), 'the bytes never reach the JSON');
 });
 
 test('non-UTF-8 text: read decoded, edited and written back in its own encoding', async () => {

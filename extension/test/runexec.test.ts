@@ -84,7 +84,7 @@ function fakeShellIntegration(term: Terminal): void {
     executeCommand(text: string) {
       const cwdFile = path.join(tmp, `cwd-${++seq}`);
       const child = spawn('bash', ['-c', `${text}\n__rc=$?; pwd > '${cwdFile}'; exit $__rc`], { cwd: dir });
-      const chunks: string[] = [];
+      const chunks: string[] = ['\x1b]633;C\x07']; // a real stream starts with the shell's "command started" sequence
       let wake: (() => void) | null = null;
       let ended = false;
       const poke = () => wake?.();
@@ -279,6 +279,170 @@ test('a backend that goes away mid-command: the user is asked, the next backend 
     assert.deepEqual(asked, ['sleep 2']);
     const next = await ex.execute(run({ command: 'echo free' }), new AbortController().signal, ctxFor('alive', [root]));
     assert.equal(String(next.content), 'free\n');
+  } finally {
+    ex.dispose();
+  }
+});
+
+// ---------------------------------------------------------------------------------------------
+// Concurrent commands (docs/protocol.md §3.8): extra terminals while the agent's terminal is busy.
+
+const jobRun = (args: JsonObject, agent: JsonObject, jobId: string, timeout?: number) =>
+  parseAction({ id: nextId++, action: 'run', args, agent, job_id: jobId, ...(timeout ? { timeout } : {}) });
+
+test('a command arriving while the terminal is busy runs in an extra terminal, up to max_shells, then BUSY', async () => {
+  mock.onTerminal = fakeShellIntegration;
+  const ex = new RunExecutor({ log: () => {}, confirmCommands: () => false });
+  const ctx = { ...ctxFor('b1', [root]), maxShells: 3 };
+  const agent = { id: 'a1', name: 'bot', workdir: root, shell: 'a1' };
+  const sig = new AbortController().signal;
+  const closed: unknown[] = [];
+  const sub = mock.closedTerminals.event((t: unknown) => closed.push(t));
+  try {
+    await ex.execute(jobRun({ command: 'cd sub' }, agent, 'j1'), sig, ctx);
+    const [a, b, c, busy] = await Promise.all([
+      ex.execute(jobRun({ command: 'sleep 0.6; echo A' }, agent, 'j2'), sig, ctx),
+      ex.execute(jobRun({ command: 'sleep 0.3; echo B; pwd' }, agent, 'j3'), sig, ctx),
+      ex.execute(jobRun({ command: 'echo C; cd /; exit 4' }, agent, 'j4'), sig, ctx),
+      ex.execute(jobRun({ command: 'echo D' }, agent, 'j5'), sig, ctx).catch((e: unknown) => e),
+    ]);
+    assert.equal(String(a.content), 'A\n');
+    assert.equal(meta(a).job_id, undefined, 'the main terminal, finished: no id');
+    assert.equal(String(b.content), `B\n${path.join(root, 'sub')}\n`, 'started where the main terminal was');
+    assert.equal(meta(b).job_id, 'j3');
+    assert.equal(String(c.content), 'C\n');
+    assert.equal(meta(c).exit_code, 4);
+    assert.equal(meta(c).job_id, 'j4');
+    assert.ok(busy instanceof ToolError && busy.errorId === 'BUSY' && /max_shells = 3/.test(busy.message), String(busy));
+    assert.deepEqual(mock.terminals.map((t) => t.options.name), ['oh · bot', 'oh · bot #2', 'oh · bot #3']);
+    await new Promise((r) => setTimeout(r, 150));
+    assert.equal(closed.length, 2, 'extra terminals go when their command ends; the main one stays');
+    assert.ok(closed.includes(mock.terminals[1]) && closed.includes(mock.terminals[2]));
+    const after = await ex.execute(jobRun({ command: 'pwd' }, agent, 'j6'), sig, ctx);
+    assert.equal(String(after.content), path.join(root, 'sub') + '\n', "an extra terminal's cd never reaches the main one");
+    assert.equal(mock.terminals.length, 3, 'the main terminal was idle: no new one');
+  } finally {
+    sub.dispose();
+    ex.dispose();
+  }
+});
+
+test('follow-ups go to the command args.job_id names, else to the most recent running one', async () => {
+  mock.onTerminal = fakeShellIntegration;
+  const ex = new RunExecutor({ log: () => {}, confirmCommands: () => false });
+  const ctx = ctxFor('b1', [root]);
+  const agent = { id: 'a1', name: 'bot', workdir: root, shell: 'a1' };
+  const sig = new AbortController().signal;
+  try {
+    const [main, extra] = await Promise.all([
+      ex.execute(jobRun({ command: 'sleep 1.2; echo main' }, agent, 'j1', 0.2), sig, ctx),
+      ex.execute(jobRun({ command: 'sleep 0.8; echo extra' }, agent, 'j2', 0.2), sig, ctx),
+    ]);
+    assert.equal(meta(main).exit_code, -1);
+    assert.equal(meta(main).job_id, 'j1', 'still running: its id is named');
+    assert.equal(meta(extra).job_id, 'j2');
+    // No job_id: the most recently started running command (j2).
+    const latest = await ex.execute(parseAction({ id: nextId++, action: 'run', args: { command: '' }, agent }), sig, ctx);
+    assert.equal(String(latest.content), 'extra\n');
+    assert.equal(meta(latest).job_id, 'j2');
+    const named = await ex.execute(parseAction({ id: nextId++, action: 'run', args: { command: '', job_id: 'j1' }, agent }), sig, ctx);
+    assert.equal(String(named.content), 'main\n');
+    assert.equal(meta(named).exit_code, 0);
+    const gone = await ex
+      .execute(parseAction({ id: nextId++, action: 'run', args: { command: '', job_id: 'j2' }, agent }), sig, ctx)
+      .catch((e: unknown) => e);
+    assert.ok(gone instanceof ToolError && gone.errorId === 'NO_COMMAND', String(gone));
+  } finally {
+    ex.dispose();
+  }
+});
+
+// Background jobs and the `job` action (docs/protocol.md §3.8) through the executor: real bash in the
+// jobs' pseudoterminals, job events sent to the backend.
+
+const jobAction = (args: JsonObject, agent: JsonObject, timeout?: number) =>
+  parseAction({ id: nextId++, action: 'job', args, agent, ...(timeout ? { timeout } : {}) });
+
+test('background job: answers at once with its id, runs in its own named terminal, followed by the job ops', async () => {
+  mock.onTerminal = fakeShellIntegration;
+  const ex = new RunExecutor({ log: () => {}, confirmCommands: () => false });
+  const frames: JsonObject[] = [];
+  const ctx = { ...ctxFor('bj', [root]), maxShells: 4, sendFrame: (f: JsonObject) => void frames.push(f) };
+  const agent = { id: 'a1', name: 'bot', workdir: root, shell: 'a1' };
+  const sig = new AbortController().signal;
+  try {
+    const started = await ex.execute(jobRun({ command: 'echo one; sleep 0.5; echo two; exit 3', background: true }, agent, 'j1'), sig, ctx);
+    assert.equal(meta(started).job_id, 'j1');
+    assert.equal(meta(started).exit_code, -1);
+    assert.match(String(meta(started).suffix), /Started in the background as job j1/);
+    assert.equal(mock.terminals.at(-1)!.options.name, 'oh · bot · job j1: echo one; sleep 0.5; echo two; exit 3');
+    const dup = await ex.execute(jobRun({ command: 'echo one; sleep 0.5; echo two; exit 3', background: true }, agent, 'j2'), sig, ctx);
+    assert.equal(meta(dup).job_id, 'j1', 'an identical running job is not started again');
+    assert.match(String(meta(dup).suffix), /already running/);
+    const forced = await ex.execute(jobRun({ command: 'echo one; sleep 0.5; echo two; exit 3', background: true, force: true }, agent, 'j3'), sig, ctx);
+    assert.equal(meta(forced).job_id, 'j3');
+    // the main terminal stays free for foreground commands meanwhile
+    const fg = await ex.execute(jobRun({ command: 'echo fg' }, agent, 'j4'), sig, ctx);
+    assert.equal(String(fg.content), 'fg\n');
+    const waited = await ex.executeJob(jobAction({ op: 'wait', job_id: 'j1' }, agent, 30), sig, ctx);
+    const ex1 = waited.extras as JsonObject;
+    assert.equal(ex1.timed_out, false);
+    assert.deepEqual([(ex1.job as JsonObject).state, (ex1.job as JsonObject).exit_code], ['FAILED', 3]);
+    assert.equal(String(waited.content), 'one\ntwo\n');
+    const out = await ex.executeJob(jobAction({ op: 'output', job_id: 'j1', offset: 4 }, agent), sig, ctx);
+    assert.deepEqual([String(out.content), (out.extras as JsonObject).eof], ['two\n', true]);
+    await ex.executeJob(jobAction({ op: 'wait', job_id: 'j3' }, agent, 30), sig, ctx);
+    const listed = await ex.executeJob(jobAction({ op: 'list' }, agent), sig, ctx);
+    assert.match(String(listed.content), /j1 {2}FAILED exit 3 {2}background/);
+    const events = frames.map((f) => `${f.event} ${(f.job as JsonObject).job_id} ${(f.job as JsonObject).state}`);
+    assert.ok(events.includes('job_started j1 RUNNING') && events.includes('job_finished j1 FAILED'), events.join(', '));
+  } finally {
+    ex.dispose();
+  }
+});
+
+test('cancel stops a background job (C-c to its process group); a follow-up by job_id reaches it', async () => {
+  mock.onTerminal = fakeShellIntegration;
+  const ex = new RunExecutor({ log: () => {}, confirmCommands: () => false });
+  const ctx = ctxFor('bc', [root]);
+  const agent = { id: 'a1', name: 'bot', workdir: root, shell: 'a1' };
+  const sig = new AbortController().signal;
+  try {
+    await ex.execute(jobRun({ command: 'read x; echo got $x; sleep 60', background: true }, agent, 'j1'), sig, ctx);
+    const typed = await ex.execute(parseAction({ id: nextId++, action: 'run', args: { command: 'hello', is_input: true, job_id: 'j1' }, agent, timeout: 1 }), sig, ctx);
+    assert.equal(meta(typed).job_id, 'j1');
+    const out = await ex.executeJob(jobAction({ op: 'output', job_id: 'j1', wait: 10 }, agent), sig, ctx);
+    assert.match(String(out.content), /got hello/);
+    const t0 = Date.now();
+    const cancelled = await ex.executeJob(jobAction({ op: 'cancel', job_id: 'j1' }, agent), sig, ctx);
+    assert.match(String(cancelled.content), /^Job j1 cancelled \(exit code \d+\)\.$/);
+    assert.equal(((cancelled.extras as JsonObject).job as JsonObject).state, 'CANCELLED');
+    assert.ok(Date.now() - t0 < 20000);
+    await assert.rejects(ex.executeJob(jobAction({ op: 'poll', job_id: 'j99' }, agent), sig, ctx), (e: unknown) => e instanceof ToolError && e.errorId === 'NO_JOB');
+  } finally {
+    ex.dispose();
+  }
+});
+
+test('an execution whose stream delivered nothing (VS Code dropped it) answers the real exit code and says so', async () => {
+  mock.onTerminal = (term: Terminal) => {
+    fakeShellIntegration(term);
+    term.shellIntegration = {
+      cwd: Uri.file(root),
+      executeCommand() {
+        // What VS Code does when start, output and end arrive in one terminal read: no data at all.
+        const execution = { cwd: Uri.file(root), read: async function* () {} };
+        setImmediate(() => mock.executionEnded.fire({ execution, exitCode: 0 }));
+        return execution;
+      },
+    };
+  };
+  const ex = new RunExecutor({ log: () => {}, confirmCommands: () => false });
+  try {
+    const o = await ex.execute(run({ command: 'pwd', blocking: true }), new AbortController().signal, ctxFor('lost', [root]));
+    assert.equal(String(o.content), '');
+    assert.equal(meta(o).exit_code, 0);
+    assert.match(String(meta(o).suffix), /delivered none of this command's output.*Run the command again/);
   } finally {
     ex.dispose();
   }

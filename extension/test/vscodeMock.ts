@@ -293,8 +293,11 @@ export class Terminal {
   show(): void {
     this.shown++;
   }
+  /** What the terminal's shell does with typed text (a fake shell integration sets it). */
+  onSendText: ((text: string, addNewLine: boolean) => void) | undefined;
   sendText(text: string, addNewLine = true): void {
     this.sent.push([text, addNewLine]);
+    this.onSendText?.(text, addNewLine);
   }
   dispose(): void {
     this.options.pty?.close();
@@ -314,6 +317,7 @@ export const window = {
     mock.shellIntegrationChanged.event(l),
   onDidEndTerminalShellExecution: (l: Listener<{ execution: unknown; exitCode: number | undefined }>) =>
     mock.executionEnded.event(l),
+  onDidStartTerminalShellExecution: (l: Listener<{ terminal: Terminal; execution: unknown }>) => mock.executionStarted.event(l),
   async showWarningMessage(message: string, _options: unknown, ...items: string[]): Promise<string | undefined> {
     mock.warnings.push(message);
     return mock.warningAnswer ?? items[0];
@@ -326,6 +330,7 @@ export const mock = {
   closedTerminals: new EventEmitter<Terminal>(),
   shellIntegrationChanged: new EventEmitter<{ terminal: Terminal; shellIntegration: unknown }>(),
   executionEnded: new EventEmitter<{ execution: unknown; exitCode: number | undefined }>(),
+  executionStarted: new EventEmitter<{ terminal: Terminal; execution: unknown }>(),
   appliedEdits: [] as WorkspaceEdit[],
   terminals: [] as Terminal[],
   warnings: [] as string[],
@@ -344,6 +349,7 @@ export function resetMock(root: string): void {
   mock.closedTerminals = new EventEmitter();
   mock.shellIntegrationChanged = new EventEmitter();
   mock.executionEnded = new EventEmitter();
+  mock.executionStarted = new EventEmitter();
   mock.appliedEdits = [];
   mock.terminals = [];
   mock.warnings = [];

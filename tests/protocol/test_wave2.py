@@ -84,6 +84,8 @@ def test_shell_keys_and_agent_field():
 def test_registered_carries_allowed_roots_and_relative_folders_are_refused():
     assert frames.registered("e1", "i", "/w")["allowed_roots"] == ["/w"]
     assert frames.registered("e1", "i", "/w", ["/w", "/tmp"])["allowed_roots"] == ["/w", "/tmp"]
+    assert "max_shells" not in frames.registered("e1", "i", "/w") and frames.registered("e1", "i", "/w", max_shells=5)["max_shells"] == 5
+    assert "job_retention" not in frames.registered("e1", "i", "/w") and frames.registered("e1", "i", "/w", job_retention=60.0)["job_retention"] == 60.0
     with pytest.raises(frames.RegistrationError):
         frames.parse_registration({"type": "register", "protocol": 1, "workspace_folders": ["."]}, "i")
     assert frames.parse_registration({"type": "register", "protocol": 1, "workspace_folders": ["/"]}, "i").workspace_folders == ["/"]

@@ -91,9 +91,11 @@ export class PtyShell implements CommandShell {
     }
     this.child = child;
     const decoder = new StringDecoder('utf8');
+    const sink = opts.sink;
     const onData = (b: Buffer) => {
       const s = decoder.write(b);
       if (!s) return;
+      sink?.(s);
       cmd.push(s);
       this.echo(s);
     };
@@ -112,6 +114,7 @@ export class PtyShell implements CommandShell {
       setTimeout(() => {
         const rest = decoder.end();
         if (rest) {
+          sink?.(rest);
           cmd.push(rest);
           this.echo(rest);
         }

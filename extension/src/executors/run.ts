@@ -6,7 +6,7 @@
  * Preferred path: VS Code's shell integration. `executeCommand` runs the command in the terminal's
  * shell (so `cd`, exports and aliases persist between commands, as in OpenHands' bash session),
  * `execution.read()` streams exactly what the command printed (escape sequences stripped, see
- * ../ansi.ts) and `onDidEndTerminalShellExecution` gives the real exit code. Fallback, when shell
+ * ../ansi.ts) and `onDidEndTerminalShellExecution` gives the real exit code (./integrated.ts). Fallback, when shell
  * integration does not come up within a few seconds: ./pty.ts. The action rules (timeouts, input,
  * one command at a time) live in ../runstate.ts.
  */
@@ -15,17 +15,16 @@ import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import { ActionContext } from '../connection';
+import { DEFAULT_RETENTION_S, ForegroundRecord, Job, jobFingerprint, JobTable, privateSpoolDir, Spool } from '../jobs';
 import { resolvePath } from '../paths';
-import { killForegroundJob, processCwd } from '../procs';
-import { Action, Observation, runArgs, runObservation, ToolError } from '../protocol';
-import { CommandShell, quoteSh, RunController, RunningCommand, StartOptions } from '../runstate';
+import { Action, jobObservation, Observation, RunArgs, runArgs, runObservation, ToolError } from '../protocol';
+import { CommandShell, RunController, RunningCommand } from '../runstate';
 import { allowedRoots, baseDir, workspaceRoots } from './files';
+import { IntegratedShell, waitForShellIntegration } from './integrated';
 import { PtyShell } from './pty';
-import { envScript, hostMetadata } from './shellenv';
+import { hostMetadata } from './shellenv';
 
 export const SHELL_INTEGRATION_WAIT_MS = 5000;
-/** After the end event, how long the output stream may still deliver its last chunks. */
-const STREAM_DRAIN_MS = 300;
 const SECRET_ENV = /^OH_.*(TOKEN|SECRET)$|^OH_TOKEN$/;
 
 /** Environment changes for the agent's shell: no `oh` secrets, and pagers that never wait for a key. */
@@ -46,154 +45,6 @@ function privateTmpDir(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), 'oh-vscode-'));
 }
 
-function waitForShellIntegration(term: vscode.Terminal, ms: number): Promise<vscode.TerminalShellIntegration | undefined> {
-  if (term.shellIntegration) return Promise.resolve(term.shellIntegration);
-  return new Promise((resolve) => {
-    const done = (si: vscode.TerminalShellIntegration | undefined) => {
-      clearTimeout(timer);
-      sub.dispose();
-      closeSub.dispose();
-      resolve(si);
-    };
-    const sub = vscode.window.onDidChangeTerminalShellIntegration((e) => {
-      if (e.terminal === term) done(e.shellIntegration);
-    });
-    const closeSub = vscode.window.onDidCloseTerminal((t) => {
-      if (t === term) done(undefined);
-    });
-    const timer = setTimeout(() => done(term.shellIntegration), ms);
-  });
-}
-
-/** An agent's terminal driven through shell integration. */
-class IntegratedShell implements CommandShell {
-  readonly name = 'VS Code terminal (shell integration)';
-  readonly echoesInput = true; // a real tty: what we type comes back in the output
-  private shellPid: number | undefined;
-  private lastCwd: string | null;
-  private scriptSeq = 0;
-  /** End-event subscriptions of commands still running: released if the terminal goes away. */
-  private readonly pending = new Set<vscode.Disposable>();
-
-  constructor(
-    readonly terminal: vscode.Terminal,
-    private readonly tmpDir: string,
-    initialCwd: string,
-    private readonly trace?: (line: string) => void,
-  ) {
-    this.lastCwd = initialCwd;
-    void Promise.resolve(terminal.processId).then((p) => (this.shellPid = p));
-  }
-
-  async start(commandLine: string, opts: StartOptions = {}): Promise<RunningCommand> {
-    const si = this.terminal.shellIntegration;
-    if (!si) throw new ToolError(`The "${this.terminal.name}" terminal lost its shell integration; run the command again.`);
-    let text = commandLine;
-    let script: string | null = null;
-    const exports = opts.env && Object.keys(opts.env).length ? envScript(opts.env) : '';
-    if (exports || /[\r\n]/.test(commandLine)) {
-      // A multi-line command typed into a shell would become several executions (one per line);
-      // sourcing a script keeps it one execution with one exit code, in the same shell. Exported
-      // values (secrets) go the same way: never typed into the terminal or its history. The
-      // script is 0600 in a 0700 directory and deletes itself as its first step.
-      script = path.join(this.tmpDir, `cmd-${++this.scriptSeq}.sh`);
-      fs.writeFileSync(script, `builtin command rm -f -- ${quoteSh(script)}\n${exports}${commandLine}\n`, { mode: 0o600 });
-      text = `. ${quoteSh(script)}`;
-    }
-    const cmd = new RunningCommand(true, opts.limit);
-    let execution: vscode.TerminalShellExecution | undefined;
-    let ended = false;
-    let streamDone = false;
-    let exitCode: number | undefined;
-    const t0 = Date.now();
-    const tr = (what: string) => this.trace?.(`trace +${Date.now() - t0} ms ${what}`);
-    let completed = false;
-    const complete = () => {
-      if (completed) return;
-      completed = true;
-      tr('complete');
-      this.lastCwd = this.cwd() ?? execution?.cwd?.fsPath ?? this.lastCwd;
-      cmd.finish(exitCode);
-      if (script) fs.rm(script, { force: true }, () => {});
-    };
-    const sub = vscode.window.onDidEndTerminalShellExecution((e) => {
-      if (e.execution !== execution) return;
-      sub.dispose();
-      this.pending.delete(sub);
-      tr(`end event exit=${e.exitCode} streamDone=${streamDone}`);
-      ended = true;
-      exitCode = e.exitCode;
-      if (streamDone) complete();
-      else setTimeout(complete, STREAM_DRAIN_MS); // the stream normally ends first; never wait on it forever
-    });
-    this.pending.add(sub);
-    // A leading space: when the text arrives while bash is still switching its terminal to
-    // line-editing mode after the previous prompt, the first character can be dropped ("cho: command
-    // not found", seen ~1 in 30 under load in the e2e suite; a known shell-readiness race). Losing a
-    // space is harmless, and with HISTCONTROL=ignorespace the agent's commands stay out of the
-    // user's shell history.
-    execution = si.executeCommand(' ' + text);
-    const stream = execution.read(); // must start before the command prints anything
-    void (async () => {
-      try {
-        for await (const data of stream) {
-          tr(`data ${data.length} chars`); // sizes only: output may hold secrets
-          cmd.push(data);
-        }
-      } catch {
-        /* the terminal went away; the close handler finishes the command */
-      }
-      streamDone = true;
-      tr('stream done');
-      if (ended) complete();
-    })();
-    return cmd;
-  }
-
-  sendLine(text: string): void {
-    this.terminal.sendText(text, true);
-  }
-
-  sendKey(key: string): boolean {
-    const c = key[2];
-    const ch = c === '\\' ? '\x1c' : String.fromCharCode(c.toLowerCase().charCodeAt(0) - 96);
-    this.terminal.sendText(ch, false);
-    return true;
-  }
-
-  async killRunning(): Promise<void> {
-    if (this.shellPid) await killForegroundJob(this.shellPid);
-  }
-
-  /**
-   * The shell's working directory. VS Code learns it from the prompt that follows a command, which
-   * can arrive after the command's end event; on Linux the kernel knows it already. The shell's
-   * own spelling ($PWD, symlinks kept) wins when both agree.
-   */
-  cwd(): string | null {
-    const reported = this.terminal.shellIntegration?.cwd?.fsPath ?? this.lastCwd;
-    const actual = this.shellPid ? processCwd(this.shellPid) : null;
-    if (!actual) return reported;
-    if (reported) {
-      try {
-        if (fs.realpathSync(reported) === actual) return reported;
-      } catch {
-        /* the reported directory is gone */
-      }
-    }
-    return actual;
-  }
-
-  pid(): number | undefined {
-    return this.shellPid;
-  }
-
-  dispose(): void {
-    for (const d of this.pending) d.dispose();
-    this.pending.clear();
-  }
-}
-
 export interface RunExecutorDeps {
   log: (line: string) => void;
   confirmCommands: () => boolean;
@@ -208,6 +59,22 @@ class Slot {
   starting: Promise<CommandShell> | null = null;
   lastCwd: string | null = null;
   controller: RunController;
+  /** Id of the command started here last (the backend's top-level job_id). */
+  jobId: string | null = null;
+  /** When that command started (executor-wide order): follow-ups without job_id go to the newest running one. */
+  startedSeq = 0;
+  /** Extra terminals of this agent shell, by the id of the one command each runs (main slots only). */
+  readonly extras = new Map<string, Slot>();
+  /** `#N` in an extra terminal's name (0 = the main terminal). */
+  num = 0;
+  /** When its current command started (for `job list`). */
+  startedAt = 0;
+  /** The background job this extra terminal runs (job terminals only). */
+  job: Job | null = null;
+  /** The backend's job_retention (s), as its latest action context said. */
+  retentionS = DEFAULT_RETENTION_S;
+  /** Background jobs of this agent shell (used on main slots). */
+  readonly jobs = new JobTable(() => this.retentionS);
 
   constructor(
     readonly key: string,
@@ -225,16 +92,44 @@ class Slot {
 }
 
 const LEGACY_BACKEND = 'window';
+function mainBusyMessage(command: string): string {
+  return (
+    `Your command "${command.slice(0, 200)}" was NOT executed: the previous command is still running. ` +
+    'Wait for it (send an empty command), send it input (is_input), interrupt it (is_input "C-c"), or reset the shell.'
+  );
+}
+
+/** Terminals per agent shell (main + extra) when the backend's registered answer does not say (its default). */
+export const DEFAULT_MAX_SHELLS = 8;
+
+export function allBusyMessage(command: string, maxShells: number): string {
+  return (
+    `Your command "${command.slice(0, 200)}" was NOT executed: this agent's terminal and its ${maxShells - 1} extra terminals ` +
+    `are all busy (max_shells = ${maxShells}). Wait for a command to finish (send an empty command with args.job_id), ` +
+    'interrupt one (is_input "C-c" with args.job_id), or raise the backend setting max_shells.'
+  );
+}
+
+/** Finished background jobs whose terminals stay open for the user to read (the oldest closes first). */
+const KEPT_JOB_TERMINALS = 5;
+
+function terminalLabel(command: string): string {
+  const one = command.replace(/[\x00-\x1f\x7f-\x9f]+/g, ' ').trim();
+  return one.length <= 40 ? one : one.slice(0, 39) + '…';
+}
 
 export class RunExecutor implements vscode.Disposable {
   private readonly slots = new Map<string, Slot>();
+  private seq = 0;
   private tmpDir: string | null = null;
+  private spoolDir: string | null = null;
+  private readonly finishedJobTerminals: Slot[] = [];
   private readonly subs: vscode.Disposable[] = [];
 
   constructor(private readonly deps: RunExecutorDeps) {
     this.subs.push(
       vscode.window.onDidCloseTerminal((t) => {
-        for (const slot of this.slots.values()) {
+        for (const slot of [...this.slots.values()].flatMap((m) => [m, ...m.extras.values()])) {
           if (slot.shell instanceof IntegratedShell && t === slot.shell.terminal) {
             slot.lastCwd = slot.shell.cwd();
             slot.shell.dispose();
@@ -362,6 +257,14 @@ export class RunExecutor implements vscode.Disposable {
     const args = runArgs(action);
     const slot = this.slotFor(action, ctx);
     const cwd = args.cwd ? await this.checkedCwd(args.cwd, action, ctx) : null;
+    if (ctx?.jobRetentionS !== undefined) slot.retentionS = ctx.jobRetentionS;
+    const newCommand = !args.is_input && args.command.trim() !== '';
+    if (newCommand && typeof action.args.job_id === 'string') {
+      throw new ToolError(
+        'args.job_id names the running command an empty command or is_input belongs to; a new command takes none (it gets its own id).',
+        'BAD_REQUEST',
+      );
+    }
     if (args.reset) {
       await this.resetSlot(slot);
       this.deps.log(`"${slot.name}" terminal reset`);
@@ -378,8 +281,213 @@ export class RunExecutor implements vscode.Disposable {
       if (choice !== 'Run') throw new ToolError(`The user declined to run \`${args.command}\`.`, 'INTERRUPTED');
     }
     if (args.env) this.deps.log(`run exports ${Object.keys(args.env).join(', ')} (values not logged)`);
-    const r = await slot.controller.run(args, { timeoutS: action.timeout, signal }, cwd);
-    return runObservation(action.id, args.command, { ...r, ...hostMetadata() }, args.hidden);
+    if (action.args.background === true) return this.startJob(slot, action, args, cwd, ctx);
+    // While the agent's main terminal is starting (its shell integration not up yet), new commands
+    // wait for it instead of opening extra terminals: terminals created in a burst next to a starting
+    // shell-integrated one made its first command come back empty in a real VS Code (issue 11).
+    while (newCommand && slot.starting) await slot.starting.catch(() => undefined);
+    // No await between choosing the terminal and controller.run claiming it: two commands arriving
+    // together never pick the same idle terminal.
+    const target = this.laneFor(slot, action, args.is_input || args.command.trim() === '', ctx);
+    let r;
+    try {
+      r = await target.controller.run(args, { timeoutS: action.timeout, signal }, cwd);
+    } finally {
+      if (target !== slot && !target.controller.busy) this.retire(slot, target);
+    }
+    const o = runObservation(action.id, args.command, { ...r, ...hostMetadata() }, args.hidden);
+    // The command's id: always for an extra terminal's command, and for one still running (soft timeout).
+    const jid = target.jobId;
+    if (jid && (target !== slot || (r.exitCode === -1 && target.controller.busy))) {
+      ((o.extras as Record<string, unknown>).metadata as Record<string, unknown>).job_id = jid;
+    }
+    return o;
+  }
+
+  /**
+   * Which terminal of the agent's shell serves this action (docs/protocol.md §3.8). Follow-ups go to
+   * the command `args.job_id` names, else to the most recently started one still running. A new
+   * command goes to the main terminal when it is idle, else to a new extra terminal started in the
+   * main one's directory, up to max_shells terminals in all (then BUSY).
+   */
+  private laneFor(slot: Slot, action: Action, followUp: boolean, ctx?: ActionContext): Slot {
+    const lanes = [slot, ...slot.extras.values()];
+    if (followUp) {
+      const jid = typeof action.args.job_id === 'string' ? action.args.job_id : null;
+      if (jid) {
+        const hit = lanes.find((l) => l.jobId === jid && l.controller.busy);
+        if (!hit) throw new ToolError(`No running command ${jid} in this agent's shell (it ended, or the id is unknown).`, 'NO_COMMAND');
+        return hit;
+      }
+      // Background jobs are followed by naming them; the rest of the flow is the foreground commands'.
+      const running = lanes.filter((l) => l.controller.busy && !l.job).sort((a, b) => b.startedSeq - a.startedSeq);
+      return running[0] ?? slot;
+    }
+    let lane = slot;
+    if (slot.controller.busy) {
+      const max = ctx?.maxShells ?? DEFAULT_MAX_SHELLS;
+      // args.exclusive: one terminal, as the OpenHands SDK's (a new command while one runs is an error it sees).
+      if (action.args.exclusive === true) throw new ToolError(mainBusyMessage(String(action.args.command ?? '')), 'BUSY');
+      if (lanes.length >= max) throw new ToolError(allBusyMessage(String(action.args.command ?? ''), max), 'BUSY');
+      lane = this.newExtra(slot, action);
+    }
+    lane.jobId = action.jobId ?? null;
+    lane.startedSeq = ++this.seq;
+    lane.startedAt = Date.now();
+    return lane;
+  }
+
+  /** An extra terminal; `label` names a background job's terminal (else `#N`). */
+  private newExtra(slot: Slot, action: Action, label?: string): Slot {
+    const used = new Set([...slot.extras.values()].map((e) => e.num));
+    let num = 2;
+    while (used.has(num)) num++;
+    const id = action.jobId ?? `x${++this.seq}`;
+    const name = label ? `${slot.name} · ${label}` : `${slot.name} #${num}`;
+    const extra = new Slot(`${slot.key}#${num}`, slot.backend, slot.shellKey, name, slot.workdir, (s) => this.ensureShell(s));
+    extra.num = num;
+    // Started where the main terminal is now; its own `cd`s and exports stay in it.
+    extra.lastCwd = slot.shell?.cwd() ?? slot.lastCwd;
+    // A pseudoterminal (./pty.ts): it serves one command, so shell state need not persist, it is ready at
+    // once, and in the e2e suite terminals created in a burst with shell integration sometimes never
+    // reported their command's end (the pseudoterminal reports it itself).
+    extra.preferPty = true;
+    slot.extras.set(id, extra);
+    // An extra terminal serves one command: closed when that command ends, whether or not anyone is waiting on it.
+    // (A microtask later: the caller claims the terminal for its command right after this returns.)
+    void Promise.resolve()
+      .then(() => extra.controller.idle())
+      .then(() => setTimeout(() => this.retire(slot, extra), 50));
+    return extra;
+  }
+
+  /** Disposes an extra terminal whose command ended (the main terminal is kept). */
+  private retire(slot: Slot, extra: Slot): void {
+    if (extra.controller.busy) return;
+    let found = false;
+    for (const [id, e] of slot.extras) {
+      if (e === extra) {
+        slot.extras.delete(id);
+        found = true;
+      }
+    }
+    if (!found) return;
+    if (!extra.job) {
+      void this.resetSlot(extra);
+      return;
+    }
+    // A finished job's terminal stays open so the user can read what it printed; only the newest few.
+    this.finishedJobTerminals.push(extra);
+    while (this.finishedJobTerminals.length > KEPT_JOB_TERMINALS) void this.resetSlot(this.finishedJobTerminals.shift()!);
+  }
+
+  // ------------------------------------------------------------------ background jobs (§3.8)
+
+  private spool(jobId: string): Spool {
+    if (!this.spoolDir || !fs.existsSync(this.spoolDir)) this.spoolDir = privateSpoolDir();
+    return new Spool(path.join(this.spoolDir, `${jobId}-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}.out`));
+  }
+
+  /** `run` with args.background: the command starts in a terminal of its own and the answer returns at once. */
+  private async startJob(slot: Slot, action: Action, args: RunArgs, cwd: string | null, ctx?: ActionContext): Promise<Observation> {
+    const where = cwd ?? slot.shell?.cwd() ?? slot.lastCwd ?? (await this.startDir(slot));
+    slot.jobs.purge();
+    const fp = jobFingerprint(args.command, where, args.env);
+    if (action.args.force !== true) {
+      const dup = slot.jobs.duplicate(fp);
+      if (dup) {
+        return this.jobRunObservation(
+          action,
+          args,
+          dup,
+          `\n[Job ${dup.jobId} with the same command, directory and environment is already running (pid ${dup.pid}); it was not started ` +
+            'again. Follow it with the job action (op poll, wait, output, cancel), or set args.force to start another.]',
+        );
+      }
+    }
+    const max = ctx?.maxShells ?? DEFAULT_MAX_SHELLS;
+    if (1 + slot.extras.size >= max) throw new ToolError(allBusyMessage(args.command, max), 'BUSY');
+    const jid = action.jobId ?? `x${++this.seq}`;
+    const job = new Job(jid, args.command, where, args.env, fp, this.spool(jid));
+    const lane = this.newExtra(slot, action, `job ${jid}: ${terminalLabel(args.command)}`);
+    lane.lastCwd = where;
+    lane.job = job;
+    lane.jobId = jid;
+    lane.startedSeq = ++this.seq;
+    lane.startedAt = Date.now();
+    slot.jobs.add(job);
+    let started: { cmd: RunningCommand; shell: CommandShell };
+    try {
+      started = await lane.controller.startDetached(args, null, (text) => job.onOutput(text));
+    } catch (e) {
+      slot.extras.delete(jid);
+      slot.jobs.jobs.delete(jid);
+      job.spool.close();
+      void this.resetSlot(lane);
+      throw e;
+    }
+    job.pid = started.shell.pid() ?? -1;
+    this.deps.log(`job ${jid} started in the "${lane.name}" terminal`);
+    ctx?.sendFrame?.({ type: 'job_event', event: 'job_started', job: job.record() as unknown as Record<string, unknown> });
+    void started.cmd.whenDone().then(() => {
+      const code = started.cmd.exitCode ?? null;
+      const state = started.cmd.shellExited ? 'LOST' : job.cancelled ? 'CANCELLED' : code === 0 ? 'SUCCEEDED' : 'FAILED';
+      job.finish(state, code);
+      this.deps.log(`job ${jid} ${job.state}${code === null ? '' : ` (exit ${code})`}`);
+      ctx?.sendFrame?.({ type: 'job_event', event: 'job_finished', job: job.record() as unknown as Record<string, unknown> });
+      setTimeout(() => this.retire(slot, lane), 50); // frees its place under max_shells; the terminal stays a while
+    });
+    return this.jobRunObservation(
+      action,
+      args,
+      job,
+      `\n[Started in the background as job ${jid} (pid ${job.pid}). Follow it with the job action and args.job_id "${jid}": ` +
+        'op poll (state and output tail), wait (until it ends), output (all of it, from an offset), cancel.]',
+    );
+  }
+
+  private jobRunObservation(action: Action, args: RunArgs, job: Job, suffix: string): Observation {
+    const o = runObservation(
+      action.id,
+      args.command,
+      { content: '', exitCode: job.exitCode ?? -1, workingDir: job.cwd, pid: job.pid, suffix, ...hostMetadata() },
+      args.hidden,
+    );
+    ((o.extras as Record<string, unknown>).metadata as Record<string, unknown>).job_id = job.jobId;
+    return o;
+  }
+
+  /** The `job` action: list, poll, wait, output, cancel on this agent shell's jobs. */
+  async executeJob(action: Action, signal: AbortSignal, ctx?: ActionContext): Promise<Observation> {
+    const slot = this.slotFor(action, ctx);
+    if (ctx?.jobRetentionS !== undefined) slot.retentionS = ctx.jobRetentionS;
+    const lanes = () => [slot, ...slot.extras.values()];
+    const laneOf = (job: Job) => [...slot.extras.values()].find((l) => l.job === job);
+    const answer = await slot.jobs.op(action.args, {
+      timeoutS: action.timeout,
+      signal,
+      foreground: () =>
+        lanes()
+          .filter((l) => !l.job && l.jobId && l.controller.busy)
+          .map(
+            (l): ForegroundRecord => ({
+              job_id: l.jobId!,
+              command: l.controller.runningCommand ?? '',
+              cwd: l.shell?.cwd() ?? null,
+              state: 'RUNNING',
+              exit_code: null,
+              pid: l.shell?.pid() ?? -1,
+              background: false,
+              duration_s: Math.round(Date.now() - l.startedAt) / 1000,
+            }),
+          ),
+      isForeground: (jid) => lanes().some((l) => !l.job && l.jobId === jid && l.controller.busy),
+      interrupt: (job) => void laneOf(job)?.shell?.sendKey('C-c'),
+      kill: async (job) => {
+        await laneOf(job)?.shell?.killRunning();
+      },
+    });
+    return jobObservation(action.id, answer.op, answer.content, answer.extras);
   }
 
   /** agent_gone: that agent's private shell ends with it (shared-key shells are never named here). */
@@ -388,6 +496,9 @@ export class RunExecutor implements vscode.Disposable {
     if (!slot) return;
     this.slots.delete(slot.key);
     this.deps.log(`agent gone: closing the "${slot.name}" terminal`);
+    for (const extra of slot.extras.values()) void this.resetSlot(extra);
+    slot.extras.clear();
+    slot.jobs.closeAll(); // their terminals were just closed: LOST
     void this.resetSlot(slot);
   }
 
@@ -397,9 +508,9 @@ export class RunExecutor implements vscode.Disposable {
    * blocks nobody, since the next backend's agents get terminals of their own.
    */
   backendGone(backend: string): void {
-    for (const slot of [...this.slots.values()]) {
-      if (slot.backend !== backend) continue;
-      this.slots.delete(slot.key);
+    const mains = [...this.slots.values()].filter((m) => m.backend === backend);
+    for (const m of mains) this.slots.delete(m.key);
+    for (const slot of mains.flatMap((m) => [m, ...m.extras.values()])) {
       if (!slot.controller.busy || !slot.shell) {
         void this.resetSlot(slot);
         continue;
@@ -415,11 +526,15 @@ export class RunExecutor implements vscode.Disposable {
         if (interrupt) await this.resetSlot(slot);
       })();
     }
+    // Nobody can follow those jobs any more (the backend marks them LOST on its side too).
+    for (const m of mains) m.jobs.closeAll();
   }
 
   dispose(): void {
     for (const s of this.subs) s.dispose();
-    for (const slot of this.slots.values()) if (slot.shell instanceof PtyShell) slot.shell.dispose();
+    for (const m of this.slots.values()) for (const slot of [m, ...m.extras.values()]) if (slot.shell instanceof PtyShell) slot.shell.dispose();
+    for (const m of this.slots.values()) m.jobs.closeAll();
     if (this.tmpDir) fs.rm(this.tmpDir, { recursive: true, force: true }, () => {});
+    if (this.spoolDir) fs.rm(this.spoolDir, { recursive: true, force: true }, () => {});
   }
 }

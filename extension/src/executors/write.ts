@@ -30,6 +30,7 @@ import {
   unsavedNote,
   waitForDocumentText,
 } from './files';
+import { writeAppend, writeCreate } from './writemodes';
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
@@ -64,6 +65,8 @@ const RELOAD_WAIT_MS = 1500;
 
 export async function executeWrite(action: Action, _signal?: AbortSignal, ctx?: ActionContext): Promise<Observation> {
   const a = action.args;
+  if (a.mode === 'create') return writeCreate(action, ctx);
+  if (a.mode === 'append') return writeAppend(action, ctx);
   const content = String(a.content);
   const start = typeof a.start === 'number' ? a.start : 0;
   const end = typeof a.end === 'number' ? a.end : -1;

@@ -128,7 +128,7 @@ export class ReviewController implements vscode.Disposable {
     const item: Item = { action, agent, target, change: computed.change };
     const { id, decision } = this.store.add(item, timeoutSeconds * 1000, signal);
     const event = (name: string, extra: Record<string, unknown> = {}) =>
-      ctx.notify?.({ type: 'proposal_event', event: name, proposal: { cause: action.id, path: shown, kind: action.kind, ...extra } });
+      ctx.sendFrame?.({ type: 'proposal_event', event: name, proposal: { cause: action.id, path: shown, kind: action.kind, ...extra } });
     event('proposal_opened');
     this.log(`proposal ${id}: ${action.kind} ${computed.change.command} ${shown} by ${agent} awaits review`);
     void this.show(id).catch((e) => this.log(`proposal ${id}: could not show it: ${String(e)}`));

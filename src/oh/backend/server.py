@@ -529,7 +529,8 @@ class Backend:
         editor = Editor(self.registry.new_id(), registration, connection, time.monotonic())
         self.registry.add(editor)
         await connection.send(encode(frames.registered(
-            editor.editor_id, self.instance_id, self.workspace, self.allowed_roots, review=self.config.review, review_timeout=self.config.review_timeout,
+            editor.editor_id, self.instance_id, self.workspace, self.allowed_roots, self.config.max_shells, self.config.job_retention,
+            review=self.config.review, review_timeout=self.config.review_timeout,
         )), text=True)
         self._emit("editor_connected", editor=editor.describe())
         log.info("editor %s registered: %s %s %s", editor.editor_id, registration.editor_name, registration.editor_version, registration.workspace_folders)

@@ -105,11 +105,16 @@ def parse_registration(obj: dict[str, Any], instance_id: str) -> Registration:
 
 
 def registered(
-    editor_id: str, instance_id: str, workspace: str, allowed_roots: list[str] | None = None, *, review: bool = False, review_timeout: float | None = None,
+    editor_id: str, instance_id: str, workspace: str, allowed_roots: list[str] | None = None, max_shells: int | None = None,
+    job_retention: float | None = None, *, review: bool = False, review_timeout: float | None = None,
 ) -> dict[str, Any]:
     frame = {"type": "registered", "editor_id": editor_id, "instance_id": instance_id, "protocol": PROTOCOL_VERSION, "workspace": workspace}
     # The editor confines paths and run cwds to these (the backend's), not to its window's folders.
     frame["allowed_roots"] = list(allowed_roots) if allowed_roots else [workspace]
+    if max_shells is not None:
+        frame["max_shells"] = max_shells  # an editor's limit on terminals per agent shell (§3.8), as the local runtime's
+    if job_retention is not None:
+        frame["job_retention"] = job_retention  # how long the editor keeps finished jobs (§3.8)
     # Proposal mode (§3.11): write/edit become proposals; the editor answers each after the user decides,
     # or with TIMEOUT after review_timeout seconds.
     frame["review"] = bool(review)

@@ -1,0 +1,125 @@
+"""Issue 13 item 1: where the time of `run echo hi` goes in a real VS Code.
+
+    OH_E2E_DIR=/path/.e2e python benchmarks/vscode_run_latency.py [--n 30]
+
+Starts the end-to-end harness (code-server 1.99 in headless Chromium, the extension from this
+checkout; extension/e2e/run.sh), a real backend (runtime vscode), then sends `echo hi` N times on one
+agent connection, one after another, after a warm-up command (the terminal exists). The extension
+runs with OH_VSCODE_TRACE=1: for each command its log has the milliseconds since `executeCommand`
+of VS Code's start event, each data chunk, the stream's end, the end event, and completion
+(extension/src/executors/run.ts). Prints one JSON object: the client's round trip and the medians of
+those phases, plus the pseudoterminal path's (an extra terminal, `bash -c`) round trip for comparison.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+RUN_SH = REPO / "extension" / "e2e" / "run.sh"
+TRACE = re.compile(r"trace \+(\d+) ms (start event|data \d+ chars|stream done|end event|complete)")
+
+
+def _phases(log: str) -> list[dict[str, float]]:
+    """One dict per traced command: the first time each phase was seen (ms after executeCommand)."""
+    out: list[dict[str, float]] = []
+    cur: dict[str, float] = {}
+    for m in TRACE.finditer(log):
+        ms, what = float(m.group(1)), m.group(2)
+        key = "first data" if what.startswith("data") else what
+        cur.setdefault(key, ms)
+        if key == "complete":
+            out.append(cur)
+            cur = {}
+    return out
+
+
+def _median(xs: list[float]) -> float:
+    return round(statistics.median(xs), 1) if xs else float("nan")
+
+
+async def _measure(url: str, token: str, n: int) -> dict[str, list[float]]:
+    from oh.client import Client
+
+    rt: list[float] = []
+    extra: list[float] = []
+    lost: list[float] = []  # answers whose output VS Code dropped (the suffix says so; exit code still real)
+    async with await Client.connect(url, token, name="bench") as c:
+        await c.run("echo warm", timeout=60)
+        for _ in range(n):
+            t0 = time.perf_counter()
+            o = await c.run("echo hi", timeout=60)
+            rt.append((time.perf_counter() - t0) * 1000)
+            if o["content"] != "hi\n":
+                assert "delivered none" in o["extras"]["metadata"]["suffix"] and o["extras"]["metadata"]["exit_code"] == 0, o
+                lost.append(1)
+        # The pseudoterminal path: a command sent while the main terminal is busy runs in an extra one.
+        for _ in range(min(n, 10)):
+            busy = asyncio.ensure_future(c.run("sleep 1", timeout=60))
+            await asyncio.sleep(0.2)
+            t0 = time.perf_counter()
+            o = await c.run("echo hi", timeout=60)
+            extra.append((time.perf_counter() - t0) * 1000)
+            assert o["content"] == "hi\n", o
+            await busy
+    return {"round_trip": rt, "extra_terminal": extra, "lost": lost}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=30)
+    n = ap.parse_args().n
+    base = Path(tempfile.mkdtemp(prefix="oh-bench-vscode-"))
+    ws, state = base / "ws", base / "state"
+    ws.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OH_", "XDG_"))}
+    env.update(OH_HOME=str(base / "ohhome"), OH_VSCODE_TRACE="1", PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring",
+               OH_E2E_SKIP_SETUP="1", XDG_STATE_HOME=str(base / "xdg-state"), XDG_CONFIG_HOME=str(base / "xdg-config"),
+               XDG_DATA_HOME=str(base / "xdg-data"))
+    env["OH_E2E_DIR"] = os.environ.get("OH_E2E_DIR", str(REPO / ".e2e"))
+    p = subprocess.run(["bash", str(RUN_SH), "start", str(state), str(ws)], capture_output=True, text=True, env=env, timeout=900)
+    if p.returncode != 0:
+        sys.exit(f"run.sh start failed:\n{p.stderr[-3000:]}")
+    info = json.loads(p.stdout.strip().splitlines()[-1])
+    try:
+        s = subprocess.run([sys.executable, "-m", "oh", "start", "--runtime", "vscode", "--workspace", str(ws), "--detach", "--no-open",
+                            "--json"], capture_output=True, text=True, env=env, timeout=60, cwd=ws)
+        inst = json.loads(s.stdout)["instance_id"]
+        session = json.loads((base / "ohhome" / "sessions" / f"{inst}.json").read_text())
+        end = time.monotonic() + 60
+        while time.monotonic() < end:
+            st = json.loads(subprocess.run([sys.executable, "-m", "oh", "status", "--json"], capture_output=True, text=True, env=env,
+                                           cwd=ws).stdout)
+            if any(x.get("editors") for x in st.get("sessions", [])):
+                break
+            time.sleep(0.3)
+        r = asyncio.run(_measure(session["url"], session["token"], n))
+        time.sleep(0.5)
+        phases = _phases(Path(info["extension_log"]).read_text(encoding="utf-8"))[1 : 1 + n]  # skip the warm-up
+        out = {
+            "n": n,
+            "client_round_trip_ms_median": _median(r["round_trip"]),
+            "client_round_trip_ms_p90": round(sorted(r["round_trip"])[int(0.9 * (len(r["round_trip"]) - 1))], 1),
+            "extension_phases_ms_median": {k: _median([ph[k] for ph in phases if k in ph])
+                                           for k in ("start event", "first data", "stream done", "end event", "complete")},
+            "extra_terminal_round_trip_ms_median": _median(r["extra_terminal"]),
+            "outputs_dropped_by_vscode": f"{len(r['lost'])}/{n}",
+        }
+        print(json.dumps(out, indent=2))
+    finally:
+        subprocess.run([sys.executable, "-m", "oh", "stop", "--all"], capture_output=True, env=env, timeout=60, cwd=ws)
+        subprocess.run(["bash", str(RUN_SH), "stop", str(state)], capture_output=True, timeout=60)
+
+
+if __name__ == "__main__":
+    main()
