@@ -20,6 +20,7 @@ import { resolvePath } from '../paths';
 import { Action, jobObservation, Observation, RunArgs, runArgs, runObservation, ToolError } from '../protocol';
 import { CommandShell, RunController, RunningCommand } from '../runstate';
 import { allowedRoots, baseDir, workspaceRoots } from './files';
+import { FastShell, fastModeOn } from './fastshell';
 import { IntegratedShell, waitForShellIntegration } from './integrated';
 import { PtyShell } from './pty';
 import { hostMetadata } from './shellenv';
@@ -54,7 +55,7 @@ export interface RunExecutorDeps {
 
 /** One agent shell: its terminal (created lazily), and the rules of the command running there. */
 class Slot {
-  shell: IntegratedShell | PtyShell | null = null;
+  shell: IntegratedShell | PtyShell | FastShell | null = null;
   preferPty = false;
   starting: Promise<CommandShell> | null = null;
   lastCwd: string | null = null;
@@ -180,6 +181,7 @@ export class RunExecutor implements vscode.Disposable {
 
   private async createShell(slot: Slot): Promise<CommandShell> {
     const cwd = await this.startDir(slot);
+    if (!slot.preferPty && fastModeOn()) return this.createFastShell(slot, cwd);
     if (!slot.preferPty) {
       const t0 = Date.now();
       // bash on POSIX: agents (OpenHands' CmdRunAction) write bash, and VS Code's bash integration is its most reliable.
@@ -218,6 +220,22 @@ export class RunExecutor implements vscode.Disposable {
     pty.terminal.show(true);
     slot.shell = pty;
     return pty;
+  }
+
+  /** `oh.terminalMode: fast` (./fastshell.ts): a pseudoterminal over one persistent bash, ready at once. */
+  private createFastShell(slot: Slot, cwd: string): CommandShell {
+    const fast: FastShell = new FastShell(cwd, childEnv(), this.tmp(), () => {
+      if (slot.shell === fast) {
+        slot.lastCwd = fast.cwd();
+        slot.shell = null;
+        slot.controller.shellClosed(undefined);
+        this.deps.log(`the "${slot.name}" terminal was closed; the next command opens a new one`);
+      }
+    }, slot.name);
+    fast.terminal.show(true);
+    this.deps.log(`"${slot.name}" terminal ready (fast mode, persistent bash pid ${fast.pid()}, in ${cwd})`);
+    slot.shell = fast;
+    return fast;
   }
 
   /** args.cwd: relative to the agent's workdir, and inside the backend's workspace + allowed roots (PATH_DENIED). */
@@ -532,7 +550,7 @@ export class RunExecutor implements vscode.Disposable {
 
   dispose(): void {
     for (const s of this.subs) s.dispose();
-    for (const m of this.slots.values()) for (const slot of [m, ...m.extras.values()]) if (slot.shell instanceof PtyShell) slot.shell.dispose();
+    for (const m of this.slots.values()) for (const slot of [m, ...m.extras.values()]) if (slot.shell instanceof PtyShell || slot.shell instanceof FastShell) slot.shell.dispose();
     for (const m of this.slots.values()) m.jobs.closeAll();
     if (this.tmpDir) fs.rm(this.tmpDir, { recursive: true, force: true }, () => {});
     if (this.spoolDir) fs.rm(this.spoolDir, { recursive: true, force: true }, () => {});
