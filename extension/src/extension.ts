@@ -56,6 +56,7 @@ function newRunExecutor(log: (line: string) => void): RunExecutor {
   return new RunExecutor({
     log,
     confirmCommands: () => vscode.workspace.getConfiguration('oh').get<boolean>('confirmCommands', false),
+    terminalMode: () => vscode.workspace.getConfiguration('oh').get<string>('terminalMode', 'shell'),
     askInterrupt: async (name, command) => {
       const choice = await vscode.window.showWarningMessage(
         `oh: the backend went away while the agent's command \`${command.slice(0, 200)}\` was still running in the "${name}" terminal.`,

@@ -166,6 +166,8 @@ export class BashLoop implements CommandShell {
         this.sink = undefined;
       }
       cmd.finish(status, shellExited);
+      // Same tick as the finish: the executor drops this shell before the agent's next command can reach it.
+      if (shellExited) this.reportExit(status);
     };
     setImmediate(step);
   }
@@ -190,8 +192,17 @@ export class BashLoop implements CommandShell {
       const cmd = this.current;
       this.current = null;
       cmd?.finish(status, true);
-      this.hooks.exited(status);
+      this.reportExit(status);
     }, 50);
+  }
+
+  private exitReported = false;
+
+  private reportExit(status: number | undefined): void {
+    this.gone = true; // no new command is sent to a shell that is exiting
+    if (this.exitReported) return;
+    this.exitReported = true;
+    this.hooks.exited(status);
   }
 
   get alive(): boolean {

@@ -89,8 +89,3 @@ export class FastShell implements CommandShell {
 function crlf(text: string): string {
   return text.replace(/\r?\n/g, '\r\n');
 }
-
-/** `oh.terminalMode` is `fast` (read at each new agent terminal; POSIX only: the loop is bash). */
-export function fastModeOn(): boolean {
-  return process.platform !== 'win32' && vscode.workspace.getConfiguration('oh').get<string>('terminalMode', 'shell') === 'fast';
-}

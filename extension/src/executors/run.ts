@@ -20,7 +20,7 @@ import { resolvePath } from '../paths';
 import { Action, jobObservation, Observation, RunArgs, runArgs, runObservation, ToolError } from '../protocol';
 import { CommandShell, RunController, RunningCommand } from '../runstate';
 import { allowedRoots, baseDir, workspaceRoots } from './files';
-import { FastShell, fastModeOn } from './fastshell';
+import { FastShell } from './fastshell';
 import { IntegratedShell, waitForShellIntegration } from './integrated';
 import { PtyShell } from './pty';
 import { hostMetadata } from './shellenv';
@@ -49,6 +49,8 @@ function privateTmpDir(): string {
 export interface RunExecutorDeps {
   log: (line: string) => void;
   confirmCommands: () => boolean;
+  /** The `oh.terminalMode` setting, read at each new agent terminal: `fast` = ./fastshell.ts (POSIX only). */
+  terminalMode?: () => string;
   /** Asks the user what to do with a command left running by a backend that went away. */
   askInterrupt?: (terminalName: string, command: string) => Promise<boolean>;
 }
@@ -181,7 +183,7 @@ export class RunExecutor implements vscode.Disposable {
 
   private async createShell(slot: Slot): Promise<CommandShell> {
     const cwd = await this.startDir(slot);
-    if (!slot.preferPty && fastModeOn()) return this.createFastShell(slot, cwd);
+    if (!slot.preferPty && this.fastMode()) return this.createFastShell(slot, cwd);
     if (!slot.preferPty) {
       const t0 = Date.now();
       // bash on POSIX: agents (OpenHands' CmdRunAction) write bash, and VS Code's bash integration is its most reliable.
@@ -220,6 +222,10 @@ export class RunExecutor implements vscode.Disposable {
     pty.terminal.show(true);
     slot.shell = pty;
     return pty;
+  }
+
+  private fastMode(): boolean {
+    return process.platform !== 'win32' && this.deps.terminalMode?.() === 'fast';
   }
 
   /** `oh.terminalMode: fast` (./fastshell.ts): a pseudoterminal over one persistent bash, ready at once. */
