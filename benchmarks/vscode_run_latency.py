@@ -1,6 +1,6 @@
 """Issue 13 item 1: where the time of `run echo hi` goes in a real VS Code.
 
-    OH_E2E_DIR=/path/.e2e python benchmarks/vscode_run_latency.py [--n 30]
+    OH_E2E_DIR=/path/.e2e python benchmarks/vscode_run_latency.py [--n 30] [--modes shell,fast] [--pause 0.5]
 
 Starts the end-to-end harness (code-server 1.99 in headless Chromium, the extension from this
 checkout; extension/e2e/run.sh), a real backend (runtime vscode), then sends `echo hi` N times on one
@@ -9,6 +9,11 @@ runs with OH_VSCODE_TRACE=1: for each command its log has the milliseconds since
 of VS Code's start event, each data chunk, the stream's end, the end event, and completion
 (extension/src/executors/run.ts). Prints one JSON object: the client's round trip and the medians of
 those phases, plus the pseudoterminal path's (an extra terminal, `bash -c`) round trip for comparison.
+
+--modes: the `oh.terminalMode` values to measure side by side in the same workbench and backend (default
+`shell,fast`). Each mode gets its own agent shell (a new terminal reads the setting when it opens; the
+workspace's settings.json is switched before each). Per mode: `echo hi` back to back, `echo hi` with
+--pause seconds between commands, and `read` of a small file (p50/p90 of the client's round trip).
 """
 
 from __future__ import annotations
@@ -48,13 +53,19 @@ def _median(xs: list[float]) -> float:
     return round(statistics.median(xs), 1) if xs else float("nan")
 
 
-async def _measure(url: str, token: str, n: int) -> dict[str, list[float]]:
+def _p(xs: list[float], q: float) -> float:
+    return round(sorted(xs)[int(q * (len(xs) - 1))], 1) if xs else float("nan")
+
+
+async def _measure(url: str, token: str, n: int, mode: str, pause: float, small_file: str) -> dict[str, list[float]]:
     from oh.client import Client
 
     rt: list[float] = []
+    paused: list[float] = []
+    reads: list[float] = []
     extra: list[float] = []
     lost: list[float] = []  # answers whose output VS Code dropped (the suffix says so; exit code still real)
-    async with await Client.connect(url, token, name="bench") as c:
+    async with await Client.connect(url, token, name=f"bench-{mode}", shell=f"bench-{mode}") as c:
         await c.run("echo warm", timeout=60)
         for _ in range(n):
             t0 = time.perf_counter()
@@ -63,6 +74,17 @@ async def _measure(url: str, token: str, n: int) -> dict[str, list[float]]:
             if o["content"] != "hi\n":
                 assert "delivered none" in o["extras"]["metadata"]["suffix"] and o["extras"]["metadata"]["exit_code"] == 0, o
                 lost.append(1)
+        for _ in range(n):
+            await asyncio.sleep(pause)
+            t0 = time.perf_counter()
+            o = await c.run("echo hi", timeout=60)
+            paused.append((time.perf_counter() - t0) * 1000)
+            assert o["extras"]["metadata"]["exit_code"] == 0, o
+        for _ in range(n):
+            t0 = time.perf_counter()
+            o = await c.read(small_file)
+            reads.append((time.perf_counter() - t0) * 1000)
+            assert o["observation"] == "read", o
         # The pseudoterminal path: a command sent while the main terminal is busy runs in an extra one.
         for _ in range(min(n, 10)):
             busy = asyncio.ensure_future(c.run("sleep 1", timeout=60))
@@ -72,13 +94,16 @@ async def _measure(url: str, token: str, n: int) -> dict[str, list[float]]:
             extra.append((time.perf_counter() - t0) * 1000)
             assert o["content"] == "hi\n", o
             await busy
-    return {"round_trip": rt, "extra_terminal": extra, "lost": lost}
+    return {"round_trip": rt, "paused": paused, "read": reads, "extra_terminal": extra, "lost": lost}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=30)
-    n = ap.parse_args().n
+    ap.add_argument("--modes", default="shell,fast", help="oh.terminalMode values to compare (comma-separated)")
+    ap.add_argument("--pause", type=float, default=0.5, help="seconds between commands in the paused series")
+    a = ap.parse_args()
+    n, modes = a.n, [m.strip() for m in a.modes.split(",") if m.strip()]
     base = Path(tempfile.mkdtemp(prefix="oh-bench-vscode-"))
     ws, state = base / "ws", base / "state"
     ws.mkdir()
@@ -103,18 +128,31 @@ def main() -> None:
             if any(x.get("editors") for x in st.get("sessions", [])):
                 break
             time.sleep(0.3)
-        r = asyncio.run(_measure(session["url"], session["token"], n))
-        time.sleep(0.5)
-        phases = _phases(Path(info["extension_log"]).read_text(encoding="utf-8"))[1 : 1 + n]  # skip the warm-up
-        out = {
-            "n": n,
-            "client_round_trip_ms_median": _median(r["round_trip"]),
-            "client_round_trip_ms_p90": round(sorted(r["round_trip"])[int(0.9 * (len(r["round_trip"]) - 1))], 1),
-            "extension_phases_ms_median": {k: _median([ph[k] for ph in phases if k in ph])
-                                           for k in ("start event", "first data", "stream done", "end event", "complete")},
-            "extra_terminal_round_trip_ms_median": _median(r["extra_terminal"]),
-            "outputs_dropped_by_vscode": f"{len(r['lost'])}/{n}",
-        }
+        small = ws / "small.txt"
+        small.write_text("".join(f"line {i}\n" for i in range(20)))
+        settings = ws / ".vscode" / "settings.json"
+        settings.parent.mkdir(exist_ok=True)
+        out: dict = {"n": n, "pause_s": a.pause}
+        for mode in modes:
+            settings.write_text(json.dumps({"oh.terminalMode": mode}))
+            time.sleep(3)  # VS Code applies settings.json changes live; nothing observable to wait on
+            log_before = len(Path(info["extension_log"]).read_text(encoding="utf-8"))
+            r = asyncio.run(_measure(session["url"], session["token"], n, mode, a.pause, str(small)))
+            time.sleep(0.5)
+            log = Path(info["extension_log"]).read_text(encoding="utf-8")[log_before:]
+            res = {
+                "agent_terminal": "fast (persistent bash)" if "ready (fast mode" in log else "shell integration" if "with shell integration" in log else "?",
+                "echo_back_to_back_ms": {"p50": _median(r["round_trip"]), "p90": _p(r["round_trip"], 0.9)},
+                f"echo_after_{a.pause}s_pause_ms": {"p50": _median(r["paused"]), "p90": _p(r["paused"], 0.9)},
+                "read_small_file_ms": {"p50": _median(r["read"]), "p90": _p(r["read"], 0.9)},
+                "extra_terminal_round_trip_ms_median": _median(r["extra_terminal"]),
+                "outputs_dropped_by_vscode": f"{len(r['lost'])}/{n}",
+            }
+            phases = _phases(log)[1 : 1 + n]  # shell mode only (the shell-integration trace); skip the warm-up
+            if phases:
+                res["extension_phases_ms_median"] = {k: _median([ph[k] for ph in phases if k in ph])
+                                                     for k in ("start event", "first data", "stream done", "end event", "complete")}
+            out[mode] = res
         print(json.dumps(out, indent=2))
     finally:
         subprocess.run([sys.executable, "-m", "oh", "stop", "--all"], capture_output=True, env=env, timeout=60, cwd=ws)

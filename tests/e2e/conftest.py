@@ -116,6 +116,10 @@ def vscode(tmp_path_factory: pytest.TempPathFactory):
         if key in os.environ:
             env[key] = os.environ[key]
     vs = VsCode(base=base, workspace=workspace, oh_home=oh_home, state=state, env=env)
+    # OH_E2E_TERMINAL_MODE=fast runs a module with the agent's terminals in fast mode (oh.terminalMode).
+    if os.environ.get("OH_E2E_TERMINAL_MODE"):
+        (workspace / ".vscode").mkdir()
+        (workspace / ".vscode" / "settings.json").write_text(json.dumps({"oh.terminalMode": os.environ["OH_E2E_TERMINAL_MODE"]}))
     started = time.monotonic()
     proc = subprocess.run(
         ["bash", str(RUN_SH), "start", str(state), str(workspace)], capture_output=True, text=True, env=env, timeout=900,
