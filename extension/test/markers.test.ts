@@ -85,6 +85,15 @@ test('input reaches the command; C-c aborts the command line with 130 and the sh
     assert.equal((await done(stubborn)).code, 137);
     assert.equal((await done(await shell.start('echo alive'))).out, 'alive\n');
     assert.equal(shell.sendKey('C-z'), false);
+    // C-d: the reading command sees end-of-file; later commands get a fresh stdin that input reaches.
+    const cat = await shell.start('cat; echo eof');
+    shell.sendLine('line');
+    assert.equal(shell.sendKey('C-d'), true);
+    assert.deepEqual(await done(cat), { out: 'line\neof\n', code: 0, exited: false });
+    const again = await shell.start('read y; echo again $y');
+    shell.sendLine('yes');
+    assert.deepEqual(await done(again), { out: 'again yes\n', code: 0, exited: false });
+    assert.deepEqual(fs.readdirSync(dir).filter((f) => f.includes('-in-')), [], 'the FIFO is unlinked once open');
   } finally {
     shell.dispose();
   }

@@ -15,12 +15,12 @@
  * to the process group) kills the foreground program and aborts the rest of the command line with
  * status 130, as an interactive shell would, while the shell survives.
  */
-import { ChildProcess, spawn } from 'child_process';
+import { ChildProcess, execFileSync, spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { StringDecoder } from 'string_decoder';
 import { killDescendants, processCwd } from '../procs';
-import { CommandShell, RunningCommand, StartOptions } from '../runstate';
+import { CommandShell, quoteSh, RunningCommand, StartOptions } from '../runstate';
 import { MarkerParser } from './markers';
 import { envScript } from './shellenv';
 
@@ -65,6 +65,11 @@ export class BashLoop implements CommandShell {
   private lastCwd: string;
   private dataSeq = 0;
   private gone = false;
+  /** Where `is_input` text goes: the shell's stdin (a new one after a C-d closed the first). */
+  private stdin: NodeJS.WritableStream | null;
+  private stdinClosed = false;
+  /** Markers of our own commands (a fresh stdin after C-d) still to come: not the agent's. */
+  private internalPending = 0;
 
   constructor(
     cwd: string,
@@ -86,6 +91,7 @@ export class BashLoop implements CommandShell {
       detached: true,
       stdio: ['pipe', 'pipe', 'pipe', 'pipe', 'pipe'],
     });
+    this.stdin = this.child.stdin;
     this.child.stdout?.on('data', (b: Buffer) => this.onOutput(this.decoder.write(b)));
     this.child.stderr?.on('data', (b: Buffer) => this.onOutput(b.toString('utf8'))); // only before the loop's `exec 2>&1`
     (this.child.stdio[4] as NodeJS.ReadableStream | null)?.on('data', (b: Buffer) => this.onMarkers(b));
@@ -133,6 +139,10 @@ export class BashLoop implements CommandShell {
   private onMarkers(b: Buffer): void {
     for (const m of this.markers.push(b)) {
       this.lastCwd = m.cwd || this.lastCwd;
+      if (m.kind === 'D' && this.internalPending > 0) {
+        this.internalPending--;
+        continue;
+      }
       if (m.kind === 'D') this.completeAfterDrain(m.status, false);
       else this.completeAfterDrain(m.status, true);
     }
@@ -166,6 +176,7 @@ export class BashLoop implements CommandShell {
         this.sink = undefined;
       }
       cmd.finish(status, shellExited);
+      if (this.stdinClosed && !shellExited) this.reopenStdin();
       // Same tick as the finish: the executor drops this shell before the agent's next command can reach it.
       if (shellExited) this.reportExit(status);
     };
@@ -227,17 +238,50 @@ export class BashLoop implements CommandShell {
 
   sendLine(text: string): void {
     this.hooks.echo(text + '\n');
-    this.child.stdin?.write(text + '\n');
+    if (!this.stdinClosed) this.stdin?.write(text + '\n');
   }
 
   sendKey(key: string): boolean {
-    if (key.slice(2).toLowerCase() !== 'c') {
-      // C-d would close the persistent shell's only stdin for every later command; C-z needs job control.
-      return false;
+    const k = key.slice(2).toLowerCase();
+    if (k === 'c') {
+      this.hooks.echo('^C\n');
+      this.signal('SIGINT');
+      return true;
     }
-    this.hooks.echo('^C\n');
-    this.signal('SIGINT');
-    return true;
+    if (k === 'd') {
+      // End of input for the running command; the shell gets a fresh stdin once it ends (reopenStdin).
+      this.hooks.echo('^D\n');
+      if (!this.stdinClosed) {
+        this.stdinClosed = true;
+        this.stdin?.end();
+      }
+      return true;
+    }
+    return false; // no job control on pipes: C-z would stop a command nobody can resume
+  }
+
+  /**
+   * After a C-d closed the shell's stdin, later commands need one again: a private FIFO (0600, in
+   * the source file's 0700 directory) that we hold open read-write (so neither side's open blocks),
+   * made the shell's fd 0 by one internal command whose marker is not the agent's.
+   */
+  private reopenStdin(): void {
+    if (this.gone) return;
+    const fifo = this.sourceFile.replace(/\.sh$/, '') + `-in-${Date.now().toString(36)}`;
+    try {
+      execFileSync('mkfifo', ['-m', '600', fifo]);
+      const fd = fs.openSync(fifo, fs.constants.O_RDWR);
+      const stream = fs.createWriteStream('', { fd });
+      stream.on('error', () => {
+        /* the shell is gone */
+      });
+      this.stdin = stream;
+      this.stdinClosed = false;
+      this.internalPending++;
+      (this.child.stdio[3] as NodeJS.WritableStream).write(`exec 0<${quoteSh(fifo)}; builtin command rm -f -- ${quoteSh(fifo)}\0`);
+    } catch (e) {
+      this.hooks.echo(`\x1b[2m[oh] could not give the shell a new stdin after C-d (${(e as Error).message}); \`reset\` starts a fresh shell.\x1b[0m\n`);
+    }
   }
 
   /** Hard timeout after C-c: kills every process the shell started; the shell (cwd, exports) survives. */
@@ -261,9 +305,13 @@ export class BashLoop implements CommandShell {
       this.sendKey('C-c');
       return true;
     }
+    if (data === '\x04') {
+      this.sendKey('C-d');
+      return true;
+    }
     const text = data.replace(/\r/g, '\n');
     this.hooks.echo(text);
-    this.child.stdin?.write(text);
+    if (!this.stdinClosed) this.stdin?.write(text);
     return true;
   }
 
