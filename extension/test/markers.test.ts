@@ -5,7 +5,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, test } from 'node:test';
-import { BashLoop, sourceFileIn } from '../src/executors/bashloop';
+import { BashLoop, caretNotation, sourceFileIn } from '../src/executors/bashloop';
 import { MarkerParser } from '../src/executors/markers';
 import { RunningCommand } from '../src/runstate';
 
@@ -61,7 +61,10 @@ test('commands run in one bash: exact output, exit codes, cd and exports persist
     const missing = await done(await shell.start('no_such_cmd_oh'));
     assert.equal(missing.code, 127);
     assert.match(missing.out, /^bash: line 1: no_such_cmd_oh: command not found\n$/, 'no private file name in bash messages');
+    assert.equal((await done(await shell.start("printf '%s' x # \x1b]0;title\x07"))).out, 'x');
     const shown = seen.join('');
+    assert.ok(shown.includes('# ^[]0;title^G'), 'escape sequences in the command are shown, not obeyed');
+    assert.equal(shown.includes('\x1b]0;'), false);
     assert.match(shown, /echo \$KEEP \$SECRET; pwd/);
     assert.equal(shown.includes('export SECRET'), false, 'exported values are never shown in the terminal');
   } finally {
@@ -108,4 +111,8 @@ test('`exit 3` ends the shell: the command reports 3 and that the shell exited',
   assert.equal(exited.length, 1);
   assert.equal(shell.cwd(), '/');
   shell.dispose();
+});
+
+test('caret notation: control characters visible, newlines and tabs kept', () => {
+  assert.equal(caretNotation('a\x1b[31mb\x07\x7f\n\tc\x9b'), 'a^[[31mb^G^?\n\tc\\u{9b}');
 });

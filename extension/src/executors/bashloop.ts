@@ -230,7 +230,7 @@ export class BashLoop implements CommandShell {
     this.sink = opts.sink;
     // What the user sees: the directory and the command as the agent sent it (never the exports:
     // their values may be secrets, and they travel only through the command pipe).
-    this.hooks.echo(`\x1b[2m${this.lastCwd} $\x1b[0m ${commandLine}\n`);
+    this.hooks.echo(`\x1b[2m${caretNotation(this.lastCwd)} $\x1b[0m ${caretNotation(commandLine)}\n`);
     const exports = opts.env && Object.keys(opts.env).length ? envScript(opts.env) : '';
     (this.child.stdio[3] as NodeJS.WritableStream).write(exports + commandLine + '\0');
     return cmd;
@@ -336,4 +336,13 @@ export class BashLoop implements CommandShell {
 /** The private source file for one shell, in `dir` (0700). */
 export function sourceFileIn(dir: string): string {
   return path.join(dir, `fast-${process.pid}-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}.sh`);
+}
+
+/**
+ * Agent-controlled text (the command line, a directory name) shown in the terminal: control
+ * characters in caret notation (ESC -> ^[), as bash's line editor echoes them, so an escape sequence
+ * in a command is shown, never obeyed by the terminal. Newlines and tabs stay (multi-line commands).
+ */
+export function caretNotation(text: string): string {
+  return text.replace(/[\x00-\x08\x0b-\x1f\x7f]/g, (c) => (c === '\x7f' ? '^?' : '^' + String.fromCharCode(c.charCodeAt(0) + 64))).replace(/[\x80-\x9f]/g, (c) => `\\u{${c.charCodeAt(0).toString(16)}}`);
 }

@@ -14,6 +14,8 @@ import * as vscode from 'vscode';
 import { CommandShell, RunningCommand, StartOptions } from '../runstate';
 import { BashLoop, sourceFileIn } from './bashloop';
 
+const EARLY_LIMIT = 1 << 20;
+
 export class FastShell implements CommandShell {
   readonly name = 'oh fast terminal (persistent bash)';
   readonly echoesInput = false;
@@ -23,6 +25,7 @@ export class FastShell implements CommandShell {
   private readonly closeEmitter = new vscode.EventEmitter<number | void>();
   /** Output before VS Code opened the terminal: shown once it opens (a pseudoterminal drops it otherwise). */
   private early: string[] | null = [];
+  private earlyChars = 0;
   private hinted = false;
   private closed = false;
 
@@ -55,8 +58,14 @@ export class FastShell implements CommandShell {
 
   private show(text: string): void {
     if (this.closed) return;
-    if (this.early) this.early.push(text);
-    else this.writeEmitter.fire(crlf(text));
+    if (!this.early) {
+      this.writeEmitter.fire(crlf(text));
+      return;
+    }
+    this.early.push(text);
+    this.earlyChars += text.length;
+    // Never opened (a hidden panel): keep only the newest output for when it is.
+    while (this.earlyChars > EARLY_LIMIT && this.early.length > 1) this.earlyChars -= this.early.shift()!.length;
   }
 
   start(commandLine: string, opts?: StartOptions): Promise<RunningCommand> {
