@@ -77,6 +77,18 @@ def test_soft_timeout_then_continue_input_and_ctrl_c(vscode: VsCode, backend: di
         obs = client.run("C-c", is_input=True, timeout=20)
         assert obs["extras"]["metadata"]["exit_code"] == 130 and "not reached" not in obs["content"], obs
         assert client.run("echo after", timeout=60)["content"] == "after\n"
+        # C-d: the reading command sees end-of-file; the next command's input still reaches it
+        assert client.run("cat; echo eof", timeout=0.5)["extras"]["metadata"]["exit_code"] == -1
+        client.run("line", is_input=True, timeout=0.5)
+        obs = client.run("C-d", is_input=True, timeout=20)
+        assert obs["content"].endswith("eof\n") and obs["extras"]["metadata"]["exit_code"] == 0, obs
+        client.run("read again; echo again $again", timeout=0.5)
+        obs = client.run("yes", is_input=True, timeout=20)
+        assert obs["content"].endswith("again yes\n"), obs
+        # env values (secrets) reach the command, never the extension's log
+        obs = client.run("echo $OH_FAST_PASSWORD", env={"OH_FAST_PASSWORD": "pa55-fast-e2e"}, timeout=60)
+        assert obs["content"] == "pa55-fast-e2e\n", obs
+    assert "pa55-fast-e2e" not in vscode.extension_log()
 
 
 def test_hard_timeout_exits_124_and_the_shell_survives(vscode: VsCode, backend: dict):
