@@ -56,6 +56,10 @@ test('fast mode: one pseudoterminal named after the agent shows the commands; ex
     assert.equal(t.screen.includes("TOKEN_X='hunter2'"), false, 'the export line (a secret) is never shown');
     assert.equal(logs.join('\n').includes('hunter2'), false);
     assert.ok(logs.some((l) => l.includes('fast mode')));
+    // The user types while nothing runs: refused, with a note shown once in the terminal.
+    t.options.pty!.handleInput!('ls\r');
+    t.options.pty!.handleInput!('ls\r');
+    assert.equal(t.screen.split('keys reach a running command only').length - 1, 1);
   } finally {
     ex.dispose();
   }

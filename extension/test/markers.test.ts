@@ -88,6 +88,11 @@ test('input reaches the command; C-c aborts the command line with 130 and the sh
     assert.equal((await done(stubborn)).code, 137);
     assert.equal((await done(await shell.start('echo alive'))).out, 'alive\n');
     assert.equal(shell.sendKey('C-z'), false);
+    // Keys the user types into the terminal: refused while idle (the caller shows a note), else the command's stdin.
+    assert.equal(shell.userInput('ignored\r'), false);
+    const typed = await shell.start('read t; echo typed $t');
+    assert.equal(shell.userInput('from-user\r'), true);
+    assert.deepEqual(await done(typed), { out: 'typed from-user\n', code: 0, exited: false });
     // C-d: the reading command sees end-of-file; later commands get a fresh stdin that input reaches.
     const cat = await shell.start('cat; echo eof');
     shell.sendLine('line');

@@ -111,3 +111,4 @@ def test_terminal_visible_by_name(vscode: VsCode, backend: dict):
     names = wait_until(lambda: [n for n in vscode.drive("terminals")["names"] if n.startswith("oh")] or None, 30,
                        "the agent's terminal tab")
     assert any(n.startswith("oh") for n in names), names
+
