@@ -78,6 +78,13 @@ test('input reaches the command; C-c aborts the command line with 130 and the sh
     const reader = await shell.start('read x; echo got $x');
     shell.sendLine('hello');
     assert.deepEqual(await done(reader), { out: 'got hello\n', code: 0, exited: false });
+    // Output ending like the start of the private file's name is held back only briefly.
+    const partial = await shell.start("printf 'p/'; sleep 30");
+    const until = Date.now() + 5000;
+    while (partial.buffer.text() !== 'p/' && Date.now() < until) await partial.changed(200);
+    assert.equal(partial.buffer.text(), 'p/');
+    shell.sendKey('C-c');
+    assert.equal((await done(partial)).code, 130);
     const sleeper = await shell.start('sleep 30; echo not reached');
     await new Promise((r) => setTimeout(r, 300));
     assert.equal(shell.sendKey('C-c'), true);

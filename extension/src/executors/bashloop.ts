@@ -17,6 +17,7 @@
  */
 import { ChildProcess, execFileSync, spawn } from 'child_process';
 import * as fs from 'fs';
+import * as os from 'os';
 import * as path from 'path';
 import { StringDecoder } from 'string_decoder';
 import { killDescendants, processCwd } from '../procs';
@@ -62,6 +63,8 @@ export class BashLoop implements CommandShell {
   private readonly needle: string;
   private carry = '';
   private current: RunningCommand | null = null;
+  /** The running command's extra consumer (a background job's spool). */
+  private sink: ((text: string) => void) | undefined;
   private lastCwd: string;
   private dataSeq = 0;
   private gone = false;
@@ -104,7 +107,7 @@ export class BashLoop implements CommandShell {
       this.hooks.echo(`oh: cannot start bash: ${e.message}\n`);
       this.onExit(127);
     });
-    this.child.on('exit', (code, signal) => this.onExit(code ?? (signal ? 128 + 9 : undefined)));
+    this.child.on('exit', (code, signal) => this.onExit(code ?? (signal ? 128 + (os.constants.signals[signal] ?? 0) : undefined)));
   }
 
   /** Output of the shell: to the running command (if any) and to the user's view. */
@@ -120,8 +123,6 @@ export class BashLoop implements CommandShell {
     }
   }
 
-  private sink: ((text: string) => void) | undefined;
-
   /** Replaces the private source file's name in bash's messages; a chunk may end inside it. */
   private scrub(raw: string): string {
     let t = this.carry + raw;
@@ -129,7 +130,11 @@ export class BashLoop implements CommandShell {
     t = t.split(this.needle).join('bash: ');
     for (let k = Math.min(this.needle.length - 1, t.length); k > 0; k--) {
       if (this.needle.startsWith(t.slice(t.length - k))) {
-        this.carry = t.slice(t.length - k);
+        const held = (this.carry = t.slice(t.length - k));
+        // Held back only until more output comes; a command that stops printing here still shows it soon.
+        setTimeout(() => {
+          if (this.carry === held) this.flushCarry();
+        }, 50);
         return t.slice(0, t.length - k);
       }
     }
