@@ -95,6 +95,10 @@ test('input reaches the command; C-c aborts the command line with 130 and the sh
     assert.equal((await done(stubborn)).code, 137);
     assert.equal((await done(await shell.start('echo alive'))).out, 'alive\n');
     assert.equal(shell.sendKey('C-z'), false);
+    // Output of a background job printed between commands goes to the next command.
+    assert.equal((await done(await shell.start('(sleep 0.3; echo from-bg) &'))).code, 0);
+    await new Promise((r) => setTimeout(r, 1000));
+    assert.equal((await done(await shell.start('echo next'))).out, 'from-bg\nnext\n');
     // Keys the user types into the terminal: refused while idle (the caller shows a note), else the command's stdin.
     assert.equal(shell.userInput('ignored\r'), false);
     const typed = await shell.start('read t; echo typed $t');

@@ -45,6 +45,8 @@ done
 
 /** Poll turns without new output after a marker before the command counts as complete (see onMarker). */
 const QUIET_TURNS = 2;
+/** Output printed between commands kept for the next one (characters, newest kept). */
+const IDLE_LIMIT = 30_000;
 const MAX_DRAIN_TURNS = 50;
 
 export interface BashLoopHooks {
@@ -67,6 +69,7 @@ export class BashLoop implements CommandShell {
   private sink: ((text: string) => void) | undefined;
   private lastCwd: string;
   private dataSeq = 0;
+  private idleOutput = '';
   private gone = false;
   /** Where `is_input` text goes: the shell's stdin (a new one after a C-d closed the first). */
   private stdin: NodeJS.WritableStream | null;
@@ -120,6 +123,9 @@ export class BashLoop implements CommandShell {
     if (cmd && !cmd.done) {
       this.sink?.(text);
       cmd.push(text);
+    } else {
+      // Printed while no command runs (a background job): goes to the next command, as in the local runtime.
+      this.idleOutput = (this.idleOutput + text).slice(-IDLE_LIMIT);
     }
   }
 
@@ -233,6 +239,10 @@ export class BashLoop implements CommandShell {
     }
     this.current = cmd;
     this.sink = opts.sink;
+    if (this.idleOutput) {
+      cmd.push(this.idleOutput);
+      this.idleOutput = '';
+    }
     // What the user sees: the directory and the command as the agent sent it (never the exports:
     // their values may be secrets, and they travel only through the command pipe).
     this.hooks.echo(`\x1b[2m${caretNotation(this.lastCwd)} $\x1b[0m ${caretNotation(commandLine)}\n`);
