@@ -134,8 +134,14 @@ def main() -> None:
         settings.parent.mkdir(exist_ok=True)
         out: dict = {"n": n, "pause_s": a.pause}
         for mode in modes:
+            before = Path(info["extension_log"]).read_text(encoding="utf-8").count(f"setting oh.terminalMode = {mode} ")
             settings.write_text(json.dumps({"oh.terminalMode": mode}))
-            time.sleep(3)  # VS Code applies settings.json changes live; nothing observable to wait on
+            # VS Code applies settings.json changes live; the extension logs each change of this setting.
+            end = time.monotonic() + 30
+            while time.monotonic() < end:
+                if Path(info["extension_log"]).read_text(encoding="utf-8").count(f"setting oh.terminalMode = {mode} ") > before:
+                    break
+                time.sleep(0.2)
             log_before = len(Path(info["extension_log"]).read_text(encoding="utf-8"))
             r = asyncio.run(_measure(session["url"], session["token"], n, mode, a.pause, str(small)))
             time.sleep(0.5)

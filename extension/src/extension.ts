@@ -192,6 +192,9 @@ function commandsAndHandlers(
       if (e.affectsConfiguration('oh.confirmCommands')) {
         log(`setting oh.confirmCommands = ${vscode.workspace.getConfiguration('oh').get<boolean>('confirmCommands', false)}`);
       }
+      if (e.affectsConfiguration('oh.terminalMode')) {
+        log(`setting oh.terminalMode = ${vscode.workspace.getConfiguration('oh').get<string>('terminalMode', 'shell')} (for agent terminals opened from now on)`);
+      }
     }),
     vscode.workspace.onDidChangeWorkspaceFolders(async () => {
       await folders.refresh();

@@ -95,7 +95,7 @@ def _node_major() -> int | None:
 
 
 @pytest.fixture(scope="module")
-def vscode(tmp_path_factory: pytest.TempPathFactory):
+def vscode(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest):
     if _node_major() != 20:
         pytest.skip("the VS Code end-to-end test needs node 20 (code-server 4.99 refuses other versions)")
     base = tmp_path_factory.mktemp("vscode-e2e")
@@ -116,10 +116,12 @@ def vscode(tmp_path_factory: pytest.TempPathFactory):
         if key in os.environ:
             env[key] = os.environ[key]
     vs = VsCode(base=base, workspace=workspace, oh_home=oh_home, state=state, env=env)
-    # OH_E2E_TERMINAL_MODE=fast runs a module with the agent's terminals in fast mode (oh.terminalMode).
-    if os.environ.get("OH_E2E_TERMINAL_MODE"):
+    # oh.terminalMode from the start (a live settings change may land after the first terminal opens):
+    # a module's TERMINAL_MODE, else OH_E2E_TERMINAL_MODE=fast to run any module in fast mode.
+    mode = getattr(request.module, "TERMINAL_MODE", None) or os.environ.get("OH_E2E_TERMINAL_MODE")
+    if mode:
         (workspace / ".vscode").mkdir()
-        (workspace / ".vscode" / "settings.json").write_text(json.dumps({"oh.terminalMode": os.environ["OH_E2E_TERMINAL_MODE"]}))
+        (workspace / ".vscode" / "settings.json").write_text(json.dumps({"oh.terminalMode": mode}))
     started = time.monotonic()
     proc = subprocess.run(
         ["bash", str(RUN_SH), "start", str(state), str(workspace)], capture_output=True, text=True, env=env, timeout=900,

@@ -1,7 +1,7 @@
 """`oh.terminalMode: fast` in a real VS Code (code-server 1.99 + headless Chromium), real `oh` processes:
 the agent's terminal is a pseudoterminal over one persistent bash (extension/src/executors/fastshell.ts).
-The setting is switched on in the workspace's settings before the first command; every check goes
-through the real backend and CLI, as an agent's would.
+The setting is in the workspace's settings.json before the workbench starts (TERMINAL_MODE, read by
+conftest); every check goes through the real backend and CLI, as an agent's would.
 """
 
 from __future__ import annotations
@@ -15,15 +15,11 @@ import pytest
 from .conftest import VsCode, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900)]
+TERMINAL_MODE = "fast"  # written into the workspace's settings.json before the workbench starts (conftest)
 
 
 @pytest.fixture(scope="module")
 def backend(vscode: VsCode):
-    settings = vscode.workspace / ".vscode" / "settings.json"
-    settings.parent.mkdir(exist_ok=True)
-    data = json.loads(settings.read_text()) if settings.exists() else {}
-    data["oh.terminalMode"] = "fast"
-    settings.write_text(json.dumps(data, indent=2))
     proc = vscode.oh("start", "--runtime", "vscode", "--workspace", str(vscode.workspace), "--detach", "--no-open", "--json", timeout=60)
     assert proc.returncode == 0, f"oh start failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
     info = json.loads(proc.stdout)
