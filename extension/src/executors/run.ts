@@ -7,7 +7,9 @@
  * shell (so `cd`, exports and aliases persist between commands, as in OpenHands' bash session),
  * `execution.read()` streams exactly what the command printed (escape sequences stripped, see
  * ../ansi.ts) and `onDidEndTerminalShellExecution` gives the real exit code (./integrated.ts). Fallback, when shell
- * integration does not come up within a few seconds: ./pty.ts. The action rules (timeouts, input,
+ * integration does not come up within a few seconds: ./pty.ts. With the setting `oh.terminalMode: fast`
+ * the main terminal is ./fastshell.ts instead (a pseudoterminal over one persistent bash on pipes,
+ * docs/protocol.md §4.1); extra terminals are the same in both modes. The action rules (timeouts, input,
  * one command at a time) live in ../runstate.ts.
  */
 import * as fs from 'fs';
