@@ -208,8 +208,16 @@ class ProposalQueue:
         p = self.pending.get(pid)
         if p is None or p.future is None or p.future.done():
             return {"id": pid, "outcome": "unknown", "message": f"No pending proposal {pid}."}
-        now = file_bytes(p.real)
-        if _digest(now) != _digest(p.before):
+        try:
+            now = file_bytes(p.real)
+            changed = _digest(now) != _digest(p.before)
+        except ToolError:
+            changed = True  # grew past what a proposal may hold: it cannot be the bytes the proposal saw
+        except OSError as exc:  # unreadable now: nothing can be checked, so nothing is written
+            msg = exc.strerror or str(exc)
+            self._resolve(p, error_observation(p.action_id, ErrorId.TOOL_ERROR, f"The user accepted the change to {p.path}, but reading the file to check it failed: {msg}"), "failed")
+            return {"id": pid, "outcome": "failed", "path": p.path, "message": f"reading {p.path} failed: {msg}"}
+        if changed:
             self._resolve(p, error_observation(p.action_id, ErrorId.REJECTED, rules.stale_message(p.path)), "stale")
             return {"id": pid, "outcome": "stale", "path": p.path,
                     "message": f"{p.path} changed after the proposal was made: nothing was written; the agent was told to read it again."}
