@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
+import tempfile
 from typing import Any
 
 from .protocol.branch import Decision, RepoState
@@ -34,19 +36,40 @@ def _git(cwd: str, *args: str, check: bool = True) -> subprocess.CompletedProces
     exe = shutil.which("git")
     if exe is None:
         raise GitError("git is not installed (or not on PATH); branch mode needs it. Install git, or start without --branch.")
-    try:
-        done = subprocess.run(
-            [exe, *args], cwd=cwd, env=_env(), stdin=subprocess.DEVNULL, capture_output=True, text=True,
-            timeout=GIT_TIMEOUT, errors="replace",
-        )
-    except subprocess.TimeoutExpired:
-        raise GitError(f"`git {' '.join(args)}` did not finish within {GIT_TIMEOUT:g} s.") from None
-    except OSError as exc:
-        raise GitError(f"cannot run git: {exc}") from None
+    # Output goes to files, not pipes: a hook that leaves a process behind (`ctags -R &` in post-checkout
+    # is common) keeps a pipe open long after git exits, and reading a pipe to its end would wait for it.
+    # Its own session, so a timeout ends git and its hooks together.
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        try:
+            proc = subprocess.Popen([exe, *args], cwd=cwd, env=_env(), stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
+        except OSError as exc:
+            raise GitError(f"cannot run git: {exc}") from None
+        try:
+            code = proc.wait(timeout=GIT_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            raise GitError(f"`git {' '.join(args)}` did not finish within {GIT_TIMEOUT:g} s (a git hook waiting?).") from None
+        done = subprocess.CompletedProcess([exe, *args], code, _read(out), _read(err))
     if check and done.returncode != 0:
         said = (done.stderr or done.stdout).strip().splitlines()
         raise GitError(f"`git {' '.join(args)}` failed: {' '.join(said[-3:])[:500] or f'exit {done.returncode}'}")
     return done
+
+
+def _read(f: Any) -> str:
+    f.seek(0)
+    return f.read(16 * 1024 * 1024).decode("utf-8", "replace")
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        proc.kill()
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
 
 
 def inspect(workspace: str) -> RepoState:
