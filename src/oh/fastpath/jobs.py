@@ -204,9 +204,12 @@ def jobs_output(session: dict, *, job_id: str, offset: int = 0, follow: bool = F
             if json_:
                 print_json(obs)
             else:
-                dropped = extras.get("offset", pos) - pos
-                if dropped > 0:
-                    err(f"{dropped} bytes before offset {extras.get('offset')} are no longer kept (the job's output spool is bounded).")
+                # The backend starts later than asked when the spool dropped those bytes (`dropped` = how
+                # many of the oldest are gone) or, by a byte or three, at the next UTF-8 character: only
+                # the first is a loss worth a note.
+                lost = min(extras.get("offset", pos), extras.get("dropped") or 0) - pos
+                if lost > 0:
+                    err(f"{lost} bytes before offset {extras.get('offset')} are no longer kept (the job's output spool is bounded).")
                 if obs.get("content"):
                     _out(obs["content"])
             pos = extras.get("next_offset", pos)

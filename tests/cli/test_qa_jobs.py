@@ -1,0 +1,47 @@
+"""QA of background jobs, write modes and stat through real `oh` processes and the Python client."""
+
+from __future__ import annotations
+
+import json
+
+from oh.client import SyncClient
+
+
+def test_output_from_inside_a_character_is_not_called_a_loss(oh):
+    oh.start("local")
+    job = oh("run", "--background", "--", r"printf 'a\xff\xfeb\n'", check=0).stdout.strip()
+    assert oh("jobs", "wait", job, "--timeout", "60").returncode == 0
+    whole = oh.json("jobs", "output", job, "--json")
+    assert whole["content"] == "a\ufffd\ufffdb\n"  # invalid UTF-8 arrives replaced, never as a crash
+    p = oh("jobs", "output", job, "--offset", "2")  # byte 2 is inside the first replacement character
+    assert p.returncode == 0 and p.stdout.endswith("b\n")
+    assert "no longer kept" not in p.stderr, p.stderr
+    past = oh.json("jobs", "output", job, "--offset", "99999", "--json")
+    assert past["content"] == "" and past["extras"]["eof"] is True
+
+
+def test_jobs_of_another_agent_are_invisible(oh):
+    info = oh.start("local")
+    token = oh.session(info["instance_id"])["token"]
+    with SyncClient.connect(info["url"], token, name="other") as c:
+        mine = c.run_background("sleep 30").job_id
+        try:
+            assert mine
+            listed = oh.json("jobs", "--json")
+            assert all(r.get("job_id") != mine for r in (listed if isinstance(listed, list) else listed.get("jobs", [])))
+            for verb in ("poll", "output", "cancel", "wait"):
+                p = oh("jobs", verb, mine, "--json")
+                assert p.returncode == 6 and json.loads(p.stdout)["extras"]["error_id"] == "NO_JOB", (verb, p.stdout, p.stderr)
+            assert c.job_poll(mine).job["state"] == "RUNNING"  # untouched by those
+        finally:
+            c.job_cancel(mine)
+
+
+def test_bad_job_arguments_are_usage_errors(oh):
+    oh.start("local")
+    assert oh("jobs", "output", "j1", "--offset", "-5").returncode == 2
+    assert oh("jobs", "wait", "j1", "--timeout", "nan").returncode == 2
+    p = oh("jobs", "wait", "x y")
+    assert p.returncode == 2 and "job id" in p.stderr
+    p = oh("stat", "nope.txt", "--json")
+    assert p.returncode == 1 and json.loads(p.stdout)["exists"] is False
