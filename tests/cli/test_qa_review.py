@@ -132,3 +132,30 @@ def test_garbage_control_frames_get_clear_errors(oh, review_backend):
         assert ans["type"] in ("error", "review"), ans
         if ans["type"] == "error":
             assert ans["error_id"] in ("BAD_REQUEST", "NO_PROPOSAL") and ans["message"]
+
+
+def test_a_parent_swapped_for_a_symlink_meanwhile_is_stale_and_nothing_leaves_the_workspace(oh, review_backend, tmp_path):
+    sub = oh.workspace / "sub"
+    sub.mkdir()
+    (sub / "f.txt").write_text("v1\n")
+    agent = _agent(oh, "write", "sub/f.txt", "--content", "v2\n")
+    [row] = _pending(oh, 1)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "f.txt").write_text("v1\n")  # same bytes: only the path's target changed
+    sub.rename(oh.workspace / "sub.old")
+    sub.symlink_to(outside)
+    p = oh("review", "accept", row["id"])
+    assert p.returncode == 1 and "stale" in p.stdout, (p.stdout, p.stderr)
+    assert (outside / "f.txt").read_text() == "v1\n"
+    rc, obs = _finish(agent)
+    assert rc == 6 and obs["extras"]["error_id"] == "REJECTED"
+
+
+def test_a_directory_where_a_new_file_was_proposed_is_stale(oh, review_backend):
+    agent = _agent(oh, "write", "made.txt", "--content", "x\n")
+    [row] = _pending(oh, 1)
+    (oh.workspace / "made.txt").mkdir()
+    p = oh("review", "accept", row["id"])
+    assert p.returncode == 1 and "stale" in p.stdout, (p.stdout, p.stderr)
+    assert _finish(agent)[1]["extras"]["error_id"] == "REJECTED"

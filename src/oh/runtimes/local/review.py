@@ -210,7 +210,12 @@ class ProposalQueue:
             return {"id": pid, "outcome": "unknown", "message": f"No pending proposal {pid}."}
         try:
             now = file_bytes(p.real)
-            changed = _digest(now) != _digest(p.before)
+            changed = (_digest(now) != _digest(p.before)
+                       # something (a directory, a FIFO) now stands where the proposal would create a file
+                       or (p.before is None and os.path.lexists(p.real))
+                       # the path now leads elsewhere (a parent swapped for a symlink): the file the user
+                       # reviewed is not the one that would be written, which may be outside the roots
+                       or os.path.realpath(p.path) != p.real)
         except ToolError:
             changed = True  # grew past what a proposal may hold: it cannot be the bytes the proposal saw
         except OSError as exc:  # unreadable now: nothing can be checked, so nothing is written
