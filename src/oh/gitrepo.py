@@ -74,8 +74,15 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 def inspect(workspace: str) -> RepoState:
     """The repository state of ``workspace`` (is_repo False when it is in no work tree)."""
-    inside = _git(workspace, "rev-parse", "--is-inside-work-tree", check=False)
-    if inside.returncode != 0 or inside.stdout.strip() != "true":
+    inside = _git(workspace, "rev-parse", "--is-inside-work-tree", "--is-inside-git-dir", "--is-bare-repository", check=False)
+    answers = inside.stdout.split()
+    if inside.returncode == 0 and len(answers) == 3 and "true" in answers[1:] and answers[0] != "true":
+        # A bare repository, or a folder inside a .git directory: there is no work tree to put on a
+        # branch, and `git init` here (the --git-init choice) would turn the repository's own files
+        # into an untracked work tree (core.bare flipped to false). Refuse, never "initialise".
+        raise GitError(f"{workspace} is a bare git repository or inside a .git directory: branch mode needs a work tree. "
+                       "Start oh in a checkout (a clone of it), or without --branch.")
+    if inside.returncode != 0 or not answers or answers[0] != "true":
         if shutil.which("git") is None:
             raise GitError("git is not installed (or not on PATH); branch mode needs it. Install git, or start without --branch.")
         return RepoState(is_repo=False)

@@ -89,3 +89,62 @@ def test_git_missing_from_path_is_a_clear_branch_failed(oh, tmp_path) -> None:
         assert not (oh.workspace / "g.txt").exists()
     else:
         assert proc.returncode in (1, 2) and "git" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_a_bare_repository_is_refused_never_git_inited(oh) -> None:
+    bare = oh.tmp / "bare.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True, timeout=30)
+    proc = oh("start", "--detach", "--json", "--runtime", "local", "--no-open", "--workspace", str(bare), "--branch", "--git-init")
+    if proc.returncode == 0:
+        oh.started.append(json.loads(proc.stdout))
+        oh("write", "x.txt", "--content", "x", cwd=bare)
+    assert proc.returncode == 1 and "bare git repository" in proc.stderr, (proc.returncode, proc.stderr)
+    # the repository is still bare: its own files never became an untracked work tree
+    assert subprocess.run(["git", "config", "core.bare"], cwd=bare, capture_output=True, text=True).stdout.strip() == "true"
+
+
+def test_inside_a_dot_git_directory_is_refused(oh) -> None:
+    repo(oh.workspace)
+    proc = oh("start", "--detach", "--json", "--runtime", "local", "--no-open", "--workspace", str(oh.workspace / ".git" / "refs"), "--branch", "--git-init")
+    if proc.returncode == 0:
+        oh.started.append(json.loads(proc.stdout))
+    assert proc.returncode == 1 and ".git directory" in proc.stderr, (proc.returncode, proc.stderr)
+    assert not (oh.workspace / ".git" / "refs" / ".git").exists()
+
+
+def test_a_workspace_in_a_subdirectory_of_a_repo_switches_the_repo(oh) -> None:
+    repo(oh.workspace)
+    sub = oh.workspace / "pkg"
+    sub.mkdir()
+    oh.start("local", sub, "--branch")
+    p = oh("write", "a.txt", "--content", "x", "--json", cwd=sub)
+    assert p.returncode == 0 and "Branch mode" in json.loads(p.stdout)["content"], p.stderr
+    assert git(oh.workspace, "symbolic-ref", "--short", "HEAD").startswith("oh/")
+
+
+def test_detached_head_gets_a_branch_from_that_commit(oh) -> None:
+    repo(oh.workspace)
+    head = git(oh.workspace, "rev-parse", "HEAD")
+    git(oh.workspace, "checkout", "-q", "--detach")
+    oh.start("local", None, "--branch")
+    p = oh("write", "d.txt", "--content", "x", "--json")
+    assert p.returncode == 0, p.stderr
+    name = git(oh.workspace, "symbolic-ref", "--short", "HEAD")
+    assert name.startswith("oh/") and git(oh.workspace, "rev-parse", "HEAD") == head
+
+
+def test_a_repo_mid_merge_is_a_clear_branch_failed_and_nothing_runs(oh) -> None:
+    ws = oh.workspace
+    repo(ws)
+    git(ws, "checkout", "-q", "-b", "other")
+    (ws / "README").write_text("theirs\n")
+    git(ws, "commit", "-q", "-am", "theirs")
+    git(ws, "checkout", "-q", "main")
+    (ws / "README").write_text("ours\n")
+    git(ws, "commit", "-q", "-am", "ours")
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "merge", "other"], cwd=ws, capture_output=True, timeout=30)
+    oh.start("local", None, "--branch", "--on-dirty", "stash")
+    p = oh("write", "m.txt", "--content", "x", "--json")
+    obs = json.loads(p.stdout)
+    assert p.returncode == 6 and obs["extras"]["error_id"] == "BRANCH_FAILED" and "needs merge" in obs["content"]
+    assert not (ws / "m.txt").exists() and git(ws, "symbolic-ref", "--short", "HEAD") == "main"

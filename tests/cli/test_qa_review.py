@@ -159,3 +159,35 @@ def test_a_directory_where_a_new_file_was_proposed_is_stale(oh, review_backend):
     p = oh("review", "accept", row["id"])
     assert p.returncode == 1 and "stale" in p.stdout, (p.stdout, p.stderr)
     assert _finish(agent)[1]["extras"]["error_id"] == "REJECTED"
+
+
+def test_many_proposals_from_one_socket_accept_all(oh, review_backend):
+    import asyncio
+
+    from oh.client import Client
+
+    sess = oh.session(review_backend["instance_id"])
+    n = 30
+
+    async def main():
+        async with await Client.connect(review_backend["url"], sess["token"], name="many") as c:
+            writes = asyncio.gather(*(c.write(str(oh.workspace / f"m{i}.txt"), f"{i}\n") for i in range(n)))
+            await asyncio.to_thread(_pending, oh, n)
+            done = await asyncio.to_thread(oh.json, "review", "accept", "--all", "--json")
+            return done, await asyncio.wait_for(writes, 60)
+
+    done, obs = asyncio.run(main())
+    assert [r["outcome"] for r in done["results"]] == ["accepted"] * n
+    assert all(o.kind == "write" for o in obs)
+    assert all((oh.workspace / f"m{i}.txt").read_text() == f"{i}\n" for i in range(n))
+
+
+def test_refusals_are_answered_at_once_not_proposed(oh, review_backend):
+    (oh.workspace / "e.txt").write_text("a\na\n")
+    for args in (("edit", "e.txt", "--undo"), ("edit", "e.txt", "--replace", "a", "b"), ("edit", "e.txt", "--insert", "99", "x"),
+                 ("edit", "e.txt", "--create", "x"), ("edit", "missing.txt", "--replace", "a", "b")):
+        p = oh(*args, "--json", timeout=60)
+        obs = json.loads(p.stdout)
+        assert p.returncode == 6 and obs["extras"]["error_id"] == "TOOL_ERROR", (args, p.stdout)
+    assert oh.json("review", "--json")["proposals"] == []
+    assert (oh.workspace / "e.txt").read_text() == "a\na\n"
