@@ -45,3 +45,18 @@ def test_bad_job_arguments_are_usage_errors(oh):
     assert p.returncode == 2 and "job id" in p.stderr
     p = oh("stat", "nope.txt", "--json")
     assert p.returncode == 1 and json.loads(p.stdout)["exists"] is False
+
+
+def test_append_continues_a_file_with_a_byte_order_mark_without_a_second_one(oh):
+    import codecs
+
+    oh.start("local")
+    cases = {
+        "u8.txt": (codecs.BOM_UTF8 + "héllo\n".encode(), "utf-8"),
+        "u16le.txt": (codecs.BOM_UTF16_LE + "héllo\n".encode("utf-16-le"), "utf-16-le"),
+        "u16be.txt": (codecs.BOM_UTF16_BE + "héllo\n".encode("utf-16-be"), "utf-16-be"),
+    }
+    for name, (data, plain) in cases.items():
+        (oh.workspace / name).write_bytes(data)
+        oh("write", name, "--append", "--content", "wörld\n", check=0)
+        assert (oh.workspace / name).read_bytes() == data + "wörld\n".encode(plain), name
