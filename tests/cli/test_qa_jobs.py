@@ -60,3 +60,21 @@ def test_append_continues_a_file_with_a_byte_order_mark_without_a_second_one(oh)
         (oh.workspace / name).write_bytes(data)
         oh("write", name, "--append", "--content", "wörld\n", check=0)
         assert (oh.workspace / name).read_bytes() == data + "wörld\n".encode(plain), name
+
+
+def test_a_finished_job_expires_after_job_retention(oh):
+    from .conftest import wait_for
+
+    proc = oh("start", "--detach", "--json", "--runtime", "local", "--no-open", env={"OH_JOB_RETENTION": "1"}, timeout=40)
+    assert proc.returncode == 0, proc.stderr
+    oh.started.append(json.loads(proc.stdout))
+    job = oh("run", "--background", "--", "echo hi", check=0).stdout.strip()
+    assert oh("jobs", "wait", job, "--timeout", "60").returncode == 0
+
+    def gone():
+        p = oh("jobs", "poll", job, "--json")
+        return p if p.returncode == 6 else None
+
+    p = wait_for(gone, timeout=30, interval=0.5, what="the job to expire")
+    assert json.loads(p.stdout)["extras"]["error_id"] == "NO_JOB"
+    assert job not in oh("jobs").stdout
