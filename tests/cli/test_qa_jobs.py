@@ -78,3 +78,30 @@ def test_a_finished_job_expires_after_job_retention(oh):
     p = wait_for(gone, timeout=30, interval=0.5, what="the job to expire")
     assert json.loads(p.stdout)["extras"]["error_id"] == "NO_JOB"
     assert job not in oh("jobs").stdout
+
+
+def test_run_options_a_background_job_does_not_take_are_refused_not_dropped(oh):
+    oh.start("local")
+    for extra in (("--timeout", "5"), ("--max-output", "0"), ("--reset",)):
+        p = oh("run", "--background", *extra, "--", "sleep 1")
+        assert p.returncode == 2 and extra[0] in p.stderr and "--background" in p.stderr, (extra, p.stdout, p.stderr)
+    assert oh.json("jobs", "--json") in ([], {"jobs": []}) or not oh("jobs").stdout.count("sleep 1")
+    # the in-process (typer) path says the same
+    from oh.commands.agent import run_run
+    from oh.commands._io import Streams
+    from oh.fastpath.exits import OhError
+    import io as _io
+    import os as _os
+
+    out, err = _io.StringIO(), _io.StringIO()
+    old = dict(_os.environ)
+    try:
+        _os.environ.update({k: v for k, v in oh.env.items() if k.startswith(("OH_", "XDG_", "HOME", "PYTHON_KEYRING"))})
+        code = run_run(Streams(inp=_io.StringIO(), out=out, err=err), command=["sleep 1"], timeout=5.0, background=True,
+                       workspace=str(oh.workspace))
+    except OhError as exc:
+        code = exc.code
+    finally:
+        _os.environ.clear()
+        _os.environ.update(old)
+    assert code == 2

@@ -78,8 +78,14 @@ def _where(session: dict, path: str | None) -> str:
 
 
 # ---------------------------------------------------------------- `oh run --background`, `oh write`, `oh stat`
-def start_background(session: dict, *, command: list[str], cwd: str | None = None, force: bool = False, json_: bool = False) -> int:
-    """Start the job in the `cli` shell; print its id; exit 0."""
+def start_background(session: dict, *, command: list[str], cwd: str | None = None, force: bool = False, json_: bool = False,
+                     also: tuple[str, ...] = ()) -> int:
+    """Start the job in the `cli` shell; print its id; exit 0. ``also``: other `oh run` options given,
+    which a job does not take (a --timeout silently dropped would leave a job running that the user
+    believed bounded): a usage error naming them."""
+    if also:
+        raise Failed(f"--background does not go with {', '.join(also)}: a job runs until it ends or `oh jobs cancel`. "
+                     "Bound it inside the command (`timeout 60 CMD`), or run it without --background.", USAGE)
     line = command[0] if len(command) == 1 else " ".join(shell_quote(w) for w in command)
     if not line.strip():
         raise Failed("give the command to start (e.g. `oh run --background -- npm run dev`).", USAGE)
