@@ -191,3 +191,13 @@ def test_refusals_are_answered_at_once_not_proposed(oh, review_backend):
         assert p.returncode == 6 and obs["extras"]["error_id"] == "TOOL_ERROR", (args, p.stdout)
     assert oh.json("review", "--json")["proposals"] == []
     assert (oh.workspace / "e.txt").read_text() == "a\na\n"
+
+
+def test_an_id_with_a_trailing_newline_is_a_usage_error(oh, review_backend):
+    agent = _agent(oh, "write", "nl.txt", "--content", "x\n")
+    [row] = _pending(oh, 1)
+    p = oh("review", "accept", row["id"] + "\n")
+    assert p.returncode == 2 and "needs an id like p3" in p.stderr, (p.returncode, p.stderr)
+    assert not (oh.workspace / "nl.txt").exists()
+    oh("review", "reject", row["id"], check=0)
+    assert _finish(agent)[0] == 6
