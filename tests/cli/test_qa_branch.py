@@ -148,3 +148,19 @@ def test_a_repo_mid_merge_is_a_clear_branch_failed_and_nothing_runs(oh) -> None:
     obs = json.loads(p.stdout)
     assert p.returncode == 6 and obs["extras"]["error_id"] == "BRANCH_FAILED" and "needs merge" in obs["content"]
     assert not (ws / "m.txt").exists() and git(ws, "symbolic-ref", "--short", "HEAD") == "main"
+
+
+def test_branch_and_review_together(oh) -> None:
+    from .test_review_cli import _agent, _finish, _pending
+
+    repo(oh.workspace)
+    oh.start("local", None, "--branch", "--review", "--review-timeout", "120")
+    agent = _agent(oh, "write", "r.txt", "--content", "x\n")
+    [row] = _pending(oh, 1)
+    # the branch is in place before the proposal is shown: accepting writes on it
+    assert git(oh.workspace, "symbolic-ref", "--short", "HEAD").startswith("oh/")
+    assert not (oh.workspace / "r.txt").exists()
+    oh("review", "accept", row["id"], check=0)
+    rc, obs = _finish(agent)
+    assert rc == 0 and "Branch mode" in obs["content"] and "accepted" in obs["content"]
+    assert (oh.workspace / "r.txt").read_text() == "x\n"
