@@ -41,6 +41,8 @@ def test_bad_job_arguments_are_usage_errors(oh):
     oh.start("local")
     assert oh("jobs", "output", "j1", "--offset", "-5").returncode == 2
     assert oh("jobs", "wait", "j1", "--timeout", "nan").returncode == 2
+    p = oh("jobs", "poll", "j424242")
+    assert p.returncode == 6 and "NO_JOB" in p.stderr and "`oh jobs`" in p.stderr  # the CLI's way to list them
     p = oh("jobs", "wait", "x y")
     assert p.returncode == 2 and "job id" in p.stderr
     p = oh("stat", "nope.txt", "--json")

@@ -43,7 +43,8 @@ def _checked(obs: dict, json_: bool = False) -> dict:
         eid = (obs.get("extras") or {}).get("error_id") or ""
         if json_:
             print_json(obs)
-        raise Failed(f"{eid}: {obs.get('content') or ''}", error_exit(eid))
+        hint = "`oh jobs` lists the jobs of the `oh run` shell (jobs of other agents are not shown)." if eid == "NO_JOB" else None
+        raise Failed(f"{eid}: {obs.get('content') or ''}", error_exit(eid), hint)
     return obs
 
 
