@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
+import tempfile
 from typing import Any
 
 from .protocol.branch import Decision, RepoState
@@ -34,25 +36,53 @@ def _git(cwd: str, *args: str, check: bool = True) -> subprocess.CompletedProces
     exe = shutil.which("git")
     if exe is None:
         raise GitError("git is not installed (or not on PATH); branch mode needs it. Install git, or start without --branch.")
-    try:
-        done = subprocess.run(
-            [exe, *args], cwd=cwd, env=_env(), stdin=subprocess.DEVNULL, capture_output=True, text=True,
-            timeout=GIT_TIMEOUT, errors="replace",
-        )
-    except subprocess.TimeoutExpired:
-        raise GitError(f"`git {' '.join(args)}` did not finish within {GIT_TIMEOUT:g} s.") from None
-    except OSError as exc:
-        raise GitError(f"cannot run git: {exc}") from None
+    # Output goes to files, not pipes: a hook that leaves a process behind (`ctags -R &` in post-checkout
+    # is common) keeps a pipe open long after git exits, and reading a pipe to its end would wait for it.
+    # Its own session, so a timeout ends git and its hooks together.
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        try:
+            proc = subprocess.Popen([exe, *args], cwd=cwd, env=_env(), stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
+        except OSError as exc:
+            raise GitError(f"cannot run git: {exc}") from None
+        try:
+            code = proc.wait(timeout=GIT_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            raise GitError(f"`git {' '.join(args)}` did not finish within {GIT_TIMEOUT:g} s (a git hook waiting?).") from None
+        done = subprocess.CompletedProcess([exe, *args], code, _read(out), _read(err))
     if check and done.returncode != 0:
         said = (done.stderr or done.stdout).strip().splitlines()
         raise GitError(f"`git {' '.join(args)}` failed: {' '.join(said[-3:])[:500] or f'exit {done.returncode}'}")
     return done
 
 
+def _read(f: Any) -> str:
+    f.seek(0)
+    return f.read(16 * 1024 * 1024).decode("utf-8", "replace")
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        proc.kill()
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
+
+
 def inspect(workspace: str) -> RepoState:
     """The repository state of ``workspace`` (is_repo False when it is in no work tree)."""
-    inside = _git(workspace, "rev-parse", "--is-inside-work-tree", check=False)
-    if inside.returncode != 0 or inside.stdout.strip() != "true":
+    inside = _git(workspace, "rev-parse", "--is-inside-work-tree", "--is-inside-git-dir", "--is-bare-repository", check=False)
+    answers = inside.stdout.split()
+    if inside.returncode == 0 and len(answers) == 3 and "true" in answers[1:] and answers[0] != "true":
+        # A bare repository, or a folder inside a .git directory: there is no work tree to put on a
+        # branch, and `git init` here (the --git-init choice) would turn the repository's own files
+        # into an untracked work tree (core.bare flipped to false). Refuse, never "initialise".
+        raise GitError(f"{workspace} is a bare git repository or inside a .git directory: branch mode needs a work tree. "
+                       "Start oh in a checkout (a clone of it), or without --branch.")
+    if inside.returncode != 0 or not answers or answers[0] != "true":
         if shutil.which("git") is None:
             raise GitError("git is not installed (or not on PATH); branch mode needs it. Install git, or start without --branch.")
         return RepoState(is_repo=False)

@@ -88,7 +88,9 @@ def run_run(io: Streams, *, command: list[str], timeout: Optional[float] = None,
     if background:  # issue 11: the job verbs live in commands/jobs.py
         from .jobs import start_background
 
-        return start_background(io, command, cwd, workspace, instance, force=force, json_=json_)
+        also = tuple(flag for flag, given in (("--timeout", timeout is not None), ("--input", input_ is not None), ("--interrupt", interrupt),
+                                              ("--wait", wait), ("--reset", reset), ("--max-output", max_output is not None)) if given)
+        return start_background(io, command, cwd, workspace, instance, force=force, json_=json_, also=also)
     mode = _mode(("input", input_ is not None), ("interrupt", interrupt), ("wait", wait), ("reset", reset),
                  default="command", what="--input, --interrupt, --wait, --reset")
     return _call(io, "run", workspace, instance, command=command, mode=mode, text=input_, timeout=timeout, cwd=cwd,

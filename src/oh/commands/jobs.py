@@ -135,9 +135,10 @@ app.command("poll")(_job_command(run_poll, "Show a job's state and the tail of i
 
 
 # ---------------------------------------------------------------- used by `oh run` / `oh write`, and `oh stat`
-def start_background(io: Streams, command: list, cwd: Optional[str], workspace: Optional[str], instance: Optional[str], *, force: bool = False, json_: bool = False) -> int:
-    """``oh run --background -- CMD``: start the job in the `cli` shell; print its id; exit 0."""
-    return _run(io, "start_background", workspace, instance, command=list(command), cwd=cwd, force=force, json_=json_)
+def start_background(io: Streams, command: list, cwd: Optional[str], workspace: Optional[str], instance: Optional[str], *, force: bool = False,
+                     json_: bool = False, also: tuple = ()) -> int:
+    """``oh run --background -- CMD``: start the job in the `cli` shell; print its id; exit 0 (2 with other run options)."""
+    return _run(io, "start_background", workspace, instance, command=list(command), cwd=cwd, force=force, json_=json_, also=tuple(also))
 
 
 def write_mode(io: Streams, path: str, content: str, mode: str, workspace: Optional[str], instance: Optional[str], *, json_: bool = False, quiet: bool = False) -> int:

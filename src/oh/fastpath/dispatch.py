@@ -87,13 +87,19 @@ def _verb(verb: str, opts: dict, pos: list[str]) -> int | None:
         return exc.code
 
 
+# `oh run` options that a background job does not take (refused, never silently dropped)
+_NOT_WITH_BACKGROUND = (("timeout", "--timeout"), ("input", "--input"), ("interrupt", "--interrupt"), ("wait", "--wait"),
+                        ("reset", "--reset"), ("max_output", "--max-output"))
+
+
 def _job_verb(verb: str, session: dict, opts: dict, pos: list[str]) -> int:
     """The job verbs and `oh stat` (oh.fastpath.jobs); raises verbs.Failed like the others."""
     from . import jobs
 
     json_ = bool(opts.get("json_"))
-    if verb == "run":  # with --background: the other run options do not apply (as in the typer command)
-        return jobs.start_background(session, command=pos, cwd=opts.get("cwd"), force=bool(opts.get("force")), json_=json_)
+    if verb == "run":  # with --background: the other run options are refused (as in the typer command)
+        also = tuple(flag for key, flag in _NOT_WITH_BACKGROUND if opts.get(key) is not None and opts.get(key) is not False)
+        return jobs.start_background(session, command=pos, cwd=opts.get("cwd"), force=bool(opts.get("force")), json_=json_, also=also)
     if verb == "stat":
         return jobs.stat(session, path=pos[0], json_=json_)
     if verb == "jobs":

@@ -6,7 +6,8 @@ Like ``verbs``, both entries call it: the fast dispatcher (no typer) and the typ
 ``oh.commands.jobs`` / ``oh.commands.agent`` (help, completion, what the fast parser declines). Jobs
 live in the backend's shared ``cli`` shell, so a job started by one ``oh`` process is seen by the next.
 Exit codes: ``oh jobs wait`` exits with the job's own code; 124 when --timeout passed first; 130 for a
-cancelled job; 6 for a LOST job or an unknown id.
+cancelled job; 6 for a LOST job or an unknown id; an error observation otherwise exits as the README's table says
+(124 TIMEOUT, 7 NO_EDITOR, 2 BAD_REQUEST, else 6), with `--json` printing it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import sys
 import time
 
 from .exits import ACTION_FAILED, TIMEOUT, USAGE
-from .verbs import CLI_SHELL, AgentLink, Failed, base_dir, err, print_json, resolve, shell_quote
+from .verbs import CLI_SHELL, AgentLink, Failed, base_dir, err, error_exit, print_json, resolve, shell_quote
 
 WAIT_CHUNK = 200.0  # one `job wait` request at most this long (the backend caps a wait at 240 s)
 CANCELLED_EXIT = 130
@@ -26,19 +27,24 @@ def _link(session: dict) -> AgentLink:
     return AgentLink(session, shell=CLI_SHELL, on_interrupt=_INTERRUPTED)
 
 
-def _ask(session: dict, action: dict) -> dict:
+def _ask(session: dict, action: dict, json_: bool = False) -> dict:
     link = _link(session)
     try:
-        return _checked(link.ask(action))
+        return _checked(link.ask(action), json_)
     finally:
         link.close()
 
 
-def _checked(obs: dict) -> dict:
-    """An error observation ends the command: its message on stderr, exit 6 (or 2 for BAD_REQUEST)."""
+def _checked(obs: dict, json_: bool = False) -> dict:
+    """An error observation ends the command: its message on stderr (with ``--json`` the observation on
+    stdout too, as every agent verb prints it), and the README's exit code for it: 2 BAD_REQUEST,
+    124 TIMEOUT (e.g. a review nobody decided), 7 NO_EDITOR / EDITOR_DISCONNECTED, else 6."""
     if obs.get("observation") == "error":
-        eid = (obs.get("extras") or {}).get("error_id")
-        raise Failed(f"{eid}: {obs.get('content') or ''}", USAGE if eid == "BAD_REQUEST" else ACTION_FAILED)
+        eid = (obs.get("extras") or {}).get("error_id") or ""
+        if json_:
+            print_json(obs)
+        hint = "`oh jobs` lists the jobs of the `oh run` shell (jobs of other agents are not shown)." if eid == "NO_JOB" else None
+        raise Failed(f"{eid}: {obs.get('content') or ''}", error_exit(eid), hint)
     return obs
 
 
@@ -73,15 +79,21 @@ def _where(session: dict, path: str | None) -> str:
 
 
 # ---------------------------------------------------------------- `oh run --background`, `oh write`, `oh stat`
-def start_background(session: dict, *, command: list[str], cwd: str | None = None, force: bool = False, json_: bool = False) -> int:
-    """Start the job in the `cli` shell; print its id; exit 0."""
+def start_background(session: dict, *, command: list[str], cwd: str | None = None, force: bool = False, json_: bool = False,
+                     also: tuple[str, ...] = ()) -> int:
+    """Start the job in the `cli` shell; print its id; exit 0. ``also``: other `oh run` options given,
+    which a job does not take (a --timeout silently dropped would leave a job running that the user
+    believed bounded): a usage error naming them."""
+    if also:
+        raise Failed(f"--background does not go with {', '.join(also)}: a job runs until it ends or `oh jobs cancel`. "
+                     "Bound it inside the command (`timeout 60 CMD`), or run it without --background.", USAGE)
     line = command[0] if len(command) == 1 else " ".join(shell_quote(w) for w in command)
     if not line.strip():
         raise Failed("give the command to start (e.g. `oh run --background -- npm run dev`).", USAGE)
     args: dict = {"command": line, "background": True, "cwd": _where(session, cwd)}
     if force:
         args["force"] = True
-    obs = _ask(session, {"action": "run", "args": args})
+    obs = _ask(session, {"action": "run", "args": args}, json_)
     if json_:
         print_json(obs)
         return 0
@@ -98,7 +110,7 @@ def start_background(session: dict, *, command: list[str], cwd: str | None = Non
 def write_mode(session: dict, *, path: str, content: str, mode: str, json_: bool = False, quiet: bool = False) -> int:
     """``oh write --append/--create``: write through the backend in that mode; say what happened."""
     args = {"path": _where(session, path), "content": content, "start": 0, "end": -1, "thought": "", "security_risk": -1, "mode": mode}
-    obs = _ask(session, {"action": "write", "args": args})
+    obs = _ask(session, {"action": "write", "args": args}, json_)
     if json_:
         print_json(obs)
     elif quiet:
@@ -114,7 +126,7 @@ def write_mode(session: dict, *, path: str, content: str, mode: str, json_: bool
 
 def stat(session: dict, *, path: str, json_: bool = False) -> int:
     """Exit 0 when the path exists, 1 when it does not (a normal answer, not an error)."""
-    obs = _ask(session, {"action": "stat", "args": {"path": _where(session, path)}})
+    obs = _ask(session, {"action": "stat", "args": {"path": _where(session, path)}}, json_)
     extras = obs.get("extras") or {}
     if json_:
         print_json(extras)
@@ -125,7 +137,7 @@ def stat(session: dict, *, path: str, json_: bool = False) -> int:
 
 # ---------------------------------------------------------------- `oh jobs ...`
 def jobs_list(session: dict, *, json_: bool = False) -> int:
-    records = _ask(session, _job_action("list")).get("extras", {}).get("jobs") or []
+    records = _ask(session, _job_action("list"), json_).get("extras", {}).get("jobs") or []
     if json_:
         print_json(records)
         return 0
@@ -171,7 +183,7 @@ def jobs_wait(session: dict, *, job_id: str, timeout: float | None = None, quiet
                 break
     finally:
         link.close()
-    _checked(obs)
+    _checked(obs, json_)
     content = obs.get("content") or ""
     if json_:
         print_json(obs)
@@ -194,14 +206,17 @@ def jobs_output(session: dict, *, job_id: str, offset: int = 0, follow: bool = F
     try:
         pos = offset
         while True:
-            obs = _checked(link.ask(_job_action("output", job_id, offset=pos, wait=5.0 if follow else None)))
+            obs = _checked(link.ask(_job_action("output", job_id, offset=pos, wait=5.0 if follow else None)), json_)
             extras = obs.get("extras") or {}
             if json_:
                 print_json(obs)
             else:
-                dropped = extras.get("offset", pos) - pos
-                if dropped > 0:
-                    err(f"{dropped} bytes before offset {extras.get('offset')} are no longer kept (the job's output spool is bounded).")
+                # The backend starts later than asked when the spool dropped those bytes (`dropped` = how
+                # many of the oldest are gone) or, by a byte or three, at the next UTF-8 character: only
+                # the first is a loss worth a note.
+                lost = min(extras.get("offset", pos), extras.get("dropped") or 0) - pos
+                if lost > 0:
+                    err(f"{lost} bytes before offset {extras.get('offset')} are no longer kept (the job's output spool is bounded).")
                 if obs.get("content"):
                     _out(obs["content"])
             pos = extras.get("next_offset", pos)
@@ -213,7 +228,7 @@ def jobs_output(session: dict, *, job_id: str, offset: int = 0, follow: bool = F
 
 
 def jobs_cancel(session: dict, *, job_id: str, json_: bool = False) -> int:
-    obs = _ask(session, _job_action("cancel", job_id))
+    obs = _ask(session, _job_action("cancel", job_id), json_)
     if json_:
         print_json(obs)
     else:
@@ -222,7 +237,7 @@ def jobs_cancel(session: dict, *, job_id: str, json_: bool = False) -> int:
 
 
 def jobs_poll(session: dict, *, job_id: str, json_: bool = False) -> int:
-    obs = _ask(session, _job_action("poll", job_id))
+    obs = _ask(session, _job_action("poll", job_id), json_)
     if json_:
         print_json(obs)
         return 0

@@ -57,7 +57,10 @@ def is_change(kind: str, args: dict[str, Any]) -> bool:
 
 
 def valid_name(name: str) -> bool:
-    return bool(_NAME_OK.match(name)) and not name.startswith("-") and not name.endswith(".")
+    """What git's check-ref-format --branch accepts, for the characters we allow: besides ``_NAME_OK``,
+    no path component may start with '.' (``.a``, ``a/.b``) and ``HEAD`` names no branch."""
+    return (bool(_NAME_OK.match(name)) and not name.startswith("-") and not name.endswith(".")
+            and not any(part.startswith(".") for part in name.split("/")) and name != "HEAD")
 
 
 def auto_name(agent: str, now: datetime) -> str:

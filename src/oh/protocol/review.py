@@ -16,7 +16,7 @@ from typing import Any
 from .errors import ErrorId, ProtocolError
 
 MAX_REASON = 2000  # characters of the user's reason passed on to the agent
-PROPOSAL_ID = re.compile(r"^p[0-9]{1,12}$")
+PROPOSAL_ID = re.compile(r"\Ap[0-9]{1,12}\Z")  # \Z: "p3\n" is no id ($ would take it)
 REVIEW_OPS = ("list", "show", "accept", "reject")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import codecs
 import mimetypes
 import os
 import stat
@@ -362,9 +363,38 @@ def _encode_as(text: str, enc: str) -> bytes:
 def _append_bytes(rp: ResolvedPath, content: str, encoding: str | None) -> bytes:
     if encoding == "base64":
         return _base64_bytes(content)
-    if encoding is None:
-        return encode_text(rp, content, existing_encoding(rp) or "utf-8")
-    return _encode_as(content, encoding)
+    enc = encoding or existing_encoding(rp) or "utf-8"
+    # Codecs that write a byte-order mark (utf-8-sig, utf-16, utf-32) would put one in the middle of a
+    # file that already has text: continue it with the BOM-less codec of the file's byte order.
+    plain = _without_bom(rp, enc)
+    if plain is not None:
+        return _encode_as(content, plain) if encoding else encode_text(rp, content, plain)
+    return _encode_as(content, enc) if encoding else encode_text(rp, content, enc)
+
+
+_BOM_CODECS = {"utf-8-sig": "utf-8", "utf_8_sig": "utf-8", "utf-16": "utf-16", "utf_16": "utf-16", "utf16": "utf-16",
+               "utf-32": "utf-32", "utf_32": "utf-32", "utf32": "utf-32"}
+
+
+def _without_bom(rp: ResolvedPath, enc: str) -> str | None:
+    """The BOM-less codec to append with when ``enc`` writes a BOM and the file is not empty, else None."""
+    family = _BOM_CODECS.get(enc.lower())
+    st = stat_or_none(rp.real)
+    if family is None or st is None or not stat.S_ISREG(st.st_mode) or st.st_size == 0:
+        return None
+    if family == "utf-8":
+        return "utf-8"
+    try:
+        fd = os.open(rp.real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO swapped in must not hang us
+        try:
+            head = os.read(fd, 4)
+        finally:
+            os.close(fd)
+    except OSError:
+        return None
+    if family == "utf-32":
+        return "utf-32-be" if head.startswith(codecs.BOM_UTF32_BE) else "utf-32-le"
+    return "utf-16-be" if head.startswith(codecs.BOM_UTF16_BE) else "utf-16-le"
 
 
 def append_file(rp: ResolvedPath, content: str, encoding: str | None) -> None:

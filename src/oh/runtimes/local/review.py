@@ -208,8 +208,21 @@ class ProposalQueue:
         p = self.pending.get(pid)
         if p is None or p.future is None or p.future.done():
             return {"id": pid, "outcome": "unknown", "message": f"No pending proposal {pid}."}
-        now = file_bytes(p.real)
-        if _digest(now) != _digest(p.before):
+        try:
+            now = file_bytes(p.real)
+            changed = (_digest(now) != _digest(p.before)
+                       # something (a directory, a FIFO) now stands where the proposal would create a file
+                       or (p.before is None and os.path.lexists(p.real))
+                       # the path now leads elsewhere (a parent swapped for a symlink): the file the user
+                       # reviewed is not the one that would be written, which may be outside the roots
+                       or os.path.realpath(p.path) != p.real)
+        except ToolError:
+            changed = True  # grew past what a proposal may hold: it cannot be the bytes the proposal saw
+        except OSError as exc:  # unreadable now: nothing can be checked, so nothing is written
+            msg = exc.strerror or str(exc)
+            self._resolve(p, error_observation(p.action_id, ErrorId.TOOL_ERROR, f"The user accepted the change to {p.path}, but reading the file to check it failed: {msg}"), "failed")
+            return {"id": pid, "outcome": "failed", "path": p.path, "message": f"reading {p.path} failed: {msg}"}
+        if changed:
             self._resolve(p, error_observation(p.action_id, ErrorId.REJECTED, rules.stale_message(p.path)), "stale")
             return {"id": pid, "outcome": "stale", "path": p.path,
                     "message": f"{p.path} changed after the proposal was made: nothing was written; the agent was told to read it again."}
