@@ -49,6 +49,7 @@ from ..transport import abort, coalescing, send_bounded
 from . import agentinfo, auth, guard
 from .trace import TraceWriter
 from .history import MonitorHistory
+from .deadlines import Deadlines
 
 log = logging.getLogger("oh.backend")
 
@@ -155,6 +156,7 @@ class Backend:
         self._token_gen = 0
         self.registry = EditorRegistry()
         self.correlator: Correlator[None] = Correlator()
+        self.deadlines = Deadlines()
         self.trace = TraceWriter(config.trace_path, config.trace_max_bytes)
         self.agents: dict[str, Agent] = {}
         self.monitors: dict[ServerConnection, asyncio.Queue] = {}
@@ -297,6 +299,7 @@ class Backend:
         if self._flusher is not None:
             self._flusher.cancel()
         self._refusals.flush(force=True)
+        self.deadlines.close()
         self.trace.close()
         if self.config.write_session:
             from .. import sessions
@@ -423,28 +426,35 @@ class Backend:
         self.trace.record("request", agent=agent.agent_id, action_id=leg_id, agent_action_id=action.id, action=action.kind, summary=summary, **extra)
         cancelled = False
         repeat_note = self._repetition(agent, action)
+        deadline = self._deadline(action)
+        # The deadline through the shared wheel (backend/deadlines.py), not asyncio.timeout: no timer
+        # per action (measured: docs/benchmarks.md §10). It cancels this task at the deadline.
+        task = asyncio.current_task()
+        self.deadlines.add(leg_id, task.get_loop().time() + deadline, task)
         try:
-            deadline = self._deadline(action)
-            try:
-                # asyncio.timeout, not wait_for: on 3.11 wait_for wraps the coroutine in one more
-                # Task per action (measured: benchmarks/, docs/benchmarks.md).
-                async with asyncio.timeout(deadline):
-                    if repeat_note is not None and self.config.repeat_action == "skip":
-                        obs = error_observation(leg_id, ErrorId.REPEATED, repeat_note)
-                    else:
-                        obs = await self.runtime.execute(leg, agent.context)
-                        if repeat_note is not None and obs.get("observation") == "run":
-                            md = obs["extras"]["metadata"]
-                            md["suffix"] = (md.get("suffix") or "") + "\n" + repeat_note
-            except asyncio.TimeoutError:
-                obs = error_observation(leg_id, ErrorId.TIMEOUT, f"No observation within {deadline:g} s; the action was cancelled.")
+            if repeat_note is not None and self.config.repeat_action == "skip":
+                obs = error_observation(leg_id, ErrorId.REPEATED, repeat_note)
+            else:
+                obs = await self.runtime.execute(leg, agent.context)
+                if repeat_note is not None and obs.get("observation") == "run":
+                    md = obs["extras"]["metadata"]
+                    md["suffix"] = (md.get("suffix") or "") + "\n" + repeat_note
         except asyncio.CancelledError:
-            cancelled = True
-            obs = error_observation(leg_id, ErrorId.INTERRUPTED, "The backend is shutting down; the action was interrupted." if self.stopping else "The action was cancelled.")
+            # Our deadline's cancellation, unless someone else (agent gone, shutdown) cancelled too:
+            # the same rule as asyncio.timeout's.
+            if self.deadlines.expired(leg_id) and task.uncancel() == 0:
+                obs = error_observation(leg_id, ErrorId.TIMEOUT, f"No observation within {deadline:g} s; the action was cancelled.")
+            else:
+                cancelled = True
+                obs = error_observation(leg_id, ErrorId.INTERRUPTED, "The backend is shutting down; the action was interrupted." if self.stopping else "The action was cancelled.")
         except Exception as exc:  # noqa: BLE001 - a runtime bug becomes SERVER_ERROR, never a hang
             log.exception("runtime failed on action %s", leg_id)
             obs = error_observation(leg_id, ErrorId.SERVER_ERROR, f"Internal error while executing the action ({type(exc).__name__}); see `oh logs`.")
+        else:
+            if self.deadlines.expired(leg_id):
+                task.uncancel()  # the runtime answered anyway: our cancellation is spent
         finally:
+            self.deadlines.remove(leg_id)
             self.correlator.finish(leg_id)
         obs["cause"] = action.id  # map the executor leg's id back to the agent's
         duration_ms = round((time.monotonic() - started) * 1000, 1)
