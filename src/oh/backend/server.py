@@ -79,7 +79,12 @@ class Agent:
 
     @property
     def context(self) -> AgentContext:
-        return AgentContext(self.agent_id, self.name, self.workdir or None, self.shell)
+        # Built once (frozen; the agent's name, workdir and shell never change after the handshake):
+        # it was one more object per action.
+        ctx = self.__dict__.get("_context")
+        if ctx is None:
+            ctx = self.__dict__["_context"] = AgentContext(self.agent_id, self.name, self.workdir or None, self.shell)
+        return ctx
 
     async def send(self, obs: dict[str, Any]) -> None:
         obs["id"] = next(self.obs_ids)
@@ -416,7 +421,9 @@ class Backend:
         """Run one action; always ends with exactly one observation to the agent (if it is still there)."""
         started = time.monotonic()
         summary = summarize(action)
-        leg = Action(leg_id, action.kind, action.args, action.timeout, action.with_id(leg_id))
+        # The leg shares the agent's frame (``raw``; no copy here): runtimes read it, and the vscode
+        # runtime's forward copies it with the leg id (``with_id``) anyway.
+        leg = Action(leg_id, action.kind, action.args, action.timeout, action.raw)
         risk = action.security_risk
         # env values are secrets: monitors and the trace get the variable names only.
         env_names = sorted(action.env) if action.kind == "run" and action.env else None
