@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from oh.protocol.paths import within
+from oh.protocol.paths import within, within_any
 
 TABLE = json.loads((Path(__file__).resolve().parents[1] / "contract" / "path_within.json").read_text())["cases"]
 
@@ -39,3 +39,15 @@ def test_symlinks_are_resolved_by_the_caller(tmp_path):
     # A root that is itself a link: compare real with real.
     (tmp_path / "link-to-root").symlink_to(root)
     assert within(os.path.realpath(root / "x"), os.path.realpath(tmp_path / "link-to-root"))
+
+
+@pytest.mark.parametrize("case", TABLE, ids=lambda c: f"{c['path']} in {c['root']}")
+def test_within_any_gives_the_tables_answers(case):
+    assert within_any([case["root"]])(case["path"]) is case["within"]
+
+
+def test_within_any_is_any_of_its_roots():
+    check = within_any(["/srv/a", "relative/root", "/home/u/ws/"])
+    assert check("/srv/a/x") and check("/home/u/ws") and check("/home/u/ws/deep/f")
+    assert not check("/srv/ab") and not check("relative/root/x") and not check("/home/u") and not check("x")
+    assert within_any([])("/anything") is False

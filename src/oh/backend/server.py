@@ -49,6 +49,7 @@ from ..transport import abort, coalescing, send_bounded
 from . import agentinfo, auth, guard
 from .trace import TraceWriter
 from .history import MonitorHistory
+from .deadlines import Deadlines
 
 log = logging.getLogger("oh.backend")
 
@@ -78,7 +79,12 @@ class Agent:
 
     @property
     def context(self) -> AgentContext:
-        return AgentContext(self.agent_id, self.name, self.workdir or None, self.shell)
+        # Built once (frozen; the agent's name, workdir and shell never change after the handshake):
+        # it was one more object per action.
+        ctx = self.__dict__.get("_context")
+        if ctx is None:
+            ctx = self.__dict__["_context"] = AgentContext(self.agent_id, self.name, self.workdir or None, self.shell)
+        return ctx
 
     async def send(self, obs: dict[str, Any]) -> None:
         obs["id"] = next(self.obs_ids)
@@ -155,6 +161,7 @@ class Backend:
         self._token_gen = 0
         self.registry = EditorRegistry()
         self.correlator: Correlator[None] = Correlator()
+        self.deadlines = Deadlines()
         self.trace = TraceWriter(config.trace_path, config.trace_max_bytes)
         self.agents: dict[str, Agent] = {}
         self.monitors: dict[ServerConnection, asyncio.Queue] = {}
@@ -297,6 +304,7 @@ class Backend:
         if self._flusher is not None:
             self._flusher.cancel()
         self._refusals.flush(force=True)
+        self.deadlines.close()
         self.trace.close()
         if self.config.write_session:
             from .. import sessions
@@ -388,9 +396,8 @@ class Backend:
                     await agent.send(error_from(exc))
                     continue
                 entry = self.correlator.start(agent.agent_id, action.id, action.kind, time.monotonic())
-                task = asyncio.create_task(self._execute(agent, action, entry.leg_id))
-                agent.tasks.add(task)
-                task.add_done_callback(agent.tasks.discard)
+                # The task leaves agent.tasks itself, when _execute ends (no done callback).
+                agent.tasks.add(asyncio.create_task(self._execute(agent, action, entry.leg_id)))
         finally:
             self.agents.pop(agent.agent_id, None)
             for task in list(agent.tasks):
@@ -411,67 +418,79 @@ class Backend:
 
     async def _execute(self, agent: Agent, action: Action, leg_id: int) -> None:
         """Run one action; always ends with exactly one observation to the agent (if it is still there)."""
-        started = time.monotonic()
-        summary = summarize(action)
-        leg = Action(leg_id, action.kind, action.args, action.timeout, action.with_id(leg_id))
-        risk = action.security_risk
-        # env values are secrets: monitors and the trace get the variable names only.
-        env_names = sorted(action.env) if action.kind == "run" and action.env else None
-        # Always emitted, also with no monitor connected: the history keeps it for a view that subscribes later.
-        self._emit("action_started", agent_id=agent.agent_id, action_id=leg_id, kind=action.kind, summary=summary, security_risk=risk)
-        extra = {k: v for k, v in (("security_risk", risk), ("env_names", env_names)) if v}
-        self.trace.record("request", agent=agent.agent_id, action_id=leg_id, agent_action_id=action.id, action=action.kind, summary=summary, **extra)
-        cancelled = False
-        repeat_note = self._repetition(agent, action)
+        task = asyncio.current_task()
         try:
+            started = time.monotonic()
+            summary = summarize(action)
+            # The leg shares the agent's frame (``raw``; no copy here): runtimes read it, and the vscode
+            # runtime's forward copies it with the leg id (``with_id``) anyway.
+            leg = Action(leg_id, action.kind, action.args, action.timeout, action.raw)
+            risk = action.security_risk
+            # env values are secrets: monitors and the trace get the variable names only.
+            env_names = sorted(action.env) if action.kind == "run" and action.env else None
+            # Always emitted, also with no monitor connected: the history keeps it for a view that subscribes later.
+            self._emit("action_started", agent_id=agent.agent_id, action_id=leg_id, kind=action.kind, summary=summary, security_risk=risk)
+            extra = {k: v for k, v in (("security_risk", risk), ("env_names", env_names)) if v}
+            self.trace.record("request", agent=agent.agent_id, action_id=leg_id, agent_action_id=action.id, action=action.kind, summary=summary, **extra)
+            cancelled = False
+            repeat_note = self._repetition(agent, action)
             deadline = self._deadline(action)
+            # The deadline through the shared wheel (backend/deadlines.py), not asyncio.timeout: no timer
+            # per action (measured: docs/benchmarks.md §10). It cancels this task at the deadline.
+            self.deadlines.add(leg_id, task.get_loop().time() + deadline, task)
             try:
-                # asyncio.timeout, not wait_for: on 3.11 wait_for wraps the coroutine in one more
-                # Task per action (measured: benchmarks/, docs/benchmarks.md).
-                async with asyncio.timeout(deadline):
-                    if repeat_note is not None and self.config.repeat_action == "skip":
-                        obs = error_observation(leg_id, ErrorId.REPEATED, repeat_note)
-                    else:
-                        obs = await self.runtime.execute(leg, agent.context)
-                        if repeat_note is not None and obs.get("observation") == "run":
-                            md = obs["extras"]["metadata"]
-                            md["suffix"] = (md.get("suffix") or "") + "\n" + repeat_note
-            except asyncio.TimeoutError:
-                obs = error_observation(leg_id, ErrorId.TIMEOUT, f"No observation within {deadline:g} s; the action was cancelled.")
-        except asyncio.CancelledError:
-            cancelled = True
-            obs = error_observation(leg_id, ErrorId.INTERRUPTED, "The backend is shutting down; the action was interrupted." if self.stopping else "The action was cancelled.")
-        except Exception as exc:  # noqa: BLE001 - a runtime bug becomes SERVER_ERROR, never a hang
-            log.exception("runtime failed on action %s", leg_id)
-            obs = error_observation(leg_id, ErrorId.SERVER_ERROR, f"Internal error while executing the action ({type(exc).__name__}); see `oh logs`.")
+                if repeat_note is not None and self.config.repeat_action == "skip":
+                    obs = error_observation(leg_id, ErrorId.REPEATED, repeat_note)
+                else:
+                    obs = await self.runtime.execute(leg, agent.context)
+                    if repeat_note is not None and obs.get("observation") == "run":
+                        md = obs["extras"]["metadata"]
+                        md["suffix"] = (md.get("suffix") or "") + "\n" + repeat_note
+            except asyncio.CancelledError:
+                # Our deadline's cancellation, unless someone else (agent gone, shutdown) cancelled too:
+                # the same rule as asyncio.timeout's.
+                if self.deadlines.expired(leg_id) and task.uncancel() == 0:
+                    obs = error_observation(leg_id, ErrorId.TIMEOUT, f"No observation within {deadline:g} s; the action was cancelled.")
+                else:
+                    cancelled = True
+                    obs = error_observation(leg_id, ErrorId.INTERRUPTED, "The backend is shutting down; the action was interrupted." if self.stopping else "The action was cancelled.")
+            except Exception as exc:  # noqa: BLE001 - a runtime bug becomes SERVER_ERROR, never a hang
+                log.exception("runtime failed on action %s", leg_id)
+                obs = error_observation(leg_id, ErrorId.SERVER_ERROR, f"Internal error while executing the action ({type(exc).__name__}); see `oh logs`.")
+            else:
+                if self.deadlines.expired(leg_id):
+                    task.uncancel()  # the runtime answered anyway: our cancellation is spent
+            finally:
+                self.deadlines.remove(leg_id)
+                self.correlator.finish(leg_id)
+            obs["cause"] = action.id  # map the executor leg's id back to the agent's
+            duration_ms = round((time.monotonic() - started) * 1000, 1)
+            outcome = outcome_of(obs)
+            exit_code = exit_code_of(obs)
+            self.stats["done"] += 1
+            if outcome != "ok":
+                self.stats["errors"] += 1
+            agent.done += 1
+            job_id = _job_id_of(action, obs)
+            self.trace.record(
+                "result" if outcome == "ok" else "error",
+                agent=agent.agent_id, action_id=leg_id, agent_action_id=action.id, action=action.kind,
+                summary=summary, outcome=outcome, exit_code=exit_code, duration_ms=duration_ms, **extra,
+                **({"job_id": job_id} if job_id else {}),
+            )
+            self._emit(
+                "action_finished", agent_id=agent.agent_id, action_id=leg_id, kind=action.kind, summary=summary,
+                outcome=outcome, exit_code=exit_code, duration_ms=duration_ms, security_risk=risk,
+            )
+            if cancelled and not self.stopping:
+                return  # the agent is gone; nobody to tell
+            if cancelled:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(agent.send(obs), 1)
+                return
+            await agent.send(obs)
         finally:
-            self.correlator.finish(leg_id)
-        obs["cause"] = action.id  # map the executor leg's id back to the agent's
-        duration_ms = round((time.monotonic() - started) * 1000, 1)
-        outcome = outcome_of(obs)
-        exit_code = exit_code_of(obs)
-        self.stats["done"] += 1
-        if outcome != "ok":
-            self.stats["errors"] += 1
-        agent.done += 1
-        job_id = _job_id_of(action, obs)
-        self.trace.record(
-            "result" if outcome == "ok" else "error",
-            agent=agent.agent_id, action_id=leg_id, agent_action_id=action.id, action=action.kind,
-            summary=summary, outcome=outcome, exit_code=exit_code, duration_ms=duration_ms, **extra,
-            **({"job_id": job_id} if job_id else {}),
-        )
-        self._emit(
-            "action_finished", agent_id=agent.agent_id, action_id=leg_id, kind=action.kind, summary=summary,
-            outcome=outcome, exit_code=exit_code, duration_ms=duration_ms, security_risk=risk,
-        )
-        if cancelled and not self.stopping:
-            return  # the agent is gone; nobody to tell
-        if cancelled:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(agent.send(obs), 1)
-            return
-        await agent.send(obs)
+            agent.tasks.discard(task)  # here rather than a done callback: one scheduled callback less per action
 
     def _repetition(self, agent: Agent, action: Action) -> str | None:
         """Repetition control (opt-in, ``repeat_limit``): the note (or skip reason) when ``action``

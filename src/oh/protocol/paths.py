@@ -11,6 +11,7 @@ tests/contract/path_within.json.
 from __future__ import annotations
 
 import os
+from typing import Callable, Sequence
 
 
 def _norm(p: str) -> str:
@@ -30,3 +31,22 @@ def within(path: str, root: str) -> bool:
     if path == root:
         return True
     return path.startswith(root if root.endswith(os.sep) else root + os.sep)
+
+
+def within_any(roots: Sequence[str]) -> Callable[[str], bool]:
+    """``within(path, root) for any root``, as one function with the roots normalised once: the
+    per-action check of the vscode runtime paid two ``isabs`` and two ``normpath`` per root per
+    action (docs/benchmarks.md §10). Same rule, same answers (tests/protocol compare it with ``within``)."""
+    prepared = []
+    for root in roots:
+        if os.path.isabs(root):
+            r = _norm(root)
+            prepared.append((r, r if r.endswith(os.sep) else r + os.sep))
+
+    def contains(path: str) -> bool:
+        if not os.path.isabs(path):
+            return False
+        p = _norm(path)
+        return any(p == r or p.startswith(prefix) for r, prefix in prepared)
+
+    return contains

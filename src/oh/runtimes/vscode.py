@@ -17,7 +17,7 @@ from typing import Any, Hashable
 from ..protocol import binary, frames
 from ..protocol.errors import ErrorId
 from ..protocol.events import Action, encode, error_observation, job_observation
-from ..protocol.paths import within
+from ..protocol.paths import within_any
 from ..protocol.review import is_proposal
 from ..transport import send_bounded
 from . import fspath
@@ -59,6 +59,7 @@ class VscodeRuntime(Runtime):
         self.workspace = os.path.realpath(workspace)
         # The BACKEND's roots (workspace + `oh start --allow`), not the editor window's folders.
         self.roots = [os.path.realpath(r) for r in (allowed_roots or [self.workspace])]
+        self._allowed = within_any(self.roots)  # the roots normalised once (per-action check)
         self.editor_timeout = editor_timeout
         self.send_timeout = send_timeout  # an editor that does not read for this long is dropped
         self.job_retention = job_retention
@@ -80,7 +81,7 @@ class VscodeRuntime(Runtime):
             if len(self._workdirs) >= 1024:
                 self._workdirs.clear()
             real = os.path.realpath(ctx.workdir)
-            base = self._workdirs[ctx.workdir] = real if any(within(real, r) for r in self.roots) else self.workspace
+            base = self._workdirs[ctx.workdir] = real if self._allowed(real) else self.workspace
         return base
 
     def _absolute(self, action: Action, ctx: AgentContext) -> dict[str, Any] | str:  # or an error observation
@@ -102,7 +103,7 @@ class VscodeRuntime(Runtime):
             expanded = os.path.expanduser(raw_path)
             joined = os.path.normpath(expanded if os.path.isabs(expanded) else os.path.join(workdir, expanded))
             real = fspath.realpath(joined)
-            if not any(within(real, r) for r in self.roots):
+            if not self._allowed(real):
                 return raw_path
             if joined != raw_path:
                 args = {**args, key: joined}
