@@ -33,6 +33,8 @@ export class RunningCommand {
   shellExited = false;
   /** Set when the terminal delivered none of the command's output stream (a VS Code race, see run.ts). */
   outputLost = false;
+  /** Sentences for the observation's suffix, said by the shell that ran the command (e.g. how it ended). */
+  readonly notes: string[] = [];
   lastOutputAt = Date.now();
   private listeners: Array<() => void> = [];
   /** What the terminal will echo back of input we typed (a tty echoes it; a pipe does not). */
@@ -243,6 +245,7 @@ export class RunController {
     const command = args.command;
     if (this.busy) throw new ToolError(busyMessage(command), 'BUSY');
     this.claimed = true;
+    this.runningCommand = command; // already, for a BUSY message or an extra terminal's note meanwhile
     try {
       const shell = await this.shellFor();
       // The CLI names its own cwd on every run; a `cd` into where the shell already is would only
@@ -252,8 +255,10 @@ export class RunController {
       const line = needCd ? `cd -- ${quoteSh(cwd!)} && ${command}` : command;
       const cmd = await shell.start(line, { env: args.env, limit: args.maxOutput, ...(sink ? { sink } : {}) });
       this.running = cmd;
-      this.runningCommand = command;
       return { cmd, shell };
+    } catch (e) {
+      if (!this.running || this.running.done) this.runningCommand = null;
+      throw e;
     } finally {
       this.claimed = false;
     }
@@ -358,6 +363,7 @@ export class RunController {
         '\n[VS Code delivered none of this command\'s output stream (its shell-integration race for commands that end ' +
         'within one terminal read); the exit code is real. Run the command again if you need its output.]';
     }
+    for (const n of cmd.notes) suffix += '\n' + n;
     if (cmd.shellExited) {
       suffix +=
         `\n[The shell exited with code ${exitCode}. The next command runs in a new shell in ${cwd ?? 'the workspace folder'}; ` +

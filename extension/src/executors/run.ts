@@ -21,6 +21,7 @@ import { DEFAULT_RETENTION_S, ForegroundRecord, Job, jobFingerprint, JobTable, p
 import { resolvePath } from '../paths';
 import { Action, jobObservation, Observation, RunArgs, runArgs, runObservation, ToolError } from '../protocol';
 import { CommandShell, RunController, RunningCommand } from '../runstate';
+import type { RunResult } from '../protocol';
 import { allowedRoots, baseDir, workspaceRoots } from './files';
 import { FastShell } from './fastshell';
 import { IntegratedShell, waitForShellIntegration } from './integrated';
@@ -74,6 +75,10 @@ class Slot {
   num = 0;
   /** When its current command started (for `job list`). */
   startedAt = 0;
+  /** What an extra terminal shows first: why it exists (the live view says where the command went). */
+  banner: string | undefined;
+  /** Where an extra terminal started. */
+  startDir: string | null = null;
   /** The background job this extra terminal runs (job terminals only). */
   job: Job | null = null;
   /** The backend's job_retention (s), as its latest action context said. */
@@ -220,7 +225,7 @@ export class RunExecutor implements vscode.Disposable {
         slot.controller.shellClosed(undefined);
         this.deps.log(`the "${slot.name}" terminal was closed; the next command opens a new one`);
       }
-    }, slot.name);
+    }, slot.name, slot.banner);
     pty.terminal.show(true);
     slot.shell = pty;
     return pty;
@@ -315,12 +320,13 @@ export class RunExecutor implements vscode.Disposable {
     // No await between choosing the terminal and controller.run claiming it: two commands arriving
     // together never pick the same idle terminal.
     const target = this.laneFor(slot, action, args.is_input || args.command.trim() === '', ctx);
-    let r;
+    let r: RunResult;
     try {
       r = await target.controller.run(args, { timeoutS: action.timeout, signal }, cwd);
     } finally {
       if (target !== slot && !target.controller.busy) this.retire(slot, target);
     }
+    if (target !== slot && newCommand) r = { ...r, prefix: this.extraNote(slot, target) + (r.prefix ?? '') };
     const o = runObservation(action.id, args.command, { ...r, ...hostMetadata() }, args.hidden);
     // The command's id: always for an extra terminal's command, and for one still running (soft timeout).
     const jid = target.jobId;
@@ -363,6 +369,20 @@ export class RunExecutor implements vscode.Disposable {
     return lane;
   }
 
+  /**
+   * The observation of a command that ran in an extra terminal says so, and why (the local runtime's
+   * sentence, §3.8): a stuck main terminal never silently sends commands elsewhere.
+   */
+  private extraNote(slot: Slot, extra: Slot): string {
+    const busy = slot.controller.runningCommand;
+    return (
+      `[The agent's terminal was busy${busy ? ` (running ${terminalLabel(busy)})` : ''}: this command ran in an extra terminal ` +
+      `"${extra.name}" (${extra.jobId ?? 'no id'}) started in ${extra.startDir ?? 'the workspace folder'}, without the agent ` +
+      "terminal's exports; its cd and exports do not carry over. Wait for the busy command (an empty command), interrupt it " +
+      '(is_input "C-c") or reset the terminal to run in the agent\'s terminal again.]\n'
+    );
+  }
+
   /** An extra terminal; `label` names a background job's terminal (else `#N`). */
   private newExtra(slot: Slot, action: Action, label?: string): Slot {
     const used = new Set([...slot.extras.values()].map((e) => e.num));
@@ -374,6 +394,15 @@ export class RunExecutor implements vscode.Disposable {
     extra.num = num;
     // Started where the main terminal is now; its own `cd`s and exports stay in it.
     extra.lastCwd = slot.shell?.cwd() ?? slot.lastCwd;
+    extra.startDir = extra.lastCwd;
+    if (label) extra.banner = `the agent's background ${label}; its whole output is also kept for the job action.`;
+    else {
+      // Never silently elsewhere: the live view (and the observation, see execute) says why it runs here.
+      const busy = slot.controller.runningCommand;
+      extra.banner =
+        `the agent's terminal "${slot.name}" is busy${busy ? ` running ${terminalLabel(busy)}` : ''}: this command runs here, ` +
+        'in a shell of its own (its cd and exports do not carry over).';
+    }
     // A pseudoterminal (./pty.ts): it serves one command, so shell state need not persist, it is ready at
     // once, and in the e2e suite terminals created in a burst with shell integration sometimes never
     // reported their command's end (the pseudoterminal reports it itself).
