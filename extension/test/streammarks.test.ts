@@ -71,18 +71,18 @@ test('the command shown to the user comes before the output, the job notices aft
 });
 
 test('marks with another nonce are neither obeyed nor shown; a stream without marks is all output', () => {
-  const forged = 'a\x1b]6973;D;other;0\x07b\n';
+  const forged = 'a\x1b]6973;other;D;0\x07b\n';
   const m = new MarkScanner('n0nce');
-  assert.equal(m.feed('\x1b]633;C\x07\x1b]6973;B;n0nce\x07' + forged), 'ab\n');
+  assert.equal(m.feed('\x1b]633;C\x07\x1b]6973;n0nce;B\x07' + forged), 'ab\n');
   assert.equal(m.state, 'in');
-  assert.equal(m.feed('\x1b]6973;D;n0nce;2\x07[1]+ Done'), '');
+  assert.equal(m.feed('\x1b]6973;n0nce;D;2\x07[1]+ Done'), '');
   assert.equal(m.status, 2);
   const none = new MarkScanner('n0nce');
   assert.equal(none.feed('\x1b]633;C\x07hi\r\n'), '');
   assert.equal(none.flush(), '\x1b]633;C\x07hi\r\n');
   // An unterminated lookalike longer than any mark is text, not held forever.
   const long = new MarkScanner('n0nce');
-  long.feed('\x1b]6973;B;n0nce\x07');
+  long.feed('\x1b]6973;n0nce;B\x07');
   const junk = '\x1b]6973;' + 'x'.repeat(300);
   assert.equal(long.feed(junk), junk);
 });

@@ -7,10 +7,10 @@
  * command's shape (`( … )`, `{ …; }`, `if`, heredocs, several lines). The script prints, around the
  * command:
  *
- *   ESC ] 6973 ; B ; <nonce> BEL            the command's output starts here
- *   ESC ] 6973 ; D ; <nonce> ; <status> BEL  the command ended with <status> (`$?` after it)
+ *   ESC ] 6973 ; <nonce> ; B BEL             the command's output starts here
+ *   ESC ] 6973 ; <nonce> ; D ; <status> BEL  the command ended with <status> (`$?` after it)
  *
- * xterm.js ignores OSC numbers it does not know, so the marks are invisible in the terminal. What
+ * (the OSC number and layout of the shell engine's markers, docs/protocol.md §3.4.1). xterm.js ignores OSC numbers it does not know, so the marks are invisible in the terminal. What
  * comes before B (VS Code's own marks, the command shown to the user) and after D (bash's job notices
  * such as `[1]+ Terminated`, printed after a command and before the next prompt) is not the command's
  * output. The nonce is random per terminal and lives only in the 0600 script, which deletes itself
@@ -45,11 +45,11 @@ export function markedScript(opts: {
   return (
     `builtin command rm -f -- ${quoteSh(script)}\n` +
     `builtin printf '\\033[2m%s\\033[0m\\n' ${quoteSh(shown)}\n` +
-    `builtin printf '\\033]${MARK_OSC};B;${nonce}\\007'\n` +
+    `builtin printf '\\033]${MARK_OSC};${nonce};B\\007'\n` +
     exportLines +
     `${commandLine}\n` +
     // $? of the command line; the script then returns it, so `.` (and VS Code) end with it too.
-    `__oh_st=$?; builtin printf '\\033]${MARK_OSC};D;${nonce};%s\\007' "$__oh_st"; ` +
+    `__oh_st=$?; builtin printf '\\033]${MARK_OSC};${nonce};D;%s\\007' "$__oh_st"; ` +
     `builtin printf '%s' "$__oh_st" 2>/dev/null >| ${quoteSh(statusFile)}; ` +
     `builtin eval "builtin unset __oh_st; builtin return $__oh_st"\n`
   );
@@ -104,11 +104,11 @@ export class MarkScanner {
       }
       const body = s.slice(at + PREFIX.length, end).split(';');
       s = s.slice(end + 1);
-      if (body[1] !== this.nonce) continue; // someone else's (or a forged) mark: never obeyed, never shown
-      if (body[0] === 'B' && this.state === 'before') {
+      if (body[0] !== this.nonce) continue; // someone else's (or a forged) mark: never obeyed, never shown
+      if (body[1] === 'B' && this.state === 'before') {
         this.state = 'in';
         this.pre = '';
-      } else if (body[0] === 'D' && this.state === 'in' && /^\d+$/.test(body[2] ?? '')) {
+      } else if (body[1] === 'D' && this.state === 'in' && /^\d+$/.test(body[2] ?? '')) {
         this.state = 'after';
         this.status = Number(body[2]);
         return out;
