@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import secrets
+import sys
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -263,6 +264,7 @@ class Backend:
             editor_timeout=self.config.editor_timeout,
             allowed_roots=list(self.allowed_roots),
             review_timeout=self.config.review_timeout if self.config.review else 0.0,
+            python=sys.executable,
         )
 
     def _write_session(self) -> None:
