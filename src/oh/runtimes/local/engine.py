@@ -86,37 +86,33 @@ def _bash_init(nonce: str, fd: int, run_file: str, snap: str, user_rc: bool) -> 
     if user_rc:
         rc = (
             "[ -r /etc/bash.bashrc ] && builtin source /etc/bash.bashrc\n"
-            '[ -r "$HOME/.bashrc" ] && builtin source "$HOME/.bashrc"\n'
+            '__oh_rcst=0; if [ -r "$HOME/.bashrc" ]; then builtin source "$HOME/.bashrc"; __oh_rcst=$?; fi\n'
         )
     return rc + f"""
 __oh_n={nonce}
 builtin exec {{__oh_m}}>&2 {{__oh_fd}}<&{fd} {fd}<&-
 case $- in *e*|*u*) __oh_eu=1;; *) __oh_eu=;; esac
-builtin set +e +u +o emacs +o vi +b -m
+builtin set +e +u +o emacs +o vi +o history +b -m
 builtin unset HISTFILE
 builtin shopt -s expand_aliases
 PS2=
 __oh_run={_q(run_file)} __oh_snap={_q(snap)} __oh_dbgf={_q(run_file + '.trap')} __oh_ran=
 __oh_pc() {{
-  builtin local __oh_st=$?
+  builtin local __oh_st=$? __oh_r=${{__oh_ran-}}
+  __oh_ran=
+  [[ -n $__oh_r && -n $__oh_snap ]] && builtin export -p >| "$__oh_snap" 2>/dev/null
   builtin printf '\\e]6973;%s;D;%s\\x1f%s\\x1f%s\\a' "$__oh_n" "$__oh_st" "$PWD" "$PATH" >&$__oh_m
-  if [[ -n ${{__oh_ran-}} ]]; then
-    __oh_ran=
-    [[ -s $__oh_dbgf ]] && builtin source "$__oh_dbgf"
-    [[ -n $__oh_snap ]] && builtin export -p >| "$__oh_snap" 2>/dev/null
-  fi
+  [[ -n $__oh_r && -s $__oh_dbgf ]] && builtin source "$__oh_dbgf"
   builtin return $__oh_st
 }}
 __oh_x() {{ builtin printf '\\e]6973;%s;X;%s\\x1f%s\\a' "$__oh_n" "$?" "$PWD" >&$__oh_m; }}
 [[ -z $(builtin trap -p EXIT) ]] && builtin trap __oh_x EXIT
 PROMPT_COMMAND="__oh_pc;${{PROMPT_COMMAND:-}}"
-builtin printf '\\e]6973;%s;R;%s\\a' "$__oh_n" "$__oh_eu" >&$__oh_m
+builtin printf '\\e]6973;%s;R;%s;%s\\a' "$__oh_n" "$__oh_eu" "${{__oh_rcst:-0}}" >&$__oh_m
 """
 
 
 _BASH_RUN = r"""IFS= builtin read -r -d '' -u "$__oh_fd" __oh_cmd
-builtin trap -p DEBUG >| "$__oh_dbgf"
-builtin trap - DEBUG
 __oh_ran=1
 case ${PROMPT_COMMAND-} in __oh_pc\;*) ;; *) PROMPT_COMMAND="__oh_pc;${PROMPT_COMMAND-}";; esac
 builtin printf '\e]6973;%s;S\a' "$__oh_n" >&$__oh_m
@@ -134,7 +130,7 @@ ZDOTDIR=$__oh_zd
 """
     zshrc = f"""ZDOTDIR=$__oh_user_zd
 builtin unset __oh_user_zd __oh_zd
-[[ -r $ZDOTDIR/.zshrc ]] && builtin source $ZDOTDIR/.zshrc
+__oh_rcst=0; if [[ -r $ZDOTDIR/.zshrc ]]; then builtin source $ZDOTDIR/.zshrc; __oh_rcst=$?; fi
 __oh_n={nonce}
 builtin exec {{__oh_m}}>&2 {{__oh_fd}}<&{fd}
 builtin exec {fd}<&-
@@ -146,25 +142,34 @@ PS2=
 __oh_run={_q(run_file)} __oh_snap={_q(snap)} __oh_ran=
 __oh_pc() {{
   builtin local __oh_st=$?
-  builtin printf '\\e]6973;%s;D;%s\\x1f%s\\x1f%s\\a' "$__oh_n" "$__oh_st" "$PWD" "$PATH" >&$__oh_m
   if [[ -n ${{__oh_ran-}} ]]; then
     __oh_ran=
     [[ -n $__oh_snap ]] && builtin export -p >| "$__oh_snap" 2>/dev/null
   fi
+  builtin printf '\\e]6973;%s;D;%s\\x1f%s\\x1f%s\\a' "$__oh_n" "$__oh_st" "$PWD" "$PATH" >&$__oh_m
   builtin return $__oh_st
 }}
 __oh_x() {{ (( ZSH_SUBSHELL )) || builtin printf '\\e]6973;%s;X;%s\\x1f%s\\a' "$__oh_n" "$?" "$PWD" >&$__oh_m; }}
 builtin typeset -ga precmd_functions zshexit_functions
-precmd_functions=(__oh_pc ${{precmd_functions:#__oh_pc}})
+__oh_hooks() {{
+  # zsh runs a function named precmd before precmd_functions: keep ours first by moving it into the array.
+  if (( $+functions[precmd] )); then
+    functions[__oh_user_precmd]=$functions[precmd]
+    builtin unfunction precmd
+    precmd_functions=(__oh_user_precmd ${{precmd_functions:#__oh_user_precmd}})
+  fi
+  [[ ${{precmd_functions[1]-}} == __oh_pc ]] || precmd_functions=(__oh_pc ${{precmd_functions:#__oh_pc}})
+}}
+__oh_hooks
 zshexit_functions+=(__oh_x)
-builtin printf '\\e]6973;%s;R;%s\\a' "$__oh_n" "$__oh_eu" >&$__oh_m
+builtin printf '\\e]6973;%s;R;%s;%s\\a' "$__oh_n" "$__oh_eu" "${{__oh_rcst:-0}}" >&$__oh_m
 """
     return zshenv, zshrc
 
 
 _ZSH_RUN = r"""IFS= builtin read -r -d '' -u $__oh_fd __oh_cmd
 __oh_ran=1
-[[ ${precmd_functions[1]-} == __oh_pc ]] || precmd_functions=(__oh_pc ${precmd_functions:#__oh_pc})
+__oh_hooks
 builtin printf '\e]6973;%s;S\a' "$__oh_n" >&$__oh_m
 builtin eval "$__oh_cmd"
 """
@@ -233,11 +238,11 @@ class PtyShell:
         if self.user_shell:
             try:
                 await self._spawn(kind, path, True)
-                self.note = note
+                self.note = " ".join(x for x in (note, self.note) if x)
                 return
             except StartupFailed as e:
                 await self._teardown()
-                self.note = f"{e} The agent's shell is the clean shell (bash without rc files) for this session."
+                self.note = f"{note + ' ' if note else ''}{e} The agent's shell is the clean shell (bash without rc files) for this session."
                 log.warning("agent shell: %s", self.note)
         await self._spawn(*pick_shell(self.env, False)[:2], False)
 
@@ -249,7 +254,12 @@ class PtyShell:
         self._nonce = nonce.encode()
         tag = f"{os.getpid()}-{nonce}"
         run_file = os.path.join(self.dir, f"run-{tag}")
-        self._trigger = f" builtin source {_q(run_file)}\n".encode()
+        if kind == "bash":
+            # bash's `source` puts back a DEBUG trap it found when it returns, so the user's trap is saved
+            # and cleared on the trigger line itself: it cannot fire between the command and our D marker.
+            self._trigger = f" builtin trap -p DEBUG >| {_q(run_file + '.trap')}; builtin trap - DEBUG; builtin source {_q(run_file)}\n".encode()
+        else:
+            self._trigger = f" builtin source {_q(run_file)}\n".encode()
         master, slave = os.openpty()
         cmd_r, cmd_w = os.pipe()
         fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
@@ -312,8 +322,16 @@ class PtyShell:
         if eu is None:
             code = self.proc.returncode
             raise StartupFailed(f"Your {kind} exited while reading its rc files (exit code {code}).")
+        eu, rcst = eu
+        notes = []
+        rcfile = "~/.bashrc" if kind == "bash" else "~/.zshrc"
+        if rcst.isdigit() and int(rcst) >= 2:
+            notes.append(f"Your {rcfile} ended with an error (status {rcst}); the shell works, its messages are in the terminal's startup output.")
         if eu:
-            self.note = f"Your {kind} rc files turned on `set -e`/`set -u`; oh turned them off in the agent's shell."
+            notes.append(f"Your {kind} rc files turned on `set -e`/`set -u`; oh turned them off in the agent's shell.")
+        if notes:
+            self.note = " ".join(notes)
+            log.warning("agent shell: %s", self.note)
 
     async def _teardown(self) -> None:
         await self.kill()
@@ -518,8 +536,9 @@ class PtyShell:
     def _marker(self, body: str) -> None:
         kind, _, rest = body.partition(";")
         if kind == "R":
+            eu, _, rcst = rest.partition(";")
             if self._ready is not None and not self._ready.done():
-                self._ready.set_result(rest == "1")
+                self._ready.set_result((eu == "1", rcst))
             self._state = "idle"
         elif kind == "S":
             if self._echo_hold:
@@ -541,10 +560,13 @@ class PtyShell:
             if len(fields) > 2:
                 self.last_path = fields[2]
             if kind == "X":
+                # The shell is exiting: its process's exit status (``_watch_exit``) is the command's
+                # exit code (zsh's zshexit hooks see $? = 1 whatever `exit N` said).
                 self.exited = True
+                return
             if self._state == "command":
                 self._state = "idle"
-                self._complete(status, kind == "X")
+                self._complete(status, False)
 
     def _view_text(self, text: str) -> None:
         if self.on_data is not None:
@@ -593,7 +615,7 @@ class PtyShell:
     def submit(self, text: str, internal: bool = False, limit: int | None = None) -> Command:
         assert self.running is None and self.alive
         cmd = Command(text, self.limit if limit is None else limit, internal)
-        cmd.render = False
+        cmd.job_notices = True
         self.running = cmd
         self._echo_agent = b""
         self._echo_hold = b""
@@ -621,8 +643,16 @@ class PtyShell:
         await self._write(self._master, data)
 
     async def send_key(self, key: str) -> None:
-        """C-c / C-d / C-z and the other control keys, through the line discipline."""
-        await self._write(self._master, bytes([ord(key.upper()) - 64]))
+        """C-c / C-d / C-z and the other control keys, through the line discipline. The terminal's
+        echo of a signal key (``^C``, ``^Z``) is kept out of the agent's output, as typed input is."""
+        code = ord(key.upper()) - 64
+        with contextlib.suppress(termios.error):
+            attrs = termios.tcgetattr(self._master)
+            lflag, cc = attrs[3], attrs[6]
+            signal_keys = {cc[termios.VINTR], cc[termios.VQUIT], cc[termios.VSUSP]}
+            if lflag & termios.ISIG and lflag & termios.ECHO and lflag & termios.ECHOCTL and bytes([code]) in signal_keys:
+                self._echo_agent = b"^" + bytes([code + 64])
+        await self._write(self._master, bytes([code]))
 
     def interrupt(self, sig: int = signal.SIGINT) -> None:
         """Signal the terminal's foreground process group (the running job, or the shell itself)."""

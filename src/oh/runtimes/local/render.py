@@ -36,6 +36,22 @@ _STRIP = re.compile(
 _NEEDS = re.compile(r"[\r\x08\x1b\x00-\x06\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f]")
 
 
+# A job-control notice the shell itself prints ("[1]+  Done   sleep 1", zsh's "[1]  + killed  sleep 100"):
+# bash prints them when the next foreground command ends, i.e. inside another command's output. The
+# live view shows them; the agent's output never holds them (the `jobs` builtin still reports).
+_JOB_NOTICE = re.compile(
+    r"^\[\d+\][ +-]+ *(?:Done|Exit \d+|Killed|Terminated|Stopped|Hangup|Interrupt|Quit|Aborted|Broken pipe"
+    r"|done|exit \d+|killed|terminated|suspended|hangup|interrupt|broken pipe)\b.*(?:\n|$)",
+    re.M,
+)
+
+
+def drop_job_notices(text: str) -> str:
+    if "[" not in text:
+        return text
+    return _JOB_NOTICE.sub("", text)
+
+
 def clean(text: str) -> tuple[str, bool]:
     """(text with CRLF -> LF and styling removed, whether ``render`` is still needed)."""
     if "\r\n" in text:

@@ -34,7 +34,7 @@ import shutil
 import signal
 import time
 from .output import OutputBuffer
-from .render import render
+from .render import drop_job_notices, render
 
 try:  # psutil finds descendants that left the process group (setsid); optional at runtime
     import psutil
@@ -102,6 +102,7 @@ class Command:
         self.sink = None  # called with every chunk of output (a background job's spool)
         self.finished = asyncio.Event()  # set once, when the command ends
         self.render = False  # the output holds control bytes: render it as a terminal shows it (pty engine)
+        self.job_notices = False  # the shell prints job-control notices into this output (pty engine): drop them
 
     @property
     def done(self) -> bool:
@@ -112,6 +113,8 @@ class Command:
         if self.render:
             text = render(text)
             self.render = False
+        if self.job_notices:
+            text = drop_job_notices(text)
         self.buffer = OutputBuffer(self.limit)
         return text
 
