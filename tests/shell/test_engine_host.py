@@ -111,7 +111,7 @@ async def test_live_view_shows_the_command_and_its_output(tmp_path, workspace):
         await host.run("echo visible-output", None, None)
         view = "".join(host.view)
         # the user's prompt, then the command line and its output (the rc's DEBUG trap may print in between)
-        assert "\r\necho visible-output\r\nvisible-output\r\n" in view and view.rindex("fixture$ ") < view.index("visible-output")
+        assert "\r\necho visible-output\r\nvisible-output\r\n" in view and view.index("fixture$ ") < view.index("visible-output")
         assert "builtin source" not in view and "\x1b]6973" not in view
     finally:
         await host.close()
