@@ -154,3 +154,53 @@ class HostDriver:
             await self.proc.wait()
         if self._reader is not None:
             self._reader.cancel()
+
+
+class ClientDriver:
+    """An agent on a real backend (local runtime, or the VS Code runtime served by `oh attach`) through
+    the Python client: the battery's steps as `run` actions."""
+
+    def __init__(self, client) -> None:
+        self.client = client
+
+    @staticmethod
+    def _result(obs) -> tuple[str, int | None, bool]:
+        if obs.kind != "run":
+            raise AssertionError(f"not a run observation: {obs.kind} {obs.content[:300]!r}")
+        suffix = (obs.extras.get("metadata") or {}).get("suffix") or ""
+        return obs.content, obs.exit_code, "The shell exited with code" in suffix
+
+    async def run(self, command: str, timeout: float | None, max_output: int | None):
+        extra = {"max_output": max_output} if max_output else {}
+        if timeout is None:
+            obs = await self.client.run(command, blocking=True, **extra)
+        else:
+            obs = await self.client.run(command, timeout=timeout, **extra)
+        return self._result(obs)
+
+    async def input(self, text: str, timeout: float | None):
+        if timeout is None:
+            return self._result(await self.client.run(text, is_input=True, blocking=True))
+        return self._result(await self.client.run(text, is_input=True, timeout=timeout))
+
+    async def key(self, key: str, timeout: float | None):
+        return await self.input(key, timeout)
+
+    async def close(self) -> None:
+        await self.client.close()
+
+
+def oh_env(home: Path, shell: str, oh_home: Path) -> dict[str, str]:
+    """The environment of real `oh` processes for these tests: the fixture HOME and shell, a private OH_HOME."""
+    from .home import shell_env
+
+    env = {k: v for k, v in shell_env(home, shell).items() if not k.startswith("XDG_")}
+    env = {k: v for k, v in env.items() if not (k.startswith("OH_") and k != "OH_USER_SHELL")}
+    env.update(OH_HOME=str(oh_home), PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring", PYTHONDONTWRITEBYTECODE="1")
+    return env
+
+
+def oh(env: dict, cwd: Path, *args: str, timeout: float = 60):
+    import subprocess
+
+    return subprocess.run([sys.executable, "-m", "oh", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)

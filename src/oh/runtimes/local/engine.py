@@ -43,7 +43,7 @@ import termios
 import time
 
 from .output import OutputBuffer
-from .render import COLS, ROWS, clean
+from .render import COLS, ROWS, clean, render
 from .shell import Command, encode
 
 try:
@@ -132,8 +132,8 @@ ZDOTDIR=$__oh_zd
 builtin unset __oh_user_zd __oh_zd
 __oh_rcst=0; if [[ -r $ZDOTDIR/.zshrc ]]; then builtin source $ZDOTDIR/.zshrc; __oh_rcst=$?; fi
 __oh_n={nonce}
-builtin exec {{__oh_m}}>&2 {{__oh_fd}}<&{fd}
-builtin exec {fd}<&-
+builtin exec {{__oh_m}}>&2
+__oh_fd={fd}  # zsh redirections take one-digit fds only; `read -u` takes any
 if [[ -o errexit || -o nounset ]]; then __oh_eu=1; else __oh_eu=; fi
 builtin unsetopt errexit nounset zle notify prompt_sp prompt_cr check_jobs check_running_jobs
 builtin setopt monitor
@@ -231,6 +231,7 @@ class PtyShell:
         self._watch: asyncio.Task | None = None
         self._loop = asyncio.get_running_loop()
         self._pending_display = ""
+        self._startup_out = b""  # what the rc files printed (the log shows it when they fail)
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -242,6 +243,8 @@ class PtyShell:
                 return
             except StartupFailed as e:
                 await self._teardown()
+                tail = render(clean(self._startup_out.decode("utf-8", "replace"))[0]).strip()[-1500:]
+                log.warning("agent shell: %s failed to start; its output: %s", path, tail or "(none)")
                 self.note = f"{note + ' ' if note else ''}{e} The agent's shell is the clean shell (bash without rc files) for this session."
                 log.warning("agent shell: %s", self.note)
         await self._spawn(*pick_shell(self.env, False)[:2], False)
@@ -480,6 +483,8 @@ class PtyShell:
         command's output only those between its S and D markers."""
         if not data:
             return
+        if self._state == "startup" and len(self._startup_out) < 4096:
+            self._startup_out += data[: 4096 - len(self._startup_out)]
         if self._state != "command":
             if self._echo_view:
                 data = self._echo_hold + data
