@@ -125,6 +125,8 @@ class BackendConfig:
     repeat_limit: int = 0
     repeat_action: str = "note"
     spool_dir: str | None = None  # background jobs' output (None: a private temporary directory)
+    user_shell: bool | None = None  # the local runtime's agent shell: the user's (True) or the clean one; None: its default
+    shell_startup_timeout: float | None = None
     # Proposal mode (docs/protocol.md §3.11): write/edit wait for the user's decision, at most this long.
     review: bool = False
     review_timeout: float = 600.0
@@ -200,6 +202,7 @@ class Backend:
             return LocalRuntime(
                 self.workspace, self.allowed_roots, max_shells=self.config.max_shells, job_retention=self.config.job_retention,
                 spool_dir=self.config.spool_dir, review=self.config.review, review_timeout=self.config.review_timeout,
+                user_shell=self.config.user_shell, shell_startup_timeout=self.config.shell_startup_timeout,
             )
         raise ValueError(f"unknown runtime {self.config.runtime!r} (local or vscode)")
 

@@ -43,6 +43,7 @@ class Host:
         self.killed = False
         self._waiter: asyncio.Task | None = None
         self._closing = False
+        self._said: set[str] = {""}
 
     # ------------------------------------------------------------------ output
     def emit(self, msg: dict[str, Any]) -> None:
@@ -70,9 +71,11 @@ class Host:
         )
         await shell.start()
         self.shell = shell
+        note = "" if shell.note in self._said else shell.note  # a note is said once per host
+        self._said.add(shell.note)
         msg = {
             "type": "ready", "shell": shell.kind, "path": shell.path, "rc": shell.rc, "pid": shell.pid,
-            "cols": COLS, "rows": ROWS, "note": shell.note,
+            "cols": COLS, "rows": ROWS, "note": note,
         }
         if restarted:
             msg.update(restarted=True, reason=reason)
