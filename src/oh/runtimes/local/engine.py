@@ -231,7 +231,8 @@ class PtyShell:
         self._watch: asyncio.Task | None = None
         self._loop = asyncio.get_running_loop()
         self._pending_display = ""
-        self._startup_out = b""  # what the rc files printed (the log shows it when they fail)
+        self._startup_out = b""
+        self._cr = ""  # what the rc files printed (the log shows it when they fail)
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -517,7 +518,10 @@ class PtyShell:
         self._agent(data)
 
     def _agent(self, data: bytes, final: bool = False) -> None:
-        text = self._agent_dec.decode(data, final)
+        text = self._cr + self._agent_dec.decode(data, final)
+        self._cr = ""
+        if text.endswith("\r") and not final:  # the pty's CRLF may be split between two reads
+            self._cr, text = "\r", text[:-1]
         cmd = self.running
         if not text or cmd is None:
             return
