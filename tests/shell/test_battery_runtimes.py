@@ -55,7 +55,7 @@ async def test_battery_local_runtime(tmp_path, workspace, shell):
         finally:
             await driver.close()
     finally:
-        oh(env, workspace, "stop", "--instance", info["instance_id"])
+        oh(env, workspace, "stop", info["instance_id"])
 
 
 @pytest.mark.parametrize("shell", SHELLS)
@@ -80,7 +80,7 @@ async def test_battery_headless_editor(tmp_path, workspace, shell):
         finally:
             await driver.close()
     finally:
-        oh(env, workspace, "stop", "--instance", info["instance_id"])
+        oh(env, workspace, "stop", info["instance_id"])
         if attach.poll() is None:
             os.killpg(attach.pid, signal.SIGTERM)
         attach.wait(15)
