@@ -954,11 +954,6 @@ def render_text(res: dict[str, Any]) -> str:
         out.append(f"\nP2 pipelined throughput, {INFLIGHT} in flight (actions/s; CPU µs per action)")
         for n, v in f["actions_per_s"].items():
             out.append(f"  {n:18s} {v:10.0f}   rounds {f['rounds'][n]}  cpu {_cpu(f['cpu_us_per_action'][n])}")
-    if "P9" in figs:
-        sys.path.insert(0, str(HERE))
-        import shell_engine
-
-        L += ["### P9: the agent's shell engine, `run echo hi` backend-side", "", shell_engine.table(figs["P9"]), ""] + verdicts("P9") + [""]
     if "P3" in figs:
         a, b = figs["P3"]["oh_local_run_true"], figs["P3"]["subprocess_run_bash_c_true"]
         out.append("\nP3 `run true` (µs)")
@@ -1036,6 +1031,11 @@ def render_markdown(res: dict[str, Any]) -> str:
         for n, v in f["actions_per_s"].items():
             L.append(f"| {n} | {v:,.0f} | {', '.join(f'{x:,}' for x in f['rounds'][n])} | {_cpu(f['cpu_us_per_action'][n])} |")
         L += [""] + verdicts("P2") + [""]
+    if "P9" in figs:
+        sys.path.insert(0, str(HERE))
+        import shell_engine
+
+        L += ["### P9: the agent's shell engine, `run echo hi` backend-side", "", shell_engine.table(figs["P9"]), ""] + verdicts("P9") + [""]
     if "P3" in figs:
         a, b = figs["P3"]["oh_local_run_true"], figs["P3"]["subprocess_run_bash_c_true"]
         L += ["### P3: local `run` of `true`", "", "| what | p50 µs | p99 µs | samples |", "|---|---|---|---|",

@@ -2,7 +2,7 @@
 
 Every runner of the agent's shell runs the same table: the local runtime through a real backend and the
 Python client, the headless editor (`oh attach`), the engine host process, and the VS Code extension
-in real VS Code (its TypeScript runner imports this table as JSON: ``python -m tests.shell.battery``).
+in real VS Code (its TypeScript runner reads this table as JSON: ``python tests/shell/battery.py``; stdlib only).
 Nothing here assumes a runtime: no paths, no Python, only what a POSIX terminal running bash or zsh
 shows.
 
@@ -102,6 +102,8 @@ CASES: list[dict] = [
     {"name": "C-d ends input", "steps": [{"run": "cat", "timeout": 0.5, "code": -1}, {"key": "C-d", "code": 0}, {"run": "echo alive", "out": "alive\n"}]},
     {"name": "C-z stops the job", "steps": [{"run": "sleep 30", "timeout": 0.5, "code": -1}, {"key": "C-z", "code": 148}, {"run": "kill -9 %%; echo alive", "has": ["alive\n"]}]},
     {"name": "set -e ends the shell", "steps": [{"run": "set -e; false; echo unreachable", "code": 1, "restarted": True, "lacks": ["unreachable"]}, {"run": "echo alive", "code": 0, "out": "alive\n"}]},
+    {"name": "a program that leaves the terminal raw does not break the next command",
+     "steps": [{"run": "stty raw -echo; echo left-raw", "code": 0, "has": ["left-raw"]}, {"run": "echo next-fine", "code": 0, "out": "next-fine\n"}]},
     {"name": "exit N", "steps": [{"run": "exit 3", "code": 3, "restarted": True}, {"run": "echo alive", "code": 0, "out": "alive\n"}]},
     {"name": "exec", "steps": [{"run": "exec sh -c 'echo replaced; exit 6'", "code": 6, "has": ["replaced"], "restarted": True}, {"run": "echo alive", "out": "alive\n"}]},
 ]

@@ -232,7 +232,8 @@ class PtyShell:
         self._loop = asyncio.get_running_loop()
         self._pending_display = ""
         self._startup_out = b""
-        self._cr = ""  # what the rc files printed (the log shows it when they fail)
+        self._cr = ""
+        self._sane: list | None = None  # the terminal's modes when the shell became ready  # what the rc files printed (the log shows it when they fail)
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -545,6 +546,8 @@ class PtyShell:
     def _marker(self, body: str) -> None:
         kind, _, rest = body.partition(";")
         if kind == "R":
+            with contextlib.suppress(termios.error, OSError):
+                self._sane = termios.tcgetattr(self._master)
             eu, _, rcst = rest.partition(";")
             if self._ready is not None and not self._ready.done():
                 self._ready.set_result((eu == "1", rcst))
@@ -636,6 +639,11 @@ class PtyShell:
         return cmd
 
     async def _send(self, data: bytes) -> None:
+        # A program that died in raw mode (a killed editor) leaves the terminal so; the shell reads our
+        # trigger line in the modes it had when it became ready, as an interactive shell restores them.
+        with contextlib.suppress(termios.error, OSError):
+            if self._sane is not None and termios.tcgetattr(self._master) != self._sane:
+                termios.tcsetattr(self._master, termios.TCSANOW, self._sane)
         try:
             await self._write(self._cmd_w, data)
             await self._write(self._master, self._trigger)

@@ -91,7 +91,9 @@ class LocalRuntime(Runtime):
                 shell_startup_timeout = STARTUP_TIMEOUT
         self.user_shell = bool(user_shell)
         self.shell_startup_timeout = max(0.1, float(shell_startup_timeout))
-        self.shell_engine = "pty" if hasattr(os, "openpty") and os.name == "posix" else "pipes"
+        # OH_SHELL_ENGINE=pipes: the old bash-on-pipes shell (comparisons, systems without a pty).
+        has_pty = hasattr(os, "openpty") and os.name == "posix"
+        self.shell_engine = "pipes" if not has_pty or source.get("OH_SHELL_ENGINE") == "pipes" else "pty"
         self._notes_said: set[str] = set()
         self.editor = FileEditor(max_output_chars)
         self._terminals: dict[Hashable, ShellGroup] = {}  # shell key -> its shells and jobs
