@@ -43,6 +43,8 @@ export interface ActionContext {
   maxShells?: number;
   /** The backend's `job_retention` (s) when its answer carries it: how long finished jobs are kept. */
   jobRetentionS?: number;
+  /** The backend's interpreter (session file `python`): runs the shell engine host; absent from older backends. */
+  python?: string;
   /** Sends a frame of our own to this backend (job events, §4); dropped when the connection is closed. */
   sendFrame?: (frame: JsonObject) => void;
 }
@@ -120,7 +122,7 @@ export class EditorConnection {
   constructor(private readonly opts: ConnectionOptions) {
     this.session = opts.session;
     const s = opts.session;
-    this.context = { backend: backendKey(s), instanceId: s.instance_id, workspace: '', roots: [], sendFrame: (f) => this.sendJson(f) };
+    this.context = { backend: backendKey(s), instanceId: s.instance_id, workspace: '', roots: [], python: s.python, sendFrame: (f) => this.sendJson(f) };
     // The editor credential goes in the Authorization header, never in the URL (the backend ignores
     // query tokens). `ws` sends no Origin header unless asked to, which the backend requires (an
     // Origin means a browser page: refused with 403). Host is 127.0.0.1:<port> from the URL.

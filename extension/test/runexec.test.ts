@@ -489,7 +489,7 @@ function flakyShellIntegration(mode: 'no-code' | 'no-end' | 'nothing'): (term: T
 for (const mode of ['no-code', 'no-end', 'nothing'] as const) {
   test(`shell mode: VS Code reporting ${mode === 'no-code' ? 'no exit code' : mode === 'no-end' ? 'no end' : 'neither stream nor end'}: oh's own marks give the real result`, async () => {
     mock.onTerminal = flakyShellIntegration(mode);
-    const ex = new RunExecutor({ log: () => {}, confirmCommands: () => false });
+    const ex = new RunExecutor({ log: () => {}, confirmCommands: () => false, terminalMode: () => 'shell' });
     const sig = new AbortController().signal;
     try {
       const a = await ex.execute(run({ command: '(exit 7)', blocking: true }), sig, ctxFor('flaky', [root]));
@@ -505,3 +505,20 @@ for (const mode of ['no-code', 'no-end', 'nothing'] as const) {
     }
   });
 }
+
+test('default mode without the backend naming its interpreter: shell mode, said once in an observation and logged', async () => {
+  mock.onTerminal = fakeShellIntegration;
+  const logs: string[] = [];
+  const ex = new RunExecutor({ log: (l) => logs.push(l), confirmCommands: () => false });
+  const sig = new AbortController().signal;
+  try {
+    const a = await ex.execute(run({ command: 'echo hi', blocking: true }), sig, ctxFor('old-backend', [root]));
+    assert.equal(String(a.content), 'hi\n');
+    assert.match(String(meta(a).suffix), /instead of oh's shell engine: the backend did not name its Python interpreter/);
+    const b = await ex.execute(run({ command: 'echo again', blocking: true }), sig, ctxFor('old-backend', [root]));
+    assert.equal(meta(b).suffix, '', 'said once');
+    assert.ok(logs.some((l) => /shell engine is not used/.test(l)));
+  } finally {
+    ex.dispose();
+  }
+});

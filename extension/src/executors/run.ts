@@ -23,12 +23,15 @@ import { Action, jobObservation, Observation, RunArgs, runArgs, runObservation, 
 import { CommandShell, RunController, RunningCommand } from '../runstate';
 import type { RunResult } from '../protocol';
 import { allowedRoots, baseDir, workspaceRoots } from './files';
+import { EngineShell } from './engineshell';
 import { FastShell } from './fastshell';
 import { IntegratedShell, waitForShellIntegration } from './integrated';
 import { PtyShell } from './pty';
 import { hostMetadata } from './shellenv';
 
 export const SHELL_INTEGRATION_WAIT_MS = 5000;
+/** The shell engine host: Python start + the user's rc files (the host's own startup timeout is 5 s). */
+const ENGINE_START_MS = 30_000;
 const SECRET_ENV = /^OH_.*(TOKEN|SECRET)$|^OH_TOKEN$/;
 
 /** Environment changes for the agent's shell: no `oh` secrets, and pagers that never wait for a key. */
@@ -52,16 +55,27 @@ function privateTmpDir(): string {
 export interface RunExecutorDeps {
   log: (line: string) => void;
   confirmCommands: () => boolean;
-  /** The `oh.terminalMode` setting, read at each new agent terminal: `fast` = ./fastshell.ts (POSIX only). */
+  /**
+   * The `oh.terminalMode` setting, read at each new agent terminal: `engine` (default) = ./engineshell.ts,
+   * `shell` = VS Code's shell integration (./integrated.ts), `fast` = ./fastshell.ts (POSIX only).
+   */
   terminalMode?: () => string;
+  /** `oh.userShell` (default true): the engine runs the user's shell with their rc files; false: the clean shell. */
+  userShell?: () => boolean;
   /** Asks the user what to do with a command left running by a backend that went away. */
   askInterrupt?: (terminalName: string, command: string) => Promise<boolean>;
 }
 
 /** One agent shell: its terminal (created lazily), and the rules of the command running there. */
 class Slot {
-  shell: IntegratedShell | PtyShell | FastShell | null = null;
+  shell: IntegratedShell | PtyShell | FastShell | EngineShell | null = null;
   preferPty = false;
+  /** The backend's interpreter (session file `python`), which runs the shell engine host. */
+  python: string | undefined;
+  /** The engine could not start for this terminal: it uses the fallback from now on. */
+  engineFailed = false;
+  /** Sentences for the next observation of a command run here (e.g. why the engine is not used). */
+  readonly notes: string[] = [];
   starting: Promise<CommandShell> | null = null;
   lastCwd: string | null = null;
   controller: RunController;
@@ -134,6 +148,7 @@ export class RunExecutor implements vscode.Disposable {
   private tmpDir: string | null = null;
   private spoolDir: string | null = null;
   private readonly finishedJobTerminals: Slot[] = [];
+  private engineNoteSaid = false;
   private readonly subs: vscode.Disposable[] = [];
 
   constructor(private readonly deps: RunExecutorDeps) {
@@ -169,6 +184,7 @@ export class RunExecutor implements vscode.Disposable {
       slot = new Slot(key, backend, shellKey, name, workdir, (s) => this.ensureShell(s));
       this.slots.set(key, slot);
     }
+    if (ctx?.python) slot.python = ctx.python;
     return slot;
   }
 
@@ -190,6 +206,18 @@ export class RunExecutor implements vscode.Disposable {
 
   private async createShell(slot: Slot): Promise<CommandShell> {
     const cwd = await this.startDir(slot);
+    if (this.mode() === 'engine' && !slot.engineFailed) {
+      let why = this.engineUnavailable(slot);
+      if (!why) {
+        try {
+          return await this.createEngineShell(slot, cwd);
+        } catch (e) {
+          why = `its host did not start (${e instanceof Error ? e.message : String(e)})`;
+        }
+      }
+      slot.engineFailed = true;
+      this.fallbackNote(slot, why);
+    }
     if (!slot.preferPty && this.fastMode()) return this.createFastShell(slot, cwd);
     if (!slot.preferPty) {
       const t0 = Date.now();
@@ -229,6 +257,71 @@ export class RunExecutor implements vscode.Disposable {
     pty.terminal.show(true);
     slot.shell = pty;
     return pty;
+  }
+
+  private mode(): string {
+    const m = this.deps.terminalMode?.() ?? 'engine';
+    return m === 'shell' || m === 'fast' ? m : 'engine';
+  }
+
+  /** Why the shell engine cannot run here, or null when it can. */
+  private engineUnavailable(slot: Slot): string | null {
+    if (process.platform === 'win32') return 'it needs a POSIX pseudo-terminal, which Windows does not have';
+    if (!slot.python) return "the backend did not name its Python interpreter (its session file has no `python`: an older oh)";
+    if (!fs.existsSync(slot.python)) return `the backend's interpreter ${slot.python} is not on this machine (a backend on another host?)`;
+    return null;
+  }
+
+  /** The engine fell back: logged every time, said once in an observation (never silently). */
+  private fallbackNote(slot: Slot, why: string): void {
+    const instead = slot.preferPty ? 'a pseudoterminal running each command in a bash of its own' : "VS Code's shell-integrated terminal";
+    this.deps.log(`"${slot.name}": oh's shell engine is not used: ${why}; ${instead} instead`);
+    if (this.engineNoteSaid) return;
+    this.engineNoteSaid = true;
+    slot.notes.push(
+      `[oh: this agent's terminal is ${instead} (oh.terminalMode "shell") instead of oh's shell engine: ${why}. ` +
+        "The user's rc files may print into outputs there, and some command shapes are slower.]",
+    );
+  }
+
+  /** `oh.terminalMode: engine` (./engineshell.ts): the user's shell on a pty, run by the backend's Python. */
+  private async createEngineShell(slot: Slot, cwd: string): Promise<CommandShell> {
+    const t0 = Date.now();
+    const engine: EngineShell = new EngineShell({
+      python: slot.python!,
+      cwd,
+      clean: !(this.deps.userShell?.() ?? true),
+      name: slot.name,
+      log: this.deps.log,
+      onClosed: () => {
+        if (slot.shell === engine) {
+          slot.lastCwd = engine.cwd();
+          slot.shell = null;
+          slot.controller.shellClosed(undefined);
+          this.deps.log(`the "${slot.name}" terminal was closed; the next command opens a new one`);
+        }
+      },
+    });
+    engine.terminal.show(true);
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const ready = await Promise.race([
+        engine.ready,
+        new Promise<never>((_, rej) => (timer = setTimeout(() => rej(new Error('no answer within 30 s')), ENGINE_START_MS))),
+      ]);
+      this.deps.log(
+        `"${slot.name}" terminal ready in ${Date.now() - t0} ms (shell engine: ${ready.shell} ${ready.path}, pid ${ready.pid}` +
+          `${ready.rc.length ? `, rc ${ready.rc.join(' ')}` : ', no rc files'}, in ${cwd})`,
+      );
+    } catch (e) {
+      engine.terminal.dispose();
+      engine.dispose();
+      throw e;
+    } finally {
+      clearTimeout(timer);
+    }
+    slot.shell = engine;
+    return engine;
   }
 
   private fastMode(): boolean {
@@ -327,6 +420,7 @@ export class RunExecutor implements vscode.Disposable {
       if (target !== slot && !target.controller.busy) this.retire(slot, target);
     }
     if (target !== slot && newCommand) r = { ...r, prefix: this.extraNote(slot, target) + (r.prefix ?? '') };
+    if (target.notes.length) r = { ...r, suffix: (r.suffix ?? '') + '\n' + target.notes.splice(0).join('\n') };
     const o = runObservation(action.id, args.command, { ...r, ...hostMetadata() }, args.hidden);
     // The command's id: always for an extra terminal's command, and for one still running (soft timeout).
     const jid = target.jobId;
@@ -392,6 +486,7 @@ export class RunExecutor implements vscode.Disposable {
     const name = label ? `${slot.name} · ${label}` : `${slot.name} #${num}`;
     const extra = new Slot(`${slot.key}#${num}`, slot.backend, slot.shellKey, name, slot.workdir, (s) => this.ensureShell(s));
     extra.num = num;
+    extra.python = slot.python;
     // Started where the main terminal is now; its own `cd`s and exports stay in it.
     extra.lastCwd = slot.shell?.cwd() ?? slot.lastCwd;
     extra.startDir = extra.lastCwd;
@@ -587,7 +682,11 @@ export class RunExecutor implements vscode.Disposable {
 
   dispose(): void {
     for (const s of this.subs) s.dispose();
-    for (const m of this.slots.values()) for (const slot of [m, ...m.extras.values()]) if (slot.shell instanceof PtyShell || slot.shell instanceof FastShell) slot.shell.dispose();
+    for (const m of this.slots.values()) {
+      for (const slot of [m, ...m.extras.values()]) {
+        if (slot.shell instanceof PtyShell || slot.shell instanceof FastShell || slot.shell instanceof EngineShell) slot.shell.dispose();
+      }
+    }
     for (const m of this.slots.values()) m.jobs.closeAll();
     if (this.tmpDir) fs.rm(this.tmpDir, { recursive: true, force: true }, () => {});
     if (this.spoolDir) fs.rm(this.spoolDir, { recursive: true, force: true }, () => {});
