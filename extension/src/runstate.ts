@@ -41,8 +41,11 @@ export class RunningCommand {
   private echo: string[] = [];
   private held = '';
 
-  /** `clean`: the data is terminal data (escape sequences, \r\n) rather than a pipe's bytes. */
-  constructor(clean: boolean, limit?: number) {
+  /**
+   * `clean`: the data is terminal data (escape sequences, \r\n) rather than a pipe's bytes. `filter`
+   * then drops what is not the command's output from the cleaned text (e.g. bash's job notices).
+   */
+  constructor(clean: boolean, limit?: number, private readonly filter?: { push(t: string): string; flush(): string }) {
     this.buffer = new OutputBuffer(limit);
     this.cleaner = clean ? new TerminalTextCleaner() : null;
   }
@@ -77,6 +80,7 @@ export class RunningCommand {
   push(data: string): void {
     if (this.done) return;
     let text = this.cleaner ? this.cleaner.push(data) : data;
+    if (this.filter && text) text = this.filter.push(text);
     if (text && (this.echo.length || this.held)) text = this.dropEcho(text);
     if (text) {
       this.buffer.add(text);
@@ -88,7 +92,8 @@ export class RunningCommand {
   finish(exitCode: number | undefined, shellExited = false): void {
     if (this.done) return;
     if (this.cleaner) {
-      const rest = this.cleaner.flush();
+      let rest = this.cleaner.flush();
+      if (this.filter) rest = this.filter.push(rest) + this.filter.flush();
       this.buffer.add(this.echo.length || this.held ? this.dropEcho(rest) : rest);
     }
     if (this.held) this.buffer.add(this.held); // held back as a possible echo: it was output after all

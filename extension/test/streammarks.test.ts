@@ -6,7 +6,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, test } from 'node:test';
-import { MarkScanner, markedScript, shownCommand } from '../src/executors/streammarks';
+import { JobNoticeFilter, MarkScanner, markedScript, shownCommand } from '../src/executors/streammarks';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'oh-marks-'));
 after(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -89,4 +89,16 @@ test('marks with another nonce are neither obeyed nor shown; a stream without ma
 
 test('the command shown in the terminal has its control characters in caret notation', () => {
   assert.equal(shownCommand('printf "\x1b[31m"\tx\ny\x7f'), 'printf "^[[31m"\tx\ny^?');
+});
+
+test("bash's job notices are dropped from a command's output, wherever the chunks cut them", () => {
+  const text = 'a\n[1]+  Killed                  sleep 100\nafter\n[2]-  Done   x\n[y/N] ';
+  for (let cut = 0; cut <= text.length; cut++) {
+    const f = new JobNoticeFilter();
+    const got = f.push(text.slice(0, cut)) + f.push(text.slice(cut)) + f.flush();
+    assert.equal(got, 'a\nafter\n[y/N] ', `cut at ${cut}`);
+  }
+  const p = new JobNoticeFilter();
+  assert.equal(p.push('Continue? [y/N] '), 'Continue? [y/N] ', 'a prompt is never held back');
+  assert.equal(p.push('[3] 1234\n'), '[3] 1234\n', "a job's start line is its own command's output");
 });

@@ -11,7 +11,7 @@ import { killForegroundJob, processCwd, shellAtPrompt } from '../procs';
 import { ToolError } from '../protocol';
 import { CommandShell, quoteSh, RunningCommand, StartOptions } from '../runstate';
 import { envScript } from './shellenv';
-import { MarkScanner, markedScript, shownCommand } from './streammarks';
+import { JobNoticeFilter, MarkScanner, markedScript, shownCommand } from './streammarks';
 
 /** After the end event, how long the output stream may still deliver its last chunks. */
 const STREAM_DRAIN_MS = 300;
@@ -106,7 +106,7 @@ export class IntegratedShell implements CommandShell {
     const shown = shownCommand(commandLine.length > SHOWN_MAX ? commandLine.slice(0, SHOWN_MAX) + '…' : commandLine);
     fs.writeFileSync(script, markedScript({ script, nonce: this.nonce, commandLine, exportLines: exports, statusFile, shown }), { mode: 0o600 });
     const text = `. ${quoteSh(script)}`;
-    const cmd = new RunningCommand(true, opts.limit);
+    const cmd = new RunningCommand(true, opts.limit, new JobNoticeFilter());
     const marks = new MarkScanner(this.nonce);
     const t0 = Date.now();
     const tr = (what: string) => this.trace?.(`trace +${Date.now() - t0} ms ${what}`);

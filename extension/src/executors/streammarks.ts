@@ -146,3 +146,44 @@ function partialPrefix(s: string): number {
   }
   return 0;
 }
+
+/**
+ * A job-control notice bash prints itself (`[1]+  Killed   sleep 100`, `[2]-  Done  …`): it reports a
+ * job's end inside whatever command runs when bash notices it, i.e. in another command's output. The
+ * terminal shows it; the agent's output never holds it (the engine's rule, docs/protocol.md §3.4.1;
+ * the same pattern as src/oh/runtimes/local/render.py). `jobs` still reports.
+ */
+const JOB_NOTICE =
+  /^\[\d+\][ +-]+ *(?:Done|Exit \d+|Killed|Terminated|Stopped|Hangup|Interrupt|Quit|Aborted|Broken pipe)\b.*(?:\n|$)/gm;
+const NOTICE_WORDS = ['Done', 'Exit ', 'Killed', 'Terminated', 'Stopped', 'Hangup', 'Interrupt', 'Quit', 'Aborted', 'Broken pipe'];
+
+/** Whether the start of a line may still become a notice (then it is held until its end arrives). */
+function mayBeNotice(tail: string): boolean {
+  if (tail.length > 300) return false;
+  if (/^\[\d*\]?[ +-]*$/.test(tail)) return true;
+  const m = /^\[\d+\][ +-]+ *(.*)$/.exec(tail);
+  return !!m && NOTICE_WORDS.some((w) => w.startsWith(m[1]) || m[1].startsWith(w));
+}
+
+/** Drops job notices from cleaned command output (`\n` line ends), chunk by chunk. */
+export class JobNoticeFilter {
+  private held = '';
+
+  push(text: string): string {
+    let t = this.held + text;
+    this.held = '';
+    const nl = t.lastIndexOf('\n');
+    const tail = t.slice(nl + 1);
+    if (tail && mayBeNotice(tail)) {
+      this.held = tail;
+      t = t.slice(0, nl + 1);
+    }
+    return t.includes('[') ? t.replace(JOB_NOTICE, '') : t;
+  }
+
+  flush(): string {
+    const t = this.held;
+    this.held = '';
+    return t.replace(JOB_NOTICE, '');
+  }
+}
