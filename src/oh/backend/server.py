@@ -160,6 +160,7 @@ class Backend:
         self.gate: guard.PreAuthGate | None = None
         self._token_gen = 0
         self.registry = EditorRegistry()
+        self.editor_refused: dict[str, Any] | None = None  # the last editor refused for its version (protocol/versions.py)
         self.correlator: Correlator[None] = Correlator()
         self.deadlines = Deadlines()
         self.trace = TraceWriter(config.trace_path, config.trace_max_bytes)
@@ -542,6 +543,10 @@ class Backend:
             await connection.close(Close.BAD_REGISTRATION, "no register frame")
             return
         except (ProtocolError, frames.RegistrationError) as exc:
+            if exc.error_id == "PROTOCOL_MISMATCH":  # oh and the extension cannot talk: say so where the user looks
+                self.editor_refused = {"message": exc.message, "time": time.time()}
+                self._emit("editor_refused", message=exc.message)
+                log.warning("editor refused: %s", exc.message)
             await connection.send(encode(frames.refusal(str(exc.error_id), exc.message)), text=True)
             await connection.close(Close.BAD_REGISTRATION, "bad registration")
             return
@@ -549,7 +554,7 @@ class Backend:
         self.registry.add(editor)
         await connection.send(encode(frames.registered(
             editor.editor_id, self.instance_id, self.workspace, self.allowed_roots, self.config.max_shells, self.config.job_retention,
-            review=self.config.review, review_timeout=self.config.review_timeout,
+            review=self.config.review, review_timeout=self.config.review_timeout, version_check=registration.version_check,
         )), text=True)
         self._emit("editor_connected", editor=editor.describe())
         log.info("editor %s registered: %s %s %s", editor.editor_id, registration.editor_name, registration.editor_version, registration.workspace_folders)
@@ -732,6 +737,7 @@ class Backend:
             "trace": str(self.config.trace_path or ""),
             "trace_warning": self.trace.warning,
             "editors": [e.describe() for e in self.registry.all()],
+            **({"editor_refused": self.editor_refused} if self.editor_refused else {}),
             "agents": [
                 {"agent_id": a.agent_id, "name": a.name, "workdir": a.workdir, "shell": a.context.shell_key, "pending": len(a.tasks), "done": a.done}
                 for a in self.agents.values()
