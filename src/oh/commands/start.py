@@ -98,6 +98,8 @@ def run_start(io: Streams, *, runtime: Optional[str] = None, workspace: str = ".
     # Warnings only once the backend runs (never before an "already running" error). JSON mode keeps
     # them out of stderr: an NDJSON `warning` event (foreground) or a "warnings" list (--detach).
     warnings = workspace_warnings(session.workspace) + ([("no_sandbox", NO_SANDBOX)] if session.runtime == "local" else [])
+    if detach and session.runtime == "vscode":  # the live view says it at once too (_hints_later)
+        warnings += [("no_extension", text) for text in _install_hints()]
     if hangup and not detach:
         from ..launcher.process import stop_backend
 
@@ -209,7 +211,7 @@ def _signal_editor_detached(io: Streams, session, open_mode: str) -> None:
         return
     if open_mode == "always":
         if editor_signal.open_editor(session.workspace, session.instance_id) is None:
-            io.note("`code` is not on PATH: open the workspace in VS Code yourself (the extension connects by itself).")
+            io.note("no VS Code CLI (code, cursor, windsurf, codium, code-server) on PATH: open the workspace in the editor yourself (the extension connects by itself).")
         return
     if editor_signal.code_binary() is None:
         return  # auto: nothing we could do; the session file is the signal
@@ -454,30 +456,48 @@ async def _open_later(session, open_mode: str, state, note) -> None:
             return
     cmds = await asyncio.to_thread(editor_signal.open_editor, session.workspace, session.instance_id)
     if cmds is None and open_mode == "always":
-        note("`code` is not on PATH: open the workspace in VS Code yourself (the extension connects by itself).")
+        note("no VS Code CLI (code, cursor, windsurf, codium, code-server) on PATH: open the workspace in the editor yourself (the extension connects by itself).")
     elif cmds:
-        note("asked VS Code to open the workspace (`code`)")
+        note(f"asked the editor to open the workspace (`{os.path.basename(cmds[0][0])}`)")
+
+
+def _install_hints() -> list[str]:
+    """No editor oh can see has the extension (or only another release): the fix, `oh vscode install`."""
+    from ..launcher import signal as editor_signal
+    from ..ui.hints import install_hints
+
+    return install_hints(editor_signal.extension_states(), editor_signal.bundled_version())
 
 
 async def _hints_later(session, state, note, mode: str) -> None:
-    """After the grace period with no editor: say why none may come (live view line, plain lines, NDJSON notes)."""
+    """Why no editor may come (live view lines, plain lines, NDJSON notes): at once when no editor oh can
+    see has the extension (naming `oh vscode install`), the rest after the grace period with no editor."""
     import asyncio
+    import time
 
-    from ..launcher import signal as editor_signal
-    from ..ui.hints import editor_hints
-
-    await asyncio.sleep(editor_signal.AUTO_GRACE)
-    if state.editors:
-        return
     from ..config import paths
+    from ..launcher import signal as editor_signal
+    from ..ui.hints import editor_hints, install_hints
 
-    hints = await editor_hints(session.workspace, editor_signal.code_binary(), editor_signal.EXTENSION_ID, str(paths.sessions_dir()))
+    t0 = time.monotonic()
+
+    def show(hints: list[str]) -> None:
+        state.hints = [*state.hints, *hints]
+        state.version += 1
+        for text in hints:
+            note(f"no editor yet: {text}", event="editor_hint")
+
+    states = await asyncio.to_thread(editor_signal.extension_states)
+    bundled = await asyncio.to_thread(editor_signal.bundled_version)
+    while not state.synced:  # after the "listening on" line (the view's snapshot); this task ends with the view
+        await asyncio.sleep(0.05)
+    if not state.editors:
+        show(install_hints(states, bundled))
+    await asyncio.sleep(max(0.0, editor_signal.AUTO_GRACE - (time.monotonic() - t0)))
     if state.editors:
         return
-    state.hints = hints
-    state.version += 1
-    for text in hints:
-        note(f"no editor yet: {text}", event="editor_hint")
+    cli = next((s["cli"] for s in states), None) or editor_signal.code_binary()
+    show(editor_hints(session.workspace, cli, str(paths.sessions_dir()), os.environ))
 
 
 def _silence_output() -> None:

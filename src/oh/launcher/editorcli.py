@@ -164,18 +164,19 @@ class NoVsix(Exception):
 
 
 def bundled_vsix() -> Path:
-    """The extension that ships with this oh: the package's ``oh/vsix/oh-vscode.vsix`` (wheel, sdist), or
-    in a developer checkout (editable install) ``extension/oh-vscode.vsix`` as ``npm run package`` writes it."""
+    """The extension that ships with this oh: in a developer checkout (editable install) the one ``npm run
+    package`` writes (``extension/oh-vscode.vsix``: always the current sources' build), else the
+    package's own ``oh/vsix/oh-vscode.vsix`` (wheel, sdist). Raises NoVsix."""
     pkg = Path(__file__).resolve().parents[1]
     packaged = pkg / "vsix" / "oh-vscode.vsix"
-    if packaged.is_file():
-        return packaged
     checkout = pkg.parents[1] / "extension"
-    if (checkout / "package.json").is_file():
+    if (checkout / "package.json").is_file() and (pkg.parent / "oh" / "__init__.py").is_file() and pkg.parent.name == "src":
         built = checkout / "oh-vscode.vsix"
         if built.is_file():
             return built
         raise NoVsix(f"this is a developer checkout and {built} is not built yet: (cd {checkout} && npm ci && npm run package)")
+    if packaged.is_file():
+        return packaged
     raise NoVsix(f"this oh has no bundled extension ({packaged} is missing): reinstall oh from its wheel (pipx install oh-editor-runtime)")
 
 

@@ -68,8 +68,9 @@ def _short_str(v: Any, limit: int = 200) -> str:
     return v[:limit] if isinstance(v, str) else ""
 
 
-def parse_registration(obj: dict[str, Any], instance_id: str) -> Registration:
-    """An editor's first frame. Raises RegistrationError with the refusal's error id and reason."""
+def parse_registration(obj: dict[str, Any], instance_id: str, *, backend: tuple[str, tuple[int, int]] | None = None) -> Registration:
+    """An editor's first frame. Raises RegistrationError with the refusal's error id and reason.
+    ``backend``: (oh version, protocol range) to judge the extension against; default this oh's."""
     if obj.get("type") != "register":
         raise RegistrationError("BAD_REQUEST", "The first frame on /v1/editor must be {\"type\": \"register\", ...}.")
     proto = obj.get("protocol")
@@ -78,7 +79,8 @@ def parse_registration(obj: dict[str, Any], instance_id: str) -> Registration:
     ext_range = versions.peer_range(proto, obj.get("protocol_range"))
     if ext_range is None:
         raise RegistrationError("BAD_REQUEST", "register.protocol must be a positive integer.")
-    verdict = versions.check(__version__, PROTOCOL_RANGE, _short_str(obj.get("extension_version"), 40), ext_range)
+    oh_version, oh_range = backend or (__version__, PROTOCOL_RANGE)
+    verdict = versions.check(oh_version, oh_range, _short_str(obj.get("extension_version"), 40), ext_range)
     if verdict.status == "refuse":
         raise RegistrationError("PROTOCOL_MISMATCH", f"{verdict.message} Fix: {verdict.fix}")
     folders = obj.get("workspace_folders")
