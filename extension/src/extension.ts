@@ -131,6 +131,7 @@ function newManager(dir: string, version: string, folders: Folders, dispatcher: 
       run.backendGone(backend);
     },
     warn: (m) => void vscode.window.showWarningMessage(m),
+    extensionVersion: version,
   });
 }
 
@@ -155,10 +156,14 @@ function connectCommand(sessions: SessionManager, folders: Folders, log: (line: 
       void vscode.window.showWarningMessage(`oh: ${refused[0]}`);
       return;
     }
+    // A remote window's extension host (Remote-SSH, WSL, containers) sees only the remote's session files.
+    const remote = vscode.env.remoteName
+      ? ` This window's extensions run on the remote (${vscode.env.remoteName}), so oh must run there: in this window's terminal, pipx install oh-editor-runtime, then oh vscode install.`
+      : '';
     void vscode.window.showInformationMessage(
-      sessionId
+      (sessionId
         ? `oh: no running backend with id ${sessionId}.`
-        : 'oh: no running backend for this window. Start one in this workspace: oh start --runtime vscode',
+        : 'oh: no running backend for this window. Start one in this workspace: oh start --runtime vscode.') + remote,
     );
   };
 }
