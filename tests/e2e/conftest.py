@@ -122,6 +122,11 @@ def vscode(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequ
     if mode:
         (workspace / ".vscode").mkdir()
         (workspace / ".vscode" / "settings.json").write_text(json.dumps({"oh.terminalMode": mode}))
+    # A module that installs the extension itself (test_vscode_wheel.py: from a built wheel, with its own
+    # `oh vscode install`) names the fixture that returns that extensions directory.
+    exts_fixture = getattr(request.module, "EXTENSIONS_FIXTURE", None)
+    if exts_fixture:
+        env["OH_E2E_EXTENSIONS_DIR"] = str(request.getfixturevalue(exts_fixture))
     started = time.monotonic()
     proc = subprocess.run(
         ["bash", str(RUN_SH), "start", str(state), str(workspace)], capture_output=True, text=True, env=env, timeout=900,
