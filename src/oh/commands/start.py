@@ -487,8 +487,8 @@ async def _hints_later(session, state, note, mode: str) -> None:
         for text in hints:
             note(f"no editor yet: {text}", event="editor_hint")
 
-    states = await asyncio.to_thread(editor_signal.extension_states)
-    bundled = await asyncio.to_thread(editor_signal.bundled_version)
+    states = await editor_signal.extension_states_async()
+    bundled = editor_signal.bundled_version()
     while not state.synced:  # after the "listening on" line (the view's snapshot); this task ends with the view
         await asyncio.sleep(0.05)
     if not state.editors:

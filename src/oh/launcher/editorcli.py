@@ -255,6 +255,31 @@ def query_all(editors: list[Editor], extensions_dir: str | None = None, user_dat
         return list(pool.map(lambda e: query(e, extensions_dir, user_data_dir, timeout), editors))
 
 
+async def query_async(editor: Editor, timeout: float = LIST_TIMEOUT) -> EditorState:
+    """``query`` for an event loop (``oh start``'s live view): a cancelled call (Ctrl-C) kills the CLI at
+    once instead of leaving a thread that the interpreter's exit would wait for."""
+    import asyncio
+
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *list_argv(editor), stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, start_new_session=True,
+        )
+    except OSError as exc:
+        return EditorState(editor, None, f"cannot run it: {exc.strerror or exc}")
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), timeout)
+    except (asyncio.TimeoutError, asyncio.CancelledError):
+        if proc.returncode is None:
+            proc.kill()
+            await asyncio.shield(proc.wait())
+        raise
+    r = CliResult(list_argv(editor), proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
+    if not r.ok:
+        return EditorState(editor, None, r.why())
+    return EditorState(editor, parse_list(r.out).get(EXTENSION_ID.lower()))
+
+
 def upgrade_hint() -> str:
     """How to upgrade this oh, for the installer it came from (pipx, uv tool, plain pip)."""
     exe = sys.executable.replace("\\", "/")

@@ -92,6 +92,19 @@ def extension_states(timeout: float = 15.0) -> list[dict]:
     return [s.describe() for s in editorcli.query_all(visible_editors(), timeout=timeout)]
 
 
+async def extension_states_async(timeout: float = 15.0) -> list[dict]:
+    """``extension_states`` for the live view: cancellable (the CLIs are killed), a hung CLI counts as unknown."""
+    import asyncio
+
+    async def one(e: editorcli.Editor) -> dict:
+        try:
+            return (await editorcli.query_async(e, timeout)).describe()
+        except asyncio.TimeoutError:
+            return editorcli.EditorState(e, None, f"no answer within {timeout:.0f} s").describe()
+
+    return list(await asyncio.gather(*(one(e) for e in visible_editors())))
+
+
 def bundled_version() -> str | None:
     try:
         return editorcli.vsix_version(editorcli.bundled_vsix())
