@@ -24,6 +24,8 @@ from waiting import poll_until
 
 REPO = Path(__file__).resolve().parents[2]
 RUN_SH = REPO / "extension" / "e2e" / "run.sh"
+E2E_DIR = Path(os.environ.get("OH_E2E_DIR", REPO / ".e2e"))
+CODE_SERVER = E2E_DIR / "code-server" / "node_modules" / ".bin" / "code-server"  # what extension/e2e/setup.sh installs
 FAIL_KEYRING = "keyring.backends.fail.Keyring"
 
 

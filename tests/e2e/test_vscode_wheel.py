@@ -18,13 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REPO, VsCode, wait_until
+from .conftest import CODE_SERVER, E2E_DIR, REPO, VsCode, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 EXTENSIONS_FIXTURE = "wheel_extensions"
-E2E_DIR = Path(os.environ.get("OH_E2E_DIR", REPO / ".e2e"))
-CODE_SERVER = E2E_DIR / "code-server" / "node_modules" / ".bin" / "code-server"
 
 
 def _clean_env(**extra: str) -> dict[str, str]:
