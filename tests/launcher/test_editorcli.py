@@ -149,8 +149,10 @@ def test_kind_for(path, cli, scheme):
 ])
 def test_open_argv_uses_each_forks_scheme(fork, expect):
     ed = editorcli.Editor(editorcli.kind_for(f"/b/{fork}"), f"/b/{fork}")
-    assert [argv[1:] for argv in editorcli.open_argv(ed, "W", "connect?session=s1")] == expect
+    assert [argv[1:] for argv in editorcli.open_argv(ed, "W", "connect?session=s1", in_editor_terminal=True)] == expect
     assert all(argv[0] == f"/b/{fork}" for argv in editorcli.open_argv(ed, "W", "connect?session=s1"))
+    # outside its own terminal `code-server DIR` would start a second server: nothing runs
+    assert editorcli.open_argv(ed, "W", "connect?session=s1") == ([] if fork == "code-server" else editorcli.open_argv(ed, "W", "connect?session=s1", True))
 
 
 def test_parse_list_skips_noise():

@@ -459,6 +459,8 @@ async def _open_later(session, open_mode: str, state, note) -> None:
         note("no VS Code CLI (code, cursor, windsurf, codium, code-server) on PATH: open the workspace in the editor yourself (the extension connects by itself).")
     elif cmds:
         note(f"asked the editor to open the workspace (`{os.path.basename(cmds[0][0])}`)")
+    elif cmds == [] and open_mode == "always":
+        note("code-server cannot be asked to open a folder from outside its own terminal: open the workspace in its browser tab (the extension connects by itself).")
 
 
 def _install_hints() -> list[str]:

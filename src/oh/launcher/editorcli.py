@@ -148,10 +148,14 @@ def parse_list(stdout: str) -> dict[str, str]:
     return out
 
 
-def open_argv(editor: Editor, workspace: str, connect_path: str) -> list[list[str]]:
+def open_argv(editor: Editor, workspace: str, connect_path: str, in_editor_terminal: bool = False) -> list[list[str]]:
     """``oh start --open``: open/focus the folder, then hand the extension the connect URI in the
     editor's own scheme (``cursor://oh-dev.oh-vscode/connect?...``). code-server has no URI scheme (a
-    browser tab is its window): opening the folder is all; the session file does the rest."""
+    browser tab is its window): it can open the folder only when asked from its own terminal
+    (``in_editor_terminal``: VSCODE_IPC_HOOK_CLI is set); elsewhere ``code-server DIR`` would start a
+    second server, so nothing runs and the session file does the rest."""
+    if editor.kind.cli == "code-server" and not in_editor_terminal:
+        return []
     cmds = [[editor.path, workspace]]
     if editor.kind.scheme:
         cmds.append([editor.path, "--open-url", f"{editor.kind.scheme}://{EXTENSION_ID}/{connect_path}"])

@@ -65,11 +65,12 @@ def connect_url(instance_id: str, scheme: str = "vscode") -> str:
 
 
 def open_commands(workspace: str, instance_id: str, editor: editorcli.Editor) -> list[list[str]]:
-    return editorcli.open_argv(editor, workspace, connect_path(instance_id))
+    return editorcli.open_argv(editor, workspace, connect_path(instance_id), bool(os.environ.get("VSCODE_IPC_HOOK_CLI")))
 
 
 def open_editor(workspace: str, instance_id: str, with_extension: set[str] | None = None) -> list[list[str]] | None:
-    """Ask the editor to open/focus ``workspace`` and connect. Returns the commands run, None if no editor CLI."""
+    """Ask the editor to open/focus ``workspace`` and connect. Returns the commands run ([]: this editor
+    cannot be asked from here, code-server outside its terminal), None if no editor CLI."""
     editor = pick(visible_editors(), with_extension)
     if editor is None:
         return None
