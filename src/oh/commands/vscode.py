@@ -182,11 +182,13 @@ def run_vscode_status(io: Streams, *, editors: list[str] = [], extensions_dir: s
                       user_data_dir: str | None = None, json_: bool = False, find: Callable[[], list] | None = None) -> int:
     from ..launcher import editorcli
 
+    from ..fastpath.exits import OhError
+
     try:
         path, version = _bundled(None)
         bundled = {"path": path, "version": version}
-    except Exception as exc:  # noqa: BLE001 - an OhError from _bundled: status still shows the editors
-        bundled = {"path": None, "version": None, "error": getattr(exc, "message", str(exc))}
+    except OhError as exc:  # no bundled .vsix: status still shows the editors
+        bundled = {"path": None, "version": None, "error": exc.message}
     chosen = _editors(editors, find or editorcli.find_editors)
     states = editorcli.query_all(chosen, extensions_dir, user_data_dir)
     rows = []
