@@ -176,3 +176,22 @@ def test_vsix_version_reads_the_manifest(tmp_path):
     (tmp_path / "bad.vsix").write_bytes(b"not a zip")
     with pytest.raises(ValueError):
         editorcli.vsix_version(tmp_path / "bad.vsix")
+
+
+def test_doctor_names_oh_vscode_install(clis, monkeypatch):
+    """`oh doctor`: each editor's oh extension against the bundled one; the fix is always `oh vscode install`."""
+    from oh.commands import doctor
+    from oh.launcher import signal
+
+    monkeypatch.setattr(signal, "bundled_version", lambda: "0.1.0")
+    monkeypatch.setenv("OH_CODE", str(clis.add("cursor")))
+    checks = {c["check"]: c for c in doctor._vscode_checks()}
+    assert checks["vscode Cursor"]["status"] == "warn" and checks["vscode Cursor"]["fix"] == "Run `oh vscode install`."
+    assert checks["vscode extension"]["status"] == "fail" and "oh vscode install" in checks["vscode extension"]["fix"]
+    monkeypatch.setenv("OH_CODE", str(clis.add("codium", installed={"oh-dev.oh-vscode": "0.0.9"})))
+    checks = {c["check"]: c for c in doctor._vscode_checks()}
+    assert checks["vscode VSCodium"]["status"] == "warn" and "0.0.9, this oh ships 0.1.0" in checks["vscode VSCodium"]["detail"]
+    assert "vscode extension" not in checks  # one editor has it: no failure
+    monkeypatch.setenv("OH_CODE", str(clis.bin / "missing"))
+    checks = {c["check"]: c for c in doctor._vscode_checks()}
+    assert checks["vscode editors"]["status"] == "warn" and "oh vscode install" in checks["vscode editors"]["fix"]
