@@ -5,7 +5,6 @@ arguments oh passes to each fork and what oh makes of the answers."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -65,5 +64,3 @@ def make_vsix(path: Path, version: str) -> Path:
         z.writestr("extension/package.json", json.dumps({"name": "oh-vscode", "publisher": "oh-dev", "version": version}))
     return path
 
-
-__all__ = ["FakeClis", "make_vsix", "os"]

@@ -18,7 +18,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -282,13 +281,3 @@ async def query_async(editor: Editor, timeout: float = LIST_TIMEOUT) -> EditorSt
     if not r.ok:
         return EditorState(editor, None, r.why())
     return EditorState(editor, parse_list(r.out).get(EXTENSION_ID.lower()))
-
-
-def upgrade_hint() -> str:
-    """How to upgrade this oh, for the installer it came from (pipx, uv tool, plain pip)."""
-    exe = sys.executable.replace("\\", "/")
-    if "/pipx/venvs/" in exe:
-        return "pipx upgrade oh-editor-runtime"
-    if "/uv/tools/" in exe:
-        return "uv tool upgrade oh-editor-runtime"
-    return f"{sys.executable} -m pip install -U oh-editor-runtime"
