@@ -86,6 +86,9 @@ def run_start(io: Streams, *, runtime: Optional[str] = None, workspace: str = ".
     token = _token()
     roots = _allowed_roots(workspace, s.allowed_roots, allow)
     hangup: list[int] = []
+    # --detach, runtime vscode: ask the editor CLIs which has the extension while the backend starts (each
+    # CLI takes about a second); the answer joins the warnings below. The live view asks by itself.
+    install_check = _InstallCheck() if detach and s.runtime == "vscode" else None
     # process.StartError carries its exit code (3 when a backend already serves the workspace): cli.main reports it.
     with _deferred_signals(hangup):  # a closed terminal during the start must not orphan the backend
         started = process.start_backend(
@@ -98,8 +101,8 @@ def run_start(io: Streams, *, runtime: Optional[str] = None, workspace: str = ".
     # Warnings only once the backend runs (never before an "already running" error). JSON mode keeps
     # them out of stderr: an NDJSON `warning` event (foreground) or a "warnings" list (--detach).
     warnings = workspace_warnings(session.workspace) + ([("no_sandbox", NO_SANDBOX)] if session.runtime == "local" else [])
-    if detach and session.runtime == "vscode":  # the live view says it at once too (_hints_later)
-        warnings += [("no_extension", text) for text in _install_hints()]
+    if install_check is not None:
+        warnings += [("no_extension", text) for text in install_check.result(timeout=20.0)]
     if hangup and not detach:
         from ..launcher.process import stop_backend
 
@@ -463,12 +466,26 @@ async def _open_later(session, open_mode: str, state, note) -> None:
         note("code-server cannot be asked to open a folder from outside its own terminal: open the workspace in its browser tab (the extension connects by itself).")
 
 
-def _install_hints() -> list[str]:
-    """No editor oh can see has the extension (or only another release): the fix, `oh vscode install`."""
-    from ..launcher import signal as editor_signal
-    from ..ui.hints import install_hints
+class _InstallCheck:
+    """No editor oh can see has the extension (or only another release): the fix, `oh vscode install`.
+    Runs in a daemon thread from construction; ``result`` waits for it (each CLI call is bounded)."""
 
-    return install_hints(editor_signal.extension_states(), editor_signal.bundled_version())
+    def __init__(self) -> None:
+        import threading
+
+        self._hints: list[str] = []
+        self._thread = threading.Thread(target=self._run, name="oh-install-check", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        from ..launcher import signal as editor_signal
+        from ..ui.hints import install_hints
+
+        self._hints = install_hints(editor_signal.extension_states(), editor_signal.bundled_version())
+
+    def result(self, timeout: float = 20.0) -> list[str]:
+        self._thread.join(timeout)  # extension_states bounds each CLI at 15 s
+        return list(self._hints)
 
 
 async def _hints_later(session, state, note, mode: str) -> None:
