@@ -1,5 +1,8 @@
 """One persistent bash process, driven through pipes (no pty, no prompt parsing).
 
+Since issue 17 the agent's shell is ``engine.PtyShell`` (the user's shell on a pty); this one remains for
+systems without a pty (and ``OH_SHELL_ENGINE=pipes``). ``Command`` is shared by both.
+
 Layout of the process (``bash --noprofile --norc -c LOOP``, its own session and process group):
 
 - fd 0: a pipe we write to -- it stays the *command's* stdin, so ``is_input`` text reaches ``read x``;
