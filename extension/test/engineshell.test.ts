@@ -77,6 +77,7 @@ test('engine mode: a soft timeout shows the prompt, is_input answers it without 
     await ex.execute(run({ command: 'sleep 30' }, 0.5), sig(), ctx());
     const c = await ex.execute(run({ command: 'C-c', is_input: true, blocking: true }), sig(), ctx());
     assert.equal(meta(c).exit_code, 130);
+    assert.equal(String(c.content).replace(/^\[Below is the output of the previous command\.\]\n/, ''), '', 'no interrupt artefact');
     const d = await ex.execute(run({ command: 'echo alive', blocking: true }), sig(), ctx());
     assert.equal(d.content, 'alive\n');
   } finally {

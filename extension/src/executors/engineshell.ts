@@ -30,6 +30,8 @@ export interface EngineOptions {
   /** Seconds the user's rc files may take before the clean shell replaces them. */
   startupTimeoutS?: number;
   name: string;
+  /** A first line for the terminal saying why it exists (extra and job terminals). */
+  banner?: string;
   log: (line: string) => void;
   onClosed: () => void;
 }
@@ -66,7 +68,15 @@ export class EngineShell implements CommandShell {
   private readonly closeEmitter = new vscode.EventEmitter<number | void>();
   private early: string[] | null = [];
   private earlyChars = 0;
-  private current: { id: string; cmd: RunningCommand; sink?: (t: string) => void; peekTimer: NodeJS.Timeout | null; peeking: boolean } | null = null;
+  private current: {
+    id: string;
+    cmd: RunningCommand;
+    sink?: (t: string) => void;
+    peekTimer: NodeJS.Timeout | null;
+    peeking: boolean;
+    /** C-c was sent to it (bash then prints a newline of its own when the job dies of SIGINT). */
+    interrupted?: boolean;
+  } | null = null;
   private seq = 0;
   private shellPid: number | undefined;
   private lastCwd: string;
@@ -117,6 +127,7 @@ export class EngineShell implements CommandShell {
       handleInput: (data) => this.userInput(data),
     };
     this.terminal = vscode.window.createTerminal({ name: opts.name, pty, isTransient: true, iconPath: new vscode.ThemeIcon('hubot') });
+    if (opts.banner) this.show(`\x1b[2m[oh] ${opts.banner}\x1b[0m\r\n`);
   }
 
   private onReady: (r: EngineReady) => void;
@@ -176,7 +187,11 @@ export class EngineShell implements CommandShell {
         if (!cur || msg.id !== cur.id) return;
         this.current = null;
         if (cur.peekTimer) clearTimeout(cur.peekTimer);
-        this.deliver(cur, String(msg.output ?? ''));
+        let out = String(msg.output ?? '');
+        // The newline bash prints after a job killed by C-c (to end the line the kernel's ^C echo left) is
+        // an interrupt artefact, not the program's output (docs/protocol.md §3.4: no ^C or kill artefact).
+        if (cur.interrupted && msg.exit_code === 130 && out.endsWith('\n')) out = out.slice(0, -1);
+        this.deliver(cur, out);
         if (typeof msg.cwd === 'string' && msg.cwd) this.lastCwd = msg.cwd;
         const code = typeof msg.exit_code === 'number' ? msg.exit_code : undefined;
         if (typeof msg.note === 'string' && msg.note) cur.cmd.notes.push(`[${msg.note}]`);
@@ -273,6 +288,7 @@ export class EngineShell implements CommandShell {
   sendKey(key: string): boolean {
     const k = key.length === 3 ? `C-${key[2].toLowerCase()}` : key;
     if (k !== 'C-c' && k !== 'C-d' && k !== 'C-z' && k !== 'C-\\') return false;
+    if (k === 'C-c' && this.current) this.current.interrupted = true;
     this.send({ type: 'key', key: k });
     return true;
   }

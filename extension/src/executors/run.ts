@@ -292,6 +292,7 @@ export class RunExecutor implements vscode.Disposable {
       cwd,
       clean: !(this.deps.userShell?.() ?? true),
       name: slot.name,
+      banner: slot.banner,
       log: this.deps.log,
       onClosed: () => {
         if (slot.shell === engine) {
@@ -581,7 +582,9 @@ export class RunExecutor implements vscode.Disposable {
     ctx?.sendFrame?.({ type: 'job_event', event: 'job_started', job: job.record() as unknown as Record<string, unknown> });
     void started.cmd.whenDone().then(() => {
       const code = started.cmd.exitCode ?? null;
-      const state = started.cmd.shellExited ? 'LOST' : job.cancelled ? 'CANCELLED' : code === 0 ? 'SUCCEEDED' : 'FAILED';
+      // A job whose shell ended with a status (`exit 5` in the engine's shell) simply finished; LOST is a
+      // terminal that went away without one (closed by the user, its engine gone).
+      const state = started.cmd.shellExited && code === null ? 'LOST' : job.cancelled ? 'CANCELLED' : code === 0 ? 'SUCCEEDED' : 'FAILED';
       job.finish(state, code);
       this.deps.log(`job ${jid} ${job.state}${code === null ? '' : ` (exit ${code})`}`);
       ctx?.sendFrame?.({ type: 'job_event', event: 'job_finished', job: job.record() as unknown as Record<string, unknown> });
