@@ -195,7 +195,7 @@ def oh_env(home: Path, shell: str, oh_home: Path) -> dict[str, str]:
     from .home import shell_env
 
     env = {k: v for k, v in shell_env(home, shell).items() if not k.startswith("XDG_")}
-    env = {k: v for k, v in env.items() if not (k.startswith("OH_") and k != "OH_USER_SHELL")}
+    env = {k: v for k, v in env.items() if not (k.startswith("OH_") and k not in ("OH_USER_SHELL", "OH_SHELL_STARTUP_TIMEOUT"))}
     env.update(OH_HOME=str(oh_home), PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring", PYTHONDONTWRITEBYTECODE="1")
     return env
 

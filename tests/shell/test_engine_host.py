@@ -20,7 +20,7 @@ SHELLS = [s for s in ("bash", "zsh") if shutil.which(s)]
 @pytest.mark.parametrize("shell", SHELLS)
 async def test_battery_through_the_host(tmp_path, workspace, shell):
     home = make_home(tmp_path)
-    host = await HostDriver.start(str(workspace), shell_env(home, shell))
+    host = await HostDriver.start(str(workspace), shell_env(home, shell), "--startup-timeout", "30")
     try:
         ready = host.ready[0]
         assert ready["shell"] == shell and ready["rc"] is True and ready["note"] == "", ready
@@ -41,7 +41,8 @@ async def test_battery_through_the_host(tmp_path, workspace, shell):
 @pytest.mark.parametrize("shell", SHELLS)
 async def test_broken_rc_files_give_a_working_shell_and_a_note(tmp_path, workspace, shell, variant):
     home = make_home(tmp_path, variant)
-    host = await HostDriver.start(str(workspace), shell_env(home, shell), "--startup-timeout", "1.5")
+    # 3 s: the slow rc sleeps 30 s; the others finish far sooner even on a loaded machine
+    host = await HostDriver.start(str(workspace), shell_env(home, shell), "--startup-timeout", "30" if variant != "slow" else "3")
     try:
         ready = host.ready[0]
         assert NOTES[variant] in ready["note"], ready
@@ -70,7 +71,7 @@ async def test_clean_shell_reads_no_rc(tmp_path, workspace):
 
 async def test_contract_edges(tmp_path, workspace):
     env = shell_env(make_home(tmp_path), "bash")
-    host = await HostDriver.start(str(workspace), env)
+    host = await HostDriver.start(str(workspace), env, "--startup-timeout", "30")
     try:
         await host.send({"type": "bogus"})
         err = await host.messages.get()
@@ -106,7 +107,7 @@ async def test_contract_edges(tmp_path, workspace):
 
 
 async def test_live_view_shows_the_command_and_its_output(tmp_path, workspace):
-    host = await HostDriver.start(str(workspace), shell_env(make_home(tmp_path), "bash"))
+    host = await HostDriver.start(str(workspace), shell_env(make_home(tmp_path), "bash"), "--startup-timeout", "30")
     try:
         await host.run("echo visible-output", None, None)
         view = "".join(host.view)
