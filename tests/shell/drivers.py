@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shlex
 import sys
 from pathlib import Path
@@ -20,6 +19,7 @@ END_WAIT = 60.0
 async def run_battery(driver, shell: str, scratch: Path, cases: list[dict]) -> list[str]:
     """Every case of ``cases`` for ``shell``; returns the failures (empty = all conform)."""
     from .battery import check, shells_of
+    from .home import HOOK_OUTPUTS
 
     failures: list[str] = []
     for n, case in enumerate(cases):
@@ -39,6 +39,8 @@ async def run_battery(driver, shell: str, scratch: Path, cases: list[dict]) -> l
             else:
                 res = await driver.key(step["key"], step.get("timeout"))
             problems = check(step, *res)
+            # the fixture rc's banner and hooks print on every prompt: never into an output
+            problems += [f"output holds the rc's {h!r}" for h in HOOK_OUTPUTS if h in res[0]]
             if problems:
                 failures.append(f"{case['name']} (step {i + 1}): " + "; ".join(problems))
                 break

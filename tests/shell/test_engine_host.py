@@ -3,15 +3,13 @@ a realistic HOME in bash and zsh, the broken rc variants, and the contract's edg
 
 from __future__ import annotations
 
-import asyncio
-import os
 import shutil
 
 import pytest
 
 from .battery import CASES
 from .drivers import HostDriver, run_battery
-from .home import HOOK_OUTPUTS, NOTES, make_home, shell_env
+from .home import NOTES, make_home, shell_env
 
 pytestmark = pytest.mark.timeout(300)
 SHELLS = [s for s in ("bash", "zsh") if shutil.which(s)]
