@@ -114,3 +114,18 @@ async def test_live_view_shows_the_command_and_its_output(tmp_path, workspace):
         assert "builtin source" not in view and "\x1b]6973" not in view
     finally:
         await host.close()
+
+
+async def test_a_run_right_after_the_shell_exited_waits_for_the_new_shell(tmp_path, workspace):
+    host = await HostDriver.start(str(workspace), shell_env(make_home(tmp_path), "bash"), "--startup-timeout", "30")
+    try:
+        await host.send({"type": "run", "id": "x", "command": "cd /tmp; exit 9"})
+        done_x = await host.wait_for("done", 30, "x")
+        assert done_x["exit_code"] == 9 and done_x["shell_exited"] is True and done_x["cwd"] == "/tmp"
+        # at once, while the host is still starting the next shell
+        await host.send({"type": "run", "id": "y", "command": "echo $FIXTURE_VAR; pwd"})
+        done_y = await host.wait_for("done", 30, "y")
+        assert done_y["exit_code"] == 0 and done_y["output"] == "fixture-value\n/tmp\n", done_y
+        assert len([r for r in host.ready if r.get("restarted")]) == 1  # one new shell, not two
+    finally:
+        await host.close()
