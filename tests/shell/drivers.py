@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shlex
 import sys
 from pathlib import Path
@@ -20,6 +19,7 @@ END_WAIT = 60.0
 async def run_battery(driver, shell: str, scratch: Path, cases: list[dict]) -> list[str]:
     """Every case of ``cases`` for ``shell``; returns the failures (empty = all conform)."""
     from .battery import check, shells_of
+    from .home import HOOK_OUTPUTS
 
     failures: list[str] = []
     for n, case in enumerate(cases):
@@ -39,6 +39,8 @@ async def run_battery(driver, shell: str, scratch: Path, cases: list[dict]) -> l
             else:
                 res = await driver.key(step["key"], step.get("timeout"))
             problems = check(step, *res)
+            # the fixture rc's banner and hooks print on every prompt: never into an output
+            problems += [f"output holds the rc's {h!r}" for h in HOOK_OUTPUTS if h in res[0]]
             if problems:
                 failures.append(f"{case['name']} (step {i + 1}): " + "; ".join(problems))
                 break
@@ -195,7 +197,7 @@ def oh_env(home: Path, shell: str, oh_home: Path) -> dict[str, str]:
     from .home import shell_env
 
     env = {k: v for k, v in shell_env(home, shell).items() if not k.startswith("XDG_")}
-    env = {k: v for k, v in env.items() if not (k.startswith("OH_") and k != "OH_USER_SHELL")}
+    env = {k: v for k, v in env.items() if not (k.startswith("OH_") and k not in ("OH_USER_SHELL", "OH_SHELL_STARTUP_TIMEOUT"))}
     env.update(OH_HOME=str(oh_home), PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring", PYTHONDONTWRITEBYTECODE="1")
     return env
 

@@ -68,5 +68,8 @@ def shell_env(home: Path, shell: str, *, base: dict | None = None) -> dict[str, 
     env["HOME"] = str(home)
     env["SHELL"] = shutil.which(shell) or f"/bin/{shell}"
     env["OH_USER_SHELL"] = "1"
+    # Generous: a loaded machine must not turn a good rc into a "too slow" one (the slow variant's
+    # tests set their own, short, timeout).
+    env["OH_SHELL_STARTUP_TIMEOUT"] = "30"
     env.pop("ZDOTDIR", None)
     return env

@@ -3,15 +3,13 @@ a realistic HOME in bash and zsh, the broken rc variants, and the contract's edg
 
 from __future__ import annotations
 
-import asyncio
-import os
 import shutil
 
 import pytest
 
 from .battery import CASES
 from .drivers import HostDriver, run_battery
-from .home import HOOK_OUTPUTS, NOTES, make_home, shell_env
+from .home import NOTES, make_home, shell_env
 
 pytestmark = pytest.mark.timeout(300)
 SHELLS = [s for s in ("bash", "zsh") if shutil.which(s)]
@@ -20,7 +18,7 @@ SHELLS = [s for s in ("bash", "zsh") if shutil.which(s)]
 @pytest.mark.parametrize("shell", SHELLS)
 async def test_battery_through_the_host(tmp_path, workspace, shell):
     home = make_home(tmp_path)
-    host = await HostDriver.start(str(workspace), shell_env(home, shell))
+    host = await HostDriver.start(str(workspace), shell_env(home, shell), "--startup-timeout", "30")
     try:
         ready = host.ready[0]
         assert ready["shell"] == shell and ready["rc"] is True and ready["note"] == "", ready
@@ -41,7 +39,8 @@ async def test_battery_through_the_host(tmp_path, workspace, shell):
 @pytest.mark.parametrize("shell", SHELLS)
 async def test_broken_rc_files_give_a_working_shell_and_a_note(tmp_path, workspace, shell, variant):
     home = make_home(tmp_path, variant)
-    host = await HostDriver.start(str(workspace), shell_env(home, shell), "--startup-timeout", "1.5")
+    # 3 s: the slow rc sleeps 30 s; the others finish far sooner even on a loaded machine
+    host = await HostDriver.start(str(workspace), shell_env(home, shell), "--startup-timeout", "30" if variant != "slow" else "3")
     try:
         ready = host.ready[0]
         assert NOTES[variant] in ready["note"], ready
@@ -70,7 +69,7 @@ async def test_clean_shell_reads_no_rc(tmp_path, workspace):
 
 async def test_contract_edges(tmp_path, workspace):
     env = shell_env(make_home(tmp_path), "bash")
-    host = await HostDriver.start(str(workspace), env)
+    host = await HostDriver.start(str(workspace), env, "--startup-timeout", "30")
     try:
         await host.send({"type": "bogus"})
         err = await host.messages.get()
@@ -106,12 +105,27 @@ async def test_contract_edges(tmp_path, workspace):
 
 
 async def test_live_view_shows_the_command_and_its_output(tmp_path, workspace):
-    host = await HostDriver.start(str(workspace), shell_env(make_home(tmp_path), "bash"))
+    host = await HostDriver.start(str(workspace), shell_env(make_home(tmp_path), "bash"), "--startup-timeout", "30")
     try:
         await host.run("echo visible-output", None, None)
         view = "".join(host.view)
         # the user's prompt, then the command line and its output (the rc's DEBUG trap may print in between)
         assert "\r\necho visible-output\r\nvisible-output\r\n" in view and view.index("fixture$ ") < view.index("visible-output")
         assert "builtin source" not in view and "\x1b]6973" not in view
+    finally:
+        await host.close()
+
+
+async def test_a_run_right_after_the_shell_exited_waits_for_the_new_shell(tmp_path, workspace):
+    host = await HostDriver.start(str(workspace), shell_env(make_home(tmp_path), "bash"), "--startup-timeout", "30")
+    try:
+        await host.send({"type": "run", "id": "x", "command": "cd /tmp; exit 9"})
+        done_x = await host.wait_for("done", 30, "x")
+        assert done_x["exit_code"] == 9 and done_x["shell_exited"] is True and done_x["cwd"] == "/tmp"
+        # at once, while the host is still starting the next shell
+        await host.send({"type": "run", "id": "y", "command": "echo $FIXTURE_VAR; pwd"})
+        done_y = await host.wait_for("done", 30, "y")
+        assert done_y["exit_code"] == 0 and done_y["output"] == "fixture-value\n/tmp\n", done_y
+        assert len([r for r in host.ready if r.get("restarted")]) == 1  # one new shell, not two
     finally:
         await host.close()

@@ -20,7 +20,7 @@ SHELLS = [s for s in ("bash", "zsh") if shutil.which(s)]
 @pytest.mark.parametrize("variant", ["exit", "syntax"])
 async def test_the_note_is_said_once_in_the_observations(tmp_path, workspace, variant):
     env = shell_env(make_home(tmp_path, variant), "bash")
-    rt = LocalRuntime(workspace, env=env, shell_startup_timeout=3)
+    rt = LocalRuntime(workspace, env=env, shell_startup_timeout=30)
     h = Harness(rt)
     try:
         obs = await h.run("echo one")

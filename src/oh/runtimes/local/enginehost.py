@@ -44,6 +44,7 @@ class Host:
         self._waiter: asyncio.Task | None = None
         self._closing = False
         self._said: set[str] = {""}
+        self._restart_lock = asyncio.Lock()
 
     # ------------------------------------------------------------------ output
     def emit(self, msg: dict[str, Any]) -> None:
@@ -105,11 +106,12 @@ class Host:
         limit = limit if isinstance(limit, int) and limit > 0 else self.max_output
         self.cmd_id = id_
         self.cmd = Command(command, limit)  # placeholder: BUSY from here on
-        if self.shell is None or not self.shell.alive:
-            if self.shell is not None:
-                self.cwd = self.shell.last_cwd
-                await self.shell.kill()
-            await self.start_shell(restarted=self.shell is not None, reason="the shell had exited")
+        async with self._restart_lock:  # a restart after the previous command's end finishes first
+            if self.shell is None or not self.shell.alive:
+                if self.shell is not None:
+                    self.cwd = self.shell.last_cwd
+                    await self.shell.kill()
+                await self.start_shell(restarted=self.shell is not None, reason="the shell had exited")
         assert self.shell is not None
         if env:
             await self._internal("\n".join(f"builtin export {k}={shlex.quote(v)}" for k, v in env.items()))
@@ -129,10 +131,15 @@ class Host:
             "type": "done", "id": id_, "exit_code": -1 if self.killed else cmd.exit_code, "cwd": self.cwd, "output": output,
             "truncated": truncated, "shell_exited": cmd.shell_exited or self.killed, "killed": self.killed, "note": "",
         })
-        self.cmd = None
-        self.cmd_id = None
-        if (cmd.shell_exited or self.killed) and not self._closing:
-            reason = "killed" if self.killed else f"the shell exited with code {cmd.exit_code}"
+        restart = (cmd.shell_exited or self.killed) and not self._closing
+        reason = "killed" if self.killed else f"the shell exited with code {cmd.exit_code}"
+        if not restart:
+            self.cmd = None
+            self.cmd_id = None
+            return
+        async with self._restart_lock:
+            self.cmd = None  # a run arriving now waits for the lock, then finds the new shell
+            self.cmd_id = None
             await shell.kill()
             self.killed = False
             await self.start_shell(restarted=True, reason=reason)
@@ -172,14 +179,16 @@ class Host:
             with contextlib.suppress(Exception):
                 await self._waiter
         else:
-            self.cwd = shell.cwd_now()
-            await shell.kill()
-            await self.start_shell(restarted=True, reason="killed")
+            async with self._restart_lock:
+                self.cwd = shell.cwd_now()
+                await shell.kill()
+                await self.start_shell(restarted=True, reason="killed")
         if reset:
-            assert self.shell is not None
-            self.cwd = self.workspace
-            await self.shell.kill()
-            await self.start_shell(restarted=True, reason="reset")
+            async with self._restart_lock:
+                assert self.shell is not None
+                self.cwd = self.workspace
+                await self.shell.kill()
+                await self.start_shell(restarted=True, reason="reset")
 
     async def close(self) -> None:
         self._closing = True
