@@ -10,7 +10,14 @@
  *   ESC ] 6973 ; <nonce> ; B BEL             the command's output starts here
  *   ESC ] 6973 ; <nonce> ; D ; <status> BEL  the command ended with <status> (`$?` after it)
  *
- * (the OSC number and layout of the shell engine's markers, docs/protocol.md §3.4.1). xterm.js ignores OSC numbers it does not know, so the marks are invisible in the terminal. What
+ * (the OSC number and layout of the shell engine's markers, docs/protocol.md §3.4.1). A command the
+ * shell aborts (C-c, a syntax error) never reaches the D line; for those, the script also puts a hook
+ * first in the user's PROMPT_COMMAND as VS Code's bash integration keeps it
+ * (`__vsc_original_prompt_command`, run before VS Code's own end sequence), which prints
+ *
+ *   ESC ] 6973 ; <nonce> ; P ; <status> BEL  at the next prompt, before the user's prompt hooks
+ *
+ * so their output never lands in the command's. xterm.js ignores OSC numbers it does not know, so the marks are invisible in the terminal. What
  * comes before B (VS Code's own marks, the command shown to the user) and after D (bash's job notices
  * such as `[1]+ Terminated`, printed after a command and before the next prompt) is not the command's
  * output. The nonce is random per terminal and lives only in the 0600 script, which deletes itself
@@ -44,6 +51,11 @@ export function markedScript(opts: {
   const { script, nonce, commandLine, exportLines, statusFile, shown } = opts;
   return (
     `builtin command rm -f -- ${quoteSh(script)}\n` +
+    // At the prompt, before the user's PROMPT_COMMAND (only when VS Code keeps one for it to run).
+    `__oh_mark_nonce=${nonce}\n` +
+    `if [[ -n "\${__vsc_original_prompt_command[*]-}" && " \${__vsc_original_prompt_command[*]} " != *" __oh_prompt_mark "* ]]; then ` +
+    `__oh_prompt_mark() { builtin printf '\\033]${MARK_OSC};%s;P;%s\\007' "$__oh_mark_nonce" "$?"; }; ` +
+    `__vsc_original_prompt_command=(__oh_prompt_mark "\${__vsc_original_prompt_command[@]}"); fi\n` +
     `builtin printf '\\033[2m%s\\033[0m\\n' ${quoteSh(shown)}\n` +
     `builtin printf '\\033]${MARK_OSC};${nonce};B\\007'\n` +
     exportLines +
@@ -108,7 +120,7 @@ export class MarkScanner {
       if (body[1] === 'B' && this.state === 'before') {
         this.state = 'in';
         this.pre = '';
-      } else if (body[1] === 'D' && this.state === 'in' && /^\d+$/.test(body[2] ?? '')) {
+      } else if ((body[1] === 'D' || body[1] === 'P') && this.state === 'in' && /^\d+$/.test(body[2] ?? '')) {
         this.state = 'after';
         this.status = Number(body[2]);
         return out;
