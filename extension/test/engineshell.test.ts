@@ -102,3 +102,23 @@ test('engine mode: an interpreter that is not there falls back to shell mode, sa
     ex.dispose();
   }
 });
+
+test("engine mode: the backend's user_shell=false (oh start --clean-shell) gives the clean shell even when this window's setting says the user's", { skip }, async () => {
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'oh-engine-home-'));
+  fs.writeFileSync(path.join(home, '.bashrc'), 'export OH_RC_RAN=yes\n');
+  const saved = { HOME: process.env.HOME, SHELL: process.env.SHELL };
+  process.env.HOME = home;
+  process.env.SHELL = '/bin/bash';
+  const ex = new RunExecutor({ log: () => {}, confirmCommands: () => false, terminalMode: () => 'engine', userShell: () => true });
+  try {
+    const user = await ex.execute(run({ command: 'echo "rc=$OH_RC_RAN"', blocking: true }), sig(), { ...ctx(), backend: 'user' });
+    assert.equal(user.content, 'rc=yes\n', 'the user shell read the rc file');
+    const clean = await ex.execute(run({ command: 'echo "rc=$OH_RC_RAN"', blocking: true }), sig(), { ...ctx(), backend: 'clean', userShell: false });
+    assert.equal(clean.content, 'rc=\n', 'the clean shell read none');
+  } finally {
+    ex.dispose();
+    process.env.HOME = saved.HOME;
+    process.env.SHELL = saved.SHELL;
+    fs.rmSync(home, { recursive: true, force: true });
+  }
+});

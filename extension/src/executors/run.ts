@@ -72,6 +72,9 @@ class Slot {
   preferPty = false;
   /** The backend's interpreter (session file `python`), which runs the shell engine host. */
   python: string | undefined;
+  /** The backend's `user_shell` / `shell_startup_timeout` settings, when it sent them (§3.4.1). */
+  backendUserShell: boolean | undefined;
+  startupTimeoutS: number | undefined;
   /** The engine could not start for this terminal: it uses the fallback from now on. */
   engineFailed = false;
   /** Sentences for the next observation of a command run here (e.g. why the engine is not used). */
@@ -185,6 +188,10 @@ export class RunExecutor implements vscode.Disposable {
       this.slots.set(key, slot);
     }
     if (ctx?.python) slot.python = ctx.python;
+    if (ctx) {
+      slot.backendUserShell = ctx.userShell;
+      slot.startupTimeoutS = ctx.shellStartupTimeoutS;
+    }
     return slot;
   }
 
@@ -290,7 +297,9 @@ export class RunExecutor implements vscode.Disposable {
     const engine: EngineShell = new EngineShell({
       python: slot.python!,
       cwd,
-      clean: !(this.deps.userShell?.() ?? true),
+      // The clean shell when the backend says so (`oh start --clean-shell`) or this window's setting does.
+      clean: slot.backendUserShell === false || !(this.deps.userShell?.() ?? true),
+      startupTimeoutS: slot.startupTimeoutS,
       name: slot.name,
       banner: slot.banner,
       log: this.deps.log,
@@ -488,6 +497,8 @@ export class RunExecutor implements vscode.Disposable {
     const extra = new Slot(`${slot.key}#${num}`, slot.backend, slot.shellKey, name, slot.workdir, (s) => this.ensureShell(s));
     extra.num = num;
     extra.python = slot.python;
+    extra.backendUserShell = slot.backendUserShell;
+    extra.startupTimeoutS = slot.startupTimeoutS;
     // Started where the main terminal is now; its own `cd`s and exports stay in it.
     extra.lastCwd = slot.shell?.cwd() ?? slot.lastCwd;
     extra.startDir = extra.lastCwd;
