@@ -31,6 +31,8 @@ CASES: list[dict] = [
     {"name": "echo", "steps": [{"run": "echo hi", "code": 0, "out": "hi\n"}]},
     {"name": "empty output", "steps": [{"run": "true", "code": 0, "out": ""}]},
     {"name": "false", "steps": [{"run": "false", "code": 1, "out": ""}]},
+    {"name": "$? of the previous command", "steps": [{"run": "(exit 3)", "code": 3}, {"run": "echo $?", "code": 0, "out": "3\n"}]},
+    {"name": "set -e with a failing && list keeps the shell", "steps": [{"run": "set -e; false && true", "code": 1}, {"run": "set +e; echo kept", "code": 0, "out": "kept\n"}]},
     {"name": "slow command printing nothing", "steps": [{"run": "sleep 0.3", "code": 0, "out": ""}]},
     {"name": "subshell exit code", "steps": [{"run": "(exit 7)", "code": 7, "out": ""}]},
     {"name": "subshell with output (a VS Code shell-integration defect)",

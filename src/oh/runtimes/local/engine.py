@@ -101,10 +101,12 @@ __oh_pc() {{
   builtin local __oh_st=$? __oh_r=${{__oh_ran-}}
   __oh_ran=
   [[ -n $__oh_r && -n $__oh_snap ]] && builtin export -p >| "$__oh_snap" 2>/dev/null
+  __oh_last=$__oh_st
   builtin printf '\\e]6973;%s;D;%s\\x1f%s\\x1f%s\\a' "$__oh_n" "$__oh_st" "$PWD" "$PATH" >&$__oh_m
   [[ -n $__oh_r && -s $__oh_dbgf ]] && builtin source "$__oh_dbgf"
   builtin return $__oh_st
 }}
+__oh_ret() {{ builtin return "$1"; }}  # the previous command's $? for the next one, as in a terminal
 __oh_x() {{ builtin printf '\\e]6973;%s;X;%s\\x1f%s\\a' "$__oh_n" "$?" "$PWD" >&$__oh_m; }}
 [[ -z $(builtin trap -p EXIT) ]] && builtin trap __oh_x EXIT
 PROMPT_COMMAND="__oh_pc;${{PROMPT_COMMAND:-}}"
@@ -116,6 +118,7 @@ _BASH_RUN = r"""IFS= builtin read -r -d '' -u "$__oh_fd" __oh_cmd
 __oh_ran=1
 case ${PROMPT_COMMAND-} in __oh_pc\;*) ;; *) PROMPT_COMMAND="__oh_pc;${PROMPT_COMMAND-}";; esac
 builtin printf '\e]6973;%s;S\a' "$__oh_n" >&$__oh_m
+__oh_ret "${__oh_last:-0}" && :  # (in an && list: `set -e` does not fire on it)
 builtin eval "$__oh_cmd"
 """
 
@@ -146,9 +149,11 @@ __oh_pc() {{
     __oh_ran=
     [[ -n $__oh_snap ]] && builtin export -p >| "$__oh_snap" 2>/dev/null
   fi
+  __oh_last=$__oh_st
   builtin printf '\\e]6973;%s;D;%s\\x1f%s\\x1f%s\\a' "$__oh_n" "$__oh_st" "$PWD" "$PATH" >&$__oh_m
   builtin return $__oh_st
 }}
+__oh_ret() {{ builtin return "$1"; }}  # the previous command's $? for the next one, as in a terminal
 __oh_x() {{ (( ZSH_SUBSHELL )) || builtin printf '\\e]6973;%s;X;%s\\x1f%s\\a' "$__oh_n" "$?" "$PWD" >&$__oh_m; }}
 builtin typeset -ga precmd_functions zshexit_functions
 __oh_hooks() {{
@@ -171,6 +176,7 @@ _ZSH_RUN = r"""IFS= builtin read -r -d '' -u $__oh_fd __oh_cmd
 __oh_ran=1
 __oh_hooks
 builtin printf '\e]6973;%s;S\a' "$__oh_n" >&$__oh_m
+__oh_ret "${__oh_last:-0}" && :  # (in an && list: `set -e` does not fire on it)
 builtin eval "$__oh_cmd"
 """
 
