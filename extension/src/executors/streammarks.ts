@@ -50,6 +50,9 @@ export function markedScript(opts: {
 }): string {
   const { script, nonce, commandLine, exportLines, statusFile, shown } = opts;
   return (
+    // `$?` as the command line starts is the previous command's status, as in a terminal (saved first,
+    // given back right before the command line; `&& :` keeps a non-zero one from tripping `set -e`).
+    `__oh_prev=$?\n` +
     `builtin command rm -f -- ${quoteSh(script)}\n` +
     // At the prompt, before the user's PROMPT_COMMAND (only when VS Code keeps one for it to run).
     `__oh_mark_nonce=${nonce}\n` +
@@ -59,10 +62,15 @@ export function markedScript(opts: {
     `builtin printf '\\033[2m%s\\033[0m\\n' ${quoteSh(shown)}\n` +
     `builtin printf '\\033]${MARK_OSC};${nonce};B\\007'\n` +
     exportLines +
+    `__oh_ret() { builtin return "$1"; }\n` +
+    `builtin eval "builtin unset __oh_prev; __oh_ret $__oh_prev" && :\n` +
     `${commandLine}\n` +
     // $? of the command line; the script then returns it, so `.` (and VS Code) end with it too.
     `__oh_st=$?; builtin printf '\\033]${MARK_OSC};${nonce};D;%s\\007' "$__oh_st"; ` +
     `builtin printf '%s' "$__oh_st" 2>/dev/null >| ${quoteSh(statusFile)}; ` +
+    // Under `set -e` a non-zero return would end the shell (a terminal's `false && true` does not): 0
+    // then, and the D mark above carries the real status.
+    `case $- in *e*) builtin unset __oh_st; builtin return 0;; esac; ` +
     `builtin eval "builtin unset __oh_st; builtin return $__oh_st"\n`
   );
 }
