@@ -133,6 +133,8 @@ class BackendConfig:
     fd_budget: int | None = None
     # Git-branch mode (docs/protocol.md §3.12): None = off; else the user's choices (protocol.branch.Plan).
     branch: Plan | None = None
+    # Workspace bootstrap (docs/protocol.md §3.13): run .oh/setup.sh (or .openhands/setup.sh) once, before the first action.
+    setup_script: bool = True
 
 
 def _fd_soft_limit() -> int | None:
@@ -179,6 +181,7 @@ class Backend:
         self.runtime = self._make_runtime()
         if config.branch is not None:
             self.runtime = self._branch_guard(self.runtime, config.branch)
+        self.runtime = self._ensure_service(self.runtime)  # outermost: its installs pass every gate inside
         self.runtime.on_job_event = self._job_event
         self.proposals = getattr(self.runtime, "proposals", None)  # the local runtime's ProposalQueue in review mode
         if self.proposals is not None:
@@ -213,6 +216,17 @@ class Backend:
 
         guard_.on_branch_event = switched
         return guard_
+
+    def _ensure_service(self, runtime):
+        from ..runtimes.ensure import EnsureService
+
+        internal = itertools.count(1)
+
+        def new_id() -> int:  # a backend-wide leg id for the service's own run/job actions
+            return self.correlator.start("oh-ensure", next(internal), "internal", time.monotonic()).leg_id
+
+        return EnsureService(runtime, self.workspace, self.allowed_roots, new_id=new_id, release_id=self.correlator.finish,
+                             default_timeout=self.config.action_timeout, setup=self.config.setup_script)
 
     async def start(self) -> None:
         if not auth.is_loopback_host(self.config.host):
