@@ -56,6 +56,7 @@ class Run:
     job_id: str | None = None
     task: asyncio.Task | None = None
     result: dict[str, Any] | None = None
+    has_job: asyncio.Event = field(default_factory=asyncio.Event)  # its job id is known (or it ended)
 
 
 class EnsureService(Runtime):
@@ -125,7 +126,15 @@ class EnsureService(Runtime):
     async def execute(self, action: Action, agent: Hashable) -> dict[str, Any]:
         if action.kind == "job" and action.args.get("job_id") in self._jobs:
             # An install or setup job: whoever asks may follow or cancel it (it is the workspace's).
-            return await self.inner.execute(action, self.ctx)
+            obs = await self.inner.execute(action, self.ctx)
+            if action.args.get("op") == "cancel":
+                # Answer once the run took note: an ensure sent after this answer never joins the cancelled run.
+                ours = [r.task for r in self._runs.values() if r.job_id == action.args["job_id"] and r.task is not None]
+                if self._setup_task is not None and self.setup_state.get("job_id") == action.args["job_id"]:
+                    ours.append(self._setup_task)
+                if ours:
+                    await asyncio.wait(ours, timeout=10)
+            return obs
         note = ""
         if not self._setup_open and action.kind != "job":
             note = await self._setup_gate(action)
@@ -207,9 +216,16 @@ class EnsureService(Runtime):
                 self._runs[key] = run
                 runs.append(run)
                 results.append(run)
+        budget = max((action.timeout if action.timeout is not None else self.default_timeout) - 1.0, MIN_WAIT)
         if runs and args.get("wait", True):
-            budget = action.timeout if action.timeout is not None else self.default_timeout
-            await asyncio.wait([r.task for r in runs if r.task is not None], timeout=max(budget - 1.0, MIN_WAIT))
+            await asyncio.wait([r.task for r in runs if r.task is not None], timeout=budget)
+        elif runs:  # no waiting for the install, only for its job id (the background run answers at once)
+            waits = [asyncio.ensure_future(r.has_job.wait()) for r in runs]
+            try:
+                await asyncio.wait(waits, timeout=budget)
+            finally:
+                for w in waits:
+                    w.cancel()
         out = [r if isinstance(r, dict) else self._view(r) for r in results]
         other = [{"file": f, "why": why} for f, why in plan.other]
         took = round(time.monotonic() - t0, 4)
@@ -231,7 +247,11 @@ class EnsureService(Runtime):
         try:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(stamp)  # from here until success the environment is not trusted
-            record, tail, error = await self._job(step.command, run.path, lambda jid: setattr(run, "job_id", jid))
+            def started(jid: str) -> None:
+                run.job_id = jid
+                run.has_job.set()
+
+            record, tail, error = await self._job(step.command, run.path, started)
             state = (record or {}).get("state")
             result = {**base, "job_id": run.job_id, "exit_code": (record or {}).get("exit_code"),
                       "duration_s": round(time.monotonic() - run.started, 3)}
@@ -246,11 +266,13 @@ class EnsureService(Runtime):
                     result["error"] = error
         except asyncio.CancelledError:
             run.result = {**base, "state": "lost", "job_id": run.job_id, "error": "the backend is stopping"}
+            run.has_job.set()
             raise
         except Exception as exc:  # noqa: BLE001 - reported to the agents waiting, never a crash
             log.exception("ensure %s in %s failed", step.target, run.path)
             result = {**base, "state": "failed", "job_id": run.job_id, "error": f"{type(exc).__name__}: {str(exc)[:300]}"}
         run.result = result
+        run.has_job.set()
 
     async def _probe(self, tool: str, argv: list[str]) -> tuple[str | None, str]:
         """(first line, second line or first line) of ``tool argv``: an interpreter's real path and version.
