@@ -289,3 +289,25 @@ async def test_no_setup_script_no_note_and_setup_can_be_off(make_backend, worksp
         await ws.close()
     finally:
         await stop(b, task)
+
+
+def _uv() -> str | None:
+    here = os.path.join(os.path.dirname(__import__("sys").executable), "uv")  # the test venv's (pip install .[test])
+    return shutil.which("uv") or (here if os.access(here, os.X_OK) else None)
+
+
+@pytest.mark.skipif(_uv() is None, reason="uv is not installed")
+async def test_with_uv_the_venv_and_install_use_uv(make_backend, workspace):
+    python_project(workspace)
+    b, task = await backend(make_backend, workspace, "local")
+    uv = _uv()
+    b.runtime._which = lambda tool: uv if tool == "uv" else shutil.which(tool)
+    try:
+        ws = await agent(b)
+        py = target(await ask(ws, "ensure"), "python")
+        assert py["state"] == "ready" and py["installer"] == "uv-pip" and f"{uv} venv --python" in py["command"], py
+        assert (await ask(ws, "run", command=".venv/bin/python -c 'import ohtiny; print(ohtiny.VALUE)'"))["content"].strip() == "0.1"
+        assert target(await ask(ws, "ensure"), "python")["did"] == "nothing"
+        await ws.close()
+    finally:
+        await stop(b, task)
