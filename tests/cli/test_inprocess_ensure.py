@@ -37,3 +37,15 @@ def test_ready_once_then_a_noop_and_the_exit_codes(here):
     assert r.code == 1 and "Environment NOT ready" in r.out and "will be redone" in r.out, r
     r = invoke(ensure.run_ensure, path="/")
     assert r.code == 6 and "PATH_DENIED" in r.err
+
+
+@pytest.mark.parametrize("setting", ["true", "false"])
+def test_the_setup_script_setting_reaches_the_backend(here, setting):
+    from oh.commands import agent
+
+    (here.workspace / ".oh").mkdir()
+    (here.workspace / ".oh" / "setup.sh").write_text("echo ran > setup-ran.txt\n")
+    here("config", "set", "setup_script", setting, check=0)
+    here.start("local")
+    r = invoke(agent.run_run, command=["test", "-e", "setup-ran.txt"])
+    assert r.code == (0 if setting == "true" else 1), r
