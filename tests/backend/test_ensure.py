@@ -135,6 +135,21 @@ async def test_node_project_npm_ci_then_noop_then_lockfile_change(make_backend, 
         await stop(b, task)
 
 
+async def test_a_node_package_without_dependencies_is_ready_then_a_noop(make_backend, workspace):
+    (workspace / "package.json").write_text('{"name": "empty", "version": "1.0.0"}')
+    (workspace / "package-lock.json").write_text(json.dumps({"name": "empty", "version": "1.0.0", "lockfileVersion": 3, "requires": True,
+                                                             "packages": {"": {"name": "empty", "version": "1.0.0"}}}))
+    b, task = await backend(make_backend, workspace, "local")
+    try:
+        ws = await agent(b)
+        first = target(await ask(ws, "ensure"), "node")
+        assert first["state"] == "ready" and first["did"] == "installed", first  # npm ci made no node_modules: the backend did
+        assert target(await ask(ws, "ensure"), "node")["did"] == "nothing"
+        await ws.close()
+    finally:
+        await stop(b, task)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("runtime", ["local", "vscode"])
 async def test_two_agents_at_once_share_one_install_and_the_live_view_sees_one_job(make_backend, workspace, runtime):

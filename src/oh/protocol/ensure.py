@@ -112,7 +112,7 @@ class Step:
     command: str = ""
     stamp: Mapping[str, Any] = field(default_factory=dict)
     ready: Mapping[str, str] = field(default_factory=dict)  # interpreter / bin, relative to the project
-    check: str = ""  # what must exist after a successful run (else it did not really work)
+    check: str = ""  # what must exist after a successful run (else it did not really work); "" = nothing
     inputs: tuple[str, ...] = ()
     installer: str = ""
 
@@ -253,7 +253,8 @@ def _node(f: Facts, force: bool) -> Step | None:
         why = "inputs changed: " + ", ".join(inputs)
     if lock is None:
         why += " (no lockfile: versions are not pinned; nothing is written to the repository)"
-    return Step("node", "install", why, command, stamp_of("node", env, deps), ready, NODE_MODULES, inputs, tool)
+    # No check: a package without dependencies gets no node_modules from npm ci (the backend creates it for the stamp).
+    return Step("node", "install", why, command, stamp_of("node", env, deps), ready, "", inputs, tool)
 
 
 # --------------------------------------------------------------------------- answers

@@ -52,6 +52,7 @@ class Run:
 
     path: str
     step: rules.Step
+    agent: str = "agent"  # the name of the agent whose ensure started it
     started: float = field(default_factory=time.monotonic)
     job_id: str | None = None
     task: asyncio.Task | None = None
@@ -146,20 +147,22 @@ class EnsureService(Runtime):
             _prepend(obs, note)
         return obs
 
-    async def _call(self, kind: str, args: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
-        """One ordinary action of ours through the wrapped runtime (and whatever gate it holds)."""
+    async def _call(self, kind: str, args: dict[str, Any], timeout: float | None = None, who: str | None = None) -> dict[str, Any]:
+        """One ordinary action of ours through the wrapped runtime (and whatever gate it holds), in the
+        ``oh-ensure`` shell; ``who``: the name shown for it (consent questions, the live view)."""
         leg = self._new_id()
+        ctx = self.ctx if who is None else AgentContext(id=SHELL_KEY, name=who, workdir=self.workspace, shell=SHELL_KEY)
         try:
             raw: dict[str, Any] = {"id": leg, "action": kind, "args": args}
             if timeout is not None:
                 raw["timeout"] = timeout
-            return await self.inner.execute(parse_action(raw), self.ctx)
+            return await self.inner.execute(parse_action(raw), ctx)
         finally:
             self._release_id(leg)
 
-    async def _job(self, command: str, cwd: str, on_started: Callable[[str], None]) -> tuple[dict[str, Any] | None, str, str]:
+    async def _job(self, command: str, cwd: str, on_started: Callable[[str], None], who: str) -> tuple[dict[str, Any] | None, str, str]:
         """Run ``command`` as a background job and wait for its end: (job record, output tail, error text)."""
-        obs = await self._call("run", {"command": command, "background": True, "cwd": cwd})
+        obs = await self._call("run", {"command": command, "background": True, "cwd": cwd}, who=who)
         md = (obs.get("extras") or {}).get("metadata") or {}
         jid = md.get("job_id") if obs.get("observation") == "run" else None
         if not jid:
@@ -211,7 +214,7 @@ class EnsureService(Runtime):
             elif step.action == "refuse":
                 results.append({"target": step.target, "state": "refused", "why": step.why, "installer": step.installer})
             else:
-                run = Run(path, step)
+                run = Run(path, step, agent.name)
                 run.task = asyncio.ensure_future(self._install(run))
                 self._runs[key] = run
                 runs.append(run)
@@ -251,11 +254,12 @@ class EnsureService(Runtime):
                 run.job_id = jid
                 run.has_job.set()
 
-            record, tail, error = await self._job(step.command, run.path, started)
+            record, tail, error = await self._job(step.command, run.path, started, f"ensure for {run.agent}")
             state = (record or {}).get("state")
             result = {**base, "job_id": run.job_id, "exit_code": (record or {}).get("exit_code"),
                       "duration_s": round(time.monotonic() - run.started, 3)}
-            if state == "SUCCEEDED" and os.path.exists(os.path.join(run.path, step.check)):
+            if state == "SUCCEEDED" and (not step.check or os.path.exists(os.path.join(run.path, step.check))):
+                os.makedirs(env_dir, exist_ok=True)  # npm ci of a package without dependencies makes none
                 write_stamp(stamp, step.stamp)
                 result.update(state="ready", did="installed", ready=dict(step.ready))
             elif state == "SUCCEEDED":
@@ -324,7 +328,7 @@ class EnsureService(Runtime):
         self.setup_state = {"state": "RUNNING", "script": script}
         try:
             record, tail, error = await self._job(f"bash {shlex.quote(script)}", self.workspace,
-                                                  lambda jid: self.setup_state.update(job_id=jid))
+                                                  lambda jid: self.setup_state.update(job_id=jid), "workspace setup")
         except Exception as exc:  # noqa: BLE001 - a failed setup is told to the agent, never a crash
             log.exception("setup script failed to run")
             record, tail, error = None, "", f"{type(exc).__name__}: {exc}"
