@@ -1,4 +1,4 @@
-"""Issue 22 through a real backend (docs/protocol.md §3.13): the `ensure` action on a real Python project
+"""Issue 22 through a real backend (docs/protocol.md §3.14): the `ensure` action on a real Python project
 (venv + pip from a local wheel: no index) and a real Node project (npm ci of a `file:` dependency: no
 registry), stamps (a second call is a no-op, a changed input re-runs only its target, an interrupted
 install is redone), two agents sharing one install, job routing, and the setup script, in both

@@ -1,4 +1,4 @@
-"""Workspace bootstrap in a real VS Code (docs/protocol.md §3.13): the repository's `.oh/setup.sh` runs
+"""Workspace bootstrap in a real VS Code (docs/protocol.md §3.14): the repository's `.oh/setup.sh` runs
 once, as a job in a terminal of its own, before the first action; `oh ensure` installs a real npm project
 (a `file:` dependency, no registry) as a job in a VS Code terminal, and a second `oh ensure` is a no-op."""
 

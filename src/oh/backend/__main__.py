@@ -105,7 +105,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--repeat-limit", type=int, default=0)
     p.add_argument("--repeat-action", choices=("note", "skip"), default="note")
     p.add_argument("--setup-script", type=lambda v: v.strip().lower() in ("1", "true", "yes", "on"), default=True,
-                   help="run .oh/setup.sh once before the first action (docs/protocol.md §3.13)")
+                   help="run .oh/setup.sh once before the first action (docs/protocol.md §3.14)")
     # Git-branch mode (docs/protocol.md §3.12): off unless --branch; the launcher passes the user's choices.
     p.add_argument("--branch", choices=("off", "on"), default="off")
     p.add_argument("--branch-name", default=None, help="the feature branch (default: an automatic oh/<date>-<time>-<agent>)")

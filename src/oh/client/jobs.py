@@ -5,7 +5,7 @@ the methods both clients gain (``Client`` awaits them, ``SyncClient`` blocks).
     job = obs.job_id                                   # "j3"
     done = client.job_wait(job, timeout=600)           # job observation: done.job["state"], ["exit_code"]
     part = client.job_output(job, offset=0)            # part.content, part.extras["next_offset"]
-    env = client.ensure()                              # workspace bootstrap (§3.13): env.extras["state"] == "ready"
+    env = client.ensure()                              # workspace bootstrap (§3.14): env.extras["state"] == "ready"
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def follow_up(command: str, job_id: str, *, is_input: bool = False, timeout: flo
 
 def ensure(*, targets: list[str] | None = None, path: str | None = None, wait: bool = True, force: bool = False,
            timeout: float | None = None) -> dict[str, Any]:
-    """The ``ensure`` action (docs/protocol.md §3.13): bring the project's environments to ready."""
+    """The ``ensure`` action (docs/protocol.md §3.14): bring the project's environments to ready."""
     args: dict[str, Any] = {}
     if targets:
         args["targets"] = list(targets)

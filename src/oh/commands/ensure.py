@@ -1,4 +1,4 @@
-"""``oh ensure``: make the workspace's environments ready (docs/protocol.md §3.13).
+"""``oh ensure``: make the workspace's environments ready (docs/protocol.md §3.14).
 
 One ``ensure`` action through the backend (``oh.fastpath.verbs.exchange``, the agent verbs' wire
 code): Python (``.venv`` from uv.lock / poetry.lock / requirements*.txt / pyproject.toml) and Node

@@ -156,7 +156,7 @@ TOOLS: list[dict[str, Any]] = [
     },
 ]
 TOOLS.extend(knowledge_tools.TOOLS)  # diagnostics, open, editors, symbols, definition, references (§3.6)
-TOOLS.extend(job_tools.TOOLS)  # jobs, job, stat (§3.8-§3.9), ensure (§3.13)
+TOOLS.extend(job_tools.TOOLS)  # jobs, job, stat (§3.8-§3.9), ensure (§3.14)
 TOOL_NAMES = [t["name"] for t in TOOLS]
 _SCHEMAS = {t["name"]: t["inputSchema"] for t in TOOLS}
 

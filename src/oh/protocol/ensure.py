@@ -1,4 +1,4 @@
-"""Workspace bootstrap (docs/protocol.md §3.13): the ``ensure`` action's rules, pure.
+"""Workspace bootstrap (docs/protocol.md §3.14): the ``ensure`` action's rules, pure.
 
 ``plan(facts)`` says what to run for a project directory given what is on disk (the input files'
 hashes, the tools found, the environments' health, the stamps they carry): for each target

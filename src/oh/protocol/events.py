@@ -182,7 +182,7 @@ def parse_action(obj: Any) -> Action:
         _check_run_args(args, cause)
     elif kind == "job":
         _check_job_args(args, cause)
-    elif kind == "ensure":  # workspace bootstrap (§3.13)
+    elif kind == "ensure":  # workspace bootstrap (§3.14)
         check_ensure_args(args, cause)
     else:  # read, write, edit, stat: a file path
         _check_path_args(args, cause)
@@ -416,7 +416,7 @@ def job_observation(cause: int | None, op: str, content: str, extras: dict[str, 
 
 
 def ensure_observation(cause: int | None, content: str, extras: dict[str, Any]) -> dict[str, Any]:
-    """Our own kind: the answer to an ``ensure`` action (docs/protocol.md §3.13)."""
+    """Our own kind: the answer to an ``ensure`` action (docs/protocol.md §3.14)."""
     return _obs("ensure", cause, content, "Workspace environment checked.", extras)
 
 

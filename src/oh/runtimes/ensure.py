@@ -1,4 +1,4 @@
-"""Workspace bootstrap around any runtime (docs/protocol.md §3.13): the ``ensure`` action and the
+"""Workspace bootstrap around any runtime (docs/protocol.md §3.14): the ``ensure`` action and the
 repository's setup script.
 
 ``EnsureService`` wraps the runtime the way ``BranchGuard`` does. It answers ``ensure`` itself: it

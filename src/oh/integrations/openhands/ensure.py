@@ -1,4 +1,4 @@
-"""``ensure_environment``: an SDK tool for oh's workspace bootstrap (docs/protocol.md §3.13).
+"""``ensure_environment``: an SDK tool for oh's workspace bootstrap (docs/protocol.md §3.14).
 
 Agents re-run ``pip install -r requirements.txt`` / ``npm install`` again and again, or run tests on a
 half-finished install. This tool asks the backend once: it makes ``.venv`` / ``node_modules`` ready
