@@ -37,7 +37,7 @@ from ..protocol import ensure as rules
 from ..protocol.errors import ErrorId
 from ..protocol.events import Action, ensure_observation, error_observation, parse_action
 from ..protocol.paths import within_any
-from .base import AgentContext, Runtime, as_context
+from .base import AgentContext, Runtime, Switch, as_context
 
 log = logging.getLogger("oh.runtimes.ensure")
 
@@ -104,7 +104,21 @@ class EnsureService(Runtime):
     def on_job_event(self, callback) -> None:
         self.inner.on_job_event = callback
 
+    @property
+    def proposals(self):  # type: ignore[override]
+        return self.inner.proposals
+
+    def deadline_allowance(self, action: Action) -> float:
+        return self.inner.deadline_allowance(action)
+
+    def review_elsewhere(self) -> str | None:
+        return self.inner.review_elsewhere()
+
+    def branch_switch(self) -> Switch:
+        return self.inner.branch_switch()
+
     def __getattr__(self, attr: str) -> Any:
+        # Runtime-specific entry points (editor_gone, jobs, describe...) reach the wrapped runtime unchanged.
         return getattr(self.inner, attr)
 
     async def start(self) -> None:
