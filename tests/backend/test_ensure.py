@@ -326,3 +326,21 @@ async def test_with_uv_the_venv_and_install_use_uv(make_backend, workspace):
         await ws.close()
     finally:
         await stop(b, task)
+
+
+async def test_an_environment_linked_outside_the_roots_is_refused_not_written_to(make_backend, workspace, tmp_path):
+    python_project(workspace)
+    outside = tmp_path / "elsewhere"
+    (outside / "bin").mkdir(parents=True)
+    (workspace / ".venv").symlink_to(outside)
+    (outside / ".oh-ensure.json").write_text("keep me")
+    b, task = await backend(make_backend, workspace, "local")
+    try:
+        ws = await agent(b)
+        obs = await ask(ws, "ensure")
+        py = target(obs, "python")
+        assert py["state"] == "failed" and "outside the allowed roots" in py["error"] and "job_id" in py and py["job_id"] is None, py
+        assert (outside / ".oh-ensure.json").read_text() == "keep me"
+        await ws.close()
+    finally:
+        await stop(b, task)

@@ -28,6 +28,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import tempfile
 import time
 import tomllib
 from dataclasses import dataclass, field
@@ -262,6 +263,8 @@ class EnsureService(Runtime):
         stamp = os.path.join(env_dir, rules.STAMP_NAME)
         base = {"target": step.target, "command": step.command, "why": step.why, "installer": step.installer, "inputs": list(step.inputs)}
         try:
+            if os.path.lexists(env_dir) and not self._allowed(os.path.realpath(env_dir)):
+                raise ValueError(f"{env_dir} leads outside the allowed roots (a symlink?); remove it and call ensure again")
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(stamp)  # from here until success the environment is not trusted
             def started(jid: str) -> None:
@@ -274,6 +277,8 @@ class EnsureService(Runtime):
                       "duration_s": round(time.monotonic() - run.started, 3)}
             if state == "SUCCEEDED" and (not step.check or os.path.exists(os.path.join(run.path, step.check))):
                 os.makedirs(env_dir, exist_ok=True)  # npm ci of a package without dependencies makes none
+                if not self._allowed(os.path.realpath(env_dir)):  # replaced by a link during the install
+                    raise ValueError(f"{env_dir} leads outside the allowed roots (a symlink?); no stamp written")
                 write_stamp(stamp, step.stamp)
                 result.update(state="ready", did="installed", ready=dict(step.ready))
             elif state == "SUCCEEDED":
@@ -398,12 +403,18 @@ def read_stamp(path: str) -> dict[str, Any] | None:
 
 
 def write_stamp(path: str, stamp: Any) -> None:
-    """Atomically (a temporary file renamed): a stamp is either whole or absent."""
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(dict(stamp), fh)
-        fh.write("\n")
-    os.replace(tmp, path)
+    """Atomically (a new temporary file, created exclusively, renamed): a stamp is either whole or absent."""
+    fd, tmp = tempfile.mkstemp(prefix=".oh-ensure.", suffix=".tmp", dir=os.path.dirname(path))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(dict(stamp), fh)
+            fh.write("\n")
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def _prepend(obs: dict[str, Any], line: str) -> None:
