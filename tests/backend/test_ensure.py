@@ -344,3 +344,21 @@ async def test_an_environment_linked_outside_the_roots_is_refused_not_written_to
         await ws.close()
     finally:
         await stop(b, task)
+
+
+async def test_the_setup_note_never_lands_in_a_files_content(make_backend, workspace):
+    (workspace / ".oh").mkdir()
+    (workspace / ".oh" / "setup.sh").write_text("exit 2\n")
+    (workspace / "a.txt").write_text("exact content\n")
+    b, task = await backend(make_backend, workspace, "local")
+    try:
+        ws = await agent(b)
+        read = await ask(ws, "read", path="a.txt")
+        assert read["content"] == "exact content\n"  # the script ran first, but a read carries no note
+        run = await ask(ws, "run", command="true")
+        assert "setup script .oh/setup.sh FAILED" in run["extras"]["metadata"]["prefix"]  # told with the next answer instead
+        again = await ask(ws, "run", command="true")
+        assert "setup script" not in again["extras"]["metadata"]["prefix"]
+        await ws.close()
+    finally:
+        await stop(b, task)

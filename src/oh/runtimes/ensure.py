@@ -151,15 +151,14 @@ class EnsureService(Runtime):
                 if ours:
                     await asyncio.wait(ours, timeout=10)
             return obs
-        note = ""
         if not self._setup_open and action.kind != "job":
-            note = await self._setup_gate(action)
+            await self._setup_wait(action)
         if action.kind == "ensure":
             obs = await self._ensure(action, as_context(agent))
         else:
             obs = await self.inner.execute(action, agent)
-        if note:
-            _prepend(obs, note)
+        if not self._setup_open:
+            self._tell_setup(obs)
         return obs
 
     async def _call(self, kind: str, args: dict[str, Any], timeout: float | None = None, who: str | None = None) -> dict[str, Any]:
@@ -324,20 +323,25 @@ class EnsureService(Runtime):
                 return rel
         return None
 
-    async def _setup_gate(self, action: Action) -> str:
+    async def _setup_wait(self, action: Action) -> None:
+        """Before an action: start the script (once) and wait for it, at most half the action's budget."""
         if self._setup_task is None:
             self._setup_task = asyncio.ensure_future(self._setup())
         if not self._setup_task.done():
             budget = action.timeout if action.timeout is not None else self.default_timeout
             await asyncio.wait([self._setup_task], timeout=max(budget / 2, MIN_WAIT))
-        if not self._setup_task.done():
-            if self._setup_told_running:
-                return ""
+        if not self._setup_task.done() and not self._setup_told_running:
             self._setup_told_running = True
-            return rules.setup_note(self.setup_state.get("script", ""), {**self.setup_state, "state": "RUNNING"})
-        notes, self._setup_notes = self._setup_notes, []
-        self._setup_open = True  # from now on actions pass straight through
-        return "\n".join(notes)
+            self._setup_notes.append(rules.setup_note(self.setup_state.get("script", ""), {**self.setup_state, "state": "RUNNING"}))
+
+    def _tell_setup(self, obs: dict[str, Any]) -> None:
+        """The pending notes go into this observation, unless it is a file's content (a read: the note would
+        read as part of the file); once the script ended and all was told, actions pass straight through."""
+        if self._setup_notes and obs.get("observation") != "read":
+            notes, self._setup_notes = self._setup_notes, []
+            _prepend(obs, "\n".join(notes))
+        if self._setup_task is not None and self._setup_task.done() and not self._setup_notes:
+            self._setup_open = True
 
     async def _setup(self) -> None:
         script = self.find_setup()
