@@ -150,10 +150,11 @@ async def test_a_node_package_without_dependencies_is_ready_then_a_noop(make_bac
         await stop(b, task)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("runtime", ["local", "vscode"])
-async def test_two_agents_at_once_share_one_install_and_the_live_view_sees_one_job(make_backend, workspace, runtime):
-    python_project(workspace)
+async def test_two_agents_at_once_share_one_install_and_the_live_view_sees_one_job(make_backend, workspace, runtime, tmp_path):
+    handler, server, wheel = _stall_server(tmp_path)
+    (workspace / "requirements.txt").write_text(f"ohtiny @ http://127.0.0.1:{server.server_port}/{wheel.name}\n")
+    (workspace / "empty").mkdir()
     b, task = await backend(make_backend, workspace, runtime)
     started: list[dict] = []
     inner = b.runtime.on_job_event
@@ -166,14 +167,37 @@ async def test_two_agents_at_once_share_one_install_and_the_live_view_sees_one_j
     b.runtime.on_job_event = spy
     try:
         a1, a2 = await agent(b, **{"X-OH-Agent": "one"}), await agent(b, **{"X-OH-Agent": "two"})
-        r1, r2 = await asyncio.gather(ask(a1, "ensure"), ask(a2, "ensure"))
+        await ask(a1, "ensure", path="empty")  # the interpreter's identity is probed once; from here nothing waits before the join
+        mon = await connect(f"ws://127.0.0.1:{b.port}/v1/monitor", additional_headers={"Authorization": f"Bearer {TOKEN}"})
+        i1, i2 = await send(a1, "ensure"), await send(a2, "ensure")
+        # The install cannot end before the release: both asks are in (their action_started seen) first.
+        seen = set()
+        while len(seen) < 2:
+            frame = json.loads(await asyncio.wait_for(mon.recv(), 60))
+            if frame.get("event") == "action_started" and frame.get("kind") == "ensure":
+                seen.add(frame["agent_id"])
+        assert await asyncio.to_thread(handler.asked.wait, 120), "pip never asked for the wheel"
+        handler.release.set()
+        r1, r2 = [json.loads(await asyncio.wait_for(ws.recv(), 300)) for ws in (a1, a2)]
+        assert (r1["cause"], r2["cause"]) == (i1, i2)
         p1, p2 = target(r1, "python"), target(r2, "python")
-        assert p1["state"] == p2["state"] == "ready" and p1["job_id"] == p2["job_id"]
+        assert p1["state"] == p2["state"] == "ready" and p1["did"] == p2["did"] == "installed" and p1["job_id"] == p2["job_id"], (p1, p2)
         assert len([j for j in started if "pip install" in str(j.get("command") or j.get("summary"))]) == 1, started
+        await mon.close()
         await a1.close()
         await a2.close()
     finally:
+        handler.release.set()
+        server.shutdown()
         await stop(b, task)
+
+
+def _stall_server(tmp_path):
+    wheel = make_wheel(tmp_path / "dist")
+    handler = type("Stall", (_Stall,), {"wheel": wheel.read_bytes(), "asked": threading.Event(), "release": threading.Event()})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return handler, server, wheel
 
 
 class _Stall(BaseHTTPRequestHandler):
@@ -199,10 +223,7 @@ class _Stall(BaseHTTPRequestHandler):
 @pytest.mark.slow
 @pytest.mark.parametrize("runtime", ["local", "vscode"])
 async def test_an_interrupted_install_is_not_trusted_and_is_redone(make_backend, workspace, runtime, tmp_path):
-    wheel = make_wheel(tmp_path / "dist")
-    handler = type("Stall", (_Stall,), {"wheel": wheel.read_bytes(), "asked": threading.Event(), "release": threading.Event()})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    handler, server, wheel = _stall_server(tmp_path)
     (workspace / "requirements.txt").write_text(f"ohtiny @ http://127.0.0.1:{server.server_port}/{wheel.name}\n")
     b, task = await backend(make_backend, workspace, runtime)
     try:

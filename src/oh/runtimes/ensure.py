@@ -84,7 +84,7 @@ class EnsureService(Runtime):
         self.ctx = AgentContext(id=SHELL_KEY, name="oh ensure", workdir=self.workspace, shell=SHELL_KEY)
         self._runs: dict[tuple[str, str], Run] = {}
         self._jobs: set[str] = set()  # job ids this service started (their `job` ops are routed to its shell)
-        self._probes: dict[tuple[str, str], tuple[str, str]] = {}  # (tool, path) -> (real path, version)
+        self._probes: dict[tuple[str, str], asyncio.Future] = {}  # (tool, path) -> (real path, version), once
         # Setup script: None = not started; the task runs it once per backend.
         self._setup_open = not setup  # True once the script ended (or there is none) and its note was told
         self._setup_task: asyncio.Task | None = None
@@ -298,13 +298,13 @@ class EnsureService(Runtime):
 
     async def _probe(self, tool: str, argv: list[str]) -> tuple[str | None, str]:
         """(first line, second line or first line) of ``tool argv``: an interpreter's real path and version.
-        Once per tool path and backend: a no-op ensure runs no process."""
+        Once per tool path and backend (concurrent first calls share one probe): a no-op ensure runs no process."""
         path = self._which(tool)
         if path is None:
             return None, ""
         key = (tool, path)
-        hit = self._probes.get(key)
-        if hit is None:
+        probe = self._probes.get(key)
+        if probe is None:
             def run() -> tuple[str, str]:
                 try:
                     out = subprocess.run([path, *argv], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL).stdout.split()
@@ -312,7 +312,8 @@ class EnsureService(Runtime):
                     return "", ""
                 return (out[0], out[1]) if len(out) >= 2 else (path, out[0]) if out else ("", "")
 
-            hit = self._probes[key] = await asyncio.to_thread(run)
+            probe = self._probes[key] = asyncio.ensure_future(asyncio.to_thread(run))
+        hit = probe.result() if probe.done() else await asyncio.shield(probe)
         first, version = hit
         return (first or None), version
 
