@@ -383,3 +383,24 @@ async def test_the_setup_note_never_lands_in_a_files_content(make_backend, works
         await ws.close()
     finally:
         await stop(b, task)
+
+
+@pytest.mark.parametrize("runtime", ["local", "vscode"])
+async def test_a_long_setup_script_is_named_to_the_agent_who_may_answer_it(make_backend, workspace, runtime):
+    (workspace / ".oh").mkdir()
+    (workspace / ".oh" / "setup.sh").write_text('echo "continue?"; read answer; echo "got $answer"\n')
+    b, task = await backend(make_backend, workspace, runtime)
+    try:
+        ws = await agent(b)
+        first = await ask(ws, "run", timeout=2, command="echo first")  # waits at most half its time for the script
+        prefix = first["extras"]["metadata"]["prefix"]
+        assert first["content"] == "first\n" and "setup script .oh/setup.sh is still running as job" in prefix, prefix
+        jid = prefix.split("as job ")[1].split(":")[0]
+        await ask(ws, "run", command="yes", is_input=True, job_id=jid)  # its input, from the agent's connection
+        done = await ask(ws, "job", op="wait", job_id=jid, timeout=30)
+        assert done["extras"]["job"]["state"] == "SUCCEEDED" and "got yes" in done["content"], done
+        later = await ask(ws, "run", command="echo later")
+        assert "setup script .oh/setup.sh ran as job" in later["extras"]["metadata"]["prefix"]  # its end, told once
+        await ws.close()
+    finally:
+        await stop(b, task)
