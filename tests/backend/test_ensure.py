@@ -305,6 +305,8 @@ async def test_setup_script_runs_once_before_the_first_action_and_a_failure_is_t
         assert "setup script" not in second["content"] and "ran" in second["content"]
         third = await ask(ws, "run", command="cat setup-count.txt")
         assert third["content"] == "ran\n" and "setup script" not in third["extras"]["metadata"]["prefix"]  # not retried
+        setup = b.status()["setup"]
+        assert setup["script"] == script and setup["state"] == "FAILED" and setup["exit_code"] == 3, setup
         jid = prefix.split("as job ")[1].split()[0]
         out = await ask(ws, "job", op="output", job_id=jid)  # its whole output, from any agent
         assert "setting up" in out["content"] and out["extras"]["job"]["exit_code"] == 3

@@ -334,6 +334,7 @@ class Backend:
             "agents": self.agent_desk.describe(),
             "stats": {"done": self.stats["done"], "pending": len(self.correlator), "errors": self.stats["errors"]},
             **({"branch": self.runtime.describe()} if self.config.branch is not None else {}),
+            **({"setup": dict(self.runtime.setup_state)} if self.runtime.setup_state.get("script") else {}),  # §3.14
             "review": self.config.review,
             **({"proposals": len(self.proposals.pending)} if self.proposals is not None else {}),
         }
