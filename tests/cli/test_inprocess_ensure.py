@@ -49,3 +49,20 @@ def test_the_setup_script_setting_reaches_the_backend(here, setting):
     here.start("local")
     r = invoke(agent.run_run, command=["test", "-e", "setup-ran.txt"])
     assert r.code == (0 if setting == "true" else 1), r
+
+
+@pytest.mark.skipif(shutil.which("npm") is None, reason="npm is needed (extension/e2e/setup.sh installs it)")
+def test_no_wait_prints_the_job_and_oh_jobs_wait_follows_it(here):
+    from oh.commands import jobs
+
+    node_project(here.workspace)
+    here.start("local")
+    r = invoke(ensure.run_ensure, no_wait=True, json_=True)
+    node = json.loads(r.out)["extras"]["targets"][0]
+    assert r.code == 0 and node["state"] in ("running", "ready") and node["job_id"], r
+    w = invoke(jobs.run_wait, job_id=node["job_id"], timeout=120)  # a job of the backend's oh-ensure shell, reachable from the CLI
+    assert w.code == 0, w
+    r = invoke(ensure.run_ensure)  # joins the run if it has not written its stamp yet, else finds it
+    assert r.code == 0 and r.out.startswith("Environment ready"), r
+    r = invoke(ensure.run_ensure)
+    assert r.code == 0 and "nothing to do" in r.out, r
