@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
