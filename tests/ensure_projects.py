@@ -54,3 +54,16 @@ def node_project(root: Path, *, lock: bool = True) -> Path:
         subprocess.run(["npm", "install", "--package-lock-only", "--no-audit", "--no-fund", "--offline"], cwd=root, check=True,
                        capture_output=True, timeout=120)
     return root
+
+
+def uv_project(root: Path, uv: str) -> Path:
+    """pyproject.toml (a virtual project: nothing to build) depending on a local wheel, locked by uv (offline)."""
+    root.mkdir(parents=True, exist_ok=True)
+    wheel = make_wheel(root / "wheels")
+    (root / "pyproject.toml").write_text(
+        '[project]\nname = "uvp"\nversion = "0.1.0"\nrequires-python = ">=3.8"\ndependencies = ["ohtiny"]\n\n'
+        '[tool.uv]\npackage = false\n\n'
+        f'[tool.uv.sources]\nohtiny = {{ path = "wheels/{wheel.name}" }}\n'
+    )
+    subprocess.run([uv, "lock", "--offline"], cwd=root, check=True, capture_output=True, timeout=120)
+    return root

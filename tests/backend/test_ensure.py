@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from websockets.asyncio.client import connect
 
-from ensure_projects import make_wheel, node_project, python_project
+from ensure_projects import make_wheel, node_project, python_project, uv_project
 
 from .conftest import TOKEN
 from .peers import serve_headless
@@ -402,6 +402,27 @@ async def test_a_long_setup_script_is_named_to_the_agent_who_may_answer_it(make_
         assert done["extras"]["job"]["state"] == "SUCCEEDED" and "got yes" in done["content"], done
         later = await ask(ws, "run", command="echo later")
         assert "setup script .oh/setup.sh ran as job" in later["extras"]["metadata"]["prefix"]  # its end, told once
+        await ws.close()
+    finally:
+        await stop(b, task)
+
+
+@pytest.mark.skipif(_uv() is None, reason="uv is not installed")
+async def test_a_uv_lock_project_is_synced_with_uv_then_a_noop(make_backend, workspace):
+    uv = _uv()
+    uv_project(workspace, uv)
+    b, task = await backend(make_backend, workspace, "local")
+    b.runtime._which = lambda tool: uv if tool == "uv" else shutil.which(tool)
+    try:
+        ws = await agent(b)
+        py = target(await ask(ws, "ensure"), "python")
+        assert py["state"] == "ready" and py["installer"] == "uv-sync" and f"{uv} sync --frozen" in py["command"], py
+        assert (await ask(ws, "run", command=".venv/bin/python -c 'import ohtiny; print(ohtiny.VALUE)'"))["content"].strip() == "1"
+        assert target(await ask(ws, "ensure"), "python")["did"] == "nothing"
+        with open(workspace / "uv.lock", "a") as fh:
+            fh.write("\n")  # a changed lockfile: synced again
+        again = target(await ask(ws, "ensure"), "python")
+        assert again["did"] == "installed" and "uv.lock" in again["why"], again
         await ws.close()
     finally:
         await stop(b, task)
