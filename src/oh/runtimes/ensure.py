@@ -58,7 +58,12 @@ class Run:
     job_id: str | None = None
     task: asyncio.Task | None = None
     result: dict[str, Any] | None = None
-    has_job: asyncio.Event = field(default_factory=asyncio.Event)  # its job id is known (or it ended)
+    # Done once its job id is known (or the run ended without one): what `wait: false` waits for.
+    job_known: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+
+    def known(self) -> None:
+        if not self.job_known.done():
+            self.job_known.set_result(None)
 
 
 class EnsureService(Runtime):
@@ -237,12 +242,7 @@ class EnsureService(Runtime):
         if runs and args.get("wait", True):
             await asyncio.wait([r.task for r in runs if r.task is not None], timeout=budget)
         elif runs:  # no waiting for the install, only for its job id (the background run answers at once)
-            waits = [asyncio.ensure_future(r.has_job.wait()) for r in runs]
-            try:
-                await asyncio.wait(waits, timeout=budget)
-            finally:
-                for w in waits:
-                    w.cancel()
+            await asyncio.wait([r.job_known for r in runs], timeout=budget)
         out = [r if isinstance(r, dict) else self._view(r) for r in results]
         other = [{"file": f, "why": why} for f, why in plan.other]
         took = round(time.monotonic() - t0, 4)
@@ -268,7 +268,7 @@ class EnsureService(Runtime):
                 os.unlink(stamp)  # from here until success the environment is not trusted
             def started(jid: str) -> None:
                 run.job_id = jid
-                run.has_job.set()
+                run.known()
 
             record, tail, error = await self._job(step.command, run.path, started, f"ensure for {run.agent}")
             state = (record or {}).get("state")
@@ -288,13 +288,13 @@ class EnsureService(Runtime):
                     result["error"] = error
         except asyncio.CancelledError:
             run.result = {**base, "state": "lost", "job_id": run.job_id, "error": "the backend is stopping"}
-            run.has_job.set()
+            run.known()
             raise
         except Exception as exc:  # noqa: BLE001 - reported to the agents waiting, never a crash
             log.exception("ensure %s in %s failed", step.target, run.path)
             result = {**base, "state": "failed", "job_id": run.job_id, "error": f"{type(exc).__name__}: {str(exc)[:300]}"}
         run.result = result
-        run.has_job.set()
+        run.known()
 
     async def _probe(self, tool: str, argv: list[str]) -> tuple[str | None, str]:
         """(first line, second line or first line) of ``tool argv``: an interpreter's real path and version.
@@ -313,7 +313,7 @@ class EnsureService(Runtime):
                 return (out[0], out[1]) if len(out) >= 2 else (path, out[0]) if out else ("", "")
 
             probe = self._probes[key] = asyncio.ensure_future(asyncio.to_thread(run))
-        hit = probe.result() if probe.done() else await asyncio.shield(probe)
+        hit = await asyncio.shield(probe)  # a done probe answers at once; a running one is bounded by its 30 s
         first, version = hit
         return (first or None), version
 
