@@ -104,6 +104,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--job-retention", type=float, default=3600.0)
     p.add_argument("--repeat-limit", type=int, default=0)
     p.add_argument("--repeat-action", choices=("note", "skip"), default="note")
+    p.add_argument("--setup-script", type=lambda v: v.strip().lower() in ("1", "true", "yes", "on"), default=True,
+                   help="run .oh/setup.sh once before the first action (docs/protocol.md §3.14)")
     # Git-branch mode (docs/protocol.md §3.12): off unless --branch; the launcher passes the user's choices.
     p.add_argument("--branch", choices=("off", "on"), default="off")
     p.add_argument("--branch-name", default=None, help="the feature branch (default: an automatic oh/<date>-<time>-<agent>)")
@@ -166,7 +168,7 @@ async def _amain(args: argparse.Namespace, token: str) -> int:
                 editor_timeout=args.editor_timeout, action_timeout=args.action_timeout, trace_path=trace_path,
                 trace_max_bytes=args.trace_max_bytes, allowed_roots=args.allow_root, max_shells=args.max_shells,
                 job_retention=args.job_retention, repeat_limit=args.repeat_limit, repeat_action=args.repeat_action,
-                spool_dir=str(paths.state_dir() / "jobs"), review=args.review, review_timeout=args.review_timeout,
+                setup_script=args.setup_script, spool_dir=str(paths.state_dir() / "jobs"), review=args.review, review_timeout=args.review_timeout,
                 branch=Plan(args.branch_name or None, args.on_dirty, args.on_not_git) if args.branch == "on" else None,
             ),
             token,
