@@ -42,6 +42,7 @@ from ..protocol.events import (
     parse_action,
     parse_observation,
     summarize,
+    timeout_of,
 )
 from ..runtimes.base import AgentContext
 from ..runtimes.editors import Editor, EditorRegistry
@@ -472,15 +473,15 @@ class Backend:
                 self.stats["errors"] += 1
             agent.done += 1
             job_id = _job_id_of(action, obs)
+            ended = {k: v for k, v in (("job_id", job_id), ("timed_out", timeout_of(obs))) if v}
             self.trace.record(
                 "result" if outcome == "ok" else "error",
                 agent=agent.agent_id, action_id=leg_id, agent_action_id=action.id, action=action.kind,
-                summary=summary, outcome=outcome, exit_code=exit_code, duration_ms=duration_ms, **extra,
-                **({"job_id": job_id} if job_id else {}),
+                summary=summary, outcome=outcome, exit_code=exit_code, duration_ms=duration_ms, **extra, **ended,
             )
             self._emit(
                 "action_finished", agent_id=agent.agent_id, action_id=leg_id, kind=action.kind, summary=summary,
-                outcome=outcome, exit_code=exit_code, duration_ms=duration_ms, security_risk=risk,
+                outcome=outcome, exit_code=exit_code, duration_ms=duration_ms, security_risk=risk, **ended,
             )
             if cancelled and not self.stopping:
                 return  # the agent is gone; nobody to tell

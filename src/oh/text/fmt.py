@@ -27,3 +27,13 @@ def editor_label(e: dict[str, Any]) -> str:
     version = e.get("version") or nested.get("version") or ""
     folders = ", ".join(str(f) for f in e.get("workspace_folders") or [])
     return f"{name} {version}".strip() + (f" ({e['editor_id']})" if e.get("editor_id") else "") + (f" — {folders}" if folders else "")
+
+
+# A run that hit its timeout (`timed_out` of the trace record / monitor event; protocol.events.timeout_of):
+# what the outcome column says, and its exit code as `oh run` reports it (124, as timeout(1)); None: none yet.
+TIMED_OUT = {"killed": ("timed out, killed", 124), "interrupted": ("timed out, interrupted", 124),
+             "running": ("timed out, running", None)}
+
+
+def timed_out(how: Any) -> tuple[str, int | None] | None:
+    return TIMED_OUT.get(how) if isinstance(how, str) else None

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable, ClassVar
 
+from ..protocol.events import WAIT_SUMMARY as FOLLOW_UP
 from ..text import fmt
 from ..text.sanitize import visible
 from ..text.status import branch_label
@@ -78,6 +79,9 @@ class ActionRow:
     duration_ms: float | None = None
     risk: str | None = None
     awaiting: bool = False  # review mode: a proposal waiting for the user's decision (§3.11)
+    timed_out: str | None = None  # a run that hit its timeout: killed | interrupted | running (fmt.TIMED_OUT)
+    job_id: str | None = None  # the command a run (or its follow-up) concerned (§3.8)
+    finished_by: int | None = None  # a follow-up (`oh run --wait`) saw the command still running here finish
 
     @property
     def failed(self) -> bool:
@@ -86,16 +90,28 @@ class ActionRow:
     @property
     def still_running(self) -> bool:
         """A run that returned without an exit code (soft timeout): the command goes on in its shell."""
-        return self.outcome == "ok" and self.exit_code == -1
+        return self.outcome == "ok" and self.exit_code == -1 and self.timed_out not in ("killed", "interrupted")
+
+    @property
+    def stopped_by_timeout(self) -> bool:
+        return self.outcome == "ok" and self.timed_out in ("killed", "interrupted")
 
     def outcome_text(self) -> str:
         if self.outcome is None:
             return "awaiting review" if self.awaiting else "running…"
+        if self.finished_by is not None:
+            return "finished later"
+        ended = fmt.timed_out(self.timed_out) if self.outcome == "ok" else None
+        if ended:
+            return ended[0]
         if self.still_running:
             return "still running"
         return self.outcome
 
     def exit_text(self) -> str:
+        ended = fmt.timed_out(self.timed_out) if self.outcome == "ok" else None
+        if ended:
+            return "" if ended[1] is None else str(ended[1])
         return "" if self.exit_code is None or self.still_running else str(self.exit_code)
 
 
@@ -310,12 +326,31 @@ class LiveState:
         code = frame.get("exit_code")
         row.exit_code = code if isinstance(code, int) else None
         row.duration_ms = frame.get("duration_ms")
+        row.timed_out = frame.get("timed_out") if isinstance(frame.get("timed_out"), str) else None
+        row.job_id = visible(frame["job_id"])[:24] if isinstance(frame.get("job_id"), str) else None
+        self._follow_up_finished(row)
         self.stats["done"] = self.stats.get("done", 0) + 1
         if row.failed:
             self.stats["errors"] = self.stats.get("errors", 0) + 1
         code_txt = f" exit {row.exit_text()}" if row.exit_text() else ""
         risk = f" [risk {row.risk}]" if row.risk else ""
         return [f"{row.agent} {row.kind} {row.summary}{risk} → {row.outcome_text()}{code_txt} in {fmt_ms(row.duration_ms)}"]
+
+    def _follow_up_finished(self, row: ActionRow) -> None:
+        """A follow-up (`oh run --wait`, input) names the command it went to by job id: its row says which
+        command it waited for, and once the command ended, the row that said "still running" says so."""
+        if row.job_id is None or row.kind != "run":
+            return
+        earlier = [r for r in self.actions.values() if r is not row and r.job_id == row.job_id and r.kind == "run"]
+        if not earlier:
+            return
+        first = earlier[0]
+        if not row.summary or row.summary == FOLLOW_UP:
+            row.summary = f"{FOLLOW_UP}: {first.summary}"[:80]
+        if row.outcome == "ok" and row.exit_code is not None and row.exit_code >= 0:
+            for r in earlier:
+                if r.still_running:
+                    r.finished_by = row.action_id
 
     @property
     def running_jobs(self) -> int:
@@ -532,7 +567,9 @@ class LiveState:
         for r in shown:
             if r.outcome is None or r.still_running:
                 outcome = Text(r.outcome_text(), style="yellow")
-            elif r.failed:
+            elif r.finished_by is not None:
+                outcome = Text(r.outcome_text(), style="dim")
+            elif r.failed or r.stopped_by_timeout:
                 outcome = Text(r.outcome_text(), style="red")
             elif r.exit_code in (None, 0):
                 outcome = Text("ok", style="green")

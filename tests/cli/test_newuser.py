@@ -1,0 +1,76 @@
+"""Issue 18 (C7-C17) through real `oh` processes: what a new user saw at 80×24 (a real pty read through
+pyte), plain output without a TTY, exit statuses of `oh` itself, signals. In-process parts:
+test_inprocess_newuser.py."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from oh.client.sync import SyncClient
+
+from .terminal import Term, ctrl_c, read_until
+
+pytestmark = pytest.mark.slow
+
+
+def _client(info: dict, oh, name: str) -> SyncClient:
+    return SyncClient.connect(info["url"], oh.session(info["instance_id"])["token"], name=name)
+
+
+def _row(text: str, needle: str) -> str:
+    found = [line for line in text.splitlines() if needle in line]
+    assert found, f"no row with {needle!r}:\n{text}"
+    return found[-1]
+
+
+# C7 (hard and soft timeouts) and C14 (`oh run --wait` rows)
+def test_timeouts_and_follow_ups_in_the_rich_view_at_80x24_and_in_oh_logs(oh):
+    t = Term(oh, "--runtime", "local", cols=80, rows=24)
+    try:
+        info = t.session()
+        t.see("no actions yet")
+        p = oh("run", "--timeout", "1", "--", "sleep 30")
+        assert p.returncode == 124 and "timed out after 1 seconds and was killed" in p.stderr, p
+        t.see("timed out, killed")
+        row = _row(t.text(), "sleep 30")
+        assert "timed out, killed" in row and " 124 " in row, row
+        with _client(info, oh, "agent") as c:
+            first = c.run("sleep 2; echo done", timeout=1)  # soft: the command goes on
+            assert first.exit_code == -1
+            t.see("timed out, running")
+            later = c.run("")  # the follow-up waits until it ends
+            assert later.exit_code == 0 and "done" in later.content
+        t.see("finished later")
+        text = t.text()
+        assert "finished later" in _row(text, " sleep 2; echo done")
+        follow = _row(text, "wait for output")
+        assert "wait for output: sleep 2" in follow and "ok" in follow and " 0 " in follow, follow
+        assert all(len(line) <= 80 for line in text.splitlines())
+        logs = oh("logs", info["instance_id"], check=0).stdout
+        (killed,) = [line for line in logs.splitlines() if "sleep 30" in line and "result" in line]
+        assert "→ timed out, killed  exit 124" in killed and "exit -1" not in killed, killed
+        (soft,) = [line for line in logs.splitlines() if "sleep 2; echo done" in line and "result" in line and "wait" not in line]
+        assert "→ timed out, running" in soft and "exit -1" not in soft, soft
+        t.child.sendintr()
+        assert t.finish() == 0
+    finally:
+        t.kill()
+
+
+def test_a_killed_run_in_the_plain_view(oh):
+    proc = subprocess.Popen([sys.executable, "-m", "oh", "start", "--runtime", "local"], cwd=oh.workspace, env=oh.env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        read_until(proc, lambda line: "listening" in line or "backend" in line)
+        p = oh("run", "--timeout", "1", "--", "sleep 30")
+        assert p.returncode == 124, p
+        lines = read_until(proc, lambda line: "sleep 30 →" in line)
+        assert "→ timed out, killed exit 124 in" in lines[-1], lines[-1]
+        assert ctrl_c(proc) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
