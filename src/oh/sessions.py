@@ -168,3 +168,37 @@ def for_workspace(workspace: str | os.PathLike[str], directory: Path | None = No
             if best is None or len(ws) > len(best.workspace):
                 best = s
     return best
+
+
+# The workspace lock (backend/__main__.py holds it with flock for its lifetime; the kernel releases it even
+# on SIGKILL). Once listening, the backend writes its public identity into it (no token), so a backend
+# whose session file was deleted can still be named: pid, instance id, address.
+def lock_path(workspace: str, directory: Path | None = None) -> Path:
+    import hashlib
+
+    name = hashlib.sha256(os.path.realpath(workspace).encode()).hexdigest()[:16]
+    return (directory or paths.sessions_dir()) / f".{name}.lock"
+
+
+def write_identity(fd: int, session: Session) -> None:
+    """Replace the lock file's content with ``session``'s public fields (the lock is ours: ``fd`` holds it)."""
+    data = json.dumps({k: v for k, v in session.public().items() if k in ("instance_id", "pid", "start_time", "port", "url", "workspace", "runtime")})
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, data.encode(), 0)
+
+
+def lock_holder(workspace: str, directory: Path | None = None) -> dict[str, Any] | None:
+    """The identity in the workspace's lock file when its writer is still alive (same pid and start
+    time), else None. For messages only: nothing here is a credential."""
+    try:
+        path = lock_path(workspace, directory)
+        paths.check_file(path, what="lock file")
+        data = json.loads(path.read_text(encoding="utf-8") or "null")
+    except (OSError, ValueError, paths.UnsafePath):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("pid"), int):
+        return None
+    started = process_start_time(data["pid"])
+    if started is None or (started >= 0 and abs(started - float(data.get("start_time") or 0)) > START_TIME_TOLERANCE):
+        return None
+    return data

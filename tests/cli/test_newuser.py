@@ -74,3 +74,21 @@ def test_a_killed_run_in_the_plain_view(oh):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+# C8: a deleted session file
+def test_a_backend_whose_session_file_was_deleted_is_found_again(oh):
+    from .conftest import pid_alive, wait_for
+
+    info = oh.start("local")
+    sf = oh.session_file(info["instance_id"])
+    sf.unlink()
+    p = oh("start", "--detach", "--runtime", "local", timeout=40)  # at once: the session file may not be back yet
+    assert p.returncode == 3 and f"instance {info['instance_id']} (pid {info['pid']}" in p.stderr, p
+    wait_for(sf.exists, 10, what="the session file written again")
+    status = oh.json("status", "--json")
+    assert [b["instance_id"] for b in status["sessions"]] == [info["instance_id"]], status
+    assert info["instance_id"] in oh("doctor").stdout
+    p = oh("stop", "--all", check=0)
+    assert info["instance_id"] in p.stdout and not pid_alive(info["pid"])
+    assert not sf.exists()
