@@ -63,7 +63,9 @@ def test_status_watch_prints_one_ndjson_line_a_round_until_ctrl_c(here):
 def test_stop_refuses_two_targets_with_a_usage_error(here):
     r = invoke(run_stop, instance="abc", all_=True)
     assert r.code == 2
-    assert "give one of INSTANCE, --workspace or --all" in r.err
+    assert "INSTANCE (abc) and --all exclude each other: give only one of INSTANCE, --workspace or --all" in r.err
+    r = invoke(run_stop, workspace="/x", all_=True)  # issue 18 item 17: not "give one of" when two were given
+    assert r.code == 2 and r.err.startswith("oh: --workspace and --all exclude each other")
 
 
 def test_stop_all_with_nothing_running(here):

@@ -92,3 +92,13 @@ def test_a_backend_whose_session_file_was_deleted_is_found_again(oh):
     p = oh("stop", "--all", check=0)
     assert info["instance_id"] in p.stdout and not pid_alive(info["pid"])
     assert not sf.exists()
+
+
+# C17: exit codes and messages of `oh` itself
+def test_bare_oh_is_a_usage_error_and_negative_values_are_values(oh):
+    p = oh()
+    assert p.returncode == 2 and p.stdout == "" and "Usage: oh [OPTIONS] COMMAND" in p.stderr and "Commands" in p.stderr
+    p = oh("config", "set", "port", "-1")
+    assert p.returncode == 2 and "port must be an integer from 0 to 65535 (got -1)" in p.stderr and "No such option" not in p.stderr, p
+    p = oh("stop", "--all", "--workspace", str(oh.workspace))
+    assert p.returncode == 2 and "--workspace and --all exclude each other" in p.stderr, p
