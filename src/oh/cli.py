@@ -103,7 +103,7 @@ def main() -> None:
         from typer._completion_classes import completion_init
 
         completion_init()
-    if not sys.argv[1:]:
+    if not sys.argv[1:] and not os.environ.get("_OH_COMPLETE"):
         _usage()
     from .commands._io import failure
 
