@@ -146,12 +146,46 @@ def list_sessions(directory: Path | None = None, *, clean: bool = True) -> list[
         if is_alive(s):
             found.append(s)
         elif clean:
-            try:
-                p.unlink()
-            except OSError:
-                pass
+            _bury(p, s, d)
     found.sort(key=lambda s: s.start_time, reverse=True)
     return found
+
+
+# A stale session file (its backend died: kill -9, a crash, a reboot) is replaced by a note without the
+# credentials, `.<instance_id>.died`, so that whichever command cleans it first (often `oh run`), `oh status`
+# still says once that the backend died (and takes the note away).
+DIED_SUFFIX = ".died"
+_DIED_FIELDS = ("instance_id", "pid", "runtime", "workspace", "port", "started_at")
+
+
+def _bury(path: Path, session: Session, directory: Path) -> None:
+    try:
+        path.unlink()
+    except OSError:
+        return  # another lister took it (and buried it)
+    note = {k: v for k, v in asdict(session).items() if k in _DIED_FIELDS}
+    try:
+        paths.write_private_file(directory / f".{session.instance_id}{DIED_SUFFIX}", json.dumps(note) + "\n")
+    except OSError:
+        pass
+
+
+def take_died(directory: Path | None = None) -> list[dict[str, Any]]:
+    """The backends found dead since the last call (oldest first), each once: their notes are removed."""
+    d = directory or paths.sessions_dir()
+    if not d.is_dir():
+        return []
+    out = []
+    for p in sorted(d.glob(f".*{DIED_SUFFIX}"), key=lambda p: p.stat().st_mtime if p.exists() else 0):
+        try:
+            paths.check_file(p, what="session note")
+            data = json.loads(p.read_text(encoding="utf-8"))
+            p.unlink()
+        except (OSError, ValueError, paths.UnsafePath):
+            continue
+        if isinstance(data, dict) and isinstance(data.get("instance_id"), str):
+            out.append({k: data.get(k) for k in _DIED_FIELDS})
+    return out
 
 
 def find(instance_prefix: str, directory: Path | None = None) -> list[Session]:

@@ -102,3 +102,27 @@ def test_bare_oh_is_a_usage_error_and_negative_values_are_values(oh):
     assert p.returncode == 2 and "port must be an integer from 0 to 65535 (got -1)" in p.stderr and "No such option" not in p.stderr, p
     p = oh("stop", "--all", "--workspace", str(oh.workspace))
     assert p.returncode == 2 and "--workspace and --all exclude each other" in p.stderr, p
+
+
+# C16: a backend killed with kill -9, then `oh run` first
+def test_status_tells_a_killed_backend_once_even_after_oh_run_cleaned_it(oh):
+    import json
+    import os
+    import signal
+
+    from .conftest import pid_alive, wait_for
+
+    info = oh.start("local")
+    os.kill(info["pid"], signal.SIGKILL)
+    wait_for(lambda: not pid_alive(info["pid"]), 10, what="the backend to die")
+    p = oh("run", "--", "echo hi")
+    assert p.returncode == 3, p  # no backend: the stale session file is cleaned here
+    assert not oh.session_file(info["instance_id"]).exists()
+    p = oh("status", "--json", check=3)
+    assert [d["instance_id"] for d in json.loads(p.stdout)["died"]] == [info["instance_id"]]
+    assert f"backend {info['instance_id']} (pid {info['pid']}" in p.stderr and "died" in p.stderr
+    assert f"logs/{info['instance_id']}.log" in p.stderr
+    again = oh("status", "--json", check=3)  # once
+    assert json.loads(again.stdout) == {"sessions": []} and again.stderr == ""
+    notes = [n.name for n in (oh.home / "sessions").iterdir() if n.name.endswith(".died")]
+    assert notes == []
