@@ -116,7 +116,7 @@ def run_start(io: Streams, *, runtime: Optional[str] = None, workspace: str = ".
             return ERROR
     if detach:
         _signal_editor_detached(io, session, open_mode)
-        _tell_detached(io, started, warnings, json_, s.review_timeout if review_on else None)
+        _tell_detached(io, started, warnings, json_, s.review_timeout if review_on else None, branch_flags)
         return 0
     mode = "json" if json_ else ("rich" if io.tty else "plain")
     return _foreground(io, session, open_mode, mode, warnings)
@@ -153,8 +153,9 @@ def _allowed_roots(workspace: str, configured: list[str], allow: Optional[list[s
     return roots, notes
 
 
-def _tell_detached(io: Streams, started, warnings: list[tuple[str, str]], json_: bool, review_timeout: Optional[float]) -> None:
-    """--detach's report; ``review_timeout``: set when review mode is on."""
+def _tell_detached(io: Streams, started, warnings: list[tuple[str, str]], json_: bool, review_timeout: Optional[float],
+                   branch_flags: Optional[dict] = None) -> None:
+    """--detach's report; ``review_timeout``: set when review mode is on; ``branch_flags``: branch mode's."""
     session = started.session
     if json_:
         info = {"instance_id": session.instance_id, "pid": session.pid, "port": session.port, "url": session.url,
@@ -167,6 +168,9 @@ def _tell_detached(io: Streams, started, warnings: list[tuple[str, str]], json_:
         if review_timeout is not None:
             where = "in VS Code's diff editor" if session.runtime == "vscode" else "with `oh review`"
             io.print(f"review mode: the agent's writes and edits wait for your accept/reject {where} (up to {review_timeout:g} s)")
+        if branch_flags:
+            target = f"the git branch '{branch_flags['branch_name']}'" if branch_flags.get("branch_name") else "a new git branch oh/<date>-<time>-<agent>"
+            io.print(f"branch mode: before the agent's first change (write, edit, command) the workspace switches to {target}")
         io.print(f"stop it with `oh stop {session.instance_id}`")
 
 

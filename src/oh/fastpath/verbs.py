@@ -181,6 +181,24 @@ def finish(obs: dict, json_: bool, *, show_content: bool = True) -> int | None:
     if not json_ and show_content and content:
         sys.stdout.write(content if content.endswith("\n") else content + "\n")
         sys.stdout.flush()
+    if not json_:
+        line = branch_note(obs, in_content=not show_content)
+        if line:
+            err(line)
+    return None
+
+
+_BRANCH_NOTE = "[oh] Branch mode: "
+
+
+def branch_note(obs: dict, *, in_content: bool = True) -> str | None:
+    """Branch mode's line on the first change (runtimes/branch.py puts it in a run's prefix, else the
+    content): for stderr, where the user sees it even when the content is not printed (`oh write`)."""
+    md = _extras(obs).get("metadata") if obs.get("observation") == "run" else None
+    where = [(md or {}).get("prefix") or ""] + ([obs.get("content") or ""] if in_content else [])
+    for text in where:
+        if isinstance(text, str) and text.startswith(_BRANCH_NOTE):
+            return "branch mode: " + text[len(_BRANCH_NOTE):].split("\n", 1)[0]
     return None
 
 
