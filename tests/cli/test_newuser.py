@@ -126,3 +126,75 @@ def test_status_tells_a_killed_backend_once_even_after_oh_run_cleaned_it(oh):
     assert json.loads(again.stdout) == {"sessions": []} and again.stderr == ""
     notes = [n.name for n in (oh.home / "sessions").iterdir() if n.name.endswith(".died")]
     assert notes == []
+
+
+# C10: 80 columns
+def test_80_columns_hints_kinds_paths_and_uptime(oh, tmp_path):
+    import re
+    import time
+
+    from .terminal import no_code_env
+
+    t = Term(oh, "--runtime", "vscode", "--no-open", cols=80, rows=24, env=no_code_env(tmp_path))
+    editor = None
+    try:
+        info = t.session()
+        t.see("`code` is not on PATH", timeout=20)
+        t.see("a VS Code window connects only when")
+        flat = " ".join(t.text().split())  # the hints wrap: read them as one text
+        # each hint ends with what to do, and that end is on screen, not cut
+        assert f"open {oh.workspace} in VS Code yourself." in flat, t.text()
+        assert "start VS Code from this shell." in flat and "(or one containing it) open." in flat, t.text()
+        assert not [line for line in t.text().splitlines() if line.startswith("  ") and "…" in line], t.text()
+        editor = subprocess.Popen([sys.executable, "-m", "oh", "attach"], cwd=oh.workspace, env=oh.env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        t.see("editor connected")
+        (oh.workspace / "src" / "pkg").mkdir(parents=True)
+        oh("write", "src/pkg/module_with_a_long_name.py", "--content", "x = 1\n", check=0)
+        for verb in (("diagnostics",), ("symbols", "x"), ("editors",)):
+            oh(*verb)
+        t.see("editors")
+        time.sleep(1.2)  # the header's uptime ticks: read a fresh frame
+        t.pump(0.5)
+        text = t.text()
+        assert all(len(line) <= 80 for line in text.splitlines())
+        rows = [line for line in text.splitlines() if re.match(r"^\d\d:\d\d:\d\d ", line)]
+        kinds = {k for line in rows for k in ("write", "diagnostics", "symbols", "editors") if f" {k} " in line}
+        assert kinds == {"write", "diagnostics", "symbols", "editors"}, rows
+        assert not any(re.search(r" (symbo|diagn|edito)… ", line) for line in rows), rows
+        (write,) = [line for line in rows if " write " in line]
+        # relative to the workspace; at 80 columns the path gives way from the left: the file name stays
+        assert "_with_a_long_name.py " in write and str(oh.workspace) not in write, text
+        (head,) = [line for line in text.splitlines() if info["instance_id"] in line and "pid" in line]
+        assert re.search(r"up \d+(s|m\d\ds)$", head), head
+        t.child.sendintr()
+        assert t.finish() == 0
+    finally:
+        t.kill()
+        if editor is not None and editor.poll() is None:
+            editor.terminate()
+            editor.wait(10)
+
+
+def test_the_header_keeps_the_uptime_at_80_columns_with_a_long_pid():
+    from rich.console import Console
+
+    from oh.ui.live import LiveState
+
+    st = LiveState(backend={"instance_id": "911dfd909e99", "runtime": "vscode", "url": "ws://127.0.0.1:40375", "pid": 4194303,
+                            "workspace": "/w"}, uptime_base=3700)
+    console = Console(width=80, record=True, color_system=None)
+    console.print(st.render(24, 80))
+    head = console.export_text().splitlines()[0].rstrip()
+    assert head.endswith("up 1h01m") and "40375" in head and "4194303" in head, head
+
+
+def test_plain_lines_show_file_paths_relative_to_the_workspace():
+    from oh.ui.live import LiveState
+
+    st = LiveState(backend={"instance_id": "x", "runtime": "local", "workspace": "/w/proj"})
+    ev = {"type": "event", "event": "action_finished", "time": "2026-01-01T10:00:00+00:00", "agent_id": "a", "outcome": "ok",
+          "exit_code": None, "duration_ms": 2}
+    assert st.apply({**ev, "action_id": 1, "kind": "edit", "summary": "str_replace /w/proj/src/a.py"}) == ["a edit str_replace src/a.py → ok in 2 ms"]
+    assert st.apply({**ev, "action_id": 2, "kind": "read", "summary": "/w/other/b.py"}) == ["a read /w/other/b.py → ok in 2 ms"]
+    assert st.apply({**ev, "action_id": 3, "kind": "run", "summary": "cat /w/proj/a.py", "exit_code": 0}) == ["a run cat /w/proj/a.py → ok exit 0 in 2 ms"]

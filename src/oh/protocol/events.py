@@ -528,6 +528,9 @@ def outcome_of(obs: dict[str, Any]) -> str:
 WAIT_SUMMARY = "wait for output"  # the summary of an empty `run` (`oh run --wait`): not an empty cell
 
 
+PATH_SUMMARY_LIMIT = 300
+
+
 def summarize(action: Action, limit: int = 80) -> str:
     """One line for humans: the command, or the kind and path. Never the file contents."""
     if action.kind in KNOWLEDGE_KINDS:
@@ -545,4 +548,9 @@ def summarize(action: Action, limit: int = 80) -> str:
     else:
         text = action.path
     text = " ".join(text.split())
+    if action.kind in ("read", "write", "edit", "stat"):
+        # A path: the live view shows it relative to the workspace and cuts it from the left, so the
+        # file name stays; here only an absurdly long one is cut, also from the left.
+        limit = max(limit, PATH_SUMMARY_LIMIT)
+        return text if len(text) <= limit else "…" + text[-(limit - 1):]
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -29,6 +29,8 @@ MAX_ROWS = 200
 MAX_JOBS = 50  # job rows kept (running ones are never evicted while finished ones remain)
 JOB_STYLES = {"RUNNING": "yellow", "SUCCEEDED": "green", "FAILED": "red", "CANCELLED": "yellow", "LOST": "red"}
 RISK_STYLES = {"HIGH": "bold red", "MEDIUM": "yellow", "LOW": "dim", "UNKNOWN": "dim"}
+# The kind column fits the longest action kind ("diagnostics", "definition", "references"): cut, they read alike.
+KIND_WIDTH = 11
 # Fixed rows of the rich view besides the action rows: backend, workspace, editor, blank, table
 # header, blank, "N earlier actions hidden", stats, trace.
 _CHROME_ROWS = 9
@@ -41,6 +43,27 @@ def _clock(iso: str | None = None) -> str:
         except (TypeError, ValueError):
             pass
     return datetime.now().strftime("%H:%M:%S")
+
+
+PATH_KINDS = frozenset(("read", "write", "edit", "stat"))  # summaries that end with a path
+
+
+def _fit_path(summary: str, width: int) -> str:
+    """A file action's summary cut from the left of its path, so the file name stays: `str_replace …/name.py`."""
+    if len(summary) <= width or width < 4:
+        return summary
+    head, _, path = summary.rpartition(" ")
+    room = width - len(head) - 2 if head else width - 1
+    if head and room >= 8:
+        return f"{head} …{path[-room:]}"
+    return "…" + summary[-(width - 1):]
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    """A hint on as many lines as it needs (indented), so its fix at the end is never cut off."""
+    import textwrap
+
+    return textwrap.wrap(text, width=max(20, width - 1), initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False) or [""]
 
 
 def plural(n: int, word: str) -> str:
@@ -184,10 +207,21 @@ class LiveState:
         return visible(name if name and name != agent_id else (agent_id or ""))
 
     def _row(self, frame: dict[str, Any]) -> ActionRow:
+        kind = frame.get("kind", "")
         return ActionRow(
             frame.get("action_id"), _clock(frame.get("time")), self.agent_name(frame.get("agent_id", "")),
-            visible(frame.get("kind", "")), visible(frame.get("summary", "")), risk=_risk(frame.get("security_risk")),
+            visible(kind), visible(self.relative(str(frame.get("summary", "")), kind)), risk=_risk(frame.get("security_risk")),
         )
+
+    def relative(self, summary: str, kind: str) -> str:
+        """A file action's summary with paths inside the workspace relative to it: at 80 columns the cut
+        end of an absolute path is the file name. A command (run) is shown as the agent wrote it."""
+        ws = self.backend.get("workspace")
+        if kind == "run" or not isinstance(ws, str) or not ws.startswith("/"):
+            return summary
+        prefix = ws.rstrip("/") + "/"
+        words = [w[len(prefix):] or "." if w.startswith(prefix) else ("." if w == ws else w) for w in summary.split(" ")]
+        return " ".join(words)
 
     @property
     def animating(self) -> bool:
@@ -455,11 +489,19 @@ class LiveState:
             return Text.assemble(*parts, no_wrap=True, overflow="ellipsis")
 
         b = self.backend
-        head = one_line(
+        url = visible(b.get("url") or self._url())
+        head_parts = [
             ("oh ", "bold"), ("backend ", "dim"), (visible(b.get("instance_id", "?")), "bold cyan"),
-            ("  runtime ", "dim"), (self.runtime, "bold"), ("  ", ""), (visible(b.get("url") or self._url()), "green"),
+            ("  runtime ", "dim"), (self.runtime, "bold"), ("  ", ""), (url, "green"),
             ("  pid ", "dim"), (str(b.get("pid", "?")), ""), ("  up ", "dim"), (fmt.fmt_duration(self.uptime()), ""),
-        )
+        ]
+        if sum(len(text) for text, _ in head_parts) > width:  # 80 columns: drop labels before anything is cut
+            head_parts = [
+                ("backend ", "dim"), (visible(b.get("instance_id", "?")), "bold cyan"), (" · ", "dim"), (self.runtime, "bold"),
+                (" · ", "dim"), (url.removeprefix("ws://"), "green"), (" · pid ", "dim"), (str(b.get("pid", "?")), ""),
+                (" · up ", "dim"), (fmt.fmt_duration(self.uptime()), ""),
+            ]
+        head = one_line(*head_parts)
         ws = one_line(("workspace ", "dim"), (visible(b.get("workspace", "")), ""),
                       *((("  branch ", "dim"), (visible(branch_label(b["branch"])), "magenta")) if isinstance(b.get("branch"), dict) else ()))
         state = self.editor_state
@@ -478,7 +520,7 @@ class LiveState:
             self._spinner.text = Text(text, style=style, no_wrap=True, overflow="ellipsis")
             self._spinner.style = style
             editor = self._spinner
-            hints = [one_line(("  ", ""), (h, "dim")) for h in self.hints]
+            hints = [one_line((line, "dim")) for h in self.hints for line in _wrap(h, width)]
         else:
             editor = one_line(("runtime local: actions run directly on this machine, no sandbox", "yellow"))
         room = max(1, height - _CHROME_ROWS - len(hints))
@@ -532,7 +574,7 @@ class LiveState:
         widths = {
             "time": 8,
             "agent": w([r.agent for r in both], "agent", 14),
-            "kind": w([r.kind for r in both], "kind", 6),
+            "kind": w([r.kind for r in both], "kind", KIND_WIDTH),
             "summary": max([len("no actions yet"), *(cell_len(r.summary) for r in both)]),
             "risk": w([r.risk or "" for r in shown], "risk", 7) if with_risk else 0,
             "outcome": w([r.outcome_text() for r in both], "outcome", 19),
@@ -542,7 +584,7 @@ class LiveState:
         names = [n for n in widths if widths[n]]
         excess = sum(widths[n] for n in names) + len(names) - 1 - width  # one space between columns
         # Who gives way, in order: the summary first (down to 16, then 8 once the agent is down to 10).
-        for name, least in (("summary", 16), ("agent", 10), ("summary", 8), ("agent", 6), ("outcome", 10), ("kind", 4)):
+        for name, least in (("summary", 16), ("agent", 10), ("summary", 8), ("agent", 6), ("outcome", 10), ("kind", 6), ("kind", 4)):
             if excess <= 0:
                 break
             give = min(excess, max(0, widths[name] - least))
@@ -575,8 +617,9 @@ class LiveState:
                 outcome = Text("ok", style="green")
             else:
                 outcome = Text("ok", style="yellow")  # the command ran and exited non-zero
+            summary = _fit_path(r.summary, widths["summary"]) if r.kind in PATH_KINDS else r.summary
             lines.append(line({
-                "time": Text(r.time), "agent": Text(r.agent), "kind": Text(r.kind), "summary": Text(r.summary),
+                "time": Text(r.time), "agent": Text(r.agent), "kind": Text(r.kind), "summary": Text(summary),
                 "risk": Text(r.risk or "", style=RISK_STYLES.get(r.risk or "", "")), "outcome": outcome,
                 "exit": Text(r.exit_text()), "duration": Text(fmt_ms(r.duration_ms)),
             }))
