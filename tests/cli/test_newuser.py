@@ -198,3 +198,28 @@ def test_plain_lines_show_file_paths_relative_to_the_workspace():
     assert st.apply({**ev, "action_id": 1, "kind": "edit", "summary": "str_replace /w/proj/src/a.py"}) == ["a edit str_replace src/a.py → ok in 2 ms"]
     assert st.apply({**ev, "action_id": 2, "kind": "read", "summary": "/w/other/b.py"}) == ["a read /w/other/b.py → ok in 2 ms"]
     assert st.apply({**ev, "action_id": 3, "kind": "run", "summary": "cat /w/proj/a.py", "exit_code": 0}) == ["a run cat /w/proj/a.py → ok exit 0 in 2 ms"]
+
+
+# C11: Ctrl-C in `oh run` says what happened to the command, and `oh run --wait` agrees
+def test_ctrl_c_in_oh_run_says_the_command_got_ctrl_c(oh):
+    import pexpect
+
+    from .conftest import wait_for
+
+    oh.start("local")
+    marker = oh.workspace / "started"
+    child = pexpect.spawn(sys.executable, ["-m", "oh", "run", "--", f"touch {marker}; sleep 30; echo not-reached"],
+                          cwd=str(oh.workspace), env=oh.env, encoding="utf-8", timeout=20)
+    try:
+        wait_for(marker.exists, 15, what="the command to start")
+        child.sendintr()
+        child.expect(pexpect.EOF)
+        child.close()
+        assert child.exitstatus == 130
+        assert "interrupted: the command got Ctrl-C in the `oh run` shell" in child.before, child.before
+        assert "may still be running" not in child.before
+    finally:
+        if child.isalive():
+            child.kill(9)
+    p = oh("run", "--wait")
+    assert p.returncode == 6 and "nothing is running in the `oh run` shell" in p.stderr, p

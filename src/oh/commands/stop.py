@@ -42,7 +42,7 @@ def run_stop(io: Streams, *, instance: Optional[str] = None, workspace: Optional
                 return NOT_RUNNING
             die("no backend is running.", NOT_RUNNING)
     else:
-        targets = [pick_session(workspace, instance)]
+        targets = [pick_session(workspace, instance, to_stop=True)]
     stopped = []
     for s in targets:
         how = stop_backend(s, timeout=timeout)

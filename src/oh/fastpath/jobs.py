@@ -16,7 +16,7 @@ import sys
 import time
 
 from .exits import ACTION_FAILED, TIMEOUT, USAGE
-from .verbs import CLI_SHELL, AgentLink, Failed, base_dir, branch_note, err, error_exit, print_json, resolve, shell_quote
+from .verbs import CLI_SHELL, AgentLink, Failed, base_dir, branch_note, cli_advice, err, error_exit, print_json, resolve, shell_quote
 
 WAIT_CHUNK = 200.0  # one `job wait` request at most this long (the backend caps a wait at 240 s)
 CANCELLED_EXIT = 130
@@ -44,7 +44,7 @@ def _checked(obs: dict, json_: bool = False) -> dict:
         if json_:
             print_json(obs)
         hint = "`oh jobs` lists the jobs of the `oh run` shell (jobs of other agents are not shown)." if eid == "NO_JOB" else None
-        raise Failed(f"{eid}: {obs.get('content') or ''}", error_exit(eid), hint)
+        raise Failed(f"{eid}: {cli_advice(obs.get('content') or '')}", error_exit(eid), hint)
     return obs
 
 
