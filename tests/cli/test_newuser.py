@@ -223,3 +223,36 @@ def test_ctrl_c_in_oh_run_says_the_command_got_ctrl_c(oh):
             child.kill(9)
     p = oh("run", "--wait")
     assert p.returncode == 6 and "nothing is running in the `oh run` shell" in p.stderr, p
+
+
+# C15: the README's settings table and --help texts match the behaviour
+def test_readme_settings_table_lists_every_setting():
+    import re
+    from pathlib import Path
+
+    from oh.config.settings import KEYS
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    table = readme.split("### Settings (`oh config`)", 1)[1].split("\n\n", 2)[1]
+    listed = re.findall(r"^\| `([a-z_]+)` \|", table, re.M)
+    assert sorted(listed) == sorted(KEYS), set(KEYS) ^ set(listed)
+    for name, key in KEYS.items():
+        assert f"`{key.env}`" in table, name
+
+
+def test_help_texts_say_what_the_commands_do(oh):
+    def help_of(*args):
+        p = oh(*args, "--help", env={"COLUMNS": "100"}, check=0)
+        return " ".join(p.stdout.replace("│", " ").split())
+
+    status = help_of("status")
+    assert "pydantic" not in status and "says once when a backend died" in status
+    symbols = help_of("symbols")
+    assert "need a backend started with `oh start --runtime vscode`" not in symbols
+    assert "the local runtime answers with a text search" in symbols
+    assert "job records" not in help_of("stat") and "Print the facts as one JSON object" in help_of("stat")
+    token = oh("token", "--help", env={"COLUMNS": "100"}, check=0).stdout
+    lines = [line.strip(" │") for line in token.splitlines()]
+    # one sentence, wrapped by the terminal width only (a docstring line break made a short line here)
+    assert not any(line.endswith("owner),") for line in lines), token
+    assert "owner), its fingerprint" in " ".join(token.replace("│", " ").split()), token

@@ -75,9 +75,10 @@ def status(
 ) -> None:
     """Every running backend: id, pid, port, runtime, workspace, uptime, editors, agents, actions.
 
-    Only boolean flags here on purpose: any other parameter type makes typer import pydantic
-    (~100 ms), and `oh status` must start fast. --watch refreshes every second.
+    Also says once when a backend died since the last look (and where its log is). --watch refreshes every second.
     """
+    # Only boolean flags here on purpose: any other parameter type makes typer import pydantic (~100 ms),
+    # and `oh status` must start fast.
     raise typer.Exit(run_status(Streams.system(), json_=json_, watch=watch))
 
 
