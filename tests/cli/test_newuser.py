@@ -256,3 +256,18 @@ def test_help_texts_say_what_the_commands_do(oh):
     # one sentence, wrapped by the terminal width only (a docstring line break made a short line here)
     assert not any(line.endswith("owner),") for line in lines), token
     assert "owner), its fingerprint" in " ".join(token.replace("│", " ").split()), token
+
+
+def test_a_follow_up_without_job_ids_closes_the_agents_row_still_running():
+    """VS Code's runtime gives no job ids: the agent's last command still running is the one waited for."""
+    from oh.ui.live import LiveState
+
+    st = LiveState(backend={"instance_id": "x", "runtime": "vscode", "workspace": "/w"})
+    ev = {"type": "event", "event": "action_finished", "time": "2026-01-01T10:00:00+00:00", "agent_id": "a", "outcome": "ok", "duration_ms": 2}
+    st.apply({**ev, "action_id": 1, "kind": "run", "summary": "make test", "exit_code": -1, "timed_out": "running"})
+    st.apply({**ev, "action_id": 2, "kind": "run", "summary": "wait for output", "exit_code": -1})
+    assert st.actions[1].outcome_text() == "timed out, running" and st.actions[2].summary == "wait for output: make test"
+    lines = st.apply({**ev, "action_id": 3, "kind": "run", "summary": "wait for output", "exit_code": 0})
+    assert lines == ["a run wait for output: make test → ok exit 0 in 2 ms"]
+    assert st.actions[1].outcome_text() == "finished later" and st.actions[1].exit_text() == ""
+    assert st.actions[2].outcome_text() == "finished later"

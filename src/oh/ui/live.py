@@ -373,16 +373,23 @@ class LiveState:
     def _follow_up_finished(self, row: ActionRow) -> None:
         """A follow-up (`oh run --wait`, input) names the command it went to by job id: its row says which
         command it waited for, and once the command ended, the row that said "still running" says so."""
-        if row.job_id is None or row.kind != "run":
+        if row.kind != "run":
             return
-        earlier = [r for r in self.actions.values() if r is not row and r.job_id == row.job_id and r.kind == "run"]
+        if row.job_id is not None:
+            earlier = [r for r in self.actions.values() if r is not row and r.job_id == row.job_id and r.kind == "run"]
+        elif row.summary == FOLLOW_UP:  # a runtime without job ids (VS Code): the agent's last command still running
+            earlier = [r for r in self.actions.values() if r is not row and r.kind == "run" and r.job_id is None
+                       and r.agent == row.agent and r.still_running and not r.summary.startswith(FOLLOW_UP) and r.finished_by is None][-1:]
+        else:
+            return
         if not earlier:
             return
         first = earlier[0]
         if not row.summary or row.summary == FOLLOW_UP:
             row.summary = f"{FOLLOW_UP}: {first.summary}"[:80]
         if row.outcome == "ok" and row.exit_code is not None and row.exit_code >= 0:
-            for r in earlier:
+            waits = [r for r in self.actions.values() if r is not row and r.agent == row.agent and r.summary == row.summary]
+            for r in earlier + (waits if row.job_id is None else []):  # earlier follow-ups of the same command too
                 if r.still_running:
                     r.finished_by = row.action_id
 
