@@ -77,7 +77,8 @@ def test_mcp_no_backend_text_says_what_oh_start_starts():
 
 
 def test_the_timeout_suffixes_of_both_runtimes_are_classified():
-    from oh.protocol.events import run_observation, timeout_of
+    from oh.protocol.events import run_observation
+    from oh.text.fmt import timeout_of
 
     def obs(suffix, code=-1):
         return run_observation(1, "x", "", code, suffix=suffix)

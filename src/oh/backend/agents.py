@@ -26,9 +26,9 @@ from ..protocol.events import (
     outcome_of,
     parse_action,
     summarize,
-    timeout_of,
 )
 from ..runtimes.base import AgentContext, Runtime
+from ..text.fmt import timeout_of
 from ..transport import send_bounded
 from . import agentinfo
 from .deadlines import Deadlines

@@ -319,7 +319,7 @@ def run(session: dict, *, command: list[str], mode: str = "command", text: str |
     metadata = _extras(obs).get("metadata") or {}
     exit_code = metadata.get("exit_code")
     if exit_code is None or exit_code < 0:
-        from ..protocol.events import timeout_of  # only here: the common case never pays for it
+        from ..text.fmt import timeout_of  # only here: the common case never pays for it
 
         how = timeout_of(obs)
         suffix = (metadata.get("suffix") or "").strip().strip("[]").strip()

@@ -497,27 +497,6 @@ def exit_code_of(obs: dict[str, Any]) -> int | None:
     return code if _is_int(code) else None
 
 
-# How a `run` that hit its timeout ended, from the suffix both runtimes write (local: runtimes/local/terminal.py,
-# VS Code: extension/src/runstate.ts): "timed out after N seconds and was killed" (hard timeout), "... and was
-# interrupted (C-c)" (VS Code's hard timeout when C-c was enough), "... and is still running" (soft timeout).
-_TIMED_OUT = re.compile(r"timed out after [0-9.]+ seconds and (was killed|was interrupted \(C-c\) and then killed|was interrupted|is still running)")
-_TIMEOUT_ENDS = {"was killed": "killed", "was interrupted (C-c) and then killed": "killed", "was interrupted": "interrupted",
-                 "is still running": "running"}
-
-
-def timeout_of(obs: dict[str, Any]) -> str | None:
-    """A run observation that hit its timeout: "killed" / "interrupted" (hard timeout: the command was
-    stopped; shown as "timed out" with exit code 124, as timeout(1)) or "running" (soft timeout: it goes
-    on). None otherwise (finished, an error, or only "no new output" for a while)."""
-    if obs.get("observation") != "run":
-        return None
-    md = obs.get("extras", {}).get("metadata") or {}
-    if md.get("exit_code") != -1 or not isinstance(md.get("suffix"), str):
-        return None
-    found = _TIMED_OUT.search(md["suffix"])
-    return _TIMEOUT_ENDS[found.group(1)] if found else None
-
-
 def outcome_of(obs: dict[str, Any]) -> str:
     """'ok' or the error id: what the live view and the trace show."""
     if obs.get("observation") == "error":
