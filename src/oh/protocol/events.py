@@ -512,10 +512,18 @@ def outcome_of(obs: dict[str, Any]) -> str:
     return "ok"
 
 
+WAIT_SUMMARY = "wait for output"  # the summary of an empty `run` (`oh run --wait`): not an empty cell
+
+
+PATH_SUMMARY_LIMIT = 300
+
+
 def summarize(action: Action, limit: int = 80) -> str:
     """One line for humans: the command, or the kind and path. Never the file contents."""
     if action.kind in KNOWLEDGE_KINDS:
         text = summarize_knowledge(action.kind, action.args)
+    elif action.kind == "run" and not action.is_input and not action.command.strip() and not action.reset:
+        text = WAIT_SUMMARY  # a follow-up: wait for more output of the command still running
     elif action.kind == "run":
         text = ("input: " if action.is_input else "") + ("background: " if action.args.get("background") else "") + action.command
     elif action.kind == "edit":
@@ -529,4 +537,9 @@ def summarize(action: Action, limit: int = 80) -> str:
     else:
         text = action.path
     text = " ".join(text.split())
+    if action.kind in ("read", "write", "edit", "stat"):
+        # A path: the live view shows it relative to the workspace and cuts it from the left, so the
+        # file name stays; here only an absurdly long one is cut, also from the left.
+        limit = max(limit, PATH_SUMMARY_LIMIT)
+        return text if len(text) <= limit else "…" + text[-(limit - 1):]
     return text if len(text) <= limit else text[: limit - 1] + "…"
