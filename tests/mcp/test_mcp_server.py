@@ -28,7 +28,7 @@ def _png(width: int = 2, height: int = 1) -> bytes:
 async def test_lists_the_four_tools_with_schemas_that_teach(oh):
     async with mcp_session(oh) as s:  # no backend needed to list tools
         listed = {t.name: t for t in (await s.list_tools()).tools}
-    assert sorted(listed) == ["definition", "diagnostics", "edit", "editors", "job", "jobs", "open", "read", "references", "run", "stat", "symbols", "write"]
+    assert sorted(listed) == ["definition", "diagnostics", "edit", "editors", "ensure", "job", "jobs", "open", "read", "references", "run", "stat", "symbols", "write"]
     run = listed["run"]
     assert run.input_schema["required"] == ["command"]
     for key in ("is_input", "timeout", "blocking", "reset", "max_output"):

@@ -28,6 +28,7 @@ from ..protocol.events import (
     summarize,
 )
 from ..runtimes.base import AgentContext, Runtime
+from ..text.fmt import timeout_of
 from ..transport import send_bounded
 from . import agentinfo
 from .deadlines import Deadlines
@@ -203,15 +204,15 @@ class Agents:
                 self.stats["errors"] += 1
             agent.done += 1
             job_id = _job_id_of(action, obs)
+            ended = {k: v for k, v in (("job_id", job_id), ("timed_out", timeout_of(obs))) if v}
             self.trace.record(
                 "result" if outcome == "ok" else "error",
                 agent=agent.agent_id, action_id=leg_id, agent_action_id=action.id, action=action.kind,
-                summary=summary, outcome=outcome, exit_code=exit_code, duration_ms=duration_ms, **extra,
-                **({"job_id": job_id} if job_id else {}),
+                summary=summary, outcome=outcome, exit_code=exit_code, duration_ms=duration_ms, **extra, **ended,
             )
             self._emit(
                 "action_finished", agent_id=agent.agent_id, action_id=leg_id, kind=action.kind, summary=summary,
-                outcome=outcome, exit_code=exit_code, duration_ms=duration_ms, security_risk=risk,
+                outcome=outcome, exit_code=exit_code, duration_ms=duration_ms, security_risk=risk, **ended,
             )
             if cancelled and not self._stopping():
                 return  # the agent is gone; nobody to tell

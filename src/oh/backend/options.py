@@ -53,3 +53,5 @@ class BackendConfig:
     fd_budget: int | None = None
     # Git-branch mode (docs/protocol.md §3.12): None = off; else the user's choices (protocol.branch.Plan).
     branch: Plan | None = None
+    # Workspace bootstrap (docs/protocol.md §3.14): run .oh/setup.sh (or .openhands/setup.sh) once, before the first action.
+    setup_script: bool = True

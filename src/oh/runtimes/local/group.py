@@ -162,8 +162,8 @@ class ShellGroup:
         obs = await term.run(action)
         cmd = term.running
         still = cmd is not None and cmd.job_id == jid
-        if term is not self.main or still:
-            self._tag(obs, jid, suffix=self._still_running_note(jid) if still else "")
+        # Tagged also when it ended in the main shell: the live view closes the row that said "still running".
+        self._tag(obs, jid, suffix=self._still_running_note(jid) if still else "")
         return obs
 
     async def _run_extra(self, action: Action, cwd: str | None) -> dict[str, Any]:
