@@ -156,3 +156,97 @@ async def test_an_adversarial_proposal_and_its_review_show_do_not_block_another_
     assert (workspace / "big.txt").read_text() == new
     print(f"\nproposal: bystander stat {latency_p * 1000:.1f} ms, proposal computed in {duration_p:.2f} s; "
           f"review show: bystander stat {latency_s * 1000:.1f} ms, show {duration_s:.2f} s")
+
+
+# ---------------------------------------------------------------------------- item 2: bounded memory
+def _rss_mib(pid: int) -> float:
+    import psutil
+
+    return psutil.Process(pid).memory_info().rss / (1024 * 1024)
+
+
+async def _settled_rss(pid: int) -> float:
+    """The process's RSS once it has not grown for 2 s (the backend finished what it could do)."""
+    best, quiet = _rss_mib(pid), 0.0
+    while quiet < 2.0:
+        await asyncio.sleep(0.25)
+        now = _rss_mib(pid)
+        best, quiet = (now, 0.0) if now > best + 0.5 else (best, quiet + 0.25)
+    return best
+
+
+@pytest.mark.timeout(120)
+async def test_an_agent_that_never_reads_holds_bounded_memory_and_others_are_served(backend, workspace):
+    """30 reads of a 4 MiB file by an agent that reads nothing: before the fix each held ~12.5 MiB
+    (+390 MiB); now its output is bounded (backend/flow.py MAX_OUTPUT, 16 MiB) and its frames wait."""
+    (workspace / "four.txt").write_text("x" * (4 * 1024 * 1024))
+    url = backend()
+    pid = int(json.loads(urllib_get(url, "/v1/status"))["pid"])
+    async with connect(url + "/v1/agent", additional_headers=AUTH, max_size=None) as warm:  # imports, first action
+        await warm.send(json.dumps({"id": 1, "action": "read", "args": {"path": "four.txt", "start": 0, "end": 1}}))
+        await warm.recv()
+    base = _rss_mib(pid)
+    # max_queue=1: this client's own reader stops after one message, so the backend's sends block.
+    async with connect(url + "/v1/agent", additional_headers=AUTH, max_size=None, max_queue=1) as idle:
+        for i in range(30):
+            await idle.send(json.dumps({"id": i + 1, "action": "read", "args": {"path": "four.txt"}}))
+        grown = await _settled_rss(pid) - base
+        async with connect(url + "/v1/agent", additional_headers=AUTH) as other:
+            await other.send(json.dumps({"id": 1, "action": "stat", "args": {"path": "four.txt"}}))
+            answer = json.loads(await asyncio.wait_for(other.recv(), 20))
+    assert answer["observation"] == "stat"
+    print(f"\nnon-reading agent, 30 reads of 4 MiB: backend RSS +{grown:.0f} MiB")
+    assert grown < 120, f"the backend grew by {grown:.0f} MiB for an agent that reads nothing"
+
+
+def urllib_get(url: str, path: str) -> str:
+    import urllib.request
+
+    req = urllib.request.Request(url.replace("ws://", "http://") + path, headers=AUTH)
+    return urllib.request.urlopen(req, timeout=10).read().decode()
+
+
+async def test_actions_beyond_the_in_flight_limit_are_busy_and_the_rest_run(make_backend, workspace):
+    b = await make_backend("local", review=True, max_in_flight=3)
+    async with connect(f"ws://127.0.0.1:{b.port}/v1/agent", additional_headers=AUTH) as ag:
+        for i in range(5):  # proposals wait for the user: all stay in flight
+            await ag.send(json.dumps({"id": i + 1, "action": "write", "args": {"path": f"f{i}.txt", "content": "x"}}))
+        busy = [json.loads(await asyncio.wait_for(ag.recv(), 10)) for _ in range(2)]
+        assert [o["cause"] for o in busy] == [4, 5]
+        assert all(o["extras"]["error_id"] == "BUSY" and "3 actions in flight" in o["content"] for o in busy), busy
+        assert len(b.proposals.pending) == 3
+        p1 = next(iter(b.proposals.pending))
+        b.proposals.reject(p1, "no")
+        assert json.loads(await asyncio.wait_for(ag.recv(), 10))["cause"] == 1
+        await ag.send(json.dumps({"id": 6, "action": "write", "args": {"path": "f6.txt", "content": "x"}}))
+        for _ in range(50):
+            if len(b.proposals.pending) == 3:
+                break
+            await asyncio.sleep(0.02)
+        assert len(b.proposals.pending) == 3  # room again: the sixth became a proposal
+
+
+async def test_pending_proposals_are_capped_in_bytes_with_a_clear_error(make_backend, workspace):
+    b = await make_backend("local", review=True)
+    b.proposals.max_bytes = 1_000_000
+    async with connect(f"ws://127.0.0.1:{b.port}/v1/agent", additional_headers=AUTH) as ag:
+        for i in range(3):
+            await ag.send(json.dumps({"id": i + 1, "action": "write", "args": {"path": f"f{i}.txt", "content": "y" * 400_000}}))
+        refused = json.loads(await asyncio.wait_for(ag.recv(), 10))
+        assert refused["cause"] == 3 and refused["extras"]["error_id"] == "BUSY", refused
+        assert "2 proposal(s)" in refused["content"] and "limit is" in refused["content"] and "oh review" in refused["content"]
+        assert not (workspace / "f2.txt").exists() and len(b.proposals.pending) == 2
+        assert b.proposals.pending_bytes == 800_000
+        ids = list(b.proposals.pending)
+        assert (await b.proposals.accept(ids[0]))["outcome"] == "accepted"
+        assert json.loads(await asyncio.wait_for(ag.recv(), 10))["observation"] == "write"
+        assert b.proposals.pending_bytes == 400_000
+        # One proposal bigger than the whole cap is taken when nothing else waits.
+        b.proposals.reject(ids[1], "no")
+        await ag.recv()
+        await ag.send(json.dumps({"id": 9, "action": "write", "args": {"path": "big.txt", "content": "z" * 1_500_000}}))
+        for _ in range(100):
+            if b.proposals.pending:
+                break
+            await asyncio.sleep(0.02)
+        assert [p.path for p in b.proposals.pending.values()] == [str(workspace / "big.txt")]

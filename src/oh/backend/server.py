@@ -47,6 +47,7 @@ from ..runtimes.base import AgentContext
 from ..runtimes.editors import Editor, EditorRegistry
 from ..transport import abort, coalescing, send_bounded
 from . import agentinfo, auth, guard
+from .flow import MAX_IN_FLIGHT, MAX_OUTPUT, Flow, obs_size
 from .trace import TraceWriter
 from .history import MonitorHistory
 from .deadlines import Deadlines
@@ -76,6 +77,7 @@ class Agent:
     shell: str | None = None  # shared X-OH-Shell key, or None = private shell
     last_command: str | None = None  # repetition control: the last new command and its streak
     repeats: int = 0
+    flow: Flow = field(default_factory=Flow)  # in-flight actions and unsent output (backend/flow.py)
 
     @property
     def context(self) -> AgentContext:
@@ -133,6 +135,10 @@ class BackendConfig:
     fd_budget: int | None = None
     # Git-branch mode (docs/protocol.md §3.12): None = off; else the user's choices (protocol.branch.Plan).
     branch: Plan | None = None
+    # Per agent connection (backend/flow.py): actions in flight (more: BUSY), bytes of observations
+    # not yet sent (more: its frames are not read until they drain).
+    max_in_flight: int = MAX_IN_FLIGHT
+    max_output: int = MAX_OUTPUT
 
 
 def _fd_soft_limit() -> int | None:
@@ -180,6 +186,8 @@ class Backend:
         if config.branch is not None:
             self.runtime = self._branch_guard(self.runtime, config.branch)
         self.runtime.on_job_event = self._job_event
+        # A read's size before it runs (local runtime), for the output bound of backend/flow.py.
+        self._estimate = getattr(self.runtime, "estimate", None)
         self.proposals = getattr(self.runtime, "proposals", None)  # the local runtime's ProposalQueue in review mode
         if self.proposals is not None:
             self.proposals.on_event = self._proposal_event
@@ -379,17 +387,23 @@ class Backend:
     async def _serve_agent(self, connection: ServerConnection) -> None:
         headers = getattr(connection, "oh_agent", None) or agentinfo.AgentHeaders("agent", self.workspace, None)
         name = headers.name
-        agent = Agent(f"a{next(self._agent_ids)}", name, connection, send_timeout=self.config.send_timeout, workdir=headers.workdir, shell=headers.shell)
+        agent = Agent(f"a{next(self._agent_ids)}", name, connection, send_timeout=self.config.send_timeout, workdir=headers.workdir, shell=headers.shell,
+                      flow=Flow(self.config.max_in_flight, self.config.max_output))
         self.agents[agent.agent_id] = agent
         self._emit("agent_connected", agent_id=agent.agent_id, name=name, workdir=agent.workdir, shell=agent.context.shell_key)
         try:
             async for message in connection:
                 try:
                     action = parse_action(decode_frame(message))
+                    del message  # not kept (a 40 MiB write's frame) until the next one arrives
                     if self.correlator.in_flight(agent.agent_id, action.id):
                         raise ProtocolError(ErrorId.BAD_REQUEST, f"Action id {action.id} is already in flight on this connection; use a new id.", action.id)
                     if self.stopping:
                         raise ProtocolError(ErrorId.INTERRUPTED, "The backend is shutting down.", action.id)
+                    if agent.flow.full():
+                        raise ProtocolError(ErrorId.BUSY, (
+                            f"This connection already has {agent.flow.max_in_flight} actions in flight (the limit per connection); "
+                            "this one was not executed. Wait for some answers, then send it again."), action.id)
                 except ProtocolError as exc:
                     self.stats["errors"] += 1
                     self.trace.record("error", agent=agent.agent_id, error_id=str(exc.error_id), message=exc.message[:200], cause=exc.cause)
@@ -397,7 +411,10 @@ class Backend:
                     continue
                 entry = self.correlator.start(agent.agent_id, action.id, action.kind, time.monotonic())
                 # The task leaves agent.tasks itself, when _execute ends (no done callback).
+                agent.flow.started()
                 agent.tasks.add(asyncio.create_task(self._execute(agent, action, entry.leg_id)))
+                if not agent.flow.admits_frames():
+                    await agent.flow.wait_for_room()  # backpressure: this agent's next frames wait in its socket
         finally:
             self.agents.pop(agent.agent_id, None)
             for task in list(agent.tasks):
@@ -419,6 +436,7 @@ class Backend:
     async def _execute(self, agent: Agent, action: Action, leg_id: int) -> None:
         """Run one action; always ends with exactly one observation to the agent (if it is still there)."""
         task = asyncio.current_task()
+        reserved = 0  # output bytes this action holds (backend/flow.py)
         try:
             started = time.monotonic()
             summary = summarize(action)
@@ -442,6 +460,9 @@ class Backend:
                 if repeat_note is not None and self.config.repeat_action == "skip":
                     obs = error_observation(leg_id, ErrorId.REPEATED, repeat_note)
                 else:
+                    if self._estimate is not None and (est := self._estimate(leg, agent.context)):
+                        await agent.flow.reserve(est)  # its wait counts toward the action's deadline
+                        reserved = est
                     obs = await self.runtime.execute(leg, agent.context)
                     if repeat_note is not None and obs.get("observation") == "run":
                         md = obs["extras"]["metadata"]
@@ -488,9 +509,18 @@ class Backend:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(agent.send(obs), 1)
                 return
+            size = obs_size(obs)
+            if reserved:
+                agent.flow.add(max(size - reserved, 0))
+                reserved = max(size, reserved)
+            else:
+                await agent.flow.reserve(size)  # waits (holding only this observation) while the output is full
+                reserved = size
             await agent.send(obs)
         finally:
             agent.tasks.discard(task)  # here rather than a done callback: one scheduled callback less per action
+            agent.flow.release(reserved)
+            agent.flow.finished()
 
     def _repetition(self, agent: Agent, action: Action) -> str | None:
         """Repetition control (opt-in, ``repeat_limit``): the note (or skip reason) when ``action``

@@ -286,6 +286,11 @@ class LocalRuntime(Runtime):
         if isinstance(made, dict):
             return made  # nothing would change: nothing to review
         before, after, replace, command, obs, on_accept, later = made
+        # The proposal holds the new bytes: the action's own copy of them is not kept while it waits
+        # (issue 18: a 40 MiB write proposal held the text and the bytes). Nothing reads them again.
+        for key in ("content", "file_text", "old_str", "new_str"):
+            if isinstance(action.args.get(key), str) and len(action.args[key]) > 4096:
+                action.args[key] = ""
         proposal = Proposal(
             self.proposals.new_id(), action.id, ctx.id, ctx.name, action.kind, command, rp.shown, rp.real, before, after, replace, obs, on_accept,
             texts_later=later,
@@ -330,6 +335,21 @@ class LocalRuntime(Runtime):
         if later:
             extras["old_content"] = extras["new_content"] = None
         return before, after, replace, command, obs, on_accept, later
+
+    def estimate(self, action: Action, agent: Hashable) -> int:
+        """A read's size before it runs (0: unknown or not a read), for the backend's per-connection
+        output bound (backend/flow.py). One stat of the unresolved path: only a size, never a permission."""
+        if action.kind != "read":
+            return 0
+        path = action.args.get("path")
+        if not isinstance(path, str):
+            return 0
+        ctx = as_context(agent)
+        try:
+            size = os.stat(os.path.join(ctx.workdir or self.workspace, path)).st_size
+        except (OSError, ValueError):
+            return 0
+        return size * 4 // 3 + 256 if action.args.get("encoding") == "base64" else size
 
     @staticmethod
     def _is_big(real: str) -> bool:
