@@ -343,6 +343,9 @@ REVIEWED = {
     ("commands/start.py", "_first_to_end", "task.result"): "only called on a task asyncio.wait returned as done",
     ("commands/_branch.py", "_prompt", "sys.stdin.readline"): "deliberately waits for the user: only on a terminal (never --detach/--json/a pipe), before any backend exists; EOF or Ctrl-C ends it",
     ("ui/hints.py", "_extension_installed", "proc.wait"): "after proc.kill() of `code --list-extensions`: SIGKILL ends it",
+    ("backend/flow.py", "reserve", "self._changed.wait"): "an action waiting for its connection's output to drain: under the action deadline; the sends it waits for are bounded by send_timeout",
+    ("backend/flow.py", "wait_for_room", "self._changed.wait"): "the agent's reader paused while its output drains: the sends are bounded by send_timeout (then the connection is dropped and its tasks end)",
+    ("runtimes/local/group.py", "_notify_when", "cmd.finished.wait"): "a watcher task of the run queue: the main shell's command ends, or its shell is killed (group close), which finishes it",
 }
 
 

@@ -25,6 +25,7 @@ from .jobs import SPOOL_CAP
 from .paths import PathPolicy
 from .review import PathLocks, Proposal, ProposalQueue, ProposingEditor, Recorder, file_bytes, text_of
 from ...protocol import review as review_rules
+from ...protocol import shellqueue
 from .shell import SOURCE_FILE_TEXT
 from .terminal import Terminal
 
@@ -81,6 +82,7 @@ class LocalRuntime(Runtime):
         self.editor = FileEditor(max_output_chars)
         self._terminals: dict[Hashable, ShellGroup] = {}  # shell key -> its shells and jobs
         self.max_shells = max(1, int(max_shells))  # per shell key, the main shell included
+        self.queue_limit = shellqueue.QUEUE_LIMIT  # runs per shell key waiting for a free shell (then BUSY)
         self.job_retention = float(job_retention)
         self.spool_cap = spool_cap
         self._spool_root = Path(spool_dir) if spool_dir is not None else None
