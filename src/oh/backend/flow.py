@@ -12,7 +12,7 @@ buffer). Now each connection has two bounds:
 - ``max_output`` bytes of observations produced or being sent (``MAX_OUTPUT``): when they are reached
   the backend stops reading that connection's frames (backpressure: the agent's own sends block once
   the kernel buffers fill; nobody else is slowed, nothing of anyone else's is dropped). A ``read`` whose size
-  the runtime can tell in advance reserves it *before* it executes, so a non-reading agent's further
+  the backend can tell in advance (a `stat`) reserves it *before* it executes, so a non-reading agent's further
   reads wait without holding their content; any other observation is counted when it is made, and
   waits (holding only itself) while the connection's output is full. One observation larger than the
   whole bound is let through alone. Bytes are released when the send returns, i.e. once the frame left
@@ -24,6 +24,7 @@ A connection whose peer never reads is still dropped after ``send_timeout`` (tra
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any
 
 MAX_IN_FLIGHT = 256
@@ -43,6 +44,22 @@ def obs_size(obs: dict[str, Any]) -> int:
             if isinstance(value, str):
                 size += len(value)
     return size
+
+
+def read_size(action, workdir: str) -> int:
+    """A ``read``'s size before it runs (0: unknown, or not a read): one ``stat`` of the path joined to
+    the agent's working directory, unresolved -- only a size, never a permission (the runtime checks
+    the path). Both runtimes: the files an editor reads are this machine's too."""
+    if action.kind != "read":
+        return 0
+    path = action.args.get("path")
+    if not isinstance(path, str) or not path:
+        return 0
+    try:
+        size = os.stat(os.path.join(workdir, path)).st_size
+    except (OSError, ValueError):
+        return 0
+    return size * 4 // 3 + 256 if action.args.get("encoding") == "base64" else size
 
 
 class Flow:

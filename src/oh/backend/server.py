@@ -47,7 +47,7 @@ from ..runtimes.base import AgentContext
 from ..runtimes.editors import Editor, EditorRegistry
 from ..transport import abort, coalescing, send_bounded
 from . import agentinfo, auth, guard
-from .flow import MAX_IN_FLIGHT, MAX_OUTPUT, Flow, obs_size
+from .flow import MAX_IN_FLIGHT, MAX_OUTPUT, Flow, obs_size, read_size
 from .trace import TraceWriter
 from .history import MonitorHistory
 from .deadlines import Deadlines
@@ -186,8 +186,6 @@ class Backend:
         if config.branch is not None:
             self.runtime = self._branch_guard(self.runtime, config.branch)
         self.runtime.on_job_event = self._job_event
-        # A read's size before it runs (local runtime), for the output bound of backend/flow.py.
-        self._estimate = getattr(self.runtime, "estimate", None)
         self.proposals = getattr(self.runtime, "proposals", None)  # the local runtime's ProposalQueue in review mode
         if self.proposals is not None:
             self.proposals.on_event = self._proposal_event
@@ -460,7 +458,7 @@ class Backend:
                 if repeat_note is not None and self.config.repeat_action == "skip":
                     obs = error_observation(leg_id, ErrorId.REPEATED, repeat_note)
                 else:
-                    if self._estimate is not None and (est := self._estimate(leg, agent.context)):
+                    if est := read_size(leg, agent.workdir or self.workspace):
                         await agent.flow.reserve(est)  # its wait counts toward the action's deadline
                         reserved = est
                     obs = await self.runtime.execute(leg, agent.context)

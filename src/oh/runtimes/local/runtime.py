@@ -338,21 +338,6 @@ class LocalRuntime(Runtime):
             extras["old_content"] = extras["new_content"] = None
         return before, after, replace, command, obs, on_accept, later
 
-    def estimate(self, action: Action, agent: Hashable) -> int:
-        """A read's size before it runs (0: unknown or not a read), for the backend's per-connection
-        output bound (backend/flow.py). One stat of the unresolved path: only a size, never a permission."""
-        if action.kind != "read":
-            return 0
-        path = action.args.get("path")
-        if not isinstance(path, str):
-            return 0
-        ctx = as_context(agent)
-        try:
-            size = os.stat(os.path.join(ctx.workdir or self.workspace, path)).st_size
-        except (OSError, ValueError):
-            return 0
-        return size * 4 // 3 + 256 if action.args.get("encoding") == "base64" else size
-
     @staticmethod
     def _is_big(real: str) -> bool:
         try:
