@@ -56,7 +56,7 @@ def read_size(action, workdir: str) -> int:
     if not isinstance(path, str) or not path:
         return 0
     try:
-        size = os.stat(os.path.join(workdir, path)).st_size
+        size = os.stat(path if path[0] == "/" else os.path.join(workdir, path)).st_size
     except (OSError, ValueError):
         return 0
     return size * 4 // 3 + 256 if action.args.get("encoding") == "base64" else size
@@ -70,6 +70,7 @@ class Flow:
         self.output = 0  # bytes reserved: observations being made (known size) or waiting / being sent
         self.waiting = 0  # observations waiting for output room
         self._changed = asyncio.Event()
+        self._watched = 0  # coroutines waiting on _changed (the reader, reserve): set it only for them
 
     def full(self) -> bool:
         return self.in_flight >= self.max_in_flight
@@ -77,21 +78,39 @@ class Flow:
     def admits_frames(self) -> bool:
         return self.output < self.max_output and not self.waiting
 
+    async def _wait_change(self) -> None:
+        self._watched += 1
+        try:
+            self._changed.clear()
+            await self._changed.wait()
+        finally:
+            self._watched -= 1
+
+    def _wake(self) -> None:
+        if self._watched:
+            self._changed.set()
+
     async def wait_for_room(self) -> None:
         """Until this connection's output has room again (the reader waits here: backpressure)."""
         while not self.admits_frames():
-            self._changed.clear()
-            await self._changed.wait()
+            await self._wait_change()
 
     def started(self) -> None:
         self.in_flight += 1
 
     def finished(self) -> None:
         self.in_flight -= 1
-        self._changed.set()
+        self._wake()
 
     def _fits(self, n: int) -> bool:
         return self.output == 0 or self.output + n <= self.max_output
+
+    def try_reserve(self, n: int) -> bool:
+        """Take ``n`` bytes if they fit now (the common case: no coroutine, no wait)."""
+        if self.output == 0 or self.output + n <= self.max_output:
+            self.output += n
+            return True
+        return False
 
     async def reserve(self, n: int) -> None:
         """Wait until ``n`` more bytes fit (or nothing else is reserved), then take them. Only callers
@@ -100,8 +119,7 @@ class Flow:
             self.waiting += 1
             try:
                 while not self._fits(n):
-                    self._changed.clear()
-                    await self._changed.wait()
+                    await self._wait_change()
             finally:
                 self.waiting -= 1
         self.output += n
@@ -113,4 +131,4 @@ class Flow:
     def release(self, n: int) -> None:
         if n:
             self.output -= n
-            self._changed.set()
+            self._wake()
