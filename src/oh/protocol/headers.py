@@ -9,8 +9,6 @@ Stdlib only: the fast path (no third-party imports) and the clients share it wit
 
 from __future__ import annotations
 
-from urllib.parse import quote, unquote
-
 MARKER = "UTF-8''"
 
 
@@ -24,13 +22,19 @@ def _plain(value: str) -> bool:
 
 def encode_value(value: str) -> str:
     """The header value for ``value``: as is when it is plain visible ASCII, else ``UTF-8''…``."""
-    return value if _plain(value) else MARKER + quote(value, safe="/")
+    if _plain(value):
+        return value
+    from urllib.parse import quote  # only for the rare non-plain value: the fast path stays lean
+
+    return MARKER + quote(value, safe="/")
 
 
 def decode_value(raw: str) -> str:
     """The text a header value stands for. Raises ValueError when an encoded value is not UTF-8."""
     if raw[: len(MARKER)].upper() != MARKER.upper():
         return raw
+    from urllib.parse import unquote
+
     try:
         return unquote(raw[len(MARKER):], encoding="utf-8", errors="strict")
     except UnicodeDecodeError:
