@@ -222,8 +222,15 @@ async def _keep_session_file(backend: Backend) -> None:
             logging.getLogger("oh.backend").warning("the session file %s was deleted while this backend runs: written again", path)
 
 
+# The event loop shares the GIL with the worker threads that edit, diff and read big files (issue 18):
+# a thread computing holds it for up to the switch interval each time the loop wants it back, several
+# times per action (5 ms by default: a bystander's stat waited 30-100 ms). 1 ms bounds that wait.
+SWITCH_INTERVAL = 0.001
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
+    sys.setswitchinterval(SWITCH_INTERVAL)
 
     # Before anything opens sockets: the common soft limit (1024) is what an idle-connection flood
     # exhausted; the hard limit is usually far higher and ours to take.

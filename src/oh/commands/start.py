@@ -279,6 +279,7 @@ class _LiveView:
 
         self.io, self.session, self.open_mode, self.mode = io, session, open_mode, mode
         self.state = LiveState(backend=session.public())
+        self._announce: list[tuple[str, str]] | None = None  # NDJSON: start-up warnings until backend_started is out
 
     # ------------------------------------------------------------ output in the three modes
     def line(self, text: str) -> None:
@@ -298,13 +299,25 @@ class _LiveView:
     def on_frame(self, frame: dict) -> None:
         lines = self.state.apply(frame)
         if self.mode == "json":
+            if frame.get("type") == "snapshot":
+                self._announced()  # subscribed now: every later event is in this stream
             self.io.ndjson(frame)  # JSON escapes every control character
         elif self.mode == "plain":
             for text in lines:
                 self.line(text)
 
     def announce(self, warnings: list[tuple[str, str]]) -> None:
-        """NDJSON mode: the backend and the start-up warnings, as the first events."""
+        """NDJSON mode: the backend and the start-up warnings, as the first events -- written once this
+        view's monitor has subscribed (its snapshot came), so that a consumer that acts on
+        ``backend_started`` (say, runs a job) sees every event that follows. Written before the monitor
+        subscribed, an action's events could fall between the two and be missing from the stream
+        (issue 18 item 18: a `job_started` was)."""
+        self._announce = list(warnings)
+
+    def _announced(self) -> None:
+        if self._announce is None:
+            return
+        warnings, self._announce = self._announce, None
         self.io.ndjson({"type": "event", "event": "backend_started", **{k: v for k, v in self.session.public().items()}})
         for wid, text in warnings:
             self.io.ndjson({"type": "event", "event": "warning", "id": wid, "message": text})
@@ -383,6 +396,7 @@ class _LiveView:
             return _report_failure(self.io, self.session, failure, how)
         try:
             if self.mode == "json":
+                self._announced()  # the view ended before its monitor subscribed: still first
                 self.io.ndjson({"type": "event", "event": "backend_stopped", "instance_id": self.session.instance_id, "how": how})
             else:
                 print(f"backend {self.session.instance_id} stopped ({how})", file=self.io.out if self.mode == "plain" else self.io.err, flush=True)
@@ -401,6 +415,7 @@ class _LiveView:
         clean = bool(state.stopping) or reason == "backend shut down"
         try:
             if self.mode == "json":
+                self._announced()
                 self.io.ndjson({"type": "event", "event": "backend_stopped", "instance_id": session.instance_id, "how": "external", "reason": reason})
             if self.mode == "plain":
                 self.line(f"backend {session.instance_id} ended: {state.stopping or reason}")
