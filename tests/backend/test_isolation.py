@@ -224,7 +224,8 @@ async def test_actions_beyond_the_in_flight_limit_are_busy_and_the_rest_run(make
         assert [o["cause"] for o in busy] == [4, 5]
         assert all(o["extras"]["error_id"] == "BUSY" and "3 actions in flight" in o["content"] for o in busy), busy
         await _until(lambda: len(b.proposals.pending) == 3)  # computed in worker threads
-        p1 = next(iter(b.proposals.pending))
+        # Worker threads compute the proposals at once, so their order in `pending` may vary: pick f0's.
+        p1 = next(pid for pid, p in b.proposals.pending.items() if p.path == str(workspace / "f0.txt"))
         b.proposals.reject(p1, "no")
         assert json.loads(await asyncio.wait_for(ag.recv(), 10))["cause"] == 1
         await ag.send(json.dumps({"id": 6, "action": "write", "args": {"path": "f6.txt", "content": "x"}}))
