@@ -18,11 +18,11 @@ try:  # orjson: ~5x faster on the hot path, and strict (invalid UTF-8, NaN, lone
 except ImportError:  # pragma: no cover - it is a declared dependency; stdlib json still works
     orjson = None
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from .errors import ErrorId, ProtocolError
 from .knowledge import KNOWLEDGE_KINDS, check_knowledge_args, summarize_knowledge
+from .observation import observation
 
 ACTION_KINDS = ("run", "read", "write", "edit", "job", "stat")
 JOB_OPS = ("list", "poll", "wait", "output", "cancel")
@@ -37,10 +37,6 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 _RISK_NAMES = {-1: "UNKNOWN", 0: "LOW", 1: "MEDIUM", 2: "HIGH"}
 EDIT_COMMANDS = ("view", "create", "str_replace", "insert", "undo_edit")
 MAX_ID = 2**53 - 1  # ids survive a round trip through JavaScript numbers
-
-
-def now_iso() -> str:
-    return datetime.now().isoformat()
 
 
 @dataclass(slots=True)
@@ -343,18 +339,7 @@ def parse_action_frame(data: str | bytes) -> Action:
 # --------------------------------------------------------------------------- observations
 # Builders return dicts without "id": the sender of each leg numbers its own observations.
 
-def _obs(kind: str, cause: int | None, content: str, message: str, extras: dict[str, Any]) -> dict[str, Any]:
-    obs: dict[str, Any] = {
-        "timestamp": now_iso(),
-        "source": "environment",
-        "message": message,
-        "observation": kind,
-        "content": content,
-        "extras": extras,
-    }
-    if cause is not None:
-        obs["cause"] = cause
-    return obs
+_obs = observation  # the envelope (protocol/observation.py, shared with the knowledge kinds)
 
 
 def run_observation(

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from .errors import ErrorId, ProtocolError
+from .observation import observation
 
 KNOWLEDGE_KINDS = ("diagnostics", "open", "editors", "symbols", "definition", "references")
 SEVERITIES = ("error", "warning", "info", "hint")  # most to least severe
@@ -83,9 +84,7 @@ def local_refusal(kind: str) -> str:
 def knowledge_observation(kind: str, cause: int | None, content: str, extras: dict[str, Any]) -> dict[str, Any]:
     """The observation of a knowledge action: ``observation`` = the action kind, ``content`` a text
     for the agent to read, ``extras`` the structured answer (docs/protocol.md §3.6)."""
-    from .events import _obs  # events imports this module for validation: the one observation builder, late
-
-    return _obs(kind, cause, content, content.split("\n", 1)[0][:200], extras)
+    return observation(kind, cause, content, content.split("\n", 1)[0][:200], extras)
 
 
 def summarize_knowledge(kind: str, args: dict[str, Any]) -> str:
