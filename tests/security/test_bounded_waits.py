@@ -340,7 +340,7 @@ REVIEWED = {
     ("client/monitor.py", "monitor", "stop.wait"): "raced with recv in asyncio.wait: ends on Ctrl-C, or when the backend closes",
     ("client/monitor.py", "monitor", "recv.result"): "only called on a completed future",
     ("client/monitor.py", "monitor", "conn.recv"): "raced with the stop event in asyncio.wait; keepalive pings drop a frozen backend",
-    ("commands/start.py", "_first_to_end", "task.result"): "only called on a task asyncio.wait returned as done",
+    ("ui/liveview.py", "_first_to_end", "task.result"): "only called on a task asyncio.wait returned as done",
     ("commands/_branch.py", "_prompt", "sys.stdin.readline"): "deliberately waits for the user: only on a terminal (never --detach/--json/a pipe), before any backend exists; EOF or Ctrl-C ends it",
     ("ui/hints.py", "_extension_installed", "proc.wait"): "after proc.kill() of `code --list-extensions`: SIGKILL ends it",
 }
