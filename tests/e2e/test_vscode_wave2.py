@@ -13,7 +13,6 @@ import json
 import os
 import signal
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -202,7 +201,7 @@ def test_one_terminal_per_agent_shell(vscode: VsCode, nested: dict):
     with _agent(nested, "claude-code", shell="team", workdir=deeper) as a:
         obs = a.run("pwd; export TEAM_VAR=shared", timeout=30)
         assert obs["content"] == os.path.realpath(deeper) + "\n", obs
-    assert f'"oh · claude-code" terminal ready with shell integration' in vscode.extension_log()
+    assert '"oh · claude-code" terminal ready with shell integration' in vscode.extension_log()
     with _agent(nested, "second-agent", shell="team") as b:  # same key: same terminal, its exports still there
         obs = b.run("echo $TEAM_VAR", timeout=30)
         assert obs["content"] == "shared\n", obs

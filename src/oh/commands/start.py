@@ -110,9 +110,10 @@ def run_start(io: Streams, *, runtime: Optional[str] = None, workspace: str = ".
     except OSError:  # the terminal is already gone: same as a hang-up (a detached backend stays)
         if not detach:
             from ..launcher.process import stop_backend
+            from ..ui.liveview import silence_output
 
             stop_backend(session)
-            _silence_output()
+            silence_output()
             return ERROR
     if detach:
         _signal_editor_detached(io, session, open_mode)

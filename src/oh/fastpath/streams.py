@@ -31,7 +31,7 @@ class Streams:
 
     @classmethod
     def system(cls) -> "Streams":
-        # Looked up at call time, not import time: tests and `_silence_output` replace sys.stdout.
+        # Looked up at call time, not import time: tests and `ui.liveview.silence_output` replace sys.stdout.
         return cls(sys.stdout, sys.stderr, sys.stdin, sys.stdout.isatty())
 
     @classmethod

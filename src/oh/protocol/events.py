@@ -16,9 +16,9 @@ import re
 try:  # orjson: ~5x faster on the hot path, and strict (invalid UTF-8, NaN, lone surrogates refused)
     import orjson
 except ImportError:  # pragma: no cover - it is a declared dependency; stdlib json still works
-    orjson = None
+    orjson = None  # type: ignore[assignment]
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from .errors import ErrorId, ProtocolError
 from .knowledge import KNOWLEDGE_KINDS, check_knowledge_args, summarize_knowledge
@@ -98,7 +98,7 @@ class Action:
         return frame
 
 
-def _is_int(v: Any) -> bool:
+def _is_int(v: Any) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
@@ -192,11 +192,13 @@ def _envelope(obj: Any) -> tuple[int, str]:
     cause = read_id(obj)
     if "id" not in obj:
         raise ProtocolError(ErrorId.BAD_REQUEST, "Action has no 'id': every action needs an integer id (its observation's cause).")
-    _require(cause is not None, f"Action 'id' must be an integer between 0 and {MAX_ID}.", None)
+    if cause is None:
+        raise ProtocolError(ErrorId.BAD_REQUEST, f"Action 'id' must be an integer between 0 and {MAX_ID}.", None)
     if "observation" in obj and "action" not in obj:
         raise ProtocolError(ErrorId.BAD_REQUEST, "This connection accepts actions, not observations.", cause)
     kind = obj.get("action")
-    _require(isinstance(kind, str), "Action has no 'action' string (one of run, read, write, edit).", cause)
+    if not isinstance(kind, str):
+        raise ProtocolError(ErrorId.BAD_REQUEST, "Action has no 'action' string (one of run, read, write, edit).", cause)
     if kind not in ACTION_KINDS and kind not in KNOWLEDGE_KINDS:
         raise ProtocolError(
             ErrorId.TOOL_UNSUPPORTED,

@@ -86,7 +86,8 @@ def parse_registration(obj: dict[str, Any], instance_id: str) -> Registration:
             "WRONG_SESSION",
             f"This backend is instance {instance_id}, not {session[:40]}: re-read the session files.",
         )
-    editor = obj.get("editor") if isinstance(obj.get("editor"), dict) else {}
+    raw = obj.get("editor")
+    editor: dict[str, Any] = raw if isinstance(raw, dict) else {}
     pid = editor.get("pid")
     # No list = an older editor: the four OpenHands kinds only (knowledge kinds must be advertised).
     caps = obj.get("capabilities", ["run", "read", "write", "edit"])
@@ -152,8 +153,9 @@ def parse_agent_field(obj: dict[str, Any]) -> dict[str, str] | None:
     shell, workdir = a.get("shell"), a.get("workdir")
     if not isinstance(shell, str) or not SHELL_KEY.match(shell) or not isinstance(workdir, str) or not workdir.startswith("/"):
         return None
-    name = a.get("name") if isinstance(a.get("name"), str) else "agent"
-    aid = a.get("id") if isinstance(a.get("id"), str) else shell
+    raw_name, raw_id = a.get("name"), a.get("id")
+    name = raw_name if isinstance(raw_name, str) else "agent"
+    aid = raw_id if isinstance(raw_id, str) else shell
     return {"id": aid[:64], "name": name[:64], "workdir": workdir, "shell": shell}
 
 

@@ -9,7 +9,7 @@ like the ``path:line:col`` people type; editors convert.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 from .errors import ErrorId, ProtocolError
 from .observation import observation
@@ -20,7 +20,7 @@ MAX_SYMBOL_LIMIT = 1000
 MAX_SETTLE_WAIT = 60.0  # seconds: diagnostics never waits longer than this for language servers
 
 
-def _is_int(v: Any) -> bool:
+def _is_int(v: Any) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
@@ -33,7 +33,8 @@ def _path(args: dict[str, Any], cause: int | None, *, required: bool) -> None:
     p = args.get("path")
     if p is None and not required:
         return
-    _require(isinstance(p, str) and p != "", "args.path must be a non-empty string.", cause)
+    if not isinstance(p, str) or p == "":
+        raise ProtocolError(ErrorId.BAD_REQUEST, "args.path must be a non-empty string.", cause)
     _require("\x00" not in p, "args.path must not contain NUL bytes.", cause)
 
 

@@ -154,7 +154,7 @@ class LiveView:
             else:
                 print(f"backend {self.session.instance_id} stopped ({how})", file=self.io.out if self.mode == "plain" else self.io.err, flush=True)
         except OSError:
-            _silence_output()  # the terminal is gone (SIGHUP): nothing to tell, nobody to tell
+            silence_output()  # the terminal is gone (SIGHUP): nothing to tell, nobody to tell
         return 0
 
     def ended_on_its_own(self, reason: str) -> int:
@@ -174,7 +174,7 @@ class LiveView:
             if not clean or self.mode == "rich":
                 self.io.note(f"backend {session.instance_id} ended: {state.stopping or reason}" + ("" if clean else f"; see its log: {process_log(session)}"))
         except OSError:
-            _silence_output()
+            silence_output()
         return 0 if clean else ERROR
 
 
@@ -266,7 +266,7 @@ async def _hints_later(session, state, note, mode: str) -> None:
         note(f"no editor yet: {text}", event="editor_hint")
 
 
-def _silence_output() -> None:
+def silence_output() -> None:
     """Point stdout/stderr at /dev/null so the interpreter's final flush cannot fail on a dead tty."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -288,7 +288,7 @@ def _report_failure(io: Streams, session, failure: BaseException, how: str) -> i
     except OSError:
         pass
     if isinstance(failure, OSError):
-        _silence_output()  # stdout may still hold what could not be written; its flush at exit would fail
+        silence_output()  # stdout may still hold what could not be written; its flush at exit would fail
     return ERROR
 
 
