@@ -80,7 +80,7 @@ export interface RunArgs {
   maxOutput?: number;
 }
 
-/** Who sent an action (SPEC-wave2 E): the backend adds it to every action it forwards. */
+/** Who sent an action (docs/protocol.md, the `agent` field): the backend adds it to every action it forwards. */
 export interface AgentInfo {
   id: string;
   name: string;

@@ -17,7 +17,7 @@ from .errors import ErrorId, ProtocolError
 from .knowledge import KNOWLEDGE_KINDS
 
 # An editor advertises what it executes; the vscode runtime answers TOOL_UNSUPPORTED for the rest.
-# binary: read encoding "binary" (protocol/binary.py). job / stat / write_modes: issue 11 (§3.7).
+# binary: read encoding "binary" (protocol/binary.py). job / stat / write_modes: background jobs and file checks (§3.7).
 # review: the editor turns write/edit into proposals the user accepts or rejects (§3.11).
 KNOWN_CAPABILITIES = ("run", "read", "write", "edit", *KNOWLEDGE_KINDS, "binary", "job", "stat", "write_modes", "branch", "review")
 
@@ -76,7 +76,7 @@ def parse_registration(obj: dict[str, Any], instance_id: str) -> Registration:
         raise RegistrationError("BAD_REQUEST", "register.workspace_folders must be a list of absolute paths.")
     relative = [f for f in folders if not os.path.isabs(f) or "\x00" in f]
     if relative:
-        # A relative folder would be resolved against the backend's cwd, not the editor's (issue 9 #11).
+        # A relative folder would be resolved against the backend's cwd, not the editor's.
         raise RegistrationError("BAD_REQUEST", f"register.workspace_folders must be absolute paths (got {relative[0][:80]!r}).")
     session = obj.get("session")
     if session is not None and not isinstance(session, str):

@@ -89,7 +89,7 @@ class VscodeRuntime(Runtime):
         working directory, the ``agent`` field attached; or the refused path (PATH_DENIED).
 
         The editor checks too; this is the backend's own line of defence, and it makes relative
-        paths mean the same thing whatever folder the editor window has open (issue 9 #14).
+        paths mean the same thing whatever folder the editor window has open.
         """
         workdir = self._workdir(ctx)
         args = action.args
