@@ -10,7 +10,7 @@ const PURE = [
   "src/executors/bashloop.ts", "src/executors/markers.ts", "src/executors/shellenv.ts", "src/jobs.ts", "src/jsonnum.ts",
   "src/knowledge.ts", "src/listing.ts", "src/manager.ts", "src/oheditor.ts", "src/owned.ts", "src/paths.ts", "src/procs.ts",
   "src/protocol.ts", "src/review/proposal.ts", "src/review/store.ts", "src/runstate.ts", "src/session.ts", "src/textenc.ts",
-  "src/udiff.ts", "src/uri.ts",
+  "src/udiff.ts", "src/uri.ts", "src/versions.ts",
 ];
 
 // The VS Code side: executors, UI, activation (tested against the vscode mock or in real VS Code).

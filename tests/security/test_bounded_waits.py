@@ -341,8 +341,8 @@ REVIEWED = {
     ("client/monitor.py", "monitor", "recv.result"): "only called on a completed future",
     ("client/monitor.py", "monitor", "conn.recv"): "raced with the stop event in asyncio.wait; keepalive pings drop a frozen backend",
     ("ui/liveview.py", "_first_to_end", "task.result"): "only called on a task asyncio.wait returned as done",
+    ("launcher/editorcli.py", "query_async", "proc.wait"): "after proc.kill() of an editor CLI's `--list-extensions`: SIGKILL ends it",
     ("commands/_branch.py", "_prompt", "sys.stdin.readline"): "deliberately waits for the user: only on a terminal (never --detach/--json/a pipe), before any backend exists; EOF or Ctrl-C ends it",
-    ("ui/hints.py", "_extension_installed", "proc.wait"): "after proc.kill() of `code --list-extensions`: SIGKILL ends it",
 }
 
 

@@ -316,6 +316,7 @@ class Backend:
             "trace": str(self.config.trace_path or ""),
             "trace_warning": self.trace.warning,
             "editors": [e.describe() for e in self.registry.all()],
+            **({"editor_refused": self.editors.refused} if self.editors.refused else {}),
             "agents": self.agent_desk.describe(),
             "stats": {"done": self.stats["done"], "pending": len(self.correlator), "errors": self.stats["errors"]},
             **({"branch": self.runtime.describe()} if self.config.branch is not None else {}),

@@ -86,6 +86,9 @@ def run_start(io: Streams, *, runtime: Optional[str] = None, workspace: str = ".
     token = _token()
     roots = _allowed_roots(workspace, s.allowed_roots, allow)
     hangup: list[int] = []
+    # --detach, runtime vscode: ask the editor CLIs which has the extension while the backend starts (each
+    # CLI takes about a second); the answer joins the warnings below. The live view asks by itself.
+    install_check = _InstallCheck() if detach and s.runtime == "vscode" else None
     # process.StartError carries its exit code (3 when a backend already serves the workspace): cli.main reports it.
     with _deferred_signals(hangup):  # a closed terminal during the start must not orphan the backend
         started = process.start_backend(
@@ -98,6 +101,8 @@ def run_start(io: Streams, *, runtime: Optional[str] = None, workspace: str = ".
     # Warnings only once the backend runs (never before an "already running" error). JSON mode keeps
     # them out of stderr: an NDJSON `warning` event (foreground) or a "warnings" list (--detach).
     warnings = workspace_warnings(session.workspace) + ([("no_sandbox", NO_SANDBOX)] if session.runtime == "local" else [])
+    if install_check is not None:
+        warnings += [("no_extension", text) for text in install_check.result(timeout=20.0)]
     if hangup and not detach:
         from ..launcher.process import stop_backend
 
@@ -212,7 +217,7 @@ def _signal_editor_detached(io: Streams, session, open_mode: str) -> None:
         return
     if open_mode == "always":
         if editor_signal.open_editor(session.workspace, session.instance_id) is None:
-            io.note("`code` is not on PATH: open the workspace in VS Code yourself (the extension connects by itself).")
+            io.note("no VS Code CLI (code, cursor, windsurf, codium, code-server) on PATH: open the workspace in the editor yourself (the extension connects by itself).")
         return
     if editor_signal.code_binary() is None:
         return  # auto: nothing we could do; the session file is the signal
@@ -229,3 +234,25 @@ def _signal_editor_detached(io: Streams, session, open_mode: str) -> None:
             return
         time.sleep(0.2)
     editor_signal.open_editor(session.workspace, session.instance_id)
+
+
+class _InstallCheck:
+    """No editor oh can see has the extension (or only another release): the fix, `oh vscode install`.
+    Runs in a daemon thread from construction; ``result`` waits for it (each CLI call is bounded)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self._hints: list[str] = []
+        self._thread = threading.Thread(target=self._run, name="oh-install-check", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        from ..launcher import signal as editor_signal
+        from ..ui.hints import install_hints
+
+        self._hints = install_hints(editor_signal.extension_states(), editor_signal.bundled_version())
+
+    def result(self, timeout: float = 20.0) -> list[str]:
+        self._thread.join(timeout)  # extension_states bounds each CLI at 15 s
+        return list(self._hints)

@@ -59,6 +59,8 @@ class EditorLink:
         # editor gone. Unset (the local runtime), both are ignored.
         self.on_job_event: Callable[[Editor, str, dict[str, Any]], None] | None = None
         self.on_editor_gone: Callable[[Editor], None] | None = None
+        # The last editor refused for its version (protocol/versions.py): `GET /v1/status`, the live view.
+        self.refused: dict[str, Any] | None = None
 
     # ------------------------------------------------------------------ sending
     async def forward(self, editor: Editor, action_id: int, frame: dict[str, Any]) -> dict[str, Any]:
@@ -119,6 +121,10 @@ class EditorLink:
             await connection.close(Close.BAD_REGISTRATION, "no register frame")
             return None
         except (ProtocolError, frames.RegistrationError) as exc:
+            if exc.error_id == "PROTOCOL_MISMATCH":  # oh and the extension cannot talk: say so where the user looks
+                self.refused = {"message": exc.message, "time": time.time()}
+                self.on_event("editor_refused", message=exc.message)
+                log.warning("editor refused: %s", exc.message)
             await connection.send(encode(frames.refusal(str(exc.error_id), exc.message)), text=True)
             await connection.close(Close.BAD_REGISTRATION, "bad registration")
             return None
@@ -126,7 +132,7 @@ class EditorLink:
         self.registry.add(editor)
         await connection.send(encode(frames.registered(
             editor.editor_id, w.instance_id, w.workspace, w.allowed_roots, w.max_shells, w.job_retention,
-            review=w.review, review_timeout=w.review_timeout,
+            review=w.review, review_timeout=w.review_timeout, version_check=registration.version_check,
         )), text=True)
         self.on_event("editor_connected", editor=editor.describe())
         log.info("editor %s registered: %s %s %s", editor.editor_id, registration.editor_name, registration.editor_version, registration.workspace_folders)

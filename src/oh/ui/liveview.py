@@ -42,7 +42,7 @@ class LiveView:
     lines or NDJSON (``mode``), with the helpers that open VS Code and explain a missing editor."""
 
     def __init__(self, io: Streams, session, open_mode: str, mode: str) -> None:
-        from ..ui.live import LiveState
+        from .live import LiveState
 
         self.io, self.session, self.open_mode, self.mode = io, session, open_mode, mode
         self.state = LiveState(backend=session.public())
@@ -240,30 +240,42 @@ async def _open_later(session, open_mode: str, state, note) -> None:
             return
     cmds = await asyncio.to_thread(editor_signal.open_editor, session.workspace, session.instance_id)
     if cmds is None and open_mode == "always":
-        note("`code` is not on PATH: open the workspace in VS Code yourself (the extension connects by itself).")
+        note("no VS Code CLI (code, cursor, windsurf, codium, code-server) on PATH: open the workspace in the editor yourself (the extension connects by itself).")
     elif cmds:
-        note("asked VS Code to open the workspace (`code`)")
+        note(f"asked the editor to open the workspace (`{os.path.basename(cmds[0][0])}`)")
+    elif cmds == [] and open_mode == "always":
+        note("code-server cannot be asked to open a folder from outside its own terminal: open the workspace in its browser tab (the extension connects by itself).")
 
 
 async def _hints_later(session, state, note, mode: str) -> None:
-    """After the grace period with no editor: say why none may come (live view line, plain lines, NDJSON notes)."""
+    """Why no editor may come (live view lines, plain lines, NDJSON notes): at once when no editor oh can
+    see has the extension (naming `oh vscode install`), the rest after the grace period with no editor."""
     import asyncio
+    import time
 
-    from ..launcher import signal as editor_signal
-    from ..ui.hints import editor_hints
-
-    await asyncio.sleep(editor_signal.AUTO_GRACE)
-    if state.editors:
-        return
     from ..config import paths
+    from ..launcher import signal as editor_signal
+    from .hints import editor_hints, install_hints
 
-    hints = await editor_hints(session.workspace, editor_signal.code_binary(), editor_signal.EXTENSION_ID, str(paths.sessions_dir()))
+    t0 = time.monotonic()
+
+    def show(hints: list[str]) -> None:
+        state.hints = [*state.hints, *hints]
+        state.version += 1
+        for text in hints:
+            note(f"no editor yet: {text}", event="editor_hint")
+
+    states = await editor_signal.extension_states_async()
+    bundled = editor_signal.bundled_version()
+    while not state.synced:  # after the "listening on" line (the view's snapshot); this task ends with the view
+        await asyncio.sleep(0.05)
+    if not state.editors:
+        show(install_hints(states, bundled))
+    await asyncio.sleep(max(0.0, editor_signal.AUTO_GRACE - (time.monotonic() - t0)))
     if state.editors:
         return
-    state.hints = hints
-    state.version += 1
-    for text in hints:
-        note(f"no editor yet: {text}", event="editor_hint")
+    cli = next((s["cli"] for s in states), None) or editor_signal.code_binary()
+    show(editor_hints(session.workspace, cli, str(paths.sessions_dir()), os.environ))
 
 
 def silence_output() -> None:
