@@ -19,7 +19,7 @@ from websockets.asyncio.client import connect
 
 from .conftest import TOKEN
 from .peers import EchoEditor, serve_headless
-from .test_agents_wave2 import agent, ask, url
+from .test_agent_headers_roots_and_shells import agent, ask, url
 
 
 async def _headless(b, workspace):

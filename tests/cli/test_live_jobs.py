@@ -204,7 +204,7 @@ def test_json_mode_announces_the_backend_only_once_its_monitor_is_subscribed(mon
     from types import SimpleNamespace
 
     from oh.commands._io import Streams
-    from oh.commands.start import _LiveView
+    from oh.ui.liveview import LiveView as _LiveView
 
     session = SimpleNamespace(instance_id="i1", runtime="local", public=lambda: {"instance_id": "i1", "runtime": "local", "url": "ws://127.0.0.1:1"})
     io = Streams.buffers()

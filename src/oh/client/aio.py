@@ -16,7 +16,7 @@ from ..protocol.headers import encode_value
 from ..transport import coalescing, messages
 from . import actions
 from .editorinfo import AsyncEditorInfo
-from .errors import ConnectionLost, OhClientError, handshake_error
+from .errors import ConnectionLost, handshake_error
 from .jobs import AsyncJobs
 from .observation import Observation
 

@@ -224,7 +224,7 @@ def read_file(path: Path | None = None) -> dict[str, Any]:
 
 def set_in_file(name: str, value: Any, path: Path | None = None) -> Path:
     """Store one key in config.toml, keeping the file's comments, layout and key order (tomlkit;
-    issue 9 #22: rewriting the table with tomli-w dropped comments and sorted the keys)."""
+    rewriting the table with tomli-w dropped comments and sorted the keys)."""
     return _edit_file(lambda doc: doc.__setitem__(name, value), path)
 
 

@@ -22,7 +22,7 @@ import contextlib
 import os
 import shlex
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ...protocol import shellqueue
 from ...protocol.errors import ErrorId
@@ -35,11 +35,28 @@ from .terminal import Terminal, _identity
 
 if TYPE_CHECKING:
     from ..base import AgentContext
-    from .runtime import LocalRuntime
+
+
+class ShellHost(Protocol):
+    """What a shell group needs from the runtime that owns it (``LocalRuntime``): its limits, new
+    terminals and job ids, and where job events go. The group does not import the runtime."""
+
+    max_shells: int
+    max_wait: float
+    job_retention: float
+    spool_cap: int
+
+    def new_terminal(self, cwd: str, *, env_snapshot: str = "", init_script: str = "") -> Terminal: ...
+
+    def new_job_id(self, action: Action | None = None) -> str: ...
+
+    def spool_path(self, job_id: str) -> str: ...
+
+    def job_event(self, name: str, job: Any) -> None: ...
 
 
 class ShellGroup:
-    def __init__(self, rt: "LocalRuntime", key: str, main: Terminal) -> None:
+    def __init__(self, rt: ShellHost, key: str, main: Terminal) -> None:
         self.rt = rt
         self.key = key
         self.main = main

@@ -1,4 +1,4 @@
-"""Wave 2 local-runtime additions (docs/protocol.md §3.1, §3.4): reset, env, max_output, BUSY /
+"""Local-runtime options (docs/protocol.md §3.1, §3.4): reset, env, max_output, BUSY /
 NO_COMMAND, metadata, shell keys, working directories, encodings, base64, SDK editor texts,
 long names, listings that stay inside the allowed roots, hard links. Real bash, real files."""
 
