@@ -38,7 +38,7 @@ class _BudgetMatcher(SequenceMatcher):
         super().__init__(None, a, b)
         self.budget = budget
         self.exhausted = False
-        where = self.b2j  # popular lines already removed (autojunk)
+        where: dict[str, list[int]] = self.b2j  # type: ignore[attr-defined]  # difflib's index of b; popular lines already removed (autojunk)
         # prefix[i] = charge of a[:i]: one per line plus its occurrences in b.
         self._prefix = [0, *accumulate(1 + len(where.get(line, ())) for line in a)]
 
