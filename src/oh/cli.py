@@ -90,6 +90,9 @@ def _build():
     from .commands import vscode as vscode_cmd  # issue 20: the bundled extension in every VS Code
 
     app.add_typer(vscode_cmd.app, name="vscode")
+    from .commands import ensure as ensure_cmd  # issue 22: workspace bootstrap
+
+    app.command(epilog=ensure_cmd.EPILOG)(ensure_cmd.ensure)
     return app
 
 
@@ -106,6 +109,8 @@ def main() -> None:
         from typer._completion_classes import completion_init
 
         completion_init()
+    if not sys.argv[1:] and not os.environ.get("_OH_COMPLETE"):
+        _usage()
     from .commands._io import failure
 
     # The one place where a failure becomes output and an exit code (commands and services raise;
@@ -117,6 +122,20 @@ def main() -> None:
         if found is None:
             raise
         _fail(*found)
+
+
+def _usage() -> NoReturn:
+    """Bare `oh`: the help on stderr and exit status 2 (a usage error), whatever click's version does
+    with ``no_args_is_help`` (click < 8.2 printed the help on stdout and exited 0)."""
+    import contextlib
+
+    with contextlib.redirect_stdout(sys.stderr):
+        try:
+            _app()(["--help"], prog_name="oh")
+        except SystemExit:
+            pass
+    sys.stderr.flush()
+    sys.exit(2)
 
 
 def _fail(message: str, code: int, hint: str | None = None) -> NoReturn:

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import errno
 import fcntl
-import hashlib
 import json
 import logging
 import logging.handlers
@@ -107,6 +107,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     # The agent's shell (docs/protocol.md §3.4.1): unset = the local runtime's own default (OH_USER_SHELL, else on).
     p.add_argument("--user-shell", choices=("true", "false"), default=None)
     p.add_argument("--shell-startup-timeout", type=float, default=None)
+    p.add_argument("--setup-script", type=lambda v: v.strip().lower() in ("1", "true", "yes", "on"), default=True,
+                   help="run .oh/setup.sh once before the first action (docs/protocol.md §3.14)")
     # Git-branch mode (docs/protocol.md §3.12): off unless --branch; the launcher passes the user's choices.
     p.add_argument("--branch", choices=("off", "on"), default="off")
     p.add_argument("--branch-name", default=None, help="the feature branch (default: an automatic oh/<date>-<time>-<agent>)")
@@ -148,8 +150,7 @@ def _lock_workspace(workspace: str):
     """Hold an exclusive lock for this workspace for the process lifetime (released by the kernel
     even on SIGKILL), so two backends can never serve one workspace, even when started at once."""
     d = paths.ensure_private_dir(paths.sessions_dir())
-    name = hashlib.sha256(workspace.encode()).hexdigest()[:16]
-    fd = os.open(d / f".{name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fd = os.open(sessions.lock_path(workspace, d), os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -169,7 +170,7 @@ async def _amain(args: argparse.Namespace, token: str) -> int:
                 editor_timeout=args.editor_timeout, action_timeout=args.action_timeout, trace_path=trace_path,
                 trace_max_bytes=args.trace_max_bytes, allowed_roots=args.allow_root, max_shells=args.max_shells,
                 job_retention=args.job_retention, repeat_limit=args.repeat_limit, repeat_action=args.repeat_action,
-                spool_dir=str(paths.state_dir() / "jobs"), review=args.review, review_timeout=args.review_timeout,
+                setup_script=args.setup_script, spool_dir=str(paths.state_dir() / "jobs"), review=args.review, review_timeout=args.review_timeout,
                 user_shell=None if args.user_shell is None else args.user_shell == "true", shell_startup_timeout=args.shell_startup_timeout,
                 branch=Plan(args.branch_name or None, args.on_dirty, args.on_not_git) if args.branch == "on" else None,
             ),
@@ -194,12 +195,46 @@ async def _amain(args: argparse.Namespace, token: str) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         loop.add_signal_handler(sig, lambda s=sig: asyncio.ensure_future(backend.stop(f"signal {signal.Signals(s).name}")))
     _ready(args.ready_fd, {"ready": True, "instance_id": instance_id, "port": backend.port, "pid": os.getpid(), "url": f"ws://{args.host}:{backend.port}", "trace": str(trace_path or "")})
+    if getattr(args, "lock_fd", None) is not None:
+        with contextlib.suppress(OSError):
+            sessions.write_identity(args.lock_fd, backend.session())
+    keeper = asyncio.ensure_future(_keep_session_file(backend))
     await backend.wait_stopped()
+    keeper.cancel()
     return 0
+
+
+SESSION_CHECK_INTERVAL = 1.0  # seconds between checks that our session file still exists (one stat)
+
+
+async def _keep_session_file(backend: Backend) -> None:
+    """A deleted session file (by hand, a cleaner, a test) would make this backend invisible to every
+    command while it goes on serving: write it again, and say so in the log."""
+    if not backend.config.write_session:
+        return
+    path = sessions.path_for(backend.instance_id, backend.config.session_dir)
+    while True:
+        await asyncio.sleep(SESSION_CHECK_INTERVAL)
+        if backend.stopping:
+            return
+        if not path.exists():
+            try:
+                sessions.write(backend.session(), backend.config.session_dir)
+            except (OSError, UnsafePath) as exc:
+                logging.getLogger("oh.backend").warning("the session file %s was deleted and cannot be written again: %s", path, exc)
+                return
+            logging.getLogger("oh.backend").warning("the session file %s was deleted while this backend runs: written again", path)
+
+
+# The event loop shares the GIL with the worker threads that edit, diff and read big files (issue 18):
+# a thread computing holds it for up to the switch interval each time the loop wants it back, several
+# times per action (5 ms by default: a bystander's stat waited 30-100 ms). 1 ms bounds that wait.
+SWITCH_INTERVAL = 0.001
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
+    sys.setswitchinterval(SWITCH_INTERVAL)
 
     # Before anything opens sockets: the common soft limit (1024) is what an idle-connection flood
     # exhausted; the hard limit is usually far higher and ours to take.
@@ -266,13 +301,16 @@ def main(argv: list[str] | None = None) -> int:
         return BackendExit.USAGE
     if lock is None:
         running = sessions.for_workspace(workspace)
-        who = f"instance {running.instance_id} (pid {running.pid}, port {running.port})" if running else "another backend"
+        holder = None if running else sessions.lock_holder(workspace)
+        who = (f"instance {running.instance_id} (pid {running.pid}, port {running.port})" if running else
+               f"instance {holder['instance_id']} (pid {holder['pid']}, port {holder['port']})" if holder else "another backend")
         msg = f"{who} already serves {workspace}: use it, or stop it with `oh stop`"
         log.error(msg)
         # "reason" tells the launcher it lost the race even when the winner has not written its
         # session file yet (two `oh start` at the same instant).
         _ready(args.ready_fd, {"ready": False, "error": msg, "reason": "duplicate", "duplicate": running.instance_id if running else None})
         return BackendExit.DUPLICATE
+    args.lock_fd = lock
     try:
         from ..eventloop import run as run_loop
 

@@ -101,6 +101,7 @@ class Backend:
         ), self.editors)
         if config.branch is not None:
             self.runtime = self._branch_guard(self.runtime, config.branch)
+        self.runtime = self._ensure_service(self.runtime)  # outermost: its installs pass every gate inside
         self.runtime.on_job_event = self.monitors.job_event
         self.proposals = self.runtime.proposals  # the local runtime's ProposalQueue in review mode
         if self.proposals is not None:
@@ -129,6 +130,20 @@ class Backend:
 
         guard_.on_branch_event = switched
         return guard_
+
+    def _ensure_service(self, runtime):
+        """Workspace bootstrap (docs/protocol.md §3.14) around the runtime: the ``ensure`` action, the setup script."""
+        import itertools
+
+        from ..runtimes.ensure import EnsureService
+
+        internal = itertools.count(1)
+
+        def new_id() -> int:  # a backend-wide leg id for the service's own run/job actions (the agents' correlator)
+            return self.correlator.start("oh-ensure", next(internal), "internal", time.monotonic()).leg_id
+
+        return EnsureService(runtime, self.workspace, self.allowed_roots, new_id=new_id, release_id=lambda leg: self.correlator.finish(leg),
+                             default_timeout=self.config.action_timeout, setup=self.config.setup_script)
 
     def _editor_proposal_event(self, name: str, fields: dict[str, Any], editor_id: str) -> None:
         owner = self.agent_desk.owner_of(fields["action_id"])  # whose action it is
@@ -323,6 +338,7 @@ class Backend:
             "agents": self.agent_desk.describe(),
             "stats": {"done": self.stats["done"], "pending": len(self.correlator), "errors": self.stats["errors"]},
             **({"branch": self.runtime.describe()} if self.config.branch is not None else {}),
+            **({"setup": dict(self.runtime.setup_state)} if self.runtime.setup_state.get("script") else {}),  # §3.14
             "review": self.config.review,
             **({"proposals": len(self.proposals.pending)} if self.proposals is not None else {}),
         }

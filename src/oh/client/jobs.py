@@ -5,6 +5,7 @@ the methods both clients gain (``Client`` awaits them, ``SyncClient`` blocks).
     job = obs.job_id                                   # "j3"
     done = client.job_wait(job, timeout=600)           # job observation: done.job["state"], ["exit_code"]
     part = client.job_output(job, offset=0)            # part.content, part.extras["next_offset"]
+    env = client.ensure()                              # workspace bootstrap (§3.14): env.extras["state"] == "ready"
 """
 
 from __future__ import annotations
@@ -36,6 +37,24 @@ def run_background(command: str, *, cwd: str | None = None, force: bool = False,
 def follow_up(command: str, job_id: str, *, is_input: bool = False, timeout: float | None = None) -> dict[str, Any]:
     """An empty command (wait for more output) or input for the running command ``job_id``."""
     action: dict[str, Any] = {"action": "run", "args": {"command": command, "is_input": is_input, "job_id": job_id}}
+    if timeout is not None:
+        action["timeout"] = float(timeout)
+    return action
+
+
+def ensure(*, targets: list[str] | None = None, path: str | None = None, wait: bool = True, force: bool = False,
+           timeout: float | None = None) -> dict[str, Any]:
+    """The ``ensure`` action (docs/protocol.md §3.14): bring the project's environments to ready."""
+    args: dict[str, Any] = {}
+    if targets:
+        args["targets"] = list(targets)
+    if path is not None:
+        args["path"] = path
+    if not wait:
+        args["wait"] = False
+    if force:
+        args["force"] = True
+    action: dict[str, Any] = {"action": "ensure", "args": args}
     if timeout is not None:
         action["timeout"] = float(timeout)
     return action
@@ -81,6 +100,11 @@ class AsyncJobs:
     async def stat(self, path: str):
         return await self.send(stat(path))
 
+    async def ensure(self, *, targets: list[str] | None = None, path: str | None = None, wait: bool = True, force: bool = False,
+                     timeout: float | None = None):
+        """Make the workspace's environments ready (.venv, node_modules); the answer's extras say what is ready."""
+        return await self.send(ensure(targets=targets, path=path, wait=wait, force=force, timeout=timeout))
+
     async def write_file(self, path: str, content: str, *, mode: str = "overwrite", encoding: str | None = None):
         return await self.send(write(path, content, mode=mode, encoding=encoding))
 
@@ -111,6 +135,11 @@ class SyncJobs:
 
     def stat(self, path: str):
         return self.send(stat(path))
+
+    def ensure(self, *, targets: list[str] | None = None, path: str | None = None, wait: bool = True, force: bool = False,
+               timeout: float | None = None):
+        """Make the workspace's environments ready (.venv, node_modules); the answer's extras say what is ready."""
+        return self.send(ensure(targets=targets, path=path, wait=wait, force=force, timeout=timeout))
 
     def write_file(self, path: str, content: str, *, mode: str = "overwrite", encoding: str | None = None):
         return self.send(write(path, content, mode=mode, encoding=encoding))

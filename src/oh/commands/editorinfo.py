@@ -18,6 +18,9 @@ from ._common import EXIT_CODES_HELP, USAGE, OhError, pick_session, target_optio
 from ._io import Streams, bound
 
 EPILOG = EXIT_CODES_HELP + " These commands need a backend started with `oh start --runtime vscode` and VS Code connected."
+# `oh symbols` is answered by the local runtime too (a text search with ripgrep, no language server).
+SYMBOLS_EPILOG = EXIT_CODES_HELP + (" With `--runtime vscode` VS Code's language servers answer; the local runtime answers with a "
+                                    "text search of the workspace (ripgrep).")
 
 _WORKSPACE, _INSTANCE = target_options()
 _JSON = typer.Option(False, "--json", help="Print the observation as JSON (content + structured extras).")
@@ -202,4 +205,4 @@ def run_at_position(io: Streams, kind: str, location: str, *, workspace: Optiona
 def register(app: typer.Typer) -> None:
     for fn, name in ((diagnostics, "diagnostics"), (open_, "open"), (editors, "editors"), (symbols, "symbols"),
                      (definition, "definition"), (references, "references")):
-        app.command(name=name, epilog=EPILOG)(fn)
+        app.command(name=name, epilog=SYMBOLS_EPILOG if name == "symbols" else EPILOG)(fn)

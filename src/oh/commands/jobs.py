@@ -150,7 +150,7 @@ def stat(
     path: str = typer.Argument(..., help="File or directory to check (relative to your cwd inside the workspace)."),
     workspace: Optional[str] = _WORKSPACE,
     instance: Optional[str] = _INSTANCE,
-    json_: bool = _JSON,
+    json_: bool = typer.Option(False, "--json", help="Print the facts as one JSON object (path, exists, type, size, mtime, mode, encoding, mime_type, link)."),
 ) -> None:
     """Whether a path exists, and its type, size, mtime, mode and text encoding. Exit 1 if it does not exist."""
     raise typer.Exit(run_stat(Streams.system(), path=path, workspace=workspace, instance=instance, json_=json_))

@@ -39,7 +39,7 @@ def start(
     open_: Optional[bool] = typer.Option(None, "--open/--no-open", help="vscode: ask VS Code to open the workspace now / never. Default: config `open_editor` (auto: only if no editor connects within 3 s and `code` is on PATH)."),
     editor_timeout: Optional[float] = typer.Option(None, "--editor-timeout", help="Seconds an action waits for an editor before NO_EDITOR. Default: config `editor_timeout`."),
     action_timeout: Optional[float] = typer.Option(None, "--action-timeout", help="Deadline (s) for actions without their own timeout. Default: config `action_timeout`."),
-    allow: Optional[list[str]] = typer.Option(None, "--allow", help="Also allow file actions and run cwds in DIR (repeatable; e.g. --allow /tmp). Adds to config `allowed_roots`."),
+    allow: Optional[list[str]] = typer.Option(None, "--allow", help="Also allow file actions and run cwds in DIR (repeatable; e.g. --allow /tmp; a relative DIR is resolved against the current directory). Adds to config `allowed_roots`."),
     branch: Optional[bool] = typer.Option(None, "--branch/--no-branch", help="Git-branch mode: before the agent's first change (write, edit, command), switch the workspace to a new branch oh/<date>-<time>-<agent> (VS Code's Git extension with --runtime vscode, git locally). Default: config `branch`."),
     branch_name: Optional[str] = typer.Option(None, "--branch-name", metavar="NAME", help="Branch mode on this branch instead (implies --branch): created if missing, switched to if it exists. Default: config `branch_name`."),
     on_dirty: Optional[str] = typer.Option(None, "--on-dirty", metavar="MODE", autocompletion=_complete_on_dirty, help="Branch mode with uncommitted changes: stash | carry | abort | review | ask. Stash them, carry them to the branch, abort, use review mode instead of a branch (decided at start), or ask (a terminal prompt; VS Code's dialog). Needed without a terminal (--detach, --json) for --runtime local. Default: config `on_dirty`."),
@@ -86,7 +86,7 @@ def run_start(io: Streams, *, runtime: Optional[str] = None, workspace: str = ".
     from ..launcher import process
 
     token = _token()
-    roots = _allowed_roots(workspace, s.allowed_roots, allow)
+    roots, allow_notes = _allowed_roots(workspace, s.allowed_roots, allow)
     hangup: list[int] = []
     # --detach, runtime vscode: ask the editor CLIs which has the extension while the backend starts (each
     # CLI takes about a second); the answer joins the warnings below. The live view asks by itself.
@@ -102,7 +102,7 @@ def run_start(io: Streams, *, runtime: Optional[str] = None, workspace: str = ".
     session = started.session
     # Warnings only once the backend runs (never before an "already running" error). JSON mode keeps
     # them out of stderr: an NDJSON `warning` event (foreground) or a "warnings" list (--detach).
-    warnings = workspace_warnings(session.workspace) + ([("no_sandbox", NO_SANDBOX)] if session.runtime == "local" else [])
+    warnings = allow_notes + workspace_warnings(session.workspace) + ([("no_sandbox", NO_SANDBOX)] if session.runtime == "local" else [])
     if install_check is not None:
         warnings += [("no_extension", text) for text in install_check.result(timeout=20.0)]
     if hangup and not detach:
@@ -123,7 +123,7 @@ def run_start(io: Streams, *, runtime: Optional[str] = None, workspace: str = ".
             return ERROR
     if detach:
         _signal_editor_detached(io, session, open_mode)
-        _tell_detached(io, started, warnings, json_, s.review_timeout if review_on else None)
+        _tell_detached(io, started, warnings, json_, s.review_timeout if review_on else None, branch_flags)
         return 0
     mode = "json" if json_ else ("rich" if io.tty else "plain")
     return _foreground(io, session, open_mode, mode, warnings)
@@ -138,20 +138,31 @@ def _token() -> str:
         die(f"cannot read or create the token: {exc}", ERROR, "Run `oh doctor` to see where the token should live.")
 
 
-def _allowed_roots(workspace: str, configured: list[str], allow: Optional[list[str]]) -> list[str]:
-    """Setting `allowed_roots` plus --allow, checked the way the backend will check them."""
-    roots = [*configured, *(os.path.abspath(os.path.expanduser(d)) for d in allow or ())]
+def _allowed_roots(workspace: str, configured: list[str], allow: Optional[list[str]]) -> tuple[list[str], list[tuple[str, str]]]:
+    """Setting `allowed_roots` plus --allow, checked the way the backend will check them; and a note for
+    each relative --allow saying the absolute directory it names (resolved against the current
+    directory, as a shell would, not against --workspace)."""
+    added, notes = [], []
+    for given in allow or ():
+        if not given.strip():  # `--allow ''` (an unset variable) would otherwise mean the current directory
+            die("--allow '' names no directory.", USAGE, "Give a directory: `--allow /tmp` (repeat --allow for more).")
+        path = os.path.abspath(os.path.expanduser(given))
+        if not os.path.isabs(os.path.expanduser(given)):
+            notes.append(("allow_relative", f"note: --allow {given} is relative: it allows {path} (resolved against the current directory)."))
+        added.append(path)
+    roots = [*configured, *added]
     try:
         from ..backend.agentinfo import effective_roots
 
         effective_roots(workspace, roots)
     except ValueError as exc:
         die(str(exc), USAGE, "Fix `--allow` or the `allowed_roots` setting (`oh config list`).")
-    return roots
+    return roots, notes
 
 
-def _tell_detached(io: Streams, started, warnings: list[tuple[str, str]], json_: bool, review_timeout: Optional[float]) -> None:
-    """--detach's report; ``review_timeout``: set when review mode is on."""
+def _tell_detached(io: Streams, started, warnings: list[tuple[str, str]], json_: bool, review_timeout: Optional[float],
+                   branch_flags: Optional[dict] = None) -> None:
+    """--detach's report; ``review_timeout``: set when review mode is on; ``branch_flags``: branch mode's."""
     session = started.session
     if json_:
         info = {"instance_id": session.instance_id, "pid": session.pid, "port": session.port, "url": session.url,
@@ -164,6 +175,9 @@ def _tell_detached(io: Streams, started, warnings: list[tuple[str, str]], json_:
         if review_timeout is not None:
             where = "in VS Code's diff editor" if session.runtime == "vscode" else "with `oh review`"
             io.print(f"review mode: the agent's writes and edits wait for your accept/reject {where} (up to {review_timeout:g} s)")
+        if branch_flags:
+            target = f"the git branch '{branch_flags['branch_name']}'" if branch_flags.get("branch_name") else "a new git branch oh/<date>-<time>-<agent>"
+            io.print(f"branch mode: before the agent's first change (write, edit, command) the workspace switches to {target}")
         io.print(f"stop it with `oh stop {session.instance_id}`")
 
 
@@ -267,6 +281,7 @@ class _LiveView:
 
         self.io, self.session, self.open_mode, self.mode = io, session, open_mode, mode
         self.state = LiveState(backend=session.public())
+        self._announce: list[tuple[str, str]] | None = None  # NDJSON: start-up warnings until backend_started is out
 
     # ------------------------------------------------------------ output in the three modes
     def line(self, text: str) -> None:
@@ -286,13 +301,25 @@ class _LiveView:
     def on_frame(self, frame: dict) -> None:
         lines = self.state.apply(frame)
         if self.mode == "json":
+            if frame.get("type") == "snapshot":
+                self._announced()  # subscribed now: every later event is in this stream
             self.io.ndjson(frame)  # JSON escapes every control character
         elif self.mode == "plain":
             for text in lines:
                 self.line(text)
 
     def announce(self, warnings: list[tuple[str, str]]) -> None:
-        """NDJSON mode: the backend and the start-up warnings, as the first events."""
+        """NDJSON mode: the backend and the start-up warnings, as the first events -- written once this
+        view's monitor has subscribed (its snapshot came), so that a consumer that acts on
+        ``backend_started`` (say, runs a job) sees every event that follows. Written before the monitor
+        subscribed, an action's events could fall between the two and be missing from the stream
+        (issue 18 item 18: a `job_started` was)."""
+        self._announce = list(warnings)
+
+    def _announced(self) -> None:
+        if self._announce is None:
+            return
+        warnings, self._announce = self._announce, None
         self.io.ndjson({"type": "event", "event": "backend_started", **{k: v for k, v in self.session.public().items()}})
         for wid, text in warnings:
             self.io.ndjson({"type": "event", "event": "warning", "id": wid, "message": text})
@@ -371,6 +398,7 @@ class _LiveView:
             return _report_failure(self.io, self.session, failure, how)
         try:
             if self.mode == "json":
+                self._announced()  # the view ended before its monitor subscribed: still first
                 self.io.ndjson({"type": "event", "event": "backend_stopped", "instance_id": self.session.instance_id, "how": how})
             else:
                 print(f"backend {self.session.instance_id} stopped ({how})", file=self.io.out if self.mode == "plain" else self.io.err, flush=True)
@@ -389,6 +417,7 @@ class _LiveView:
         clean = bool(state.stopping) or reason == "backend shut down"
         try:
             if self.mode == "json":
+                self._announced()
                 self.io.ndjson({"type": "event", "event": "backend_stopped", "instance_id": session.instance_id, "how": "external", "reason": reason})
             if self.mode == "plain":
                 self.line(f"backend {session.instance_id} ended: {state.stopping or reason}")

@@ -175,6 +175,7 @@ KEYS: dict[str, Key] = {
         Key("on_not_git", _choice("ask", "init", "abort", "review"), "ask", "branch mode in a folder that is not a git repository: ask, run `git init`, abort, or use review mode instead (decided at `oh start`)", "ask | init | abort | review"),
         Key("review", _bool, False, "proposal mode: the agent's write and edit actions become proposals you accept or reject (VS Code: a diff editor; local runtime: `oh review`)", "true | false"),
         Key("review_timeout", _positive_float, 600.0, "seconds a proposal waits for your decision before the agent gets TIMEOUT (nothing is written)", "seconds > 0"),
+        Key("setup_script", _bool, True, "run the workspace's .oh/setup.sh (or .openhands/setup.sh) once per backend, as a job, before the first action (docs/protocol.md §3.14)", "true | false"),
         Key("log_level", _choice("debug", "info", "warning", "error"), "info", "backend log level (log file under the state dir)", "debug | info | warning | error"),
     )
 }
@@ -330,7 +331,7 @@ def display(value: Any) -> str:
     return str(value)
 
 
-JOB_SETTINGS = ("max_shells", "job_retention", "repeat_limit", "repeat_action", "user_shell", "shell_startup_timeout")
+JOB_SETTINGS = ("max_shells", "job_retention", "repeat_limit", "repeat_action", "setup_script", "user_shell", "shell_startup_timeout")
 
 
 def job_settings(s: "Settings") -> dict:

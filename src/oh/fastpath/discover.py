@@ -105,6 +105,17 @@ def live_sessions() -> list[dict] | None:
     return found
 
 
+def died_notes() -> bool:
+    """Whether a note of a backend found dead (``.<id>.died``, written by ``oh.sessions``) waits to be told."""
+    base = state_dir()
+    try:
+        return base is None or any(e.name.endswith(".died") for e in os.scandir(os.path.join(base, "sessions")))
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+
+
 def pick(workspace: str | None, instance: str | None) -> dict | None:
     """The session a verb acts on (same rule as ``_common.pick_session``); None = ask the full CLI."""
     found = live_sessions()

@@ -16,7 +16,7 @@ import sys
 import time
 
 from .exits import ACTION_FAILED, TIMEOUT, USAGE
-from .verbs import CLI_SHELL, AgentLink, Failed, base_dir, err, error_exit, print_json, resolve, shell_quote
+from .verbs import CLI_SHELL, AgentLink, Failed, base_dir, branch_note, cli_advice, err, error_exit, print_json, resolve, shell_quote
 
 WAIT_CHUNK = 200.0  # one `job wait` request at most this long (the backend caps a wait at 240 s)
 CANCELLED_EXIT = 130
@@ -44,7 +44,7 @@ def _checked(obs: dict, json_: bool = False) -> dict:
         if json_:
             print_json(obs)
         hint = "`oh jobs` lists the jobs of the `oh run` shell (jobs of other agents are not shown)." if eid == "NO_JOB" else None
-        raise Failed(f"{eid}: {obs.get('content') or ''}", error_exit(eid), hint)
+        raise Failed(f"{eid}: {cli_advice(obs.get('content') or '')}", error_exit(eid), hint)
     return obs
 
 
@@ -111,12 +111,17 @@ def write_mode(session: dict, *, path: str, content: str, mode: str, json_: bool
     """``oh write --append/--create``: write through the backend in that mode; say what happened."""
     args = {"path": _where(session, path), "content": content, "start": 0, "end": -1, "thought": "", "security_risk": -1, "mode": mode}
     obs = _ask(session, {"action": "write", "args": args}, json_)
+    said = obs.get("content") or ""
+    note = None if json_ else branch_note(obs)
+    if note:  # branch mode's first change: said on stderr, not taken for create's "the file is there"
+        err(note)
+        said = said.split("\n", 1)[1] if "\n" in said else ""
     if json_:
         print_json(obs)
     elif quiet:
         pass
-    elif obs.get("content"):  # create found the file there: nothing was changed
-        _line(obs["content"])
+    elif said.strip():  # create found the file there: nothing was changed
+        _line(said)
     else:
         verb = "appended" if mode == "append" else "created"
         size = len(content.encode("utf-8", "surrogatepass"))

@@ -57,8 +57,8 @@ NONE_RUNNING = "no backend is running. Start one with `oh start` (or `oh start -
 
 def collect() -> list[dict] | None:
     found = discover.live_sessions()
-    if found is None:
-        return None
+    if found is None or discover.died_notes():
+        return None  # a backend died since the last look: the full command says so (oh.sessions.take_died)
     rows = []
     for data in found:
         row = _row(data)

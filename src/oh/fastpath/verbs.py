@@ -22,6 +22,21 @@ _TRUNCATED = ("[... ", " characters truncated ...]")  # oh.runtimes.local.output
 NEXT_STEPS = ("see more of its output with `oh run --wait`, send it a line of input with `oh run --input TEXT`, "
               "stop it with `oh run --interrupt`, or kill everything there with `oh run --reset`")
 
+# The backend words its errors for agents (args, actions); `oh` shows them to a person at a shell: the
+# advice becomes the command that does it (issue 18 item 11).
+CLI_ADVICE = (
+    ('read it with args.encoding "base64" to get its bytes',
+     "`oh read` shows text only: get its bytes with `oh run -- base64 FILE` (or copy the file)"),
+    (" List the jobs with the job action op list.", ""),  # the hint under the error names `oh jobs`
+    ('get its bytes with the read action and args.encoding "base64"', "get its bytes with `oh run -- base64 FILE`"),
+)
+
+
+def cli_advice(text: str) -> str:
+    for agent_words, cli_words in CLI_ADVICE:
+        text = text.replace(agent_words, cli_words)
+    return text
+
 
 class Failed(Exception):
     """A verb ends with ``code`` after printing ``message`` (and ``hint``) on stderr."""
@@ -124,8 +139,10 @@ class AgentLink:
         if shell:
             headers["X-OH-Shell"] = shell
         # What Ctrl-C leaves behind: a command goes on in the shared shell (say how to reach it).
-        self._on_interrupt = on_interrupt or ("interrupted; the command may still be running in the `oh run` shell: "
-                                              "stop it with `oh run --interrupt`." if shell else "interrupted.")
+        # Leaving mid-action cancels it: the backend sends the command Ctrl-C (C-c), as a terminal would.
+        self._on_interrupt = on_interrupt or ("interrupted: the command got Ctrl-C in the `oh run` shell. If it ignores "
+                                              "Ctrl-C, `oh run --wait` shows it still running and `oh run --reset` kills it."
+                                              if shell else "interrupted.")
         self._next_id = 1
         try:
             self._conn = ws.Connection.open(session["host"], int(session["port"]), "/v1/agent", headers)
@@ -175,12 +192,30 @@ def finish(obs: dict, json_: bool, *, show_content: bool = True) -> int | None:
     if obs.get("observation") == "error":
         eid = _extras(obs).get("error_id") or ""
         if not json_:
-            err(f"{eid}: {obs.get('content', '')}")
+            err(f"{eid}: {cli_advice(str(obs.get('content', '')))}")
         return error_exit(eid)
     content = obs.get("content") or ""
     if not json_ and show_content and content:
         sys.stdout.write(content if content.endswith("\n") else content + "\n")
         sys.stdout.flush()
+    if not json_:
+        line = branch_note(obs, in_content=not show_content)
+        if line:
+            err(line)
+    return None
+
+
+_BRANCH_NOTE = "[oh] Branch mode: "
+
+
+def branch_note(obs: dict, *, in_content: bool = True) -> str | None:
+    """Branch mode's line on the first change (runtimes/branch.py puts it in a run's prefix, else the
+    content): for stderr, where the user sees it even when the content is not printed (`oh write`)."""
+    md = _extras(obs).get("metadata") if obs.get("observation") == "run" else None
+    where = [(md or {}).get("prefix") or ""] + ([obs.get("content") or ""] if in_content else [])
+    for text in where:
+        if isinstance(text, str) and text.startswith(_BRANCH_NOTE):
+            return "branch mode: " + text[len(_BRANCH_NOTE):].split("\n", 1)[0]
     return None
 
 
@@ -284,14 +319,22 @@ def run(session: dict, *, command: list[str], mode: str = "command", text: str |
     metadata = _extras(obs).get("metadata") or {}
     exit_code = metadata.get("exit_code")
     if exit_code is None or exit_code < 0:
-        if not json_:
-            suffix = (metadata.get("suffix") or "").strip().strip("[]").strip()
-            if "killed" in suffix:
-                err(suffix)
-            else:
-                first = suffix.split(". ")[0].rstrip(".") if suffix else "the command did not finish"
+        from ..text.fmt import timeout_of  # only here: the common case never pays for it
+
+        how = timeout_of(obs)
+        suffix = (metadata.get("suffix") or "").strip().strip("[]").strip()
+        first = suffix.split(". ")[0].rstrip(".") if suffix else ""
+        if how in ("killed", "interrupted"):  # a hard timeout stopped it: nothing is left running
+            if not json_:
+                err(f"{first}; nothing is left running in the `oh run` shell.")
+            return TIMEOUT
+        if how == "running" or "no new output" in first:
+            if not json_:
                 err(f"{first}. It is still running: you can {NEXT_STEPS}.")
-        return TIMEOUT
+            return TIMEOUT
+        if not json_:  # no timeout and no exit code (an editor's terminal that reported none): say only that
+            err(f"the command ended without an exit code{': ' + first if first else ''}.")
+        return 1
     return exit_code if 0 <= exit_code <= 255 else 1
 
 

@@ -156,7 +156,7 @@ TOOLS: list[dict[str, Any]] = [
     },
 ]
 TOOLS.extend(knowledge_tools.TOOLS)  # diagnostics, open, editors, symbols, definition, references (§3.6)
-TOOLS.extend(job_tools.TOOLS)  # jobs, job, stat (§3.8-§3.9)
+TOOLS.extend(job_tools.TOOLS)  # jobs, job, stat (§3.8-§3.9), ensure (§3.14)
 TOOL_NAMES = [t["name"] for t in TOOLS]
 _SCHEMAS = {t["name"]: t["inputSchema"] for t in TOOLS}
 
@@ -326,6 +326,8 @@ def to_result(name: str, obs: dict[str, Any], action: dict[str, Any] | None = No
         return job_tools.job_result(obs, ToolResult)
     if kind == "stat":
         return job_tools.stat_result(obs, ToolResult)
+    if kind == "ensure":
+        return job_tools.ensure_result(obs, ToolResult)
     if kind == "read":
         view_range = ((action or {}).get("args") or {}).get("view_range")
         return _read_result(content, extras, view_range[0] if view_range else 1)

@@ -22,9 +22,10 @@ from datetime import datetime
 from typing import Any
 
 from .errors import ErrorId, ProtocolError
+from .ensure import check_ensure_args
 from .knowledge import KNOWLEDGE_KINDS, check_knowledge_args, summarize_knowledge
 
-ACTION_KINDS = ("run", "read", "write", "edit", "job", "stat")
+ACTION_KINDS = ("run", "read", "write", "edit", "job", "stat", "ensure")
 JOB_OPS = ("list", "poll", "wait", "output", "cancel")
 WRITE_MODES = ("overwrite", "create", "append")
 JOB_ID = re.compile(r"^[A-Za-z0-9._-]{1,80}$")
@@ -181,6 +182,8 @@ def parse_action(obj: Any) -> Action:
         _check_run_args(args, cause)
     elif kind == "job":
         _check_job_args(args, cause)
+    elif kind == "ensure":  # workspace bootstrap (§3.14)
+        check_ensure_args(args, cause)
     else:  # read, write, edit, stat: a file path
         _check_path_args(args, cause)
         check = _FILE_CHECKS.get(kind)  # stat has nothing more to check
@@ -412,6 +415,11 @@ def job_observation(cause: int | None, op: str, content: str, extras: dict[str, 
     return _obs("job", cause, content, f"Job {op}.", {"op": op, **extras})
 
 
+def ensure_observation(cause: int | None, content: str, extras: dict[str, Any]) -> dict[str, Any]:
+    """Our own kind: the answer to an ``ensure`` action (docs/protocol.md §3.14)."""
+    return _obs("ensure", cause, content, "Workspace environment checked.", extras)
+
+
 def branch_observation(cause: int | None, content: str, extras: dict[str, Any]) -> dict[str, Any]:
     """Our own kind, editor leg only: the answer to the backend's ``branch`` frame (docs/protocol.md
     §3.12). Agents never receive it: the backend turns it into a note on their first change."""
@@ -460,7 +468,7 @@ def error_from(exc: ProtocolError) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- reading observations
 
-OBSERVATION_KINDS = ("run", "read", "write", "edit", "error", "job", "stat", "branch", *KNOWLEDGE_KINDS)
+OBSERVATION_KINDS = ("run", "read", "write", "edit", "error", "job", "stat", "branch", "ensure", *KNOWLEDGE_KINDS)
 
 
 def parse_observation(obj: Any) -> dict[str, Any]:
@@ -504,10 +512,18 @@ def outcome_of(obs: dict[str, Any]) -> str:
     return "ok"
 
 
+WAIT_SUMMARY = "wait for output"  # the summary of an empty `run` (`oh run --wait`): not an empty cell
+
+
+PATH_SUMMARY_LIMIT = 300
+
+
 def summarize(action: Action, limit: int = 80) -> str:
     """One line for humans: the command, or the kind and path. Never the file contents."""
     if action.kind in KNOWLEDGE_KINDS:
         text = summarize_knowledge(action.kind, action.args)
+    elif action.kind == "run" and not action.is_input and not action.command.strip() and not action.reset:
+        text = WAIT_SUMMARY  # a follow-up: wait for more output of the command still running
     elif action.kind == "run":
         text = ("input: " if action.is_input else "") + ("background: " if action.args.get("background") else "") + action.command
     elif action.kind == "edit":
@@ -516,7 +532,14 @@ def summarize(action: Action, limit: int = 80) -> str:
         text = f"job {action.args.get('op')} {action.args.get('job_id') or ''}".strip()
     elif action.kind == "stat":
         text = f"stat {action.path}"
+    elif action.kind == "ensure":
+        text = "ensure " + " ".join(action.args.get("targets") or ["environment"]) + (f" in {action.args['path']}" if action.args.get("path") else "")
     else:
         text = action.path
     text = " ".join(text.split())
+    if action.kind in ("read", "write", "edit", "stat"):
+        # A path: the live view shows it relative to the workspace and cuts it from the left, so the
+        # file name stays; here only an absurdly long one is cut, also from the left.
+        limit = max(limit, PATH_SUMMARY_LIMIT)
+        return text if len(text) <= limit else "…" + text[-(limit - 1):]
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -189,3 +189,21 @@ def test_no_backend_is_a_clear_error(tmp_path, monkeypatch):
         asyncio.run(runtime.connect())
     runtime.close()
     stream.close()
+
+
+def test_the_setup_script_runs_once_through_the_backend_not_again_by_openhands(oh_backend):
+    ws = oh_backend.workspace
+    (ws / ".openhands").mkdir()
+    (ws / ".openhands" / "setup.sh").write_text("echo ran >> setup-count.txt\n")
+    runtime, stream = make_runtime(ws)
+    import asyncio
+
+    asyncio.run(runtime.connect())
+    try:
+        runtime.maybe_run_setup_script()  # what OpenHands' setup calls: the oh backend owns the script
+        obs = Agent(stream).do(CmdRunAction(command="cat setup-count.txt"))
+        assert obs.exit_code == 0 and obs.content.count("ran") == 1, obs.content
+        assert (ws / "setup-count.txt").read_text() == "ran\n"
+    finally:
+        runtime.close()
+        stream.close()
