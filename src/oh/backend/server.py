@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import secrets
+import sys
 import time
 from datetime import datetime, timezone
 from http import HTTPStatus
@@ -96,6 +97,7 @@ class Backend:
         self.runtime = make_runtime(config.runtime, RuntimeSettings(
             self.workspace, self.allowed_roots, editor_timeout=config.editor_timeout, max_shells=config.max_shells,
             job_retention=config.job_retention, spool_dir=config.spool_dir, review=config.review, review_timeout=config.review_timeout,
+            user_shell=config.user_shell, shell_startup_timeout=config.shell_startup_timeout,
         ), self.editors)
         if config.branch is not None:
             self.runtime = self._branch_guard(self.runtime, config.branch)
@@ -197,6 +199,7 @@ class Backend:
             editor_timeout=self.config.editor_timeout,
             allowed_roots=list(self.allowed_roots),
             review_timeout=self.config.review_timeout if self.config.review else 0.0,
+            python=sys.executable,
         )
 
     def _write_session(self) -> None:
