@@ -92,7 +92,7 @@ async def measure(rounds: int = 10, per_round: int = 50, first_samples: int = 5)
         runtimes = {name: _runtime(ws, spec) for name, spec in specs.items()}
         lat: dict[str, list[float]] = {name: [] for name in specs}
         try:
-            for name, rt in runtimes.items():
+            for rt in runtimes.values():
                 for _ in range(5):
                     await rt.execute(_action("echo hi"), "bench")
             for r in range(rounds):

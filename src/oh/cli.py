@@ -80,11 +80,11 @@ def _build():
     app.add_typer(config.app, name="config")
     app.add_typer(completions.app, name="completions")
     app.add_typer(mcp.app, name="mcp")
-    from .commands import jobs as jobs_cmd  # issue 11: oh jobs, oh stat
+    from .commands import jobs as jobs_cmd  # oh jobs, oh stat: background jobs and file checks
 
     app.add_typer(jobs_cmd.app, name="jobs")
     app.command()(jobs_cmd.stat)
-    from .commands import review as review_cmd  # issue 12: proposal mode
+    from .commands import review as review_cmd  # proposal (review) mode
 
     app.add_typer(review_cmd.app, name="review")
     from .commands import vscode as vscode_cmd  # issue 20: the bundled extension in every VS Code

@@ -275,3 +275,13 @@ async def test_runtime_vscode_through_the_headless_editor(oh):
             editor.wait(10)
         except subprocess.TimeoutExpired:
             editor.kill()
+
+
+async def test_a_unicode_client_name_in_a_unicode_directory(oh):
+    """Issue 18 item 4: `clientInfo.name` "claude ✨" and a directory like /tmp/проект made every call fail."""
+    oh.start("local")
+    sub = oh.workspace / "проект"
+    sub.mkdir()
+    async with mcp_session(oh, cwd=sub, client="claude ✨ \u202e") as s:
+        r = await s.call_tool("run", {"command": "pwd"})
+        assert not r.is_error and text_of(r).splitlines()[0] == str(sub.resolve()), text_of(r)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..protocol.branch import Plan
 from . import guard
+from .flow import MAX_IN_FLIGHT, MAX_OUTPUT
 
 MAX_FRAME = 128 * 1024 * 1024  # a 64 MiB file read, JSON-escaped, must fit
 DEADLINE_GRACE = 5.0
@@ -55,3 +56,7 @@ class BackendConfig:
     branch: Plan | None = None
     # Workspace bootstrap (docs/protocol.md §3.14): run .oh/setup.sh (or .openhands/setup.sh) once, before the first action.
     setup_script: bool = True
+    # Per agent connection (backend/flow.py): actions in flight (more: BUSY), bytes of observations
+    # not yet sent (more: its frames are not read until they drain).
+    max_in_flight: int = MAX_IN_FLIGHT
+    max_output: int = MAX_OUTPUT

@@ -43,7 +43,7 @@ log = logging.getLogger("oh.backend")
 
 ROLES = {"/v1/agent": "agent", "/v1/editor": "editor", "/v1/monitor": "monitor", "/v1/control": "control"}
 # What may appear in the log as a request's path: anything else is logged as "<other path>", since
-# a client may put a secret there (e.g. the token as a path segment, issue 9 #8).
+# a client may put a secret there (e.g. the token as a path segment).
 LOGGABLE_PATHS = frozenset(ROLES) | {"/v1/status", "/v1/health"}
 REGISTER_TIMEOUT = 10.0  # an editor's register frame must arrive within this long
 

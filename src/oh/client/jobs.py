@@ -12,65 +12,23 @@ from __future__ import annotations
 
 from typing import Any
 
-WRITE_MODES = ("overwrite", "create", "append")
+from ..protocol import actions as _build
+from ..protocol.actions import WRITE_MODES, ensure, job, stat
 
-
-def job(op: str, job_id: str | None = None, *, timeout: float | None = None, **args: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {"op": op, **{k: v for k, v in args.items() if v is not None}}
-    if job_id is not None:
-        body["job_id"] = job_id
-    action: dict[str, Any] = {"action": "job", "args": body}
-    if timeout is not None:
-        action["timeout"] = float(timeout)
-    return action
+__all__ = ["WRITE_MODES", "ensure", "job", "stat", "run_background", "follow_up", "write", "AsyncJobs", "SyncJobs"]
 
 
 def run_background(command: str, *, cwd: str | None = None, force: bool = False, env: dict[str, str] | None = None) -> dict[str, Any]:
-    args: dict[str, Any] = {"command": command, "background": True, "cwd": cwd}
-    if force:
-        args["force"] = True
-    if env:
-        args["env"] = env
-    return {"action": "run", "args": args}
+    return _build.run(command, background=True, cwd=cwd, force=force, env=env)
 
 
 def follow_up(command: str, job_id: str, *, is_input: bool = False, timeout: float | None = None) -> dict[str, Any]:
     """An empty command (wait for more output) or input for the running command ``job_id``."""
-    action: dict[str, Any] = {"action": "run", "args": {"command": command, "is_input": is_input, "job_id": job_id}}
-    if timeout is not None:
-        action["timeout"] = float(timeout)
-    return action
-
-
-def ensure(*, targets: list[str] | None = None, path: str | None = None, wait: bool = True, force: bool = False,
-           timeout: float | None = None) -> dict[str, Any]:
-    """The ``ensure`` action (docs/protocol.md §3.14): bring the project's environments to ready."""
-    args: dict[str, Any] = {}
-    if targets:
-        args["targets"] = list(targets)
-    if path is not None:
-        args["path"] = path
-    if not wait:
-        args["wait"] = False
-    if force:
-        args["force"] = True
-    action: dict[str, Any] = {"action": "ensure", "args": args}
-    if timeout is not None:
-        action["timeout"] = float(timeout)
-    return action
-
-
-def stat(path: str) -> dict[str, Any]:
-    return {"action": "stat", "args": {"path": path}}
+    return _build.run(command, is_input=is_input, job_id=job_id, timeout=timeout)
 
 
 def write(path: str, content: str, *, mode: str = "overwrite", encoding: str | None = None) -> dict[str, Any]:
-    if mode not in WRITE_MODES:
-        raise ValueError(f"mode must be one of {', '.join(WRITE_MODES)}")
-    args: dict[str, Any] = {"path": path, "content": content, "start": 0, "end": -1, "thought": "", "security_risk": -1, "mode": mode}
-    if encoding is not None:
-        args["encoding"] = encoding
-    return {"action": "write", "args": args}
+    return _build.write(path, content, mode=mode, encoding=encoding)
 
 
 class AsyncJobs:

@@ -15,7 +15,7 @@ from typing import Optional
 import typer
 
 from ._common import EXIT_CODES_HELP, USAGE, OhError, pick_session, target_options
-from ._io import Streams, bound
+from ._io import Streams
 
 EPILOG = EXIT_CODES_HELP + " These commands need a backend started with `oh start --runtime vscode` and VS Code connected."
 # `oh symbols` is answered by the local runtime too (a text search with ripgrep, no language server).
@@ -51,12 +51,8 @@ def _send(io: Streams, workspace: Optional[str], instance: Optional[str], action
     args = action["args"]
     if resolve_path and args.get("path"):
         args["path"] = verbs.resolve(args["path"], session)
-    with bound(io):
-        try:
-            obs = verbs.exchange(session, action, announce=not json_)
-            code = verbs.finish(obs, json_)
-        except verbs.Failed as exc:
-            raise OhError(str(exc), exc.code, exc.hint) from None
+    obs = verbs.exchange(io, session, action, announce=not json_)
+    code = verbs.finish(io, obs, json_)
     if code is None and action["action"] == "diagnostics":
         # Like a compiler: exit 1 when there are errors, so `oh diagnostics && next-step` works.
         extras = obs.get("extras") or {}

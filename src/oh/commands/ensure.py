@@ -16,7 +16,7 @@ from typing import List, Optional
 import typer
 
 from ._common import EXIT_CODES_HELP, USAGE, OhError, pick_session, target_options
-from ._io import Streams, bound
+from ._io import Streams
 
 EPILOG = EXIT_CODES_HELP + " oh ensure: 0 ready, 1 not ready (the text says why), 124 still installing after --timeout."
 
@@ -52,7 +52,7 @@ def run_ensure(io: Streams, *, path: Optional[str] = None, only: Optional[List[s
     """``oh ensure``'s behaviour: 0 ready (or started with --no-wait), 1 not ready, 124 still installing."""
     from dataclasses import asdict
 
-    from ..client.jobs import ensure as ensure_action
+    from ..protocol.actions import ensure as ensure_action
     from ..fastpath import verbs
     from ..fastpath.exits import ERROR, TIMEOUT
 
@@ -62,12 +62,8 @@ def run_ensure(io: Streams, *, path: Optional[str] = None, only: Optional[List[s
     session = asdict(pick_session(workspace, instance))
     action = ensure_action(targets=list(dict.fromkeys(only or [])) or None, path=verbs.resolve(path or ".", session), wait=not no_wait,
                            force=force, timeout=timeout)
-    with bound(io):
-        try:
-            obs = verbs.exchange(session, action, announce=not json_)
-            code = verbs.finish(obs, json_)
-        except verbs.Failed as exc:
-            raise OhError(str(exc), exc.code, exc.hint) from None
+    obs = verbs.exchange(io, session, action, announce=not json_)
+    code = verbs.finish(io, obs, json_)
     if code is not None:
         return code
     state = (obs.get("extras") or {}).get("state")

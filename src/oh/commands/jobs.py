@@ -16,8 +16,7 @@ from typing import Optional
 import typer
 
 from ._common import pick_session, target_options
-from ._io import Streams, bound
-from .agent import _failed_as_oherror
+from ._io import Streams
 
 app = typer.Typer(
     help="Background jobs started with `oh run --background`: list them, wait for one, read its output, cancel it.",
@@ -47,8 +46,7 @@ def _run(io: Streams, verb: str, workspace: Optional[str], instance: Optional[st
     from ..fastpath import jobs
 
     session = asdict(pick_session(workspace, instance))
-    with bound(io), _failed_as_oherror():
-        return getattr(jobs, verb)(session, **kw)
+    return getattr(jobs, verb)(io, session, **kw)
 
 
 @app.callback()

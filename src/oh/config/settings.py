@@ -226,7 +226,7 @@ def read_file(path: Path | None = None) -> dict[str, Any]:
 
 def set_in_file(name: str, value: Any, path: Path | None = None) -> Path:
     """Store one key in config.toml, keeping the file's comments, layout and key order (tomlkit;
-    issue 9 #22: rewriting the table with tomli-w dropped comments and sorted the keys)."""
+    rewriting the table with tomli-w dropped comments and sorted the keys)."""
     return _edit_file(lambda doc: doc.__setitem__(name, value), path)
 
 
@@ -331,7 +331,7 @@ def display(value: Any) -> str:
     return str(value)
 
 
-JOB_SETTINGS = ("max_shells", "job_retention", "repeat_limit", "repeat_action", "user_shell", "shell_startup_timeout", "setup_script")
+JOB_SETTINGS = ("max_shells", "job_retention", "repeat_limit", "repeat_action", "setup_script", "user_shell", "shell_startup_timeout")
 
 
 def job_settings(s: "Settings") -> dict:

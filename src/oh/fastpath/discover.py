@@ -75,7 +75,7 @@ def live_sessions() -> list[dict] | None:
         return None
     directory = os.path.join(base, "sessions")
     try:
-        # Someone else's (or a world-writable) oh directory could hold a planted token (issue 9 #1):
+        # Someone else's (or a world-writable) oh directory could hold a planted token:
         # only our own private directories are read here; the full CLI explains anything else.
         if not _private(os.stat(base)) or not _private(os.stat(directory)):
             return None

@@ -8,10 +8,9 @@ an unreachable backend, a newer session format) returns None and the full comman
 
 from __future__ import annotations
 
-import sys
-
 from . import discover, fastjson, ws
 from .exits import NOT_RUNNING, OK
+from .streams import Streams
 
 # The session file's public fields, in the order of oh.sessions.Session (token excluded).
 PUBLIC = ("instance_id", "pid", "start_time", "host", "port", "runtime", "workspace", "protocol", "oh_version",
@@ -68,17 +67,14 @@ def collect() -> list[dict] | None:
     return rows
 
 
-def status(json_: bool) -> int | None:
+def status(io: Streams, json_: bool) -> int | None:
     rows = collect()
     if rows is None:
         return None
     if json_:
-        import json
-
-        sys.stdout.write(json.dumps({"sessions": rows}, indent=2, default=str) + "\n")
+        io.json({"sessions": rows})
     else:
-        sys.stdout.write((render_text(rows) if rows else NONE_RUNNING) + "\n")
-    sys.stdout.flush()
+        io.print(render_text(rows) if rows else NONE_RUNNING)
     return OK if rows else NOT_RUNNING
 
 

@@ -62,9 +62,11 @@ async def connect_client(url: str, token: str, *, name: str, shell: str, workdir
 
     from ..client.errors import handshake_error
 
-    headers = {"Authorization": f"Bearer {token}", "X-OH-Client": name, "X-OH-Shell": shell}
+    from ..protocol.headers import encode_value
+
+    headers = {"Authorization": f"Bearer {token}", "X-OH-Client": encode_value(name), "X-OH-Shell": shell}
     if workdir:
-        headers["X-OH-Workdir"] = workdir
+        headers["X-OH-Workdir"] = encode_value(workdir)
     try:
         conn = await connect(url.rstrip("/") + "/v1/agent", additional_headers=headers, open_timeout=10, max_size=None, compression=None, ping_interval=20)
     except (InvalidHandshake, OSError, asyncio.TimeoutError) as exc:

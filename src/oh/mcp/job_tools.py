@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..protocol import actions
+
 NAMES = ("jobs", "job", "stat", "ensure")
 JOB_OPS = ["poll", "wait", "output", "cancel"]
 WRITE_MODES = ["overwrite", "create", "append"]
@@ -106,41 +108,29 @@ _OP_ARGS = {"poll": {"tail"}, "wait": {"timeout", "tail"}, "output": {"offset", 
 def build_action(name: str, a: dict[str, Any], resolve_path, error) -> dict[str, Any]:
     """The oh action for a checked ``jobs``/``job``/``stat`` call. ``error``: the ArgumentError class."""
     if name == "jobs":
-        return {"action": "job", "args": {"op": "list"}}
+        return actions.job("list")
     if name == "stat":
-        return {"action": "stat", "args": {"path": resolve_path(a["path"])}}
+        return actions.stat(resolve_path(a["path"]))
     if name == "ensure":
         targets = a.get("targets")
         if targets is not None and (not targets or any(t not in ("python", "node") for t in targets)):
             raise error(f"ensure: 'targets' must list python and/or node, got {targets!r}.")
-        args = {"path": resolve_path(a.get("path") or ".")}
-        if targets:
-            args["targets"] = list(dict.fromkeys(targets))
-        for key in ("force", "wait"):
-            if key in a:
-                args[key] = a[key]
-        return {"action": "ensure", "args": args, "timeout": float(a.get("timeout", ENSURE_WAIT))}
+        return actions.ensure(targets=targets, path=resolve_path(a.get("path") or "."), wait=a.get("wait", True),
+                              force=a.get("force", False), timeout=float(a.get("timeout", ENSURE_WAIT)))
     op = a["op"]
     extra = sorted(set(a) - {"op", "job_id"} - _OP_ARGS[op])
     if extra:
         allowed = ", ".join(sorted(_OP_ARGS[op])) or "none"
         raise error(f"job op {op!r} takes no {extra[0]!r} (its optional arguments: {allowed}).")
-    args: dict[str, Any] = {"op": op, "job_id": a["job_id"]}
-    action: dict[str, Any] = {"action": "job", "args": args}
-    if "tail" in a:
-        args["tail"] = a["tail"]
-    if op == "wait":
-        action["timeout"] = float(a.get("timeout", WAIT_DEFAULT))
     if op == "output":
-        args["offset"] = a.get("offset", 0)
-        args["limit"] = min(a.get("limit", OUTPUT_PAGE), 16 * 1024 * 1024)
-        if a.get("timeout"):
-            args["wait"] = float(a["timeout"])
-    return action
+        return actions.job(op, a["job_id"], tail=a.get("tail"), offset=a.get("offset", 0), limit=min(a.get("limit", OUTPUT_PAGE), 16 * 1024 * 1024),
+                           wait=float(a["timeout"]) if a.get("timeout") else None)
+    return actions.job(op, a["job_id"], tail=a.get("tail"), timeout=float(a.get("timeout", WAIT_DEFAULT)) if op == "wait" else None)
 
 
-def run_args(a: dict[str, Any], args: dict[str, Any], error) -> None:
-    """Add ``background``/``force``/``job_id`` of a checked ``run`` call to the action's args."""
+def run_args(a: dict[str, Any], error) -> dict[str, Any]:
+    """The ``background``/``force``/``job_id`` of a checked ``run`` call (``protocol.actions.run``'s keywords)."""
+    args: dict[str, Any] = {}
     follow_up = a["command"] == "" or a.get("is_input", False)
     if a.get("background"):
         clash = next((k for k in ("is_input", "blocking", "reset", "job_id", "timeout") if a.get(k)), None)
@@ -157,11 +147,12 @@ def run_args(a: dict[str, Any], args: dict[str, Any], error) -> None:
         if not follow_up:
             raise error("run: 'job_id' names the running command a follow-up goes to (command \"\" to wait, or is_input); a new command gets its own id.")
         args["job_id"] = a["job_id"]
+    return args
 
 
-def write_mode(a: dict[str, Any], args: dict[str, Any]) -> None:
-    if a.get("mode", "overwrite") != "overwrite":
-        args["mode"] = a["mode"]
+def write_mode(a: dict[str, Any]) -> str | None:
+    """The write mode to send: None for the default (overwrite), so the frame stays OpenHands' own."""
+    return a["mode"] if a.get("mode", "overwrite") != "overwrite" else None
 
 
 # ------------------------------------------------------------------------------------ results

@@ -63,7 +63,7 @@ def check_ensure_args(args: dict[str, Any], cause: int | None) -> None:
     """Validate an ``ensure`` action's args; ProtocolError(BAD_REQUEST) says what to send."""
     targets = args.get("targets")
     if targets is not None:
-        ok = isinstance(targets, list) and targets and all(isinstance(t, str) and t in TARGETS for t in targets)
+        ok = isinstance(targets, list) and bool(targets) and all(isinstance(t, str) and t in TARGETS for t in targets)
         _require(ok, f"args.targets must be a non-empty list of {', '.join(TARGETS)} (or absent: every target detected).", cause)
     for key in ("wait", "force"):
         v = args.get(key)

@@ -16,14 +16,14 @@ import re
 try:  # orjson: ~5x faster on the hot path, and strict (invalid UTF-8, NaN, lone surrogates refused)
     import orjson
 except ImportError:  # pragma: no cover - it is a declared dependency; stdlib json still works
-    orjson = None
+    orjson = None  # type: ignore[assignment]
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any
+from typing import Any, TypeGuard
 
 from .errors import ErrorId, ProtocolError
 from .ensure import check_ensure_args
 from .knowledge import KNOWLEDGE_KINDS, check_knowledge_args, summarize_knowledge
+from .observation import observation
 
 ACTION_KINDS = ("run", "read", "write", "edit", "job", "stat", "ensure")
 JOB_OPS = ("list", "poll", "wait", "output", "cancel")
@@ -38,10 +38,6 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 _RISK_NAMES = {-1: "UNKNOWN", 0: "LOW", 1: "MEDIUM", 2: "HIGH"}
 EDIT_COMMANDS = ("view", "create", "str_replace", "insert", "undo_edit")
 MAX_ID = 2**53 - 1  # ids survive a round trip through JavaScript numbers
-
-
-def now_iso() -> str:
-    return datetime.now().isoformat()
 
 
 @dataclass(slots=True)
@@ -103,7 +99,7 @@ class Action:
         return frame
 
 
-def _is_int(v: Any) -> bool:
+def _is_int(v: Any) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
@@ -199,11 +195,13 @@ def _envelope(obj: Any) -> tuple[int, str]:
     cause = read_id(obj)
     if "id" not in obj:
         raise ProtocolError(ErrorId.BAD_REQUEST, "Action has no 'id': every action needs an integer id (its observation's cause).")
-    _require(cause is not None, f"Action 'id' must be an integer between 0 and {MAX_ID}.", None)
+    if cause is None:
+        raise ProtocolError(ErrorId.BAD_REQUEST, f"Action 'id' must be an integer between 0 and {MAX_ID}.", None)
     if "observation" in obj and "action" not in obj:
         raise ProtocolError(ErrorId.BAD_REQUEST, "This connection accepts actions, not observations.", cause)
     kind = obj.get("action")
-    _require(isinstance(kind, str), "Action has no 'action' string (one of run, read, write, edit).", cause)
+    if not isinstance(kind, str):
+        raise ProtocolError(ErrorId.BAD_REQUEST, "Action has no 'action' string (one of run, read, write, edit).", cause)
     if kind not in ACTION_KINDS and kind not in KNOWLEDGE_KINDS:
         raise ProtocolError(
             ErrorId.TOOL_UNSUPPORTED,
@@ -346,18 +344,7 @@ def parse_action_frame(data: str | bytes) -> Action:
 # --------------------------------------------------------------------------- observations
 # Builders return dicts without "id": the sender of each leg numbers its own observations.
 
-def _obs(kind: str, cause: int | None, content: str, message: str, extras: dict[str, Any]) -> dict[str, Any]:
-    obs: dict[str, Any] = {
-        "timestamp": now_iso(),
-        "source": "environment",
-        "message": message,
-        "observation": kind,
-        "content": content,
-        "extras": extras,
-    }
-    if cause is not None:
-        obs["cause"] = cause
-    return obs
+_obs = observation  # the envelope (protocol/observation.py, shared with the knowledge kinds)
 
 
 def run_observation(

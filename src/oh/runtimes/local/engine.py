@@ -651,8 +651,10 @@ class PtyShell:
             if self._sane is not None and termios.tcgetattr(self._master) != self._sane:
                 termios.tcsetattr(self._master, termios.TCSANOW, self._sane)
         try:
-            await self._write(self._cmd_w, data)
+            # The trigger first: the shell then reads the pipe while we fill it (a command bigger than
+            # the pipe's buffer would otherwise wait for a reader that waits for the trigger).
             await self._write(self._master, self._trigger)
+            await self._write(self._cmd_w, data)
         except OSError:
             pass  # the shell is gone; _watch_exit finishes the command
 

@@ -1,4 +1,5 @@
-"""Issue 9 #7, #13-#18 and the wave-2 editor leg (SPEC-wave2 C, D, E) in a real VS Code, with real ``oh`` processes.
+"""The editor leg in a real VS Code, with real ``oh`` processes: confinement to the backend's workspace, run options
+(cwd, input, interrupt, reset, env, max_output, BUSY / NO_COMMAND), encodings, one terminal per agent shell.
 
 One workbench per module, opened on ``ws``; the first backend serves the NESTED folder ``ws/sub`` (the
 window's folder is wider than what the backend serves), so every confinement test here would pass the
@@ -14,7 +15,6 @@ import os
 import re
 import signal
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
