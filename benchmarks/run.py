@@ -893,20 +893,25 @@ class Bench:
         """Issue 13 item 1: `run echo hi` and a small `read` in a real VS Code, both terminal modes side by side
         (benchmarks/vscode_run_latency.py starts its own workbench)."""
         n = 10 if self.plan.name == "quick" else 30
-        proc = subprocess.run([sys.executable, str(HERE / "vscode_run_latency.py"), "--n", str(n), "--modes", "shell,fast"],
+        proc = subprocess.run([sys.executable, str(HERE / "vscode_run_latency.py"), "--n", str(n), "--modes", "engine,shell,fast"],
                               capture_output=True, text=True, timeout=1800, env=env)
         if proc.returncode != 0:
             raise RuntimeError(f"P8 vscode_run_latency.py failed: {proc.stderr[-2000:]}")
         lat = json.loads(proc.stdout[proc.stdout.index("{"):])
         self.results["figures"]["P8"]["run_latency"] = lat
         pause = f"echo_after_{lat['pause_s']}s_pause_ms"
-        for mode in ("shell", "fast"):
+        rc_ms = lat.get("rc_time_ms_median", 0.0)
+        for mode in ("engine", "shell", "fast"):
             m = lat.get(mode) or {}
             if not m:
                 continue
             for key, what in (("echo_back_to_back_ms", "back to back"), (pause, f"{lat['pause_s']:g} s apart")):
                 p50 = m[key]["p50"]
-                self.check("P8", f"`run echo hi` p50 in VS Code, terminal mode {mode}, {what}", "≤ 50 ms", p50, "ms", p50 <= 50)
+                # issue 17: ≤ 20 ms p50 at the client (the CLI process excluded)
+                self.check("P8", f"`run echo hi` p50 in VS Code, terminal mode {mode}, {what}", "≤ 20 ms", p50, "ms", p50 <= 20)
+            ft = m["first_terminal_ms"]
+            self.check("P8", f"time to the first terminal (first `run` of a new agent shell), terminal mode {mode}, rc {rc_ms:g} ms",
+                       f"≤ 1000 ms + rc ({1000 + rc_ms:g} ms)", ft, "ms", ft <= 1000 + rc_ms)
             p50 = m["read_small_file_ms"]["p50"]
             self.check("P8", f"`read` of a small file p50 in VS Code (terminal mode {mode})", "≤ 10 ms", p50, "ms", p50 <= 10)
 
@@ -1094,7 +1099,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--md", metavar="PATH", help="write the result tables as Markdown")
     ap.add_argument("--only", default="", help="comma-separated subset of P1,P2,P3,P5,P6,P7,P8,P9")
     ap.add_argument("--sdk", action="store_true", help="P7 (the SDK task) in quick mode too (a full run always runs it)")
-    ap.add_argument("--vscode", action="store_true", help="P8: a real VS Code (the e2e harness): extension host memory, SDK task through it, `run echo hi` and `read` round trips in both terminal modes")
+    ap.add_argument("--vscode", action="store_true", help="P8: a real VS Code (the e2e harness): extension host memory, SDK task through it, `run echo hi` (p50/p90, time to the first terminal) and `read` round trips in the three terminal modes (engine, shell, fast)")
     ap.add_argument("--keep-tmp", action="store_true", help="keep the temp dir (logs) for inspection")
     ap.add_argument("--wait-quiet", type=float, default=0.0, metavar="S",
                     help="first wait up to S seconds for the 1-minute load average to fall below half the cores")

@@ -89,7 +89,8 @@ class Backend:
         self.registry = EditorRegistry()
         self.editors = EditorLink(
             self.registry,
-            Welcome(self.instance_id, self.workspace, self.allowed_roots, config.max_shells, config.job_retention, config.review, config.review_timeout),
+            Welcome(self.instance_id, self.workspace, self.allowed_roots, config.max_shells, config.job_retention, config.review, config.review_timeout,
+                    config.user_shell, config.shell_startup_timeout),
             send_timeout=config.send_timeout, register_timeout=REGISTER_TIMEOUT,
         )
         self.editors.on_event = self._emit
