@@ -46,7 +46,7 @@ from ..protocol.events import (
 from ..runtimes.base import AgentContext
 from ..runtimes.editors import Editor, EditorRegistry
 from ..transport import abort, coalescing, send_bounded
-from . import agentinfo, auth, guard
+from . import agentinfo, auth, consentctl, guard
 from .trace import TraceWriter
 from .history import MonitorHistory
 from .deadlines import Deadlines
@@ -133,6 +133,9 @@ class BackendConfig:
     fd_budget: int | None = None
     # Git-branch mode (docs/protocol.md §3.12): None = off; else the user's choices (protocol.branch.Plan).
     branch: Plan | None = None
+    # Consent (docs/protocol.md §3.13): None = ask for nothing; else the level and the user's rules.
+    consent: Any = None  # protocol.consent.Policy
+    approval_timeout: float = 600.0
 
 
 def _fd_soft_limit() -> int | None:
@@ -145,7 +148,7 @@ def _fd_soft_limit() -> int | None:
 
 
 class Backend:
-    def __init__(self, config: BackendConfig, token: str, editor_token: str | None = None) -> None:
+    def __init__(self, config: BackendConfig, token: str, editor_token: str | None = None, decider_token: str | None = None) -> None:
         from ..sessions import new_instance_id
 
         self.config = config
@@ -156,6 +159,8 @@ class Backend:
         # The editor leg's own credential, written only to the session file (docs/security.md §2):
         # holding the agent token must not be enough to register as the editor.
         self._editor_token = editor_token or secrets.token_urlsafe(32)
+        # The decider's credential (issue 19): approvals and review decisions need it; agents never get it.
+        self._decider_token = decider_token or secrets.token_urlsafe(32)
         self._refusals = guard.Throttle(log)
         self.gate: guard.PreAuthGate | None = None
         self._token_gen = 0
@@ -179,6 +184,9 @@ class Backend:
         self.runtime = self._make_runtime()
         if config.branch is not None:
             self.runtime = self._branch_guard(self.runtime, config.branch)
+        self.consent = None
+        if config.consent is not None:
+            self.runtime = self.consent = consentctl.wrap(self, self.runtime, config.consent, config.approval_timeout, config.review)
         self.runtime.on_job_event = self._job_event
         self.proposals = getattr(self.runtime, "proposals", None)  # the local runtime's ProposalQueue in review mode
         if self.proposals is not None:
@@ -199,6 +207,7 @@ class Backend:
             return LocalRuntime(
                 self.workspace, self.allowed_roots, max_shells=self.config.max_shells, job_retention=self.config.job_retention,
                 spool_dir=self.config.spool_dir, review=self.config.review, review_timeout=self.config.review_timeout,
+                env=consentctl.agent_env() if self.config.consent is not None else None,
             )
         raise ValueError(f"unknown runtime {self.config.runtime!r} (local or vscode)")
 
@@ -256,6 +265,7 @@ class Backend:
             workspace=self.workspace,
             token=self._token,
             editor_token=self._editor_token,
+            decider_token=self._decider_token,
             protocol=PROTOCOL_VERSION,
             oh_version=__version__,
             started_at=self.started_at.isoformat(timespec="seconds"),
@@ -263,6 +273,7 @@ class Backend:
             editor_timeout=self.config.editor_timeout,
             allowed_roots=list(self.allowed_roots),
             review_timeout=self.config.review_timeout if self.config.review else 0.0,
+            approval_timeout=self.config.approval_timeout if self.config.consent is not None else 0.0,
         )
 
     def _write_session(self) -> None:
@@ -321,7 +332,12 @@ class Backend:
             return self._json_response(connection, {"status": "ok", "version": __version__, "protocol": PROTOCOL_VERSION})
         # Each role has one credential: editors the editor token, everyone else the token.
         if refusal is None:
-            refusal = auth.check_editor_auth(headers, self._editor_token) if path == "/v1/editor" else auth.check_auth(headers, self._token)
+            if path == "/v1/editor":
+                refusal = auth.check_editor_auth(headers, self._editor_token)
+            elif path == "/v1/control" and auth.token_matches(auth.bearer_token(headers), self._decider_token):
+                connection.oh_decider = True  # type: ignore[attr-defined]
+            else:
+                refusal = auth.check_auth(headers, self._token)
         if refusal is not None:
             status, text = refusal
             route = path if path in LOGGABLE_PATHS else "<other path>"
@@ -344,6 +360,10 @@ class Backend:
     @property
     def editor_token(self) -> str:
         return self._editor_token
+
+    @property
+    def decider_token(self) -> str:
+        return self._decider_token
 
     @staticmethod
     def _json_response(connection: ServerConnection, body: dict[str, Any]):
@@ -663,18 +683,22 @@ class Backend:
                 await connection.close(Close.TOKEN_ROTATED, "token rotated")
                 return
             elif kind == "review":
-                await connection.send(encode(self._review_request(obj)), text=True)
+                await connection.send(encode(self._review_request(obj, getattr(connection, "oh_decider", False))), text=True)
+            elif kind == "approvals":
+                await connection.send(encode(consentctl.handle(self, obj, getattr(connection, "oh_decider", False))), text=True)
             elif kind == "shutdown":
                 await connection.send(encode({"type": "ok"}), text=True)
                 asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(self.stop("shutdown requested")))
                 return
 
-    def _review_request(self, obj: dict[str, Any]) -> dict[str, Any]:
+    def _review_request(self, obj: dict[str, Any], decider: bool = False) -> dict[str, Any]:
         """``oh review``: list, show, accept, reject the local runtime's proposals (§3.11)."""
         try:
             req = review.parse_review_request(obj)
         except ProtocolError as exc:
             return frames.refusal(str(exc.error_id), exc.message)
+        if req.op in ("accept", "reject") and not decider:  # no self-approval (issue 19): the agent token cannot decide
+            return frames.refusal(consentctl.FORBIDDEN, consentctl.FORBIDDEN_TEXT)
         queue = self.proposals
         if queue is None:
             if self.config.runtime == "vscode" and self.config.review:
@@ -698,6 +722,7 @@ class Backend:
         """New connections need ``new_token``; connections opened with the old one are closed (4001)."""
         self._token = new_token
         self._editor_token = secrets.token_urlsafe(32)  # rotated together (the old one may have leaked with it)
+        self._decider_token = secrets.token_urlsafe(32)
         self._token_gen += 1
         if self.config.write_session:
             self._write_session()  # editors re-read the token from here
@@ -739,6 +764,7 @@ class Backend:
             "stats": {"done": self.stats["done"], "pending": len(self.correlator), "errors": self.stats["errors"]},
             **({"branch": self.runtime.describe()} if self.config.branch is not None else {}),
             "review": self.config.review,
+            **({"consent": self.consent.consent_status()} if self.consent is not None else {}),
             **({"proposals": len(self.proposals.pending)} if self.proposals is not None else {}),
         }
 

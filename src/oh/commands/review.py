@@ -37,7 +37,8 @@ def _request(workspace: Optional[str], instance: Optional[str], frame: dict[str,
 
     session = pick_session(workspace, instance)
     try:
-        answer = control(session, {"type": "review", **frame}, timeout=10.0)
+        # The decider credential (issue 19): the agent token may list, never decide.
+        answer = control(session, {"type": "review", **frame}, token=session.decider_token or None, timeout=10.0)
     except BackendUnreachable as exc:
         die(str(exc), UNREACHABLE, "Is the backend still running? `oh status` shows it.")
     if answer.get("type") == "error":

@@ -331,10 +331,19 @@ def _sensitive_path(path: str, policy: Policy) -> str | None:
     return None
 
 
+# Programs whose first argument is a subcommand: "always allow" suggests `git status *`, not `git *`.
+SUBCOMMAND_PROGRAMS = frozenset({
+    "git", "npm", "pnpm", "yarn", "npx", "cargo", "go", "docker", "podman", "kubectl", "pip", "pip3", "uv", "poetry",
+    "pipenv", "conda", "gh", "oh", "make", "just", "dotnet", "mvn", "gradle", "bundle", "rake", "composer", "apt",
+    "apt-get", "brew", "systemctl", "deno", "bun", "rustup", "hatch", "tox", "nox", "terraform", "helm",
+})
+
+
 def _suggest_run(part: Part) -> str:
     words = list(part.argv)
     out = [words[0]]
-    if len(words) > 1 and re.fullmatch(r"[A-Za-z][A-Za-z0-9_.:-]*", words[1]) and not part.words[1].dynamic:
+    if (words[0] in SUBCOMMAND_PROGRAMS and len(words) > 1 and re.fullmatch(r"[A-Za-z][A-Za-z0-9_.:-]*", words[1])
+            and not part.words[1].dynamic):
         out.append(words[1])
     if part.sudo:
         out.insert(0, "sudo")
@@ -446,3 +455,71 @@ def _decide_run(policy: Policy, args: dict[str, Any], high: bool) -> Decision:
     if verdict == "allow" and parts and all(any(r.verdict == "allow" and _match_part(r, p) == "yes" for r in run_rules) for p in parts):
         reason = "allowed by rules: " + "; ".join(next(r.text for r in run_rules if r.verdict == "allow" and _match_part(r, p) == "yes") for p in parts)
     return Decision(verdict, reason, rule, tuple(suggest), shown, risky_any)
+
+
+# --------------------------------------------------------------------------------------- requests
+APPROVAL_ID = re.compile(r"\Ac[0-9]{1,12}\Z")  # \Z: "c3\n" is no id
+APPROVAL_OPS = ("list", "allow", "reject")
+DECIDERS = ("cli", "live view", "vscode")  # who may say they decided (the rule / timeout / stop are the backend's own)
+MAX_REASON = 2000
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    """One ``{"type": "approvals", ...}`` control request (``oh approvals / approve / reject``, the live view)."""
+
+    op: str
+    approval_id: str | None = None
+    always: bool = False
+    reason: str = ""
+    via: str = "cli"
+
+
+def parse_approval_request(obj: dict[str, Any]) -> ApprovalRequest:
+    """Validate; raises ValueError with a message that says what to fix."""
+    op = obj.get("op")
+    if op not in APPROVAL_OPS:
+        raise ValueError(f"approvals.op must be one of {', '.join(APPROVAL_OPS)} (got {str(op)[:40]!r}).")
+    via = obj.get("via", "cli")
+    if via not in DECIDERS:
+        raise ValueError(f"approvals.via must be one of {', '.join(DECIDERS)} (got {str(via)[:40]!r}).")
+    if op == "list":
+        return ApprovalRequest("list", via=via)
+    aid = obj.get("id")
+    if not isinstance(aid, str) or not APPROVAL_ID.match(aid):
+        raise ValueError(f"approvals {op} needs an id like c3 (`oh approvals` lists them; got {str(aid)[:40]!r}).")
+    reason = obj.get("reason", "")
+    if reason is not None and not isinstance(reason, str):
+        raise ValueError("approvals reject: reason must be a string.")
+    reason = (reason or "").strip()
+    reason = reason[:MAX_REASON] + (" [...]" if len(reason) > MAX_REASON else "")
+    always = obj.get("always", False)
+    if not isinstance(always, bool):
+        raise ValueError("approvals allow: always must be true or false.")
+    return ApprovalRequest(op, aid, always and op == "allow", reason if op == "reject" else "", via)
+
+
+def what(kind: str, args: dict[str, Any]) -> str:
+    """The action as the user is asked about it (one line)."""
+    if kind == "run":
+        return ("input: " if args.get("is_input") else "") + " ".join(str(args.get("command", "")).split("\n"))[:500]
+    return f"{kind} {args.get('command', '') + ' ' if kind == 'edit' else ''}{args.get('path', '')}"[:500]
+
+
+def rejected_message(subject: str, who: str, reason: str) -> str:
+    """REJECTED's text when the user (or a rule) refused; the reason comes last, verbatim."""
+    return (f"The user did not allow this action ({subject}); it was NOT executed (decided by {who}). "
+            f"Take the reason into account before trying something else. Reason: {reason or '(no reason given)'}")
+
+
+def denied_message(subject: str, reason: str) -> str:
+    return f"A consent rule denies this action ({subject}); it was NOT executed and asking again will not help. {reason}"
+
+
+def timeout_message(subject: str, seconds: float) -> str:
+    return (f"Nobody allowed this action ({subject}) within {seconds:g} s (approval_timeout); it was NOT executed. "
+            "Ask the user to answer sooner (`oh approvals`, the live view of `oh start`, or VS Code), or try again later.")
+
+
+def allowed_note(who: str, when: str, rule: str | None = None) -> str:
+    return f"[Consent: allowed by {who} at {when}{'; rule added: ' + rule if rule else ''}.]"

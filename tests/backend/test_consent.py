@@ -1,0 +1,158 @@
+"""Consent on real in-process backends (issue 19): an action that needs consent waits with its deadline
+paused, is answered over /v1/control with the decider credential only (the agent token gets FORBIDDEN),
+a rejected or unanswered command never runs, and every decision reaches the trace, monitors and agent."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from websockets.asyncio.client import connect
+
+from oh.protocol.consent import Policy, parse_rules
+
+from .conftest import TOKEN
+
+
+def url(b):
+    return f"ws://127.0.0.1:{b.port}"
+
+
+def policy(workspace, level="commands", **rules):
+    return Policy(level, parse_rules(rules.get("allow", ()), rules.get("ask", ()), rules.get("deny", ())), str(workspace.resolve()), "/nonexistent-home", ())
+
+
+async def _agent(b):
+    return await connect(url(b) + "/v1/agent", additional_headers={"Authorization": f"Bearer {TOKEN}"})
+
+
+async def _control(b, token, frame):
+    async with connect(url(b) + "/v1/control", additional_headers={"Authorization": f"Bearer {token}"}) as ctl:
+        await ctl.send(json.dumps(frame))
+        return json.loads(await asyncio.wait_for(ctl.recv(), 10))
+
+
+async def _pending(b, n=1):
+    for _ in range(500):
+        rows = (await _control(b, TOKEN, {"type": "approvals", "op": "list"}))["approvals"]
+        if len(rows) >= n:
+            return rows
+        await asyncio.sleep(0.02)
+    raise AssertionError("no pending approval")
+
+
+def _trace(b):
+    b.trace.flush()
+    return [json.loads(line) for line in b.config.trace_path.read_text().splitlines()]
+
+
+async def test_a_command_waits_past_its_deadline_and_only_the_decider_allows_it(make_backend, workspace):
+    b = await make_backend("local", consent=policy(workspace), action_timeout=0.5, deadline_grace=0.1)
+    mon = await connect(url(b) + "/v1/monitor", additional_headers={"Authorization": f"Bearer {TOKEN}"})
+    json.loads(await mon.recv())  # snapshot
+    ag = await _agent(b)
+    await ag.send(json.dumps({"id": 1, "action": "run", "args": {"command": "echo ran > ran.txt; echo done"}, "security_risk": "LOW"}))
+    (row,) = await _pending(b)
+    assert row["what"].startswith("echo ran") and row["security_risk"] == "LOW" and row["always"] == ["run: echo *"]
+    await asyncio.sleep(1.0)  # twice the action's deadline: paused while it waits
+    assert not (workspace / "ran.txt").exists()
+    # The agent's own token cannot decide, by any op.
+    for op in ({"op": "allow", "id": row["id"]}, {"op": "allow", "id": row["id"], "always": True}, {"op": "reject", "id": row["id"]}):
+        answer = await _control(b, TOKEN, {"type": "approvals", "via": "cli", **op})
+        assert answer["error_id"] == "FORBIDDEN", answer
+    answer = await _control(b, b.decider_token, {"type": "approvals", "op": "allow", "id": row["id"], "via": "cli"})
+    assert answer["results"][0]["outcome"] == "allowed"
+    obs = json.loads(await asyncio.wait_for(ag.recv(), 10))
+    assert obs["observation"] == "run" and "done" in obs["content"], obs
+    assert "[Consent: allowed by cli at" in obs["extras"]["metadata"]["prefix"]
+    assert (workspace / "ran.txt").exists()
+    events = []
+    while not any(e.get("event") == "approval_decided" for e in events):
+        events.append(json.loads(await asyncio.wait_for(mon.recv(), 10)))
+    decided = next(e for e in events if e.get("event") == "approval_decided")
+    assert decided["decision"] == "allowed" and decided["by"] == "cli" and decided["at"]
+    assert any(e.get("event") == "approval_requested" for e in events)
+    kinds = [r["kind"] for r in _trace(b)]
+    assert "approval_requested" in kinds and "approval_decided" in kinds
+    await ag.close()
+    await mon.close()
+
+
+async def test_rejected_and_unanswered_commands_never_run(make_backend, workspace):
+    b = await make_backend("local", consent=policy(workspace), approval_timeout=0.5)
+    ag = await _agent(b)
+    await ag.send(json.dumps({"id": 1, "action": "run", "args": {"command": "touch rejected.txt"}}))
+    (row,) = await _pending(b)
+    answer = await _control(b, b.decider_token, {"type": "approvals", "op": "reject", "id": row["id"], "reason": "not now", "via": "live view"})
+    assert answer["results"][0]["outcome"] == "rejected"
+    obs = json.loads(await asyncio.wait_for(ag.recv(), 10))
+    assert obs["extras"]["error_id"] == "REJECTED" and obs["extras"]["decided_by"] == "live view"
+    assert obs["content"].endswith("Reason: not now") and "NOT executed" in obs["content"]
+    await ag.send(json.dumps({"id": 2, "action": "run", "args": {"command": "touch late.txt"}}))
+    obs = json.loads(await asyncio.wait_for(ag.recv(), 10))
+    assert obs["cause"] == 2 and obs["extras"]["error_id"] == "REJECTED" and obs["extras"]["decided_by"] == "timeout"
+    assert not (workspace / "rejected.txt").exists() and not (workspace / "late.txt").exists()
+    assert (await _control(b, b.decider_token, {"type": "approvals", "op": "allow", "id": row["id"]}))["results"][0]["outcome"] == "unknown"
+    await ag.close()
+
+
+async def test_rules_deny_allow_and_always(make_backend, workspace):
+    b = await make_backend("local", consent=policy(workspace, allow=["run: echo *"], deny=["run: rm *"]))
+    ag = await _agent(b)
+
+    async def run(i, command):
+        await ag.send(json.dumps({"id": i, "action": "run", "args": {"command": command}}))
+
+    await run(1, "echo hi")
+    obs = json.loads(await asyncio.wait_for(ag.recv(), 10))
+    assert obs["observation"] == "run" and "hi" in obs["content"]
+    (workspace / "keep.txt").write_text("x")
+    await run(2, "echo hi; rm keep.txt")
+    obs = json.loads(await asyncio.wait_for(ag.recv(), 10))
+    assert obs["extras"]["error_id"] == "REJECTED" and obs["extras"]["decided_by"] == "rule" and "deny run: rm *" in obs["content"]
+    assert (workspace / "keep.txt").exists()
+    await run(3, "ls -a")
+    (row,) = await _pending(b)
+    answer = await _control(b, b.decider_token, {"type": "approvals", "op": "allow", "id": row["id"], "always": True, "via": "vscode"})
+    assert answer["results"][0]["rules"] == ["run: ls *"]
+    obs = json.loads(await asyncio.wait_for(ag.recv(), 10))
+    assert "rule added: run: ls *" in obs["extras"]["metadata"]["prefix"]
+    await run(4, "ls -la")  # now allowed by the rule: no question
+    obs = json.loads(await asyncio.wait_for(ag.recv(), 10))
+    assert obs["cause"] == 4 and obs["observation"] == "run"
+    status = await _control(b, TOKEN, {"type": "status"})
+    assert {"verdict": "allow", "rule": "run: ls *"} in status["consent"]["rules"]
+    await ag.close()
+
+
+async def test_review_decisions_need_the_decider_credential(make_backend, workspace):
+    b = await make_backend("local", consent=policy(workspace, "changes"), review=True)
+    ag = await _agent(b)
+    await ag.send(json.dumps({"id": 1, "action": "write", "args": {"path": str(workspace / "f.txt"), "content": "x"}}))
+    for _ in range(500):
+        rows = (await _control(b, TOKEN, {"type": "review", "op": "list"}))["proposals"]
+        if rows:
+            break
+        await asyncio.sleep(0.02)
+    for frame in ({"op": "accept", "id": rows[0]["id"]}, {"op": "accept", "all": True}, {"op": "reject", "id": rows[0]["id"]}):
+        assert (await _control(b, TOKEN, {"type": "review", **frame}))["error_id"] == "FORBIDDEN"
+    assert not (workspace / "f.txt").exists()
+    answer = await _control(b, b.decider_token, {"type": "review", "op": "accept", "id": rows[0]["id"]})
+    assert answer["results"][0]["outcome"] == "accepted"
+    obs = json.loads(await asyncio.wait_for(ag.recv(), 10))
+    assert obs["observation"] == "write" and (workspace / "f.txt").read_text() == "x"
+    await ag.close()
+
+
+@pytest.mark.parametrize("level", ["commands", "all"])
+async def test_path_allow_rule_skips_the_proposal_and_deny_refuses_it(make_backend, workspace, level):
+    b = await make_backend("local", consent=policy(workspace, "all" if level == "all" else "changes", allow=["write: docs/**"], deny=["write: secret*"]), review=True)
+    ag = await _agent(b)
+    await ag.send(json.dumps({"id": 1, "action": "write", "args": {"path": str(workspace / "docs" / "a.md"), "content": "y"}}))
+    obs = json.loads(await asyncio.wait_for(ag.recv(), 10))
+    assert obs["observation"] == "write" and (workspace / "docs" / "a.md").read_text() == "y"
+    await ag.send(json.dumps({"id": 2, "action": "write", "args": {"path": str(workspace / "secret.txt"), "content": "y"}}))
+    obs = json.loads(await asyncio.wait_for(ag.recv(), 10))
+    assert obs["extras"]["error_id"] == "REJECTED" and not (workspace / "secret.txt").exists()
+    await ag.close()
