@@ -322,9 +322,12 @@ class _LiveView:
             helpers.append(asyncio.create_task(_refresh(live, self.state)))
             self._redraw_on_resize(loop)
         watcher = asyncio.create_task(monitor(self.load_session, self.on_frame, stop))
+        keys = _consent_keys(self, loop) if self.mode in ("rich", "plain") and self.session.approval_timeout else None
         try:
             return await _first_to_end(watcher, helpers)
         finally:
+            if keys is not None:
+                keys()
             for task in (watcher, *helpers):
                 task.cancel()
             await asyncio.gather(watcher, *helpers, return_exceptions=True)
@@ -398,6 +401,80 @@ class _LiveView:
         except OSError:
             _silence_output()
         return 0 if clean else ERROR
+
+
+def _consent_keys(view: "_LiveView", loop):
+    """Consent in the live view (issue 19): single keys answer the oldest waiting action -- y allows,
+    n rejects, a allows and adds its "always" rule (saved to config consent_allow). Only with a
+    terminal on stdin (also a plain view over SSH); the terminal is put in cbreak mode (Ctrl-C still
+    stops) and restored by the returned callable. None when stdin is no terminal."""
+    import sys
+    import termios
+    import tty
+
+    try:
+        fd = sys.stdin.fileno()
+        if not os.isatty(fd):
+            return None
+        saved = termios.tcgetattr(fd)
+        tty.setcbreak(fd)
+    except (OSError, ValueError, termios.error):
+        return None
+    busy: list = []
+
+    def answer(key: str) -> None:
+        import asyncio
+
+        ask = view.state.first_approval()
+        if ask is None or busy:
+            return
+        frame = {"op": "allow" if key in "ya" else "reject", "id": ask["id"], "via": "live view"}
+        if key == "a":
+            frame["always"] = True
+        if key == "n":
+            frame["reason"] = "rejected in the live view of oh start"
+
+        def send() -> dict:
+            from .approvals import request
+
+            result = request(view.session, frame)
+            for r in result.get("results") or []:
+                if r.get("rules"):
+                    from . import _consent
+
+                    _consent.remember(list(r["rules"]))
+            return result
+
+        async def go() -> None:
+            try:
+                await asyncio.to_thread(send)
+            except Exception as exc:  # noqa: BLE001 - the view says why; the action keeps waiting
+                view.note(f"could not answer {ask['id']}: {exc}")
+            finally:
+                busy.clear()
+
+        busy.append(asyncio.ensure_future(go()))
+
+    def readable() -> None:
+        try:
+            data = os.read(fd, 64).decode("utf-8", "replace").lower()
+        except OSError:
+            return
+        for ch in data:
+            if ch in "yna":
+                answer(ch)
+                return
+
+    loop.add_reader(fd, readable)
+
+    def restore() -> None:
+        loop.remove_reader(fd)
+        try:
+            termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+        except (OSError, termios.error):
+            pass
+
+    return restore
 
 
 async def _first_to_end(watcher, helpers: list) -> str:

@@ -179,7 +179,7 @@ class ConsentGuard(Runtime):
 
     def consent_status(self) -> dict[str, Any]:
         return {"level": self.policy.level, "approval_timeout": self.approvals.timeout, "pending": len(self.approvals.pending),
-                "rules": [{"verdict": r.verdict, "rule": r.text} for r in self.policy.rules]}
+                "waiting": self.approvals.list(), "rules": [{"verdict": r.verdict, "rule": r.text} for r in self.policy.rules]}
 
     async def start(self) -> None:
         await self.inner.start()
