@@ -156,3 +156,18 @@ async def test_path_allow_rule_skips_the_proposal_and_deny_refuses_it(make_backe
     obs = json.loads(await asyncio.wait_for(ag.recv(), 10))
     assert obs["extras"]["error_id"] == "REJECTED" and not (workspace / "secret.txt").exists()
     await ag.close()
+
+
+async def test_the_python_client_waits_for_consent(make_backend, workspace):
+    """The Python client route: `Client.run` under `commands` waits (no client timeout fires), then
+    gets the REJECTED observation; the command never ran."""
+    from oh.client.aio import Client
+
+    b = await make_backend("local", consent=policy(workspace))
+    async with await Client.connect(url(b), TOKEN, name="py") as client:
+        call = asyncio.ensure_future(client.run("touch py-made.txt"))
+        (row,) = await _pending(b)
+        assert row["agent"] == "py" and not call.done()
+        await _control(b, b.decider_token, {"type": "approvals", "op": "reject", "id": row["id"], "reason": "no"})
+        obs = await asyncio.wait_for(call, 10)
+        assert obs.error_id == "REJECTED" and not (workspace / "py-made.txt").exists()

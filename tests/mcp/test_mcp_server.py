@@ -275,3 +275,23 @@ async def test_runtime_vscode_through_the_headless_editor(oh):
             editor.wait(10)
         except subprocess.TimeoutExpired:
             editor.kill()
+
+
+async def test_consent_waits_and_a_rejection_is_an_error_result_with_the_reason(oh):
+    """Issue 19: under `--consent commands` an MCP `run` waits for the user; rejected, it is an error
+    result naming REJECTED and the user's reason, and the command never ran. The agent's security_risk
+    reaches what the user sees."""
+    oh.start("local", None, "--consent", "commands")
+    async with mcp_session(oh) as s:
+        call = asyncio.ensure_future(s.call_tool("run", {"command": "touch mcp-made.txt", "security_risk": "MEDIUM"}))
+        for _ in range(300):
+            rows = json.loads(oh("approvals", "--json", check=0).stdout)["approvals"]
+            if rows:
+                break
+            await asyncio.sleep(0.1)
+        assert rows[0]["what"] == "touch mcp-made.txt" and rows[0]["security_risk"] == "MEDIUM"
+        assert not call.done() and not (oh.workspace / "mcp-made.txt").exists()
+        oh("reject", rows[0]["id"], "--reason", "not in this repo", check=0)
+        r = await asyncio.wait_for(call, 30)
+        assert r.is_error and r.structured_content["error_id"] == "REJECTED" and "not in this repo" in text_of(r)
+        assert not (oh.workspace / "mcp-made.txt").exists()

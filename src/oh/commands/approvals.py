@@ -119,7 +119,7 @@ def run_decide(io: Streams, *, approval_id: str, allow: bool, always: bool = Fal
     saved = None
     for r in results:
         if r.get("rules"):
-            from . import _consent
+            from ..launcher import consent as _consent
 
             saved = _consent.remember(list(r["rules"]))
     if json_:

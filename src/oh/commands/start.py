@@ -86,7 +86,7 @@ def run_start(io: Streams, *, runtime: Optional[str] = None, workspace: str = ".
             branch_flags = _branch.flags(plan)
     open_mode = s.open_editor if open_ is None else ("always" if open_ else "never")
     from ..launcher import process
-    from . import _consent
+    from ..launcher import consent as _consent
 
     consent_plan = _consent.plan(s, os.path.realpath(workspace), review_on)
     review_on = consent_plan.review
@@ -440,7 +440,7 @@ def _consent_keys(view: "_LiveView", loop):
             result = request(view.session, frame)
             for r in result.get("results") or []:
                 if r.get("rules"):
-                    from . import _consent
+                    from ..launcher import consent as _consent
 
                     _consent.remember(list(r["rules"]))
             return result

@@ -1,5 +1,5 @@
-"""Consent settings as ``oh start`` passes them to the backend (issue 19), and "always allow" rules
-written back to the user's config.
+"""Consent settings as ``oh start`` (and ``oh mcp`` starting a backend) pass them to the backend (issue 19),
+and "always allow" rules written back to the user's config.
 
 Where rules come from: the user's settings (config.toml, env ``OH_CONSENT_*``). A workspace file
 ``.oh/consent.toml`` may only tighten them: its ``ask`` and ``deny`` lists are added, its ``allow``
