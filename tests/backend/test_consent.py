@@ -171,3 +171,37 @@ async def test_the_python_client_waits_for_consent(make_backend, workspace):
         await _control(b, b.decider_token, {"type": "approvals", "op": "reject", "id": row["id"], "reason": "no"})
         obs = await asyncio.wait_for(call, 10)
         assert obs.error_id == "REJECTED" and not (workspace / "py-made.txt").exists()
+
+
+async def test_an_editor_with_the_consent_capability_is_asked_and_answers(make_backend, workspace):
+    """The VS Code route (§3.13): an editor that lists "consent" gets `approval_request` on its own leg
+    (authenticated with the editor token, which agents never get) and answers `approval`; the decision
+    says "vscode". An editor without the capability is not asked."""
+    b = await make_backend("local", consent=policy(workspace))
+
+    async def editor(caps):
+        ws = await connect(url(b) + "/v1/editor", additional_headers={"Authorization": f"Bearer {b.editor_token}"})
+        await ws.send(json.dumps({"type": "register", "protocol": 1, "session": None, "workspace_folders": [str(workspace)],
+                                  "editor": {"name": "e", "version": "0", "pid": 1}, "extension_version": "0", "capabilities": caps}))
+        assert json.loads(await ws.recv())["type"] == "registered"
+        return ws
+
+    asker = await editor(["run", "consent"])
+    silent = await editor(["run"])
+    ag = await _agent(b)
+    await ag.send(json.dumps({"id": 1, "action": "run", "args": {"command": "touch ed.txt"}, "security_risk": "MEDIUM"}))
+    frame = json.loads(await asyncio.wait_for(asker.recv(), 10))
+    assert frame["type"] == "approval_request"
+    req = frame["approval"]
+    assert req["what"] == "touch ed.txt" and req["security_risk"] == "MEDIUM" and req["always"] == ["run: touch *"]
+    await asker.send(json.dumps({"type": "approval", "op": "allow", "id": req["id"], "always": True}))
+    answer = json.loads(await asyncio.wait_for(asker.recv(), 10))
+    assert answer["type"] == "approval_result" and answer["results"][0]["outcome"] == "allowed" and answer["results"][0]["by"] == "vscode"
+    closed = json.loads(await asyncio.wait_for(asker.recv(), 10))
+    assert closed == {"type": "approval_closed", "id": req["id"], "decision": "allowed", "by": "vscode"}
+    obs = json.loads(await asyncio.wait_for(ag.recv(), 10))
+    assert obs["observation"] == "run" and "allowed by vscode" in obs["extras"]["metadata"]["prefix"] and (workspace / "ed.txt").exists()
+    with pytest.raises(asyncio.TimeoutError):
+        await asyncio.wait_for(silent.recv(), 0.3)  # never asked
+    for ws in (asker, silent, ag):
+        await ws.close()

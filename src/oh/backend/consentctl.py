@@ -44,6 +44,7 @@ def wrap(backend: Any, runtime: Any, policy: rules.Policy, timeout: float, revie
     def event(name: str, fields: dict[str, Any]) -> None:
         backend.trace.record(name, **{("action" if k == "kind" else k): v for k, v in fields.items() if v is not None})
         backend._emit(name, **fields)
+        _tell_editors(backend, name, fields)
         if name == "approval_decided":
             log.info("consent: %s %s by %s", fields.get("decision"), fields.get("id") or f"action {fields.get('action_id')}", fields.get("by"))
 
@@ -64,6 +65,35 @@ def wrap(backend: Any, runtime: Any, policy: rules.Policy, timeout: float, revie
     approvals.on_event = event
     guard.on_wait = on_wait
     return guard
+
+
+# Editors that listed "consent" in their capabilities (the VS Code extension) are asked too, on their own
+# leg: the editor token is their decider credential (agents never get it), and their answers say "vscode".
+EDITOR_CAPABILITY = "consent"
+
+
+def _tell_editors(backend: Any, name: str, fields: dict[str, Any]) -> None:
+    if name == "approval_requested":
+        frame = {"type": "approval_request", "approval": fields}
+    elif name == "approval_decided" and fields.get("id"):
+        frame = {"type": "approval_closed", "id": fields["id"], "decision": fields.get("decision"), "by": fields.get("by")}
+    else:
+        return
+    from ..protocol.events import encode
+    from ..transport import send_bounded
+
+    data = encode(frame)
+    for editor in backend.registry.all():
+        if EDITOR_CAPABILITY in (editor.registration.capabilities or ()):
+            asyncio.ensure_future(send_bounded(editor.connection, data, backend.config.send_timeout))
+
+
+def editor_answer(backend: Any, obj: dict[str, Any]) -> dict[str, Any]:
+    """An editor's ``{"type": "approval", "op": "allow" | "reject", "id", "always"?, "reason"?}``: decided as
+    "vscode" (the editor leg is authenticated with the editor token, which agents do not get)."""
+    answer = handle(backend, {**obj, "type": "approvals", "via": "vscode"}, decider=True)
+    answer["type"] = "approval_result"
+    return answer
 
 
 def handle(backend: Any, obj: dict[str, Any], decider: bool) -> dict[str, Any]:

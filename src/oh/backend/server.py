@@ -598,6 +598,9 @@ class Backend:
                                 who = {"agent_id": entry.agent} if entry is not None else {}
                                 self._proposal_event(pevent[0], {**pevent[1], **who, "editor_id": editor.editor_id})
                             continue
+                        if obj.get("type") == "approval":  # consent (§3.13): the user answered in the editor
+                            await connection.send(encode(consentctl.editor_answer(self, obj)), text=True)
+                            continue
                         if obj.get("type") is not None:
                             continue  # other control frames from editors are ignored
                         obs = parse_observation(obj)

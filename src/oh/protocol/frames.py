@@ -19,7 +19,7 @@ from .knowledge import KNOWLEDGE_KINDS
 # An editor advertises what it executes; the vscode runtime answers TOOL_UNSUPPORTED for the rest.
 # binary: read encoding "binary" (protocol/binary.py). job / stat / write_modes: issue 11 (§3.7).
 # review: the editor turns write/edit into proposals the user accepts or rejects (§3.11).
-KNOWN_CAPABILITIES = ("run", "read", "write", "edit", *KNOWLEDGE_KINDS, "binary", "job", "stat", "write_modes", "branch", "review")
+KNOWN_CAPABILITIES = ("run", "read", "write", "edit", *KNOWLEDGE_KINDS, "binary", "job", "stat", "write_modes", "branch", "review", "consent")
 
 
 class RegistrationError(Exception):
