@@ -141,6 +141,12 @@ async function main() {
       await toast.locator('.monaco-button').filter({ hasText: button }).first().click({ timeout: 5000 });
       return { message };
     },
+    async toastText({ text, timeout }) {
+      // The text of a notification toast containing `text` (waits for it; clicks nothing).
+      const toast = page.locator('.notification-toast').filter({ hasText: text }).first();
+      await toast.waitFor({ state: 'visible', timeout: timeout || 15000 });
+      return { message: (await toast.innerText().catch(() => '')) || '' };
+    },
     async inputBox({ text, timeout }) {
       // showInputBox renders in the quick input widget (no list rows): fill it and press Enter.
       const widget = page.locator('.quick-input-widget').first();

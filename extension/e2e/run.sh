@@ -12,7 +12,8 @@
 #
 # Environment: OH_E2E_DIR (install cache, default <repo>/.e2e), OH_E2E_SKIP_SETUP=1 (trust that
 # setup.sh already ran), CHROMIUM (default /usr/bin/chromium), OH_E2E_TIMEOUT (seconds to wait for
-# the workbench and the extension, default 150).
+# the workbench and the extension, default 150), OH_E2E_EXTENSIONS_DIR (an extensions directory the
+# test already filled, e.g. by a wheel's `oh vscode install`: then no .vsix is built or installed here).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -60,16 +61,22 @@ start() {
   [ -n "${OH_HOME:-}" ] || { say "OH_HOME must be set (it is passed to code-server's environment)"; exit 2; }
   setup
   [ -x "$CS" ] || { say "code-server missing at $CS: run extension/e2e/setup.sh"; exit 1; }
-  local vsix; vsix="$(build_vsix)"
   mkdir -p "$state"
   state="$(cd "$state" && pwd)"; ws="$(cd "$ws" && pwd)"
   rm -rf "$state/ud" "$state/exts" "$state/xdg" "$state/driver.json" "$state/env.json"
-  mkdir -p "$state/ud/User" "$state/exts" "$state/xdg"
+  mkdir -p "$state/ud/User" "$state/xdg"
   : > "$state/extension.log"
   # Keep code-server's config, data and logs out of $HOME.
   export XDG_CONFIG_HOME="$state/xdg/config" XDG_DATA_HOME="$state/xdg/data" XDG_CACHE_HOME="$state/xdg/cache"
-  "$CS" --user-data-dir "$state/ud" --extensions-dir "$state/exts" --install-extension "$vsix" > "$state/install.log" 2>&1 \
-    || { cat "$state/install.log" >&2; exit 1; }
+  local exts="$state/exts"
+  if [ -n "${OH_E2E_EXTENSIONS_DIR:-}" ]; then
+    exts="$(cd "$OH_E2E_EXTENSIONS_DIR" && pwd)"
+  else
+    mkdir -p "$exts"
+    local vsix; vsix="$(build_vsix)"
+    "$CS" --user-data-dir "$state/ud" --extensions-dir "$exts" --install-extension "$vsix" > "$state/install.log" 2>&1 \
+      || { cat "$state/install.log" >&2; exit 1; }
+  fi
   cat > "$state/ud/User/settings.json" <<'EOF'
 {
   "workbench.startupEditor": "none",
@@ -89,7 +96,7 @@ EOF
   # `stop` kill all of them. The extension host inherits this environment (OH_HOME!).
   OH_HOME="$OH_HOME" OH_VSCODE_LOG="$state/extension.log" setsid "$CS" --bind-addr "127.0.0.1:$port" --auth none \
     --disable-telemetry --disable-update-check --disable-workspace-trust --disable-getting-started-override \
-    --user-data-dir "$state/ud" --extensions-dir "$state/exts" "$ws" > "$state/code-server.log" 2>&1 < /dev/null &
+    --user-data-dir "$state/ud" --extensions-dir "$exts" "$ws" > "$state/code-server.log" 2>&1 < /dev/null &
   echo $! > "$state/code-server.pid"
   wait_for 60 "code-server on port $port" node -e "require('http').get('http://127.0.0.1:$port/healthz',r=>process.exit(r.statusCode===200?0:1)).on('error',()=>process.exit(1))" \
     || { tail -30 "$state/code-server.log" >&2; stop "$state"; exit 1; }

@@ -81,6 +81,8 @@ export interface RegisteredInfo {
   workspace: string;
   /** Absent from older backends. */
   allowed_roots?: string[];
+  /** The whole answer: its version fields (`oh_version`, `protocol_range`, `version_check`) for versions.ts. */
+  raw?: JsonObject;
 }
 
 export interface ConnectionOptions {
@@ -239,7 +241,7 @@ export class EditorConnection {
       const jr = obj.job_retention;
       const jobRetentionS = typeof jr === 'number' && Number.isFinite(jr) && jr >= 0 ? jr : undefined;
       this.context = { ...this.context, workspace, roots, maxShells, jobRetentionS, review };
-      this.opts.onRegistered({ editor_id: this.editorId, instance_id: String(obj.instance_id ?? ''), workspace, allowed_roots: allowed });
+      this.opts.onRegistered({ editor_id: this.editorId, instance_id: String(obj.instance_id ?? ''), workspace, allowed_roots: allowed, raw: obj });
       return;
     }
     if (obj.type === 'error') {

@@ -4,6 +4,7 @@
  * this window's folders, or the user asks (command "oh: Connect to backend", or
  * vscode://oh-dev.oh-vscode/connect?session=<instance_id>).
  */
+import * as fs from 'fs';
 import * as vscode from 'vscode';
 import { gitHost, askModal } from './branchHost';
 import { executeBranch } from './branch';
@@ -49,6 +50,11 @@ export function activate(context: vscode.ExtensionContext): void {
   );
 
   log(`oh extension ${version} active in ${vscode.env.appName} ${vscode.version}; watching ${dir} (no connection until a session for this window appears)`);
+  if (vscode.env.remoteName && !fs.existsSync(dir)) {
+    // A remote window (Remote-SSH, WSL, containers): this extension host is on the remote, and no oh ran here yet.
+    log(`this window's extensions run on the remote (${vscode.env.remoteName}) and no oh has run there (${dir} does not exist): ` +
+      'install and start oh in this window\'s terminal (pipx install oh-editor-runtime; oh vscode install; oh start --runtime vscode)');
+  }
   void folders.refresh().then(() => manager!.start());
 }
 
@@ -144,6 +150,7 @@ function newManager(dir: string, version: string, folders: Folders, dispatcher: 
       run.backendGone(backend);
     },
     warn: (m) => void vscode.window.showWarningMessage(m),
+    extensionVersion: version,
   });
 }
 
@@ -168,10 +175,14 @@ function connectCommand(sessions: SessionManager, folders: Folders, log: (line: 
       void vscode.window.showWarningMessage(`oh: ${refused[0]}`);
       return;
     }
+    // A remote window's extension host (Remote-SSH, WSL, containers) sees only the remote's session files.
+    const remote = vscode.env.remoteName
+      ? ` This window's extensions run on the remote (${vscode.env.remoteName}), so oh must run there: in this window's terminal, pipx install oh-editor-runtime, then oh vscode install.`
+      : '';
     void vscode.window.showInformationMessage(
-      sessionId
+      (sessionId
         ? `oh: no running backend with id ${sessionId}.`
-        : 'oh: no running backend for this window. Start one in this workspace: oh start --runtime vscode',
+        : 'oh: no running backend for this window. Start one in this workspace: oh start --runtime vscode.') + remote,
     );
   };
 }

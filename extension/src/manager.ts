@@ -15,6 +15,7 @@ import { ActionHandler, backendKey, CloseInfo, describeClose, EditorConnection, 
 import { DirectoryWatcher } from './dirwatch';
 import { Close, JsonObject } from './protocol';
 import { UnsafePath } from './owned';
+import { problemFromRefusal, problemFromRegistered, VersionProblem } from './versions';
 import { pidAlive as realPidAlive, readSession, readSessions, realpathOrSelf, SessionInfo, sessionTargets } from './session';
 
 export interface ManagerDeps {
@@ -27,6 +28,8 @@ export interface ManagerDeps {
   onStatus?: (status: ConnectionStatus[]) => void;
   /** Something the user should see (protocol mismatch...). */
   warn?: (message: string) => void;
+  /** This extension's version: compared with the backend's in `registered` (versions.ts). */
+  extensionVersion?: string;
   pidAlive?: (pid: number, startTime?: number) => boolean;
   /** The backend process behind a session is gone (stopped, killed): its terminals are orphans now. */
   onBackendGone?: (backend: string, session: SessionInfo) => void;
@@ -38,8 +41,10 @@ export interface ConnectionStatus {
   instanceId: string;
   port: number;
   workspace: string;
-  state: 'connecting' | 'connected' | 'waiting';
+  state: 'connecting' | 'connected' | 'waiting' | 'refused';
   editorId?: string;
+  /** oh and this extension are different releases ('warn') or cannot talk ('error', state 'refused'). */
+  problem?: VersionProblem;
 }
 
 interface Entry {
@@ -56,6 +61,9 @@ interface Entry {
   fingerprint: string;
   /** The last failed attempt's reason: the same failure every 5 s is logged once. */
   lastFailure: string;
+  /** The version verdict for this backend (versions.ts); notified once per backend process. */
+  problem?: VersionProblem;
+  warned?: string;
 }
 
 const fingerprint = (s: SessionInfo) => `${s.pid}:${s.start_time ?? ''}:${s.port}`;
@@ -84,6 +92,10 @@ export class SessionManager {
   status(): ConnectionStatus[] {
     const out: ConnectionStatus[] = [];
     for (const e of this.entries.values()) {
+      if (e.ended && e.problem?.level === 'error' && !e.suppressed) {
+        out.push({ instanceId: e.id, port: e.session.port, workspace: e.session.workspace, state: 'refused', problem: e.problem });
+        continue;
+      }
       if (e.suppressed || e.ended) continue;
       out.push({
         instanceId: e.id,
@@ -91,9 +103,22 @@ export class SessionManager {
         workspace: e.session.workspace,
         state: e.conn?.isRegistered ? 'connected' : e.conn ? 'connecting' : 'waiting',
         editorId: e.conn?.editorId,
+        problem: e.problem,
       });
     }
     return out;
+  }
+
+  /** Remembers the verdict; the user is notified once per backend process and verdict (not on every reconnect). */
+  private setProblem(e: Entry, problem: VersionProblem | undefined): void {
+    e.problem = problem;
+    if (!problem) return;
+    this.deps.log(problem.text);
+    const key = `${e.fingerprint}:${problem.text}`;
+    if (e.warned !== key) {
+      e.warned = key;
+      this.deps.warn?.(problem.text);
+    }
   }
 
   private emitStatus(): void {
@@ -209,6 +234,7 @@ export class SessionManager {
     e.backoff.reset();
     const roots = info.allowed_roots ? `, allowed roots ${info.allowed_roots.join(', ')}` : '';
     this.deps.log(`connected to oh ${e.id} on port ${e.session.port} as editor ${info.editor_id} (backend workspace ${info.workspace}${roots})`);
+    this.setProblem(e, problemFromRegistered(info.raw ?? {}, this.deps.extensionVersion ?? ''));
     this.emitStatus();
   }
 
@@ -232,7 +258,7 @@ export class SessionManager {
       // Shutting down, or a registration no retry can fix.
       e.ended = true;
       if (info.code === 1001) this.backendGone(e.session);
-      if (refusal === 'PROTOCOL_MISMATCH') this.deps.warn?.(`oh: ${info.refusal?.message}`);
+      if (refusal === 'PROTOCOL_MISMATCH') this.setProblem(e, problemFromRefusal(info.refusal?.message ?? ''));
       this.emitStatus();
       return;
     }

@@ -11,6 +11,8 @@ import { pathKey, pythonFloatPaths } from './jsonnum';
 import { isKnowledgeKind, KNOWLEDGE_KINDS, KnowledgeKind, knowledgeArgsProblem, summarizeKnowledge } from './knowledge';
 
 export const PROTOCOL_VERSION = 1;
+/** The protocol versions this extension speaks, sent in `register` (docs/protocol.md §4 "Versions"). */
+export const PROTOCOL_RANGE: [number, number] = [1, 1];
 /** WebSocket close codes the backend sends (src/oh/protocol/codes.py `Close`, docs/protocol.md). */
 export const Close = { GOING_AWAY: 1001, TOKEN_ROTATED: 4001, BAD_REGISTRATION: 4400 } as const;
 export const ACTION_KINDS = ['run', 'read', 'write', 'edit', 'stat', 'job'] as const;
@@ -521,6 +523,7 @@ export function registerFrame(info: RegisterInfo): JsonObject {
   return {
     type: 'register',
     protocol: PROTOCOL_VERSION,
+    protocol_range: [...PROTOCOL_RANGE],
     session: info.session,
     workspace_folders: info.workspaceFolders,
     editor: { name: info.editorName, version: info.editorVersion, pid: info.editorPid },

@@ -68,21 +68,31 @@ export class Ui implements vscode.Disposable {
   private render(): void {
     const connected = this.connections.filter((c) => c.state === 'connected');
     const latest = [...this.running.values()].pop();
-    if (latest) {
+    // oh and this extension from different releases, or refused (versions.ts): the fix stays visible here.
+    const problem = this.connections.map((c) => c.problem).find((p) => p?.level === 'error') ?? this.connections.map((c) => c.problem).find((p) => p);
+    this.item.backgroundColor = problem ? new vscode.ThemeColor(problem.level === 'error' ? 'statusBarItem.errorBackground' : 'statusBarItem.warningBackground') : undefined;
+    if (problem && !latest && !connected.length) {
+      this.item.text = '$(error) oh: version mismatch';
+      this.item.tooltip = `${problem.text} Click to show the log.`;
+    } else if (latest) {
       this.item.text = `$(sync~spin) oh: ${latest.kind} ${short(latest.summary, 40)}`;
       this.item.tooltip = `oh: the agent's ${latest.kind} action is running${this.running.size > 1 ? ` (+${this.running.size - 1} more)` : ''}. Click to show the log.`;
     } else if (connected.length) {
-      this.item.text = `$(plug) oh :${connected.map((c) => c.port).join(',')}`;
+      this.item.text = `${problem ? '$(warning)' : '$(plug)'} oh :${connected.map((c) => c.port).join(',')}`;
       this.item.tooltip =
         'oh: connected to ' +
         connected.map((c) => `the backend on port ${c.port} (workspace ${c.workspace})`).join(', ') +
-        '. Click to show the log.';
+        '. ' + (problem ? problem.text + ' ' : '') + 'Click to show the log.';
     } else {
       const waiting = this.connections.length > 0;
       this.item.text = waiting ? '$(debug-disconnect) oh: reconnecting' : 'oh: idle';
+      // A remote window (Remote-SSH, WSL, containers) runs this extension on the remote: oh must run there too.
+      const remote = vscode.env.remoteName
+        ? ` This window's extensions run on the remote (${vscode.env.remoteName}): install and start oh there, in this window's terminal (pipx install oh-editor-runtime).`
+        : '';
       this.item.tooltip = waiting
         ? 'oh: a backend for this window exists but the connection is down; retrying. Click to show the log.'
-        : 'oh: not connected. Start a backend with `oh start --runtime vscode` in this workspace. Click to show the log.';
+        : `oh: not connected. Start a backend with \`oh start --runtime vscode\` in this workspace.${remote} Click to show the log.`;
     }
   }
 

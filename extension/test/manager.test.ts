@@ -195,3 +195,50 @@ test('a backend that dies mid-command is reported gone (its terminals are orphan
   await backend.until(() => gone.length > 0, 3000, 'the gone report');
   assert.equal(gone[0], `g1:5151:1:${backend.port}`);
 });
+
+// Versions (issue 20, versions.ts): the backend's verdict reaches the status (status bar) and ONE notification.
+function startWithWarn(warned: string[]): SessionManager {
+  manager = new SessionManager({
+    dir,
+    folders: async () => [ws],
+    registerFrame: (s) => registerFrame({ session: s.instance_id, workspaceFolders: [ws], editorName: 't', editorVersion: '1', editorPid: 1, extensionVersion: '0.1.0' }),
+    handler: { execute: async (a) => readObservation(a.id, 'p', 'x') },
+    log: (l) => logs.push(l),
+    warn: (m) => warned.push(m),
+    extensionVersion: '0.1.0',
+    pidAlive: (pid) => alive.has(pid),
+    pollMs: 100,
+    backoff: () => new Backoff(50, 200),
+  });
+  manager.start();
+  return manager;
+}
+
+test('a backend of another release: connected, with the warning in the status and one notification', async () => {
+  backend.registerAnswer = (f) => ({
+    type: 'registered', editor_id: 'e1', instance_id: String(f.session), protocol: 1, workspace: ws, oh_version: '0.2.0', protocol_range: [1, 1],
+    version_check: { status: 'warn', message: 'oh 0.2.0 and the oh extension 0.1.0 are from different releases.', fix: 'Run `oh vscode install`.' },
+  });
+  const warned: string[] = [];
+  startWithWarn(warned);
+  writeSession('v1', ws);
+  await backend.until(() => manager!.status()[0]?.state === 'connected', 3000, 'registered');
+  assert.equal(manager!.status()[0].problem?.level, 'warn');
+  assert.deepEqual(warned, ['oh: oh 0.2.0 and the oh extension 0.1.0 are from different releases. Fix: Run `oh vscode install`.']);
+  backend.livePeers[0].ws.close(1011, 'drop'); // a reconnect to the same backend does not notify again
+  await backend.until(() => backend.peers.length === 2 && manager!.status()[0]?.state === 'connected', 3000, 'reconnected');
+  assert.equal(warned.length, 1);
+});
+
+test('a refused registration (PROTOCOL_MISMATCH): state refused, the fix in the status and one notification, no retry', async () => {
+  backend.registerAnswer = () => ({ type: 'error', error_id: 'PROTOCOL_MISMATCH', message: 'oh 0.1.0 is too old for the oh extension 9.0.0. Fix: Upgrade oh.' });
+  const warned: string[] = [];
+  startWithWarn(warned);
+  writeSession('v2', ws);
+  await backend.until(() => manager!.status()[0]?.state === 'refused', 3000, 'refused');
+  assert.equal(manager!.status()[0].problem?.level, 'error');
+  assert.deepEqual(warned, ['oh: oh 0.1.0 is too old for the oh extension 9.0.0. Fix: Upgrade oh.']);
+  const connects = backend.tcpConnects;
+  await sleep(400);
+  assert.equal(backend.tcpConnects, connects, 'a refusal no retry can fix is not retried');
+});

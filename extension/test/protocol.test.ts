@@ -121,7 +121,7 @@ test('observations have exactly the keys OpenHands deserializes', () => {
 test('register frame follows §4', () => {
   const f = registerFrame({ session: 'abc', workspaceFolders: ['/w'], editorName: 'Visual Studio Code', editorVersion: '1.99.3', editorPid: 7, extensionVersion: '0.1.0' });
   assert.deepEqual(f, {
-    type: 'register', protocol: 1, session: 'abc', workspace_folders: ['/w'],
+    type: 'register', protocol: 1, protocol_range: [1, 1], session: 'abc', workspace_folders: ['/w'],
     editor: { name: 'Visual Studio Code', version: '1.99.3', pid: 7 }, extension_version: '0.1.0',
     capabilities: ['run', 'read', 'write', 'edit', 'stat', 'job', 'diagnostics', 'open', 'editors', 'symbols', 'definition', 'references', 'write_modes', 'binary', 'branch', 'review', 'consent'],
   });

@@ -92,6 +92,9 @@ def _build():
     app.command()(approvals_cmd.approvals)
     app.command()(approvals_cmd.approve)
     app.command()(approvals_cmd.reject)
+    from .commands import vscode as vscode_cmd  # issue 20: the bundled extension in every VS Code
+
+    app.add_typer(vscode_cmd.app, name="vscode")
     return app
 
 

@@ -201,3 +201,12 @@ def coalescing(base: type[C]) -> type[C]:
             super().connection_made(CoalescingTransport(transport, asyncio.get_running_loop()))
 
     return CoalescingConnection
+
+
+async def close_quietly(conn, code: int, reason: str) -> None:
+    """Close ``conn`` with ``code``, at most 2 s: a peer that does not read never gets the close
+    frame, so its connection is aborted instead."""
+    try:
+        await asyncio.wait_for(conn.close(code, reason), 2)
+    except Exception:  # noqa: BLE001 - a peer that does not read never gets the close frame
+        abort(conn)

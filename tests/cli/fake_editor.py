@@ -13,7 +13,7 @@ from pathlib import Path
 
 from websockets.sync.client import connect
 
-from oh import PROTOCOL_VERSION
+from oh import PROTOCOL_VERSION, __version__
 from oh.protocol.events import error_observation, run_observation
 
 
@@ -33,11 +33,13 @@ def refused(error_id: str, message: str):
 
 
 class FakeEditor:
-    def __init__(self, session_file: Path, workspace: Path, answer=ran, capabilities: list[str] | None = None) -> None:
+    def __init__(self, session_file: Path, workspace: Path, answer=ran, capabilities: list[str] | None = None,
+                 extension_version: str = __version__) -> None:
         self.session = json.loads(session_file.read_text())
         self.workspace = workspace
         self.answer = answer
         self.capabilities = capabilities or ["run", "read", "write", "edit"]
+        self.extension_version = extension_version  # this oh's release unless a test wants a mismatched pair
         self.actions: list[dict] = []
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._serve, daemon=True)
@@ -62,7 +64,7 @@ class FakeEditor:
                 conn.send(json.dumps({
                     "type": "register", "protocol": PROTOCOL_VERSION, "session": self.session["instance_id"],
                     "workspace_folders": [str(self.workspace)], "editor": {"name": "fake", "version": "0", "pid": 1},
-                    "extension_version": "0", "capabilities": self.capabilities,
+                    "extension_version": self.extension_version, "capabilities": self.capabilities,
                 }))
                 assert json.loads(conn.recv(10)).get("type") == "registered"
                 self._ready.set()

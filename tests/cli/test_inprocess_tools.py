@@ -97,3 +97,20 @@ def test_attach_serves_as_the_editor_until_the_backend_stops(here):
     thread.join(60)
     assert result["r"].code == 0, result["r"]
     assert "attached as editor" in result["r"].err and "disconnected (1001 backend shutting down)" in result["r"].err
+
+
+def test_doctor_and_status_name_the_fix_for_an_editor_of_another_release(here):
+    """Issue 20: an editor whose extension is another release (real backend, fake editor registering 0.0.1):
+    `oh doctor` warns with the fix and `oh status` shows it under the editor."""
+    from oh.commands import status
+
+    from .fake_editor import FakeEditor
+
+    info = here.start("vscode")
+    with FakeEditor(here.session_file(info["instance_id"]), here.workspace, extension_version="0.0.1"):
+        r = invoke(doctor.run_doctor, json_=True, checks=lambda: doctor._session_checks())
+        (warn,) = [c for c in json.loads(r.out)["checks"] if c["check"].startswith(f"session {info['instance_id']} editor")]
+        assert warn["status"] == "warn" and "and the oh extension 0.0.1 are from different releases" in warn["detail"]
+        assert "oh vscode install" in warn["fix"]
+        r = invoke(status.run_status)
+        assert "and the oh extension 0.0.1 are from different releases" in r.out and "Fix: Run `oh vscode install`" in r.out

@@ -64,7 +64,7 @@ def test_waiting_spinner_turns_and_says_why_no_editor_comes(oh, tmp_path):
     try:
         t.session()
         t.see("waiting for VS Code to connect")
-        t.see("`code` is not on PATH", timeout=20)
+        t.see("no VS Code CLI", timeout=20)
         t.see("OH_HOME is set here")
         frames = set(BRAILLE.findall(t.raw))
         assert len(frames) >= 2, f"the spinner never changed frame: {frames}"

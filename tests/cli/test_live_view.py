@@ -156,7 +156,9 @@ def test_open_editor_runs_code_without_the_token(oh, tmp_path, mode):
     oh.started.append(info)
     token = oh.session(info["instance_id"])["token"]
     calls = record.read_text().splitlines()
-    assert calls == [str(oh.workspace.resolve()), f"--open-url vscode://oh-dev.oh-vscode/connect?session={info['instance_id']}"]
+    # first whether the extension is installed (issue 20: said at once, naming `oh vscode install`)
+    assert calls[0] == "--list-extensions --show-versions" and [w["id"] for w in info["warnings"]] == ["no_extension"]
+    assert calls[1:] == [str(oh.workspace.resolve()), f"--open-url vscode://oh-dev.oh-vscode/connect?session={info['instance_id']}"]
     assert all(token not in c for c in calls)
 
 
@@ -168,7 +170,8 @@ def test_no_open_never_touches_vscode(oh, tmp_path):
     (bindir / "code").chmod(0o755)
     oh.env["PATH"] = f"{bindir}{os.pathsep}{os.environ['PATH']}"
     oh.start("vscode")  # passes --no-open
-    assert not record.exists()
+    # asked only which extensions it has (issue 20: a missing extension is said at once), never to open anything
+    assert record.read_text().splitlines() == ["--list-extensions --show-versions"]
 
 
 def test_foreground_reports_a_crashed_backend(oh):

@@ -125,3 +125,17 @@ def test_status_text_escapes_agent_and_editor_names_and_says_error_singular():
     text = render_text([row], [{"instance_id": "old", "pid": 2, "workspace": "/v", "log": "/l/old.log"}])
     assert "\x1b" not in text and "Code\\x1b]0;x\\x07" in text and "a\\x1b[2J[b]" in text
     assert "1 error" in text and "1 errors" not in text and "old died" in text and "/l/old.log" in text
+
+
+def test_version_problems_are_drawn_under_the_editor_line():
+    """Issue 20: a refused editor (red) and a connected one of another release (yellow), each with its fix."""
+    st = LiveState(backend={"instance_id": "abc", "runtime": "vscode", "workspace": "/w", "pid": 1, "port": 9})
+    st.apply({"type": "snapshot", "instance_id": "abc", "runtime": "vscode", "workspace": "/w", "editors": [], "agents": [],
+              "stats": {"done": 0, "pending": 0, "errors": 0}, "uptime_s": 5,
+              "editor_refused": {"message": "oh 0.1.0 is too old for the oh extension 9.0.0. Fix: Upgrade oh."}})
+    assert "editor refused: oh 0.1.0 is too old for the oh extension 9.0.0. Fix: Upgrade oh." in _text(st)
+    lines = st.apply(_ev("editor_connected", editor={"editor_id": "e1", "name": "Code", "version": "1", "extension_version": "0.0.1",
+                                                      "version_check": {"status": "warn", "message": "different releases \x1b[31m.", "fix": "Run `oh vscode install`."}}))
+    assert lines[1] == "extension version: different releases \\x1b[31m. Fix: Run `oh vscode install`."  # escaped: editor-controlled text
+    text = _text(st)
+    assert "extension version: different releases" in text and "editor refused" not in text  # an editor got in: the refusal is old news

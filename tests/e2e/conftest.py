@@ -24,6 +24,8 @@ from waiting import poll_until
 
 REPO = Path(__file__).resolve().parents[2]
 RUN_SH = REPO / "extension" / "e2e" / "run.sh"
+E2E_DIR = Path(os.environ.get("OH_E2E_DIR", REPO / ".e2e"))
+CODE_SERVER = E2E_DIR / "code-server" / "node_modules" / ".bin" / "code-server"  # what extension/e2e/setup.sh installs
 FAIL_KEYRING = "keyring.backends.fail.Keyring"
 
 
@@ -122,6 +124,11 @@ def vscode(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequ
     if mode:
         (workspace / ".vscode").mkdir()
         (workspace / ".vscode" / "settings.json").write_text(json.dumps({"oh.terminalMode": mode}))
+    # A module that installs the extension itself (test_vscode_wheel.py: from a built wheel, with its own
+    # `oh vscode install`) names the fixture that returns that extensions directory.
+    exts_fixture = getattr(request.module, "EXTENSIONS_FIXTURE", None)
+    if exts_fixture:
+        env["OH_E2E_EXTENSIONS_DIR"] = str(request.getfixturevalue(exts_fixture))
     started = time.monotonic()
     proc = subprocess.run(
         ["bash", str(RUN_SH), "start", str(state), str(workspace)], capture_output=True, text=True, env=env, timeout=900,

@@ -329,8 +329,8 @@ REVIEWED = {
     ("backend/__main__.py", "_load_token", "sys.stdin.readline"): "the launcher writes the token and closes the pipe at once; EOF (launcher gone) ends it",
     ("backend/server.py", "wait_stopped", "self._stopped.wait"): "the process's main wait: until SIGTERM/SIGINT/SIGHUP or a shutdown request",
     ("backend/server.py", "stop", "self._stopped.wait"): "a second stop() waits for the first, whose every step has a timeout",
-    ("backend/server.py", "_serve_monitor", "queue.get"): "raced with the connection's reader in asyncio.wait: ends when the monitor closes",
-    ("backend/server.py", "_serve_monitor", "getter.result"): "only called on a completed future",
+    ("backend/monitors.py", "serve", "queue.get"): "raced with the connection's reader in asyncio.wait: ends when the monitor closes",
+    ("backend/monitors.py", "serve", "getter.result"): "only called on a completed future",
     ("runtimes/local/shell.py", "_watch_exit", "self.proc.wait"): "a watcher task: ends when bash exits, and kill() kills bash",
     ("runtimes/local/shell.py", "reopen_stdin", "cmd.changed.wait"): "`exec 0<fifo` on a FIFO we already hold open read-write cannot block; under the action deadline",
     ("editor/peer.py", "run_editor", "ready.wait"): "raced with the serve task in asyncio.wait",
@@ -340,9 +340,9 @@ REVIEWED = {
     ("client/monitor.py", "monitor", "stop.wait"): "raced with recv in asyncio.wait: ends on Ctrl-C, or when the backend closes",
     ("client/monitor.py", "monitor", "recv.result"): "only called on a completed future",
     ("client/monitor.py", "monitor", "conn.recv"): "raced with the stop event in asyncio.wait; keepalive pings drop a frozen backend",
+    ("launcher/editorcli.py", "query_async", "proc.wait"): "after proc.kill() of an editor CLI's `--list-extensions`: SIGKILL ends it",
     ("commands/start.py", "_first_to_end", "task.result"): "only called on a task asyncio.wait returned as done",
     ("commands/_branch.py", "_prompt", "sys.stdin.readline"): "deliberately waits for the user: only on a terminal (never --detach/--json/a pipe), before any backend exists; EOF or Ctrl-C ends it",
-    ("ui/hints.py", "_extension_installed", "proc.wait"): "after proc.kill() of `code --list-extensions`: SIGKILL ends it",
 }
 
 

@@ -20,9 +20,9 @@ from ..runtimes.consent import Approvals, ConsentGuard
 
 log = logging.getLogger("oh.backend.consent")
 
+from .control import FORBIDDEN_TEXT
+
 FORBIDDEN = "FORBIDDEN"
-FORBIDDEN_TEXT = ("Deciding (approvals, review accept/reject) needs the decider credential, which agents do not get; "
-                  "answer from `oh approve` / `oh review`, the live view of `oh start`, or VS Code.")
 
 
 # What an agent's shell does not inherit under a consent policy: where oh keeps its sessions (and so

@@ -14,7 +14,7 @@ from ..fastpath.exits import ACTION_FAILED, AUTH, ERROR, NO_EDITOR, NOT_RUNNING,
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 ok · 1 failed · 2 usage or bad setting · 3 no running backend · 4 token refused · "
-    "5 backend unreachable · 6 action failed (error observation) · 7 no editor connected · 124 timed out."
+    "5 backend unreachable · 6 action failed (error observation) · 7 no editor connected (`oh vscode`: no editor CLI found) · 124 timed out."
 )
 
 

@@ -143,6 +143,8 @@ def _session_checks() -> list[dict[str, Any]]:
         fix = None if status == "ok" else (f"chmod 600 {p}" if mode & 0o077 else f"Stop it (`oh stop {s.instance_id}`) and start again; log: `oh logs {s.instance_id}`")
         out.append(_check(f"session {s.instance_id}", status, f"alive, pid {s.pid}, runtime {s.runtime}, workspace {s.workspace}, {reach}, mode {mode:04o}{why}", fix,
                           alive=True, picked=bool(why)))
+        if ok:
+            out.extend(_editor_version_checks(s))
     if not files:
         out.append(_check("sessions", "ok", "no backend is running"))
     elif chosen is None:
@@ -150,21 +152,55 @@ def _session_checks() -> list[dict[str, Any]]:
     return out
 
 
+def _editor_version_checks(s) -> list[dict[str, Any]]:
+    """oh and the extensions of the editors connected to a backend (protocol/versions.py verdicts)."""
+    from ..launcher.control import BackendUnreachable, status
+
+    try:
+        st = status(s)
+    except BackendUnreachable:
+        return []
+    out = []
+    for e in st.get("editors") or []:
+        vc = e.get("version_check")
+        if isinstance(vc, dict) and vc.get("message"):
+            out.append(_check(f"session {s.instance_id} editor {e.get('editor_id')}", "warn", str(vc["message"]), str(vc.get("fix") or "")))
+    refused = st.get("editor_refused")
+    if not st.get("editors") and isinstance(refused, dict) and refused.get("message"):
+        out.append(_check(f"session {s.instance_id} editor", "fail", f"an editor was refused: {refused['message']}", "See the fix in the message."))
+    return out
+
+
 def _vscode_checks() -> list[dict[str, Any]]:
+    """Each editor CLI oh can see and its oh extension version, against the one this oh ships."""
     from ..launcher import signal as editor_signal
 
-    code = editor_signal.code_binary()
-    if code is None:
-        return [_check("vscode `code`", "warn", "`code` is not on PATH (only needed for --runtime vscode with --open/auto-open and this check)",
-                       "In VS Code: Command Palette → 'Shell Command: Install code command in PATH'.")]
-    installed = editor_signal.extension_installed()
-    checks = [_check("vscode `code`", "ok", code)]
-    if installed is None:
-        checks.append(_check("vscode extension", "warn", "`code --list-extensions` failed", "Run `code --list-extensions` yourself to see why."))
-    elif installed:
-        checks.append(_check("vscode extension", "ok", f"{editor_signal.EXTENSION_ID} installed"))
-    else:
-        checks.append(_check("vscode extension", "fail", f"{editor_signal.EXTENSION_ID} is not installed", "Install it: `code --install-extension <path to oh-vscode.vsix>` (see README)."))
+    bundled = editor_signal.bundled_version()
+    checks = [_check("vscode bundled extension", "ok" if bundled else "warn",
+                     f"{editor_signal.EXTENSION_ID} {bundled} ships with this oh" if bundled else "this oh carries no .vsix",
+                     None if bundled else "Reinstall oh from its wheel (pipx install oh-editor-runtime); in a checkout: (cd extension && npm run package).")]
+    states = editor_signal.extension_states()
+    if not states:
+        checks.append(_check("vscode editors", "warn", "no VS Code CLI found (code, code-insiders, cursor, windsurf, codium, code-server); "
+                             "only needed for --runtime vscode",
+                             "In VS Code: Command Palette → 'Shell Command: Install code command in PATH', then `oh vscode install` "
+                             "(or `oh vscode install --editor /path/to/cli`)."))
+        return checks
+    for st in states:
+        name, cli, have = st["editor"], st["cli"], st["installed_version"]
+        if st["error"]:
+            checks.append(_check(f"vscode {name}", "warn", f"{cli}: `--list-extensions` failed ({st['error']})",
+                                 f"Run `{cli} --list-extensions --show-versions` yourself to see why.", cli=cli))
+        elif have is None:
+            checks.append(_check(f"vscode {name}", "warn", f"{cli}: the oh extension is not installed", "Run `oh vscode install`.", cli=cli))
+        elif bundled and have != bundled:
+            checks.append(_check(f"vscode {name}", "warn", f"{cli}: oh extension {have}, this oh ships {bundled} (different releases)",
+                                 "Run `oh vscode install`, then reload the editor's window.", cli=cli, installed_version=have))
+        else:
+            checks.append(_check(f"vscode {name}", "ok", f"{cli}: oh extension {have}", cli=cli, installed_version=have))
+    if not any(st["installed_version"] for st in states) and not all(st["error"] for st in states):
+        checks.append(_check("vscode extension", "fail", f"{editor_signal.EXTENSION_ID} is not installed in any editor oh can see",
+                             "Run `oh vscode install` (it installs the extension that ships with this oh)."))
     return checks
 
 

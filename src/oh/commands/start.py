@@ -94,6 +94,9 @@ def run_start(io: Streams, *, runtime: Optional[str] = None, workspace: str = ".
     token = _token()
     roots = _allowed_roots(workspace, s.allowed_roots, allow)
     hangup: list[int] = []
+    # --detach, runtime vscode: ask the editor CLIs which has the extension while the backend starts (each
+    # CLI takes about a second); the answer joins the warnings below. The live view asks by itself.
+    install_check = _InstallCheck() if detach and s.runtime == "vscode" else None
     # process.StartError carries its exit code (3 when a backend already serves the workspace): cli.main reports it.
     with _deferred_signals(hangup):  # a closed terminal during the start must not orphan the backend
         started = process.start_backend(
@@ -106,6 +109,8 @@ def run_start(io: Streams, *, runtime: Optional[str] = None, workspace: str = ".
     # Warnings only once the backend runs (never before an "already running" error). JSON mode keeps
     # them out of stderr: an NDJSON `warning` event (foreground) or a "warnings" list (--detach).
     warnings = workspace_warnings(session.workspace) + ([("no_sandbox", NO_SANDBOX)] if session.runtime == "local" else []) + consent_plan.warnings
+    if install_check is not None:
+        warnings += [("no_extension", text) for text in install_check.result(timeout=20.0)]
     if hangup and not detach:
         from ..launcher.process import stop_backend
 
@@ -217,7 +222,7 @@ def _signal_editor_detached(io: Streams, session, open_mode: str) -> None:
         return
     if open_mode == "always":
         if editor_signal.open_editor(session.workspace, session.instance_id) is None:
-            io.note("`code` is not on PATH: open the workspace in VS Code yourself (the extension connects by itself).")
+            io.note("no VS Code CLI (code, cursor, windsurf, codium, code-server) on PATH: open the workspace in the editor yourself (the extension connects by itself).")
         return
     if editor_signal.code_binary() is None:
         return  # auto: nothing we could do; the session file is the signal
@@ -539,30 +544,64 @@ async def _open_later(session, open_mode: str, state, note) -> None:
             return
     cmds = await asyncio.to_thread(editor_signal.open_editor, session.workspace, session.instance_id)
     if cmds is None and open_mode == "always":
-        note("`code` is not on PATH: open the workspace in VS Code yourself (the extension connects by itself).")
+        note("no VS Code CLI (code, cursor, windsurf, codium, code-server) on PATH: open the workspace in the editor yourself (the extension connects by itself).")
     elif cmds:
-        note("asked VS Code to open the workspace (`code`)")
+        note(f"asked the editor to open the workspace (`{os.path.basename(cmds[0][0])}`)")
+    elif cmds == [] and open_mode == "always":
+        note("code-server cannot be asked to open a folder from outside its own terminal: open the workspace in its browser tab (the extension connects by itself).")
+
+
+class _InstallCheck:
+    """No editor oh can see has the extension (or only another release): the fix, `oh vscode install`.
+    Runs in a daemon thread from construction; ``result`` waits for it (each CLI call is bounded)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self._hints: list[str] = []
+        self._thread = threading.Thread(target=self._run, name="oh-install-check", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        from ..launcher import signal as editor_signal
+        from ..ui.hints import install_hints
+
+        self._hints = install_hints(editor_signal.extension_states(), editor_signal.bundled_version())
+
+    def result(self, timeout: float = 20.0) -> list[str]:
+        self._thread.join(timeout)  # extension_states bounds each CLI at 15 s
+        return list(self._hints)
 
 
 async def _hints_later(session, state, note, mode: str) -> None:
-    """After the grace period with no editor: say why none may come (live view line, plain lines, NDJSON notes)."""
+    """Why no editor may come (live view lines, plain lines, NDJSON notes): at once when no editor oh can
+    see has the extension (naming `oh vscode install`), the rest after the grace period with no editor."""
     import asyncio
+    import time
 
-    from ..launcher import signal as editor_signal
-    from ..ui.hints import editor_hints
-
-    await asyncio.sleep(editor_signal.AUTO_GRACE)
-    if state.editors:
-        return
     from ..config import paths
+    from ..launcher import signal as editor_signal
+    from ..ui.hints import editor_hints, install_hints
 
-    hints = await editor_hints(session.workspace, editor_signal.code_binary(), editor_signal.EXTENSION_ID, str(paths.sessions_dir()))
+    t0 = time.monotonic()
+
+    def show(hints: list[str]) -> None:
+        state.hints = [*state.hints, *hints]
+        state.version += 1
+        for text in hints:
+            note(f"no editor yet: {text}", event="editor_hint")
+
+    states = await editor_signal.extension_states_async()
+    bundled = editor_signal.bundled_version()
+    while not state.synced:  # after the "listening on" line (the view's snapshot); this task ends with the view
+        await asyncio.sleep(0.05)
+    if not state.editors:
+        show(install_hints(states, bundled))
+    await asyncio.sleep(max(0.0, editor_signal.AUTO_GRACE - (time.monotonic() - t0)))
     if state.editors:
         return
-    state.hints = hints
-    state.version += 1
-    for text in hints:
-        note(f"no editor yet: {text}", event="editor_hint")
+    cli = next((s["cli"] for s in states), None) or editor_signal.code_binary()
+    show(editor_hints(session.workspace, cli, str(paths.sessions_dir()), os.environ))
 
 
 def _silence_output() -> None:

@@ -77,6 +77,7 @@ class HeadlessEditor:
         return {
             "type": "register",
             "protocol": PROTOCOL_VERSION,
+            "protocol_range": list(frames.PROTOCOL_RANGE),  # the versions it speaks (protocol/versions.py)
             "session": self.session,
             "workspace_folders": [self.workspace],
             "editor": {"name": self.name, "version": __version__, "pid": os.getpid()},

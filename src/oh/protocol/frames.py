@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from .. import PROTOCOL_VERSION
+from .. import PROTOCOL_VERSION, __version__
+from . import versions
 from .errors import ErrorId, ProtocolError
 
 from .knowledge import KNOWLEDGE_KINDS
@@ -19,6 +20,9 @@ from .knowledge import KNOWLEDGE_KINDS
 # An editor advertises what it executes; the vscode runtime answers TOOL_UNSUPPORTED for the rest.
 # binary: read encoding "binary" (protocol/binary.py). job / stat / write_modes: issue 11 (§3.7).
 # review: the editor turns write/edit into proposals the user accepts or rejects (§3.11).
+# The protocol versions this backend speaks (docs/protocol.md §4, "Versions").
+PROTOCOL_RANGE = (PROTOCOL_VERSION, PROTOCOL_VERSION)
+
 KNOWN_CAPABILITIES = ("run", "read", "write", "edit", *KNOWLEDGE_KINDS, "binary", "job", "stat", "write_modes", "branch", "review", "consent")
 
 
@@ -43,9 +47,11 @@ class Registration:
     protocol: int
     session: str | None
     extra: dict[str, Any] = field(default_factory=dict)
+    # oh and this extension as a pair (protocol/versions.py): "warn" when they are different releases.
+    version_check: versions.Verdict | None = None
 
     def describe(self) -> dict[str, Any]:
-        return {
+        out = {
             "name": self.editor_name,
             "version": self.editor_version,
             "pid": self.editor_pid,
@@ -53,24 +59,30 @@ class Registration:
             "extension_version": self.extension_version,
             "capabilities": list(self.capabilities),
         }
+        if self.version_check is not None and self.version_check.status != "ok":
+            out["version_check"] = self.version_check.describe()  # live view, `oh status`, `oh doctor`
+        return out
 
 
 def _short_str(v: Any, limit: int = 200) -> str:
     return v[:limit] if isinstance(v, str) else ""
 
 
-def parse_registration(obj: dict[str, Any], instance_id: str) -> Registration:
-    """An editor's first frame. Raises RegistrationError with the refusal's error id and reason."""
+def parse_registration(obj: dict[str, Any], instance_id: str, *, backend: tuple[str, tuple[int, int]] | None = None) -> Registration:
+    """An editor's first frame. Raises RegistrationError with the refusal's error id and reason.
+    ``backend``: (oh version, protocol range) to judge the extension against; default this oh's."""
     if obj.get("type") != "register":
         raise RegistrationError("BAD_REQUEST", "The first frame on /v1/editor must be {\"type\": \"register\", ...}.")
     proto = obj.get("protocol")
     if not isinstance(proto, int) or isinstance(proto, bool):
         raise RegistrationError("BAD_REQUEST", "register.protocol must be an integer.")
-    if proto != PROTOCOL_VERSION:
-        raise RegistrationError(
-            "PROTOCOL_MISMATCH",
-            f"This backend speaks protocol {PROTOCOL_VERSION}, the editor speaks {proto}: update the older side.",
-        )
+    ext_range = versions.peer_range(proto, obj.get("protocol_range"))
+    if ext_range is None:
+        raise RegistrationError("BAD_REQUEST", "register.protocol must be a positive integer.")
+    oh_version, oh_range = backend or (__version__, PROTOCOL_RANGE)
+    verdict = versions.check(oh_version, oh_range, _short_str(obj.get("extension_version"), 40), ext_range)
+    if verdict.status == "refuse":
+        raise RegistrationError("PROTOCOL_MISMATCH", f"{verdict.message} Fix: {verdict.fix}")
     folders = obj.get("workspace_folders")
     if not isinstance(folders, list) or not all(isinstance(f, str) and f for f in folders) or len(folders) > 256:
         raise RegistrationError("BAD_REQUEST", "register.workspace_folders must be a list of absolute paths.")
@@ -99,16 +111,23 @@ def parse_registration(obj: dict[str, Any], instance_id: str) -> Registration:
         editor_pid=pid if isinstance(pid, int) and not isinstance(pid, bool) else None,
         extension_version=_short_str(obj.get("extension_version")),
         capabilities=[c for c in caps if c in KNOWN_CAPABILITIES],
-        protocol=proto,
+        protocol=verdict.protocol or proto,
         session=session,
+        version_check=verdict,
     )
 
 
 def registered(
     editor_id: str, instance_id: str, workspace: str, allowed_roots: list[str] | None = None, max_shells: int | None = None,
     job_retention: float | None = None, *, review: bool = False, review_timeout: float | None = None,
+    version_check: versions.Verdict | None = None,
 ) -> dict[str, Any]:
     frame = {"type": "registered", "editor_id": editor_id, "instance_id": instance_id, "protocol": PROTOCOL_VERSION, "workspace": workspace}
+    # Versions on both sides (protocol/versions.py): the extension shows the backend's verdict when it is not "ok".
+    frame["oh_version"] = __version__
+    frame["protocol_range"] = list(PROTOCOL_RANGE)
+    if version_check is not None and version_check.status != "ok":
+        frame["version_check"] = version_check.describe()
     # The editor confines paths and run cwds to these (the backend's), not to its window's folders.
     frame["allowed_roots"] = list(allowed_roots) if allowed_roots else [workspace]
     if max_shells is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Hashable
+from typing import Any, Awaitable, Callable, Hashable
 
 from ..protocol.events import Action
 
@@ -44,10 +44,21 @@ def as_context(agent: Hashable) -> AgentContext:
     return AgentContext(id=str(agent))
 
 
+# Branch mode's switch (docs/protocol.md §3.12): (frame args, agent, id to use on the editor leg)
+# -> a `branch` observation or an error observation.
+Switch = Callable[[dict[str, Any], AgentContext, int], Awaitable[dict[str, Any]]]
+
+
 class Runtime(ABC):
+    """What the backend asks of a runtime. The backend never asks which runtime it has: what differs
+    between runtimes is a method here (with the common answer as its default)."""
+
     name: str = "?"
     # Set by the backend: called with ("job_started" | "job_finished", job record) (docs/protocol.md §5).
     on_job_event = None
+    # Review mode's queue of proposals when this process holds them (the local runtime's
+    # ProposalQueue, docs/protocol.md §3.11; `oh review` decides them), else None.
+    proposals = None
 
     async def start(self) -> None:  # noqa: B027 - optional hook
         """Called once before the first action."""
@@ -61,3 +72,15 @@ class Runtime(ABC):
 
     async def close(self) -> None:  # noqa: B027
         """Backend shutdown: stop everything."""
+
+    def deadline_allowance(self, action: Action) -> float:
+        """Seconds this runtime may spend on ``action`` before its work starts (added to its deadline)."""
+        return 0.0
+
+    def review_elsewhere(self) -> str | None:
+        """Where proposals are reviewed when not with `oh review` (the refusal `oh review` gets), or None."""
+        return None
+
+    def branch_switch(self) -> Switch:
+        """Branch mode's switch for this runtime (docs/protocol.md §3.12)."""
+        raise NotImplementedError(f"the {self.name} runtime cannot switch git branches")

@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import asyncio
 from datetime import datetime, timezone
-from typing import Any, Awaitable, Callable, Hashable
+from typing import Any, Callable, Hashable
 
 from ..protocol.branch import Plan, decide, is_change, note
 from ..protocol.errors import ErrorId
 from ..protocol.events import Action, branch_observation, error_observation
-from .base import AgentContext, Runtime, as_context
+from .base import AgentContext, Runtime, Switch, as_context
 
-# (frame args, agent, id to use on the editor leg) -> a `branch` observation or an error observation
-Switch = Callable[[dict[str, Any], AgentContext, int], Awaitable[dict[str, Any]]]
 
 
 class BranchGuard(Runtime):
@@ -46,6 +44,19 @@ class BranchGuard(Runtime):
     @on_job_event.setter
     def on_job_event(self, callback) -> None:
         self.inner.on_job_event = callback
+
+    @property
+    def proposals(self):  # type: ignore[override]
+        return self.inner.proposals
+
+    def deadline_allowance(self, action: Action) -> float:
+        return self.inner.deadline_allowance(action)
+
+    def review_elsewhere(self) -> str | None:
+        return self.inner.review_elsewhere()
+
+    def branch_switch(self) -> Switch:
+        return self._switch
 
     def __getattr__(self, attr: str) -> Any:
         # Runtime-specific entry points the backend calls (editor_gone, editor_job_event, jobs...)

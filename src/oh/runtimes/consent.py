@@ -168,6 +168,19 @@ class ConsentGuard(Runtime):
     def on_job_event(self, callback) -> None:
         self.inner.on_job_event = callback
 
+    @property
+    def proposals(self):  # type: ignore[override]
+        return self.inner.proposals
+
+    def deadline_allowance(self, action: Action) -> float:
+        return self.inner.deadline_allowance(action)  # the wait for consent pauses the deadline instead
+
+    def review_elsewhere(self) -> str | None:
+        return self.inner.review_elsewhere()
+
+    def branch_switch(self):
+        return self.inner.branch_switch()
+
     def __getattr__(self, attr: str) -> Any:
         return getattr(self.inner, attr)
 

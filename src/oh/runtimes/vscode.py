@@ -1,12 +1,12 @@
 """The ``vscode`` runtime: forward each action to the editor registered for the workspace.
 
-It knows nothing of sockets beyond ``editor.connection.send``: the backend owns connections and
-resolves ``editor.pending`` futures when observations (or the editor's disconnect) arrive.
+It decides where an action goes and what the backend answers itself (paths outside the roots,
+capabilities, jobs of editors that went away); the editor connection itself, both ways, is
+``editor_link.EditorLink``'s, which also tells this runtime of editors' job events and disconnects.
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import itertools
 import os
@@ -14,15 +14,14 @@ import time
 from collections import OrderedDict
 from typing import Any, Hashable
 
-from ..protocol import binary, frames
+from ..protocol import binary, frames, joblist
 from ..protocol.errors import ErrorId
-from ..protocol.events import Action, encode, error_observation, job_observation
+from ..protocol.events import Action, error_observation, job_observation
 from ..protocol.paths import within_any
 from ..protocol.review import is_proposal
-from ..transport import send_bounded
 from . import fspath
-from .base import AgentContext, Runtime, as_context
-from .editors import EditorRegistry
+from .base import AgentContext, Runtime, Switch, as_context
+from .editor_link import EditorLink
 
 
 def _from_base64(obs: dict[str, Any]) -> dict[str, Any]:
@@ -43,16 +42,18 @@ class VscodeRuntime(Runtime):
 
     def __init__(
         self,
-        registry: EditorRegistry,
+        link: EditorLink,
         workspace: str,
         editor_timeout: float = 30.0,
         *,
-        send_timeout: float = 40.0,
         allowed_roots: list[str] | None = None,
         job_retention: float = 3600.0,
         review: bool = False,
     ) -> None:
-        self.registry = registry
+        self.link = link
+        self.registry = link.registry
+        link.on_job_event = self.editor_job_event
+        link.on_editor_gone = self.editor_gone
         # Review mode (§3.11): only an editor that advertised "review" may get write/edit actions, so
         # an editor that would apply them directly (e.g. an older extension) never bypasses the review.
         self.review = review
@@ -61,7 +62,6 @@ class VscodeRuntime(Runtime):
         self.roots = [os.path.realpath(r) for r in (allowed_roots or [self.workspace])]
         self._allowed = within_any(self.roots)  # the roots normalised once (per-action check)
         self.editor_timeout = editor_timeout
-        self.send_timeout = send_timeout  # an editor that does not read for this long is dropped
         self.job_retention = job_retention
         # Commands get backend-wide ids (top-level ``job_id`` on the editor leg) so follow-ups and job
         # operations reach the editor that runs them, and ids never collide across editors.
@@ -187,16 +187,29 @@ class VscodeRuntime(Runtime):
             listed = obs["extras"].get("jobs")
             if isinstance(listed, list):
                 known = {j.get("job_id") for j in listed if isinstance(j, dict)}
-                for record in self.jobs.values():  # ended jobs of editors that are gone
-                    if record["shell"] == ctx.shell_key and record["job_id"] not in known and record["state"] != "RUNNING":
-                        listed.append(_public(record))
-                        obs["content"] = (obs.get("content") or "").replace("No jobs.", "").rstrip("\n") + f"\n{record['job_id']}  {record['state']}  background  {record['command'][:120]}"
-                        obs["content"] = obs["content"].lstrip("\n")
+                gone = [  # ended jobs of editors that are gone
+                    r for r in self.jobs.values() if r["shell"] == ctx.shell_key and r["job_id"] not in known and r["state"] != "RUNNING"
+                ]
+                if gone:
+                    listed.extend(_public(r) for r in gone)
+                    obs["content"] = joblist.merge(obs.get("content"), gone)
         if jid and obs.get("observation") == "error" and obs["extras"].get("error_id") == "EDITOR_DISCONNECTED":
             record = self.jobs.get(jid)
             if record is not None and action.kind == "job":
                 return self._local_job_answer(action, record)  # LOST: its editor went away meanwhile
         return obs
+
+    def deadline_allowance(self, action: Action) -> float:
+        """Waiting for an editor (up to ``editor_timeout``) is part of every action's time."""
+        return self.editor_timeout
+
+    def review_elsewhere(self) -> str | None:
+        if not self.review:
+            return None
+        return "This backend's proposals are reviewed in VS Code (the diff editor and its Accept / Reject), not with `oh review`."
+
+    def branch_switch(self) -> Switch:
+        return self.branch
 
     async def branch(self, args: dict[str, Any], ctx: AgentContext, leg_id: int) -> dict[str, Any]:
         """Branch mode's switch (docs/protocol.md §3.12): a ``branch`` frame to the editor, which uses
@@ -224,28 +237,7 @@ class VscodeRuntime(Runtime):
             # An editor without binary frames (e.g. an older extension) is asked for base64; the
             # agent still gets one binary frame (_from_base64).
             frame = {**frame, "args": {**frame["args"], "encoding": "base64"}}
-        future: asyncio.Future = asyncio.get_running_loop().create_future()
-        editor.pending[action.id] = future
-        try:
-            if not await send_bounded(editor.connection, encode(frame), self.send_timeout):
-                return error_observation(
-                    action.id, ErrorId.EDITOR_DISCONNECTED, "The editor disconnected (or stopped reading) before the action could be delivered."
-                )
-            obs = await future
-        except asyncio.CancelledError:
-            # Agent gone, deadline passed or shutdown: tell the editor to stop the work.
-            if editor.pending.pop(action.id, None) is not None:
-                try:
-                    await asyncio.wait_for(editor.connection.send(encode(frames.cancel(action.id)), text=True), 1.0)
-                except Exception:  # noqa: BLE001 - the editor may be gone already
-                    pass
-            raise
-        except Exception:  # noqa: BLE001 - the send failed: the editor dropped
-            return error_observation(
-                action.id, ErrorId.EDITOR_DISCONNECTED, "The editor disconnected before the action could be delivered."
-            )
-        finally:
-            editor.pending.pop(action.id, None)
+        obs = await self.link.forward(editor, action.id, frame)
         if binary.is_binary(obs) and not wants_binary:
             return error_observation(action.id, ErrorId.SERVER_ERROR, f"The editor {editor.registration.editor_name} answered with a binary frame to an action that did not ask for one.")
         if wants_binary and not binary.is_binary(obs):
@@ -258,13 +250,10 @@ class VscodeRuntime(Runtime):
         ctx = as_context(agent)
         if ctx.shared:
             return
-        frame = encode(frames.agent_gone(ctx.shell_key))
+        frame = frames.agent_gone(ctx.shell_key)
         for editor in self.registry.all():
             if editor.serves(self.workspace):
-                try:
-                    await asyncio.wait_for(editor.connection.send(frame, text=True), 1.0)
-                except Exception:  # noqa: BLE001 - an editor that is gone has no terminal to dispose
-                    pass
+                await self.link.tell(editor, frame)
 
 
     # ------------------------------------------------------------------ jobs on the editor leg
@@ -330,9 +319,7 @@ class VscodeRuntime(Runtime):
     def _local_list(self, action: Action, ctx: AgentContext) -> dict[str, Any]:
         self._purge()
         records = [_public(r) for r in self.jobs.values() if r["shell"] == ctx.shell_key]
-        lines = [f"{r['job_id']}  {r['state']}  background  {r['command'][:120]}" for r in records]
-        note = "\n".join(lines) if lines else "No jobs."
-        return job_observation(action.id, "list", note + "\n(No editor is connected: only jobs of editors that went away are listed.)", {"jobs": records})
+        return job_observation(action.id, "list", joblist.listing(records) + "\n(No editor is connected: only jobs of editors that went away are listed.)", {"jobs": records})
 
     def _local_job_answer(self, action: Action, record: dict[str, Any]) -> dict[str, Any]:
         """A job op answered by the backend itself: the job ended and its editor may be gone."""

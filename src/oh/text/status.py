@@ -29,6 +29,13 @@ def render_text(rows: list[dict[str, Any]], dead: list[dict[str, Any]] | None = 
             lines.append("  editors    " + ("none connected (waiting for VS Code)" if not editors else editor_label(editors[0])))
             for e in editors[1:]:
                 lines.append("             " + editor_label(e))
+            for e in editors:  # oh and the extension from different releases (protocol/versions.py)
+                vc = e.get("version_check")
+                if isinstance(vc, dict) and vc.get("message"):
+                    lines.append(f"  warning    {vc['message']} Fix: {vc.get('fix', '')}")
+            refused = d.get("editor_refused")
+            if not editors and isinstance(refused, dict) and refused.get("message"):
+                lines.append(f"  refused    {refused['message']}")
         if isinstance(d.get("branch"), dict):
             lines.append("  branch     " + branch_label(d["branch"]))
         agents = d.get("agents") or []

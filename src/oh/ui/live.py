@@ -223,6 +223,7 @@ class LiveState:
             lines += [f"editor connected: {editor_label(e)}" for e in self.editors.values()]
         elif self.runtime == "vscode":
             lines.append("waiting for VS Code to connect…")
+        lines += self.version_problems()
         if isinstance(self.backend.get("branch"), dict):
             lines.append("branch mode: " + branch_label(self.backend["branch"]))
         consent = snap.get("consent") if isinstance(snap.get("consent"), dict) else None
@@ -280,7 +281,26 @@ class LiveState:
         e = dict(frame.get("editor") or {})
         self.editors[e.get("editor_id", f"e{len(self.editors) + 1}")] = e
         self.editor_gone_reason = None
-        return [f"editor connected: {editor_label(e)}"]
+        self.backend.pop("editor_refused", None)  # an editor got in: an older refusal is not the story any more
+        return [f"editor connected: {editor_label(e)}", *self.version_problems()]
+
+    def _on_editor_refused(self, frame: dict[str, Any]) -> list[str]:
+        """An editor whose extension cannot talk to this oh (protocol/versions.py): the message names the fix."""
+        self.backend["editor_refused"] = {"message": frame.get("message")}
+        return self.version_problems()
+
+    def version_problems(self) -> list[str]:
+        """oh and the extension as a pair (protocol/versions.py): a refused editor, or a connected one
+        from another release; each line ends with the fix. Display-safe."""
+        out = []
+        refused = self.backend.get("editor_refused")
+        if isinstance(refused, dict) and refused.get("message"):
+            out.append("editor refused: " + visible(str(refused["message"])))
+        for e in self.editors.values():
+            vc = e.get("version_check")
+            if isinstance(vc, dict) and vc.get("message"):
+                out.append(visible(f"extension version: {vc['message']} Fix: {vc.get('fix', '')}".strip()))
+        return out
 
     def _on_editor_disconnected(self, frame: dict[str, Any]) -> list[str]:
         e = self.editors.pop(frame.get("editor_id"), None)
@@ -425,6 +445,7 @@ class LiveState:
     _EVENTS: ClassVar[dict[str, Callable[["LiveState", dict[str, Any]], list[str]]]] = {
         "editor_connected": _on_editor_connected,
         "editor_disconnected": _on_editor_disconnected,
+        "editor_refused": _on_editor_refused,
         "agent_connected": _on_agent_connected,
         "agent_disconnected": _on_agent_disconnected,
         "action_started": _on_action_started,
@@ -499,11 +520,12 @@ class LiveState:
             hints.append(one_line(("  y", "bold green"), (" allow  ", ""), ("n", "bold red"), (" reject  ", ""),
                                   *((("a", "bold cyan"), (f" always ({', '.join(ask['always'])})  ", "")) if ask["always"] else ()),
                                   (f"why: {ask['reason']}", "dim"), (f"  (+{more} more: `oh approvals`)" if more > 0 else "", "dim")))
-        room = max(1, height - _CHROME_ROWS - len(hints))
+        room = max(1, height - _CHROME_ROWS - len(hints) - len(self.version_problems()))
         # Jobs get up to a third of the rows (at most 8, plus their title line); actions the rest.
         job_room = min(len(self.jobs), 8, max(1, room // 3)) if self.jobs else 0
         table, shown, hidden, job_lines = self._table(max(1, room - job_room - (1 if job_room else 0)), width, job_room)
-        parts: list[Any] = [head, ws, editor, *hints, Text(""), table]
+        problems = [one_line(("  ", ""), (p, "bold red" if p.startswith("editor refused") else "yellow")) for p in self.version_problems()]
+        parts: list[Any] = [head, ws, editor, *problems, *hints, Text(""), table]
         if hidden:
             parts.append(one_line((f"{plural(hidden, 'earlier action')} hidden (`oh logs` shows all)", "dim")))
         if job_lines:

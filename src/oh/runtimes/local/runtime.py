@@ -15,7 +15,8 @@ from typing import Any, Callable, Hashable, Mapping, Sequence
 
 from ...protocol.errors import ErrorId, ToolError
 from ...protocol.events import JOB_ID, Action, edit_observation, error_observation, read_observation, stat_observation, write_observation
-from ..base import AgentContext, Runtime, as_context
+from ..base import AgentContext, Runtime, Switch, as_context
+from ..branch import local_switch
 from ...protocol.knowledge import KNOWLEDGE_KINDS
 from . import knowledge
 from .editor import FileEditor
@@ -107,6 +108,10 @@ class LocalRuntime(Runtime):
             with open(src, "w") as f:
                 f.write(SOURCE_FILE_TEXT)
         return self._scratch
+
+    def branch_switch(self) -> Switch:
+        """Branch mode here runs git itself (nobody can be asked: a question becomes BRANCH_FAILED)."""
+        return local_switch(self.workspace)
 
     def workdir_of(self, ctx: AgentContext) -> str:
         """The agent's working directory if it is (still) an allowed directory, else the workspace."""

@@ -1,0 +1,234 @@
+"""The agent role (``/v1/agent``): read an agent's actions, run each under its deadline, answer
+with exactly one observation per action, and tell monitors and the trace what happened."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from websockets.asyncio.server import ServerConnection
+
+from ..protocol import binary, budget, repetition, review
+from ..protocol.correlation import Correlator
+from ..protocol.errors import ErrorId, ProtocolError
+from ..protocol.events import (
+    Action,
+    decode_frame,
+    encode,
+    error_from,
+    error_observation,
+    exit_code_of,
+    outcome_of,
+    parse_action,
+    summarize,
+)
+from ..runtimes.base import AgentContext, Runtime
+from ..transport import send_bounded
+from . import agentinfo
+from .deadlines import Deadlines
+from .options import BackendConfig
+from .trace import TraceWriter
+
+log = logging.getLogger("oh.backend")
+
+
+@dataclass(eq=False)
+class Agent:
+    agent_id: str
+    name: str
+    connection: ServerConnection
+    tasks: set[asyncio.Task] = field(default_factory=set)
+    obs_ids: itertools.count = field(default_factory=lambda: itertools.count(1))
+    done: int = 0
+    send_timeout: float = 40.0
+    workdir: str = ""
+    shell: str | None = None  # shared X-OH-Shell key, or None = private shell
+    streak: repetition.Streak = field(default_factory=repetition.Streak)  # repetition control
+
+    @property
+    def context(self) -> AgentContext:
+        # Built once (frozen; the agent's name, workdir and shell never change after the handshake):
+        # it was one more object per action.
+        ctx = self.__dict__.get("_context")
+        if ctx is None:
+            ctx = self.__dict__["_context"] = AgentContext(self.agent_id, self.name, self.workdir or None, self.shell)
+        return ctx
+
+    async def send(self, obs: dict[str, Any]) -> None:
+        obs["id"] = next(self.obs_ids)
+        if binary.is_binary(obs):  # the agent asked for read encoding "binary"
+            # Two fragments (header, the editor's content untouched): no join of the content here.
+            await send_bounded(self.connection, binary.parts(obs), self.send_timeout, text=False)
+            return
+        await send_bounded(self.connection, encode(obs), self.send_timeout)
+
+
+class Agents:
+    """Connected agents and their actions in flight."""
+
+    def __init__(
+        self, config: BackendConfig, workspace: str, runtime: Runtime, trace: TraceWriter,
+        emit: Callable[..., None], stopping: Callable[[], bool],
+    ) -> None:
+        self.config = config
+        self.workspace = workspace
+        self.runtime = runtime
+        self.trace = trace
+        self._emit = emit
+        self._stopping = stopping
+        self.agents: dict[str, Agent] = {}
+        self.correlator: Correlator[None] = Correlator()
+        self.deadlines = Deadlines()
+        self.stats = {"done": 0, "errors": 0}
+        self._ids = itertools.count(1)
+
+    def describe(self) -> list[dict[str, Any]]:
+        """The agents as `oh status` lists them."""
+        return [
+            {"agent_id": a.agent_id, "name": a.name, "workdir": a.workdir, "shell": a.context.shell_key, "pending": len(a.tasks), "done": a.done}
+            for a in self.agents.values()
+        ]
+
+    def owner_of(self, leg_id: int) -> str | None:
+        """The agent whose action has the executor leg id ``leg_id`` (while it is in flight)."""
+        entry = self.correlator.get(leg_id)
+        return entry.agent if entry is not None else None
+
+    async def cancel_all(self) -> None:
+        """Shutdown: cancel every action in flight (each still answers INTERRUPTED), at most 3 s."""
+        tasks = [t for a in self.agents.values() for t in a.tasks]
+        for t in tasks:
+            t.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=3)
+
+    async def serve(self, connection: ServerConnection) -> None:
+        headers = getattr(connection, "oh_agent", None) or agentinfo.AgentHeaders("agent", self.workspace, None)
+        name = headers.name
+        agent = Agent(f"a{next(self._ids)}", name, connection, send_timeout=self.config.send_timeout, workdir=headers.workdir, shell=headers.shell)
+        self.agents[agent.agent_id] = agent
+        self._emit("agent_connected", agent_id=agent.agent_id, name=name, workdir=agent.workdir, shell=agent.context.shell_key)
+        try:
+            async for message in connection:
+                try:
+                    action = parse_action(decode_frame(message))
+                    if self.correlator.in_flight(agent.agent_id, action.id):
+                        raise ProtocolError(ErrorId.BAD_REQUEST, f"Action id {action.id} is already in flight on this connection; use a new id.", action.id)
+                    if self._stopping():
+                        raise ProtocolError(ErrorId.INTERRUPTED, "The backend is shutting down.", action.id)
+                except ProtocolError as exc:
+                    self.stats["errors"] += 1
+                    self.trace.record("error", agent=agent.agent_id, error_id=str(exc.error_id), message=exc.message[:200], cause=exc.cause)
+                    await agent.send(error_from(exc))
+                    continue
+                entry = self.correlator.start(agent.agent_id, action.id, action.kind, time.monotonic())
+                # The task leaves agent.tasks itself, when _execute ends (no done callback).
+                agent.tasks.add(asyncio.create_task(self._execute(agent, action, entry.leg_id)))
+        finally:
+            self.agents.pop(agent.agent_id, None)
+            for task in list(agent.tasks):
+                task.cancel()
+            if agent.tasks:
+                await asyncio.wait(list(agent.tasks), timeout=3)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.runtime.agent_closed(agent.context), 5)
+            self._emit("agent_disconnected", agent_id=agent.agent_id, name=name)
+
+    def _deadline(self, action: Action) -> float:
+        c = self.config
+        return budget.action_deadline(
+            action.timeout, c.action_timeout, runtime_allowance=self.runtime.deadline_allowance(action),
+            review_time=c.review_timeout if c.review and review.is_proposal(action.kind, action.args) else 0.0,
+            grace=c.deadline_grace,
+        )
+
+    async def _execute(self, agent: Agent, action: Action, leg_id: int) -> None:
+        """Run one action; always ends with exactly one observation to the agent (if it is still there)."""
+        task = asyncio.current_task()
+        try:
+            started = time.monotonic()
+            summary = summarize(action)
+            # The leg shares the agent's frame (``raw``; no copy here): runtimes read it, and the vscode
+            # runtime's forward copies it with the leg id (``with_id``) anyway.
+            leg = Action(leg_id, action.kind, action.args, action.timeout, action.raw)
+            risk = action.security_risk
+            # env values are secrets: monitors and the trace get the variable names only.
+            env_names = sorted(action.env) if action.kind == "run" and action.env else None
+            # Always emitted, also with no monitor connected: the history keeps it for a view that subscribes later.
+            self._emit("action_started", agent_id=agent.agent_id, action_id=leg_id, kind=action.kind, summary=summary, security_risk=risk)
+            extra = {k: v for k, v in (("security_risk", risk), ("env_names", env_names)) if v}
+            self.trace.record("request", agent=agent.agent_id, action_id=leg_id, agent_action_id=action.id, action=action.kind, summary=summary, **extra)
+            cancelled = False
+            repeat_note = repetition.step(agent.streak, action, self.config.repeat_limit or 0, self.config.repeat_action)
+            deadline = self._deadline(action)
+            # The deadline through the shared wheel (backend/deadlines.py), not asyncio.timeout: no timer
+            # per action (measured: docs/benchmarks.md §10). It cancels this task at the deadline.
+            self.deadlines.add(leg_id, task.get_loop().time() + deadline, task)
+            try:
+                if repeat_note is not None and self.config.repeat_action == "skip":
+                    obs = error_observation(leg_id, ErrorId.REPEATED, repeat_note)
+                else:
+                    obs = await self.runtime.execute(leg, agent.context)
+                    if repeat_note is not None and obs.get("observation") == "run":
+                        md = obs["extras"]["metadata"]
+                        md["suffix"] = (md.get("suffix") or "") + "\n" + repeat_note
+            except asyncio.CancelledError:
+                # Our deadline's cancellation, unless someone else (agent gone, shutdown) cancelled too:
+                # the same rule as asyncio.timeout's.
+                if self.deadlines.expired(leg_id) and task.uncancel() == 0:
+                    obs = error_observation(leg_id, ErrorId.TIMEOUT, f"No observation within {deadline:g} s; the action was cancelled.")
+                else:
+                    cancelled = True
+                    obs = error_observation(leg_id, ErrorId.INTERRUPTED, "The backend is shutting down; the action was interrupted." if self._stopping() else "The action was cancelled.")
+            except Exception as exc:  # noqa: BLE001 - a runtime bug becomes SERVER_ERROR, never a hang
+                log.exception("runtime failed on action %s", leg_id)
+                obs = error_observation(leg_id, ErrorId.SERVER_ERROR, f"Internal error while executing the action ({type(exc).__name__}); see `oh logs`.")
+            else:
+                if self.deadlines.expired(leg_id):
+                    task.uncancel()  # the runtime answered anyway: our cancellation is spent
+            finally:
+                self.deadlines.remove(leg_id)
+                self.correlator.finish(leg_id)
+            obs["cause"] = action.id  # map the executor leg's id back to the agent's
+            duration_ms = round((time.monotonic() - started) * 1000, 1)
+            outcome = outcome_of(obs)
+            exit_code = exit_code_of(obs)
+            self.stats["done"] += 1
+            if outcome != "ok":
+                self.stats["errors"] += 1
+            agent.done += 1
+            job_id = _job_id_of(action, obs)
+            self.trace.record(
+                "result" if outcome == "ok" else "error",
+                agent=agent.agent_id, action_id=leg_id, agent_action_id=action.id, action=action.kind,
+                summary=summary, outcome=outcome, exit_code=exit_code, duration_ms=duration_ms, **extra,
+                **({"job_id": job_id} if job_id else {}),
+            )
+            self._emit(
+                "action_finished", agent_id=agent.agent_id, action_id=leg_id, kind=action.kind, summary=summary,
+                outcome=outcome, exit_code=exit_code, duration_ms=duration_ms, security_risk=risk,
+            )
+            if cancelled and not self._stopping():
+                return  # the agent is gone; nobody to tell
+            if cancelled:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(agent.send(obs), 1)
+                return
+            await agent.send(obs)
+        finally:
+            agent.tasks.discard(task)  # here rather than a done callback: one scheduled callback less per action
+
+
+def _job_id_of(action: Action, obs: dict[str, Any]) -> str | None:
+    """The job an action concerned (for the trace): a job action's, or a run observation's."""
+    if action.kind == "job":
+        return action.args.get("job_id")
+    if obs.get("observation") == "run":
+        jid = (obs.get("extras", {}).get("metadata") or {}).get("job_id")
+        return jid if isinstance(jid, str) else None
+    return None

@@ -1,0 +1,85 @@
+"""The control role (``/v1/control``, `oh status` / `oh stop` / `oh token rotate` / `oh review`):
+one request, one answer; a shutdown or a token rotation ends the connection."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Awaitable, Callable
+
+from websockets.asyncio.server import ServerConnection
+
+from ..protocol import frames, review
+from ..protocol.codes import Close
+from ..protocol.errors import ProtocolError
+from ..protocol.events import decode_frame, encode
+from ..runtimes.base import Runtime
+
+FORBIDDEN_TEXT = ("Deciding (approvals, review accept/reject) needs the decider credential, which agents do not get; "
+                  "answer from `oh approve` / `oh review`, the live view of `oh start`, or VS Code.")
+
+
+class Control:
+    def __init__(
+        self, runtime: Runtime, review_on: bool, status: Callable[[], dict[str, Any]],
+        rotate_token: Callable[..., Awaitable[int]], stop: Callable[[str], Awaitable[None]],
+        approvals: Callable[[dict[str, Any], bool], dict[str, Any]] | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self.review_on = review_on  # `oh start --review`
+        self._status = status
+        self._rotate_token = rotate_token
+        self._stop = stop
+        self._approvals = approvals  # consent (§3.13): backend/consentctl.handle
+
+    async def serve(self, connection: ServerConnection) -> None:
+        async for message in connection:
+            try:
+                kind, obj = frames.parse_control(decode_frame(message))
+            except ProtocolError as exc:
+                await connection.send(encode(frames.refusal(str(exc.error_id), exc.message)), text=True)
+                continue
+            if kind == "status":
+                await connection.send(encode({"type": "status", **self._status()}), text=True)
+            elif kind == "rotate_token":
+                closed = await self._rotate_token(obj["token"], keep=connection)
+                await connection.send(encode({"type": "ok", "closed": closed}), text=True)
+                await connection.close(Close.TOKEN_ROTATED, "token rotated")
+                return
+            elif kind == "review":
+                await connection.send(encode(self.review_request(obj, getattr(connection, "oh_decider", False))), text=True)
+            elif kind == "approvals":
+                answer = (self._approvals(obj, getattr(connection, "oh_decider", False)) if self._approvals is not None
+                          else {"type": "approvals", "op": "list", "level": "never", "rules": [], "pending": 0, "approvals": []})
+                await connection.send(encode(answer), text=True)
+            elif kind == "shutdown":
+                await connection.send(encode({"type": "ok"}), text=True)
+                asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(self._stop("shutdown requested")))
+                return
+
+    def review_request(self, obj: dict[str, Any], decider: bool = False) -> dict[str, Any]:
+        """``oh review``: list, show, accept, reject the local runtime's proposals (§3.11)."""
+        try:
+            req = review.parse_review_request(obj)
+        except ProtocolError as exc:
+            return frames.refusal(str(exc.error_id), exc.message)
+        if req.op in ("accept", "reject") and not decider:  # no self-approval (issue 19): the agent token cannot decide
+            return frames.refusal("FORBIDDEN", FORBIDDEN_TEXT)
+        queue = self.runtime.proposals
+        if queue is None:
+            elsewhere = self.runtime.review_elsewhere() if self.review_on else None
+            if elsewhere is not None:
+                return frames.refusal("NOT_HERE", elsewhere)
+            return frames.refusal("REVIEW_OFF", "Review mode is off for this backend: start it with `oh start --review` (or set `review = true`).")
+        if req.op == "list":
+            return {"type": "review", "op": "list", "review_timeout": queue.timeout, "proposals": queue.list()}
+        if req.op == "accept" and req.all:
+            return {"type": "review", "op": "accept", "results": queue.accept_all()}
+        p = queue.find(req.proposal_id or "")
+        if p is None:
+            return frames.refusal("NO_PROPOSAL", f"No pending proposal {req.proposal_id}: it was decided, timed out or its agent left. `oh review` lists the pending ones.")
+        if req.op == "show":
+            diff, is_binary = p.diff()
+            return {"type": "review", "op": "show", "proposal": {**p.row(), "diff": diff, "binary": is_binary}}
+        if req.op == "accept":
+            return {"type": "review", "op": "accept", "results": [queue.accept(p.proposal_id)]}
+        return {"type": "review", "op": "reject", "results": [queue.reject(p.proposal_id, req.reason)]}

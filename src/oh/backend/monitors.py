@@ -1,0 +1,82 @@
+"""The monitor role (``/v1/monitor``) and what the backend tells observers: every event goes to the
+history (the snapshot of a monitor that subscribes later) and to each connected monitor's queue;
+job and proposal events also go to the trace."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Callable
+
+from websockets.asyncio.server import ServerConnection
+
+from ..protocol import frames, joblist
+from ..protocol.events import encode
+from ..transport import close_quietly, send_bounded
+from .history import MonitorHistory
+from .trace import TraceWriter
+
+MONITOR_QUEUE = 1000
+
+
+class Monitors:
+    def __init__(self, trace: TraceWriter, status: Callable[[], dict[str, Any]], send_timeout: float) -> None:
+        self.trace = trace
+        self._status = status  # the backend's status, the head of a monitor's snapshot
+        self.send_timeout = send_timeout
+        self.history = MonitorHistory()
+        self.queues: dict[ServerConnection, asyncio.Queue] = {}
+
+    def emit(self, event_name: str, /, **fields: Any) -> None:
+        self.history.note(event_name, fields)  # for monitors that subscribe later (the snapshot)
+        if not self.queues:
+            return
+        frame = encode(frames.event(event_name, **fields))
+        for conn, queue in list(self.queues.items()):
+            try:
+                queue.put_nowait(frame)
+            except asyncio.QueueFull:
+                # A monitor that cannot keep up is dropped rather than slowing everyone down.
+                self.queues.pop(conn, None)
+                asyncio.ensure_future(close_quietly(conn, 1013, "monitor too slow"))
+
+    def proposal_event(self, name: str, fields: dict[str, Any]) -> None:
+        """A proposal opened or closed (local queue, or an editor's proposal_event frame; §3.11)."""
+        # The trace's own `kind` is the record type: the action kind goes in as `action` there.
+        self.trace.record(name, **{("action" if k == "kind" else k): v for k, v in fields.items()})
+        self.emit(name, **fields)
+
+    def job_event(self, name: str, job: dict[str, Any]) -> None:
+        """A job started or finished (in the local runtime, or reported by an editor)."""
+        fields = joblist.event_fields(name, job)
+        self.trace.record(name, **fields)
+        self.emit(name, **fields)
+
+    async def serve(self, connection: ServerConnection) -> None:
+        queue: asyncio.Queue = asyncio.Queue(MONITOR_QUEUE)
+        snapshot = {"type": "snapshot", **self._status(), "jobs": self.history.jobs(), "recent": self.history.recent()}
+        # Subscribed in the same step the snapshot is taken: an event emitted while the snapshot is
+        # being sent is queued behind it, not lost between the two.
+        self.queues[connection] = queue
+        try:
+            await connection.send(encode(snapshot), text=True)
+        except BaseException:
+            self.queues.pop(connection, None)
+            raise
+
+        async def drain_incoming() -> None:
+            async for _ in connection:  # monitors send nothing meaningful; keep reading for close
+                pass
+
+        reader = asyncio.create_task(drain_incoming())
+        try:
+            while not reader.done():
+                getter = asyncio.ensure_future(queue.get())
+                done, _ = await asyncio.wait({getter, reader}, return_when=asyncio.FIRST_COMPLETED)
+                if getter in done:
+                    if not await send_bounded(connection, getter.result(), self.send_timeout):
+                        return
+                else:
+                    getter.cancel()
+        finally:
+            reader.cancel()
+            self.queues.pop(connection, None)

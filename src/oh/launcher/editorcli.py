@@ -1,0 +1,283 @@
+"""The command-line tools of VS Code and its forks: find them, and install, remove or list the oh
+extension with them (``oh vscode install|uninstall|status``, ``oh doctor``, ``oh start``'s hints).
+
+Every editor of the VS Code family ships a CLI with the same extension flags (``--install-extension
+VSIX --force``, ``--uninstall-extension ID``, ``--list-extensions --show-versions``,
+``--extensions-dir DIR``); only its name and its URI scheme differ (``KINDS``). The argv builders and
+the output parser are pure functions (tests/launcher/test_editorcli.py checks each fork's exact argv
+with a fake CLI that records it); ``run_cli`` is the one place that runs one.
+
+Remote windows: in a VS Code terminal connected to a remote (Remote-SSH, WSL, dev containers),
+``code`` is the remote CLI, and ``code --install-extension`` installs into that remote's extension
+host, which is where the extension (``extensionKind: workspace``) must run, next to ``oh``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import zipfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+EXTENSION_ID = "oh-dev.oh-vscode"
+INSTALL_TIMEOUT = 180.0  # code-server unpacks and scans the .vsix: seconds on a loaded machine
+LIST_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True)
+class Kind:
+    cli: str  # the executable's name on PATH
+    name: str  # what the user calls the editor
+    scheme: str | None  # its URI scheme (`--open-url <scheme>://...`); None: it has none (code-server)
+
+
+KINDS: tuple[Kind, ...] = (
+    Kind("code", "VS Code", "vscode"),
+    Kind("code-insiders", "VS Code Insiders", "vscode-insiders"),
+    Kind("cursor", "Cursor", "cursor"),
+    Kind("windsurf", "Windsurf", "windsurf"),
+    Kind("codium", "VSCodium", "vscodium"),
+    Kind("code-server", "code-server", None),
+)
+
+# Where installers put the CLIs when they are not on PATH (checked only when the name is not on PATH;
+# each is one stat). `~` is expanded at call time.
+KNOWN_LOCATIONS: dict[str, tuple[str, ...]] = {
+    "code": ("/usr/share/code/bin/code", "/snap/bin/code", "/Applications/Visual Studio Code.app/Contents/Resources/app/bin/code",
+             "~/AppData/Local/Programs/Microsoft VS Code/bin/code.cmd"),
+    "code-insiders": ("/usr/share/code-insiders/bin/code-insiders", "/snap/bin/code-insiders",
+                      "/Applications/Visual Studio Code - Insiders.app/Contents/Resources/app/bin/code-insiders"),
+    "cursor": ("/usr/share/cursor/bin/cursor", "/Applications/Cursor.app/Contents/Resources/app/bin/cursor"),
+    "windsurf": ("/usr/share/windsurf/bin/windsurf", "/Applications/Windsurf.app/Contents/Resources/app/bin/windsurf"),
+    "codium": ("/usr/share/codium/bin/codium", "/snap/bin/codium", "/Applications/VSCodium.app/Contents/Resources/app/bin/codium"),
+    "code-server": ("/usr/bin/code-server", "~/.local/bin/code-server"),
+}
+
+
+def kind_for(path: str) -> Kind:
+    """The editor a CLI belongs to, by its file name (``--editor PATH``); an unknown name is treated as
+    VS Code's CLI under another name (a wrapper script), with VS Code's URI scheme."""
+    base = os.path.basename(path).lower()
+    for suffix in (".cmd", ".exe", ".sh"):
+        if base.endswith(suffix):
+            base = base[: -len(suffix)]
+    for k in KINDS:
+        if base == k.cli:
+            return k
+    return Kind(base or path, os.path.basename(path) or path, "vscode")
+
+
+@dataclass(frozen=True)
+class Editor:
+    kind: Kind
+    path: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind.name} ({self.path})"
+
+
+def find_editors(path_env: str | None = None, locations: dict[str, tuple[str, ...]] | None = None) -> list[Editor]:
+    """Every known editor CLI on ``path_env`` (default: PATH), else at its usual install location; one
+    entry per real file (``code`` and a symlink to it count once), in ``KINDS`` order."""
+    locations = KNOWN_LOCATIONS if locations is None else locations
+    found: list[Editor] = []
+    seen: set[str] = set()
+    for k in KINDS:
+        exe = shutil.which(k.cli, path=path_env)
+        if exe is None:
+            for loc in locations.get(k.cli, ()):
+                p = os.path.expanduser(loc)
+                if os.path.isfile(p) and os.access(p, os.X_OK):
+                    exe = p
+                    break
+        if exe is None:
+            continue
+        real = os.path.realpath(exe)
+        if real in seen:
+            continue
+        seen.add(real)
+        found.append(Editor(k, exe))
+    return found
+
+
+def editor_at(path: str) -> Editor:
+    """``--editor PATH``: a path, or a name looked up on PATH. Raises FileNotFoundError."""
+    exe = path if os.sep in path or (os.altsep and os.altsep in path) else shutil.which(path)
+    if exe is None or not os.path.isfile(exe) or not os.access(exe, os.X_OK):
+        raise FileNotFoundError(path)
+    return Editor(kind_for(exe), os.path.abspath(exe))
+
+
+# ---------------------------------------------------------------------------- argv (pure)
+def _dirs(extensions_dir: str | None, user_data_dir: str | None) -> list[str]:
+    out = []
+    if extensions_dir:
+        out += ["--extensions-dir", extensions_dir]
+    if user_data_dir:
+        out += ["--user-data-dir", user_data_dir]
+    return out
+
+
+def install_argv(editor: Editor, vsix: str, extensions_dir: str | None = None, user_data_dir: str | None = None) -> list[str]:
+    # --force: replace another version (an upgrade or a downgrade to this oh's own) without a question.
+    return [editor.path, *_dirs(extensions_dir, user_data_dir), "--install-extension", vsix, "--force"]
+
+
+def uninstall_argv(editor: Editor, extensions_dir: str | None = None, user_data_dir: str | None = None) -> list[str]:
+    return [editor.path, *_dirs(extensions_dir, user_data_dir), "--uninstall-extension", EXTENSION_ID]
+
+
+def list_argv(editor: Editor, extensions_dir: str | None = None, user_data_dir: str | None = None) -> list[str]:
+    return [editor.path, *_dirs(extensions_dir, user_data_dir), "--list-extensions", "--show-versions"]
+
+
+def parse_list(stdout: str) -> dict[str, str]:
+    """``--list-extensions --show-versions`` output (``publisher.name@1.2.3`` per line) as {id: version};
+    ids lower-cased (VS Code compares them case-insensitively); other lines (warnings) are skipped."""
+    out: dict[str, str] = {}
+    for line in stdout.splitlines():
+        ident, at, version = line.strip().rpartition("@")
+        if at and ident and "." in ident and " " not in ident:
+            out[ident.lower()] = version
+    return out
+
+
+def open_argv(editor: Editor, workspace: str, connect_path: str, in_editor_terminal: bool = False) -> list[list[str]]:
+    """``oh start --open``: open/focus the folder, then hand the extension the connect URI in the
+    editor's own scheme (``cursor://oh-dev.oh-vscode/connect?...``). code-server has no URI scheme (a
+    browser tab is its window): it can open the folder only when asked from its own terminal
+    (``in_editor_terminal``: VSCODE_IPC_HOOK_CLI is set); elsewhere ``code-server DIR`` would start a
+    second server, so nothing runs and the session file does the rest."""
+    if editor.kind.cli == "code-server" and not in_editor_terminal:
+        return []
+    cmds = [[editor.path, workspace]]
+    if editor.kind.scheme:
+        cmds.append([editor.path, "--open-url", f"{editor.kind.scheme}://{EXTENSION_ID}/{connect_path}"])
+    return cmds
+
+
+# ---------------------------------------------------------------------------- the bundled .vsix
+class NoVsix(Exception):
+    """This installation of oh carries no .vsix (a developer checkout that never packaged one)."""
+
+
+def bundled_vsix() -> Path:
+    """The extension that ships with this oh: in a developer checkout (editable install) the one ``npm run
+    package`` writes (``extension/oh-vscode.vsix``: always the current sources' build), else the
+    package's own ``oh/vsix/oh-vscode.vsix`` (wheel, sdist). Raises NoVsix."""
+    pkg = Path(__file__).resolve().parents[1]
+    packaged = pkg / "vsix" / "oh-vscode.vsix"
+    checkout = pkg.parents[1] / "extension"
+    if (checkout / "package.json").is_file() and (pkg.parent / "oh" / "__init__.py").is_file() and pkg.parent.name == "src":
+        built = checkout / "oh-vscode.vsix"
+        if built.is_file():
+            return built
+        raise NoVsix(f"this is a developer checkout and {built} is not built yet: (cd {checkout} && npm ci && npm run package)")
+    if packaged.is_file():
+        return packaged
+    raise NoVsix(f"this oh has no bundled extension ({packaged} is missing): reinstall oh from its wheel (pipx install oh-editor-runtime)")
+
+
+def vsix_version(path: Path) -> str:
+    """The extension version inside a .vsix (its ``extension/package.json``). Raises ValueError."""
+    try:
+        with zipfile.ZipFile(path) as z, z.open("extension/package.json") as f:
+            manifest = json.load(f)
+    except (OSError, KeyError, zipfile.BadZipFile, ValueError) as exc:
+        raise ValueError(f"{path} is not a readable VS Code extension package: {exc}") from None
+    version = manifest.get("version")
+    if not isinstance(version, str):
+        raise ValueError(f"{path}: its package.json has no version")
+    return version
+
+
+# ---------------------------------------------------------------------------- running a CLI
+@dataclass
+class CliResult:
+    argv: list[str]
+    code: int | None  # None: did not start or timed out
+    out: str
+    err: str
+
+    @property
+    def ok(self) -> bool:
+        return self.code == 0
+
+    def why(self) -> str:
+        """The failure in one line: the CLI's last stderr (or stdout) line."""
+        if self.code is None:
+            return self.err or "did not run"
+        lines = [line.strip() for line in (self.err or self.out).splitlines() if line.strip()]
+        return f"exit {self.code}" + (f": {lines[-1][:300]}" if lines else "")
+
+
+def run_cli(argv: list[str], timeout: float) -> CliResult:
+    """Runs one editor CLI: no terminal (stdin closed), its own session (a Ctrl-C aimed at oh does not
+    leave it half-done), bounded by ``timeout``. Never raises for the CLI's own failures."""
+    env = dict(os.environ)
+    # An Electron CLI started from inside an editor's terminal would otherwise talk to that editor.
+    env.pop("ELECTRON_RUN_AS_NODE", None)
+    try:
+        p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout,
+                           start_new_session=True, env=env, errors="replace")
+    except subprocess.TimeoutExpired:
+        return CliResult(argv, None, "", f"no answer within {timeout:.0f} s")
+    except OSError as exc:
+        return CliResult(argv, None, "", f"cannot run it: {exc.strerror or exc}")
+    return CliResult(argv, p.returncode, p.stdout, p.stderr)
+
+
+@dataclass
+class EditorState:
+    editor: Editor
+    version: str | None  # the oh extension's version in this editor; None: not installed
+    error: str | None = None  # the list command failed (then version is unknown)
+
+    def describe(self) -> dict:
+        return {"editor": self.editor.kind.name, "cli": self.editor.path, "extension": EXTENSION_ID,
+                "installed_version": self.version, "error": self.error}
+
+
+def query(editor: Editor, extensions_dir: str | None = None, user_data_dir: str | None = None, timeout: float = LIST_TIMEOUT) -> EditorState:
+    r = run_cli(list_argv(editor, extensions_dir, user_data_dir), timeout)
+    if not r.ok:
+        return EditorState(editor, None, r.why())
+    return EditorState(editor, parse_list(r.out).get(EXTENSION_ID.lower()))
+
+
+def query_all(editors: list[Editor], extensions_dir: str | None = None, user_data_dir: str | None = None, timeout: float = LIST_TIMEOUT) -> list[EditorState]:
+    """Each editor's state, asked in parallel (each CLI takes about a second to start)."""
+    if len(editors) <= 1:
+        return [query(e, extensions_dir, user_data_dir, timeout) for e in editors]
+    with ThreadPoolExecutor(max_workers=min(len(editors), 6)) as pool:
+        return list(pool.map(lambda e: query(e, extensions_dir, user_data_dir, timeout), editors))
+
+
+async def query_async(editor: Editor, timeout: float = LIST_TIMEOUT) -> EditorState:
+    """``query`` for an event loop (``oh start``'s live view): a cancelled call (Ctrl-C) kills the CLI at
+    once instead of leaving a thread that the interpreter's exit would wait for."""
+    import asyncio
+
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *list_argv(editor), stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, start_new_session=True,
+        )
+    except OSError as exc:
+        return EditorState(editor, None, f"cannot run it: {exc.strerror or exc}")
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), timeout)
+    except (asyncio.TimeoutError, asyncio.CancelledError):
+        if proc.returncode is None:
+            proc.kill()
+            await asyncio.shield(proc.wait())
+        raise
+    r = CliResult(list_argv(editor), proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
+    if not r.ok:
+        return EditorState(editor, None, r.why())
+    return EditorState(editor, parse_list(r.out).get(EXTENSION_ID.lower()))

@@ -1,0 +1,51 @@
+"""Which runtime a backend runs, by name: the one place that knows the names (``oh start --runtime``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .base import Runtime
+from .editor_link import EditorLink
+
+
+@dataclass(frozen=True)
+class RuntimeSettings:
+    """What a runtime is built from: the backend's settings (it reads no configuration itself)."""
+
+    workspace: str
+    allowed_roots: list[str]
+    editor_timeout: float = 30.0
+    max_shells: int = 8
+    job_retention: float = 3600.0
+    spool_dir: str | None = None
+    review: bool = False
+    review_timeout: float = 600.0
+    env: dict[str, str] | None = None  # the agent shells' environment (None: this process's, cleaned)
+
+
+def _local(s: RuntimeSettings, link: EditorLink) -> Runtime:
+    from .local import LocalRuntime
+
+    return LocalRuntime(
+        s.workspace, s.allowed_roots, max_shells=s.max_shells, job_retention=s.job_retention,
+        spool_dir=s.spool_dir, review=s.review, review_timeout=s.review_timeout, env=s.env,
+    )
+
+
+def _vscode(s: RuntimeSettings, link: EditorLink) -> Runtime:
+    from .vscode import VscodeRuntime
+
+    return VscodeRuntime(
+        link, s.workspace, s.editor_timeout, allowed_roots=s.allowed_roots, job_retention=s.job_retention, review=s.review,
+    )
+
+
+RUNTIMES = {"local": _local, "vscode": _vscode}
+
+
+def make_runtime(name: str, settings: RuntimeSettings, link: EditorLink) -> Runtime:
+    """The runtime called ``name``; ``link`` is the backend's editor connection (the vscode runtime sends through it)."""
+    make = RUNTIMES.get(name)
+    if make is None:
+        raise ValueError(f"unknown runtime {name!r} (local or vscode)")
+    return make(settings, link)

@@ -1,0 +1,56 @@
+"""The sdist carries the built extension, so a wheel built from it (what `python -m build` and `pip install
+<sdist>` do) needs no Node: here npm on PATH is a tripwire that fails the build if anything calls it.
+The wheel built from the repository and its `oh vscode install` in real VS Code: tests/e2e/test_vscode_wheel.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.slow
+
+
+def test_sdist_carries_the_vsix_and_builds_a_wheel_without_npm(tmp_path: Path):
+    if not (REPO / "extension" / "node_modules").is_dir() and not (REPO / "extension" / "oh-vscode.vsix").is_file():
+        import shutil
+
+        if shutil.which("npm") is None:
+            pytest.skip("building the sdist from the repository packages the extension with npm (Node 20)")
+    dist = tmp_path / "dist"
+    p = subprocess.run([sys.executable, "-m", "build", "--sdist", "--outdir", str(dist), str(REPO)],
+                       capture_output=True, text=True, timeout=900, cwd=tmp_path)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    (sdist,) = dist.glob("oh_editor_runtime-*.tar.gz")
+    with tarfile.open(sdist) as t:
+        names = t.getnames()
+        root = names[0].split("/")[0]
+        assert f"{root}/src/oh/vsix/oh-vscode.vsix" in names
+        assert not any(n.startswith(f"{root}/extension/") for n in names), "the sdist needs no extension sources"
+        t.extractall(tmp_path / "unpacked", filter="data")
+    version = json.loads((REPO / "extension" / "package.json").read_text())["version"]
+
+    # A tripwire npm first on PATH: building the wheel from the sdist must never call it.
+    trip = tmp_path / "trip"
+    trip.mkdir()
+    (trip / "npm").write_text(f"#!/bin/sh\necho npm was called >> {tmp_path / 'npm-called'}\nexit 99\n")
+    (trip / "npm").chmod(0o755)
+    env = {**os.environ, "PATH": f"{trip}{os.pathsep}{os.environ['PATH']}"}
+    env.pop("OH_VSIX", None)
+    p = subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(tmp_path / "unpacked" / root)],
+                       capture_output=True, text=True, timeout=900, cwd=tmp_path, env=env)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert not (tmp_path / "npm-called").exists()
+    (whl,) = dist.glob("oh_editor_runtime-*.whl")
+    with zipfile.ZipFile(whl) as z:
+        (tmp_path / "in-wheel.vsix").write_bytes(z.read("oh/vsix/oh-vscode.vsix"))
+    with zipfile.ZipFile(tmp_path / "in-wheel.vsix") as z:
+        assert json.loads(z.read("extension/package.json"))["version"] == version
