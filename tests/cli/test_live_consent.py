@@ -65,3 +65,34 @@ def test_plain_view_with_a_terminal_on_stdin(oh):
         proc.terminate()
         proc.communicate(timeout=30)
         os.close(master)
+
+
+def test_always_from_an_editor_is_saved_by_the_live_view(oh):
+    """VS Code's "Always allow <rule>" reaches the backend on the editor leg; the backend writes no config,
+    so the foreground `oh start` that sees the decision saves the rule in config.toml."""
+    import json
+
+    from websockets.sync.client import connect
+
+    proc = subprocess.Popen([sys.executable, "-m", "oh", "start", "--runtime", "local", "--consent", "commands"], cwd=oh.workspace, env=oh.env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        read_until(proc, lambda line: "consent: commands" in line)
+        (sf,) = list((oh.home / "sessions").glob("*.json"))
+        sess = json.loads(sf.read_text())
+        with connect(sess["url"] + "/v1/editor", additional_headers={"Authorization": f"Bearer {sess['editor_token']}"}) as ed:
+            ed.send(json.dumps({"type": "register", "protocol": 1, "session": sess["instance_id"], "workspace_folders": [sess["workspace"]],
+                                "editor": {"name": "vscode-like", "version": "0", "pid": 1}, "extension_version": "0", "capabilities": ["run", "consent"]}))
+            assert json.loads(ed.recv(timeout=10))["type"] == "registered"
+            agent = _agent(oh, "run", "hostname")
+            while True:
+                frame = json.loads(ed.recv(timeout=30))
+                if frame.get("type") == "approval_request":
+                    break
+            ed.send(json.dumps({"type": "approval", "op": "allow", "id": frame["approval"]["id"], "always": True}))
+            assert _finish(agent)[0] == 0
+        read_until(proc, lambda line: "always allowed from now on" in line and "run: hostname *" in line)
+        assert "run: hostname *" in oh("config", "get", "consent_allow", check=0).stdout
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)

@@ -290,12 +290,25 @@ class _LiveView:
             self.io.ndjson({"type": "event", "event": event, "message": text})
 
     def on_frame(self, frame: dict) -> None:
+        if frame.get("event") == "approval_decided" and frame.get("by") == "vscode" and frame.get("rules"):
+            self._remember(frame["rules"])  # "always" from VS Code: the backend writes no config, this process does
         lines = self.state.apply(frame)
         if self.mode == "json":
             self.io.ndjson(frame)  # JSON escapes every control character
         elif self.mode == "plain":
             for text in lines:
                 self.line(text)
+
+    def _remember(self, rules) -> None:
+        from ..launcher import consent as _consent
+
+        try:
+            saved = _consent.remember([r for r in rules if isinstance(r, str)])
+        except Exception as exc:  # noqa: BLE001 - a bad rule or an unwritable config must not end the view
+            self.note(f"could not save the always-allow rule(s) {rules}: {exc}")
+            return
+        if saved:
+            self.note(f"always allowed from now on (saved in {saved}): {', '.join(rules)}")
 
     def announce(self, warnings: list[tuple[str, str]]) -> None:
         """NDJSON mode: the backend and the start-up warnings, as the first events."""

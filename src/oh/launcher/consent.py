@@ -82,7 +82,7 @@ def remember(rules: list[str]) -> str | None:
     from ..config import settings as s
 
     current = list(s.parse_value("consent_allow", s.read_file().get("consent_allow", [])))
-    new = [r for r in rules if r not in current]
+    new = [r for r in s.parse_value("consent_allow", list(rules)) if r not in current]  # checked like any setting
     if not new:
         return None
     return str(s.set_in_file("consent_allow", current + new))

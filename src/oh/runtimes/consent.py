@@ -72,7 +72,8 @@ class Answer:
     who: str  # cli | live view | vscode | timeout | stop
     at: str
     reason: str = ""
-    rule: str | None = None  # the allow rule added ("always")
+    rule: str | None = None  # the allow rules added ("always"), as one line
+    rules: tuple[str, ...] = ()
 
 
 class Approvals:
@@ -115,7 +116,7 @@ class Approvals:
             self.emit("approval_decided", {
                 "id": p.approval_id, "action_id": p.action_id, "agent_id": p.agent_id, "kind": p.kind, "what": p.subject,
                 "decision": "allowed" if answer.allowed else "rejected", "by": answer.who, "at": answer.at,
-                "reason": answer.reason, "rule": answer.rule, "security_risk": p.security_risk,
+                "reason": answer.reason, "rule": answer.rule, "rules": list(answer.rules), "security_risk": p.security_risk,
             })
 
     def list(self) -> list[dict[str, Any]]:
@@ -134,7 +135,7 @@ class Approvals:
                 if self.on_rule is not None:
                     self.on_rule(rule)
             rule_text = ", ".join(p.suggest)
-        p.future.set_result(Answer(allow, who, _now(), reason, rule_text))
+        p.future.set_result(Answer(allow, who, _now(), reason, rule_text, tuple(p.suggest) if rule_text else ()))
         row = {"id": approval_id, "outcome": "allowed" if allow else "rejected", "what": p.subject, "by": who}
         if rule_text:
             row["rules"] = list(p.suggest)
