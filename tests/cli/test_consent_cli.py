@@ -113,3 +113,24 @@ def test_workspace_file_only_tightens(oh):
 def _pid(oh) -> int:
     sessions = list((oh.home / "sessions").glob("*.json"))
     return json.loads(sessions[0].read_text())["pid"]
+
+
+def test_the_decider_token_leaks_nowhere(oh):
+    """The decider credential is only in the 0600 session file: not in argv, status, approvals, logs, traces,
+    the agent shell's environment."""
+    info = oh.start("local", None, "--consent", "commands", "--approval-timeout", "30")
+    decider = oh.session(info["instance_id"])["decider_token"]
+    assert len(decider) >= 40
+    agent = _agent(oh, "run", "env; ps -eo args")
+    [row] = _pending(oh)
+    oh("approve", row["id"], check=0)
+    rc, out, err = _finish(agent)
+    assert rc == 0 and "PATH=" in out
+    texts = {"the agent shell's env and ps": out + err,
+             "oh status --json": oh("status", "--json").stdout, "oh approvals --json": oh("approvals", "--json").stdout,
+             "backend argv": open(f"/proc/{info['pid']}/cmdline", "rb").read().decode(errors="replace")}
+    for f in oh.home.rglob("*"):
+        if f.is_file() and "sessions" not in f.parts:
+            texts[str(f.relative_to(oh.home))] = f.read_bytes().decode(errors="replace")
+    for where, text in texts.items():
+        assert decider not in text, f"the decider token leaked into {where}"
