@@ -142,6 +142,8 @@ async def test_review_decisions_need_the_decider_credential(make_backend, worksp
     assert answer["results"][0]["outcome"] == "accepted"
     obs = json.loads(await asyncio.wait_for(ag.recv(), 10))
     assert obs["observation"] == "write" and (workspace / "f.txt").read_text() == "x"
+    closed = [r for r in _trace(b) if r["kind"] == "proposal_closed"]
+    assert closed and closed[-1]["decision"] == "accepted" and closed[-1]["by"] == "cli" and closed[-1]["at"]  # who decided
     await ag.close()
 
 

@@ -25,6 +25,7 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
 from .. import PROTOCOL_VERSION, __version__
+from ..protocol import review
 from ..protocol.codes import Close
 from ..runtimes.branch import BranchGuard
 from ..runtimes.choose import RuntimeSettings, make_runtime
@@ -139,6 +140,8 @@ class Backend:
     def _editor_proposal_event(self, name: str, fields: dict[str, Any], editor_id: str) -> None:
         owner = self.agent_desk.owner_of(fields["action_id"])  # whose action it is
         who = {"agent_id": owner} if owner is not None else {}
+        if name == "proposal_closed":  # who decided (issue 19): the user in the editor, unless it timed out or stopped
+            who.update(by=review.decided_by(str(fields.get("decision") or ""), "vscode"), at=time.time())
         self.monitors.proposal_event(name, {**fields, **who, "editor_id": editor_id})
 
     async def start(self) -> None:

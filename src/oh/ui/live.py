@@ -402,7 +402,8 @@ class LiveState:
         row = self.actions.get(aid)
         if row is not None:
             row.awaiting = False
-        return [f"proposal {pid + ' ' if pid else ''}{visible(frame.get('path', ''))}: {visible(frame.get('decision') or 'closed')}"]
+        by = f" by {visible(frame['by'])}" if frame.get("by") else ""
+        return [f"proposal {pid + ' ' if pid else ''}{visible(frame.get('path', ''))}: {visible(frame.get('decision') or 'closed')}{by}"]
 
     def _on_approval_requested(self, frame: dict[str, Any]) -> list[str]:
         """An action waits for the user's consent (§3.13)."""
