@@ -21,6 +21,8 @@ export interface ApprovalRow {
   reason: string;
   securityRisk?: string;
   always: string[];
+  /** A change's content or diff (asked outside review mode), shown on "Show change". */
+  detail?: string;
 }
 
 export interface ConsentUi {
@@ -29,10 +31,13 @@ export interface ConsentUi {
   /** The reason for a rejection; undefined = Escape (keep it waiting). */
   reason(title: string): Promise<string | undefined>;
   info(message: string): void;
+  /** Opens the change's text (a read-only diff document) beside the notification. */
+  show?(text: string): Promise<void>;
 }
 
 export const ALLOW_ONCE = 'Allow once';
 export const REJECT = 'Reject…';
+export const SHOW = 'Show change';
 const ID = /^c[0-9]{1,12}$/;
 
 /** The row from a request frame, or undefined when it is malformed (never throws). */
@@ -43,7 +48,9 @@ export function parseApproval(obj: unknown): ApprovalRow | undefined {
   const text = (v: unknown, max: number) => (typeof v === 'string' ? plainForUi(v).slice(0, max) : '');
   const always = Array.isArray(o.always) ? o.always.filter((r): r is string => typeof r === 'string').map((r) => plainForUi(r).slice(0, 100)) : [];
   const risk = typeof o.security_risk === 'string' && o.security_risk ? plainForUi(o.security_risk).slice(0, 10).toUpperCase() : undefined;
-  return { id: o.id, agent: text(o.agent, 60) || 'agent', kind: text(o.kind, 20), what: text(o.what, 500), reason: text(o.reason, 300), securityRisk: risk, always };
+  // The detail is shown in a document, not in the notification: only NULs and bidi/format controls are dropped.
+  const detail = typeof o.detail === 'string' && o.detail ? o.detail.replace(/[\u0000\u200b-\u200f\u202a-\u202e\u2066-\u2069]/g, '').slice(0, 8000) : undefined;
+  return { id: o.id, agent: text(o.agent, 60) || 'agent', kind: text(o.kind, 20), what: text(o.what, 500), reason: text(o.reason, 300), securityRisk: risk, always, detail };
 }
 
 export function alwaysLabel(row: ApprovalRow): string | undefined {
@@ -74,7 +81,7 @@ export class ConsentPrompter {
     }
     this.open.set(row.id, row);
     const always = alwaysLabel(row);
-    const buttons = [ALLOW_ONCE, ...(always ? [always] : []), REJECT];
+    const buttons = [ALLOW_ONCE, ...(always ? [always] : []), REJECT, ...(row.detail && this.ui.show ? [SHOW] : [])];
     let choice: string | undefined;
     for (;;) {
       choice = await this.ui.ask(message(row), buttons);
@@ -86,6 +93,10 @@ export class ConsentPrompter {
         // Dismissed: it keeps waiting (the terminal or `oh approve` can still answer); not answered here.
         this.log(`approval ${row.id} dismissed; it keeps waiting`);
         return;
+      }
+      if (choice === SHOW) {
+        await this.ui.show?.(row.detail ?? '');
+        continue; // the question again, next to the change
       }
       if (choice !== REJECT) break;
       const reason = await this.ui.reason(`Reject: ${row.what.slice(0, 80)}`);

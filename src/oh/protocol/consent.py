@@ -506,6 +506,26 @@ def what(kind: str, args: dict[str, Any]) -> str:
     return f"{kind} {args.get('command', '') + ' ' if kind == 'edit' else ''}{args.get('path', '')}"[:500]
 
 
+MAX_DETAIL = 4000
+
+
+def detail(kind: str, args: dict[str, Any]) -> str:
+    """What a change would do, for the user who is asked (outside review mode, which shows the real diff):
+    a write's content, an edit's old and new text as a diff, an insert's text. Bounded; "" for the rest."""
+    from .udiff import unified_diff
+
+    path = str(args.get("path", ""))
+    if kind == "write":
+        text = str(args.get("content", ""))
+    elif kind == "edit" and args.get("command") == "str_replace":
+        text = unified_diff(path, str(args.get("old_str") or ""), str(args.get("new_str") or ""))
+    elif kind == "edit" and args.get("command") in ("create", "insert"):
+        text = str(args.get("file_text") if args.get("command") == "create" else args.get("new_str") or "")
+    else:
+        return ""
+    return text[:MAX_DETAIL] + (f"\n[... {len(text) - MAX_DETAIL} more characters ...]" if len(text) > MAX_DETAIL else "")
+
+
 def rejected_message(subject: str, who: str, reason: str) -> str:
     """REJECTED's text when the user (or a rule) refused; the reason comes last, verbatim."""
     return (f"The user did not allow this action ({subject}); it was NOT executed (decided by {who}). "

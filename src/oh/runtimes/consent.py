@@ -53,6 +53,7 @@ class Pending:
     parts: tuple[str, ...]
     suggest: tuple[str, ...]  # the rules "always allow" would add
     security_risk: str | None
+    detail: str = ""  # a change's content or diff (protocol.consent.detail)
     created: float = field(default_factory=time.monotonic)
     created_at: str = field(default_factory=_now)
     future: asyncio.Future | None = None
@@ -61,7 +62,7 @@ class Pending:
         return {
             "id": self.approval_id, "action_id": self.action_id, "agent_id": self.agent_id, "agent": self.agent_name,
             "kind": self.kind, "what": self.subject, "reason": self.reason, "parts": list(self.parts),
-            "always": list(self.suggest), "security_risk": self.security_risk,
+            "always": list(self.suggest), "security_risk": self.security_risk, **({"detail": self.detail} if self.detail else {}),
             "age_s": round(time.monotonic() - self.created, 1), "created_at": self.created_at,
         }
 
@@ -226,7 +227,7 @@ class ConsentGuard(Runtime):
         if self.review and action.kind in ("write", "edit") and is_proposal(action.kind, action.args):
             return await self.inner.execute(action, agent)  # review mode asks, with the diff
         p = Pending(self.approvals.new_id(), action.id, ctx.id, ctx.name, action.kind, subject, decision.reason,
-                    decision.parts, decision.suggest, action.security_risk)
+                    decision.parts, decision.suggest, action.security_risk, rules.detail(action.kind, action.args))
         if self.on_wait is not None:
             self.on_wait(action.id, True)
         try:
