@@ -295,3 +295,16 @@ async def test_consent_waits_and_a_rejection_is_an_error_result_with_the_reason(
         r = await asyncio.wait_for(call, 30)
         assert r.is_error and r.structured_content["error_id"] == "REJECTED" and "not in this repo" in text_of(r)
         assert not (oh.workspace / "mcp-made.txt").exists()
+
+
+async def test_a_backend_mcp_starts_keeps_the_users_consent(oh):
+    """`oh mcp --start` starts the backend with the user's consent settings (here OH_CONSENT=commands), so
+    starting it through MCP is no way around them."""
+    oh.env["OH_CONSENT"] = "commands"
+    oh.env["OH_APPROVAL_TIMEOUT"] = "1"
+    async with mcp_session(oh, "--start") as s:
+        r = await asyncio.wait_for(s.call_tool("run", {"command": "touch via-start.txt"}), 60)
+    for sf in (oh.home / "sessions").glob("*.json"):
+        oh.started.append(json.loads(sf.read_text()))  # stopped at teardown
+    assert r.is_error and r.structured_content["error_id"] == "REJECTED" and "approval_timeout" in text_of(r), text_of(r)
+    assert not (oh.workspace / "via-start.txt").exists()
