@@ -73,6 +73,10 @@ def test_parser_parts(line, argvs):
     "(( x = 1 ))",
     "echo $(",
     "a )",
+    "echo $[$(rm -rf ~)]",  # Gemini CLI's bypass (PR #25935)
+    "bash <<< 'rm -rf ~'",
+    "python3 - <<EOF\nimport shutil\nEOF",
+    "cat >(rm x)",
 ])
 def test_parser_fails_closed(line):
     assert shellparse.parse(line).unknown
@@ -157,6 +161,14 @@ def test_ask_rules_and_levels():
         assert run(policy(level), "rm -rf ~\n", is_input=True).verdict == "ask"
     assert run(policy("changes"), "ls").verdict == "allow"
     assert run(policy("changes"), "oh approve c1").verdict == "ask"  # no self-approval under changes either
+
+
+def test_an_allow_rule_does_not_allow_writing_sensitive_files():
+    p = policy("commands", allow=["run: echo *"])
+    assert run(p, "echo x > notes.txt").verdict == "allow"
+    assert run(p, "echo 'rm -rf ~' > .git/hooks/pre-commit").verdict == "ask"
+    assert run(p, "echo '{}' >> .vscode/tasks.json").verdict == "ask"
+    assert run(p, "echo x > /etc/profile").verdict == "ask"
 
 
 def test_paths_and_risk():

@@ -435,8 +435,12 @@ def _decide_run(policy: Policy, args: dict[str, Any], high: bool) -> Decision:
             part_verdict, part_reason, part_rule = "ask", f"a rule asks before `{part.display()}` (ask {ask.text})", f"ask {ask.text}"
         elif allow is not None:
             part_verdict = "allow"
+            sensitive = next((w for w in part.writes if _sensitive_path(w, policy) or _touches_protected(w, policy)), None)
             if high:
                 part_verdict, part_reason = "ask", "the agent rated this command HIGH risk"
+            elif sensitive is not None and policy.level != "never":
+                # an allow rule names the program, not where its output goes: .git/hooks, .vscode/tasks.json...
+                part_verdict, part_reason = "ask", f"`{part.display()}` writes {sensitive} ({_sensitive_path(sensitive, policy) or 'oh files'})"
         else:
             why = is_risky(part, policy)
             risky_any = risky_any or why is not None

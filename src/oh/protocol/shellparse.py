@@ -345,8 +345,8 @@ class _Scanner:
     def _dollar(self, in_double: bool = False) -> tuple[str, bool]:
         s, i = self.s, self.i
         nxt = s[i + 1] if i + 1 < len(s) else ""
-        if s.startswith("$((", i):
-            raise Unknown("arithmetic expansion $(( )) is not followed")
+        if s.startswith("$((", i) or nxt == "[":
+            raise Unknown("arithmetic expansion $(( )) / $[ ] is not followed")
         if nxt == "(":
             self.i = i + 2
             start = self.i
