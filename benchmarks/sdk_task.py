@@ -108,7 +108,7 @@ def run_mode(mode: str, base: str, rounds: list[int]) -> dict[str, Any]:
         os.makedirs(ws)
         steps = script(ws)
         turns, labels = [], {}
-        for i, (label, tool, args, _check) in enumerate(steps):
+        for i, (_label, tool, args, _check) in enumerate(steps):
             cid = f"call_{i}"
             labels[cid] = i
             call = MessageToolCall(id=cid, name=names[tool], arguments=json.dumps({**args, "security_risk": "LOW"}), origin="completion")

@@ -6,7 +6,6 @@ same code, ``oh.runtimes.local.LocalRuntime``, so the peers differ from oh only 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import sys

@@ -14,7 +14,7 @@ export const ON_DIRTY = ['ask', 'stash', 'carry', 'abort'] as const;
 export const ON_NOT_GIT = ['ask', 'init', 'abort'] as const;
 
 /** The answers of the modal (the terminal prompt of `oh start` offers the same ones). Falling back to
- *  proposal mode ("review", issue 12 item 1) is meant to become one more entry here. */
+ *  proposal mode ("review") is meant to become one more entry here. */
 export const CHOICES: Record<string, string> = {
   stash: 'Stash changes and switch',
   carry: 'Carry changes to the branch',

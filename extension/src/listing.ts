@@ -6,7 +6,7 @@
  * (extensionKind "workspace"), and this stays unit-testable.
  *
  * With `roots`, an entry whose real path is outside them (a symlink to /etc, or to a folder
- * outside the workspace) is not listed, and nothing under it either (issue 9 #7): reading it would
+ * outside the workspace) is not listed, and nothing under it either: reading it would
  * be refused, so listing it would leak names the agent may not see.
  */
 import * as fs from 'fs';

@@ -44,7 +44,7 @@ export async function realpathLenient(p: string, depth = 0): Promise<string> {
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === 'ENAMETOOLONG') {
-      // A plain tool error (issue 9 #9), never SERVER_ERROR.
+      // A plain tool error, never SERVER_ERROR.
       throw new ToolError(`File name too long: ${p}. Each path component must be at most 255 bytes.`);
     }
     if (code !== 'ENOENT' && code !== 'ENOTDIR') throw e;
@@ -102,7 +102,7 @@ export function insideRoots(real: string, roots: string[]): boolean {
 /**
  * A regular file with more than one name may be the very inode of a file outside the allowed roots
  * (a hard link has no real path to check): its content is refused, as the local runtime does
- * (docs/security.md, "Hard links"; issue 9 #11). A whole-file write is still allowed: it replaces the name.
+ * (docs/security.md, "Hard links"). A whole-file write is still allowed: it replaces the name.
  */
 export async function refuseHardLink(shown: string, real: string): Promise<void> {
   let st: fs.Stats;

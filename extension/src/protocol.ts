@@ -82,7 +82,7 @@ export interface RunArgs {
   maxOutput?: number;
 }
 
-/** Who sent an action (SPEC-wave2 E): the backend adds it to every action it forwards. */
+/** Who sent an action (docs/protocol.md, the `agent` field): the backend adds it to every action it forwards. */
 export interface AgentInfo {
   id: string;
   name: string;
@@ -189,16 +189,7 @@ const isStr = (v: unknown) => typeof v === 'string';
  * whenever the id was readable.
  */
 export function parseAction(obj: JsonObject): Action {
-  const cause = readId(obj);
-  if (!('id' in obj)) {
-    throw new ProtocolError('BAD_REQUEST', "Action has no 'id': every action needs an integer id (its observation's cause).");
-  }
-  check(cause !== undefined, `Action 'id' must be an integer between 0 and ${MAX_ID}.`, undefined);
-  if ('observation' in obj && !('action' in obj)) {
-    throw new ProtocolError('BAD_REQUEST', 'This connection receives actions, not observations.', cause);
-  }
-  const kind = obj.action;
-  check(typeof kind === 'string', "Action has no 'action' string (one of run, read, write, edit).", cause);
+  const { cause, kind } = parseEnvelope(obj);
   if (kind === 'branch') {
     // §3.12: sent by the backend (never an agent) before an agent's first change; branch.ts checks the args.
     const args = obj.args;
@@ -215,92 +206,130 @@ export function parseAction(obj: JsonObject): Action {
   const args = obj.args === undefined ? {} : obj.args;
   check(args !== null && typeof args === 'object' && !Array.isArray(args), "'args' must be a JSON object.", cause);
   const a = args as JsonObject;
-  let timeout: number | undefined;
-  if (obj.timeout !== undefined && obj.timeout !== null) {
-    const t = obj.timeout;
-    check(typeof t === 'number' && Number.isFinite(t) && t >= 0, "'timeout' must be a number of seconds >= 0 (0 = no timeout given).", cause);
-    // 0 means "no timeout given", as in the OpenHands SDK (docs/protocol.md §3.1): the no-new-output rule applies.
-    timeout = t > 0 ? t : undefined;
-  }
+  const timeout = parseTimeout(obj.timeout, cause);
   const agent = parseAgent(obj.agent);
-  const jobId = typeof obj.job_id === 'string' && JOB_ID.test(obj.job_id) ? obj.job_id : undefined;
   if (isKnowledgeKind(kind)) {
     const problem = knowledgeArgsProblem(kind, a, (v, key) => isIntAt(obj, v, 'args', key));
     check(problem === undefined, problem ?? '', cause);
     return { id: cause, kind, args: a, timeout, agent };
   }
-  if (kind === 'run') {
-    check(typeof a.command === 'string', 'args.command must be a string.', cause);
-    for (const key of ['is_input', 'blocking', 'hidden', 'reset', 'exclusive', 'background', 'force']) optType(a, key, isBool, 'a boolean', cause);
-    optType(a, 'job_id', (v) => typeof v === 'string' && JOB_ID.test(v), 'a command id such as "j3"', cause);
-    optType(a, 'cwd', isStr, 'a string or null', cause);
-    optType(a, 'max_output', (v) => isInt(v) && v >= 0, 'an integer >= 0', cause);
-    if (a.env !== undefined && a.env !== null) {
-      const env = a.env;
-      check(env !== null && typeof env === 'object' && !Array.isArray(env), 'args.env must be an object of names to string values.', cause);
-      for (const [k, v] of Object.entries(env as JsonObject)) {
-        // Names only in messages: values are secrets.
-        check(ENV_NAME.test(k), `args.env: ${JSON.stringify(k.slice(0, 64))} is not a valid environment variable name.`, cause);
-        check(typeof v === 'string' && !v.includes('\0'), `args.env.${k} must be a string without NUL characters.`, cause);
-      }
-    }
-    check(
-      !(a.background === true && (a.is_input === true || a.reset === true || String(a.command).trim() === '')),
-      'args.background needs a non-empty command and cannot be combined with is_input or reset.',
-      cause,
-    );
-  } else if (kind === 'job') {
-    check((JOB_OPS as readonly string[]).includes(a.op as string), `args.op must be one of ${JOB_OPS.join(', ')}.`, cause);
-    if (a.op !== 'list' || (a.job_id !== undefined && a.job_id !== null)) {
-      check(typeof a.job_id === 'string' && JOB_ID.test(a.job_id), 'args.job_id must be a job id string such as "j3" (from an earlier observation or `job list`).', cause);
-    }
-    for (const key of ['offset', 'limit', 'tail']) optType(a, key, (v) => isInt(v) && v >= 0, 'an integer >= 0', cause);
-    optType(a, 'wait', (v) => typeof v === 'number' && Number.isFinite(v) && v >= 0, 'a number of seconds >= 0', cause);
-  } else {
-    if (kind === 'read') {
-      optType(a, 'encoding', (v) => v === 'auto' || v === 'base64' || v === 'binary', '"auto", "base64" or "binary"', cause);
-    } else if (kind === 'write') {
-      optType(a, 'encoding', (v) => typeof v === 'string' && /^[A-Za-z0-9._:-]{1,40}$/.test(v), 'an encoding name', cause);
-      optType(a, 'mode', (v) => (WRITE_MODES as readonly string[]).includes(v as string), `one of ${WRITE_MODES.join(', ')} (default overwrite)`, cause);
-    }
-    check(typeof a.path === 'string' && a.path !== '', 'args.path must be a non-empty string.', cause);
-    check(!(a.path as string).includes('\0'), 'args.path must not contain NUL bytes.', cause);
-    const argInt = (key: string) => (v: unknown) => isIntAt(obj, v, 'args', key);
-    for (const key of ['start', 'end']) optType(a, key, argInt(key), 'an integer', cause);
-    if (a.view_range !== undefined && a.view_range !== null) {
-      const vr = a.view_range;
-      check(
-        Array.isArray(vr) && vr.length === 2 && vr.every((v, k) => isIntAt(obj, v, 'args', 'view_range', k)),
-        'args.view_range must be [first_line, last_line] (integers, last -1 = end of file).',
-        cause,
-      );
-    }
-    optType(a, 'diagnostics', isBool, 'a boolean', cause); // §3.6: the changed file's diagnostics (write/edit)
-    if (kind === 'write') {
-      check(typeof a.content === 'string', 'args.content must be a string.', cause);
-      const ranged = (typeof a.start === 'number' && a.start > 0) || (a.end !== undefined && a.end !== null && a.end !== -1);
-      check(!((a.mode === 'create' || a.mode === 'append') && ranged), `args.mode ${String(a.mode)} writes the whole file: drop args.start/args.end.`, cause);
-    } else if (kind === 'edit') {
-      const cmd = a.command;
-      check(
-        typeof cmd === 'string' && (EDIT_COMMANDS as readonly string[]).includes(cmd),
-        `args.command must be one of ${EDIT_COMMANDS.join(', ')}.`,
-        cause,
-      );
-      for (const key of ['file_text', 'old_str', 'new_str']) optType(a, key, isStr, 'a string or null', cause);
-      optType(a, 'insert_line', argInt('insert_line'), 'an integer or null', cause);
-      if (cmd === 'create') {
-        check(typeof a.file_text === 'string', 'edit create needs args.file_text (a string).', cause);
-      } else if (cmd === 'str_replace') {
-        check(typeof a.old_str === 'string' && a.old_str !== '', 'edit str_replace needs a non-empty args.old_str.', cause);
-      } else if (cmd === 'insert') {
-        check(argInt('insert_line')(a.insert_line), 'edit insert needs args.insert_line (an integer).', cause);
-        check(typeof a.new_str === 'string', 'edit insert needs args.new_str (a string).', cause);
-      }
-    }
-  }
+  const jobId = typeof obj.job_id === 'string' && JOB_ID.test(obj.job_id) ? obj.job_id : undefined;
+  ARG_CHECKS[kind as (typeof ACTION_KINDS)[number]](a, cause, obj);
   return { id: cause, kind: kind as ActionKind, args: a, timeout, agent, jobId };
 }
+
+/** The checks every action passes first: an integer id and a kind string (as `_envelope` in protocol/events.py). */
+function parseEnvelope(obj: JsonObject): { cause: number; kind: string } {
+  const cause = readId(obj);
+  if (!('id' in obj)) {
+    throw new ProtocolError('BAD_REQUEST', "Action has no 'id': every action needs an integer id (its observation's cause).");
+  }
+  check(cause !== undefined, `Action 'id' must be an integer between 0 and ${MAX_ID}.`, undefined);
+  if ('observation' in obj && !('action' in obj)) {
+    throw new ProtocolError('BAD_REQUEST', 'This connection receives actions, not observations.', cause);
+  }
+  const kind = obj.action;
+  check(typeof kind === 'string', "Action has no 'action' string (one of run, read, write, edit).", cause);
+  return { cause, kind };
+}
+
+function parseTimeout(t: unknown, cause: number): number | undefined {
+  if (t === undefined || t === null) return undefined;
+  check(typeof t === 'number' && Number.isFinite(t) && t >= 0, "'timeout' must be a number of seconds >= 0 (0 = no timeout given).", cause);
+  // 0 means "no timeout given", as in the OpenHands SDK (docs/protocol.md §3.1): the no-new-output rule applies.
+  return t > 0 ? t : undefined;
+}
+
+/** The args checks of one action kind; `obj` is the whole action (for exact integer reading). */
+type ArgCheck = (a: JsonObject, cause: number, obj: JsonObject) => void;
+
+function checkRunArgs(a: JsonObject, cause: number): void {
+  check(typeof a.command === 'string', 'args.command must be a string.', cause);
+  for (const key of ['is_input', 'blocking', 'hidden', 'reset', 'exclusive', 'background', 'force']) optType(a, key, isBool, 'a boolean', cause);
+  optType(a, 'job_id', (v) => typeof v === 'string' && JOB_ID.test(v), 'a command id such as "j3"', cause);
+  optType(a, 'cwd', isStr, 'a string or null', cause);
+  optType(a, 'max_output', (v) => isInt(v) && v >= 0, 'an integer >= 0', cause);
+  if (a.env !== undefined && a.env !== null) {
+    const env = a.env;
+    check(env !== null && typeof env === 'object' && !Array.isArray(env), 'args.env must be an object of names to string values.', cause);
+    for (const [k, v] of Object.entries(env as JsonObject)) {
+      // Names only in messages: values are secrets.
+      check(ENV_NAME.test(k), `args.env: ${JSON.stringify(k.slice(0, 64))} is not a valid environment variable name.`, cause);
+      check(typeof v === 'string' && !v.includes('\0'), `args.env.${k} must be a string without NUL characters.`, cause);
+    }
+  }
+  check(
+    !(a.background === true && (a.is_input === true || a.reset === true || String(a.command).trim() === '')),
+    'args.background needs a non-empty command and cannot be combined with is_input or reset.',
+    cause,
+  );
+}
+
+function checkJobArgs(a: JsonObject, cause: number): void {
+  check((JOB_OPS as readonly string[]).includes(a.op as string), `args.op must be one of ${JOB_OPS.join(', ')}.`, cause);
+  if (a.op !== 'list' || (a.job_id !== undefined && a.job_id !== null)) {
+    check(typeof a.job_id === 'string' && JOB_ID.test(a.job_id), 'args.job_id must be a job id string such as "j3" (from an earlier observation or `job list`).', cause);
+  }
+  for (const key of ['offset', 'limit', 'tail']) optType(a, key, (v) => isInt(v) && v >= 0, 'an integer >= 0', cause);
+  optType(a, 'wait', (v) => typeof v === 'number' && Number.isFinite(v) && v >= 0, 'a number of seconds >= 0', cause);
+}
+
+/** What read, write, edit and stat share: the path, a line range, the diagnostics flag. */
+function checkPathArgs(a: JsonObject, cause: number, obj: JsonObject): void {
+  check(typeof a.path === 'string' && a.path !== '', 'args.path must be a non-empty string.', cause);
+  check(!(a.path as string).includes('\0'), 'args.path must not contain NUL bytes.', cause);
+  for (const key of ['start', 'end']) optType(a, key, (v) => isIntAt(obj, v, 'args', key), 'an integer', cause);
+  if (a.view_range !== undefined && a.view_range !== null) {
+    const vr = a.view_range;
+    check(
+      Array.isArray(vr) && vr.length === 2 && vr.every((v, k) => isIntAt(obj, v, 'args', 'view_range', k)),
+      'args.view_range must be [first_line, last_line] (integers, last -1 = end of file).',
+      cause,
+    );
+  }
+  optType(a, 'diagnostics', isBool, 'a boolean', cause); // §3.6: the changed file's diagnostics (write/edit)
+}
+
+function checkReadArgs(a: JsonObject, cause: number, obj: JsonObject): void {
+  optType(a, 'encoding', (v) => v === 'auto' || v === 'base64' || v === 'binary', '"auto", "base64" or "binary"', cause);
+  checkPathArgs(a, cause, obj);
+}
+
+function checkWriteArgs(a: JsonObject, cause: number, obj: JsonObject): void {
+  optType(a, 'encoding', (v) => typeof v === 'string' && /^[A-Za-z0-9._:-]{1,40}$/.test(v), 'an encoding name', cause);
+  optType(a, 'mode', (v) => (WRITE_MODES as readonly string[]).includes(v as string), `one of ${WRITE_MODES.join(', ')} (default overwrite)`, cause);
+  checkPathArgs(a, cause, obj);
+  check(typeof a.content === 'string', 'args.content must be a string.', cause);
+  const ranged = (typeof a.start === 'number' && a.start > 0) || (a.end !== undefined && a.end !== null && a.end !== -1);
+  check(!((a.mode === 'create' || a.mode === 'append') && ranged), `args.mode ${String(a.mode)} writes the whole file: drop args.start/args.end.`, cause);
+}
+
+function checkEditArgs(a: JsonObject, cause: number, obj: JsonObject): void {
+  checkPathArgs(a, cause, obj);
+  const cmd = a.command;
+  check(typeof cmd === 'string' && (EDIT_COMMANDS as readonly string[]).includes(cmd), `args.command must be one of ${EDIT_COMMANDS.join(', ')}.`, cause);
+  const argInt = (key: string) => (v: unknown) => isIntAt(obj, v, 'args', key);
+  for (const key of ['file_text', 'old_str', 'new_str']) optType(a, key, isStr, 'a string or null', cause);
+  optType(a, 'insert_line', argInt('insert_line'), 'an integer or null', cause);
+  if (cmd === 'create') {
+    check(typeof a.file_text === 'string', 'edit create needs args.file_text (a string).', cause);
+  } else if (cmd === 'str_replace') {
+    check(typeof a.old_str === 'string' && a.old_str !== '', 'edit str_replace needs a non-empty args.old_str.', cause);
+  } else if (cmd === 'insert') {
+    check(argInt('insert_line')(a.insert_line), 'edit insert needs args.insert_line (an integer).', cause);
+    check(typeof a.new_str === 'string', 'edit insert needs args.new_str (a string).', cause);
+  }
+}
+
+/** Per action kind, its args checks: the table protocol/events.py keeps too (`_check_*_args`, `_FILE_CHECKS`). */
+const ARG_CHECKS: Record<(typeof ACTION_KINDS)[number], ArgCheck> = {
+  run: checkRunArgs,
+  job: checkJobArgs,
+  read: checkReadArgs,
+  write: checkWriteArgs,
+  edit: checkEditArgs,
+  stat: checkPathArgs,
+};
 
 /**
  * The optional top-level `agent` object, read as the headless editor reads it

@@ -1,5 +1,5 @@
 /**
- * Bytes <-> text for files that are not UTF-8 (SPEC-wave2 D), without a dependency.
+ * Bytes <-> text for files that are not UTF-8 (read/write `encoding`, docs/protocol.md), without a dependency.
  *
  * The heuristic, documented in docs/protocol.md: valid UTF-8 is UTF-8; a UTF-16 byte-order mark
  * means UTF-16; a NUL (or mostly control bytes) in the first 8 KiB means binary; anything else is a

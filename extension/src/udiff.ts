@@ -8,6 +8,10 @@
  * match), and print `diff -u` hunks numbered against the whole file. The matcher is a port of difflib's
  * documented algorithm (longest matching block, then recurse on both sides), not a minimal edit script:
  * a shortest-edit-script diff (Myers) picks different lines on ~20% of small edits.
+ * Bounded work (issue 18), as in Python: each longest-match search is charged
+ * `(ahi - alo) + sum of |where(a[i])|` over its range before it runs; once a search would take the total
+ * past `budget` (WORK_BUDGET), that range and every range still queued are not searched and stay plain
+ * replacements (a correct, coarser patch, the same in both languages).
  * tests/contract/diff-corpus.json (made by Python) is checked by both test suites.
  */
 
@@ -19,15 +23,22 @@ export type Opcode = [Tag, number, number, number, number];
 type Block = [number, number, number];
 
 const NO_EOL = '\\ No newline at end of file\n';
+/** Charge units one diff may spend searching (src/oh/protocol/udiff.py WORK_BUDGET: the same number). */
+export const WORK_BUDGET = 12_000_000;
 
 /** difflib.SequenceMatcher(None, a, b) with autojunk: matching blocks and opcodes. */
 export class LineMatcher {
   /** Where each line of `b` occurs (ascending), popular lines left out. */
   private readonly where = new Map<string, number[]>();
+  /** prefix[i] = the charge of a[0..i): one per line plus its (non-popular) occurrences in b. */
+  private readonly prefix: number[];
+  /** True once a search was skipped for want of budget: every later one is skipped too. */
+  exhausted = false;
 
   constructor(
     private readonly a: readonly string[],
     private readonly b: readonly string[],
+    private budget: number = WORK_BUDGET,
   ) {
     b.forEach((line, j) => {
       const js = this.where.get(line);
@@ -38,6 +49,19 @@ export class LineMatcher {
       const limit = Math.floor(b.length / 100) + 1;
       for (const [line, js] of this.where) if (js.length > limit) this.where.delete(line);
     }
+    this.prefix = [0];
+    for (const line of a) this.prefix.push(this.prefix[this.prefix.length - 1] + 1 + (this.where.get(line)?.length ?? 0));
+  }
+
+  /** Whether the search over a[alo..ahi) may run: charges it, or marks the budget spent. */
+  private afford(alo: number, ahi: number): boolean {
+    const cost = this.prefix[ahi] - this.prefix[alo];
+    if (this.exhausted || cost > this.budget) {
+      this.exhausted = true;
+      return false;
+    }
+    this.budget -= cost;
+    return true;
   }
 
   /**
@@ -82,6 +106,7 @@ export class LineMatcher {
     const todo: Array<[number, number, number, number]> = [[0, this.a.length, 0, this.b.length]];
     while (todo.length) {
       const [alo, ahi, blo, bhi] = todo.pop()!;
+      if (!this.afford(alo, ahi)) continue; // no search: the range stays one replacement
       const m = this.longestMatch(alo, ahi, blo, bhi);
       const [i, j, k] = m;
       if (!k) continue;
@@ -145,7 +170,7 @@ function hunkRange(start: number, stop: number): string {
 }
 
 /** `diff -u`-style text from `oldText` to `newText` (`''` when equal); see the module comment. */
-export function unifiedDiff(path: string, oldText: string, newText: string, context = 3): string {
+export function unifiedDiff(path: string, oldText: string, newText: string, context = 3, budget = WORK_BUDGET): string {
   if (oldText === newText) return '';
   const a = splitLinesKeepEnds(oldText);
   const b = splitLinesKeepEnds(newText);
@@ -163,7 +188,7 @@ export function unifiedDiff(path: string, oldText: string, newText: string, cont
   const emit = (mark: string, lines: readonly string[]) => {
     for (const l of lines) out.push(l.endsWith('\n') ? mark + l : mark + l + '\n' + NO_EOL);
   };
-  for (const group of new LineMatcher(aMid, bMid).groupedOpcodes(context)) {
+  for (const group of new LineMatcher(aMid, bMid, budget).groupedOpcodes(context)) {
     const first = group[0];
     const last = group[group.length - 1];
     out.push(`@@ -${hunkRange(skip + first[1], skip + last[2])} +${hunkRange(skip + first[3], skip + last[4])} @@\n`);

@@ -290,9 +290,10 @@ test('a backend that goes away mid-command: the user is asked, the next backend 
 const jobRun = (args: JsonObject, agent: JsonObject, jobId: string, timeout?: number) =>
   parseAction({ id: nextId++, action: 'run', args, agent, job_id: jobId, ...(timeout ? { timeout } : {}) });
 
-test('a command arriving while the terminal is busy runs in an extra terminal, up to max_shells, then BUSY', async () => {
+test('a command arriving while the terminal is busy runs in an extra terminal, up to max_shells, then BUSY (queue full)', async () => {
   mock.onTerminal = fakeShellIntegration;
   const ex = new RunExecutor({ log: () => {}, confirmCommands: () => false });
+  ex.queueLimit = 0; // no run may wait for a free terminal
   const ctx = { ...ctxFor('b1', [root]), maxShells: 3 };
   const agent = { id: 'a1', name: 'bot', workdir: root, shell: 'a1' };
   const sig = new AbortController().signal;
@@ -323,6 +324,35 @@ test('a command arriving while the terminal is busy runs in an extra terminal, u
     assert.equal(mock.terminals.length, 3, 'the main terminal was idle: no new one');
   } finally {
     sub.dispose();
+    ex.dispose();
+  }
+});
+
+test('beyond max_shells a command waits for a free terminal, in order, within its timeout (issue 18)', async () => {
+  mock.onTerminal = fakeShellIntegration;
+  const ex = new RunExecutor({ log: () => {}, confirmCommands: () => false });
+  const ctx = { ...ctxFor('b1', [root]), maxShells: 2 };
+  const agent = { id: 'a1', name: 'bot', workdir: root, shell: 'a1' };
+  const sig = new AbortController().signal;
+  try {
+    await ex.execute(jobRun({ command: 'true' }, agent, 'j1'), sig, ctx);
+    const late = jobRun({ command: 'echo late' }, agent, 'j5');
+    late.timeout = 0.2;
+    const [a, b, c, d, e] = await Promise.all([
+      ex.execute(jobRun({ command: 'sleep 0.5; echo A' }, agent, 'j2'), sig, ctx),
+      ex.execute(jobRun({ command: 'sleep 0.5; echo B' }, agent, 'j3'), sig, ctx),
+      ex.execute(jobRun({ command: 'echo C' }, agent, 'j4'), sig, ctx),
+      ex.execute(late, sig, ctx).catch((err: unknown) => err),
+      ex.execute(jobRun({ command: 'echo E' }, agent, 'j6'), sig, ctx),
+    ]);
+    assert.equal(String(a.content), 'A\n');
+    assert.equal(String(b.content), 'B\n');
+    for (const [o, text] of [[c, 'C\n'], [e, 'E\n']] as const) {
+      assert.equal(String(o.content), text);
+      assert.match(String(meta(o).prefix), /waited .* s for a free shell: 2 \(max_shells\)/);
+    }
+    assert.ok(d instanceof ToolError && d.errorId === 'TIMEOUT' && /NOT executed: it waited/.test(d.message), String(d));
+  } finally {
     ex.dispose();
   }
 });

@@ -80,11 +80,11 @@ def _build():
     app.add_typer(config.app, name="config")
     app.add_typer(completions.app, name="completions")
     app.add_typer(mcp.app, name="mcp")
-    from .commands import jobs as jobs_cmd  # issue 11: oh jobs, oh stat
+    from .commands import jobs as jobs_cmd  # oh jobs, oh stat: background jobs and file checks
 
     app.add_typer(jobs_cmd.app, name="jobs")
     app.command()(jobs_cmd.stat)
-    from .commands import review as review_cmd  # issue 12: proposal mode
+    from .commands import review as review_cmd  # proposal (review) mode
 
     app.add_typer(review_cmd.app, name="review")
     from .commands import approvals as approvals_cmd  # issue 19: consent
@@ -95,6 +95,9 @@ def _build():
     from .commands import vscode as vscode_cmd  # issue 20: the bundled extension in every VS Code
 
     app.add_typer(vscode_cmd.app, name="vscode")
+    from .commands import ensure as ensure_cmd  # issue 22: workspace bootstrap
+
+    app.command(epilog=ensure_cmd.EPILOG)(ensure_cmd.ensure)
     return app
 
 
@@ -111,6 +114,8 @@ def main() -> None:
         from typer._completion_classes import completion_init
 
         completion_init()
+    if not sys.argv[1:] and not os.environ.get("_OH_COMPLETE"):
+        _usage()
     from .commands._io import failure
 
     # The one place where a failure becomes output and an exit code (commands and services raise;
@@ -122,6 +127,20 @@ def main() -> None:
         if found is None:
             raise
         _fail(*found)
+
+
+def _usage() -> NoReturn:
+    """Bare `oh`: the help on stderr and exit status 2 (a usage error), whatever click's version does
+    with ``no_args_is_help`` (click < 8.2 printed the help on stdout and exited 0)."""
+    import contextlib
+
+    with contextlib.redirect_stdout(sys.stderr):
+        try:
+            _app()(["--help"], prog_name="oh")
+        except SystemExit:
+            pass
+    sys.stderr.flush()
+    sys.exit(2)
 
 
 def _fail(message: str, code: int, hint: str | None = None) -> NoReturn:

@@ -153,12 +153,46 @@ def list_sessions(directory: Path | None = None, *, clean: bool = True) -> list[
         if is_alive(s):
             found.append(s)
         elif clean:
-            try:
-                p.unlink()
-            except OSError:
-                pass
+            _bury(p, s, d)
     found.sort(key=lambda s: s.start_time, reverse=True)
     return found
+
+
+# A stale session file (its backend died: kill -9, a crash, a reboot) is replaced by a note without the
+# credentials, `.<instance_id>.died`, so that whichever command cleans it first (often `oh run`), `oh status`
+# still says once that the backend died (and takes the note away).
+DIED_SUFFIX = ".died"
+_DIED_FIELDS = ("instance_id", "pid", "runtime", "workspace", "port", "started_at")
+
+
+def _bury(path: Path, session: Session, directory: Path) -> None:
+    try:
+        path.unlink()
+    except OSError:
+        return  # another lister took it (and buried it)
+    note = {k: v for k, v in asdict(session).items() if k in _DIED_FIELDS}
+    try:
+        paths.write_private_file(directory / f".{session.instance_id}{DIED_SUFFIX}", json.dumps(note) + "\n")
+    except OSError:
+        pass
+
+
+def take_died(directory: Path | None = None) -> list[dict[str, Any]]:
+    """The backends found dead since the last call (oldest first), each once: their notes are removed."""
+    d = directory or paths.sessions_dir()
+    if not d.is_dir():
+        return []
+    out = []
+    for p in sorted(d.glob(f".*{DIED_SUFFIX}"), key=lambda p: p.stat().st_mtime if p.exists() else 0):
+        try:
+            paths.check_file(p, what="session note")
+            data = json.loads(p.read_text(encoding="utf-8"))
+            p.unlink()
+        except (OSError, ValueError, paths.UnsafePath):
+            continue
+        if isinstance(data, dict) and isinstance(data.get("instance_id"), str):
+            out.append({k: data.get(k) for k in _DIED_FIELDS})
+    return out
 
 
 def find(instance_prefix: str, directory: Path | None = None) -> list[Session]:
@@ -175,3 +209,37 @@ def for_workspace(workspace: str | os.PathLike[str], directory: Path | None = No
             if best is None or len(ws) > len(best.workspace):
                 best = s
     return best
+
+
+# The workspace lock (backend/__main__.py holds it with flock for its lifetime; the kernel releases it even
+# on SIGKILL). Once listening, the backend writes its public identity into it (no token), so a backend
+# whose session file was deleted can still be named: pid, instance id, address.
+def lock_path(workspace: str, directory: Path | None = None) -> Path:
+    import hashlib
+
+    name = hashlib.sha256(os.path.realpath(workspace).encode()).hexdigest()[:16]
+    return (directory or paths.sessions_dir()) / f".{name}.lock"
+
+
+def write_identity(fd: int, session: Session) -> None:
+    """Replace the lock file's content with ``session``'s public fields (the lock is ours: ``fd`` holds it)."""
+    data = json.dumps({k: v for k, v in session.public().items() if k in ("instance_id", "pid", "start_time", "port", "url", "workspace", "runtime")})
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, data.encode(), 0)
+
+
+def lock_holder(workspace: str, directory: Path | None = None) -> dict[str, Any] | None:
+    """The identity in the workspace's lock file when its writer is still alive (same pid and start
+    time), else None. For messages only: nothing here is a credential."""
+    try:
+        path = lock_path(workspace, directory)
+        paths.check_file(path, what="lock file")
+        data = json.loads(path.read_text(encoding="utf-8") or "null")
+    except (OSError, ValueError, paths.UnsafePath):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("pid"), int):
+        return None
+    started = process_start_time(data["pid"])
+    if started is None or (started >= 0 and abs(started - float(data.get("start_time") or 0)) > START_TIME_TOLERANCE):
+        return None
+    return data

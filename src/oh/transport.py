@@ -84,7 +84,7 @@ def abort(connection) -> None:
 # one loopback delivery, one wake-up of the reader) instead of one each. Under load every process of
 # the chain writes many small frames per iteration (64 actions in flight: the client sends many
 # actions, the backend forwards them, the editor answers them); one socket write each was ~30 % of
-# the backend's CPU (docs/benchmarks.md, issue 13). The backend and the Python client coalesce.
+# the backend's CPU (docs/benchmarks.md). The backend and the Python client coalesce.
 #
 # How: through websockets' supported extension point, ``serve(create_connection=...)`` /
 # ``connect(create_connection=...)``: a Connection subclass hands websockets the asyncio transport

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 
 import pytest
 from websockets.asyncio.client import connect
 
+from ensure_projects import python_project
 from oh.protocol.consent import Policy, parse_rules
 
 from .conftest import TOKEN
@@ -224,4 +226,35 @@ async def test_a_change_asked_outside_review_mode_carries_its_diff(make_backend,
     await _control(b, b.decider_token, {"type": "approvals", "op": "reject", "id": row["id"]})
     obs = json.loads(await asyncio.wait_for(ag.recv(), 10))
     assert obs["extras"]["error_id"] == "REJECTED" and tasks.read_text() == '{"command": "make"}\n'
+    await ag.close()
+
+
+async def test_an_ensure_install_waits_for_consent_and_a_rejected_one_never_runs(make_backend, workspace):
+    """Consent sits inside the workspace bootstrap (EnsureService outermost, docs/protocol.md §3.13/§3.14):
+    under `commands` every install `ensure` issues is an ordinary run that waits for the user; allowed it
+    installs, rejected it never runs and the agent's `ensure` names the refusal."""
+    python_project(workspace / "one")
+    python_project(workspace / "two")
+    b = await make_backend("local", consent=policy(workspace))
+    b.runtime._which = lambda tool: None if tool == "uv" else shutil.which(tool)  # the venv + pip route on any machine
+    ag = await _agent(b)
+    await ag.send(json.dumps({"id": 1, "action": "ensure", "args": {"path": "one"}}))
+    (row,) = await _pending(b)
+    assert row["kind"] == "run" and "-m venv .venv" in row["what"] and "pip install" in row["what"], row
+    assert not (workspace / "one" / ".venv").exists()  # waiting: not run
+    answer = await _control(b, b.decider_token, {"type": "approvals", "op": "allow", "id": row["id"], "via": "cli"})
+    assert answer["results"][0]["outcome"] == "allowed"
+    obs = json.loads(await asyncio.wait_for(ag.recv(), 300))
+    assert obs["cause"] == 1 and obs["extras"]["state"] == "ready", obs["content"]
+    assert (workspace / "one" / ".venv" / ".oh-ensure.json").exists()
+
+    await ag.send(json.dumps({"id": 2, "action": "ensure", "args": {"path": "two"}}))
+    (row,) = [r for r in await _pending(b) if r["id"] != answer["results"][0]["id"]]
+    answer = await _control(b, b.decider_token, {"type": "approvals", "op": "reject", "id": row["id"], "reason": "not this one", "via": "cli"})
+    assert answer["results"][0]["outcome"] == "rejected"
+    obs = json.loads(await asyncio.wait_for(ag.recv(), 60))
+    (py,) = obs["extras"]["targets"]
+    assert obs["cause"] == 2 and obs["extras"]["state"] == "failed" and py["state"] == "failed", obs
+    assert "REJECTED" in json.dumps(py) and "not this one" in json.dumps(py), py
+    assert not (workspace / "two" / ".venv").exists()
     await ag.close()

@@ -19,7 +19,7 @@ from websockets.asyncio.client import connect
 
 from .conftest import TOKEN
 from .peers import EchoEditor, serve_headless
-from .test_agents_wave2 import agent, ask, url
+from .test_agent_headers_roots_and_shells import agent, ask, url
 
 
 async def _headless(b, workspace):
@@ -59,13 +59,31 @@ async def test_fifty_concurrent_runs_on_one_connection_all_execute(make_backend,
             await asyncio.wait_for(task, 10)
 
 
-async def test_beyond_max_shells_a_run_is_busy_not_queued(make_backend):
-    b = await make_backend("local", max_shells=2)
-    ws = await agent(b)
-    answers = await _fifty(ws)
-    kinds = [o["observation"] if o["observation"] == "run" else o["extras"]["error_id"] for o in answers.values()]
-    assert kinds.count("run") >= 2 and set(kinds) <= {"run", "BUSY"} and "BUSY" in kinds
-    await ws.close()
+@pytest.mark.parametrize("runtime", ["local", "vscode"])
+async def test_fifty_runs_with_the_default_max_shells_all_execute_in_turn(make_backend, workspace, runtime):
+    """Issue 18 item 3: beyond max_shells (default 8) a run waits for a free shell instead of BUSY
+    (before: 8 ran, 42 were BUSY). vscode: the headless editor (`oh attach`) with the default setting."""
+    b = await make_backend(runtime)
+    assert b.config.max_shells == 8
+    task = None
+    if runtime == "vscode":
+        _, task = await _headless(b, workspace)
+    try:
+        ws = await agent(b)
+        await ask(ws, "run", command="export SHARED=s")
+        answers = await _fifty(ws)
+        kinds = [o["observation"] if o["observation"] == "run" else o["extras"]["error_id"] for o in answers.values()]
+        assert kinds == ["run"] * 50, kinds
+        for i in range(50):
+            obs = answers[1000 + i]
+            assert obs["content"] == f"n{i}\ns\n" and obs["extras"]["metadata"]["exit_code"] == 0, obs
+        waited = [o for o in answers.values() if "waited" in (o["extras"]["metadata"].get("prefix") or "")]
+        assert waited, "8 shells cannot have run 50 commands of 0.2 s at once"
+        await ws.close()
+    finally:
+        if task is not None:
+            await b.stop("test")
+            await asyncio.wait_for(task, 10)
 
 
 async def _monitor(b):

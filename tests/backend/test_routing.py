@@ -64,7 +64,8 @@ async def test_ids_renumbered_and_mapped_back(make_backend, workspace):
         assert len({f["id"] for f in ed.received}) == 2
         # relative paths are made absolute against the workspace before they reach the editor
         assert all(f["args"]["path"].startswith(str(workspace)) for f in ed.received)
-        await a1.close(); await a2.close()
+        await a1.close()
+        await a2.close()
 
 
 async def test_correlation_1000_pipelined_from_10_agents(make_backend, workspace):

@@ -449,3 +449,29 @@ def test_on_not_git_review_from_the_setting(oh) -> None:
     assert only_row(oh).get("review") is True
     assert _accept_the_proposal(oh, info, "n.txt").kind == "write"
     assert not (oh.workspace / ".git").exists()  # nothing initialised: review mode, not a repository
+
+
+def test_branch_mode_is_visible_in_text_output(oh) -> None:
+    """Issue 18 item 12: `oh start --detach` says branch mode is on; the `oh write` / `oh run` that switched
+    branches says so on stderr (a write prints nothing of its observation's content)."""
+    ws = oh.workspace
+    repo(ws)
+    p = oh("start", "--detach", "--runtime", "local", "--branch", timeout=40)
+    assert p.returncode == 0, p
+    oh.started.append({"pid": int(p.stdout.split("pid ")[1].split(")")[0])})
+    assert "branch mode: before the agent's first change (write, edit, command) the workspace switches to a new git branch oh/<date>-<time>-<agent>" in p.stdout
+    p = oh("write", "--append", "notes.txt", "--content", "hi\n", check=0)
+    branch = git(ws, "branch", "--show-current")
+    assert p.stdout == "appended 3 bytes to " + str(ws / "notes.txt") + "\n"
+    assert f"oh: branch mode: switched to the new git branch '{branch}' (from 'main')." in p.stderr, p
+    p = oh("write", "more.txt", "--content", "x", check=0)
+    assert "branch mode" not in p.stderr  # once
+    oh("stop", check=0)
+    repo_two = oh.tmp / "two"
+    repo_two.mkdir()
+    repo(repo_two)
+    p = oh("start", "--detach", "--runtime", "local", "--branch-name", "feature", "-C", str(repo_two), timeout=40)
+    oh.started.append({"pid": int(p.stdout.split("pid ")[1].split(")")[0])})
+    assert "switches to the git branch 'feature'" in p.stdout
+    p = oh("run", "--", "echo hi", cwd=repo_two, check=0)
+    assert p.stdout == "hi\n" and "oh: branch mode: switched to the new git branch 'feature' (from 'main')." in p.stderr, p

@@ -79,3 +79,28 @@ def test_sourced_bash_script_completes_through_oh(oh):
         pytest.skip("the `oh` console script is not installed next to this interpreter")
     out = subprocess.run(["bash", "--norc", "--noprofile", "-c", script], capture_output=True, text=True, env=env, timeout=30)
     assert out.stdout.split() == ["runtime"], out.stderr
+
+
+@pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh not installed")
+def test_installed_zsh_completion_completes_on_the_first_tab(oh):
+    """Issue 18 item 13: after `oh completions install zsh`, the very first TAB of a new interactive zsh
+    (which autoloads `_oh` from fpath) completes; before, it only registered the function."""
+    import pexpect
+
+    if not (Path(sys.executable).parent / "oh").exists():
+        pytest.skip("the `oh` console script is not installed next to this interpreter")
+    oh("completions", "install", "zsh", check=0)
+    zshrc = oh.user_home / ".zshrc"
+    zshrc.write_text("PS1='zsh> '\nunsetopt beep\n" + zshrc.read_text())
+    env = dict(oh.env, ZDOTDIR=str(oh.user_home), TERM="dumb",
+               PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
+    child = pexpect.spawn("zsh", ["-i"], cwd=str(oh.workspace), env=env, encoding="utf-8", timeout=20, dimensions=(24, 200))
+    try:
+        child.expect_exact("zsh> ")
+        child.send("oh confi\t")  # the first TAB in this shell
+        child.expect_exact("oh config ")
+        child.send("\x15")  # Ctrl-U: clear the line
+        child.send("oh config get edi\t")
+        child.expect_exact("editor_timeout")
+    finally:
+        child.close(force=True)

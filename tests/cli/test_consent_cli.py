@@ -78,7 +78,7 @@ def test_self_approval_routes_are_refused(oh):
             ws.send(json.dumps(frame))
             assert json.loads(ws.recv(timeout=10))["error_id"] == "FORBIDDEN"
     # 2. its own shell running oh's deciding commands, or reading oh's files: each one waits for consent itself
-    runs = [_agent(oh, "run", cmd) for cmd in ("oh review accept --all", f"oh approve c1", f"cat {oh.home}/sessions/*.json")]
+    runs = [_agent(oh, "run", cmd) for cmd in ("oh review accept --all", "oh approve c1", f"cat {oh.home}/sessions/*.json")]
     rows = _pending(oh, 3)
     assert sorted(r["what"] for r in rows) == sorted(("oh review accept --all", "oh approve c1", f"cat {oh.home}/sessions/*.json"))
     assert not (oh.workspace / "f.txt").exists()

@@ -63,7 +63,9 @@ def test_status_watch_prints_one_ndjson_line_a_round_until_ctrl_c(here):
 def test_stop_refuses_two_targets_with_a_usage_error(here):
     r = invoke(run_stop, instance="abc", all_=True)
     assert r.code == 2
-    assert "give one of INSTANCE, --workspace or --all" in r.err
+    assert "INSTANCE (abc) and --all exclude each other: give only one of INSTANCE, --workspace or --all" in r.err
+    r = invoke(run_stop, workspace="/x", all_=True)  # issue 18 item 17: not "give one of" when two were given
+    assert r.code == 2 and r.err.startswith("oh: --workspace and --all exclude each other")
 
 
 def test_stop_all_with_nothing_running(here):
@@ -73,10 +75,11 @@ def test_stop_all_with_nothing_running(here):
     assert r.code == 3 and "no backend is running" in r.err
 
 
-def test_stop_without_a_backend_for_the_workspace_says_how_to_start_one(here):
+def test_stop_without_a_backend_for_the_workspace_says_nothing_is_running(here):
     r = invoke(run_stop)
     assert r.code == 3
-    assert "no running backend serves" in r.err and "oh start --detach" in r.err
+    # issue 18 item 11: no advice to start a backend to someone who wants one stopped
+    assert "nothing to stop: no running backend serves" in r.err and "oh start" not in r.err
 
 
 def test_stop_stops_the_backend_of_the_workspace(here):

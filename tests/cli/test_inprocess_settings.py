@@ -11,6 +11,8 @@ import json
 import stat
 import tomllib
 
+import pytest
+
 from oh.commands import config as config_cmd
 from oh.commands import token as token_cmd
 
@@ -72,12 +74,52 @@ def test_config_edit_runs_the_editor_then_validates(here, monkeypatch):
 
     r = invoke(config_cmd.run_edit, call_editor=editor)
     target = here.home / "config.toml"
-    assert seen == [["my-editor", "--wait", str(target)]]
+    assert seen == [["my-editor", "--wait", str(here.home / "config.edit.toml")]]  # a copy: config.toml changes only when valid
     assert r.code == 2 and "0 to 65535" in r.err
-    r = invoke(config_cmd.run_edit, call_editor=lambda argv: target.write_text("port = 9000\n") and 0)
-    assert (r.code, r.out) == (0, f"{target}: valid\n")
+    r = invoke(config_cmd.run_edit, call_editor=lambda argv: open(argv[-1], "w").write("port = 9000\n") and 0)
+    assert (r.code, r.out) == (0, f"{target}: valid\n") and target.read_text() == "port = 9000\n"
     r = invoke(config_cmd.run_edit, call_editor=lambda argv: 3)
-    assert r.code == 1 and "the editor exited with status 3" in r.err
+    assert r.code == 1 and "the editor exited with status 3" in r.err and target.read_text() == "port = 9000\n"
+    assert sorted(p.name for p in here.home.glob("config*")) == ["config.rejected.toml", "config.toml"]
+
+
+def test_config_edit_that_ends_invalid_leaves_the_file_as_it_was(here, monkeypatch):
+    monkeypatch.setenv("EDITOR", "vi")
+    target = here.home / "config.toml"
+    invoke(config_cmd.run_set, key="port", value="7100")
+    before = target.read_text()
+
+    def broken(argv):
+        with open(argv[-1], "a") as f:
+            f.write("port = [oops\n")
+        return 0
+
+    r = invoke(config_cmd.run_edit, call_editor=broken)
+    rejected = here.home / "config.rejected.toml"
+    assert r.code == 2 and f"{target} is not valid TOML" in r.err and f"{target} is unchanged; your edit is kept in {rejected}" in r.err
+    assert target.read_text() == before and rejected.read_text() == before + "port = [oops\n"
+    assert invoke(config_cmd.run_get, key="port").out == "7100\n"  # the settings still load
+    # asked to edit again (a terminal): the second attempt fixes it and is saved
+    attempts = []
+
+    def fixes_it_the_second_time(argv):
+        attempts.append(open(argv[-1]).read())
+        with open(argv[-1], "w") as f:
+            f.write("port = [oops\n" if len(attempts) == 1 else "port = 7200\n")
+        return 0
+
+    r = invoke(config_cmd.run_edit, call_editor=fixes_it_the_second_time, ask=lambda q: True)
+    assert r.code == 0 and len(attempts) == 2 and attempts[1] == "port = [oops\n"  # the same copy, reopened
+    assert target.read_text() == "port = 7200\n"
+
+
+@pytest.mark.parametrize("editor", ["nonexistent-editor-xyz", "code-not-installed-xyz --wait"])
+def test_config_edit_with_an_editor_that_is_not_installed(here, monkeypatch, editor):
+    monkeypatch.setenv("EDITOR", editor)
+    r = invoke(config_cmd.run_edit)  # the real subprocess.call
+    name = editor.split()[0]
+    assert r.code == 1 and f"cannot run the editor '{name}' ($EDITOR)" in r.err and "export EDITOR=nano" in r.err, r
+    assert "Traceback" not in r.err and not (here.home / "config.edit.toml").exists()
 
 
 def test_config_edit_without_an_editor_says_how_to_set_one(here):
@@ -130,3 +172,15 @@ def test_token_show_refuses_a_token_file_others_can_write(here):
     assert "refusing to use" in r.err and "fix:" in r.err
     r = invoke(token_cmd.run_show, reveal=True)
     assert r.code == 1 and r.out == "" and "refusing to use" in r.err
+
+
+def test_config_set_negative_value_and_broken_file_errors(here):
+    here.home.mkdir(mode=0o700)
+    target = here.home / "config.toml"
+    target.write_text("port = [oops\n")
+    r = invoke(config_cmd.run_set, key="port", value="80")
+    assert r.code == 2 and f"{target} is not valid TOML" in r.err and "Allowed" not in r.err, r
+    target.unlink()
+    target.mkdir()  # unreadable: a directory where the file should be
+    r = invoke(config_cmd.run_set, key="port", value="80")
+    assert r.code == 2 and f"cannot read {target}" in r.err and "Allowed" not in r.err, r

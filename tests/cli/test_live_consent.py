@@ -10,7 +10,7 @@ import sys
 
 from .conftest import wait_for
 from .terminal import Term, read_until
-from .test_consent_cli import _agent, _finish, _pending
+from .test_consent_cli import _agent, _finish
 
 
 def test_rich_view_keys_answer_the_waiting_action(oh):

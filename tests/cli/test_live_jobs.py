@@ -193,3 +193,37 @@ def test_plain_mode_prints_one_line_per_job_change_and_json_passes_the_events_th
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_json_mode_announces_the_backend_only_once_its_monitor_is_subscribed(monkeypatch):
+    """Issue 18 item 18, the cause of the flaky test above: `oh start --json` wrote `backend_started`
+    before its monitor had subscribed, so a job run right after that line could start (and end) in
+    between, and its `job_started` was in no frame the stream passed through (2 of 15 runs). Now
+    `backend_started` (and the start-up warnings) come with the monitor's snapshot: whatever follows
+    that line is in the stream. Also when the view ends before any snapshot, the line still comes first."""
+    from types import SimpleNamespace
+
+    from oh.commands._io import Streams
+    from oh.ui.liveview import LiveView as _LiveView
+
+    session = SimpleNamespace(instance_id="i1", runtime="local", public=lambda: {"instance_id": "i1", "runtime": "local", "url": "ws://127.0.0.1:1"})
+    io = Streams.buffers()
+    view = _LiveView(io, session, "never", "json")
+    view.announce([("w1", "a warning")])
+    assert io.out.getvalue() == ""  # not before the subscription
+    view.on_frame({"type": "snapshot", "instance_id": "i1", "runtime": "local", "editors": [], "agents": [], "stats": {}, "jobs": [], "recent": []})
+    view.on_frame({"type": "event", "event": "job_started", "job_id": "j1", "summary": "true"})
+    events = [json.loads(line) for line in io.out.getvalue().splitlines()]
+    assert [e.get("event", e["type"]) for e in events] == ["backend_started", "warning", "snapshot", "job_started"]
+    view.on_frame({"type": "snapshot", "instance_id": "i1", "runtime": "local"})  # a reconnect: no second announcement
+    assert io.out.getvalue().count("backend_started") == 1
+
+    import oh.launcher.process
+
+    monkeypatch.setattr(oh.launcher.process, "wait_gone", lambda session, timeout: False)  # no process here
+    io2 = Streams.buffers()
+    early = _LiveView(io2, session, "never", "json")
+    early.announce([])
+    early.ended_on_its_own("backend shut down")
+    events = [json.loads(line) for line in io2.out.getvalue().splitlines()]
+    assert [e["event"] for e in events] == ["backend_started", "backend_stopped"]

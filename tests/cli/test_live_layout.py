@@ -101,7 +101,7 @@ def test_refused_run_is_an_error_in_the_live_view(oh):
         with _client(info, oh, "agent") as c:
             first = c.run("sleep 30", timeout=1)
             assert first.exit_code == -1
-            t.see("still running")  # the soft-timed-out run goes on: not a yellow `ok -1`
+            t.see("timed out, running")  # the soft-timed-out run goes on: not a yellow `ok -1`
             assert not re.search(r"\bok\s+-1\b", t.text())
             refused = c.run("echo second")
             if refused.error_id != "BUSY":
@@ -109,7 +109,7 @@ def test_refused_run_is_an_error_in_the_live_view(oh):
             t.see("BUSY")
             t.see("1 error ")
             text = t.text()
-            assert "still running" in text  # the soft-timed-out run: not `ok -1`
+            assert "timed out, running" in text  # the soft-timed-out run: not `ok -1`
             assert not re.search(r"\bok\s+-1\b", text)
         t.child.sendintr()
         assert t.finish() == 0

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from .conftest import wait_for
+from .inprocess import here, invoke  # noqa: F401 - `here` is a fixture
 
 AGENT_WAIT = 60  # generous: the machine is shared
 
@@ -218,3 +219,26 @@ def test_refusals_stay_the_usual_tool_errors_and_a_hard_linked_file_can_be_rewri
     oh("review", "accept", row["id"], check=0)
     assert _finish(agent)[0] == 0
     assert linked.read_text() == "mine\n" and (oh.workspace / "other-name.txt").read_text() == "shared\n"
+
+
+def test_review_commands_run_in_process(here):
+    """`run_review` / `run_show` / `run_accept` / `run_reject` write to the streams they are given and
+    return the exit code, against a real backend in review mode (tests/cli/inprocess.py)."""
+    from oh.commands.review import run_accept, run_reject, run_review, run_show
+
+    here.start("local", None, "--review", "--review-timeout", "120")
+    target = here.workspace / "f.py"
+    target.write_text("a\n")
+    agent = _agent(here, "write", "f.py", "--content", "b\n")
+    [row] = _pending(here, 1)
+    listed = invoke(run_review)
+    assert listed.code == 0 and row["id"] in listed.out and "oh review show ID" in listed.out
+    shown = invoke(run_show, proposal_id=row["id"])
+    assert shown.code == 0 and "-a" in shown.out and "+b" in shown.out and "\x1b" not in shown.out
+    assert invoke(run_accept).code == 2  # neither ID nor --all
+    refused = invoke(run_reject, proposal_id="p99", json_=True)
+    assert refused.code == 1 and json.loads(refused.out)["error_id"] == "NO_PROPOSAL" and refused.err == ""
+    decided = invoke(run_accept, proposal_id=row["id"])
+    assert decided.code == 0 and "accepted" in decided.out
+    assert _finish(agent)[0] == 0 and target.read_text() == "b\n"
+    assert "No pending proposals." in invoke(run_review).out

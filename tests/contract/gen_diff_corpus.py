@@ -85,6 +85,11 @@ def corpus() -> list[dict]:
         new = "".join(changed)
         cases.append({"path": "/w/big.txt", "context": 3, "old": old, "new": new, "diff": unified_diff("/w/big.txt", old, new)})
     cases.append({"path": "/w/same", "context": 3, "old": "x\n", "new": "x\n", "diff": ""})
+    for _ in range(200):  # the work budget runs out (issue 18): which ranges are still searched must agree
+        c = case(rng, (20, 250), WORDS[: rng.randint(2, 6)], (2, 12))
+        c["budget"] = rng.choice([0, 1, 50, 200, 1000, 5000])
+        c["diff"] = unified_diff(c["path"], c["old"], c["new"], c["context"], c["budget"])
+        cases.append(c)
     return cases
 
 

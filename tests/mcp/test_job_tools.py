@@ -54,3 +54,16 @@ def test_results_flag_failed_jobs_and_refused_creates():
     w = tools.to_result("write", {"observation": "write", "content": "The file /f already exists; it was not changed (mode create).", "extras": {"path": "/f"}},
                         {"action": "write", "args": {"mode": "create"}})
     assert w.is_error and w.structured["written"] is False
+
+
+def test_ensure_tool_action_and_result():
+    assert tools.build_action("ensure", {}, "/ws") == {"action": "ensure", "args": {"path": "/ws"}, "timeout": 50.0}
+    assert tools.build_action("ensure", {"path": "sub", "targets": ["node", "node"], "force": True, "wait": False, "timeout": 9}, "/ws") == {
+        "action": "ensure", "args": {"path": "/ws/sub", "targets": ["node"], "force": True, "wait": False}, "timeout": 9.0}
+    for bad in ({"targets": []}, {"targets": ["go"]}, {"force": "yes"}, {"timeout": 0}):
+        with pytest.raises(tools.ArgumentError):
+            tools.build_action("ensure", bad, "/ws")
+    failed = tools.to_result("ensure", {"observation": "ensure", "content": "Environment NOT ready", "extras": {"state": "failed", "targets": []}})
+    assert failed.is_error and failed.structured["state"] == "failed"
+    ready = tools.to_result("ensure", {"observation": "ensure", "content": "Environment ready", "extras": {"state": "ready", "targets": []}})
+    assert not ready.is_error and ready.text == "Environment ready"

@@ -168,3 +168,50 @@ def test_project_scope_says_what_the_client_asks_before_it_starts_the_server(oh,
     a user-scope install does not need it."""
     assert step in _install(oh, client, "--scope", "project").stdout
     assert step not in _install(oh, client).stdout
+
+
+# issue 18 item 6: symlinks and read-only configs
+def test_project_scope_never_writes_through_a_symlink(oh):
+    user = oh.user_home / ".claude.json"
+    private = '{"oauthAccount": {"email": "me@example.com"}, "mcpServers": {}}\n'
+    user.write_text(private)
+    link = oh.workspace / ".mcp.json"
+    link.symlink_to(user)
+    p = _install(oh, "claude", "--scope", "project", check=1)
+    assert f"{link} is a symlink to {user}" in p.stderr and "--scope user" in p.stderr and '"oh"' in p.stderr
+    assert link.is_symlink() and user.read_text() == private  # neither the link nor its target changed
+    # a symlinked directory is the same thing: .vscode -> elsewhere
+    elsewhere = oh.tmp / "shared-vscode"
+    elsewhere.mkdir()
+    (oh.workspace / ".vscode").symlink_to(elsewhere)
+    p = _install(oh, "vscode", "--scope", "project", check=1)
+    assert f"{oh.workspace / '.vscode'} is a symlink to {elsewhere}" in p.stderr
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_user_scope_writes_a_symlinks_target_and_keeps_its_mode(oh):
+    dotfiles = oh.tmp / "dotfiles"
+    dotfiles.mkdir()
+    target = dotfiles / "claude.json"
+    target.write_text('{"numStartups": 3}\n')
+    os.chmod(target, 0o640)
+    link = oh.user_home / ".claude.json"
+    link.symlink_to(target)
+    p = _install(oh, "claude")
+    assert f"{target} (the target of the symlink {link}): added" in p.stdout
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    data = json.loads(target.read_text())
+    assert data["numStartups"] == 3 and data["mcpServers"]["oh"]["command"] == _oh_exe()
+    assert target.stat().st_mode & 0o777 == 0o640
+    assert [f.name for f in dotfiles.iterdir()] == ["claude.json"]  # no temporary file left behind
+    _assert_idempotent(oh, target, "claude")
+
+
+@pytest.mark.parametrize("scope", ["user", "project"])
+def test_a_read_only_config_is_refused_with_the_reason(oh, scope):
+    path = oh.user_home / ".claude.json" if scope == "user" else oh.workspace / ".mcp.json"
+    path.write_text('{"mcpServers": {}}\n')
+    os.chmod(path, 0o444)
+    p = _install(oh, "claude", "--scope", scope, check=1)
+    assert f"{path} is read-only (mode 0444)" in p.stderr and "chmod u+w" in p.stderr
+    assert path.read_text() == '{"mcpServers": {}}\n' and path.stat().st_mode & 0o777 == 0o444

@@ -87,3 +87,23 @@ async def test_bad_job_arguments_are_clear_error_results(oh):
         assert r.is_error and "background" in text_of(r)
         r = await s.call_tool("write", {"path": "f", "content": "", "mode": "truncate"})
         assert r.is_error and "overwrite" in text_of(r)
+
+
+async def test_ensure_tool_makes_a_node_project_ready_then_a_noop(oh):
+    import shutil
+
+    from ensure_projects import node_project
+
+    if shutil.which("npm") is None:
+        pytest.skip("npm is needed (extension/e2e/setup.sh installs it)")
+    node_project(oh.workspace)
+    oh.start("local")
+    async with mcp_session(oh) as s:
+        r = await s.call_tool("ensure", {})
+        assert not r.is_error, text_of(r)
+        node = r.structured_content["targets"][0]
+        assert r.structured_content["state"] == "ready" and node["did"] == "installed" and node["ready"] == {"bin": "node_modules/.bin"}
+        r = await s.call_tool("ensure", {"targets": ["node"]})
+        assert not r.is_error and r.structured_content["targets"][0]["did"] == "nothing" and "nothing to do" in text_of(r)
+        r = await s.call_tool("ensure", {"targets": ["ruby"]})
+        assert r.is_error and "python and/or node" in text_of(r)

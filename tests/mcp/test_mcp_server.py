@@ -28,7 +28,7 @@ def _png(width: int = 2, height: int = 1) -> bytes:
 async def test_lists_the_four_tools_with_schemas_that_teach(oh):
     async with mcp_session(oh) as s:  # no backend needed to list tools
         listed = {t.name: t for t in (await s.list_tools()).tools}
-    assert sorted(listed) == ["definition", "diagnostics", "edit", "editors", "job", "jobs", "open", "read", "references", "run", "stat", "symbols", "write"]
+    assert sorted(listed) == ["definition", "diagnostics", "edit", "editors", "ensure", "job", "jobs", "open", "read", "references", "run", "stat", "symbols", "write"]
     run = listed["run"]
     assert run.input_schema["required"] == ["command"]
     for key in ("is_input", "timeout", "blocking", "reset", "max_output"):
@@ -308,3 +308,13 @@ async def test_a_backend_mcp_starts_keeps_the_users_consent(oh):
         oh.started.append(json.loads(sf.read_text()))  # stopped at teardown
     assert r.is_error and r.structured_content["error_id"] == "REJECTED" and "approval_timeout" in text_of(r), text_of(r)
     assert not (oh.workspace / "via-start.txt").exists()
+
+
+async def test_a_unicode_client_name_in_a_unicode_directory(oh):
+    """Issue 18 item 4: `clientInfo.name` "claude ✨" and a directory like /tmp/проект made every call fail."""
+    oh.start("local")
+    sub = oh.workspace / "проект"
+    sub.mkdir()
+    async with mcp_session(oh, cwd=sub, client="claude ✨ \u202e") as s:
+        r = await s.call_tool("run", {"command": "pwd"})
+        assert not r.is_error and text_of(r).splitlines()[0] == str(sub.resolve()), text_of(r)

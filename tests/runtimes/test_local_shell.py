@@ -277,8 +277,9 @@ async def test_run_cwd_argument(h: Harness, workspace, tmp_path):
     assert error_id(obs) == "TOOL_ERROR"
 
 
-async def test_concurrent_new_command_beyond_max_shells_is_not_executed(workspace, tmp_path):
+async def test_concurrent_new_command_beyond_max_shells_with_a_full_queue_is_not_executed(workspace, tmp_path):
     rt = LocalRuntime(workspace, max_shells=1)
+    rt.queue_limit = 0  # no run may wait for a free shell
     h = Harness(rt)
     try:
         marker = tmp_path / "ran"
@@ -288,6 +289,30 @@ async def test_concurrent_new_command_beyond_max_shells_is_not_executed(workspac
         assert error_id(second) == "BUSY" and "NOT executed" in second["content"] and "max_shells" in second["content"]
         obs = await first
         assert obs["content"] == "first\n" and code(obs) == 0
+        assert not marker.exists()
+    finally:
+        await rt.close()
+
+
+async def test_a_run_beyond_max_shells_waits_for_a_free_shell_within_its_timeout(workspace, tmp_path):
+    """Issue 18 item 3: the wait counts toward the run's timeout: one that cannot get a shell in time is
+    NOT executed (TIMEOUT, saying so); one that can runs with what is left of its timeout."""
+    rt = LocalRuntime(workspace, max_shells=1)
+    h = Harness(rt)
+    try:
+        marker = tmp_path / "ran"
+        first = asyncio.create_task(h.run("sleep 1; echo first"))
+        await asyncio.sleep(0.1)
+        late = await h.do("run", command=f"touch {marker}", timeout=0.3)
+        assert error_id(late) == "TIMEOUT" and "NOT executed" in late["content"] and "max_shells" in late["content"], late
+        queued = asyncio.create_task(h.run("echo second", timeout=10))
+        third = asyncio.create_task(h.run("echo third", timeout=10))
+        obs = await first
+        assert obs["content"] == "first\n"
+        for task, text in ((queued, "second"), (third, "third")):
+            obs = await task
+            assert obs["content"] == f"{text}\n" and code(obs) == 0, obs
+            assert "waited" in meta(obs)["prefix"] and "max_shells" in meta(obs)["prefix"]
         assert not marker.exists()
     finally:
         await rt.close()

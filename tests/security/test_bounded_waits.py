@@ -340,9 +340,13 @@ REVIEWED = {
     ("client/monitor.py", "monitor", "stop.wait"): "raced with recv in asyncio.wait: ends on Ctrl-C, or when the backend closes",
     ("client/monitor.py", "monitor", "recv.result"): "only called on a completed future",
     ("client/monitor.py", "monitor", "conn.recv"): "raced with the stop event in asyncio.wait; keepalive pings drop a frozen backend",
+    ("ui/liveview.py", "_first_to_end", "task.result"): "only called on a task asyncio.wait returned as done",
     ("launcher/editorcli.py", "query_async", "proc.wait"): "after proc.kill() of an editor CLI's `--list-extensions`: SIGKILL ends it",
-    ("commands/start.py", "_first_to_end", "task.result"): "only called on a task asyncio.wait returned as done",
     ("commands/_branch.py", "_prompt", "sys.stdin.readline"): "deliberately waits for the user: only on a terminal (never --detach/--json/a pipe), before any backend exists; EOF or Ctrl-C ends it",
+    ("commands/config.py", "_ask_tty", "io.inp.readline"): "`oh config edit`'s 'Edit again?' deliberately waits for the user: only when stdin is a terminal; EOF or Ctrl-C ends it",
+    ("commands/config.py", "ask", "io.inp.readline"): "the same question (the closure _ask_tty returns)",
+    ("backend/flow.py", "_wait_change", "self._changed.wait"): "an action waiting for its connection's output to drain (reserve: under the action deadline), or the agent's reader paused while it drains (wait_for_room): the sends are bounded by send_timeout, then the connection is dropped and its tasks end",
+    ("runtimes/local/group.py", "_notify_when", "cmd.finished.wait"): "a watcher task of the run queue: the main shell's command ends, or its shell is killed (group close), which finishes it",
 }
 
 

@@ -183,7 +183,7 @@ def test_path_attacks_through_backend_and_headless_editor(arena, tmp_path):
     token = "paths-token-" + "p" * 32
     backend, ready = helpers.start_backend_process(ws, env, token, runtime="vscode")
     editor = None
-    latencies, by_layer = [], {"backend": 0, "editor": 0}
+    latencies = []
     try:
         assert ready["ready"], ready
         session = sessions.read(sessions.path_for(ready["instance_id"], home / "sessions"))

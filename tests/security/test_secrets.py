@@ -179,7 +179,7 @@ def test_wrong_token_error_paths_print_no_token_and_no_traceback(oh):
     for args in (("run", "--", "echo hi"), ("read", "x.txt"), ("write", "x.txt", "--content", "x"), ("status",), ("status", "--json"), ("attach", "--once")):
         p = oh(*args, timeout=30)
         outputs.append((args, p.returncode, p.stdout + p.stderr))
-    for args, code, text in outputs:
+    for args, _code, text in outputs:
         assert "Traceback" not in text, (args, text)
         _assert_absent(wrong, f"`oh {' '.join(args)}` output", text)
         _assert_absent(real, f"`oh {' '.join(args)}` output", text)
@@ -211,7 +211,7 @@ def _modes(root: Path) -> tuple[dict[str, int], dict[str, int]]:
 def test_files_are_0600_and_directories_0700(oh, tmp_path):
     # Everything under OH_HOME after a full lifecycle.
     oh("config", "set", "editor_timeout", "12", check=0)
-    info = oh.start("local")
+    oh.start("local")
     oh("run", "--", "echo modes", check=0)
     oh("token", "rotate", check=0)
     oh("stop", check=0)

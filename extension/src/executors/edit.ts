@@ -7,7 +7,7 @@
  * shows the new text at once. The text rules (uniqueness, numbering) are in ../oheditor.ts, the diff in ../udiff.ts.
  * `undo_edit` reverts the last edit made through oh to that file (this window's own history).
  *
- * Unsaved changes (issue 9 #16): when the user has the file open with unsaved changes, the edit is
+ * Unsaved changes: when the user has the file open with unsaved changes, the edit is
  * applied to that buffer (the agent computed it on the text read returned, which is the buffer's)
  * and NOT saved, because saving would silently write the user's unsaved text too. The observation
  * says so. A clean document is saved as before. Files that are not UTF-8 and not open are edited

@@ -20,7 +20,8 @@ import { ActionContext } from '../connection';
 import { DEFAULT_RETENTION_S, ForegroundRecord, Job, jobFingerprint, JobTable, privateSpoolDir, Spool } from '../jobs';
 import { resolvePath } from '../paths';
 import { Action, jobObservation, Observation, RunArgs, runArgs, runObservation, ToolError } from '../protocol';
-import { CommandShell, RunController, RunningCommand } from '../runstate';
+import { CommandShell, MAX_WAIT_S, RunController, RunningCommand } from '../runstate';
+import { left, place, QUEUE_LIMIT, queueFullMessage, Waiters, waitedOutMessage } from '../shellqueue';
 import { allowedRoots, baseDir, workspaceRoots } from './files';
 import { FastShell } from './fastshell';
 import { IntegratedShell, waitForShellIntegration } from './integrated';
@@ -80,6 +81,8 @@ class Slot {
   retentionS = DEFAULT_RETENTION_S;
   /** Background jobs of this agent shell (used on main slots). */
   readonly jobs = new JobTable(() => this.retentionS);
+  /** Runs waiting for a free terminal of this agent shell (main slots; ../shellqueue.ts). */
+  readonly waiters = new Waiters();
 
   constructor(
     readonly key: string,
@@ -130,6 +133,8 @@ export class RunExecutor implements vscode.Disposable {
   private spoolDir: string | null = null;
   private readonly finishedJobTerminals: Slot[] = [];
   private readonly subs: vscode.Disposable[] = [];
+  /** Runs per agent shell that may wait for a free terminal (then BUSY): ../shellqueue.ts. */
+  queueLimit = QUEUE_LIMIT;
 
   constructor(private readonly deps: RunExecutorDeps) {
     this.subs.push(
@@ -312,15 +317,45 @@ export class RunExecutor implements vscode.Disposable {
     // wait for it instead of opening extra terminals: terminals created in a burst next to a starting
     // shell-integrated one made its first command come back empty in a real VS Code (issue 11).
     while (newCommand && slot.starting) await slot.starting.catch(() => undefined);
+    let timeoutS = action.timeout;
+    let note = '';
+    if (newCommand && action.args.exclusive !== true && (slot.controller.busy || slot.waiters.line.length)) {
+      // Beyond max_shells: wait in line for a free terminal (issue 18; ../shellqueue.ts).
+      const max = ctx?.maxShells ?? DEFAULT_MAX_SHELLS;
+      const inUse = slot.controller.busy ? 1 + slot.extras.size : 0;
+      const verdict = place(inUse, max, slot.waiters.line.length, this.queueLimit);
+      if (verdict === 'busy') throw new ToolError(queueFullMessage(args.command, inUse, max, slot.waiters.line.length), 'BUSY');
+      if (verdict === 'wait') {
+        const waitedS = await this.waitForTerminal(slot, max, args.command, timeoutS, signal);
+        timeoutS = left(timeoutS, waitedS);
+        note = `[This command waited ${waitedS.toFixed(1)} s for a free shell: ${max} (max_shells) were busy.]\n`;
+      }
+    }
     // No await between choosing the terminal and controller.run claiming it: two commands arriving
     // together never pick the same idle terminal.
-    const target = this.laneFor(slot, action, args.is_input || args.command.trim() === '', ctx);
+    let target: Slot;
+    try {
+      target = this.laneFor(slot, action, args.is_input || args.command.trim() === '', ctx);
+    } catch (e) {
+      if (note) {
+        slot.waiters.line.shift(); // it waited and is first in line: let the next one look
+        slot.waiters.notify();
+      }
+      throw e;
+    }
     let r;
     try {
-      r = await target.controller.run(args, { timeoutS: action.timeout, signal }, cwd);
+      const running = target.controller.run(args, { timeoutS, signal }, cwd);
+      if (note) {
+        slot.waiters.line.shift(); // claimed: leave the line, the next may look now
+        slot.waiters.notify();
+      }
+      r = await running;
     } finally {
       if (target !== slot && !target.controller.busy) this.retire(slot, target);
+      if (!slot.controller.busy) slot.waiters.notify();
     }
+    if (note) r = { ...r, prefix: note + (r.prefix ?? '') };
     const o = runObservation(action.id, args.command, { ...r, ...hostMetadata() }, args.hidden);
     // The command's id: always for an extra terminal's command, and for one still running (soft timeout).
     const jid = target.jobId;
@@ -328,6 +363,39 @@ export class RunExecutor implements vscode.Disposable {
       ((o.extras as Record<string, unknown>).metadata as Record<string, unknown>).job_id = jid;
     }
     return o;
+  }
+
+  /**
+   * Waits until this run is first in line and a terminal of the agent shell is free; the seconds it
+   * waited. Throws TIMEOUT (not executed) when its timeout (or MAX_WAIT_S) runs out first.
+   */
+  private async waitForTerminal(slot: Slot, max: number, command: string, timeoutS: number | undefined, signal: AbortSignal): Promise<number> {
+    const t0 = Date.now();
+    const limitMs = (timeoutS ?? MAX_WAIT_S) * 1000;
+    const token = {};
+    const q = slot.waiters;
+    q.line.push(token);
+    const wake = () => q.notify();
+    signal.addEventListener('abort', wake, { once: true });
+    // The main terminal's command ending frees it: wake the line then.
+    void slot.controller.idle().then(wake);
+    try {
+      while (!(q.line[0] === token && (!slot.controller.busy || 1 + slot.extras.size < max))) {
+        if (signal.aborted) throw new ToolError('The action was cancelled while it waited for a free terminal; it was NOT executed.', 'INTERRUPTED');
+        const remaining = limitMs - (Date.now() - t0);
+        if (remaining <= 0) throw new ToolError(waitedOutMessage(command, (Date.now() - t0) / 1000, max), 'TIMEOUT');
+        await q.next(remaining);
+      }
+    } catch (e) {
+      q.line.splice(q.line.indexOf(token), 1);
+      q.notify(); // not taking a terminal: the next in line looks again
+      throw e;
+    } finally {
+      signal.removeEventListener('abort', wake);
+    }
+    // Still first in line: the caller leaves the line only once it has claimed a terminal (an async
+    // return resumes it a microtask later; meanwhile the next in line must not see the place as free).
+    return (Date.now() - t0) / 1000;
   }
 
   /**
@@ -398,6 +466,7 @@ export class RunExecutor implements vscode.Disposable {
       }
     }
     if (!found) return;
+    slot.waiters.notify(); // a place under max_shells came free
     if (!extra.job) {
       void this.resetSlot(extra);
       return;

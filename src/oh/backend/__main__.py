@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import errno
 import fcntl
-import hashlib
 import json
 import logging
 import logging.handlers
@@ -104,6 +104,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--job-retention", type=float, default=3600.0)
     p.add_argument("--repeat-limit", type=int, default=0)
     p.add_argument("--repeat-action", choices=("note", "skip"), default="note")
+    p.add_argument("--setup-script", type=lambda v: v.strip().lower() in ("1", "true", "yes", "on"), default=True,
+                   help="run .oh/setup.sh once before the first action (docs/protocol.md §3.14)")
     # Git-branch mode (docs/protocol.md §3.12): off unless --branch; the launcher passes the user's choices.
     p.add_argument("--branch", choices=("off", "on"), default="off")
     p.add_argument("--branch-name", default=None, help="the feature branch (default: an automatic oh/<date>-<time>-<agent>)")
@@ -166,8 +168,7 @@ def _lock_workspace(workspace: str):
     """Hold an exclusive lock for this workspace for the process lifetime (released by the kernel
     even on SIGKILL), so two backends can never serve one workspace, even when started at once."""
     d = paths.ensure_private_dir(paths.sessions_dir())
-    name = hashlib.sha256(workspace.encode()).hexdigest()[:16]
-    fd = os.open(d / f".{name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fd = os.open(sessions.lock_path(workspace, d), os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -188,7 +189,7 @@ async def _amain(args: argparse.Namespace, token: str) -> int:
                 editor_timeout=args.editor_timeout, action_timeout=args.action_timeout, trace_path=trace_path,
                 trace_max_bytes=args.trace_max_bytes, allowed_roots=args.allow_root, max_shells=args.max_shells,
                 job_retention=args.job_retention, repeat_limit=args.repeat_limit, repeat_action=args.repeat_action,
-                spool_dir=str(paths.state_dir() / "jobs"), review=args.review or args.consent in ("changes", "all"), review_timeout=args.review_timeout,
+                setup_script=args.setup_script, spool_dir=str(paths.state_dir() / "jobs"), review=args.review or args.consent in ("changes", "all"), review_timeout=args.review_timeout,
                 branch=Plan(args.branch_name or None, args.on_dirty, args.on_not_git) if args.branch == "on" else None,
                 consent=policy, approval_timeout=args.approval_timeout,
             ),
@@ -213,16 +214,55 @@ async def _amain(args: argparse.Namespace, token: str) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         loop.add_signal_handler(sig, lambda s=sig: asyncio.ensure_future(backend.stop(f"signal {signal.Signals(s).name}")))
     _ready(args.ready_fd, {"ready": True, "instance_id": instance_id, "port": backend.port, "pid": os.getpid(), "url": f"ws://{args.host}:{backend.port}", "trace": str(trace_path or "")})
+    if getattr(args, "lock_fd", None) is not None:
+        with contextlib.suppress(OSError):
+            sessions.write_identity(args.lock_fd, backend.session())
+    keeper = asyncio.ensure_future(_keep_session_file(backend))
     await backend.wait_stopped()
+    keeper.cancel()
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _parse(argv)
+SESSION_CHECK_INTERVAL = 1.0  # seconds between checks that our session file still exists (one stat)
 
-    # Before anything opens sockets: the common soft limit (1024) is what an idle-connection flood
-    # exhausted; the hard limit is usually far higher and ours to take.
-    fd_limits = raise_fd_limit()
+
+async def _keep_session_file(backend: Backend) -> None:
+    """A deleted session file (by hand, a cleaner, a test) would make this backend invisible to every
+    command while it goes on serving: write it again, and say so in the log."""
+    if not backend.config.write_session:
+        return
+    path = sessions.path_for(backend.instance_id, backend.config.session_dir)
+    while True:
+        await asyncio.sleep(SESSION_CHECK_INTERVAL)
+        if backend.stopping:
+            return
+        if not path.exists():
+            try:
+                sessions.write(backend.session(), backend.config.session_dir)
+            except (OSError, UnsafePath) as exc:
+                logging.getLogger("oh.backend").warning("the session file %s was deleted and cannot be written again: %s", path, exc)
+                return
+            logging.getLogger("oh.backend").warning("the session file %s was deleted while this backend runs: written again", path)
+
+
+# The event loop shares the GIL with the worker threads that edit, diff and read big files (issue 18):
+# a thread computing holds it for up to the switch interval each time the loop wants it back, several
+# times per action (5 ms by default: a bystander's stat waited 30-100 ms). 1 ms bounds that wait.
+SWITCH_INTERVAL = 0.001
+
+
+class _Refused(Exception):
+    """The backend will not start: ``message`` goes to the log and the ready line (with ``extra``), ``code``
+    is the process's exit code. Raised by the start-up steps below, handled once in ``main``."""
+
+    def __init__(self, message: str, code: int = BackendExit.USAGE, **extra: object) -> None:
+        super().__init__(message)
+        self.message, self.code, self.extra = message, code, extra
+
+
+def _setup_logging(args: argparse.Namespace) -> tuple[logging.Logger, str | None]:
+    """The log (the private rotating file when --log-file is given, else stderr); the error that kept the
+    file from being used, if any (the log is stderr then)."""
     handlers: list[logging.Handler] = []
     log_setup_error = None
     if args.log_file:
@@ -244,54 +284,63 @@ def main(argv: list[str] | None = None) -> int:
     # At INFO it writes a line per connection opened/refused/closed, which a flood turns into
     # megabytes; our own (throttled) refusal lines say what matters.
     logging.getLogger("websockets").setLevel(max(logging.WARNING, logging.getLogger().getEffectiveLevel()))
-    log = logging.getLogger("oh.backend")
-    if log_setup_error:
-        msg = f"cannot use the log file: {log_setup_error}"
-        log.error(msg)
-        _ready(args.ready_fd, {"ready": False, "error": msg})
-        return BackendExit.USAGE
-    if fd_limits:
-        log.debug("open files limit: soft %s, hard %s", *fd_limits)
+    return logging.getLogger("oh.backend"), log_setup_error
 
+
+def _check_arguments(args: argparse.Namespace) -> str:
+    """Refuse what the backend must never do (listen off loopback) or cannot (no workspace, no token);
+    the token."""
     if not is_loopback_host(args.host):
-        msg = (
+        raise _Refused(
             f"refusing to listen on {args.host}: not a loopback address (127.0.0.1, ::1 or localhost). "
             "oh never listens on the network: anyone who could reach the port would need only the token to run commands as you."
         )
-        log.error(msg)
-        _ready(args.ready_fd, {"ready": False, "error": msg})
-        return BackendExit.USAGE
     if not os.path.isdir(args.workspace):
-        msg = f"workspace {args.workspace} is not a directory"
-        log.error(msg)
-        _ready(args.ready_fd, {"ready": False, "error": msg})
-        return BackendExit.USAGE
+        raise _Refused(f"workspace {args.workspace} is not a directory")
     try:
-        token = _load_token(args)
+        return _load_token(args)
     except (SystemExit, Exception) as exc:  # noqa: BLE001 - includes UnsafePath, whose text names the path and the fix
-        msg = f"no token: {exc}"
-        log.error(msg)
-        _ready(args.ready_fd, {"ready": False, "error": msg})
-        return BackendExit.USAGE
-    # The token must not leak into the runtime's shells through the environment.
-    os.environ.pop("OH_TOKEN", None)
-    workspace = os.path.realpath(args.workspace)
+        raise _Refused(f"no token: {exc}") from None
 
+
+def _lock(workspace: str):
+    """The workspace's lock, held for the process's lifetime; refused when another backend holds it."""
     try:
         lock = _lock_workspace(workspace)
     except UnsafePath as exc:
-        log.error(str(exc))
-        _ready(args.ready_fd, {"ready": False, "error": str(exc)})
-        return BackendExit.USAGE
+        raise _Refused(str(exc)) from None
     if lock is None:
         running = sessions.for_workspace(workspace)
-        who = f"instance {running.instance_id} (pid {running.pid}, port {running.port})" if running else "another backend"
-        msg = f"{who} already serves {workspace}: use it, or stop it with `oh stop`"
-        log.error(msg)
+        holder = None if running else sessions.lock_holder(workspace)
+        who = (f"instance {running.instance_id} (pid {running.pid}, port {running.port})" if running else
+               f"instance {holder['instance_id']} (pid {holder['pid']}, port {holder['port']})" if holder else "another backend")
         # "reason" tells the launcher it lost the race even when the winner has not written its
         # session file yet (two `oh start` at the same instant).
-        _ready(args.ready_fd, {"ready": False, "error": msg, "reason": "duplicate", "duplicate": running.instance_id if running else None})
-        return BackendExit.DUPLICATE
+        raise _Refused(f"{who} already serves {workspace}: use it, or stop it with `oh stop`", BackendExit.DUPLICATE,
+                       reason="duplicate", duplicate=running.instance_id if running else None)
+    return lock
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
+    sys.setswitchinterval(SWITCH_INTERVAL)
+    # Before anything opens sockets: the common soft limit (1024) is what an idle-connection flood
+    # exhausted; the hard limit is usually far higher and ours to take.
+    fd_limits = raise_fd_limit()
+    log, log_setup_error = _setup_logging(args)
+    try:
+        if log_setup_error:
+            raise _Refused(f"cannot use the log file: {log_setup_error}")
+        if fd_limits:
+            log.debug("open files limit: soft %s, hard %s", *fd_limits)
+        token = _check_arguments(args)
+        # The token must not leak into the runtime's shells through the environment.
+        os.environ.pop("OH_TOKEN", None)
+        args.lock_fd = _lock(os.path.realpath(args.workspace))  # its fd stays open, so the lock is held, until the process exits
+    except _Refused as refused:
+        log.error(refused.message)
+        _ready(args.ready_fd, {"ready": False, "error": refused.message, **refused.extra})
+        return refused.code
     try:
         from ..eventloop import run as run_loop
 

@@ -12,6 +12,7 @@ from http import HTTPStatus
 from typing import Sequence
 
 from ..protocol.frames import check_shell_key
+from ..protocol.headers import decode_value
 from ..protocol.paths import within
 
 
@@ -43,16 +44,21 @@ class AgentHeaders:
 
 
 def _one(headers, name: str) -> str | None:
+    """The header's text (``UTF-8''`` values decoded: protocol/headers.py), None when absent."""
     values = headers.get_all(name)
     if not values:
         return None
     if len(values) > 1:
         raise ValueError(f"{name} is given more than once")
-    return values[0]
+    try:
+        return decode_value(values[0])
+    except ValueError as exc:
+        raise ValueError(f"{name}: {exc}") from None
 
 
 def clean_name(raw: str | None) -> str:
-    """``X-OH-Client`` as shown in the live view: control characters removed, at most 64 chars."""
+    """``X-OH-Client`` as shown in the live view: control and format characters (ESC, U+202E ...)
+    removed, at most 64 chars."""
     text = "".join(ch for ch in (raw or "") if ch.isprintable())[:64].strip()
     return text or "agent"
 
@@ -62,6 +68,7 @@ def parse(headers, workspace: str, roots: Sequence[str]) -> AgentHeaders | tuple
     try:
         workdir_raw = _one(headers, "X-OH-Workdir")
         shell = _one(headers, "X-OH-Shell")
+        client = _one(headers, "X-OH-Client") if headers.get_all("X-OH-Client") else None
     except ValueError as exc:
         return HTTPStatus.BAD_REQUEST, f"{exc}.\n"
     workdir = workspace
@@ -80,4 +87,4 @@ def parse(headers, workspace: str, roots: Sequence[str]) -> AgentHeaders | tuple
         reason = check_shell_key(shell)
         if reason:
             return HTTPStatus.BAD_REQUEST, reason + ".\n"
-    return AgentHeaders(clean_name(headers.get("X-OH-Client")), workdir, shell)
+    return AgentHeaders(clean_name(client), workdir, shell)

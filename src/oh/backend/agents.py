@@ -28,9 +28,11 @@ from ..protocol.events import (
     summarize,
 )
 from ..runtimes.base import AgentContext, Runtime
+from ..text.fmt import timeout_of
 from ..transport import send_bounded
 from . import agentinfo
 from .deadlines import Deadlines
+from .flow import Flow, obs_size, read_size
 from .options import BackendConfig
 from .trace import TraceWriter
 
@@ -49,6 +51,7 @@ class Agent:
     workdir: str = ""
     shell: str | None = None  # shared X-OH-Shell key, or None = private shell
     streak: repetition.Streak = field(default_factory=repetition.Streak)  # repetition control
+    flow: Flow = field(default_factory=Flow)  # in-flight actions and unsent output (backend/flow.py)
 
     @property
     def context(self) -> AgentContext:
@@ -110,17 +113,23 @@ class Agents:
     async def serve(self, connection: ServerConnection) -> None:
         headers = getattr(connection, "oh_agent", None) or agentinfo.AgentHeaders("agent", self.workspace, None)
         name = headers.name
-        agent = Agent(f"a{next(self._ids)}", name, connection, send_timeout=self.config.send_timeout, workdir=headers.workdir, shell=headers.shell)
+        agent = Agent(f"a{next(self._ids)}", name, connection, send_timeout=self.config.send_timeout, workdir=headers.workdir, shell=headers.shell,
+                      flow=Flow(self.config.max_in_flight, self.config.max_output))
         self.agents[agent.agent_id] = agent
         self._emit("agent_connected", agent_id=agent.agent_id, name=name, workdir=agent.workdir, shell=agent.context.shell_key)
         try:
             async for message in connection:
                 try:
                     action = parse_action(decode_frame(message))
+                    del message  # not kept (a 40 MiB write's frame) until the next one arrives
                     if self.correlator.in_flight(agent.agent_id, action.id):
                         raise ProtocolError(ErrorId.BAD_REQUEST, f"Action id {action.id} is already in flight on this connection; use a new id.", action.id)
                     if self._stopping():
                         raise ProtocolError(ErrorId.INTERRUPTED, "The backend is shutting down.", action.id)
+                    if agent.flow.full():
+                        raise ProtocolError(ErrorId.BUSY, (
+                            f"This connection already has {agent.flow.max_in_flight} actions in flight (the limit per connection); "
+                            "this one was not executed. Wait for some answers, then send it again."), action.id)
                 except ProtocolError as exc:
                     self.stats["errors"] += 1
                     self.trace.record("error", agent=agent.agent_id, error_id=str(exc.error_id), message=exc.message[:200], cause=exc.cause)
@@ -128,7 +137,10 @@ class Agents:
                     continue
                 entry = self.correlator.start(agent.agent_id, action.id, action.kind, time.monotonic())
                 # The task leaves agent.tasks itself, when _execute ends (no done callback).
+                agent.flow.started()
                 agent.tasks.add(asyncio.create_task(self._execute(agent, action, entry.leg_id)))
+                if not agent.flow.admits_frames():
+                    await agent.flow.wait_for_room()  # backpressure: this agent's next frames wait in its socket
         finally:
             self.agents.pop(agent.agent_id, None)
             for task in list(agent.tasks):
@@ -150,6 +162,7 @@ class Agents:
     async def _execute(self, agent: Agent, action: Action, leg_id: int) -> None:
         """Run one action; always ends with exactly one observation to the agent (if it is still there)."""
         task = asyncio.current_task()
+        reserved = 0  # output bytes this action holds (backend/flow.py)
         try:
             started = time.monotonic()
             summary = summarize(action)
@@ -173,6 +186,12 @@ class Agents:
                 if repeat_note is not None and self.config.repeat_action == "skip":
                     obs = error_observation(leg_id, ErrorId.REPEATED, repeat_note)
                 else:
+                    # A read's size before it runs, when others of this connection are in flight too (alone,
+                    # its answer is reserved after it ran, as any other's): a stat, ~2 % of an action's CPU.
+                    if action.kind == "read" and agent.flow.in_flight > 1 and (est := read_size(leg, agent.workdir or self.workspace)):
+                        if not agent.flow.try_reserve(est):
+                            await agent.flow.reserve(est)  # its wait counts toward the action's deadline
+                        reserved = est
                     obs = await self.runtime.execute(leg, agent.context)
                     if repeat_note is not None and obs.get("observation") == "run":
                         md = obs["extras"]["metadata"]
@@ -203,15 +222,15 @@ class Agents:
                 self.stats["errors"] += 1
             agent.done += 1
             job_id = _job_id_of(action, obs)
+            ended = {k: v for k, v in (("job_id", job_id), ("timed_out", timeout_of(obs))) if v}
             self.trace.record(
                 "result" if outcome == "ok" else "error",
                 agent=agent.agent_id, action_id=leg_id, agent_action_id=action.id, action=action.kind,
-                summary=summary, outcome=outcome, exit_code=exit_code, duration_ms=duration_ms, **extra,
-                **({"job_id": job_id} if job_id else {}),
+                summary=summary, outcome=outcome, exit_code=exit_code, duration_ms=duration_ms, **extra, **ended,
             )
             self._emit(
                 "action_finished", agent_id=agent.agent_id, action_id=leg_id, kind=action.kind, summary=summary,
-                outcome=outcome, exit_code=exit_code, duration_ms=duration_ms, security_risk=risk,
+                outcome=outcome, exit_code=exit_code, duration_ms=duration_ms, security_risk=risk, **ended,
             )
             if cancelled and not self._stopping():
                 return  # the agent is gone; nobody to tell
@@ -219,9 +238,19 @@ class Agents:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(agent.send(obs), 1)
                 return
+            size = obs_size(obs)
+            if reserved:
+                agent.flow.add(max(size - reserved, 0))
+                reserved = max(size, reserved)
+            else:
+                if not agent.flow.try_reserve(size):
+                    await agent.flow.reserve(size)  # waits (holding only this observation) while the output is full
+                reserved = size
             await agent.send(obs)
         finally:
             agent.tasks.discard(task)  # here rather than a done callback: one scheduled callback less per action
+            agent.flow.release(reserved)
+            agent.flow.finished()
 
 
 def _job_id_of(action: Action, obs: dict[str, Any]) -> str | None:

@@ -18,9 +18,9 @@ from ..protocol import consent as rules
 from ..protocol import frames
 from ..runtimes.consent import Approvals, ConsentGuard
 
-log = logging.getLogger("oh.backend.consent")
-
 from .control import FORBIDDEN_TEXT
+
+log = logging.getLogger("oh.backend.consent")
 
 FORBIDDEN = "FORBIDDEN"
 

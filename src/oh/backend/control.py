@@ -46,7 +46,7 @@ class Control:
                 await connection.close(Close.TOKEN_ROTATED, "token rotated")
                 return
             elif kind == "review":
-                await connection.send(encode(self.review_request(obj, getattr(connection, "oh_decider", False))), text=True)
+                await connection.send(encode(await self.review_request(obj, getattr(connection, "oh_decider", False))), text=True)
             elif kind == "approvals":
                 answer = (self._approvals(obj, getattr(connection, "oh_decider", False)) if self._approvals is not None
                           else {"type": "approvals", "op": "list", "level": "never", "rules": [], "pending": 0, "approvals": []})
@@ -56,7 +56,7 @@ class Control:
                 asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(self._stop("shutdown requested")))
                 return
 
-    def review_request(self, obj: dict[str, Any], decider: bool = False) -> dict[str, Any]:
+    async def review_request(self, obj: dict[str, Any], decider: bool = False) -> dict[str, Any]:
         """``oh review``: list, show, accept, reject the local runtime's proposals (§3.11)."""
         try:
             req = review.parse_review_request(obj)
@@ -73,13 +73,13 @@ class Control:
         if req.op == "list":
             return {"type": "review", "op": "list", "review_timeout": queue.timeout, "proposals": queue.list()}
         if req.op == "accept" and req.all:
-            return {"type": "review", "op": "accept", "results": queue.accept_all()}
+            return {"type": "review", "op": "accept", "results": await queue.accept_all()}
         p = queue.find(req.proposal_id or "")
         if p is None:
             return frames.refusal("NO_PROPOSAL", f"No pending proposal {req.proposal_id}: it was decided, timed out or its agent left. `oh review` lists the pending ones.")
         if req.op == "show":
-            diff, is_binary = p.diff()
+            diff, is_binary = await asyncio.to_thread(p.diff)  # proportional to the file (or worse): off the loop
             return {"type": "review", "op": "show", "proposal": {**p.row(), "diff": diff, "binary": is_binary}}
         if req.op == "accept":
-            return {"type": "review", "op": "accept", "results": [queue.accept(p.proposal_id)]}
+            return {"type": "review", "op": "accept", "results": [await queue.accept(p.proposal_id)]}
         return {"type": "review", "op": "reject", "results": [queue.reject(p.proposal_id, req.reason)]}

@@ -2,7 +2,7 @@
 
 Anyone on the machine can open TCP connections to the loopback port. Without bounds, a few thousand
 idle ones use up the process's file descriptors and every real client fails until the attacker lets
-go (issue 9 #3). Three things here:
+go. Three things here:
 
 - ``PreAuthGate``: connections that have not yet sent a complete HTTP request are "pending". When
   a new one arrives with more than ``soft`` pending, pending connections idle for over ``min_age``

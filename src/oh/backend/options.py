@@ -9,6 +9,7 @@ from typing import Any
 
 from ..protocol.branch import Plan
 from . import guard
+from .flow import MAX_IN_FLIGHT, MAX_OUTPUT
 
 MAX_FRAME = 128 * 1024 * 1024  # a 64 MiB file read, JSON-escaped, must fit
 DEADLINE_GRACE = 5.0
@@ -55,3 +56,9 @@ class BackendConfig:
     # Consent (docs/protocol.md §3.13): None = ask for nothing; else the level and the user's rules.
     consent: Any = None  # protocol.consent.Policy
     approval_timeout: float = 600.0
+    # Workspace bootstrap (docs/protocol.md §3.14): run .oh/setup.sh (or .openhands/setup.sh) once, before the first action.
+    setup_script: bool = True
+    # Per agent connection (backend/flow.py): actions in flight (more: BUSY), bytes of observations
+    # not yet sent (more: its frames are not read until they drain).
+    max_in_flight: int = MAX_IN_FLIGHT
+    max_output: int = MAX_OUTPUT

@@ -43,7 +43,7 @@ log = logging.getLogger("oh.backend")
 
 ROLES = {"/v1/agent": "agent", "/v1/editor": "editor", "/v1/monitor": "monitor", "/v1/control": "control"}
 # What may appear in the log as a request's path: anything else is logged as "<other path>", since
-# a client may put a secret there (e.g. the token as a path segment, issue 9 #8).
+# a client may put a secret there (e.g. the token as a path segment).
 LOGGABLE_PATHS = frozenset(ROLES) | {"/v1/status", "/v1/health"}
 REGISTER_TIMEOUT = 10.0  # an editor's register frame must arrive within this long
 
@@ -103,10 +103,11 @@ class Backend:
         ), self.editors)
         if config.branch is not None:
             self.runtime = self._branch_guard(self.runtime, config.branch)
-        self.consent = None  # consent (§3.13): the outermost wrapper, so every route passes it
+        self.consent = None  # consent (§3.13): around the branch guard, so every route passes it
         if config.consent is not None:
             self.runtime = self.consent = consentctl.wrap(self, self.runtime, config.consent, config.approval_timeout, config.review)
             self.editors.on_approval = lambda obj: consentctl.editor_answer(self, obj)
+        self.runtime = self._ensure_service(self.runtime)  # outermost: its installs pass every gate inside (consent too)
         self.runtime.on_job_event = self.monitors.job_event
         self.proposals = self.runtime.proposals  # the local runtime's ProposalQueue in review mode
         if self.proposals is not None:
@@ -136,6 +137,20 @@ class Backend:
 
         guard_.on_branch_event = switched
         return guard_
+
+    def _ensure_service(self, runtime):
+        """Workspace bootstrap (docs/protocol.md §3.14) around the runtime: the ``ensure`` action, the setup script."""
+        import itertools
+
+        from ..runtimes.ensure import EnsureService
+
+        internal = itertools.count(1)
+
+        def new_id() -> int:  # a backend-wide leg id for the service's own run/job actions (the agents' correlator)
+            return self.correlator.start("oh-ensure", next(internal), "internal", time.monotonic()).leg_id
+
+        return EnsureService(runtime, self.workspace, self.allowed_roots, new_id=new_id, release_id=lambda leg: self.correlator.finish(leg),
+                             default_timeout=self.config.action_timeout, setup=self.config.setup_script)
 
     def _editor_proposal_event(self, name: str, fields: dict[str, Any], editor_id: str) -> None:
         owner = self.agent_desk.owner_of(fields["action_id"])  # whose action it is
@@ -343,6 +358,7 @@ class Backend:
             "agents": self.agent_desk.describe(),
             "stats": {"done": self.stats["done"], "pending": len(self.correlator), "errors": self.stats["errors"]},
             **({"branch": self.runtime.describe()} if self.config.branch is not None else {}),
+            **({"setup": dict(self.runtime.setup_state)} if self.runtime.setup_state.get("script") else {}),  # §3.14
             "review": self.config.review,
             **({"consent": self.consent.consent_status()} if self.consent is not None else {}),
             **({"proposals": len(self.proposals.pending)} if self.proposals is not None else {}),

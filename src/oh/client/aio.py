@@ -12,10 +12,11 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
 from ..protocol.codes import Close
 from ..protocol.events import decode, encode
+from ..protocol.headers import encode_value
 from ..transport import coalescing, messages
 from . import actions
 from .editorinfo import AsyncEditorInfo
-from .errors import ConnectionLost, OhClientError, handshake_error
+from .errors import ConnectionLost, handshake_error
 from .jobs import AsyncJobs
 from .observation import Observation
 
@@ -24,10 +25,11 @@ from .observation import Observation
 def agent_headers(token: str, *, name: str | None = None, workdir: str | None = None, shell: str | None = None) -> dict[str, str]:
     """Handshake headers of the agent role: the token, and the optional name / working dir / shell key."""
     headers = {"Authorization": f"Bearer {token}"}
+    # Any Unicode (a name with an emoji, a workspace in Cyrillic): protocol/headers.py encodes it.
     if name:
-        headers["X-OH-Client"] = name
+        headers["X-OH-Client"] = encode_value(name)
     if workdir:
-        headers["X-OH-Workdir"] = str(workdir)
+        headers["X-OH-Workdir"] = encode_value(str(workdir))
     if shell:
         headers["X-OH-Shell"] = shell
     return headers

@@ -5,53 +5,30 @@ the methods both clients gain (``Client`` awaits them, ``SyncClient`` blocks).
     job = obs.job_id                                   # "j3"
     done = client.job_wait(job, timeout=600)           # job observation: done.job["state"], ["exit_code"]
     part = client.job_output(job, offset=0)            # part.content, part.extras["next_offset"]
+    env = client.ensure()                              # workspace bootstrap (§3.14): env.extras["state"] == "ready"
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-WRITE_MODES = ("overwrite", "create", "append")
+from ..protocol import actions as _build
+from ..protocol.actions import WRITE_MODES, ensure, job, stat
 
-
-def job(op: str, job_id: str | None = None, *, timeout: float | None = None, **args: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {"op": op, **{k: v for k, v in args.items() if v is not None}}
-    if job_id is not None:
-        body["job_id"] = job_id
-    action: dict[str, Any] = {"action": "job", "args": body}
-    if timeout is not None:
-        action["timeout"] = float(timeout)
-    return action
+__all__ = ["WRITE_MODES", "ensure", "job", "stat", "run_background", "follow_up", "write", "AsyncJobs", "SyncJobs"]
 
 
 def run_background(command: str, *, cwd: str | None = None, force: bool = False, env: dict[str, str] | None = None) -> dict[str, Any]:
-    args: dict[str, Any] = {"command": command, "background": True, "cwd": cwd}
-    if force:
-        args["force"] = True
-    if env:
-        args["env"] = env
-    return {"action": "run", "args": args}
+    return _build.run(command, background=True, cwd=cwd, force=force, env=env)
 
 
 def follow_up(command: str, job_id: str, *, is_input: bool = False, timeout: float | None = None) -> dict[str, Any]:
     """An empty command (wait for more output) or input for the running command ``job_id``."""
-    action: dict[str, Any] = {"action": "run", "args": {"command": command, "is_input": is_input, "job_id": job_id}}
-    if timeout is not None:
-        action["timeout"] = float(timeout)
-    return action
-
-
-def stat(path: str) -> dict[str, Any]:
-    return {"action": "stat", "args": {"path": path}}
+    return _build.run(command, is_input=is_input, job_id=job_id, timeout=timeout)
 
 
 def write(path: str, content: str, *, mode: str = "overwrite", encoding: str | None = None) -> dict[str, Any]:
-    if mode not in WRITE_MODES:
-        raise ValueError(f"mode must be one of {', '.join(WRITE_MODES)}")
-    args: dict[str, Any] = {"path": path, "content": content, "start": 0, "end": -1, "thought": "", "security_risk": -1, "mode": mode}
-    if encoding is not None:
-        args["encoding"] = encoding
-    return {"action": "write", "args": args}
+    return _build.write(path, content, mode=mode, encoding=encoding)
 
 
 class AsyncJobs:
@@ -80,6 +57,11 @@ class AsyncJobs:
 
     async def stat(self, path: str):
         return await self.send(stat(path))
+
+    async def ensure(self, *, targets: list[str] | None = None, path: str | None = None, wait: bool = True, force: bool = False,
+                     timeout: float | None = None):
+        """Make the workspace's environments ready (.venv, node_modules); the answer's extras say what is ready."""
+        return await self.send(ensure(targets=targets, path=path, wait=wait, force=force, timeout=timeout))
 
     async def write_file(self, path: str, content: str, *, mode: str = "overwrite", encoding: str | None = None):
         return await self.send(write(path, content, mode=mode, encoding=encoding))
@@ -111,6 +93,11 @@ class SyncJobs:
 
     def stat(self, path: str):
         return self.send(stat(path))
+
+    def ensure(self, *, targets: list[str] | None = None, path: str | None = None, wait: bool = True, force: bool = False,
+               timeout: float | None = None):
+        """Make the workspace's environments ready (.venv, node_modules); the answer's extras say what is ready."""
+        return self.send(ensure(targets=targets, path=path, wait=wait, force=force, timeout=timeout))
 
     def write_file(self, path: str, content: str, *, mode: str = "overwrite", encoding: str | None = None):
         return self.send(write(path, content, mode=mode, encoding=encoding))

@@ -43,9 +43,10 @@ def load_settings(flags: dict[str, Any] | None = None):
     return Settings.load({k: v for k, v in (flags or {}).items() if v is not None})
 
 
-def pick_session(workspace: str | None, instance: str | None):
+def pick_session(workspace: str | None, instance: str | None, *, to_stop: bool = False):
     """The session a command acts on: ``--instance`` prefix, else the one whose workspace contains
-    ``--workspace`` (default: cwd; the deepest match wins). Exits 3 when there is none."""
+    ``--workspace`` (default: cwd; the deepest match wins). Exits 3 when there is none (``to_stop``:
+    for `oh stop`, whose user wants none running: no advice to start one)."""
     from .. import sessions
 
     if instance:
@@ -60,6 +61,10 @@ def pick_session(workspace: str | None, instance: str | None):
     s = sessions.for_workspace(target)
     if s is None:
         running = sessions.list_sessions()
+        if to_stop:
+            ids = ", ".join(r.instance_id for r in running)
+            die(f"nothing to stop: no running backend serves {target}.", NOT_RUNNING,
+                f"Running elsewhere: {ids} (stop one with `oh stop ID`, or all with `oh stop --all`)." if running else "No backend is running (`oh status`).")
         hint = f"Start one with `oh start --detach --workspace {target}`"
         if running:
             hint += " or pick a running one with --instance (see `oh status`)"

@@ -13,67 +13,11 @@ Stdlib only: ``oh.cli.main`` imports this on every typer-path invocation.
 
 from __future__ import annotations
 
-import io as _stringio
-import json
-import sys
-from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any, Callable, Iterator, TextIO
+from typing import Any, Callable
 
+from ..fastpath.streams import Streams  # the one Streams class: the fast path's verbs take it too
 
-@dataclass
-class Streams:
-    """stdin, stdout, stderr of one command, and whether stdout is a terminal (rich output)."""
-
-    out: TextIO
-    err: TextIO
-    inp: TextIO
-    tty: bool = False
-
-    @classmethod
-    def system(cls) -> "Streams":
-        # Looked up at call time, not import time: tests and `_silence_output` replace sys.stdout.
-        return cls(sys.stdout, sys.stderr, sys.stdin, sys.stdout.isatty())
-
-    @classmethod
-    def buffers(cls, stdin: str = "") -> "Streams":
-        """In-memory streams for tests: read ``.out.getvalue()`` / ``.err.getvalue()`` afterwards."""
-        return cls(_stringio.StringIO(), _stringio.StringIO(), _stringio.StringIO(stdin), False)
-
-    def print(self, text: str = "") -> None:
-        self.out.write(text + "\n")
-        self.out.flush()
-
-    def note(self, message: str) -> None:
-        """A message for the user on stderr, prefixed like every oh message."""
-        self.err.write(f"oh: {message}\n")
-        self.err.flush()
-
-    def hint(self, text: str) -> None:
-        """The indented line under a message that says what to do next."""
-        self.err.write(f"    {text}\n")
-        self.err.flush()
-
-    def json(self, obj: Any) -> None:
-        self.out.write(json.dumps(obj, indent=2, default=str) + "\n")
-        self.out.flush()
-
-    def ndjson(self, obj: Any) -> None:
-        self.out.write(json.dumps(obj, default=str, separators=(",", ":")) + "\n")
-        self.out.flush()
-
-
-@contextmanager
-def bound(streams: Streams) -> Iterator[None]:
-    """``sys.stdin/stdout/stderr`` are ``streams`` for the duration: for code shared with the fast path
-    (``oh.fastpath.verbs``), which writes to the process's streams because it must stay stdlib-only and
-    import nothing it does not use. A no-op for ``Streams.system()``."""
-    saved = sys.stdin, sys.stdout, sys.stderr
-    sys.stdin, sys.stdout, sys.stderr = streams.inp, streams.out, streams.err
-    try:
-        yield
-    finally:
-        sys.stdin, sys.stdout, sys.stderr = saved
+__all__ = ["Streams", "failure", "report", "call"]
 
 
 def failure(exc: BaseException) -> tuple[str, int, str | None] | None:

@@ -48,7 +48,7 @@ def _skip_pydantic_for_absent_flags(cls) -> None:
     cls.process_value = process_value
 
 
-# Help: `<bool>`, `<list[str]>`, `<float range>` (issue 9 #22) become click's plain words.
+# Help: `<bool>`, `<list[str]>`, `<float range>` become click's plain words.
 _WORDS = {int: "INTEGER", float: "NUMBER", str: "TEXT"}
 
 

@@ -9,13 +9,12 @@ calls: these typer commands serve ``--help``, completion and the cases the fast 
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-from typing import Iterator, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 import typer
 
-from ._common import EXIT_CODES_HELP, OhError, pick_session, target_options
-from ._io import Streams, bound
+from ._common import EXIT_CODES_HELP, pick_session, target_options
+from ._io import Streams
 
 EPILOG = EXIT_CODES_HELP + " `oh run` otherwise exits with the command's own exit code (6 when it was refused: another command still runs)."
 
@@ -31,26 +30,13 @@ def _call(io: Streams, verb: str, workspace: Optional[str], instance: Optional[s
     from ..fastpath import verbs
 
     session = asdict(pick_session(workspace, instance))
-    with bound(io), _failed_as_oherror():
-        return getattr(verbs, verb)(session, **kw)
-
-
-@contextmanager
-def _failed_as_oherror() -> Iterator[None]:
-    """The fast path's ``verbs.Failed`` is the typer path's ``OhError``: same message, hint and exit code."""
-    from ..fastpath import verbs
-
-    try:
-        yield
-    except verbs.Failed as exc:
-        raise OhError(str(exc), exc.code, exc.hint) from None
+    return getattr(verbs, verb)(io, session, **kw)
 
 
 def _mode(*pairs, default=None, what: str) -> str:
     from ..fastpath import verbs
 
-    with _failed_as_oherror():
-        return verbs.pick_mode(*pairs, default=default, what=what)
+    return verbs.pick_mode(*pairs, default=default, what=what)
 
 
 def run(
@@ -85,7 +71,7 @@ def run_run(io: Streams, *, command: list[str], timeout: Optional[float] = None,
             interrupt: bool = False, wait: bool = False, reset: bool = False, max_output: Optional[int] = None, background: bool = False,
             force: bool = False, workspace: Optional[str] = None, instance: Optional[str] = None, json_: bool = False, quiet: bool = False) -> int:
     """``oh run``'s behaviour: the command's own exit code, or oh's (`oh --help`)."""
-    if background:  # issue 11: the job verbs live in commands/jobs.py
+    if background:  # the job verbs live in commands/jobs.py
         from .jobs import start_background
 
         also = tuple(flag for flag, given in (("--timeout", timeout is not None), ("--input", input_ is not None), ("--interrupt", interrupt),
@@ -136,9 +122,8 @@ def run_write(io: Streams, *, path: str, content: Optional[str] = None, append: 
     """``oh write``'s behaviour: the content from ``content``, else from ``io.inp``."""
     from ..fastpath import verbs
 
-    with bound(io), _failed_as_oherror():
-        text = verbs.content_or_stdin(content)
-    if append or create:  # issue 11: write modes (commands/jobs.py)
+    text = verbs.content_or_stdin(io, content)
+    if append or create:  # write modes (commands/jobs.py)
         from .jobs import write_mode
 
         mode = _mode(("append", append), ("create", create), what="--append, --create")

@@ -25,9 +25,9 @@ _HINTS = {
 
 def request(session: Any, frame: dict[str, Any], timeout: float = 10.0) -> dict[str, Any]:
     """One approvals frame with the decider credential; raises BackendUnreachable."""
-    from ..launcher.control import control
+    from ..launcher.consent import request as send
 
-    return control(session, {"type": "approvals", **frame}, token=session.decider_token or None, timeout=timeout)
+    return send(session, frame, timeout)
 
 
 def _ask(io: Streams, workspace: Optional[str], instance: Optional[str], frame: dict[str, Any], json_: bool) -> dict[str, Any]:

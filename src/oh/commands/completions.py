@@ -31,7 +31,27 @@ app = typer.Typer(help="Shell completion for bash, zsh, fish and PowerShell.", n
 def script(shell: str) -> str:
     from typer._completion_shared import get_completion_script
 
-    return get_completion_script(prog_name=PROG, complete_var=COMPLETE_VAR, shell=shell) + "\n"
+    text = get_completion_script(prog_name=PROG, complete_var=COMPLETE_VAR, shell=shell)
+    if shell == "zsh":
+        text = _zsh_first_call(text)
+    return text + "\n"
+
+
+_ZSH_REGISTER = "compdef _oh_completion oh"
+# zsh autoloads `_oh` from fpath: the file's body runs as the function `_oh` on the first TAB. Typer's
+# script only defines and registers `_oh_completion` there, so that first TAB completed nothing (issue 18
+# item 13). Run it when called as the completion function; register it when the file is sourced.
+_ZSH_DISPATCH = """if [[ "${funcstack[1]}" == _oh ]]; then
+  _oh_completion "$@"
+else
+  compdef _oh_completion oh
+fi"""
+
+
+def _zsh_first_call(text: str) -> str:
+    if _ZSH_REGISTER not in text:
+        return text  # a typer whose script already differs: keep it as it is
+    return text.replace(_ZSH_REGISTER, _ZSH_DISPATCH, 1)
 
 
 def _norm(shell: str) -> str:

@@ -71,7 +71,8 @@ def run_get(io: Streams, *, key: str) -> int:
     return 0
 
 
-@app.command("set")
+# ignore_unknown_options: a negative VALUE (`oh config set port -1`) is a value to validate, not an option.
+@app.command("set", context_settings={"ignore_unknown_options": True})
 def set_(
     key: str = typer.Argument(..., help="Setting name.", autocompletion=complete_keys),
     value: str = typer.Argument(..., help="New value (validated)."),
@@ -86,9 +87,9 @@ def run_set(io: Streams, *, key: str, value: str) -> int:
     try:
         k = s.key(key)
         parsed = s.parse_value(k.name, value)
-        s.read_file()
     except s.SettingError as exc:
         die(str(exc), USAGE, f"Allowed: {s.KEYS[s.key(key).name].allowed}." if key.replace("-", "_").lower() in s.KEYS else None)
+    s.read_file()  # a config.toml that cannot be read or parsed: its own error, not the key's allowed values
     path = s.set_in_file(k.name, parsed)
     io.print(f"{k.name} = {s.display(parsed)}  ({path})")
     if os.environ.get(k.env):
@@ -185,28 +186,73 @@ def edit() -> None:
     raise typer.Exit(run_edit(Streams.system()))
 
 
-def run_edit(io: Streams, *, call_editor: Callable[[list[str]], int] = subprocess.call) -> int:
-    """``oh config edit``'s behaviour; ``call_editor`` runs the editor's argv and returns its status."""
+def run_edit(io: Streams, *, call_editor: Callable[[list[str]], int] = subprocess.call, ask: Callable[[str], bool] | None = None) -> int:
+    """``oh config edit``'s behaviour; ``call_editor`` runs the editor's argv and returns its status;
+    ``ask`` answers "edit again?" (default: a prompt when stdin is a terminal, else no).
+
+    The editor works on a copy (``config.edit.toml``, 0600, next to config.toml); config.toml is
+    replaced only by a copy that validates, so a broken edit never takes effect (as ``visudo``). A
+    rejected edit is kept in ``config.rejected.toml`` and named."""
     s = _settings_module()
     from ..config import paths
 
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
     if not editor:
         die("neither $VISUAL nor $EDITOR is set.", USAGE, "Set one (e.g. `export EDITOR=nano`) or use `oh config set KEY VALUE`.")
-    target = paths.config_file()
-    if not target.exists():
-        paths.write_private_file(target, "# oh settings: see `oh config list --show-origin`\n")
-    rc = call_editor([*shlex.split(editor), str(target)])
-    if rc != 0:
-        die(f"the editor exited with status {rc}; the file was not validated.")
+    which = "$VISUAL" if os.environ.get("VISUAL") else "$EDITOR"
     try:
-        problems = s.validate_table(s.read_file(target), str(target))
-    except s.SettingError as exc:
-        problems = [str(exc)]
-    if problems:
-        for p in problems:
-            io.note(p)
-        return USAGE
+        argv = shlex.split(editor)
+    except ValueError as exc:
+        argv = []
+        die(f"{which} ({editor!r}) cannot be split into a command: {exc}.", USAGE, "Fix its quoting, e.g. `export EDITOR='code --wait'`.")
+    if not argv:
+        die(f"{which} is empty.", USAGE, "Set it to an editor (e.g. `export EDITOR=nano`) or use `oh config set KEY VALUE`.")
+    target = paths.config_file()
+    original = target.read_text(encoding="utf-8") if target.exists() else "# oh settings: see `oh config list --show-origin`\n"
+    work = target.with_name("config.edit.toml")
+    paths.write_private_file(work, original)
+    if ask is None:
+        ask = _ask_tty(io)
+    try:
+        while True:
+            try:
+                rc = call_editor([*argv, str(work)])
+            except OSError as exc:  # not installed (`code --wait` without `code`), not executable
+                die(f"cannot run the editor {argv[0]!r} ({which}): {exc.strerror or exc}; {target} is unchanged.", ERROR,
+                    f"Set {which} to an installed editor (e.g. `export EDITOR=nano`), or use `oh config set KEY VALUE`.")
+            if rc != 0:
+                die(f"the editor exited with status {rc}; {target} is unchanged.")
+            edited = work.read_text(encoding="utf-8", errors="replace")
+            try:
+                problems = s.validate_table(s.read_file(work), str(target))
+            except s.SettingError as exc:
+                problems = [str(exc).replace(str(work), str(target)).replace(" Fix it with `oh config edit`.", "")]
+            if not problems:
+                break
+            for p in problems:
+                io.note(p)
+            if not ask("Edit again? [Y/n] "):
+                rejected = target.with_name("config.rejected.toml")
+                paths.write_private_file(rejected, edited)
+                io.note(f"{target} is unchanged; your edit is kept in {rejected}.")
+                io.hint(f"Fix it there and copy it over (`cp {rejected} {target}`), or run `oh config edit` again.")
+                return USAGE
+    finally:
+        work.unlink(missing_ok=True)
+    if edited != original or target.exists():
+        paths.write_private_file(target, edited)
     io.print(f"{target}: valid")
     return 0
+
+
+def _ask_tty(io: Streams) -> Callable[[str], bool]:
+    def ask(question: str) -> bool:
+        if not (hasattr(io.inp, "isatty") and io.inp.isatty()):
+            return False
+        io.err.write(question)
+        io.err.flush()
+        answer = io.inp.readline()
+        return answer.strip().lower() in ("", "y", "yes")
+
+    return ask
 

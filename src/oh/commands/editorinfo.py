@@ -15,9 +15,12 @@ from typing import Optional
 import typer
 
 from ._common import EXIT_CODES_HELP, USAGE, OhError, pick_session, target_options
-from ._io import Streams, bound
+from ._io import Streams
 
 EPILOG = EXIT_CODES_HELP + " These commands need a backend started with `oh start --runtime vscode` and VS Code connected."
+# `oh symbols` is answered by the local runtime too (a text search with ripgrep, no language server).
+SYMBOLS_EPILOG = EXIT_CODES_HELP + (" With `--runtime vscode` VS Code's language servers answer; the local runtime answers with a "
+                                    "text search of the workspace (ripgrep).")
 
 _WORKSPACE, _INSTANCE = target_options()
 _JSON = typer.Option(False, "--json", help="Print the observation as JSON (content + structured extras).")
@@ -48,12 +51,8 @@ def _send(io: Streams, workspace: Optional[str], instance: Optional[str], action
     args = action["args"]
     if resolve_path and args.get("path"):
         args["path"] = verbs.resolve(args["path"], session)
-    with bound(io):
-        try:
-            obs = verbs.exchange(session, action, announce=not json_)
-            code = verbs.finish(obs, json_)
-        except verbs.Failed as exc:
-            raise OhError(str(exc), exc.code, exc.hint) from None
+    obs = verbs.exchange(io, session, action, announce=not json_)
+    code = verbs.finish(io, obs, json_)
     if code is None and action["action"] == "diagnostics":
         # Like a compiler: exit 1 when there are errors, so `oh diagnostics && next-step` works.
         extras = obs.get("extras") or {}
@@ -202,4 +201,4 @@ def run_at_position(io: Streams, kind: str, location: str, *, workspace: Optiona
 def register(app: typer.Typer) -> None:
     for fn, name in ((diagnostics, "diagnostics"), (open_, "open"), (editors, "editors"), (symbols, "symbols"),
                      (definition, "definition"), (references, "references")):
-        app.command(name=name, epilog=EPILOG)(fn)
+        app.command(name=name, epilog=SYMBOLS_EPILOG if name == "symbols" else EPILOG)(fn)

@@ -16,8 +16,7 @@ from typing import Optional
 import typer
 
 from ._common import pick_session, target_options
-from ._io import Streams, bound
-from .agent import _failed_as_oherror
+from ._io import Streams
 
 app = typer.Typer(
     help="Background jobs started with `oh run --background`: list them, wait for one, read its output, cancel it.",
@@ -47,8 +46,7 @@ def _run(io: Streams, verb: str, workspace: Optional[str], instance: Optional[st
     from ..fastpath import jobs
 
     session = asdict(pick_session(workspace, instance))
-    with bound(io), _failed_as_oherror():
-        return getattr(jobs, verb)(session, **kw)
+    return getattr(jobs, verb)(io, session, **kw)
 
 
 @app.callback()
@@ -150,7 +148,7 @@ def stat(
     path: str = typer.Argument(..., help="File or directory to check (relative to your cwd inside the workspace)."),
     workspace: Optional[str] = _WORKSPACE,
     instance: Optional[str] = _INSTANCE,
-    json_: bool = _JSON,
+    json_: bool = typer.Option(False, "--json", help="Print the facts as one JSON object (path, exists, type, size, mtime, mode, encoding, mime_type, link)."),
 ) -> None:
     """Whether a path exists, and its type, size, mtime, mode and text encoding. Exit 1 if it does not exist."""
     raise typer.Exit(run_stat(Streams.system(), path=path, workspace=workspace, instance=instance, json_=json_))

@@ -13,6 +13,7 @@ import typer
 
 from ._common import NOT_RUNNING, complete_instances, die
 from ._io import Streams
+from ..text import fmt
 
 
 def render_record(rec: dict[str, Any]) -> str:
@@ -30,7 +31,12 @@ def render_record(rec: dict[str, Any]) -> str:
         parts.append(f"{rec.get('action', '')}#{rec.get('action_id', '')}".strip("#"))
     if rec.get("summary"):
         parts.append(str(rec["summary"]))
-    if kind != "request":
+    ended = fmt.timed_out(rec.get("timed_out"))
+    if kind != "request" and ended:  # a run that hit its timeout: not "ok, exit -1"
+        parts.append(f"→ {ended[0]}")
+        if ended[1] is not None:
+            parts.append(f"exit {ended[1]}")
+    elif kind != "request":
         if rec.get("outcome"):
             parts.append(f"→ {rec['outcome']}")
         if rec.get("exit_code") is not None:
@@ -41,7 +47,7 @@ def render_record(rec: dict[str, Any]) -> str:
         parts.append(str(rec["error_id"]))
     if rec.get("message"):
         parts.append(f"— {rec['message']}")
-    known = {"t", "kind", "agent", "action", "action_id", "agent_action_id", "summary", "outcome", "exit_code", "duration_ms", "error_id", "message", "cause"}
+    known = {"t", "kind", "agent", "action", "action_id", "agent_action_id", "summary", "outcome", "exit_code", "duration_ms", "error_id", "message", "cause", "timed_out"}
     extra = {k: v for k, v in rec.items() if k not in known}
     if extra:
         parts.append(" ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in extra.items()))

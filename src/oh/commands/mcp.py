@@ -116,8 +116,9 @@ def run_install(io: Streams, *, client: str, scope: str = "user", name: str = "o
         try:
             inst.apply(plan)
         except OSError as exc:
-            die(f"cannot write {plan.path}: {exc.strerror or exc}", ERROR)
-        io.print(f"{plan.path}: added the MCP server `{name}` ({plan.entry['command']} {' '.join(plan.entry['args'])}).")
+            die(f"cannot write {plan.written}: {exc.strerror or exc}", ERROR)
+        where = f"{plan.written} (the target of the symlink {plan.path})" if plan.target else f"{plan.path}"
+        io.print(f"{where}: added the MCP server `{name}` ({plan.entry['command']} {' '.join(plan.entry['args'])}).")
         io.print(f"Restart {client} (or reload its MCP servers) to pick it up.")
         if scope == "project" and client in _PROJECT_STEP:
             io.print(_PROJECT_STEP[client])

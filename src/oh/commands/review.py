@@ -3,17 +3,19 @@
 ``oh review`` lists them, ``show ID`` prints the diff (coloured on a terminal), ``accept ID|--all``
 writes them, ``reject ID --reason TEXT`` tells the agent why not. Each request is one frame on the
 backend's control leg (token from the session file). Paths, agent names and diff lines are agent-
-controlled: printed through ``text.sanitize.visible``.
+controlled: printed through ``text.sanitize.visible``. Each command is parse -> ``run_review`` /
+``run_show`` / ``run_accept`` / ``run_reject`` (streams, options; ``control`` = the request sender a test
+may replace) -> exit code.
 """
 
 from __future__ import annotations
 
-import sys
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import typer
 
-from ._common import ERROR, UNREACHABLE, USAGE, die, pick_session, print_json, target_options
+from ._common import ERROR, UNREACHABLE, USAGE, die, pick_session, target_options
+from ._io import Streams
 
 app = typer.Typer(
     help="Review the agent's proposed changes (backend started with `oh start --review`, runtime local).",
@@ -32,22 +34,37 @@ _HINTS = {
 }
 
 
-def _request(workspace: Optional[str], instance: Optional[str], frame: dict[str, Any], json_: bool) -> dict[str, Any]:
-    from ..launcher.control import BackendUnreachable, control
+class _Shown(Exception):
+    """A refusal already printed as JSON (``--json``): the command ends with ``code`` and no message."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+def _send_control(session, frame: dict[str, Any]) -> dict[str, Any]:
+    from ..launcher.control import control
+
+    # The decider credential (issue 19): the agent token may list, never decide.
+    return control(session, frame, token=session.decider_token or None, timeout=10.0)
+
+
+def _request(io: Streams, workspace: Optional[str], instance: Optional[str], frame: dict[str, Any], json_: bool,
+             control: Callable[[Any, dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+    from ..launcher.control import BackendUnreachable
 
     session = pick_session(workspace, instance)
     try:
-        # The decider credential (issue 19): the agent token may list, never decide.
-        answer = control(session, {"type": "review", **frame}, token=session.decider_token or None, timeout=10.0)
+        answer = control(session, {"type": "review", **frame})
     except BackendUnreachable as exc:
         die(str(exc), UNREACHABLE, "Is the backend still running? `oh status` shows it.")
     if answer.get("type") == "error":
+        code = str(answer.get("error_id", ""))
         if json_:
-            print_json(answer)
-            raise typer.Exit(USAGE if answer.get("error_id") == "BAD_REQUEST" else ERROR)
+            io.json(answer)
+            raise _Shown(USAGE if code == "BAD_REQUEST" else ERROR)
         from ..text.sanitize import visible
 
-        code = str(answer.get("error_id", ""))
         die(visible(answer.get("message", "the backend refused the request")), USAGE if code == "BAD_REQUEST" else ERROR, _HINTS.get(code))
     return answer
 
@@ -56,6 +73,19 @@ def _age(seconds: Any) -> str:
     from ..text.fmt import fmt_duration
 
     return fmt_duration(float(seconds)) if isinstance(seconds, (int, float)) else "?"
+
+
+def _shown(run: Callable[..., int]) -> Callable[..., int]:
+    """``run_*`` returning the exit code of a refusal already shown as JSON."""
+
+    def wrapped(io: Streams, **options: Any) -> int:
+        try:
+            return run(io, **options)
+        except _Shown as shown:
+            return shown.code
+
+    wrapped.__name__, wrapped.__doc__ = run.__name__, run.__doc__
+    return wrapped
 
 
 @app.callback()
@@ -68,22 +98,30 @@ def review(
     """List the pending proposals: id, agent, kind, path, age."""
     if ctx.invoked_subcommand is not None:
         return
+    raise typer.Exit(run_review(Streams.system(), workspace=workspace, instance=instance, json_=json_))
+
+
+@_shown
+def run_review(io: Streams, *, workspace: Optional[str] = None, instance: Optional[str] = None, json_: bool = False,
+               control: Callable[[Any, dict[str, Any]], dict[str, Any]] = _send_control) -> int:
+    """``oh review``'s behaviour: the table of pending proposals (or the backend's answer as JSON)."""
     from ..text.sanitize import visible
 
-    answer = _request(workspace, instance, {"op": "list"}, json_)
+    answer = _request(io, workspace, instance, {"op": "list"}, json_, control)
     if json_:
-        print_json(answer)
-        return
+        io.json(answer)
+        return 0
     rows = answer.get("proposals") or []
     if not rows:
-        typer.echo("No pending proposals.")
-        return
-    typer.echo(f"{'ID':<6} {'AGENT':<16} {'KIND':<18} {'AGE':>7}  PATH")
+        io.print("No pending proposals.")
+        return 0
+    io.print(f"{'ID':<6} {'AGENT':<16} {'KIND':<18} {'AGE':>7}  PATH")
     for r in rows:
         kind = f"{r.get('kind')} {r.get('command')}"
-        typer.echo(f"{visible(r.get('id')):<6} {visible(r.get('agent'))[:16]:<16} {visible(kind)[:18]:<18} {_age(r.get('age_s')):>7}  {visible(r.get('path'))}")
-    typer.echo(f"Show one with `oh review show ID`; decide with `oh review accept ID|--all` or `oh review reject ID --reason TEXT` "
-               f"(undecided ones time out after {answer.get('review_timeout', '?'):g} s).")
+        io.print(f"{visible(r.get('id')):<6} {visible(r.get('agent'))[:16]:<16} {visible(kind)[:18]:<18} {_age(r.get('age_s')):>7}  {visible(r.get('path'))}")
+    io.print(f"Show one with `oh review show ID`; decide with `oh review accept ID|--all` or `oh review reject ID --reason TEXT` "
+             f"(undecided ones time out after {answer.get('review_timeout', '?'):g} s).")
+    return 0
 
 
 def _colour(line: str, tty: bool) -> str:
@@ -112,33 +150,41 @@ def show(
     json_: bool = _JSON,
 ) -> None:
     """Print a proposal as a unified diff (coloured on a terminal)."""
+    raise typer.Exit(run_show(Streams.system(), proposal_id=proposal_id, workspace=workspace, instance=instance, json_=json_))
+
+
+@_shown
+def run_show(io: Streams, *, proposal_id: str, workspace: Optional[str] = None, instance: Optional[str] = None, json_: bool = False,
+             control: Callable[[Any, dict[str, Any]], dict[str, Any]] = _send_control) -> int:
+    """``oh review show``'s behaviour: the proposal as a unified diff, coloured when ``io.tty``."""
     from ..text.sanitize import visible
 
-    answer = _request(workspace, instance, {"op": "show", "id": proposal_id}, json_)
+    answer = _request(io, workspace, instance, {"op": "show", "id": proposal_id}, json_, control)
     if json_:
-        print_json(answer)
-        return
+        io.json(answer)
+        return 0
     p = answer.get("proposal") or {}
-    tty = sys.stdout.isatty()
     head = f"{visible(p.get('id'))}: {visible(p.get('agent'))} proposes {visible(p.get('kind'))} {visible(p.get('command'))} of {visible(p.get('path'))} ({_age(p.get('age_s'))} ago)"
-    typer.echo(f"\x1b[1m{head}\x1b[0m" if tty else head)
+    io.print(f"\x1b[1m{head}\x1b[0m" if io.tty else head)
     for line in str(p.get("diff", "")).splitlines():
-        typer.echo(_colour(line, tty))
+        io.print(_colour(line, io.tty))
+    return 0
 
 
-def _report(answer: dict[str, Any], json_: bool) -> None:
+def _report(io: Streams, answer: dict[str, Any], json_: bool) -> int:
     from ..text.sanitize import visible
 
     results = answer.get("results") or []
     if json_:
-        print_json(answer)
+        io.json(answer)
     else:
         if not results:
-            typer.echo("No pending proposals.")
+            io.print("No pending proposals.")
         for r in results:
-            typer.echo(f"{visible(r.get('id'))}: {visible(r.get('outcome'))}: {visible(r.get('message'))}")
+            io.print(f"{visible(r.get('id'))}: {visible(r.get('outcome'))}: {visible(r.get('message'))}")
     if any(r.get("outcome") not in ("accepted", "rejected") for r in results):
-        raise typer.Exit(ERROR)  # stale, failed or unknown: nothing was written for those
+        return ERROR  # stale, failed or unknown: nothing was written for those
+    return 0
 
 
 @app.command()
@@ -150,10 +196,18 @@ def accept(
     json_: bool = _JSON,
 ) -> None:
     """Write a proposal (or all of them). A file changed since the proposal is not written (exit 1)."""
+    raise typer.Exit(run_accept(Streams.system(), proposal_id=proposal_id, all_=all_, workspace=workspace, instance=instance, json_=json_))
+
+
+@_shown
+def run_accept(io: Streams, *, proposal_id: Optional[str] = None, all_: bool = False, workspace: Optional[str] = None,
+               instance: Optional[str] = None, json_: bool = False,
+               control: Callable[[Any, dict[str, Any]], dict[str, Any]] = _send_control) -> int:
+    """``oh review accept``'s behaviour: 0 when every proposal was written, 1 otherwise."""
     if bool(proposal_id) == all_:
         die("give one proposal ID or --all.", USAGE, "`oh review` lists the pending proposals.")
     frame: dict[str, Any] = {"op": "accept", "all": True} if all_ else {"op": "accept", "id": proposal_id}
-    _report(_request(workspace, instance, frame, json_), json_)
+    return _report(io, _request(io, workspace, instance, frame, json_, control), json_)
 
 
 @app.command()
@@ -165,5 +219,11 @@ def reject(
     json_: bool = _JSON,
 ) -> None:
     """Reject a proposal; the agent gets REJECTED with your reason. Nothing is written."""
-    _report(_request(workspace, instance, {"op": "reject", "id": proposal_id, "reason": reason}, json_), json_)
+    raise typer.Exit(run_reject(Streams.system(), proposal_id=proposal_id, reason=reason, workspace=workspace, instance=instance, json_=json_))
 
+
+@_shown
+def run_reject(io: Streams, *, proposal_id: str, reason: str = "", workspace: Optional[str] = None, instance: Optional[str] = None,
+               json_: bool = False, control: Callable[[Any, dict[str, Any]], dict[str, Any]] = _send_control) -> int:
+    """``oh review reject``'s behaviour."""
+    return _report(io, _request(io, workspace, instance, {"op": "reject", "id": proposal_id, "reason": reason}, json_, control), json_)

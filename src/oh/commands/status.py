@@ -16,25 +16,15 @@ EPILOG = "Exit codes: 0 at least one backend is running · 3 none is running."
 
 
 def reap_dead() -> list[dict[str, Any]]:
-    """Session files whose backend died without removing them (a clean stop removes its own): remove
-    them, as listing would, but return what died so the user is told instead of it vanishing."""
-    from ..config import paths
+    """Backends that died without removing their session file (a clean stop removes its own): listing
+    replaces such a file by a note (oh.sessions), whichever command listed first (often `oh run`); here
+    each note is taken once, so the user is told instead of the backend vanishing."""
     from .. import sessions
+    from ..launcher.process import log_file_for
 
-    d = paths.sessions_dir()
-    if not d.is_dir():
-        return []
-    dead = []
-    for p in sorted(d.glob(f"*{sessions.SUFFIX}")):
-        s = sessions.read(p)
-        if s is None or sessions.is_alive(s):
-            continue
-        from ..launcher.process import log_file_for
-
-        sessions.remove(s.instance_id)
-        dead.append({"instance_id": s.instance_id, "pid": s.pid, "runtime": s.runtime, "workspace": s.workspace,
-                     "log": str(log_file_for(s.instance_id))})
-    return dead
+    sessions.list_sessions()  # notes for the stale files still there
+    return [{"instance_id": d["instance_id"], "pid": d["pid"], "runtime": d["runtime"], "workspace": d["workspace"],
+             "log": str(log_file_for(d["instance_id"]))} for d in sessions.take_died()]
 
 
 def tell_dead(dead: list[dict[str, Any]], err: TextIO | None = None) -> None:
@@ -85,9 +75,10 @@ def status(
 ) -> None:
     """Every running backend: id, pid, port, runtime, workspace, uptime, editors, agents, actions.
 
-    Only boolean flags here on purpose: any other parameter type makes typer import pydantic
-    (~100 ms), and `oh status` must start fast. --watch refreshes every second.
+    Also says once when a backend died since the last look (and where its log is). --watch refreshes every second.
     """
+    # Only boolean flags here on purpose: any other parameter type makes typer import pydantic (~100 ms),
+    # and `oh status` must start fast.
     raise typer.Exit(run_status(Streams.system(), json_=json_, watch=watch))
 
 

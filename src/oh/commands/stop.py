@@ -31,8 +31,9 @@ def run_stop(io: Streams, *, instance: Optional[str] = None, workspace: Optional
 
     if stop_backend is None:
         from ..launcher.process import stop_backend
-    if sum(bool(x) for x in (instance, workspace, all_)) > 1:
-        die("give one of INSTANCE, --workspace or --all.", USAGE)
+    given = [name for name, x in ((f"INSTANCE ({instance})", instance), ("--workspace", workspace), ("--all", all_)) if x]
+    if len(given) > 1:
+        die(f"{' and '.join(given)} exclude each other: give only one of INSTANCE, --workspace or --all.", USAGE)
     if all_:
         targets = sessions.list_sessions()
         if not targets:
@@ -41,7 +42,7 @@ def run_stop(io: Streams, *, instance: Optional[str] = None, workspace: Optional
                 return NOT_RUNNING
             die("no backend is running.", NOT_RUNNING)
     else:
-        targets = [pick_session(workspace, instance)]
+        targets = [pick_session(workspace, instance, to_stop=True)]
     stopped = []
     for s in targets:
         how = stop_backend(s, timeout=timeout)

@@ -200,6 +200,7 @@ KEYS: dict[str, Key] = {
         Key("consent_allow", _rules("allow"), [], "consent rules that allow without asking, e.g. ['run: npm test *', 'write: docs/**'] (`oh config add consent_allow RULE`)", "rules 'run|write|read: PATTERN' (one per line in OH_CONSENT_ALLOW)"),
         Key("consent_ask", _rules("ask"), [], "consent rules that always ask, e.g. ['run: git push *', 'risk: MEDIUM']", "rules 'run|write|read|risk: PATTERN'"),
         Key("consent_deny", _rules("deny"), [], "consent rules that refuse (REJECTED, never asked), e.g. ['run: rm -rf *', 'write: .env']; deny beats ask beats allow", "rules 'run|write|read|risk: PATTERN'"),
+        Key("setup_script", _bool, True, "run the workspace's .oh/setup.sh (or .openhands/setup.sh) once per backend, as a job, before the first action (docs/protocol.md §3.14)", "true | false"),
         Key("log_level", _choice("debug", "info", "warning", "error"), "info", "backend log level (log file under the state dir)", "debug | info | warning | error"),
     )
 }
@@ -250,7 +251,7 @@ def read_file(path: Path | None = None) -> dict[str, Any]:
 
 def set_in_file(name: str, value: Any, path: Path | None = None) -> Path:
     """Store one key in config.toml, keeping the file's comments, layout and key order (tomlkit;
-    issue 9 #22: rewriting the table with tomli-w dropped comments and sorted the keys)."""
+    rewriting the table with tomli-w dropped comments and sorted the keys)."""
     return _edit_file(lambda doc: doc.__setitem__(name, value), path)
 
 
@@ -355,7 +356,7 @@ def display(value: Any) -> str:
     return str(value)
 
 
-JOB_SETTINGS = ("max_shells", "job_retention", "repeat_limit", "repeat_action")
+JOB_SETTINGS = ("max_shells", "job_retention", "repeat_limit", "repeat_action", "setup_script")
 
 
 def job_settings(s: "Settings") -> dict:

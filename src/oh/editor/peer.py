@@ -56,8 +56,6 @@ class HeadlessEditor:
     def _make_runtime(self, roots: list[str] | None):
         """The local runtime that executes, with the user's max_shells / job_retention settings; its
         job events go to the backend as ``job_event`` frames (docs/protocol.md §4)."""
-        from ..runtimes.local import LocalRuntime
-
         rt = LocalRuntime(self.workspace, roots, max_shells=self.max_shells, job_retention=self.job_retention)
         rt.on_job_event = self._job_event
         rt.backend_names_jobs = True

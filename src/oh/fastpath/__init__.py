@@ -1,4 +1,4 @@
-"""The CLI's fast entry for the verbs agents call in a loop (issue 8 §3): stdlib only, no typer.
+"""The CLI's fast entry for the verbs agents call in a loop: stdlib only, no typer.
 
 ``dispatch.main`` is tried first by ``oh.cli.main``; ``verbs`` is the agent verbs' one
 implementation (the typer commands call it too). Why and how fast: docs/benchmarks.md, "CLI as

@@ -75,7 +75,7 @@ def live_sessions() -> list[dict] | None:
         return None
     directory = os.path.join(base, "sessions")
     try:
-        # Someone else's (or a world-writable) oh directory could hold a planted token (issue 9 #1):
+        # Someone else's (or a world-writable) oh directory could hold a planted token:
         # only our own private directories are read here; the full CLI explains anything else.
         if not _private(os.stat(base)) or not _private(os.stat(directory)):
             return None
@@ -103,6 +103,17 @@ def live_sessions() -> list[dict] | None:
         return None
     found.sort(key=lambda d: d["start_time"], reverse=True)
     return found
+
+
+def died_notes() -> bool:
+    """Whether a note of a backend found dead (``.<id>.died``, written by ``oh.sessions``) waits to be told."""
+    base = state_dir()
+    try:
+        return base is None or any(e.name.endswith(".died") for e in os.scandir(os.path.join(base, "sessions")))
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
 
 
 def pick(workspace: str | None, instance: str | None) -> dict | None:

@@ -31,14 +31,17 @@ def main(argv: list[str]) -> int | None:
     if parsed is None:
         return None
     opts, pos = parsed
+    from .streams import Streams
+
+    io = Streams.system()
     try:
         if verb == "status":
             from .status import status
 
-            return status(json_=bool(opts.get("json_")))
-        return _verb(verb, opts, pos)
+            return status(io, json_=bool(opts.get("json_")))
+        return _verb(io, verb, opts, pos)
     except KeyboardInterrupt:
-        sys.stderr.write("oh: interrupted.\n")
+        io.note("interrupted.")
         return 130
     except BrokenPipeError:
         # The reader went away (`oh read f | head`): end quietly, as cat does.
@@ -49,13 +52,14 @@ def main(argv: list[str]) -> int | None:
         return 1
 
 
-def _verb(verb: str, opts: dict, pos: list[str]) -> int | None:
+def _verb(io, verb: str, opts: dict, pos: list[str]) -> int | None:
     from . import discover, verbs
+    from .exits import OhError
 
     try:
         os.getcwd()
     except OSError:  # deleted under us: neither path could resolve anything relative to it
-        verbs.err("the current directory no longer exists: `cd` to an existing one first.")
+        io.note("the current directory no longer exists: `cd` to an existing one first.")
         return 1
     session = discover.pick(opts.get("workspace"), opts.get("instance"))
     if session is None:
@@ -63,27 +67,27 @@ def _verb(verb: str, opts: dict, pos: list[str]) -> int | None:
     common = {"json_": bool(opts.get("json_")), "quiet": bool(opts.get("quiet"))}
     try:
         if verb == "stat" or verb.startswith("jobs") or verb == "run" and opts.get("background"):
-            return _job_verb(verb, session, opts, pos)
+            return _job_verb(io, verb, session, opts, pos)
         if verb == "write" and (opts.get("append") or opts.get("create")):
             from . import jobs
 
-            content = verbs.content_or_stdin(opts.get("content"))  # read first, as the typer command does
+            content = verbs.content_or_stdin(io, opts.get("content"))  # read first, as the typer command does
             mode = verbs.pick_mode(("append", bool(opts.get("append"))), ("create", bool(opts.get("create"))), what="--append, --create")
-            return jobs.write_mode(session, path=pos[0], content=content, mode=mode, **common)
+            return jobs.write_mode(io, session, path=pos[0], content=content, mode=mode, **common)
         if verb == "run":
-            return verbs.run(session, command=pos, mode=run_mode(opts), text=opts.get("input"), timeout=opts.get("timeout"),
+            return verbs.run(io, session, command=pos, mode=run_mode(opts), text=opts.get("input"), timeout=opts.get("timeout"),
                              cwd=opts.get("cwd"), max_output=opts.get("max_output"), **common)
         if verb == "read":
-            return verbs.read(session, path=pos[0], start=opts.get("start", 0), end=opts.get("end", -1), **common)
+            return verbs.read(io, session, path=pos[0], start=opts.get("start", 0), end=opts.get("end", -1), **common)
         if verb == "write":
-            return verbs.write(session, path=pos[0], content=verbs.content_or_stdin(opts.get("content")), **common)
+            return verbs.write(io, session, path=pos[0], content=verbs.content_or_stdin(io, opts.get("content")), **common)
         mode = edit_mode(opts)
-        return verbs.edit(session, path=pos[0], mode=mode, create=opts.get("create"), replace=opts.get("replace"),
+        return verbs.edit(io, session, path=pos[0], mode=mode, create=opts.get("create"), replace=opts.get("replace"),
                           insert=opts.get("insert"), **common)
-    except verbs.Failed as exc:
-        verbs.err(str(exc))
+    except OhError as exc:
+        io.note(exc.message)
         if exc.hint:
-            sys.stderr.write(f"    {exc.hint}\n")
+            io.hint(exc.hint)
         return exc.code
 
 
@@ -92,25 +96,25 @@ _NOT_WITH_BACKGROUND = (("timeout", "--timeout"), ("input", "--input"), ("interr
                         ("reset", "--reset"), ("max_output", "--max-output"))
 
 
-def _job_verb(verb: str, session: dict, opts: dict, pos: list[str]) -> int:
-    """The job verbs and `oh stat` (oh.fastpath.jobs); raises verbs.Failed like the others."""
+def _job_verb(io, verb: str, session: dict, opts: dict, pos: list[str]) -> int:
+    """The job verbs and `oh stat` (oh.fastpath.jobs); raises OhError like the others."""
     from . import jobs
 
     json_ = bool(opts.get("json_"))
     if verb == "run":  # with --background: the other run options are refused (as in the typer command)
         also = tuple(flag for key, flag in _NOT_WITH_BACKGROUND if opts.get(key) is not None and opts.get(key) is not False)
-        return jobs.start_background(session, command=pos, cwd=opts.get("cwd"), force=bool(opts.get("force")), json_=json_, also=also)
+        return jobs.start_background(io, session, command=pos, cwd=opts.get("cwd"), force=bool(opts.get("force")), json_=json_, also=also)
     if verb == "stat":
-        return jobs.stat(session, path=pos[0], json_=json_)
+        return jobs.stat(io, session, path=pos[0], json_=json_)
     if verb == "jobs":
-        return jobs.jobs_list(session, json_=json_)
+        return jobs.jobs_list(io, session, json_=json_)
     if verb == "jobs wait":
-        return jobs.jobs_wait(session, job_id=pos[0], timeout=opts.get("timeout"), quiet=bool(opts.get("quiet")), json_=json_)
+        return jobs.jobs_wait(io, session, job_id=pos[0], timeout=opts.get("timeout"), quiet=bool(opts.get("quiet")), json_=json_)
     if verb == "jobs output":
-        return jobs.jobs_output(session, job_id=pos[0], offset=opts.get("offset", 0), follow=bool(opts.get("follow")), json_=json_)
+        return jobs.jobs_output(io, session, job_id=pos[0], offset=opts.get("offset", 0), follow=bool(opts.get("follow")), json_=json_)
     if verb == "jobs cancel":
-        return jobs.jobs_cancel(session, job_id=pos[0], json_=json_)
-    return jobs.jobs_poll(session, job_id=pos[0], json_=json_)
+        return jobs.jobs_cancel(io, session, job_id=pos[0], json_=json_)
+    return jobs.jobs_poll(io, session, job_id=pos[0], json_=json_)
 
 
 def run_mode(opts: dict) -> str:

@@ -12,11 +12,12 @@ cancelled job; 6 for a LOST job or an unknown id; an error observation otherwise
 
 from __future__ import annotations
 
-import sys
 import time
 
-from .exits import ACTION_FAILED, TIMEOUT, USAGE
-from .verbs import CLI_SHELL, AgentLink, Failed, base_dir, err, error_exit, print_json, resolve, shell_quote
+from ..protocol import actions
+from .exits import ACTION_FAILED, TIMEOUT, USAGE, OhError
+from .streams import Streams
+from .verbs import CLI_SHELL, AgentLink, base_dir, branch_note, cli_advice, error_exit, resolve, shell_quote
 
 WAIT_CHUNK = 200.0  # one `job wait` request at most this long (the backend caps a wait at 240 s)
 CANCELLED_EXIT = 130
@@ -27,44 +28,25 @@ def _link(session: dict) -> AgentLink:
     return AgentLink(session, shell=CLI_SHELL, on_interrupt=_INTERRUPTED)
 
 
-def _ask(session: dict, action: dict, json_: bool = False) -> dict:
+def _ask(io: Streams, session: dict, action: dict, json_: bool = False) -> dict:
     link = _link(session)
     try:
-        return _checked(link.ask(action), json_)
+        return _checked(io, link.ask(action), json_)
     finally:
         link.close()
 
 
-def _checked(obs: dict, json_: bool = False) -> dict:
+def _checked(io: Streams, obs: dict, json_: bool = False) -> dict:
     """An error observation ends the command: its message on stderr (with ``--json`` the observation on
     stdout too, as every agent verb prints it), and the README's exit code for it: 2 BAD_REQUEST,
     124 TIMEOUT (e.g. a review nobody decided), 7 NO_EDITOR / EDITOR_DISCONNECTED, else 6."""
     if obs.get("observation") == "error":
         eid = (obs.get("extras") or {}).get("error_id") or ""
         if json_:
-            print_json(obs)
+            io.json(obs)
         hint = "`oh jobs` lists the jobs of the `oh run` shell (jobs of other agents are not shown)." if eid == "NO_JOB" else None
-        raise Failed(f"{eid}: {obs.get('content') or ''}", error_exit(eid), hint)
+        raise OhError(f"{eid}: {cli_advice(obs.get('content') or '')}", error_exit(eid), hint)
     return obs
-
-
-def _job_action(op: str, job_id: str | None = None, *, timeout: float | None = None, **args) -> dict:
-    body = {"op": op, **{k: v for k, v in args.items() if v is not None}}
-    if job_id is not None:
-        body["job_id"] = job_id
-    action: dict = {"action": "job", "args": body}
-    if timeout is not None:
-        action["timeout"] = float(timeout)
-    return action
-
-
-def _out(text: str) -> None:
-    sys.stdout.write(text)
-    sys.stdout.flush()
-
-
-def _line(text) -> None:
-    _out(f"{text}\n")
 
 
 def _age(seconds) -> str:
@@ -79,70 +61,71 @@ def _where(session: dict, path: str | None) -> str:
 
 
 # ---------------------------------------------------------------- `oh run --background`, `oh write`, `oh stat`
-def start_background(session: dict, *, command: list[str], cwd: str | None = None, force: bool = False, json_: bool = False,
+def start_background(io: Streams, session: dict, *, command: list[str], cwd: str | None = None, force: bool = False, json_: bool = False,
                      also: tuple[str, ...] = ()) -> int:
     """Start the job in the `cli` shell; print its id; exit 0. ``also``: other `oh run` options given,
     which a job does not take (a --timeout silently dropped would leave a job running that the user
     believed bounded): a usage error naming them."""
     if also:
-        raise Failed(f"--background does not go with {', '.join(also)}: a job runs until it ends or `oh jobs cancel`. "
+        raise OhError(f"--background does not go with {', '.join(also)}: a job runs until it ends or `oh jobs cancel`. "
                      "Bound it inside the command (`timeout 60 CMD`), or run it without --background.", USAGE)
     line = command[0] if len(command) == 1 else " ".join(shell_quote(w) for w in command)
     if not line.strip():
-        raise Failed("give the command to start (e.g. `oh run --background -- npm run dev`).", USAGE)
-    args: dict = {"command": line, "background": True, "cwd": _where(session, cwd)}
-    if force:
-        args["force"] = True
-    obs = _ask(session, {"action": "run", "args": args}, json_)
+        raise OhError("give the command to start (e.g. `oh run --background -- npm run dev`).", USAGE)
+    obs = _ask(io, session, actions.run(line, background=True, force=force, cwd=_where(session, cwd)), json_)
     if json_:
-        print_json(obs)
+        io.json(obs)
         return 0
     md = (obs.get("extras") or {}).get("metadata") or {}
     jid = md.get("job_id")
     if not isinstance(jid, str):
-        raise Failed("the backend did not start a background job (its editor may not support jobs).", ACTION_FAILED)
-    _line(jid)
+        raise OhError("the backend did not start a background job (its editor may not support jobs).", ACTION_FAILED)
+    io.print(jid)
     if "already running" in (md.get("suffix") or ""):
-        err(f"{jid} was already running with the same command, directory and environment (use --force for another).")
+        io.note(f"{jid} was already running with the same command, directory and environment (use --force for another).")
     return 0
 
 
-def write_mode(session: dict, *, path: str, content: str, mode: str, json_: bool = False, quiet: bool = False) -> int:
+def write_mode(io: Streams, session: dict, *, path: str, content: str, mode: str, json_: bool = False, quiet: bool = False) -> int:
     """``oh write --append/--create``: write through the backend in that mode; say what happened."""
-    args = {"path": _where(session, path), "content": content, "start": 0, "end": -1, "thought": "", "security_risk": -1, "mode": mode}
-    obs = _ask(session, {"action": "write", "args": args}, json_)
+    obs = _ask(io, session, actions.write(_where(session, path), content, mode=mode), json_)
+    said = obs.get("content") or ""
+    note = None if json_ else branch_note(obs)
+    if note:  # branch mode's first change: said on stderr, not taken for create's "the file is there"
+        io.note(note)
+        said = said.split("\n", 1)[1] if "\n" in said else ""
     if json_:
-        print_json(obs)
+        io.json(obs)
     elif quiet:
         pass
-    elif obs.get("content"):  # create found the file there: nothing was changed
-        _line(obs["content"])
+    elif said.strip():  # create found the file there: nothing was changed
+        io.print(said)
     else:
         verb = "appended" if mode == "append" else "created"
         size = len(content.encode("utf-8", "surrogatepass"))
-        _line(f"{verb} {size} bytes {'to' if mode == 'append' else 'as'} {(obs.get('extras') or {}).get('path') or path}")
+        io.print(f"{verb} {size} bytes {'to' if mode == 'append' else 'as'} {(obs.get('extras') or {}).get('path') or path}")
     return 0
 
 
-def stat(session: dict, *, path: str, json_: bool = False) -> int:
+def stat(io: Streams, session: dict, *, path: str, json_: bool = False) -> int:
     """Exit 0 when the path exists, 1 when it does not (a normal answer, not an error)."""
-    obs = _ask(session, {"action": "stat", "args": {"path": _where(session, path)}}, json_)
+    obs = _ask(io, session, actions.stat(_where(session, path)), json_)
     extras = obs.get("extras") or {}
     if json_:
-        print_json(extras)
+        io.json(extras)
     else:
-        _line(obs.get("content") or "")
+        io.print(obs.get("content") or "")
     return 0 if extras.get("exists") else 1
 
 
 # ---------------------------------------------------------------- `oh jobs ...`
-def jobs_list(session: dict, *, json_: bool = False) -> int:
-    records = _ask(session, _job_action("list"), json_).get("extras", {}).get("jobs") or []
+def jobs_list(io: Streams, session: dict, *, json_: bool = False) -> int:
+    records = _ask(io, session, actions.job("list"), json_).get("extras", {}).get("jobs") or []
     if json_:
-        print_json(records)
+        io.json(records)
         return 0
     if not records:
-        _line("no jobs (start one with `oh run --background -- CMD`)")
+        io.print("no jobs (start one with `oh run --background -- CMD`)")
         return 0
     rows = [("ID", "STATE", "EXIT", "TIME", "COMMAND")]
     for r in records:
@@ -152,7 +135,7 @@ def jobs_list(session: dict, *, json_: bool = False) -> int:
                      " ".join(str(r.get("command", "")).split())[:80]))
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     for row in rows:
-        _line("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:4])) + "  " + row[4])
+        io.print("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:4])) + "  " + row[4])
     return 0
 
 
@@ -168,14 +151,14 @@ def exit_for(record: dict) -> int:
     return ACTION_FAILED  # LOST
 
 
-def jobs_wait(session: dict, *, job_id: str, timeout: float | None = None, quiet: bool = False, json_: bool = False) -> int:
+def jobs_wait(io: Streams, session: dict, *, job_id: str, timeout: float | None = None, quiet: bool = False, json_: bool = False) -> int:
     """Wait until the job ends (in requests of at most WAIT_CHUNK s); print its output tail; its exit code."""
     link = _link(session)
     try:
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             chunk = WAIT_CHUNK if deadline is None else max(min(WAIT_CHUNK, deadline - time.monotonic()), 0.001)
-            obs = link.ask(_job_action("wait", job_id, timeout=chunk))
+            obs = link.ask(actions.job("wait", job_id, timeout=chunk))
             record = (obs.get("extras") or {}).get("job") or {}
             if obs.get("observation") != "job" or record.get("state") != "RUNNING":
                 break
@@ -183,42 +166,42 @@ def jobs_wait(session: dict, *, job_id: str, timeout: float | None = None, quiet
                 break
     finally:
         link.close()
-    _checked(obs, json_)
+    _checked(io, obs, json_)
     content = obs.get("content") or ""
     if json_:
-        print_json(obs)
+        io.json(obs)
     elif not quiet and content:
-        _out(content if content.endswith("\n") else content + "\n")
+        io.write(content if content.endswith("\n") else content + "\n")
     state = record.get("state")
     if not json_:
         if state == "RUNNING":
-            err(f"job {job_id} is still running after {timeout:g} s (it keeps running; `oh jobs cancel {job_id}` stops it).")
+            io.note(f"job {job_id} is still running after {timeout:g} s (it keeps running; `oh jobs cancel {job_id}` stops it).")
         elif state == "LOST":
-            err(f"job {job_id} is LOST: the editor that ran it went away.")
+            io.note(f"job {job_id} is LOST: the editor that ran it went away.")
         elif state == "CANCELLED":
-            err(f"job {job_id} was cancelled.")
+            io.note(f"job {job_id} was cancelled.")
     return exit_for(record)
 
 
-def jobs_output(session: dict, *, job_id: str, offset: int = 0, follow: bool = False, json_: bool = False) -> int:
+def jobs_output(io: Streams, session: dict, *, job_id: str, offset: int = 0, follow: bool = False, json_: bool = False) -> int:
     """The job's output from ``offset``; with ``follow`` until the job ends."""
     link = _link(session)
     try:
         pos = offset
         while True:
-            obs = _checked(link.ask(_job_action("output", job_id, offset=pos, wait=5.0 if follow else None)), json_)
+            obs = _checked(io, link.ask(actions.job("output", job_id, offset=pos, wait=5.0 if follow else None)), json_)
             extras = obs.get("extras") or {}
             if json_:
-                print_json(obs)
+                io.json(obs)
             else:
                 # The backend starts later than asked when the spool dropped those bytes (`dropped` = how
                 # many of the oldest are gone) or, by a byte or three, at the next UTF-8 character: only
                 # the first is a loss worth a note.
                 lost = min(extras.get("offset", pos), extras.get("dropped") or 0) - pos
                 if lost > 0:
-                    err(f"{lost} bytes before offset {extras.get('offset')} are no longer kept (the job's output spool is bounded).")
+                    io.note(f"{lost} bytes before offset {extras.get('offset')} are no longer kept (the job's output spool is bounded).")
                 if obs.get("content"):
-                    _out(obs["content"])
+                    io.write(obs["content"])
             pos = extras.get("next_offset", pos)
             state = (extras.get("job") or {}).get("state")
             if not follow or extras.get("eof") or state != "RUNNING" and pos >= extras.get("size", pos):
@@ -227,26 +210,26 @@ def jobs_output(session: dict, *, job_id: str, offset: int = 0, follow: bool = F
         link.close()
 
 
-def jobs_cancel(session: dict, *, job_id: str, json_: bool = False) -> int:
-    obs = _ask(session, _job_action("cancel", job_id), json_)
+def jobs_cancel(io: Streams, session: dict, *, job_id: str, json_: bool = False) -> int:
+    obs = _ask(io, session, actions.job("cancel", job_id), json_)
     if json_:
-        print_json(obs)
+        io.json(obs)
     else:
-        _line(obs.get("content") or "")
+        io.print(obs.get("content") or "")
     return 0
 
 
-def jobs_poll(session: dict, *, job_id: str, json_: bool = False) -> int:
-    obs = _ask(session, _job_action("poll", job_id), json_)
+def jobs_poll(io: Streams, session: dict, *, job_id: str, json_: bool = False) -> int:
+    obs = _ask(io, session, actions.job("poll", job_id), json_)
     if json_:
-        print_json(obs)
+        io.json(obs)
         return 0
     r = (obs.get("extras") or {}).get("job") or {}
     code = r.get("exit_code")
     err_line = f"{r.get('job_id')}  {r.get('state')}{'' if code is None else f' (exit {code})'}  {_age(r.get('duration_s'))}  {r.get('command')}"
-    sys.stderr.write(err_line + "\n")
-    sys.stderr.flush()
+    io.err.write(err_line + "\n")
+    io.err.flush()
     content = obs.get("content") or ""
     if content:
-        _out(content if content.endswith("\n") else content + "\n")
+        io.write(content if content.endswith("\n") else content + "\n")
     return 0

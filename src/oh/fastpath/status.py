@@ -8,17 +8,16 @@ an unreachable backend, a newer session format) returns None and the full comman
 
 from __future__ import annotations
 
-import sys
-
 from . import discover, fastjson, ws
 from .exits import NOT_RUNNING, OK
+from .streams import Streams
 
 # The session file's public fields, in the order of oh.sessions.Session (token excluded).
 PUBLIC = ("instance_id", "pid", "start_time", "host", "port", "runtime", "workspace", "protocol", "oh_version",
           "started_at", "trace", "editor_timeout", "url")
 DEFAULTS = {"protocol": 1, "oh_version": "", "started_at": "", "trace": "", "editor_timeout": 30.0, "url": ""}
-SECRET = ("token", "editor_token")  # never shown
-OPTIONAL = ("allowed_roots", "review_timeout")  # shown when the backend writes them
+SECRET = ("token", "editor_token", "decider_token")  # never shown
+OPTIONAL = ("allowed_roots", "review_timeout", "approval_timeout")  # shown when the backend writes them
 
 
 def _fingerprint(token: str) -> str:
@@ -57,8 +56,8 @@ NONE_RUNNING = "no backend is running. Start one with `oh start` (or `oh start -
 
 def collect() -> list[dict] | None:
     found = discover.live_sessions()
-    if found is None:
-        return None
+    if found is None or discover.died_notes():
+        return None  # a backend died since the last look: the full command says so (oh.sessions.take_died)
     rows = []
     for data in found:
         row = _row(data)
@@ -68,17 +67,14 @@ def collect() -> list[dict] | None:
     return rows
 
 
-def status(json_: bool) -> int | None:
+def status(io: Streams, json_: bool) -> int | None:
     rows = collect()
     if rows is None:
         return None
     if json_:
-        import json
-
-        sys.stdout.write(json.dumps({"sessions": rows}, indent=2, default=str) + "\n")
+        io.json({"sessions": rows})
     else:
-        sys.stdout.write((render_text(rows) if rows else NONE_RUNNING) + "\n")
-    sys.stdout.flush()
+        io.print(render_text(rows) if rows else NONE_RUNNING)
     return OK if rows else NOT_RUNNING
 
 

@@ -2,46 +2,42 @@
 
 Both entry paths call it: the fast dispatcher (``oh.fastpath.dispatch``, no typer) and the typer
 commands in ``oh.commands.agent`` (``--help``, shell completion, unusual cases). Each verb takes the
-session (a session-file dict), sends one action over ``oh.fastpath.ws`` and returns the exit code
-after printing; nothing here imports typer, rich, pydantic or psutil.
+streams to write to (``Streams``, passed down by its caller) and the session (a session-file dict),
+sends one action (built by ``oh.protocol.actions``) over ``oh.fastpath.ws`` and returns the exit code
+after printing; a failure is raised as ``OhError``. Nothing here imports typer, rich, pydantic or psutil.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 
-from ..protocol.paths import within  # stdlib only: the fast path may load it
+from ..protocol import actions  # stdlib only: the fast path may load it
+from ..protocol.paths import within  # stdlib only
 from . import fastjson, ws
-from .exits import ACTION_FAILED, AUTH, INTERRUPTED, NO_EDITOR, TIMEOUT, UNREACHABLE, USAGE
+from .exits import ACTION_FAILED, AUTH, INTERRUPTED, NO_EDITOR, TIMEOUT, UNREACHABLE, USAGE, OhError
+from .streams import Streams
 
-CLI_SHELL = "cli"  # SPEC-wave2 A: every `oh run` shares this shell/terminal
+CLI_SHELL = "cli"  # every `oh run` shares this shell/terminal
 
 _TRUNCATED = ("[... ", " characters truncated ...]")  # oh.runtimes.local.output.truncation_marker
-# What a person can do while a command runs in the shared `oh run` shell (issue 9 #21).
+# What a person can do while a command runs in the shared `oh run` shell.
 NEXT_STEPS = ("see more of its output with `oh run --wait`, send it a line of input with `oh run --input TEXT`, "
               "stop it with `oh run --interrupt`, or kill everything there with `oh run --reset`")
 
-
-class Failed(Exception):
-    """A verb ends with ``code`` after printing ``message`` (and ``hint``) on stderr."""
-
-    def __init__(self, message: str, code: int, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.hint = hint
-
-
-def err(message: str) -> None:
-    sys.stderr.write(f"oh: {message}\n")
-    sys.stderr.flush()
+# The backend words its errors for agents (args, actions); `oh` shows them to a person at a shell: the
+# advice becomes the command that does it (issue 18 item 11).
+CLI_ADVICE = (
+    ('read it with args.encoding "base64" to get its bytes',
+     "`oh read` shows text only: get its bytes with `oh run -- base64 FILE` (or copy the file)"),
+    (" List the jobs with the job action op list.", ""),  # the hint under the error names `oh jobs`
+    ('get its bytes with the read action and args.encoding "base64"', "get its bytes with `oh run -- base64 FILE`"),
+)
 
 
-def print_json(obj) -> None:
-    import json
-
-    sys.stdout.write(json.dumps(obj, indent=2, default=str) + "\n")
-    sys.stdout.flush()
+def cli_advice(text: str) -> str:
+    for agent_words, cli_words in CLI_ADVICE:
+        text = text.replace(agent_words, cli_words)
+    return text
 
 
 _SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-")
@@ -67,15 +63,15 @@ def pick_mode(*pairs: tuple[str, bool], default: str | None = None, what: str) -
         return on[0]
     if not on and default:
         return default
-    raise Failed(f"give {'at most' if default else 'exactly'} one of {what}.", USAGE)
+    raise OhError(f"give {'at most' if default else 'exactly'} one of {what}.", USAGE)
 
 
-def content_or_stdin(content: str | None) -> str:
+def content_or_stdin(io: Streams, content: str | None) -> str:
     if content is not None:
         return content
-    if sys.stdin is None or sys.stdin.isatty():
-        raise Failed("give the content with --content TEXT or on stdin (e.g. `cat f | oh write PATH`).", USAGE)
-    return sys.stdin.read()
+    if io.inp is None or io.inp.isatty():
+        raise OhError("give the content with --content TEXT or on stdin (e.g. `cat f | oh write PATH`).", USAGE)
+    return io.inp.read()
 
 
 # ---------------------------------------------------------------------------- paths
@@ -93,18 +89,18 @@ def base_dir(session: dict) -> str:
 
 
 def resolve(path: str, session: dict) -> str:
-    """An explicit absolute path: relative ones are taken from ``base_dir`` (issue 9 #18)."""
+    """An explicit absolute path: relative ones are taken from ``base_dir``."""
     return path if os.path.isabs(path) else os.path.normpath(os.path.join(base_dir(session), path))
 
 
 # ---------------------------------------------------------------------------- the wire
-def exchange(session: dict, action: dict, *, shell: str | None = None, announce: bool = True) -> dict:
-    """Connect, send ``action`` (id 1), return its observation. Raises Failed.
+def exchange(io: Streams, session: dict, action: dict, *, shell: str | None = None, announce: bool = True) -> dict:
+    """Connect, send ``action`` (id 1), return its observation. Raises OhError.
 
-    ``announce``: with runtime vscode and no editor connected, say at once that we wait (issue 9 #20).
+    ``announce``: with runtime vscode and no editor connected, say at once that we wait.
     """
     if announce and session.get("runtime") == "vscode":
-        _wait_for_editor_note(session)
+        _wait_for_editor_note(io, session)
     link = AgentLink(session, shell=shell)
     try:
         return link.ask(action)
@@ -117,22 +113,24 @@ _HINT_STATUS = "Check the backend with `oh status`; see its log with `oh logs`."
 
 class AgentLink:
     """One agent connection for several actions in a row (``oh jobs wait`` asks until the job ends).
-    Failures raise Failed with the exit codes of the agent verbs."""
+    Failures raise OhError with the exit codes of the agent verbs."""
 
     def __init__(self, session: dict, *, shell: str | None = None, on_interrupt: str | None = None) -> None:
         headers = {"Authorization": f"Bearer {session['token']}", "X-OH-Client": "oh-cli", "User-Agent": "oh-cli"}
         if shell:
             headers["X-OH-Shell"] = shell
         # What Ctrl-C leaves behind: a command goes on in the shared shell (say how to reach it).
-        self._on_interrupt = on_interrupt or ("interrupted; the command may still be running in the `oh run` shell: "
-                                              "stop it with `oh run --interrupt`." if shell else "interrupted.")
+        # Leaving mid-action cancels it: the backend sends the command Ctrl-C (C-c), as a terminal would.
+        self._on_interrupt = on_interrupt or ("interrupted: the command got Ctrl-C in the `oh run` shell. If it ignores "
+                                              "Ctrl-C, `oh run --wait` shows it still running and `oh run --reset` kills it."
+                                              if shell else "interrupted.")
         self._next_id = 1
         try:
             self._conn = ws.Connection.open(session["host"], int(session["port"]), "/v1/agent", headers)
         except ws.WsError as exc:
             if exc.kind == "auth":
-                raise Failed(f"{exc}: the token in its session file is stale.", AUTH, "Retry (the token may be mid-rotation), or see `oh doctor`.") from None
-            raise Failed(str(exc) + ".", UNREACHABLE, _HINT_STATUS) from None
+                raise OhError(f"{exc}: the token in its session file is stale.", AUTH, "Retry (the token may be mid-rotation), or see `oh doctor`.") from None
+            raise OhError(str(exc) + ".", UNREACHABLE, _HINT_STATUS) from None
 
     def ask(self, action: dict) -> dict:
         """Send ``action`` with the next id; return its observation."""
@@ -144,11 +142,11 @@ class AgentLink:
                 if isinstance(obs, dict) and obs.get("cause") == aid:
                     return obs
         except ws.WsError as exc:
-            raise Failed(str(exc) + ".", UNREACHABLE, _HINT_STATUS) from None
+            raise OhError(str(exc) + ".", UNREACHABLE, _HINT_STATUS) from None
         except KeyboardInterrupt:
-            raise Failed(self._on_interrupt, INTERRUPTED) from None
+            raise OhError(self._on_interrupt, INTERRUPTED) from None
         except (ValueError, UnicodeDecodeError):
-            raise Failed("the backend sent a frame that is not JSON.", UNREACHABLE, _HINT_STATUS) from None
+            raise OhError("the backend sent a frame that is not JSON.", UNREACHABLE, _HINT_STATUS) from None
 
     def close(self) -> None:
         self._conn.close()
@@ -168,24 +166,41 @@ def error_exit(error_id: str) -> int:
     return ACTION_FAILED
 
 
-def finish(obs: dict, json_: bool, *, show_content: bool = True) -> int | None:
+def finish(io: Streams, obs: dict, json_: bool, *, show_content: bool = True) -> int | None:
     """Print the observation; an exit code when it was an error, else None."""
     if json_:
-        print_json(obs)
+        io.json(obs)
     if obs.get("observation") == "error":
         eid = _extras(obs).get("error_id") or ""
         if not json_:
-            err(f"{eid}: {obs.get('content', '')}")
+            io.note(f"{eid}: {cli_advice(str(obs.get('content', '')))}")
         return error_exit(eid)
     content = obs.get("content") or ""
     if not json_ and show_content and content:
-        sys.stdout.write(content if content.endswith("\n") else content + "\n")
-        sys.stdout.flush()
+        io.write(content if content.endswith("\n") else content + "\n")
+    if not json_:
+        line = branch_note(obs, in_content=not show_content)
+        if line:
+            io.note(line)
     return None
 
 
-def check_truncation(obs: dict, quiet: bool) -> None:
-    """Issue 9 #22: the backend drops the middle of long output; say so on stderr."""
+_BRANCH_NOTE = "[oh] Branch mode: "
+
+
+def branch_note(obs: dict, *, in_content: bool = True) -> str | None:
+    """Branch mode's line on the first change (runtimes/branch.py puts it in a run's prefix, else the
+    content): for stderr, where the user sees it even when the content is not printed (`oh write`)."""
+    md = _extras(obs).get("metadata") if obs.get("observation") == "run" else None
+    where = [(md or {}).get("prefix") or ""] + ([obs.get("content") or ""] if in_content else [])
+    for text in where:
+        if isinstance(text, str) and text.startswith(_BRANCH_NOTE):
+            return "branch mode: " + text[len(_BRANCH_NOTE):].split("\n", 1)[0]
+    return None
+
+
+def check_truncation(io: Streams, obs: dict, quiet: bool) -> None:
+    """The backend drops the middle of long output; say so on stderr."""
     if quiet:
         return
     content = obs.get("content") or ""
@@ -193,13 +208,13 @@ def check_truncation(obs: dict, quiet: bool) -> None:
     begin = content.rfind(_TRUNCATED[0], 0, end) if end >= 0 else -1
     count = content[begin + len(_TRUNCATED[0]):end] if begin >= 0 else ""
     if count.isdigit():
-        err(f"note: the output was truncated: {plural(int(count), 'character')} in the middle were left out. "
+        io.note(f"note: the output was truncated: {plural(int(count), 'character')} in the middle were left out. "
             "Get all of it with `--max-output 0`, or send it to a file inside the command (`cmd > out.txt`).")
 
 
 # ---------------------------------------------------------------------------- verbs
 def _refusal(obs: dict) -> str | None:
-    """BUSY / NO_COMMAND, also in the pre-wave-2 shape (a run observation with exit code -1)."""
+    """BUSY / NO_COMMAND, also in the shape of backends before jobs (a run observation with exit code -1)."""
     if obs.get("observation") == "error":
         return {"BUSY": "BUSY", "NO_COMMAND": "NO_COMMAND"}.get(_extras(obs).get("error_id") or "")
     if obs.get("observation") == "run" and (_extras(obs).get("metadata") or {}).get("exit_code") == -1:
@@ -211,8 +226,8 @@ def _refusal(obs: dict) -> str | None:
     return None
 
 
-def _wait_for_editor_note(session: dict) -> None:
-    """Issue 9 #20: runtime vscode with no editor connected: say at once that (and how long) we wait."""
+def _wait_for_editor_note(io: Streams, session: dict) -> None:
+    """Runtime vscode with no editor connected: say at once that (and how long) we wait."""
     try:
         status, body = ws.http_get(session["host"], int(session["port"]), "/v1/status", session["token"], timeout=2.0)
         editors = fastjson.loads(body).get("editors") if status == 200 else None
@@ -220,10 +235,10 @@ def _wait_for_editor_note(session: dict) -> None:
         return
     if editors == []:
         wait = float(session.get("editor_timeout") or 30)
-        err(f"no editor is connected to this backend (runtime vscode): waiting up to {wait:g} s for VS Code "
+        io.note(f"no editor is connected to this backend (runtime vscode): waiting up to {wait:g} s for VS Code "
             f"to open {session['workspace']} with the oh extension... (Ctrl-C to give up)")
         if not _on_path("code"):
-            sys.stderr.write("    `code` is not on PATH, so oh cannot open VS Code for you: open that folder in VS Code yourself.\n")
+            io.hint("`code` is not on PATH, so oh cannot open VS Code for you: open that folder in VS Code yourself.")
 
 
 def _on_path(program: str) -> bool:
@@ -231,7 +246,7 @@ def _on_path(program: str) -> bool:
     return any(os.access(os.path.join(d, program), os.X_OK) for d in os.environ.get("PATH", "").split(os.pathsep) if d)
 
 
-def run(session: dict, *, command: list[str], mode: str = "command", text: str | None = None, timeout: float | None = None,
+def run(io: Streams, session: dict, *, command: list[str], mode: str = "command", text: str | None = None, timeout: float | None = None,
         cwd: str | None = None, max_output: int | None = None, json_: bool = False, quiet: bool = False) -> int:
     """``mode``: command | input | interrupt | wait | reset (reset runs ``command`` after, if any)."""
     line = ""
@@ -241,101 +256,94 @@ def run(session: dict, *, command: list[str], mode: str = "command", text: str |
         else:
             line = " ".join(shell_quote(word) for word in command)
     if mode in ("input", "interrupt", "wait") and command:
-        raise Failed(f"--{mode} acts on the command already running: give no command with it (or use --reset -- COMMAND).", USAGE)
+        raise OhError(f"--{mode} acts on the command already running: give no command with it (or use --reset -- COMMAND).", USAGE)
     if mode == "command" and not line.strip():
-        raise Failed("give a command (e.g. `oh run -- ls -la`); to act on a running one use --wait, --input, --interrupt or --reset.", USAGE)
-    args: dict = {"command": line, "is_input": False, "thought": "", "blocking": timeout is not None and mode == "command",
-                  "is_static": False, "hidden": False, "confirmation_state": "confirmed", "security_risk": -1}
+        raise OhError("give a command (e.g. `oh run -- ls -la`); to act on a running one use --wait, --input, --interrupt or --reset.", USAGE)
     if mode == "input":
-        args["command"], args["is_input"] = text or "", True
+        action = actions.run(text or "", is_input=True, timeout=timeout, max_output=max_output)
     elif mode == "interrupt":
-        args["command"], args["is_input"] = "C-c", True
+        action = actions.run("C-c", is_input=True, timeout=timeout, max_output=max_output)
     elif mode == "wait":
-        args["command"] = ""
-    elif mode == "reset":
-        args["reset"] = True
-        args["blocking"] = timeout is not None and bool(line)
-    if mode in ("command", "reset"):
-        # Always explicit (issue 9 #18): the shared shell/terminal keeps the last command's cwd otherwise.
-        args["cwd"] = resolve(cwd, session) if cwd else base_dir(session)
-    else:
-        args["cwd"] = None
-    if max_output is not None:
-        args["max_output"] = max_output
-    action: dict = {"action": "run", "args": args}
-    if timeout is not None:
-        action["timeout"] = float(timeout)
-    obs = exchange(session, action, shell=CLI_SHELL, announce=not (quiet or json_))
+        action = actions.run("", timeout=timeout, max_output=max_output)
+    else:  # command, or reset (then the command, if any)
+        # The cwd always explicit: the shared shell/terminal keeps the last command's cwd otherwise.
+        action = actions.run(line, blocking=timeout is not None and bool(line), reset=mode == "reset", timeout=timeout,
+                             cwd=resolve(cwd, session) if cwd else base_dir(session), max_output=max_output)
+    obs = exchange(io, session, action, shell=CLI_SHELL, announce=not (quiet or json_))
     refused = _refusal(obs)
     if refused:
         if json_:
-            print_json(obs)
+            io.json(obs)
         elif refused == "BUSY":
-            err("not run: a command is still running in the `oh run` shell. You can " + NEXT_STEPS + ".")
+            io.note("not run: a command is still running in the `oh run` shell. You can " + NEXT_STEPS + ".")
         elif mode == "reset":  # only a backend from before `args.reset` answers a reset like this
-            err("this backend cannot reset the `oh run` shell (it predates --reset); restart it: `oh stop`, then `oh start`.")
+            io.note("this backend cannot reset the `oh run` shell (it predates --reset); restart it: `oh stop`, then `oh start`.")
         else:
-            err("nothing is running in the `oh run` shell: there is no output to wait for and nothing to send input to.")
+            io.note("nothing is running in the `oh run` shell: there is no output to wait for and nothing to send input to.")
         return ACTION_FAILED
-    code = finish(obs, json_)
+    code = finish(io, obs, json_)
     if code is not None:
         return code
-    check_truncation(obs, quiet or json_)
+    check_truncation(io, obs, quiet or json_)
     metadata = _extras(obs).get("metadata") or {}
     exit_code = metadata.get("exit_code")
     if exit_code is None or exit_code < 0:
-        if not json_:
-            suffix = (metadata.get("suffix") or "").strip().strip("[]").strip()
-            if "killed" in suffix:
-                err(suffix)
-            else:
-                first = suffix.split(". ")[0].rstrip(".") if suffix else "the command did not finish"
-                err(f"{first}. It is still running: you can {NEXT_STEPS}.")
-        return TIMEOUT
+        from ..text.fmt import timeout_of  # only here: the common case never pays for it
+
+        how = timeout_of(obs)
+        suffix = (metadata.get("suffix") or "").strip().strip("[]").strip()
+        first = suffix.split(". ")[0].rstrip(".") if suffix else ""
+        if how in ("killed", "interrupted"):  # a hard timeout stopped it: nothing is left running
+            if not json_:
+                io.note(f"{first}; nothing is left running in the `oh run` shell.")
+            return TIMEOUT
+        if how == "running" or "no new output" in first:
+            if not json_:
+                io.note(f"{first}. It is still running: you can {NEXT_STEPS}.")
+            return TIMEOUT
+        if not json_:  # no timeout and no exit code (an editor's terminal that reported none): say only that
+            io.note(f"the command ended without an exit code{': ' + first if first else ''}.")
+        return 1
     return exit_code if 0 <= exit_code <= 255 else 1
 
 
-def read(session: dict, *, path: str, start: int = 0, end: int = -1, json_: bool = False, quiet: bool = False) -> int:
+def read(io: Streams, session: dict, *, path: str, start: int = 0, end: int = -1, json_: bool = False, quiet: bool = False) -> int:
     if start < 0:
-        raise Failed(f"--start must be 0 or more (got {start}); lines are counted from 0.", USAGE)
+        raise OhError(f"--start must be 0 or more (got {start}); lines are counted from 0.", USAGE)
     if end != -1 and end <= start:
-        raise Failed(f"--end must be greater than --start ({start}) or -1 for the end of the file (got {end}); --end is exclusive.", USAGE)
-    action = {"action": "read", "args": {"path": resolve(path, session), "start": start, "end": end, "thought": "",
-                                         "security_risk": -1, "impl_source": "oh_aci", "view_range": None}}
-    code = finish(exchange(session, action, announce=not (quiet or json_)), json_)
+        raise OhError(f"--end must be greater than --start ({start}) or -1 for the end of the file (got {end}); --end is exclusive.", USAGE)
+    action = actions.read(resolve(path, session), start=start, end=end)
+    code = finish(io, exchange(io, session, action, announce=not (quiet or json_)), json_)
     return code or 0
 
 
-def write(session: dict, *, path: str, content: str, json_: bool = False, quiet: bool = False) -> int:
-    action = {"action": "write", "args": {"path": resolve(path, session), "content": content, "start": 0, "end": -1,
-                                          "thought": "", "security_risk": -1}}
-    obs = exchange(session, action, announce=not (quiet or json_))
-    code = finish(obs, json_, show_content=False)
+def write(io: Streams, session: dict, *, path: str, content: str, json_: bool = False, quiet: bool = False) -> int:
+    obs = exchange(io, session, actions.write(resolve(path, session), content), announce=not (quiet or json_))
+    code = finish(io, obs, json_, show_content=False)
     if code is not None:
         return code
     if not json_ and not quiet:
         size = len(content.encode("utf-8", "surrogatepass"))
-        sys.stdout.write(f"wrote {plural(size, 'byte')} to {_extras(obs).get('path') or path}\n")
+        io.print(f"wrote {plural(size, 'byte')} to {_extras(obs).get('path') or path}")
     return 0
 
 
 EDIT_MODES = ("create", "replace", "insert", "undo", "view")
 
 
-def edit(session: dict, *, path: str, mode: str, create: str | None = None, replace: tuple[str, str] | None = None,
+def edit(io: Streams, session: dict, *, path: str, mode: str, create: str | None = None, replace: tuple[str, str] | None = None,
          insert: tuple[int, str] | None = None, json_: bool = False, quiet: bool = False) -> int:
-    args: dict = {"path": resolve(path, session), "command": "view", "file_text": None, "old_str": None, "new_str": None,
-                  "insert_line": None, "content": "", "start": 1, "end": -1, "thought": "", "security_risk": -1, "impl_source": "oh_aci"}
+    target = resolve(path, session)
     if mode == "create":
-        args.update(command="create", file_text=create)
+        action = actions.edit(target, "create", file_text=create)
     elif mode == "replace":
-        args.update(command="str_replace", old_str=replace[0], new_str=replace[1])
+        action = actions.edit(target, "str_replace", old_str=replace[0], new_str=replace[1])
     elif mode == "insert":
         if insert[0] < 0:
-            raise Failed(f"--insert LINE must be 0 (the top) or more (got {insert[0]}).", USAGE)
-        args.update(command="insert", insert_line=insert[0], new_str=insert[1])
-    elif mode == "undo":
-        args["command"] = "undo_edit"
-    obs = exchange(session, {"action": "edit", "args": args}, announce=not (quiet or json_))
-    code = finish(obs, json_, show_content=not (quiet and mode != "view"))
+            raise OhError(f"--insert LINE must be 0 (the top) or more (got {insert[0]}).", USAGE)
+        action = actions.edit(target, "insert", insert_line=insert[0], new_str=insert[1])
+    else:
+        action = actions.edit(target, "undo_edit" if mode == "undo" else "view")
+    obs = exchange(io, session, action, announce=not (quiet or json_))
+    code = finish(io, obs, json_, show_content=not (quiet and mode != "view"))
     return code or 0

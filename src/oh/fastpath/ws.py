@@ -18,6 +18,7 @@ import _socket as socket
 
 # The close codes' one definition (plain ints, nothing imported)
 from ..protocol.codes import Close
+from ..protocol.headers import encode_value
 
 GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 MAX_HEAD = 64 * 1024  # an HTTP answer head larger than this is not our backend
@@ -138,7 +139,7 @@ class Connection:
             key = b2a_base64(os.urandom(16), newline=False)
             lines = [f"GET {path} HTTP/1.1", f"Host: {where}", "Upgrade: websocket", "Connection: Upgrade",
                      f"Sec-WebSocket-Key: {key.decode()}", "Sec-WebSocket-Version: 13"]
-            lines += [f"{k}: {v}" for k, v in headers.items()]
+            lines += [f"{k}: {encode_value(v)}" for k, v in headers.items()]  # any Unicode: protocol/headers.py
             sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("utf-8"))
             status, head, rest = _read_head(sock, where)
             if status != 101:

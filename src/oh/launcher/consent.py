@@ -76,6 +76,14 @@ def _workspace_rules(workspace: str, out: ConsentPlan) -> None:
                 out.rules[verdict].append(text)
 
 
+def request(session: Any, frame: dict[str, Any], timeout: float = 10.0) -> dict[str, Any]:
+    """One approvals frame on the control leg with the decider credential (``oh approvals``/``approve``/
+    ``reject`` and the live view's y/n/a keys); raises ``launcher.control.BackendUnreachable``."""
+    from .control import control
+
+    return control(session, {"type": "approvals", **frame}, token=session.decider_token or None, timeout=timeout)
+
+
 def remember(rules: list[str]) -> str | None:
     """Append "always allow" rules to the user's ``consent_allow`` (config.toml). Returns the file, or
     None when nothing was new."""

@@ -40,9 +40,9 @@ def shell_key(client_name: str) -> str:
 
 def no_backend_message(target: str, *, can_start: bool) -> str:
     text = (
-        f"No oh backend serves {target}. Start one in a terminal in that directory: `oh start` (watch the live view; "
-        "VS Code runs the actions) or `oh start --runtime local` (this machine, no sandbox); add `--detach` to get the "
-        "terminal back. Then call this tool again."
+        f"No oh backend serves {target}. Start one in a terminal in that directory: `oh start` (the live view; the "
+        "actions run on this machine, no sandbox, unless the config's `runtime` says vscode) or `oh start --runtime vscode` "
+        "(VS Code runs the actions); add `--detach` to get the terminal back. Then call this tool again."
     )
     if not can_start:
         text += " Or run this MCP server as `oh mcp --start` to start a local backend by itself."
@@ -62,9 +62,11 @@ async def connect_client(url: str, token: str, *, name: str, shell: str, workdir
 
     from ..client.errors import handshake_error
 
-    headers = {"Authorization": f"Bearer {token}", "X-OH-Client": name, "X-OH-Shell": shell}
+    from ..protocol.headers import encode_value
+
+    headers = {"Authorization": f"Bearer {token}", "X-OH-Client": encode_value(name), "X-OH-Shell": shell}
     if workdir:
-        headers["X-OH-Workdir"] = workdir
+        headers["X-OH-Workdir"] = encode_value(workdir)
     try:
         conn = await connect(url.rstrip("/") + "/v1/agent", additional_headers=headers, open_timeout=10, max_size=None, compression=None, ping_interval=20)
     except (InvalidHandshake, OSError, asyncio.TimeoutError) as exc:

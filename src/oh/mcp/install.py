@@ -51,6 +51,11 @@ class Plan:
     before: str | None  # None: the file does not exist yet
     after: str
     entry: dict[str, Any]
+    target: Path | None = None  # the file written: ``path`` itself, or a user config's symlink target
+
+    @property
+    def written(self) -> Path:
+        return self.target or self.path
 
     @property
     def changed(self) -> bool:
@@ -186,8 +191,9 @@ def plan(client: str, scope: str = "user", *, name: str = "oh", project: Path | 
     project = (project or Path.cwd()).resolve()
     path = config_path(client, scope, project=project, env=env)
     entry = entry_for(client, command or oh_executable(), server_args(client, extra_args))
+    target = _target(path, scope, project, _hand_entry(client, name, entry))
     try:
-        before = path.read_text(encoding="utf-8")
+        before = target.read_text(encoding="utf-8")
     except FileNotFoundError:
         before = None
     except OSError as exc:
@@ -196,25 +202,63 @@ def plan(client: str, scope: str = "user", *, name: str = "oh", project: Path | 
         after = _merge_toml(before, path, name, entry)
     else:
         after = _merge_json(before, path, "servers" if client == "vscode" else "mcpServers", name, entry)
-    return Plan(client, scope, path, before, after, entry)
+    return Plan(client, scope, path, before, after, entry, None if target == path else target)
+
+
+def _hand_entry(client: str, name: str, entry: dict[str, Any]) -> str:
+    if client == "codex":
+        return f"[mcp_servers.{name}]\n" + "\n".join(f"{k} = {json.dumps(v)}" for k, v in entry.items())
+    return json.dumps({name: entry}, indent=2)
+
+
+def _target(path: Path, scope: str, project: Path, by_hand: str) -> Path:
+    """The file to write for ``path``, or InstallError with the reason it is left alone.
+
+    Project scope: a symlink anywhere below the project (the file, or a `.vscode` directory) is
+    refused: writing through it would copy another file's content (say ``~/.claude.json``) into a
+    file the project commits. User scope: a symlinked config (dotfiles) is written at its target,
+    so the link stays. A read-only file is never overwritten, in either scope."""
+    by_hand = f"\nAdd this by hand if you want it there:\n{by_hand}"
+    if scope == "project":
+        real = Path(os.path.realpath(path))
+        if real != project / path.relative_to(project):
+            link = next((p for p in [path, *path.parents] if p.is_symlink()), path)
+            raise InstallError(
+                f"{link} is a symlink to {os.path.realpath(link)}: not writing through it (the project's file would "
+                f"take that file's content). Replace the link with a regular file, or use --scope user." + by_hand)
+        target = path
+    else:
+        target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    try:
+        mode = target.stat().st_mode
+    except FileNotFoundError:
+        return target
+    except OSError as exc:
+        raise InstallError(f"cannot read {target}: {exc.strerror or exc}") from None
+    if not mode & 0o200 or not os.access(target, os.W_OK):
+        raise InstallError(f"{target} is read-only (mode {mode & 0o777:04o}): not overwriting it. "
+                           f"Make it writable first (chmod u+w {shlex.quote(str(target))})." + by_hand)
+    return target
 
 
 def apply(p: Plan) -> None:
-    """Write atomically, keeping the file's mode (new files: 0600, as they may later hold secrets)."""
+    """Write atomically, keeping the file's mode (new files: 0600, as they may later hold secrets).
+    A user config that is a symlink is written at its target (``plan`` chose it): the link stays."""
     if not p.changed:
         return
-    p.path.parent.mkdir(parents=True, exist_ok=True)
+    path = p.written
+    path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        mode = p.path.stat().st_mode & 0o777
+        mode = path.stat().st_mode & 0o777
     except FileNotFoundError:
         mode = 0o600
-    tmp = p.path.with_name(f".{p.path.name}.oh-{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.oh-{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(p.after)
         os.chmod(tmp, mode)
-        os.replace(tmp, p.path)
+        os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

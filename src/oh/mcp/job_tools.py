@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-NAMES = ("jobs", "job", "stat")
+from ..protocol import actions
+
+NAMES = ("jobs", "job", "stat", "ensure")
 JOB_OPS = ["poll", "wait", "output", "cancel"]
 WRITE_MODES = ["overwrite", "create", "append"]
 # End states that mean "the job did not do its work"; an agent should notice them (isError).
@@ -52,6 +54,13 @@ STAT_DESCRIPTION = """Check a path without reading it: whether it exists, file o
 
 The cheap "does it exist / did it change / is it binary" check before a read or a write. A missing path is a normal answer (`exists: false`), not an error."""
 
+ENSURE_DESCRIPTION = """Make the project's environments ready before running its code or tests, and learn which interpreter to use: Python (a `.venv` from uv.lock, poetry.lock, requirements*.txt or pyproject.toml; with uv when installed, else venv + pip) and Node (`node_modules` with the lockfile's own installer: npm ci, yarn, pnpm, bun).
+
+Call it once at the start instead of running pip/npm install yourself: a second call with nothing changed is a no-op answered at once (a stamp in the environment records what was installed), a changed lockfile or requirement re-runs only that install, an interrupted install is redone. Then use the interpreter and tools it names (e.g. `.venv/bin/python -m pytest`, `node_modules/.bin/tsc`).
+The installs run as background jobs shared with every agent asking at the same time. If one takes longer than `timeout` (default 50 s), the result says it is still installing and names the job: call ensure again to wait more, or follow it with the job tool. The result is an error when a target failed (with the installer's last output) or was refused (e.g. yarn.lock without yarn); other ecosystems found (go.mod, Cargo.toml, ...) are named, not installed."""
+
+ENSURE_WAIT = 50.0
+
 TOOLS: list[dict[str, Any]] = [
     {
         "name": "jobs", "title": "List background jobs", "description": JOBS_DESCRIPTION,
@@ -80,6 +89,18 @@ TOOLS: list[dict[str, Any]] = [
     },
 ]
 
+TOOLS.append({
+    "name": "ensure", "title": "Make the project's environments ready", "description": ENSURE_DESCRIPTION,
+    "inputSchema": {"type": "object", "properties": {
+        "path": {"type": "string", "minLength": 1, "description": "The project directory: absolute, or relative to the project directory (default: the project directory)."},
+        "targets": {"type": "array", "items": {"type": "string", "enum": ["python", "node"]}, "description": "Only these: python, node (default: every one detected)."},
+        "force": {"type": "boolean", "default": False, "description": "Redo the environments even when their stamps say they are up to date."},
+        "wait": {"type": "boolean", "default": True, "description": "false: start the installs and return at once with their job ids."},
+        "timeout": {"type": "number", "minimum": 1, "description": f"Seconds to wait for the installs at most (default {ENSURE_WAIT:g}); they go on after it."},
+    }, "additionalProperties": False},
+    "annotations": {"title": "Make the project's environments ready", "readOnlyHint": False, "destructiveHint": False, "idempotentHint": True, "openWorldHint": True},
+})
+
 # Which optional `job` arguments each op takes; others are refused so a mistake is not silently ignored.
 _OP_ARGS = {"poll": {"tail"}, "wait": {"timeout", "tail"}, "output": {"offset", "limit", "timeout"}, "cancel": set()}
 
@@ -87,30 +108,29 @@ _OP_ARGS = {"poll": {"tail"}, "wait": {"timeout", "tail"}, "output": {"offset", 
 def build_action(name: str, a: dict[str, Any], resolve_path, error) -> dict[str, Any]:
     """The oh action for a checked ``jobs``/``job``/``stat`` call. ``error``: the ArgumentError class."""
     if name == "jobs":
-        return {"action": "job", "args": {"op": "list"}}
+        return actions.job("list")
     if name == "stat":
-        return {"action": "stat", "args": {"path": resolve_path(a["path"])}}
+        return actions.stat(resolve_path(a["path"]))
+    if name == "ensure":
+        targets = a.get("targets")
+        if targets is not None and (not targets or any(t not in ("python", "node") for t in targets)):
+            raise error(f"ensure: 'targets' must list python and/or node, got {targets!r}.")
+        return actions.ensure(targets=targets, path=resolve_path(a.get("path") or "."), wait=a.get("wait", True),
+                              force=a.get("force", False), timeout=float(a.get("timeout", ENSURE_WAIT)))
     op = a["op"]
     extra = sorted(set(a) - {"op", "job_id"} - _OP_ARGS[op])
     if extra:
         allowed = ", ".join(sorted(_OP_ARGS[op])) or "none"
         raise error(f"job op {op!r} takes no {extra[0]!r} (its optional arguments: {allowed}).")
-    args: dict[str, Any] = {"op": op, "job_id": a["job_id"]}
-    action: dict[str, Any] = {"action": "job", "args": args}
-    if "tail" in a:
-        args["tail"] = a["tail"]
-    if op == "wait":
-        action["timeout"] = float(a.get("timeout", WAIT_DEFAULT))
     if op == "output":
-        args["offset"] = a.get("offset", 0)
-        args["limit"] = min(a.get("limit", OUTPUT_PAGE), 16 * 1024 * 1024)
-        if a.get("timeout"):
-            args["wait"] = float(a["timeout"])
-    return action
+        return actions.job(op, a["job_id"], tail=a.get("tail"), offset=a.get("offset", 0), limit=min(a.get("limit", OUTPUT_PAGE), 16 * 1024 * 1024),
+                           wait=float(a["timeout"]) if a.get("timeout") else None)
+    return actions.job(op, a["job_id"], tail=a.get("tail"), timeout=float(a.get("timeout", WAIT_DEFAULT)) if op == "wait" else None)
 
 
-def run_args(a: dict[str, Any], args: dict[str, Any], error) -> None:
-    """Add ``background``/``force``/``job_id`` of a checked ``run`` call to the action's args."""
+def run_args(a: dict[str, Any], error) -> dict[str, Any]:
+    """The ``background``/``force``/``job_id`` of a checked ``run`` call (``protocol.actions.run``'s keywords)."""
+    args: dict[str, Any] = {}
     follow_up = a["command"] == "" or a.get("is_input", False)
     if a.get("background"):
         clash = next((k for k in ("is_input", "blocking", "reset", "job_id", "timeout") if a.get(k)), None)
@@ -127,11 +147,12 @@ def run_args(a: dict[str, Any], args: dict[str, Any], error) -> None:
         if not follow_up:
             raise error("run: 'job_id' names the running command a follow-up goes to (command \"\" to wait, or is_input); a new command gets its own id.")
         args["job_id"] = a["job_id"]
+    return args
 
 
-def write_mode(a: dict[str, Any], args: dict[str, Any]) -> None:
-    if a.get("mode", "overwrite") != "overwrite":
-        args["mode"] = a["mode"]
+def write_mode(a: dict[str, Any]) -> str | None:
+    """The write mode to send: None for the default (overwrite), so the frame stays OpenHands' own."""
+    return a["mode"] if a.get("mode", "overwrite") != "overwrite" else None
 
 
 # ------------------------------------------------------------------------------------ results
@@ -178,6 +199,11 @@ def job_result(obs: dict[str, Any], result_cls):
     else:
         trailer = f"[job {jid} {state}, exit code: {code}]"
     return result_cls(_join(content, trailer), structured, is_error=state in FAILED_STATES)
+
+
+def ensure_result(obs: dict[str, Any], result_cls):
+    extras = dict(obs.get("extras") or {})
+    return result_cls(obs.get("content") or "", extras, is_error=extras.get("state") == "failed")
 
 
 def stat_result(obs: dict[str, Any], result_cls):

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..protocol import actions
 from . import job_tools, knowledge_tools
 
 EDIT_COMMANDS = ["view", "create", "str_replace", "insert", "undo_edit"]
@@ -156,7 +157,7 @@ TOOLS: list[dict[str, Any]] = [
     },
 ]
 TOOLS.extend(knowledge_tools.TOOLS)  # diagnostics, open, editors, symbols, definition, references (§3.6)
-TOOLS.extend(job_tools.TOOLS)  # jobs, job, stat (§3.8-§3.9)
+TOOLS.extend(job_tools.TOOLS)  # jobs, job, stat (§3.8-§3.9), ensure (§3.14)
 TOOL_NAMES = [t["name"] for t in TOOLS]
 _SCHEMAS = {t["name"]: t["inputSchema"] for t in TOOLS}
 
@@ -248,45 +249,27 @@ def build_action(name: str, arguments: Any, base_dir: str) -> dict[str, Any]:
         return knowledge_tools.build_action(name, a, lambda p: resolve_path(p, base_dir))
     if name in job_tools.NAMES:
         return job_tools.build_action(name, a, lambda p: resolve_path(p, base_dir), ArgumentError)
-    risk = a.get("security_risk")
+    risk = a.get("security_risk") or None
     if name == "run":
-        args: dict[str, Any] = {"command": a["command"], "is_input": a.get("is_input", False), "blocking": a.get("blocking", False),
-                                "thought": "", "is_static": False, "cwd": None, "hidden": False, "confirmation_state": "confirmed", "security_risk": -1}
-        if a.get("reset"):
-            args["reset"] = True
-        if "max_output" in a:
-            args["max_output"] = a["max_output"]
         if "\x00" in a["command"]:
             raise ArgumentError("run: 'command' must not contain NUL characters.")
-        job_tools.run_args(a, args, ArgumentError)
-        action: dict[str, Any] = {"action": "run", "args": args}
-        timeout = a.get("timeout")
-        if timeout:  # 0 = "no timeout given" (older backends refuse 0, so it is simply left out)
-            action["timeout"] = float(timeout)
-        elif a.get("blocking"):
-            pass  # blocking without timeout: wait for completion (the backend's own deadline applies)
-    else:
-        path = resolve_path(a["path"], base_dir)
-        if name == "read":
-            args = {"path": path, "start": 0, "end": -1, "thought": "", "security_risk": -1, "impl_source": "oh_aci", "view_range": a.get("view_range")}
-            if a.get("encoding", "auto") != "auto":
-                args["encoding"] = a["encoding"]
-        elif name == "write":
-            args = {"path": path, "content": a["content"], "start": 0, "end": -1, "thought": "", "security_risk": -1}
-            if "encoding" in a:
-                args["encoding"] = a["encoding"]
-            job_tools.write_mode(a, args)
-        else:
-            args = _edit_args(a, path)
-        action = {"action": name, "args": args}
-    if a.get("diagnostics") and name in ("write", "edit"):
-        action["args"]["diagnostics"] = True
-    if risk:
-        action["security_risk"] = risk
-    return action
+        timeout = a.get("timeout")  # 0 = "no timeout given" (older backends refuse 0, so it is simply left out)
+        # blocking without timeout: wait for completion (the backend's own deadline applies)
+        return actions.run(a["command"], is_input=a.get("is_input", False), blocking=a.get("blocking", False), reset=bool(a.get("reset")),
+                           max_output=a.get("max_output"), timeout=float(timeout) if timeout else None, security_risk=risk,
+                           **job_tools.run_args(a, ArgumentError))
+    path = resolve_path(a["path"], base_dir)
+    if name == "read":
+        encoding = a.get("encoding", "auto")
+        return actions.read(path, view_range=a.get("view_range"), encoding=None if encoding == "auto" else encoding, security_risk=risk)
+    diagnostics = bool(a.get("diagnostics"))
+    if name == "write":
+        return actions.write(path, a["content"], encoding=a.get("encoding"), mode=job_tools.write_mode(a), diagnostics=diagnostics,
+                             security_risk=risk)
+    return _edit_action(a, path, diagnostics, risk)
 
 
-def _edit_args(a: dict[str, Any], path: str) -> dict[str, Any]:
+def _edit_action(a: dict[str, Any], path: str, diagnostics: bool, risk: str | None) -> dict[str, Any]:
     cmd = a["command"]
     if cmd == "create" and "file_text" not in a:
         raise ArgumentError("edit create needs 'file_text' (the content of the new file).")
@@ -294,14 +277,10 @@ def _edit_args(a: dict[str, Any], path: str) -> dict[str, Any]:
         raise ArgumentError("edit str_replace needs a non-empty 'old_str' (the exact text to replace) and 'new_str' (its replacement).")
     if cmd == "insert" and ("insert_line" not in a or "new_str" not in a):
         raise ArgumentError("edit insert needs 'insert_line' (the line after which to insert; 0 = top) and 'new_str' (the text).")
-    args: dict[str, Any] = {
-        "path": path, "command": cmd, "file_text": a.get("file_text"), "old_str": a.get("old_str"),
-        "new_str": a.get("new_str", "" if cmd == "str_replace" else None), "insert_line": a.get("insert_line"),
-        "content": "", "start": 1, "end": -1, "thought": "", "security_risk": -1, "impl_source": "oh_aci",
-    }
-    if cmd == "view" and "view_range" in a:
-        args["view_range"] = a["view_range"]
-    return args
+    return actions.edit(path, cmd, file_text=a.get("file_text"), old_str=a.get("old_str"),
+                        new_str=a.get("new_str", "" if cmd == "str_replace" else None), insert_line=a.get("insert_line"),
+                        view_range=a["view_range"] if cmd == "view" and "view_range" in a else None, diagnostics=diagnostics,
+                        security_risk=risk)
 
 
 # ------------------------------------------------------------------------------------ results
@@ -326,6 +305,8 @@ def to_result(name: str, obs: dict[str, Any], action: dict[str, Any] | None = No
         return job_tools.job_result(obs, ToolResult)
     if kind == "stat":
         return job_tools.stat_result(obs, ToolResult)
+    if kind == "ensure":
+        return job_tools.ensure_result(obs, ToolResult)
     if kind == "read":
         view_range = ((action or {}).get("args") or {}).get("view_range")
         return _read_result(content, extras, view_range[0] if view_range else 1)

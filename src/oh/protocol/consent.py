@@ -27,12 +27,11 @@ deny and ask rules also match a path's basename and a Unicode look-alike (then t
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import re
 import shlex
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterable
 
 from . import shellparse
@@ -389,9 +388,9 @@ def _decide_path(policy: Policy, rule_kind: str, path: str, high: bool, asks: bo
     if high:
         return Decision("ask", "the agent rated this action HIGH risk", suggest=suggest, risky=True)
     if policy.level == "risky" and sensitive:
-        why = _sensitive_path(path, policy)
-        if why is not None:
-            return Decision("ask", f"a {verb} of a sensitive path: {why}", suggest=suggest, risky=True)
+        sensitive_why = _sensitive_path(path, policy)
+        if sensitive_why is not None:
+            return Decision("ask", f"a {verb} of a sensitive path: {sensitive_why}", suggest=suggest, risky=True)
     if any(path.startswith(p) for p in policy.protected if p) and policy.level != "never":
         return Decision("ask", f"a {verb} of oh's own files", suggest=(), risky=True)
     if asks:

@@ -16,15 +16,16 @@ import re
 try:  # orjson: ~5x faster on the hot path, and strict (invalid UTF-8, NaN, lone surrogates refused)
     import orjson
 except ImportError:  # pragma: no cover - it is a declared dependency; stdlib json still works
-    orjson = None
+    orjson = None  # type: ignore[assignment]
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any
+from typing import Any, TypeGuard
 
 from .errors import ErrorId, ProtocolError
+from .ensure import check_ensure_args
 from .knowledge import KNOWLEDGE_KINDS, check_knowledge_args, summarize_knowledge
+from .observation import observation
 
-ACTION_KINDS = ("run", "read", "write", "edit", "job", "stat")
+ACTION_KINDS = ("run", "read", "write", "edit", "job", "stat", "ensure")
 JOB_OPS = ("list", "poll", "wait", "output", "cancel")
 WRITE_MODES = ("overwrite", "create", "append")
 JOB_ID = re.compile(r"^[A-Za-z0-9._-]{1,80}$")
@@ -37,10 +38,6 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 _RISK_NAMES = {-1: "UNKNOWN", 0: "LOW", 1: "MEDIUM", 2: "HIGH"}
 EDIT_COMMANDS = ("view", "create", "str_replace", "insert", "undo_edit")
 MAX_ID = 2**53 - 1  # ids survive a round trip through JavaScript numbers
-
-
-def now_iso() -> str:
-    return datetime.now().isoformat()
 
 
 @dataclass(slots=True)
@@ -102,7 +99,7 @@ class Action:
         return frame
 
 
-def _is_int(v: Any) -> bool:
+def _is_int(v: Any) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
@@ -181,6 +178,8 @@ def parse_action(obj: Any) -> Action:
         _check_run_args(args, cause)
     elif kind == "job":
         _check_job_args(args, cause)
+    elif kind == "ensure":  # workspace bootstrap (§3.14)
+        check_ensure_args(args, cause)
     else:  # read, write, edit, stat: a file path
         _check_path_args(args, cause)
         check = _FILE_CHECKS.get(kind)  # stat has nothing more to check
@@ -196,11 +195,13 @@ def _envelope(obj: Any) -> tuple[int, str]:
     cause = read_id(obj)
     if "id" not in obj:
         raise ProtocolError(ErrorId.BAD_REQUEST, "Action has no 'id': every action needs an integer id (its observation's cause).")
-    _require(cause is not None, f"Action 'id' must be an integer between 0 and {MAX_ID}.", None)
+    if cause is None:
+        raise ProtocolError(ErrorId.BAD_REQUEST, f"Action 'id' must be an integer between 0 and {MAX_ID}.", None)
     if "observation" in obj and "action" not in obj:
         raise ProtocolError(ErrorId.BAD_REQUEST, "This connection accepts actions, not observations.", cause)
     kind = obj.get("action")
-    _require(isinstance(kind, str), "Action has no 'action' string (one of run, read, write, edit).", cause)
+    if not isinstance(kind, str):
+        raise ProtocolError(ErrorId.BAD_REQUEST, "Action has no 'action' string (one of run, read, write, edit).", cause)
     if kind not in ACTION_KINDS and kind not in KNOWLEDGE_KINDS:
         raise ProtocolError(
             ErrorId.TOOL_UNSUPPORTED,
@@ -343,18 +344,7 @@ def parse_action_frame(data: str | bytes) -> Action:
 # --------------------------------------------------------------------------- observations
 # Builders return dicts without "id": the sender of each leg numbers its own observations.
 
-def _obs(kind: str, cause: int | None, content: str, message: str, extras: dict[str, Any]) -> dict[str, Any]:
-    obs: dict[str, Any] = {
-        "timestamp": now_iso(),
-        "source": "environment",
-        "message": message,
-        "observation": kind,
-        "content": content,
-        "extras": extras,
-    }
-    if cause is not None:
-        obs["cause"] = cause
-    return obs
+_obs = observation  # the envelope (protocol/observation.py, shared with the knowledge kinds)
 
 
 def run_observation(
@@ -412,6 +402,11 @@ def job_observation(cause: int | None, op: str, content: str, extras: dict[str, 
     return _obs("job", cause, content, f"Job {op}.", {"op": op, **extras})
 
 
+def ensure_observation(cause: int | None, content: str, extras: dict[str, Any]) -> dict[str, Any]:
+    """Our own kind: the answer to an ``ensure`` action (docs/protocol.md §3.14)."""
+    return _obs("ensure", cause, content, "Workspace environment checked.", extras)
+
+
 def branch_observation(cause: int | None, content: str, extras: dict[str, Any]) -> dict[str, Any]:
     """Our own kind, editor leg only: the answer to the backend's ``branch`` frame (docs/protocol.md
     §3.12). Agents never receive it: the backend turns it into a note on their first change."""
@@ -460,7 +455,7 @@ def error_from(exc: ProtocolError) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- reading observations
 
-OBSERVATION_KINDS = ("run", "read", "write", "edit", "error", "job", "stat", "branch", *KNOWLEDGE_KINDS)
+OBSERVATION_KINDS = ("run", "read", "write", "edit", "error", "job", "stat", "branch", "ensure", *KNOWLEDGE_KINDS)
 
 
 def parse_observation(obj: Any) -> dict[str, Any]:
@@ -504,10 +499,18 @@ def outcome_of(obs: dict[str, Any]) -> str:
     return "ok"
 
 
+WAIT_SUMMARY = "wait for output"  # the summary of an empty `run` (`oh run --wait`): not an empty cell
+
+
+PATH_SUMMARY_LIMIT = 300
+
+
 def summarize(action: Action, limit: int = 80) -> str:
     """One line for humans: the command, or the kind and path. Never the file contents."""
     if action.kind in KNOWLEDGE_KINDS:
         text = summarize_knowledge(action.kind, action.args)
+    elif action.kind == "run" and not action.is_input and not action.command.strip() and not action.reset:
+        text = WAIT_SUMMARY  # a follow-up: wait for more output of the command still running
     elif action.kind == "run":
         text = ("input: " if action.is_input else "") + ("background: " if action.args.get("background") else "") + action.command
     elif action.kind == "edit":
@@ -516,7 +519,14 @@ def summarize(action: Action, limit: int = 80) -> str:
         text = f"job {action.args.get('op')} {action.args.get('job_id') or ''}".strip()
     elif action.kind == "stat":
         text = f"stat {action.path}"
+    elif action.kind == "ensure":
+        text = "ensure " + " ".join(action.args.get("targets") or ["environment"]) + (f" in {action.args['path']}" if action.args.get("path") else "")
     else:
         text = action.path
     text = " ".join(text.split())
+    if action.kind in ("read", "write", "edit", "stat"):
+        # A path: the live view shows it relative to the workspace and cuts it from the left, so the
+        # file name stays; here only an absurdly long one is cut, also from the left.
+        limit = max(limit, PATH_SUMMARY_LIMIT)
+        return text if len(text) <= limit else "…" + text[-(limit - 1):]
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -18,7 +18,7 @@ from .errors import ErrorId, ProtocolError
 from .knowledge import KNOWLEDGE_KINDS
 
 # An editor advertises what it executes; the vscode runtime answers TOOL_UNSUPPORTED for the rest.
-# binary: read encoding "binary" (protocol/binary.py). job / stat / write_modes: issue 11 (§3.7).
+# binary: read encoding "binary" (protocol/binary.py). job / stat / write_modes: background jobs and file checks (§3.7).
 # review: the editor turns write/edit into proposals the user accepts or rejects (§3.11).
 # The protocol versions this backend speaks (docs/protocol.md §4, "Versions").
 PROTOCOL_RANGE = (PROTOCOL_VERSION, PROTOCOL_VERSION)
@@ -51,7 +51,7 @@ class Registration:
     version_check: versions.Verdict | None = None
 
     def describe(self) -> dict[str, Any]:
-        out = {
+        out: dict[str, Any] = {
             "name": self.editor_name,
             "version": self.editor_version,
             "pid": self.editor_pid,
@@ -88,7 +88,7 @@ def parse_registration(obj: dict[str, Any], instance_id: str, *, backend: tuple[
         raise RegistrationError("BAD_REQUEST", "register.workspace_folders must be a list of absolute paths.")
     relative = [f for f in folders if not os.path.isabs(f) or "\x00" in f]
     if relative:
-        # A relative folder would be resolved against the backend's cwd, not the editor's (issue 9 #11).
+        # A relative folder would be resolved against the backend's cwd, not the editor's.
         raise RegistrationError("BAD_REQUEST", f"register.workspace_folders must be absolute paths (got {relative[0][:80]!r}).")
     session = obj.get("session")
     if session is not None and not isinstance(session, str):
@@ -98,7 +98,8 @@ def parse_registration(obj: dict[str, Any], instance_id: str, *, backend: tuple[
             "WRONG_SESSION",
             f"This backend is instance {instance_id}, not {session[:40]}: re-read the session files.",
         )
-    editor = obj.get("editor") if isinstance(obj.get("editor"), dict) else {}
+    raw = obj.get("editor")
+    editor: dict[str, Any] = raw if isinstance(raw, dict) else {}
     pid = editor.get("pid")
     # No list = an older editor: the four OpenHands kinds only (knowledge kinds must be advertised).
     caps = obj.get("capabilities", ["run", "read", "write", "edit"])
@@ -171,8 +172,9 @@ def parse_agent_field(obj: dict[str, Any]) -> dict[str, str] | None:
     shell, workdir = a.get("shell"), a.get("workdir")
     if not isinstance(shell, str) or not SHELL_KEY.match(shell) or not isinstance(workdir, str) or not workdir.startswith("/"):
         return None
-    name = a.get("name") if isinstance(a.get("name"), str) else "agent"
-    aid = a.get("id") if isinstance(a.get("id"), str) else shell
+    raw_name, raw_id = a.get("name"), a.get("id")
+    name = raw_name if isinstance(raw_name, str) else "agent"
+    aid = raw_id if isinstance(raw_id, str) else shell
     return {"id": aid[:64], "name": name[:64], "workdir": workdir, "shell": shell}
 
 

@@ -9,9 +9,10 @@ like the ``path:line:col`` people type; editors convert.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 from .errors import ErrorId, ProtocolError
+from .observation import observation
 
 KNOWLEDGE_KINDS = ("diagnostics", "open", "editors", "symbols", "definition", "references")
 SEVERITIES = ("error", "warning", "info", "hint")  # most to least severe
@@ -19,7 +20,7 @@ MAX_SYMBOL_LIMIT = 1000
 MAX_SETTLE_WAIT = 60.0  # seconds: diagnostics never waits longer than this for language servers
 
 
-def _is_int(v: Any) -> bool:
+def _is_int(v: Any) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
@@ -32,7 +33,8 @@ def _path(args: dict[str, Any], cause: int | None, *, required: bool) -> None:
     p = args.get("path")
     if p is None and not required:
         return
-    _require(isinstance(p, str) and p != "", "args.path must be a non-empty string.", cause)
+    if not isinstance(p, str) or p == "":
+        raise ProtocolError(ErrorId.BAD_REQUEST, "args.path must be a non-empty string.", cause)
     _require("\x00" not in p, "args.path must not contain NUL bytes.", cause)
 
 
@@ -83,9 +85,7 @@ def local_refusal(kind: str) -> str:
 def knowledge_observation(kind: str, cause: int | None, content: str, extras: dict[str, Any]) -> dict[str, Any]:
     """The observation of a knowledge action: ``observation`` = the action kind, ``content`` a text
     for the agent to read, ``extras`` the structured answer (docs/protocol.md §3.6)."""
-    from .events import _obs  # events imports this module for validation: the one observation builder, late
-
-    return _obs(kind, cause, content, content.split("\n", 1)[0][:200], extras)
+    return observation(kind, cause, content, content.split("\n", 1)[0][:200], extras)
 
 
 def summarize_knowledge(kind: str, args: dict[str, Any]) -> str:

@@ -1,4 +1,4 @@
-"""Path containment: the one rule for "is this path the root or below it" (issue 10: one owner per rule).
+"""Path containment: the one rule for "is this path the root or below it" (one owner per rule).
 
 Pure and stdlib-only, so every layer uses it, the fast path included (importing this module loads
 nothing but ``os``). Lexical: it normalises ``.``, ``..``, repeated and trailing slashes, but does

@@ -258,7 +258,7 @@ class _Scanner:
 
     def _heredoc_bodies(self) -> None:
         pending, self.heredocs = self.heredocs, []
-        for delim, strip, expand, cmd in pending:
+        for delim, strip, expand, _cmd in pending:
             while True:
                 end = self.s.find("\n", self.i)
                 line = self.s[self.i:] if end < 0 else self.s[self.i:end]
@@ -349,7 +349,6 @@ class _Scanner:
             raise Unknown("arithmetic expansion $(( )) / $[ ] is not followed")
         if nxt == "(":
             self.i = i + 2
-            start = self.i
             self._sub_list()
             return s[i:self.i], True
         if nxt == "{":
@@ -550,12 +549,12 @@ def _unwrap(raw: _Raw, depth: int) -> list[Part]:
         if raw.writes:
             return [Part((Word(":"),), sudo, tuple(env), tuple(raw.writes))]
         return out  # only assignments: nothing runs (their $( ) parts were recorded already)
-    name = words[0]
-    if name.dynamic:
-        raise Unknown(f"the command name {name.text!r} is only known at run time")
-    base = name.text.rsplit("/", 1)[-1]
-    if _NAME_BAD.search(name.text):
-        raise Unknown(f"the command name {name.text!r} is expanded by the shell")
+    head = words[0]
+    if head.dynamic:
+        raise Unknown(f"the command name {head.text!r} is only known at run time")
+    base = head.text.rsplit("/", 1)[-1]
+    if _NAME_BAD.search(head.text):
+        raise Unknown(f"the command name {head.text!r} is expanded by the shell")
     if base in _UNFOLLOWED or base in ("source", "."):
         if base not in ("source", "."):
             raise Unknown(f"'{base}' is not followed by the command checker")

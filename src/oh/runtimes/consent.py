@@ -28,7 +28,7 @@ from ..protocol import consent as rules
 from ..protocol.errors import ErrorId
 from ..protocol.events import Action, error_observation
 from ..protocol.review import is_proposal
-from .base import AgentContext, Runtime, as_context
+from .base import Runtime, as_context
 
 log = logging.getLogger("oh.runtimes.consent")
 

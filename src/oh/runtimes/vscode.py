@@ -89,7 +89,7 @@ class VscodeRuntime(Runtime):
         working directory, the ``agent`` field attached; or the refused path (PATH_DENIED).
 
         The editor checks too; this is the backend's own line of defence, and it makes relative
-        paths mean the same thing whatever folder the editor window has open (issue 9 #14).
+        paths mean the same thing whatever folder the editor window has open.
         """
         workdir = self._workdir(ctx)
         args = action.args
@@ -113,10 +113,10 @@ class VscodeRuntime(Runtime):
         return frame
 
     async def execute(self, action: Action, agent: Hashable) -> dict[str, Any]:
+        """Make the action's paths absolute and confined, find the editor that runs it (the job's own
+        editor for a job id), refuse what that editor cannot do, forward it, and complete the answer."""
         ctx = as_context(agent)
         frame = self._absolute(action, ctx)
-        if isinstance(frame, dict) and frame.get("observation") == "error":
-            return frame
         if isinstance(frame, str):
             what = "The working directory" if action.kind == "run" else "Path"
             return error_observation(
@@ -124,24 +124,12 @@ class VscodeRuntime(Runtime):
                 ErrorId.PATH_DENIED,
                 f"{what} {frame} is outside the allowed roots ({', '.join(self.roots)}); nothing was done.",
             )
+        if frame.get("observation") == "error":
+            return frame
         jid = action.args.get("job_id")
-        routed = None
-        if jid:
-            self._purge()
-            record = self.jobs.get(jid)
-            if record is not None and record.get("shell") != ctx.shell_key:
-                record = None  # another agent's shell: not visible
-            routed = self._editor_for(jid)
-            if routed is None and record is not None and action.kind == "job":
-                return self._local_job_answer(action, record)  # its editor is gone: what we know
-            if routed is None:
-                if action.kind == "job":
-                    return error_observation(
-                        action.id, ErrorId.NO_JOB,
-                        f"No job {jid} in this agent's shell: the id is unknown, or the job ended more than job_retention "
-                        f"({self.job_retention:g} s) ago. List the jobs with the job action op list.",
-                    )
-                return error_observation(action.id, ErrorId.NO_COMMAND, f"No running command {jid} (its editor is gone, or the id is unknown).")
+        routed = self._job_editor(action, ctx, jid) if jid else None
+        if isinstance(routed, dict):
+            return routed  # the job's editor is gone: what the backend knows, or a refusal
         new_command = action.kind == "run" and not action.is_input and action.command.strip() != ""
         if new_command:
             frame["job_id"] = f"j{next(self._job_ids)}"
@@ -152,6 +140,36 @@ class VscodeRuntime(Runtime):
             return self._local_list(action, ctx)
         if editor is None:
             editor = await self.registry.wait_for(self.workspace, self.editor_timeout)
+        refused = self._refusal(action, editor)
+        if refused is not None:
+            return refused
+        if new_command:
+            self._remember(frame["job_id"], editor.editor_id, ctx)
+        obs = await self._forward(action, frame, editor)
+        return self._completed(action, ctx, editor, obs)
+
+    def _job_editor(self, action: Action, ctx: AgentContext, jid: str):
+        """The editor running job ``jid`` (of this agent's shell); else the answer to give at once."""
+        self._purge()
+        record = self.jobs.get(jid)
+        if record is not None and record.get("shell") != ctx.shell_key:
+            record = None  # another agent's shell: not visible
+        routed = self._editor_for(jid)
+        if routed is not None:
+            return routed
+        if record is not None and action.kind == "job":
+            return self._local_job_answer(action, record)  # its editor is gone: what we know
+        if action.kind == "job":
+            return error_observation(
+                action.id, ErrorId.NO_JOB,
+                f"No job {jid} in this agent's shell: the id is unknown, or the job ended more than job_retention "
+                f"({self.job_retention:g} s) ago. List the jobs with the job action op list.",
+            )
+        return error_observation(action.id, ErrorId.NO_COMMAND, f"No running command {jid} (its editor is gone, or the id is unknown).")
+
+    def _refusal(self, action: Action, editor) -> dict[str, Any] | None:
+        """Why ``editor`` will not be asked: none connected, or it cannot do this action (kind, an option,
+        review mode without the editor's 'review' capability); None when it can."""
         if editor is None:
             return error_observation(
                 action.id,
@@ -159,27 +177,29 @@ class VscodeRuntime(Runtime):
                 f"No editor is connected for {self.workspace} (waited {self.editor_timeout:g} s). "
                 "Open the folder in VS Code with the oh extension installed, or run `oh attach`.",
             )
-        if action.kind not in editor.registration.capabilities:
-            return error_observation(
-                action.id, ErrorId.TOOL_UNSUPPORTED, f"The editor {editor.registration.editor_name} cannot execute '{action.kind}'."
-            )
-        missing = _missing_capability(action, editor.registration.capabilities)
-        if self.review and "review" not in editor.registration.capabilities and is_proposal(action.kind, action.args):
+        capabilities = editor.registration.capabilities
+        name = editor.registration.editor_name
+        if action.kind not in capabilities:
+            return error_observation(action.id, ErrorId.TOOL_UNSUPPORTED, f"The editor {name} cannot execute '{action.kind}'.")
+        if self.review and "review" not in capabilities and is_proposal(action.kind, action.args):
             return error_observation(
                 action.id, ErrorId.TOOL_UNSUPPORTED,
-                f"This backend runs in review mode (--review), and the editor {editor.registration.editor_name} cannot show "
+                f"This backend runs in review mode (--review), and the editor {name} cannot show "
                 "proposals (it did not advertise the 'review' capability); nothing was changed. Use VS Code with the oh "
                 "extension, or `oh start --runtime local --review` and `oh review`.",
             )
+        missing = _missing_capability(action, capabilities)
         if missing is not None:
             return error_observation(
                 action.id, ErrorId.TOOL_UNSUPPORTED,
-                f"The editor {editor.registration.editor_name} does not support {missing[1]} (it did not advertise the "
+                f"The editor {name} does not support {missing[1]} (it did not advertise the "
                 f"{missing[0]!r} capability); nothing was done. Use the local runtime (`oh start --runtime local`) or `oh attach` for it.",
             )
-        if new_command:
-            self._remember(frame["job_id"], editor.editor_id, ctx)
-        obs = await self._forward(action, frame, editor)
+        return None
+
+    def _completed(self, action: Action, ctx: AgentContext, editor, obs: dict[str, Any]) -> dict[str, Any]:
+        """The editor's answer with what the backend adds: a started job remembered, the jobs of editors
+        that went away in a `job list`, a job whose editor dropped mid-request answered as LOST."""
         if action.kind == "run" and action.args.get("background") and obs.get("observation") == "run":
             self._started(obs, editor, ctx, action)
         if action.kind == "job" and action.args["op"] == "list" and obs.get("observation") == "job":
@@ -193,6 +213,7 @@ class VscodeRuntime(Runtime):
                 if gone:
                     listed.extend(_public(r) for r in gone)
                     obs["content"] = joblist.merge(obs.get("content"), gone)
+        jid = action.args.get("job_id")
         if jid and obs.get("observation") == "error" and obs["extras"].get("error_id") == "EDITOR_DISCONNECTED":
             record = self.jobs.get(jid)
             if record is not None and action.kind == "job":

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable, ClassVar
 
+from ..protocol.events import WAIT_SUMMARY as FOLLOW_UP
 from ..text import fmt
 from ..text.sanitize import visible
 from ..text.status import branch_label
@@ -28,6 +29,8 @@ MAX_ROWS = 200
 MAX_JOBS = 50  # job rows kept (running ones are never evicted while finished ones remain)
 JOB_STYLES = {"RUNNING": "yellow", "SUCCEEDED": "green", "FAILED": "red", "CANCELLED": "yellow", "LOST": "red"}
 RISK_STYLES = {"HIGH": "bold red", "MEDIUM": "yellow", "LOW": "dim", "UNKNOWN": "dim"}
+# The kind column fits the longest action kind ("diagnostics", "definition", "references"): cut, they read alike.
+KIND_WIDTH = 11
 # Fixed rows of the rich view besides the action rows: backend, workspace, editor, blank, table
 # header, blank, "N earlier actions hidden", stats, trace.
 _CHROME_ROWS = 9
@@ -40,6 +43,27 @@ def _clock(iso: str | None = None) -> str:
         except (TypeError, ValueError):
             pass
     return datetime.now().strftime("%H:%M:%S")
+
+
+PATH_KINDS = frozenset(("read", "write", "edit", "stat"))  # summaries that end with a path
+
+
+def _fit_path(summary: str, width: int) -> str:
+    """A file action's summary cut from the left of its path, so the file name stays: `str_replace …/name.py`."""
+    if len(summary) <= width or width < 4:
+        return summary
+    head, _, path = summary.rpartition(" ")
+    room = width - len(head) - 2 if head else width - 1
+    if head and room >= 8:
+        return f"{head} …{path[-room:]}"
+    return "…" + summary[-(width - 1):]
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    """A hint on as many lines as it needs (indented), so its fix at the end is never cut off."""
+    import textwrap
+
+    return textwrap.wrap(text, width=max(20, width - 1), initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False) or [""]
 
 
 def plural(n: int, word: str) -> str:
@@ -79,6 +103,9 @@ class ActionRow:
     risk: str | None = None
     awaiting: bool = False  # review mode: a proposal waiting for the user's decision (§3.11)
     consent: str | None = None  # the approval id while the action waits for the user's consent (§3.13)
+    timed_out: str | None = None  # a run that hit its timeout: killed | interrupted | running (fmt.TIMED_OUT)
+    job_id: str | None = None  # the command a run (or its follow-up) concerned (§3.8)
+    finished_by: int | None = None  # a follow-up (`oh run --wait`) saw the command still running here finish
 
     @property
     def failed(self) -> bool:
@@ -87,18 +114,30 @@ class ActionRow:
     @property
     def still_running(self) -> bool:
         """A run that returned without an exit code (soft timeout): the command goes on in its shell."""
-        return self.outcome == "ok" and self.exit_code == -1
+        return self.outcome == "ok" and self.exit_code == -1 and self.timed_out not in ("killed", "interrupted")
+
+    @property
+    def stopped_by_timeout(self) -> bool:
+        return self.outcome == "ok" and self.timed_out in ("killed", "interrupted")
 
     def outcome_text(self) -> str:
         if self.outcome is None:
             if self.consent:
                 return f"awaiting consent {self.consent}"
             return "awaiting review" if self.awaiting else "running…"
+        if self.finished_by is not None:
+            return "finished later"
+        ended = fmt.timed_out(self.timed_out) if self.outcome == "ok" else None
+        if ended:
+            return ended[0]
         if self.still_running:
             return "still running"
         return self.outcome
 
     def exit_text(self) -> str:
+        ended = fmt.timed_out(self.timed_out) if self.outcome == "ok" else None
+        if ended:
+            return "" if ended[1] is None else str(ended[1])
         return "" if self.exit_code is None or self.still_running else str(self.exit_code)
 
 
@@ -173,10 +212,21 @@ class LiveState:
         return visible(name if name and name != agent_id else (agent_id or ""))
 
     def _row(self, frame: dict[str, Any]) -> ActionRow:
+        kind = frame.get("kind", "")
         return ActionRow(
             frame.get("action_id"), _clock(frame.get("time")), self.agent_name(frame.get("agent_id", "")),
-            visible(frame.get("kind", "")), visible(frame.get("summary", "")), risk=_risk(frame.get("security_risk")),
+            visible(kind), visible(self.relative(str(frame.get("summary", "")), kind)), risk=_risk(frame.get("security_risk")),
         )
+
+    def relative(self, summary: str, kind: str) -> str:
+        """A file action's summary with paths inside the workspace relative to it: at 80 columns the cut
+        end of an absolute path is the file name. A command (run) is shown as the agent wrote it."""
+        ws = self.backend.get("workspace")
+        if kind == "run" or not isinstance(ws, str) or not ws.startswith("/"):
+            return summary
+        prefix = ws.rstrip("/") + "/"
+        words = [w[len(prefix):] or "." if w.startswith(prefix) else ("." if w == ws else w) for w in summary.split(" ")]
+        return " ".join(words)
 
     @property
     def animating(self) -> bool:
@@ -341,12 +391,38 @@ class LiveState:
         code = frame.get("exit_code")
         row.exit_code = code if isinstance(code, int) else None
         row.duration_ms = frame.get("duration_ms")
+        row.timed_out = frame.get("timed_out") if isinstance(frame.get("timed_out"), str) else None
+        row.job_id = visible(frame["job_id"])[:24] if isinstance(frame.get("job_id"), str) else None
+        self._follow_up_finished(row)
         self.stats["done"] = self.stats.get("done", 0) + 1
         if row.failed:
             self.stats["errors"] = self.stats.get("errors", 0) + 1
         code_txt = f" exit {row.exit_text()}" if row.exit_text() else ""
         risk = f" [risk {row.risk}]" if row.risk else ""
         return [f"{row.agent} {row.kind} {row.summary}{risk} → {row.outcome_text()}{code_txt} in {fmt_ms(row.duration_ms)}"]
+
+    def _follow_up_finished(self, row: ActionRow) -> None:
+        """A follow-up (`oh run --wait`, input) names the command it went to by job id: its row says which
+        command it waited for, and once the command ended, the row that said "still running" says so."""
+        if row.kind != "run":
+            return
+        if row.job_id is not None:
+            earlier = [r for r in self.actions.values() if r is not row and r.job_id == row.job_id and r.kind == "run"]
+        elif row.summary == FOLLOW_UP:  # a runtime without job ids (VS Code): the agent's last command still running
+            earlier = [r for r in self.actions.values() if r is not row and r.kind == "run" and r.job_id is None
+                       and r.agent == row.agent and r.still_running and not r.summary.startswith(FOLLOW_UP) and r.finished_by is None][-1:]
+        else:
+            return
+        if not earlier:
+            return
+        first = earlier[0]
+        if not row.summary or row.summary == FOLLOW_UP:
+            row.summary = f"{FOLLOW_UP}: {first.summary}"[:80]
+        if row.outcome == "ok" and row.exit_code is not None and row.exit_code >= 0:
+            waits = [r for r in self.actions.values() if r is not row and r.agent == row.agent and r.summary == row.summary]
+            for r in earlier + (waits if row.job_id is None else []):  # earlier follow-ups of the same command too
+                if r.still_running:
+                    r.finished_by = row.action_id
 
     @property
     def running_jobs(self) -> int:
@@ -487,11 +563,19 @@ class LiveState:
             return Text.assemble(*parts, no_wrap=True, overflow="ellipsis")
 
         b = self.backend
-        head = one_line(
+        url = visible(b.get("url") or self._url())
+        head_parts = [
             ("oh ", "bold"), ("backend ", "dim"), (visible(b.get("instance_id", "?")), "bold cyan"),
-            ("  runtime ", "dim"), (self.runtime, "bold"), ("  ", ""), (visible(b.get("url") or self._url()), "green"),
+            ("  runtime ", "dim"), (self.runtime, "bold"), ("  ", ""), (url, "green"),
             ("  pid ", "dim"), (str(b.get("pid", "?")), ""), ("  up ", "dim"), (fmt.fmt_duration(self.uptime()), ""),
-        )
+        ]
+        if sum(len(text) for text, _ in head_parts) > width:  # 80 columns: drop labels before anything is cut
+            head_parts = [
+                ("backend ", "dim"), (visible(b.get("instance_id", "?")), "bold cyan"), (" · ", "dim"), (self.runtime, "bold"),
+                (" · ", "dim"), (url.removeprefix("ws://"), "green"), (" · pid ", "dim"), (str(b.get("pid", "?")), ""),
+                (" · up ", "dim"), (fmt.fmt_duration(self.uptime()), ""),
+            ]
+        head = one_line(*head_parts)
         ws = one_line(("workspace ", "dim"), (visible(b.get("workspace", "")), ""),
                       *((("  branch ", "dim"), (visible(branch_label(b["branch"])), "magenta")) if isinstance(b.get("branch"), dict) else ()))
         state = self.editor_state
@@ -510,7 +594,7 @@ class LiveState:
             self._spinner.text = Text(text, style=style, no_wrap=True, overflow="ellipsis")
             self._spinner.style = style
             editor = self._spinner
-            hints = [one_line(("  ", ""), (h, "dim")) for h in self.hints]
+            hints = [one_line((line, "dim")) for h in self.hints for line in _wrap(h, width)]
         else:
             editor = one_line(("runtime local: actions run directly on this machine, no sandbox", "yellow"))
         ask = self.first_approval()
@@ -573,7 +657,7 @@ class LiveState:
         widths = {
             "time": 8,
             "agent": w([r.agent for r in both], "agent", 14),
-            "kind": w([r.kind for r in both], "kind", 6),
+            "kind": w([r.kind for r in both], "kind", KIND_WIDTH),
             "summary": max([len("no actions yet"), *(cell_len(r.summary) for r in both)]),
             "risk": w([r.risk or "" for r in shown], "risk", 7) if with_risk else 0,
             "outcome": w([r.outcome_text() for r in both], "outcome", 19),
@@ -583,7 +667,7 @@ class LiveState:
         names = [n for n in widths if widths[n]]
         excess = sum(widths[n] for n in names) + len(names) - 1 - width  # one space between columns
         # Who gives way, in order: the summary first (down to 16, then 8 once the agent is down to 10).
-        for name, least in (("summary", 16), ("agent", 10), ("summary", 8), ("agent", 6), ("outcome", 10), ("kind", 4)):
+        for name, least in (("summary", 16), ("agent", 10), ("summary", 8), ("agent", 6), ("outcome", 10), ("kind", 6), ("kind", 4)):
             if excess <= 0:
                 break
             give = min(excess, max(0, widths[name] - least))
@@ -608,14 +692,17 @@ class LiveState:
         for r in shown:
             if r.outcome is None or r.still_running:
                 outcome = Text(r.outcome_text(), style="yellow")
-            elif r.failed:
+            elif r.finished_by is not None:
+                outcome = Text(r.outcome_text(), style="dim")
+            elif r.failed or r.stopped_by_timeout:
                 outcome = Text(r.outcome_text(), style="red")
             elif r.exit_code in (None, 0):
                 outcome = Text("ok", style="green")
             else:
                 outcome = Text("ok", style="yellow")  # the command ran and exited non-zero
+            summary = _fit_path(r.summary, widths["summary"]) if r.kind in PATH_KINDS else r.summary
             lines.append(line({
-                "time": Text(r.time), "agent": Text(r.agent), "kind": Text(r.kind), "summary": Text(r.summary),
+                "time": Text(r.time), "agent": Text(r.agent), "kind": Text(r.kind), "summary": Text(summary),
                 "risk": Text(r.risk or "", style=RISK_STYLES.get(r.risk or "", "")), "outcome": outcome,
                 "exit": Text(r.exit_text()), "duration": Text(fmt_ms(r.duration_ms)),
             }))

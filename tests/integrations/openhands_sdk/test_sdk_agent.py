@@ -9,14 +9,13 @@ import inspect
 import json
 import os
 import threading
-from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("OPENHANDS_SUPPRESS_BANNER", "1")
 
 import pytest  # noqa: E402
 from openhands.sdk import Agent, Conversation  # noqa: E402
-from openhands.sdk.event import ActionEvent, AgentErrorEvent, ObservationEvent  # noqa: E402
+from openhands.sdk.event import AgentErrorEvent, ObservationEvent  # noqa: E402
 from openhands.sdk.llm import ImageContent, Message, MessageToolCall, TextContent  # noqa: E402
 from openhands.sdk.security.llm_analyzer import LLMSecurityAnalyzer  # noqa: E402
 from openhands.sdk.testing import TestLLM  # noqa: E402
@@ -104,7 +103,7 @@ def test_scripted_agent_does_a_realistic_task_through_oh(oh_backend, installed, 
     c_busy = s.term("echo not-now")
     c_more = s.term("", timeout=15)
     c_nocmd = s.term("")
-    c_state = s.term("export MARK=set-before-reset; mkdir -p sub && cd sub")
+    _c_state = s.term("export MARK=set-before-reset; mkdir -p sub && cd sub")
     c_reset = s.term("", reset=True)
     c_after = s.term("echo mark=${MARK:-unset}; pwd")
     c_image = s.edit(command="view", path=str(ws / "pixel.png"))
@@ -228,7 +227,7 @@ def test_default_agent_acts_through_oh(oh_backend, installed):
 
     ws = oh_backend.workspace
     s = Script()
-    c_write = s.edit(command="create", path=str(ws / "x.txt"), file_text="from the default agent\n")
+    _c_write = s.edit(command="create", path=str(ws / "x.txt"), file_text="from the default agent\n")
     c_cat = s.term("cat x.txt")
     llm = TestLLM.from_messages(s.done())
     agent = get_default_agent(llm, cli_mode=True)

@@ -190,3 +190,27 @@ def test_oh_tools_without_a_backend_say_how_to_start_one(tmp_path, monkeypatch, 
     obs, _ = run_script(lambda llm: Agent(llm=llm, tools=ohsdk.oh_tools()), ws, s)
     for cid in (c_jobs, c_know):
         assert obs[cid].is_error and "No oh backend serves" in obs[cid].text and "oh start" in obs[cid].text, obs[cid].text
+
+
+def test_agent_ensures_the_environment_once_then_a_noop(oh_backend, installed):
+    import shutil
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+    from ensure_projects import node_project
+
+    if shutil.which("npm") is None:
+        pytest.skip("npm is needed (extension/e2e/setup.sh installs it)")
+    ws = oh_backend.workspace
+    node_project(ws)
+    s = Script()
+    c_first = s.call(ohsdk.EnsureEnvironmentTool.name)
+    c_second = s.call(ohsdk.EnsureEnvironmentTool.name, targets=["node"])
+    c_bad = s.call(ohsdk.EnsureEnvironmentTool.name, path="/")
+    obs, tools = run_script(default_agent_with_oh_tools, ws, s)
+    assert isinstance(tools[ohsdk.EnsureEnvironmentTool.name], ohsdk.EnsureEnvironmentTool)
+    first, second, bad = obs[c_first], obs[c_second], obs[c_bad]
+    assert first.state == "ready" and not first.is_error and first.targets[0]["did"] == "installed" and "npm ci" in first.text, first.text
+    assert second.state == "ready" and second.targets[0]["did"] == "nothing" and "nothing to do" in second.text
+    assert bad.is_error and "PATH_DENIED" in bad.text
+    assert (ws / "node_modules" / ".bin" / "tiny").exists()

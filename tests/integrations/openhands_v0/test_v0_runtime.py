@@ -228,3 +228,21 @@ def test_consent_waits_and_a_rejection_is_a_user_reject_observation(make_oh_back
     assert seen and seen[0]["what"] == "touch v0-made.txt" and seen[0]["security_risk"] == "HIGH"
     assert isinstance(obs, UserRejectObservation) and "not here" in obs.content and "NOT executed" in obs.content
     assert not (backend.workspace / "v0-made.txt").exists()
+
+
+def test_the_setup_script_runs_once_through_the_backend_not_again_by_openhands(oh_backend):
+    ws = oh_backend.workspace
+    (ws / ".openhands").mkdir()
+    (ws / ".openhands" / "setup.sh").write_text("echo ran >> setup-count.txt\n")
+    runtime, stream = make_runtime(ws)
+    import asyncio
+
+    asyncio.run(runtime.connect())
+    try:
+        runtime.maybe_run_setup_script()  # what OpenHands' setup calls: the oh backend owns the script
+        obs = Agent(stream).do(CmdRunAction(command="cat setup-count.txt"))
+        assert obs.exit_code == 0 and obs.content.count("ran") == 1, obs.content
+        assert (ws / "setup-count.txt").read_text() == "ran\n"
+    finally:
+        runtime.close()
+        stream.close()

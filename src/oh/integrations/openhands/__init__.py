@@ -14,8 +14,9 @@ registered or composed explicitly. Needs Python >= 3.12 and ``pip install 'oh-ed
 
 ``install()`` also registers oh's own tools, which the SDK has no counterpart for:
 ``background_jobs`` (start a command as a job; list, poll, wait, output from an offset, cancel) and
-``editor_knowledge`` (diagnostics, symbols, definition, references, open, editors). An agent gets them
-by name, ``Tool(name="background_jobs")``, or all at once:
+``editor_knowledge`` (diagnostics, symbols, definition, references, open, editors) and
+``ensure_environment`` (make ``.venv`` / ``node_modules`` ready once; a no-op when nothing changed). An
+agent gets them by name, ``Tool(name="background_jobs")``, or all at once:
 
     agent = with_oh_tools(get_default_agent(llm, cli_mode=True))
 """
@@ -34,16 +35,18 @@ from openhands.tools.terminal.definition import TerminalTool  # noqa: E402
 from .common import settings  # noqa: E402
 from .file_editor import OhFileEditorExecutor, OhFileEditorTool  # noqa: E402
 from ..discovery import find_session  # noqa: E402
+from .ensure import EnsureEnvironmentAction, EnsureEnvironmentObservation, EnsureEnvironmentTool  # noqa: E402
 from .jobs import BackgroundJobAction, BackgroundJobObservation, BackgroundJobsTool  # noqa: E402
 from .knowledge import EditorKnowledgeAction, EditorKnowledgeObservation, EditorKnowledgeTool  # noqa: E402
 from .terminal import OhTerminalExecutor, OhTerminalTool  # noqa: E402
 
 __all__ = ["install", "uninstall", "oh_tools", "with_oh_tools", "OhTerminalTool", "OhFileEditorTool", "OhTerminalExecutor", "OhFileEditorExecutor",
            "BackgroundJobsTool", "BackgroundJobAction", "BackgroundJobObservation", "EditorKnowledgeTool", "EditorKnowledgeAction",
-           "EditorKnowledgeObservation", "OH_TOOL_NAMES", "find_session"]
+           "EditorKnowledgeObservation", "EnsureEnvironmentTool", "EnsureEnvironmentAction", "EnsureEnvironmentObservation",
+           "OH_TOOL_NAMES", "find_session"]
 
 # oh's own tools (no SDK counterpart), by the names an agent spec uses.
-OH_TOOL_NAMES = (BackgroundJobsTool.name, EditorKnowledgeTool.name)
+OH_TOOL_NAMES = (BackgroundJobsTool.name, EditorKnowledgeTool.name, EnsureEnvironmentTool.name)
 
 
 class _QuietDuplicate(logging.Filter):
@@ -75,6 +78,7 @@ def install(*, name: str = "openhands-sdk", instance: str | None = None) -> None
     _register(FileEditorTool.name, OhFileEditorTool)
     _register(BackgroundJobsTool.name, BackgroundJobsTool)
     _register(EditorKnowledgeTool.name, EditorKnowledgeTool)
+    _register(EnsureEnvironmentTool.name, EnsureEnvironmentTool)
 
 
 def uninstall() -> None:
@@ -85,7 +89,7 @@ def uninstall() -> None:
 
 
 def oh_tools():
-    """``[Tool(name="background_jobs"), Tool(name="editor_knowledge")]``: the specs to add to an agent's tools."""
+    """``[Tool(name="background_jobs"), Tool(name="editor_knowledge"), Tool(name="ensure_environment")]``: the specs to add to an agent's tools."""
     from openhands.sdk.tool import Tool
 
     return [Tool(name=name) for name in OH_TOOL_NAMES]

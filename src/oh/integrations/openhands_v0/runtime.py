@@ -113,6 +113,11 @@ class VsCodeRuntime(Runtime):
         # The user's own machine and git identity: never rewrite their global git config.
         return
 
+    def maybe_run_setup_script(self) -> None:
+        # The oh backend runs the workspace's .openhands/setup.sh (or .oh/setup.sh) itself, once per backend,
+        # as a job before the first action (docs/protocol.md §3.14): sourcing it here as well would run it twice.
+        return
+
     def add_env_vars(self, env_vars: dict[str, Any]) -> None:
         # Exported in the agent's oh shell only (args.env, kept out of oh's trace); never written to ~/.bashrc.
         if not env_vars:

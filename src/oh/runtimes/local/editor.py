@@ -17,6 +17,7 @@ leaves out entries that resolve outside the allowed roots.
 from __future__ import annotations
 
 import os
+import threading
 from collections import OrderedDict, deque
 from typing import Any
 
@@ -75,15 +76,21 @@ def cat_n_output(snippet: str, description: str, first_line: int = 1, limit: int
 
 
 class EditHistory:
-    """Previous contents per file, newest last; bounded per file and in total bytes."""
+    """Previous contents per file, newest last; bounded per file and in total bytes. Thread-safe: edits
+    run in worker threads (issue 18)."""
 
     def __init__(self, per_file: int = 10, max_chars: int = 64 * 1024 * 1024) -> None:
+        self.lock = threading.Lock()
         self.per_file = per_file
         self.max_chars = max_chars
         self._by_path: OrderedDict[str, deque[str]] = OrderedDict()
         self._chars = 0
 
     def push(self, path: str, content: str) -> None:
+        with self.lock:
+            self._push(path, content)
+
+    def _push(self, path: str, content: str) -> None:
         if len(content) > self.max_chars:
             return
         q = self._by_path.setdefault(path, deque())
@@ -99,6 +106,10 @@ class EditHistory:
                 del self._by_path[oldest_path]
 
     def pop(self, path: str) -> str | None:
+        with self.lock:
+            return self._pop(path)
+
+    def _pop(self, path: str) -> str | None:
         q = self._by_path.get(path)
         if not q:
             return None

@@ -3,7 +3,9 @@
 - A new command goes to the main shell when it is idle (its ``cd``/exports persist there). When the
   main shell is busy it runs in an **extra shell**, started in the main shell's current directory
   with the main shell's exports (the snapshot it writes after each command), up to ``max_shells``
-  shells in all; beyond that: ``BUSY``. An extra shell serves one command and is killed when it ends.
+  shells in all; beyond that it waits, in arrival order, for a shell to come free (a bounded queue;
+  the wait counts toward its timeout; ``BUSY`` only when the queue is full: protocol/shellqueue.py).
+  An extra shell serves one command and is killed when it ends.
 - Every command gets an id (``j<N>``). Observations of a command in an extra shell, of a background
   job, or of a command still running carry it as ``metadata.job_id``. Follow-ups (empty command,
   ``is_input``) name it with ``args.job_id``; without it they go to the most recently started
@@ -20,8 +22,9 @@ import contextlib
 import os
 import shlex
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from ...protocol import shellqueue
 from ...protocol.errors import ErrorId
 from ...protocol.events import Action, error_observation, job_observation, run_observation
 from .jobs import (
@@ -32,11 +35,28 @@ from .terminal import Terminal, _identity
 
 if TYPE_CHECKING:
     from ..base import AgentContext
-    from .runtime import LocalRuntime
+
+
+class ShellHost(Protocol):
+    """What a shell group needs from the runtime that owns it (``LocalRuntime``): its limits, new
+    terminals and job ids, and where job events go. The group does not import the runtime."""
+
+    max_shells: int
+    max_wait: float
+    job_retention: float
+    spool_cap: int
+
+    def new_terminal(self, cwd: str, *, env_snapshot: str = "", init_script: str = "") -> Terminal: ...
+
+    def new_job_id(self, action: Action | None = None) -> str: ...
+
+    def spool_path(self, job_id: str) -> str: ...
+
+    def job_event(self, name: str, job: Any) -> None: ...
 
 
 class ShellGroup:
-    def __init__(self, rt: "LocalRuntime", key: str, main: Terminal) -> None:
+    def __init__(self, rt: ShellHost, key: str, main: Terminal) -> None:
         self.rt = rt
         self.key = key
         self.main = main
@@ -44,6 +64,51 @@ class ShellGroup:
         self.jobs: dict[str, Job] = {}  # background jobs (running and recently finished)
         self._tasks: set[asyncio.Task] = set()
         self.closed = False
+        self._queue: list[object] = []  # runs waiting for a free shell, in arrival order
+        self._free = asyncio.Event()  # set when a shell may have come free
+
+    def _notify(self) -> None:
+        self._free.set()
+
+    async def _notify_when(self, cmd) -> None:
+        await cmd.finished.wait()
+        self._notify()
+
+    def _watch_main(self) -> None:
+        """Tell the queue when the main shell's command ends (now, or later: a soft timeout)."""
+        cmd = self.main.running
+        if cmd is None:
+            self._notify()
+        elif self._queue:
+            self._spawn(self._notify_when(cmd))
+
+    def _has_room(self) -> bool:
+        return self.main.idle or self._shells_in_use() < self.rt.max_shells
+
+    async def _wait_for_shell(self, action: Action) -> tuple[Action, float] | dict[str, Any]:
+        """Queue ``action`` until it is first in line and a shell is free: (the action with what is left
+        of its timeout, seconds waited), or the TIMEOUT observation when its time ran out first."""
+        token = object()
+        self._queue.append(token)
+        if self.main.running is not None:
+            self._spawn(self._notify_when(self.main.running))
+        t0 = time.monotonic()
+        limit = action.timeout if action.timeout is not None else self.rt.max_wait
+        try:
+            while not (self._queue[0] is token and self._has_room()):
+                remaining = limit - (time.monotonic() - t0)
+                if remaining <= 0:
+                    return error_observation(action.id, ErrorId.TIMEOUT, shellqueue.waited_out_message(action.command, time.monotonic() - t0, self.rt.max_shells))
+                self._free.clear()
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._free.wait(), remaining)
+                if self.closed:
+                    return error_observation(action.id, ErrorId.INTERRUPTED, "The agent's shells were closed while this command waited for one; it was NOT executed.")
+        finally:
+            self._queue.remove(token)
+            self._notify()  # the next in line looks again
+        waited = time.monotonic() - t0
+        return Action(action.id, action.kind, action.args, shellqueue.left(action.timeout, waited), action.raw), waited
 
     # ------------------------------------------------------------------ helpers
     def _shells_in_use(self) -> int:
@@ -117,18 +182,37 @@ class ShellGroup:
             )
         if args.get("background"):
             return await self._start_job(action, cwd, ctx)
-        if action.reset or self.main.idle:
-            new_id = self.rt.new_job_id(action)
-            obs = await self.main.run(action, cwd, job_id=new_id)
-            cmd = self.main.running
-            if cmd is not None and cmd.job_id == new_id:
-                self._tag(obs, new_id, suffix=self._still_running_note(new_id))
-            return obs
+        if action.reset or (self.main.idle and not self._queue):
+            return await self._run_main(action, cwd)
         if args.get("exclusive"):
             return self._main_busy(action)
-        if self._shells_in_use() >= self.rt.max_shells:
-            return self._limit_busy(action)
-        return await self._run_extra(action, cwd)
+        verdict = shellqueue.place(self._shells_in_use(), self.rt.max_shells, len(self._queue), self.rt.queue_limit)
+        if verdict == "busy":
+            return error_observation(action.id, ErrorId.BUSY, shellqueue.queue_full_message(action.command, self._shells_in_use(), self.rt.max_shells, len(self._queue)))
+        note = ""
+        if verdict == "wait":
+            got = await self._wait_for_shell(action)
+            if isinstance(got, dict):
+                return got
+            action, waited = got
+            note = f"[This command waited {waited:.1f} s for a free shell: {self.rt.max_shells} (max_shells) were busy.]\n"
+            if self.main.idle:
+                return await self._run_main(action, cwd, note)
+        return await self._run_extra(action, cwd, note)
+
+    async def _run_main(self, action: Action, cwd: str | None, note: str = "") -> dict[str, Any]:
+        new_id = self.rt.new_job_id(action)
+        try:
+            obs = await self.main.run(action, cwd, job_id=new_id)
+        finally:
+            self._watch_main()
+        cmd = self.main.running
+        if cmd is not None and cmd.job_id == new_id:
+            self._tag(obs, new_id, suffix=self._still_running_note(new_id))
+        if note and obs.get("observation") == "run":
+            md = obs["extras"]["metadata"]
+            md["prefix"] = note + (md.get("prefix") or "")
+        return obs
 
     def _main_busy(self, action: Action) -> dict[str, Any]:
         """``args.exclusive``: the agent wants one shell, as the OpenHands SDK's terminal has (a new command
@@ -162,11 +246,11 @@ class ShellGroup:
         obs = await term.run(action)
         cmd = term.running
         still = cmd is not None and cmd.job_id == jid
-        if term is not self.main or still:
-            self._tag(obs, jid, suffix=self._still_running_note(jid) if still else "")
+        # Tagged also when it ended in the main shell: the live view closes the row that said "still running".
+        self._tag(obs, jid, suffix=self._still_running_note(jid) if still else "")
         return obs
 
-    async def _run_extra(self, action: Action, cwd: str | None) -> dict[str, Any]:
+    async def _run_extra(self, action: Action, cwd: str | None, note: str = "") -> dict[str, Any]:
         jid = self.rt.new_job_id(action)
         term = self._new_extra()
         self.extras[jid] = term
@@ -174,10 +258,11 @@ class ShellGroup:
             cmd, _shell, note = await term.start(action, cwd, job_id=jid)
         except BaseException:
             self.extras.pop(jid, None)
+            self._notify()
             await term.close()
             raise
         self._spawn(self._reap(jid, term, cmd))
-        prefix = (
+        prefix = note + (
             f"[The agent's shell was busy: this command ran in an extra shell ({jid}) started in {term.workspace} with the "
             "main shell's exports; its cd and exports do not carry over.]\n"
         )
@@ -187,6 +272,7 @@ class ShellGroup:
         except asyncio.CancelledError:
             # Agent gone or deadline passed: a one-shot shell has no state worth keeping.
             self.extras.pop(jid, None)
+            self._notify()
             await asyncio.shield(term.close())
             raise
         still = term.running is cmd
@@ -199,6 +285,7 @@ class ShellGroup:
             pass
         if self.extras.get(jid) is term:
             del self.extras[jid]
+            self._notify()
         await term.close()
 
     # ------------------------------------------------------------------ background jobs
@@ -261,6 +348,7 @@ class ShellGroup:
                 pass
             if self.extras.get(job.job_id) is term:
                 del self.extras[job.job_id]
+                self._notify()
             await term.close()
             self.rt.job_event("job_finished", job)
 
@@ -368,6 +456,7 @@ class ShellGroup:
     # ------------------------------------------------------------------ lifecycle
     async def close(self) -> None:
         self.closed = True
+        self._notify()  # queued runs give up
         for job in self.jobs.values():
             job.finish(LOST, None)  # its shell dies with the group (agent gone, backend stopping)
         terms = [self.main, *self.extras.values()]

@@ -15,6 +15,7 @@ the second stale in the same way.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import itertools
 import logging
@@ -37,6 +38,31 @@ log = logging.getLogger("oh.runtimes.local.review")
 
 MAX_DIFF_CHARS = 2 * 1024 * 1024  # `oh review show` of a huge change is clipped with a note
 MAX_REVIEW_BYTES = 64 * 1024 * 1024  # what a proposal may hold in memory until it is decided
+# All pending proposals together (their before + after bytes; issue 18 item 2): a proposal that would
+# go past it is refused with BUSY (nothing written) unless nothing else is pending.
+MAX_PENDING_BYTES = 2 * MAX_REVIEW_BYTES
+
+
+class PathLocks:
+    """One asyncio lock per file path, dropped when nobody holds or waits for it: edits of one file
+    run one at a time now that they run in worker threads."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+
+    @contextlib.asynccontextmanager
+    async def hold(self, key: str):
+        lock, users = self._locks.get(key) or (asyncio.Lock(), 0)
+        self._locks[key] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[key]
+            if users <= 1:
+                del self._locks[key]
+            else:
+                self._locks[key] = (lock, users - 1)
 
 
 def file_bytes(real: str) -> bytes | None:
@@ -56,6 +82,12 @@ def file_bytes(real: str) -> bytes | None:
             return f.readall()
     finally:
         os.close(fd)
+
+
+def text_of(data: bytes) -> str | None:
+    """The text an edit observation shows for a file's bytes (None: not text)."""
+    decoded = decode_any(data) if data else ("", "utf-8")
+    return None if decoded is None else decoded[0]
 
 
 def _digest(data: bytes | None) -> str | None:
@@ -102,8 +134,9 @@ class _PeekHistory(EditHistory):
         pass
 
     def pop(self, path: str) -> str | None:
-        q = self._real._by_path.get(path)
-        return q[-1] if q else None
+        with self._real.lock:
+            q = self._real._by_path.get(path)
+            return q[-1] if q else None
 
 
 class ProposingEditor(FileEditor):
@@ -134,6 +167,10 @@ class Proposal:
     replace: bool  # False: write mode create (only if the name is still free)
     observation: dict[str, Any]  # what the agent gets when accepted
     on_accept: Callable[[], None] | None = None  # e.g. record the edit in the undo history
+    # The edit observation's old_content/new_content are decoded from before/after on accept rather
+    # than held as text while the proposal waits (they were checked to decode to exactly those).
+    texts_later: bool = False
+    deciding: bool = False  # an accept is checking/writing the file in a thread
     created: float = field(default_factory=time.monotonic)
     created_at: float = field(default_factory=time.time)
     future: asyncio.Future | None = None
@@ -144,6 +181,10 @@ class Proposal:
             "kind": self.kind, "command": self.command, "path": self.path, "age_s": round(time.monotonic() - self.created, 1),
             "created_at": self.created_at, "creates": self.before is None, "bytes": len(self.after),
         }
+
+    @property
+    def size(self) -> int:
+        return len(self.before or b"") + len(self.after)
 
     def diff(self) -> tuple[str, bool]:
         """(unified diff, binary?) of current-at-proposal vs proposed; binary content is summarised."""
@@ -166,6 +207,25 @@ class ProposalQueue:
         self.pending: dict[str, Proposal] = {}
         self._ids = itertools.count(1)
         self.on_event = on_event  # ("proposal_opened" | "proposal_closed", fields): the backend's monitors
+        self.max_bytes = MAX_PENDING_BYTES
+        self.pending_bytes = 0
+        self.locks = PathLocks()  # shared with the runtime's edits: an accept writes the file under it
+
+    def _full(self, extra: int) -> str | None:
+        if not self.pending or self.pending_bytes + extra <= self.max_bytes:
+            return None
+        mib = 1024 * 1024
+        return (
+            f"Too much awaits the user's review: {len(self.pending)} proposal(s) holding {self.pending_bytes / mib:.1f} MiB "
+            f"(the limit is {self.max_bytes // mib} MiB for all pending proposals together). Nothing was written. "
+            "Wait until the user decides some (`oh review`), then send this change again."
+        )
+
+    def check_room(self, size: int = 0) -> None:
+        """Refuses (ToolError BUSY) when ``size`` more bytes would not fit beside what is pending."""
+        msg = self._full(max(size, 1) if self.pending_bytes >= self.max_bytes else size)
+        if msg is not None:
+            raise ToolError(msg, ErrorId.BUSY)
 
     def new_id(self) -> str:
         return f"p{next(self._ids)}"
@@ -180,8 +240,10 @@ class ProposalQueue:
 
     async def wait(self, p: Proposal) -> dict[str, Any]:
         """Park ``p`` until a decision, the timeout, or cancellation; return the agent's observation."""
+        self.check_room(p.size)  # again: others may have been parked while this one was computed
         p.future = asyncio.get_running_loop().create_future()
         self.pending[p.proposal_id] = p
+        self.pending_bytes += p.size
         self._emit("proposal_opened", p)
         decision = "timeout"
         try:
@@ -189,12 +251,17 @@ class ProposalQueue:
             decision = obs.pop("_decision", "decided")
             return obs
         except asyncio.TimeoutError:
+            if p.deciding:  # an accept is writing the file right now (a thread): its outcome is the answer
+                obs = await asyncio.shield(p.future)
+                decision = obs.pop("_decision", "decided")
+                return obs
             return error_observation(p.action_id, ErrorId.TIMEOUT, rules.timeout_message(p.path, self.timeout))
         except asyncio.CancelledError:
             decision = "cancelled"
             raise
         finally:
-            self.pending.pop(p.proposal_id, None)
+            if self.pending.pop(p.proposal_id, None) is not None:
+                self.pending_bytes -= p.size
             self._emit("proposal_closed", p, decision=decision, by=rules.decided_by(decision, "cli"), at=time.time())
 
     def list(self) -> list[dict[str, Any]]:
@@ -203,11 +270,27 @@ class ProposalQueue:
     def find(self, pid: str) -> Proposal | None:
         return self.pending.get(pid)
 
-    def accept(self, pid: str) -> dict[str, Any]:
-        """Apply one proposal (if its file is unchanged) and answer its agent. Returns the result row."""
+    async def accept(self, pid: str) -> dict[str, Any]:
+        """Apply one proposal (if its file is unchanged) and answer its agent. Returns the result row.
+        The file's check and write run in a worker thread (up to 64 MiB each); the decision on the loop."""
         p = self.pending.get(pid)
-        if p is None or p.future is None or p.future.done():
+        if p is None or p.future is None or p.future.done() or p.deciding:
             return {"id": pid, "outcome": "unknown", "message": f"No pending proposal {pid}."}
+        p.deciding = True
+        try:
+            async with self.locks.hold(p.real):
+                obs, decision, row = await asyncio.to_thread(self._apply, p)
+        finally:
+            p.deciding = False
+        if decision == "accepted" and p.on_accept is not None:
+            p.on_accept()
+        self._resolve(p, obs, decision)
+        return row
+
+    @staticmethod
+    def _apply(p: Proposal) -> tuple[dict[str, Any], str, dict[str, Any]]:
+        """(observation, decision, result row) of accepting ``p``: checks the file and writes it."""
+        pid = p.proposal_id
         try:
             now = file_bytes(p.real)
             changed = (_digest(now) != _digest(p.before)
@@ -220,37 +303,38 @@ class ProposalQueue:
             changed = True  # grew past what a proposal may hold: it cannot be the bytes the proposal saw
         except OSError as exc:  # unreadable now: nothing can be checked, so nothing is written
             msg = exc.strerror or str(exc)
-            self._resolve(p, error_observation(p.action_id, ErrorId.TOOL_ERROR, f"The user accepted the change to {p.path}, but reading the file to check it failed: {msg}"), "failed")
-            return {"id": pid, "outcome": "failed", "path": p.path, "message": f"reading {p.path} failed: {msg}"}
+            return (error_observation(p.action_id, ErrorId.TOOL_ERROR, f"The user accepted the change to {p.path}, but reading the file to check it failed: {msg}"), "failed",
+                    {"id": pid, "outcome": "failed", "path": p.path, "message": f"reading {p.path} failed: {msg}"})
         if changed:
-            self._resolve(p, error_observation(p.action_id, ErrorId.REJECTED, rules.stale_message(p.path)), "stale")
-            return {"id": pid, "outcome": "stale", "path": p.path,
-                    "message": f"{p.path} changed after the proposal was made: nothing was written; the agent was told to read it again."}
+            return (error_observation(p.action_id, ErrorId.REJECTED, rules.stale_message(p.path)), "stale",
+                    {"id": pid, "outcome": "stale", "path": p.path,
+                     "message": f"{p.path} changed after the proposal was made: nothing was written; the agent was told to read it again."})
         try:
             atomic_write(ResolvedPath(p.path, p.real), p.after, replace=p.replace)
         except Exception as exc:  # noqa: BLE001 - the tool refused (permissions, disk): the agent must hear it
             msg = getattr(exc, "message", None) or getattr(exc, "strerror", None) or str(exc)
-            self._resolve(p, error_observation(p.action_id, ErrorId.TOOL_ERROR, f"The user accepted the change to {p.path}, but writing it failed: {msg}"), "failed")
-            return {"id": pid, "outcome": "failed", "path": p.path, "message": f"writing {p.path} failed: {msg}"}
-        if p.on_accept is not None:
-            p.on_accept()
+            return (error_observation(p.action_id, ErrorId.TOOL_ERROR, f"The user accepted the change to {p.path}, but writing it failed: {msg}"), "failed",
+                    {"id": pid, "outcome": "failed", "path": p.path, "message": f"writing {p.path} failed: {msg}"})
         obs = dict(p.observation)
+        if p.texts_later:
+            extras = obs["extras"] = dict(obs["extras"])
+            extras["old_content"] = None if p.before is None else text_of(p.before)
+            extras["new_content"] = text_of(p.after)
         note = rules.accepted_note(p.path)
         obs["content"] = (obs.get("content") or "").rstrip("\n") + ("\n" if obs.get("content") else "") + note
-        self._resolve(p, obs, "accepted")
-        return {"id": pid, "outcome": "accepted", "path": p.path, "message": f"{p.path} written."}
+        return obs, "accepted", {"id": pid, "outcome": "accepted", "path": p.path, "message": f"{p.path} written."}
 
     def reject(self, pid: str, reason: str) -> dict[str, Any]:
         p = self.pending.get(pid)
-        if p is None or p.future is None or p.future.done():
+        if p is None or p.future is None or p.future.done() or p.deciding:
             return {"id": pid, "outcome": "unknown", "message": f"No pending proposal {pid}."}
         self._resolve(p, error_observation(p.action_id, ErrorId.REJECTED, rules.rejected_message(p.path, reason)), "rejected")
         return {"id": pid, "outcome": "rejected", "path": p.path, "message": f"{p.path} left unchanged; the agent got the reason."}
 
-    def accept_all(self) -> list[dict[str, Any]]:
+    async def accept_all(self) -> list[dict[str, Any]]:
         """Every pending proposal in creation order; each is checked on its own (a later one to the same
         file is stale once an earlier one is written)."""
-        return [self.accept(pid) for pid in list(self.pending)]
+        return [await self.accept(pid) for pid in list(self.pending)]
 
     @staticmethod
     def _resolve(p: Proposal, obs: dict[str, Any], decision: str) -> None:

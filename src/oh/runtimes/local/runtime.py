@@ -25,8 +25,9 @@ from .group import ShellGroup
 from .jobs import SPOOL_CAP
 from .paths import PathPolicy
 from ..consent import PREAPPROVED
-from .review import Proposal, ProposalQueue, ProposingEditor, Recorder, file_bytes
+from .review import PathLocks, Proposal, ProposalQueue, ProposingEditor, Recorder, file_bytes, text_of
 from ...protocol import review as review_rules
+from ...protocol import shellqueue
 from .shell import SOURCE_FILE_TEXT
 from .terminal import Terminal
 
@@ -35,6 +36,8 @@ log = logging.getLogger("oh.runtimes.local")
 NO_CHANGE_TIMEOUT = 30.0  # OpenHands' soft timeout: no new output for this long
 MAX_WAIT = 240.0  # a run without timeout returns by then (the backend's default deadline is 300 s)
 INLINE_BYTES = 1 << 20  # smaller files are read/written on the event loop; bigger ones in a thread
+# Edits (other than view) and proposals always run in a worker thread (issue 18): their diff is worse
+# than linear (bounded by protocol.udiff.WORK_BUDGET, still ~1-2 s), and no agent may stall the loop.
 _SECRET_ENV = re.compile(r"^OH_.*(TOKEN|SECRET)|^OH_TOKEN$")
 
 
@@ -81,6 +84,7 @@ class LocalRuntime(Runtime):
         self.editor = FileEditor(max_output_chars)
         self._terminals: dict[Hashable, ShellGroup] = {}  # shell key -> its shells and jobs
         self.max_shells = max(1, int(max_shells))  # per shell key, the main shell included
+        self.queue_limit = shellqueue.QUEUE_LIMIT  # runs per shell key waiting for a free shell (then BUSY)
         self.job_retention = float(job_retention)
         self.spool_cap = spool_cap
         self._spool_root = Path(spool_dir) if spool_dir is not None else None
@@ -98,6 +102,8 @@ class LocalRuntime(Runtime):
         self._scratch: str | None = None
         # Review mode (§3.11): write/edit wait here as proposals until `oh review` decides.
         self.proposals: ProposalQueue | None = ProposalQueue(review_timeout) if review else None
+        # Edits, threaded writes and accepted proposals of one file take turns (issue 18).
+        self._file_locks = self.proposals.locks if self.proposals is not None else PathLocks()
 
     # ------------------------------------------------------------------ plumbing
     def _scratch_dir(self) -> str:
@@ -246,7 +252,8 @@ class LocalRuntime(Runtime):
         content = args["content"]
         call = (write_file, rp, content, args.get("start", 0), args.get("end", -1), args.get("encoding"), args.get("mode") or "overwrite")
         if len(content) > INLINE_BYTES or self._is_big(rp.real):
-            note = await asyncio.to_thread(*call)
+            async with self._file_locks.hold(rp.real):  # a threaded edit of the same file must not interleave
+                note = await asyncio.to_thread(*call)
         else:
             note = call[0](*call[1:])
         return write_observation(action.id, action.path, note or "")
@@ -258,8 +265,10 @@ class LocalRuntime(Runtime):
 
     async def _edit(self, action: Action, base: str) -> dict[str, Any]:
         rp = self.paths.resolve(action.path, base)
-        if self._is_big(rp.real):
-            result = await asyncio.to_thread(self.editor.execute, rp, action.args, self.paths)
+        if action.args.get("command") != "view" or self._is_big(rp.real):
+            # One edit of a file at a time (read, change, write back, undo history), in a thread.
+            async with self._file_locks.hold(rp.real):
+                result = await asyncio.to_thread(self._editor_call, rp, action.args)
         else:
             result = self.editor.execute(rp, action.args, self.paths)
         return edit_observation(
@@ -272,10 +281,33 @@ class LocalRuntime(Runtime):
             diff=result["diff"],
         )
 
+    def _editor_call(self, rp, args: dict[str, Any]) -> dict[str, Any]:
+        return self.editor.execute(rp, args, self.paths)  # its undo history takes its own lock
+
     async def _propose(self, action: Action, ctx: AgentContext, base: str) -> dict[str, Any]:
-        """Review mode: compute the change as it would be made, then wait for the user's decision."""
+        """Review mode: compute the change as it would be made (in a thread: it reads the file and diffs
+        it), then wait for the user's decision."""
         assert self.proposals is not None
         rp = self.paths.resolve(action.path, base)
+        self.proposals.check_room()  # refuse at once when the pending proposals hold too much already
+        async with self._file_locks.hold(rp.real):
+            made = await asyncio.to_thread(self._compute_proposal, action, rp)
+        if isinstance(made, dict):
+            return made  # nothing would change: nothing to review
+        before, after, replace, command, obs, on_accept, later = made
+        # The proposal holds the new bytes: the action's own copy of them is not kept while it waits
+        # (issue 18: a 40 MiB write proposal held the text and the bytes). Nothing reads them again.
+        for key in ("content", "file_text", "old_str", "new_str"):
+            if isinstance(action.args.get(key), str) and len(action.args[key]) > 4096:
+                action.args[key] = ""
+        proposal = Proposal(
+            self.proposals.new_id(), action.id, ctx.id, ctx.name, action.kind, command, rp.shown, rp.real, before, after, replace, obs, on_accept,
+            texts_later=later,
+        )
+        return await self.proposals.wait(proposal)
+
+    def _compute_proposal(self, action: Action, rp) -> dict[str, Any] | tuple:
+        """The proposal's parts (worker thread), or the observation when nothing would change."""
         before = file_bytes(rp.real)
         args = action.args
         on_accept = None
@@ -302,10 +334,16 @@ class LocalRuntime(Runtime):
                 on_accept = lambda: history.push(rp.real, old_text)  # noqa: E731
         if after is None or after == before:
             return obs  # nothing would change (e.g. mode create on an existing file): nothing to review
-        proposal = Proposal(
-            self.proposals.new_id(), action.id, ctx.id, ctx.name, action.kind, command, rp.shown, rp.real, before, after, replace, obs, on_accept,
+        # The whole-file texts are not kept while the proposal waits (the bytes are): they are decoded
+        # again on accept (issue 18 item 2: a 40 MiB proposal held four copies), when that gives them exactly.
+        extras = obs["extras"]
+        later = action.kind == "edit" and (
+            (before is None and extras.get("old_content") is None or before is not None and text_of(before) == extras.get("old_content"))
+            and text_of(after) == extras.get("new_content")
         )
-        return await self.proposals.wait(proposal)
+        if later:
+            extras["old_content"] = extras["new_content"] = None
+        return before, after, replace, command, obs, on_accept, later
 
     @staticmethod
     def _is_big(real: str) -> bool:

@@ -1,4 +1,4 @@
-"""Wave 2 backend additions (docs/protocol.md §2.1, §4, §5): agent headers (workdir, shared shells),
+"""The backend's agent-facing options (docs/protocol.md §2.1, §4, §5): agent headers (workdir, shared shells),
 allowed roots, the agent field and agent_gone on the editor leg, security_risk, env secrecy.
 Real backends on loopback, real sockets, real bash; the headless editor is the real `oh attach` peer."""
 

@@ -1,4 +1,4 @@
-"""QA of background jobs, write modes and stat through real `oh` processes and the Python client."""
+"""Edge cases of background jobs, write modes and stat through real `oh` processes and the Python client."""
 
 from __future__ import annotations
 

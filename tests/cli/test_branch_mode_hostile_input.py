@@ -1,4 +1,4 @@
-"""QA of git-branch mode from outside: hostile branch names, git hooks that leave processes behind,
+"""Git-branch mode against hostile input, from outside: hostile branch names, git hooks that leave processes behind,
 git missing from PATH, agent names that slug to nothing. Real git, real `oh` processes."""
 
 from __future__ import annotations

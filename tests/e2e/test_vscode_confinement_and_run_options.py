@@ -1,4 +1,5 @@
-"""Issue 9 #7, #13-#18 and the wave-2 editor leg (SPEC-wave2 C, D, E) in a real VS Code, with real ``oh`` processes.
+"""The editor leg in a real VS Code, with real ``oh`` processes: confinement to the backend's workspace, run options
+(cwd, input, interrupt, reset, env, max_output, BUSY / NO_COMMAND), encodings, one terminal per agent shell.
 
 One workbench per module, opened on ``ws``; the first backend serves the NESTED folder ``ws/sub`` (the
 window's folder is wider than what the backend serves), so every confinement test here would pass the
@@ -13,7 +14,6 @@ import json
 import os
 import signal
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -202,7 +202,7 @@ def test_one_terminal_per_agent_shell(vscode: VsCode, nested: dict):
     with _agent(nested, "claude-code", shell="team", workdir=deeper) as a:
         obs = a.run("pwd; export TEAM_VAR=shared", timeout=30)
         assert obs["content"] == os.path.realpath(deeper) + "\n", obs
-    assert f'"oh · claude-code" terminal ready with shell integration' in vscode.extension_log()
+    assert '"oh · claude-code" terminal ready with shell integration' in vscode.extension_log()
     with _agent(nested, "second-agent", shell="team") as b:  # same key: same terminal, its exports still there
         obs = b.run("echo $TEAM_VAR", timeout=30)
         assert obs["content"] == "shared\n", obs

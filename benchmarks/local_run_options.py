@@ -1,6 +1,6 @@
-"""Costs of the wave 2 local-runtime additions, in process (no sockets): medians over N runs.
+"""Costs of the local runtime's run options and encodings, in process (no sockets): medians over N runs.
 
-    .venv/bin/python benchmarks/local_wave2.py [N]
+    .venv/bin/python benchmarks/local_run_options.py [N]
 
 - run `true` (the baseline; its metadata now includes user, host and python -- cached lookups);
 - run `true` with one `env` variable (one extra internal command through the shell's pipe);

@@ -1,4 +1,4 @@
-"""Wave 2 local-runtime additions (docs/protocol.md §3.1, §3.4): reset, env, max_output, BUSY /
+"""Local-runtime options (docs/protocol.md §3.1, §3.4): reset, env, max_output, BUSY /
 NO_COMMAND, metadata, shell keys, working directories, encodings, base64, SDK editor texts,
 long names, listings that stay inside the allowed roots, hard links. Real bash, real files."""
 
@@ -84,7 +84,8 @@ async def test_timeout_zero_means_no_timeout_given(h: Harness):
 
 
 async def test_busy_and_no_command_are_errors_naming_no_tool(workspace):
-    rt = LocalRuntime(workspace, max_shells=1)  # no extra shells: a second command is BUSY
+    rt = LocalRuntime(workspace, max_shells=1)  # no extra shells and no queue: a second command is BUSY
+    rt.queue_limit = 0
     try:
         await _busy_and_no_command(Harness(rt))
     finally:

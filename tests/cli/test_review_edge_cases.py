@@ -1,4 +1,4 @@
-"""QA of review mode from outside: real backend, real `oh` agent and `oh review` processes."""
+"""Review mode's edge cases, from outside: real backend, real `oh` agent and `oh review` processes."""
 
 from __future__ import annotations
 

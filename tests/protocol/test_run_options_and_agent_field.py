@@ -1,4 +1,4 @@
-"""Wave 2 protocol additions (pure): new run/read/write args, timeout 0, security_risk, error ids,
+"""Protocol options of run/read/write and the agent field (pure): new run/read/write args, timeout 0, security_risk, error ids,
 the agent field, shell keys, agent_gone, registered.allowed_roots."""
 
 from __future__ import annotations

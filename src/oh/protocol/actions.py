@@ -1,0 +1,111 @@
+"""The one builder of action frames (the sender's half of ``oh.protocol.events``): every surface that sends
+an action (``oh.client``, the CLI's verbs in ``oh.fastpath``, ``oh mcp``) builds it here, so the frames
+cannot drift apart.
+
+Stdlib only and free of imports (``oh run`` loads it on its fast path: no orjson, no dataclasses). Each
+builder returns the frame without its ``id`` (the sender numbers its own leg). The OpenHands fields
+(``thought``, ``security_risk`` = -1, ``is_static``, ``hidden``, ``confirmation_state``, ``impl_source``)
+are always there, so a frame built with the defaults is what OpenHands itself sends; oh's additions
+(docs/protocol.md: ``reset``, ``env``, ``max_output``, ``exclusive``, ``background``, ``force``, ``job_id``,
+``encoding``, write ``mode``, ``diagnostics``, the top-level ``security_risk`` label) only when given.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+WRITE_MODES = ("overwrite", "create", "append")
+
+
+def _frame(kind: str, args: dict[str, Any], timeout: float | None = None, security_risk: str | None = None) -> dict[str, Any]:
+    action: dict[str, Any] = {"action": kind, "args": args}
+    if timeout is not None:
+        action["timeout"] = float(timeout)
+    if security_risk is not None:  # OpenHands keeps an int in args.security_risk (-1 = unset); oh's label rides at the top level
+        action["security_risk"] = str(security_risk)
+    return action
+
+
+def run(command: str, *, is_input: bool = False, blocking: bool = False, cwd: str | None = None, timeout: float | None = None,
+        reset: bool = False, env: dict[str, str] | None = None, max_output: int | None = None, exclusive: bool = False,
+        background: bool = False, force: bool = False, job_id: str | None = None, security_risk: str | None = None) -> dict[str, Any]:
+    """A ``run`` action: a command (foreground, or ``background`` for a job), input for the running one
+    (``is_input``), or an empty command to wait for more output (``job_id``: of that job)."""
+    args: dict[str, Any] = {"command": command, "is_input": is_input, "thought": "", "blocking": blocking, "is_static": False,
+                            "cwd": cwd, "hidden": False, "confirmation_state": "confirmed", "security_risk": -1}
+    for key, value in (("reset", reset), ("exclusive", exclusive), ("background", background), ("force", force)):
+        if value:
+            args[key] = True
+    if env:
+        args["env"] = dict(env)
+    if max_output is not None:
+        args["max_output"] = int(max_output)
+    if job_id is not None:
+        args["job_id"] = job_id
+    return _frame("run", args, timeout, security_risk)
+
+
+def read(path: str, *, start: int = 0, end: int = -1, view_range: list[int] | None = None, encoding: str | None = None,
+         security_risk: str | None = None) -> dict[str, Any]:
+    args: dict[str, Any] = {"path": path, "start": start, "end": end, "thought": "", "security_risk": -1,
+                            "impl_source": "oh_aci", "view_range": view_range}
+    if encoding is not None:
+        args["encoding"] = encoding
+    return _frame("read", args, security_risk=security_risk)
+
+
+def write(path: str, content: str, *, mode: str | None = None, encoding: str | None = None, diagnostics: bool = False,
+          security_risk: str | None = None) -> dict[str, Any]:
+    """``mode`` (overwrite | create | append) is sent when given; without it the backend overwrites."""
+    if mode is not None and mode not in WRITE_MODES:
+        raise ValueError(f"mode must be one of {', '.join(WRITE_MODES)}")
+    args: dict[str, Any] = {"path": path, "content": content, "start": 0, "end": -1, "thought": "", "security_risk": -1}
+    if mode is not None:
+        args["mode"] = mode
+    if encoding is not None:
+        args["encoding"] = encoding
+    if diagnostics:
+        args["diagnostics"] = True
+    return _frame("write", args, security_risk=security_risk)
+
+
+def edit(path: str, command: str, *, file_text: str | None = None, old_str: str | None = None, new_str: str | None = None,
+         insert_line: int | None = None, view_range: list[int] | None = None, diagnostics: bool = False,
+         security_risk: str | None = None) -> dict[str, Any]:
+    """OpenHands' file editor commands: view | create | str_replace | insert | undo_edit."""
+    args: dict[str, Any] = {"path": path, "command": command, "file_text": file_text, "old_str": old_str, "new_str": new_str,
+                            "insert_line": insert_line, "content": "", "start": 1, "end": -1, "thought": "",
+                            "security_risk": -1, "impl_source": "oh_aci"}
+    if view_range is not None:
+        args["view_range"] = view_range
+    if diagnostics:
+        args["diagnostics"] = True
+    return _frame("edit", args, security_risk=security_risk)
+
+
+def job(op: str, job_id: str | None = None, *, timeout: float | None = None, **args: Any) -> dict[str, Any]:
+    """A ``job`` action (list | poll | wait | output | cancel); ``args`` given as None are left out."""
+    body: dict[str, Any] = {"op": op, **{k: v for k, v in args.items() if v is not None}}
+    if job_id is not None:
+        body["job_id"] = job_id
+    return _frame("job", body, timeout)
+
+
+def stat(path: str) -> dict[str, Any]:
+    return _frame("stat", {"path": path})
+
+
+def ensure(*, targets: list[str] | None = None, path: str | None = None, wait: bool = True, force: bool = False,
+           timeout: float | None = None) -> dict[str, Any]:
+    """The ``ensure`` action (docs/protocol.md §3.14): bring the project's environments to ready; only what
+    differs from the defaults (all targets, the workspace, wait, no force) is sent."""
+    args: dict[str, Any] = {}
+    if targets:
+        args["targets"] = list(dict.fromkeys(targets))
+    if path is not None:
+        args["path"] = path
+    if not wait:
+        args["wait"] = False
+    if force:
+        args["force"] = True
+    return _frame("ensure", args, timeout)

@@ -1,0 +1,43 @@
+"""Style checked by tools, so `pytest tests` fails when they do (scripts/test runs them too):
+
+- ruff, the linter, with the rule set of pyproject.toml's [tool.ruff] over src/, tests/, benchmarks/, scripts/;
+- mypy on the pure protocol core and the runtime interface ([tool.mypy]);
+- eslint in the extension (`npm run lint`, extension/eslint.config.mjs): `vscode` stays out of the pure modules.
+
+Each runs with this interpreter (or the extension's own node_modules), not with whatever is on PATH.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _run(cmd: list[str], cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+def test_ruff_finds_nothing():
+    pytest.importorskip("ruff", reason="the test extra installs ruff: pip install -e '.[test]'")
+    proc = _run([sys.executable, "-m", "ruff", "check", "--no-cache", "src", "tests", "benchmarks", "scripts"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_mypy_on_the_protocol_and_the_runtime_interface():
+    pytest.importorskip("mypy", reason="the test extra installs mypy: pip install -e '.[test]'")
+    proc = _run([sys.executable, "-m", "mypy", "--no-incremental", "--cache-dir", "/dev/null", "--config-file", str(ROOT / "pyproject.toml")])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_eslint_keeps_vscode_out_of_the_pure_modules():
+    ext = ROOT / "extension"
+    if not (ext / "node_modules" / ".bin" / "eslint").exists() or shutil.which("node") is None:
+        pytest.skip("the extension's npm packages are not installed (scripts/test runs `npm ci` first)")
+    proc = _run(["node", str(ext / "node_modules" / ".bin" / "eslint"), "src"], cwd=ext)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
