@@ -20,7 +20,7 @@ mkdir -p "$E2E_DIR"
 say() { printf 'e2e-setup: %s\n' "$*"; }
 
 # ------------------------------------------------------------------ 1. Debian packages
-APT_PKGS=(build-essential python3 libkrb5-dev ripgrep chromium ca-certificates git)  # git: branch mode (VS Code's Git extension runs it)
+APT_PKGS=(build-essential python3 libkrb5-dev ripgrep chromium ca-certificates git zsh)  # git: branch mode (VS Code's Git extension runs it); zsh: the shell engine battery (issue 17)
 if [ "${SKIP_APT:-0}" != 1 ]; then
   missing=()
   for p in "${APT_PKGS[@]}"; do

@@ -43,6 +43,12 @@ export interface ActionContext {
   maxShells?: number;
   /** The backend's `job_retention` (s) when its answer carries it: how long finished jobs are kept. */
   jobRetentionS?: number;
+  /** The backend's `user_shell` setting when it names one (`oh start --clean-shell`: false), §3.4.1. */
+  userShell?: boolean;
+  /** The backend's `shell_startup_timeout` (s) when it names one. */
+  shellStartupTimeoutS?: number;
+  /** The backend's interpreter (session file `python`): runs the shell engine host; absent from older backends. */
+  python?: string;
   /** Sends a frame of our own to this backend (job events, §4); dropped when the connection is closed. */
   sendFrame?: (frame: JsonObject) => void;
 }
@@ -126,7 +132,7 @@ export class EditorConnection {
   constructor(private readonly opts: ConnectionOptions) {
     this.session = opts.session;
     const s = opts.session;
-    this.context = { backend: backendKey(s), instanceId: s.instance_id, workspace: '', roots: [], sendFrame: (f) => this.sendJson(f) };
+    this.context = { backend: backendKey(s), instanceId: s.instance_id, workspace: '', roots: [], python: s.python, sendFrame: (f) => this.sendJson(f) };
     // The editor credential goes in the Authorization header, never in the URL (the backend ignores
     // query tokens). `ws` sends no Origin header unless asked to, which the backend requires (an
     // Origin means a browser page: refused with 403). Host is 127.0.0.1:<port> from the URL.
@@ -240,7 +246,10 @@ export class EditorConnection {
       const maxShells = typeof ms === 'number' && Number.isInteger(ms) && ms >= 1 && ms <= 256 ? ms : undefined;
       const jr = obj.job_retention;
       const jobRetentionS = typeof jr === 'number' && Number.isFinite(jr) && jr >= 0 ? jr : undefined;
-      this.context = { ...this.context, workspace, roots, maxShells, jobRetentionS, review };
+      const userShell = typeof obj.user_shell === 'boolean' ? obj.user_shell : undefined;
+      const st = obj.shell_startup_timeout;
+      const shellStartupTimeoutS = typeof st === 'number' && Number.isFinite(st) && st > 0 && st <= 600 ? st : undefined;
+      this.context = { ...this.context, workspace, roots, maxShells, jobRetentionS, review, userShell, shellStartupTimeoutS };
       this.opts.onRegistered({ editor_id: this.editorId, instance_id: String(obj.instance_id ?? ''), workspace, allowed_roots: allowed, raw: obj });
       return;
     }

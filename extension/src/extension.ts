@@ -63,7 +63,8 @@ function newRunExecutor(log: (line: string) => void): RunExecutor {
   return new RunExecutor({
     log,
     confirmCommands: () => vscode.workspace.getConfiguration('oh').get<boolean>('confirmCommands', false),
-    terminalMode: () => vscode.workspace.getConfiguration('oh').get<string>('terminalMode', 'shell'),
+    terminalMode: () => vscode.workspace.getConfiguration('oh').get<string>('terminalMode', 'engine'),
+    userShell: () => vscode.workspace.getConfiguration('oh').get<boolean>('userShell', true) && process.env.OH_USER_SHELL !== '0',
     askInterrupt: async (name, command) => {
       const choice = await vscode.window.showWarningMessage(
         `oh: the backend went away while the agent's command \`${command.slice(0, 200)}\` was still running in the "${name}" terminal.`,
@@ -221,7 +222,7 @@ function commandsAndHandlers(
         log(`setting oh.confirmCommands = ${vscode.workspace.getConfiguration('oh').get<boolean>('confirmCommands', false)}`);
       }
       if (e.affectsConfiguration('oh.terminalMode')) {
-        log(`setting oh.terminalMode = ${vscode.workspace.getConfiguration('oh').get<string>('terminalMode', 'shell')} (for agent terminals opened from now on)`);
+        log(`setting oh.terminalMode = ${vscode.workspace.getConfiguration('oh').get<string>('terminalMode', 'engine')} (for agent terminals opened from now on)`);
       }
     }),
     vscode.workspace.onDidChangeWorkspaceFolders(async () => {

@@ -76,6 +76,25 @@ export function processCwd(pid: number): string | null {
 }
 
 /**
+ * Whether an interactive shell is waiting at its prompt: nothing runs in its terminal's foreground
+ * but the shell, and the shell is asleep (reading its next line), not running a builtin loop. Linux
+ * only (/proc); false elsewhere, where nothing is concluded from it.
+ */
+export function shellAtPrompt(shellPid: number): boolean {
+  if (process.platform !== 'linux') return false;
+  try {
+    const stat = fs.readFileSync(`/proc/${shellPid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const state = f[0];
+    const pgrp = Number(f[2]);
+    const tpgid = Number(f[5]);
+    return state === 'S' && tpgid === pgrp;
+  } catch {
+    return false;
+  }
+}
+
+/**
  * Kills the job running in the foreground of a terminal's shell (its foreground process group, from
  * /proc on Linux), leaving the shell and the agent's background jobs alone. Elsewhere, or when
  * the group cannot be told apart from the shell's, kills the shell's descendants instead.

@@ -33,14 +33,19 @@ export class RunningCommand {
   shellExited = false;
   /** Set when the terminal delivered none of the command's output stream (a VS Code race, see run.ts). */
   outputLost = false;
+  /** Sentences for the observation's suffix, said by the shell that ran the command (e.g. how it ended). */
+  readonly notes: string[] = [];
   lastOutputAt = Date.now();
   private listeners: Array<() => void> = [];
   /** What the terminal will echo back of input we typed (a tty echoes it; a pipe does not). */
   private echo: string[] = [];
   private held = '';
 
-  /** `clean`: the data is terminal data (escape sequences, \r\n) rather than a pipe's bytes. */
-  constructor(clean: boolean, limit?: number) {
+  /**
+   * `clean`: the data is terminal data (escape sequences, \r\n) rather than a pipe's bytes. `filter`
+   * then drops what is not the command's output from the cleaned text (e.g. bash's job notices).
+   */
+  constructor(clean: boolean, limit?: number, private readonly filter?: { push(t: string): string; flush(): string }) {
     this.buffer = new OutputBuffer(limit);
     this.cleaner = clean ? new TerminalTextCleaner() : null;
   }
@@ -75,6 +80,7 @@ export class RunningCommand {
   push(data: string): void {
     if (this.done) return;
     let text = this.cleaner ? this.cleaner.push(data) : data;
+    if (this.filter && text) text = this.filter.push(text);
     if (text && (this.echo.length || this.held)) text = this.dropEcho(text);
     if (text) {
       this.buffer.add(text);
@@ -86,7 +92,8 @@ export class RunningCommand {
   finish(exitCode: number | undefined, shellExited = false): void {
     if (this.done) return;
     if (this.cleaner) {
-      const rest = this.cleaner.flush();
+      let rest = this.cleaner.flush();
+      if (this.filter) rest = this.filter.push(rest) + this.filter.flush();
       this.buffer.add(this.echo.length || this.held ? this.dropEcho(rest) : rest);
     }
     if (this.held) this.buffer.add(this.held); // held back as a possible echo: it was output after all
@@ -243,6 +250,7 @@ export class RunController {
     const command = args.command;
     if (this.busy) throw new ToolError(busyMessage(command), 'BUSY');
     this.claimed = true;
+    this.runningCommand = command; // already, for a BUSY message or an extra terminal's note meanwhile
     try {
       const shell = await this.shellFor();
       // The CLI names its own cwd on every run; a `cd` into where the shell already is would only
@@ -252,8 +260,10 @@ export class RunController {
       const line = needCd ? `cd -- ${quoteSh(cwd!)} && ${command}` : command;
       const cmd = await shell.start(line, { env: args.env, limit: args.maxOutput, ...(sink ? { sink } : {}) });
       this.running = cmd;
-      this.runningCommand = command;
       return { cmd, shell };
+    } catch (e) {
+      if (!this.running || this.running.done) this.runningCommand = null;
+      throw e;
     } finally {
       this.claimed = false;
     }
@@ -358,6 +368,7 @@ export class RunController {
         '\n[VS Code delivered none of this command\'s output stream (its shell-integration race for commands that end ' +
         'within one terminal read); the exit code is real. Run the command again if you need its output.]';
     }
+    for (const n of cmd.notes) suffix += '\n' + n;
     if (cmd.shellExited) {
       suffix +=
         `\n[The shell exited with code ${exitCode}. The next command runs in a new shell in ${cwd ?? 'the workspace folder'}; ` +

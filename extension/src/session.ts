@@ -26,6 +26,8 @@ export interface SessionInfo {
    * session files of backends older than it, which still take `token` there. */
   editor_token?: string;
   protocol?: number;
+  /** The interpreter running the backend (absolute path): the shell engine host runs with it (§3.4.1). */
+  python?: string;
 }
 
 /** Same rule as the CLI (src/oh/config/paths.py, platformdirs with appauthor=False). */
@@ -81,6 +83,7 @@ export function parseSession(text: string): SessionInfo | null {
     token: d.token as string,
     editor_token: str('editor_token') ? (d.editor_token as string) : undefined,
     protocol: typeof d.protocol === 'number' ? d.protocol : undefined,
+    python: str('python') && path.isAbsolute(d.python as string) ? (d.python as string) : undefined,
   };
 }
 

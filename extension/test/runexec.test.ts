@@ -311,11 +311,15 @@ test('a command arriving while the terminal is busy runs in an extra terminal, u
     assert.equal(meta(a).job_id, undefined, 'the main terminal, finished: no id');
     assert.equal(String(b.content), `B\n${path.join(root, 'sub')}\n`, 'started where the main terminal was');
     assert.equal(meta(b).job_id, 'j3');
+    // Never silently elsewhere: the observation and the extra terminal itself say why it ran there.
+    assert.match(String(meta(b).prefix), /^\[The agent's terminal was busy \(running sleep 0\.6; echo A\): this command ran in an extra terminal "oh · bot #\d" \(j3\) started in .*\/sub.*do not carry over/);
+    assert.equal(meta(a).prefix, '', 'the main terminal: no such note');
     assert.equal(String(c.content), 'C\n');
     assert.equal(meta(c).exit_code, 4);
     assert.equal(meta(c).job_id, 'j4');
     assert.ok(busy instanceof ToolError && busy.errorId === 'BUSY' && /max_shells = 3/.test(busy.message), String(busy));
     assert.deepEqual(mock.terminals.map((t) => t.options.name), ['oh · bot', 'oh · bot #2', 'oh · bot #3']);
+    assert.match(mock.terminals[1].screen, /the agent's terminal "oh · bot" is busy running sleep 0\.6; echo A: this command runs here/);
     await new Promise((r) => setTimeout(r, 150));
     assert.equal(closed.length, 2, 'extra terminals go when their command ends; the main one stays');
     assert.ok(closed.includes(mock.terminals[1]) && closed.includes(mock.terminals[2]));
@@ -473,6 +477,77 @@ test('an execution whose stream delivered nothing (VS Code dropped it) answers t
     assert.equal(String(o.content), '');
     assert.equal(meta(o).exit_code, 0);
     assert.match(String(meta(o).suffix), /delivered none of this command's output.*Run the command again/);
+  } finally {
+    ex.dispose();
+  }
+});
+
+/**
+ * VS Code's shell integration as it fails in 1.99 for some command shapes (issue 17): the command runs
+ * and its stream is delivered, but the end event has no exit code, or never comes, or not even the
+ * stream comes. oh's own marks (src/executors/streammarks.ts) end the command with its real status.
+ */
+function flakyShellIntegration(mode: 'no-code' | 'no-end' | 'nothing'): (term: Terminal) => void {
+  return (term: Terminal) => {
+    fakeShellIntegration(term);
+    const real = term.shellIntegration as {
+      cwd: unknown;
+      executeCommand(text: string): { cwd: unknown; read(): AsyncIterable<string> };
+    };
+    term.shellIntegration = {
+      cwd: real.cwd,
+      executeCommand(text: string) {
+        const inner = real.executeCommand(text);
+        const execution = {
+          cwd: inner.cwd,
+          async *read() {
+            if (mode === 'nothing') return; // the command still runs (inner's stream is simply not read)
+            yield* inner.read();
+          },
+        };
+        const sub = mock.executionEnded.event((e: { execution: unknown; exitCode?: number }) => {
+          if (e.execution !== inner) return;
+          sub.dispose();
+          if (mode === 'no-code') mock.executionEnded.fire({ execution, exitCode: undefined });
+        });
+        return execution;
+      },
+    };
+  };
+}
+
+for (const mode of ['no-code', 'no-end', 'nothing'] as const) {
+  test(`shell mode: VS Code reporting ${mode === 'no-code' ? 'no exit code' : mode === 'no-end' ? 'no end' : 'neither stream nor end'}: oh's own marks give the real result`, async () => {
+    mock.onTerminal = flakyShellIntegration(mode);
+    const ex = new RunExecutor({ log: () => {}, confirmCommands: () => false, terminalMode: () => 'shell' });
+    const sig = new AbortController().signal;
+    try {
+      const a = await ex.execute(run({ command: '(exit 7)', blocking: true }), sig, ctxFor('flaky', [root]));
+      assert.equal(meta(a).exit_code, 7, JSON.stringify(meta(a)));
+      assert.equal(meta(a).suffix, mode === 'nothing' ? meta(a).suffix : '');
+      const b = await ex.execute(run({ command: '(cd sub && pwd)', blocking: true }), sig, ctxFor('flaky', [root]));
+      assert.equal(meta(b).exit_code, 0);
+      if (mode !== 'nothing') assert.equal(String(b.content), path.join(root, 'sub') + '\n');
+      else assert.match(String(meta(b).suffix), /delivered none of this command's output/);
+      assert.equal(mock.terminals.length, 1, 'no command went to an extra terminal');
+    } finally {
+      ex.dispose();
+    }
+  });
+}
+
+test('default mode without the backend naming its interpreter: shell mode, said once in an observation and logged', async () => {
+  mock.onTerminal = fakeShellIntegration;
+  const logs: string[] = [];
+  const ex = new RunExecutor({ log: (l) => logs.push(l), confirmCommands: () => false });
+  const sig = new AbortController().signal;
+  try {
+    const a = await ex.execute(run({ command: 'echo hi', blocking: true }), sig, ctxFor('old-backend', [root]));
+    assert.equal(String(a.content), 'hi\n');
+    assert.match(String(meta(a).suffix), /instead of oh's shell engine: the backend did not name its Python interpreter/);
+    const b = await ex.execute(run({ command: 'echo again', blocking: true }), sig, ctxFor('old-backend', [root]));
+    assert.equal(meta(b).suffix, '', 'said once');
+    assert.ok(logs.some((l) => /shell engine is not used/.test(l)));
   } finally {
     ex.dispose();
   }

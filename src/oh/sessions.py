@@ -47,6 +47,9 @@ class Session:
     # Consent (issue 19): how long an action may wait for the user's answer on top of its own deadline;
     # 0 = this backend asks for nothing. Clients with a wait of their own add it.
     approval_timeout: float = 0.0
+    # The interpreter running the backend (sys.executable): the VS Code extension starts the shell engine
+    # host with it (docs/protocol.md §3.4.1, §7). "" in files from older backends.
+    python: str = ""
     # The editor leg's own credential (docs/security.md §2): /v1/editor accepts only this one, every
     # other role only ``token``, so an agent connection cannot register as an editor.
     editor_token: str = field(default="", repr=False)

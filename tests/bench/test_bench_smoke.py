@@ -49,7 +49,7 @@ def test_quick_run_produces_every_figure(tmp_path: Path) -> None:
     for key in ("nproc", "cpu_model", "python"):
         assert res["machine"][key]
     figs = res["figures"]
-    assert set(figs) == {"P1", "P2", "P3", "P5", "P6", "P7", "P8"}
+    assert set(figs) == {"P1", "P2", "P3", "P5", "P6", "P7", "P8", "P9"}
     # The SDK task (needs the 3.12 venv) and the real VS Code run are opt-in in quick mode: they say so.
     assert "--sdk" in figs["P7"]["skipped"] and "--vscode" in figs["P8"]["skipped"]
 
@@ -74,10 +74,14 @@ def test_quick_run_produces_every_figure(tmp_path: Path) -> None:
     checks = res["checks"]
     assert all(isinstance(c["pass"], bool) for c in checks)
     per_fig = {f: sum(c["figure"] == f for c in checks) for f in figs}
-    assert per_fig == {"P1": 9, "P2": 4, "P3": 1, "P5": 2, "P6": 4, "P7": 0, "P8": 0}
+    # P9 (the shell engine): the old pipes shell as the reference, each pty variant with two verdicts.
+    ptys = [name for name in figs["P9"] if name.startswith("pty")]
+    assert ptys and any(not name.startswith("pty") for name in figs["P9"]), figs["P9"]
+    assert all(f["p50_ms"] > 0 for f in figs["P9"].values())
+    assert per_fig == {"P1": 9, "P2": 4, "P3": 1, "P5": 2, "P6": 4, "P7": 0, "P8": 0, "P9": 2 * len(ptys)}
 
     text = md.read_text()
-    for title in ("### P1", "### P2", "### P3", "### P5", "### P6", "### P7", "### P8"):
+    for title in ("### P1", "### P2", "### P3", "### P5", "### P6", "### P7", "### P8", "### P9"):
         assert title in text
 
     deadline = time.monotonic() + 10

@@ -40,6 +40,7 @@ class FakeEditor:
         self.answer = answer
         self.capabilities = capabilities or ["run", "read", "write", "edit"]
         self.extension_version = extension_version  # this oh's release unless a test wants a mismatched pair
+        self.welcome: dict = {}
         self.actions: list[dict] = []
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._serve, daemon=True)
@@ -66,7 +67,8 @@ class FakeEditor:
                     "workspace_folders": [str(self.workspace)], "editor": {"name": "fake", "version": "0", "pid": 1},
                     "extension_version": self.extension_version, "capabilities": self.capabilities,
                 }))
-                assert json.loads(conn.recv(10)).get("type") == "registered"
+                self.welcome = json.loads(conn.recv(10))
+                assert self.welcome.get("type") == "registered"
                 self._ready.set()
                 for message in conn:
                     frame = json.loads(message)

@@ -117,6 +117,14 @@ def vscode(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequ
     for key in ("OH_E2E_DIR", "OH_E2E_SKIP_SETUP", "OH_E2E_TIMEOUT", "OH_VSCODE_TRACE"):
         if key in os.environ:
             env[key] = os.environ[key]
+    # A module's USER_SHELL = (make_home, shell): VS Code (its terminals, the extension host and the shell
+    # engine it starts) runs with that HOME and $SHELL, as a user's VS Code would (tests/shell/home.py).
+    user_shell = getattr(request.module, "USER_SHELL", None)
+    if user_shell:
+        make_home, shell = user_shell
+        env["HOME"] = str(make_home(base))
+        env["SHELL"] = shutil.which(shell) or f"/bin/{shell}"
+        env.pop("ZDOTDIR", None)
     vs = VsCode(base=base, workspace=workspace, oh_home=oh_home, state=state, env=env)
     # oh.terminalMode from the start (a live settings change may land after the first terminal opens):
     # a module's TERMINAL_MODE, else OH_E2E_TERMINAL_MODE=fast to run any module in fast mode.

@@ -286,11 +286,13 @@ def test_p7_run_round_trip(vscode: VsCode, backend: dict):
 
 
 def test_pseudoterminal_fallback_without_shell_integration(vscode: VsCode, backend: dict):
-    """With shell integration off, the next "oh" terminal is a pseudoterminal: still exact output and exit codes."""
+    """`shell` mode with shell integration off: the next "oh" terminal is a pseudoterminal: still exact output and exit codes."""
     from oh.client.sync import SyncClient
 
     session = json.loads((vscode.oh_home / "sessions" / f"{backend['instance_id']}.json").read_text())
-    with SyncClient.connect(session["url"], session["token"], name="e2e") as client:
+    _settings(vscode, **{"oh.terminalMode": "shell"})  # this test is about shell mode (the default is the engine)
+    wait_until(lambda: "setting oh.terminalMode = shell" in vscode.extension_log(), 30, "the setting to apply")
+    with SyncClient.connect(session["url"], session["token"], name="e2e", shell="fallback-test") as client:
         assert client.run("true", timeout=60)["extras"]["metadata"]["exit_code"] == 0  # this agent's terminal, integrated
         _settings(vscode, **{"terminal.integrated.shellIntegration.enabled": False})
         time.sleep(3)  # VS Code applies settings.json changes live; nothing observable to wait on
@@ -308,7 +310,7 @@ def test_pseudoterminal_fallback_without_shell_integration(vscode: VsCode, backe
             assert obs["content"] == os.path.realpath(vscode.workspace / "sub") + "\n", obs
             assert obs["extras"]["metadata"]["working_dir"] == os.path.realpath(vscode.workspace / "sub")
         finally:
-            _settings(vscode, **{"terminal.integrated.shellIntegration.enabled": True})
+            _settings(vscode, **{"terminal.integrated.shellIntegration.enabled": True, "oh.terminalMode": "engine"})
 
 
 def test_stop_disconnects_and_opens_no_new_connection(vscode: VsCode, backend: dict):

@@ -54,7 +54,8 @@ async def test_env_is_exported_and_persists_and_keeps_line_numbers(h: Harness):
     obs = await h.run('echo "$TOKEN_A"')  # still exported in that shell
     assert obs["content"] == "s3cr et'\"$x\n"
     obs = await h.run("nosuchcommand_xyz", env={"C": "1"})
-    assert "bash: line 1: nosuchcommand_xyz: command not found" in obs["content"]
+    # exactly what the interactive shell says for the agent's own command: the exports ran apart from it
+    assert obs["content"] == "bash: nosuchcommand_xyz: command not found\n"
 
 
 async def test_env_names_are_validated():

@@ -42,8 +42,8 @@ async def test_exit_codes_are_exact(h: Harness):
     obs = await h.run("definitely-not-a-command-xyz")
     assert code(obs) == 127
     assert obs["success"] is False
-    # bash's own message, without the private file the command is sourced from
-    assert obs["content"] == "bash: line 1: definitely-not-a-command-xyz: command not found\n"
+    # bash's own message as the user's terminal shows it, without the private file the command is sourced from
+    assert obs["content"] == "bash: definitely-not-a-command-xyz: command not found\n"
     # a subshell's exit (even with its own EXIT trap) is not the shell's exit
     obs = await h.run("x=$(exit 4); echo $?; ( trap 'echo sub-exit' EXIT; exit 6 )")
     assert code(obs) == 6 and obs["content"] == "4\nsub-exit\n"
@@ -132,11 +132,14 @@ async def test_ctrl_d_ends_input_and_shell_gets_fresh_stdin(h: Harness):
     assert obs["content"] == "z=q\n" and code(obs) == 0
 
 
-async def test_ctrl_z_refused(h: Harness):
+async def test_ctrl_z_stops_the_job_and_the_prompt_comes_back(h: Harness):
+    # A real terminal with job control (docs/protocol.md §3.4.1): C-z stops the foreground job, the
+    # command ends with 128+SIGTSTP, the shell takes the next command, and the job can be killed.
     await h.run("sleep 20", timeout=0.2)
-    obs = await h.do("run", command="C-z", is_input=True)
-    assert error_id(obs) == "TOOL_UNSUPPORTED" and "C-z" in obs["content"]
-    assert code(await h.run("C-c", timeout=5, is_input=True)) == 130
+    obs = await h.run("C-z", timeout=5, is_input=True)
+    assert code(obs) == 148, obs
+    obs = await h.run("jobs -l; kill -9 %1; echo next")
+    assert "sleep 20" in obs["content"] and obs["content"].endswith("next\n"), obs
 
 
 async def test_hard_timeout_kills_group_and_restarts_in_same_cwd(h: Harness, workspace):

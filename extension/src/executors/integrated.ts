@@ -3,18 +3,40 @@
  * `executeCommand` runs the command in the terminal's shell (so `cd`, exports and aliases persist),
  * `execution.read()` streams what it printed and `onDidEndTerminalShellExecution` gives its exit code.
  */
+import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import { killForegroundJob, processCwd } from '../procs';
+import { killForegroundJob, processCwd, shellAtPrompt } from '../procs';
 import { ToolError } from '../protocol';
 import { CommandShell, quoteSh, RunningCommand, StartOptions } from '../runstate';
 import { envScript } from './shellenv';
+import { JobNoticeFilter, MarkScanner, markedScript, shownCommand } from './streammarks';
 
 /** After the end event, how long the output stream may still deliver its last chunks. */
 const STREAM_DRAIN_MS = 300;
 /** Time for the shell to draw its prompt after a command ended, before the next one is typed. */
 const PROMPT_SETTLE_MS = 250;
+/** After oh's end mark, how long VS Code's end event may take before the mark ends the command. */
+const END_GRACE_MS = 1000;
+/** How often the script's status file is looked for, and how long the stream then has to deliver. */
+const STATUS_POLL_MS = 1000;
+const STATUS_GRACE_MS = 1000;
+/** After C-c or a kill, when to check whether the shell is back at its prompt with the command unended. */
+const WEDGE_CHECK_MS = 1500;
+/** The command shown in the terminal above its output: at most this many characters. */
+const SHOWN_MAX = 2000;
+
+let scriptSeq = 0;
+
+function readStatus(file: string): number | undefined {
+  try {
+    const t = fs.readFileSync(file, 'utf8');
+    return /^\d+$/.test(t) ? Number(t) : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 export function waitForShellIntegration(term: vscode.Terminal, ms: number): Promise<vscode.TerminalShellIntegration | undefined> {
   if (term.shellIntegration) return Promise.resolve(term.shellIntegration);
@@ -41,11 +63,14 @@ export class IntegratedShell implements CommandShell {
   readonly echoesInput = true; // a real tty: what we type comes back in the output
   private shellPid: number | undefined;
   private lastCwd: string | null;
-  private scriptSeq = 0;
   /** When this terminal's last command ended (its next prompt follows). */
   private lastEnd = 0;
   /** End-event subscriptions of commands still running: released if the terminal goes away. */
   private readonly pending = new Set<vscode.Disposable>();
+  /** Random per terminal: only this extension's scripts can print its marks (./streammarks.ts). */
+  private readonly nonce = crypto.randomBytes(12).toString('hex');
+  /** The command running now, for the wedge check after C-c. */
+  private current: { cmd: RunningCommand; marks: MarkScanner; statusFile: string; recover: () => void } | null = null;
 
   constructor(
     readonly terminal: vscode.Terminal,
@@ -66,47 +91,73 @@ export class IntegratedShell implements CommandShell {
     // code-server 1.99). Only back-to-back commands wait.
     const wait = this.lastEnd + PROMPT_SETTLE_MS - Date.now();
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-    let text = commandLine;
-    let script: string | null = null;
+    // Every command is sourced from a script (./streammarks.ts): typed as the simple command
+    // `. <script>`, so VS Code's integration sees it start whatever its shape (`(exit 7)`,
+    // `( … )` that prints, several lines), and the script's own marks give the output's bounds and
+    // the exit code even when VS Code reports none. Exported values (secrets) go the same way: never
+    // typed into the terminal or its history. The script is 0600 in a 0700 directory and deletes
+    // itself as its first step.
+    const si = this.terminal.shellIntegration;
+    if (!si) throw new ToolError(`The "${this.terminal.name}" terminal lost its shell integration; run the command again.`);
+    const seq = ++scriptSeq; // module-wide: terminals share the private directory
+    const script = path.join(this.tmpDir, `cmd-${seq}.sh`);
+    const statusFile = path.join(this.tmpDir, `st-${seq}`);
     const exports = opts.env && Object.keys(opts.env).length ? envScript(opts.env) : '';
-    if (exports || /[\r\n]/.test(commandLine)) {
-      // A multi-line command typed into a shell would become several executions (one per line);
-      // sourcing a script keeps it one execution with one exit code, in the same shell. Exported
-      // values (secrets) go the same way: never typed into the terminal or its history. The
-      // script is 0600 in a 0700 directory and deletes itself as its first step.
-      script = path.join(this.tmpDir, `cmd-${++this.scriptSeq}.sh`);
-      fs.writeFileSync(script, `builtin command rm -f -- ${quoteSh(script)}\n${exports}${commandLine}\n`, { mode: 0o600 });
-      text = `. ${quoteSh(script)}`;
-    }
-    const cmd = new RunningCommand(true, opts.limit);
+    const shown = shownCommand(commandLine.length > SHOWN_MAX ? commandLine.slice(0, SHOWN_MAX) + '…' : commandLine);
+    fs.writeFileSync(script, markedScript({ script, nonce: this.nonce, commandLine, exportLines: exports, statusFile, shown }), { mode: 0o600 });
+    const text = `. ${quoteSh(script)}`;
+    const cmd = new RunningCommand(true, opts.limit, new JobNoticeFilter());
+    const marks = new MarkScanner(this.nonce);
     const t0 = Date.now();
     const tr = (what: string) => this.trace?.(`trace +${Date.now() - t0} ms ${what}`);
     /** The execution being followed, and what it delivered so far. */
     let cur: { execution: vscode.TerminalShellExecution; chunks: number; streamDone: boolean; ended: boolean; exitCode?: number } | null = null;
     let completed = false;
     const subs: vscode.Disposable[] = [];
-    const complete = () => {
+    const timers: NodeJS.Timeout[] = [];
+    const deliver = (text: string) => {
+      if (!text) return;
+      opts.sink?.(text);
+      cmd.push(text);
+    };
+    const complete = (how: 'vscode' | 'mark' | 'status' | 'recovered') => {
       if (completed) return;
       completed = true;
       for (const d of subs) {
         d.dispose();
         this.pending.delete(d);
       }
-      tr('complete');
+      for (const t of timers) clearInterval(t);
+      if (this.current?.cmd === cmd) this.current = null;
+      tr(`complete (${how})`);
       this.lastEnd = Date.now();
       this.lastCwd = this.cwd() ?? cur?.execution.cwd?.fsPath ?? this.lastCwd;
+      deliver(marks.flush());
       // Every stream VS Code delivers starts with the shell's "command started" sequence: none at all
       // means VS Code dropped the chunk that held the command's output (start, output and end in one
       // terminal read, before its data listener existed). Say so rather than answer a silent "".
-      if (cur && cur.chunks === 0) {
+      if (cur && cur.chunks === 0 && marks.state === 'before') {
         cmd.outputLost = true;
         tr('no data delivered');
       }
-      cmd.finish(cur?.exitCode);
-      if (script) fs.rm(script, { force: true }, () => {});
+      // oh's own status first: it is `$?` after the command line itself; VS Code's is that of `.`
+      // (the same unless the script never ran to its end), and sometimes missing.
+      let code = marks.status ?? cur?.exitCode ?? readStatus(statusFile);
+      if (how === 'recovered') {
+        code = undefined;
+        cmd.notes.push(
+          '[VS Code never reported the end of this command; after C-c its shell was back at its prompt, so the terminal ' +
+            'takes commands again. Run the command again if you need its exit code.]',
+        );
+      } else if (how !== 'vscode') {
+        this.trace?.(`VS Code reported no end for a command; oh's own ${how === 'mark' ? 'mark' : 'status file'} ended it`);
+      }
+      cmd.finish(code);
+      fs.rm(script, { force: true }, () => {});
+      fs.rm(statusFile, { force: true }, () => {});
     };
     const settle = (c: NonNullable<typeof cur>) => {
-      if (c === cur && c.ended) complete();
+      if (c === cur && c.ended) complete('vscode');
     };
     const follow = (execution: vscode.TerminalShellExecution) => {
       const c = { execution, chunks: 0, streamDone: false, ended: false } as NonNullable<typeof cur>;
@@ -114,11 +165,17 @@ export class IntegratedShell implements CommandShell {
       void (async () => {
         try {
           for await (const data of execution.read()) {
-            if (c !== cur) return;
+            if (c !== cur || completed) return;
             c.chunks++;
             tr(`data ${data.length} chars`); // sizes only: output may hold secrets
-            opts.sink?.(data);
-            cmd.push(data);
+            const before = marks.state;
+            deliver(marks.feed(data));
+            if (before !== 'after' && marks.state === 'after') {
+              tr(`oh end mark status=${marks.status}`);
+              // Output is complete. VS Code's end event normally follows within milliseconds (it
+              // comes with the next prompt); when it does not, the mark ends the command.
+              timers.push(setTimeout(() => complete('mark'), END_GRACE_MS));
+            }
           }
         } catch {
           /* the terminal went away; the close handler finishes the command */
@@ -138,21 +195,34 @@ export class IntegratedShell implements CommandShell {
         if (c.streamDone) settle(c);
         else {
           // The stream normally ends first; never wait on it forever.
-          setTimeout(() => {
-            c.streamDone = true;
-            settle(c);
-          }, STREAM_DRAIN_MS);
+          timers.push(
+            setTimeout(() => {
+              c.streamDone = true;
+              settle(c);
+            }, STREAM_DRAIN_MS),
+          );
         }
       }),
     );
     for (const d of subs) this.pending.add(d);
+    // The script's status file: the witness that the command ended even when VS Code delivers neither
+    // an end event nor the stream holding the end mark. Checked once a second (a stat), never parsed
+    // before the stream had its chance to deliver the output.
+    let statusSeenAt = 0;
+    timers.push(
+      setInterval(() => {
+        if (completed || marks.state === 'after') return;
+        if (!statusSeenAt) {
+          if (fs.existsSync(statusFile)) statusSeenAt = Date.now();
+        } else if (Date.now() - statusSeenAt >= STATUS_GRACE_MS) complete('status');
+      }, STATUS_POLL_MS),
+    );
+    this.current = { cmd, marks, statusFile, recover: () => complete('recovered') };
     // A leading space: when the text arrives while bash is still switching its terminal to
     // line-editing mode after the previous prompt, the first character can be dropped ("cho: command
     // not found", seen ~1 in 30 under load in the e2e suite; a known shell-readiness race). Losing a
     // space is harmless, and with HISTCONTROL=ignorespace the agent's commands stay out of the
     // user's shell history.
-    const si = this.terminal.shellIntegration;
-    if (!si) throw new ToolError(`The "${this.terminal.name}" terminal lost its shell integration; run the command again.`);
     follow(si.executeCommand(' ' + text)); // its stream must be read before the command prints anything
     return cmd;
   }
@@ -165,11 +235,30 @@ export class IntegratedShell implements CommandShell {
     const c = key[2];
     const ch = c === '\\' ? '\x1c' : String.fromCharCode(c.toLowerCase().charCodeAt(0) - 96);
     this.terminal.sendText(ch, false);
+    if (ch === '\x03') this.checkWedged();
     return true;
   }
 
   async killRunning(): Promise<void> {
     if (this.shellPid) await killForegroundJob(this.shellPid);
+    this.checkWedged();
+  }
+
+  /**
+   * After C-c or a kill: a command VS Code still has not ended while its shell is back at the prompt
+   * (nothing in the terminal's foreground, the shell asleep reading its next line) will never end by
+   * itself: C-c aborts the sourced script before its end mark, and VS Code's end event is what did
+   * not come. It is given up on (said in its observation) so the terminal takes commands again,
+   * rather than every later command silently going to an extra terminal.
+   */
+  private checkWedged(): void {
+    const cur = this.current;
+    if (!cur) return;
+    setTimeout(() => {
+      if (this.current !== cur || cur.cmd.done || !this.shellPid) return;
+      if (fs.existsSync(cur.statusFile)) return; // it ended; the status file ends it
+      if (shellAtPrompt(this.shellPid)) cur.recover();
+    }, WEDGE_CHECK_MS);
   }
 
   /**

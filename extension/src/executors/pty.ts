@@ -38,6 +38,8 @@ export class PtyShell implements CommandShell {
     tmpDir: string,
     private readonly onClosed: () => void,
     name = 'oh',
+    /** The first line the terminal shows (what it is for); the fallback's explanation by default. */
+    banner = 'commands the agent runs appear here (shell integration was not available).',
   ) {
     this.cwdPath = cwd;
     this.cwdFile = path.join(tmpDir, `cwd-${process.pid}-${Date.now()}`);
@@ -47,7 +49,7 @@ export class PtyShell implements CommandShell {
       onDidWrite: this.writeEmitter.event,
       onDidClose: this.closeEmitter.event,
       open: () => {
-        this.echo('\x1b[2m[oh] commands the agent runs appear here (shell integration was not available).\x1b[0m\n');
+        this.echo(`\x1b[2m[oh] ${banner}\x1b[0m\n`);
         markOpen();
       },
       close: () => this.dispose(),

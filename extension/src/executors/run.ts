@@ -21,14 +21,18 @@ import { DEFAULT_RETENTION_S, ForegroundRecord, Job, jobFingerprint, JobTable, p
 import { resolvePath } from '../paths';
 import { Action, jobObservation, Observation, RunArgs, runArgs, runObservation, ToolError } from '../protocol';
 import { CommandShell, MAX_WAIT_S, RunController, RunningCommand } from '../runstate';
+import type { RunResult } from '../protocol';
 import { left, place, QUEUE_LIMIT, queueFullMessage, Waiters, waitedOutMessage } from '../shellqueue';
 import { allowedRoots, baseDir, workspaceRoots } from './files';
+import { EngineShell } from './engineshell';
 import { FastShell } from './fastshell';
 import { IntegratedShell, waitForShellIntegration } from './integrated';
 import { PtyShell } from './pty';
 import { hostMetadata } from './shellenv';
 
 export const SHELL_INTEGRATION_WAIT_MS = 5000;
+/** The shell engine host: Python start + the user's rc files (the host's own startup timeout is 5 s). */
+const ENGINE_START_MS = 30_000;
 const SECRET_ENV = /^OH_.*(TOKEN|SECRET)$|^OH_TOKEN$/;
 
 /** Environment changes for the agent's shell: no `oh` secrets, and pagers that never wait for a key. */
@@ -52,16 +56,30 @@ function privateTmpDir(): string {
 export interface RunExecutorDeps {
   log: (line: string) => void;
   confirmCommands: () => boolean;
-  /** The `oh.terminalMode` setting, read at each new agent terminal: `fast` = ./fastshell.ts (POSIX only). */
+  /**
+   * The `oh.terminalMode` setting, read at each new agent terminal: `engine` (default) = ./engineshell.ts,
+   * `shell` = VS Code's shell integration (./integrated.ts), `fast` = ./fastshell.ts (POSIX only).
+   */
   terminalMode?: () => string;
+  /** `oh.userShell` (default true): the engine runs the user's shell with their rc files; false: the clean shell. */
+  userShell?: () => boolean;
   /** Asks the user what to do with a command left running by a backend that went away. */
   askInterrupt?: (terminalName: string, command: string) => Promise<boolean>;
 }
 
 /** One agent shell: its terminal (created lazily), and the rules of the command running there. */
 class Slot {
-  shell: IntegratedShell | PtyShell | FastShell | null = null;
+  shell: IntegratedShell | PtyShell | FastShell | EngineShell | null = null;
   preferPty = false;
+  /** The backend's interpreter (session file `python`), which runs the shell engine host. */
+  python: string | undefined;
+  /** The backend's `user_shell` / `shell_startup_timeout` settings, when it sent them (§3.4.1). */
+  backendUserShell: boolean | undefined;
+  startupTimeoutS: number | undefined;
+  /** The engine could not start for this terminal: it uses the fallback from now on. */
+  engineFailed = false;
+  /** Sentences for the next observation of a command run here (e.g. why the engine is not used). */
+  readonly notes: string[] = [];
   starting: Promise<CommandShell> | null = null;
   lastCwd: string | null = null;
   controller: RunController;
@@ -75,6 +93,10 @@ class Slot {
   num = 0;
   /** When its current command started (for `job list`). */
   startedAt = 0;
+  /** What an extra terminal shows first: why it exists (the live view says where the command went). */
+  banner: string | undefined;
+  /** Where an extra terminal started. */
+  startDir: string | null = null;
   /** The background job this extra terminal runs (job terminals only). */
   job: Job | null = null;
   /** The backend's job_retention (s), as its latest action context said. */
@@ -132,6 +154,7 @@ export class RunExecutor implements vscode.Disposable {
   private tmpDir: string | null = null;
   private spoolDir: string | null = null;
   private readonly finishedJobTerminals: Slot[] = [];
+  private engineNoteSaid = false;
   private readonly subs: vscode.Disposable[] = [];
   /** Runs per agent shell that may wait for a free terminal (then BUSY): ../shellqueue.ts. */
   queueLimit = QUEUE_LIMIT;
@@ -169,6 +192,11 @@ export class RunExecutor implements vscode.Disposable {
       slot = new Slot(key, backend, shellKey, name, workdir, (s) => this.ensureShell(s));
       this.slots.set(key, slot);
     }
+    if (ctx?.python) slot.python = ctx.python;
+    if (ctx) {
+      slot.backendUserShell = ctx.userShell;
+      slot.startupTimeoutS = ctx.shellStartupTimeoutS;
+    }
     return slot;
   }
 
@@ -190,6 +218,18 @@ export class RunExecutor implements vscode.Disposable {
 
   private async createShell(slot: Slot): Promise<CommandShell> {
     const cwd = await this.startDir(slot);
+    if (this.mode() === 'engine' && !slot.engineFailed) {
+      let why = this.engineUnavailable(slot);
+      if (!why) {
+        try {
+          return await this.createEngineShell(slot, cwd);
+        } catch (e) {
+          why = `its host did not start (${e instanceof Error ? e.message : String(e)})`;
+        }
+      }
+      slot.engineFailed = true;
+      this.fallbackNote(slot, why);
+    }
     if (!slot.preferPty && this.fastMode()) return this.createFastShell(slot, cwd);
     if (!slot.preferPty) {
       const t0 = Date.now();
@@ -225,10 +265,78 @@ export class RunExecutor implements vscode.Disposable {
         slot.controller.shellClosed(undefined);
         this.deps.log(`the "${slot.name}" terminal was closed; the next command opens a new one`);
       }
-    }, slot.name);
+    }, slot.name, slot.banner);
     pty.terminal.show(true);
     slot.shell = pty;
     return pty;
+  }
+
+  private mode(): string {
+    const m = this.deps.terminalMode?.() ?? 'engine';
+    return m === 'shell' || m === 'fast' ? m : 'engine';
+  }
+
+  /** Why the shell engine cannot run here, or null when it can. */
+  private engineUnavailable(slot: Slot): string | null {
+    if (process.platform === 'win32') return 'it needs a POSIX pseudo-terminal, which Windows does not have';
+    if (!slot.python) return "the backend did not name its Python interpreter (its session file has no `python`: an older oh)";
+    if (!fs.existsSync(slot.python)) return `the backend's interpreter ${slot.python} is not on this machine (a backend on another host?)`;
+    return null;
+  }
+
+  /** The engine fell back: logged every time, said once in an observation (never silently). */
+  private fallbackNote(slot: Slot, why: string): void {
+    const instead = slot.preferPty ? 'a pseudoterminal running each command in a bash of its own' : "VS Code's shell-integrated terminal";
+    this.deps.log(`"${slot.name}": oh's shell engine is not used: ${why}; ${instead} instead`);
+    if (this.engineNoteSaid) return;
+    this.engineNoteSaid = true;
+    slot.notes.push(
+      `[oh: this agent's terminal is ${instead} (oh.terminalMode "shell") instead of oh's shell engine: ${why}. ` +
+        "The user's rc files may print into outputs there, and some command shapes are slower.]",
+    );
+  }
+
+  /** `oh.terminalMode: engine` (./engineshell.ts): the user's shell on a pty, run by the backend's Python. */
+  private async createEngineShell(slot: Slot, cwd: string): Promise<CommandShell> {
+    const t0 = Date.now();
+    const engine: EngineShell = new EngineShell({
+      python: slot.python!,
+      cwd,
+      // The clean shell when the backend says so (`oh start --clean-shell`) or this window's setting does.
+      clean: slot.backendUserShell === false || !(this.deps.userShell?.() ?? true),
+      startupTimeoutS: slot.startupTimeoutS,
+      name: slot.name,
+      banner: slot.banner,
+      log: this.deps.log,
+      onClosed: () => {
+        if (slot.shell === engine) {
+          slot.lastCwd = engine.cwd();
+          slot.shell = null;
+          slot.controller.shellClosed(undefined);
+          this.deps.log(`the "${slot.name}" terminal was closed; the next command opens a new one`);
+        }
+      },
+    });
+    engine.terminal.show(true);
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const ready = await Promise.race([
+        engine.ready,
+        new Promise<never>((_, rej) => (timer = setTimeout(() => rej(new Error('no answer within 30 s')), ENGINE_START_MS))),
+      ]);
+      this.deps.log(
+        `"${slot.name}" terminal ready in ${Date.now() - t0} ms (shell engine: ${ready.shell} ${ready.path}, pid ${ready.pid}` +
+          `${ready.rc.length ? `, rc ${ready.rc.join(' ')}` : ', no rc files'}, in ${cwd})`,
+      );
+    } catch (e) {
+      engine.terminal.dispose();
+      engine.dispose();
+      throw e;
+    } finally {
+      clearTimeout(timer);
+    }
+    slot.shell = engine;
+    return engine;
   }
 
   private fastMode(): boolean {
@@ -343,7 +451,7 @@ export class RunExecutor implements vscode.Disposable {
       }
       throw e;
     }
-    let r;
+    let r: RunResult;
     try {
       const running = target.controller.run(args, { timeoutS, signal }, cwd);
       if (note) {
@@ -355,6 +463,8 @@ export class RunExecutor implements vscode.Disposable {
       if (target !== slot && !target.controller.busy) this.retire(slot, target);
       if (!slot.controller.busy) slot.waiters.notify();
     }
+    if (target !== slot && newCommand) r = { ...r, prefix: this.extraNote(slot, target) + (r.prefix ?? '') };
+    if (target.notes.length) r = { ...r, suffix: (r.suffix ?? '') + '\n' + target.notes.splice(0).join('\n') };
     if (note) r = { ...r, prefix: note + (r.prefix ?? '') };
     const o = runObservation(action.id, args.command, { ...r, ...hostMetadata() }, args.hidden);
     // The command's id: always for an extra terminal's command, and for one still running (soft timeout).
@@ -431,6 +541,20 @@ export class RunExecutor implements vscode.Disposable {
     return lane;
   }
 
+  /**
+   * The observation of a command that ran in an extra terminal says so, and why (the local runtime's
+   * sentence, §3.8): a stuck main terminal never silently sends commands elsewhere.
+   */
+  private extraNote(slot: Slot, extra: Slot): string {
+    const busy = slot.controller.runningCommand;
+    return (
+      `[The agent's terminal was busy${busy ? ` (running ${terminalLabel(busy)})` : ''}: this command ran in an extra terminal ` +
+      `"${extra.name}" (${extra.jobId ?? 'no id'}) started in ${extra.startDir ?? 'the workspace folder'}, without the agent ` +
+      "terminal's exports; its cd and exports do not carry over. Wait for the busy command (an empty command), interrupt it " +
+      '(is_input "C-c") or reset the terminal to run in the agent\'s terminal again.]\n'
+    );
+  }
+
   /** An extra terminal; `label` names a background job's terminal (else `#N`). */
   private newExtra(slot: Slot, action: Action, label?: string): Slot {
     const used = new Set([...slot.extras.values()].map((e) => e.num));
@@ -440,8 +564,20 @@ export class RunExecutor implements vscode.Disposable {
     const name = label ? `${slot.name} · ${label}` : `${slot.name} #${num}`;
     const extra = new Slot(`${slot.key}#${num}`, slot.backend, slot.shellKey, name, slot.workdir, (s) => this.ensureShell(s));
     extra.num = num;
+    extra.python = slot.python;
+    extra.backendUserShell = slot.backendUserShell;
+    extra.startupTimeoutS = slot.startupTimeoutS;
     // Started where the main terminal is now; its own `cd`s and exports stay in it.
     extra.lastCwd = slot.shell?.cwd() ?? slot.lastCwd;
+    extra.startDir = extra.lastCwd;
+    if (label) extra.banner = `the agent's background ${label}; its whole output is also kept for the job action.`;
+    else {
+      // Never silently elsewhere: the live view (and the observation, see execute) says why it runs here.
+      const busy = slot.controller.runningCommand;
+      extra.banner =
+        `the agent's terminal "${slot.name}" is busy${busy ? ` running ${terminalLabel(busy)}` : ''}: this command runs here, ` +
+        'in a shell of its own (its cd and exports do not carry over).';
+    }
     // A pseudoterminal (./pty.ts): it serves one command, so shell state need not persist, it is ready at
     // once, and in the e2e suite terminals created in a burst with shell integration sometimes never
     // reported their command's end (the pseudoterminal reports it itself).
@@ -526,7 +662,9 @@ export class RunExecutor implements vscode.Disposable {
     ctx?.sendFrame?.({ type: 'job_event', event: 'job_started', job: job.record() as unknown as Record<string, unknown> });
     void started.cmd.whenDone().then(() => {
       const code = started.cmd.exitCode ?? null;
-      const state = started.cmd.shellExited ? 'LOST' : job.cancelled ? 'CANCELLED' : code === 0 ? 'SUCCEEDED' : 'FAILED';
+      // A job whose shell ended with a status (`exit 5` in the engine's shell) simply finished; LOST is a
+      // terminal that went away without one (closed by the user, its engine gone).
+      const state = started.cmd.shellExited && code === null ? 'LOST' : job.cancelled ? 'CANCELLED' : code === 0 ? 'SUCCEEDED' : 'FAILED';
       job.finish(state, code);
       this.deps.log(`job ${jid} ${job.state}${code === null ? '' : ` (exit ${code})`}`);
       ctx?.sendFrame?.({ type: 'job_event', event: 'job_finished', job: job.record() as unknown as Record<string, unknown> });
@@ -627,7 +765,11 @@ export class RunExecutor implements vscode.Disposable {
 
   dispose(): void {
     for (const s of this.subs) s.dispose();
-    for (const m of this.slots.values()) for (const slot of [m, ...m.extras.values()]) if (slot.shell instanceof PtyShell || slot.shell instanceof FastShell) slot.shell.dispose();
+    for (const m of this.slots.values()) {
+      for (const slot of [m, ...m.extras.values()]) {
+        if (slot.shell instanceof PtyShell || slot.shell instanceof FastShell || slot.shell instanceof EngineShell) slot.shell.dispose();
+      }
+    }
     for (const m of this.slots.values()) m.jobs.closeAll();
     if (this.tmpDir) fs.rm(this.tmpDir, { recursive: true, force: true }, () => {});
     if (this.spoolDir) fs.rm(this.spoolDir, { recursive: true, force: true }, () => {});

@@ -104,6 +104,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--job-retention", type=float, default=3600.0)
     p.add_argument("--repeat-limit", type=int, default=0)
     p.add_argument("--repeat-action", choices=("note", "skip"), default="note")
+    # The agent's shell (docs/protocol.md §3.4.1): unset = the local runtime's own default (OH_USER_SHELL, else on).
+    p.add_argument("--user-shell", choices=("true", "false"), default=None)
+    p.add_argument("--shell-startup-timeout", type=float, default=None)
     p.add_argument("--setup-script", type=lambda v: v.strip().lower() in ("1", "true", "yes", "on"), default=True,
                    help="run .oh/setup.sh once before the first action (docs/protocol.md §3.14)")
     # Git-branch mode (docs/protocol.md §3.12): off unless --branch; the launcher passes the user's choices.
@@ -190,6 +193,7 @@ async def _amain(args: argparse.Namespace, token: str) -> int:
                 trace_max_bytes=args.trace_max_bytes, allowed_roots=args.allow_root, max_shells=args.max_shells,
                 job_retention=args.job_retention, repeat_limit=args.repeat_limit, repeat_action=args.repeat_action,
                 setup_script=args.setup_script, spool_dir=str(paths.state_dir() / "jobs"), review=args.review or args.consent in ("changes", "all"), review_timeout=args.review_timeout,
+                user_shell=None if args.user_shell is None else args.user_shell == "true", shell_startup_timeout=args.shell_startup_timeout,
                 branch=Plan(args.branch_name or None, args.on_dirty, args.on_not_git) if args.branch == "on" else None,
                 consent=policy, approval_timeout=args.approval_timeout,
             ),

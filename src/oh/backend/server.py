@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import secrets
+import sys
 import time
 from datetime import datetime, timezone
 from http import HTTPStatus
@@ -91,7 +92,8 @@ class Backend:
         self.registry = EditorRegistry()
         self.editors = EditorLink(
             self.registry,
-            Welcome(self.instance_id, self.workspace, self.allowed_roots, config.max_shells, config.job_retention, config.review, config.review_timeout),
+            Welcome(self.instance_id, self.workspace, self.allowed_roots, config.max_shells, config.job_retention, config.review, config.review_timeout,
+                    config.user_shell, config.shell_startup_timeout),
             send_timeout=config.send_timeout, register_timeout=REGISTER_TIMEOUT,
         )
         self.editors.on_event = self._emit
@@ -100,6 +102,7 @@ class Backend:
             self.workspace, self.allowed_roots, editor_timeout=config.editor_timeout, max_shells=config.max_shells,
             job_retention=config.job_retention, spool_dir=config.spool_dir, review=config.review, review_timeout=config.review_timeout,
             env=consentctl.agent_env() if config.consent is not None else None,
+            user_shell=config.user_shell, shell_startup_timeout=config.shell_startup_timeout,
         ), self.editors)
         if config.branch is not None:
             self.runtime = self._branch_guard(self.runtime, config.branch)
@@ -210,6 +213,7 @@ class Backend:
             allowed_roots=list(self.allowed_roots),
             review_timeout=self.config.review_timeout if self.config.review else 0.0,
             approval_timeout=self.config.approval_timeout if self.config.consent is not None else 0.0,
+            python=sys.executable,
         )
 
     def _write_session(self) -> None:

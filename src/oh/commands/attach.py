@@ -49,6 +49,9 @@ def run_attach(io: Streams, *, workspace: Optional[str] = None, instance: Option
 
     try:
         jobs = _job_settings()
+        # The local runtime serving this editor reads the agent-shell settings from the environment.
+        os.environ["OH_USER_SHELL"] = "1" if jobs.get("user_shell", True) else "0"
+        os.environ["OH_SHELL_STARTUP_TIMEOUT"] = f"{jobs.get('shell_startup_timeout') or 5.0:g}"
         code = run_loop(run_editor(
             target, instance=instance, reconnect=not once, on_event=report, max_shells=jobs["max_shells"], job_retention=jobs["job_retention"],
         ))

@@ -48,6 +48,7 @@ def start(
     consent: Optional[str] = typer.Option(None, "--consent", metavar="LEVEL", autocompletion=lambda incomplete: [c for c in ("never", "risky", "commands", "changes", "all") if c.startswith(incomplete)], help="When to ask you before an agent's action runs: never | risky | commands | changes | all. Answer in the live view (y/n/a), with `oh approve ID` / `oh reject ID`, or in VS Code. Rules: config consent_allow/ask/deny. Default: config `consent`."),
     approval_timeout: Optional[float] = typer.Option(None, "--approval-timeout", help="Seconds an action waits for your answer; then the agent gets REJECTED (not run). Default: config `approval_timeout`."),
     review_timeout: Optional[float] = typer.Option(None, "--review-timeout", help="Seconds a proposal waits for a decision (then TIMEOUT, nothing written). Default: config `review_timeout`."),
+    clean_shell: bool = typer.Option(False, "--clean-shell", help="The agent's shell is the clean shell (bash without your rc files) instead of your own $SHELL with its rc files: for reproducible runs. Default: config `user_shell`."),
 ) -> None:
     """Start a backend for a workspace and show the live view (Ctrl-C stops it).
 
@@ -57,7 +58,8 @@ def start(
     raise typer.Exit(run_start(Streams.system(), runtime=runtime, workspace=workspace, port=port, host=host, detach=detach, json_=json_,
                                open_=open_, editor_timeout=editor_timeout, action_timeout=action_timeout, allow=allow,
                                branch=branch, branch_name=branch_name, on_dirty=on_dirty, git_init=git_init,
-                               review=review, review_timeout=review_timeout, consent=consent, approval_timeout=approval_timeout))
+                               review=review, review_timeout=review_timeout, consent=consent, approval_timeout=approval_timeout,
+                               clean_shell=clean_shell))
 
 
 def run_start(io: Streams, *, runtime: Optional[str] = None, workspace: str = ".", port: Optional[int] = None, host: Optional[str] = None,
@@ -65,12 +67,13 @@ def run_start(io: Streams, *, runtime: Optional[str] = None, workspace: str = ".
               action_timeout: Optional[float] = None, allow: Optional[list[str]] = None, branch: Optional[bool] = None,
               branch_name: Optional[str] = None, on_dirty: Optional[str] = None, git_init: bool = False,
               review: Optional[bool] = None, review_timeout: Optional[float] = None, consent: Optional[str] = None,
-              approval_timeout: Optional[float] = None) -> int:
+              approval_timeout: Optional[float] = None, clean_shell: bool = False) -> int:
     """``oh start``'s behaviour: --detach returns 0 once the backend listens; else the live view's exit code."""
     s = load_settings({"runtime": runtime, "port": port, "host": host, "editor_timeout": editor_timeout, "action_timeout": action_timeout,
                        "branch": True if branch_name else branch, "branch_name": branch_name, "on_dirty": on_dirty,
                        "on_not_git": "init" if git_init else None, "review": review, "review_timeout": review_timeout,
-                       "consent": consent, "approval_timeout": approval_timeout})
+                       "consent": consent, "approval_timeout": approval_timeout,
+                       "user_shell": False if clean_shell else None})
     if not os.path.isdir(workspace):
         die(f"workspace {workspace} is not a directory.", USAGE)
     branch_flags = {}

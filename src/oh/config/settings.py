@@ -186,6 +186,8 @@ KEYS: dict[str, Key] = {
         Key("trace_max_bytes", _size, 10 * 1024 * 1024, "size at which the trace file is rotated", "bytes >= 1024, e.g. 10M"),
         Key("allowed_roots", _dir_list, [], "directories besides the workspace that file actions and run cwds may use (e.g. /tmp); `oh start --allow DIR` adds more", f"absolute directories ({os.pathsep}-separated in OH_ALLOWED_ROOTS)"),
         Key("max_shells", _int_range(1, 256), 8, "shells per agent shell key: a run arriving while the agent's shell is busy (or a background job) gets an extra shell, up to this many in all; then BUSY", "1-256"),
+        Key("user_shell", _bool, True, "the agent's shell (local runtime, `oh attach`, VS Code's default terminal): your $SHELL (bash or zsh) reading your rc files, on a terminal; false = the clean shell (bash without rc files) for reproducible runs; `oh start --clean-shell` for one backend", "true | false"),
+        Key("shell_startup_timeout", _positive_float, 5.0, "seconds your rc files may take when the agent's shell starts; slower, or an rc that exits, gives the clean shell and a note", "seconds > 0"),
         Key("job_retention", _positive_float, 3600.0, "seconds a finished background job (its state and output) is kept for `oh jobs` / the job action", "seconds > 0"),
         Key("repeat_limit", _int_range(0, 1000), 0, "the same command run this many times in a row by an agent gets a note (or is skipped, see repeat_action); 0 = off", "0-1000"),
         Key("repeat_action", _choice("note", "skip"), "note", "what repeat_limit does: add a note to the observation, or skip the command (error REPEATED)", "note | skip"),
@@ -356,7 +358,7 @@ def display(value: Any) -> str:
     return str(value)
 
 
-JOB_SETTINGS = ("max_shells", "job_retention", "repeat_limit", "repeat_action", "setup_script")
+JOB_SETTINGS = ("max_shells", "job_retention", "repeat_limit", "repeat_action", "setup_script", "user_shell", "shell_startup_timeout")
 
 
 def job_settings(s: "Settings") -> dict:

@@ -17,7 +17,7 @@ PUBLIC = ("instance_id", "pid", "start_time", "host", "port", "runtime", "worksp
           "started_at", "trace", "editor_timeout", "url")
 DEFAULTS = {"protocol": 1, "oh_version": "", "started_at": "", "trace": "", "editor_timeout": 30.0, "url": ""}
 SECRET = ("token", "editor_token", "decider_token")  # never shown
-OPTIONAL = ("allowed_roots", "review_timeout", "approval_timeout")  # shown when the backend writes them
+OPTIONAL = ("allowed_roots", "review_timeout", "approval_timeout", "python")  # shown when the backend writes them
 
 
 def _fingerprint(token: str) -> str:

@@ -136,7 +136,9 @@ def backend_argv(
     for root in allowed_roots or ():
         argv += ["--allow-root", root]
     for name, value in (jobs or {}).items():
-        if value is not None:
+        if isinstance(value, bool):
+            argv += ["--" + name.replace("_", "-"), "true" if value else "false"]
+        elif value is not None:
             argv += ["--" + name.replace("_", "-"), f"{value:g}" if isinstance(value, float) else str(value)]
     if review:  # proposal mode (docs/protocol.md §3.11)
         argv.append("--review")

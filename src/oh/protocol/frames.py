@@ -121,7 +121,7 @@ def parse_registration(obj: dict[str, Any], instance_id: str, *, backend: tuple[
 def registered(
     editor_id: str, instance_id: str, workspace: str, allowed_roots: list[str] | None = None, max_shells: int | None = None,
     job_retention: float | None = None, *, review: bool = False, review_timeout: float | None = None,
-    version_check: versions.Verdict | None = None,
+    version_check: versions.Verdict | None = None, user_shell: bool | None = None, shell_startup_timeout: float | None = None,
 ) -> dict[str, Any]:
     frame = {"type": "registered", "editor_id": editor_id, "instance_id": instance_id, "protocol": PROTOCOL_VERSION, "workspace": workspace}
     # Versions on both sides (protocol/versions.py): the extension shows the backend's verdict when it is not "ok".
@@ -140,6 +140,11 @@ def registered(
     frame["review"] = bool(review)
     if review and review_timeout is not None:
         frame["review_timeout"] = review_timeout
+    # The agent's shell (§3.4.1), when the backend's settings name it: the editor's shell engine follows them.
+    if user_shell is not None:
+        frame["user_shell"] = bool(user_shell)
+    if shell_startup_timeout is not None:
+        frame["shell_startup_timeout"] = shell_startup_timeout
     return frame
 
 

@@ -41,6 +41,9 @@ class Welcome:
     job_retention: float
     review: bool
     review_timeout: float
+    # The agent's shell as the backend's settings say (§3.4.1): the editor's engine follows them.
+    user_shell: bool | None = None
+    shell_startup_timeout: float | None = None
 
 
 class EditorLink:
@@ -135,6 +138,7 @@ class EditorLink:
         await connection.send(encode(frames.registered(
             editor.editor_id, w.instance_id, w.workspace, w.allowed_roots, w.max_shells, w.job_retention,
             review=w.review, review_timeout=w.review_timeout, version_check=registration.version_check,
+            user_shell=w.user_shell, shell_startup_timeout=w.shell_startup_timeout,
         )), text=True)
         self.on_event("editor_connected", editor=editor.describe())
         log.info("editor %s registered: %s %s %s", editor.editor_id, registration.editor_name, registration.editor_version, registration.workspace_folders)

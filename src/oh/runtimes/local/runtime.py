@@ -27,6 +27,7 @@ from .paths import PathPolicy
 from ..consent import PREAPPROVED
 from .review import PathLocks, Proposal, ProposalQueue, ProposingEditor, Recorder, file_bytes, text_of
 from ...protocol import review as review_rules
+from .engine import STARTUP_TIMEOUT
 from ...protocol import shellqueue
 from .shell import SOURCE_FILE_TEXT
 from .terminal import Terminal
@@ -73,6 +74,8 @@ class LocalRuntime(Runtime):
         spool_cap: int = SPOOL_CAP,
         review: bool = False,
         review_timeout: float = 600.0,
+        user_shell: bool | None = None,
+        shell_startup_timeout: float | None = None,
     ) -> None:
         self.paths = PathPolicy(workspace, allowed_roots)
         self.workspace = self.paths.workspace
@@ -81,6 +84,22 @@ class LocalRuntime(Runtime):
         self.no_change_timeout = NO_CHANGE_TIMEOUT if default_run_timeout is None else float(default_run_timeout)
         self.max_wait = MAX_WAIT
         self.env = shell_environment(env)
+        # The agent's shell (docs/protocol.md §3.4.1): the user's bash/zsh with their rc files on a pty,
+        # or the clean shell (bash, no rc files). None: OH_USER_SHELL / OH_SHELL_STARTUP_TIMEOUT, else on / 5 s.
+        source = os.environ if env is None else env
+        if user_shell is None:
+            user_shell = source.get("OH_USER_SHELL", "1").strip().lower() not in ("0", "false", "no", "off")
+        if shell_startup_timeout is None:
+            try:
+                shell_startup_timeout = float(source.get("OH_SHELL_STARTUP_TIMEOUT", "") or STARTUP_TIMEOUT)
+            except ValueError:
+                shell_startup_timeout = STARTUP_TIMEOUT
+        self.user_shell = bool(user_shell)
+        self.shell_startup_timeout = max(0.1, float(shell_startup_timeout))
+        # OH_SHELL_ENGINE=pipes: the old bash-on-pipes shell (comparisons, systems without a pty).
+        has_pty = hasattr(os, "openpty") and os.name == "posix"
+        self.shell_engine = "pipes" if not has_pty or source.get("OH_SHELL_ENGINE") == "pipes" else "pty"
+        self._notes_said: set[str] = set()
         self.editor = FileEditor(max_output_chars)
         self._terminals: dict[Hashable, ShellGroup] = {}  # shell key -> its shells and jobs
         self.max_shells = max(1, int(max_shells))  # per shell key, the main shell included
@@ -139,6 +158,10 @@ class LocalRuntime(Runtime):
             max_wait=self.max_wait,
             env_snapshot=env_snapshot,
             init_script=init_script,
+            engine=self.shell_engine,
+            user_shell=self.user_shell,
+            startup_timeout=self.shell_startup_timeout,
+            notes_said=self._notes_said,
         )
 
     def _group(self, ctx: AgentContext) -> ShellGroup:

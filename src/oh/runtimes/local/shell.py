@@ -1,5 +1,8 @@
 """One persistent bash process, driven through pipes (no pty, no prompt parsing).
 
+Since issue 17 the agent's shell is ``engine.PtyShell`` (the user's shell on a pty); this one remains for
+systems without a pty (and ``OH_SHELL_ENGINE=pipes``). ``Command`` is shared by both.
+
 Layout of the process (``bash --noprofile --norc -c LOOP``, its own session and process group):
 
 - fd 0: a pipe we write to -- it stays the *command's* stdin, so ``is_input`` text reaches ``read x``;
@@ -34,6 +37,7 @@ import shutil
 import signal
 import time
 from .output import OutputBuffer
+from .render import drop_job_notices, render
 
 try:  # psutil finds descendants that left the process group (setsid); optional at runtime
     import psutil
@@ -100,6 +104,8 @@ class Command:
         self.job_id: str | None = None  # how follow-ups and job ops name it (docs/protocol.md §3.8)
         self.sink = None  # called with every chunk of output (a background job's spool)
         self.finished = asyncio.Event()  # set once, when the command ends
+        self.render = False  # the output holds control bytes: render it as a terminal shows it (pty engine)
+        self.job_notices = False  # the shell prints job-control notices into this output (pty engine): drop them
 
     @property
     def done(self) -> bool:
@@ -107,6 +113,11 @@ class Command:
 
     def take_output(self) -> str:
         text = self.buffer.text()
+        if self.render:
+            text = render(text)
+            self.render = False
+        if self.job_notices:
+            text = drop_job_notices(text)
         self.buffer = OutputBuffer(self.limit)
         return text
 

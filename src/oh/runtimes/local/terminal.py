@@ -38,6 +38,7 @@ from typing import Any
 
 from ...protocol.errors import ErrorId, ToolError
 from ...protocol.events import MAX_OUTPUT_CAP, Action, error_observation, run_observation
+from .engine import STARTUP_TIMEOUT, PtyShell
 from .shell import BashShell, Command, encode
 
 # OpenHands' wording, naming no tool (agents reach oh through many tools: the SDK's terminal, MCP, ...).
@@ -89,7 +90,17 @@ class Terminal:
         max_wait: float,
         env_snapshot: str = "",
         init_script: str = "",
+        engine: str = "pty",
+        user_shell: bool = True,
+        startup_timeout: float = STARTUP_TIMEOUT,
+        notes_said: set[str] | None = None,
     ) -> None:
+        # "pty": the user's shell on a pseudo-terminal (engine.py, the default); "pipes": bash on pipes
+        # (shell.py), for systems without a pty.
+        self.engine = engine
+        self.user_shell = user_shell
+        self.startup_timeout = startup_timeout
+        self.notes_said = notes_said if notes_said is not None else set()  # engine notes are said once
         self.env_snapshot = env_snapshot  # main shells: where the shell writes its exports
         self.init_script = init_script  # extra shells: run (internally) when the shell starts
         self.workspace = workspace  # the agent's working directory: where a fresh shell starts
@@ -100,7 +111,7 @@ class Terminal:
         self.max_output_chars = max_output_chars
         self.no_change_timeout = no_change_timeout
         self.max_wait = max_wait
-        self.shell: BashShell | None = None
+        self.shell: BashShell | PtyShell | None = None
         self._waiter = asyncio.Lock()
         self._claimed = False  # a new command was accepted and is being started
         self._closed = False
@@ -124,9 +135,19 @@ class Terminal:
             if not os.path.isdir(cwd):
                 note = f"[The previous directory {cwd} no longer exists; the shell starts in {self.workspace}.]\n"
                 cwd = self.cwd = self.workspace
-            shell = BashShell(cwd, self.env, self.source_file, self.max_output_chars, self.env_snapshot)
+            if self.engine == "pty":
+                shell = PtyShell(
+                    cwd, self.env, self.source_file, self.max_output_chars, self.env_snapshot,
+                    user_shell=self.user_shell, startup_timeout=self.startup_timeout,
+                )
+            else:
+                shell = BashShell(cwd, self.env, self.source_file, self.max_output_chars, self.env_snapshot)
             await shell.start()
             self.shell = shell
+            said = getattr(shell, "note", "")
+            if said and said not in self.notes_said:
+                self.notes_said.add(said)
+                note += f"[{said}]\n"
             if self.init_script:
                 await self._internal(shell, self.init_script)
         return shell, note
@@ -276,6 +297,10 @@ class Terminal:
             return error_observation(action.id, ErrorId.NO_COMMAND, NO_INPUT_TEXT)
         if command == "":
             pass  # just wait, as OpenHands does
+        elif _SPECIAL_KEY.match(command) and isinstance(shell, PtyShell):
+            # A real terminal: the key goes through the line discipline (C-c: SIGINT to the foreground
+            # job, C-d: end of input, C-z: the job stops and the shell's prompt comes back).
+            await shell.send_key(command[2])
         elif _SPECIAL_KEY.match(command):
             key = command[2].lower()
             if key == "c":

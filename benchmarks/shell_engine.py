@@ -1,0 +1,133 @@
+"""The agent's shell engine (issue 17): `run echo hi` backend-side and the time to the first terminal,
+old pipes shell vs the new pty engine (clean bash, the user's bash, the user's zsh) side by side.
+
+    .venv/bin/python benchmarks/shell_engine.py [ROUNDS] [PER_ROUND]
+
+"Backend-side" = ``LocalRuntime.execute`` of a ``run`` action to its observation, in this process
+(no WebSocket, no client): the part of a round trip the engine owns. Rounds interleave the engines so
+machine load hits all alike. The "user" shells read a realistic rc file (an alias, a function, a PATH
+addition, an export, a prompt hook) from a private HOME. benchmarks/run.py runs this as P9.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from oh.protocol.events import parse_action
+from oh.runtimes.local import LocalRuntime
+
+BASHRC = """alias ll='ls -l'
+proj() { cd "$1" || return; }
+export PATH="$HOME/bin:$PATH"
+export EDITOR=vi
+PROMPT_COMMAND='__last_status=$?'
+PS1='\\u@\\h:\\w\\$ '
+"""
+ZSHRC = """alias ll='ls -l'
+proj() { cd "$1" || return; }
+path=("$HOME/bin" $path)
+export EDITOR=vi
+precmd() { __last_status=$?; }
+PS1='%n@%m:%~%# '
+"""
+_ids = itertools.count(1)
+
+
+def _action(command: str):
+    return parse_action({"id": next(_ids), "action": "run", "args": {"command": command, "blocking": True}})
+
+
+def engines(home: Path) -> dict[str, dict]:
+    found = {
+        "pipes (old: bash --norc on pipes)": {"engine": "pipes", "env": {"OH_USER_SHELL": "0"}},
+        "pty, clean bash (no rc)": {"engine": "pty", "env": {"OH_USER_SHELL": "0"}},
+        "pty, user's bash + rc": {"engine": "pty", "env": {"OH_USER_SHELL": "1", "SHELL": shutil.which("bash") or "/bin/bash"}},
+    }
+    if shutil.which("zsh"):
+        found["pty, user's zsh + rc"] = {"engine": "pty", "env": {"OH_USER_SHELL": "1", "SHELL": shutil.which("zsh")}}
+    for spec in found.values():
+        spec["env"] = dict(os.environ, HOME=str(home), **spec["env"])
+        spec["env"].pop("ZDOTDIR", None)
+    return found
+
+
+def _runtime(ws: Path, spec: dict) -> LocalRuntime:
+    rt = LocalRuntime(ws, env=spec["env"])
+    rt.shell_engine = spec["engine"]
+    return rt
+
+
+def pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
+
+
+async def measure(rounds: int = 10, per_round: int = 50, first_samples: int = 5) -> dict:
+    tmp = Path(tempfile.mkdtemp(prefix="oh-bench-engine-"))
+    try:
+        home = tmp / "home"
+        (home / "bin").mkdir(parents=True)
+        (home / ".bashrc").write_text(BASHRC)
+        (home / ".zshrc").write_text(ZSHRC)
+        ws = tmp / "ws"
+        ws.mkdir()
+        specs = engines(home)
+        # time to the first terminal: a new runtime's first `echo hi` (shell start + rc files + the command)
+        first: dict[str, list[float]] = {name: [] for name in specs}
+        for _ in range(first_samples):
+            for name, spec in specs.items():
+                rt = _runtime(ws, spec)
+                t0 = time.perf_counter()
+                obs = await rt.execute(_action("echo hi"), "bench")
+                first[name].append((time.perf_counter() - t0) * 1000)
+                assert obs["content"] == "hi\n", obs
+                await rt.close()
+        runtimes = {name: _runtime(ws, spec) for name, spec in specs.items()}
+        lat: dict[str, list[float]] = {name: [] for name in specs}
+        try:
+            for rt in runtimes.values():
+                for _ in range(5):
+                    await rt.execute(_action("echo hi"), "bench")
+            for r in range(rounds):
+                order = list(runtimes.items())
+                if r % 2:
+                    order.reverse()
+                for name, rt in order:
+                    for _ in range(per_round):
+                        t0 = time.perf_counter()
+                        obs = await rt.execute(_action("echo hi"), "bench")
+                        lat[name].append((time.perf_counter() - t0) * 1000)
+                        if obs["content"] != "hi\n" or obs["extras"]["metadata"]["exit_code"] != 0:
+                            raise RuntimeError(f"{name}: {obs['content']!r}")
+        finally:
+            for rt in runtimes.values():
+                await rt.close()
+        return {
+            name: {
+                "p50_ms": round(pct(lat[name], 0.5), 2), "p90_ms": round(pct(lat[name], 0.9), 2), "p99_ms": round(pct(lat[name], 0.99), 2),
+                "n": len(lat[name]), "first_terminal_ms": round(pct(first[name], 0.5), 1),
+            }
+            for name in specs
+        }
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def table(figs: dict) -> str:
+    rows = ["| engine | `run echo hi` p50 ms | p90 ms | p99 ms | samples | first terminal (median) ms |", "|---|---|---|---|---|---|"]
+    for name, f in figs.items():
+        rows.append(f"| {name} | {f['p50_ms']} | {f['p90_ms']} | {f['p99_ms']} | {f['n']} | {f['first_terminal_ms']} |")
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    r = int(sys.argv[1]) if len(sys.argv) > 1 else 10
+    p = int(sys.argv[2]) if len(sys.argv) > 2 else 50
+    print(table(asyncio.run(measure(r, p))))

@@ -1,0 +1,263 @@
+"""The shell engine over stdio: ``python -m oh.runtimes.local.enginehost`` (docs/protocol.md §3.4.1).
+
+The VS Code extension starts this with the interpreter that runs the backend (the session file's
+``python``) and drives the agent's shell through JSON lines: the same ``PtyShell`` the local runtime
+uses, so VS Code's default terminal and the local runtime are one engine with one behaviour.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import shlex
+import shutil
+import sys
+import tempfile
+from typing import Any
+
+from .engine import STARTUP_TIMEOUT, PtyShell
+from .render import COLS, ROWS
+from .runtime import shell_environment
+from .shell import Command
+
+KEYS = {"C-c": "c", "C-d": "d", "C-z": "z", "C-\\": "\\"}
+EXPORT_NAME = __import__("re").compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class Host:
+    def __init__(self, cwd: str, *, clean: bool, startup_timeout: float, max_output: int, out=None) -> None:
+        self.workspace = cwd
+        self.cwd = cwd
+        self.clean = clean
+        self.startup_timeout = startup_timeout
+        self.max_output = max_output
+        self.env = shell_environment(os.environ)
+        self.scratch = tempfile.mkdtemp(prefix="oh-engine-")
+        self.out = out or sys.stdout.buffer
+        self.shell: PtyShell | None = None
+        self.cmd_id: str | None = None
+        self.cmd: Command | None = None
+        self.killed = False
+        self._waiter: asyncio.Task | None = None
+        self._closing = False
+        self._said: set[str] = {""}
+        self._restart_lock = asyncio.Lock()
+
+    # ------------------------------------------------------------------ output
+    def emit(self, msg: dict[str, Any]) -> None:
+        try:
+            self.out.write(json.dumps(msg, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n")
+            self.out.flush()
+        except (BrokenPipeError, ValueError, OSError):
+            pass  # the client is gone; EOF on stdin ends us
+
+    def _data(self, text: str) -> None:
+        self.emit({"type": "data", "text": text})
+
+    def error(self, code: str, message: str, id_: Any = None) -> None:
+        msg: dict[str, Any] = {"type": "error", "code": code, "message": message}
+        if id_ is not None:
+            msg["id"] = id_
+        self.emit(msg)
+
+    # ------------------------------------------------------------------ shell
+    async def start_shell(self, *, restarted: bool = False, reason: str = "") -> None:
+        cwd = self.cwd if os.path.isdir(self.cwd) else self.workspace
+        shell = PtyShell(
+            cwd, self.env, os.path.join(self.scratch, "run.sh"), self.max_output,
+            user_shell=not self.clean, startup_timeout=self.startup_timeout, on_data=self._data,
+        )
+        await shell.start()
+        self.shell = shell
+        note = "" if shell.note in self._said else shell.note  # a note is said once per host
+        self._said.add(shell.note)
+        msg = {
+            "type": "ready", "shell": shell.kind, "path": shell.path, "rc": shell.rc, "pid": shell.pid,
+            "cols": COLS, "rows": ROWS, "note": note,
+        }
+        if restarted:
+            msg.update(restarted=True, reason=reason)
+        self.emit(msg)
+
+    async def _internal(self, text: str) -> bool:
+        assert self.shell is not None
+        cmd = self.shell.submit(text, internal=True)
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(cmd.finished.wait(), 10)
+        return cmd.done and cmd.exit_code == 0
+
+    async def run(self, msg: dict[str, Any]) -> None:
+        id_ = msg.get("id")
+        command = msg.get("command")
+        env = msg.get("env") or {}
+        cwd = msg.get("cwd")
+        if not isinstance(id_, str) or not id_ or not isinstance(command, str) or "\0" in command:
+            return self.error("BAD_REQUEST", "run needs a string id and a command without NUL characters.", id_)
+        if not isinstance(env, dict) or not all(isinstance(k, str) and EXPORT_NAME.match(k) and isinstance(v, str) for k, v in env.items()):
+            return self.error("BAD_REQUEST", "env must map variable names ([A-Za-z_][A-Za-z0-9_]*) to strings.", id_)
+        if cwd is not None and not isinstance(cwd, str):
+            return self.error("BAD_REQUEST", "cwd must be a string.", id_)
+        if self.cmd is not None:
+            return self.error("BUSY", f"Command {self.cmd_id} is still running; wait for its done, send it input or keys, or kill it.", id_)
+        limit = msg.get("max_output")
+        limit = limit if isinstance(limit, int) and limit > 0 else self.max_output
+        self.cmd_id = id_
+        self.cmd = Command(command, limit)  # placeholder: BUSY from here on
+        async with self._restart_lock:  # a restart after the previous command's end finishes first
+            if self.shell is None or not self.shell.alive:
+                if self.shell is not None:
+                    self.cwd = self.shell.last_cwd
+                    await self.shell.kill()
+                await self.start_shell(restarted=self.shell is not None, reason="the shell had exited")
+        assert self.shell is not None
+        if env:
+            await self._internal("\n".join(f"builtin export {k}={shlex.quote(v)}" for k, v in env.items()))
+        text = command if cwd is None else f"builtin cd -- {shlex.quote(cwd)} || return $?\n{command}"
+        self.killed = False
+        self.cmd = self.shell.submit(text, limit=limit)
+        self.cmd.command = command
+        self.emit({"type": "started", "id": id_, "pid": self.shell.pid})
+        self._waiter = asyncio.ensure_future(self._wait_done(id_, self.cmd, self.shell))
+
+    async def _wait_done(self, id_: str, cmd: Command, shell: PtyShell) -> None:
+        await cmd.finished.wait()
+        truncated = cmd.buffer.dropped > 0
+        output = cmd.take_output()
+        self.cwd = cmd.cwd or self.cwd
+        self.emit({
+            "type": "done", "id": id_, "exit_code": -1 if self.killed else cmd.exit_code, "cwd": self.cwd, "output": output,
+            "truncated": truncated, "shell_exited": cmd.shell_exited or self.killed, "killed": self.killed, "note": "",
+        })
+        restart = (cmd.shell_exited or self.killed) and not self._closing
+        reason = "killed" if self.killed else f"the shell exited with code {cmd.exit_code}"
+        if not restart:
+            self.cmd = None
+            self.cmd_id = None
+            return
+        async with self._restart_lock:
+            self.cmd = None  # a run arriving now waits for the lock, then finds the new shell
+            self.cmd_id = None
+            await shell.kill()
+            self.killed = False
+            await self.start_shell(restarted=True, reason=reason)
+
+    def peek(self, msg: dict[str, Any]) -> None:
+        if self.cmd is None or msg.get("id") != self.cmd_id:
+            return self.error("NO_COMMAND", "No such running command.", msg.get("id"))
+        if self.shell is not None:
+            self.shell.flush_pending()
+        truncated = self.cmd.buffer.dropped > 0
+        self.emit({"type": "output", "id": self.cmd_id, "output": self.cmd.take_output(), "truncated": truncated})
+
+    async def input(self, msg: dict[str, Any]) -> None:
+        text = msg.get("text")
+        if not isinstance(text, str):
+            return self.error("BAD_REQUEST", "input needs a string text.")
+        if self.cmd is None or self.shell is None:
+            return self.error("NO_COMMAND", "No command is running: input is only typed into a running command.")
+        await self.shell.send_input(text.encode("utf-8", "replace"), hide_echo=bool(msg.get("hide_echo", False)))
+
+    async def key(self, msg: dict[str, Any]) -> None:
+        key = KEYS.get(msg.get("key"))  # type: ignore[arg-type]
+        if key is None:
+            return self.error("BAD_REQUEST", f"key must be one of {', '.join(KEYS)}.")
+        if self.cmd is None or self.shell is None:
+            return self.error("NO_COMMAND", "No command is running.")
+        await self.shell.send_key(key)
+
+    async def kill(self, *, reset: bool = False) -> None:
+        shell = self.shell
+        if shell is None:
+            return
+        if self.cmd is not None and self._waiter is not None:
+            self.cwd = shell.cwd_now()
+            self.killed = True
+            await shell.kill()  # the waiter reports done and restarts the shell
+            with contextlib.suppress(Exception):
+                await self._waiter
+        else:
+            async with self._restart_lock:
+                self.cwd = shell.cwd_now()
+                await shell.kill()
+                await self.start_shell(restarted=True, reason="killed")
+        if reset:
+            async with self._restart_lock:
+                assert self.shell is not None
+                self.cwd = self.workspace
+                await self.shell.kill()
+                await self.start_shell(restarted=True, reason="reset")
+
+    async def close(self) -> None:
+        self._closing = True
+        if self.shell is not None:
+            await self.shell.kill()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+    # ------------------------------------------------------------------ loop
+    async def handle(self, line: bytes) -> bool:
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            self.error("BAD_REQUEST", "Each line must be one JSON object.")
+            return True
+        if not isinstance(msg, dict):
+            self.error("BAD_REQUEST", "Each line must be one JSON object.")
+            return True
+        kind = msg.get("type")
+        if kind == "run":
+            await self.run(msg)
+        elif kind == "peek":
+            self.peek(msg)
+        elif kind == "input":
+            await self.input(msg)
+        elif kind == "key":
+            await self.key(msg)
+        elif kind == "kill":
+            await self.kill()
+        elif kind == "reset":
+            await self.kill(reset=True)
+        elif kind == "close":
+            return False
+        else:
+            self.error("BAD_REQUEST", f"Unknown type {kind!r}: run, peek, input, key, kill, reset or close.", msg.get("id"))
+        return True
+
+
+async def serve(args: argparse.Namespace) -> int:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=64 * 1024 * 1024)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    host = Host(os.path.realpath(args.cwd), clean=args.clean, startup_timeout=args.startup_timeout, max_output=args.max_output)
+    try:
+        await host.start_shell()
+        while True:
+            line = await reader.readline()
+            if not line:
+                break
+            if not line.strip():
+                continue
+            if not await host.handle(line):
+                break
+    finally:
+        await host.close()
+        host.emit({"type": "closed"})
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m oh.runtimes.local.enginehost", description="The agent's shell engine over JSON lines (docs/protocol.md §3.4.1).")
+    p.add_argument("--cwd", default=os.getcwd(), help="directory the shell starts in (default: the current one)")
+    p.add_argument("--clean", action="store_true", help="the clean shell: bash without the user's rc files")
+    p.add_argument("--startup-timeout", type=float, default=STARTUP_TIMEOUT, help="seconds the user's rc files may take (default 5)")
+    p.add_argument("--max-output", type=int, default=30000, help="characters of output per observation (head + tail kept)")
+    args = p.parse_args(argv)
+    if not os.path.isdir(args.cwd):
+        p.error(f"--cwd {args.cwd}: no such directory")
+    return asyncio.run(serve(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
