@@ -7,7 +7,7 @@ import tsParser from "@typescript-eslint/parser";
 // No `vscode`: rules, state machines, wire formats (the node:test suites in test/ load these directly).
 const PURE = [
   "src/shellqueue.ts", "src/executors/streammarks.ts",
-  "src/ansi.ts", "src/backoff.ts", "src/branch.ts", "src/connection.ts", "src/dirwatch.ts", "src/dispatcher.ts",
+  "src/ansi.ts", "src/backoff.ts", "src/branch.ts", "src/connection.ts", "src/consent.ts", "src/dirwatch.ts", "src/dispatcher.ts",
   "src/executors/bashloop.ts", "src/executors/markers.ts", "src/executors/shellenv.ts", "src/jobs.ts", "src/jsonnum.ts",
   "src/knowledge.ts", "src/listing.ts", "src/manager.ts", "src/oheditor.ts", "src/owned.ts", "src/paths.ts", "src/procs.ts",
   "src/protocol.ts", "src/review/proposal.ts", "src/review/store.ts", "src/runstate.ts", "src/session.ts", "src/textenc.ts",

@@ -63,6 +63,10 @@ export interface ActionHandler {
   execute(action: Action, signal: AbortSignal, ctx?: ActionContext): Promise<Observation>;
   /** `{"type": "agent_gone", "shell": key}`: the agent owning that private shell disconnected. */
   agentGone?(shell: string, ctx: ActionContext): void;
+  /** Consent (§3.13): `{"type": "approval_request", "approval": row}`: ask the user; answer with ctx.sendFrame. */
+  approvalRequested?(row: unknown, ctx: ActionContext): void;
+  /** `{"type": "approval_closed", "id"}`: decided elsewhere (or timed out). */
+  approvalClosed?(id: unknown, ctx: ActionContext): void;
 }
 
 export interface CloseInfo {
@@ -275,6 +279,19 @@ export class EditorConnection {
     if (obj.type === 'agent_gone') {
       const shell = obj.shell;
       if (typeof shell === 'string' && /^[A-Za-z0-9._-]{1,64}$/.test(shell)) this.opts.handler.agentGone?.(shell, this.context);
+      return;
+    }
+    if (obj.type === 'approval_request') {
+      this.opts.handler.approvalRequested?.(obj.approval, this.context);
+      return;
+    }
+    if (obj.type === 'approval_closed') {
+      this.opts.handler.approvalClosed?.(obj.id, this.context);
+      return;
+    }
+    if (obj.type === 'approval_result') {
+      const r = Array.isArray(obj.results) ? (obj.results[0] as JsonObject | undefined) : undefined;
+      this.opts.log(`consent answer: ${String(r?.id ?? '?')} ${String(r?.outcome ?? obj.error_id ?? '?')}`);
       return;
     }
     if (obj.type === 'error') {

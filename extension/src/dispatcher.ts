@@ -25,6 +25,8 @@ export interface DispatchHooks {
   onStart?: (action: Action, summary: string) => void;
   onFinish?: (action: Action, summary: string, outcome: string, exitCode: number | undefined, ms: number) => void;
   agentGone?: (shell: string, ctx: ActionContext) => void;
+  approvalRequested?: (row: unknown, ctx: ActionContext) => void;
+  approvalClosed?: (id: unknown, ctx: ActionContext) => void;
 }
 
 export const UNTRUSTED_MESSAGE =
@@ -40,6 +42,22 @@ export class Dispatcher implements ActionHandler {
   agentGone(shell: string, ctx: ActionContext): void {
     try {
       this.hooks.agentGone?.(shell, ctx);
+    } catch {
+      /* never breaks the connection */
+    }
+  }
+
+  approvalRequested(row: unknown, ctx: ActionContext): void {
+    try {
+      this.hooks.approvalRequested?.(row, ctx);
+    } catch {
+      /* never breaks the connection */
+    }
+  }
+
+  approvalClosed(id: unknown, ctx: ActionContext): void {
+    try {
+      this.hooks.approvalClosed?.(id, ctx);
     } catch {
       /* never breaks the connection */
     }

@@ -22,6 +22,7 @@ import { sessionsDir } from './session';
 import { Ui } from './ui';
 import { parseConnectUri } from './uri';
 import { ReviewController } from './review/controller';
+import { ConsentPrompter } from './consent';
 
 let manager: SessionManager | undefined;
 
@@ -103,9 +104,25 @@ function newDispatcher(ui: Ui, run: RunExecutor, knowledge: KnowledgeExecutor, e
       },
       onFinish: (a, summary, outcome, exitCode, ms) => ui.actionFinished(keys.get(a) ?? 0, a.kind, summary, outcome, exitCode, ms),
       agentGone: (shell, ctx) => run.agentGone(shell, ctx),
+      // Consent (§3.13): the backend asks before an agent's action runs; the notification answers it.
+      approvalRequested: (row, ctx) => void consent.request(row, ctx),
+      approvalClosed: (id) => consent.closed(id),
     },
   );
 }
+
+const consent = new ConsentPrompter({
+  ask: (message, buttons) => Promise.resolve(vscode.window.showWarningMessage(message, ...buttons)),
+  reason: (title) =>
+    Promise.resolve(
+      vscode.window.showInputBox({ title, prompt: 'Why? The agent gets this reason (optional). Escape goes back to the question.', ignoreFocusOut: true }),
+    ),
+  info: (message) => void vscode.window.showInformationMessage(message),
+  show: async (text) => {
+    const doc = await vscode.workspace.openTextDocument({ content: text, language: 'diff' });
+    await vscode.window.showTextDocument(doc, { preview: true, viewColumn: vscode.ViewColumn.Beside });
+  },
+});
 
 /** The window's folders as real paths: the register frame is built synchronously, so they are kept current. */
 class Folders {

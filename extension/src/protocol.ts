@@ -557,8 +557,9 @@ export function registerFrame(info: RegisterInfo): JsonObject {
     workspace_folders: info.workspaceFolders,
     editor: { name: info.editorName, version: info.editorVersion, pid: info.editorPid },
     extension_version: info.extensionVersion,
-    // review: write/edit become proposals when the backend asks (§3.11); branch: git-branch mode (§3.12).
-    capabilities: [...ACTION_KINDS, ...KNOWLEDGE_KINDS, ...CAPABILITIES, 'branch', 'review'],
+    // review: write/edit become proposals when the backend asks (§3.11); branch: git-branch mode (§3.12);
+    // consent: this window asks the user before an agent's action runs, when the backend's policy says so (§3.13).
+    capabilities: [...ACTION_KINDS, ...KNOWLEDGE_KINDS, ...CAPABILITIES, 'branch', 'review', 'consent'],
   };
 }
 

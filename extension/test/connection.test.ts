@@ -224,3 +224,37 @@ test('registered review: the context carries proposal mode and a way to send pro
   assert.equal(seen[0].review, undefined);
   conn.close();
 });
+
+test('consent frames (§3.13): approval_request reaches the handler, the answer goes back on the same leg', async () => {
+  const asked: Array<[unknown, ActionContext]> = [];
+  const closed: unknown[] = [];
+  const events: { registered?: RegisteredInfo; closed?: CloseInfo } = {};
+  const conn = new EditorConnection({
+    session: session(),
+    registerFrame: registerFrame({ session: 'abc123', workspaceFolders: ['/w'], editorName: 'test', editorVersion: '1', editorPid: 1, extensionVersion: '0.1.0' }),
+    handler: {
+      execute: async (a) => readObservation(a.id, 'p', 'x'),
+      approvalRequested: (row, ctx) => {
+        asked.push([row, ctx]);
+        ctx.sendFrame?.({ type: 'approval', op: 'allow', id: (row as { id: string }).id });
+      },
+      approvalClosed: (id) => closed.push(id),
+    },
+    log: () => {},
+    onRegistered: (i) => (events.registered = i),
+    onClose: (i) => (events.closed = i),
+  });
+  try {
+    await backend.until(() => !!events.registered, 5000, 'registration');
+    const peer = backend.peers[backend.peers.length - 1];
+    assert.ok((peer.register.capabilities as string[]).includes('consent'));
+    peer.ws.send(JSON.stringify({ type: 'approval_request', approval: { id: 'c1', what: 'ls', always: [] } }));
+    peer.ws.send(JSON.stringify({ type: 'approval_closed', id: 'c1', decision: 'allowed', by: 'vscode' }));
+    await backend.until(() => closed.length === 1, 5000, 'approval_closed');
+    assert.deepEqual(asked[0][0], { id: 'c1', what: 'ls', always: [] });
+    await backend.until(() => peer.frames.some((f) => typeof f === 'object' && f.type === 'approval'), 5000, 'the answer');
+    assert.deepEqual(peer.frames.find((f) => typeof f === 'object' && f.type === 'approval'), { type: 'approval', op: 'allow', id: 'c1' });
+  } finally {
+    conn.close();
+  }
+});

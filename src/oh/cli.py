@@ -87,6 +87,11 @@ def _build():
     from .commands import review as review_cmd  # proposal (review) mode
 
     app.add_typer(review_cmd.app, name="review")
+    from .commands import approvals as approvals_cmd  # issue 19: consent
+
+    app.command()(approvals_cmd.approvals)
+    app.command()(approvals_cmd.approve)
+    app.command()(approvals_cmd.reject)
     from .commands import vscode as vscode_cmd  # issue 20: the bundled extension in every VS Code
 
     app.add_typer(vscode_cmd.app, name="vscode")

@@ -44,12 +44,18 @@ class Session:
     # Review mode (docs/protocol.md §3.11): how long a write/edit may wait for the user's decision on top of
     # the action's own deadline; 0 = review off. Clients with a wait of their own add it (the integrations).
     review_timeout: float = 0.0
+    # Consent (issue 19): how long an action may wait for the user's answer on top of its own deadline;
+    # 0 = this backend asks for nothing. Clients with a wait of their own add it.
+    approval_timeout: float = 0.0
     # The interpreter running the backend (sys.executable): the VS Code extension starts the shell engine
     # host with it (docs/protocol.md §3.4.1, §7). "" in files from older backends.
     python: str = ""
     # The editor leg's own credential (docs/security.md §2): /v1/editor accepts only this one, every
     # other role only ``token``, so an agent connection cannot register as an editor.
     editor_token: str = field(default="", repr=False)
+    # The decider's credential (issue 19, docs/security.md): approvals and review decisions on /v1/control
+    # need it; the agent token gets FORBIDDEN for them. Agents are never given it.
+    decider_token: str = field(default="", repr=False)
 
     def __post_init__(self) -> None:
         if not self.url:
@@ -61,6 +67,7 @@ class Session:
         d = asdict(self)
         d.pop("token")
         d.pop("editor_token")
+        d.pop("decider_token")
         return d
 
     @classmethod

@@ -118,7 +118,7 @@ async def test_an_adversarial_edit_does_not_block_another_agents_stat(backend, w
 
 
 @pytest.mark.timeout(300)
-async def test_an_adversarial_proposal_and_its_review_show_do_not_block_another_agents_stat(backend, workspace):
+async def test_an_adversarial_proposal_and_its_review_show_do_not_block_another_agents_stat(backend, workspace, oh_home):
     old, new = adversarial_text(1), adversarial_text(2)
     (workspace / "big.txt").write_text(old)
     url = backend("--review")
@@ -148,6 +148,10 @@ async def test_an_adversarial_proposal_and_its_review_show_do_not_block_another_
 
             latency_s, duration_s, shown = await _stat_while(url, start_show, show_started)
             assert shown["type"] == "review" and shown["proposal"]["diff"].startswith("--- a"), str(shown)[:300]
+        # Deciding needs the decider credential (issue 19), which only the session file holds.
+        (session_file,) = (oh_home / "sessions").glob("*.json")
+        decider = {"Authorization": f"Bearer {json.loads(session_file.read_text())['decider_token']}"}
+        async with connect(url + "/v1/control", additional_headers=decider) as control:
             await control.send(json.dumps({"type": "review", "op": "accept", "id": pid}))
             accepted = json.loads(await asyncio.wait_for(control.recv(), 60))
         assert accepted["results"][0]["outcome"] == "accepted", accepted

@@ -105,7 +105,7 @@ async def test_backend_stop_ends_a_local_proposal_and_writes_nothing(make_backen
 
 async def test_review_control_requests(make_backend, workspace):
     b = await make_backend("local", review=True, review_timeout=300.0)
-    async with connect(url(b) + "/v1/control", additional_headers={"Authorization": f"Bearer {TOKEN}"}) as ctl:
+    async with connect(url(b) + "/v1/control", additional_headers={"Authorization": f"Bearer {b.decider_token}"}) as ctl:
         async def ask(frame):
             await ctl.send(json.dumps({"type": "review", **frame}))
             return json.loads(await asyncio.wait_for(ctl.recv(), 10))

@@ -277,6 +277,39 @@ async def test_runtime_vscode_through_the_headless_editor(oh):
             editor.kill()
 
 
+async def test_consent_waits_and_a_rejection_is_an_error_result_with_the_reason(oh):
+    """Issue 19: under `--consent commands` an MCP `run` waits for the user; rejected, it is an error
+    result naming REJECTED and the user's reason, and the command never ran. The agent's security_risk
+    reaches what the user sees."""
+    oh.start("local", None, "--consent", "commands")
+    async with mcp_session(oh) as s:
+        call = asyncio.ensure_future(s.call_tool("run", {"command": "touch mcp-made.txt", "security_risk": "MEDIUM"}))
+        for _ in range(300):
+            rows = json.loads(oh("approvals", "--json", check=0).stdout)["approvals"]
+            if rows:
+                break
+            await asyncio.sleep(0.1)
+        assert rows[0]["what"] == "touch mcp-made.txt" and rows[0]["security_risk"] == "MEDIUM"
+        assert not call.done() and not (oh.workspace / "mcp-made.txt").exists()
+        oh("reject", rows[0]["id"], "--reason", "not in this repo", check=0)
+        r = await asyncio.wait_for(call, 30)
+        assert r.is_error and r.structured_content["error_id"] == "REJECTED" and "not in this repo" in text_of(r)
+        assert not (oh.workspace / "mcp-made.txt").exists()
+
+
+async def test_a_backend_mcp_starts_keeps_the_users_consent(oh):
+    """`oh mcp --start` starts the backend with the user's consent settings (here OH_CONSENT=commands), so
+    starting it through MCP is no way around them."""
+    oh.env["OH_CONSENT"] = "commands"
+    oh.env["OH_APPROVAL_TIMEOUT"] = "1"
+    async with mcp_session(oh, "--start") as s:
+        r = await asyncio.wait_for(s.call_tool("run", {"command": "touch via-start.txt"}), 60)
+    for sf in (oh.home / "sessions").glob("*.json"):
+        oh.started.append(json.loads(sf.read_text()))  # stopped at teardown
+    assert r.is_error and r.structured_content["error_id"] == "REJECTED" and "approval_timeout" in text_of(r), text_of(r)
+    assert not (oh.workspace / "via-start.txt").exists()
+
+
 async def test_a_unicode_client_name_in_a_unicode_directory(oh):
     """Issue 18 item 4: `clientInfo.name` "claude ✨" and a directory like /tmp/проект made every call fail."""
     oh.start("local")

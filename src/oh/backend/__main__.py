@@ -117,7 +117,28 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     # Proposal mode (docs/protocol.md §3.11).
     p.add_argument("--review", action="store_true")
     p.add_argument("--review-timeout", type=float, default=600.0)
+    # Consent (docs/protocol.md §3.13): the level and the user's rules (JSON {"allow": [...], "ask": [...], "deny": [...]}).
+    p.add_argument("--consent", choices=("never", "risky", "commands", "changes", "all"), default="never")
+    p.add_argument("--consent-rules", default="{}")
+    p.add_argument("--approval-timeout", type=float, default=600.0)
     return p.parse_args(argv)
+
+
+def _consent_policy(args: argparse.Namespace, workspace: str):
+    """The backend's consent policy from its flags; None when it asks for nothing (no guard at all)."""
+    from ..protocol import consent
+
+    table = json.loads(args.consent_rules or "{}")
+    if not isinstance(table, dict):
+        raise ValueError("--consent-rules must be a JSON object with allow/ask/deny lists")
+    try:
+        rules = consent.parse_rules(table.get("allow", ()), table.get("ask", ()), table.get("deny", ()))
+    except consent.RuleError as exc:
+        raise ValueError(f"consent rules: {exc}") from None
+    if args.consent == "never" and not rules:
+        return None
+    protected = tuple(str(p) for p in {paths.state_dir(), paths.config_dir(), paths.sessions_dir()})
+    return consent.Policy(args.consent, rules, workspace, os.path.expanduser("~"), protected)
 
 
 def _ready(fd: int | None, payload: dict) -> None:
@@ -164,15 +185,17 @@ async def _amain(args: argparse.Namespace, token: str) -> int:
     instance_id = args.instance_id or sessions.new_instance_id()
     trace_path = None if args.no_trace else paths.traces_dir() / f"{instance_id}.jsonl"
     try:
+        policy = _consent_policy(args, workspace)
         backend = Backend(
             BackendConfig(
                 workspace=workspace, runtime=args.runtime, host=args.host, port=args.port, instance_id=instance_id,
                 editor_timeout=args.editor_timeout, action_timeout=args.action_timeout, trace_path=trace_path,
                 trace_max_bytes=args.trace_max_bytes, allowed_roots=args.allow_root, max_shells=args.max_shells,
                 job_retention=args.job_retention, repeat_limit=args.repeat_limit, repeat_action=args.repeat_action,
-                setup_script=args.setup_script, spool_dir=str(paths.state_dir() / "jobs"), review=args.review, review_timeout=args.review_timeout,
+                setup_script=args.setup_script, spool_dir=str(paths.state_dir() / "jobs"), review=args.review or args.consent in ("changes", "all"), review_timeout=args.review_timeout,
                 user_shell=None if args.user_shell is None else args.user_shell == "true", shell_startup_timeout=args.shell_startup_timeout,
                 branch=Plan(args.branch_name or None, args.on_dirty, args.on_not_git) if args.branch == "on" else None,
+                consent=policy, approval_timeout=args.approval_timeout,
             ),
             token,
         )

@@ -14,17 +14,22 @@ from ..protocol.errors import ProtocolError
 from ..protocol.events import decode_frame, encode
 from ..runtimes.base import Runtime
 
+FORBIDDEN_TEXT = ("Deciding (approvals, review accept/reject) needs the decider credential, which agents do not get; "
+                  "answer from `oh approve` / `oh review`, the live view of `oh start`, or VS Code.")
+
 
 class Control:
     def __init__(
         self, runtime: Runtime, review_on: bool, status: Callable[[], dict[str, Any]],
         rotate_token: Callable[..., Awaitable[int]], stop: Callable[[str], Awaitable[None]],
+        approvals: Callable[[dict[str, Any], bool], dict[str, Any]] | None = None,
     ) -> None:
         self.runtime = runtime
         self.review_on = review_on  # `oh start --review`
         self._status = status
         self._rotate_token = rotate_token
         self._stop = stop
+        self._approvals = approvals  # consent (§3.13): backend/consentctl.handle
 
     async def serve(self, connection: ServerConnection) -> None:
         async for message in connection:
@@ -41,18 +46,24 @@ class Control:
                 await connection.close(Close.TOKEN_ROTATED, "token rotated")
                 return
             elif kind == "review":
-                await connection.send(encode(await self.review_request(obj)), text=True)
+                await connection.send(encode(await self.review_request(obj, getattr(connection, "oh_decider", False))), text=True)
+            elif kind == "approvals":
+                answer = (self._approvals(obj, getattr(connection, "oh_decider", False)) if self._approvals is not None
+                          else {"type": "approvals", "op": "list", "level": "never", "rules": [], "pending": 0, "approvals": []})
+                await connection.send(encode(answer), text=True)
             elif kind == "shutdown":
                 await connection.send(encode({"type": "ok"}), text=True)
                 asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(self._stop("shutdown requested")))
                 return
 
-    async def review_request(self, obj: dict[str, Any]) -> dict[str, Any]:
+    async def review_request(self, obj: dict[str, Any], decider: bool = False) -> dict[str, Any]:
         """``oh review``: list, show, accept, reject the local runtime's proposals (§3.11)."""
         try:
             req = review.parse_review_request(obj)
         except ProtocolError as exc:
             return frames.refusal(str(exc.error_id), exc.message)
+        if req.op in ("accept", "reject") and not decider:  # no self-approval (issue 19): the agent token cannot decide
+            return frames.refusal("FORBIDDEN", FORBIDDEN_TEXT)
         queue = self.runtime.proposals
         if queue is None:
             elsewhere = self.runtime.review_elsewhere() if self.review_on else None

@@ -63,6 +63,20 @@ class Deadlines:
                     del self._buckets[slot]
         self._expired.discard(key)
 
+    def suspend(self, key: Hashable, now: float) -> float | None:
+        """Take ``key``'s deadline off the clock (an action waiting for the user's consent): returns the
+        time it had left, for ``add(key, now + left, task)`` when the wait ends; None when it had none."""
+        slot = self._where.get(key)
+        if slot is None or key in self._expired:
+            return None
+        if slot < 0:
+            handle = self._exact.get(key)
+            when = handle.when() if handle is not None else now
+        else:
+            when = self._buckets.get(slot, {}).get(key, (now, None))[0]
+        self.remove(key)
+        return max(0.0, when - now)
+
     def expired(self, key: Hashable) -> bool:
         """True once ``key``'s deadline has passed (until ``remove``)."""
         return key in self._expired

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..protocol.branch import Plan
 from . import guard
@@ -54,6 +55,9 @@ class BackendConfig:
     fd_budget: int | None = None
     # Git-branch mode (docs/protocol.md §3.12): None = off; else the user's choices (protocol.branch.Plan).
     branch: Plan | None = None
+    # Consent (docs/protocol.md §3.13): None = ask for nothing; else the level and the user's rules.
+    consent: Any = None  # protocol.consent.Policy
+    approval_timeout: float = 600.0
     # Workspace bootstrap (docs/protocol.md §3.14): run .oh/setup.sh (or .openhands/setup.sh) once, before the first action.
     setup_script: bool = True
     # Per agent connection (backend/flow.py): actions in flight (more: BUSY), bytes of observations

@@ -26,13 +26,14 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
 from .. import PROTOCOL_VERSION, __version__
+from ..protocol import review
 from ..protocol.codes import Close
 from ..runtimes.branch import BranchGuard
 from ..runtimes.choose import RuntimeSettings, make_runtime
 from ..runtimes.editor_link import EditorLink, Welcome
 from ..runtimes.editors import EditorRegistry
 from ..transport import close_quietly, coalescing
-from . import agentinfo, auth, guard
+from . import agentinfo, auth, consentctl, guard
 from .agents import Agents
 from .control import Control
 from .monitors import Monitors
@@ -58,7 +59,7 @@ def _fd_soft_limit() -> int | None:
 
 
 class Backend:
-    def __init__(self, config: BackendConfig, token: str, editor_token: str | None = None) -> None:
+    def __init__(self, config: BackendConfig, token: str, editor_token: str | None = None, decider_token: str | None = None) -> None:
         from ..sessions import new_instance_id
 
         self.config = config
@@ -69,6 +70,8 @@ class Backend:
         # The editor leg's own credential, written only to the session file (docs/security.md §2):
         # holding the agent token must not be enough to register as the editor.
         self._editor_token = editor_token or secrets.token_urlsafe(32)
+        # The decider's credential (issue 19): approvals and review decisions need it; agents never get it.
+        self._decider_token = decider_token or secrets.token_urlsafe(32)
         self._refusals = guard.Throttle(log)
         self.gate: guard.PreAuthGate | None = None
         self._token_gen = 0
@@ -98,11 +101,16 @@ class Backend:
         self.runtime = make_runtime(config.runtime, RuntimeSettings(
             self.workspace, self.allowed_roots, editor_timeout=config.editor_timeout, max_shells=config.max_shells,
             job_retention=config.job_retention, spool_dir=config.spool_dir, review=config.review, review_timeout=config.review_timeout,
+            env=consentctl.agent_env() if config.consent is not None else None,
             user_shell=config.user_shell, shell_startup_timeout=config.shell_startup_timeout,
         ), self.editors)
         if config.branch is not None:
             self.runtime = self._branch_guard(self.runtime, config.branch)
-        self.runtime = self._ensure_service(self.runtime)  # outermost: its installs pass every gate inside
+        self.consent = None  # consent (§3.13): around the branch guard, so every route passes it
+        if config.consent is not None:
+            self.runtime = self.consent = consentctl.wrap(self, self.runtime, config.consent, config.approval_timeout, config.review)
+            self.editors.on_approval = lambda obj: consentctl.editor_answer(self, obj)
+        self.runtime = self._ensure_service(self.runtime)  # outermost: its installs pass every gate inside (consent too)
         self.runtime.on_job_event = self.monitors.job_event
         self.proposals = self.runtime.proposals  # the local runtime's ProposalQueue in review mode
         if self.proposals is not None:
@@ -112,7 +120,8 @@ class Backend:
         self.correlator = self.agent_desk.correlator
         self.deadlines = self.agent_desk.deadlines
         self.stats = self.agent_desk.stats
-        self.control = Control(self.runtime, config.review, self.status, self.rotate_token, self.stop)
+        self.control = Control(self.runtime, config.review, self.status, self.rotate_token, self.stop,
+                               approvals=lambda obj, decider: consentctl.handle(self, obj, decider))
         # The path -> handler table (the handshake has checked the credential each path needs).
         self.routes: dict[str, Callable[[ServerConnection], Awaitable[None]]] = {
             "/v1/agent": self.agent_desk.serve,
@@ -149,6 +158,8 @@ class Backend:
     def _editor_proposal_event(self, name: str, fields: dict[str, Any], editor_id: str) -> None:
         owner = self.agent_desk.owner_of(fields["action_id"])  # whose action it is
         who = {"agent_id": owner} if owner is not None else {}
+        if name == "proposal_closed":  # who decided (issue 19): the user in the editor, unless it timed out or stopped
+            who.update(by=review.decided_by(str(fields.get("decision") or ""), "vscode"), at=time.time())
         self.monitors.proposal_event(name, {**fields, **who, "editor_id": editor_id})
 
     async def start(self) -> None:
@@ -193,6 +204,7 @@ class Backend:
             workspace=self.workspace,
             token=self._token,
             editor_token=self._editor_token,
+            decider_token=self._decider_token,
             protocol=PROTOCOL_VERSION,
             oh_version=__version__,
             started_at=self.started_at.isoformat(timespec="seconds"),
@@ -200,6 +212,7 @@ class Backend:
             editor_timeout=self.config.editor_timeout,
             allowed_roots=list(self.allowed_roots),
             review_timeout=self.config.review_timeout if self.config.review else 0.0,
+            approval_timeout=self.config.approval_timeout if self.config.consent is not None else 0.0,
             python=sys.executable,
         )
 
@@ -255,7 +268,12 @@ class Backend:
             return self._json_response(connection, {"status": "ok", "version": __version__, "protocol": PROTOCOL_VERSION})
         # Each role has one credential: editors the editor token, everyone else the token.
         if refusal is None:
-            refusal = auth.check_editor_auth(headers, self._editor_token) if path == "/v1/editor" else auth.check_auth(headers, self._token)
+            if path == "/v1/editor":
+                refusal = auth.check_editor_auth(headers, self._editor_token)
+            elif path == "/v1/control" and auth.token_matches(auth.bearer_token(headers), self._decider_token):
+                connection.oh_decider = True  # type: ignore[attr-defined]  # may decide (approvals, review)
+            else:
+                refusal = auth.check_auth(headers, self._token)
         if refusal is not None:
             status, text = refusal
             route = path if path in LOGGABLE_PATHS else "<other path>"
@@ -278,6 +296,10 @@ class Backend:
     @property
     def editor_token(self) -> str:
         return self._editor_token
+
+    @property
+    def decider_token(self) -> str:
+        return self._decider_token
 
     @staticmethod
     def _json_response(connection: ServerConnection, body: dict[str, Any]):
@@ -308,6 +330,7 @@ class Backend:
         """New connections need ``new_token``; connections opened with the old one are closed (4001)."""
         self._token = new_token
         self._editor_token = secrets.token_urlsafe(32)  # rotated together (the old one may have leaked with it)
+        self._decider_token = secrets.token_urlsafe(32)
         self._token_gen += 1
         if self.config.write_session:
             self._write_session()  # editors re-read the token from here
@@ -341,5 +364,6 @@ class Backend:
             **({"branch": self.runtime.describe()} if self.config.branch is not None else {}),
             **({"setup": dict(self.runtime.setup_state)} if self.runtime.setup_state.get("script") else {}),  # §3.14
             "review": self.config.review,
+            **({"consent": self.consent.consent_status()} if self.consent is not None else {}),
             **({"proposals": len(self.proposals.pending)} if self.proposals is not None else {}),
         }

@@ -122,6 +122,50 @@ def run_unset(io: Streams, *, key: str) -> int:
     return 0
 
 
+@app.command("add")
+def add(
+    key: str = typer.Argument(..., help="A list setting (consent_allow, consent_ask, consent_deny, allowed_roots).", autocompletion=complete_keys),
+    value: str = typer.Argument(..., help="The item to add, e.g. 'run: npm test *'."),
+) -> None:
+    """Add one item to a list setting in config.toml (e.g. a consent rule)."""
+    raise typer.Exit(run_edit_list(Streams.system(), key=key, value=value, remove=False))
+
+
+@app.command("remove")
+def remove(
+    key: str = typer.Argument(..., help="A list setting (consent_allow, consent_ask, consent_deny, allowed_roots).", autocompletion=complete_keys),
+    value: str = typer.Argument(..., help="The item to remove, as `oh config get KEY` shows it."),
+) -> None:
+    """Remove one item from a list setting in config.toml (e.g. an "always allow" rule)."""
+    raise typer.Exit(run_edit_list(Streams.system(), key=key, value=value, remove=True))
+
+
+def run_edit_list(io: Streams, *, key: str, value: str, remove: bool) -> int:
+    """``oh config add|remove``'s behaviour: one item of a list setting, the rest of the file untouched."""
+    s = _settings_module()
+    try:
+        k = s.key(key)
+        if not isinstance(k.default, list):
+            die(f"{k.name} is not a list setting; use `oh config set {k.name} VALUE`.", USAGE)
+        (item,) = s.parse_value(k.name, [value]) or [""]
+        current = list(s.parse_value(k.name, s.read_file().get(k.name, [])))
+    except s.SettingError as exc:
+        die(str(exc), USAGE, f"Allowed: {s.KEYS[s.key(key).name].allowed}." if key.replace("-", "_").lower() in s.KEYS else None)
+    except ValueError:
+        die(f"give one item to {'remove' if remove else 'add'}.", USAGE)
+    if remove:
+        if item not in current:
+            die(f"{item!r} is not in {k.name} in the file.", ERROR, f"`oh config get {k.name}` lists it.")
+        current.remove(item)
+    elif item not in current:
+        current.append(item)
+    path = s.set_in_file(k.name, current)
+    io.print(f"{k.name} = {s.display(current)}  ({path})")
+    if os.environ.get(k.env):
+        io.note(f"note: {k.env} is set in the environment and overrides this value.")
+    return 0
+
+
 @app.command()
 def path() -> None:
     """Print the config file's path (it may not exist yet)."""

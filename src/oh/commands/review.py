@@ -45,7 +45,8 @@ class _Shown(Exception):
 def _send_control(session, frame: dict[str, Any]) -> dict[str, Any]:
     from ..launcher.control import control
 
-    return control(session, frame, timeout=10.0)
+    # The decider credential (issue 19): the agent token may list, never decide.
+    return control(session, frame, token=session.decider_token or None, timeout=10.0)
 
 
 def _request(io: Streams, workspace: Optional[str], instance: Optional[str], frame: dict[str, Any], json_: bool,

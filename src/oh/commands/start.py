@@ -44,7 +44,9 @@ def start(
     branch_name: Optional[str] = typer.Option(None, "--branch-name", metavar="NAME", help="Branch mode on this branch instead (implies --branch): created if missing, switched to if it exists. Default: config `branch_name`."),
     on_dirty: Optional[str] = typer.Option(None, "--on-dirty", metavar="MODE", autocompletion=_complete_on_dirty, help="Branch mode with uncommitted changes: stash | carry | abort | review | ask. Stash them, carry them to the branch, abort, use review mode instead of a branch (decided at start), or ask (a terminal prompt; VS Code's dialog). Needed without a terminal (--detach, --json) for --runtime local. Default: config `on_dirty`."),
     git_init: bool = typer.Option(False, "--git-init", help="Branch mode in a folder that is not a git repository: run `git init` first (else you are asked, or it is refused). Default: config `on_not_git`."),
-    review: Optional[bool] = typer.Option(None, "--review/--no-review", help="Proposal mode: write/edit become proposals you accept or reject (VS Code diff, or `oh review`). Default: config `review`."),
+    review: Optional[bool] = typer.Option(None, "--review/--no-review", help="Proposal mode: write/edit become proposals you accept or reject (VS Code diff, or `oh review`); the same as --consent changes. Default: config `review`."),
+    consent: Optional[str] = typer.Option(None, "--consent", metavar="LEVEL", autocompletion=lambda incomplete: [c for c in ("never", "risky", "commands", "changes", "all") if c.startswith(incomplete)], help="When to ask you before an agent's action runs: never | risky | commands | changes | all. Answer in the live view (y/n/a), with `oh approve ID` / `oh reject ID`, or in VS Code. Rules: config consent_allow/ask/deny. Default: config `consent`."),
+    approval_timeout: Optional[float] = typer.Option(None, "--approval-timeout", help="Seconds an action waits for your answer; then the agent gets REJECTED (not run). Default: config `approval_timeout`."),
     review_timeout: Optional[float] = typer.Option(None, "--review-timeout", help="Seconds a proposal waits for a decision (then TIMEOUT, nothing written). Default: config `review_timeout`."),
     clean_shell: bool = typer.Option(False, "--clean-shell", help="The agent's shell is the clean shell (bash without your rc files) instead of your own $SHELL with its rc files: for reproducible runs. Default: config `user_shell`."),
 ) -> None:
@@ -56,18 +58,21 @@ def start(
     raise typer.Exit(run_start(Streams.system(), runtime=runtime, workspace=workspace, port=port, host=host, detach=detach, json_=json_,
                                open_=open_, editor_timeout=editor_timeout, action_timeout=action_timeout, allow=allow,
                                branch=branch, branch_name=branch_name, on_dirty=on_dirty, git_init=git_init,
-                               review=review, review_timeout=review_timeout, clean_shell=clean_shell))
+                               review=review, review_timeout=review_timeout, consent=consent, approval_timeout=approval_timeout,
+                               clean_shell=clean_shell))
 
 
 def run_start(io: Streams, *, runtime: Optional[str] = None, workspace: str = ".", port: Optional[int] = None, host: Optional[str] = None,
               detach: bool = False, json_: bool = False, open_: Optional[bool] = None, editor_timeout: Optional[float] = None,
               action_timeout: Optional[float] = None, allow: Optional[list[str]] = None, branch: Optional[bool] = None,
               branch_name: Optional[str] = None, on_dirty: Optional[str] = None, git_init: bool = False,
-              review: Optional[bool] = None, review_timeout: Optional[float] = None, clean_shell: bool = False) -> int:
+              review: Optional[bool] = None, review_timeout: Optional[float] = None, consent: Optional[str] = None,
+              approval_timeout: Optional[float] = None, clean_shell: bool = False) -> int:
     """``oh start``'s behaviour: --detach returns 0 once the backend listens; else the live view's exit code."""
     s = load_settings({"runtime": runtime, "port": port, "host": host, "editor_timeout": editor_timeout, "action_timeout": action_timeout,
                        "branch": True if branch_name else branch, "branch_name": branch_name, "on_dirty": on_dirty,
                        "on_not_git": "init" if git_init else None, "review": review, "review_timeout": review_timeout,
+                       "consent": consent, "approval_timeout": approval_timeout,
                        "user_shell": False if clean_shell else None})
     if not os.path.isdir(workspace):
         die(f"workspace {workspace} is not a directory.", USAGE)
@@ -84,6 +89,10 @@ def run_start(io: Streams, *, runtime: Optional[str] = None, workspace: str = ".
             branch_flags = _branch.flags(plan)
     open_mode = s.open_editor if open_ is None else ("always" if open_ else "never")
     from ..launcher import process
+    from ..launcher import consent as _consent
+
+    consent_plan = _consent.plan(s, os.path.realpath(workspace), review_on)
+    review_on = consent_plan.review
 
     token = _token()
     roots, allow_notes = _allowed_roots(workspace, s.allowed_roots, allow)
@@ -97,12 +106,12 @@ def run_start(io: Streams, *, runtime: Optional[str] = None, workspace: str = ".
             workspace, runtime=s.runtime, token=token, host=s.host, port=s.port, editor_timeout=s.editor_timeout,
             action_timeout=s.action_timeout, trace=s.trace, trace_max_bytes=s.trace_max_bytes, log_level=s.log_level,
             allowed_roots=roots, jobs={**job_settings(s), **branch_flags},  # jobs: the backend's settings flags
-            review=review_on, review_timeout=s.review_timeout,
+            review=review_on, review_timeout=s.review_timeout, consent=consent_plan.flags(),
         )
     session = started.session
     # Warnings only once the backend runs (never before an "already running" error). JSON mode keeps
     # them out of stderr: an NDJSON `warning` event (foreground) or a "warnings" list (--detach).
-    warnings = allow_notes + workspace_warnings(session.workspace) + ([("no_sandbox", NO_SANDBOX)] if session.runtime == "local" else [])
+    warnings = allow_notes + workspace_warnings(session.workspace) + ([("no_sandbox", NO_SANDBOX)] if session.runtime == "local" else []) + consent_plan.warnings
     if install_check is not None:
         warnings += [("no_extension", text) for text in install_check.result(timeout=20.0)]
     if hangup and not detach:

@@ -134,6 +134,28 @@ def _dir_list(value: Any) -> list[str]:
     return out
 
 
+def _rules(verdict: str) -> Callable[[Any], list[str]]:
+    """Consent rules (protocol/consent.py): a TOML list of 'KIND: PATTERN' strings, or one per line
+    (env ``OH_CONSENT_ALLOW`` etc.). Each is checked; the stored text is the rule's normal form."""
+    from ..protocol.consent import RuleError, parse_rule
+
+    def parse(value: Any) -> list[str]:
+        items = value if isinstance(value, (list, tuple)) else [line for line in str(value).splitlines()]
+        out: list[str] = []
+        for item in items:
+            if isinstance(item, str) and not item.strip():
+                continue
+            try:
+                text = parse_rule(item, verdict).text
+            except RuleError as exc:
+                raise SettingError(str(exc)) from None
+            if text not in out:
+                out.append(text)
+        return out
+
+    return parse
+
+
 @dataclass(frozen=True)
 class Key:
     name: str
@@ -175,6 +197,11 @@ KEYS: dict[str, Key] = {
         Key("on_not_git", _choice("ask", "init", "abort", "review"), "ask", "branch mode in a folder that is not a git repository: ask, run `git init`, abort, or use review mode instead (decided at `oh start`)", "ask | init | abort | review"),
         Key("review", _bool, False, "proposal mode: the agent's write and edit actions become proposals you accept or reject (VS Code: a diff editor; local runtime: `oh review`)", "true | false"),
         Key("review_timeout", _positive_float, 600.0, "seconds a proposal waits for your decision before the agent gets TIMEOUT (nothing is written)", "seconds > 0"),
+        Key("consent", _choice("never", "risky", "commands", "changes", "all"), "never", "when to ask you before an agent's action runs: never, risky (built-in risky commands, sensitive paths, security_risk HIGH), commands (every command), changes (every write/edit: review mode), all (commands, changes and reads); README \"Consent\"", "never | risky | commands | changes | all"),
+        Key("approval_timeout", _positive_float, 600.0, "seconds an action waits for your answer (`oh approve`, the live view, VS Code) before the agent gets REJECTED; it is not run", "seconds > 0"),
+        Key("consent_allow", _rules("allow"), [], "consent rules that allow without asking, e.g. ['run: npm test *', 'write: docs/**'] (`oh config add consent_allow RULE`)", "rules 'run|write|read: PATTERN' (one per line in OH_CONSENT_ALLOW)"),
+        Key("consent_ask", _rules("ask"), [], "consent rules that always ask, e.g. ['run: git push *', 'risk: MEDIUM']", "rules 'run|write|read|risk: PATTERN'"),
+        Key("consent_deny", _rules("deny"), [], "consent rules that refuse (REJECTED, never asked), e.g. ['run: rm -rf *', 'write: .env']; deny beats ask beats allow", "rules 'run|write|read|risk: PATTERN'"),
         Key("setup_script", _bool, True, "run the workspace's .oh/setup.sh (or .openhands/setup.sh) once per backend, as a job, before the first action (docs/protocol.md §3.14)", "true | false"),
         Key("log_level", _choice("debug", "info", "warning", "error"), "info", "backend log level (log file under the state dir)", "debug | info | warning | error"),
     )

@@ -16,8 +16,8 @@ from .streams import Streams
 PUBLIC = ("instance_id", "pid", "start_time", "host", "port", "runtime", "workspace", "protocol", "oh_version",
           "started_at", "trace", "editor_timeout", "url")
 DEFAULTS = {"protocol": 1, "oh_version": "", "started_at": "", "trace": "", "editor_timeout": 30.0, "url": ""}
-SECRET = ("token", "editor_token")  # never shown
-OPTIONAL = ("allowed_roots", "review_timeout", "python")  # shown when the backend writes them
+SECRET = ("token", "editor_token", "decider_token")  # never shown
+OPTIONAL = ("allowed_roots", "review_timeout", "approval_timeout", "python")  # shown when the backend writes them
 
 
 def _fingerprint(token: str) -> str:

@@ -75,6 +75,7 @@ def start_backend(
     jobs: dict | None = None,
     review: bool = False,
     review_timeout: float | None = None,
+    consent: dict | None = None,
 ) -> Started:
     """``jobs``: the settings max_shells, job_retention, repeat_limit, repeat_action (flags of the backend,
     which reads no settings itself: docs/architecture.md)."""
@@ -89,7 +90,7 @@ def start_backend(
     argv = backend_argv(
         workspace, instance_id, log_path, runtime=runtime, host=host, port=port, editor_timeout=editor_timeout,
         action_timeout=action_timeout, trace=trace, trace_max_bytes=trace_max_bytes, allowed_roots=allowed_roots, jobs=jobs,
-        review=review, review_timeout=review_timeout,
+        review=review, review_timeout=review_timeout, consent=consent,
     )
     env = _backend_env(log_level)
     proc, r = _spawn(argv, env, workspace, log_path, token)
@@ -119,6 +120,7 @@ def backend_argv(
     jobs: dict | None,
     review: bool = False,
     review_timeout: float | None = None,
+    consent: dict | None = None,
 ) -> list[str]:
     """The backend's command line (``python -m oh.backend``): every setting as a flag, never the token."""
     argv = [
@@ -142,6 +144,8 @@ def backend_argv(
         argv.append("--review")
     if review_timeout is not None:
         argv += ["--review-timeout", f"{review_timeout:g}"]
+    if consent:  # issue 19: {"level", "rules": {"allow", "ask", "deny"}, "timeout"}; rules are not secrets
+        argv += ["--consent", consent["level"], "--consent-rules", json.dumps(consent["rules"]), "--approval-timeout", f"{consent['timeout']:g}"]
     return argv
 
 

@@ -129,12 +129,17 @@ class Backend:
             raise NoBackend(f"Cannot start a backend: {exc}") from None
         if not os.path.isdir(self.target):
             raise NoBackend(f"Cannot start a backend: {self.target} is not a directory.")
+        from ..launcher import consent
+
         try:
             token = secrets.get_or_create_token()
+            plan = consent.plan(s, os.path.realpath(self.target), s.review)  # the user's consent holds here too (issue 19)
+            for _, text in plan.warnings:
+                log.warning("%s", text)
             started = process.start_backend(
                 self.target, runtime=s.runtime, token=token, host=s.host, port=s.port, editor_timeout=s.editor_timeout,
                 action_timeout=s.action_timeout, trace=s.trace, trace_max_bytes=s.trace_max_bytes, log_level=s.log_level,
-                jobs=job_settings(s), review=s.review, review_timeout=s.review_timeout,  # the user's review setting holds here too
+                jobs=job_settings(s), review=plan.review, review_timeout=s.review_timeout, consent=plan.flags(),  # the user's review setting holds here too
             )
         except process.StartError as exc:
             if exc.already_served:  # someone else started one at the same moment: use it

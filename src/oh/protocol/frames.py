@@ -23,7 +23,7 @@ from .knowledge import KNOWLEDGE_KINDS
 # The protocol versions this backend speaks (docs/protocol.md §4, "Versions").
 PROTOCOL_RANGE = (PROTOCOL_VERSION, PROTOCOL_VERSION)
 
-KNOWN_CAPABILITIES = ("run", "read", "write", "edit", *KNOWLEDGE_KINDS, "binary", "job", "stat", "write_modes", "branch", "review")
+KNOWN_CAPABILITIES = ("run", "read", "write", "edit", *KNOWLEDGE_KINDS, "binary", "job", "stat", "write_modes", "branch", "review", "consent")
 
 
 class RegistrationError(Exception):
@@ -234,7 +234,7 @@ def event(name: str, /, **fields: Any) -> dict[str, Any]:
     return {"type": "event", "event": name, "time": datetime.now(timezone.utc).isoformat(), **fields}
 
 
-CONTROL_TYPES = ("rotate_token", "shutdown", "status", "review")
+CONTROL_TYPES = ("rotate_token", "shutdown", "status", "review", "approvals")
 
 
 def parse_control(obj: dict[str, Any]) -> tuple[str, dict[str, Any]]:

@@ -27,6 +27,13 @@ def is_proposal(kind: str, args: dict[str, Any]) -> bool:
     return kind == "edit" and args.get("command") != "view"
 
 
+def decided_by(decision: str, where: str) -> str:
+    """Who closed a proposal (issue 19: `proposal_closed` says who decided): the user's decisions come from
+    ``where`` (``cli``: `oh review` with the decider credential; ``vscode``: the editor's diff); a timeout, a
+    stop or an agent that left are the backend's own."""
+    return {"timeout": "timeout", "interrupted": "stop", "cancelled": "agent left"}.get(decision, where)
+
+
 def clean_reason(reason: Any) -> str:
     """The user's reason as the agent gets it: a string, trimmed, bounded."""
     if not isinstance(reason, str):

@@ -20,6 +20,7 @@ class RuntimeSettings:
     spool_dir: str | None = None
     review: bool = False
     review_timeout: float = 600.0
+    env: dict[str, str] | None = None  # the agent shells' environment (None: this process's, cleaned)
     user_shell: bool | None = None  # the agent's shell (docs/protocol.md §3.4.1); None: the local runtime's default
     shell_startup_timeout: float | None = None
 
@@ -29,7 +30,7 @@ def _local(s: RuntimeSettings, link: EditorLink) -> Runtime:
 
     return LocalRuntime(
         s.workspace, s.allowed_roots, max_shells=s.max_shells, job_retention=s.job_retention,
-        spool_dir=s.spool_dir, review=s.review, review_timeout=s.review_timeout,
+        spool_dir=s.spool_dir, review=s.review, review_timeout=s.review_timeout, env=s.env,
         user_shell=s.user_shell, shell_startup_timeout=s.shell_startup_timeout,
     )
 

@@ -58,6 +58,8 @@ class EditorLink:
         # events with the editor's id (the backend adds whose action it is).
         self.on_event: Callable[..., None] = lambda name, **fields: None
         self.on_proposal_event: Callable[[str, dict[str, Any], str], None] = lambda name, fields, editor_id: None
+        # Consent (§3.13): an editor's `approval` answer -> the frame to send back (None: consent is not wired).
+        self.on_approval: Callable[[dict[str, Any]], dict[str, Any]] | None = None
         # Set by the runtime that keeps the editors' jobs (the vscode one): an editor's job_event, an
         # editor gone. Unset (the local runtime), both are ignored.
         self.on_job_event: Callable[[Editor, str, dict[str, Any]], None] | None = None
@@ -162,6 +164,9 @@ class EditorLink:
                     pevent = frames.parse_proposal_event(obj)
                     if pevent is not None:
                         self.on_proposal_event(pevent[0], pevent[1], editor.editor_id)
+                    return
+                if obj.get("type") == "approval" and self.on_approval is not None:  # §3.13: the user answered in the editor
+                    await editor.connection.send(encode(self.on_approval(obj)), text=True)
                     return
                 if obj.get("type") is not None:
                     return  # other control frames from editors are ignored

@@ -102,6 +102,7 @@ class ActionRow:
     duration_ms: float | None = None
     risk: str | None = None
     awaiting: bool = False  # review mode: a proposal waiting for the user's decision (§3.11)
+    consent: str | None = None  # the approval id while the action waits for the user's consent (§3.13)
     timed_out: str | None = None  # a run that hit its timeout: killed | interrupted | running (fmt.TIMED_OUT)
     job_id: str | None = None  # the command a run (or its follow-up) concerned (§3.8)
     finished_by: int | None = None  # a follow-up (`oh run --wait`) saw the command still running here finish
@@ -121,6 +122,8 @@ class ActionRow:
 
     def outcome_text(self) -> str:
         if self.outcome is None:
+            if self.consent:
+                return f"awaiting consent {self.consent}"
             return "awaiting review" if self.awaiting else "running…"
         if self.finished_by is not None:
             return "finished later"
@@ -182,6 +185,8 @@ class LiveState:
     stopping: str | None = None
     dropped: int = 0  # rows evicted beyond MAX_ROWS (counted in "earlier actions hidden")
     hints: list[str] = field(default_factory=list)  # why no editor may come (runtime vscode)
+    # Consent (§3.13): approval id -> its row (escaped text), oldest first; the keys y / n / a answer the first.
+    approvals: "OrderedDict[str, dict[str, Any]]" = field(default_factory=OrderedDict)
     proposals: dict[Any, str] = field(default_factory=dict)  # action id -> proposal id ("" in VS Code): awaiting review
     synced: bool = False  # the monitor's snapshot arrived: the table shows what the backend did since
     version: int = 0  # bumped on every change, so the rich view redraws only when needed
@@ -271,6 +276,12 @@ class LiveState:
         lines += self.version_problems()
         if isinstance(self.backend.get("branch"), dict):
             lines.append("branch mode: " + branch_label(self.backend["branch"]))
+        consent = snap.get("consent") if isinstance(snap.get("consent"), dict) else None
+        if consent is not None:
+            lines.append(f"consent: {visible(consent.get('level', '?'))} ({plural(len(consent.get('rules') or []), 'rule')})")
+            for row in consent.get("waiting") or []:
+                if isinstance(row, dict) and row.get("id") not in self.approvals:
+                    replayed += self._on_approval_requested(row)
         return lines + replayed
 
     def _replay(self, events: Any, jobs: Any) -> list[str]:
@@ -467,7 +478,39 @@ class LiveState:
         row = self.actions.get(aid)
         if row is not None:
             row.awaiting = False
-        return [f"proposal {pid + ' ' if pid else ''}{visible(frame.get('path', ''))}: {visible(frame.get('decision') or 'closed')}"]
+        by = f" by {visible(frame['by'])}" if frame.get("by") else ""
+        return [f"proposal {pid + ' ' if pid else ''}{visible(frame.get('path', ''))}: {visible(frame.get('decision') or 'closed')}{by}"]
+
+    def _on_approval_requested(self, frame: dict[str, Any]) -> list[str]:
+        """An action waits for the user's consent (§3.13)."""
+        aid = visible(frame.get("id") or "")[:16]
+        row = {"id": aid, "action_id": frame.get("action_id"), "agent": self.agent_name(frame.get("agent_id", "")),
+               "kind": visible(frame.get("kind") or ""), "what": visible(frame.get("what") or "")[:300],
+               "reason": visible(frame.get("reason") or "")[:200], "risk": _risk(frame.get("security_risk")),
+               "always": [visible(r)[:100] for r in frame.get("always") or [] if isinstance(r, str)]}
+        self.approvals[aid] = row
+        action = self.actions.get(frame.get("action_id"))
+        if action is not None:
+            action.consent = aid
+        risk = f" [security_risk {row['risk']}]" if row["risk"] else ""
+        always = f" / a = always ({', '.join(row['always'])})" if row["always"] else ""
+        return [f"{aid} awaiting your consent: {row['agent']} wants to {row['kind']} `{row['what']}`{risk} ({row['reason']}); "
+                f"y = allow / n = reject{always}, or `oh approve {aid}` / `oh reject {aid}`"]
+
+    def _on_approval_decided(self, frame: dict[str, Any]) -> list[str]:
+        aid = visible(frame.get("id") or "")[:16]
+        self.approvals.pop(aid, None)
+        action = self.actions.get(frame.get("action_id"))
+        if action is not None:
+            action.consent = None
+        who = visible(frame.get("by") or "?")
+        what = visible(frame.get("what") or "")[:200]
+        rule = f" (rule added: {visible(frame['rule'])})" if frame.get("rule") and frame.get("decision") == "allowed" else ""
+        reason = f": {visible(frame['reason'])[:200]}" if frame.get("reason") and frame.get("decision") != "allowed" else ""
+        return [f"{aid + ' ' if aid else ''}{visible(frame.get('decision') or '?')} by {who} at {_clock(frame.get('at'))}: `{what}`{rule}{reason}"]
+
+    def first_approval(self) -> dict[str, Any] | None:
+        return next(iter(self.approvals.values()), None)
 
     def _on_token_rotated(self, frame: dict[str, Any]) -> list[str]:
         return [f"token rotated: {frame.get('closed', 0)} connection(s) closed"]
@@ -488,6 +531,8 @@ class LiveState:
         "job_finished": _on_job_finished,
         "proposal_opened": _on_proposal_opened,
         "proposal_closed": _on_proposal_closed,
+        "approval_requested": _on_approval_requested,
+        "approval_decided": _on_approval_decided,
         "token_rotated": _on_token_rotated,
         "shutting_down": _on_shutting_down,
         "branch": _on_branch,
@@ -501,6 +546,7 @@ class LiveState:
         st = self.stats
         line = f"{st.get('done', 0)} done · {st.get('pending', 0)} pending · {plural(st.get('errors', 0), 'error')}"
         line += f" · {plural(self.running_jobs, 'job')} running" if self.jobs else ""
+        line += f" · {len(self.approvals)} awaiting consent" if self.approvals else ""
         return line + (f" · {plural(len(self.proposals), 'proposal')} awaiting review" if self.proposals else "")
 
     # ------------------------------------------------------------------ rich
@@ -551,6 +597,14 @@ class LiveState:
             hints = [one_line((line, "dim")) for h in self.hints for line in _wrap(h, width)]
         else:
             editor = one_line(("runtime local: actions run directly on this machine, no sandbox", "yellow"))
+        ask = self.first_approval()
+        if ask is not None:  # the question the keys answer, above everything else that moves
+            more = len(self.approvals) - 1
+            hints.append(one_line(("? ", "bold yellow"), (ask["id"] + " ", "bold"), (f"{ask['agent']} wants to {ask['kind']} ", ""),
+                                  (ask["what"], "bold"), *(((f"  security_risk {ask['risk']}", RISK_STYLES.get(ask["risk"], "")),) if ask["risk"] else ())))
+            hints.append(one_line(("  y", "bold green"), (" allow  ", ""), ("n", "bold red"), (" reject  ", ""),
+                                  *((("a", "bold cyan"), (f" always ({', '.join(ask['always'])})  ", "")) if ask["always"] else ()),
+                                  (f"why: {ask['reason']}", "dim"), (f"  (+{more} more: `oh approvals`)" if more > 0 else "", "dim")))
         room = max(1, height - _CHROME_ROWS - len(hints) - len(self.version_problems()))
         # Jobs get up to a third of the rows (at most 8, plus their title line); actions the rest.
         job_room = min(len(self.jobs), 8, max(1, room // 3)) if self.jobs else 0

@@ -64,6 +64,8 @@ class LiveView:
             self.io.ndjson({"type": "event", "event": event, "message": text})
 
     def on_frame(self, frame: dict) -> None:
+        if frame.get("event") == "approval_decided" and frame.get("by") == "vscode" and frame.get("rules"):
+            self._remember(frame["rules"])  # "always" from VS Code: the backend writes no config, this process does
         lines = self.state.apply(frame)
         if self.mode == "json":
             if frame.get("type") == "snapshot":
@@ -72,6 +74,17 @@ class LiveView:
         elif self.mode == "plain":
             for text in lines:
                 self.line(text)
+
+    def _remember(self, rules) -> None:
+        from ..launcher import consent as _consent
+
+        try:
+            saved = _consent.remember([r for r in rules if isinstance(r, str)])
+        except Exception as exc:  # noqa: BLE001 - a bad rule or an unwritable config must not end the view
+            self.note(f"could not save the always-allow rule(s) {rules}: {exc}")
+            return
+        if saved:
+            self.note(f"always allowed from now on (saved in {saved}): {', '.join(rules)}")
 
     def announce(self, warnings: list[tuple[str, str]]) -> None:
         """NDJSON mode: the backend and the start-up warnings, as the first events -- written once this
@@ -113,9 +126,12 @@ class LiveView:
             helpers.append(asyncio.create_task(_refresh(live, self.state)))
             self._redraw_on_resize(loop)
         watcher = asyncio.create_task(monitor(self.load_session, self.on_frame, stop))
+        keys = _consent_keys(self, loop) if self.mode in ("rich", "plain") and self.session.approval_timeout else None
         try:
             return await _first_to_end(watcher, helpers)
         finally:
+            if keys is not None:
+                keys()
             for task in (watcher, *helpers):
                 task.cancel()
             await asyncio.gather(watcher, *helpers, return_exceptions=True)
@@ -191,6 +207,78 @@ class LiveView:
         except OSError:
             silence_output()
         return 0 if clean else ERROR
+
+
+def _consent_keys(view: LiveView, loop):
+    """Consent in the live view (issue 19): single keys answer the oldest waiting action -- y allows,
+    n rejects, a allows and adds its "always" rule (saved to config consent_allow). Only with a
+    terminal on stdin (also a plain view over SSH); the terminal is put in cbreak mode (Ctrl-C still
+    stops) and restored by the returned callable. None when stdin is no terminal."""
+    import sys
+    import termios
+    import tty
+
+    try:
+        fd = sys.stdin.fileno()
+        if not os.isatty(fd):
+            return None
+        saved = termios.tcgetattr(fd)
+        tty.setcbreak(fd)
+    except (OSError, ValueError, termios.error):
+        return None
+    busy: list = []
+
+    def answer(key: str) -> None:
+        import asyncio
+
+        ask = view.state.first_approval()
+        if ask is None or busy:
+            return
+        frame = {"op": "allow" if key in "ya" else "reject", "id": ask["id"], "via": "live view"}
+        if key == "a":
+            frame["always"] = True
+        if key == "n":
+            frame["reason"] = "rejected in the live view of oh start"
+
+        def send() -> dict:
+            from ..launcher import consent as _consent
+
+            result = _consent.request(view.session, frame)
+            for r in result.get("results") or []:
+                if r.get("rules"):
+                    _consent.remember(list(r["rules"]))
+            return result
+
+        async def go() -> None:
+            try:
+                await asyncio.to_thread(send)
+            except Exception as exc:  # noqa: BLE001 - the view says why; the action keeps waiting
+                view.note(f"could not answer {ask['id']}: {exc}")
+            finally:
+                busy.clear()
+
+        busy.append(asyncio.ensure_future(go()))
+
+    def readable() -> None:
+        try:
+            data = os.read(fd, 64).decode("utf-8", "replace").lower()
+        except OSError:
+            return
+        for ch in data:
+            if ch in "yna":
+                answer(ch)
+                return
+
+    loop.add_reader(fd, readable)
+
+    def restore() -> None:
+        loop.remove_reader(fd)
+        try:
+            termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+        except (OSError, termios.error):
+            pass
+
+    return restore
 
 
 async def _first_to_end(watcher, helpers: list) -> str:

@@ -191,6 +191,45 @@ def test_no_backend_is_a_clear_error(tmp_path, monkeypatch):
     stream.close()
 
 
+def test_consent_waits_and_a_rejection_is_a_user_reject_observation(make_oh_backend):
+    """Issue 19: under `oh start --consent commands` a V0 CmdRunAction waits for the user; rejected, the agent
+    gets OpenHands' own UserRejectObservation with the reason, and the command never ran. The action's
+    security_risk (V0's int) reaches the user as its label."""
+    import threading
+
+    from openhands.events.action.action import ActionSecurityRisk
+    from openhands.events.observation.reject import UserRejectObservation
+
+    from waiting import poll_until
+
+    backend = make_oh_backend("--consent", "commands")
+    runtime, stream = make_runtime(backend.workspace)
+    import asyncio
+
+    asyncio.run(runtime.connect())
+    agent = Agent(stream)
+    seen: list[dict] = []
+
+    def user() -> None:
+        rows = poll_until(lambda: json.loads(backend.oh("approvals", "--json").stdout or "{}").get("approvals") or None, 60, "approval", 0.1)
+        seen.append(rows[0])
+        backend.oh("reject", rows[0]["id"], "--reason", "not here")
+
+    answering = threading.Thread(target=user)
+    answering.start()
+    try:
+        action = CmdRunAction(command="touch v0-made.txt")
+        action.security_risk = ActionSecurityRisk.HIGH
+        obs = agent.do(action, timeout=90)
+    finally:
+        answering.join(60)
+        runtime.close()
+        stream.close()
+    assert seen and seen[0]["what"] == "touch v0-made.txt" and seen[0]["security_risk"] == "HIGH"
+    assert isinstance(obs, UserRejectObservation) and "not here" in obs.content and "NOT executed" in obs.content
+    assert not (backend.workspace / "v0-made.txt").exists()
+
+
 def test_the_setup_script_runs_once_through_the_backend_not_again_by_openhands(oh_backend):
     ws = oh_backend.workspace
     (ws / ".openhands").mkdir()

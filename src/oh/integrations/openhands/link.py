@@ -49,9 +49,16 @@ class Link:
 
         A connection already closed before sending (token rotated, backend restarted) is replaced first;
         the private shell of the old connection is gone then, which the error-free answer cannot hide,
-        so the model sees a fresh shell exactly as after a reset."""
+        so the model sees a fresh shell exactly as after a reset.
+
+        Consent (issue 19): any action may wait for the user's yes, so the wait grows by the backend's
+        ``approval_timeout`` (session file); a ``REJECTED`` answer reads as the SDK's own user rejection
+        (``UserRejectObservation``: "Action rejected: <reason>"), which the tools return as an error
+        observation (an executor must return its tool's observation type)."""
         try:
-            return self.client().send(action, timeout=timeout)
+            extra = float(getattr(self.session, "approval_timeout", 0.0) or 0.0)
+            obs = self.client().send(action, timeout=None if timeout is None else timeout + extra)
+            return rejection_as_sdk(obs)
         except OhClientError as exc:
             with self._lock:
                 self._client = None
@@ -65,6 +72,16 @@ class Link:
             if self._client is not None:
                 self._client.close()
                 self._client = None
+
+
+def rejection_as_sdk(obs: dict[str, Any]) -> dict[str, Any]:
+    """A REJECTED observation (the user, a consent rule, or nobody within approval_timeout: the action
+    was NOT executed) worded as the SDK words a user rejection, so the model reacts the same way."""
+    if obs.get("observation") == "error" and (obs.get("extras") or {}).get("error_id") == "REJECTED":
+        content = str(obs.get("content") or "")
+        if not content.startswith("Action rejected: "):
+            return {**obs, "content": "Action rejected: " + content}
+    return obs
 
 
 _links: dict[str, Link] = {}

@@ -30,6 +30,7 @@ from openhands.events.action import (
 from openhands.events.action.mcp import MCPAction
 from openhands.events.event import FileReadSource
 from openhands.events.observation import ErrorObservation, FileReadObservation, Observation
+from openhands.events.observation.reject import UserRejectObservation
 from openhands.events.serialization import event_from_dict, event_to_dict
 from openhands.runtime.base import Runtime
 from openhands.runtime.runtime_status import RuntimeStatus
@@ -141,11 +142,13 @@ class VsCodeRuntime(Runtime):
                     "extras": {"error_id": "TIMEOUT"}}
 
     def _review_wait(self, frame: dict[str, Any]) -> float:
-        """Review mode: a write/edit also waits for the user's decision (the backend's deadline grows by as much)."""
+        """Review mode: a write/edit also waits for the user's decision (the backend's deadline grows by as much);
+        consent (issue 19): any action may wait for the user's yes, up to the backend's approval_timeout."""
+        wait = float(getattr(self._session, "approval_timeout", 0.0) or 0.0)
         kind = frame.get("action")
         if kind == "write" or kind == "edit" and (frame.get("args") or {}).get("command") != "view":
-            return float(getattr(self._session, "review_timeout", 0.0) or 0.0)
-        return 0.0
+            wait += float(getattr(self._session, "review_timeout", 0.0) or 0.0)
+        return wait
 
     def _frame(self, action) -> dict[str, Any]:
         d = event_to_dict(action)
@@ -159,6 +162,10 @@ class VsCodeRuntime(Runtime):
     @staticmethod
     def _decode(obs: dict[str, Any]) -> Observation:
         # The event stream numbers observations itself (it refuses an event that already has an id).
+        if obs.get("observation") == "error" and (obs.get("extras") or {}).get("error_id") == "REJECTED":
+            # The user (or a consent rule, or nobody in time) refused: NOT executed. OpenHands' own shape for
+            # a user's rejection, which its agents already handle (confirmation mode).
+            return UserRejectObservation(content=str(obs.get("content") or "The user rejected this action."))
         clean = {k: v for k, v in obs.items() if k not in ("id", "cause", "timestamp", "source")}
         return event_from_dict(clean)  # type: ignore[return-value]
 

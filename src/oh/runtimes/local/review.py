@@ -262,7 +262,7 @@ class ProposalQueue:
         finally:
             if self.pending.pop(p.proposal_id, None) is not None:
                 self.pending_bytes -= p.size
-            self._emit("proposal_closed", p, decision=decision)
+            self._emit("proposal_closed", p, decision=decision, by=rules.decided_by(decision, "cli"), at=time.time())
 
     def list(self) -> list[dict[str, Any]]:
         return [p.row() for p in self.pending.values()]

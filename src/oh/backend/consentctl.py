@@ -1,0 +1,115 @@
+"""The backend's side of consent (issue 19): wiring the ``ConsentGuard`` into a backend, and the
+``approvals`` control requests (docs/protocol.md §3.13). Kept out of server.py on purpose.
+
+Who may decide: a control connection authenticated with the **decider token** (``decider`` True).
+The agent token still opens ``/v1/control`` for status, but every decision -- approvals and review
+accepts/rejects -- answers ``FORBIDDEN`` to it, so an agent cannot allow its own actions with the
+credential it was given.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from typing import Any
+
+from ..protocol import consent as rules
+from ..protocol import frames
+from ..runtimes.consent import Approvals, ConsentGuard
+
+from .control import FORBIDDEN_TEXT
+
+log = logging.getLogger("oh.backend.consent")
+
+FORBIDDEN = "FORBIDDEN"
+
+
+# What an agent's shell does not inherit under a consent policy: where oh keeps its sessions (and so
+# the decider credential) and any oh setting that would loosen a nested oh. Tokens are never inherited
+# (runtimes/local/runtime.py). Defence in depth only: the agent's commands run as you, so a command
+# that reads oh's files is what the policy asks about (docs/security.md).
+_AGENT_ENV_DROP = ("OH_HOME", "OH_SESSION_DIR", "OH_CONSENT", "OH_CONSENT_ALLOW", "OH_CONSENT_ASK", "OH_CONSENT_DENY", "OH_APPROVAL_TIMEOUT")
+
+
+def agent_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in _AGENT_ENV_DROP}
+
+
+def wrap(backend: Any, runtime: Any, policy: rules.Policy, timeout: float, review: bool) -> ConsentGuard:
+    approvals = Approvals(timeout)
+    guard = ConsentGuard(runtime, policy, approvals, review=review)
+    suspended: dict[int, float] = {}
+
+    def event(name: str, fields: dict[str, Any]) -> None:
+        backend.trace.record(name, **{("action" if k == "kind" else k): v for k, v in fields.items() if v is not None})
+        backend._emit(name, **fields)
+        _tell_editors(backend, name, fields)
+        if name == "approval_decided":
+            log.info("consent: %s %s by %s", fields.get("decision"), fields.get("id") or f"action {fields.get('action_id')}", fields.get("by"))
+
+    def on_wait(leg_id: int, waiting: bool) -> None:
+        task = asyncio.current_task()
+        if task is None:
+            return
+        now = task.get_loop().time()
+        if waiting:
+            left = backend.deadlines.suspend(leg_id, now)
+            if left is not None:
+                suspended[leg_id] = left
+        else:
+            left = suspended.pop(leg_id, None)
+            if left is not None:
+                backend.deadlines.add(leg_id, now + left, task)
+
+    approvals.on_event = event
+    guard.on_wait = on_wait
+    return guard
+
+
+# Editors that listed "consent" in their capabilities (the VS Code extension) are asked too, on their own
+# leg: the editor token is their decider credential (agents never get it), and their answers say "vscode".
+EDITOR_CAPABILITY = "consent"
+
+
+def _tell_editors(backend: Any, name: str, fields: dict[str, Any]) -> None:
+    if name == "approval_requested":
+        frame = {"type": "approval_request", "approval": fields}
+    elif name == "approval_decided" and fields.get("id"):
+        frame = {"type": "approval_closed", "id": fields["id"], "decision": fields.get("decision"), "by": fields.get("by")}
+    else:
+        return
+    from ..protocol.events import encode
+    from ..transport import send_bounded
+
+    data = encode(frame)
+    for editor in backend.registry.all():
+        if EDITOR_CAPABILITY in (editor.registration.capabilities or ()):
+            asyncio.ensure_future(send_bounded(editor.connection, data, backend.config.send_timeout))
+
+
+def editor_answer(backend: Any, obj: dict[str, Any]) -> dict[str, Any]:
+    """An editor's ``{"type": "approval", "op": "allow" | "reject", "id", "always"?, "reason"?}``: decided as
+    "vscode" (the editor leg is authenticated with the editor token, which agents do not get)."""
+    answer = handle(backend, {**obj, "type": "approvals", "via": "vscode"}, decider=True)
+    answer["type"] = "approval_result"
+    return answer
+
+
+def handle(backend: Any, obj: dict[str, Any], decider: bool) -> dict[str, Any]:
+    """One ``approvals`` control request -> the answer frame."""
+    guard = getattr(backend, "consent", None)
+    try:
+        req = rules.parse_approval_request(obj)
+    except ValueError as exc:
+        return frames.refusal("BAD_REQUEST", str(exc))
+    if guard is None:
+        if req.op == "list":
+            return {"type": "approvals", "op": "list", "level": "never", "rules": [], "pending": 0, "approvals": []}
+        return frames.refusal("CONSENT_OFF", "This backend asks for nothing (consent = never and no rules): start it with `oh start --consent LEVEL`.")
+    if req.op == "list":
+        return {"type": "approvals", "op": "list", **guard.consent_status(), "approvals": guard.approvals.list()}
+    if not decider:
+        return frames.refusal(FORBIDDEN, FORBIDDEN_TEXT)
+    result = guard.approvals.decide(req.approval_id or "", req.op == "allow", req.via, req.reason, req.always)
+    return {"type": "approvals", "op": req.op, "results": [result]}

@@ -1,0 +1,134 @@
+"""``oh approvals`` / ``oh approve ID`` / ``oh reject ID``: answer the actions that wait for your
+consent (issue 19, docs/protocol.md §3.13) from any terminal.
+
+Each is one ``approvals`` frame on the backend's control leg, sent with the session's decider
+credential (the agent token may list but never decide). Commands and paths are agent-controlled:
+printed through ``text.sanitize.visible``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import typer
+
+from ._common import ERROR, UNREACHABLE, USAGE, die, pick_session, target_options
+from ._io import Streams
+
+_WORKSPACE, _INSTANCE = target_options()
+_JSON = typer.Option(False, "--json", help="Machine-readable output (the backend's answer).")
+_HINTS = {
+    "CONSENT_OFF": "Start the backend with `oh start --consent LEVEL` (or `oh config set consent risky`).",
+    "FORBIDDEN": "This session file has no decider credential (an older backend?): restart it with `oh start`.",
+}
+
+
+def request(session: Any, frame: dict[str, Any], timeout: float = 10.0) -> dict[str, Any]:
+    """One approvals frame with the decider credential; raises BackendUnreachable."""
+    from ..launcher.consent import request as send
+
+    return send(session, frame, timeout)
+
+
+def _ask(io: Streams, workspace: Optional[str], instance: Optional[str], frame: dict[str, Any], json_: bool) -> dict[str, Any]:
+    from ..launcher.control import BackendUnreachable
+
+    session = pick_session(workspace, instance)
+    try:
+        answer = request(session, frame)
+    except BackendUnreachable as exc:
+        die(str(exc), UNREACHABLE, "Is the backend still running? `oh status` shows it.")
+    if answer.get("type") == "error":
+        if json_:
+            io.json(answer)
+            raise typer.Exit(USAGE if answer.get("error_id") == "BAD_REQUEST" else ERROR)
+        from ..text.sanitize import visible
+
+        code = str(answer.get("error_id", ""))
+        die(visible(answer.get("message", "the backend refused the request")), USAGE if code == "BAD_REQUEST" else ERROR, _HINTS.get(code))
+    return answer
+
+
+def approvals(
+    workspace: Optional[str] = _WORKSPACE,
+    instance: Optional[str] = _INSTANCE,
+    json_: bool = _JSON,
+) -> None:
+    """List the actions waiting for your consent: id, agent, what, why, the agent's security_risk."""
+    raise typer.Exit(run_approvals(Streams.system(), workspace=workspace, instance=instance, json_=json_))
+
+
+def run_approvals(io: Streams, *, workspace: Optional[str] = None, instance: Optional[str] = None, json_: bool = False) -> int:
+    from ..text.fmt import fmt_duration
+    from ..text.sanitize import visible
+
+    answer = _ask(io, workspace, instance, {"op": "list"}, json_)
+    if json_:
+        io.json(answer)
+        return 0
+    rows = answer.get("approvals") or []
+    io.print(f"consent: {answer.get('level', '?')}, {len(answer.get('rules') or [])} rule(s)")
+    if not rows:
+        io.print("Nothing waits for your consent.")
+        return 0
+    for r in rows:
+        age = fmt_duration(float(r["age_s"])) if isinstance(r.get("age_s"), (int, float)) else "?"
+        risk = f"  security_risk {visible(r.get('security_risk'))}" if r.get("security_risk") else ""
+        io.print(f"{visible(r.get('id'))}  {visible(r.get('agent'))}  {age} ago{risk}")
+        io.print(f"    {visible(r.get('kind'))}: {visible(r.get('what'))}")
+        io.print(f"    why: {visible(r.get('reason'))}")
+        for line in str(r.get("detail") or "").splitlines()[:40]:
+            io.print("    | " + "\t".join(visible(part) for part in line.split("\t")))
+        if r.get("always"):
+            io.print(f"    --always adds: {visible(', '.join(r['always']))}")
+    io.print("Answer with `oh approve ID [--always]` or `oh reject ID --reason TEXT`.")
+    return 0
+
+
+def approve(
+    approval_id: str = typer.Argument(..., metavar="ID", help="An id from `oh approvals` (e.g. c3)."),
+    always: bool = typer.Option(False, "--always", "-a", help="Also allow it from now on: adds the rule `oh approvals` shows to config consent_allow (remove it with `oh config remove consent_allow RULE`)."),
+    workspace: Optional[str] = _WORKSPACE,
+    instance: Optional[str] = _INSTANCE,
+    json_: bool = _JSON,
+) -> None:
+    """Allow a waiting action to run (once, or --always)."""
+    raise typer.Exit(run_decide(Streams.system(), approval_id=approval_id, allow=True, always=always, workspace=workspace, instance=instance, json_=json_))
+
+
+def reject(
+    approval_id: str = typer.Argument(..., metavar="ID", help="An id from `oh approvals` (e.g. c3)."),
+    reason: str = typer.Option("", "--reason", "-m", help="Why: the agent gets this text with the REJECTED error."),
+    workspace: Optional[str] = _WORKSPACE,
+    instance: Optional[str] = _INSTANCE,
+    json_: bool = _JSON,
+) -> None:
+    """Refuse a waiting action: it is not run; the agent gets REJECTED with your reason."""
+    raise typer.Exit(run_decide(Streams.system(), approval_id=approval_id, allow=False, reason=reason, workspace=workspace, instance=instance, json_=json_))
+
+
+def run_decide(io: Streams, *, approval_id: str, allow: bool, always: bool = False, reason: str = "", workspace: Optional[str] = None,
+               instance: Optional[str] = None, json_: bool = False) -> int:
+    from ..text.sanitize import visible
+
+    frame: dict[str, Any] = {"op": "allow" if allow else "reject", "id": approval_id, "via": "cli"}
+    if always:
+        frame["always"] = True
+    if reason:
+        frame["reason"] = reason
+    answer = _ask(io, workspace, instance, frame, json_)
+    results = answer.get("results") or []
+    saved = None
+    for r in results:
+        if r.get("rules"):
+            from ..launcher import consent as _consent
+
+            saved = _consent.remember(list(r["rules"]))
+    if json_:
+        io.json({**answer, **({"saved_to": saved} if saved else {})})
+    else:
+        for r in results:
+            io.print(f"{visible(r.get('id'))}: {visible(r.get('outcome'))}: {visible(r.get('what') or r.get('message'))}")
+            if r.get("rules"):
+                io.print(f"    always allowed from now on: {visible(', '.join(r['rules']))}" + (f" (saved in {saved})" if saved else ""))
+    return 0 if all(r.get("outcome") in ("allowed", "rejected") for r in results) else ERROR

@@ -1,0 +1,264 @@
+"""Consent around any runtime (issue 19, docs/protocol.md §3.13): before an action runs, the policy and
+the user's rules decide (``protocol/consent.py``); an action that needs consent waits here, in the
+``Approvals`` registry, until the user allows or rejects it (``oh approve`` / ``oh reject``, the live
+view of ``oh start``, VS Code), or ``approval_timeout`` passes. A rejected, denied or unanswered action
+is never passed on: the agent gets ``REJECTED`` with the reason.
+
+Like ``BranchGuard`` it wraps the runtime, so every route an action takes (Python client, CLI, MCP,
+the OpenHands integrations) passes through it. While an action waits, its own deadline is paused
+(``on_wait``, set by the backend): the user's thinking time is not the command's time.
+
+File changes under a level that asks for them and review mode on are asked by review mode itself
+(the proposal shows the diff); the guard only denies them by rule, or lets an allow rule skip the
+proposal (``PREAPPROVED``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import itertools
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Callable, Hashable
+
+from ..protocol import consent as rules
+from ..protocol.errors import ErrorId
+from ..protocol.events import Action, error_observation
+from ..protocol.review import is_proposal
+from .base import Runtime, as_context
+
+log = logging.getLogger("oh.runtimes.consent")
+
+# Set while the guard passes on a change a rule (or the user, here) already allowed: review mode then
+# writes it without a proposal. A context variable, so no agent-supplied field can claim it.
+PREAPPROVED: contextvars.ContextVar[bool] = contextvars.ContextVar("oh_consent_preapproved", default=False)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass(eq=False)
+class Pending:
+    approval_id: str
+    action_id: int  # the backend's (leg) id, as monitors know the action
+    agent_id: str
+    agent_name: str
+    kind: str
+    subject: str  # what the user is asked about (the command, or "write PATH")
+    reason: str  # why it is asked
+    parts: tuple[str, ...]
+    suggest: tuple[str, ...]  # the rules "always allow" would add
+    security_risk: str | None
+    detail: str = ""  # a change's content or diff (protocol.consent.detail)
+    created: float = field(default_factory=time.monotonic)
+    created_at: str = field(default_factory=_now)
+    future: asyncio.Future | None = None
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "id": self.approval_id, "action_id": self.action_id, "agent_id": self.agent_id, "agent": self.agent_name,
+            "kind": self.kind, "what": self.subject, "reason": self.reason, "parts": list(self.parts),
+            "always": list(self.suggest), "security_risk": self.security_risk, **({"detail": self.detail} if self.detail else {}),
+            "age_s": round(time.monotonic() - self.created, 1), "created_at": self.created_at,
+        }
+
+
+@dataclass(frozen=True)
+class Answer:
+    allowed: bool
+    who: str  # cli | live view | vscode | timeout | stop
+    at: str
+    reason: str = ""
+    rule: str | None = None  # the allow rules added ("always"), as one line
+    rules: tuple[str, ...] = ()
+
+
+class Approvals:
+    """What waits for the user's consent, in order; decisions come from the control leg."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = float(timeout)
+        self.pending: dict[str, Pending] = {}
+        self._ids = itertools.count(1)
+        self.on_event: Callable[[str, dict[str, Any]], None] | None = None  # the backend: trace + monitors
+        self.on_rule: Callable[[rules.Rule], None] | None = None  # an "always" answer added a rule
+
+    def new_id(self) -> str:
+        return f"c{next(self._ids)}"
+
+    def emit(self, name: str, fields: dict[str, Any]) -> None:
+        if self.on_event is None:
+            return
+        try:
+            self.on_event(name, fields)
+        except Exception:  # noqa: BLE001 - a listener's bug must not lose the decision
+            log.exception("consent event listener failed")
+
+    async def wait(self, p: Pending) -> Answer:
+        p.future = asyncio.get_running_loop().create_future()
+        self.pending[p.approval_id] = p
+        self.emit("approval_requested", p.row())
+        answer = Answer(False, "timeout", _now())
+        try:
+            answer = await asyncio.wait_for(asyncio.shield(p.future), self.timeout)
+            return answer
+        except asyncio.TimeoutError:
+            answer = Answer(False, "timeout", _now(), rules.timeout_message(p.subject, self.timeout))
+            return answer
+        except asyncio.CancelledError:
+            answer = Answer(False, "cancelled", _now())
+            raise
+        finally:
+            self.pending.pop(p.approval_id, None)
+            self.emit("approval_decided", {
+                "id": p.approval_id, "action_id": p.action_id, "agent_id": p.agent_id, "kind": p.kind, "what": p.subject,
+                "decision": "allowed" if answer.allowed else "rejected", "by": answer.who, "at": answer.at,
+                "reason": answer.reason, "rule": answer.rule, "rules": list(answer.rules), "security_risk": p.security_risk,
+            })
+
+    def list(self) -> list[dict[str, Any]]:
+        return [p.row() for p in self.pending.values()]
+
+    def decide(self, approval_id: str, allow: bool, who: str, reason: str = "", always: bool = False) -> dict[str, Any]:
+        p = self.pending.get(approval_id)
+        if p is None or p.future is None or p.future.done():
+            return {"id": approval_id, "outcome": "unknown", "message": f"No pending approval {approval_id}: it was decided, timed out or its agent left. `oh approvals` lists what waits."}
+        rule_text = None
+        if allow and always:
+            if not p.suggest:
+                return {"id": approval_id, "outcome": "unknown", "message": f"{approval_id} has no rule to always allow (allow it once instead)."}
+            for text in p.suggest:
+                rule = rules.parse_rule(text, "allow")
+                if self.on_rule is not None:
+                    self.on_rule(rule)
+            rule_text = ", ".join(p.suggest)
+        p.future.set_result(Answer(allow, who, _now(), reason, rule_text, tuple(p.suggest) if rule_text else ()))
+        row = {"id": approval_id, "outcome": "allowed" if allow else "rejected", "what": p.subject, "by": who}
+        if rule_text:
+            row["rules"] = list(p.suggest)
+        return row
+
+    def close(self) -> None:
+        for p in list(self.pending.values()):
+            if p.future is not None and not p.future.done():
+                p.future.set_result(Answer(False, "stop", _now(), "The backend stopped while the action waited for consent."))
+
+
+class ConsentGuard(Runtime):
+    def __init__(self, inner: Runtime, policy: rules.Policy, approvals: Approvals, review: bool = False) -> None:
+        self.inner = inner
+        self.policy = policy
+        self.approvals = approvals
+        self.review = review  # the inner runtime asks for changes itself (proposals with a diff)
+        # Set by the backend: (leg id, waiting?) -> pause or resume the action's deadline.
+        self.on_wait: Callable[[int, bool], None] | None = None
+        approvals.on_rule = self.add_rule
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.inner.name
+
+    @property
+    def on_job_event(self):  # type: ignore[override]
+        return self.inner.on_job_event
+
+    @on_job_event.setter
+    def on_job_event(self, callback) -> None:
+        self.inner.on_job_event = callback
+
+    @property
+    def proposals(self):  # type: ignore[override]
+        return self.inner.proposals
+
+    def deadline_allowance(self, action: Action) -> float:
+        return self.inner.deadline_allowance(action)  # the wait for consent pauses the deadline instead
+
+    def review_elsewhere(self) -> str | None:
+        return self.inner.review_elsewhere()
+
+    def branch_switch(self):
+        return self.inner.branch_switch()
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self.inner, attr)
+
+    def describe(self) -> dict[str, Any]:
+        return self.inner.describe()  # type: ignore[attr-defined]
+
+    def add_rule(self, rule: rules.Rule) -> None:
+        self.policy = self.policy.with_rule(rule)
+
+    def consent_status(self) -> dict[str, Any]:
+        return {"level": self.policy.level, "approval_timeout": self.approvals.timeout, "pending": len(self.approvals.pending),
+                "waiting": self.approvals.list(), "rules": [{"verdict": r.verdict, "rule": r.text} for r in self.policy.rules]}
+
+    async def start(self) -> None:
+        await self.inner.start()
+
+    async def agent_closed(self, agent: Hashable) -> None:
+        await self.inner.agent_closed(agent)
+
+    async def close(self) -> None:
+        self.approvals.close()
+        await self.inner.close()
+
+    async def execute(self, action: Action, agent: Hashable) -> dict[str, Any]:
+        decision = rules.decide(self.policy, action.kind, action.args, action.security_risk)
+        if decision.verdict == "allow":
+            if decision.rule is not None:  # a path rule allowed this change: no proposal either
+                token = PREAPPROVED.set(True)
+                try:
+                    return await self.inner.execute(action, agent)
+                finally:
+                    PREAPPROVED.reset(token)
+            return await self.inner.execute(action, agent)
+        ctx = as_context(agent)
+        subject = rules.what(action.kind, action.args)
+        if decision.verdict == "deny":
+            self.approvals.emit("approval_decided", {
+                "id": None, "action_id": action.id, "agent_id": ctx.id, "kind": action.kind, "what": subject, "decision": "rejected",
+                "by": "rule", "at": _now(), "reason": decision.reason, "rule": decision.rule, "security_risk": action.security_risk,
+            })
+            return _rejected(action.id, rules.denied_message(subject, decision.reason), "rule")
+        if self.review and action.kind in ("write", "edit") and is_proposal(action.kind, action.args):
+            return await self.inner.execute(action, agent)  # review mode asks, with the diff
+        p = Pending(self.approvals.new_id(), action.id, ctx.id, ctx.name, action.kind, subject, decision.reason,
+                    decision.parts, decision.suggest, action.security_risk, rules.detail(action.kind, action.args))
+        if self.on_wait is not None:
+            self.on_wait(action.id, True)
+        try:
+            answer = await self.approvals.wait(p)
+        finally:
+            if self.on_wait is not None:
+                self.on_wait(action.id, False)
+        if not answer.allowed:
+            if answer.who == "timeout":
+                return _rejected(action.id, answer.reason or rules.timeout_message(subject, self.approvals.timeout), "timeout")
+            return _rejected(action.id, rules.rejected_message(subject, answer.who, answer.reason), answer.who)
+        token = PREAPPROVED.set(True)
+        try:
+            obs = await self.inner.execute(action, agent)
+        finally:
+            PREAPPROVED.reset(token)
+        _note(obs, rules.allowed_note(answer.who, answer.at, answer.rule))
+        return obs
+
+
+def _rejected(action_id: int, message: str, who: str) -> dict[str, Any]:
+    obs = error_observation(action_id, ErrorId.REJECTED, message)
+    obs["extras"]["decided_by"] = who
+    return obs
+
+
+def _note(obs: dict[str, Any], line: str) -> None:
+    """Put the consent note where the agent reads it: a run's prefix, else the content."""
+    extras = obs.get("extras")
+    if obs.get("observation") == "run" and isinstance(extras, dict) and isinstance(extras.get("metadata"), dict):
+        md = extras["metadata"]
+        md["prefix"] = line + "\n" + (md.get("prefix") or "")
+        return
+    obs["content"] = line + "\n" + str(obs.get("content") or "")
