@@ -84,3 +84,52 @@ class Runtime(ABC):
     def branch_switch(self) -> Switch:
         """Branch mode's switch for this runtime (docs/protocol.md §3.12)."""
         raise NotImplementedError(f"the {self.name} runtime cannot switch git branches")
+
+
+class Wrapper(Runtime):
+    """A runtime around another one (branch mode, consent, workspace bootstrap): what a wrapper does not
+    change reaches ``inner`` unchanged. The members ``Runtime`` itself defines are forwarded one by one:
+    ``__getattr__`` only sees names the class does not have, so it would never forward them."""
+
+    def __init__(self, inner: Runtime) -> None:
+        self.inner = inner
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.inner.name
+
+    @property
+    def on_job_event(self):
+        return self.inner.on_job_event
+
+    @on_job_event.setter
+    def on_job_event(self, callback) -> None:
+        self.inner.on_job_event = callback
+
+    @property
+    def proposals(self):  # type: ignore[override]
+        return self.inner.proposals
+
+    def deadline_allowance(self, action: Action) -> float:
+        return self.inner.deadline_allowance(action)
+
+    def review_elsewhere(self) -> str | None:
+        return self.inner.review_elsewhere()
+
+    def branch_switch(self) -> Switch:
+        return self.inner.branch_switch()
+
+    def __getattr__(self, attr: str) -> Any:
+        # Runtime-specific entry points the backend calls (editor_gone, editor_job_event, jobs, describe...)
+        if attr == "inner":  # not set yet (during construction): no recursion
+            raise AttributeError(attr)
+        return getattr(self.inner, attr)
+
+    async def start(self) -> None:
+        await self.inner.start()
+
+    async def agent_closed(self, agent: Hashable) -> None:
+        await self.inner.agent_closed(agent)
+
+    async def close(self) -> None:
+        await self.inner.close()

@@ -16,11 +16,11 @@ from typing import Any, Callable, Hashable
 from ..protocol.branch import Plan, decide, is_change, note
 from ..protocol.errors import ErrorId
 from ..protocol.events import Action, branch_observation, error_observation
-from .base import AgentContext, Runtime, Switch, as_context
+from .base import AgentContext, Runtime, Switch, Wrapper, as_context
 
 
 
-class BranchGuard(Runtime):
+class BranchGuard(Wrapper):
     def __init__(self, inner: Runtime, plan: Plan, switch: Switch, clock: Callable[[], datetime] | None = None) -> None:
         self.inner = inner
         self.plan = plan
@@ -33,44 +33,8 @@ class BranchGuard(Runtime):
         self.last_error: str | None = None
         self.on_branch_event: Callable[[dict[str, Any]], None] | None = None  # set by the backend (monitors)
 
-    @property
-    def name(self) -> str:  # type: ignore[override]
-        return self.inner.name
-
-    @property
-    def on_job_event(self):  # type: ignore[override]
-        return self.inner.on_job_event
-
-    @on_job_event.setter
-    def on_job_event(self, callback) -> None:
-        self.inner.on_job_event = callback
-
-    @property
-    def proposals(self):  # type: ignore[override]
-        return self.inner.proposals
-
-    def deadline_allowance(self, action: Action) -> float:
-        return self.inner.deadline_allowance(action)
-
-    def review_elsewhere(self) -> str | None:
-        return self.inner.review_elsewhere()
-
     def branch_switch(self) -> Switch:
         return self._switch
-
-    def __getattr__(self, attr: str) -> Any:
-        # Runtime-specific entry points the backend calls (editor_gone, editor_job_event, jobs...)
-        # reach the wrapped runtime unchanged.
-        return getattr(self.inner, attr)
-
-    async def start(self) -> None:
-        await self.inner.start()
-
-    async def agent_closed(self, agent: Hashable) -> None:
-        await self.inner.agent_closed(agent)
-
-    async def close(self) -> None:
-        await self.inner.close()
 
     def describe(self) -> dict[str, Any]:
         """For `oh status` and the live view: the mode's state and the branch once known."""

@@ -28,7 +28,7 @@ from ..protocol import consent as rules
 from ..protocol.errors import ErrorId
 from ..protocol.events import Action, error_observation
 from ..protocol.review import is_proposal
-from .base import Runtime, as_context
+from .base import Runtime, Wrapper, as_context
 
 log = logging.getLogger("oh.runtimes.consent")
 
@@ -148,7 +148,7 @@ class Approvals:
                 p.future.set_result(Answer(False, "stop", _now(), "The backend stopped while the action waited for consent."))
 
 
-class ConsentGuard(Runtime):
+class ConsentGuard(Wrapper):
     def __init__(self, inner: Runtime, policy: rules.Policy, approvals: Approvals, review: bool = False) -> None:
         self.inner = inner
         self.policy = policy
@@ -157,34 +157,6 @@ class ConsentGuard(Runtime):
         # Set by the backend: (leg id, waiting?) -> pause or resume the action's deadline.
         self.on_wait: Callable[[int, bool], None] | None = None
         approvals.on_rule = self.add_rule
-
-    @property
-    def name(self) -> str:  # type: ignore[override]
-        return self.inner.name
-
-    @property
-    def on_job_event(self):  # type: ignore[override]
-        return self.inner.on_job_event
-
-    @on_job_event.setter
-    def on_job_event(self, callback) -> None:
-        self.inner.on_job_event = callback
-
-    @property
-    def proposals(self):  # type: ignore[override]
-        return self.inner.proposals
-
-    def deadline_allowance(self, action: Action) -> float:
-        return self.inner.deadline_allowance(action)  # the wait for consent pauses the deadline instead
-
-    def review_elsewhere(self) -> str | None:
-        return self.inner.review_elsewhere()
-
-    def branch_switch(self):
-        return self.inner.branch_switch()
-
-    def __getattr__(self, attr: str) -> Any:
-        return getattr(self.inner, attr)
 
     def describe(self) -> dict[str, Any]:
         return self.inner.describe()  # type: ignore[attr-defined]
@@ -195,12 +167,6 @@ class ConsentGuard(Runtime):
     def consent_status(self) -> dict[str, Any]:
         return {"level": self.policy.level, "approval_timeout": self.approvals.timeout, "pending": len(self.approvals.pending),
                 "waiting": self.approvals.list(), "rules": [{"verdict": r.verdict, "rule": r.text} for r in self.policy.rules]}
-
-    async def start(self) -> None:
-        await self.inner.start()
-
-    async def agent_closed(self, agent: Hashable) -> None:
-        await self.inner.agent_closed(agent)
 
     async def close(self) -> None:
         self.approvals.close()

@@ -38,7 +38,7 @@ from ..protocol import ensure as rules
 from ..protocol.errors import ErrorId
 from ..protocol.events import Action, ensure_observation, error_observation, parse_action
 from ..protocol.paths import within_any
-from .base import AgentContext, Runtime, Switch, as_context
+from .base import AgentContext, Runtime, Wrapper, as_context
 
 log = logging.getLogger("oh.runtimes.ensure")
 
@@ -66,7 +66,7 @@ class Run:
             self.job_known.set_result(None)
 
 
-class EnsureService(Runtime):
+class EnsureService(Wrapper):
     def __init__(
         self,
         inner: Runtime,
@@ -96,42 +96,6 @@ class EnsureService(Runtime):
         self._setup_notes: list[str] = []  # told once each, to the next action's observation
         self._setup_told_running = False
         self.setup_state: dict[str, Any] = {"state": "pending" if setup else "off"}
-
-    # ------------------------------------------------------------------ wrapper plumbing
-    @property
-    def name(self) -> str:  # type: ignore[override]
-        return self.inner.name
-
-    @property
-    def on_job_event(self):  # type: ignore[override]
-        return self.inner.on_job_event
-
-    @on_job_event.setter
-    def on_job_event(self, callback) -> None:
-        self.inner.on_job_event = callback
-
-    @property
-    def proposals(self):  # type: ignore[override]
-        return self.inner.proposals
-
-    def deadline_allowance(self, action: Action) -> float:
-        return self.inner.deadline_allowance(action)
-
-    def review_elsewhere(self) -> str | None:
-        return self.inner.review_elsewhere()
-
-    def branch_switch(self) -> Switch:
-        return self.inner.branch_switch()
-
-    def __getattr__(self, attr: str) -> Any:
-        # Runtime-specific entry points (editor_gone, jobs, describe...) reach the wrapped runtime unchanged.
-        return getattr(self.inner, attr)
-
-    async def start(self) -> None:
-        await self.inner.start()
-
-    async def agent_closed(self, agent: Hashable) -> None:
-        await self.inner.agent_closed(agent)
 
     async def close(self) -> None:
         tasks = [r.task for r in self._runs.values() if r.task is not None and not r.task.done()]
