@@ -53,7 +53,7 @@ def test_registers_on_demand(vscode: VsCode, backend: dict):
     assert ed["version"] == "1.99.3"
     assert ed["extension_version"] == "0.1.0"
     assert ed["workspace_folders"] == [os.path.realpath(vscode.workspace)]
-    assert set(ed["capabilities"]) == {"run", "read", "write", "edit", "diagnostics", "open", "editors", "symbols", "definition", "references", "stat", "write_modes", "job", "binary", "branch", "review"}
+    assert set(ed["capabilities"]) == {"run", "read", "write", "edit", "diagnostics", "open", "editors", "symbols", "definition", "references", "stat", "write_modes", "job", "binary", "branch", "review", "consent"}
     log = vscode.extension_log()
     assert f"connected to oh {backend['instance_id']} on port {backend['port']}" in log
     assert "token" not in backend, "`oh start --json` must not print the token"
