@@ -44,12 +44,7 @@ import time
 
 from .output import OutputBuffer
 from .render import COLS, ROWS, clean, render
-from .shell import Command, encode
-
-try:
-    import psutil
-except ImportError:  # pragma: no cover
-    psutil = None
+from .shell import Command, descendants, encode, write_all
 
 log = logging.getLogger("oh.runtimes.local")
 
@@ -374,12 +369,7 @@ class PtyShell:
             cmd.finish(128 - code if code < 0 else code, self.last_cwd, True)
 
     def _descendants(self) -> list:
-        if psutil is None or self.pid <= 0:
-            return []
-        try:
-            return psutil.Process(self.pid).children(recursive=True)
-        except psutil.Error:
-            return []
+        return descendants(self.pid)
 
     async def kill(self) -> None:
         """Kill the shell and everything it started (its jobs have process groups of their own)."""
@@ -615,20 +605,7 @@ class PtyShell:
 
     # ------------------------------------------------------------------ commands
     async def _write(self, fd: int, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            try:
-                n = os.write(fd, view)
-                view = view[n:]
-                continue
-            except BlockingIOError:
-                pass
-            ready = self._loop.create_future()
-            self._loop.add_writer(fd, lambda: ready.done() or ready.set_result(None))
-            try:
-                await ready
-            finally:
-                self._loop.remove_writer(fd)
+        await write_all(self._loop, fd, data)
 
     def submit(self, text: str, internal: bool = False, limit: int | None = None) -> Command:
         assert self.running is None and self.alive

@@ -86,6 +86,34 @@ def encode(text: str) -> bytes:
         return text.encode("utf-8", "replace")
 
 
+def descendants(pid: int) -> list:
+    """Every process ``pid`` started, also those that left its process group (psutil; [] without it)."""
+    if psutil is None or pid <= 0:
+        return []
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return []
+
+
+async def write_all(loop: asyncio.AbstractEventLoop, fd: int, data: bytes) -> None:
+    """Write all of ``data`` to the non-blocking ``fd``, waiting on the loop while it is full."""
+    view = memoryview(data)
+    while view:
+        try:
+            n = os.write(fd, view)
+            view = view[n:]
+            continue
+        except BlockingIOError:
+            pass
+        ready = loop.create_future()
+        loop.add_writer(fd, lambda: ready.done() or ready.set_result(None))
+        try:
+            await ready
+        finally:
+            loop.remove_writer(fd)
+
+
 class Command:
     """One command in flight: its output so far and, once finished, its status."""
 
@@ -222,12 +250,7 @@ class BashShell:
         self._fds = {}
 
     def _descendants(self) -> list:
-        if psutil is None or self.pid <= 0:
-            return []
-        try:
-            return psutil.Process(self.pid).children(recursive=True)
-        except psutil.Error:
-            return []
+        return descendants(self.pid)
 
     async def kill(self) -> None:
         """Kill the shell, its process group and every descendant still found; wait; close the pipes."""
@@ -361,20 +384,7 @@ class BashShell:
 
     # ------------------------------------------------------------------ commands
     async def _write(self, fd: int, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            try:
-                n = os.write(fd, view)
-                view = view[n:]
-                continue
-            except BlockingIOError:
-                pass
-            ready = self._loop.create_future()
-            self._loop.add_writer(fd, lambda: ready.done() or ready.set_result(None))
-            try:
-                await ready
-            finally:
-                self._loop.remove_writer(fd)
+        await write_all(self._loop, fd, data)
 
     def submit(self, text: str, internal: bool = False, limit: int | None = None) -> Command:
         """Start ``text`` (no command may be running). The write finishes in the background.
