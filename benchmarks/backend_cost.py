@@ -84,7 +84,9 @@ def main() -> int:
     ap.add_argument("--inflight", type=int, default=64)
     ap.add_argument("--src", help="run the backend from this src directory (A/B)")
     ap.add_argument("--no-valgrind", action="store_true")
-    ap.add_argument("--file-mib", type=int, default=0, help="read a file of this many MiB with encoding binary instead (P5's path)")
+    ap.add_argument(
+        "--file-mib", type=int, default=0, help="read a file of this many MiB with encoding binary instead (P5's path)"
+    )
     ap.add_argument("--cprofile", help="with --no-valgrind: run the backend under cProfile, write the stats here")
     ap.add_argument("--cprofile-editor", help="run the headless editor under cProfile, write the stats here")
     a = ap.parse_args()
@@ -102,8 +104,24 @@ def main() -> int:
     if a.src:
         benv["PYTHONPATH"] = a.src
     r, w = os.pipe()
-    argv = [sys.executable, "-m", "oh.backend", "--workspace", str(ws), "--runtime", "vscode", "--host", "127.0.0.1", "--port", "0",
-            "--instance-id", secrets.token_hex(6), "--token-stdin", "--ready-fd", str(w)]
+    argv = [
+        sys.executable,
+        "-m",
+        "oh.backend",
+        "--workspace",
+        str(ws),
+        "--runtime",
+        "vscode",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "--instance-id",
+        secrets.token_hex(6),
+        "--token-stdin",
+        "--ready-fd",
+        str(w),
+    ]
     out = str(tmp / "callgrind.out")
     if a.cprofile:
         argv[1:1] = ["-m", "cProfile", "-o", os.path.abspath(a.cprofile)]
@@ -111,16 +129,29 @@ def main() -> int:
         argv = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}.%p", *argv]
     procs: list[subprocess.Popen] = []
     try:
-        backend = subprocess.Popen(argv, env=benv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=open(tmp / "backend.log", "wb"),
-                                   pass_fds=(w,), start_new_session=True, cwd=ws)
+        backend = subprocess.Popen(
+            argv,
+            env=benv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=open(tmp / "backend.log", "wb"),
+            pass_fds=(w,),
+            start_new_session=True,
+            cwd=ws,
+        )
         procs.append(backend)
         os.close(w)
         backend.stdin.write((token + "\n").encode())
         backend.stdin.close()
         ready = _wait_ready(r, backend, 300)
         prof = ["-m", "cProfile", "-o", os.path.abspath(a.cprofile_editor)] if a.cprofile_editor else []
-        editor = subprocess.Popen([sys.executable, *prof, "-m", "oh", "attach", "--workspace", str(ws), "--once"], env=env,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        editor = subprocess.Popen(
+            [sys.executable, *prof, "-m", "oh", "attach", "--workspace", str(ws), "--once"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         procs.append(editor)
         asyncio.run(asyncio.sleep(3 if a.no_valgrind else 20))  # registration (slow under valgrind)
         asyncio.run(drive(ready["port"], token, str(f), a.warmup, a.inflight, a.file_mib > 0))
@@ -141,13 +172,17 @@ def main() -> int:
             cpu = (c1.user + c1.system) - (c0.user + c0.system)
             ecpu = (e1.user + e1.system) - (e0.user + e0.system)
             mine = (me1.user + me1.system) - (me0.user + me0.system)
-            print(f"CPU per action: backend {cpu / a.actions * 1e6:.1f} µs, editor {ecpu / a.actions * 1e6:.1f} µs, client {mine / a.actions * 1e6:.1f} µs "
-                  f"({a.actions} actions, {a.inflight} in flight, {wall:.1f} s)")
+            print(
+                f"CPU per action: backend {cpu / a.actions * 1e6:.1f} µs, editor {ecpu / a.actions * 1e6:.1f} µs, client {mine / a.actions * 1e6:.1f} µs "
+                f"({a.actions} actions, {a.inflight} in flight, {wall:.1f} s)"
+            )
         else:
             subprocess.run(["callgrind_control", "--dump=measured", str(pid)], check=True, capture_output=True)
             time.sleep(1)
             ir = callgrind_ir(f"{out}.{pid}*")
-            print(f"backend instructions per action: {ir / a.actions:,.0f} Ir ({a.actions} actions, {a.inflight} in flight, {wall:.1f} s under callgrind)")
+            print(
+                f"backend instructions per action: {ir / a.actions:,.0f} Ir ({a.actions} actions, {a.inflight} in flight, {wall:.1f} s under callgrind)"
+            )
             print(f"callgrind output: {out}.{pid}* (callgrind_annotate for the C-level breakdown)")
         return 0
     finally:

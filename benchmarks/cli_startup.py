@@ -50,7 +50,9 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("-n", type=int, default=30, help="rounds (one sample of every case per round)")
     ap.add_argument("--json", dest="json_out")
-    ap.add_argument("--only", choices=("all", "jobs"), default="all", help="jobs: only the job and file-check verbs' phase")
+    ap.add_argument(
+        "--only", choices=("all", "jobs"), default="all", help="jobs: only the job and file-check verbs' phase"
+    )
     args = ap.parse_args()
     oh = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "oh"]
     with tempfile.TemporaryDirectory() as tmp:
@@ -71,8 +73,12 @@ def main() -> int:
         phases: list[dict[str, list[tuple[float, float]]]] = [{}, {}, {}]  # each with its own baseline samples
         if args.only == "all":
             _rounds(cases, phases[0], env, str(ws), args.n)
-        started = subprocess.run([*oh, "start", "--detach", "--json", "--runtime", "local", "--workspace", str(ws)],
-                                 env=env, capture_output=True, text=True)
+        started = subprocess.run(
+            [*oh, "start", "--detach", "--json", "--runtime", "local", "--workspace", str(ws)],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         if started.returncode != 0:
             print(f"could not start a backend: {started.stderr}", file=sys.stderr)
             return 1
@@ -90,7 +96,9 @@ def main() -> int:
             if args.only == "all":
                 _rounds(verbs, phases[1], env, str(ws), args.n)
             # Issue 11's verbs: a long job to list and poll (started once; later starts find it running).
-            job = subprocess.run([*oh, "run", "--background", "--", "sleep 3600"], env=env, cwd=str(ws), capture_output=True, text=True).stdout.strip()
+            job = subprocess.run(
+                [*oh, "run", "--background", "--", "sleep 3600"], env=env, cwd=str(ws), capture_output=True, text=True
+            ).stdout.strip()
             job_verbs = {
                 BASELINE: ([sys.executable, "-c", "pass"], env),
                 "oh run --background -- CMD": ([*oh, "run", "--background", "--", "sleep 3600"], env),
@@ -98,11 +106,17 @@ def main() -> int:
                 "oh jobs poll ID": ([*oh, "jobs", "poll", job], env),
                 "oh stat FILE": ([*oh, "stat", "notes.txt"], env),
                 "oh write --append FILE": ([*oh, "write", "--append", "log.txt", "--content", "x"], env),
-                "oh run --background -- CMD (OH_NO_FASTPATH=1)": ([*oh, "run", "--background", "--", "sleep 3600"], slow),
+                "oh run --background -- CMD (OH_NO_FASTPATH=1)": (
+                    [*oh, "run", "--background", "--", "sleep 3600"],
+                    slow,
+                ),
                 "oh jobs (OH_NO_FASTPATH=1)": ([*oh, "jobs"], slow),
                 "oh jobs poll ID (OH_NO_FASTPATH=1)": ([*oh, "jobs", "poll", job], slow),
                 "oh stat FILE (OH_NO_FASTPATH=1)": ([*oh, "stat", "notes.txt"], slow),
-                "oh write --append FILE (OH_NO_FASTPATH=1)": ([*oh, "write", "--append", "log.txt", "--content", "x"], slow),
+                "oh write --append FILE (OH_NO_FASTPATH=1)": (
+                    [*oh, "write", "--append", "log.txt", "--content", "x"],
+                    slow,
+                ),
             }
             _rounds(job_verbs, phases[2], env, str(ws), args.n)
         finally:
@@ -114,16 +128,26 @@ def main() -> int:
     report = {
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "machine": f"{platform.node()} {platform.machine()} {os.cpu_count()} CPU, {platform.system()} {platform.release()}",
-        "python": sys.version.split()[0], "rounds": args.n, "load_after": load, "results": rows, "targets_met": verdict,
+        "python": sys.version.split()[0],
+        "rounds": args.n,
+        "load_after": load,
+        "results": rows,
+        "targets_met": verdict,
     }
-    print(f"CLI whole-process wall time, {args.n} rounds ({report['date']}, {report['machine']}, Python {report['python']}, "
-          f"load after {', '.join(f'{x:.2f}' for x in load) if load else '?'})\n")
-    print("| case | wall median ms | min | p90 | × baseline (median) | × baseline (min) | CPU ms (median) | × baseline CPU | target |")
+    print(
+        f"CLI whole-process wall time, {args.n} rounds ({report['date']}, {report['machine']}, Python {report['python']}, "
+        f"load after {', '.join(f'{x:.2f}' for x in load) if load else '?'})\n"
+    )
+    print(
+        "| case | wall median ms | min | p90 | × baseline (median) | × baseline (min) | CPU ms (median) | × baseline CPU | target |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         target = f"≤ {r['target_x']:g}×" if r["target_x"] else ""
-        print(f"| {r['case']} | {r['median_ms']} | {r['min_ms']} | {r['p90_ms']} | {r['x_baseline']} | {r['x_baseline_min']} | "
-              f"{r['cpu_ms']} | {r['x_baseline_cpu']} | {target} |")
+        print(
+            f"| {r['case']} | {r['median_ms']} | {r['min_ms']} | {r['p90_ms']} | {r['x_baseline']} | {r['x_baseline_min']} | "
+            f"{r['cpu_ms']} | {r['x_baseline_cpu']} | {target} |"
+        )
     print("\ntargets: " + "; ".join(f"{k}: {'met' if v else 'MISSED'}" for k, v in verdict.items()))
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(report, indent=2) + "\n")
@@ -140,9 +164,19 @@ def _table(results: dict[str, list[tuple[float, float]]]) -> list[dict]:
         xs = [w for w, _ in samples]
         cpu = statistics.median(c for _, c in samples)
         med = statistics.median(xs)
-        rows.append({"case": name, "median_ms": round(med, 1), "min_ms": round(min(xs), 1), "p90_ms": round(sorted(xs)[int(len(xs) * 0.9) - 1], 1),
-                     "x_baseline": round(med / base, 2), "x_baseline_min": round(min(xs) / base_min, 2),
-                     "cpu_ms": round(cpu, 1), "x_baseline_cpu": round(cpu / base_cpu, 2), "target_x": TARGETS.get(name)})
+        rows.append(
+            {
+                "case": name,
+                "median_ms": round(med, 1),
+                "min_ms": round(min(xs), 1),
+                "p90_ms": round(sorted(xs)[int(len(xs) * 0.9) - 1], 1),
+                "x_baseline": round(med / base, 2),
+                "x_baseline_min": round(min(xs) / base_min, 2),
+                "cpu_ms": round(cpu, 1),
+                "x_baseline_cpu": round(cpu / base_cpu, 2),
+                "target_x": TARGETS.get(name),
+            }
+        )
     return rows
 
 

@@ -63,12 +63,18 @@ async def main(rounds: int, uv: bool) -> dict:
                 out[f"{target}_noop_ms_max"] = round(max(noop) * 1000, 2)
             python_project(ws, version="0.2")
             took, obs = await timed(c, targets=["python"])
-            assert obs["extras"]["targets"][0]["did"] == "installed" and "-m venv" not in obs["extras"]["targets"][0]["command"]
+            assert (
+                obs["extras"]["targets"][0]["did"] == "installed"
+                and "-m venv" not in obs["extras"]["targets"][0]["command"]
+            )
             out["python_changed_requirement_s"] = round(took, 3)
             took, obs = await timed(c)
             out["both_noop_ms"] = round(took * 1000, 2)
         shutil.rmtree(ws / ".venv")
-        async with await Client.connect(f"ws://127.0.0.1:{b.port}", TOKEN) as c1, await Client.connect(f"ws://127.0.0.1:{b.port}", TOKEN) as c2:
+        async with (
+            await Client.connect(f"ws://127.0.0.1:{b.port}", TOKEN) as c1,
+            await Client.connect(f"ws://127.0.0.1:{b.port}", TOKEN) as c2,
+        ):
             t0 = time.perf_counter()
             a, bb = await asyncio.gather(c1.ensure(targets=["python"]), c2.ensure(targets=["python"]))
             out["two_agents_one_install_s"] = round(time.perf_counter() - t0, 3)

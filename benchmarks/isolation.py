@@ -41,8 +41,23 @@ def start(src: str | None, workspace: str, *extra: str) -> tuple[subprocess.Pope
         env["PYTHONPATH"] = src
     r, w = os.pipe()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "oh.backend", "--workspace", workspace, "--token-stdin", "--ready-fd", str(w), "--no-trace", *extra],
-        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=(w,), env=env,
+        [
+            sys.executable,
+            "-m",
+            "oh.backend",
+            "--workspace",
+            workspace,
+            "--token-stdin",
+            "--ready-fd",
+            str(w),
+            "--no-trace",
+            *extra,
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        pass_fds=(w,),
+        env=env,
     )
     os.close(w)
     proc.stdin.write((TOKEN + "\n").encode())
@@ -86,18 +101,27 @@ async def timed(coro) -> float:
 async def stalls(src: str | None) -> dict:
     out = {}
     old, new = adversarial(1), adversarial(2)
-    edit = {"id": 1, "action": "edit", "args": {"path": "big.txt", "command": "str_replace", "old_str": old, "new_str": new}}
+    edit = {
+        "id": 1,
+        "action": "edit",
+        "args": {"path": "big.txt", "command": "str_replace", "old_str": old, "new_str": new},
+    }
     for review in (False, True):
         ws_dir = tempfile.mkdtemp(prefix="oh-iso-ws-")
         with open(os.path.join(ws_dir, "big.txt"), "w") as f:
             f.write(old)
         proc, url = start(src, ws_dir, *(["--review"] if review else []))
         try:
-            async with connect(url + "/v1/agent", additional_headers=AUTH, max_size=None) as slow, connect(url + "/v1/agent", additional_headers=AUTH) as by:
+            async with (
+                connect(url + "/v1/agent", additional_headers=AUTH, max_size=None) as slow,
+                connect(url + "/v1/agent", additional_headers=AUTH) as by,
+            ):
                 if not review:
+
                     async def do_edit():
                         await slow.send(json.dumps(edit))
                         await slow.recv()
+
                     task = asyncio.ensure_future(timed(do_edit()))
                     await asyncio.sleep(0.05)
                     worst = await bystander_latency(by, task)
@@ -112,20 +136,29 @@ async def stalls(src: str | None) -> dict:
                             ev = json.loads(await mon.recv())
                             if ev.get("event") == "proposal_opened":
                                 return ev["proposal_id"]
+
                     task = asyncio.ensure_future(opened())
                     t0 = time.perf_counter()
                     await asyncio.sleep(0.05)
                     worst = await bystander_latency(by, task)
-                    out["proposal"] = {"slow_s": round(time.perf_counter() - t0, 2), "bystander_stat_max_ms": round(worst * 1000, 1)}
+                    out["proposal"] = {
+                        "slow_s": round(time.perf_counter() - t0, 2),
+                        "bystander_stat_max_ms": round(worst * 1000, 1),
+                    }
                     pid = task.result()
                 async with connect(url + "/v1/control", additional_headers=AUTH, max_size=None) as ctl:
+
                     async def show():
                         await ctl.send(json.dumps({"type": "review", "op": "show", "id": pid}))
                         await ctl.recv()
+
                     task = asyncio.ensure_future(timed(show()))
                     await asyncio.sleep(0.05)
                     worst = await bystander_latency(by, task)
-                    out["review_show"] = {"slow_s": round(await task, 2), "bystander_stat_max_ms": round(worst * 1000, 1)}
+                    out["review_show"] = {
+                        "slow_s": round(await task, 2),
+                        "bystander_stat_max_ms": round(worst * 1000, 1),
+                    }
         finally:
             proc.terminate()
             proc.wait(10)
@@ -167,7 +200,12 @@ async def memory(src: str | None) -> dict:
                     await other.send(json.dumps({"id": 1, "action": "stat", "args": {"path": "four.bin"}}))
                     await asyncio.wait_for(other.recv(), 10)
                     other_ms = (time.perf_counter() - t0) * 1000
-            out[f"non_reader_{n}_reads_of_4MiB"] = {"rss_before_mib": round(base, 1), "rss_after_mib": round(peak, 1), "delta_mib": round(peak - base, 1), "other_agent_stat_ms": round(other_ms, 1)}
+            out[f"non_reader_{n}_reads_of_4MiB"] = {
+                "rss_before_mib": round(base, 1),
+                "rss_after_mib": round(peak, 1),
+                "delta_mib": round(peak - base, 1),
+                "other_agent_stat_ms": round(other_ms, 1),
+            }
         finally:
             proc.terminate()
             proc.wait(10)
@@ -180,7 +218,9 @@ async def memory(src: str | None) -> dict:
             async with connect(url + "/v1/agent", additional_headers=AUTH, max_size=None) as ag:
                 body = "y" * size
                 for i in range(count):
-                    await ag.send(json.dumps({"id": i + 1, "action": "write", "args": {"path": f"p{i}.txt", "content": body}}))
+                    await ag.send(
+                        json.dumps({"id": i + 1, "action": "write", "args": {"path": f"p{i}.txt", "content": body}})
+                    )
                 del body
                 # refusals come back at once; accepted proposals wait (no answer)
                 while True:
@@ -193,7 +233,13 @@ async def memory(src: str | None) -> dict:
                 async with connect(url + "/v1/control", additional_headers=AUTH, max_size=None) as ctl:
                     await ctl.send(json.dumps({"type": "review", "op": "list"}))
                     pending = len(json.loads(await ctl.recv())["proposals"])
-            out[label] = {"rss_before_mib": round(base, 1), "rss_after_mib": round(peak, 1), "delta_mib": round(peak - base, 1), "pending": pending, "refused_busy": refused}
+            out[label] = {
+                "rss_before_mib": round(base, 1),
+                "rss_after_mib": round(peak, 1),
+                "delta_mib": round(peak - base, 1),
+                "pending": pending,
+                "refused_busy": refused,
+            }
         finally:
             proc.terminate()
             proc.wait(10)

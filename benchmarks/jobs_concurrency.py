@@ -25,7 +25,9 @@ async def main(n: int, rounds: int) -> dict:
     from oh.client import Client
 
     ws = tempfile.mkdtemp(prefix="oh-bench-ws-")
-    b = Backend(BackendConfig(workspace=ws, write_session=False, max_shells=n + 1, repeat_limit=0), "bench-token-" + "x" * 20)
+    b = Backend(
+        BackendConfig(workspace=ws, write_session=False, max_shells=n + 1, repeat_limit=0), "bench-token-" + "x" * 20
+    )
     await b.start()
     out: dict = {"n": n, "rounds": rounds}
     try:

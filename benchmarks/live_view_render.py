@@ -20,13 +20,38 @@ from oh.ui.live import MAX_ROWS, LiveState, fmt_ms
 
 
 def _state() -> LiveState:
-    st = LiveState(backend={"instance_id": "7f3a9c2d11", "runtime": "local", "workspace": "/w", "pid": 1, "port": 2, "trace": "/t"})
-    st.apply({"type": "snapshot", "runtime": "local", "editors": [], "agents": [], "stats": {"done": 0, "pending": 0, "errors": 0}})
+    st = LiveState(
+        backend={"instance_id": "7f3a9c2d11", "runtime": "local", "workspace": "/w", "pid": 1, "port": 2, "trace": "/t"}
+    )
+    st.apply(
+        {
+            "type": "snapshot",
+            "runtime": "local",
+            "editors": [],
+            "agents": [],
+            "stats": {"done": 0, "pending": 0, "errors": 0},
+        }
+    )
     for i in range(MAX_ROWS):
-        ev = {"type": "event", "time": "2026-01-01T10:00:00+00:00", "agent_id": "a1", "action_id": i, "kind": "run",
-              "summary": f"pytest -q tests/test_module_{i}.py -k 'not slow' --maxfail=1", "security_risk": "LOW"}
+        ev = {
+            "type": "event",
+            "time": "2026-01-01T10:00:00+00:00",
+            "agent_id": "a1",
+            "action_id": i,
+            "kind": "run",
+            "summary": f"pytest -q tests/test_module_{i}.py -k 'not slow' --maxfail=1",
+            "security_risk": "LOW",
+        }
         st.apply({**ev, "event": "action_started"})
-        st.apply({**ev, "event": "action_finished", "outcome": "ok" if i % 7 else "TOOL_ERROR", "exit_code": 0, "duration_ms": 1234.5})
+        st.apply(
+            {
+                **ev,
+                "event": "action_finished",
+                "outcome": "ok" if i % 7 else "TOOL_ERROR",
+                "exit_code": 0,
+                "duration_ms": 1234.5,
+            }
+        )
     return st
 
 
@@ -34,9 +59,17 @@ def _table_peer(st: LiveState, height: int):
     table = Table(box=None, pad_edge=False, header_style="bold")
     for col in ("time", "agent", "kind", "summary", "risk", "outcome", "exit", "duration"):
         table.add_column(col, no_wrap=True, overflow="ellipsis")
-    for r in list(st.actions.values())[-(height - 9):]:
-        table.add_row(Text(r.time), Text(r.agent), Text(r.kind), Text(r.summary), Text(r.risk or ""), Text(r.outcome_text()),
-                      Text(r.exit_text()), Text(fmt_ms(r.duration_ms)))
+    for r in list(st.actions.values())[-(height - 9) :]:
+        table.add_row(
+            Text(r.time),
+            Text(r.agent),
+            Text(r.kind),
+            Text(r.summary),
+            Text(r.risk or ""),
+            Text(r.outcome_text()),
+            Text(r.exit_text()),
+            Text(fmt_ms(r.duration_ms)),
+        )
     return table
 
 

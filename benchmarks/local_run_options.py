@@ -53,11 +53,23 @@ async def main(n: int) -> None:
             await rt.execute(act("run", command="true"), "bench")  # warm the shell
             rows = [
                 ("run true", await median_ms(rt, n, lambda: act("run", command="true"))),
-                ("run true + env (1 var)", await median_ms(rt, n, lambda: act("run", command="true", env={"SECRET": "x" * 32}))),
-                ("run true + reset", await median_ms(rt, max(n // 4, 5), lambda: act("run", command="true", reset=True))),
+                (
+                    "run true + env (1 var)",
+                    await median_ms(rt, n, lambda: act("run", command="true", env={"SECRET": "x" * 32})),
+                ),
+                (
+                    "run true + reset",
+                    await median_ms(rt, max(n // 4, 5), lambda: act("run", command="true", reset=True)),
+                ),
                 ("read 1 MiB UTF-8", await median_ms(rt, max(n // 4, 5), lambda: act("read", path="utf8.txt"))),
-                ("read 1 MiB latin-1 (detected)", await median_ms(rt, max(n // 4, 5), lambda: act("read", path="latin.txt"))),
-                ("read 1 MiB binary, base64", await median_ms(rt, max(n // 4, 5), lambda: act("read", path="blob.bin", encoding="base64"))),
+                (
+                    "read 1 MiB latin-1 (detected)",
+                    await median_ms(rt, max(n // 4, 5), lambda: act("read", path="latin.txt")),
+                ),
+                (
+                    "read 1 MiB binary, base64",
+                    await median_ms(rt, max(n // 4, 5), lambda: act("read", path="blob.bin", encoding="base64")),
+                ),
             ]
         finally:
             await rt.close()

@@ -30,7 +30,15 @@ async def main(n: int) -> None:
         f.write("hello\n" * 100)
     env = dict(os.environ, OH_HOME=os.path.join(tmp, "home"), PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring")
     oh = [sys.executable, "-m", "oh"]
-    info = json.loads(subprocess.run([*oh, "start", "--detach", "--json", "--runtime", "local", "--workspace", ws], env=env, capture_output=True, text=True, check=True).stdout)
+    info = json.loads(
+        subprocess.run(
+            [*oh, "start", "--detach", "--json", "--runtime", "local", "--workspace", ws],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
     try:
         prof = os.environ.get("OH_MCP_PROFILE")  # a path: run the server under cProfile, stats written there
         pre = ["-m", "cProfile", "-o", prof] if prof else []
@@ -71,8 +79,12 @@ async def main(n: int) -> None:
         return f"p50 {statistics.median(xs) * 1000:.2f} ms, p90 {sorted(xs)[int(len(xs) * 0.9)] * 1000:.2f} ms"
 
     print(f"oh mcp: start -> initialized {t_init * 1000:.0f} ms; first call (connects) {t_first * 1000:.1f} ms; N={n}")
-    print(f"run echo hi  via MCP {ms(mcp_run)}   direct client {ms(direct_run)}   ratio {statistics.median(mcp_run) / statistics.median(direct_run):.2f}x")
-    print(f"read f.txt   via MCP {ms(mcp_read)}   direct client {ms(direct_read)}   ratio {statistics.median(mcp_read) / statistics.median(direct_read):.2f}x")
+    print(
+        f"run echo hi  via MCP {ms(mcp_run)}   direct client {ms(direct_run)}   ratio {statistics.median(mcp_run) / statistics.median(direct_run):.2f}x"
+    )
+    print(
+        f"read f.txt   via MCP {ms(mcp_read)}   direct client {ms(direct_read)}   ratio {statistics.median(mcp_read) / statistics.median(direct_read):.2f}x"
+    )
 
 
 if __name__ == "__main__":

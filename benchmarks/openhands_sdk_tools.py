@@ -48,12 +48,22 @@ def main(workdir: str, n: int) -> None:
     rows = []
     native_term = TerminalExecutor(working_dir=scratch, terminal_type="subprocess")
     oh_term = OhTerminalExecutor(link, "bench")
-    rows.append(("terminal `echo hi`", timed(lambda: native_term(TerminalAction(command="echo hi")), n),
-                 timed(lambda: oh_term(TerminalAction(command="echo hi")), n)))
+    rows.append(
+        (
+            "terminal `echo hi`",
+            timed(lambda: native_term(TerminalAction(command="echo hi")), n),
+            timed(lambda: oh_term(TerminalAction(command="echo hi")), n),
+        )
+    )
     native_ed = FileEditorExecutor(workspace_root=scratch)
     oh_ed = OhFileEditorExecutor(link, "bench-ed")
-    rows.append(("file_editor view 200 lines", timed(lambda: native_ed(FileEditorAction(command="view", path=os.path.join(scratch, "a.py"))), n),
-                 timed(lambda: oh_ed(FileEditorAction(command="view", path=os.path.join(workdir, "a.py"))), n)))
+    rows.append(
+        (
+            "file_editor view 200 lines",
+            timed(lambda: native_ed(FileEditorAction(command="view", path=os.path.join(scratch, "a.py"))), n),
+            timed(lambda: oh_ed(FileEditorAction(command="view", path=os.path.join(workdir, "a.py"))), n),
+        )
+    )
     flip = {"v": 0}
 
     def edit(ex, root):
@@ -61,7 +71,9 @@ def main(workdir: str, n: int) -> None:
         old, new = ("line 100\n", "LINE 100\n") if flip["v"] else ("LINE 100\n", "line 100\n")
         ex(FileEditorAction(command="str_replace", path=os.path.join(root, "a.py"), old_str=old, new_str=new))
 
-    rows.append(("file_editor str_replace", timed(lambda: edit(native_ed, scratch), n), timed(lambda: edit(oh_ed, workdir), n)))
+    rows.append(
+        ("file_editor str_replace", timed(lambda: edit(native_ed, scratch), n), timed(lambda: edit(oh_ed, workdir), n))
+    )
     native_term.close()
     print(f"{'tool call':32} {'SDK own: median / p95 ms':>26} {'through oh: median / p95 ms':>30}")
     for what, (m1, p1), (m2, p2) in rows:

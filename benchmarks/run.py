@@ -75,10 +75,34 @@ class Plan:
     max_seconds: float
 
 
-FULL = Plan("full", p1_warmup=300, p1_rounds=20, p1_per_round=250, p2_warmup_s=1.0, p2_seconds=3.0, p2_rounds=3,
-            p3_rounds=10, p3_per_round=50, p5_reps=5, p6_settle_s=2.0, max_seconds=1200)
-QUICK = Plan("quick", p1_warmup=30, p1_rounds=3, p1_per_round=60, p2_warmup_s=0.3, p2_seconds=0.8, p2_rounds=1,
-             p3_rounds=2, p3_per_round=15, p5_reps=2, p6_settle_s=0.5, max_seconds=150)
+FULL = Plan(
+    "full",
+    p1_warmup=300,
+    p1_rounds=20,
+    p1_per_round=250,
+    p2_warmup_s=1.0,
+    p2_seconds=3.0,
+    p2_rounds=3,
+    p3_rounds=10,
+    p3_per_round=50,
+    p5_reps=5,
+    p6_settle_s=2.0,
+    max_seconds=1200,
+)
+QUICK = Plan(
+    "quick",
+    p1_warmup=30,
+    p1_rounds=3,
+    p1_per_round=60,
+    p2_warmup_s=0.3,
+    p2_seconds=0.8,
+    p2_rounds=1,
+    p3_rounds=2,
+    p3_per_round=15,
+    p5_reps=2,
+    p6_settle_s=0.5,
+    max_seconds=150,
+)
 
 INFLIGHT = 64
 P6_AGENTS = 100
@@ -91,6 +115,7 @@ PEERS_COMPARED = ("socketio-aiohttp", "socketio-asgi", "http")
 
 # ----------------------------------------------------------------------------- processes
 
+
 class Procs:
     """Every process this run starts; all are stopped at the end (SIGTERM to the process group each
     was started in, then SIGKILL after a grace period), whatever happened."""
@@ -100,8 +125,18 @@ class Procs:
         self.running: list[tuple[str, subprocess.Popen]] = []
         self._lock = threading.Lock()
 
-    def spawn(self, name: str, argv: list[str], env: dict[str, str], *, ready_fd: bool = False, stdin_text: str | None = None,
-              ready: bool = True, timeout: float = 30.0, cwd: str | None = None) -> tuple[subprocess.Popen, dict[str, Any]]:
+    def spawn(
+        self,
+        name: str,
+        argv: list[str],
+        env: dict[str, str],
+        *,
+        ready_fd: bool = False,
+        stdin_text: str | None = None,
+        ready: bool = True,
+        timeout: float = 30.0,
+        cwd: str | None = None,
+    ) -> tuple[subprocess.Popen, dict[str, Any]]:
         log = open(self.logs / f"{name}.log", "ab")
         pass_fds: tuple[int, ...] = ()
         r = w = -1
@@ -110,8 +145,15 @@ class Procs:
             pass_fds = (w,)
             argv = [str(w) if a == "{ready_fd}" else a for a in argv]
         proc = subprocess.Popen(
-            argv, env=env, stdin=subprocess.PIPE, stdout=log if (ready_fd or not ready) else subprocess.PIPE, stderr=log,
-            pass_fds=pass_fds, start_new_session=True, cwd=cwd or str(HERE.parent), close_fds=True,
+            argv,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=log if (ready_fd or not ready) else subprocess.PIPE,
+            stderr=log,
+            pass_fds=pass_fds,
+            start_new_session=True,
+            cwd=cwd or str(HERE.parent),
+            close_fds=True,
         )
         log.close()
         with self._lock:
@@ -191,9 +233,12 @@ class Procs:
 
 # ----------------------------------------------------------------------------- helpers
 
+
 def http_json(port: int, path: str, token: str | None = None, timeout: float = 5.0) -> dict[str, Any]:
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers={"Authorization": f"Bearer {token}"} if token else {})
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}", headers={"Authorization": f"Bearer {token}"} if token else {}
+    )
     with opener.open(req, timeout=timeout) as r:
         return json.loads(r.read())
 
@@ -220,8 +265,14 @@ def pct(sorted_values: list[float], q: float) -> float:
 
 def latency_stats(ns: list[int]) -> dict[str, Any]:
     us = sorted(v / 1000.0 for v in ns)
-    return {"n": len(us), "p50_us": round(pct(us, 50), 1), "p90_us": round(pct(us, 90), 1), "p99_us": round(pct(us, 99), 1),
-            "mean_us": round(statistics.fmean(us), 1), "min_us": round(us[0], 1)}
+    return {
+        "n": len(us),
+        "p50_us": round(pct(us, 50), 1),
+        "p90_us": round(pct(us, 90), 1),
+        "p99_us": round(pct(us, 99), 1),
+        "mean_us": round(statistics.fmean(us), 1),
+        "min_us": round(us[0], 1),
+    }
 
 
 def rss_bytes(pid: int, samples: int = 5, interval: float = 0.2) -> int:
@@ -288,7 +339,18 @@ def machine_info() -> dict[str, Any]:
             if line.startswith("MemTotal"):
                 mem = f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB"
     versions = {}
-    for mod in ("websockets", "socketio", "engineio", "aiohttp", "uvicorn", "fastapi", "starlette", "httpx", "h11", "psutil"):
+    for mod in (
+        "websockets",
+        "socketio",
+        "engineio",
+        "aiohttp",
+        "uvicorn",
+        "fastapi",
+        "starlette",
+        "httpx",
+        "h11",
+        "psutil",
+    ):
         with contextlib.suppress(Exception):
             from importlib.metadata import version
 
@@ -306,13 +368,21 @@ def machine_info() -> dict[str, Any]:
     versions["oh_event_loop"] = loop_name()  # what oh's backend and headless editor run on (the [fast] extra)
 
     return {
-        "nproc": os.cpu_count(), "affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-        "cpu_model": model, "memory": mem, "python": platform.python_version(), "implementation": platform.python_implementation(),
-        "kernel": platform.release(), "platform": platform.platform(), "oh": oh_version, "libraries": versions,
+        "nproc": os.cpu_count(),
+        "affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "cpu_model": model,
+        "memory": mem,
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "kernel": platform.release(),
+        "platform": platform.platform(),
+        "oh": oh_version,
+        "libraries": versions,
     }
 
 
 # ----------------------------------------------------------------------------- agents
+
 
 class OhAgent:
     name = "oh"
@@ -340,8 +410,11 @@ def check_read(obs: dict[str, Any], what: str) -> None:
 
 # ----------------------------------------------------------------------------- the run
 
+
 class Bench:
-    def __init__(self, plan: Plan, tmp: Path, procs: Procs, only: set[str], sdk: bool = False, vscode: bool = False) -> None:
+    def __init__(
+        self, plan: Plan, tmp: Path, procs: Procs, only: set[str], sdk: bool = False, vscode: bool = False
+    ) -> None:
         self.plan = plan
         self.sdk = sdk  # P7 in quick mode too
         self.vscode = vscode  # P8 (a real VS Code) is opt-in: it takes minutes
@@ -372,7 +445,10 @@ class Bench:
         body = (line * 11)[: KIB - 1] + "\n"
         assert len(body.encode()) == KIB
         (self.ws / FILE_1K).write_text(body)
-        block = "".join(f"{i:07d} " + "The quick brown fox jumps over the lazy dog; 0123456789 ABCDEFGHIJKLMNOPQRSTUVWXYZ!\n" for i in range(12000))
+        block = "".join(
+            f"{i:07d} " + "The quick brown fox jumps over the lazy dog; 0123456789 ABCDEFGHIJKLMNOPQRSTUVWXYZ!\n"
+            for i in range(12000)
+        )
         block = block[: 1024 * 1024 - 1] + "\n"
         with open(self.ws / FILE_64M, "w") as f:
             for _ in range(SIZE_64M // len(block)):
@@ -383,14 +459,37 @@ class Bench:
         """``python -m oh.backend`` exactly as the launcher (oh.launcher.process.start_backend) starts it:
         the same arguments and defaults, its own session, cwd = the workspace, the token on stdin (then
         closed), the ready line on an inherited pipe fd, stdout/stderr to a log file, trace on, INFO logs."""
-        argv = [sys.executable, "-m", "oh.backend", "--workspace", str(workspace), "--runtime", runtime, "--host", "127.0.0.1",
-                "--port", "0", "--editor-timeout", "30", "--action-timeout", "300", "--instance-id", secrets.token_hex(6),
-                "--token-stdin", "--trace-max-bytes", str(10 * 1024 * 1024), "--ready-fd", "{ready_fd}"]
+        argv = [
+            sys.executable,
+            "-m",
+            "oh.backend",
+            "--workspace",
+            str(workspace),
+            "--runtime",
+            runtime,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--editor-timeout",
+            "30",
+            "--action-timeout",
+            "300",
+            "--instance-id",
+            secrets.token_hex(6),
+            "--token-stdin",
+            "--trace-max-bytes",
+            str(10 * 1024 * 1024),
+            "--ready-fd",
+            "{ready_fd}",
+        ]
         env = dict(self.env, OH_LOG_LEVEL="INFO")
         return self.procs.spawn(name, argv, env, ready_fd=True, stdin_text=self.token + "\n", cwd=str(workspace))
 
     def start_headless_editor(self, name: str, workspace: Path, port: int) -> subprocess.Popen:
-        proc, _ = self.procs.spawn(name, [sys.executable, "-m", "oh", "attach", "--workspace", str(workspace), "--once"], self.env, ready=False)
+        proc, _ = self.procs.spawn(
+            name, [sys.executable, "-m", "oh", "attach", "--workspace", str(workspace), "--once"], self.env, ready=False
+        )
         wait_until(lambda: len(http_json(port, "/v1/status", self.token)["editors"]) >= 1, 30, f"{name} to register")
         return proc
 
@@ -398,7 +497,17 @@ class Bench:
         return self.procs.spawn(name, [sys.executable, str(PEERS / script), *args], self.peer_env)
 
     def check(self, figure: str, what: str, target: str, value: float, unit: str, ok: bool, note: str = "") -> None:
-        self.results["checks"].append({"figure": figure, "what": what, "target": target, "value": value, "unit": unit, "pass": bool(ok), "note": note})
+        self.results["checks"].append(
+            {
+                "figure": figure,
+                "what": what,
+                "target": target,
+                "value": value,
+                "unit": unit,
+                "pass": bool(ok),
+                "note": note,
+            }
+        )
 
     def want(self, fig: str) -> bool:
         return not self.only or fig in self.only
@@ -412,15 +521,28 @@ class Bench:
         # Editors present the backend's own editor credential, from its session file (docs/security.md §2).
         session = json.loads((self.oh_home / "sessions" / f"{ready['instance_id']}.json").read_text())
         self.peer_env["BENCH_EDITOR_TOKEN"] = session.get("editor_token") or self.token
-        helper, _ = self.peer("light-editors", "light_editors.py", "--port", str(port), "--count", str(P6_EDITORS), "--folder", str(self.ws_p6))
+        helper, _ = self.peer(
+            "light-editors",
+            "light_editors.py",
+            "--port",
+            str(port),
+            "--count",
+            str(P6_EDITORS),
+            "--folder",
+            str(self.ws_p6),
+        )
         agents = []
         try:
             for i in range(0, P6_AGENTS, 25):  # 4 waves of 25 handshakes
-                agents += await asyncio.gather(*(OhAgent.connect(port, self.token, name=f"p6-{j}") for j in range(i, min(i + 25, P6_AGENTS))))
+                agents += await asyncio.gather(
+                    *(OhAgent.connect(port, self.token, name=f"p6-{j}") for j in range(i, min(i + 25, P6_AGENTS)))
+                )
             status = http_json(port, "/v1/status", self.token)
             n_agents, n_editors = len(status["agents"]), len(status["editors"])
             if (n_agents, n_editors) != (P6_AGENTS, P6_EDITORS):
-                raise RuntimeError(f"P6: backend sees {n_agents} agents / {n_editors} editors, expected {P6_AGENTS}/{P6_EDITORS}")
+                raise RuntimeError(
+                    f"P6: backend sees {n_agents} agents / {n_editors} editors, expected {P6_AGENTS}/{P6_EDITORS}"
+                )
             await asyncio.sleep(self.plan.p6_settle_s)
             loaded = await asyncio.to_thread(rss_bytes, pid)  # connections only, no actions
             # Then 50 running commands: the light editors never answer, so each `run` stays in
@@ -430,8 +552,12 @@ class Bench:
             running = [asyncio.create_task(a.client.send(actions.run("sleep 600"))) for a in agents[:P6_RUNNING]]
             try:
                 # In a thread: the sends must run on this loop meanwhile.
-                await asyncio.to_thread(wait_until, lambda: http_json(port, "/v1/status", self.token)["stats"]["pending"] >= P6_RUNNING,
-                                        30, "P6 commands to be in flight")
+                await asyncio.to_thread(
+                    wait_until,
+                    lambda: http_json(port, "/v1/status", self.token)["stats"]["pending"] >= P6_RUNNING,
+                    30,
+                    "P6 commands to be in flight",
+                )
                 await asyncio.sleep(self.plan.p6_settle_s)
                 busy = await asyncio.to_thread(rss_bytes, pid)
             finally:
@@ -444,13 +570,34 @@ class Bench:
             self.procs.stop(proc)
         delta = loaded - idle
         self.results["figures"]["P6"] = {
-            "running": P6_RUNNING, "running_rss_mb": round(busy / MB, 1), "running_delta_mb": round((busy - idle) / MB, 1),
-            "runtime": "vscode", "idle_rss_mb": round(idle / MB, 1), "loaded_rss_mb": round(loaded / MB, 1), "delta_mb": round(delta / MB, 1),
-            "agents": P6_AGENTS, "editors": P6_EDITORS, "per_connection_kb": round(delta / (P6_AGENTS + P6_EDITORS) / 1000, 1),
+            "running": P6_RUNNING,
+            "running_rss_mb": round(busy / MB, 1),
+            "running_delta_mb": round((busy - idle) / MB, 1),
+            "runtime": "vscode",
+            "idle_rss_mb": round(idle / MB, 1),
+            "loaded_rss_mb": round(loaded / MB, 1),
+            "delta_mb": round(delta / MB, 1),
+            "agents": P6_AGENTS,
+            "editors": P6_EDITORS,
+            "per_connection_kb": round(delta / (P6_AGENTS + P6_EDITORS) / 1000, 1),
         }
         self.check("P6", "backend RSS idle", "≤ 40 MB", round(idle / MB, 1), "MB", idle <= 40 * MB)
-        self.check("P6", f"RSS delta with {P6_AGENTS} agents + {P6_EDITORS} editors", "≤ 25 MB", round(delta / MB, 1), "MB", delta <= 25 * MB)
-        self.check("P6", f"RSS delta with those + {P6_RUNNING} running commands", "≤ 25 MB", round((busy - idle) / MB, 1), "MB", busy - idle <= 25 * MB)
+        self.check(
+            "P6",
+            f"RSS delta with {P6_AGENTS} agents + {P6_EDITORS} editors",
+            "≤ 25 MB",
+            round(delta / MB, 1),
+            "MB",
+            delta <= 25 * MB,
+        )
+        self.check(
+            "P6",
+            f"RSS delta with those + {P6_RUNNING} running commands",
+            "≤ 25 MB",
+            round((busy - idle) / MB, 1),
+            "MB",
+            busy - idle <= 25 * MB,
+        )
         await self.p6_jobs()
 
     async def p6_jobs(self) -> None:
@@ -467,14 +614,27 @@ class Bench:
         session = json.loads((self.oh_home / "sessions" / f"{ready['instance_id']}.json").read_text())
         env_token = session.get("editor_token") or self.token
         self.peer_env["BENCH_EDITOR_TOKEN"] = env_token
-        helper, _ = self.peer("light-editors-jobs", "light_editors.py", "--port", str(port), "--count", str(P6_EDITORS), "--folder", str(self.ws_p6_jobs))
+        helper, _ = self.peer(
+            "light-editors-jobs",
+            "light_editors.py",
+            "--port",
+            str(port),
+            "--count",
+            str(P6_EDITORS),
+            "--folder",
+            str(self.ws_p6_jobs),
+        )
         agents = []
         try:
             for i in range(0, P6_AGENTS, 25):
-                agents += await asyncio.gather(*(OhAgent.connect(port, self.token, name=f"p6j-{j}") for j in range(i, min(i + 25, P6_AGENTS))))
+                agents += await asyncio.gather(
+                    *(OhAgent.connect(port, self.token, name=f"p6j-{j}") for j in range(i, min(i + 25, P6_AGENTS)))
+                )
             status = http_json(port, "/v1/status", self.token)
             if (len(status["agents"]), len(status["editors"])) != (P6_AGENTS, P6_EDITORS):
-                raise RuntimeError(f"P6 jobs: backend sees {len(status['agents'])} agents / {len(status['editors'])} editors")
+                raise RuntimeError(
+                    f"P6 jobs: backend sees {len(status['agents'])} agents / {len(status['editors'])} editors"
+                )
             await asyncio.sleep(self.plan.p6_settle_s)
             loaded = await asyncio.to_thread(rss_bytes, pid)
             from oh.client import actions
@@ -484,10 +644,16 @@ class Bench:
                 a["args"]["background"] = True
                 return a
 
-            answers = await asyncio.gather(*(a.client.send(background(i), timeout=120) for i, a in enumerate(agents[:P6_JOBS])))
+            answers = await asyncio.gather(
+                *(a.client.send(background(i), timeout=120) for i, a in enumerate(agents[:P6_JOBS]))
+            )
             jobs = [o.get("extras", {}).get("metadata", {}).get("job_id") for o in answers]
             if not all(jobs) or any(o.get("observation") != "run" for o in answers):
-                bad = next(o for o in answers if o.get("observation") != "run" or not o.get("extras", {}).get("metadata", {}).get("job_id"))
+                bad = next(
+                    o
+                    for o in answers
+                    if o.get("observation") != "run" or not o.get("extras", {}).get("metadata", {}).get("job_id")
+                )
                 raise RuntimeError(f"P6 jobs: a background run was not started: {json.dumps(bad)[:300]}")
             await asyncio.sleep(self.plan.p6_settle_s)
             busy = await asyncio.to_thread(rss_bytes, pid)
@@ -498,13 +664,24 @@ class Bench:
             self.procs.stop(helper)
             self.procs.stop(proc)
         self.results["figures"]["P6"]["jobs"] = {
-            "runtime": "local", "idle_rss_mb": round(idle / MB, 1), "loaded_rss_mb": round(loaded / MB, 1),
-            "jobs": P6_JOBS, "jobs_rss_mb": round(busy / MB, 1), "jobs_delta_mb": round((busy - idle) / MB, 1),
-            "per_job_kb": round((busy - loaded) / P6_JOBS / 1000, 1), "child_processes": len(children),
+            "runtime": "local",
+            "idle_rss_mb": round(idle / MB, 1),
+            "loaded_rss_mb": round(loaded / MB, 1),
+            "jobs": P6_JOBS,
+            "jobs_rss_mb": round(busy / MB, 1),
+            "jobs_delta_mb": round((busy - idle) / MB, 1),
+            "per_job_kb": round((busy - loaded) / P6_JOBS / 1000, 1),
+            "child_processes": len(children),
             "child_processes_rss_mb": round(shells_rss / MB, 1),
         }
-        self.check("P6", f"local backend RSS with {P6_AGENTS} agents + {P6_EDITORS} editors + {P6_JOBS} background jobs, delta over idle",
-                   "≤ 25 MB", round((busy - idle) / MB, 1), "MB", busy - idle <= 25 * MB)
+        self.check(
+            "P6",
+            f"local backend RSS with {P6_AGENTS} agents + {P6_EDITORS} editors + {P6_JOBS} background jobs, delta over idle",
+            "≤ 25 MB",
+            round((busy - idle) / MB, 1),
+            "MB",
+            busy - idle <= 25 * MB,
+        )
 
     # -- start the delegated relays and executors, all at once
     async def start_transports(self) -> dict[str, dict[str, Any]]:
@@ -518,20 +695,34 @@ class Bench:
         try:
             relay, r = self.peer("ws-relay-floor", "ws_relay_floor.py", "relay")
             ex, _ = self.peer("ws-relay-floor-executor", "ws_relay_floor.py", "executor", "--port", str(r["port"]))
-            t["ws-relay-floor"] = {"port": r["port"], "path": "/agent", "pids": {"relay": relay.pid, "executor": ex.pid}}
+            t["ws-relay-floor"] = {
+                "port": r["port"],
+                "path": "/agent",
+                "pids": {"relay": relay.pid, "executor": ex.pid},
+            }
         except Exception as exc:  # noqa: BLE001 - report and go on with the others
             self.results["errors"].append(f"ws-relay-floor: {exc}")
         for server in ("aiohttp", "asgi"):
             name = f"socketio-{server}"
             try:
                 relay, r = self.peer(f"{name}-relay", "socketio_relay.py", "relay", "--server", server)
-                ex, _ = self.peer(f"{name}-executor", "socketio_relay.py", "executor", "--url", f"http://127.0.0.1:{r['port']}", "--workspace", str(self.ws))
+                ex, _ = self.peer(
+                    f"{name}-executor",
+                    "socketio_relay.py",
+                    "executor",
+                    "--url",
+                    f"http://127.0.0.1:{r['port']}",
+                    "--workspace",
+                    str(self.ws),
+                )
                 t[name] = {"port": r["port"], "pids": {"relay": relay.pid, "executor": ex.pid}}
             except Exception as exc:  # noqa: BLE001
                 self.results["errors"].append(f"{name}: {exc}")
         try:
             ex, r = self.peer("http-executor", "http_relay.py", "executor", "--workspace", str(self.ws))
-            relay, r2 = self.peer("http-relay", "http_relay.py", "relay", "--executor-url", f"http://127.0.0.1:{r['port']}")
+            relay, r2 = self.peer(
+                "http-relay", "http_relay.py", "relay", "--executor-url", f"http://127.0.0.1:{r['port']}"
+            )
             t["http"] = {"port": r2["port"], "pids": {"relay": relay.pid, "executor": ex.pid}}
         except Exception as exc:  # noqa: BLE001
             self.results["errors"].append(f"http: {exc}")
@@ -595,7 +786,7 @@ class Bench:
         deadline = time.monotonic() + self.plan.max_seconds / 3
         pc = time.perf_counter_ns
         for r in range(self.plan.p1_rounds):
-            order = names[r % len(names):] + names[: r % len(names)]  # rotate who goes first
+            order = names[r % len(names) :] + names[: r % len(names)]  # rotate who goes first
             for name in order:
                 call, chk, buf = calls[name], checks[name], samples[name]
                 meters[name].start()
@@ -609,8 +800,14 @@ class Bench:
                 self.results["errors"].append(f"P1 stopped after {r + 1} rounds (time budget)")
                 break
         stats = {n: {**latency_stats(v), "cpu_us_per_action": meters[n].per_action()} for n, v in samples.items()}
-        self.results["figures"]["P1"] = {"payload": {"file_bytes": KIB, "observation_frame_bytes": len(raw_frame.encode()),
-                                                     "action_frame_bytes": len(encode({**action, "id": 1}))}, "transports": stats}
+        self.results["figures"]["P1"] = {
+            "payload": {
+                "file_bytes": KIB,
+                "observation_frame_bytes": len(raw_frame.encode()),
+                "action_frame_bytes": len(encode({**action, "id": 1})),
+            },
+            "transports": stats,
+        }
         oh, echo = stats["oh"], stats["ws-echo"]
         for q in ("p50", "p99"):
             ratio = oh[f"{q}_us"] / echo[f"{q}_us"]
@@ -628,7 +825,9 @@ class Bench:
             self.check("P1", "oh p50 / ws-relay-floor p50", "≤ 1.3×", round(ratio, 2), "×", ratio <= 1.3)
 
     # -- P2
-    async def throughput(self, call: Callable[[], Awaitable[Any]], check: Callable[[Any], None], meter: "CpuMeter") -> float:
+    async def throughput(
+        self, call: Callable[[], Awaitable[Any]], check: Callable[[Any], None], meter: "CpuMeter"
+    ) -> float:
         done = 0
         stop = False
         failures: list[BaseException] = []
@@ -671,17 +870,25 @@ class Bench:
         meters = {n: self.meter(n) for n in agents}
         names = list(agents)
         for r in range(self.plan.p2_rounds):
-            order = names[r % len(names):] + names[: r % len(names)]
+            order = names[r % len(names) :] + names[: r % len(names)]
             for name in order:
                 agent = agents[name]
                 if name in RAW:
-                    rate = await self.throughput(lambda a=agent: a.call_pipelined(raw_frame), lambda _r: None, meters[name])
+                    rate = await self.throughput(
+                        lambda a=agent: a.call_pipelined(raw_frame), lambda _r: None, meters[name]
+                    )
                 else:
-                    rate = await self.throughput(lambda a=agent: a.call(action), lambda res, n=name: check_read(res, n), meters[name])
+                    rate = await self.throughput(
+                        lambda a=agent: a.call(action), lambda res, n=name: check_read(res, n), meters[name]
+                    )
                 rates[name].append(rate)
         med = {n: round(statistics.median(v)) for n, v in rates.items()}
-        self.results["figures"]["P2"] = {"inflight": INFLIGHT, "actions_per_s": med, "rounds": {n: [round(x) for x in v] for n, v in rates.items()},
-                                         "cpu_us_per_action": {n: m.per_action() for n, m in meters.items()}}
+        self.results["figures"]["P2"] = {
+            "inflight": INFLIGHT,
+            "actions_per_s": med,
+            "rounds": {n: [round(x) for x in v] for n, v in rates.items()},
+            "cpu_us_per_action": {n: m.per_action() for n, m in meters.items()},
+        }
         oh = med["oh"]
         self.check("P2", "oh actions/s, 64 in flight", "≥ 10,000/s", oh, "actions/s", oh >= 10_000)
         for peer in PEERS_COMPARED:
@@ -692,7 +899,9 @@ class Bench:
     # -- P3
     async def p3(self) -> None:
         proc, ready = self.start_backend("oh-backend-local", self.ws_local, "local")
-        self.results["context"]["local_backend_idle_rss_mb"] = round(rss_bytes(ready["pid"], samples=3, interval=0.1) / MB, 1)
+        self.results["context"]["local_backend_idle_rss_mb"] = round(
+            rss_bytes(ready["pid"], samples=3, interval=0.1) / MB, 1
+        )
         agent = await OhAgent.connect(ready["port"], self.token, name="p3")
         self.agents.append(agent)
         client = agent.client
@@ -705,7 +914,7 @@ class Bench:
                 raise RuntimeError(f"P3: `true` answered {json.dumps(obs)[:300]}")
             subprocess.run(["bash", "-c", "true"], check=True)
         for r in range(self.plan.p3_rounds):
-            for kind in (("oh", "sp") if r % 2 == 0 else ("sp", "oh")):
+            for kind in ("oh", "sp") if r % 2 == 0 else ("sp", "oh"):
                 for _ in range(self.plan.p3_per_round):
                     if kind == "oh":
                         t0 = pc()
@@ -729,12 +938,23 @@ class Bench:
         sys.path.insert(0, str(HERE))
         import shell_engine
 
-        figs = await shell_engine.measure(self.plan.p3_rounds, self.plan.p3_per_round, 3 if self.plan.name == "quick" else 7)
+        figs = await shell_engine.measure(
+            self.plan.p3_rounds, self.plan.p3_per_round, 3 if self.plan.name == "quick" else 7
+        )
         self.results["figures"]["P9"] = figs
         for name, f in figs.items():
             if name.startswith("pty"):
-                self.check("P9", f"`run echo hi` backend-side p50, {name}", "≤ 5 ms", f["p50_ms"], "ms", f["p50_ms"] <= 5.0)
-                self.check("P9", f"first terminal, {name}", "≤ 1000 ms + rc", f["first_terminal_ms"], "ms", f["first_terminal_ms"] <= 1000)
+                self.check(
+                    "P9", f"`run echo hi` backend-side p50, {name}", "≤ 5 ms", f["p50_ms"], "ms", f["p50_ms"] <= 5.0
+                )
+                self.check(
+                    "P9",
+                    f"first terminal, {name}",
+                    "≤ 1000 ms + rc",
+                    f["first_terminal_ms"],
+                    "ms",
+                    f["first_terminal_ms"] <= 1000,
+                )
 
     # -- P5
     async def p5(self) -> None:
@@ -758,8 +978,12 @@ class Bench:
             content = obs.get("content")
             if obs.get("observation") != "read" or not isinstance(content, bytes):
                 raise RuntimeError(f"P5 binary: {str(obs)[:400]}")
-            if (hashlib.sha256(content).hexdigest() if rep == 0 else len(content)) != (digest if rep == 0 else SIZE_64M):
-                raise RuntimeError(f"P5 binary: content differs from the file ({len(content)} bytes read, {SIZE_64M} in the file)")
+            if (hashlib.sha256(content).hexdigest() if rep == 0 else len(content)) != (
+                digest if rep == 0 else SIZE_64M
+            ):
+                raise RuntimeError(
+                    f"P5 binary: content differs from the file ({len(content)} bytes read, {SIZE_64M} in the file)"
+                )
             del obs, content
             t0 = time.perf_counter()
             obs = await agent.call(actions.read(path))
@@ -784,17 +1008,32 @@ class Bench:
         rate = {k: SIZE_64M / statistics.median(v) / MB for k, v in times.items()}
         self.results["figures"]["P5"] = {
             "bytes": SIZE_64M,
-            "seconds": [round(t, 3) for t in times["binary"]], "median_s": round(statistics.median(times["binary"]), 3),
-            "mb_per_s": round(rate["binary"], 1), "best_mb_per_s": round(SIZE_64M / min(times["binary"]) / MB, 1),
-            "json_seconds": [round(t, 3) for t in times["json"]], "json_mb_per_s": round(rate["json"], 1),
-            "ws_echo_64mib_round_trip_s": [round(t, 3) for t in times["echo"]], "ws_echo_mb_per_s": round(rate["echo"], 1),
+            "seconds": [round(t, 3) for t in times["binary"]],
+            "median_s": round(statistics.median(times["binary"]), 3),
+            "mb_per_s": round(rate["binary"], 1),
+            "best_mb_per_s": round(SIZE_64M / min(times["binary"]) / MB, 1),
+            "json_seconds": [round(t, 3) for t in times["json"]],
+            "json_mb_per_s": round(rate["json"], 1),
+            "ws_echo_64mib_round_trip_s": [round(t, 3) for t in times["echo"]],
+            "ws_echo_mb_per_s": round(rate["echo"], 1),
         }
-        self.check("P5", "64 MiB binary read through the bridge", "≥ 200 MB/s", round(rate["binary"], 1), "MB/s", rate["binary"] >= 200)
+        self.check(
+            "P5",
+            "64 MiB binary read through the bridge",
+            "≥ 200 MB/s",
+            round(rate["binary"], 1),
+            "MB/s",
+            rate["binary"] >= 200,
+        )
         ratio = rate["binary"] / rate["echo"]
-        self.check("P5", "binary read / raw websockets echo of the same bytes", "≥ 0.9×", round(ratio, 2), "×", ratio >= 0.9)
+        self.check(
+            "P5", "binary read / raw websockets echo of the same bytes", "≥ 0.9×", round(ratio, 2), "×", ratio >= 0.9
+        )
         import psutil
 
-        self.results["context"]["oh_backend_rss_after_p5_mb"] = round(psutil.Process(self.transports["oh"]["pids"]["relay"]).memory_info().rss / MB, 1)
+        self.results["context"]["oh_backend_rss_after_p5_mb"] = round(
+            psutil.Process(self.transports["oh"]["pids"]["relay"]).memory_info().rss / MB, 1
+        )
 
     async def run(self) -> dict[str, Any]:
         self.make_files()
@@ -808,7 +1047,9 @@ class Bench:
                 await asyncio.wait_for(self.p2(), self.plan.max_seconds / 2)
                 import psutil
 
-                self.results["context"]["oh_backend_rss_after_p2_mb"] = round(psutil.Process(self.transports["oh"]["pids"]["relay"]).memory_info().rss / MB, 1)
+                self.results["context"]["oh_backend_rss_after_p2_mb"] = round(
+                    psutil.Process(self.transports["oh"]["pids"]["relay"]).memory_info().rss / MB, 1
+                )
             if self.want("P5"):
                 await asyncio.wait_for(self.p5(), self.plan.max_seconds / 3)
         if self.want("P3"):
@@ -828,8 +1069,13 @@ class Bench:
         venvs = sorted((HERE.parent / ".cache" / "venvs").glob("openhands-sdk-*/bin/python"))
         if self.plan.name == "quick" and not self.sdk:
             return None
-        proc = subprocess.run([str(HERE.parent / "scripts" / "integration-venvs"), "openhands-sdk"], capture_output=True, text=True,
-                              timeout=1800, cwd=HERE.parent)
+        proc = subprocess.run(
+            [str(HERE.parent / "scripts" / "integration-venvs"), "openhands-sdk"],
+            capture_output=True,
+            text=True,
+            timeout=1800,
+            cwd=HERE.parent,
+        )
         if proc.returncode == 0 and proc.stdout.strip():
             return proc.stdout.strip().splitlines()[-1] + "/bin/python"
         return str(venvs[-1]) if venvs else None
@@ -837,14 +1083,24 @@ class Bench:
     def p7(self) -> None:
         py = self.sdk_python()
         if py is None:
-            why = ("quick mode without --sdk" if self.plan.name == "quick" and not self.sdk
-                   else "no SDK venv: scripts/integration-venvs openhands-sdk failed (it needs uv and Python 3.12)")
-            self.results["figures"]["P7"] = {"skipped": why + " (the SDK venv: scripts/integration-venvs openhands-sdk)"}
+            why = (
+                "quick mode without --sdk"
+                if self.plan.name == "quick" and not self.sdk
+                else "no SDK venv: scripts/integration-venvs openhands-sdk failed (it needs uv and Python 3.12)"
+            )
+            self.results["figures"]["P7"] = {
+                "skipped": why + " (the SDK venv: scripts/integration-venvs openhands-sdk)"
+            }
             return
         out = self.tmp / "sdk_task.json"
         rounds = 1 if self.plan.name == "quick" else 3
-        proc = subprocess.run([py, str(HERE / "sdk_task.py"), "--rounds", str(rounds), "--json", str(out)], capture_output=True, text=True,
-                              timeout=1200, env={k: v for k, v in os.environ.items() if not k.startswith("OH_")})
+        proc = subprocess.run(
+            [py, str(HERE / "sdk_task.py"), "--rounds", str(rounds), "--json", str(out)],
+            capture_output=True,
+            text=True,
+            timeout=1200,
+            env={k: v for k, v in os.environ.items() if not k.startswith("OH_")},
+        )
         if proc.returncode != 0:
             raise RuntimeError(f"P7 sdk_task.py failed: {proc.stderr[-2000:]}")
         res = json.loads(out.read_text())
@@ -855,8 +1111,15 @@ class Bench:
         for native in ("sdk-subprocess", "sdk-tmux"):
             if native in modes:
                 ratio = modes[native]["task_run_s_median"] / oh["task_run_s_median"]
-                self.check("P7", f"whole task: {native} / oh (conversation.run wall)", "≥ 1×", round(ratio, 2), "×", ratio >= 1.0,
-                           note=f"{native} failed {modes[native]['failures']} of {modes[native]['calls']} calls")
+                self.check(
+                    "P7",
+                    f"whole task: {native} / oh (conversation.run wall)",
+                    "≥ 1×",
+                    round(ratio, 2),
+                    "×",
+                    ratio >= 1.0,
+                    note=f"{native} failed {modes[native]['failures']} of {modes[native]['calls']} calls",
+                )
 
     # -- P8: real VS Code: the extension host's memory over 10,000 actions, the SDK task through it
     def p8(self) -> None:
@@ -871,7 +1134,11 @@ class Bench:
         n = 2000 if self.plan.name == "quick" else 10000
         argv = [sys.executable, str(HERE / "vscode_e2e.py"), "--actions", str(n), "--json", str(out)]
         py = self.sdk_python()
-        argv += ["--sdk-python", py, "--sdk-rounds", "1" if self.plan.name == "quick" else "2"] if py else ["--sdk-rounds", "0"]
+        argv += (
+            ["--sdk-python", py, "--sdk-rounds", "1" if self.plan.name == "quick" else "2"]
+            if py
+            else ["--sdk-rounds", "0"]
+        )
         env = dict(os.environ, OH_E2E_DIR=str(e2e), OH_E2E_SKIP_SETUP=os.environ.get("OH_E2E_SKIP_SETUP", "1"))
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=2400, env=env)
         if proc.returncode != 0:
@@ -880,24 +1147,48 @@ class Bench:
         self.results["figures"]["P8"] = res
         m = res["memory"]
         if m.get("heap_growth_after_warmup_mb") is not None:
-            self.check("P8", f"extension host V8 heap growth after warm-up over {m['actions']} reads (after GC)", "≤ 2 MB (flat)",
-                       m["heap_growth_after_warmup_mb"], "MB", m["heap_growth_after_warmup_mb"] <= 2)
-        self.check("P8", f"extension host RSS growth after warm-up over {m['actions']} reads", "≤ 10 MB (flat)",
-                   m["rss_growth_after_warmup_mb"], "MB", m["rss_growth_after_warmup_mb"] <= 10)
+            self.check(
+                "P8",
+                f"extension host V8 heap growth after warm-up over {m['actions']} reads (after GC)",
+                "≤ 2 MB (flat)",
+                m["heap_growth_after_warmup_mb"],
+                "MB",
+                m["heap_growth_after_warmup_mb"] <= 2,
+            )
+        self.check(
+            "P8",
+            f"extension host RSS growth after warm-up over {m['actions']} reads",
+            "≤ 10 MB (flat)",
+            m["rss_growth_after_warmup_mb"],
+            "MB",
+            m["rss_growth_after_warmup_mb"] <= 10,
+        )
         sdk = (res.get("sdk_task") or {}).get("modes", {}).get("oh-vscode")
         if sdk:
-            self.check("P8", "SDK task through oh in VS Code: failed tool calls", "0", sdk["failures"], "calls", sdk["failures"] == 0)
+            self.check(
+                "P8",
+                "SDK task through oh in VS Code: failed tool calls",
+                "0",
+                sdk["failures"],
+                "calls",
+                sdk["failures"] == 0,
+            )
         self.p8_round_trip(env)
 
     def p8_round_trip(self, env: dict[str, str]) -> None:
         """Issue 13 item 1: `run echo hi` and a small `read` in a real VS Code, both terminal modes side by side
         (benchmarks/vscode_run_latency.py starts its own workbench)."""
         n = 10 if self.plan.name == "quick" else 30
-        proc = subprocess.run([sys.executable, str(HERE / "vscode_run_latency.py"), "--n", str(n), "--modes", "engine,shell,fast"],
-                              capture_output=True, text=True, timeout=1800, env=env)
+        proc = subprocess.run(
+            [sys.executable, str(HERE / "vscode_run_latency.py"), "--n", str(n), "--modes", "engine,shell,fast"],
+            capture_output=True,
+            text=True,
+            timeout=1800,
+            env=env,
+        )
         if proc.returncode != 0:
             raise RuntimeError(f"P8 vscode_run_latency.py failed: {proc.stderr[-2000:]}")
-        lat = json.loads(proc.stdout[proc.stdout.index("{"):])
+        lat = json.loads(proc.stdout[proc.stdout.index("{") :])
         self.results["figures"]["P8"]["run_latency"] = lat
         pause = f"echo_after_{lat['pause_s']}s_pause_ms"
         rc_ms = lat.get("rc_time_ms_median", 0.0)
@@ -908,12 +1199,22 @@ class Bench:
             for key, what in (("echo_back_to_back_ms", "back to back"), (pause, f"{lat['pause_s']:g} s apart")):
                 p50 = m[key]["p50"]
                 # issue 17: ≤ 20 ms p50 at the client (the CLI process excluded)
-                self.check("P8", f"`run echo hi` p50 in VS Code, terminal mode {mode}, {what}", "≤ 20 ms", p50, "ms", p50 <= 20)
+                self.check(
+                    "P8", f"`run echo hi` p50 in VS Code, terminal mode {mode}, {what}", "≤ 20 ms", p50, "ms", p50 <= 20
+                )
             ft = m["first_terminal_ms"]
-            self.check("P8", f"time to the first terminal (first `run` of a new agent shell), terminal mode {mode}, rc {rc_ms:g} ms",
-                       f"≤ 1000 ms + rc ({1000 + rc_ms:g} ms)", ft, "ms", ft <= 1000 + rc_ms)
+            self.check(
+                "P8",
+                f"time to the first terminal (first `run` of a new agent shell), terminal mode {mode}, rc {rc_ms:g} ms",
+                f"≤ 1000 ms + rc ({1000 + rc_ms:g} ms)",
+                ft,
+                "ms",
+                ft <= 1000 + rc_ms,
+            )
             p50 = m["read_small_file_ms"]["p50"]
-            self.check("P8", f"`read` of a small file p50 in VS Code (terminal mode {mode})", "≤ 10 ms", p50, "ms", p50 <= 10)
+            self.check(
+                "P8", f"`read` of a small file p50 in VS Code (terminal mode {mode})", "≤ 10 ms", p50, "ms", p50 <= 10
+            )
 
     async def close_agents(self) -> None:
         for a in self.agents:
@@ -922,6 +1223,7 @@ class Bench:
 
 
 # ----------------------------------------------------------------------------- output
+
 
 def _cpu(c: dict[str, float]) -> str:
     if not c:
@@ -936,10 +1238,24 @@ def sdk_table(res: dict[str, Any]) -> str:
     labels = list(next(iter(res["modes"].values()))["per_call_ms_median"])
     rows = ["| tool call (median ms) | " + " | ".join(modes) + " |", "|---|" + "---:|" * len(modes)]
     for label in labels:
-        rows.append(f"| {label} | " + " | ".join(str(res["modes"][m]["per_call_ms_median"].get(label)) for m in modes) + " |")
-    rows.append("| **whole task, conversation.run() s** | " + " | ".join(f"**{res['modes'][m]['task_run_s_median']}**" for m in modes) + " |")
-    rows.append("| round incl. conversation setup + close s | " + " | ".join(str(res["modes"][m]["task_round_s_median"]) for m in modes) + " |")
-    rows.append("| failed calls / calls | " + " | ".join(f"{res['modes'][m]['failures']} / {res['modes'][m]['calls']}" for m in modes) + " |")
+        rows.append(
+            f"| {label} | " + " | ".join(str(res["modes"][m]["per_call_ms_median"].get(label)) for m in modes) + " |"
+        )
+    rows.append(
+        "| **whole task, conversation.run() s** | "
+        + " | ".join(f"**{res['modes'][m]['task_run_s_median']}**" for m in modes)
+        + " |"
+    )
+    rows.append(
+        "| round incl. conversation setup + close s | "
+        + " | ".join(str(res["modes"][m]["task_round_s_median"]) for m in modes)
+        + " |"
+    )
+    rows.append(
+        "| failed calls / calls | "
+        + " | ".join(f"{res['modes'][m]['failures']} / {res['modes'][m]['calls']}" for m in modes)
+        + " |"
+    )
     for m in modes:
         rows += [f"- {m}: {d}" for d in res["modes"][m]["failure_details"]]
     return "\n".join(rows)
@@ -947,13 +1263,18 @@ def sdk_table(res: dict[str, Any]) -> str:
 
 def render_text(res: dict[str, Any]) -> str:
     m = res.get("machine", {})
-    out = [f"oh benchmarks ({res['mode']}) {res['date']}", f"machine: {m.get('nproc')} cores, {m.get('cpu_model')}, Python {m.get('python')}, "
-           f"load {res.get('loadavg_before')} -> {res.get('loadavg_after')}"]
+    out = [
+        f"oh benchmarks ({res['mode']}) {res['date']}",
+        f"machine: {m.get('nproc')} cores, {m.get('cpu_model')}, Python {m.get('python')}, "
+        f"load {res.get('loadavg_before')} -> {res.get('loadavg_after')}",
+    ]
     figs = res["figures"]
     if "P1" in figs:
         out.append("\nP1 delegated 1 KiB read round trip (µs; CPU µs per action client + relay + executor)")
         for n, s in figs["P1"]["transports"].items():
-            out.append(f"  {n:18s} p50 {s['p50_us']:9.1f}  p99 {s['p99_us']:9.1f}  mean {s['mean_us']:9.1f}  n={s['n']}  cpu {_cpu(s['cpu_us_per_action'])}")
+            out.append(
+                f"  {n:18s} p50 {s['p50_us']:9.1f}  p99 {s['p99_us']:9.1f}  mean {s['mean_us']:9.1f}  n={s['n']}  cpu {_cpu(s['cpu_us_per_action'])}"
+            )
     if "P2" in figs:
         f = figs["P2"]
         out.append(f"\nP2 pipelined throughput, {INFLIGHT} in flight (actions/s; CPU µs per action)")
@@ -966,20 +1287,28 @@ def render_text(res: dict[str, Any]) -> str:
         out.append(f"  subprocess.run     p50 {b['p50_us']:9.1f}  p99 {b['p99_us']:9.1f}  n={b['n']}")
     if "P5" in figs:
         p = figs["P5"]
-        out.append(f"\nP5 64 MiB binary read: median {p['median_s']} s -> {p['mb_per_s']} MB/s (best {p['best_mb_per_s']}); "
-                   f"JSON read {p['json_mb_per_s']} MB/s; raw ws echo of the same 64 MiB: {p['ws_echo_mb_per_s']} MB/s")
+        out.append(
+            f"\nP5 64 MiB binary read: median {p['median_s']} s -> {p['mb_per_s']} MB/s (best {p['best_mb_per_s']}); "
+            f"JSON read {p['json_mb_per_s']} MB/s; raw ws echo of the same 64 MiB: {p['ws_echo_mb_per_s']} MB/s"
+        )
     if "P6" in figs:
         p = figs["P6"]
-        out.append(f"\nP6 backend RSS: idle {p['idle_rss_mb']} MB, with {p['agents']} agents + {p['editors']} editors {p['loaded_rss_mb']} MB (+{p['delta_mb']} MB), "
-                   f"+ {p['running']} running commands {p['running_rss_mb']} MB (+{p['running_delta_mb']} MB)")
+        out.append(
+            f"\nP6 backend RSS: idle {p['idle_rss_mb']} MB, with {p['agents']} agents + {p['editors']} editors {p['loaded_rss_mb']} MB (+{p['delta_mb']} MB), "
+            f"+ {p['running']} running commands {p['running_rss_mb']} MB (+{p['running_delta_mb']} MB)"
+        )
         if p.get("jobs"):
             j = p["jobs"]
-            out.append(f"   local backend: idle {j['idle_rss_mb']} MB, + agents/editors {j['loaded_rss_mb']} MB, + {j['jobs']} background jobs "
-                       f"{j['jobs_rss_mb']} MB (+{j['jobs_delta_mb']} MB; the jobs' {j['child_processes']} processes: {j['child_processes_rss_mb']} MB)")
+            out.append(
+                f"   local backend: idle {j['idle_rss_mb']} MB, + agents/editors {j['loaded_rss_mb']} MB, + {j['jobs']} background jobs "
+                f"{j['jobs_rss_mb']} MB (+{j['jobs_delta_mb']} MB; the jobs' {j['child_processes']} processes: {j['child_processes_rss_mb']} MB)"
+            )
     if "P9" in figs:
         out.append("\nP9 agent shell engine, `run echo hi` backend-side (ms)")
         for n, f in figs["P9"].items():
-            out.append(f"  {n:36s} p50 {f['p50_ms']:7.2f}  p90 {f['p90_ms']:7.2f}  p99 {f['p99_ms']:7.2f}  n={f['n']}  first terminal {f['first_terminal_ms']} ms")
+            out.append(
+                f"  {n:36s} p50 {f['p50_ms']:7.2f}  p90 {f['p90_ms']:7.2f}  p99 {f['p99_ms']:7.2f}  n={f['n']}  first terminal {f['first_terminal_ms']} ms"
+            )
     for key, title in (("P7", "P7 SDK task (local)"), ("P8", "P8 real VS Code")):
         f = figs.get(key)
         if not f:
@@ -991,13 +1320,21 @@ def render_text(res: dict[str, Any]) -> str:
             out.append(f"\n{title}:\n" + sdk_table(f))
         else:
             m = f["memory"]
-            out.append(f"\n{title}: extension host over {m['actions']} reads (read p50 {m['read_p50_ms']} ms): "
-                       + ", ".join(f"{s_['actions']}: {s_['rss_mb']} MB" + (f" / heap {s_['heap_mb']}" if s_.get('heap_mb') is not None else "") for s_ in m["samples"]))
+            out.append(
+                f"\n{title}: extension host over {m['actions']} reads (read p50 {m['read_p50_ms']} ms): "
+                + ", ".join(
+                    f"{s_['actions']}: {s_['rss_mb']} MB"
+                    + (f" / heap {s_['heap_mb']}" if s_.get("heap_mb") is not None else "")
+                    for s_ in m["samples"]
+                )
+            )
             if f.get("sdk_task"):
                 out.append(sdk_table(f["sdk_task"]))
     out.append("\nchecks:")
     for c in res["checks"]:
-        out.append(f"  [{'PASS' if c['pass'] else 'MISS'}] {c['figure']} {c['what']}: {c['value']} {c['unit']} (target {c['target']})")
+        out.append(
+            f"  [{'PASS' if c['pass'] else 'MISS'}] {c['figure']} {c['what']}: {c['value']} {c['unit']} (target {c['target']})"
+        )
     if res.get("context"):
         out.append(f"context: {json.dumps(res['context'])}")
     for e in res["errors"]:
@@ -1009,68 +1346,127 @@ def render_markdown(res: dict[str, Any]) -> str:
     m = res.get("machine", {})
     figs = res["figures"]
     checks = res["checks"]
-    L = [f"Run: `{res['command']}`, started {res['date']}, {res['duration_s']} s. Machine: {m.get('nproc')} cores ({m.get('cpu_model')}), "
-         f"{m.get('memory')}, Python {m.get('python')}, Linux {m.get('kernel')}; load average (1, 5, 15 min) before "
-         f"{res.get('loadavg_before')}, after {res.get('loadavg_after')}.", ""]
+    L = [
+        f"Run: `{res['command']}`, started {res['date']}, {res['duration_s']} s. Machine: {m.get('nproc')} cores ({m.get('cpu_model')}), "
+        f"{m.get('memory')}, Python {m.get('python')}, Linux {m.get('kernel')}; load average (1, 5, 15 min) before "
+        f"{res.get('loadavg_before')}, after {res.get('loadavg_after')}.",
+        "",
+    ]
 
     def verdicts(fig: str) -> list[str]:
         rows = ["| check | target | measured | verdict |", "|---|---|---|---|"]
         for c in checks:
             if c["figure"] == fig:
-                rows.append(f"| {c['what']} | {c['target']} | {c['value']:,} {c['unit']} | {'PASS' if c['pass'] else '**MISS**'} |")
+                rows.append(
+                    f"| {c['what']} | {c['target']} | {c['value']:,} {c['unit']} | {'PASS' if c['pass'] else '**MISS**'} |"
+                )
         return rows
 
     if "P1" in figs:
         f = figs["P1"]
-        L += ["### P1: delegated round trip of a 1 KiB `read`", "",
-              f"Action frame {f['payload']['action_frame_bytes']} B, observation frame {f['payload']['observation_frame_bytes']} B "
-              "(the raw transports carry a frame of the observation's size each way).", "",
-              "| transport | p50 µs | p90 µs | p99 µs | mean µs | samples | CPU µs/action (client + relay + executor) |", "|---|---|---|---|---|---|---|"]
+        L += [
+            "### P1: delegated round trip of a 1 KiB `read`",
+            "",
+            f"Action frame {f['payload']['action_frame_bytes']} B, observation frame {f['payload']['observation_frame_bytes']} B "
+            "(the raw transports carry a frame of the observation's size each way).",
+            "",
+            "| transport | p50 µs | p90 µs | p99 µs | mean µs | samples | CPU µs/action (client + relay + executor) |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for n, s in f["transports"].items():
-            L.append(f"| {n} | {s['p50_us']:,} | {s['p90_us']:,} | {s['p99_us']:,} | {s['mean_us']:,} | {s['n']:,} | {_cpu(s['cpu_us_per_action'])} |")
+            L.append(
+                f"| {n} | {s['p50_us']:,} | {s['p90_us']:,} | {s['p99_us']:,} | {s['mean_us']:,} | {s['n']:,} | {_cpu(s['cpu_us_per_action'])} |"
+            )
         L += [""] + verdicts("P1") + [""]
     if "P2" in figs:
         f = figs["P2"]
-        L += [f"### P2: pipelined throughput, {f['inflight']} in flight", "",
-              "| transport | actions/s (median of rounds) | rounds | CPU µs/action (client + relay + executor) |", "|---|---|---|---|"]
+        L += [
+            f"### P2: pipelined throughput, {f['inflight']} in flight",
+            "",
+            "| transport | actions/s (median of rounds) | rounds | CPU µs/action (client + relay + executor) |",
+            "|---|---|---|---|",
+        ]
         for n, v in f["actions_per_s"].items():
-            L.append(f"| {n} | {v:,.0f} | {', '.join(f'{x:,}' for x in f['rounds'][n])} | {_cpu(f['cpu_us_per_action'][n])} |")
+            L.append(
+                f"| {n} | {v:,.0f} | {', '.join(f'{x:,}' for x in f['rounds'][n])} | {_cpu(f['cpu_us_per_action'][n])} |"
+            )
         L += [""] + verdicts("P2") + [""]
     if "P9" in figs:
         sys.path.insert(0, str(HERE))
         import shell_engine
 
-        L += ["### P9: the agent's shell engine, `run echo hi` backend-side", "", shell_engine.table(figs["P9"]), ""] + verdicts("P9") + [""]
+        L += (
+            ["### P9: the agent's shell engine, `run echo hi` backend-side", "", shell_engine.table(figs["P9"]), ""]
+            + verdicts("P9")
+            + [""]
+        )
     if "P3" in figs:
         a, b = figs["P3"]["oh_local_run_true"], figs["P3"]["subprocess_run_bash_c_true"]
-        L += ["### P3: local `run` of `true`", "", "| what | p50 µs | p99 µs | samples |", "|---|---|---|---|",
-              f"| oh backend, `--runtime local` (agent → backend → shell → agent) | {a['p50_us']:,} | {a['p99_us']:,} | {a['n']} |",
-              f"| `subprocess.run([\"bash\", \"-c\", \"true\"])` in the client | {b['p50_us']:,} | {b['p99_us']:,} | {b['n']} |", ""] + verdicts("P3") + [""]
+        L += (
+            [
+                "### P3: local `run` of `true`",
+                "",
+                "| what | p50 µs | p99 µs | samples |",
+                "|---|---|---|---|",
+                f"| oh backend, `--runtime local` (agent → backend → shell → agent) | {a['p50_us']:,} | {a['p99_us']:,} | {a['n']} |",
+                f'| `subprocess.run(["bash", "-c", "true"])` in the client | {b["p50_us"]:,} | {b["p99_us"]:,} | {b["n"]} |',
+                "",
+            ]
+            + verdicts("P3")
+            + [""]
+        )
     if "P5" in figs:
         f = figs["P5"]
-        L += ["### P5: 64 MiB file read through the bridge", "", "| what | runs (s) | MB/s (median) | MB/s (best) |", "|---|---|---|---|",
-              f"| oh binary read (`encoding: binary`): agent → backend → headless editor → back | {', '.join(map(str, f['seconds']))} | {f['mb_per_s']} | {f['best_mb_per_s']} |",
-              f"| oh JSON read (default text frames) | {', '.join(map(str, f['json_seconds']))} | {f['json_mb_per_s']} | |",
-              f"| yardstick: the same 64 MiB through a raw websockets echo (2 hops, one binary frame) | {', '.join(map(str, f['ws_echo_64mib_round_trip_s']))} | {f['ws_echo_mb_per_s']} | |",
-              ""] + verdicts("P5") + [""]
+        L += (
+            [
+                "### P5: 64 MiB file read through the bridge",
+                "",
+                "| what | runs (s) | MB/s (median) | MB/s (best) |",
+                "|---|---|---|---|",
+                f"| oh binary read (`encoding: binary`): agent → backend → headless editor → back | {', '.join(map(str, f['seconds']))} | {f['mb_per_s']} | {f['best_mb_per_s']} |",
+                f"| oh JSON read (default text frames) | {', '.join(map(str, f['json_seconds']))} | {f['json_mb_per_s']} | |",
+                f"| yardstick: the same 64 MiB through a raw websockets echo (2 hops, one binary frame) | {', '.join(map(str, f['ws_echo_64mib_round_trip_s']))} | {f['ws_echo_mb_per_s']} | |",
+                "",
+            ]
+            + verdicts("P5")
+            + [""]
+        )
     if "P6" in figs:
         f = figs["P6"]
-        L += ["### P6: backend RSS", "", "| state | RSS MB |", "|---|---|", f"| idle (runtime vscode, fresh) | {f['idle_rss_mb']} |",
-              f"| {f['agents']} agents + {f['editors']} editors connected | {f['loaded_rss_mb']} |",
-              f"| delta | {f['delta_mb']} ({f['per_connection_kb']} kB per connection) |",
-              f"| + {f['running']} running commands (in flight, held by the editors) | {f['running_rss_mb']} (+{f['running_delta_mb']}) |"]
+        L += [
+            "### P6: backend RSS",
+            "",
+            "| state | RSS MB |",
+            "|---|---|",
+            f"| idle (runtime vscode, fresh) | {f['idle_rss_mb']} |",
+            f"| {f['agents']} agents + {f['editors']} editors connected | {f['loaded_rss_mb']} |",
+            f"| delta | {f['delta_mb']} ({f['per_connection_kb']} kB per connection) |",
+            f"| + {f['running']} running commands (in flight, held by the editors) | {f['running_rss_mb']} (+{f['running_delta_mb']}) |",
+        ]
         j = f.get("jobs")
         if j:
-            L += [f"| local runtime backend, idle (fresh) | {j['idle_rss_mb']} |", f"| + {f['agents']} agents + {f['editors']} editors | {j['loaded_rss_mb']} |",
-                  f"| + {j['jobs']} background jobs running (`run` `background: true`) | {j['jobs_rss_mb']} (+{j['jobs_delta_mb']} over idle; {j['per_job_kb']} kB per job) |",
-                  f"| (the jobs' own {j['child_processes']} processes, bash + sleep, not in the backend) | {j['child_processes_rss_mb']} |"]
+            L += [
+                f"| local runtime backend, idle (fresh) | {j['idle_rss_mb']} |",
+                f"| + {f['agents']} agents + {f['editors']} editors | {j['loaded_rss_mb']} |",
+                f"| + {j['jobs']} background jobs running (`run` `background: true`) | {j['jobs_rss_mb']} (+{j['jobs_delta_mb']} over idle; {j['per_job_kb']} kB per job) |",
+                f"| (the jobs' own {j['child_processes']} processes, bash + sleep, not in the backend) | {j['child_processes_rss_mb']} |",
+            ]
         L += [""] + verdicts("P6") + [""]
     if "P7" in figs:
         f = figs["P7"]
         L += ["### P7: the scripted OpenHands SDK task: oh (local runtime) vs the SDK's own terminals", ""]
-        L += [f"Skipped: {f['skipped']}", ""] if "skipped" in f else [
-            f"{f['rounds']} round(s) per mode, interleaved; load {f['load_before']} → {f['load_after']}; SDK import s (not in the figures): {f['sdk_import_s_median']}",
-            "", sdk_table(f), ""] + verdicts("P7") + [""]
+        L += (
+            [f"Skipped: {f['skipped']}", ""]
+            if "skipped" in f
+            else [
+                f"{f['rounds']} round(s) per mode, interleaved; load {f['load_before']} → {f['load_after']}; SDK import s (not in the figures): {f['sdk_import_s_median']}",
+                "",
+                sdk_table(f),
+                "",
+            ]
+            + verdicts("P7")
+            + [""]
+        )
     if "P8" in figs:
         f = figs["P8"]
         L += ["### P8: real VS Code (code-server 1.99, the e2e harness)", ""]
@@ -1078,10 +1474,17 @@ def render_markdown(res: dict[str, Any]) -> str:
             L += [f"Skipped: {f['skipped']}", ""]
         else:
             m = f["memory"]
-            L += [f"Extension host (pid {f['extension_host_pid']}) over {m['actions']} `read` actions (one at a time; read p50 {m['read_p50_ms']} ms, "
-                  f"p90 {m['read_p90_ms']} ms); heap = V8 used heap after a forced GC (inspector), when it could be opened.", "",
-                  "| after N actions | RSS MB | heap MB |", "|---:|---:|---:|"]
-            L += [f"| {s_['actions']}{' (+10 s idle)' if s_.get('after_10s_idle') else ''} | {s_['rss_mb']} | {s_['heap_mb']} |" for s_ in m["samples"]]
+            L += [
+                f"Extension host (pid {f['extension_host_pid']}) over {m['actions']} `read` actions (one at a time; read p50 {m['read_p50_ms']} ms, "
+                f"p90 {m['read_p90_ms']} ms); heap = V8 used heap after a forced GC (inspector), when it could be opened.",
+                "",
+                "| after N actions | RSS MB | heap MB |",
+                "|---:|---:|---:|",
+            ]
+            L += [
+                f"| {s_['actions']}{' (+10 s idle)' if s_.get('after_10s_idle') else ''} | {s_['rss_mb']} | {s_['heap_mb']} |"
+                for s_ in m["samples"]
+            ]
             if f.get("sdk_task"):
                 L += ["", "The SDK task through oh with VS Code executing:", "", sdk_table(f["sdk_task"])]
             L += [""] + verdicts("P8") + [""]
@@ -1098,11 +1501,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", metavar="PATH", help="write the results as JSON")
     ap.add_argument("--md", metavar="PATH", help="write the result tables as Markdown")
     ap.add_argument("--only", default="", help="comma-separated subset of P1,P2,P3,P5,P6,P7,P8,P9")
-    ap.add_argument("--sdk", action="store_true", help="P7 (the SDK task) in quick mode too (a full run always runs it)")
-    ap.add_argument("--vscode", action="store_true", help="P8: a real VS Code (the e2e harness): extension host memory, SDK task through it, `run echo hi` (p50/p90, time to the first terminal) and `read` round trips in the three terminal modes (engine, shell, fast)")
+    ap.add_argument(
+        "--sdk", action="store_true", help="P7 (the SDK task) in quick mode too (a full run always runs it)"
+    )
+    ap.add_argument(
+        "--vscode",
+        action="store_true",
+        help="P8: a real VS Code (the e2e harness): extension host memory, SDK task through it, `run echo hi` (p50/p90, time to the first terminal) and `read` round trips in the three terminal modes (engine, shell, fast)",
+    )
     ap.add_argument("--keep-tmp", action="store_true", help="keep the temp dir (logs) for inspection")
-    ap.add_argument("--wait-quiet", type=float, default=0.0, metavar="S",
-                    help="first wait up to S seconds for the 1-minute load average to fall below half the cores")
+    ap.add_argument(
+        "--wait-quiet",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="first wait up to S seconds for the 1-minute load average to fall below half the cores",
+    )
     args = ap.parse_args(argv)
     if args.wait_quiet > 0:
         limit = (os.cpu_count() or 1) / 2
@@ -1125,7 +1539,9 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     # Watchdog: the whole run is bounded in time, whatever hangs.
     limit = plan.max_seconds + (1200 if (args.sdk or plan.name == "full") else 0) + (2700 if args.vscode else 0)
-    watchdog = threading.Timer(limit, lambda: (sys.stderr.write(f"benchmarks: over {limit:g} s, aborting\n"), procs.stop_all(), os._exit(124)))
+    watchdog = threading.Timer(
+        limit, lambda: (sys.stderr.write(f"benchmarks: over {limit:g} s, aborting\n"), procs.stop_all(), os._exit(124))
+    )
     watchdog.daemon = True
     watchdog.start()
 
@@ -1166,7 +1582,9 @@ def main(argv: list[str] | None = None) -> int:
     res["date"] = started_at  # when the measurements started
     res["finished"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     res["duration_s"] = round(time.monotonic() - started, 1)
-    res["command"] = "python benchmarks/run.py" + (" --quick" if args.quick else "") + (f" --only {args.only}" if args.only else "")
+    res["command"] = (
+        "python benchmarks/run.py" + (" --quick" if args.quick else "") + (f" --only {args.only}" if args.only else "")
+    )
     res["targets_met"] = all(c["pass"] for c in res["checks"])
     if res["errors"]:
         rc = 1

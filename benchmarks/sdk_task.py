@@ -65,6 +65,7 @@ def script(ws: str) -> list[tuple[str, str, dict[str, Any], Any]]:
             if getattr(o, "exit_code", None) != code:
                 return f"exit code {getattr(o, 'exit_code', None)} (expected {code})"
             return None if marker in o.text else f"{marker!r} missing from the output ({o.text[:80]!r})"
+
         return check
 
     return [
@@ -72,9 +73,18 @@ def script(ws: str) -> list[tuple[str, str, dict[str, Any], Any]]:
         ("create app.py", "file_editor", {"command": "create", "path": app, "file_text": APP}, ok_edit),
         ("create test_app.py", "file_editor", {"command": "create", "path": test, "file_text": TEST}, ok_edit),
         ("run tests (fail)", "terminal", {"command": "python3 -m unittest -q test_app"}, term("FAILED", 1)),
-        ("edit app.py", "file_editor", {"command": "str_replace", "path": app, "old_str": "a - b", "new_str": "a + b"}, ok_edit),
-        ("view app.py", "file_editor", {"command": "view", "path": app},
-         lambda o: None if (not o.is_error and "a + b" in o.text) else f"view: {o.text[:120]}"),
+        (
+            "edit app.py",
+            "file_editor",
+            {"command": "str_replace", "path": app, "old_str": "a - b", "new_str": "a + b"},
+            ok_edit,
+        ),
+        (
+            "view app.py",
+            "file_editor",
+            {"command": "view", "path": app},
+            lambda o: None if (not o.is_error and "a + b" in o.text) else f"view: {o.text[:120]}",
+        ),
         ("run tests (pass)", "terminal", {"command": "python3 -m unittest -q test_app"}, term("OK", 0)),
         ("failing command", "terminal", {"command": "sh -c 'echo failing; exit 3'"}, term("failing", 3)),
         ("long command (2 s)", "terminal", {"command": "sleep 2; echo long-done"}, term("long-done", 0)),
@@ -111,12 +121,17 @@ def run_mode(mode: str, base: str, rounds: list[int]) -> dict[str, Any]:
         for i, (_label, tool, args, _check) in enumerate(steps):
             cid = f"call_{i}"
             labels[cid] = i
-            call = MessageToolCall(id=cid, name=names[tool], arguments=json.dumps({**args, "security_risk": "LOW"}), origin="completion")
+            call = MessageToolCall(
+                id=cid, name=names[tool], arguments=json.dumps({**args, "security_risk": "LOW"}), origin="completion"
+            )
             turns.append(Message(role="assistant", content=[TextContent(text="")], tool_calls=[call]))
         turns.append(Message(role="assistant", content=[TextContent(text="done")]))
         params = {} if mode == "oh" else {"terminal_type": mode.removeprefix("sdk-")}
         t_round = time.perf_counter()
-        agent = Agent(llm=TestLLM.from_messages(turns), tools=[Tool(name=TerminalTool.name, params=params), Tool(name=FileEditorTool.name)])
+        agent = Agent(
+            llm=TestLLM.from_messages(turns),
+            tools=[Tool(name=TerminalTool.name, params=params), Tool(name=FileEditorTool.name)],
+        )
         conversation = Conversation(agent=agent, workspace=ws, visualizer=None)
         conversation.send_message("Fix add() so the tests pass, then poke at the terminal.")
         t_run = time.perf_counter()
@@ -132,12 +147,20 @@ def run_mode(mode: str, base: str, rounds: list[int]) -> dict[str, Any]:
                 i = labels[ev.tool_call_id]
                 t_start = started.get(ev.tool_call_id)
                 ms = (datetime.fromisoformat(ev.timestamp) - t_start).total_seconds() * 1000 if t_start else None
-                failure = f"agent error: {ev.error[:120]}" if isinstance(ev, AgentErrorEvent) else steps[i][3](ev.observation)
+                failure = (
+                    f"agent error: {ev.error[:120]}" if isinstance(ev, AgentErrorEvent) else steps[i][3](ev.observation)
+                )
                 calls[i] = {"label": steps[i][0], "ms": round(ms, 2) if ms is not None else None, "failure": failure}
         conversation.close()
         round_s = time.perf_counter() - t_round
         if not through_oh:
-            calls.append({"label": "(setup)", "ms": None, "failure": "oh mode fell back to the SDK's own terminal: no backend serves the directory"})
+            calls.append(
+                {
+                    "label": "(setup)",
+                    "ms": None,
+                    "failure": "oh mode fell back to the SDK's own terminal: no backend serves the directory",
+                }
+            )
         results.append({"round": r, "run_s": round(run_s, 3), "round_s": round(round_s, 3), "calls": calls})
         shutil.rmtree(ws, ignore_errors=True)
     return {"mode": mode, "import_s": round(import_s, 2), "rounds": results}
@@ -145,8 +168,14 @@ def run_mode(mode: str, base: str, rounds: list[int]) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------------- driver
 def _child(mode: str, base: str, rounds: list[int], env: dict[str, str]) -> dict[str, Any]:
-    proc = subprocess.run([sys.executable, str(HERE), "--child", mode, "--base", base, "--round-ids", ",".join(map(str, rounds))],
-                          capture_output=True, text=True, env=env, timeout=900, cwd=base)
+    proc = subprocess.run(
+        [sys.executable, str(HERE), "--child", mode, "--base", base, "--round-ids", ",".join(map(str, rounds))],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+        cwd=base,
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"mode {mode} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -164,7 +193,9 @@ def summarize(per_mode: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         for i, label in enumerate(labels):
             xs = [r["calls"][i]["ms"] for r in rounds if i < len(r["calls"]) and r["calls"][i]["ms"] is not None]
             per_call[label] = round(statistics.median(xs), 2) if xs else None
-        failures = [f"round {r['round']}: {c['label']}: {c['failure']}" for r in rounds for c in r["calls"] if c["failure"]]
+        failures = [
+            f"round {r['round']}: {c['label']}: {c['failure']}" for r in rounds for c in r["calls"] if c["failure"]
+        ]
         out[mode] = {
             "task_run_s_median": round(statistics.median(r["run_s"] for r in rounds), 3),
             "task_round_s_median": round(statistics.median(r["round_s"] for r in rounds), 3),
@@ -181,7 +212,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--modes", default=",".join(MODES))
-    ap.add_argument("--oh-home", help="use the oh backend(s) of this OH_HOME (e.g. a VS Code one) instead of starting a local one")
+    ap.add_argument(
+        "--oh-home", help="use the oh backend(s) of this OH_HOME (e.g. a VS Code one) instead of starting a local one"
+    )
     ap.add_argument("--workspace", help="with --oh-home: a directory the backend serves (rounds run in subdirectories)")
     ap.add_argument("--label", default="oh", help="name of the oh mode in the results (e.g. oh-vscode)")
     ap.add_argument("--json", dest="json_out")
@@ -216,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
         load_before = os.getloadavg()
         t0 = time.monotonic()
         for r in range(a.rounds):
-            order = modes[r % len(modes):] + modes[:r % len(modes)]  # rotate who goes first
+            order = modes[r % len(modes) :] + modes[: r % len(modes)]  # rotate who goes first
             for m in order:
                 res = _child(m, base, [r], env)
                 per_mode[m] += res["rounds"]
@@ -225,9 +258,13 @@ def main(argv: list[str] | None = None) -> int:
         if "oh" in summary and a.label != "oh":
             summary[a.label] = summary.pop("oh")
         result = {
-            "date": datetime.now().astimezone().isoformat(timespec="seconds"), "seconds": round(time.monotonic() - t0, 1),
-            "rounds": a.rounds, "load_before": [round(x, 2) for x in load_before], "load_after": [round(x, 2) for x in os.getloadavg()],
-            "backend": "given (--oh-home)" if a.oh_home else "oh start --runtime local", "modes": summary,
+            "date": datetime.now().astimezone().isoformat(timespec="seconds"),
+            "seconds": round(time.monotonic() - t0, 1),
+            "rounds": a.rounds,
+            "load_before": [round(x, 2) for x in load_before],
+            "load_after": [round(x, 2) for x in os.getloadavg()],
+            "backend": "given (--oh-home)" if a.oh_home else "oh start --runtime local",
+            "modes": summary,
             "sdk_import_s_median": {m: round(statistics.median(v), 2) for m, v in imports.items()},
         }
         print(render(result))
@@ -243,13 +280,30 @@ def main(argv: list[str] | None = None) -> int:
 def render(res: dict[str, Any]) -> str:
     modes = list(res["modes"])
     labels = list(next(iter(res["modes"].values()))["per_call_ms_median"])
-    lines = [f"SDK task, {res['rounds']} round(s) per mode, load {res['load_before']} -> {res['load_after']}",
-             "| tool call (median ms) | " + " | ".join(modes) + " |", "|---|" + "---:|" * len(modes)]
+    lines = [
+        f"SDK task, {res['rounds']} round(s) per mode, load {res['load_before']} -> {res['load_after']}",
+        "| tool call (median ms) | " + " | ".join(modes) + " |",
+        "|---|" + "---:|" * len(modes),
+    ]
     for label in labels:
-        lines.append(f"| {label} | " + " | ".join(str(res["modes"][m]["per_call_ms_median"].get(label)) for m in modes) + " |")
-    lines.append("| **whole task: conversation.run() s (median)** | " + " | ".join(str(res["modes"][m]["task_run_s_median"]) for m in modes) + " |")
-    lines.append("| whole round incl. conversation setup/close s | " + " | ".join(str(res["modes"][m]["task_round_s_median"]) for m in modes) + " |")
-    lines.append("| failed calls / calls | " + " | ".join(f"{res['modes'][m]['failures']} / {res['modes'][m]['calls']}" for m in modes) + " |")
+        lines.append(
+            f"| {label} | " + " | ".join(str(res["modes"][m]["per_call_ms_median"].get(label)) for m in modes) + " |"
+        )
+    lines.append(
+        "| **whole task: conversation.run() s (median)** | "
+        + " | ".join(str(res["modes"][m]["task_run_s_median"]) for m in modes)
+        + " |"
+    )
+    lines.append(
+        "| whole round incl. conversation setup/close s | "
+        + " | ".join(str(res["modes"][m]["task_round_s_median"]) for m in modes)
+        + " |"
+    )
+    lines.append(
+        "| failed calls / calls | "
+        + " | ".join(f"{res['modes'][m]['failures']} / {res['modes'][m]['calls']}" for m in modes)
+        + " |"
+    )
     for m in modes:
         for f in res["modes"][m]["failure_details"]:
             lines.append(f"  {m}: {f}")

@@ -48,7 +48,10 @@ def engines(home: Path) -> dict[str, dict]:
     found = {
         "pipes (old: bash --norc on pipes)": {"engine": "pipes", "env": {"OH_USER_SHELL": "0"}},
         "pty, clean bash (no rc)": {"engine": "pty", "env": {"OH_USER_SHELL": "0"}},
-        "pty, user's bash + rc": {"engine": "pty", "env": {"OH_USER_SHELL": "1", "SHELL": shutil.which("bash") or "/bin/bash"}},
+        "pty, user's bash + rc": {
+            "engine": "pty",
+            "env": {"OH_USER_SHELL": "1", "SHELL": shutil.which("bash") or "/bin/bash"},
+        },
     }
     if shutil.which("zsh"):
         found["pty, user's zsh + rc"] = {"engine": "pty", "env": {"OH_USER_SHELL": "1", "SHELL": shutil.which("zsh")}}
@@ -111,8 +114,11 @@ async def measure(rounds: int = 10, per_round: int = 50, first_samples: int = 5)
                 await rt.close()
         return {
             name: {
-                "p50_ms": round(pct(lat[name], 0.5), 2), "p90_ms": round(pct(lat[name], 0.9), 2), "p99_ms": round(pct(lat[name], 0.99), 2),
-                "n": len(lat[name]), "first_terminal_ms": round(pct(first[name], 0.5), 1),
+                "p50_ms": round(pct(lat[name], 0.5), 2),
+                "p90_ms": round(pct(lat[name], 0.9), 2),
+                "p99_ms": round(pct(lat[name], 0.99), 2),
+                "n": len(lat[name]),
+                "first_terminal_ms": round(pct(first[name], 0.5), 1),
             }
             for name in specs
         }
@@ -121,7 +127,10 @@ async def measure(rounds: int = 10, per_round: int = 50, first_samples: int = 5)
 
 
 def table(figs: dict) -> str:
-    rows = ["| engine | `run echo hi` p50 ms | p90 ms | p99 ms | samples | first terminal (median) ms |", "|---|---|---|---|---|---|"]
+    rows = [
+        "| engine | `run echo hi` p50 ms | p90 ms | p99 ms | samples | first terminal (median) ms |",
+        "|---|---|---|---|---|---|",
+    ]
     for name, f in figs.items():
         rows.append(f"| {name} | {f['p50_ms']} | {f['p90_ms']} | {f['p99_ms']} | {f['n']} | {f['first_terminal_ms']} |")
     return "\n".join(rows)

@@ -116,6 +116,7 @@ class Inspector:
         from websockets.asyncio.client import connect
 
         async with connect(self.url, max_size=None, open_timeout=10) as ws:
+
             async def call(i: int, method: str) -> dict[str, Any]:
                 await ws.send(json.dumps({"id": i, "method": method}))
                 while True:
@@ -142,7 +143,10 @@ async def drive_reads(port: int, token: str, path: str, n: int, sample, every: i
             if i % every == 0:
                 await sample(i)
     lat.sort()
-    return {"read_p50_ms": round(lat[len(lat) // 2] * 1000, 2), "read_p90_ms": round(lat[int(len(lat) * 0.9)] * 1000, 2)}
+    return {
+        "read_p50_ms": round(lat[len(lat) // 2] * 1000, 2),
+        "read_p90_ms": round(lat[int(len(lat) * 0.9)] * 1000, 2),
+    }
 
 
 def main() -> int:
@@ -156,22 +160,37 @@ def main() -> int:
     ws, home, state = base / "ws", base / "ohhome", base / "state"
     ws.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OH_", "XDG_")) and k != "PYTHON_KEYRING_BACKEND"}
-    env.update(OH_HOME=str(home), XDG_DATA_HOME=str(base / "xdg-data"), XDG_CONFIG_HOME=str(base / "xdg-config"),
-               XDG_STATE_HOME=str(base / "xdg-state"), PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring")
+    env.update(
+        OH_HOME=str(home),
+        XDG_DATA_HOME=str(base / "xdg-data"),
+        XDG_CONFIG_HOME=str(base / "xdg-config"),
+        XDG_STATE_HOME=str(base / "xdg-state"),
+        PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring",
+    )
     for key in ("OH_E2E_DIR", "OH_E2E_SKIP_SETUP", "OH_E2E_TIMEOUT"):
         if key in os.environ:
             env[key] = os.environ[key]
     oh = [sys.executable, "-m", "oh"]
-    result: dict[str, Any] = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "load_before": [round(x, 2) for x in os.getloadavg()]}
+    result: dict[str, Any] = {
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "load_before": [round(x, 2) for x in os.getloadavg()],
+    }
     try:
         t0 = time.monotonic()
-        proc = subprocess.run(["bash", str(RUN_SH), "start", str(state), str(ws)], capture_output=True, text=True, env=env, timeout=900)
+        proc = subprocess.run(
+            ["bash", str(RUN_SH), "start", str(state), str(ws)], capture_output=True, text=True, env=env, timeout=900
+        )
         if proc.returncode != 0:
             raise RuntimeError(f"run.sh start failed:\n{proc.stderr[-3000:]}")
         info = json.loads(proc.stdout.strip().splitlines()[-1])
         result["workbench_up_s"] = round(time.monotonic() - t0, 1)
-        started = subprocess.run([*oh, "start", "--runtime", "vscode", "--workspace", str(ws), "--detach", "--no-open", "--json"],
-                                 capture_output=True, text=True, env=env, timeout=120)
+        started = subprocess.run(
+            [*oh, "start", "--runtime", "vscode", "--workspace", str(ws), "--detach", "--no-open", "--json"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
         if started.returncode != 0:
             raise RuntimeError(f"oh start failed: {started.stderr[-2000:]}")
         backend = json.loads(started.stdout)
@@ -192,7 +211,13 @@ def main() -> int:
 
         async def sample(i: int) -> None:
             heap = await inspector.heap_after_gc() if heap_ok else None
-            samples.append({"actions": i, "rss_mb": round(rss(host) / MB, 1), "heap_mb": round(heap / MB, 2) if heap is not None else None})
+            samples.append(
+                {
+                    "actions": i,
+                    "rss_mb": round(rss(host) / MB, 1),
+                    "heap_mb": round(heap / MB, 2) if heap is not None else None,
+                }
+            )
             print(f"  after {i} actions: {samples[-1]}", file=sys.stderr)
 
         asyncio.run(sample(0))
@@ -205,17 +230,52 @@ def main() -> int:
         warm = next((s for s in samples if s["actions"] >= 1000), samples[0])
         last = samples[-1]
         result["memory"] = {
-            "actions": a.actions, "samples": samples, **reads, "heap_sampled": heap_ok,
+            "actions": a.actions,
+            "samples": samples,
+            **reads,
+            "heap_sampled": heap_ok,
             "rss_growth_after_warmup_mb": round(last["rss_mb"] - warm["rss_mb"], 1),
-            "heap_growth_after_warmup_mb": round(last["heap_mb"] - warm["heap_mb"], 2) if heap_ok and last["heap_mb"] is not None else None,
+            "heap_growth_after_warmup_mb": round(last["heap_mb"] - warm["heap_mb"], 2)
+            if heap_ok and last["heap_mb"] is not None
+            else None,
         }
         if a.sdk_rounds > 0:
-            py = a.sdk_python or subprocess.run([str(REPO / "scripts" / "integration-venvs"), "openhands-sdk"], capture_output=True, text=True,
-                                                timeout=1800, cwd=REPO).stdout.strip().splitlines()[-1] + "/bin/python"
+            py = (
+                a.sdk_python
+                or subprocess.run(
+                    [str(REPO / "scripts" / "integration-venvs"), "openhands-sdk"],
+                    capture_output=True,
+                    text=True,
+                    timeout=1800,
+                    cwd=REPO,
+                )
+                .stdout.strip()
+                .splitlines()[-1]
+                + "/bin/python"
+            )
             out = base / "sdk.json"
-            sdk = subprocess.run([py, str(REPO / "benchmarks" / "sdk_task.py"), "--oh-home", str(home), "--workspace", str(ws), "--modes", "oh",
-                                  "--label", "oh-vscode", "--rounds", str(a.sdk_rounds), "--json", str(out)],
-                                 capture_output=True, text=True, env=env, timeout=1800)
+            sdk = subprocess.run(
+                [
+                    py,
+                    str(REPO / "benchmarks" / "sdk_task.py"),
+                    "--oh-home",
+                    str(home),
+                    "--workspace",
+                    str(ws),
+                    "--modes",
+                    "oh",
+                    "--label",
+                    "oh-vscode",
+                    "--rounds",
+                    str(a.sdk_rounds),
+                    "--json",
+                    str(out),
+                ],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=1800,
+            )
             if sdk.returncode != 0:
                 raise RuntimeError(f"sdk_task.py failed:\n{sdk.stderr[-3000:]}")
             result["sdk_task"] = json.loads(out.read_text())

@@ -79,7 +79,9 @@ async def _measure(url: str, token: str, n: int, mode: str, pause: float, small_
             o = await c.run("echo hi", timeout=60)
             rt.append((time.perf_counter() - t0) * 1000)
             if o["content"] != "hi\n":
-                assert "delivered none" in o["extras"]["metadata"]["suffix"] and o["extras"]["metadata"]["exit_code"] == 0, o
+                assert (
+                    "delivered none" in o["extras"]["metadata"]["suffix"] and o["extras"]["metadata"]["exit_code"] == 0
+                ), o
                 lost.append(1)
         for _ in range(n):
             await asyncio.sleep(pause)
@@ -101,7 +103,14 @@ async def _measure(url: str, token: str, n: int, mode: str, pause: float, small_
             extra.append((time.perf_counter() - t0) * 1000)
             assert o["content"] == "hi\n", o
             await busy
-    return {"round_trip": rt, "paused": paused, "read": reads, "extra_terminal": extra, "lost": lost, "first_terminal": [first]}
+    return {
+        "round_trip": rt,
+        "paused": paused,
+        "read": reads,
+        "extra_terminal": extra,
+        "lost": lost,
+        "first_terminal": [first],
+    }
 
 
 async def _warm_up(url: str, token: str, small_file: str) -> None:
@@ -130,23 +139,54 @@ def main() -> None:
 
     (home / ".bashrc").write_text(BASHRC)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OH_", "XDG_"))}
-    env.update(OH_HOME=str(base / "ohhome"), OH_VSCODE_TRACE="1", PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring",
-               OH_E2E_SKIP_SETUP="1", XDG_STATE_HOME=str(base / "xdg-state"), XDG_CONFIG_HOME=str(base / "xdg-config"),
-               XDG_DATA_HOME=str(base / "xdg-data"), HOME=str(home), SHELL="/bin/bash")
+    env.update(
+        OH_HOME=str(base / "ohhome"),
+        OH_VSCODE_TRACE="1",
+        PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring",
+        OH_E2E_SKIP_SETUP="1",
+        XDG_STATE_HOME=str(base / "xdg-state"),
+        XDG_CONFIG_HOME=str(base / "xdg-config"),
+        XDG_DATA_HOME=str(base / "xdg-data"),
+        HOME=str(home),
+        SHELL="/bin/bash",
+    )
     env["OH_E2E_DIR"] = os.environ.get("OH_E2E_DIR", str(REPO / ".e2e"))
-    p = subprocess.run(["bash", str(RUN_SH), "start", str(state), str(ws)], capture_output=True, text=True, env=env, timeout=900)
+    p = subprocess.run(
+        ["bash", str(RUN_SH), "start", str(state), str(ws)], capture_output=True, text=True, env=env, timeout=900
+    )
     if p.returncode != 0:
         sys.exit(f"run.sh start failed:\n{p.stderr[-3000:]}")
     info = json.loads(p.stdout.strip().splitlines()[-1])
     try:
-        s = subprocess.run([sys.executable, "-m", "oh", "start", "--runtime", "vscode", "--workspace", str(ws), "--detach", "--no-open",
-                            "--json"], capture_output=True, text=True, env=env, timeout=60, cwd=ws)
+        s = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "oh",
+                "start",
+                "--runtime",
+                "vscode",
+                "--workspace",
+                str(ws),
+                "--detach",
+                "--no-open",
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+            cwd=ws,
+        )
         inst = json.loads(s.stdout)["instance_id"]
         session = json.loads((base / "ohhome" / "sessions" / f"{inst}.json").read_text())
         end = time.monotonic() + 60
         while time.monotonic() < end:
-            st = json.loads(subprocess.run([sys.executable, "-m", "oh", "status", "--json"], capture_output=True, text=True, env=env,
-                                           cwd=ws).stdout)
+            st = json.loads(
+                subprocess.run(
+                    [sys.executable, "-m", "oh", "status", "--json"], capture_output=True, text=True, env=env, cwd=ws
+                ).stdout
+            )
             if any(x.get("editors") for x in st.get("sessions", [])):
                 break
             time.sleep(0.3)
@@ -158,7 +198,9 @@ def main() -> None:
         rc = []
         for _ in range(5):  # the user's rc time on its own: an interactive bash that reads it and exits
             t0 = time.perf_counter()
-            subprocess.run(["bash", "-i", "-c", "exit"], env=env, capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
+            subprocess.run(
+                ["bash", "-i", "-c", "exit"], env=env, capture_output=True, timeout=30, stdin=subprocess.DEVNULL
+            )
             rc.append((time.perf_counter() - t0) * 1000)
         out["rc_time_ms_median"] = _median(rc)
         # Warm the workbench up first (its first terminal and first actions are slow whatever the mode):
@@ -170,7 +212,10 @@ def main() -> None:
             # VS Code applies settings.json changes live; the extension logs each change of this setting.
             end = time.monotonic() + 30
             while time.monotonic() < end:
-                if Path(info["extension_log"]).read_text(encoding="utf-8").count(f"setting oh.terminalMode = {mode} ") > before:
+                if (
+                    Path(info["extension_log"]).read_text(encoding="utf-8").count(f"setting oh.terminalMode = {mode} ")
+                    > before
+                ):
                     break
                 time.sleep(0.2)
             log_before = len(Path(info["extension_log"]).read_text(encoding="utf-8"))
@@ -178,8 +223,15 @@ def main() -> None:
             time.sleep(0.5)
             log = Path(info["extension_log"]).read_text(encoding="utf-8")[log_before:]
             res = {
-                "agent_terminal": ("shell engine (user's bash on a pty)" if "(shell engine: bash" in log else "fast (persistent bash)" if "ready (fast mode" in log
-                                   else "shell integration" if "with shell integration" in log else "?"),
+                "agent_terminal": (
+                    "shell engine (user's bash on a pty)"
+                    if "(shell engine: bash" in log
+                    else "fast (persistent bash)"
+                    if "ready (fast mode" in log
+                    else "shell integration"
+                    if "with shell integration" in log
+                    else "?"
+                ),
                 "first_terminal_ms": round(r["first_terminal"][0], 1),
                 "echo_back_to_back_ms": {"p50": _median(r["round_trip"]), "p90": _p(r["round_trip"], 0.9)},
                 f"echo_after_{a.pause}s_pause_ms": {"p50": _median(r["paused"]), "p90": _p(r["paused"], 0.9)},
@@ -189,8 +241,10 @@ def main() -> None:
             }
             phases = _phases(log)[1 : 1 + n]  # shell mode only (the shell-integration trace); skip the warm-up
             if phases:
-                res["extension_phases_ms_median"] = {k: _median([ph[k] for ph in phases if k in ph])
-                                                     for k in ("start event", "first data", "stream done", "end event", "complete")}
+                res["extension_phases_ms_median"] = {
+                    k: _median([ph[k] for ph in phases if k in ph])
+                    for k in ("start event", "first data", "stream done", "end event", "complete")
+                }
             out[mode] = res
         print(json.dumps(out, indent=2))
     finally:

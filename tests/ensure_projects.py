@@ -46,13 +46,22 @@ def node_project(root: Path, *, lock: bool = True) -> Path:
     """package.json depending on ./tiny (file:), with package-lock.json written by npm (no registry)."""
     tiny = root / "tiny"
     tiny.mkdir(parents=True, exist_ok=True)
-    (tiny / "package.json").write_text(json.dumps({"name": "tiny", "version": "1.0.0", "main": "index.js", "bin": {"tiny": "cli.js"}}))
+    (tiny / "package.json").write_text(
+        json.dumps({"name": "tiny", "version": "1.0.0", "main": "index.js", "bin": {"tiny": "cli.js"}})
+    )
     (tiny / "index.js").write_text("module.exports = 42;\n")
     (tiny / "cli.js").write_text("#!/usr/bin/env node\nconsole.log('tiny', require('./index.js'));\n")
-    (root / "package.json").write_text(json.dumps({"name": "app", "version": "1.0.0", "private": True, "dependencies": {"tiny": "file:./tiny"}}))
+    (root / "package.json").write_text(
+        json.dumps({"name": "app", "version": "1.0.0", "private": True, "dependencies": {"tiny": "file:./tiny"}})
+    )
     if lock:
-        subprocess.run(["npm", "install", "--package-lock-only", "--no-audit", "--no-fund", "--offline"], cwd=root, check=True,
-                       capture_output=True, timeout=120)
+        subprocess.run(
+            ["npm", "install", "--package-lock-only", "--no-audit", "--no-fund", "--offline"],
+            cwd=root,
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
     return root
 
 
@@ -62,7 +71,7 @@ def uv_project(root: Path, uv: str) -> Path:
     wheel = make_wheel(root / "wheels")
     (root / "pyproject.toml").write_text(
         '[project]\nname = "uvp"\nversion = "0.1.0"\nrequires-python = ">=3.8"\ndependencies = ["ohtiny"]\n\n'
-        '[tool.uv]\npackage = false\n\n'
+        "[tool.uv]\npackage = false\n\n"
         f'[tool.uv.sources]\nohtiny = {{ path = "wheels/{wheel.name}" }}\n'
     )
     subprocess.run([uv, "lock", "--offline"], cwd=root, check=True, capture_output=True, timeout=120)

@@ -10,5 +10,14 @@ REFERENCE_EXTRAS = {
     "edit": {"path", "prev_exist", "old_content", "new_content", "impl_source", "diff", "_diff_cache"},
     "error": {"error_id"},
 }
-REFERENCE_RUN_METADATA = {"exit_code", "pid", "username", "hostname", "working_dir", "py_interpreter_path", "prefix", "suffix"}
+REFERENCE_RUN_METADATA = {
+    "exit_code",
+    "pid",
+    "username",
+    "hostname",
+    "working_dir",
+    "py_interpreter_path",
+    "prefix",
+    "suffix",
+}
 REFERENCE_TOP = {"timestamp", "source", "message", "observation", "content", "extras", "cause"}

@@ -18,7 +18,11 @@ pytest.importorskip("importlinter")
 
 ROOT = Path(__file__).resolve().parent.parent
 # The console script's own code, run with this interpreter: no dependence on where pip put `lint-imports`.
-LINT = [sys.executable, "-c", "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())"]
+LINT = [
+    sys.executable,
+    "-c",
+    "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())",
+]
 
 # Each: importer -> imported, the rule it breaks, and the move that fixes it. Empty: keep it so.
 KNOWN: dict[tuple[str, str], str] = {}
@@ -29,7 +33,10 @@ PAIR = re.compile(r"(oh(?:\.\w+)*) -> (\w+(?:\.\w+)*)")
 def lint() -> subprocess.CompletedProcess:
     return subprocess.run(
         [*LINT, "--config", str(ROOT / ".importlinter"), "--no-cache"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -94,6 +101,9 @@ def test_the_doc_table_matches_the_contract():
 def test_every_package_under_src_oh_has_a_layer():
     """Also a package that is not imported by anything yet (import-linter only sees the graph)."""
     named = {n for layer in _contract_layers() for n in layer}
-    here = {p.name if p.is_dir() else p.stem for p in (ROOT / "src" / "oh").iterdir()
-            if (p.is_dir() and (p / "__init__.py").exists()) or (p.suffix == ".py" and p.name != "__init__.py")}
+    here = {
+        p.name if p.is_dir() else p.stem
+        for p in (ROOT / "src" / "oh").iterdir()
+        if (p.is_dir() and (p / "__init__.py").exists()) or (p.suffix == ".py" and p.name != "__init__.py")
+    }
     assert here <= named, f"packages without a layer in .importlinter and docs/architecture.md: {sorted(here - named)}"

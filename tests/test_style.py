@@ -31,7 +31,18 @@ def test_ruff_finds_nothing():
 
 def test_mypy_on_the_protocol_and_the_runtime_interface():
     pytest.importorskip("mypy", reason="the test extra installs mypy: pip install -e '.[test]'")
-    proc = _run([sys.executable, "-m", "mypy", "--no-incremental", "--cache-dir", "/dev/null", "--config-file", str(ROOT / "pyproject.toml")])
+    proc = _run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--no-incremental",
+            "--cache-dir",
+            "/dev/null",
+            "--config-file",
+            str(ROOT / "pyproject.toml"),
+        ]
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 

@@ -54,7 +54,9 @@ def make_executor_app(token: str, workspace: str) -> FastAPI:
 
 def make_relay_app(token: str, executor_url: str) -> FastAPI:
     app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
-    client = httpx.AsyncClient(base_url=executor_url, limits=POOL, timeout=httpx.Timeout(600.0), headers={KEY_HEADER: token}, trust_env=False)
+    client = httpx.AsyncClient(
+        base_url=executor_url, limits=POOL, timeout=httpx.Timeout(600.0), headers={KEY_HEADER: token}, trust_env=False
+    )
     leg_ids = itertools.count(1)
 
     @app.post("/execute_action")
@@ -81,7 +83,9 @@ async def serve(app: FastAPI) -> None:
     if runtime is not None:
         await runtime.start()
     sock = common.bind_loopback()
-    config = uvicorn.Config(app, loop="asyncio", log_level="warning", access_log=False, lifespan="off", timeout_keep_alive=60)
+    config = uvicorn.Config(
+        app, loop="asyncio", log_level="warning", access_log=False, lifespan="off", timeout_keep_alive=60
+    )
     srv = uvicorn.Server(config)
     task = asyncio.create_task(srv.serve(sockets=[sock]))
     for _ in range(200):
@@ -98,7 +102,13 @@ class HttpAgent:
     name = "http"
 
     def __init__(self, port: int, token: str) -> None:
-        self.client = httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", limits=POOL, timeout=httpx.Timeout(600.0), headers={KEY_HEADER: token}, trust_env=False)
+        self.client = httpx.AsyncClient(
+            base_url=f"http://127.0.0.1:{port}",
+            limits=POOL,
+            timeout=httpx.Timeout(600.0),
+            headers={KEY_HEADER: token},
+            trust_env=False,
+        )
         self.ids = itertools.count(1)
 
     @classmethod

@@ -23,13 +23,24 @@ import common  # noqa: E402
 
 async def one(port: int, token: str, folder: str, i: int):
     conn = await connect(
-        f"ws://127.0.0.1:{port}/v1/editor", additional_headers={"Authorization": f"Bearer {token}"}, compression=None, open_timeout=20
+        f"ws://127.0.0.1:{port}/v1/editor",
+        additional_headers={"Authorization": f"Bearer {token}"},
+        compression=None,
+        open_timeout=20,
     )
-    await conn.send(json.dumps({
-        "type": "register", "protocol": 1, "session": None, "workspace_folders": [folder],
-        "editor": {"name": f"bench light editor {i}", "version": "0", "pid": os.getpid()},
-        "extension_version": "0", "capabilities": ["run", "read", "write", "edit"],
-    }))
+    await conn.send(
+        json.dumps(
+            {
+                "type": "register",
+                "protocol": 1,
+                "session": None,
+                "workspace_folders": [folder],
+                "editor": {"name": f"bench light editor {i}", "version": "0", "pid": os.getpid()},
+                "extension_version": "0",
+                "capabilities": ["run", "read", "write", "edit"],
+            }
+        )
+    )
     answer = json.loads(await asyncio.wait_for(conn.recv(), 20))
     if answer.get("type") != "registered":
         raise RuntimeError(f"editor {i} refused: {answer}")

@@ -30,8 +30,13 @@ MAX_BUFFER = 128 * 1024 * 1024
 
 def make_relay(token: str, async_mode: str) -> socketio.AsyncServer:
     sio = socketio.AsyncServer(
-        async_mode=async_mode, max_http_buffer_size=MAX_BUFFER, http_compression=False, compression_threshold=1 << 30,
-        cors_allowed_origins=[], ping_interval=20, ping_timeout=20,
+        async_mode=async_mode,
+        max_http_buffer_size=MAX_BUFFER,
+        http_compression=False,
+        compression_threshold=1 << 30,
+        cors_allowed_origins=[],
+        ping_interval=20,
+        ping_timeout=20,
     )
     executors: list[str] = []
     leg_ids = itertools.count(1)
@@ -88,8 +93,13 @@ async def serve_relay(token: str, server: str) -> None:
 
         sio = make_relay(token, "asgi")
         config = uvicorn.Config(
-            socketio.ASGIApp(sio), loop="asyncio", log_level="warning", access_log=False, lifespan="off",
-            ws_per_message_deflate=False, ws_max_size=MAX_BUFFER,
+            socketio.ASGIApp(sio),
+            loop="asyncio",
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            ws_per_message_deflate=False,
+            ws_max_size=MAX_BUFFER,
         )
         srv = uvicorn.Server(config)
         task = asyncio.create_task(srv.serve(sockets=[sock]))
@@ -134,7 +144,12 @@ class SocketioAgent:
     @classmethod
     async def connect(cls, port: int, token: str, name: str = "socketio") -> "SocketioAgent":
         agent = cls(name)
-        await agent.sio.connect(f"http://127.0.0.1:{port}", transports=["websocket"], auth={"token": token, "role": "agent"}, wait_timeout=10)
+        await agent.sio.connect(
+            f"http://127.0.0.1:{port}",
+            transports=["websocket"],
+            auth={"token": token, "role": "agent"},
+            wait_timeout=10,
+        )
         return agent
 
     async def call(self, action: dict) -> dict:

@@ -59,7 +59,9 @@ def _build():
 
     @app.callback()
     def _root(
-        version: bool = typer.Option(False, "--version", "-V", help="Print the version and exit.", callback=_version, is_eager=True),
+        version: bool = typer.Option(
+            False, "--version", "-V", help="Print the version and exit.", callback=_version, is_eager=True
+        ),
     ) -> None:
         """oh: run a coding agent's actions inside VS Code or on this machine, and watch them live."""
 
@@ -147,4 +149,3 @@ def _fail(message: str, code: int, hint: str | None = None) -> NoReturn:
     sys.stdout.flush()
     print(f"oh: {message}" + (f"\n    {hint}" if hint else ""), file=sys.stderr, flush=True)
     sys.exit(code)
-

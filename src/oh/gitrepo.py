@@ -35,20 +35,32 @@ def _env() -> dict[str, str]:
 def _git(cwd: str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     exe = shutil.which("git")
     if exe is None:
-        raise GitError("git is not installed (or not on PATH); branch mode needs it. Install git, or start without --branch.")
+        raise GitError(
+            "git is not installed (or not on PATH); branch mode needs it. Install git, or start without --branch."
+        )
     # Output goes to files, not pipes: a hook that leaves a process behind (`ctags -R &` in post-checkout
     # is common) keeps a pipe open long after git exits, and reading a pipe to its end would wait for it.
     # Its own session, so a timeout ends git and its hooks together.
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:
-            proc = subprocess.Popen([exe, *args], cwd=cwd, env=_env(), stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
+            proc = subprocess.Popen(
+                [exe, *args],
+                cwd=cwd,
+                env=_env(),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+            )
         except OSError as exc:
             raise GitError(f"cannot run git: {exc}") from None
         try:
             code = proc.wait(timeout=GIT_TIMEOUT)
         except subprocess.TimeoutExpired:
             _kill_group(proc)
-            raise GitError(f"`git {' '.join(args)}` did not finish within {GIT_TIMEOUT:g} s (a git hook waiting?).") from None
+            raise GitError(
+                f"`git {' '.join(args)}` did not finish within {GIT_TIMEOUT:g} s (a git hook waiting?)."
+            ) from None
         done = subprocess.CompletedProcess([exe, *args], code, _read(out), _read(err))
     if check and done.returncode != 0:
         said = (done.stderr or done.stdout).strip().splitlines()
@@ -74,17 +86,23 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 def inspect(workspace: str) -> RepoState:
     """The repository state of ``workspace`` (is_repo False when it is in no work tree)."""
-    inside = _git(workspace, "rev-parse", "--is-inside-work-tree", "--is-inside-git-dir", "--is-bare-repository", check=False)
+    inside = _git(
+        workspace, "rev-parse", "--is-inside-work-tree", "--is-inside-git-dir", "--is-bare-repository", check=False
+    )
     answers = inside.stdout.split()
     if inside.returncode == 0 and len(answers) == 3 and "true" in answers[1:] and answers[0] != "true":
         # A bare repository, or a folder inside a .git directory: there is no work tree to put on a
         # branch, and `git init` here (the --git-init choice) would turn the repository's own files
         # into an untracked work tree (core.bare flipped to false). Refuse, never "initialise".
-        raise GitError(f"{workspace} is a bare git repository or inside a .git directory: branch mode needs a work tree. "
-                       "Start oh in a checkout (a clone of it), or without --branch.")
+        raise GitError(
+            f"{workspace} is a bare git repository or inside a .git directory: branch mode needs a work tree. "
+            "Start oh in a checkout (a clone of it), or without --branch."
+        )
     if inside.returncode != 0 or not answers or answers[0] != "true":
         if shutil.which("git") is None:
-            raise GitError("git is not installed (or not on PATH); branch mode needs it. Install git, or start without --branch.")
+            raise GitError(
+                "git is not installed (or not on PATH); branch mode needs it. Install git, or start without --branch."
+            )
         return RepoState(is_repo=False)
     head = _git(workspace, "symbolic-ref", "--quiet", "--short", "HEAD", check=False)
     branch = head.stdout.strip() if head.returncode == 0 else None
@@ -97,8 +115,13 @@ def apply(workspace: str, state: RepoState, decision: Decision) -> dict[str, Any
     """Carry out ``decision``'s steps; the ``branch`` observation's extras (§3.12). Raises GitError,
     having changed nothing more than the steps that succeeded (git's own operations are atomic)."""
     result: dict[str, Any] = {
-        "branch": decision.target, "previous": state.branch, "created": False, "switched": False,
-        "stashed": False, "carried": False, "initialized": False,
+        "branch": decision.target,
+        "previous": state.branch,
+        "created": False,
+        "switched": False,
+        "stashed": False,
+        "carried": False,
+        "initialized": False,
     }
     for step in decision.steps:
         if step == "init":
@@ -106,7 +129,15 @@ def apply(workspace: str, state: RepoState, decision: Decision) -> dict[str, Any
             result["initialized"] = True
             result["previous"] = None
         elif step == "stash":
-            _git(workspace, "stash", "push", "--include-untracked", "--quiet", "--message", f"oh: before switching to {decision.target}")
+            _git(
+                workspace,
+                "stash",
+                "push",
+                "--include-untracked",
+                "--quiet",
+                "--message",
+                f"oh: before switching to {decision.target}",
+            )
             result["stashed"] = True
         elif step == "create":
             # checkout -b keeps uncommitted changes (what "carry" means) and works on an unborn HEAD.

@@ -226,7 +226,13 @@ def lock_path(workspace: str, directory: Path | None = None) -> Path:
 
 def write_identity(fd: int, session: Session) -> None:
     """Replace the lock file's content with ``session``'s public fields (the lock is ours: ``fd`` holds it)."""
-    data = json.dumps({k: v for k, v in session.public().items() if k in ("instance_id", "pid", "start_time", "port", "url", "workspace", "runtime")})
+    data = json.dumps(
+        {
+            k: v
+            for k, v in session.public().items()
+            if k in ("instance_id", "pid", "start_time", "port", "url", "workspace", "runtime")
+        }
+    )
     os.ftruncate(fd, 0)
     os.pwrite(fd, data.encode(), 0)
 

@@ -24,7 +24,12 @@ async def make_backend(workspace: Path, oh_home: Path):
     started = StartedBackends()
 
     async def factory(runtime: str = "local", **kw) -> Backend:
-        cfg = BackendConfig(workspace=str(kw.pop("workspace", workspace)), runtime=runtime, trace_path=oh_home / "traces" / "t.jsonl", **kw)
+        cfg = BackendConfig(
+            workspace=str(kw.pop("workspace", workspace)),
+            runtime=runtime,
+            trace_path=oh_home / "traces" / "t.jsonl",
+            **kw,
+        )
         return await started.start(cfg, kw.pop("token", TOKEN))
 
     yield factory
@@ -48,12 +53,31 @@ class StartedBackends:
             await asyncio.wait_for(b.stop(why), 15)
 
 
-def start_backend_process(workspace: Path, env: dict, runtime: str = "local", extra: list[str] | None = None, token: str = TOKEN):
+def start_backend_process(
+    workspace: Path, env: dict, runtime: str = "local", extra: list[str] | None = None, token: str = TOKEN
+):
     """`python -m oh.backend` exactly as the launcher runs it: token on stdin, ready line on a pipe."""
     r, w = os.pipe()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "oh.backend", "--workspace", str(workspace), "--runtime", runtime, "--token-stdin", "--ready-fd", str(w), *(extra or [])],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(w,), env=env, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "oh.backend",
+            "--workspace",
+            str(workspace),
+            "--runtime",
+            runtime,
+            "--token-stdin",
+            "--ready-fd",
+            str(w),
+            *(extra or []),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        pass_fds=(w,),
+        env=env,
+        start_new_session=True,
     )
     os.close(w)
     proc.stdin.write((token + "\n").encode())

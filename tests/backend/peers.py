@@ -14,7 +14,9 @@ from oh.protocol.events import read_observation
 async def serve_headless(b, workspace, **options) -> tuple[HeadlessEditor, asyncio.Task]:
     """The real headless editor (`oh attach`'s) registered with backend ``b``: (editor, its serve task).
     Cancel the task to disconnect it."""
-    editor = HeadlessEditor(f"ws://127.0.0.1:{b.port}", b.editor_token, str(workspace), session=b.instance_id, **options)
+    editor = HeadlessEditor(
+        f"ws://127.0.0.1:{b.port}", b.editor_token, str(workspace), session=b.instance_id, **options
+    )
     ready = asyncio.Event()
     task = asyncio.create_task(editor.serve(ready))
     await asyncio.wait_for(ready.wait(), 10)
@@ -34,9 +36,22 @@ class EchoEditor:
         self.answer: dict | None = None
 
     async def __aenter__(self):
-        self.conn = await connect(f"ws://127.0.0.1:{self.port}/v1/editor", additional_headers={"Authorization": f"Bearer {self.token}"})
-        await self.conn.send(json.dumps({"type": "register", "protocol": 1, "session": self.session, "workspace_folders": self.folders,
-                                         "editor": {"name": "echo", "version": "0", "pid": 1}, "extension_version": "0", "capabilities": ["run", "read", "write", "edit"]}))
+        self.conn = await connect(
+            f"ws://127.0.0.1:{self.port}/v1/editor", additional_headers={"Authorization": f"Bearer {self.token}"}
+        )
+        await self.conn.send(
+            json.dumps(
+                {
+                    "type": "register",
+                    "protocol": 1,
+                    "session": self.session,
+                    "workspace_folders": self.folders,
+                    "editor": {"name": "echo", "version": "0", "pid": 1},
+                    "extension_version": "0",
+                    "capabilities": ["run", "read", "write", "edit"],
+                }
+            )
+        )
         self.answer = json.loads(await self.conn.recv())
         self.task = asyncio.create_task(self._loop())
         return self
@@ -52,7 +67,11 @@ class EchoEditor:
                 continue
             self.received.append(frame)
             if not self.hold:
-                obs = read_observation(frame["id"], frame["args"].get("path", ""), "echo:" + frame["args"].get("path", frame["args"].get("command", "")))
+                obs = read_observation(
+                    frame["id"],
+                    frame["args"].get("path", ""),
+                    "echo:" + frame["args"].get("path", frame["args"].get("command", "")),
+                )
                 obs["id"] = len(self.received)
                 await self.conn.send(json.dumps(obs))
 

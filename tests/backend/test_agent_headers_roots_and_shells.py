@@ -116,10 +116,21 @@ async def test_security_risk_reaches_monitors_and_trace_env_values_never(make_ba
     async with connect(url(b) + "/v1/monitor", additional_headers={"Authorization": f"Bearer {TOKEN}"}) as mon:
         await mon.recv()  # snapshot
         ws = await agent(b)
-        await ws.send(json.dumps({"id": 1, "action": "run", "args": {"command": 'echo "${API_KEY:+set}"', "env": {"API_KEY": secret}}, "security_risk": "HIGH"}))
+        await ws.send(
+            json.dumps(
+                {
+                    "id": 1,
+                    "action": "run",
+                    "args": {"command": 'echo "${API_KEY:+set}"', "env": {"API_KEY": secret}},
+                    "security_risk": "HIGH",
+                }
+            )
+        )
         obs = json.loads(await ws.recv())
         assert obs["content"] == "set\n"
-        await ws.send(json.dumps({"id": 2, "action": "run", "args": {"command": "true"}, "security_risk": 1}))  # V0's int enum
+        await ws.send(
+            json.dumps({"id": 2, "action": "run", "args": {"command": "true"}, "security_risk": 1})
+        )  # V0's int enum
         json.loads(await ws.recv())
         events = []
         while sum(e["event"] == "action_finished" for e in events) < 2:
@@ -149,7 +160,12 @@ async def test_editor_leg_carries_the_agent_and_agent_gone(make_backend, workspa
         await ask(private, "run", command="ls", cwd="..")
         await ask(shared, "run", command="ls")
         first, second, third = ed.received
-        assert first["agent"] == {"id": first["agent"]["id"], "name": "claude", "workdir": str(sub), "shell": first["agent"]["id"]}
+        assert first["agent"] == {
+            "id": first["agent"]["id"],
+            "name": "claude",
+            "workdir": str(sub),
+            "shell": first["agent"]["id"],
+        }
         assert first["args"]["path"] == str(sub / "f.txt")  # relative to the agent's workdir
         assert second["args"]["cwd"] == str(workspace)  # relative cwd resolved, never the window's folder
         assert third["agent"]["shell"] == "cli" and third["agent"]["workdir"] == str(workspace)
@@ -219,7 +235,9 @@ async def test_a_shared_shell_survives_its_agent_leaving_mid_command(make_backen
     try:
         ws = await agent(b, **{"X-OH-Shell": "team"})
         await ask(ws, "run", command="export STATE=kept")
-        await ws.send(json.dumps({"id": 999, "action": "run", "args": {"command": "sleep 30; echo late", "blocking": True}}))
+        await ws.send(
+            json.dumps({"id": 999, "action": "run", "args": {"command": "sleep 30; echo late", "blocking": True}})
+        )
         await asyncio.sleep(0.3)
         await ws.close()  # leaves while the command runs: the work stops, the shell stays
         ws = await agent(b, **{"X-OH-Shell": "team"})

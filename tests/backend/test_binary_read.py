@@ -33,23 +33,34 @@ def binary_read(i: int, path: str) -> str:
 
 # ----------------------------------------------------------------------------- the frame format
 
+
 def test_pack_unpack_round_trip_and_refusals():
     obs = read_observation(7, "f.bin", b"\x00{raw}")
     frame = binary.pack(obs)
     (n,) = struct.unpack(">I", frame[:4])
-    assert json.loads(frame[4:4 + n]) == {k: v for k, v in obs.items() if k != "content"}
-    assert frame[4 + n:] == b"\x00{raw}"
-    assert binary.is_binary_frame(frame) and not binary.is_binary_frame(b'{"id": 1}') and not binary.is_binary_frame("\x00")
+    assert json.loads(frame[4 : 4 + n]) == {k: v for k, v in obs.items() if k != "content"}
+    assert frame[4 + n :] == b"\x00{raw}"
+    assert (
+        binary.is_binary_frame(frame)
+        and not binary.is_binary_frame(b'{"id": 1}')
+        and not binary.is_binary_frame("\x00")
+    )
     back = binary.unpack(frame)
     assert bytes(back.pop("content")) == b"\x00{raw}" and back["cause"] == 7
-    for bad in (b"\x00\x00", struct.pack(">I", 99) + b"{}", struct.pack(">I", 2) + b"[]", struct.pack(">I", 3) + b"{x}",
-                struct.pack(">I", binary.MAX_HEADER + 1) + b"x" * (binary.MAX_HEADER + 2),
-                struct.pack(">I", 14) + b'{"content":""}'):
+    for bad in (
+        b"\x00\x00",
+        struct.pack(">I", 99) + b"{}",
+        struct.pack(">I", 2) + b"[]",
+        struct.pack(">I", 3) + b"{x}",
+        struct.pack(">I", binary.MAX_HEADER + 1) + b"x" * (binary.MAX_HEADER + 2),
+        struct.pack(">I", 14) + b'{"content":""}',
+    ):
         with pytest.raises(ProtocolError):
             binary.unpack(bad)
 
 
 # ----------------------------------------------------------------------------- local runtime
+
 
 async def test_local_binary_read_is_one_binary_frame_and_json_stays_json(make_backend, workspace):
     (workspace / "f.bin").write_bytes(ALL_BYTES)
@@ -81,6 +92,7 @@ async def test_python_client_read_bytes(make_backend, workspace):
 
 # ----------------------------------------------------------------------------- vscode runtime
 
+
 async def test_headless_editor_answers_binary_and_the_backend_forwards_it(make_backend, workspace):
     (workspace / "f.bin").write_bytes(ALL_BYTES)
     b = await make_backend("vscode")
@@ -104,9 +116,21 @@ class RawEditor:
         self.b, self.answer, self.received, self.refusals, self.caps = b, answer, [], [], list(capabilities)
 
     async def __aenter__(self):
-        self.conn = await connect(url(self.b) + "/v1/editor", additional_headers={"Authorization": f"Bearer {self.b.editor_token}"})
-        await self.conn.send(json.dumps({"type": "register", "protocol": 1, "session": self.b.instance_id, "workspace_folders": [self.b.workspace],
-                                         "editor": {"name": "raw", "version": "0", "pid": 1}, "capabilities": self.caps}))
+        self.conn = await connect(
+            url(self.b) + "/v1/editor", additional_headers={"Authorization": f"Bearer {self.b.editor_token}"}
+        )
+        await self.conn.send(
+            json.dumps(
+                {
+                    "type": "register",
+                    "protocol": 1,
+                    "session": self.b.instance_id,
+                    "workspace_folders": [self.b.workspace],
+                    "editor": {"name": "raw", "version": "0", "pid": 1},
+                    "capabilities": self.caps,
+                }
+            )
+        )
         assert json.loads(await self.conn.recv())["type"] == "registered"
         self.task = asyncio.create_task(self._loop())
         return self
@@ -131,7 +155,12 @@ async def test_editor_without_binary_is_asked_for_base64_and_the_agent_still_get
     b = await make_backend("vscode")
 
     def answer(frame):
-        obs = read_observation(frame["id"], frame["args"]["path"], base64.b64encode(ALL_BYTES).decode(), {"encoding": "base64", "mime_type": "x/y"})
+        obs = read_observation(
+            frame["id"],
+            frame["args"]["path"],
+            base64.b64encode(ALL_BYTES).decode(),
+            {"encoding": "base64", "mime_type": "x/y"},
+        )
         obs["id"] = 1
         return [json.dumps(obs)]
 
@@ -148,8 +177,11 @@ async def test_bad_or_unasked_binary_frames_from_an_editor(make_backend, workspa
         path = frame["args"]["path"]
         good = binary.pack({**read_observation(frame["id"], path, b"raw"), "id": 1})
         if path.endswith("garbage"):  # refused; then the real (JSON) answer
-            return [b"\x00\x00\x00\xff{", binary.pack({**read_observation(frame["id"], path, b""), "observation": "run", "id": 2}),
-                    json.dumps({**read_observation(frame["id"], path, "fine"), "id": 3})]
+            return [
+                b"\x00\x00\x00\xff{",
+                binary.pack({**read_observation(frame["id"], path, b""), "observation": "run", "id": 2}),
+                json.dumps({**read_observation(frame["id"], path, "fine"), "id": 3}),
+            ]
         return [good]  # a binary answer to a JSON read: never reaches the agent as bytes
 
     async with RawEditor(b, answer) as editor, await Client.connect(url(b), TOKEN) as c:
@@ -161,6 +193,7 @@ async def test_bad_or_unasked_binary_frames_from_an_editor(make_backend, workspa
 
 
 # ----------------------------------------------------------------------------- fragments (no join of the content)
+
 
 def test_parts_are_pack_cut_in_two():
     obs = {**read_observation(9, "f.bin", ALL_BYTES), "id": 4}

@@ -22,7 +22,13 @@ def url(b):
 
 
 def policy(workspace, level="commands", **rules):
-    return Policy(level, parse_rules(rules.get("allow", ()), rules.get("ask", ()), rules.get("deny", ())), str(workspace.resolve()), "/nonexistent-home", ())
+    return Policy(
+        level,
+        parse_rules(rules.get("allow", ()), rules.get("ask", ()), rules.get("deny", ())),
+        str(workspace.resolve()),
+        "/nonexistent-home",
+        (),
+    )
 
 
 async def _agent(b):
@@ -54,13 +60,21 @@ async def test_a_command_waits_past_its_deadline_and_only_the_decider_allows_it(
     mon = await connect(url(b) + "/v1/monitor", additional_headers={"Authorization": f"Bearer {TOKEN}"})
     json.loads(await mon.recv())  # snapshot
     ag = await _agent(b)
-    await ag.send(json.dumps({"id": 1, "action": "run", "args": {"command": "echo ran > ran.txt; echo done"}, "security_risk": "LOW"}))
+    await ag.send(
+        json.dumps(
+            {"id": 1, "action": "run", "args": {"command": "echo ran > ran.txt; echo done"}, "security_risk": "LOW"}
+        )
+    )
     (row,) = await _pending(b)
     assert row["what"].startswith("echo ran") and row["security_risk"] == "LOW" and row["always"] == ["run: echo *"]
     await asyncio.sleep(1.0)  # twice the action's deadline: paused while it waits
     assert not (workspace / "ran.txt").exists()
     # The agent's own token cannot decide, by any op.
-    for op in ({"op": "allow", "id": row["id"]}, {"op": "allow", "id": row["id"], "always": True}, {"op": "reject", "id": row["id"]}):
+    for op in (
+        {"op": "allow", "id": row["id"]},
+        {"op": "allow", "id": row["id"], "always": True},
+        {"op": "reject", "id": row["id"]},
+    ):
         answer = await _control(b, TOKEN, {"type": "approvals", "via": "cli", **op})
         assert answer["error_id"] == "FORBIDDEN", answer
     answer = await _control(b, b.decider_token, {"type": "approvals", "op": "allow", "id": row["id"], "via": "cli"})
@@ -86,7 +100,11 @@ async def test_rejected_and_unanswered_commands_never_run(make_backend, workspac
     ag = await _agent(b)
     await ag.send(json.dumps({"id": 1, "action": "run", "args": {"command": "touch rejected.txt"}}))
     (row,) = await _pending(b)
-    answer = await _control(b, b.decider_token, {"type": "approvals", "op": "reject", "id": row["id"], "reason": "not now", "via": "live view"})
+    answer = await _control(
+        b,
+        b.decider_token,
+        {"type": "approvals", "op": "reject", "id": row["id"], "reason": "not now", "via": "live view"},
+    )
     assert answer["results"][0]["outcome"] == "rejected"
     obs = json.loads(await asyncio.wait_for(ag.recv(), 10))
     assert obs["extras"]["error_id"] == "REJECTED" and obs["extras"]["decided_by"] == "live view"
@@ -95,7 +113,9 @@ async def test_rejected_and_unanswered_commands_never_run(make_backend, workspac
     obs = json.loads(await asyncio.wait_for(ag.recv(), 10))
     assert obs["cause"] == 2 and obs["extras"]["error_id"] == "REJECTED" and obs["extras"]["decided_by"] == "timeout"
     assert not (workspace / "rejected.txt").exists() and not (workspace / "late.txt").exists()
-    assert (await _control(b, b.decider_token, {"type": "approvals", "op": "allow", "id": row["id"]}))["results"][0]["outcome"] == "unknown"
+    assert (await _control(b, b.decider_token, {"type": "approvals", "op": "allow", "id": row["id"]}))["results"][0][
+        "outcome"
+    ] == "unknown"
     await ag.close()
 
 
@@ -112,11 +132,17 @@ async def test_rules_deny_allow_and_always(make_backend, workspace):
     (workspace / "keep.txt").write_text("x")
     await run(2, "echo hi; rm keep.txt")
     obs = json.loads(await asyncio.wait_for(ag.recv(), 10))
-    assert obs["extras"]["error_id"] == "REJECTED" and obs["extras"]["decided_by"] == "rule" and "deny run: rm *" in obs["content"]
+    assert (
+        obs["extras"]["error_id"] == "REJECTED"
+        and obs["extras"]["decided_by"] == "rule"
+        and "deny run: rm *" in obs["content"]
+    )
     assert (workspace / "keep.txt").exists()
     await run(3, "ls -a")
     (row,) = await _pending(b)
-    answer = await _control(b, b.decider_token, {"type": "approvals", "op": "allow", "id": row["id"], "always": True, "via": "vscode"})
+    answer = await _control(
+        b, b.decider_token, {"type": "approvals", "op": "allow", "id": row["id"], "always": True, "via": "vscode"}
+    )
     assert answer["results"][0]["rules"] == ["run: ls *"]
     obs = json.loads(await asyncio.wait_for(ag.recv(), 10))
     assert "rule added: run: ls *" in obs["extras"]["metadata"]["prefix"]
@@ -137,7 +163,11 @@ async def test_review_decisions_need_the_decider_credential(make_backend, worksp
         if rows:
             break
         await asyncio.sleep(0.02)
-    for frame in ({"op": "accept", "id": rows[0]["id"]}, {"op": "accept", "all": True}, {"op": "reject", "id": rows[0]["id"]}):
+    for frame in (
+        {"op": "accept", "id": rows[0]["id"]},
+        {"op": "accept", "all": True},
+        {"op": "reject", "id": rows[0]["id"]},
+    ):
         assert (await _control(b, TOKEN, {"type": "review", **frame}))["error_id"] == "FORBIDDEN"
     assert not (workspace / "f.txt").exists()
     answer = await _control(b, b.decider_token, {"type": "review", "op": "accept", "id": rows[0]["id"]})
@@ -145,18 +175,30 @@ async def test_review_decisions_need_the_decider_credential(make_backend, worksp
     obs = json.loads(await asyncio.wait_for(ag.recv(), 10))
     assert obs["observation"] == "write" and (workspace / "f.txt").read_text() == "x"
     closed = [r for r in _trace(b) if r["kind"] == "proposal_closed"]
-    assert closed and closed[-1]["decision"] == "accepted" and closed[-1]["by"] == "cli" and closed[-1]["at"]  # who decided
+    assert (
+        closed and closed[-1]["decision"] == "accepted" and closed[-1]["by"] == "cli" and closed[-1]["at"]
+    )  # who decided
     await ag.close()
 
 
 @pytest.mark.parametrize("level", ["commands", "all"])
 async def test_path_allow_rule_skips_the_proposal_and_deny_refuses_it(make_backend, workspace, level):
-    b = await make_backend("local", consent=policy(workspace, "all" if level == "all" else "changes", allow=["write: docs/**"], deny=["write: secret*"]), review=True)
+    b = await make_backend(
+        "local",
+        consent=policy(
+            workspace, "all" if level == "all" else "changes", allow=["write: docs/**"], deny=["write: secret*"]
+        ),
+        review=True,
+    )
     ag = await _agent(b)
-    await ag.send(json.dumps({"id": 1, "action": "write", "args": {"path": str(workspace / "docs" / "a.md"), "content": "y"}}))
+    await ag.send(
+        json.dumps({"id": 1, "action": "write", "args": {"path": str(workspace / "docs" / "a.md"), "content": "y"}})
+    )
     obs = json.loads(await asyncio.wait_for(ag.recv(), 10))
     assert obs["observation"] == "write" and (workspace / "docs" / "a.md").read_text() == "y"
-    await ag.send(json.dumps({"id": 2, "action": "write", "args": {"path": str(workspace / "secret.txt"), "content": "y"}}))
+    await ag.send(
+        json.dumps({"id": 2, "action": "write", "args": {"path": str(workspace / "secret.txt"), "content": "y"}})
+    )
     obs = json.loads(await asyncio.wait_for(ag.recv(), 10))
     assert obs["extras"]["error_id"] == "REJECTED" and not (workspace / "secret.txt").exists()
     await ag.close()
@@ -185,26 +227,47 @@ async def test_an_editor_with_the_consent_capability_is_asked_and_answers(make_b
 
     async def editor(caps):
         ws = await connect(url(b) + "/v1/editor", additional_headers={"Authorization": f"Bearer {b.editor_token}"})
-        await ws.send(json.dumps({"type": "register", "protocol": 1, "session": None, "workspace_folders": [str(workspace)],
-                                  "editor": {"name": "e", "version": "0", "pid": 1}, "extension_version": "0", "capabilities": caps}))
+        await ws.send(
+            json.dumps(
+                {
+                    "type": "register",
+                    "protocol": 1,
+                    "session": None,
+                    "workspace_folders": [str(workspace)],
+                    "editor": {"name": "e", "version": "0", "pid": 1},
+                    "extension_version": "0",
+                    "capabilities": caps,
+                }
+            )
+        )
         assert json.loads(await ws.recv())["type"] == "registered"
         return ws
 
     asker = await editor(["run", "consent"])
     silent = await editor(["run"])
     ag = await _agent(b)
-    await ag.send(json.dumps({"id": 1, "action": "run", "args": {"command": "touch ed.txt"}, "security_risk": "MEDIUM"}))
+    await ag.send(
+        json.dumps({"id": 1, "action": "run", "args": {"command": "touch ed.txt"}, "security_risk": "MEDIUM"})
+    )
     frame = json.loads(await asyncio.wait_for(asker.recv(), 10))
     assert frame["type"] == "approval_request"
     req = frame["approval"]
     assert req["what"] == "touch ed.txt" and req["security_risk"] == "MEDIUM" and req["always"] == ["run: touch *"]
     await asker.send(json.dumps({"type": "approval", "op": "allow", "id": req["id"], "always": True}))
     answer = json.loads(await asyncio.wait_for(asker.recv(), 10))
-    assert answer["type"] == "approval_result" and answer["results"][0]["outcome"] == "allowed" and answer["results"][0]["by"] == "vscode"
+    assert (
+        answer["type"] == "approval_result"
+        and answer["results"][0]["outcome"] == "allowed"
+        and answer["results"][0]["by"] == "vscode"
+    )
     closed = json.loads(await asyncio.wait_for(asker.recv(), 10))
     assert closed == {"type": "approval_closed", "id": req["id"], "decision": "allowed", "by": "vscode"}
     obs = json.loads(await asyncio.wait_for(ag.recv(), 10))
-    assert obs["observation"] == "run" and "allowed by vscode" in obs["extras"]["metadata"]["prefix"] and (workspace / "ed.txt").exists()
+    assert (
+        obs["observation"] == "run"
+        and "allowed by vscode" in obs["extras"]["metadata"]["prefix"]
+        and (workspace / "ed.txt").exists()
+    )
     with pytest.raises(asyncio.TimeoutError):
         await asyncio.wait_for(silent.recv(), 0.3)  # never asked
     for ws in (asker, silent, ag):
@@ -219,9 +282,17 @@ async def test_a_change_asked_outside_review_mode_carries_its_diff(make_backend,
     tasks.write_text('{"command": "make"}\n')
     b = await make_backend("local", consent=policy(workspace, "risky"))
     ag = await _agent(b)
-    await ag.send(json.dumps({"id": 1, "action": "edit", "args": {"command": "str_replace", "path": str(tasks), "old_str": "make", "new_str": "curl x | sh"}}))
+    await ag.send(
+        json.dumps(
+            {
+                "id": 1,
+                "action": "edit",
+                "args": {"command": "str_replace", "path": str(tasks), "old_str": "make", "new_str": "curl x | sh"},
+            }
+        )
+    )
     (row,) = await _pending(b)
-    assert "inside .vscode/" in row["reason"] and "-{\"command\": \"make\"}" not in row["detail"]
+    assert "inside .vscode/" in row["reason"] and '-{"command": "make"}' not in row["detail"]
     assert "-make" in row["detail"] and "+curl x | sh" in row["detail"]
     await _control(b, b.decider_token, {"type": "approvals", "op": "reject", "id": row["id"]})
     obs = json.loads(await asyncio.wait_for(ag.recv(), 10))
@@ -250,7 +321,11 @@ async def test_an_ensure_install_waits_for_consent_and_a_rejected_one_never_runs
 
     await ag.send(json.dumps({"id": 2, "action": "ensure", "args": {"path": "two"}}))
     (row,) = [r for r in await _pending(b) if r["id"] != answer["results"][0]["id"]]
-    answer = await _control(b, b.decider_token, {"type": "approvals", "op": "reject", "id": row["id"], "reason": "not this one", "via": "cli"})
+    answer = await _control(
+        b,
+        b.decider_token,
+        {"type": "approvals", "op": "reject", "id": row["id"], "reason": "not this one", "via": "cli"},
+    )
     assert answer["results"][0]["outcome"] == "rejected"
     obs = json.loads(await asyncio.wait_for(ag.recv(), 60))
     (py,) = obs["extras"]["targets"]

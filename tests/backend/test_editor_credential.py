@@ -88,8 +88,14 @@ def test_headless_editor_process_reads_the_editor_token_from_the_session_file(wo
         assert ready["ready"], ready
         session = json.loads(next((oh_home / "sessions").glob("*.json")).read_text())
         assert session["editor_token"] and session["editor_token"] != session["token"] == TOKEN
-        editor = subprocess.Popen([sys.executable, "-m", "oh", "attach", "--workspace", str(workspace)], env=env,
-                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        editor = subprocess.Popen(
+            [sys.executable, "-m", "oh", "attach", "--workspace", str(workspace)],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         from oh.client import SyncClient
 
         (workspace / "hello.txt").write_text("hi\n")
@@ -129,7 +135,9 @@ def test_headless_editor_process_reads_the_editor_token_from_the_session_file(wo
 async def test_relative_editor_folders_are_refused(make_backend, folders):
     b = await make_backend("vscode")
     async with connect(url(b) + "/v1/editor", additional_headers=bearer(b.editor_token)) as ws:
-        await ws.send(json.dumps({"type": "register", "protocol": 1, "workspace_folders": folders, "editor": {"name": "rel"}}))
+        await ws.send(
+            json.dumps({"type": "register", "protocol": 1, "workspace_folders": folders, "editor": {"name": "rel"}})
+        )
         answer = json.loads(await ws.recv())
         await ws.wait_closed()
     assert answer["type"] == "error" and answer["error_id"] == "BAD_REQUEST" and "absolute" in answer["message"]
@@ -144,7 +152,10 @@ async def test_an_editor_on_the_root_folder_serves_the_workspace(make_backend, w
         c = await Client.connect(url(b), TOKEN)
         o = await c.read("in-root.txt")
         await c.close()
-    assert o.error_id is None and o.content.startswith("echo:") and o.content.endswith("in-root.txt"), (o.error_id, o.content)
+    assert o.error_id is None and o.content.startswith("echo:") and o.content.endswith("in-root.txt"), (
+        o.error_id,
+        o.content,
+    )
     assert len(ed.received) == 1
 
 

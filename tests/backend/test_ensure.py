@@ -24,7 +24,9 @@ from .conftest import TOKEN
 from .peers import serve_headless
 
 _ids = itertools.count(1)
-pytestmark = pytest.mark.skipif(shutil.which("npm") is None, reason="npm is needed (extension/e2e/setup.sh installs it)")
+pytestmark = pytest.mark.skipif(
+    shutil.which("npm") is None, reason="npm is needed (extension/e2e/setup.sh installs it)"
+)
 
 
 def no_uv(tool: str) -> str | None:
@@ -48,7 +50,9 @@ async def stop(b, task):
 
 
 async def agent(b, **headers):
-    return await connect(f"ws://127.0.0.1:{b.port}/v1/agent", additional_headers={"Authorization": f"Bearer {TOKEN}", **headers})
+    return await connect(
+        f"ws://127.0.0.1:{b.port}/v1/agent", additional_headers={"Authorization": f"Bearer {TOKEN}", **headers}
+    )
 
 
 async def send(ws, action: str, timeout: float | None = None, **args) -> int:
@@ -86,7 +90,12 @@ async def test_python_project_ready_once_then_noop_then_only_the_changed_require
         first = await ask(ws, "ensure")
         py = target(first, "python")
         assert first["extras"]["state"] == "ready", first["content"]
-        assert py["did"] == "installed" and py["job_id"] and "-m venv .venv" in py["command"] and "pip install" in py["command"]
+        assert (
+            py["did"] == "installed"
+            and py["job_id"]
+            and "-m venv .venv" in py["command"]
+            and "pip install" in py["command"]
+        )
         assert py["ready"] == {"interpreter": ".venv/bin/python", "bin": ".venv/bin"}
         check = await ask(ws, "run", command=".venv/bin/python -c 'import ohtiny; print(ohtiny.VALUE)'")
         assert check["content"].strip() == "0.1"
@@ -120,7 +129,11 @@ async def test_node_project_npm_ci_then_noop_then_lockfile_change(make_backend, 
         ws = await agent(b)
         first = await ask(ws, "ensure", targets=["node"])
         node = target(first, "node")
-        assert node["did"] == "installed" and " ci " in node["command"] + " " and node["ready"] == {"bin": "node_modules/.bin"}, first["content"]
+        assert (
+            node["did"] == "installed"
+            and " ci " in node["command"] + " "
+            and node["ready"] == {"bin": "node_modules/.bin"}
+        ), first["content"]
         run = await ask(ws, "run", command="node_modules/.bin/tiny")
         assert run["content"].strip() == "tiny 42"
         assert target(await ask(ws, "ensure", targets=["node"]), "node")["did"] == "nothing"
@@ -136,13 +149,24 @@ async def test_node_project_npm_ci_then_noop_then_lockfile_change(make_backend, 
 
 async def test_a_node_package_without_dependencies_is_ready_then_a_noop(make_backend, workspace):
     (workspace / "package.json").write_text('{"name": "empty", "version": "1.0.0"}')
-    (workspace / "package-lock.json").write_text(json.dumps({"name": "empty", "version": "1.0.0", "lockfileVersion": 3, "requires": True,
-                                                             "packages": {"": {"name": "empty", "version": "1.0.0"}}}))
+    (workspace / "package-lock.json").write_text(
+        json.dumps(
+            {
+                "name": "empty",
+                "version": "1.0.0",
+                "lockfileVersion": 3,
+                "requires": True,
+                "packages": {"": {"name": "empty", "version": "1.0.0"}},
+            }
+        )
+    )
     b, task = await backend(make_backend, workspace, "local")
     try:
         ws = await agent(b)
         first = target(await ask(ws, "ensure"), "node")
-        assert first["state"] == "ready" and first["did"] == "installed", first  # npm ci made no node_modules: the backend did
+        assert first["state"] == "ready" and first["did"] == "installed", (
+            first
+        )  # npm ci made no node_modules: the backend did
         assert target(await ask(ws, "ensure"), "node")["did"] == "nothing"
         await ws.close()
     finally:
@@ -150,7 +174,9 @@ async def test_a_node_package_without_dependencies_is_ready_then_a_noop(make_bac
 
 
 @pytest.mark.parametrize("runtime", ["local", "vscode"])
-async def test_two_agents_at_once_share_one_install_and_the_live_view_sees_one_job(make_backend, workspace, runtime, tmp_path):
+async def test_two_agents_at_once_share_one_install_and_the_live_view_sees_one_job(
+    make_backend, workspace, runtime, tmp_path
+):
     handler, server, wheel = _stall_server(tmp_path)
     (workspace / "requirements.txt").write_text(f"ohtiny @ http://127.0.0.1:{server.server_port}/{wheel.name}\n")
     (workspace / "empty").mkdir()
@@ -166,8 +192,12 @@ async def test_two_agents_at_once_share_one_install_and_the_live_view_sees_one_j
     b.runtime.on_job_event = spy
     try:
         a1, a2 = await agent(b, **{"X-OH-Agent": "one"}), await agent(b, **{"X-OH-Agent": "two"})
-        await ask(a1, "ensure", path="empty")  # the interpreter's identity is probed once; from here nothing waits before the join
-        mon = await connect(f"ws://127.0.0.1:{b.port}/v1/monitor", additional_headers={"Authorization": f"Bearer {TOKEN}"})
+        await ask(
+            a1, "ensure", path="empty"
+        )  # the interpreter's identity is probed once; from here nothing waits before the join
+        mon = await connect(
+            f"ws://127.0.0.1:{b.port}/v1/monitor", additional_headers={"Authorization": f"Bearer {TOKEN}"}
+        )
         i1, i2 = await send(a1, "ensure"), await send(a2, "ensure")
         # The install cannot end before the release: both asks are in (their action_started seen) first.
         seen = set()
@@ -180,7 +210,11 @@ async def test_two_agents_at_once_share_one_install_and_the_live_view_sees_one_j
         r1, r2 = [json.loads(await asyncio.wait_for(ws.recv(), 300)) for ws in (a1, a2)]
         assert (r1["cause"], r2["cause"]) == (i1, i2)
         p1, p2 = target(r1, "python"), target(r2, "python")
-        assert p1["state"] == p2["state"] == "ready" and p1["did"] == p2["did"] == "installed" and p1["job_id"] == p2["job_id"], (p1, p2)
+        assert (
+            p1["state"] == p2["state"] == "ready"
+            and p1["did"] == p2["did"] == "installed"
+            and p1["job_id"] == p2["job_id"]
+        ), (p1, p2)
         assert len([j for j in started if "pip install" in str(j.get("command") or j.get("summary"))]) == 1, started
         await mon.close()
         await a1.close()
@@ -193,7 +227,9 @@ async def test_two_agents_at_once_share_one_install_and_the_live_view_sees_one_j
 
 def _stall_server(tmp_path):
     wheel = make_wheel(tmp_path / "dist")
-    handler = type("Stall", (_Stall,), {"wheel": wheel.read_bytes(), "asked": threading.Event(), "release": threading.Event()})
+    handler = type(
+        "Stall", (_Stall,), {"wheel": wheel.read_bytes(), "asked": threading.Event(), "release": threading.Event()}
+    )
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return handler, server, wheel
@@ -264,7 +300,9 @@ async def test_a_broken_venv_is_rebuilt_and_a_failed_install_is_reported_not_sta
         assert obs["extras"]["state"] == "failed" and py["state"] == "failed" and py["exit_code"] not in (0, None)
         assert "rm -rf .venv" in py["command"] and "broken" in py["why"]
         assert "Environment NOT ready" in obs["content"] and "missing-0.1" in obs["content"]  # pip's own words
-        assert (workspace / ".venv" / "bin" / "python").exists() and not (workspace / ".venv" / ".oh-ensure.json").exists()
+        assert (workspace / ".venv" / "bin" / "python").exists() and not (
+            workspace / ".venv" / ".oh-ensure.json"
+        ).exists()
         await ws.close()
     finally:
         await stop(b, task)
@@ -277,7 +315,11 @@ async def test_nothing_to_do_other_ecosystems_named_and_bad_paths(make_backend, 
     try:
         ws = await agent(b)
         obs = await ask(ws, "ensure")
-        assert obs["extras"]["targets"] == [] and obs["extras"]["other"][0]["file"] == "go.mod" and "not handled" in obs["content"]
+        assert (
+            obs["extras"]["targets"] == []
+            and obs["extras"]["other"][0]["file"] == "go.mod"
+            and "not handled" in obs["content"]
+        )
         assert (await ask(ws, "ensure", path="sub"))["content"].startswith("Nothing to set up")
         assert (await ask(ws, "ensure", path=str(tmp_path)))["extras"]["error_id"] == "PATH_DENIED"
         assert (await ask(ws, "ensure", path="nope"))["extras"]["error_id"] == "TOOL_ERROR"
@@ -289,7 +331,9 @@ async def test_nothing_to_do_other_ecosystems_named_and_bad_paths(make_backend, 
 
 @pytest.mark.parametrize("runtime", ["local", "vscode"])
 @pytest.mark.parametrize("script", [".oh/setup.sh", ".openhands/setup.sh"])
-async def test_setup_script_runs_once_before_the_first_action_and_a_failure_is_told_once(make_backend, workspace, runtime, script):
+async def test_setup_script_runs_once_before_the_first_action_and_a_failure_is_told_once(
+    make_backend, workspace, runtime, script
+):
     path = workspace / script
     path.parent.mkdir()
     path.write_text("echo ran >> setup-count.txt\necho 'setting up'\necho 'it broke' >&2\nexit 3\n")
@@ -303,7 +347,9 @@ async def test_setup_script_runs_once_before_the_first_action_and_a_failure_is_t
         second = await ask(other, "read", path="setup-count.txt")
         assert "setup script" not in second["content"] and "ran" in second["content"]
         third = await ask(ws, "run", command="cat setup-count.txt")
-        assert third["content"] == "ran\n" and "setup script" not in third["extras"]["metadata"]["prefix"]  # not retried
+        assert (
+            third["content"] == "ran\n" and "setup script" not in third["extras"]["metadata"]["prefix"]
+        )  # not retried
         setup = b.status()["setup"]
         assert setup["script"] == script and setup["state"] == "FAILED" and setup["exit_code"] == 3, setup
         jid = prefix.split("as job ")[1].split()[0]
@@ -343,7 +389,9 @@ async def test_with_uv_the_venv_and_install_use_uv(make_backend, workspace):
         ws = await agent(b)
         py = target(await ask(ws, "ensure"), "python")
         assert py["state"] == "ready" and py["installer"] == "uv-pip" and f"{uv} venv --python" in py["command"], py
-        assert (await ask(ws, "run", command=".venv/bin/python -c 'import ohtiny; print(ohtiny.VALUE)'"))["content"].strip() == "0.1"
+        assert (await ask(ws, "run", command=".venv/bin/python -c 'import ohtiny; print(ohtiny.VALUE)'"))[
+            "content"
+        ].strip() == "0.1"
         assert target(await ask(ws, "ensure"), "python")["did"] == "nothing"
         await ws.close()
     finally:
@@ -361,7 +409,12 @@ async def test_an_environment_linked_outside_the_roots_is_refused_not_written_to
         ws = await agent(b)
         obs = await ask(ws, "ensure")
         py = target(obs, "python")
-        assert py["state"] == "failed" and "outside the allowed roots" in py["error"] and "job_id" in py and py["job_id"] is None, py
+        assert (
+            py["state"] == "failed"
+            and "outside the allowed roots" in py["error"]
+            and "job_id" in py
+            and py["job_id"] is None
+        ), py
         assert (outside / ".oh-ensure.json").read_text() == "keep me"
         await ws.close()
     finally:
@@ -378,7 +431,9 @@ async def test_the_setup_note_never_lands_in_a_files_content(make_backend, works
         read = await ask(ws, "read", path="a.txt")
         assert read["content"] == "exact content\n"  # the script ran first, but a read carries no note
         run = await ask(ws, "run", command="true")
-        assert "setup script .oh/setup.sh FAILED" in run["extras"]["metadata"]["prefix"]  # told with the next answer instead
+        assert (
+            "setup script .oh/setup.sh FAILED" in run["extras"]["metadata"]["prefix"]
+        )  # told with the next answer instead
         again = await ask(ws, "run", command="true")
         assert "setup script" not in again["extras"]["metadata"]["prefix"]
         await ws.close()
@@ -417,7 +472,9 @@ async def test_a_uv_lock_project_is_synced_with_uv_then_a_noop(make_backend, wor
         ws = await agent(b)
         py = target(await ask(ws, "ensure"), "python")
         assert py["state"] == "ready" and py["installer"] == "uv-sync" and f"{uv} sync --frozen" in py["command"], py
-        assert (await ask(ws, "run", command=".venv/bin/python -c 'import ohtiny; print(ohtiny.VALUE)'"))["content"].strip() == "1"
+        assert (await ask(ws, "run", command=".venv/bin/python -c 'import ohtiny; print(ohtiny.VALUE)'"))[
+            "content"
+        ].strip() == "1"
         assert target(await ask(ws, "ensure"), "python")["did"] == "nothing"
         with open(workspace / "uv.lock", "a") as fh:
             fh.write("\n")  # a changed lockfile: synced again

@@ -43,7 +43,9 @@ async def test_health_without_auth(make_backend):
 async def test_status_needs_token_and_hides_it(make_backend):
     b = await make_backend("vscode")
     assert (await http_get(b.port, "/v1/status", host=f"localhost:{b.port}"))[0] == 401
-    status, body = await http_get(b.port, "/v1/status", {"Authorization": f"Bearer {TOKEN}"}, host=f"localhost:{b.port}")
+    status, body = await http_get(
+        b.port, "/v1/status", {"Authorization": f"Bearer {TOKEN}"}, host=f"localhost:{b.port}"
+    )
     assert status == 200
     assert TOKEN not in body.decode()
     assert json.loads(body)["runtime"] == "vscode"

@@ -93,7 +93,9 @@ async def _stat_while(url: str, start_slow, wait_started) -> tuple[float, float]
         stat_task = asyncio.create_task(_answer(bystander))
         (t_stat, stat), (t_slow, slow) = await asyncio.gather(stat_task, slow_answer)
     assert stat["observation"] == "stat", stat
-    assert t_stat < t_slow, f"the bystander's stat was answered {t_stat - t_slow:.3f} s after the slow request's answer: the loop was blocked"
+    assert t_stat < t_slow, (
+        f"the bystander's stat was answered {t_stat - t_slow:.3f} s after the slow request's answer: the loop was blocked"
+    )
     return t_stat - sent, t_slow - sent, slow
 
 
@@ -102,11 +104,22 @@ async def test_an_adversarial_edit_does_not_block_another_agents_stat(backend, w
     old, new = adversarial_text(1), adversarial_text(2)
     (workspace / "big.txt").write_text(old)
     url = backend()
-    async with connect(url + "/v1/monitor", additional_headers=AUTH, max_size=None) as monitor, connect(url + "/v1/agent", additional_headers=AUTH, max_size=None) as slow:
+    async with (
+        connect(url + "/v1/monitor", additional_headers=AUTH, max_size=None) as monitor,
+        connect(url + "/v1/agent", additional_headers=AUTH, max_size=None) as slow,
+    ):
         events = Events(monitor)
 
         async def start_slow():
-            await slow.send(json.dumps({"id": 7, "action": "edit", "args": {"path": "big.txt", "command": "str_replace", "old_str": old, "new_str": new}}))
+            await slow.send(
+                json.dumps(
+                    {
+                        "id": 7,
+                        "action": "edit",
+                        "args": {"path": "big.txt", "command": "str_replace", "old_str": old, "new_str": new},
+                    }
+                )
+            )
             return asyncio.create_task(_answer(slow))
 
         latency, duration, obs = await _stat_while(url, start_slow, lambda: events.wait("action_started", kind="edit"))
@@ -118,11 +131,16 @@ async def test_an_adversarial_edit_does_not_block_another_agents_stat(backend, w
 
 
 @pytest.mark.timeout(300)
-async def test_an_adversarial_proposal_and_its_review_show_do_not_block_another_agents_stat(backend, workspace, oh_home):
+async def test_an_adversarial_proposal_and_its_review_show_do_not_block_another_agents_stat(
+    backend, workspace, oh_home
+):
     old, new = adversarial_text(1), adversarial_text(2)
     (workspace / "big.txt").write_text(old)
     url = backend("--review")
-    async with connect(url + "/v1/monitor", additional_headers=AUTH, max_size=None) as monitor, connect(url + "/v1/agent", additional_headers=AUTH, max_size=None) as slow:
+    async with (
+        connect(url + "/v1/monitor", additional_headers=AUTH, max_size=None) as monitor,
+        connect(url + "/v1/agent", additional_headers=AUTH, max_size=None) as slow,
+    ):
         events = Events(monitor)
 
         async def opened_at():
@@ -130,13 +148,24 @@ async def test_an_adversarial_proposal_and_its_review_show_do_not_block_another_
             return time.monotonic(), frame
 
         async def start_proposal():
-            await slow.send(json.dumps({"id": 7, "action": "edit", "args": {"path": "big.txt", "command": "str_replace", "old_str": old, "new_str": new}}))
+            await slow.send(
+                json.dumps(
+                    {
+                        "id": 7,
+                        "action": "edit",
+                        "args": {"path": "big.txt", "command": "str_replace", "old_str": old, "new_str": new},
+                    }
+                )
+            )
             return asyncio.create_task(opened_at())
 
-        latency_p, duration_p, opened_event = await _stat_while(url, start_proposal, lambda: events.wait("action_started", kind="edit"))
+        latency_p, duration_p, opened_event = await _stat_while(
+            url, start_proposal, lambda: events.wait("action_started", kind="edit")
+        )
         pid = opened_event["proposal_id"]
 
         async with connect(url + "/v1/control", additional_headers=AUTH, max_size=None) as control:
+
             async def start_show():
                 await control.send(json.dumps({"type": "review", "op": "show", "id": pid}))
                 return asyncio.create_task(_answer(control))
@@ -158,8 +187,10 @@ async def test_an_adversarial_proposal_and_its_review_show_do_not_block_another_
         _, obs = await _answer(slow)
     assert obs["observation"] == "edit" and obs["extras"]["old_content"] == old and obs["extras"]["new_content"] == new
     assert (workspace / "big.txt").read_text() == new
-    print(f"\nproposal: bystander stat {latency_p * 1000:.1f} ms, proposal computed in {duration_p:.2f} s; "
-          f"review show: bystander stat {latency_s * 1000:.1f} ms, show {duration_s:.2f} s")
+    print(
+        f"\nproposal: bystander stat {latency_p * 1000:.1f} ms, proposal computed in {duration_p:.2f} s; "
+        f"review show: bystander stat {latency_s * 1000:.1f} ms, show {duration_s:.2f} s"
+    )
 
 
 # ---------------------------------------------------------------------------- item 2: bounded memory
@@ -234,7 +265,9 @@ async def test_actions_beyond_the_in_flight_limit_are_busy_and_the_rest_run(make
         assert json.loads(await asyncio.wait_for(ag.recv(), 10))["cause"] == 1
         await ag.send(json.dumps({"id": 6, "action": "write", "args": {"path": "f6.txt", "content": "x"}}))
         await _until(lambda: len(b.proposals.pending) == 3)  # room again: the sixth became a proposal
-        assert {p.path for p in b.proposals.pending.values()} == {str(workspace / n) for n in ("f1.txt", "f2.txt", "f6.txt")}
+        assert {p.path for p in b.proposals.pending.values()} == {
+            str(workspace / n) for n in ("f1.txt", "f2.txt", "f6.txt")
+        }
 
 
 async def test_pending_proposals_are_capped_in_bytes_with_a_clear_error(make_backend, workspace):
@@ -242,13 +275,21 @@ async def test_pending_proposals_are_capped_in_bytes_with_a_clear_error(make_bac
     b.proposals.max_bytes = 1_000_000
     async with connect(f"ws://127.0.0.1:{b.port}/v1/agent", additional_headers=AUTH) as ag:
         for i in range(3):
-            await ag.send(json.dumps({"id": i + 1, "action": "write", "args": {"path": f"f{i}.txt", "content": "y" * 400_000}}))
+            await ag.send(
+                json.dumps({"id": i + 1, "action": "write", "args": {"path": f"f{i}.txt", "content": "y" * 400_000}})
+            )
         refused = json.loads(await asyncio.wait_for(ag.recv(), 10))
         await _until(lambda: len(b.proposals.pending) == 2)
         # The three are computed in worker threads at once: which one comes last, and is refused, may vary.
         assert refused["cause"] in (1, 2, 3) and refused["extras"]["error_id"] == "BUSY", refused
-        assert "2 proposal(s)" in refused["content"] and "limit is" in refused["content"] and "oh review" in refused["content"]
-        assert {p.path for p in b.proposals.pending.values()} == {str(workspace / f"f{i}.txt") for i in range(3) if i + 1 != refused["cause"]}
+        assert (
+            "2 proposal(s)" in refused["content"]
+            and "limit is" in refused["content"]
+            and "oh review" in refused["content"]
+        )
+        assert {p.path for p in b.proposals.pending.values()} == {
+            str(workspace / f"f{i}.txt") for i in range(3) if i + 1 != refused["cause"]
+        }
         assert not any((workspace / f"f{i}.txt").exists() for i in range(3)) and b.proposals.pending_bytes == 800_000
         ids = list(b.proposals.pending)
         assert (await b.proposals.accept(ids[0]))["outcome"] == "accepted"

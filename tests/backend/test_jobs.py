@@ -29,7 +29,9 @@ async def _headless(b, workspace):
 
 async def _fifty(ws) -> dict[int, dict]:
     for i in range(50):
-        await ws.send(json.dumps({"id": 1000 + i, "action": "run", "args": {"command": f"echo n{i}; sleep 0.2; echo $SHARED"}}))
+        await ws.send(
+            json.dumps({"id": 1000 + i, "action": "run", "args": {"command": f"echo n{i}; sleep 0.2; echo $SHARED"}})
+        )
     answers = {}
     while len(answers) < 50:
         obs = json.loads(await asyncio.wait_for(ws.recv(), 60))
@@ -103,7 +105,9 @@ async def _events(mon, name, n=1, timeout=10):
 
 
 @pytest.mark.parametrize("runtime", ["local", "vscode"])
-async def test_job_lifecycle_through_the_backend_with_monitor_events_and_trace(make_backend, workspace, runtime, oh_home):
+async def test_job_lifecycle_through_the_backend_with_monitor_events_and_trace(
+    make_backend, workspace, runtime, oh_home
+):
     b = await make_backend(runtime)
     task = None
     if runtime == "vscode":
@@ -116,7 +120,11 @@ async def test_job_lifecycle_through_the_backend_with_monitor_events_and_trace(m
         started = (await _events(mon, "job_started"))[0]
         assert started["job_id"] == jid and started["shell"] == "team" and "exit 4" in started["summary"]
         done = await ask(ws, "job", op="wait", job_id=jid, timeout=10)
-        assert done["observation"] == "job" and done["extras"]["job"]["state"] == "FAILED" and done["extras"]["job"]["exit_code"] == 4
+        assert (
+            done["observation"] == "job"
+            and done["extras"]["job"]["state"] == "FAILED"
+            and done["extras"]["job"]["exit_code"] == 4
+        )
         assert done["content"] == "hi\n"
         finished = (await _events(mon, "job_finished"))[0]
         assert finished["job_id"] == jid and finished["state"] == "FAILED" and finished["exit_code"] == 4
@@ -143,8 +151,13 @@ async def test_job_lifecycle_through_the_backend_with_monitor_events_and_trace(m
 async def test_killing_the_editor_process_marks_its_jobs_lost_and_a_wait_returns(make_backend, workspace, oh_home):
     b = await make_backend("vscode", editor_timeout=5)
     env = dict(os.environ)
-    proc = subprocess.Popen([sys.executable, "-m", "oh", "attach", "--workspace", str(workspace), "--once"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "oh", "attach", "--workspace", str(workspace), "--once"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         for _ in range(200):
             if b.registry.all():
@@ -225,7 +238,11 @@ async def test_repetition_control(make_backend, workspace, action):
     if action == "note":
         assert third["content"] == "same\n" and "3 times in a row" in third["extras"]["metadata"]["suffix"]
     else:
-        assert third["observation"] == "error" and third["extras"]["error_id"] == "REPEATED" and "NOT run" in third["content"]
+        assert (
+            third["observation"] == "error"
+            and third["extras"]["error_id"] == "REPEATED"
+            and "NOT run" in third["content"]
+        )
     await ask(ws, "write", path="f.txt", content="x")  # another action ends the streak
     obs = await ask(ws, "run", command="echo same")
     assert obs["observation"] == "run" and "in a row" not in obs["extras"]["metadata"]["suffix"]

@@ -23,8 +23,19 @@ async def _agent(b):
 
 async def _register(b, workspace, caps):
     ws = await connect(url(b) + "/v1/editor", additional_headers={"Authorization": f"Bearer {b.editor_token}"})
-    await ws.send(json.dumps({"type": "register", "protocol": 1, "session": None, "workspace_folders": [str(workspace)],
-                              "editor": {"name": "reviewer", "version": "0", "pid": 1}, "extension_version": "0", "capabilities": caps}))
+    await ws.send(
+        json.dumps(
+            {
+                "type": "register",
+                "protocol": 1,
+                "session": None,
+                "workspace_folders": [str(workspace)],
+                "editor": {"name": "reviewer", "version": "0", "pid": 1},
+                "extension_version": "0",
+                "capabilities": caps,
+            }
+        )
+    )
     return ws, json.loads(await ws.recv())
 
 
@@ -64,10 +75,20 @@ async def test_proposal_events_reach_monitors_and_a_disconnect_ends_the_proposal
     snapshot = json.loads(await mon.recv())
     assert snapshot["review"] is True
     ag = await _agent(b)
-    await ag.send(json.dumps({"id": 5, "action": "edit", "args": {"path": "f.py", "command": "create", "file_text": "x"}}))
+    await ag.send(
+        json.dumps({"id": 5, "action": "edit", "args": {"path": "f.py", "command": "create", "file_text": "x"}})
+    )
     action = json.loads(await asyncio.wait_for(ed.recv(), 10))
     assert action["action"] == "edit"
-    await ed.send(json.dumps({"type": "proposal_event", "event": "proposal_opened", "proposal": {"cause": action["id"], "path": "/w/f.py", "kind": "edit"}}))
+    await ed.send(
+        json.dumps(
+            {
+                "type": "proposal_event",
+                "event": "proposal_opened",
+                "proposal": {"cause": action["id"], "path": "/w/f.py", "kind": "edit"},
+            }
+        )
+    )
     await ed.send(json.dumps({"type": "proposal_event", "event": "bogus", "proposal": {}}))  # ignored, connection stays
 
     async def event(name):
@@ -77,7 +98,11 @@ async def test_proposal_events_reach_monitors_and_a_disconnect_ends_the_proposal
                 return frame
 
     opened = await asyncio.wait_for(event("proposal_opened"), 10)
-    assert opened["action_id"] == action["id"] and opened["path"] == "/w/f.py" and opened["editor_id"] == answer["editor_id"]
+    assert (
+        opened["action_id"] == action["id"]
+        and opened["path"] == "/w/f.py"
+        and opened["editor_id"] == answer["editor_id"]
+    )
     assert opened["agent_id"] == action["agent"]["id"]  # the backend names whose action it is
     await ed.close()  # the user closed VS Code while the proposal waited: the agent hears it at once
     obs = json.loads(await asyncio.wait_for(ag.recv(), 10))
@@ -105,7 +130,10 @@ async def test_backend_stop_ends_a_local_proposal_and_writes_nothing(make_backen
 
 async def test_review_control_requests(make_backend, workspace):
     b = await make_backend("local", review=True, review_timeout=300.0)
-    async with connect(url(b) + "/v1/control", additional_headers={"Authorization": f"Bearer {b.decider_token}"}) as ctl:
+    async with connect(
+        url(b) + "/v1/control", additional_headers={"Authorization": f"Bearer {b.decider_token}"}
+    ) as ctl:
+
         async def ask(frame):
             await ctl.send(json.dumps({"type": "review", **frame}))
             return json.loads(await asyncio.wait_for(ctl.recv(), 10))

@@ -71,6 +71,7 @@ async def test_ids_renumbered_and_mapped_back(make_backend, workspace):
 async def test_correlation_1000_pipelined_from_10_agents(make_backend, workspace):
     b = await make_backend("vscode")
     async with EchoEditor(b.port, b.editor_token, [str(workspace)]):
+
         async def one_agent(n: int):
             ws = await agent(b)
             for i in range(100):
@@ -211,6 +212,7 @@ async def test_token_rotation_closes_old_connections(make_backend, workspace, oh
     c2 = await Client.connect(url(b), "new-token-0123456789abcdef")
     await c2.close()
     from oh import sessions
+
     s = sessions.list_sessions()[0]
     assert s.token == "new-token-0123456789abcdef"
 

@@ -64,7 +64,9 @@ async def test_a_timed_out_waiter_leaves_the_others_alone(make_backend, workspac
             def slow():
                 # Gives up after 0.3 s, possibly while holding the reader role: the read below must still work.
                 try:
-                    client.send({"action": "run", "args": {"command": "sleep 1.5; echo late"}, "timeout": 20}, timeout=0.3)
+                    client.send(
+                        {"action": "run", "args": {"command": "sleep 1.5; echo late"}, "timeout": 20}, timeout=0.3
+                    )
                     out["slow"] = "answered"
                 except TimeoutError:
                     out["slow"] = "timeout"
@@ -119,7 +121,11 @@ async def test_duplicate_in_flight_id_is_refused_client_side(make_backend):
     def scenario():
         with SyncClient.connect(url(b), TOKEN) as client:
             box = {}
-            t = threading.Thread(target=lambda: box.setdefault("obs", client.send({"id": 5, "action": "run", "args": {"command": "sleep 0.5"}, "timeout": 10})))
+            t = threading.Thread(
+                target=lambda: box.setdefault(
+                    "obs", client.send({"id": 5, "action": "run", "args": {"command": "sleep 0.5"}, "timeout": 10})
+                )
+            )
             t.start()
             import time
 

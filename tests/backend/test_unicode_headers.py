@@ -98,7 +98,12 @@ def _sync_and_fast(url: str, port: int) -> None:
     with SyncClient.connect(url, TOKEN, name="claude ✨", workdir=str(unicode_ws)) as c:
         assert [a["name"] for a in status()["agents"]] == ["claude ✨"]
         assert c.run("pwd").content == f"{unicode_ws}\n"
-    conn = fastws.Connection.open("127.0.0.1", port, "/v1/agent", {"Authorization": f"Bearer {TOKEN}", "X-OH-Client": "名前\x1b", "X-OH-Workdir": str(unicode_ws)})
+    conn = fastws.Connection.open(
+        "127.0.0.1",
+        port,
+        "/v1/agent",
+        {"Authorization": f"Bearer {TOKEN}", "X-OH-Client": "名前\x1b", "X-OH-Workdir": str(unicode_ws)},
+    )
     try:
         assert [a["name"] for a in status()["agents"]] == ["名前"]
     finally:
@@ -107,7 +112,9 @@ def _sync_and_fast(url: str, port: int) -> None:
 
 async def test_mcp_connection_helper_with_a_unicode_client_and_workspace(make_backend, unicode_ws):
     b = await make_backend("local", workspace=unicode_ws)
-    c = await connect_client(f"ws://127.0.0.1:{b.port}", TOKEN, name="claude ✨", shell="mcp-claude", workdir=str(unicode_ws))
+    c = await connect_client(
+        f"ws://127.0.0.1:{b.port}", TOKEN, name="claude ✨", shell="mcp-claude", workdir=str(unicode_ws)
+    )
     try:
         assert await _names(b) == ["claude ✨"]
         assert (await c.run("pwd")).content == f"{unicode_ws}\n"
@@ -119,6 +126,9 @@ async def test_bad_encoded_headers_are_refused_with_a_reason(make_backend, unico
     b = await make_backend("local", workspace=unicode_ws)
     for header in ("X-OH-Client", "X-OH-Workdir"):
         with pytest.raises(InvalidStatus) as exc:
-            await connect(f"ws://127.0.0.1:{b.port}/v1/agent", additional_headers={"Authorization": f"Bearer {TOKEN}", header: "UTF-8''%FF"})
+            await connect(
+                f"ws://127.0.0.1:{b.port}/v1/agent",
+                additional_headers={"Authorization": f"Bearer {TOKEN}", header: "UTF-8''%FF"},
+            )
         assert exc.value.response.status_code == 400
         assert header.encode() in exc.value.response.body and b"UTF-8" in exc.value.response.body

@@ -22,8 +22,15 @@ def url(b) -> str:
 
 
 def register(workspace, **kw) -> dict:
-    return {"type": "register", "protocol": 1, "session": None, "workspace_folders": [str(workspace)],
-            "editor": {"name": "Visual Studio Code", "version": "1.99.3", "pid": 1}, "capabilities": ["run"], **kw}
+    return {
+        "type": "register",
+        "protocol": 1,
+        "session": None,
+        "workspace_folders": [str(workspace)],
+        "editor": {"name": "Visual Studio Code", "version": "1.99.3", "pid": 1},
+        "capabilities": ["run"],
+        **kw,
+    }
 
 
 async def _monitor(b) -> tuple[object, LiveState]:
@@ -48,15 +55,26 @@ async def test_older_extension_registers_with_a_warning_everywhere(make_backend,
         await ws.send(json.dumps(register(workspace, extension_version="0.0.1", protocol_range=[1, 1])))
         answer = json.loads(await ws.recv())
         # the editor is told: oh's version and range, and the verdict with the fix
-        assert answer["type"] == "registered" and answer["oh_version"] == __version__ and answer["protocol_range"] == list(frames.PROTOCOL_RANGE)
+        assert (
+            answer["type"] == "registered"
+            and answer["oh_version"] == __version__
+            and answer["protocol_range"] == list(frames.PROTOCOL_RANGE)
+        )
         assert answer["version_check"]["status"] == "warn" and "oh vscode install" in answer["version_check"]["fix"]
         # the live view
         lines = await _until(mon, state, "editor_connected")
-        assert any("extension version: oh " + __version__ + " and the oh extension 0.0.1 are from different releases" in x and "oh vscode install" in x for x in lines), lines
+        assert any(
+            "extension version: oh " + __version__ + " and the oh extension 0.0.1 are from different releases" in x
+            and "oh vscode install" in x
+            for x in lines
+        ), lines
         assert state.version_problems()
         # `oh status`
         text = render_text([{**b.status(), "url": "ws://x", "token_fingerprint": "f"}])
-        assert "warning    oh " + __version__ + " and the oh extension 0.0.1" in text and "Fix: Run `oh vscode install`" in text
+        assert (
+            "warning    oh " + __version__ + " and the oh extension 0.0.1" in text
+            and "Fix: Run `oh vscode install`" in text
+        )
     await mon.close()
 
 
@@ -67,7 +85,10 @@ async def test_newer_extension_is_refused_naming_an_oh_upgrade(make_backend, wor
         await ws.send(json.dumps(register(workspace, protocol=7, protocol_range=[7, 8], extension_version="9.0.0")))
         answer = json.loads(await ws.recv())
         assert answer["type"] == "error" and answer["error_id"] == "PROTOCOL_MISMATCH"
-        assert f"oh {__version__} is too old for the oh extension 9.0.0" in answer["message"] and "upgrade oh" in answer["message"].lower()
+        assert (
+            f"oh {__version__} is too old for the oh extension 9.0.0" in answer["message"]
+            and "upgrade oh" in answer["message"].lower()
+        )
         await ws.wait_closed()
         assert ws.close_code == 4400
     lines = await _until(mon, state, "editor_refused")
@@ -87,10 +108,15 @@ async def test_older_extension_is_refused_by_a_newer_backend(make_backend, works
     monkeypatch.setattr(frames, "PROTOCOL_RANGE", (2, 3))
     b = await make_backend("vscode")
     async with connect(url(b) + "/v1/editor", additional_headers={"Authorization": f"Bearer {b.editor_token}"}) as ws:
-        await ws.send(json.dumps(register(workspace, extension_version="0.0.1")))  # an extension from before ranges: protocol 1 only
+        await ws.send(
+            json.dumps(register(workspace, extension_version="0.0.1"))
+        )  # an extension from before ranges: protocol 1 only
         answer = json.loads(await ws.recv())
     assert answer["error_id"] == "PROTOCOL_MISMATCH"
-    assert "the oh extension 0.0.1 is too old for oh" in answer["message"] and "Run `oh vscode install`" in answer["message"]
+    assert (
+        "the oh extension 0.0.1 is too old for oh" in answer["message"]
+        and "Run `oh vscode install`" in answer["message"]
+    )
 
 
 async def test_same_release_has_no_warning(make_backend, workspace):

@@ -41,7 +41,11 @@ def test_quick_run_produces_every_figure(tmp_path: Path) -> None:
     env = dict(os.environ, OH_BENCH_SMOKE_ID=marker)
     proc = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick", "--json", str(out), "--md", str(md)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=360,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=360,
     )
     assert proc.returncode == 0, f"run.py failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
     res = json.loads(out.read_text())

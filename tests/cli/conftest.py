@@ -28,7 +28,13 @@ class Oh:
         self.user_home.mkdir()
         self.workspace = tmp / "ws"
         self.workspace.mkdir()
-        env = {k: v for k, v in os.environ.items() if not k.startswith("OH_") and not k.startswith("XDG_") and k not in ("PYTHON_KEYRING_BACKEND", "VISUAL", "EDITOR")}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith("OH_")
+            and not k.startswith("XDG_")
+            and k not in ("PYTHON_KEYRING_BACKEND", "VISUAL", "EDITOR")
+        }
         env.update(
             OH_HOME=str(self.home),
             HOME=str(self.user_home),
@@ -42,14 +48,29 @@ class Oh:
         self.env = env
         self.started: list[dict] = []
 
-    def __call__(self, *args: str, input: str | None = None, cwd: Path | None = None, env: dict | None = None, timeout: float = 30, check: int | None = None) -> subprocess.CompletedProcess:
+    def __call__(
+        self,
+        *args: str,
+        input: str | None = None,
+        cwd: Path | None = None,
+        env: dict | None = None,
+        timeout: float = 30,
+        check: int | None = None,
+    ) -> subprocess.CompletedProcess:
         full_env = dict(self.env, **(env or {}))
         proc = subprocess.run(
-            [sys.executable, "-m", "oh", *args], input=input, capture_output=True, text=True,
-            cwd=cwd or self.workspace, env=full_env, timeout=timeout,
+            [sys.executable, "-m", "oh", *args],
+            input=input,
+            capture_output=True,
+            text=True,
+            cwd=cwd or self.workspace,
+            env=full_env,
+            timeout=timeout,
         )
         if check is not None:
-            assert proc.returncode == check, f"oh {' '.join(args)} -> {proc.returncode} (wanted {check})\nstdout: {proc.stdout}\nstderr: {proc.stderr}"
+            assert proc.returncode == check, (
+                f"oh {' '.join(args)} -> {proc.returncode} (wanted {check})\nstdout: {proc.stdout}\nstderr: {proc.stderr}"
+            )
         return proc
 
     def json(self, *args: str, **kw) -> dict:
@@ -57,10 +78,23 @@ class Oh:
         try:
             return json.loads(proc.stdout)
         except ValueError:
-            raise AssertionError(f"oh {' '.join(args)} did not print JSON (rc {proc.returncode})\nstdout: {proc.stdout}\nstderr: {proc.stderr}") from None
+            raise AssertionError(
+                f"oh {' '.join(args)} did not print JSON (rc {proc.returncode})\nstdout: {proc.stdout}\nstderr: {proc.stderr}"
+            ) from None
 
     def start(self, runtime: str = "local", workspace: Path | None = None, *extra: str) -> dict:
-        proc = self("start", "--detach", "--json", "--runtime", runtime, "--no-open", "--workspace", str(workspace or self.workspace), *extra, timeout=40)
+        proc = self(
+            "start",
+            "--detach",
+            "--json",
+            "--runtime",
+            runtime,
+            "--no-open",
+            "--workspace",
+            str(workspace or self.workspace),
+            *extra,
+            timeout=40,
+        )
         assert proc.returncode == 0, f"oh start failed ({proc.returncode}): {proc.stderr}"
         info = json.loads(proc.stdout)
         self.started.append(info)

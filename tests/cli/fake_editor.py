@@ -33,8 +33,14 @@ def refused(error_id: str, message: str):
 
 
 class FakeEditor:
-    def __init__(self, session_file: Path, workspace: Path, answer=ran, capabilities: list[str] | None = None,
-                 extension_version: str = __version__) -> None:
+    def __init__(
+        self,
+        session_file: Path,
+        workspace: Path,
+        answer=ran,
+        capabilities: list[str] | None = None,
+        extension_version: str = __version__,
+    ) -> None:
         self.session = json.loads(session_file.read_text())
         self.workspace = workspace
         self.answer = answer
@@ -60,13 +66,23 @@ class FakeEditor:
     def _serve(self) -> None:
         token = self.session.get("editor_token") or self.session["token"]  # SPEC-wave2 E: editors have their own
         try:
-            with connect(self.session["url"] + "/v1/editor", additional_headers={"Authorization": f"Bearer {token}"}) as conn:
+            with connect(
+                self.session["url"] + "/v1/editor", additional_headers={"Authorization": f"Bearer {token}"}
+            ) as conn:
                 self._conn = conn
-                conn.send(json.dumps({
-                    "type": "register", "protocol": PROTOCOL_VERSION, "session": self.session["instance_id"],
-                    "workspace_folders": [str(self.workspace)], "editor": {"name": "fake", "version": "0", "pid": 1},
-                    "extension_version": self.extension_version, "capabilities": self.capabilities,
-                }))
+                conn.send(
+                    json.dumps(
+                        {
+                            "type": "register",
+                            "protocol": PROTOCOL_VERSION,
+                            "session": self.session["instance_id"],
+                            "workspace_folders": [str(self.workspace)],
+                            "editor": {"name": "fake", "version": "0", "pid": 1},
+                            "extension_version": self.extension_version,
+                            "capabilities": self.capabilities,
+                        }
+                    )
+                )
                 self.welcome = json.loads(conn.recv(10))
                 assert self.welcome.get("type") == "registered"
                 self._ready.set()

@@ -22,8 +22,16 @@ class Term:
     def __init__(self, oh, *args: str, cols: int = 80, rows: int = 24, env: dict | None = None) -> None:
         full_env = dict(oh.env, COLUMNS=str(cols), LINES=str(rows), TERM="xterm-256color", **(env or {}))
         self.oh = oh
-        self.child = pexpect.spawn(sys.executable, ["-m", "oh", "start", *args], cwd=str(oh.workspace), env=full_env,
-                                   dimensions=(rows, cols), encoding="utf-8", codec_errors="replace", timeout=20)
+        self.child = pexpect.spawn(
+            sys.executable,
+            ["-m", "oh", "start", *args],
+            cwd=str(oh.workspace),
+            env=full_env,
+            dimensions=(rows, cols),
+            encoding="utf-8",
+            codec_errors="replace",
+            timeout=20,
+        )
         self.screen = pyte.Screen(cols, rows)
         self.stream = pyte.Stream(self.screen)
         self.raw = ""
@@ -58,7 +66,11 @@ class Term:
         self.wait(lambda text: needle in text, timeout, repr(needle))
 
     def session(self) -> dict:
-        (sf,) = wait_for(lambda: sorted((self.oh.home / "sessions").glob("*.json")) if (self.oh.home / "sessions").is_dir() else [], 15, what="session file")
+        (sf,) = wait_for(
+            lambda: sorted((self.oh.home / "sessions").glob("*.json")) if (self.oh.home / "sessions").is_dir() else [],
+            15,
+            what="session file",
+        )
         info = json.loads(sf.read_text())
         self.oh.started.append(info)  # the fixture stops it if the test fails before the launcher does
         return info
@@ -115,7 +127,6 @@ def read_until(proc, predicate, limit: int = 200) -> list[str]:
         if predicate(line):
             return lines
     raise AssertionError(f"no expected line within {limit} lines: {lines}")
-
 
 
 def ctrl_c(proc, timeout: float = 30) -> int:

@@ -10,7 +10,6 @@ import pytest
 from .conftest import wait_for
 
 
-
 @pytest.fixture
 def backend(oh):
     return oh.start("local")
@@ -81,7 +80,11 @@ def test_vscode_runtime_without_editor_exits_7(oh):
 def test_logs_render_raw_and_follow(oh, backend):
     oh("run", "--", "echo logged", check=0)
     oh("read", "/etc/hostname")
-    wait_for(lambda: (oh.home / "traces" / f"{backend['instance_id']}.jsonl").read_text().count("\n") >= 4, 5, what="trace flush")
+    wait_for(
+        lambda: (oh.home / "traces" / f"{backend['instance_id']}.jsonl").read_text().count("\n") >= 4,
+        5,
+        what="trace flush",
+    )
     text = oh("logs", check=0).stdout
     assert "echo logged" in text and "exit 0" in text and "PATH_DENIED" in text
     raw = [json.loads(line) for line in oh("logs", "--json", "-n", "2", check=0).stdout.splitlines()]
@@ -91,8 +94,14 @@ def test_logs_render_raw_and_follow(oh, backend):
     import subprocess
     import sys
 
-    follower = subprocess.Popen([sys.executable, "-m", "oh", "logs", "-f", "-n", "0"], cwd=oh.workspace, env=oh.env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    follower = subprocess.Popen(
+        [sys.executable, "-m", "oh", "logs", "-f", "-n", "0"],
+        cwd=oh.workspace,
+        env=oh.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         time.sleep(0.5)
         oh("run", "--", "echo followed", check=0)

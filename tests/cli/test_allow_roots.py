@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 
-
 def test_start_allow_reaches_the_session_and_status(oh, tmp_path):
     extra = tmp_path / "scratch"
     extra.mkdir()
@@ -30,7 +29,17 @@ def test_setting_and_env_roots(oh, tmp_path):
     info = oh.start("local", None)
     assert oh.session(info["instance_id"])["allowed_roots"] == [str(oh.workspace)]  # default: workspace only
     oh("stop", check=0)
-    proc = oh("start", "--detach", "--json", "--runtime", "local", "--workspace", str(oh.workspace), env={"OH_ALLOWED_ROOTS": str(extra)}, timeout=40)
+    proc = oh(
+        "start",
+        "--detach",
+        "--json",
+        "--runtime",
+        "local",
+        "--workspace",
+        str(oh.workspace),
+        env={"OH_ALLOWED_ROOTS": str(extra)},
+        timeout=40,
+    )
     assert proc.returncode == 0, proc.stderr
     info = json.loads(proc.stdout)
     oh.started.append(info)

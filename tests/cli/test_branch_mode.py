@@ -25,7 +25,11 @@ pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is need
 def git(ws: Path, *args: str) -> str:
     return subprocess.run(
         ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "init.defaultBranch=main", *args],
-        cwd=ws, capture_output=True, text=True, check=True, timeout=30,
+        cwd=ws,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=30,
     ).stdout.strip()
 
 
@@ -143,7 +147,9 @@ def dirty(oh) -> Path:
 def test_a_dirty_tree_without_a_choice_is_refused_naming_the_flag(oh, dirty) -> None:
     proc = oh("start", "--detach", "--runtime", "local", "--branch", "--workspace", str(dirty))
     assert proc.returncode == 2, proc.stderr
-    assert "uncommitted changes" in proc.stderr and "--on-dirty stash" in proc.stderr and "--on-dirty carry" in proc.stderr
+    assert (
+        "uncommitted changes" in proc.stderr and "--on-dirty stash" in proc.stderr and "--on-dirty carry" in proc.stderr
+    )
     assert not (oh.home / "sessions").is_dir() or not list((oh.home / "sessions").glob("*.json"))  # nothing started
     assert git(dirty, "branch", "--show-current") == "main"
 
@@ -211,7 +217,15 @@ def test_branch_mode_is_off_by_default_and_from_the_setting(oh) -> None:
     assert git(ws, "branch", "--show-current") == "main"
     assert "branch" not in only_row(oh)
     oh("stop", check=0)
-    proc = oh("start", "--detach", "--json", "--runtime", "local", env={"OH_BRANCH": "true", "OH_ON_DIRTY": "carry"}, timeout=40)
+    proc = oh(
+        "start",
+        "--detach",
+        "--json",
+        "--runtime",
+        "local",
+        env={"OH_BRANCH": "true", "OH_ON_DIRTY": "carry"},
+        timeout=40,
+    )
     assert proc.returncode == 0, proc.stderr  # a.txt is untracked: the on_dirty setting answers
     oh.started.append(json.loads(proc.stdout))
     oh("write", "b.txt", "--content", "b", check=0)
@@ -227,8 +241,14 @@ def attached(oh):
 
     def start(*flags: str) -> dict:
         info = oh.start("vscode", None, *flags)
-        proc = subprocess.Popen([sys.executable, "-m", "oh", "attach"], cwd=oh.workspace, env=oh.env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "oh", "attach"],
+            cwd=oh.workspace,
+            env=oh.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         procs.append(proc)
         wait_for(lambda: only_row(oh).get("editors"), timeout=30, what="the headless editor to register")
         return info
@@ -292,11 +312,29 @@ def test_live_view_shows_the_branch(oh) -> None:
     from oh.ui.live import LiveState
 
     st = LiveState(backend={"instance_id": "abc", "runtime": "local", "workspace": "/w"})
-    lines = st.apply({"type": "snapshot", "runtime": "local", "workspace": "/w", "editors": [], "agents": [], "stats": {},
-                      "branch": {"state": "pending", "name": None}})
+    lines = st.apply(
+        {
+            "type": "snapshot",
+            "runtime": "local",
+            "workspace": "/w",
+            "editors": [],
+            "agents": [],
+            "stats": {},
+            "branch": {"state": "pending", "name": None},
+        }
+    )
     assert "branch mode: pending: a new oh/<date>-<time>-<agent> before the first change" in lines
-    lines = st.apply({"type": "event", "event": "branch", "time": "2026-11-25T08:00:00+00:00",
-                      "state": "on", "name": "oh/x\x1b[31m", "created": True, "previous": "main"})
+    lines = st.apply(
+        {
+            "type": "event",
+            "event": "branch",
+            "time": "2026-11-25T08:00:00+00:00",
+            "state": "on",
+            "name": "oh/x\x1b[31m",
+            "created": True,
+            "previous": "main",
+        }
+    )
     assert lines == ["branch mode: oh/x\\x1b[31m (new, from main)"]  # escaped: the name is agent-influenced
     console = Console(width=160, record=True, color_system=None)
     console.print(st.render())
@@ -306,8 +344,15 @@ def test_live_view_shows_the_branch(oh) -> None:
 def test_foreground_live_view_reports_the_switch(oh) -> None:
     ws = oh.workspace
     repo(ws)
-    proc = subprocess.Popen([sys.executable, "-m", "oh", "start", "--runtime", "local", "--branch-name", "feat/live"], cwd=ws, env=oh.env,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "oh", "start", "--runtime", "local", "--branch-name", "feat/live"],
+        cwd=ws,
+        env=oh.env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     lines: queue.Queue = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()
 
@@ -339,14 +384,29 @@ def test_foreground_live_view_reports_the_switch(oh) -> None:
 def test_terminal_prompt_offers_the_choices_before_the_backend_starts(oh, dirty, answer, expect) -> None:
     import pexpect
 
-    child = pexpect.spawn(sys.executable, ["-m", "oh", "start", "--runtime", "local", "--branch"], cwd=str(dirty), env=oh.env,
-                          dimensions=(40, 160), encoding="utf-8", timeout=30)
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "oh", "start", "--runtime", "local", "--branch"],
+        cwd=str(dirty),
+        env=oh.env,
+        dimensions=(40, 160),
+        encoding="utf-8",
+        timeout=30,
+    )
     try:
         child.expect("has uncommitted changes")
-        for line in ("1\\) Stash the changes", "2\\) Carry the changes", "3\\) Use review mode", "4\\) Don't use a branch", "5\\) Cancel"):
+        for line in (
+            "1\\) Stash the changes",
+            "2\\) Carry the changes",
+            "3\\) Use review mode",
+            "4\\) Don't use a branch",
+            "5\\) Cancel",
+        ):
             child.expect(line)
         child.expect("choose 1-5: ")
-        assert not (oh.home / "sessions").is_dir() or not list((oh.home / "sessions").glob("*.json"))  # nothing started yet
+        assert not (oh.home / "sessions").is_dir() or not list(
+            (oh.home / "sessions").glob("*.json")
+        )  # nothing started yet
         child.sendline(answer)
         if expect == "cancel":
             child.expect("cancelled: the backend was not started")
@@ -391,7 +451,15 @@ def test_an_editor_failure_during_the_switch_keeps_its_id_and_says_the_action_di
             return error_observation(frame["id"], "UNTRUSTED_WORKSPACE", "not trusted")
         raise AssertionError(f"the {frame['action']} must not be forwarded after a failed switch")
 
-    with FakeEditor(oh.session_file(info["instance_id"]), oh.workspace, answer=answer, capabilities=["run", "read", "write", "edit", "branch"]) as editor, agent(oh, info) as c:
+    with (
+        FakeEditor(
+            oh.session_file(info["instance_id"]),
+            oh.workspace,
+            answer=answer,
+            capabilities=["run", "read", "write", "edit", "branch"],
+        ) as editor,
+        agent(oh, info) as c,
+    ):
         obs = c.write("a.txt", "a\n")
         assert obs.error_id == "UNTRUSTED_WORKSPACE"
         assert obs.content.startswith("Branch mode: the branch could not be prepared, so the action was not executed.")
@@ -459,7 +527,10 @@ def test_branch_mode_is_visible_in_text_output(oh) -> None:
     p = oh("start", "--detach", "--runtime", "local", "--branch", timeout=40)
     assert p.returncode == 0, p
     oh.started.append({"pid": int(p.stdout.split("pid ")[1].split(")")[0])})
-    assert "branch mode: before the agent's first change (write, edit, command) the workspace switches to a new git branch oh/<date>-<time>-<agent>" in p.stdout
+    assert (
+        "branch mode: before the agent's first change (write, edit, command) the workspace switches to a new git branch oh/<date>-<time>-<agent>"
+        in p.stdout
+    )
     p = oh("write", "--append", "notes.txt", "--content", "hi\n", check=0)
     branch = git(ws, "branch", "--show-current")
     assert p.stdout == "appended 3 bytes to " + str(ws / "notes.txt") + "\n"
@@ -474,4 +545,6 @@ def test_branch_mode_is_visible_in_text_output(oh) -> None:
     oh.started.append({"pid": int(p.stdout.split("pid ")[1].split(")")[0])})
     assert "switches to the git branch 'feature'" in p.stdout
     p = oh("run", "--", "echo hi", cwd=repo_two, check=0)
-    assert p.stdout == "hi\n" and "oh: branch mode: switched to the new git branch 'feature' (from 'main')." in p.stderr, p
+    assert (
+        p.stdout == "hi\n" and "oh: branch mode: switched to the new git branch 'feature' (from 'main')." in p.stderr
+    ), p

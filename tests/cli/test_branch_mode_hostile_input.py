@@ -16,7 +16,27 @@ from .test_branch_mode import branches, git, repo
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is needed for branch mode")
 
 
-@pytest.mark.parametrize("name", ["-x", "a..b", "x@{1}", "has space", ".hidden", "a/.b", "HEAD", "a.lock", "a/", "a~1", "a^b", "a:b", "a\\b", "a*b", "a?b", "a[b"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "-x",
+        "a..b",
+        "x@{1}",
+        "has space",
+        ".hidden",
+        "a/.b",
+        "HEAD",
+        "a.lock",
+        "a/",
+        "a~1",
+        "a^b",
+        "a:b",
+        "a\\b",
+        "a*b",
+        "a?b",
+        "a[b",
+    ],
+)
 def test_names_git_refuses_are_refused_at_start_with_exit_2(oh, name) -> None:
     repo(oh.workspace)
     proc = oh("start", "--detach", "--json", "--runtime", "local", "--no-open", "--branch-name", name)
@@ -24,7 +44,10 @@ def test_names_git_refuses_are_refused_at_start_with_exit_2(oh, name) -> None:
         oh.started.append(json.loads(proc.stdout))
     assert proc.returncode == 2 and "branch" in proc.stderr, (name, proc.returncode, proc.stderr)
     # git itself agrees that the name is not a branch name
-    assert subprocess.run(["git", "check-ref-format", "--branch", name], cwd=oh.workspace, capture_output=True).returncode != 0
+    assert (
+        subprocess.run(["git", "check-ref-format", "--branch", name], cwd=oh.workspace, capture_output=True).returncode
+        != 0
+    )
 
 
 @pytest.mark.parametrize("name", ["x" * 300, "ünï"])
@@ -79,13 +102,18 @@ def test_git_missing_from_path_is_a_clear_branch_failed(oh, tmp_path) -> None:
     os.symlink(shutil.which("sh"), bindir / "sh")
     os.symlink(shutil.which("bash"), bindir / "bash")
     import sys
+
     os.symlink(sys.executable, bindir / "python3")
     proc = oh("start", "--detach", "--json", "--runtime", "local", "--no-open", "--branch", env={"PATH": str(bindir)})
     if proc.returncode == 0:
         oh.started.append(json.loads(proc.stdout))
         p = oh("write", "g.txt", "--content", "x", "--json")
         obs = json.loads(p.stdout)
-        assert p.returncode == 6 and obs["extras"]["error_id"] == "BRANCH_FAILED" and "git is not installed" in obs["content"]
+        assert (
+            p.returncode == 6
+            and obs["extras"]["error_id"] == "BRANCH_FAILED"
+            and "git is not installed" in obs["content"]
+        )
         assert not (oh.workspace / "g.txt").exists()
     else:
         assert proc.returncode in (1, 2) and "git" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
@@ -94,18 +122,43 @@ def test_git_missing_from_path_is_a_clear_branch_failed(oh, tmp_path) -> None:
 def test_a_bare_repository_is_refused_never_git_inited(oh) -> None:
     bare = oh.tmp / "bare.git"
     subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True, timeout=30)
-    proc = oh("start", "--detach", "--json", "--runtime", "local", "--no-open", "--workspace", str(bare), "--branch", "--git-init")
+    proc = oh(
+        "start",
+        "--detach",
+        "--json",
+        "--runtime",
+        "local",
+        "--no-open",
+        "--workspace",
+        str(bare),
+        "--branch",
+        "--git-init",
+    )
     if proc.returncode == 0:
         oh.started.append(json.loads(proc.stdout))
         oh("write", "x.txt", "--content", "x", cwd=bare)
     assert proc.returncode == 1 and "bare git repository" in proc.stderr, (proc.returncode, proc.stderr)
     # the repository is still bare: its own files never became an untracked work tree
-    assert subprocess.run(["git", "config", "core.bare"], cwd=bare, capture_output=True, text=True).stdout.strip() == "true"
+    assert (
+        subprocess.run(["git", "config", "core.bare"], cwd=bare, capture_output=True, text=True).stdout.strip()
+        == "true"
+    )
 
 
 def test_inside_a_dot_git_directory_is_refused(oh) -> None:
     repo(oh.workspace)
-    proc = oh("start", "--detach", "--json", "--runtime", "local", "--no-open", "--workspace", str(oh.workspace / ".git" / "refs"), "--branch", "--git-init")
+    proc = oh(
+        "start",
+        "--detach",
+        "--json",
+        "--runtime",
+        "local",
+        "--no-open",
+        "--workspace",
+        str(oh.workspace / ".git" / "refs"),
+        "--branch",
+        "--git-init",
+    )
     if proc.returncode == 0:
         oh.started.append(json.loads(proc.stdout))
     assert proc.returncode == 1 and ".git directory" in proc.stderr, (proc.returncode, proc.stderr)
@@ -142,7 +195,12 @@ def test_a_repo_mid_merge_is_a_clear_branch_failed_and_nothing_runs(oh) -> None:
     git(ws, "checkout", "-q", "main")
     (ws / "README").write_text("ours\n")
     git(ws, "commit", "-q", "-am", "ours")
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "merge", "other"], cwd=ws, capture_output=True, timeout=30)
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "merge", "other"],
+        cwd=ws,
+        capture_output=True,
+        timeout=30,
+    )
     oh.start("local", None, "--branch", "--on-dirty", "stash")
     p = oh("write", "m.txt", "--content", "x", "--json")
     obs = json.loads(p.stdout)

@@ -60,8 +60,14 @@ def test_read_write_edit_send_absolute_paths(oh, tmp_path):
 @pytest.mark.parametrize("verb", [("run", "--", "true"), ("read", "f.txt")], ids=["run", "read"])
 def test_without_an_editor_the_verbs_say_at_once_that_they_wait(oh, verb):
     oh.start("vscode", None, "--editor-timeout", "25")
-    proc = subprocess.Popen([sys.executable, "-m", "oh", *verb], env=oh.env, cwd=oh.workspace,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "oh", *verb],
+        env=oh.env,
+        cwd=oh.workspace,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         first = proc.stderr.readline()
         still_waiting = proc.poll() is None  # said before the wait ended, not after
@@ -80,11 +86,13 @@ def test_quiet_run_without_editor_says_only_the_error(oh):
 
 # ---------------------------------------------------------------------------- 21
 BUSY_TEXT = "A command is already running; send input with is_input, interrupt it with C-c, wait with an empty command, or reset."
-LEGACY_NOT_EXECUTED = ('[Your command "ls" is NOT executed. The previous command is still running - You CANNOT send new commands until '
-                       "the previous command is completed. By setting `is_input` to `true`, you can interact with the current process: "
-                       "You may wait longer to see additional output of the previous command by sending empty command '', send other "
-                       'commands to interact with the current process, send keys ("C-c", "C-z", "C-d") to interrupt/kill the previous '
-                       "command before sending your new command, or use the timeout parameter in execute_bash for future commands.]")
+LEGACY_NOT_EXECUTED = (
+    '[Your command "ls" is NOT executed. The previous command is still running - You CANNOT send new commands until '
+    "the previous command is completed. By setting `is_input` to `true`, you can interact with the current process: "
+    "You may wait longer to see additional output of the previous command by sending empty command '', send other "
+    'commands to interact with the current process, send keys ("C-c", "C-z", "C-d") to interrupt/kill the previous '
+    "command before sending your new command, or use the timeout parameter in execute_bash for future commands.]"
+)
 
 
 def _legacy_busy(action):
@@ -170,15 +178,27 @@ def test_help_speaks_plainly(oh):
 
 def test_a_command_left_running_is_explained_for_a_person(oh):
     """Soft timeout (no new output for 30 s): the backend's hint names agent tools; the CLI says what to type."""
-    hint = ("You may wait longer to see additional output by sending empty command '', send other commands to interact with the "
-            "current process, send keys to interrupt/kill the command, or use the timeout parameter in execute_bash for future commands.")
+    hint = (
+        "You may wait longer to see additional output by sending empty command '', send other commands to interact with the "
+        "current process, send keys to interrupt/kill the command, or use the timeout parameter in execute_bash for future commands."
+    )
 
     def still_running(action):
-        return run_observation(action["id"], action["args"]["command"], "partial output\n", -1, action["args"].get("cwd"),
-                               suffix=f"\n[The command has no new output after 30 seconds. {hint}]")
+        return run_observation(
+            action["id"],
+            action["args"]["command"],
+            "partial output\n",
+            -1,
+            action["args"].get("cwd"),
+            suffix=f"\n[The command has no new output after 30 seconds. {hint}]",
+        )
 
     with _editor(oh, still_running):
         p = oh("run", "--", "./server")
     assert p.returncode == 124 and p.stdout == "partial output\n"
-    assert "no new output after 30 seconds" in p.stderr and "oh run --wait" in p.stderr and "oh run --interrupt" in p.stderr
+    assert (
+        "no new output after 30 seconds" in p.stderr
+        and "oh run --wait" in p.stderr
+        and "oh run --interrupt" in p.stderr
+    )
     assert "execute_bash" not in p.stderr and "empty command" not in p.stderr

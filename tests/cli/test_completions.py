@@ -77,7 +77,9 @@ def test_sourced_bash_script_completes_through_oh(oh):
     script = f"source {REPO / 'completions' / 'oh.bash'}; COMP_WORDS=(oh config get run); COMP_CWORD=3; _oh_completion oh; printf '%s\\n' \"${{COMPREPLY[@]}}\""
     if not (Path(sys.executable).parent / "oh").exists():
         pytest.skip("the `oh` console script is not installed next to this interpreter")
-    out = subprocess.run(["bash", "--norc", "--noprofile", "-c", script], capture_output=True, text=True, env=env, timeout=30)
+    out = subprocess.run(
+        ["bash", "--norc", "--noprofile", "-c", script], capture_output=True, text=True, env=env, timeout=30
+    )
     assert out.stdout.split() == ["runtime"], out.stderr
 
 
@@ -92,9 +94,15 @@ def test_installed_zsh_completion_completes_on_the_first_tab(oh):
     oh("completions", "install", "zsh", check=0)
     zshrc = oh.user_home / ".zshrc"
     zshrc.write_text("PS1='zsh> '\nunsetopt beep\n" + zshrc.read_text())
-    env = dict(oh.env, ZDOTDIR=str(oh.user_home), TERM="dumb",
-               PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
-    child = pexpect.spawn("zsh", ["-i"], cwd=str(oh.workspace), env=env, encoding="utf-8", timeout=20, dimensions=(24, 200))
+    env = dict(
+        oh.env,
+        ZDOTDIR=str(oh.user_home),
+        TERM="dumb",
+        PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""),
+    )
+    child = pexpect.spawn(
+        "zsh", ["-i"], cwd=str(oh.workspace), env=env, encoding="utf-8", timeout=20, dimensions=(24, 200)
+    )
     try:
         child.expect_exact("zsh> ")
         child.send("oh confi\t")  # the first TAB in this shell

@@ -36,8 +36,15 @@ def test_every_key_is_an_attribute_of_settings_and_nothing_else_is(tmp_path):
 
 @pytest.mark.parametrize(
     "key,value,expected",
-    [("port", "65535", 65535), ("runtime", "VSCODE", "vscode"), ("trace_max_bytes", "2M", 2 * 1024 * 1024),
-     ("trace", "off", False), ("editor_timeout", "0.5", 0.5), ("host", "localhost", "127.0.0.1"), ("host", "::1", "::1")],
+    [
+        ("port", "65535", 65535),
+        ("runtime", "VSCODE", "vscode"),
+        ("trace_max_bytes", "2M", 2 * 1024 * 1024),
+        ("trace", "off", False),
+        ("editor_timeout", "0.5", 0.5),
+        ("host", "localhost", "127.0.0.1"),
+        ("host", "::1", "::1"),
+    ],
 )
 def test_values_parse(key, value, expected):
     assert settings.parse_value(key, value) == expected
@@ -45,9 +52,16 @@ def test_values_parse(key, value, expected):
 
 @pytest.mark.parametrize(
     "key,value,needle",
-    [("port", "65536", "0 to 65535"), ("port", "http", "0 to 65535"), ("runtime", "docker", "local, vscode"),
-     ("editor_timeout", "-1", "> 0"), ("host", "0.0.0.0", "loopback"), ("host", "192.168.1.2", "loopback"),
-     ("open_editor", "sometimes", "auto, always, never"), ("trace_max_bytes", "12", ">= 1024")],
+    [
+        ("port", "65536", "0 to 65535"),
+        ("port", "http", "0 to 65535"),
+        ("runtime", "docker", "local, vscode"),
+        ("editor_timeout", "-1", "> 0"),
+        ("host", "0.0.0.0", "loopback"),
+        ("host", "192.168.1.2", "loopback"),
+        ("open_editor", "sometimes", "auto, always, never"),
+        ("trace_max_bytes", "12", ">= 1024"),
+    ],
 )
 def test_bad_values_name_what_is_allowed(key, value, needle):
     with pytest.raises(settings.SettingError) as exc:
@@ -149,8 +163,14 @@ def test_set_and_unset_keep_comments_and_key_order(oh):
     assert path.read_text() == original.replace("port = 4000", "port = 4100")
     oh("config", "set", "editor_timeout", "12", check=0)
     text = path.read_text()
-    assert text.startswith(original.replace("port = 4000", "port = 4100")) and text.rstrip().endswith("editor_timeout = 12.0")
+    assert text.startswith(original.replace("port = 4000", "port = 4100")) and text.rstrip().endswith(
+        "editor_timeout = 12.0"
+    )
     oh("config", "unset", "trace", check=0)
-    assert "trace" not in path.read_text() and "# my settings" in path.read_text() and "# VS Code on this box" in path.read_text()
+    assert (
+        "trace" not in path.read_text()
+        and "# my settings" in path.read_text()
+        and "# VS Code on this box" in path.read_text()
+    )
     assert oh("config", "get", "port", check=0).stdout.strip() == "4100"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600

@@ -14,7 +14,14 @@ AGENT_WAIT = 60
 
 
 def _agent(oh, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "oh", *args], cwd=oh.workspace, env=oh.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "oh", *args],
+        cwd=oh.workspace,
+        env=oh.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _finish(proc: subprocess.Popen) -> tuple[int, str, str]:
@@ -70,17 +77,26 @@ def test_self_approval_routes_are_refused(oh):
     sess = oh.session(info["instance_id"])
     assert sess["decider_token"] and sess["decider_token"] != sess["token"]
     agent = _agent(oh, "write", "f.txt", "--content", "x")  # a change: review mode asks (a proposal)
-    proposal = wait_for(lambda: (oh.json("review", "--json")["proposals"] or [None])[0], timeout=30, interval=0.1, what="proposal")
+    proposal = wait_for(
+        lambda: (oh.json("review", "--json")["proposals"] or [None])[0], timeout=30, interval=0.1, what="proposal"
+    )
     # 1. the agent's own token on the control leg: may list, never decide
     with connect(info["url"] + "/v1/control", additional_headers={"Authorization": f"Bearer {sess['token']}"}) as ws:
-        for frame in ({"type": "review", "op": "accept", "id": proposal["id"]}, {"type": "review", "op": "accept", "all": True},
-                      {"type": "approvals", "op": "allow", "id": "c1"}):
+        for frame in (
+            {"type": "review", "op": "accept", "id": proposal["id"]},
+            {"type": "review", "op": "accept", "all": True},
+            {"type": "approvals", "op": "allow", "id": "c1"},
+        ):
             ws.send(json.dumps(frame))
             assert json.loads(ws.recv(timeout=10))["error_id"] == "FORBIDDEN"
     # 2. its own shell running oh's deciding commands, or reading oh's files: each one waits for consent itself
-    runs = [_agent(oh, "run", cmd) for cmd in ("oh review accept --all", "oh approve c1", f"cat {oh.home}/sessions/*.json")]
+    runs = [
+        _agent(oh, "run", cmd) for cmd in ("oh review accept --all", "oh approve c1", f"cat {oh.home}/sessions/*.json")
+    ]
     rows = _pending(oh, 3)
-    assert sorted(r["what"] for r in rows) == sorted(("oh review accept --all", "oh approve c1", f"cat {oh.home}/sessions/*.json"))
+    assert sorted(r["what"] for r in rows) == sorted(
+        ("oh review accept --all", "oh approve c1", f"cat {oh.home}/sessions/*.json")
+    )
     assert not (oh.workspace / "f.txt").exists()
     for r in rows:
         oh("reject", r["id"], "--reason", "no self-approval", check=0)
@@ -91,13 +107,17 @@ def test_self_approval_routes_are_refused(oh):
     oh("review", "accept", proposal["id"], check=0)  # the user, with the decider credential
     assert _finish(agent)[0] == 0 and (oh.workspace / "f.txt").read_text() == "x"
     # 3. what the agent's shell inherits: no OH_HOME (where the sessions are), no tokens
-    assert oh.json("run", "--json", "env | grep -c '^O[H]_HOME=' || true")["content"].strip() == "0"  # (naming it is risky)
+    assert (
+        oh.json("run", "--json", "env | grep -c '^O[H]_HOME=' || true")["content"].strip() == "0"
+    )  # (naming it is risky)
     assert oh.json("run", "--json", "env | grep -c '^O[H]_.*TOKEN' || true")["content"].strip() == "0"
 
 
 def test_workspace_file_only_tightens(oh):
     (oh.workspace / ".oh").mkdir()
-    (oh.workspace / ".oh" / "consent.toml").write_text('allow = ["run: rm *"]\ndeny = ["run: touch *"]\nconsent = "never"\n')
+    (oh.workspace / ".oh" / "consent.toml").write_text(
+        'allow = ["run: rm *"]\ndeny = ["run: touch *"]\nconsent = "never"\n'
+    )
     proc = oh("start", "--detach", "--runtime", "local", "--no-open", "--consent", "risky", timeout=40)
     assert proc.returncode == 0, proc.stderr
     assert "may only tighten" in proc.stderr and "allow, consent" in proc.stderr
@@ -126,9 +146,12 @@ def test_the_decider_token_leaks_nowhere(oh):
     oh("approve", row["id"], check=0)
     rc, out, err = _finish(agent)
     assert rc == 0 and "PATH=" in out
-    texts = {"the agent shell's env and ps": out + err,
-             "oh status --json": oh("status", "--json").stdout, "oh approvals --json": oh("approvals", "--json").stdout,
-             "backend argv": open(f"/proc/{info['pid']}/cmdline", "rb").read().decode(errors="replace")}
+    texts = {
+        "the agent shell's env and ps": out + err,
+        "oh status --json": oh("status", "--json").stdout,
+        "oh approvals --json": oh("approvals", "--json").stdout,
+        "backend argv": open(f"/proc/{info['pid']}/cmdline", "rb").read().decode(errors="replace"),
+    }
     for f in oh.home.rglob("*"):
         if f.is_file() and "sessions" not in f.parts:
             texts[str(f.relative_to(oh.home))] = f.read_bytes().decode(errors="replace")

@@ -16,14 +16,22 @@ ALL_CAPS = ["run", "read", "write", "edit", *KNOWLEDGE_KINDS]
 
 def test_local_runtime_refuses_with_the_way_out(oh):
     oh.start("local")
-    for args in (["diagnostics"], ["editors"], ["open", "a.py:1"], ["definition", "a.py:1:1"], ["references", "a.py:1:1"]):
+    for args in (
+        ["diagnostics"],
+        ["editors"],
+        ["open", "a.py:1"],
+        ["definition", "a.py:1:1"],
+        ["references", "a.py:1:1"],
+    ):
         proc = oh(*args)
         assert proc.returncode == 6, (args, proc)
         assert "TOOL_UNSUPPORTED" in proc.stderr and "oh start --runtime vscode" in proc.stderr, (args, proc.stderr)
 
 
 def test_local_symbols_are_ripgrep_matches_and_say_so(oh):
-    (oh.workspace / "lib.py").write_text("import os\n\n\ndef parse_config(path):\n    return path\n\nclass ConfigParser:\n    pass\n")
+    (oh.workspace / "lib.py").write_text(
+        "import os\n\n\ndef parse_config(path):\n    return path\n\nclass ConfigParser:\n    pass\n"
+    )
     oh.start("local")
     proc = oh("symbols", "config")
     assert proc.returncode == 0, proc
@@ -63,11 +71,26 @@ def test_vscode_runtime_forwards_absolute_paths_and_prints_the_answer(oh):
     def answer(action):
         kind = action["action"]
         if kind == "diagnostics":
-            d = {"path": target, "line": 4, "column": 7, "end_line": 4, "end_column": 12, "severity": "error",
-                 "message": "Type 'string' is not assignable to type 'number'.", "source": "ts", "code": 2322}
-            return knowledge_observation(kind, action["id"], f"{target}:4:7: error: Type 'string'... (ts 2322)\n1 error, 0 warnings in 1 file.",
-                                         {"path": target, "diagnostics": [d], "settled": True, "severity": "warning"})
-        return knowledge_observation(kind, action["id"], f"{target}:1:17: export function greet() {{", {"path": target, "locations": []})
+            d = {
+                "path": target,
+                "line": 4,
+                "column": 7,
+                "end_line": 4,
+                "end_column": 12,
+                "severity": "error",
+                "message": "Type 'string' is not assignable to type 'number'.",
+                "source": "ts",
+                "code": 2322,
+            }
+            return knowledge_observation(
+                kind,
+                action["id"],
+                f"{target}:4:7: error: Type 'string'... (ts 2322)\n1 error, 0 warnings in 1 file.",
+                {"path": target, "diagnostics": [d], "settled": True, "severity": "warning"},
+            )
+        return knowledge_observation(
+            kind, action["id"], f"{target}:1:17: export function greet() {{", {"path": target, "locations": []}
+        )
 
     with FakeEditor(oh.session_file(info["instance_id"]), oh.workspace, answer=answer, capabilities=ALL_CAPS) as editor:
         proc = oh("definition", "a.ts:3:23", cwd=src, timeout=20)
@@ -106,8 +129,13 @@ def test_client_methods_against_a_local_backend(oh):
     with SyncClient.connect(session["url"], session["token"]) as client:
         obs = client.symbols("greet", limit=5)
         assert obs.kind == "symbols" and obs.extras["symbols"][0]["name"] == "greetUser"
-        for call in (lambda: client.diagnostics("m.ts"), client.editors, lambda: client.open_file("m.ts", line=1),
-                     lambda: client.definition("m.ts", 1, 17), lambda: client.references("m.ts", 1, 17)):
+        for call in (
+            lambda: client.diagnostics("m.ts"),
+            client.editors,
+            lambda: client.open_file("m.ts", line=1),
+            lambda: client.definition("m.ts", 1, 17),
+            lambda: client.references("m.ts", 1, 17),
+        ):
             obs = call()
             assert obs.error_id == "TOOL_UNSUPPORTED", obs
         bad = client.send({"action": "definition", "args": {"path": "m.ts", "line": 0, "column": 1}})

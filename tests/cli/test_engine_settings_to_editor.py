@@ -11,4 +11,3 @@ def test_clean_shell_and_startup_timeout_are_in_the_registered_answer(oh) -> Non
     info = oh.start("vscode", None, "--clean-shell")
     with FakeEditor(oh.session_file(info["instance_id"]), oh.workspace) as editor:
         assert editor.welcome["user_shell"] is False, editor.welcome
-

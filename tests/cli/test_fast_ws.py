@@ -60,6 +60,7 @@ def test_refused_handshakes_are_classified(server):
     def reject(status):
         def process_request(conn, request):
             return Response(status, "no", Headers({"Content-Length": "21"}), b"Origin header refused")
+
         return process_request
 
     port = server(lambda conn: None, process_request=reject(401))
@@ -88,11 +89,14 @@ def _raw_server(answer: bytes) -> int:
     return sock.getsockname()[1]
 
 
-@pytest.mark.parametrize("answer,needle", [
-    (b"HTTP/1.1 101 Switching Protocols\r\nSec-WebSocket-Accept: wrong\r\n\r\n", "not an oh backend"),
-    (b"garbage\r\n\r\n", "malformed"),
-    (b"", "closed the connection during the handshake"),
-])
+@pytest.mark.parametrize(
+    "answer,needle",
+    [
+        (b"HTTP/1.1 101 Switching Protocols\r\nSec-WebSocket-Accept: wrong\r\n\r\n", "not an oh backend"),
+        (b"garbage\r\n\r\n", "malformed"),
+        (b"", "closed the connection during the handshake"),
+    ],
+)
 def test_servers_that_are_not_oh_give_clear_errors(answer, needle):
     port = _raw_server(answer)
     with pytest.raises(ws.WsError) as info:
@@ -110,7 +114,9 @@ def test_connection_dropped_mid_message_and_nothing_listening():
         conn, _ = sock.accept()
         head = conn.recv(65536).decode()
         key = [h.split(": ", 1)[1] for h in head.split("\r\n") if h.lower().startswith("sec-websocket-key")][0]
-        conn.sendall(accept + ws._accept_key(key.encode()) + b"\r\n\r\n" + b"\x81\x7e\x01\x00" + b"x" * 10)  # 256 announced, 10 sent
+        conn.sendall(
+            accept + ws._accept_key(key.encode()) + b"\r\n\r\n" + b"\x81\x7e\x01\x00" + b"x" * 10
+        )  # 256 announced, 10 sent
         conn.close()
 
     threading.Thread(target=run, daemon=True).start()
@@ -125,7 +131,12 @@ def test_connection_dropped_mid_message_and_nothing_listening():
 
 
 def test_only_loopback_is_dialled():
-    assert ws.is_loopback("127.0.0.1") and ws.is_loopback("::1") and ws.is_loopback("[::1]") and ws.is_loopback("localhost")
+    assert (
+        ws.is_loopback("127.0.0.1")
+        and ws.is_loopback("::1")
+        and ws.is_loopback("[::1]")
+        and ws.is_loopback("localhost")
+    )
     assert ws.is_loopback("127.1.2.3")
     for host in ("192.0.2.1", "0.0.0.0", "example.com", "127.0.0.1.evil.com", "1127.0.0.1", "::ffff:10.0.0.1"):
         assert not ws.is_loopback(host)

@@ -55,7 +55,11 @@ def test_fast_and_full_cli_agree(oh):
     volatile = re.compile(r'"(timestamp|pid)": [^,\n]+')  # differ from one run to the next
     for args in cases:
         fast, slow = _both(oh, *args, cwd=oh.workspace / "sub")
-        assert (fast.returncode, volatile.sub("", fast.stdout), fast.stderr) == (slow.returncode, volatile.sub("", slow.stdout), slow.stderr), args
+        assert (fast.returncode, volatile.sub("", fast.stdout), fast.stderr) == (
+            slow.returncode,
+            volatile.sub("", slow.stdout),
+            slow.stderr,
+        ), args
     p = oh("read", "--start", "abc", "f.txt")
     assert p.returncode == 2 and "Input should be" not in p.stderr and "'abc' is not a whole number" in p.stderr
 
@@ -112,7 +116,11 @@ def test_fast_and_full_cli_agree_on_jobs_and_file_checks(oh):
     volatile = re.compile(r'"(timestamp|pid|duration_s|uptime_s|output_bytes|size|next_offset)": [^,\n]+|\b\d+s\b')
     for args in cases:
         fast, slow = _both(oh, *args, cwd=sub)
-        assert (fast.returncode, volatile.sub("", fast.stdout), fast.stderr) == (slow.returncode, volatile.sub("", slow.stdout), slow.stderr), args
+        assert (fast.returncode, volatile.sub("", fast.stdout), fast.stderr) == (
+            slow.returncode,
+            volatile.sub("", slow.stdout),
+            slow.stderr,
+        ), args
     assert (sub / "log.txt").read_text() == "line\n" * 4 and (oh.workspace / "f.txt").read_text() == "one\n"
     fast = oh("jobs", "wait", done, cwd=sub)
     assert fast.returncode == 3 and "done-out" in fast.stdout
@@ -143,7 +151,11 @@ def test_a_stale_session_file_is_left_to_the_full_cli(oh):
     """The fast path never cleans session files (one owner): it hands over, and the owner cleans."""
     oh.start("local")
     stale = oh.home / "sessions" / "deadbeef0000.json"
-    data = oh.session(oh.started[0]["instance_id"]) | {"instance_id": "deadbeef0000", "pid": 2**22 + 7, "workspace": "/nonexistent"}
+    data = oh.session(oh.started[0]["instance_id"]) | {
+        "instance_id": "deadbeef0000",
+        "pid": 2**22 + 7,
+        "workspace": "/nonexistent",
+    }
     stale.write_text(json.dumps(data))
     stale.chmod(0o600)
     assert oh("run", "--", "echo ok", check=0).stdout == "ok\n"
@@ -183,9 +195,21 @@ def _plant_session(oh, port: int, token: str) -> None:
     sessions = oh.home / "sessions"
     sessions.mkdir(parents=True, exist_ok=True, mode=0o700)
     path = sessions / "abcabcabcabc.json"
-    path.write_text(json.dumps({"instance_id": "abcabcabcabc", "pid": me.pid, "start_time": me.create_time(), "host": "127.0.0.1",
-                                "port": port, "runtime": "local", "workspace": str(oh.workspace.resolve()), "token": token,
-                                "url": f"ws://127.0.0.1:{port}"}))
+    path.write_text(
+        json.dumps(
+            {
+                "instance_id": "abcabcabcabc",
+                "pid": me.pid,
+                "start_time": me.create_time(),
+                "host": "127.0.0.1",
+                "port": port,
+                "runtime": "local",
+                "workspace": str(oh.workspace.resolve()),
+                "token": token,
+                "url": f"ws://127.0.0.1:{port}",
+            }
+        )
+    )
     os.chmod(path, 0o600)
 
 
@@ -214,7 +238,9 @@ def test_a_session_on_a_non_loopback_host_is_never_dialled(oh):
     rec = _Recorder()
     _plant_session(oh, rec.port, "tok")
     path = oh.home / "sessions" / "abcabcabcabc.json"
-    path.write_text(json.dumps(json.loads(path.read_text()) | {"host": "192.0.2.1", "url": f"ws://192.0.2.1:{rec.port}"}))
+    path.write_text(
+        json.dumps(json.loads(path.read_text()) | {"host": "192.0.2.1", "url": f"ws://192.0.2.1:{rec.port}"})
+    )
     p = oh("run", "--", "true")
     assert p.returncode != 0 and not rec.heads
 
@@ -225,8 +251,14 @@ def test_backend_killed_mid_command_gives_a_reason(oh):
     import subprocess
     import sys
 
-    proc = subprocess.Popen([sys.executable, "-m", "oh", "run", "--", "sleep 30"], env=oh.env, cwd=oh.workspace,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "oh", "run", "--", "sleep 30"],
+        env=oh.env,
+        cwd=oh.workspace,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         trace = oh.home / "traces" / f"{info['instance_id']}.jsonl"
         deadline = time.monotonic() + 20
@@ -249,8 +281,14 @@ def test_a_loose_oh_directory_is_left_to_the_full_cli(oh):
     oh.start("local")
 
     def fast_path_taken() -> bool:
-        proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "oh", "run", "--", "true"], env=oh.env, cwd=oh.workspace,
-                              capture_output=True, text=True, timeout=30)
+        proc = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "oh", "run", "--", "true"],
+            env=oh.env,
+            cwd=oh.workspace,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         return "oh.commands.agent" not in proc.stderr and "oh.fastpath.verbs" in proc.stderr
 
     assert fast_path_taken()
@@ -270,7 +308,10 @@ def test_a_loose_oh_directory_is_left_to_the_full_cli(oh):
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="the fast discovery is Linux-only (else the full CLI runs)")
-@pytest.mark.parametrize("env", [{"XDG_STATE_HOME": "/x/state"}, {"XDG_STATE_HOME": ""}, {"XDG_STATE_HOME": "relative/dir"}, {"OH_HOME": "/o/h"}])
+@pytest.mark.parametrize(
+    "env",
+    [{"XDG_STATE_HOME": "/x/state"}, {"XDG_STATE_HOME": ""}, {"XDG_STATE_HOME": "relative/dir"}, {"OH_HOME": "/o/h"}],
+)
 def test_fast_state_dir_matches_the_paths_module(monkeypatch, tmp_path, env):
     from oh.config import paths
     from oh.fastpath import discover

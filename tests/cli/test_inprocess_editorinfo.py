@@ -27,7 +27,11 @@ def test_usage_errors_exit_2_before_any_backend_is_needed(here):
 
 def test_local_runtime_refuses_editor_knowledge_with_the_way_out(here):
     here.start("local")
-    for run, options in ((editorinfo.run_editors, {}), (editorinfo.run_diagnostics, {}), (editorinfo.run_open, {"location": "a.py:1"})):
+    for run, options in (
+        (editorinfo.run_editors, {}),
+        (editorinfo.run_diagnostics, {}),
+        (editorinfo.run_open, {"location": "a.py:1"}),
+    ):
         r = invoke(run, **options)
         assert r.code == 6 and "TOOL_UNSUPPORTED" in r.err and "oh start --runtime vscode" in r.err, (run, r)
 
@@ -39,8 +43,12 @@ def test_what_each_command_sends_to_the_editor(here):
     def answer(action):
         extras = {"path": target, "locations": []}
         if action["action"] == "diagnostics":
-            extras = {"path": target, "settled": True, "severity": "hint",
-                      "diagnostics": [{"path": target, "line": 1, "column": 1, "severity": "error", "message": "bad"}]}
+            extras = {
+                "path": target,
+                "settled": True,
+                "severity": "hint",
+                "diagnostics": [{"path": target, "line": 1, "column": 1, "severity": "error", "message": "bad"}],
+            }
         return knowledge_observation(action["action"], action["id"], f"{target}:1:1: answer", extras)
 
     caps = ["run", "read", "write", "edit", *KNOWLEDGE_KINDS]

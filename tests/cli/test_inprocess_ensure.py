@@ -60,7 +60,9 @@ def test_no_wait_prints_the_job_and_oh_jobs_wait_follows_it(here):
     r = invoke(ensure.run_ensure, no_wait=True, json_=True)
     node = json.loads(r.out)["extras"]["targets"][0]
     assert r.code == 0 and node["state"] in ("running", "ready") and node["job_id"], r
-    w = invoke(jobs.run_wait, job_id=node["job_id"], timeout=120)  # a job of the backend's oh-ensure shell, reachable from the CLI
+    w = invoke(
+        jobs.run_wait, job_id=node["job_id"], timeout=120
+    )  # a job of the backend's oh-ensure shell, reachable from the CLI
     assert w.code == 0, w
     r = invoke(ensure.run_ensure)  # joins the run if it has not written its stamp yet, else finds it
     assert r.code == 0 and r.out.startswith("Environment ready"), r

@@ -27,13 +27,23 @@ def test_empty_allow_is_refused_before_anything_starts(here):
 
 def test_relative_allow_says_what_it_resolved_to(here):
     (here.workspace / "scratch").mkdir()
-    r = invoke(run_start, runtime="local", workspace=str(here.workspace), detach=True, json_=True, open_=False, allow=["scratch"])
+    r = invoke(
+        run_start,
+        runtime="local",
+        workspace=str(here.workspace),
+        detach=True,
+        json_=True,
+        open_=False,
+        allow=["scratch"],
+    )
     assert r.code == 0, r
     info = json.loads(r.out)
     here.started.append(info)
     notes = {w["id"]: w["message"] for w in info["warnings"]}
-    assert notes["allow_relative"] == (f"note: --allow scratch is relative: it allows {here.workspace / 'scratch'} "
-                                       "(resolved against the current directory).")
+    assert notes["allow_relative"] == (
+        f"note: --allow scratch is relative: it allows {here.workspace / 'scratch'} "
+        "(resolved against the current directory)."
+    )
     assert here.session(info["instance_id"])["allowed_roots"] == [str(here.workspace), str(here.workspace / "scratch")]
 
 
@@ -72,7 +82,10 @@ def test_mcp_no_backend_text_says_what_oh_start_starts():
     from oh.mcp.backend import no_backend_message
 
     text = no_backend_message("/w", can_start=False)
-    assert "`oh start` (the live view; the actions run on this machine, no sandbox, unless the config's `runtime` says vscode)" in text
+    assert (
+        "`oh start` (the live view; the actions run on this machine, no sandbox, unless the config's `runtime` says vscode)"
+        in text
+    )
     assert "`oh start --runtime vscode` (VS Code runs the actions)" in text
 
 
@@ -83,10 +96,23 @@ def test_the_timeout_suffixes_of_both_runtimes_are_classified():
     def obs(suffix, code=-1):
         return run_observation(1, "x", "", code, suffix=suffix)
 
-    assert timeout_of(obs("\n[The command timed out after 2 seconds and was killed, with every process of the shell (process group 9).]")) == "killed"
+    assert (
+        timeout_of(
+            obs(
+                "\n[The command timed out after 2 seconds and was killed, with every process of the shell (process group 9).]"
+            )
+        )
+        == "killed"
+    )
     # VS Code's runtime (extension/src/runstate.ts)
     assert timeout_of(obs("\n[The command timed out after 2 seconds and was interrupted (C-c).]")) == "interrupted"
-    assert timeout_of(obs("\n[The command timed out after 2 seconds and was interrupted (C-c) and then killed.]")) == "killed"
-    assert timeout_of(obs("\n[The command timed out after 1.5 seconds and is still running. You may wait...]")) == "running"
+    assert (
+        timeout_of(obs("\n[The command timed out after 2 seconds and was interrupted (C-c) and then killed.]"))
+        == "killed"
+    )
+    assert (
+        timeout_of(obs("\n[The command timed out after 1.5 seconds and is still running. You may wait...]"))
+        == "running"
+    )
     assert timeout_of(obs("\n[The command has no new output after 30 seconds. You may wait...]")) is None
     assert timeout_of(obs("timed out after 2 seconds and was killed", code=0)) is None

@@ -74,7 +74,9 @@ def test_config_edit_runs_the_editor_then_validates(here, monkeypatch):
 
     r = invoke(config_cmd.run_edit, call_editor=editor)
     target = here.home / "config.toml"
-    assert seen == [["my-editor", "--wait", str(here.home / "config.edit.toml")]]  # a copy: config.toml changes only when valid
+    assert seen == [
+        ["my-editor", "--wait", str(here.home / "config.edit.toml")]
+    ]  # a copy: config.toml changes only when valid
     assert r.code == 2 and "0 to 65535" in r.err
     r = invoke(config_cmd.run_edit, call_editor=lambda argv: open(argv[-1], "w").write("port = 9000\n") and 0)
     assert (r.code, r.out) == (0, f"{target}: valid\n") and target.read_text() == "port = 9000\n"
@@ -96,7 +98,11 @@ def test_config_edit_that_ends_invalid_leaves_the_file_as_it_was(here, monkeypat
 
     r = invoke(config_cmd.run_edit, call_editor=broken)
     rejected = here.home / "config.rejected.toml"
-    assert r.code == 2 and f"{target} is not valid TOML" in r.err and f"{target} is unchanged; your edit is kept in {rejected}" in r.err
+    assert (
+        r.code == 2
+        and f"{target} is not valid TOML" in r.err
+        and f"{target} is unchanged; your edit is kept in {rejected}" in r.err
+    )
     assert target.read_text() == before and rejected.read_text() == before + "port = [oops\n"
     assert invoke(config_cmd.run_get, key="port").out == "7100\n"  # the settings still load
     # asked to edit again (a terminal): the second attempt fixes it and is saved

@@ -50,7 +50,9 @@ def test_foreground_ndjson_until_the_backend_is_stopped_elsewhere(here):
 
     def stop_it_from_another_process():
         sessions_dir = here.home / "sessions"
-        wait_for(lambda: sessions_dir.is_dir() and list(sessions_dir.glob("*.json")), timeout=40, what="the session file")
+        wait_for(
+            lambda: sessions_dir.is_dir() and list(sessions_dir.glob("*.json")), timeout=40, what="the session file"
+        )
         started.set()
         here("stop", "--all", check=0, timeout=40)
 
@@ -69,11 +71,26 @@ def test_foreground_ndjson_until_the_backend_is_stopped_elsewhere(here):
 def test_backend_argv_carries_every_setting_as_a_flag_and_never_the_token(tmp_path):
     from oh.launcher.process import backend_argv
 
-    argv = backend_argv(str(tmp_path), "abc123", tmp_path / "b.log", runtime="vscode", host="::1", port=0, editor_timeout=2.5,
-                        action_timeout=300.0, trace=False, trace_max_bytes=1024, allowed_roots=["/tmp", "/srv"],
-                        jobs={"max_shells": 4, "job_retention": 60.0, "repeat_action": None})
+    argv = backend_argv(
+        str(tmp_path),
+        "abc123",
+        tmp_path / "b.log",
+        runtime="vscode",
+        host="::1",
+        port=0,
+        editor_timeout=2.5,
+        action_timeout=300.0,
+        trace=False,
+        trace_max_bytes=1024,
+        allowed_roots=["/tmp", "/srv"],
+        jobs={"max_shells": 4, "job_retention": 60.0, "repeat_action": None},
+    )
     assert argv[1:3] == ["-m", "oh.backend"] and "--token-stdin" in argv and "--no-trace" in argv
-    pairs = {argv[i]: argv[i + 1] for i in range(3, len(argv) - 1) if argv[i].startswith("--") and not argv[i + 1].startswith("--")}
+    pairs = {
+        argv[i]: argv[i + 1]
+        for i in range(3, len(argv) - 1)
+        if argv[i].startswith("--") and not argv[i + 1].startswith("--")
+    }
     assert pairs["--runtime"] == "vscode" and pairs["--host"] == "::1" and pairs["--editor-timeout"] == "2.5"
     assert pairs["--max-shells"] == "4" and pairs["--job-retention"] == "60" and "--repeat-action" not in argv
     assert [argv[i + 1] for i, a in enumerate(argv) if a == "--allow-root"] == ["/tmp", "/srv"]

@@ -47,12 +47,20 @@ def test_doctor_reports_every_check_and_fails_on_a_failed_one(here):
     names = [c["check"] for c in report["checks"]]
     assert "python" in names and "token" in names and "dir sessions" in names and "port" in names
     assert r.code == (0 if report["ok"] else 1)
-    failing = [{"check": "port", "status": "fail", "detail": "cannot bind", "fix": "choose another"},
-               {"check": "token", "status": "warn", "detail": "no token yet", "fix": "oh start"}]
+    failing = [
+        {"check": "port", "status": "fail", "detail": "cannot bind", "fix": "choose another"},
+        {"check": "token", "status": "warn", "detail": "no token yet", "fix": "oh start"},
+    ]
     r = invoke(doctor.run_doctor, checks=lambda: failing)
     assert r.code == 1
-    assert r.out.splitlines() == ["✗ port: cannot bind", "    fix: choose another", "! token: no token yet", "    fix: oh start", "",
-                                  "1 failed, 1 warning(s), 2 checks"]
+    assert r.out.splitlines() == [
+        "✗ port: cannot bind",
+        "    fix: choose another",
+        "! token: no token yet",
+        "    fix: oh start",
+        "",
+        "1 failed, 1 warning(s), 2 checks",
+    ]
 
 
 def test_completions_show_and_install(here, monkeypatch):
@@ -109,8 +117,13 @@ def test_doctor_and_status_name_the_fix_for_an_editor_of_another_release(here):
     info = here.start("vscode")
     with FakeEditor(here.session_file(info["instance_id"]), here.workspace, extension_version="0.0.1"):
         r = invoke(doctor.run_doctor, json_=True, checks=lambda: doctor._session_checks())
-        (warn,) = [c for c in json.loads(r.out)["checks"] if c["check"].startswith(f"session {info['instance_id']} editor")]
+        (warn,) = [
+            c for c in json.loads(r.out)["checks"] if c["check"].startswith(f"session {info['instance_id']} editor")
+        ]
         assert warn["status"] == "warn" and "and the oh extension 0.0.1 are from different releases" in warn["detail"]
         assert "oh vscode install" in warn["fix"]
         r = invoke(status.run_status)
-        assert "and the oh extension 0.0.1 are from different releases" in r.out and "Fix: Run `oh vscode install`" in r.out
+        assert (
+            "and the oh extension 0.0.1 are from different releases" in r.out
+            and "Fix: Run `oh vscode install`" in r.out
+        )

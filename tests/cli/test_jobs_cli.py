@@ -17,7 +17,6 @@ import pytest
 from .conftest import wait_for
 
 
-
 @pytest.fixture
 def backend(oh):
     return oh.start("local")
@@ -138,13 +137,25 @@ def _token(oh, info) -> str:
 @pytest.mark.slow
 def test_jobs_of_a_killed_editor_are_lost_and_wait_does_not_hang(oh):
     info = oh.start("vscode")
-    attach = subprocess.Popen([sys.executable, "-m", "oh", "attach", "--once"], cwd=oh.workspace, env=oh.env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    attach = subprocess.Popen(
+        [sys.executable, "-m", "oh", "attach", "--once"],
+        cwd=oh.workspace,
+        env=oh.env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         wait_for(lambda: json.loads(oh("status", "--json", check=0).stdout)["sessions"][0].get("editors"), timeout=20)
         jid = _bg(oh, "sleep 60")
-        waiter = subprocess.Popen([sys.executable, "-m", "oh", "jobs", "wait", jid], cwd=oh.workspace, env=oh.env,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        waiter = subprocess.Popen(
+            [sys.executable, "-m", "oh", "jobs", "wait", jid],
+            cwd=oh.workspace,
+            env=oh.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         time.sleep(1.0)
         os.kill(attach.pid, signal.SIGKILL)
         _, err = waiter.communicate(timeout=20)

@@ -28,10 +28,16 @@ def test_jobs_of_another_agent_are_invisible(oh):
         try:
             assert mine
             listed = oh.json("jobs", "--json")
-            assert all(r.get("job_id") != mine for r in (listed if isinstance(listed, list) else listed.get("jobs", [])))
+            assert all(
+                r.get("job_id") != mine for r in (listed if isinstance(listed, list) else listed.get("jobs", []))
+            )
             for verb in ("poll", "output", "cancel", "wait"):
                 p = oh("jobs", verb, mine, "--json")
-                assert p.returncode == 6 and json.loads(p.stdout)["extras"]["error_id"] == "NO_JOB", (verb, p.stdout, p.stderr)
+                assert p.returncode == 6 and json.loads(p.stdout)["extras"]["error_id"] == "NO_JOB", (
+                    verb,
+                    p.stdout,
+                    p.stderr,
+                )
             assert c.job_poll(mine).job["state"] == "RUNNING"  # untouched by those
         finally:
             c.job_cancel(mine)
@@ -67,7 +73,9 @@ def test_append_continues_a_file_with_a_byte_order_mark_without_a_second_one(oh)
 def test_a_finished_job_expires_after_job_retention(oh):
     from .conftest import wait_for
 
-    proc = oh("start", "--detach", "--json", "--runtime", "local", "--no-open", env={"OH_JOB_RETENTION": "1"}, timeout=40)
+    proc = oh(
+        "start", "--detach", "--json", "--runtime", "local", "--no-open", env={"OH_JOB_RETENTION": "1"}, timeout=40
+    )
     assert proc.returncode == 0, proc.stderr
     oh.started.append(json.loads(proc.stdout))
     job = oh("run", "--background", "--", "echo hi", check=0).stdout.strip()
@@ -99,8 +107,13 @@ def test_run_options_a_background_job_does_not_take_are_refused_not_dropped(oh):
     old = dict(_os.environ)
     try:
         _os.environ.update({k: v for k, v in oh.env.items() if k.startswith(("OH_", "XDG_", "HOME", "PYTHON_KEYRING"))})
-        code = run_run(Streams(inp=_io.StringIO(), out=out, err=err), command=["sleep 1"], timeout=5.0, background=True,
-                       workspace=str(oh.workspace))
+        code = run_run(
+            Streams(inp=_io.StringIO(), out=out, err=err),
+            command=["sleep 1"],
+            timeout=5.0,
+            background=True,
+            workspace=str(oh.workspace),
+        )
     except OhError as exc:
         code = exc.code
     finally:

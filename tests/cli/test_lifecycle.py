@@ -41,7 +41,12 @@ def test_start_detach_status_stop(oh):
     assert info["instance_id"] in text and "waiting for VS Code" in text and token not in text
 
     p = oh("stop", "--json", check=0)  # picks the backend for cwd (the workspace)
-    assert json.loads(p.stdout)["stopped"][0] == {"instance_id": info["instance_id"], "pid": info["pid"], "workspace": info["workspace"], "how": "shutdown"}
+    assert json.loads(p.stdout)["stopped"][0] == {
+        "instance_id": info["instance_id"],
+        "pid": info["pid"],
+        "workspace": info["workspace"],
+        "how": "shutdown",
+    }
     assert not sf.exists()
     wait_for(lambda: not pid_alive(info["pid"]), 10, what="backend exit")
     p = oh("status", "--json")

@@ -48,8 +48,16 @@ def test_rich_view_keys_answer_the_waiting_action(oh):
 
 def test_plain_view_with_a_terminal_on_stdin(oh):
     master, slave = os.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "oh", "start", "--runtime", "local", "--consent", "risky"], cwd=oh.workspace, env=oh.env,
-                            stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "oh", "start", "--runtime", "local", "--consent", "risky"],
+        cwd=oh.workspace,
+        env=oh.env,
+        stdin=slave,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     os.close(slave)
     try:
         read_until(proc, lambda line: "consent: risky" in line)
@@ -74,15 +82,36 @@ def test_always_from_an_editor_is_saved_by_the_live_view(oh):
 
     from websockets.sync.client import connect
 
-    proc = subprocess.Popen([sys.executable, "-m", "oh", "start", "--runtime", "local", "--consent", "commands"], cwd=oh.workspace, env=oh.env,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "oh", "start", "--runtime", "local", "--consent", "commands"],
+        cwd=oh.workspace,
+        env=oh.env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         read_until(proc, lambda line: "consent: commands" in line)
         (sf,) = list((oh.home / "sessions").glob("*.json"))
         sess = json.loads(sf.read_text())
-        with connect(sess["url"] + "/v1/editor", additional_headers={"Authorization": f"Bearer {sess['editor_token']}"}) as ed:
-            ed.send(json.dumps({"type": "register", "protocol": 1, "session": sess["instance_id"], "workspace_folders": [sess["workspace"]],
-                                "editor": {"name": "vscode-like", "version": "0", "pid": 1}, "extension_version": "0", "capabilities": ["run", "consent"]}))
+        with connect(
+            sess["url"] + "/v1/editor", additional_headers={"Authorization": f"Bearer {sess['editor_token']}"}
+        ) as ed:
+            ed.send(
+                json.dumps(
+                    {
+                        "type": "register",
+                        "protocol": 1,
+                        "session": sess["instance_id"],
+                        "workspace_folders": [sess["workspace"]],
+                        "editor": {"name": "vscode-like", "version": "0", "pid": 1},
+                        "extension_version": "0",
+                        "capabilities": ["run", "consent"],
+                    }
+                )
+            )
             assert json.loads(ed.recv(timeout=10))["type"] == "registered"
             agent = _agent(oh, "run", "hostname")
             while True:

@@ -42,9 +42,30 @@ def test_job_rows_go_from_running_to_their_final_state_with_counts():
     out = _text(st)
     assert re.search(r"j1\s+sleep 1; echo done\s+RUNNING", out), out
     assert "background jobs · 2 running" in out and "2 jobs running" in out  # section title and footer
-    lines = st.apply(_ev("job_finished", job_id="j1", agent_id="a1", shell="s", summary="sleep 1; echo done", state="SUCCEEDED", exit_code=0, duration_ms=1012.4))
+    lines = st.apply(
+        _ev(
+            "job_finished",
+            job_id="j1",
+            agent_id="a1",
+            shell="s",
+            summary="sleep 1; echo done",
+            state="SUCCEEDED",
+            exit_code=0,
+            duration_ms=1012.4,
+        )
+    )
     assert lines == ["job j1 SUCCEEDED exit 0 in 1012 ms: my-agent sleep 1; echo done (1 job running)"]
-    lines = st.apply(_ev("job_finished", job_id="j2", agent_id="a1", summary="make test", state="FAILED", exit_code=2, duration_ms=20_500))
+    lines = st.apply(
+        _ev(
+            "job_finished",
+            job_id="j2",
+            agent_id="a1",
+            summary="make test",
+            state="FAILED",
+            exit_code=2,
+            duration_ms=20_500,
+        )
+    )
     assert lines == ["job j2 FAILED exit 2 in 20.5 s: my-agent make test (0 jobs running)"]
     out = _text(st)
     assert re.search(r"j1\s+sleep 1; echo done\s+SUCCEEDED\s+0\s+1012 ms", out), out
@@ -55,10 +76,30 @@ def test_job_rows_go_from_running_to_their_final_state_with_counts():
 
 def test_lost_and_cancelled_jobs_and_a_finish_without_a_start():
     st = _state()
-    lines = st.apply(_ev("job_finished", job_id="j9", agent_id="a1", summary="npm run watch", state="LOST", exit_code=None, duration_ms=None))
+    lines = st.apply(
+        _ev(
+            "job_finished",
+            job_id="j9",
+            agent_id="a1",
+            summary="npm run watch",
+            state="LOST",
+            exit_code=None,
+            duration_ms=None,
+        )
+    )
     assert lines == ["job j9 LOST: my-agent npm run watch (0 jobs running)"]
     st.apply(_ev("job_started", job_id="j10", agent_id="a1", summary="sleep 100"))
-    st.apply(_ev("job_finished", job_id="j10", agent_id="a1", summary="sleep 100", state="CANCELLED", exit_code=130, duration_ms=2000))
+    st.apply(
+        _ev(
+            "job_finished",
+            job_id="j10",
+            agent_id="a1",
+            summary="sleep 100",
+            state="CANCELLED",
+            exit_code=130,
+            duration_ms=2000,
+        )
+    )
     out = _text(st)
     assert re.search(r"j9\s+npm run watch\s+LOST", out) and re.search(r"j10\s+sleep 100\s+CANCELLED\s+130", out), out
     assert list(st.jobs) == ["j9", "j10"]
@@ -69,7 +110,9 @@ def test_job_text_from_the_agent_is_escaped_and_bogus_fields_do_not_crash():
     evil = "echo \x1b]0;pwned\x07 \u202e [bold]x[/bold]"
     lines = st.apply(_ev("job_started", job_id="j1\x1b[2J", agent_id="a1", summary=evil))
     assert "\x1b" not in lines[0] and "\u202e" not in lines[0] and "\\x1b" in lines[0]
-    st.apply(_ev("job_finished", job_id="j1\x1b[2J", summary=evil, state="\x1b[31mweird", exit_code="0", duration_ms=True))
+    st.apply(
+        _ev("job_finished", job_id="j1\x1b[2J", summary=evil, state="\x1b[31mweird", exit_code="0", duration_ms=True)
+    )
     (row,) = st.jobs.values()
     assert row.exit_code is None and row.duration_ms is None and "\x1b" not in row.state
     console = Console(width=160, record=True, force_terminal=True, color_system="standard")
@@ -83,11 +126,34 @@ def test_jobs_at_80_columns_keep_state_exit_and_duration_whole():
     st.apply(_ev("agent_connected", agent_id="a2", name="an-agent-with-a-long-name"))
     for i in range(12):
         st.apply(_ev("action_started", agent_id="a2", action_id=i, kind="run", summary="echo " + "long-arg " * 8))
-        st.apply(_ev("action_finished", agent_id="a2", action_id=i, kind="run", summary="echo", outcome="ok", exit_code=0, duration_ms=12))
+        st.apply(
+            _ev(
+                "action_finished",
+                agent_id="a2",
+                action_id=i,
+                kind="run",
+                summary="echo",
+                outcome="ok",
+                exit_code=0,
+                duration_ms=12,
+            )
+        )
     for i in range(12):
-        st.apply(_ev("job_started", job_id=f"j{i}", agent_id="a2", summary="pytest -q " + "tests/some/long/path.py " * 4))
+        st.apply(
+            _ev("job_started", job_id=f"j{i}", agent_id="a2", summary="pytest -q " + "tests/some/long/path.py " * 4)
+        )
         if i % 3:
-            st.apply(_ev("job_finished", job_id=f"j{i}", agent_id="a2", summary="x", state="CANCELLED", exit_code=130, duration_ms=65_000))
+            st.apply(
+                _ev(
+                    "job_finished",
+                    job_id=f"j{i}",
+                    agent_id="a2",
+                    summary="x",
+                    state="CANCELLED",
+                    exit_code=130,
+                    duration_ms=65_000,
+                )
+            )
     out = _text(st, width=80, height=24)
     lines = out.splitlines()
     assert all(len(line) <= 80 for line in lines), out
@@ -106,7 +172,17 @@ def test_finished_jobs_are_evicted_before_running_ones():
     st = _state()
     st.apply(_ev("job_started", job_id="keep", agent_id="a1", summary="server"))
     for i in range(MAX_JOBS + 5):
-        st.apply(_ev("job_finished", job_id=f"f{i}", agent_id="a1", summary="x", state="SUCCEEDED", exit_code=0, duration_ms=1))
+        st.apply(
+            _ev(
+                "job_finished",
+                job_id=f"f{i}",
+                agent_id="a1",
+                summary="x",
+                state="SUCCEEDED",
+                exit_code=0,
+                duration_ms=1,
+            )
+        )
     assert len(st.jobs) == MAX_JOBS and "keep" in st.jobs and st.running_jobs == 1
 
 
@@ -147,8 +223,14 @@ def test_oh_start_shows_a_background_job_running_then_succeeded_then_a_cancelled
 
 
 def _spawn(oh, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "oh", "start", "--runtime", "local", *args], cwd=oh.workspace, env=oh.env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "oh", "start", "--runtime", "local", *args],
+        cwd=oh.workspace,
+        env=oh.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _track(oh) -> None:
@@ -173,7 +255,9 @@ def test_plain_mode_prints_one_line_per_job_change_and_json_passes_the_events_th
         job = re.search(r"\bj\d+\b", p.stdout + p.stderr).group()
         lines = read_until(proc, lambda line: f"job {job} FAILED" in line)
         assert any(f"job {job} started: " in line and "exit 4 (1 job running)" in line for line in lines), lines
-        assert re.search(rf"job {job} FAILED exit 4 in \d+ ms: .*exit 4 \(0 jobs running\)$", lines[-1].rstrip()), lines[-1]
+        assert re.search(rf"job {job} FAILED exit 4 in \d+ ms: .*exit 4 \(0 jobs running\)$", lines[-1].rstrip()), (
+            lines[-1]
+        )
         _end(proc)
     finally:
         if proc.poll() is None:
@@ -188,7 +272,11 @@ def test_plain_mode_prints_one_line_per_job_change_and_json_passes_the_events_th
         started = next(e for e in events if e.get("event") == "job_started")
         finished = events[-1]
         assert started["job_id"] == finished["job_id"] == job and started["summary"] == "true"
-        assert finished["state"] == "SUCCEEDED" and finished["exit_code"] == 0 and isinstance(finished["duration_ms"], (int, float))
+        assert (
+            finished["state"] == "SUCCEEDED"
+            and finished["exit_code"] == 0
+            and isinstance(finished["duration_ms"], (int, float))
+        )
         _end(proc)
     finally:
         if proc.poll() is None:
@@ -206,12 +294,27 @@ def test_json_mode_announces_the_backend_only_once_its_monitor_is_subscribed(mon
     from oh.commands._io import Streams
     from oh.ui.liveview import LiveView as _LiveView
 
-    session = SimpleNamespace(instance_id="i1", runtime="local", public=lambda: {"instance_id": "i1", "runtime": "local", "url": "ws://127.0.0.1:1"})
+    session = SimpleNamespace(
+        instance_id="i1",
+        runtime="local",
+        public=lambda: {"instance_id": "i1", "runtime": "local", "url": "ws://127.0.0.1:1"},
+    )
     io = Streams.buffers()
     view = _LiveView(io, session, "never", "json")
     view.announce([("w1", "a warning")])
     assert io.out.getvalue() == ""  # not before the subscription
-    view.on_frame({"type": "snapshot", "instance_id": "i1", "runtime": "local", "editors": [], "agents": [], "stats": {}, "jobs": [], "recent": []})
+    view.on_frame(
+        {
+            "type": "snapshot",
+            "instance_id": "i1",
+            "runtime": "local",
+            "editors": [],
+            "agents": [],
+            "stats": {},
+            "jobs": [],
+            "recent": [],
+        }
+    )
     view.on_frame({"type": "event", "event": "job_started", "job_id": "j1", "summary": "true"})
     events = [json.loads(line) for line in io.out.getvalue().splitlines()]
     assert [e.get("event", e["type"]) for e in events] == ["backend_started", "warning", "snapshot", "job_started"]

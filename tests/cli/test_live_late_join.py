@@ -32,22 +32,66 @@ def _ev(event, /, **kw):
 
 
 def _snapshot(**kw):
-    base = {"type": "snapshot", "instance_id": "abc", "runtime": "local", "pid": 1, "port": 1, "workspace": "/w",
-            "editors": [], "agents": [{"agent_id": "a1", "name": "fast-agent"}], "stats": {"done": 2, "pending": 1, "errors": 1}}
+    base = {
+        "type": "snapshot",
+        "instance_id": "abc",
+        "runtime": "local",
+        "pid": 1,
+        "port": 1,
+        "workspace": "/w",
+        "editors": [],
+        "agents": [{"agent_id": "a1", "name": "fast-agent"}],
+        "stats": {"done": 2, "pending": 1, "errors": 1},
+    }
     return {**base, **kw}
 
 
 def test_the_snapshot_gives_rows_to_recent_actions_and_jobs_once():
     recent = [
         _ev("action_started", agent_id="a1", action_id=1, kind="run", summary="echo first", security_risk=None),
-        _ev("action_finished", agent_id="a1", action_id=1, kind="run", summary="echo first", outcome="ok", exit_code=0, duration_ms=3.0),
+        _ev(
+            "action_finished",
+            agent_id="a1",
+            action_id=1,
+            kind="run",
+            summary="echo first",
+            outcome="ok",
+            exit_code=0,
+            duration_ms=3.0,
+        ),
         _ev("action_started", agent_id="a1", action_id=2, kind="read", summary="a.py", security_risk="LOW"),
-        _ev("action_finished", agent_id="a1", action_id=2, kind="read", summary="a.py", outcome="PATH_DENIED", exit_code=None, duration_ms=1.0),
+        _ev(
+            "action_finished",
+            agent_id="a1",
+            action_id=2,
+            kind="read",
+            summary="a.py",
+            outcome="PATH_DENIED",
+            exit_code=None,
+            duration_ms=1.0,
+        ),
         _ev("action_started", agent_id="a1", action_id=3, kind="run", summary="sleep 9", security_risk=None),
     ]
     jobs = [
-        {"job_id": "j4", "agent_id": "a1", "shell": "s", "summary": "npm run dev", "cwd": "/w", "state": "RUNNING", "started": "2026-01-01T10:00:01+00:00"},
-        {"job_id": "j5", "agent_id": "a1", "shell": "s", "summary": "make", "state": "FAILED", "exit_code": 2, "duration_ms": 1500.0, "started": None},
+        {
+            "job_id": "j4",
+            "agent_id": "a1",
+            "shell": "s",
+            "summary": "npm run dev",
+            "cwd": "/w",
+            "state": "RUNNING",
+            "started": "2026-01-01T10:00:01+00:00",
+        },
+        {
+            "job_id": "j5",
+            "agent_id": "a1",
+            "shell": "s",
+            "summary": "make",
+            "state": "FAILED",
+            "exit_code": 2,
+            "duration_ms": 1500.0,
+            "started": None,
+        },
     ]
     st = LiveState(backend={"instance_id": "abc"})
     lines = st.apply(_snapshot(recent=recent, jobs=jobs))
@@ -64,11 +108,24 @@ def test_the_snapshot_gives_rows_to_recent_actions_and_jobs_once():
     assert re.search(r"j4\s+npm run dev\s+RUNNING", out) and re.search(r"j5\s+make\s+FAILED\s+2", out), out
 
     # A reconnect (token rotation) sends a snapshot repeating what the view has: nothing twice.
-    recent.append(_ev("action_finished", agent_id="a1", action_id=3, kind="run", summary="sleep 9", outcome="ok", exit_code=0, duration_ms=9000))
+    recent.append(
+        _ev(
+            "action_finished",
+            agent_id="a1",
+            action_id=3,
+            kind="run",
+            summary="sleep 9",
+            outcome="ok",
+            exit_code=0,
+            duration_ms=9000,
+        )
+    )
     jobs[0] = {**jobs[0], "state": "SUCCEEDED", "exit_code": 0, "duration_ms": 2000.0}
     again = st.apply(_snapshot(recent=recent, jobs=jobs, stats={"done": 3, "pending": 0, "errors": 1}))
     assert [line for line in again if "echo first" in line or "a.py" in line] == [], again
-    assert any(line.startswith("fast-agent run sleep 9 → ok exit 0 in ") for line in again) and any(line.startswith("job j4 SUCCEEDED exit 0") for line in again), again
+    assert any(line.startswith("fast-agent run sleep 9 → ok exit 0 in ") for line in again) and any(
+        line.startswith("job j4 SUCCEEDED exit 0") for line in again
+    ), again
     assert not any("j5" in line for line in again)
     assert list(st.actions) == [1, 2, 3] and st.stats == {"done": 3, "pending": 0, "errors": 1} and st.running_jobs == 0
 
@@ -76,7 +133,12 @@ def test_the_snapshot_gives_rows_to_recent_actions_and_jobs_once():
 def test_a_snapshot_from_an_older_backend_or_with_bogus_entries_does_not_crash():
     st = LiveState(backend={"instance_id": "abc"})
     st.apply(_snapshot())  # no recent, no jobs: as before
-    lines = st.apply(_snapshot(recent=["x", {"type": "event", "event": "action_finished"}, 3], jobs=[None, {"job_id": 5, "summary": "\x1b[2Jboom"}]))
+    lines = st.apply(
+        _snapshot(
+            recent=["x", {"type": "event", "event": "action_finished"}, 3],
+            jobs=[None, {"job_id": 5, "summary": "\x1b[2Jboom"}],
+        )
+    )
     assert all("\x1b" not in line for line in lines)
     assert "5" in st.jobs and st.stats["done"] == 2
 
@@ -98,7 +160,9 @@ def test_a_monitor_subscribing_after_the_work_sees_the_jobs_and_recent_actions(o
     try:
         snap = _monitor_snapshot(session)
         by_id = {j["job_id"]: j for j in snap["jobs"]}
-        assert by_id[server]["state"] == "RUNNING" and by_id[server]["summary"] == "sleep 300" and by_id[server]["started"]
+        assert (
+            by_id[server]["state"] == "RUNNING" and by_id[server]["summary"] == "sleep 300" and by_id[server]["started"]
+        )
         assert by_id[quick]["state"] == "FAILED" and by_id[quick]["exit_code"] == 3
         finished = [e for e in snap["recent"] if e["event"] == "action_finished"]
         assert any(e["summary"] == "echo before-the-view" and e["exit_code"] == 0 for e in finished), snap["recent"]
@@ -108,7 +172,9 @@ def test_a_monitor_subscribing_after_the_work_sees_the_jobs_and_recent_actions(o
         st = LiveState(backend={"instance_id": info["instance_id"]})
         st.apply(snap)
         out = _text(st)
-        assert re.search(rf"{server}\s+sleep 300\s+RUNNING", out) and re.search(rf"{quick}\s+echo quick; exit 3\s+FAILED\s+3", out), out
+        assert re.search(rf"{server}\s+sleep 300\s+RUNNING", out) and re.search(
+            rf"{quick}\s+echo quick; exit 3\s+FAILED\s+3", out
+        ), out
         assert re.search(r"run\s+echo before-the-view\s+ok\s+0", out), out
         assert "1 job running" in out
     finally:
@@ -134,9 +200,17 @@ AGENT = textwrap.dedent("""
 
 @pytest.mark.slow
 def test_oh_start_shows_the_first_action_of_an_agent_faster_than_its_view(oh):
-    agent = subprocess.Popen([sys.executable, "-c", AGENT], env=oh.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    proc = subprocess.Popen([sys.executable, "-m", "oh", "start", "--runtime", "local"], cwd=oh.workspace, env=oh.env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    agent = subprocess.Popen(
+        [sys.executable, "-c", AGENT], env=oh.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "oh", "start", "--runtime", "local"],
+        cwd=oh.workspace,
+        env=oh.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         out, err = agent.communicate(timeout=90)
         assert agent.returncode == 0 and out.split()[0] == "fast-first", err

@@ -76,8 +76,14 @@ def test_waiting_spinner_turns_and_says_why_no_editor_comes(oh, tmp_path):
 
 def test_plain_view_names_a_missing_extension(oh, tmp_path):
     env = dict(oh.env, **fake_code(tmp_path, ["ms-python.python"]))
-    proc = subprocess.Popen([sys.executable, "-m", "oh", "start", "--runtime", "vscode", "--no-open"], cwd=oh.workspace, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "oh", "start", "--runtime", "vscode", "--no-open"],
+        cwd=oh.workspace,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert "listening on" in proc.stdout.readline()
         oh.started.append(json.loads(next((oh.home / "sessions").glob("*.json")).read_text()))
@@ -128,7 +134,9 @@ def test_warnings_after_start_only_and_not_on_stderr_with_json(oh):
     assert again.returncode == 3 and "already serves" in again.stderr
     assert "sandbox" not in again.stderr.lower() and "home directory" not in again.stderr
     oh("stop", check=0, cwd=oh.user_home)
-    p = oh("start", "--detach", "--json", "--runtime", "local", "--no-open", "--workspace", str(oh.user_home), timeout=40)
+    p = oh(
+        "start", "--detach", "--json", "--runtime", "local", "--no-open", "--workspace", str(oh.user_home), timeout=40
+    )
     assert p.returncode == 0 and p.stderr == "", p.stderr
     started = json.loads(p.stdout)
     oh.started.append(started)

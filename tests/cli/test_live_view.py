@@ -15,7 +15,6 @@ import pytest
 from .conftest import wait_for
 
 
-
 def styled(*words: str) -> str:
     """A regex for words that rich may print with style escapes (and spaces) between them."""
     import re
@@ -29,8 +28,14 @@ def _sessions(oh):
 
 
 def _attach(oh) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "oh", "attach"], cwd=oh.workspace, env=oh.env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "oh", "attach"],
+        cwd=oh.workspace,
+        env=oh.env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -43,8 +48,15 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 def test_live_view_in_a_pty_waiting_connected_action_ctrl_c(oh):
-    child = pexpect.spawn(sys.executable, ["-m", "oh", "start", "--runtime", "vscode", "--no-open"], cwd=str(oh.workspace),
-                          env=oh.env, dimensions=(40, 160), encoding="utf-8", timeout=20)
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "oh", "start", "--runtime", "vscode", "--no-open"],
+        cwd=str(oh.workspace),
+        env=oh.env,
+        dimensions=(40, 160),
+        encoding="utf-8",
+        timeout=20,
+    )
     editor = None
     try:
         (sf,) = wait_for(lambda: _sessions(oh), 15, what="session file")
@@ -76,8 +88,14 @@ def test_live_view_in_a_pty_waiting_connected_action_ctrl_c(oh):
 
 
 def test_plain_lines_when_stdout_is_not_a_tty(oh):
-    proc = subprocess.Popen([sys.executable, "-m", "oh", "start", "--runtime", "vscode", "--no-open"], cwd=oh.workspace, env=oh.env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "oh", "start", "--runtime", "vscode", "--no-open"],
+        cwd=oh.workspace,
+        env=oh.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     editor = None
     try:
         first = proc.stdout.readline()
@@ -99,13 +117,23 @@ def test_plain_lines_when_stdout_is_not_a_tty(oh):
 
 
 def test_json_mode_prints_ndjson_events(oh):
-    proc = subprocess.Popen([sys.executable, "-m", "oh", "start", "--runtime", "local", "--json"], cwd=oh.workspace, env=oh.env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "oh", "start", "--runtime", "local", "--json"],
+        cwd=oh.workspace,
+        env=oh.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         started = json.loads(proc.stdout.readline())
         assert started["event"] == "backend_started" and started["runtime"] == "local" and "token" not in started
         warning = json.loads(proc.stdout.readline())  # JSON mode: the no-sandbox warning is an event, not stderr
-        assert warning["event"] == "warning" and warning["id"] == "no_sandbox" and "no sandbox" in warning["message"].lower()
+        assert (
+            warning["event"] == "warning"
+            and warning["id"] == "no_sandbox"
+            and "no sandbox" in warning["message"].lower()
+        )
         snapshot = json.loads(proc.stdout.readline())
         assert snapshot["type"] == "snapshot" and snapshot["instance_id"] == started["instance_id"]
         oh("run", "--", "exit 3", check=3)
@@ -118,7 +146,12 @@ def test_json_mode_prints_ndjson_events(oh):
         proc.send_signal(signal.SIGTERM)  # like Ctrl-C: stops the backend
         out, err = proc.communicate(timeout=20)
         last = json.loads(out.strip().splitlines()[-1])
-        assert last == {"type": "event", "event": "backend_stopped", "instance_id": started["instance_id"], "how": "shutdown"}
+        assert last == {
+            "type": "event",
+            "event": "backend_stopped",
+            "instance_id": started["instance_id"],
+            "how": "shutdown",
+        }
         assert "sandbox" not in err.lower()
         assert _sessions(oh) == []
     finally:
@@ -127,8 +160,14 @@ def test_json_mode_prints_ndjson_events(oh):
 
 def test_foreground_ends_when_backend_is_stopped_elsewhere(oh):
     """`oh stop` from another terminal: the live view ends cleanly (exit 0)."""
-    proc = subprocess.Popen([sys.executable, "-m", "oh", "start", "--runtime", "vscode", "--no-open"], cwd=oh.workspace, env=oh.env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "oh", "start", "--runtime", "vscode", "--no-open"],
+        cwd=oh.workspace,
+        env=oh.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert "listening" in proc.stdout.readline()
         oh("stop", check=0)
@@ -146,7 +185,7 @@ def test_open_editor_runs_code_without_the_token(oh, tmp_path, mode):
     bindir.mkdir()
     record = tmp_path / "code-calls.txt"
     fake = bindir / "code"
-    fake.write_text(f"#!/bin/sh\necho \"$@\" >> {record}\n")
+    fake.write_text(f'#!/bin/sh\necho "$@" >> {record}\n')
     fake.chmod(0o755)
     env = {"PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}"}
     flag = ["--open"] if mode == "always" else []
@@ -158,7 +197,10 @@ def test_open_editor_runs_code_without_the_token(oh, tmp_path, mode):
     calls = record.read_text().splitlines()
     # first whether the extension is installed (issue 20: said at once, naming `oh vscode install`)
     assert calls[0] == "--list-extensions --show-versions" and [w["id"] for w in info["warnings"]] == ["no_extension"]
-    assert calls[1:] == [str(oh.workspace.resolve()), f"--open-url vscode://oh-dev.oh-vscode/connect?session={info['instance_id']}"]
+    assert calls[1:] == [
+        str(oh.workspace.resolve()),
+        f"--open-url vscode://oh-dev.oh-vscode/connect?session={info['instance_id']}",
+    ]
     assert all(token not in c for c in calls)
 
 
@@ -166,7 +208,7 @@ def test_no_open_never_touches_vscode(oh, tmp_path):
     bindir = tmp_path / "bin"
     bindir.mkdir()
     record = tmp_path / "code-calls.txt"
-    (bindir / "code").write_text(f"#!/bin/sh\necho \"$@\" >> {record}\n")
+    (bindir / "code").write_text(f'#!/bin/sh\necho "$@" >> {record}\n')
     (bindir / "code").chmod(0o755)
     oh.env["PATH"] = f"{bindir}{os.pathsep}{os.environ['PATH']}"
     oh.start("vscode")  # passes --no-open
@@ -175,8 +217,14 @@ def test_no_open_never_touches_vscode(oh, tmp_path):
 
 
 def test_foreground_reports_a_crashed_backend(oh):
-    proc = subprocess.Popen([sys.executable, "-m", "oh", "start", "--runtime", "vscode", "--no-open"], cwd=oh.workspace, env=oh.env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "oh", "start", "--runtime", "vscode", "--no-open"],
+        cwd=oh.workspace,
+        env=oh.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert "listening" in proc.stdout.readline()
         (sf,) = _sessions(oh)

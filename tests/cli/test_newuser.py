@@ -52,7 +52,11 @@ def test_timeouts_and_follow_ups_in_the_rich_view_at_80x24_and_in_oh_logs(oh):
         logs = oh("logs", info["instance_id"], check=0).stdout
         (killed,) = [line for line in logs.splitlines() if "sleep 30" in line and "result" in line]
         assert "→ timed out, killed  exit 124" in killed and "exit -1" not in killed, killed
-        (soft,) = [line for line in logs.splitlines() if "sleep 2; echo done" in line and "result" in line and "wait" not in line]
+        (soft,) = [
+            line
+            for line in logs.splitlines()
+            if "sleep 2; echo done" in line and "result" in line and "wait" not in line
+        ]
         assert "→ timed out, running" in soft and "exit -1" not in soft, soft
         t.child.sendintr()
         assert t.finish() == 0
@@ -61,8 +65,14 @@ def test_timeouts_and_follow_ups_in_the_rich_view_at_80x24_and_in_oh_logs(oh):
 
 
 def test_a_killed_run_in_the_plain_view(oh):
-    proc = subprocess.Popen([sys.executable, "-m", "oh", "start", "--runtime", "local"], cwd=oh.workspace, env=oh.env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "oh", "start", "--runtime", "local"],
+        cwd=oh.workspace,
+        env=oh.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         read_until(proc, lambda line: "listening" in line or "backend" in line)
         p = oh("run", "--timeout", "1", "--", "sleep 30")
@@ -99,7 +109,11 @@ def test_bare_oh_is_a_usage_error_and_negative_values_are_values(oh):
     p = oh()
     assert p.returncode == 2 and p.stdout == "" and "Usage: oh [OPTIONS] COMMAND" in p.stderr and "Commands" in p.stderr
     p = oh("config", "set", "port", "-1")
-    assert p.returncode == 2 and "port must be an integer from 0 to 65535 (got -1)" in p.stderr and "No such option" not in p.stderr, p
+    assert (
+        p.returncode == 2
+        and "port must be an integer from 0 to 65535 (got -1)" in p.stderr
+        and "No such option" not in p.stderr
+    ), p
     p = oh("stop", "--all", "--workspace", str(oh.workspace))
     assert p.returncode == 2 and "--workspace and --all exclude each other" in p.stderr, p
 
@@ -146,8 +160,13 @@ def test_80_columns_hints_kinds_paths_and_uptime(oh, tmp_path):
         assert f"open {oh.workspace} in it yourself." in flat, t.text()
         assert "start VS Code from this shell." in flat and "then `oh vscode install`)." in flat, t.text()
         assert not [line for line in t.text().splitlines() if line.startswith("  ") and "…" in line], t.text()
-        editor = subprocess.Popen([sys.executable, "-m", "oh", "attach"], cwd=oh.workspace, env=oh.env,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        editor = subprocess.Popen(
+            [sys.executable, "-m", "oh", "attach"],
+            cwd=oh.workspace,
+            env=oh.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         t.see("editor connected")
         (oh.workspace / "src" / "pkg").mkdir(parents=True)
         oh("write", "src/pkg/module_with_a_long_name.py", "--content", "x = 1\n", check=0)
@@ -181,8 +200,16 @@ def test_the_header_keeps_the_uptime_at_80_columns_with_a_long_pid():
 
     from oh.ui.live import LiveState
 
-    st = LiveState(backend={"instance_id": "911dfd909e99", "runtime": "vscode", "url": "ws://127.0.0.1:40375", "pid": 4194303,
-                            "workspace": "/w"}, uptime_base=3700)
+    st = LiveState(
+        backend={
+            "instance_id": "911dfd909e99",
+            "runtime": "vscode",
+            "url": "ws://127.0.0.1:40375",
+            "pid": 4194303,
+            "workspace": "/w",
+        },
+        uptime_base=3700,
+    )
     console = Console(width=80, record=True, color_system=None)
     console.print(st.render(24, 80))
     head = console.export_text().splitlines()[0].rstrip()
@@ -193,11 +220,24 @@ def test_plain_lines_show_file_paths_relative_to_the_workspace():
     from oh.ui.live import LiveState
 
     st = LiveState(backend={"instance_id": "x", "runtime": "local", "workspace": "/w/proj"})
-    ev = {"type": "event", "event": "action_finished", "time": "2026-01-01T10:00:00+00:00", "agent_id": "a", "outcome": "ok",
-          "exit_code": None, "duration_ms": 2}
-    assert st.apply({**ev, "action_id": 1, "kind": "edit", "summary": "str_replace /w/proj/src/a.py"}) == ["a edit str_replace src/a.py → ok in 2 ms"]
-    assert st.apply({**ev, "action_id": 2, "kind": "read", "summary": "/w/other/b.py"}) == ["a read /w/other/b.py → ok in 2 ms"]
-    assert st.apply({**ev, "action_id": 3, "kind": "run", "summary": "cat /w/proj/a.py", "exit_code": 0}) == ["a run cat /w/proj/a.py → ok exit 0 in 2 ms"]
+    ev = {
+        "type": "event",
+        "event": "action_finished",
+        "time": "2026-01-01T10:00:00+00:00",
+        "agent_id": "a",
+        "outcome": "ok",
+        "exit_code": None,
+        "duration_ms": 2,
+    }
+    assert st.apply({**ev, "action_id": 1, "kind": "edit", "summary": "str_replace /w/proj/src/a.py"}) == [
+        "a edit str_replace src/a.py → ok in 2 ms"
+    ]
+    assert st.apply({**ev, "action_id": 2, "kind": "read", "summary": "/w/other/b.py"}) == [
+        "a read /w/other/b.py → ok in 2 ms"
+    ]
+    assert st.apply({**ev, "action_id": 3, "kind": "run", "summary": "cat /w/proj/a.py", "exit_code": 0}) == [
+        "a run cat /w/proj/a.py → ok exit 0 in 2 ms"
+    ]
 
 
 # C11: Ctrl-C in `oh run` says what happened to the command, and `oh run --wait` agrees
@@ -208,8 +248,14 @@ def test_ctrl_c_in_oh_run_says_the_command_got_ctrl_c(oh):
 
     oh.start("local")
     marker = oh.workspace / "started"
-    child = pexpect.spawn(sys.executable, ["-m", "oh", "run", "--", f"touch {marker}; sleep 30; echo not-reached"],
-                          cwd=str(oh.workspace), env=oh.env, encoding="utf-8", timeout=20)
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "oh", "run", "--", f"touch {marker}; sleep 30; echo not-reached"],
+        cwd=str(oh.workspace),
+        env=oh.env,
+        encoding="utf-8",
+        timeout=20,
+    )
     try:
         wait_for(marker.exists, 15, what="the command to start")
         child.sendintr()
@@ -263,10 +309,19 @@ def test_a_follow_up_without_job_ids_closes_the_agents_row_still_running():
     from oh.ui.live import LiveState
 
     st = LiveState(backend={"instance_id": "x", "runtime": "vscode", "workspace": "/w"})
-    ev = {"type": "event", "event": "action_finished", "time": "2026-01-01T10:00:00+00:00", "agent_id": "a", "outcome": "ok", "duration_ms": 2}
+    ev = {
+        "type": "event",
+        "event": "action_finished",
+        "time": "2026-01-01T10:00:00+00:00",
+        "agent_id": "a",
+        "outcome": "ok",
+        "duration_ms": 2,
+    }
     st.apply({**ev, "action_id": 1, "kind": "run", "summary": "make test", "exit_code": -1, "timed_out": "running"})
     st.apply({**ev, "action_id": 2, "kind": "run", "summary": "wait for output", "exit_code": -1})
-    assert st.actions[1].outcome_text() == "timed out, running" and st.actions[2].summary == "wait for output: make test"
+    assert (
+        st.actions[1].outcome_text() == "timed out, running" and st.actions[2].summary == "wait for output: make test"
+    )
     lines = st.apply({**ev, "action_id": 3, "kind": "run", "summary": "wait for output", "exit_code": 0})
     assert lines == ["a run wait for output: make test → ok exit 0 in 2 ms"]
     assert st.actions[1].outcome_text() == "finished later" and st.actions[1].exit_text() == ""

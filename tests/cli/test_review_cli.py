@@ -24,7 +24,12 @@ def review_backend(oh):
 def _agent(oh, *args: str) -> subprocess.Popen:
     """An agent verb (`oh write ...`, `oh edit ...`) running in the background: it waits for the review."""
     return subprocess.Popen(
-        [sys.executable, "-m", "oh", *args, "--json"], cwd=oh.workspace, env=oh.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [sys.executable, "-m", "oh", *args, "--json"],
+        cwd=oh.workspace,
+        env=oh.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -49,7 +54,12 @@ def test_accept_writes_the_change_and_the_agent_hears_it(oh, review_backend):
     target.write_text("x = 1\ny = 2\n")
     agent = _agent(oh, "edit", "f.py", "--replace", "y = 2", "y = 3")
     [row] = _pending(oh, 1)
-    assert row["kind"] == "edit" and row["command"] == "str_replace" and row["path"] == str(target) and row["id"].startswith("p")
+    assert (
+        row["kind"] == "edit"
+        and row["command"] == "str_replace"
+        and row["path"] == str(target)
+        and row["id"].startswith("p")
+    )
     assert target.read_text() == "x = 1\ny = 2\n"  # a proposal, not a change
     shown = oh("review", "show", row["id"], check=0).stdout
     assert "-y = 2" in shown and "+y = 3" in shown and "\x1b" not in shown  # no colour without a TTY
@@ -83,7 +93,10 @@ def test_reject_with_reason_reaches_the_agent_and_nothing_is_written(oh, review_
 
 def test_accept_all_applies_every_pending_proposal(oh, review_backend):
     (oh.workspace / "a.txt").write_text("one\n")
-    agents = [_agent(oh, "write", "a.txt", "--append", "--content", "two\n"), _agent(oh, "edit", "b.txt", "--create", "bee\n")]
+    agents = [
+        _agent(oh, "write", "a.txt", "--append", "--content", "two\n"),
+        _agent(oh, "edit", "b.txt", "--create", "bee\n"),
+    ]
     _pending(oh, 2)
     res = oh.json("review", "accept", "--all", "--json")
     assert sorted(r["outcome"] for r in res["results"]) == ["accepted", "accepted"]
@@ -150,8 +163,14 @@ def test_agent_controlled_text_is_shown_escaped(oh, review_backend):
 
 def test_live_view_shows_what_awaits_review(oh):
     """`oh start --review` in the foreground (plain lines, no TTY): the proposal, then the decision."""
-    proc = subprocess.Popen([sys.executable, "-m", "oh", "start", "--runtime", "local", "--review"], cwd=oh.workspace, env=oh.env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "oh", "start", "--runtime", "local", "--review"],
+        cwd=oh.workspace,
+        env=oh.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     agent = None
     try:
         assert "listening on" in proc.stdout.readline()
@@ -181,11 +200,39 @@ def test_live_state_marks_rows_awaiting_review():
     from oh.ui.live import LiveState
 
     st = LiveState(backend={"runtime": "local"})
-    st.apply({"type": "event", "event": "action_started", "action_id": 4, "agent_id": "a1", "kind": "edit", "summary": "str_replace f.py"})
-    st.apply({"type": "event", "event": "proposal_opened", "action_id": 4, "proposal_id": "p1", "agent_id": "a1", "kind": "edit", "path": "/w/f\x1b[2J.py"})
+    st.apply(
+        {
+            "type": "event",
+            "event": "action_started",
+            "action_id": 4,
+            "agent_id": "a1",
+            "kind": "edit",
+            "summary": "str_replace f.py",
+        }
+    )
+    st.apply(
+        {
+            "type": "event",
+            "event": "proposal_opened",
+            "action_id": 4,
+            "proposal_id": "p1",
+            "agent_id": "a1",
+            "kind": "edit",
+            "path": "/w/f\x1b[2J.py",
+        }
+    )
     assert st.actions[4].outcome_text() == "awaiting review"
     assert "1 proposal awaiting review" in st.stats_line()
-    [line] = st.apply({"type": "event", "event": "proposal_closed", "action_id": 4, "proposal_id": "p1", "path": "/w/f\x1b[2J.py", "decision": "accepted"})
+    [line] = st.apply(
+        {
+            "type": "event",
+            "event": "proposal_closed",
+            "action_id": 4,
+            "proposal_id": "p1",
+            "path": "/w/f\x1b[2J.py",
+            "decision": "accepted",
+        }
+    )
     assert "\x1b" not in line and "accepted" in line
     assert st.actions[4].outcome_text() == "running…" and "awaiting" not in st.stats_line()
 

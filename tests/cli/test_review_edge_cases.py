@@ -50,7 +50,11 @@ def test_binary_proposal_show_and_accept(oh, review_backend):
     sess = oh.session(review_backend["instance_id"])
     got: dict = {}
     with SyncClient.connect(review_backend["url"], sess["token"], name="bin-agent") as c:
-        t = threading.Thread(target=lambda: got.update(obs=c.write(str(oh.workspace / "b.bin"), base64.b64encode(data).decode(), encoding="base64")))
+        t = threading.Thread(
+            target=lambda: got.update(
+                obs=c.write(str(oh.workspace / "b.bin"), base64.b64encode(data).decode(), encoding="base64")
+            )
+        )
         t.start()
         [row] = _pending(oh, 1)
         shown = oh.json("review", "show", row["id"], "--json")
@@ -93,8 +97,17 @@ def test_append_and_create_modes_are_proposals(oh, review_backend):
 def test_concurrent_accepts_of_one_id_exactly_one_wins(oh, review_backend):
     agent = _agent(oh, "write", "race.txt", "--content", "x\n")
     [row] = _pending(oh, 1)
-    procs = [subprocess.Popen([sys.executable, "-m", "oh", "review", "accept", row["id"], "--json"], cwd=oh.workspace, env=oh.env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "oh", "review", "accept", row["id"], "--json"],
+            cwd=oh.workspace,
+            env=oh.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
     outs = [p.communicate(timeout=60) for p in procs]
     codes = sorted(p.returncode for p in procs)
     assert codes == [0, 1, 1, 1], outs
@@ -108,7 +121,12 @@ def test_agent_disconnect_withdraws_the_proposal(oh, review_backend):
     agent.wait(timeout=30)
     from .conftest import wait_for
 
-    wait_for(lambda: oh.json("review", "--json")["proposals"] == [] or None, timeout=30, interval=0.2, what="withdrawn proposal")
+    wait_for(
+        lambda: oh.json("review", "--json")["proposals"] == [] or None,
+        timeout=30,
+        interval=0.2,
+        what="withdrawn proposal",
+    )
     p = oh("review", "accept", row["id"])
     assert p.returncode == 1 and "No pending proposal" in p.stderr
     assert not (oh.workspace / "gone.txt").exists()
@@ -120,21 +138,32 @@ def test_garbage_control_frames_get_clear_errors(oh, review_backend):
     sess = oh.session(review_backend["instance_id"])
 
     def control(_s, frame):
-        with connect(review_backend["url"] + "/v1/control", additional_headers={"Authorization": f"Bearer {sess['token']}"}) as ws:
+        with connect(
+            review_backend["url"] + "/v1/control", additional_headers={"Authorization": f"Bearer {sess['token']}"}
+        ) as ws:
             ws.send(json.dumps(frame))
             return json.loads(ws.recv(timeout=20))
 
     s = None
-    for frame in ({"type": "review"}, {"type": "review", "op": "accept", "id": 3}, {"type": "review", "op": "accept", "id": "p1\n"},
-                  {"type": "review", "op": "accept", "all": True, "id": "p1"}, {"type": "review", "op": "reject", "id": "p1", "reason": ["x"]},
-                  {"type": "review", "op": "show", "id": "p" + "9" * 40}, {"type": "nope"}, {"type": "review", "op": "list", "extra": {"a": 1}}):
+    for frame in (
+        {"type": "review"},
+        {"type": "review", "op": "accept", "id": 3},
+        {"type": "review", "op": "accept", "id": "p1\n"},
+        {"type": "review", "op": "accept", "all": True, "id": "p1"},
+        {"type": "review", "op": "reject", "id": "p1", "reason": ["x"]},
+        {"type": "review", "op": "show", "id": "p" + "9" * 40},
+        {"type": "nope"},
+        {"type": "review", "op": "list", "extra": {"a": 1}},
+    ):
         ans = control(s, frame)
         assert ans["type"] in ("error", "review"), ans
         if ans["type"] == "error":
             assert ans["error_id"] in ("BAD_REQUEST", "NO_PROPOSAL") and ans["message"]
 
 
-def test_a_parent_swapped_for_a_symlink_meanwhile_is_stale_and_nothing_leaves_the_workspace(oh, review_backend, tmp_path):
+def test_a_parent_swapped_for_a_symlink_meanwhile_is_stale_and_nothing_leaves_the_workspace(
+    oh, review_backend, tmp_path
+):
     sub = oh.workspace / "sub"
     sub.mkdir()
     (sub / "f.txt").write_text("v1\n")
@@ -184,8 +213,13 @@ def test_many_proposals_from_one_socket_accept_all(oh, review_backend):
 
 def test_refusals_are_answered_at_once_not_proposed(oh, review_backend):
     (oh.workspace / "e.txt").write_text("a\na\n")
-    for args in (("edit", "e.txt", "--undo"), ("edit", "e.txt", "--replace", "a", "b"), ("edit", "e.txt", "--insert", "99", "x"),
-                 ("edit", "e.txt", "--create", "x"), ("edit", "missing.txt", "--replace", "a", "b")):
+    for args in (
+        ("edit", "e.txt", "--undo"),
+        ("edit", "e.txt", "--replace", "a", "b"),
+        ("edit", "e.txt", "--insert", "99", "x"),
+        ("edit", "e.txt", "--create", "x"),
+        ("edit", "missing.txt", "--replace", "a", "b"),
+    ):
         p = oh(*args, "--json", timeout=60)
         obs = json.loads(p.stdout)
         assert p.returncode == 6 and obs["extras"]["error_id"] == "TOOL_ERROR", (args, p.stdout)

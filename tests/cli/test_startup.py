@@ -12,12 +12,31 @@ import sys
 
 HEAVY = ("rich.live", "rich.table", "websockets", "keyring", "psutil", "typer._adapters", "oh.client", "oh.backend")
 # The fast path (issue 8 §3) must not even load these: each costs a large share of the 4x budget.
-FAST_FORBIDDEN = (*HEAVY, "typer", "click", "rich", "pydantic", "json", "socket", "asyncio", "dataclasses", "oh.commands", "oh.launcher", "platformdirs")
+FAST_FORBIDDEN = (
+    *HEAVY,
+    "typer",
+    "click",
+    "rich",
+    "pydantic",
+    "json",
+    "socket",
+    "asyncio",
+    "dataclasses",
+    "oh.commands",
+    "oh.launcher",
+    "platformdirs",
+)
 
 
 def _imported(oh, *args: str, env: dict | None = None) -> set[str]:
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "oh", *args], env=dict(oh.env, **(env or {})), cwd=oh.workspace,
-                          capture_output=True, text=True, timeout=30)
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "oh", *args],
+        env=dict(oh.env, **(env or {})),
+        cwd=oh.workspace,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     return {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
 
 
@@ -39,9 +58,23 @@ def test_agent_verbs_take_the_fast_path(oh):
     oh.start("local")
     (oh.workspace / "f.txt").write_text("x\n")
     job = oh("run", "--background", "--", "echo in-the-background", check=0).stdout.strip()
-    for args in (("run", "--", "true"), ("read", "f.txt"), ("status",), ("status", "--json"), ("run", "--background", "--force", "--", "true"),
-                 ("write", "--append", "g.txt", "--content", "x"), ("stat", "f.txt"), ("jobs",), ("jobs", "wait", job), ("jobs", "poll", job),
-                 ("jobs", "output", job), ("jobs", "cancel", job)):
+    for args in (
+        ("run", "--", "true"),
+        ("read", "f.txt"),
+        ("status",),
+        ("status", "--json"),
+        ("run", "--background", "--force", "--", "true"),
+        ("write", "--append", "g.txt", "--content", "x"),
+        ("stat", "f.txt"),
+        ("jobs",),
+        ("jobs", "wait", job),
+        ("jobs", "poll", job),
+        ("jobs", "output", job),
+        ("jobs", "cancel", job),
+    ):
         mods = _imported(oh, *args)
         assert "oh.fastpath.dispatch" in mods, args
-        assert not [m for m in FAST_FORBIDDEN if m in mods and not (m == "json" and "--json" in args)], (args, [m for m in FAST_FORBIDDEN if m in mods])
+        assert not [m for m in FAST_FORBIDDEN if m in mods and not (m == "json" and "--json" in args)], (
+            args,
+            [m for m in FAST_FORBIDDEN if m in mods],
+        )

@@ -43,8 +43,14 @@ def test_markup_and_escapes_in_the_live_view_are_shown_not_obeyed(oh):
 
 
 def test_plain_view_and_oh_logs_escape_agent_text(oh):
-    proc = subprocess.Popen([sys.executable, "-m", "oh", "start", "--runtime", "local"], cwd=oh.workspace, env=oh.env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "oh", "start", "--runtime", "local"],
+        cwd=oh.workspace,
+        env=oh.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert "listening on" in proc.stdout.readline()
         oh.started.append(json.loads(next((oh.home / "sessions").glob("*.json")).read_text()))
@@ -96,8 +102,14 @@ def test_sighup_stops_the_backend(oh):
 def test_a_failed_write_stops_the_backend_and_exits_1(oh):
     """Any exception that ends the view (here EPIPE: the reader of the plain lines went away) stops
     the backend first; the exit status says it did not end on request."""
-    proc = subprocess.Popen([sys.executable, "-m", "oh", "start", "--runtime", "local"], cwd=oh.workspace, env=oh.env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "oh", "start", "--runtime", "local"],
+        cwd=oh.workspace,
+        env=oh.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert "listening on" in proc.stdout.readline()
         (sf,) = (oh.home / "sessions").glob("*.json")
@@ -121,8 +133,14 @@ def test_a_failed_write_stops_the_backend_and_exits_1(oh):
 
 def test_sighup_during_start_does_not_orphan_the_backend(oh):
     """A hang-up that lands while the backend is still starting is remembered, then acted on."""
-    proc = subprocess.Popen([sys.executable, "-m", "oh", "start", "--runtime", "local"], cwd=oh.workspace, env=oh.env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "oh", "start", "--runtime", "local"],
+        cwd=oh.workspace,
+        env=oh.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         pid = wait_for(lambda: _backend_child(proc.pid), 20, interval=0.01, what="the backend process")
         oh.started.append({"pid": pid})

@@ -83,7 +83,9 @@ def corpus() -> list[dict]:
         changed[0:0] = ["head\n"]  # edits at both ends keep the whole file in the matched middle
         changed.append("tail\n")
         new = "".join(changed)
-        cases.append({"path": "/w/big.txt", "context": 3, "old": old, "new": new, "diff": unified_diff("/w/big.txt", old, new)})
+        cases.append(
+            {"path": "/w/big.txt", "context": 3, "old": old, "new": new, "diff": unified_diff("/w/big.txt", old, new)}
+        )
     cases.append({"path": "/w/same", "context": 3, "old": "x\n", "new": "x\n", "diff": ""})
     for _ in range(200):  # the work budget runs out (issue 18): which ranges are still searched must agree
         c = case(rng, (20, 250), WORDS[: rng.randint(2, 6)], (2, 12))

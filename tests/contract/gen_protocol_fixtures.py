@@ -116,8 +116,28 @@ INVALID = [
 ]
 
 # Replacement values for mutations, as raw JSON text: what a sloppy client might send instead.
-ODD_VALUES = ["2.0", "1e2", "-3", "0", "2.5", "1e400", '"x"', '""', "null", "true", "false", "[]", "[1, 2]", "{}",
-              "9007199254740992", "-0", "0.0", '"\\u0000"', "[1.0, 2]", "[1, -1]"]
+ODD_VALUES = [
+    "2.0",
+    "1e2",
+    "-3",
+    "0",
+    "2.5",
+    "1e400",
+    '"x"',
+    '""',
+    "null",
+    "true",
+    "false",
+    "[]",
+    "[1, 2]",
+    "{}",
+    "9007199254740992",
+    "-0",
+    "0.0",
+    '"\\u0000"',
+    "[1.0, 2]",
+    "[1, -1]",
+]
 
 
 def verdict(frame: str) -> dict:

@@ -22,7 +22,11 @@ def test_corpus_is_large_and_current():
 
 
 def test_every_case_matches():
-    wrong = [k for k, c in enumerate(CASES) if unified_diff(c["path"], c["old"], c["new"], c["context"], c.get("budget", udiff.WORK_BUDGET)) != c["diff"]]
+    wrong = [
+        k
+        for k, c in enumerate(CASES)
+        if unified_diff(c["path"], c["old"], c["new"], c["context"], c.get("budget", udiff.WORK_BUDGET)) != c["diff"]
+    ]
     assert wrong == [], f"{len(wrong)} cases differ, first: {wrong[:5]}"
 
 

@@ -30,7 +30,10 @@ def test_named_rules():
     """The rules the fixtures exist for, spelled out (a regenerated file cannot silently flip them)."""
     by_frame = {v["frame"]: v for v in FIXTURES}
     assert by_frame['{"id": 2.0, "action": "run", "args": {"command": "x"}}'] == {
-        "frame": '{"id": 2.0, "action": "run", "args": {"command": "x"}}', "ok": False, "error_id": "BAD_REQUEST", "cause": None,
+        "frame": '{"id": 2.0, "action": "run", "args": {"command": "x"}}',
+        "ok": False,
+        "error_id": "BAD_REQUEST",
+        "cause": None,
     }
     start_float = by_frame['{"id": 3, "action": "read", "args": {"path": "/w/a", "start": 1.0}}']
     assert (start_float["ok"], start_float["cause"]) == (False, 3)

@@ -26,8 +26,13 @@ def test_sdist_carries_the_vsix_and_builds_a_wheel_without_npm(tmp_path: Path):
         if shutil.which("npm") is None:
             pytest.skip("building the sdist from the repository packages the extension with npm (Node 20)")
     dist = tmp_path / "dist"
-    p = subprocess.run([sys.executable, "-m", "build", "--sdist", "--outdir", str(dist), str(REPO)],
-                       capture_output=True, text=True, timeout=900, cwd=tmp_path)
+    p = subprocess.run(
+        [sys.executable, "-m", "build", "--sdist", "--outdir", str(dist), str(REPO)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=tmp_path,
+    )
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     (sdist,) = dist.glob("oh_editor_runtime-*.tar.gz")
     with tarfile.open(sdist) as t:
@@ -45,8 +50,14 @@ def test_sdist_carries_the_vsix_and_builds_a_wheel_without_npm(tmp_path: Path):
     (trip / "npm").chmod(0o755)
     env = {**os.environ, "PATH": f"{trip}{os.pathsep}{os.environ['PATH']}"}
     env.pop("OH_VSIX", None)
-    p = subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(tmp_path / "unpacked" / root)],
-                       capture_output=True, text=True, timeout=900, cwd=tmp_path, env=env)
+    p = subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(tmp_path / "unpacked" / root)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=tmp_path,
+        env=env,
+    )
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     assert not (tmp_path / "npm-called").exists()
     (whl,) = dist.glob("oh_editor_runtime-*.whl")

@@ -46,10 +46,17 @@ class VsCode:
     info: dict[str, Any] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ oh
-    def oh(self, *args: str, input: str | None = None, timeout: float = 60, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    def oh(
+        self, *args: str, input: str | None = None, timeout: float = 60, cwd: Path | None = None
+    ) -> subprocess.CompletedProcess:
         return subprocess.run(
-            [sys.executable, "-m", "oh", *args], input=input, capture_output=True, text=True,
-            cwd=cwd or self.workspace, env=self.env, timeout=timeout,
+            [sys.executable, "-m", "oh", *args],
+            input=input,
+            capture_output=True,
+            text=True,
+            cwd=cwd or self.workspace,
+            env=self.env,
+            timeout=timeout,
         )
 
     def oh_json(self, *args: str, timeout: float = 60) -> Any:
@@ -57,7 +64,9 @@ class VsCode:
         try:
             return json.loads(proc.stdout)
         except ValueError:
-            raise AssertionError(f"oh {' '.join(args)}: no JSON (rc {proc.returncode})\n{proc.stdout}\n{proc.stderr}") from None
+            raise AssertionError(
+                f"oh {' '.join(args)}: no JSON (rc {proc.returncode})\n{proc.stdout}\n{proc.stderr}"
+            ) from None
 
     def sessions(self) -> list[dict[str, Any]]:
         return self.oh_json("status", "--json").get("sessions", [])
@@ -90,7 +99,9 @@ def _node_major() -> int | None:
     if not node:
         return None
     try:
-        out = subprocess.run([node, "-p", "process.versions.node.split('.')[0]"], capture_output=True, text=True, timeout=10)
+        out = subprocess.run(
+            [node, "-p", "process.versions.node.split('.')[0]"], capture_output=True, text=True, timeout=10
+        )
         return int(out.stdout.strip())
     except (OSError, ValueError, subprocess.SubprocessError):
         return None
@@ -139,7 +150,11 @@ def vscode(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequ
         env["OH_E2E_EXTENSIONS_DIR"] = str(request.getfixturevalue(exts_fixture))
     started = time.monotonic()
     proc = subprocess.run(
-        ["bash", str(RUN_SH), "start", str(state), str(workspace)], capture_output=True, text=True, env=env, timeout=900,
+        ["bash", str(RUN_SH), "start", str(state), str(workspace)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
     )
     if proc.returncode != 0:
         subprocess.run(["bash", str(RUN_SH), "stop", str(state)], capture_output=True, timeout=60)

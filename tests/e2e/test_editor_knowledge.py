@@ -42,10 +42,22 @@ console.log(shout, count);
 def backend(vscode: VsCode):
     src = vscode.workspace / "src"
     src.mkdir(exist_ok=True)
-    (vscode.workspace / "tsconfig.json").write_text(json.dumps({"compilerOptions": {"strict": True, "target": "es2020", "module": "commonjs"}, "include": ["src"]}))
+    (vscode.workspace / "tsconfig.json").write_text(
+        json.dumps({"compilerOptions": {"strict": True, "target": "es2020", "module": "commonjs"}, "include": ["src"]})
+    )
     (src / "greet.ts").write_text(GREET)
     (src / "main.ts").write_text(MAIN)
-    proc = vscode.oh("start", "--runtime", "vscode", "--workspace", str(vscode.workspace), "--detach", "--no-open", "--json", timeout=60)
+    proc = vscode.oh(
+        "start",
+        "--runtime",
+        "vscode",
+        "--workspace",
+        str(vscode.workspace),
+        "--detach",
+        "--no-open",
+        "--json",
+        timeout=60,
+    )
     assert proc.returncode == 0, f"oh start failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
     info = json.loads(proc.stdout)
 
@@ -64,7 +76,9 @@ def _json(vscode: VsCode, *args: str, timeout: float = 90) -> tuple[int, dict]:
     try:
         return proc.returncode, json.loads(proc.stdout)
     except ValueError:
-        raise AssertionError(f"oh {' '.join(args)}: no JSON (rc {proc.returncode})\n{proc.stdout}\n{proc.stderr}") from None
+        raise AssertionError(
+            f"oh {' '.join(args)}: no JSON (rc {proc.returncode})\n{proc.stdout}\n{proc.stderr}"
+        ) from None
 
 
 def test_capabilities_advertised(backend: dict):
@@ -102,8 +116,19 @@ def test_type_error_reported_then_cleared_by_the_fixing_edit(vscode: VsCode, bac
     session = json.loads((vscode.oh_home / "sessions" / f"{backend['instance_id']}.json").read_text())
     with SyncClient.connect(session["url"], session["token"], name="e2e-knowledge") as client:
         t0 = time.monotonic()
-        obs = client.send({"action": "edit", "args": {"path": main, "command": "str_replace", "old_str": "const count: number",
-                                                      "new_str": "const count: string", "diagnostics": True}}, timeout=120)
+        obs = client.send(
+            {
+                "action": "edit",
+                "args": {
+                    "path": main,
+                    "command": "str_replace",
+                    "old_str": "const count: number",
+                    "new_str": "const count: string",
+                    "diagnostics": True,
+                },
+            },
+            timeout=120,
+        )
         print(f"edit + settled diagnostics: {time.monotonic() - t0:.2f} s")
     assert obs.kind == "edit", obs
     assert [d for d in obs.extras["diagnostics"] if d["severity"] == "error"] == [], obs.content
@@ -166,8 +191,12 @@ def test_open_shows_the_file_at_the_line(vscode: VsCode, backend: dict):
 
     # a range: the selected text comes back through `editors`
     assert vscode.oh("open", "src/greet.ts:5:17", "--to", "5:25").returncode == 0
-    obs = wait_until(lambda: (o := _json(vscode, "editors")[1])["extras"]["editors"][0]["selection"]["text"] == "farewell" and o,
-                     30, "the selection 'farewell'", interval=0.5)
+    obs = wait_until(
+        lambda: (o := _json(vscode, "editors")[1])["extras"]["editors"][0]["selection"]["text"] == "farewell" and o,
+        30,
+        "the selection 'farewell'",
+        interval=0.5,
+    )
     assert "Selected text in" in obs["content"]
 
 

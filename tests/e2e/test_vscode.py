@@ -28,7 +28,17 @@ P7_RUNS = 20
 def backend(vscode: VsCode):
     """``oh start --runtime vscode`` once the workbench is up: the extension must connect on its own."""
     assert "connecting to" not in vscode.extension_log(), "the extension opened a connection before any backend existed"
-    proc = vscode.oh("start", "--runtime", "vscode", "--workspace", str(vscode.workspace), "--detach", "--no-open", "--json", timeout=60)
+    proc = vscode.oh(
+        "start",
+        "--runtime",
+        "vscode",
+        "--workspace",
+        str(vscode.workspace),
+        "--detach",
+        "--no-open",
+        "--json",
+        timeout=60,
+    )
     assert proc.returncode == 0, f"oh start failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
     info = json.loads(proc.stdout)
     started = time.monotonic()
@@ -53,7 +63,25 @@ def test_registers_on_demand(vscode: VsCode, backend: dict):
     assert ed["version"] == "1.99.3"
     assert ed["extension_version"] == "0.1.0"
     assert ed["workspace_folders"] == [os.path.realpath(vscode.workspace)]
-    assert set(ed["capabilities"]) == {"run", "read", "write", "edit", "diagnostics", "open", "editors", "symbols", "definition", "references", "stat", "write_modes", "job", "binary", "branch", "review", "consent"}
+    assert set(ed["capabilities"]) == {
+        "run",
+        "read",
+        "write",
+        "edit",
+        "diagnostics",
+        "open",
+        "editors",
+        "symbols",
+        "definition",
+        "references",
+        "stat",
+        "write_modes",
+        "job",
+        "binary",
+        "branch",
+        "review",
+        "consent",
+    }
     log = vscode.extension_log()
     assert f"connected to oh {backend['instance_id']} on port {backend['port']}" in log
     assert "token" not in backend, "`oh start --json` must not print the token"
@@ -238,7 +266,11 @@ def test_token_rotation_reconnects_at_once(vscode: VsCode, backend: dict):
     proc = vscode.oh("token", "rotate", timeout=60)
     assert proc.returncode == 0, proc
     wait_until(lambda: f"disconnected from oh {instance}: 4001" in vscode.extension_log(), 15, "the 4001 close")
-    wait_until(lambda: vscode.extension_log().count(f"connected to oh {instance} on port") > before, 15, "the reconnection with the new token")
+    wait_until(
+        lambda: vscode.extension_log().count(f"connected to oh {instance} on port") > before,
+        15,
+        "the reconnection with the new token",
+    )
     wait_until(lambda: (vscode.sessions() or [{}])[0].get("editors"), 15, "the editor to be registered again")
     assert vscode.oh("run", "--", "echo", "after rotation").stdout == "after rotation\n"
 
@@ -293,14 +325,16 @@ def test_pseudoterminal_fallback_without_shell_integration(vscode: VsCode, backe
     _settings(vscode, **{"oh.terminalMode": "shell"})  # this test is about shell mode (the default is the engine)
     wait_until(lambda: "setting oh.terminalMode = shell" in vscode.extension_log(), 30, "the setting to apply")
     with SyncClient.connect(session["url"], session["token"], name="e2e", shell="fallback-test") as client:
-        assert client.run("true", timeout=60)["extras"]["metadata"]["exit_code"] == 0  # this agent's terminal, integrated
+        assert (
+            client.run("true", timeout=60)["extras"]["metadata"]["exit_code"] == 0
+        )  # this agent's terminal, integrated
         _settings(vscode, **{"terminal.integrated.shellIntegration.enabled": False})
         time.sleep(3)  # VS Code applies settings.json changes live; nothing observable to wait on
         try:
             obs = client.run("exit", timeout=30)  # the agent's shell exits: the terminal closes
             # the end event may beat the terminal's close: "The shell exited" is in the suffix only sometimes
             assert obs["observation"] == "run", obs
-            wait_until(lambda: 'terminal was closed' in vscode.extension_log(), 15, "the terminal to close")
+            wait_until(lambda: "terminal was closed" in vscode.extension_log(), 15, "the terminal to close")
             obs = client.run("bash -c 'echo out; echo err >&2; exit 3'", timeout=90)
             assert obs["extras"]["metadata"]["exit_code"] == 3, obs
             assert obs["content"] == "out\nerr\n", obs
@@ -348,5 +382,5 @@ def test_stop_disconnects_and_opens_no_new_connection(vscode: VsCode, backend: d
     listener.close()
     assert accepted == [], f"the extension reconnected after oh stop: {accepted}"
     log = vscode.extension_log()
-    after = log[log.rindex(closed):]
+    after = log[log.rindex(closed) :]
     assert "connecting to" not in after, after

@@ -37,7 +37,17 @@ SHELL_MODE_DIFFERS = {
 
 @pytest.fixture(scope="module")
 def backend(vscode: VsCode):
-    proc = vscode.oh("start", "--runtime", "vscode", "--workspace", str(vscode.workspace), "--detach", "--no-open", "--json", timeout=60)
+    proc = vscode.oh(
+        "start",
+        "--runtime",
+        "vscode",
+        "--workspace",
+        str(vscode.workspace),
+        "--detach",
+        "--no-open",
+        "--json",
+        timeout=60,
+    )
     assert proc.returncode == 0, f"oh start failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
     info = json.loads(proc.stdout)
 
@@ -56,8 +66,14 @@ async def run_mode_battery(vscode: VsCode, backend: dict, mode: str) -> list[str
     driver = ClientDriver(client)
     try:
         # the user's rc files ran in the agent's shell, and printed nothing into outputs
-        out, code, _ = await driver.run("fixture_alias; fixture_function x; echo $FIXTURE_VAR; fixture-tool", None, None)
-        assert (out, code) == ("alias works\nfunction works x\nfixture-value\nfixture tool ran\n", 0), (out, code, vscode.extension_log()[-3000:])
+        out, code, _ = await driver.run(
+            "fixture_alias; fixture_function x; echo $FIXTURE_VAR; fixture-tool", None, None
+        )
+        assert (out, code) == ("alias works\nfunction works x\nfixture-value\nfixture tool ran\n", 0), (
+            out,
+            code,
+            vscode.extension_log()[-3000:],
+        )
         return await run_battery(driver, "bash", vscode.workspace / "cases", CASES)
     finally:
         await driver.close()

@@ -14,7 +14,9 @@ async def test_battery_shell_mode(vscode: VsCode, backend: dict):
     failed = {f.split(" (step")[0].split(": ")[0] for f in failures}
     unexpected = [f for f in failures if f.split(" (step")[0].split(": ")[0] not in SHELL_MODE_DIFFERS]
     assert not unexpected, "\n".join(unexpected)
-    assert failed == set(SHELL_MODE_DIFFERS), f"now passing (update SHELL_MODE_DIFFERS): {set(SHELL_MODE_DIFFERS) - failed}"
+    assert failed == set(SHELL_MODE_DIFFERS), (
+        f"now passing (update SHELL_MODE_DIFFERS): {set(SHELL_MODE_DIFFERS) - failed}"
+    )
 
 
 def test_shell_mode_issue_17_defects(vscode: VsCode, backend: dict):

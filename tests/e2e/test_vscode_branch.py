@@ -20,16 +20,31 @@ import pytest
 from .conftest import VsCode, wait_until
 
 pytestmark = [
-    pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900),
-    pytest.mark.skipif(shutil.which("git") is None, reason="branch mode needs git (extension/e2e/setup.sh installs it)"),
+    pytest.mark.e2e,
+    pytest.mark.slow,
+    pytest.mark.timeout(900),
+    pytest.mark.skipif(
+        shutil.which("git") is None, reason="branch mode needs git (extension/e2e/setup.sh installs it)"
+    ),
 ]
 
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.invalid",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.invalid",
+}
 
 
 def git(vscode: VsCode, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(vscode.workspace), *args], capture_output=True, text=True, check=True, timeout=30,
-                          env={**os.environ, **GIT_ENV}).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(vscode.workspace), *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=30,
+        env={**os.environ, **GIT_ENV},
+    ).stdout.strip()
 
 
 @pytest.fixture(scope="module")
@@ -42,12 +57,25 @@ def repo(vscode: VsCode) -> VsCode:
 
 
 def start(vscode: VsCode, *flags: str) -> dict:
-    proc = vscode.oh("start", "--runtime", "vscode", "--workspace", str(vscode.workspace), "--detach", "--no-open", "--json", *flags, timeout=60)
+    proc = vscode.oh(
+        "start",
+        "--runtime",
+        "vscode",
+        "--workspace",
+        str(vscode.workspace),
+        "--detach",
+        "--no-open",
+        "--json",
+        *flags,
+        timeout=60,
+    )
     assert proc.returncode == 0, f"oh start failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
     info = json.loads(proc.stdout)
 
     def registered():
-        return next((s for s in vscode.sessions() if s.get("instance_id") == info["instance_id"] and s.get("editors")), None)
+        return next(
+            (s for s in vscode.sessions() if s.get("instance_id") == info["instance_id"] and s.get("editors")), None
+        )
 
     info["session"] = wait_until(registered, 60, "the extension to register with the backend")
     return info
@@ -70,9 +98,17 @@ def test_branch_created_and_switched_through_the_git_extension(repo: VsCode):
         assert (repo.workspace / "notes.txt").read_text() == "from the agent\n"
         assert git(repo, "status", "--porcelain") == "?? notes.txt"  # what Source Control lists
         # The switch was the extension's (its action log), not a git call of the backend's.
-        assert wait_until(lambda: f'branch "git branch {branch}" -> ok' in repo.extension_log(), 20, "the extension's branch action in its log")
+        assert wait_until(
+            lambda: f'branch "git branch {branch}" -> ok' in repo.extension_log(),
+            20,
+            "the extension's branch action in its log",
+        )
         # VS Code itself shows the new branch (the Git extension's status bar item), not only git.
-        wait_until(lambda: any(branch in item for item in repo.drive("statusBar")["items"]), 30, f"{branch} in VS Code's status bar")
+        wait_until(
+            lambda: any(branch in item for item in repo.drive("statusBar")["items"]),
+            30,
+            f"{branch} in VS Code's status bar",
+        )
         (row,) = [s for s in repo.sessions() if s["instance_id"] == info["instance_id"]]
         assert row["branch"] == {"state": "on", "name": branch, "created": True, "previous": "main"}
         assert f"branch     {branch} (new, from main)" in repo.oh("status").stdout
@@ -84,8 +120,14 @@ def test_branch_created_and_switched_through_the_git_extension(repo: VsCode):
 
 def _write_in_background(vscode: VsCode, name: str) -> subprocess.Popen:
     # `oh write` waits while VS Code shows the dialog: run it alongside the click.
-    return subprocess.Popen([sys.executable, "-m", "oh", "write", name, "--content", "agent\n"], cwd=vscode.workspace, env=vscode.env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "oh", "write", name, "--content", "agent\n"],
+        cwd=vscode.workspace,
+        env=vscode.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def test_a_dirty_tree_asks_and_stash_is_what_happens(repo: VsCode):

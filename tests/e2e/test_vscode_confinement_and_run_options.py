@@ -26,7 +26,9 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900)]
 
 
 def _start(vscode: VsCode, workspace: Path) -> dict[str, Any]:
-    proc = vscode.oh("start", "--runtime", "vscode", "--workspace", str(workspace), "--detach", "--no-open", "--json", timeout=60)
+    proc = vscode.oh(
+        "start", "--runtime", "vscode", "--workspace", str(workspace), "--detach", "--no-open", "--json", timeout=60
+    )
     assert proc.returncode == 0, f"oh start failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
     info = json.loads(proc.stdout)
 
@@ -71,7 +73,7 @@ def test_run_cwd_confined_to_the_backend_workspace(vscode: VsCode, nested: dict)
         md = obs["extras"]["metadata"]
         assert md["working_dir"] == sub and md["username"] and md["hostname"], md
     log = vscode.extension_log()
-    assert re.search(r'terminal ready (with shell integration|in \d+ ms \(shell engine)', log), log[-3000:]
+    assert re.search(r"terminal ready (with shell integration|in \d+ ms \(shell engine)", log), log[-3000:]
 
 
 def test_listing_hides_a_symlinked_folder_outside(vscode: VsCode, nested: dict):
@@ -136,7 +138,9 @@ def test_run_reset_env_max_output_busy_no_command(vscode: VsCode, nested: dict):
     """SPEC-wave2 C through the real backend: reset, env (never logged), max_output, BUSY, NO_COMMAND."""
     secret = "s3cr3t-value-4711"
     with _client(nested) as c:
-        obs = c.send({"action": "run", "args": {"command": "echo $OH_E2E_SECRET", "env": {"OH_E2E_SECRET": secret}}}, timeout=60)
+        obs = c.send(
+            {"action": "run", "args": {"command": "echo $OH_E2E_SECRET", "env": {"OH_E2E_SECRET": secret}}}, timeout=60
+        )
         assert obs["content"] == secret + "\n", obs
         obs = c.run("echo again $OH_E2E_SECRET", timeout=30)  # exported: it persists in that shell
         assert obs["content"] == f"again {secret}\n", obs
@@ -177,11 +181,24 @@ def test_read_write_encodings(vscode: VsCode, nested: dict):
         obs = c.edit(str(sub / "latin.txt"), "str_replace", old_str="crème", new_str="brûlée")
         assert obs["observation"] == "edit", obs
         assert (sub / "latin.txt").read_bytes() == "caf\xe9 br\xfbl\xe9e\n".encode("latin-1")
-        obs = c.send({"action": "write", "args": {"path": str(sub / "new" / "deep" / "b.bin"), "content": base64.b64encode(b"\x00\x01\xff").decode(), "encoding": "base64"}}, timeout=60)
+        obs = c.send(
+            {
+                "action": "write",
+                "args": {
+                    "path": str(sub / "new" / "deep" / "b.bin"),
+                    "content": base64.b64encode(b"\x00\x01\xff").decode(),
+                    "encoding": "base64",
+                },
+            },
+            timeout=60,
+        )
         assert obs["observation"] == "write", obs
         assert (sub / "new" / "deep" / "b.bin").read_bytes() == b"\x00\x01\xff"
         obs = c.edit(str(sub / "missing.txt"), "view")
-        assert obs["content"] == f"Invalid `path` parameter: {sub / 'missing.txt'}. The path {sub / 'missing.txt'} does not exist. Please provide a valid path.", obs
+        assert (
+            obs["content"]
+            == f"Invalid `path` parameter: {sub / 'missing.txt'}. The path {sub / 'missing.txt'} does not exist. Please provide a valid path."
+        ), obs
 
 
 def _agent(info: dict[str, Any], name: str, *, shell: str | None = None, workdir: Path | None = None):
@@ -203,16 +220,22 @@ def test_one_terminal_per_agent_shell(vscode: VsCode, nested: dict):
     with _agent(nested, "claude-code", shell="team", workdir=deeper) as a:
         obs = a.run("pwd; export TEAM_VAR=shared", timeout=30)
         assert obs["content"] == os.path.realpath(deeper) + "\n", obs
-    assert re.search(r'"oh · claude-code" terminal ready (with shell integration|in \d+ ms \(shell engine)', vscode.extension_log())
+    assert re.search(
+        r'"oh · claude-code" terminal ready (with shell integration|in \d+ ms \(shell engine)', vscode.extension_log()
+    )
     with _agent(nested, "second-agent", shell="team") as b:  # same key: same terminal, its exports still there
         obs = b.run("echo $TEAM_VAR", timeout=30)
         assert obs["content"] == "shared\n", obs
-    assert "agent gone: closing the \"oh · claude-code\"" not in vscode.extension_log()
+    assert 'agent gone: closing the "oh · claude-code"' not in vscode.extension_log()
     with _agent(nested, "private-one") as c:
         obs = c.run("echo $$", timeout=30)
         shell_pid = int(obs["content"].strip())
         assert Path(f"/proc/{shell_pid}").exists()
-    wait_until(lambda: 'agent gone: closing the "oh · private-one" terminal' in vscode.extension_log(), 15, "agent_gone to close the private terminal")
+    wait_until(
+        lambda: 'agent gone: closing the "oh · private-one" terminal' in vscode.extension_log(),
+        15,
+        "agent_gone to close the private terminal",
+    )
     wait_until(lambda: not _proc_running_pid(shell_pid), 15, "the private shell to end")
 
 
@@ -252,11 +275,23 @@ def test_backend_killed_mid_command(vscode: VsCode, nested: dict):
     t = threading.Thread(target=long_run, daemon=True)
     t.start()
     wait_until(lambda: _proc_running("sleep 307"), 30, "the command to run in the terminal")
-    wait_until(lambda: any("sleep 307" in i for i in vscode.drive("statusBar")["items"]), 15, "the status bar to show the action")
+    wait_until(
+        lambda: any("sleep 307" in i for i in vscode.drive("statusBar")["items"]),
+        15,
+        "the status bar to show the action",
+    )
     os.kill(nested["pid"], signal.SIGKILL)
     t.join(30)
-    wait_until(lambda: not any("sleep 307" in i for i in vscode.drive("statusBar")["items"]), 30, "the status bar to stop showing the dead action")
-    wait_until(lambda: f"oh {nested['instance_id']} is gone" in vscode.extension_log(), 30, "the extension to notice the backend is gone")
+    wait_until(
+        lambda: not any("sleep 307" in i for i in vscode.drive("statusBar")["items"]),
+        30,
+        "the status bar to stop showing the dead action",
+    )
+    wait_until(
+        lambda: f"oh {nested['instance_id']} is gone" in vscode.extension_log(),
+        30,
+        "the extension to notice the backend is gone",
+    )
     assert _proc_running("sleep 307"), "nobody asked to kill the orphaned command yet"
     answer = vscode.drive("notification", button="Interrupt it", text="sleep 307", timeout=30)
     assert "backend went away" in answer["message"], answer

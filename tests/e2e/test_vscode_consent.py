@@ -19,8 +19,19 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900)]
 
 @pytest.fixture(scope="module")
 def backend(vscode: VsCode):
-    proc = vscode.oh("start", "--runtime", "vscode", "--consent", "commands", "--workspace", str(vscode.workspace),
-                     "--detach", "--no-open", "--json", timeout=60)
+    proc = vscode.oh(
+        "start",
+        "--runtime",
+        "vscode",
+        "--consent",
+        "commands",
+        "--workspace",
+        str(vscode.workspace),
+        "--detach",
+        "--no-open",
+        "--json",
+        timeout=60,
+    )
     assert proc.returncode == 0, f"oh start failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
     info = json.loads(proc.stdout)
 
@@ -35,8 +46,14 @@ def backend(vscode: VsCode):
 
 
 def _agent(vscode: VsCode, command: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "oh", "run", "--json", command], cwd=vscode.workspace, env=vscode.env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "oh", "run", "--json", command],
+        cwd=vscode.workspace,
+        env=vscode.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _finish(proc: subprocess.Popen, timeout: float = 90) -> tuple[int, dict]:
@@ -79,7 +96,11 @@ def test_reject_from_the_notification_with_a_reason(vscode: VsCode, backend: dic
         vscode.screenshot("consent-reject-failed")
         agent.kill()
         raise
-    assert obs["observation"] == "error" and obs["extras"]["error_id"] == "REJECTED" and obs["extras"]["decided_by"] == "vscode", obs
+    assert (
+        obs["observation"] == "error"
+        and obs["extras"]["error_id"] == "REJECTED"
+        and obs["extras"]["decided_by"] == "vscode"
+    ), obs
     assert obs["content"].endswith("Reason: not in this workspace")
     assert not (vscode.workspace / "vs-rejected.txt").exists()
     assert json.loads(vscode.oh("approvals", "--json", "-C", str(vscode.workspace)).stdout)["approvals"] == []

@@ -26,11 +26,24 @@ def backend(vscode: VsCode):
     node_project(vscode.workspace)
     (vscode.workspace / ".oh").mkdir()
     (vscode.workspace / ".oh" / "setup.sh").write_text("echo setup-ran >> setup-count.txt\n")
-    proc = vscode.oh("start", "--runtime", "vscode", "--workspace", str(vscode.workspace), "--detach", "--no-open", "--json", timeout=60)
+    proc = vscode.oh(
+        "start",
+        "--runtime",
+        "vscode",
+        "--workspace",
+        str(vscode.workspace),
+        "--detach",
+        "--no-open",
+        "--json",
+        timeout=60,
+    )
     assert proc.returncode == 0, f"oh start failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
     info = json.loads(proc.stdout)
-    wait_until(lambda: any(s.get("instance_id") == info["instance_id"] and s.get("editors") for s in vscode.sessions()), 60,
-               "the extension to register with the backend")
+    wait_until(
+        lambda: any(s.get("instance_id") == info["instance_id"] and s.get("editors") for s in vscode.sessions()),
+        60,
+        "the extension to register with the backend",
+    )
     yield info
     vscode.oh("stop", info["instance_id"], timeout=60)
 
@@ -50,5 +63,8 @@ def test_setup_script_then_ensure_in_vscode_terminals_then_a_noop(vscode: VsCode
     assert any(node["job_id"] in n for n in names) and any(setup_job in n for n in names), names
 
     again = vscode.oh("ensure", timeout=120)
-    assert again.returncode == 0 and "nothing to do" in again.stdout and "setup script" not in again.stdout, (again.stdout, again.stderr)
+    assert again.returncode == 0 and "nothing to do" in again.stdout and "setup script" not in again.stdout, (
+        again.stdout,
+        again.stderr,
+    )
     assert (vscode.workspace / "setup-count.txt").read_text() == "setup-ran\n"  # once per backend

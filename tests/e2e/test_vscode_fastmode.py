@@ -20,7 +20,17 @@ TERMINAL_MODE = "fast"  # written into the workspace's settings.json before the 
 
 @pytest.fixture(scope="module")
 def backend(vscode: VsCode):
-    proc = vscode.oh("start", "--runtime", "vscode", "--workspace", str(vscode.workspace), "--detach", "--no-open", "--json", timeout=60)
+    proc = vscode.oh(
+        "start",
+        "--runtime",
+        "vscode",
+        "--workspace",
+        str(vscode.workspace),
+        "--detach",
+        "--no-open",
+        "--json",
+        timeout=60,
+    )
     assert proc.returncode == 0, f"oh start failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
     info = json.loads(proc.stdout)
 
@@ -46,10 +56,20 @@ def test_output_exit_codes_and_persistent_state(vscode: VsCode, backend: dict):
     assert proc.stdout == "out\nerr\n", proc  # one stream, in order, as in a terminal
     assert "ready (fast mode, persistent bash" in vscode.extension_log(), "the agent's terminal is the fast one"
     with _client(backend) as client:
-        for cmd, code, out in [("echo hi", 0, "hi\n"), ("false", 1, ""), ("(exit 42)", 42, ""), ("printf 'a\\nb'", 0, "a\nb")]:
+        for cmd, code, out in [
+            ("echo hi", 0, "hi\n"),
+            ("false", 1, ""),
+            ("(exit 42)", 42, ""),
+            ("printf 'a\\nb'", 0, "a\nb"),
+        ]:
             obs = client.run(cmd, timeout=60)
             assert obs["content"] == out and obs["extras"]["metadata"]["exit_code"] == code, (cmd, obs)
-        assert client.run("mkdir -p sub && cd sub && export OH_FAST_VAR=kept", timeout=60)["extras"]["metadata"]["exit_code"] == 0
+        assert (
+            client.run("mkdir -p sub && cd sub && export OH_FAST_VAR=kept", timeout=60)["extras"]["metadata"][
+                "exit_code"
+            ]
+            == 0
+        )
         obs = client.run("echo $OH_FAST_VAR; pwd", timeout=60)
     sub = os.path.realpath(vscode.workspace / "sub")
     assert obs["content"] == f"kept\n{sub}\n", obs
@@ -104,7 +124,9 @@ def test_hard_timeout_exits_124_and_the_shell_survives(vscode: VsCode, backend: 
 
 
 def test_terminal_visible_by_name(vscode: VsCode, backend: dict):
-    names = wait_until(lambda: [n for n in vscode.drive("terminals")["names"] if n.startswith("oh")] or None, 30,
-                       "the agent's terminal tab")
+    names = wait_until(
+        lambda: [n for n in vscode.drive("terminals")["names"] if n.startswith("oh")] or None,
+        30,
+        "the agent's terminal tab",
+    )
     assert any(n.startswith("oh") for n in names), names
-

@@ -28,7 +28,17 @@ def backend(vscode: VsCode):
     # 64 terminals per agent shell, so 50 concurrent commands fit; the backend tells the extension (registered.max_shells).
     vscode.env["OH_MAX_SHELLS"] = "64"
     try:
-        proc = vscode.oh("start", "--runtime", "vscode", "--workspace", str(vscode.workspace), "--detach", "--no-open", "--json", timeout=60)
+        proc = vscode.oh(
+            "start",
+            "--runtime",
+            "vscode",
+            "--workspace",
+            str(vscode.workspace),
+            "--detach",
+            "--no-open",
+            "--json",
+            timeout=60,
+        )
     finally:
         vscode.env.pop("OH_MAX_SHELLS", None)
     assert proc.returncode == 0, f"oh start failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
@@ -50,7 +60,9 @@ async def _concurrent(info: dict[str, Any], n: int, tag: str) -> list[dict[str, 
     async with await Client.connect(s["url"], s["token"], name=f"jobs-{tag}") as c:
         # Every command outlives the time it takes to send them all, so they really overlap.
         # `(exit K)`: each command has its own exit code without ending the agent's shell.
-        obs = await asyncio.gather(*(c.run(f"sleep 2; echo {tag}-$(( {i} * 3 )); (exit {i % 4})", timeout=120) for i in range(n)))
+        obs = await asyncio.gather(
+            *(c.run(f"sleep 2; echo {tag}-$(( {i} * 3 )); (exit {i % 4})", timeout=120) for i in range(n))
+        )
         return list(obs)
 
 
@@ -63,7 +75,6 @@ def _check(obs: list[dict[str, Any]], n: int, tag: str) -> None:
     extra = [j for j in ids if j]
     assert len(extra) >= 1, "at least one command ran in an extra terminal"
     assert len(set(extra)) == len(extra), f"each extra-terminal command has its own id: {ids}"
-
 
 
 def test_ten_concurrent_runs_all_execute(vscode: VsCode, backend: dict):
@@ -123,6 +134,7 @@ def test_stat_and_write_modes_through_the_extension(vscode: VsCode, backend: dic
 
 # ---------------------------------------------------------------------------------------------- jobs via the CLI
 
+
 def _bg(vscode: VsCode, *cmd: str, force: bool = False) -> subprocess.CompletedProcess:
     return vscode.oh("run", "--background", *(["--force"] if force else []), "--", *cmd, timeout=90)
 
@@ -169,7 +181,9 @@ def test_write_modes_and_stat_through_the_cli(vscode: VsCode, backend: dict):
     vscode.oh("write", "cli/a.txt", "--append", "--content", "three\n")
     assert (ws / "cli/a.txt").read_text() == "one\nthree\n"
     info = vscode.oh_json("stat", "cli/a.txt", "--json")
-    assert info["exists"] is True and info["type"] == "file" and info["size"] == 10 and info["encoding"] == "utf-8", info
+    assert info["exists"] is True and info["type"] == "file" and info["size"] == 10 and info["encoding"] == "utf-8", (
+        info
+    )
     assert vscode.oh("stat", "cli/missing").returncode == 1
 
 
@@ -194,4 +208,3 @@ def test_latin1_and_binary_round_trips(vscode: VsCode, backend: dict):
     obs = asyncio.run(go())
     assert bytes(obs["content"]) == blob and obs["extras"]["encoding"] == "binary", obs["extras"]
     assert obs["extras"]["mime_type"] == "application/octet-stream"
-

@@ -26,8 +26,18 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900)]
 @pytest.fixture(scope="module")
 def backend(vscode: VsCode):
     proc = vscode.oh(
-        "start", "--runtime", "vscode", "--review", "--review-timeout", "300", "--workspace", str(vscode.workspace),
-        "--detach", "--no-open", "--json", timeout=60,
+        "start",
+        "--runtime",
+        "vscode",
+        "--review",
+        "--review-timeout",
+        "300",
+        "--workspace",
+        str(vscode.workspace),
+        "--detach",
+        "--no-open",
+        "--json",
+        timeout=60,
     )
     assert proc.returncode == 0, f"oh start failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
     info = json.loads(proc.stdout)
@@ -44,8 +54,12 @@ def backend(vscode: VsCode):
 
 def _agent(vscode: VsCode, *args: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "oh", *args, "--json"], cwd=vscode.workspace, env=vscode.env,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [sys.executable, "-m", "oh", *args, "--json"],
+        cwd=vscode.workspace,
+        env=vscode.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -87,7 +101,14 @@ def test_accept_in_the_title_bar_then_one_undo_reverts(vscode: VsCode, backend: 
     assert "accepted" in obs["content"] and obs["extras"]["new_content"] == "def greet():\n    return 'HELLO'\n"
     assert f.read_text() == "def greet():\n    return 'HELLO'\n"
     # The accepted file is shown; one Undo reverts the accepted change.
-    wait_until(lambda: "accept_me.py" in vscode.drive("activeTab")["title"] and "oh proposal" not in vscode.drive("activeTab")["title"], 20, "the accepted file's editor")
+    wait_until(
+        lambda: (
+            "accept_me.py" in vscode.drive("activeTab")["title"]
+            and "oh proposal" not in vscode.drive("activeTab")["title"]
+        ),
+        20,
+        "the accepted file's editor",
+    )
     vscode.drive("focusEditor")
     vscode.drive("press", keys=["Control+z"])
     wait_until(lambda: "'hello'" in vscode.drive("editorText")["text"], 10, "Undo to revert the accepted change")
@@ -165,7 +186,9 @@ def test_a_file_typed_in_meanwhile_is_not_overwritten(vscode: VsCode, backend: d
         vscode.screenshot("review-stale-failed")
         agent.kill()
         raise
-    assert rc == 6 and obs["extras"]["error_id"] == "REJECTED" and "file changed since the proposal" in obs["content"], obs
+    assert (
+        rc == 6 and obs["extras"]["error_id"] == "REJECTED" and "file changed since the proposal" in obs["content"]
+    ), obs
     text = vscode.drive("editorText")["text"]
     assert "one" in text and "mine" in text and "ONE" not in text
     assert f.read_text() == "one\n"  # nothing written behind the user's back
@@ -189,4 +212,8 @@ def test_the_way_back_to_a_proposal_the_user_left(vscode: VsCode, backend: dict)
         raise
     assert rc == 0 and obs["extras"]["prev_exist"] is False and "accepted" in obs["content"], obs
     assert f.read_text() == "created after a second look\n"
-    wait_until(lambda: not any("to review" in item for item in vscode.drive("statusBar")["items"]), 15, "the status bar item to go")
+    wait_until(
+        lambda: not any("to review" in item for item in vscode.drive("statusBar")["items"]),
+        15,
+        "the status bar item to go",
+    )

@@ -16,7 +16,17 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900)]
 
 @pytest.fixture(scope="module")
 def backend(vscode: VsCode):
-    proc = vscode.oh("start", "--runtime", "vscode", "--workspace", str(vscode.workspace), "--detach", "--no-open", "--json", timeout=60)
+    proc = vscode.oh(
+        "start",
+        "--runtime",
+        "vscode",
+        "--workspace",
+        str(vscode.workspace),
+        "--detach",
+        "--no-open",
+        "--json",
+        timeout=60,
+    )
     assert proc.returncode == 0, f"oh start failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
     info = json.loads(proc.stdout)
 

@@ -45,14 +45,39 @@ def old_extension(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pytest.skip(f"code-server is not installed in {E2E_DIR} (extension/e2e/setup.sh)")
     vsix = REPO / "extension" / "oh-vscode.vsix"
     if not vsix.exists():
-        subprocess.run(["npm", "run", "-s", "package"], cwd=REPO / "extension", check=True, timeout=600, capture_output=True)
+        subprocess.run(
+            ["npm", "run", "-s", "package"], cwd=REPO / "extension", check=True, timeout=600, capture_output=True
+        )
     base = tmp_path_factory.mktemp("oldext")
     old = base / "oh-vscode-old.vsix"
     _repack(vsix, old, OLD)
     exts = base / "exts"
-    env = {"PATH": "/usr/bin:/bin", "XDG_DATA_HOME": str(base / "xdg"), "XDG_CONFIG_HOME": str(base / "xdg"), "HOME": str(base)}
-    p = subprocess.run([sys.executable, "-m", "oh", "vscode", "install", "--editor", str(CODE_SERVER), "--extensions-dir", str(exts), "--vsix", str(old)],
-                       capture_output=True, text=True, env=env, timeout=600, cwd=base)
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "XDG_DATA_HOME": str(base / "xdg"),
+        "XDG_CONFIG_HOME": str(base / "xdg"),
+        "HOME": str(base),
+    }
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "oh",
+            "vscode",
+            "install",
+            "--editor",
+            str(CODE_SERVER),
+            "--extensions-dir",
+            str(exts),
+            "--vsix",
+            str(old),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        cwd=base,
+    )
     assert p.returncode == 0 and f"installed oh-dev.oh-vscode {OLD}" in p.stdout, p.stdout + p.stderr
     return exts
 
@@ -62,12 +87,20 @@ def test_an_older_extension_is_told_the_fix_everywhere(vscode: VsCode):
     assert p.returncode == 0, p.stderr
     info = json.loads(p.stdout.strip().splitlines()[-1])
     try:
-        st = wait_until(lambda: next((s for s in vscode.sessions() if s["instance_id"] == info["instance_id"] and s.get("editors")), None),
-                        90, "the older extension to connect")
+        st = wait_until(
+            lambda: next(
+                (s for s in vscode.sessions() if s["instance_id"] == info["instance_id"] and s.get("editors")), None
+            ),
+            90,
+            "the older extension to connect",
+        )
         (editor,) = st["editors"]
         assert editor["extension_version"] == OLD
         vc = editor["version_check"]
-        assert vc["status"] == "warn" and f"oh {__version__} and the oh extension {OLD} are from different releases" in vc["message"]
+        assert (
+            vc["status"] == "warn"
+            and f"oh {__version__} and the oh extension {OLD} are from different releases" in vc["message"]
+        )
         assert "oh vscode install" in vc["fix"]
         # `oh status` (text)
         text = vscode.oh("status").stdout

@@ -27,7 +27,11 @@ EXTENSIONS_FIXTURE = "wheel_extensions"
 
 def _clean_env(**extra: str) -> dict[str, str]:
     """No PYTHONPATH, no virtualenv of the test run: the venv's `oh` must stand on the wheel alone."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME") and not k.startswith("OH_")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME") and not k.startswith("OH_")
+    }
     env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if not p.startswith(str(REPO)))
     env.update(extra)
     return env
@@ -39,8 +43,13 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> dict:
         pytest.skip(f"code-server is not installed in {E2E_DIR} (extension/e2e/setup.sh)")
     base = tmp_path_factory.mktemp("wheel")
     dist = base / "dist"
-    p = subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(REPO)],
-                       capture_output=True, text=True, timeout=900, cwd=base)
+    p = subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(REPO)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=base,
+    )
     assert p.returncode == 0, f"python -m build --wheel failed:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
     (whl,) = dist.glob("oh_editor_runtime-*.whl")
     # the wheel carries the extension, as built from extension/ (its version)
@@ -52,12 +61,24 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> dict:
     assert bundled_version == json.loads((REPO / "extension" / "package.json").read_text())["version"]
     venv = base / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
-    p = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(whl)],
-                       capture_output=True, text=True, timeout=900, cwd=base, env=_clean_env())
+    p = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(whl)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=base,
+        env=_clean_env(),
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     oh = venv / "bin" / "oh"
-    where = subprocess.run([str(venv / "bin" / "python"), "-c", "import oh; print(oh.__file__)"], capture_output=True, text=True,
-                           cwd=base, env=_clean_env(), timeout=60).stdout.strip()
+    where = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import oh; print(oh.__file__)"],
+        capture_output=True,
+        text=True,
+        cwd=base,
+        env=_clean_env(),
+        timeout=60,
+    ).stdout.strip()
     assert where.startswith(str(venv)), f"oh imported from {where}, not from the venv"
     return {"base": base, "oh": str(oh), "version": bundled_version}
 
@@ -67,18 +88,41 @@ def wheel_extensions(wheel: dict) -> Path:
     """The wheel's own `oh vscode install --editor <code-server>` into a scratch extensions directory."""
     base: Path = wheel["base"]
     exts = base / "exts"
-    env = _clean_env(XDG_CONFIG_HOME=str(base / "xdg" / "config"), XDG_DATA_HOME=str(base / "xdg" / "data"),
-                     XDG_CACHE_HOME=str(base / "xdg" / "cache"))
+    env = _clean_env(
+        XDG_CONFIG_HOME=str(base / "xdg" / "config"),
+        XDG_DATA_HOME=str(base / "xdg" / "data"),
+        XDG_CACHE_HOME=str(base / "xdg" / "cache"),
+    )
     args = ["--editor", str(CODE_SERVER), "--extensions-dir", str(exts)]
-    dry = subprocess.run([wheel["oh"], "vscode", "install", *args, "--dry-run"], capture_output=True, text=True, cwd=base, env=env, timeout=300)
-    assert dry.returncode == 0 and "would install" in dry.stdout and "--install-extension" in dry.stdout, dry.stdout + dry.stderr
+    dry = subprocess.run(
+        [wheel["oh"], "vscode", "install", *args, "--dry-run"],
+        capture_output=True,
+        text=True,
+        cwd=base,
+        env=env,
+        timeout=300,
+    )
+    assert dry.returncode == 0 and "would install" in dry.stdout and "--install-extension" in dry.stdout, (
+        dry.stdout + dry.stderr
+    )
     assert not exts.exists() or not any(exts.glob("oh-dev.oh-vscode-*")), "--dry-run installed something"
-    p = subprocess.run([wheel["oh"], "vscode", "install", *args], capture_output=True, text=True, cwd=base, env=env, timeout=600)
+    p = subprocess.run(
+        [wheel["oh"], "vscode", "install", *args], capture_output=True, text=True, cwd=base, env=env, timeout=600
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     assert f"installed oh-dev.oh-vscode {wheel['version']} (was: not installed)" in p.stdout
-    again = subprocess.run([wheel["oh"], "vscode", "install", *args], capture_output=True, text=True, cwd=base, env=env, timeout=300)
+    again = subprocess.run(
+        [wheel["oh"], "vscode", "install", *args], capture_output=True, text=True, cwd=base, env=env, timeout=300
+    )
     assert again.returncode == 0 and f"already has oh-dev.oh-vscode {wheel['version']}" in again.stdout  # idempotent
-    st = subprocess.run([wheel["oh"], "vscode", "status", *args, "--json"], capture_output=True, text=True, cwd=base, env=env, timeout=300)
+    st = subprocess.run(
+        [wheel["oh"], "vscode", "status", *args, "--json"],
+        capture_output=True,
+        text=True,
+        cwd=base,
+        env=env,
+        timeout=300,
+    )
     (row,) = json.loads(st.stdout)["editors"]
     assert (row["editor"], row["installed_version"], row["state"]) == ("code-server", wheel["version"], "current")
     # the bundled .vsix came from inside the venv, not from the repository
@@ -92,17 +136,30 @@ def test_the_wheels_oh_drives_vscode(vscode: VsCode, wheel: dict):
     env.pop("PYTHONPATH", None)
 
     def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-        return subprocess.run([oh, *args], capture_output=True, text=True, cwd=vscode.workspace, env=env, timeout=timeout)
+        return subprocess.run(
+            [oh, *args], capture_output=True, text=True, cwd=vscode.workspace, env=env, timeout=timeout
+        )
 
     p = run("start", "--runtime", "vscode", "--detach", "--no-open", "--json")
     assert p.returncode == 0, p.stderr
     info = json.loads(p.stdout.strip().splitlines()[-1])
     try:
-        st = wait_until(lambda: next((s for s in json.loads(run("status", "--json").stdout).get("sessions", [])
-                                      if s.get("instance_id") == info["instance_id"] and s.get("editors")), None),
-                        90, "the VS Code extension (installed by the wheel's oh) to connect")
+        st = wait_until(
+            lambda: next(
+                (
+                    s
+                    for s in json.loads(run("status", "--json").stdout).get("sessions", [])
+                    if s.get("instance_id") == info["instance_id"] and s.get("editors")
+                ),
+                None,
+            ),
+            90,
+            "the VS Code extension (installed by the wheel's oh) to connect",
+        )
         (editor,) = st["editors"]
-        assert editor["extension_version"] == wheel["version"] and "version_check" not in editor  # one release on both sides
+        assert (
+            editor["extension_version"] == wheel["version"] and "version_check" not in editor
+        )  # one release on both sides
         marker = "ran-in-vscode-from-the-wheel"
         p = run("run", f"echo {marker} > made-by-wheel.txt && cat made-by-wheel.txt")
         assert p.returncode == 0, p.stdout + p.stderr

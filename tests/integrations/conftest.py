@@ -26,7 +26,9 @@ class OhBackend:
     """A real `oh start --detach --runtime local` with an isolated OH_HOME (also set in this process,
     so discovery through the session files finds it)."""
 
-    def __init__(self, tmp: Path, runtime: str = "local", allow: list[Path] | None = None, extra: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, tmp: Path, runtime: str = "local", allow: list[Path] | None = None, extra: tuple[str, ...] = ()
+    ) -> None:
         self.tmp = tmp
         self.home = tmp / "ohhome"
         self.workspace = tmp / "ws"
@@ -34,7 +36,9 @@ class OhBackend:
         self.scratch = tmp / "scratch"  # stands in for /tmp: outside the workspace, allowed with --allow
         self.scratch.mkdir(exist_ok=True)
         env = {k: v for k, v in os.environ.items() if not k.startswith("OH_")}
-        env.update(OH_HOME=str(self.home), PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring", PYTHONDONTWRITEBYTECODE="1")
+        env.update(
+            OH_HOME=str(self.home), PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring", PYTHONDONTWRITEBYTECODE="1"
+        )
         self.env = env
         args = ["start", "--detach", "--json", "--runtime", runtime, "-C", str(self.workspace)]
         for d in allow if allow is not None else [self.scratch]:
@@ -44,8 +48,14 @@ class OhBackend:
         self.info = json.loads(proc.stdout.strip().splitlines()[-1])
 
     def oh(self, *args: str, timeout: float = 30) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "oh", *args], capture_output=True, text=True, env=self.env, timeout=timeout,
-                              cwd=str(self.workspace))
+        return subprocess.run(
+            [sys.executable, "-m", "oh", *args],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            timeout=timeout,
+            cwd=str(self.workspace),
+        )
 
     def _read_trace(self) -> list[dict]:
         out: list[dict] = []

@@ -15,8 +15,14 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def venv_for(name: str) -> Path:
-    proc = subprocess.run([str(REPO / "scripts" / "integration-venvs"), name], capture_output=True, text=True, timeout=1800, cwd=REPO,
-                          env=dict(os.environ, UV=os.environ.get("UV", str(Path(sys.executable).with_name("uv")))))
+    proc = subprocess.run(
+        [str(REPO / "scripts" / "integration-venvs"), name],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        cwd=REPO,
+        env=dict(os.environ, UV=os.environ.get("UV", str(Path(sys.executable).with_name("uv")))),
+    )
     assert proc.returncode == 0, f"building the {name} venv failed:\n{proc.stderr[-4000:]}"
     return Path(proc.stdout.strip().splitlines()[-1])
 
@@ -27,10 +33,28 @@ def venv_for(name: str) -> Path:
 def test_suite_in_its_venv(name: str, suite: str, tmp_path: Path) -> None:
     venv = venv_for(name)
     env = {k: v for k, v in os.environ.items() if not k.startswith("OH_") and k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    env.update(LITELLM_LOCAL_MODEL_COST_MAP="True", OPENHANDS_SUPPRESS_BANNER="1", PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}")
+    env.update(
+        LITELLM_LOCAL_MODEL_COST_MAP="True",
+        OPENHANDS_SUPPRESS_BANNER="1",
+        PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}",
+    )
     proc = subprocess.run(
-        [str(venv / "bin" / "python"), "-m", "pytest", f"tests/integrations/{suite}", "-q", "-p", "no:cacheprovider", "--basetemp", str(tmp_path / "t")],
-        capture_output=True, text=True, cwd=REPO, env=env, timeout=2100,
+        [
+            str(venv / "bin" / "python"),
+            "-m",
+            "pytest",
+            f"tests/integrations/{suite}",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--basetemp",
+            str(tmp_path / "t"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=2100,
     )
     tail = "\n".join(proc.stdout.splitlines()[-60:])
     print(tail)

@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-SCRIPT = r'''#!{python}
+SCRIPT = r"""#!{python}
 import json, os, sys, zipfile
 log, state = {log!r}, {state!r}
 argv = sys.argv[1:]
@@ -29,7 +29,7 @@ elif "--install-extension" in argv:
 elif "--uninstall-extension" in argv:
     installed.pop(argv[argv.index("--uninstall-extension") + 1], None)
     json.dump(installed, open(state, "w"))
-'''
+"""
 
 
 class FakeClis:
@@ -61,6 +61,7 @@ def make_vsix(path: Path, version: str) -> Path:
     import zipfile
 
     with zipfile.ZipFile(path, "w") as z:
-        z.writestr("extension/package.json", json.dumps({"name": "oh-vscode", "publisher": "oh-dev", "version": version}))
+        z.writestr(
+            "extension/package.json", json.dumps({"name": "oh-vscode", "publisher": "oh-dev", "version": version})
+        )
     return path
-

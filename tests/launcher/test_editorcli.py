@@ -59,9 +59,19 @@ def test_all_forks_at_once_with_dirs_and_dry_run(clis, tmp_path):
     for fork in FORKS:
         clis.add(fork, installed={"oh-dev.oh-vscode": "0.0.9"} if fork == "cursor" else {})
     vsix = make_vsix(tmp_path / "oh-vscode.vsix", "0.1.0")
-    code, out, _ = _run(cmd.run_vscode_install, vsix=str(vsix), find=_find(clis), dry_run=True, extensions_dir="/x/exts", user_data_dir="/x/ud")
+    code, out, _ = _run(
+        cmd.run_vscode_install,
+        vsix=str(vsix),
+        find=_find(clis),
+        dry_run=True,
+        extensions_dir="/x/exts",
+        user_data_dir="/x/ud",
+    )
     assert code == 0
-    assert all(c["argv"] == ["--extensions-dir", "/x/exts", "--user-data-dir", "/x/ud", "--list-extensions", "--show-versions"] for c in clis.calls())
+    assert all(
+        c["argv"] == ["--extensions-dir", "/x/exts", "--user-data-dir", "/x/ud", "--list-extensions", "--show-versions"]
+        for c in clis.calls()
+    )
     assert sorted(c["cli"] for c in clis.calls()) == sorted(FORKS)
     assert "would install 0.1.0 (now: 0.0.9)" in out and out.count("would install") == 6
     assert f"--extensions-dir /x/exts --user-data-dir /x/ud --install-extension {vsix} --force" in out
@@ -81,7 +91,11 @@ def test_status_json_and_text(clis, tmp_path):
         ("Windsurf", None, "not installed"),
     ]
     code, out, _ = _run(cmd.run_vscode_status, find=_find(clis))
-    assert "Windsurf" in out and "not installed (`oh vscode install`)" in out and "0.0.9 (differs from oh's: `oh vscode install`)" in out
+    assert (
+        "Windsurf" in out
+        and "not installed (`oh vscode install`)" in out
+        and "0.0.9 (differs from oh's: `oh vscode install`)" in out
+    )
 
 
 def test_uninstall_is_idempotent(clis):
@@ -119,44 +133,71 @@ def test_the_real_oh_process_with_editor_flag(clis, tmp_path):
     cli = clis.add("my-code-wrapper")  # an unknown name: treated as VS Code's CLI under another name
     vsix = make_vsix(tmp_path / "oh-vscode.vsix", "0.1.0")
     env = {**os.environ, "PATH": str(clis.bin) + os.pathsep + "/usr/bin:/bin"}
-    p = subprocess.run([sys.executable, "-m", "oh", "vscode", "install", "--editor", str(cli), "--vsix", str(vsix)],
-                       capture_output=True, text=True, env=env, timeout=60)
+    p = subprocess.run(
+        [sys.executable, "-m", "oh", "vscode", "install", "--editor", str(cli), "--vsix", str(vsix)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert p.returncode == 0, p.stderr
-    assert "installed oh-dev.oh-vscode 0.1.0" in p.stdout and clis.installed("my-code-wrapper") == {"oh-dev.oh-vscode": "0.1.0"}
-    p = subprocess.run([sys.executable, "-m", "oh", "vscode", "status", "--editor", "my-code-wrapper", "--json"],
-                       capture_output=True, text=True, env=env, timeout=60)
+    assert "installed oh-dev.oh-vscode 0.1.0" in p.stdout and clis.installed("my-code-wrapper") == {
+        "oh-dev.oh-vscode": "0.1.0"
+    }
+    p = subprocess.run(
+        [sys.executable, "-m", "oh", "vscode", "status", "--editor", "my-code-wrapper", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert p.returncode == 0 and json.loads(p.stdout)["editors"][0]["installed_version"] == "0.1.0"
 
 
 # ---------------------------------------------------------------------------- pure parts
-@pytest.mark.parametrize("path, cli, scheme", [
-    ("/usr/bin/code", "code", "vscode"), ("/x/code-insiders", "code-insiders", "vscode-insiders"), ("/x/cursor", "cursor", "cursor"),
-    ("/x/windsurf", "windsurf", "windsurf"), ("/x/codium", "codium", "vscodium"), ("/x/code-server", "code-server", None),
-    ("C:/VS Code/bin/code.cmd", "code", "vscode"), ("/x/Cursor.exe", "cursor", "cursor"),
-])
+@pytest.mark.parametrize(
+    "path, cli, scheme",
+    [
+        ("/usr/bin/code", "code", "vscode"),
+        ("/x/code-insiders", "code-insiders", "vscode-insiders"),
+        ("/x/cursor", "cursor", "cursor"),
+        ("/x/windsurf", "windsurf", "windsurf"),
+        ("/x/codium", "codium", "vscodium"),
+        ("/x/code-server", "code-server", None),
+        ("C:/VS Code/bin/code.cmd", "code", "vscode"),
+        ("/x/Cursor.exe", "cursor", "cursor"),
+    ],
+)
 def test_kind_for(path, cli, scheme):
     k = editorcli.kind_for(path)
     assert (k.cli, k.scheme) == (cli, scheme)
 
 
-@pytest.mark.parametrize("fork, expect", [
-    ("code", [["W"], ["--open-url", "vscode://oh-dev.oh-vscode/connect?session=s1"]]),
-    ("cursor", [["W"], ["--open-url", "cursor://oh-dev.oh-vscode/connect?session=s1"]]),
-    ("windsurf", [["W"], ["--open-url", "windsurf://oh-dev.oh-vscode/connect?session=s1"]]),
-    ("codium", [["W"], ["--open-url", "vscodium://oh-dev.oh-vscode/connect?session=s1"]]),
-    ("code-insiders", [["W"], ["--open-url", "vscode-insiders://oh-dev.oh-vscode/connect?session=s1"]]),
-    ("code-server", [["W"]]),  # no URI scheme: the session file alone connects it
-])
+@pytest.mark.parametrize(
+    "fork, expect",
+    [
+        ("code", [["W"], ["--open-url", "vscode://oh-dev.oh-vscode/connect?session=s1"]]),
+        ("cursor", [["W"], ["--open-url", "cursor://oh-dev.oh-vscode/connect?session=s1"]]),
+        ("windsurf", [["W"], ["--open-url", "windsurf://oh-dev.oh-vscode/connect?session=s1"]]),
+        ("codium", [["W"], ["--open-url", "vscodium://oh-dev.oh-vscode/connect?session=s1"]]),
+        ("code-insiders", [["W"], ["--open-url", "vscode-insiders://oh-dev.oh-vscode/connect?session=s1"]]),
+        ("code-server", [["W"]]),  # no URI scheme: the session file alone connects it
+    ],
+)
 def test_open_argv_uses_each_forks_scheme(fork, expect):
     ed = editorcli.Editor(editorcli.kind_for(f"/b/{fork}"), f"/b/{fork}")
     assert [argv[1:] for argv in editorcli.open_argv(ed, "W", "connect?session=s1", in_editor_terminal=True)] == expect
     assert all(argv[0] == f"/b/{fork}" for argv in editorcli.open_argv(ed, "W", "connect?session=s1"))
     # outside its own terminal `code-server DIR` would start a second server: nothing runs
-    assert editorcli.open_argv(ed, "W", "connect?session=s1") == ([] if fork == "code-server" else editorcli.open_argv(ed, "W", "connect?session=s1", True))
+    assert editorcli.open_argv(ed, "W", "connect?session=s1") == (
+        [] if fork == "code-server" else editorcli.open_argv(ed, "W", "connect?session=s1", True)
+    )
 
 
 def test_parse_list_skips_noise():
-    out = "Extensions installed on SSH: host:\nms-python.python@2024.1.0\nOH-dev.oh-vscode@0.1.0\n\nwarning: something\n"
+    out = (
+        "Extensions installed on SSH: host:\nms-python.python@2024.1.0\nOH-dev.oh-vscode@0.1.0\n\nwarning: something\n"
+    )
     assert editorcli.parse_list(out) == {"ms-python.python": "2024.1.0", "oh-dev.oh-vscode": "0.1.0"}
 
 
@@ -190,7 +231,10 @@ def test_doctor_names_oh_vscode_install(clis, monkeypatch):
     assert checks["vscode extension"]["status"] == "fail" and "oh vscode install" in checks["vscode extension"]["fix"]
     monkeypatch.setenv("OH_CODE", str(clis.add("codium", installed={"oh-dev.oh-vscode": "0.0.9"})))
     checks = {c["check"]: c for c in doctor._vscode_checks()}
-    assert checks["vscode VSCodium"]["status"] == "warn" and "0.0.9, this oh ships 0.1.0" in checks["vscode VSCodium"]["detail"]
+    assert (
+        checks["vscode VSCodium"]["status"] == "warn"
+        and "0.0.9, this oh ships 0.1.0" in checks["vscode VSCodium"]["detail"]
+    )
     assert "vscode extension" not in checks  # one editor has it: no failure
     monkeypatch.setenv("OH_CODE", str(clis.bin / "missing"))
     checks = {c["check"]: c for c in doctor._vscode_checks()}

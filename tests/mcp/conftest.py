@@ -23,19 +23,28 @@ def oh(tmp_path: Path):
 
 
 @contextlib.asynccontextmanager
-async def mcp_session(oh: Oh, *args: str, cwd: Path | None = None, client: str = "claude-code", roots: list[Path] | None = None):
+async def mcp_session(
+    oh: Oh, *args: str, cwd: Path | None = None, client: str = "claude-code", roots: list[Path] | None = None
+):
     """`python -m oh mcp ARGS` as an MCP client starts it, with an initialized ClientSession."""
-    params = StdioServerParameters(command=sys.executable, args=["-m", "oh", "mcp", *args], env=dict(oh.env), cwd=str(cwd or oh.workspace))
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "oh", "mcp", *args], env=dict(oh.env), cwd=str(cwd or oh.workspace)
+    )
     errlog = open(oh.tmp / "mcp-stderr.log", "a")  # noqa: SIM115 - closed below; the server's diagnostics
     try:
         async with stdio_client(params, errlog=errlog) as (read, write):
             kw = {}
             if roots is not None:
+
                 async def list_roots(context):
-                    return types.ListRootsResult(roots=[types.Root(uri=p.resolve().as_uri(), name=p.name) for p in roots])
+                    return types.ListRootsResult(
+                        roots=[types.Root(uri=p.resolve().as_uri(), name=p.name) for p in roots]
+                    )
 
                 kw["list_roots_callback"] = list_roots
-            async with ClientSession(read, write, client_info=types.Implementation(name=client, version="1.0"), **kw) as session:
+            async with ClientSession(
+                read, write, client_info=types.Implementation(name=client, version="1.0"), **kw
+            ) as session:
                 await session.initialize()
                 yield session
     finally:

@@ -40,7 +40,11 @@ class FakeAnthropic:
                 self._send(200, b"", "text/plain")
 
             def do_GET(self):
-                self._send(404, json.dumps({"type": "error", "error": {"type": "not_found_error", "message": "fake"}}).encode(), "application/json")
+                self._send(
+                    404,
+                    json.dumps({"type": "error", "error": {"type": "not_found_error", "message": "fake"}}).encode(),
+                    "application/json",
+                )
 
             def do_POST(self):
                 length = int(self.headers.get("content-length") or 0)
@@ -55,7 +59,9 @@ class FakeAnthropic:
                 if path.endswith("/count_tokens") or path.endswith(":countTokens"):
                     return self._send(200, b'{"input_tokens": 12, "totalTokens": 12}', "application/json")
                 if not path.endswith(fake.endpoint):
-                    return self._send(404, b'{"type":"error","error":{"type":"not_found_error","message":"fake"}}', "application/json")
+                    return self._send(
+                        404, b'{"type":"error","error":{"type":"not_found_error","message":"fake"}}', "application/json"
+                    )
                 content = fake.answer(body)
                 if body.get("stream") or "alt=sse" in self.path or path.endswith(":streamGenerateContent"):
                     return self._send(200, fake.sse(body, content), "text/event-stream")
@@ -76,8 +82,13 @@ class FakeAnthropic:
 
     def answer(self, body: dict) -> list[dict]:
         tools = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
-        results = [b for m in body.get("messages") or [] if isinstance(m.get("content"), list)
-                   for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result"]
+        results = [
+            b
+            for m in body.get("messages") or []
+            if isinstance(m.get("content"), list)
+            for b in m["content"]
+            if isinstance(b, dict) and b.get("type") == "tool_result"
+        ]
         if results:
             with self._lock:
                 first = not self.tool_results
@@ -91,24 +102,60 @@ class FakeAnthropic:
 
     def sse(self, body: dict, content: list[dict]) -> bytes:
         msg = self.message(body, [])
-        events: list[tuple[str, dict]] = [("message_start", {"type": "message_start", "message": dict(msg, stop_reason=None)})]
+        events: list[tuple[str, dict]] = [
+            ("message_start", {"type": "message_start", "message": dict(msg, stop_reason=None)})
+        ]
         for i, block in enumerate(content):
             if block["type"] == "text":
                 events += [
-                    ("content_block_start", {"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}}),
-                    ("content_block_delta", {"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": block["text"]}}),
+                    (
+                        "content_block_start",
+                        {"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}},
+                    ),
+                    (
+                        "content_block_delta",
+                        {
+                            "type": "content_block_delta",
+                            "index": i,
+                            "delta": {"type": "text_delta", "text": block["text"]},
+                        },
+                    ),
                 ]
             else:
                 events += [
-                    ("content_block_start", {"type": "content_block_start", "index": i,
-                                             "content_block": {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}}),
-                    ("content_block_delta", {"type": "content_block_delta", "index": i,
-                                             "delta": {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}}),
+                    (
+                        "content_block_start",
+                        {
+                            "type": "content_block_start",
+                            "index": i,
+                            "content_block": {
+                                "type": "tool_use",
+                                "id": block["id"],
+                                "name": block["name"],
+                                "input": {},
+                            },
+                        },
+                    ),
+                    (
+                        "content_block_delta",
+                        {
+                            "type": "content_block_delta",
+                            "index": i,
+                            "delta": {"type": "input_json_delta", "partial_json": json.dumps(block["input"])},
+                        },
+                    ),
                 ]
             events.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
         stop = "tool_use" if any(b["type"] == "tool_use" for b in content) else "end_turn"
         events += [
-            ("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": 5}}),
+            (
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": stop, "stop_sequence": None},
+                    "usage": {"output_tokens": 5},
+                },
+            ),
             ("message_stop", {"type": "message_stop"}),
         ]
         return b"".join(f"event: {name}\ndata: {json.dumps(ev)}\n\n".encode() for name, ev in events)
@@ -116,9 +163,21 @@ class FakeAnthropic:
     @staticmethod
     def message(body: dict, content: list[dict]) -> dict:
         stop = "tool_use" if any(b["type"] == "tool_use" for b in content) else "end_turn"
-        return {"id": "msg_fake", "type": "message", "role": "assistant", "model": body.get("model", "fake"), "content": content,
-                "stop_reason": stop, "stop_sequence": None,
-                "usage": {"input_tokens": 12, "output_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}
+        return {
+            "id": "msg_fake",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model", "fake"),
+            "content": content,
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": 12,
+                "output_tokens": 5,
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0,
+            },
+        }
 
     def __enter__(self) -> FakeAnthropic:
         self._thread.start()
@@ -145,32 +204,81 @@ class FakeResponses(FakeAnthropic):
             if t.get("name") == self.tool:
                 return {"name": self.tool}
             inner = [i.get("name") for i in t.get("tools") or [] if isinstance(i, dict)]
-            if t.get("type") == "namespace" and self.tool.startswith(f"{t.get('name')}__") and self.tool[len(t["name"]) + 2:] in inner:
-                return {"name": self.tool[len(t["name"]) + 2:], "namespace": t["name"]}
+            if (
+                t.get("type") == "namespace"
+                and self.tool.startswith(f"{t.get('name')}__")
+                and self.tool[len(t["name"]) + 2 :] in inner
+            ):
+                return {"name": self.tool[len(t["name"]) + 2 :], "namespace": t["name"]}
         return None
 
     def answer(self, body: dict) -> list[dict]:
-        results = [i for i in body.get("input") or [] if isinstance(i, dict) and i.get("type") == "function_call_output"]
+        results = [
+            i for i in body.get("input") or [] if isinstance(i, dict) and i.get("type") == "function_call_output"
+        ]
         if results:
             with self._lock:
                 first = not self.tool_results
                 self.tool_results.extend(results)
             if first and self.on_tool_result:
                 self.on_tool_result()
-            return [{"type": "message", "role": "assistant", "id": "msg_fake_2", "content": [{"type": "output_text", "text": FINAL_TEXT, "annotations": []}]}]
+            return [
+                {
+                    "type": "message",
+                    "role": "assistant",
+                    "id": "msg_fake_2",
+                    "content": [{"type": "output_text", "text": FINAL_TEXT, "annotations": []}],
+                }
+            ]
         call = self._find_tool(body)
         if call:
-            return [{"type": "function_call", "id": "fc_fake_1", "call_id": "call_fake_0001", **call, "arguments": json.dumps(self.args)}]
-        return [{"type": "message", "role": "assistant", "id": "msg_fake_1", "content": [{"type": "output_text", "text": "ok", "annotations": []}]}]
+            return [
+                {
+                    "type": "function_call",
+                    "id": "fc_fake_1",
+                    "call_id": "call_fake_0001",
+                    **call,
+                    "arguments": json.dumps(self.args),
+                }
+            ]
+        return [
+            {
+                "type": "message",
+                "role": "assistant",
+                "id": "msg_fake_1",
+                "content": [{"type": "output_text", "text": "ok", "annotations": []}],
+            }
+        ]
 
     def sse(self, body: dict, content: list[dict]) -> bytes:
-        usage = {"input_tokens": 12, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 5,
-                 "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 17}
-        response = {"id": "resp_fake", "object": "response", "model": body.get("model", "fake"), "status": "in_progress", "output": []}
+        usage = {
+            "input_tokens": 12,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": 5,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": 17,
+        }
+        response = {
+            "id": "resp_fake",
+            "object": "response",
+            "model": body.get("model", "fake"),
+            "status": "in_progress",
+            "output": [],
+        }
         events = [("response.created", {"type": "response.created", "response": response})]
         for i, item in enumerate(content):
-            events.append(("response.output_item.done", {"type": "response.output_item.done", "output_index": i, "item": item}))
-        events.append(("response.completed", {"type": "response.completed", "response": dict(response, status="completed", output=content, usage=usage)}))
+            events.append(
+                ("response.output_item.done", {"type": "response.output_item.done", "output_index": i, "item": item})
+            )
+        events.append(
+            (
+                "response.completed",
+                {
+                    "type": "response.completed",
+                    "response": dict(response, status="completed", output=content, usage=usage),
+                },
+            )
+        )
         return b"".join(f"event: {name}\ndata: {json.dumps(ev)}\n\n".encode() for name, ev in events)
 
 
@@ -182,10 +290,20 @@ class FakeGemini(FakeAnthropic):
     endpoint = ""  # the model is part of the path: every POST is a generate call (countTokens aside)
 
     def answer(self, body: dict) -> list[dict]:
-        declared = {f.get("name") for t in body.get("tools") or [] if isinstance(t, dict)
-                    for f in t.get("functionDeclarations") or [] if isinstance(f, dict)}
-        results = [p for c in body.get("contents") or [] if isinstance(c, dict)
-                   for p in c.get("parts") or [] if isinstance(p, dict) and "functionResponse" in p]
+        declared = {
+            f.get("name")
+            for t in body.get("tools") or []
+            if isinstance(t, dict)
+            for f in t.get("functionDeclarations") or []
+            if isinstance(f, dict)
+        }
+        results = [
+            p
+            for c in body.get("contents") or []
+            if isinstance(c, dict)
+            for p in c.get("parts") or []
+            if isinstance(p, dict) and "functionResponse" in p
+        ]
         if results:
             with self._lock:
                 first = not self.tool_results
@@ -200,8 +318,11 @@ class FakeGemini(FakeAnthropic):
         return [{"text": "ok"}]
 
     def _response(self, parts: list[dict]) -> dict:
-        return {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
-                "usageMetadata": {"promptTokenCount": 12, "candidatesTokenCount": 5, "totalTokenCount": 17}, "modelVersion": "fake"}
+        return {
+            "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": 12, "candidatesTokenCount": 5, "totalTokenCount": 17},
+            "modelVersion": "fake",
+        }
 
     def message(self, body: dict, content: list[dict]) -> dict:  # type: ignore[override]
         return self._response(content)

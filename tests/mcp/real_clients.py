@@ -22,7 +22,18 @@ CLIENT_TIMEOUT = 90  # s, per client command (a loaded CI machine; the clients s
 
 # Variables of the developer's or CI's own setup that would leak into a client (their keys, their
 # homes, their endpoints) or into oh (its home, its token).
-_DROP_PREFIXES = ("OH_", "XDG_", "ANTHROPIC_", "CLAUDE_", "OPENAI_", "CODEX_", "GEMINI_", "GOOGLE_", "VERTEX", "NODE_OPTIONS")
+_DROP_PREFIXES = (
+    "OH_",
+    "XDG_",
+    "ANTHROPIC_",
+    "CLAUDE_",
+    "OPENAI_",
+    "CODEX_",
+    "GEMINI_",
+    "GOOGLE_",
+    "VERTEX",
+    "NODE_OPTIONS",
+)
 
 
 def install_clients() -> None:
@@ -41,7 +52,11 @@ class Sandbox:
         self.workspace = tmp / "ws"
         for d in (self.home, self.workspace):
             d.mkdir(parents=True)
-        env = {k: v for k, v in os.environ.items() if not k.startswith(_DROP_PREFIXES) and k not in ("PYTHON_KEYRING_BACKEND", "PYTHONDONTWRITEBYTECODE")}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(_DROP_PREFIXES) and k not in ("PYTHON_KEYRING_BACKEND", "PYTHONDONTWRITEBYTECODE")
+        }
         env.update(
             HOME=str(self.home),
             USERPROFILE=str(self.home),
@@ -69,28 +84,55 @@ class Sandbox:
 
     def oh(self, *args: str, cwd: Path | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
         # `python -m oh`: `oh mcp install` then writes the `oh` script next to this interpreter (the venv's)
-        return subprocess.run([sys.executable, "-m", "oh", *args], capture_output=True, text=True, cwd=cwd or self.workspace,
-                              env=self.env, timeout=timeout)
+        return subprocess.run(
+            [sys.executable, "-m", "oh", *args],
+            capture_output=True,
+            text=True,
+            cwd=cwd or self.workspace,
+            env=self.env,
+            timeout=timeout,
+        )
 
     def start_backend(self) -> dict:
-        proc = self.oh("start", "--detach", "--json", "--runtime", "local", "--no-open", "--workspace", str(self.workspace), timeout=60)
+        proc = self.oh(
+            "start",
+            "--detach",
+            "--json",
+            "--runtime",
+            "local",
+            "--no-open",
+            "--workspace",
+            str(self.workspace),
+            timeout=60,
+        )
         assert proc.returncode == 0, f"oh start failed ({proc.returncode}): {proc.stderr}"
         self.backend = json.loads(proc.stdout)
         return self.backend
 
-    def client(self, name: str, *args: str, cwd: Path | None = None, timeout: float = CLIENT_TIMEOUT,
-               env: dict | None = None) -> subprocess.CompletedProcess:
+    def client(
+        self, name: str, *args: str, cwd: Path | None = None, timeout: float = CLIENT_TIMEOUT, env: dict | None = None
+    ) -> subprocess.CompletedProcess:
         """Run a client to completion; on timeout kill its whole process group (its `oh mcp` children too)."""
         exe = CLIENT_BIN / name
         assert exe.exists(), f"{exe} is missing: run scripts/mcp-clients"
-        proc = subprocess.Popen([str(exe), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                text=True, cwd=cwd or self.workspace, env=dict(self.env, **(env or {})), start_new_session=True)
+        proc = subprocess.Popen(
+            [str(exe), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            cwd=cwd or self.workspace,
+            env=dict(self.env, **(env or {})),
+            start_new_session=True,
+        )
         try:
             out, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             _kill_group(proc.pid)
             out, err = proc.communicate()
-            raise AssertionError(f"{name} {' '.join(args)} did not finish in {timeout} s\nstdout: {out[-2000:]}\nstderr: {err[-2000:]}") from None
+            raise AssertionError(
+                f"{name} {' '.join(args)} did not finish in {timeout} s\nstdout: {out[-2000:]}\nstderr: {err[-2000:]}"
+            ) from None
         finally:
             _kill_group(proc.pid)  # whatever it left running in its group (it should leave nothing)
         return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)

@@ -34,12 +34,20 @@ def _assert_idempotent(oh, path: Path, *args):
 @pytest.mark.parametrize("scope", ["user", "project"])
 def test_claude_merges_into_existing_config(oh, scope):
     path = oh.user_home / ".claude.json" if scope == "user" else oh.workspace / ".mcp.json"
-    path.write_text(json.dumps({"numStartups": 7, "projects": {"/x": {"allowedTools": []}}, "mcpServers": {"other": OTHER}}, indent=2))
+    path.write_text(
+        json.dumps(
+            {"numStartups": 7, "projects": {"/x": {"allowedTools": []}}, "mcpServers": {"other": OTHER}}, indent=2
+        )
+    )
     os.chmod(path, 0o600)
     p = _install(oh, "claude", "--scope", scope)
     assert str(path) in p.stdout
     data = json.loads(path.read_text())
-    assert data["numStartups"] == 7 and data["projects"] == {"/x": {"allowedTools": []}} and data["mcpServers"]["other"] == OTHER
+    assert (
+        data["numStartups"] == 7
+        and data["projects"] == {"/x": {"allowedTools": []}}
+        and data["mcpServers"]["other"] == OTHER
+    )
     entry = data["mcpServers"]["oh"]
     assert entry == {"type": "stdio", "command": _oh_exe(), "args": ["mcp"], "env": {}}
     assert os.path.isabs(entry["command"])
@@ -100,7 +108,9 @@ def test_gemini_and_cursor(oh, scope):
 
     _install(oh, "cursor", "--scope", scope)  # no file yet: created, private
     cursor = base / ".cursor" / "mcp.json"
-    assert json.loads(cursor.read_text()) == {"mcpServers": {"oh": {"command": _oh_exe(), "args": ["mcp", "--workspace", "${workspaceFolder}"]}}}
+    assert json.loads(cursor.read_text()) == {
+        "mcpServers": {"oh": {"command": _oh_exe(), "args": ["mcp", "--workspace", "${workspaceFolder}"]}}
+    }
     assert cursor.stat().st_mode & 0o777 == 0o600
     _assert_idempotent(oh, cursor, "cursor", "--scope", scope)
 
@@ -108,14 +118,20 @@ def test_gemini_and_cursor(oh, scope):
 def test_vscode_user_and_workspace_files(oh, tmp_path):
     _install(oh, "vscode", "--scope", "project")
     ws = json.loads((oh.workspace / ".vscode" / "mcp.json").read_text())
-    assert ws == {"servers": {"oh": {"type": "stdio", "command": _oh_exe(), "args": ["mcp", "--workspace", "${workspaceFolder}"]}}}
+    assert ws == {
+        "servers": {"oh": {"type": "stdio", "command": _oh_exe(), "args": ["mcp", "--workspace", "${workspaceFolder}"]}}
+    }
 
     user = tmp_path / "xdg-config" / "Code" / "User" / "mcp.json"  # the fixture's XDG_CONFIG_HOME
     user.parent.mkdir(parents=True)
     user.write_text(json.dumps({"servers": {"other": OTHER}, "inputs": [{"id": "key", "type": "promptString"}]}))
     _install(oh, "vscode")
     data = json.loads(user.read_text())
-    assert data["inputs"] == [{"id": "key", "type": "promptString"}] and data["servers"]["other"] == OTHER and "oh" in data["servers"]
+    assert (
+        data["inputs"] == [{"id": "key", "type": "promptString"}]
+        and data["servers"]["other"] == OTHER
+        and "oh" in data["servers"]
+    )
     _assert_idempotent(oh, user, "vscode")
 
 
@@ -123,14 +139,22 @@ def test_dry_run_writes_nothing_and_print_gives_the_one_liner(oh):
     path = oh.workspace / ".mcp.json"
     p = _install(oh, "claude", "--scope", "project", "--dry-run")
     assert not path.exists()
-    assert '"mcpServers"' in p.stdout and f'"command": "{_oh_exe()}"' in p.stdout and p.stdout.startswith("--- /dev/null")
+    assert (
+        '"mcpServers"' in p.stdout and f'"command": "{_oh_exe()}"' in p.stdout and p.stdout.startswith("--- /dev/null")
+    )
 
     p = _install(oh, "claude", "--print")
     assert p.stdout.strip() == f"claude mcp add --scope user oh -- {_oh_exe()} mcp"
     # Codex forwards only a few variables to servers: the one-liner carries oh's directories (set by the fixture)
     env = f"--env OH_HOME={oh.home} --env XDG_CONFIG_HOME={oh.tmp / 'xdg-config'} --env XDG_STATE_HOME={oh.tmp / 'xdg-state'}"
-    assert _install(oh, "codex", "--print", "--name", "myoh").stdout.strip() == f"codex mcp add myoh {env} -- {_oh_exe()} mcp"
-    assert _install(oh, "gemini", "--print", "--scope", "project").stdout.strip() == f"gemini mcp add --scope project oh {_oh_exe()} mcp"
+    assert (
+        _install(oh, "codex", "--print", "--name", "myoh").stdout.strip()
+        == f"codex mcp add myoh {env} -- {_oh_exe()} mcp"
+    )
+    assert (
+        _install(oh, "gemini", "--print", "--scope", "project").stdout.strip()
+        == f"gemini mcp add --scope project oh {_oh_exe()} mcp"
+    )
     vs = _install(oh, "vscode", "--print").stdout.strip()
     assert vs.startswith("code --add-mcp ") and json.loads(vs.split(" ", 2)[2].strip("'"))["command"] == _oh_exe()
     assert not any(oh.user_home.iterdir())  # nothing written anywhere
@@ -162,7 +186,9 @@ def test_bad_client_or_scope_is_a_usage_error(oh):
     assert "unknown scope" in p.stderr
 
 
-@pytest.mark.parametrize(("client", "step"), [("claude", "approve"), ("gemini", "trust this folder"), ("codex", "required = true")])
+@pytest.mark.parametrize(
+    ("client", "step"), [("claude", "approve"), ("gemini", "trust this folder"), ("codex", "required = true")]
+)
 def test_project_scope_says_what_the_client_asks_before_it_starts_the_server(oh, client, step):
     """A project-scope entry stays inert until the user approves/trusts it in the client: the install says so;
     a user-scope install does not need it."""

@@ -13,12 +13,18 @@ async def test_background_job_poll_wait_output_cancel(oh):
     oh.start("local")
     async with mcp_session(oh) as s:
         # `read` on a marker file makes the job's progress observable without sleeping in the test
-        r = await s.call_tool("run", {"command": "echo first; while [ ! -e go ]; do sleep 0.05; done; echo second; exit 3", "background": True})
+        r = await s.call_tool(
+            "run",
+            {"command": "echo first; while [ ! -e go ]; do sleep 0.05; done; echo second; exit 3", "background": True},
+        )
         assert not r.is_error, text_of(r)
         job = r.structured_content["job_id"]
         assert job and r.structured_content["running"] is True and "job tool" in text_of(r)
 
-        again = await s.call_tool("run", {"command": "echo first; while [ ! -e go ]; do sleep 0.05; done; echo second; exit 3", "background": True})
+        again = await s.call_tool(
+            "run",
+            {"command": "echo first; while [ ! -e go ]; do sleep 0.05; done; echo second; exit 3", "background": True},
+        )
         assert again.structured_content["job_id"] == job and again.structured_content["already_running"] is True
 
         r = await s.call_tool("jobs", {})
@@ -27,7 +33,9 @@ async def test_background_job_poll_wait_output_cancel(oh):
         r = await s.call_tool("job", {"op": "output", "job_id": job, "offset": 0, "timeout": 10})  # waits for "first"
         assert not r.is_error and text_of(r).startswith("first\n") and r.structured_content["next_offset"] == 6
         r = await s.call_tool("job", {"op": "poll", "job_id": job})
-        assert not r.is_error and r.structured_content["state"] == "RUNNING" and r.structured_content["exit_code"] is None
+        assert (
+            not r.is_error and r.structured_content["state"] == "RUNNING" and r.structured_content["exit_code"] is None
+        )
 
         (oh.workspace / "go").touch()
         r = await s.call_tool("job", {"op": "wait", "job_id": job, "timeout": 30})
@@ -36,7 +44,10 @@ async def test_background_job_poll_wait_output_cancel(oh):
 
         r = await s.call_tool("job", {"op": "output", "job_id": job, "offset": 6})  # only what follows the first page
         assert text_of(r).startswith("second\n") and "first" not in text_of(r)
-        assert r.structured_content["eof"] is True and r.structured_content["next_offset"] == r.structured_content["size"] == 13
+        assert (
+            r.structured_content["eof"] is True
+            and r.structured_content["next_offset"] == r.structured_content["size"] == 13
+        )
 
         r = await s.call_tool("run", {"command": "sleep 60", "background": True})
         slow = r.structured_content["job_id"]
@@ -50,7 +61,9 @@ async def test_background_job_poll_wait_output_cancel(oh):
         assert r.is_error and r.structured_content["error_id"] == "NO_JOB"
 
         # a soft-timed-out foreground command names its job_id; the follow-up uses it
-        r = await s.call_tool("run", {"command": "while [ ! -e go2 ]; do sleep 0.05; done; echo fg-done", "timeout": 0.3})
+        r = await s.call_tool(
+            "run", {"command": "while [ ! -e go2 ]; do sleep 0.05; done; echo fg-done", "timeout": 0.3}
+        )
         assert r.structured_content["running"] is True
         fg = r.structured_content["job_id"]
         (oh.workspace / "go2").touch()
@@ -70,7 +83,13 @@ async def test_write_modes_and_stat(oh):
 
         r = await s.call_tool("stat", {"path": "log.txt"})
         sc = r.structured_content
-        assert not r.is_error and sc["exists"] is True and sc["type"] == "file" and sc["size"] == 10 and sc["encoding"] == "utf-8"
+        assert (
+            not r.is_error
+            and sc["exists"] is True
+            and sc["type"] == "file"
+            and sc["size"] == 10
+            and sc["encoding"] == "utf-8"
+        )
         r = await s.call_tool("stat", {"path": "missing/nothing.txt"})
         assert not r.is_error and r.structured_content["exists"] is False and "does not exist" in text_of(r)
         r = await s.call_tool("stat", {"path": "/etc/hostname"})
@@ -102,8 +121,14 @@ async def test_ensure_tool_makes_a_node_project_ready_then_a_noop(oh):
         r = await s.call_tool("ensure", {})
         assert not r.is_error, text_of(r)
         node = r.structured_content["targets"][0]
-        assert r.structured_content["state"] == "ready" and node["did"] == "installed" and node["ready"] == {"bin": "node_modules/.bin"}
+        assert (
+            r.structured_content["state"] == "ready"
+            and node["did"] == "installed"
+            and node["ready"] == {"bin": "node_modules/.bin"}
+        )
         r = await s.call_tool("ensure", {"targets": ["node"]})
-        assert not r.is_error and r.structured_content["targets"][0]["did"] == "nothing" and "nothing to do" in text_of(r)
+        assert (
+            not r.is_error and r.structured_content["targets"][0]["did"] == "nothing" and "nothing to do" in text_of(r)
+        )
         r = await s.call_tool("ensure", {"targets": ["ruby"]})
         assert r.is_error and "python and/or node" in text_of(r)

@@ -22,19 +22,45 @@ def _png(width: int = 2, height: int = 1) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
     raw = b"".join(b"\x00" + b"\xff\x00\x00" * width for _ in range(height))
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(raw))
+        + chunk(b"IEND", b"")
+    )
 
 
 async def test_lists_the_four_tools_with_schemas_that_teach(oh):
     async with mcp_session(oh) as s:  # no backend needed to list tools
         listed = {t.name: t for t in (await s.list_tools()).tools}
-    assert sorted(listed) == ["definition", "diagnostics", "edit", "editors", "ensure", "job", "jobs", "open", "read", "references", "run", "stat", "symbols", "write"]
+    assert sorted(listed) == [
+        "definition",
+        "diagnostics",
+        "edit",
+        "editors",
+        "ensure",
+        "job",
+        "jobs",
+        "open",
+        "read",
+        "references",
+        "run",
+        "stat",
+        "symbols",
+        "write",
+    ]
     run = listed["run"]
     assert run.input_schema["required"] == ["command"]
     for key in ("is_input", "timeout", "blocking", "reset", "max_output"):
         assert key in run.input_schema["properties"], key
     assert "C-c" in run.description and 'command: ""' in run.description and "reset" in run.description
-    assert listed["edit"].input_schema["properties"]["command"]["enum"] == ["view", "create", "str_replace", "insert", "undo_edit"]
+    assert listed["edit"].input_schema["properties"]["command"]["enum"] == [
+        "view",
+        "create",
+        "str_replace",
+        "insert",
+        "undo_edit",
+    ]
     assert listed["read"].input_schema["properties"]["encoding"]["enum"] == ["auto", "base64"]
     assert "image" in listed["read"].description
     assert listed["read"].annotations.read_only_hint is True and listed["run"].annotations.read_only_hint is False
@@ -52,7 +78,12 @@ async def test_each_tool_through_a_real_backend(oh):
         assert text_of(r).startswith("hello\n") and text_of(r).rstrip().endswith("[exit code: 0]")
 
         r = await s.call_tool("run", {"command": "echo oops >&2; (exit 3)"})
-        assert r.is_error and r.structured_content["exit_code"] == 3 and "oops" in text_of(r) and "[exit code: 3]" in text_of(r)
+        assert (
+            r.is_error
+            and r.structured_content["exit_code"] == 3
+            and "oops" in text_of(r)
+            and "[exit code: 3]" in text_of(r)
+        )
 
         # relative paths start where the MCP client started the server (here: a subdirectory)
         r = await s.call_tool("write", {"path": "notes.txt", "content": "alpha\nbeta\n"})
@@ -63,7 +94,9 @@ async def test_each_tool_through_a_real_backend(oh):
         r = await s.call_tool("read", {"path": "notes.txt", "view_range": [2, -1]})
         assert text_of(r) == "beta\n"
 
-        r = await s.call_tool("edit", {"command": "str_replace", "path": "notes.txt", "old_str": "beta", "new_str": "gamma"})
+        r = await s.call_tool(
+            "edit", {"command": "str_replace", "path": "notes.txt", "old_str": "beta", "new_str": "gamma"}
+        )
         assert not r.is_error and "gamma" in text_of(r) and (sub / "notes.txt").read_text() == "alpha\ngamma\n"
         r = await s.call_tool("edit", {"command": "insert", "path": "notes.txt", "insert_line": 0, "new_str": "top"})
         assert not r.is_error and (sub / "notes.txt").read_text() == "top\nalpha\ngamma\n"
@@ -138,7 +171,9 @@ async def test_concurrent_calls_share_one_connection(oh):
         assert "ran" in text_of(results[-1])
 
         # two commands at once in one shell: both run, the second in an extra shell (issue 11, protocol §3.8)
-        a, b = await asyncio.gather(s.call_tool("run", {"command": "sleep 0.5; echo first"}), s.call_tool("run", {"command": "echo second"}))
+        a, b = await asyncio.gather(
+            s.call_tool("run", {"command": "sleep 0.5; echo first"}), s.call_tool("run", {"command": "echo second"})
+        )
         assert not a.is_error and not b.is_error, (text_of(a), text_of(b))
         assert "first" in text_of(a) and "second" in text_of(b)
 
@@ -153,7 +188,9 @@ async def test_backend_stopped_mid_session_then_restarted(oh):
         await asyncio.sleep(0.5)
         oh("stop", info["instance_id"], check=0)
         r = await asyncio.wait_for(pending, 30)
-        assert r.is_error and r.structured_content["error_id"] in ("CONNECTION_LOST", "INTERRUPTED", "SERVER_ERROR"), text_of(r)
+        assert r.is_error and r.structured_content["error_id"] in ("CONNECTION_LOST", "INTERRUPTED", "SERVER_ERROR"), (
+            text_of(r)
+        )
 
         r = await s.call_tool("run", {"command": "true"})
         assert r.is_error and r.structured_content["error_id"] == "NO_BACKEND"
@@ -231,7 +268,9 @@ async def test_one_shell_per_client_name_starting_in_the_servers_directory(oh):
     sub.mkdir()
     async with mcp_session(oh, cwd=sub, client="codex") as s:
         r = await s.call_tool("run", {"command": "pwd; export OH_MCP_MARK=kept"})
-        assert text_of(r).splitlines()[0] == str(sub.resolve())  # X-OH-Workdir: the shell starts where the client started us
+        assert text_of(r).splitlines()[0] == str(
+            sub.resolve()
+        )  # X-OH-Workdir: the shell starts where the client started us
     async with mcp_session(oh, cwd=sub, client="codex") as s:  # a new server process, same client: same shell
         r = await s.call_tool("run", {"command": "echo mark=$OH_MCP_MARK"})
         assert "mark=kept" in text_of(r)
@@ -260,7 +299,13 @@ async def test_client_roots_find_the_backend_when_the_cwd_has_none(oh, tmp_path)
 async def test_runtime_vscode_through_the_headless_editor(oh):
     """The editor leg (`oh attach`, the extension's conformance peer): same tools, same results."""
     oh.start("vscode", None, "--editor-timeout", "20")
-    editor = subprocess.Popen([sys.executable, "-m", "oh", "attach"], cwd=oh.workspace, env=oh.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    editor = subprocess.Popen(
+        [sys.executable, "-m", "oh", "attach"],
+        cwd=oh.workspace,
+        env=oh.env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         async with mcp_session(oh, client="cursor") as s:
             r = await s.call_tool("edit", {"command": "create", "path": "hello.py", "file_text": "print('hi')\n"})
@@ -306,7 +351,9 @@ async def test_a_backend_mcp_starts_keeps_the_users_consent(oh):
         r = await asyncio.wait_for(s.call_tool("run", {"command": "touch via-start.txt"}), 60)
     for sf in (oh.home / "sessions").glob("*.json"):
         oh.started.append(json.loads(sf.read_text()))  # stopped at teardown
-    assert r.is_error and r.structured_content["error_id"] == "REJECTED" and "approval_timeout" in text_of(r), text_of(r)
+    assert r.is_error and r.structured_content["error_id"] == "REJECTED" and "approval_timeout" in text_of(r), text_of(
+        r
+    )
     assert not (oh.workspace / "via-start.txt").exists()
 
 

@@ -55,9 +55,18 @@ def _server_line(output: str, name: str = "oh") -> str:
 # --- what we write is what the client's own `mcp add` writes ----------------------------------------
 
 _OWN_ADD = {  # the client's command for the same server, and where that entry lands (user scope)
-    "claude": (["mcp", "add", "--scope", "user", "oh", "--", "{oh}", "mcp"], lambda h: json.loads((h / ".claude.json").read_text())["mcpServers"]["oh"]),
-    "gemini": (["mcp", "add", "--scope", "user", "oh", "{oh}", "mcp"], lambda h: json.loads((h / ".gemini" / "settings.json").read_text())["mcpServers"]["oh"]),
-    "codex": (["mcp", "add", "oh", "--", "{oh}", "mcp"], lambda h: tomlkit.parse((h / ".codex" / "config.toml").read_text()).unwrap()["mcp_servers"]["oh"]),
+    "claude": (
+        ["mcp", "add", "--scope", "user", "oh", "--", "{oh}", "mcp"],
+        lambda h: json.loads((h / ".claude.json").read_text())["mcpServers"]["oh"],
+    ),
+    "gemini": (
+        ["mcp", "add", "--scope", "user", "oh", "{oh}", "mcp"],
+        lambda h: json.loads((h / ".gemini" / "settings.json").read_text())["mcpServers"]["oh"],
+    ),
+    "codex": (
+        ["mcp", "add", "oh", "--", "{oh}", "mcp"],
+        lambda h: tomlkit.parse((h / ".codex" / "config.toml").read_text()).unwrap()["mcp_servers"]["oh"],
+    ),
 }
 
 
@@ -78,6 +87,7 @@ def test_entry_matches_the_clients_own_mcp_add(tmp_path, client):
 
 
 # --- Claude Code -----------------------------------------------------------------------------------
+
 
 def test_claude_user_scope_connects(box):
     _install(box, "claude", "user")
@@ -108,12 +118,16 @@ def test_claude_project_scope_connects_once_approved(box):
 
 # --- Gemini CLI ------------------------------------------------------------------------------------
 
+
 def _gemini_settings(box: Sandbox) -> None:
     # the user's own settings, which `oh mcp install` must keep: no update checks, no usage statistics
-    box.write_json(box.home / ".gemini" / "settings.json", {
-        "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
-        "privacy": {"usageStatisticsEnabled": False},
-    })
+    box.write_json(
+        box.home / ".gemini" / "settings.json",
+        {
+            "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+            "privacy": {"usageStatisticsEnabled": False},
+        },
+    )
 
 
 def _gemini_list(box: Sandbox) -> str:
@@ -139,6 +153,7 @@ def test_gemini_connects_in_a_trusted_folder(box, scope):
 
 # --- Codex CLI -------------------------------------------------------------------------------------
 
+
 def _codex_oh(box: Sandbox) -> dict:
     p = box.client("codex", "mcp", "list", "--json")
     assert p.returncode == 0, p.stderr
@@ -163,6 +178,7 @@ def test_codex_reads_the_entry(box, scope):
 
 # --- a real tool call, end to end: Claude Code -> `oh mcp` -> the backend -> bash ------------------
 
+
 def test_claude_code_runs_a_command_through_oh(box):
     """`claude -p` with a scripted model (FakeAnthropic on loopback) that asks for oh's `run` tool once."""
     _install(box, "claude", "user")
@@ -172,15 +188,31 @@ def test_claude_code_runs_a_command_through_oh(box):
         status = json.loads(box.oh("status", "--json").stdout)
         seen["agents"] = [a for s in status["sessions"] for a in s.get("agents", [])]
 
-    with FakeAnthropic("mcp__oh__run", {"command": "echo hi from claude > marker"}, on_tool_result=snapshot_agents) as fake:
-        p = box.client("claude", "-p", "Create the marker file with the oh run tool.", "--allowedTools", "mcp__oh__run",
-                       "--output-format", "json", "--max-turns", "4",
-                       env={"ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": "sk-ant-test-not-a-real-key",
-                            # list MCP tools to the model up front (not behind its ToolSearch tool)
-                            "ENABLE_TOOL_SEARCH": "false",
-                            # -p mode otherwise sends its first request without waiting for MCP servers to connect
-                            # (checked: with a server that takes 8 s to start, these make it wait; without, it does not)
-                            "MCP_CONNECTION_NONBLOCKING": "false", "MCP_TIMEOUT": "60000", "MCP_CONNECT_TIMEOUT_MS": "60000"})
+    with FakeAnthropic(
+        "mcp__oh__run", {"command": "echo hi from claude > marker"}, on_tool_result=snapshot_agents
+    ) as fake:
+        p = box.client(
+            "claude",
+            "-p",
+            "Create the marker file with the oh run tool.",
+            "--allowedTools",
+            "mcp__oh__run",
+            "--output-format",
+            "json",
+            "--max-turns",
+            "4",
+            env={
+                "ANTHROPIC_BASE_URL": fake.url,
+                "ANTHROPIC_API_KEY": "sk-ant-test-not-a-real-key",
+                # list MCP tools to the model up front (not behind its ToolSearch tool)
+                "ENABLE_TOOL_SEARCH": "false",
+                # -p mode otherwise sends its first request without waiting for MCP servers to connect
+                # (checked: with a server that takes 8 s to start, these make it wait; without, it does not)
+                "MCP_CONNECTION_NONBLOCKING": "false",
+                "MCP_TIMEOUT": "60000",
+                "MCP_CONNECT_TIMEOUT_MS": "60000",
+            },
+        )
     assert p.returncode == 0, f"claude -p -> {p.returncode}\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}"
     result = json.loads(p.stdout)
     assert result["is_error"] is False and result["result"] == FINAL_TEXT and result["permission_denials"] == [], result
@@ -196,7 +228,11 @@ def test_claude_code_runs_a_command_through_oh(box):
 
     # the backend's trace holds the action, by the agent that Claude Code's MCP client name named
     trace = [json.loads(line) for line in box.oh("logs", "--json", "-n", "100").stdout.splitlines() if line.strip()]
-    runs = [r for r in trace if r.get("action") == "run" and r.get("kind") == "result" and "echo hi from claude" in r.get("summary", "")]
+    runs = [
+        r
+        for r in trace
+        if r.get("action") == "run" and r.get("kind") == "result" and "echo hi from claude" in r.get("summary", "")
+    ]
     assert len(runs) == 1 and runs[0]["outcome"] == "ok" and runs[0]["exit_code"] == 0, trace
     names = {a["agent_id"]: a["name"] for a in seen["agents"]}
     assert names.get(runs[0]["agent"]) == "claude-code", (names, runs[0])
@@ -212,11 +248,13 @@ def test_codex_runs_a_command_through_oh(box):
         status = json.loads(box.oh("status", "--json").stdout)
         seen["agents"] = [a for s in status["sessions"] for a in s.get("agents", [])]
 
-    with FakeResponses("mcp__oh__run", {"command": "echo hi from codex > marker"}, on_tool_result=snapshot_agents) as fake:
+    with FakeResponses(
+        "mcp__oh__run", {"command": "echo hi from codex > marker"}, on_tool_result=snapshot_agents
+    ) as fake:
         config = box.home / ".codex" / "config.toml"
         config.parent.mkdir()
         config.write_text(
-            '# the user\'s settings: a model provider of their own, no approvals\n'
+            "# the user's settings: a model provider of their own, no approvals\n"
             'model = "fake-model"\nmodel_provider = "fake"\napproval_policy = "never"\nsandbox_mode = "danger-full-access"\n\n'
             f'[model_providers.fake]\nname = "fake"\nbase_url = "{fake.url}/v1"\nwire_api = "responses"\nenv_key = "FAKE_MODEL_KEY"\n'
         )
@@ -225,18 +263,32 @@ def test_codex_runs_a_command_through_oh(box):
         doc = tomlkit.parse(config.read_text())
         doc["mcp_servers"]["oh"]["required"] = True
         config.write_text(tomlkit.dumps(doc))
-        p = box.client("codex", "exec", "--json", "--skip-git-repo-check", "Create the marker file with the oh run tool.",
-                       env={"FAKE_MODEL_KEY": "not-a-real-key"})
+        p = box.client(
+            "codex",
+            "exec",
+            "--json",
+            "--skip-git-repo-check",
+            "Create the marker file with the oh run tool.",
+            env={"FAKE_MODEL_KEY": "not-a-real-key"},
+        )
     assert p.returncode == 0, f"codex exec -> {p.returncode}\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}"
     events = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
-    calls = [e["item"] for e in events if e.get("type") == "item.completed" and e["item"].get("type") == "mcp_tool_call"]
-    assert len(calls) == 1 and calls[0]["server"] == "oh" and calls[0]["tool"] == "run" and not calls[0].get("error"), events
+    calls = [
+        e["item"] for e in events if e.get("type") == "item.completed" and e["item"].get("type") == "mcp_tool_call"
+    ]
+    assert len(calls) == 1 and calls[0]["server"] == "oh" and calls[0]["tool"] == "run" and not calls[0].get("error"), (
+        events
+    )
     assert '"exit_code":0' in json.dumps(calls[0]["result"]).replace('\\"', '"').replace(" ", ""), calls[0]
     assert any(e["item"].get("text") == FINAL_TEXT for e in events if e.get("type") == "item.completed"), events
 
     assert (box.workspace / "marker").read_text() == "hi from codex\n"
     trace = [json.loads(line) for line in box.oh("logs", "--json", "-n", "100").stdout.splitlines() if line.strip()]
-    runs = [r for r in trace if r.get("action") == "run" and r.get("kind") == "result" and "echo hi from codex" in r.get("summary", "")]
+    runs = [
+        r
+        for r in trace
+        if r.get("action") == "run" and r.get("kind") == "result" and "echo hi from codex" in r.get("summary", "")
+    ]
     assert len(runs) == 1 and runs[0]["outcome"] == "ok", trace
     names = {a["agent_id"]: a["name"] for a in seen["agents"]}
     assert names.get(runs[0]["agent"]) == "codex-mcp-client", (names, runs[0])  # Codex's MCP clientInfo name
@@ -252,19 +304,34 @@ def test_gemini_cli_runs_a_command_through_oh(box):
 
     _gemini_settings(box)
     settings = box.home / ".gemini" / "settings.json"
-    box.write_json(settings, dict(json.loads(settings.read_text()), security={"auth": {"selectedType": "gemini-api-key"}}))
+    box.write_json(
+        settings, dict(json.loads(settings.read_text()), security={"auth": {"selectedType": "gemini-api-key"}})
+    )
     box.write_json(box.home / ".gemini" / "trustedFolders.json", {str(box.workspace): "TRUST_FOLDER"})
     _install(box, "gemini", "user")
     with FakeGemini("mcp_oh_run", {"command": "echo hi from gemini > marker"}, on_tool_result=snapshot_agents) as fake:
-        p = box.client("gemini", "-p", "Create the marker file with the oh run tool.", "--yolo", "--model", "fake-model",
-                       "--output-format", "json", env={"GEMINI_API_KEY": "not-a-real-key", "GOOGLE_GEMINI_BASE_URL": fake.url})
+        p = box.client(
+            "gemini",
+            "-p",
+            "Create the marker file with the oh run tool.",
+            "--yolo",
+            "--model",
+            "fake-model",
+            "--output-format",
+            "json",
+            env={"GEMINI_API_KEY": "not-a-real-key", "GOOGLE_GEMINI_BASE_URL": fake.url},
+        )
     assert p.returncode == 0, f"gemini -p -> {p.returncode}\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}"
     assert json.loads(p.stdout)["response"] == FINAL_TEXT, p.stdout
     assert len(fake.tool_results) == 1 and "exit code: 0" in json.dumps(fake.tool_results[0]), fake.tool_results
 
     assert (box.workspace / "marker").read_text() == "hi from gemini\n"
     trace = [json.loads(line) for line in box.oh("logs", "--json", "-n", "100").stdout.splitlines() if line.strip()]
-    runs = [r for r in trace if r.get("action") == "run" and r.get("kind") == "result" and "echo hi from gemini" in r.get("summary", "")]
+    runs = [
+        r
+        for r in trace
+        if r.get("action") == "run" and r.get("kind") == "result" and "echo hi from gemini" in r.get("summary", "")
+    ]
     assert len(runs) == 1 and runs[0]["outcome"] == "ok", trace
     names = {a["agent_id"]: a["name"] for a in seen["agents"]}
     assert names.get(runs[0]["agent"]) == "gemini-cli-mcp-client", (names, runs[0])  # Gemini CLI's MCP clientInfo name

@@ -12,40 +12,147 @@ from oh.mcp.tools import build_action as mcp_action
 from oh.protocol import actions
 from oh.protocol.events import parse_action
 
-OH_RUN = {"is_input": False, "thought": "", "blocking": False, "is_static": False, "cwd": None, "hidden": False,
-          "confirmation_state": "confirmed", "security_risk": -1}
+OH_RUN = {
+    "is_input": False,
+    "thought": "",
+    "blocking": False,
+    "is_static": False,
+    "cwd": None,
+    "hidden": False,
+    "confirmation_state": "confirmed",
+    "security_risk": -1,
+}
 
 TABLE = [
-    ("run, the defaults: OpenHands' own frame", actions.run("ls"),
-     {"action": "run", "args": {"command": "ls", **OH_RUN}}),
-    ("run with oh's additions", actions.run("make", blocking=True, cwd="/w", timeout=5, reset=True, env={"A": "1"}, max_output=0, exclusive=True),
-     {"action": "run", "timeout": 5.0, "args": {"command": "make", **OH_RUN, "blocking": True, "cwd": "/w", "reset": True,
-                                                "exclusive": True, "env": {"A": "1"}, "max_output": 0}}),
-    ("run in the background", actions.run("npm run dev", background=True, force=True, cwd="/w"),
-     {"action": "run", "args": {"command": "npm run dev", **OH_RUN, "cwd": "/w", "background": True, "force": True}}),
-    ("input for a running job", actions.run("y", is_input=True, job_id="j2", timeout=3),
-     {"action": "run", "timeout": 3.0, "args": {"command": "y", **OH_RUN, "is_input": True, "job_id": "j2"}}),
-    ("run with a risk label", actions.run("rm x", security_risk="HIGH"),
-     {"action": "run", "security_risk": "HIGH", "args": {"command": "rm x", **OH_RUN}}),
-    ("read", actions.read("/w/f"),
-     {"action": "read", "args": {"path": "/w/f", "start": 0, "end": -1, "thought": "", "security_risk": -1, "impl_source": "oh_aci",
-                                 "view_range": None}}),
-    ("read a range in an encoding", actions.read("/w/f", start=2, end=9, view_range=[1, 3], encoding="base64"),
-     {"action": "read", "args": {"path": "/w/f", "start": 2, "end": 9, "thought": "", "security_risk": -1, "impl_source": "oh_aci",
-                                 "view_range": [1, 3], "encoding": "base64"}}),
-    ("write", actions.write("/w/f", "x"),
-     {"action": "write", "args": {"path": "/w/f", "content": "x", "start": 0, "end": -1, "thought": "", "security_risk": -1}}),
-    ("write in a mode, with diagnostics", actions.write("/w/f", "x", mode="append", diagnostics=True),
-     {"action": "write", "args": {"path": "/w/f", "content": "x", "start": 0, "end": -1, "thought": "", "security_risk": -1,
-                                  "mode": "append", "diagnostics": True}}),
-    ("edit", actions.edit("/w/f", "str_replace", old_str="a", new_str="b"),
-     {"action": "edit", "args": {"path": "/w/f", "command": "str_replace", "file_text": None, "old_str": "a", "new_str": "b",
-                                 "insert_line": None, "content": "", "start": 1, "end": -1, "thought": "", "security_risk": -1,
-                                 "impl_source": "oh_aci"}}),
-    ("job: None arguments are left out", actions.job("output", "j1", offset=10, limit=None, wait=5.0),
-     {"action": "job", "args": {"op": "output", "offset": 10, "wait": 5.0, "job_id": "j1"}}),
-    ("job wait with its deadline", actions.job("wait", "j1", timeout=200),
-     {"action": "job", "timeout": 200.0, "args": {"op": "wait", "job_id": "j1"}}),
+    (
+        "run, the defaults: OpenHands' own frame",
+        actions.run("ls"),
+        {"action": "run", "args": {"command": "ls", **OH_RUN}},
+    ),
+    (
+        "run with oh's additions",
+        actions.run(
+            "make", blocking=True, cwd="/w", timeout=5, reset=True, env={"A": "1"}, max_output=0, exclusive=True
+        ),
+        {
+            "action": "run",
+            "timeout": 5.0,
+            "args": {
+                "command": "make",
+                **OH_RUN,
+                "blocking": True,
+                "cwd": "/w",
+                "reset": True,
+                "exclusive": True,
+                "env": {"A": "1"},
+                "max_output": 0,
+            },
+        },
+    ),
+    (
+        "run in the background",
+        actions.run("npm run dev", background=True, force=True, cwd="/w"),
+        {"action": "run", "args": {"command": "npm run dev", **OH_RUN, "cwd": "/w", "background": True, "force": True}},
+    ),
+    (
+        "input for a running job",
+        actions.run("y", is_input=True, job_id="j2", timeout=3),
+        {"action": "run", "timeout": 3.0, "args": {"command": "y", **OH_RUN, "is_input": True, "job_id": "j2"}},
+    ),
+    (
+        "run with a risk label",
+        actions.run("rm x", security_risk="HIGH"),
+        {"action": "run", "security_risk": "HIGH", "args": {"command": "rm x", **OH_RUN}},
+    ),
+    (
+        "read",
+        actions.read("/w/f"),
+        {
+            "action": "read",
+            "args": {
+                "path": "/w/f",
+                "start": 0,
+                "end": -1,
+                "thought": "",
+                "security_risk": -1,
+                "impl_source": "oh_aci",
+                "view_range": None,
+            },
+        },
+    ),
+    (
+        "read a range in an encoding",
+        actions.read("/w/f", start=2, end=9, view_range=[1, 3], encoding="base64"),
+        {
+            "action": "read",
+            "args": {
+                "path": "/w/f",
+                "start": 2,
+                "end": 9,
+                "thought": "",
+                "security_risk": -1,
+                "impl_source": "oh_aci",
+                "view_range": [1, 3],
+                "encoding": "base64",
+            },
+        },
+    ),
+    (
+        "write",
+        actions.write("/w/f", "x"),
+        {
+            "action": "write",
+            "args": {"path": "/w/f", "content": "x", "start": 0, "end": -1, "thought": "", "security_risk": -1},
+        },
+    ),
+    (
+        "write in a mode, with diagnostics",
+        actions.write("/w/f", "x", mode="append", diagnostics=True),
+        {
+            "action": "write",
+            "args": {
+                "path": "/w/f",
+                "content": "x",
+                "start": 0,
+                "end": -1,
+                "thought": "",
+                "security_risk": -1,
+                "mode": "append",
+                "diagnostics": True,
+            },
+        },
+    ),
+    (
+        "edit",
+        actions.edit("/w/f", "str_replace", old_str="a", new_str="b"),
+        {
+            "action": "edit",
+            "args": {
+                "path": "/w/f",
+                "command": "str_replace",
+                "file_text": None,
+                "old_str": "a",
+                "new_str": "b",
+                "insert_line": None,
+                "content": "",
+                "start": 1,
+                "end": -1,
+                "thought": "",
+                "security_risk": -1,
+                "impl_source": "oh_aci",
+            },
+        },
+    ),
+    (
+        "job: None arguments are left out",
+        actions.job("output", "j1", offset=10, limit=None, wait=5.0),
+        {"action": "job", "args": {"op": "output", "offset": 10, "wait": 5.0, "job_id": "j1"}},
+    ),
+    (
+        "job wait with its deadline",
+        actions.job("wait", "j1", timeout=200),
+        {"action": "job", "timeout": 200.0, "args": {"op": "wait", "job_id": "j1"}},
+    ),
     ("stat", actions.stat("/w/f"), {"action": "stat", "args": {"path": "/w/f"}}),
 ]
 
@@ -63,13 +170,27 @@ def test_a_write_mode_outside_the_three_is_refused():
 
 # The same request through each surface gives the same frame (they only differ in how they take it).
 SAME = [
-    ("background run", client_jobs.run_background("sleep 9", cwd="/w"),
-     mcp_action("run", {"command": "sleep 9", "background": True}, "/w"), {"cwd": "/w"}),
-    ("foreground run", client_actions.run("ls", timeout=4.0, blocking=True), mcp_action("run", {"command": "ls", "blocking": True, "timeout": 4}, "/w"), {}),
+    (
+        "background run",
+        client_jobs.run_background("sleep 9", cwd="/w"),
+        mcp_action("run", {"command": "sleep 9", "background": True}, "/w"),
+        {"cwd": "/w"},
+    ),
+    (
+        "foreground run",
+        client_actions.run("ls", timeout=4.0, blocking=True),
+        mcp_action("run", {"command": "ls", "blocking": True, "timeout": 4}, "/w"),
+        {},
+    ),
     ("follow-up", client_jobs.follow_up("", "j3"), mcp_action("run", {"command": "", "job_id": "j3"}, "/w"), {}),
     ("read", client_actions.read("/w/f"), mcp_action("read", {"path": "f"}, "/w"), {}),
     ("write", client_actions.write("/w/f", "x"), mcp_action("write", {"path": "f", "content": "x"}, "/w"), {}),
-    ("write in a mode", client_jobs.write("/w/f", "x", mode="create"), mcp_action("write", {"path": "f", "content": "x", "mode": "create"}, "/w"), {}),
+    (
+        "write in a mode",
+        client_jobs.write("/w/f", "x", mode="create"),
+        mcp_action("write", {"path": "f", "content": "x", "mode": "create"}, "/w"),
+        {},
+    ),
     ("job list", client_jobs.job("list"), mcp_action("jobs", {}, "/w"), {}),
     ("stat", client_jobs.stat("/w/f"), mcp_action("stat", {"path": "f"}, "/w"), {}),
 ]
@@ -109,5 +230,8 @@ def test_the_cli_verbs_send_the_builders_frames(monkeypatch):
     assert verbs.run(io, session, command=["ls"], timeout=3.0, json_=True) == 0
     assert jobs.start_background(io, session, command=["sleep", "9"]) == 0
     assert jobs.write_mode(io, session, path="/w/f", content="x", mode="append") == 0
-    assert sent == [actions.run("ls", blocking=True, cwd="/w", timeout=3.0), actions.run("sleep 9", background=True, cwd="/w"),
-                    actions.write("/w/f", "x", mode="append")]
+    assert sent == [
+        actions.run("ls", blocking=True, cwd="/w", timeout=3.0),
+        actions.run("sleep 9", background=True, cwd="/w"),
+        actions.write("/w/f", "x", mode="append"),
+    ]

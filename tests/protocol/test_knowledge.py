@@ -16,38 +16,44 @@ def _refused(obj) -> ProtocolError:
     return info.value
 
 
-@pytest.mark.parametrize("kind,args", [
-    ("diagnostics", {}),
-    ("diagnostics", {"path": "a.ts", "severity": "hint", "wait": 0}),
-    ("open", {"path": "a.ts"}),
-    ("open", {"path": "a.ts", "line": 3, "column": 1, "end_line": 4, "end_column": 2, "preserve_focus": True}),
-    ("editors", {}),
-    ("symbols", {"query": ""}),
-    ("symbols", {"query": "greet", "limit": 1000}),
-    ("definition", {"path": "a.ts", "line": 1, "column": 1}),
-    ("references", {"path": "a.ts", "line": 1, "column": 1, "include_declaration": False}),
-])
+@pytest.mark.parametrize(
+    "kind,args",
+    [
+        ("diagnostics", {}),
+        ("diagnostics", {"path": "a.ts", "severity": "hint", "wait": 0}),
+        ("open", {"path": "a.ts"}),
+        ("open", {"path": "a.ts", "line": 3, "column": 1, "end_line": 4, "end_column": 2, "preserve_focus": True}),
+        ("editors", {}),
+        ("symbols", {"query": ""}),
+        ("symbols", {"query": "greet", "limit": 1000}),
+        ("definition", {"path": "a.ts", "line": 1, "column": 1}),
+        ("references", {"path": "a.ts", "line": 1, "column": 1, "include_declaration": False}),
+    ],
+)
 def test_valid_knowledge_actions(kind, args):
     action = parse_action({"id": 7, "action": kind, "args": args})
     assert (action.kind, action.id, action.args) == (kind, 7, args)
 
 
-@pytest.mark.parametrize("kind,args,needle", [
-    ("diagnostics", {"severity": "fatal"}, "args.severity"),
-    ("diagnostics", {"wait": 61}, "args.wait"),
-    ("diagnostics", {"wait": True}, "args.wait"),
-    ("diagnostics", {"path": ""}, "args.path"),
-    ("open", {}, "args.path"),
-    ("open", {"path": "a", "line": 0}, "args.line"),
-    ("open", {"path": "a", "end_line": 2}, "end_line needs args.line"),
-    ("symbols", {}, "args.query"),
-    ("symbols", {"query": "x" * 501}, "args.query"),
-    ("symbols", {"query": "x", "limit": 0}, "args.limit"),
-    ("definition", {"path": "a", "line": 1}, "args.column"),
-    ("definition", {"path": "a", "line": True, "column": 1}, "args.line"),
-    ("references", {"path": "a\x00b", "line": 1, "column": 1}, "NUL"),
-    ("references", {"path": "a", "line": 1, "column": 1, "include_declaration": "no"}, "include_declaration"),
-])
+@pytest.mark.parametrize(
+    "kind,args,needle",
+    [
+        ("diagnostics", {"severity": "fatal"}, "args.severity"),
+        ("diagnostics", {"wait": 61}, "args.wait"),
+        ("diagnostics", {"wait": True}, "args.wait"),
+        ("diagnostics", {"path": ""}, "args.path"),
+        ("open", {}, "args.path"),
+        ("open", {"path": "a", "line": 0}, "args.line"),
+        ("open", {"path": "a", "end_line": 2}, "end_line needs args.line"),
+        ("symbols", {}, "args.query"),
+        ("symbols", {"query": "x" * 501}, "args.query"),
+        ("symbols", {"query": "x", "limit": 0}, "args.limit"),
+        ("definition", {"path": "a", "line": 1}, "args.column"),
+        ("definition", {"path": "a", "line": True, "column": 1}, "args.line"),
+        ("references", {"path": "a\x00b", "line": 1, "column": 1}, "NUL"),
+        ("references", {"path": "a", "line": 1, "column": 1, "include_declaration": "no"}, "include_declaration"),
+    ],
+)
 def test_bad_knowledge_args_are_bad_request_with_cause(kind, args, needle):
     err = _refused({"id": 3, "action": kind, "args": args})
     assert err.error_id == ErrorId.BAD_REQUEST and err.cause == 3
@@ -60,9 +66,17 @@ def test_float_positions_are_refused_like_other_integers():
 
 
 def test_edit_and_write_take_a_diagnostics_flag():
-    assert parse_action({"id": 1, "action": "edit", "args": {"path": "a", "command": "view", "diagnostics": True}}).args["diagnostics"] is True
+    assert (
+        parse_action({"id": 1, "action": "edit", "args": {"path": "a", "command": "view", "diagnostics": True}}).args[
+            "diagnostics"
+        ]
+        is True
+    )
     assert parse_action({"id": 1, "action": "write", "args": {"path": "a", "content": "", "diagnostics": False}})
-    assert "args.diagnostics" in _refused({"id": 1, "action": "edit", "args": {"path": "a", "command": "view", "diagnostics": "yes"}}).message
+    assert (
+        "args.diagnostics"
+        in _refused({"id": 1, "action": "edit", "args": {"path": "a", "command": "view", "diagnostics": "yes"}}).message
+    )
 
 
 def test_unknown_kind_lists_every_kind():
@@ -77,7 +91,10 @@ def _register(**extra):
 
 
 def test_registration_capabilities():
-    assert parse_registration(_register(capabilities=["run", "symbols", "bogus"]), "i").capabilities == ["run", "symbols"]
+    assert parse_registration(_register(capabilities=["run", "symbols", "bogus"]), "i").capabilities == [
+        "run",
+        "symbols",
+    ]
     # an older editor that sends no list gets the four OpenHands kinds, not the knowledge ones
     assert parse_registration(_register(), "i").capabilities == ["run", "read", "write", "edit"]
 
@@ -91,6 +108,9 @@ def test_knowledge_observations_pass_the_editor_leg_check():
 
 
 def test_summaries_name_the_place_not_the_contents():
-    assert summarize(parse_action({"id": 1, "action": "definition", "args": {"path": "/w/a.ts", "line": 3, "column": 4}})) == "definition /w/a.ts:3:4"
+    assert (
+        summarize(parse_action({"id": 1, "action": "definition", "args": {"path": "/w/a.ts", "line": 3, "column": 4}}))
+        == "definition /w/a.ts:3:4"
+    )
     assert summarize(parse_action({"id": 1, "action": "diagnostics", "args": {}})) == "diagnostics workspace"
     assert summarize(parse_action({"id": 1, "action": "symbols", "args": {"query": "greet"}})) == "symbols greet"

@@ -36,9 +36,15 @@ def test_messages_carry_the_reason_last():
 
 
 def test_proposal_event_frames():
-    ok = frames.parse_proposal_event({"event": "proposal_closed", "proposal": {"cause": 4, "path": "/p", "kind": "write", "decision": "accepted"}})
+    ok = frames.parse_proposal_event(
+        {"event": "proposal_closed", "proposal": {"cause": 4, "path": "/p", "kind": "write", "decision": "accepted"}}
+    )
     assert ok == ("proposal_closed", {"action_id": 4, "path": "/p", "kind": "write", "decision": "accepted"})
-    for bad in ({"event": "proposal_opened", "proposal": {"cause": True}}, {"event": "x", "proposal": {"cause": 1}}, {"event": "proposal_opened"}):
+    for bad in (
+        {"event": "proposal_opened", "proposal": {"cause": True}},
+        {"event": "x", "proposal": {"cause": 1}},
+        {"event": "proposal_opened"},
+    ):
         assert frames.parse_proposal_event(bad) is None
     assert "review" in frames.KNOWN_CAPABILITIES
     assert frames.registered("e1", "i", "/w", review=True, review_timeout=5.0)["review_timeout"] == 5.0

@@ -32,8 +32,17 @@ def test_run_args():
     a = run({"reset": True, "env": {"A_1": "v"}, "max_output": 0})
     assert a.reset and a.env == {"A_1": "v"} and a.max_output == 0
     assert run({}).max_output == DEFAULT_MAX_OUTPUT and run({}).env == {} and not run({}).reset
-    for bad in ({"reset": "yes"}, {"max_output": -1}, {"max_output": 1.5}, {"max_output": True}, {"env": {"A": 1}},
-                {"env": {"bad name": "v"}}, {"env": "A=1"}, {"reset": True, "is_input": True}, {"env": {f"V{i}": "" for i in range(300)}}):
+    for bad in (
+        {"reset": "yes"},
+        {"max_output": -1},
+        {"max_output": 1.5},
+        {"max_output": True},
+        {"env": {"A": 1}},
+        {"env": {"bad name": "v"}},
+        {"env": "A=1"},
+        {"reset": True, "is_input": True},
+        {"env": {f"V{i}": "" for i in range(300)}},
+    ):
         refused({"id": 1, "action": "run", "args": {"command": "x", **bad}})
 
 
@@ -51,8 +60,20 @@ def test_read_write_encodings():
         refused({"id": 1, "action": "write", "args": {"path": "p", "content": "", "encoding": bad}})
 
 
-@pytest.mark.parametrize("raw,name", [("HIGH", "HIGH"), ("low", "LOW"), (2, "HIGH"), (0, "LOW"), (-1, "UNKNOWN"), (7, "UNKNOWN"),
-                                       ("<b>x</b>" * 10, "BXBBXBBXBBXBBXBB"), ([], "UNKNOWN"), (None, None)])
+@pytest.mark.parametrize(
+    "raw,name",
+    [
+        ("HIGH", "HIGH"),
+        ("low", "LOW"),
+        (2, "HIGH"),
+        (0, "LOW"),
+        (-1, "UNKNOWN"),
+        (7, "UNKNOWN"),
+        ("<b>x</b>" * 10, "BXBBXBBXBBXBBXBB"),
+        ([], "UNKNOWN"),
+        (None, None),
+    ],
+)
 def test_security_risk_normalised_never_refused(raw, name):
     assert run({}, security_risk=raw).security_risk == name
 
@@ -60,8 +81,15 @@ def test_security_risk_normalised_never_refused(raw, name):
 def test_new_error_ids_and_metadata():
     assert error_observation(3, ErrorId.BUSY, "m")["extras"] == {"error_id": "BUSY"}
     assert error_observation(3, "NO_COMMAND", "m")["extras"]["error_id"] == "NO_COMMAND"
-    md = run_observation(1, "c", "", 0, "/w", username="u", hostname="h", py_interpreter_path="/usr/bin/python")["extras"]["metadata"]
-    assert (md["username"], md["hostname"], md["working_dir"], md["py_interpreter_path"]) == ("u", "h", "/w", "/usr/bin/python")
+    md = run_observation(1, "c", "", 0, "/w", username="u", hostname="h", py_interpreter_path="/usr/bin/python")[
+        "extras"
+    ]["metadata"]
+    assert (md["username"], md["hostname"], md["working_dir"], md["py_interpreter_path"]) == (
+        "u",
+        "h",
+        "/w",
+        "/usr/bin/python",
+    )
 
 
 def test_with_id_adds_top_level_fields_without_touching_the_original():
@@ -76,7 +104,12 @@ def test_shell_keys_and_agent_field():
         assert frames.check_shell_key(bad)
     good = {"agent": {"id": "a3", "name": "claude", "workdir": "/w", "shell": "cli"}}
     assert frames.parse_agent_field(good) == good["agent"]
-    for bad in ({}, {"agent": "x"}, {"agent": {"shell": "../x", "workdir": "/w"}}, {"agent": {"shell": "a1", "workdir": "rel"}}):
+    for bad in (
+        {},
+        {"agent": "x"},
+        {"agent": {"shell": "../x", "workdir": "/w"}},
+        {"agent": {"shell": "a1", "workdir": "rel"}},
+    ):
         assert frames.parse_agent_field(bad) is None
     assert frames.agent_gone("a3") == {"type": "agent_gone", "shell": "a3"}
 
@@ -84,8 +117,16 @@ def test_shell_keys_and_agent_field():
 def test_registered_carries_allowed_roots_and_relative_folders_are_refused():
     assert frames.registered("e1", "i", "/w")["allowed_roots"] == ["/w"]
     assert frames.registered("e1", "i", "/w", ["/w", "/tmp"])["allowed_roots"] == ["/w", "/tmp"]
-    assert "max_shells" not in frames.registered("e1", "i", "/w") and frames.registered("e1", "i", "/w", max_shells=5)["max_shells"] == 5
-    assert "job_retention" not in frames.registered("e1", "i", "/w") and frames.registered("e1", "i", "/w", job_retention=60.0)["job_retention"] == 60.0
+    assert (
+        "max_shells" not in frames.registered("e1", "i", "/w")
+        and frames.registered("e1", "i", "/w", max_shells=5)["max_shells"] == 5
+    )
+    assert (
+        "job_retention" not in frames.registered("e1", "i", "/w")
+        and frames.registered("e1", "i", "/w", job_retention=60.0)["job_retention"] == 60.0
+    )
     with pytest.raises(frames.RegistrationError):
         frames.parse_registration({"type": "register", "protocol": 1, "workspace_folders": ["."]}, "i")
-    assert frames.parse_registration({"type": "register", "protocol": 1, "workspace_folders": ["/"]}, "i").workspace_folders == ["/"]
+    assert frames.parse_registration(
+        {"type": "register", "protocol": 1, "workspace_folders": ["/"]}, "i"
+    ).workspace_folders == ["/"]

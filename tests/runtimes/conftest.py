@@ -14,7 +14,10 @@ from reference_shapes import REFERENCE_EXTRAS, REFERENCE_RUN_METADATA, REFERENCE
 
 _ids = itertools.count(1)
 # Kinds of our own (docs/protocol.md §3.8-§3.9); job extras depend on the op.
-OUR_EXTRAS = {"stat": {"path", "exists", "type", "size", "mtime", "mode", "encoding", "mime_type", "link"}, "job": set()}
+OUR_EXTRAS = {
+    "stat": {"path", "exists", "type", "size", "mtime", "mode", "encoding", "mime_type", "link"},
+    "job": set(),
+}
 
 
 def act(kind: str, timeout: float | None = None, **args: Any) -> Action:
@@ -47,7 +50,9 @@ class Harness:
         self.rt = rt
         self.agent = agent
 
-    async def do(self, kind: str, timeout: float | None = None, *, agent: str | None = None, **args: Any) -> dict[str, Any]:
+    async def do(
+        self, kind: str, timeout: float | None = None, *, agent: str | None = None, **args: Any
+    ) -> dict[str, Any]:
         action = act(kind, timeout, **args)
         obs = await self.rt.execute(action, agent or self.agent)
         return check_shape(obs, action)

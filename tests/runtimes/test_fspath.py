@@ -30,9 +30,22 @@ def tree(tmp_path: Path) -> Path:
 
 
 CASES = [
-    "ws/sub/f.txt", "ws/sub/../sub/f.txt", "ws/link-out", "ws/dir-out/secret.txt", "ws/dir-out/../ws/sub",
-    "ws/rel-link", "ws/dangling", "ws/loop-a", "ws/fifo", "ws/sub/", "ws/sub/f.txt/", "ws/new-file.txt",
-    "ws/new-dir/new-file.txt", "ws/dir-out/new.txt", "ws//sub///f.txt", "ws/./sub/.",
+    "ws/sub/f.txt",
+    "ws/sub/../sub/f.txt",
+    "ws/link-out",
+    "ws/dir-out/secret.txt",
+    "ws/dir-out/../ws/sub",
+    "ws/rel-link",
+    "ws/dangling",
+    "ws/loop-a",
+    "ws/fifo",
+    "ws/sub/",
+    "ws/sub/f.txt/",
+    "ws/new-file.txt",
+    "ws/new-dir/new-file.txt",
+    "ws/dir-out/new.txt",
+    "ws//sub///f.txt",
+    "ws/./sub/.",
 ]
 
 

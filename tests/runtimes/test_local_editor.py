@@ -69,7 +69,10 @@ async def test_create(h: Harness, workspace):
     assert "+x = 1" in ex["diff"]
     obs = await edit(h, "pkg/new.py", "create", file_text="other")
     assert error_id(obs) == "TOOL_ERROR"
-    assert obs["content"] == f"Invalid `path` parameter: {p}. File already exists at: {p}. Cannot overwrite files using command `create`."
+    assert (
+        obs["content"]
+        == f"Invalid `path` parameter: {p}. File already exists at: {p}. Cannot overwrite files using command `create`."
+    )
     assert p.read_text() == "x = 1\n"
 
 
@@ -86,7 +89,11 @@ async def test_str_replace_success_snippet_and_diff(h: Harness, workspace):
     )
     ex = obs["extras"]
     # Whole files before/after, as the SDK's FileEditorObservation wants them (its diff view).
-    assert ex["prev_exist"] is True and ex["old_content"] == SRC and ex["new_content"] == SRC.replace("return 2", "return 3")
+    assert (
+        ex["prev_exist"] is True
+        and ex["old_content"] == SRC
+        and ex["new_content"] == SRC.replace("return 2", "return 3")
+    )
     assert "-    return 2\n+    return 3\n" in ex["diff"] and ex["diff"].startswith("---")
 
 
@@ -104,11 +111,17 @@ async def test_str_replace_errors(h: Harness, workspace):
     assert error_id(obs) == "TOOL_ERROR" and "must be different" in obs["content"]
     obs = await edit(h, "missing.py", "str_replace", old_str="a", new_str="b")
     missing = workspace / "missing.py"
-    assert obs["content"] == f"Invalid `path` parameter: {missing}. The path {missing} does not exist. Please provide a valid path."
+    assert (
+        obs["content"]
+        == f"Invalid `path` parameter: {missing}. The path {missing} does not exist. Please provide a valid path."
+    )
     (workspace / "d").mkdir()
     obs = await edit(h, "d", "str_replace", old_str="a", new_str="b")
     d = workspace / "d"
-    assert obs["content"] == f"Invalid `path` parameter: {d}. The path {d} is a directory and only the `view` command can be used on directories."
+    assert (
+        obs["content"]
+        == f"Invalid `path` parameter: {d}. The path {d} is a directory and only the `view` command can be used on directories."
+    )
     assert p.read_text() == SRC  # nothing changed by any failure
 
 
@@ -132,7 +145,9 @@ async def test_insert(h: Harness, workspace):
     assert p.read_text() == "top\na\nmid\nb\nc\nend1\nend2\n"
     obs = await edit(h, "m.py", "insert", insert_line=99, new_str="x")
     assert error_id(obs) == "TOOL_ERROR"
-    assert obs["content"] == "Invalid `insert_line` parameter: 99. It should be within the range of allowed values: [0, 7]"
+    assert (
+        obs["content"] == "Invalid `insert_line` parameter: 99. It should be within the range of allowed values: [0, 7]"
+    )
     nonl = workspace / "nonl.txt"
     nonl.write_text("x")
     await edit(h, "nonl.txt", "insert", insert_line=1, new_str="y")
@@ -147,7 +162,9 @@ async def test_undo_edit(h: Harness, workspace):
     await edit(h, "m.py", "str_replace", old_str="return 1", new_str="return 10")
     await edit(h, "m.py", "insert", insert_line=0, new_str="# header")
     obs = await edit(h, "m.py", "undo_edit")
-    assert obs["content"].startswith(f"Last edit to {p} undone successfully. Here's the result of running `cat -n` on {p}:\n")
+    assert obs["content"].startswith(
+        f"Last edit to {p} undone successfully. Here's the result of running `cat -n` on {p}:\n"
+    )
     assert p.read_text() == SRC.replace("return 1", "return 10")
     await edit(h, "m.py", "undo_edit")
     assert p.read_text() == SRC
@@ -161,7 +178,11 @@ async def test_edit_keeps_mode_and_refuses_binary(h: Harness, workspace):
     await edit(h, "x.sh", "str_replace", old_str="a", new_str="b")
     assert p.stat().st_mode & 0o777 == 0o700
     (workspace / "b.bin").write_bytes(b"\x00\x01binary")
-    for cmd, args in (("view", {}), ("str_replace", {"old_str": "b", "new_str": "c"}), ("insert", {"insert_line": 0, "new_str": "x"})):
+    for cmd, args in (
+        ("view", {}),
+        ("str_replace", {"old_str": "b", "new_str": "c"}),
+        ("insert", {"insert_line": 0, "new_str": "x"}),
+    ):
         obs = await edit(h, "b.bin", cmd, **args)
         assert error_id(obs) == "TOOL_ERROR"
         assert obs["content"] == (

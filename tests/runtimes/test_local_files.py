@@ -45,7 +45,10 @@ async def test_read_missing_and_directory(h: Harness, workspace):
     obs = await h.do("read", path="nope.txt")
     assert error_id(obs) == "TOOL_ERROR"
     nope = workspace / "nope.txt"
-    assert obs["content"] == f"Invalid `path` parameter: {nope}. The path {nope} does not exist. Please provide a valid path."
+    assert (
+        obs["content"]
+        == f"Invalid `path` parameter: {nope}. The path {nope} does not exist. Please provide a valid path."
+    )
     obs = await h.do("read", path=".")
     assert error_id(obs) == "TOOL_ERROR" and "is a directory" in obs["content"]
 
@@ -156,6 +159,7 @@ async def test_device_refused_when_allowed(workspace):
 
 
 # --------------------------------------------------------------------------- PATH_DENIED
+
 
 @pytest.fixture
 def outside(tmp_path):

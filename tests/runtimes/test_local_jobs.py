@@ -130,7 +130,9 @@ async def test_identical_running_job_is_returned_unless_forced(h: Harness, works
 
 async def test_cancel_interrupts_then_kills_the_process_group(h: Harness, tmp_path):
     marker = tmp_path / "child-alive"
-    obs = await h.run(f"trap '' INT; echo started; (while :; do touch {marker}; sleep 0.1; done) & sleep 60", background=True)
+    obs = await h.run(
+        f"trap '' INT; echo started; (while :; do touch {marker}; sleep 0.1; done) & sleep 60", background=True
+    )
     jid = meta(obs)["job_id"]
     await job(h, "output", job_id=jid, offset=0, wait=5)
     c = await job(h, "cancel", job_id=jid)
@@ -260,12 +262,18 @@ async def test_stat_reports_type_size_mode_and_encoding(h: Harness, workspace, t
     enc = (await h.do("stat", path="l.txt"))["extras"]["encoding"]
     from oh.runtimes.local import encoding
 
-    assert enc not in ("utf-8", "binary") and enc == encoding.decode((workspace / "l.txt").read_bytes())[1]  # what read uses
+    assert (
+        enc not in ("utf-8", "binary") and enc == encoding.decode((workspace / "l.txt").read_bytes())[1]
+    )  # what read uses
     assert (await h.do("stat", path="b.bin"))["extras"]["encoding"] == "binary"
     d = (await h.do("stat", path="."))["extras"]
     assert d["type"] == "directory" and d["encoding"] is None
     missing = await h.do("stat", path="nope/x")
-    assert missing["observation"] == "stat" and missing["extras"]["exists"] is False and "does not exist" in missing["content"]
+    assert (
+        missing["observation"] == "stat"
+        and missing["extras"]["exists"] is False
+        and "does not exist" in missing["content"]
+    )
     assert error_id(await h.do("stat", path=str(tmp_path / "outside"))) == "PATH_DENIED"
 
 

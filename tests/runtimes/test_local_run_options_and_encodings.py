@@ -74,7 +74,11 @@ async def test_max_output(h: Harness):
     obs = await h.run("head -c 50000 /dev/zero | tr '\\0' a")
     assert "characters truncated" in obs["content"] and len(obs["content"]) < 31000
     obs = await h.run("seq 1 1000", max_output=100)
-    assert "characters truncated" in obs["content"] and obs["content"].startswith("1\n2\n") and obs["content"].endswith("1000\n")
+    assert (
+        "characters truncated" in obs["content"]
+        and obs["content"].startswith("1\n2\n")
+        and obs["content"].endswith("1000\n")
+    )
 
 
 async def test_timeout_zero_means_no_timeout_given(h: Harness):
@@ -193,7 +197,9 @@ async def test_base64_read_and_write(rt: LocalRuntime, workspace):
     obs = await rt.execute(act("read", path="t.txt"), "a")
     assert set(obs["extras"]) == {"path", "impl_source"}  # extras keys only when asked
     data = os.urandom(3000)
-    obs = await rt.execute(act("write", path="deep/er/blob.bin", content=base64.b64encode(data).decode(), encoding="base64"), "a")
+    obs = await rt.execute(
+        act("write", path="deep/er/blob.bin", content=base64.b64encode(data).decode(), encoding="base64"), "a"
+    )
     assert obs["observation"] == "write" and (workspace / "deep" / "er" / "blob.bin").read_bytes() == data
     obs = await rt.execute(act("write", path="bad.bin", content="not base64!!", encoding="base64"), "a")
     assert obs["extras"]["error_id"] == "BAD_REQUEST" and not (workspace / "bad.bin").exists()
@@ -208,7 +214,9 @@ async def test_edit_has_whole_file_contents_and_sdk_windows(h: Harness, workspac
     assert obs["extras"]["old_content"] == src and obs["extras"]["new_content"] == after
     # SDK window: lines max(1, 10-3)=7 .. 10+4+1=15, numbered from 7.
     assert "     7\tline7\n" in obs["content"] and "     6\t" not in obs["content"]
-    assert "    11\tNEW\n" in obs["content"] and "    15\tline14\n" in obs["content"] and "    16\t" not in obs["content"]
+    assert (
+        "    11\tNEW\n" in obs["content"] and "    15\tline14\n" in obs["content"] and "    16\t" not in obs["content"]
+    )
     # str_replace retries with old_str stripped, as the SDK does
     obs = await h.do("edit", path="f.py", command="str_replace", old_str="\n  line15\n\n", new_str="L15")
     assert obs["observation"] == "edit" and "L15\nline16" in p.read_text()
@@ -219,13 +227,21 @@ async def test_edit_has_whole_file_contents_and_sdk_windows(h: Harness, workspac
 async def test_view_clips_like_the_sdk(h: Harness, workspace):
     (workspace / "big.txt").write_text("x" * 40000)
     obs = await h.do("edit", path="big.txt", command="view")
-    assert "<response clipped><NOTE>Due to the max output limit, only part of this file has been shown to you." in obs["content"]
+    assert (
+        "<response clipped><NOTE>Due to the max output limit, only part of this file has been shown to you."
+        in obs["content"]
+    )
     assert len(obs["content"]) < 17000
 
 
 async def test_a_name_over_255_bytes_is_a_tool_error(h: Harness):
     long = "n" * 256
-    for kind, args in (("read", {}), ("write", {"content": "x"}), ("edit", {"command": "view"}), ("edit", {"command": "create", "file_text": "x"})):
+    for kind, args in (
+        ("read", {}),
+        ("write", {"content": "x"}),
+        ("edit", {"command": "view"}),
+        ("edit", {"command": "create", "file_text": "x"}),
+    ):
         obs = await h.do(kind, path=f"d/{long}", **args)
         assert error_id(obs) == "TOOL_ERROR" and "File name too long" in obs["content"]
     obs = await h.do("write", path="é" * 128, content="x")  # 256 bytes in UTF-8
@@ -252,7 +268,11 @@ async def test_hard_linked_files_are_not_read_or_edited(h: Harness, workspace, t
         os.link(outside, workspace / "hl.txt")
     except OSError:
         pytest.skip("hard links not permitted here")
-    for kind, args in (("read", {}), ("edit", {"command": "view"}), ("edit", {"command": "str_replace", "old_str": "outside", "new_str": "x"})):
+    for kind, args in (
+        ("read", {}),
+        ("edit", {"command": "view"}),
+        ("edit", {"command": "str_replace", "old_str": "outside", "new_str": "x"}),
+    ):
         obs = await h.do(kind, path="hl.txt", **args)
         assert error_id(obs) == "PATH_DENIED" and "hard links" in obs["content"], obs
         assert "outside secret" not in obs["content"]

@@ -176,7 +176,7 @@ async def test_set_e_failure_reports_code_and_recovers(h: Harness):
 
 async def test_scripts_own_file_descriptors_do_not_disturb_the_shell(h: Harness, tmp_path):
     log = tmp_path / "fd.log"
-    obs = await h.run(f"for fd in 3 4 5 6 7 8 9; do eval \"exec $fd>>{log}\"; done; echo to-fd >&5")
+    obs = await h.run(f'for fd in 3 4 5 6 7 8 9; do eval "exec $fd>>{log}"; done; echo to-fd >&5')
     assert code(obs) == 0
     obs = await h.run("exec 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&-; echo still")
     assert obs["content"] == "still\n" and code(obs) == 0
@@ -307,7 +307,9 @@ async def test_a_run_beyond_max_shells_waits_for_a_free_shell_within_its_timeout
         first = asyncio.create_task(h.run("sleep 1; echo first"))
         await asyncio.sleep(0.1)
         late = await h.do("run", command=f"touch {marker}", timeout=0.3)
-        assert error_id(late) == "TIMEOUT" and "NOT executed" in late["content"] and "max_shells" in late["content"], late
+        assert error_id(late) == "TIMEOUT" and "NOT executed" in late["content"] and "max_shells" in late["content"], (
+            late
+        )
         queued = asyncio.create_task(h.run("echo second", timeout=10))
         third = asyncio.create_task(h.run("echo third", timeout=10))
         obs = await first

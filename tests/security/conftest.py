@@ -50,7 +50,9 @@ def threaded_backend(workspace, oh_home):
     made: list[ThreadedBackend] = []
 
     def factory(runtime: str = "vscode", **kw) -> tuple[ThreadedBackend, Backend]:
-        cfg = BackendConfig(workspace=str(workspace), runtime=runtime, trace_path=oh_home / "traces" / "fuzz.jsonl", **kw)
+        cfg = BackendConfig(
+            workspace=str(workspace), runtime=runtime, trace_path=oh_home / "traces" / "fuzz.jsonl", **kw
+        )
         tb = ThreadedBackend(cfg)
         b = tb.__enter__()
         made.append(tb)

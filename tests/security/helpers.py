@@ -23,7 +23,9 @@ import psutil
 from waiting import poll_until
 
 
-def wait_until(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.02, what: str = "condition") -> Any:
+def wait_until(
+    predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.02, what: str = "condition"
+) -> Any:
     return poll_until(predicate, timeout, what, interval)
 
 
@@ -57,7 +59,12 @@ def kill_tree(pid: int) -> None:
 
 
 def summary(values: list[float]) -> dict[str, float]:
-    return {"n": len(values), "min": round(min(values), 4), "median": round(statistics.median(values), 4), "max": round(max(values), 4)}
+    return {
+        "n": len(values),
+        "min": round(min(values), 4),
+        "median": round(statistics.median(values), 4),
+        "max": round(max(values), 4),
+    }
 
 
 # ----------------------------------------------------------------------------- raw HTTP / WebSocket
@@ -78,9 +85,17 @@ def ws_text_frame(text: str) -> bytes:
     return bytes(head) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
 
 
-def upgrade_request(path: str, headers: list[tuple[str, str]], *, method: str = "GET", version: str = "HTTP/1.1") -> bytes:
+def upgrade_request(
+    path: str, headers: list[tuple[str, str]], *, method: str = "GET", version: str = "HTTP/1.1"
+) -> bytes:
     key = base64.b64encode(os.urandom(16)).decode()
-    lines = [f"{method} {path} {version}", "Upgrade: websocket", "Connection: Upgrade", f"Sec-WebSocket-Key: {key}", "Sec-WebSocket-Version: 13"]
+    lines = [
+        f"{method} {path} {version}",
+        "Upgrade: websocket",
+        "Connection: Upgrade",
+        f"Sec-WebSocket-Key: {key}",
+        "Sec-WebSocket-Version: 13",
+    ]
     lines += [f"{k}: {v}" for k, v in headers]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
@@ -130,19 +145,48 @@ def http_get(port: int, path: str, headers: list[tuple[str, str]], timeout: floa
 # ----------------------------------------------------------------------------- processes
 def oh_env(home: Path, user_home: Path | None = None) -> dict[str, str]:
     """An isolated environment for `oh` processes (as tests/cli does): OH_HOME, no keyring."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OH_") and not k.startswith("XDG_") and k != "PYTHON_KEYRING_BACKEND"}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("OH_") and not k.startswith("XDG_") and k != "PYTHON_KEYRING_BACKEND"
+    }
     env.update(OH_HOME=str(home), PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring", PYTHONDONTWRITEBYTECODE="1")
     if user_home is not None:
         env["HOME"] = str(user_home)
     return env
 
 
-def start_backend_process(workspace: Path, env: dict[str, str], token: str, *, runtime: str = "vscode", extra: list[str] | None = None, timeout: float = 20.0):
+def start_backend_process(
+    workspace: Path,
+    env: dict[str, str],
+    token: str,
+    *,
+    runtime: str = "vscode",
+    extra: list[str] | None = None,
+    timeout: float = 20.0,
+):
     """`python -m oh.backend` as the launcher runs it: token on stdin, one ready line on a pipe fd."""
     r, w = os.pipe()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "oh.backend", "--workspace", str(workspace), "--runtime", runtime, "--token-stdin", "--ready-fd", str(w), *(extra or [])],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(w,), env=env, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "oh.backend",
+            "--workspace",
+            str(workspace),
+            "--runtime",
+            runtime,
+            "--token-stdin",
+            "--ready-fd",
+            str(w),
+            *(extra or []),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        pass_fds=(w,),
+        env=env,
+        start_new_session=True,
     )
     os.close(w)
     try:
@@ -171,7 +215,9 @@ class EditorProcess:
 
     def __init__(self, workspace: Path, env: dict[str, str], *extra: str) -> None:
         argv = [sys.executable, "-m", "oh", "attach", "--workspace", str(workspace), *extra]
-        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, text=True)
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, text=True
+        )
         self.pid = self.proc.pid
 
     def stderr_text(self, timeout: float = 10.0) -> str:

@@ -42,7 +42,11 @@ async def backend(workspace):
     made = StartedBackends()
 
     async def factory(runtime: str = "vscode", **kw) -> Backend:
-        return await made.start(BackendConfig(workspace=str(workspace), runtime=runtime, write_session=False, trace_path=None, **kw), TOKEN, EDITOR_TOKEN)
+        return await made.start(
+            BackendConfig(workspace=str(workspace), runtime=runtime, write_session=False, trace_path=None, **kw),
+            TOKEN,
+            EDITOR_TOKEN,
+        )
 
     yield factory
     await made.stop_all("teardown")
@@ -58,7 +62,11 @@ class SilentEditor:
 
     async def __aenter__(self):
         self.conn = await connect(f"ws://127.0.0.1:{self.port}/v1/editor", additional_headers=EDITOR_AUTH)
-        await self.conn.send(json.dumps({"type": "register", "protocol": 1, "workspace_folders": [self.folder], "editor": {"name": "silent"}}))
+        await self.conn.send(
+            json.dumps(
+                {"type": "register", "protocol": 1, "workspace_folders": [self.folder], "editor": {"name": "silent"}}
+            )
+        )
         assert json.loads(await self.conn.recv())["type"] == "registered"
         self.task = asyncio.create_task(self._read())
         return self
@@ -109,7 +117,9 @@ async def test_silent_editor_every_action_times_out_at_its_deadline(backend, wor
             assert deadline - 0.05 <= elapsed <= deadline + SLACK, (i, deadline, elapsed)
             overshoot.append(elapsed - deadline)
         # the editor was told to stop each one
-        assert sorted(editor.cancels) == sorted(a["id"] for a in editor.actions) and len(editor.cancels) == len(timeouts)
+        assert sorted(editor.cancels) == sorted(a["id"] for a in editor.actions) and len(editor.cancels) == len(
+            timeouts
+        )
     assert b.status()["stats"]["pending"] == 0
     record("timeout_overshoot_s", helpers.summary(overshoot))
 
@@ -185,7 +195,9 @@ async def test_an_agent_that_stops_reading_is_dropped_and_others_are_unaffected(
     def stuck_agent() -> socket.socket:
         sock = socket.create_connection(("127.0.0.1", port), timeout=5)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        sock.sendall(helpers.upgrade_request("/v1/agent", [("Host", f"127.0.0.1:{port}"), ("Authorization", f"Bearer {TOKEN}")]))
+        sock.sendall(
+            helpers.upgrade_request("/v1/agent", [("Host", f"127.0.0.1:{port}"), ("Authorization", f"Bearer {TOKEN}")])
+        )
         assert sock.recv(4096).startswith(b"HTTP/1.1 101")
         for i in range(1, 61):
             sock.sendall(helpers.ws_text_frame(json.dumps({"id": i, "action": "read", "args": {"path": "big.txt"}})))
@@ -210,8 +222,14 @@ async def test_an_agent_that_stops_reading_is_dropped_and_others_are_unaffected(
         sock.close()
     assert dropped_after < 5, dropped_after
     assert max(latencies) < 1.0, latencies
-    record("stuck_reader_dropped_after_s", {"seconds": round(dropped_after, 2), "send_timeout": 0.5,
-                                            "other_agent_max_latency_s": round(max(latencies), 3)})
+    record(
+        "stuck_reader_dropped_after_s",
+        {
+            "seconds": round(dropped_after, 2),
+            "send_timeout": 0.5,
+            "other_agent_max_latency_s": round(max(latencies), 3),
+        },
+    )
 
 
 async def test_an_editor_that_stops_reading_is_dropped(backend, workspace):
@@ -224,8 +242,23 @@ async def test_an_editor_that_stops_reading_is_dropped(backend, workspace):
     def stuck_editor() -> socket.socket:
         sock = socket.create_connection(("127.0.0.1", port), timeout=5)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        sock.sendall(helpers.upgrade_request("/v1/editor", [("Host", f"127.0.0.1:{port}"), ("Authorization", f"Bearer {EDITOR_TOKEN}")]))
-        sock.sendall(helpers.ws_text_frame(json.dumps({"type": "register", "protocol": 1, "workspace_folders": [str(workspace)], "editor": {"name": "stuck"}})))
+        sock.sendall(
+            helpers.upgrade_request(
+                "/v1/editor", [("Host", f"127.0.0.1:{port}"), ("Authorization", f"Bearer {EDITOR_TOKEN}")]
+            )
+        )
+        sock.sendall(
+            helpers.ws_text_frame(
+                json.dumps(
+                    {
+                        "type": "register",
+                        "protocol": 1,
+                        "workspace_folders": [str(workspace)],
+                        "editor": {"name": "stuck"},
+                    }
+                )
+            )
+        )
         head = sock.recv(4096)
         assert head.startswith(b"HTTP/1.1 101")
         return sock  # and never read again
@@ -236,7 +269,9 @@ async def test_an_editor_that_stops_reading_is_dropped(backend, workspace):
         assert len(b.registry) == 1
         async with await Client.connect(f"ws://127.0.0.1:{port}", TOKEN) as agent:
             t0 = time.monotonic()
-            obs = await asyncio.wait_for(asyncio.gather(*(agent.write(f"f{i}.txt", "y" * (1 << 20)) for i in range(20))), 10)
+            obs = await asyncio.wait_for(
+                asyncio.gather(*(agent.write(f"f{i}.txt", "y" * (1 << 20)) for i in range(20))), 10
+            )
             elapsed = time.monotonic() - t0
         assert {o.error_id for o in obs} == {"EDITOR_DISCONNECTED"}, [o.error_id for o in obs]
         assert len(b.registry) == 0
@@ -308,7 +343,16 @@ def test_oh_status_with_a_frozen_backend_returns_promptly(oh, silent_server):
     from oh import sessions
 
     me = os.getpid()
-    s = sessions.Session("frozen000001", me, sessions.process_start_time(me), "127.0.0.1", silent_server, "vscode", str(oh.workspace), "t" * 43)
+    s = sessions.Session(
+        "frozen000001",
+        me,
+        sessions.process_start_time(me),
+        "127.0.0.1",
+        silent_server,
+        "vscode",
+        str(oh.workspace),
+        "t" * 43,
+    )
     sessions.write(s, oh.home / "sessions")
     t0 = time.monotonic()
     p = oh("status", "--json", timeout=30)
@@ -326,30 +370,106 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "oh"
 BLOCKING = {"recv", "wait", "communicate", "result", "select", "readline", "get", "acquire", "join"}
 REVIEWED = {
     # (file, function, call): why it is bounded anyway
-    ("backend/__main__.py", "_load_token", "sys.stdin.readline"): "the launcher writes the token and closes the pipe at once; EOF (launcher gone) ends it",
-    ("backend/server.py", "wait_stopped", "self._stopped.wait"): "the process's main wait: until SIGTERM/SIGINT/SIGHUP or a shutdown request",
-    ("backend/server.py", "stop", "self._stopped.wait"): "a second stop() waits for the first, whose every step has a timeout",
-    ("backend/monitors.py", "serve", "queue.get"): "raced with the connection's reader in asyncio.wait: ends when the monitor closes",
+    (
+        "backend/__main__.py",
+        "_load_token",
+        "sys.stdin.readline",
+    ): "the launcher writes the token and closes the pipe at once; EOF (launcher gone) ends it",
+    (
+        "backend/server.py",
+        "wait_stopped",
+        "self._stopped.wait",
+    ): "the process's main wait: until SIGTERM/SIGINT/SIGHUP or a shutdown request",
+    (
+        "backend/server.py",
+        "stop",
+        "self._stopped.wait",
+    ): "a second stop() waits for the first, whose every step has a timeout",
+    (
+        "backend/monitors.py",
+        "serve",
+        "queue.get",
+    ): "raced with the connection's reader in asyncio.wait: ends when the monitor closes",
     ("backend/monitors.py", "serve", "getter.result"): "only called on a completed future",
-    ("runtimes/local/shell.py", "_watch_exit", "self.proc.wait"): "a watcher task: ends when bash exits, and kill() kills bash",
-    ("runtimes/local/shell.py", "reopen_stdin", "cmd.changed.wait"): "`exec 0<fifo` on a FIFO we already hold open read-write cannot block; under the action deadline",
+    (
+        "runtimes/local/shell.py",
+        "_watch_exit",
+        "self.proc.wait",
+    ): "a watcher task: ends when bash exits, and kill() kills bash",
+    (
+        "runtimes/local/shell.py",
+        "reopen_stdin",
+        "cmd.changed.wait",
+    ): "`exec 0<fifo` on a FIFO we already hold open read-write cannot block; under the action deadline",
     ("editor/peer.py", "run_editor", "ready.wait"): "raced with the serve task in asyncio.wait",
-    ("runtimes/local/knowledge.py", "symbols_by_ripgrep", "proc.wait"): "rg was just SIGKILLed (or had exited): the wait only reaps it",
-    ("runtimes/local/group.py", "_reap", "cmd.finished.wait"): "a watcher task: the command ends, or its shell is killed (group close, cancel), which finishes it",
-    ("runtimes/local/group.py", "_watch", "cmd.finished.wait"): "a job's watcher task: the job ends, or job cancel / retention / close kill its shell, which finishes it",
-    ("client/monitor.py", "monitor", "stop.wait"): "raced with recv in asyncio.wait: ends on Ctrl-C, or when the backend closes",
+    (
+        "runtimes/local/knowledge.py",
+        "symbols_by_ripgrep",
+        "proc.wait",
+    ): "rg was just SIGKILLed (or had exited): the wait only reaps it",
+    (
+        "runtimes/local/group.py",
+        "_reap",
+        "cmd.finished.wait",
+    ): "a watcher task: the command ends, or its shell is killed (group close, cancel), which finishes it",
+    (
+        "runtimes/local/group.py",
+        "_watch",
+        "cmd.finished.wait",
+    ): "a job's watcher task: the job ends, or job cancel / retention / close kill its shell, which finishes it",
+    (
+        "client/monitor.py",
+        "monitor",
+        "stop.wait",
+    ): "raced with recv in asyncio.wait: ends on Ctrl-C, or when the backend closes",
     ("client/monitor.py", "monitor", "recv.result"): "only called on a completed future",
-    ("client/monitor.py", "monitor", "conn.recv"): "raced with the stop event in asyncio.wait; keepalive pings drop a frozen backend",
+    (
+        "client/monitor.py",
+        "monitor",
+        "conn.recv",
+    ): "raced with the stop event in asyncio.wait; keepalive pings drop a frozen backend",
     ("ui/liveview.py", "_first_to_end", "task.result"): "only called on a task asyncio.wait returned as done",
-    ("launcher/editorcli.py", "query_async", "proc.wait"): "after proc.kill() of an editor CLI's `--list-extensions`: SIGKILL ends it",
-    ("commands/_branch.py", "_prompt", "sys.stdin.readline"): "deliberately waits for the user: only on a terminal (never --detach/--json/a pipe), before any backend exists; EOF or Ctrl-C ends it",
-    ("commands/config.py", "_ask_tty", "io.inp.readline"): "`oh config edit`'s 'Edit again?' deliberately waits for the user: only when stdin is a terminal; EOF or Ctrl-C ends it",
+    (
+        "launcher/editorcli.py",
+        "query_async",
+        "proc.wait",
+    ): "after proc.kill() of an editor CLI's `--list-extensions`: SIGKILL ends it",
+    (
+        "commands/_branch.py",
+        "_prompt",
+        "sys.stdin.readline",
+    ): "deliberately waits for the user: only on a terminal (never --detach/--json/a pipe), before any backend exists; EOF or Ctrl-C ends it",
+    (
+        "commands/config.py",
+        "_ask_tty",
+        "io.inp.readline",
+    ): "`oh config edit`'s 'Edit again?' deliberately waits for the user: only when stdin is a terminal; EOF or Ctrl-C ends it",
     ("commands/config.py", "ask", "io.inp.readline"): "the same question (the closure _ask_tty returns)",
-    ("runtimes/local/engine.py", "_watch_exit", "proc.wait"): "a watcher task of the agent's shell process: the shell exits, or kill() SIGKILLs its process group",
-    ("runtimes/local/enginehost.py", "_wait_done", "cmd.finished.wait"): "a watcher task of one command: it ends, or its shell exits or is killed (_watch_exit finishes the running command)",
-    ("runtimes/local/enginehost.py", "serve", "reader.readline"): "the engine host's main loop reading requests from its parent: end of input (the parent gone) ends it",
-    ("backend/flow.py", "_wait_change", "self._changed.wait"): "an action waiting for its connection's output to drain (reserve: under the action deadline), or the agent's reader paused while it drains (wait_for_room): the sends are bounded by send_timeout, then the connection is dropped and its tasks end",
-    ("runtimes/local/group.py", "_notify_when", "cmd.finished.wait"): "a watcher task of the run queue: the main shell's command ends, or its shell is killed (group close), which finishes it",
+    (
+        "runtimes/local/engine.py",
+        "_watch_exit",
+        "proc.wait",
+    ): "a watcher task of the agent's shell process: the shell exits, or kill() SIGKILLs its process group",
+    (
+        "runtimes/local/enginehost.py",
+        "_wait_done",
+        "cmd.finished.wait",
+    ): "a watcher task of one command: it ends, or its shell exits or is killed (_watch_exit finishes the running command)",
+    (
+        "runtimes/local/enginehost.py",
+        "serve",
+        "reader.readline",
+    ): "the engine host's main loop reading requests from its parent: end of input (the parent gone) ends it",
+    (
+        "backend/flow.py",
+        "_wait_change",
+        "self._changed.wait",
+    ): "an action waiting for its connection's output to drain (reserve: under the action deadline), or the agent's reader paused while it drains (wait_for_room): the sends are bounded by send_timeout, then the connection is dropped and its tasks end",
+    (
+        "runtimes/local/group.py",
+        "_notify_when",
+        "cmd.finished.wait",
+    ): "a watcher task of the run queue: the main shell's command ends, or its shell is killed (group close), which finishes it",
 }
 
 
@@ -373,7 +493,11 @@ def _inside_wait_for(tree: ast.AST) -> set[int]:
     bounded: set[int] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and _call_name(node) == "asyncio.wait_for" and node.args:
-            t = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "timeout"), None)
+            t = (
+                node.args[1]
+                if len(node.args) > 1
+                else next((k.value for k in node.keywords if k.arg == "timeout"), None)
+            )
             if t is None or (isinstance(t, ast.Constant) and t.value is None):
                 continue
             bounded |= {id(n) for n in ast.walk(node.args[0]) if isinstance(n, ast.Call)}
@@ -397,7 +521,9 @@ def _unbounded_calls() -> set[tuple[str, str, str]]:
                     continue
                 base = ast.unparse(node.func.value)
                 # not waits: str.join / os.path.join, dict.get, mapping.get, headers.get...
-                if attr == "join" and (isinstance(node.func.value, ast.Constant) or base in ("os.path", "posixpath", "shlex", "sep")):
+                if attr == "join" and (
+                    isinstance(node.func.value, ast.Constant) or base in ("os.path", "posixpath", "shlex", "sep")
+                ):
                     continue
                 if attr == "get" and not base.endswith("queue"):
                     continue

@@ -68,9 +68,13 @@ def test_editor_sigkilled_mid_action_gives_editor_disconnected_within_1s(oh):
         sleeper = None
         try:
             helpers.wait_editor(session)
-            with connect(info["url"] + "/v1/agent", additional_headers={"Authorization": f"Bearer {session.token}"}) as ws:
+            with connect(
+                info["url"] + "/v1/agent", additional_headers={"Authorization": f"Bearer {session.token}"}
+            ) as ws:
                 ws.send(_run_action("sleep 30", timeout=60, action_id=trial + 1))
-                (sleeper,) = helpers.wait_until(lambda: helpers.children_named(editor.pid, "sleep"), 10, what="the editor to start `sleep 30`")
+                (sleeper,) = helpers.wait_until(
+                    lambda: helpers.children_named(editor.pid, "sleep"), 10, what="the editor to start `sleep 30`"
+                )
                 t0 = time.monotonic()
                 os.kill(editor.pid, signal.SIGKILL)
                 obs = json.loads(ws.recv(timeout=5))
@@ -78,7 +82,9 @@ def test_editor_sigkilled_mid_action_gives_editor_disconnected_within_1s(oh):
             assert obs["observation"] == "error" and obs["extras"]["error_id"] == "EDITOR_DISCONNECTED", obs
             assert obs["cause"] == trial + 1
             editor.proc.wait(timeout=5)
-            helpers.wait_until(lambda: not helpers.backend_status(session)["editors"], 5, what="the editor to be unregistered")
+            helpers.wait_until(
+                lambda: not helpers.backend_status(session)["editors"], 5, what="the editor to be unregistered"
+            )
         finally:
             editor.kill()
             if sleeper is not None:  # a SIGKILLed editor cannot clean up: its running command is orphaned
@@ -87,15 +93,25 @@ def test_editor_sigkilled_mid_action_gives_editor_disconnected_within_1s(oh):
     assert max(latencies) < 1.0, latencies
     st = helpers.backend_status(session)
     assert st["stats"]["pending"] == 0 and st["stats"]["done"] == trials
-    record("editor_sigkill_to_EDITOR_DISCONNECTED_s", {**helpers.summary(latencies), "orphaned_commands_left_running": orphans_alive})
+    record(
+        "editor_sigkill_to_EDITOR_DISCONNECTED_s",
+        {**helpers.summary(latencies), "orphaned_commands_left_running": orphans_alive},
+    )
 
 
 # ----------------------------------------------------------------------------- agent killed
 def _agent_process(url: str, token: str, timeout: float) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", AGENT, url, token, str(timeout)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", AGENT, url, token, str(timeout)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
-def _kill_agent_and_time_cleanup(agent: subprocess.Popen, sleeper: psutil.Process, shell: psutil.Process | None) -> float:
+def _kill_agent_and_time_cleanup(
+    agent: subprocess.Popen, sleeper: psutil.Process, shell: psutil.Process | None
+) -> float:
     t0 = time.monotonic()
     os.kill(agent.pid, signal.SIGKILL)
     agent.wait(timeout=5)
@@ -117,8 +133,13 @@ def test_agent_sigkilled_local_runtime_processes_are_cleaned_up(oh, soft):
             line = agent.stdout.readline()
             if soft:
                 obs = json.loads(line)
-                assert obs["extras"]["metadata"]["exit_code"] == -1 and "still running" in obs["extras"]["metadata"]["suffix"]
-            (sleeper,) = helpers.wait_until(lambda: helpers.children_named(info["pid"], "sleep"), 10, what="the agent's sleep")
+                assert (
+                    obs["extras"]["metadata"]["exit_code"] == -1
+                    and "still running" in obs["extras"]["metadata"]["suffix"]
+                )
+            (sleeper,) = helpers.wait_until(
+                lambda: helpers.children_named(info["pid"], "sleep"), 10, what="the agent's sleep"
+            )
             shell = sleeper.parent()
             times.append(_kill_agent_and_time_cleanup(agent, sleeper, shell))
         finally:
@@ -126,7 +147,9 @@ def test_agent_sigkilled_local_runtime_processes_are_cleaned_up(oh, soft):
     assert max(times) < 3.0, times
     # The killed shell is reaped by the backend's child watcher a moment after it dies (a zombie
     # until then): wait, bounded, for no shell at all to be left.
-    helpers.wait_until(lambda: helpers.children_named(info["pid"], "bash") == [], 5, 0.02, "every agent shell to be reaped")
+    helpers.wait_until(
+        lambda: helpers.children_named(info["pid"], "bash") == [], 5, 0.02, "every agent shell to be reaped"
+    )
     record(f"agent_sigkill_cleanup_local_{'soft' if soft else 'inflight'}_s", helpers.summary(times))
 
 
@@ -141,7 +164,9 @@ def test_agent_sigkilled_vscode_runtime_editor_gets_cancel_and_kills_the_command
             agent = _agent_process(info["url"], session.token, 100)
             try:
                 assert agent.stdout.readline().strip() == "sent"
-                (sleeper,) = helpers.wait_until(lambda: helpers.children_named(editor.pid, "sleep"), 10, what="the editor's sleep")
+                (sleeper,) = helpers.wait_until(
+                    lambda: helpers.children_named(editor.pid, "sleep"), 10, what="the editor's sleep"
+                )
                 times.append(_kill_agent_and_time_cleanup(agent, sleeper, sleeper.parent()))
             finally:
                 helpers.kill_tree(agent.pid)
@@ -175,7 +200,10 @@ def test_backend_sigkilled_attach_exits_and_status_cleans_up(oh):
     assert attempts <= 2 and "session ended" in err, err
     helpers.wait_until(lambda: not helpers.alive(shell_pid), 5, what="the editor's shell to exit")
     assert exit_s < 5.0
-    record("backend_sigkill_attach", {"attach_exit_code": code, "connection_attempts": attempts, "exit_after_s": round(exit_s, 3)})
+    record(
+        "backend_sigkill_attach",
+        {"attach_exit_code": code, "connection_attempts": attempts, "exit_after_s": round(exit_s, 3)},
+    )
 
 
 def test_backend_sigkilled_idle_shells_exit_and_next_status_cleans_the_session(oh):
@@ -185,7 +213,9 @@ def test_backend_sigkilled_idle_shells_exit_and_next_status_cleans_the_session(o
         shell_pid = int(c.run("echo $$").content.strip())
         t0 = time.monotonic()
         os.kill(info["pid"], signal.SIGKILL)
-        helpers.wait_until(lambda: not helpers.alive(shell_pid), 5, 0.01, "the idle agent shell to exit (EOF on its command pipe)")
+        helpers.wait_until(
+            lambda: not helpers.alive(shell_pid), 5, 0.01, "the idle agent shell to exit (EOF on its command pipe)"
+        )
         shell_exit = time.monotonic() - t0
     helpers.wait_until(lambda: not helpers.alive(info["pid"]), 5, what="the backend to die")
     sf = oh.session_file(info["instance_id"])
@@ -203,14 +233,20 @@ def test_port_already_taken_is_a_clear_error(oh):
         sock.bind(("127.0.0.1", 0))
         sock.listen()
         port = sock.getsockname()[1]
-        proc, ready = helpers.start_backend_process(oh.workspace, helpers.oh_env(oh.home), "t" * 43, runtime="local", extra=["--port", str(port)])
+        proc, ready = helpers.start_backend_process(
+            oh.workspace, helpers.oh_env(oh.home), "t" * 43, runtime="local", extra=["--port", str(port)]
+        )
         try:
             assert proc.wait(timeout=20) == 2
         finally:
             helpers.kill_tree(proc.pid)
-        assert ready["ready"] is False and f"127.0.0.1:{port}" in ready["error"] and "the port is taken" in ready["error"], ready
+        assert (
+            ready["ready"] is False and f"127.0.0.1:{port}" in ready["error"] and "the port is taken" in ready["error"]
+        ), ready
         p = oh("start", "--detach", "--runtime", "local", "--port", str(port), timeout=40)
-    assert p.returncode == 1 and "the port is taken" in p.stderr and str(port) in p.stderr and "Traceback" not in p.stderr, p.stderr
+    assert (
+        p.returncode == 1 and "the port is taken" in p.stderr and str(port) in p.stderr and "Traceback" not in p.stderr
+    ), p.stderr
     assert list((oh.home / "sessions").glob("*.json")) == []
 
 
@@ -222,7 +258,9 @@ def _serve_and_check_warning(oh, info, actions: int) -> str:
             obs = c.write(f"f{i % 5}.txt", f"content {i}\n" * 20) if i % 2 else c.run(f"echo action-{i}")
             assert obs.kind != "error", obs
     # records are flushed every 0.25 s: the failure (and the warning) comes with the next flush
-    st = helpers.wait_until(lambda: (s := helpers.backend_status(session))["trace_warning"] and s, 5, what="the trace warning")
+    st = helpers.wait_until(
+        lambda: (s := helpers.backend_status(session))["trace_warning"] and s, 5, what="the trace warning"
+    )
     assert st["stats"]["done"] == actions and st["stats"]["errors"] == 0
     warning = st["trace_warning"]
     assert warning and "trace disabled: cannot write" in warning, st
@@ -242,7 +280,10 @@ def test_read_only_trace_directory_backend_keeps_serving_and_warns(oh):
     how = "chmod 0500"
     if _root_can_bypass_modes():
         # root ignores permission bits; the immutable attribute stops root as well.
-        if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", str(traces)], capture_output=True).returncode != 0:
+        if (
+            shutil.which("chattr") is None
+            or subprocess.run(["chattr", "+i", str(traces)], capture_output=True).returncode != 0
+        ):
             pytest.skip("running as root without chattr +i: cannot make the trace directory read-only")
         how = "chattr +i (root)"
     else:
@@ -266,7 +307,9 @@ def test_full_trace_device_backend_keeps_serving_and_warns(oh):
     traces.mkdir(parents=True)
     os.symlink("/dev/full", traces / f"{instance}.jsonl")
     env = helpers.oh_env(oh.home)
-    proc, ready = helpers.start_backend_process(oh.workspace, env, "full-trace-token-" + "z" * 30, runtime="local", extra=["--instance-id", instance])
+    proc, ready = helpers.start_backend_process(
+        oh.workspace, env, "full-trace-token-" + "z" * 30, runtime="local", extra=["--instance-id", instance]
+    )
     try:
         assert ready["ready"], ready
         info = {"instance_id": instance, "url": ready["url"], "pid": ready["pid"]}
@@ -284,7 +327,12 @@ def test_full_trace_device_backend_keeps_serving_and_warns(oh):
 def _can_mount_tmpfs(where: Path) -> bool:
     if os.geteuid() != 0 or shutil.which("mount") is None:
         return False
-    return subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", str(where)], capture_output=True).returncode == 0
+    return (
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", str(where)], capture_output=True
+        ).returncode
+        == 0
+    )
 
 
 def test_trace_directory_filling_up_mid_run_backend_keeps_serving(oh):

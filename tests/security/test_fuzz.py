@@ -22,13 +22,40 @@ pytestmark = pytest.mark.slow
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 TAXONOMY = {e.value for e in ErrorId}
 
-scalars = st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=30)
-values = st.recursive(scalars, lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=10), c, max_size=4), max_leaves=12)
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=30)
+)
+values = st.recursive(
+    scalars, lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=10), c, max_size=4), max_leaves=12
+)
 kinds = st.sampled_from(["run", "read", "write", "edit", "fly", "", "RUN", None, 1, "observation"])
-arg_keys = st.sampled_from(["command", "path", "content", "is_input", "blocking", "timeout", "view_range", "start", "end", "old_str", "new_str", "insert_line", "file_text", "cwd"])
+arg_keys = st.sampled_from(
+    [
+        "command",
+        "path",
+        "content",
+        "is_input",
+        "blocking",
+        "timeout",
+        "view_range",
+        "start",
+        "end",
+        "old_str",
+        "new_str",
+        "insert_line",
+        "file_text",
+        "cwd",
+    ]
+)
 mutated_actions = st.builds(
     lambda i, k, args, extra: {**({"id": i} if i != "__missing__" else {}), "action": k, "args": args, **extra},
-    st.one_of(st.just("__missing__"), st.integers(-5, 2**60), st.text(max_size=5), st.booleans(), st.none(), st.floats()),
+    st.one_of(
+        st.just("__missing__"), st.integers(-5, 2**60), st.text(max_size=5), st.booleans(), st.none(), st.floats()
+    ),
     kinds,
     st.one_of(st.dictionaries(arg_keys, values, max_size=5), values),
     st.dictionaries(st.sampled_from(["timeout", "observation", "cause", "type", "extras"]), values, max_size=2),
@@ -76,7 +103,9 @@ def _fuzz_editor(port, folder, batch, counter):
         first = json.loads(ws.recv(timeout=10))
         assert first["type"] in ("error", "registered")
     with connect(f"ws://127.0.0.1:{port}/v1/editor", additional_headers=EDITOR_AUTH, max_size=None) as ws:
-        ws.send(json.dumps({"type": "register", "protocol": 1, "workspace_folders": [folder], "editor": {"name": "fuzz"}}))
+        ws.send(
+            json.dumps({"type": "register", "protocol": 1, "workspace_folders": [folder], "editor": {"name": "fuzz"}})
+        )
         assert json.loads(ws.recv(timeout=10))["type"] == "registered"
         for f in batch:
             _send(ws, f)

@@ -36,7 +36,12 @@ def _marker(runner, name: str):
 
 
 def _attack_frame(runner, name: str) -> bytes:
-    action = {"id": 1, "action": "run", "args": {"command": f"touch {_marker(runner, name)}", "blocking": True}, "timeout": 5}
+    action = {
+        "id": 1,
+        "action": "run",
+        "args": {"command": f"touch {_marker(runner, name)}", "blocking": True},
+        "timeout": 5,
+    }
     return helpers.ws_text_frame(json.dumps(action))
 
 
@@ -68,14 +73,29 @@ CASES = [
     ("access-token-in-query", "/v1/agent?access_token={t}", lambda t, p: [H(p)], {401}),
     ("authorization-in-query", "/v1/agent?authorization=Bearer%20{t}", lambda t, p: [H(p)], {401}),
     ("token-in-path", "/v1/agent/{t}", lambda t, p: [H(p)], {401}),
-    ("basic-scheme", "/v1/agent", lambda t, p: [H(p), ("Authorization", "Basic " + base64.b64encode(f"oh:{t}".encode()).decode())], {401}),
+    (
+        "basic-scheme",
+        "/v1/agent",
+        lambda t, p: [H(p), ("Authorization", "Basic " + base64.b64encode(f"oh:{t}".encode()).decode())],
+        {401},
+    ),
     ("basic-scheme-raw-token", "/v1/agent", lambda t, p: [H(p), ("Authorization", f"Basic {t}")], {401}),
     ("token-scheme", "/v1/agent", lambda t, p: [H(p), ("Authorization", f"Token {t}")], {401}),
     ("no-space-scheme", "/v1/agent", lambda t, p: [H(p), ("Authorization", f"Bearer{t}")], {401}),
     ("colon-scheme", "/v1/agent", lambda t, p: [H(p), ("Authorization", f"Bearer:{t}")], {401}),
     ("bare-token", "/v1/agent", lambda t, p: [H(p), ("Authorization", t)], {401}),
-    ("lowercase-scheme-wrong-token", "/v1/agent", lambda t, p: [H(p), ("Authorization", f"bearer {_wrong_same_length(t)}")], {401}),
-    ("uppercase-scheme-wrong-token", "/v1/agent", lambda t, p: [H(p), ("Authorization", f"BEARER {_wrong_same_length(t)}")], {401}),
+    (
+        "lowercase-scheme-wrong-token",
+        "/v1/agent",
+        lambda t, p: [H(p), ("Authorization", f"bearer {_wrong_same_length(t)}")],
+        {401},
+    ),
+    (
+        "uppercase-scheme-wrong-token",
+        "/v1/agent",
+        lambda t, p: [H(p), ("Authorization", f"BEARER {_wrong_same_length(t)}")],
+        {401},
+    ),
     ("two-authorization-right-and-wrong", "/v1/agent", lambda t, p: [H(p), A(t), A("wrong")], {401}),
     ("two-authorization-both-right", "/v1/agent", lambda t, p: [H(p), A(t), A(t)], {401}),
     ("proxy-authorization", "/v1/agent", lambda t, p: [H(p), ("Proxy-Authorization", f"Bearer {t}")], {401}),
@@ -91,12 +111,27 @@ CASES = [
     ("origin-web", "/v1/agent", lambda t, p: [H(p), A(t), ("Origin", "https://evil.example")], {403}),
     ("origin-same-host", "/v1/agent", lambda t, p: [H(p), A(t), ("Origin", f"http://127.0.0.1:{p}")], {403}),
     ("origin-localhost", "/v1/agent", lambda t, p: [H(p), A(t), ("Origin", f"http://localhost:{p}")], {403}),
-    ("origin-vscode-webview", "/v1/agent", lambda t, p: [H(p), A(t), ("Origin", "vscode-webview://1n2o3p4q5r6s7t8u9v0w")], {403}),
+    (
+        "origin-vscode-webview",
+        "/v1/agent",
+        lambda t, p: [H(p), A(t), ("Origin", "vscode-webview://1n2o3p4q5r6s7t8u9v0w")],
+        {403},
+    ),
     ("origin-vscode-file", "/v1/editor", lambda t, p: [H(p), A(t), ("Origin", "vscode-file://vscode-app")], {403}),
     ("origin-file", "/v1/agent", lambda t, p: [H(p), A(t), ("Origin", "file://")], {403}),
-    ("origin-chrome-extension", "/v1/control", lambda t, p: [H(p), A(t), ("Origin", "chrome-extension://abcdefghijklmnop")], {403}),
+    (
+        "origin-chrome-extension",
+        "/v1/control",
+        lambda t, p: [H(p), A(t), ("Origin", "chrome-extension://abcdefghijklmnop")],
+        {403},
+    ),
     ("origin-empty-value", "/v1/agent", lambda t, p: [H(p), A(t), ("Origin", "")], {403}),
-    ("origin-twice", "/v1/agent", lambda t, p: [H(p), A(t), ("Origin", "null"), ("Origin", "https://evil.example")], {403}),
+    (
+        "origin-twice",
+        "/v1/agent",
+        lambda t, p: [H(p), A(t), ("Origin", "null"), ("Origin", "https://evil.example")],
+        {403},
+    ),
     ("origin-lowercase-name", "/v1/agent", lambda t, p: [H(p), A(t), ("origin", "https://evil.example")], {403}),
     # -- DNS rebinding and other Hosts, all with the right token
     ("host-localhost-evil", "/v1/agent", lambda t, p: [("Host", f"localhost.evil.com:{p}"), A(t)], {403}),
@@ -108,7 +143,12 @@ CASES = [
     ("host-v4-mapped-v6", "/v1/agent", lambda t, p: [("Host", f"[::ffff:127.0.0.1]:{p}"), A(t)], {403}),
     ("host-no-port", "/v1/agent", lambda t, p: [("Host", "127.0.0.1"), A(t)], {403}),
     ("host-localhost-no-port", "/v1/agent", lambda t, p: [("Host", "localhost"), A(t)], {403}),
-    ("host-wrong-port", "/v1/agent", lambda t, p: [("Host", f"127.0.0.1:{p + 1 if p < 65535 else p - 1}"), A(t)], {403}),
+    (
+        "host-wrong-port",
+        "/v1/agent",
+        lambda t, p: [("Host", f"127.0.0.1:{p + 1 if p < 65535 else p - 1}"), A(t)],
+        {403},
+    ),
     ("host-userinfo", "/v1/agent", lambda t, p: [("Host", f"127.0.0.1:{p}@evil.example"), A(t)], {403}),
     ("host-trailing-dot", "/v1/agent", lambda t, p: [("Host", f"localhost.:{p}"), A(t)], {403}),
     ("host-missing", "/v1/agent", lambda t, p: [A(t)], {400, 403}),
@@ -116,12 +156,32 @@ CASES = [
     ("two-hosts-good-and-evil", "/v1/agent", lambda t, p: [H(p), ("Host", f"evil.example:{p}"), A(t)], {400, 403}),
     ("two-hosts-both-good", "/v1/agent", lambda t, p: [H(p), H(p), A(t)], {400, 403}),
     # -- oversized and malformed requests (refused by the HTTP layer or by our checks)
-    ("very-long-authorization", "/v1/agent", lambda t, p: [H(p), ("Authorization", "Bearer " + "A" * 20_000)], {400, 401, 413, 431}),
-    ("long-authorization-under-limit", "/v1/agent", lambda t, p: [H(p), ("Authorization", "Bearer " + "A" * 7_000)], {401}),
-    ("very-long-origin", "/v1/agent", lambda t, p: [H(p), A(t), ("Origin", "https://" + "e" * 100_000)], {400, 403, 413, 431}),
+    (
+        "very-long-authorization",
+        "/v1/agent",
+        lambda t, p: [H(p), ("Authorization", "Bearer " + "A" * 20_000)],
+        {400, 401, 413, 431},
+    ),
+    (
+        "long-authorization-under-limit",
+        "/v1/agent",
+        lambda t, p: [H(p), ("Authorization", "Bearer " + "A" * 7_000)],
+        {401},
+    ),
+    (
+        "very-long-origin",
+        "/v1/agent",
+        lambda t, p: [H(p), A(t), ("Origin", "https://" + "e" * 100_000)],
+        {400, 403, 413, 431},
+    ),
     ("very-long-host", "/v1/agent", lambda t, p: [("Host", "a" * 9_000 + f":{p}"), A(t)], {400, 403, 413, 431}),
     ("very-long-path", "/v1/agent?" + "q" * 20_000, lambda t, p: [H(p), A(t)], {400, 404, 413, 414, 431}),
-    ("too-many-headers", "/v1/agent", lambda t, p: [H(p), A(t)] + [(f"X-Pad-{i}", "x") for i in range(300)], {400, 413, 431}),
+    (
+        "too-many-headers",
+        "/v1/agent",
+        lambda t, p: [H(p), A(t)] + [(f"X-Pad-{i}", "x") for i in range(300)],
+        {400, 413, 431},
+    ),
     ("path-traversal", "/v1/x/../agent", lambda t, p: [H(p), A(t)], {404}),
     ("path-case", "/v1/AGENT", lambda t, p: [H(p), A(t)], {404}),
     ("path-double-slash", "//v1/agent", lambda t, p: [H(p), A(t)], {404}),
@@ -166,7 +226,9 @@ def test_scheme_name_is_case_insensitive_but_the_token_is_not(target):
     an attack (it still needs the token, compared exactly)."""
     runner, info, token, port = target
     for scheme in ("bearer", "BEARER", "BeArEr"):
-        status, raw, _ = helpers.raw_exchange(port, helpers.upgrade_request("/v1/status", [H(port), ("Authorization", f"{scheme} {token}")]), timeout=2)
+        status, raw, _ = helpers.raw_exchange(
+            port, helpers.upgrade_request("/v1/status", [H(port), ("Authorization", f"{scheme} {token}")]), timeout=2
+        )
         assert status == 200, (scheme, raw[:200])
 
 
@@ -194,8 +256,16 @@ def test_zero_actions_executed_then_positive_control(target):
         assert sock.recv(4096).startswith(b"HTTP/1.1 101 ")
         helpers.wait_until(lambda: _marker(runner, "control").exists(), 10, what="the positive control's marker")
     helpers.wait_until(lambda: helpers.backend_status(session)["stats"]["done"] == 1, 10, what="done == 1")
-    record("handshake_attacks", {"tried": len(TRIED), "refused_before_upgrade": len(TRIED), "actions_executed": 0,
-                                 "positive_control_executed": True, "cases": len(CASES) + len(METHOD_CASES)})
+    record(
+        "handshake_attacks",
+        {
+            "tried": len(TRIED),
+            "refused_before_upgrade": len(TRIED),
+            "actions_executed": 0,
+            "positive_control_executed": True,
+            "cases": len(CASES) + len(METHOD_CASES),
+        },
+    )
     by_status: dict[str, list[str]] = {}
     for name, status in TRIED.items():
         by_status.setdefault(str(status), []).append(name)
@@ -249,14 +319,32 @@ def test_every_entry_point_refuses_0_0_0_0_loudly(oh):
     assert list((oh.home / "sessions").glob("*.json")) == [] if (oh.home / "sessions").exists() else True
     # the backend itself (someone running `python -m oh.backend --host 0.0.0.0` by hand)
     env = helpers.oh_env(oh.home)
-    proc, ready = helpers.start_backend_process(oh.workspace, env, "t" * 43, runtime="local", extra=["--host", "0.0.0.0"])
+    proc, ready = helpers.start_backend_process(
+        oh.workspace, env, "t" * 43, runtime="local", extra=["--host", "0.0.0.0"]
+    )
     try:
         assert proc.wait(timeout=20) == 4
-        assert ready["ready"] is False and "refusing to listen on 0.0.0.0" in ready["error"] and "network" in ready["error"]
+        assert (
+            ready["ready"] is False
+            and "refusing to listen on 0.0.0.0" in ready["error"]
+            and "network" in ready["error"]
+        )
         assert "refusing to listen on 0.0.0.0" in proc.stderr.read().decode()
     finally:
         helpers.kill_tree(proc.pid)
-    record("non_loopback_refusals", {"config_values_refused": len(NON_LOOPBACK), "entry_points_refused": ["oh config set", "OH_HOST", "--host", "config.toml", "python -m oh.backend --host"]})
+    record(
+        "non_loopback_refusals",
+        {
+            "config_values_refused": len(NON_LOOPBACK),
+            "entry_points_refused": [
+                "oh config set",
+                "OH_HOST",
+                "--host",
+                "config.toml",
+                "python -m oh.backend --host",
+            ],
+        },
+    )
 
 
 def test_backend_class_refuses_a_non_loopback_host(tmp_path):

@@ -48,11 +48,22 @@ async def _agent(url: str, token: str, i: int, results: dict) -> None:
                 j = queue.pop()
                 action_id = j + 1
                 try:
-                    obs = await c.send({"id": action_id, "action": "read", "args": {"path": f"agent-{i}.txt", "start": j, "end": j + 1}}, timeout=120)
+                    obs = await c.send(
+                        {
+                            "id": action_id,
+                            "action": "read",
+                            "args": {"path": f"agent-{i}.txt", "start": j, "end": j + 1},
+                        },
+                        timeout=120,
+                    )
                 except Exception:  # noqa: BLE001 - any failure to deliver counts as lost
                     lost += 1
                     continue
-                if obs.get("cause") != action_id or obs.get("observation") != "read" or obs.get("content") != _line(i, j):
+                if (
+                    obs.get("cause") != action_id
+                    or obs.get("observation") != "read"
+                    or obs.get("content") != _line(i, j)
+                ):
                     wrong += 1
 
         await asyncio.gather(*(worker() for _ in range(WINDOW)))
@@ -100,7 +111,9 @@ def test_100_agents_through_one_headless_editor_lose_nothing(tmp_path):
         results: dict[int, tuple[int, int, int]] = {}
 
         async def main() -> None:
-            await asyncio.wait_for(asyncio.gather(*(_agent(session.url, token, i, results) for i in range(AGENTS))), 600)
+            await asyncio.wait_for(
+                asyncio.gather(*(_agent(session.url, token, i, results) for i in range(AGENTS))), 600
+            )
 
         t0 = time.monotonic()
         asyncio.run(main())
@@ -120,10 +133,21 @@ def test_100_agents_through_one_headless_editor_lose_nothing(tmp_path):
     wrong = sum(r[1] for r in results.values())
     stray = sum(r[2] for r in results.values())
     figures = {
-        "agents": AGENTS, "actions_per_agent": ACTIONS, "actions": total, "in_flight_per_agent": WINDOW, "lost": lost,
-        "mis_correlated": wrong, "stray_frames": stray, "duration_s": round(duration, 1), "actions_per_s": round(total / duration),
-        "backend_rss_before_mib": _mib(rss_before), "backend_rss_after_mib": _mib(rss_after), "backend_rss_peak_mib": _mib(max(sampler.peak, rss_after)),
-        "editor_rss_after_mib": _mib(editor_rss), "backend_stats": st["stats"], "full": ACTIONS >= 1000,
+        "agents": AGENTS,
+        "actions_per_agent": ACTIONS,
+        "actions": total,
+        "in_flight_per_agent": WINDOW,
+        "lost": lost,
+        "mis_correlated": wrong,
+        "stray_frames": stray,
+        "duration_s": round(duration, 1),
+        "actions_per_s": round(total / duration),
+        "backend_rss_before_mib": _mib(rss_before),
+        "backend_rss_after_mib": _mib(rss_after),
+        "backend_rss_peak_mib": _mib(max(sampler.peak, rss_after)),
+        "editor_rss_after_mib": _mib(editor_rss),
+        "backend_stats": st["stats"],
+        "full": ACTIONS >= 1000,
     }
     record("load", figures)
     assert lost == 0 and wrong == 0 and stray == 0, figures

@@ -12,7 +12,9 @@ import stat
 import pytest
 
 OTHER = 65534
-needs_root = pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="chown to another uid needs root")
+needs_root = pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0, reason="chown to another uid needs root"
+)
 
 
 def fp(token: str) -> str:
@@ -43,7 +45,9 @@ def _assert_refused(proc, path) -> None:
 @needs_root
 def test_start_refuses_an_oh_home_planted_by_another_user(oh):
     planted = _planted_home(oh)
-    proc = oh("start", "--detach", "--json", "--runtime", "local", "--no-open", "--workspace", str(oh.workspace), timeout=40)
+    proc = oh(
+        "start", "--detach", "--json", "--runtime", "local", "--no-open", "--workspace", str(oh.workspace), timeout=40
+    )
     _assert_refused(proc, oh.home)
     assert "uid 65534" in proc.stderr and "OH_HOME" in proc.stderr
     assert planted not in proc.stdout + proc.stderr
@@ -114,7 +118,9 @@ def test_own_token_file_readable_by_others_is_reported_then_tightened(oh):
     assert "chmod 600" in text.stderr and "oh token rotate" in text.stderr
     assert stat.S_IMODE(token_file.stat().st_mode) == 0o644  # `show` only reports
     # Using it (oh start) makes it private first and says so.
-    proc = oh("start", "--detach", "--json", "--runtime", "local", "--no-open", "--workspace", str(oh.workspace), timeout=40)
+    proc = oh(
+        "start", "--detach", "--json", "--runtime", "local", "--no-open", "--workspace", str(oh.workspace), timeout=40
+    )
     assert proc.returncode == 0, proc.stderr
     oh.started.append(json.loads(proc.stdout))
     assert "was readable by other users (mode 0644); it is now 0600" in proc.stderr and "oh token rotate" in proc.stderr
@@ -143,7 +149,9 @@ def test_oh_token_set_while_a_backend_runs_is_explained(oh):
     assert data["backends"] == [{"instance_id": info["instance_id"], "fingerprint": fp(stored), "same": False}]
     assert info["instance_id"] in shown.stderr and "keep the token" in shown.stderr
     status = oh.json("status", "--json")
-    backend = status[0] if isinstance(status, list) else (status.get("backends") or status.get("sessions") or [status])[0]
+    backend = (
+        status[0] if isinstance(status, list) else (status.get("backends") or status.get("sessions") or [status])[0]
+    )
     assert backend.get("token_fingerprint") == fp(stored)
     # Without OH_TOKEN the two agree and nothing is explained.
     same = oh("token", "show", "--json")

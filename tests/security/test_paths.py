@@ -79,12 +79,22 @@ def cases(ws: Path, outside: Path) -> list[tuple[str, str, dict, set[str]]]:
         ("read-dev-zero", "read", {"path": "/dev/zero"}, DENIED),
         ("read-dev-random", "read", {"path": "/dev/random"}, DENIED),
         ("read-dev-urandom", "read", {"path": "/dev/urandom"}, DENIED),
-        ("read-home", "read", {"path": "~/.bashrc"}, DENIED | TOOL),  # local: ~ expands (outside); vscode: a literal "~" dir
+        (
+            "read-home",
+            "read",
+            {"path": "~/.bashrc"},
+            DENIED | TOOL,
+        ),  # local: ~ expands (outside); vscode: a literal "~" dir
         ("read-fifo", "read", {"path": "fifo"}, TOOL),
         ("read-sparse-2gib", "read", {"path": "sparse.bin"}, TOOL),
         ("read-sparse-range", "read", {"path": "sparse.bin", "view_range": [1, 2]}, TOOL),
         ("read-directory", "read", {"path": "sub"}, TOOL),
-        ("read-nul-byte", "read", {"path": "ok.txt\x00../../outside/secret.txt"}, {"BAD_REQUEST", "TOOL_ERROR", "PATH_DENIED"}),
+        (
+            "read-nul-byte",
+            "read",
+            {"path": "ok.txt\x00../../outside/secret.txt"},
+            {"BAD_REQUEST", "TOOL_ERROR", "PATH_DENIED"},
+        ),
         # writes
         ("write-dotdot", "write", {"path": "../outside/evil.txt", "content": "x"}, DENIED),
         ("write-absolute-outside", "write", {"path": f"{o}/evil2.txt", "content": "x"}, DENIED),
@@ -98,17 +108,37 @@ def cases(ws: Path, outside: Path) -> list[tuple[str, str, dict, set[str]]]:
         ("write-directory", "write", {"path": "sub", "content": "x"}, TOOL),
         # edits
         ("edit-create-dotdot", "edit", {"path": "../outside/evil4.txt", "command": "create", "file_text": "x"}, DENIED),
-        ("edit-create-through-dir-symlink", "edit", {"path": "link-dir/evil5.txt", "command": "create", "file_text": "x"}, DENIED),
+        (
+            "edit-create-through-dir-symlink",
+            "edit",
+            {"path": "link-dir/evil5.txt", "command": "create", "file_text": "x"},
+            DENIED,
+        ),
         ("edit-create-dangling", "edit", {"path": "dangling", "command": "create", "file_text": "x"}, DENIED),
-        ("edit-replace-file-symlink", "edit", {"path": "link-file", "command": "str_replace", "old_str": "SECRET", "new_str": "pwned"}, DENIED),
-        ("edit-insert-absolute-outside", "edit", {"path": f"{o}/secret.txt", "command": "insert", "insert_line": 0, "new_str": "x"}, DENIED),
+        (
+            "edit-replace-file-symlink",
+            "edit",
+            {"path": "link-file", "command": "str_replace", "old_str": "SECRET", "new_str": "pwned"},
+            DENIED,
+        ),
+        (
+            "edit-insert-absolute-outside",
+            "edit",
+            {"path": f"{o}/secret.txt", "command": "insert", "insert_line": 0, "new_str": "x"},
+            DENIED,
+        ),
         ("edit-undo-outside", "edit", {"path": "../outside/secret.txt", "command": "undo_edit"}, DENIED),
         ("edit-view-dir-symlink", "edit", {"path": "link-dir", "command": "view"}, DENIED),
         ("edit-view-root", "edit", {"path": "/", "command": "view"}, DENIED),
         ("edit-view-dev-zero", "edit", {"path": "/dev/zero", "command": "view"}, DENIED),
         ("edit-view-fifo", "edit", {"path": "fifo", "command": "view"}, TOOL),
         ("edit-view-sparse", "edit", {"path": "sparse.bin", "command": "view"}, TOOL),
-        ("edit-replace-sparse", "edit", {"path": "sparse.bin", "command": "str_replace", "old_str": "a", "new_str": "b"}, TOOL),
+        (
+            "edit-replace-sparse",
+            "edit",
+            {"path": "sparse.bin", "command": "str_replace", "old_str": "a", "new_str": "b"},
+            TOOL,
+        ),
         ("edit-replace-fifo", "edit", {"path": "fifo", "command": "str_replace", "old_str": "a", "new_str": "b"}, TOOL),
         # a command's working directory
         ("run-cwd-dotdot", "run", {"command": "touch escaped-cwd", "cwd": "../outside"}, DENIED),
@@ -148,12 +178,23 @@ async def test_path_attacks_local_runtime(arena):
             assert obs["content"] and "SECRET" not in obs["content"], name
         # the workspace listing with a FIFO, a device link and a 2 GiB file in it is fine and quick
         t0 = time.monotonic()
-        listing = await asyncio.wait_for(rt.execute(parse_action({"id": 999, "action": "edit", "args": {"path": ".", "command": "view"}}), "agent"), 10)
+        listing = await asyncio.wait_for(
+            rt.execute(parse_action({"id": 999, "action": "edit", "args": {"path": ".", "command": "view"}}), "agent"),
+            10,
+        )
         assert listing["observation"] == "edit" and "fifo" in listing["content"] and time.monotonic() - t0 < QUICK
     finally:
         await rt.close()
     _check_untouched(ws, outside, before)
-    record("path_attacks_local", {"attacks": len(latencies), "refused": len(latencies), "max_s": round(max(latencies), 4), "outside_changed": False})
+    record(
+        "path_attacks_local",
+        {
+            "attacks": len(latencies),
+            "refused": len(latencies),
+            "max_s": round(max(latencies), 4),
+            "outside_changed": False,
+        },
+    )
 
 
 async def test_devices_are_refused_even_inside_an_allowed_root(arena):
@@ -161,11 +202,18 @@ async def test_devices_are_refused_even_inside_an_allowed_root(arena):
     ws, _ = arena
     rt = LocalRuntime(ws, [ws, "/dev"])
     try:
-        for i, (kind, args) in enumerate([
-            ("read", {"path": "/dev/zero"}), ("read", {"path": "/dev/random"}), ("read", {"path": "/dev/urandom"}),
-            ("read", {"path": "link-dev"}), ("write", {"path": "/dev/null", "content": "x"}),
-            ("edit", {"path": "/dev/zero", "command": "view"}), ("edit", {"path": "/dev/zero", "command": "str_replace", "old_str": "a", "new_str": "b"}),
-        ], 1):
+        for i, (kind, args) in enumerate(
+            [
+                ("read", {"path": "/dev/zero"}),
+                ("read", {"path": "/dev/random"}),
+                ("read", {"path": "/dev/urandom"}),
+                ("read", {"path": "link-dev"}),
+                ("write", {"path": "/dev/null", "content": "x"}),
+                ("edit", {"path": "/dev/zero", "command": "view"}),
+                ("edit", {"path": "/dev/zero", "command": "str_replace", "old_str": "a", "new_str": "b"}),
+            ],
+            1,
+        ):
             t0 = time.monotonic()
             obs = await asyncio.wait_for(rt.execute(parse_action({"id": i, "action": kind, "args": args}), "agent"), 10)
             assert _verdict(obs) == "TOOL_ERROR" and "character device" in obs["content"], (kind, args, obs["content"])
@@ -203,8 +251,16 @@ def test_path_attacks_through_backend_and_headless_editor(arena, tmp_path):
             editor.kill()
         helpers.kill_tree(backend.pid)
     _check_untouched(ws, outside, before)
-    record("path_attacks_vscode_runtime", {"attacks": len(latencies), "refused": len(latencies), "max_s": round(max(latencies), 4),
-                                           "outside_changed": False, "backend_stats": editor_executed})
+    record(
+        "path_attacks_vscode_runtime",
+        {
+            "attacks": len(latencies),
+            "refused": len(latencies),
+            "max_s": round(max(latencies), 4),
+            "outside_changed": False,
+            "backend_stats": editor_executed,
+        },
+    )
 
 
 WRITER = r"""
@@ -271,5 +327,14 @@ def test_a_write_killed_half_way_never_leaves_a_torn_file(tmp_path):
     assert outcomes["old"] + outcomes["new"] == trials
     assert outcomes["old"] >= trials // 2, outcomes  # most kills really landed before the rename
     assert leftovers == 0, "a killed writer left its temp file in the workspace"
-    record("torn_write_trials", {**outcomes, "trials": trials, "killed_before_rename": outcomes["old"], "bytes": new_size,
-                                 "write_window_s": round(window, 3), "temp_files_left_by_killed_writers": leftovers})
+    record(
+        "torn_write_trials",
+        {
+            **outcomes,
+            "trials": trials,
+            "killed_before_rename": outcomes["old"],
+            "bytes": new_size,
+            "write_window_s": round(window, 3),
+            "temp_files_left_by_killed_writers": leftovers,
+        },
+    )

@@ -41,16 +41,48 @@ sys.exit(m.main(sys.argv[4:]))
 """
 
 
-def start_limited_backend(workspace: Path, home: Path, *, soft: int, hard: int, log_max: int | None = None, level: str = "INFO", runtime: str = "local"):
+def start_limited_backend(
+    workspace: Path,
+    home: Path,
+    *,
+    soft: int,
+    hard: int,
+    log_max: int | None = None,
+    level: str = "INFO",
+    runtime: str = "local",
+):
     """`python -m oh.backend` (via a wrapper that sets its fd limit) exactly as the launcher runs it:
     token on stdin, ready line on a pipe, a --log-file."""
     env = helpers.oh_env(home)
     env["OH_LOG_LEVEL"] = level
     log = home / "logs" / "flood.log"
     r, w = os.pipe()
-    argv = [sys.executable, "-c", WRAPPER, str(soft), str(hard), str(log_max) if log_max else "-",
-            "--workspace", str(workspace), "--runtime", runtime, "--token-stdin", "--ready-fd", str(w), "--log-file", str(log)]
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=(w,), env=env, start_new_session=True)
+    argv = [
+        sys.executable,
+        "-c",
+        WRAPPER,
+        str(soft),
+        str(hard),
+        str(log_max) if log_max else "-",
+        "--workspace",
+        str(workspace),
+        "--runtime",
+        runtime,
+        "--token-stdin",
+        "--ready-fd",
+        str(w),
+        "--log-file",
+        str(log),
+    ]
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        pass_fds=(w,),
+        env=env,
+        start_new_session=True,
+    )
     os.close(w)
     proc.stdin.write((TOKEN + "\n").encode())
     proc.stdin.close()
@@ -117,7 +149,12 @@ def test_idle_connection_flood_cannot_starve_real_clients(workspace, oh_home, mo
         more = open_idle(ready["port"], 500)  # a second wave while the real clients keep coming
         attacker += more
         durations += [real_client_round(ready["url"], workspace) for _ in range(3)]
-        status = helpers.http_get(ready["port"], "/v1/status", [("Host", f"127.0.0.1:{ready['port']}"), ("Authorization", f"Bearer {TOKEN}")], timeout=10)
+        status = helpers.http_get(
+            ready["port"],
+            "/v1/status",
+            [("Host", f"127.0.0.1:{ready['port']}"), ("Authorization", f"Bearer {TOKEN}")],
+            timeout=10,
+        )
         assert status[0] == 200 and json.loads(status[1])["stats"]["errors"] == 0
         backend_fds = len(os.listdir(f"/proc/{proc.pid}/fd"))
         assert backend_fds < 256, backend_fds
@@ -131,9 +168,18 @@ def test_idle_connection_flood_cannot_starve_real_clients(workspace, oh_home, mo
     accept_errors = text.count("out of system resource")
     assert accept_errors <= 5, accept_errors  # was thousands of lines
     assert log.stat().st_size < 64 * 1024, log.stat().st_size
-    record("preauth_flood", {"attacker_sockets": ATTACK + 500, "backend_fd_limit": 256, "backend_fds_during": backend_fds,
-                             "real_client_rounds": len(durations), "real_client_round_max_s": round(max(durations), 3),
-                             "accept_error_lines": accept_errors, "log_bytes": log.stat().st_size})
+    record(
+        "preauth_flood",
+        {
+            "attacker_sockets": ATTACK + 500,
+            "backend_fd_limit": 256,
+            "backend_fds_during": backend_fds,
+            "real_client_rounds": len(durations),
+            "real_client_round_max_s": round(max(durations), 3),
+            "accept_error_lines": accept_errors,
+            "log_bytes": log.stat().st_size,
+        },
+    )
 
 
 def test_backend_raises_its_soft_fd_limit_to_the_hard_one(workspace, oh_home):
@@ -156,10 +202,14 @@ def test_refusal_flood_is_throttled_and_paths_never_logged(workspace, oh_home):
         for path in secret_paths:
             status, _raw, _closed = helpers.raw_exchange(port, helpers.upgrade_request(path, [host]))
             assert status == 401, (path, status)
-            status, _raw, _closed = helpers.raw_exchange(port, helpers.upgrade_request(path, [host, ("Authorization", f"Bearer {TOKEN}")]))
+            status, _raw, _closed = helpers.raw_exchange(
+                port, helpers.upgrade_request(path, [host, ("Authorization", f"Bearer {TOKEN}")])
+            )
             assert status == 404, (path, status)
         for i in range(2000):
-            helpers.raw_exchange(port, helpers.upgrade_request("/v1/agent", [host, ("Authorization", f"Bearer wrong-{i}")]), timeout=5)
+            helpers.raw_exchange(
+                port, helpers.upgrade_request("/v1/agent", [host, ("Authorization", f"Bearer wrong-{i}")]), timeout=5
+            )
     finally:
         proc.terminate()
         proc.wait(15)
@@ -170,7 +220,10 @@ def test_refusal_flood_is_throttled_and_paths_never_logged(workspace, oh_home):
     assert 1 <= len(refused) <= 12, len(refused)
     assert any("more like this" in line for line in refused), refused
     assert log.stat().st_size < 16 * 1024, log.stat().st_size
-    record("refusal_flood_log", {"requests": 2000 + 2 * len(secret_paths), "refusal_lines": len(refused), "log_bytes": log.stat().st_size})
+    record(
+        "refusal_flood_log",
+        {"requests": 2000 + 2 * len(secret_paths), "refusal_lines": len(refused), "log_bytes": log.stat().st_size},
+    )
 
 
 def test_backend_log_rotates_and_stays_private(workspace, oh_home):
@@ -179,13 +232,26 @@ def test_backend_log_rotates_and_stays_private(workspace, oh_home):
 
     from websockets.asyncio.client import connect
 
-    proc, ready, log = start_limited_backend(workspace, oh_home, soft=1024, hard=1024, log_max=4096, level="DEBUG", runtime="vscode")
+    proc, ready, log = start_limited_backend(
+        workspace, oh_home, soft=1024, hard=1024, log_max=4096, level="DEBUG", runtime="vscode"
+    )
     try:
         session = json.loads(next((oh_home / "sessions").glob("*.json")).read_text())
 
         async def noisy_editor():
-            async with connect(ready["url"] + "/v1/editor", additional_headers={"Authorization": f"Bearer {session['editor_token']}"}) as ws:
-                await ws.send(json.dumps({"type": "register", "protocol": 1, "workspace_folders": [str(workspace)], "editor": {"name": "noisy"}}))
+            async with connect(
+                ready["url"] + "/v1/editor", additional_headers={"Authorization": f"Bearer {session['editor_token']}"}
+            ) as ws:
+                await ws.send(
+                    json.dumps(
+                        {
+                            "type": "register",
+                            "protocol": 1,
+                            "workspace_folders": [str(workspace)],
+                            "editor": {"name": "noisy"},
+                        }
+                    )
+                )
                 assert json.loads(await ws.recv())["type"] == "registered"
                 for i in range(300):  # each bad observation is one DEBUG line
                     await ws.send(json.dumps({"observation": "read", "cause": "not-an-int", "n": i}))

@@ -77,10 +77,18 @@ def test_token_is_in_no_argv_environment_log_trace_or_output(oh, tmp_path):
     # A foreground launcher (the live view) is a long-lived process too: its argv/env, and its output.
     other = tmp_path / "ws-live"
     other.mkdir()
-    live = subprocess.Popen([sys.executable, "-m", "oh", "start", "--runtime", "local", "--workspace", str(other)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=oh.env, cwd=other)
+    live = subprocess.Popen(
+        [sys.executable, "-m", "oh", "start", "--runtime", "local", "--workspace", str(other)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=oh.env,
+        cwd=other,
+    )
     try:
-        s2 = helpers.wait_until(lambda: sessions.for_workspace(other, oh.home / "sessions"), 20, what="the live view's backend")
+        s2 = helpers.wait_until(
+            lambda: sessions.for_workspace(other, oh.home / "sessions"), 20, what="the live view's backend"
+        )
         _assert_absent(token, "argv of the launcher", _cmdline(live.pid))
         _assert_absent(token, "environment of the launcher", _environ(live.pid))
         _assert_absent(token, "argv of the live view's backend", _cmdline(s2.pid))
@@ -94,10 +102,18 @@ def test_token_is_in_no_argv_environment_log_trace_or_output(oh, tmp_path):
         helpers.kill_tree(live.pid)
     assert "via-live-view" in out or "echo via-live-view" in out
     _assert_absent(token, "the live view's output", out + err)
-    live_json = subprocess.Popen([sys.executable, "-m", "oh", "start", "--json", "--runtime", "local", "--workspace", str(other)],
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=oh.env, cwd=other)
+    live_json = subprocess.Popen(
+        [sys.executable, "-m", "oh", "start", "--json", "--runtime", "local", "--workspace", str(other)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=oh.env,
+        cwd=other,
+    )
     try:
-        helpers.wait_until(lambda: sessions.for_workspace(other, oh.home / "sessions"), 20, what="the NDJSON live view's backend")
+        helpers.wait_until(
+            lambda: sessions.for_workspace(other, oh.home / "sessions"), 20, what="the NDJSON live view's backend"
+        )
         oh("run", "-C", str(other), "--", "true", check=0)
         time.sleep(0.5)
         live_json.send_signal(signal.SIGINT)
@@ -109,8 +125,17 @@ def test_token_is_in_no_argv_environment_log_trace_or_output(oh, tmp_path):
     checked += ["argv:launcher", "environ:launcher", "live view (plain)", "live view (NDJSON)"]
 
     # Everything a user can print, and every file oh keeps except the token stores themselves.
-    for args in (("status", "--json"), ("status",), ("doctor", "--json"), ("doctor",), ("logs",), ("logs", "--json"),
-                 ("config", "list", "--show-origin"), ("token", "show"), ("token", "show", "--json")):
+    for args in (
+        ("status", "--json"),
+        ("status",),
+        ("doctor", "--json"),
+        ("doctor",),
+        ("logs",),
+        ("logs", "--json"),
+        ("config", "list", "--show-origin"),
+        ("token", "show"),
+        ("token", "show", "--json"),
+    ):
         p = oh(*args)
         _assert_absent(token, f"`oh {' '.join(args)}`", p.stdout + p.stderr)
         checked.append(f"oh {' '.join(args)}")
@@ -127,7 +152,19 @@ def test_oh_token_in_the_launchers_environment_reaches_no_child(oh):
     """OH_TOKEN overrides the stored token; the launcher must not pass it to the backend, and no
     agent or editor shell may inherit it."""
     custom = "env-token-" + "x" * 40
-    info = json.loads(oh("start", "--detach", "--json", "--runtime", "vscode", "--no-open", env={"OH_TOKEN": custom}, check=0, timeout=40).stdout)
+    info = json.loads(
+        oh(
+            "start",
+            "--detach",
+            "--json",
+            "--runtime",
+            "vscode",
+            "--no-open",
+            env={"OH_TOKEN": custom},
+            check=0,
+            timeout=40,
+        ).stdout
+    )
     oh.started.append(info)
     assert oh.session(info["instance_id"])["token"] == custom  # it is the token in use...
     _assert_absent(custom, "the backend's environment", _environ(info["pid"]))  # ...but not inherited
@@ -176,7 +213,14 @@ def test_wrong_token_error_paths_print_no_token_and_no_traceback(oh):
     data["editor_token"] = "wrong-editor-" + "z" * 40  # `oh attach` presents this one (docs/security.md §2)
     sf.write_text(json.dumps(data))
     outputs = []
-    for args in (("run", "--", "echo hi"), ("read", "x.txt"), ("write", "x.txt", "--content", "x"), ("status",), ("status", "--json"), ("attach", "--once")):
+    for args in (
+        ("run", "--", "echo hi"),
+        ("read", "x.txt"),
+        ("write", "x.txt", "--content", "x"),
+        ("status",),
+        ("status", "--json"),
+        ("attach", "--once"),
+    ):
         p = oh(*args, timeout=30)
         outputs.append((args, p.returncode, p.stdout + p.stderr))
     for args, _code, text in outputs:
@@ -232,7 +276,9 @@ def test_files_are_0600_and_directories_0700(oh, tmp_path):
     env.update(HOME=str(home), XDG_STATE_HOME=str(home / ".local" / "state"), XDG_CONFIG_HOME=str(home / ".config"))
     ws = tmp_path / "plain-ws"
     ws.mkdir()
-    run = lambda *a: subprocess.run([sys.executable, "-m", "oh", *a], capture_output=True, text=True, env=env, cwd=ws, timeout=40)  # noqa: E731
+    run = lambda *a: subprocess.run(  # noqa: E731
+        [sys.executable, "-m", "oh", *a], capture_output=True, text=True, env=env, cwd=ws, timeout=40
+    )
     p = run("start", "--detach", "--json", "--runtime", "vscode", "--no-open")
     assert p.returncode == 0, p.stderr
     started = json.loads(p.stdout)
@@ -281,7 +327,12 @@ def test_session_files_are_replaced_atomically_under_concurrent_writers_and_read
         n = 0
         while time.monotonic() < stop:
             pad = "w" * ((seed * 31 + n * 977) % 65536)  # sizes vary from 0 to 64 KiB
-            sessions.write(sessions.Session("atomic", 1, 1.0, "127.0.0.1", 1, "vscode", "/w", "t" * 43, trace=pad, oh_version=f"t{seed}-{n}"), d)
+            sessions.write(
+                sessions.Session(
+                    "atomic", 1, 1.0, "127.0.0.1", 1, "vscode", "/w", "t" * 43, trace=pad, oh_version=f"t{seed}-{n}"
+                ),
+                d,
+            )
             n += 1
         with lock:
             counts["thread_writes"] += n
@@ -308,8 +359,15 @@ def test_session_files_are_replaced_atomically_under_concurrent_writers_and_read
             for k, v in local.items():
                 counts[k] += v
 
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(d), str(i), str(seconds)], stdout=subprocess.PIPE, text=True) for i in range(2)]
-    threads = [threading.Thread(target=writer, args=(i,)) for i in range(3)] + [threading.Thread(target=reader) for _ in range(3)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(d), str(i), str(seconds)], stdout=subprocess.PIPE, text=True
+        )
+        for i in range(2)
+    ]
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(3)] + [
+        threading.Thread(target=reader) for _ in range(3)
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -321,4 +379,13 @@ def test_session_files_are_replaced_atomically_under_concurrent_writers_and_read
     assert counts["reads"] > 100 and counts["thread_writes"] > 10 and process_writes > 10, (counts, process_writes)
     assert counts["partial"] == 0 and counts["missing"] == 0 and counts["bad_mode"] == 0, counts
     assert [p.name for p in d.iterdir()] == ["atomic.json"]  # no temp file left behind
-    record("session_atomicity", {**counts, "process_writes": process_writes, "writers": "3 threads + 2 processes", "readers": 3, "seconds": seconds})
+    record(
+        "session_atomicity",
+        {
+            **counts,
+            "process_writes": process_writes,
+            "writers": "3 threads + 2 processes",
+            "readers": 3,
+            "seconds": seconds,
+        },
+    )

@@ -63,8 +63,16 @@ class HostDriver:
     async def start(cls, cwd: str, env: dict[str, str], *args: str) -> "HostDriver":
         self = cls()
         self.proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "oh.runtimes.local.enginehost", "--cwd", cwd, *args,
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=env, limit=64 * 1024 * 1024,
+            sys.executable,
+            "-m",
+            "oh.runtimes.local.enginehost",
+            "--cwd",
+            cwd,
+            *args,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            env=env,
+            limit=64 * 1024 * 1024,
         )
         self._reader = asyncio.ensure_future(self._read())
         await self.wait_for("ready")
@@ -197,12 +205,20 @@ def oh_env(home: Path, shell: str, oh_home: Path) -> dict[str, str]:
     from .home import shell_env
 
     env = {k: v for k, v in shell_env(home, shell).items() if not k.startswith("XDG_")}
-    env = {k: v for k, v in env.items() if not (k.startswith("OH_") and k not in ("OH_USER_SHELL", "OH_SHELL_STARTUP_TIMEOUT"))}
-    env.update(OH_HOME=str(oh_home), PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring", PYTHONDONTWRITEBYTECODE="1")
+    env = {
+        k: v
+        for k, v in env.items()
+        if not (k.startswith("OH_") and k not in ("OH_USER_SHELL", "OH_SHELL_STARTUP_TIMEOUT"))
+    }
+    env.update(
+        OH_HOME=str(oh_home), PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring", PYTHONDONTWRITEBYTECODE="1"
+    )
     return env
 
 
 def oh(env: dict, cwd: Path, *args: str, timeout: float = 60):
     import subprocess
 
-    return subprocess.run([sys.executable, "-m", "oh", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "oh", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )

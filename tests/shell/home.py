@@ -34,7 +34,14 @@ precmd_functions+=(fixture_hook)
 PS1='fixture%# '
 """
 
-HOOK_OUTPUTS = ("DEBUG-TRAP-OUTPUT", "PROMPT-COMMAND-OUTPUT", "PRECMD-OUTPUT", "PREEXEC-OUTPUT", "PRECMD-HOOK-OUTPUT", "fixture banner")
+HOOK_OUTPUTS = (
+    "DEBUG-TRAP-OUTPUT",
+    "PROMPT-COMMAND-OUTPUT",
+    "PRECMD-OUTPUT",
+    "PREEXEC-OUTPUT",
+    "PRECMD-HOOK-OUTPUT",
+    "fixture banner",
+)
 
 VARIANTS = {
     "good": "",
@@ -45,7 +52,13 @@ VARIANTS = {
 }
 
 # What each variant's note must say (None: no note).
-NOTES = {"good": None, "slow": "did not finish within", "exit": "exited while reading", "seteu": "set -e", "syntax": "ended with an error"}
+NOTES = {
+    "good": None,
+    "slow": "did not finish within",
+    "exit": "exited while reading",
+    "seteu": "set -e",
+    "syntax": "ended with an error",
+}
 
 
 def make_home(root: Path, variant: str = "good") -> Path:

@@ -28,7 +28,9 @@ async def _client(env, workspace) -> tuple[Client, dict]:
     p = oh(env, workspace, "status", "--json")
     sessions = json.loads(p.stdout)["sessions"]
     assert sessions, p
-    sess = json.loads((__import__("pathlib").Path(env["OH_HOME"]) / "sessions" / f"{sessions[0]['instance_id']}.json").read_text())
+    sess = json.loads(
+        (__import__("pathlib").Path(env["OH_HOME"]) / "sessions" / f"{sessions[0]['instance_id']}.json").read_text()
+    )
     return await Client.connect(sess["url"], sess["token"], name="battery"), sess
 
 
@@ -43,7 +45,9 @@ async def _battery(driver, shell, tmp_path):
 @pytest.mark.parametrize("shell", SHELLS)
 async def test_battery_local_runtime(tmp_path, workspace, shell):
     env = oh_env(make_home(tmp_path), shell, tmp_path / "ohhome")
-    p = oh(env, workspace, "start", "--detach", "--json", "--runtime", "local", "--no-open", "--workspace", str(workspace))
+    p = oh(
+        env, workspace, "start", "--detach", "--json", "--runtime", "local", "--no-open", "--workspace", str(workspace)
+    )
     assert p.returncode == 0, p.stderr
     info = json.loads(p.stdout)
     try:
@@ -61,11 +65,19 @@ async def test_battery_local_runtime(tmp_path, workspace, shell):
 @pytest.mark.parametrize("shell", SHELLS)
 async def test_battery_headless_editor(tmp_path, workspace, shell):
     env = oh_env(make_home(tmp_path), shell, tmp_path / "ohhome")
-    p = oh(env, workspace, "start", "--detach", "--json", "--runtime", "vscode", "--no-open", "--workspace", str(workspace))
+    p = oh(
+        env, workspace, "start", "--detach", "--json", "--runtime", "vscode", "--no-open", "--workspace", str(workspace)
+    )
     assert p.returncode == 0, p.stderr
     info = json.loads(p.stdout)
-    attach = subprocess.Popen([sys.executable, "-m", "oh", "attach"], cwd=workspace, env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    attach = subprocess.Popen(
+        [sys.executable, "-m", "oh", "attach"],
+        cwd=workspace,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         client, _ = await _client(env, workspace)
         driver = ClientDriver(client)

@@ -40,7 +40,9 @@ async def test_battery_through_the_host(tmp_path, workspace, shell):
 async def test_broken_rc_files_give_a_working_shell_and_a_note(tmp_path, workspace, shell, variant):
     home = make_home(tmp_path, variant)
     # 3 s: the slow rc sleeps 30 s; the others finish far sooner even on a loaded machine
-    host = await HostDriver.start(str(workspace), shell_env(home, shell), "--startup-timeout", "30" if variant != "slow" else "3")
+    host = await HostDriver.start(
+        str(workspace), shell_env(home, shell), "--startup-timeout", "30" if variant != "slow" else "3"
+    )
     try:
         ready = host.ready[0]
         assert NOTES[variant] in ready["note"], ready
@@ -61,7 +63,9 @@ async def test_clean_shell_reads_no_rc(tmp_path, workspace):
     host = await HostDriver.start(str(workspace), shell_env(home, "zsh"), "--clean")
     try:
         assert host.ready[0]["shell"] == "bash" and host.ready[0]["rc"] is False
-        out, code, _ = await host.run("type fixture_function >/dev/null 2>&1 || echo none; echo ${FIXTURE_VAR:-unset}", None, None)
+        out, code, _ = await host.run(
+            "type fixture_function >/dev/null 2>&1 || echo none; echo ${FIXTURE_VAR:-unset}", None, None
+        )
         assert (out, code) == ("none\nunset\n", 0)
     finally:
         await host.close()
@@ -93,7 +97,9 @@ async def test_contract_edges(tmp_path, workspace):
         host._running = None
         out, code, _ = await host.run("echo $FIXTURE_VAR", None, None)
         assert (out, code) == ("fixture-value\n", 0)
-        await host.send({"type": "run", "id": "e", "command": "echo \"$A|$B\"; pwd", "env": {"A": "x y", "B": "'q'"}, "cwd": "/"})
+        await host.send(
+            {"type": "run", "id": "e", "command": 'echo "$A|$B"; pwd', "env": {"A": "x y", "B": "'q'"}, "cwd": "/"}
+        )
         done = await host.wait_for("done", 20, "e")
         assert done["output"] == "x y|'q'\n/\n" and done["cwd"] == "/"
         await host.send({"type": "run", "id": "f", "command": "echo", "env": {"bad name": "x"}})
@@ -110,7 +116,9 @@ async def test_live_view_shows_the_command_and_its_output(tmp_path, workspace):
         await host.run("echo visible-output", None, None)
         view = "".join(host.view)
         # the user's prompt, then the command line and its output (the rc's DEBUG trap may print in between)
-        assert "\r\necho visible-output\r\nvisible-output\r\n" in view and view.index("fixture$ ") < view.index("visible-output")
+        assert "\r\necho visible-output\r\nvisible-output\r\n" in view and view.index("fixture$ ") < view.index(
+            "visible-output"
+        )
         assert "builtin source" not in view and "\x1b]6973" not in view
     finally:
         await host.close()

@@ -44,7 +44,9 @@ async def test_extra_shells_and_jobs_run_the_users_shell_with_the_main_exports(t
         assert code(await h.run("export MAIN_ONLY='a b'; cd /")) == 0
         obs = await h.run("sleep 3; echo main-done", timeout=0.5)
         assert code(obs) == -1  # still running: the next command gets an extra shell
-        obs = await h.run('echo "[$MAIN_ONLY] $PWD"; fixture_function extra; echo ${ZSH_VERSION:+zsh}${BASH_VERSION:+bash}')
+        obs = await h.run(
+            'echo "[$MAIN_ONLY] $PWD"; fixture_function extra; echo ${ZSH_VERSION:+zsh}${BASH_VERSION:+bash}'
+        )
         assert obs["content"] == f"[a b] /\nfunction works extra\n{shell}\n", obs["content"]
         assert meta(obs).get("job_id")
         started = await h.run('echo "job sees [$MAIN_ONLY]"; fixture-tool', background=True)
@@ -57,7 +59,19 @@ async def test_extra_shells_and_jobs_run_the_users_shell_with_the_main_exports(t
 
 async def test_oh_start_clean_shell(tmp_path, workspace):
     env = oh_env(make_home(tmp_path), "bash", tmp_path / "ohhome")
-    p = oh(env, workspace, "start", "--detach", "--json", "--runtime", "local", "--no-open", "--clean-shell", "--workspace", str(workspace))
+    p = oh(
+        env,
+        workspace,
+        "start",
+        "--detach",
+        "--json",
+        "--runtime",
+        "local",
+        "--no-open",
+        "--clean-shell",
+        "--workspace",
+        str(workspace),
+    )
     assert p.returncode == 0, p.stderr
     info = json.loads(p.stdout)
     try:
@@ -65,7 +79,9 @@ async def test_oh_start_clean_shell(tmp_path, workspace):
         assert (p.returncode, p.stdout) == (0, "clean\ntty\n"), p.stderr
     finally:
         oh(env, workspace, "stop", info["instance_id"])
-    p = oh(env, workspace, "start", "--detach", "--json", "--runtime", "local", "--no-open", "--workspace", str(workspace))
+    p = oh(
+        env, workspace, "start", "--detach", "--json", "--runtime", "local", "--no-open", "--workspace", str(workspace)
+    )
     assert p.returncode == 0, p.stderr
     info = json.loads(p.stdout)
     try:

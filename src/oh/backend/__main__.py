@@ -85,7 +85,9 @@ def _throttled_loop_errors(loop: asyncio.AbstractEventLoop, throttle) -> None:
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m oh.backend", description="Run one oh backend (normally started by `oh start`).")
+    p = argparse.ArgumentParser(
+        prog="python -m oh.backend", description="Run one oh backend (normally started by `oh start`)."
+    )
     p.add_argument("--workspace", default=".")
     p.add_argument("--runtime", choices=("local", "vscode"), default="local")
     p.add_argument("--host", default="127.0.0.1")
@@ -98,7 +100,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--log-file", default=None)
     p.add_argument("--trace-max-bytes", type=int, default=10 * 1024 * 1024)
     p.add_argument("--no-trace", action="store_true")
-    p.add_argument("--allow-root", action="append", default=None, help="extra allowed root for the local runtime (repeatable)")
+    p.add_argument(
+        "--allow-root", action="append", default=None, help="extra allowed root for the local runtime (repeatable)"
+    )
     # Job settings (docs/protocol.md §3.8-§3.10); the launcher passes the user's settings, the defaults are the settings' defaults.
     p.add_argument("--max-shells", type=int, default=8)
     p.add_argument("--job-retention", type=float, default=3600.0)
@@ -107,11 +111,17 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     # The agent's shell (docs/protocol.md §3.4.1): unset = the local runtime's own default (OH_USER_SHELL, else on).
     p.add_argument("--user-shell", choices=("true", "false"), default=None)
     p.add_argument("--shell-startup-timeout", type=float, default=None)
-    p.add_argument("--setup-script", type=lambda v: v.strip().lower() in ("1", "true", "yes", "on"), default=True,
-                   help="run .oh/setup.sh once before the first action (docs/protocol.md §3.14)")
+    p.add_argument(
+        "--setup-script",
+        type=lambda v: v.strip().lower() in ("1", "true", "yes", "on"),
+        default=True,
+        help="run .oh/setup.sh once before the first action (docs/protocol.md §3.14)",
+    )
     # Git-branch mode (docs/protocol.md §3.12): off unless --branch; the launcher passes the user's choices.
     p.add_argument("--branch", choices=("off", "on"), default="off")
-    p.add_argument("--branch-name", default=None, help="the feature branch (default: an automatic oh/<date>-<time>-<agent>)")
+    p.add_argument(
+        "--branch-name", default=None, help="the feature branch (default: an automatic oh/<date>-<time>-<agent>)"
+    )
     p.add_argument("--on-dirty", choices=ON_DIRTY, default="ask")
     p.add_argument("--on-not-git", choices=ON_NOT_GIT, default="ask")
     # Proposal mode (docs/protocol.md §3.11).
@@ -188,14 +198,29 @@ async def _amain(args: argparse.Namespace, token: str) -> int:
         policy = _consent_policy(args, workspace)
         backend = Backend(
             BackendConfig(
-                workspace=workspace, runtime=args.runtime, host=args.host, port=args.port, instance_id=instance_id,
-                editor_timeout=args.editor_timeout, action_timeout=args.action_timeout, trace_path=trace_path,
-                trace_max_bytes=args.trace_max_bytes, allowed_roots=args.allow_root, max_shells=args.max_shells,
-                job_retention=args.job_retention, repeat_limit=args.repeat_limit, repeat_action=args.repeat_action,
-                setup_script=args.setup_script, spool_dir=str(paths.state_dir() / "jobs"), review=args.review or args.consent in ("changes", "all"), review_timeout=args.review_timeout,
-                user_shell=None if args.user_shell is None else args.user_shell == "true", shell_startup_timeout=args.shell_startup_timeout,
+                workspace=workspace,
+                runtime=args.runtime,
+                host=args.host,
+                port=args.port,
+                instance_id=instance_id,
+                editor_timeout=args.editor_timeout,
+                action_timeout=args.action_timeout,
+                trace_path=trace_path,
+                trace_max_bytes=args.trace_max_bytes,
+                allowed_roots=args.allow_root,
+                max_shells=args.max_shells,
+                job_retention=args.job_retention,
+                repeat_limit=args.repeat_limit,
+                repeat_action=args.repeat_action,
+                setup_script=args.setup_script,
+                spool_dir=str(paths.state_dir() / "jobs"),
+                review=args.review or args.consent in ("changes", "all"),
+                review_timeout=args.review_timeout,
+                user_shell=None if args.user_shell is None else args.user_shell == "true",
+                shell_startup_timeout=args.shell_startup_timeout,
                 branch=Plan(args.branch_name or None, args.on_dirty, args.on_not_git) if args.branch == "on" else None,
-                consent=policy, approval_timeout=args.approval_timeout,
+                consent=policy,
+                approval_timeout=args.approval_timeout,
             ),
             token,
         )
@@ -216,8 +241,20 @@ async def _amain(args: argparse.Namespace, token: str) -> int:
 
     _throttled_loop_errors(loop, Throttle(logging.getLogger("oh.backend")))
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        loop.add_signal_handler(sig, lambda s=sig: asyncio.ensure_future(backend.stop(f"signal {signal.Signals(s).name}")))
-    _ready(args.ready_fd, {"ready": True, "instance_id": instance_id, "port": backend.port, "pid": os.getpid(), "url": f"ws://{args.host}:{backend.port}", "trace": str(trace_path or "")})
+        loop.add_signal_handler(
+            sig, lambda s=sig: asyncio.ensure_future(backend.stop(f"signal {signal.Signals(s).name}"))
+        )
+    _ready(
+        args.ready_fd,
+        {
+            "ready": True,
+            "instance_id": instance_id,
+            "port": backend.port,
+            "pid": os.getpid(),
+            "url": f"ws://{args.host}:{backend.port}",
+            "trace": str(trace_path or ""),
+        },
+    )
     if getattr(args, "lock_fd", None) is not None:
         with contextlib.suppress(OSError):
             sessions.write_identity(args.lock_fd, backend.session())
@@ -244,9 +281,13 @@ async def _keep_session_file(backend: Backend) -> None:
             try:
                 sessions.write(backend.session(), backend.config.session_dir)
             except (OSError, UnsafePath) as exc:
-                logging.getLogger("oh.backend").warning("the session file %s was deleted and cannot be written again: %s", path, exc)
+                logging.getLogger("oh.backend").warning(
+                    "the session file %s was deleted and cannot be written again: %s", path, exc
+                )
                 return
-            logging.getLogger("oh.backend").warning("the session file %s was deleted while this backend runs: written again", path)
+            logging.getLogger("oh.backend").warning(
+                "the session file %s was deleted while this backend runs: written again", path
+            )
 
 
 # The event loop shares the GIL with the worker threads that edit, diff and read big files (issue 18):
@@ -272,7 +313,9 @@ def _setup_logging(args: argparse.Namespace) -> tuple[logging.Logger, str | None
     if args.log_file:
         try:
             paths.ensure_private_dir(Path(args.log_file).parent)
-            rotating = _PrivateRotatingHandler(args.log_file, maxBytes=LOG_MAX_BYTES, backupCount=LOG_BACKUPS, encoding="utf-8")
+            rotating = _PrivateRotatingHandler(
+                args.log_file, maxBytes=LOG_MAX_BYTES, backupCount=LOG_BACKUPS, encoding="utf-8"
+            )
             # stdout carries the ready line when there is no --ready-fd: leave it alone then.
             rotating.std_fds = (1, 2) if args.ready_fd is not None else (2,)
             rotating.follow_with_std_streams()
@@ -282,7 +325,11 @@ def _setup_logging(args: argparse.Namespace) -> tuple[logging.Logger, str | None
             handlers.append(logging.StreamHandler(sys.stderr))
     else:
         handlers.append(logging.StreamHandler(sys.stderr))
-    logging.basicConfig(level=os.environ.get("OH_LOG_LEVEL", "INFO").upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s", handlers=handlers)
+    logging.basicConfig(
+        level=os.environ.get("OH_LOG_LEVEL", "INFO").upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        handlers=handlers,
+    )
     # websockets logs every request header (Authorization: Bearer <token>) and a prefix of every
     # frame (a rotate_token frame carries the new token) at DEBUG: never let that reach the log file.
     # At INFO it writes a line per connection opened/refused/closed, which a flood turns into
@@ -316,12 +363,21 @@ def _lock(workspace: str):
     if lock is None:
         running = sessions.for_workspace(workspace)
         holder = None if running else sessions.lock_holder(workspace)
-        who = (f"instance {running.instance_id} (pid {running.pid}, port {running.port})" if running else
-               f"instance {holder['instance_id']} (pid {holder['pid']}, port {holder['port']})" if holder else "another backend")
+        who = (
+            f"instance {running.instance_id} (pid {running.pid}, port {running.port})"
+            if running
+            else f"instance {holder['instance_id']} (pid {holder['pid']}, port {holder['port']})"
+            if holder
+            else "another backend"
+        )
         # "reason" tells the launcher it lost the race even when the winner has not written its
         # session file yet (two `oh start` at the same instant).
-        raise _Refused(f"{who} already serves {workspace}: use it, or stop it with `oh stop`", BackendExit.DUPLICATE,
-                       reason="duplicate", duplicate=running.instance_id if running else None)
+        raise _Refused(
+            f"{who} already serves {workspace}: use it, or stop it with `oh stop`",
+            BackendExit.DUPLICATE,
+            reason="duplicate",
+            duplicate=running.instance_id if running else None,
+        )
     return lock
 
 
@@ -340,7 +396,9 @@ def main(argv: list[str] | None = None) -> int:
         token = _check_arguments(args)
         # The token must not leak into the runtime's shells through the environment.
         os.environ.pop("OH_TOKEN", None)
-        args.lock_fd = _lock(os.path.realpath(args.workspace))  # its fd stays open, so the lock is held, until the process exits
+        args.lock_fd = _lock(
+            os.path.realpath(args.workspace)
+        )  # its fd stays open, so the lock is held, until the process exits
     except _Refused as refused:
         log.error(refused.message)
         _ready(args.ready_fd, {"ready": False, "error": refused.message, **refused.extra})

@@ -24,7 +24,9 @@ def effective_roots(workspace: str, extra: Sequence[str] | None) -> list[str]:
             raise ValueError(f"allowed root {raw!r} is not an absolute path: give the full path (e.g. /tmp)")
         real = os.path.realpath(os.path.expanduser(raw))
         if real == os.sep:
-            raise ValueError(f"allowed root {raw!r} is the file system root: that would allow every path; name a narrower directory")
+            raise ValueError(
+                f"allowed root {raw!r} is the file system root: that would allow every path; name a narrower directory"
+            )
         if not os.path.isdir(real):
             raise ValueError(f"allowed root {raw!r} does not exist or is not a directory: create it first or remove it")
         if real not in roots:

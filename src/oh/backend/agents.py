@@ -75,8 +75,13 @@ class Agents:
     """Connected agents and their actions in flight."""
 
     def __init__(
-        self, config: BackendConfig, workspace: str, runtime: Runtime, trace: TraceWriter,
-        emit: Callable[..., None], stopping: Callable[[], bool],
+        self,
+        config: BackendConfig,
+        workspace: str,
+        runtime: Runtime,
+        trace: TraceWriter,
+        emit: Callable[..., None],
+        stopping: Callable[[], bool],
     ) -> None:
         self.config = config
         self.workspace = workspace
@@ -93,7 +98,14 @@ class Agents:
     def describe(self) -> list[dict[str, Any]]:
         """The agents as `oh status` lists them."""
         return [
-            {"agent_id": a.agent_id, "name": a.name, "workdir": a.workdir, "shell": a.context.shell_key, "pending": len(a.tasks), "done": a.done}
+            {
+                "agent_id": a.agent_id,
+                "name": a.name,
+                "workdir": a.workdir,
+                "shell": a.context.shell_key,
+                "pending": len(a.tasks),
+                "done": a.done,
+            }
             for a in self.agents.values()
         ]
 
@@ -113,26 +125,50 @@ class Agents:
     async def serve(self, connection: ServerConnection) -> None:
         headers = getattr(connection, "oh_agent", None) or agentinfo.AgentHeaders("agent", self.workspace, None)
         name = headers.name
-        agent = Agent(f"a{next(self._ids)}", name, connection, send_timeout=self.config.send_timeout, workdir=headers.workdir, shell=headers.shell,
-                      flow=Flow(self.config.max_in_flight, self.config.max_output))
+        agent = Agent(
+            f"a{next(self._ids)}",
+            name,
+            connection,
+            send_timeout=self.config.send_timeout,
+            workdir=headers.workdir,
+            shell=headers.shell,
+            flow=Flow(self.config.max_in_flight, self.config.max_output),
+        )
         self.agents[agent.agent_id] = agent
-        self._emit("agent_connected", agent_id=agent.agent_id, name=name, workdir=agent.workdir, shell=agent.context.shell_key)
+        self._emit(
+            "agent_connected", agent_id=agent.agent_id, name=name, workdir=agent.workdir, shell=agent.context.shell_key
+        )
         try:
             async for message in connection:
                 try:
                     action = parse_action(decode_frame(message))
                     del message  # not kept (a 40 MiB write's frame) until the next one arrives
                     if self.correlator.in_flight(agent.agent_id, action.id):
-                        raise ProtocolError(ErrorId.BAD_REQUEST, f"Action id {action.id} is already in flight on this connection; use a new id.", action.id)
+                        raise ProtocolError(
+                            ErrorId.BAD_REQUEST,
+                            f"Action id {action.id} is already in flight on this connection; use a new id.",
+                            action.id,
+                        )
                     if self._stopping():
                         raise ProtocolError(ErrorId.INTERRUPTED, "The backend is shutting down.", action.id)
                     if agent.flow.full():
-                        raise ProtocolError(ErrorId.BUSY, (
-                            f"This connection already has {agent.flow.max_in_flight} actions in flight (the limit per connection); "
-                            "this one was not executed. Wait for some answers, then send it again."), action.id)
+                        raise ProtocolError(
+                            ErrorId.BUSY,
+                            (
+                                f"This connection already has {agent.flow.max_in_flight} actions in flight (the limit per connection); "
+                                "this one was not executed. Wait for some answers, then send it again."
+                            ),
+                            action.id,
+                        )
                 except ProtocolError as exc:
                     self.stats["errors"] += 1
-                    self.trace.record("error", agent=agent.agent_id, error_id=str(exc.error_id), message=exc.message[:200], cause=exc.cause)
+                    self.trace.record(
+                        "error",
+                        agent=agent.agent_id,
+                        error_id=str(exc.error_id),
+                        message=exc.message[:200],
+                        cause=exc.cause,
+                    )
                     await agent.send(error_from(exc))
                     continue
                 entry = self.correlator.start(agent.agent_id, action.id, action.kind, time.monotonic())
@@ -154,7 +190,9 @@ class Agents:
     def _deadline(self, action: Action) -> float:
         c = self.config
         return budget.action_deadline(
-            action.timeout, c.action_timeout, runtime_allowance=self.runtime.deadline_allowance(action),
+            action.timeout,
+            c.action_timeout,
+            runtime_allowance=self.runtime.deadline_allowance(action),
             review_time=c.review_timeout if c.review and review.is_proposal(action.kind, action.args) else 0.0,
             grace=c.deadline_grace,
         )
@@ -173,11 +211,28 @@ class Agents:
             # env values are secrets: monitors and the trace get the variable names only.
             env_names = sorted(action.env) if action.kind == "run" and action.env else None
             # Always emitted, also with no monitor connected: the history keeps it for a view that subscribes later.
-            self._emit("action_started", agent_id=agent.agent_id, action_id=leg_id, kind=action.kind, summary=summary, security_risk=risk)
+            self._emit(
+                "action_started",
+                agent_id=agent.agent_id,
+                action_id=leg_id,
+                kind=action.kind,
+                summary=summary,
+                security_risk=risk,
+            )
             extra = {k: v for k, v in (("security_risk", risk), ("env_names", env_names)) if v}
-            self.trace.record("request", agent=agent.agent_id, action_id=leg_id, agent_action_id=action.id, action=action.kind, summary=summary, **extra)
+            self.trace.record(
+                "request",
+                agent=agent.agent_id,
+                action_id=leg_id,
+                agent_action_id=action.id,
+                action=action.kind,
+                summary=summary,
+                **extra,
+            )
             cancelled = False
-            repeat_note = repetition.step(agent.streak, action, self.config.repeat_limit or 0, self.config.repeat_action)
+            repeat_note = repetition.step(
+                agent.streak, action, self.config.repeat_limit or 0, self.config.repeat_action
+            )
             deadline = self._deadline(action)
             # The deadline through the shared wheel (backend/deadlines.py), not asyncio.timeout: no timer
             # per action (measured: docs/benchmarks.md §10). It cancels this task at the deadline.
@@ -188,7 +243,11 @@ class Agents:
                 else:
                     # A read's size before it runs, when others of this connection are in flight too (alone,
                     # its answer is reserved after it ran, as any other's): a stat, ~2 % of an action's CPU.
-                    if action.kind == "read" and agent.flow.in_flight > 1 and (est := read_size(leg, agent.workdir or self.workspace)):
+                    if (
+                        action.kind == "read"
+                        and agent.flow.in_flight > 1
+                        and (est := read_size(leg, agent.workdir or self.workspace))
+                    ):
                         if not agent.flow.try_reserve(est):
                             await agent.flow.reserve(est)  # its wait counts toward the action's deadline
                         reserved = est
@@ -200,13 +259,25 @@ class Agents:
                 # Our deadline's cancellation, unless someone else (agent gone, shutdown) cancelled too:
                 # the same rule as asyncio.timeout's.
                 if self.deadlines.expired(leg_id) and task.uncancel() == 0:
-                    obs = error_observation(leg_id, ErrorId.TIMEOUT, f"No observation within {deadline:g} s; the action was cancelled.")
+                    obs = error_observation(
+                        leg_id, ErrorId.TIMEOUT, f"No observation within {deadline:g} s; the action was cancelled."
+                    )
                 else:
                     cancelled = True
-                    obs = error_observation(leg_id, ErrorId.INTERRUPTED, "The backend is shutting down; the action was interrupted." if self._stopping() else "The action was cancelled.")
+                    obs = error_observation(
+                        leg_id,
+                        ErrorId.INTERRUPTED,
+                        "The backend is shutting down; the action was interrupted."
+                        if self._stopping()
+                        else "The action was cancelled.",
+                    )
             except Exception as exc:  # noqa: BLE001 - a runtime bug becomes SERVER_ERROR, never a hang
                 log.exception("runtime failed on action %s", leg_id)
-                obs = error_observation(leg_id, ErrorId.SERVER_ERROR, f"Internal error while executing the action ({type(exc).__name__}); see `oh logs`.")
+                obs = error_observation(
+                    leg_id,
+                    ErrorId.SERVER_ERROR,
+                    f"Internal error while executing the action ({type(exc).__name__}); see `oh logs`.",
+                )
             else:
                 if self.deadlines.expired(leg_id):
                     task.uncancel()  # the runtime answered anyway: our cancellation is spent
@@ -225,12 +296,28 @@ class Agents:
             ended = {k: v for k, v in (("job_id", job_id), ("timed_out", timeout_of(obs))) if v}
             self.trace.record(
                 "result" if outcome == "ok" else "error",
-                agent=agent.agent_id, action_id=leg_id, agent_action_id=action.id, action=action.kind,
-                summary=summary, outcome=outcome, exit_code=exit_code, duration_ms=duration_ms, **extra, **ended,
+                agent=agent.agent_id,
+                action_id=leg_id,
+                agent_action_id=action.id,
+                action=action.kind,
+                summary=summary,
+                outcome=outcome,
+                exit_code=exit_code,
+                duration_ms=duration_ms,
+                **extra,
+                **ended,
             )
             self._emit(
-                "action_finished", agent_id=agent.agent_id, action_id=leg_id, kind=action.kind, summary=summary,
-                outcome=outcome, exit_code=exit_code, duration_ms=duration_ms, security_risk=risk, **ended,
+                "action_finished",
+                agent_id=agent.agent_id,
+                action_id=leg_id,
+                kind=action.kind,
+                summary=summary,
+                outcome=outcome,
+                exit_code=exit_code,
+                duration_ms=duration_ms,
+                security_risk=risk,
+                **ended,
             )
             if cancelled and not self._stopping():
                 return  # the agent is gone; nobody to tell

@@ -67,7 +67,10 @@ def token_matches(presented: str | None, expected: str) -> bool:
 
 def check_auth(headers, token: str) -> tuple[HTTPStatus, str] | None:
     if not token_matches(bearer_token(headers), token):
-        return HTTPStatus.UNAUTHORIZED, "Missing or wrong token: send 'Authorization: Bearer <token>' (see `oh token show`).\n"
+        return (
+            HTTPStatus.UNAUTHORIZED,
+            "Missing or wrong token: send 'Authorization: Bearer <token>' (see `oh token show`).\n",
+        )
     return None
 
 
@@ -76,5 +79,8 @@ def check_editor_auth(headers, editor_token: str) -> tuple[HTTPStatus, str] | No
     # register as the editor (it would receive later actions, e.g. file contents, and could answer
     # them falsely). Editors read it from the session file (docs/security.md §2).
     if not token_matches(bearer_token(headers), editor_token):
-        return HTTPStatus.UNAUTHORIZED, "Missing or wrong editor token: /v1/editor takes 'Authorization: Bearer <editor_token>' from the backend's session file.\n"
+        return (
+            HTTPStatus.UNAUTHORIZED,
+            "Missing or wrong editor token: /v1/editor takes 'Authorization: Bearer <editor_token>' from the backend's session file.\n",
+        )
     return None

@@ -29,7 +29,15 @@ FORBIDDEN = "FORBIDDEN"
 # the decider credential) and any oh setting that would loosen a nested oh. Tokens are never inherited
 # (runtimes/local/runtime.py). Defence in depth only: the agent's commands run as you, so a command
 # that reads oh's files is what the policy asks about (docs/security.md).
-_AGENT_ENV_DROP = ("OH_HOME", "OH_SESSION_DIR", "OH_CONSENT", "OH_CONSENT_ALLOW", "OH_CONSENT_ASK", "OH_CONSENT_DENY", "OH_APPROVAL_TIMEOUT")
+_AGENT_ENV_DROP = (
+    "OH_HOME",
+    "OH_SESSION_DIR",
+    "OH_CONSENT",
+    "OH_CONSENT_ALLOW",
+    "OH_CONSENT_ASK",
+    "OH_CONSENT_DENY",
+    "OH_APPROVAL_TIMEOUT",
+)
 
 
 def agent_env() -> dict[str, str]:
@@ -46,7 +54,12 @@ def wrap(backend: Any, runtime: Any, policy: rules.Policy, timeout: float, revie
         backend._emit(name, **fields)
         _tell_editors(backend, name, fields)
         if name == "approval_decided":
-            log.info("consent: %s %s by %s", fields.get("decision"), fields.get("id") or f"action {fields.get('action_id')}", fields.get("by"))
+            log.info(
+                "consent: %s %s by %s",
+                fields.get("decision"),
+                fields.get("id") or f"action {fields.get('action_id')}",
+                fields.get("by"),
+            )
 
     def on_wait(leg_id: int, waiting: bool) -> None:
         task = asyncio.current_task()
@@ -76,7 +89,12 @@ def _tell_editors(backend: Any, name: str, fields: dict[str, Any]) -> None:
     if name == "approval_requested":
         frame = {"type": "approval_request", "approval": fields}
     elif name == "approval_decided" and fields.get("id"):
-        frame = {"type": "approval_closed", "id": fields["id"], "decision": fields.get("decision"), "by": fields.get("by")}
+        frame = {
+            "type": "approval_closed",
+            "id": fields["id"],
+            "decision": fields.get("decision"),
+            "by": fields.get("by"),
+        }
     else:
         return
     from ..protocol.events import encode
@@ -106,7 +124,10 @@ def handle(backend: Any, obj: dict[str, Any], decider: bool) -> dict[str, Any]:
     if guard is None:
         if req.op == "list":
             return {"type": "approvals", "op": "list", "level": "never", "rules": [], "pending": 0, "approvals": []}
-        return frames.refusal("CONSENT_OFF", "This backend asks for nothing (consent = never and no rules): start it with `oh start --consent LEVEL`.")
+        return frames.refusal(
+            "CONSENT_OFF",
+            "This backend asks for nothing (consent = never and no rules): start it with `oh start --consent LEVEL`.",
+        )
     if req.op == "list":
         return {"type": "approvals", "op": "list", **guard.consent_status(), "approvals": guard.approvals.list()}
     if not decider:

@@ -14,14 +14,20 @@ from ..protocol.errors import ProtocolError
 from ..protocol.events import decode_frame, encode
 from ..runtimes.base import Runtime
 
-FORBIDDEN_TEXT = ("Deciding (approvals, review accept/reject) needs the decider credential, which agents do not get; "
-                  "answer from `oh approve` / `oh review`, the live view of `oh start`, or VS Code.")
+FORBIDDEN_TEXT = (
+    "Deciding (approvals, review accept/reject) needs the decider credential, which agents do not get; "
+    "answer from `oh approve` / `oh review`, the live view of `oh start`, or VS Code."
+)
 
 
 class Control:
     def __init__(
-        self, runtime: Runtime, review_on: bool, status: Callable[[], dict[str, Any]],
-        rotate_token: Callable[..., Awaitable[int]], stop: Callable[[str], Awaitable[None]],
+        self,
+        runtime: Runtime,
+        review_on: bool,
+        status: Callable[[], dict[str, Any]],
+        rotate_token: Callable[..., Awaitable[int]],
+        stop: Callable[[str], Awaitable[None]],
         approvals: Callable[[dict[str, Any], bool], dict[str, Any]] | None = None,
     ) -> None:
         self.runtime = runtime
@@ -46,10 +52,22 @@ class Control:
                 await connection.close(Close.TOKEN_ROTATED, "token rotated")
                 return
             elif kind == "review":
-                await connection.send(encode(await self.review_request(obj, getattr(connection, "oh_decider", False))), text=True)
+                await connection.send(
+                    encode(await self.review_request(obj, getattr(connection, "oh_decider", False))), text=True
+                )
             elif kind == "approvals":
-                answer = (self._approvals(obj, getattr(connection, "oh_decider", False)) if self._approvals is not None
-                          else {"type": "approvals", "op": "list", "level": "never", "rules": [], "pending": 0, "approvals": []})
+                answer = (
+                    self._approvals(obj, getattr(connection, "oh_decider", False))
+                    if self._approvals is not None
+                    else {
+                        "type": "approvals",
+                        "op": "list",
+                        "level": "never",
+                        "rules": [],
+                        "pending": 0,
+                        "approvals": [],
+                    }
+                )
                 await connection.send(encode(answer), text=True)
             elif kind == "shutdown":
                 await connection.send(encode({"type": "ok"}), text=True)
@@ -69,14 +87,20 @@ class Control:
             elsewhere = self.runtime.review_elsewhere() if self.review_on else None
             if elsewhere is not None:
                 return frames.refusal("NOT_HERE", elsewhere)
-            return frames.refusal("REVIEW_OFF", "Review mode is off for this backend: start it with `oh start --review` (or set `review = true`).")
+            return frames.refusal(
+                "REVIEW_OFF",
+                "Review mode is off for this backend: start it with `oh start --review` (or set `review = true`).",
+            )
         if req.op == "list":
             return {"type": "review", "op": "list", "review_timeout": queue.timeout, "proposals": queue.list()}
         if req.op == "accept" and req.all:
             return {"type": "review", "op": "accept", "results": await queue.accept_all()}
         p = queue.find(req.proposal_id or "")
         if p is None:
-            return frames.refusal("NO_PROPOSAL", f"No pending proposal {req.proposal_id}: it was decided, timed out or its agent left. `oh review` lists the pending ones.")
+            return frames.refusal(
+                "NO_PROPOSAL",
+                f"No pending proposal {req.proposal_id}: it was decided, timed out or its agent left. `oh review` lists the pending ones.",
+            )
         if req.op == "show":
             diff, is_binary = await asyncio.to_thread(p.diff)  # proportional to the file (or worse): off the loop
             return {"type": "review", "op": "show", "proposal": {**p.row(), "diff": diff, "binary": is_binary}}

@@ -80,7 +80,15 @@ def pending_caps(fd_soft_limit: int | None) -> tuple[int, int, int]:
 
 
 class PreAuthGate:
-    def __init__(self, soft: int, hard: int, per_peer: int, *, min_age: float = MIN_IDLE_AGE, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        soft: int,
+        hard: int,
+        per_peer: int,
+        *,
+        min_age: float = MIN_IDLE_AGE,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.soft, self.hard, self.per_peer, self.min_age, self.clock = soft, hard, per_peer, min_age, clock
         # connection -> (peer address, accepted at); dict order = oldest first
         self._pending: dict[Any, tuple[str, float]] = {}
@@ -158,7 +166,9 @@ def gated_connection_class(gate: PreAuthGate) -> type[ServerConnection]:
 class Throttle:
     """Log each kind of line at most once per ``window`` seconds, then say how many were suppressed."""
 
-    def __init__(self, logger: logging.Logger, window: float = 10.0, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, logger: logging.Logger, window: float = 10.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.logger, self.window, self.clock = logger, window, clock
         self._kinds: dict[Any, list] = {}  # key -> [window start, suppressed count, level, last message]
 
@@ -185,4 +195,6 @@ class Throttle:
 
     def _summary(self, key: Any, entry: list) -> None:
         msg, args = entry[3]
-        self.logger.log(entry[2], "%d more like this in the last %.0f s, the latest: " + msg, entry[1], self.window, *args)
+        self.logger.log(
+            entry[2], "%d more like this in the last %.0f s, the latest: " + msg, entry[1], self.window, *args
+        )

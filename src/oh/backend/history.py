@@ -43,7 +43,10 @@ class MonitorHistory:
         job_id = fields.get("job_id")
         if not isinstance(job_id, str):
             return
-        record = self._jobs.pop(job_id, None) or {"job_id": job_id, "started": _iso(time.time()) if name == "job_started" else None}
+        record = self._jobs.pop(job_id, None) or {
+            "job_id": job_id,
+            "started": _iso(time.time()) if name == "job_started" else None,
+        }
         record.update({k: v for k, v in fields.items() if v is not None or k not in record})
         record["state"] = (fields.get("state") or "FINISHED") if name == "job_finished" else "RUNNING"
         self._jobs[job_id] = record  # newest change last

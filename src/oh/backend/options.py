@@ -44,7 +44,9 @@ class BackendConfig:
     repeat_limit: int = 0
     repeat_action: str = "note"
     spool_dir: str | None = None  # background jobs' output (None: a private temporary directory)
-    user_shell: bool | None = None  # the local runtime's agent shell: the user's (True) or the clean one; None: its default
+    user_shell: bool | None = (
+        None  # the local runtime's agent shell: the user's (True) or the clean one; None: its default
+    )
     shell_startup_timeout: float | None = None
     # Proposal mode (docs/protocol.md §3.11): write/edit wait for the user's decision, at most this long.
     review: bool = False

@@ -59,7 +59,9 @@ def _fd_soft_limit() -> int | None:
 
 
 class Backend:
-    def __init__(self, config: BackendConfig, token: str, editor_token: str | None = None, decider_token: str | None = None) -> None:
+    def __init__(
+        self, config: BackendConfig, token: str, editor_token: str | None = None, decider_token: str | None = None
+    ) -> None:
         from ..sessions import new_instance_id
 
         self.config = config
@@ -92,25 +94,50 @@ class Backend:
         self.registry = EditorRegistry()
         self.editors = EditorLink(
             self.registry,
-            Welcome(self.instance_id, self.workspace, self.allowed_roots, config.max_shells, config.job_retention, config.review, config.review_timeout,
-                    config.user_shell, config.shell_startup_timeout),
-            send_timeout=config.send_timeout, register_timeout=REGISTER_TIMEOUT,
+            Welcome(
+                self.instance_id,
+                self.workspace,
+                self.allowed_roots,
+                config.max_shells,
+                config.job_retention,
+                config.review,
+                config.review_timeout,
+                config.user_shell,
+                config.shell_startup_timeout,
+            ),
+            send_timeout=config.send_timeout,
+            register_timeout=REGISTER_TIMEOUT,
         )
         self.editors.on_event = self._emit
         self.editors.on_proposal_event = self._editor_proposal_event
-        self.runtime = make_runtime(config.runtime, RuntimeSettings(
-            self.workspace, self.allowed_roots, editor_timeout=config.editor_timeout, max_shells=config.max_shells,
-            job_retention=config.job_retention, spool_dir=config.spool_dir, review=config.review, review_timeout=config.review_timeout,
-            env=consentctl.agent_env() if config.consent is not None else None,
-            user_shell=config.user_shell, shell_startup_timeout=config.shell_startup_timeout,
-        ), self.editors)
+        self.runtime = make_runtime(
+            config.runtime,
+            RuntimeSettings(
+                self.workspace,
+                self.allowed_roots,
+                editor_timeout=config.editor_timeout,
+                max_shells=config.max_shells,
+                job_retention=config.job_retention,
+                spool_dir=config.spool_dir,
+                review=config.review,
+                review_timeout=config.review_timeout,
+                env=consentctl.agent_env() if config.consent is not None else None,
+                user_shell=config.user_shell,
+                shell_startup_timeout=config.shell_startup_timeout,
+            ),
+            self.editors,
+        )
         if config.branch is not None:
             self.runtime = self._branch_guard(self.runtime, config.branch)
         self.consent = None  # consent (§3.13): around the branch guard, so every route passes it
         if config.consent is not None:
-            self.runtime = self.consent = consentctl.wrap(self, self.runtime, config.consent, config.approval_timeout, config.review)
+            self.runtime = self.consent = consentctl.wrap(
+                self, self.runtime, config.consent, config.approval_timeout, config.review
+            )
             self.editors.on_approval = lambda obj: consentctl.editor_answer(self, obj)
-        self.runtime = self._ensure_service(self.runtime)  # outermost: its installs pass every gate inside (consent too)
+        self.runtime = self._ensure_service(
+            self.runtime
+        )  # outermost: its installs pass every gate inside (consent too)
         self.runtime.on_job_event = self.monitors.job_event
         self.proposals = self.runtime.proposals  # the local runtime's ProposalQueue in review mode
         if self.proposals is not None:
@@ -120,8 +147,14 @@ class Backend:
         self.correlator = self.agent_desk.correlator
         self.deadlines = self.agent_desk.deadlines
         self.stats = self.agent_desk.stats
-        self.control = Control(self.runtime, config.review, self.status, self.rotate_token, self.stop,
-                               approvals=lambda obj, decider: consentctl.handle(self, obj, decider))
+        self.control = Control(
+            self.runtime,
+            config.review,
+            self.status,
+            self.rotate_token,
+            self.stop,
+            approvals=lambda obj, decider: consentctl.handle(self, obj, decider),
+        )
         # The path -> handler table (the handshake has checked the credential each path needs).
         self.routes: dict[str, Callable[[ServerConnection], Awaitable[None]]] = {
             "/v1/agent": self.agent_desk.serve,
@@ -152,8 +185,15 @@ class Backend:
         def new_id() -> int:  # a backend-wide leg id for the service's own run/job actions (the agents' correlator)
             return self.correlator.start("oh-ensure", next(internal), "internal", time.monotonic()).leg_id
 
-        return EnsureService(runtime, self.workspace, self.allowed_roots, new_id=new_id, release_id=lambda leg: self.correlator.finish(leg),
-                             default_timeout=self.config.action_timeout, setup=self.config.setup_script)
+        return EnsureService(
+            runtime,
+            self.workspace,
+            self.allowed_roots,
+            new_id=new_id,
+            release_id=lambda leg: self.correlator.finish(leg),
+            default_timeout=self.config.action_timeout,
+            setup=self.config.setup_script,
+        )
 
     def _editor_proposal_event(self, name: str, fields: dict[str, Any], editor_id: str) -> None:
         owner = self.agent_desk.owner_of(fields["action_id"])  # whose action it is
@@ -166,7 +206,9 @@ class Backend:
         if not auth.is_loopback_host(self.config.host):
             # Defence in depth: the launcher refuses such a host already. Off loopback, the bearer
             # token would be all that stood between the network and a shell as this user.
-            raise ValueError(f"refusing to listen on {self.config.host!r}: not a loopback address (127.0.0.1, ::1 or localhost); oh never listens on the network")
+            raise ValueError(
+                f"refusing to listen on {self.config.host!r}: not a loopback address (127.0.0.1, ::1 or localhost); oh never listens on the network"
+            )
         self.trace.open()
         await self.runtime.start()
         self.gate = guard.PreAuthGate(*guard.pending_caps(self.config.fd_budget or _fd_soft_limit()))
@@ -189,7 +231,14 @@ class Backend:
         self._flusher = asyncio.create_task(self._flush_loop())
         if self.config.write_session:
             self._write_session()
-        log.info("backend %s listening on %s:%s (runtime %s, workspace %s)", self.instance_id, self.config.host, self.port, self.config.runtime, self.workspace)
+        log.info(
+            "backend %s listening on %s:%s (runtime %s, workspace %s)",
+            self.instance_id,
+            self.config.host,
+            self.port,
+            self.config.runtime,
+            self.workspace,
+        )
 
     def session(self):
         from ..sessions import Session, process_start_time
@@ -242,7 +291,9 @@ class Backend:
             self._server.close(close_connections=False)
         await self.agent_desk.cancel_all()
         # All at once: one peer that does not read must not add 2 s per connection to the stop.
-        await asyncio.gather(*(close_quietly(c, Close.GOING_AWAY, "backend shutting down") for c in list(self.connections)))
+        await asyncio.gather(
+            *(close_quietly(c, Close.GOING_AWAY, "backend shutting down") for c in list(self.connections))
+        )
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.runtime.close(), 5)
         if self._server is not None:
@@ -265,7 +316,9 @@ class Backend:
         headers = request.headers
         refusal = auth.check_origin(headers) or auth.check_host(headers, self.port, self.config.host)
         if refusal is None and path == "/v1/health":
-            return self._json_response(connection, {"status": "ok", "version": __version__, "protocol": PROTOCOL_VERSION})
+            return self._json_response(
+                connection, {"status": "ok", "version": __version__, "protocol": PROTOCOL_VERSION}
+            )
         # Each role has one credential: editors the editor token, everyone else the token.
         if refusal is None:
             if path == "/v1/editor":
@@ -277,12 +330,16 @@ class Backend:
         if refusal is not None:
             status, text = refusal
             route = path if path in LOGGABLE_PATHS else "<other path>"
-            self._refusals.log(("refused", int(status), route), logging.INFO, "refused %s %s: %s", route, int(status), text.strip())
+            self._refusals.log(
+                ("refused", int(status), route), logging.INFO, "refused %s %s: %s", route, int(status), text.strip()
+            )
             return connection.respond(status, text)
         if path == "/v1/status":
             return self._json_response(connection, self.status())
         if path not in ROLES:
-            return connection.respond(HTTPStatus.NOT_FOUND, "Unknown path: use /v1/agent, /v1/editor, /v1/monitor or /v1/control.\n")
+            return connection.respond(
+                HTTPStatus.NOT_FOUND, "Unknown path: use /v1/agent, /v1/editor, /v1/monitor or /v1/control.\n"
+            )
         if path == "/v1/agent":
             parsed = agentinfo.parse(headers, self.workspace, self.allowed_roots)
             if isinstance(parsed, tuple):

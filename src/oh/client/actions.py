@@ -16,11 +16,31 @@ from ..protocol.actions import edit, read
 __all__ = ["run", "read", "write", "edit"]
 
 
-def run(command: str, *, timeout: float | None = None, blocking: bool = False, is_input: bool = False, cwd: str | None = None,
-        reset: bool | None = None, env: dict[str, str] | None = None, max_output: int | None = None,
-        security_risk: str | None = None, exclusive: bool | None = None) -> dict[str, Any]:
-    return _build.run(command, timeout=timeout, blocking=blocking, is_input=is_input, cwd=cwd, reset=bool(reset), env=env,
-                      max_output=max_output, security_risk=security_risk, exclusive=bool(exclusive))
+def run(
+    command: str,
+    *,
+    timeout: float | None = None,
+    blocking: bool = False,
+    is_input: bool = False,
+    cwd: str | None = None,
+    reset: bool | None = None,
+    env: dict[str, str] | None = None,
+    max_output: int | None = None,
+    security_risk: str | None = None,
+    exclusive: bool | None = None,
+) -> dict[str, Any]:
+    return _build.run(
+        command,
+        timeout=timeout,
+        blocking=blocking,
+        is_input=is_input,
+        cwd=cwd,
+        reset=bool(reset),
+        env=env,
+        max_output=max_output,
+        security_risk=security_risk,
+        exclusive=bool(exclusive),
+    )
 
 
 def write(path: str, content: str, *, encoding: str | None = None, security_risk: str | None = None) -> dict[str, Any]:

@@ -21,8 +21,9 @@ from .jobs import AsyncJobs
 from .observation import Observation
 
 
-
-def agent_headers(token: str, *, name: str | None = None, workdir: str | None = None, shell: str | None = None) -> dict[str, str]:
+def agent_headers(
+    token: str, *, name: str | None = None, workdir: str | None = None, shell: str | None = None
+) -> dict[str, str]:
     """Handshake headers of the agent role: the token, and the optional name / working dir / shell key."""
     headers = {"Authorization": f"Bearer {token}"}
     # Any Unicode (a name with an emoji, a workspace in Cyrillic): protocol/headers.py encodes it.
@@ -61,12 +62,12 @@ def _binary_obs(message: bytes) -> Any:
     if len(message) < 4 or n > MAX_BINARY_HEADER or 4 + n > len(message):
         return None
     try:
-        obs = decode(message[4:4 + n])
+        obs = decode(message[4 : 4 + n])
     except ValueError:
         return None
     if not isinstance(obs, dict) or "content" in obs:
         return None
-    obs["content"] = message[4 + n:]
+    obs["content"] = message[4 + n :]
     return obs
 
 
@@ -81,13 +82,29 @@ class Client(AsyncEditorInfo, AsyncJobs):
         self.stray: list[dict[str, Any]] = []  # error frames without a cause (should not happen)
 
     @classmethod
-    async def connect(cls, url: str, token: str, *, name: str | None = None, path: str = "/v1/agent", open_timeout: float = 10.0,
-                      workdir: str | None = None, shell: str | None = None) -> "Client":
+    async def connect(
+        cls,
+        url: str,
+        token: str,
+        *,
+        name: str | None = None,
+        path: str = "/v1/agent",
+        open_timeout: float = 10.0,
+        workdir: str | None = None,
+        shell: str | None = None,
+    ) -> "Client":
         headers = agent_headers(token, name=name, workdir=workdir, shell=shell)
         full = url.rstrip("/") + path
         try:
-            conn = await connect(full, additional_headers=headers, open_timeout=open_timeout, max_size=None, compression=None, ping_interval=20,
-                                 create_connection=_CONNECTION)  # many actions sent in one loop iteration: one write
+            conn = await connect(
+                full,
+                additional_headers=headers,
+                open_timeout=open_timeout,
+                max_size=None,
+                compression=None,
+                ping_interval=20,
+                create_connection=_CONNECTION,
+            )  # many actions sent in one loop iteration: one write
         except (InvalidHandshake, OSError, asyncio.TimeoutError) as exc:
             raise handshake_error(exc, url) from None
         return cls(conn, url)
@@ -112,7 +129,11 @@ class Client(AsyncEditorInfo, AsyncJobs):
                 if isinstance(message, list):  # fragments (the backend sends a binary read in two)
                     obs = _binary_fragments(message) if message[0][:1] == b"\x00" else decode(b"".join(message))
                 else:
-                    obs = _binary_obs(message) if isinstance(message, bytes) and message[:1] == b"\x00" else decode(message)
+                    obs = (
+                        _binary_obs(message)
+                        if isinstance(message, bytes) and message[:1] == b"\x00"
+                        else decode(message)
+                    )
                 fut = self._pending.pop(obs.get("cause"), None) if isinstance(obs, dict) else None
                 if fut is None:
                     self.stray.append(obs)
@@ -155,12 +176,30 @@ class Client(AsyncEditorInfo, AsyncJobs):
         finally:
             self._pending.pop(action["id"], None)
 
-    async def run(self, command: str, *, timeout: float | None = None, blocking: bool = False, is_input: bool = False, cwd: str | None = None,
-                  **extra: Any) -> Observation:
+    async def run(
+        self,
+        command: str,
+        *,
+        timeout: float | None = None,
+        blocking: bool = False,
+        is_input: bool = False,
+        cwd: str | None = None,
+        **extra: Any,
+    ) -> Observation:
         """``extra``: the optional run args (``reset``, ``env``, ``max_output``, ``security_risk``)."""
-        return await self.send(actions.run(command, timeout=timeout, blocking=blocking, is_input=is_input, cwd=cwd, **extra))
+        return await self.send(
+            actions.run(command, timeout=timeout, blocking=blocking, is_input=is_input, cwd=cwd, **extra)
+        )
 
-    async def read(self, path: str, *, start: int = 0, end: int = -1, view_range: list[int] | None = None, encoding: str | None = None) -> Observation:
+    async def read(
+        self,
+        path: str,
+        *,
+        start: int = 0,
+        end: int = -1,
+        view_range: list[int] | None = None,
+        encoding: str | None = None,
+    ) -> Observation:
         return await self.send(actions.read(path, start=start, end=end, view_range=view_range, encoding=encoding))
 
     async def write(self, path: str, content: str, *, encoding: str | None = None) -> Observation:
@@ -172,7 +211,6 @@ class Client(AsyncEditorInfo, AsyncJobs):
         action = actions.read(path)
         action["args"]["encoding"] = "binary"
         return await self.send(action)
-
 
     async def edit(self, path: str, command: str, **kw: Any) -> Observation:
         return await self.send(actions.edit(path, command, **kw))

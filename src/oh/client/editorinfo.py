@@ -17,10 +17,28 @@ def diagnostics(path: str | None = None, *, severity: str | None = None, wait: f
     return {"action": "diagnostics", "args": _clean({"path": path, "severity": severity, "wait": wait})}
 
 
-def open_file(path: str, *, line: int | None = None, column: int | None = None, end_line: int | None = None,
-              end_column: int | None = None, preserve_focus: bool | None = None) -> dict[str, Any]:
-    return {"action": "open", "args": _clean({"path": path, "line": line, "column": column, "end_line": end_line,
-                                              "end_column": end_column, "preserve_focus": preserve_focus})}
+def open_file(
+    path: str,
+    *,
+    line: int | None = None,
+    column: int | None = None,
+    end_line: int | None = None,
+    end_column: int | None = None,
+    preserve_focus: bool | None = None,
+) -> dict[str, Any]:
+    return {
+        "action": "open",
+        "args": _clean(
+            {
+                "path": path,
+                "line": line,
+                "column": column,
+                "end_line": end_line,
+                "end_column": end_column,
+                "preserve_focus": preserve_focus,
+            }
+        ),
+    }
 
 
 def editors() -> dict[str, Any]:
@@ -36,7 +54,10 @@ def definition(path: str, line: int, column: int) -> dict[str, Any]:
 
 
 def references(path: str, line: int, column: int, *, include_declaration: bool | None = None) -> dict[str, Any]:
-    return {"action": "references", "args": _clean({"path": path, "line": line, "column": column, "include_declaration": include_declaration})}
+    return {
+        "action": "references",
+        "args": _clean({"path": path, "line": line, "column": column, "include_declaration": include_declaration}),
+    }
 
 
 class AsyncEditorInfo:

@@ -18,7 +18,9 @@ from ..protocol.actions import WRITE_MODES, ensure, job, stat
 __all__ = ["WRITE_MODES", "ensure", "job", "stat", "run_background", "follow_up", "write", "AsyncJobs", "SyncJobs"]
 
 
-def run_background(command: str, *, cwd: str | None = None, force: bool = False, env: dict[str, str] | None = None) -> dict[str, Any]:
+def run_background(
+    command: str, *, cwd: str | None = None, force: bool = False, env: dict[str, str] | None = None
+) -> dict[str, Any]:
     return _build.run(command, background=True, cwd=cwd, force=force, env=env)
 
 
@@ -34,7 +36,9 @@ def write(path: str, content: str, *, mode: str = "overwrite", encoding: str | N
 class AsyncJobs:
     """Mixed into ``Client``: each method sends one action and returns its observation."""
 
-    async def run_background(self, command: str, *, cwd: str | None = None, force: bool = False, env: dict[str, str] | None = None):
+    async def run_background(
+        self, command: str, *, cwd: str | None = None, force: bool = False, env: dict[str, str] | None = None
+    ):
         return await self.send(run_background(command, cwd=cwd, force=force, env=env))
 
     async def follow(self, job_id: str, command: str = "", *, is_input: bool = False, timeout: float | None = None):
@@ -58,8 +62,15 @@ class AsyncJobs:
     async def stat(self, path: str):
         return await self.send(stat(path))
 
-    async def ensure(self, *, targets: list[str] | None = None, path: str | None = None, wait: bool = True, force: bool = False,
-                     timeout: float | None = None):
+    async def ensure(
+        self,
+        *,
+        targets: list[str] | None = None,
+        path: str | None = None,
+        wait: bool = True,
+        force: bool = False,
+        timeout: float | None = None,
+    ):
         """Make the workspace's environments ready (.venv, node_modules); the answer's extras say what is ready."""
         return await self.send(ensure(targets=targets, path=path, wait=wait, force=force, timeout=timeout))
 
@@ -70,7 +81,9 @@ class AsyncJobs:
 class SyncJobs:
     """Mixed into ``SyncClient``: the same methods, blocking."""
 
-    def run_background(self, command: str, *, cwd: str | None = None, force: bool = False, env: dict[str, str] | None = None):
+    def run_background(
+        self, command: str, *, cwd: str | None = None, force: bool = False, env: dict[str, str] | None = None
+    ):
         return self.send(run_background(command, cwd=cwd, force=force, env=env))
 
     def follow(self, job_id: str, command: str = "", *, is_input: bool = False, timeout: float | None = None):
@@ -94,8 +107,15 @@ class SyncJobs:
     def stat(self, path: str):
         return self.send(stat(path))
 
-    def ensure(self, *, targets: list[str] | None = None, path: str | None = None, wait: bool = True, force: bool = False,
-               timeout: float | None = None):
+    def ensure(
+        self,
+        *,
+        targets: list[str] | None = None,
+        path: str | None = None,
+        wait: bool = True,
+        force: bool = False,
+        timeout: float | None = None,
+    ):
         """Make the workspace's environments ready (.venv, node_modules); the answer's extras say what is ready."""
         return self.send(ensure(targets=targets, path=path, wait=wait, force=force, timeout=timeout))
 

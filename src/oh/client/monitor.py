@@ -12,7 +12,9 @@ from typing import Any, Callable
 from ..protocol.codes import Close
 
 
-async def monitor(session_loader: Callable[[], Any], on_frame: Callable[[dict[str, Any]], None], stop: asyncio.Event) -> str:
+async def monitor(
+    session_loader: Callable[[], Any], on_frame: Callable[[dict[str, Any]], None], stop: asyncio.Event
+) -> str:
     """Follow ``/v1/monitor`` until ``stop`` is set or the backend goes away. Reconnects after a
     token rotation (close 4001) by re-reading the session file. Returns why it ended."""
     from websockets.asyncio.client import connect
@@ -24,8 +26,13 @@ async def monitor(session_loader: Callable[[], Any], on_frame: Callable[[dict[st
         if session is None:
             return "session ended"
         try:
-            conn = await connect(session.url + "/v1/monitor", additional_headers={"Authorization": f"Bearer {session.token}"},
-                                 max_size=None, compression=None, open_timeout=5)
+            conn = await connect(
+                session.url + "/v1/monitor",
+                additional_headers={"Authorization": f"Bearer {session.token}"},
+                max_size=None,
+                compression=None,
+                open_timeout=5,
+            )
         except (InvalidHandshake, OSError, asyncio.TimeoutError) as exc:
             retries += 1
             if retries > 20:
@@ -57,7 +64,11 @@ async def monitor(session_loader: Callable[[], Any], on_frame: Callable[[dict[st
                 continue
             if code == Close.GOING_AWAY:
                 return "backend shut down"
-            return f"connection lost (close code {code})" if code is not None else "connection lost without a close frame (the backend died?)"
+            return (
+                f"connection lost (close code {code})"
+                if code is not None
+                else "connection lost without a close frame (the backend died?)"
+            )
         finally:
             stopper.cancel()
     return "stopped"

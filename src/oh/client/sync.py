@@ -50,12 +50,27 @@ class SyncClient(SyncEditorInfo, SyncJobs):
         self.stray: list[dict[str, Any]] = []  # frames whose cause nobody awaits (a timed-out call's late answer)
 
     @classmethod
-    def connect(cls, url: str, token: str, *, name: str | None = None, path: str = "/v1/agent", open_timeout: float = 10.0,
-                workdir: str | None = None, shell: str | None = None) -> "SyncClient":
+    def connect(
+        cls,
+        url: str,
+        token: str,
+        *,
+        name: str | None = None,
+        path: str = "/v1/agent",
+        open_timeout: float = 10.0,
+        workdir: str | None = None,
+        shell: str | None = None,
+    ) -> "SyncClient":
         headers = agent_headers(token, name=name, workdir=workdir, shell=shell)
         try:
-            conn = connect(url.rstrip("/") + path, additional_headers=headers, open_timeout=open_timeout, max_size=None, compression=None,
-                           **_OWN_CONNECTION)
+            conn = connect(
+                url.rstrip("/") + path,
+                additional_headers=headers,
+                open_timeout=open_timeout,
+                max_size=None,
+                compression=None,
+                **_OWN_CONNECTION,
+            )
         except (InvalidHandshake, OSError, TimeoutError) as exc:
             raise handshake_error(exc, url) from None
         return cls(conn, url)
@@ -162,12 +177,28 @@ class SyncClient(SyncEditorInfo, SyncJobs):
             self._cond.notify_all()
         raise self._closed from None
 
-    def run(self, command: str, *, timeout: float | None = None, blocking: bool = False, is_input: bool = False, cwd: str | None = None,
-            **extra: Any) -> Observation:
+    def run(
+        self,
+        command: str,
+        *,
+        timeout: float | None = None,
+        blocking: bool = False,
+        is_input: bool = False,
+        cwd: str | None = None,
+        **extra: Any,
+    ) -> Observation:
         """``extra``: the optional run args (``reset``, ``env``, ``max_output``, ``security_risk``)."""
         return self.send(actions.run(command, timeout=timeout, blocking=blocking, is_input=is_input, cwd=cwd, **extra))
 
-    def read(self, path: str, *, start: int = 0, end: int = -1, view_range: list[int] | None = None, encoding: str | None = None) -> Observation:
+    def read(
+        self,
+        path: str,
+        *,
+        start: int = 0,
+        end: int = -1,
+        view_range: list[int] | None = None,
+        encoding: str | None = None,
+    ) -> Observation:
         return self.send(actions.read(path, start=start, end=end, view_range=view_range, encoding=encoding))
 
     def write(self, path: str, content: str, *, encoding: str | None = None) -> Observation:

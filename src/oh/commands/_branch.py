@@ -44,7 +44,11 @@ def settle(workspace: str, runtime: str, plan: Plan, interactive: bool) -> Plan 
             die("cancelled: the backend was not started.", ERROR)
         if answer == "review":
             return _review_instead(decision.ask)
-        plan = Plan(plan.name, answer if answer in ("stash", "carry") else plan.on_dirty, "init" if answer == "init" else plan.on_not_git)
+        plan = Plan(
+            plan.name,
+            answer if answer in ("stash", "carry") else plan.on_dirty,
+            "init" if answer == "init" else plan.on_not_git,
+        )
         decision = decide(state, {**args, "on_dirty": plan.on_dirty, "on_not_git": plan.on_not_git})
     if decision.refuse is not None:
         die(decision.refuse, USAGE)
@@ -53,17 +57,25 @@ def settle(workspace: str, runtime: str, plan: Plan, interactive: bool) -> Plan 
 
 def _review_instead(question: str) -> str:
     why = "uncommitted changes" if question == "dirty" else "no git repository"
-    err(f"branch mode is off for this session ({why}): review mode instead, every write/edit waits for your accept/reject.")
+    err(
+        f"branch mode is off for this session ({why}): review mode instead, every write/edit waits for your accept/reject."
+    )
     return REVIEW
 
 
 def _needs_flag(question: str, workspace: str) -> tuple[str, int, str]:
     if question == "not_git":
-        return (f"{workspace} is not a git repository, and branch mode needs one.", USAGE,
-                "Pass --git-init to create it (`git init`), or --review to review each change instead, or start without --branch.")
-    return (f"{workspace} has uncommitted changes; branch mode will not switch branches without being told what to do with them.", USAGE,
-            "Pass --on-dirty stash (stash them first), --on-dirty carry (take them to the new branch) or --on-dirty review "
-            "(review each change instead of a branch), or commit them.")
+        return (
+            f"{workspace} is not a git repository, and branch mode needs one.",
+            USAGE,
+            "Pass --git-init to create it (`git init`), or --review to review each change instead, or start without --branch.",
+        )
+    return (
+        f"{workspace} has uncommitted changes; branch mode will not switch branches without being told what to do with them.",
+        USAGE,
+        "Pass --on-dirty stash (stash them first), --on-dirty carry (take them to the new branch) or --on-dirty review "
+        "(review each change instead of a branch), or commit them.",
+    )
 
 
 def _prompt(question: str, workspace: str) -> str:
@@ -96,8 +108,11 @@ def flags(plan: Plan | None) -> dict[str, str]:
     if plan is None:
         return {}
     # "review" was settled here, before the start; past it (a tree that turns dirty later) the backend asks.
-    out = {"branch": "on", "on_dirty": "ask" if plan.on_dirty == "review" else plan.on_dirty,
-           "on_not_git": "ask" if plan.on_not_git == "review" else plan.on_not_git}
+    out = {
+        "branch": "on",
+        "on_dirty": "ask" if plan.on_dirty == "review" else plan.on_dirty,
+        "on_not_git": "ask" if plan.on_not_git == "review" else plan.on_not_git,
+    }
     if plan.name:
         out["branch_name"] = plan.name
     return out
@@ -105,9 +120,13 @@ def flags(plan: Plan | None) -> dict[str, str]:
 
 def complete_on_dirty(incomplete: str):
     """Shell completion of `--on-dirty`: the values with what they do."""
-    values = (("stash", "stash the changes, then switch"), ("carry", "take the changes to the new branch"),
-              ("review", "review mode instead of a branch (at start)"),
-              ("abort", "refuse (start, or the first change)"), ("ask", "the terminal prompt / VS Code's dialog"))
+    values = (
+        ("stash", "stash the changes, then switch"),
+        ("carry", "take the changes to the new branch"),
+        ("review", "review mode instead of a branch (at start)"),
+        ("abort", "refuse (start, or the first change)"),
+        ("ask", "the terminal prompt / VS Code's dialog"),
+    )
     return [(v, h) for v, h in values if v.startswith(incomplete)]
 
 
@@ -116,4 +135,3 @@ def interactive(detach: bool, json_: bool) -> bool:
         return not detach and not json_ and sys.stdin.isatty()
     except (ValueError, OSError):
         return False
-

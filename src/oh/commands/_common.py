@@ -10,7 +10,18 @@ from typing import Any, NoReturn
 
 # Exit codes: one definition in oh.fastpath.exits (the fast path cannot import this module).
 from ._io import Streams
-from ..fastpath.exits import ACTION_FAILED, AUTH, ERROR, NO_EDITOR, NOT_RUNNING, OK, TIMEOUT, UNREACHABLE, USAGE, OhError  # noqa: E402,F401
+from ..fastpath.exits import (  # noqa: E402,F401
+    ACTION_FAILED,
+    AUTH,
+    ERROR,
+    NO_EDITOR,
+    NOT_RUNNING,
+    OK,
+    TIMEOUT,
+    UNREACHABLE,
+    USAGE,
+    OhError,
+)
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 ok · 1 failed · 2 usage or bad setting · 3 no running backend · 4 token refused · "
@@ -63,8 +74,13 @@ def pick_session(workspace: str | None, instance: str | None, *, to_stop: bool =
         running = sessions.list_sessions()
         if to_stop:
             ids = ", ".join(r.instance_id for r in running)
-            die(f"nothing to stop: no running backend serves {target}.", NOT_RUNNING,
-                f"Running elsewhere: {ids} (stop one with `oh stop ID`, or all with `oh stop --all`)." if running else "No backend is running (`oh status`).")
+            die(
+                f"nothing to stop: no running backend serves {target}.",
+                NOT_RUNNING,
+                f"Running elsewhere: {ids} (stop one with `oh stop ID`, or all with `oh stop --all`)."
+                if running
+                else "No backend is running (`oh status`).",
+            )
         hint = f"Start one with `oh start --detach --workspace {target}`"
         if running:
             hint += " or pick a running one with --instance (see `oh status`)"
@@ -77,7 +93,11 @@ def complete_instances(incomplete: str):
     try:
         from .. import sessions
 
-        return [(s.instance_id, f"{s.runtime} {s.workspace}") for s in sessions.list_sessions() if s.instance_id.startswith(incomplete)]
+        return [
+            (s.instance_id, f"{s.runtime} {s.workspace}")
+            for s in sessions.list_sessions()
+            if s.instance_id.startswith(incomplete)
+        ]
     except Exception:  # noqa: BLE001 - completion must never print a traceback
         return []
 
@@ -87,13 +107,26 @@ def target_options():
     imported here, not at module level: the fast path's error mapping imports this module)."""
     import typer
 
-    workspace = typer.Option(None, "--workspace", "-C", metavar="DIR", help="Use the backend serving this directory (default: cwd).")
-    instance = typer.Option(None, "--instance", "-i", metavar="ID", help="Use this backend (instance id or unique prefix).", autocompletion=complete_instances)
+    workspace = typer.Option(
+        None, "--workspace", "-C", metavar="DIR", help="Use the backend serving this directory (default: cwd)."
+    )
+    instance = typer.Option(
+        None,
+        "--instance",
+        "-i",
+        metavar="ID",
+        help="Use this backend (instance id or unique prefix).",
+        autocompletion=complete_instances,
+    )
     return workspace, instance
 
 
 def complete_runtimes(incomplete: str):
-    return [(r, h) for r, h in (("local", "on this machine, no sandbox"), ("vscode", "in VS Code")) if r.startswith(incomplete)]
+    return [
+        (r, h)
+        for r, h in (("local", "on this machine, no sandbox"), ("vscode", "in VS Code"))
+        if r.startswith(incomplete)
+    ]
 
 
 def complete_keys(incomplete: str):

@@ -92,8 +92,12 @@ def _plain(error: dict) -> str:
         return f"{shown} is not a number."
     if kind.startswith("bool_"):
         return f"{shown} is not true or false."
-    bounds = {"greater_than_equal": ("ge", "at least"), "greater_than": ("gt", "more than"),
-              "less_than_equal": ("le", "at most"), "less_than": ("lt", "less than")}
+    bounds = {
+        "greater_than_equal": ("ge", "at least"),
+        "greater_than": ("gt", "more than"),
+        "less_than_equal": ("le", "at most"),
+        "less_than": ("lt", "less than"),
+    }
     if kind in bounds:
         key, words = bounds[kind]
         return f"must be {words} {ctx.get(key)} (got {shown})."

@@ -16,11 +16,16 @@ import typer
 from ._common import EXIT_CODES_HELP, pick_session, target_options
 from ._io import Streams
 
-EPILOG = EXIT_CODES_HELP + " `oh run` otherwise exits with the command's own exit code (6 when it was refused: another command still runs)."
+EPILOG = (
+    EXIT_CODES_HELP
+    + " `oh run` otherwise exits with the command's own exit code (6 when it was refused: another command still runs)."
+)
 
 _WORKSPACE, _INSTANCE = target_options()
 _JSON = typer.Option(False, "--json", help="Print the observation as JSON (OpenHands shape).")
-_QUIET = typer.Option(False, "--quiet", "-q", help="Print only the result and errors: no notes, confirmations or snippets.")
+_QUIET = typer.Option(
+    False, "--quiet", "-q", help="Print only the result and errors: no notes, confirmations or snippets."
+)
 
 
 def _call(io: Streams, verb: str, workspace: Optional[str], instance: Optional[str], **kw) -> int:
@@ -40,16 +45,51 @@ def _mode(*pairs, default=None, what: str) -> str:
 
 
 def run(
-    command: Optional[List[str]] = typer.Argument(None, metavar="COMMAND", help="The command; several words are shell-quoted and joined, one word is used as a shell command line.", show_default=False),
-    timeout: Optional[float] = typer.Option(None, "--timeout", "-t", min=0.001, metavar="SECONDS", help="Kill the command after SECONDS (exit 124)."),
-    cwd: Optional[str] = typer.Option(None, "--cwd", metavar="DIR", help="Working directory (default: your cwd when inside the workspace, else the workspace root)."),
-    input_: Optional[str] = typer.Option(None, "--input", metavar="TEXT", help="Send TEXT and a newline to the command still running in the `oh run` shell."),
-    interrupt: bool = typer.Option(False, "--interrupt", help="Interrupt (Ctrl-C) the command still running in the `oh run` shell."),
-    wait: bool = typer.Option(False, "--wait", help="Wait for more output of the command still running in the `oh run` shell."),
-    reset: bool = typer.Option(False, "--reset", help="Kill what runs in the `oh run` shell and start a fresh one (then run COMMAND, if given)."),
-    max_output: Optional[int] = typer.Option(None, "--max-output", min=0, metavar="CHARS", help="Keep at most CHARS characters of output (0 = all; the backend's default is 30000)."),
-    background: bool = typer.Option(False, "--background", "-b", help="Start COMMAND as a background job and print its id at once (see `oh jobs`)."),
-    force: bool = typer.Option(False, "--force", help="With --background: start another job even if the same one is running."),
+    command: Optional[List[str]] = typer.Argument(
+        None,
+        metavar="COMMAND",
+        help="The command; several words are shell-quoted and joined, one word is used as a shell command line.",
+        show_default=False,
+    ),
+    timeout: Optional[float] = typer.Option(
+        None, "--timeout", "-t", min=0.001, metavar="SECONDS", help="Kill the command after SECONDS (exit 124)."
+    ),
+    cwd: Optional[str] = typer.Option(
+        None,
+        "--cwd",
+        metavar="DIR",
+        help="Working directory (default: your cwd when inside the workspace, else the workspace root).",
+    ),
+    input_: Optional[str] = typer.Option(
+        None,
+        "--input",
+        metavar="TEXT",
+        help="Send TEXT and a newline to the command still running in the `oh run` shell.",
+    ),
+    interrupt: bool = typer.Option(
+        False, "--interrupt", help="Interrupt (Ctrl-C) the command still running in the `oh run` shell."
+    ),
+    wait: bool = typer.Option(
+        False, "--wait", help="Wait for more output of the command still running in the `oh run` shell."
+    ),
+    reset: bool = typer.Option(
+        False,
+        "--reset",
+        help="Kill what runs in the `oh run` shell and start a fresh one (then run COMMAND, if given).",
+    ),
+    max_output: Optional[int] = typer.Option(
+        None,
+        "--max-output",
+        min=0,
+        metavar="CHARS",
+        help="Keep at most CHARS characters of output (0 = all; the backend's default is 30000).",
+    ),
+    background: bool = typer.Option(
+        False, "--background", "-b", help="Start COMMAND as a background job and print its id at once (see `oh jobs`)."
+    ),
+    force: bool = typer.Option(
+        False, "--force", help="With --background: start another job even if the same one is running."
+    ),
     workspace: Optional[str] = _WORKSPACE,
     instance: Optional[str] = _INSTANCE,
     json_: bool = _JSON,
@@ -62,25 +102,84 @@ def run(
 
     Example: oh run -- pytest -q tests/
     """
-    raise typer.Exit(run_run(Streams.system(), command=list(command or []), timeout=timeout, cwd=cwd, input_=input_, interrupt=interrupt,
-                             wait=wait, reset=reset, max_output=max_output, background=background, force=force, workspace=workspace,
-                             instance=instance, json_=json_, quiet=quiet))
+    raise typer.Exit(
+        run_run(
+            Streams.system(),
+            command=list(command or []),
+            timeout=timeout,
+            cwd=cwd,
+            input_=input_,
+            interrupt=interrupt,
+            wait=wait,
+            reset=reset,
+            max_output=max_output,
+            background=background,
+            force=force,
+            workspace=workspace,
+            instance=instance,
+            json_=json_,
+            quiet=quiet,
+        )
+    )
 
 
-def run_run(io: Streams, *, command: list[str], timeout: Optional[float] = None, cwd: Optional[str] = None, input_: Optional[str] = None,
-            interrupt: bool = False, wait: bool = False, reset: bool = False, max_output: Optional[int] = None, background: bool = False,
-            force: bool = False, workspace: Optional[str] = None, instance: Optional[str] = None, json_: bool = False, quiet: bool = False) -> int:
+def run_run(
+    io: Streams,
+    *,
+    command: list[str],
+    timeout: Optional[float] = None,
+    cwd: Optional[str] = None,
+    input_: Optional[str] = None,
+    interrupt: bool = False,
+    wait: bool = False,
+    reset: bool = False,
+    max_output: Optional[int] = None,
+    background: bool = False,
+    force: bool = False,
+    workspace: Optional[str] = None,
+    instance: Optional[str] = None,
+    json_: bool = False,
+    quiet: bool = False,
+) -> int:
     """``oh run``'s behaviour: the command's own exit code, or oh's (`oh --help`)."""
     if background:  # the job verbs live in commands/jobs.py
         from .jobs import start_background
 
-        also = tuple(flag for flag, given in (("--timeout", timeout is not None), ("--input", input_ is not None), ("--interrupt", interrupt),
-                                              ("--wait", wait), ("--reset", reset), ("--max-output", max_output is not None)) if given)
+        also = tuple(
+            flag
+            for flag, given in (
+                ("--timeout", timeout is not None),
+                ("--input", input_ is not None),
+                ("--interrupt", interrupt),
+                ("--wait", wait),
+                ("--reset", reset),
+                ("--max-output", max_output is not None),
+            )
+            if given
+        )
         return start_background(io, command, cwd, workspace, instance, force=force, json_=json_, also=also)
-    mode = _mode(("input", input_ is not None), ("interrupt", interrupt), ("wait", wait), ("reset", reset),
-                 default="command", what="--input, --interrupt, --wait, --reset")
-    return _call(io, "run", workspace, instance, command=command, mode=mode, text=input_, timeout=timeout, cwd=cwd,
-                 max_output=max_output, json_=json_, quiet=quiet)
+    mode = _mode(
+        ("input", input_ is not None),
+        ("interrupt", interrupt),
+        ("wait", wait),
+        ("reset", reset),
+        default="command",
+        what="--input, --interrupt, --wait, --reset",
+    )
+    return _call(
+        io,
+        "run",
+        workspace,
+        instance,
+        command=command,
+        mode=mode,
+        text=input_,
+        timeout=timeout,
+        cwd=cwd,
+        max_output=max_output,
+        json_=json_,
+        quiet=quiet,
+    )
 
 
 def read(
@@ -93,32 +192,77 @@ def read(
     quiet: bool = _QUIET,
 ) -> None:
     """Read a file through the backend (the editor's view of it for runtime vscode)."""
-    raise typer.Exit(run_read(Streams.system(), path=path, start=start, end=end, workspace=workspace, instance=instance, json_=json_, quiet=quiet))
+    raise typer.Exit(
+        run_read(
+            Streams.system(),
+            path=path,
+            start=start,
+            end=end,
+            workspace=workspace,
+            instance=instance,
+            json_=json_,
+            quiet=quiet,
+        )
+    )
 
 
-def run_read(io: Streams, *, path: str, start: int = 0, end: int = -1, workspace: Optional[str] = None, instance: Optional[str] = None,
-             json_: bool = False, quiet: bool = False) -> int:
+def run_read(
+    io: Streams,
+    *,
+    path: str,
+    start: int = 0,
+    end: int = -1,
+    workspace: Optional[str] = None,
+    instance: Optional[str] = None,
+    json_: bool = False,
+    quiet: bool = False,
+) -> int:
     """``oh read``'s behaviour."""
     return _call(io, "read", workspace, instance, path=path, start=start, end=end, json_=json_, quiet=quiet)
 
 
 def write(
     path: str = typer.Argument(..., metavar="PATH", help="File to write (created or replaced)."),
-    content: Optional[str] = typer.Option(None, "--content", metavar="TEXT", help="The new content; without it, stdin is read."),
+    content: Optional[str] = typer.Option(
+        None, "--content", metavar="TEXT", help="The new content; without it, stdin is read."
+    ),
     append: bool = typer.Option(False, "--append", help="Add the content at the end of the file (created if absent)."),
-    create: bool = typer.Option(False, "--create", help="Create the file only if it does not exist (else: no change, and says so)."),
+    create: bool = typer.Option(
+        False, "--create", help="Create the file only if it does not exist (else: no change, and says so)."
+    ),
     workspace: Optional[str] = _WORKSPACE,
     instance: Optional[str] = _INSTANCE,
     json_: bool = _JSON,
     quiet: bool = _QUIET,
 ) -> None:
     """Write a file through the backend (atomic)."""
-    raise typer.Exit(run_write(Streams.system(), path=path, content=content, append=append, create=create, workspace=workspace,
-                               instance=instance, json_=json_, quiet=quiet))
+    raise typer.Exit(
+        run_write(
+            Streams.system(),
+            path=path,
+            content=content,
+            append=append,
+            create=create,
+            workspace=workspace,
+            instance=instance,
+            json_=json_,
+            quiet=quiet,
+        )
+    )
 
 
-def run_write(io: Streams, *, path: str, content: Optional[str] = None, append: bool = False, create: bool = False,
-              workspace: Optional[str] = None, instance: Optional[str] = None, json_: bool = False, quiet: bool = False) -> int:
+def run_write(
+    io: Streams,
+    *,
+    path: str,
+    content: Optional[str] = None,
+    append: bool = False,
+    create: bool = False,
+    workspace: Optional[str] = None,
+    instance: Optional[str] = None,
+    json_: bool = False,
+    quiet: bool = False,
+) -> int:
     """``oh write``'s behaviour: the content from ``content``, else from ``io.inp``."""
     from ..fastpath import verbs
 
@@ -133,9 +277,15 @@ def run_write(io: Streams, *, path: str, content: Optional[str] = None, append: 
 
 def edit(
     path: str = typer.Argument(..., metavar="PATH", help="File to edit."),
-    create: Optional[str] = typer.Option(None, "--create", metavar="TEXT", help="Create the file with TEXT (fails if it exists)."),
-    replace: Optional[Tuple[str, str]] = typer.Option(None, "--replace", help="Replace OLD (must occur exactly once) with NEW.", metavar="OLD NEW"),
-    insert: Optional[Tuple[int, str]] = typer.Option(None, "--insert", help="Insert TEXT after line LINE (0 = top).", metavar="LINE TEXT"),
+    create: Optional[str] = typer.Option(
+        None, "--create", metavar="TEXT", help="Create the file with TEXT (fails if it exists)."
+    ),
+    replace: Optional[Tuple[str, str]] = typer.Option(
+        None, "--replace", help="Replace OLD (must occur exactly once) with NEW.", metavar="OLD NEW"
+    ),
+    insert: Optional[Tuple[int, str]] = typer.Option(
+        None, "--insert", help="Insert TEXT after line LINE (0 = top).", metavar="LINE TEXT"
+    ),
     undo: bool = typer.Option(False, "--undo", help="Revert the last edit made through oh to this file."),
     view: bool = typer.Option(False, "--view", help="Show the file with line numbers (or a directory listing)."),
     workspace: Optional[str] = _WORKSPACE,
@@ -144,14 +294,56 @@ def edit(
     quiet: bool = _QUIET,
 ) -> None:
     """Edit a file through the backend with OpenHands' editor commands (exactly one mode)."""
-    raise typer.Exit(run_edit(Streams.system(), path=path, create=create, replace=replace, insert=insert, undo=undo, view=view,
-                              workspace=workspace, instance=instance, json_=json_, quiet=quiet))
+    raise typer.Exit(
+        run_edit(
+            Streams.system(),
+            path=path,
+            create=create,
+            replace=replace,
+            insert=insert,
+            undo=undo,
+            view=view,
+            workspace=workspace,
+            instance=instance,
+            json_=json_,
+            quiet=quiet,
+        )
+    )
 
 
-def run_edit(io: Streams, *, path: str, create: Optional[str] = None, replace: Optional[Tuple[str, str]] = None,
-             insert: Optional[Tuple[int, str]] = None, undo: bool = False, view: bool = False, workspace: Optional[str] = None,
-             instance: Optional[str] = None, json_: bool = False, quiet: bool = False) -> int:
+def run_edit(
+    io: Streams,
+    *,
+    path: str,
+    create: Optional[str] = None,
+    replace: Optional[Tuple[str, str]] = None,
+    insert: Optional[Tuple[int, str]] = None,
+    undo: bool = False,
+    view: bool = False,
+    workspace: Optional[str] = None,
+    instance: Optional[str] = None,
+    json_: bool = False,
+    quiet: bool = False,
+) -> int:
     """``oh edit``'s behaviour (exactly one mode)."""
-    mode = _mode(("create", create is not None), ("replace", replace is not None), ("insert", insert is not None), ("undo", undo), ("view", view),
-                 what="--create, --replace, --insert, --undo, --view")
-    return _call(io, "edit", workspace, instance, path=path, mode=mode, create=create, replace=replace, insert=insert, json_=json_, quiet=quiet)
+    mode = _mode(
+        ("create", create is not None),
+        ("replace", replace is not None),
+        ("insert", insert is not None),
+        ("undo", undo),
+        ("view", view),
+        what="--create, --replace, --insert, --undo, --view",
+    )
+    return _call(
+        io,
+        "edit",
+        workspace,
+        instance,
+        path=path,
+        mode=mode,
+        create=create,
+        replace=replace,
+        insert=insert,
+        json_=json_,
+        quiet=quiet,
+    )

@@ -30,7 +30,9 @@ def request(session: Any, frame: dict[str, Any], timeout: float = 10.0) -> dict[
     return send(session, frame, timeout)
 
 
-def _ask(io: Streams, workspace: Optional[str], instance: Optional[str], frame: dict[str, Any], json_: bool) -> dict[str, Any]:
+def _ask(
+    io: Streams, workspace: Optional[str], instance: Optional[str], frame: dict[str, Any], json_: bool
+) -> dict[str, Any]:
     from ..launcher.control import BackendUnreachable
 
     session = pick_session(workspace, instance)
@@ -45,7 +47,11 @@ def _ask(io: Streams, workspace: Optional[str], instance: Optional[str], frame: 
         from ..text.sanitize import visible
 
         code = str(answer.get("error_id", ""))
-        die(visible(answer.get("message", "the backend refused the request")), USAGE if code == "BAD_REQUEST" else ERROR, _HINTS.get(code))
+        die(
+            visible(answer.get("message", "the backend refused the request")),
+            USAGE if code == "BAD_REQUEST" else ERROR,
+            _HINTS.get(code),
+        )
     return answer
 
 
@@ -58,7 +64,9 @@ def approvals(
     raise typer.Exit(run_approvals(Streams.system(), workspace=workspace, instance=instance, json_=json_))
 
 
-def run_approvals(io: Streams, *, workspace: Optional[str] = None, instance: Optional[str] = None, json_: bool = False) -> int:
+def run_approvals(
+    io: Streams, *, workspace: Optional[str] = None, instance: Optional[str] = None, json_: bool = False
+) -> int:
     from ..text.fmt import fmt_duration
     from ..text.sanitize import visible
 
@@ -87,13 +95,28 @@ def run_approvals(io: Streams, *, workspace: Optional[str] = None, instance: Opt
 
 def approve(
     approval_id: str = typer.Argument(..., metavar="ID", help="An id from `oh approvals` (e.g. c3)."),
-    always: bool = typer.Option(False, "--always", "-a", help="Also allow it from now on: adds the rule `oh approvals` shows to config consent_allow (remove it with `oh config remove consent_allow RULE`)."),
+    always: bool = typer.Option(
+        False,
+        "--always",
+        "-a",
+        help="Also allow it from now on: adds the rule `oh approvals` shows to config consent_allow (remove it with `oh config remove consent_allow RULE`).",
+    ),
     workspace: Optional[str] = _WORKSPACE,
     instance: Optional[str] = _INSTANCE,
     json_: bool = _JSON,
 ) -> None:
     """Allow a waiting action to run (once, or --always)."""
-    raise typer.Exit(run_decide(Streams.system(), approval_id=approval_id, allow=True, always=always, workspace=workspace, instance=instance, json_=json_))
+    raise typer.Exit(
+        run_decide(
+            Streams.system(),
+            approval_id=approval_id,
+            allow=True,
+            always=always,
+            workspace=workspace,
+            instance=instance,
+            json_=json_,
+        )
+    )
 
 
 def reject(
@@ -104,11 +127,30 @@ def reject(
     json_: bool = _JSON,
 ) -> None:
     """Refuse a waiting action: it is not run; the agent gets REJECTED with your reason."""
-    raise typer.Exit(run_decide(Streams.system(), approval_id=approval_id, allow=False, reason=reason, workspace=workspace, instance=instance, json_=json_))
+    raise typer.Exit(
+        run_decide(
+            Streams.system(),
+            approval_id=approval_id,
+            allow=False,
+            reason=reason,
+            workspace=workspace,
+            instance=instance,
+            json_=json_,
+        )
+    )
 
 
-def run_decide(io: Streams, *, approval_id: str, allow: bool, always: bool = False, reason: str = "", workspace: Optional[str] = None,
-               instance: Optional[str] = None, json_: bool = False) -> int:
+def run_decide(
+    io: Streams,
+    *,
+    approval_id: str,
+    allow: bool,
+    always: bool = False,
+    reason: str = "",
+    workspace: Optional[str] = None,
+    instance: Optional[str] = None,
+    json_: bool = False,
+) -> int:
     from ..text.sanitize import visible
 
     frame: dict[str, Any] = {"op": "allow" if allow else "reject", "id": approval_id, "via": "cli"}
@@ -128,7 +170,12 @@ def run_decide(io: Streams, *, approval_id: str, allow: bool, always: bool = Fal
         io.json({**answer, **({"saved_to": saved} if saved else {})})
     else:
         for r in results:
-            io.print(f"{visible(r.get('id'))}: {visible(r.get('outcome'))}: {visible(r.get('what') or r.get('message'))}")
+            io.print(
+                f"{visible(r.get('id'))}: {visible(r.get('outcome'))}: {visible(r.get('what') or r.get('message'))}"
+            )
             if r.get("rules"):
-                io.print(f"    always allowed from now on: {visible(', '.join(r['rules']))}" + (f" (saved in {saved})" if saved else ""))
+                io.print(
+                    f"    always allowed from now on: {visible(', '.join(r['rules']))}"
+                    + (f" (saved in {saved})" if saved else "")
+                )
     return 0 if all(r.get("outcome") in ("allowed", "rejected") for r in results) else ERROR

@@ -12,8 +12,16 @@ from ._io import Streams
 
 
 def attach(
-    workspace: Optional[str] = typer.Option(None, "--workspace", "-C", help="Attach to the backend serving this directory (default: cwd)."),
-    instance: Optional[str] = typer.Option(None, "--instance", "-i", help="Attach to this backend (instance id or prefix).", autocompletion=complete_instances),
+    workspace: Optional[str] = typer.Option(
+        None, "--workspace", "-C", help="Attach to the backend serving this directory (default: cwd)."
+    ),
+    instance: Optional[str] = typer.Option(
+        None,
+        "--instance",
+        "-i",
+        help="Attach to this backend (instance id or prefix).",
+        autocompletion=complete_instances,
+    ),
     once: bool = typer.Option(False, "--once", help="Exit when disconnected instead of reconnecting."),
 ) -> None:
     """Act as the editor for a backend (headless: actions run on this machine, like the local runtime).
@@ -24,7 +32,9 @@ def attach(
     raise typer.Exit(run_attach(Streams.system(), workspace=workspace, instance=instance, once=once))
 
 
-def run_attach(io: Streams, *, workspace: Optional[str] = None, instance: Optional[str] = None, once: bool = False) -> int:
+def run_attach(
+    io: Streams, *, workspace: Optional[str] = None, instance: Optional[str] = None, once: bool = False
+) -> int:
     """``oh attach``'s behaviour: the editor's events on ``io.err``; 0 when the backend stopped or on Ctrl-C."""
     from ..editor import run_editor
     from ..eventloop import run as run_loop  # uvloop when installed (the [fast] extra)
@@ -34,7 +44,11 @@ def run_attach(io: Streams, *, workspace: Optional[str] = None, instance: Option
     if instance is not None and not sessions.find(instance):
         die(f"no running backend with instance id {instance!r}.", NOT_RUNNING, "List them with `oh status`.")
     if instance is None and sessions.for_workspace(target) is None:
-        die(f"no running backend serves {target}.", NOT_RUNNING, f"Start one with `oh start --runtime vscode --workspace {target}`.")
+        die(
+            f"no running backend serves {target}.",
+            NOT_RUNNING,
+            f"Start one with `oh start --runtime vscode --workspace {target}`.",
+        )
 
     def report(kind: str, data) -> None:
         if kind == "registered":
@@ -52,9 +66,16 @@ def run_attach(io: Streams, *, workspace: Optional[str] = None, instance: Option
         # The local runtime serving this editor reads the agent-shell settings from the environment.
         os.environ["OH_USER_SHELL"] = "1" if jobs.get("user_shell", True) else "0"
         os.environ["OH_SHELL_STARTUP_TIMEOUT"] = f"{jobs.get('shell_startup_timeout') or 5.0:g}"
-        code = run_loop(run_editor(
-            target, instance=instance, reconnect=not once, on_event=report, max_shells=jobs["max_shells"], job_retention=jobs["job_retention"],
-        ))
+        code = run_loop(
+            run_editor(
+                target,
+                instance=instance,
+                reconnect=not once,
+                on_event=report,
+                max_shells=jobs["max_shells"],
+                job_retention=jobs["job_retention"],
+            )
+        )
     except KeyboardInterrupt:
         code = 0
     return 0 if code == 3 else code  # 3 here: its session ended after we attached

@@ -24,8 +24,11 @@ SHELLS = ("bash", "zsh", "fish", "powershell")
 FILES = {"bash": "oh.bash", "zsh": "_oh", "fish": "oh.fish", "powershell": "oh.ps1"}
 MARK = "# oh shell completion (added by `oh completions install`)"
 
-app = typer.Typer(help="Shell completion for bash, zsh, fish and PowerShell.", no_args_is_help=True,
-                  epilog="Exit codes: 0 ok · 2 unknown or undetectable shell · 1 cannot write a file.")
+app = typer.Typer(
+    help="Shell completion for bash, zsh, fish and PowerShell.",
+    no_args_is_help=True,
+    epilog="Exit codes: 0 ok · 2 unknown or undetectable shell · 1 cannot write a file.",
+)
 
 
 def script(shell: str) -> str:
@@ -94,7 +97,9 @@ def _append_once(rc: Path, block: str, changes: list[str]) -> None:
     rc.parent.mkdir(parents=True, exist_ok=True)
     with open(rc, "a", encoding="utf-8") as f:
         f.write(("\n" if text and not text.endswith("\n") else "") + f"\n{MARK}\n{block}\n")
-    changes.append(f"appended to {rc}: {block.strip().splitlines()[0]}" + (" …" if len(block.strip().splitlines()) > 1 else ""))
+    changes.append(
+        f"appended to {rc}: {block.strip().splitlines()[0]}" + (" …" if len(block.strip().splitlines()) > 1 else "")
+    )
 
 
 def install_for(shell: str) -> dict:
@@ -103,7 +108,11 @@ def install_for(shell: str) -> dict:
     notes: list[str] = []
     if shell == "bash":
         target = _xdg("XDG_DATA_HOME", ".local/share") / "bash-completion" / "completions" / "oh"
-        notes.append("bash-completion (v2.x) loads it automatically in new shells; without bash-completion add `source " + str(target) + "` to ~/.bashrc.")
+        notes.append(
+            "bash-completion (v2.x) loads it automatically in new shells; without bash-completion add `source "
+            + str(target)
+            + "` to ~/.bashrc."
+        )
     elif shell == "zsh":
         zdot = Path(os.environ.get("ZDOTDIR") or _home())
         target = zdot / ".zfunc" / "_oh"
@@ -112,7 +121,11 @@ def install_for(shell: str) -> dict:
         target = _xdg("XDG_CONFIG_HOME", ".config") / "fish" / "completions" / "oh.fish"
         notes.append("fish loads it automatically in new shells.")
     else:
-        base = (_home() / "Documents" / "PowerShell") if os.name == "nt" else (_xdg("XDG_CONFIG_HOME", ".config") / "powershell")
+        base = (
+            (_home() / "Documents" / "PowerShell")
+            if os.name == "nt"
+            else (_xdg("XDG_CONFIG_HOME", ".config") / "powershell")
+        )
         target = base / "oh-completion.ps1"
         _append_once(base / "Microsoft.PowerShell_profile.ps1", f". '{target}'", changes)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -125,7 +138,9 @@ def install_for(shell: str) -> dict:
 
 
 @app.command()
-def show(shell: str = typer.Argument(..., help="bash, zsh, fish or powershell.", autocompletion=complete_shells)) -> None:
+def show(
+    shell: str = typer.Argument(..., help="bash, zsh, fish or powershell.", autocompletion=complete_shells),
+) -> None:
     """Print the completion script for SHELL (e.g. `oh completions show bash > ~/.oh.bash`)."""
     raise typer.Exit(run_show(Streams.system(), shell=shell))
 
@@ -139,7 +154,9 @@ def run_show(io: Streams, *, shell: str) -> int:
 
 @app.command()
 def install(
-    shell: Optional[str] = typer.Argument(None, help="bash, zsh, fish or powershell (default: detected from $SHELL).", autocompletion=complete_shells),
+    shell: Optional[str] = typer.Argument(
+        None, help="bash, zsh, fish or powershell (default: detected from $SHELL).", autocompletion=complete_shells
+    ),
     json_: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Install completion for SHELL in its standard per-user location and say what changed."""
@@ -151,7 +168,11 @@ def run_install(io: Streams, *, shell: Optional[str] = None, json_: bool = False
     if shell is None:
         shell = detect_shell()
         if shell is None:
-            die(f"cannot detect your shell from $SHELL ({os.environ.get('SHELL') or 'unset'}).", USAGE, "Name it: `oh completions install bash|zsh|fish|powershell`.")
+            die(
+                f"cannot detect your shell from $SHELL ({os.environ.get('SHELL') or 'unset'}).",
+                USAGE,
+                "Name it: `oh completions install bash|zsh|fish|powershell`.",
+            )
     try:
         result = install_for(_norm(shell))
     except OSError as exc:

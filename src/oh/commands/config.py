@@ -27,7 +27,9 @@ def _settings_module():
 
 @app.command("list")
 def list_(
-    show_origin: bool = typer.Option(False, "--show-origin", help="Say where each value comes from (env, file, default)."),
+    show_origin: bool = typer.Option(
+        False, "--show-origin", help="Say where each value comes from (env, file, default)."
+    ),
     json_: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Every setting with its effective value."""
@@ -41,7 +43,12 @@ def run_list(io: Streams, *, show_origin: bool = False, json_: bool = False) -> 
 
     resolved = load_settings()
     if json_:
-        io.json({name: ({"value": r.value, "origin": r.origin, "source": r.detail or None} if show_origin else r.value) for name, r in resolved.items()})
+        io.json(
+            {
+                name: ({"value": r.value, "origin": r.origin, "source": r.detail or None} if show_origin else r.value)
+                for name, r in resolved.items()
+            }
+        )
         return 0
     width = max(len(n) for n in s.KEYS)
     for name, r in resolved.items():
@@ -88,7 +95,11 @@ def run_set(io: Streams, *, key: str, value: str) -> int:
         k = s.key(key)
         parsed = s.parse_value(k.name, value)
     except s.SettingError as exc:
-        die(str(exc), USAGE, f"Allowed: {s.KEYS[s.key(key).name].allowed}." if key.replace("-", "_").lower() in s.KEYS else None)
+        die(
+            str(exc),
+            USAGE,
+            f"Allowed: {s.KEYS[s.key(key).name].allowed}." if key.replace("-", "_").lower() in s.KEYS else None,
+        )
     s.read_file()  # a config.toml that cannot be read or parsed: its own error, not the key's allowed values
     path = s.set_in_file(k.name, parsed)
     io.print(f"{k.name} = {s.display(parsed)}  ({path})")
@@ -124,7 +135,11 @@ def run_unset(io: Streams, *, key: str) -> int:
 
 @app.command("add")
 def add(
-    key: str = typer.Argument(..., help="A list setting (consent_allow, consent_ask, consent_deny, allowed_roots).", autocompletion=complete_keys),
+    key: str = typer.Argument(
+        ...,
+        help="A list setting (consent_allow, consent_ask, consent_deny, allowed_roots).",
+        autocompletion=complete_keys,
+    ),
     value: str = typer.Argument(..., help="The item to add, e.g. 'run: npm test *'."),
 ) -> None:
     """Add one item to a list setting in config.toml (e.g. a consent rule)."""
@@ -133,7 +148,11 @@ def add(
 
 @app.command("remove")
 def remove(
-    key: str = typer.Argument(..., help="A list setting (consent_allow, consent_ask, consent_deny, allowed_roots).", autocompletion=complete_keys),
+    key: str = typer.Argument(
+        ...,
+        help="A list setting (consent_allow, consent_ask, consent_deny, allowed_roots).",
+        autocompletion=complete_keys,
+    ),
     value: str = typer.Argument(..., help="The item to remove, as `oh config get KEY` shows it."),
 ) -> None:
     """Remove one item from a list setting in config.toml (e.g. an "always allow" rule)."""
@@ -150,7 +169,11 @@ def run_edit_list(io: Streams, *, key: str, value: str, remove: bool) -> int:
         (item,) = s.parse_value(k.name, [value]) or [""]
         current = list(s.parse_value(k.name, s.read_file().get(k.name, [])))
     except s.SettingError as exc:
-        die(str(exc), USAGE, f"Allowed: {s.KEYS[s.key(key).name].allowed}." if key.replace("-", "_").lower() in s.KEYS else None)
+        die(
+            str(exc),
+            USAGE,
+            f"Allowed: {s.KEYS[s.key(key).name].allowed}." if key.replace("-", "_").lower() in s.KEYS else None,
+        )
     except ValueError:
         die(f"give one item to {'remove' if remove else 'add'}.", USAGE)
     if remove:
@@ -186,7 +209,9 @@ def edit() -> None:
     raise typer.Exit(run_edit(Streams.system()))
 
 
-def run_edit(io: Streams, *, call_editor: Callable[[list[str]], int] = subprocess.call, ask: Callable[[str], bool] | None = None) -> int:
+def run_edit(
+    io: Streams, *, call_editor: Callable[[list[str]], int] = subprocess.call, ask: Callable[[str], bool] | None = None
+) -> int:
     """``oh config edit``'s behaviour; ``call_editor`` runs the editor's argv and returns its status;
     ``ask`` answers "edit again?" (default: a prompt when stdin is a terminal, else no).
 
@@ -198,17 +223,31 @@ def run_edit(io: Streams, *, call_editor: Callable[[list[str]], int] = subproces
 
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
     if not editor:
-        die("neither $VISUAL nor $EDITOR is set.", USAGE, "Set one (e.g. `export EDITOR=nano`) or use `oh config set KEY VALUE`.")
+        die(
+            "neither $VISUAL nor $EDITOR is set.",
+            USAGE,
+            "Set one (e.g. `export EDITOR=nano`) or use `oh config set KEY VALUE`.",
+        )
     which = "$VISUAL" if os.environ.get("VISUAL") else "$EDITOR"
     try:
         argv = shlex.split(editor)
     except ValueError as exc:
         argv = []
-        die(f"{which} ({editor!r}) cannot be split into a command: {exc}.", USAGE, "Fix its quoting, e.g. `export EDITOR='code --wait'`.")
+        die(
+            f"{which} ({editor!r}) cannot be split into a command: {exc}.",
+            USAGE,
+            "Fix its quoting, e.g. `export EDITOR='code --wait'`.",
+        )
     if not argv:
-        die(f"{which} is empty.", USAGE, "Set it to an editor (e.g. `export EDITOR=nano`) or use `oh config set KEY VALUE`.")
+        die(
+            f"{which} is empty.",
+            USAGE,
+            "Set it to an editor (e.g. `export EDITOR=nano`) or use `oh config set KEY VALUE`.",
+        )
     target = paths.config_file()
-    original = target.read_text(encoding="utf-8") if target.exists() else "# oh settings: see `oh config list --show-origin`\n"
+    original = (
+        target.read_text(encoding="utf-8") if target.exists() else "# oh settings: see `oh config list --show-origin`\n"
+    )
     work = target.with_name("config.edit.toml")
     paths.write_private_file(work, original)
     if ask is None:
@@ -218,8 +257,11 @@ def run_edit(io: Streams, *, call_editor: Callable[[list[str]], int] = subproces
             try:
                 rc = call_editor([*argv, str(work)])
             except OSError as exc:  # not installed (`code --wait` without `code`), not executable
-                die(f"cannot run the editor {argv[0]!r} ({which}): {exc.strerror or exc}; {target} is unchanged.", ERROR,
-                    f"Set {which} to an installed editor (e.g. `export EDITOR=nano`), or use `oh config set KEY VALUE`.")
+                die(
+                    f"cannot run the editor {argv[0]!r} ({which}): {exc.strerror or exc}; {target} is unchanged.",
+                    ERROR,
+                    f"Set {which} to an installed editor (e.g. `export EDITOR=nano`), or use `oh config set KEY VALUE`.",
+                )
             if rc != 0:
                 die(f"the editor exited with status {rc}; {target} is unchanged.")
             edited = work.read_text(encoding="utf-8", errors="replace")
@@ -255,4 +297,3 @@ def _ask_tty(io: Streams) -> Callable[[str], bool]:
         return answer.strip().lower() in ("", "y", "yes")
 
     return ask
-

@@ -26,7 +26,13 @@ def _dir_check(label: str, path) -> dict[str, Any]:
     mode = stat.S_IMODE(st.st_mode)
     problems = []
     if not path.is_dir():
-        return _check(f"dir {label}", "fail", f"{path} is not a directory", f"Move it away: `mv {path} {path}.bak`", path=str(path))
+        return _check(
+            f"dir {label}",
+            "fail",
+            f"{path} is not a directory",
+            f"Move it away: `mv {path} {path}.bak`",
+            path=str(path),
+        )
     if os.name == "posix" and st.st_uid != os.getuid():
         problems.append(f"owned by uid {st.st_uid}, not you")
     if os.name == "posix" and mode & 0o077 and label in ("sessions", "state", "config", "logs", "traces"):
@@ -40,7 +46,14 @@ def _dir_check(label: str, path) -> dict[str, Any]:
     except UnsafePath as exc:
         problems.append(exc.problem)
     if problems:
-        return _check(f"dir {label}", "fail", f"{path}: {', '.join(problems)}", f"chmod 700 {path} (and make sure you own it)", path=str(path), mode=f"{mode:04o}")
+        return _check(
+            f"dir {label}",
+            "fail",
+            f"{path}: {', '.join(problems)}",
+            f"chmod 700 {path} (and make sure you own it)",
+            path=str(path),
+            mode=f"{mode:04o}",
+        )
     return _check(f"dir {label}", "ok", f"{path} (mode {mode:04o})", path=str(path), mode=f"{mode:04o}")
 
 
@@ -52,16 +65,31 @@ def run_checks() -> list[dict[str, Any]]:
 
     checks: list[dict[str, Any]] = []
     py = sys.version_info
-    checks.append(_check("python", "ok" if py >= (3, 11) else "fail", f"{sys.version.split()[0]} ({sys.executable})", None if py >= (3, 11) else "Install Python 3.11 or newer."))
+    checks.append(
+        _check(
+            "python",
+            "ok" if py >= (3, 11) else "fail",
+            f"{sys.version.split()[0]} ({sys.executable})",
+            None if py >= (3, 11) else "Install Python 3.11 or newer.",
+        )
+    )
     for dep in DEPS:
         try:
             checks.append(_check(f"dependency {dep}", "ok", metadata.version(dep)))
         except metadata.PackageNotFoundError:
-            checks.append(_check(f"dependency {dep}", "fail", "not installed", f"pip install '{dep}' (or reinstall oh)"))
+            checks.append(
+                _check(f"dependency {dep}", "fail", "not installed", f"pip install '{dep}' (or reinstall oh)")
+            )
     # settings
     try:
         s = Settings.load()
-        checks.append(_check("config", "ok", f"{paths.config_file()} ({'present' if paths.config_file().exists() else 'absent: defaults'}); runtime {s.runtime}, port {s.port}"))
+        checks.append(
+            _check(
+                "config",
+                "ok",
+                f"{paths.config_file()} ({'present' if paths.config_file().exists() else 'absent: defaults'}); runtime {s.runtime}, port {s.port}",
+            )
+        )
     except SettingError as exc:
         s = None
         checks.append(_check("config", "fail", str(exc), "Fix it with `oh config edit` or `oh config unset KEY`."))
@@ -72,7 +100,10 @@ def run_checks() -> list[dict[str, Any]]:
         detail = f"{where.describe()}; " + (f"fingerprint {secrets.fingerprint(token)}" if token else "no token yet")
         fix = None if token else "`oh start` or `oh token rotate` creates one."
         if where.kind == "keyring" and not where.secure:
-            status, fix = "warn", "This keyring keeps the token unencrypted; install a secure keyring backend (Secret Service, macOS Keychain) or accept the risk."
+            status, fix = (
+                "warn",
+                "This keyring keeps the token unencrypted; install a secure keyring backend (Secret Service, macOS Keychain) or accept the risk.",
+            )
         if where.kind == "file":
             p = paths.token_file()
             if p.exists():
@@ -84,10 +115,31 @@ def run_checks() -> list[dict[str, Any]]:
     except paths.UnsafePath as exc:
         checks.append(_check("token", "fail", f"refusing to use {exc.path}: {exc.problem}", exc.fix))
     except Exception as exc:  # noqa: BLE001
-        checks.append(_check("token", "fail", f"{type(exc).__name__}: {exc}", "Check your keyring (`keyring --list-backends`) or set PYTHON_KEYRING_BACKEND=keyring.backends.fail.Keyring to use the 0600 file."))
+        checks.append(
+            _check(
+                "token",
+                "fail",
+                f"{type(exc).__name__}: {exc}",
+                "Check your keyring (`keyring --list-backends`) or set PYTHON_KEYRING_BACKEND=keyring.backends.fail.Keyring to use the 0600 file.",
+            )
+        )
     # dirs
-    checks.append(_check("OH_HOME", "ok", os.environ["OH_HOME"] + " (every file oh keeps lives under it)" if os.environ.get("OH_HOME") else "unset (platform directories)"))
-    for label, p in (("config", paths.config_dir()), ("state", paths.state_dir()), ("sessions", paths.sessions_dir()), ("traces", paths.traces_dir()), ("logs", paths.logs_dir())):
+    checks.append(
+        _check(
+            "OH_HOME",
+            "ok",
+            os.environ["OH_HOME"] + " (every file oh keeps lives under it)"
+            if os.environ.get("OH_HOME")
+            else "unset (platform directories)",
+        )
+    )
+    for label, p in (
+        ("config", paths.config_dir()),
+        ("state", paths.state_dir()),
+        ("sessions", paths.sessions_dir()),
+        ("traces", paths.traces_dir()),
+        ("logs", paths.logs_dir()),
+    ):
         checks.append(_dir_check(label, p))
     try:
         checks.extend(_session_checks())
@@ -107,8 +159,17 @@ def _git_check(s) -> dict[str, Any]:
     if exe:
         return _check("git", "ok", f"{exe} (branch mode: `oh start --branch`)")
     on = s is not None and s.branch
-    return _check("git", "fail" if on else "ok", "git is not on PATH" + ("; the `branch` setting is on, so `oh start` will refuse" if on else " (only needed for branch mode, `oh start --branch`)"),
-                  "Install git (e.g. `apt-get install git`), or `oh config set branch false`." if on else None)
+    return _check(
+        "git",
+        "fail" if on else "ok",
+        "git is not on PATH"
+        + (
+            "; the `branch` setting is on, so `oh start` will refuse"
+            if on
+            else " (only needed for branch mode, `oh start --branch`)"
+        ),
+        "Install git (e.g. `apt-get install git`), or `oh config set branch false`." if on else None,
+    )
 
 
 def _session_checks() -> list[dict[str, Any]]:
@@ -128,7 +189,15 @@ def _session_checks() -> list[dict[str, Any]]:
         mode = stat.S_IMODE(p.stat().st_mode)
         alive = sessions.is_alive(s)
         if not alive:
-            out.append(_check(f"session {s.instance_id}", "warn", f"stale (pid {s.pid} is gone or reused); `oh status` removes it", "Run `oh status` (cleans stale files).", alive=False))
+            out.append(
+                _check(
+                    f"session {s.instance_id}",
+                    "warn",
+                    f"stale (pid {s.pid} is gone or reused); `oh status` removes it",
+                    "Run `oh status` (cleans stale files).",
+                    alive=False,
+                )
+            )
             continue
         try:
             code, _ = http_get(s, "/v1/health", timeout=2)
@@ -140,15 +209,37 @@ def _session_checks() -> list[dict[str, Any]]:
         if chosen is not None and chosen.instance_id == s.instance_id:
             why = f"; commands run in {cwd} pick this one: its workspace contains the current directory (deepest match wins)"
         status = "ok" if ok and not mode & 0o077 else "fail"
-        fix = None if status == "ok" else (f"chmod 600 {p}" if mode & 0o077 else f"Stop it (`oh stop {s.instance_id}`) and start again; log: `oh logs {s.instance_id}`")
-        out.append(_check(f"session {s.instance_id}", status, f"alive, pid {s.pid}, runtime {s.runtime}, workspace {s.workspace}, {reach}, mode {mode:04o}{why}", fix,
-                          alive=True, picked=bool(why)))
+        fix = (
+            None
+            if status == "ok"
+            else (
+                f"chmod 600 {p}"
+                if mode & 0o077
+                else f"Stop it (`oh stop {s.instance_id}`) and start again; log: `oh logs {s.instance_id}`"
+            )
+        )
+        out.append(
+            _check(
+                f"session {s.instance_id}",
+                status,
+                f"alive, pid {s.pid}, runtime {s.runtime}, workspace {s.workspace}, {reach}, mode {mode:04o}{why}",
+                fix,
+                alive=True,
+                picked=bool(why),
+            )
+        )
         if ok:
             out.extend(_editor_version_checks(s))
     if not files:
         out.append(_check("sessions", "ok", "no backend is running"))
     elif chosen is None:
-        out.append(_check("sessions", "ok", f"no running backend's workspace contains {cwd}: agent verbs here need --instance or --workspace"))
+        out.append(
+            _check(
+                "sessions",
+                "ok",
+                f"no running backend's workspace contains {cwd}: agent verbs here need --instance or --workspace",
+            )
+        )
     return out
 
 
@@ -164,10 +255,24 @@ def _editor_version_checks(s) -> list[dict[str, Any]]:
     for e in st.get("editors") or []:
         vc = e.get("version_check")
         if isinstance(vc, dict) and vc.get("message"):
-            out.append(_check(f"session {s.instance_id} editor {e.get('editor_id')}", "warn", str(vc["message"]), str(vc.get("fix") or "")))
+            out.append(
+                _check(
+                    f"session {s.instance_id} editor {e.get('editor_id')}",
+                    "warn",
+                    str(vc["message"]),
+                    str(vc.get("fix") or ""),
+                )
+            )
     refused = st.get("editor_refused")
     if not st.get("editors") and isinstance(refused, dict) and refused.get("message"):
-        out.append(_check(f"session {s.instance_id} editor", "fail", f"an editor was refused: {refused['message']}", "See the fix in the message."))
+        out.append(
+            _check(
+                f"session {s.instance_id} editor",
+                "fail",
+                f"an editor was refused: {refused['message']}",
+                "See the fix in the message.",
+            )
+        )
     return out
 
 
@@ -176,31 +281,75 @@ def _vscode_checks() -> list[dict[str, Any]]:
     from ..launcher import signal as editor_signal
 
     bundled = editor_signal.bundled_version()
-    checks = [_check("vscode bundled extension", "ok" if bundled else "warn",
-                     f"{editor_signal.EXTENSION_ID} {bundled} ships with this oh" if bundled else "this oh carries no .vsix",
-                     None if bundled else "Reinstall oh from its wheel (pipx install oh-editor-runtime); in a checkout: (cd extension && npm run package).")]
+    checks = [
+        _check(
+            "vscode bundled extension",
+            "ok" if bundled else "warn",
+            f"{editor_signal.EXTENSION_ID} {bundled} ships with this oh" if bundled else "this oh carries no .vsix",
+            None
+            if bundled
+            else "Reinstall oh from its wheel (pipx install oh-editor-runtime); in a checkout: (cd extension && npm run package).",
+        )
+    ]
     states = editor_signal.extension_states()
     if not states:
-        checks.append(_check("vscode editors", "warn", "no VS Code CLI found (code, code-insiders, cursor, windsurf, codium, code-server); "
-                             "only needed for --runtime vscode",
-                             "In VS Code: Command Palette → 'Shell Command: Install code command in PATH', then `oh vscode install` "
-                             "(or `oh vscode install --editor /path/to/cli`)."))
+        checks.append(
+            _check(
+                "vscode editors",
+                "warn",
+                "no VS Code CLI found (code, code-insiders, cursor, windsurf, codium, code-server); "
+                "only needed for --runtime vscode",
+                "In VS Code: Command Palette → 'Shell Command: Install code command in PATH', then `oh vscode install` "
+                "(or `oh vscode install --editor /path/to/cli`).",
+            )
+        )
         return checks
     for st in states:
         name, cli, have = st["editor"], st["cli"], st["installed_version"]
         if st["error"]:
-            checks.append(_check(f"vscode {name}", "warn", f"{cli}: `--list-extensions` failed ({st['error']})",
-                                 f"Run `{cli} --list-extensions --show-versions` yourself to see why.", cli=cli))
+            checks.append(
+                _check(
+                    f"vscode {name}",
+                    "warn",
+                    f"{cli}: `--list-extensions` failed ({st['error']})",
+                    f"Run `{cli} --list-extensions --show-versions` yourself to see why.",
+                    cli=cli,
+                )
+            )
         elif have is None:
-            checks.append(_check(f"vscode {name}", "warn", f"{cli}: the oh extension is not installed", "Run `oh vscode install`.", cli=cli))
+            checks.append(
+                _check(
+                    f"vscode {name}",
+                    "warn",
+                    f"{cli}: the oh extension is not installed",
+                    "Run `oh vscode install`.",
+                    cli=cli,
+                )
+            )
         elif bundled and have != bundled:
-            checks.append(_check(f"vscode {name}", "warn", f"{cli}: oh extension {have}, this oh ships {bundled} (different releases)",
-                                 "Run `oh vscode install`, then reload the editor's window.", cli=cli, installed_version=have))
+            checks.append(
+                _check(
+                    f"vscode {name}",
+                    "warn",
+                    f"{cli}: oh extension {have}, this oh ships {bundled} (different releases)",
+                    "Run `oh vscode install`, then reload the editor's window.",
+                    cli=cli,
+                    installed_version=have,
+                )
+            )
         else:
-            checks.append(_check(f"vscode {name}", "ok", f"{cli}: oh extension {have}", cli=cli, installed_version=have))
+            checks.append(
+                _check(f"vscode {name}", "ok", f"{cli}: oh extension {have}", cli=cli, installed_version=have)
+            )
     if not any(st["installed_version"] for st in states) and not all(st["error"] for st in states):
-        checks.append(_check("vscode extension", "fail", f"{editor_signal.EXTENSION_ID} is not installed in any editor oh can see",
-                             "Run `oh vscode install` (it installs the extension that ships with this oh)."))
+        checks.append(
+            _check(
+                "vscode extension",
+                "fail",
+                f"{editor_signal.EXTENSION_ID} is not installed in any editor oh can see",
+                "Run `oh vscode install` (it installs the extension that ships with this oh).",
+            )
+        )
     return checks
 
 
@@ -215,12 +364,18 @@ def _port_check(s) -> dict[str, Any]:
             sock.bind((host, port))
             got = sock.getsockname()[1]
     except OSError as exc:
-        return _check("port", "fail", f"cannot bind {host}:{port}: {exc.strerror or exc}",
-                      "Choose another port: `oh config set port 0` (a free one) or `oh start --port N`.")
+        return _check(
+            "port",
+            "fail",
+            f"cannot bind {host}:{port}: {exc.strerror or exc}",
+            "Choose another port: `oh config set port 0` (a free one) or `oh start --port N`.",
+        )
     return _check("port", "ok", f"{host}:{port} is free" if port else f"{host}: ephemeral ports work (e.g. {got})")
 
 
-def doctor(json_: bool = typer.Option(False, "--json", help='Machine-readable: {"ok": bool, "checks": [...]}.')) -> None:
+def doctor(
+    json_: bool = typer.Option(False, "--json", help='Machine-readable: {"ok": bool, "checks": [...]}.'),
+) -> None:
     """Check Python, dependencies, token storage, directories, sessions, VS Code and ports.
 
     Exit codes: 0 no check failed (warnings allowed) · 1 at least one check failed.
@@ -240,5 +395,7 @@ def run_doctor(io: Streams, *, json_: bool = False, checks: Callable[[], list[di
             io.print(f"{marks[c['status']]} {c['check']}: {c['detail']}")
             if c["fix"] and c["status"] != "ok":
                 io.print(f"    fix: {c['fix']}")
-        io.print(f"\n{len(failed)} failed, {sum(c['status'] == 'warn' for c in checks)} warning(s), {len(checks)} checks")
+        io.print(
+            f"\n{len(failed)} failed, {sum(c['status'] == 'warn' for c in checks)} warning(s), {len(checks)} checks"
+        )
     return ERROR if failed else 0

@@ -17,10 +17,14 @@ import typer
 from ._common import EXIT_CODES_HELP, USAGE, OhError, pick_session, target_options
 from ._io import Streams
 
-EPILOG = EXIT_CODES_HELP + " These commands need a backend started with `oh start --runtime vscode` and VS Code connected."
+EPILOG = (
+    EXIT_CODES_HELP + " These commands need a backend started with `oh start --runtime vscode` and VS Code connected."
+)
 # `oh symbols` is answered by the local runtime too (a text search with ripgrep, no language server).
-SYMBOLS_EPILOG = EXIT_CODES_HELP + (" With `--runtime vscode` VS Code's language servers answer; the local runtime answers with a "
-                                    "text search of the workspace (ripgrep).")
+SYMBOLS_EPILOG = EXIT_CODES_HELP + (
+    " With `--runtime vscode` VS Code's language servers answer; the local runtime answers with a "
+    "text search of the workspace (ripgrep)."
+)
 
 _WORKSPACE, _INSTANCE = target_options()
 _JSON = typer.Option(False, "--json", help="Print the observation as JSON (content + structured extras).")
@@ -42,7 +46,15 @@ def parse_location(text: str, *, need_position: bool) -> tuple[str, int | None, 
     return m.group("path"), line, col
 
 
-def _send(io: Streams, workspace: Optional[str], instance: Optional[str], action: dict, json_: bool, *, resolve_path: bool = True) -> int:
+def _send(
+    io: Streams,
+    workspace: Optional[str],
+    instance: Optional[str],
+    action: dict,
+    json_: bool,
+    *,
+    resolve_path: bool = True,
+) -> int:
     from dataclasses import asdict
 
     from ..fastpath import verbs
@@ -69,9 +81,20 @@ def _location(text: str, need_position: bool) -> tuple[str, int | None, int | No
 
 
 def diagnostics(
-    path: Optional[str] = typer.Argument(None, metavar="[PATH]", help="A file (default: every file the language servers report on in the workspace)."),
-    severity: str = typer.Option("warning", "--severity", metavar="LEVEL", help="Least severe level to show: error, warning, info or hint."),
-    wait: Optional[float] = typer.Option(None, "--wait", min=0, max=60, metavar="SECONDS", help="Wait at most this long for the language servers to settle (default: the editor's, a few seconds)."),
+    path: Optional[str] = typer.Argument(
+        None, metavar="[PATH]", help="A file (default: every file the language servers report on in the workspace)."
+    ),
+    severity: str = typer.Option(
+        "warning", "--severity", metavar="LEVEL", help="Least severe level to show: error, warning, info or hint."
+    ),
+    wait: Optional[float] = typer.Option(
+        None,
+        "--wait",
+        min=0,
+        max=60,
+        metavar="SECONDS",
+        help="Wait at most this long for the language servers to settle (default: the editor's, a few seconds).",
+    ),
     workspace: Optional[str] = _WORKSPACE,
     instance: Optional[str] = _INSTANCE,
     json_: bool = _JSON,
@@ -80,11 +103,29 @@ def diagnostics(
 
     Example: oh diagnostics src/app.ts
     """
-    raise typer.Exit(run_diagnostics(Streams.system(), path=path, severity=severity, wait=wait, workspace=workspace, instance=instance, json_=json_))
+    raise typer.Exit(
+        run_diagnostics(
+            Streams.system(),
+            path=path,
+            severity=severity,
+            wait=wait,
+            workspace=workspace,
+            instance=instance,
+            json_=json_,
+        )
+    )
 
 
-def run_diagnostics(io: Streams, *, path: Optional[str] = None, severity: str = "warning", wait: Optional[float] = None,
-                    workspace: Optional[str] = None, instance: Optional[str] = None, json_: bool = False) -> int:
+def run_diagnostics(
+    io: Streams,
+    *,
+    path: Optional[str] = None,
+    severity: str = "warning",
+    wait: Optional[float] = None,
+    workspace: Optional[str] = None,
+    instance: Optional[str] = None,
+    json_: bool = False,
+) -> int:
     """``oh diagnostics``'s behaviour: 1 when an error is reported."""
     if severity not in ("error", "warning", "info", "hint"):
         raise OhError(f"--severity must be error, warning, info or hint (got {severity!r}).", USAGE)
@@ -97,7 +138,9 @@ def run_diagnostics(io: Streams, *, path: Optional[str] = None, severity: str = 
 
 
 def open_(
-    location: str = typer.Argument(..., metavar="PATH[:LINE[:COL]]", help="The file, optionally a 1-based line and column."),
+    location: str = typer.Argument(
+        ..., metavar="PATH[:LINE[:COL]]", help="The file, optionally a 1-based line and column."
+    ),
     end: Optional[str] = typer.Option(None, "--to", metavar="LINE[:COL]", help="Select up to this line (and column)."),
     workspace: Optional[str] = _WORKSPACE,
     instance: Optional[str] = _INSTANCE,
@@ -107,11 +150,20 @@ def open_(
 
     Example: oh open src/app.ts:42
     """
-    raise typer.Exit(run_open(Streams.system(), location=location, end=end, workspace=workspace, instance=instance, json_=json_))
+    raise typer.Exit(
+        run_open(Streams.system(), location=location, end=end, workspace=workspace, instance=instance, json_=json_)
+    )
 
 
-def run_open(io: Streams, *, location: str, end: Optional[str] = None, workspace: Optional[str] = None, instance: Optional[str] = None,
-             json_: bool = False) -> int:
+def run_open(
+    io: Streams,
+    *,
+    location: str,
+    end: Optional[str] = None,
+    workspace: Optional[str] = None,
+    instance: Optional[str] = None,
+    json_: bool = False,
+) -> int:
     """``oh open``'s behaviour."""
     path, line, col = _location(location, False)
     args: dict = {"path": path}
@@ -138,7 +190,9 @@ def editors(
     raise typer.Exit(run_editors(Streams.system(), workspace=workspace, instance=instance, json_=json_))
 
 
-def run_editors(io: Streams, *, workspace: Optional[str] = None, instance: Optional[str] = None, json_: bool = False) -> int:
+def run_editors(
+    io: Streams, *, workspace: Optional[str] = None, instance: Optional[str] = None, json_: bool = False
+) -> int:
     """``oh editors``'s behaviour."""
     return _send(io, workspace, instance, {"action": "editors", "args": {}}, json_)
 
@@ -154,17 +208,28 @@ def symbols(
 
     Example: oh symbols parseConfig
     """
-    raise typer.Exit(run_symbols(Streams.system(), query=query, limit=limit, workspace=workspace, instance=instance, json_=json_))
+    raise typer.Exit(
+        run_symbols(Streams.system(), query=query, limit=limit, workspace=workspace, instance=instance, json_=json_)
+    )
 
 
-def run_symbols(io: Streams, *, query: str, limit: int = 100, workspace: Optional[str] = None, instance: Optional[str] = None,
-                json_: bool = False) -> int:
+def run_symbols(
+    io: Streams,
+    *,
+    query: str,
+    limit: int = 100,
+    workspace: Optional[str] = None,
+    instance: Optional[str] = None,
+    json_: bool = False,
+) -> int:
     """``oh symbols``'s behaviour."""
     return _send(io, workspace, instance, {"action": "symbols", "args": {"query": query, "limit": limit}}, json_)
 
 
 def definition(
-    location: str = typer.Argument(..., metavar="PATH:LINE:COL", help="Where the name is used (1-based line and column)."),
+    location: str = typer.Argument(
+        ..., metavar="PATH:LINE:COL", help="Where the name is used (1-based line and column)."
+    ),
     workspace: Optional[str] = _WORKSPACE,
     instance: Optional[str] = _INSTANCE,
     json_: bool = _JSON,
@@ -173,7 +238,9 @@ def definition(
 
     Example: oh definition src/app.ts:12:5
     """
-    raise typer.Exit(run_at_position(Streams.system(), "definition", location, workspace=workspace, instance=instance, json_=json_))
+    raise typer.Exit(
+        run_at_position(Streams.system(), "definition", location, workspace=workspace, instance=instance, json_=json_)
+    )
 
 
 def references(
@@ -187,18 +254,43 @@ def references(
 
     Example: oh references src/app.ts:12:5
     """
-    raise typer.Exit(run_at_position(Streams.system(), "references", location, workspace=workspace, instance=instance, json_=json_,
-                                     include_declaration=not no_declaration))
+    raise typer.Exit(
+        run_at_position(
+            Streams.system(),
+            "references",
+            location,
+            workspace=workspace,
+            instance=instance,
+            json_=json_,
+            include_declaration=not no_declaration,
+        )
+    )
 
 
-def run_at_position(io: Streams, kind: str, location: str, *, workspace: Optional[str] = None, instance: Optional[str] = None,
-                    json_: bool = False, **extra) -> int:
+def run_at_position(
+    io: Streams,
+    kind: str,
+    location: str,
+    *,
+    workspace: Optional[str] = None,
+    instance: Optional[str] = None,
+    json_: bool = False,
+    **extra,
+) -> int:
     """``oh definition`` / ``oh references``: action ``kind`` at ``PATH:LINE:COL`` (plus ``extra`` args)."""
     path, line, col = _location(location, True)
-    return _send(io, workspace, instance, {"action": kind, "args": {"path": path, "line": line, "column": col, **extra}}, json_)
+    return _send(
+        io, workspace, instance, {"action": kind, "args": {"path": path, "line": line, "column": col, **extra}}, json_
+    )
 
 
 def register(app: typer.Typer) -> None:
-    for fn, name in ((diagnostics, "diagnostics"), (open_, "open"), (editors, "editors"), (symbols, "symbols"),
-                     (definition, "definition"), (references, "references")):
+    for fn, name in (
+        (diagnostics, "diagnostics"),
+        (open_, "open"),
+        (editors, "editors"),
+        (symbols, "symbols"),
+        (definition, "definition"),
+        (references, "references"),
+    ):
         app.command(name=name, epilog=SYMBOLS_EPILOG if name == "symbols" else EPILOG)(fn)

@@ -29,26 +29,69 @@ def _complete_target(incomplete: str):
 
 
 def ensure(
-    path: Optional[str] = typer.Argument(None, metavar="[DIR]", help="The project directory (default: the current directory)."),
-    only: Optional[List[str]] = typer.Option(None, "--only", metavar="TARGET", help="Only this target: python or node (repeatable; default: every one detected).",
-                                             autocompletion=_complete_target),
-    force: bool = typer.Option(False, "--force", help="Redo the environments even when their stamps say they are up to date."),
-    no_wait: bool = typer.Option(False, "--no-wait", help="Start the installs and return at once with their job ids (follow one with `oh jobs wait JOB`, or run `oh ensure` again to wait for all)."),
-    timeout: Optional[float] = typer.Option(None, "--timeout", "-t", min=1.0, metavar="SECONDS", help="Wait at most this long (default: the backend's action timeout); the install goes on after it."),
+    path: Optional[str] = typer.Argument(
+        None, metavar="[DIR]", help="The project directory (default: the current directory)."
+    ),
+    only: Optional[List[str]] = typer.Option(
+        None,
+        "--only",
+        metavar="TARGET",
+        help="Only this target: python or node (repeatable; default: every one detected).",
+        autocompletion=_complete_target,
+    ),
+    force: bool = typer.Option(
+        False, "--force", help="Redo the environments even when their stamps say they are up to date."
+    ),
+    no_wait: bool = typer.Option(
+        False,
+        "--no-wait",
+        help="Start the installs and return at once with their job ids (follow one with `oh jobs wait JOB`, or run `oh ensure` again to wait for all).",
+    ),
+    timeout: Optional[float] = typer.Option(
+        None,
+        "--timeout",
+        "-t",
+        min=1.0,
+        metavar="SECONDS",
+        help="Wait at most this long (default: the backend's action timeout); the install goes on after it.",
+    ),
     workspace: Optional[str] = _WORKSPACE,
     instance: Optional[str] = _INSTANCE,
-    json_: bool = typer.Option(False, "--json", help="Print the observation as JSON (extras.targets: what is ready, what ran, how long)."),
+    json_: bool = typer.Option(
+        False, "--json", help="Print the observation as JSON (extras.targets: what is ready, what ran, how long)."
+    ),
 ) -> None:
     """Make the project's environments ready: .venv (Python) and node_modules (Node); a no-op when nothing changed.
 
     Example: oh ensure && .venv/bin/python -m pytest
     """
-    raise typer.Exit(run_ensure(Streams.system(), path=path, only=only or [], force=force, no_wait=no_wait, timeout=timeout,
-                                workspace=workspace, instance=instance, json_=json_))
+    raise typer.Exit(
+        run_ensure(
+            Streams.system(),
+            path=path,
+            only=only or [],
+            force=force,
+            no_wait=no_wait,
+            timeout=timeout,
+            workspace=workspace,
+            instance=instance,
+            json_=json_,
+        )
+    )
 
 
-def run_ensure(io: Streams, *, path: Optional[str] = None, only: Optional[List[str]] = None, force: bool = False, no_wait: bool = False,
-               timeout: Optional[float] = None, workspace: Optional[str] = None, instance: Optional[str] = None, json_: bool = False) -> int:
+def run_ensure(
+    io: Streams,
+    *,
+    path: Optional[str] = None,
+    only: Optional[List[str]] = None,
+    force: bool = False,
+    no_wait: bool = False,
+    timeout: Optional[float] = None,
+    workspace: Optional[str] = None,
+    instance: Optional[str] = None,
+    json_: bool = False,
+) -> int:
     """``oh ensure``'s behaviour: 0 ready (or started with --no-wait), 1 not ready, 124 still installing."""
     from dataclasses import asdict
 
@@ -60,8 +103,13 @@ def run_ensure(io: Streams, *, path: Optional[str] = None, only: Optional[List[s
     if bad:
         raise OhError(f"--only takes python or node (got {', '.join(bad)}).", USAGE)
     session = asdict(pick_session(workspace, instance))
-    action = ensure_action(targets=list(dict.fromkeys(only or [])) or None, path=verbs.resolve(path or ".", session), wait=not no_wait,
-                           force=force, timeout=timeout)
+    action = ensure_action(
+        targets=list(dict.fromkeys(only or [])) or None,
+        path=verbs.resolve(path or ".", session),
+        wait=not no_wait,
+        force=force,
+        timeout=timeout,
+    )
     obs = verbs.exchange(io, session, action, announce=not json_)
     code = verbs.finish(io, obs, json_)
     if code is not None:

@@ -47,7 +47,22 @@ def render_record(rec: dict[str, Any]) -> str:
         parts.append(str(rec["error_id"]))
     if rec.get("message"):
         parts.append(f"— {rec['message']}")
-    known = {"t", "kind", "agent", "action", "action_id", "agent_action_id", "summary", "outcome", "exit_code", "duration_ms", "error_id", "message", "cause", "timed_out"}
+    known = {
+        "t",
+        "kind",
+        "agent",
+        "action",
+        "action_id",
+        "agent_action_id",
+        "summary",
+        "outcome",
+        "exit_code",
+        "duration_ms",
+        "error_id",
+        "message",
+        "cause",
+        "timed_out",
+    }
     extra = {k: v for k, v in rec.items() if k not in known}
     if extra:
         parts.append(" ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in extra.items()))
@@ -94,22 +109,38 @@ def _pick_trace(instance: Optional[str]) -> tuple[Path, Any]:
             return old[0], None
         if len(live) > 1 or len(old) > 1:
             die(f"instance id {instance!r} is ambiguous.", 2, "Give more characters.")
-        die(f"no trace for instance {instance!r}.", NOT_RUNNING, "List running backends with `oh status`; traces live in " + str(paths.traces_dir()))
+        die(
+            f"no trace for instance {instance!r}.",
+            NOT_RUNNING,
+            "List running backends with `oh status`; traces live in " + str(paths.traces_dir()),
+        )
     s = sessions.for_workspace(os.getcwd())
     if s is not None and s.trace:
         return Path(s.trace), s
-    traces = sorted(paths.traces_dir().glob("*.jsonl"), key=lambda p: p.stat().st_mtime, reverse=True) if paths.traces_dir().is_dir() else []
+    traces = (
+        sorted(paths.traces_dir().glob("*.jsonl"), key=lambda p: p.stat().st_mtime, reverse=True)
+        if paths.traces_dir().is_dir()
+        else []
+    )
     if not traces:
         die("no trace yet: no backend has recorded any action.", NOT_RUNNING, "Start one with `oh start`.")
     return traces[0], None
 
 
 def logs(
-    instance: Optional[str] = typer.Argument(None, help="Instance id or prefix (running or stopped). Default: the backend for cwd, else the newest trace.", autocompletion=complete_instances),
-    follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new records until Ctrl-C (or the backend stops)."),
+    instance: Optional[str] = typer.Argument(
+        None,
+        help="Instance id or prefix (running or stopped). Default: the backend for cwd, else the newest trace.",
+        autocompletion=complete_instances,
+    ),
+    follow: bool = typer.Option(
+        False, "--follow", "-f", help="Keep printing new records until Ctrl-C (or the backend stops)."
+    ),
     lines: int = typer.Option(50, "--lines", "-n", min=0, help="Show the last N records (0 = all)."),
     json_: bool = typer.Option(False, "--json", help="Raw JSONL records."),
-    job: Optional[str] = typer.Option(None, "--job", help="Only the records of this job id (its run, job actions, job_started/job_finished)."),
+    job: Optional[str] = typer.Option(
+        None, "--job", help="Only the records of this job id (its run, job actions, job_started/job_finished)."
+    ),
 ) -> None:
     """Show a backend's trace: every action with its outcome, exit code and duration (never file contents).
 
@@ -118,8 +149,16 @@ def logs(
     raise typer.Exit(run_logs(Streams.system(), instance=instance, follow=follow, lines=lines, json_=json_, job=job))
 
 
-def run_logs(io: Streams, *, instance: Optional[str] = None, follow: bool = False, lines: int = 50, json_: bool = False,
-             job: Optional[str] = None, sleep: Callable[[float], None] = time.sleep) -> int:
+def run_logs(
+    io: Streams,
+    *,
+    instance: Optional[str] = None,
+    follow: bool = False,
+    lines: int = 50,
+    json_: bool = False,
+    job: Optional[str] = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> int:
     """``oh logs``'s behaviour. -f ends when the backend stops or on KeyboardInterrupt (Ctrl-C, or a test's ``sleep``)."""
     path, session = _pick_trace(instance)
     if not path.exists() and not follow:

@@ -18,11 +18,11 @@ from ._io import Streams
 # tests/mcp/test_real_clients.py); without it the tools silently do not appear.
 _PROJECT_STEP = {
     "claude": "Claude Code starts a project's .mcp.json server only once you approve it: run `claude` in this folder, "
-              "trust the folder and approve `oh` (or check with `claude mcp list`).",
+    "trust the folder and approve `oh` (or check with `claude mcp list`).",
     "gemini": "Gemini CLI starts no server in a folder you have not trusted: trust this folder in `gemini` "
-              "(`gemini mcp list` then shows `oh` connected).",
+    "(`gemini mcp list` then shows `oh` connected).",
     "codex": "Codex reads .codex/config.toml only in a trusted project: trust this folder in `codex`; "
-             "for `codex exec`, add `required = true` to the entry so it waits for the server.",
+    "for `codex exec`, add `required = true` to the entry so it waits for the server.",
 }
 
 
@@ -34,6 +34,7 @@ def _install_hint() -> str:
         f"The MCP server needs the `mcp` package in oh's environment: {sys.executable} -m pip install 'mcp>=2.3,<3' tomlkit "
         "(the extra `oh-editor-runtime[mcp]`; with pipx: pipx inject oh-editor-runtime mcp tomlkit)."
     )
+
 
 CLIENT_HELP = "claude, codex, gemini, vscode or cursor."
 
@@ -54,10 +55,28 @@ def _complete_clients(incomplete: str):
 @app.callback()
 def serve(
     ctx: typer.Context,
-    workspace: Optional[str] = typer.Option(None, "--workspace", "-C", help="Act through the backend serving this directory (default: cwd)."),
-    instance: Optional[str] = typer.Option(None, "--instance", "-i", help="Act through this backend (instance id or unique prefix).", autocompletion=complete_instances),
-    start: bool = typer.Option(False, "--start", help="When no backend serves the directory, start one (detached; it keeps running: `oh stop`)."),
-    runtime: Optional[str] = typer.Option(None, "--runtime", "-r", help="Runtime for --start (default: config `runtime`).", autocompletion=complete_runtimes),
+    workspace: Optional[str] = typer.Option(
+        None, "--workspace", "-C", help="Act through the backend serving this directory (default: cwd)."
+    ),
+    instance: Optional[str] = typer.Option(
+        None,
+        "--instance",
+        "-i",
+        help="Act through this backend (instance id or unique prefix).",
+        autocompletion=complete_instances,
+    ),
+    start: bool = typer.Option(
+        False,
+        "--start",
+        help="When no backend serves the directory, start one (detached; it keeps running: `oh stop`).",
+    ),
+    runtime: Optional[str] = typer.Option(
+        None,
+        "--runtime",
+        "-r",
+        help="Runtime for --start (default: config `runtime`).",
+        autocompletion=complete_runtimes,
+    ),
 ) -> None:
     """Serve oh's tools over stdio (MCP). An MCP client starts this; it connects to the backend on the first tool call.
 
@@ -79,21 +98,43 @@ def serve(
 @app.command()
 def install(
     client: str = typer.Argument(..., help="The MCP client: " + CLIENT_HELP, autocompletion=_complete_clients),
-    scope: str = typer.Option("user", "--scope", "-s", help="user: every project (the client's user config). project: this directory's config file."),
-    name: str = typer.Option("oh", "--name", help="The server's name in the client (its tools appear as e.g. mcp__oh__run)."),
+    scope: str = typer.Option(
+        "user",
+        "--scope",
+        "-s",
+        help="user: every project (the client's user config). project: this directory's config file.",
+    ),
+    name: str = typer.Option(
+        "oh", "--name", help="The server's name in the client (its tools appear as e.g. mcp__oh__run)."
+    ),
     start: bool = typer.Option(False, "--start", help="Configure `oh mcp --start` (start a backend when none runs)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show what would change (a diff); write nothing."),
-    print_: bool = typer.Option(False, "--print", help="Print the client's own one-liner (or the entry to paste) instead of writing."),
+    print_: bool = typer.Option(
+        False, "--print", help="Print the client's own one-liner (or the entry to paste) instead of writing."
+    ),
 ) -> None:
     """Add oh's MCP server to a client's config (merged: other entries and settings stay; running it twice changes nothing).
 
     Example: oh mcp install claude --scope project
     """
-    raise typer.Exit(run_install(Streams.system(), client=client, scope=scope, name=name, start=start, dry_run=dry_run, print_=print_))
+    raise typer.Exit(
+        run_install(
+            Streams.system(), client=client, scope=scope, name=name, start=start, dry_run=dry_run, print_=print_
+        )
+    )
 
 
-def run_install(io: Streams, *, client: str, scope: str = "user", name: str = "oh", start: bool = False, dry_run: bool = False,
-                print_: bool = False, project: Optional[Path] = None) -> int:
+def run_install(
+    io: Streams,
+    *,
+    client: str,
+    scope: str = "user",
+    name: str = "oh",
+    start: bool = False,
+    dry_run: bool = False,
+    print_: bool = False,
+    project: Optional[Path] = None,
+) -> int:
     """``oh mcp install``'s behaviour; ``project`` is the directory of a project-scope config (default: cwd)."""
 
     from ..mcp import install as inst
@@ -124,8 +165,10 @@ def run_install(io: Streams, *, client: str, scope: str = "user", name: str = "o
             io.print(_PROJECT_STEP[client])
         if client == "claude" and scope == "user":
             # Claude Code keeps ~/.claude.json in memory and rewrites it: its own CLI is the safe path while it runs.
-            io.print("If Claude Code is running, it may rewrite ~/.claude.json; its own command does the same safely: "
-                       + inst.one_liner(client, scope, name=name, extra_args=extra))
+            io.print(
+                "If Claude Code is running, it may rewrite ~/.claude.json; its own command does the same safely: "
+                + inst.one_liner(client, scope, name=name, extra_args=extra)
+            )
     try:
         import mcp  # noqa: F401
     except ImportError:

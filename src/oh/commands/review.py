@@ -49,8 +49,14 @@ def _send_control(session, frame: dict[str, Any]) -> dict[str, Any]:
     return control(session, frame, token=session.decider_token or None, timeout=10.0)
 
 
-def _request(io: Streams, workspace: Optional[str], instance: Optional[str], frame: dict[str, Any], json_: bool,
-             control: Callable[[Any, dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+def _request(
+    io: Streams,
+    workspace: Optional[str],
+    instance: Optional[str],
+    frame: dict[str, Any],
+    json_: bool,
+    control: Callable[[Any, dict[str, Any]], dict[str, Any]],
+) -> dict[str, Any]:
     from ..launcher.control import BackendUnreachable
 
     session = pick_session(workspace, instance)
@@ -65,7 +71,11 @@ def _request(io: Streams, workspace: Optional[str], instance: Optional[str], fra
             raise _Shown(USAGE if code == "BAD_REQUEST" else ERROR)
         from ..text.sanitize import visible
 
-        die(visible(answer.get("message", "the backend refused the request")), USAGE if code == "BAD_REQUEST" else ERROR, _HINTS.get(code))
+        die(
+            visible(answer.get("message", "the backend refused the request")),
+            USAGE if code == "BAD_REQUEST" else ERROR,
+            _HINTS.get(code),
+        )
     return answer
 
 
@@ -102,8 +112,14 @@ def review(
 
 
 @_shown
-def run_review(io: Streams, *, workspace: Optional[str] = None, instance: Optional[str] = None, json_: bool = False,
-               control: Callable[[Any, dict[str, Any]], dict[str, Any]] = _send_control) -> int:
+def run_review(
+    io: Streams,
+    *,
+    workspace: Optional[str] = None,
+    instance: Optional[str] = None,
+    json_: bool = False,
+    control: Callable[[Any, dict[str, Any]], dict[str, Any]] = _send_control,
+) -> int:
     """``oh review``'s behaviour: the table of pending proposals (or the backend's answer as JSON)."""
     from ..text.sanitize import visible
 
@@ -118,9 +134,13 @@ def run_review(io: Streams, *, workspace: Optional[str] = None, instance: Option
     io.print(f"{'ID':<6} {'AGENT':<16} {'KIND':<18} {'AGE':>7}  PATH")
     for r in rows:
         kind = f"{r.get('kind')} {r.get('command')}"
-        io.print(f"{visible(r.get('id')):<6} {visible(r.get('agent'))[:16]:<16} {visible(kind)[:18]:<18} {_age(r.get('age_s')):>7}  {visible(r.get('path'))}")
-    io.print(f"Show one with `oh review show ID`; decide with `oh review accept ID|--all` or `oh review reject ID --reason TEXT` "
-             f"(undecided ones time out after {answer.get('review_timeout', '?'):g} s).")
+        io.print(
+            f"{visible(r.get('id')):<6} {visible(r.get('agent'))[:16]:<16} {visible(kind)[:18]:<18} {_age(r.get('age_s')):>7}  {visible(r.get('path'))}"
+        )
+    io.print(
+        f"Show one with `oh review show ID`; decide with `oh review accept ID|--all` or `oh review reject ID --reason TEXT` "
+        f"(undecided ones time out after {answer.get('review_timeout', '?'):g} s)."
+    )
     return 0
 
 
@@ -150,12 +170,21 @@ def show(
     json_: bool = _JSON,
 ) -> None:
     """Print a proposal as a unified diff (coloured on a terminal)."""
-    raise typer.Exit(run_show(Streams.system(), proposal_id=proposal_id, workspace=workspace, instance=instance, json_=json_))
+    raise typer.Exit(
+        run_show(Streams.system(), proposal_id=proposal_id, workspace=workspace, instance=instance, json_=json_)
+    )
 
 
 @_shown
-def run_show(io: Streams, *, proposal_id: str, workspace: Optional[str] = None, instance: Optional[str] = None, json_: bool = False,
-             control: Callable[[Any, dict[str, Any]], dict[str, Any]] = _send_control) -> int:
+def run_show(
+    io: Streams,
+    *,
+    proposal_id: str,
+    workspace: Optional[str] = None,
+    instance: Optional[str] = None,
+    json_: bool = False,
+    control: Callable[[Any, dict[str, Any]], dict[str, Any]] = _send_control,
+) -> int:
     """``oh review show``'s behaviour: the proposal as a unified diff, coloured when ``io.tty``."""
     from ..text.sanitize import visible
 
@@ -196,13 +225,24 @@ def accept(
     json_: bool = _JSON,
 ) -> None:
     """Write a proposal (or all of them). A file changed since the proposal is not written (exit 1)."""
-    raise typer.Exit(run_accept(Streams.system(), proposal_id=proposal_id, all_=all_, workspace=workspace, instance=instance, json_=json_))
+    raise typer.Exit(
+        run_accept(
+            Streams.system(), proposal_id=proposal_id, all_=all_, workspace=workspace, instance=instance, json_=json_
+        )
+    )
 
 
 @_shown
-def run_accept(io: Streams, *, proposal_id: Optional[str] = None, all_: bool = False, workspace: Optional[str] = None,
-               instance: Optional[str] = None, json_: bool = False,
-               control: Callable[[Any, dict[str, Any]], dict[str, Any]] = _send_control) -> int:
+def run_accept(
+    io: Streams,
+    *,
+    proposal_id: Optional[str] = None,
+    all_: bool = False,
+    workspace: Optional[str] = None,
+    instance: Optional[str] = None,
+    json_: bool = False,
+    control: Callable[[Any, dict[str, Any]], dict[str, Any]] = _send_control,
+) -> int:
     """``oh review accept``'s behaviour: 0 when every proposal was written, 1 otherwise."""
     if bool(proposal_id) == all_:
         die("give one proposal ID or --all.", USAGE, "`oh review` lists the pending proposals.")
@@ -219,11 +259,32 @@ def reject(
     json_: bool = _JSON,
 ) -> None:
     """Reject a proposal; the agent gets REJECTED with your reason. Nothing is written."""
-    raise typer.Exit(run_reject(Streams.system(), proposal_id=proposal_id, reason=reason, workspace=workspace, instance=instance, json_=json_))
+    raise typer.Exit(
+        run_reject(
+            Streams.system(),
+            proposal_id=proposal_id,
+            reason=reason,
+            workspace=workspace,
+            instance=instance,
+            json_=json_,
+        )
+    )
 
 
 @_shown
-def run_reject(io: Streams, *, proposal_id: str, reason: str = "", workspace: Optional[str] = None, instance: Optional[str] = None,
-               json_: bool = False, control: Callable[[Any, dict[str, Any]], dict[str, Any]] = _send_control) -> int:
+def run_reject(
+    io: Streams,
+    *,
+    proposal_id: str,
+    reason: str = "",
+    workspace: Optional[str] = None,
+    instance: Optional[str] = None,
+    json_: bool = False,
+    control: Callable[[Any, dict[str, Any]], dict[str, Any]] = _send_control,
+) -> int:
     """``oh review reject``'s behaviour."""
-    return _report(io, _request(io, workspace, instance, {"op": "reject", "id": proposal_id, "reason": reason}, json_, control), json_)
+    return _report(
+        io,
+        _request(io, workspace, instance, {"op": "reject", "id": proposal_id, "reason": reason}, json_, control),
+        json_,
+    )

@@ -30,50 +30,172 @@ def _complete_on_dirty(incomplete: str):
 
 
 def start(
-    runtime: Optional[str] = typer.Option(None, "--runtime", "-r", help="local (this machine) or vscode (in VS Code). Default: config `runtime`.", autocompletion=complete_runtimes),
+    runtime: Optional[str] = typer.Option(
+        None,
+        "--runtime",
+        "-r",
+        help="local (this machine) or vscode (in VS Code). Default: config `runtime`.",
+        autocompletion=complete_runtimes,
+    ),
     workspace: str = typer.Option(".", "--workspace", "-C", help="Directory the backend serves (default: cwd)."),
-    port: Optional[int] = typer.Option(None, "--port", "-p", help="Port to listen on; 0 = a free one. Default: config `port`."),
-    host: Optional[str] = typer.Option(None, "--host", help="Loopback address to listen on (127.0.0.1 or ::1). Default: config `host`."),
-    detach: bool = typer.Option(False, "--detach", "-d", help="Return once the backend listens; it keeps running (stop it with `oh stop`)."),
-    json_: bool = typer.Option(False, "--json", help="With --detach: print the started backend as JSON. Foreground: NDJSON events."),
-    open_: Optional[bool] = typer.Option(None, "--open/--no-open", help="vscode: ask VS Code to open the workspace now / never. Default: config `open_editor` (auto: only if no editor connects within 3 s and `code` is on PATH)."),
-    editor_timeout: Optional[float] = typer.Option(None, "--editor-timeout", help="Seconds an action waits for an editor before NO_EDITOR. Default: config `editor_timeout`."),
-    action_timeout: Optional[float] = typer.Option(None, "--action-timeout", help="Deadline (s) for actions without their own timeout. Default: config `action_timeout`."),
-    allow: Optional[list[str]] = typer.Option(None, "--allow", help="Also allow file actions and run cwds in DIR (repeatable; e.g. --allow /tmp; a relative DIR is resolved against the current directory). Adds to config `allowed_roots`."),
-    branch: Optional[bool] = typer.Option(None, "--branch/--no-branch", help="Git-branch mode: before the agent's first change (write, edit, command), switch the workspace to a new branch oh/<date>-<time>-<agent> (VS Code's Git extension with --runtime vscode, git locally). Default: config `branch`."),
-    branch_name: Optional[str] = typer.Option(None, "--branch-name", metavar="NAME", help="Branch mode on this branch instead (implies --branch): created if missing, switched to if it exists. Default: config `branch_name`."),
-    on_dirty: Optional[str] = typer.Option(None, "--on-dirty", metavar="MODE", autocompletion=_complete_on_dirty, help="Branch mode with uncommitted changes: stash | carry | abort | review | ask. Stash them, carry them to the branch, abort, use review mode instead of a branch (decided at start), or ask (a terminal prompt; VS Code's dialog). Needed without a terminal (--detach, --json) for --runtime local. Default: config `on_dirty`."),
-    git_init: bool = typer.Option(False, "--git-init", help="Branch mode in a folder that is not a git repository: run `git init` first (else you are asked, or it is refused). Default: config `on_not_git`."),
-    review: Optional[bool] = typer.Option(None, "--review/--no-review", help="Proposal mode: write/edit become proposals you accept or reject (VS Code diff, or `oh review`); the same as --consent changes. Default: config `review`."),
-    consent: Optional[str] = typer.Option(None, "--consent", metavar="LEVEL", autocompletion=lambda incomplete: [c for c in ("never", "risky", "commands", "changes", "all") if c.startswith(incomplete)], help="When to ask you before an agent's action runs: never | risky | commands | changes | all. Answer in the live view (y/n/a), with `oh approve ID` / `oh reject ID`, or in VS Code. Rules: config consent_allow/ask/deny. Default: config `consent`."),
-    approval_timeout: Optional[float] = typer.Option(None, "--approval-timeout", help="Seconds an action waits for your answer; then the agent gets REJECTED (not run). Default: config `approval_timeout`."),
-    review_timeout: Optional[float] = typer.Option(None, "--review-timeout", help="Seconds a proposal waits for a decision (then TIMEOUT, nothing written). Default: config `review_timeout`."),
-    clean_shell: bool = typer.Option(False, "--clean-shell", help="The agent's shell is the clean shell (bash without your rc files) instead of your own $SHELL with its rc files: for reproducible runs. Default: config `user_shell`."),
+    port: Optional[int] = typer.Option(
+        None, "--port", "-p", help="Port to listen on; 0 = a free one. Default: config `port`."
+    ),
+    host: Optional[str] = typer.Option(
+        None, "--host", help="Loopback address to listen on (127.0.0.1 or ::1). Default: config `host`."
+    ),
+    detach: bool = typer.Option(
+        False, "--detach", "-d", help="Return once the backend listens; it keeps running (stop it with `oh stop`)."
+    ),
+    json_: bool = typer.Option(
+        False, "--json", help="With --detach: print the started backend as JSON. Foreground: NDJSON events."
+    ),
+    open_: Optional[bool] = typer.Option(
+        None,
+        "--open/--no-open",
+        help="vscode: ask VS Code to open the workspace now / never. Default: config `open_editor` (auto: only if no editor connects within 3 s and `code` is on PATH).",
+    ),
+    editor_timeout: Optional[float] = typer.Option(
+        None,
+        "--editor-timeout",
+        help="Seconds an action waits for an editor before NO_EDITOR. Default: config `editor_timeout`.",
+    ),
+    action_timeout: Optional[float] = typer.Option(
+        None,
+        "--action-timeout",
+        help="Deadline (s) for actions without their own timeout. Default: config `action_timeout`.",
+    ),
+    allow: Optional[list[str]] = typer.Option(
+        None,
+        "--allow",
+        help="Also allow file actions and run cwds in DIR (repeatable; e.g. --allow /tmp; a relative DIR is resolved against the current directory). Adds to config `allowed_roots`.",
+    ),
+    branch: Optional[bool] = typer.Option(
+        None,
+        "--branch/--no-branch",
+        help="Git-branch mode: before the agent's first change (write, edit, command), switch the workspace to a new branch oh/<date>-<time>-<agent> (VS Code's Git extension with --runtime vscode, git locally). Default: config `branch`.",
+    ),
+    branch_name: Optional[str] = typer.Option(
+        None,
+        "--branch-name",
+        metavar="NAME",
+        help="Branch mode on this branch instead (implies --branch): created if missing, switched to if it exists. Default: config `branch_name`.",
+    ),
+    on_dirty: Optional[str] = typer.Option(
+        None,
+        "--on-dirty",
+        metavar="MODE",
+        autocompletion=_complete_on_dirty,
+        help="Branch mode with uncommitted changes: stash | carry | abort | review | ask. Stash them, carry them to the branch, abort, use review mode instead of a branch (decided at start), or ask (a terminal prompt; VS Code's dialog). Needed without a terminal (--detach, --json) for --runtime local. Default: config `on_dirty`.",
+    ),
+    git_init: bool = typer.Option(
+        False,
+        "--git-init",
+        help="Branch mode in a folder that is not a git repository: run `git init` first (else you are asked, or it is refused). Default: config `on_not_git`.",
+    ),
+    review: Optional[bool] = typer.Option(
+        None,
+        "--review/--no-review",
+        help="Proposal mode: write/edit become proposals you accept or reject (VS Code diff, or `oh review`); the same as --consent changes. Default: config `review`.",
+    ),
+    consent: Optional[str] = typer.Option(
+        None,
+        "--consent",
+        metavar="LEVEL",
+        autocompletion=lambda incomplete: [
+            c for c in ("never", "risky", "commands", "changes", "all") if c.startswith(incomplete)
+        ],
+        help="When to ask you before an agent's action runs: never | risky | commands | changes | all. Answer in the live view (y/n/a), with `oh approve ID` / `oh reject ID`, or in VS Code. Rules: config consent_allow/ask/deny. Default: config `consent`.",
+    ),
+    approval_timeout: Optional[float] = typer.Option(
+        None,
+        "--approval-timeout",
+        help="Seconds an action waits for your answer; then the agent gets REJECTED (not run). Default: config `approval_timeout`.",
+    ),
+    review_timeout: Optional[float] = typer.Option(
+        None,
+        "--review-timeout",
+        help="Seconds a proposal waits for a decision (then TIMEOUT, nothing written). Default: config `review_timeout`.",
+    ),
+    clean_shell: bool = typer.Option(
+        False,
+        "--clean-shell",
+        help="The agent's shell is the clean shell (bash without your rc files) instead of your own $SHELL with its rc files: for reproducible runs. Default: config `user_shell`.",
+    ),
 ) -> None:
     """Start a backend for a workspace and show the live view (Ctrl-C stops it).
 
     The vscode runtime writes the session file the oh VS Code extension watches: the window
     whose workspace matches connects by itself. Only one backend per workspace.
     """
-    raise typer.Exit(run_start(Streams.system(), runtime=runtime, workspace=workspace, port=port, host=host, detach=detach, json_=json_,
-                               open_=open_, editor_timeout=editor_timeout, action_timeout=action_timeout, allow=allow,
-                               branch=branch, branch_name=branch_name, on_dirty=on_dirty, git_init=git_init,
-                               review=review, review_timeout=review_timeout, consent=consent, approval_timeout=approval_timeout,
-                               clean_shell=clean_shell))
+    raise typer.Exit(
+        run_start(
+            Streams.system(),
+            runtime=runtime,
+            workspace=workspace,
+            port=port,
+            host=host,
+            detach=detach,
+            json_=json_,
+            open_=open_,
+            editor_timeout=editor_timeout,
+            action_timeout=action_timeout,
+            allow=allow,
+            branch=branch,
+            branch_name=branch_name,
+            on_dirty=on_dirty,
+            git_init=git_init,
+            review=review,
+            review_timeout=review_timeout,
+            consent=consent,
+            approval_timeout=approval_timeout,
+            clean_shell=clean_shell,
+        )
+    )
 
 
-def run_start(io: Streams, *, runtime: Optional[str] = None, workspace: str = ".", port: Optional[int] = None, host: Optional[str] = None,
-              detach: bool = False, json_: bool = False, open_: Optional[bool] = None, editor_timeout: Optional[float] = None,
-              action_timeout: Optional[float] = None, allow: Optional[list[str]] = None, branch: Optional[bool] = None,
-              branch_name: Optional[str] = None, on_dirty: Optional[str] = None, git_init: bool = False,
-              review: Optional[bool] = None, review_timeout: Optional[float] = None, consent: Optional[str] = None,
-              approval_timeout: Optional[float] = None, clean_shell: bool = False) -> int:
+def run_start(
+    io: Streams,
+    *,
+    runtime: Optional[str] = None,
+    workspace: str = ".",
+    port: Optional[int] = None,
+    host: Optional[str] = None,
+    detach: bool = False,
+    json_: bool = False,
+    open_: Optional[bool] = None,
+    editor_timeout: Optional[float] = None,
+    action_timeout: Optional[float] = None,
+    allow: Optional[list[str]] = None,
+    branch: Optional[bool] = None,
+    branch_name: Optional[str] = None,
+    on_dirty: Optional[str] = None,
+    git_init: bool = False,
+    review: Optional[bool] = None,
+    review_timeout: Optional[float] = None,
+    consent: Optional[str] = None,
+    approval_timeout: Optional[float] = None,
+    clean_shell: bool = False,
+) -> int:
     """``oh start``'s behaviour: --detach returns 0 once the backend listens; else the live view's exit code."""
-    s = load_settings({"runtime": runtime, "port": port, "host": host, "editor_timeout": editor_timeout, "action_timeout": action_timeout,
-                       "branch": True if branch_name else branch, "branch_name": branch_name, "on_dirty": on_dirty,
-                       "on_not_git": "init" if git_init else None, "review": review, "review_timeout": review_timeout,
-                       "consent": consent, "approval_timeout": approval_timeout,
-                       "user_shell": False if clean_shell else None})
+    s = load_settings(
+        {
+            "runtime": runtime,
+            "port": port,
+            "host": host,
+            "editor_timeout": editor_timeout,
+            "action_timeout": action_timeout,
+            "branch": True if branch_name else branch,
+            "branch_name": branch_name,
+            "on_dirty": on_dirty,
+            "on_not_git": "init" if git_init else None,
+            "review": review,
+            "review_timeout": review_timeout,
+            "consent": consent,
+            "approval_timeout": approval_timeout,
+            "user_shell": False if clean_shell else None,
+        }
+    )
     if not os.path.isdir(workspace):
         die(f"workspace {workspace} is not a directory.", USAGE)
     branch_flags = {}
@@ -82,7 +204,12 @@ def run_start(io: Streams, *, runtime: Optional[str] = None, workspace: str = ".
         from ..protocol.branch import Plan
         from . import _branch
 
-        plan = _branch.settle(workspace, s.runtime, Plan(s.branch_name or None, s.on_dirty, s.on_not_git), _branch.interactive(detach, json_))
+        plan = _branch.settle(
+            workspace,
+            s.runtime,
+            Plan(s.branch_name or None, s.on_dirty, s.on_not_git),
+            _branch.interactive(detach, json_),
+        )
         if plan == _branch.REVIEW:  # the user's fallback for a dirty tree / no repository: proposals, no branch
             review_on = True
         else:
@@ -103,15 +230,31 @@ def run_start(io: Streams, *, runtime: Optional[str] = None, workspace: str = ".
     # process.StartError carries its exit code (3 when a backend already serves the workspace): cli.main reports it.
     with _deferred_signals(hangup):  # a closed terminal during the start must not orphan the backend
         started = process.start_backend(
-            workspace, runtime=s.runtime, token=token, host=s.host, port=s.port, editor_timeout=s.editor_timeout,
-            action_timeout=s.action_timeout, trace=s.trace, trace_max_bytes=s.trace_max_bytes, log_level=s.log_level,
-            allowed_roots=roots, jobs={**job_settings(s), **branch_flags},  # jobs: the backend's settings flags
-            review=review_on, review_timeout=s.review_timeout, consent=consent_plan.flags(),
+            workspace,
+            runtime=s.runtime,
+            token=token,
+            host=s.host,
+            port=s.port,
+            editor_timeout=s.editor_timeout,
+            action_timeout=s.action_timeout,
+            trace=s.trace,
+            trace_max_bytes=s.trace_max_bytes,
+            log_level=s.log_level,
+            allowed_roots=roots,
+            jobs={**job_settings(s), **branch_flags},  # jobs: the backend's settings flags
+            review=review_on,
+            review_timeout=s.review_timeout,
+            consent=consent_plan.flags(),
         )
     session = started.session
     # Warnings only once the backend runs (never before an "already running" error). JSON mode keeps
     # them out of stderr: an NDJSON `warning` event (foreground) or a "warnings" list (--detach).
-    warnings = allow_notes + workspace_warnings(session.workspace) + ([("no_sandbox", NO_SANDBOX)] if session.runtime == "local" else []) + consent_plan.warnings
+    warnings = (
+        allow_notes
+        + workspace_warnings(session.workspace)
+        + ([("no_sandbox", NO_SANDBOX)] if session.runtime == "local" else [])
+        + consent_plan.warnings
+    )
     if install_check is not None:
         warnings += [("no_extension", text) for text in install_check.result(timeout=20.0)]
     if hangup and not detach:
@@ -150,7 +293,9 @@ def _token() -> str:
         die(f"cannot read or create the token: {exc}", ERROR, "Run `oh doctor` to see where the token should live.")
 
 
-def _allowed_roots(workspace: str, configured: list[str], allow: Optional[list[str]]) -> tuple[list[str], list[tuple[str, str]]]:
+def _allowed_roots(
+    workspace: str, configured: list[str], allow: Optional[list[str]]
+) -> tuple[list[str], list[tuple[str, str]]]:
     """Setting `allowed_roots` plus --allow, checked the way the backend will check them; and a note for
     each relative --allow saying the absolute directory it names (resolved against the current
     directory, as a shell would, not against --workspace)."""
@@ -160,7 +305,12 @@ def _allowed_roots(workspace: str, configured: list[str], allow: Optional[list[s
             die("--allow '' names no directory.", USAGE, "Give a directory: `--allow /tmp` (repeat --allow for more).")
         path = os.path.abspath(os.path.expanduser(given))
         if not os.path.isabs(os.path.expanduser(given)):
-            notes.append(("allow_relative", f"note: --allow {given} is relative: it allows {path} (resolved against the current directory)."))
+            notes.append(
+                (
+                    "allow_relative",
+                    f"note: --allow {given} is relative: it allows {path} (resolved against the current directory).",
+                )
+            )
         added.append(path)
     roots = [*configured, *added]
     try:
@@ -172,24 +322,48 @@ def _allowed_roots(workspace: str, configured: list[str], allow: Optional[list[s
     return roots, notes
 
 
-def _tell_detached(io: Streams, started, warnings: list[tuple[str, str]], json_: bool, review_timeout: Optional[float],
-                   branch_flags: Optional[dict] = None) -> None:
+def _tell_detached(
+    io: Streams,
+    started,
+    warnings: list[tuple[str, str]],
+    json_: bool,
+    review_timeout: Optional[float],
+    branch_flags: Optional[dict] = None,
+) -> None:
     """--detach's report; ``review_timeout``: set when review mode is on; ``branch_flags``: branch mode's."""
     session = started.session
     if json_:
-        info = {"instance_id": session.instance_id, "pid": session.pid, "port": session.port, "url": session.url,
-                "runtime": session.runtime, "workspace": session.workspace}
+        info = {
+            "instance_id": session.instance_id,
+            "pid": session.pid,
+            "port": session.port,
+            "url": session.url,
+            "runtime": session.runtime,
+            "workspace": session.workspace,
+        }
         # "warnings" only when there is one: the object stays the same for the common case.
-        io.ndjson({**info, **({"warnings": [{"id": wid, "message": text} for wid, text in warnings]} if warnings else {})})
+        io.ndjson(
+            {**info, **({"warnings": [{"id": wid, "message": text} for wid, text in warnings]} if warnings else {})}
+        )
     else:
-        io.print(f"backend {session.instance_id} listening on {session.url} (runtime {session.runtime}, pid {session.pid})")
+        io.print(
+            f"backend {session.instance_id} listening on {session.url} (runtime {session.runtime}, pid {session.pid})"
+        )
         io.print(f"workspace {session.workspace}; log {started.log_file}")
         if review_timeout is not None:
             where = "in VS Code's diff editor" if session.runtime == "vscode" else "with `oh review`"
-            io.print(f"review mode: the agent's writes and edits wait for your accept/reject {where} (up to {review_timeout:g} s)")
+            io.print(
+                f"review mode: the agent's writes and edits wait for your accept/reject {where} (up to {review_timeout:g} s)"
+            )
         if branch_flags:
-            target = f"the git branch '{branch_flags['branch_name']}'" if branch_flags.get("branch_name") else "a new git branch oh/<date>-<time>-<agent>"
-            io.print(f"branch mode: before the agent's first change (write, edit, command) the workspace switches to {target}")
+            target = (
+                f"the git branch '{branch_flags['branch_name']}'"
+                if branch_flags.get("branch_name")
+                else "a new git branch oh/<date>-<time>-<agent>"
+            )
+            io.print(
+                f"branch mode: before the agent's first change (write, edit, command) the workspace switches to {target}"
+            )
         io.print(f"stop it with `oh stop {session.instance_id}`")
 
 
@@ -197,13 +371,23 @@ def workspace_warnings(workspace: str) -> list[tuple[str, str]]:
     """A workspace of `/` or the home directory hands agents every file you have: say so."""
     real = os.path.realpath(workspace)
     if real == os.path.realpath(os.sep):
-        return [("workspace_root", f"warning: the workspace is {real} (the whole file system): agents can read and change "
-                                   "every file you can. Serve a project folder instead: `oh start -C <project>`.")]
+        return [
+            (
+                "workspace_root",
+                f"warning: the workspace is {real} (the whole file system): agents can read and change "
+                "every file you can. Serve a project folder instead: `oh start -C <project>`.",
+            )
+        ]
     home = os.path.expanduser("~")
     if home not in ("~", "") and real == os.path.realpath(home):
-        return [("workspace_home", f"warning: the workspace is your home directory ({real}): agents can read and change "
-                                   "all of it (ssh keys, shell start-up files, other projects). Serve a project folder "
-                                   "instead: `oh start -C <project>`.")]
+        return [
+            (
+                "workspace_home",
+                f"warning: the workspace is your home directory ({real}): agents can read and change "
+                "all of it (ssh keys, shell start-up files, other projects). Serve a project folder "
+                "instead: `oh start -C <project>`.",
+            )
+        ]
     return []
 
 
@@ -242,7 +426,9 @@ def _signal_editor_detached(io: Streams, session, open_mode: str) -> None:
         return
     if open_mode == "always":
         if editor_signal.open_editor(session.workspace, session.instance_id) is None:
-            io.note("no VS Code CLI (code, cursor, windsurf, codium, code-server) on PATH: open the workspace in the editor yourself (the extension connects by itself).")
+            io.note(
+                "no VS Code CLI (code, cursor, windsurf, codium, code-server) on PATH: open the workspace in the editor yourself (the extension connects by itself)."
+            )
         return
     if editor_signal.code_binary() is None:
         return  # auto: nothing we could do; the session file is the signal

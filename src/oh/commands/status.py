@@ -23,16 +23,29 @@ def reap_dead() -> list[dict[str, Any]]:
     from ..launcher.process import log_file_for
 
     sessions.list_sessions()  # notes for the stale files still there
-    return [{"instance_id": d["instance_id"], "pid": d["pid"], "runtime": d["runtime"], "workspace": d["workspace"],
-             "log": str(log_file_for(d["instance_id"]))} for d in sessions.take_died()]
+    return [
+        {
+            "instance_id": d["instance_id"],
+            "pid": d["pid"],
+            "runtime": d["runtime"],
+            "workspace": d["workspace"],
+            "log": str(log_file_for(d["instance_id"])),
+        }
+        for d in sessions.take_died()
+    ]
 
 
 def tell_dead(dead: list[dict[str, Any]], err: TextIO | None = None) -> None:
     from ..text.sanitize import visible
 
     for d in dead:
-        print(visible(f"oh: backend {d['instance_id']} (pid {d['pid']}, {d['runtime']}, workspace {d['workspace']}) died "
-                      f"without stopping cleanly; its session was removed. Its log: {d['log']}"), file=err or sys.stderr)
+        print(
+            visible(
+                f"oh: backend {d['instance_id']} (pid {d['pid']}, {d['runtime']}, workspace {d['workspace']}) died "
+                f"without stopping cleanly; its session was removed. Its log: {d['log']}"
+            ),
+            file=err or sys.stderr,
+        )
 
 
 def collect() -> list[dict[str, Any]]:
@@ -54,7 +67,14 @@ def collect() -> list[dict[str, Any]]:
         try:
             live = status(s)
         except BackendUnreachable as exc:
-            d.update(reachable=False, error=str(exc), editors=[], agents=[], stats=None, uptime_s=max(0.0, time.time() - s.start_time))
+            d.update(
+                reachable=False,
+                error=str(exc),
+                editors=[],
+                agents=[],
+                stats=None,
+                uptime_s=max(0.0, time.time() - s.start_time),
+            )
         else:
             live.pop("token", None)
             d.update(live)
@@ -70,7 +90,11 @@ def render_text(rows: list[dict[str, Any]], dead: list[dict[str, Any]] | None = 
 
 
 def status(
-    json_: bool = typer.Option(False, "--json", help='Machine-readable: {"sessions": [...], "died": [...] (backends found dead, only if any)} (never the token).'),
+    json_: bool = typer.Option(
+        False,
+        "--json",
+        help='Machine-readable: {"sessions": [...], "died": [...] (backends found dead, only if any)} (never the token).',
+    ),
     watch: bool = typer.Option(False, "--watch", "-w", help="Refresh until Ctrl-C (NDJSON with --json)."),
 ) -> None:
     """Every running backend: id, pid, port, runtime, workspace, uptime, editors, agents, actions.
@@ -82,8 +106,14 @@ def status(
     raise typer.Exit(run_status(Streams.system(), json_=json_, watch=watch))
 
 
-def run_status(io: Streams, *, json_: bool = False, watch: bool = False, interval: float = WATCH_INTERVAL,
-               sleep: Callable[[float], None] = time.sleep) -> int:
+def run_status(
+    io: Streams,
+    *,
+    json_: bool = False,
+    watch: bool = False,
+    interval: float = WATCH_INTERVAL,
+    sleep: Callable[[float], None] = time.sleep,
+) -> int:
     """``oh status``'s behaviour. --watch ends on KeyboardInterrupt (Ctrl-C), raised here by ``sleep``
     as by a test's ``sleep``; the exit code says whether the last round found a backend."""
     if not watch:
@@ -125,5 +155,7 @@ def _watch_rich(io: Streams, interval: float, sleep: Callable[[float], None], ro
         while True:
             died += reap_dead()
             rows[:] = collect()
-            live.update(Text(render_text(rows, died) + f"\n\n(refreshing every {interval:g} s — Ctrl-C to quit)"), refresh=True)
+            live.update(
+                Text(render_text(rows, died) + f"\n\n(refreshing every {interval:g} s — Ctrl-C to quit)"), refresh=True
+            )
             sleep(interval)

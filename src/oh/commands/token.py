@@ -65,7 +65,10 @@ def run_show(io: Streams, *, reveal: bool = False, json_: bool = False) -> int:
         io.print(f"storage      {storage.describe()}")
         io.print(f"fingerprint  {info['fingerprint'] or '(no token yet: `oh start` or `oh token rotate` creates one)'}")
         for b in backends:
-            io.print(f"backend      {b['instance_id']} uses fingerprint {b['fingerprint']}" + ("" if b["same"] else " (a different token: see below)"))
+            io.print(
+                f"backend      {b['instance_id']} uses fingerprint {b['fingerprint']}"
+                + ("" if b["same"] else " (a different token: see below)")
+            )
         if storage.kind == "keyring" and not storage.secure:
             io.note("warning: this keyring backend stores the token unencrypted on disk.")
     _explain_mismatch(io, storage, backends)
@@ -74,7 +77,9 @@ def run_show(io: Streams, *, reveal: bool = False, json_: bool = False) -> int:
         io.hint(f"fix: {refused.fix}")
         return ERROR
     if storage.kind == "file" and storage.problem:
-        io.note(f"warning: the token file is insecure ({storage.problem}). Fix: chmod 600 {storage.backend}, then `oh token rotate` (it may have been copied).")
+        io.note(
+            f"warning: the token file is insecure ({storage.problem}). Fix: chmod 600 {storage.backend}, then `oh token rotate` (it may have been copied)."
+        )
     return 0
 
 
@@ -88,7 +93,14 @@ def _running_fingerprints(secrets, token: str | None) -> list[dict]:
         found = sessions.list_sessions(clean=False)
     except Exception:  # noqa: BLE001 - `token show` must work even when the sessions dir is refused
         return []
-    return [{"instance_id": s.instance_id, "fingerprint": secrets.fingerprint(s.token), "same": token is not None and s.token == token} for s in found]
+    return [
+        {
+            "instance_id": s.instance_id,
+            "fingerprint": secrets.fingerprint(s.token),
+            "same": token is not None and s.token == token,
+        }
+        for s in found
+    ]
 
 
 def _explain_mismatch(io: Streams, storage, backends: list[dict]) -> None:
@@ -97,11 +109,15 @@ def _explain_mismatch(io: Streams, storage, backends: list[dict]) -> None:
         return
     ids = ", ".join(b["instance_id"] for b in other)
     if storage.kind == "env":
-        io.note(f"note: OH_TOKEN overrides the stored token for commands you start now, but running backend(s) {ids} keep the token "
-            "they were started with (`oh status` shows that fingerprint). Agent verbs use each backend's own token from its session file.")
+        io.note(
+            f"note: OH_TOKEN overrides the stored token for commands you start now, but running backend(s) {ids} keep the token "
+            "they were started with (`oh status` shows that fingerprint). Agent verbs use each backend's own token from its session file."
+        )
     else:
-        io.note(f"note: running backend(s) {ids} use a different token than the stored one (started with OH_TOKEN, or the store changed since). "
-            "`oh token rotate` switches them all to a new stored token.")
+        io.note(
+            f"note: running backend(s) {ids} use a different token than the stored one (started with OH_TOKEN, or the store changed since). "
+            "`oh token rotate` switches them all to a new stored token."
+        )
 
 
 @app.command()
@@ -121,7 +137,11 @@ def run_rotate(io: Streams, *, json_: bool = False) -> int:
     from ..launcher.control import BackendUnreachable, control
 
     if os.environ.get(secrets.ENV):
-        die("OH_TOKEN is set in the environment and overrides the stored token.", USAGE, "Unset it to rotate the stored token, or change OH_TOKEN yourself.")
+        die(
+            "OH_TOKEN is set in the environment and overrides the stored token.",
+            USAGE,
+            "Unset it to rotate the stored token, or change OH_TOKEN yourself.",
+        )
     new = secrets.new_token()
     storage = secrets.store_token(new)
     updated, failed = [], []
@@ -133,13 +153,24 @@ def run_rotate(io: Streams, *, json_: bool = False) -> int:
             updated.append({"instance_id": s.instance_id, "closed": answer.get("closed", 0)})
         except BackendUnreachable as exc:
             failed.append({"instance_id": s.instance_id, "error": str(exc)})
-    result = {"fingerprint": secrets.fingerprint(new), "storage": storage.kind, "backend": storage.backend, "updated": updated, "failed": failed}
+    result = {
+        "fingerprint": secrets.fingerprint(new),
+        "storage": storage.kind,
+        "backend": storage.backend,
+        "updated": updated,
+        "failed": failed,
+    }
     if json_:
         io.json(result)
     else:
         io.print(f"new token stored in {storage.describe()}; fingerprint {result['fingerprint']}")
         closed = sum(u["closed"] for u in updated)
-        io.print(f"{len(updated)} running backend(s) updated" + (f", {closed} connection(s) closed (they reconnect with the new token)" if updated else ""))
+        io.print(
+            f"{len(updated)} running backend(s) updated"
+            + (f", {closed} connection(s) closed (they reconnect with the new token)" if updated else "")
+        )
     for f in failed:
-        io.note(f"backend {f['instance_id']} not updated: {f['error']}. Restart it: `oh stop {f['instance_id']}` then `oh start`.")
+        io.note(
+            f"backend {f['instance_id']} not updated: {f['error']}. Restart it: `oh stop {f['instance_id']}` then `oh start`."
+        )
     return ERROR if failed else 0

@@ -12,8 +12,10 @@ import typer
 from ._common import ERROR, NO_EDITOR, USAGE, die
 from ._io import Streams
 
-EXIT_HELP = ("Exit codes: 0 done (every chosen editor has the result) · 1 an editor's CLI failed (its error is shown) · "
-             "2 bad flag · 7 no editor CLI found (code, code-insiders, cursor, windsurf, codium, code-server; or give --editor).")
+EXIT_HELP = (
+    "Exit codes: 0 done (every chosen editor has the result) · 1 an editor's CLI failed (its error is shown) · "
+    "2 bad flag · 7 no editor CLI found (code, code-insiders, cursor, windsurf, codium, code-server; or give --editor)."
+)
 
 app = typer.Typer(
     help="The oh extension in VS Code and its forks (Cursor, Windsurf, VSCodium, Insiders, code-server): install, remove, show.",
@@ -21,9 +23,13 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-_EDITOR_HELP = ("An editor's command-line tool (path or name), instead of every one found on PATH; repeatable. "
-                "E.g. --editor cursor, --editor ~/bin/code-server.")
-_EXTDIR_HELP = "Passed to the editor CLI as --extensions-dir (a scratch or portable install; code-server's own directory)."
+_EDITOR_HELP = (
+    "An editor's command-line tool (path or name), instead of every one found on PATH; repeatable. "
+    "E.g. --editor cursor, --editor ~/bin/code-server."
+)
+_EXTDIR_HELP = (
+    "Passed to the editor CLI as --extensions-dir (a scratch or portable install; code-server's own directory)."
+)
 _UDD_HELP = "Passed to the editor CLI as --user-data-dir."
 
 
@@ -35,44 +41,75 @@ def _complete_editors(incomplete: str):
 
 @app.command()
 def install(
-    editor: Optional[list[str]] = typer.Option(None, "--editor", "-e", help=_EDITOR_HELP, autocompletion=_complete_editors),
+    editor: Optional[list[str]] = typer.Option(
+        None, "--editor", "-e", help=_EDITOR_HELP, autocompletion=_complete_editors
+    ),
     extensions_dir: Optional[str] = typer.Option(None, "--extensions-dir", help=_EXTDIR_HELP),
     user_data_dir: Optional[str] = typer.Option(None, "--user-data-dir", help=_UDD_HELP),
     dry_run: bool = typer.Option(False, "--dry-run", "-n", help="Show what would run, change nothing."),
     force: bool = typer.Option(False, "--force", help="Install even where the same version is already installed."),
-    vsix: Optional[str] = typer.Option(None, "--vsix", help="Install this .vsix instead of the one that ships with oh."),
+    vsix: Optional[str] = typer.Option(
+        None, "--vsix", help="Install this .vsix instead of the one that ships with oh."
+    ),
 ) -> None:
     """Install the extension that ships with this oh into every VS Code-family editor found (or --editor).
 
     Idempotent: an editor that already has this version is left alone. Then reload the editor's window
     (Command Palette: Developer: Reload Window) if it was open, and `oh start --runtime vscode`.
     """
-    raise typer.Exit(run_vscode_install(Streams.system(), editors=editor or [], extensions_dir=extensions_dir,
-                                        user_data_dir=user_data_dir, dry_run=dry_run, force=force, vsix=vsix))
+    raise typer.Exit(
+        run_vscode_install(
+            Streams.system(),
+            editors=editor or [],
+            extensions_dir=extensions_dir,
+            user_data_dir=user_data_dir,
+            dry_run=dry_run,
+            force=force,
+            vsix=vsix,
+        )
+    )
 
 
 @app.command()
 def uninstall(
-    editor: Optional[list[str]] = typer.Option(None, "--editor", "-e", help=_EDITOR_HELP, autocompletion=_complete_editors),
+    editor: Optional[list[str]] = typer.Option(
+        None, "--editor", "-e", help=_EDITOR_HELP, autocompletion=_complete_editors
+    ),
     extensions_dir: Optional[str] = typer.Option(None, "--extensions-dir", help=_EXTDIR_HELP),
     user_data_dir: Optional[str] = typer.Option(None, "--user-data-dir", help=_UDD_HELP),
     dry_run: bool = typer.Option(False, "--dry-run", "-n", help="Show what would run, change nothing."),
 ) -> None:
     """Remove the oh extension from every editor found (or --editor). Idempotent."""
-    raise typer.Exit(run_vscode_uninstall(Streams.system(), editors=editor or [], extensions_dir=extensions_dir,
-                                          user_data_dir=user_data_dir, dry_run=dry_run))
+    raise typer.Exit(
+        run_vscode_uninstall(
+            Streams.system(),
+            editors=editor or [],
+            extensions_dir=extensions_dir,
+            user_data_dir=user_data_dir,
+            dry_run=dry_run,
+        )
+    )
 
 
 @app.command()
 def status(
-    editor: Optional[list[str]] = typer.Option(None, "--editor", "-e", help=_EDITOR_HELP, autocompletion=_complete_editors),
+    editor: Optional[list[str]] = typer.Option(
+        None, "--editor", "-e", help=_EDITOR_HELP, autocompletion=_complete_editors
+    ),
     extensions_dir: Optional[str] = typer.Option(None, "--extensions-dir", help=_EXTDIR_HELP),
     user_data_dir: Optional[str] = typer.Option(None, "--user-data-dir", help=_UDD_HELP),
     json_: bool = typer.Option(False, "--json", help='Machine-readable: {"bundled": {...}, "editors": [...]}.'),
 ) -> None:
     """Which editor has which version of the oh extension, next to the one this oh ships."""
-    raise typer.Exit(run_vscode_status(Streams.system(), editors=editor or [], extensions_dir=extensions_dir,
-                                       user_data_dir=user_data_dir, json_=json_))
+    raise typer.Exit(
+        run_vscode_status(
+            Streams.system(),
+            editors=editor or [],
+            extensions_dir=extensions_dir,
+            user_data_dir=user_data_dir,
+            json_=json_,
+        )
+    )
 
 
 # ---------------------------------------------------------------------------- run_*
@@ -82,17 +119,26 @@ def _editors(names: list[str], find: Callable[[], list]) -> list:
     if not names:
         found = find()
         if not found:
-            die("no VS Code-family editor CLI found: none of " + ", ".join(k.cli for k in editorcli.KINDS) + " is on PATH "
-                "or in its usual install location.", NO_EDITOR,
+            die(
+                "no VS Code-family editor CLI found: none of "
+                + ", ".join(k.cli for k in editorcli.KINDS)
+                + " is on PATH "
+                "or in its usual install location.",
+                NO_EDITOR,
                 "Give its path: `oh vscode install --editor /path/to/code`. In VS Code: Command Palette → "
-                "'Shell Command: Install 'code' command in PATH'. Over Remote-SSH/WSL/containers, run oh in that window's terminal.")
+                "'Shell Command: Install 'code' command in PATH'. Over Remote-SSH/WSL/containers, run oh in that window's terminal.",
+            )
         return found
     out = []
     for name in names:
         try:
             out.append(editorcli.editor_at(name))
         except FileNotFoundError:
-            die(f"--editor {name}: no such executable.", USAGE, "Give the path of the editor's CLI, e.g. --editor /usr/bin/code.")
+            die(
+                f"--editor {name}: no such executable.",
+                USAGE,
+                "Give the path of the editor's CLI, e.g. --editor /usr/bin/code.",
+            )
     return out
 
 
@@ -117,9 +163,17 @@ def _shell(argv: list[str]) -> str:
     return " ".join(shlex.quote(a) for a in argv)
 
 
-def run_vscode_install(io: Streams, *, editors: list[str] = [], extensions_dir: str | None = None,  # noqa: B006 - never mutated
-                       user_data_dir: str | None = None, dry_run: bool = False, force: bool = False, vsix: str | None = None,
-                       find: Callable[[], list] | None = None) -> int:
+def run_vscode_install(
+    io: Streams,
+    *,
+    editors: list[str] = [],  # noqa: B006 - never mutated
+    extensions_dir: str | None = None,
+    user_data_dir: str | None = None,
+    dry_run: bool = False,
+    force: bool = False,
+    vsix: str | None = None,
+    find: Callable[[], list] | None = None,
+) -> int:
     from ..launcher import editorcli
 
     path, version = _bundled(vsix)
@@ -143,18 +197,31 @@ def run_vscode_install(io: Streams, *, editors: list[str] = [], extensions_dir: 
             installed += 1
             continue
         failed += 1
-        why = r.why() if not r.ok else f"the CLI reported success but lists {after.version if after and after.version else 'no oh extension'}"
+        why = (
+            r.why()
+            if not r.ok
+            else f"the CLI reported success but lists {after.version if after and after.version else 'no oh extension'}"
+        )
         io.print(f"✗ {ed.label}: install failed ({why})")
         io.print(f"    run it yourself to see the whole error: {_shell(argv)}")
     if failed:
         return ERROR
     if installed:
-        io.print("Reload any open window (Command Palette → Developer: Reload Window); then `oh start --runtime vscode` in your project.")
+        io.print(
+            "Reload any open window (Command Palette → Developer: Reload Window); then `oh start --runtime vscode` in your project."
+        )
     return 0
 
 
-def run_vscode_uninstall(io: Streams, *, editors: list[str] = [], extensions_dir: str | None = None,  # noqa: B006
-                         user_data_dir: str | None = None, dry_run: bool = False, find: Callable[[], list] | None = None) -> int:
+def run_vscode_uninstall(
+    io: Streams,
+    *,
+    editors: list[str] = [],  # noqa: B006 - never mutated
+    extensions_dir: str | None = None,
+    user_data_dir: str | None = None,
+    dry_run: bool = False,
+    find: Callable[[], list] | None = None,
+) -> int:
     from ..launcher import editorcli
 
     chosen = _editors(editors, find or editorcli.find_editors)
@@ -178,8 +245,15 @@ def run_vscode_uninstall(io: Streams, *, editors: list[str] = [], extensions_dir
     return ERROR if failed else 0
 
 
-def run_vscode_status(io: Streams, *, editors: list[str] = [], extensions_dir: str | None = None,  # noqa: B006
-                      user_data_dir: str | None = None, json_: bool = False, find: Callable[[], list] | None = None) -> int:
+def run_vscode_status(
+    io: Streams,
+    *,
+    editors: list[str] = [],  # noqa: B006 - never mutated
+    extensions_dir: str | None = None,
+    user_data_dir: str | None = None,
+    json_: bool = False,
+    find: Callable[[], list] | None = None,
+) -> int:
     from ..launcher import editorcli
 
     from ..fastpath.exits import OhError
@@ -209,7 +283,11 @@ def run_vscode_status(io: Streams, *, editors: list[str] = [], extensions_dir: s
     io.print(f"oh ships {editorcli.EXTENSION_ID} {bundled['version'] or '(none: ' + str(bundled.get('error')) + ')'}")
     marks = {"current": "✓", "other version": "!", "not installed": "✗", "unknown": "?"}
     for d in rows:
-        what = {"current": f"{d['installed_version']}", "other version": f"{d['installed_version']} (differs from oh's: `oh vscode install`)",
-                "not installed": "not installed (`oh vscode install`)", "unknown": f"unknown ({d['error']})"}[d["state"]]
+        what = {
+            "current": f"{d['installed_version']}",
+            "other version": f"{d['installed_version']} (differs from oh's: `oh vscode install`)",
+            "not installed": "not installed (`oh vscode install`)",
+            "unknown": f"unknown ({d['error']})",
+        }[d["state"]]
         io.print(f"{marks[d['state']]} {d['editor']} ({d['cli']}): {what}")
     return 0

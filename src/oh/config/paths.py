@@ -90,8 +90,11 @@ def check_parents(path: Path) -> None:
                 "keep oh's files in a directory tree you own (unset OH_HOME, or e.g. `export OH_HOME=~/.oh`)",
             )
         if mode & 0o002 and not mode & stat.S_ISVTX:
-            raise UnsafePath(path, f"its parent directory {parent} is writable by everyone (mode {mode:04o}) without the sticky bit",
-                             f"chmod o-w {parent}, or keep oh's files elsewhere")
+            raise UnsafePath(
+                path,
+                f"its parent directory {parent} is writable by everyone (mode {mode:04o}) without the sticky bit",
+                f"chmod o-w {parent}, or keep oh's files elsewhere",
+            )
 
 
 def check_roots() -> None:
@@ -109,7 +112,9 @@ def check_file(path: Path, *, what: str) -> os.stat_result | None:
     except (FileNotFoundError, NotADirectoryError):
         return None
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISREG(st.st_mode):
-        raise UnsafePath(path, f"this {what} is not a regular file (a symlink or something else)", f"remove it: rm {path}")
+        raise UnsafePath(
+            path, f"this {what} is not a regular file (a symlink or something else)", f"remove it: rm {path}"
+        )
     return check_owned(path, what=what, st=st)
 
 

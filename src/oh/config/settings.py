@@ -64,7 +64,19 @@ def _positive_float(value: Any) -> float:
     return number
 
 
-_SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2, "mib": 1024**2, "g": 1024**3, "gb": 1024**3, "gib": 1024**3}
+_SIZE_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1024,
+    "kb": 1024,
+    "kib": 1024,
+    "m": 1024**2,
+    "mb": 1024**2,
+    "mib": 1024**2,
+    "g": 1024**3,
+    "gb": 1024**3,
+    "gib": 1024**3,
+}
 
 
 def _size(value: Any) -> int:
@@ -76,7 +88,7 @@ def _size(value: Any) -> int:
     else:
         text = str(value).strip().lower().replace(" ", "")
         digits = text.rstrip("kmgib")
-        unit = text[len(digits):]
+        unit = text[len(digits) :]
         if unit not in _SIZE_UNITS or not digits:
             raise SettingError(msg)
         try:
@@ -104,14 +116,18 @@ def _host(value: Any) -> str:
     if not is_loopback_host(text):  # the same rule the backend enforces
         # Decision: refuse, do not warn. The backend's Host check only accepts
         # loopback names, and the token is the only thing between the network and a shell.
-        raise SettingError(f"must be a loopback address: 127.0.0.1, ::1 or localhost (got {value!r}); oh never listens on the network")
+        raise SettingError(
+            f"must be a loopback address: 127.0.0.1, ::1 or localhost (got {value!r}); oh never listens on the network"
+        )
     return "127.0.0.1" if text == "localhost" else text.strip("[]")
 
 
 def _branch_name(value: Any) -> str:
     text = str(value).strip()
     if text and not valid_name(text):
-        raise SettingError(f"must be a git branch name like feature/x (letters, digits, . _ - + /), or empty for an automatic oh/<date>-<time>-<agent> (got {value!r})")
+        raise SettingError(
+            f"must be a git branch name like feature/x (letters, digits, . _ - + /), or empty for an automatic oh/<date>-<time>-<agent> (got {value!r})"
+        )
     return text
 
 
@@ -176,34 +192,186 @@ class Key:
 KEYS: dict[str, Key] = {
     k.name: k
     for k in (
-        Key("runtime", _choice("local", "vscode"), "local", "where actions execute: on this machine (local) or in VS Code (vscode)", "local | vscode"),
-        Key("host", _host, "127.0.0.1", "address the backend listens on (loopback only)", "127.0.0.1 | ::1 | localhost"),
+        Key(
+            "runtime",
+            _choice("local", "vscode"),
+            "local",
+            "where actions execute: on this machine (local) or in VS Code (vscode)",
+            "local | vscode",
+        ),
+        Key(
+            "host", _host, "127.0.0.1", "address the backend listens on (loopback only)", "127.0.0.1 | ::1 | localhost"
+        ),
         Key("port", _int_range(0, 65535), 0, "port the backend listens on; 0 picks a free one", "0-65535"),
-        Key("editor_timeout", _positive_float, 30.0, "seconds to wait for an editor before an action fails with NO_EDITOR", "seconds > 0"),
-        Key("action_timeout", _positive_float, 300.0, "deadline in seconds for an action without its own timeout", "seconds > 0"),
-        Key("open_editor", _choice("auto", "always", "never"), "auto", "ask VS Code to open the workspace on `oh start --runtime vscode`: auto = only when no editor registers within 3 s and `code` is on PATH", "auto | always | never"),
+        Key(
+            "editor_timeout",
+            _positive_float,
+            30.0,
+            "seconds to wait for an editor before an action fails with NO_EDITOR",
+            "seconds > 0",
+        ),
+        Key(
+            "action_timeout",
+            _positive_float,
+            300.0,
+            "deadline in seconds for an action without its own timeout",
+            "seconds > 0",
+        ),
+        Key(
+            "open_editor",
+            _choice("auto", "always", "never"),
+            "auto",
+            "ask VS Code to open the workspace on `oh start --runtime vscode`: auto = only when no editor registers within 3 s and `code` is on PATH",
+            "auto | always | never",
+        ),
         Key("trace", _bool, True, "write the JSONL trace of every action (`oh logs`)", "true | false"),
-        Key("trace_max_bytes", _size, 10 * 1024 * 1024, "size at which the trace file is rotated", "bytes >= 1024, e.g. 10M"),
-        Key("allowed_roots", _dir_list, [], "directories besides the workspace that file actions and run cwds may use (e.g. /tmp); `oh start --allow DIR` adds more", f"absolute directories ({os.pathsep}-separated in OH_ALLOWED_ROOTS)"),
-        Key("max_shells", _int_range(1, 256), 8, "shells per agent shell key: a run arriving while the agent's shell is busy (or a background job) gets an extra shell, up to this many in all; then BUSY", "1-256"),
-        Key("user_shell", _bool, True, "the agent's shell (local runtime, `oh attach`, VS Code's default terminal): your $SHELL (bash or zsh) reading your rc files, on a terminal; false = the clean shell (bash without rc files) for reproducible runs; `oh start --clean-shell` for one backend", "true | false"),
-        Key("shell_startup_timeout", _positive_float, 5.0, "seconds your rc files may take when the agent's shell starts; slower, or an rc that exits, gives the clean shell and a note", "seconds > 0"),
-        Key("job_retention", _positive_float, 3600.0, "seconds a finished background job (its state and output) is kept for `oh jobs` / the job action", "seconds > 0"),
-        Key("repeat_limit", _int_range(0, 1000), 0, "the same command run this many times in a row by an agent gets a note (or is skipped, see repeat_action); 0 = off", "0-1000"),
-        Key("repeat_action", _choice("note", "skip"), "note", "what repeat_limit does: add a note to the observation, or skip the command (error REPEATED)", "note | skip"),
-        Key("branch", _bool, False, "git-branch mode: before an agent's first change (write, edit, command) put the workspace on a feature branch (docs/protocol.md §3.12)", "true | false"),
-        Key("branch_name", _branch_name, "", "branch mode's branch; empty = a new oh/<date>-<time>-<agent> (an existing branch is never overwritten)", "a git branch name, or empty"),
-        Key("on_dirty", _choice("ask", "stash", "carry", "abort", "review"), "ask", "branch mode with uncommitted changes: ask (VS Code dialog / terminal prompt), stash them, carry them to the new branch, abort, or use review mode instead of a branch (decided at `oh start`)", "ask | stash | carry | abort | review"),
-        Key("on_not_git", _choice("ask", "init", "abort", "review"), "ask", "branch mode in a folder that is not a git repository: ask, run `git init`, abort, or use review mode instead (decided at `oh start`)", "ask | init | abort | review"),
-        Key("review", _bool, False, "proposal mode: the agent's write and edit actions become proposals you accept or reject (VS Code: a diff editor; local runtime: `oh review`)", "true | false"),
-        Key("review_timeout", _positive_float, 600.0, "seconds a proposal waits for your decision before the agent gets TIMEOUT (nothing is written)", "seconds > 0"),
-        Key("consent", _choice("never", "risky", "commands", "changes", "all"), "never", "when to ask you before an agent's action runs: never, risky (built-in risky commands, sensitive paths, security_risk HIGH), commands (every command), changes (every write/edit: review mode), all (commands, changes and reads); README \"Consent\"", "never | risky | commands | changes | all"),
-        Key("approval_timeout", _positive_float, 600.0, "seconds an action waits for your answer (`oh approve`, the live view, VS Code) before the agent gets REJECTED; it is not run", "seconds > 0"),
-        Key("consent_allow", _rules("allow"), [], "consent rules that allow without asking, e.g. ['run: npm test *', 'write: docs/**'] (`oh config add consent_allow RULE`)", "rules 'run|write|read: PATTERN' (one per line in OH_CONSENT_ALLOW)"),
-        Key("consent_ask", _rules("ask"), [], "consent rules that always ask, e.g. ['run: git push *', 'risk: MEDIUM']", "rules 'run|write|read|risk: PATTERN'"),
-        Key("consent_deny", _rules("deny"), [], "consent rules that refuse (REJECTED, never asked), e.g. ['run: rm -rf *', 'write: .env']; deny beats ask beats allow", "rules 'run|write|read|risk: PATTERN'"),
-        Key("setup_script", _bool, True, "run the workspace's .oh/setup.sh (or .openhands/setup.sh) once per backend, as a job, before the first action (docs/protocol.md §3.14)", "true | false"),
-        Key("log_level", _choice("debug", "info", "warning", "error"), "info", "backend log level (log file under the state dir)", "debug | info | warning | error"),
+        Key(
+            "trace_max_bytes",
+            _size,
+            10 * 1024 * 1024,
+            "size at which the trace file is rotated",
+            "bytes >= 1024, e.g. 10M",
+        ),
+        Key(
+            "allowed_roots",
+            _dir_list,
+            [],
+            "directories besides the workspace that file actions and run cwds may use (e.g. /tmp); `oh start --allow DIR` adds more",
+            f"absolute directories ({os.pathsep}-separated in OH_ALLOWED_ROOTS)",
+        ),
+        Key(
+            "max_shells",
+            _int_range(1, 256),
+            8,
+            "shells per agent shell key: a run arriving while the agent's shell is busy (or a background job) gets an extra shell, up to this many in all; then BUSY",
+            "1-256",
+        ),
+        Key(
+            "user_shell",
+            _bool,
+            True,
+            "the agent's shell (local runtime, `oh attach`, VS Code's default terminal): your $SHELL (bash or zsh) reading your rc files, on a terminal; false = the clean shell (bash without rc files) for reproducible runs; `oh start --clean-shell` for one backend",
+            "true | false",
+        ),
+        Key(
+            "shell_startup_timeout",
+            _positive_float,
+            5.0,
+            "seconds your rc files may take when the agent's shell starts; slower, or an rc that exits, gives the clean shell and a note",
+            "seconds > 0",
+        ),
+        Key(
+            "job_retention",
+            _positive_float,
+            3600.0,
+            "seconds a finished background job (its state and output) is kept for `oh jobs` / the job action",
+            "seconds > 0",
+        ),
+        Key(
+            "repeat_limit",
+            _int_range(0, 1000),
+            0,
+            "the same command run this many times in a row by an agent gets a note (or is skipped, see repeat_action); 0 = off",
+            "0-1000",
+        ),
+        Key(
+            "repeat_action",
+            _choice("note", "skip"),
+            "note",
+            "what repeat_limit does: add a note to the observation, or skip the command (error REPEATED)",
+            "note | skip",
+        ),
+        Key(
+            "branch",
+            _bool,
+            False,
+            "git-branch mode: before an agent's first change (write, edit, command) put the workspace on a feature branch (docs/protocol.md §3.12)",
+            "true | false",
+        ),
+        Key(
+            "branch_name",
+            _branch_name,
+            "",
+            "branch mode's branch; empty = a new oh/<date>-<time>-<agent> (an existing branch is never overwritten)",
+            "a git branch name, or empty",
+        ),
+        Key(
+            "on_dirty",
+            _choice("ask", "stash", "carry", "abort", "review"),
+            "ask",
+            "branch mode with uncommitted changes: ask (VS Code dialog / terminal prompt), stash them, carry them to the new branch, abort, or use review mode instead of a branch (decided at `oh start`)",
+            "ask | stash | carry | abort | review",
+        ),
+        Key(
+            "on_not_git",
+            _choice("ask", "init", "abort", "review"),
+            "ask",
+            "branch mode in a folder that is not a git repository: ask, run `git init`, abort, or use review mode instead (decided at `oh start`)",
+            "ask | init | abort | review",
+        ),
+        Key(
+            "review",
+            _bool,
+            False,
+            "proposal mode: the agent's write and edit actions become proposals you accept or reject (VS Code: a diff editor; local runtime: `oh review`)",
+            "true | false",
+        ),
+        Key(
+            "review_timeout",
+            _positive_float,
+            600.0,
+            "seconds a proposal waits for your decision before the agent gets TIMEOUT (nothing is written)",
+            "seconds > 0",
+        ),
+        Key(
+            "consent",
+            _choice("never", "risky", "commands", "changes", "all"),
+            "never",
+            'when to ask you before an agent\'s action runs: never, risky (built-in risky commands, sensitive paths, security_risk HIGH), commands (every command), changes (every write/edit: review mode), all (commands, changes and reads); README "Consent"',
+            "never | risky | commands | changes | all",
+        ),
+        Key(
+            "approval_timeout",
+            _positive_float,
+            600.0,
+            "seconds an action waits for your answer (`oh approve`, the live view, VS Code) before the agent gets REJECTED; it is not run",
+            "seconds > 0",
+        ),
+        Key(
+            "consent_allow",
+            _rules("allow"),
+            [],
+            "consent rules that allow without asking, e.g. ['run: npm test *', 'write: docs/**'] (`oh config add consent_allow RULE`)",
+            "rules 'run|write|read: PATTERN' (one per line in OH_CONSENT_ALLOW)",
+        ),
+        Key(
+            "consent_ask",
+            _rules("ask"),
+            [],
+            "consent rules that always ask, e.g. ['run: git push *', 'risk: MEDIUM']",
+            "rules 'run|write|read|risk: PATTERN'",
+        ),
+        Key(
+            "consent_deny",
+            _rules("deny"),
+            [],
+            "consent rules that refuse (REJECTED, never asked), e.g. ['run: rm -rf *', 'write: .env']; deny beats ask beats allow",
+            "rules 'run|write|read|risk: PATTERN'",
+        ),
+        Key(
+            "setup_script",
+            _bool,
+            True,
+            "run the workspace's .oh/setup.sh (or .openhands/setup.sh) once per backend, as a job, before the first action (docs/protocol.md §3.14)",
+            "true | false",
+        ),
+        Key(
+            "log_level",
+            _choice("debug", "info", "warning", "error"),
+            "info",
+            "backend log level (log file under the state dir)",
+            "debug | info | warning | error",
+        ),
     )
 }
 
@@ -282,7 +450,9 @@ def validate_table(data: dict[str, Any], source: str) -> list[str]:
     problems = []
     for name, value in data.items():
         if name not in KEYS:
-            problems.append(f"{source}: unknown setting {name!r}.{suggest(name)} Remove it with `oh config unset {name}`.")
+            problems.append(
+                f"{source}: unknown setting {name!r}.{suggest(name)} Remove it with `oh config unset {name}`."
+            )
             continue
         try:
             KEYS[name].parse(value)
@@ -306,7 +476,9 @@ class Settings:
         self._values = values
 
     @classmethod
-    def load(cls, flags: dict[str, Any] | None = None, *, env: dict[str, str] | None = None, path: Path | None = None) -> "Settings":
+    def load(
+        cls, flags: dict[str, Any] | None = None, *, env: dict[str, str] | None = None, path: Path | None = None
+    ) -> "Settings":
         env = os.environ if env is None else env
         path = path or paths.config_file()
         table = read_file(path)
@@ -358,7 +530,15 @@ def display(value: Any) -> str:
     return str(value)
 
 
-JOB_SETTINGS = ("max_shells", "job_retention", "repeat_limit", "repeat_action", "setup_script", "user_shell", "shell_startup_timeout")
+JOB_SETTINGS = (
+    "max_shells",
+    "job_retention",
+    "repeat_limit",
+    "repeat_action",
+    "setup_script",
+    "user_shell",
+    "shell_startup_timeout",
+)
 
 
 def job_settings(s: "Settings") -> dict:

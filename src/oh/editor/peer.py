@@ -34,8 +34,15 @@ class HeadlessEditor:
     """One registered editor connection. ``serve()`` returns when the backend closes it."""
 
     def __init__(
-        self, url: str, token: str, workspace: str, *, session: str | None = None, name: str = "oh headless editor",
-        max_shells: int = 8, job_retention: float = 3600.0,
+        self,
+        url: str,
+        token: str,
+        workspace: str,
+        *,
+        session: str | None = None,
+        name: str = "oh headless editor",
+        max_shells: int = 8,
+        job_retention: float = 3600.0,
     ) -> None:
         self.url = url.rstrip("/")
         # The user's settings arrive as arguments (`oh attach` reads them): the editor reads no config.
@@ -80,13 +87,25 @@ class HeadlessEditor:
             "workspace_folders": [self.workspace],
             "editor": {"name": self.name, "version": __version__, "pid": os.getpid()},
             "extension_version": __version__,
-            "capabilities": ["run", "read", "write", "edit", "binary", "job", "stat", "write_modes", "branch"],  # binary: read encoding "binary" frames
+            "capabilities": [
+                "run",
+                "read",
+                "write",
+                "edit",
+                "binary",
+                "job",
+                "stat",
+                "write_modes",
+                "branch",
+            ],  # binary: read encoding "binary" frames
         }
 
     async def serve(self, ready: asyncio.Event | None = None) -> None:
         headers = {"Authorization": f"Bearer {self.token}"}
         try:
-            conn = await connect(self.url + "/v1/editor", additional_headers=headers, max_size=None, compression=None, open_timeout=10)
+            conn = await connect(
+                self.url + "/v1/editor", additional_headers=headers, max_size=None, compression=None, open_timeout=10
+            )
         except (InvalidHandshake, OSError, asyncio.TimeoutError) as exc:
             raise handshake_error(exc, self.url) from None
         self._conn = conn
@@ -150,7 +169,15 @@ class HeadlessEditor:
 
         leg_id, args = obj.get("id"), obj.get("args")
         if not isinstance(leg_id, int) or not isinstance(args, dict) or not isinstance(args.get("name"), str):
-            asyncio.ensure_future(self._answer(error_observation(leg_id if isinstance(leg_id, int) else None, ErrorId.BAD_REQUEST, "branch: args.name must be a string.")))
+            asyncio.ensure_future(
+                self._answer(
+                    error_observation(
+                        leg_id if isinstance(leg_id, int) else None,
+                        ErrorId.BAD_REQUEST,
+                        "branch: args.name must be a string.",
+                    )
+                )
+            )
             return
         switch = local_switch(self.workspace)
 
@@ -190,7 +217,13 @@ class HeadlessEditor:
 
 
 async def run_editor(
-    workspace: str, *, instance: str | None = None, reconnect: bool = True, on_event=None, max_shells: int = 8, job_retention: float = 3600.0,
+    workspace: str,
+    *,
+    instance: str | None = None,
+    reconnect: bool = True,
+    on_event=None,
+    max_shells: int = 8,
+    job_retention: float = 3600.0,
 ) -> int:
     """Attach to the backend serving ``workspace`` (re-reading its session file after a token
     rotation) until its session ends. Returns a process exit code."""
@@ -205,7 +238,12 @@ async def run_editor(
         # The editor leg's own credential (docs/security.md §2); a backend older than it has none
         # and still takes the token.
         editor = HeadlessEditor(
-            s.url, s.editor_token or s.token, s.workspace, session=s.instance_id, max_shells=max_shells, job_retention=job_retention,
+            s.url,
+            s.editor_token or s.token,
+            s.workspace,
+            session=s.instance_id,
+            max_shells=max_shells,
+            job_retention=job_retention,
         )
         try:
             ready = asyncio.Event()

@@ -11,29 +11,71 @@ parser never has its own error texts; tests/cli/test_fastpath.py checks that bot
 from __future__ import annotations
 
 # option -> (key, kind); kind: flag | str | int | uint | float | nnfloat | pair_str | pair_int
-_TARGET = {"--workspace": ("workspace", "str"), "-C": ("workspace", "str"), "--instance": ("instance", "str"), "-i": ("instance", "str"),
-           "--json": ("json_", "flag")}
+_TARGET = {
+    "--workspace": ("workspace", "str"),
+    "-C": ("workspace", "str"),
+    "--instance": ("instance", "str"),
+    "-i": ("instance", "str"),
+    "--json": ("json_", "flag"),
+}
 _COMMON = {**_TARGET, "--quiet": ("quiet", "flag"), "-q": ("quiet", "flag")}
 SPECS: dict[str, dict[str, tuple[str, str]]] = {
-    "run": {**_COMMON, "--timeout": ("timeout", "float"), "-t": ("timeout", "float"), "--cwd": ("cwd", "str"),
-            "--input": ("input", "str"), "--interrupt": ("interrupt", "flag"), "--wait": ("wait", "flag"),
-            "--reset": ("reset", "flag"), "--max-output": ("max_output", "uint"),
-            "--background": ("background", "flag"), "-b": ("background", "flag"), "--force": ("force", "flag")},
+    "run": {
+        **_COMMON,
+        "--timeout": ("timeout", "float"),
+        "-t": ("timeout", "float"),
+        "--cwd": ("cwd", "str"),
+        "--input": ("input", "str"),
+        "--interrupt": ("interrupt", "flag"),
+        "--wait": ("wait", "flag"),
+        "--reset": ("reset", "flag"),
+        "--max-output": ("max_output", "uint"),
+        "--background": ("background", "flag"),
+        "-b": ("background", "flag"),
+        "--force": ("force", "flag"),
+    },
     "read": {**_COMMON, "--start": ("start", "int"), "--end": ("end", "int")},
-    "write": {**_COMMON, "--content": ("content", "str"), "--append": ("append", "flag"), "--create": ("create", "flag")},
-    "edit": {**_COMMON, "--create": ("create", "str"), "--replace": ("replace", "pair_str"), "--insert": ("insert", "pair_int"),
-             "--undo": ("undo", "flag"), "--view": ("view", "flag")},
+    "write": {
+        **_COMMON,
+        "--content": ("content", "str"),
+        "--append": ("append", "flag"),
+        "--create": ("create", "flag"),
+    },
+    "edit": {
+        **_COMMON,
+        "--create": ("create", "str"),
+        "--replace": ("replace", "pair_str"),
+        "--insert": ("insert", "pair_int"),
+        "--undo": ("undo", "flag"),
+        "--view": ("view", "flag"),
+    },
     "status": {"--json": ("json_", "flag")},
     "stat": _TARGET,
     # `oh jobs` alone lists; its subcommands come first (group options before one are left to typer).
     "jobs": _TARGET,
     "jobs wait": {**_COMMON, "--timeout": ("timeout", "nnfloat"), "-t": ("timeout", "nnfloat")},
-    "jobs output": {**_TARGET, "--offset": ("offset", "uint"), "--follow": ("follow", "flag"), "-f": ("follow", "flag")},
+    "jobs output": {
+        **_TARGET,
+        "--offset": ("offset", "uint"),
+        "--follow": ("follow", "flag"),
+        "-f": ("follow", "flag"),
+    },
     "jobs cancel": _TARGET,
     "jobs poll": _TARGET,
 }
-POSITIONALS = {"run": (1, None), "read": (1, 1), "write": (1, 1), "edit": (1, 1), "status": (0, 0), "stat": (1, 1), "jobs": (0, 0),
-               "jobs wait": (1, 1), "jobs output": (1, 1), "jobs cancel": (1, 1), "jobs poll": (1, 1)}  # (min, max)
+POSITIONALS = {
+    "run": (1, None),
+    "read": (1, 1),
+    "write": (1, 1),
+    "edit": (1, 1),
+    "status": (0, 0),
+    "stat": (1, 1),
+    "jobs": (0, 0),
+    "jobs wait": (1, 1),
+    "jobs output": (1, 1),
+    "jobs cancel": (1, 1),
+    "jobs poll": (1, 1),
+}  # (min, max)
 JOB_COMMANDS = ("wait", "output", "cancel", "poll")
 
 

@@ -60,7 +60,7 @@ def start_time(pid: int) -> float | None:
             stat = f.read()
     except (FileNotFoundError, ProcessLookupError):
         return None
-    fields = stat[stat.rindex(b")") + 2:].split()
+    fields = stat[stat.rindex(b")") + 2 :].split()
     if fields[0] == b"Z":  # killed, not reaped: serves nothing
         return None
     return _boot_time() + int(fields[19]) / os.sysconf("SC_CLK_TCK")
@@ -96,7 +96,9 @@ def live_sessions() -> list[dict] | None:
             started = start_time(data["pid"])
             if started is None or abs(started - float(data["start_time"])) > START_TIME_TOLERANCE:
                 return None  # stale: the full CLI cleans it (and may say so)
-            if not all(isinstance(data.get(k), str) and data.get(k) for k in ("host", "token", "workspace", "instance_id")):
+            if not all(
+                isinstance(data.get(k), str) and data.get(k) for k in ("host", "token", "workspace", "instance_id")
+            ):
                 return None
             found.append(data)
     except (OSError, ValueError, KeyError, TypeError, IndexError):

@@ -72,18 +72,39 @@ def _verb(io, verb: str, opts: dict, pos: list[str]) -> int | None:
             from . import jobs
 
             content = verbs.content_or_stdin(io, opts.get("content"))  # read first, as the typer command does
-            mode = verbs.pick_mode(("append", bool(opts.get("append"))), ("create", bool(opts.get("create"))), what="--append, --create")
+            mode = verbs.pick_mode(
+                ("append", bool(opts.get("append"))), ("create", bool(opts.get("create"))), what="--append, --create"
+            )
             return jobs.write_mode(io, session, path=pos[0], content=content, mode=mode, **common)
         if verb == "run":
-            return verbs.run(io, session, command=pos, mode=run_mode(opts), text=opts.get("input"), timeout=opts.get("timeout"),
-                             cwd=opts.get("cwd"), max_output=opts.get("max_output"), **common)
+            return verbs.run(
+                io,
+                session,
+                command=pos,
+                mode=run_mode(opts),
+                text=opts.get("input"),
+                timeout=opts.get("timeout"),
+                cwd=opts.get("cwd"),
+                max_output=opts.get("max_output"),
+                **common,
+            )
         if verb == "read":
             return verbs.read(io, session, path=pos[0], start=opts.get("start", 0), end=opts.get("end", -1), **common)
         if verb == "write":
-            return verbs.write(io, session, path=pos[0], content=verbs.content_or_stdin(io, opts.get("content")), **common)
+            return verbs.write(
+                io, session, path=pos[0], content=verbs.content_or_stdin(io, opts.get("content")), **common
+            )
         mode = edit_mode(opts)
-        return verbs.edit(io, session, path=pos[0], mode=mode, create=opts.get("create"), replace=opts.get("replace"),
-                          insert=opts.get("insert"), **common)
+        return verbs.edit(
+            io,
+            session,
+            path=pos[0],
+            mode=mode,
+            create=opts.get("create"),
+            replace=opts.get("replace"),
+            insert=opts.get("insert"),
+            **common,
+        )
     except OhError as exc:
         io.note(exc.message)
         if exc.hint:
@@ -92,8 +113,14 @@ def _verb(io, verb: str, opts: dict, pos: list[str]) -> int | None:
 
 
 # `oh run` options that a background job does not take (refused, never silently dropped)
-_NOT_WITH_BACKGROUND = (("timeout", "--timeout"), ("input", "--input"), ("interrupt", "--interrupt"), ("wait", "--wait"),
-                        ("reset", "--reset"), ("max_output", "--max-output"))
+_NOT_WITH_BACKGROUND = (
+    ("timeout", "--timeout"),
+    ("input", "--input"),
+    ("interrupt", "--interrupt"),
+    ("wait", "--wait"),
+    ("reset", "--reset"),
+    ("max_output", "--max-output"),
+)
 
 
 def _job_verb(io, verb: str, session: dict, opts: dict, pos: list[str]) -> int:
@@ -102,16 +129,24 @@ def _job_verb(io, verb: str, session: dict, opts: dict, pos: list[str]) -> int:
 
     json_ = bool(opts.get("json_"))
     if verb == "run":  # with --background: the other run options are refused (as in the typer command)
-        also = tuple(flag for key, flag in _NOT_WITH_BACKGROUND if opts.get(key) is not None and opts.get(key) is not False)
-        return jobs.start_background(io, session, command=pos, cwd=opts.get("cwd"), force=bool(opts.get("force")), json_=json_, also=also)
+        also = tuple(
+            flag for key, flag in _NOT_WITH_BACKGROUND if opts.get(key) is not None and opts.get(key) is not False
+        )
+        return jobs.start_background(
+            io, session, command=pos, cwd=opts.get("cwd"), force=bool(opts.get("force")), json_=json_, also=also
+        )
     if verb == "stat":
         return jobs.stat(io, session, path=pos[0], json_=json_)
     if verb == "jobs":
         return jobs.jobs_list(io, session, json_=json_)
     if verb == "jobs wait":
-        return jobs.jobs_wait(io, session, job_id=pos[0], timeout=opts.get("timeout"), quiet=bool(opts.get("quiet")), json_=json_)
+        return jobs.jobs_wait(
+            io, session, job_id=pos[0], timeout=opts.get("timeout"), quiet=bool(opts.get("quiet")), json_=json_
+        )
     if verb == "jobs output":
-        return jobs.jobs_output(io, session, job_id=pos[0], offset=opts.get("offset", 0), follow=bool(opts.get("follow")), json_=json_)
+        return jobs.jobs_output(
+            io, session, job_id=pos[0], offset=opts.get("offset", 0), follow=bool(opts.get("follow")), json_=json_
+        )
     if verb == "jobs cancel":
         return jobs.jobs_cancel(io, session, job_id=pos[0], json_=json_)
     return jobs.jobs_poll(io, session, job_id=pos[0], json_=json_)
@@ -122,12 +157,19 @@ def run_mode(opts: dict) -> str:
     from .verbs import pick_mode
 
     return pick_mode(
-        ("input", "input" in opts), ("interrupt", bool(opts.get("interrupt"))), ("wait", bool(opts.get("wait"))), ("reset", bool(opts.get("reset"))),
-        default="command", what="--input, --interrupt, --wait, --reset",
+        ("input", "input" in opts),
+        ("interrupt", bool(opts.get("interrupt"))),
+        ("wait", bool(opts.get("wait"))),
+        ("reset", bool(opts.get("reset"))),
+        default="command",
+        what="--input, --interrupt, --wait, --reset",
     )
 
 
 def edit_mode(opts: dict) -> str:
     from .verbs import pick_mode
 
-    return pick_mode(*((m, m in opts) for m in ("create", "replace", "insert", "undo", "view")), what="--create, --replace, --insert, --undo, --view")
+    return pick_mode(
+        *((m, m in opts) for m in ("create", "replace", "insert", "undo", "view")),
+        what="--create, --replace, --insert, --undo, --view",
+    )

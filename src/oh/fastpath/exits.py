@@ -12,7 +12,9 @@ NOT_RUNNING = 3  # no running backend (for the workspace / instance / at all)
 AUTH = 4  # the backend refused the token
 UNREACHABLE = 5  # the backend did not answer / the connection was lost
 ACTION_FAILED = 6  # the action came back as an error observation (PATH_DENIED, TOOL_ERROR, BUSY, ...)
-NO_EDITOR = 7  # runtime vscode: no editor connected (NO_EDITOR / EDITOR_DISCONNECTED); `oh vscode ...`: no editor CLI found
+NO_EDITOR = (
+    7  # runtime vscode: no editor connected (NO_EDITOR / EDITOR_DISCONNECTED); `oh vscode ...`: no editor CLI found
+)
 TIMEOUT = 124  # the action timed out (as timeout(1))
 INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, as shells report it)
 

@@ -44,7 +44,11 @@ def _checked(io: Streams, obs: dict, json_: bool = False) -> dict:
         eid = (obs.get("extras") or {}).get("error_id") or ""
         if json_:
             io.json(obs)
-        hint = "`oh jobs` lists the jobs of the `oh run` shell (jobs of other agents are not shown)." if eid == "NO_JOB" else None
+        hint = (
+            "`oh jobs` lists the jobs of the `oh run` shell (jobs of other agents are not shown)."
+            if eid == "NO_JOB"
+            else None
+        )
         raise OhError(f"{eid}: {cli_advice(obs.get('content') or '')}", error_exit(eid), hint)
     return obs
 
@@ -61,14 +65,25 @@ def _where(session: dict, path: str | None) -> str:
 
 
 # ---------------------------------------------------------------- `oh run --background`, `oh write`, `oh stat`
-def start_background(io: Streams, session: dict, *, command: list[str], cwd: str | None = None, force: bool = False, json_: bool = False,
-                     also: tuple[str, ...] = ()) -> int:
+def start_background(
+    io: Streams,
+    session: dict,
+    *,
+    command: list[str],
+    cwd: str | None = None,
+    force: bool = False,
+    json_: bool = False,
+    also: tuple[str, ...] = (),
+) -> int:
     """Start the job in the `cli` shell; print its id; exit 0. ``also``: other `oh run` options given,
     which a job does not take (a --timeout silently dropped would leave a job running that the user
     believed bounded): a usage error naming them."""
     if also:
-        raise OhError(f"--background does not go with {', '.join(also)}: a job runs until it ends or `oh jobs cancel`. "
-                     "Bound it inside the command (`timeout 60 CMD`), or run it without --background.", USAGE)
+        raise OhError(
+            f"--background does not go with {', '.join(also)}: a job runs until it ends or `oh jobs cancel`. "
+            "Bound it inside the command (`timeout 60 CMD`), or run it without --background.",
+            USAGE,
+        )
     line = command[0] if len(command) == 1 else " ".join(shell_quote(w) for w in command)
     if not line.strip():
         raise OhError("give the command to start (e.g. `oh run --background -- npm run dev`).", USAGE)
@@ -82,11 +97,15 @@ def start_background(io: Streams, session: dict, *, command: list[str], cwd: str
         raise OhError("the backend did not start a background job (its editor may not support jobs).", ACTION_FAILED)
     io.print(jid)
     if "already running" in (md.get("suffix") or ""):
-        io.note(f"{jid} was already running with the same command, directory and environment (use --force for another).")
+        io.note(
+            f"{jid} was already running with the same command, directory and environment (use --force for another)."
+        )
     return 0
 
 
-def write_mode(io: Streams, session: dict, *, path: str, content: str, mode: str, json_: bool = False, quiet: bool = False) -> int:
+def write_mode(
+    io: Streams, session: dict, *, path: str, content: str, mode: str, json_: bool = False, quiet: bool = False
+) -> int:
     """``oh write --append/--create``: write through the backend in that mode; say what happened."""
     obs = _ask(io, session, actions.write(_where(session, path), content, mode=mode), json_)
     said = obs.get("content") or ""
@@ -103,7 +122,9 @@ def write_mode(io: Streams, session: dict, *, path: str, content: str, mode: str
     else:
         verb = "appended" if mode == "append" else "created"
         size = len(content.encode("utf-8", "surrogatepass"))
-        io.print(f"{verb} {size} bytes {'to' if mode == 'append' else 'as'} {(obs.get('extras') or {}).get('path') or path}")
+        io.print(
+            f"{verb} {size} bytes {'to' if mode == 'append' else 'as'} {(obs.get('extras') or {}).get('path') or path}"
+        )
     return 0
 
 
@@ -131,8 +152,15 @@ def jobs_list(io: Streams, session: dict, *, json_: bool = False) -> int:
     for r in records:
         code = r.get("exit_code")
         kind = "" if r.get("background", True) else " (fg)"
-        rows.append((str(r.get("job_id")), str(r.get("state")) + kind, "-" if code is None else str(code), _age(r.get("duration_s")),
-                     " ".join(str(r.get("command", "")).split())[:80]))
+        rows.append(
+            (
+                str(r.get("job_id")),
+                str(r.get("state")) + kind,
+                "-" if code is None else str(code),
+                _age(r.get("duration_s")),
+                " ".join(str(r.get("command", "")).split())[:80],
+            )
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     for row in rows:
         io.print("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:4])) + "  " + row[4])
@@ -151,7 +179,9 @@ def exit_for(record: dict) -> int:
     return ACTION_FAILED  # LOST
 
 
-def jobs_wait(io: Streams, session: dict, *, job_id: str, timeout: float | None = None, quiet: bool = False, json_: bool = False) -> int:
+def jobs_wait(
+    io: Streams, session: dict, *, job_id: str, timeout: float | None = None, quiet: bool = False, json_: bool = False
+) -> int:
     """Wait until the job ends (in requests of at most WAIT_CHUNK s); print its output tail; its exit code."""
     link = _link(session)
     try:
@@ -175,7 +205,9 @@ def jobs_wait(io: Streams, session: dict, *, job_id: str, timeout: float | None 
     state = record.get("state")
     if not json_:
         if state == "RUNNING":
-            io.note(f"job {job_id} is still running after {timeout:g} s (it keeps running; `oh jobs cancel {job_id}` stops it).")
+            io.note(
+                f"job {job_id} is still running after {timeout:g} s (it keeps running; `oh jobs cancel {job_id}` stops it)."
+            )
         elif state == "LOST":
             io.note(f"job {job_id} is LOST: the editor that ran it went away.")
         elif state == "CANCELLED":
@@ -183,7 +215,9 @@ def jobs_wait(io: Streams, session: dict, *, job_id: str, timeout: float | None 
     return exit_for(record)
 
 
-def jobs_output(io: Streams, session: dict, *, job_id: str, offset: int = 0, follow: bool = False, json_: bool = False) -> int:
+def jobs_output(
+    io: Streams, session: dict, *, job_id: str, offset: int = 0, follow: bool = False, json_: bool = False
+) -> int:
     """The job's output from ``offset``; with ``follow`` until the job ends."""
     link = _link(session)
     try:
@@ -199,7 +233,9 @@ def jobs_output(io: Streams, session: dict, *, job_id: str, offset: int = 0, fol
                 # the first is a loss worth a note.
                 lost = min(extras.get("offset", pos), extras.get("dropped") or 0) - pos
                 if lost > 0:
-                    io.note(f"{lost} bytes before offset {extras.get('offset')} are no longer kept (the job's output spool is bounded).")
+                    io.note(
+                        f"{lost} bytes before offset {extras.get('offset')} are no longer kept (the job's output spool is bounded)."
+                    )
                 if obs.get("content"):
                     io.write(obs["content"])
             pos = extras.get("next_offset", pos)

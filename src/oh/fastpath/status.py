@@ -13,8 +13,21 @@ from .exits import NOT_RUNNING, OK
 from .streams import Streams
 
 # The session file's public fields, in the order of oh.sessions.Session (token excluded).
-PUBLIC = ("instance_id", "pid", "start_time", "host", "port", "runtime", "workspace", "protocol", "oh_version",
-          "started_at", "trace", "editor_timeout", "url")
+PUBLIC = (
+    "instance_id",
+    "pid",
+    "start_time",
+    "host",
+    "port",
+    "runtime",
+    "workspace",
+    "protocol",
+    "oh_version",
+    "started_at",
+    "trace",
+    "editor_timeout",
+    "url",
+)
 DEFAULTS = {"protocol": 1, "oh_version": "", "started_at": "", "trace": "", "editor_timeout": 30.0, "url": ""}
 SECRET = ("token", "editor_token", "decider_token")  # never shown
 OPTIONAL = ("allowed_roots", "review_timeout", "approval_timeout", "python")  # shown when the backend writes them

@@ -25,7 +25,12 @@ class Streams:
         return f"Streams(out={self.out!r}, err={self.err!r}, inp={self.inp!r}, tty={self.tty!r})"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Streams) and (self.out, self.err, self.inp, self.tty) == (other.out, other.err, other.inp, other.tty)
+        return isinstance(other, Streams) and (self.out, self.err, self.inp, self.tty) == (
+            other.out,
+            other.err,
+            other.inp,
+            other.tty,
+        )
 
     __hash__ = None  # type: ignore[assignment]  # mutable, compared by value (as the dataclass it replaces)
 

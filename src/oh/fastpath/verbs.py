@@ -21,14 +21,18 @@ CLI_SHELL = "cli"  # every `oh run` shares this shell/terminal
 
 _TRUNCATED = ("[... ", " characters truncated ...]")  # oh.runtimes.local.output.truncation_marker
 # What a person can do while a command runs in the shared `oh run` shell.
-NEXT_STEPS = ("see more of its output with `oh run --wait`, send it a line of input with `oh run --input TEXT`, "
-              "stop it with `oh run --interrupt`, or kill everything there with `oh run --reset`")
+NEXT_STEPS = (
+    "see more of its output with `oh run --wait`, send it a line of input with `oh run --input TEXT`, "
+    "stop it with `oh run --interrupt`, or kill everything there with `oh run --reset`"
+)
 
 # The backend words its errors for agents (args, actions); `oh` shows them to a person at a shell: the
 # advice becomes the command that does it (issue 18 item 11).
 CLI_ADVICE = (
-    ('read it with args.encoding "base64" to get its bytes',
-     "`oh read` shows text only: get its bytes with `oh run -- base64 FILE` (or copy the file)"),
+    (
+        'read it with args.encoding "base64" to get its bytes',
+        "`oh read` shows text only: get its bytes with `oh run -- base64 FILE` (or copy the file)",
+    ),
     (" List the jobs with the job action op list.", ""),  # the hint under the error names `oh jobs`
     ('get its bytes with the read action and args.encoding "base64"', "get its bytes with `oh run -- base64 FILE`"),
 )
@@ -87,7 +91,6 @@ def base_dir(session: dict) -> str:
     return here if any(within(here, r) for r in roots(session)) else session["workspace"]
 
 
-
 def resolve(path: str, session: dict) -> str:
     """An explicit absolute path: relative ones are taken from ``base_dir``."""
     return path if os.path.isabs(path) else os.path.normpath(os.path.join(base_dir(session), path))
@@ -121,15 +124,22 @@ class AgentLink:
             headers["X-OH-Shell"] = shell
         # What Ctrl-C leaves behind: a command goes on in the shared shell (say how to reach it).
         # Leaving mid-action cancels it: the backend sends the command Ctrl-C (C-c), as a terminal would.
-        self._on_interrupt = on_interrupt or ("interrupted: the command got Ctrl-C in the `oh run` shell. If it ignores "
-                                              "Ctrl-C, `oh run --wait` shows it still running and `oh run --reset` kills it."
-                                              if shell else "interrupted.")
+        self._on_interrupt = on_interrupt or (
+            "interrupted: the command got Ctrl-C in the `oh run` shell. If it ignores "
+            "Ctrl-C, `oh run --wait` shows it still running and `oh run --reset` kills it."
+            if shell
+            else "interrupted."
+        )
         self._next_id = 1
         try:
             self._conn = ws.Connection.open(session["host"], int(session["port"]), "/v1/agent", headers)
         except ws.WsError as exc:
             if exc.kind == "auth":
-                raise OhError(f"{exc}: the token in its session file is stale.", AUTH, "Retry (the token may be mid-rotation), or see `oh doctor`.") from None
+                raise OhError(
+                    f"{exc}: the token in its session file is stale.",
+                    AUTH,
+                    "Retry (the token may be mid-rotation), or see `oh doctor`.",
+                ) from None
             raise OhError(str(exc) + ".", UNREACHABLE, _HINT_STATUS) from None
 
     def ask(self, action: dict) -> dict:
@@ -195,7 +205,7 @@ def branch_note(obs: dict, *, in_content: bool = True) -> str | None:
     where = [(md or {}).get("prefix") or ""] + ([obs.get("content") or ""] if in_content else [])
     for text in where:
         if isinstance(text, str) and text.startswith(_BRANCH_NOTE):
-            return "branch mode: " + text[len(_BRANCH_NOTE):].split("\n", 1)[0]
+            return "branch mode: " + text[len(_BRANCH_NOTE) :].split("\n", 1)[0]
     return None
 
 
@@ -206,10 +216,12 @@ def check_truncation(io: Streams, obs: dict, quiet: bool) -> None:
     content = obs.get("content") or ""
     end = content.find(_TRUNCATED[1])
     begin = content.rfind(_TRUNCATED[0], 0, end) if end >= 0 else -1
-    count = content[begin + len(_TRUNCATED[0]):end] if begin >= 0 else ""
+    count = content[begin + len(_TRUNCATED[0]) : end] if begin >= 0 else ""
     if count.isdigit():
-        io.note(f"note: the output was truncated: {plural(int(count), 'character')} in the middle were left out. "
-            "Get all of it with `--max-output 0`, or send it to a file inside the command (`cmd > out.txt`).")
+        io.note(
+            f"note: the output was truncated: {plural(int(count), 'character')} in the middle were left out. "
+            "Get all of it with `--max-output 0`, or send it to a file inside the command (`cmd > out.txt`)."
+        )
 
 
 # ---------------------------------------------------------------------------- verbs
@@ -235,8 +247,10 @@ def _wait_for_editor_note(io: Streams, session: dict) -> None:
         return
     if editors == []:
         wait = float(session.get("editor_timeout") or 30)
-        io.note(f"no editor is connected to this backend (runtime vscode): waiting up to {wait:g} s for VS Code "
-            f"to open {session['workspace']} with the oh extension... (Ctrl-C to give up)")
+        io.note(
+            f"no editor is connected to this backend (runtime vscode): waiting up to {wait:g} s for VS Code "
+            f"to open {session['workspace']} with the oh extension... (Ctrl-C to give up)"
+        )
         if not _on_path("code"):
             io.hint("`code` is not on PATH, so oh cannot open VS Code for you: open that folder in VS Code yourself.")
 
@@ -246,8 +260,19 @@ def _on_path(program: str) -> bool:
     return any(os.access(os.path.join(d, program), os.X_OK) for d in os.environ.get("PATH", "").split(os.pathsep) if d)
 
 
-def run(io: Streams, session: dict, *, command: list[str], mode: str = "command", text: str | None = None, timeout: float | None = None,
-        cwd: str | None = None, max_output: int | None = None, json_: bool = False, quiet: bool = False) -> int:
+def run(
+    io: Streams,
+    session: dict,
+    *,
+    command: list[str],
+    mode: str = "command",
+    text: str | None = None,
+    timeout: float | None = None,
+    cwd: str | None = None,
+    max_output: int | None = None,
+    json_: bool = False,
+    quiet: bool = False,
+) -> int:
     """``mode``: command | input | interrupt | wait | reset (reset runs ``command`` after, if any)."""
     line = ""
     if command:
@@ -256,9 +281,14 @@ def run(io: Streams, session: dict, *, command: list[str], mode: str = "command"
         else:
             line = " ".join(shell_quote(word) for word in command)
     if mode in ("input", "interrupt", "wait") and command:
-        raise OhError(f"--{mode} acts on the command already running: give no command with it (or use --reset -- COMMAND).", USAGE)
+        raise OhError(
+            f"--{mode} acts on the command already running: give no command with it (or use --reset -- COMMAND).", USAGE
+        )
     if mode == "command" and not line.strip():
-        raise OhError("give a command (e.g. `oh run -- ls -la`); to act on a running one use --wait, --input, --interrupt or --reset.", USAGE)
+        raise OhError(
+            "give a command (e.g. `oh run -- ls -la`); to act on a running one use --wait, --input, --interrupt or --reset.",
+            USAGE,
+        )
     if mode == "input":
         action = actions.run(text or "", is_input=True, timeout=timeout, max_output=max_output)
     elif mode == "interrupt":
@@ -267,8 +297,14 @@ def run(io: Streams, session: dict, *, command: list[str], mode: str = "command"
         action = actions.run("", timeout=timeout, max_output=max_output)
     else:  # command, or reset (then the command, if any)
         # The cwd always explicit: the shared shell/terminal keeps the last command's cwd otherwise.
-        action = actions.run(line, blocking=timeout is not None and bool(line), reset=mode == "reset", timeout=timeout,
-                             cwd=resolve(cwd, session) if cwd else base_dir(session), max_output=max_output)
+        action = actions.run(
+            line,
+            blocking=timeout is not None and bool(line),
+            reset=mode == "reset",
+            timeout=timeout,
+            cwd=resolve(cwd, session) if cwd else base_dir(session),
+            max_output=max_output,
+        )
     obs = exchange(io, session, action, shell=CLI_SHELL, announce=not (quiet or json_))
     refused = _refusal(obs)
     if refused:
@@ -277,9 +313,13 @@ def run(io: Streams, session: dict, *, command: list[str], mode: str = "command"
         elif refused == "BUSY":
             io.note("not run: a command is still running in the `oh run` shell. You can " + NEXT_STEPS + ".")
         elif mode == "reset":  # only a backend from before `args.reset` answers a reset like this
-            io.note("this backend cannot reset the `oh run` shell (it predates --reset); restart it: `oh stop`, then `oh start`.")
+            io.note(
+                "this backend cannot reset the `oh run` shell (it predates --reset); restart it: `oh stop`, then `oh start`."
+            )
         else:
-            io.note("nothing is running in the `oh run` shell: there is no output to wait for and nothing to send input to.")
+            io.note(
+                "nothing is running in the `oh run` shell: there is no output to wait for and nothing to send input to."
+            )
         return ACTION_FAILED
     code = finish(io, obs, json_)
     if code is not None:
@@ -307,11 +347,16 @@ def run(io: Streams, session: dict, *, command: list[str], mode: str = "command"
     return exit_code if 0 <= exit_code <= 255 else 1
 
 
-def read(io: Streams, session: dict, *, path: str, start: int = 0, end: int = -1, json_: bool = False, quiet: bool = False) -> int:
+def read(
+    io: Streams, session: dict, *, path: str, start: int = 0, end: int = -1, json_: bool = False, quiet: bool = False
+) -> int:
     if start < 0:
         raise OhError(f"--start must be 0 or more (got {start}); lines are counted from 0.", USAGE)
     if end != -1 and end <= start:
-        raise OhError(f"--end must be greater than --start ({start}) or -1 for the end of the file (got {end}); --end is exclusive.", USAGE)
+        raise OhError(
+            f"--end must be greater than --start ({start}) or -1 for the end of the file (got {end}); --end is exclusive.",
+            USAGE,
+        )
     action = actions.read(resolve(path, session), start=start, end=end)
     code = finish(io, exchange(io, session, action, announce=not (quiet or json_)), json_)
     return code or 0
@@ -331,8 +376,18 @@ def write(io: Streams, session: dict, *, path: str, content: str, json_: bool = 
 EDIT_MODES = ("create", "replace", "insert", "undo", "view")
 
 
-def edit(io: Streams, session: dict, *, path: str, mode: str, create: str | None = None, replace: tuple[str, str] | None = None,
-         insert: tuple[int, str] | None = None, json_: bool = False, quiet: bool = False) -> int:
+def edit(
+    io: Streams,
+    session: dict,
+    *,
+    path: str,
+    mode: str,
+    create: str | None = None,
+    replace: tuple[str, str] | None = None,
+    insert: tuple[int, str] | None = None,
+    json_: bool = False,
+    quiet: bool = False,
+) -> int:
     target = resolve(path, session)
     if mode == "create":
         action = actions.edit(target, "create", file_text=create)

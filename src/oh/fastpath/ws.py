@@ -64,7 +64,9 @@ def _connect(host: str, port: int, timeout: float):
     try:
         return _dial(host, port, timeout)
     except OSError as exc:
-        raise WsError("unreachable", f"cannot reach the backend at {host_port(host, port)}: {exc.strerror or exc}") from None
+        raise WsError(
+            "unreachable", f"cannot reach the backend at {host_port(host, port)}: {exc.strerror or exc}"
+        ) from None
 
 
 def _dial(host: str, port: int, timeout: float):
@@ -137,8 +139,14 @@ class Connection:
             from binascii import b2a_base64
 
             key = b2a_base64(os.urandom(16), newline=False)
-            lines = [f"GET {path} HTTP/1.1", f"Host: {where}", "Upgrade: websocket", "Connection: Upgrade",
-                     f"Sec-WebSocket-Key: {key.decode()}", "Sec-WebSocket-Version: 13"]
+            lines = [
+                f"GET {path} HTTP/1.1",
+                f"Host: {where}",
+                "Upgrade: websocket",
+                "Connection: Upgrade",
+                f"Sec-WebSocket-Key: {key.decode()}",
+                "Sec-WebSocket-Version: 13",
+            ]
             lines += [f"{k}: {encode_value(v)}" for k, v in headers.items()]  # any Unicode: protocol/headers.py
             sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("utf-8"))
             status, head, rest = _read_head(sock, where)
@@ -148,7 +156,12 @@ class Connection:
                 reason = text[0][:300] if text else ""
                 if status == 401:
                     raise WsError("auth", f"the backend at {where} refused the token (HTTP 401)", status)
-                raise WsError("refused", f"the backend at {where} refused the connection (HTTP {status})" + (f": {reason}" if reason else ""), status)
+                raise WsError(
+                    "refused",
+                    f"the backend at {where} refused the connection (HTTP {status})"
+                    + (f": {reason}" if reason else ""),
+                    status,
+                )
             if _header(head, b"sec-websocket-accept") != _accept_key(key):
                 raise WsError("refused", f"the server at {where} answered the upgrade wrongly (not an oh backend?)")
             sock.settimeout(None)
@@ -157,7 +170,9 @@ class Connection:
             raise
         except OSError as exc:
             sock.close()
-            raise WsError("unreachable", f"the backend at {where} did not complete the handshake: {exc.strerror or exc}") from None
+            raise WsError(
+                "unreachable", f"the backend at {where} did not complete the handshake: {exc.strerror or exc}"
+            ) from None
         return cls(sock, rest, where)
 
     # ------------------------------------------------------------------ frames
@@ -165,7 +180,9 @@ class Connection:
         try:
             self._sock.sendall(_frame(OP_TEXT, data))
         except OSError as exc:
-            raise WsError("lost", f"the connection to {self.where} broke while sending: {exc.strerror or exc}") from None
+            raise WsError(
+                "lost", f"the connection to {self.where} broke while sending: {exc.strerror or exc}"
+            ) from None
 
     def recv_text(self, timeout: float | None = None) -> bytes:
         """The next text or binary message (fragments joined). Answers pings on the way."""

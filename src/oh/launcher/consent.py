@@ -37,7 +37,11 @@ def plan(settings: Any, workspace: str, review: bool) -> ConsentPlan:
     level = settings.consent
     if review and level in ("never", "risky"):
         level = "changes"
-    rules = {"allow": list(settings.consent_allow), "ask": list(settings.consent_ask), "deny": list(settings.consent_deny)}
+    rules = {
+        "allow": list(settings.consent_allow),
+        "ask": list(settings.consent_ask),
+        "deny": list(settings.consent_deny),
+    }
     out = ConsentPlan(level, rules, review or level in ("changes", "all"), settings.approval_timeout)
     _workspace_rules(workspace, out)
     return out
@@ -55,12 +59,19 @@ def _workspace_rules(workspace: str, out: ConsentPlan) -> None:
     except FileNotFoundError:
         return
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        out.warnings.append(("consent_file", f"warning: {path} was not read ({exc}); only your own consent settings apply."))
+        out.warnings.append(
+            ("consent_file", f"warning: {path} was not read ({exc}); only your own consent settings apply.")
+        )
         return
     ignored = sorted(k for k in table if k not in ("ask", "deny"))
     if ignored:
-        out.warnings.append(("consent_file", f"warning: {path} may only tighten your consent rules: its {', '.join(ignored)} "
-                                             "entries are ignored (a workspace never allows anything by itself)."))
+        out.warnings.append(
+            (
+                "consent_file",
+                f"warning: {path} may only tighten your consent rules: its {', '.join(ignored)} "
+                "entries are ignored (a workspace never allows anything by itself).",
+            )
+        )
     for verdict in ("ask", "deny"):
         items = table.get(verdict, [])
         if not isinstance(items, list):

@@ -66,7 +66,9 @@ def status(session: Session, *, timeout: float = 2.0) -> dict[str, Any]:
     """``GET /v1/status`` with the session's token. Raises BackendUnreachable."""
     code, body = http_get(session, "/v1/status", token=session.token, timeout=timeout)
     if code == 401:
-        raise BackendUnreachable("the backend refused the token in its own session file (401); it may be mid-rotation, retry")
+        raise BackendUnreachable(
+            "the backend refused the token in its own session file (401); it may be mid-rotation, retry"
+        )
     if code != 200:
         raise BackendUnreachable(f"GET /v1/status answered HTTP {code}")
     try:
@@ -75,17 +77,27 @@ def status(session: Session, *, timeout: float = 2.0) -> dict[str, Any]:
         raise BackendUnreachable("GET /v1/status did not return JSON") from None
 
 
-def control(session: Session, frame: dict[str, Any], *, token: str | None = None, timeout: float = 5.0) -> dict[str, Any]:
+def control(
+    session: Session, frame: dict[str, Any], *, token: str | None = None, timeout: float = 5.0
+) -> dict[str, Any]:
     """Send one control frame, return the answer. ``token`` defaults to the session file's."""
     from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
     from websockets.sync.client import connect
 
     headers = {"Authorization": f"Bearer {token or session.token}"}
     try:
-        with connect(session.url + "/v1/control", additional_headers=headers, open_timeout=timeout, close_timeout=2, compression=None) as ws:
+        with connect(
+            session.url + "/v1/control",
+            additional_headers=headers,
+            open_timeout=timeout,
+            close_timeout=2,
+            compression=None,
+        ) as ws:
             ws.send(json.dumps(frame))
             return json.loads(ws.recv(timeout=timeout))
     except InvalidStatus as exc:
-        raise BackendUnreachable(f"the backend refused the control connection (HTTP {exc.response.status_code})") from None
+        raise BackendUnreachable(
+            f"the backend refused the control connection (HTTP {exc.response.status_code})"
+        ) from None
     except (InvalidHandshake, OSError, TimeoutError, ConnectionClosed, ValueError) as exc:
         raise BackendUnreachable(f"control request to {session.url} failed: {type(exc).__name__}: {exc}") from None

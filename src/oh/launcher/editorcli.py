@@ -47,13 +47,24 @@ KINDS: tuple[Kind, ...] = (
 # Where installers put the CLIs when they are not on PATH (checked only when the name is not on PATH;
 # each is one stat). `~` is expanded at call time.
 KNOWN_LOCATIONS: dict[str, tuple[str, ...]] = {
-    "code": ("/usr/share/code/bin/code", "/snap/bin/code", "/Applications/Visual Studio Code.app/Contents/Resources/app/bin/code",
-             "~/AppData/Local/Programs/Microsoft VS Code/bin/code.cmd"),
-    "code-insiders": ("/usr/share/code-insiders/bin/code-insiders", "/snap/bin/code-insiders",
-                      "/Applications/Visual Studio Code - Insiders.app/Contents/Resources/app/bin/code-insiders"),
+    "code": (
+        "/usr/share/code/bin/code",
+        "/snap/bin/code",
+        "/Applications/Visual Studio Code.app/Contents/Resources/app/bin/code",
+        "~/AppData/Local/Programs/Microsoft VS Code/bin/code.cmd",
+    ),
+    "code-insiders": (
+        "/usr/share/code-insiders/bin/code-insiders",
+        "/snap/bin/code-insiders",
+        "/Applications/Visual Studio Code - Insiders.app/Contents/Resources/app/bin/code-insiders",
+    ),
     "cursor": ("/usr/share/cursor/bin/cursor", "/Applications/Cursor.app/Contents/Resources/app/bin/cursor"),
     "windsurf": ("/usr/share/windsurf/bin/windsurf", "/Applications/Windsurf.app/Contents/Resources/app/bin/windsurf"),
-    "codium": ("/usr/share/codium/bin/codium", "/snap/bin/codium", "/Applications/VSCodium.app/Contents/Resources/app/bin/codium"),
+    "codium": (
+        "/usr/share/codium/bin/codium",
+        "/snap/bin/codium",
+        "/Applications/VSCodium.app/Contents/Resources/app/bin/codium",
+    ),
     "code-server": ("/usr/bin/code-server", "~/.local/bin/code-server"),
 }
 
@@ -123,7 +134,9 @@ def _dirs(extensions_dir: str | None, user_data_dir: str | None) -> list[str]:
     return out
 
 
-def install_argv(editor: Editor, vsix: str, extensions_dir: str | None = None, user_data_dir: str | None = None) -> list[str]:
+def install_argv(
+    editor: Editor, vsix: str, extensions_dir: str | None = None, user_data_dir: str | None = None
+) -> list[str]:
     # --force: replace another version (an upgrade or a downgrade to this oh's own) without a question.
     return [editor.path, *_dirs(extensions_dir, user_data_dir), "--install-extension", vsix, "--force"]
 
@@ -173,14 +186,22 @@ def bundled_vsix() -> Path:
     pkg = Path(__file__).resolve().parents[1]
     packaged = pkg / "vsix" / "oh-vscode.vsix"
     checkout = pkg.parents[1] / "extension"
-    if (checkout / "package.json").is_file() and (pkg.parent / "oh" / "__init__.py").is_file() and pkg.parent.name == "src":
+    if (
+        (checkout / "package.json").is_file()
+        and (pkg.parent / "oh" / "__init__.py").is_file()
+        and pkg.parent.name == "src"
+    ):
         built = checkout / "oh-vscode.vsix"
         if built.is_file():
             return built
-        raise NoVsix(f"this is a developer checkout and {built} is not built yet: (cd {checkout} && npm ci && npm run package)")
+        raise NoVsix(
+            f"this is a developer checkout and {built} is not built yet: (cd {checkout} && npm ci && npm run package)"
+        )
     if packaged.is_file():
         return packaged
-    raise NoVsix(f"this oh has no bundled extension ({packaged} is missing): reinstall oh from its wheel (pipx install oh-editor-runtime)")
+    raise NoVsix(
+        f"this oh has no bundled extension ({packaged} is missing): reinstall oh from its wheel (pipx install oh-editor-runtime)"
+    )
 
 
 def vsix_version(path: Path) -> str:
@@ -223,8 +244,16 @@ def run_cli(argv: list[str], timeout: float) -> CliResult:
     # An Electron CLI started from inside an editor's terminal would otherwise talk to that editor.
     env.pop("ELECTRON_RUN_AS_NODE", None)
     try:
-        p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout,
-                           start_new_session=True, env=env, errors="replace")
+        p = subprocess.run(
+            argv,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            start_new_session=True,
+            env=env,
+            errors="replace",
+        )
     except subprocess.TimeoutExpired:
         return CliResult(argv, None, "", f"no answer within {timeout:.0f} s")
     except OSError as exc:
@@ -239,18 +268,30 @@ class EditorState:
     error: str | None = None  # the list command failed (then version is unknown)
 
     def describe(self) -> dict:
-        return {"editor": self.editor.kind.name, "cli": self.editor.path, "extension": EXTENSION_ID,
-                "installed_version": self.version, "error": self.error}
+        return {
+            "editor": self.editor.kind.name,
+            "cli": self.editor.path,
+            "extension": EXTENSION_ID,
+            "installed_version": self.version,
+            "error": self.error,
+        }
 
 
-def query(editor: Editor, extensions_dir: str | None = None, user_data_dir: str | None = None, timeout: float = LIST_TIMEOUT) -> EditorState:
+def query(
+    editor: Editor, extensions_dir: str | None = None, user_data_dir: str | None = None, timeout: float = LIST_TIMEOUT
+) -> EditorState:
     r = run_cli(list_argv(editor, extensions_dir, user_data_dir), timeout)
     if not r.ok:
         return EditorState(editor, None, r.why())
     return EditorState(editor, parse_list(r.out).get(EXTENSION_ID.lower()))
 
 
-def query_all(editors: list[Editor], extensions_dir: str | None = None, user_data_dir: str | None = None, timeout: float = LIST_TIMEOUT) -> list[EditorState]:
+def query_all(
+    editors: list[Editor],
+    extensions_dir: str | None = None,
+    user_data_dir: str | None = None,
+    timeout: float = LIST_TIMEOUT,
+) -> list[EditorState]:
     """Each editor's state, asked in parallel (each CLI takes about a second to start)."""
     if len(editors) <= 1:
         return [query(e, extensions_dir, user_data_dir, timeout) for e in editors]
@@ -265,8 +306,11 @@ async def query_async(editor: Editor, timeout: float = LIST_TIMEOUT) -> EditorSt
 
     try:
         proc = await asyncio.create_subprocess_exec(
-            *list_argv(editor), stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, start_new_session=True,
+            *list_argv(editor),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
         )
     except OSError as exc:
         return EditorState(editor, None, f"cannot run it: {exc.strerror or exc}")

@@ -28,12 +28,22 @@ from ..sessions import Session
 from .control import BackendUnreachable, control
 
 
-
 class StartError(OhError):
-    def __init__(self, message: str, *, duplicate: Session | None = None, log_file: Path | None = None, already_served: bool = False) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        duplicate: Session | None = None,
+        log_file: Path | None = None,
+        already_served: bool = False,
+    ) -> None:
         # A backend already serves the workspace (exit 3), even when its session is not visible yet.
         served = already_served or duplicate is not None
-        super().__init__(message, NOT_RUNNING if served else ERROR, None if served else "Run `oh doctor` to check ports, directories and the token.")
+        super().__init__(
+            message,
+            NOT_RUNNING if served else ERROR,
+            None if served else "Run `oh doctor` to check ports, directories and the token.",
+        )
         self.duplicate = duplicate
         self.log_file = log_file
         self.already_served = served
@@ -88,9 +98,21 @@ def start_backend(
     paths.ensure_private_dir(log_path.parent)
     paths.ensure_private_dir(paths.sessions_dir())
     argv = backend_argv(
-        workspace, instance_id, log_path, runtime=runtime, host=host, port=port, editor_timeout=editor_timeout,
-        action_timeout=action_timeout, trace=trace, trace_max_bytes=trace_max_bytes, allowed_roots=allowed_roots, jobs=jobs,
-        review=review, review_timeout=review_timeout, consent=consent,
+        workspace,
+        instance_id,
+        log_path,
+        runtime=runtime,
+        host=host,
+        port=port,
+        editor_timeout=editor_timeout,
+        action_timeout=action_timeout,
+        trace=trace,
+        trace_max_bytes=trace_max_bytes,
+        allowed_roots=allowed_roots,
+        jobs=jobs,
+        review=review,
+        review_timeout=review_timeout,
+        consent=consent,
     )
     env = _backend_env(log_level)
     proc, r = _spawn(argv, env, workspace, log_path, token)
@@ -124,12 +146,30 @@ def backend_argv(
 ) -> list[str]:
     """The backend's command line (``python -m oh.backend``): every setting as a flag, never the token."""
     argv = [
-        sys.executable, "-m", "oh.backend", "--workspace", workspace, "--runtime", runtime, "--host", host,
-        "--port", str(port), "--editor-timeout", f"{editor_timeout:g}", "--action-timeout", f"{action_timeout:g}",
-        "--instance-id", instance_id, "--token-stdin", "--trace-max-bytes", str(trace_max_bytes),
+        sys.executable,
+        "-m",
+        "oh.backend",
+        "--workspace",
+        workspace,
+        "--runtime",
+        runtime,
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--editor-timeout",
+        f"{editor_timeout:g}",
+        "--action-timeout",
+        f"{action_timeout:g}",
+        "--instance-id",
+        instance_id,
+        "--token-stdin",
+        "--trace-max-bytes",
+        str(trace_max_bytes),
         # The backend rotates this file itself (bounded size); stdout/stderr below are only for what
         # it prints before its logging is set up.
-        "--log-file", str(log_path),
+        "--log-file",
+        str(log_path),
     ]
     if not trace:
         argv.append("--no-trace")
@@ -145,7 +185,14 @@ def backend_argv(
     if review_timeout is not None:
         argv += ["--review-timeout", f"{review_timeout:g}"]
     if consent:  # issue 19: {"level", "rules": {"allow", "ask", "deny"}, "timeout"}; rules are not secrets
-        argv += ["--consent", consent["level"], "--consent-rules", json.dumps(consent["rules"]), "--approval-timeout", f"{consent['timeout']:g}"]
+        argv += [
+            "--consent",
+            consent["level"],
+            "--consent-rules",
+            json.dumps(consent["rules"]),
+            "--approval-timeout",
+            f"{consent['timeout']:g}",
+        ]
     return argv
 
 
@@ -157,7 +204,9 @@ def _backend_env(log_level: str) -> dict[str, str]:
     return env
 
 
-def _spawn(argv: list[str], env: dict[str, str], workspace: str, log_path: Path, token: str) -> tuple[subprocess.Popen, int]:
+def _spawn(
+    argv: list[str], env: dict[str, str], workspace: str, log_path: Path, token: str
+) -> tuple[subprocess.Popen, int]:
     """Start the backend in its own session, the token on its stdin (never argv/env), stdout and
     stderr into its log. Returns the process and the read end of its ready pipe."""
     log_fd = paths.open_private_append(log_path)
@@ -165,8 +214,15 @@ def _spawn(argv: list[str], env: dict[str, str], workspace: str, log_path: Path,
     argv += ["--ready-fd", str(w)]
     try:
         proc = subprocess.Popen(
-            argv, stdin=subprocess.PIPE, stdout=log_fd, stderr=log_fd, pass_fds=(w,), env=env, cwd=workspace,
-            start_new_session=True, close_fds=True,
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=log_fd,
+            stderr=log_fd,
+            pass_fds=(w,),
+            env=env,
+            cwd=workspace,
+            start_new_session=True,
+            close_fds=True,
         )
     except OSError as exc:
         os.close(r)
@@ -204,7 +260,9 @@ def _not_ready(ready: dict, proc: subprocess.Popen, workspace: str, log_path: Pa
             if dup is not None or time.monotonic() >= deadline:
                 break
             time.sleep(0.05)
-        raise StartError(_duplicate_message(dup, workspace) if dup else error, duplicate=dup, log_file=log_path, already_served=True)
+        raise StartError(
+            _duplicate_message(dup, workspace) if dup else error, duplicate=dup, log_file=log_path, already_served=True
+        )
     if proc.poll() is None:
         _kill(proc)
     raise StartError(f"the backend did not start: {error} (log: {log_path})", log_file=log_path)

@@ -65,7 +65,9 @@ def connect_url(instance_id: str, scheme: str = "vscode") -> str:
 
 
 def open_commands(workspace: str, instance_id: str, editor: editorcli.Editor) -> list[list[str]]:
-    return editorcli.open_argv(editor, workspace, connect_path(instance_id), bool(os.environ.get("VSCODE_IPC_HOOK_CLI")))
+    return editorcli.open_argv(
+        editor, workspace, connect_path(instance_id), bool(os.environ.get("VSCODE_IPC_HOOK_CLI"))
+    )
 
 
 def open_editor(workspace: str, instance_id: str, with_extension: set[str] | None = None) -> list[list[str]] | None:
@@ -77,7 +79,14 @@ def open_editor(workspace: str, instance_id: str, with_extension: set[str] | Non
     cmds = open_commands(workspace, instance_id, editor)
     for argv in cmds:
         try:
-            subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=15, start_new_session=True)
+            subprocess.run(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                timeout=15,
+                start_new_session=True,
+            )
         except (OSError, subprocess.TimeoutExpired):
             pass
     return cmds

@@ -68,7 +68,14 @@ async def connect_client(url: str, token: str, *, name: str, shell: str, workdir
     if workdir:
         headers["X-OH-Workdir"] = encode_value(workdir)
     try:
-        conn = await connect(url.rstrip("/") + "/v1/agent", additional_headers=headers, open_timeout=10, max_size=None, compression=None, ping_interval=20)
+        conn = await connect(
+            url.rstrip("/") + "/v1/agent",
+            additional_headers=headers,
+            open_timeout=10,
+            max_size=None,
+            compression=None,
+            ping_interval=20,
+        )
     except (InvalidHandshake, OSError, asyncio.TimeoutError) as exc:
         raise handshake_error(exc, url) from None
     return Client(conn, url)
@@ -82,8 +89,15 @@ def _is_closed(client: Client) -> bool:
 
 
 class Backend:
-    def __init__(self, *, workspace: str | None = None, instance: str | None = None, start: bool = False,
-                 runtime: str | None = None, cwd: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        workspace: str | None = None,
+        instance: str | None = None,
+        start: bool = False,
+        runtime: str | None = None,
+        cwd: str | None = None,
+    ) -> None:
         self.cwd = os.path.realpath(cwd or os.getcwd())
         if workspace and "${" in workspace:
             # A client that does not expand ${workspaceFolder} (the entry `install` writes for VS Code and
@@ -113,8 +127,12 @@ class Backend:
             if len(found) == 1:
                 return found[0]
             if not found:
-                raise NoBackend(f"No running oh backend has the instance id {self.instance!r}. List them with `oh status`.")
-            raise NoBackend(f"The instance id {self.instance!r} is ambiguous ({', '.join(s.instance_id for s in found)}): give more characters.")
+                raise NoBackend(
+                    f"No running oh backend has the instance id {self.instance!r}. List them with `oh status`."
+                )
+            raise NoBackend(
+                f"The instance id {self.instance!r} is ambiguous ({', '.join(s.instance_id for s in found)}): give more characters."
+            )
         return sessions.for_workspace(self.target)
 
     def _start_backend(self):
@@ -133,13 +151,26 @@ class Backend:
 
         try:
             token = secrets.get_or_create_token()
-            plan = consent.plan(s, os.path.realpath(self.target), s.review)  # the user's consent holds here too (issue 19)
+            plan = consent.plan(
+                s, os.path.realpath(self.target), s.review
+            )  # the user's consent holds here too (issue 19)
             for _, text in plan.warnings:
                 log.warning("%s", text)
             started = process.start_backend(
-                self.target, runtime=s.runtime, token=token, host=s.host, port=s.port, editor_timeout=s.editor_timeout,
-                action_timeout=s.action_timeout, trace=s.trace, trace_max_bytes=s.trace_max_bytes, log_level=s.log_level,
-                jobs=job_settings(s), review=plan.review, review_timeout=s.review_timeout, consent=plan.flags(),  # the user's review setting holds here too
+                self.target,
+                runtime=s.runtime,
+                token=token,
+                host=s.host,
+                port=s.port,
+                editor_timeout=s.editor_timeout,
+                action_timeout=s.action_timeout,
+                trace=s.trace,
+                trace_max_bytes=s.trace_max_bytes,
+                log_level=s.log_level,
+                jobs=job_settings(s),
+                review=plan.review,
+                review_timeout=s.review_timeout,
+                consent=plan.flags(),  # the user's review setting holds here too
             )
         except process.StartError as exc:
             if exc.already_served:  # someone else started one at the same moment: use it
@@ -147,9 +178,16 @@ class Backend:
             raise NoBackend(f"Cannot start a backend for {self.target}: {exc.message} Run `oh doctor`.") from None
         except Exception as exc:  # noqa: BLE001 - token store failures and the like: say what happened
             raise NoBackend(f"Cannot start a backend for {self.target}: {exc}. Run `oh doctor`.") from None
-        log.warning("started backend %s (runtime %s) for %s; stop it with `oh stop %s`%s",
-                    started.session.instance_id, started.session.runtime, started.session.workspace, started.session.instance_id,
-                    " (runtime local has NO sandbox: actions run on this machine as you)" if started.session.runtime == "local" else "")
+        log.warning(
+            "started backend %s (runtime %s) for %s; stop it with `oh stop %s`%s",
+            started.session.instance_id,
+            started.session.runtime,
+            started.session.workspace,
+            started.session.instance_id,
+            " (runtime local has NO sandbox: actions run on this machine as you)"
+            if started.session.runtime == "local"
+            else "",
+        )
         return started.session
 
     def _locate(self):
@@ -186,21 +224,33 @@ class Backend:
             roots = [session.workspace, *(getattr(session, "allowed_roots", None) or [])]
             workdir = self.cwd if any(within(self.cwd, r) for r in roots) else None
             try:
-                client = await connect_client(session.url, session.token, name=self.client_name, shell=shell_key(self.client_name), workdir=workdir)
+                client = await connect_client(
+                    session.url,
+                    session.token,
+                    name=self.client_name,
+                    shell=shell_key(self.client_name),
+                    workdir=workdir,
+                )
             except AuthError:
                 if attempt == 0:  # the session file may be mid-rotation: read it again once
                     await asyncio.sleep(0.2)
                     continue
-                raise NoBackend(f"The backend for {session.workspace} refused the token in its session file. Run `oh doctor`.") from None
+                raise NoBackend(
+                    f"The backend for {session.workspace} refused the token in its session file. Run `oh doctor`."
+                ) from None
             except OhClientError as exc:
                 if attempt == 0:  # it may have just stopped: look again once
                     await asyncio.sleep(0.2)
                     continue
-                raise NoBackend(f"Cannot reach the backend for {session.workspace}: {exc} Check it with `oh status`.") from None
+                raise NoBackend(
+                    f"Cannot reach the backend for {session.workspace}: {exc} Check it with `oh status`."
+                ) from None
             self.session = session
             self.base_dir = workdir or session.workspace
             return client
-        raise NoBackend(no_backend_message(self.target, can_start=self.start))  # pragma: no cover - loop returns or raises
+        raise NoBackend(
+            no_backend_message(self.target, can_start=self.start)
+        )  # pragma: no cover - loop returns or raises
 
     async def client(self) -> Client:
         async with self._lock:

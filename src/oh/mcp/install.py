@@ -117,7 +117,11 @@ def config_path(client: str, scope: str, *, project: Path, env: dict[str, str] |
     if client == "claude":
         return home / ".claude.json" if scope == "user" else project / ".mcp.json"
     if client == "codex":
-        return Path(env.get("CODEX_HOME") or home / ".codex") / "config.toml" if scope == "user" else project / ".codex" / "config.toml"
+        return (
+            Path(env.get("CODEX_HOME") or home / ".codex") / "config.toml"
+            if scope == "user"
+            else project / ".codex" / "config.toml"
+        )
     if client == "gemini":
         return (home if scope == "user" else project) / ".gemini" / "settings.json"
     if client == "vscode":
@@ -168,7 +172,10 @@ def _merge_toml(text: str | None, path: Path, name: str, entry: dict[str, Any]) 
     current = servers.get(name)
     if current is not None and isinstance(current, dict) and isinstance(current.get("env_vars"), list):
         # variables the user forwards on their own stay forwarded, after ours
-        entry = dict(entry, env_vars=entry.get("env_vars", []) + [v for v in current["env_vars"] if v not in entry.get("env_vars", [])])
+        entry = dict(
+            entry,
+            env_vars=entry.get("env_vars", []) + [v for v in current["env_vars"] if v not in entry.get("env_vars", [])],
+        )
     if current is not None and {k: current.get(k) for k in entry} == entry and text is not None:
         return text
     table = tomlkit.table()
@@ -182,8 +189,16 @@ def _merge_toml(text: str | None, path: Path, name: str, entry: dict[str, Any]) 
     return tomlkit.dumps(doc)
 
 
-def plan(client: str, scope: str = "user", *, name: str = "oh", project: Path | None = None, command: str | None = None,
-         extra_args: list[str] | None = None, env: dict[str, str] | None = None) -> Plan:
+def plan(
+    client: str,
+    scope: str = "user",
+    *,
+    name: str = "oh",
+    project: Path | None = None,
+    command: str | None = None,
+    extra_args: list[str] | None = None,
+    env: dict[str, str] | None = None,
+) -> Plan:
     if client not in CLIENTS:
         raise InstallError(f"unknown client {client!r}: one of {', '.join(CLIENTS)}.")
     if scope not in SCOPES:
@@ -225,7 +240,8 @@ def _target(path: Path, scope: str, project: Path, by_hand: str) -> Path:
             link = next((p for p in [path, *path.parents] if p.is_symlink()), path)
             raise InstallError(
                 f"{link} is a symlink to {os.path.realpath(link)}: not writing through it (the project's file would "
-                f"take that file's content). Replace the link with a regular file, or use --scope user." + by_hand)
+                f"take that file's content). Replace the link with a regular file, or use --scope user." + by_hand
+            )
         target = path
     else:
         target = Path(os.path.realpath(path)) if path.is_symlink() else path
@@ -236,8 +252,10 @@ def _target(path: Path, scope: str, project: Path, by_hand: str) -> Path:
     except OSError as exc:
         raise InstallError(f"cannot read {target}: {exc.strerror or exc}") from None
     if not mode & 0o200 or not os.access(target, os.W_OK):
-        raise InstallError(f"{target} is read-only (mode {mode & 0o777:04o}): not overwriting it. "
-                           f"Make it writable first (chmod u+w {shlex.quote(str(target))})." + by_hand)
+        raise InstallError(
+            f"{target} is read-only (mode {mode & 0o777:04o}): not overwriting it. "
+            f"Make it writable first (chmod u+w {shlex.quote(str(target))})." + by_hand
+        )
     return target
 
 
@@ -269,10 +287,21 @@ def diff(p: Plan) -> str:
 
     before = (p.before or "").splitlines(keepends=True)
     after = p.after.splitlines(keepends=True)
-    return "".join(difflib.unified_diff(before, after, fromfile=str(p.path) if p.before is not None else "/dev/null", tofile=str(p.path)))
+    return "".join(
+        difflib.unified_diff(
+            before, after, fromfile=str(p.path) if p.before is not None else "/dev/null", tofile=str(p.path)
+        )
+    )
 
 
-def one_liner(client: str, scope: str = "user", *, name: str = "oh", command: str | None = None, extra_args: list[str] | None = None) -> str:
+def one_liner(
+    client: str,
+    scope: str = "user",
+    *,
+    name: str = "oh",
+    command: str | None = None,
+    extra_args: list[str] | None = None,
+) -> str:
     """The client's own command for the same thing (or, for Cursor, the entry to paste)."""
     command = command or oh_executable()
     args = server_args(client, extra_args)

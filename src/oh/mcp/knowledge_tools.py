@@ -15,7 +15,9 @@ NAMES = ("diagnostics", "open", "editors", "symbols", "definition", "references"
 _PATH = {"type": "string", "minLength": 1, "description": "File path: absolute, or relative to the project directory."}
 _LINE = {"type": "integer", "minimum": 1, "description": "1-based line number."}
 _COLUMN = {"type": "integer", "minimum": 1, "description": "1-based column (character) in that line."}
-_NEEDS_VSCODE = "Needs oh's vscode runtime (the user's VS Code with the oh extension); elsewhere it answers TOOL_UNSUPPORTED."
+_NEEDS_VSCODE = (
+    "Needs oh's vscode runtime (the user's VS Code with the oh extension); elsewhere it answers TOOL_UNSUPPORTED."
+)
 _READ_ONLY = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
 
 DIAGNOSTICS_DESCRIPTION = f"""Language-server errors and warnings (what VS Code's Problems panel shows) for one file, or for the whole workspace without `path`.
@@ -32,7 +34,7 @@ Use it to learn what the user is looking at or has selected when they say "this 
 
 SYMBOLS_DESCRIPTION = f"""Search the workspace's symbols (functions, classes, methods, variables...) by name through the language servers, like VS Code's "Go to Symbol in Workspace" (Ctrl+T).
 
-Faster and more precise than grepping for a definition: each result is `path:line:col kind name (container)`. Matching is fuzzy (the language server's). {_NEEDS_VSCODE.replace('answers TOOL_UNSUPPORTED', 'answers with ripgrep text matches of definition-like lines and says so')}"""
+Faster and more precise than grepping for a definition: each result is `path:line:col kind name (container)`. Matching is fuzzy (the language server's). {_NEEDS_VSCODE.replace("answers TOOL_UNSUPPORTED", "answers with ripgrep text matches of definition-like lines and says so")}"""
 
 DEFINITION_DESCRIPTION = f"""Where the symbol at a position is defined (VS Code's "Go to Definition"): give the file, 1-based line and column of a use of the name.
 
@@ -44,48 +46,113 @@ Use it before renaming or changing a function's signature, to find every caller.
 
 TOOLS: list[dict[str, Any]] = [
     {
-        "name": "diagnostics", "title": "Language-server diagnostics", "description": DIAGNOSTICS_DESCRIPTION,
-        "inputSchema": {"type": "object", "properties": {
-            "path": {**_PATH, "description": "A file; omit for every file the language servers report on in the workspace."},
-            "severity": {"type": "string", "enum": ["error", "warning", "info", "hint"], "default": "warning", "description": "The least severe level to report (default warning: errors and warnings)."},
-            "wait": {"type": "number", "minimum": 0, "description": "Seconds to wait at most for the language servers to settle (default: a few seconds; 0 = what they have now)."},
-        }, "additionalProperties": False},
+        "name": "diagnostics",
+        "title": "Language-server diagnostics",
+        "description": DIAGNOSTICS_DESCRIPTION,
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "path": {
+                    **_PATH,
+                    "description": "A file; omit for every file the language servers report on in the workspace.",
+                },
+                "severity": {
+                    "type": "string",
+                    "enum": ["error", "warning", "info", "hint"],
+                    "default": "warning",
+                    "description": "The least severe level to report (default warning: errors and warnings).",
+                },
+                "wait": {
+                    "type": "number",
+                    "minimum": 0,
+                    "description": "Seconds to wait at most for the language servers to settle (default: a few seconds; 0 = what they have now).",
+                },
+            },
+            "additionalProperties": False,
+        },
         "annotations": {"title": "Language-server diagnostics", **_READ_ONLY},
     },
     {
-        "name": "open", "title": "Show a file to the user", "description": OPEN_DESCRIPTION,
-        "inputSchema": {"type": "object", "properties": {
-            "path": _PATH, "line": _LINE, "column": _COLUMN,
-            "end_line": {**_LINE, "description": "Select up to this 1-based line."},
-            "end_column": {**_COLUMN, "description": "Select up to this 1-based column of end_line."},
-        }, "required": ["path"], "additionalProperties": False},
-        "annotations": {"title": "Show a file to the user", "readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False},
+        "name": "open",
+        "title": "Show a file to the user",
+        "description": OPEN_DESCRIPTION,
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "path": _PATH,
+                "line": _LINE,
+                "column": _COLUMN,
+                "end_line": {**_LINE, "description": "Select up to this 1-based line."},
+                "end_column": {**_COLUMN, "description": "Select up to this 1-based column of end_line."},
+            },
+            "required": ["path"],
+            "additionalProperties": False,
+        },
+        "annotations": {
+            "title": "Show a file to the user",
+            "readOnlyHint": True,
+            "destructiveHint": False,
+            "idempotentHint": True,
+            "openWorldHint": False,
+        },
     },
     {
-        "name": "editors", "title": "The user's open editors", "description": EDITORS_DESCRIPTION,
+        "name": "editors",
+        "title": "The user's open editors",
+        "description": EDITORS_DESCRIPTION,
         "inputSchema": {"type": "object", "properties": {}, "additionalProperties": False},
         "annotations": {"title": "The user's open editors", **_READ_ONLY},
     },
     {
-        "name": "symbols", "title": "Search workspace symbols", "description": SYMBOLS_DESCRIPTION,
-        "inputSchema": {"type": "object", "properties": {
-            "query": {"type": "string", "description": "Part of the symbol's name."},
-            "limit": {"type": "integer", "minimum": 1, "description": "At most this many results (default 100, up to 1000)."},
-        }, "required": ["query"], "additionalProperties": False},
+        "name": "symbols",
+        "title": "Search workspace symbols",
+        "description": SYMBOLS_DESCRIPTION,
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "Part of the symbol's name."},
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "At most this many results (default 100, up to 1000).",
+                },
+            },
+            "required": ["query"],
+            "additionalProperties": False,
+        },
         "annotations": {"title": "Search workspace symbols", **_READ_ONLY},
     },
     {
-        "name": "definition", "title": "Go to definition", "description": DEFINITION_DESCRIPTION,
-        "inputSchema": {"type": "object", "properties": {"path": _PATH, "line": _LINE, "column": _COLUMN},
-                        "required": ["path", "line", "column"], "additionalProperties": False},
+        "name": "definition",
+        "title": "Go to definition",
+        "description": DEFINITION_DESCRIPTION,
+        "inputSchema": {
+            "type": "object",
+            "properties": {"path": _PATH, "line": _LINE, "column": _COLUMN},
+            "required": ["path", "line", "column"],
+            "additionalProperties": False,
+        },
         "annotations": {"title": "Go to definition", **_READ_ONLY},
     },
     {
-        "name": "references", "title": "Find all references", "description": REFERENCES_DESCRIPTION,
-        "inputSchema": {"type": "object", "properties": {
-            "path": _PATH, "line": _LINE, "column": _COLUMN,
-            "include_declaration": {"type": "boolean", "default": True, "description": "Include the declaration itself."},
-        }, "required": ["path", "line", "column"], "additionalProperties": False},
+        "name": "references",
+        "title": "Find all references",
+        "description": REFERENCES_DESCRIPTION,
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "path": _PATH,
+                "line": _LINE,
+                "column": _COLUMN,
+                "include_declaration": {
+                    "type": "boolean",
+                    "default": True,
+                    "description": "Include the declaration itself.",
+                },
+            },
+            "required": ["path", "line", "column"],
+            "additionalProperties": False,
+        },
         "annotations": {"title": "Find all references", **_READ_ONLY},
     },
 ]

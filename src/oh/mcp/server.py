@@ -85,7 +85,9 @@ def to_mcp(result: tools.ToolResult) -> types.CallToolResult:
 async def call(backend: Backend, name: str, arguments: Any) -> tools.ToolResult:
     """One tool call, start to end; returns a result for every outcome."""
     try:
-        tools.build_action(name, arguments, backend.base_dir)  # every check, before connecting: a bad call needs no backend
+        tools.build_action(
+            name, arguments, backend.base_dir
+        )  # every check, before connecting: a bad call needs no backend
         await backend.client()
         action = tools.build_action(name, arguments, backend.base_dir)
         obs = await backend.send(action)
@@ -100,12 +102,22 @@ async def call(backend: Backend, name: str, arguments: Any) -> tools.ToolResult:
         raise
     except Exception as exc:  # noqa: BLE001 - a bug must still answer the agent, and be logged for us
         log.exception("tool %s failed", name)
-        return tools.error_result(f"oh mcp failed unexpectedly: {type(exc).__name__}: {exc}. Please report it.", "SERVER_ERROR")
+        return tools.error_result(
+            f"oh mcp failed unexpectedly: {type(exc).__name__}: {exc}. Please report it.", "SERVER_ERROR"
+        )
 
 
 def build_server(backend: Backend) -> Server:
-    listed = [types.Tool(name=t["name"], title=t["title"], description=t["description"], input_schema=t["inputSchema"],
-                         annotations=types.ToolAnnotations(**{_snake(k): v for k, v in t["annotations"].items()})) for t in tools.TOOLS]
+    listed = [
+        types.Tool(
+            name=t["name"],
+            title=t["title"],
+            description=t["description"],
+            input_schema=t["inputSchema"],
+            annotations=types.ToolAnnotations(**{_snake(k): v for k, v in t["annotations"].items()}),
+        )
+        for t in tools.TOOLS
+    ]
 
     async def list_tools(ctx, params) -> types.ListToolsResult:
         return types.ListToolsResult(tools=listed)
@@ -115,8 +127,14 @@ def build_server(backend: Backend) -> Server:
         backend.roots = _roots_provider(ctx)
         return to_mcp(await call(backend, params.name, params.arguments))
 
-    server = Server("oh", version=__version__, title="oh: act in the user's editor", instructions=INSTRUCTIONS,
-                    on_list_tools=list_tools, on_call_tool=call_tool)
+    server = Server(
+        "oh",
+        version=__version__,
+        title="oh: act in the user's editor",
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
     # The SDK wraps every message in an OpenTelemetry span by default; oh exports no telemetry, and
     # the wrapper is measurable per call (benchmarks/mcp_roundtrip.py).
     server.middleware = [m for m in server.middleware if type(m).__name__ != "OpenTelemetryMiddleware"]
@@ -124,8 +142,12 @@ def build_server(backend: Backend) -> Server:
 
 
 def _snake(key: str) -> str:
-    return {"readOnlyHint": "read_only_hint", "destructiveHint": "destructive_hint", "idempotentHint": "idempotent_hint",
-            "openWorldHint": "open_world_hint"}.get(key, key)
+    return {
+        "readOnlyHint": "read_only_hint",
+        "destructiveHint": "destructive_hint",
+        "idempotentHint": "idempotent_hint",
+        "openWorldHint": "open_world_hint",
+    }.get(key, key)
 
 
 async def serve(backend: Backend) -> None:
@@ -142,7 +164,10 @@ def main(*, workspace: str | None, instance: str | None, start: bool, runtime: s
 
     logging.basicConfig(level=logging.WARNING, format="oh mcp: %(message)s")
     if sys.stdin.isatty():  # a person ran it by hand: say what it is, then serve anyway
-        print("oh mcp speaks MCP (JSON-RPC) on stdin/stdout: an MCP client starts it. Set one up with "
-              "`oh mcp install claude|codex|gemini|vscode|cursor`. Ctrl-C stops it.", file=sys.stderr)
+        print(
+            "oh mcp speaks MCP (JSON-RPC) on stdin/stdout: an MCP client starts it. Set one up with "
+            "`oh mcp install claude|codex|gemini|vscode|cursor`. Ctrl-C stops it.",
+            file=sys.stderr,
+        )
     backend = Backend(workspace=workspace, instance=instance, start=start, runtime=runtime)
     asyncio.run(serve(backend))

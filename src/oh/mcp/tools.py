@@ -83,20 +83,46 @@ TOOLS: list[dict[str, Any]] = [
             "properties": {
                 "command": {
                     "type": "string",
-                    "description": "The bash command line. \"\" = wait for more output of the command still running. With is_input: the text to type (a newline is added), or a key: \"C-c\" (interrupt), \"C-d\" (end of input).",
+                    "description": 'The bash command line. "" = wait for more output of the command still running. With is_input: the text to type (a newline is added), or a key: "C-c" (interrupt), "C-d" (end of input).',
                 },
-                "is_input": {"type": "boolean", "default": False, "description": "Send `command` to the command that is still running, instead of starting a new one."},
-                "timeout": {"type": "number", "minimum": 0, "description": "Seconds to wait at most before returning (the command keeps running unless blocking is true). 0 or omitted = no fixed limit (returns after 30 s without new output)."},
-                "blocking": {"type": "boolean", "default": False, "description": "With timeout: kill the command when the timeout expires instead of returning while it runs on."},
-                "reset": {"type": "boolean", "default": False, "description": "Kill what runs in your shell and start a fresh shell first."},
-                "max_output": {"type": "integer", "minimum": 0, "description": "Keep at most this many characters of output (default 30000; 0 = no limit)."},
+                "is_input": {
+                    "type": "boolean",
+                    "default": False,
+                    "description": "Send `command` to the command that is still running, instead of starting a new one.",
+                },
+                "timeout": {
+                    "type": "number",
+                    "minimum": 0,
+                    "description": "Seconds to wait at most before returning (the command keeps running unless blocking is true). 0 or omitted = no fixed limit (returns after 30 s without new output).",
+                },
+                "blocking": {
+                    "type": "boolean",
+                    "default": False,
+                    "description": "With timeout: kill the command when the timeout expires instead of returning while it runs on.",
+                },
+                "reset": {
+                    "type": "boolean",
+                    "default": False,
+                    "description": "Kill what runs in your shell and start a fresh shell first.",
+                },
+                "max_output": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "description": "Keep at most this many characters of output (default 30000; 0 = no limit).",
+                },
                 **job_tools.RUN_PROPERTIES,
                 "security_risk": _RISK_SCHEMA,
             },
             "required": ["command"],
             "additionalProperties": False,
         },
-        "annotations": {"title": "Run a shell command", "readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": True},
+        "annotations": {
+            "title": "Run a shell command",
+            "readOnlyHint": False,
+            "destructiveHint": True,
+            "idempotentHint": False,
+            "openWorldHint": True,
+        },
     },
     {
         "name": "read",
@@ -107,12 +133,23 @@ TOOLS: list[dict[str, Any]] = [
             "properties": {
                 "path": _PATH_SCHEMA,
                 "view_range": _VIEW_RANGE,
-                "encoding": {"type": "string", "enum": ["auto", "base64"], "default": "auto", "description": "auto: text (UTF-8 or a detected text encoding). base64: the raw bytes, for images and other binary files."},
+                "encoding": {
+                    "type": "string",
+                    "enum": ["auto", "base64"],
+                    "default": "auto",
+                    "description": "auto: text (UTF-8 or a detected text encoding). base64: the raw bytes, for images and other binary files.",
+                },
             },
             "required": ["path"],
             "additionalProperties": False,
         },
-        "annotations": {"title": "Read a file", "readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False},
+        "annotations": {
+            "title": "Read a file",
+            "readOnlyHint": True,
+            "destructiveHint": False,
+            "idempotentHint": True,
+            "openWorldHint": False,
+        },
     },
     {
         "name": "write",
@@ -123,7 +160,11 @@ TOOLS: list[dict[str, Any]] = [
             "properties": {
                 "path": _PATH_SCHEMA,
                 "content": {"type": "string", "description": "The whole new content of the file."},
-                "encoding": {"type": "string", "default": "utf-8", "description": "utf-8 (default), base64 (content is base64 of the bytes), or another codec name such as latin-1."},
+                "encoding": {
+                    "type": "string",
+                    "default": "utf-8",
+                    "description": "utf-8 (default), base64 (content is base64 of the bytes), or another codec name such as latin-1.",
+                },
                 **job_tools.WRITE_PROPERTIES,
                 "diagnostics": _DIAG_SCHEMA,
                 "security_risk": _RISK_SCHEMA,
@@ -131,7 +172,13 @@ TOOLS: list[dict[str, Any]] = [
             "required": ["path", "content"],
             "additionalProperties": False,
         },
-        "annotations": {"title": "Write a file", "readOnlyHint": False, "destructiveHint": True, "idempotentHint": True, "openWorldHint": False},
+        "annotations": {
+            "title": "Write a file",
+            "readOnlyHint": False,
+            "destructiveHint": True,
+            "idempotentHint": True,
+            "openWorldHint": False,
+        },
     },
     {
         "name": "edit",
@@ -140,12 +187,26 @@ TOOLS: list[dict[str, Any]] = [
         "inputSchema": {
             "type": "object",
             "properties": {
-                "command": {"type": "string", "enum": EDIT_COMMANDS, "description": "view | create | str_replace | insert | undo_edit"},
+                "command": {
+                    "type": "string",
+                    "enum": EDIT_COMMANDS,
+                    "description": "view | create | str_replace | insert | undo_edit",
+                },
                 "path": _PATH_SCHEMA,
                 "file_text": {"type": "string", "description": "create: the content of the new file."},
-                "old_str": {"type": "string", "description": "str_replace: the exact text to replace (must occur exactly once)."},
-                "new_str": {"type": "string", "description": "str_replace: the replacement (default: empty = delete). insert: the text to insert."},
-                "insert_line": {"type": "integer", "minimum": 0, "description": "insert: the line after which new_str goes (0 = top of the file)."},
+                "old_str": {
+                    "type": "string",
+                    "description": "str_replace: the exact text to replace (must occur exactly once).",
+                },
+                "new_str": {
+                    "type": "string",
+                    "description": "str_replace: the replacement (default: empty = delete). insert: the text to insert.",
+                },
+                "insert_line": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "description": "insert: the line after which new_str goes (0 = top of the file).",
+                },
                 "view_range": _VIEW_RANGE,
                 "diagnostics": _DIAG_SCHEMA,
                 "security_risk": _RISK_SCHEMA,
@@ -153,7 +214,13 @@ TOOLS: list[dict[str, Any]] = [
             "required": ["command", "path"],
             "additionalProperties": False,
         },
-        "annotations": {"title": "View or edit a file", "readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": False},
+        "annotations": {
+            "title": "View or edit a file",
+            "readOnlyHint": False,
+            "destructiveHint": True,
+            "idempotentHint": False,
+            "openWorldHint": False,
+        },
     },
 ]
 TOOLS.extend(knowledge_tools.TOOLS)  # diagnostics, open, editors, symbols, definition, references (§3.6)
@@ -182,7 +249,9 @@ def _type_ok(value: Any, spec: dict[str, Any]) -> bool:
     if t == "boolean":
         return isinstance(value, bool)
     if t == "integer":
-        return isinstance(value, int) and not isinstance(value, bool) or (isinstance(value, float) and value.is_integer())
+        return (
+            isinstance(value, int) and not isinstance(value, bool) or (isinstance(value, float) and value.is_integer())
+        )
     if t == "number":
         return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     if t == "array":
@@ -193,7 +262,13 @@ def _type_ok(value: Any, spec: dict[str, Any]) -> bool:
 def _type_name(spec: dict[str, Any]) -> str:
     if spec.get("enum"):
         return "one of " + ", ".join(repr(v) for v in spec["enum"])
-    return {"string": "a string", "boolean": "true or false", "integer": "an integer", "number": "a number", "array": "an array"}.get(spec.get("type", ""), "a value")
+    return {
+        "string": "a string",
+        "boolean": "true or false",
+        "integer": "an integer",
+        "number": "a number",
+        "array": "an array",
+    }.get(spec.get("type", ""), "a value")
 
 
 def check_arguments(name: str, arguments: Any) -> dict[str, Any]:
@@ -212,7 +287,9 @@ def check_arguments(name: str, arguments: Any) -> dict[str, Any]:
     args = {k: v for k, v in arguments.items() if v is not None}
     for key in schema.get("required", []):
         if key not in args:
-            raise ArgumentError(f"{name} needs the argument {key!r} ({props[key].get('description', '').split('.')[0]}).")
+            raise ArgumentError(
+                f"{name} needs the argument {key!r} ({props[key].get('description', '').split('.')[0]})."
+            )
     for key, value in args.items():
         spec = props[key]
         if not _type_ok(value, spec) or ("enum" in spec and value not in spec["enum"]):
@@ -223,7 +300,9 @@ def check_arguments(name: str, arguments: Any) -> dict[str, Any]:
             raise ArgumentError(f"{name}: {key!r} must not be empty.")
         if spec.get("type") == "array" and key == "view_range":
             if len(value) != 2 or not all(isinstance(x, int) and not isinstance(x, bool) for x in value):
-                raise ArgumentError(f"{name}: 'view_range' must be [first_line, last_line] (two integers; last_line -1 = end of file), got {_show(value)}.")
+                raise ArgumentError(
+                    f"{name}: 'view_range' must be [first_line, last_line] (two integers; last_line -1 = end of file), got {_show(value)}."
+                )
         if spec.get("type") == "integer" and isinstance(value, float):
             args[key] = int(value)
     return args
@@ -255,17 +334,32 @@ def build_action(name: str, arguments: Any, base_dir: str) -> dict[str, Any]:
             raise ArgumentError("run: 'command' must not contain NUL characters.")
         timeout = a.get("timeout")  # 0 = "no timeout given" (older backends refuse 0, so it is simply left out)
         # blocking without timeout: wait for completion (the backend's own deadline applies)
-        return actions.run(a["command"], is_input=a.get("is_input", False), blocking=a.get("blocking", False), reset=bool(a.get("reset")),
-                           max_output=a.get("max_output"), timeout=float(timeout) if timeout else None, security_risk=risk,
-                           **job_tools.run_args(a, ArgumentError))
+        return actions.run(
+            a["command"],
+            is_input=a.get("is_input", False),
+            blocking=a.get("blocking", False),
+            reset=bool(a.get("reset")),
+            max_output=a.get("max_output"),
+            timeout=float(timeout) if timeout else None,
+            security_risk=risk,
+            **job_tools.run_args(a, ArgumentError),
+        )
     path = resolve_path(a["path"], base_dir)
     if name == "read":
         encoding = a.get("encoding", "auto")
-        return actions.read(path, view_range=a.get("view_range"), encoding=None if encoding == "auto" else encoding, security_risk=risk)
+        return actions.read(
+            path, view_range=a.get("view_range"), encoding=None if encoding == "auto" else encoding, security_risk=risk
+        )
     diagnostics = bool(a.get("diagnostics"))
     if name == "write":
-        return actions.write(path, a["content"], encoding=a.get("encoding"), mode=job_tools.write_mode(a), diagnostics=diagnostics,
-                             security_risk=risk)
+        return actions.write(
+            path,
+            a["content"],
+            encoding=a.get("encoding"),
+            mode=job_tools.write_mode(a),
+            diagnostics=diagnostics,
+            security_risk=risk,
+        )
     return _edit_action(a, path, diagnostics, risk)
 
 
@@ -274,13 +368,24 @@ def _edit_action(a: dict[str, Any], path: str, diagnostics: bool, risk: str | No
     if cmd == "create" and "file_text" not in a:
         raise ArgumentError("edit create needs 'file_text' (the content of the new file).")
     if cmd == "str_replace" and not a.get("old_str"):
-        raise ArgumentError("edit str_replace needs a non-empty 'old_str' (the exact text to replace) and 'new_str' (its replacement).")
+        raise ArgumentError(
+            "edit str_replace needs a non-empty 'old_str' (the exact text to replace) and 'new_str' (its replacement)."
+        )
     if cmd == "insert" and ("insert_line" not in a or "new_str" not in a):
-        raise ArgumentError("edit insert needs 'insert_line' (the line after which to insert; 0 = top) and 'new_str' (the text).")
-    return actions.edit(path, cmd, file_text=a.get("file_text"), old_str=a.get("old_str"),
-                        new_str=a.get("new_str", "" if cmd == "str_replace" else None), insert_line=a.get("insert_line"),
-                        view_range=a["view_range"] if cmd == "view" and "view_range" in a else None, diagnostics=diagnostics,
-                        security_risk=risk)
+        raise ArgumentError(
+            "edit insert needs 'insert_line' (the line after which to insert; 0 = top) and 'new_str' (the text)."
+        )
+    return actions.edit(
+        path,
+        cmd,
+        file_text=a.get("file_text"),
+        old_str=a.get("old_str"),
+        new_str=a.get("new_str", "" if cmd == "str_replace" else None),
+        insert_line=a.get("insert_line"),
+        view_range=a["view_range"] if cmd == "view" and "view_range" in a else None,
+        diagnostics=diagnostics,
+        security_risk=risk,
+    )
 
 
 # ------------------------------------------------------------------------------------ results
@@ -323,7 +428,11 @@ def to_result(name: str, obs: dict[str, Any], action: dict[str, Any] | None = No
         if "diagnostics" in extras:
             structured["diagnostics"] = extras["diagnostics"]
         return ToolResult(content or f"Edited {structured['path']}.", structured)
-    return ToolResult(f"Unexpected answer from the backend ({str(kind)[:40]!r}): {content[:2000]}", {"observation": kind}, is_error=True)
+    return ToolResult(
+        f"Unexpected answer from the backend ({str(kind)[:40]!r}): {content[:2000]}",
+        {"observation": kind},
+        is_error=True,
+    )
 
 
 def _run_result(content: str, extras: dict[str, Any]) -> ToolResult:
@@ -366,9 +475,13 @@ def _read_result(content: str, extras: dict[str, Any], first_line: int = 1) -> T
     if len(content) > READ_LIMIT:
         cut = content.rfind("\n", 0, READ_LIMIT) + 1 or READ_LIMIT
         last = max(first_line, 1) + content.count("\n", 0, cut) - 1
-        note = (f"\n[Cut here: this read has {len(content)} characters, more than the {READ_LIMIT} a result carries. "
-                f"Lines up to {last} are above; read on with view_range [{last + 1}, -1].]")
-        return ToolResult(content[:cut] + note, {"path": path, "truncated": True, "last_line": last, "total_chars": len(content)})
+        note = (
+            f"\n[Cut here: this read has {len(content)} characters, more than the {READ_LIMIT} a result carries. "
+            f"Lines up to {last} are above; read on with view_range [{last + 1}, -1].]"
+        )
+        return ToolResult(
+            content[:cut] + note, {"path": path, "truncated": True, "last_line": last, "total_chars": len(content)}
+        )
     return ToolResult(content, {"path": path})
 
 

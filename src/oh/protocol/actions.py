@@ -17,22 +17,48 @@ from typing import Any
 WRITE_MODES = ("overwrite", "create", "append")
 
 
-def _frame(kind: str, args: dict[str, Any], timeout: float | None = None, security_risk: str | None = None) -> dict[str, Any]:
+def _frame(
+    kind: str, args: dict[str, Any], timeout: float | None = None, security_risk: str | None = None
+) -> dict[str, Any]:
     action: dict[str, Any] = {"action": kind, "args": args}
     if timeout is not None:
         action["timeout"] = float(timeout)
-    if security_risk is not None:  # OpenHands keeps an int in args.security_risk (-1 = unset); oh's label rides at the top level
+    if (
+        security_risk is not None
+    ):  # OpenHands keeps an int in args.security_risk (-1 = unset); oh's label rides at the top level
         action["security_risk"] = str(security_risk)
     return action
 
 
-def run(command: str, *, is_input: bool = False, blocking: bool = False, cwd: str | None = None, timeout: float | None = None,
-        reset: bool = False, env: dict[str, str] | None = None, max_output: int | None = None, exclusive: bool = False,
-        background: bool = False, force: bool = False, job_id: str | None = None, security_risk: str | None = None) -> dict[str, Any]:
+def run(
+    command: str,
+    *,
+    is_input: bool = False,
+    blocking: bool = False,
+    cwd: str | None = None,
+    timeout: float | None = None,
+    reset: bool = False,
+    env: dict[str, str] | None = None,
+    max_output: int | None = None,
+    exclusive: bool = False,
+    background: bool = False,
+    force: bool = False,
+    job_id: str | None = None,
+    security_risk: str | None = None,
+) -> dict[str, Any]:
     """A ``run`` action: a command (foreground, or ``background`` for a job), input for the running one
     (``is_input``), or an empty command to wait for more output (``job_id``: of that job)."""
-    args: dict[str, Any] = {"command": command, "is_input": is_input, "thought": "", "blocking": blocking, "is_static": False,
-                            "cwd": cwd, "hidden": False, "confirmation_state": "confirmed", "security_risk": -1}
+    args: dict[str, Any] = {
+        "command": command,
+        "is_input": is_input,
+        "thought": "",
+        "blocking": blocking,
+        "is_static": False,
+        "cwd": cwd,
+        "hidden": False,
+        "confirmation_state": "confirmed",
+        "security_risk": -1,
+    }
     for key, value in (("reset", reset), ("exclusive", exclusive), ("background", background), ("force", force)):
         if value:
             args[key] = True
@@ -45,17 +71,38 @@ def run(command: str, *, is_input: bool = False, blocking: bool = False, cwd: st
     return _frame("run", args, timeout, security_risk)
 
 
-def read(path: str, *, start: int = 0, end: int = -1, view_range: list[int] | None = None, encoding: str | None = None,
-         security_risk: str | None = None) -> dict[str, Any]:
-    args: dict[str, Any] = {"path": path, "start": start, "end": end, "thought": "", "security_risk": -1,
-                            "impl_source": "oh_aci", "view_range": view_range}
+def read(
+    path: str,
+    *,
+    start: int = 0,
+    end: int = -1,
+    view_range: list[int] | None = None,
+    encoding: str | None = None,
+    security_risk: str | None = None,
+) -> dict[str, Any]:
+    args: dict[str, Any] = {
+        "path": path,
+        "start": start,
+        "end": end,
+        "thought": "",
+        "security_risk": -1,
+        "impl_source": "oh_aci",
+        "view_range": view_range,
+    }
     if encoding is not None:
         args["encoding"] = encoding
     return _frame("read", args, security_risk=security_risk)
 
 
-def write(path: str, content: str, *, mode: str | None = None, encoding: str | None = None, diagnostics: bool = False,
-          security_risk: str | None = None) -> dict[str, Any]:
+def write(
+    path: str,
+    content: str,
+    *,
+    mode: str | None = None,
+    encoding: str | None = None,
+    diagnostics: bool = False,
+    security_risk: str | None = None,
+) -> dict[str, Any]:
     """``mode`` (overwrite | create | append) is sent when given; without it the backend overwrites."""
     if mode is not None and mode not in WRITE_MODES:
         raise ValueError(f"mode must be one of {', '.join(WRITE_MODES)}")
@@ -69,13 +116,33 @@ def write(path: str, content: str, *, mode: str | None = None, encoding: str | N
     return _frame("write", args, security_risk=security_risk)
 
 
-def edit(path: str, command: str, *, file_text: str | None = None, old_str: str | None = None, new_str: str | None = None,
-         insert_line: int | None = None, view_range: list[int] | None = None, diagnostics: bool = False,
-         security_risk: str | None = None) -> dict[str, Any]:
+def edit(
+    path: str,
+    command: str,
+    *,
+    file_text: str | None = None,
+    old_str: str | None = None,
+    new_str: str | None = None,
+    insert_line: int | None = None,
+    view_range: list[int] | None = None,
+    diagnostics: bool = False,
+    security_risk: str | None = None,
+) -> dict[str, Any]:
     """OpenHands' file editor commands: view | create | str_replace | insert | undo_edit."""
-    args: dict[str, Any] = {"path": path, "command": command, "file_text": file_text, "old_str": old_str, "new_str": new_str,
-                            "insert_line": insert_line, "content": "", "start": 1, "end": -1, "thought": "",
-                            "security_risk": -1, "impl_source": "oh_aci"}
+    args: dict[str, Any] = {
+        "path": path,
+        "command": command,
+        "file_text": file_text,
+        "old_str": old_str,
+        "new_str": new_str,
+        "insert_line": insert_line,
+        "content": "",
+        "start": 1,
+        "end": -1,
+        "thought": "",
+        "security_risk": -1,
+        "impl_source": "oh_aci",
+    }
     if view_range is not None:
         args["view_range"] = view_range
     if diagnostics:
@@ -95,8 +162,14 @@ def stat(path: str) -> dict[str, Any]:
     return _frame("stat", {"path": path})
 
 
-def ensure(*, targets: list[str] | None = None, path: str | None = None, wait: bool = True, force: bool = False,
-           timeout: float | None = None) -> dict[str, Any]:
+def ensure(
+    *,
+    targets: list[str] | None = None,
+    path: str | None = None,
+    wait: bool = True,
+    force: bool = False,
+    timeout: float | None = None,
+) -> dict[str, Any]:
     """The ``ensure`` action (docs/protocol.md §3.14): bring the project's environments to ready; only what
     differs from the defaults (all targets, the workspace, wait, no force) is sent."""
     args: dict[str, Any] = {}

@@ -66,12 +66,14 @@ def unpack(data: bytes | bytearray | memoryview) -> dict[str, Any]:
         raise ProtocolError(ErrorId.BAD_REQUEST, "Binary frame shorter than its 4-byte header length.")
     (n,) = _LEN.unpack_from(view)
     if n > MAX_HEADER or _LEN.size + n > len(view):
-        raise ProtocolError(ErrorId.BAD_REQUEST, f"Binary frame header length {n} is over {MAX_HEADER} or past the frame's end.")
+        raise ProtocolError(
+            ErrorId.BAD_REQUEST, f"Binary frame header length {n} is over {MAX_HEADER} or past the frame's end."
+        )
     try:
-        obs = decode(bytes(view[_LEN.size:_LEN.size + n]))  # small; the stdlib json needs bytes
+        obs = decode(bytes(view[_LEN.size : _LEN.size + n]))  # small; the stdlib json needs bytes
     except ValueError:
         raise ProtocolError(ErrorId.BAD_REQUEST, "Binary frame header is not valid JSON.") from None
     if not isinstance(obs, dict) or "content" in obs:
-        raise ProtocolError(ErrorId.BAD_REQUEST, "Binary frame header must be a JSON object without \"content\".")
-    obs["content"] = view[_LEN.size + n:]
+        raise ProtocolError(ErrorId.BAD_REQUEST, 'Binary frame header must be a JSON object without "content".')
+    obs["content"] = view[_LEN.size + n :]
     return obs

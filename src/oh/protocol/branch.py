@@ -59,8 +59,13 @@ def is_change(kind: str, args: dict[str, Any]) -> bool:
 def valid_name(name: str) -> bool:
     """What git's check-ref-format --branch accepts, for the characters we allow: besides ``_NAME_OK``,
     no path component may start with '.' (``.a``, ``a/.b``) and ``HEAD`` names no branch."""
-    return (bool(_NAME_OK.match(name)) and not name.startswith("-") and not name.endswith(".")
-            and not any(part.startswith(".") for part in name.split("/")) and name != "HEAD")
+    return (
+        bool(_NAME_OK.match(name))
+        and not name.startswith("-")
+        and not name.endswith(".")
+        and not any(part.startswith(".") for part in name.split("/"))
+        and name != "HEAD"
+    )
 
 
 def auto_name(agent: str, now: datetime) -> str:
@@ -163,11 +168,15 @@ def _refusal(question: str, choice: str) -> str:
     if choice == "cancel":
         return "The user cancelled the branch switch; the action was not executed and nothing changed."
     if question == "not_git":
-        return ("The workspace is not a git repository, so branch mode cannot put the changes on a branch; the action "
-                "was not executed. Restart with `oh start --branch --git-init` (creates a repository), or without --branch.")
-    return ("The workspace has uncommitted changes, so branch mode will not switch branches silently; the action was "
-            "not executed. Restart with `oh start --branch --on-dirty stash` (stash them) or `--on-dirty carry` (take them "
-            "to the new branch), or commit them first.")
+        return (
+            "The workspace is not a git repository, so branch mode cannot put the changes on a branch; the action "
+            "was not executed. Restart with `oh start --branch --git-init` (creates a repository), or without --branch."
+        )
+    return (
+        "The workspace has uncommitted changes, so branch mode will not switch branches silently; the action was "
+        "not executed. Restart with `oh start --branch --on-dirty stash` (stash them) or `--on-dirty carry` (take them "
+        "to the new branch), or commit them first."
+    )
 
 
 def question_text(question: str, workspace: str, at_start: bool = False) -> tuple[str, list[str]]:
@@ -176,7 +185,10 @@ def question_text(question: str, workspace: str, at_start: bool = False) -> tupl
     review = ["review"] if at_start else []
     if question == "not_git":
         return f"{workspace} is not a git repository. Branch mode needs one.", ["init", *review, "nobranch", "cancel"]
-    return f"{workspace} has uncommitted changes. Branch mode switches to a new branch before the agent's first change.", ["stash", "carry", *review, "nobranch", "cancel"]
+    return (
+        f"{workspace} has uncommitted changes. Branch mode switches to a new branch before the agent's first change.",
+        ["stash", "carry", *review, "nobranch", "cancel"],
+    )
 
 
 def note(result: dict[str, Any]) -> str:
@@ -193,9 +205,13 @@ def note(result: dict[str, Any]) -> str:
         bits.append("uncommitted changes carried over")
     previous = result.get("previous")
     if result.get("created"):
-        head = f"[oh] Branch mode: switched to the new git branch '{branch}'" + (f" (from '{previous}')" if previous else "")
+        head = f"[oh] Branch mode: switched to the new git branch '{branch}'" + (
+            f" (from '{previous}')" if previous else ""
+        )
     elif result.get("switched"):
-        head = f"[oh] Branch mode: switched to the git branch '{branch}'" + (f" (from '{previous}')" if previous else "")
+        head = f"[oh] Branch mode: switched to the git branch '{branch}'" + (
+            f" (from '{previous}')" if previous else ""
+        )
     else:
         head = f"[oh] Branch mode: changes go to the current git branch '{branch}'"
     return head + ("; " + ", ".join(bits) if bits else "") + "."

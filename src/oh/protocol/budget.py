@@ -9,7 +9,14 @@ that enforces the action's own timeout answers first.
 from __future__ import annotations
 
 
-def action_deadline(timeout: float | None, default: float, *, runtime_allowance: float = 0.0, review_time: float = 0.0, grace: float = 0.0) -> float:
+def action_deadline(
+    timeout: float | None,
+    default: float,
+    *,
+    runtime_allowance: float = 0.0,
+    review_time: float = 0.0,
+    grace: float = 0.0,
+) -> float:
     """Seconds from the start of the action to its deadline.
 
     ``review_time`` is the review timeout when the action is a proposal in review mode, else 0."""

@@ -54,21 +54,97 @@ DANGEROUS_ENV = re.compile(
 
 # Built-in risky commands (level ``risky``): deleting, overwriting devices, privileges, processes,
 # the network, publishing, history rewriting, and oh's own decisions (no self-approval).
-RISKY_NAMES = frozenset({
-    "rm", "rmdir", "shred", "unlink", "dd", "mkfs", "fdisk", "sfdisk", "parted", "wipefs", "mkswap", "truncate",
-    "chmod", "chown", "chgrp", "chattr", "setfacl", "kill", "killall", "pkill", "reboot", "shutdown", "halt",
-    "poweroff", "systemctl", "service", "launchctl", "crontab", "at", "mount", "umount", "iptables", "nft", "ufw",
-    "su", "sudo", "doas", "passwd", "useradd", "userdel", "usermod", "visudo", "curl", "wget", "scp", "sftp",
-    "rsync", "ssh", "nc", "ncat", "netcat", "socat", "telnet", "ftp", "docker", "podman", "kubectl", "terraform",
-    "security", "keyctl", "secret-tool", "gpg",
-})
+RISKY_NAMES = frozenset(
+    {
+        "rm",
+        "rmdir",
+        "shred",
+        "unlink",
+        "dd",
+        "mkfs",
+        "fdisk",
+        "sfdisk",
+        "parted",
+        "wipefs",
+        "mkswap",
+        "truncate",
+        "chmod",
+        "chown",
+        "chgrp",
+        "chattr",
+        "setfacl",
+        "kill",
+        "killall",
+        "pkill",
+        "reboot",
+        "shutdown",
+        "halt",
+        "poweroff",
+        "systemctl",
+        "service",
+        "launchctl",
+        "crontab",
+        "at",
+        "mount",
+        "umount",
+        "iptables",
+        "nft",
+        "ufw",
+        "su",
+        "sudo",
+        "doas",
+        "passwd",
+        "useradd",
+        "userdel",
+        "usermod",
+        "visudo",
+        "curl",
+        "wget",
+        "scp",
+        "sftp",
+        "rsync",
+        "ssh",
+        "nc",
+        "ncat",
+        "netcat",
+        "socat",
+        "telnet",
+        "ftp",
+        "docker",
+        "podman",
+        "kubectl",
+        "terraform",
+        "security",
+        "keyctl",
+        "secret-tool",
+        "gpg",
+    }
+)
 RISKY_SUBCOMMANDS = {
-    "git": (("push",), ("reset", "--hard"), ("clean",), ("branch", "-D"), ("checkout", "--"), ("restore",),
-            ("filter-branch",), ("update-ref",), ("reflog", "expire"), ("gc", "--prune"), ("stash", "drop"),
-            ("stash", "clear"), ("config",), ("-c",)),
-    "npm": (("publish",), ("unpublish",)), "pnpm": (("publish",),), "yarn": (("publish",), ("npm", "publish")),
-    "cargo": (("publish",),), "twine": (("upload",),), "gh": (("release",), ("repo", "delete"), ("secret",), ("auth",)),
-    "pip": (("uninstall",),), "pip3": (("uninstall",),),
+    "git": (
+        ("push",),
+        ("reset", "--hard"),
+        ("clean",),
+        ("branch", "-D"),
+        ("checkout", "--"),
+        ("restore",),
+        ("filter-branch",),
+        ("update-ref",),
+        ("reflog", "expire"),
+        ("gc", "--prune"),
+        ("stash", "drop"),
+        ("stash", "clear"),
+        ("config",),
+        ("-c",),
+    ),
+    "npm": (("publish",), ("unpublish",)),
+    "pnpm": (("publish",),),
+    "yarn": (("publish",), ("npm", "publish")),
+    "cargo": (("publish",),),
+    "twine": (("upload",),),
+    "gh": (("release",), ("repo", "delete"), ("secret",), ("auth",)),
+    "pip": (("uninstall",),),
+    "pip3": (("uninstall",),),
     # oh's own decisions and secrets: an agent answering for itself (issue 19 §3)
     "oh": (("approve",), ("reject",), ("approvals",), ("review",), ("token",), ("config",), ("stop",)),
 }
@@ -101,7 +177,9 @@ def parse_rule(text: Any, verdict: str) -> Rule:
     kind, sep, pattern = text.partition(":")
     kind, pattern = kind.strip().lower(), pattern.strip()
     if not sep or kind not in RULE_KINDS or not pattern:
-        raise RuleError(f"rule {text!r}: write KIND: PATTERN with KIND one of run, write, read, risk (e.g. 'run: npm test *', 'write: src/**', 'risk: HIGH')")
+        raise RuleError(
+            f"rule {text!r}: write KIND: PATTERN with KIND one of run, write, read, risk (e.g. 'run: npm test *', 'write: src/**', 'risk: HIGH')"
+        )
     if any(unicodedata.category(c) in ("Cc", "Cf") for c in pattern):
         raise RuleError(f"rule {text!r} holds a control or invisible character")
     if kind == "risk":
@@ -109,7 +187,9 @@ def parse_rule(text: Any, verdict: str) -> Rule:
         if level not in RISKS:
             raise RuleError(f"rule {text!r}: risk must be one of {', '.join(RISKS)}")
         if verdict == "allow":
-            raise RuleError(f"rule {text!r}: security_risk can only ask or deny (the agent chooses its own risk, so it must never be what allows an action)")
+            raise RuleError(
+                f"rule {text!r}: security_risk can only ask or deny (the agent chooses its own risk, so it must never be what allows an action)"
+            )
         return Rule(verdict, kind, level)
     if kind == "run":
         try:
@@ -159,7 +239,13 @@ class Decision:
     risky: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"verdict": self.verdict, "reason": self.reason, "rule": self.rule, "suggest": list(self.suggest), "parts": list(self.parts)}
+        return {
+            "verdict": self.verdict,
+            "reason": self.reason,
+            "rule": self.rule,
+            "suggest": list(self.suggest),
+            "parts": list(self.parts),
+        }
 
 
 def validate_level(level: Any) -> str:
@@ -200,7 +286,7 @@ def _match_part(rule: Rule, part: Part) -> str:
         if part.extra_args:
             maybe = True  # xargs / find -exec add arguments at run time
         if len(argv) != len(pat):
-            if not any(dyn[len(pat):]) and len(argv) > len(pat) or len(argv) < len(pat):
+            if not any(dyn[len(pat) :]) and len(argv) > len(pat) or len(argv) < len(pat):
                 return "no"
             maybe = True
     if len(argv) < len(pat):
@@ -279,7 +365,9 @@ def is_risky(part: Part, policy: Policy | None = None) -> str | None:
     if part.sudo:
         return "runs as another user (sudo)"
     if base in RISKY_NAMES or base.startswith("mkfs."):
-        return f"{base} is a risky command (deletes, changes permissions, processes, privileges or talks to the network)"
+        return (
+            f"{base} is a risky command (deletes, changes permissions, processes, privileges or talks to the network)"
+        )
     for sub in RISKY_SUBCOMMANDS.get(base, ()):
         args = [a for a in argv[1:]]
         if base == "git":  # skip git's global options (-C dir, --git-dir=...)
@@ -287,12 +375,16 @@ def is_risky(part: Part, policy: Policy | None = None) -> str | None:
                 flag = args.pop(0)
                 if flag in ("-C",) and args:
                     args.pop(0)
-        if tuple(args[:len(sub)]) == sub or (sub[0].startswith("-") and sub[0] in args):
+        if tuple(args[: len(sub)]) == sub or (sub[0].startswith("-") and sub[0] in args):
             return f"{base} {' '.join(sub)} is a risky command"
     if part.stdin_code:
         return f"{base} runs a program it reads from its input (e.g. curl ... | sh)"
     if any(DANGEROUS_ENV.match(e) for e in part.env):
-        return "sets an environment variable that changes what runs (" + ", ".join(e for e in part.env if DANGEROUS_ENV.match(e)) + ")"
+        return (
+            "sets an environment variable that changes what runs ("
+            + ", ".join(e for e in part.env if DANGEROUS_ENV.match(e))
+            + ")"
+        )
     if part.extra_args and base in ("rm", "sh", "bash"):
         return f"{base} with arguments from its input"
     if policy is not None:
@@ -331,18 +423,59 @@ def _sensitive_path(path: str, policy: Policy) -> str | None:
 
 
 # Programs whose first argument is a subcommand: "always allow" suggests `git status *`, not `git *`.
-SUBCOMMAND_PROGRAMS = frozenset({
-    "git", "npm", "pnpm", "yarn", "npx", "cargo", "go", "docker", "podman", "kubectl", "pip", "pip3", "uv", "poetry",
-    "pipenv", "conda", "gh", "oh", "make", "just", "dotnet", "mvn", "gradle", "bundle", "rake", "composer", "apt",
-    "apt-get", "brew", "systemctl", "deno", "bun", "rustup", "hatch", "tox", "nox", "terraform", "helm",
-})
+SUBCOMMAND_PROGRAMS = frozenset(
+    {
+        "git",
+        "npm",
+        "pnpm",
+        "yarn",
+        "npx",
+        "cargo",
+        "go",
+        "docker",
+        "podman",
+        "kubectl",
+        "pip",
+        "pip3",
+        "uv",
+        "poetry",
+        "pipenv",
+        "conda",
+        "gh",
+        "oh",
+        "make",
+        "just",
+        "dotnet",
+        "mvn",
+        "gradle",
+        "bundle",
+        "rake",
+        "composer",
+        "apt",
+        "apt-get",
+        "brew",
+        "systemctl",
+        "deno",
+        "bun",
+        "rustup",
+        "hatch",
+        "tox",
+        "nox",
+        "terraform",
+        "helm",
+    }
+)
 
 
 def _suggest_run(part: Part) -> str:
     words = list(part.argv)
     out = [words[0]]
-    if (words[0] in SUBCOMMAND_PROGRAMS and len(words) > 1 and re.fullmatch(r"[A-Za-z][A-Za-z0-9_.:-]*", words[1])
-            and not part.words[1].dynamic):
+    if (
+        words[0] in SUBCOMMAND_PROGRAMS
+        and len(words) > 1
+        and re.fullmatch(r"[A-Za-z][A-Za-z0-9_.:-]*", words[1])
+        and not part.words[1].dynamic
+    ):
         out.append(words[1])
     if part.sudo:
         out.insert(0, "sudo")
@@ -360,14 +493,18 @@ def decide(policy: Policy, kind: str, args: dict[str, Any], security_risk: str |
     for verdict in ("deny", "ask"):
         hit = next((r for r in risk_rules if r.verdict == verdict), None)
         if hit is not None:
-            return Decision(verdict, f"the agent rated this action {risk} (rule {verdict} {hit.text})", f"{verdict} {hit.text}")
+            return Decision(
+                verdict, f"the agent rated this action {risk} (rule {verdict} {hit.text})", f"{verdict} {hit.text}"
+            )
     high = policy.level == "risky" and risk == "HIGH"
     if kind == "run":
         return _decide_run(policy, args, high)
     if kind in ("write", "edit") and not (kind == "edit" and args.get("command") == "view"):
         return _decide_path(policy, "write", str(args.get("path", "")), high, asks=policy.level in ("changes", "all"))
     if kind == "read" or (kind == "edit" and args.get("command") == "view"):
-        return _decide_path(policy, "read", str(args.get("path", "")), high, asks=policy.level == "all", sensitive=False)
+        return _decide_path(
+            policy, "read", str(args.get("path", "")), high, asks=policy.level == "all", sensitive=False
+        )
     if high:
         return Decision("ask", "the agent rated this action HIGH risk")
     return Decision("allow", "not a command, change or read")
@@ -379,7 +516,11 @@ def _decide_path(policy: Policy, rule_kind: str, path: str, high: bool, asks: bo
     for verdict in ("deny", "ask", "allow"):
         hit = next((r for r in matching if r.verdict == verdict), None)
         if hit is not None:
-            why = {"deny": f"a rule denies this {verb}", "ask": f"a rule asks before this {verb}", "allow": f"a rule allows this {verb}"}[verdict]
+            why = {
+                "deny": f"a rule denies this {verb}",
+                "ask": f"a rule asks before this {verb}",
+                "allow": f"a rule allows this {verb}",
+            }[verdict]
             if verdict == "allow" and high:
                 return Decision("ask", "the agent rated this action HIGH risk", suggest=())
             return Decision(verdict, f"{why} ({verdict} {hit.text})", f"{verdict} {hit.text}")
@@ -413,7 +554,11 @@ def _decide_run(policy: Policy, args: dict[str, Any], high: bool) -> Decision:
     if parsed.unknown is not None:
         if policy.level == "never" and not any(r.verdict != "allow" for r in run_rules) and not high:
             return Decision("allow", "policy never")
-        return Decision("ask", f"the command could not be checked part by part ({parsed.unknown}), so it is asked", parts=(command[:200],))
+        return Decision(
+            "ask",
+            f"the command could not be checked part by part ({parsed.unknown}), so it is asked",
+            parts=(command[:200],),
+        )
     parts = parsed.parts
     shown = tuple(p.display() for p in parts)
     verdict, reason, rule = "allow", f"policy {policy.level}", None
@@ -423,23 +568,37 @@ def _decide_run(policy: Policy, args: dict[str, Any], high: bool) -> Decision:
         matches = [(r, _match_part(r, part)) for r in run_rules]
         deny = next((r for r, m in matches if r.verdict == "deny" and m in ("yes", "loose")), None)
         if deny is not None:
-            return Decision("deny", f"a rule denies `{part.display()}` (deny {deny.text})", f"deny {deny.text}", parts=shown)
+            return Decision(
+                "deny", f"a rule denies `{part.display()}` (deny {deny.text})", f"deny {deny.text}", parts=shown
+            )
         maybe_deny = next((r for r, m in matches if r.verdict == "deny" and m == "maybe"), None)
         ask = next((r for r, m in matches if r.verdict == "ask" and m != "no"), None)
         allow = next((r for r, m in matches if r.verdict == "allow" and m == "yes"), None)
         part_verdict, part_reason, part_rule = "allow", "", None
         if maybe_deny is not None:
-            part_verdict, part_reason = "ask", f"`{part.display()}` may be what a deny rule names (deny {maybe_deny.text}); asked rather than guessed"
+            part_verdict, part_reason = (
+                "ask",
+                f"`{part.display()}` may be what a deny rule names (deny {maybe_deny.text}); asked rather than guessed",
+            )
         elif ask is not None:
-            part_verdict, part_reason, part_rule = "ask", f"a rule asks before `{part.display()}` (ask {ask.text})", f"ask {ask.text}"
+            part_verdict, part_reason, part_rule = (
+                "ask",
+                f"a rule asks before `{part.display()}` (ask {ask.text})",
+                f"ask {ask.text}",
+            )
         elif allow is not None:
             part_verdict = "allow"
-            sensitive = next((w for w in part.writes if _sensitive_path(w, policy) or _touches_protected(w, policy)), None)
+            sensitive = next(
+                (w for w in part.writes if _sensitive_path(w, policy) or _touches_protected(w, policy)), None
+            )
             if high:
                 part_verdict, part_reason = "ask", "the agent rated this command HIGH risk"
             elif sensitive is not None and policy.level != "never":
                 # an allow rule names the program, not where its output goes: .git/hooks, .vscode/tasks.json...
-                part_verdict, part_reason = "ask", f"`{part.display()}` writes {sensitive} ({_sensitive_path(sensitive, policy) or 'oh files'})"
+                part_verdict, part_reason = (
+                    "ask",
+                    f"`{part.display()}` writes {sensitive} ({_sensitive_path(sensitive, policy) or 'oh files'})",
+                )
         else:
             why = is_risky(part, policy)
             risky_any = risky_any or why is not None
@@ -455,8 +614,14 @@ def _decide_run(policy: Policy, args: dict[str, Any], high: bool) -> Decision:
             s = _suggest_run(part)
             if s not in suggest and part_rule is None and maybe_deny is None:
                 suggest.append(s)
-    if verdict == "allow" and parts and all(any(r.verdict == "allow" and _match_part(r, p) == "yes" for r in run_rules) for p in parts):
-        reason = "allowed by rules: " + "; ".join(next(r.text for r in run_rules if r.verdict == "allow" and _match_part(r, p) == "yes") for p in parts)
+    if (
+        verdict == "allow"
+        and parts
+        and all(any(r.verdict == "allow" and _match_part(r, p) == "yes" for r in run_rules) for p in parts)
+    ):
+        reason = "allowed by rules: " + "; ".join(
+            next(r.text for r in run_rules if r.verdict == "allow" and _match_part(r, p) == "yes") for p in parts
+        )
     return Decision(verdict, reason, rule, tuple(suggest), shown, risky_any)
 
 
@@ -526,22 +691,30 @@ def detail(kind: str, args: dict[str, Any]) -> str:
         text = str(args.get("file_text") if args.get("command") == "create" else args.get("new_str") or "")
     else:
         return ""
-    return text[:MAX_DETAIL] + (f"\n[... {len(text) - MAX_DETAIL} more characters ...]" if len(text) > MAX_DETAIL else "")
+    return text[:MAX_DETAIL] + (
+        f"\n[... {len(text) - MAX_DETAIL} more characters ...]" if len(text) > MAX_DETAIL else ""
+    )
 
 
 def rejected_message(subject: str, who: str, reason: str) -> str:
     """REJECTED's text when the user (or a rule) refused; the reason comes last, verbatim."""
-    return (f"The user did not allow this action ({subject}); it was NOT executed (decided by {who}). "
-            f"Take the reason into account before trying something else. Reason: {reason or '(no reason given)'}")
+    return (
+        f"The user did not allow this action ({subject}); it was NOT executed (decided by {who}). "
+        f"Take the reason into account before trying something else. Reason: {reason or '(no reason given)'}"
+    )
 
 
 def denied_message(subject: str, reason: str) -> str:
-    return f"A consent rule denies this action ({subject}); it was NOT executed and asking again will not help. {reason}"
+    return (
+        f"A consent rule denies this action ({subject}); it was NOT executed and asking again will not help. {reason}"
+    )
 
 
 def timeout_message(subject: str, seconds: float) -> str:
-    return (f"Nobody allowed this action ({subject}) within {seconds:g} s (approval_timeout); it was NOT executed. "
-            "Ask the user to answer sooner (`oh approvals`, the live view of `oh start`, or VS Code), or try again later.")
+    return (
+        f"Nobody allowed this action ({subject}) within {seconds:g} s (approval_timeout); it was NOT executed. "
+        "Ask the user to answer sooner (`oh approvals`, the live view of `oh start`, or VS Code), or try again later."
+    )
 
 
 def allowed_note(who: str, when: str, rule: str | None = None) -> str:

@@ -16,8 +16,8 @@ T = TypeVar("T")
 
 @dataclass(slots=True)
 class Pending(Generic[T]):
-    leg_id: int          # the id the executor sees
-    agent: Hashable      # who asked
+    leg_id: int  # the id the executor sees
+    agent: Hashable  # who asked
     agent_action_id: int  # the id the agent used (its observation's cause)
     kind: str
     started: float
@@ -39,7 +39,9 @@ class Correlator(Generic[T]):
     def in_flight(self, agent: Hashable, agent_action_id: int) -> bool:
         return (agent, agent_action_id) in self._by_agent
 
-    def start(self, agent: Hashable, agent_action_id: int, kind: str, started: float, payload: T | None = None) -> Pending[T]:
+    def start(
+        self, agent: Hashable, agent_action_id: int, kind: str, started: float, payload: T | None = None
+    ) -> Pending[T]:
         key = (agent, agent_action_id)
         if key in self._by_agent:
             raise KeyError(f"action id {agent_action_id} is already in flight on this connection")

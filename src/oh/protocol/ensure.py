@@ -64,13 +64,20 @@ def check_ensure_args(args: dict[str, Any], cause: int | None) -> None:
     targets = args.get("targets")
     if targets is not None:
         ok = isinstance(targets, list) and bool(targets) and all(isinstance(t, str) and t in TARGETS for t in targets)
-        _require(ok, f"args.targets must be a non-empty list of {', '.join(TARGETS)} (or absent: every target detected).", cause)
+        _require(
+            ok,
+            f"args.targets must be a non-empty list of {', '.join(TARGETS)} (or absent: every target detected).",
+            cause,
+        )
     for key in ("wait", "force"):
         v = args.get(key)
         _require(v is None or isinstance(v, bool), f"args.{key} must be a boolean.", cause)
     path = args.get("path")
-    _require(path is None or (isinstance(path, str) and path != "" and "\x00" not in path),
-             "args.path must be a non-empty string (the project directory; default: the agent's working directory).", cause)
+    _require(
+        path is None or (isinstance(path, str) and path != "" and "\x00" not in path),
+        "args.path must be a non-empty string (the project directory; default: the agent's working directory).",
+        cause,
+    )
 
 
 def _require(cond: bool, msg: str, cause: int | None) -> None:
@@ -173,13 +180,21 @@ def _python(f: Facts, force: bool) -> Step | None:
     else:
         kind = "uv-pip" if uv else "pip"
         if "uv.lock" in files:
-            note = " (uv.lock found but uv is not installed: the lock is not honoured, the project is installed with pip)"
+            note = (
+                " (uv.lock found but uv is not installed: the lock is not honoured, the project is installed with pip)"
+            )
         elif "poetry.lock" in files:
             note = " (poetry.lock found but poetry is not installed: the lock is not honoured, the project is installed with pip)"
     inputs = tuple(sorted(n for n in files if n in PYTHON_FILES or is_requirements(n)))
     if f.python is None and kind != "uv-sync":
-        return Step("python", "refuse", "no Python interpreter found (python3 on PATH): install one, then call ensure again",
-                    ready=ready, inputs=inputs, installer=kind)
+        return Step(
+            "python",
+            "refuse",
+            "no Python interpreter found (python3 on PATH): install one, then call ensure again",
+            ready=ready,
+            inputs=inputs,
+            installer=kind,
+        )
     creator = "uv" if kind in ("uv-sync", "uv-pip") else "venv"
     env = digest("python", f.python_id, creator, files.get(".python-version"))
     deps = digest(kind, sorted((n, files[n]) for n in inputs), pp.get("project"), pp.get("build"))
@@ -197,9 +212,13 @@ def _python(f: Facts, force: bool) -> Step | None:
         parts.append(f"{_q(uv)} sync --frozen" + (f" --python {_q(f.python)}" if f.python and rebuild else ""))  # type: ignore[arg-type]
     else:
         if rebuild:
-            parts.append(f"{_q(uv)} venv --python {_q(f.python)} {VENV}" if kind == "uv-pip" else f"{_q(f.python)} -m venv {VENV}")  # type: ignore[arg-type]
+            parts.append(
+                f"{_q(uv)} venv --python {_q(f.python)} {VENV}"  # type: ignore[arg-type]
+                if kind == "uv-pip"
+                else f"{_q(f.python)} -m venv {VENV}"  # type: ignore[arg-type]
+            )
         if kind == "poetry":
-            parts.append(f"VIRTUAL_ENV=\"$PWD/{VENV}\" {_q(poetry)} install --no-interaction")  # type: ignore[arg-type]
+            parts.append(f'VIRTUAL_ENV="$PWD/{VENV}" {_q(poetry)} install --no-interaction')  # type: ignore[arg-type]
         else:
             what = [f"-r {_q(r)}" for r in reqs] + (["-e ."] if installable else [])
             if kind == "uv-pip":
@@ -207,36 +226,81 @@ def _python(f: Facts, force: bool) -> Step | None:
             else:
                 parts.append(f"{VENV}/bin/python -m pip install --disable-pip-version-check " + " ".join(what))
     if rebuild:
-        why = "new environment" if f.venv == "missing" else ("the environment is broken (no working interpreter)" if f.venv == "broken"
-              else "forced" if force else "the interpreter changed")
+        why = (
+            "new environment"
+            if f.venv == "missing"
+            else (
+                "the environment is broken (no working interpreter)"
+                if f.venv == "broken"
+                else "forced"
+                if force
+                else "the interpreter changed"
+            )
+        )
     elif not trusted:
         why = "no stamp: the environment was never completed by ensure (or an install was interrupted)"
     else:
         why = "inputs changed: " + ", ".join(inputs)
-    return Step("python", "install", why + note, " && ".join(parts), stamp_of("python", env, deps), ready,
-                f"{VENV}/bin/python", inputs, kind)
+    return Step(
+        "python",
+        "install",
+        why + note,
+        " && ".join(parts),
+        stamp_of("python", env, deps),
+        ready,
+        f"{VENV}/bin/python",
+        inputs,
+        kind,
+    )
 
 
 def _node(f: Facts, force: bool) -> Step | None:
     files = f.files
     if "package.json" not in files:
         return None
-    lock = next((n for n in ("pnpm-lock.yaml", "yarn.lock", "bun.lock", "bun.lockb", "package-lock.json", "npm-shrinkwrap.json") if n in files), None)
+    lock = next(
+        (
+            n
+            for n in (
+                "pnpm-lock.yaml",
+                "yarn.lock",
+                "bun.lock",
+                "bun.lockb",
+                "package-lock.json",
+                "npm-shrinkwrap.json",
+            )
+            if n in files
+        ),
+        None,
+    )
     tool = {"pnpm-lock.yaml": "pnpm", "yarn.lock": "yarn", "bun.lock": "bun", "bun.lockb": "bun"}.get(lock or "", "npm")
     ready = {"bin": f"{NODE_MODULES}/.bin"}
     inputs = tuple(n for n in ("package.json", lock) if n)
     path = f.tools.get(tool)
     if path is None:
         hint = " (`corepack enable` provides it)" if tool in ("yarn", "pnpm") else ""
-        return Step("node", "refuse", f"{lock or 'package.json'} needs {tool}, which is not installed{hint}", ready=ready, inputs=inputs, installer=tool)
+        return Step(
+            "node",
+            "refuse",
+            f"{lock or 'package.json'} needs {tool}, which is not installed{hint}",
+            ready=ready,
+            inputs=inputs,
+            installer=tool,
+        )
     if tool == "npm":
-        command = f"{_q(path)} ci --no-audit --no-fund" if lock else f"{_q(path)} install --no-audit --no-fund --no-package-lock"
+        command = (
+            f"{_q(path)} ci --no-audit --no-fund"
+            if lock
+            else f"{_q(path)} install --no-audit --no-fund --no-package-lock"
+        )
     elif tool == "yarn":
         command = f"{_q(path)} install " + ("--immutable" if ".yarnrc.yml" in files else "--frozen-lockfile")
     else:
         command = f"{_q(path)} install --frozen-lockfile"
     env = digest("node", f.node_id, tool)
-    deps = digest(command.split(" ", 1)[1], sorted((n, files[n]) for n in inputs if n in files), files.get(".yarnrc.yml"))
+    deps = digest(
+        command.split(" ", 1)[1], sorted((n, files[n]) for n in inputs if n in files), files.get(".yarnrc.yml")
+    )
     stamp = f.stamps.get("node")
     trusted = _stamp_matches(stamp, "node")
     if not force and f.node_modules and trusted and stamp.get("env") == env and stamp.get("deps") == deps:  # type: ignore[union-attr]
@@ -269,8 +333,10 @@ def target_line(t: Mapping[str, Any]) -> str:
     if state == "ready":
         return f"{name}: ready: ran `{t.get('command', '')}`{job}{took} ({t.get('why', '')}); {where}"
     if state == "running":
-        return (f"{name}: still installing{job} (`{t.get('command', '')}`): follow it with the job action (op wait, poll, output, "
-                f"cancel; args.job_id \"{t.get('job_id')}\"), or call ensure again to wait for it")
+        return (
+            f"{name}: still installing{job} (`{t.get('command', '')}`): follow it with the job action (op wait, poll, output, "
+            f'cancel; args.job_id "{t.get("job_id")}"), or call ensure again to wait for it'
+        )
     if state == "refused":
         return f"{name}: not installed: {t.get('why', '')}"
     code = f" (exit code {t['exit_code']})" if t.get("exit_code") is not None else ""
@@ -283,11 +349,18 @@ def target_line(t: Mapping[str, Any]) -> str:
 
 def answer_text(path: str, results: list[Mapping[str, Any]], other: list[Mapping[str, str]], took: float) -> str:
     if not results and not other:
-        return (f"Nothing to set up in {path}: no Python (pyproject.toml, requirements*.txt, setup.py, uv.lock, poetry.lock) "
-                "or Node (package.json) project found there. Pass args.path to name the project directory.")
+        return (
+            f"Nothing to set up in {path}: no Python (pyproject.toml, requirements*.txt, setup.py, uv.lock, poetry.lock) "
+            "or Node (package.json) project found there. Pass args.path to name the project directory."
+        )
     states = {t["state"] for t in results}
-    head = ("Environment ready" if states <= {"ready"} else "Environment still being installed" if "running" in states
-            else "Environment NOT ready")
+    head = (
+        "Environment ready"
+        if states <= {"ready"}
+        else "Environment still being installed"
+        if "running" in states
+        else "Environment NOT ready"
+    )
     lines = [f"{head} in {path} ({took:.3f} s):"]
     lines += ["  " + target_line(t).replace("\n", "\n  ") for t in results]
     lines += [f"  detected, not handled: {o['file']}: {o['why']}" for o in other]
@@ -311,11 +384,16 @@ def setup_note(script: str, record: Mapping[str, Any] | None, tail: str = "", *,
     rec = record or {}
     jid, state, code = rec.get("job_id"), rec.get("state"), rec.get("exit_code")
     if state == "RUNNING":
-        return (f"[Workspace setup script {script} is still running as job {jid}: follow it with the job action "
-                f"(args.job_id \"{jid}\"; op wait, output, cancel).]")
+        return (
+            f"[Workspace setup script {script} is still running as job {jid}: follow it with the job action "
+            f'(args.job_id "{jid}"; op wait, output, cancel).]'
+        )
     if state == "SUCCEEDED":
         return f"[Workspace setup script {script} ran as job {jid} (exit code 0, {rec.get('duration_s', 0):g} s).]"
     text = tail.rstrip()[-2000:]
-    return (f"[Workspace setup script {script} FAILED as job {jid} ({state}, exit code {code}); it is not retried in this backend. "
-            f"Its full output: the job action op output, args.job_id \"{jid}\"."
-            + (f" Last output:\n{text}\n" if text else "") + "]")
+    return (
+        f"[Workspace setup script {script} FAILED as job {jid} ({state}, exit code {code}); it is not retried in this backend. "
+        f'Its full output: the job action op output, args.job_id "{jid}".'
+        + (f" Last output:\n{text}\n" if text else "")
+        + "]"
+    )

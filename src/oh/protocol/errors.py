@@ -24,8 +24,12 @@ class ErrorId(str, Enum):
     NO_COMMAND = "NO_COMMAND"  # an empty command / is_input while nothing runs
     REPEATED = "REPEATED"  # repeat_action=skip: the same command too many times in a row (not executed)
     NO_JOB = "NO_JOB"  # a job op / job_id naming no job of this agent's shell (unknown or expired)
-    BRANCH_FAILED = "BRANCH_FAILED"  # branch mode could not put the workspace on its branch: the action was NOT executed
-    REJECTED = "REJECTED"  # review mode: the user rejected the proposed change (content: their reason); nothing was written
+    BRANCH_FAILED = (
+        "BRANCH_FAILED"  # branch mode could not put the workspace on its branch: the action was NOT executed
+    )
+    REJECTED = (
+        "REJECTED"  # review mode: the user rejected the proposed change (content: their reason); nothing was written
+    )
 
     def __str__(self) -> str:  # so f-strings show the bare name
         return self.value

@@ -194,14 +194,18 @@ def _envelope(obj: Any) -> tuple[int, str]:
         raise ProtocolError(ErrorId.BAD_REQUEST, f"An action must be a JSON object, got {type(obj).__name__}.")
     cause = read_id(obj)
     if "id" not in obj:
-        raise ProtocolError(ErrorId.BAD_REQUEST, "Action has no 'id': every action needs an integer id (its observation's cause).")
+        raise ProtocolError(
+            ErrorId.BAD_REQUEST, "Action has no 'id': every action needs an integer id (its observation's cause)."
+        )
     if cause is None:
         raise ProtocolError(ErrorId.BAD_REQUEST, f"Action 'id' must be an integer between 0 and {MAX_ID}.", None)
     if "observation" in obj and "action" not in obj:
         raise ProtocolError(ErrorId.BAD_REQUEST, "This connection accepts actions, not observations.", cause)
     kind = obj.get("action")
     if not isinstance(kind, str):
-        raise ProtocolError(ErrorId.BAD_REQUEST, "Action has no 'action' string (one of run, read, write, edit).", cause)
+        raise ProtocolError(
+            ErrorId.BAD_REQUEST, "Action has no 'action' string (one of run, read, write, edit).", cause
+        )
     if kind not in ACTION_KINDS and kind not in KNOWLEDGE_KINDS:
         raise ProtocolError(
             ErrorId.TOOL_UNSUPPORTED,
@@ -216,15 +220,24 @@ def _check_run_args(args: dict, cause: int) -> None:
     for key in ("is_input", "blocking", "hidden", "reset", "exclusive"):
         _opt_type(args, key, (bool,), "a boolean", cause)
     _opt_type(args, "cwd", (str,), "a string or null", cause)
-    _require(not (args.get("reset") and args.get("is_input")), "args.reset cannot be combined with args.is_input.", cause)
+    _require(
+        not (args.get("reset") and args.get("is_input")), "args.reset cannot be combined with args.is_input.", cause
+    )
     mo = args.get("max_output")
-    _require(mo is None or (_is_int(mo) and mo >= 0), "args.max_output must be an integer >= 0 (characters; 0 = no truncation).", cause)
+    _require(
+        mo is None or (_is_int(mo) and mo >= 0),
+        "args.max_output must be an integer >= 0 (characters; 0 = no truncation).",
+        cause,
+    )
     _check_env(args.get("env"), cause)
     for key in ("background", "force"):
         _opt_type(args, key, (bool,), "a boolean", cause)
     _check_job_id(args, cause, required=False)
-    _require(not (args.get("background") and (args.get("is_input") or args.get("reset") or not args["command"].strip())),
-             "args.background needs a non-empty command and cannot be combined with is_input or reset.", cause)
+    _require(
+        not (args.get("background") and (args.get("is_input") or args.get("reset") or not args["command"].strip())),
+        "args.background needs a non-empty command and cannot be combined with is_input or reset.",
+        cause,
+    )
 
 
 def _check_job_args(args: dict, cause: int) -> None:
@@ -234,8 +247,11 @@ def _check_job_args(args: dict, cause: int) -> None:
         v = args.get(key)
         _require(v is None or (_is_int(v) and v >= 0), f"args.{key} must be an integer >= 0.", cause)
     w = args.get("wait")
-    _require(w is None or (isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w) and w >= 0),
-             "args.wait must be a number of seconds >= 0.", cause)
+    _require(
+        w is None or (isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w) and w >= 0),
+        "args.wait must be a number of seconds >= 0.",
+        cause,
+    )
 
 
 def _check_path_args(args: dict, cause: int) -> None:
@@ -256,18 +272,31 @@ def _check_path_args(args: dict, cause: int) -> None:
 
 def _check_read_args(args: dict, cause: int) -> None:
     enc = args.get("encoding")
-    _require(enc is None or enc in READ_ENCODINGS, "args.encoding must be \"auto\", \"base64\" or \"binary\" for read.", cause)
+    _require(
+        enc is None or enc in READ_ENCODINGS, 'args.encoding must be "auto", "base64" or "binary" for read.', cause
+    )
 
 
 def _check_write_args(args: dict, cause: int) -> None:
     _require(isinstance(args.get("content"), str), "args.content must be a string.", cause)
     enc = args.get("encoding")
-    _require(enc is None or (isinstance(enc, str) and _known_encoding(enc)),
-             "args.encoding must be \"utf-8\" (default), \"base64\" or a codec name Python knows (e.g. latin-1).", cause)
+    _require(
+        enc is None or (isinstance(enc, str) and _known_encoding(enc)),
+        'args.encoding must be "utf-8" (default), "base64" or a codec name Python knows (e.g. latin-1).',
+        cause,
+    )
     mode = args.get("mode")
-    _require(mode is None or mode in WRITE_MODES, f"args.mode must be one of {', '.join(WRITE_MODES)} (default overwrite).", cause)
+    _require(
+        mode is None or mode in WRITE_MODES,
+        f"args.mode must be one of {', '.join(WRITE_MODES)} (default overwrite).",
+        cause,
+    )
     ranged = (args.get("start") or 0) > 0 or args.get("end", -1) not in (-1, None)
-    _require(not (mode in ("create", "append") and ranged), f"args.mode {mode} writes the whole file: drop args.start/args.end.", cause)
+    _require(
+        not (mode in ("create", "append") and ranged),
+        f"args.mode {mode} writes the whole file: drop args.start/args.end.",
+        cause,
+    )
 
 
 def _check_edit_args(args: dict, cause: int) -> None:
@@ -283,7 +312,11 @@ def _check_edit_args(args: dict, cause: int) -> None:
     if cmd == "create":
         _require(isinstance(args.get("file_text"), str), "edit create needs args.file_text (a string).", cause)
     elif cmd == "str_replace":
-        _require(isinstance(args.get("old_str"), str) and args["old_str"] != "", "edit str_replace needs a non-empty args.old_str.", cause)
+        _require(
+            isinstance(args.get("old_str"), str) and args["old_str"] != "",
+            "edit str_replace needs a non-empty args.old_str.",
+            cause,
+        )
     elif cmd == "insert":
         _require(_is_int(args.get("insert_line")), "edit insert needs args.insert_line (an integer).", cause)
         _require(isinstance(args.get("new_str"), str), "edit insert needs args.new_str (a string).", cause)
@@ -324,15 +357,27 @@ def _check_env(env: Any, cause: int | None) -> None:
     _require(len(env) <= MAX_ENV_VARS, f"args.env may hold at most {MAX_ENV_VARS} variables.", cause)
     for name, value in env.items():
         # Never echo the value: env values are secrets.
-        _require(bool(_ENV_NAME.match(name)), f"args.env: {name[:40]!r} is not a shell variable name ([A-Za-z_][A-Za-z0-9_]*).", cause)
-        _require(isinstance(value, str) and "\x00" not in value, f"args.env.{name} must be a string without NUL characters.", cause)
+        _require(
+            bool(_ENV_NAME.match(name)),
+            f"args.env: {name[:40]!r} is not a shell variable name ([A-Za-z_][A-Za-z0-9_]*).",
+            cause,
+        )
+        _require(
+            isinstance(value, str) and "\x00" not in value,
+            f"args.env.{name} must be a string without NUL characters.",
+            cause,
+        )
 
 
 def _check_job_id(args: dict, cause: int | None, *, required: bool) -> None:
     v = args.get("job_id")
     if v is None and not required:
         return
-    _require(isinstance(v, str) and bool(JOB_ID.match(v)), "args.job_id must be a job id string such as \"j3\" (from an earlier observation or `job list`).", cause)
+    _require(
+        isinstance(v, str) and bool(JOB_ID.match(v)),
+        'args.job_id must be a job id string such as "j3" (from an earlier observation or `job list`).',
+        cause,
+    )
 
 
 def parse_action_frame(data: str | bytes) -> Action:
@@ -389,7 +434,9 @@ def run_observation(
 def read_observation(cause: int | None, path: str, content: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """``extra`` (e.g. ``encoding``/``mime_type`` of a base64 read) only when the agent asked for it:
     OpenHands' own deserializer refuses unknown extras keys."""
-    return _obs("read", cause, content, f"I read the file {path}.", {"path": path, "impl_source": "oh_aci", **(extra or {})})
+    return _obs(
+        "read", cause, content, f"I read the file {path}.", {"path": path, "impl_source": "oh_aci", **(extra or {})}
+    )
 
 
 def write_observation(cause: int | None, path: str, content: str = "") -> dict[str, Any]:
@@ -473,7 +520,14 @@ def parse_observation(obj: Any) -> dict[str, Any]:
     extras = obj.get("extras", {})
     if not isinstance(extras, dict):
         raise ProtocolError(ErrorId.BAD_REQUEST, "Observation 'extras' must be an object.", cause)
-    required = {"run": ("command",), "read": ("path",), "write": ("path",), "edit": ("path",), "job": ("op",), "stat": ("path", "exists")}.get(kind, ())
+    required = {
+        "run": ("command",),
+        "read": ("path",),
+        "write": ("path",),
+        "edit": ("path",),
+        "job": ("op",),
+        "stat": ("path", "exists"),
+    }.get(kind, ())
     for key in required:
         if key not in extras:
             raise ProtocolError(ErrorId.BAD_REQUEST, f"Observation {kind!r} lacks extras.{key}.", cause)
@@ -512,7 +566,11 @@ def summarize(action: Action, limit: int = 80) -> str:
     elif action.kind == "run" and not action.is_input and not action.command.strip() and not action.reset:
         text = WAIT_SUMMARY  # a follow-up: wait for more output of the command still running
     elif action.kind == "run":
-        text = ("input: " if action.is_input else "") + ("background: " if action.args.get("background") else "") + action.command
+        text = (
+            ("input: " if action.is_input else "")
+            + ("background: " if action.args.get("background") else "")
+            + action.command
+        )
     elif action.kind == "edit":
         text = f"{action.args.get('command')} {action.path}"
     elif action.kind == "job":
@@ -520,7 +578,11 @@ def summarize(action: Action, limit: int = 80) -> str:
     elif action.kind == "stat":
         text = f"stat {action.path}"
     elif action.kind == "ensure":
-        text = "ensure " + " ".join(action.args.get("targets") or ["environment"]) + (f" in {action.args['path']}" if action.args.get("path") else "")
+        text = (
+            "ensure "
+            + " ".join(action.args.get("targets") or ["environment"])
+            + (f" in {action.args['path']}" if action.args.get("path") else "")
+        )
     else:
         text = action.path
     text = " ".join(text.split())
@@ -528,5 +590,5 @@ def summarize(action: Action, limit: int = 80) -> str:
         # A path: the live view shows it relative to the workspace and cuts it from the left, so the
         # file name stays; here only an absurdly long one is cut, also from the left.
         limit = max(limit, PATH_SUMMARY_LIMIT)
-        return text if len(text) <= limit else "…" + text[-(limit - 1):]
+        return text if len(text) <= limit else "…" + text[-(limit - 1) :]
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -23,7 +23,20 @@ from .knowledge import KNOWLEDGE_KINDS
 # The protocol versions this backend speaks (docs/protocol.md §4, "Versions").
 PROTOCOL_RANGE = (PROTOCOL_VERSION, PROTOCOL_VERSION)
 
-KNOWN_CAPABILITIES = ("run", "read", "write", "edit", *KNOWLEDGE_KINDS, "binary", "job", "stat", "write_modes", "branch", "review", "consent")
+KNOWN_CAPABILITIES = (
+    "run",
+    "read",
+    "write",
+    "edit",
+    *KNOWLEDGE_KINDS,
+    "binary",
+    "job",
+    "stat",
+    "write_modes",
+    "branch",
+    "review",
+    "consent",
+)
 
 
 class RegistrationError(Exception):
@@ -68,11 +81,13 @@ def _short_str(v: Any, limit: int = 200) -> str:
     return v[:limit] if isinstance(v, str) else ""
 
 
-def parse_registration(obj: dict[str, Any], instance_id: str, *, backend: tuple[str, tuple[int, int]] | None = None) -> Registration:
+def parse_registration(
+    obj: dict[str, Any], instance_id: str, *, backend: tuple[str, tuple[int, int]] | None = None
+) -> Registration:
     """An editor's first frame. Raises RegistrationError with the refusal's error id and reason.
     ``backend``: (oh version, protocol range) to judge the extension against; default this oh's."""
     if obj.get("type") != "register":
-        raise RegistrationError("BAD_REQUEST", "The first frame on /v1/editor must be {\"type\": \"register\", ...}.")
+        raise RegistrationError("BAD_REQUEST", 'The first frame on /v1/editor must be {"type": "register", ...}.')
     proto = obj.get("protocol")
     if not isinstance(proto, int) or isinstance(proto, bool):
         raise RegistrationError("BAD_REQUEST", "register.protocol must be an integer.")
@@ -89,7 +104,9 @@ def parse_registration(obj: dict[str, Any], instance_id: str, *, backend: tuple[
     relative = [f for f in folders if not os.path.isabs(f) or "\x00" in f]
     if relative:
         # A relative folder would be resolved against the backend's cwd, not the editor's.
-        raise RegistrationError("BAD_REQUEST", f"register.workspace_folders must be absolute paths (got {relative[0][:80]!r}).")
+        raise RegistrationError(
+            "BAD_REQUEST", f"register.workspace_folders must be absolute paths (got {relative[0][:80]!r})."
+        )
     session = obj.get("session")
     if session is not None and not isinstance(session, str):
         raise RegistrationError("BAD_REQUEST", "register.session must be a string or null.")
@@ -119,11 +136,26 @@ def parse_registration(obj: dict[str, Any], instance_id: str, *, backend: tuple[
 
 
 def registered(
-    editor_id: str, instance_id: str, workspace: str, allowed_roots: list[str] | None = None, max_shells: int | None = None,
-    job_retention: float | None = None, *, review: bool = False, review_timeout: float | None = None,
-    version_check: versions.Verdict | None = None, user_shell: bool | None = None, shell_startup_timeout: float | None = None,
+    editor_id: str,
+    instance_id: str,
+    workspace: str,
+    allowed_roots: list[str] | None = None,
+    max_shells: int | None = None,
+    job_retention: float | None = None,
+    *,
+    review: bool = False,
+    review_timeout: float | None = None,
+    version_check: versions.Verdict | None = None,
+    user_shell: bool | None = None,
+    shell_startup_timeout: float | None = None,
 ) -> dict[str, Any]:
-    frame = {"type": "registered", "editor_id": editor_id, "instance_id": instance_id, "protocol": PROTOCOL_VERSION, "workspace": workspace}
+    frame = {
+        "type": "registered",
+        "editor_id": editor_id,
+        "instance_id": instance_id,
+        "protocol": PROTOCOL_VERSION,
+        "workspace": workspace,
+    }
     # Versions on both sides (protocol/versions.py): the extension shows the backend's verdict when it is not "ok".
     frame["oh_version"] = __version__
     frame["protocol_range"] = list(PROTOCOL_RANGE)
@@ -132,7 +164,9 @@ def registered(
     # The editor confines paths and run cwds to these (the backend's), not to its window's folders.
     frame["allowed_roots"] = list(allowed_roots) if allowed_roots else [workspace]
     if max_shells is not None:
-        frame["max_shells"] = max_shells  # an editor's limit on terminals per agent shell (§3.8), as the local runtime's
+        frame["max_shells"] = (
+            max_shells  # an editor's limit on terminals per agent shell (§3.8), as the local runtime's
+        )
     if job_retention is not None:
         frame["job_retention"] = job_retention  # how long the editor keeps finished jobs (§3.8)
     # Proposal mode (§3.11): write/edit become proposals; the editor answers each after the user decides,
@@ -175,7 +209,12 @@ def parse_agent_field(obj: dict[str, Any]) -> dict[str, str] | None:
     if not isinstance(a, dict):
         return None
     shell, workdir = a.get("shell"), a.get("workdir")
-    if not isinstance(shell, str) or not SHELL_KEY.match(shell) or not isinstance(workdir, str) or not workdir.startswith("/"):
+    if (
+        not isinstance(shell, str)
+        or not SHELL_KEY.match(shell)
+        or not isinstance(workdir, str)
+        or not workdir.startswith("/")
+    ):
         return None
     raw_name, raw_id = a.get("name"), a.get("id")
     name = raw_name if isinstance(raw_name, str) else "agent"
@@ -240,9 +279,13 @@ CONTROL_TYPES = ("rotate_token", "shutdown", "status", "review", "approvals")
 def parse_control(obj: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     kind = obj.get("type")
     if kind not in CONTROL_TYPES:
-        raise ProtocolError(ErrorId.BAD_REQUEST, f"Unknown control request {str(kind)[:40]!r}: one of {', '.join(CONTROL_TYPES)}.")
+        raise ProtocolError(
+            ErrorId.BAD_REQUEST, f"Unknown control request {str(kind)[:40]!r}: one of {', '.join(CONTROL_TYPES)}."
+        )
     if kind == "rotate_token":
         tok = obj.get("token")
         if not isinstance(tok, str) or len(tok) < 16 or len(tok) > 512 or not tok.isprintable() or " " in tok:
-            raise ProtocolError(ErrorId.BAD_REQUEST, "rotate_token needs 'token': 16-512 printable characters without spaces.")
+            raise ProtocolError(
+                ErrorId.BAD_REQUEST, "rotate_token needs 'token': 16-512 printable characters without spaces."
+            )
     return kind, obj

@@ -36,6 +36,6 @@ def decode_value(raw: str) -> str:
     from urllib.parse import unquote
 
     try:
-        return unquote(raw[len(MARKER):], encoding="utf-8", errors="strict")
+        return unquote(raw[len(MARKER) :], encoding="utf-8", errors="strict")
     except UnicodeDecodeError:
         raise ValueError("its UTF-8'' value is not percent-encoded UTF-8") from None

@@ -33,10 +33,19 @@ def merge(content: str | None, records: list[dict[str, Any]]) -> str:
 def event_fields(name: str, job: dict[str, Any]) -> dict[str, Any]:
     """The fields of a ``job_started`` / ``job_finished`` monitor event (and trace record) for ``job``."""
     summary = " ".join(str(job.get("command", "")).split())[:80]
-    fields = {"job_id": job.get("job_id"), "agent_id": job.get("agent_id"), "shell": job.get("shell"), "summary": summary}
+    fields = {
+        "job_id": job.get("job_id"),
+        "agent_id": job.get("agent_id"),
+        "shell": job.get("shell"),
+        "summary": summary,
+    }
     if name == "job_finished":
         dur = job.get("duration_s")
-        fields.update(state=job.get("state"), exit_code=job.get("exit_code"), duration_ms=round(dur * 1000, 1) if isinstance(dur, (int, float)) else None)
+        fields.update(
+            state=job.get("state"),
+            exit_code=job.get("exit_code"),
+            duration_ms=round(dur * 1000, 1) if isinstance(dur, (int, float)) else None,
+        )
     else:
         fields.update(cwd=job.get("cwd"))
     return fields

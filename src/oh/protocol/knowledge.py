@@ -43,10 +43,15 @@ def check_knowledge_args(kind: str, args: dict[str, Any], cause: int | None) -> 
     if kind == "diagnostics":
         _path(args, cause, required=False)
         sev = args.get("severity")
-        _require(sev is None or sev in SEVERITIES, f"args.severity must be one of {', '.join(SEVERITIES)} (the least severe level to report).", cause)
+        _require(
+            sev is None or sev in SEVERITIES,
+            f"args.severity must be one of {', '.join(SEVERITIES)} (the least severe level to report).",
+            cause,
+        )
         wait = args.get("wait")
         _require(
-            wait is None or (isinstance(wait, (int, float)) and not isinstance(wait, bool) and 0 <= wait <= MAX_SETTLE_WAIT),
+            wait is None
+            or (isinstance(wait, (int, float)) and not isinstance(wait, bool) and 0 <= wait <= MAX_SETTLE_WAIT),
             f"args.wait must be a number of seconds between 0 and {MAX_SETTLE_WAIT:g} (how long to wait for language servers at most).",
             cause,
         )
@@ -54,17 +59,29 @@ def check_knowledge_args(kind: str, args: dict[str, Any], cause: int | None) -> 
         _path(args, cause, required=True)
         for key in ("line", "column", "end_line", "end_column"):
             v = args.get(key)
-            _require(v is None or (_is_int(v) and v >= 1), f"args.{key} must be an integer >= 1 (1-based) or null.", cause)
-        _require(not (args.get("end_line") is not None and args.get("line") is None), "args.end_line needs args.line.", cause)
+            _require(
+                v is None or (_is_int(v) and v >= 1), f"args.{key} must be an integer >= 1 (1-based) or null.", cause
+            )
+        _require(
+            not (args.get("end_line") is not None and args.get("line") is None), "args.end_line needs args.line.", cause
+        )
         pf = args.get("preserve_focus")
         _require(pf is None or isinstance(pf, bool), "args.preserve_focus must be a boolean.", cause)
     elif kind == "editors":
         pass
     elif kind == "symbols":
         q = args.get("query")
-        _require(isinstance(q, str) and len(q) <= 500, "args.query must be a string (up to 500 characters; \"\" lists what the language servers offer).", cause)
+        _require(
+            isinstance(q, str) and len(q) <= 500,
+            'args.query must be a string (up to 500 characters; "" lists what the language servers offer).',
+            cause,
+        )
         lim = args.get("limit")
-        _require(lim is None or (_is_int(lim) and 1 <= lim <= MAX_SYMBOL_LIMIT), f"args.limit must be an integer between 1 and {MAX_SYMBOL_LIMIT}.", cause)
+        _require(
+            lim is None or (_is_int(lim) and 1 <= lim <= MAX_SYMBOL_LIMIT),
+            f"args.limit must be an integer between 1 and {MAX_SYMBOL_LIMIT}.",
+            cause,
+        )
     elif kind in ("definition", "references"):
         _path(args, cause, required=True)
         for key in ("line", "column"):

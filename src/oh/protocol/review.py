@@ -93,7 +93,9 @@ def parse_review_request(obj: dict[str, Any]) -> ReviewRequest:
     """Validate a review control request. Raises ProtocolError(BAD_REQUEST) saying what to fix."""
     op = obj.get("op")
     if op not in REVIEW_OPS:
-        raise ProtocolError(ErrorId.BAD_REQUEST, f"review.op must be one of {', '.join(REVIEW_OPS)} (got {str(op)[:40]!r}).")
+        raise ProtocolError(
+            ErrorId.BAD_REQUEST, f"review.op must be one of {', '.join(REVIEW_OPS)} (got {str(op)[:40]!r})."
+        )
     if op == "list":
         return ReviewRequest("list")
     pid = obj.get("id")
@@ -103,7 +105,9 @@ def parse_review_request(obj: dict[str, Any]) -> ReviewRequest:
             raise ProtocolError(ErrorId.BAD_REQUEST, "review accept takes either an id or all: true, not both.")
         return ReviewRequest("accept", all=True)
     if not isinstance(pid, str) or not PROPOSAL_ID.match(pid):
-        raise ProtocolError(ErrorId.BAD_REQUEST, f"review {op} needs an id like p3 (`oh review` lists them; got {str(pid)[:40]!r}).")
+        raise ProtocolError(
+            ErrorId.BAD_REQUEST, f"review {op} needs an id like p3 (`oh review` lists them; got {str(pid)[:40]!r})."
+        )
     reason = obj.get("reason", "")
     if op == "reject" and reason is not None and not isinstance(reason, str):
         raise ProtocolError(ErrorId.BAD_REQUEST, "review reject: reason must be a string.")

@@ -32,12 +32,38 @@ MAX_DEPTH = 8  # nested bash -c / $( ) levels followed; deeper is unknown
 MAX_LEN = 64 * 1024
 
 SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "busybox-sh"})
-INTERPRETERS = SHELLS | frozenset({
-    "fish", "csh", "tcsh", "python", "python2", "python3", "pypy", "pypy3", "node", "nodejs", "deno", "bun", "perl",
-    "ruby", "php", "lua", "luajit", "tclsh", "Rscript", "osascript", "pwsh", "powershell", "irb", "jshell",
-})
+INTERPRETERS = SHELLS | frozenset(
+    {
+        "fish",
+        "csh",
+        "tcsh",
+        "python",
+        "python2",
+        "python3",
+        "pypy",
+        "pypy3",
+        "node",
+        "nodejs",
+        "deno",
+        "bun",
+        "perl",
+        "ruby",
+        "php",
+        "lua",
+        "luajit",
+        "tclsh",
+        "Rscript",
+        "osascript",
+        "pwsh",
+        "powershell",
+        "irb",
+        "jshell",
+    }
+)
 _RESERVED_SKIP = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!", "{", "}", "]]"})
-_UNFOLLOWED = frozenset({"eval", "case", "esac", "function", "coproc", "let", "trap", "alias", "select", "((", "enable", "builtin"})
+_UNFOLLOWED = frozenset(
+    {"eval", "case", "esac", "function", "coproc", "let", "trap", "alias", "select", "((", "enable", "builtin"}
+)
 _ASSIGN = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
 _NAME_BAD = re.compile(r"[{}*?\[\]~,=]")
 
@@ -238,7 +264,7 @@ class _Scanner:
         if op in ("<<", "<<-"):
             start = self.i
             target = self._word()
-            quoted = any(q in self.s[start:self.i] for q in "'\"\\")
+            quoted = any(q in self.s[start : self.i] for q in "'\"\\")
             self.heredocs.append((target.text, op == "<<-", not quoted, cur))
             cur.heredoc = True
             return
@@ -261,7 +287,7 @@ class _Scanner:
         for delim, strip, expand, _cmd in pending:
             while True:
                 end = self.s.find("\n", self.i)
-                line = self.s[self.i:] if end < 0 else self.s[self.i:end]
+                line = self.s[self.i :] if end < 0 else self.s[self.i : end]
                 self.i = len(self.s) if end < 0 else end + 1
                 if (line.lstrip("\t") if strip else line) == delim:
                     break
@@ -291,7 +317,7 @@ class _Scanner:
                 end = s.find("'", self.i + 1)
                 if end < 0:
                     raise Unknown("unbalanced single quote")
-                buf.append(s[self.i + 1:end])
+                buf.append(s[self.i + 1 : end])
                 self.i = end + 1
             elif c == '"':
                 self.i += 1
@@ -350,16 +376,16 @@ class _Scanner:
         if nxt == "(":
             self.i = i + 2
             self._sub_list()
-            return s[i:self.i], True
+            return s[i : self.i], True
         if nxt == "{":
             end = s.find("}", i + 2)
             if end < 0:
                 raise Unknown("unbalanced ${")
-            inner = s[i + 2:end]
+            inner = s[i + 2 : end]
             if any(x in inner for x in ("$", "`", "(", "{")):
                 raise Unknown("nested expansions inside ${ } are not followed")
             self.i = end + 1
-            return s[i:self.i], True
+            return s[i : self.i], True
         if nxt == "'" and not in_double:
             # ANSI-C quoting: its escapes can spell anything ($'\x72m' is rm); the word is dynamic
             j = i + 2
@@ -368,14 +394,14 @@ class _Scanner:
             if j >= len(s):
                 raise Unknown("unbalanced $'")
             self.i = j + 1
-            return s[i:self.i], True
+            return s[i : self.i], True
         if nxt == '"' and not in_double:  # $"..." (locale translation): treat as a double-quoted string
             self.i = i + 1
             return "", False
         m = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-]").match(s, i + 1)
         if m:
             self.i = m.end()
-            return s[i:self.i], True
+            return s[i : self.i], True
         self.i = i + 1
         return "$", False
 
@@ -408,7 +434,7 @@ class _Scanner:
         if self.depth + 1 > MAX_DEPTH:
             raise Unknown("commands nested too deeply")
         self.out.extend(inner.run())
-        text = s[self.i:j + 1]
+        text = s[self.i : j + 1]
         self.i = j + 1
         return text
 
@@ -444,9 +470,25 @@ def _unwrap(raw: _Raw, depth: int) -> list[Part]:
             for x in words[1:]:
                 if not x.text.startswith("-") or x.text == "--":
                     break
-                if x.text in ("-s", "-i", "--shell", "--login", "-e", "--edit") or (x.text[:2] != "--" and any(f in x.text[1:] for f in "sie")):
+                if x.text in ("-s", "-i", "--shell", "--login", "-e", "--edit") or (
+                    x.text[:2] != "--" and any(f in x.text[1:] for f in "sie")
+                ):
                     raise Unknown("sudo -s / -i / -e (a root shell or editor) is not followed")
-            words = _skip_options(words[1:], _SUDO_ARGS, long_args=("--user", "--group", "--host", "--prompt", "--chdir", "--role", "--type", "--close-from", "--other-user"))
+            words = _skip_options(
+                words[1:],
+                _SUDO_ARGS,
+                long_args=(
+                    "--user",
+                    "--group",
+                    "--host",
+                    "--prompt",
+                    "--chdir",
+                    "--role",
+                    "--type",
+                    "--close-from",
+                    "--other-user",
+                ),
+            )
             if not words:
                 raise Unknown("sudo without a command is not followed")
             continue
@@ -497,7 +539,11 @@ def _unwrap(raw: _Raw, depth: int) -> list[Part]:
             rest = words[1:]
             while rest and rest[0].text.startswith("-") and not rest[0].dynamic:
                 opt = rest.pop(0).text
-                if opt in _NICE_ARGS or (base == "ionice" and opt in ("-c", "-n", "-p", "-t")) or (base == "stdbuf" and opt in ("-i", "-o", "-e")):
+                if (
+                    opt in _NICE_ARGS
+                    or (base == "ionice" and opt in ("-c", "-n", "-p", "-t"))
+                    or (base == "stdbuf" and opt in ("-i", "-o", "-e"))
+                ):
                     if rest:
                         rest.pop(0)
             if not rest:
@@ -521,7 +567,17 @@ def _unwrap(raw: _Raw, depth: int) -> list[Part]:
                 if opt == "--":
                     break
                 if opt.startswith("--"):
-                    if "=" not in opt and opt in ("--arg-file", "--delimiter", "--eof", "--replace", "--max-lines", "--max-args", "--max-procs", "--max-chars", "--process-slot-var"):
+                    if "=" not in opt and opt in (
+                        "--arg-file",
+                        "--delimiter",
+                        "--eof",
+                        "--replace",
+                        "--max-lines",
+                        "--max-args",
+                        "--max-procs",
+                        "--max-chars",
+                        "--process-slot-var",
+                    ):
                         if rest:
                             rest.pop(0)
                     continue
@@ -540,7 +596,9 @@ def _unwrap(raw: _Raw, depth: int) -> list[Part]:
                     raise Unknown(f"{base} -c with a payload only known at run time is not followed")
                 inner = _parse(payload.text, depth + 1)
                 for p in inner:
-                    out.append(Part(p.words, p.sudo or sudo, tuple(env) + p.env, p.writes, p.stdin_code, p.extra_args or extra))
+                    out.append(
+                        Part(p.words, p.sudo or sudo, tuple(env) + p.env, p.writes, p.stdin_code, p.extra_args or extra)
+                    )
                 if raw.writes:  # the shell's own redirections apply to the payload's output
                     out.append(Part((Word(base),), sudo, tuple(env), tuple(raw.writes)))
                 return out
@@ -562,7 +620,9 @@ def _unwrap(raw: _Raw, depth: int) -> list[Part]:
     stdin_code = False
     if interp:
         args = [x.text for x in words[1:]]
-        has_program = any(not a.startswith("-") for a in args) or any(a in ("-c", "-e", "-m", "--eval", "-E", "-r") for a in args)
+        has_program = any(not a.startswith("-") for a in args) or any(
+            a in ("-c", "-e", "-m", "--eval", "-E", "-r") for a in args
+        )
         if raw.heredoc or (raw.piped_in and not has_program) or not args:
             stdin_code = bool(raw.heredoc or raw.piped_in)
             if raw.heredoc and not has_program:

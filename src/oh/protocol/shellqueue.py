@@ -37,7 +37,7 @@ def queue_full_message(command: str, in_use: int, max_shells: int, waiting: int)
     return (
         f'Your command "{command[:200]}" was NOT executed: {in_use} command(s) already run in this agent\'s shells '
         f"(max_shells = {max_shells}) and {waiting} more wait for a free shell (the queue holds {waiting}). "
-        "Wait for some to finish, interrupt one (is_input \"C-c\" with its args.job_id, or job op cancel), "
+        'Wait for some to finish, interrupt one (is_input "C-c" with its args.job_id, or job op cancel), '
         "or raise the max_shells setting."
     )
 

@@ -21,7 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 UPGRADE_OH = "upgrade oh (`pipx upgrade oh-editor-runtime`, or `pip install -U oh-editor-runtime`)"
-INSTALL_EXT = "run `oh vscode install` (it installs the extension that ships with this oh), then reload the VS Code window"
+INSTALL_EXT = (
+    "run `oh vscode install` (it installs the extension that ships with this oh), then reload the VS Code window"
+)
 
 
 @dataclass(frozen=True)
@@ -55,10 +57,16 @@ def parse_version(v: str) -> tuple[int, ...] | None:
 def peer_range(protocol: Any, protocol_range: Any) -> tuple[int, int] | None:
     """The range a register frame declares: ``protocol_range: [lo, hi]`` when valid, else ``[protocol,
     protocol]`` (an extension from before ranges). None when neither is usable."""
+
     def is_int(x: Any) -> bool:
         return isinstance(x, int) and not isinstance(x, bool) and 0 < x < 1_000_000
 
-    if isinstance(protocol_range, list) and len(protocol_range) == 2 and all(map(is_int, protocol_range)) and protocol_range[0] <= protocol_range[1]:
+    if (
+        isinstance(protocol_range, list)
+        and len(protocol_range) == 2
+        and all(map(is_int, protocol_range))
+        and protocol_range[0] <= protocol_range[1]
+    ):
         return protocol_range[0], protocol_range[1]
     if is_int(protocol):
         return protocol, protocol
@@ -75,16 +83,27 @@ def check(oh_version: str, oh_range: tuple[int, int], ext_version: str, ext_rang
     ext = f"the oh extension {ext_version}" if ext_version else "the oh extension"
     if lo > hi:
         if ext_range[1] < oh_range[0]:
-            return Verdict("refuse", None,
-                           f"{ext} is too old for oh {oh_version}: it speaks protocol {_span(ext_range)}, oh speaks {_span(oh_range)}.",
-                           INSTALL_EXT[0].upper() + INSTALL_EXT[1:] + ".")
-        return Verdict("refuse", None,
-                       f"oh {oh_version} is too old for {ext}: oh speaks protocol {_span(oh_range)}, the extension speaks {_span(ext_range)}.",
-                       UPGRADE_OH[0].upper() + UPGRADE_OH[1:] + "; or " + INSTALL_EXT + ".")
+            return Verdict(
+                "refuse",
+                None,
+                f"{ext} is too old for oh {oh_version}: it speaks protocol {_span(ext_range)}, oh speaks {_span(oh_range)}.",
+                INSTALL_EXT[0].upper() + INSTALL_EXT[1:] + ".",
+            )
+        return Verdict(
+            "refuse",
+            None,
+            f"oh {oh_version} is too old for {ext}: oh speaks protocol {_span(oh_range)}, the extension speaks {_span(ext_range)}.",
+            UPGRADE_OH[0].upper() + UPGRADE_OH[1:] + "; or " + INSTALL_EXT + ".",
+        )
     if not ext_version or ext_version == oh_version:
         return Verdict("ok", hi)
     mine, theirs = parse_version(oh_version), parse_version(ext_version)
     pair = f"oh {oh_version} and {ext} are from different releases (they still work together, protocol {hi})"
     if mine is not None and theirs is not None and theirs > mine:
-        return Verdict("warn", hi, pair + "; the extension is newer.", UPGRADE_OH[0].upper() + UPGRADE_OH[1:] + "; or " + INSTALL_EXT + ".")
+        return Verdict(
+            "warn",
+            hi,
+            pair + "; the extension is newer.",
+            UPGRADE_OH[0].upper() + UPGRADE_OH[1:] + "; or " + INSTALL_EXT + ".",
+        )
     return Verdict("warn", hi, pair + "; the extension is older.", INSTALL_EXT[0].upper() + INSTALL_EXT[1:] + ".")

@@ -19,7 +19,6 @@ from ..protocol.events import Action, branch_observation, error_observation
 from .base import AgentContext, Runtime, Switch, Wrapper, as_context
 
 
-
 class BranchGuard(Wrapper):
     def __init__(self, inner: Runtime, plan: Plan, switch: Switch, clock: Callable[[], datetime] | None = None) -> None:
         self.inner = inner
@@ -38,7 +37,10 @@ class BranchGuard(Wrapper):
 
     def describe(self) -> dict[str, Any]:
         """For `oh status` and the live view: the mode's state and the branch once known."""
-        out: dict[str, Any] = {"state": self.state, "name": self.result.get("branch") if self.state == "on" else self.plan.name}
+        out: dict[str, Any] = {
+            "state": self.state,
+            "name": self.result.get("branch") if self.state == "on" else self.plan.name,
+        }
         if self.state == "on":
             out.update(created=bool(self.result.get("created")), previous=self.result.get("previous"))
         if self.state == "pending" and self.last_error:
@@ -64,12 +66,18 @@ class BranchGuard(Wrapper):
         try:
             answer = await self._switch(args, ctx, action.id)
         except Exception as exc:  # noqa: BLE001 - a failed switch is the agent's typed error, not a crash
-            answer = error_observation(action.id, ErrorId.BRANCH_FAILED, f"Branch mode could not switch branches ({exc}); the action was not executed.")
+            answer = error_observation(
+                action.id,
+                ErrorId.BRANCH_FAILED,
+                f"Branch mode could not switch branches ({exc}); the action was not executed.",
+            )
         if answer.get("observation") == "error":
             extras = answer.get("extras") or {}
             if extras.get("error_id") not in (ErrorId.BRANCH_FAILED, "BRANCH_FAILED"):
                 # NO_EDITOR, EDITOR_DISCONNECTED, TIMEOUT...: keep the id, say the action did not run.
-                answer["content"] = f"Branch mode: the branch could not be prepared, so the action was not executed. {answer.get('content', '')}"
+                answer["content"] = (
+                    f"Branch mode: the branch could not be prepared, so the action was not executed. {answer.get('content', '')}"
+                )
             self.last_error = str(answer.get("content", ""))[:300]
             answer["cause"] = action.id
             return answer
@@ -123,7 +131,13 @@ def local_switch(workspace: str) -> Switch:
         try:
             extras = await asyncio.to_thread(blocking, args)
         except (_Refused, gitrepo.GitError) as exc:
-            return error_observation(leg_id, ErrorId.BRANCH_FAILED, f"{exc}" if isinstance(exc, _Refused) else f"Branch mode could not switch branches: {exc} The action was not executed.")
+            return error_observation(
+                leg_id,
+                ErrorId.BRANCH_FAILED,
+                f"{exc}"
+                if isinstance(exc, _Refused)
+                else f"Branch mode could not switch branches: {exc} The action was not executed.",
+            )
         return branch_observation(leg_id, note(extras) or "Branch mode is off for this session.", extras)
 
     return switch

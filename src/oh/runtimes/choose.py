@@ -29,9 +29,16 @@ def _local(s: RuntimeSettings, link: EditorLink) -> Runtime:
     from .local import LocalRuntime
 
     return LocalRuntime(
-        s.workspace, s.allowed_roots, max_shells=s.max_shells, job_retention=s.job_retention,
-        spool_dir=s.spool_dir, review=s.review, review_timeout=s.review_timeout, env=s.env,
-        user_shell=s.user_shell, shell_startup_timeout=s.shell_startup_timeout,
+        s.workspace,
+        s.allowed_roots,
+        max_shells=s.max_shells,
+        job_retention=s.job_retention,
+        spool_dir=s.spool_dir,
+        review=s.review,
+        review_timeout=s.review_timeout,
+        env=s.env,
+        user_shell=s.user_shell,
+        shell_startup_timeout=s.shell_startup_timeout,
     )
 
 
@@ -39,7 +46,12 @@ def _vscode(s: RuntimeSettings, link: EditorLink) -> Runtime:
     from .vscode import VscodeRuntime
 
     return VscodeRuntime(
-        link, s.workspace, s.editor_timeout, allowed_roots=s.allowed_roots, job_retention=s.job_retention, review=s.review,
+        link,
+        s.workspace,
+        s.editor_timeout,
+        allowed_roots=s.allowed_roots,
+        job_retention=s.job_retention,
+        review=s.review,
     )
 
 

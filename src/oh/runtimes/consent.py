@@ -60,10 +60,19 @@ class Pending:
 
     def row(self) -> dict[str, Any]:
         return {
-            "id": self.approval_id, "action_id": self.action_id, "agent_id": self.agent_id, "agent": self.agent_name,
-            "kind": self.kind, "what": self.subject, "reason": self.reason, "parts": list(self.parts),
-            "always": list(self.suggest), "security_risk": self.security_risk, **({"detail": self.detail} if self.detail else {}),
-            "age_s": round(time.monotonic() - self.created, 1), "created_at": self.created_at,
+            "id": self.approval_id,
+            "action_id": self.action_id,
+            "agent_id": self.agent_id,
+            "agent": self.agent_name,
+            "kind": self.kind,
+            "what": self.subject,
+            "reason": self.reason,
+            "parts": list(self.parts),
+            "always": list(self.suggest),
+            "security_risk": self.security_risk,
+            **({"detail": self.detail} if self.detail else {}),
+            "age_s": round(time.monotonic() - self.created, 1),
+            "created_at": self.created_at,
         }
 
 
@@ -114,11 +123,23 @@ class Approvals:
             raise
         finally:
             self.pending.pop(p.approval_id, None)
-            self.emit("approval_decided", {
-                "id": p.approval_id, "action_id": p.action_id, "agent_id": p.agent_id, "kind": p.kind, "what": p.subject,
-                "decision": "allowed" if answer.allowed else "rejected", "by": answer.who, "at": answer.at,
-                "reason": answer.reason, "rule": answer.rule, "rules": list(answer.rules), "security_risk": p.security_risk,
-            })
+            self.emit(
+                "approval_decided",
+                {
+                    "id": p.approval_id,
+                    "action_id": p.action_id,
+                    "agent_id": p.agent_id,
+                    "kind": p.kind,
+                    "what": p.subject,
+                    "decision": "allowed" if answer.allowed else "rejected",
+                    "by": answer.who,
+                    "at": answer.at,
+                    "reason": answer.reason,
+                    "rule": answer.rule,
+                    "rules": list(answer.rules),
+                    "security_risk": p.security_risk,
+                },
+            )
 
     def list(self) -> list[dict[str, Any]]:
         return [p.row() for p in self.pending.values()]
@@ -126,11 +147,19 @@ class Approvals:
     def decide(self, approval_id: str, allow: bool, who: str, reason: str = "", always: bool = False) -> dict[str, Any]:
         p = self.pending.get(approval_id)
         if p is None or p.future is None or p.future.done():
-            return {"id": approval_id, "outcome": "unknown", "message": f"No pending approval {approval_id}: it was decided, timed out or its agent left. `oh approvals` lists what waits."}
+            return {
+                "id": approval_id,
+                "outcome": "unknown",
+                "message": f"No pending approval {approval_id}: it was decided, timed out or its agent left. `oh approvals` lists what waits.",
+            }
         rule_text = None
         if allow and always:
             if not p.suggest:
-                return {"id": approval_id, "outcome": "unknown", "message": f"{approval_id} has no rule to always allow (allow it once instead)."}
+                return {
+                    "id": approval_id,
+                    "outcome": "unknown",
+                    "message": f"{approval_id} has no rule to always allow (allow it once instead).",
+                }
             for text in p.suggest:
                 rule = rules.parse_rule(text, "allow")
                 if self.on_rule is not None:
@@ -145,7 +174,9 @@ class Approvals:
     def close(self) -> None:
         for p in list(self.pending.values()):
             if p.future is not None and not p.future.done():
-                p.future.set_result(Answer(False, "stop", _now(), "The backend stopped while the action waited for consent."))
+                p.future.set_result(
+                    Answer(False, "stop", _now(), "The backend stopped while the action waited for consent.")
+                )
 
 
 class ConsentGuard(Wrapper):
@@ -165,8 +196,13 @@ class ConsentGuard(Wrapper):
         self.policy = self.policy.with_rule(rule)
 
     def consent_status(self) -> dict[str, Any]:
-        return {"level": self.policy.level, "approval_timeout": self.approvals.timeout, "pending": len(self.approvals.pending),
-                "waiting": self.approvals.list(), "rules": [{"verdict": r.verdict, "rule": r.text} for r in self.policy.rules]}
+        return {
+            "level": self.policy.level,
+            "approval_timeout": self.approvals.timeout,
+            "pending": len(self.approvals.pending),
+            "waiting": self.approvals.list(),
+            "rules": [{"verdict": r.verdict, "rule": r.text} for r in self.policy.rules],
+        }
 
     async def close(self) -> None:
         self.approvals.close()
@@ -185,15 +221,38 @@ class ConsentGuard(Wrapper):
         ctx = as_context(agent)
         subject = rules.what(action.kind, action.args)
         if decision.verdict == "deny":
-            self.approvals.emit("approval_decided", {
-                "id": None, "action_id": action.id, "agent_id": ctx.id, "kind": action.kind, "what": subject, "decision": "rejected",
-                "by": "rule", "at": _now(), "reason": decision.reason, "rule": decision.rule, "security_risk": action.security_risk,
-            })
+            self.approvals.emit(
+                "approval_decided",
+                {
+                    "id": None,
+                    "action_id": action.id,
+                    "agent_id": ctx.id,
+                    "kind": action.kind,
+                    "what": subject,
+                    "decision": "rejected",
+                    "by": "rule",
+                    "at": _now(),
+                    "reason": decision.reason,
+                    "rule": decision.rule,
+                    "security_risk": action.security_risk,
+                },
+            )
             return _rejected(action.id, rules.denied_message(subject, decision.reason), "rule")
         if self.review and action.kind in ("write", "edit") and is_proposal(action.kind, action.args):
             return await self.inner.execute(action, agent)  # review mode asks, with the diff
-        p = Pending(self.approvals.new_id(), action.id, ctx.id, ctx.name, action.kind, subject, decision.reason,
-                    decision.parts, decision.suggest, action.security_risk, rules.detail(action.kind, action.args))
+        p = Pending(
+            self.approvals.new_id(),
+            action.id,
+            ctx.id,
+            ctx.name,
+            action.kind,
+            subject,
+            decision.reason,
+            decision.parts,
+            decision.suggest,
+            action.security_risk,
+            rules.detail(action.kind, action.args),
+        )
         if self.on_wait is not None:
             self.on_wait(action.id, True)
         try:
@@ -203,7 +262,9 @@ class ConsentGuard(Wrapper):
                 self.on_wait(action.id, False)
         if not answer.allowed:
             if answer.who == "timeout":
-                return _rejected(action.id, answer.reason or rules.timeout_message(subject, self.approvals.timeout), "timeout")
+                return _rejected(
+                    action.id, answer.reason or rules.timeout_message(subject, self.approvals.timeout), "timeout"
+                )
             return _rejected(action.id, rules.rejected_message(subject, answer.who, answer.reason), answer.who)
         token = PREAPPROVED.set(True)
         try:

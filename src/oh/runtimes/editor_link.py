@@ -49,7 +49,13 @@ class Welcome:
 class EditorLink:
     """Connected editors: registration, the read loop, pending actions, disconnects."""
 
-    def __init__(self, registry: EditorRegistry, welcome: Welcome, send_timeout: float = 40.0, register_timeout: float = REGISTER_TIMEOUT) -> None:
+    def __init__(
+        self,
+        registry: EditorRegistry,
+        welcome: Welcome,
+        send_timeout: float = 40.0,
+        register_timeout: float = REGISTER_TIMEOUT,
+    ) -> None:
         self.registry = registry
         self.welcome = welcome
         self.send_timeout = send_timeout  # an editor that does not read for this long is dropped
@@ -76,7 +82,9 @@ class EditorLink:
         try:
             if not await send_bounded(editor.connection, encode(frame), self.send_timeout):
                 return error_observation(
-                    action_id, ErrorId.EDITOR_DISCONNECTED, "The editor disconnected (or stopped reading) before the action could be delivered."
+                    action_id,
+                    ErrorId.EDITOR_DISCONNECTED,
+                    "The editor disconnected (or stopped reading) before the action could be delivered.",
                 )
             return await future
         except asyncio.CancelledError:
@@ -135,13 +143,32 @@ class EditorLink:
             return None
         editor = Editor(self.registry.new_id(), registration, connection, time.monotonic())
         self.registry.add(editor)
-        await connection.send(encode(frames.registered(
-            editor.editor_id, w.instance_id, w.workspace, w.allowed_roots, w.max_shells, w.job_retention,
-            review=w.review, review_timeout=w.review_timeout, version_check=registration.version_check,
-            user_shell=w.user_shell, shell_startup_timeout=w.shell_startup_timeout,
-        )), text=True)
+        await connection.send(
+            encode(
+                frames.registered(
+                    editor.editor_id,
+                    w.instance_id,
+                    w.workspace,
+                    w.allowed_roots,
+                    w.max_shells,
+                    w.job_retention,
+                    review=w.review,
+                    review_timeout=w.review_timeout,
+                    version_check=registration.version_check,
+                    user_shell=w.user_shell,
+                    shell_startup_timeout=w.shell_startup_timeout,
+                )
+            ),
+            text=True,
+        )
         self.on_event("editor_connected", editor=editor.describe())
-        log.info("editor %s registered: %s %s %s", editor.editor_id, registration.editor_name, registration.editor_version, registration.workspace_folders)
+        log.info(
+            "editor %s registered: %s %s %s",
+            editor.editor_id,
+            registration.editor_name,
+            registration.editor_version,
+            registration.workspace_folders,
+        )
         return editor
 
     async def _receive(self, editor: Editor, message: str | bytes) -> None:
@@ -151,7 +178,9 @@ class EditorLink:
                 content = obs.pop("content")
                 parse_observation(obs)
                 if obs["observation"] != "read":
-                    raise ProtocolError(ErrorId.BAD_REQUEST, "Only a read observation may be a binary frame.", obs["cause"])
+                    raise ProtocolError(
+                        ErrorId.BAD_REQUEST, "Only a read observation may be a binary frame.", obs["cause"]
+                    )
                 obs["content"] = content
             else:
                 obj = decode_frame(message)
@@ -165,7 +194,9 @@ class EditorLink:
                     if pevent is not None:
                         self.on_proposal_event(pevent[0], pevent[1], editor.editor_id)
                     return
-                if obj.get("type") == "approval" and self.on_approval is not None:  # §3.13: the user answered in the editor
+                if (
+                    obj.get("type") == "approval" and self.on_approval is not None
+                ):  # §3.13: the user answered in the editor
                     await editor.connection.send(encode(self.on_approval(obj)), text=True)
                     return
                 if obj.get("type") is not None:
@@ -185,7 +216,11 @@ class EditorLink:
         for leg_id, future in list(editor.pending.items()):
             if not future.done():
                 future.set_result(
-                    error_observation(leg_id, ErrorId.EDITOR_DISCONNECTED, "The editor disconnected while executing the action; it may or may not have run.")
+                    error_observation(
+                        leg_id,
+                        ErrorId.EDITOR_DISCONNECTED,
+                        "The editor disconnected while executing the action; it may or may not have run.",
+                    )
                 )
         editor.pending.clear()
         if self.on_editor_gone is not None:

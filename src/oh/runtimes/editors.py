@@ -56,7 +56,9 @@ class EditorRegistry:
         resolved against the BACKEND's cwd, not the editor's window, and match by accident."""
         for f in folders:
             if not os.path.isabs(f):
-                raise RegistrationError("BAD_REQUEST", f"register.workspace_folders must be absolute paths; got {f[:200]!r}.")
+                raise RegistrationError(
+                    "BAD_REQUEST", f"register.workspace_folders must be absolute paths; got {f[:200]!r}."
+                )
 
     def add(self, editor: Editor) -> None:
         editor.real_folders = [os.path.realpath(f) for f in editor.registration.workspace_folders]

@@ -130,7 +130,9 @@ class EnsureService(Wrapper):
             self._tell_setup(obs)
         return obs
 
-    async def _call(self, kind: str, args: dict[str, Any], timeout: float | None = None, who: str | None = None) -> dict[str, Any]:
+    async def _call(
+        self, kind: str, args: dict[str, Any], timeout: float | None = None, who: str | None = None
+    ) -> dict[str, Any]:
         """One ordinary action of ours through the wrapped runtime (and whatever gate it holds), in the
         ``oh-ensure`` shell; ``who``: the name shown for it (consent questions, the live view)."""
         leg = self._new_id()
@@ -143,7 +145,9 @@ class EnsureService(Wrapper):
         finally:
             self._release_id(leg)
 
-    async def _job(self, command: str, cwd: str, on_started: Callable[[str], None], who: str) -> tuple[dict[str, Any] | None, str, str]:
+    async def _job(
+        self, command: str, cwd: str, on_started: Callable[[str], None], who: str
+    ) -> tuple[dict[str, Any] | None, str, str]:
         """Run ``command`` as a background job and wait for its end: (job record, output tail, error text)."""
         obs = await self._call("run", {"command": command, "background": True, "cwd": cwd}, who=who)
         md = (obs.get("extras") or {}).get("metadata") or {}
@@ -157,7 +161,11 @@ class EnsureService(Wrapper):
             w = await self._call("job", {"op": "wait", "job_id": jid, "tail": 4000}, timeout=WAIT_SLICE)
             if w.get("observation") != "job":
                 eid = (w.get("extras") or {}).get("error_id")
-                return {"job_id": jid, "state": "LOST", "exit_code": None}, "", f"{eid}: {str(w.get('content', ''))[:300]}"
+                return (
+                    {"job_id": jid, "state": "LOST", "exit_code": None},
+                    "",
+                    f"{eid}: {str(w.get('content', ''))[:300]}",
+                )
             record = (w.get("extras") or {}).get("job") or {}
             if record.get("state") != "RUNNING":
                 return record, str(w.get("content") or ""), ""
@@ -170,12 +178,20 @@ class EnsureService(Wrapper):
         raw_path = args.get("path") or base
         path = os.path.realpath(os.path.join(base, os.path.expanduser(raw_path)))
         if not self._allowed(path):
-            return error_observation(action.id, ErrorId.PATH_DENIED, f"{raw_path} is outside the allowed roots ({', '.join(self.roots)}); nothing was done.")
+            return error_observation(
+                action.id,
+                ErrorId.PATH_DENIED,
+                f"{raw_path} is outside the allowed roots ({', '.join(self.roots)}); nothing was done.",
+            )
         if not os.path.isdir(path):
-            return error_observation(action.id, ErrorId.TOOL_ERROR, f"{raw_path} is not a directory: args.path names the project directory.")
+            return error_observation(
+                action.id, ErrorId.TOOL_ERROR, f"{raw_path} is not a directory: args.path names the project directory."
+            )
         targets = tuple(args.get("targets") or rules.TARGETS)
         tools = {t: p for t in rules.TOOLS if (p := self._which(t))}
-        python, python_id = await self._probe("python3", ["-c", "import os,sys;print(os.path.realpath(sys.executable));print(sys.version.split()[0])"])
+        python, python_id = await self._probe(
+            "python3", ["-c", "import os,sys;print(os.path.realpath(sys.executable));print(sys.version.split()[0])"]
+        )
         _node, node_id = await self._probe("node", ["--version"]) if "node" in tools else (None, "")
         # From here to the runs' registration nothing awaits: two agents asking at once share one run.
         try:
@@ -193,9 +209,19 @@ class EnsureService(Wrapper):
                 results.append(run)  # someone else's run of the same target: shared
                 continue
             if step.action == "noop":
-                results.append({"target": step.target, "state": "ready", "did": "nothing", "why": step.why, "ready": dict(step.ready)})
+                results.append(
+                    {
+                        "target": step.target,
+                        "state": "ready",
+                        "did": "nothing",
+                        "why": step.why,
+                        "ready": dict(step.ready),
+                    }
+                )
             elif step.action == "refuse":
-                results.append({"target": step.target, "state": "refused", "why": step.why, "installer": step.installer})
+                results.append(
+                    {"target": step.target, "state": "refused", "why": step.why, "installer": step.installer}
+                )
             else:
                 run = Run(path, step, agent.name)
                 run.task = asyncio.ensure_future(self._install(run))
@@ -210,34 +236,60 @@ class EnsureService(Wrapper):
         out = [r if isinstance(r, dict) else self._view(r) for r in results]
         other = [{"file": f, "why": why} for f, why in plan.other]
         took = round(time.monotonic() - t0, 4)
-        extras = {"path": path, "state": rules.overall(out) if out else "nothing", "targets": out, "other": other, "duration_s": took}
+        extras = {
+            "path": path,
+            "state": rules.overall(out) if out else "nothing",
+            "targets": out,
+            "other": other,
+            "duration_s": took,
+        }
         return ensure_observation(action.id, rules.answer_text(path, out, other, took), extras)
 
     def _view(self, run: Run) -> dict[str, Any]:
         if run.result is not None:
             return dict(run.result)
         step = run.step
-        return {"target": step.target, "state": "running", "job_id": run.job_id, "command": step.command, "why": step.why,
-                "installer": step.installer, "duration_s": round(time.monotonic() - run.started, 3)}
+        return {
+            "target": step.target,
+            "state": "running",
+            "job_id": run.job_id,
+            "command": step.command,
+            "why": step.why,
+            "installer": step.installer,
+            "duration_s": round(time.monotonic() - run.started, 3),
+        }
 
     async def _install(self, run: Run) -> None:
         step = run.step
         env_dir = os.path.join(run.path, rules.VENV if step.target == "python" else rules.NODE_MODULES)
         stamp = os.path.join(env_dir, rules.STAMP_NAME)
-        base = {"target": step.target, "command": step.command, "why": step.why, "installer": step.installer, "inputs": list(step.inputs)}
+        base = {
+            "target": step.target,
+            "command": step.command,
+            "why": step.why,
+            "installer": step.installer,
+            "inputs": list(step.inputs),
+        }
         try:
             if os.path.lexists(env_dir) and not self._allowed(os.path.realpath(env_dir)):
-                raise ValueError(f"{env_dir} leads outside the allowed roots (a symlink?); remove it and call ensure again")
+                raise ValueError(
+                    f"{env_dir} leads outside the allowed roots (a symlink?); remove it and call ensure again"
+                )
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(stamp)  # from here until success the environment is not trusted
+
             def started(jid: str) -> None:
                 run.job_id = jid
                 run.known()
 
             record, tail, error = await self._job(step.command, run.path, started, f"ensure for {run.agent}")
             state = (record or {}).get("state")
-            result = {**base, "job_id": run.job_id, "exit_code": (record or {}).get("exit_code"),
-                      "duration_s": round(time.monotonic() - run.started, 3)}
+            result = {
+                **base,
+                "job_id": run.job_id,
+                "exit_code": (record or {}).get("exit_code"),
+                "duration_s": round(time.monotonic() - run.started, 3),
+            }
             if state == "SUCCEEDED" and (not step.check or os.path.exists(os.path.join(run.path, step.check))):
                 os.makedirs(env_dir, exist_ok=True)  # npm ci of a package without dependencies makes none
                 if not self._allowed(os.path.realpath(env_dir)):  # replaced by a link during the install
@@ -245,9 +297,16 @@ class EnsureService(Wrapper):
                 write_stamp(stamp, step.stamp)
                 result.update(state="ready", did="installed", ready=dict(step.ready))
             elif state == "SUCCEEDED":
-                result.update(state="failed", error=f"the command succeeded but {step.check} does not exist", output_tail=tail[-2000:])
+                result.update(
+                    state="failed",
+                    error=f"the command succeeded but {step.check} does not exist",
+                    output_tail=tail[-2000:],
+                )
             else:
-                result.update(state={"CANCELLED": "cancelled", "LOST": "lost"}.get(state or "", "failed"), output_tail=tail[-2000:])
+                result.update(
+                    state={"CANCELLED": "cancelled", "LOST": "lost"}.get(state or "", "failed"),
+                    output_tail=tail[-2000:],
+                )
                 if error:
                     result["error"] = error
         except asyncio.CancelledError:
@@ -256,7 +315,12 @@ class EnsureService(Wrapper):
             raise
         except Exception as exc:  # noqa: BLE001 - reported to the agents waiting, never a crash
             log.exception("ensure %s in %s failed", step.target, run.path)
-            result = {**base, "state": "failed", "job_id": run.job_id, "error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+            result = {
+                **base,
+                "state": "failed",
+                "job_id": run.job_id,
+                "error": f"{type(exc).__name__}: {str(exc)[:300]}",
+            }
         run.result = result
         run.known()
 
@@ -269,9 +333,12 @@ class EnsureService(Wrapper):
         key = (tool, path)
         probe = self._probes.get(key)
         if probe is None:
+
             def run() -> tuple[str, str]:
                 try:
-                    out = subprocess.run([path, *argv], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL).stdout.split()
+                    out = subprocess.run(
+                        [path, *argv], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL
+                    ).stdout.split()
                 except (OSError, subprocess.SubprocessError):
                     return "", ""
                 return (out[0], out[1]) if len(out) >= 2 else (path, out[0]) if out else ("", "")
@@ -297,7 +364,9 @@ class EnsureService(Wrapper):
             await asyncio.wait([self._setup_task], timeout=max(budget / 2, MIN_WAIT))
         if not self._setup_task.done() and not self._setup_told_running:
             self._setup_told_running = True
-            self._setup_notes.append(rules.setup_note(self.setup_state.get("script", ""), {**self.setup_state, "state": "RUNNING"}))
+            self._setup_notes.append(
+                rules.setup_note(self.setup_state.get("script", ""), {**self.setup_state, "state": "RUNNING"})
+            )
 
     def _tell_setup(self, obs: dict[str, Any]) -> None:
         """The pending notes go into this observation, unless it is a file's content (a read: the note would
@@ -315,8 +384,12 @@ class EnsureService(Wrapper):
             return
         self.setup_state = {"state": "RUNNING", "script": script}
         try:
-            record, tail, error = await self._job(f"bash {shlex.quote(script)}", self.workspace,
-                                                  lambda jid: self.setup_state.update(job_id=jid), "workspace setup")
+            record, tail, error = await self._job(
+                f"bash {shlex.quote(script)}",
+                self.workspace,
+                lambda jid: self.setup_state.update(job_id=jid),
+                "workspace setup",
+            )
         except Exception as exc:  # noqa: BLE001 - a failed setup is told to the agent, never a crash
             log.exception("setup script failed to run")
             record, tail, error = None, "", f"{type(exc).__name__}: {exc}"
@@ -324,7 +397,10 @@ class EnsureService(Wrapper):
             self.setup_state = {"state": "ERROR", "script": script, "error": error}
             self._setup_notes.append(rules.setup_note(script, None, error=error))
             return
-        self.setup_state = {"script": script, **{k: record.get(k) for k in ("job_id", "state", "exit_code", "duration_s")}}
+        self.setup_state = {
+            "script": script,
+            **{k: record.get(k) for k in ("job_id", "state", "exit_code", "duration_s")},
+        }
         self._setup_notes.append(rules.setup_note(script, record, tail if record.get("state") != "SUCCEEDED" else ""))
 
 
@@ -348,18 +424,36 @@ def gather(path: str, tools: dict[str, str], python: str | None, python_id: str,
                     doc = tomllib.loads(data.decode("utf-8", "replace"))
                 except tomllib.TOMLDecodeError:
                     doc = {}
-                pyproject = {"project": "project" in doc, "build": "build-system" in doc, "poetry": "poetry" in (doc.get("tool") or {})}
+                pyproject = {
+                    "project": "project" in doc,
+                    "build": "build-system" in doc,
+                    "poetry": "poetry" in (doc.get("tool") or {}),
+                }
     venv = os.path.join(path, rules.VENV)
-    if os.path.isfile(os.path.join(venv, "bin", "python")) and os.access(os.path.join(venv, "bin", "python"), os.X_OK) \
-            and os.path.isfile(os.path.join(venv, "pyvenv.cfg")):
+    if (
+        os.path.isfile(os.path.join(venv, "bin", "python"))
+        and os.access(os.path.join(venv, "bin", "python"), os.X_OK)
+        and os.path.isfile(os.path.join(venv, "pyvenv.cfg"))
+    ):
         venv_state = "ok"
     else:
         venv_state = "broken" if os.path.lexists(venv) else "missing"
     node_modules = os.path.isdir(os.path.join(path, rules.NODE_MODULES))
-    stamps = {"python": read_stamp(os.path.join(venv, rules.STAMP_NAME)),
-              "node": read_stamp(os.path.join(path, rules.NODE_MODULES, rules.STAMP_NAME))}
-    return rules.Facts(files=files, pyproject=pyproject, python=python, python_id=python_id, node_id=node_id, tools=tools,
-                       venv=venv_state, node_modules=node_modules, stamps=stamps)
+    stamps = {
+        "python": read_stamp(os.path.join(venv, rules.STAMP_NAME)),
+        "node": read_stamp(os.path.join(path, rules.NODE_MODULES, rules.STAMP_NAME)),
+    }
+    return rules.Facts(
+        files=files,
+        pyproject=pyproject,
+        python=python,
+        python_id=python_id,
+        node_id=node_id,
+        tools=tools,
+        venv=venv_state,
+        node_modules=node_modules,
+        stamps=stamps,
+    )
 
 
 def read_stamp(path: str) -> dict[str, Any] | None:

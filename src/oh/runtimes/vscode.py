@@ -32,9 +32,10 @@ def _from_base64(obs: dict[str, Any]) -> dict[str, Any]:
     try:
         data = base64.b64decode(obs.get("content", ""), validate=True)
     except (ValueError, TypeError):
-        return error_observation(obs.get("cause"), ErrorId.SERVER_ERROR, "The editor's base64 read answer is not valid base64.")
+        return error_observation(
+            obs.get("cause"), ErrorId.SERVER_ERROR, "The editor's base64 read answer is not valid base64."
+        )
     return {**obs, "content": data, "extras": {**extras, "encoding": "binary"}}
-
 
 
 class VscodeRuntime(Runtime):
@@ -99,7 +100,11 @@ class VscodeRuntime(Runtime):
             # A component of at most 63 characters is at most 252 bytes (4 per character): only
             # longer paths need the byte count.
             if len(raw_path) > 63 and any(len(os.fsencode(part)) > 255 for part in raw_path.split("/")):
-                return error_observation(action.id, ErrorId.TOOL_ERROR, f"File name too long: a component of {raw_path[:120]}... is over 255 bytes.")
+                return error_observation(
+                    action.id,
+                    ErrorId.TOOL_ERROR,
+                    f"File name too long: a component of {raw_path[:120]}... is over 255 bytes.",
+                )
             expanded = os.path.expanduser(raw_path)
             joined = os.path.normpath(expanded if os.path.isabs(expanded) else os.path.join(workdir, expanded))
             real = fspath.realpath(joined)
@@ -161,11 +166,14 @@ class VscodeRuntime(Runtime):
             return self._local_job_answer(action, record)  # its editor is gone: what we know
         if action.kind == "job":
             return error_observation(
-                action.id, ErrorId.NO_JOB,
+                action.id,
+                ErrorId.NO_JOB,
                 f"No job {jid} in this agent's shell: the id is unknown, or the job ended more than job_retention "
                 f"({self.job_retention:g} s) ago. List the jobs with the job action op list.",
             )
-        return error_observation(action.id, ErrorId.NO_COMMAND, f"No running command {jid} (its editor is gone, or the id is unknown).")
+        return error_observation(
+            action.id, ErrorId.NO_COMMAND, f"No running command {jid} (its editor is gone, or the id is unknown)."
+        )
 
     def _refusal(self, action: Action, editor) -> dict[str, Any] | None:
         """Why ``editor`` will not be asked: none connected, or it cannot do this action (kind, an option,
@@ -180,10 +188,13 @@ class VscodeRuntime(Runtime):
         capabilities = editor.registration.capabilities
         name = editor.registration.editor_name
         if action.kind not in capabilities:
-            return error_observation(action.id, ErrorId.TOOL_UNSUPPORTED, f"The editor {name} cannot execute '{action.kind}'.")
+            return error_observation(
+                action.id, ErrorId.TOOL_UNSUPPORTED, f"The editor {name} cannot execute '{action.kind}'."
+            )
         if self.review and "review" not in capabilities and is_proposal(action.kind, action.args):
             return error_observation(
-                action.id, ErrorId.TOOL_UNSUPPORTED,
+                action.id,
+                ErrorId.TOOL_UNSUPPORTED,
                 f"This backend runs in review mode (--review), and the editor {name} cannot show "
                 "proposals (it did not advertise the 'review' capability); nothing was changed. Use VS Code with the oh "
                 "extension, or `oh start --runtime local --review` and `oh review`.",
@@ -191,7 +202,8 @@ class VscodeRuntime(Runtime):
         missing = _missing_capability(action, capabilities)
         if missing is not None:
             return error_observation(
-                action.id, ErrorId.TOOL_UNSUPPORTED,
+                action.id,
+                ErrorId.TOOL_UNSUPPORTED,
                 f"The editor {name} does not support {missing[1]} (it did not advertise the "
                 f"{missing[0]!r} capability); nothing was done. Use the local runtime (`oh start --runtime local`) or `oh attach` for it.",
             )
@@ -208,7 +220,9 @@ class VscodeRuntime(Runtime):
             if isinstance(listed, list):
                 known = {j.get("job_id") for j in listed if isinstance(j, dict)}
                 gone = [  # ended jobs of editors that are gone
-                    r for r in self.jobs.values() if r["shell"] == ctx.shell_key and r["job_id"] not in known and r["state"] != "RUNNING"
+                    r
+                    for r in self.jobs.values()
+                    if r["shell"] == ctx.shell_key and r["job_id"] not in known and r["state"] != "RUNNING"
                 ]
                 if gone:
                     listed.extend(_public(r) for r in gone)
@@ -239,12 +253,14 @@ class VscodeRuntime(Runtime):
         editor = self.registry.pick(self.workspace) or await self.registry.wait_for(self.workspace, self.editor_timeout)
         if editor is None:
             return error_observation(
-                leg_id, ErrorId.NO_EDITOR,
+                leg_id,
+                ErrorId.NO_EDITOR,
                 f"No editor is connected for {self.workspace} (waited {self.editor_timeout:g} s) to switch the git branch.",
             )
         if "branch" not in editor.registration.capabilities:
             return error_observation(
-                leg_id, ErrorId.BRANCH_FAILED,
+                leg_id,
+                ErrorId.BRANCH_FAILED,
                 f"The editor {editor.registration.editor_name} cannot switch git branches (it did not advertise the 'branch' "
                 "capability; update the oh extension), so the action was not executed. Start without --branch, or with --runtime local.",
             )
@@ -260,7 +276,11 @@ class VscodeRuntime(Runtime):
             frame = {**frame, "args": {**frame["args"], "encoding": "base64"}}
         obs = await self.link.forward(editor, action.id, frame)
         if binary.is_binary(obs) and not wants_binary:
-            return error_observation(action.id, ErrorId.SERVER_ERROR, f"The editor {editor.registration.editor_name} answered with a binary frame to an action that did not ask for one.")
+            return error_observation(
+                action.id,
+                ErrorId.SERVER_ERROR,
+                f"The editor {editor.registration.editor_name} answered with a binary frame to an action that did not ask for one.",
+            )
         if wants_binary and not binary.is_binary(obs):
             return _from_base64(obs)
         return obs
@@ -275,7 +295,6 @@ class VscodeRuntime(Runtime):
         for editor in self.registry.all():
             if editor.serves(self.workspace):
                 await self.link.tell(editor, frame)
-
 
     # ------------------------------------------------------------------ jobs on the editor leg
     def _remember(self, jid: str, editor_id: str, ctx: AgentContext) -> None:
@@ -296,10 +315,23 @@ class VscodeRuntime(Runtime):
             return  # not started (refused), or de-duplicated onto a job we know already
         self._remember(jid, editor.editor_id, ctx)
         self.jobs[jid] = {
-            "job_id": jid, "command": action.command, "cwd": md.get("working_dir"), "state": "RUNNING", "exit_code": None,
-            "pid": md.get("pid", -1), "background": True, "started_at": None, "finished_at": None, "duration_s": 0.0,
-            "output_bytes": 0, "env_names": sorted(action.env), "shell": ctx.shell_key, "agent_id": ctx.id,
-            "editor_id": editor.editor_id, "_t0": time.monotonic(), "_done": None,
+            "job_id": jid,
+            "command": action.command,
+            "cwd": md.get("working_dir"),
+            "state": "RUNNING",
+            "exit_code": None,
+            "pid": md.get("pid", -1),
+            "background": True,
+            "started_at": None,
+            "finished_at": None,
+            "duration_s": 0.0,
+            "output_bytes": 0,
+            "env_names": sorted(action.env),
+            "shell": ctx.shell_key,
+            "agent_id": ctx.id,
+            "editor_id": editor.editor_id,
+            "_t0": time.monotonic(),
+            "_done": None,
         }
 
     def editor_job_event(self, editor, name: str, job: dict[str, Any]) -> None:
@@ -310,7 +342,12 @@ class VscodeRuntime(Runtime):
             # The editor's event usually arrives before the run observation that started the job.
             record = self.jobs[job["job_id"]] = {
                 **{k: v for k, v in job.items() if isinstance(k, str) and not k.startswith("_")},
-                "state": "RUNNING", "shell": where[1], "agent_id": where[2], "editor_id": editor.editor_id, "_t0": time.monotonic(), "_done": None,
+                "state": "RUNNING",
+                "shell": where[1],
+                "agent_id": where[2],
+                "editor_id": editor.editor_id,
+                "_t0": time.monotonic(),
+                "_done": None,
             }
         if record is None or record.get("editor_id") != editor.editor_id:
             return
@@ -334,19 +371,28 @@ class VscodeRuntime(Runtime):
 
     def _purge(self) -> None:
         now = time.monotonic()
-        for jid in [j for j, r in self.jobs.items() if r["_done"] is not None and now - r["_done"] > self.job_retention]:
+        for jid in [
+            j for j, r in self.jobs.items() if r["_done"] is not None and now - r["_done"] > self.job_retention
+        ]:
             del self.jobs[jid]
 
     def _local_list(self, action: Action, ctx: AgentContext) -> dict[str, Any]:
         self._purge()
         records = [_public(r) for r in self.jobs.values() if r["shell"] == ctx.shell_key]
-        return job_observation(action.id, "list", joblist.listing(records) + "\n(No editor is connected: only jobs of editors that went away are listed.)", {"jobs": records})
+        return job_observation(
+            action.id,
+            "list",
+            joblist.listing(records) + "\n(No editor is connected: only jobs of editors that went away are listed.)",
+            {"jobs": records},
+        )
 
     def _local_job_answer(self, action: Action, record: dict[str, Any]) -> dict[str, Any]:
         """A job op answered by the backend itself: the job ended and its editor may be gone."""
         op = action.args["op"]
         rec = _public(record)
-        note = f"Job {rec['job_id']} is {rec['state']}" + (": its editor disconnected; its output is not available." if rec["state"] == "LOST" else ".")
+        note = f"Job {rec['job_id']} is {rec['state']}" + (
+            ": its editor disconnected; its output is not available." if rec["state"] == "LOST" else "."
+        )
         extras: dict[str, Any] = {"job": rec}
         if op == "wait":
             extras["timed_out"] = False

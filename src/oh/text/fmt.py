@@ -27,13 +27,20 @@ def editor_label(e: dict[str, Any]) -> str:
     name = e.get("name") or nested.get("name") or "editor"
     version = e.get("version") or nested.get("version") or ""
     folders = ", ".join(str(f) for f in e.get("workspace_folders") or [])
-    return f"{name} {version}".strip() + (f" ({e['editor_id']})" if e.get("editor_id") else "") + (f" — {folders}" if folders else "")
+    return (
+        f"{name} {version}".strip()
+        + (f" ({e['editor_id']})" if e.get("editor_id") else "")
+        + (f" — {folders}" if folders else "")
+    )
 
 
 # A run that hit its timeout (`timed_out` of the trace record / monitor event; timeout_of below):
 # what the outcome column says, and its exit code as `oh run` reports it (124, as timeout(1)); None: none yet.
-TIMED_OUT = {"killed": ("timed out, killed", 124), "interrupted": ("timed out, interrupted", 124),
-             "running": ("timed out, running", None)}
+TIMED_OUT = {
+    "killed": ("timed out, killed", 124),
+    "interrupted": ("timed out, interrupted", 124),
+    "running": ("timed out, running", None),
+}
 
 
 def timed_out(how: Any) -> tuple[str, int | None] | None:
@@ -43,9 +50,15 @@ def timed_out(how: Any) -> tuple[str, int | None] | None:
 # How a `run` that hit its timeout ended, from the suffix both runtimes write (local: runtimes/local/terminal.py,
 # VS Code: extension/src/runstate.ts): "timed out after N seconds and was killed" (hard timeout), "... and was
 # interrupted (C-c)" (VS Code's hard timeout when C-c was enough), "... and is still running" (soft timeout).
-_TIMED_OUT = re.compile(r"timed out after [0-9.]+ seconds and (was killed|was interrupted \(C-c\) and then killed|was interrupted|is still running)")
-_TIMEOUT_ENDS = {"was killed": "killed", "was interrupted (C-c) and then killed": "killed", "was interrupted": "interrupted",
-                 "is still running": "running"}
+_TIMED_OUT = re.compile(
+    r"timed out after [0-9.]+ seconds and (was killed|was interrupted \(C-c\) and then killed|was interrupted|is still running)"
+)
+_TIMEOUT_ENDS = {
+    "was killed": "killed",
+    "was interrupted (C-c) and then killed": "killed",
+    "was interrupted": "interrupted",
+    "is still running": "running",
+}
 
 
 def timeout_of(obs: dict[str, Any]) -> str | None:

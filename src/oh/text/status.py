@@ -15,18 +15,24 @@ NONE_RUNNING = "no backend is running. Start one with `oh start` (or `oh start -
 
 def render_text(rows: list[dict[str, Any]], dead: list[dict[str, Any]] | None = None) -> str:
     """``rows``: status entries (reachable or not); ``dead``: backends found dead and cleaned up."""
-    lines = [f"✗ {d['instance_id']} died (pid {d['pid']}, workspace {d['workspace']}); log {d['log']}" for d in dead or []]
+    lines = [
+        f"✗ {d['instance_id']} died (pid {d['pid']}, workspace {d['workspace']}); log {d['log']}" for d in dead or []
+    ]
     if not rows:
         lines.append(NONE_RUNNING)
     for d in rows:
         mark = "●" if d.get("reachable", True) else "○"
-        lines.append(f"{mark} {d['instance_id']}  {d['runtime']}  {d['url']}  pid {d['pid']}  up {fmt_duration(d.get('uptime_s'))}")
+        lines.append(
+            f"{mark} {d['instance_id']}  {d['runtime']}  {d['url']}  pid {d['pid']}  up {fmt_duration(d.get('uptime_s'))}"
+        )
         lines.append(f"  workspace  {d['workspace']}")
         if not d.get("reachable", True):
             lines.append(f"  problem    {d.get('error')}")
         editors = d.get("editors") or []
         if d["runtime"] == "vscode" or editors:
-            lines.append("  editors    " + ("none connected (waiting for VS Code)" if not editors else editor_label(editors[0])))
+            lines.append(
+                "  editors    " + ("none connected (waiting for VS Code)" if not editors else editor_label(editors[0]))
+            )
             for e in editors[1:]:
                 lines.append("             " + editor_label(e))
             for e in editors:  # oh and the extension from different releases (protocol/versions.py)
@@ -39,11 +45,16 @@ def render_text(rows: list[dict[str, Any]], dead: list[dict[str, Any]] | None = 
         if isinstance(d.get("branch"), dict):
             lines.append("  branch     " + branch_label(d["branch"]))
         agents = d.get("agents") or []
-        lines.append(f"  agents     {len(agents)}" + (f" ({', '.join(str(a.get('name', '?')) for a in agents)})" if agents else ""))
+        lines.append(
+            f"  agents     {len(agents)}"
+            + (f" ({', '.join(str(a.get('name', '?')) for a in agents)})" if agents else "")
+        )
         st = d.get("stats") or {}
         if st:
             errors = st.get("errors", 0)
-            lines.append(f"  actions    {st.get('done', 0)} done, {st.get('pending', 0)} pending, {errors} error{'' if errors == 1 else 's'}")
+            lines.append(
+                f"  actions    {st.get('done', 0)} done, {st.get('pending', 0)} pending, {errors} error{'' if errors == 1 else 's'}"
+            )
         if d.get("trace"):
             lines.append(f"  trace      {d['trace']}")
         if d.get("trace_warning"):  # read-only or full trace directory: the backend keeps serving

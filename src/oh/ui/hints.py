@@ -22,12 +22,16 @@ def install_hints(states: list[dict[str, Any]], bundled: str | None) -> list[str
     have = [s for s in known if s.get("installed_version")]
     names = ", ".join(dict.fromkeys(str(s.get("editor")) for s in known))
     if not have:
-        return [f"the oh extension (oh-dev.oh-vscode) is not installed in any editor oh can see ({names}): "
-                "run `oh vscode install`, then reload the editor's window."]
+        return [
+            f"the oh extension (oh-dev.oh-vscode) is not installed in any editor oh can see ({names}): "
+            "run `oh vscode install`, then reload the editor's window."
+        ]
     if bundled and not any(s.get("installed_version") == bundled for s in have):
         found = ", ".join(f"{s.get('editor')} has {s.get('installed_version')}" for s in have)
-        return [f"the oh extension in your editors is another release than this oh's {bundled} ({found}): "
-                "run `oh vscode install`, then reload the editor's window."]
+        return [
+            f"the oh extension in your editors is another release than this oh's {bundled} ({found}): "
+            "run `oh vscode install`, then reload the editor's window."
+        ]
     return []
 
 
@@ -35,17 +39,25 @@ def editor_hints(workspace: str, cli: str | None, sessions_dir: str, env: Mappin
     """``cli``: the editor CLI oh found (None: none). ``env``: this process's environment."""
     hints: list[str] = []
     if cli is None:
-        hints.append(f"no VS Code CLI (code, cursor, windsurf, codium, code-server) is on PATH, so oh cannot open the editor: "
-                     f"open {workspace} in it yourself.")
+        hints.append(
+            f"no VS Code CLI (code, cursor, windsurf, codium, code-server) is on PATH, so oh cannot open the editor: "
+            f"open {workspace} in it yourself."
+        )
     for var in ("OH_HOME", "XDG_STATE_HOME"):
         if env.get(var):
-            hints.append(f"{var} is set here: VS Code finds this backend only if it sees the same {var} "
-                         f"(sessions in {sessions_dir}); start VS Code from this shell.")
+            hints.append(
+                f"{var} is set here: VS Code finds this backend only if it sees the same {var} "
+                f"(sessions in {sessions_dir}); start VS Code from this shell."
+            )
             break
     if env.get("SSH_CONNECTION") and not env.get("VSCODE_IPC_HOOK_CLI"):
-        hints.append("this shell is an SSH session: a VS Code window on your own computer sees this oh only when it is connected "
-                     "to this machine (Remote-SSH): open the folder that way, then run `oh vscode install` in that window's terminal.")
-    hints.append("a VS Code window connects only when it has this folder (or one containing it) open, on this machine: a window "
-                 "on a remote (Remote-SSH, WSL, Dev Container: see its bottom-left corner) runs its extensions there, so oh must run "
-                 "there too (pipx install oh-editor-runtime in that window's terminal, then `oh vscode install`).")
+        hints.append(
+            "this shell is an SSH session: a VS Code window on your own computer sees this oh only when it is connected "
+            "to this machine (Remote-SSH): open the folder that way, then run `oh vscode install` in that window's terminal."
+        )
+    hints.append(
+        "a VS Code window connects only when it has this folder (or one containing it) open, on this machine: a window "
+        "on a remote (Remote-SSH, WSL, Dev Container: see its bottom-left corner) runs its extensions there, so oh must run "
+        "there too (pipx install oh-editor-runtime in that window's terminal, then `oh vscode install`)."
+    )
     return hints

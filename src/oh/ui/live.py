@@ -56,14 +56,16 @@ def _fit_path(summary: str, width: int) -> str:
     room = width - len(head) - 2 if head else width - 1
     if head and room >= 8:
         return f"{head} …{path[-room:]}"
-    return "…" + summary[-(width - 1):]
+    return "…" + summary[-(width - 1) :]
 
 
 def _wrap(text: str, width: int) -> list[str]:
     """A hint on as many lines as it needs (indented), so its fix at the end is never cut off."""
     import textwrap
 
-    return textwrap.wrap(text, width=max(20, width - 1), initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False) or [""]
+    return textwrap.wrap(
+        text, width=max(20, width - 1), initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False
+    ) or [""]
 
 
 def plural(n: int, word: str) -> str:
@@ -214,8 +216,12 @@ class LiveState:
     def _row(self, frame: dict[str, Any]) -> ActionRow:
         kind = frame.get("kind", "")
         return ActionRow(
-            frame.get("action_id"), _clock(frame.get("time")), self.agent_name(frame.get("agent_id", "")),
-            visible(kind), visible(self.relative(str(frame.get("summary", "")), kind)), risk=_risk(frame.get("security_risk")),
+            frame.get("action_id"),
+            _clock(frame.get("time")),
+            self.agent_name(frame.get("agent_id", "")),
+            visible(kind),
+            visible(self.relative(str(frame.get("summary", "")), kind)),
+            risk=_risk(frame.get("security_risk")),
         )
 
     def relative(self, summary: str, kind: str) -> str:
@@ -225,7 +231,9 @@ class LiveState:
         if kind == "run" or not isinstance(ws, str) or not ws.startswith("/"):
             return summary
         prefix = ws.rstrip("/") + "/"
-        words = [w[len(prefix):] or "." if w.startswith(prefix) else ("." if w == ws else w) for w in summary.split(" ")]
+        words = [
+            w[len(prefix) :] or "." if w.startswith(prefix) else ("." if w == ws else w) for w in summary.split(" ")
+        ]
         return " ".join(words)
 
     @property
@@ -249,11 +257,15 @@ class LiveState:
         if handler is not None:
             return handler(self, frame)
         # An event this view does not know (a newer backend): shown as its JSON, never dropped.
-        return [f"{name}: {json.dumps({k: v for k, v in frame.items() if k not in ('type', 'event', 'time')}, default=str)}"]
+        return [
+            f"{name}: {json.dumps({k: v for k, v in frame.items() if k not in ('type', 'event', 'time')}, default=str)}"
+        ]
 
     def _on_snapshot(self, frame: dict[str, Any]) -> list[str]:
         snap = frame.get("backend") if isinstance(frame.get("backend"), dict) else frame
-        self.backend.update({k: v for k, v in snap.items() if k not in ("type", "editors", "agents", "stats", "jobs", "recent")})
+        self.backend.update(
+            {k: v for k, v in snap.items() if k not in ("type", "editors", "agents", "stats", "jobs", "recent")}
+        )
         self.uptime_base = float(snap.get("uptime_s") or 0.0)
         self.started_mono = time.monotonic()
         self.editors = {e.get("editor_id", str(i)): e for i, e in enumerate(frame.get("editors") or [])}
@@ -267,8 +279,10 @@ class LiveState:
         seen = self.stats.get("done", 0) + self.stats.get("pending", 0)
         self.dropped = max(self.dropped, seen - len(self.actions))
         self.synced = True
-        lines = [f"backend {self.backend.get('instance_id')} listening on {self.backend.get('url') or self._url()} "
-                 f"(runtime {self.runtime}, pid {self.backend.get('pid')}, workspace {self.backend.get('workspace')})"]
+        lines = [
+            f"backend {self.backend.get('instance_id')} listening on {self.backend.get('url') or self._url()} "
+            f"(runtime {self.runtime}, pid {self.backend.get('pid')}, workspace {self.backend.get('workspace')})"
+        ]
         if self.editors:
             lines += [f"editor connected: {editor_label(e)}" for e in self.editors.values()]
         elif self.runtime == "vscode":
@@ -278,7 +292,9 @@ class LiveState:
             lines.append("branch mode: " + branch_label(self.backend["branch"]))
         consent = snap.get("consent") if isinstance(snap.get("consent"), dict) else None
         if consent is not None:
-            lines.append(f"consent: {visible(consent.get('level', '?'))} ({plural(len(consent.get('rules') or []), 'rule')})")
+            lines.append(
+                f"consent: {visible(consent.get('level', '?'))} ({plural(len(consent.get('rules') or []), 'rule')})"
+            )
             for row in consent.get("waiting") or []:
                 if isinstance(row, dict) and row.get("id") not in self.approvals:
                     replayed += self._on_approval_requested(row)
@@ -286,10 +302,17 @@ class LiveState:
 
     def _replay(self, events: Any, jobs: Any) -> list[str]:
         """Action events and jobs from the snapshot this view has not shown yet (a reconnect repeats some)."""
-        events = [ev for ev in events if isinstance(ev, dict) and ev.get("type") == "event"] if isinstance(events, list) else []
+        events = (
+            [ev for ev in events if isinstance(ev, dict) and ev.get("type") == "event"]
+            if isinstance(events, list)
+            else []
+        )
         connected = self.agents
         # Agents that have left since name their actions too (agent_connected events are replayed for that).
-        self.agents = {**{ev.get("agent_id"): ev.get("name") or "" for ev in events if ev.get("event") == "agent_connected"}, **connected}
+        self.agents = {
+            **{ev.get("agent_id"): ev.get("name") or "" for ev in events if ev.get("event") == "agent_connected"},
+            **connected,
+        }
         lines: list[str] = []
         try:
             for ev in events:
@@ -317,7 +340,9 @@ class LiveState:
             if state == "RUNNING":
                 row = self._job_row(frame)
                 row.state = "RUNNING"
-                lines.append(f"job {row.job_id} running: {row.agent} {row.summary} ({plural(self.running_jobs, 'job')} running)")
+                lines.append(
+                    f"job {row.job_id} running: {row.agent} {row.summary} ({plural(self.running_jobs, 'job')} running)"
+                )
             else:
                 lines += self._on_job_finished(frame)
         return lines
@@ -399,7 +424,9 @@ class LiveState:
             self.stats["errors"] = self.stats.get("errors", 0) + 1
         code_txt = f" exit {row.exit_text()}" if row.exit_text() else ""
         risk = f" [risk {row.risk}]" if row.risk else ""
-        return [f"{row.agent} {row.kind} {row.summary}{risk} → {row.outcome_text()}{code_txt} in {fmt_ms(row.duration_ms)}"]
+        return [
+            f"{row.agent} {row.kind} {row.summary}{risk} → {row.outcome_text()}{code_txt} in {fmt_ms(row.duration_ms)}"
+        ]
 
     def _follow_up_finished(self, row: ActionRow) -> None:
         """A follow-up (`oh run --wait`, input) names the command it went to by job id: its row says which
@@ -409,8 +436,17 @@ class LiveState:
         if row.job_id is not None:
             earlier = [r for r in self.actions.values() if r is not row and r.job_id == row.job_id and r.kind == "run"]
         elif row.summary == FOLLOW_UP:  # a runtime without job ids (VS Code): the agent's last command still running
-            earlier = [r for r in self.actions.values() if r is not row and r.kind == "run" and r.job_id is None
-                       and r.agent == row.agent and r.still_running and not r.summary.startswith(FOLLOW_UP) and r.finished_by is None][-1:]
+            earlier = [
+                r
+                for r in self.actions.values()
+                if r is not row
+                and r.kind == "run"
+                and r.job_id is None
+                and r.agent == row.agent
+                and r.still_running
+                and not r.summary.startswith(FOLLOW_UP)
+                and r.finished_by is None
+            ][-1:]
         else:
             return
         if not earlier:
@@ -419,7 +455,9 @@ class LiveState:
         if not row.summary or row.summary == FOLLOW_UP:
             row.summary = f"{FOLLOW_UP}: {first.summary}"[:80]
         if row.outcome == "ok" and row.exit_code is not None and row.exit_code >= 0:
-            waits = [r for r in self.actions.values() if r is not row and r.agent == row.agent and r.summary == row.summary]
+            waits = [
+                r for r in self.actions.values() if r is not row and r.agent == row.agent and r.summary == row.summary
+            ]
             for r in earlier + (waits if row.job_id is None else []):  # earlier follow-ups of the same command too
                 if r.still_running:
                     r.finished_by = row.action_id
@@ -432,7 +470,12 @@ class LiveState:
         job_id = visible(frame.get("job_id") or "?")[:24]
         row = self.jobs.get(job_id)
         if row is None:  # a job_finished for a job that started before this view subscribed
-            row = JobRow(job_id, _clock(frame.get("time")), self.agent_name(frame.get("agent_id", "")), visible(frame.get("summary", "")))
+            row = JobRow(
+                job_id,
+                _clock(frame.get("time")),
+                self.agent_name(frame.get("agent_id", "")),
+                visible(frame.get("summary", "")),
+            )
             self.jobs[job_id] = row
             self._evict_jobs()
         return row
@@ -459,7 +502,9 @@ class LiveState:
         row.duration_ms = ms if isinstance(ms, (int, float)) and not isinstance(ms, bool) else None
         code_txt = f" exit {row.exit_code}" if row.exit_code is not None else ""
         dur = f" in {fmt_ms(row.duration_ms)}" if row.duration_ms is not None else ""
-        return [f"job {row.job_id} {row.state}{code_txt}{dur}: {row.agent} {row.summary} ({plural(self.running_jobs, 'job')} running)"]
+        return [
+            f"job {row.job_id} {row.state}{code_txt}{dur}: {row.agent} {row.summary} ({plural(self.running_jobs, 'job')} running)"
+        ]
 
     def _on_proposal_opened(self, frame: dict[str, Any]) -> list[str]:
         """Review mode: an action became a proposal (local: ``oh review``; VS Code: its diff editor)."""
@@ -470,7 +515,9 @@ class LiveState:
         if row is not None:
             row.awaiting = True
         how = f"`oh review show {pid}`, then accept or reject" if pid else "review it in VS Code"
-        return [f"{self.agent_name(frame.get('agent_id', ''))} proposes {visible(frame.get('kind', ''))} {visible(frame.get('path', ''))}: awaiting review ({how})"]
+        return [
+            f"{self.agent_name(frame.get('agent_id', ''))} proposes {visible(frame.get('kind', ''))} {visible(frame.get('path', ''))}: awaiting review ({how})"
+        ]
 
     def _on_proposal_closed(self, frame: dict[str, Any]) -> list[str]:
         aid = frame.get("action_id")
@@ -479,23 +526,33 @@ class LiveState:
         if row is not None:
             row.awaiting = False
         by = f" by {visible(frame['by'])}" if frame.get("by") else ""
-        return [f"proposal {pid + ' ' if pid else ''}{visible(frame.get('path', ''))}: {visible(frame.get('decision') or 'closed')}{by}"]
+        return [
+            f"proposal {pid + ' ' if pid else ''}{visible(frame.get('path', ''))}: {visible(frame.get('decision') or 'closed')}{by}"
+        ]
 
     def _on_approval_requested(self, frame: dict[str, Any]) -> list[str]:
         """An action waits for the user's consent (§3.13)."""
         aid = visible(frame.get("id") or "")[:16]
-        row = {"id": aid, "action_id": frame.get("action_id"), "agent": self.agent_name(frame.get("agent_id", "")),
-               "kind": visible(frame.get("kind") or ""), "what": visible(frame.get("what") or "")[:300],
-               "reason": visible(frame.get("reason") or "")[:200], "risk": _risk(frame.get("security_risk")),
-               "always": [visible(r)[:100] for r in frame.get("always") or [] if isinstance(r, str)]}
+        row = {
+            "id": aid,
+            "action_id": frame.get("action_id"),
+            "agent": self.agent_name(frame.get("agent_id", "")),
+            "kind": visible(frame.get("kind") or ""),
+            "what": visible(frame.get("what") or "")[:300],
+            "reason": visible(frame.get("reason") or "")[:200],
+            "risk": _risk(frame.get("security_risk")),
+            "always": [visible(r)[:100] for r in frame.get("always") or [] if isinstance(r, str)],
+        }
         self.approvals[aid] = row
         action = self.actions.get(frame.get("action_id"))
         if action is not None:
             action.consent = aid
         risk = f" [security_risk {row['risk']}]" if row["risk"] else ""
         always = f" / a = always ({', '.join(row['always'])})" if row["always"] else ""
-        return [f"{aid} awaiting your consent: {row['agent']} wants to {row['kind']} `{row['what']}`{risk} ({row['reason']}); "
-                f"y = allow / n = reject{always}, or `oh approve {aid}` / `oh reject {aid}`"]
+        return [
+            f"{aid} awaiting your consent: {row['agent']} wants to {row['kind']} `{row['what']}`{risk} ({row['reason']}); "
+            f"y = allow / n = reject{always}, or `oh approve {aid}` / `oh reject {aid}`"
+        ]
 
     def _on_approval_decided(self, frame: dict[str, Any]) -> list[str]:
         aid = visible(frame.get("id") or "")[:16]
@@ -505,9 +562,17 @@ class LiveState:
             action.consent = None
         who = visible(frame.get("by") or "?")
         what = visible(frame.get("what") or "")[:200]
-        rule = f" (rule added: {visible(frame['rule'])})" if frame.get("rule") and frame.get("decision") == "allowed" else ""
-        reason = f": {visible(frame['reason'])[:200]}" if frame.get("reason") and frame.get("decision") != "allowed" else ""
-        return [f"{aid + ' ' if aid else ''}{visible(frame.get('decision') or '?')} by {who} at {_clock(frame.get('at'))}: `{what}`{rule}{reason}"]
+        rule = (
+            f" (rule added: {visible(frame['rule'])})"
+            if frame.get("rule") and frame.get("decision") == "allowed"
+            else ""
+        )
+        reason = (
+            f": {visible(frame['reason'])[:200]}" if frame.get("reason") and frame.get("decision") != "allowed" else ""
+        )
+        return [
+            f"{aid + ' ' if aid else ''}{visible(frame.get('decision') or '?')} by {who} at {_clock(frame.get('at'))}: `{what}`{rule}{reason}"
+        ]
 
     def first_approval(self) -> dict[str, Any] | None:
         return next(iter(self.approvals.values()), None)
@@ -565,30 +630,59 @@ class LiveState:
         b = self.backend
         url = visible(b.get("url") or self._url())
         head_parts = [
-            ("oh ", "bold"), ("backend ", "dim"), (visible(b.get("instance_id", "?")), "bold cyan"),
-            ("  runtime ", "dim"), (self.runtime, "bold"), ("  ", ""), (url, "green"),
-            ("  pid ", "dim"), (str(b.get("pid", "?")), ""), ("  up ", "dim"), (fmt.fmt_duration(self.uptime()), ""),
+            ("oh ", "bold"),
+            ("backend ", "dim"),
+            (visible(b.get("instance_id", "?")), "bold cyan"),
+            ("  runtime ", "dim"),
+            (self.runtime, "bold"),
+            ("  ", ""),
+            (url, "green"),
+            ("  pid ", "dim"),
+            (str(b.get("pid", "?")), ""),
+            ("  up ", "dim"),
+            (fmt.fmt_duration(self.uptime()), ""),
         ]
         if sum(len(text) for text, _ in head_parts) > width:  # 80 columns: drop labels before anything is cut
             head_parts = [
-                ("backend ", "dim"), (visible(b.get("instance_id", "?")), "bold cyan"), (" · ", "dim"), (self.runtime, "bold"),
-                (" · ", "dim"), (url.removeprefix("ws://"), "green"), (" · pid ", "dim"), (str(b.get("pid", "?")), ""),
-                (" · up ", "dim"), (fmt.fmt_duration(self.uptime()), ""),
+                ("backend ", "dim"),
+                (visible(b.get("instance_id", "?")), "bold cyan"),
+                (" · ", "dim"),
+                (self.runtime, "bold"),
+                (" · ", "dim"),
+                (url.removeprefix("ws://"), "green"),
+                (" · pid ", "dim"),
+                (str(b.get("pid", "?")), ""),
+                (" · up ", "dim"),
+                (fmt.fmt_duration(self.uptime()), ""),
             ]
         head = one_line(*head_parts)
-        ws = one_line(("workspace ", "dim"), (visible(b.get("workspace", "")), ""),
-                      *((("  branch ", "dim"), (visible(branch_label(b["branch"])), "magenta")) if isinstance(b.get("branch"), dict) else ()))
+        ws = one_line(
+            ("workspace ", "dim"),
+            (visible(b.get("workspace", "")), ""),
+            *(
+                (("  branch ", "dim"), (visible(branch_label(b["branch"])), "magenta"))
+                if isinstance(b.get("branch"), dict)
+                else ()
+            ),
+        )
         state = self.editor_state
         editor: Any
         hints: list[Text] = []
         if state == "connected":
-            editor = one_line(("● ", "green"), ("editor connected: ", "green"), (" · ".join(editor_label(e) for e in self.editors.values()), ""))
+            editor = one_line(
+                ("● ", "green"),
+                ("editor connected: ", "green"),
+                (" · ".join(editor_label(e) for e in self.editors.values()), ""),
+            )
         elif state in ("waiting", "disconnected"):
             waited = fmt.fmt_duration(time.monotonic() - self.waiting_since)
             if state == "waiting":
                 text, style = f"waiting for VS Code to connect… ({waited})", "yellow"
             else:
-                text, style = f"editor disconnected ({self.editor_gone_reason[:40]}); waiting for it to reconnect… ({waited})", "red"
+                text, style = (
+                    f"editor disconnected ({self.editor_gone_reason[:40]}); waiting for it to reconnect… ({waited})",
+                    "red",
+                )
             if self._spinner is None:  # one spinner for the whole view: a new one each frame never turns
                 self._spinner = Spinner("dots")
             self._spinner.text = Text(text, style=style, no_wrap=True, overflow="ellipsis")
@@ -600,26 +694,54 @@ class LiveState:
         ask = self.first_approval()
         if ask is not None:  # the question the keys answer, above everything else that moves
             more = len(self.approvals) - 1
-            hints.append(one_line(("? ", "bold yellow"), (ask["id"] + " ", "bold"), (f"{ask['agent']} wants to {ask['kind']} ", ""),
-                                  (ask["what"], "bold"), *(((f"  security_risk {ask['risk']}", RISK_STYLES.get(ask["risk"], "")),) if ask["risk"] else ())))
-            hints.append(one_line(("  y", "bold green"), (" allow  ", ""), ("n", "bold red"), (" reject  ", ""),
-                                  *((("a", "bold cyan"), (f" always ({', '.join(ask['always'])})  ", "")) if ask["always"] else ()),
-                                  (f"why: {ask['reason']}", "dim"), (f"  (+{more} more: `oh approvals`)" if more > 0 else "", "dim")))
+            hints.append(
+                one_line(
+                    ("? ", "bold yellow"),
+                    (ask["id"] + " ", "bold"),
+                    (f"{ask['agent']} wants to {ask['kind']} ", ""),
+                    (ask["what"], "bold"),
+                    *(((f"  security_risk {ask['risk']}", RISK_STYLES.get(ask["risk"], "")),) if ask["risk"] else ()),
+                )
+            )
+            hints.append(
+                one_line(
+                    ("  y", "bold green"),
+                    (" allow  ", ""),
+                    ("n", "bold red"),
+                    (" reject  ", ""),
+                    *((("a", "bold cyan"), (f" always ({', '.join(ask['always'])})  ", "")) if ask["always"] else ()),
+                    (f"why: {ask['reason']}", "dim"),
+                    (f"  (+{more} more: `oh approvals`)" if more > 0 else "", "dim"),
+                )
+            )
         room = max(1, height - _CHROME_ROWS - len(hints) - len(self.version_problems()))
         # Jobs get up to a third of the rows (at most 8, plus their title line); actions the rest.
         job_room = min(len(self.jobs), 8, max(1, room // 3)) if self.jobs else 0
         table, shown, hidden, job_lines = self._table(max(1, room - job_room - (1 if job_room else 0)), width, job_room)
-        problems = [one_line(("  ", ""), (p, "bold red" if p.startswith("editor refused") else "yellow")) for p in self.version_problems()]
+        problems = [
+            one_line(("  ", ""), (p, "bold red" if p.startswith("editor refused") else "yellow"))
+            for p in self.version_problems()
+        ]
         parts: list[Any] = [head, ws, editor, *problems, *hints, Text(""), table]
         if hidden:
             parts.append(one_line((f"{plural(hidden, 'earlier action')} hidden (`oh logs` shows all)", "dim")))
         if job_lines:
             more = len(self.jobs) - len(job_lines)
-            parts.append(one_line(("background jobs", "bold"), (f" · {self.running_jobs} running", "yellow" if self.running_jobs else "dim"),
-                                  (f" · {more} more (`oh jobs`)" if more else "", "dim")))
+            parts.append(
+                one_line(
+                    ("background jobs", "bold"),
+                    (f" · {self.running_jobs} running", "yellow" if self.running_jobs else "dim"),
+                    (f" · {more} more (`oh jobs`)" if more else "", "dim"),
+                )
+            )
             parts += job_lines
-        parts += [Text(""), one_line((self.stats_line(), "dim"),
-                                     ("   Ctrl-C stops the backend" if not self.stopping else f"   stopping: {self.stopping}", "dim"))]
+        parts += [
+            Text(""),
+            one_line(
+                (self.stats_line(), "dim"),
+                ("   Ctrl-C stops the backend" if not self.stopping else f"   stopping: {self.stopping}", "dim"),
+            ),
+        ]
         if b.get("trace"):
             parts.append(one_line(("trace ", "dim"), (visible(b["trace"]), "dim")))
         return Group(*parts)
@@ -667,7 +789,15 @@ class LiveState:
         names = [n for n in widths if widths[n]]
         excess = sum(widths[n] for n in names) + len(names) - 1 - width  # one space between columns
         # Who gives way, in order: the summary first (down to 16, then 8 once the agent is down to 10).
-        for name, least in (("summary", 16), ("agent", 10), ("summary", 8), ("agent", 6), ("outcome", 10), ("kind", 6), ("kind", 4)):
+        for name, least in (
+            ("summary", 16),
+            ("agent", 10),
+            ("summary", 8),
+            ("agent", 6),
+            ("outcome", 10),
+            ("kind", 6),
+            ("kind", 4),
+        ):
             if excess <= 0:
                 break
             give = min(excess, max(0, widths[name] - least))
@@ -701,17 +831,35 @@ class LiveState:
             else:
                 outcome = Text("ok", style="yellow")  # the command ran and exited non-zero
             summary = _fit_path(r.summary, widths["summary"]) if r.kind in PATH_KINDS else r.summary
-            lines.append(line({
-                "time": Text(r.time), "agent": Text(r.agent), "kind": Text(r.kind), "summary": Text(summary),
-                "risk": Text(r.risk or "", style=RISK_STYLES.get(r.risk or "", "")), "outcome": outcome,
-                "exit": Text(r.exit_text()), "duration": Text(fmt_ms(r.duration_ms)),
-            }))
+            lines.append(
+                line(
+                    {
+                        "time": Text(r.time),
+                        "agent": Text(r.agent),
+                        "kind": Text(r.kind),
+                        "summary": Text(summary),
+                        "risk": Text(r.risk or "", style=RISK_STYLES.get(r.risk or "", "")),
+                        "outcome": outcome,
+                        "exit": Text(r.exit_text()),
+                        "duration": Text(fmt_ms(r.duration_ms)),
+                    }
+                )
+            )
         if not shown:
             lines.append(line({"summary": Text("no actions yet" if self.synced else "connecting…", style="dim")}))
         table = Group(*lines)
-        job_lines = [line({
-            "time": Text(j.time), "agent": Text(j.agent), "kind": Text(j.kind), "summary": Text(j.summary),
-            "outcome": Text(j.state, style=JOB_STYLES.get(j.state, "")), "exit": Text(j.exit_text()),
-            "duration": Text(fmt_ms(j.duration_ms)),
-        }) for j in jobs]
+        job_lines = [
+            line(
+                {
+                    "time": Text(j.time),
+                    "agent": Text(j.agent),
+                    "kind": Text(j.kind),
+                    "summary": Text(j.summary),
+                    "outcome": Text(j.state, style=JOB_STYLES.get(j.state, "")),
+                    "exit": Text(j.exit_text()),
+                    "duration": Text(fmt_ms(j.duration_ms)),
+                }
+            )
+            for j in jobs
+        ]
         return table, shown, hidden, job_lines

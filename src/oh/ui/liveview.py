@@ -98,7 +98,9 @@ class LiveView:
         if self._announce is None:
             return
         warnings, self._announce = self._announce, None
-        self.io.ndjson({"type": "event", "event": "backend_started", **{k: v for k, v in self.session.public().items()}})
+        self.io.ndjson(
+            {"type": "event", "event": "backend_started", **{k: v for k, v in self.session.public().items()}}
+        )
         for wid, text in warnings:
             self.io.ndjson({"type": "event", "event": "warning", "id": wid, "message": text})
 
@@ -162,8 +164,10 @@ class LiveView:
 
         if self.session.runtime != "vscode":
             return []
-        return [asyncio.create_task(_open_later(self.session, self.open_mode, self.state, self.note)),
-                asyncio.create_task(_hints_later(self.session, self.state, self.note, self.mode))]
+        return [
+            asyncio.create_task(_open_later(self.session, self.open_mode, self.state, self.note)),
+            asyncio.create_task(_hints_later(self.session, self.state, self.note, self.mode)),
+        ]
 
     # ------------------------------------------------------------ how the view ended
     def stop_backend(self, failure: BaseException | None) -> int:
@@ -172,7 +176,11 @@ class LiveView:
 
         from ..launcher.process import stop_backend
 
-        for sig in (os_signal.SIGINT, os_signal.SIGTERM, os_signal.SIGHUP):  # a second Ctrl-C must not leave it half-stopped
+        for sig in (
+            os_signal.SIGINT,
+            os_signal.SIGTERM,
+            os_signal.SIGHUP,
+        ):  # a second Ctrl-C must not leave it half-stopped
             os_signal.signal(sig, os_signal.SIG_IGN)
         how = stop_backend(self.session)
         if failure is not None:
@@ -180,9 +188,15 @@ class LiveView:
         try:
             if self.mode == "json":
                 self._announced()  # the view ended before its monitor subscribed: still first
-                self.io.ndjson({"type": "event", "event": "backend_stopped", "instance_id": self.session.instance_id, "how": how})
+                self.io.ndjson(
+                    {"type": "event", "event": "backend_stopped", "instance_id": self.session.instance_id, "how": how}
+                )
             else:
-                print(f"backend {self.session.instance_id} stopped ({how})", file=self.io.out if self.mode == "plain" else self.io.err, flush=True)
+                print(
+                    f"backend {self.session.instance_id} stopped ({how})",
+                    file=self.io.out if self.mode == "plain" else self.io.err,
+                    flush=True,
+                )
         except OSError:
             silence_output()  # the terminal is gone (SIGHUP): nothing to tell, nobody to tell
         return 0
@@ -199,11 +213,22 @@ class LiveView:
         try:
             if self.mode == "json":
                 self._announced()
-                self.io.ndjson({"type": "event", "event": "backend_stopped", "instance_id": session.instance_id, "how": "external", "reason": reason})
+                self.io.ndjson(
+                    {
+                        "type": "event",
+                        "event": "backend_stopped",
+                        "instance_id": session.instance_id,
+                        "how": "external",
+                        "reason": reason,
+                    }
+                )
             if self.mode == "plain":
                 self.line(f"backend {session.instance_id} ended: {state.stopping or reason}")
             if not clean or self.mode == "rich":
-                self.io.note(f"backend {session.instance_id} ended: {state.stopping or reason}" + ("" if clean else f"; see its log: {process_log(session)}"))
+                self.io.note(
+                    f"backend {session.instance_id} ended: {state.stopping or reason}"
+                    + ("" if clean else f"; see its log: {process_log(session)}")
+                )
         except OSError:
             silence_output()
         return 0 if clean else ERROR
@@ -308,9 +333,19 @@ def _start_rich(state, io: Streams):
         try:
             return state.render(console.size.height, console.size.width)
         except Exception as exc:  # noqa: BLE001 - a renderer bug must not freeze the view
-            return Text(f"oh: the live view cannot draw ({type(exc).__name__}); the backend keeps running. `oh logs -f` shows actions.", style="red")
+            return Text(
+                f"oh: the live view cannot draw ({type(exc).__name__}); the backend keeps running. `oh logs -f` shows actions.",
+                style="red",
+            )
 
-    live = Live(get_renderable=renderable, console=console, auto_refresh=False, transient=False, redirect_stdout=False, redirect_stderr=False)
+    live = Live(
+        get_renderable=renderable,
+        console=console,
+        auto_refresh=False,
+        transient=False,
+        redirect_stdout=False,
+        redirect_stderr=False,
+    )
     live.start()
     return live
 
@@ -343,11 +378,15 @@ async def _open_later(session, open_mode: str, state, note) -> None:
             return
     cmds = await asyncio.to_thread(editor_signal.open_editor, session.workspace, session.instance_id)
     if cmds is None and open_mode == "always":
-        note("no VS Code CLI (code, cursor, windsurf, codium, code-server) on PATH: open the workspace in the editor yourself (the extension connects by itself).")
+        note(
+            "no VS Code CLI (code, cursor, windsurf, codium, code-server) on PATH: open the workspace in the editor yourself (the extension connects by itself)."
+        )
     elif cmds:
         note(f"asked the editor to open the workspace (`{os.path.basename(cmds[0][0])}`)")
     elif cmds == [] and open_mode == "always":
-        note("code-server cannot be asked to open a folder from outside its own terminal: open the workspace in its browser tab (the extension connects by itself).")
+        note(
+            "code-server cannot be asked to open a folder from outside its own terminal: open the workspace in its browser tab (the extension connects by itself)."
+        )
 
 
 async def _hints_later(session, state, note, mode: str) -> None:
@@ -398,8 +437,10 @@ def _report_failure(io: Streams, session, failure: BaseException, how: str) -> i
     try:
         if not isinstance(failure, OSError):  # EIO/EPIPE: the terminal or reader is gone, no bug to report
             traceback.print_exception(failure, file=io.err)
-        io.note(f"the live view failed ({type(failure).__name__}: {failure}); backend {session.instance_id} was stopped ({how}). "
-            + ("" if isinstance(failure, OSError) else "Please report this with the traceback above."))
+        io.note(
+            f"the live view failed ({type(failure).__name__}: {failure}); backend {session.instance_id} was stopped ({how}). "
+            + ("" if isinstance(failure, OSError) else "Please report this with the traceback above.")
+        )
     except OSError:
         pass
     if isinstance(failure, OSError):

@@ -48,7 +48,9 @@ class PatientLLM(TestLLM):
                 time.sleep(PAUSE_S)
                 # A different `wait` each time: the SDK's stuck detector ends a conversation that repeats one call.
                 again_args = dict(json.loads(self._again.tool_calls[0].arguments), wait=15 + self._retries % 10)
-                call = self._again.tool_calls[0].model_copy(update={"id": f"call_again_{self._retries}", "arguments": json.dumps(again_args)})
+                call = self._again.tool_calls[0].model_copy(
+                    update={"id": f"call_again_{self._retries}", "arguments": json.dumps(again_args)}
+                )
                 self._scripted_responses.appendleft(self._again.model_copy(update={"tool_calls": [call]}))
         return super().completion(*args, **kwargs)
 
@@ -80,7 +82,9 @@ def main(ws: str) -> dict:
     for ev in conversation.state.events:
         if isinstance(ev, ObservationEvent):
             o = ev.observation
-            label = labels.get(ev.tool_call_id) or ("diagnostics" if ev.tool_call_id.startswith("call_again") else ev.tool_call_id)
+            label = labels.get(ev.tool_call_id) or (
+                "diagnostics" if ev.tool_call_id.startswith("call_again") else ev.tool_call_id
+            )
             out.setdefault(label, []).append({"text": o.text, "is_error": o.is_error, "data": getattr(o, "data", {})})
         elif isinstance(ev, AgentErrorEvent):
             out.setdefault(labels.get(ev.tool_call_id, ev.tool_call_id), []).append({"agent_error": ev.error})

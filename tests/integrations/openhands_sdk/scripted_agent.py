@@ -40,14 +40,22 @@ def main(ws: str) -> dict:
 
     app = os.path.join(ws, "app.py")
     T, E = TerminalTool.name, FileEditorTool.name
-    turn(("create", E, {"command": "create", "path": app, "file_text": "def greet():\n    return 'hi'\n\nprint(greet())\n"}))
+    turn(
+        (
+            "create",
+            E,
+            {"command": "create", "path": app, "file_text": "def greet():\n    return 'hi'\n\nprint(greet())\n"},
+        )
+    )
     turn(("exit3", T, {"command": "sh -c 'echo failing; exit 3'"}))
     turn(("replace", E, {"command": "str_replace", "path": app, "old_str": "return 'hi'", "new_str": "return 'hello'"}))
     turn(("view", E, {"command": "view", "path": app}))
     turn(("run", T, {"command": "python3 app.py"}))
-    turn(("par_a", E, {"command": "create", "path": os.path.join(ws, "a.txt"), "file_text": "A\n"}),
-         ("par_b", E, {"command": "create", "path": os.path.join(ws, "b.txt"), "file_text": "B\n"}),
-         ("par_echo", T, {"command": "echo parallel-$((6*7))"}))
+    turn(
+        ("par_a", E, {"command": "create", "path": os.path.join(ws, "a.txt"), "file_text": "A\n"}),
+        ("par_b", E, {"command": "create", "path": os.path.join(ws, "b.txt"), "file_text": "B\n"}),
+        ("par_echo", T, {"command": "echo parallel-$((6*7))"}),
+    )
     turn(("soft", T, {"command": "echo started; sleep 3; echo finished", "timeout": 1}))
     turn(("more", T, {"command": "", "timeout": 20}))
     turn(("state", T, {"command": "export MARK=before-reset"}))
@@ -64,10 +72,13 @@ def main(ws: str) -> dict:
         if isinstance(ev, ObservationEvent):
             o = ev.observation
             out[labels[ev.tool_call_id]] = {
-                "text": o.text, "is_error": o.is_error, "exit_code": getattr(o, "exit_code", None),
+                "text": o.text,
+                "is_error": o.is_error,
+                "exit_code": getattr(o, "exit_code", None),
                 "command": getattr(o, "command", None),
                 "working_dir": getattr(getattr(o, "metadata", None), "working_dir", None),
-                "old_content": getattr(o, "old_content", None), "new_content": getattr(o, "new_content", None),
+                "old_content": getattr(o, "old_content", None),
+                "new_content": getattr(o, "new_content", None),
             }
         elif isinstance(ev, AgentErrorEvent):
             out[labels.get(ev.tool_call_id, ev.tool_call_id)] = {"agent_error": ev.error}

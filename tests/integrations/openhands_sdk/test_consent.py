@@ -77,7 +77,9 @@ def test_commands_wait_for_the_user_and_a_rejection_reads_as_the_sdks(make_oh_ba
     assert (ws / "allowed.txt").exists() and not (ws / "rejected.txt").exists()
     assert not obs[c_yes].is_error
     text = "".join(c.text for c in obs[c_no].to_llm_content if isinstance(c, TextContent))
-    assert obs[c_no].is_error and "\nAction rejected: " in text and "NOT executed" in text and "not that file" in text, text
+    assert (
+        obs[c_no].is_error and "\nAction rejected: " in text and "NOT executed" in text and "not that file" in text
+    ), text
 
 
 def test_the_conversations_confirmation_policy_still_asks_first(make_oh_backend, installed):

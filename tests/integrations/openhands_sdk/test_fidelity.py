@@ -56,8 +56,14 @@ def fields(obs, root: Path) -> dict:
     def norm(v):
         return v.replace(str(root), "<ROOT>") if isinstance(v, str) else v
 
-    return {"is_error": obs.is_error, "text": norm(obs.text), "prev_exist": obs.prev_exist if not obs.is_error else None,
-            "old_content": obs.old_content, "new_content": obs.new_content, "path": norm(obs.path)}
+    return {
+        "is_error": obs.is_error,
+        "text": norm(obs.text),
+        "prev_exist": obs.prev_exist if not obs.is_error else None,
+        "old_content": obs.old_content,
+        "new_content": obs.new_content,
+        "path": norm(obs.path),
+    }
 
 
 def test_file_editor_matches_the_sdk(oh_backend, tmp_path):
@@ -74,9 +80,14 @@ def test_file_editor_matches_the_sdk(oh_backend, tmp_path):
             want = fields(native(FileEditorAction(**a)), native_root)
             got = fields(ours(FileEditorAction(**b)), oh_root)
             if want != got:
-                diffs.append({"action": {k: v for k, v in a.items() if k != "path"} | {"path": a["path"].replace(str(native_root), "<ROOT>")},
-                              "sdk": {k: v for k, v in want.items() if got.get(k) != v},
-                              "oh": {k: v for k, v in got.items() if want.get(k) != v}})
+                diffs.append(
+                    {
+                        "action": {k: v for k, v in a.items() if k != "path"}
+                        | {"path": a["path"].replace(str(native_root), "<ROOT>")},
+                        "sdk": {k: v for k, v in want.items() if got.get(k) != v},
+                        "oh": {k: v for k, v in got.items() if want.get(k) != v},
+                    }
+                )
     finally:
         ours.close()
     assert (oh_root / "a.py").read_text() == (native_root / "a.py").read_text()
@@ -122,7 +133,11 @@ def test_terminal_matches_the_sdk(oh_backend, tmp_path):
     for cmd, is_input, reset, w, g in rows:
         where = f"{cmd!r} is_input={is_input} reset={reset}"
         assert g.is_error == w.is_error, (where, w.text, g.text)
-        assert g.exit_code == w.exit_code or (w.exit_code is None and g.exit_code in (None, -1)), (where, w.exit_code, g.exit_code)
+        assert g.exit_code == w.exit_code or (w.exit_code is None and g.exit_code in (None, -1)), (
+            where,
+            w.exit_code,
+            g.exit_code,
+        )
         assert g.command == w.command, where
         if w.is_error:
             assert g.text == w.text, (where, w.text, g.text)

@@ -33,10 +33,16 @@ def test_file_editor_waits_for_the_users_decision(make_oh_backend, monkeypatch):
     editor = OhFileEditorExecutor(link, "review-wait")
     target = backend.workspace / "proposed.txt"
     result: dict = {}
-    worker = threading.Thread(target=lambda: result.setdefault("obs", editor(FileEditorAction(command="create", path=str(target), file_text="hi\n"))))
+    worker = threading.Thread(
+        target=lambda: result.setdefault(
+            "obs", editor(FileEditorAction(command="create", path=str(target), file_text="hi\n"))
+        )
+    )
     try:
         worker.start()
-        poll_until(lambda: json.loads(backend.oh("review", "--json").stdout or "{}").get("proposals"), 30, "the proposal", 0.2)
+        poll_until(
+            lambda: json.loads(backend.oh("review", "--json").stdout or "{}").get("proposals"), 30, "the proposal", 0.2
+        )
         time.sleep(2.0)  # the user decides after the integration's own (shrunk) wait
         accepted = backend.oh("review", "accept", "--all")
         assert accepted.returncode == 0, accepted.stderr

@@ -145,17 +145,27 @@ def test_scripted_agent_does_a_realistic_task_through_oh(oh_backend, installed, 
 
     create = obs[c_create]
     expect(lambda: not create.is_error, create.text)
-    expect(lambda: create.prev_exist is False and create.new_content == "def greet():\n    return 'hi'\n\nprint(greet())\n", "")
+    expect(
+        lambda: (
+            create.prev_exist is False and create.new_content == "def greet():\n    return 'hi'\n\nprint(greet())\n"
+        ),
+        "",
+    )
 
     ex3 = obs[c_exit3]
-    expect(lambda: ex3.exit_code == 3 and ex3.metadata.exit_code == 3 and "failing" in ex3.text and not ex3.is_error, "")
+    expect(
+        lambda: ex3.exit_code == 3 and ex3.metadata.exit_code == 3 and "failing" in ex3.text and not ex3.is_error, ""
+    )
     expect(lambda: ex3.metadata.working_dir == str(ws.resolve()), "the shell starts in the conversation's working dir")
     expect(lambda: ex3.metadata.username and ex3.metadata.hostname, "")
     expect(lambda: "[Command finished with exit code 3]" in llm_text(ex3), "")
 
     rep = obs[c_replace]
     expect(lambda: not rep.is_error, rep.text)
-    expect(lambda: rep.old_content == "def greet():\n    return 'hi'\n\nprint(greet())\n", "whole file before (the SDK's diff view)")
+    expect(
+        lambda: rep.old_content == "def greet():\n    return 'hi'\n\nprint(greet())\n",
+        "whole file before (the SDK's diff view)",
+    )
     expect(lambda: rep.new_content == "def greet():\n    return 'hello'\n\nprint(greet())\n", "")
     expect(lambda: app.read_text() == rep.new_content, "")
 
@@ -167,7 +177,10 @@ def test_scripted_agent_does_a_realistic_task_through_oh(oh_backend, installed, 
 
     par = [obs[c] for c in c_par]
     expect(lambda: all(not o.is_error for o in par), [o.text for o in par])
-    expect(lambda: (scratch / "notes.txt").read_text() == "scratch\n", "a scratch dir outside the workspace, allowed with --allow")
+    expect(
+        lambda: (scratch / "notes.txt").read_text() == "scratch\n",
+        "a scratch dir outside the workspace, allowed with --allow",
+    )
     expect(lambda: (ws / "b.txt").read_text() == "bee\n", "")
     expect(lambda: "parallel-42" in par[2].text, "")
     expect(lambda: "café crème" in par[3].text, "latin-1 text files are shown, not refused")
@@ -201,7 +214,12 @@ def test_scripted_agent_does_a_realistic_task_through_oh(oh_backend, installed, 
     missing = obs[c_missing]
     p = ws / "nope.txt"
     expect(lambda: missing.is_error, "")
-    expect(lambda: missing.text == f"Invalid `path` parameter: {p}. The path {p} does not exist. Please provide a valid path.", "")
+    expect(
+        lambda: (
+            missing.text == f"Invalid `path` parameter: {p}. The path {p} does not exist. Please provide a valid path."
+        ),
+        "",
+    )
 
     long = obs[c_long]
     expect(lambda: long.exit_code == 0, "")
@@ -240,7 +258,9 @@ def test_default_agent_acts_through_oh(oh_backend, installed):
     assert isinstance(tools[TerminalTool.name], ohsdk.OhTerminalTool)
     assert "from the default agent" in obs[c_cat].text
     done = [(e["action"], e["summary"]) for e in oh_backend.trace() if e.get("kind") == "result"]
-    assert ("run", "cat x.txt") in done and any(kind == "edit" and summary.startswith("create ") for kind, summary in done), done
+    assert ("run", "cat x.txt") in done and any(
+        kind == "edit" and summary.startswith("create ") for kind, summary in done
+    ), done
 
 
 def test_no_backend_keeps_the_sdk_tools_and_warns_once(tmp_path, monkeypatch, installed, caplog):

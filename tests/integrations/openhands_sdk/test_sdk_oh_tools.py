@@ -34,14 +34,20 @@ class JobIdLLM(TestLLM):
     def completion(self, messages, *args, **kwargs):
         queue = self._scripted_responses
         if queue and isinstance(queue[0], Message) and queue[0].tool_calls:
-            answers = {m.tool_call_id: "".join(c.text for c in m.content if isinstance(c, TextContent))
-                       for m in messages if m.role == "tool"}
+            answers = {
+                m.tool_call_id: "".join(c.text for c in m.content if isinstance(c, TextContent))
+                for m in messages
+                if m.role == "tool"
+            }
 
             def job_of(match: re.Match) -> str:
                 found = re.search(r"\b[Jj]ob (j\d+)", answers.get(match.group(1), ""))
                 return found.group(1) if found else "j-unknown"
 
-            calls = [tc.model_copy(update={"arguments": re.sub(r"@(call_\d+)", job_of, tc.arguments)}) for tc in queue[0].tool_calls]
+            calls = [
+                tc.model_copy(update={"arguments": re.sub(r"@(call_\d+)", job_of, tc.arguments)})
+                for tc in queue[0].tool_calls
+            ]
             queue[0] = queue[0].model_copy(update={"tool_calls": calls})
         return super().completion(messages, *args, **kwargs)
 
@@ -64,7 +70,9 @@ class Script:
 
 
 def run_script(agent_factory, ws, script: Script, secrets: dict | None = None):
-    conversation = Conversation(agent=agent_factory(JobIdLLM.from_messages(script.done())), workspace=str(ws), visualizer=None)
+    conversation = Conversation(
+        agent=agent_factory(JobIdLLM.from_messages(script.done())), workspace=str(ws), visualizer=None
+    )
     if script.risk:
         from openhands.sdk.security.llm_analyzer import LLMSecurityAnalyzer
 
@@ -133,7 +141,9 @@ def test_agent_runs_waits_reads_and_cancels_background_jobs(oh_backend, installe
     assert wait.is_error and "omega" in wait.text and "exit code 4" in wait.text
 
     out_a, out_b = obs[c_out_a], obs[c_out_b]
-    assert out_a.text.startswith("alpha\n") and "omega" not in out_a.text and out_a.next_offset == 6 and not out_a.eof, out_a.text
+    assert (
+        out_a.text.startswith("alpha\n") and "omega" not in out_a.text and out_a.next_offset == 6 and not out_a.eof
+    ), out_a.text
     assert out_b.text.startswith("omega\n") and out_b.offset == 6 and out_b.eof, out_b.text
 
     cancel, poll = obs[c_cancel], obs[c_poll]
@@ -189,7 +199,9 @@ def test_oh_tools_without_a_backend_say_how_to_start_one(tmp_path, monkeypatch, 
     c_know = s.call(KNOW, op="editors")
     obs, _ = run_script(lambda llm: Agent(llm=llm, tools=ohsdk.oh_tools()), ws, s)
     for cid in (c_jobs, c_know):
-        assert obs[cid].is_error and "No oh backend serves" in obs[cid].text and "oh start" in obs[cid].text, obs[cid].text
+        assert obs[cid].is_error and "No oh backend serves" in obs[cid].text and "oh start" in obs[cid].text, obs[
+            cid
+        ].text
 
 
 def test_agent_ensures_the_environment_once_then_a_noop(oh_backend, installed):
@@ -210,7 +222,12 @@ def test_agent_ensures_the_environment_once_then_a_noop(oh_backend, installed):
     obs, tools = run_script(default_agent_with_oh_tools, ws, s)
     assert isinstance(tools[ohsdk.EnsureEnvironmentTool.name], ohsdk.EnsureEnvironmentTool)
     first, second, bad = obs[c_first], obs[c_second], obs[c_bad]
-    assert first.state == "ready" and not first.is_error and first.targets[0]["did"] == "installed" and "npm ci" in first.text, first.text
+    assert (
+        first.state == "ready"
+        and not first.is_error
+        and first.targets[0]["did"] == "installed"
+        and "npm ci" in first.text
+    ), first.text
     assert second.state == "ready" and second.targets[0]["did"] == "nothing" and "nothing to do" in second.text
     assert bad.is_error and "PATH_DENIED" in bad.text
     assert (ws / "node_modules" / ".bin" / "tiny").exists()

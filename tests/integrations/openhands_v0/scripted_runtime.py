@@ -29,10 +29,16 @@ def main(ws: str) -> dict:
     config = OpenHandsConfig()
     config.workspace_base = ws
     stream = EventStream("oh-v0-e2e", InMemoryFileStore())
-    runtime = get_runtime_cls("oh.integrations.openhands_v0.VsCodeRuntime")(config, stream, LLMRegistry(config), sid="oh-v0-e2e", headless_mode=True)
+    runtime = get_runtime_cls("oh.integrations.openhands_v0.VsCodeRuntime")(
+        config, stream, LLMRegistry(config), sid="oh-v0-e2e", headless_mode=True
+    )
     asyncio.run(runtime.connect())
     seen: dict = {}
-    stream.subscribe(EventStreamSubscriber.TEST, lambda e: seen.__setitem__(e.cause, e) if isinstance(e, Observation) and e.cause is not None else None, "e2e")
+    stream.subscribe(
+        EventStreamSubscriber.TEST,
+        lambda e: seen.__setitem__(e.cause, e) if isinstance(e, Observation) and e.cause is not None else None,
+        "e2e",
+    )
 
     def do(action):
         stream.add_event(action, EventSource.AGENT)
@@ -40,13 +46,23 @@ def main(ws: str) -> dict:
         while action.id not in seen and time.monotonic() < end:
             time.sleep(0.02)
         o = seen.get(action.id)
-        return {"type": type(o).__name__, "content": getattr(o, "content", None), "exit_code": getattr(o, "exit_code", None)}
+        return {
+            "type": type(o).__name__,
+            "content": getattr(o, "content", None),
+            "exit_code": getattr(o, "exit_code", None),
+        }
 
     app = os.path.join(ws, "v0app.py")
     out = {
-        "create": do(FileEditAction(path=app, command="create", file_text="print('v0 hi')\n", impl_source=FileEditSource.OH_ACI)),
+        "create": do(
+            FileEditAction(path=app, command="create", file_text="print('v0 hi')\n", impl_source=FileEditSource.OH_ACI)
+        ),
         "exit3": do(CmdRunAction(command="sh -c 'echo v0-failing; exit 3'")),
-        "replace": do(FileEditAction(path=app, command="str_replace", old_str="v0 hi", new_str="v0 hello", impl_source=FileEditSource.OH_ACI)),
+        "replace": do(
+            FileEditAction(
+                path=app, command="str_replace", old_str="v0 hi", new_str="v0 hello", impl_source=FileEditSource.OH_ACI
+            )
+        ),
         "view": do(FileReadAction(path=app, impl_source=FileReadSource.OH_ACI)),
         "run": do(CmdRunAction(command="python3 v0app.py")),
     }

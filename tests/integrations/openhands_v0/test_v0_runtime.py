@@ -84,14 +84,26 @@ def test_agent_actions_through_the_event_stream(v0):
     ws = b.workspace
     assert type(runtime).__name__ == "VsCodeRuntime"
 
-    obs = agent.do(FileEditAction(path=str(ws / "app.py"), command="create", file_text="print('hi')\n", impl_source=FileEditSource.OH_ACI))
+    obs = agent.do(
+        FileEditAction(
+            path=str(ws / "app.py"), command="create", file_text="print('hi')\n", impl_source=FileEditSource.OH_ACI
+        )
+    )
     assert isinstance(obs, FileEditObservation), obs
     assert (ws / "app.py").read_text() == "print('hi')\n"
 
     obs = agent.do(CmdRunAction(command="sh -c 'echo failing; exit 3'"))
     assert isinstance(obs, CmdOutputObservation) and obs.exit_code == 3 and "failing" in obs.content
 
-    obs = agent.do(FileEditAction(path=str(ws / "app.py"), command="str_replace", old_str="'hi'", new_str="'hello'", impl_source=FileEditSource.OH_ACI))
+    obs = agent.do(
+        FileEditAction(
+            path=str(ws / "app.py"),
+            command="str_replace",
+            old_str="'hi'",
+            new_str="'hello'",
+            impl_source=FileEditSource.OH_ACI,
+        )
+    )
     assert isinstance(obs, FileEditObservation), obs
     assert (ws / "app.py").read_text() == "print('hello')\n"
 
@@ -122,7 +134,10 @@ def test_agent_actions_through_the_event_stream(v0):
 
     (ws / "pixel.png").write_bytes(PNG)
     obs = agent.do(FileReadAction(path=str(ws / "pixel.png")))
-    assert isinstance(obs, FileReadObservation) and obs.content == "data:image/png;base64," + base64.b64encode(PNG).decode()
+    assert (
+        isinstance(obs, FileReadObservation)
+        and obs.content == "data:image/png;base64," + base64.b64encode(PNG).decode()
+    )
 
     obs = agent.do(IPythonRunCellAction(code="print(1)"))
     assert isinstance(obs, ErrorObservation) and "not supported" in obs.content
@@ -169,8 +184,12 @@ def test_copy_and_list_within_allowed_roots(v0, tmp_path):
 
     outside = tmp_path / "elsewhere"
     outside.mkdir()
-    for call in (lambda: runtime.copy_to(str(src / "one.txt"), str(outside)), lambda: runtime.list_files(str(outside)),
-                 lambda: runtime.copy_from(str(outside)), lambda: runtime.copy_from("/etc")):
+    for call in (
+        lambda: runtime.copy_to(str(src / "one.txt"), str(outside)),
+        lambda: runtime.list_files(str(outside)),
+        lambda: runtime.copy_from(str(outside)),
+        lambda: runtime.copy_from("/etc"),
+    ):
         with pytest.raises(PermissionError, match="allowed roots"):
             call()
     assert not any(outside.iterdir())
@@ -211,7 +230,12 @@ def test_consent_waits_and_a_rejection_is_a_user_reject_observation(make_oh_back
     seen: list[dict] = []
 
     def user() -> None:
-        rows = poll_until(lambda: json.loads(backend.oh("approvals", "--json").stdout or "{}").get("approvals") or None, 60, "approval", 0.1)
+        rows = poll_until(
+            lambda: json.loads(backend.oh("approvals", "--json").stdout or "{}").get("approvals") or None,
+            60,
+            "approval",
+            0.1,
+        )
         seen.append(rows[0])
         backend.oh("reject", rows[0]["id"], "--reason", "not here")
 

@@ -40,10 +40,27 @@ from .jobs import BackgroundJobAction, BackgroundJobObservation, BackgroundJobsT
 from .knowledge import EditorKnowledgeAction, EditorKnowledgeObservation, EditorKnowledgeTool  # noqa: E402
 from .terminal import OhTerminalExecutor, OhTerminalTool  # noqa: E402
 
-__all__ = ["install", "uninstall", "oh_tools", "with_oh_tools", "OhTerminalTool", "OhFileEditorTool", "OhTerminalExecutor", "OhFileEditorExecutor",
-           "BackgroundJobsTool", "BackgroundJobAction", "BackgroundJobObservation", "EditorKnowledgeTool", "EditorKnowledgeAction",
-           "EditorKnowledgeObservation", "EnsureEnvironmentTool", "EnsureEnvironmentAction", "EnsureEnvironmentObservation",
-           "OH_TOOL_NAMES", "find_session"]
+__all__ = [
+    "install",
+    "uninstall",
+    "oh_tools",
+    "with_oh_tools",
+    "OhTerminalTool",
+    "OhFileEditorTool",
+    "OhTerminalExecutor",
+    "OhFileEditorExecutor",
+    "BackgroundJobsTool",
+    "BackgroundJobAction",
+    "BackgroundJobObservation",
+    "EditorKnowledgeTool",
+    "EditorKnowledgeAction",
+    "EditorKnowledgeObservation",
+    "EnsureEnvironmentTool",
+    "EnsureEnvironmentAction",
+    "EnsureEnvironmentObservation",
+    "OH_TOOL_NAMES",
+    "find_session",
+]
 
 # oh's own tools (no SDK counterpart), by the names an agent spec uses.
 OH_TOOL_NAMES = (BackgroundJobsTool.name, EditorKnowledgeTool.name, EnsureEnvironmentTool.name)

@@ -36,32 +36,49 @@ The installs run as background jobs shared with every agent asking at the same t
 class EnsureEnvironmentAction(Action):
     """Bring the project's environments to ready."""
 
-    targets: list[Literal["python", "node"]] | None = Field(default=None, description="Only these: python, node (default: every one detected).")
+    targets: list[Literal["python", "node"]] | None = Field(
+        default=None, description="Only these: python, node (default: every one detected)."
+    )
     path: str | None = Field(default=None, description="The project directory (default: the working directory).")
     force: bool = Field(default=False, description="Redo the environments even when they are up to date.")
-    timeout: float | None = Field(default=None, ge=1, description="Seconds to wait for the installs at most (default 600); they go on after it.")
+    timeout: float | None = Field(
+        default=None, ge=1, description="Seconds to wait for the installs at most (default 600); they go on after it."
+    )
 
 
 class EnsureEnvironmentObservation(Observation):
     """The backend's answer: ``state`` ready | running | failed | nothing, and one record per target."""
 
     state: str | None = Field(default=None, description="ready | running | failed | nothing (no project found)")
-    targets: list[dict[str, Any]] = Field(default_factory=list, description="Per target: state, ready (interpreter, bin), command, job_id, duration_s.")
+    targets: list[dict[str, Any]] = Field(
+        default_factory=list, description="Per target: state, ready (interpreter, bin), command, job_id, duration_s."
+    )
     path: str | None = Field(default=None)
 
 
 class EnsureEnvironmentExecutor(LinkedExecutor, ToolExecutor[EnsureEnvironmentAction, EnsureEnvironmentObservation]):
-    def __call__(self, action: EnsureEnvironmentAction, conversation: "LocalConversation | None" = None) -> EnsureEnvironmentObservation:
+    def __call__(
+        self, action: EnsureEnvironmentAction, conversation: "LocalConversation | None" = None
+    ) -> EnsureEnvironmentObservation:
         wait = action.timeout or WAIT_DEFAULT
-        frame = job_actions.ensure(targets=list(action.targets) if action.targets else None, path=action.path, force=action.force, timeout=wait)
+        frame = job_actions.ensure(
+            targets=list(action.targets) if action.targets else None, path=action.path, force=action.force, timeout=wait
+        )
         obs = self.send(frame, timeout=wait + _SLACK)
         extras = obs.get("extras") or {}
         text = mask(obs.get("content") or "", conversation)
         if obs.get("observation") != "ensure":
-            return EnsureEnvironmentObservation.from_text(text=f"{extras.get('error_id') or 'ERROR'}: {text}", is_error=True)
+            return EnsureEnvironmentObservation.from_text(
+                text=f"{extras.get('error_id') or 'ERROR'}: {text}", is_error=True
+            )
         state = extras.get("state")
-        return EnsureEnvironmentObservation.from_text(text=text, state=state, targets=list(extras.get("targets") or []), path=extras.get("path"),
-                                                      is_error=state == "failed")
+        return EnsureEnvironmentObservation.from_text(
+            text=text,
+            state=state,
+            targets=list(extras.get("targets") or []),
+            path=extras.get("path"),
+            is_error=state == "failed",
+        )
 
 
 class EnsureEnvironmentTool(ToolDefinition[EnsureEnvironmentAction, EnsureEnvironmentObservation]):
@@ -71,6 +88,14 @@ class EnsureEnvironmentTool(ToolDefinition[EnsureEnvironmentAction, EnsureEnviro
 
     @classmethod
     def create(cls, conv_state: "ConversationState") -> Sequence["EnsureEnvironmentTool"]:  # type: ignore[override]
-        return [cls(description=DESCRIPTION, action_type=EnsureEnvironmentAction, observation_type=EnsureEnvironmentObservation,
-                    annotations=ToolAnnotations(title=NAME, readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=True),
-                    executor=EnsureEnvironmentExecutor(conv_state))]
+        return [
+            cls(
+                description=DESCRIPTION,
+                action_type=EnsureEnvironmentAction,
+                observation_type=EnsureEnvironmentObservation,
+                annotations=ToolAnnotations(
+                    title=NAME, readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=True
+                ),
+                executor=EnsureEnvironmentExecutor(conv_state),
+            )
+        ]

@@ -35,9 +35,12 @@ class LinkedExecutor:
                 self.link = links.link_for(self._key, self._workdir, settings.instance, settings.name)
             link = self.link
         if link is None:
-            return {"observation": "error", "extras": {"error_id": "NO_BACKEND"},
-                    "content": f"No oh backend serves {self._workdir}: this tool acts through one. Start it with `oh start` in that "
-                               "directory (or `oh start --runtime vscode` to use VS Code), then call the tool again."}
+            return {
+                "observation": "error",
+                "extras": {"error_id": "NO_BACKEND"},
+                "content": f"No oh backend serves {self._workdir}: this tool acts through one. Start it with `oh start` in that "
+                "directory (or `oh start --runtime vscode` to use VS Code), then call the tool again.",
+            }
         return link.send(action, timeout=timeout)
 
     def close(self) -> None:

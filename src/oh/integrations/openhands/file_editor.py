@@ -27,19 +27,33 @@ _REQUIRED = {"create": ("file_text",), "str_replace": ("old_str", "new_str"), "i
 
 
 class OhFileEditorExecutor(links.LinkedExecutor, ToolExecutor[FileEditorAction, FileEditorObservation]):
-
-    def __call__(self, action: FileEditorAction, conversation: "LocalConversation | None" = None) -> FileEditorObservation:
+    def __call__(
+        self, action: FileEditorAction, conversation: "LocalConversation | None" = None
+    ) -> FileEditorObservation:
         for param in _REQUIRED.get(action.command, ()):
             if getattr(action, param) is None:
-                return FileEditorObservation.from_text(text=EditorToolParameterMissingError(action.command, param).message,
-                                                       command=action.command, is_error=True)
+                return FileEditorObservation.from_text(
+                    text=EditorToolParameterMissingError(action.command, param).message,
+                    command=action.command,
+                    is_error=True,
+                )
         risk = security_risk_of(action, conversation)
         if action.command == "view" and Path(action.path).suffix.lower() in IMAGE_EXTENSIONS:
             return self._view_image(action, risk)
-        frame = actions.edit(action.path, action.command, file_text=action.file_text, old_str=action.old_str, new_str=action.new_str,
-                             insert_line=action.insert_line, view_range=action.view_range, security_risk=risk)
+        frame = actions.edit(
+            action.path,
+            action.command,
+            file_text=action.file_text,
+            old_str=action.old_str,
+            new_str=action.new_str,
+            insert_line=action.insert_line,
+            view_range=action.view_range,
+            security_risk=risk,
+        )
         # Review mode: a write/edit waits for the user too (the backend's deadline grows by as much).
-        obs = self.link.send(frame, timeout=_WAIT + (self.link.session.review_timeout if action.command != "view" else 0.0))
+        obs = self.link.send(
+            frame, timeout=_WAIT + (self.link.session.review_timeout if action.command != "view" else 0.0)
+        )
         if obs.get("observation") == "error":
             return FileEditorObservation.from_text(text=obs.get("content") or "", command=action.command, is_error=True)
         extras: dict[str, Any] = obs.get("extras") or {}
@@ -62,12 +76,13 @@ class OhFileEditorExecutor(links.LinkedExecutor, ToolExecutor[FileEditorAction, 
         path = extras.get("path") or action.path
         return FileEditorObservation(
             command="view",
-            content=[TextContent(text=f"Image file {path} read successfully. Displaying image content."),
-                     ImageContent(image_urls=[f"data:{mime};base64,{obs.get('content') or ''}"])],
+            content=[
+                TextContent(text=f"Image file {path} read successfully. Displaying image content."),
+                ImageContent(image_urls=[f"data:{mime};base64,{obs.get('content') or ''}"]),
+            ],
             path=path,
             prev_exist=True,
         )
-
 
 
 class OhFileEditorTool(FileEditorTool):

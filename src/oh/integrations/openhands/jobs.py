@@ -51,12 +51,28 @@ class BackgroundJobAction(Action):
 
     op: JobOp = Field(description="start | list | poll | wait | output | cancel")
     command: str | None = Field(default=None, description="start: the shell command to run in the background.")
-    cwd: str | None = Field(default=None, description="start: the directory to run it in (default: the terminal's current directory).")
-    force: bool = Field(default=False, description="start: start another even if the same command already runs as a job.")
-    job_id: str | None = Field(default=None, description="poll, wait, output, cancel: the job's id from start or list, e.g. \"j3\".")
-    timeout: float | None = Field(default=None, ge=0, description="wait: seconds to wait at most (default 120, up to 1800). output: seconds to wait for output past offset (default 0).")
-    offset: int = Field(default=0, ge=0, description="output: the byte to read from (0 = start; next_offset of the previous output call to read on).")
-    limit: int | None = Field(default=None, ge=1, description=f"output: at most this many bytes (default {OUTPUT_PAGE}).")
+    cwd: str | None = Field(
+        default=None, description="start: the directory to run it in (default: the terminal's current directory)."
+    )
+    force: bool = Field(
+        default=False, description="start: start another even if the same command already runs as a job."
+    )
+    job_id: str | None = Field(
+        default=None, description='poll, wait, output, cancel: the job\'s id from start or list, e.g. "j3".'
+    )
+    timeout: float | None = Field(
+        default=None,
+        ge=0,
+        description="wait: seconds to wait at most (default 120, up to 1800). output: seconds to wait for output past offset (default 0).",
+    )
+    offset: int = Field(
+        default=0,
+        ge=0,
+        description="output: the byte to read from (0 = start; next_offset of the previous output call to read on).",
+    )
+    limit: int | None = Field(
+        default=None, ge=1, description=f"output: at most this many bytes (default {OUTPUT_PAGE})."
+    )
 
 
 class BackgroundJobObservation(Observation):
@@ -78,7 +94,9 @@ def _join(text: str, trailer: str) -> str:
 
 
 class BackgroundJobExecutor(LinkedExecutor, ToolExecutor[BackgroundJobAction, BackgroundJobObservation]):
-    def __call__(self, action: BackgroundJobAction, conversation: "LocalConversation | None" = None) -> BackgroundJobObservation:
+    def __call__(
+        self, action: BackgroundJobAction, conversation: "LocalConversation | None" = None
+    ) -> BackgroundJobObservation:
         problem = self._check(action)
         if problem:
             return BackgroundJobObservation.from_text(text=problem, op=action.op, job_id=action.job_id, is_error=True)
@@ -93,7 +111,13 @@ class BackgroundJobExecutor(LinkedExecutor, ToolExecutor[BackgroundJobAction, Ba
         if action.op == "cancel":
             return self._answer(action, self.send(job_actions.job("cancel", action.job_id), timeout=60), conversation)
         wait = min(action.timeout or 0.0, 60.0) or None
-        frame = job_actions.job("output", action.job_id, offset=action.offset, limit=min(action.limit or OUTPUT_PAGE, 16 * 1024 * 1024), wait=wait)
+        frame = job_actions.job(
+            "output",
+            action.job_id,
+            offset=action.offset,
+            limit=min(action.limit or OUTPUT_PAGE, 16 * 1024 * 1024),
+            wait=wait,
+        )
         return self._answer(action, self.send(frame, timeout=(wait or 0) + _SLACK), conversation)
 
     @staticmethod
@@ -107,7 +131,9 @@ class BackgroundJobExecutor(LinkedExecutor, ToolExecutor[BackgroundJobAction, Ba
 
     def _start(self, action: BackgroundJobAction, conversation: "LocalConversation | None") -> BackgroundJobObservation:
         command = action.command or ""
-        frame = job_actions.run_background(command, cwd=action.cwd, force=action.force, env=secrets_for(command, conversation) or None)
+        frame = job_actions.run_background(
+            command, cwd=action.cwd, force=action.force, env=secrets_for(command, conversation) or None
+        )
         risk = security_risk_of(action, conversation)
         if risk is not None:  # shown in the live view and the trace, as for the terminal's commands
             frame["security_risk"] = risk  # top level: oh's label (args.security_risk is OpenHands' int)
@@ -117,8 +143,11 @@ class BackgroundJobExecutor(LinkedExecutor, ToolExecutor[BackgroundJobAction, Ba
         md = (obs.get("extras") or {}).get("metadata") or {}
         jid = md.get("job_id")
         again = "already running" in (md.get("suffix") or "")
-        head = (f"Job {jid} with this command is already running (pid {md.get('pid')}); it was not started again (force: true starts another)."
-                if again else f"Started in the background as job {jid} (pid {md.get('pid')}) in {md.get('working_dir')}.")
+        head = (
+            f"Job {jid} with this command is already running (pid {md.get('pid')}); it was not started again (force: true starts another)."
+            if again
+            else f"Started in the background as job {jid} (pid {md.get('pid')}) in {md.get('working_dir')}."
+        )
         text = f"{head}\nFollow it with {NAME}: op wait (until it ends; exit code), op output with offset 0 then next_offset (its whole output), op poll, op cancel."
         return BackgroundJobObservation.from_text(text=text, op="start", job_id=jid, state="RUNNING")
 
@@ -132,25 +161,34 @@ class BackgroundJobExecutor(LinkedExecutor, ToolExecutor[BackgroundJobAction, Ba
             if obs.get("observation") != "job" or state != "RUNNING" or time.monotonic() >= deadline:
                 return self._answer(action, obs, conversation)
 
-    def _answer(self, action: BackgroundJobAction, obs: dict[str, Any], conversation: "LocalConversation | None") -> BackgroundJobObservation:
+    def _answer(
+        self, action: BackgroundJobAction, obs: dict[str, Any], conversation: "LocalConversation | None"
+    ) -> BackgroundJobObservation:
         if obs.get("observation") != "job":
             return self._error(action, obs, conversation)
         extras = obs.get("extras") or {}
         content = mask(obs.get("content") or "", conversation)
         if action.op == "list":
             jobs = [dict(r, command=mask(str(r.get("command", "")), conversation)) for r in extras.get("jobs") or []]
-            return BackgroundJobObservation.from_text(text=mask(obs.get("content") or "", conversation) or "No jobs: nothing runs in the background.",
-                                                      op="list", jobs=jobs)
+            return BackgroundJobObservation.from_text(
+                text=mask(obs.get("content") or "", conversation) or "No jobs: nothing runs in the background.",
+                op="list",
+                jobs=jobs,
+            )
         record = extras.get("job") or {}
         jid, state, code = record.get("job_id") or action.job_id, record.get("state"), record.get("exit_code")
         fields: dict[str, Any] = {"op": action.op, "job_id": jid, "state": state, "exit_code": code}
         if action.op == "output":
-            fields.update(offset=extras.get("offset"), next_offset=extras.get("next_offset"), eof=bool(extras.get("eof")))
+            fields.update(
+                offset=extras.get("offset"), next_offset=extras.get("next_offset"), eof=bool(extras.get("eof"))
+            )
             if extras.get("eof"):
                 trailer = f"[end of output: job {jid} {state}, exit code {code}]"
             else:
-                trailer = (f"[bytes {extras.get('offset')}-{extras.get('next_offset')} of {extras.get('size')} so far; job {jid} {state}. "
-                           f"Read on with offset {extras.get('next_offset')}.]")
+                trailer = (
+                    f"[bytes {extras.get('offset')}-{extras.get('next_offset')} of {extras.get('size')} so far; job {jid} {state}. "
+                    f"Read on with offset {extras.get('next_offset')}.]"
+                )
             if extras.get("dropped"):
                 trailer += f"\n[The oldest {extras['dropped']} bytes of this job's output are no longer kept (it keeps the newest 16 MiB).]"
             return BackgroundJobObservation.from_text(text=_join(content, trailer), **fields)
@@ -158,18 +196,29 @@ class BackgroundJobExecutor(LinkedExecutor, ToolExecutor[BackgroundJobAction, Ba
             return BackgroundJobObservation.from_text(text=content or f"Job {jid} {state}.", **fields)
         fields["timed_out"] = bool(extras.get("timed_out")) or state == "RUNNING" and action.op == "wait"
         if state == "RUNNING":
-            trailer = (f"[job {jid} still RUNNING after the wait: wait again, read its output, or cancel it]" if action.op == "wait"
-                       else f"[job {jid} RUNNING]")
+            trailer = (
+                f"[job {jid} still RUNNING after the wait: wait again, read its output, or cancel it]"
+                if action.op == "wait"
+                else f"[job {jid} RUNNING]"
+            )
         else:
             trailer = f"[job {jid} {state}, exit code {code}]"
         # A job that did not do its work (failed, cancelled, lost) is something the model must notice.
-        return BackgroundJobObservation.from_text(text=_join(content, trailer), is_error=state in ("FAILED", "CANCELLED", "LOST"), **fields)
+        return BackgroundJobObservation.from_text(
+            text=_join(content, trailer), is_error=state in ("FAILED", "CANCELLED", "LOST"), **fields
+        )
 
     @staticmethod
-    def _error(action: BackgroundJobAction, obs: dict[str, Any], conversation: "LocalConversation | None") -> BackgroundJobObservation:
+    def _error(
+        action: BackgroundJobAction, obs: dict[str, Any], conversation: "LocalConversation | None"
+    ) -> BackgroundJobObservation:
         error_id = (obs.get("extras") or {}).get("error_id") or "ERROR"
-        return BackgroundJobObservation.from_text(text=f"{error_id}: {mask(obs.get('content') or '', conversation)}", op=action.op,
-                                                  job_id=action.job_id, is_error=True)
+        return BackgroundJobObservation.from_text(
+            text=f"{error_id}: {mask(obs.get('content') or '', conversation)}",
+            op=action.op,
+            job_id=action.job_id,
+            is_error=True,
+        )
 
 
 class BackgroundJobsTool(ToolDefinition[BackgroundJobAction, BackgroundJobObservation]):
@@ -179,6 +228,14 @@ class BackgroundJobsTool(ToolDefinition[BackgroundJobAction, BackgroundJobObserv
 
     @classmethod
     def create(cls, conv_state: "ConversationState") -> Sequence["BackgroundJobsTool"]:  # type: ignore[override]
-        return [cls(description=DESCRIPTION, action_type=BackgroundJobAction, observation_type=BackgroundJobObservation,
-                    annotations=ToolAnnotations(title=NAME, readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=False),
-                    executor=BackgroundJobExecutor(conv_state))]
+        return [
+            cls(
+                description=DESCRIPTION,
+                action_type=BackgroundJobAction,
+                observation_type=BackgroundJobObservation,
+                annotations=ToolAnnotations(
+                    title=NAME, readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=False
+                ),
+                executor=BackgroundJobExecutor(conv_state),
+            )
+        ]

@@ -43,24 +43,44 @@ class EditorKnowledgeAction(Action):
     """One question to the editor."""
 
     op: KnowledgeOp = Field(description="diagnostics | symbols | definition | references | open | editors")
-    path: str | None = Field(default=None, description="diagnostics (optional), definition, references, open: the file (absolute, or relative to the working directory).")
+    path: str | None = Field(
+        default=None,
+        description="diagnostics (optional), definition, references, open: the file (absolute, or relative to the working directory).",
+    )
     line: int | None = Field(default=None, ge=1, description="definition, references, open: 1-based line.")
-    column: int | None = Field(default=None, ge=1, description="definition, references, open: 1-based column in that line.")
+    column: int | None = Field(
+        default=None, ge=1, description="definition, references, open: 1-based column in that line."
+    )
     end_line: int | None = Field(default=None, ge=1, description="open: select up to this line.")
     end_column: int | None = Field(default=None, ge=1, description="open: select up to this column of end_line.")
     query: str | None = Field(default=None, description="symbols: part of the symbol's name.")
-    limit: int | None = Field(default=None, ge=1, le=1000, description="symbols: at most this many results (default 100).")
-    severity: Literal["error", "warning", "info", "hint"] | None = Field(default=None, description="diagnostics: the least severe level reported (default warning).")
-    wait: float | None = Field(default=None, ge=0, le=60, description="diagnostics: seconds to wait at most for the language servers to settle.")
-    include_declaration: bool | None = Field(default=None, description="references: include the declaration itself (default true).")
+    limit: int | None = Field(
+        default=None, ge=1, le=1000, description="symbols: at most this many results (default 100)."
+    )
+    severity: Literal["error", "warning", "info", "hint"] | None = Field(
+        default=None, description="diagnostics: the least severe level reported (default warning)."
+    )
+    wait: float | None = Field(
+        default=None,
+        ge=0,
+        le=60,
+        description="diagnostics: seconds to wait at most for the language servers to settle.",
+    )
+    include_declaration: bool | None = Field(
+        default=None, description="references: include the declaration itself (default true)."
+    )
 
 
 class EditorKnowledgeObservation(Observation):
     """The editor's answer: ``content`` for the model, ``data`` the structured answer (the observation's extras)."""
 
     op: str = Field(description="The question asked.")
-    data: dict[str, Any] = Field(default_factory=dict, description="The structured answer (diagnostics, symbols, locations, editors...).")
-    error_id: str | None = Field(default=None, description="Why it was refused, e.g. TOOL_UNSUPPORTED (local runtime), NO_EDITOR.")
+    data: dict[str, Any] = Field(
+        default_factory=dict, description="The structured answer (diagnostics, symbols, locations, editors...)."
+    )
+    error_id: str | None = Field(
+        default=None, description="Why it was refused, e.g. TOOL_UNSUPPORTED (local runtime), NO_EDITOR."
+    )
 
 
 def _frame(action: EditorKnowledgeAction, resolve) -> dict[str, Any] | str:
@@ -71,7 +91,9 @@ def _frame(action: EditorKnowledgeAction, resolve) -> dict[str, Any] | str:
             return f"{op} needs `path`, `line` and `column` (1-based) of the name."
         if op == "definition":
             return editorinfo.definition(resolve(action.path), action.line, action.column)
-        return editorinfo.references(resolve(action.path), action.line, action.column, include_declaration=action.include_declaration)
+        return editorinfo.references(
+            resolve(action.path), action.line, action.column, include_declaration=action.include_declaration
+        )
     if op == "symbols":
         if not (action.query or "").strip():
             return "symbols needs `query`: part of the name to look for."
@@ -79,14 +101,24 @@ def _frame(action: EditorKnowledgeAction, resolve) -> dict[str, Any] | str:
     if op == "open":
         if not action.path:
             return "open needs `path`: the file to show."
-        return editorinfo.open_file(resolve(action.path), line=action.line, column=action.column, end_line=action.end_line, end_column=action.end_column)
+        return editorinfo.open_file(
+            resolve(action.path),
+            line=action.line,
+            column=action.column,
+            end_line=action.end_line,
+            end_column=action.end_column,
+        )
     if op == "editors":
         return editorinfo.editors()
-    return editorinfo.diagnostics(resolve(action.path) if action.path else None, severity=action.severity, wait=action.wait)
+    return editorinfo.diagnostics(
+        resolve(action.path) if action.path else None, severity=action.severity, wait=action.wait
+    )
 
 
 class EditorKnowledgeExecutor(LinkedExecutor, ToolExecutor[EditorKnowledgeAction, EditorKnowledgeObservation]):
-    def __call__(self, action: EditorKnowledgeAction, conversation: "LocalConversation | None" = None) -> EditorKnowledgeObservation:
+    def __call__(
+        self, action: EditorKnowledgeAction, conversation: "LocalConversation | None" = None
+    ) -> EditorKnowledgeObservation:
         frame = _frame(action, self._resolve)
         if isinstance(frame, str):
             return EditorKnowledgeObservation.from_text(text=frame, op=action.op, error_id="BAD_REQUEST", is_error=True)
@@ -94,8 +126,12 @@ class EditorKnowledgeExecutor(LinkedExecutor, ToolExecutor[EditorKnowledgeAction
         extras = dict(obs.get("extras") or {})
         if obs.get("observation") == "error":
             error_id = extras.get("error_id") or "ERROR"
-            return EditorKnowledgeObservation.from_text(text=f"{error_id}: {obs.get('content') or ''}", op=action.op, error_id=error_id, is_error=True)
-        return EditorKnowledgeObservation.from_text(text=obs.get("content") or f"{action.op}: no results.", op=action.op, data=extras)
+            return EditorKnowledgeObservation.from_text(
+                text=f"{error_id}: {obs.get('content') or ''}", op=action.op, error_id=error_id, is_error=True
+            )
+        return EditorKnowledgeObservation.from_text(
+            text=obs.get("content") or f"{action.op}: no results.", op=action.op, data=extras
+        )
 
     def _resolve(self, path: str) -> str:
         # Relative paths are the conversation's working directory's, as for the file editor.
@@ -110,6 +146,14 @@ class EditorKnowledgeTool(ToolDefinition[EditorKnowledgeAction, EditorKnowledgeO
     @classmethod
     def create(cls, conv_state: "ConversationState") -> Sequence["EditorKnowledgeTool"]:  # type: ignore[override]
         # `open` changes what the user sees, nothing on disk: not read-only, never destructive.
-        return [cls(description=DESCRIPTION, action_type=EditorKnowledgeAction, observation_type=EditorKnowledgeObservation,
-                    annotations=ToolAnnotations(title=NAME, readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False),
-                    executor=EditorKnowledgeExecutor(conv_state))]
+        return [
+            cls(
+                description=DESCRIPTION,
+                action_type=EditorKnowledgeAction,
+                observation_type=EditorKnowledgeObservation,
+                annotations=ToolAnnotations(
+                    title=NAME, readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False
+                ),
+                executor=EditorKnowledgeExecutor(conv_state),
+            )
+        ]

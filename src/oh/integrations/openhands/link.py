@@ -39,7 +39,9 @@ class Link:
                 # A rotated token or a restarted backend: re-read the session file before reconnecting.
                 fresh = find_session(self.workdir, self.session.instance_id) or find_session(self.workdir)
                 if fresh is None:
-                    raise OhClientError(f"No oh backend serves {self.workdir} any more. Start one with `oh start` in that directory.")
+                    raise OhClientError(
+                        f"No oh backend serves {self.workdir} any more. Start one with `oh start` in that directory."
+                    )
                 self.session = fresh
                 self._client = SyncClient.connect(fresh.url, fresh.token, name=self.name, workdir=self.workdir)
             return self._client
@@ -64,8 +66,11 @@ class Link:
                 self._client = None
             return {"observation": "error", "content": str(exc), "extras": {"error_id": "CONNECTION_LOST"}}
         except TimeoutError:
-            return {"observation": "error", "content": "The oh backend did not answer in time. Check it with `oh status`.",
-                    "extras": {"error_id": "TIMEOUT"}}
+            return {
+                "observation": "error",
+                "content": "The oh backend did not answer in time. Check it with `oh status`.",
+                "extras": {"error_id": "TIMEOUT"},
+            }
 
     def close(self) -> None:
         with self._lock:
@@ -101,13 +106,17 @@ def link_for(conv_key: str, workdir: str, instance: str | None, name: str) -> Li
                     _warned.add(real)
                     log.warning(
                         "oh: no running oh backend serves %s; the OpenHands SDK's own terminal and file editor are used. "
-                        "Run `oh start` (or `oh start --runtime vscode`) in that directory to act through oh.", real)
+                        "Run `oh start` (or `oh start --runtime vscode`) in that directory to act through oh.",
+                        real,
+                    )
                 return None
             link = Link(session, workdir, name)
             try:
                 link.client()  # connect now: a refused handshake falls back to the SDK's tools at once
             except OhClientError as exc:
-                log.warning("oh: cannot use the oh backend for %s (%s); the OpenHands SDK's own tools are used.", workdir, exc)
+                log.warning(
+                    "oh: cannot use the oh backend for %s (%s); the OpenHands SDK's own tools are used.", workdir, exc
+                )
                 return None
             _links[conv_key] = link
         link.users += 1

@@ -38,7 +38,13 @@ def _metadata(md: dict[str, Any]) -> CmdOutputMetadata:
 class OhTerminalExecutor(links.LinkedExecutor, ToolExecutor[TerminalAction, TerminalObservation]):
     """Runs TerminalActions in the oh backend's shell for this conversation's working directory."""
 
-    def __init__(self, link: links.Link, conv_key: str, full_output_save_dir: str | None = None, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        link: links.Link,
+        conv_key: str,
+        full_output_save_dir: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(link, conv_key)
         # TerminalTool.create(env=...): the client's session variables. Sent with every command (oh keeps
         # args.env out of traces and logs) so they survive a reset, as the SDK re-applies them to a new session.
@@ -56,18 +62,34 @@ class OhTerminalExecutor(links.LinkedExecutor, ToolExecutor[TerminalAction, Term
             kind = looks_like_python_literal_argument(action.command)
             if kind is not None:
                 head = action.command.lstrip()[:60]
-                return TerminalObservation.from_text(_LITERAL_ARG_HINT_TEMPLATE.format(literal_kind=kind, head=head),
-                                                     is_error=True, command=action.command, exit_code=None)
-        env = {**self._env, **secrets_for(action.command, conversation)} if action.command.strip() and not action.is_input else {}
-        frame = actions.run(action.command, timeout=action.timeout, is_input=action.is_input, reset=action.reset, env=env,
-                            max_output=0,  # the SDK truncates itself and saves the full output to a file
-                            exclusive=True,  # one terminal, as the SDK's: a new command while one runs is an error
-                            security_risk=security_risk_of(action, conversation))
+                return TerminalObservation.from_text(
+                    _LITERAL_ARG_HINT_TEMPLATE.format(literal_kind=kind, head=head),
+                    is_error=True,
+                    command=action.command,
+                    exit_code=None,
+                )
+        env = (
+            {**self._env, **secrets_for(action.command, conversation)}
+            if action.command.strip() and not action.is_input
+            else {}
+        )
+        frame = actions.run(
+            action.command,
+            timeout=action.timeout,
+            is_input=action.is_input,
+            reset=action.reset,
+            env=env,
+            max_output=0,  # the SDK truncates itself and saves the full output to a file
+            exclusive=True,  # one terminal, as the SDK's: a new command while one runs is an error
+            security_risk=security_risk_of(action, conversation),
+        )
         wait = (action.timeout or _DEFAULT_WAIT) + _WAIT_SLACK
         obs = self.link.send(frame, timeout=wait)
         return self._observation(action, obs, conversation)
 
-    def _observation(self, action: TerminalAction, obs: dict[str, Any], conversation: "LocalConversation | None") -> TerminalObservation:
+    def _observation(
+        self, action: TerminalAction, obs: dict[str, Any], conversation: "LocalConversation | None"
+    ) -> TerminalObservation:
         label = action.command
         if action.reset:
             label = f"[RESET] {action.command}" if action.command.strip() else "[RESET]"
@@ -75,22 +97,29 @@ class OhTerminalExecutor(links.LinkedExecutor, ToolExecutor[TerminalAction, Term
         if obs.get("observation") != "run":
             # BUSY ("NOT executed"), NO_COMMAND ("no previous running command"), PATH_DENIED, ...: the
             # SDK reports these as errors the model should react to, not as a finished command.
-            return TerminalObservation.from_text(text=text, is_error=True, command=label, exit_code=None,
-                                                 full_output_save_dir=self.full_output_save_dir)
+            return TerminalObservation.from_text(
+                text=text, is_error=True, command=label, exit_code=None, full_output_save_dir=self.full_output_save_dir
+            )
         extras = obs.get("extras") or {}
         md = _metadata(extras.get("metadata") or {})
         md.prefix, md.suffix = mask(md.prefix, conversation), mask(md.suffix, conversation)
         return TerminalObservation.from_text(
-            text=text, command=label, exit_code=md.exit_code, metadata=md,
+            text=text,
+            command=label,
+            exit_code=md.exit_code,
+            metadata=md,
             timeout=md.exit_code == -1 and bool(action.command.strip() or action.is_input),
             full_output_save_dir=self.full_output_save_dir,
         )
 
     def reset(self) -> TerminalObservation:
         obs = self.link.send(actions.run("", reset=True), timeout=_DEFAULT_WAIT)
-        return TerminalObservation.from_text(text=obs.get("content") or "", command="[RESET]",
-                                             exit_code=0 if obs.get("observation") == "run" else None,
-                                             is_error=obs.get("observation") != "run")
+        return TerminalObservation.from_text(
+            text=obs.get("content") or "",
+            command="[RESET]",
+            exit_code=0 if obs.get("observation") == "run" else None,
+            is_error=obs.get("observation") != "run",
+        )
 
     def interrupt(self) -> None:
         # Called from another thread while a worker waits on a command: Ctrl-C on the same connection
@@ -99,7 +128,6 @@ class OhTerminalExecutor(links.LinkedExecutor, ToolExecutor[TerminalAction, Term
             self.link.client().send(actions.run("C-c", is_input=True), timeout=10)
         except Exception:  # noqa: BLE001
             pass
-
 
 
 class OhTerminalTool(TerminalTool):

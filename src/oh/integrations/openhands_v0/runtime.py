@@ -54,14 +54,35 @@ class VsCodeRuntime(Runtime):
     """Executes an OpenHands V0 agent's actions through the oh backend serving ``config.workspace_base``
     (default: the current directory): in VS Code when that backend is ``oh start --runtime vscode``."""
 
-    def __init__(self, config, event_stream, llm_registry, sid: str = "default", plugins=None, env_vars=None,
-                 status_callback=None, attach_to_existing: bool = False, headless_mode: bool = True, user_id=None,
-                 git_provider_tokens=None) -> None:
+    def __init__(
+        self,
+        config,
+        event_stream,
+        llm_registry,
+        sid: str = "default",
+        plugins=None,
+        env_vars=None,
+        status_callback=None,
+        attach_to_existing: bool = False,
+        headless_mode: bool = True,
+        user_id=None,
+        git_provider_tokens=None,
+    ) -> None:
         # headless_mode=True always: the base class would otherwise add a VS Code *server* plugin, and this
         # runtime already is VS Code.
-        super().__init__(config, event_stream, llm_registry, sid=sid, plugins=plugins, env_vars=env_vars,
-                         status_callback=status_callback, attach_to_existing=attach_to_existing, headless_mode=True,
-                         user_id=user_id, git_provider_tokens=git_provider_tokens)
+        super().__init__(
+            config,
+            event_stream,
+            llm_registry,
+            sid=sid,
+            plugins=plugins,
+            env_vars=env_vars,
+            status_callback=status_callback,
+            attach_to_existing=attach_to_existing,
+            headless_mode=True,
+            user_id=user_id,
+            git_provider_tokens=git_provider_tokens,
+        )
         self._workspace = os.path.realpath(getattr(config, "workspace_base", None) or os.getcwd())
         self._client: SyncClient | None = None
         self._session = None
@@ -85,11 +106,14 @@ class VsCodeRuntime(Runtime):
         if session is None:
             raise AgentRuntimeUnavailableError(
                 f"No oh backend serves {self._workspace}. Start one there with `oh start --runtime vscode` "
-                "(or `--runtime local`), then retry.")
+                "(or `--runtime local`), then retry."
+            )
         try:
             self._client = SyncClient.connect(session.url, session.token, name=CLIENT_NAME, workdir=self._workspace)
         except OhClientError as exc:
-            raise AgentRuntimeUnavailableError(f"Cannot connect to the oh backend for {self._workspace}: {exc}") from None
+            raise AgentRuntimeUnavailableError(
+                f"Cannot connect to the oh backend for {self._workspace}: {exc}"
+            ) from None
         self._session = session
         return self._client
 
@@ -138,8 +162,11 @@ class VsCodeRuntime(Runtime):
             self._client = None
             raise AgentRuntimeDisconnectedError(f"Lost the oh backend: {exc}") from None
         except TimeoutError:
-            return {"observation": "error", "content": "The oh backend did not answer in time; check it with `oh status`.",
-                    "extras": {"error_id": "TIMEOUT"}}
+            return {
+                "observation": "error",
+                "content": "The oh backend did not answer in time; check it with `oh status`.",
+                "extras": {"error_id": "TIMEOUT"},
+            }
 
     def _review_wait(self, frame: dict[str, Any]) -> float:
         """Review mode: a write/edit also waits for the user's decision (the backend's deadline grows by as much);
@@ -183,8 +210,11 @@ class VsCodeRuntime(Runtime):
             obs = self._send(frame, None)
             if obs.get("observation") == "error":
                 return self._decode(obs)
-            return FileReadObservation(content=obs.get("content") or "", path=(obs.get("extras") or {}).get("path") or action.path,
-                                       impl_source=FileReadSource.OH_ACI)
+            return FileReadObservation(
+                content=obs.get("content") or "",
+                path=(obs.get("extras") or {}).get("path") or action.path,
+                impl_source=FileReadSource.OH_ACI,
+            )
         if Path(action.path).suffix.lower() in _IMAGE_EXTENSIONS:
             # As OpenHands' own runtime does: an image is read as a data URL the agent can show.
             obs = self._send(oh_actions.read(action.path, encoding="base64"), None)
@@ -221,8 +251,10 @@ class VsCodeRuntime(Runtime):
     def _confined(self, path: str) -> str:
         full = os.path.realpath(path if os.path.isabs(path) else os.path.join(self._workspace, path))
         if not any(full == r or full.startswith(r.rstrip(os.sep) + os.sep) for r in self.allowed_roots):
-            raise PermissionError(f"{path} is outside the oh backend's allowed roots ({', '.join(self.allowed_roots)}); "
-                                  "add a root with `oh start --allow DIR`.")
+            raise PermissionError(
+                f"{path} is outside the oh backend's allowed roots ({', '.join(self.allowed_roots)}); "
+                "add a root with `oh start --allow DIR`."
+            )
         return full
 
     def copy_to(self, host_src: str, sandbox_dest: str, recursive: bool = False) -> None:
@@ -233,7 +265,11 @@ class VsCodeRuntime(Runtime):
             if not recursive:
                 raise IsADirectoryError(f"{host_src} is a directory; pass recursive=True to copy it.")
             shutil.copytree(host_src, os.path.join(dest, os.path.basename(host_src.rstrip(os.sep))), dirs_exist_ok=True)
-        elif os.path.isdir(dest) or sandbox_dest.endswith(("/", os.sep)) or (not os.path.exists(dest) and "." not in os.path.basename(dest)):
+        elif (
+            os.path.isdir(dest)
+            or sandbox_dest.endswith(("/", os.sep))
+            or (not os.path.exists(dest) and "." not in os.path.basename(dest))
+        ):
             # A directory (existing, spelled with a trailing slash, or a new extension-less name): copy into it,
             # as OpenHands' own runtimes do.
             os.makedirs(dest, exist_ok=True)

@@ -148,7 +148,9 @@ class FileEditor:
         if st is None:
             raise not_found(rp.shown)
         if os.path.isdir(rp.real):
-            raise invalid_path(rp.shown, f"The path {rp.shown} is a directory and only the `view` command can be used on directories.")
+            raise invalid_path(
+                rp.shown, f"The path {rp.shown} is a directory and only the `view` command can be used on directories."
+            )
         require_regular(rp.shown, st, "edit")
 
     def _write(self, rp: ResolvedPath, text: str, encoding: str) -> None:
@@ -172,7 +174,15 @@ class FileEditor:
             f"Unrecognized command {command}. The allowed commands for the FileEditor tool are: view, create, str_replace, insert, undo_edit"
         )
 
-    def _result(self, content: str, *, prev_exist: bool = True, old: str | None = None, new: str | None = None, diff: str | None = None) -> dict[str, Any]:
+    def _result(
+        self,
+        content: str,
+        *,
+        prev_exist: bool = True,
+        old: str | None = None,
+        new: str | None = None,
+        diff: str | None = None,
+    ) -> dict[str, Any]:
         return {"content": content, "prev_exist": prev_exist, "old_content": old, "new_content": new, "diff": diff}
 
     def view(self, rp: ResolvedPath, view_range: list[int] | None, policy: PathPolicy | None = None) -> dict[str, Any]:
@@ -189,7 +199,7 @@ class FileEditor:
         if os.path.splitext(rp.shown)[1].lower() in IMAGE_EXTENSIONS:
             # The SDK answers with image content, which an edit observation cannot carry: say how to get it.
             raise ToolError(
-                f"The file {rp.shown} is an image; get its bytes with the read action and args.encoding \"base64\" "
+                f'The file {rp.shown} is an image; get its bytes with the read action and args.encoding "base64" '
                 "(the observation then names its mime_type)."
             )
         text, _ = self._read(rp)
@@ -247,7 +257,9 @@ class FileEditor:
                     scan(e.path, shown, depth + 1)
 
         scan(rp.real, root, 1)
-        msg = f"Here's the files and directories up to 2 levels deep in {root}, excluding hidden items:\n" + "\n".join(entries)
+        msg = f"Here's the files and directories up to 2 levels deep in {root}, excluding hidden items:\n" + "\n".join(
+            entries
+        )
         if hidden:
             msg += f"\n\n{hidden} hidden files/directories in this directory are excluded. You can use 'ls -la {root}' to see them."
         return clip(msg, MAX_RESPONSE_CHARS, DIR_CLIPPED)
@@ -256,7 +268,9 @@ class FileEditor:
         if file_text is None:
             raise ToolError("Parameter `file_text` is required for command: create.")
         if os.path.lexists(rp.real) or os.path.lexists(rp.shown):
-            raise invalid_path(rp.shown, f"File already exists at: {rp.shown}. Cannot overwrite files using command `create`.")
+            raise invalid_path(
+                rp.shown, f"File already exists at: {rp.shown}. Cannot overwrite files using command `create`."
+            )
         self._write(rp, file_text, "utf-8")
         return self._result(
             f"File created successfully at: {rp.shown}",
@@ -292,7 +306,9 @@ class FileEditor:
             stripped = old_str.strip()
             positions = self._occurrences(text, stripped) if stripped else []
             if not positions:
-                raise ToolError(f"No replacement was performed, old_str `{stripped}` did not appear verbatim in {rp.shown}.")
+                raise ToolError(
+                    f"No replacement was performed, old_str `{stripped}` did not appear verbatim in {rp.shown}."
+                )
             old_str = stripped
         if len(positions) > 1:
             lines = sorted({text.count("\n", 0, p) + 1 for p in positions})

@@ -83,7 +83,9 @@ def _bash_init(nonce: str, fd: int, run_file: str, snap: str, user_rc: bool) -> 
             "[ -r /etc/bash.bashrc ] && builtin source /etc/bash.bashrc\n"
             '__oh_rcst=0; if [ -r "$HOME/.bashrc" ]; then builtin source "$HOME/.bashrc"; __oh_rcst=$?; fi\n'
         )
-    return rc + f"""
+    return (
+        rc
+        + f"""
 __oh_n={nonce}
 builtin exec {{__oh_m}}>&2 {{__oh_fd}}<&{fd} {fd}<&-
 case $- in *e*|*u*) __oh_eu=1;; *) __oh_eu=;; esac
@@ -91,7 +93,7 @@ builtin set +e +u +o emacs +o vi +o history +b -m
 builtin unset HISTFILE
 builtin shopt -s expand_aliases
 PS2=
-__oh_run={_q(run_file)} __oh_snap={_q(snap)} __oh_dbgf={_q(run_file + '.trap')} __oh_ran=
+__oh_run={_q(run_file)} __oh_snap={_q(snap)} __oh_dbgf={_q(run_file + ".trap")} __oh_ran=
 __oh_pc() {{
   builtin local __oh_st=$? __oh_r=${{__oh_ran-}}
   __oh_ran=
@@ -107,6 +109,7 @@ __oh_x() {{ builtin printf '\\e]6973;%s;X;%s\\x1f%s\\a' "$__oh_n" "$?" "$PWD" >&
 PROMPT_COMMAND="__oh_pc;${{PROMPT_COMMAND:-}}"
 builtin printf '\\e]6973;%s;R;%s;%s\\a' "$__oh_n" "$__oh_eu" "${{__oh_rcst:-0}}" >&$__oh_m
 """
+    )
 
 
 _BASH_RUN = r"""IFS= builtin read -r -d '' -u "$__oh_fd" __oh_cmd
@@ -192,8 +195,16 @@ class PtyShell:
     """One interactive shell on a pty (the same interface as ``shell.BashShell``)."""
 
     def __init__(
-        self, cwd: str, env: dict[str, str], source_file: str, max_output_chars: int, env_snapshot: str = "",
-        *, user_shell: bool = True, startup_timeout: float = STARTUP_TIMEOUT, on_data=None,
+        self,
+        cwd: str,
+        env: dict[str, str],
+        source_file: str,
+        max_output_chars: int,
+        env_snapshot: str = "",
+        *,
+        user_shell: bool = True,
+        startup_timeout: float = STARTUP_TIMEOUT,
+        on_data=None,
     ) -> None:
         self.start_cwd = cwd
         self.env_snapshot = env_snapshot
@@ -234,7 +245,9 @@ class PtyShell:
         self._pending_display = ""
         self._startup_out = b""
         self._cr = ""
-        self._sane: list | None = None  # the terminal's modes when the shell became ready  # what the rc files printed (the log shows it when they fail)
+        self._sane: list | None = (
+            None  # the terminal's modes when the shell became ready  # what the rc files printed (the log shows it when they fail)
+        )
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -304,8 +317,15 @@ class PtyShell:
 
         try:
             self.proc = await asyncio.create_subprocess_exec(
-                *argv, stdin=slave, stdout=slave, stderr=slave, pass_fds=(cmd_r,), start_new_session=True,
-                preexec_fn=child_setup, cwd=self.start_cwd, env=env,
+                *argv,
+                stdin=slave,
+                stdout=slave,
+                stderr=slave,
+                pass_fds=(cmd_r,),
+                start_new_session=True,
+                preexec_fn=child_setup,
+                cwd=self.start_cwd,
+                env=env,
             )
         except BaseException:
             for fd in (master, slave, cmd_r, cmd_w):
@@ -332,7 +352,9 @@ class PtyShell:
         notes = []
         rcfile = "~/.bashrc" if kind == "bash" else "~/.zshrc"
         if rcst.isdigit() and int(rcst) >= 2:
-            notes.append(f"Your {rcfile} ended with an error (status {rcst}); the shell works, its messages are in the terminal's startup output.")
+            notes.append(
+                f"Your {rcfile} ended with an error (status {rcst}); the shell works, its messages are in the terminal's startup output."
+            )
         if eu:
             notes.append(f"Your {kind} rc files turned on `set -e`/`set -u`; oh turned them off in the agent's shell.")
         if notes:
@@ -652,7 +674,12 @@ class PtyShell:
             attrs = termios.tcgetattr(self._master)
             lflag, cc = attrs[3], attrs[6]
             signal_keys = {cc[termios.VINTR], cc[termios.VQUIT], cc[termios.VSUSP]}
-            if lflag & termios.ISIG and lflag & termios.ECHO and lflag & termios.ECHOCTL and bytes([code]) in signal_keys:
+            if (
+                lflag & termios.ISIG
+                and lflag & termios.ECHO
+                and lflag & termios.ECHOCTL
+                and bytes([code]) in signal_keys
+            ):
                 self._echo_agent = b"^" + bytes([code + 64])
         await self._write(self._master, bytes([code]))
 

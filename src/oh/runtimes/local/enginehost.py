@@ -67,16 +67,27 @@ class Host:
     async def start_shell(self, *, restarted: bool = False, reason: str = "") -> None:
         cwd = self.cwd if os.path.isdir(self.cwd) else self.workspace
         shell = PtyShell(
-            cwd, self.env, os.path.join(self.scratch, "run.sh"), self.max_output,
-            user_shell=not self.clean, startup_timeout=self.startup_timeout, on_data=self._data,
+            cwd,
+            self.env,
+            os.path.join(self.scratch, "run.sh"),
+            self.max_output,
+            user_shell=not self.clean,
+            startup_timeout=self.startup_timeout,
+            on_data=self._data,
         )
         await shell.start()
         self.shell = shell
         note = "" if shell.note in self._said else shell.note  # a note is said once per host
         self._said.add(shell.note)
         msg = {
-            "type": "ready", "shell": shell.kind, "path": shell.path, "rc": shell.rc, "pid": shell.pid,
-            "cols": COLS, "rows": ROWS, "note": note,
+            "type": "ready",
+            "shell": shell.kind,
+            "path": shell.path,
+            "rc": shell.rc,
+            "pid": shell.pid,
+            "cols": COLS,
+            "rows": ROWS,
+            "note": note,
         }
         if restarted:
             msg.update(restarted=True, reason=reason)
@@ -96,12 +107,18 @@ class Host:
         cwd = msg.get("cwd")
         if not isinstance(id_, str) or not id_ or not isinstance(command, str) or "\0" in command:
             return self.error("BAD_REQUEST", "run needs a string id and a command without NUL characters.", id_)
-        if not isinstance(env, dict) or not all(isinstance(k, str) and EXPORT_NAME.match(k) and isinstance(v, str) for k, v in env.items()):
+        if not isinstance(env, dict) or not all(
+            isinstance(k, str) and EXPORT_NAME.match(k) and isinstance(v, str) for k, v in env.items()
+        ):
             return self.error("BAD_REQUEST", "env must map variable names ([A-Za-z_][A-Za-z0-9_]*) to strings.", id_)
         if cwd is not None and not isinstance(cwd, str):
             return self.error("BAD_REQUEST", "cwd must be a string.", id_)
         if self.cmd is not None:
-            return self.error("BUSY", f"Command {self.cmd_id} is still running; wait for its done, send it input or keys, or kill it.", id_)
+            return self.error(
+                "BUSY",
+                f"Command {self.cmd_id} is still running; wait for its done, send it input or keys, or kill it.",
+                id_,
+            )
         limit = msg.get("max_output")
         limit = limit if isinstance(limit, int) and limit > 0 else self.max_output
         self.cmd_id = id_
@@ -127,10 +144,19 @@ class Host:
         truncated = cmd.buffer.dropped > 0
         output = cmd.take_output()
         self.cwd = cmd.cwd or self.cwd
-        self.emit({
-            "type": "done", "id": id_, "exit_code": -1 if self.killed else cmd.exit_code, "cwd": self.cwd, "output": output,
-            "truncated": truncated, "shell_exited": cmd.shell_exited or self.killed, "killed": self.killed, "note": "",
-        })
+        self.emit(
+            {
+                "type": "done",
+                "id": id_,
+                "exit_code": -1 if self.killed else cmd.exit_code,
+                "cwd": self.cwd,
+                "output": output,
+                "truncated": truncated,
+                "shell_exited": cmd.shell_exited or self.killed,
+                "killed": self.killed,
+                "note": "",
+            }
+        )
         restart = (cmd.shell_exited or self.killed) and not self._closing
         reason = "killed" if self.killed else f"the shell exited with code {cmd.exit_code}"
         if not restart:
@@ -222,7 +248,9 @@ class Host:
         elif kind == "close":
             return False
         else:
-            self.error("BAD_REQUEST", f"Unknown type {kind!r}: run, peek, input, key, kill, reset or close.", msg.get("id"))
+            self.error(
+                "BAD_REQUEST", f"Unknown type {kind!r}: run, peek, input, key, kill, reset or close.", msg.get("id")
+            )
         return True
 
 
@@ -230,7 +258,9 @@ async def serve(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=64 * 1024 * 1024)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    host = Host(os.path.realpath(args.cwd), clean=args.clean, startup_timeout=args.startup_timeout, max_output=args.max_output)
+    host = Host(
+        os.path.realpath(args.cwd), clean=args.clean, startup_timeout=args.startup_timeout, max_output=args.max_output
+    )
     try:
         await host.start_shell()
         while True:
@@ -248,11 +278,21 @@ async def serve(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m oh.runtimes.local.enginehost", description="The agent's shell engine over JSON lines (docs/protocol.md §3.4.1).")
+    p = argparse.ArgumentParser(
+        prog="python -m oh.runtimes.local.enginehost",
+        description="The agent's shell engine over JSON lines (docs/protocol.md §3.4.1).",
+    )
     p.add_argument("--cwd", default=os.getcwd(), help="directory the shell starts in (default: the current one)")
     p.add_argument("--clean", action="store_true", help="the clean shell: bash without the user's rc files")
-    p.add_argument("--startup-timeout", type=float, default=STARTUP_TIMEOUT, help="seconds the user's rc files may take (default 5)")
-    p.add_argument("--max-output", type=int, default=30000, help="characters of output per observation (head + tail kept)")
+    p.add_argument(
+        "--startup-timeout",
+        type=float,
+        default=STARTUP_TIMEOUT,
+        help="seconds the user's rc files may take (default 5)",
+    )
+    p.add_argument(
+        "--max-output", type=int, default=30000, help="characters of output per observation (head + tail kept)"
+    )
     args = p.parse_args(argv)
     if not os.path.isdir(args.cwd):
         p.error(f"--cwd {args.cwd}: no such directory")

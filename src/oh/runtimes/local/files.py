@@ -63,14 +63,16 @@ def read_bytes(rp: ResolvedPath, max_bytes: int = MAX_READ_BYTES) -> bytes:
     return data
 
 
-BINARY_HINT = "read it with args.encoding \"base64\" to get its bytes"
+BINARY_HINT = 'read it with args.encoding "base64" to get its bytes'
 
 
 def decode_text(rp: ResolvedPath, data: bytes) -> tuple[str, str]:
     """(text, encoding): UTF-8, else a detected text encoding; ToolError for binary data."""
     decoded = encodings.decode(data)
     if decoded is None:
-        raise ToolError(f"The file {rp.shown} is a binary file (not text in UTF-8 or a detectable encoding); {BINARY_HINT}.")
+        raise ToolError(
+            f"The file {rp.shown} is a binary file (not text in UTF-8 or a detectable encoding); {BINARY_HINT}."
+        )
     return decoded
 
 
@@ -151,7 +153,11 @@ def view_range_lines(rp: ResolvedPath, text: str, view_range: list[int]) -> tupl
 
 
 def read_file(
-    rp: ResolvedPath, start: int | None = 0, end: int | None = -1, view_range: list[int] | None = None, encoding: str = "auto"
+    rp: ResolvedPath,
+    start: int | None = 0,
+    end: int | None = -1,
+    view_range: list[int] | None = None,
+    encoding: str = "auto",
 ) -> tuple[str, dict[str, str] | None]:
     """The ``read`` action: (content, extra extras). Raw text (no line numbers); ``view_range`` wins
     over ``start``/``end``. ``encoding: base64``: the whole file's bytes (ranges ignored), with
@@ -172,6 +178,7 @@ def read_file(
 
 
 # --------------------------------------------------------------------------- writing
+
 
 def _anonymous_temp(parent: str) -> int | None:
     """An unnamed file in ``parent`` (Linux ``O_TMPFILE``), or None where that is not supported.
@@ -281,11 +288,18 @@ def _base64_bytes(content: str) -> bytes:
     try:
         return base64.b64decode(content.encode("ascii"), validate=True)
     except (binascii.Error, UnicodeEncodeError):
-        raise ToolError("args.content is not valid base64 (encoding \"base64\"); nothing was written.", ErrorId.BAD_REQUEST) from None
+        raise ToolError(
+            'args.content is not valid base64 (encoding "base64"); nothing was written.', ErrorId.BAD_REQUEST
+        ) from None
 
 
 def write_file(
-    rp: ResolvedPath, content: str, start: int | None = 0, end: int | None = -1, encoding: str | None = None, mode: str = "overwrite",
+    rp: ResolvedPath,
+    content: str,
+    start: int | None = 0,
+    end: int | None = -1,
+    encoding: str | None = None,
+    mode: str = "overwrite",
     sink=None,
 ) -> str | None:
     """The ``write`` action: the whole file is ``content`` (default), or lines [start, end) replaced.
@@ -353,7 +367,7 @@ def _encode_as(text: str, enc: str) -> bytes:
         return text.encode(enc)
     except UnicodeEncodeError as exc:
         raise ToolError(
-            f"The content cannot be written in {enc}: character {exc.object[exc.start:exc.start + 1]!r} at offset {exc.start} "
+            f"The content cannot be written in {enc}: character {exc.object[exc.start : exc.start + 1]!r} at offset {exc.start} "
             "has no representation there. Write it as utf-8, or use another encoding."
         ) from None
     except LookupError:
@@ -372,8 +386,16 @@ def _append_bytes(rp: ResolvedPath, content: str, encoding: str | None) -> bytes
     return _encode_as(content, enc) if encoding else encode_text(rp, content, enc)
 
 
-_BOM_CODECS = {"utf-8-sig": "utf-8", "utf_8_sig": "utf-8", "utf-16": "utf-16", "utf_16": "utf-16", "utf16": "utf-16",
-               "utf-32": "utf-32", "utf_32": "utf-32", "utf32": "utf-32"}
+_BOM_CODECS = {
+    "utf-8-sig": "utf-8",
+    "utf_8_sig": "utf-8",
+    "utf-16": "utf-16",
+    "utf_16": "utf-16",
+    "utf16": "utf-16",
+    "utf-32": "utf-32",
+    "utf_32": "utf-32",
+    "utf32": "utf-32",
+}
 
 
 def _without_bom(rp: ResolvedPath, enc: str) -> str | None:
@@ -410,14 +432,16 @@ def append_file(rp: ResolvedPath, content: str, encoding: str | None) -> None:
         except (FileExistsError, NotADirectoryError):
             raise ToolError(f"Cannot create {rp.shown}: a parent path exists and is not a directory.") from None
     # O_NONBLOCK: a FIFO swapped in after the stat must not hang us; O_NOFOLLOW: nor a symlink.
-    fd = os.open(rp.real, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666 & ~UMASK)
+    fd = os.open(
+        rp.real, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666 & ~UMASK
+    )
     try:
         st = os.fstat(fd)
         require_regular(rp.shown, st, "write")
         refuse_hard_link(rp.shown, st)  # appending would change the other names' file too
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
         os.fsync(fd)
     finally:
         os.close(fd)
@@ -434,7 +458,16 @@ def stat_path(rp: ResolvedPath) -> tuple[str, dict]:
         link = False
     st = stat_or_none(rp.real)
     if st is None:
-        info = {"exists": False, "type": None, "size": None, "mtime": None, "mode": None, "encoding": None, "mime_type": None, "link": link}
+        info = {
+            "exists": False,
+            "type": None,
+            "size": None,
+            "mtime": None,
+            "mode": None,
+            "encoding": None,
+            "mime_type": None,
+            "link": link,
+        }
         return f"{rp.shown} does not exist.", info
     kind = "file" if stat.S_ISREG(st.st_mode) else "directory" if stat.S_ISDIR(st.st_mode) else "other"
     enc = mime = None
@@ -443,8 +476,14 @@ def stat_path(rp: ResolvedPath) -> tuple[str, dict]:
         if st.st_nlink <= 1:  # a hard-linked file's content is not read (docs/security.md)
             enc = _sample_encoding(rp.real)
     info = {
-        "exists": True, "type": kind, "size": st.st_size, "mtime": st.st_mtime, "mode": f"{stat.S_IMODE(st.st_mode):04o}",
-        "encoding": enc, "mime_type": mime, "link": link,
+        "exists": True,
+        "type": kind,
+        "size": st.st_size,
+        "mtime": st.st_mtime,
+        "mode": f"{stat.S_IMODE(st.st_mode):04o}",
+        "encoding": enc,
+        "mime_type": mime,
+        "link": link,
     }
     what = f"{kind}, {st.st_size} bytes, mode {info['mode']}" + (f", {enc}" if enc else "")
     return f"{rp.shown}: {what}.", info

@@ -28,7 +28,19 @@ from ...protocol import shellqueue
 from ...protocol.errors import ErrorId
 from ...protocol.events import Action, error_observation, job_observation, run_observation
 from .jobs import (
-    CANCEL_GRACE, CANCELLED, FAILED, LOST, MAX_FINISHED, OUTPUT_LIMIT, OUTPUT_MAX, POLL_TAIL, RUNNING, SUCCEEDED, WAIT_TAIL, Job, Spool,
+    CANCEL_GRACE,
+    CANCELLED,
+    FAILED,
+    LOST,
+    MAX_FINISHED,
+    OUTPUT_LIMIT,
+    OUTPUT_MAX,
+    POLL_TAIL,
+    RUNNING,
+    SUCCEEDED,
+    WAIT_TAIL,
+    Job,
+    Spool,
     env_fingerprint,
 )
 from .terminal import Terminal, _identity
@@ -98,12 +110,20 @@ class ShellGroup:
             while not (self._queue[0] is token and self._has_room()):
                 remaining = limit - (time.monotonic() - t0)
                 if remaining <= 0:
-                    return error_observation(action.id, ErrorId.TIMEOUT, shellqueue.waited_out_message(action.command, time.monotonic() - t0, self.rt.max_shells))
+                    return error_observation(
+                        action.id,
+                        ErrorId.TIMEOUT,
+                        shellqueue.waited_out_message(action.command, time.monotonic() - t0, self.rt.max_shells),
+                    )
                 self._free.clear()
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._free.wait(), remaining)
                 if self.closed:
-                    return error_observation(action.id, ErrorId.INTERRUPTED, "The agent's shells were closed while this command waited for one; it was NOT executed.")
+                    return error_observation(
+                        action.id,
+                        ErrorId.INTERRUPTED,
+                        "The agent's shells were closed while this command waited for one; it was NOT executed.",
+                    )
         finally:
             self._queue.remove(token)
             self._notify()  # the next in line looks again
@@ -166,7 +186,7 @@ class ShellGroup:
         return obs
 
     def _still_running_note(self, jid: str) -> str:
-        return f"\n[This command is {jid}: when several commands run, name it with args.job_id \"{jid}\" in follow-ups.]"
+        return f'\n[This command is {jid}: when several commands run, name it with args.job_id "{jid}" in follow-ups.]'
 
     # ------------------------------------------------------------------ run
     async def run(self, action: Action, cwd: str | None, ctx: "AgentContext") -> dict[str, Any]:
@@ -177,7 +197,8 @@ class ShellGroup:
             return await self._follow_up(action, jid)
         if jid:
             return error_observation(
-                action.id, ErrorId.BAD_REQUEST,
+                action.id,
+                ErrorId.BAD_REQUEST,
                 "args.job_id names the running command an empty command or is_input belongs to; a new command takes none (it gets its own id).",
             )
         if args.get("background"):
@@ -188,14 +209,22 @@ class ShellGroup:
             return self._main_busy(action)
         verdict = shellqueue.place(self._shells_in_use(), self.rt.max_shells, len(self._queue), self.rt.queue_limit)
         if verdict == "busy":
-            return error_observation(action.id, ErrorId.BUSY, shellqueue.queue_full_message(action.command, self._shells_in_use(), self.rt.max_shells, len(self._queue)))
+            return error_observation(
+                action.id,
+                ErrorId.BUSY,
+                shellqueue.queue_full_message(
+                    action.command, self._shells_in_use(), self.rt.max_shells, len(self._queue)
+                ),
+            )
         note = ""
         if verdict == "wait":
             got = await self._wait_for_shell(action)
             if isinstance(got, dict):
                 return got
             action, waited = got
-            note = f"[This command waited {waited:.1f} s for a free shell: {self.rt.max_shells} (max_shells) were busy.]\n"
+            note = (
+                f"[This command waited {waited:.1f} s for a free shell: {self.rt.max_shells} (max_shells) were busy.]\n"
+            )
             if self.main.idle:
                 return await self._run_main(action, cwd, note)
         return await self._run_extra(action, cwd, note)
@@ -218,7 +247,8 @@ class ShellGroup:
         """``args.exclusive``: the agent wants one shell, as the OpenHands SDK's terminal has (a new command
         while one runs is an error it sees), not an extra shell."""
         return error_observation(
-            action.id, ErrorId.BUSY,
+            action.id,
+            ErrorId.BUSY,
             f'Your command "{action.command[:200]}" was NOT executed: the previous command is still running. '
             'Wait for it (send an empty command), send it input (is_input), interrupt it (is_input "C-c"), or reset the shell.',
         )
@@ -226,7 +256,8 @@ class ShellGroup:
     def _limit_busy(self, action: Action) -> dict[str, Any]:
         n, m = self._shells_in_use(), self.rt.max_shells
         return error_observation(
-            action.id, ErrorId.BUSY,
+            action.id,
+            ErrorId.BUSY,
             f'Your command "{action.command[:200]}" was NOT executed: {n} command(s) already run in this agent\'s shells '
             f"(the limit is max_shells = {m}). Wait for one to finish (send an empty command, or the job action op wait), "
             'interrupt one (is_input "C-c" with its args.job_id, or job op cancel), or raise the max_shells setting.',
@@ -237,7 +268,11 @@ class ShellGroup:
             term = self._find_running(jid)
             if term is None:
                 what = "retrieve logs from" if not action.is_input else "interact with"
-                return error_observation(action.id, ErrorId.NO_COMMAND, f"No running command {jid} to {what} (it finished, or the id is unknown).")
+                return error_observation(
+                    action.id,
+                    ErrorId.NO_COMMAND,
+                    f"No running command {jid} to {what} (it finished, or the id is unknown).",
+                )
         else:
             running = self._running_foreground()
             if not running:
@@ -297,7 +332,8 @@ class ShellGroup:
             for job in self.jobs.values():
                 if job.state == RUNNING and job.fingerprint == key:
                     return self._job_run_obs(
-                        action, job,
+                        action,
+                        job,
                         f"\n[Job {job.job_id} with the same command, directory and environment is already running (pid {job.pid}); "
                         "it was not started again. Follow it with the job action (op poll, wait, output, cancel), or set "
                         "args.force to start another.]",
@@ -322,16 +358,25 @@ class ShellGroup:
         self.rt.job_event("job_started", job)
         self._spawn(self._watch(job))
         return self._job_run_obs(
-            action, job,
+            action,
+            job,
             f"\n[Started in the background as job {jid} (pid {shell.pid}). Follow it with the job action and args.job_id "
-            f"\"{jid}\": op poll (state and output tail), wait (until it ends), output (all of it, from an offset), cancel.]",
+            f'"{jid}": op poll (state and output tail), wait (until it ends), output (all of it, from an offset), cancel.]',
         )
 
     def _job_run_obs(self, action: Action, job: Job, suffix: str) -> dict[str, Any]:
         user, host = _identity()
         obs = run_observation(
-            action.id, action.command, "", -1 if job.exit_code is None else job.exit_code, job.cwd,
-            pid=job.pid, suffix=suffix, hidden=bool(action.args.get("hidden", False)), username=user, hostname=host,
+            action.id,
+            action.command,
+            "",
+            -1 if job.exit_code is None else job.exit_code,
+            job.cwd,
+            pid=job.pid,
+            suffix=suffix,
+            hidden=bool(action.args.get("hidden", False)),
+            username=user,
+            hostname=host,
         )
         return self._tag(obs, job.job_id)
 
@@ -373,12 +418,14 @@ class ShellGroup:
         if job is None:
             if self._find_running(jid) is not None:
                 return error_observation(
-                    action.id, ErrorId.NO_JOB,
+                    action.id,
+                    ErrorId.NO_JOB,
                     f"{jid} is a foreground command, not a background job: follow it with run (an empty command, or is_input; "
                     f'"C-c" interrupts it) and args.job_id "{jid}".',
                 )
             return error_observation(
-                action.id, ErrorId.NO_JOB,
+                action.id,
+                ErrorId.NO_JOB,
                 f"No job {jid} in this agent's shell: the id is unknown, or the job finished more than job_retention "
                 f"({self.rt.job_retention:g} s) ago. List the jobs with the job action op list.",
             )
@@ -404,13 +451,23 @@ class ShellGroup:
         records = [j.record() for j in self.jobs.values()]
         for started, jid, term in self._running_foreground():
             cmd = term.running
-            records.append({
-                "job_id": jid, "command": cmd.command, "cwd": term._cwd(), "state": RUNNING,
-                "exit_code": None, "pid": term.shell.pid if term.shell else -1, "background": False,
-                "duration_s": round(time.monotonic() - started, 3),
-            })
-        lines = [f"{r['job_id']}  {r['state']}{'' if r['exit_code'] is None else ' exit ' + str(r['exit_code'])}  "
-                 f"{'background' if r['background'] else 'foreground'}  {r['command'][:120]}" for r in records]
+            records.append(
+                {
+                    "job_id": jid,
+                    "command": cmd.command,
+                    "cwd": term._cwd(),
+                    "state": RUNNING,
+                    "exit_code": None,
+                    "pid": term.shell.pid if term.shell else -1,
+                    "background": False,
+                    "duration_s": round(time.monotonic() - started, 3),
+                }
+            )
+        lines = [
+            f"{r['job_id']}  {r['state']}{'' if r['exit_code'] is None else ' exit ' + str(r['exit_code'])}  "
+            f"{'background' if r['background'] else 'foreground'}  {r['command'][:120]}"
+            for r in records
+        ]
         return job_observation(action.id, "list", "\n".join(lines) if lines else "No jobs.", {"jobs": records})
 
     async def _output(self, action: Action, job: Job) -> dict[str, Any]:
@@ -423,14 +480,22 @@ class ShellGroup:
         text, start, nxt = job.spool.read(offset, limit)
         total = job.spool.total
         return self._answer(
-            action, "output", job, text,
-            offset=start, next_offset=nxt, size=total, dropped=job.spool.base,
+            action,
+            "output",
+            job,
+            text,
+            offset=start,
+            next_offset=nxt,
+            size=total,
+            dropped=job.spool.base,
             eof=job.state != RUNNING and nxt >= total,
         )
 
     async def _cancel(self, action: Action, job: Job) -> dict[str, Any]:
         if job.state != RUNNING:
-            return self._answer(action, "cancel", job, f"Job {job.job_id} already ended ({job.state}); nothing to cancel.")
+            return self._answer(
+                action, "cancel", job, f"Job {job.job_id} already ended ({job.state}); nothing to cancel."
+            )
         job.cancelled = True
         term = job.term
         try:

@@ -77,7 +77,7 @@ class Spool:
         try:
             view = memoryview(data)
             while view:
-                view = view[os.write(self.fd, view):]
+                view = view[os.write(self.fd, view) :]
             self.size += len(data)
             if self.size > self.cap:
                 self._compact()
@@ -88,7 +88,7 @@ class Spool:
     def _compact(self) -> None:
         keep = self.cap // 2
         data = os.pread(self.fd, keep, self.size - keep)
-        data = data[_char_start(data):]
+        data = data[_char_start(data) :]
         os.ftruncate(self.fd, 0)
         os.write(self.fd, data)
         self.base += self.size - len(data)
@@ -123,7 +123,9 @@ def _iso(wall: float | None) -> str | None:
 
 
 class Job:
-    def __init__(self, job_id: str, shell: str, agent_id: str, command: str, cwd: str, env: dict[str, str] | None, spool: Spool) -> None:
+    def __init__(
+        self, job_id: str, shell: str, agent_id: str, command: str, cwd: str, env: dict[str, str] | None, spool: Spool
+    ) -> None:
         self.job_id = job_id
         self.shell = shell
         self.agent_id = agent_id

@@ -33,10 +33,20 @@ async def symbols_by_ripgrep(action: Action, roots: Sequence[str]) -> dict[str, 
     limit = action.args.get("limit") or 100
     rg = shutil.which("rg")
     if rg is None or not query.strip():
-        why = "ripgrep (`rg`) is not installed" if rg is None else "an empty query lists nothing without a language server"
-        return error_observation(action.id, ErrorId.TOOL_UNSUPPORTED, f"{local_refusal('symbols')} (The ripgrep fallback cannot help: {why}.)")
+        why = (
+            "ripgrep (`rg`) is not installed"
+            if rg is None
+            else "an empty query lists nothing without a language server"
+        )
+        return error_observation(
+            action.id,
+            ErrorId.TOOL_UNSUPPORTED,
+            f"{local_refusal('symbols')} (The ripgrep fallback cannot help: {why}.)",
+        )
     argv = [rg, "--json", "-i", "--max-columns", "300", "--max-count", "20", "-e", _pattern(query), "--", *roots]
-    proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
+    proc = await asyncio.create_subprocess_exec(
+        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL
+    )
     try:
         out = await asyncio.wait_for(proc.stdout.read(RG_MAX_BYTES), RG_TIMEOUT)
     except asyncio.TimeoutError:
@@ -58,13 +68,23 @@ async def symbols_by_ripgrep(action: Action, roots: Sequence[str]) -> dict[str, 
         text = (data.get("lines") or {}).get("text") or ""
         m = name_re.search(text)
         name = m.group(0).split()[-1] if m else query
-        found.append({"name": name, "kind": "text match", "container": None, "path": (data.get("path") or {}).get("text"),
-                      "line": data.get("line_number"), "column": (m.start() + 1) if m else 1})
+        found.append(
+            {
+                "name": name,
+                "kind": "text match",
+                "container": None,
+                "path": (data.get("path") or {}).get("text"),
+                "line": data.get("line_number"),
+                "column": (m.start() + 1) if m else 1,
+            }
+        )
         if len(found) >= limit:
             break
     lines = [f"{s['path']}:{s['line']}:{s['column']}: {s['name']}" for s in found]
-    head = (f"No language server here (runtime local): these are ripgrep matches of definition-like lines for {query!r}, "
-            "not a symbol index; use `oh start --runtime vscode` for real symbols.")
+    head = (
+        f"No language server here (runtime local): these are ripgrep matches of definition-like lines for {query!r}, "
+        "not a symbol index; use `oh start --runtime vscode` for real symbols."
+    )
     content = head + "\n" + ("\n".join(lines) if lines else "No matches.")
     return knowledge_observation("symbols", action.id, content, {"query": query, "symbols": found, "source": "ripgrep"})
 

@@ -65,7 +65,9 @@ class PathPolicy:
         if not self.allowed(real):
             roots = ", ".join(self.roots)
             via = "" if real == shown else f" (it resolves to {real})"
-            raise ToolError(f"Path {shown} is outside the allowed roots ({roots}){via}; nothing was done.", ErrorId.PATH_DENIED)
+            raise ToolError(
+                f"Path {shown} is outside the allowed roots ({roots}){via}; nothing was done.", ErrorId.PATH_DENIED
+            )
         return ResolvedPath(shown, real)
 
 
@@ -96,7 +98,9 @@ def stat_or_none(real: str) -> os.stat_result | None:
 
 def not_found(shown: str) -> ToolError:
     # The OpenHands file editor's wording, so agents trained on it recognise it.
-    return ToolError(f"Invalid `path` parameter: {shown}. The path {shown} does not exist. Please provide a valid path.")
+    return ToolError(
+        f"Invalid `path` parameter: {shown}. The path {shown} does not exist. Please provide a valid path."
+    )
 
 
 def refuse_hard_link(shown: str, st: os.stat_result) -> None:

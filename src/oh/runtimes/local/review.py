@@ -73,7 +73,9 @@ def file_bytes(real: str) -> bytes | None:
     if st is None or not stat.S_ISREG(st.st_mode):
         return None
     if st.st_size > MAX_REVIEW_BYTES:
-        raise ToolError(f"The file {real} is too large to review as a proposal ({st.st_size:,} bytes; the limit is {MAX_REVIEW_BYTES:,}).")
+        raise ToolError(
+            f"The file {real} is too large to review as a proposal ({st.st_size:,} bytes; the limit is {MAX_REVIEW_BYTES:,})."
+        )
     fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO swapped in must not hang us
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -177,9 +179,17 @@ class Proposal:
 
     def row(self) -> dict[str, Any]:
         return {
-            "id": self.proposal_id, "action_id": self.action_id, "agent_id": self.agent_id, "agent": self.agent_name,
-            "kind": self.kind, "command": self.command, "path": self.path, "age_s": round(time.monotonic() - self.created, 1),
-            "created_at": self.created_at, "creates": self.before is None, "bytes": len(self.after),
+            "id": self.proposal_id,
+            "action_id": self.action_id,
+            "agent_id": self.agent_id,
+            "agent": self.agent_name,
+            "kind": self.kind,
+            "command": self.command,
+            "path": self.path,
+            "age_s": round(time.monotonic() - self.created, 1),
+            "created_at": self.created_at,
+            "creates": self.before is None,
+            "bytes": len(self.after),
         }
 
     @property
@@ -234,7 +244,17 @@ class ProposalQueue:
         if self.on_event is None:
             return
         try:
-            self.on_event(name, {"proposal_id": p.proposal_id, "action_id": p.action_id, "agent_id": p.agent_id, "kind": p.kind, "path": p.path, **extra})
+            self.on_event(
+                name,
+                {
+                    "proposal_id": p.proposal_id,
+                    "action_id": p.action_id,
+                    "agent_id": p.agent_id,
+                    "kind": p.kind,
+                    "path": p.path,
+                    **extra,
+                },
+            )
         except Exception:  # noqa: BLE001 - a listener's bug must not lose the decision
             log.exception("proposal event listener failed")
 
@@ -293,28 +313,51 @@ class ProposalQueue:
         pid = p.proposal_id
         try:
             now = file_bytes(p.real)
-            changed = (_digest(now) != _digest(p.before)
-                       # something (a directory, a FIFO) now stands where the proposal would create a file
-                       or (p.before is None and os.path.lexists(p.real))
-                       # the path now leads elsewhere (a parent swapped for a symlink): the file the user
-                       # reviewed is not the one that would be written, which may be outside the roots
-                       or os.path.realpath(p.path) != p.real)
+            changed = (
+                _digest(now) != _digest(p.before)
+                # something (a directory, a FIFO) now stands where the proposal would create a file
+                or (p.before is None and os.path.lexists(p.real))
+                # the path now leads elsewhere (a parent swapped for a symlink): the file the user
+                # reviewed is not the one that would be written, which may be outside the roots
+                or os.path.realpath(p.path) != p.real
+            )
         except ToolError:
             changed = True  # grew past what a proposal may hold: it cannot be the bytes the proposal saw
         except OSError as exc:  # unreadable now: nothing can be checked, so nothing is written
             msg = exc.strerror or str(exc)
-            return (error_observation(p.action_id, ErrorId.TOOL_ERROR, f"The user accepted the change to {p.path}, but reading the file to check it failed: {msg}"), "failed",
-                    {"id": pid, "outcome": "failed", "path": p.path, "message": f"reading {p.path} failed: {msg}"})
+            return (
+                error_observation(
+                    p.action_id,
+                    ErrorId.TOOL_ERROR,
+                    f"The user accepted the change to {p.path}, but reading the file to check it failed: {msg}",
+                ),
+                "failed",
+                {"id": pid, "outcome": "failed", "path": p.path, "message": f"reading {p.path} failed: {msg}"},
+            )
         if changed:
-            return (error_observation(p.action_id, ErrorId.REJECTED, rules.stale_message(p.path)), "stale",
-                    {"id": pid, "outcome": "stale", "path": p.path,
-                     "message": f"{p.path} changed after the proposal was made: nothing was written; the agent was told to read it again."})
+            return (
+                error_observation(p.action_id, ErrorId.REJECTED, rules.stale_message(p.path)),
+                "stale",
+                {
+                    "id": pid,
+                    "outcome": "stale",
+                    "path": p.path,
+                    "message": f"{p.path} changed after the proposal was made: nothing was written; the agent was told to read it again.",
+                },
+            )
         try:
             atomic_write(ResolvedPath(p.path, p.real), p.after, replace=p.replace)
         except Exception as exc:  # noqa: BLE001 - the tool refused (permissions, disk): the agent must hear it
             msg = getattr(exc, "message", None) or getattr(exc, "strerror", None) or str(exc)
-            return (error_observation(p.action_id, ErrorId.TOOL_ERROR, f"The user accepted the change to {p.path}, but writing it failed: {msg}"), "failed",
-                    {"id": pid, "outcome": "failed", "path": p.path, "message": f"writing {p.path} failed: {msg}"})
+            return (
+                error_observation(
+                    p.action_id,
+                    ErrorId.TOOL_ERROR,
+                    f"The user accepted the change to {p.path}, but writing it failed: {msg}",
+                ),
+                "failed",
+                {"id": pid, "outcome": "failed", "path": p.path, "message": f"writing {p.path} failed: {msg}"},
+            )
         obs = dict(p.observation)
         if p.texts_later:
             extras = obs["extras"] = dict(obs["extras"])
@@ -328,8 +371,15 @@ class ProposalQueue:
         p = self.pending.get(pid)
         if p is None or p.future is None or p.future.done() or p.deciding:
             return {"id": pid, "outcome": "unknown", "message": f"No pending proposal {pid}."}
-        self._resolve(p, error_observation(p.action_id, ErrorId.REJECTED, rules.rejected_message(p.path, reason)), "rejected")
-        return {"id": pid, "outcome": "rejected", "path": p.path, "message": f"{p.path} left unchanged; the agent got the reason."}
+        self._resolve(
+            p, error_observation(p.action_id, ErrorId.REJECTED, rules.rejected_message(p.path, reason)), "rejected"
+        )
+        return {
+            "id": pid,
+            "outcome": "rejected",
+            "path": p.path,
+            "message": f"{p.path} left unchanged; the agent got the reason.",
+        }
 
     async def accept_all(self) -> list[dict[str, Any]]:
         """Every pending proposal in creation order; each is checked on its own (a later one to the same
@@ -344,4 +394,6 @@ class ProposalQueue:
     def close(self) -> None:
         """Backend stop: every pending proposal ends (INTERRUPTED); nothing is written."""
         for p in list(self.pending.values()):
-            self._resolve(p, error_observation(p.action_id, ErrorId.INTERRUPTED, rules.gone_message(p.path)), "interrupted")
+            self._resolve(
+                p, error_observation(p.action_id, ErrorId.INTERRUPTED, rules.gone_message(p.path)), "interrupted"
+            )

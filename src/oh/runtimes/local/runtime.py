@@ -14,7 +14,15 @@ from pathlib import Path
 from typing import Any, Callable, Hashable, Mapping, Sequence
 
 from ...protocol.errors import ErrorId, ToolError
-from ...protocol.events import JOB_ID, Action, edit_observation, error_observation, read_observation, stat_observation, write_observation
+from ...protocol.events import (
+    JOB_ID,
+    Action,
+    edit_observation,
+    error_observation,
+    read_observation,
+    stat_observation,
+    write_observation,
+)
 from ..base import AgentContext, Runtime, Switch, as_context
 from ..branch import local_switch
 from ...protocol.knowledge import KNOWLEDGE_KINDS
@@ -181,7 +189,11 @@ class LocalRuntime(Runtime):
         """A fresh command id; on the editor leg the backend names it (top-level ``job_id``) so ids
         stay unique across editors (docs/protocol.md §4)."""
         given = action.raw.get("job_id") if action is not None and self.backend_names_jobs else None
-        if isinstance(given, str) and JOB_ID.match(given) and not any(given in g.jobs or given in g.extras for g in self._terminals.values()):
+        if (
+            isinstance(given, str)
+            and JOB_ID.match(given)
+            and not any(given in g.jobs or given in g.extras for g in self._terminals.values())
+        ):
             return given
         return f"j{next(self._job_ids)}"
 
@@ -214,8 +226,12 @@ class LocalRuntime(Runtime):
             if action.kind == "job":
                 return await self._group(ctx).job_op(action)
             base = self.workdir_of(ctx)
-            if (self.proposals is not None and action.kind in ("write", "edit") and review_rules.is_proposal(action.kind, action.args)
-                    and not PREAPPROVED.get()):  # a consent rule allowed this change already (runtimes/consent.py)
+            if (
+                self.proposals is not None
+                and action.kind in ("write", "edit")
+                and review_rules.is_proposal(action.kind, action.args)
+                and not PREAPPROVED.get()
+            ):  # a consent rule allowed this change already (runtimes/consent.py)
                 return await self._propose(action, ctx, base)
             if action.kind == "stat":
                 return self._stat(action, base)
@@ -229,7 +245,9 @@ class LocalRuntime(Runtime):
                 if action.kind == "symbols":
                     return await knowledge.symbols_by_ripgrep(action, self.paths.roots)
                 return knowledge.refuse(action)
-            return error_observation(action.id, ErrorId.TOOL_UNSUPPORTED, f"The local runtime does not execute {action.kind!r} actions.")
+            return error_observation(
+                action.id, ErrorId.TOOL_UNSUPPORTED, f"The local runtime does not execute {action.kind!r} actions."
+            )
         except ToolError as exc:
             return error_observation(action.id, exc.error_id, exc.message)
         except asyncio.CancelledError:
@@ -239,7 +257,9 @@ class LocalRuntime(Runtime):
             # the tool ran and refused -- not a bug of oh.
             what = exc.strerror or type(exc).__name__
             where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
-            return error_observation(action.id, ErrorId.TOOL_ERROR, f"{what}{where}. Nothing was changed by this {action.kind} action.")
+            return error_observation(
+                action.id, ErrorId.TOOL_ERROR, f"{what}{where}. Nothing was changed by this {action.kind} action."
+            )
         except Exception as exc:  # a bug: keep the connection alive, say where to look
             log.exception("local runtime failed on %s action %s", action.kind, action.id)
             return error_observation(
@@ -262,7 +282,14 @@ class LocalRuntime(Runtime):
     async def _read(self, action: Action, base: str) -> dict[str, Any]:
         rp = self.paths.resolve(action.path, base)
         args = action.args
-        call = (read_file, rp, args.get("start", 0), args.get("end", -1), args.get("view_range"), args.get("encoding") or "auto")
+        call = (
+            read_file,
+            rp,
+            args.get("start", 0),
+            args.get("end", -1),
+            args.get("view_range"),
+            args.get("encoding") or "auto",
+        )
         if self._is_big(rp.real):
             content, extra = await asyncio.to_thread(*call)
         else:
@@ -273,7 +300,15 @@ class LocalRuntime(Runtime):
         rp = self.paths.resolve(action.path, base)
         args = action.args
         content = args["content"]
-        call = (write_file, rp, content, args.get("start", 0), args.get("end", -1), args.get("encoding"), args.get("mode") or "overwrite")
+        call = (
+            write_file,
+            rp,
+            content,
+            args.get("start", 0),
+            args.get("end", -1),
+            args.get("encoding"),
+            args.get("mode") or "overwrite",
+        )
         if len(content) > INLINE_BYTES or self._is_big(rp.real):
             async with self._file_locks.hold(rp.real):  # a threaded edit of the same file must not interleave
                 note = await asyncio.to_thread(*call)
@@ -324,7 +359,19 @@ class LocalRuntime(Runtime):
             if isinstance(action.args.get(key), str) and len(action.args[key]) > 4096:
                 action.args[key] = ""
         proposal = Proposal(
-            self.proposals.new_id(), action.id, ctx.id, ctx.name, action.kind, command, rp.shown, rp.real, before, after, replace, obs, on_accept,
+            self.proposals.new_id(),
+            action.id,
+            ctx.id,
+            ctx.name,
+            action.kind,
+            command,
+            rp.shown,
+            rp.real,
+            before,
+            after,
+            replace,
+            obs,
+            on_accept,
             texts_later=later,
         )
         return await self.proposals.wait(proposal)
@@ -337,15 +384,22 @@ class LocalRuntime(Runtime):
         if action.kind == "write":
             rec = Recorder()
             mode = args.get("mode") or "overwrite"
-            note = write_file(rp, args["content"], args.get("start", 0), args.get("end", -1), args.get("encoding"), mode, sink=rec)
+            note = write_file(
+                rp, args["content"], args.get("start", 0), args.get("end", -1), args.get("encoding"), mode, sink=rec
+            )
             obs = write_observation(action.id, action.path, note or "")
             after, replace, command = rec.data, rec.replace, mode
         else:
             editor = ProposingEditor(self.editor.history)
             result = editor.execute(rp, args, self.paths)
             obs = edit_observation(
-                action.id, action.path, result["content"], prev_exist=result["prev_exist"],
-                old_content=result["old_content"], new_content=result["new_content"], diff=result["diff"],
+                action.id,
+                action.path,
+                result["content"],
+                prev_exist=result["prev_exist"],
+                old_content=result["old_content"],
+                new_content=result["new_content"],
+                diff=result["diff"],
             )
             after, command = editor.recorded, str(args.get("command"))
             replace = command != "create"
@@ -361,7 +415,12 @@ class LocalRuntime(Runtime):
         # again on accept (issue 18 item 2: a 40 MiB proposal held four copies), when that gives them exactly.
         extras = obs["extras"]
         later = action.kind == "edit" and (
-            (before is None and extras.get("old_content") is None or before is not None and text_of(before) == extras.get("old_content"))
+            (
+                before is None
+                and extras.get("old_content") is None
+                or before is not None
+                and text_of(before) == extras.get("old_content")
+            )
             and text_of(after) == extras.get("new_content")
         )
         if later:

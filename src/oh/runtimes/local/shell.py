@@ -160,7 +160,9 @@ class Command:
 
 
 class BashShell:
-    def __init__(self, cwd: str, env: dict[str, str], source_file: str, max_output_chars: int, env_snapshot: str = "") -> None:
+    def __init__(
+        self, cwd: str, env: dict[str, str], source_file: str, max_output_chars: int, env_snapshot: str = ""
+    ) -> None:
         self.start_cwd = cwd
         # After each command the shell writes `export -p` here (0600, in the runtime's private
         # scratch dir): extra shells start with the main shell's exports (docs/protocol.md §3.8).
@@ -198,10 +200,24 @@ class BashShell:
         bash = shutil.which("bash", path=self.env.get("PATH")) or shutil.which("bash") or "/bin/bash"
         try:
             self.proc = await asyncio.create_subprocess_exec(
-                bash, "--noprofile", "--norc", "-c", LOOP, "bash", str(cmd_r), str(mark_w), self.source_file,
-                *(str(t) for t in _high_fds(cmd_r, mark_w)), self.env_snapshot,
-                stdin=in_r, stdout=out_w, stderr=out_w,
-                pass_fds=(cmd_r, mark_w), start_new_session=True, cwd=self.start_cwd, env=self.env,
+                bash,
+                "--noprofile",
+                "--norc",
+                "-c",
+                LOOP,
+                "bash",
+                str(cmd_r),
+                str(mark_w),
+                self.source_file,
+                *(str(t) for t in _high_fds(cmd_r, mark_w)),
+                self.env_snapshot,
+                stdin=in_r,
+                stdout=out_w,
+                stderr=out_w,
+                pass_fds=(cmd_r, mark_w),
+                start_new_session=True,
+                cwd=self.start_cwd,
+                env=self.env,
             )
         except BaseException:
             for fd in (in_r, in_w, out_r, out_w, cmd_r, cmd_w, mark_r, mark_w):

@@ -44,7 +44,7 @@ from .shell import BashShell, Command, encode
 # OpenHands' wording, naming no tool (agents reach oh through many tools: the SDK's terminal, MCP, ...).
 WAIT_HINT = (
     "You may wait longer to see additional output by sending empty command '', send other commands to interact "
-    "with the current process (is_input), send keys (\"C-c\", \"C-d\") to interrupt/kill the previous command "
+    'with the current process (is_input), send keys ("C-c", "C-d") to interrupt/kill the previous command '
     "before sending your new command, or use the timeout parameter for future commands."
 )
 RESET_TEXT = "Terminal session has been reset."
@@ -73,6 +73,8 @@ def _python_on(path: str) -> str | None:
         if found:
             return found
     return None
+
+
 CONTINUED_PREFIX = "[Below is the output of the previous command.]\n"
 _SPECIAL_KEY = re.compile(r"^C-[a-zA-Z\\]$")
 
@@ -137,8 +139,13 @@ class Terminal:
                 cwd = self.cwd = self.workspace
             if self.engine == "pty":
                 shell = PtyShell(
-                    cwd, self.env, self.source_file, self.max_output_chars, self.env_snapshot,
-                    user_shell=self.user_shell, startup_timeout=self.startup_timeout,
+                    cwd,
+                    self.env,
+                    self.source_file,
+                    self.max_output_chars,
+                    self.env_snapshot,
+                    user_shell=self.user_shell,
+                    startup_timeout=self.startup_timeout,
                 )
             else:
                 shell = BashShell(cwd, self.env, self.source_file, self.max_output_chars, self.env_snapshot)
@@ -159,7 +166,17 @@ class Terminal:
             await shell.kill()
 
     # ------------------------------------------------------------------ observations
-    def _obs(self, action: Action, content: str, exit_code: int, cwd: str | None, *, suffix: str = "", prefix: str = "", pid: int | None = None) -> dict[str, Any]:
+    def _obs(
+        self,
+        action: Action,
+        content: str,
+        exit_code: int,
+        cwd: str | None,
+        *,
+        suffix: str = "",
+        prefix: str = "",
+        pid: int | None = None,
+    ) -> dict[str, Any]:
         if pid is None:
             pid = self.shell.pid if self.shell is not None else -1
         user, host = _identity()
@@ -240,7 +257,9 @@ class Terminal:
                 shell.interrupt()
             raise
 
-    async def start(self, action: Action, cwd: str | None, *, job_id: str | None = None, sink=None) -> tuple[Command, BashShell, str]:
+    async def start(
+        self, action: Action, cwd: str | None, *, job_id: str | None = None, sink=None
+    ) -> tuple[Command, BashShell, str]:
         """Start ``action``'s command (the caller checked ``idle``) without waiting for it."""
         self._claimed = True
         try:
@@ -275,7 +294,9 @@ class Terminal:
             if remaining <= 0:
                 self.shell = None
                 await shell.kill()
-                raise ToolError(f"The shell did not take the environment variables within {EXPORT_TIMEOUT:g} s; it was restarted. Run the command again.")
+                raise ToolError(
+                    f"The shell did not take the environment variables within {EXPORT_TIMEOUT:g} s; it was restarted. Run the command again."
+                )
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(cmd.changed.wait(), remaining)
         shell._idle.add(cmd.take_output())  # a background job's output belongs to the next command
