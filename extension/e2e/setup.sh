@@ -20,7 +20,10 @@ mkdir -p "$E2E_DIR"
 say() { printf 'e2e-setup: %s\n' "$*"; }
 
 # ------------------------------------------------------------------ 1. Debian packages
-APT_PKGS=(build-essential python3 libkrb5-dev ripgrep chromium ca-certificates git zsh)  # git: branch mode (VS Code's Git extension runs it); zsh: the shell engine battery (issue 17)
+APT_PKGS=(build-essential python3 libkrb5-dev ripgrep chromium ca-certificates git zsh bubblewrap openssh-server openssh-client iproute2 util-linux)
+# git: branch mode (VS Code's Git extension runs it); zsh: the shell engine battery (issue 17); bubblewrap: the
+# agent shell's sandbox (issue 27); openssh-server/client: `oh share ssh` against a real sshd (issue 28);
+# iproute2/util-linux: network namespaces (unshare) for agents with no route to the host's loopback (issue 28)
 if [ "${SKIP_APT:-0}" != 1 ]; then
   missing=()
   for p in "${APT_PKGS[@]}"; do
