@@ -5,7 +5,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { test } from 'node:test';
 import { JsonScanError, MAX_DEPTH, pathKey, pythonFloatPaths } from '../src/jsonnum';
-import { decodeFrame, parseAction, ProtocolError } from '../src/protocol';
+import { KNOWLEDGE_KINDS } from '../src/knowledge';
+import { ACTION_KINDS, decodeFrame, parseAction, ProtocolError, registerFrame } from '../src/protocol';
 
 interface Verdict {
   frame: string;
@@ -18,6 +19,14 @@ interface Verdict {
 }
 
 const FIXTURES = path.join(__dirname, '..', '..', '..', 'tests', 'contract', 'protocol-frames.json');
+// The backend's action-kind table (src/oh/protocol/kinds.py), written by tests/contract/gen_protocol_fixtures.py.
+const KINDS = path.join(__dirname, '..', '..', '..', 'tests', 'contract', 'action-kinds.json');
+
+interface KindRow {
+  kind: string;
+  capability: string | null; // null: the backend answers it itself, an editor never gets it
+  example: Record<string, unknown>;
+}
 
 function verdictOf(frame: string): Verdict {
   try {
@@ -78,4 +87,31 @@ test('a large frame is scanned without trouble', () => {
   const content = 'x"\\\\'.repeat(1 << 20);
   const frame = JSON.stringify({ id: 1, action: 'write', args: { path: '/w/a', content, start: 0 } });
   assert.equal(parseAction(decodeFrame(frame)).id, 1);
+});
+
+test('the kind table: the extension executes every kind the backend forwards to an editor, and refuses the rest', () => {
+  const table: { kinds: KindRow[]; capabilities: string[] } = JSON.parse(fs.readFileSync(KINDS, 'utf8'));
+  const forwarded = table.kinds.filter((k) => k.capability !== null).map((k) => k.kind);
+  assert.deepEqual([...ACTION_KINDS, ...KNOWLEDGE_KINDS].sort(), [...forwarded].sort());
+  const refusal = (kind: string, args: unknown) => {
+    try {
+      parseAction({ id: 4, action: kind, args } as never);
+    } catch (e) {
+      return e instanceof ProtocolError ? [e.errorId, e.cause] : ['not a ProtocolError', String(e)];
+    }
+    return undefined;
+  };
+  for (const k of table.kinds) {
+    assert.deepEqual(refusal(k.kind, k.example), k.capability === null ? ['TOOL_UNSUPPORTED', 4] : undefined, k.kind);
+  }
+  assert.deepEqual(refusal('teleport', { where: 'moon' }), ['TOOL_UNSUPPORTED', 4]); // a kind nobody wrote
+  const advertised = registerFrame({
+    session: null,
+    workspaceFolders: ['/w'],
+    editorName: 'VS Code',
+    editorVersion: '1',
+    editorPid: 1,
+    extensionVersion: '0',
+  }).capabilities as string[];
+  assert.deepEqual(advertised.filter((c) => !table.capabilities.includes(c)), [], 'capabilities the backend does not know');
 });

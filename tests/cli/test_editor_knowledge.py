@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 import os
 
-from oh.protocol.knowledge import KNOWLEDGE_KINDS, knowledge_observation
+from oh.protocol.kinds import KNOWLEDGE as KNOWLEDGE_KINDS
+from oh.protocol.knowledge import knowledge_observation
 
 from .fake_editor import FakeEditor
 

@@ -8,7 +8,8 @@ import json
 import os
 
 from oh.commands import editorinfo
-from oh.protocol.knowledge import KNOWLEDGE_KINDS, knowledge_observation
+from oh.protocol.kinds import KNOWLEDGE as KNOWLEDGE_KINDS
+from oh.protocol.knowledge import knowledge_observation
 
 from .fake_editor import FakeEditor
 from .inprocess import here, invoke  # noqa: F401 - `here` is a fixture

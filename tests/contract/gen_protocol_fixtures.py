@@ -6,7 +6,8 @@ Both test suites check the same file: tests/contract/test_protocol_contract.py r
 ``decodeFrame`` + ``parseAction``. Hand-written frames name the rules; seeded mutations of valid frames
 (a key dropped, a value's JSON type changed: ``2`` written ``2.0``, a string, null, a huge number...)
 find the cases nobody thought of. Rerun after a deliberate rule change:
-``.venv/bin/python tests/contract/gen_protocol_fixtures.py``.
+``.venv/bin/python tests/contract/gen_protocol_fixtures.py``. It also writes tests/contract/action-kinds.json,
+the action-kind table the extension's own kind lists are checked against.
 """
 
 from __future__ import annotations
@@ -20,10 +21,15 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent / "src"))
 
 from oh.protocol.errors import ProtocolError  # noqa: E402
+from oh.protocol import kinds  # noqa: E402
 from oh.protocol.events import parse_action_frame  # noqa: E402
+from oh.protocol.frames import KNOWN_CAPABILITIES  # noqa: E402
 
 SEED = 7
 FIXTURES = HERE / "protocol-frames.json"
+# The action-kind table (protocol/kinds.py) as the extension's tests read it: which kinds an editor executes
+# (capability) and which the backend answers itself (capability null), with valid example args.
+KINDS = HERE / "action-kinds.json"
 
 VALID = [
     '{"id": 1, "action": "run", "args": {"command": "ls -la"}}',
@@ -176,6 +182,11 @@ def render(items: list[dict]) -> str:
     return "[\n" + ",\n".join(json.dumps(i, ensure_ascii=True) for i in items) + "\n]\n"
 
 
+def kind_table() -> dict:
+    return {"kinds": kinds.describe(), "capabilities": list(KNOWN_CAPABILITIES)}
+
+
 if __name__ == "__main__":
     FIXTURES.write_text(render(fixtures()), encoding="ascii")
-    print(f"wrote {FIXTURES}")
+    KINDS.write_text(json.dumps(kind_table(), indent=1, ensure_ascii=True) + "\n", encoding="ascii")
+    print(f"wrote {FIXTURES} and {KINDS}")

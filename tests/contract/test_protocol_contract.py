@@ -21,6 +21,11 @@ def test_fixtures_are_current_and_cover_both_verdicts():
     assert {v.get("error_id") for v in FIXTURES} >= {"BAD_REQUEST", "TOOL_UNSUPPORTED"}
 
 
+def test_the_kind_table_fixture_is_current():
+    """extension/test/contract.test.ts checks the extension's kind lists against this file."""
+    assert json.loads(gen.KINDS.read_text(encoding="ascii")) == json.loads(json.dumps(gen.kind_table()))
+
+
 def test_every_frame_gets_its_verdict():
     wrong = [v for v in FIXTURES if gen.verdict(v["frame"]) != v]
     assert wrong == [], f"{len(wrong)} differ, first: {wrong[:2]}"

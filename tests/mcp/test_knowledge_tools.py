@@ -6,7 +6,8 @@ import pytest
 
 from oh.mcp import tools
 from oh.protocol.events import parse_action
-from oh.protocol.knowledge import KNOWLEDGE_KINDS, knowledge_observation
+from oh.protocol.kinds import KNOWLEDGE as KNOWLEDGE_KINDS
+from oh.protocol.knowledge import knowledge_observation
 
 
 def test_listed_with_teaching_descriptions_and_strict_schemas():

@@ -7,7 +7,8 @@ import pytest
 from oh.protocol.errors import ErrorId, ProtocolError
 from oh.protocol.events import decode_frame, parse_action, parse_observation, summarize
 from oh.protocol.frames import parse_registration
-from oh.protocol.knowledge import KNOWLEDGE_KINDS, knowledge_observation
+from oh.protocol.kinds import KNOWLEDGE as KNOWLEDGE_KINDS
+from oh.protocol.knowledge import knowledge_observation
 
 
 def _refused(obj) -> ProtocolError:

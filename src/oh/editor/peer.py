@@ -18,7 +18,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
 from .. import PROTOCOL_VERSION, __version__, sessions
 from ..client.errors import handshake_error
-from ..protocol import binary, frames
+from ..protocol import binary, frames, kinds
 from ..protocol.codes import Close
 from ..protocol.errors import ErrorId, ProtocolError
 from ..protocol.events import decode, decode_frame, encode, error_from, error_observation, parse_action
@@ -87,17 +87,14 @@ class HeadlessEditor:
             "workspace_folders": [self.workspace],
             "editor": {"name": self.name, "version": __version__, "pid": os.getpid()},
             "extension_version": __version__,
+            # The kinds the local runtime executes (its knowledge answers are not a language server's: not
+            # advertised), and the features: binary = read encoding "binary" frames.
             "capabilities": [
-                "run",
-                "read",
-                "write",
-                "edit",
+                *(k for k in LocalRuntime.HANDLERS if not kinds.TABLE[k].knowledge),
                 "binary",
-                "job",
-                "stat",
                 "write_modes",
                 "branch",
-            ],  # binary: read encoding "binary" frames
+            ],
         }
 
     async def serve(self, ready: asyncio.Event | None = None) -> None:
@@ -165,7 +162,7 @@ class HeadlessEditor:
     def _branch(self, obj: dict[str, Any]) -> None:
         """Git-branch mode's switch with git, as the local runtime does it (nobody to ask here: a
         dirty tree or a non-git folder without the user's choice is BRANCH_FAILED naming the flag)."""
-        from ..runtimes.branch import local_switch
+        from ..runtimes.local.gitswitch import local_switch
 
         leg_id, args = obj.get("id"), obj.get("args")
         if not isinstance(leg_id, int) or not isinstance(args, dict) or not isinstance(args.get("name"), str):

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from . import kinds
+
 # What to do with uncommitted changes when the branch is created. "ask": the editor asks the user (a
 # modal in VS Code); without an editor there is nobody to ask, so it is refused with the flag to pass.
 ON_DIRTY = ("ask", "stash", "carry", "abort")
@@ -44,16 +46,11 @@ _NAME_OK = re.compile(r"^(?!/)(?!.*//)(?!.*\.\.)(?!.*@\{)(?!.*\.lock(/|$))[A-Za-
 def is_change(kind: str, args: dict[str, Any]) -> bool:
     """Whether an action may change files, so the branch must be in place before it runs.
 
-    write and edit (except ``view``), and every new command (a command can change anything);
-    not reads, knowledge actions, job ops, input to a running command or an empty ``run``.
+    write and edit (except ``view``), every new command (a command can change anything) and ``ensure``;
+    not reads, knowledge actions, job ops, input to a running command or an empty ``run`` (the kind
+    table's ``changes``; an unknown kind may change files).
     """
-    if kind == "write":
-        return True
-    if kind == "edit":
-        return args.get("command") != "view"
-    if kind == "run":
-        return not args.get("is_input") and str(args.get("command") or "").strip() != ""
-    return False
+    return kinds.changes_files(kind, args)
 
 
 def valid_name(name: str) -> bool:

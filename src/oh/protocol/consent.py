@@ -34,7 +34,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from . import shellparse
+from . import kinds, shellparse
 from .shellparse import Part
 
 LEVELS = ("never", "risky", "commands", "changes", "all")
@@ -497,17 +497,27 @@ def decide(policy: Policy, kind: str, args: dict[str, Any], security_risk: str |
                 verdict, f"the agent rated this action {risk} (rule {verdict} {hit.text})", f"{verdict} {hit.text}"
             )
     high = policy.level == "risky" and risk == "HIGH"
-    if kind == "run":
+    cls = kinds.consent_class(kind, args)  # the kind table's class: an unknown kind is asked, never allowed
+    path = str(args.get("path") or "")
+    if cls == "command" and kind == "run":
         return _decide_run(policy, args, high)
-    if kind in ("write", "edit") and not (kind == "edit" and args.get("command") == "view"):
-        return _decide_path(policy, "write", str(args.get("path", "")), high, asks=policy.level in ("changes", "all"))
-    if kind == "read" or (kind == "edit" and args.get("command") == "view"):
-        return _decide_path(
-            policy, "read", str(args.get("path", "")), high, asks=policy.level == "all", sensitive=False
-        )
-    if high:
-        return Decision("ask", "the agent rated this action HIGH risk")
-    return Decision("allow", "not a command, change or read")
+    if cls == "change":
+        return _decide_path(policy, "write", path, high, asks=policy.level in ("changes", "all"))
+    if cls == "read" and path:  # read rules apply to every kind that reveals a path's content
+        return _decide_path(policy, "read", path, high, asks=policy.level == "all", sensitive=False)
+    if cls == "read":  # the editors' selection, symbols: no path to match rules against
+        if high or policy.level == "all":
+            why = "the agent rated this action HIGH risk" if high else f"policy {policy.level}: every read is asked"
+            return Decision("ask", why)
+        return Decision("allow", f"policy {policy.level}")
+    if cls == "none":
+        if high:
+            return Decision("ask", "the agent rated this action HIGH risk")
+        return Decision("allow", "neither a command, a change nor a read")
+    if cls == "command" and policy.level not in ("commands", "all") and not high:
+        return Decision("allow", f"policy {policy.level}")
+    what = "a command" if cls == "command" else "an action oh cannot classify"
+    return Decision("ask", f"{kind!r} is {what}, so it is asked")
 
 
 def _decide_path(policy: Policy, rule_kind: str, path: str, high: bool, asks: bool, sensitive: bool = True) -> Decision:

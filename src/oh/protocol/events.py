@@ -8,10 +8,8 @@ deserializer accepts: an extra key there would make OpenHands raise ``TypeError`
 
 from __future__ import annotations
 
-import codecs
 import json
 import math
-import re
 
 try:  # orjson: ~5x faster on the hot path, and strict (invalid UTF-8, NaN, lone surrogates refused)
     import orjson
@@ -20,23 +18,24 @@ except ImportError:  # pragma: no cover - it is a declared dependency; stdlib js
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
+from . import kinds
+from .argcheck import (  # noqa: F401 - re-exported: the argument rules' constants, where they always were
+    EDIT_COMMANDS,
+    JOB_ID,
+    JOB_OPS,
+    MAX_ENV_VARS,
+    READ_ENCODINGS,
+    WRITE_MODES,
+    _require,
+)
 from .errors import ErrorId, ProtocolError
-from .ensure import check_ensure_args
-from .knowledge import KNOWLEDGE_KINDS, check_knowledge_args, summarize_knowledge
 from .observation import observation
 
-ACTION_KINDS = ("run", "read", "write", "edit", "job", "stat", "ensure")
-JOB_OPS = ("list", "poll", "wait", "output", "cancel")
-WRITE_MODES = ("overwrite", "create", "append")
-JOB_ID = re.compile(r"^[A-Za-z0-9._-]{1,80}$")
+ACTION_KINDS = tuple(name for name in kinds.NAMES if name not in kinds.KNOWLEDGE)  # OpenHands' and oh's own
 DEFAULT_MAX_OUTPUT = 30000  # characters, OpenHands' MAX_CMD_OUTPUT_SIZE
 MAX_OUTPUT_CAP = 16 * 1024 * 1024  # max_output 0 still keeps memory bounded
-READ_ENCODINGS = ("auto", "base64", "binary")  # binary: one binary frame (protocol/binary.py)
-MAX_ENV_VARS = 256
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 # OpenHands V0 sends security_risk as an int enum; the SDK as a name.
 _RISK_NAMES = {-1: "UNKNOWN", 0: "LOW", 1: "MEDIUM", 2: "HIGH"}
-EDIT_COMMANDS = ("view", "create", "str_replace", "insert", "undo_edit")
 MAX_ID = 2**53 - 1  # ids survive a round trip through JavaScript numbers
 
 
@@ -49,6 +48,9 @@ class Action:
     args: dict[str, Any]
     timeout: float | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
+    # Set only by the consent wrapper (never from a frame): an allow rule or the user already allowed this
+    # change, so review mode writes it without a proposal (runtimes/consent.py, runtimes/local/runtime.py).
+    consented: bool = False
 
     # Convenience accessors with the protocol defaults applied.
     @property
@@ -150,41 +152,17 @@ def security_risk_of(obj: dict[str, Any]) -> str | None:
     return "UNKNOWN"
 
 
-def _require(cond: bool, msg: str, cause: int | None) -> None:
-    if not cond:
-        raise ProtocolError(ErrorId.BAD_REQUEST, msg, cause)
-
-
-def _opt_type(args: dict, key: str, types: tuple, what: str, cause: int | None, *, nullable: bool = True) -> None:
-    if key not in args:
-        return
-    v = args[key]
-    if v is None and nullable:
-        return
-    ok = isinstance(v, types) and not (isinstance(v, bool) and bool not in types)
-    _require(ok, f"args.{key} must be {what}.", cause)
-
-
 def parse_action(obj: Any) -> Action:
     """Validate an OpenHands action dict. Raises ProtocolError with a precise message."""
     cause, kind = _envelope(obj)
     args = obj.get("args", {})
     _require(isinstance(args, dict), "'args' must be a JSON object.", cause)
-    if kind in KNOWLEDGE_KINDS:  # oh's own editor-knowledge kinds (§3.6)
-        check_knowledge_args(kind, args, cause)
+    entry = kinds.TABLE[kind]
+    if entry.knowledge:  # the editor-knowledge kinds (§3.6) check their args before the timeout
+        entry.check(args, cause)
         return Action(id=cause, kind=kind, args=args, timeout=_timeout(obj.get("timeout"), cause), raw=obj)
     timeout = _timeout(obj.get("timeout"), cause)
-    if kind == "run":
-        _check_run_args(args, cause)
-    elif kind == "job":
-        _check_job_args(args, cause)
-    elif kind == "ensure":  # workspace bootstrap (§3.14)
-        check_ensure_args(args, cause)
-    else:  # read, write, edit, stat: a file path
-        _check_path_args(args, cause)
-        check = _FILE_CHECKS.get(kind)  # stat has nothing more to check
-        if check is not None:
-            check(args, cause)
+    entry.check(args, cause)
     return Action(id=cause, kind=kind, args=args, timeout=timeout, raw=obj)
 
 
@@ -206,123 +184,13 @@ def _envelope(obj: Any) -> tuple[int, str]:
         raise ProtocolError(
             ErrorId.BAD_REQUEST, "Action has no 'action' string (one of run, read, write, edit).", cause
         )
-    if kind not in ACTION_KINDS and kind not in KNOWLEDGE_KINDS:
+    if kind not in kinds.TABLE:
         raise ProtocolError(
             ErrorId.TOOL_UNSUPPORTED,
-            f"Unknown action {kind[:40]!r}: the action kinds are {', '.join(ACTION_KINDS + KNOWLEDGE_KINDS)}.",
+            f"Unknown action {kind[:40]!r}: the action kinds are {', '.join(kinds.NAMES)}.",
             cause,
         )
     return cause, kind
-
-
-def _check_run_args(args: dict, cause: int) -> None:
-    _require(isinstance(args.get("command"), str), "args.command must be a string.", cause)
-    for key in ("is_input", "blocking", "hidden", "reset", "exclusive"):
-        _opt_type(args, key, (bool,), "a boolean", cause)
-    _opt_type(args, "cwd", (str,), "a string or null", cause)
-    _require(
-        not (args.get("reset") and args.get("is_input")), "args.reset cannot be combined with args.is_input.", cause
-    )
-    mo = args.get("max_output")
-    _require(
-        mo is None or (_is_int(mo) and mo >= 0),
-        "args.max_output must be an integer >= 0 (characters; 0 = no truncation).",
-        cause,
-    )
-    _check_env(args.get("env"), cause)
-    for key in ("background", "force"):
-        _opt_type(args, key, (bool,), "a boolean", cause)
-    _check_job_id(args, cause, required=False)
-    _require(
-        not (args.get("background") and (args.get("is_input") or args.get("reset") or not args["command"].strip())),
-        "args.background needs a non-empty command and cannot be combined with is_input or reset.",
-        cause,
-    )
-
-
-def _check_job_args(args: dict, cause: int) -> None:
-    _require(args.get("op") in JOB_OPS, f"args.op must be one of {', '.join(JOB_OPS)}.", cause)
-    _check_job_id(args, cause, required=args["op"] != "list")
-    for key in ("offset", "limit", "tail"):
-        v = args.get(key)
-        _require(v is None or (_is_int(v) and v >= 0), f"args.{key} must be an integer >= 0.", cause)
-    w = args.get("wait")
-    _require(
-        w is None or (isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w) and w >= 0),
-        "args.wait must be a number of seconds >= 0.",
-        cause,
-    )
-
-
-def _check_path_args(args: dict, cause: int) -> None:
-    """What read, write, edit and stat share: the path, a line range, the diagnostics flag."""
-    _require(isinstance(args.get("path"), str) and args["path"] != "", "args.path must be a non-empty string.", cause)
-    _require("\x00" not in args["path"], "args.path must not contain NUL bytes.", cause)
-    for key in ("start", "end"):
-        _opt_type(args, key, (int,), "an integer", cause)
-    _opt_type(args, "diagnostics", (bool,), "a boolean", cause)  # §3.6: the changed file's diagnostics (write/edit)
-    if "view_range" in args and args["view_range"] is not None:
-        vr = args["view_range"]
-        _require(
-            isinstance(vr, list) and len(vr) == 2 and all(_is_int(x) for x in vr),
-            "args.view_range must be [first_line, last_line] (integers, last -1 = end of file).",
-            cause,
-        )
-
-
-def _check_read_args(args: dict, cause: int) -> None:
-    enc = args.get("encoding")
-    _require(
-        enc is None or enc in READ_ENCODINGS, 'args.encoding must be "auto", "base64" or "binary" for read.', cause
-    )
-
-
-def _check_write_args(args: dict, cause: int) -> None:
-    _require(isinstance(args.get("content"), str), "args.content must be a string.", cause)
-    enc = args.get("encoding")
-    _require(
-        enc is None or (isinstance(enc, str) and _known_encoding(enc)),
-        'args.encoding must be "utf-8" (default), "base64" or a codec name Python knows (e.g. latin-1).',
-        cause,
-    )
-    mode = args.get("mode")
-    _require(
-        mode is None or mode in WRITE_MODES,
-        f"args.mode must be one of {', '.join(WRITE_MODES)} (default overwrite).",
-        cause,
-    )
-    ranged = (args.get("start") or 0) > 0 or args.get("end", -1) not in (-1, None)
-    _require(
-        not (mode in ("create", "append") and ranged),
-        f"args.mode {mode} writes the whole file: drop args.start/args.end.",
-        cause,
-    )
-
-
-def _check_edit_args(args: dict, cause: int) -> None:
-    cmd = args.get("command")
-    _require(
-        cmd in EDIT_COMMANDS,
-        f"args.command must be one of {', '.join(EDIT_COMMANDS)}.",
-        cause,
-    )
-    for key in ("file_text", "old_str", "new_str"):
-        _opt_type(args, key, (str,), "a string or null", cause)
-    _opt_type(args, "insert_line", (int,), "an integer or null", cause)
-    if cmd == "create":
-        _require(isinstance(args.get("file_text"), str), "edit create needs args.file_text (a string).", cause)
-    elif cmd == "str_replace":
-        _require(
-            isinstance(args.get("old_str"), str) and args["old_str"] != "",
-            "edit str_replace needs a non-empty args.old_str.",
-            cause,
-        )
-    elif cmd == "insert":
-        _require(_is_int(args.get("insert_line")), "edit insert needs args.insert_line (an integer).", cause)
-        _require(isinstance(args.get("new_str"), str), "edit insert needs args.new_str (a string).", cause)
-
-
-_FILE_CHECKS = {"read": _check_read_args, "write": _check_write_args, "edit": _check_edit_args}
 
 
 def _timeout(timeout: Any, cause: int | None) -> float | None:
@@ -335,49 +203,6 @@ def _timeout(timeout: Any, cause: int | None) -> float | None:
     )
     # 0 means "no timeout given", as in the OpenHands SDK: the no-new-output rule applies.
     return float(timeout) if timeout > 0 else None
-
-
-def _known_encoding(name: str) -> bool:
-    if name == "base64":
-        return True
-    if len(name) > 40:
-        return False
-    try:
-        info = codecs.lookup(name)
-    except LookupError:
-        return False
-    # Only text encodings: "rot13", "zlib", "base64_codec" and friends are bytes<->bytes or str<->str.
-    return getattr(info, "_is_text_encoding", True)
-
-
-def _check_env(env: Any, cause: int | None) -> None:
-    if env is None:
-        return
-    _require(isinstance(env, dict), "args.env must be an object of variable names to string values.", cause)
-    _require(len(env) <= MAX_ENV_VARS, f"args.env may hold at most {MAX_ENV_VARS} variables.", cause)
-    for name, value in env.items():
-        # Never echo the value: env values are secrets.
-        _require(
-            bool(_ENV_NAME.match(name)),
-            f"args.env: {name[:40]!r} is not a shell variable name ([A-Za-z_][A-Za-z0-9_]*).",
-            cause,
-        )
-        _require(
-            isinstance(value, str) and "\x00" not in value,
-            f"args.env.{name} must be a string without NUL characters.",
-            cause,
-        )
-
-
-def _check_job_id(args: dict, cause: int | None, *, required: bool) -> None:
-    v = args.get("job_id")
-    if v is None and not required:
-        return
-    _require(
-        isinstance(v, str) and bool(JOB_ID.match(v)),
-        'args.job_id must be a job id string such as "j3" (from an earlier observation or `job list`).',
-        cause,
-    )
 
 
 def parse_action_frame(data: str | bytes) -> Action:
@@ -502,7 +327,8 @@ def error_from(exc: ProtocolError) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- reading observations
 
-OBSERVATION_KINDS = ("run", "read", "write", "edit", "error", "job", "stat", "branch", "ensure", *KNOWLEDGE_KINDS)
+# Every action kind's own, error, and the editor leg's answer to the backend's `branch` frame.
+OBSERVATION_KINDS = (*kinds.NAMES, "error", "branch")
 
 
 def parse_observation(obj: Any) -> dict[str, Any]:
@@ -520,14 +346,8 @@ def parse_observation(obj: Any) -> dict[str, Any]:
     extras = obj.get("extras", {})
     if not isinstance(extras, dict):
         raise ProtocolError(ErrorId.BAD_REQUEST, "Observation 'extras' must be an object.", cause)
-    required = {
-        "run": ("command",),
-        "read": ("path",),
-        "write": ("path",),
-        "edit": ("path",),
-        "job": ("op",),
-        "stat": ("path", "exists"),
-    }.get(kind, ())
+    entry = kinds.TABLE.get(kind)
+    required = entry.observation_extras if entry is not None else ()
     for key in required:
         if key not in extras:
             raise ProtocolError(ErrorId.BAD_REQUEST, f"Observation {kind!r} lacks extras.{key}.", cause)
@@ -553,40 +373,15 @@ def outcome_of(obs: dict[str, Any]) -> str:
     return "ok"
 
 
-WAIT_SUMMARY = "wait for output"  # the summary of an empty `run` (`oh run --wait`): not an empty cell
-
-
+WAIT_SUMMARY = kinds.WAIT_SUMMARY
 PATH_SUMMARY_LIMIT = 300
 
 
 def summarize(action: Action, limit: int = 80) -> str:
     """One line for humans: the command, or the kind and path. Never the file contents."""
-    if action.kind in KNOWLEDGE_KINDS:
-        text = summarize_knowledge(action.kind, action.args)
-    elif action.kind == "run" and not action.is_input and not action.command.strip() and not action.reset:
-        text = WAIT_SUMMARY  # a follow-up: wait for more output of the command still running
-    elif action.kind == "run":
-        text = (
-            ("input: " if action.is_input else "")
-            + ("background: " if action.args.get("background") else "")
-            + action.command
-        )
-    elif action.kind == "edit":
-        text = f"{action.args.get('command')} {action.path}"
-    elif action.kind == "job":
-        text = f"job {action.args.get('op')} {action.args.get('job_id') or ''}".strip()
-    elif action.kind == "stat":
-        text = f"stat {action.path}"
-    elif action.kind == "ensure":
-        text = (
-            "ensure "
-            + " ".join(action.args.get("targets") or ["environment"])
-            + (f" in {action.args['path']}" if action.args.get("path") else "")
-        )
-    else:
-        text = action.path
-    text = " ".join(text.split())
-    if action.kind in ("read", "write", "edit", "stat"):
+    entry = kinds.TABLE.get(action.kind)
+    text = " ".join((entry.summary(action.args) if entry is not None else action.kind).split())
+    if entry is not None and entry.path_summary:
         # A path: the live view shows it relative to the workspace and cuts it from the left, so the
         # file name stays; here only an absurdly long one is cut, also from the left.
         limit = max(limit, PATH_SUMMARY_LIMIT)

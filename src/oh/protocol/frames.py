@@ -15,7 +15,7 @@ from .. import PROTOCOL_VERSION, __version__
 from . import versions
 from .errors import ErrorId, ProtocolError
 
-from .knowledge import KNOWLEDGE_KINDS
+from .kinds import KIND_CAPABILITIES
 
 # An editor advertises what it executes; the vscode runtime answers TOOL_UNSUPPORTED for the rest.
 # binary: read encoding "binary" (protocol/binary.py). job / stat / write_modes: background jobs and file checks (§3.7).
@@ -24,14 +24,8 @@ from .knowledge import KNOWLEDGE_KINDS
 PROTOCOL_RANGE = (PROTOCOL_VERSION, PROTOCOL_VERSION)
 
 KNOWN_CAPABILITIES = (
-    "run",
-    "read",
-    "write",
-    "edit",
-    *KNOWLEDGE_KINDS,
+    *KIND_CAPABILITIES,  # the action kinds an editor executes (protocol/kinds.py)
     "binary",
-    "job",
-    "stat",
     "write_modes",
     "branch",
     "review",

@@ -14,7 +14,6 @@ from typing import Any, TypeGuard
 from .errors import ErrorId, ProtocolError
 from .observation import observation
 
-KNOWLEDGE_KINDS = ("diagnostics", "open", "editors", "symbols", "definition", "references")
 SEVERITIES = ("error", "warning", "info", "hint")  # most to least severe
 MAX_SYMBOL_LIMIT = 1000
 MAX_SETTLE_WAIT = 60.0  # seconds: diagnostics never waits longer than this for language servers

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import kinds
 from .events import Action
-
-NEUTRAL = ("run", "job", "stat")  # kinds that do not end a streak (a run that is not a new command)
 
 
 @dataclass(slots=True)
@@ -35,6 +34,6 @@ def step(streak: Streak, action: Action, limit: int, mode: str) -> str | None:
                 f"[Note: this exact command has now been sent {streak.count} times in a row and {verb} "
                 f"(repeat_limit = {limit}). Its result is unlikely to change: try a different approach.]"
             )
-    elif action.kind not in NEUTRAL:
+    elif not kinds.is_neutral(action.kind):  # a run here is not a new command
         streak.command, streak.count = None, 0
     return None

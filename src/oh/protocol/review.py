@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from . import kinds
 from .errors import ErrorId, ProtocolError
 
 MAX_REASON = 2000  # characters of the user's reason passed on to the agent
@@ -22,9 +23,7 @@ REVIEW_OPS = ("list", "show", "accept", "reject")
 
 def is_proposal(kind: str, args: dict[str, Any]) -> bool:
     """Whether an action of ``kind`` with ``args`` changes a file (and so is reviewed)."""
-    if kind == "write":
-        return True
-    return kind == "edit" and args.get("command") != "view"
+    return kinds.is_proposal(kind, args)
 
 
 def decided_by(decision: str, where: str) -> str:

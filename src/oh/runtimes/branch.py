@@ -2,7 +2,7 @@
 files, make sure the workspace sits on the feature branch; then let every action through.
 
 The switch itself belongs to whoever owns the workspace's git: the local runtime runs git
-(``local_switch``), the vscode runtime asks the editor (a ``branch`` frame, ``VscodeRuntime.branch``),
+(``runtimes/local/gitswitch.local_switch``), the vscode runtime asks the editor (a ``branch`` frame, ``VscodeRuntime.branch``),
 which uses VS Code's Git extension. Both answer with a ``branch`` observation or a ``BRANCH_FAILED``
 error; on an error the agent's action is NOT executed (it would land on the wrong branch).
 """
@@ -13,9 +13,9 @@ import asyncio
 from datetime import datetime, timezone
 from typing import Any, Callable, Hashable
 
-from ..protocol.branch import Plan, decide, is_change, note
+from ..protocol.branch import Plan, is_change, note
 from ..protocol.errors import ErrorId
-from ..protocol.events import Action, branch_observation, error_observation
+from ..protocol.events import Action, error_observation
 from .base import AgentContext, Runtime, Switch, Wrapper, as_context
 
 
@@ -105,39 +105,3 @@ def _prepend(obs: dict[str, Any], line: str) -> None:
     obs["content"] = line + "\n" + str(obs.get("content") or "")
     if obs.get("observation") == "error" and isinstance(obs.get("message"), str):
         obs["message"] = line + "\n" + obs["message"]
-
-
-class _Refused(Exception):
-    """decide() refused: its message is the BRANCH_FAILED text."""
-
-
-def local_switch(workspace: str) -> Switch:
-    """The switch of the local runtime: git in a thread. Nobody can be asked here, so a question
-    (dirty tree, no repository) becomes BRANCH_FAILED naming the flag to pass to `oh start`."""
-    from .. import gitrepo  # only with the local runtime (and `oh attach`): the vscode one never runs git
-
-    def blocking(args: dict[str, Any]) -> dict[str, Any]:
-        state = gitrepo.inspect(workspace)
-        decision = decide(state, args)
-        if decision.ask is not None:
-            decision = decide(state, {**args, "on_dirty": "abort", "on_not_git": "abort"})
-        if decision.off:
-            return {"off": True}
-        if decision.refuse is not None:
-            raise _Refused(decision.refuse)
-        return gitrepo.apply(workspace, state, decision)
-
-    async def switch(args: dict[str, Any], ctx: AgentContext, leg_id: int) -> dict[str, Any]:
-        try:
-            extras = await asyncio.to_thread(blocking, args)
-        except (_Refused, gitrepo.GitError) as exc:
-            return error_observation(
-                leg_id,
-                ErrorId.BRANCH_FAILED,
-                f"{exc}"
-                if isinstance(exc, _Refused)
-                else f"Branch mode could not switch branches: {exc} The action was not executed.",
-            )
-        return branch_observation(leg_id, note(extras) or "Branch mode is off for this session.", extras)
-
-    return switch

@@ -10,13 +10,13 @@ the OpenHands integrations) passes through it. While an action waits, its own de
 
 File changes under a level that asks for them and review mode on are asked by review mode itself
 (the proposal shows the diff); the guard only denies them by rule, or lets an allow rule skip the
-proposal (``PREAPPROVED``).
+proposal (``Action.consented``, set here only).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
+import dataclasses
 import itertools
 import logging
 import time
@@ -32,9 +32,11 @@ from .base import Runtime, Wrapper, as_context
 
 log = logging.getLogger("oh.runtimes.consent")
 
-# Set while the guard passes on a change a rule (or the user, here) already allowed: review mode then
-# writes it without a proposal. A context variable, so no agent-supplied field can claim it.
-PREAPPROVED: contextvars.ContextVar[bool] = contextvars.ContextVar("oh_consent_preapproved", default=False)
+
+def _consented(action: Action) -> Action:
+    """The action as passed on once a rule (or the user, here) allowed it: review mode then writes it without
+    a proposal. A field of the Action object, not of the frame, so nothing an agent sends can claim it."""
+    return dataclasses.replace(action, consented=True)
 
 
 def _now() -> str:
@@ -212,11 +214,7 @@ class ConsentGuard(Wrapper):
         decision = rules.decide(self.policy, action.kind, action.args, action.security_risk)
         if decision.verdict == "allow":
             if decision.rule is not None:  # a path rule allowed this change: no proposal either
-                token = PREAPPROVED.set(True)
-                try:
-                    return await self.inner.execute(action, agent)
-                finally:
-                    PREAPPROVED.reset(token)
+                return await self.inner.execute(_consented(action), agent)
             return await self.inner.execute(action, agent)
         ctx = as_context(agent)
         subject = rules.what(action.kind, action.args)
@@ -266,11 +264,7 @@ class ConsentGuard(Wrapper):
                     action.id, answer.reason or rules.timeout_message(subject, self.approvals.timeout), "timeout"
                 )
             return _rejected(action.id, rules.rejected_message(subject, answer.who, answer.reason), answer.who)
-        token = PREAPPROVED.set(True)
-        try:
-            obs = await self.inner.execute(action, agent)
-        finally:
-            PREAPPROVED.reset(token)
+        obs = await self.inner.execute(_consented(action), agent)
         _note(obs, rules.allowed_note(answer.who, answer.at, answer.rule))
         return obs
 

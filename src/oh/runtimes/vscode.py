@@ -18,7 +18,8 @@ from ..protocol import binary, frames, joblist
 from ..protocol.errors import ErrorId
 from ..protocol.events import Action, error_observation, job_observation
 from ..protocol.paths import within_any
-from ..protocol.review import is_proposal
+from ..protocol import kinds
+from ..protocol.kinds import is_proposal
 from . import fspath
 from .base import AgentContext, Runtime, Switch, as_context
 from .editor_link import EditorLink
@@ -187,7 +188,8 @@ class VscodeRuntime(Runtime):
             )
         capabilities = editor.registration.capabilities
         name = editor.registration.editor_name
-        if action.kind not in capabilities:
+        entry = kinds.get(action.kind)  # the capability the kind table names; None: not an editor's to execute
+        if entry is None or entry.capability is None or entry.capability not in capabilities:
             return error_observation(
                 action.id, ErrorId.TOOL_UNSUPPORTED, f"The editor {name} cannot execute '{action.kind}'."
             )

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable, ClassVar
 
+from ..protocol import kinds
 from ..protocol.events import WAIT_SUMMARY as FOLLOW_UP
 from ..text import fmt
 from ..text.sanitize import visible
@@ -45,7 +46,7 @@ def _clock(iso: str | None = None) -> str:
     return datetime.now().strftime("%H:%M:%S")
 
 
-PATH_KINDS = frozenset(("read", "write", "edit", "stat"))  # summaries that end with a path
+PATH_KINDS = kinds.PATH_SUMMARY  # summaries that end with a path
 
 
 def _fit_path(summary: str, width: int) -> str:
