@@ -17,11 +17,12 @@ import tempfile
 from typing import Any
 
 from .protocol.branch import Decision, RepoState
+from .errors import OhBaseError
 
 GIT_TIMEOUT = 30.0  # a stash of a large tree can take a while; never for ever
 
 
-class GitError(Exception):
+class GitError(OhBaseError):
     """git is missing, failed or timed out; the message says which and what git said."""
 
 

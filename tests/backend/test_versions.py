@@ -11,7 +11,7 @@ from websockets.asyncio.client import connect
 
 from oh import __version__
 from oh.protocol import frames
-from oh.text.status import render_text
+from oh.commands.status import render_text
 from oh.ui.live import LiveState
 
 from .conftest import TOKEN

@@ -34,10 +34,12 @@ from .. import sessions
 from ..config import paths, secrets
 from ..config.paths import UnsafePath
 from ..protocol.branch import ON_DIRTY, ON_NOT_GIT, Plan
+from ..protocol import runtimenames
 from ..protocol.codes import BackendExit
 from .auth import is_loopback_host
 from .guard import Throttle, raise_fd_limit
 from .server import Backend, BackendConfig
+from ..errors import OhBaseError
 
 LOG_MAX_BYTES = 5 * 1024 * 1024
 LOG_BACKUPS = 2
@@ -89,7 +91,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         prog="python -m oh.backend", description="Run one oh backend (normally started by `oh start`)."
     )
     p.add_argument("--workspace", default=".")
-    p.add_argument("--runtime", choices=("local", "vscode"), default="local")
+    p.add_argument("--runtime", choices=runtimenames.NAMES, default=runtimenames.DEFAULT)
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--editor-timeout", type=float, default=30.0)
@@ -296,7 +298,7 @@ async def _keep_session_file(backend: Backend) -> None:
 SWITCH_INTERVAL = 0.001
 
 
-class _Refused(Exception):
+class _Refused(OhBaseError):
     """The backend will not start: ``message`` goes to the log and the ready line (with ``extra``), ``code``
     is the process's exit code. Raised by the start-up steps below, handled once in ``main``."""
 

@@ -1,4 +1,4 @@
-"""The backend's side of consent (issue 19): wiring the ``ConsentGuard`` into a backend, and the
+"""The backend's side of consent (issue 19): wiring the stack's ``ConsentGuard`` into a backend, and the
 ``approvals`` control requests (docs/protocol.md §3.13). Kept out of server.py on purpose.
 
 Who may decide: a control connection authenticated with the **decider token** (``decider`` True).
@@ -12,11 +12,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from typing import Any
+from typing import Any, Callable
 
 from ..protocol import consent as rules
 from ..protocol import frames
-from ..runtimes.consent import Approvals, ConsentGuard
+from ..runtimes.consent import ConsentGuard
+from ..runtimes.editor_link import EditorLink
+from .deadlines import Deadlines
 
 from .control import FORBIDDEN_TEXT
 
@@ -44,15 +46,20 @@ def agent_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in _AGENT_ENV_DROP}
 
 
-def wrap(backend: Any, runtime: Any, policy: rules.Policy, timeout: float, review: bool) -> ConsentGuard:
-    approvals = Approvals(timeout)
-    guard = ConsentGuard(runtime, policy, approvals, review=review)
+def attach(
+    guard: ConsentGuard,
+    record: Callable[[str, dict[str, Any]], None],
+    deadlines: Deadlines,
+    link: EditorLink,
+) -> None:
+    """Wire the stack's consent gate into the backend: its events go to ``record`` (the trace and monitors)
+    and to editors with the ``consent`` capability (through ``link``, the one owner of the editor
+    connection); while an action waits, its deadline is paused in ``deadlines``."""
     suspended: dict[int, float] = {}
 
     def event(name: str, fields: dict[str, Any]) -> None:
-        backend.trace.record(name, **{("action" if k == "kind" else k): v for k, v in fields.items() if v is not None})
-        backend._emit(name, **fields)
-        _tell_editors(backend, name, fields)
+        record(name, fields)
+        _tell_editors(link, name, fields)
         if name == "approval_decided":
             log.info(
                 "consent: %s %s by %s",
@@ -67,17 +74,16 @@ def wrap(backend: Any, runtime: Any, policy: rules.Policy, timeout: float, revie
             return
         now = task.get_loop().time()
         if waiting:
-            left = backend.deadlines.suspend(leg_id, now)
+            left = deadlines.suspend(leg_id, now)
             if left is not None:
                 suspended[leg_id] = left
         else:
             left = suspended.pop(leg_id, None)
             if left is not None:
-                backend.deadlines.add(leg_id, now + left, task)
+                deadlines.add(leg_id, now + left, task)
 
-    approvals.on_event = event
+    guard.approvals.on_event = event
     guard.on_wait = on_wait
-    return guard
 
 
 # Editors that listed "consent" in their capabilities (the VS Code extension) are asked too, on their own
@@ -85,52 +91,39 @@ def wrap(backend: Any, runtime: Any, policy: rules.Policy, timeout: float, revie
 EDITOR_CAPABILITY = "consent"
 
 
-def _tell_editors(backend: Any, name: str, fields: dict[str, Any]) -> None:
+def _tell_editors(link: EditorLink, name: str, fields: dict[str, Any]) -> None:
     if name == "approval_requested":
-        frame = {"type": "approval_request", "approval": fields}
+        link.broadcast(EDITOR_CAPABILITY, frames.approval_request(fields))
     elif name == "approval_decided" and fields.get("id"):
-        frame = {
-            "type": "approval_closed",
-            "id": fields["id"],
-            "decision": fields.get("decision"),
-            "by": fields.get("by"),
-        }
-    else:
-        return
-    from ..protocol.events import encode
-    from ..transport import send_bounded
-
-    data = encode(frame)
-    for editor in backend.registry.all():
-        if EDITOR_CAPABILITY in (editor.registration.capabilities or ()):
-            asyncio.ensure_future(send_bounded(editor.connection, data, backend.config.send_timeout))
+        link.broadcast(
+            EDITOR_CAPABILITY, frames.approval_closed(fields["id"], fields.get("decision"), fields.get("by"))
+        )
 
 
-def editor_answer(backend: Any, obj: dict[str, Any]) -> dict[str, Any]:
+def editor_answer(guard: ConsentGuard | None, obj: dict[str, Any]) -> dict[str, Any]:
     """An editor's ``{"type": "approval", "op": "allow" | "reject", "id", "always"?, "reason"?}``: decided as
     "vscode" (the editor leg is authenticated with the editor token, which agents do not get)."""
-    answer = handle(backend, {**obj, "type": "approvals", "via": "vscode"}, decider=True)
+    answer = handle(guard, {**obj, "type": "approvals", "via": "vscode"}, decider=True)
     answer["type"] = "approval_result"
     return answer
 
 
-def handle(backend: Any, obj: dict[str, Any], decider: bool) -> dict[str, Any]:
-    """One ``approvals`` control request -> the answer frame."""
-    guard = getattr(backend, "consent", None)
+def handle(guard: ConsentGuard | None, obj: dict[str, Any], decider: bool) -> dict[str, Any]:
+    """One ``approvals`` control request -> the answer frame (``guard`` None: this backend asks for nothing)."""
     try:
         req = rules.parse_approval_request(obj)
     except ValueError as exc:
         return frames.refusal("BAD_REQUEST", str(exc))
     if guard is None:
         if req.op == "list":
-            return {"type": "approvals", "op": "list", "level": "never", "rules": [], "pending": 0, "approvals": []}
+            return frames.approvals_answer("list", level="never", rules=[], pending=0, approvals=[])
         return frames.refusal(
             "CONSENT_OFF",
             "This backend asks for nothing (consent = never and no rules): start it with `oh start --consent LEVEL`.",
         )
     if req.op == "list":
-        return {"type": "approvals", "op": "list", **guard.consent_status(), "approvals": guard.approvals.list()}
+        return frames.approvals_answer("list", **guard.consent_status(), approvals=guard.approvals.list())
     if not decider:
         return frames.refusal(FORBIDDEN, FORBIDDEN_TEXT)
     result = guard.approvals.decide(req.approval_id or "", req.op == "allow", req.via, req.reason, req.always)
-    return {"type": "approvals", "op": req.op, "results": [result]}
+    return frames.approvals_answer(req.op, results=[result])

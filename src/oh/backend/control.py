@@ -59,14 +59,7 @@ class Control:
                 answer = (
                     self._approvals(obj, getattr(connection, "oh_decider", False))
                     if self._approvals is not None
-                    else {
-                        "type": "approvals",
-                        "op": "list",
-                        "level": "never",
-                        "rules": [],
-                        "pending": 0,
-                        "approvals": [],
-                    }
+                    else frames.approvals_answer("list", level="never", rules=[], pending=0, approvals=[])
                 )
                 await connection.send(encode(answer), text=True)
             elif kind == "shutdown":

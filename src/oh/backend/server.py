@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import logging
 import os
@@ -28,8 +29,8 @@ from websockets.exceptions import ConnectionClosed
 from .. import PROTOCOL_VERSION, __version__
 from ..protocol import review
 from ..protocol.codes import Close
-from ..runtimes.branch import BranchGuard
-from ..runtimes.choose import RuntimeSettings, make_runtime
+from ..runtimes import stack
+from ..runtimes.choose import RuntimeSettings
 from ..runtimes.editor_link import EditorLink, Welcome
 from ..runtimes.editors import EditorRegistry
 from ..transport import close_quietly, coalescing
@@ -86,6 +87,7 @@ class Backend:
         self._stopped = asyncio.Event()
         self._server = None
         self._flusher: asyncio.Task | None = None
+        self._internal_ids = itertools.count(1)
 
         # The roles. Monitors first: everyone else tells them what happens.
         self.monitors = Monitors(self.trace, self.status, config.send_timeout)
@@ -110,34 +112,33 @@ class Backend:
         )
         self.editors.on_event = self._emit
         self.editors.on_proposal_event = self._editor_proposal_event
-        self.runtime = make_runtime(
-            config.runtime,
-            RuntimeSettings(
-                self.workspace,
-                self.allowed_roots,
-                editor_timeout=config.editor_timeout,
-                max_shells=config.max_shells,
-                job_retention=config.job_retention,
-                spool_dir=config.spool_dir,
-                review=config.review,
-                review_timeout=config.review_timeout,
-                env=consentctl.agent_env() if config.consent is not None else None,
-                user_shell=config.user_shell,
-                shell_startup_timeout=config.shell_startup_timeout,
+        self.stack = stack.build(
+            stack.StackSettings(
+                config.runtime,
+                RuntimeSettings(
+                    self.workspace,
+                    self.allowed_roots,
+                    editor_timeout=config.editor_timeout,
+                    max_shells=config.max_shells,
+                    job_retention=config.job_retention,
+                    spool_dir=config.spool_dir,
+                    review=config.review,
+                    review_timeout=config.review_timeout,
+                    env=consentctl.agent_env() if config.consent is not None else None,
+                    user_shell=config.user_shell,
+                    shell_startup_timeout=config.shell_startup_timeout,
+                ),
+                branch=config.branch,
+                consent=config.consent,
+                approval_timeout=config.approval_timeout,
+                action_timeout=config.action_timeout,
+                setup_script=config.setup_script,
             ),
             self.editors,
+            stack.StackHooks(self._new_internal_id, lambda leg: self.correlator.finish(leg), self._branch_switched),
         )
-        if config.branch is not None:
-            self.runtime = self._branch_guard(self.runtime, config.branch)
-        self.consent = None  # consent (§3.13): around the branch guard, so every route passes it
-        if config.consent is not None:
-            self.runtime = self.consent = consentctl.wrap(
-                self, self.runtime, config.consent, config.approval_timeout, config.review
-            )
-            self.editors.on_approval = lambda obj: consentctl.editor_answer(self, obj)
-        self.runtime = self._ensure_service(
-            self.runtime
-        )  # outermost: its installs pass every gate inside (consent too)
+        self.runtime = self.stack.outer
+        self.consent = self.stack.consent  # consent (§3.13): around the branch guard, so every route passes it
         self.runtime.on_job_event = self.monitors.job_event
         self.proposals = self.runtime.proposals  # the local runtime's ProposalQueue in review mode
         if self.proposals is not None:
@@ -147,13 +148,16 @@ class Backend:
         self.correlator = self.agent_desk.correlator
         self.deadlines = self.agent_desk.deadlines
         self.stats = self.agent_desk.stats
+        if self.consent is not None:
+            consentctl.attach(self.consent, self._record_consent, self.deadlines, self.editors)
+            self.editors.on_approval = lambda obj: consentctl.editor_answer(self.consent, obj)
         self.control = Control(
             self.runtime,
             config.review,
             self.status,
             self.rotate_token,
             self.stop,
-            approvals=lambda obj, decider: consentctl.handle(self, obj, decider),
+            approvals=lambda obj, decider: consentctl.handle(self.consent, obj, decider),
         )
         # The path -> handler table (the handshake has checked the credential each path needs).
         self.routes: dict[str, Callable[[ServerConnection], Awaitable[None]]] = {
@@ -164,36 +168,18 @@ class Backend:
         }
 
     # ------------------------------------------------------------------ lifecycle
-    def _branch_guard(self, runtime, plan):
-        guard_ = BranchGuard(runtime, plan, runtime.branch_switch())
+    def _branch_switched(self, info: dict[str, Any]) -> None:
+        log.info("branch mode: %s", info)
+        self._emit("branch", **info)
 
-        def switched(info: dict[str, Any]) -> None:
-            log.info("branch mode: %s", info)
-            self._emit("branch", **info)
+    def _new_internal_id(self) -> int:
+        """A backend-wide leg id for the ensure service's own run/job actions (the agents' correlator)."""
+        return self.correlator.start("oh-ensure", next(self._internal_ids), "internal", time.monotonic()).leg_id
 
-        guard_.on_branch_event = switched
-        return guard_
-
-    def _ensure_service(self, runtime):
-        """Workspace bootstrap (docs/protocol.md §3.14) around the runtime: the ``ensure`` action, the setup script."""
-        import itertools
-
-        from ..runtimes.ensure import EnsureService
-
-        internal = itertools.count(1)
-
-        def new_id() -> int:  # a backend-wide leg id for the service's own run/job actions (the agents' correlator)
-            return self.correlator.start("oh-ensure", next(internal), "internal", time.monotonic()).leg_id
-
-        return EnsureService(
-            runtime,
-            self.workspace,
-            self.allowed_roots,
-            new_id=new_id,
-            release_id=lambda leg: self.correlator.finish(leg),
-            default_timeout=self.config.action_timeout,
-            setup=self.config.setup_script,
-        )
+    def _record_consent(self, name: str, fields: dict[str, Any]) -> None:
+        """Consent's events to the trace (``kind`` is the trace's ``action``) and to monitors."""
+        self.trace.record(name, **{("action" if k == "kind" else k): v for k, v in fields.items() if v is not None})
+        self._emit(name, **fields)
 
     def _editor_proposal_event(self, name: str, fields: dict[str, Any], editor_id: str) -> None:
         owner = self.agent_desk.owner_of(fields["action_id"])  # whose action it is
@@ -418,8 +404,8 @@ class Backend:
             **({"editor_refused": self.editors.refused} if self.editors.refused else {}),
             "agents": self.agent_desk.describe(),
             "stats": {"done": self.stats["done"], "pending": len(self.correlator), "errors": self.stats["errors"]},
-            **({"branch": self.runtime.describe()} if self.config.branch is not None else {}),
-            **({"setup": dict(self.runtime.setup_state)} if self.runtime.setup_state.get("script") else {}),  # §3.14
+            **({"branch": self.stack.branch.describe()} if self.stack.branch is not None else {}),
+            **({"setup": dict(self.stack.ensure.setup_state)} if self.stack.ensure.setup_state.get("script") else {}),
             "review": self.config.review,
             **({"consent": self.consent.consent_status()} if self.consent is not None else {}),
             **({"proposals": len(self.proposals.pending)} if self.proposals is not None else {}),

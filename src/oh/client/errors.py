@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from websockets.exceptions import InvalidStatus
+from ..errors import ClientError
 
 
-class OhClientError(Exception):
+class OhClientError(ClientError):
     """Base class of everything the client raises."""
 
 

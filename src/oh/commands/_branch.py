@@ -13,6 +13,7 @@ import sys
 
 from ._common import ERROR, USAGE, die, err
 from ..protocol.branch import CHOICES, Plan, decide, question_text
+from ..protocol import runtimenames
 
 
 REVIEW = "review"  # settle's answer: no branch, start in review mode instead (§3.11)
@@ -33,7 +34,7 @@ def settle(workspace: str, runtime: str, plan: Plan, interactive: bool) -> Plan 
         if (plan.on_dirty if decision.ask == "dirty" else plan.on_not_git) == "review":
             return _review_instead(decision.ask)
         if not interactive:
-            if runtime == "vscode":
+            if runtimenames.uses_editor(runtime):
                 return plan  # VS Code asks with a dialog at the agent's first change
             die(*_needs_flag(decision.ask, workspace))
         answer = _prompt(decision.ask, workspace)

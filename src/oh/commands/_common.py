@@ -10,6 +10,7 @@ from typing import Any, NoReturn
 
 # Exit codes: one definition in oh.fastpath.exits (the fast path cannot import this module).
 from ._io import Streams
+from ..protocol import runtimenames
 from ..fastpath.exits import (  # noqa: E402,F401
     ACTION_FAILED,
     AUTH,
@@ -122,11 +123,7 @@ def target_options():
 
 
 def complete_runtimes(incomplete: str):
-    return [
-        (r, h)
-        for r, h in (("local", "on this machine, no sandbox"), ("vscode", "in VS Code"))
-        if r.startswith(incomplete)
-    ]
+    return [(t.name, t.where) for t in runtimenames.TRAITS.values() if t.name.startswith(incomplete)]
 
 
 def complete_keys(incomplete: str):

@@ -9,10 +9,11 @@ calls: these typer commands serve ``--help``, completion and the cases the fast 
 
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import Callable, List, Optional, Tuple
 
 import typer
 
+from ..fastpath import verbs  # the verbs' one implementation (stdlib only: cheap to import)
 from ._common import EXIT_CODES_HELP, pick_session, target_options
 from ._io import Streams
 
@@ -28,19 +29,15 @@ _QUIET = typer.Option(
 )
 
 
-def _call(io: Streams, verb: str, workspace: Optional[str], instance: Optional[str], **kw) -> int:
-    """Run a verb of oh.fastpath.verbs (the one implementation) on the session the full CLI picked."""
+def _call(io: Streams, verb: Callable[..., int], workspace: Optional[str], instance: Optional[str], **kw) -> int:
+    """Run ``verb`` (a function of oh.fastpath.verbs, the one implementation) on the session the full CLI picked."""
     from dataclasses import asdict
 
-    from ..fastpath import verbs
-
     session = asdict(pick_session(workspace, instance))
-    return getattr(verbs, verb)(io, session, **kw)
+    return verb(io, session, **kw)
 
 
 def _mode(*pairs, default=None, what: str) -> str:
-    from ..fastpath import verbs
-
     return verbs.pick_mode(*pairs, default=default, what=what)
 
 
@@ -168,7 +165,7 @@ def run_run(
     )
     return _call(
         io,
-        "run",
+        verbs.run,
         workspace,
         instance,
         command=command,
@@ -218,7 +215,7 @@ def run_read(
     quiet: bool = False,
 ) -> int:
     """``oh read``'s behaviour."""
-    return _call(io, "read", workspace, instance, path=path, start=start, end=end, json_=json_, quiet=quiet)
+    return _call(io, verbs.read, workspace, instance, path=path, start=start, end=end, json_=json_, quiet=quiet)
 
 
 def write(
@@ -264,15 +261,13 @@ def run_write(
     quiet: bool = False,
 ) -> int:
     """``oh write``'s behaviour: the content from ``content``, else from ``io.inp``."""
-    from ..fastpath import verbs
-
     text = verbs.content_or_stdin(io, content)
     if append or create:  # write modes (commands/jobs.py)
         from .jobs import write_mode
 
         mode = _mode(("append", append), ("create", create), what="--append, --create")
         return write_mode(io, path, text, mode, workspace, instance, json_=json_, quiet=quiet)
-    return _call(io, "write", workspace, instance, path=path, content=text, json_=json_, quiet=quiet)
+    return _call(io, verbs.write, workspace, instance, path=path, content=text, json_=json_, quiet=quiet)
 
 
 def edit(
@@ -336,7 +331,7 @@ def run_edit(
     )
     return _call(
         io,
-        "edit",
+        verbs.edit,
         workspace,
         instance,
         path=path,

@@ -14,6 +14,7 @@ from typing import Optional
 
 import typer
 
+from ..protocol import actions
 from ._common import EXIT_CODES_HELP, USAGE, OhError, pick_session, target_options
 from ._io import Streams
 
@@ -129,12 +130,7 @@ def run_diagnostics(
     """``oh diagnostics``'s behaviour: 1 when an error is reported."""
     if severity not in ("error", "warning", "info", "hint"):
         raise OhError(f"--severity must be error, warning, info or hint (got {severity!r}).", USAGE)
-    args: dict = {"severity": severity}
-    if path:
-        args["path"] = path
-    if wait is not None:
-        args["wait"] = wait
-    return _send(io, workspace, instance, {"action": "diagnostics", "args": args}, json_)
+    return _send(io, workspace, instance, actions.diagnostics(path or None, severity=severity, wait=wait), json_)
 
 
 def open_(
@@ -166,19 +162,13 @@ def run_open(
 ) -> int:
     """``oh open``'s behaviour."""
     path, line, col = _location(location, False)
-    args: dict = {"path": path}
-    if line is not None:
-        args["line"] = line
-    if col is not None:
-        args["column"] = col
+    end_line = end_col = None
     if end:
         _, end_line, end_col = _location("x:" + end, False)
         if line is None or end_line is None:
             raise OhError("--to needs a line in PATH:LINE and a LINE[:COL] after --to.", USAGE)
-        args["end_line"] = end_line
-        if end_col is not None:
-            args["end_column"] = end_col
-    return _send(io, workspace, instance, {"action": "open", "args": args}, json_)
+    frame = actions.open_file(path, line=line, column=col, end_line=end_line, end_column=end_col)
+    return _send(io, workspace, instance, frame, json_)
 
 
 def editors(
@@ -194,7 +184,7 @@ def run_editors(
     io: Streams, *, workspace: Optional[str] = None, instance: Optional[str] = None, json_: bool = False
 ) -> int:
     """``oh editors``'s behaviour."""
-    return _send(io, workspace, instance, {"action": "editors", "args": {}}, json_)
+    return _send(io, workspace, instance, actions.editors(), json_)
 
 
 def symbols(
@@ -223,7 +213,7 @@ def run_symbols(
     json_: bool = False,
 ) -> int:
     """``oh symbols``'s behaviour."""
-    return _send(io, workspace, instance, {"action": "symbols", "args": {"query": query, "limit": limit}}, json_)
+    return _send(io, workspace, instance, actions.symbols(query, limit=limit), json_)
 
 
 def definition(
@@ -279,9 +269,8 @@ def run_at_position(
 ) -> int:
     """``oh definition`` / ``oh references``: action ``kind`` at ``PATH:LINE:COL`` (plus ``extra`` args)."""
     path, line, col = _location(location, True)
-    return _send(
-        io, workspace, instance, {"action": kind, "args": {"path": path, "line": line, "column": col, **extra}}, json_
-    )
+    frame = actions.knowledge(kind, {"path": path, "line": line, "column": col, **extra})
+    return _send(io, workspace, instance, frame, json_)
 
 
 def register(app: typer.Typer) -> None:

@@ -11,10 +11,11 @@ otherwise (`oh --help`).
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 import typer
 
+from ..fastpath import jobs as fastjobs  # the job verbs' one implementation (stdlib only)
 from ._common import pick_session, target_options
 from ._io import Streams
 
@@ -42,14 +43,12 @@ def _group(workspace: Optional[str], instance: Optional[str], json_: bool) -> di
     }
 
 
-def _run(io: Streams, verb: str, workspace: Optional[str], instance: Optional[str], **kw) -> int:
-    """Run a verb of oh.fastpath.jobs on the session the full CLI picked, with ``io`` as its streams."""
+def _run(io: Streams, verb: Callable[..., int], workspace: Optional[str], instance: Optional[str], **kw) -> int:
+    """Run ``verb`` (a function of oh.fastpath.jobs) on the session the full CLI picked, with ``io`` as its streams."""
     from dataclasses import asdict
 
-    from ..fastpath import jobs
-
     session = asdict(pick_session(workspace, instance))
-    return getattr(jobs, verb)(io, session, **kw)
+    return verb(io, session, **kw)
 
 
 @app.callback()
@@ -72,7 +71,7 @@ def run_jobs(
     io: Streams, *, workspace: Optional[str] = None, instance: Optional[str] = None, json_: bool = False
 ) -> int:
     """``oh jobs``'s behaviour: the table of jobs (or their records as JSON)."""
-    return _run(io, "jobs_list", workspace, instance, json_=json_)
+    return _run(io, fastjobs.jobs_list, workspace, instance, json_=json_)
 
 
 @app.command()
@@ -103,7 +102,7 @@ def run_wait(
     json_: bool = False,
 ) -> int:
     """``oh jobs wait``'s behaviour: the job's exit code (124 still running, 130 cancelled, 6 lost)."""
-    return _run(io, "jobs_wait", workspace, instance, job_id=job_id, timeout=timeout, quiet=quiet, json_=json_)
+    return _run(io, fastjobs.jobs_wait, workspace, instance, job_id=job_id, timeout=timeout, quiet=quiet, json_=json_)
 
 
 @app.command()
@@ -134,21 +133,21 @@ def run_output(
     json_: bool = False,
 ) -> int:
     """``oh jobs output``'s behaviour."""
-    return _run(io, "jobs_output", workspace, instance, job_id=job_id, offset=offset, follow=follow, json_=json_)
+    return _run(io, fastjobs.jobs_output, workspace, instance, job_id=job_id, offset=offset, follow=follow, json_=json_)
 
 
 def run_cancel(
     io: Streams, *, job_id: str, workspace: Optional[str] = None, instance: Optional[str] = None, json_: bool = False
 ) -> int:
     """``oh jobs cancel``'s behaviour."""
-    return _run(io, "jobs_cancel", workspace, instance, job_id=job_id, json_=json_)
+    return _run(io, fastjobs.jobs_cancel, workspace, instance, job_id=job_id, json_=json_)
 
 
 def run_poll(
     io: Streams, *, job_id: str, workspace: Optional[str] = None, instance: Optional[str] = None, json_: bool = False
 ) -> int:
     """``oh jobs poll``'s behaviour: the state line on stderr, the output tail on stdout."""
-    return _run(io, "jobs_poll", workspace, instance, job_id=job_id, json_=json_)
+    return _run(io, fastjobs.jobs_poll, workspace, instance, job_id=job_id, json_=json_)
 
 
 def _job_command(run, doc: str):
@@ -208,7 +207,9 @@ def write_mode(
     quiet: bool = False,
 ) -> int:
     """``oh write --append/--create``: write through the backend in that mode; say what happened."""
-    return _run(io, "write_mode", workspace, instance, path=path, content=content, mode=mode, json_=json_, quiet=quiet)
+    return _run(
+        io, fastjobs.write_mode, workspace, instance, path=path, content=content, mode=mode, json_=json_, quiet=quiet
+    )
 
 
 def stat(
@@ -229,4 +230,4 @@ def run_stat(
     io: Streams, *, path: str, workspace: Optional[str] = None, instance: Optional[str] = None, json_: bool = False
 ) -> int:
     """``oh stat``'s behaviour: 0 when the path exists, 1 when it does not."""
-    return _run(io, "stat", workspace, instance, path=path, json_=json_)
+    return _run(io, fastjobs.stat, workspace, instance, path=path, json_=json_)

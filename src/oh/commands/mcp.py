@@ -13,6 +13,7 @@ import typer
 
 from ._common import ERROR, USAGE, complete_instances, complete_runtimes, die
 from ._io import Streams
+from ..protocol import runtimenames
 
 # What each client asks of the user before it starts a project-scope server (seen with the real clients:
 # tests/mcp/test_real_clients.py); without it the tools silently do not appear.
@@ -84,8 +85,8 @@ def serve(
     """
     if ctx.invoked_subcommand is not None:
         return
-    if runtime is not None and runtime not in ("local", "vscode"):
-        die(f"--runtime must be local or vscode, not {runtime!r}.", USAGE)
+    if runtime is not None and runtime not in runtimenames.NAMES:
+        die(f"--runtime must be {' or '.join(runtimenames.NAMES)}, not {runtime!r}.", USAGE)
     try:
         from ..mcp import server
     except ImportError as exc:

@@ -16,6 +16,7 @@ import typer
 
 from ._common import ERROR, UNREACHABLE, USAGE, die, pick_session, target_options
 from ._io import Streams
+from ..errors import OhBaseError
 
 app = typer.Typer(
     help="Review the agent's proposed changes (backend started with `oh start --review`, runtime local).",
@@ -34,7 +35,7 @@ _HINTS = {
 }
 
 
-class _Shown(Exception):
+class _Shown(OhBaseError):
     """A refusal already printed as JSON (``--json``): the command ends with ``code`` and no message."""
 
     def __init__(self, code: int) -> None:

@@ -10,6 +10,7 @@ import typer
 from ._common import ERROR, USAGE, complete_runtimes, die, load_settings
 from ._io import Streams
 from ..config.settings import job_settings
+from ..protocol import runtimenames
 
 EPILOG = (
     "Exit codes: 0 started (--detach), or stopped on request (Ctrl-C, SIGTERM, SIGHUP: the terminal closed) · "
@@ -226,7 +227,7 @@ def run_start(
     hangup: list[int] = []
     # --detach, runtime vscode: ask the editor CLIs which has the extension while the backend starts (each
     # CLI takes about a second); the answer joins the warnings below. The live view asks by itself.
-    install_check = _InstallCheck() if detach and s.runtime == "vscode" else None
+    install_check = _InstallCheck() if detach and runtimenames.uses_editor(s.runtime) else None
     # process.StartError carries its exit code (3 when a backend already serves the workspace): cli.main reports it.
     with _deferred_signals(hangup):  # a closed terminal during the start must not orphan the backend
         started = process.start_backend(
@@ -252,7 +253,7 @@ def run_start(
     warnings = (
         allow_notes
         + workspace_warnings(session.workspace)
-        + ([("no_sandbox", NO_SANDBOX)] if session.runtime == "local" else [])
+        + ([("no_sandbox", NO_SANDBOX)] if not runtimenames.uses_editor(session.runtime) else [])
         + consent_plan.warnings
     )
     if install_check is not None:
@@ -351,7 +352,7 @@ def _tell_detached(
         )
         io.print(f"workspace {session.workspace}; log {started.log_file}")
         if review_timeout is not None:
-            where = "in VS Code's diff editor" if session.runtime == "vscode" else "with `oh review`"
+            where = runtimenames.TRAITS[session.runtime].review_where
             io.print(
                 f"review mode: the agent's writes and edits wait for your accept/reject {where} (up to {review_timeout:g} s)"
             )
@@ -422,7 +423,7 @@ class _deferred_signals:
 def _signal_editor_detached(io: Streams, session, open_mode: str) -> None:
     from ..launcher import signal as editor_signal
 
-    if session.runtime != "vscode" or open_mode == "never":
+    if not runtimenames.uses_editor(session.runtime) or open_mode == "never":
         return
     if open_mode == "always":
         if editor_signal.open_editor(session.workspace, session.instance_id) is None:

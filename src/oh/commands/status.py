@@ -84,9 +84,10 @@ def collect() -> list[dict[str, Any]]:
 
 
 def render_text(rows: list[dict[str, Any]], dead: list[dict[str, Any]] | None = None) -> str:
+    from ..protocol import runtimenames
     from ..text.status import render_text as render  # one renderer with the fast path
 
-    return render(rows, dead)
+    return render(rows, dead, uses_editor=runtimenames.uses_editor)
 
 
 def status(

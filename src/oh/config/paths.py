@@ -16,11 +16,12 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from ..errors import CliError
 
 APP = "oh"
 
 
-class UnsafePath(Exception):
+class UnsafePath(CliError):
     """An oh directory or file another user could control: raised instead of using it.
 
     ``oh``'s entry point turns it into exit 1 with the message and the fix (no traceback); the

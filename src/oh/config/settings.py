@@ -16,12 +16,14 @@ from typing import Any, Callable
 
 from ..protocol.addresses import is_loopback_host
 from ..protocol.branch import valid_name
+from ..protocol import runtimenames
 from . import paths
+from ..errors import CliError
 
 ENV_PREFIX = "OH_"
 
 
-class SettingError(ValueError):
+class SettingError(CliError, ValueError):
     """A bad key or value; the message says what is allowed."""
 
 
@@ -194,8 +196,8 @@ KEYS: dict[str, Key] = {
     for k in (
         Key(
             "runtime",
-            _choice("local", "vscode"),
-            "local",
+            _choice(*runtimenames.NAMES),
+            runtimenames.DEFAULT,
             "where actions execute: on this machine (local) or in VS Code (vscode)",
             "local | vscode",
         ),

@@ -5,6 +5,8 @@ here without loading typer. ``OhError`` carries one of them: services and comman
 ``oh.cli.main`` alone prints it and exits with its code.
 """
 
+from ..errors import CliError
+
 OK = 0
 ERROR = 1  # the operation failed (details on stderr)
 USAGE = 2  # bad flags/arguments, bad setting, bad config file
@@ -19,7 +21,7 @@ TIMEOUT = 124  # the action timed out (as timeout(1))
 INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, as shells report it)
 
 
-class OhError(Exception):
+class OhError(CliError):
     """A failure that knows its exit code and what to do next (``hint``). Raised where the failure is
     found; printed (``oh: <message>``, then the hint indented) and turned into the exit code once, in
     ``oh.cli.main``, never by exiting from deep inside."""

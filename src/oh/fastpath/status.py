@@ -93,6 +93,7 @@ def status(io: Streams, json_: bool) -> int | None:
 
 def render_text(rows: list[dict]) -> str:
     # Only when text is printed: ``text`` loads ``re`` (the escaping of backend/editor/agent text).
+    from ..protocol import runtimenames  # stdlib only
     from ..text.status import render_text as render
 
-    return render(rows)
+    return render(rows, uses_editor=runtimenames.uses_editor)

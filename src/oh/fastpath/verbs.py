@@ -13,6 +13,7 @@ import os
 
 from ..protocol import actions  # stdlib only: the fast path may load it
 from ..protocol.paths import within  # stdlib only
+from ..protocol import runtimenames  # stdlib only
 from . import fastjson, ws
 from .exits import ACTION_FAILED, AUTH, INTERRUPTED, NO_EDITOR, TIMEOUT, UNREACHABLE, USAGE, OhError
 from .streams import Streams
@@ -102,7 +103,7 @@ def exchange(io: Streams, session: dict, action: dict, *, shell: str | None = No
 
     ``announce``: with runtime vscode and no editor connected, say at once that we wait.
     """
-    if announce and session.get("runtime") == "vscode":
+    if announce and runtimenames.uses_editor(session.get("runtime")):
         _wait_for_editor_note(io, session)
     link = AgentLink(session, shell=shell)
     try:

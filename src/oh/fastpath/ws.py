@@ -19,6 +19,7 @@ import _socket as socket
 # The close codes' one definition (plain ints, nothing imported)
 from ..protocol.codes import Close
 from ..protocol.headers import encode_value
+from ..errors import ClientError
 
 GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 MAX_HEAD = 64 * 1024  # an HTTP answer head larger than this is not our backend
@@ -35,7 +36,7 @@ CLOSE_REASONS = {
 }
 
 
-class WsError(Exception):
+class WsError(ClientError):
     """Cannot connect, or the connection broke. ``kind``: unreachable | auth | refused | lost."""
 
     def __init__(self, kind: str, message: str, status: int | None = None) -> None:

@@ -12,9 +12,10 @@ import socket
 from typing import Any
 
 from ..sessions import Session
+from ..errors import ClientError
 
 
-class BackendUnreachable(Exception):
+class BackendUnreachable(ClientError):
     pass
 
 

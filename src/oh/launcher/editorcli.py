@@ -22,6 +22,7 @@ import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from ..errors import CliError
 
 EXTENSION_ID = "oh-dev.oh-vscode"
 INSTALL_TIMEOUT = 180.0  # code-server unpacks and scans the .vsix: seconds on a loaded machine
@@ -175,7 +176,7 @@ def open_argv(editor: Editor, workspace: str, connect_path: str, in_editor_termi
 
 
 # ---------------------------------------------------------------------------- the bundled .vsix
-class NoVsix(Exception):
+class NoVsix(CliError):
     """This installation of oh carries no .vsix (a developer checkout that never packaged one)."""
 
 

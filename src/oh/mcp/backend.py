@@ -19,16 +19,18 @@ from typing import Any
 from .. import sessions
 from ..client import AuthError, Client, ConnectionLost, OhClientError
 from ..protocol.paths import within
+from ..protocol import runtimenames
+from ..errors import ClientError
 
 log = logging.getLogger("oh.mcp")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-class NoBackend(Exception):
+class NoBackend(ClientError):
     """No backend serves the directory (the message says how to start one)."""
 
 
-class BackendLost(Exception):
+class BackendLost(ClientError):
     """The connection broke while an action was in flight."""
 
 
@@ -185,7 +187,7 @@ class Backend:
             started.session.workspace,
             started.session.instance_id,
             " (runtime local has NO sandbox: actions run on this machine as you)"
-            if started.session.runtime == "local"
+            if not runtimenames.uses_editor(started.session.runtime)
             else "",
         )
         return started.session

@@ -25,6 +25,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from ..errors import CliError
 
 CLIENTS = ("claude", "codex", "gemini", "vscode", "cursor")
 SCOPES = ("user", "project")
@@ -39,7 +40,7 @@ _WORKSPACE_VAR = {"vscode": "${workspaceFolder}", "cursor": "${workspaceFolder}"
 CODEX_FORWARDED_ENV = ("OH_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME")
 
 
-class InstallError(Exception):
+class InstallError(CliError):
     pass
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..protocol import actions
+
 NAMES = ("diagnostics", "open", "editors", "symbols", "definition", "references")
 
 _PATH = {"type": "string", "minLength": 1, "description": "File path: absolute, or relative to the project directory."}
@@ -167,7 +169,7 @@ def build_action(name: str, a: dict[str, Any], resolve_path) -> dict[str, Any]:
         args["wait"] = min(float(args["wait"]), 60.0)  # the protocol's bound
     if "path" in args:
         args["path"] = resolve_path(args["path"])
-    return {"action": name, "args": args}
+    return actions.knowledge(name, args)
 
 
 def structured(obs: dict[str, Any]) -> dict[str, Any]:

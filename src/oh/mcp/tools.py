@@ -16,6 +16,7 @@ from typing import Any
 
 from ..protocol import actions
 from . import job_tools, knowledge_tools
+from ..errors import WireError
 
 EDIT_COMMANDS = ["view", "create", "str_replace", "insert", "undo_edit"]
 RISKS = ["LOW", "MEDIUM", "HIGH", "UNKNOWN"]
@@ -229,7 +230,7 @@ TOOL_NAMES = [t["name"] for t in TOOLS]
 _SCHEMAS = {t["name"]: t["inputSchema"] for t in TOOLS}
 
 
-class ArgumentError(ValueError):
+class ArgumentError(WireError, ValueError):
     """The agent's arguments are wrong; the message says what to send instead."""
 
 

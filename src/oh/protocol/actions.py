@@ -182,3 +182,60 @@ def ensure(
     if force:
         args["force"] = True
     return _frame("ensure", args, timeout)
+
+
+# ----------------------------------------------------------------- editor knowledge (§3.6)
+def _clean(args: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in args.items() if v is not None}
+
+
+def diagnostics(path: str | None = None, *, severity: str | None = None, wait: float | None = None) -> dict[str, Any]:
+    return knowledge("diagnostics", _clean({"path": path, "severity": severity, "wait": wait}))
+
+
+def open_file(
+    path: str,
+    *,
+    line: int | None = None,
+    column: int | None = None,
+    end_line: int | None = None,
+    end_column: int | None = None,
+    preserve_focus: bool | None = None,
+) -> dict[str, Any]:
+    return knowledge(
+        "open",
+        _clean(
+            {
+                "path": path,
+                "line": line,
+                "column": column,
+                "end_line": end_line,
+                "end_column": end_column,
+                "preserve_focus": preserve_focus,
+            }
+        ),
+    )
+
+
+def editors() -> dict[str, Any]:
+    return knowledge("editors", {})
+
+
+def symbols(query: str, *, limit: int | None = None) -> dict[str, Any]:
+    return knowledge("symbols", _clean({"query": query, "limit": limit}))
+
+
+def definition(path: str, line: int, column: int) -> dict[str, Any]:
+    return knowledge("definition", {"path": path, "line": line, "column": column})
+
+
+def references(path: str, line: int, column: int, *, include_declaration: bool | None = None) -> dict[str, Any]:
+    return knowledge(
+        "references",
+        _clean({"path": path, "line": line, "column": column, "include_declaration": include_declaration}),
+    )
+
+
+def knowledge(kind: str, args: dict[str, Any]) -> dict[str, Any]:
+    """A knowledge action of ``kind`` with ``args`` as given (``oh mcp`` passes a checked tool call's)."""
+    return _frame(kind, args)

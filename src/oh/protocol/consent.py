@@ -27,6 +27,8 @@ deny and ask rules also match a path's basename and a Unicode look-alike (then t
 
 from __future__ import annotations
 
+from ..errors import CliError
+
 import os
 import re
 import shlex
@@ -151,7 +153,7 @@ RISKY_SUBCOMMANDS = {
 SENSITIVE_DIRS = (".git", ".vscode", ".oh", ".idea", ".devcontainer", ".github")  # changes here can run code
 
 
-class RuleError(ValueError):
+class RuleError(CliError, ValueError):
     """A rule that cannot be read; the message says how to write it."""
 
 

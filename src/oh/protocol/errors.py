@@ -6,6 +6,8 @@ Pure: no I/O. Every failure that reaches an agent is an ``observation: "error"``
 
 from __future__ import annotations
 
+from ..errors import WireError
+
 from enum import Enum
 
 
@@ -35,7 +37,7 @@ class ErrorId(str, Enum):
         return self.value
 
 
-class ProtocolError(Exception):
+class ProtocolError(WireError):
     """A frame or action that cannot be honoured; becomes one error observation.
 
     ``cause`` is the offending action's id when it could be read, so the agent can correlate.
@@ -48,7 +50,7 @@ class ProtocolError(Exception):
         self.cause = cause
 
 
-class ToolError(Exception):
+class ToolError(WireError):
     """An executor refused (file not found, old_str not unique, ...): TOOL_ERROR by default."""
 
     def __init__(self, message: str, error_id: ErrorId = ErrorId.TOOL_ERROR) -> None:

@@ -5,6 +5,8 @@ Pure. Control frames carry a ``type`` key; OpenHands events carry ``action``/``o
 
 from __future__ import annotations
 
+from ..errors import WireError
+
 import os
 import re
 from dataclasses import dataclass, field
@@ -33,7 +35,7 @@ KNOWN_CAPABILITIES = (
 )
 
 
-class RegistrationError(Exception):
+class RegistrationError(WireError):
     """A refused editor registration. Besides BAD_REQUEST it has two codes of its own
     (PROTOCOL_MISMATCH, WRONG_SESSION) that never reach an agent, so they are not in ErrorId."""
 
@@ -253,6 +255,21 @@ def parse_proposal_event(obj: dict[str, Any]) -> tuple[str, dict[str, Any]] | No
     if name == "proposal_closed":
         fields["decision"] = _short_str(prop.get("decision"), 20) or "closed"
     return name, fields
+
+
+def approval_request(row: dict[str, Any]) -> dict[str, Any]:
+    """To an editor with the ``consent`` capability: an action waits for the user (docs/protocol.md §3.13)."""
+    return {"type": "approval_request", "approval": row}
+
+
+def approval_closed(approval_id: str, decision: Any, by: Any) -> dict[str, Any]:
+    """To the same editors: someone (an answer, a rule, the timeout) decided that approval."""
+    return {"type": "approval_closed", "id": approval_id, "decision": decision, "by": by}
+
+
+def approvals_answer(op: str, **fields: Any) -> dict[str, Any]:
+    """The answer to an ``approvals`` control request (``list``: the waiting rows; allow/reject: ``results``)."""
+    return {"type": "approvals", "op": op, **fields}
 
 
 def refusal(error_id: str, message: str) -> dict[str, Any]:

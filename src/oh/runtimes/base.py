@@ -87,9 +87,10 @@ class Runtime(ABC):
 
 
 class Wrapper(Runtime):
-    """A runtime around another one (branch mode, consent, workspace bootstrap): what a wrapper does not
-    change reaches ``inner`` unchanged. The members ``Runtime`` itself defines are forwarded one by one:
-    ``__getattr__`` only sees names the class does not have, so it would never forward them."""
+    """A runtime around another one (branch mode, consent, workspace bootstrap; composed by
+    ``runtimes/stack.build``): every member of ``Runtime`` a wrapper does not change reaches ``inner``
+    unchanged, one by one. Nothing else is forwarded: what is particular to one layer is read from that
+    layer (``stack.Stack`` names each), never through another."""
 
     def __init__(self, inner: Runtime) -> None:
         self.inner = inner
@@ -119,11 +120,8 @@ class Wrapper(Runtime):
     def branch_switch(self) -> Switch:
         return self.inner.branch_switch()
 
-    def __getattr__(self, attr: str) -> Any:
-        # Runtime-specific entry points the backend calls (editor_gone, editor_job_event, jobs, describe...)
-        if attr == "inner":  # not set yet (during construction): no recursion
-            raise AttributeError(attr)
-        return getattr(self.inner, attr)
+    async def execute(self, action: Action, agent: Hashable) -> dict[str, Any]:
+        return await self.inner.execute(action, agent)
 
     async def start(self) -> None:
         await self.inner.start()

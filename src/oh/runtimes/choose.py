@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..protocol import runtimenames
 from .base import Runtime
 from .editor_link import EditorLink
 
@@ -55,12 +56,12 @@ def _vscode(s: RuntimeSettings, link: EditorLink) -> Runtime:
     )
 
 
-RUNTIMES = {"local": _local, "vscode": _vscode}
+RUNTIMES = {"local": _local, "vscode": _vscode}  # the names: protocol/runtimenames.py (a test holds them equal)
 
 
 def make_runtime(name: str, settings: RuntimeSettings, link: EditorLink) -> Runtime:
     """The runtime called ``name``; ``link`` is the backend's editor connection (the vscode runtime sends through it)."""
     make = RUNTIMES.get(name)
     if make is None:
-        raise ValueError(f"unknown runtime {name!r} (local or vscode)")
+        raise ValueError(runtimenames.unknown(name))
     return make(settings, link)

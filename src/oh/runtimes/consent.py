@@ -191,9 +191,6 @@ class ConsentGuard(Wrapper):
         self.on_wait: Callable[[int, bool], None] | None = None
         approvals.on_rule = self.add_rule
 
-    def describe(self) -> dict[str, Any]:
-        return self.inner.describe()  # type: ignore[attr-defined]
-
     def add_rule(self, rule: rules.Rule) -> None:
         self.policy = self.policy.with_rule(rule)
 

@@ -102,6 +102,14 @@ class EditorLink:
         finally:
             editor.pending.pop(action_id, None)
 
+    def broadcast(self, capability: str, frame: dict[str, Any]) -> None:
+        """Send ``frame`` (no answer awaited) to every editor that advertised ``capability``, each bounded by
+        ``send_timeout`` (an editor that stops reading is dropped, as for actions)."""
+        data = encode(frame)
+        for editor in self.registry.all():
+            if capability in (editor.registration.capabilities or ()):
+                asyncio.ensure_future(send_bounded(editor.connection, data, self.send_timeout))
+
     async def tell(self, editor: Editor, frame: dict[str, Any]) -> None:
         """A one-way frame (no answer awaited), at most 1 s; an editor that is gone is skipped."""
         try:

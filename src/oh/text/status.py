@@ -5,7 +5,7 @@ command (``oh.commands.status``), so the two can never drift apart. Everything a
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from .fmt import editor_label, fmt_duration
 from .sanitize import visible
@@ -13,8 +13,11 @@ from .sanitize import visible
 NONE_RUNNING = "no backend is running. Start one with `oh start` (or `oh start --detach`)."
 
 
-def render_text(rows: list[dict[str, Any]], dead: list[dict[str, Any]] | None = None) -> str:
-    """``rows``: status entries (reachable or not); ``dead``: backends found dead and cleaned up."""
+def render_text(
+    rows: list[dict[str, Any]], dead: list[dict[str, Any]] | None = None, *, uses_editor: Callable[[Any], bool]
+) -> str:
+    """``rows``: status entries (reachable or not); ``dead``: backends found dead and cleaned up; ``uses_editor``:
+    whether a runtime name sends actions to an editor (``protocol.runtimenames.uses_editor``)."""
     lines = [
         f"✗ {d['instance_id']} died (pid {d['pid']}, workspace {d['workspace']}); log {d['log']}" for d in dead or []
     ]
@@ -29,7 +32,7 @@ def render_text(rows: list[dict[str, Any]], dead: list[dict[str, Any]] | None = 
         if not d.get("reachable", True):
             lines.append(f"  problem    {d.get('error')}")
         editors = d.get("editors") or []
-        if d["runtime"] == "vscode" or editors:
+        if uses_editor(d["runtime"]) or editors:
             lines.append(
                 "  editors    " + ("none connected (waiting for VS Code)" if not editors else editor_label(editors[0]))
             )

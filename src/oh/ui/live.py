@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable, ClassVar
 
-from ..protocol import kinds
+from ..protocol import kinds, runtimenames
 from ..protocol.events import WAIT_SUMMARY as FOLLOW_UP
 from ..text import fmt
 from ..text.sanitize import visible
@@ -203,7 +203,7 @@ class LiveState:
     def editor_state(self) -> str:
         if self.editors:
             return "connected"
-        if self.runtime != "vscode":
+        if not runtimenames.uses_editor(self.runtime):
             return "none"
         return "disconnected" if self.editor_gone_reason is not None else "waiting"
 
@@ -286,7 +286,7 @@ class LiveState:
         ]
         if self.editors:
             lines += [f"editor connected: {editor_label(e)}" for e in self.editors.values()]
-        elif self.runtime == "vscode":
+        elif runtimenames.uses_editor(self.runtime):
             lines.append("waiting for VS Code to connect…")
         lines += self.version_problems()
         if isinstance(self.backend.get("branch"), dict):

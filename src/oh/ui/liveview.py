@@ -12,6 +12,7 @@ import os
 
 from ..fastpath.exits import ERROR
 from ..fastpath.streams import Streams
+from ..protocol import runtimenames
 
 
 def foreground(io: Streams, session, open_mode: str, mode: str, warnings: list[tuple[str, str]]) -> int:
@@ -162,7 +163,7 @@ class LiveView:
         """runtime vscode: open VS Code when asked (or when none connects), and say why none may come."""
         import asyncio
 
-        if self.session.runtime != "vscode":
+        if not runtimenames.uses_editor(self.session.runtime):
             return []
         return [
             asyncio.create_task(_open_later(self.session, self.open_mode, self.state, self.note)),

@@ -11,9 +11,10 @@ from ...protocol.branch import decide, note
 from ...protocol.errors import ErrorId
 from ...protocol.events import branch_observation, error_observation
 from ..base import AgentContext, Switch
+from ...errors import OhBaseError
 
 
-class _Refused(Exception):
+class _Refused(OhBaseError):
     """decide() refused: its message is the BRANCH_FAILED text."""
 
 
