@@ -20,6 +20,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from websockets.asyncio.client import connect
+
 from oh.client.aio import Client
 from oh.protocol.events import parse_action
 from oh.runtimes.local import LocalRuntime
@@ -178,12 +180,26 @@ async def test_oh_stop_while_a_slow_rc_runs_behind_the_clean_shell(tmp_path, wor
     env = oh_env(home, "bash", tmp_path / "ohhome")
     env.update(OH_SHELL_STARTUP_TIMEOUT="1", RC_SLEEP="300")
     instance = _start(env, workspace)
+    sess = json.loads(next((Path(env["OH_HOME"]) / "sessions").glob("*.json")).read_text())
+    monitor = await connect(
+        sess["url"] + "/v1/monitor", additional_headers={"Authorization": f"Bearer {sess['token']}"}
+    )
     try:
+        await monitor.recv()  # the snapshot
         p = await asyncio.to_thread(oh, env, workspace, "run", "--", "echo up")
         assert (p.returncode, p.stdout) == (0, "up\n"), p.stderr
-        assert "did not finish within 1 s" in p.stderr  # said once, in plain output too (item 9)
+        # the clean-shell note, in plain output (stderr) and as a live-view event (issue 30 item 9)
+        assert "note: Your bash rc files did not finish within 1 s." in p.stderr, p.stderr
+        events = []
+        while not any(e.get("event") == "shell_note" for e in events):
+            events.append(json.loads(await asyncio.wait_for(monitor.recv(), 30)))
+        (shown,) = [e for e in events if e.get("event") == "shell_note"]
+        assert "did not finish within 1 s" in shown["note"] and "clean shell" in shown["note"]
+        p = await asyncio.to_thread(oh, env, workspace, "run", "--", "echo again")
+        assert (p.returncode, p.stdout, p.stderr) == (0, "again\n", ""), "a note is said once"
         assert leftovers(home)[0] != [], "the slow rc is still at work, holding its lock"
     finally:
+        await monitor.close()
         stop = await asyncio.to_thread(oh, env, workspace, "stop", instance)
     assert stop.returncode == 0, stop.stderr
     assert await settled_async(home) == ([], [])

@@ -139,6 +139,7 @@ class Backend:
             self.runtime
         )  # outermost: its installs pass every gate inside (consent too)
         self.runtime.on_job_event = self.monitors.job_event
+        self.runtime.on_shell_note = self.monitors.shell_note
         self.proposals = self.runtime.proposals  # the local runtime's ProposalQueue in review mode
         if self.proposals is not None:
             self.proposals.on_event = self.monitors.proposal_event
