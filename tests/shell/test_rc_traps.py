@@ -13,6 +13,7 @@ import asyncio
 import itertools
 import json
 import os
+import shutil
 import contextlib
 import time
 from pathlib import Path
@@ -39,6 +40,7 @@ trap 'rm -f "$HOME/state/$$.lock" "$__rc_tmp"' EXIT
 true
 """
 _ids = itertools.count(1)
+SHELLS = [s for s in ("bash", "zsh") if shutil.which(s)]
 SETTLE = 30.0  # bound on every wait for the traps' effects
 
 
@@ -47,12 +49,14 @@ def make_home(root: Path) -> Path:
     for d in ("state", "children"):
         (home / d).mkdir(parents=True)
     (home / ".bashrc").write_text(RC)
+    (home / ".zshrc").write_text(RC)
     return home
 
 
-def shell_env(home: Path, **extra: str) -> dict[str, str]:
+def shell_env(home: Path, shell: str = "bash", **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OH_", "XDG_"))}
-    env.update(HOME=str(home), SHELL="/bin/bash", OH_USER_SHELL="1", OH_SHELL_STARTUP_TIMEOUT="30", **extra)
+    path = shutil.which(shell) or f"/bin/{shell}"
+    env.update(HOME=str(home), SHELL=path, OH_USER_SHELL="1", OH_SHELL_STARTUP_TIMEOUT="30", **extra)
     env.pop("ZDOTDIR", None)
     return env
 
@@ -92,9 +96,10 @@ def note(obs: dict) -> str:
     return obs["extras"]["metadata"].get("prefix") or ""
 
 
-async def test_runtime_close_and_hard_timeout_run_the_rc_traps(tmp_path, workspace):
+@pytest.mark.parametrize("shell", SHELLS)
+async def test_runtime_close_and_hard_timeout_run_the_rc_traps(tmp_path, workspace, shell):
     home = make_home(tmp_path)
-    rt = LocalRuntime(workspace, env=shell_env(home))
+    rt = LocalRuntime(workspace, env=shell_env(home, shell))
     try:
         obs = await rt.execute(run("echo up"), "a1")
         assert obs["content"] == "up\n", obs
@@ -111,12 +116,13 @@ async def test_runtime_close_and_hard_timeout_run_the_rc_traps(tmp_path, workspa
     assert leftovers(home) == ([], [])  # close() returns once every shell ended
 
 
-async def test_a_slow_rc_finishes_in_the_background_then_its_shell_is_hung_up(tmp_path, workspace):
+@pytest.mark.parametrize("shell", SHELLS)
+async def test_a_slow_rc_finishes_in_the_background_then_its_shell_is_hung_up(tmp_path, workspace, shell):
     home = make_home(tmp_path)
-    rt = LocalRuntime(workspace, env=shell_env(home, RC_SLEEP="3"), shell_startup_timeout=0.5)
+    rt = LocalRuntime(workspace, env=shell_env(home, shell, RC_SLEEP="3"), shell_startup_timeout=0.5)
     try:
         obs = await rt.execute(run("type __rc_tmp >/dev/null 2>&1; echo clean shell $?"), "a1")
-        assert "did not finish within 0.5 s" in note(obs), obs
+        assert f"Your {shell} rc files did not finish within 0.5 s" in note(obs), obs
         assert obs["content"] == "clean shell 1\n", obs
         assert leftovers(home)[0] != [], "the slow rc is still at work, holding its lock"
         assert await settled_async(home) == ([], [])  # it finished, was hung up, and its trap removed the lock
