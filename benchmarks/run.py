@@ -1192,7 +1192,7 @@ class Bench:
         self.results["figures"]["P8"]["run_latency"] = lat
         pause = f"echo_after_{lat['pause_s']}s_pause_ms"
         rc_ms = lat.get("rc_time_ms_median", 0.0)
-        for mode in ("engine", "shell", "fast"):
+        for mode in ("engine", "shell"):
             m = lat.get(mode) or {}
             if not m:
                 continue

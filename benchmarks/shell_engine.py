@@ -1,5 +1,7 @@
-"""The agent's shell engine (issue 17): `run echo hi` backend-side and the time to the first terminal,
-old pipes shell vs the new pty engine (clean bash, the user's bash, the user's zsh) side by side.
+"""The agent's shell engine (issue 17): `run echo hi` backend-side and the time to the first terminal, the
+pty engine (clean bash, the user's bash, the user's zsh) side by side with a yardstick: a new
+`bash --norc -c 'echo hi'` through asyncio's subprocess per command (what a shell-less runtime would pay;
+the old bash-on-pipes shell it replaced was retired in issue 26).
 
     .venv/bin/python benchmarks/shell_engine.py [ROUNDS] [PER_ROUND]
 
@@ -46,25 +48,40 @@ def _action(command: str):
 
 def engines(home: Path) -> dict[str, dict]:
     found = {
-        "pipes (old: bash --norc on pipes)": {"engine": "pipes", "env": {"OH_USER_SHELL": "0"}},
-        "pty, clean bash (no rc)": {"engine": "pty", "env": {"OH_USER_SHELL": "0"}},
-        "pty, user's bash + rc": {
-            "engine": "pty",
-            "env": {"OH_USER_SHELL": "1", "SHELL": shutil.which("bash") or "/bin/bash"},
-        },
+        YARDSTICK: {"env": {}},
+        "pty, clean bash (no rc)": {"env": {"OH_USER_SHELL": "0"}},
+        "pty, user's bash + rc": {"env": {"OH_USER_SHELL": "1", "SHELL": shutil.which("bash") or "/bin/bash"}},
     }
     if shutil.which("zsh"):
-        found["pty, user's zsh + rc"] = {"engine": "pty", "env": {"OH_USER_SHELL": "1", "SHELL": shutil.which("zsh")}}
+        found["pty, user's zsh + rc"] = {"env": {"OH_USER_SHELL": "1", "SHELL": shutil.which("zsh")}}
     for spec in found.values():
         spec["env"] = dict(os.environ, HOME=str(home), **spec["env"])
         spec["env"].pop("ZDOTDIR", None)
     return found
 
 
-def _runtime(ws: Path, spec: dict) -> LocalRuntime:
-    rt = LocalRuntime(ws, env=spec["env"])
-    rt.shell_engine = spec["engine"]
-    return rt
+YARDSTICK = "yardstick: new `bash --norc -c` per command"
+
+
+class Yardstick:
+    """A new bash per command (no persistent shell): the same `execute` shape as the runtime."""
+
+    def __init__(self, ws: Path) -> None:
+        self.ws = ws
+
+    async def execute(self, action, agent) -> dict:
+        proc = await asyncio.create_subprocess_exec(
+            "bash", "--norc", "-c", action.command, cwd=self.ws, stdout=asyncio.subprocess.PIPE
+        )
+        out, _ = await proc.communicate()
+        return {"content": out.decode(), "extras": {"metadata": {"exit_code": proc.returncode}}}
+
+    async def close(self) -> None:
+        pass
+
+
+def _runtime(ws: Path, name: str, spec: dict):
+    return Yardstick(ws) if name == YARDSTICK else LocalRuntime(ws, env=spec["env"])
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -86,13 +103,13 @@ async def measure(rounds: int = 10, per_round: int = 50, first_samples: int = 5)
         first: dict[str, list[float]] = {name: [] for name in specs}
         for _ in range(first_samples):
             for name, spec in specs.items():
-                rt = _runtime(ws, spec)
+                rt = _runtime(ws, name, spec)
                 t0 = time.perf_counter()
                 obs = await rt.execute(_action("echo hi"), "bench")
                 first[name].append((time.perf_counter() - t0) * 1000)
                 assert obs["content"] == "hi\n", obs
                 await rt.close()
-        runtimes = {name: _runtime(ws, spec) for name, spec in specs.items()}
+        runtimes = {name: _runtime(ws, name, spec) for name, spec in specs.items()}
         lat: dict[str, list[float]] = {name: [] for name in specs}
         try:
             for rt in runtimes.values():

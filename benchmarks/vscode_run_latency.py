@@ -1,6 +1,6 @@
 """Issue 13 item 1: where the time of `run echo hi` goes in a real VS Code.
 
-    OH_E2E_DIR=/path/.e2e python benchmarks/vscode_run_latency.py [--n 30] [--modes engine,shell,fast] [--pause 0.5]
+    OH_E2E_DIR=/path/.e2e python benchmarks/vscode_run_latency.py [--n 30] [--modes engine,shell] [--pause 0.5]
 
 Starts the end-to-end harness (code-server 1.99 in headless Chromium, the extension from this
 checkout; extension/e2e/run.sh), a real backend (runtime vscode), then sends `echo hi` N times on one
@@ -11,7 +11,7 @@ of VS Code's start event, each data chunk, the stream's end, the end event, and 
 those phases, plus the pseudoterminal path's (an extra terminal, `bash -c`) round trip for comparison.
 
 --modes: the `oh.terminalMode` values to measure side by side in the same workbench and backend (default
-`engine,shell,fast`). Each mode gets its own agent shell (a new terminal reads the setting when it opens; the
+`engine,shell`). Each mode gets its own agent shell (a new terminal reads the setting when it opens; the
 workspace's settings.json is switched before each). Per mode: the time to the first terminal (the first
 `run` of a new agent shell: terminal + shell start + rc files + the command), `echo hi` back to back,
 `echo hi` with --pause seconds between commands, and `read` of a small file (p50/p90 of the client's
@@ -125,7 +125,7 @@ async def _warm_up(url: str, token: str, small_file: str) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=30)
-    ap.add_argument("--modes", default="engine,shell,fast", help="oh.terminalMode values to compare (comma-separated)")
+    ap.add_argument("--modes", default="engine,shell", help="oh.terminalMode values to compare (comma-separated)")
     ap.add_argument("--pause", type=float, default=0.5, help="seconds between commands in the paused series")
     a = ap.parse_args()
     n, modes = a.n, [m.strip() for m in a.modes.split(",") if m.strip()]
@@ -226,8 +226,6 @@ def main() -> None:
                 "agent_terminal": (
                     "shell engine (user's bash on a pty)"
                     if "(shell engine: bash" in log
-                    else "fast (persistent bash)"
-                    if "ready (fast mode" in log
                     else "shell integration"
                     if "with shell integration" in log
                     else "?"

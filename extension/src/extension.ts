@@ -14,6 +14,7 @@ import { workspaceRoots } from './executors/files';
 import { KnowledgeExecutor } from './executors/knowledge';
 import { executeRead } from './executors/read';
 import { RunExecutor } from './executors/run';
+import { RETIRED_FAST_MESSAGE, terminalMode } from './executors/terminalmode';
 import { executeStat } from './executors/stat';
 import { executeWrite } from './executors/write';
 import { SessionManager } from './manager';
@@ -31,6 +32,7 @@ export function activate(context: vscode.ExtensionContext): void {
   const log = (line: string) => ui.log(line);
   const version = String(context.extension.packageJSON.version ?? '0.0.0');
   const run = newRunExecutor(log);
+  noteRetiredMode(context, log);
   const knowledge = new KnowledgeExecutor(); // §3.6; also remembers the agent's changes for diagnostics
   const edit = new EditExecutor();
   const review = new ReviewController(edit.history, log); // §3.11: write/edit as proposals when the backend asks
@@ -45,7 +47,7 @@ export function activate(context: vscode.ExtensionContext): void {
     run,
     knowledge,
     review,
-    ...commandsAndHandlers(manager, folders, connect, ui),
+    ...commandsAndHandlers(manager, folders, connect, ui, context),
     { dispose: () => manager?.dispose() },
   );
 
@@ -56,6 +58,30 @@ export function activate(context: vscode.ExtensionContext): void {
       'install and start oh in this window\'s terminal (pipx install oh-editor-runtime; oh vscode install; oh start --runtime vscode)');
   }
   void folders.refresh().then(() => manager!.start());
+}
+
+/**
+ * A settings file that still says `oh.terminalMode: fast` (retired in issue 26): `engine` is used, the log
+ * says so each time, and the user is asked once (per machine) whether to update the setting where it is set.
+ */
+function noteRetiredMode(context: vscode.ExtensionContext, log: (line: string) => void): void {
+  const config = vscode.workspace.getConfiguration('oh');
+  if (!terminalMode(config.get<string>('terminalMode')).retired) return;
+  log('setting oh.terminalMode = fast: that mode was retired; agent terminals use "engine" (oh\'s shell engine)');
+  const key = 'oh.retiredFastModeSaid';
+  if (context.globalState.get<boolean>(key)) return;
+  void context.globalState.update(key, true);
+  void vscode.window.showInformationMessage(RETIRED_FAST_MESSAGE, 'Use "engine"').then(async (choice) => {
+    if (choice !== 'Use "engine"') return;
+    const where = config.inspect<string>('terminalMode');
+    const target =
+      where?.workspaceFolderValue === 'fast'
+        ? vscode.ConfigurationTarget.WorkspaceFolder
+        : where?.workspaceValue === 'fast'
+          ? vscode.ConfigurationTarget.Workspace
+          : vscode.ConfigurationTarget.Global;
+    await config.update('terminalMode', 'engine', target);
+  });
 }
 
 /** The `run` executor, with the two questions it may ask the user. */
@@ -198,6 +224,7 @@ function commandsAndHandlers(
   folders: Folders,
   connect: (sessionId?: string) => Promise<void>,
   ui: Ui,
+  context: vscode.ExtensionContext,
 ): vscode.Disposable[] {
   const log = (line: string) => ui.log(line);
   return [
@@ -223,6 +250,7 @@ function commandsAndHandlers(
       }
       if (e.affectsConfiguration('oh.terminalMode')) {
         log(`setting oh.terminalMode = ${vscode.workspace.getConfiguration('oh').get<string>('terminalMode', 'engine')} (for agent terminals opened from now on)`);
+        noteRetiredMode(context, log);
       }
     }),
     vscode.workspace.onDidChangeWorkspaceFolders(async () => {

@@ -81,6 +81,14 @@ def test_actions_table_rows_outcomes_and_stats():
     assert "pytest -q" in out and "PATH_DENIED" in out and "my-agent" in out and "no sandbox" in out
 
 
+def test_a_shell_note_is_shown_escaped():
+    st = LiveState(backend={"runtime": "local"})
+    note = "Your bash rc files did not finish within 5 s.\x1b[2J The agent's shell is the clean shell."
+    (line,) = st.apply(_ev("shell_note", note=note))
+    assert line.startswith("shell: Your bash rc files did not finish within 5 s.") and "\x1b" not in line
+    assert line.endswith("The agent's shell is the clean shell.")
+
+
 def test_unknown_events_are_shown_not_dropped():
     st = LiveState(backend={"runtime": "local"})
     assert st.apply(_ev("something_new", detail=1)) == ['something_new: {"detail": 1}']

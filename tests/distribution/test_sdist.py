@@ -17,6 +17,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.slow
+SHELLINIT_DIR = REPO / "src" / "oh" / "runtimes" / "local" / "shellinit"
+SHELLINIT = sorted(p.name for p in SHELLINIT_DIR.iterdir() if p.suffix in (".bash", ".zsh"))
 
 
 def test_sdist_carries_the_vsix_and_builds_a_wheel_without_npm(tmp_path: Path):
@@ -39,6 +41,8 @@ def test_sdist_carries_the_vsix_and_builds_a_wheel_without_npm(tmp_path: Path):
         names = t.getnames()
         root = names[0].split("/")[0]
         assert f"{root}/src/oh/vsix/oh-vscode.vsix" in names
+        for script in SHELLINIT:
+            assert f"{root}/src/oh/runtimes/local/shellinit/{script}" in names
         assert not any(n.startswith(f"{root}/extension/") for n in names), "the sdist needs no extension sources"
         t.extractall(tmp_path / "unpacked", filter="data")
     version = json.loads((REPO / "extension" / "package.json").read_text())["version"]
@@ -63,5 +67,7 @@ def test_sdist_carries_the_vsix_and_builds_a_wheel_without_npm(tmp_path: Path):
     (whl,) = dist.glob("oh_editor_runtime-*.whl")
     with zipfile.ZipFile(whl) as z:
         (tmp_path / "in-wheel.vsix").write_bytes(z.read("oh/vsix/oh-vscode.vsix"))
+        for script in SHELLINIT:  # the agent shell's init scripts, byte for byte
+            assert z.read(f"oh/runtimes/local/shellinit/{script}") == (SHELLINIT_DIR / script).read_bytes()
     with zipfile.ZipFile(tmp_path / "in-wheel.vsix") as z:
         assert json.loads(z.read("extension/package.json"))["version"] == version

@@ -391,16 +391,6 @@ REVIEWED = {
         "queue.get",
     ): "raced with the connection's reader in asyncio.wait: ends when the monitor closes",
     ("backend/monitors.py", "serve", "getter.result"): "only called on a completed future",
-    (
-        "runtimes/local/shell.py",
-        "_watch_exit",
-        "self.proc.wait",
-    ): "a watcher task: ends when bash exits, and kill() kills bash",
-    (
-        "runtimes/local/shell.py",
-        "reopen_stdin",
-        "cmd.changed.wait",
-    ): "`exec 0<fifo` on a FIFO we already hold open read-write cannot block; under the action deadline",
     ("editor/peer.py", "run_editor", "ready.wait"): "raced with the serve task in asyncio.wait",
     (
         "runtimes/local/knowledge.py",
@@ -449,7 +439,7 @@ REVIEWED = {
         "runtimes/local/engine.py",
         "_watch_exit",
         "proc.wait",
-    ): "a watcher task of the agent's shell process: the shell exits, or kill() SIGKILLs its process group",
+    ): "a watcher task of the agent's shell process: the shell exits, or kill() ends it (ptyproc.hang_up: SIGHUP, then SIGKILL after the grace)",
     (
         "runtimes/local/enginehost.py",
         "_wait_done",

@@ -57,6 +57,159 @@ export function waitForShellIntegration(term: vscode.Terminal, ms: number): Prom
   });
 }
 
+/** What a followed command needs from its terminal. */
+interface FollowHost {
+  sink?: (text: string) => void;
+  trace?: (line: string) => void;
+  /** End-event subscriptions of commands still running (released if the terminal goes away). */
+  pending: Set<vscode.Disposable>;
+  /** The command ended: the terminal's bookkeeping (its next prompt, its directory). */
+  ended: () => void;
+}
+
+/** The execution being followed, and what it delivered so far. */
+interface Exec {
+  execution: vscode.TerminalShellExecution;
+  chunks: number;
+  streamDone: boolean;
+  ended: boolean;
+  exitCode?: number;
+}
+
+/**
+ * One command followed to its end, whichever witness comes first: VS Code's end event (with its stream
+ * drained), oh's end mark in the stream, or the script's status file.
+ */
+class Following {
+  cur: Exec | null = null;
+  private completed = false;
+  private readonly subs: vscode.Disposable[] = [];
+  private readonly timers: NodeJS.Timeout[] = [];
+  private readonly t0 = Date.now();
+
+  constructor(
+    readonly cmd: RunningCommand,
+    readonly marks: MarkScanner,
+    private readonly script: string,
+    private readonly statusFile: string,
+    private readonly host: FollowHost,
+  ) {}
+
+  private tr(what: string): void {
+    this.host.trace?.(`trace +${Date.now() - this.t0} ms ${what}`);
+  }
+
+  private deliver(text: string): void {
+    if (!text) return;
+    this.host.sink?.(text);
+    this.cmd.push(text);
+  }
+
+  complete(how: 'vscode' | 'mark' | 'status' | 'recovered'): void {
+    if (this.completed) return;
+    this.completed = true;
+    for (const d of this.subs) {
+      d.dispose();
+      this.host.pending.delete(d);
+    }
+    for (const t of this.timers) clearInterval(t);
+    this.tr(`complete (${how})`);
+    this.host.ended();
+    this.deliver(this.marks.flush());
+    const cur = this.cur;
+    // Every stream VS Code delivers starts with the shell's "command started" sequence: none at all
+    // means VS Code dropped the chunk that held the command's output (start, output and end in one
+    // terminal read, before its data listener existed). Say so rather than answer a silent "".
+    if (cur && cur.chunks === 0 && this.marks.state === 'before') {
+      this.cmd.outputLost = true;
+      this.tr('no data delivered');
+    }
+    // oh's own status first: it is `$?` after the command line itself; VS Code's is that of `.`
+    // (the same unless the script never ran to its end), and sometimes missing.
+    let code = this.marks.status ?? cur?.exitCode ?? readStatus(this.statusFile);
+    if (how === 'recovered') {
+      code = undefined;
+      this.cmd.notes.push(
+        '[VS Code never reported the end of this command; after C-c its shell was back at its prompt, so the terminal ' +
+          'takes commands again. Run the command again if you need its exit code.]',
+      );
+    } else if (how !== 'vscode') {
+      this.host.trace?.(`VS Code reported no end for a command; oh's own ${how === 'mark' ? 'mark' : 'status file'} ended it`);
+    }
+    this.cmd.finish(code);
+    fs.rm(this.script, { force: true }, () => {});
+    fs.rm(this.statusFile, { force: true }, () => {});
+  }
+
+  private settle(c: Exec): void {
+    if (c === this.cur && c.ended) this.complete('vscode');
+  }
+
+  /** Reads the execution's stream; oh's end mark in it ends the command if VS Code's end event does not. */
+  follow(execution: vscode.TerminalShellExecution): void {
+    const c: Exec = { execution, chunks: 0, streamDone: false, ended: false };
+    this.cur = c;
+    void (async () => {
+      try {
+        for await (const data of execution.read()) {
+          if (c !== this.cur || this.completed) return;
+          c.chunks++;
+          this.tr(`data ${data.length} chars`); // sizes only: output may hold secrets
+          const before = this.marks.state;
+          this.deliver(this.marks.feed(data));
+          if (before !== 'after' && this.marks.state === 'after') {
+            this.tr(`oh end mark status=${this.marks.status}`);
+            // Output is complete. VS Code's end event normally follows within milliseconds (it
+            // comes with the next prompt); when it does not, the mark ends the command.
+            this.timers.push(setTimeout(() => this.complete('mark'), END_GRACE_MS));
+          }
+        }
+      } catch {
+        /* the terminal went away; the close handler finishes the command */
+      }
+      c.streamDone = true;
+      this.tr('stream done');
+      this.settle(c);
+    })();
+  }
+
+  /** VS Code's end event, and the status file as the last witness. */
+  watch(): void {
+    this.subs.push(vscode.window.onDidEndTerminalShellExecution((e) => this.onEnd(e)));
+    for (const d of this.subs) this.host.pending.add(d);
+    // The script's status file: the witness that the command ended even when VS Code delivers neither
+    // an end event nor the stream holding the end mark. Checked once a second (a stat), never parsed
+    // before the stream had its chance to deliver the output.
+    let statusSeenAt = 0;
+    this.timers.push(
+      setInterval(() => {
+        if (this.completed || this.marks.state === 'after') return;
+        if (!statusSeenAt) {
+          if (fs.existsSync(this.statusFile)) statusSeenAt = Date.now();
+        } else if (Date.now() - statusSeenAt >= STATUS_GRACE_MS) this.complete('status');
+      }, STATUS_POLL_MS),
+    );
+  }
+
+  private onEnd(e: vscode.TerminalShellExecutionEndEvent): void {
+    const c = this.cur;
+    if (!c || e.execution !== c.execution) return;
+    this.tr(`end event exit=${e.exitCode} streamDone=${c.streamDone}`);
+    c.ended = true;
+    c.exitCode = e.exitCode;
+    if (c.streamDone) this.settle(c);
+    else {
+      // The stream normally ends first; never wait on it forever.
+      this.timers.push(
+        setTimeout(() => {
+          c.streamDone = true;
+          this.settle(c);
+        }, STREAM_DRAIN_MS),
+      );
+    }
+  }
+}
+
 /** An agent's terminal driven through shell integration. */
 export class IntegratedShell implements CommandShell {
   readonly name = 'VS Code terminal (shell integration)';
@@ -105,125 +258,25 @@ export class IntegratedShell implements CommandShell {
     const exports = opts.env && Object.keys(opts.env).length ? envScript(opts.env) : '';
     const shown = shownCommand(commandLine.length > SHOWN_MAX ? commandLine.slice(0, SHOWN_MAX) + '…' : commandLine);
     fs.writeFileSync(script, markedScript({ script, nonce: this.nonce, commandLine, exportLines: exports, statusFile, shown }), { mode: 0o600 });
-    const text = `. ${quoteSh(script)}`;
     const cmd = new RunningCommand(true, opts.limit, new JobNoticeFilter());
-    const marks = new MarkScanner(this.nonce);
-    const t0 = Date.now();
-    const tr = (what: string) => this.trace?.(`trace +${Date.now() - t0} ms ${what}`);
-    /** The execution being followed, and what it delivered so far. */
-    let cur: { execution: vscode.TerminalShellExecution; chunks: number; streamDone: boolean; ended: boolean; exitCode?: number } | null = null;
-    let completed = false;
-    const subs: vscode.Disposable[] = [];
-    const timers: NodeJS.Timeout[] = [];
-    const deliver = (text: string) => {
-      if (!text) return;
-      opts.sink?.(text);
-      cmd.push(text);
-    };
-    const complete = (how: 'vscode' | 'mark' | 'status' | 'recovered') => {
-      if (completed) return;
-      completed = true;
-      for (const d of subs) {
-        d.dispose();
-        this.pending.delete(d);
-      }
-      for (const t of timers) clearInterval(t);
-      if (this.current?.cmd === cmd) this.current = null;
-      tr(`complete (${how})`);
-      this.lastEnd = Date.now();
-      this.lastCwd = this.cwd() ?? cur?.execution.cwd?.fsPath ?? this.lastCwd;
-      deliver(marks.flush());
-      // Every stream VS Code delivers starts with the shell's "command started" sequence: none at all
-      // means VS Code dropped the chunk that held the command's output (start, output and end in one
-      // terminal read, before its data listener existed). Say so rather than answer a silent "".
-      if (cur && cur.chunks === 0 && marks.state === 'before') {
-        cmd.outputLost = true;
-        tr('no data delivered');
-      }
-      // oh's own status first: it is `$?` after the command line itself; VS Code's is that of `.`
-      // (the same unless the script never ran to its end), and sometimes missing.
-      let code = marks.status ?? cur?.exitCode ?? readStatus(statusFile);
-      if (how === 'recovered') {
-        code = undefined;
-        cmd.notes.push(
-          '[VS Code never reported the end of this command; after C-c its shell was back at its prompt, so the terminal ' +
-            'takes commands again. Run the command again if you need its exit code.]',
-        );
-      } else if (how !== 'vscode') {
-        this.trace?.(`VS Code reported no end for a command; oh's own ${how === 'mark' ? 'mark' : 'status file'} ended it`);
-      }
-      cmd.finish(code);
-      fs.rm(script, { force: true }, () => {});
-      fs.rm(statusFile, { force: true }, () => {});
-    };
-    const settle = (c: NonNullable<typeof cur>) => {
-      if (c === cur && c.ended) complete('vscode');
-    };
-    const follow = (execution: vscode.TerminalShellExecution) => {
-      const c = { execution, chunks: 0, streamDone: false, ended: false } as NonNullable<typeof cur>;
-      cur = c;
-      void (async () => {
-        try {
-          for await (const data of execution.read()) {
-            if (c !== cur || completed) return;
-            c.chunks++;
-            tr(`data ${data.length} chars`); // sizes only: output may hold secrets
-            const before = marks.state;
-            deliver(marks.feed(data));
-            if (before !== 'after' && marks.state === 'after') {
-              tr(`oh end mark status=${marks.status}`);
-              // Output is complete. VS Code's end event normally follows within milliseconds (it
-              // comes with the next prompt); when it does not, the mark ends the command.
-              timers.push(setTimeout(() => complete('mark'), END_GRACE_MS));
-            }
-          }
-        } catch {
-          /* the terminal went away; the close handler finishes the command */
-        }
-        c.streamDone = true;
-        tr('stream done');
-        settle(c);
-      })();
-    };
-    subs.push(
-      vscode.window.onDidEndTerminalShellExecution((e) => {
-        const c = cur;
-        if (!c || e.execution !== c.execution) return;
-        tr(`end event exit=${e.exitCode} streamDone=${c.streamDone}`);
-        c.ended = true;
-        c.exitCode = e.exitCode;
-        if (c.streamDone) settle(c);
-        else {
-          // The stream normally ends first; never wait on it forever.
-          timers.push(
-            setTimeout(() => {
-              c.streamDone = true;
-              settle(c);
-            }, STREAM_DRAIN_MS),
-          );
-        }
-      }),
-    );
-    for (const d of subs) this.pending.add(d);
-    // The script's status file: the witness that the command ended even when VS Code delivers neither
-    // an end event nor the stream holding the end mark. Checked once a second (a stat), never parsed
-    // before the stream had its chance to deliver the output.
-    let statusSeenAt = 0;
-    timers.push(
-      setInterval(() => {
-        if (completed || marks.state === 'after') return;
-        if (!statusSeenAt) {
-          if (fs.existsSync(statusFile)) statusSeenAt = Date.now();
-        } else if (Date.now() - statusSeenAt >= STATUS_GRACE_MS) complete('status');
-      }, STATUS_POLL_MS),
-    );
-    this.current = { cmd, marks, statusFile, recover: () => complete('recovered') };
+    const f = new Following(cmd, new MarkScanner(this.nonce), script, statusFile, {
+      sink: opts.sink,
+      trace: this.trace,
+      pending: this.pending,
+      ended: () => {
+        if (this.current?.cmd === cmd) this.current = null;
+        this.lastEnd = Date.now();
+        this.lastCwd = this.cwd() ?? f.cur?.execution.cwd?.fsPath ?? this.lastCwd;
+      },
+    });
+    f.watch();
+    this.current = { cmd, marks: f.marks, statusFile, recover: () => f.complete('recovered') };
     // A leading space: when the text arrives while bash is still switching its terminal to
     // line-editing mode after the previous prompt, the first character can be dropped ("cho: command
     // not found", seen ~1 in 30 under load in the e2e suite; a known shell-readiness race). Losing a
     // space is harmless, and with HISTCONTROL=ignorespace the agent's commands stay out of the
     // user's shell history.
-    follow(si.executeCommand(' ' + text)); // its stream must be read before the command prints anything
+    f.follow(si.executeCommand(' ' + `. ${quoteSh(script)}`)); // its stream must be read before the command prints anything
     return cmd;
   }
 

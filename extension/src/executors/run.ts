@@ -7,10 +7,9 @@
  * shell (so `cd`, exports and aliases persist between commands, as in OpenHands' bash session),
  * `execution.read()` streams exactly what the command printed (escape sequences stripped, see
  * ../ansi.ts) and `onDidEndTerminalShellExecution` gives the real exit code (./integrated.ts). Fallback, when shell
- * integration does not come up within a few seconds: ./pty.ts. With the setting `oh.terminalMode: fast`
- * the main terminal is ./fastshell.ts instead (a pseudoterminal over one persistent bash on pipes,
- * docs/protocol.md §4.1); extra terminals are the same in both modes. The action rules (timeouts, input,
- * one command at a time) live in ../runstate.ts.
+ * integration does not come up within a few seconds: ./pty.ts. The default, `oh.terminalMode: engine`, is
+ * ./engineshell.ts (oh's shell engine; the retired `fast` mode maps to it: ./terminalmode.ts). The action
+ * rules (timeouts, input, one command at a time) live in ../runstate.ts.
  */
 import * as fs from 'fs';
 import * as os from 'os';
@@ -25,9 +24,9 @@ import type { RunResult } from '../protocol';
 import { left, place, QUEUE_LIMIT, queueFullMessage, Waiters, waitedOutMessage } from '../shellqueue';
 import { allowedRoots, baseDir, workspaceRoots } from './files';
 import { EngineShell } from './engineshell';
-import { FastShell } from './fastshell';
 import { IntegratedShell, waitForShellIntegration } from './integrated';
 import { PtyShell } from './pty';
+import { terminalMode } from './terminalmode';
 import { hostMetadata } from './shellenv';
 
 export const SHELL_INTEGRATION_WAIT_MS = 5000;
@@ -58,7 +57,7 @@ export interface RunExecutorDeps {
   confirmCommands: () => boolean;
   /**
    * The `oh.terminalMode` setting, read at each new agent terminal: `engine` (default) = ./engineshell.ts,
-   * `shell` = VS Code's shell integration (./integrated.ts), `fast` = ./fastshell.ts (POSIX only).
+   * `shell` = VS Code's shell integration (./integrated.ts); the retired `fast` is read as `engine`.
    */
   terminalMode?: () => string;
   /** `oh.userShell` (default true): the engine runs the user's shell with their rc files; false: the clean shell. */
@@ -69,7 +68,7 @@ export interface RunExecutorDeps {
 
 /** One agent shell: its terminal (created lazily), and the rules of the command running there. */
 class Slot {
-  shell: IntegratedShell | PtyShell | FastShell | EngineShell | null = null;
+  shell: IntegratedShell | PtyShell | EngineShell | null = null;
   preferPty = false;
   /** The backend's interpreter (session file `python`), which runs the shell engine host. */
   python: string | undefined;
@@ -230,7 +229,6 @@ export class RunExecutor implements vscode.Disposable {
       slot.engineFailed = true;
       this.fallbackNote(slot, why);
     }
-    if (!slot.preferPty && this.fastMode()) return this.createFastShell(slot, cwd);
     if (!slot.preferPty) {
       const t0 = Date.now();
       // bash on POSIX: agents (OpenHands' CmdRunAction) write bash, and VS Code's bash integration is its most reliable.
@@ -272,8 +270,7 @@ export class RunExecutor implements vscode.Disposable {
   }
 
   private mode(): string {
-    const m = this.deps.terminalMode?.() ?? 'engine';
-    return m === 'shell' || m === 'fast' ? m : 'engine';
+    return terminalMode(this.deps.terminalMode?.()).mode;
   }
 
   /** Why the shell engine cannot run here, or null when it can. */
@@ -337,26 +334,6 @@ export class RunExecutor implements vscode.Disposable {
     }
     slot.shell = engine;
     return engine;
-  }
-
-  private fastMode(): boolean {
-    return process.platform !== 'win32' && this.deps.terminalMode?.() === 'fast';
-  }
-
-  /** `oh.terminalMode: fast` (./fastshell.ts): a pseudoterminal over one persistent bash, ready at once. */
-  private createFastShell(slot: Slot, cwd: string): CommandShell {
-    const fast: FastShell = new FastShell(cwd, childEnv(), this.tmp(), () => {
-      if (slot.shell === fast) {
-        slot.lastCwd = fast.cwd();
-        slot.shell = null;
-        slot.controller.shellClosed(undefined);
-        this.deps.log(`the "${slot.name}" terminal was closed; the next command opens a new one`);
-      }
-    }, slot.name);
-    fast.terminal.show(true);
-    this.deps.log(`"${slot.name}" terminal ready (fast mode, persistent bash pid ${fast.pid()}, in ${cwd})`);
-    slot.shell = fast;
-    return fast;
   }
 
   /** args.cwd: relative to the agent's workdir, and inside the backend's workspace + allowed roots (PATH_DENIED). */
@@ -767,7 +744,7 @@ export class RunExecutor implements vscode.Disposable {
     for (const s of this.subs) s.dispose();
     for (const m of this.slots.values()) {
       for (const slot of [m, ...m.extras.values()]) {
-        if (slot.shell instanceof PtyShell || slot.shell instanceof FastShell || slot.shell instanceof EngineShell) slot.shell.dispose();
+        if (slot.shell instanceof PtyShell || slot.shell instanceof EngineShell) slot.shell.dispose();
       }
     }
     for (const m of this.slots.values()) m.jobs.closeAll();

@@ -45,6 +45,11 @@ class Monitors:
         self.trace.record(name, **{("action" if k == "kind" else k): v for k, v in fields.items()})
         self.emit(name, **fields)
 
+    def shell_note(self, note: str) -> None:
+        """An agent shell's note, said once (why the clean shell runs, or a fix made to the rc's settings)."""
+        self.trace.record("shell_note", note=note)
+        self.emit("shell_note", note=note)
+
     def job_event(self, name: str, job: dict[str, Any]) -> None:
         """A job started or finished (in the local runtime, or reported by an editor)."""
         fields = joblist.event_fields(name, job)

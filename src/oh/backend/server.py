@@ -140,6 +140,7 @@ class Backend:
         self.runtime = self.stack.outer
         self.consent = self.stack.consent  # consent (§3.13): around the branch guard, so every route passes it
         self.runtime.on_job_event = self.monitors.job_event
+        self.runtime.on_shell_note = self.monitors.shell_note
         self.proposals = self.runtime.proposals  # the local runtime's ProposalQueue in review mode
         if self.proposals is not None:
             self.proposals.on_event = self.monitors.proposal_event

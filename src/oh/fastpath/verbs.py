@@ -190,10 +190,26 @@ def finish(io: Streams, obs: dict, json_: bool, *, show_content: bool = True) ->
     if not json_ and show_content and content:
         io.write(content if content.endswith("\n") else content + "\n")
     if not json_:
+        for note in shell_notes(obs):
+            io.note("note: " + note)
         line = branch_note(obs, in_content=not show_content)
         if line:
             io.note(line)
     return None
+
+
+def shell_notes(obs: dict) -> list[str]:
+    """The agent shell's notes in a run's prefix (``[...]`` lines: the clean-shell fallback, a fixed rc
+    setting, a vanished directory). The backend says each once, so the user reads each once, on stderr."""
+    md = _extras(obs).get("metadata") if obs.get("observation") == "run" else None
+    prefix = (md or {}).get("prefix")
+    if not isinstance(prefix, str):
+        return []
+    return [
+        line[1:-1]
+        for line in prefix.splitlines()
+        if line.startswith("[") and line.endswith("]") and not line.startswith((_BRANCH_NOTE, "[Below is the output"))
+    ]
 
 
 _BRANCH_NOTE = "[oh] Branch mode: "

@@ -56,6 +56,9 @@ class Runtime(ABC):
     name: str = "?"
     # Set by the backend: called with ("job_started" | "job_finished", job record) (docs/protocol.md §5).
     on_job_event = None
+    # Set by the backend: called with an agent shell's note when it is first said (the clean-shell fallback,
+    # a fix oh made to the rc's settings); monitors get it as `shell_note` (docs/protocol.md §5).
+    on_shell_note = None
     # Review mode's queue of proposals when this process holds them (the local runtime's
     # ProposalQueue, docs/protocol.md §3.11; `oh review` decides them), else None.
     proposals = None
@@ -106,6 +109,14 @@ class Wrapper(Runtime):
     @on_job_event.setter
     def on_job_event(self, callback) -> None:
         self.inner.on_job_event = callback
+
+    @property
+    def on_shell_note(self):
+        return self.inner.on_shell_note
+
+    @on_shell_note.setter
+    def on_shell_note(self, callback) -> None:
+        self.inner.on_shell_note = callback
 
     @property
     def proposals(self):  # type: ignore[override]

@@ -353,6 +353,10 @@ class LiveState:
         self.backend["branch"] = {k: v for k, v in frame.items() if k not in ("type", "event", "time")}
         return ["branch mode: " + branch_label(self.backend["branch"])]
 
+    def _on_shell_note(self, frame: dict[str, Any]) -> list[str]:
+        """An agent shell's note (the clean-shell fallback of a slow or failing rc file, a fixed setting)."""
+        return ["shell: " + visible(str(frame.get("note") or ""))[:600]]
+
     def _on_editor_connected(self, frame: dict[str, Any]) -> list[str]:
         e = dict(frame.get("editor") or {})
         self.editors[e.get("editor_id", f"e{len(self.editors) + 1}")] = e
@@ -602,6 +606,7 @@ class LiveState:
         "token_rotated": _on_token_rotated,
         "shutting_down": _on_shutting_down,
         "branch": _on_branch,
+        "shell_note": _on_shell_note,
     }
 
     def _url(self) -> str:

@@ -21,7 +21,7 @@ from typing import Any
 from .engine import STARTUP_TIMEOUT, PtyShell
 from .render import COLS, ROWS
 from .runtime import shell_environment
-from .shell import Command
+from .command import Command
 
 KEYS = {"C-c": "c", "C-d": "d", "C-z": "z", "C-\\": "\\"}
 EXPORT_NAME = __import__("re").compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -34,8 +34,8 @@ from .paths import PathPolicy
 from .gitswitch import local_switch
 from .review import PathLocks, Proposal, ProposalQueue, ProposingEditor, Recorder, file_bytes, text_of
 from .engine import STARTUP_TIMEOUT
+from .ptyproc import WrapArgv
 from ...protocol import shellqueue
-from .shell import SOURCE_FILE_TEXT
 from .terminal import Terminal
 
 log = logging.getLogger("oh.runtimes.local")
@@ -102,9 +102,10 @@ class LocalRuntime(Runtime):
                 shell_startup_timeout = STARTUP_TIMEOUT
         self.user_shell = bool(user_shell)
         self.shell_startup_timeout = max(0.1, float(shell_startup_timeout))
-        # OH_SHELL_ENGINE=pipes: the old bash-on-pipes shell (comparisons, systems without a pty).
-        has_pty = hasattr(os, "openpty") and os.name == "posix"
-        self.shell_engine = "pipes" if not has_pty or source.get("OH_SHELL_ENGINE") == "pipes" else "pty"
+        # A sandbox's prefix for every agent shell's argv (ptyproc.spawn); None: the shell runs as is.
+        self.wrap_argv: WrapArgv | None = None
+        # Told each engine note (the clean-shell fallback, a fix to the rc's settings) when first said.
+        self.on_shell_note: Callable[[str], None] | None = None
         self._notes_said: set[str] = set()
         self.editor = FileEditor(max_output_chars)
         self._terminals: dict[Hashable, ShellGroup] = {}  # shell key -> its shells and jobs
@@ -134,11 +135,11 @@ class LocalRuntime(Runtime):
     def _scratch_dir(self) -> str:
         if self._scratch is None or not os.path.isdir(self._scratch):
             self._scratch = tempfile.mkdtemp(prefix="oh-local-")
-        src = os.path.join(self._scratch, "run.sh")
-        if not os.path.exists(src):
-            with open(src, "w") as f:
-                f.write(SOURCE_FILE_TEXT)
         return self._scratch
+
+    def _shell_note(self, note: str) -> None:
+        if self.on_shell_note is not None:
+            self.on_shell_note(note)
 
     def branch_switch(self) -> Switch:
         """Branch mode here runs git itself (nobody can be asked: a question becomes BRANCH_FAILED)."""
@@ -164,7 +165,8 @@ class LocalRuntime(Runtime):
             max_wait=self.max_wait,
             env_snapshot=env_snapshot,
             init_script=init_script,
-            engine=self.shell_engine,
+            wrap_argv=self.wrap_argv,
+            on_note=self._shell_note,
             user_shell=self.user_shell,
             startup_timeout=self.shell_startup_timeout,
             notes_said=self._notes_said,

@@ -34,12 +34,14 @@ import shlex
 import shutil
 import socket
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ...protocol.errors import ErrorId, ToolError
 from ...protocol.events import MAX_OUTPUT_CAP, Action, error_observation, run_observation
+from .command import Command, Shell, encode
 from .engine import STARTUP_TIMEOUT, PtyShell
-from .shell import BashShell, Command, encode
+from .ptyproc import WrapArgv
 
 # OpenHands' wording, naming no tool (agents reach oh through many tools: the SDK's terminal, MCP, ...).
 WAIT_HINT = (
@@ -92,14 +94,14 @@ class Terminal:
         max_wait: float,
         env_snapshot: str = "",
         init_script: str = "",
-        engine: str = "pty",
         user_shell: bool = True,
         startup_timeout: float = STARTUP_TIMEOUT,
         notes_said: set[str] | None = None,
+        wrap_argv: WrapArgv | None = None,
+        on_note: Callable[[str], None] | None = None,
     ) -> None:
-        # "pty": the user's shell on a pseudo-terminal (engine.py, the default); "pipes": bash on pipes
-        # (shell.py), for systems without a pty.
-        self.engine = engine
+        self.wrap_argv = wrap_argv  # a sandbox's prefix for the shell's argv (ptyproc.spawn)
+        self.on_note = on_note  # told each engine note as it is first said (the live view's shell_note)
         self.user_shell = user_shell
         self.startup_timeout = startup_timeout
         self.notes_said = notes_said if notes_said is not None else set()  # engine notes are said once
@@ -113,7 +115,7 @@ class Terminal:
         self.max_output_chars = max_output_chars
         self.no_change_timeout = no_change_timeout
         self.max_wait = max_wait
-        self.shell: BashShell | PtyShell | None = None
+        self.shell: Shell | None = None
         self._waiter = asyncio.Lock()
         self._claimed = False  # a new command was accepted and is being started
         self._closed = False
@@ -123,7 +125,7 @@ class Terminal:
     def running(self) -> Command | None:
         return self.shell.running if self.shell is not None else None
 
-    async def _ensure_shell(self) -> tuple[BashShell, str]:
+    async def _ensure_shell(self) -> tuple[Shell, str]:
         """A live shell; a dead one is disposed of and replaced in its last directory."""
         note = ""
         shell = self.shell
@@ -137,24 +139,24 @@ class Terminal:
             if not os.path.isdir(cwd):
                 note = f"[The previous directory {cwd} no longer exists; the shell starts in {self.workspace}.]\n"
                 cwd = self.cwd = self.workspace
-            if self.engine == "pty":
-                shell = PtyShell(
-                    cwd,
-                    self.env,
-                    self.source_file,
-                    self.max_output_chars,
-                    self.env_snapshot,
-                    user_shell=self.user_shell,
-                    startup_timeout=self.startup_timeout,
-                )
-            else:
-                shell = BashShell(cwd, self.env, self.source_file, self.max_output_chars, self.env_snapshot)
+            shell = PtyShell(
+                cwd,
+                self.env,
+                self.source_file,
+                self.max_output_chars,
+                self.env_snapshot,
+                user_shell=self.user_shell,
+                startup_timeout=self.startup_timeout,
+                wrap_argv=self.wrap_argv,
+            )
             await shell.start()
             self.shell = shell
-            said = getattr(shell, "note", "")
+            said = shell.note
             if said and said not in self.notes_said:
                 self.notes_said.add(said)
                 note += f"[{said}]\n"
+                if self.on_note is not None:
+                    self.on_note(said)
             if self.init_script:
                 await self._internal(shell, self.init_script)
         return shell, note
@@ -259,13 +261,11 @@ class Terminal:
 
     async def start(
         self, action: Action, cwd: str | None, *, job_id: str | None = None, sink=None
-    ) -> tuple[Command, BashShell, str]:
+    ) -> tuple[Command, Shell, str]:
         """Start ``action``'s command (the caller checked ``idle``) without waiting for it."""
         self._claimed = True
         try:
             shell, note = await self._ensure_shell()
-            if shell.stdin_closed:
-                await shell.reopen_stdin(self.scratch_dir)
             if action.env:
                 await self._export(shell, action.env)
             text = action.command
@@ -279,12 +279,12 @@ class Terminal:
             self._claimed = False
         return cmd, shell, note
 
-    async def _export(self, shell: BashShell, env: dict[str, str]) -> None:
+    async def _export(self, shell: Shell, env: dict[str, str]) -> None:
         """Export ``env`` in the shell (persists there). Sent through the command pipe, never argv."""
         text = "\n".join(f"builtin export {name}={shlex.quote(value)}" for name, value in env.items())
         await self._internal(shell, text)
 
-    async def _internal(self, shell: BashShell, text: str) -> None:
+    async def _internal(self, shell: Shell, text: str) -> None:
         """Run builtins-only ``text`` in the shell before the agent's command (its own line numbers stay)."""
         cmd = shell.submit(text, internal=True)
         deadline = time.monotonic() + EXPORT_TIMEOUT  # builtins only: done at once unless the shell is wedged
@@ -299,7 +299,7 @@ class Terminal:
                 )
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(cmd.changed.wait(), remaining)
-        shell._idle.add(cmd.take_output())  # a background job's output belongs to the next command
+        cmd.take_output()  # builtins print nothing; a background job's output seen meanwhile is its own
 
     def _busy(self, action: Action) -> dict[str, Any]:
         return error_observation(
@@ -318,44 +318,17 @@ class Terminal:
             return error_observation(action.id, ErrorId.NO_COMMAND, NO_INPUT_TEXT)
         if command == "":
             pass  # just wait, as OpenHands does
-        elif _SPECIAL_KEY.match(command) and isinstance(shell, PtyShell):
+        elif _SPECIAL_KEY.match(command):
             # A real terminal: the key goes through the line discipline (C-c: SIGINT to the foreground
             # job, C-d: end of input, C-z: the job stops and the shell's prompt comes back).
             await shell.send_key(command[2])
-        elif _SPECIAL_KEY.match(command):
-            key = command[2].lower()
-            if key == "c":
-                shell.interrupt()
-            elif key == "d":
-                shell.close_stdin()
-            elif key == "z":
-                return error_observation(
-                    action.id,
-                    ErrorId.TOOL_UNSUPPORTED,
-                    "C-z (suspend) is not supported: the local shell has no job control, a stopped command would "
-                    "hang it. Use C-c to interrupt the command, or start long-running programs in the background with `&`.",
-                )
-            else:
-                return error_observation(
-                    action.id,
-                    ErrorId.TOOL_UNSUPPORTED,
-                    f"Key {command} is not supported by the local shell (no terminal): only C-c (interrupt) and "
-                    "C-d (end of input) can be sent; other input is sent as a line of text.",
-                )
         else:
             try:
                 await asyncio.wait_for(shell.send_input(encode(command + "\n")), 5)
-            except BrokenPipeError:
-                return self._obs(
-                    action,
-                    "ERROR: The running command's input was closed (C-d); it cannot receive more input.",
-                    -1,
-                    self._cwd(),
-                )
             except asyncio.TimeoutError:
                 return self._obs(
                     action,
-                    "ERROR: The running command is not reading its input (the input pipe is full); the text was not fully sent.",
+                    "ERROR: The running command is not reading its input (the terminal's input buffer is full); the text was not fully sent.",
                     -1,
                     self._cwd(),
                 )

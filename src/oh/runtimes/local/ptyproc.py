@@ -1,0 +1,124 @@
+"""A process on a new pty, and ending it the way a terminal does. The thin I/O part of the shell engine.
+
+``spawn`` is the one place where the final argv, environment and directory of the agent's shell are
+decided, just before the process starts: ``wrap_argv`` (e.g. a sandbox's ``bwrap ... --``) may prefix the
+argv there (docs/architecture.md, "The agent's shell").
+
+``hang_up`` ends a shell as closing its terminal window would: SIGHUP to the shell and to every process
+group of its descendants (an interactive shell also passes it on to its jobs), a grace period in which
+EXIT traps run (an rc file's lock or temp file is removed, as pyenv's rehash lock is), then SIGKILL to
+whatever is left, descendants that left the shell's process group included.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import os
+import signal
+import struct
+import termios
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .command import descendants
+
+# Seconds a hung-up shell and its processes get to run their EXIT traps before SIGKILL.
+HANGUP_GRACE = 2.0
+
+WrapArgv = Callable[[list[str], dict[str, str]], list[str]]
+
+
+@dataclass
+class PtyProcess:
+    proc: asyncio.subprocess.Process
+    master: int  # the pty's master side (non-blocking); the caller closes it
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+
+async def spawn(
+    argv: list[str],
+    env: dict[str, str],
+    cwd: str,
+    *,
+    size: tuple[int, int],
+    pass_fds: tuple[int, ...] = (),
+    wrap_argv: WrapArgv | None = None,
+) -> PtyProcess:
+    """Start ``argv`` as the session leader of a new pty (its controlling terminal), ``size`` = (rows, cols).
+
+    ``wrap_argv(argv, env)`` returns the argv actually executed (a wrapper that ends by exec'ing ``argv``)."""
+    if wrap_argv is not None:
+        argv = wrap_argv(list(argv), env)
+    master, slave = os.openpty()
+    fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", size[0], size[1], 0, 0))
+
+    def child_setup() -> None:  # runs in the child after setsid (start_new_session)
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            pass_fds=pass_fds,
+            start_new_session=True,
+            preexec_fn=child_setup,
+            cwd=cwd,
+            env=env,
+        )
+    except BaseException:
+        os.close(master)
+        raise
+    finally:
+        os.close(slave)
+    os.set_blocking(master, False)
+    return PtyProcess(proc, master)
+
+
+def _signal_groups(groups: set[int], sig: int) -> None:
+    for g in groups:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(g, sig)
+
+
+async def hang_up(proc: asyncio.subprocess.Process, grace: float = HANGUP_GRACE) -> None:
+    """SIGHUP the shell and its descendants' process groups; after ``grace`` s, SIGKILL what is left."""
+    pid = proc.pid
+    stray = descendants(pid) if proc.returncode is None else []
+    groups: set[int] = set()
+    for p in stray:
+        with contextlib.suppress(Exception):
+            groups.add(os.getpgid(p.pid))
+    if proc.returncode is None:
+        groups.add(pid)  # the shell leads its session and its process group
+        # A stopped job cannot act on SIGHUP until it runs again (a terminal's hangup sends SIGCONT too).
+        _signal_groups(groups, signal.SIGHUP)
+        _signal_groups(groups, signal.SIGCONT)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + grace
+    with contextlib.suppress(asyncio.TimeoutError):
+        await asyncio.wait_for(asyncio.shield(proc.wait()), grace)
+    while any(_alive(p) for p in stray) and loop.time() < deadline:
+        await asyncio.sleep(0.02)
+    if proc.returncode is not None and not any(_alive(p) for p in stray):
+        return  # all ended on the hangup: no SIGKILL to process groups that may be gone (ids get reused)
+    _signal_groups(groups, signal.SIGKILL)
+    for p in stray:
+        with contextlib.suppress(Exception):
+            p.kill()
+    if proc.returncode is None:
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.shield(proc.wait()), 5)
+
+
+def _alive(p) -> bool:
+    try:
+        return p.is_running() and p.status() != "zombie"
+    except Exception:  # noqa: BLE001 - psutil.NoSuchProcess and friends: gone
+        return False
