@@ -184,8 +184,10 @@ def run_run(
 
 def read(
     path: str = typer.Argument(..., metavar="PATH", help="File to read (relative to your cwd inside the workspace)."),
-    start: int = typer.Option(0, "--start", metavar="LINE", help="First line (0-based)."),
-    end: int = typer.Option(-1, "--end", metavar="LINE", help="Line to stop before (-1 = end of file)."),
+    start: int = typer.Option(
+        1, "--start", metavar="LINE", help="First line to show (1 = the first line, as in an editor)."
+    ),
+    end: int = typer.Option(-1, "--end", metavar="LINE", help="Last line to show, included (-1 = end of file)."),
     workspace: Optional[str] = _WORKSPACE,
     instance: Optional[str] = _INSTANCE,
     json_: bool = _JSON,
@@ -210,7 +212,7 @@ def run_read(
     io: Streams,
     *,
     path: str,
-    start: int = 0,
+    start: int = 1,
     end: int = -1,
     workspace: Optional[str] = None,
     instance: Optional[str] = None,

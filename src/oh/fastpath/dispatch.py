@@ -89,7 +89,7 @@ def _verb(io, verb: str, opts: dict, pos: list[str]) -> int | None:
                 **common,
             )
         if verb == "read":
-            return verbs.read(io, session, path=pos[0], start=opts.get("start", 0), end=opts.get("end", -1), **common)
+            return verbs.read(io, session, path=pos[0], start=opts.get("start", 1), end=opts.get("end", -1), **common)
         if verb == "write":
             return verbs.write(
                 io, session, path=pos[0], content=verbs.content_or_stdin(io, opts.get("content")), **common
