@@ -168,6 +168,8 @@ def run_edit_list(io: Streams, *, key: str, value: str, remove: bool) -> int:
             die(f"{k.name} is not a list setting; use `oh config set {k.name} VALUE`.", USAGE)
         (item,) = s.parse_value(k.name, [value]) or [""]
         current = list(s.parse_value(k.name, s.read_file().get(k.name, [])))
+    except s.ConfigFileError:
+        raise  # the file's own error (unreadable, bad TOML): the key's allowed values would not help
     except s.SettingError as exc:
         die(
             str(exc),

@@ -411,7 +411,10 @@ def read_file(path: Path | None = None) -> dict[str, Any]:
     except FileNotFoundError:
         return {}
     except OSError as exc:
-        raise ConfigFileError(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise ConfigFileError(
+            f"cannot read {path}: {exc.strerror or exc}. Fix: make its directory readable, or point OH_HOME at a "
+            "directory you can read and write (e.g. `export OH_HOME=~/.oh`)."
+        ) from None
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
