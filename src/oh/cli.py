@@ -107,6 +107,10 @@ def main() -> None:
     from .fastpath.dispatch import main as fast  # lazy: `oh.cli` is imported by completions and tests too
 
     code = fast(sys.argv[1:])
+    if code is None:  # commands people type that need no typer either (`oh config get KEY`)
+        from .commands.quick import main as quick
+
+        code = quick(sys.argv[1:])
     if code is not None:
         sys.stdout.flush()
         sys.exit(code)

@@ -66,16 +66,10 @@ def get(key: str = typer.Argument(..., help="Setting name.", autocompletion=comp
 
 
 def run_get(io: Streams, *, key: str) -> int:
-    """``oh config get``'s behaviour."""
-    s = _settings_module()
-    from ._common import load_settings
+    """``oh config get``'s behaviour (``oh.commands.quick`` runs it without typer)."""
+    from .quick import config_get
 
-    try:
-        name = s.key(key).name
-    except s.SettingError as exc:
-        die(str(exc), USAGE)
-    io.print(s.display(load_settings().get(name)))
-    return 0
+    return config_get(io, key=key)
 
 
 # ignore_unknown_options: a negative VALUE (`oh config set port -1`) is a value to validate, not an option.

@@ -8,7 +8,6 @@ suggestion for a mistyped key).
 
 from __future__ import annotations
 
-import difflib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -153,9 +152,10 @@ def _dir_list(value: Any) -> list[str]:
 def _rules(verdict: str) -> Callable[[Any], list[str]]:
     """Consent rules (protocol/consent.py): a TOML list of 'KIND: PATTERN' strings, or one per line
     (env ``OH_CONSENT_ALLOW`` etc.). Each is checked; the stored text is the rule's normal form."""
-    from ..protocol.consent import RuleError, parse_rule
 
     def parse(value: Any) -> list[str]:
+        from ..protocol.consent import RuleError, parse_rule  # lazy: the consent parser is heavy (startup)
+
         items = value if isinstance(value, (list, tuple)) else [line for line in str(value).splitlines()]
         out: list[str] = []
         for item in items:
@@ -377,6 +377,8 @@ KEYS: dict[str, Key] = {
 
 
 def suggest(name: str) -> str:
+    import difflib  # lazy: only for a mistyped key
+
     close = difflib.get_close_matches(name.lower().replace("-", "_"), KEYS, n=1, cutoff=0.5)
     return f" Did you mean {close[0]!r}?" if close else ""
 
@@ -526,6 +528,11 @@ del _name
 
 
 def display(value: Any) -> str:
+    """A value as config.toml writes it (a list as a TOML array, never a Python repr)."""
+    if isinstance(value, (list, tuple)):
+        import json  # a JSON array of strings/numbers is a valid TOML array
+
+        return "[" + ", ".join(json.dumps(item, ensure_ascii=False) for item in value) + "]"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float) and value.is_integer():

@@ -22,7 +22,13 @@ def main(argv: list[str]) -> int | None:
 
         sys.stdout.write(f"oh {__version__}\n")
         return 0
-    if not argv or argv[0] not in VERBS or os.environ.get("_OH_COMPLETE") or os.environ.get("OH_NO_FASTPATH"):
+    if os.environ.get("_OH_COMPLETE") or os.environ.get("OH_NO_FASTPATH"):
+        return None
+    if argv in ([], ["--help"], ["-h"]):  # the top-level help, drawn from a cached table (oh.fastpath.help)
+        from .help import main as help_main
+
+        return help_main(argv)
+    if argv[0] not in VERBS:
         return None
     from .argv import parse, split_verb
 
