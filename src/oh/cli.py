@@ -69,9 +69,9 @@ def _build():
     app.command()(stop.stop)
     app.command(epilog=status.EPILOG)(status.status)
     app.command(epilog=agent.EPILOG)(agent.run)
-    app.command(epilog=agent.EPILOG)(agent.read)
-    app.command(epilog=agent.EPILOG)(agent.write)
-    app.command(epilog=agent.EPILOG)(agent.edit)
+    app.command(epilog=agent.FILE_EPILOG)(agent.read)
+    app.command(epilog=agent.FILE_EPILOG)(agent.write)
+    app.command(epilog=agent.FILE_EPILOG)(agent.edit)
     from .commands import editorinfo
 
     editorinfo.register(app)  # diagnostics, open, editors, symbols, definition, references

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -69,3 +71,72 @@ def test_read_only_oh_home_is_one_clear_line(oh, tmp_path):
             p.stderr,
         )
     assert (home / "config.toml").read_text() == 'port = 7\nconsent_allow = ["run: ls *"]\n'
+
+
+# ---------------------------------------------------------------- item 12: wording
+def test_help_footers_and_metavars_say_what_they_mean(oh):
+    for verb in ("read", "write", "edit"):
+        text = oh(verb, "--help", check=0).stdout
+        assert "Exit codes:" in text and "oh run" not in text and "command's own exit code" not in text, verb
+    assert "command's own exit code" in oh("run", "--help", check=0).stdout
+    ensure = oh("ensure", "--help", check=0).stdout
+    assert "oh ensure [OPTIONS] [DIR]" in ensure and "[[DIR]]" not in ensure
+    start = " ".join(oh("start", "--help", check=0).stdout.replace("│", " ").split())
+    assert "supported editor CLI" in start and "`code` is on PATH" not in start
+
+
+def test_readme_has_no_empty_heading():
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text().splitlines()
+    for above, below in zip(readme, readme[1:]):
+        assert not (above.startswith("## ") and below.startswith("#")), f"empty heading: {above!r}"
+
+
+def test_a_bad_value_is_explained_once(oh):
+    for args in (("port", "abc"), ("runtime", "nope")):
+        p = oh("config", "set", *args, check=2)
+        assert len(p.stderr.strip().splitlines()) == 1 and "Allowed:" not in p.stderr, p.stderr
+    p = oh("config", "add", "consent_allow", "bogus", check=2)
+    assert p.stderr.count("PATTERN") == 1, p.stderr
+
+
+def test_timeout_note_says_1_second_and_logs_name_the_agent(oh):
+    oh.start("local")
+    p = oh("run", "--timeout", "1", "--", "sleep 5")
+    both = p.stdout + p.stderr
+    assert "after 1 second " in both and "1 seconds" not in both, both
+    oh("run", "--", "true", check=0)
+    logs = oh("logs", check=0).stdout
+    # the CLI's agent is "oh-cli" in the live view; its id (a1, a2, …) is an internal number
+    assert "  oh-cli  " in logs and not re.search(r"  a\d+  ", logs), logs
+
+
+# ---------------------------------------------------------------- item 7: `oh vscode install` from a checkout
+REPO = Path(__file__).resolve().parents[2]
+BUILT_VSIX = REPO / "extension" / "oh-vscode.vsix"
+
+
+def _install_from_checkout(oh, path_dirs: list[str], tmp_path: Path) -> tuple[subprocess.CompletedProcess, object]:
+    from launcher.fake_cli import FakeClis
+
+    clis = FakeClis(tmp_path / "clis")
+    cli = clis.add("code")
+    env = {"PATH": os.pathsep.join([str(clis.bin), *path_dirs])}
+    return oh("vscode", "install", "--editor", str(cli), env=env, timeout=900), clis
+
+
+@pytest.mark.skipif(BUILT_VSIX.exists(), reason="this checkout's extension is already built (nothing to build)")
+def test_vscode_install_from_a_checkout_without_npm_names_what_to_install(oh, tmp_path):
+    p, clis = _install_from_checkout(oh, [], tmp_path)  # PATH: the editor CLI only, no npm
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+    assert "needs Node 20 with npm" in p.stderr and "oh vscode install` again" in p.stderr, p.stderr
+    assert not BUILT_VSIX.exists()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(BUILT_VSIX.exists() or not shutil.which("npm"), reason="needs npm and an unbuilt checkout")
+def test_vscode_install_from_a_checkout_builds_the_extension_with_npm(oh, tmp_path):
+    npm_dir = os.path.dirname(shutil.which("npm") or "")
+    p, clis = _install_from_checkout(oh, [npm_dir], tmp_path)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "building the extension from this checkout" in p.stderr and BUILT_VSIX.is_file()
+    assert "oh-dev.oh-vscode" in clis.installed("code")

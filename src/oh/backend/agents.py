@@ -165,6 +165,7 @@ class Agents:
                     self.trace.record(
                         "error",
                         agent=agent.agent_id,
+                        agent_name=agent.name,
                         error_id=str(exc.error_id),
                         message=exc.message[:200],
                         cause=exc.cause,
@@ -223,6 +224,7 @@ class Agents:
             self.trace.record(
                 "request",
                 agent=agent.agent_id,
+                agent_name=agent.name,
                 action_id=leg_id,
                 agent_action_id=action.id,
                 action=action.kind,
@@ -297,6 +299,7 @@ class Agents:
             self.trace.record(
                 "result" if outcome == "ok" else "error",
                 agent=agent.agent_id,
+                agent_name=agent.name,
                 action_id=leg_id,
                 agent_action_id=action.id,
                 action=action.kind,

@@ -20,6 +20,12 @@ EPILOG = (
     EXIT_CODES_HELP
     + " `oh run` otherwise exits with the command's own exit code (6 when it was refused: another command still runs)."
 )
+# read, write, edit: only the codes a file action can end with (the help of each command teaches its own).
+FILE_EPILOG = (
+    "Exit codes: 0 ok · 1 failed · 2 usage · 3 no running backend · 4 token refused · 5 backend unreachable · "
+    "6 the action failed (no such file, a path outside the workspace, no unique match, …; the message says which) · "
+    "7 no editor connected · 124 timed out."
+)
 
 _WORKSPACE, _INSTANCE = target_options()
 _JSON = typer.Option(False, "--json", help="Print the observation as JSON (OpenHands shape).")

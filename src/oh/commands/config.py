@@ -19,6 +19,14 @@ app = typer.Typer(
 )
 
 
+def _allowed_hint(s, key: str, message: str) -> str | None:
+    """ "Allowed: …" for a bad value, unless the message already says what is allowed ("must be …")."""
+    name = key.replace("-", "_").lower()
+    if name not in s.KEYS or " must be " in message or "KIND: PATTERN" in message:
+        return None
+    return f"Allowed: {s.KEYS[name].allowed}."
+
+
 def _settings_module():
     from ..config import settings
 
@@ -89,11 +97,7 @@ def run_set(io: Streams, *, key: str, value: str) -> int:
         k = s.key(key)
         parsed = s.parse_value(k.name, value)
     except s.SettingError as exc:
-        die(
-            str(exc),
-            USAGE,
-            f"Allowed: {s.KEYS[s.key(key).name].allowed}." if key.replace("-", "_").lower() in s.KEYS else None,
-        )
+        die(str(exc), USAGE, _allowed_hint(s, key, str(exc)))
     s.read_file()  # a config.toml that cannot be read or parsed: its own error, not the key's allowed values
     path = s.set_in_file(k.name, parsed)
     io.print(f"{k.name} = {s.display(parsed)}  ({path})")
@@ -165,11 +169,7 @@ def run_edit_list(io: Streams, *, key: str, value: str, remove: bool) -> int:
     except s.ConfigFileError:
         raise  # the file's own error (unreadable, bad TOML): the key's allowed values would not help
     except s.SettingError as exc:
-        die(
-            str(exc),
-            USAGE,
-            f"Allowed: {s.KEYS[s.key(key).name].allowed}." if key.replace("-", "_").lower() in s.KEYS else None,
-        )
+        die(str(exc), USAGE, _allowed_hint(s, key, str(exc)))
     except ValueError:
         die(f"give one item to {'remove' if remove else 'add'}.", USAGE)
     if remove:

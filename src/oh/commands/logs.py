@@ -25,8 +25,8 @@ def render_record(rec: dict[str, Any]) -> str:
         clock = t
     kind = rec.get("kind", "?")
     parts = [clock, f"{kind:<7}"]
-    if rec.get("agent"):
-        parts.append(str(rec["agent"]))
+    if rec.get("agent"):  # its name, as the live view shows it (the id for a nameless agent or an older trace)
+        parts.append(str(rec.get("agent_name") or rec["agent"]))
     if rec.get("action") or rec.get("action_id") is not None:
         parts.append(f"{rec.get('action', '')}#{rec.get('action_id', '')}".strip("#"))
     if rec.get("summary"):
@@ -51,6 +51,7 @@ def render_record(rec: dict[str, Any]) -> str:
         "t",
         "kind",
         "agent",
+        "agent_name",
         "action",
         "action_id",
         "agent_action_id",
