@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import NoReturn
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: `oh --help` and `oh config get` start without importing typing
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 
 def __getattr__(name: str):

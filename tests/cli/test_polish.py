@@ -140,3 +140,33 @@ def test_vscode_install_from_a_checkout_builds_the_extension_with_npm(oh, tmp_pa
     assert p.returncode == 0, p.stderr[-3000:]
     assert "building the extension from this checkout" in p.stderr and BUILT_VSIX.is_file()
     assert "oh-dev.oh-vscode" in clis.installed("code")
+
+
+# ---------------------------------------------------------------- item 15
+def test_config_edit_blames_the_edit_and_keeps_the_users_text(oh):
+    oh.home.mkdir(mode=0o700)
+    (oh.home / "config.toml").write_text("port = 7\n")
+    os.chmod(oh.home / "config.toml", 0o600)
+    bad_editor = 'sh -c \'echo runtime = \\"nope\\" >> "$1"\' sh'
+    p = oh("config", "edit", env={"EDITOR": bad_editor}, input="", check=2)
+    first = p.stderr.splitlines()[0]
+    assert first.startswith("oh: your edit of config.toml: runtime must be one of local, vscode"), p.stderr
+    assert str(oh.home / "config.toml") + ":" not in p.stderr  # the unchanged file is not the culprit
+    assert (oh.home / "config.toml").read_text() == "port = 7\n"
+    assert 'runtime = "nope"' in (oh.home / "config.rejected.toml").read_text()
+    # `oh config edit` again goes on from that text; fixed, it becomes config.toml
+    fixer = "sh -c 'sed -i s/nope/local/ \"$1\"' sh"
+    p = oh("config", "edit", env={"EDITOR": fixer}, input="", check=0)
+    assert "going on with your last edit" in p.stderr
+    assert (oh.home / "config.toml").read_text() == 'port = 7\nruntime = "local"\n'
+    assert not (oh.home / "config.rejected.toml").exists()
+
+
+@pytest.mark.parametrize(("module", "extra"), [("openhands", "openhands"), ("openhands_v0", "openhands-v0")])
+def test_an_integration_without_its_extra_names_the_extra(oh, module, extra):
+    probe = f"import importlib.util, sys\nif importlib.util.find_spec('openhands'): sys.exit(42)\nimport oh.integrations.{module}"
+    p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=oh.env, timeout=60)
+    if p.returncode == 42:
+        pytest.skip("the OpenHands packages are installed here")
+    last = p.stderr.strip().splitlines()[-1]
+    assert last.startswith("ImportError: ") and f"pip install 'oh-editor-runtime[{extra}]'" in last, p.stderr

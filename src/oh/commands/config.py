@@ -245,7 +245,12 @@ def run_edit(
         target.read_text(encoding="utf-8") if target.exists() else "# oh settings: see `oh config list --show-origin`\n"
     )
     work = target.with_name("config.edit.toml")
-    paths.write_private_file(work, original)
+    rejected = target.with_name("config.rejected.toml")
+    start = original
+    if rejected.is_file():  # the last edit was not valid: go on from the user's text, not from scratch
+        start = rejected.read_text(encoding="utf-8", errors="replace")
+        io.note(f"going on with your last edit, which was not valid ({rejected}).")
+    paths.write_private_file(work, start)
     if ask is None:
         ask = _ask_tty(io)
     try:
@@ -261,24 +266,30 @@ def run_edit(
             if rc != 0:
                 die(f"the editor exited with status {rc}; {target} is unchanged.")
             edited = work.read_text(encoding="utf-8", errors="replace")
+            # The problems are in the user's edit, not in config.toml (unchanged until the edit is valid).
+            source = f"your edit of {target.name}"
             try:
-                problems = s.validate_table(s.read_file(work), str(target))
+                problems = [
+                    p.split(" Fix it with `oh config set ")[0] for p in s.validate_table(s.read_file(work), source)
+                ]
             except s.SettingError as exc:
-                problems = [str(exc).replace(str(work), str(target)).replace(" Fix it with `oh config edit`.", "")]
+                problems = [str(exc).replace(str(work), source).replace(" Fix it with `oh config edit`.", "")]
             if not problems:
                 break
             for p in problems:
                 io.note(p)
             if not ask("Edit again? [Y/n] "):
-                rejected = target.with_name("config.rejected.toml")
                 paths.write_private_file(rejected, edited)
                 io.note(f"{target} is unchanged; your edit is kept in {rejected}.")
-                io.hint(f"Fix it there and copy it over (`cp {rejected} {target}`), or run `oh config edit` again.")
+                io.hint(
+                    f"Fix it there and copy it over (`cp {rejected} {target}`), or run `oh config edit` again: it goes on from your edit."
+                )
                 return USAGE
     finally:
         work.unlink(missing_ok=True)
     if edited != original or target.exists():
         paths.write_private_file(target, edited)
+    rejected.unlink(missing_ok=True)  # now in the valid config.toml
     io.print(f"{target}: valid")
     return 0
 

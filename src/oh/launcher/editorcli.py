@@ -243,7 +243,7 @@ def bundled_vsix() -> Path:
     if packaged.is_file():
         return packaged
     raise NoVsix(
-        f"this oh has no bundled extension ({packaged} is missing): reinstall oh from its wheel (README, \"Install\")"
+        f'this oh has no bundled extension ({packaged} is missing): reinstall oh from its wheel (README, "Install")'
     )
 
 
