@@ -154,5 +154,10 @@ def _usage() -> NoReturn:
 
 def _fail(message: str, code: int, hint: str | None = None) -> NoReturn:
     sys.stdout.flush()
-    print(f"oh: {message}" + (f"\n    {hint}" if hint else ""), file=sys.stderr, flush=True)
+    from .fastpath.streams import Streams  # wraps at word boundaries on a terminal
+
+    io = Streams.system()
+    io.note(message)
+    if hint:
+        io.hint(hint)
     sys.exit(code)

@@ -170,3 +170,58 @@ def test_an_integration_without_its_extra_names_the_extra(oh, module, extra):
         pytest.skip("the OpenHands packages are installed here")
     last = p.stderr.strip().splitlines()[-1]
     assert last.startswith("ImportError: ") and f"pip install 'oh-editor-runtime[{extra}]'" in last, p.stderr
+
+
+# ---------------------------------------------------------------- item 13: 80 columns
+def _lines_of(term) -> list[str]:
+    """The lines of oh's messages on stderr ("oh: …" and their indented continuations), as the pty got them."""
+    lines, inside = [], False
+    for line in term.raw.replace("\r\n", "\n").split("\n"):
+        inside = line.startswith("oh: ") or (inside and line.startswith("    "))
+        if inside:
+            lines.append(line)
+    return lines
+
+
+def test_warnings_and_errors_wrap_at_word_boundaries_at_80_columns(oh):
+    import socket
+
+    from cli.terminal import Term
+
+    term = Term(oh, "--detach", "--runtime", "local", "--no-open", cols=80)
+    try:
+        assert term.finish() == 0
+        term.session()
+    finally:
+        term.kill()
+    lines = _lines_of(term)
+    assert all(len(line) < 80 for line in lines), lines  # the terminal never had to cut a word
+    joined = " ".join(line.strip() for line in lines)
+    assert "oh: warning: runtime local has NO sandbox: every action an agent sends runs on this machine" in joined
+    assert "Use it only with agents you trust." in joined
+    assert any(line.startswith("    ") for line in lines)  # continuation lines are indented under the message
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    try:
+        port = str(taken.getsockname()[1])
+        other = oh.tmp / "ws2"
+        other.mkdir()
+        term = Term(oh, "--detach", "--port", port, "--workspace", str(other), cols=80)
+        try:
+            assert term.finish() == 1
+        finally:
+            term.kill()
+    finally:
+        taken.close()
+    lines = _lines_of(term)
+    # (a path longer than the terminal, pytest's tmp here, stands alone on its line: it cannot be wrapped)
+    assert all(len(line) < 80 or " " not in line.strip() for line in lines), lines
+    joined = " ".join(line.strip() for line in lines)
+    assert "address already in use (the port is taken: choose another with --port, or 0 for a free one)" in joined
+
+
+def test_piped_messages_stay_one_line(oh):
+    p = oh("config", "set", "port", "abc", env={"COLUMNS": "40"})
+    assert p.stderr == "oh: port must be an integer from 0 to 65535 (got 'abc')\n"
