@@ -21,9 +21,14 @@ PROBE = (
 )
 
 
-def _heavy_loaded(oh, *args: str) -> list[str]:
+def _heavy_loaded(oh, *args: str, env: dict | None = None) -> list[str]:
     p = subprocess.run(
-        [sys.executable, "-c", PROBE, *args], capture_output=True, text=True, env=oh.env, cwd=oh.workspace, timeout=60
+        [sys.executable, "-c", PROBE, *args],
+        capture_output=True,
+        text=True,
+        env=dict(oh.env, **(env or {})),
+        cwd=oh.workspace,
+        timeout=60,
     )
     line = [x for x in p.stderr.splitlines() if x.startswith("LOADED ")][-1]
     return eval(line[len("LOADED ") :])  # noqa: S307 - our own repr of a list of module names
@@ -65,3 +70,18 @@ def test_config_get_prints_lists_one_item_per_line_on_both_paths(oh):
         )
     listed = oh("config", "list", check=0).stdout
     assert 'consent_allow          ["run: ls *", "write: docs/**"]\n' in listed  # a TOML array, not a Python repr
+
+
+def _tab(word: str) -> dict:
+    return {"_OH_COMPLETE": "complete_bash", "COMP_WORDS": f"oh {word}", "COMP_CWORD": "1"}
+
+
+def test_tab_on_the_first_word_answers_as_typer_without_loading_it(oh):
+    """Issue 30 item 14: `oh st<TAB>` in bash takes the fast path; its answer is typer's, word for word."""
+    for word in ("", "s", "st", "re", "jobs", "zzz", "--"):
+        fast = oh(env=_tab(word))
+        slow = oh(env=dict(_tab(word), OH_NO_FASTPATH="1"))
+        assert (fast.returncode, fast.stdout, fast.stderr) == (slow.returncode, slow.stdout, slow.stderr), word
+    assert oh(env=_tab("st")).stdout.split() == ["start", "stop", "status", "stat"]
+    assert _heavy_loaded(oh, env=_tab("st")) == []
+    assert _heavy_loaded(oh, env=_tab("--")) != []  # options: typer answers

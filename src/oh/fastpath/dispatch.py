@@ -22,8 +22,12 @@ def main(argv: list[str]) -> int | None:
 
         sys.stdout.write(f"oh {__version__}\n")
         return 0
-    if os.environ.get("_OH_COMPLETE") or os.environ.get("OH_NO_FASTPATH"):
+    if os.environ.get("OH_NO_FASTPATH"):
         return None
+    if os.environ.get("_OH_COMPLETE"):  # TAB: the first word in bash without typer, else typer
+        from .help import complete_bash
+
+        return complete_bash()
     if argv in ([], ["--help"], ["-h"]):  # the top-level help, drawn from a cached table (oh.fastpath.help)
         from .help import main as help_main
 
