@@ -225,3 +225,28 @@ def test_warnings_and_errors_wrap_at_word_boundaries_at_80_columns(oh):
 def test_piped_messages_stay_one_line(oh):
     p = oh("config", "set", "port", "abc", env={"COLUMNS": "40"})
     assert p.stderr == "oh: port must be an integer from 0 to 65535 (got 'abc')\n"
+
+
+def test_live_view_uses_200_columns_and_keeps_the_tail_of_long_paths_at_80(oh):
+    from cli.terminal import Term
+
+    long_command = "echo " + " ".join(f"word{i:03d}" for i in range(15))  # 124 characters
+    deep = oh.workspace.joinpath(*(f"directory-{i}" for i in range(8)))
+    deep.mkdir(parents=True)
+    (deep / "the_file_name.py").write_text("x = 1\n")
+    for cols in (200, 80):
+        term = Term(oh, "--runtime", "local", "--no-open", cols=cols, rows=30)
+        try:
+            term.session()
+            oh.started.clear()  # the foreground launcher stops its backend itself
+            if cols == 200:
+                oh("run", "--", long_command, check=0)
+                term.see("word014 ")  # the whole command: not cut at 80 by the backend
+            else:
+                oh("read", str((deep / "the_file_name.py").relative_to(oh.workspace)), check=0)
+                term.see("the_file_name.py")  # the workspace-relative tail stays, the head is cut
+                assert "directory-0/directory-1" not in term.text()
+            term.child.sendintr()
+            assert term.finish() == 0
+        finally:
+            term.kill()

@@ -17,6 +17,7 @@ from ..protocol import binary, budget, repetition, review
 from ..protocol.correlation import Correlator
 from ..protocol.errors import ErrorId, ProtocolError
 from ..protocol.events import (
+    COMMAND_SUMMARY_LIMIT,
     Action,
     decode_frame,
     encode,
@@ -204,7 +205,7 @@ class Agents:
         reserved = 0  # output bytes this action holds (backend/flow.py)
         try:
             started = time.monotonic()
-            summary = summarize(action)
+            summary = summarize(action, COMMAND_SUMMARY_LIMIT)
             # The leg shares the agent's frame (``raw``; no copy here): runtimes read it, and the vscode
             # runtime's forward copies it with the leg id (``with_id``) anyway.
             leg = Action(leg_id, action.kind, action.args, action.timeout, action.raw)

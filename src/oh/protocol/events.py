@@ -557,6 +557,9 @@ WAIT_SUMMARY = "wait for output"  # the summary of an empty `run` (`oh run --wai
 
 
 PATH_SUMMARY_LIMIT = 300
+# What the backend keeps of a command for the live view, `oh status` and the trace: the live view cuts it to
+# the terminal's width (a 200-column terminal shows 200, not 80: issue 30 item 13).
+COMMAND_SUMMARY_LIMIT = 300
 
 
 def summarize(action: Action, limit: int = 80) -> str:
