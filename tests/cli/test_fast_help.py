@@ -85,3 +85,12 @@ def test_tab_on_the_first_word_answers_as_typer_without_loading_it(oh):
     assert oh(env=_tab("st")).stdout.split() == ["start", "stop", "status", "stat"]
     assert _heavy_loaded(oh, env=_tab("st")) == []
     assert _heavy_loaded(oh, env=_tab("--")) != []  # options: typer answers
+
+
+def test_bare_logs_without_typer_prints_what_typer_prints(oh):
+    assert oh("logs").returncode == oh("logs", env={"OH_NO_FASTPATH": "1"}).returncode == 3  # no trace yet
+    oh.start("local")
+    oh("run", "--", "echo hi", check=0)
+    fast, slow = oh("logs", check=0), oh("logs", env={"OH_NO_FASTPATH": "1"}, check=0)
+    assert fast.stdout == slow.stdout and "echo hi" in fast.stdout
+    assert _heavy_loaded(oh, "logs") == []

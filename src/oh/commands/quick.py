@@ -1,4 +1,4 @@
-"""Commands people type that run without typer or rich: ``oh config get KEY`` (for now).
+"""Commands people type that run without typer or rich: ``oh config get KEY`` and a bare ``oh logs``.
 
 ``oh.cli.main`` offers the command line here after ``oh.fastpath`` declined it and before it builds
 the typer app (whose import alone costs 10-20x the interpreter's start: docs/benchmarks.md,
@@ -21,6 +21,14 @@ def main(argv: list[str]) -> int | None:
         io = Streams.system()
         try:
             return config_get(io, key=argv[2])
+        except Exception as exc:  # noqa: BLE001 - report() re-raises what is not a command failure
+            return report(io, exc)
+    if argv == ["logs"]:  # the last 50 records of the cwd's backend (or the newest trace)
+        from .logview import run_logs
+
+        io = Streams.system()
+        try:
+            return run_logs(io)
         except Exception as exc:  # noqa: BLE001 - report() re-raises what is not a command failure
             return report(io, exc)
     return None
