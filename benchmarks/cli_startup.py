@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/cli_startup.py             # 30 rounds, markdown table
     .venv/bin/python benchmarks/cli_startup.py -n 60 --json out.json
     .venv/bin/python benchmarks/cli_startup.py --only jobs    # the job / file-check verbs (issue 11) only
+    .venv/bin/python benchmarks/cli_startup.py --only typed   # the commands people type (issue 30 item 16) only
 
 Each sample is one fresh process started with subprocess (interpreter start-up, imports, session
 discovery, the WebSocket handshake and the action's round trip all count), OH_HOME in a temp dir,
@@ -14,6 +15,8 @@ interpreter as `oh` (sys.executable) running `-c pass`: on machines where `pytho
 pyenv shim (a shell script, ~200 ms) that would flatter every ratio.
 
 Targets (issue #8 §3): `oh run -- true` and `oh read FILE` <= 4x, `oh status` <= 3x the baseline.
+Issue 30 item 16: every command a user types interactively (`oh --help`, `oh config get`, `oh approvals`,
+`oh doctor`, `oh logs`, `oh status`) <= 3x.
 `OH_NO_FASTPATH=1` rows show the full typer CLI doing the same work (the pre-fast-path cost).
 """
 
@@ -34,6 +37,8 @@ from pathlib import Path
 SCRIPT = Path(sys.executable).parent / "oh"
 BASELINE = "python -c pass (baseline)"
 TARGETS = {"oh run -- true": 4.0, "oh read FILE": 4.0, "oh status (1 backend)": 3.0}
+TYPED = ("oh --help", "oh config get port", "oh approvals", "oh doctor", "oh logs", "oh status (1 backend)")
+TARGETS.update({name: 3.0 for name in TYPED})
 
 
 def once(argv: list[str], env: dict, cwd: str) -> tuple[float, float]:
@@ -51,7 +56,10 @@ def main() -> int:
     ap.add_argument("-n", type=int, default=30, help="rounds (one sample of every case per round)")
     ap.add_argument("--json", dest="json_out")
     ap.add_argument(
-        "--only", choices=("all", "jobs"), default="all", help="jobs: only the job and file-check verbs' phase"
+        "--only",
+        choices=("all", "jobs", "typed"),
+        default="all",
+        help="jobs / typed: only the job and file-check verbs' phase / the commands people type",
     )
     args = ap.parse_args()
     oh = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "oh"]
@@ -70,7 +78,7 @@ def main() -> int:
             "oh --version": ([*oh, "--version"], env),
             "oh status (no backend)": ([*oh, "status"], env),
         }
-        phases: list[dict[str, list[tuple[float, float]]]] = [{}, {}, {}]  # each with its own baseline samples
+        phases: list[dict[str, list[tuple[float, float]]]] = [{}, {}, {}, {}]  # each with its own baseline samples
         if args.only == "all":
             _rounds(cases, phases[0], env, str(ws), args.n)
         started = subprocess.run(
@@ -95,6 +103,10 @@ def main() -> int:
             }
             if args.only == "all":
                 _rounds(verbs, phases[1], env, str(ws), args.n)
+            if args.only in ("all", "typed"):
+                _rounds(_typed_cases(oh, env, slow), phases[3], env, str(ws), args.n)
+            if args.only == "typed":
+                return _report(args, phases)
             # Issue 11's verbs: a long job to list and poll (started once; later starts find it running).
             job = subprocess.run(
                 [*oh, "run", "--background", "--", "sleep 3600"], env=env, cwd=str(ws), capture_output=True, text=True
@@ -121,6 +133,26 @@ def main() -> int:
             _rounds(job_verbs, phases[2], env, str(ws), args.n)
         finally:
             subprocess.run([*oh, "stop", "--all"], env=env, capture_output=True)
+    return _report(args, phases)
+
+
+def _typed_cases(oh: list[str], env: dict, slow: dict) -> dict[str, tuple[list[str], dict]]:
+    """Issue 30 item 16: what a person types, with one backend running (approvals and logs ask it)."""
+    cases = {
+        BASELINE: ([sys.executable, "-c", "pass"], env),
+        "oh --help": ([*oh, "--help"], env),
+        "oh config get port": ([*oh, "config", "get", "port"], env),
+        "oh approvals": ([*oh, "approvals"], env),
+        "oh doctor": ([*oh, "doctor"], env),
+        "oh logs": ([*oh, "logs"], env),
+        "oh status (1 backend)": ([*oh, "status"], env),
+    }
+    for name in ("oh --help", "oh config get port"):
+        cases[f"{name} (OH_NO_FASTPATH=1)"] = (cases[name][0], slow)
+    return cases
+
+
+def _report(args, phases: list[dict]) -> int:
     rows = [row for phase in phases if phase for row in _table(phase)]
     # The target is on wall time (median vs median); CPU columns explain what the client itself costs.
     verdict = {r["case"]: r["x_baseline"] <= r["target_x"] for r in rows if r["target_x"]}

@@ -346,9 +346,9 @@ export class RunController {
     if (hard) return this.interruptAfter(cmd, timeout!, prefix);
     let suffix: string;
     if (noChange !== undefined && elapsed < (limit ?? Infinity)) {
-      suffix = `\n[The command has no new output after ${fmt(noChange)} seconds. ${WAIT_HINT}]`;
+      suffix = `\n[The command has no new output after ${seconds(noChange)}. ${WAIT_HINT}]`;
     } else {
-      suffix = `\n[The command timed out after ${fmt(limit ?? elapsed)} seconds and is still running. ${WAIT_HINT}]`;
+      suffix = `\n[The command timed out after ${seconds(limit ?? elapsed)} and is still running. ${WAIT_HINT}]`;
     }
     return this.result(cmd.buffer.take(), -1, { prefix, suffix });
   }
@@ -403,7 +403,7 @@ export class RunController {
       this.runningCommand = null;
     }
     const how = killed ? 'interrupted (C-c) and then killed' : 'interrupted (C-c)';
-    const suffix = `\n[The command timed out after ${fmt(timeoutS)} seconds and was ${how}.]`;
+    const suffix = `\n[The command timed out after ${seconds(timeoutS)} and was ${how}.]`;
     return this.result(cmd.buffer.take(), -1, { prefix, suffix });
   }
 
@@ -412,6 +412,11 @@ export class RunController {
     const cmd = this.running;
     if (cmd && !cmd.done) cmd.finish(exitCode, true);
   }
+}
+
+/** "1 second", "2.5 seconds": the same words as the Python engine (src/oh/runtimes/local/terminal.py). */
+function seconds(s: number): string {
+  return `${fmt(s)} second${s === 1 ? "" : "s"}`;
 }
 
 function fmt(s: number): string {

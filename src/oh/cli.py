@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import NoReturn
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: `oh --help` and `oh config get` start without importing typing
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 
 def __getattr__(name: str):
@@ -69,9 +72,9 @@ def _build():
     app.command()(stop.stop)
     app.command(epilog=status.EPILOG)(status.status)
     app.command(epilog=agent.EPILOG)(agent.run)
-    app.command(epilog=agent.EPILOG)(agent.read)
-    app.command(epilog=agent.EPILOG)(agent.write)
-    app.command(epilog=agent.EPILOG)(agent.edit)
+    app.command(epilog=agent.FILE_EPILOG)(agent.read)
+    app.command(epilog=agent.FILE_EPILOG)(agent.write)
+    app.command(epilog=agent.FILE_EPILOG)(agent.edit)
     from .commands import editorinfo
 
     editorinfo.register(app)  # diagnostics, open, editors, symbols, definition, references
@@ -107,6 +110,10 @@ def main() -> None:
     from .fastpath.dispatch import main as fast  # lazy: `oh.cli` is imported by completions and tests too
 
     code = fast(sys.argv[1:])
+    if code is None:  # commands people type that need no typer either (`oh config get KEY`)
+        from .commands.quick import main as quick
+
+        code = quick(sys.argv[1:])
     if code is not None:
         sys.stdout.flush()
         sys.exit(code)
@@ -147,5 +154,10 @@ def _usage() -> NoReturn:
 
 def _fail(message: str, code: int, hint: str | None = None) -> NoReturn:
     sys.stdout.flush()
-    print(f"oh: {message}" + (f"\n    {hint}" if hint else ""), file=sys.stderr, flush=True)
+    from .fastpath.streams import Streams  # wraps at word boundaries on a terminal
+
+    io = Streams.system()
+    io.note(message)
+    if hint:
+        io.hint(hint)
     sys.exit(code)

@@ -153,10 +153,15 @@ def test_counts_and_ranges(oh):
     assert oh("write", "-q", "three.txt", "--content", "xyz", check=0).stdout == ""
     oh("write", "lines.txt", "--content", "a\nb\nc\nd\n", check=0)
     p = oh("read", "--start", "5", "--end", "2", "lines.txt")
-    assert p.returncode == 2 and "--end must be greater than --start" in p.stderr and p.stdout == ""
-    p = oh("read", "--start", "-1", "lines.txt")
-    assert p.returncode == 2 and "--start must be 0 or more" in p.stderr
-    assert oh("read", "--start", "1", "--end", "3", "lines.txt", check=0).stdout == "b\nc\n"
+    assert p.returncode == 2 and "--end must be --start (5) or more" in p.stderr and p.stdout == ""
+    for bad in ("-1", "0"):
+        p = oh("read", "--start", bad, "lines.txt")
+        assert p.returncode == 2 and "--start must be 1 or more" in p.stderr
+    # Issue 30 item 10: lines count as in an editor (and `oh open FILE:42`): 1-based, --end included.
+    assert oh("read", "--start", "1", "--end", "1", "lines.txt", check=0).stdout == "a\n"
+    assert oh("read", "--start", "2", "--end", "3", "lines.txt", check=0).stdout == "b\nc\n"
+    assert oh("read", "--start", "4", "lines.txt", check=0).stdout == "d\n"
+    assert oh("read", "--end", "2", "lines.txt", check=0).stdout == "a\nb\n"
     p = oh("edit", "lines.txt", "--insert", "-2", "x")
     assert p.returncode == 2 and "0 (the top) or more" in p.stderr
     p = oh("edit", "-q", "lines.txt", "--replace", "b", "B", check=0)

@@ -17,6 +17,7 @@ from ..protocol import binary, budget, repetition, review
 from ..protocol.correlation import Correlator
 from ..protocol.errors import ErrorId, ProtocolError
 from ..protocol.events import (
+    COMMAND_SUMMARY_LIMIT,
     Action,
     decode_frame,
     encode,
@@ -165,6 +166,7 @@ class Agents:
                     self.trace.record(
                         "error",
                         agent=agent.agent_id,
+                        agent_name=agent.name,
                         error_id=str(exc.error_id),
                         message=exc.message[:200],
                         cause=exc.cause,
@@ -203,7 +205,7 @@ class Agents:
         reserved = 0  # output bytes this action holds (backend/flow.py)
         try:
             started = time.monotonic()
-            summary = summarize(action)
+            summary = summarize(action, COMMAND_SUMMARY_LIMIT)
             # The leg shares the agent's frame (``raw``; no copy here): runtimes read it, and the vscode
             # runtime's forward copies it with the leg id (``with_id``) anyway.
             leg = Action(leg_id, action.kind, action.args, action.timeout, action.raw)
@@ -223,6 +225,7 @@ class Agents:
             self.trace.record(
                 "request",
                 agent=agent.agent_id,
+                agent_name=agent.name,
                 action_id=leg_id,
                 agent_action_id=action.id,
                 action=action.kind,
@@ -297,6 +300,7 @@ class Agents:
             self.trace.record(
                 "result" if outcome == "ok" else "error",
                 agent=agent.agent_id,
+                agent_name=agent.name,
                 action_id=leg_id,
                 agent_action_id=action.id,
                 action=action.kind,

@@ -22,7 +22,7 @@ __all__ = ["Streams", "failure", "report", "call"]
 
 def failure(exc: BaseException) -> tuple[str, int, str | None] | None:
     """(message, exit code, hint) for a failure a command may raise; None for anything else (a bug)."""
-    from ..config.paths import UnsafePath
+    from ..config.paths import CannotWrite, UnsafePath
     from ..config.settings import SettingError
     from ..fastpath.exits import USAGE, OhError
 
@@ -30,6 +30,8 @@ def failure(exc: BaseException) -> tuple[str, int, str | None] | None:
         return exc.message, exc.code, exc.hint
     if isinstance(exc, SettingError):  # a bad flag value, environment variable or config file
         return str(exc), USAGE, None
+    if isinstance(exc, CannotWrite):  # a read-only OH_HOME, a file where a directory should be
+        return f"cannot write {exc.path}: {exc.reason}.", 1, f"fix: {exc.fix}"
     if isinstance(exc, UnsafePath):  # another user could control an oh directory or file: refuse, say how to fix
         return f"refusing to use {exc.path}: {exc.problem}.", 1, f"fix: {exc.fix}"
     return None

@@ -21,6 +21,12 @@ EPILOG = (
     EXIT_CODES_HELP
     + " `oh run` otherwise exits with the command's own exit code (6 when it was refused: another command still runs)."
 )
+# read, write, edit: only the codes a file action can end with (the help of each command teaches its own).
+FILE_EPILOG = (
+    "Exit codes: 0 ok · 1 failed · 2 usage · 3 no running backend · 4 token refused · 5 backend unreachable · "
+    "6 the action failed (no such file, a path outside the workspace, no unique match, …; the message says which) · "
+    "7 no editor connected · 124 timed out."
+)
 
 _WORKSPACE, _INSTANCE = target_options()
 _JSON = typer.Option(False, "--json", help="Print the observation as JSON (OpenHands shape).")
@@ -181,8 +187,10 @@ def run_run(
 
 def read(
     path: str = typer.Argument(..., metavar="PATH", help="File to read (relative to your cwd inside the workspace)."),
-    start: int = typer.Option(0, "--start", metavar="LINE", help="First line (0-based)."),
-    end: int = typer.Option(-1, "--end", metavar="LINE", help="Line to stop before (-1 = end of file)."),
+    start: int = typer.Option(
+        1, "--start", metavar="LINE", help="First line to show (1 = the first line, as in an editor)."
+    ),
+    end: int = typer.Option(-1, "--end", metavar="LINE", help="Last line to show, included (-1 = end of file)."),
     workspace: Optional[str] = _WORKSPACE,
     instance: Optional[str] = _INSTANCE,
     json_: bool = _JSON,
@@ -207,7 +215,7 @@ def run_read(
     io: Streams,
     *,
     path: str,
-    start: int = 0,
+    start: int = 1,
     end: int = -1,
     workspace: Optional[str] = None,
     instance: Optional[str] = None,

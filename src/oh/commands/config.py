@@ -19,6 +19,14 @@ app = typer.Typer(
 )
 
 
+def _allowed_hint(s, key: str, message: str) -> str | None:
+    """ "Allowed: …" for a bad value, unless the message already says what is allowed ("must be …")."""
+    name = key.replace("-", "_").lower()
+    if name not in s.KEYS or " must be " in message or "KIND: PATTERN" in message:
+        return None
+    return f"Allowed: {s.KEYS[name].allowed}."
+
+
 def _settings_module():
     from ..config import settings
 
@@ -66,16 +74,10 @@ def get(key: str = typer.Argument(..., help="Setting name.", autocompletion=comp
 
 
 def run_get(io: Streams, *, key: str) -> int:
-    """``oh config get``'s behaviour."""
-    s = _settings_module()
-    from ._common import load_settings
+    """``oh config get``'s behaviour (``oh.commands.quick`` runs it without typer)."""
+    from .quick import config_get
 
-    try:
-        name = s.key(key).name
-    except s.SettingError as exc:
-        die(str(exc), USAGE)
-    io.print(s.display(load_settings().get(name)))
-    return 0
+    return config_get(io, key=key)
 
 
 # ignore_unknown_options: a negative VALUE (`oh config set port -1`) is a value to validate, not an option.
@@ -95,11 +97,7 @@ def run_set(io: Streams, *, key: str, value: str) -> int:
         k = s.key(key)
         parsed = s.parse_value(k.name, value)
     except s.SettingError as exc:
-        die(
-            str(exc),
-            USAGE,
-            f"Allowed: {s.KEYS[s.key(key).name].allowed}." if key.replace("-", "_").lower() in s.KEYS else None,
-        )
+        die(str(exc), USAGE, _allowed_hint(s, key, str(exc)))
     s.read_file()  # a config.toml that cannot be read or parsed: its own error, not the key's allowed values
     path = s.set_in_file(k.name, parsed)
     io.print(f"{k.name} = {s.display(parsed)}  ({path})")
@@ -168,12 +166,10 @@ def run_edit_list(io: Streams, *, key: str, value: str, remove: bool) -> int:
             die(f"{k.name} is not a list setting; use `oh config set {k.name} VALUE`.", USAGE)
         (item,) = s.parse_value(k.name, [value]) or [""]
         current = list(s.parse_value(k.name, s.read_file().get(k.name, [])))
+    except s.ConfigFileError:
+        raise  # the file's own error (unreadable, bad TOML): the key's allowed values would not help
     except s.SettingError as exc:
-        die(
-            str(exc),
-            USAGE,
-            f"Allowed: {s.KEYS[s.key(key).name].allowed}." if key.replace("-", "_").lower() in s.KEYS else None,
-        )
+        die(str(exc), USAGE, _allowed_hint(s, key, str(exc)))
     except ValueError:
         die(f"give one item to {'remove' if remove else 'add'}.", USAGE)
     if remove:
@@ -249,7 +245,12 @@ def run_edit(
         target.read_text(encoding="utf-8") if target.exists() else "# oh settings: see `oh config list --show-origin`\n"
     )
     work = target.with_name("config.edit.toml")
-    paths.write_private_file(work, original)
+    rejected = target.with_name("config.rejected.toml")
+    start = original
+    if rejected.is_file():  # the last edit was not valid: go on from the user's text, not from scratch
+        start = rejected.read_text(encoding="utf-8", errors="replace")
+        io.note(f"going on with your last edit, which was not valid ({rejected}).")
+    paths.write_private_file(work, start)
     if ask is None:
         ask = _ask_tty(io)
     try:
@@ -265,24 +266,30 @@ def run_edit(
             if rc != 0:
                 die(f"the editor exited with status {rc}; {target} is unchanged.")
             edited = work.read_text(encoding="utf-8", errors="replace")
+            # The problems are in the user's edit, not in config.toml (unchanged until the edit is valid).
+            source = f"your edit of {target.name}"
             try:
-                problems = s.validate_table(s.read_file(work), str(target))
+                problems = [
+                    p.split(" Fix it with `oh config set ")[0] for p in s.validate_table(s.read_file(work), source)
+                ]
             except s.SettingError as exc:
-                problems = [str(exc).replace(str(work), str(target)).replace(" Fix it with `oh config edit`.", "")]
+                problems = [str(exc).replace(str(work), source).replace(" Fix it with `oh config edit`.", "")]
             if not problems:
                 break
             for p in problems:
                 io.note(p)
             if not ask("Edit again? [Y/n] "):
-                rejected = target.with_name("config.rejected.toml")
                 paths.write_private_file(rejected, edited)
                 io.note(f"{target} is unchanged; your edit is kept in {rejected}.")
-                io.hint(f"Fix it there and copy it over (`cp {rejected} {target}`), or run `oh config edit` again.")
+                io.hint(
+                    f"Fix it there and copy it over (`cp {rejected} {target}`), or run `oh config edit` again: it goes on from your edit."
+                )
                 return USAGE
     finally:
         work.unlink(missing_ok=True)
     if edited != original or target.exists():
         paths.write_private_file(target, edited)
+    rejected.unlink(missing_ok=True)  # now in the valid config.toml
     io.print(f"{target}: valid")
     return 0
 

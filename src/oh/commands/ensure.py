@@ -30,7 +30,7 @@ def _complete_target(incomplete: str):
 
 def ensure(
     path: Optional[str] = typer.Argument(
-        None, metavar="[DIR]", help="The project directory (default: the current directory)."
+        None, metavar="DIR", help="The project directory (default: the current directory)."
     ),
     only: Optional[List[str]] = typer.Option(
         None,

@@ -54,7 +54,7 @@ def start(
     open_: Optional[bool] = typer.Option(
         None,
         "--open/--no-open",
-        help="vscode: ask VS Code to open the workspace now / never. Default: config `open_editor` (auto: only if no editor connects within 3 s and `code` is on PATH).",
+        help="vscode: ask the editor to open the workspace now / never. Default: config `open_editor` (auto: only if no editor connects within 3 s and a supported editor CLI is found: code, code-insiders, cursor, windsurf, codium or code-server, on PATH or where it installs; OH_CODE=<cli> picks one).",
     ),
     editor_timeout: Optional[float] = typer.Option(
         None,

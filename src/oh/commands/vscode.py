@@ -142,13 +142,20 @@ def _editors(names: list[str], find: Callable[[], list]) -> list:
     return out
 
 
-def _bundled(vsix: str | None) -> tuple[str, str]:
+def _bundled(vsix: str | None, build: Streams | None = None) -> tuple[str, str]:
+    """The .vsix to install and its version. ``build``: in a checkout that never packaged the extension,
+    package it now with npm (saying so on that stream's stderr) instead of failing (issue 30 item 7)."""
     from pathlib import Path
 
     from ..launcher import editorcli
 
     try:
-        path = Path(vsix).resolve() if vsix else editorcli.bundled_vsix()
+        try:
+            path = Path(vsix).resolve() if vsix else editorcli.bundled_vsix()
+        except editorcli.NoVsix as exc:
+            if build is None or exc.checkout is None:
+                raise
+            path = editorcli.build_checkout_vsix(exc.checkout, build.note)
         return str(path), editorcli.vsix_version(path)
     except editorcli.NoVsix as exc:
         die(str(exc), ERROR)
@@ -176,8 +183,8 @@ def run_vscode_install(
 ) -> int:
     from ..launcher import editorcli
 
-    path, version = _bundled(vsix)
-    chosen = _editors(editors, find or editorcli.find_editors)
+    chosen = _editors(editors, find or editorcli.find_editors)  # first: no editor, no minute of npm for nothing
+    path, version = _bundled(vsix, build=None if dry_run else io)
     states = editorcli.query_all(chosen, extensions_dir, user_data_dir)
     failed = installed = 0
     for st in states:

@@ -33,6 +33,26 @@ class UnsafePath(CliError):
         super().__init__(f"refusing to use {path}: {problem}. Fix: {fix}")
 
 
+class CannotWrite(OSError):
+    """An oh directory or file that cannot be created or written (read-only file system, no permission,
+    a file where a directory should be). An OSError (the backend and the launcher catch those as before);
+    ``oh``'s entry point prints it as one line with the fix, exit 1, never a traceback."""
+
+    def __init__(self, path: Path | str, exc: OSError) -> None:
+        super().__init__(exc.errno, exc.strerror or str(exc), str(path))
+        self.path, self.reason = str(path), exc.strerror or str(exc)
+        home = oh_home()
+        now = f"; it is {home} now" if home else ""
+        import errno
+
+        first = (
+            "a path above it is a file, not a directory: remove or rename that file"
+            if exc.errno == errno.ENOTDIR
+            else f"make {Path(path).parent} writable"
+        )
+        self.fix = f"{first}, or point OH_HOME at a directory you can write (e.g. `export OH_HOME=~/.oh`{now})"
+
+
 def _owner(uid: int) -> str:
     try:
         import pwd
@@ -178,6 +198,15 @@ def ensure_private_dir(path: Path) -> Path:
     reports it); directories above the oh root are not ours and keep the default mode.
     """
     path = Path(path)
+    try:
+        return _ensure_private_dir(path)
+    except CannotWrite:
+        raise
+    except OSError as exc:
+        raise CannotWrite(path, exc) from exc
+
+
+def _ensure_private_dir(path: Path) -> Path:
     for root in _private_roots():
         if root == path or root in path.parents:
             root.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -205,7 +234,17 @@ def write_private_file(path: Path, data: str | bytes) -> None:
 
     Readers never see a partial file and the content is never world-readable, not even briefly
     (the Gemini CLI companion's write-then-chmod window is the failure this avoids).
+    Raises CannotWrite (an OSError naming the path and the fix) when the directory cannot be written.
     """
+    try:
+        _write_private_file(path, data)
+    except CannotWrite:
+        raise
+    except OSError as exc:
+        raise CannotWrite(path, exc) from exc
+
+
+def _write_private_file(path: Path, data: str | bytes) -> None:
     ensure_private_dir(path.parent)
     raw = data.encode("utf-8") if isinstance(data, str) else data
     tmp = path.parent / f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"

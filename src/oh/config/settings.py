@@ -8,14 +8,10 @@ suggestion for a mistyped key).
 
 from __future__ import annotations
 
-import difflib
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from ..protocol.addresses import is_loopback_host
-from ..protocol.branch import valid_name
 from ..protocol import runtimenames
 from . import paths
 from ..errors import CliError
@@ -115,6 +111,8 @@ def _bool(value: Any) -> bool:
 
 def _host(value: Any) -> str:
     text = str(value).strip()
+    from ..protocol.addresses import is_loopback_host  # lazy: startup of `oh config get`
+
     if not is_loopback_host(text):  # the same rule the backend enforces
         # Decision: refuse, do not warn. The backend's Host check only accepts
         # loopback names, and the token is the only thing between the network and a shell.
@@ -126,6 +124,8 @@ def _host(value: Any) -> str:
 
 def _branch_name(value: Any) -> str:
     text = str(value).strip()
+    from ..protocol.branch import valid_name  # lazy: startup of `oh config get`
+
     if text and not valid_name(text):
         raise SettingError(
             f"must be a git branch name like feature/x (letters, digits, . _ - + /), or empty for an automatic oh/<date>-<time>-<agent> (got {value!r})"
@@ -155,9 +155,10 @@ def _dir_list(value: Any) -> list[str]:
 def _rules(verdict: str) -> Callable[[Any], list[str]]:
     """Consent rules (protocol/consent.py): a TOML list of 'KIND: PATTERN' strings, or one per line
     (env ``OH_CONSENT_ALLOW`` etc.). Each is checked; the stored text is the rule's normal form."""
-    from ..protocol.consent import RuleError, parse_rule
 
     def parse(value: Any) -> list[str]:
+        from ..protocol.consent import RuleError, parse_rule  # lazy: the consent parser is heavy (startup)
+
         items = value if isinstance(value, (list, tuple)) else [line for line in str(value).splitlines()]
         out: list[str] = []
         for item in items:
@@ -174,13 +175,18 @@ def _rules(verdict: str) -> Callable[[Any], list[str]]:
     return parse
 
 
-@dataclass(frozen=True)
 class Key:
-    name: str
-    parse: Callable[[Any], Any]
-    default: Any
-    help: str
-    allowed: str  # human-readable allowed values
+    """One setting. A plain class, not a dataclass: `oh config get` starts without importing dataclasses
+    (and the inspect/ast it pulls in; docs/benchmarks.md, "Commands people type")."""
+
+    __slots__ = ("name", "parse", "default", "help", "allowed")
+
+    def __init__(self, name: str, parse: Callable[[Any], Any], default: Any, help: str, allowed: str) -> None:
+        self.name, self.parse, self.default, self.help = name, parse, default, help
+        self.allowed = allowed  # human-readable allowed values
+
+    def __repr__(self) -> str:
+        return f"Key({self.name!r}, default={self.default!r})"
 
     @property
     def env(self) -> str:
@@ -379,6 +385,8 @@ KEYS: dict[str, Key] = {
 
 
 def suggest(name: str) -> str:
+    import difflib  # lazy: only for a mistyped key
+
     close = difflib.get_close_matches(name.lower().replace("-", "_"), KEYS, n=1, cutoff=0.5)
     return f" Did you mean {close[0]!r}?" if close else ""
 
@@ -405,15 +413,18 @@ class ConfigFileError(SettingError):
 
 def read_file(path: Path | None = None) -> dict[str, Any]:
     """The raw table in config.toml ({} when there is none). Raises ConfigFileError on bad TOML."""
-    import tomllib
-
     path = path or paths.config_file()
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
         return {}
     except OSError as exc:
-        raise ConfigFileError(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise ConfigFileError(
+            f"cannot read {path}: {exc.strerror or exc}. Fix: make its directory readable, or point OH_HOME at a "
+            "directory you can read and write (e.g. `export OH_HOME=~/.oh`)."
+        ) from None
+    import tomllib  # lazy: no config.toml, no TOML parser to import (startup of `oh config get`)
+
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
@@ -464,11 +475,25 @@ def validate_table(data: dict[str, Any], source: str) -> list[str]:
 
 
 # ---------------------------------------------------------------------------- resolution
-@dataclass
 class Resolved:
-    value: Any
-    origin: str  # "flag" | "env" | "file" | "default"
-    detail: str = ""  # env var name or file path
+    """A setting's effective value and where it comes from (a plain class: see Key)."""
+
+    __slots__ = ("value", "origin", "detail")
+
+    def __init__(self, value: Any, origin: str, detail: str = "") -> None:
+        self.value = value
+        self.origin = origin  # "flag" | "env" | "file" | "default"
+        self.detail = detail  # env var name or file path
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Resolved) and (self.value, self.origin, self.detail) == (
+            other.value,
+            other.origin,
+            other.detail,
+        )
+
+    def __repr__(self) -> str:
+        return f"Resolved({self.value!r}, {self.origin!r}, {self.detail!r})"
 
 
 class Settings:
@@ -525,6 +550,11 @@ del _name
 
 
 def display(value: Any) -> str:
+    """A value as config.toml writes it (a list as a TOML array, never a Python repr)."""
+    if isinstance(value, (list, tuple)):
+        import json  # a JSON array of strings/numbers is a valid TOML array
+
+        return "[" + ", ".join(json.dumps(item, ensure_ascii=False) for item in value) + "]"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float) and value.is_integer():

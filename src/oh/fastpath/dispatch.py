@@ -22,7 +22,17 @@ def main(argv: list[str]) -> int | None:
 
         sys.stdout.write(f"oh {__version__}\n")
         return 0
-    if not argv or argv[0] not in VERBS or os.environ.get("_OH_COMPLETE") or os.environ.get("OH_NO_FASTPATH"):
+    if os.environ.get("OH_NO_FASTPATH"):
+        return None
+    if os.environ.get("_OH_COMPLETE"):  # TAB: the first word in bash without typer, else typer
+        from .help import complete_bash
+
+        return complete_bash()
+    if argv in ([], ["--help"], ["-h"]):  # the top-level help, drawn from a cached table (oh.fastpath.help)
+        from .help import main as help_main
+
+        return help_main(argv)
+    if argv[0] not in VERBS:
         return None
     from .argv import parse, split_verb
 
@@ -89,7 +99,7 @@ def _verb(io, verb: str, opts: dict, pos: list[str]) -> int | None:
                 **common,
             )
         if verb == "read":
-            return verbs.read(io, session, path=pos[0], start=opts.get("start", 0), end=opts.get("end", -1), **common)
+            return verbs.read(io, session, path=pos[0], start=opts.get("start", 1), end=opts.get("end", -1), **common)
         if verb == "write":
             return verbs.write(
                 io, session, path=pos[0], content=verbs.content_or_stdin(io, opts.get("content")), **common

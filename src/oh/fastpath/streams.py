@@ -56,12 +56,12 @@ class Streams:
 
     def note(self, message: str) -> None:
         """A message for the user on stderr, prefixed like every oh message."""
-        self.err.write(f"oh: {message}\n")
+        self.err.write(_fit(self.err, message, "oh: "))
         self.err.flush()
 
     def hint(self, text: str) -> None:
         """The indented line under a message that says what to do next."""
-        self.err.write(f"    {text}\n")
+        self.err.write(_fit(self.err, text, "    "))
         self.err.flush()
 
     def json(self, obj) -> None:
@@ -73,3 +73,36 @@ class Streams:
         import json
 
         self.print(json.dumps(obj, default=str, separators=(",", ":")))
+
+
+def _fit(stream, text: str, prefix: str) -> str:
+    """``prefix + text``; on a terminal, wrapped at word boundaries to its width with continuation lines
+    indented, instead of the terminal cutting words at its edge (80 columns: issue 30 item 13). Piped
+    output stays one line per message (scripts and tests read it)."""
+    line = prefix + text
+    try:
+        if not stream.isatty():
+            return line + "\n"
+        import os
+
+        width = os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, OSError, ValueError):
+        return line + "\n"
+    if width < 20 or all(len(part) <= width for part in line.split("\n")):
+        return line + "\n"
+    import textwrap
+
+    out = []
+    for i, part in enumerate(text.split("\n")):
+        first = prefix if i == 0 else "    "
+        out.append(
+            textwrap.fill(
+                part,
+                width - 1,
+                initial_indent=first,
+                subsequent_indent="    ",
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
+        )
+    return "\n".join(out) + "\n"

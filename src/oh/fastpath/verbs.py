@@ -365,16 +365,18 @@ def run(
 
 
 def read(
-    io: Streams, session: dict, *, path: str, start: int = 0, end: int = -1, json_: bool = False, quiet: bool = False
+    io: Streams, session: dict, *, path: str, start: int = 1, end: int = -1, json_: bool = False, quiet: bool = False
 ) -> int:
-    if start < 0:
-        raise OhError(f"--start must be 0 or more (got {start}); lines are counted from 0.", USAGE)
-    if end != -1 and end <= start:
+    """``--start``/``--end`` count as editors do (1-based, both inclusive: ``--start 1 --end 1`` is the first
+    line, as in ``oh open FILE:42``); the wire's FileReadAction is 0-based with an exclusive end (docs/protocol.md §3.1)."""
+    if start < 1:
+        raise OhError(f"--start must be 1 or more (got {start}); lines are counted from 1, as in an editor.", USAGE)
+    if end != -1 and end < start:
         raise OhError(
-            f"--end must be greater than --start ({start}) or -1 for the end of the file (got {end}); --end is exclusive.",
+            f"--end must be --start ({start}) or more, or -1 for the end of the file (got {end}); both lines are included.",
             USAGE,
         )
-    action = actions.read(resolve(path, session), start=start, end=end)
+    action = actions.read(resolve(path, session), start=start - 1, end=end)
     code = finish(io, exchange(io, session, action, announce=not (quiet or json_)), json_)
     return code or 0
 

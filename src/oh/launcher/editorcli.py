@@ -18,10 +18,13 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
+
 from ..errors import CliError
 
 EXTENSION_ID = "oh-dev.oh-vscode"
@@ -177,7 +180,47 @@ def open_argv(editor: Editor, workspace: str, connect_path: str, in_editor_termi
 
 # ---------------------------------------------------------------------------- the bundled .vsix
 class NoVsix(CliError):
-    """This installation of oh carries no .vsix (a developer checkout that never packaged one)."""
+    """This installation of oh carries no .vsix (a developer checkout that never packaged one: ``checkout``
+    is then its extension/ directory, where ``build_checkout_vsix`` can package it)."""
+
+    def __init__(self, message: str, checkout: Path | None = None) -> None:
+        super().__init__(message)
+        self.checkout = checkout
+
+
+def build_checkout_vsix(checkout: Path, say: Callable[[str], None]) -> Path:
+    """Package the extension of a developer checkout with npm (what ``setup.py`` does for a wheel):
+    ``npm ci`` when its packages are missing, then ``npm run package``. npm's output goes to stderr.
+    Raises NoVsix (npm missing, or it failed) with what to do."""
+    npm = shutil.which("npm")
+    if npm is None:
+        raise NoVsix(
+            f"this checkout has no built extension ({checkout / 'oh-vscode.vsix'}), and building it needs Node 20 with npm, "
+            "which is not on PATH: install them (e.g. `sudo apt install nodejs npm`, or https://nodejs.org), then run "
+            '`oh vscode install` again; or install oh from a wheel, which carries the extension (README, "Install")',
+            checkout,
+        )
+    steps = (
+        [] if (checkout / "node_modules").is_dir() else [[npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"]]
+    ) + [[npm, "run", "-s", "package"]]
+    what = " && ".join(" ".join(["npm", *argv[1:3]]) for argv in steps)
+    say(
+        f"building the extension from this checkout ({what} in {checkout}; "
+        + ("about a minute, most of it downloading its npm packages once" if len(steps) > 1 else "about 10 s")
+        + ")…"
+    )
+    for argv in steps:
+        done = subprocess.run(argv, cwd=checkout, stdout=sys.stderr, stderr=sys.stderr, check=False)
+        if done.returncode != 0:
+            raise NoVsix(
+                f"`{' '.join(['npm', *argv[1:3]])}` in {checkout} failed (exit {done.returncode}, its output is above): "
+                "fix that, then run `oh vscode install` again",
+                checkout,
+            )
+    built = checkout / "oh-vscode.vsix"
+    if not built.is_file():
+        raise NoVsix(f"npm run package did not write {built}", checkout)
+    return built
 
 
 def bundled_vsix() -> Path:
@@ -196,12 +239,13 @@ def bundled_vsix() -> Path:
         if built.is_file():
             return built
         raise NoVsix(
-            f"this is a developer checkout and {built} is not built yet: (cd {checkout} && npm ci && npm run package)"
+            f"this is a developer checkout and {built} is not built yet: (cd {checkout} && npm ci && npm run package)",
+            checkout,
         )
     if packaged.is_file():
         return packaged
     raise NoVsix(
-        f"this oh has no bundled extension ({packaged} is missing): reinstall oh from its wheel (pipx install oh-editor-runtime)"
+        f'this oh has no bundled extension ({packaged} is missing): reinstall oh from its wheel (README, "Install")'
     )
 
 

@@ -375,6 +375,9 @@ def outcome_of(obs: dict[str, Any]) -> str:
 
 WAIT_SUMMARY = kinds.WAIT_SUMMARY
 PATH_SUMMARY_LIMIT = 300
+# What the backend keeps of a command for the live view, `oh status` and the trace: the live view cuts it to
+# the terminal's width (a 200-column terminal shows 200, not 80: issue 30 item 13).
+COMMAND_SUMMARY_LIMIT = 300
 
 
 def summarize(action: Action, limit: int = 80) -> str:

@@ -28,9 +28,12 @@ import os
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm's import blocks offline without it
 
-from openhands.sdk.tool import register_tool  # noqa: E402
-from openhands.tools.file_editor.definition import FileEditorTool  # noqa: E402
-from openhands.tools.terminal.definition import TerminalTool  # noqa: E402
+from ..extras import require_extra  # noqa: E402
+
+with require_extra("oh.integrations.openhands", "openhands", "the OpenHands SDK (openhands-sdk, openhands-tools)"):
+    from openhands.sdk.tool import register_tool  # noqa: E402
+    from openhands.tools.file_editor.definition import FileEditorTool  # noqa: E402
+    from openhands.tools.terminal.definition import TerminalTool  # noqa: E402
 
 from .common import settings  # noqa: E402
 from .file_editor import OhFileEditorExecutor, OhFileEditorTool  # noqa: E402

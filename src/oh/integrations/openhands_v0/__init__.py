@@ -11,6 +11,9 @@ import os
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm's import blocks offline without it
 
-from .runtime import VsCodeRuntime  # noqa: E402
+from ..extras import require_extra  # noqa: E402
+
+with require_extra("oh.integrations.openhands_v0", "openhands-v0", "OpenHands V0 (openhands-ai 1.6.0)"):
+    from .runtime import VsCodeRuntime  # noqa: E402
 
 __all__ = ["VsCodeRuntime"]

@@ -372,9 +372,9 @@ class Terminal:
         if hard:
             return await self._kill_after(action, cmd, timeout, prefix)
         if no_change is not None and elapsed < (limit or float("inf")):
-            suffix = f"\n[The command has no new output after {no_change:g} seconds. {WAIT_HINT}]"
+            suffix = f"\n[The command has no new output after {_seconds(no_change)}. {WAIT_HINT}]"
         else:
-            suffix = f"\n[The command timed out after {(limit or elapsed):g} seconds and is still running. {WAIT_HINT}]"
+            suffix = f"\n[The command timed out after {_seconds(limit or elapsed)} and is still running. {WAIT_HINT}]"
         if self.shell is not None:
             self.shell.flush_pending()
         return self._obs(action, cmd.take_output(), -1, self._cwd(), suffix=suffix, prefix=prefix)
@@ -399,8 +399,13 @@ class Terminal:
             await shell.kill()
         self.cwd = cwd
         suffix = (
-            f"\n[The command timed out after {timeout:g} seconds and was killed, with every process of the shell "
+            f"\n[The command timed out after {_seconds(timeout)} and was killed, with every process of the shell "
             f"(process group {pid}). The next command runs in a new shell in {cwd}; variables, exports and other "
             "shell state were reset.]"
         )
         return self._obs(action, cmd.take_output(), -1, cwd, pid=pid, suffix=suffix, prefix=prefix)
+
+
+def _seconds(value: float) -> str:
+    """ "1 second", "2.5 seconds" (the agent reads these notes; text.fmt's pattern matches both)."""
+    return f"{value:g} second{'' if value == 1 else 's'}"

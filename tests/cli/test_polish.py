@@ -1,0 +1,252 @@
+"""Issue 30 (what a new user hits), the CLI polish items: real ``oh`` processes (the ``oh`` fixture)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+# Every command that writes into OH_HOME (config.toml, the token file, config edit's working copy).
+WRITERS = [
+    ("config", "set", "port", "0"),
+    ("config", "add", "consent_allow", "run: ls *"),
+    ("config", "remove", "consent_allow", "run: ls *"),
+    ("config", "unset", "port"),
+    ("config", "edit"),
+    ("token", "rotate"),
+]
+
+
+def _read_only_mount_works() -> bool:
+    """A read-only bind mount in a private mount namespace stops root too (chmod does not)."""
+    if not shutil.which("unshare"):
+        return False
+    probe = subprocess.run(["unshare", "-m", "sh", "-c", "mount --bind -o ro / /"], capture_output=True, timeout=10)
+    return probe.returncode == 0
+
+
+def _clean_failure(p: subprocess.CompletedProcess, args: tuple[str, ...]) -> None:
+    assert p.returncode in (1, 2), (args, p.returncode, p.stderr)
+    assert "Traceback" not in p.stderr and "Error:" not in p.stderr, (args, p.stderr)
+    lines = p.stderr.strip().splitlines()
+    assert lines and lines[0].startswith("oh: cannot "), (args, p.stderr)
+    assert "OH_HOME" in p.stderr and len(lines) <= 2, (args, p.stderr)  # one line and its fix
+
+
+@pytest.mark.parametrize("args", WRITERS, ids=" ".join)
+def test_oh_home_under_a_file_is_one_clear_line(oh, args):
+    """OH_HOME below a regular file (ENOTDIR: fails for root as for anyone)."""
+    blocker = oh.tmp / "afile"
+    blocker.write_text("not a directory\n")
+    p = oh(*args, env={"OH_HOME": str(blocker / "oh"), "EDITOR": "true"}, input="")
+    _clean_failure(p, args)
+
+
+@pytest.mark.skipif(not _read_only_mount_works(), reason="needs unshare -m and mount (root or user namespaces)")
+def test_read_only_oh_home_is_one_clear_line(oh, tmp_path):
+    """OH_HOME on a read-only mount: every writer says which file and the fix, exit 1, no traceback."""
+    home = tmp_path / "rohome"
+    home.mkdir(mode=0o700)
+    (home / "config.toml").write_text('port = 7\nconsent_allow = ["run: ls *"]\n')
+    os.chmod(home / "config.toml", 0o600)
+    for args in WRITERS:
+        p = subprocess.run(
+            ["unshare", "-m", "sh", "-c", 'mount --bind -o ro "$0" "$0" && exec "$@"', str(home)]
+            + [sys.executable, "-m", "oh", *args],
+            capture_output=True,
+            text=True,
+            input="",
+            cwd=oh.workspace,
+            env=dict(oh.env, OH_HOME=str(home), EDITOR="true"),
+            timeout=60,
+        )
+        _clean_failure(p, args)
+        assert p.returncode == 1 and f"cannot write {home}" in p.stderr and "Read-only file system" in p.stderr, (
+            args,
+            p.stderr,
+        )
+    assert (home / "config.toml").read_text() == 'port = 7\nconsent_allow = ["run: ls *"]\n'
+
+
+# ---------------------------------------------------------------- item 12: wording
+def test_help_footers_and_metavars_say_what_they_mean(oh):
+    for verb in ("read", "write", "edit"):
+        text = oh(verb, "--help", check=0).stdout
+        assert "Exit codes:" in text and "oh run" not in text and "command's own exit code" not in text, verb
+    assert "command's own exit code" in oh("run", "--help", check=0).stdout
+    ensure = oh("ensure", "--help", check=0).stdout
+    assert "oh ensure [OPTIONS] [DIR]" in ensure and "[[DIR]]" not in ensure
+    start = " ".join(oh("start", "--help", check=0).stdout.replace("│", " ").split())
+    assert "supported editor CLI" in start and "`code` is on PATH" not in start
+
+
+def test_readme_has_no_empty_heading():
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text().splitlines()
+    for above, below in zip(readme, readme[1:]):
+        assert not (above.startswith("## ") and below.startswith("#")), f"empty heading: {above!r}"
+
+
+def test_a_bad_value_is_explained_once(oh):
+    for args in (("port", "abc"), ("runtime", "nope")):
+        p = oh("config", "set", *args, check=2)
+        assert len(p.stderr.strip().splitlines()) == 1 and "Allowed:" not in p.stderr, p.stderr
+    p = oh("config", "add", "consent_allow", "bogus", check=2)
+    assert p.stderr.count("PATTERN") == 1, p.stderr
+
+
+def test_timeout_note_says_1_second_and_logs_name_the_agent(oh):
+    oh.start("local")
+    p = oh("run", "--timeout", "1", "--", "sleep 5")
+    both = p.stdout + p.stderr
+    assert "after 1 second " in both and "1 seconds" not in both, both
+    oh("run", "--", "true", check=0)
+    logs = oh("logs", check=0).stdout
+    # the CLI's agent is "oh-cli" in the live view; its id (a1, a2, …) is an internal number
+    assert "  oh-cli  " in logs and not re.search(r"  a\d+  ", logs), logs
+
+
+# ---------------------------------------------------------------- item 7: `oh vscode install` from a checkout
+REPO = Path(__file__).resolve().parents[2]
+BUILT_VSIX = REPO / "extension" / "oh-vscode.vsix"
+
+
+def _install_from_checkout(oh, path_dirs: list[str], tmp_path: Path) -> tuple[subprocess.CompletedProcess, object]:
+    from launcher.fake_cli import FakeClis
+
+    clis = FakeClis(tmp_path / "clis")
+    cli = clis.add("code")
+    env = {"PATH": os.pathsep.join([str(clis.bin), *path_dirs])}
+    return oh("vscode", "install", "--editor", str(cli), env=env, timeout=900), clis
+
+
+@pytest.mark.skipif(BUILT_VSIX.exists(), reason="this checkout's extension is already built (nothing to build)")
+def test_vscode_install_from_a_checkout_without_npm_names_what_to_install(oh, tmp_path):
+    p, clis = _install_from_checkout(oh, [], tmp_path)  # PATH: the editor CLI only, no npm
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+    assert "needs Node 20 with npm" in p.stderr and "oh vscode install` again" in p.stderr, p.stderr
+    assert not BUILT_VSIX.exists()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(BUILT_VSIX.exists() or not shutil.which("npm"), reason="needs npm and an unbuilt checkout")
+def test_vscode_install_from_a_checkout_builds_the_extension_with_npm(oh, tmp_path):
+    npm_dir = os.path.dirname(shutil.which("npm") or "")
+    p, clis = _install_from_checkout(oh, [npm_dir], tmp_path)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "building the extension from this checkout" in p.stderr and BUILT_VSIX.is_file()
+    assert "oh-dev.oh-vscode" in clis.installed("code")
+
+
+# ---------------------------------------------------------------- item 15
+def test_config_edit_blames_the_edit_and_keeps_the_users_text(oh):
+    oh.home.mkdir(mode=0o700)
+    (oh.home / "config.toml").write_text("port = 7\n")
+    os.chmod(oh.home / "config.toml", 0o600)
+    bad_editor = 'sh -c \'echo runtime = \\"nope\\" >> "$1"\' sh'
+    p = oh("config", "edit", env={"EDITOR": bad_editor}, input="", check=2)
+    first = p.stderr.splitlines()[0]
+    assert first.startswith("oh: your edit of config.toml: runtime must be one of local, vscode"), p.stderr
+    assert str(oh.home / "config.toml") + ":" not in p.stderr  # the unchanged file is not the culprit
+    assert (oh.home / "config.toml").read_text() == "port = 7\n"
+    assert 'runtime = "nope"' in (oh.home / "config.rejected.toml").read_text()
+    # `oh config edit` again goes on from that text; fixed, it becomes config.toml
+    fixer = "sh -c 'sed -i s/nope/local/ \"$1\"' sh"
+    p = oh("config", "edit", env={"EDITOR": fixer}, input="", check=0)
+    assert "going on with your last edit" in p.stderr
+    assert (oh.home / "config.toml").read_text() == 'port = 7\nruntime = "local"\n'
+    assert not (oh.home / "config.rejected.toml").exists()
+
+
+@pytest.mark.parametrize(("module", "extra"), [("openhands", "openhands"), ("openhands_v0", "openhands-v0")])
+def test_an_integration_without_its_extra_names_the_extra(oh, module, extra):
+    probe = f"import importlib.util, sys\nif importlib.util.find_spec('openhands'): sys.exit(42)\nimport oh.integrations.{module}"
+    p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=oh.env, timeout=60)
+    if p.returncode == 42:
+        pytest.skip("the OpenHands packages are installed here")
+    last = p.stderr.strip().splitlines()[-1]
+    assert last.startswith("ImportError: ") and f"pip install 'oh-editor-runtime[{extra}]'" in last, p.stderr
+
+
+# ---------------------------------------------------------------- item 13: 80 columns
+def _lines_of(term) -> list[str]:
+    """The lines of oh's messages on stderr ("oh: …" and their indented continuations), as the pty got them."""
+    lines, inside = [], False
+    for line in term.raw.replace("\r\n", "\n").split("\n"):
+        inside = line.startswith("oh: ") or (inside and line.startswith("    "))
+        if inside:
+            lines.append(line)
+    return lines
+
+
+def test_warnings_and_errors_wrap_at_word_boundaries_at_80_columns(oh):
+    import socket
+
+    from cli.terminal import Term
+
+    term = Term(oh, "--detach", "--runtime", "local", "--no-open", cols=80)
+    try:
+        assert term.finish() == 0
+        term.session()
+    finally:
+        term.kill()
+    lines = _lines_of(term)
+    assert all(len(line) < 80 for line in lines), lines  # the terminal never had to cut a word
+    joined = " ".join(line.strip() for line in lines)
+    assert "oh: warning: runtime local has NO sandbox: every action an agent sends runs on this machine" in joined
+    assert "Use it only with agents you trust." in joined
+    assert any(line.startswith("    ") for line in lines)  # continuation lines are indented under the message
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    try:
+        port = str(taken.getsockname()[1])
+        other = oh.tmp / "ws2"
+        other.mkdir()
+        term = Term(oh, "--detach", "--port", port, "--workspace", str(other), cols=80)
+        try:
+            assert term.finish() == 1
+        finally:
+            term.kill()
+    finally:
+        taken.close()
+    lines = _lines_of(term)
+    # (a path longer than the terminal, pytest's tmp here, stands alone on its line: it cannot be wrapped)
+    assert all(len(line) < 80 or " " not in line.strip() for line in lines), lines
+    joined = " ".join(line.strip() for line in lines)
+    assert "address already in use (the port is taken: choose another with --port, or 0 for a free one)" in joined
+
+
+def test_piped_messages_stay_one_line(oh):
+    p = oh("config", "set", "port", "abc", env={"COLUMNS": "40"})
+    assert p.stderr == "oh: port must be an integer from 0 to 65535 (got 'abc')\n"
+
+
+def test_live_view_uses_200_columns_and_keeps_the_tail_of_long_paths_at_80(oh):
+    from cli.terminal import Term
+
+    long_command = "echo " + " ".join(f"word{i:03d}" for i in range(15))  # 124 characters
+    deep = oh.workspace.joinpath(*(f"directory-{i}" for i in range(8)))
+    deep.mkdir(parents=True)
+    (deep / "the_file_name.py").write_text("x = 1\n")
+    for cols in (200, 80):
+        term = Term(oh, "--runtime", "local", "--no-open", cols=cols, rows=30)
+        try:
+            term.session()
+            oh.started.clear()  # the foreground launcher stops its backend itself
+            if cols == 200:
+                oh("run", "--", long_command, check=0)
+                term.see("word014 ")  # the whole command: not cut at 80 by the backend
+            else:
+                oh("read", str((deep / "the_file_name.py").relative_to(oh.workspace)), check=0)
+                term.see("the_file_name.py")  # the workspace-relative tail stays, the head is cut
+                assert "directory-0/directory-1" not in term.text()
+            term.child.sendintr()
+            assert term.finish() == 0
+        finally:
+            term.kill()
