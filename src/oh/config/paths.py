@@ -33,9 +33,9 @@ class UnsafePath(CliError):
         super().__init__(f"refusing to use {path}: {problem}. Fix: {fix}")
 
 
-class CannotWrite(OSError):
+class CannotWrite(CliError, OSError):
     """An oh directory or file that cannot be created or written (read-only file system, no permission,
-    a file where a directory should be). An OSError (the backend and the launcher catch those as before);
+    a file where a directory should be). Also an OSError (the backend and the launcher catch those as before);
     ``oh``'s entry point prints it as one line with the fix, exit 1, never a traceback."""
 
     def __init__(self, path: Path | str, exc: OSError) -> None:
