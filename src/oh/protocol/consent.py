@@ -812,7 +812,10 @@ def _decide_run(policy: Policy, args: dict[str, Any], high: bool, where: Where) 
             return Decision(
                 "deny", f"a rule denies `{part.display()}` (deny {deny.text})", f"deny {deny.text}", parts=shown
             )
-        part_verdict, part_reason, part_rule, part_risky, coverable = _part_verdict(
+        by_path = _write_rules(policy, part, where)
+        if by_path is not None and by_path[0] == "deny":
+            return Decision("deny", by_path[1], by_path[2], parts=shown)
+        part_verdict, part_reason, part_rule, part_risky, coverable = by_path or _part_verdict(
             policy, part, matches, high, asks_commands, where
         )
         risky_any = risky_any or part_risky
@@ -825,6 +828,43 @@ def _decide_run(policy: Policy, args: dict[str, Any], high: bool, where: Where) 
     if verdict == "allow" and parts and all(_allowing(run_rules, p) for p in parts):
         reason = "allowed by rules: " + "; ".join(_allowing(run_rules, p) or "" for p in parts)
     return Decision(verdict, reason, rule, tuple(suggest), shown, risky_any)
+
+
+def _write_rules(policy: Policy, part: Part, where: Where) -> tuple[str, str, str | None, bool, bool] | None:
+    """Deny and ask ``write:`` rules hold for the files a command writes too (redirections, tee, cp...),
+    matched where they are written to be and where they really are."""
+    rules_ = [r for r in policy.rules if r.kind == "write" and r.verdict != "allow"]
+    if not rules_:
+        return None
+    if part.blind_writes:
+        return (
+            "ask",
+            f"`{part.display()}` writes {part.blind_writes[0]} (known only at run time) and write rules deny or ask",
+            None,
+            True,
+            False,
+        )
+    for target in part.writes + _implied_writes(part):
+        candidates = (normalize(target, where.base, policy), *_places(target, policy, where))
+        for verdict in ("deny", "ask"):
+            hit = next(
+                (
+                    r
+                    for r in rules_
+                    if r.verdict == verdict and any(path_matches(r.pattern, p, policy) for p in candidates)
+                ),
+                None,
+            )
+            if hit is not None:
+                does = "denies" if verdict == "deny" else "asks before"
+                return (
+                    verdict,
+                    f"a rule {does} this change: `{part.display()}` writes {target} ({verdict} {hit.text})",
+                    f"{verdict} {hit.text}",
+                    False,
+                    False,
+                )
+    return None
 
 
 def _allowing(run_rules: list[Rule], part: Part) -> str | None:
