@@ -504,7 +504,7 @@ def places(kind: str, args: dict[str, Any]) -> tuple[str, ...]:
         return ()
     out: list[str] = []
     for part in shellparse.parse(command).parts:
-        out += list(part.writes) + list(_implied_writes(part))
+        out += list(part.writes) + list(_implied_writes(part)) + list(part.reads)
         out += [w.text for w in part.words[1:] if not w.dynamic or not re.search(r"[$`]", w.text)]
     return tuple(dict.fromkeys(out))[:256]
 
@@ -546,7 +546,7 @@ def _implied_writes(part: Part) -> tuple[str, ...]:
 def _touches(part: Part, policy: Policy, where: "Where") -> str | None:
     """Why a part touches a place only the user decides about (oh's files; a write into .git/, .vscode/...,
     outside the workspace, or somewhere only known at run time), or None."""
-    for w in part.words:
+    for w in part.words + tuple(shellparse.Word(r, bool(re.search(r"[$`*?]", r))) for r in part.reads):
         if w.dynamic and re.search(r"[$`]", w.text) and _SUSPECT.search(w.text):
             return f"`{w.text}` may name oh's own files (it is only known at run time)"
         places = _places(w.text, policy, where) if not w.dynamic or not re.search(r"[$`]", w.text) else ()

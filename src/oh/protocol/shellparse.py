@@ -112,6 +112,7 @@ class Part:
     env: tuple[str, ...] = ()  # names assigned in front of it (VAR=1 cmd, env VAR=1 cmd)
     writes: tuple[str, ...] = ()  # output redirection targets (not /dev/null, not &N), as typed
     blind_writes: tuple[str, ...] = ()  # targets whose place is known only at run time ($X, globs, after cd)
+    reads: tuple[str, ...] = ()  # input redirection sources (< f, <> f), as typed
     assigns: tuple[str, ...] = ()  # names it sets in the shell itself (x=1 alone, export, read, printf -v)
     assign_only: bool = False  # a command made only of assignments (its words are the assignments)
     runs_args: bool = False  # a program that runs a command given in its arguments (flock, chroot, watch...)
@@ -188,6 +189,7 @@ class _Raw:
     words: list[Word] = field(default_factory=list)
     writes: list[str] = field(default_factory=list)
     blind_writes: list[str] = field(default_factory=list)
+    reads: list[str] = field(default_factory=list)
     heredoc: bool = False  # stdin from a heredoc / here-string
     piped_in: bool = False  # stdin from a pipe
 
@@ -298,8 +300,8 @@ class _Scanner:
     def _finish(self, cur: _Raw, skipped: bool) -> None:
         if cur.words and not skipped:
             self.out.append(cur)
-        elif (cur.writes or cur.blind_writes) and not skipped:  # a bare redirection (`> f`) truncates a file
-            self.out.append(_Raw([Word(":")], cur.writes, cur.blind_writes))
+        elif (cur.writes or cur.blind_writes or cur.reads) and not skipped:  # a bare `> f` truncates a file
+            self.out.append(_Raw([Word(":")], cur.writes, cur.blind_writes, cur.reads))
 
     def _blanks(self) -> None:
         while self.i < len(self.s):
@@ -351,6 +353,8 @@ class _Scanner:
             return
         if op in (">&", "<&") and re.fullmatch(r"[0-9]+-?|-", target.text):
             return
+        if op in ("<", "<>"):
+            cur.reads.append(target.text)  # what it opens counts too: < ~/.local/state/oh/sessions/x.json
         if op in ("<",):
             return
         if target.text == "/dev/null" and not target.dynamic:
@@ -421,8 +425,8 @@ class _Scanner:
                 buf.append(c)
                 self.i += 1
         text = "".join(buf)
-        if brace and text not in ("{", "}"):
-            dynamic = True  # brace expansion: {rm,-rf,x} is three words at run time
+        if brace and re.search(r"\{[^{}]*(,|\.\.)", text):
+            dynamic = True  # brace expansion: {rm,-rf,x} is three words at run time ({} alone is not)
         return Word(text, dynamic, assign)
 
     def _double(self) -> tuple[str, bool]:
@@ -561,6 +565,7 @@ class _Spec:
     long_flags: tuple[str, ...] = ()
     long_req: tuple[str, ...] = ()
     long_opt: tuple[str, ...] = ()  # --name[=value]
+    plus: bool = False  # +o / +O / +e: a shell's options also start with +
 
 
 def _long(name: str, spec: _Spec) -> tuple[str, str]:
@@ -589,7 +594,7 @@ def _options(words: list[Word], spec: _Spec) -> tuple[list[tuple[str, str | None
         if t == "--":
             rest.pop(0)
             break
-        if not t.startswith("-") or t == "-":
+        if not (t.startswith("-") or (spec.plus and t.startswith("+") and len(t) > 1)) or t == "-":
             break
         rest.pop(0)
         if t.startswith("--"):
@@ -685,6 +690,7 @@ _XARGS = _Spec(
 )
 # bash/sh/zsh: -o/-O take a value; --rcfile/--init-file run a file (refused below)
 _SHELL = _Spec(
+    plus=True,
     flags="abcefhiklmnprstuvxBCDEHPT",
     req="oO",
     long_flags=(
@@ -886,6 +892,7 @@ def _part(raw: _Raw, st: _Unwrap, words: tuple[Word, ...], **kw) -> Part:
         tuple(st.env),
         tuple(raw.writes) + tuple(st.writes),
         tuple(raw.blind_writes),
+        tuple(raw.reads),
         extra_args=st.extra,
         **kw,
     )
