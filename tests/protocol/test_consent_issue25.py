@@ -323,3 +323,33 @@ def test_shellparse_functions_stay_short():
     tree = ast.parse((SRC / "shellparse.py").read_text())
     long = [n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.end_lineno - n.lineno >= 80]
     assert long == []
+
+
+def test_security_md_names_real_tests():
+    """docs/security.md §8: every test it names exists (P::name, B[row], path::name), and every bullet and
+    table row of it names at least one."""
+    import importlib.util
+    import re
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("consent_battery", root / "tests" / "security" / "consent_battery.py")
+    assert spec is not None and spec.loader is not None
+    battery = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("consent_battery", battery)  # dataclasses look their module up while defining
+    spec.loader.exec_module(battery)
+    CASES = battery.CASES
+    text = (root / "docs" / "security.md").read_text()
+    section = text[text.index("## 8. Consent") :]
+    section = section[: section.index("\n## ", 5)] if "\n## " in section[5:] else section
+    rows = {c.name for c in CASES}
+    for name in re.findall(r"B\[([^\]]+)\]", section):
+        assert name in rows, f"§8 names battery row {name!r}, which tests/security/consent_battery.py lacks"
+    for name in re.findall(r"`P::(\w+)`", section):
+        assert f"def {name}(" in Path(__file__).read_text(), name
+    for path, name in re.findall(r"`(tests/[\w/]+\.py)::(\w+)`", section):
+        assert f"def {name}(" in (root / path).read_text(), f"{path}::{name}"
+    claims = [line for line in section.splitlines() if line.startswith(("- **", "| `"))]
+    for line in claims:
+        block = section[section.index(line) :].split("\n- ", 1)[0] if line.startswith("- ") else line
+        assert re.search(r"`(P::|tests/)|B\[", block), f"§8 says something without a test: {line[:80]}"

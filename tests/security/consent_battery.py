@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-LEVELS = ("never", "risky", "commands", "all")
+LEVELS = ("never", "risky", "commands")  # `all` asks whatever `commands` asks: rows that differ add it
+ALL = ("never", "risky", "commands", "all")
 
 
 @dataclass(frozen=True)
@@ -162,6 +163,7 @@ CASES: list[Case] = [
         deny=("read: secret.txt",),
         setup="mkdir docs && echo s3cret > secret.txt && ln -s ../secret.txt docs/link",
         marker="",
+        levels=ALL,
     ),
     # -- .git under commands (root cause 4)
     Case(
@@ -170,6 +172,7 @@ CASES: list[Case] = [
         {"never": "allow", "*": "ask"},
         setup=GIT_REPO + " && rm .git/config",
         marker=".git/config",
+        levels=ALL,
     ),
     Case(
         "git config core.fsmonitor",
@@ -273,11 +276,16 @@ CASES: list[Case] = [
         run("touch M; : " + "a" * (70 * 1024)),
         {"never": "allow", "*": "refused"},
         allow=("run: touch *", "run: : *"),
+        levels=ALL,
     ),
     # -- controls: what is allowed still runs
     Case(
-        "allowed echo", run("echo hi > M"), {"never": "allow", "risky": "allow", "*": "allow"}, allow=("run: echo *",)
+        "allowed echo",
+        run("echo hi > M"),
+        {"never": "allow", "risky": "allow", "*": "allow"},
+        allow=("run: echo *",),
+        levels=ALL,
     ),
-    Case("plain variable", run("x=1; echo $x > M"), {"*": "allow"}, allow=("run: echo *",)),
+    Case("plain variable", run("x=1; echo $x > M"), {"*": "allow"}, allow=("run: echo *",), levels=ALL),
     Case("[[ ]] string test", run("[[ -n x && a < b ]] && echo y > M"), {"*": "allow"}, allow=("run: echo *",)),
 ]

@@ -168,7 +168,9 @@ def _covered(call: list[str], parts: tuple[shellparse.Part, ...]) -> bool:
     for p in parts:
         if p.name != call[0] or not any(r.words[0] == call[0] for r in POLICY.rules):
             continue
-        if any(w.dynamic for w in p.words) or p.extra_args:
+        if p.extra_args:
+            return True  # xargs / find -exec add or replace arguments at run time: the rule allows any (`*`)
+        if any(w.dynamic for w in p.words):
             if list(p.argv[1:]) == call[1 : len(p.argv)] or any(w.dynamic for w in p.words):
                 return True
         elif list(p.argv) == call:

@@ -83,15 +83,15 @@ async def test_battery(case: Case, level: str, tmp_path: Path, oh_home: Path) ->
                 obs = await _send(ag, 100 + i, {"action": "run", "args": {"command": command}})
                 assert _outcome(obs) == "allow", obs
             obs = await _send(ag, 1, _fill(case.action, ws, state))
+            expected = case.verdict(level)
+            assert _outcome(obs) == expected, (case.name, level, obs.get("content"))
+            if case.marker:  # checked while the shell lives: a prompt hook runs just after the command
+                marker = ws / case.marker
+                if expected == "allow":
+                    assert await _marker_appears(marker), f"{case.name}: allowed but no effect: the case proves nothing"
+                else:
+                    assert not marker.exists(), f"{case.name} at {level}: {expected} yet it ran"
     finally:
         await asyncio.wait_for(b.stop("test end"), 15)
-    expected = case.verdict(level)
-    assert _outcome(obs) == expected, (case.name, level, obs.get("content"))
-    if case.marker:
-        marker = ws / case.marker
-        if expected == "allow":
-            assert await _marker_appears(marker), f"{case.name}: allowed but no effect: the case proves nothing"
-        else:
-            assert not marker.exists(), f"{case.name} at {level}: {expected} yet it ran"
     if case.name.startswith("symlink read"):
         assert "s3cret" not in json.dumps(obs)
