@@ -113,6 +113,7 @@ def test_what_the_parser_refuses(line):
         ("stdbuf -oL -e0 rm x", [["rm", "x"]]),
         ("env -u X -C /tmp A=1 rm x", [["rm", "x"]]),
         ("env -i0v -- rm x", [["rm", "x"]]),
+        ("env - A=1 rm x", [["rm", "x"]]),
         ("setsid -f rm x", [["rm", "x"]]),
         ("ionice -c 3 rm x", [["rm", "x"]]),
         ("[[ -n $x && a < b ]] && rm x", [["rm", "x"]]),

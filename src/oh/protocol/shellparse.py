@@ -808,6 +808,8 @@ def _wrapper(base: str, words: list[Word], st: _Unwrap) -> list[Word] | None:
         opts, rest = _options(rest, _ENV)
         if any(o in ("-S", "--split-string") for o, _ in opts):
             raise Unknown("env -S (a split command string) is not followed")
+        if rest and rest[0].text == "-" and not rest[0].dynamic:
+            rest = rest[1:]  # `env - cmd` is `env -i cmd`
         while rest and rest[0].assign:
             st.env.append(_assigned_name(rest.pop(0).text))
         if rest and rest[0].dynamic:
