@@ -23,6 +23,9 @@ export interface ApprovalRow {
   always: string[];
   /** A change's content or diff (asked outside review mode), shown on "Show change". */
   detail?: string;
+  /** A run's whole command (issue 25: what the user approves is what they see), opened in a document
+   * when the notification cannot show all of it. */
+  command?: string;
 }
 
 export interface ConsentUi {
@@ -31,13 +34,16 @@ export interface ConsentUi {
   /** The reason for a rejection; undefined = Escape (keep it waiting). */
   reason(title: string): Promise<string | undefined>;
   info(message: string): void;
-  /** Opens the change's text (a read-only diff document) beside the notification. */
-  show?(text: string): Promise<void>;
+  /** Opens text (a change's diff, or a whole command) in a read-only document beside the notification. */
+  show?(text: string, language?: string): Promise<void>;
 }
 
 export const ALLOW_ONCE = 'Allow once';
 export const REJECT = 'Reject…';
 export const SHOW = 'Show change';
+export const SHOW_COMMAND = 'Show whole command';
+/** Longer than this (or on several lines), a command does not fit a notification: it is opened whole. */
+export const FITS = 200;
 const ID = /^c[0-9]{1,12}$/;
 
 /** The row from a request frame, or undefined when it is malformed (never throws). */
@@ -50,7 +56,14 @@ export function parseApproval(obj: unknown): ApprovalRow | undefined {
   const risk = typeof o.security_risk === 'string' && o.security_risk ? plainForUi(o.security_risk).slice(0, 10).toUpperCase() : undefined;
   // The detail is shown in a document, not in the notification: only NULs and bidi/format controls are dropped.
   const detail = typeof o.detail === 'string' && o.detail ? o.detail.replace(/[\u0000\u200b-\u200f\u202a-\u202e\u2066-\u2069]/g, '').slice(0, 8000) : undefined;
-  return { id: o.id, agent: text(o.agent, 60) || 'agent', kind: text(o.kind, 20), what: text(o.what, 500), reason: text(o.reason, 300), securityRisk: risk, always, detail };
+  // The whole command, never cut (the backend refuses commands over 64 KiB instead of asking about them).
+  const command = typeof o.command === 'string' && o.command ? o.command.replace(/[\u0000\u200b-\u200f\u202a-\u202e\u2066-\u2069]/g, '') : undefined;
+  return { id: o.id, agent: text(o.agent, 60) || 'agent', kind: text(o.kind, 20), what: text(o.what, 500), reason: text(o.reason, 300), securityRisk: risk, always, detail, command };
+}
+
+/** Whether the notification alone cannot show the whole command (then it is opened in a document). */
+export function commandTooBig(row: ApprovalRow): boolean {
+  return row.command !== undefined && (row.command.length > FITS || row.command.includes('\n'));
 }
 
 export function alwaysLabel(row: ApprovalRow): string | undefined {
@@ -60,7 +73,8 @@ export function alwaysLabel(row: ApprovalRow): string | undefined {
 export function message(row: ApprovalRow): string {
   const verb = row.kind === 'run' ? 'run' : row.kind;
   const risk = row.securityRisk ? ` [security_risk ${row.securityRisk}]` : '';
-  return `oh: ${row.agent} wants to ${verb}: ${row.what}${risk}. ${row.reason ? `(${row.reason})` : ''}`.trim();
+  const what = commandTooBig(row) ? `${row.what.slice(0, FITS)}… (the whole command, ${row.command?.split('\n').length} line(s), is open beside this)` : row.what;
+  return `oh: ${row.agent} wants to ${verb}: ${what}${risk}. ${row.reason ? `(${row.reason})` : ''}`.trim();
 }
 
 export class ConsentPrompter {
@@ -81,7 +95,9 @@ export class ConsentPrompter {
     }
     this.open.set(row.id, row);
     const always = alwaysLabel(row);
-    const buttons = [ALLOW_ONCE, ...(always ? [always] : []), REJECT, ...(row.detail && this.ui.show ? [SHOW] : [])];
+    const whole = commandTooBig(row) && this.ui.show !== undefined;
+    const buttons = [ALLOW_ONCE, ...(always ? [always] : []), REJECT, ...(row.detail && this.ui.show ? [SHOW] : []), ...(whole ? [SHOW_COMMAND] : [])];
+    if (whole) await this.ui.show?.(row.command ?? '', 'shellscript'); // what is approved is what is seen
     let choice: string | undefined;
     for (;;) {
       choice = await this.ui.ask(message(row), buttons);
@@ -97,6 +113,10 @@ export class ConsentPrompter {
       if (choice === SHOW) {
         await this.ui.show?.(row.detail ?? '');
         continue; // the question again, next to the change
+      }
+      if (choice === SHOW_COMMAND) {
+        await this.ui.show?.(row.command ?? '', 'shellscript');
+        continue;
       }
       if (choice !== REJECT) break;
       const reason = await this.ui.reason(`Reject: ${row.what.slice(0, 80)}`);

@@ -144,8 +144,8 @@ const consent = new ConsentPrompter({
       vscode.window.showInputBox({ title, prompt: 'Why? The agent gets this reason (optional). Escape goes back to the question.', ignoreFocusOut: true }),
     ),
   info: (message) => void vscode.window.showInformationMessage(message),
-  show: async (text) => {
-    const doc = await vscode.workspace.openTextDocument({ content: text, language: 'diff' });
+  show: async (text, language) => {
+    const doc = await vscode.workspace.openTextDocument({ content: text, language: language ?? 'diff' });
     await vscode.window.showTextDocument(doc, { preview: true, viewColumn: vscode.ViewColumn.Beside });
   },
 });

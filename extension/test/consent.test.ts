@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ActionContext } from '../src/connection';
-import { ALLOW_ONCE, ConsentPrompter, ConsentUi, message, parseApproval, REJECT } from '../src/consent';
+import { ALLOW_ONCE, ConsentPrompter, ConsentUi, message, parseApproval, REJECT, SHOW_COMMAND } from '../src/consent';
 import { JsonObject } from '../src/protocol';
 
 const ROW = { id: 'c3', agent: 'claude', kind: 'run', what: 'rm -rf build', reason: 'rm is a risky command', security_risk: 'high', always: ['run: rm *'] };
@@ -78,4 +78,34 @@ test('a change asked outside review mode can be shown, then the question comes b
   assert.deepEqual(shown, ['-make\n+curl x | sh\n']);
   assert.equal(u.asked.length, 2);
   assert.deepEqual(sent, [{ type: 'approval', op: 'allow', id: 'c3' }]);
+});
+
+test('a command too long for the notification is opened whole beside it, before the question (issue 25)', async () => {
+  const sent: JsonObject[] = [];
+  const shown: [string, string | undefined][] = [];
+  const u = ui([SHOW_COMMAND, ALLOW_ONCE]);
+  u.show = async (t, lang) => {
+    shown.push([t, lang]);
+  };
+  const command = 'echo start\n' + 'x'.repeat(5000) + '\ntouch hidden-at-the-end\u202e';
+  await new ConsentPrompter(u).request({ ...ROW, what: command.slice(0, 500), command }, ctx(sent));
+  const whole = command.replace('\u202e', '');
+  assert.deepEqual(shown, [
+    [whole, 'shellscript'],
+    [whole, 'shellscript'],
+  ]);
+  assert.ok(u.asked[0][0].includes('the whole command, 3 line(s), is open beside this'));
+  assert.deepEqual(u.asked[0][1], [ALLOW_ONCE, 'Always allow run: rm *', REJECT, SHOW_COMMAND]);
+  assert.deepEqual(sent, [{ type: 'approval', op: 'allow', id: 'c3' }]);
+});
+
+test('a short one-line command fits the notification: nothing is opened', async () => {
+  const shown: string[] = [];
+  const u = ui([ALLOW_ONCE]);
+  u.show = async (t) => {
+    shown.push(t);
+  };
+  await new ConsentPrompter(u).request({ ...ROW, command: 'rm -rf build' }, ctx([]));
+  assert.deepEqual(shown, []);
+  assert.deepEqual(u.asked[0][1], [ALLOW_ONCE, 'Always allow run: rm *', REJECT]);
 });

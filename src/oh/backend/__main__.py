@@ -98,6 +98,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--action-timeout", type=float, default=300.0)
     p.add_argument("--instance-id", default="")
     p.add_argument("--token-stdin", action="store_true")
+    # a JSON line after the token: {"instance_id", "log_file", "OH_HOME"?}, kept out of /proc/PID/cmdline
+    p.add_argument("--private-stdin", action="store_true")
     p.add_argument("--ready-fd", type=int, default=None)
     p.add_argument("--log-file", default=None)
     p.add_argument("--trace-max-bytes", type=int, default=10 * 1024 * 1024)
@@ -166,11 +168,27 @@ def _ready(fd: int | None, payload: dict) -> None:
         pass  # the launcher went away; keep serving
 
 
+def _load_private(args: argparse.Namespace, line: str) -> None:
+    """The settings that name oh's state, read from stdin instead of argv and the environment."""
+    try:
+        private = json.loads(line)
+    except ValueError:
+        raise SystemExit("--private-stdin: the line after the token must be a JSON object") from None
+    if not isinstance(private, dict):
+        raise SystemExit("--private-stdin: the line after the token must be a JSON object")
+    args.instance_id = str(private.get("instance_id") or args.instance_id)
+    args.log_file = private.get("log_file") or args.log_file
+    if isinstance(private.get("OH_HOME"), str):
+        os.environ["OH_HOME"] = private["OH_HOME"]  # for this process; /proc/PID/environ keeps the start's
+
+
 def _load_token(args: argparse.Namespace) -> str:
     if args.token_stdin:
-        token = sys.stdin.readline().strip()
+        token = args.stdin_token
         if not token:
             raise SystemExit("no token on stdin")
+        if args.private_stdin:
+            _load_private(args, args.stdin_private)
         return token
     env = os.environ.get("OH_TOKEN")
     if env:
@@ -385,6 +403,12 @@ def _lock(workspace: str):
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
+    # stdin first: the line after the token says where the log file is (--private-stdin)
+    args.stdin_token = sys.stdin.readline().strip() if args.token_stdin else ""
+    args.stdin_private = sys.stdin.readline() if args.token_stdin and args.private_stdin else ""
+    if args.private_stdin:
+        with contextlib.suppress(SystemExit):
+            _load_private(args, args.stdin_private)  # a bad line is refused by _load_token, with the log set up
     sys.setswitchinterval(SWITCH_INTERVAL)
     # Before anything opens sockets: the common soft limit (1024) is what an idle-connection flood
     # exhausted; the hard limit is usually far higher and ours to take.

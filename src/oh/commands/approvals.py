@@ -85,12 +85,27 @@ def run_approvals(
         io.print(f"{visible(r.get('id'))}  {visible(r.get('agent'))}  {age} ago{risk}")
         io.print(f"    {visible(r.get('kind'))}: {visible(r.get('what'))}")
         io.print(f"    why: {visible(r.get('reason'))}")
+        if r.get("command"):  # the whole command, wrapped: what you approve is what you see
+            io.print("    command (whole):")
+            for line in _wrapped(str(r["command"]), 100):
+                io.print("    $ " + line)
         for line in str(r.get("detail") or "").splitlines()[:40]:
             io.print("    | " + "\t".join(visible(part) for part in line.split("\t")))
         if r.get("always"):
             io.print(f"    --always adds: {visible(', '.join(r['always']))}")
     io.print("Answer with `oh approve ID [--always]` or `oh reject ID --reason TEXT`.")
     return 0
+
+
+def _wrapped(text: str, width: int) -> list[str]:
+    """Every line of ``text`` (escaped), cut into pieces of ``width``: nothing is left out."""
+    from ..text.sanitize import visible
+
+    out: list[str] = []
+    for raw in text.split("\n"):
+        line = visible(raw)
+        out += [line[i : i + width] for i in range(0, len(line), width)] or [""]
+    return out
 
 
 def approve(

@@ -115,7 +115,11 @@ def start_backend(
         consent=consent,
     )
     env = _backend_env(log_level)
-    proc, r = _spawn(argv, env, workspace, log_path, token)
+    # The backend rotates the log file itself (bounded size); stdout/stderr are only for what it prints
+    # before its logging is set up.
+    private = {"instance_id": instance_id, "log_file": str(log_path)}
+    private.update({k: env.pop(k) for k in _PRIVATE_ENV if k in env})
+    proc, r = _spawn(argv, env, workspace, log_path, token + "\n" + json.dumps(private))
     ready = _wait_ready(r, proc, ready_timeout)
     if not ready.get("ready"):
         _not_ready(ready, proc, workspace, log_path)
@@ -161,15 +165,13 @@ def backend_argv(
         f"{editor_timeout:g}",
         "--action-timeout",
         f"{action_timeout:g}",
-        "--instance-id",
-        instance_id,
         "--token-stdin",
+        # Where oh keeps its state (the session file's id, the log's path, OH_HOME) goes on stdin after
+        # the token, not in argv or the environment: the agent's shell can read /proc/$PPID/cmdline and
+        # /proc/$PPID/environ, and they must not point it at the decider credential (issue 25).
+        "--private-stdin",
         "--trace-max-bytes",
         str(trace_max_bytes),
-        # The backend rotates this file itself (bounded size); stdout/stderr below are only for what
-        # it prints before its logging is set up.
-        "--log-file",
-        str(log_path),
     ]
     if not trace:
         argv.append("--no-trace")
@@ -196,6 +198,9 @@ def backend_argv(
     return argv
 
 
+_PRIVATE_ENV = ("OH_HOME",)  # names oh's state: given on stdin (see --private-stdin)
+
+
 def _backend_env(log_level: str) -> dict[str, str]:
     """Our environment without OH_TOKEN (the token goes on stdin), plus the log level."""
     env = {k: v for k, v in os.environ.items() if k != "OH_TOKEN"}
@@ -207,7 +212,7 @@ def _backend_env(log_level: str) -> dict[str, str]:
 def _spawn(
     argv: list[str], env: dict[str, str], workspace: str, log_path: Path, token: str
 ) -> tuple[subprocess.Popen, int]:
-    """Start the backend in its own session, the token on its stdin (never argv/env), stdout and
+    """Start the backend in its own session, the token (and what follows it) on its stdin (never argv/env), stdout and
     stderr into its log. Returns the process and the read end of its ready pipe."""
     log_fd = paths.open_private_append(log_path)
     r, w = os.pipe()

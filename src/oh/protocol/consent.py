@@ -33,8 +33,8 @@ import os
 import re
 import shlex
 import unicodedata
-from dataclasses import dataclass
-from typing import Any, Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable, Mapping
 
 from . import kinds, shellparse
 from .shellparse import Part
@@ -46,12 +46,21 @@ RISKS = ("LOW", "MEDIUM", "HIGH", "UNKNOWN")
 MAX_RULES = 1000
 MAX_RULE = 500
 
-# Environment names that change what a command runs or loads: a part with one of them in front is
-# never allowed by an allow rule (and is risky): PATH=/tmp/evil git status runs another git.
+# Variable names that change what runs, what is loaded or what bash evaluates: one assigned in front of a
+# part (PATH=/tmp/evil git status), in the action's ``env``, or alone (it then stays in the agent's shell:
+# PROMPT_COMMAND=..., OPTIND=x with x='a[$(cmd)]') is never allowed by an allow rule, and is risky.
+# Bash evaluates the prompts (PS0-PS4, PROMPT_COMMAND), BASH_ENV/ENV (a file run by every bash), the
+# arithmetic specials (OPTIND, RANDOM, SRANDOM, HISTCMD, MAILCHECK, ... evaluate a[$(cmd)]), BASH_CMDS /
+# BASH_ALIASES (what a name runs), and the rest pick programs, libraries or files (PATH, LD_*, GIT_*, ...).
 DANGEROUS_ENV = re.compile(
-    r"\A(PATH|LD_[A-Z_]*|DYLD_[A-Z_]*|BASH_ENV|ENV|IFS|PS4|PROMPT_COMMAND|SHELLOPTS|BASHOPTS|GIT_[A-Z_]*|"
-    r"[A-Z_]*_COMMAND|PAGER|EDITOR|VISUAL|PYTHON[A-Z_]*|NODE_OPTIONS|NODE_PATH|PERL5[A-Z_]*|RUBY[A-Z_]*|"
-    r"LESSOPEN|LESSCLOSE|SSH_ASKPASS|SUDO_ASKPASS|OH_[A-Z_]*)\Z"
+    r"\A(PATH|CDPATH|HOME|LD_[A-Z_0-9]*|DYLD_[A-Z_]*|BASH_ENV|ENV|IFS|PS[0-4]|PROMPT_COMMAND|PROMPT_DIRTRIM|"
+    r"SHELLOPTS|BASHOPTS|BASH_[A-Z_]+|HIST[A-Z_]*|OPTIND|RANDOM|SRANDOM|MAILCHECK|MAIL|MAILPATH|TMOUT|FUNCNEST|"
+    r"GLOBIGNORE|EXECIGNORE|FIGNORE|INPUTRC|HOSTFILE|TIMEFORMAT|POSIXLY_CORRECT|SHELL|TERMINFO[A-Z_]*|"
+    r"COMP_[A-Z_]+|READLINE_[A-Z_]+|TEXTDOMAINDIR|GCONV_PATH|LOCPATH|NLSPATH|GIT_[A-Z_0-9]*|XDG_[A-Z_]+|"
+    r"[A-Z_]*_COMMAND|PAGER|MANPAGER|EDITOR|VISUAL|BROWSER|PYTHON[A-Z_]*|NODE_[A-Z_]+|NPM_CONFIG_[A-Z_]+|"
+    r"PERL5?[A-Z_]*|RUBY[A-Z_]*|GEM_[A-Z_]+|BUNDLE_[A-Z_]+|JAVA_TOOL_OPTIONS|_JAVA_OPTIONS|JDK_JAVA_OPTIONS|"
+    r"CLASSPATH|GOFLAGS|GOPATH|CARGO_[A-Z_]+|RUSTC_WRAPPER|RUSTFLAGS|CC|CXX|LESSOPEN|LESSCLOSE|"
+    r"SSH_ASKPASS|SUDO_ASKPASS|GNUPGHOME|SSL_CERT_[A-Z_]+|[A-Z_]*_PROXY|[a-z_]*_proxy|OH_[A-Z_]*)\Z"
 )
 
 # Built-in risky commands (level ``risky``): deleting, overwriting devices, privileges, processes,
@@ -150,7 +159,16 @@ RISKY_SUBCOMMANDS = {
     # oh's own decisions and secrets: an agent answering for itself (issue 19 §3)
     "oh": (("approve",), ("reject",), ("approvals",), ("review",), ("token",), ("config",), ("stop",)),
 }
+# oh's deciding commands, however oh is started (`oh`, `python -m oh`, `uv run oh`, the module path):
+# asked at every level but `never`, even when an allow rule matches (no self-approval).
+OH_DECIDING = frozenset({"approve", "reject", "approvals", "review", "token", "config", "stop"})
+_OH_PROGRAM = re.compile(r"\A(?:.*/)?oh(?:/__main__\.py|/cli\.py)?\Z|\Aoh\.(?:cli|__main__)\Z")
+_OH_IMPORT = re.compile(r"\b(?:import|from)\s+oh\b|__import__\s*\(|importlib|runpy|\boh\.(?:cli|commands|launcher)\b")
+# git options that run or load code from elsewhere (git -c core.fsmonitor=cmd status runs cmd)
+_GIT_DANGEROUS = ("-c", "--config-env", "--exec-path", "--git-dir", "--work-tree", "--namespace", "--super-prefix")
+MAX_SHOW = 64 * 1024  # a command longer than this cannot be shown whole: refused, not asked
 SENSITIVE_DIRS = (".git", ".vscode", ".oh", ".idea", ".devcontainer", ".github")  # changes here can run code
+NESTED_SENSITIVE = (".git", ".oh")  # also below the top (a nested repository's hooks and config)
 
 
 class RuleError(CliError, ValueError):
@@ -239,6 +257,7 @@ class Decision:
     suggest: tuple[str, ...] = ()  # the rules "always allow" would add (allow lists)
     parts: tuple[str, ...] = ()  # the parts of a command, as shown to the user
     risky: bool = False
+    refused: bool = False  # deny not by a rule but because it cannot be asked (too long to show)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -317,9 +336,27 @@ def _match_part(rule: Rule, part: Part) -> str:
             maybe = True
             continue
         return "no"
-    if part.env and any(DANGEROUS_ENV.match(e) for e in part.env):
+    if any(DANGEROUS_ENV.match(e) for e in part.env + part.assigns) or runs_oh(part):
+        maybe = True  # PATH=./tools git status is not the git the rule means; oh's deciding commands never
+    if base_git_loads(part):
         maybe = True
     return "maybe" if maybe else "loose" if loose else "yes"
+
+
+def base_git_loads(part: Part) -> bool:
+    """git -c core.fsmonitor=cmd status, git --git-dir=elsewhere ...: code from elsewhere."""
+    return part.name.rsplit("/", 1)[-1] == "git" and any(
+        a.split("=", 1)[0] in _GIT_DANGEROUS for a in _git_globals(part.argv)
+    )
+
+
+def _match_rule(rule: Rule, part: Part) -> str:
+    """``_match_part``, plus: a deny or ask rule also names a program a runner (flock, chroot...) runs."""
+    m = _match_part(rule, part)
+    if m == "no" and rule.verdict != "allow" and part.runs_args and rule.words[0] != "sudo":
+        if any(a.rsplit("/", 1)[-1] == rule.words[0] for a in part.argv[1:]):
+            return "maybe"
+    return m
 
 
 def _glob_regex(pattern: str) -> re.Pattern[str]:
@@ -354,18 +391,20 @@ def _abs_pattern(pattern: str, policy: Policy) -> str:
 
 
 def path_matches(pattern: str, path: str, policy: Policy) -> bool:
-    full = os.path.normpath(_abs_pattern(pattern, policy))
-    if pattern.endswith("/**"):
-        full = full  # normpath keeps the /** suffix
-    return _glob_regex(full).match(os.path.normpath(path)) is not None
+    """Whether a path rule matches ``path`` (absolute, normalized or resolved by the caller)."""
+    full = os.path.normpath(re.sub(r"\A/+", "/", _abs_pattern(pattern, policy)))
+    return _glob_regex(full).match(os.path.normpath(re.sub(r"\A/+", "/", path))) is not None
 
 
-def is_risky(part: Part, policy: Policy | None = None) -> str | None:
+def is_risky(part: Part, policy: Policy | None = None, where: "Where | None" = None) -> str | None:
     """Why a part is risky (built-in notion), or None."""
     base = part.name.rsplit("/", 1)[-1]
     argv = part.argv
     if part.sudo:
         return "runs as another user (sudo)"
+    if part.assign_only:
+        bad = [n for n in part.assigns if DANGEROUS_ENV.match(n)]
+        return f"sets {', '.join(bad)} in the shell (bash evaluates it or it changes what runs)" if bad else None
     if base in RISKY_NAMES or base.startswith("mkfs."):
         return (
             f"{base} is a risky command (deletes, changes permissions, processes, privileges or talks to the network)"
@@ -379,48 +418,177 @@ def is_risky(part: Part, policy: Policy | None = None) -> str | None:
                     args.pop(0)
         if tuple(args[: len(sub)]) == sub or (sub[0].startswith("-") and sub[0] in args):
             return f"{base} {' '.join(sub)} is a risky command"
-    if part.stdin_code:
-        return f"{base} runs a program it reads from its input (e.g. curl ... | sh)"
-    if any(DANGEROUS_ENV.match(e) for e in part.env):
-        return (
-            "sets an environment variable that changes what runs ("
-            + ", ".join(e for e in part.env if DANGEROUS_ENV.match(e))
-            + ")"
-        )
+    why = _runs_code_elsewhere(part)
+    if why is not None:
+        return why
     if part.extra_args and base in ("rm", "sh", "bash"):
         return f"{base} with arguments from its input"
     if policy is not None:
-        for w in list(argv) + list(part.writes):
-            if _touches_protected(w, policy):
-                return "touches oh's own files (sessions, tokens, config): only you decide with those"
-        for target in part.writes:
-            if _sensitive_path(target, policy):
-                return f"writes {target}"
+        return _touches(part, policy, where or Where(policy.workspace))
     return None
 
 
+def _runs_code_elsewhere(part: Part) -> str | None:
+    """What makes a part run something its name does not say: a program from stdin, a variable that
+    changes what runs, a runner (flock, chroot...), git options that load code, oh's deciding commands."""
+    base = part.name.rsplit("/", 1)[-1]
+    if part.stdin_code:
+        return f"{base} runs a program it reads from its input (e.g. curl ... | sh)"
+    bad = [e for e in part.env + part.assigns if DANGEROUS_ENV.match(e)]
+    if bad:
+        return "sets a variable that changes what runs (" + ", ".join(bad) + ")"
+    if part.runs_args:
+        return f"{base} runs a command given in its arguments"
+    if base == "git" and any(a.split("=", 1)[0] in _GIT_DANGEROUS for a in _git_globals(part.argv)):
+        return "git with options that load configuration or programs from elsewhere (-c, --git-dir, ...)"
+    if runs_oh(part):
+        return "runs oh's own deciding commands (only you decide with those)"
+    return None
+
+
+def _git_globals(argv: tuple[str, ...]) -> list[str]:
+    out = []
+    for a in argv[1:]:
+        if not a.startswith("-"):
+            break
+        out.append(a)
+    return out
+
+
+def runs_oh(part: Part) -> bool:
+    """Whether a part runs one of oh's deciding commands, however oh is invoked."""
+    argv = part.argv
+    base = part.name.rsplit("/", 1)[-1]
+    for i, w in enumerate(argv):
+        if _OH_PROGRAM.match(w) and any(x in OH_DECIDING for x in argv[i + 1 :]):
+            return True
+    interp = re.fullmatch(r"python[0-9.]*|pypy[0-9]*|uv|uvx|pipx|poetry|pipenv|hatch|pdm|rye|conda", base)
+    return interp is not None and any(_OH_IMPORT.search(w) or w in ("-moh",) for w in argv[1:])
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where an action's paths are, as the I/O layer resolved them (``os.path.realpath``, as the kernel will
+    open them): ``base`` is the directory relative paths start from (the action's ``cwd``, else the
+    shell's current directory, else the agent's working directory); ``paths`` maps each word of
+    ``places()`` to what it resolves to (several for a glob). Without an entry a path is only normalized."""
+
+    base: str
+    paths: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    cwd: str | None = None  # the action's cwd, resolved
+    base_unknown: bool = False  # an earlier command moved the shell and the runtime cannot say where to
+
+
+def places(kind: str, args: dict[str, Any]) -> tuple[str, ...]:
+    """The words of an action that may name files: the I/O layer resolves them (``Where.paths``)."""
+    if kind != "run":
+        path = args.get("path")
+        return (path,) if isinstance(path, str) and path else ()
+    command = str(args.get("command", ""))
+    if args.get("is_input") or len(command) > MAX_SHOW:
+        return ()
+    out: list[str] = []
+    for part in shellparse.parse(command).parts:
+        out += list(part.writes) + list(_implied_writes(part)) + list(part.reads)
+        out += [w.text for w in part.words[1:] if not w.dynamic or not re.search(r"[$`]", w.text)]
+    return tuple(dict.fromkeys(out))[:256]
+
+
+def normalize(path: str, base: str, policy: Policy) -> str:
+    """A path as the kernel reads it, without following symlinks: from ``base``, ``~/`` = home, ``..`` and
+    ``//`` collapsed (``//ws/.env`` is ``/ws/.env``)."""
+    p = _expand(path, policy)
+    if not p.startswith("/"):
+        p = os.path.join(base, p)
+    return os.path.normpath(re.sub(r"\A/+", "/", p))
+
+
+def _places(typed: str, policy: Policy, where: "Where") -> tuple[str, ...]:
+    got = where.paths.get(typed)
+    return tuple(got) if got else (normalize(typed, where.base, policy),)
+
+
+def _implied_writes(part: Part) -> tuple[str, ...]:
+    """Files a program writes through its arguments (an allow rule names the program, not these)."""
+    base = part.name.rsplit("/", 1)[-1]
+    args = [w.text for w in part.words[1:] if not w.dynamic]
+    files = [a for a in args if not a.startswith("-")]
+    if base in ("tee", "touch", "truncate") or (
+        base == "sed" and any(a.startswith(("-i", "--in-place")) for a in args)
+    ):
+        return tuple(files)
+    if base in ("cp", "mv", "ln", "install", "rsync") and files:
+        return (files[-1],)
+    if base == "dd":
+        return tuple(a[3:] for a in args if a.startswith("of="))
+    if base == "git" and "config" in args:
+        rest = args[args.index("config") + 1 :]
+        if not any(r in ("--get", "--get-all", "--get-regexp", "--list", "-l", "get", "list") for r in rest):
+            return ("~/.gitconfig",) if "--global" in rest else (".git/config",)
+    return ()
+
+
+def _touches(part: Part, policy: Policy, where: "Where") -> str | None:
+    """Why a part touches a place only the user decides about (oh's files; a write into .git/, .vscode/...,
+    outside the workspace, or somewhere only known at run time), or None."""
+    for w in part.words + tuple(shellparse.Word(r, bool(re.search(r"[$`*?]", r))) for r in part.reads):
+        if w.dynamic and re.search(r"[$`]", w.text) and _SUSPECT.search(w.text):
+            return f"`{w.text}` may name oh's own files (it is only known at run time)"
+        places = _places(w.text, policy, where) if not w.dynamic or not re.search(r"[$`]", w.text) else ()
+        if _touches_protected(w.text, policy) or any(_protected(p, policy) for p in places):
+            return "touches oh's own files (sessions, tokens, config): only you decide with those"
+    if part.blind_writes:
+        return f"writes {part.blind_writes[0]}, a file known only at run time"
+    if where.base_unknown:
+        rel = next((t for t in part.writes if not t.startswith(("/", "~"))), None)
+        if rel is not None:
+            return f"writes {rel} relative to a directory an earlier cd chose (not known before it runs)"
+    for target in part.writes + _implied_writes(part):
+        for real in _places(target, policy, where):
+            why = _sensitive_path(real, policy)
+            if why is not None:
+                return f"writes {target} ({why})"
+    return None
+
+
+# A word only known at run time that may point at oh's state: $HOME/..., $XDG_..., $OH_..., /proc/...
+_SUSPECT = re.compile(r"HOME|XDG_|OH_|PPID|/proc|\$\$|~|\.local|\.config|oh/")
+
+
 def _expand(word: str, policy: Policy) -> str:
-    if word.startswith("~/") and policy.home:
+    if (word == "~" or word.startswith("~/")) and policy.home:
         return policy.home + word[1:]
     return word
 
 
+def _protected(path: str, policy: Policy) -> bool:
+    return any(x and (path == x or path.startswith(x.rstrip("/") + "/")) for x in policy.protected)
+
+
 def _touches_protected(word: str, policy: Policy) -> bool:
     w = _expand(word, policy)
-    return any(p and p in w for p in policy.protected) or "oh/sessions" in w or "OH_HOME" in w
+    return (
+        any(p and p in w for p in policy.protected)
+        or "oh/sessions" in w
+        or "OH_HOME" in w
+        or re.search(r"/proc/[^/]*/(environ|cmdline|fd|cwd|root|mem|maps)", w) is not None
+    )
 
 
 def _sensitive_path(path: str, policy: Policy) -> str | None:
-    """Why a change to ``path`` is risky, or None."""
-    p = os.path.normpath(path if os.path.isabs(path) else os.path.join(policy.workspace, _expand(path, policy)))
+    """Why a change to ``path`` (absolute, resolved) is risky, or None."""
+    p = normalize(path, policy.workspace, policy)
     ws = os.path.normpath(policy.workspace)
-    if any(x and (p == x or p.startswith(x.rstrip("/") + "/")) for x in policy.protected):
+    if _protected(p, policy):
         return "one of oh's own files"
     if p != ws and not p.startswith(ws.rstrip("/") + "/"):
         return "outside the workspace"
     rel = os.path.relpath(p, ws).split(os.sep)
     if rel and rel[0] in SENSITIVE_DIRS:
         return f"inside {rel[0]}/ (settings, hooks or tasks there can run code)"
+    nested = next((x for x in rel[:-1] if x in NESTED_SENSITIVE), None) or (rel[-1] if rel[-1] == ".git" else None)
+    if nested is not None:
+        return f"inside a {nested}/ directory (hooks and config there can run code)"
     return None
 
 
@@ -486,10 +654,19 @@ def _suggest_run(part: Part) -> str:
 
 # --------------------------------------------------------------------------------------- decide
 CONTROL_KEYS = frozenset({"C-c", "C-d", "C-z", "C-\\", "\x03", "\x04", "\x1a", "\x1c"})
+_REVEALS = ("read", "command", "change")
 
 
-def decide(policy: Policy, kind: str, args: dict[str, Any], security_risk: str | None = None) -> Decision:
-    """The verdict for one action."""
+def decide(
+    policy: Policy,
+    kind: str,
+    args: dict[str, Any],
+    security_risk: str | None = None,
+    where: Where | None = None,
+) -> Decision:
+    """The verdict for one action. ``where``: its paths as the I/O layer resolved them (``places``); without
+    it paths are normalized from the workspace (tests, and callers with no file system)."""
+    where = where or Where(policy.workspace)
     risk = str(security_risk).upper() if isinstance(security_risk, str) else None
     risk_rules = [r for r in policy.rules if r.kind == "risk" and risk is not None and r.pattern == risk]
     for verdict in ("deny", "ask"):
@@ -500,60 +677,87 @@ def decide(policy: Policy, kind: str, args: dict[str, Any], security_risk: str |
             )
     high = policy.level == "risky" and risk == "HIGH"
     cls = kinds.consent_class(kind, args)  # the kind table's class: an unknown kind is asked, never allowed
-    path = str(args.get("path") or "")
-    if cls == "command" and kind == "run":
-        return _decide_run(policy, args, high)
+    if cls == "unknown":
+        return Decision("ask", f"{kind!r} is an action oh cannot classify, so it is asked")
+    if kind == "run":
+        return _decide_run(policy, args, high, where)
+    path = args.get("path")
     if cls == "change":
-        return _decide_path(policy, "write", path, high, asks=policy.level in ("changes", "all"))
-    if cls == "read" and path:  # read rules apply to every kind that reveals a path's content
-        return _decide_path(policy, "read", path, high, asks=policy.level == "all", sensitive=False)
-    if cls == "read":  # the editors' selection, symbols: no path to match rules against
-        if high or policy.level == "all":
-            why = "the agent rated this action HIGH risk" if high else f"policy {policy.level}: every read is asked"
-            return Decision("ask", why)
-        return Decision("allow", f"policy {policy.level}")
-    if cls == "none":
-        if high:
-            return Decision("ask", "the agent rated this action HIGH risk")
-        return Decision("allow", "neither a command, a change nor a read")
-    if cls == "command" and policy.level not in ("commands", "all") and not high:
-        return Decision("allow", f"policy {policy.level}")
-    what = "a command" if cls == "command" else "an action oh cannot classify"
-    return Decision("ask", f"{kind!r} is {what}, so it is asked")
+        asks = policy.level in ("changes", "all")
+        return _decide_path(policy, "write", str(path or ""), high, asks, where)
+    if cls == "read":  # read rules apply to every kind that reveals a path's content
+        if isinstance(path, str) and path:
+            return _decide_path(policy, "read", path, high, policy.level == "all", where, sensitive=False)
+        if policy.level == "all":  # the editors' selection, symbols: no path to match rules against
+            return Decision("ask", f"policy all: every {kind} (it shows content to the agent) is asked")
+    if cls == "command" and policy.level in ("commands", "all"):
+        return Decision("ask", f"policy {policy.level}: {kind} runs the project's commands, so it is asked")
+    if high:
+        return Decision("ask", "the agent rated this action HIGH risk")
+    return Decision("allow", f"policy {policy.level}: {kind} is {'nothing to ask' if cls == 'none' else 'not asked'}")
 
 
-def _decide_path(policy: Policy, rule_kind: str, path: str, high: bool, asks: bool, sensitive: bool = True) -> Decision:
+def _decide_path(
+    policy: Policy, rule_kind: str, typed: str, high: bool, asks: bool, where: Where, sensitive: bool = True
+) -> Decision:
+    """A read or a change of one file: rules match where the file really is (``Where``), deny and ask
+    rules also where it is written to be."""
     verb = "change" if rule_kind == "write" else "read"
-    matching = [r for r in policy.rules if r.kind == rule_kind and path and path_matches(r.pattern, path, policy)]
+    shown = normalize(typed, where.base, policy) if typed else ""
+    real = _places(typed, policy, where) if typed else ()
+    rules_ = [r for r in policy.rules if r.kind == rule_kind and typed]
     for verdict in ("deny", "ask", "allow"):
-        hit = next((r for r in matching if r.verdict == verdict), None)
-        if hit is not None:
-            why = {
-                "deny": f"a rule denies this {verb}",
-                "ask": f"a rule asks before this {verb}",
-                "allow": f"a rule allows this {verb}",
-            }[verdict]
-            if verdict == "allow" and high:
-                return Decision("ask", "the agent rated this action HIGH risk", suggest=())
-            return Decision(verdict, f"{why} ({verdict} {hit.text})", f"{verdict} {hit.text}")
-    rel = os.path.relpath(path, policy.workspace) if path.startswith(policy.workspace.rstrip("/") + "/") else path
+        if verdict == "allow":
+            hit = next(
+                (r for r in rules_ if r.verdict == "allow" and all(path_matches(r.pattern, p, policy) for p in real)),
+                None,
+            )
+        else:
+            hit = next(
+                (
+                    r
+                    for r in rules_
+                    if r.verdict == verdict and any(path_matches(r.pattern, p, policy) for p in (shown, *real))
+                ),
+                None,
+            )
+        if hit is None:
+            continue
+        if verdict == "allow" and high:
+            return Decision("ask", "the agent rated this action HIGH risk", suggest=())
+        if verdict == "allow" and (why := _place_asks(real, policy, sensitive)) is not None:
+            return Decision("ask", f"a rule allows this {verb}, but {typed} is {why}", risky=True)
+        does = {"deny": "denies", "ask": "asks before", "allow": "allows"}[verdict]
+        return Decision(verdict, f"a rule {does} this {verb} ({verdict} {hit.text})", f"{verdict} {hit.text}")
+    main = real[0] if real else shown
+    rel = os.path.relpath(main, policy.workspace) if main.startswith(policy.workspace.rstrip("/") + "/") else main
     suggest = (f"{rule_kind}: {rel}",)
     if high:
         return Decision("ask", "the agent rated this action HIGH risk", suggest=suggest, risky=True)
-    if policy.level == "risky" and sensitive:
-        sensitive_why = _sensitive_path(path, policy)
-        if sensitive_why is not None:
-            return Decision("ask", f"a {verb} of a sensitive path: {sensitive_why}", suggest=suggest, risky=True)
-    if any(path.startswith(p) for p in policy.protected if p) and policy.level != "never":
-        return Decision("ask", f"a {verb} of oh's own files", suggest=(), risky=True)
+    why = _place_asks(real, policy, sensitive)
+    if why is not None and policy.level != "never":
+        return Decision("ask", f"a {verb} of {typed}: {why}", risky=True)  # no "always" for these places
     if asks:
         return Decision("ask", f"policy {policy.level}: every {verb} is asked", suggest=suggest)
     return Decision("allow", f"policy {policy.level}")
 
 
-def _decide_run(policy: Policy, args: dict[str, Any], high: bool) -> Decision:
+def _place_asks(real: tuple[str, ...], policy: Policy, sensitive: bool) -> str | None:
+    """Why a file's real place is asked whatever the rules say: oh's own files; for a change also .git/,
+    .vscode/, ... and outside the workspace."""
+    for p in real:
+        if _protected(p, policy):
+            return "one of oh's own files (only you decide with those)"
+        why = _sensitive_path(p, policy) if sensitive else None
+        if why is not None:
+            return f"a sensitive place ({why}; resolved: {p})"
+    return None
+
+
+def _decide_run(policy: Policy, args: dict[str, Any], high: bool, where: Where) -> Decision:
     command = str(args.get("command", ""))
     asks_commands = policy.level in ("commands", "all")
+    run_rules = [r for r in policy.rules if r.kind == "run"]
     if args.get("is_input"):
         text = command.strip()
         if not text or text in CONTROL_KEYS or (policy.level not in ("commands", "all") and not high):
@@ -561,80 +765,147 @@ def _decide_run(policy: Policy, args: dict[str, Any], high: bool) -> Decision:
         return Decision("ask", f"policy {policy.level}: text typed into a running command is asked (it may be a shell)")
     if not command.strip():
         return Decision("allow", "no new command")
+    quiet = policy.level == "never" and not any(r.verdict != "allow" for r in run_rules) and not high
+    size = len(command.encode("utf-8", "surrogatepass"))
+    if size > MAX_SHOW and not quiet:
+        return Decision(
+            "deny",
+            f"command too long to show for consent ({size} bytes > {MAX_SHOW}); split it or write a script file "
+            "(a `write` action) and run that",
+            refused=True,
+        )
     parsed = shellparse.parse(command)
-    run_rules = [r for r in policy.rules if r.kind == "run"]
     if parsed.unknown is not None:
-        if policy.level == "never" and not any(r.verdict != "allow" for r in run_rules) and not high:
+        if quiet:
             return Decision("allow", "policy never")
         return Decision(
-            "ask",
-            f"the command could not be checked part by part ({parsed.unknown}), so it is asked",
-            parts=(command[:200],),
+            "ask", f"the command could not be checked part by part ({parsed.unknown}), so it is asked", parts=(command,)
         )
-    parts = parsed.parts
+    env = tuple(k for k in (args.get("env") or {}) if isinstance(k, str))
+    parts = [replace(p, env=p.env + env) for p in parsed.parts] if env else list(parsed.parts)
     shown = tuple(p.display() for p in parts)
+    cwd_why = _cwd_asks(policy, where)
+    if cwd_why is not None and not quiet:
+        return Decision("ask", cwd_why, parts=shown, risky=True)
     verdict, reason, rule = "allow", f"policy {policy.level}", None
     suggest: list[str] = []
     risky_any = False
     for part in parts:
-        matches = [(r, _match_part(r, part)) for r in run_rules]
+        matches = [(r, _match_rule(r, part)) for r in run_rules]
         deny = next((r for r, m in matches if r.verdict == "deny" and m in ("yes", "loose")), None)
         if deny is not None:
             return Decision(
                 "deny", f"a rule denies `{part.display()}` (deny {deny.text})", f"deny {deny.text}", parts=shown
             )
-        maybe_deny = next((r for r, m in matches if r.verdict == "deny" and m == "maybe"), None)
-        ask = next((r for r, m in matches if r.verdict == "ask" and m != "no"), None)
-        allow = next((r for r, m in matches if r.verdict == "allow" and m == "yes"), None)
-        part_verdict, part_reason, part_rule = "allow", "", None
-        if maybe_deny is not None:
-            part_verdict, part_reason = (
-                "ask",
-                f"`{part.display()}` may be what a deny rule names (deny {maybe_deny.text}); asked rather than guessed",
-            )
-        elif ask is not None:
-            part_verdict, part_reason, part_rule = (
-                "ask",
-                f"a rule asks before `{part.display()}` (ask {ask.text})",
-                f"ask {ask.text}",
-            )
-        elif allow is not None:
-            part_verdict = "allow"
-            sensitive = next(
-                (w for w in part.writes if _sensitive_path(w, policy) or _touches_protected(w, policy)), None
-            )
-            if high:
-                part_verdict, part_reason = "ask", "the agent rated this command HIGH risk"
-            elif sensitive is not None and policy.level != "never":
-                # an allow rule names the program, not where its output goes: .git/hooks, .vscode/tasks.json...
-                part_verdict, part_reason = (
-                    "ask",
-                    f"`{part.display()}` writes {sensitive} ({_sensitive_path(sensitive, policy) or 'oh files'})",
-                )
-        else:
-            why = is_risky(part, policy)
-            risky_any = risky_any or why is not None
-            if why is not None and policy.level != "never":
-                part_verdict, part_reason = "ask", f"`{part.display()}`: {why}"
-            elif asks_commands:
-                part_verdict, part_reason = "ask", f"policy {policy.level}: every command is asked"
-            elif high:
-                part_verdict, part_reason = "ask", "the agent rated this command HIGH risk"
+        by_path = _write_rules(policy, part, where)
+        if by_path is not None and by_path[0] == "deny":
+            return Decision("deny", by_path[1], by_path[2], parts=shown)
+        part_verdict, part_reason, part_rule, part_risky, coverable = by_path or _part_verdict(
+            policy, part, matches, high, asks_commands, where
+        )
+        risky_any = risky_any or part_risky
         if part_verdict == "ask":
             if verdict != "ask":
                 verdict, reason, rule = "ask", part_reason, part_rule
             s = _suggest_run(part)
-            if s not in suggest and part_rule is None and maybe_deny is None:
+            if s not in suggest and coverable:
                 suggest.append(s)
-    if (
-        verdict == "allow"
-        and parts
-        and all(any(r.verdict == "allow" and _match_part(r, p) == "yes" for r in run_rules) for p in parts)
-    ):
-        reason = "allowed by rules: " + "; ".join(
-            next(r.text for r in run_rules if r.verdict == "allow" and _match_part(r, p) == "yes") for p in parts
-        )
+    if verdict == "allow" and parts and all(_allowing(run_rules, p) for p in parts):
+        reason = "allowed by rules: " + "; ".join(_allowing(run_rules, p) or "" for p in parts)
     return Decision(verdict, reason, rule, tuple(suggest), shown, risky_any)
+
+
+def _write_rules(policy: Policy, part: Part, where: Where) -> tuple[str, str, str | None, bool, bool] | None:
+    """Deny and ask ``write:`` rules hold for the files a command writes too (redirections, tee, cp...),
+    matched where they are written to be and where they really are."""
+    rules_ = [r for r in policy.rules if r.kind == "write" and r.verdict != "allow"]
+    if not rules_:
+        return None
+    if part.blind_writes:
+        return (
+            "ask",
+            f"`{part.display()}` writes {part.blind_writes[0]} (known only at run time) and write rules deny or ask",
+            None,
+            True,
+            False,
+        )
+    for target in part.writes + _implied_writes(part):
+        candidates = (normalize(target, where.base, policy), *_places(target, policy, where))
+        for verdict in ("deny", "ask"):
+            hit = next(
+                (
+                    r
+                    for r in rules_
+                    if r.verdict == verdict and any(path_matches(r.pattern, p, policy) for p in candidates)
+                ),
+                None,
+            )
+            if hit is not None:
+                does = "denies" if verdict == "deny" else "asks before"
+                return (
+                    verdict,
+                    f"a rule {does} this change: `{part.display()}` writes {target} ({verdict} {hit.text})",
+                    f"{verdict} {hit.text}",
+                    False,
+                    False,
+                )
+    return None
+
+
+def _allowing(run_rules: list[Rule], part: Part) -> str | None:
+    return next((r.text for r in run_rules if r.verdict == "allow" and _match_part(r, part) == "yes"), None)
+
+
+def _cwd_asks(policy: Policy, where: Where) -> str | None:
+    if where.cwd is None or policy.level == "never":
+        return None
+    if _protected(where.cwd, policy):
+        return f"the command would run in oh's own files ({where.cwd}): only you decide with those"
+    return None
+
+
+def _part_verdict(
+    policy: Policy, part: Part, matches: list[tuple[Rule, str]], high: bool, asks_commands: bool, where: Where
+) -> tuple[str, str, str | None, bool, bool]:
+    """(verdict, reason, rule, risky, an allow rule could cover it) for one part no deny rule names."""
+    maybe_deny = next((r for r, m in matches if r.verdict == "deny" and m == "maybe"), None)
+    ask = next((r for r, m in matches if r.verdict == "ask" and m != "no"), None)
+    allow = next((r for r, m in matches if r.verdict == "allow" and m == "yes"), None)
+    if maybe_deny is not None:
+        why = f"`{part.display()}` may be what a deny rule names (deny {maybe_deny.text}); asked rather than guessed"
+        return "ask", why, None, True, False
+    if ask is not None:
+        return "ask", f"a rule asks before `{part.display()}` (ask {ask.text})", f"ask {ask.text}", False, False
+    # what no allow rule covers: oh's files and deciding commands, a variable that changes what runs,
+    # writes into .git/, .vscode/, outside the workspace or to a place known only at run time
+    hard = _touches(part, policy, where) or _hard_risk(part)
+    if hard is not None and policy.level != "never":
+        return "ask", f"`{part.display()}`: {hard}", None, True, False
+    if part.assign_only:
+        return "allow", "", None, False, False  # a plain variable: data, not a command
+    if allow is not None:
+        if high:
+            return "ask", "the agent rated this command HIGH risk", None, False, False
+        return "allow", "", None, False, False
+    risky = is_risky(part, policy, where)
+    if risky is not None and policy.level != "never":
+        return "ask", f"`{part.display()}`: {risky}", None, True, True
+    if asks_commands:
+        return "ask", f"policy {policy.level}: every command is asked", None, risky is not None, True
+    if high:
+        return "ask", "the agent rated this command HIGH risk", None, risky is not None, True
+    return "allow", "", None, risky is not None, False
+
+
+def _hard_risk(part: Part) -> str | None:
+    bad = [n for n in part.env + part.assigns if DANGEROUS_ENV.match(n)]
+    if bad:
+        return f"sets {', '.join(bad)} (bash evaluates it, or it changes what runs): no allow rule covers that"
+    if runs_oh(part):
+        return "runs oh's own deciding commands (only you decide with those)"
+    if base_git_loads(part):
+        return "git with options that load configuration or programs from elsewhere (-c, --git-dir, ...)"
+    return None
 
 
 # --------------------------------------------------------------------------------------- requests
@@ -731,3 +1002,11 @@ def timeout_message(subject: str, seconds: float) -> str:
 
 def allowed_note(who: str, when: str, rule: str | None = None) -> str:
     return f"[Consent: allowed by {who} at {when}{'; rule added: ' + rule if rule else ''}.]"
+
+
+def moves(command: str) -> bool:
+    """Whether a command line may change its shell's directory (cd, pushd, popd, or unknown)."""
+    if len(command) > MAX_SHOW:
+        return True
+    parsed = shellparse.parse(command)
+    return parsed.unknown is not None or parsed.moves

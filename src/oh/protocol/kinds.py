@@ -215,7 +215,7 @@ _KINDS = (
         example={},
     ),
     _knowledge_kind("diagnostics", "read", {}),
-    _knowledge_kind("open", "none", {"path": "/w/a.py"}),  # shows a file to the user; the agent learns nothing
+    _knowledge_kind("open", "read", {"path": "/w/a.py"}),  # shows a file to the user; asked under `all`
     _knowledge_kind("editors", "read", {}, ()),  # the text selected in the user's editors
     _knowledge_kind("symbols", "read", {"query": ""}, ()),
     _knowledge_kind("definition", "read", _AT),

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 MAX_DEPTH = 8  # nested bash -c / $( ) levels followed; deeper is unknown
 MAX_LEN = 64 * 1024
@@ -61,10 +61,34 @@ INTERPRETERS = SHELLS | frozenset(
     }
 )
 _RESERVED_SKIP = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!", "{", "}", "]]"})
+# Builtins that run code they are given (eval, trap, fc: history, compgen -C, bind -x, complete -C),
+# define code (function, alias), change what a name runs (hash -p, enable -f) or evaluate arithmetic (let).
 _UNFOLLOWED = frozenset(
-    {"eval", "case", "esac", "function", "coproc", "let", "trap", "alias", "select", "((", "enable", "builtin"}
+    {
+        "eval",
+        "case",
+        "esac",
+        "function",
+        "coproc",
+        "let",
+        "trap",
+        "alias",
+        "select",
+        "((",
+        "enable",
+        "builtin",
+        "fc",
+        "compgen",
+        "complete",
+        "bind",
+        "hash",
+    }
 )
+# Operators of [[ ]] that evaluate their operands as arithmetic (a[$(cmd)] in a variable runs cmd), and
+# -v, which evaluates a subscript.
+_ARITH_TEST = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge", "-v"})
 _ASSIGN = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
+_ASSIGN_AT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")  # the same, at a position
 _NAME_BAD = re.compile(r"[{}*?\[\]~,=]")
 
 
@@ -76,6 +100,7 @@ class Unknown(Exception):
 class Word:
     text: str  # the word with quotes removed (expansions kept as written)
     dynamic: bool = False  # known only at run time: $X, $(...), `...`, globs, $'...'
+    assign: bool = False  # NAME=... / NAME[...]=... / NAME+=..., the name unquoted: bash assigns it
 
 
 @dataclass(frozen=True)
@@ -85,7 +110,12 @@ class Part:
     words: tuple[Word, ...]
     sudo: bool = False  # runs as another user (sudo, doas)
     env: tuple[str, ...] = ()  # names assigned in front of it (VAR=1 cmd, env VAR=1 cmd)
-    writes: tuple[str, ...] = ()  # output redirection targets (not /dev/null, not &N)
+    writes: tuple[str, ...] = ()  # output redirection targets (not /dev/null, not &N), as typed
+    blind_writes: tuple[str, ...] = ()  # targets whose place is known only at run time ($X, globs, after cd)
+    reads: tuple[str, ...] = ()  # input redirection sources (< f, <> f), as typed
+    assigns: tuple[str, ...] = ()  # names it sets in the shell itself (x=1 alone, export, read, printf -v)
+    assign_only: bool = False  # a command made only of assignments (its words are the assignments)
+    runs_args: bool = False  # a program that runs a command given in its arguments (flock, chroot, watch...)
     stdin_code: bool = False  # an interpreter that reads its program from stdin (a pipe or heredoc)
     extra_args: bool = False  # xargs / find -exec: more arguments arrive at run time
 
@@ -105,6 +135,7 @@ class Part:
 class Parsed:
     parts: tuple[Part, ...] = ()
     unknown: str | None = None  # why the line cannot be followed (then ``parts`` is incomplete)
+    moves: bool = False  # the line changes directory (cd, pushd, popd): later relative paths are blind
 
 
 def _quote(text: str) -> str:
@@ -116,9 +147,10 @@ def _quote(text: str) -> str:
 def parse(command: str) -> Parsed:
     """The parts of ``command``, or ``unknown`` with a reason (fail closed)."""
     try:
-        return Parsed(tuple(_parse(command, 0)))
+        parts = _parse(command, 0)
     except Unknown as exc:
         return Parsed((), str(exc))
+    return Parsed(tuple(parts), None, any(p.name.rsplit("/", 1)[-1] in _MOVERS for p in parts))
 
 
 def _parse(command: str, depth: int) -> list[Part]:
@@ -133,15 +165,31 @@ def _parse(command: str, depth: int) -> list[Part]:
     scanner = _Scanner(command, depth)
     raw = scanner.run()
     parts: list[Part] = []
+    moved = False
     for cmd in raw:
-        parts.extend(_unwrap(cmd, depth))
+        for part in _unwrap(cmd, depth):
+            if moved:  # after a cd, a relative target is somewhere the gate cannot place before it runs
+                rel = tuple(w for w in part.writes if not w.startswith(("/", "~")))
+                if rel:
+                    part = replace(
+                        part,
+                        writes=tuple(w for w in part.writes if w not in rel),
+                        blind_writes=part.blind_writes + rel,
+                    )
+            parts.append(part)
+            moved = moved or part.name.rsplit("/", 1)[-1] in _MOVERS
     return parts
+
+
+_MOVERS = frozenset({"cd", "pushd", "popd"})
 
 
 @dataclass
 class _Raw:
     words: list[Word] = field(default_factory=list)
     writes: list[str] = field(default_factory=list)
+    blind_writes: list[str] = field(default_factory=list)
+    reads: list[str] = field(default_factory=list)
     heredoc: bool = False  # stdin from a heredoc / here-string
     piped_in: bool = False  # stdin from a pipe
 
@@ -214,18 +262,46 @@ class _Scanner:
                     continue
                 if word.text in _RESERVED_SKIP and not word.dynamic:
                     continue
-                if word.text == "[[" and not word.dynamic:
-                    skip_words = True  # a test: words are data; $( ) inside was recorded already
+                if word.text == "[[":
+                    self._test_expr()  # a test: words are data; $( ) inside is recorded
+                    skip_words = True
                     continue
             if skip_words:
                 continue
             cur.words.append(word)
 
+    def _test_expr(self) -> None:
+        """The words of ``[[ ... ]]`` up to ``]]``: ``&&``, ``||``, ``<``, ``>``, ``( )`` are its own operators
+        here, not the shell's; arithmetic comparisons and ``-v`` are refused (they evaluate code)."""
+        s = self.s
+        regex = False
+        while True:
+            self._blanks()
+            if self.i >= len(s):
+                raise Unknown("unbalanced: no closing ']]'")
+            if s.startswith("]]", self.i) and (self.i + 2 >= len(s) or s[self.i + 2] in " \t\n;&|)"):
+                self.i += 2
+                return
+            c = s[self.i]
+            if c == "\n":
+                raise Unknown("a newline inside [[ ]] is not followed")
+            if c in "&|()<>!":
+                if regex:
+                    raise Unknown("a regular expression with ( ) | < > in [[ =~ ]] is not followed")
+                self.i += 2 if s.startswith(("&&", "||"), self.i) else 1
+                continue
+            word = self._word()
+            if regex and self.i < len(s) and s[self.i] not in " \t":
+                raise Unknown("a regular expression with ( ) | < > in [[ =~ ]] is not followed")
+            regex = word.text == "=~" and not word.dynamic
+            if word.text in _ARITH_TEST and not word.dynamic:
+                raise Unknown(f"[[ {word.text} ]] evaluates its operands as arithmetic (which can run commands)")
+
     def _finish(self, cur: _Raw, skipped: bool) -> None:
         if cur.words and not skipped:
             self.out.append(cur)
-        elif cur.writes and not skipped:  # a bare redirection (`> f`) truncates a file
-            self.out.append(_Raw([Word(":")], cur.writes))
+        elif (cur.writes or cur.blind_writes or cur.reads) and not skipped:  # a bare `> f` truncates a file
+            self.out.append(_Raw([Word(":")], cur.writes, cur.blind_writes, cur.reads))
 
     def _blanks(self) -> None:
         while self.i < len(self.s):
@@ -264,7 +340,10 @@ class _Scanner:
         if op in ("<<", "<<-"):
             start = self.i
             target = self._word()
-            quoted = any(q in self.s[start : self.i] for q in "'\"\\")
+            raw = self.s[start : self.i]
+            if "$" in raw or "`" in raw:  # bash's delimiter for <<$'E' is E: refuse rather than re-implement
+                raise Unknown("a heredoc delimiter with $ or ` in it is not followed")
+            quoted = any(q in raw for q in "'\"\\")
             self.heredocs.append((target.text, op == "<<-", not quoted, cur))
             cur.heredoc = True
             return
@@ -274,13 +353,18 @@ class _Scanner:
             return
         if op in (">&", "<&") and re.fullmatch(r"[0-9]+-?|-", target.text):
             return
+        if op in ("<", "<>"):
+            cur.reads.append(target.text)  # what it opens counts too: < ~/.local/state/oh/sessions/x.json
         if op in ("<",):
             return
         if target.text == "/dev/null" and not target.dynamic:
             return
         if op in ("<&",):
             return
-        cur.writes.append(target.text)
+        if target.dynamic:  # `> $F`, `> *.txt`: where it writes is known only at run time
+            cur.blind_writes.append(target.text)
+        else:
+            cur.writes.append(target.text)
 
     def _heredoc_bodies(self) -> None:
         pending, self.heredocs = self.heredocs, []
@@ -291,8 +375,10 @@ class _Scanner:
                 self.i = len(self.s) if end < 0 else end + 1
                 if (line.lstrip("\t") if strip else line) == delim:
                     break
-                if expand and ("$(" in line or "`" in line or "${" in line):
+                if expand and ("$(" in line or "`" in line or "${" in line or "$[" in line):
                     raise Unknown("a heredoc whose body runs command substitutions is not followed")
+                if expand and line.endswith("\\"):
+                    raise Unknown("a heredoc line continued with a backslash is not followed")
                 if end < 0:
                     raise Unknown(f"unterminated heredoc (no line {delim!r})")
 
@@ -302,6 +388,7 @@ class _Scanner:
         dynamic = False
         brace = False
         s = self.s
+        assign = _ASSIGN_AT.match(s, self.i) is not None
         while self.i < len(s):
             c = s[self.i]
             if c in " \t\n;&|<>()":
@@ -332,15 +419,15 @@ class _Scanner:
                 buf.append(self._backtick())
                 dynamic = True
             else:
-                if c in "*?[" or (c == "~" and not buf):
+                if c in "*?" or (c == "[" and _closes(s, self.i)) or (c == "~" and not buf):
                     dynamic = True  # globs and ~: the word changes at run time
                 brace = brace or c == "{"
                 buf.append(c)
                 self.i += 1
         text = "".join(buf)
-        if brace and text not in ("{", "}"):
-            dynamic = True  # brace expansion: {rm,-rf,x} is three words at run time
-        return Word(text, dynamic)
+        if brace and re.search(r"\{[^{}]*(,|\.\.)", text):
+            dynamic = True  # brace expansion: {rm,-rf,x} is three words at run time ({} alone is not)
+        return Word(text, dynamic, assign)
 
     def _double(self) -> tuple[str, bool]:
         buf: list[str] = []
@@ -384,6 +471,7 @@ class _Scanner:
             inner = s[i + 2 : end]
             if any(x in inner for x in ("$", "`", "(", "{")):
                 raise Unknown("nested expansions inside ${ } are not followed")
+            _check_braced(inner)
             self.i = end + 1
             return s[i : self.i], True
         if nxt == "'" and not in_double:
@@ -439,243 +527,469 @@ class _Scanner:
         return text
 
 
-# ------------------------------------------------------------------------------------ wrappers
-# option letters that take a value, per wrapper
-_SUDO_ARGS = set("ugUhpCDrtTR")
-_ENV_ARGS = {"-u", "--unset", "-C", "--chdir"}
-_TIMEOUT_ARGS = {"-s", "--signal", "-k", "--kill-after"}
-_XARGS_ARGS = set("IdEeLlnPsa")
-_NICE_ARGS = {"-n", "--adjustment"}
+_PLAIN_PARAM = re.compile(r"\A(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])")
+
+
+def _check_braced(inner: str) -> None:
+    """Refuse the ${ } forms that evaluate code: a subscript or an offset (arithmetic: a[$(cmd)] inside a
+    variable runs cmd), ${!x} (indirection: the same), ${x@P} (prompt expansion runs $( )), and ${x=v} /
+    ${x:=v} (assigns a variable)."""
+    if inner.startswith("#") and len(inner) > 1:
+        inner = inner[1:]
+    if inner.startswith("!"):
+        raise Unknown("indirect expansion ${!x} is not followed")
+    m = _PLAIN_PARAM.match(inner)
+    if m is None:
+        raise Unknown(f"the expansion ${{{inner[:40]}}} is not followed")
+    rest = inner[m.end() :]
+    if rest.startswith("["):
+        sub, _, rest = rest[1:].partition("]")
+        if not re.fullmatch(r"[0-9]+|[@*]", sub):
+            raise Unknown("an array subscript is arithmetic (it can run commands): not followed")
+    if rest.startswith(":") and not rest.startswith((":-", ":+", ":?", ":=")):
+        raise Unknown("a ${x:offset} is arithmetic (it can run commands): not followed")
+    if rest.startswith(("=", ":=")):
+        raise Unknown("${x=value} assigns a variable: not followed")
+    if rest.startswith("@") and rest[1:2] not in ("Q", "U", "u", "L", "a", "K", "k", "A", "E"):
+        raise Unknown(f"${{x{rest[:2]}}} is not followed (@P expands a prompt, which runs commands)")
+
+
+# ------------------------------------------------------------------------------------ options
+@dataclass(frozen=True)
+class _Spec:
+    """A wrapper's options, as GNU getopt reads them (clusters, attached values, unique long prefixes)."""
+
+    flags: str = ""  # short options without a value
+    req: str = ""  # short options with a value (attached or the next word)
+    opt: str = ""  # short options with an optional value (attached only)
+    long_flags: tuple[str, ...] = ()
+    long_req: tuple[str, ...] = ()
+    long_opt: tuple[str, ...] = ()  # --name[=value]
+    plus: bool = False  # +o / +O / +e: a shell's options also start with +
+
+
+def _long(name: str, spec: _Spec) -> tuple[str, str]:
+    """The full long option a (possibly abbreviated) name stands for, and its class."""
+    table = [(n, "flag") for n in spec.long_flags] + [(n, "req") for n in spec.long_req]
+    table += [(n, "opt") for n in spec.long_opt]
+    exact = [t for t in table if t[0] == name]
+    if exact:
+        return exact[0]
+    hits = [t for t in table if t[0].startswith(name)]
+    if len(hits) != 1:
+        raise Unknown(f"option --{name} is not known to the command checker")
+    return hits[0]
+
+
+def _options(words: list[Word], spec: _Spec) -> tuple[list[tuple[str, str | None]], list[Word]]:
+    """Read the options in front of a wrapper's command: ((option, value), ...), the words left.
+    An option only known at run time, or one the spec does not list, is refused (fail closed)."""
+    opts: list[tuple[str, str | None]] = []
+    rest = list(words)
+    while rest:
+        w = rest[0]
+        t = w.text
+        if w.dynamic and t[:1] in "$`-*?[{~":  # `$X` or a glob may turn into an option at run time
+            raise Unknown(f"the option {t!r} is only known at run time")
+        if t == "--":
+            rest.pop(0)
+            break
+        if not (t.startswith("-") or (spec.plus and t.startswith("+") and len(t) > 1)) or t == "-":
+            break
+        rest.pop(0)
+        if t.startswith("--"):
+            name, eq, value = t[2:].partition("=")
+            full, cls = _long(name, spec)
+            if cls == "req" and not eq:
+                if not rest:
+                    raise Unknown(f"option --{full} without its value")
+                value = rest.pop(0).text
+            elif cls == "flag" and eq:
+                raise Unknown(f"option --{full} takes no value")
+            opts.append(("--" + full, value if (eq or cls == "req") else None))
+            continue
+        j = 1
+        while j < len(t):
+            c = t[j]
+            if c in spec.flags:
+                opts.append(("-" + c, None))
+                j += 1
+            elif c in spec.req or c in spec.opt:
+                attached: str | None = t[j + 1 :] or None
+                if attached is None and c in spec.req:
+                    if not rest:
+                        raise Unknown(f"option -{c} without its value")
+                    attached = rest.pop(0).text
+                opts.append(("-" + c, attached))
+                break
+            else:
+                raise Unknown(f"option -{c} is not known to the command checker")
+    return opts, rest
+
+
+_SUDO = _Spec(
+    flags="AbEHKklnPSVvBN",
+    req="CDghprRtTUu",
+    long_flags=(
+        "askpass",
+        "background",
+        "set-home",
+        "remove-timestamp",
+        "reset-timestamp",
+        "list",
+        "non-interactive",
+        "preserve-groups",
+        "stdin",
+        "version",
+        "validate",
+        "bell",
+        "no-update",
+    ),
+    long_req=(
+        "close-from",
+        "chdir",
+        "group",
+        "host",
+        "prompt",
+        "chroot",
+        "role",
+        "type",
+        "command-timeout",
+        "other-user",
+        "user",
+    ),
+    long_opt=("preserve-env",),
+)
+_ENV = _Spec(
+    flags="i0v",
+    req="uCSa",
+    long_flags=("ignore-environment", "null", "list-signal-handling", "debug"),
+    long_req=("unset", "chdir", "split-string", "argv0"),
+    long_opt=("block-signal", "default-signal", "ignore-signal"),
+)
+_NOHUP = _Spec()
+_SETSID = _Spec(flags="cfw", long_flags=("ctty", "fork", "wait"))
+_TIME = _Spec(
+    flags="pavq", req="fo", long_flags=("append", "verbose", "quiet", "portability"), long_req=("format", "output")
+)
+_EXEC = _Spec(flags="cl", req="a")
+_COMMAND = _Spec(flags="pvV")
+_NICE = _Spec(req="n", long_req=("adjustment",))
+_IONICE = _Spec(flags="t", req="cnpPu", long_flags=("ignore",), long_req=("class", "classdata", "pid", "pgid", "uid"))
+_STDBUF = _Spec(req="ioe", long_req=("input", "output", "error"))
+_TIMEOUT = _Spec(
+    flags="fpv", req="sk", long_flags=("foreground", "preserve-status", "verbose"), long_req=("signal", "kill-after")
+)
+_XARGS = _Spec(
+    flags="0prtx",
+    req="aEIdLnPs",
+    opt="eil",
+    long_flags=("null", "interactive", "no-run-if-empty", "verbose", "exit", "open-tty", "show-limits"),
+    long_req=("arg-file", "delimiter", "max-args", "max-procs", "max-chars", "process-slot-var"),
+    long_opt=("eof", "replace", "max-lines"),
+)
+# bash/sh/zsh: -o/-O take a value; --rcfile/--init-file run a file (refused below)
+_SHELL = _Spec(
+    plus=True,
+    flags="abcefhiklmnprstuvxBCDEHPT",
+    req="oO",
+    long_flags=(
+        "debugger",
+        "dump-po-strings",
+        "dump-strings",
+        "help",
+        "login",
+        "noediting",
+        "noprofile",
+        "norc",
+        "posix",
+        "pretty-print",
+        "restricted",
+        "verbose",
+        "version",
+    ),
+    long_req=("rcfile", "init-file"),
+)
+# Programs that run a command given in their arguments, with option rules of their own: not unwrapped;
+# their part says so (runs_args), so deny/ask rules look at every argument and `risky` asks.
+RUNNERS = frozenset(
+    {
+        "flock",
+        "chroot",
+        "watch",
+        "script",
+        "su",
+        "runuser",
+        "sg",
+        "setpriv",
+        "prlimit",
+        "chrt",
+        "taskset",
+        "numactl",
+        "unshare",
+        "nsenter",
+        "strace",
+        "ltrace",
+        "valgrind",
+        "gdb",
+        "firejail",
+        "bwrap",
+        "systemd-run",
+        "pkexec",
+        "busybox",
+        "toybox",
+        "parallel",
+        "tmux",
+        "screen",
+        "unbuffer",
+        "faketime",
+        "eatmydata",
+        "fakeroot",
+        "proot",
+        "torsocks",
+        "proxychains",
+        "proxychains4",
+        "dbus-run-session",
+        "dbus-launch",
+        "xvfb-run",
+        "entr",
+        "catchsegv",
+        "sem",
+        "cpulimit",
+        "trickle",
+        "ssh-agent",
+        "daemonize",
+        "start-stop-daemon",
+        "run-parts",
+        "chpst",
+        "setarch",
+        "linux32",
+        "linux64",
+        "ccache",
+        "nix-shell",
+        "direnv",
+        "sudoedit",
+        "caffeinate",
+        "systemd-inhibit",
+        "cgexec",
+        "ip",
+        "lxc-attach",
+    }
+)
 _DANGEROUS_FIND = {"-exec", "-execdir", "-ok", "-okdir"}
+# Builtins that assign the variables they name (their arguments are assignments or variable names).
+_DECLARERS = frozenset({"declare", "typeset", "local", "export", "readonly"})
+_NAMERS = frozenset({"read", "mapfile", "readarray", "printf", "getopts", "unset", "wait", "test", "["})
+_VAR_SUBSCRIPT = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\[([^\]]*)\]")
+
+
+@dataclass
+class _Unwrap:
+    """What the wrappers peeled so far add to the command they run."""
+
+    sudo: bool = False
+    env: list[str] = field(default_factory=list)
+    extra: bool = False
+    writes: list[str] = field(default_factory=list)
+
+
+def _wrapper(base: str, words: list[Word], st: _Unwrap) -> list[Word] | None:
+    """The words a wrapper runs (its options peeled), None if ``base`` is no wrapper, [] if it runs nothing."""
+    rest = words[1:]
+    if base in ("sudo", "doas"):
+        opts, rest = _options(rest, _SUDO)
+        if any(o in ("-s", "-i", "-e", "--shell", "--login", "--edit") for o, _ in opts):
+            raise Unknown("sudo -s / -i / -e (a root shell or editor) is not followed")  # pragma: no cover
+        st.sudo = True
+        if not rest:
+            raise Unknown("sudo without a command is not followed")
+        return rest
+    if base == "env":
+        opts, rest = _options(rest, _ENV)
+        if any(o in ("-S", "--split-string") for o, _ in opts):
+            raise Unknown("env -S (a split command string) is not followed")
+        if rest and rest[0].text == "-" and not rest[0].dynamic:
+            rest = rest[1:]  # `env - cmd` is `env -i cmd`
+        while rest and rest[0].assign:
+            st.env.append(_assigned_name(rest.pop(0).text))
+        if rest and rest[0].dynamic:
+            raise Unknown(f"env runs {rest[0].text!r}, only known at run time")
+        return rest
+    spec = {
+        "nohup": _NOHUP,
+        "setsid": _SETSID,
+        "time": _TIME,
+        "exec": _EXEC,
+        "command": _COMMAND,
+        "nice": _NICE,
+        "ionice": _IONICE,
+        "stdbuf": _STDBUF,
+        "timeout": _TIMEOUT,
+        "xargs": _XARGS,
+    }.get(base)
+    if spec is None:
+        return None
+    if base == "nice" and rest and re.fullmatch(r"-[0-9]+|--[0-9]+", rest[0].text):
+        rest = rest[1:]  # the old `nice -10 cmd`
+    opts, rest = _options(rest, spec)
+    names = {o for o, _ in opts}
+    if base == "command" and names & {"-v", "-V"}:
+        return []  # a lookup: runs nothing
+    if base == "time":
+        st.writes += [v for o, v in opts if o in ("-o", "--output") and v]
+    if base == "ionice" and names & {"-p", "-P", "-u", "--pid", "--pgid", "--uid"}:
+        return []
+    if base == "timeout":
+        rest = rest[1:]  # the duration
+    if base == "xargs":
+        st.extra = True
+        return rest or [Word("echo")]
+    return rest
+
+
+def _assigned_name(text: str) -> str:
+    m = _VAR_SUBSCRIPT.match(text)
+    if m is not None and not re.fullmatch(r"[0-9]+", m.group(1)):
+        raise Unknown("an assignment to an array element evaluates its subscript (it can run commands)")
+    return text.split("=", 1)[0].split("[", 1)[0].rstrip("+")
 
 
 def _unwrap(raw: _Raw, depth: int) -> list[Part]:
     words = list(raw.words)
-    sudo = False
-    env: list[str] = []
-    extra = False
-    out: list[Part] = []
+    st = _Unwrap()
     while words:
+        assigns: list[Word] = []
+        while words and words[0].assign:
+            assigns.append(words.pop(0))
+        names = [_assigned_name(a.text) for a in assigns]
+        if not words:
+            if not assigns:
+                break
+            # only assignments: they stay in the shell (PATH=..., PROMPT_COMMAND=..., OPTIND=x): a part of its own
+            return [_part(raw, st, tuple(assigns), assigns=tuple(names), assign_only=True)]
+        st.env += names
         w = words[0]
-        if not w.dynamic and _ASSIGN.match(w.text):
-            env.append(w.text.split("=", 1)[0].split("[", 1)[0].rstrip("+"))
-            words.pop(0)
-            continue
-        name = w.text
-        if w.dynamic or not name:
-            raise Unknown(f"the command name {name!r} is only known at run time")
-        base = name.rsplit("/", 1)[-1]
-        if base in ("sudo", "doas"):
-            sudo = True
-            for x in words[1:]:
-                if not x.text.startswith("-") or x.text == "--":
-                    break
-                if x.text in ("-s", "-i", "--shell", "--login", "-e", "--edit") or (
-                    x.text[:2] != "--" and any(f in x.text[1:] for f in "sie")
-                ):
-                    raise Unknown("sudo -s / -i / -e (a root shell or editor) is not followed")
-            words = _skip_options(
-                words[1:],
-                _SUDO_ARGS,
-                long_args=(
-                    "--user",
-                    "--group",
-                    "--host",
-                    "--prompt",
-                    "--chdir",
-                    "--role",
-                    "--type",
-                    "--close-from",
-                    "--other-user",
-                ),
-            )
-            if not words:
-                raise Unknown("sudo without a command is not followed")
-            continue
-        if base == "env":
-            rest = words[1:]
-            while rest and rest[0].text.startswith("-") and rest[0].text not in ("-",):
-                opt = rest.pop(0).text
-                if opt in ("-S", "--split-string") or opt.startswith("-S") or opt.startswith("--split-string"):
-                    raise Unknown("env -S (a split command string) is not followed")
-                if opt == "--":
-                    break
-                if opt in _ENV_ARGS:
-                    if not rest:
-                        raise Unknown("env option without its value")
-                    rest.pop(0)
-            if not rest or all(not x.dynamic and _ASSIGN.match(x.text) for x in rest):
-                break  # `env` alone prints the environment: a command of its own
-            words = rest
-            continue
-        if base in ("nohup", "setsid"):
-            words = [x for x in words[1:]]
-            if words and words[0].text in ("-f", "--fork", "-w", "--wait"):
-                words.pop(0)
-            if not words:
-                break
-            continue
-        if base == "time" or base == "exec":
-            rest = words[1:]
-            while rest and rest[0].text.startswith("-") and not rest[0].dynamic:
-                opt = rest.pop(0).text
-                if base == "exec" and opt == "-a" and rest:
-                    rest.pop(0)
-            if not rest:
-                break
-            words = rest
-            continue
-        if base == "command":
-            rest = words[1:]
-            if rest and rest[0].text in ("-v", "-V"):
-                break  # a lookup, runs nothing
-            while rest and rest[0].text in ("-p", "--"):
-                rest.pop(0)
-            if not rest:
-                break
-            words = rest
-            continue
-        if base == "nice" or base == "ionice" or base == "stdbuf":
-            rest = words[1:]
-            while rest and rest[0].text.startswith("-") and not rest[0].dynamic:
-                opt = rest.pop(0).text
-                if (
-                    opt in _NICE_ARGS
-                    or (base == "ionice" and opt in ("-c", "-n", "-p", "-t"))
-                    or (base == "stdbuf" and opt in ("-i", "-o", "-e"))
-                ):
-                    if rest:
-                        rest.pop(0)
-            if not rest:
-                break
-            words = rest
-            continue
-        if base == "timeout":
-            rest = words[1:]
-            while rest and rest[0].text.startswith("-") and not rest[0].dynamic:
-                opt = rest.pop(0).text
-                if opt in _TIMEOUT_ARGS and rest:
-                    rest.pop(0)
-            if len(rest) < 2:
-                break
-            words = rest[1:]  # past the duration
-            continue
-        if base == "xargs":
-            rest = words[1:]
-            while rest and rest[0].text.startswith("-") and not rest[0].dynamic:
-                opt = rest.pop(0).text
-                if opt == "--":
-                    break
-                if opt.startswith("--"):
-                    if "=" not in opt and opt in (
-                        "--arg-file",
-                        "--delimiter",
-                        "--eof",
-                        "--replace",
-                        "--max-lines",
-                        "--max-args",
-                        "--max-procs",
-                        "--max-chars",
-                        "--process-slot-var",
-                    ):
-                        if rest:
-                            rest.pop(0)
-                    continue
-                if len(opt) == 2 and opt[1] in _XARGS_ARGS and rest:
-                    rest.pop(0)
-            extra = True
-            if not rest:
-                words = [Word("echo")]
-                break
-            words = rest
-            continue
+        if w.dynamic or not w.text:
+            raise Unknown(f"the command name {w.text!r} is only known at run time")
+        base = w.text.rsplit("/", 1)[-1]
         if base in SHELLS:
-            payload = _shell_payload(words)
-            if payload is not None:
-                if payload.dynamic:
-                    raise Unknown(f"{base} -c with a payload only known at run time is not followed")
-                inner = _parse(payload.text, depth + 1)
-                for p in inner:
-                    out.append(
-                        Part(p.words, p.sudo or sudo, tuple(env) + p.env, p.writes, p.stdin_code, p.extra_args or extra)
-                    )
-                if raw.writes:  # the shell's own redirections apply to the payload's output
-                    out.append(Part((Word(base),), sudo, tuple(env), tuple(raw.writes)))
-                return out
-        break
+            inner = _shell_payload(words, depth)
+            if inner is not None:
+                return _payload_parts(inner, raw, st, base)
+        rest = _wrapper(base, words, st)
+        if rest is None:
+            break
+        if not rest:
+            return [_part(raw, st, tuple(words[:1]))] if raw.writes or raw.blind_writes or st.writes else []
+        words = rest
     if not words:
-        if raw.writes:
-            return [Part((Word(":"),), sudo, tuple(env), tuple(raw.writes))]
-        return out  # only assignments: nothing runs (their $( ) parts were recorded already)
+        return [_part(raw, st, (Word(":"),))] if raw.writes or raw.blind_writes else []
+    return _simple(words, raw, st, depth)
+
+
+def _part(raw: _Raw, st: _Unwrap, words: tuple[Word, ...], **kw) -> Part:
+    return Part(
+        words,
+        st.sudo,
+        tuple(st.env),
+        tuple(raw.writes) + tuple(st.writes),
+        tuple(raw.blind_writes),
+        tuple(raw.reads),
+        extra_args=st.extra,
+        **kw,
+    )
+
+
+def _payload_parts(inner: list[Part], raw: _Raw, st: _Unwrap, base: str) -> list[Part]:
+    out = [
+        replace(p, sudo=p.sudo or st.sudo, env=tuple(st.env) + p.env, extra_args=p.extra_args or st.extra)
+        for p in inner
+    ]
+    if raw.writes or raw.blind_writes:  # the shell's own redirections apply to the payload's output
+        out.append(_part(raw, st, (Word(base),)))
+    return out
+
+
+def _simple(words: list[Word], raw: _Raw, st: _Unwrap, depth: int) -> list[Part]:
+    """The part for a command that is no wrapper (plus what find -exec runs)."""
     head = words[0]
-    if head.dynamic:
-        raise Unknown(f"the command name {head.text!r} is only known at run time")
     base = head.text.rsplit("/", 1)[-1]
-    if _NAME_BAD.search(head.text):
+    if head.text != "[" and _NAME_BAD.search(head.text):
         raise Unknown(f"the command name {head.text!r} is expanded by the shell")
-    if base in _UNFOLLOWED or base in ("source", "."):
-        if base not in ("source", "."):
-            raise Unknown(f"'{base}' is not followed by the command checker")
+    if base in _UNFOLLOWED:
+        raise Unknown(f"'{base}' is not followed by the command checker")
+    assigns = _builtin_assigns(base, words) if "/" not in head.text else ()
     interp = base in INTERPRETERS or re.fullmatch(r"python[0-9.]*", base) is not None
     stdin_code = False
     if interp:
         args = [x.text for x in words[1:]]
-        has_program = any(not a.startswith("-") for a in args) or any(
-            a in ("-c", "-e", "-m", "--eval", "-E", "-r") for a in args
+        from_stdin = base in SHELLS and _shell_reads_stdin(words)
+        has_program = not from_stdin and (
+            any(not a.startswith("-") for a in args) or any(a in ("-c", "-e", "-m", "--eval", "-E", "-r") for a in args)
         )
-        if raw.heredoc or (raw.piped_in and not has_program) or not args:
-            stdin_code = bool(raw.heredoc or raw.piped_in)
-            if raw.heredoc and not has_program:
-                raise Unknown(f"{base} reading its program from a heredoc is not followed")
-    out.append(Part(tuple(words), sudo, tuple(env), tuple(raw.writes), stdin_code, extra))
+        if raw.heredoc and not has_program:
+            raise Unknown(f"{base} reading its program from a heredoc is not followed")
+        stdin_code = bool(raw.piped_in and not has_program) or (from_stdin and raw.piped_in)
+    out = [_part(raw, st, tuple(words), assigns=assigns, runs_args=base in RUNNERS)]
+    if stdin_code:
+        out[0] = replace(out[0], stdin_code=True)
     if base == "find":
-        out.extend(_find_exec(words, sudo, depth))
+        out.extend(_find_exec(words, st.sudo, depth))
     return out
 
 
-def _skip_options(words: list[Word], with_arg: set[str], long_args: tuple[str, ...]) -> list[Word]:
-    rest = list(words)
-    while rest and rest[0].text.startswith("-") and not rest[0].dynamic:
-        opt = rest.pop(0).text
-        if opt == "--":
-            break
-        if opt.startswith("--"):
-            if "=" not in opt and opt in long_args and rest:
-                rest.pop(0)
-            continue
-        if opt[-1] in with_arg and rest:
-            rest.pop(0)
-    return rest
+def _builtin_assigns(base: str, words: list[Word]) -> tuple[str, ...]:
+    """The variables a builtin sets in the shell; refuses what evaluates code (declare -i/-n, a subscript,
+    mapfile -C)."""
+    args = words[1:]
+    if base in _DECLARERS:
+        names = []
+        for w in args:
+            t = w.text
+            if t.startswith(("-", "+")) and not w.dynamic:
+                if any(c in t[1:] for c in "inaA") and t != "--":
+                    raise Unknown(f"{base} {t} makes values evaluated (integers, references, arrays): not followed")
+                continue
+            if w.dynamic and "=" not in t:
+                raise Unknown(f"{base} {t!r}: a name only known at run time")
+            names.append(_assigned_name(t if "=" in t else t + "="))
+        return tuple(names)
+    if base in _NAMERS:
+        if base in ("mapfile", "readarray") and any(w.text.startswith("-") and "C" in w.text for w in args):
+            raise Unknown(f"{base} -C runs a callback: not followed")
+        for w in args:
+            m = _VAR_SUBSCRIPT.match(w.text)
+            if m is not None and not re.fullmatch(r"[0-9]+|[@*]", m.group(1)):
+                raise Unknown(f"{base} {w.text!r}: a subscript is arithmetic (it can run commands)")
+        return tuple(w.text for w in args if not w.dynamic and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", w.text))
+    return ()
 
 
-def _shell_payload(words: list[Word]) -> Word | None:
-    """The -c payload of ``bash -c 'cmd'`` (options like -l, -e, -o x allowed in front), else None."""
-    rest = words[1:]
-    saw_c = False
-    while rest:
-        w = rest[0]
-        t = w.text
-        if w.dynamic and not saw_c:
-            return None
-        if t == "--":
-            rest.pop(0)
-            break
-        if t.startswith("--"):
-            rest.pop(0)
-            continue
-        if t[:1] in "-+" and len(t) > 1:
-            rest.pop(0)
-            if "c" in t[1:] and t[0] == "-":
-                saw_c = True
-            if "o" in t[1:] and rest:
-                rest.pop(0)
-            continue
-        break
-    if not saw_c:
+def _shell_reads_stdin(words: list[Word]) -> bool:
+    """``sh``, ``sh -s``, ``sh -``, ``sh /dev/stdin``, ``sh /dev/fd/0``: the program comes from stdin."""
+    try:
+        opts, rest = _options(words[1:], _SHELL)
+    except Unknown:
+        return True
+    if any(o == "-s" for o, _ in opts) or not rest:
+        return True
+    first = rest[0].text
+    return first in ("-", "/dev/stdin") or re.fullmatch(r"/dev/fd/0|/proc/(self|[0-9]+)/fd/0", first) is not None
+
+
+def _shell_payload(words: list[Word], depth: int) -> list[Part] | None:
+    """The parts of ``bash -c 'cmd'`` (options like -l, -e, -o x, -O x in front), else None."""
+    opts, rest = _options(words[1:], _SHELL)
+    names = {o for o, _ in opts}
+    if names & {"--rcfile", "--init-file"}:
+        raise Unknown("a shell with --rcfile / --init-file runs that file: not followed")
+    if "-c" not in names:
         return None
     if not rest:
         raise Unknown("sh -c without a command")
-    return rest[0]
+    if rest[0].dynamic:
+        raise Unknown(f"{words[0].text} -c with a payload only known at run time is not followed")
+    return _parse(rest[0].text, depth + 1)
 
 
 def _find_exec(words: list[Word], sudo: bool, depth: int) -> list[Part]:
@@ -693,7 +1007,13 @@ def _find_exec(words: list[Word], sudo: bool, depth: int) -> list[Part]:
             if inner[0].dynamic:
                 raise Unknown("find -exec with a command only known at run time")
             sub = _unwrap(_Raw(inner), depth + 1)
-            out.extend(Part(p.words, p.sudo or sudo, p.env, p.writes, p.stdin_code, True) for p in sub)
+            out.extend(replace(p, sudo=p.sudo or sudo, extra_args=True) for p in sub)
             i = j
         i += 1
     return out
+
+
+def _closes(s: str, i: int) -> bool:
+    """Whether the ``[`` at ``i`` has a ``]`` later in the same word (then it is a glob bracket)."""
+    m = re.compile(r"[^\s;&|<>()]*").match(s, i + 1)
+    return m is not None and "]" in m.group(0)

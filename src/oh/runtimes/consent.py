@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import glob
 import itertools
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -56,6 +58,7 @@ class Pending:
     suggest: tuple[str, ...]  # the rules "always allow" would add
     security_risk: str | None
     detail: str = ""  # a change's content or diff (protocol.consent.detail)
+    command: str = ""  # a run's whole command line: what the user approves is what they see
     created: float = field(default_factory=time.monotonic)
     created_at: str = field(default_factory=_now)
     future: asyncio.Future | None = None
@@ -73,6 +76,7 @@ class Pending:
             "always": list(self.suggest),
             "security_risk": self.security_risk,
             **({"detail": self.detail} if self.detail else {}),
+            **({"command": self.command} if self.command else {}),
             "age_s": round(time.monotonic() - self.created, 1),
             "created_at": self.created_at,
         }
@@ -189,6 +193,7 @@ class ConsentGuard(Wrapper):
         self.review = review  # the inner runtime asks for changes itself (proposals with a diff)
         # Set by the backend: (leg id, waiting?) -> pause or resume the action's deadline.
         self.on_wait: Callable[[int, bool], None] | None = None
+        self._moved: set[str] = set()  # agents whose shell ran a cd (see where())
         approvals.on_rule = self.add_rule
 
     def add_rule(self, rule: rules.Rule) -> None:
@@ -207,14 +212,37 @@ class ConsentGuard(Wrapper):
         self.approvals.close()
         await self.inner.close()
 
+    def where(self, action: Action, agent: Hashable) -> rules.Where:
+        """The I/O half of the decision: every path the action names, resolved as the kernel will open it
+        (symlinks, ``..``, ``//``) from where it runs: the action's ``cwd``, else the agent shell's current
+        directory (run), else the agent's working directory (X-OH-Workdir)."""
+        ctx = as_context(agent)
+        workdir = os.path.realpath(ctx.workdir or self.policy.workspace)
+        base, cwd, unknown = workdir, None, False
+        if action.kind == "run":
+            shell_cwd = getattr(self.inner, "shell_cwd", None)
+            now = shell_cwd(ctx) if callable(shell_cwd) else None
+            base = os.path.realpath(now) if isinstance(now, str) and now else workdir
+            # a runtime that cannot say where its shell is (an editor's terminal): after a cd, unknown
+            unknown = not now and ctx.id in self._moved
+            if isinstance(action.args.get("cwd"), str) and action.args["cwd"]:
+                cwd = base = _resolve(action.args["cwd"], workdir, self.policy)
+                unknown = False
+            if not action.args.get("is_input") and rules.moves(str(action.args.get("command", ""))):
+                self._moved.add(ctx.id)
+        paths = {typed: _resolve_all(typed, base, self.policy) for typed in rules.places(action.kind, action.args)}
+        return rules.Where(base, paths, cwd, unknown)
+
     async def execute(self, action: Action, agent: Hashable) -> dict[str, Any]:
-        decision = rules.decide(self.policy, action.kind, action.args, action.security_risk)
+        decision = rules.decide(self.policy, action.kind, action.args, action.security_risk, self.where(action, agent))
         if decision.verdict == "allow":
             if decision.rule is not None:  # a path rule allowed this change: no proposal either
                 return await self.inner.execute(_consented(action), agent)
             return await self.inner.execute(action, agent)
         ctx = as_context(agent)
         subject = rules.what(action.kind, action.args)
+        if decision.verdict == "deny" and decision.refused:
+            return error_observation(action.id, ErrorId.BAD_REQUEST, decision.reason)
         if decision.verdict == "deny":
             self.approvals.emit(
                 "approval_decided",
@@ -247,6 +275,7 @@ class ConsentGuard(Wrapper):
             decision.suggest,
             action.security_risk,
             rules.detail(action.kind, action.args),
+            str(action.args.get("command") or "") if action.kind == "run" else "",
         )
         if self.on_wait is not None:
             self.on_wait(action.id, True)
@@ -264,6 +293,19 @@ class ConsentGuard(Wrapper):
         obs = await self.inner.execute(_consented(action), agent)
         _note(obs, rules.allowed_note(answer.who, answer.at, answer.rule))
         return obs
+
+
+def _resolve(typed: str, base: str, policy: rules.Policy) -> str:
+    return os.path.realpath(rules.normalize(typed, base, policy))
+
+
+def _resolve_all(typed: str, base: str, policy: rules.Policy) -> tuple[str, ...]:
+    """What a word names: one path, or (a glob) the files it matches now, plus the pattern itself."""
+    if any(c in typed for c in "*?["):
+        pattern = rules.normalize(typed, base, policy)
+        found = [os.path.realpath(p) for p in itertools.islice(glob.iglob(pattern), 64)]
+        return tuple(found) + (_resolve(typed, base, policy),)
+    return (_resolve(typed, base, policy),)
 
 
 def _rejected(action_id: int, message: str, who: str) -> dict[str, Any]:

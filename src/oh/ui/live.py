@@ -545,6 +545,10 @@ class LiveState:
             "kind": visible(frame.get("kind") or ""),
             "what": visible(frame.get("what") or "")[:300],
             "reason": visible(frame.get("reason") or "")[:200],
+            # the whole command, one escaped line per line: shown wrapped, never cut without saying so
+            "command": [visible(x) for x in str(frame.get("command") or "").split("\n")]
+            if frame.get("command")
+            else [],
             "risk": _risk(frame.get("security_risk")),
             "always": [visible(r)[:100] for r in frame.get("always") or [] if isinstance(r, str)],
         }
@@ -554,10 +558,13 @@ class LiveState:
             action.consent = aid
         risk = f" [security_risk {row['risk']}]" if row["risk"] else ""
         always = f" / a = always ({', '.join(row['always'])})" if row["always"] else ""
+        whole = (
+            [f"    $ {line}" for line in row["command"]] if len(row["command"]) > 1 or len(row["what"]) >= 300 else []
+        )
         return [
             f"{aid} awaiting your consent: {row['agent']} wants to {row['kind']} `{row['what']}`{risk} ({row['reason']}); "
             f"y = allow / n = reject{always}, or `oh approve {aid}` / `oh reject {aid}`"
-        ]
+        ] + ([f"{aid} the whole command:"] + whole if whole else [])
 
     def _on_approval_decided(self, frame: dict[str, Any]) -> list[str]:
         aid = visible(frame.get("id") or "")[:16]
@@ -578,6 +585,28 @@ class LiveState:
         return [
             f"{aid + ' ' if aid else ''}{visible(frame.get('decision') or '?')} by {who} at {_clock(frame.get('at'))}: `{what}`{rule}{reason}"
         ]
+
+    @staticmethod
+    def _command_lines(ask: dict[str, Any], width: int, room: int) -> list[Any]:
+        """The asked command, wrapped to ``width``, in at most ``room`` lines; what does not fit is named
+        (with where to read it all), never silently cut."""
+        from rich.text import Text
+
+        w = max(20, width - 4)  # cut at the width, not at words: every character stays, spaces included
+        lines = [line[i : i + w] for line in ask.get("command") or [] for i in range(0, max(len(line), 1), w)]
+        if len(lines) <= 1 and len(ask["what"]) < 300:
+            return []  # the one-line summary above already shows all of it
+        shown = lines if len(lines) <= room else lines[: room - 1]
+        out = [Text("  $ " + line, style="bold", no_wrap=True) for line in shown]
+        if len(shown) < len(lines):
+            out.append(
+                Text(
+                    f"  … {len(lines) - len(shown)} more lines: `oh approvals` shows the whole command",
+                    style="yellow",
+                    no_wrap=True,
+                )
+            )
+        return out
 
     def first_approval(self) -> dict[str, Any] | None:
         return next(iter(self.approvals.values()), None)
@@ -709,6 +738,7 @@ class LiveState:
                     *(((f"  security_risk {ask['risk']}", RISK_STYLES.get(ask["risk"], "")),) if ask["risk"] else ()),
                 )
             )
+            hints += self._command_lines(ask, width, max(3, height // 3))
             hints.append(
                 one_line(
                     ("  y", "bold green"),

@@ -172,6 +172,11 @@ class LocalRuntime(Runtime):
             notes_said=self._notes_said,
         )
 
+    def shell_cwd(self, ctx: AgentContext) -> str | None:
+        """The current directory of the agent's main shell (consent resolves relative paths from it)."""
+        group = self._terminals.get(ctx.shell_key)
+        return group.main._cwd() if group is not None else None
+
     def _group(self, ctx: AgentContext) -> ShellGroup:
         key = ctx.shell_key
         group = self._terminals.get(key)

@@ -1,0 +1,79 @@
+"""Consent through real `oh` processes (issue 25): what the user approves is what they see (`oh approvals`
+shows the whole command, --json holds it, a command too long to show is refused with a reason), and the
+agent's shell cannot learn where oh keeps its state from its parent's /proc entries."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from .conftest import wait_for
+
+AGENT_WAIT = 60
+
+
+def _agent(oh, *args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "oh", *args],
+        cwd=oh.workspace,
+        env=oh.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_approvals_show_the_whole_command(oh):
+    oh.start("local", None, "--consent", "commands")
+    command = "echo start\n" + "\n".join(f"echo line{i} {'x' * 90}" for i in range(40)) + "\ntouch hidden-at-the-end"
+    agent = _agent(oh, "run", command)
+    try:
+        rows = wait_for(lambda: oh.json("approvals", "--json")["approvals"] or None, timeout=30, what="the ask")
+        assert rows[0]["command"] == command  # --json: the whole command, newlines included
+        plain = oh("approvals", check=0).stdout
+        assert "touch hidden-at-the-end" in plain and "line39" in plain and "command (whole):" in plain
+        oh("reject", rows[0]["id"], "--reason", "no", check=0)
+    finally:
+        agent.communicate(timeout=AGENT_WAIT)
+    assert not (oh.workspace / "hidden-at-the-end").exists()
+
+
+def test_a_command_too_long_to_show_is_refused_with_a_reason(oh):
+    oh.start("local", None, "--consent", "commands")
+    proc = oh("run", "touch long.txt; : " + "a" * (70 * 1024), check=None, timeout=AGENT_WAIT)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "command too long to show for consent" in out and "script file" in out
+    assert oh.json("approvals", "--json")["approvals"] == []  # refused up front, never asked
+    assert not (oh.workspace / "long.txt").exists()
+
+
+def test_the_agent_shell_parent_does_not_name_oh_state(oh):
+    oh.start("local")
+    proc = oh(
+        "run",
+        "tr '\\0' '\\n' < /proc/$PPID/cmdline; echo ---; tr '\\0' '\\n' < /proc/$PPID/environ",
+        "--json",
+        check=None,
+        timeout=AGENT_WAIT,
+    )
+    seen = json.loads(proc.stdout)["content"]
+    assert "oh.backend" in seen and "---" in seen  # it did read its parent's details
+    for secret in (str(oh.home), "OH_HOME", "--log-file", "--instance-id"):
+        assert secret not in seen, secret
+
+
+def test_the_live_view_shows_every_line_of_the_asked_command(oh):
+    from .terminal import Term
+
+    term = Term(oh, "--runtime", "local", "--consent", "commands", cols=120, rows=40)
+    try:
+        term.session()
+        agent = _agent(oh, "run", "echo first\necho second\ntouch hidden-on-line-three")
+        term.see("touch hidden-on-line-three")  # the third line of the command, not only its summary
+        term.wait(lambda t: "y allow" in t, what="the question")
+        term.child.send("n")
+        agent.communicate(timeout=AGENT_WAIT)
+        assert not (oh.workspace / "hidden-on-line-three").exists()
+    finally:
+        term.kill()

@@ -1,0 +1,291 @@
+"""The consent battery (issue 25) as data: each case is rules + an action + the verdict expected at each
+level, and a real effect (the marker file ``M``, or the file named by ``marker``) that must exist after
+the action exactly when the verdict is ``allow``. test_consent_battery.py runs every case through a
+real in-process backend (local runtime, real bash, real kernel); tests/protocol/test_consent_issue25.py
+checks the same rows against the pure decision, fast.
+
+``{ws}`` in a command or path is the workspace, ``{state}`` oh's state directory (the policy's protected
+directory, holding ``sessions/s.json``). ``setup`` is a shell script run in the workspace first (no
+gate): it builds the repository, the symlinks, the fake programs an attack needs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+LEVELS = ("never", "risky", "commands")  # `all` asks whatever `commands` asks: rows that differ add it
+ALL = ("never", "risky", "commands", "all")
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    action: dict[str, Any]  # {"action": KIND, "args": {...}}
+    expect: dict[str, str]  # level -> allow | ask | deny; "*" for the rest
+    allow: tuple[str, ...] = ()
+    ask: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+    setup: str = ""
+    marker: str = "M"  # exists after the action exactly when it was allowed ("" = no file effect)
+    pre: tuple[str, ...] = ()  # commands the gate allows first, in the same agent shell
+    levels: tuple[str, ...] = LEVELS
+
+    def verdict(self, level: str) -> str:
+        return self.expect.get(level, self.expect.get("*", "ask"))
+
+
+def run(command: str, **args: Any) -> dict[str, Any]:
+    return {"action": "run", "args": {"command": command, **args}}
+
+
+def act(kind: str, **args: Any) -> dict[str, Any]:
+    return {"action": kind, "args": args}
+
+
+NEVER_RUNS = {"never": "allow", "*": "ask"}  # bash runs it; every level but never asks
+GIT_REPO = "git init -q . && git config user.email t@t && git config user.name t"
+FAKE_GIT = "mkdir -p tools && printf '#!/bin/sh\\ntouch {ws}/M\\n' > tools/git && chmod +x tools/git"
+
+CASES: list[Case] = [
+    # -- assignments bash evaluates (root cause 1)
+    Case("arith OPTIND", run("x='a[$(touch M)]'; OPTIND=x"), NEVER_RUNS, allow=("run: git status",)),
+    Case("arith RANDOM", run("x='a[$(touch M)]'; RANDOM=x"), NEVER_RUNS),
+    Case("arith in [[ -eq ]]", run("x='a[$(touch M)]'; [[ x -eq 1 ]]"), NEVER_RUNS, allow=("run: echo *",)),
+    Case("array subscript", run("x='b[$(touch M)]'; a[x]=1"), NEVER_RUNS),
+    Case("subscript in ${a[x]}", run("x='a[$(touch M)]'; echo ${b[x]}"), NEVER_RUNS, allow=("run: echo *",)),
+    Case("${x:offset}", run("x='a[$(touch M)]'; s=abc; echo ${s:x}"), NEVER_RUNS, allow=("run: echo *",)),
+    Case("${!x} indirection", run("x='a[$(touch M)]'; echo ${!x}"), NEVER_RUNS, allow=("run: echo *",)),
+    Case("${x@P} prompt expansion", run("x='$(touch M)'; echo ${x@P}"), NEVER_RUNS, allow=("run: echo *",)),
+    Case("declare -i", run("x='a[$(touch M)]'; declare -i y=x"), NEVER_RUNS, allow=("run: declare *",)),
+    Case("declare -n", run("declare -n r='a[$(touch M)]'; echo $r"), NEVER_RUNS, allow=("run: echo *",)),
+    Case("printf -v subscript", run("printf -v 'a[$(touch M)]' %s 1"), NEVER_RUNS, allow=("run: printf *",)),
+    Case("read subscript", run("read 'a[$(touch M)]' <<< 1"), NEVER_RUNS, allow=("run: read *",)),
+    Case("unset subscript", run("declare -a a; unset 'a[$(touch M)]'"), NEVER_RUNS, allow=("run: unset *",)),
+    Case("PROMPT_COMMAND", run("PROMPT_COMMAND+='touch M;'"), NEVER_RUNS, allow=("run: git status",)),
+    Case(
+        "PATH then an allowed git",
+        run("PATH=./tools:$PATH; git status"),
+        NEVER_RUNS,
+        allow=("run: git status",),
+        setup=FAKE_GIT,
+    ),
+    Case(
+        "PATH in front of an allowed git",
+        run("PATH=./tools:$PATH git status"),
+        {"never": "allow", "*": "ask"},
+        allow=("run: git status",),
+        setup=FAKE_GIT,
+    ),
+    Case(
+        "export PATH",
+        run("export PATH=./tools:$PATH; git status"),
+        NEVER_RUNS,
+        allow=("run: git status", "run: export *"),
+        setup=FAKE_GIT,
+    ),
+    Case(
+        "BASH_ENV",
+        run("BASH_ENV=./s.sh bash -c true"),
+        NEVER_RUNS,
+        allow=("run: bash *",),
+        setup="echo 'touch M' > s.sh",
+    ),
+    # -- the action's env and cwd (root cause 2)
+    Case(
+        "env field PATH",
+        run("git status", env={"PATH": "{ws}/tools:/usr/bin:/bin"}),
+        NEVER_RUNS,
+        allow=("run: git status",),
+        setup=FAKE_GIT,
+    ),
+    Case(
+        "redirect relative to cwd",
+        run("echo x > secret.md", cwd="docs"),
+        {"*": "deny"},
+        allow=("run: echo *",),
+        deny=("write: docs/secret.md",),
+        setup="mkdir docs",
+        marker="docs/secret.md",
+    ),
+    Case(
+        "redirect after cd in the line",
+        run("cd .git && echo x > M"),
+        {"never": "allow", "*": "ask"},
+        allow=("run: echo *", "run: cd *"),
+        setup=GIT_REPO,
+        marker=".git/M",
+    ),
+    Case(
+        "redirect after an earlier cd",
+        run("echo x > M"),
+        {"never": "allow", "*": "ask"},
+        allow=("run: echo *", "run: cd *"),
+        setup=GIT_REPO,
+        pre=("cd .git",),
+        marker=".git/M",
+        levels=("never", "commands"),
+    ),
+    # -- paths as the kernel opens them (root cause 3)
+    Case("./.env", act("write", path="./.env", content="x"), {"*": "deny"}, deny=("write: .env",), marker=".env"),
+    Case(
+        "//ws/.env", act("write", path="/{ws}/.env", content="x"), {"*": "deny"}, deny=("write: .env",), marker=".env"
+    ),
+    Case(
+        "sub/../.env",
+        act("write", path="sub/../.env", content="x"),
+        {"*": "deny"},
+        deny=("write: .env",),
+        setup="mkdir sub",
+        marker=".env",
+    ),
+    Case(
+        "redirect to ./.env",
+        run("echo x > ./.env"),
+        {"*": "deny"},
+        allow=("run: echo *",),
+        deny=("write: .env",),
+        marker=".env",
+    ),
+    Case(
+        "symlink write into a hook",
+        act("write", path="docs/notes.md", content="#!/bin/sh\n"),
+        {"never": "allow", "*": "ask"},
+        allow=("write: docs/**",),
+        setup=GIT_REPO + " && mkdir docs && ln -s ../.git/hooks/pre-commit docs/notes.md",
+        marker=".git/hooks/pre-commit",
+    ),
+    Case(
+        "symlink read of a denied file",
+        act("read", path="docs/link"),
+        {"*": "deny"},
+        allow=("read: docs/**",),
+        deny=("read: secret.txt",),
+        setup="mkdir docs && echo s3cret > secret.txt && ln -s ../secret.txt docs/link",
+        marker="",
+        levels=ALL,
+    ),
+    # -- .git under commands (root cause 4)
+    Case(
+        "write .git/config",
+        act("write", path=".git/config", content="[core]\n\tfsmonitor = touch M\n"),
+        {"never": "allow", "*": "ask"},
+        setup=GIT_REPO + " && rm .git/config",
+        marker=".git/config",
+        levels=ALL,
+    ),
+    Case(
+        "git config core.fsmonitor",
+        run("git config core.fsmonitor 'touch M' && git status"),
+        NEVER_RUNS,
+        allow=("run: git *",),
+        setup=GIT_REPO,
+    ),
+    Case(
+        "git -c core.fsmonitor",
+        run("git -c core.fsmonitor='touch M' status"),
+        NEVER_RUNS,
+        allow=("run: git *",),
+        setup=GIT_REPO,
+    ),
+    Case(
+        "redirect into .git/hooks",
+        run("echo x > .git/hooks/M"),
+        {"never": "allow", "*": "ask"},
+        allow=("run: echo *",),
+        setup=GIT_REPO,
+        marker=".git/hooks/M",
+    ),
+    Case(
+        "tee into .git/config",
+        run("echo x | tee -a .git/M"),
+        {"never": "allow", "*": "ask"},
+        allow=("run: echo *", "run: tee *"),
+        setup=GIT_REPO,
+        marker=".git/M",
+    ),
+    # -- parser gaps (root cause 5): a deny rule names the program that runs
+    Case("heredoc $'E'", run("cat <<$'E'\nE\ntouch M\n$'E'\n"), NEVER_RUNS, allow=("run: cat *",)),
+    Case("xargs -e", run("echo | xargs -e touch M"), {"*": "deny"}, deny=("run: touch *",)),
+    Case("xargs --eof", run("echo | xargs --eof touch M"), {"*": "deny"}, deny=("run: touch *",)),
+    Case("env -iS", run("env -iS'touch M'"), {"*": "ask"}, deny=("run: touch *",)),
+    Case("env --split-string", run("env --split-string='touch M'"), {"*": "ask"}, deny=("run: touch *",)),
+    Case("bash -O opt -c", run("bash -O extglob -c 'touch M'"), {"*": "deny"}, deny=("run: touch *",)),
+    Case("sh /dev/stdin", run("echo 'touch M' | sh /dev/stdin"), NEVER_RUNS, allow=("run: echo *",)),
+    Case("sh -s", run("echo 'touch M' | sh -s"), NEVER_RUNS, allow=("run: echo *",)),
+    Case("nohup --", run("nohup -- touch M >/dev/null 2>&1"), {"*": "deny"}, deny=("run: touch *",)),
+    Case("timeout -k", run("timeout -k 5 9 touch M"), {"*": "deny"}, deny=("run: touch *",)),
+    Case("stdbuf -oL", run("stdbuf -oL touch M"), {"*": "deny"}, deny=("run: touch *",)),
+    Case("nice --adjustment", run("nice --adj 1 touch M"), {"*": "deny"}, deny=("run: touch *",)),
+    Case("time -p", run("time -p touch M"), {"*": "deny"}, deny=("run: touch *",)),
+    Case("command --", run("command -- touch M"), {"*": "deny"}, deny=("run: touch *",)),
+    Case("exec -a", run("(exec -a x touch M)"), {"*": "deny"}, deny=("run: touch *",)),
+    Case("flock runs", run("flock {ws}/l touch M"), {"*": "ask"}, deny=("run: touch *",)),
+    Case("find -exec", run("find . -maxdepth 0 -exec touch M \\;"), {"*": "deny"}, deny=("run: touch *",)),
+    # -- constructs that run code or open files
+    Case("process substitution", run("cat <(touch M)"), NEVER_RUNS, allow=("run: cat *",)),
+    Case("coproc", run("coproc touch M; wait"), NEVER_RUNS, allow=("run: wait *",)),
+    Case("eval", run("eval 'touch M'"), NEVER_RUNS),
+    Case("source", run("source s.sh"), {"never": "allow", "risky": "allow", "*": "ask"}, setup="echo 'touch M' > s.sh"),
+    Case("trap DEBUG", run("trap 'touch M; trap - DEBUG' DEBUG; true"), NEVER_RUNS, allow=("run: true",)),
+    Case("builtin eval", run("builtin eval 'touch M'"), NEVER_RUNS),
+    Case("here-string to sh", run("sh <<< 'touch M'"), NEVER_RUNS, allow=("run: sh *",)),
+    Case("function then call", run("f() { touch M; }; f"), NEVER_RUNS),
+    Case("alias", run("alias x='touch M'"), {"never": "allow", "*": "ask"}, marker=""),
+    Case("let", run("x='a[$(touch M)]'; let y=x"), NEVER_RUNS),
+    Case("$(( ))", run("x='a[$(touch M)]'; echo $((x))"), NEVER_RUNS, allow=("run: echo *",)),
+    Case("command name from a variable", run("c=touch; $c M"), NEVER_RUNS),
+    Case("brace expansion name", run("{touch,M}"), NEVER_RUNS),
+    Case("backticks", run("echo `touch M`"), {"never": "allow", "risky": "allow", "*": "ask"}, allow=("run: echo *",)),
+    Case("mapfile -C", run("mapfile -C 'touch M #' -c 1 a <<< x"), NEVER_RUNS),
+    # -- no self-approval (root cause 6)
+    Case(
+        "cat of the session file",
+        run("cat {state}/sessions/s.json > M"),
+        {"never": "allow", "*": "ask"},
+        allow=("run: cat *",),
+    ),
+    Case(
+        "cat of the session file through a symlink",
+        run("cat st > M"),
+        {"never": "allow", "*": "ask"},
+        allow=("run: cat *",),
+        setup="ln -s {state}/sessions/s.json st",
+    ),
+    Case(
+        "cat of the parent's cmdline",
+        run("cat /proc/$PPID/cmdline > M"),
+        {"never": "allow", "*": "ask"},
+        allow=("run: cat *",),
+    ),
+    Case(
+        "python -c import oh",
+        run('python3 -c \'open("M", "w"); import oh\''),
+        {"never": "allow", "*": "ask"},
+        allow=("run: python3 *",),
+    ),
+    Case(
+        "python -m oh approve",
+        run("python3 -m oh approve c1 2>/dev/null; touch M"),
+        {"never": "allow", "*": "ask"},
+        allow=("run: python3 *", "run: touch *"),
+    ),
+    # -- what the user sees (root cause 7): too long to show is refused, with a reason
+    Case(
+        "a command too long to show",
+        run("touch M; : " + "a" * (70 * 1024)),
+        {"never": "allow", "*": "refused"},
+        allow=("run: touch *", "run: : *"),
+        levels=ALL,
+    ),
+    # -- controls: what is allowed still runs
+    Case(
+        "allowed echo",
+        run("echo hi > M"),
+        {"never": "allow", "risky": "allow", "*": "allow"},
+        allow=("run: echo *",),
+        levels=ALL,
+    ),
+    Case("plain variable", run("x=1; echo $x > M"), {"*": "allow"}, allow=("run: echo *",), levels=ALL),
+    Case("[[ ]] string test", run("[[ -n x && a < b ]] && echo y > M"), {"*": "allow"}, allow=("run: echo *",)),
+]
