@@ -305,9 +305,10 @@ def test_an_unclassified_kind_is_asked_at_every_level(level):
     assert decide(policy(level), "teleport", {}).verdict == "ask"
 
 
-def test_ensure_runs_the_projects_commands_and_jobs_ask_nothing():
-    assert decide(policy("commands"), "ensure", {}).verdict == "ask"
-    assert decide(policy("risky"), "ensure", {}).verdict == "allow"
+def test_ensure_is_decided_by_its_runs_and_jobs_ask_nothing():
+    # ensure is answered outside the gate (runtimes/stack.py: outermost): its installs are runs through it
+    assert decide(policy("commands"), "ensure", {}).verdict == "allow"
+    assert run(policy("commands"), "npm ci --no-audit").verdict == "ask"
     assert decide(policy("all"), "job", {"op": "list"}).verdict == "allow"
 
 
