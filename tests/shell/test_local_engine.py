@@ -3,6 +3,7 @@ observations, extra shells inherit the user's shell and the main shell's exports
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 
@@ -89,3 +90,27 @@ async def test_oh_start_clean_shell(tmp_path, workspace):
         assert (p.returncode, p.stdout) == (0, "function works default\n"), p.stderr
     finally:
         oh(env, workspace, "stop", info["instance_id"])
+
+
+async def test_wrap_argv_prefixes_the_final_shell_argv(tmp_path, workspace):
+    """ptyproc.spawn is the one place the shell's argv/env are final; a wrapper (a sandbox's `bwrap ... --`)
+    gets both and its argv is what runs, on the same pty, with the private command pipe."""
+    from oh.runtimes.local.engine import PtyShell
+
+    seen: list = []
+
+    def wrap(argv: list[str], env: dict[str, str]) -> list[str]:
+        seen.append((list(argv), env.get("TERM")))
+        return [shutil.which("env") or "/usr/bin/env", "OH_WRAPPED=yes", *argv]
+
+    env = shell_env(make_home(tmp_path), "bash")
+    shell = PtyShell(str(workspace), env, str(tmp_path / "run.sh"), 10000, wrap_argv=wrap)
+    try:
+        await shell.start()
+        cmd = shell.submit('echo "wrapped=$OH_WRAPPED"; [ -t 0 ] && echo tty; fixture_function x')
+        await asyncio.wait_for(cmd.finished.wait(), 30)
+        assert (cmd.take_output(), cmd.exit_code) == ("wrapped=yes\ntty\nfunction works x\n", 0)
+    finally:
+        await shell.kill()
+    ((argv, term),) = seen
+    assert argv[0] == env["SHELL"] and "--rcfile" in argv and argv[-1] == "-i" and term == "xterm-256color"
