@@ -33,7 +33,7 @@ from ..runtimes.choose import RuntimeSettings, make_runtime
 from ..runtimes.editor_link import EditorLink, Welcome
 from ..runtimes.editors import EditorRegistry
 from ..transport import close_quietly, coalescing
-from . import agentinfo, auth, consentctl, guard
+from . import agentinfo, auth, consentctl, guard, historyctl
 from .agents import Agents
 from .control import Control
 from .monitors import Monitors
@@ -127,6 +127,8 @@ class Backend:
             ),
             self.editors,
         )
+        # History (issue 29): innermost, so it records what actually ran (consent may refuse, branch may switch).
+        self.runtime = historyctl.wrap(self, self.runtime)
         if config.branch is not None:
             self.runtime = self._branch_guard(self.runtime, config.branch)
         self.consent = None  # consent (§3.13): around the branch guard, so every route passes it
@@ -154,6 +156,7 @@ class Backend:
             self.rotate_token,
             self.stop,
             approvals=lambda obj, decider: consentctl.handle(self, obj, decider),
+            history=lambda obj, decider: historyctl.handle(self, obj, decider),
         )
         # The path -> handler table (the handshake has checked the credential each path needs).
         self.routes: dict[str, Callable[[ServerConnection], Awaitable[None]]] = {
