@@ -4,6 +4,7 @@ background job, two agents at once, and a backend killed mid-action."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -11,6 +12,8 @@ from pathlib import Path
 
 
 from cli.conftest import wait_for
+from cli.inprocess import here, invoke  # noqa: F401 - `here` is a fixture
+from oh.commands.history import run_diff, run_history, run_undo
 from oh.client.sync import SyncClient
 from oh.protocol import actions
 from oh.launcher.control import control
@@ -28,10 +31,26 @@ def _agent(oh, info: dict, name: str) -> SyncClient:
 
 
 def _entries(oh) -> list[dict]:
-    return oh.json("history", "--json")["entries"]
+    """`oh history --json`, in-process (real backend, real control leg; no interpreter start per poll)."""
+    res = invoke(run_history, json_=True)
+    assert res.code == 0, res
+    return json.loads(res.out)["entries"]
 
 
-def test_history_diff_and_undo_from_the_cli(oh):
+def _diff(entry: int) -> dict:
+    res = invoke(run_diff, entry=entry, json_=True)
+    assert res.code == 0, res
+    return json.loads(res.out)["entry"]
+
+
+def _undo(entry: int, code: int = 0) -> str:
+    res = invoke(run_undo, entry=entry)
+    assert res.code == code, res
+    return res.out + res.err
+
+
+def test_history_diff_and_undo_from_the_cli(here):
+    oh = here
     (oh.workspace / "app.py").write_text("DEBUG = True\nPORT = 80\n")
     info = _start(oh)
     with _agent(oh, info, "alice") as alice:
@@ -56,19 +75,21 @@ def test_history_diff_and_undo_from_the_cli(oh):
     assert oh("undo", "99", check=1).stderr.count("No entry 99") == 1
 
 
-def test_a_conflicting_undo_changes_nothing_and_says_which_file(oh):
+def test_a_conflicting_undo_changes_nothing_and_says_which_file(here):
+    oh = here
     (oh.workspace / "f.txt").write_text("a\nb\n")
     info = _start(oh)
     with _agent(oh, info, "alice") as alice:
         alice.run("sed -i 's/b/B/' f.txt && echo n > new.txt", timeout=WAIT)
     (oh.workspace / "f.txt").write_text("a\nB, then the user\n")
     entry = _entries(oh)[0]["id"]
-    proc = oh("undo", str(entry), check=1)
-    assert "f.txt" in proc.stderr and "Nothing was changed" in proc.stderr
+    said = _undo(entry, 1)
+    assert "f.txt" in said and "Nothing was changed" in said
     assert (oh.workspace / "new.txt").exists() and (oh.workspace / "f.txt").read_text() == "a\nB, then the user\n"
 
 
-def test_two_agents_at_once_share_only_the_overlap(oh, tmp_path):
+def test_two_agents_at_once_share_only_the_overlap(here, tmp_path):
+    oh = here
     sig = tmp_path / "signals"  # outside the workspace: not a change of the workspace
     sig.mkdir()
     info = _start(oh)
@@ -87,7 +108,7 @@ def test_two_agents_at_once_share_only_the_overlap(oh, tmp_path):
     alice.close()
     bob.close()
     by_agent = {e["agent"]: e for e in _entries(oh)}
-    shown = {name: oh.json("diff", str(e["id"]), "--json")["entry"] for name, e in by_agent.items()}
+    shown = {name: _diff(e["id"]) for name, e in by_agent.items()}
     a_changes = {c["path"]: c.get("ambiguous", []) for c in shown["alice"]["changes"]}
     b_changes = {c["path"]: c.get("ambiguous", []) for c in shown["bob"]["changes"]}
     assert a_changes == {"a": [], "b": [by_agent["bob"]["id"]], "a2": []}
@@ -100,11 +121,12 @@ def test_two_agents_at_once_share_only_the_overlap(oh, tmp_path):
     unnamed = control(session, {**frame, "agent": None}, token=session.token, timeout=WAIT)
     assert unnamed["error_id"] == "FORBIDDEN"
     assert (oh.workspace / "b").exists()
-    oh("undo", str(by_agent["bob"]["id"]), check=0)  # the user (decider credential) may
+    _undo(by_agent["bob"]["id"])  # the user (decider credential) may
     assert not (oh.workspace / "b").exists()
 
 
-def test_a_background_jobs_changes_are_its_actions(oh, tmp_path):
+def test_a_background_jobs_changes_are_its_actions(here, tmp_path):
+    oh = here
     sig = tmp_path / "go"
     info = _start(oh)
     with _agent(oh, info, "alice") as alice:
@@ -115,11 +137,12 @@ def test_a_background_jobs_changes_are_its_actions(oh, tmp_path):
         sig.touch()
         wait_for(lambda: _entries(oh)[0]["status"] == "done", timeout=WAIT, what="the job's entry to end")
     [entry] = [e for e in _entries(oh) if e["agent"] == "alice"]
-    files = {c["path"] for c in oh.json("diff", str(entry["id"]), "--json")["entry"]["changes"]}
+    files = {c["path"] for c in _diff(entry["id"])["changes"]}
     assert files == {"s", "bg.txt"}
 
 
-def test_the_timeline_survives_a_killed_backend(oh, tmp_path):
+def test_the_timeline_survives_a_killed_backend(here, tmp_path):
+    oh = here
     sig = tmp_path / "release"
     (oh.workspace / "keep.txt").write_text("v1\n")
     info = _start(oh)
@@ -148,9 +171,9 @@ def test_the_timeline_survives_a_killed_backend(oh, tmp_path):
         again.run("echo v3 > keep.txt", timeout=WAIT)
     last = _entries(oh)[-1]
     assert (last["status"], last["files"], last["id"]) == ("done", 1, entries[1]["id"] + 1)
-    assert "No file" not in oh("undo", str(entries[0]["id"]), check=1).stderr  # v3 since: a conflict, named
-    oh("undo", str(last["id"]), check=0)
-    oh("undo", str(entries[0]["id"]), check=0)  # the content from before the crash is still there
+    assert "keep.txt" in _undo(entries[0]["id"], 1)  # v3 since: a conflict, named
+    _undo(last["id"])
+    _undo(entries[0]["id"])  # the content from before the crash is still there
     assert (oh.workspace / "keep.txt").read_text() == "v1\n"
 
 
