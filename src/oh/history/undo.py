@@ -156,18 +156,22 @@ def _apply(tl: Timeline, path: str, state: H.FileState | None, merged: bytes | N
     parent = os.path.dirname(full)
     os.makedirs(parent, exist_ok=True)
     data = merged if merged is not None else _content(tl, state)
-    tmp = os.path.join(parent, f".oh-undo-{os.getpid()}-{os.path.basename(full)[:100]}")
+    if os.path.islink(full) or state.kind == H.SYMLINK:
+        try:
+            os.unlink(full)  # a symlink is replaced, never written through
+        except FileNotFoundError:
+            pass
     if state.kind == H.SYMLINK:
-        os.symlink(os.fsdecode(data), tmp)
-    else:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        with open(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, state.mode)
-    if os.path.isdir(full) and not os.path.islink(full):
-        os.unlink(tmp)
-        raise IsADirectoryError(f"{path} is a directory now")
-    os.replace(tmp, full)
+        os.symlink(os.fsdecode(data), full)
+        return
+    # In place, written then cut to length (no temporary + rename, no O_TRUNC): on ext4 a rename over an
+    # existing file and a truncation to zero both force its data to disk (auto_da_alloc), 1-3 ms per
+    # file: 3 s for a 1,000-file undo instead of a tenth of that.
+    fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, state.mode)
+    with open(fd, "wb") as f:
+        f.write(data)
+        f.truncate(len(data))
+        os.fchmod(f.fileno(), state.mode)
 
 
 __all__ = ["undo", "diff", "merge3", "tree"]

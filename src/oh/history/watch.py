@@ -20,21 +20,29 @@ except ImportError:  # not Linux: no kernel notifier here, every drain rescans (
 
 log = logging.getLogger("oh.history")
 
-_DIR_MASK = 0 if INotify is None else (
-    flags.CREATE
-    | flags.DELETE
-    | flags.MODIFY
-    | flags.CLOSE_WRITE
-    | flags.ATTRIB
-    | flags.MOVED_FROM
-    | flags.MOVED_TO
-    | flags.DELETE_SELF
-    | flags.MOVE_SELF
-    | flags.DONT_FOLLOW
-    | flags.ONLYDIR
+_DIR_MASK = (
+    0
+    if INotify is None
+    else (
+        flags.CREATE
+        | flags.DELETE
+        | flags.MODIFY
+        | flags.CLOSE_WRITE
+        | flags.ATTRIB
+        | flags.MOVED_FROM
+        | flags.MOVED_TO
+        | flags.DELETE_SELF
+        | flags.MOVE_SELF
+        | flags.DONT_FOLLOW
+        | flags.ONLYDIR
+    )
 )
 # An ignored tree's top: what appears, goes or changes right under it (its inside is not watched: cost).
-_TOP_MASK = 0 if INotify is None else flags.CREATE | flags.DELETE | flags.MOVED_FROM | flags.MOVED_TO | flags.MODIFY | flags.DONT_FOLLOW
+_TOP_MASK = (
+    0
+    if INotify is None
+    else flags.CREATE | flags.DELETE | flags.MOVED_FROM | flags.MOVED_TO | flags.MODIFY | flags.DONT_FOLLOW
+)
 
 
 @dataclass
