@@ -187,3 +187,21 @@ def test_overlapping_actions_mark_the_shared_stretch_ambiguous(timeline):
     with pytest.raises(ProtocolError, match="another action"):  # an agent never undoes what may be another's
         U.undo(tl, b, only_agent="bob")
     assert U.undo(tl, b)["ok"] and not (ws / "during-both").exists()  # the user may
+
+
+@pytest.mark.slow
+def test_a_100_mb_file_is_recorded_and_undone(timeline):
+    ws = timeline.ws
+    tl = timeline(max_file=128 * 1024 * 1024)
+    entry = tl.begin("agent-1", "run", "dd")
+    bash(ws, "head -c 104857600 /dev/urandom > huge.bin")
+    tl.end(entry)
+    [c] = tl.entries[entry].changes
+    assert (c.kind, c.after.size, c.after.stored) == ("created", 104857600, True)
+    digest = c.after.hash
+    assert U.undo(tl, entry)["ok"] and not (ws / "huge.bin").exists()
+    redo = U.undo(tl, max(tl.entries))
+    assert redo["ok"] and (ws / "huge.bin").stat().st_size == 104857600
+    import hashlib
+
+    assert hashlib.sha256((ws / "huge.bin").read_bytes()).hexdigest() == digest

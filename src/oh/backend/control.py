@@ -75,7 +75,9 @@ class Control:
                 answer = await self._history(obj, getattr(connection, "oh_decider", False))
                 await connection.send(encode(answer), text=True)
             elif kind == "history":
-                await connection.send(encode(frames.refusal("HISTORY_OFF", "History is off for this backend.")), text=True)
+                await connection.send(
+                    encode(frames.refusal("HISTORY_OFF", "History is off for this backend.")), text=True
+                )
             elif kind == "shutdown":
                 await connection.send(encode({"type": "ok"}), text=True)
                 asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(self._stop("shutdown requested")))
