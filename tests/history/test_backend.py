@@ -10,10 +10,13 @@ import signal
 import threading
 from pathlib import Path
 
+import pytest
+
 
 from cli.conftest import wait_for
 from cli.inprocess import here, invoke  # noqa: F401 - `here` is a fixture
 from oh.commands.history import run_diff, run_history, run_undo
+from oh.client import history
 from oh.client.sync import SyncClient
 from oh.protocol import actions
 from oh.launcher.control import control
@@ -67,9 +70,21 @@ def test_history_diff_and_undo_from_the_cli(here):
     table = oh("history", check=0).stdout
     assert "alice" in table and "sed -i" in table
     assert oh.json("history", "--agent", "nobody", "--json")["entries"] == []
+    # An agent undoes its own entry through the SDK (agent token), never another's.
+    token = oh.session(info["instance_id"])["token"]
+    with pytest.raises(history.HistoryRefused, match="alice's, not yours"):
+        history.undo(info["url"], token, write["id"], agent="bob")
+    assert history.undo(info["url"], token, write["id"], agent="alice")["ok"]
+    assert not (oh.workspace / "notes.md").exists()
+    mine = history.entries(info["url"], token, agent="alice")
+    assert [(e["id"], e["kind"]) for e in mine] == [
+        (run["id"], "run"),
+        (write["id"], "write"),
+        (write["id"] + 1, "undo"),
+    ]
     oh("undo", str(run["id"]), check=0)
     assert (oh.workspace / "app.py").read_text() == "DEBUG = True\nPORT = 80\n"
-    assert not (oh.workspace / "gen" / "out.txt").exists() and (oh.workspace / "notes.md").exists()
+    assert not (oh.workspace / "gen" / "out.txt").exists()
     undo = _entries(oh)[-1]
     assert undo["kind"] == "undo" and undo["undoes"] == [run["id"]]
     assert oh("undo", "99", check=1).stderr.count("No entry 99") == 1
@@ -113,12 +128,12 @@ def test_two_agents_at_once_share_only_the_overlap(here, tmp_path):
     b_changes = {c["path"]: c.get("ambiguous", []) for c in shown["bob"]["changes"]}
     assert a_changes == {"a": [], "b": [by_agent["bob"]["id"]], "a2": []}
     assert b_changes == {"b": [by_agent["alice"]["id"]]}
-    # With the agent token (MCP, SDK): an agent never undoes an entry whose change may be another's.
+    # With the agent token (the SDK, oh.client.history): never an entry whose change may be another's.
     session = sessions.read(oh.session_file(info["instance_id"]))
-    frame = {"type": "history", "op": "undo", "entry": by_agent["bob"]["id"], "agent": "bob"}
-    refused = control(session, frame, token=session.token, timeout=WAIT)
-    assert refused["error_id"] == "FORBIDDEN" and "another action" in refused["message"]
-    unnamed = control(session, {**frame, "agent": None}, token=session.token, timeout=WAIT)
+    with pytest.raises(history.HistoryRefused, match="another action") as refused:
+        history.undo(info["url"], session.token, by_agent["bob"]["id"], agent="bob")
+    assert refused.value.error_id == "FORBIDDEN"
+    unnamed = control(session, {"type": "history", "op": "undo", "entry": 1}, token=session.token, timeout=WAIT)
     assert unnamed["error_id"] == "FORBIDDEN"
     assert (oh.workspace / "b").exists()
     _undo(by_agent["bob"]["id"])  # the user (decider credential) may
