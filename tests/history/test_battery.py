@@ -205,3 +205,46 @@ def test_a_100_mb_file_is_recorded_and_undone(timeline):
     import hashlib
 
     assert hashlib.sha256((ws / "huge.bin").read_bytes()).hexdigest() == digest
+
+
+def test_clean_tracked_files_come_from_git_and_are_copied_on_first_change(timeline):
+    ws = timeline.ws
+    bash(
+        ws,
+        "git init -q && printf 'a\\nb\\n' > tracked.txt && echo s > same.txt && git add . && "
+        "git -c user.name=t -c user.email=t@t commit -qm one && echo dirty > same.txt",
+    )
+    tl = timeline()
+    assert tl.index["tracked.txt"][1].hash.startswith("git:")  # not read at the first snapshot
+    assert not tl.index["same.txt"][1].hash.startswith("git:")  # changed since the commit: read
+    entry = tl.begin("agent-1", "run", "sed")
+    bash(ws, "sed -i 's/a/A/' tracked.txt && git -c user.name=t -c user.email=t@t commit -qam two")
+    tl.end(entry)
+    [c] = tl.entries[entry].changes
+    assert c.path == "tracked.txt" and tl.store.get(c.before.hash) == b"a\nb\n"
+    assert U.undo(tl, entry)["ok"] and (ws / "tracked.txt").read_text() == "a\nb\n"
+
+
+def test_a_gitattributes_file_turns_the_git_shortcut_off(timeline):
+    ws = timeline.ws
+    bash(
+        ws,
+        "git init -q && echo '* text eol=crlf' > .gitattributes && echo x > f && git add . && git -c user.name=t -c user.email=t@t commit -qm one",
+    )
+    tl = timeline()
+    assert not any(st.hash.startswith("git:") for _k, st in tl.index.values())
+
+
+def test_an_entry_from_before_a_restart_is_undone_against_a_file_known_by_its_blob(timeline):
+    ws = timeline.ws
+    bash(ws, "git init -q && echo v1 > f && git add . && git -c user.name=t -c user.email=t@t commit -qm one")
+    tl = timeline()
+    entry = tl.begin("agent-1", "run", "commit v2")
+    bash(ws, "echo v2 > f && git -c user.name=t -c user.email=t@t commit -qam two")
+    tl.end(entry)
+    tl.close()
+    again = timeline()  # the backend started again: f is clean in git, known by its blob
+    assert again.index["f"][1].hash.startswith("git:") and again.entries[entry].status == "done"
+    result = U.undo(again, entry)
+    assert result["ok"], result
+    assert (ws / "f").read_text() == "v1\n"

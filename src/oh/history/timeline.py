@@ -127,11 +127,18 @@ class Timeline:
             for top in w.ignored:
                 if os.path.isdir(os.path.join(self.root, top)):
                     self.watcher.add(top, ignored_top=True)
+            clean = tree.git_clean(self.root) if self.ignores.git else {}
             for rel in w.files:
-                got = tree.probe(self.root, rel, None, self.store, self.max_file)
+                got = tree.probe(self.root, rel, None, self.store, self.max_file, clean.get(rel))
                 if got is not None:
                     self.index[rel] = got
-            return {"files": len(self.index), "dirs": len(w.dirs), "ignored": len(w.ignored), "store": self.store.size}
+            return {
+                "files": len(self.index),
+                "dirs": len(w.dirs),
+                "ignored": len(w.ignored),
+                "from_git": len(clean),
+                "store": self.store.size,
+            }
 
     # ------------------------------------------------------------------ drains
     def _collect(self, d: Dirty) -> tuple[set[str], set[str]]:
@@ -145,7 +152,8 @@ class Timeline:
             self.watcher.forget(gone)
             paths |= {p for p in self.index if p.startswith(gone + "/")}
         new_dirs = sorted(d.new_dirs)
-        newly_ignored = self.ignores.check_new(new_dirs + sorted(paths - set(self.index)))
+        # Never a set of the whole index here: per action, this must cost what changed, not the tree's size.
+        newly_ignored = self.ignores.check_new(new_dirs + sorted(p for p in paths if p not in self.index))
         for nd in new_dirs:
             if nd in newly_ignored:
                 ignored.add(nd)
@@ -166,11 +174,21 @@ class Timeline:
         if not paths and not ignored:
             return
         pairs: dict[str, tuple[H.FileState | None, H.FileState | None]] = {}
+        probed = {}
         for rel in paths:
             known = self.index.get(rel)
             now = tree.probe(self.root, rel, known, self.store, self.max_file)
-            if now is known:
-                continue
+            if now is not known:
+                probed[rel] = now
+        # A file known by its git blob (first snapshot) changed: its before comes out of git's object
+        # database now, once, into our store (copy on first change).
+        refs = {rel: self.index[rel] for rel in probed if rel in self.index and tree.is_git_ref(self.index[rel][1])}
+        if refs:
+            real = tree.materialize(self.root, {rel: st for rel, (_k, st) in refs.items()}, self.store)
+            for rel, (key, _st) in refs.items():
+                self.index[rel] = (key, real[rel])
+        for rel, now in probed.items():
+            known = self.index.get(rel)
             if now is None:
                 self.index.pop(rel, None)
             else:

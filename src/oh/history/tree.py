@@ -104,10 +104,16 @@ StatKey = tuple[int, int, int, int, int]
 
 
 def probe(
-    root: str, rel: str, known: tuple[StatKey, FileState] | None, store: ObjectStore, max_file: int
+    root: str,
+    rel: str,
+    known: tuple[StatKey, FileState] | None,
+    store: ObjectStore,
+    max_file: int,
+    blob: tuple[int, str] | None = None,
 ) -> tuple[StatKey, FileState] | None:
     """The file's state now (None: gone, or not a file we record). Unchanged stat: the known state,
-    without reading. Else its content is hashed and, up to ``max_file`` bytes, stored."""
+    without reading. Else its content is hashed and, up to ``max_file`` bytes, stored. ``blob``: git's
+    (mode, blob id) of a clean tracked file: its content is git's, not read (``is_git_ref``)."""
     full = os.path.join(root, rel)
     try:
         st = os.lstat(full)
@@ -117,6 +123,8 @@ def probe(
     if known is not None and known[0] == key:
         return known
     mode = stat.S_IMODE(st.st_mode)
+    if blob is not None and stat.S_ISREG(st.st_mode) and blob[0] == (0o100755 if mode & 0o100 else 0o100644):
+        return key, FileState(REGULAR, mode, st.st_size, GIT_REF + blob[1], True)
     try:
         if stat.S_ISLNK(st.st_mode):
             target = os.fsencode(os.readlink(full))
@@ -130,6 +138,70 @@ def probe(
     except OSError:
         return None  # gone or unreadable between the stat and the read: the next drain sees it again
     return key, FileState(REGULAR, mode, len(data), store.put(data), True)
+
+
+GIT_REF = "git:"
+
+
+def is_git_ref(s: FileState) -> bool:
+    return bool(s.hash and s.hash.startswith(GIT_REF))
+
+
+def git_clean(root: str) -> dict[str, tuple[int, str]]:
+    """Tracked files whose work tree content is their index blob (``git ls-files -s`` minus ``git
+    diff-files``): rel path -> (git mode, blob id). The first snapshot reads none of them: a clean tree
+    costs a walk and a stat per file. Empty (everything is read) when a filter could make the work tree
+    differ from the blob: any .gitattributes (LFS, eol, smudge), core.autocrlf, info/attributes."""
+    if (_git(root, "config", "--get", "core.autocrlf") or b"").strip() in (b"true", b"input"):
+        return {}
+    attrs = _git(root, "rev-parse", "--git-path", "info/attributes")
+    if attrs is None or os.path.exists(os.path.join(root, os.fsdecode(attrs.strip()))):
+        return {}
+    listed = _git(root, "ls-files", "-s", "-z")
+    dirty = _git(root, "diff-files", "--name-only", "--relative", "-z")
+    if listed is None or dirty is None:
+        return {}
+    changed = {os.fsdecode(p) for p in dirty.split(b"\0") if p}
+    out: dict[str, tuple[int, str]] = {}
+    for rec in listed.split(b"\0"):
+        if not rec:
+            continue
+        head, _, path = rec.partition(b"\t")
+        mode, blob, stage = head.split(b" ")
+        rel = os.fsdecode(path)
+        if rel.rsplit("/", 1)[-1] == ".gitattributes":
+            return {}
+        if stage == b"0" and mode in (b"100644", b"100755") and rel not in changed:
+            out[rel] = (int(mode, 8), blob.decode())
+    return out
+
+
+def materialize(root: str, refs: dict[str, FileState], store: ObjectStore) -> dict[str, FileState]:
+    """The content of these git-blob states, out of git's object database into the store (one
+    ``git cat-file --batch`` for all); a blob git no longer has becomes "not stored"."""
+    ids = sorted({s.hash[len(GIT_REF) :] for s in refs.values() if s.hash})
+    found: dict[str, str] = {}
+    out = _git(root, "cat-file", "--batch", data=("\n".join(ids) + "\n").encode()) if ids else b""
+    pos = 0
+    while out and pos < len(out):
+        nl = out.index(b"\n", pos)
+        head = out[pos:nl].split(b" ")
+        pos = nl + 1
+        if len(head) != 3:  # "<id> missing"
+            continue
+        size = int(head[2])
+        found[head[0].decode()] = store.put(out[pos : pos + size])
+        pos += size + 1
+    return {
+        rel: FileState(
+            s.kind,
+            s.mode,
+            s.size,
+            found.get(s.hash[len(GIT_REF) :]) if s.hash else None,
+            s.hash is not None and s.hash[len(GIT_REF) :] in found,
+        )
+        for rel, s in refs.items()
+    }
 
 
 def _hash_file(full: str) -> str | None:

@@ -124,6 +124,12 @@ def undo(
         netmap = H.net(c for e in chosen for c in e.changes)
         if not netmap:
             return {"ok": True, "entry": None, "files": [], "message": "Nothing to undo: no file changes."}
+        # A file untouched since this backend's first snapshot is known by its git blob: read it first, so
+        # the verdict compares contents, not a blob id with a sha256 (entries from before a restart).
+        refs = {p: tl.index[p] for p in netmap if p in tl.index and tree.is_git_ref(tl.index[p][1])}
+        if refs:
+            real = tree.materialize(tl.root, {p: st for p, (_k, st) in refs.items()}, tl.store)
+            tl.index.update({p: (key, real[p]) for p, (key, _st) in refs.items()})
         steps, conflicts = _plan(tl, netmap, merge)
         if conflicts:
             return {"ok": False, "error": "CONFLICT", "conflicts": conflicts, "message": _conflict_text(conflicts)}
