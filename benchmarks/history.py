@@ -60,8 +60,12 @@ def make_fixture(where: Path, files: int, ignored_mb: int) -> Path:
             f.truncate(1024 * 1024)  # sparse: 1 GiB apparent, no disk
     (ws / ".gitignore").write_text("node_modules/\n")
     subprocess.run(["git", "init", "-q", str(ws)], check=True)
-    (ws / ".bench-ready").write_text("ok\n")
     (ws / ".git" / "info" / "exclude").write_text(".bench-ready\n")
+    # A committed tree, as a real repository is: clean tracked files are known by their blobs.
+    git = ["git", "-C", str(ws), "-c", "user.name=b", "-c", "user.email=b@b"]
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "fixture"], check=True)
+    (ws / ".bench-ready").write_text("ok\n")
     return ws
 
 
@@ -169,7 +173,8 @@ async def main(files: int, ignored_mb: int, rounds: int, fixture: Path, shadow_r
         for name in ("run_true", "run_10_files"):
             out[name] = {"off_ms": p50(off[name]), "on_ms": p50(on[name])}
             out[name]["overhead_ms"] = round(out[name]["on_ms"] - out[name]["off_ms"], 2)
-        out["shadow_git"] = shadow_git(ws, shadow_rounds, scratch)
+        if shadow_rounds:
+            out["shadow_git"] = shadow_git(ws, shadow_rounds, scratch)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return out

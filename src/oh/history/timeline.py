@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import Any, Iterable
 
@@ -121,13 +122,17 @@ class Timeline:
     def snapshot(self) -> dict[str, Any]:
         """Read the workspace once: watches on every directory, every file's state in the index."""
         with self.lock:
+            # git's listing (two processes that stat every tracked file) overlaps our walk.
+            pool = ThreadPoolExecutor(1)
+            clean_f = pool.submit(tree.git_clean, self.root) if self.ignores.git else None
             w = tree.walk(self.root, "", self.ignores)
             for d in w.dirs:
                 self.watcher.add(d)
             for top in w.ignored:
                 if os.path.isdir(os.path.join(self.root, top)):
                     self.watcher.add(top, ignored_top=True)
-            clean = tree.git_clean(self.root) if self.ignores.git else {}
+            clean = clean_f.result() if clean_f is not None else {}
+            pool.shutdown()
             for rel in w.files:
                 got = tree.probe(self.root, rel, None, self.store, self.max_file, clean.get(rel))
                 if got is not None:

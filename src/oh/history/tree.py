@@ -161,18 +161,18 @@ def git_clean(root: str) -> dict[str, tuple[int, str]]:
     dirty = _git(root, "diff-files", "--name-only", "--relative", "-z")
     if listed is None or dirty is None:
         return {}
-    changed = {os.fsdecode(p) for p in dirty.split(b"\0") if p}
+    changed = set(dirty.split(b"\0"))
     out: dict[str, tuple[int, str]] = {}
     for rec in listed.split(b"\0"):
-        if not rec:
+        # "<mode> <40-hex id> <stage>\t<path>", by position: 100,000 records are on the snapshot's clock.
+        if len(rec) < 51 or rec[6:7] != b" " or rec[49:50] != b"\t":
             continue
-        head, _, path = rec.partition(b"\t")
-        mode, blob, stage = head.split(b" ")
-        rel = os.fsdecode(path)
-        if rel.rsplit("/", 1)[-1] == ".gitattributes":
+        path = rec[50:]
+        if path == b".gitattributes" or path.endswith(b"/.gitattributes"):
             return {}
-        if stage == b"0" and mode in (b"100644", b"100755") and rel not in changed:
-            out[rel] = (int(mode, 8), blob.decode())
+        mode = rec[:6]
+        if rec[48:49] == b"0" and (mode == b"100644" or mode == b"100755") and path not in changed:
+            out[os.fsdecode(path)] = (0o100755 if mode == b"100755" else 0o100644, rec[7:47].decode())
     return out
 
 
