@@ -41,6 +41,7 @@ class HistoryRecorder(Wrapper):
         self._outer_job_event: Callable[[str, dict[str, Any]], None] | None = None
         self._running_jobs: set[str] = set()
         self._job_entries: dict[str, int] = {}
+        self._ending: set[asyncio.Task] = set()  # held: the loop keeps only weak references to tasks
         inner.on_job_event = self._job_event
 
     @property
@@ -70,7 +71,9 @@ class HistoryRecorder(Wrapper):
             self._running_jobs.discard(jid)
             entry = self._job_entries.pop(jid, None)
             if entry is not None and self.timeline is not None:
-                asyncio.get_running_loop().create_task(asyncio.to_thread(self.timeline.end, entry))
+                task = asyncio.get_running_loop().create_task(asyncio.to_thread(self.timeline.end, entry))
+                self._ending.add(task)
+                task.add_done_callback(self._ending.discard)
         if self._outer_job_event is not None:
             self._outer_job_event(name, record)
 
@@ -96,5 +99,7 @@ class HistoryRecorder(Wrapper):
 
     async def close(self) -> None:
         await self.inner.close()
+        if self._ending:
+            await asyncio.wait(self._ending, timeout=5)
         if self.timeline is not None:
             await asyncio.to_thread(self.timeline.close)
