@@ -97,6 +97,11 @@ def _build():
     app.command()(approvals_cmd.approvals)
     app.command()(approvals_cmd.approve)
     app.command()(approvals_cmd.reject)
+    from .commands import history as history_cmd  # issue 29: history and undo
+
+    app.command()(history_cmd.history)
+    app.command()(history_cmd.diff)
+    app.command()(history_cmd.undo)
     from .commands import vscode as vscode_cmd  # issue 20: the bundled extension in every VS Code
 
     app.add_typer(vscode_cmd.app, name="vscode")

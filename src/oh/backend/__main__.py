@@ -130,6 +130,10 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--on-not-git", choices=ON_NOT_GIT, default="ask")
     # Proposal mode (docs/protocol.md §3.11).
     p.add_argument("--review", action="store_true")
+    # History (issue 29): record every action's file changes under the state dir.
+    p.add_argument("--history", choices=("true", "false"), default="false")
+    p.add_argument("--history-store-ignored", choices=("true", "false"), default="false")
+    p.add_argument("--history-max-file", type=float, default=64.0, help="MiB")
     p.add_argument("--review-timeout", type=float, default=600.0)
     # Consent (docs/protocol.md §3.13): the level and the user's rules (JSON {"allow": [...], "ask": [...], "deny": [...]}).
     p.add_argument("--consent", choices=("never", "risky", "commands", "changes", "all"), default="never")
@@ -210,6 +214,16 @@ def _lock_workspace(workspace: str):
     return fd
 
 
+def _history_dir(args: argparse.Namespace, workspace: str) -> str | None:
+    """One timeline per workspace under the state dir (0700), never in the workspace or its .git."""
+    if args.history != "true":
+        return None
+    import hashlib
+
+    key = hashlib.sha256(workspace.encode("utf-8", "surrogateescape")).hexdigest()[:24]
+    return str(paths.ensure_private_dir(paths.state_dir() / "history" / key))
+
+
 async def _amain(args: argparse.Namespace, token: str) -> int:
     workspace = os.path.realpath(args.workspace)
     instance_id = args.instance_id or sessions.new_instance_id()
@@ -235,6 +249,9 @@ async def _amain(args: argparse.Namespace, token: str) -> int:
                 setup_script=args.setup_script,
                 spool_dir=str(paths.state_dir() / "jobs"),
                 review=args.review or args.consent in ("changes", "all"),
+                history_dir=_history_dir(args, workspace),
+                history_store_ignored=args.history_store_ignored == "true",
+                history_max_file=int(args.history_max_file * 1024 * 1024),
                 review_timeout=args.review_timeout,
                 user_shell=None if args.user_shell is None else args.user_shell == "true",
                 shell_startup_timeout=args.shell_startup_timeout,

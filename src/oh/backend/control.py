@@ -29,6 +29,7 @@ class Control:
         rotate_token: Callable[..., Awaitable[int]],
         stop: Callable[[str], Awaitable[None]],
         approvals: Callable[[dict[str, Any], bool], dict[str, Any]] | None = None,
+        history: Callable[[dict[str, Any], bool], Awaitable[dict[str, Any]]] | None = None,
     ) -> None:
         self.runtime = runtime
         self.review_on = review_on  # `oh start --review`
@@ -36,6 +37,7 @@ class Control:
         self._rotate_token = rotate_token
         self._stop = stop
         self._approvals = approvals  # consent (§3.13): backend/consentctl.handle
+        self._history = history  # history (§3.15): backend/historyctl.handle
 
     async def serve(self, connection: ServerConnection) -> None:
         async for message in connection:
@@ -62,6 +64,13 @@ class Control:
                     else frames.approvals_answer("list", level="never", rules=[], pending=0, approvals=[])
                 )
                 await connection.send(encode(answer), text=True)
+            elif kind == "history" and self._history is not None:
+                answer = await self._history(obj, getattr(connection, "oh_decider", False))
+                await connection.send(encode(answer), text=True)
+            elif kind == "history":
+                await connection.send(
+                    encode(frames.refusal("HISTORY_OFF", "History is off for this backend.")), text=True
+                )
             elif kind == "shutdown":
                 await connection.send(encode({"type": "ok"}), text=True)
                 asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(self._stop("shutdown requested")))

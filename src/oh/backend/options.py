@@ -50,6 +50,10 @@ class BackendConfig:
     shell_startup_timeout: float | None = None
     # Proposal mode (docs/protocol.md §3.11): write/edit wait for the user's decision, at most this long.
     review: bool = False
+    # History (issue 29, docs/protocol.md §3.15): None = off; else the directory of this workspace's timeline.
+    history_dir: str | None = None
+    history_store_ignored: bool = False
+    history_max_file: int = 64 * 1024 * 1024
     review_timeout: float = 600.0
     # Pre-auth bounds (backend/guard.py): seconds to complete the upgrade, and the fd budget the
     # caps on connections that have not sent their request yet derive from (None: RLIMIT_NOFILE).

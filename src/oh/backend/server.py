@@ -34,7 +34,7 @@ from ..runtimes.choose import RuntimeSettings
 from ..runtimes.editor_link import EditorLink, Welcome
 from ..runtimes.editors import EditorRegistry
 from ..transport import close_quietly, coalescing
-from . import agentinfo, auth, consentctl, guard
+from . import agentinfo, auth, consentctl, guard, historyctl
 from .agents import Agents
 from .control import Control
 from .monitors import Monitors
@@ -135,7 +135,13 @@ class Backend:
                 setup_script=config.setup_script,
             ),
             self.editors,
-            stack.StackHooks(self._new_internal_id, lambda leg: self.correlator.finish(leg), self._branch_switched),
+            stack.StackHooks(
+                self._new_internal_id,
+                lambda leg: self.correlator.finish(leg),
+                self._branch_switched,
+                # history (issue 29): innermost, so it records what actually ran (consent may refuse, branch switch)
+                wrap_inner=lambda inner: historyctl.wrap(self, inner),
+            ),
         )
         self.runtime = self.stack.outer
         self.consent = self.stack.consent  # consent (§3.13): around the branch guard, so every route passes it
@@ -159,6 +165,7 @@ class Backend:
             self.rotate_token,
             self.stop,
             approvals=lambda obj, decider: consentctl.handle(self.consent, obj, decider),
+            history=lambda obj, decider: historyctl.handle(self, obj, decider),
         )
         # The path -> handler table (the handshake has checked the credential each path needs).
         self.routes: dict[str, Callable[[ServerConnection], Awaitable[None]]] = {

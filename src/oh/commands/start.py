@@ -9,7 +9,7 @@ import typer
 
 from ._common import ERROR, USAGE, complete_runtimes, die, load_settings
 from ._io import Streams
-from ..config.settings import job_settings
+from ..config.settings import history_settings, job_settings
 from ..protocol import runtimenames
 
 EPILOG = (
@@ -99,6 +99,11 @@ def start(
         "--review/--no-review",
         help="Proposal mode: write/edit become proposals you accept or reject (VS Code diff, or `oh review`); the same as --consent changes. Default: config `review`.",
     ),
+    history: Optional[bool] = typer.Option(
+        None,
+        "--history/--no-history",
+        help="Record every action's file changes (commands too) so `oh history` shows them and `oh undo` reverts them. Default: config `history`.",
+    ),
     consent: Optional[str] = typer.Option(
         None,
         "--consent",
@@ -151,6 +156,7 @@ def start(
             consent=consent,
             approval_timeout=approval_timeout,
             clean_shell=clean_shell,
+            history=history,
         )
     )
 
@@ -177,6 +183,7 @@ def run_start(
     consent: Optional[str] = None,
     approval_timeout: Optional[float] = None,
     clean_shell: bool = False,
+    history: Optional[bool] = None,
 ) -> int:
     """``oh start``'s behaviour: --detach returns 0 once the backend listens; else the live view's exit code."""
     s = load_settings(
@@ -195,6 +202,7 @@ def run_start(
             "consent": consent,
             "approval_timeout": approval_timeout,
             "user_shell": False if clean_shell else None,
+            "history": history,
         }
     )
     if not os.path.isdir(workspace):
@@ -242,7 +250,7 @@ def run_start(
             trace_max_bytes=s.trace_max_bytes,
             log_level=s.log_level,
             allowed_roots=roots,
-            jobs={**job_settings(s), **branch_flags},  # jobs: the backend's settings flags
+            jobs={**job_settings(s), **history_settings(s), **branch_flags},  # jobs: the backend's settings flags
             review=review_on,
             review_timeout=s.review_timeout,
             consent=consent_plan.flags(),

@@ -325,6 +325,27 @@ KEYS: dict[str, Key] = {
             "true | false",
         ),
         Key(
+            "history",
+            _bool,
+            False,
+            'record every action\'s file changes (commands included) so `oh undo` can revert them; README "History and undo"',
+            "true | false",
+        ),
+        Key(
+            "history_store_ignored",
+            _bool,
+            False,
+            "history: store the content of .gitignored trees too (node_modules, .venv, build output); off: changed, not stored",
+            "true | false",
+        ),
+        Key(
+            "history_max_file",
+            _positive_float,
+            64.0,
+            "history: MiB above which a changed file is hashed but not stored (its change is shown, not undone)",
+            "MiB > 0",
+        ),
+        Key(
             "review_timeout",
             _positive_float,
             600.0,
@@ -571,6 +592,14 @@ JOB_SETTINGS = (
     "user_shell",
     "shell_startup_timeout",
 )
+
+
+HISTORY_SETTINGS = ("history", "history_store_ignored", "history_max_file")
+
+
+def history_settings(s: "Settings") -> dict:
+    """History's settings (issue 29): flags of the backend only (the headless editor records nothing)."""
+    return {name: s.get(name) for name in HISTORY_SETTINGS}
 
 
 def job_settings(s: "Settings") -> dict:

@@ -1,7 +1,8 @@
 """The runtime stack a backend runs: the inner runtime (``local`` or ``vscode``) and the wrappers around it,
 composed in one place, inside out (docs/architecture.md "The runtime stack"):
 
-1. the inner runtime (``choose.make_runtime``), which knows none of its wrappers;
+1. the inner runtime (``choose.make_runtime``), which knows none of its wrappers, and the recorder right around
+   it when history is on (``StackHooks.wrap_inner``: it records what really ran, after every gate);
 2. ``BranchGuard`` (git-branch mode, §3.12): the branch is in place before the first change;
 3. ``ConsentGuard`` (§3.13): around branch mode, so its switch waits for nothing the user refused;
 4. the next wrappers go here, each around ``runtime`` (sandbox escalation, history/undo recording, shares);
@@ -47,6 +48,8 @@ class StackHooks:
     new_id: Callable[[], int]
     release_id: Callable[[int], None] = lambda _leg: None
     on_branch_event: Callable[[dict[str, Any]], None] | None = None
+    # A recorder right around the inner runtime (history, issue 29: it sees what really ran, after every gate)
+    wrap_inner: Callable[[Runtime], Runtime] | None = None
 
 
 @dataclass(frozen=True)
@@ -65,10 +68,10 @@ class Stack:
 def build(settings: StackSettings, link: EditorLink, hooks: StackHooks) -> Stack:
     """The stack, inside out; ``link`` is the backend's editor connection (the vscode runtime sends through it)."""
     inner = make_runtime(settings.runtime, settings.inner, link)
-    runtime: Runtime = inner
+    runtime: Runtime = inner if hooks.wrap_inner is None else hooks.wrap_inner(inner)
     branch = consent = None
     if settings.branch is not None:
-        runtime = branch = BranchGuard(inner, settings.branch, inner.branch_switch())
+        runtime = branch = BranchGuard(runtime, settings.branch, inner.branch_switch())
         branch.on_branch_event = hooks.on_branch_event
     if settings.consent is not None:
         approvals = Approvals(settings.approval_timeout)

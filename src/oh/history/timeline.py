@@ -1,0 +1,261 @@
+"""The timeline of one workspace: entries (one per action, undo, or stretch of the user's own changes),
+each with the files it changed, before and after, kept under oh's state directory (never in the user's
+``.git``): ``timeline.jsonl`` (append-only journal) and ``objects.pack`` (contents, ``store.py``).
+
+How "before" is known although inotify speaks after the fact: a first snapshot at start reads every
+non-ignored file once (stat, hash, store deduplicated); from then on the index always holds each file's
+last state with its content stored, so a change found by a drain has its before in the index and its
+after is read then. Drains run at each action's start and end: a change found in a stretch where one
+action ran is that action's, where several ran it is marked ambiguous on each, where none ran it is the
+user's (an entry of kind ``user``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from typing import Any, Iterable
+
+from ..protocol import history as H
+from . import tree
+from .store import ObjectStore
+from .watch import Dirty, Watcher
+
+log = logging.getLogger("oh.history")
+
+MAX_FILE = 64 * 1024 * 1024  # larger files are hashed, not stored: their changes are shown, not undone
+KEEP = 5000  # entries kept; older ones (and the contents only they used) go at the next start
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+class Timeline:
+    def __init__(
+        self, root: str, state: str, *, store_ignored: bool = False, max_file: int = MAX_FILE, keep: int = KEEP
+    ) -> None:
+        self.root = os.path.realpath(root)
+        os.makedirs(state, mode=0o700, exist_ok=True)
+        self.state = state
+        self.max_file = max_file
+        self.keep = keep
+        self.store = ObjectStore(os.path.join(state, "objects.pack"))
+        self.ignores = tree.Ignores(self.root, store_ignored)
+        self.watcher = Watcher(self.root)
+        self.index: dict[str, tuple[tree.StatKey, H.FileState]] = {}
+        self.entries: dict[int, H.Entry] = {}
+        self.active: dict[int, H.Entry] = {}
+        self.lock = threading.RLock()
+        self._journal_path = os.path.join(state, "timeline.jsonl")
+        self._load()
+        self._gc()
+        self._jfd = os.open(self._journal_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        self.next_id = max(self.entries, default=0) + 1
+        for e in self.entries.values():
+            if e.status == "running":  # the backend died mid-action: what it changed was not recorded
+                e.status, e.ended = "interrupted", _now()
+                self._write({"t": "e", "id": e.id, "ended": e.ended, "status": e.status})
+
+    # ------------------------------------------------------------------ journal
+    def _write(self, rec: dict[str, Any]) -> None:
+        # No fsync: it would cost milliseconds per action; a killed backend loses nothing (the kernel has
+        # the write), only a power cut can lose the last entries (docs/security.md).
+        os.write(self._jfd, (json.dumps(rec, separators=(",", ":")) + "\n").encode())
+
+    def _load(self) -> None:
+        try:
+            with open(self._journal_path, "rb") as f:
+                lines = f.read().splitlines()
+        except FileNotFoundError:
+            return
+        for line in lines:
+            try:
+                self._replay(json.loads(line))
+            except (ValueError, KeyError, TypeError):
+                continue  # a torn last line (crash mid-write): everything before it stands
+
+    def _replay(self, rec: dict[str, Any]) -> None:
+        t, eid = rec["t"], int(rec["id"])
+        if t == "b":
+            self.entries[eid] = H.Entry(
+                eid, rec["agent"], rec["kind"], rec["what"], rec["started"], undoes=rec.get("undoes", [])
+            )
+        elif t == "c" and eid in self.entries:
+            e = self.entries[eid]
+            e.changes.extend(H.Change.from_row(c) for c in rec.get("changes", ()))
+            e.ignored.extend(rec.get("ignored", ()))
+        elif t == "e" and eid in self.entries:
+            self.entries[eid].ended, self.entries[eid].status = rec["ended"], rec["status"]
+
+    def _gc(self) -> None:
+        """Garbage collection at start: keep the last ``keep`` entries and the contents they use."""
+        if len(self.entries) <= self.keep and self.store.size < 4 * 1024**3:
+            return
+        kept = sorted(self.entries)[-self.keep :]
+        self.entries = {i: self.entries[i] for i in kept}
+        used = {s.hash for e in self.entries.values() for c in e.changes for s in (c.before, c.after) if s and s.hash}
+        self.store.compact(used)
+        tmp = self._journal_path + ".gc"
+        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+            for e in self.entries.values():
+                f.write(json.dumps(self._begin_rec(e)) + "\n")
+                f.write(
+                    json.dumps({"t": "c", "id": e.id, "changes": [c.row() for c in e.changes], "ignored": e.ignored})
+                    + "\n"
+                )
+                f.write(json.dumps({"t": "e", "id": e.id, "ended": e.ended, "status": e.status}) + "\n")
+        os.replace(tmp, self._journal_path)
+
+    @staticmethod
+    def _begin_rec(e: H.Entry) -> dict[str, Any]:
+        rec = {"t": "b", "id": e.id, "agent": e.agent, "kind": e.kind, "what": e.what, "started": e.started}
+        if e.undoes:
+            rec["undoes"] = e.undoes
+        return rec
+
+    # ------------------------------------------------------------------ the first snapshot
+    def snapshot(self) -> dict[str, Any]:
+        """Read the workspace once: watches on every directory, every file's state in the index."""
+        with self.lock:
+            # git's listing (two processes that stat every tracked file) overlaps our walk.
+            pool = ThreadPoolExecutor(1)
+            clean_f = pool.submit(tree.git_clean, self.root) if self.ignores.git else None
+            w = tree.walk(self.root, "", self.ignores)
+            for d in w.dirs:
+                self.watcher.add(d)
+            for top in w.ignored:
+                if os.path.isdir(os.path.join(self.root, top)):
+                    self.watcher.add(top, ignored_top=True)
+            clean = clean_f.result() if clean_f is not None else {}
+            pool.shutdown()
+            for rel in w.files:
+                got = tree.probe(self.root, rel, None, self.store, self.max_file, clean.get(rel))
+                if got is not None:
+                    self.index[rel] = got
+            return {
+                "files": len(self.index),
+                "dirs": len(w.dirs),
+                "ignored": len(w.ignored),
+                "from_git": len(clean),
+                "store": self.store.size,
+            }
+
+    # ------------------------------------------------------------------ drains
+    def _collect(self, d: Dirty) -> tuple[set[str], set[str]]:
+        paths, ignored = set(d.paths), set(d.ignored)
+        if d.rescan:
+            w = tree.walk(self.root, "", self.ignores)
+            for rel in w.dirs:
+                self.watcher.add(rel)
+            return paths | set(self.index) | set(w.files), ignored
+        for gone in d.gone_dirs:
+            self.watcher.forget(gone)
+            paths |= {p for p in self.index if p.startswith(gone + "/")}
+        new_dirs = sorted(d.new_dirs)
+        # Never a set of the whole index here: per action, this must cost what changed, not the tree's size.
+        newly_ignored = self.ignores.check_new(new_dirs + sorted(p for p in paths if p not in self.index))
+        for nd in new_dirs:
+            if nd in newly_ignored:
+                ignored.add(nd)
+                self.watcher.add(nd, ignored_top=True)
+                continue
+            w = tree.walk(self.root, nd, self.ignores)
+            for rel in w.dirs:
+                self.watcher.add(rel)
+            paths |= set(w.files)
+            ignored |= set(w.ignored)
+        # A directory moved away and back, or moved in: files the index knows under it are looked at again.
+        for nd in new_dirs:
+            paths |= {p for p in self.index if p.startswith(nd + "/")}
+        return paths - newly_ignored, ignored | (paths & newly_ignored)
+
+    def _drain(self) -> None:
+        paths, ignored = self._collect(self.watcher.drain())
+        if not paths and not ignored:
+            return
+        pairs: dict[str, tuple[H.FileState | None, H.FileState | None]] = {}
+        probed = {}
+        for rel in paths:
+            known = self.index.get(rel)
+            now = tree.probe(self.root, rel, known, self.store, self.max_file)
+            if now is not known:
+                probed[rel] = now
+        # A file known by its git blob (first snapshot) changed: its before comes out of git's object
+        # database now, once, into our store (copy on first change).
+        refs = {rel: self.index[rel] for rel in probed if rel in self.index and tree.is_git_ref(self.index[rel][1])}
+        if refs:
+            real = tree.materialize(self.root, {rel: st for rel, (_k, st) in refs.items()}, self.store)
+            for rel, (key, _st) in refs.items():
+                self.index[rel] = (key, real[rel])
+        for rel, now in probed.items():
+            known = self.index.get(rel)
+            if now is None:
+                self.index.pop(rel, None)
+            else:
+                self.index[rel] = now
+            pairs[rel] = (known[1] if known else None, now[1] if now else None)
+        changes = H.classify(pairs)
+        if changes or ignored:
+            self._attribute(changes, sorted(ignored))
+
+    def _attribute(self, changes: list[H.Change], ignored: list[str]) -> None:
+        owners = list(self.active.values())
+        if not owners:  # nobody was running: the user's (or another program's) own changes
+            e = self._open("user", "user", "changes made outside oh's actions")
+            owners = [e]
+            self._add(e, changes, ignored)
+            self._close(e, "done")
+            return
+        for e in owners:
+            others = tuple(o.id for o in owners if o is not e)
+            mine = [H.Change(c.path, c.before, c.after, c.renamed, others) for c in changes] if others else changes
+            self._add(e, mine, ignored)
+
+    def _add(self, e: H.Entry, changes: list[H.Change], ignored: list[str]) -> None:
+        e.changes.extend(changes)
+        e.ignored.extend(ignored)
+        self._write({"t": "c", "id": e.id, "changes": [c.row() for c in changes], "ignored": ignored})
+
+    def _open(self, agent: str, kind: str, what: str, undoes: Iterable[int] = ()) -> H.Entry:
+        e = H.Entry(self.next_id, agent, kind, what, _now(), undoes=list(undoes))
+        self.next_id += 1
+        self.entries[e.id] = e
+        self._write(self._begin_rec(e))
+        return e
+
+    def _close(self, e: H.Entry, status: str) -> None:
+        e.ended, e.status = _now(), status
+        self._write({"t": "e", "id": e.id, "ended": e.ended, "status": status})
+
+    # ------------------------------------------------------------------ what the recorder calls
+    def begin(self, agent: str, kind: str, what: str) -> int:
+        with self.lock:
+            self._drain()  # what happened before this action is not its
+            e = self._open(agent, kind, what[:400])
+            self.active[e.id] = e
+            return e.id
+
+    def end(self, entry_id: int, status: str = "done") -> None:
+        with self.lock:
+            self._drain()
+            e = self.active.pop(entry_id, None)
+            if e is not None:
+                self._close(e, status)
+
+    def refresh(self) -> None:
+        """Pick up what changed since the last drain (before the timeline is shown or undone)."""
+        with self.lock:
+            self._drain()
+
+    def close(self) -> None:
+        with self.lock:
+            for eid in list(self.active):
+                self.end(eid, "interrupted")
+            self.watcher.close()
+            self.store.close()
+            os.close(self._jfd)

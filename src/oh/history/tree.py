@@ -1,0 +1,220 @@
+"""The workspace as the recorder sees it: which paths are ignored (git's rules when the workspace is in a
+git repository, a short list of well-known generated trees otherwise), a walk of the rest, and one
+file's state (``probe``: stat, then read, hash and store when the stat changed)."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+from dataclasses import dataclass
+
+from ..protocol.history import REGULAR, SYMLINK, FileState
+from .store import ObjectStore, digest
+
+# Never recorded at all: a git directory is the user's history, not their files.
+SKIP = frozenset({".git"})
+# Without git: trees that are generated, usually huge and never hand-edited.
+DEFAULT_IGNORED = frozenset(
+    {"node_modules", ".venv", "venv", "__pycache__", ".tox", ".mypy_cache", ".pytest_cache", ".ruff_cache", "target"}
+)
+_GIT_TIMEOUT = 30.0
+
+
+def _git(root: str, *args: str, data: bytes | None = None) -> bytes | None:
+    try:
+        done = subprocess.run(
+            ["git", "-C", root, *args],
+            input=data,
+            capture_output=True,
+            timeout=_GIT_TIMEOUT,
+            env={**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"},
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout if done.returncode in (0, 1) else None
+
+
+class Ignores:
+    """Which relative paths are ignored: what ``git ls-files --ignored --directory`` lists at start
+    (one call, trees reported by their top), later new paths asked with ``git check-ignore``."""
+
+    def __init__(self, root: str, store_ignored: bool) -> None:
+        self.root = root
+        self.off = store_ignored
+        self.git = not store_ignored and _git(root, "rev-parse", "--is-inside-work-tree") == b"true\n"
+        self.tops: set[str] = set()
+        if self.git:
+            out = _git(root, "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory") or b""
+            self.tops = {os.fsdecode(p).rstrip("/") for p in out.split(b"\0") if p}
+
+    def ignored(self, rel: str, name: str) -> bool:
+        if self.off:
+            return False
+        if self.git:
+            return rel in self.tops
+        return name in DEFAULT_IGNORED
+
+    def check_new(self, rels: list[str]) -> set[str]:
+        """Which of these new paths git ignores (one ``git check-ignore`` for all of them)."""
+        if self.off or not rels:
+            return set()
+        if not self.git:
+            return {r for r in rels if r.rsplit("/", 1)[-1] in DEFAULT_IGNORED}
+        out = _git(self.root, "check-ignore", "-z", "--stdin", data=b"\0".join(os.fsencode(r) for r in rels) + b"\0")
+        found = {os.fsdecode(p) for p in (out or b"").split(b"\0") if p}
+        self.tops |= found
+        return found
+
+
+@dataclass
+class Walk:
+    files: list[str]
+    dirs: list[str]
+    ignored: list[str]  # tops of ignored trees (and ignored files)
+
+
+def walk(root: str, rel: str, ignores: Ignores) -> Walk:
+    """Every non-ignored regular file and symlink under ``rel`` (not following symlinks), its directories
+    and the ignored tops met on the way."""
+    out = Walk([], [], [])
+    stack = [rel]
+    while stack:
+        d = stack.pop()
+        out.dirs.append(d)
+        try:
+            it = os.scandir(os.path.join(root, d) if d else root)
+        except OSError:
+            continue
+        with it:
+            for e in it:
+                if e.name in SKIP:
+                    continue
+                r = f"{d}/{e.name}" if d else e.name
+                if ignores.ignored(r, e.name):
+                    out.ignored.append(r)
+                elif e.is_dir(follow_symlinks=False):
+                    stack.append(r)
+                elif e.is_file(follow_symlinks=False) or e.is_symlink():
+                    out.files.append(r)
+    return out
+
+
+StatKey = tuple[int, int, int, int, int]
+
+
+def probe(
+    root: str,
+    rel: str,
+    known: tuple[StatKey, FileState] | None,
+    store: ObjectStore,
+    max_file: int,
+    blob: tuple[int, str] | None = None,
+) -> tuple[StatKey, FileState] | None:
+    """The file's state now (None: gone, or not a file we record). Unchanged stat: the known state,
+    without reading. Else its content is hashed and, up to ``max_file`` bytes, stored. ``blob``: git's
+    (mode, blob id) of a clean tracked file: its content is git's, not read (``is_git_ref``)."""
+    full = os.path.join(root, rel)
+    try:
+        st = os.lstat(full)
+    except OSError:
+        return None
+    key = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_mode)
+    if known is not None and known[0] == key:
+        return known
+    mode = stat.S_IMODE(st.st_mode)
+    if blob is not None and stat.S_ISREG(st.st_mode) and blob[0] == (0o100755 if mode & 0o100 else 0o100644):
+        return key, FileState(REGULAR, mode, st.st_size, GIT_REF + blob[1], True)
+    try:
+        if stat.S_ISLNK(st.st_mode):
+            target = os.fsencode(os.readlink(full))
+            return key, FileState(SYMLINK, mode, len(target), store.put(target), True)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        if st.st_size > max_file:
+            return key, FileState(REGULAR, mode, st.st_size, _hash_file(full), False)
+        with open(full, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None  # gone or unreadable between the stat and the read: the next drain sees it again
+    return key, FileState(REGULAR, mode, len(data), store.put(data), True)
+
+
+GIT_REF = "git:"
+
+
+def is_git_ref(s: FileState) -> bool:
+    return bool(s.hash and s.hash.startswith(GIT_REF))
+
+
+def git_clean(root: str) -> dict[str, tuple[int, str]]:
+    """Tracked files whose work tree content is their index blob (``git ls-files -s`` minus ``git
+    diff-files``): rel path -> (git mode, blob id). The first snapshot reads none of them: a clean tree
+    costs a walk and a stat per file. Empty (everything is read) when a filter could make the work tree
+    differ from the blob: any .gitattributes (LFS, eol, smudge), core.autocrlf, info/attributes."""
+    if (_git(root, "config", "--get", "core.autocrlf") or b"").strip() in (b"true", b"input"):
+        return {}
+    attrs = _git(root, "rev-parse", "--git-path", "info/attributes")
+    if attrs is None or os.path.exists(os.path.join(root, os.fsdecode(attrs.strip()))):
+        return {}
+    listed = _git(root, "ls-files", "-s", "-z")
+    dirty = _git(root, "diff-files", "--name-only", "--relative", "-z")
+    if listed is None or dirty is None:
+        return {}
+    changed = set(dirty.split(b"\0"))
+    out: dict[str, tuple[int, str]] = {}
+    for rec in listed.split(b"\0"):
+        # "<mode> <40-hex id> <stage>\t<path>", by position: 100,000 records are on the snapshot's clock.
+        if len(rec) < 51 or rec[6:7] != b" " or rec[49:50] != b"\t":
+            continue
+        path = rec[50:]
+        if path == b".gitattributes" or path.endswith(b"/.gitattributes"):
+            return {}
+        mode = rec[:6]
+        if rec[48:49] == b"0" and (mode == b"100644" or mode == b"100755") and path not in changed:
+            out[os.fsdecode(path)] = (0o100755 if mode == b"100755" else 0o100644, rec[7:47].decode())
+    return out
+
+
+def materialize(root: str, refs: dict[str, FileState], store: ObjectStore) -> dict[str, FileState]:
+    """The content of these git-blob states, out of git's object database into the store (one
+    ``git cat-file --batch`` for all); a blob git no longer has becomes "not stored"."""
+    ids = sorted({s.hash[len(GIT_REF) :] for s in refs.values() if s.hash})
+    found: dict[str, str] = {}
+    out = _git(root, "cat-file", "--batch", data=("\n".join(ids) + "\n").encode()) if ids else b""
+    pos = 0
+    while out and pos < len(out):
+        nl = out.index(b"\n", pos)
+        head = out[pos:nl].split(b" ")
+        pos = nl + 1
+        if len(head) != 3:  # "<id> missing"
+            continue
+        size = int(head[2])
+        found[head[0].decode()] = store.put(out[pos : pos + size])
+        pos += size + 1
+    return {
+        rel: FileState(
+            s.kind,
+            s.mode,
+            s.size,
+            found.get(s.hash[len(GIT_REF) :]) if s.hash else None,
+            s.hash is not None and s.hash[len(GIT_REF) :] in found,
+        )
+        for rel, s in refs.items()
+    }
+
+
+def _hash_file(full: str) -> str | None:
+    import hashlib
+
+    h = hashlib.sha256()
+    try:
+        with open(full, "rb") as f:
+            while chunk := f.read(1 << 20):
+                h.update(chunk)
+    except OSError:
+        return None
+    return h.hexdigest()
+
+
+__all__ = ["Ignores", "Walk", "walk", "probe", "digest", "SKIP"]

@@ -1,0 +1,183 @@
+"""Undo and diff over a ``Timeline``: the verdicts come from ``protocol.history``; this module reads the
+files as they are now, merges three ways with ``git merge-file`` and writes the result.
+
+Why ``git merge-file``: it is git's own three-way merge of text (diff3 with git's conflict rules), the one
+the user already trusts for their merges; a hand-written merge would be a second opinion on every
+conflict. It runs on temporary copies in oh's private state directory, never in the user's repository.
+Without git, a file changed since is a conflict (nothing is written).
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import subprocess
+import tempfile
+from typing import Any
+
+from ..protocol import history as H
+from . import tree
+from .timeline import Timeline
+
+MERGE_TIMEOUT = 30.0
+
+
+def _content(tl: Timeline, s: H.FileState | None) -> bytes:
+    return b"" if s is None or s.hash is None else tl.store.get(s.hash)
+
+
+def merge3(tl: Timeline, ours: bytes, base: bytes, theirs: bytes) -> bytes | None:
+    """``git merge-file`` of ours (the file now) and theirs (before the action) from base (after it):
+    the merged bytes, or None on a conflict (or binary content, or no git)."""
+    if b"\0" in ours or b"\0" in base or b"\0" in theirs:
+        return None
+    with tempfile.TemporaryDirectory(dir=tl.state) as tmp:
+        names = []
+        for name, data in (("current", ours), ("after", base), ("before", theirs)):
+            p = os.path.join(tmp, name)
+            with open(os.open(p, os.O_WRONLY | os.O_CREAT, 0o600), "wb") as f:
+                f.write(data)
+            names.append(p)
+        try:
+            done = subprocess.run(
+                ["git", "merge-file", "-p", "--quiet", *names], capture_output=True, timeout=MERGE_TIMEOUT
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def diff(tl: Timeline, entry_id: int) -> dict[str, Any]:
+    with tl.lock:
+        tl._drain()
+        e = tl.entries.get(entry_id)
+        if e is None:
+            return {}
+        lines: list[str] = []
+        for c in e.changes:
+            lines += _diff_one(tl, c)
+        return {**e.row(), "diff": "\n".join(lines)}
+
+
+def _diff_one(tl: Timeline, c: H.Change) -> list[str]:
+    head = f"--- a/{c.path}" if c.before else "--- /dev/null"
+    tail = f"+++ b/{c.path}" if c.after else "+++ /dev/null"
+    note = [f"# {c.path}: {c.kind}" + (f" ({c.renamed})" if c.renamed else "")]
+    if c.before and c.after and c.before.mode != c.after.mode:
+        note.append(f"# mode {c.before.mode:o} -> {c.after.mode:o}")
+    if c.ambiguous:
+        note.append(f"# ambiguous: entries {', '.join(map(str, c.ambiguous))} ran at the same time")
+    for s in (c.before, c.after):
+        if s is not None and not s.stored:
+            return [*note, "# content not stored (above the size limit)"]
+    old, new = _content(tl, c.before), _content(tl, c.after)
+    if old == new:
+        return note
+    if b"\0" in old or b"\0" in new:
+        return [*note, f"Binary files {head[4:]} and {tail[4:]} differ"]
+    body = difflib.unified_diff(
+        old.decode("utf-8", "replace").splitlines(),
+        new.decode("utf-8", "replace").splitlines(),
+        head[4:],
+        tail[4:],
+        lineterm="",
+    )
+    return [*note, *body]
+
+
+def _plan(
+    tl: Timeline, netmap, merge: bool
+) -> tuple[list[tuple[str, H.FileState | None, bytes | None]], list[dict[str, str]]]:
+    steps: list[tuple[str, H.FileState | None, bytes | None]] = []  # (path, state to write, merged bytes)
+    conflicts = []
+    for path, (before, after) in sorted(netmap.items()):
+        known = tl.index.get(path)
+        cur = known[1] if known else None
+        v = H.verdict(before, after, cur)
+        if v.action == H.RESTORE:
+            steps.append((path, before, None))
+        elif v.action == H.MERGE and not merge:
+            conflicts.append({"path": path, "reason": "changed since by someone else: only the user can merge it"})
+        elif v.action == H.MERGE:
+            assert before is not None and cur is not None
+            merged = merge3(tl, _content(tl, cur), _content(tl, after), _content(tl, before))
+            if merged is None:
+                conflicts.append({"path": path, "reason": "changed since, and the changes overlap (merge conflict)"})
+            else:
+                steps.append((path, H.FileState(H.REGULAR, cur.mode, len(merged), None), merged))
+        elif v.action == H.CONFLICT:
+            conflicts.append({"path": path, "reason": v.reason})
+    return steps, conflicts
+
+
+def undo(
+    tl: Timeline, target: int, *, to: bool = False, who: str = "user", only_agent: str | None = None, merge: bool = True
+) -> dict[str, Any]:
+    """Revert entry ``target`` (and with ``to`` every later one): all files or none. The undo is itself
+    an entry, so it can be undone. ``merge`` False: a file changed since is a conflict (an agent's undo)."""
+    with tl.lock:
+        tl._drain()  # the files as they are now: later edits are in the index before the verdicts
+        if target not in tl.entries:
+            return {"ok": False, "error": "NO_ENTRY", "message": f"No entry {target}: `oh history` lists them."}
+        ordered = [tl.entries[i] for i in sorted(tl.entries)]
+        chosen = H.select_for_undo(ordered, target, to, only_agent)
+        netmap = H.net(c for e in chosen for c in e.changes)
+        if not netmap:
+            return {"ok": True, "entry": None, "files": [], "message": "Nothing to undo: no file changes."}
+        # A file untouched since this backend's first snapshot is known by its git blob: read it first, so
+        # the verdict compares contents, not a blob id with a sha256 (entries from before a restart).
+        refs = {p: tl.index[p] for p in netmap if p in tl.index and tree.is_git_ref(tl.index[p][1])}
+        if refs:
+            real = tree.materialize(tl.root, {p: st for p, (_k, st) in refs.items()}, tl.store)
+            tl.index.update({p: (key, real[p]) for p, (key, _st) in refs.items()})
+        steps, conflicts = _plan(tl, netmap, merge)
+        if conflicts:
+            return {"ok": False, "error": "CONFLICT", "conflicts": conflicts, "message": _conflict_text(conflicts)}
+        e = tl._open(who, "undo", f"undo {'--to ' if to else ''}{target}", undoes=[x.id for x in chosen])
+        tl.active[e.id] = e
+        try:
+            for path, state, merged in sorted(steps, key=lambda s: s[1] is not None):  # deletions first
+                _apply(tl, path, state, merged)
+        finally:
+            tl._drain()
+            tl.active.pop(e.id, None)
+            tl._close(e, "done")
+        return {"ok": True, "entry": e.id, "files": [s[0] for s in steps], "undoes": e.undoes}
+
+
+def _conflict_text(conflicts: list[dict[str, str]]) -> str:
+    first = conflicts[0]
+    more = f" (and {len(conflicts) - 1} more)" if len(conflicts) > 1 else ""
+    return f"Nothing was changed: {first['path']}: {first['reason']}{more}. Resolve it by hand, then undo again."
+
+
+def _apply(tl: Timeline, path: str, state: H.FileState | None, merged: bytes | None) -> None:
+    full = os.path.join(tl.root, path)
+    if state is None:
+        try:
+            os.unlink(full)
+        except FileNotFoundError:
+            pass
+        return
+    parent = os.path.dirname(full)
+    os.makedirs(parent, exist_ok=True)
+    data = merged if merged is not None else _content(tl, state)
+    if os.path.islink(full) or state.kind == H.SYMLINK:
+        try:
+            os.unlink(full)  # a symlink is replaced, never written through
+        except FileNotFoundError:
+            pass
+    if state.kind == H.SYMLINK:
+        os.symlink(os.fsdecode(data), full)
+        return
+    # In place, written then cut to length (no temporary + rename, no O_TRUNC): on ext4 a rename over an
+    # existing file and a truncation to zero both force its data to disk (auto_da_alloc), 1-3 ms per
+    # file: 3 s for a 1,000-file undo instead of a tenth of that.
+    fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, state.mode)
+    with open(fd, "wb") as f:
+        f.write(data)
+        f.truncate(len(data))
+        os.fchmod(f.fileno(), state.mode)
+
+
+__all__ = ["undo", "diff", "merge3", "tree"]

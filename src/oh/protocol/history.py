@@ -1,0 +1,250 @@
+"""History and undo (issue 29, docs/protocol.md §3.15): the pure decisions.
+
+What a file looked like (``FileState``), what an action changed (``Change``: one path, its state before and
+after; renames are a pair of changes annotated with each other), which changes an entry of the timeline
+owns, what several entries changed together (``net``), and for each file what an undo does given what the
+file is now (``verdict``). No files are read here: the recorder (``oh.history``) reads and writes them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from .errors import ErrorId, ProtocolError
+
+REGULAR, SYMLINK = "f", "l"
+
+
+@dataclass(frozen=True, slots=True)
+class FileState:
+    """One file as the recorder saw it: its kind, permission bits, size and content hash (sha256 hex).
+
+    ``stored`` = the content is in the object store (an undo can bring it back); an ignored tree's file
+    or one above the size limit is known by its stat and hash only (``hash`` None: not even hashed)."""
+
+    kind: str  # REGULAR | SYMLINK
+    mode: int  # permission bits (0o7777)
+    size: int
+    hash: str | None
+    stored: bool = True
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "mode": f"{self.mode:o}",
+            "size": self.size,
+            "hash": self.hash,
+            "stored": self.stored,
+        }
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any] | None) -> FileState | None:
+        if row is None:
+            return None
+        return cls(str(row["kind"]), int(str(row["mode"]), 8), int(row["size"]), row.get("hash"), bool(row["stored"]))
+
+
+def same(a: FileState | None, b: FileState | None) -> bool:
+    """The same file for an undo: kind, content and permission bits (not times, not inode)."""
+    if a is None or b is None:
+        return a is b
+    return a.kind == b.kind and a.mode == b.mode and a.hash is not None and a.hash == b.hash
+
+
+@dataclass(slots=True)
+class Change:
+    path: str  # relative to the workspace, "/"-separated
+    before: FileState | None  # None: did not exist
+    after: FileState | None
+    renamed: str | None = None  # the other path of a rename (set on both halves)
+    ambiguous: tuple[int, ...] = ()  # other entries running while it happened
+
+    @property
+    def kind(self) -> str:
+        if self.before is None:
+            return "renamed" if self.renamed else "created"
+        if self.after is None:
+            return "renamed" if self.renamed else "deleted"
+        if self.before.kind == self.after.kind and self.before.hash == self.after.hash:
+            return "mode"
+        return "changed"
+
+    def row(self) -> dict[str, Any]:
+        row: dict[str, Any] = {
+            "path": self.path,
+            "change": self.kind,
+            "before": None if self.before is None else self.before.row(),
+            "after": None if self.after is None else self.after.row(),
+        }
+        if self.renamed:
+            row["renamed"] = self.renamed
+            row["side"] = "from" if self.after is None else "to"
+        if self.ambiguous:
+            row["ambiguous"] = list(self.ambiguous)
+        return row
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Change:
+        return cls(
+            str(row["path"]),
+            FileState.from_row(row.get("before")),
+            FileState.from_row(row.get("after")),
+            row.get("renamed"),
+            tuple(int(i) for i in row.get("ambiguous", ())),
+        )
+
+
+def _equal(a: FileState | None, b: FileState | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    if a.hash is None or b.hash is None:  # not hashed (ignored, too large): by stat
+        return a.kind == b.kind and a.mode == b.mode and a.size == b.size and a.hash == b.hash
+    return same(a, b)
+
+
+def classify(pairs: dict[str, tuple[FileState | None, FileState | None]]) -> list[Change]:
+    """The changes among (before, after) pairs of the paths that may have changed: unchanged ones dropped,
+    a deletion and a creation of the same content (unique on both sides) annotated as a rename."""
+    changes = [Change(p, b, a) for p, (b, a) in sorted(pairs.items()) if not _equal(b, a)]
+    gone: dict[tuple[str, str], list[Change]] = {}
+    born: dict[tuple[str, str], list[Change]] = {}
+    for c in changes:
+        if c.after is None and c.before is not None and c.before.hash:
+            gone.setdefault((c.before.kind, c.before.hash), []).append(c)
+        elif c.before is None and c.after is not None and c.after.hash:
+            born.setdefault((c.after.kind, c.after.hash), []).append(c)
+    for key, olds in gone.items():
+        news = born.get(key, [])
+        if len(olds) == 1 and len(news) == 1:
+            olds[0].renamed, news[0].renamed = news[0].path, olds[0].path
+    return changes
+
+
+def net(changes: Iterable[Change]) -> dict[str, tuple[FileState | None, FileState | None]]:
+    """What a sequence of changes (oldest first) did together, per path: the first before, the last after."""
+    out: dict[str, tuple[FileState | None, FileState | None]] = {}
+    for c in changes:
+        first = out[c.path][0] if c.path in out else c.before
+        out[c.path] = (first, c.after)
+    return {p: ba for p, ba in out.items() if not _equal(*ba)}
+
+
+# An undo's verdict for one file: put ``before`` back, nothing to do, merge three ways, or refuse.
+RESTORE, NOTHING, MERGE, CONFLICT = "restore", "nothing", "merge", "conflict"
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    action: str
+    reason: str = ""
+
+
+def verdict(before: FileState | None, after: FileState | None, current: FileState | None) -> Verdict:
+    """What undoing ``before -> after`` does to a file that is ``current`` now.
+
+    Unchanged since (current == after): restore ``before``. Already back (current == before): nothing.
+    Changed since by someone else: a three-way merge of text (base = after, ours = current, theirs =
+    before) when all three are regular stored files, else a conflict: the later change is never lost."""
+    if after is not None and after.hash is None or before is not None and not before.stored:
+        return Verdict(CONFLICT, "its content was not stored (ignored tree or above the size limit)")
+    if same(current, after) or (current is None and after is None):
+        return Verdict(RESTORE)
+    if same(current, before) or (current is None and before is None):
+        return Verdict(NOTHING)
+    if before is None or after is None or current is None:
+        return Verdict(CONFLICT, "created or deleted by someone else since")
+    if not all(s.kind == REGULAR and s.stored for s in (before, after, current)):
+        return Verdict(CONFLICT, "changed since, and not a text file three-way merge can combine")
+    return Verdict(MERGE)
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryRequest:
+    """A ``history`` control request (§3.15): list the timeline, show one entry's diff, or undo."""
+
+    op: str  # list | show | undo
+    entry: int | None = None
+    to: bool = False  # undo: this entry and every later one (back to before it)
+    agent: str | None = None  # list: one agent's entries; undo: only this agent's own (MCP)
+    limit: int = 200
+
+
+def _int(obj: dict[str, Any], key: str) -> int | None:
+    v = obj.get(key)
+    if v is None:
+        return None
+    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+        raise ProtocolError(ErrorId.BAD_REQUEST, f"history: '{key}' must be a positive integer (an entry number).")
+    return v
+
+
+def parse_request(obj: dict[str, Any]) -> HistoryRequest:
+    op = obj.get("op", "list")
+    if op not in ("list", "show", "undo"):
+        raise ProtocolError(ErrorId.BAD_REQUEST, "history: 'op' is one of list, show, undo.")
+    entry = _int(obj, "entry")
+    if op != "list" and entry is None:
+        raise ProtocolError(ErrorId.BAD_REQUEST, f"history {op} needs 'entry' (a number from `oh history`).")
+    agent = obj.get("agent")
+    if agent is not None and (not isinstance(agent, str) or not 0 < len(agent) <= 200):
+        raise ProtocolError(ErrorId.BAD_REQUEST, "history: 'agent' must be a non-empty string.")
+    limit = _int(obj, "limit") or 200
+    return HistoryRequest(op, entry, bool(obj.get("to", False)), agent, min(limit, 10_000))
+
+
+@dataclass(slots=True)
+class Entry:
+    """One action's row in the timeline (or an undo's, or the user's changes between actions)."""
+
+    id: int
+    agent: str
+    kind: str  # run | job | write | edit | undo | user
+    what: str
+    started: str
+    ended: str | None = None
+    status: str = "running"  # running | done | interrupted
+    changes: list[Change] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)  # changed in an ignored tree: not stored
+    undoes: list[int] = field(default_factory=list)
+
+    def row(self, with_changes: bool = True) -> dict[str, Any]:
+        row: dict[str, Any] = {
+            "id": self.id,
+            "agent": self.agent,
+            "kind": self.kind,
+            "what": self.what,
+            "started": self.started,
+            "ended": self.ended,
+            "status": self.status,
+            "files": len(self.changes),
+            "created": sum(c.kind == "created" for c in self.changes),
+            "deleted": sum(c.kind == "deleted" for c in self.changes),
+            "ambiguous": sum(bool(c.ambiguous) for c in self.changes),
+            "ignored": len(self.ignored),
+        }
+        if self.undoes:
+            row["undoes"] = self.undoes
+        if with_changes:
+            row["changes"] = [c.row() for c in self.changes]
+            row["ignored_paths"] = self.ignored[:200]
+        return row
+
+
+def select_for_undo(entries: list[Entry], target: int, to: bool, agent: str | None) -> list[Entry]:
+    """The entries an undo reverts, oldest first: one entry, or it and every later agent entry (``to``).
+
+    The user's own changes (kind ``user``) are never reverted by ``--to``: they stay, and the files the
+    user changed since are merged three ways. ``agent`` (an agent undoing its own work): only its entries,
+    and none whose change another entry's could be (ambiguous)."""
+    chosen = [e for e in entries if e.id == target] if not to else [e for e in entries if e.id >= target]
+    chosen = [e for e in chosen if e.kind != "user" or e.id == target]
+    if agent is not None:
+        for e in chosen:
+            if e.agent != agent:
+                raise ProtocolError(ErrorId.PATH_DENIED, f"entry {e.id} is {e.agent}'s, not yours: not undone.")
+            if any(c.ambiguous for c in e.changes):
+                raise ProtocolError(
+                    ErrorId.PATH_DENIED, f"entry {e.id} has changes another action may have made: ask the user."
+                )
+    return chosen

@@ -1,0 +1,105 @@
+"""History around a runtime (issue 29, docs/protocol.md §3.15): every action that can change files (a
+command, foreground or background, a write, an edit, the workspace bootstrap) is an entry of the
+workspace's timeline, with the files it changed. Like ``ConsentGuard`` it wraps the runtime, so every
+route an action takes passes it; it sits innermost, so it records what actually ran.
+
+A background job's entry stays open until the job ends (its changes are its action's). The drains run in
+a worker thread: hashing what a command wrote must not stall the other agents' traffic.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Callable, Hashable
+
+from ..history.timeline import Timeline
+from ..protocol.events import Action
+from .base import Runtime, Wrapper, as_context
+
+log = logging.getLogger("oh.runtimes.history")
+
+# The actions that can change files. Reads, job polls and the rest change nothing by themselves (a job's
+# input goes to a job whose entry is open already).
+CHANGES = frozenset({"run", "write", "edit", "ensure"})
+
+
+def _summary(action: Action) -> str:
+    if action.kind == "run":
+        return action.command
+    if action.kind in ("write", "edit"):
+        return f"{action.kind} {action.path}"
+    return action.kind
+
+
+class HistoryRecorder(Wrapper):
+    def __init__(self, inner: Runtime, make_timeline: Callable[[], Timeline]) -> None:
+        super().__init__(inner)
+        self._make = make_timeline
+        self.timeline: Timeline | None = None
+        self.first_snapshot: dict[str, Any] = {}
+        self._outer_job_event: Callable[[str, dict[str, Any]], None] | None = None
+        self._running_jobs: set[str] = set()
+        self._job_entries: dict[str, int] = {}
+        self._ending: set[asyncio.Task] = set()  # held: the loop keeps only weak references to tasks
+        inner.on_job_event = self._job_event
+
+    @property
+    def on_job_event(self):
+        return self._outer_job_event
+
+    @on_job_event.setter
+    def on_job_event(self, callback) -> None:
+        self._outer_job_event = callback
+
+    async def start(self) -> None:
+        def build() -> Timeline:
+            tl = self._make()
+            self.first_snapshot = tl.snapshot()
+            return tl
+
+        # Before the backend listens: no action may run before the first snapshot holds every "before".
+        self.timeline = await asyncio.to_thread(build)
+        log.info("history: first snapshot %s", self.first_snapshot)
+        await self.inner.start()
+
+    def _job_event(self, name: str, record: dict[str, Any]) -> None:
+        jid = str(record.get("job_id"))
+        if name == "job_started":
+            self._running_jobs.add(jid)
+        elif name == "job_finished":
+            self._running_jobs.discard(jid)
+            entry = self._job_entries.pop(jid, None)
+            if entry is not None and self.timeline is not None:
+                task = asyncio.get_running_loop().create_task(asyncio.to_thread(self.timeline.end, entry))
+                self._ending.add(task)
+                task.add_done_callback(self._ending.discard)
+        if self._outer_job_event is not None:
+            self._outer_job_event(name, record)
+
+    async def execute(self, action: Action, agent: Hashable) -> dict[str, Any]:
+        tl = self.timeline
+        if tl is None or action.kind not in CHANGES:
+            return await self.inner.execute(action, agent)
+        ctx = as_context(agent)
+        entry = await asyncio.to_thread(tl.begin, ctx.name, action.kind, _summary(action))
+        status = "interrupted"
+        try:
+            obs = await self.inner.execute(action, agent)
+            status = "done"
+            md = (obs.get("extras") or {}).get("metadata") or {}
+            jid = md.get("job_id") if isinstance(md, dict) else None
+            if isinstance(jid, str) and jid in self._running_jobs:  # still running: ends with its job
+                self._job_entries[jid] = entry
+                entry = 0
+            return obs
+        finally:
+            if entry:
+                await asyncio.shield(asyncio.to_thread(tl.end, entry, status))
+
+    async def close(self) -> None:
+        await self.inner.close()
+        if self._ending:
+            await asyncio.wait(self._ending, timeout=5)
+        if self.timeline is not None:
+            await asyncio.to_thread(self.timeline.close)

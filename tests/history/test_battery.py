@@ -1,0 +1,250 @@
+"""The change-shape battery (issue 29): each row is a real bash command run in a real workspace while
+the timeline records; the entry must name the right files with the right kind of change, and undoing it
+must give back the tree exactly as it was (contents, permission bits, symlinks)."""
+
+from __future__ import annotations
+
+
+import pytest
+
+from oh.history import undo as U
+from oh.protocol.errors import ProtocolError
+
+from .conftest import bash, tree
+
+FIVE_MB = "head -c 5242880 /dev/urandom > big.bin"
+
+# (id, setup before the snapshot, the action, {path: change kind})
+SHAPES = [
+    ("create", "", "echo hi > new.txt", {"new.txt": "created"}),
+    ("modify", "printf 'a\\nb\\n' > f.txt", "sed -i 's/a/A/' f.txt", {"f.txt": "changed"}),
+    ("delete", "echo x > gone.txt", "rm gone.txt", {"gone.txt": "deleted"}),
+    ("rename", "echo r > r1.txt", "mv r1.txt r2.txt", {"r1.txt": "renamed", "r2.txt": "renamed"}),
+    ("chmod", "echo '#!/bin/sh' > s.sh", "chmod +x s.sh", {"s.sh": "mode"}),
+    ("symlink-create", "echo t > target", "ln -s target link", {"link": "created"}),
+    ("symlink-retarget", "echo 1 > t1; echo 2 > t2; ln -s t1 link", "ln -sfn t2 link", {"link": "changed"}),
+    ("binary", "printf '\\0\\1\\2' > b.bin", "printf '\\0\\3' > b.bin", {"b.bin": "changed"}),
+    ("large", "", FIVE_MB, {"big.bin": "created"}),
+    (
+        "unicode",
+        "echo a > 'é ü 名前.txt'",
+        "echo b >> 'é ü 名前.txt'; echo c > 'ñ\tx.txt'",
+        {"é ü 名前.txt": "changed", "ñ\tx.txt": "created"},
+    ),
+    ("deep-tree", "", "mkdir -p a/b/c && echo 1 > a/b/c/f && echo 2 > a/g", {"a/b/c/f": "created", "a/g": "created"}),
+    (
+        "rm-rf-tree",
+        "mkdir -p t/u && echo 1 > t/u/f && echo 2 > t/g",
+        "rm -rf t",
+        {"t/u/f": "deleted", "t/g": "deleted"},
+    ),
+    ("dir-rename", "mkdir -p d && echo 1 > d/f", "mv d e", {"d/f": "renamed", "e/f": "renamed"}),
+    (
+        "nested-git",
+        "mkdir inner && cd inner && git init -q && echo v1 > code.py && git add . && git -c user.name=t -c user.email=t@t commit -qm i",
+        "cd inner && echo v2 > code.py && git -c user.name=t -c user.email=t@t commit -qam two",
+        {"inner/code.py": "changed"},
+    ),
+    (
+        "many-files",
+        "",
+        "mkdir m && for i in $(seq 1 300); do echo $i > m/$i; done",
+        {f"m/{i}": "created" for i in range(1, 301)},
+    ),
+]
+
+
+@pytest.mark.parametrize("setup,action,expected", [s[1:] for s in SHAPES], ids=[s[0] for s in SHAPES])
+def test_shape_recorded_and_undone(timeline, setup, action, expected):
+    ws = timeline.ws
+    if setup:
+        bash(ws, setup)
+    tl = timeline()
+    before = tree(ws)
+    entry = tl.begin("agent-1", "run", action)
+    bash(ws, action)
+    tl.end(entry)
+    e = tl.entries[entry]
+    assert {c.path: c.kind for c in e.changes} == expected
+    assert all(not c.ambiguous for c in e.changes)
+    after = tree(ws)
+    assert after != before
+    result = U.undo(tl, entry)
+    assert result["ok"], result
+    assert tree(ws) == before
+    # The undo is an entry too: undoing it redoes the action.
+    redo = U.undo(tl, result["entry"])
+    assert redo["ok"], redo
+    assert tree(ws) == after
+
+
+def test_the_users_edit_between_action_and_undo_is_merged_three_ways(timeline):
+    ws = timeline.ws
+    (ws / "f.py").write_text("one\ntwo\nthree\nfour\nfive\n")
+    tl = timeline()
+    entry = tl.begin("agent-1", "run", "sed")
+    bash(ws, "sed -i 's/two/TWO/' f.py")
+    tl.end(entry)
+    (ws / "f.py").write_text("one\nTWO\nthree\nfour\nFIVE (the user's)\n")  # the user, between action and undo
+    result = U.undo(tl, entry)
+    assert result["ok"], result
+    assert (ws / "f.py").read_text() == "one\ntwo\nthree\nfour\nFIVE (the user's)\n"
+    kinds = [tl.entries[i].kind for i in sorted(tl.entries)]
+    assert kinds == ["run", "user", "undo"]  # the user's change is an entry of its own
+
+
+def test_a_conflict_changes_nothing_and_names_the_file(timeline):
+    ws = timeline.ws
+    (ws / "f.py").write_text("one\ntwo\n")
+    (ws / "g.py").write_text("g\n")
+    tl = timeline()
+    entry = tl.begin("agent-1", "run", "sed")
+    bash(ws, "sed -i 's/two/TWO/' f.py && echo G >> g.py")
+    tl.end(entry)
+    (ws / "f.py").write_text("one\nTwO by the user\n")  # the same line: no merge possible
+    before = tree(ws)
+    result = U.undo(tl, entry)
+    assert not result["ok"] and result["error"] == "CONFLICT"
+    assert [c["path"] for c in result["conflicts"]] == ["f.py"] and "f.py" in result["message"]
+    assert tree(ws) == before  # g.py was not reverted either: all or nothing
+
+
+def test_undo_to_goes_back_before_an_entry_keeping_the_users_later_edit(timeline):
+    ws = timeline.ws
+    (ws / "a").write_text("1\n2\n3\n4\n5\n6\n")
+    tl = timeline()
+    first = tl.begin("agent-1", "run", "one")
+    bash(ws, "sed -i 's/^1$/one/' a && echo x > x")
+    tl.end(first)
+    (ws / "a").write_text("one\n2\n3\n4\n5\nsix (user)\n")
+    second = tl.begin("agent-2", "run", "two")
+    bash(ws, "rm x && echo y > y")
+    tl.end(second)
+    result = U.undo(tl, first, to=True)
+    assert result["ok"], result
+    assert sorted(result["undoes"]) == [first, second]
+    assert tree(ws) == {"a": ("f", "0o644", b"1\n2\n3\n4\n5\nsix (user)\n")}
+
+
+def test_ignored_trees_are_changed_not_stored(timeline):
+    ws = timeline.ws
+    bash(
+        ws,
+        "git init -q && printf 'node_modules/\\nbuild/\\n*.log\\n' > .gitignore && mkdir -p node_modules/pkg && echo 1 > node_modules/pkg/i.js",
+    )
+    tl = timeline()
+    entry = tl.begin("agent-1", "run", "npm install")
+    bash(
+        ws,
+        "mkdir node_modules/left-pad && echo 2 > node_modules/left-pad/i.js && mkdir -p build && echo o > build/out && echo l > x.log && echo s > src.txt",
+    )
+    tl.end(entry)
+    e = tl.entries[entry]
+    assert {c.path for c in e.changes} == {"src.txt"}  # only the tracked-tree file is stored
+    assert {"node_modules/left-pad", "build", "x.log"} <= set(e.ignored)
+    assert not any(h for h in tl.store.index if tl.store.get(h) == b"2\n")  # no copy of the ignored tree
+    assert U.undo(tl, entry)["ok"]
+    assert not (ws / "src.txt").exists() and (ws / "build" / "out").exists()  # not stored: not reverted
+
+
+def test_a_file_above_the_size_limit_is_shown_not_undone(timeline):
+    ws = timeline.ws
+    (ws / "big").write_bytes(b"x" * 4096)
+    tl = timeline(max_file=1024)
+    entry = tl.begin("agent-1", "run", "grow")
+    bash(ws, "echo more >> big")
+    tl.end(entry)
+    [c] = tl.entries[entry].changes
+    assert c.kind == "changed" and not c.after.stored and c.after.hash
+    result = U.undo(tl, entry)
+    assert not result["ok"] and "not stored" in result["message"]
+
+
+def test_changes_outside_the_workspace_are_not_recorded(timeline, tmp_path):
+    ws = timeline.ws
+    outside = tmp_path / "outside.txt"
+    tl = timeline()
+    entry = tl.begin("agent-1", "run", "out")
+    bash(ws, f"echo x > {outside} && echo y > inside")
+    tl.end(entry)
+    assert [c.path for c in tl.entries[entry].changes] == ["inside"]
+    assert U.undo(tl, entry)["ok"] and outside.read_text() == "x\n"
+
+
+def test_overlapping_actions_mark_the_shared_stretch_ambiguous(timeline):
+    ws = timeline.ws
+    tl = timeline()
+    a = tl.begin("alice", "run", "a")
+    bash(ws, "echo 1 > only-a")
+    b = tl.begin("bob", "run", "b")
+    bash(ws, "echo 2 > during-both")
+    tl.end(b)
+    bash(ws, "echo 3 > a-again")
+    tl.end(a)
+    ea, eb = tl.entries[a], tl.entries[b]
+    assert {c.path: c.ambiguous for c in ea.changes} == {"only-a": (), "during-both": (b,), "a-again": ()}
+    assert {c.path: c.ambiguous for c in eb.changes} == {"during-both": (a,)}
+    with pytest.raises(ProtocolError, match="another action"):  # an agent never undoes what may be another's
+        U.undo(tl, b, only_agent="bob")
+    assert U.undo(tl, b)["ok"] and not (ws / "during-both").exists()  # the user may
+
+
+@pytest.mark.slow
+def test_a_100_mb_file_is_recorded_and_undone(timeline):
+    ws = timeline.ws
+    tl = timeline(max_file=128 * 1024 * 1024)
+    entry = tl.begin("agent-1", "run", "dd")
+    bash(ws, "head -c 104857600 /dev/urandom > huge.bin")
+    tl.end(entry)
+    [c] = tl.entries[entry].changes
+    assert (c.kind, c.after.size, c.after.stored) == ("created", 104857600, True)
+    digest = c.after.hash
+    assert U.undo(tl, entry)["ok"] and not (ws / "huge.bin").exists()
+    redo = U.undo(tl, max(tl.entries))
+    assert redo["ok"] and (ws / "huge.bin").stat().st_size == 104857600
+    import hashlib
+
+    assert hashlib.sha256((ws / "huge.bin").read_bytes()).hexdigest() == digest
+
+
+def test_clean_tracked_files_come_from_git_and_are_copied_on_first_change(timeline):
+    ws = timeline.ws
+    bash(
+        ws,
+        "git init -q && printf 'a\\nb\\n' > tracked.txt && echo s > same.txt && git add . && "
+        "git -c user.name=t -c user.email=t@t commit -qm one && echo dirty > same.txt",
+    )
+    tl = timeline()
+    assert tl.index["tracked.txt"][1].hash.startswith("git:")  # not read at the first snapshot
+    assert not tl.index["same.txt"][1].hash.startswith("git:")  # changed since the commit: read
+    entry = tl.begin("agent-1", "run", "sed")
+    bash(ws, "sed -i 's/a/A/' tracked.txt && git -c user.name=t -c user.email=t@t commit -qam two")
+    tl.end(entry)
+    [c] = tl.entries[entry].changes
+    assert c.path == "tracked.txt" and tl.store.get(c.before.hash) == b"a\nb\n"
+    assert U.undo(tl, entry)["ok"] and (ws / "tracked.txt").read_text() == "a\nb\n"
+
+
+def test_a_gitattributes_file_turns_the_git_shortcut_off(timeline):
+    ws = timeline.ws
+    bash(
+        ws,
+        "git init -q && echo '* text eol=crlf' > .gitattributes && echo x > f && git add . && git -c user.name=t -c user.email=t@t commit -qm one",
+    )
+    tl = timeline()
+    assert not any(st.hash.startswith("git:") for _k, st in tl.index.values())
+
+
+def test_an_entry_from_before_a_restart_is_undone_against_a_file_known_by_its_blob(timeline):
+    ws = timeline.ws
+    bash(ws, "git init -q && echo v1 > f && git add . && git -c user.name=t -c user.email=t@t commit -qm one")
+    tl = timeline()
+    entry = tl.begin("agent-1", "run", "commit v2")
+    bash(ws, "echo v2 > f && git -c user.name=t -c user.email=t@t commit -qam two")
+    tl.end(entry)
+    tl.close()
+    again = timeline()  # the backend started again: f is clean in git, known by its blob
+    assert again.index["f"][1].hash.startswith("git:") and again.entries[entry].status == "done"
+    result = U.undo(again, entry)
+    assert result["ok"], result
+    assert (ws / "f").read_text() == "v1\n"
