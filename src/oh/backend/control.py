@@ -29,6 +29,7 @@ class Control:
         rotate_token: Callable[..., Awaitable[int]],
         stop: Callable[[str], Awaitable[None]],
         approvals: Callable[[dict[str, Any], bool], dict[str, Any]] | None = None,
+        shares: Callable[[dict[str, Any], bool], Awaitable[dict[str, Any]]] | None = None,
     ) -> None:
         self.runtime = runtime
         self.review_on = review_on  # `oh start --review`
@@ -36,6 +37,7 @@ class Control:
         self._rotate_token = rotate_token
         self._stop = stop
         self._approvals = approvals  # consent (§3.13): backend/consentctl.handle
+        self._shares = shares  # issue 28: backend/remote.py Remote.control
 
     async def serve(self, connection: ServerConnection) -> None:
         async for message in connection:
@@ -68,6 +70,9 @@ class Control:
                         "approvals": [],
                     }
                 )
+                await connection.send(encode(answer), text=True)
+            elif kind == "share" and self._shares is not None:
+                answer = await self._shares(obj, getattr(connection, "oh_decider", False))
                 await connection.send(encode(answer), text=True)
             elif kind == "shutdown":
                 await connection.send(encode({"type": "ok"}), text=True)

@@ -32,11 +32,12 @@ from ..runtimes.branch import BranchGuard
 from ..runtimes.choose import RuntimeSettings, make_runtime
 from ..runtimes.editor_link import EditorLink, Welcome
 from ..runtimes.editors import EditorRegistry
-from ..transport import close_quietly, coalescing
+from ..transport import close_quietly
 from . import agentinfo, auth, consentctl, guard
 from .agents import Agents
 from .control import Control
 from .monitors import Monitors
+from .remote import Remote, gate_kwargs
 from .options import BackendConfig  # noqa: F401 - imported from here (tests, benchmarks, __main__)
 from .trace import TraceWriter
 
@@ -86,6 +87,7 @@ class Backend:
         self._stopped = asyncio.Event()
         self._server = None
         self._flusher: asyncio.Task | None = None
+        self.remote = Remote(self)  # issue 28: the Unix socket and share credentials (backend/remote.py)
 
         # The roles. Monitors first: everyone else tells them what happens.
         self.monitors = Monitors(self.trace, self.status, config.send_timeout)
@@ -154,6 +156,7 @@ class Backend:
             self.rotate_token,
             self.stop,
             approvals=lambda obj, decider: consentctl.handle(self, obj, decider),
+            shares=self.remote.control,
         )
         # The path -> handler table (the handshake has checked the credential each path needs).
         self.routes: dict[str, Callable[[ServerConnection], Awaitable[None]]] = {
@@ -212,22 +215,11 @@ class Backend:
         self.trace.open()
         await self.runtime.start()
         self.gate = guard.PreAuthGate(*guard.pending_caps(self.config.fd_budget or _fd_soft_limit()))
-        self._server = await serve(
-            self._handle,
-            self.config.host,
-            self.config.port,
-            process_request=self._process_request,
-            create_connection=coalescing(guard.gated_connection_class(self.gate)),  # one write per loop iteration
-            open_timeout=self.config.open_timeout,
-            max_size=self.config.max_frame,
-            compression=None,  # loopback: deflate only costs CPU
-            ping_interval=self.config.ping_interval,
-            ping_timeout=self.config.ping_timeout,
-            close_timeout=2,
-            server_header=None,
-        )
+        # One write per loop iteration (coalescing), no deflate (loopback: it only costs CPU): remote.gate_kwargs.
+        self._server = await serve(self._handle, self.config.host, self.config.port, **gate_kwargs(self))
         sock = next(iter(self._server.sockets))
         self.port = sock.getsockname()[1]
+        await self.remote.start(gate_kwargs(self))  # the Unix socket: same handler, handshake and limits
         self._flusher = asyncio.create_task(self._flush_loop())
         if self.config.write_session:
             self._write_session()
@@ -263,6 +255,7 @@ class Backend:
             review_timeout=self.config.review_timeout if self.config.review else 0.0,
             approval_timeout=self.config.approval_timeout if self.config.consent is not None else 0.0,
             python=sys.executable,
+            socket=str(self.remote.socket_path or ""),
         )
 
     def _write_session(self) -> None:
@@ -289,6 +282,7 @@ class Backend:
         self._emit("shutting_down", reason=reason)
         if self._server is not None:
             self._server.close(close_connections=False)
+        self.remote.close()
         await self.agent_desk.cancel_all()
         # All at once: one peer that does not read must not add 2 s per connection to the stop.
         await asyncio.gather(
@@ -299,6 +293,7 @@ class Backend:
         if self._server is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), 3)
+        await self.remote.wait_closed()
         if self._flusher is not None:
             self._flusher.cancel()
         self._refusals.flush(force=True)
@@ -314,7 +309,7 @@ class Backend:
     def _process_request(self, connection: ServerConnection, request):
         path = urlsplit(request.path).path
         headers = request.headers
-        refusal = auth.check_origin(headers) or auth.check_host(headers, self.port, self.config.host)
+        refusal = auth.check_origin(headers) or self.remote.check_host(connection, headers)
         if refusal is None and path == "/v1/health":
             return self._json_response(
                 connection, {"status": "ok", "version": __version__, "protocol": PROTOCOL_VERSION}
@@ -327,6 +322,8 @@ class Backend:
                 connection.oh_decider = True  # type: ignore[attr-defined]  # may decide (approvals, review)
             else:
                 refusal = auth.check_auth(headers, self._token)
+                if refusal is not None:  # a share credential (issue 28) opens the agent role only
+                    refusal = self.remote.admit(connection, path, headers, refusal)
         if refusal is not None:
             status, text = refusal
             route = path if path in LOGGABLE_PATHS else "<other path>"
@@ -341,7 +338,7 @@ class Backend:
                 HTTPStatus.NOT_FOUND, "Unknown path: use /v1/agent, /v1/editor, /v1/monitor or /v1/control.\n"
             )
         if path == "/v1/agent":
-            parsed = agentinfo.parse(headers, self.workspace, self.allowed_roots)
+            parsed = agentinfo.parse(headers, self.workspace, self.allowed_roots, getattr(connection, "oh_share", None))
             if isinstance(parsed, tuple):
                 log.info("refused agent handshake: %s", parsed[1].strip()[:200])
                 return connection.respond(*parsed)
@@ -389,6 +386,7 @@ class Backend:
         self._editor_token = secrets.token_urlsafe(32)  # rotated together (the old one may have leaked with it)
         self._decider_token = secrets.token_urlsafe(32)
         self._token_gen += 1
+        await self.remote.revoke_all()  # shares end with the token (their connections close below)
         if self.config.write_session:
             self._write_session()  # editors re-read the token from here
         stale = [c for c, gen in self.connections.items() if gen < self._token_gen and c is not keep]
@@ -423,4 +421,5 @@ class Backend:
             "review": self.config.review,
             **({"consent": self.consent.consent_status()} if self.consent is not None else {}),
             **({"proposals": len(self.proposals.pending)} if self.proposals is not None else {}),
+            **self.remote.status(),
         }

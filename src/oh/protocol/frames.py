@@ -273,7 +273,7 @@ def event(name: str, /, **fields: Any) -> dict[str, Any]:
     return {"type": "event", "event": name, "time": datetime.now(timezone.utc).isoformat(), **fields}
 
 
-CONTROL_TYPES = ("rotate_token", "shutdown", "status", "review", "approvals")
+CONTROL_TYPES = ("rotate_token", "shutdown", "status", "review", "approvals", "share")
 
 
 def parse_control(obj: dict[str, Any]) -> tuple[str, dict[str, Any]]:
