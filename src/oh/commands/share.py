@@ -187,23 +187,10 @@ def list_(
 
 
 def share_lines(rows) -> list[str]:
-    """One line per share, for `oh share list` and `oh status`."""
-    import time
+    """One line per share: the renderer of `oh status` (text/status.py), without its indentation."""
+    from ..text.status import remote_lines
 
-    from ..text.fmt import fmt_duration
-
-    out = []
-    for r in rows:
-        left = (
-            f"expires in {fmt_duration(max(0.0, r['expires_at'] - time.time()))}"
-            if r.get("expires_at")
-            else "no expiry"
-        )
-        link = r.get("link") or {}
-        state = f" · link {link.get('state')}" + (f" ({link['reason']})" if link.get("reason") else "") if link else ""
-        maps = f" · map {', '.join(r['map'])}" if r.get("map") else ""
-        out.append(f"{r['share_id']}  {r['where']} · {left}{maps}{state}")
-    return out
+    return [line.replace("  share      ", "", 1) for line in remote_lines({"shares": rows})]
 
 
 @app.command()
