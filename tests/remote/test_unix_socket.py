@@ -10,7 +10,6 @@ import os
 import socket
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
