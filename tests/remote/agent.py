@@ -15,7 +15,9 @@ import json, os, sys
 from oh.client.sync import SyncClient
 from oh.integrations.discovery import find_session
 s = find_session(os.getcwd())  # what the OpenHands integrations call: OH_URL / the connect file
-with SyncClient.connect(s.url, s.token, workdir=os.getcwd()) as c:
+here = os.getcwd()
+inside = here == s.workspace or here.startswith(s.workspace.rstrip("/") + "/")
+with SyncClient.connect(s.url, s.token, workdir=here if inside else None) as c:
     obs = c.send({"action": "read", "args": {"path": sys.argv[1]}})
     print(json.dumps({"url": s.url, "content": obs.content, "extras": obs.extras}))
 """

@@ -295,7 +295,11 @@ def run(
             "this backend has no Unix socket to forward.", "Restart it (`oh stop`, `oh start`); see `oh status`."
         )
     options = [o for o in ssh_options if o != "--"]
+    placeholder = "s" + "0" * 8  # a share id's length: paths are checked before anything is made
+    if remote_dir:
+        remote_paths(remote_dir, placeholder)
     state_dir, remote_oh = probe(destination, options, remote_dir)
+    remote_paths(state_dir, placeholder)
     if not remote_oh:
         raise LinkFailed(
             f"{destination} has no `oh` on its PATH: the agent there could not use the share.",
