@@ -47,3 +47,17 @@ def bwrap_argv(docker_args: list[str], extra_env: dict[str, str] | None = None) 
     for k, v in (extra_env or {}).items():
         argv += ["--setenv", k, v]
     return argv + ["--"]
+
+
+def devcontainer_docker_args(config: dict, workspace: str) -> list[str]:
+    """What the Dev Containers tooling turns a devcontainer.json's ``mounts`` and ``remoteEnv`` into (plus its own
+    workspace mount at /workspaces/<folder>), as ``docker run`` flags for ``bwrap_argv``."""
+    target = f"/workspaces/{os.path.basename(workspace)}"
+    args = ["-v", f"{workspace}:{target}", "-w", target]
+    for mount in config.get("mounts") or []:
+        fields = dict(part.partition("=")[::2] for part in mount.split(","))
+        ro = ":ro" if "readonly" in mount.split(",") else ""
+        args += ["-v", f"{fields['source']}:{fields['target']}{ro}"]
+    for k, v in (config.get("remoteEnv") or {}).items():
+        args += ["-e", f"{k}={v}"]
+    return args

@@ -6,6 +6,7 @@ OpenHands integrations find it) act on the host's workspace; paths are mapped bo
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 
@@ -19,11 +20,14 @@ pytestmark = pytest.mark.skipif(not container.available(), reason="bubblewrap (b
 
 @pytest.fixture(scope="module")
 def boxed(mroh):
+    """The README's recipe: `docker run --rm -it $(oh share --docker --ttl 8h) IMAGE ...`, its words exactly."""
     (mroh.workspace / "src").mkdir(exist_ok=True)
     (mroh.workspace / "src" / "hello.txt").write_text("hello from the host\n")
-    made = mroh.share("--docker", "--where", "container-7")
-    assert made["env"]["OH_WORKSPACE"] == "/workspace" and "/workspace=" + str(mroh.workspace) in made["map"]
-    return made, container.bwrap_argv(made["docker"], {"OH_USER_SHELL": "0"})
+    proc = mroh("share", "--docker", "--ttl", "8h", check=0)
+    flags = shlex.split(proc.stdout)
+    assert "OH_WORKSPACE=/workspace" in flags and f"{mroh.workspace}:/workspace" in flags, flags
+    assert "/workspace=" + str(mroh.workspace) in mroh("share", "list").stdout
+    return flags, container.bwrap_argv(flags, {"OH_USER_SHELL": "0"})
 
 
 def box(prefix: list[str], *argv: str, cwd: str | None = None) -> subprocess.CompletedProcess:
@@ -97,6 +101,27 @@ def test_the_container_agent_is_marked_with_where_it_runs(mroh, boxed):
         await asyncio.wait_for(task, 30)
 
     asyncio.run(watch())
-    assert any("agent connected: oh-cli @ container-7" in line for line in lines), lines
-    assert [row.agent for row in state.actions.values()][-1] == "oh-cli @ container-7"
-    assert "share " in mroh("status").stdout and "container-7" in mroh("status").stdout
+    assert any("agent connected: oh-cli @ docker" in line for line in lines), lines
+    assert [row.agent for row in state.actions.values()][-1] == "oh-cli @ docker"
+    assert "docker · expires in" in mroh("status").stdout
+
+
+def test_the_devcontainer_recipe(mroh):
+    """`oh share --devcontainer --write`, then the container the Dev Containers tooling would make from it."""
+    target = mroh.workspace / ".devcontainer" / "devcontainer.json"
+    target.parent.mkdir(exist_ok=True)
+    target.write_text(json.dumps({"image": "x", "mounts": ["source=/cache,target=/cache,type=bind"]}))
+    mroh("share", "--devcontainer", "--write", check=0)
+    config = json.loads(target.read_text())
+    assert config["image"] == "x" and config["mounts"][0] == "source=/cache,target=/cache,type=bind"  # kept
+    config["mounts"] = config["mounts"][1:]
+    prefix = container.bwrap_argv(
+        container.devcontainer_docker_args(config, str(mroh.workspace)), {"OH_USER_SHELL": "0"}
+    )
+    out = box(prefix, "oh", "run", "echo from-devcontainer > dc.txt && ls .devcontainer")
+    assert out.returncode == 0 and "devcontainer.json" in out.stdout, out.stderr
+    assert (mroh.workspace / "dc.txt").read_text() == "from-devcontainer\n"
+    # Comments (JSONC) are never rewritten: the keys are printed for the user to add.
+    target.write_text('{// a comment\n"image": "x"}')
+    proc = mroh("share", "--devcontainer", "--write")
+    assert proc.returncode == 1 and "not plain JSON" in proc.stderr and target.read_text().startswith("{//")

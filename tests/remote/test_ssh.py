@@ -34,7 +34,7 @@ def sshd():
 
 def start_share(mroh, sshd, *extra: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "oh", "share", "ssh", "root@127.0.0.1", *extra, "--", *sshd.options()],
+        [sys.executable, "-m", "oh", "share", "ssh", "root@127.0.0.1", "--ttl", "8h", *extra, "--", *sshd.options()],
         cwd=mroh.workspace,
         env=mroh.env,
         stdout=subprocess.PIPE,
