@@ -40,7 +40,7 @@ class Remote:
         self.socket_path: Path | None = None
         self.socket_error = ""
         self._inode = 0
-        self._server = None
+        self._server: Any = None  # websockets' Server of the Unix socket
         self._sweeper: asyncio.Task | None = None
 
     # ------------------------------------------------------------------ the Unix socket
@@ -137,7 +137,10 @@ class Remote:
                 return frames.refusal("BAD_REQUEST", str(exc))
             self.backend._emit("share_created", **share.row())
             return {"type": "share", "op": "create", "share": share.row(), "token": token, **self.endpoint()}
-        share = self.book.get(str(obj.get("share_id") or ""))
+        return await self._on_share(op, self.book.get(str(obj.get("share_id") or "")), obj)
+
+    async def _on_share(self, op: str, share: Share | None, obj: dict[str, Any]) -> dict[str, Any]:
+        """``revoke`` and ``link`` of one share."""
         if share is None:
             return frames.refusal(
                 "NO_SHARE", f"No active share {str(obj.get('share_id'))[:40]!r}: see `oh share list`."

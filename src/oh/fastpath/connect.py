@@ -117,7 +117,7 @@ def read(path: str) -> dict[str, Any]:
     expires = data.get("expires_at")
     if isinstance(expires, (int, float)) and expires <= time.time():
         raise ConnectError(f"the share in {path} expired: ask for a new one (`oh share` on the host)")
-    return session_of(url, token, ws, **{k: data.get(k) for k in ("share_id", "where", "expires_at")})
+    return session_of(str(url), str(token), str(ws), **{k: data.get(k) for k in ("share_id", "where", "expires_at")})
 
 
 def from_file() -> dict[str, Any] | None:

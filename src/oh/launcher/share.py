@@ -124,6 +124,15 @@ def revoke(session: Session, share_id: str) -> dict[str, Any]:
     return answer
 
 
+def still_active(session: Session, share_id: str) -> bool:
+    """Whether the backend still has the share (True when it cannot be asked: the link decides on its own)."""
+    try:
+        rows = _ask(session, {"op": "list"}).get("shares") or []
+    except ShareFailed:
+        return True
+    return any(r.get("share_id") == share_id for r in rows)
+
+
 def report_link(session: Session, share_id: str, **link: str) -> None:
     """`oh share ssh` tells the backend its link's state (shown by `oh status` and the live view)."""
     with contextlib.suppress(ShareFailed):

@@ -40,6 +40,7 @@ from . import share as shares
 SUN_PATH_MAX = 107
 KEEPALIVE = ("-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3")
 BACKOFF = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
+SHARE_CHECK = 5.0  # seconds between checks that the share still exists while the link is up
 UP_TIMEOUT = 30.0  # seconds for a link to come up (the connection, the forward, the connect file)
 
 # Prints: the state dir, then "oh=<path of oh or empty>". Makes <state>/sock 0700.
@@ -155,6 +156,7 @@ class Link:
         self.io, self.session, self.destination, self.options = io, session, destination, options
         self.made, self.rsock, self.rfile = made, rsock, rfile
         self.stopping = False
+        self.revoked = False
         self.proc: subprocess.Popen | None = None
 
     def _state(self, state: str, reason: str = "") -> None:
@@ -210,8 +212,12 @@ class Link:
         up = self._wait_up(proc)
         if up:
             self._state("up")
-            while proc.poll() is None and not self.stopping and self._backend_alive():
+            checked = time.monotonic()
+            while proc.poll() is None and not self.stopping and self._backend_alive() and not self.revoked:
                 time.sleep(0.2)
+                if time.monotonic() - checked > SHARE_CHECK:  # `oh share revoke` / rotation from elsewhere
+                    checked = time.monotonic()
+                    self.revoked = not shares.still_active(self.session, self.made.share["share_id"])
         reason = self._end(proc)
         return up, reason
 
@@ -248,8 +254,8 @@ class Link:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGTERM)
             proc.wait(timeout=5)
-        err = proc.stderr.read().decode("utf-8", "replace") if proc.stderr else ""  # type: ignore[union-attr]
-        out = proc.stdout.read().decode("utf-8", "replace") if proc.stdout else ""  # type: ignore[union-attr]
+        err = proc.stderr.read().decode("utf-8", "replace") if proc.stderr else ""
+        out = proc.stdout.read().decode("utf-8", "replace") if proc.stdout else ""
         self.last_stderr = err
         lines = [ln for ln in (err + out).splitlines() if ln.strip() and "warning: permanently added" not in ln.lower()]
         return lines[-1].strip()[:200] if lines else f"ssh exited ({proc.returncode})"
@@ -266,6 +272,9 @@ class Link:
                 break
             if not self._backend_alive():
                 self._state("down", "the backend stopped")
+                return 1
+            if self.revoked:
+                self.io.note("the share was revoked (`oh share revoke` or `oh token rotate`): link closed.")
                 return 1
             known = classify(getattr(self, "last_stderr", ""), self.destination)
             if known is not None and not up:
