@@ -219,7 +219,7 @@ def ssh(
         None,
         "--remote-dir",
         metavar="DIR",
-        help="The remote directory for the socket and connect file (default: the remote oh state dir).",
+        help="The remote directory for the socket and connect file (default: the remote oh state dir, where the agent looks; with DIR the agent needs OH_CONNECT=DIR/connect.json).",
     ),
     maps: Optional[List[str]] = typer.Option(
         None, "--map", metavar="AGENT=HOST", help="Path map (the remote checkout at AGENT)."
