@@ -152,8 +152,3 @@ def write_token(path: str, token: str) -> None:
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(token + "\n")
 
-
-def within_workspace(session: dict[str, Any], target: str) -> bool:
-    from ..protocol.paths import within
-
-    return within(os.path.realpath(target), session["workspace"])
