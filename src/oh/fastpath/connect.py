@@ -17,11 +17,9 @@ else can write (a planted file would point the agent at someone else's endpoint)
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 import time
-from typing import Any
 
 VERSION = 1
 FILE_NAME = "connect.json"
@@ -62,7 +60,7 @@ def state_connect_path() -> str | None:
     return os.path.join(base, FILE_NAME) if base else None
 
 
-def session_of(url: str, token: str, workspace: str, **extra: Any) -> dict[str, Any]:
+def session_of(url: str, token: str, workspace: str, **extra: object) -> dict:
     """A session dict as the agent verbs and clients take it (``url`` is ``unix:PATH`` or ``ws://H:P``)."""
     host, port = "localhost", 0
     if url.startswith("ws://"):
@@ -91,7 +89,7 @@ def session_of(url: str, token: str, workspace: str, **extra: Any) -> dict[str, 
     }
 
 
-def from_env() -> dict[str, Any] | None:
+def from_env() -> dict | None:
     url = os.environ.get("OH_URL")
     if not url:
         return None
@@ -102,7 +100,9 @@ def from_env() -> dict[str, Any] | None:
     return session_of(url, token, os.environ.get("OH_WORKSPACE") or os.getcwd())
 
 
-def read(path: str) -> dict[str, Any]:
+def read(path: str) -> dict:
+    import json  # lazily: the fast path pays for it only when a connect file is there (`json` costs ~3 ms)
+
     _trusted(path, "connect file")
     try:
         with open(path, encoding="utf-8") as f:
@@ -120,7 +120,7 @@ def read(path: str) -> dict[str, Any]:
     return session_of(str(url), str(token), str(ws), **{k: data.get(k) for k in ("share_id", "where", "expires_at")})
 
 
-def from_file() -> dict[str, Any] | None:
+def from_file() -> dict | None:
     path = os.environ.get("OH_CONNECT") or state_connect_path()
     if not path or not os.path.lexists(path):
         if os.environ.get("OH_CONNECT"):
@@ -129,8 +129,10 @@ def from_file() -> dict[str, Any] | None:
     return read(path)
 
 
-def write(path: str, *, url: str, token: str, workspace: str, share: dict[str, Any]) -> None:
+def write(path: str, *, url: str, token: str, workspace: str, share: dict) -> None:
     """A connect file, created 0600 (never readable by others, not even briefly), replaced atomically."""
+    import json
+
     data = {
         "oh_connect": VERSION,
         "url": url,
