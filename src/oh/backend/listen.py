@@ -90,6 +90,8 @@ def prepare(path: Path) -> None:
     if problem:
         raise SocketRefused(problem)
     try:
+        if not os.environ.get(ENV_DIR):  # <state dir>/sock is ours: 0700 too (a chosen OH_SOCKET_DIR is the user's)
+            paths.ensure_private_dir(path.parent.parent)
         paths.ensure_private_dir(path.parent)
     except (OSError, paths.UnsafePath) as exc:
         raise SocketRefused(f"cannot use the socket directory {path.parent}: {exc}") from None
