@@ -227,7 +227,7 @@ class Link:
         deadline, buf = time.monotonic() + UP_TIMEOUT, b""
         try:
             while time.monotonic() < deadline and not self.stopping:
-                if not sel.select(0.2):
+                if not sel.select(timeout=0.2):
                     if proc.poll() is not None:
                         return False
                     continue
