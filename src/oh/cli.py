@@ -105,6 +105,9 @@ def _build():
     from .commands import vscode as vscode_cmd  # issue 20: the bundled extension in every VS Code
 
     app.add_typer(vscode_cmd.app, name="vscode")
+    from .commands import share as share_cmd  # issue 28: agents elsewhere
+
+    app.add_typer(share_cmd.app, name="share")
     from .commands import ensure as ensure_cmd  # issue 22: workspace bootstrap
 
     app.command(epilog=ensure_cmd.EPILOG)(ensure_cmd.ensure)

@@ -56,6 +56,8 @@ class Session:
     # The decider's credential (issue 19, docs/security.md): approvals and review decisions on /v1/control
     # need it; the agent token gets FORBIDDEN for them. Agents are never given it.
     decider_token: str = field(default="", repr=False)
+    # The Unix-socket endpoint (issue 28, docs/protocol.md §2.1): its path, "" when the backend has none.
+    socket: str = ""
 
     def __post_init__(self) -> None:
         if not self.url:
@@ -252,3 +254,26 @@ def lock_holder(workspace: str, directory: Path | None = None) -> dict[str, Any]
     if started is None or (started >= 0 and abs(started - float(data.get("start_time") or 0)) > START_TIME_TOLERANCE):
         return None
     return data
+
+
+# Agents elsewhere (issue 28): a backend reached through `OH_URL` or a connect file (oh.fastpath.connect, the one
+# owner of those) is a Session like a local one, with url `unix:PATH` and pid 0 (not a process of this machine).
+def from_env() -> Session | None:
+    """The backend ``OH_URL`` names (explicit: it wins over session files). Raises fastpath.connect.ConnectError."""
+    from .fastpath import connect
+
+    found = connect.from_env()
+    return Session.from_dict(found) if found else None
+
+
+def from_connect_file() -> Session | None:
+    """The backend of ``OH_CONNECT`` / ``<state dir>/connect.json`` (used when no local backend serves)."""
+    from .fastpath import connect
+
+    found = connect.from_file()
+    return Session.from_dict(found) if found else None
+
+
+def elsewhere_or(local: "Session | None") -> Session | None:
+    """The session an agent-side route uses: ``OH_URL``, else ``local``, else the connect file."""
+    return from_env() or local or from_connect_file()

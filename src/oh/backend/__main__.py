@@ -139,6 +139,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--consent", choices=("never", "risky", "commands", "changes", "all"), default="never")
     p.add_argument("--consent-rules", default="{}")
     p.add_argument("--approval-timeout", type=float, default=600.0)
+    # The Unix-socket endpoint (issue 28): on by default, at the workspace's path unless --socket names one.
+    p.add_argument("--socket", default=None, help="the Unix socket's path (default: <state dir>/sock/<hash>/oh.sock)")
+    p.add_argument("--no-socket", action="store_true", help="listen on loopback TCP only")
     return p.parse_args(argv)
 
 
@@ -258,6 +261,8 @@ async def _amain(args: argparse.Namespace, token: str) -> int:
                 branch=Plan(args.branch_name or None, args.on_dirty, args.on_not_git) if args.branch == "on" else None,
                 consent=policy,
                 approval_timeout=args.approval_timeout,
+                unix_socket=not args.no_socket,
+                unix_socket_path=args.socket,
             ),
             token,
         )
@@ -289,6 +294,7 @@ async def _amain(args: argparse.Namespace, token: str) -> int:
             "port": backend.port,
             "pid": os.getpid(),
             "url": f"ws://{args.host}:{backend.port}",
+            "socket": str(backend.remote.socket_path or ""),
             "trace": str(trace_path or ""),
         },
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Sequence
+from typing import Any, Sequence
 
 from ..protocol.frames import check_shell_key
 from ..protocol.headers import decode_value
@@ -43,6 +43,7 @@ class AgentHeaders:
     name: str
     workdir: str  # realpath, inside the roots
     shell: str | None  # a shared key, or None = private
+    share: Any = None  # backend/shares.Share when it came in with a share credential (issue 28)
 
 
 def _one(headers, name: str) -> str | None:
@@ -65,8 +66,10 @@ def clean_name(raw: str | None) -> str:
     return text or "agent"
 
 
-def parse(headers, workspace: str, roots: Sequence[str]) -> AgentHeaders | tuple[HTTPStatus, str]:
-    """The agent's headers, or (status, one-line reason) refusing the handshake."""
+def parse(headers, workspace: str, roots: Sequence[str], share: Any = None) -> AgentHeaders | tuple[HTTPStatus, str]:
+    """The agent's headers, or (status, one-line reason) refusing the handshake. ``share``: the share the
+    credential belongs to; its path map turns the agent's working directory into this machine's, and its
+    agents are named with where they run (``name @ where``)."""
     try:
         workdir_raw = _one(headers, "X-OH-Workdir")
         shell = _one(headers, "X-OH-Shell")
@@ -77,6 +80,8 @@ def parse(headers, workspace: str, roots: Sequence[str]) -> AgentHeaders | tuple
     if workdir_raw is not None:
         if not os.path.isabs(workdir_raw) or "\x00" in workdir_raw:
             return HTTPStatus.BAD_REQUEST, "X-OH-Workdir must be an absolute path.\n"
+        if share is not None:
+            workdir_raw = share.pathmap.to_host(workdir_raw)
         workdir = os.path.realpath(workdir_raw)
         if not within_any(workdir, roots):
             return HTTPStatus.FORBIDDEN, (
@@ -89,4 +94,7 @@ def parse(headers, workspace: str, roots: Sequence[str]) -> AgentHeaders | tuple
         reason = check_shell_key(shell)
         if reason:
             return HTTPStatus.BAD_REQUEST, reason + ".\n"
-    return AgentHeaders(clean_name(client), workdir, shell)
+    name = clean_name(client)
+    if share is not None:
+        name = f"{name} @ {share.where}"
+    return AgentHeaders(name, workdir, shell, share)

@@ -53,6 +53,7 @@ class Agent:
     shell: str | None = None  # shared X-OH-Shell key, or None = private shell
     streak: repetition.Streak = field(default_factory=repetition.Streak)  # repetition control
     flow: Flow = field(default_factory=Flow)  # in-flight actions and unsent output (backend/flow.py)
+    pathmap: Any = None  # protocol.pathmap.PathMap of its share (issue 28): paths in and out rewritten
 
     @property
     def context(self) -> AgentContext:
@@ -65,6 +66,8 @@ class Agent:
 
     async def send(self, obs: dict[str, Any]) -> None:
         obs["id"] = next(self.obs_ids)
+        if self.pathmap:
+            obs = self.pathmap.observation_out(obs)
         if binary.is_binary(obs):  # the agent asked for read encoding "binary"
             # Two fragments (header, the editor's content untouched): no join of the content here.
             await send_bounded(self.connection, binary.parts(obs), self.send_timeout, text=False)
@@ -134,15 +137,22 @@ class Agents:
             workdir=headers.workdir,
             shell=headers.shell,
             flow=Flow(self.config.max_in_flight, self.config.max_output),
+            pathmap=headers.share.pathmap if headers.share is not None else None,
         )
         self.agents[agent.agent_id] = agent
         self._emit(
-            "agent_connected", agent_id=agent.agent_id, name=name, workdir=agent.workdir, shell=agent.context.shell_key
+            "agent_connected",
+            agent_id=agent.agent_id,
+            name=name,
+            workdir=agent.workdir,
+            shell=agent.context.shell_key,
+            **({"share_id": headers.share.share_id, "where": headers.share.where} if headers.share is not None else {}),
         )
         try:
             async for message in connection:
                 try:
-                    action = parse_action(decode_frame(message))
+                    frame = decode_frame(message)
+                    action = parse_action(agent.pathmap.action_in(frame) if agent.pathmap else frame)
                     del message  # not kept (a 40 MiB write's frame) until the next one arrives
                     if self.correlator.in_flight(agent.agent_id, action.id):
                         raise ProtocolError(

@@ -48,6 +48,15 @@ def check_host(headers, port: int, bound_host: str | None = None) -> tuple[HTTPS
     return None
 
 
+def check_unix_host(headers, expected: str) -> tuple[HTTPStatus, str] | None:
+    """Over the Unix socket there is no port: clients send ``Host: localhost`` (websockets' unix_connect sends
+    the URI's host). Anything else is refused as on TCP: a browser never sends it."""
+    hosts = headers.get_all("Host")
+    if len(hosts) != 1 or hosts[0].lower() != expected:
+        return HTTPStatus.FORBIDDEN, f"Host must be {expected} on the Unix socket.\n"
+    return None
+
+
 def bearer_token(headers) -> str | None:
     values = headers.get_all("Authorization")
     if len(values) != 1:

@@ -30,6 +30,7 @@ class Control:
         stop: Callable[[str], Awaitable[None]],
         approvals: Callable[[dict[str, Any], bool], dict[str, Any]] | None = None,
         history: Callable[[dict[str, Any], bool], Awaitable[dict[str, Any]]] | None = None,
+        shares: Callable[[dict[str, Any], bool], Awaitable[dict[str, Any]]] | None = None,
     ) -> None:
         self.runtime = runtime
         self.review_on = review_on  # `oh start --review`
@@ -38,6 +39,7 @@ class Control:
         self._stop = stop
         self._approvals = approvals  # consent (§3.13): backend/consentctl.handle
         self._history = history  # history (§3.15): backend/historyctl.handle
+        self._shares = shares  # issue 28: backend/remote.py Remote.control
 
     async def serve(self, connection: ServerConnection) -> None:
         async for message in connection:
@@ -71,6 +73,9 @@ class Control:
                 await connection.send(
                     encode(frames.refusal("HISTORY_OFF", "History is off for this backend.")), text=True
                 )
+            elif kind == "share" and self._shares is not None:
+                answer = await self._shares(obj, getattr(connection, "oh_decider", False))
+                await connection.send(encode(answer), text=True)
             elif kind == "shutdown":
                 await connection.send(encode({"type": "ok"}), text=True)
                 asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(self._stop("shutdown requested")))

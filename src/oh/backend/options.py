@@ -70,3 +70,7 @@ class BackendConfig:
     # not yet sent (more: its frames are not read until they drain).
     max_in_flight: int = MAX_IN_FLIGHT
     max_output: int = MAX_OUTPUT
+    # The Unix-socket endpoint (issue 28, backend/listen.py): off in-process unless asked; `python -m oh.backend`
+    # turns it on. None path: the workspace's default (<state dir>/sock/<hash>/oh.sock, or OH_SOCKET_DIR).
+    unix_socket: bool = False
+    unix_socket_path: str | None = None

@@ -33,11 +33,12 @@ from ..runtimes import stack
 from ..runtimes.choose import RuntimeSettings
 from ..runtimes.editor_link import EditorLink, Welcome
 from ..runtimes.editors import EditorRegistry
-from ..transport import close_quietly, coalescing
+from ..transport import close_quietly
 from . import agentinfo, auth, consentctl, guard, historyctl
 from .agents import Agents
 from .control import Control
 from .monitors import Monitors
+from .remote import Remote, gate_kwargs
 from .options import BackendConfig  # noqa: F401 - imported from here (tests, benchmarks, __main__)
 from .trace import TraceWriter
 
@@ -88,6 +89,7 @@ class Backend:
         self._server = None
         self._flusher: asyncio.Task | None = None
         self._internal_ids = itertools.count(1)
+        self.remote = Remote(self)  # issue 28: the Unix socket and share credentials (backend/remote.py)
 
         # The roles. Monitors first: everyone else tells them what happens.
         self.monitors = Monitors(self.trace, self.status, config.send_timeout)
@@ -166,6 +168,7 @@ class Backend:
             self.stop,
             approvals=lambda obj, decider: consentctl.handle(self.consent, obj, decider),
             history=lambda obj, decider: historyctl.handle(self, obj, decider),
+            shares=self.remote.control,
         )
         # The path -> handler table (the handshake has checked the credential each path needs).
         self.routes: dict[str, Callable[[ServerConnection], Awaitable[None]]] = {
@@ -206,22 +209,11 @@ class Backend:
         self.trace.open()
         await self.runtime.start()
         self.gate = guard.PreAuthGate(*guard.pending_caps(self.config.fd_budget or _fd_soft_limit()))
-        self._server = await serve(
-            self._handle,
-            self.config.host,
-            self.config.port,
-            process_request=self._process_request,
-            create_connection=coalescing(guard.gated_connection_class(self.gate)),  # one write per loop iteration
-            open_timeout=self.config.open_timeout,
-            max_size=self.config.max_frame,
-            compression=None,  # loopback: deflate only costs CPU
-            ping_interval=self.config.ping_interval,
-            ping_timeout=self.config.ping_timeout,
-            close_timeout=2,
-            server_header=None,
-        )
+        # One write per loop iteration (coalescing), no deflate (loopback: it only costs CPU): remote.gate_kwargs.
+        self._server = await serve(self._handle, self.config.host, self.config.port, **gate_kwargs(self))
         sock = next(iter(self._server.sockets))
         self.port = sock.getsockname()[1]
+        await self.remote.start(gate_kwargs(self))  # the Unix socket: same handler, handshake and limits
         self._flusher = asyncio.create_task(self._flush_loop())
         if self.config.write_session:
             self._write_session()
@@ -257,6 +249,7 @@ class Backend:
             review_timeout=self.config.review_timeout if self.config.review else 0.0,
             approval_timeout=self.config.approval_timeout if self.config.consent is not None else 0.0,
             python=sys.executable,
+            socket=str(self.remote.socket_path or ""),
         )
 
     def _write_session(self) -> None:
@@ -283,6 +276,7 @@ class Backend:
         self._emit("shutting_down", reason=reason)
         if self._server is not None:
             self._server.close(close_connections=False)
+        self.remote.close()
         await self.agent_desk.cancel_all()
         # All at once: one peer that does not read must not add 2 s per connection to the stop.
         await asyncio.gather(
@@ -293,6 +287,7 @@ class Backend:
         if self._server is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), 3)
+        await self.remote.wait_closed()
         if self._flusher is not None:
             self._flusher.cancel()
         self._refusals.flush(force=True)
@@ -308,7 +303,7 @@ class Backend:
     def _process_request(self, connection: ServerConnection, request):
         path = urlsplit(request.path).path
         headers = request.headers
-        refusal = auth.check_origin(headers) or auth.check_host(headers, self.port, self.config.host)
+        refusal = auth.check_origin(headers) or self.remote.check_host(connection, headers)
         if refusal is None and path == "/v1/health":
             return self._json_response(
                 connection, {"status": "ok", "version": __version__, "protocol": PROTOCOL_VERSION}
@@ -321,6 +316,8 @@ class Backend:
                 connection.oh_decider = True  # type: ignore[attr-defined]  # may decide (approvals, review)
             else:
                 refusal = auth.check_auth(headers, self._token)
+                if refusal is not None:  # a share credential (issue 28) opens the agent role only
+                    refusal = self.remote.admit(connection, path, headers, refusal)
         if refusal is not None:
             status, text = refusal
             route = path if path in LOGGABLE_PATHS else "<other path>"
@@ -335,7 +332,7 @@ class Backend:
                 HTTPStatus.NOT_FOUND, "Unknown path: use /v1/agent, /v1/editor, /v1/monitor or /v1/control.\n"
             )
         if path == "/v1/agent":
-            parsed = agentinfo.parse(headers, self.workspace, self.allowed_roots)
+            parsed = agentinfo.parse(headers, self.workspace, self.allowed_roots, getattr(connection, "oh_share", None))
             if isinstance(parsed, tuple):
                 log.info("refused agent handshake: %s", parsed[1].strip()[:200])
                 return connection.respond(*parsed)
@@ -383,6 +380,7 @@ class Backend:
         self._editor_token = secrets.token_urlsafe(32)  # rotated together (the old one may have leaked with it)
         self._decider_token = secrets.token_urlsafe(32)
         self._token_gen += 1
+        await self.remote.revoke_all()  # shares end with the token (their connections close below)
         if self.config.write_session:
             self._write_session()  # editors re-read the token from here
         stale = [c for c, gen in self.connections.items() if gen < self._token_gen and c is not keep]
@@ -417,4 +415,5 @@ class Backend:
             "review": self.config.review,
             **({"consent": self.consent.consent_status()} if self.consent is not None else {}),
             **({"proposals": len(self.proposals.pending)} if self.proposals is not None else {}),
+            **self.remote.status(),
         }

@@ -7,7 +7,7 @@ import contextlib
 import itertools
 from typing import Any
 
-from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.client import ClientConnection, connect, unix_connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
 from ..protocol.codes import Close
@@ -34,6 +34,14 @@ def agent_headers(
     if shell:
         headers["X-OH-Shell"] = shell
     return headers
+
+
+def unix_path(url: str) -> str | None:
+    """The socket path of a ``unix:PATH`` address (``unix:///abs/path`` too), None for a ``ws://`` URL."""
+    if not url.startswith("unix:"):
+        return None
+    rest = url[5:]
+    return "/" + rest.lstrip("/") if rest.startswith("//") else rest
 
 
 MAX_BINARY_HEADER = 64 * 1024
@@ -94,9 +102,12 @@ class Client(AsyncEditorInfo, AsyncJobs):
         shell: str | None = None,
     ) -> "Client":
         headers = agent_headers(token, name=name, workdir=workdir, shell=shell)
-        full = url.rstrip("/") + path
+        sock = unix_path(url)
+        # A `unix:PATH` address (issue 28): the same handshake through the socket file, Host: localhost.
+        dial = (lambda uri, **kw: unix_connect(sock, uri, **kw)) if sock else connect
+        full = ("ws://localhost" if sock else url.rstrip("/")) + path
         try:
-            conn = await connect(
+            conn = await dial(
                 full,
                 additional_headers=headers,
                 open_timeout=open_timeout,

@@ -18,11 +18,11 @@ from typing import Any
 
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 from websockets.protocol import State
-from websockets.sync.client import ClientConnection, connect
+from websockets.sync.client import ClientConnection, connect, unix_connect
 
 from ..protocol.events import decode, encode
 from . import actions
-from .aio import agent_headers
+from .aio import agent_headers, unix_path
 from .editorinfo import SyncEditorInfo
 from .errors import ConnectionLost, OhClientError, handshake_error
 from .jobs import SyncJobs
@@ -62,9 +62,10 @@ class SyncClient(SyncEditorInfo, SyncJobs):
         shell: str | None = None,
     ) -> "SyncClient":
         headers = agent_headers(token, name=name, workdir=workdir, shell=shell)
+        sock = unix_path(url)  # a `unix:PATH` address (issue 28): Host: localhost through the socket file
         try:
-            conn = connect(
-                url.rstrip("/") + path,
+            conn = (unix_connect if sock else connect)(
+                *((sock, "ws://localhost" + path) if sock else (url.rstrip("/") + path,)),
                 additional_headers=headers,
                 open_timeout=open_timeout,
                 max_size=None,

@@ -60,6 +60,7 @@ def pick_session(workspace: str | None, instance: str | None, *, to_stop: bool =
     ``--workspace`` (default: cwd; the deepest match wins). Exits 3 when there is none (``to_stop``:
     for `oh stop`, whose user wants none running: no advice to start one)."""
     from .. import sessions
+    from ..fastpath.connect import ConnectError
 
     if instance:
         found = sessions.find(instance)
@@ -70,7 +71,10 @@ def pick_session(workspace: str | None, instance: str | None, *, to_stop: bool =
             die(f"instance id {instance!r} is ambiguous ({ids}).", USAGE, "Give more characters.")
         return found[0]
     target = os.path.realpath(workspace or os.getcwd())
-    s = sessions.for_workspace(target)
+    try:  # agents elsewhere (issue 28): OH_URL, else a local backend, else a connect file
+        s = sessions.elsewhere_or(sessions.for_workspace(target)) if not to_stop else sessions.for_workspace(target)
+    except ConnectError as exc:
+        die(f"{exc}.", NOT_RUNNING, "See `oh share --help` on the machine that runs the backend.")
     if s is None:
         running = sessions.list_sessions()
         if to_stop:

@@ -120,9 +120,17 @@ def died_notes() -> bool:
 
 def pick(workspace: str | None, instance: str | None) -> dict | None:
     """The session a verb acts on (same rule as ``_common.pick_session``); None = ask the full CLI."""
-    found = live_sessions()
-    if not found:
-        return None  # none running (or unusual): the full CLI prints the right error
+    from . import connect
+
+    try:  # agents elsewhere (issue 28): OH_URL wins, a connect file serves when no local backend runs
+        remote = connect.from_env()
+        if remote is not None:
+            return remote
+        found = live_sessions()
+        if not found:
+            return connect.from_file() if found is not None else None
+    except connect.ConnectError:
+        return None  # the full CLI says what is wrong
     if instance:
         hits = [s for s in found if s["instance_id"].startswith(instance)]
         return hits[0] if len(hits) == 1 else None

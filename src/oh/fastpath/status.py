@@ -30,7 +30,13 @@ PUBLIC = (
 )
 DEFAULTS = {"protocol": 1, "oh_version": "", "started_at": "", "trace": "", "editor_timeout": 30.0, "url": ""}
 SECRET = ("token", "editor_token", "decider_token")  # never shown
-OPTIONAL = ("allowed_roots", "review_timeout", "approval_timeout", "python")  # shown when the backend writes them
+OPTIONAL = (
+    "allowed_roots",
+    "review_timeout",
+    "approval_timeout",
+    "python",
+    "socket",
+)  # shown when the backend writes them
 
 
 def _fingerprint(token: str) -> str:

@@ -133,7 +133,9 @@ class AgentLink:
         )
         self._next_id = 1
         try:
-            self._conn = ws.Connection.open(session["host"], int(session["port"]), "/v1/agent", headers)
+            self._conn = ws.Connection.open(
+                session["host"], int(session["port"]), "/v1/agent", headers, unix=ws.unix_of(session)
+            )
         except ws.WsError as exc:
             if exc.kind == "auth":
                 raise OhError(
@@ -258,7 +260,9 @@ def _refusal(obs: dict) -> str | None:
 def _wait_for_editor_note(io: Streams, session: dict) -> None:
     """Runtime vscode with no editor connected: say at once that (and how long) we wait."""
     try:
-        status, body = ws.http_get(session["host"], int(session["port"]), "/v1/status", session["token"], timeout=2.0)
+        status, body = ws.http_get(
+            session["host"], int(session["port"]), "/v1/status", session["token"], timeout=2.0, unix=ws.unix_of(session)
+        )
         editors = fastjson.loads(body).get("editors") if status == 200 else None
     except (ws.WsError, ValueError, AttributeError):
         return

@@ -70,6 +70,39 @@ def _connect(host: str, port: int, timeout: float):
         ) from None
 
 
+def unix_of(session: dict) -> str | None:
+    """The socket path when the session's address is ``unix:PATH`` (issue 28: an agent elsewhere), else None."""
+    url = session.get("url") or ""
+    if not url.startswith("unix:"):
+        return None
+    rest = url[5:]
+    return "/" + rest.lstrip("/") if rest.startswith("//") else rest
+
+
+def _connect_unix(path: str, timeout: float):
+    """A Unix-socket connection (issue 28: ``OH_URL=unix:PATH``), typed errors that say what to check."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        sock.connect(path)
+        return sock
+    except OSError as exc:
+        sock.close()
+        why = exc.strerror or str(exc)
+        raise WsError(
+            "unreachable",
+            f"cannot reach the backend at unix:{path}: {why} (is the share still up? `oh share list` on the host)",
+        ) from None
+
+
+def _open(host: str, port: int, unix: str | None, timeout: float):
+    """(socket, where, Host header value): the socket file when ``unix`` is given, else loopback TCP."""
+    if unix:
+        return _connect_unix(unix, timeout), f"unix:{unix}", "localhost"
+    where = host_port(host, port)
+    return _connect(host, port, timeout), where, where
+
+
 def _dial(host: str, port: int, timeout: float):
     """TCP to a loopback literal (``localhost``: 127.0.0.1, then ::1). No DNS is ever asked."""
     host = host.strip("[]")
@@ -132,17 +165,19 @@ class Connection:
 
     # ------------------------------------------------------------------ opening
     @classmethod
-    def open(cls, host: str, port: int, path: str, headers: dict[str, str], *, timeout: float = 10.0) -> "Connection":
-        where = host_port(host, port)
-        sock = _connect(host, port, timeout)
+    def open(
+        cls, host: str, port: int, path: str, headers: dict[str, str], *, timeout: float = 10.0, unix: str | None = None
+    ) -> "Connection":
+        sock, where, host_header = _open(host, port, unix, timeout)
         try:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if not unix:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             from binascii import b2a_base64
 
             key = b2a_base64(os.urandom(16), newline=False)
             lines = [
                 f"GET {path} HTTP/1.1",
-                f"Host: {where}",
+                f"Host: {host_header}",
                 "Upgrade: websocket",
                 "Connection: Upgrade",
                 f"Sec-WebSocket-Key: {key.decode()}",
@@ -317,12 +352,13 @@ def _read_body(sock, head: bytes, rest: bytes, limit: int = MAX_HEAD) -> bytes:
     return rest[:length]
 
 
-def http_get(host: str, port: int, path: str, token: str, *, timeout: float = 2.0) -> tuple[int, bytes]:
+def http_get(
+    host: str, port: int, path: str, token: str, *, timeout: float = 2.0, unix: str | None = None
+) -> tuple[int, bytes]:
     """``GET path`` with the Bearer token (``/v1/status``). Raises WsError("unreachable")."""
-    where = host_port(host, port)
-    sock = _connect(host, port, timeout)
+    sock, where, host_header = _open(host, port, unix, timeout)
     try:
-        request = f"GET {path} HTTP/1.1\r\nHost: {where}\r\nConnection: close\r\nUser-Agent: oh-cli\r\nAuthorization: Bearer {token}\r\n\r\n"
+        request = f"GET {path} HTTP/1.1\r\nHost: {host_header}\r\nConnection: close\r\nUser-Agent: oh-cli\r\nAuthorization: Bearer {token}\r\n\r\n"
         sock.sendall(request.encode("utf-8"))
         status, head, rest = _read_head(sock, where)
         return status, _read_body(sock, head, rest, 16 * 1024 * 1024)

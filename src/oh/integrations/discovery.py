@@ -16,7 +16,12 @@ def find_session(workdir: str, instance: str | None = None) -> sessions.Session 
     """The live backend serving ``workdir``: its workspace contains it (deepest wins), else one of its
     allowed roots (``oh start --allow``) does. ``instance`` (an instance id prefix) restricts the choice."""
     target = os.path.realpath(workdir)
+    env = sessions.from_env()  # agents elsewhere (issue 28): OH_URL wins; a connect file when none runs here
+    if env is not None:
+        return env
     live = sessions.list_sessions()
+    if not live and not instance:
+        return sessions.from_connect_file()
     if instance:
         live = [s for s in live if s.instance_id.startswith(instance)]
     by_workspace = [s for s in live if inside(target, s.workspace)]

@@ -17,6 +17,7 @@ import re
 from typing import Any
 
 from .. import sessions
+from ..fastpath.connect import ConnectError
 from ..client import AuthError, Client, ConnectionLost, OhClientError
 from ..protocol.paths import within
 from ..protocol import runtimenames
@@ -135,7 +136,10 @@ class Backend:
             raise NoBackend(
                 f"The instance id {self.instance!r} is ambiguous ({', '.join(s.instance_id for s in found)}): give more characters."
             )
-        return sessions.for_workspace(self.target)
+        try:  # agents elsewhere (issue 28): OH_URL, else a local backend, else a connect file
+            return sessions.elsewhere_or(sessions.for_workspace(self.target))
+        except ConnectError as exc:
+            raise NoBackend(f"{exc}.") from None
 
     def _start_backend(self):
         # Lazy: only an MCP server that has to start a backend pays for settings, keyring and the launcher.

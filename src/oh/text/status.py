@@ -58,12 +58,35 @@ def render_text(
             lines.append(
                 f"  actions    {st.get('done', 0)} done, {st.get('pending', 0)} pending, {errors} error{'' if errors == 1 else 's'}"
             )
+        lines += remote_lines(d)
         if d.get("trace"):
             lines.append(f"  trace      {d['trace']}")
         if d.get("trace_warning"):  # read-only or full trace directory: the backend keeps serving
             lines.append(f"  warning    {d['trace_warning']}")
         lines.append(f"  token      fingerprint {d['token_fingerprint']}")
     return "\n".join(visible(line) for line in lines)
+
+
+def remote_lines(d: dict[str, Any]) -> list[str]:
+    """The Unix socket and the shares (issue 28): where agents elsewhere connect, and who may."""
+    import time
+
+    lines = []
+    if d.get("socket"):
+        lines.append(f"  socket     unix:{d['socket']}")
+    elif d.get("socket_error"):
+        lines.append(f"  socket     none: {d['socket_error']}")
+    for s in d.get("shares") or []:
+        left = (
+            f"expires in {fmt_duration(max(0.0, s['expires_at'] - time.time()))}"
+            if s.get("expires_at")
+            else "no expiry"
+        )
+        link = s.get("link") or {}
+        state = f" · link {link.get('state')}" + (f" ({link['reason']})" if link.get("reason") else "") if link else ""
+        maps = f" · map {', '.join(s['map'])}" if s.get("map") else ""
+        lines.append(f"  share      {s['share_id']} {s['where']} · {left}{maps}{state}")
+    return lines
 
 
 def branch_label(b: dict[str, Any]) -> str:

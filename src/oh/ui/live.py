@@ -393,6 +393,25 @@ class LiveState:
         self.agents[frame.get("agent_id")] = frame.get("name") or ""
         return [f"agent connected: {frame.get('name')} ({frame.get('agent_id')})"]
 
+    # Agents elsewhere (issue 28): shares made, ended, and the state of `oh share ssh` links.
+    def _on_share_created(self, frame: dict[str, Any]) -> list[str]:
+        maps = f", map {', '.join(map(str, frame.get('map') or []))}" if frame.get("map") else ""
+        return [visible(f"share {frame.get('share_id')} created for {frame.get('where')}{maps}")]
+
+    def _on_share_ended(self, frame: dict[str, Any]) -> list[str]:
+        return [
+            visible(
+                f"share {frame.get('share_id')} {frame.get('reason')}: {frame.get('closed', 0)} connection(s) closed"
+            )
+        ]
+
+    def _on_share_link(self, frame: dict[str, Any]) -> list[str]:
+        why = f": {frame['reason']}" if frame.get("reason") else ""
+        return [visible(f"share {frame.get('share_id')} link to {frame.get('host')} {frame.get('state')}{why}")]
+
+    def _on_shares_revoked(self, frame: dict[str, Any]) -> list[str]:
+        return [visible(f"shares {', '.join(map(str, frame.get('shares') or []))} revoked ({frame.get('reason')})")]
+
     def _on_agent_disconnected(self, frame: dict[str, Any]) -> list[str]:
         self.agents.pop(frame.get("agent_id"), None)
         return [f"agent disconnected: {frame.get('name')} ({frame.get('agent_id')})"]
@@ -624,6 +643,10 @@ class LiveState:
         "editor_refused": _on_editor_refused,
         "agent_connected": _on_agent_connected,
         "agent_disconnected": _on_agent_disconnected,
+        "share_created": _on_share_created,
+        "share_ended": _on_share_ended,
+        "share_link": _on_share_link,
+        "shares_revoked": _on_shares_revoked,
         "action_started": _on_action_started,
         "action_finished": _on_action_finished,
         "job_started": _on_job_started,
