@@ -23,6 +23,7 @@ import stat
 from pathlib import Path
 
 from ..config import paths
+from ..errors import CliError
 
 # sockaddr_un.sun_path is 108 bytes on Linux (104 on macOS), NUL included: longer paths cannot be bound.
 SUN_PATH_MAX = 107 if not os.uname().sysname == "Darwin" else 103
@@ -33,7 +34,7 @@ ENV_DIR = "OH_SOCKET_DIR"
 UNIX_HOST = "localhost"
 
 
-class SocketRefused(Exception):
+class SocketRefused(CliError):
     """The endpoint cannot be (safely) created at ``path``; the message says why and what to do."""
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..protocol.pathmap import MapError, PathMap
+from ..errors import WireError
 
 MAX_SHARES = 64
 MAX_TTL = 30 * 24 * 3600.0
@@ -56,7 +57,7 @@ class Share:
         }
 
 
-class ShareError(ValueError):
+class ShareError(WireError, ValueError):
     pass
 
 

@@ -20,12 +20,13 @@ from __future__ import annotations
 import os
 import stat
 import time
+from ..errors import ClientError
 
 VERSION = 1
 FILE_NAME = "connect.json"
 
 
-class ConnectError(Exception):
+class ConnectError(ClientError):
     """A connect file or OH_URL that cannot be used; the message says what to fix."""
 
 

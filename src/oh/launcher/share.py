@@ -24,13 +24,14 @@ from ..fastpath import connect
 from ..protocol.pathmap import MapError, parse_map
 from ..sessions import Session
 from .control import BackendUnreachable, control
+from ..errors import CliError
 
 CONTAINER_SOCKET_DIR = "/run/oh"
 CONTAINER_TOKEN = "/run/oh-token"
 CONTAINER_WORKSPACE = "/workspace"
 
 
-class ShareFailed(Exception):
+class ShareFailed(CliError):
     """The share could not be made or ended; the message says what to do."""
 
 

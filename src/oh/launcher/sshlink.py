@@ -36,6 +36,7 @@ from typing import Any
 from ..fastpath.streams import Streams
 from ..sessions import Session, is_alive
 from . import share as shares
+from ..errors import CliError
 
 SUN_PATH_MAX = 107
 KEEPALIVE = ("-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3")
@@ -70,7 +71,7 @@ cleanup
 """
 
 
-class LinkFailed(Exception):
+class LinkFailed(CliError):
     def __init__(self, message: str, hint: str | None = None) -> None:
         super().__init__(message)
         self.hint = hint

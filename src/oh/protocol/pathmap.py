@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import posixpath
 from typing import Any, Sequence
+from ..errors import CliError
 
 MAX_MAPS = 16
 
 
-class MapError(ValueError):
+class MapError(CliError, ValueError):
     pass
 
 
