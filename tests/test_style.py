@@ -54,6 +54,19 @@ def test_eslint_keeps_vscode_out_of_the_pure_modules():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+# Files another helper is rewriting in parallel (issue 26): the engine split (runtimes/local/engine.py, shell.py,
+# enginehost.py: helper "engine") and the consent gate (protocol/shellparse.py, protocol/consent.py: helper
+# "consent"). The lead removes this list when the branches are merged.
+NOT_YET = {
+    "src/oh/runtimes/local/engine.py",
+    "src/oh/runtimes/local/shell.py",
+    "src/oh/runtimes/local/enginehost.py",
+    "src/oh/protocol/shellparse.py",
+    "src/oh/protocol/consent.py",
+}
+MAX_FUNCTION_LINES = 80
+
+
 def _sources():
     import ast
 
@@ -62,7 +75,19 @@ def _sources():
         yield rel, ast.parse(path.read_text(encoding="utf-8"), rel)
 
 
-NOT_YET = {"src/oh/runtimes/local/engine.py", "src/oh/protocol/shellparse.py"}  # other helpers' files (issue 26)
+def test_no_function_over_80_lines():
+    """A function's whole extent (decorators and docstring included) is at most 80 lines."""
+    import ast
+
+    long = [
+        f"{rel}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)"
+        for rel, tree in _sources()
+        if rel not in NOT_YET
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES
+    ]
+    assert long == [], "split these functions:\n" + "\n".join(long)
 
 
 def test_every_exception_derives_from_the_one_root():

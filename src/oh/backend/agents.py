@@ -212,127 +212,14 @@ class Agents:
     async def _execute(self, agent: Agent, action: Action, leg_id: int) -> None:
         """Run one action; always ends with exactly one observation to the agent (if it is still there)."""
         task = asyncio.current_task()
+        assert task is not None
         reserved = 0  # output bytes this action holds (backend/flow.py)
         try:
             started = time.monotonic()
-            summary = summarize(action, COMMAND_SUMMARY_LIMIT)
-            # The leg shares the agent's frame (``raw``; no copy here): runtimes read it, and the vscode
-            # runtime's forward copies it with the leg id (``with_id``) anyway.
-            leg = Action(leg_id, action.kind, action.args, action.timeout, action.raw)
-            risk = action.security_risk
-            # env values are secrets: monitors and the trace get the variable names only.
-            env_names = sorted(action.env) if action.kind == "run" and action.env else None
-            # Always emitted, also with no monitor connected: the history keeps it for a view that subscribes later.
-            self._emit(
-                "action_started",
-                agent_id=agent.agent_id,
-                action_id=leg_id,
-                kind=action.kind,
-                summary=summary,
-                security_risk=risk,
-            )
-            extra = {k: v for k, v in (("security_risk", risk), ("env_names", env_names)) if v}
-            self.trace.record(
-                "request",
-                agent=agent.agent_id,
-                agent_name=agent.name,
-                action_id=leg_id,
-                agent_action_id=action.id,
-                action=action.kind,
-                summary=summary,
-                **extra,
-            )
-            cancelled = False
-            repeat_note = repetition.step(
-                agent.streak, action, self.config.repeat_limit or 0, self.config.repeat_action
-            )
-            deadline = self._deadline(action)
-            # The deadline through the shared wheel (backend/deadlines.py), not asyncio.timeout: no timer
-            # per action (measured: docs/benchmarks.md §10). It cancels this task at the deadline.
-            self.deadlines.add(leg_id, task.get_loop().time() + deadline, task)
-            try:
-                if repeat_note is not None and self.config.repeat_action == "skip":
-                    obs = error_observation(leg_id, ErrorId.REPEATED, repeat_note)
-                else:
-                    # A read's size before it runs, when others of this connection are in flight too (alone,
-                    # its answer is reserved after it ran, as any other's): a stat, ~2 % of an action's CPU.
-                    if (
-                        action.kind == "read"
-                        and agent.flow.in_flight > 1
-                        and (est := read_size(leg, agent.workdir or self.workspace))
-                    ):
-                        if not agent.flow.try_reserve(est):
-                            await agent.flow.reserve(est)  # its wait counts toward the action's deadline
-                        reserved = est
-                    obs = await self.runtime.execute(leg, agent.context)
-                    if repeat_note is not None and obs.get("observation") == "run":
-                        md = obs["extras"]["metadata"]
-                        md["suffix"] = (md.get("suffix") or "") + "\n" + repeat_note
-            except asyncio.CancelledError:
-                # Our deadline's cancellation, unless someone else (agent gone, shutdown) cancelled too:
-                # the same rule as asyncio.timeout's.
-                if self.deadlines.expired(leg_id) and task.uncancel() == 0:
-                    obs = error_observation(
-                        leg_id, ErrorId.TIMEOUT, f"No observation within {deadline:g} s; the action was cancelled."
-                    )
-                else:
-                    cancelled = True
-                    obs = error_observation(
-                        leg_id,
-                        ErrorId.INTERRUPTED,
-                        "The backend is shutting down; the action was interrupted."
-                        if self._stopping()
-                        else "The action was cancelled.",
-                    )
-            except Exception as exc:  # noqa: BLE001 - a runtime bug becomes SERVER_ERROR, never a hang
-                log.exception("runtime failed on action %s", leg_id)
-                obs = error_observation(
-                    leg_id,
-                    ErrorId.SERVER_ERROR,
-                    f"Internal error while executing the action ({type(exc).__name__}); see `oh logs`.",
-                )
-            else:
-                if self.deadlines.expired(leg_id):
-                    task.uncancel()  # the runtime answered anyway: our cancellation is spent
-            finally:
-                self.deadlines.remove(leg_id)
-                self.correlator.finish(leg_id)
+            summary, extra = self._announce(agent, action, leg_id)
+            obs, cancelled, reserved = await self._run_leg(agent, action, leg_id, task)
             obs["cause"] = action.id  # map the executor leg's id back to the agent's
-            duration_ms = round((time.monotonic() - started) * 1000, 1)
-            outcome = outcome_of(obs)
-            exit_code = exit_code_of(obs)
-            self.stats["done"] += 1
-            if outcome != "ok":
-                self.stats["errors"] += 1
-            agent.done += 1
-            job_id = _job_id_of(action, obs)
-            ended = {k: v for k, v in (("job_id", job_id), ("timed_out", timeout_of(obs))) if v}
-            self.trace.record(
-                "result" if outcome == "ok" else "error",
-                agent=agent.agent_id,
-                agent_name=agent.name,
-                action_id=leg_id,
-                agent_action_id=action.id,
-                action=action.kind,
-                summary=summary,
-                outcome=outcome,
-                exit_code=exit_code,
-                duration_ms=duration_ms,
-                **extra,
-                **ended,
-            )
-            self._emit(
-                "action_finished",
-                agent_id=agent.agent_id,
-                action_id=leg_id,
-                kind=action.kind,
-                summary=summary,
-                outcome=outcome,
-                exit_code=exit_code,
-                duration_ms=duration_ms,
-                security_risk=risk,
-                **ended,
-            )
+            self._record_end(agent, action, leg_id, obs, summary, extra, started)
             if cancelled and not self._stopping():
                 return  # the agent is gone; nobody to tell
             if cancelled:
@@ -352,6 +239,143 @@ class Agents:
             agent.tasks.discard(task)  # here rather than a done callback: one scheduled callback less per action
             agent.flow.release(reserved)
             agent.flow.finished()
+
+    def _announce(self, agent: Agent, action: Action, leg_id: int) -> tuple[str, dict[str, Any]]:
+        """``action_started`` to monitors and the trace's request line: (the summary, the trace's extra fields)."""
+        summary = summarize(action, COMMAND_SUMMARY_LIMIT)
+        risk = action.security_risk
+        # env values are secrets: monitors and the trace get the variable names only.
+        env_names = sorted(action.env) if action.kind == "run" and action.env else None
+        # Always emitted, also with no monitor connected: the history keeps it for a view that subscribes later.
+        self._emit(
+            "action_started",
+            agent_id=agent.agent_id,
+            action_id=leg_id,
+            kind=action.kind,
+            summary=summary,
+            security_risk=risk,
+        )
+        extra = {k: v for k, v in (("security_risk", risk), ("env_names", env_names)) if v}
+        self.trace.record(
+            "request",
+            agent=agent.agent_id,
+            agent_name=agent.name,
+            action_id=leg_id,
+            agent_action_id=action.id,
+            action=action.kind,
+            summary=summary,
+            **extra,
+        )
+        return summary, extra
+
+    async def _run_leg(
+        self, agent: Agent, action: Action, leg_id: int, task: asyncio.Task
+    ) -> tuple[dict[str, Any], bool, int]:
+        """The runtime's answer under the action's deadline: (observation, cancelled, output bytes reserved)."""
+        # The leg shares the agent's frame (``raw``; no copy here): runtimes read it, and the vscode
+        # runtime's forward copies it with the leg id (``with_id``) anyway.
+        leg = Action(leg_id, action.kind, action.args, action.timeout, action.raw)
+        cancelled, reserved = False, 0
+        repeat_note = repetition.step(agent.streak, action, self.config.repeat_limit or 0, self.config.repeat_action)
+        deadline = self._deadline(action)
+        # The deadline through the shared wheel (backend/deadlines.py), not asyncio.timeout: no timer
+        # per action (measured: docs/benchmarks.md §10). It cancels this task at the deadline.
+        self.deadlines.add(leg_id, task.get_loop().time() + deadline, task)
+        try:
+            if repeat_note is not None and self.config.repeat_action == "skip":
+                obs = error_observation(leg_id, ErrorId.REPEATED, repeat_note)
+            else:
+                # A read's size before it runs, when others of this connection are in flight too (alone,
+                # its answer is reserved after it ran, as any other's): a stat, ~2 % of an action's CPU.
+                if (
+                    action.kind == "read"
+                    and agent.flow.in_flight > 1
+                    and (est := read_size(leg, agent.workdir or self.workspace))
+                ):
+                    if not agent.flow.try_reserve(est):
+                        await agent.flow.reserve(est)  # its wait counts toward the action's deadline
+                    reserved = est
+                obs = await self.runtime.execute(leg, agent.context)
+                if repeat_note is not None and obs.get("observation") == "run":
+                    md = obs["extras"]["metadata"]
+                    md["suffix"] = (md.get("suffix") or "") + "\n" + repeat_note
+        except asyncio.CancelledError:
+            # Our deadline's cancellation, unless someone else (agent gone, shutdown) cancelled too:
+            # the same rule as asyncio.timeout's.
+            if self.deadlines.expired(leg_id) and task.uncancel() == 0:
+                obs = error_observation(
+                    leg_id, ErrorId.TIMEOUT, f"No observation within {deadline:g} s; the action was cancelled."
+                )
+            else:
+                cancelled = True
+                stopping = self._stopping()
+                why = (
+                    "The backend is shutting down; the action was interrupted."
+                    if stopping
+                    else "The action was cancelled."
+                )
+                obs = error_observation(leg_id, ErrorId.INTERRUPTED, why)
+        except Exception as exc:  # noqa: BLE001 - a runtime bug becomes SERVER_ERROR, never a hang
+            log.exception("runtime failed on action %s", leg_id)
+            obs = error_observation(
+                leg_id,
+                ErrorId.SERVER_ERROR,
+                f"Internal error while executing the action ({type(exc).__name__}); see `oh logs`.",
+            )
+        else:
+            if self.deadlines.expired(leg_id):
+                task.uncancel()  # the runtime answered anyway: our cancellation is spent
+        finally:
+            self.deadlines.remove(leg_id)
+            self.correlator.finish(leg_id)
+        return obs, cancelled, reserved
+
+    def _record_end(
+        self,
+        agent: Agent,
+        action: Action,
+        leg_id: int,
+        obs: dict[str, Any],
+        summary: str,
+        extra: dict[str, Any],
+        started: float,
+    ) -> None:
+        """The counts, the trace's result line and ``action_finished`` to monitors."""
+        duration_ms = round((time.monotonic() - started) * 1000, 1)
+        outcome = outcome_of(obs)
+        exit_code = exit_code_of(obs)
+        self.stats["done"] += 1
+        if outcome != "ok":
+            self.stats["errors"] += 1
+        agent.done += 1
+        job_id = _job_id_of(action, obs)
+        ended = {k: v for k, v in (("job_id", job_id), ("timed_out", timeout_of(obs))) if v}
+        self.trace.record(
+            "result" if outcome == "ok" else "error",
+            agent=agent.agent_id,
+            agent_name=agent.name,
+            action_id=leg_id,
+            agent_action_id=action.id,
+            action=action.kind,
+            summary=summary,
+            outcome=outcome,
+            exit_code=exit_code,
+            duration_ms=duration_ms,
+            **extra,
+            **ended,
+        )
+        self._emit(
+            "action_finished",
+            agent_id=agent.agent_id,
+            action_id=leg_id,
+            kind=action.kind,
+            summary=summary,
+            outcome=outcome,
+            exit_code=exit_code,
+            duration_ms=duration_ms,
+            security_risk=extra.get("security_risk"),
+            **ended,
+        )
 
 
 def _job_id_of(action: Action, obs: dict[str, Any]) -> str | None:

@@ -19,6 +19,7 @@ from ..protocol import frames
 from ..runtimes.consent import ConsentGuard
 from ..runtimes.editor_link import EditorLink
 from .deadlines import Deadlines
+from .trace import TraceWriter
 
 from .control import FORBIDDEN_TEXT
 
@@ -44,6 +45,16 @@ _AGENT_ENV_DROP = (
 
 def agent_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in _AGENT_ENV_DROP}
+
+
+def recorder(trace: TraceWriter, emit: Callable[..., None]) -> Callable[[str, dict[str, Any]], None]:
+    """Consent's events to the trace (``kind`` is the trace's ``action``) and to monitors."""
+
+    def record(name: str, fields: dict[str, Any]) -> None:
+        trace.record(name, **{("action" if k == "kind" else k): v for k, v in fields.items() if v is not None})
+        emit(name, **fields)
+
+    return record
 
 
 def attach(

@@ -60,6 +60,62 @@ def _fd_soft_limit() -> int | None:
     return None if soft == resource.RLIM_INFINITY else soft
 
 
+def _json_response(connection: ServerConnection, body: dict[str, Any]):
+    response = connection.respond(HTTPStatus.OK, json.dumps(body) + "\n")
+    del response.headers["Content-Type"]
+    response.headers["Content-Type"] = "application/json"
+    return response
+
+
+def _welcome(config: BackendConfig, instance_id: str, workspace: str, roots: list[str]) -> Welcome:
+    """What the ``registered`` frame tells every editor about this backend."""
+    return Welcome(
+        instance_id,
+        workspace,
+        roots,
+        config.max_shells,
+        config.job_retention,
+        config.review,
+        config.review_timeout,
+        config.user_shell,
+        config.shell_startup_timeout,
+    )
+
+
+def _stack_settings(config: BackendConfig, workspace: str, roots: list[str]) -> stack.StackSettings:
+    """The runtime stack's settings (runtimes/stack.py) from the backend's."""
+    inner = RuntimeSettings(
+        workspace,
+        roots,
+        editor_timeout=config.editor_timeout,
+        max_shells=config.max_shells,
+        job_retention=config.job_retention,
+        spool_dir=config.spool_dir,
+        review=config.review,
+        review_timeout=config.review_timeout,
+        env=consentctl.agent_env() if config.consent is not None else None,
+        user_shell=config.user_shell,
+        shell_startup_timeout=config.shell_startup_timeout,
+    )
+    return stack.StackSettings(
+        config.runtime,
+        inner,
+        branch=config.branch,
+        consent=config.consent,
+        approval_timeout=config.approval_timeout,
+        action_timeout=config.action_timeout,
+        setup_script=config.setup_script,
+    )
+
+
+def _branch_reporter(emit: Callable[..., None]) -> Callable[[dict[str, Any]], None]:
+    def report(info: dict[str, Any]) -> None:  # branch mode switched (or gave up): the log and monitors
+        log.info("branch mode: %s", info)
+        emit("branch", **info)
+
+    return report
+
+
 class Backend:
     def __init__(
         self, config: BackendConfig, token: str, editor_token: str | None = None, decider_token: str | None = None
@@ -96,51 +152,17 @@ class Backend:
         self._emit = self.monitors.emit
         self.history = self.monitors.history
         self.registry = EditorRegistry()
-        self.editors = EditorLink(
-            self.registry,
-            Welcome(
-                self.instance_id,
-                self.workspace,
-                self.allowed_roots,
-                config.max_shells,
-                config.job_retention,
-                config.review,
-                config.review_timeout,
-                config.user_shell,
-                config.shell_startup_timeout,
-            ),
-            send_timeout=config.send_timeout,
-            register_timeout=REGISTER_TIMEOUT,
-        )
+        welcome = _welcome(config, self.instance_id, self.workspace, self.allowed_roots)
+        self.editors = EditorLink(self.registry, welcome, config.send_timeout, REGISTER_TIMEOUT)
         self.editors.on_event = self._emit
         self.editors.on_proposal_event = self._editor_proposal_event
         self.stack = stack.build(
-            stack.StackSettings(
-                config.runtime,
-                RuntimeSettings(
-                    self.workspace,
-                    self.allowed_roots,
-                    editor_timeout=config.editor_timeout,
-                    max_shells=config.max_shells,
-                    job_retention=config.job_retention,
-                    spool_dir=config.spool_dir,
-                    review=config.review,
-                    review_timeout=config.review_timeout,
-                    env=consentctl.agent_env() if config.consent is not None else None,
-                    user_shell=config.user_shell,
-                    shell_startup_timeout=config.shell_startup_timeout,
-                ),
-                branch=config.branch,
-                consent=config.consent,
-                approval_timeout=config.approval_timeout,
-                action_timeout=config.action_timeout,
-                setup_script=config.setup_script,
-            ),
+            _stack_settings(config, self.workspace, self.allowed_roots),
             self.editors,
             stack.StackHooks(
                 self._new_internal_id,
                 lambda leg: self.correlator.finish(leg),
-                self._branch_switched,
+                _branch_reporter(self._emit),
                 # history (issue 29): innermost, so it records what actually ran (consent may refuse, branch switch)
                 wrap_inner=lambda inner: historyctl.wrap(self, inner),
             ),
@@ -158,7 +180,7 @@ class Backend:
         self.deadlines = self.agent_desk.deadlines
         self.stats = self.agent_desk.stats
         if self.consent is not None:
-            consentctl.attach(self.consent, self._record_consent, self.deadlines, self.editors)
+            consentctl.attach(self.consent, consentctl.recorder(self.trace, self._emit), self.deadlines, self.editors)
             self.editors.on_approval = lambda obj: consentctl.editor_answer(self.consent, obj)
         self.control = Control(
             self.runtime,
@@ -179,18 +201,9 @@ class Backend:
         }
 
     # ------------------------------------------------------------------ lifecycle
-    def _branch_switched(self, info: dict[str, Any]) -> None:
-        log.info("branch mode: %s", info)
-        self._emit("branch", **info)
-
     def _new_internal_id(self) -> int:
         """A backend-wide leg id for the ensure service's own run/job actions (the agents' correlator)."""
         return self.correlator.start("oh-ensure", next(self._internal_ids), "internal", time.monotonic()).leg_id
-
-    def _record_consent(self, name: str, fields: dict[str, Any]) -> None:
-        """Consent's events to the trace (``kind`` is the trace's ``action``) and to monitors."""
-        self.trace.record(name, **{("action" if k == "kind" else k): v for k, v in fields.items() if v is not None})
-        self._emit(name, **fields)
 
     def _editor_proposal_event(self, name: str, fields: dict[str, Any], editor_id: str) -> None:
         owner = self.agent_desk.owner_of(fields["action_id"])  # whose action it is
@@ -305,9 +318,7 @@ class Backend:
         headers = request.headers
         refusal = auth.check_origin(headers) or self.remote.check_host(connection, headers)
         if refusal is None and path == "/v1/health":
-            return self._json_response(
-                connection, {"status": "ok", "version": __version__, "protocol": PROTOCOL_VERSION}
-            )
+            return _json_response(connection, {"status": "ok", "version": __version__, "protocol": PROTOCOL_VERSION})
         # Each role has one credential: editors the editor token, everyone else the token.
         if refusal is None:
             if path == "/v1/editor":
@@ -326,7 +337,7 @@ class Backend:
             )
             return connection.respond(status, text)
         if path == "/v1/status":
-            return self._json_response(connection, self.status())
+            return _json_response(connection, self.status())
         if path not in ROLES:
             return connection.respond(
                 HTTPStatus.NOT_FOUND, "Unknown path: use /v1/agent, /v1/editor, /v1/monitor or /v1/control.\n"
@@ -348,13 +359,6 @@ class Backend:
     @property
     def decider_token(self) -> str:
         return self._decider_token
-
-    @staticmethod
-    def _json_response(connection: ServerConnection, body: dict[str, Any]):
-        response = connection.respond(HTTPStatus.OK, json.dumps(body) + "\n")
-        del response.headers["Content-Type"]
-        response.headers["Content-Type"] = "application/json"
-        return response
 
     async def _handle(self, connection: ServerConnection) -> None:
         path = urlsplit(connection.request.path).path

@@ -58,72 +58,12 @@ def _dir_check(label: str, path) -> dict[str, Any]:
 
 
 def run_checks() -> list[dict[str, Any]]:
-    from importlib import metadata
+    from ..config import paths
 
-    from ..config import paths, secrets
-    from ..config.settings import SettingError, Settings
-
-    checks: list[dict[str, Any]] = []
-    py = sys.version_info
-    checks.append(
-        _check(
-            "python",
-            "ok" if py >= (3, 11) else "fail",
-            f"{sys.version.split()[0]} ({sys.executable})",
-            None if py >= (3, 11) else "Install Python 3.11 or newer.",
-        )
-    )
-    for dep in DEPS:
-        try:
-            checks.append(_check(f"dependency {dep}", "ok", metadata.version(dep)))
-        except metadata.PackageNotFoundError:
-            checks.append(
-                _check(f"dependency {dep}", "fail", "not installed", f"pip install '{dep}' (or reinstall oh)")
-            )
-    # settings
-    try:
-        s = Settings.load()
-        checks.append(
-            _check(
-                "config",
-                "ok",
-                f"{paths.config_file()} ({'present' if paths.config_file().exists() else 'absent: defaults'}); runtime {s.runtime}, port {s.port}",
-            )
-        )
-    except SettingError as exc:
-        s = None
-        checks.append(_check("config", "fail", str(exc), "Fix it with `oh config edit` or `oh config unset KEY`."))
-    # token
-    try:
-        token, where = secrets.get_token()
-        status = "ok" if token else "warn"
-        detail = f"{where.describe()}; " + (f"fingerprint {secrets.fingerprint(token)}" if token else "no token yet")
-        fix = None if token else "`oh start` or `oh token rotate` creates one."
-        if where.kind == "keyring" and not where.secure:
-            status, fix = (
-                "warn",
-                "This keyring keeps the token unencrypted; install a secure keyring backend (Secret Service, macOS Keychain) or accept the risk.",
-            )
-        if where.kind == "file":
-            p = paths.token_file()
-            if p.exists():
-                mode = stat.S_IMODE(p.stat().st_mode)
-                if mode & 0o077:
-                    status, fix = "fail", f"chmod 600 {p}"
-                detail += f"; file mode {mode:04o}"
-        checks.append(_check("token", status, detail, fix, storage=where.kind, backend=where.backend))
-    except paths.UnsafePath as exc:
-        checks.append(_check("token", "fail", f"refusing to use {exc.path}: {exc.problem}", exc.fix))
-    except Exception as exc:  # noqa: BLE001
-        checks.append(
-            _check(
-                "token",
-                "fail",
-                f"{type(exc).__name__}: {exc}",
-                "Check your keyring (`keyring --list-backends`) or set PYTHON_KEYRING_BACKEND=keyring.backends.fail.Keyring to use the 0600 file.",
-            )
-        )
-    # dirs
+    checks = _python_checks()
+    s, config_check = _config_check()
+    checks.append(config_check)
+    checks.append(_token_check())
     checks.append(
         _check(
             "OH_HOME",
@@ -149,6 +89,75 @@ def run_checks() -> list[dict[str, Any]]:
     checks.append(_port_check(s))
     checks.append(_git_check(s))
     return checks
+
+
+def _python_checks() -> list[dict[str, Any]]:
+    from importlib import metadata
+
+    checks: list[dict[str, Any]] = []
+    py = sys.version_info
+    checks.append(
+        _check(
+            "python",
+            "ok" if py >= (3, 11) else "fail",
+            f"{sys.version.split()[0]} ({sys.executable})",
+            None if py >= (3, 11) else "Install Python 3.11 or newer.",
+        )
+    )
+    for dep in DEPS:
+        try:
+            checks.append(_check(f"dependency {dep}", "ok", metadata.version(dep)))
+        except metadata.PackageNotFoundError:
+            checks.append(
+                _check(f"dependency {dep}", "fail", "not installed", f"pip install '{dep}' (or reinstall oh)")
+            )
+    return checks
+
+
+def _config_check() -> tuple[Any, dict[str, Any]]:
+    """(the settings or None, the check)."""
+    from ..config import paths
+    from ..config.settings import SettingError, Settings
+
+    try:
+        s = Settings.load()
+    except SettingError as exc:
+        return None, _check("config", "fail", str(exc), "Fix it with `oh config edit` or `oh config unset KEY`.")
+    where = f"{paths.config_file()} ({'present' if paths.config_file().exists() else 'absent: defaults'})"
+    return s, _check("config", "ok", f"{where}; runtime {s.runtime}, port {s.port}")
+
+
+def _token_check() -> dict[str, Any]:
+    from ..config import paths, secrets
+
+    try:
+        token, where = secrets.get_token()
+        status = "ok" if token else "warn"
+        detail = f"{where.describe()}; " + (f"fingerprint {secrets.fingerprint(token)}" if token else "no token yet")
+        fix = None if token else "`oh start` or `oh token rotate` creates one."
+        if where.kind == "keyring" and not where.secure:
+            status, fix = (
+                "warn",
+                "This keyring keeps the token unencrypted; install a secure keyring backend (Secret Service, macOS Keychain) or accept the risk.",
+            )
+        if where.kind == "file":
+            p = paths.token_file()
+            if p.exists():
+                mode = stat.S_IMODE(p.stat().st_mode)
+                if mode & 0o077:
+                    status, fix = "fail", f"chmod 600 {p}"
+                detail += f"; file mode {mode:04o}"
+        return _check("token", status, detail, fix, storage=where.kind, backend=where.backend)
+    except paths.UnsafePath as exc:
+        return _check("token", "fail", f"refusing to use {exc.path}: {exc.problem}", exc.fix)
+    except Exception as exc:  # noqa: BLE001
+        return _check(
+            "token",
+            "fail",
+            f"{type(exc).__name__}: {exc}",
+            "Check your keyring (`keyring --list-backends`) or set "
+            "PYTHON_KEYRING_BACKEND=keyring.backends.fail.Keyring to use the 0600 file.",
+        )
 
 
 def _git_check(s) -> dict[str, Any]:

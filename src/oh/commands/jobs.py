@@ -184,7 +184,7 @@ def start_background(
     """``oh run --background -- CMD``: start the job in the `cli` shell; print its id; exit 0 (2 with other run options)."""
     return _run(
         io,
-        "start_background",
+        fastjobs.start_background,
         workspace,
         instance,
         command=list(command),

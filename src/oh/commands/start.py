@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -30,104 +30,124 @@ def _complete_on_dirty(incomplete: str):
     return complete_on_dirty(incomplete)
 
 
+# The options of `oh start` (module constants: the function stays readable).
+_OPT_RUNTIME = typer.Option(
+    None,
+    "--runtime",
+    "-r",
+    help="local (this machine) or vscode (in VS Code). Default: config `runtime`.",
+    autocompletion=complete_runtimes,
+)
+_OPT_PORT = typer.Option(None, "--port", "-p", help="Port to listen on; 0 = a free one. Default: config `port`.")
+_OPT_HOST = typer.Option(
+    None, "--host", help="Loopback address to listen on (127.0.0.1 or ::1). Default: config `host`."
+)
+_OPT_DETACH = typer.Option(
+    False, "--detach", "-d", help="Return once the backend listens; it keeps running (stop it with `oh stop`)."
+)
+_OPT_JSON = typer.Option(
+    False, "--json", help="With --detach: print the started backend as JSON. Foreground: NDJSON events."
+)
+_OPT_OPEN = typer.Option(
+    None,
+    "--open/--no-open",
+    help="vscode: ask the editor to open the workspace now / never. Default: config `open_editor` (auto: only if no editor connects within 3 s and a supported editor CLI is found: code, code-insiders, cursor, windsurf, codium or code-server, on PATH or where it installs; OH_CODE=<cli> picks one).",
+)
+_OPT_EDITOR_TIMEOUT = typer.Option(
+    None,
+    "--editor-timeout",
+    help="Seconds an action waits for an editor before NO_EDITOR. Default: config `editor_timeout`.",
+)
+_OPT_ACTION_TIMEOUT = typer.Option(
+    None,
+    "--action-timeout",
+    help="Deadline (s) for actions without their own timeout. Default: config `action_timeout`.",
+)
+_OPT_ALLOW = typer.Option(
+    None,
+    "--allow",
+    help="Also allow file actions and run cwds in DIR (repeatable; e.g. --allow /tmp; a relative DIR is resolved against the current directory). Adds to config `allowed_roots`.",
+)
+_OPT_BRANCH = typer.Option(
+    None,
+    "--branch/--no-branch",
+    help="Git-branch mode: before the agent's first change (write, edit, command), switch the workspace to a new branch oh/<date>-<time>-<agent> (VS Code's Git extension with --runtime vscode, git locally). Default: config `branch`.",
+)
+_OPT_BRANCH_NAME = typer.Option(
+    None,
+    "--branch-name",
+    metavar="NAME",
+    help="Branch mode on this branch instead (implies --branch): created if missing, switched to if it exists. Default: config `branch_name`.",
+)
+_OPT_ON_DIRTY = typer.Option(
+    None,
+    "--on-dirty",
+    metavar="MODE",
+    autocompletion=_complete_on_dirty,
+    help="Branch mode with uncommitted changes: stash | carry | abort | review | ask. Stash them, carry them to the branch, abort, use review mode instead of a branch (decided at start), or ask (a terminal prompt; VS Code's dialog). Needed without a terminal (--detach, --json) for --runtime local. Default: config `on_dirty`.",
+)
+_OPT_GIT_INIT = typer.Option(
+    False,
+    "--git-init",
+    help="Branch mode in a folder that is not a git repository: run `git init` first (else you are asked, or it is refused). Default: config `on_not_git`.",
+)
+_OPT_REVIEW = typer.Option(
+    None,
+    "--review/--no-review",
+    help="Proposal mode: write/edit become proposals you accept or reject (VS Code diff, or `oh review`); the same as --consent changes. Default: config `review`.",
+)
+_OPT_HISTORY = typer.Option(
+    None,
+    "--history/--no-history",
+    help="Record every action's file changes (commands too) so `oh history` shows them and `oh undo` reverts them. Default: config `history`.",
+)
+_OPT_CONSENT = typer.Option(
+    None,
+    "--consent",
+    metavar="LEVEL",
+    autocompletion=lambda incomplete: [
+        c for c in ("never", "risky", "commands", "changes", "all") if c.startswith(incomplete)
+    ],
+    help="When to ask you before an agent's action runs: never | risky | commands | changes | all. Answer in the live view (y/n/a), with `oh approve ID` / `oh reject ID`, or in VS Code. Rules: config consent_allow/ask/deny. Default: config `consent`.",
+)
+_OPT_APPROVAL_TIMEOUT = typer.Option(
+    None,
+    "--approval-timeout",
+    help="Seconds an action waits for your answer; then the agent gets REJECTED (not run). Default: config `approval_timeout`.",
+)
+_OPT_REVIEW_TIMEOUT = typer.Option(
+    None,
+    "--review-timeout",
+    help="Seconds a proposal waits for a decision (then TIMEOUT, nothing written). Default: config `review_timeout`.",
+)
+_OPT_CLEAN_SHELL = typer.Option(
+    False,
+    "--clean-shell",
+    help="The agent's shell is the clean shell (bash without your rc files) instead of your own $SHELL with its rc files: for reproducible runs. Default: config `user_shell`.",
+)
+
+
 def start(
-    runtime: Optional[str] = typer.Option(
-        None,
-        "--runtime",
-        "-r",
-        help="local (this machine) or vscode (in VS Code). Default: config `runtime`.",
-        autocompletion=complete_runtimes,
-    ),
+    runtime: Optional[str] = _OPT_RUNTIME,
     workspace: str = typer.Option(".", "--workspace", "-C", help="Directory the backend serves (default: cwd)."),
-    port: Optional[int] = typer.Option(
-        None, "--port", "-p", help="Port to listen on; 0 = a free one. Default: config `port`."
-    ),
-    host: Optional[str] = typer.Option(
-        None, "--host", help="Loopback address to listen on (127.0.0.1 or ::1). Default: config `host`."
-    ),
-    detach: bool = typer.Option(
-        False, "--detach", "-d", help="Return once the backend listens; it keeps running (stop it with `oh stop`)."
-    ),
-    json_: bool = typer.Option(
-        False, "--json", help="With --detach: print the started backend as JSON. Foreground: NDJSON events."
-    ),
-    open_: Optional[bool] = typer.Option(
-        None,
-        "--open/--no-open",
-        help="vscode: ask the editor to open the workspace now / never. Default: config `open_editor` (auto: only if no editor connects within 3 s and a supported editor CLI is found: code, code-insiders, cursor, windsurf, codium or code-server, on PATH or where it installs; OH_CODE=<cli> picks one).",
-    ),
-    editor_timeout: Optional[float] = typer.Option(
-        None,
-        "--editor-timeout",
-        help="Seconds an action waits for an editor before NO_EDITOR. Default: config `editor_timeout`.",
-    ),
-    action_timeout: Optional[float] = typer.Option(
-        None,
-        "--action-timeout",
-        help="Deadline (s) for actions without their own timeout. Default: config `action_timeout`.",
-    ),
-    allow: Optional[list[str]] = typer.Option(
-        None,
-        "--allow",
-        help="Also allow file actions and run cwds in DIR (repeatable; e.g. --allow /tmp; a relative DIR is resolved against the current directory). Adds to config `allowed_roots`.",
-    ),
-    branch: Optional[bool] = typer.Option(
-        None,
-        "--branch/--no-branch",
-        help="Git-branch mode: before the agent's first change (write, edit, command), switch the workspace to a new branch oh/<date>-<time>-<agent> (VS Code's Git extension with --runtime vscode, git locally). Default: config `branch`.",
-    ),
-    branch_name: Optional[str] = typer.Option(
-        None,
-        "--branch-name",
-        metavar="NAME",
-        help="Branch mode on this branch instead (implies --branch): created if missing, switched to if it exists. Default: config `branch_name`.",
-    ),
-    on_dirty: Optional[str] = typer.Option(
-        None,
-        "--on-dirty",
-        metavar="MODE",
-        autocompletion=_complete_on_dirty,
-        help="Branch mode with uncommitted changes: stash | carry | abort | review | ask. Stash them, carry them to the branch, abort, use review mode instead of a branch (decided at start), or ask (a terminal prompt; VS Code's dialog). Needed without a terminal (--detach, --json) for --runtime local. Default: config `on_dirty`.",
-    ),
-    git_init: bool = typer.Option(
-        False,
-        "--git-init",
-        help="Branch mode in a folder that is not a git repository: run `git init` first (else you are asked, or it is refused). Default: config `on_not_git`.",
-    ),
-    review: Optional[bool] = typer.Option(
-        None,
-        "--review/--no-review",
-        help="Proposal mode: write/edit become proposals you accept or reject (VS Code diff, or `oh review`); the same as --consent changes. Default: config `review`.",
-    ),
-    history: Optional[bool] = typer.Option(
-        None,
-        "--history/--no-history",
-        help="Record every action's file changes (commands too) so `oh history` shows them and `oh undo` reverts them. Default: config `history`.",
-    ),
-    consent: Optional[str] = typer.Option(
-        None,
-        "--consent",
-        metavar="LEVEL",
-        autocompletion=lambda incomplete: [
-            c for c in ("never", "risky", "commands", "changes", "all") if c.startswith(incomplete)
-        ],
-        help="When to ask you before an agent's action runs: never | risky | commands | changes | all. Answer in the live view (y/n/a), with `oh approve ID` / `oh reject ID`, or in VS Code. Rules: config consent_allow/ask/deny. Default: config `consent`.",
-    ),
-    approval_timeout: Optional[float] = typer.Option(
-        None,
-        "--approval-timeout",
-        help="Seconds an action waits for your answer; then the agent gets REJECTED (not run). Default: config `approval_timeout`.",
-    ),
-    review_timeout: Optional[float] = typer.Option(
-        None,
-        "--review-timeout",
-        help="Seconds a proposal waits for a decision (then TIMEOUT, nothing written). Default: config `review_timeout`.",
-    ),
-    clean_shell: bool = typer.Option(
-        False,
-        "--clean-shell",
-        help="The agent's shell is the clean shell (bash without your rc files) instead of your own $SHELL with its rc files: for reproducible runs. Default: config `user_shell`.",
-    ),
+    port: Optional[int] = _OPT_PORT,
+    host: Optional[str] = _OPT_HOST,
+    detach: bool = _OPT_DETACH,
+    json_: bool = _OPT_JSON,
+    open_: Optional[bool] = _OPT_OPEN,
+    editor_timeout: Optional[float] = _OPT_EDITOR_TIMEOUT,
+    action_timeout: Optional[float] = _OPT_ACTION_TIMEOUT,
+    allow: Optional[list[str]] = _OPT_ALLOW,
+    branch: Optional[bool] = _OPT_BRANCH,
+    branch_name: Optional[str] = _OPT_BRANCH_NAME,
+    on_dirty: Optional[str] = _OPT_ON_DIRTY,
+    git_init: bool = _OPT_GIT_INIT,
+    review: Optional[bool] = _OPT_REVIEW,
+    history: Optional[bool] = _OPT_HISTORY,
+    consent: Optional[str] = _OPT_CONSENT,
+    approval_timeout: Optional[float] = _OPT_APPROVAL_TIMEOUT,
+    review_timeout: Optional[float] = _OPT_REVIEW_TIMEOUT,
+    clean_shell: bool = _OPT_CLEAN_SHELL,
 ) -> None:
     """Start a backend for a workspace and show the live view (Ctrl-C stops it).
 
@@ -207,24 +227,8 @@ def run_start(
     )
     if not os.path.isdir(workspace):
         die(f"workspace {workspace} is not a directory.", USAGE)
-    branch_flags = {}
-    review_on = s.review
-    if s.branch:  # asks (or refuses) about a dirty tree / no repository before anything starts
-        from ..protocol.branch import Plan
-        from . import _branch
-
-        plan = _branch.settle(
-            workspace,
-            s.runtime,
-            Plan(s.branch_name or None, s.on_dirty, s.on_not_git),
-            _branch.interactive(detach, json_),
-        )
-        if plan == _branch.REVIEW:  # the user's fallback for a dirty tree / no repository: proposals, no branch
-            review_on = True
-        else:
-            branch_flags = _branch.flags(plan)
+    branch_flags, review_on = _branch_mode(s, workspace, detach, json_)
     open_mode = s.open_editor if open_ is None else ("always" if open_ else "never")
-    from ..launcher import process
     from ..launcher import consent as _consent
 
     consent_plan = _consent.plan(s, os.path.realpath(workspace), review_on)
@@ -238,34 +242,87 @@ def run_start(
     install_check = _InstallCheck() if detach and runtimenames.uses_editor(s.runtime) else None
     # process.StartError carries its exit code (3 when a backend already serves the workspace): cli.main reports it.
     with _deferred_signals(hangup):  # a closed terminal during the start must not orphan the backend
-        started = process.start_backend(
+        started = _launch(
+            s,
             workspace,
-            runtime=s.runtime,
-            token=token,
-            host=s.host,
-            port=s.port,
-            editor_timeout=s.editor_timeout,
-            action_timeout=s.action_timeout,
-            trace=s.trace,
-            trace_max_bytes=s.trace_max_bytes,
-            log_level=s.log_level,
-            allowed_roots=roots,
-            jobs={**job_settings(s), **history_settings(s), **branch_flags},  # jobs: the backend's settings flags
-            review=review_on,
-            review_timeout=s.review_timeout,
-            consent=consent_plan.flags(),
+            token,
+            roots,
+            {**job_settings(s), **history_settings(s), **branch_flags},
+            review_on,
+            consent_plan,
         )
     session = started.session
     # Warnings only once the backend runs (never before an "already running" error). JSON mode keeps
     # them out of stderr: an NDJSON `warning` event (foreground) or a "warnings" list (--detach).
-    warnings = (
-        allow_notes
-        + workspace_warnings(session.workspace)
-        + ([("no_sandbox", NO_SANDBOX)] if not runtimenames.uses_editor(session.runtime) else [])
-        + consent_plan.warnings
-    )
+    warnings = _warnings(allow_notes, session, consent_plan.warnings)
     if install_check is not None:
         warnings += [("no_extension", text) for text in install_check.result(timeout=20.0)]
+    gone = _terminal_gone(io, session, warnings, hangup, detach, json_)
+    if gone is not None:
+        return gone
+    if detach:
+        _signal_editor_detached(io, session, open_mode)
+        _tell_detached(io, started, warnings, json_, s.review_timeout if review_on else None, branch_flags)
+        return 0
+    mode = "json" if json_ else ("rich" if io.tty else "plain")
+    from ..ui.liveview import foreground
+
+    return foreground(io, session, open_mode, mode, warnings)
+
+
+def _launch(s: Any, workspace: str, token: str, roots: list[str], jobs: dict, review_on: bool, consent: Any) -> Any:
+    """The backend process, started with the settings (``jobs``: the backend's settings flags)."""
+    from ..launcher import process
+
+    return process.start_backend(
+        workspace,
+        runtime=s.runtime,
+        token=token,
+        host=s.host,
+        port=s.port,
+        editor_timeout=s.editor_timeout,
+        action_timeout=s.action_timeout,
+        trace=s.trace,
+        trace_max_bytes=s.trace_max_bytes,
+        log_level=s.log_level,
+        allowed_roots=roots,
+        jobs=jobs,
+        review=review_on,
+        review_timeout=s.review_timeout,
+        consent=consent.flags(),
+    )
+
+
+def _warnings(allow_notes: list, session: Any, consent_warnings: list) -> list:
+    """What `oh start` says once the backend runs (never before an "already running" error)."""
+    no_sandbox = [] if runtimenames.uses_editor(session.runtime) else [("no_sandbox", NO_SANDBOX)]
+    return allow_notes + workspace_warnings(session.workspace) + no_sandbox + consent_warnings
+
+
+def _branch_mode(s: Any, workspace: str, detach: bool, json_: bool) -> tuple[dict, bool]:
+    """(the backend's branch-mode flags, review on?): asks (or refuses) about a dirty tree or no repository
+    before anything starts; choosing review mode instead turns proposals on, with no branch."""
+    if not s.branch:
+        return {}, s.review
+    from ..protocol.branch import Plan
+    from . import _branch
+
+    plan = _branch.settle(
+        workspace,
+        s.runtime,
+        Plan(s.branch_name or None, s.on_dirty, s.on_not_git),
+        _branch.interactive(detach, json_),
+    )
+    if plan == _branch.REVIEW:
+        return {}, True
+    return _branch.flags(plan), s.review
+
+
+def _terminal_gone(
+    io: Streams, session: Any, warnings: list, hangup: list[int], detach: bool, json_: bool
+) -> int | None:
+    """Print the warnings; the exit code when the terminal hung up (or is gone) and the foreground backend was
+    stopped, else None (a detached backend stays)."""
     if hangup and not detach:
         from ..launcher.process import stop_backend
 
@@ -283,14 +340,7 @@ def run_start(
             stop_backend(session)
             silence_output()
             return ERROR
-    if detach:
-        _signal_editor_detached(io, session, open_mode)
-        _tell_detached(io, started, warnings, json_, s.review_timeout if review_on else None, branch_flags)
-        return 0
-    mode = "json" if json_ else ("rich" if io.tty else "plain")
-    from ..ui.liveview import foreground
-
-    return foreground(io, session, open_mode, mode, warnings)
+    return None
 
 
 def _token() -> str:

@@ -281,20 +281,16 @@ def _on_path(program: str) -> bool:
     return any(os.access(os.path.join(d, program), os.X_OK) for d in os.environ.get("PATH", "").split(os.pathsep) if d)
 
 
-def run(
-    io: Streams,
+def _run_action(
     session: dict,
-    *,
     command: list[str],
-    mode: str = "command",
-    text: str | None = None,
-    timeout: float | None = None,
-    cwd: str | None = None,
-    max_output: int | None = None,
-    json_: bool = False,
-    quiet: bool = False,
-) -> int:
-    """``mode``: command | input | interrupt | wait | reset (reset runs ``command`` after, if any)."""
+    mode: str,
+    text: str | None,
+    timeout: float | None,
+    cwd: str | None,
+    max_output: int | None,
+) -> dict:
+    """The ``run`` frame of ``oh run`` in ``mode`` (usage errors raised here)."""
     line = ""
     if command:
         if len(command) == 1:
@@ -326,22 +322,46 @@ def run(
             cwd=resolve(cwd, session) if cwd else base_dir(session),
             max_output=max_output,
         )
+    return action
+
+
+def _run_refused(io: Streams, obs: dict, refused: str, mode: str, json_: bool) -> int:
+    """What ``oh run`` says when the backend refused the action (BUSY, or no command to act on)."""
+    if json_:
+        io.json(obs)
+    elif refused == "BUSY":
+        io.note("not run: a command is still running in the `oh run` shell. You can " + NEXT_STEPS + ".")
+    elif mode == "reset":  # only a backend from before `args.reset` answers a reset like this
+        io.note(
+            "this backend cannot reset the `oh run` shell (it predates --reset); restart it: `oh stop`, "
+            "then `oh start`."
+        )
+    else:
+        io.note(
+            "nothing is running in the `oh run` shell: there is no output to wait for and nothing to send input to."
+        )
+    return ACTION_FAILED
+
+
+def run(
+    io: Streams,
+    session: dict,
+    *,
+    command: list[str],
+    mode: str = "command",
+    text: str | None = None,
+    timeout: float | None = None,
+    cwd: str | None = None,
+    max_output: int | None = None,
+    json_: bool = False,
+    quiet: bool = False,
+) -> int:
+    """``mode``: command | input | interrupt | wait | reset (reset runs ``command`` after, if any)."""
+    action = _run_action(session, command, mode, text, timeout, cwd, max_output)
     obs = exchange(io, session, action, shell=CLI_SHELL, announce=not (quiet or json_))
     refused = _refusal(obs)
     if refused:
-        if json_:
-            io.json(obs)
-        elif refused == "BUSY":
-            io.note("not run: a command is still running in the `oh run` shell. You can " + NEXT_STEPS + ".")
-        elif mode == "reset":  # only a backend from before `args.reset` answers a reset like this
-            io.note(
-                "this backend cannot reset the `oh run` shell (it predates --reset); restart it: `oh stop`, then `oh start`."
-            )
-        else:
-            io.note(
-                "nothing is running in the `oh run` shell: there is no output to wait for and nothing to send input to."
-            )
-        return ACTION_FAILED
+        return _run_refused(io, obs, refused, mode, json_)
     code = finish(io, obs, json_)
     if code is not None:
         return code

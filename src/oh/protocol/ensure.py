@@ -163,6 +163,47 @@ def _q(path: str) -> str:
     return shlex.quote(path)
 
 
+def _python_installer(files: Mapping[str, str], uv: str | None, poetry: str | None) -> tuple[str, str]:
+    """(how the project is installed, a note when a lock file cannot be honoured)."""
+    if "uv.lock" in files and uv:
+        return "uv-sync", ""
+    if "poetry.lock" in files and poetry:
+        return "poetry", ""
+    kind = "uv-pip" if uv else "pip"
+    for lock, tool in (("uv.lock", "uv"), ("poetry.lock", "poetry")):
+        if lock in files:
+            return kind, (
+                f" ({lock} found but {tool} is not installed: the lock is not honoured, the project is installed with pip)"
+            )
+    return kind, ""
+
+
+def _python_commands(f: Facts, kind: str, rebuild: bool, reqs: list[str], installable: bool) -> list[str]:
+    """The shell commands that (re)build the virtual environment and install the project into it."""
+    uv, poetry = f.tools.get("uv"), f.tools.get("poetry")
+    parts: list[str] = []
+    if rebuild and f.venv != "missing":
+        parts.append(f"rm -rf {VENV}")
+    if kind == "uv-sync":
+        parts.append(f"{_q(uv)} sync --frozen" + (f" --python {_q(f.python)}" if f.python and rebuild else ""))  # type: ignore[arg-type]
+        return parts
+    if rebuild:
+        parts.append(
+            f"{_q(uv)} venv --python {_q(f.python)} {VENV}"  # type: ignore[arg-type]
+            if kind == "uv-pip"
+            else f"{_q(f.python)} -m venv {VENV}"  # type: ignore[arg-type]
+        )
+    if kind == "poetry":
+        parts.append(f'VIRTUAL_ENV="$PWD/{VENV}" {_q(poetry)} install --no-interaction')  # type: ignore[arg-type]
+        return parts
+    what = [f"-r {_q(r)}" for r in reqs] + (["-e ."] if installable else [])
+    if kind == "uv-pip":
+        parts.append(f"{_q(uv)} pip install --python {VENV}/bin/python " + " ".join(what))  # type: ignore[arg-type]
+    else:
+        parts.append(f"{VENV}/bin/python -m pip install --disable-pip-version-check " + " ".join(what))
+    return parts
+
+
 def _python(f: Facts, force: bool) -> Step | None:
     files = f.files
     reqs = sorted(n for n in files if is_requirements(n))
@@ -172,19 +213,7 @@ def _python(f: Facts, force: bool) -> Step | None:
     if not (reqs or installable or "uv.lock" in files or "poetry.lock" in files):
         return None  # not a Python project (a pyproject.toml holding only tool settings is not one)
     ready = {"interpreter": f"{VENV}/bin/python", "bin": f"{VENV}/bin"}
-    note = ""
-    if "uv.lock" in files and uv:
-        kind = "uv-sync"
-    elif "poetry.lock" in files and poetry:
-        kind = "poetry"
-    else:
-        kind = "uv-pip" if uv else "pip"
-        if "uv.lock" in files:
-            note = (
-                " (uv.lock found but uv is not installed: the lock is not honoured, the project is installed with pip)"
-            )
-        elif "poetry.lock" in files:
-            note = " (poetry.lock found but poetry is not installed: the lock is not honoured, the project is installed with pip)"
+    kind, note = _python_installer(files, uv, poetry)
     inputs = tuple(sorted(n for n in files if n in PYTHON_FILES or is_requirements(n)))
     if f.python is None and kind != "uv-sync":
         return Step(
@@ -205,26 +234,7 @@ def _python(f: Facts, force: bool) -> Step | None:
     rebuild = force or f.venv != "ok" or (trusted and stamp.get("env") != env)  # type: ignore[union-attr]
     if not rebuild and trusted and stamp.get("deps") == deps:  # type: ignore[union-attr]
         return Step("python", "noop", "up to date", ready=ready, inputs=inputs, installer=kind)
-    parts: list[str] = []
-    if rebuild and f.venv != "missing":
-        parts.append(f"rm -rf {VENV}")
-    if kind == "uv-sync":
-        parts.append(f"{_q(uv)} sync --frozen" + (f" --python {_q(f.python)}" if f.python and rebuild else ""))  # type: ignore[arg-type]
-    else:
-        if rebuild:
-            parts.append(
-                f"{_q(uv)} venv --python {_q(f.python)} {VENV}"  # type: ignore[arg-type]
-                if kind == "uv-pip"
-                else f"{_q(f.python)} -m venv {VENV}"  # type: ignore[arg-type]
-            )
-        if kind == "poetry":
-            parts.append(f'VIRTUAL_ENV="$PWD/{VENV}" {_q(poetry)} install --no-interaction')  # type: ignore[arg-type]
-        else:
-            what = [f"-r {_q(r)}" for r in reqs] + (["-e ."] if installable else [])
-            if kind == "uv-pip":
-                parts.append(f"{_q(uv)} pip install --python {VENV}/bin/python " + " ".join(what))  # type: ignore[arg-type]
-            else:
-                parts.append(f"{VENV}/bin/python -m pip install --disable-pip-version-check " + " ".join(what))
+    parts = _python_commands(f, kind, rebuild, reqs, installable)
     if rebuild:
         why = (
             "new environment"

@@ -679,12 +679,49 @@ class LiveState:
         the action rows get what is left of ``height``, so nothing scrolls off or wraps at 80 columns."""
         # rich is imported by the rich renderer only (lazy: the plain and JSON views never load it).
         from rich.console import Group
-        from rich.spinner import Spinner
         from rich.text import Text
 
         def one_line(*parts: tuple[str, str]) -> Text:
             return Text.assemble(*parts, no_wrap=True, overflow="ellipsis")
 
+        b = self.backend
+        head, ws = self._head(width, one_line)
+        editor, hints = self._editor_line(width, one_line)
+        hints += self._approval_lines(one_line, width, height)
+        room = max(1, height - _CHROME_ROWS - len(hints) - len(self.version_problems()))
+        # Jobs get up to a third of the rows (at most 8, plus their title line); actions the rest.
+        job_room = min(len(self.jobs), 8, max(1, room // 3)) if self.jobs else 0
+        table, shown, hidden, job_lines = self._table(max(1, room - job_room - (1 if job_room else 0)), width, job_room)
+        problems = [
+            one_line(("  ", ""), (p, "bold red" if p.startswith("editor refused") else "yellow"))
+            for p in self.version_problems()
+        ]
+        parts: list[Any] = [head, ws, editor, *problems, *hints, Text(""), table]
+        if hidden:
+            parts.append(one_line((f"{plural(hidden, 'earlier action')} hidden (`oh logs` shows all)", "dim")))
+        if job_lines:
+            more = len(self.jobs) - len(job_lines)
+            parts.append(
+                one_line(
+                    ("background jobs", "bold"),
+                    (f" · {self.running_jobs} running", "yellow" if self.running_jobs else "dim"),
+                    (f" · {more} more (`oh jobs`)" if more else "", "dim"),
+                )
+            )
+            parts += job_lines
+        parts += [
+            Text(""),
+            one_line(
+                (self.stats_line(), "dim"),
+                ("   Ctrl-C stops the backend" if not self.stopping else f"   stopping: {self.stopping}", "dim"),
+            ),
+        ]
+        if b.get("trace"):
+            parts.append(one_line(("trace ", "dim"), (visible(b["trace"]), "dim")))
+        return Group(*parts)
+
+    def _head(self, width: int, one_line):
+        """The backend line (labels dropped first at 80 columns) and the workspace line."""
         b = self.backend
         url = visible(b.get("url") or self._url())
         head_parts = [
@@ -723,6 +760,13 @@ class LiveState:
                 else ()
             ),
         )
+        return head, ws
+
+    def _editor_line(self, width: int, one_line):
+        """The editor's state (a spinner while waiting) and the hints shown under it."""
+        from rich.spinner import Spinner
+        from rich.text import Text
+
         state = self.editor_state
         editor: Any
         hints: list[Text] = []
@@ -749,8 +793,13 @@ class LiveState:
             hints = [one_line((line, "dim")) for h in self.hints for line in _wrap(h, width)]
         else:
             editor = one_line(("runtime local: actions run directly on this machine, no sandbox", "yellow"))
+        return editor, hints
+
+    def _approval_lines(self, one_line, width: int, height: int) -> list[Any]:
+        """The first waiting approval and the keys that answer it: the question above everything that moves."""
+        hints: list[Any] = []
         ask = self.first_approval()
-        if ask is not None:  # the question the keys answer, above everything else that moves
+        if ask is not None:
             more = len(self.approvals) - 1
             hints.append(
                 one_line(
@@ -773,37 +822,7 @@ class LiveState:
                     (f"  (+{more} more: `oh approvals`)" if more > 0 else "", "dim"),
                 )
             )
-        room = max(1, height - _CHROME_ROWS - len(hints) - len(self.version_problems()))
-        # Jobs get up to a third of the rows (at most 8, plus their title line); actions the rest.
-        job_room = min(len(self.jobs), 8, max(1, room // 3)) if self.jobs else 0
-        table, shown, hidden, job_lines = self._table(max(1, room - job_room - (1 if job_room else 0)), width, job_room)
-        problems = [
-            one_line(("  ", ""), (p, "bold red" if p.startswith("editor refused") else "yellow"))
-            for p in self.version_problems()
-        ]
-        parts: list[Any] = [head, ws, editor, *problems, *hints, Text(""), table]
-        if hidden:
-            parts.append(one_line((f"{plural(hidden, 'earlier action')} hidden (`oh logs` shows all)", "dim")))
-        if job_lines:
-            more = len(self.jobs) - len(job_lines)
-            parts.append(
-                one_line(
-                    ("background jobs", "bold"),
-                    (f" · {self.running_jobs} running", "yellow" if self.running_jobs else "dim"),
-                    (f" · {more} more (`oh jobs`)" if more else "", "dim"),
-                )
-            )
-            parts += job_lines
-        parts += [
-            Text(""),
-            one_line(
-                (self.stats_line(), "dim"),
-                ("   Ctrl-C stops the backend" if not self.stopping else f"   stopping: {self.stopping}", "dim"),
-            ),
-        ]
-        if b.get("trace"):
-            parts.append(one_line(("trace ", "dim"), (visible(b["trace"]), "dim")))
-        return Group(*parts)
+        return hints
 
     def _shown_jobs(self, room: int) -> list[JobRow]:
         """Up to ``room`` job rows in start order: running jobs first choice, then the newest finished."""
@@ -821,7 +840,6 @@ class LiveState:
         """The actions table fitted to ``width``: time, agent, kind, outcome, exit and duration keep
         their width; the summary takes what is left (ellipsis) and is the first to shrink. Job rows
         share the columns (kind holds the job id, outcome its state), so both read the same at 80."""
-        from rich.cells import cell_len
         from rich.console import Group
         from rich.text import Text
 
@@ -830,38 +848,8 @@ class LiveState:
         hidden = self.dropped + len(rows) - len(shown)
         jobs = self._shown_jobs(job_room)
         both: list[Any] = [*shown, *jobs]
-        with_risk = any(r.risk for r in shown)
 
-        def w(values: list[str], header: str, cap: int) -> int:
-            return min(cap, max([len(header), *(cell_len(v) for v in values)]))
-
-        widths = {
-            "time": 8,
-            "agent": w([r.agent for r in both], "agent", 14),
-            "kind": w([r.kind for r in both], "kind", KIND_WIDTH),
-            "summary": max([len("no actions yet"), *(cell_len(r.summary) for r in both)]),
-            "risk": w([r.risk or "" for r in shown], "risk", 7) if with_risk else 0,
-            "outcome": w([r.outcome_text() for r in both], "outcome", 19),
-            "exit": w([r.exit_text() for r in both], "exit", 4),
-            "duration": w([fmt_ms(r.duration_ms) for r in both], "duration", 8),
-        }
-        names = [n for n in widths if widths[n]]
-        excess = sum(widths[n] for n in names) + len(names) - 1 - width  # one space between columns
-        # Who gives way, in order: the summary first (down to 16, then 8 once the agent is down to 10).
-        for name, least in (
-            ("summary", 16),
-            ("agent", 10),
-            ("summary", 8),
-            ("agent", 6),
-            ("outcome", 10),
-            ("kind", 6),
-            ("kind", 4),
-        ):
-            if excess <= 0:
-                break
-            give = min(excess, max(0, widths[name] - least))
-            widths[name] -= give
-            excess -= give
+        widths, names = _column_widths(both, shown, width)
         right = ("exit", "duration")
 
         def line(cells: dict[str, Text]) -> Text:
@@ -879,16 +867,7 @@ class LiveState:
 
         lines = [line({n: Text(n, style="bold") for n in names})]
         for r in shown:
-            if r.outcome is None or r.still_running:
-                outcome = Text(r.outcome_text(), style="yellow")
-            elif r.finished_by is not None:
-                outcome = Text(r.outcome_text(), style="dim")
-            elif r.failed or r.stopped_by_timeout:
-                outcome = Text(r.outcome_text(), style="red")
-            elif r.exit_code in (None, 0):
-                outcome = Text("ok", style="green")
-            else:
-                outcome = Text("ok", style="yellow")  # the command ran and exited non-zero
+            outcome = _outcome_cell(r)
             summary = _fit_path(r.summary, widths["summary"]) if r.kind in PATH_KINDS else r.summary
             lines.append(
                 line(
@@ -922,3 +901,57 @@ class LiveState:
             for j in jobs
         ]
         return table, shown, hidden, job_lines
+
+
+def _column_widths(both: list[Any], shown: list[Any], width: int) -> tuple[dict[str, int], list[str]]:
+    """The live view's column widths fitted to ``width`` (who gives way first: the summary), and the columns."""
+    from rich.cells import cell_len
+
+    with_risk = any(r.risk for r in shown)
+
+    def w(values: list[str], header: str, cap: int) -> int:
+        return min(cap, max([len(header), *(cell_len(v) for v in values)]))
+
+    widths = {
+        "time": 8,
+        "agent": w([r.agent for r in both], "agent", 14),
+        "kind": w([r.kind for r in both], "kind", KIND_WIDTH),
+        "summary": max([len("no actions yet"), *(cell_len(r.summary) for r in both)]),
+        "risk": w([r.risk or "" for r in shown], "risk", 7) if with_risk else 0,
+        "outcome": w([r.outcome_text() for r in both], "outcome", 19),
+        "exit": w([r.exit_text() for r in both], "exit", 4),
+        "duration": w([fmt_ms(r.duration_ms) for r in both], "duration", 8),
+    }
+    names = [n for n in widths if widths[n]]
+    excess = sum(widths[n] for n in names) + len(names) - 1 - width  # one space between columns
+    # Who gives way, in order: the summary first (down to 16, then 8 once the agent is down to 10).
+    for name, least in (
+        ("summary", 16),
+        ("agent", 10),
+        ("summary", 8),
+        ("agent", 6),
+        ("outcome", 10),
+        ("kind", 6),
+        ("kind", 4),
+    ):
+        if excess <= 0:
+            break
+        give = min(excess, max(0, widths[name] - least))
+        widths[name] -= give
+        excess -= give
+    return widths, names
+
+
+def _outcome_cell(r: Any):
+    """An action row's outcome, coloured: running, finished by someone else, failed, ok, or a non-zero exit."""
+    from rich.text import Text
+
+    if r.outcome is None or r.still_running:
+        return Text(r.outcome_text(), style="yellow")
+    if r.finished_by is not None:
+        return Text(r.outcome_text(), style="dim")
+    if r.failed or r.stopped_by_timeout:
+        return Text(r.outcome_text(), style="red")
+    if r.exit_code in (None, 0):
+        return Text("ok", style="green")
+    return Text("ok", style="yellow")  # the command ran and exited non-zero
