@@ -156,24 +156,7 @@ class Backend:
         self.editors = EditorLink(self.registry, welcome, config.send_timeout, REGISTER_TIMEOUT)
         self.editors.on_event = self._emit
         self.editors.on_proposal_event = self._editor_proposal_event
-        self.stack = stack.build(
-            _stack_settings(config, self.workspace, self.allowed_roots),
-            self.editors,
-            stack.StackHooks(
-                self._new_internal_id,
-                lambda leg: self.correlator.finish(leg),
-                _branch_reporter(self._emit),
-                # history (issue 29): innermost, so it records what actually ran (consent may refuse, branch switch)
-                wrap_inner=lambda inner: historyctl.wrap(self, inner),
-            ),
-        )
-        self.runtime = self.stack.outer
-        self.consent = self.stack.consent  # consent (§3.13): around the branch guard, so every route passes it
-        self.runtime.on_job_event = self.monitors.job_event
-        self.runtime.on_shell_note = self.monitors.shell_note
-        self.proposals = self.runtime.proposals  # the local runtime's ProposalQueue in review mode
-        if self.proposals is not None:
-            self.proposals.on_event = self.monitors.proposal_event
+        self._build_stack(config)
         self.agent_desk = Agents(config, self.workspace, self.runtime, self.trace, self._emit, lambda: self.stopping)
         self.agents = self.agent_desk.agents
         self.correlator = self.agent_desk.correlator
@@ -199,6 +182,27 @@ class Backend:
             "/v1/monitor": self.monitors.serve,
             "/v1/control": self.control.serve,
         }
+
+    def _build_stack(self, config: BackendConfig) -> None:
+        """The runtime stack (runtimes/stack.build) and the monitors' hooks into it."""
+        self.stack = stack.build(
+            _stack_settings(config, self.workspace, self.allowed_roots),
+            self.editors,
+            stack.StackHooks(
+                self._new_internal_id,
+                lambda leg: self.correlator.finish(leg),
+                _branch_reporter(self._emit),
+                # history (issue 29): innermost, so it records what actually ran (consent may refuse, branch switch)
+                wrap_inner=lambda inner: historyctl.wrap(self, inner),
+            ),
+        )
+        self.runtime = self.stack.outer
+        self.consent = self.stack.consent  # consent (§3.13): around the branch guard, so every route passes it
+        self.runtime.on_job_event = self.monitors.job_event
+        self.runtime.on_shell_note = self.monitors.shell_note
+        self.proposals = self.runtime.proposals  # the local runtime's ProposalQueue in review mode
+        if self.proposals is not None:
+            self.proposals.on_event = self.monitors.proposal_event
 
     # ------------------------------------------------------------------ lifecycle
     def _new_internal_id(self) -> int:

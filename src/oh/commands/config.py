@@ -205,18 +205,8 @@ def edit() -> None:
     raise typer.Exit(run_edit(Streams.system()))
 
 
-def run_edit(
-    io: Streams, *, call_editor: Callable[[list[str]], int] = subprocess.call, ask: Callable[[str], bool] | None = None
-) -> int:
-    """``oh config edit``'s behaviour; ``call_editor`` runs the editor's argv and returns its status;
-    ``ask`` answers "edit again?" (default: a prompt when stdin is a terminal, else no).
-
-    The editor works on a copy (``config.edit.toml``, 0600, next to config.toml); config.toml is
-    replaced only by a copy that validates, so a broken edit never takes effect (as ``visudo``). A
-    rejected edit is kept in ``config.rejected.toml`` and named."""
-    s = _settings_module()
-    from ..config import paths
-
+def _editor_argv() -> tuple[str, list[str]]:
+    """Which variable names the user's editor ($VISUAL, else $EDITOR) and its argv; dies saying what to set."""
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
     if not editor:
         die(
@@ -240,6 +230,22 @@ def run_edit(
             USAGE,
             "Set it to an editor (e.g. `export EDITOR=nano`) or use `oh config set KEY VALUE`.",
         )
+    return which, argv
+
+
+def run_edit(
+    io: Streams, *, call_editor: Callable[[list[str]], int] = subprocess.call, ask: Callable[[str], bool] | None = None
+) -> int:
+    """``oh config edit``'s behaviour; ``call_editor`` runs the editor's argv and returns its status;
+    ``ask`` answers "edit again?" (default: a prompt when stdin is a terminal, else no).
+
+    The editor works on a copy (``config.edit.toml``, 0600, next to config.toml); config.toml is
+    replaced only by a copy that validates, so a broken edit never takes effect (as ``visudo``). A
+    rejected edit is kept in ``config.rejected.toml`` and named."""
+    s = _settings_module()
+    from ..config import paths
+
+    which, argv = _editor_argv()
     target = paths.config_file()
     original = (
         target.read_text(encoding="utf-8") if target.exists() else "# oh settings: see `oh config list --show-origin`\n"

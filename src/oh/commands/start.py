@@ -232,8 +232,22 @@ def run_start(
     from ..launcher import consent as _consent
 
     consent_plan = _consent.plan(s, os.path.realpath(workspace), review_on)
-    review_on = consent_plan.review
+    return _start_and_show(io, s, workspace, allow, detach, json_, open_mode, branch_flags, consent_plan)
 
+
+def _start_and_show(
+    io: Streams,
+    s: Any,
+    workspace: str,
+    allow: Optional[list[str]],
+    detach: bool,
+    json_: bool,
+    open_mode: str,
+    branch_flags: dict,
+    consent_plan: Any,
+) -> int:
+    """Start the backend process, then say how it went: --detach's answer, or the live view."""
+    review_on = consent_plan.review
     token = _token()
     roots, allow_notes = _allowed_roots(workspace, s.allowed_roots, allow)
     hangup: list[int] = []
