@@ -238,7 +238,6 @@ def test_live_view_uses_200_columns_and_keeps_the_tail_of_long_paths_at_80(oh):
         term = Term(oh, "--runtime", "local", "--no-open", cols=cols, rows=30)
         try:
             term.session()
-            oh.started.clear()  # the foreground launcher stops its backend itself
             if cols == 200:
                 oh("run", "--", long_command, check=0)
                 term.see("word014 ")  # the whole command: not cut at 80 by the backend
