@@ -333,6 +333,12 @@ def run(
         how = timeout_of(obs)
         suffix = (metadata.get("suffix") or "").strip().strip("[]").strip()
         first = suffix.split(". ")[0].rstrip(".") if suffix else ""
+        if mode in ("input", "interrupt") and first == "Input sent":
+            # Another `oh run` waits for that command and gets its output and exit code: the input did
+            # its job (issue 30 #6). Both runtimes word it so (docs/protocol.md §3.4).
+            if not json_ and not quiet:
+                io.note("sent; the `oh run` that waits for that command shows its output and exit code.")
+            return 0
         if how in ("killed", "interrupted"):  # a hard timeout stopped it: nothing is left running
             if not json_:
                 io.note(f"{first}; nothing is left running in the `oh run` shell.")
