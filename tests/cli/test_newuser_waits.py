@@ -63,3 +63,13 @@ def test_oh_run_input_to_a_command_another_oh_run_waits_for_exits_0(oh):
     finally:
         if first.poll() is None:
             first.kill()
+
+
+# 11: the action's timeout bounds the wait for an editor
+def test_oh_run_timeout_bounds_the_wait_for_an_editor(oh):
+    oh.start("vscode", None, "--editor-timeout", "120")
+    # Without the bound this waits 120 s and the subprocess timeout (30 s) fails the test.
+    p = oh("run", "--timeout", "2", "--", "true", timeout=30)
+    assert p.returncode == 7, p  # NO_EDITOR
+    assert "waited 2 s" in p.stderr, p.stderr
+    assert "waiting up to 2 s for VS Code" in p.stderr, p.stderr

@@ -103,7 +103,7 @@ def exchange(io: Streams, session: dict, action: dict, *, shell: str | None = No
     ``announce``: with runtime vscode and no editor connected, say at once that we wait.
     """
     if announce and session.get("runtime") == "vscode":
-        _wait_for_editor_note(io, session)
+        _wait_for_editor_note(io, session, action.get("timeout"))
     link = AgentLink(session, shell=shell)
     try:
         return link.ask(action)
@@ -238,7 +238,7 @@ def _refusal(obs: dict) -> str | None:
     return None
 
 
-def _wait_for_editor_note(io: Streams, session: dict) -> None:
+def _wait_for_editor_note(io: Streams, session: dict, timeout: float | None = None) -> None:
     """Runtime vscode with no editor connected: say at once that (and how long) we wait."""
     try:
         status, body = ws.http_get(session["host"], int(session["port"]), "/v1/status", session["token"], timeout=2.0)
@@ -247,6 +247,8 @@ def _wait_for_editor_note(io: Streams, session: dict) -> None:
         return
     if editors == []:
         wait = float(session.get("editor_timeout") or 30)
+        if timeout:  # the action's timeout bounds the editor wait too (protocol/budget.editor_wait)
+            wait = min(wait, float(timeout))
         io.note(
             f"no editor is connected to this backend (runtime vscode): waiting up to {wait:g} s for VS Code "
             f"to open {session['workspace']} with the oh extension... (Ctrl-C to give up)"
