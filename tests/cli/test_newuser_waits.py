@@ -73,3 +73,127 @@ def test_oh_run_timeout_bounds_the_wait_for_an_editor(oh):
     assert p.returncode == 7, p  # NO_EDITOR
     assert "waited 2 s" in p.stderr, p.stderr
     assert "waiting up to 2 s for VS Code" in p.stderr, p.stderr
+
+
+def _spawn_oh(oh, *args: str):
+    import pexpect
+
+    return pexpect.spawn(
+        sys.executable,
+        ["-m", "oh", *args],
+        cwd=str(oh.workspace),
+        env=dict(oh.env, TERM="xterm-256color"),
+        dimensions=(24, 120),
+        encoding="utf-8",
+        codec_errors="replace",
+        timeout=20,
+    )
+
+
+def _exit_status(child) -> int:
+    import pexpect
+
+    child.expect(pexpect.EOF)
+    child.close()
+    return child.exitstatus
+
+
+# The command prints two lines, then blocks until the test creates `go`: lines seen before that were streamed.
+BLOCKING = "echo line1; echo line2; while [ ! -e go ]; do sleep 0.1; done; echo line3"
+
+
+# 1: output as it comes on a terminal; what was printed stays on Ctrl-C
+def test_oh_run_streams_on_a_terminal_and_keeps_the_output_on_ctrl_c(oh):
+    oh.start("local")
+    child = _spawn_oh(oh, "run", "--", BLOCKING)
+    try:
+        child.expect("line1")
+        child.expect("line2")  # the command is still blocked: `go` does not exist
+        assert not (oh.workspace / "go").exists()
+        child.sendintr()
+        assert _exit_status(child) == 130  # the loop got Ctrl-C, as in a terminal
+        assert "line3" not in child.before
+    finally:
+        child.terminate(force=True)
+    # Nothing is left running in the `oh run` shell: the next command runs at once.
+    assert oh("run", "--", "echo next", check=0).stdout == "next\n"
+
+
+# 1: a command that ignores Ctrl-C goes on as a job: what it printed before and after is kept
+def test_ctrl_c_on_a_command_that_ignores_it_says_how_to_reach_it(oh):
+    oh.start("local")
+    child = _spawn_oh(oh, "run", "--", "trap '' INT; " + BLOCKING)
+    try:
+        child.expect("line2")
+        child.sendintr()
+        child.expect(r"goes on as job (j\d+)")
+        jid = child.match.group(1)
+        assert _exit_status(child) == 130
+    finally:
+        child.terminate(force=True)
+    listed = oh("jobs", "--json", check=0).stdout
+    assert jid in listed and "RUNNING" in listed, listed
+    (oh.workspace / "go").touch()
+    p = oh("jobs", "wait", jid, check=0)  # the command ends after its client left: its output is kept
+    out = oh("jobs", "output", jid, check=0).stdout
+    assert "line1\nline2\nline3\n" in out, (p, out)
+
+
+# 1: without a terminal (an agent reading `oh run`'s stdout) the output is the observation's, as before
+def test_oh_run_without_a_terminal_prints_the_observation_once(oh):
+    oh.start("local")
+    p = oh("run", "--", "printf 'a\\rb\\n'; echo done", check=0)
+    assert p.stdout == "b\ndone\n", p  # rendered as a terminal shows it, printed once
+
+
+def _oh_proc(oh, *args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "oh", *args],
+        cwd=oh.workspace,
+        env=oh.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _first_note(proc: subprocess.Popen) -> str:
+    """The first stderr line while the action waits; bounded: without the note the action's own
+    approval/review timeout (20 s) ends it and the line is its REJECTED/TIMEOUT error instead."""
+    return proc.stderr.readline()
+
+
+# 2: a waiting action says so at once, and how to answer
+@pytest.mark.parametrize(
+    ("args", "out"),
+    [
+        (("run", "--", "echo x"), "x\n"),
+        (("run", "-b", "--", "true"), None),  # prints its job id once allowed
+    ],
+)
+def test_an_action_waiting_for_consent_says_so_at_once(oh, args, out):
+    oh.start("local", None, "--consent", "commands", "--approval-timeout", "20")
+    proc = _oh_proc(oh, *args)
+    try:
+        note = _first_note(proc)
+        assert "waiting for your consent: c1" in note and "oh approve c1" in note, note
+        oh("approve", "c1", check=0)
+        stdout, stderr = proc.communicate(timeout=20)
+        assert proc.returncode == 0, (stdout, stderr)
+        assert stdout == out if out is not None else stdout.startswith("j"), stdout
+    finally:
+        proc.kill()
+
+
+def test_a_write_waiting_for_review_says_so_at_once(oh):
+    oh.start("local", None, "--review", "--review-timeout", "20")
+    proc = _oh_proc(oh, "write", "f.txt", "--content", "hello\n")
+    try:
+        note = _first_note(proc)
+        assert "waiting for your review: p1" in note and "oh review accept p1" in note, note
+        oh("review", "accept", "p1", check=0)
+        stdout, stderr = proc.communicate(timeout=20)
+        assert proc.returncode == 0, (stdout, stderr)
+        assert (oh.workspace / "f.txt").read_text() == "hello\n"
+    finally:
+        proc.kill()

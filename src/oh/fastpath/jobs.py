@@ -17,7 +17,7 @@ import time
 from ..protocol import actions
 from .exits import ACTION_FAILED, TIMEOUT, USAGE, OhError
 from .streams import Streams
-from .verbs import CLI_SHELL, AgentLink, base_dir, branch_note, cli_advice, error_exit, resolve, shell_quote
+from .verbs import CLI_SHELL, AgentLink, Watch, base_dir, branch_note, cli_advice, error_exit, resolve, shell_quote
 
 WAIT_CHUNK = 200.0  # one `job wait` request at most this long (the backend caps a wait at 240 s)
 CANCELLED_EXIT = 130
@@ -31,7 +31,8 @@ def _link(session: dict) -> AgentLink:
 def _ask(io: Streams, session: dict, action: dict, json_: bool = False) -> dict:
     link = _link(session)
     try:
-        return _checked(io, link.ask(action), json_)
+        # A wait for consent or review is said at once (`oh run -b` under --consent: issue 30 #2).
+        return _checked(io, link.ask(action, watch=Watch(io)), json_)
     finally:
         link.close()
 

@@ -24,6 +24,7 @@ from .errors import ErrorId, ProtocolError
 from .ensure import check_ensure_args
 from .knowledge import KNOWLEDGE_KINDS, check_knowledge_args, summarize_knowledge
 from .observation import observation
+from . import progress
 
 ACTION_KINDS = ("run", "read", "write", "edit", "job", "stat", "ensure")
 JOB_OPS = ("list", "poll", "wait", "output", "cancel")
@@ -170,6 +171,9 @@ def parse_action(obj: Any) -> Action:
     cause, kind = _envelope(obj)
     args = obj.get("args", {})
     _require(isinstance(args, dict), "'args' must be a JSON object.", cause)
+    if "progress" in obj:  # progress frames asked for (§3.15)
+        refused = progress.check(obj["progress"])
+        _require(refused is None, refused or "", cause)
     if kind in KNOWLEDGE_KINDS:  # oh's own editor-knowledge kinds (§3.6)
         check_knowledge_args(kind, args, cause)
         return Action(id=cause, kind=kind, args=args, timeout=_timeout(obj.get("timeout"), cause), raw=obj)

@@ -15,13 +15,13 @@ import time
 from collections import OrderedDict
 from typing import Any, Hashable
 
-from ..protocol import binary, budget, frames, joblist
+from ..protocol import binary, budget, frames, joblist, progress
 from ..protocol.errors import ErrorId
 from ..protocol.events import Action, error_observation, job_observation
 from ..protocol.paths import within_any
 from ..protocol.review import is_proposal
 from . import fspath
-from .base import AgentContext, Runtime, Switch, as_context
+from .base import AgentContext, Runtime, Switch, as_context, report
 from .editor_link import EditorLink
 
 
@@ -151,6 +151,8 @@ class VscodeRuntime(Runtime):
             return refused
         if new_command:
             self._remember(frame["job_id"], editor.editor_id, ctx)
+            if not action.args.get("background"):
+                report(progress.STARTED, job_id=frame["job_id"])  # an interrupting client names it
         obs = await self._forward(action, frame, editor)
         return self._completed(action, ctx, editor, obs)
 

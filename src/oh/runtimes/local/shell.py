@@ -131,6 +131,7 @@ class Command:
         self.shell_exited = False  # the shell itself exited (exit N, set -e, killed)
         self.job_id: str | None = None  # how follow-ups and job ops name it (docs/protocol.md §3.8)
         self.sink = None  # called with every chunk of output (a background job's spool)
+        self.stream = None  # likewise, for the agent waiting for it that asked for progress (Terminal._wait)
         self.finished = asyncio.Event()  # set once, when the command ends
         self.render = False  # the output holds control bytes: render it as a terminal shows it (pty engine)
         self.job_notices = False  # the shell prints job-control notices into this output (pty engine): drop them
@@ -316,6 +317,8 @@ class BashShell:
         cmd.buffer.add(text)
         if cmd.sink is not None:
             cmd.sink(text)
+        if cmd.stream is not None:
+            cmd.stream(text)
         cmd.last_output = time.monotonic()
         cmd.changed.set()
 
