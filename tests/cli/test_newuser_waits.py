@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 
@@ -197,3 +199,25 @@ def test_a_write_waiting_for_review_says_so_at_once(oh):
         assert (oh.workspace / "f.txt").read_text() == "hello\n"
     finally:
         proc.kill()
+
+
+# 8: `oh ensure` says what runs; --no-wait answers in commands; `oh jobs` lists the installs
+@pytest.mark.skipif(shutil.which("npm") is None, reason="npm is needed (extension/e2e/setup.sh installs it)")
+def test_oh_ensure_says_what_runs_and_its_jobs_are_listed(oh):
+    from ensure_projects import node_project
+
+    node_project(oh.workspace)
+    oh.start("local")
+    p = oh("ensure", "--no-wait", check=0)
+    found = re.search(r"node: started (j\d+) \(`.*npm ci.*`\) — oh jobs wait \1", p.stdout)
+    assert found, p
+    jid = found.group(1)
+    assert "args.job_id" not in p.stdout and "job action" not in p.stdout, p.stdout
+    assert "running `" in p.stderr and f"as job {jid}" in p.stderr, p.stderr  # said when it started
+    listed = oh("jobs", check=0).stdout
+    assert jid in listed and "(ensure)" in listed, listed
+    oh("jobs", "wait", jid, check=0)
+    p = oh("ensure", "--force", check=0)  # waits: the start and the end of the install are said on stderr
+    lines = p.stderr.splitlines()
+    assert any("node:" in x and "running `" in x for x in lines), p.stderr
+    assert any(x.startswith("oh: node: ready: ran `") for x in lines), p.stderr

@@ -125,10 +125,14 @@ class Watch:
     for consent or review said at once on stderr, and with ``stream`` the command's output as it comes
     on stdout (then the observation's content is not printed again)."""
 
-    def __init__(self, io: Streams, *, stream: bool = False, run: bool = False, jobs: bool = True) -> None:
+    def __init__(
+        self, io: Streams, *, stream: bool = False, run: bool = False, jobs: bool = True, steps: bool = False
+    ) -> None:
         self.io = io
-        # `started`: a run's job id, which Ctrl-C names; `output` only to a terminal.
+        # `started`: a run's job id, which Ctrl-C names; `output` only to a terminal; `step`: what `ensure` runs.
         self.events = ["waiting", "started", "output"] if stream else ["waiting", "started"] if run else ["waiting"]
+        if steps:
+            self.events.append("step")
         self.jobs = jobs  # the runtime keeps a command its client left as a job (local; not VS Code)
         self.streamed = False  # some output was printed
         self.open_line = False  # the output printed so far does not end with a newline
@@ -149,6 +153,10 @@ class Watch:
             self.waiting = None
         elif event == "waiting":
             self._waiting(frame)
+        elif event == "step" and isinstance(frame.get("text"), str):
+            from ..text.sanitize import visible
+
+            self.io.note(visible(frame["text"])[:300])
 
     def _waiting(self, frame: dict) -> None:
         from ..text.sanitize import visible  # agent-controlled text (the command) on the user's terminal
