@@ -136,6 +136,7 @@ class Watch:
         self.jobs = jobs  # the runtime keeps a command its client left as a job (local; not VS Code)
         self.streamed = False  # some output was printed
         self.open_line = False  # the output printed so far does not end with a newline
+        self.interrupted_sent = False  # Ctrl-C was passed on to the command (the answer then says how it ended)
         self.job_id: str | None = None
         self.waiting: str | None = None  # the approval / proposal it waits for
         self.dropped = 0
@@ -243,6 +244,7 @@ class AgentLink:
             raise OhError(message, INTERRUPTED)
         try:
             self._send(follow_up)
+            watch.interrupted_sent = True
             return self._answer(aid, watch, within=INTERRUPT_GRACE)
         except (KeyboardInterrupt, OhError):
             raise OhError(message, INTERRUPTED) from None
@@ -454,6 +456,8 @@ def run(
     check_truncation(io, obs, quiet or json_ or streamed)
     metadata = _extras(obs).get("metadata") or {}
     exit_code = metadata.get("exit_code")
+    if watch is not None and watch.interrupted_sent and not json_ and isinstance(exit_code, int) and exit_code >= 0:
+        io.note(f"interrupted: the command got Ctrl-C in the `oh run` shell and ended (exit code {exit_code}).")
     if exit_code is None or exit_code < 0:
         from ..text.fmt import timeout_of  # only here: the common case never pays for it
 
