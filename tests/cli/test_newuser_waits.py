@@ -107,14 +107,18 @@ BLOCKING = "echo line1; echo line2; while [ ! -e go ]; do sleep 0.1; done; echo 
 # 1: output as it comes on a terminal; what was printed stays on Ctrl-C
 def test_oh_run_streams_on_a_terminal_and_keeps_the_output_on_ctrl_c(oh):
     oh.start("local")
-    child = _spawn_oh(oh, "run", "--", BLOCKING)
+    # Hostile sequences in the output (clear screen, window title, cursor moves) never reach the terminal.
+    hostile = r"printf 'x\033[2Jy\033]0;T\007z\033[5;5Hw\033c\n'; "
+    child = _spawn_oh(oh, "run", "--", hostile + BLOCKING)
     try:
         child.expect("line1")
+        seen = child.before + child.after
         child.expect("line2")  # the command is still blocked: `go` does not exist
         assert not (oh.workspace / "go").exists()
         child.sendintr()
         assert _exit_status(child) == 130  # the loop got Ctrl-C, as in a terminal
         assert "line3" not in child.before
+        assert "xyzw" in seen and "\x1b" not in seen, repr(seen)
     finally:
         child.terminate(force=True)
     # Nothing is left running in the `oh run` shell: the next command runs at once.

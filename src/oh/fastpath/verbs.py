@@ -234,8 +234,9 @@ class AgentLink:
         progress frames; on Ctrl-C it may name a follow-up (the command's C-c), after which the answer is
         awaited ``INTERRUPT_GRACE`` s more, as a terminal shows how a command ends; a second Ctrl-C leaves."""
         extra = {"progress": watch.events} if watch is not None else {}
-        aid = self._send(dict(action, **extra))
+        aid = self._next_id
         try:
+            aid = self._send(dict(action, **extra))
             return self._answer(aid, watch)
         except KeyboardInterrupt:
             follow_up, said = watch.interrupted() if watch is not None else (None, "")

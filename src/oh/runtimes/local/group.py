@@ -551,7 +551,9 @@ class ShellGroup:
             if not job.done.is_set():
                 raise asyncio.TimeoutError
         except asyncio.TimeoutError:
-            if term is not None:
+            if term is self.main:  # a foreground command kept as a job (`_keep`): the main shell starts afresh
+                await term.reset()
+            elif term is not None:
                 await term.close()  # then the whole process group (and descendants found)
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(asyncio.shield(job.done.wait()), 5)
