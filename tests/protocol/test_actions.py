@@ -213,7 +213,7 @@ def test_the_cli_verbs_send_the_builders_frames(monkeypatch):
         def __init__(self, session, **_kw):
             pass
 
-        def ask(self, action):
+        def ask(self, action, watch=None):  # the progress opt-in is added by the real link
             sent.append(action)
             if action["action"] == "run" and action["args"].get("background"):
                 return {"observation": "run", "content": "", "extras": {"metadata": {"job_id": "j1"}}}

@@ -138,3 +138,23 @@ EVENTS = [
 @pytest.mark.parametrize(("name", "job", "expected"), EVENTS)
 def test_job_event_fields_table(name, job, expected):
     assert joblist.event_fields(name, job) == expected
+
+
+@pytest.mark.parametrize(
+    ("editor_timeout", "timeout", "expected"),
+    [
+        (30.0, None, 30.0),  # no timeout given: the editor timeout alone
+        (30.0, 5.0, 5.0),  # issue 30 #11: `oh run --timeout 5` waits at most 5 s for an editor
+        (2.0, 5.0, 2.0),
+    ],
+)
+def test_the_editor_wait_never_exceeds_the_actions_timeout(editor_timeout, timeout, expected):
+    assert budget.editor_wait(editor_timeout, timeout) == expected
+
+
+@pytest.mark.parametrize(
+    ("timeout", "waited", "expected"),
+    [(None, 3.0, None), (5.0, 0.0, 5.0), (5.0, 2.0, 3.0), (5.0, 7.0, 0.001)],
+)
+def test_the_editor_gets_what_is_left_of_the_timeout(timeout, waited, expected):
+    assert budget.after_editor_wait(timeout, waited) == expected

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from websockets.asyncio.server import ServerConnection
 
-from ..protocol import binary, budget, repetition, review
+from ..protocol import binary, budget, progress, repetition, review
 from ..protocol.correlation import Correlator
 from ..protocol.errors import ErrorId, ProtocolError
 from ..protocol.events import (
@@ -28,7 +28,7 @@ from ..protocol.events import (
     parse_action,
     summarize,
 )
-from ..runtimes.base import AgentContext, Runtime
+from ..runtimes.base import PROGRESS, AgentContext, Runtime
 from ..text.fmt import timeout_of
 from ..transport import send_bounded
 from . import agentinfo
@@ -75,6 +75,68 @@ class Agent:
         await send_bounded(self.connection, encode(obs), self.send_timeout)
 
 
+class Progress:
+    """The progress frames of one action that asked for them (protocol/progress.py), sent in order and
+    before its observation (``flush``). Consecutive output is joined into one frame per send; unsent
+    output beyond ``progress.MAX_UNSENT`` is dropped and the next output frame says how much."""
+
+    def __init__(self, agent: Agent, cause: int, events: frozenset[str]) -> None:
+        self.agent = agent
+        self.cause = cause
+        self.events = events  # the ones the action asked for
+        self.queue: list[dict[str, Any]] = []
+        self.unsent = 0
+        self.dropped = 0
+        self.task: asyncio.Task | None = None
+        self.closed = False  # the observation went out: a late report (a command's output) is not sent
+
+    def __call__(self, event: str, **fields: Any) -> None:
+        if self.closed or event not in self.events:
+            return
+        if event == progress.OUTPUT:
+            text = progress.terminal_safe(fields.get("text") or "")
+            if not text:
+                return
+            if self.unsent + len(text) > progress.MAX_UNSENT:
+                self.dropped += len(text)
+                return
+            self.unsent += len(text)
+            last = self.queue[-1] if self.queue else None
+            if last is not None and last["event"] == progress.OUTPUT:
+                last["text"] += text
+            else:
+                self.queue.append(progress.frame(self.cause, event, text=text))
+        else:
+            self.queue.append(progress.frame(self.cause, event, **fields))
+        if self.task is None:
+            self.task = asyncio.ensure_future(self._pump())
+
+    async def _pump(self) -> None:
+        try:
+            while self.queue:
+                frame = self.queue.pop(0)
+                if frame["event"] == progress.OUTPUT:
+                    self.unsent -= len(frame["text"])
+                    if self.dropped:
+                        frame["dropped"], self.dropped = self.dropped, 0
+                if not await send_bounded(self.agent.connection, encode(frame), self.agent.send_timeout):
+                    self.queue.clear()
+                    return
+        finally:
+            self.task = None
+
+    async def flush(self) -> None:
+        """Every frame reported so far is sent (the observation follows them)."""
+        while self.task is not None:
+            await asyncio.shield(self.task)
+
+    def close(self) -> None:
+        self.closed = True
+        self.queue.clear()
+        if self.task is not None:
+            self.task.cancel()
+
+
 class Agents:
     """Connected agents and their actions in flight."""
 
@@ -98,6 +160,7 @@ class Agents:
         self.deadlines = Deadlines()
         self.stats = {"done": 0, "errors": 0}
         self._ids = itertools.count(1)
+        self.pumps: dict[int, Progress] = {}  # leg id -> the progress frames of an action that asked for them
 
     def describe(self) -> list[dict[str, Any]]:
         """The agents as `oh status` lists them."""
@@ -214,12 +277,26 @@ class Agents:
         task = asyncio.current_task()
         assert task is not None
         reserved = 0  # output bytes this action holds (backend/flow.py)
+        # Progress frames (protocol/progress.py) when the agent asked: runtimes report through PROGRESS,
+        # set in this task's own context only.
+        events = progress.wanted(action.raw)
+        pump = Progress(agent, action.id, events) if events else None
+        if pump is not None:
+            PROGRESS.set(pump)
+            self.pumps[leg_id] = pump
         try:
             started = time.monotonic()
             summary, extra = self._announce(agent, action, leg_id)
             obs, cancelled, reserved = await self._run_leg(agent, action, leg_id, task)
             obs["cause"] = action.id  # map the executor leg's id back to the agent's
             self._record_end(agent, action, leg_id, obs, summary, extra, started)
+            if pump is not None:
+                if cancelled:
+                    pump.close()
+                else:
+                    with contextlib.suppress(Exception):
+                        await pump.flush()  # its frames come before the observation
+                    pump.closed = True
             if cancelled and not self._stopping():
                 return  # the agent is gone; nobody to tell
             if cancelled:
@@ -237,6 +314,9 @@ class Agents:
             await agent.send(obs)
         finally:
             agent.tasks.discard(task)  # here rather than a done callback: one scheduled callback less per action
+            if pump is not None:
+                pump.close()
+                self.pumps.pop(leg_id, None)
             agent.flow.release(reserved)
             agent.flow.finished()
 

@@ -27,7 +27,7 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
 from .. import PROTOCOL_VERSION, __version__
-from ..protocol import review
+from ..protocol import progress, review
 from ..protocol.codes import Close
 from ..runtimes import stack
 from ..runtimes.choose import RuntimeSettings
@@ -215,6 +215,10 @@ class Backend:
         if name == "proposal_closed":  # who decided (issue 19): the user in the editor, unless it timed out or stopped
             who.update(by=review.decided_by(str(fields.get("decision") or ""), "vscode"), at=time.time())
         self.monitors.proposal_event(name, {**fields, **who, "editor_id": editor_id})
+        pump = self.agent_desk.pumps.get(fields["action_id"])
+        if name == "proposal_opened" and pump is not None:  # the agent that asked learns it waits (issue 30 #2)
+            what = f"{fields.get('kind')} {fields.get('path')}"
+            pump(progress.WAITING, **progress.waiting_for_review(None, what, self.config.review_timeout))
 
     async def start(self) -> None:
         if not auth.is_loopback_host(self.config.host):

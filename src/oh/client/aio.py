@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-from typing import Any
+import logging
+from typing import Any, Callable
 
 from websockets.asyncio.client import ClientConnection, connect, unix_connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
@@ -19,6 +20,8 @@ from .editorinfo import AsyncEditorInfo
 from .errors import ConnectionLost, handshake_error
 from .jobs import AsyncJobs
 from .observation import Observation
+
+log = logging.getLogger("oh.client")
 
 
 def agent_headers(
@@ -85,6 +88,7 @@ class Client(AsyncEditorInfo, AsyncJobs):
         self.url = url
         self._ids = itertools.count(1)
         self._pending: dict[int, asyncio.Future] = {}
+        self._progress: dict[int, Callable[[dict[str, Any]], None]] = {}  # action id -> its progress callback
         self._closed: ConnectionLost | None = None
         self._reader = asyncio.create_task(self._read_loop())
         self.stray: list[dict[str, Any]] = []  # error frames without a cause (should not happen)
@@ -145,6 +149,9 @@ class Client(AsyncEditorInfo, AsyncJobs):
                         if isinstance(message, bytes) and message[:1] == b"\x00"
                         else decode(message)
                     )
+                if isinstance(obs, dict) and obs.get("type") == "progress":  # before its observation (§3.16)
+                    self._on_progress(obs)
+                    continue
                 fut = self._pending.pop(obs.get("cause"), None) if isinstance(obs, dict) else None
                 if fut is None:
                     self.stray.append(obs)
@@ -165,16 +172,39 @@ class Client(AsyncEditorInfo, AsyncJobs):
                 fut.set_exception(err)
         self._pending.clear()
 
+    def _on_progress(self, frame: dict[str, Any]) -> None:
+        callback = self._progress.get(frame.get("cause"))  # type: ignore[arg-type]
+        if callback is None:
+            return
+        try:
+            callback(frame)
+        except Exception:  # noqa: BLE001 - the caller's callback must not end the read loop
+            log.exception("progress callback failed")
+
     def next_id(self) -> int:
         return next(self._ids)
 
-    async def send(self, action: dict[str, Any], *, timeout: float | None = None) -> Observation:
-        """Send a raw action dict (an ``id`` is assigned when missing) and await its observation."""
+    async def send(
+        self,
+        action: dict[str, Any],
+        *,
+        timeout: float | None = None,
+        on_progress: Callable[[dict[str, Any]], None] | None = None,
+        progress: bool | list[str] = True,
+    ) -> Observation:
+        """Send a raw action dict (an ``id`` is assigned when missing) and await its observation.
+
+        ``on_progress``: called (in the event loop) with each progress frame of this action before its
+        observation (docs/protocol.md §3.16: a wait for the user's consent or review, a run's output, an
+        ``ensure`` step); ``progress``: which events to ask for (true: all)."""
         if self._closed is not None:
             raise self._closed
         action = dict(action)
         if "id" not in action:
             action["id"] = self.next_id()
+        if on_progress is not None:
+            action["progress"] = progress
+            self._progress[action["id"]] = on_progress
         fut: asyncio.Future = asyncio.get_running_loop().create_future()
         self._pending[action["id"]] = fut
         try:
@@ -186,6 +216,7 @@ class Client(AsyncEditorInfo, AsyncJobs):
             return await (asyncio.wait_for(fut, timeout) if timeout else fut)
         finally:
             self._pending.pop(action["id"], None)
+            self._progress.pop(action["id"], None)
 
     async def run(
         self,

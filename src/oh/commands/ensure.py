@@ -110,7 +110,11 @@ def run_ensure(
         force=force,
         timeout=timeout,
     )
-    obs = verbs.exchange(io, session, action, announce=not json_)
+    # Each install is said when it starts and ends (issue 30 #8: it was silent for seconds).
+    watch = None if json_ else verbs.Watch(io, steps=True)
+    obs = verbs.exchange(io, session, action, announce=not json_, watch=watch)
+    if not json_ and isinstance(obs.get("content"), str):
+        obs = dict(obs, content=_for_people(obs["content"]))
     code = verbs.finish(io, obs, json_)
     if code is not None:
         return code
@@ -120,3 +124,16 @@ def run_ensure(
     if state == "running" and not no_wait:
         return TIMEOUT
     return 0
+
+
+def _for_people(text: str) -> str:
+    """The answer's advice in commands (it is worded for agents: the job action, args.job_id)."""
+    import re
+
+    text = re.sub(
+        r"still installing as job (j\d+) \(`(.*?)`\): follow it with the job action \(op wait, poll, output, "
+        r'cancel; args\.job_id "j\d+"\), or call ensure again to wait for it',
+        r"started \1 (`\2`) — oh jobs wait \1 (or `oh ensure` again to wait for every target)",
+        text,
+    )
+    return text.replace("the job action op output, args.job_id ", "oh jobs output ")

@@ -25,7 +25,7 @@ def stop(
 ) -> None:
     """Stop backends: graceful shutdown request, then SIGTERM, then SIGKILL; removes the session file.
 
-    Exit codes: 0 stopped · 2 conflicting arguments · 3 nothing to stop.
+    Exit codes: 0 stopped · 1 a backend still runs after SIGKILL · 2 conflicting arguments · 3 nothing to stop.
     """
     raise typer.Exit(
         run_stop(Streams.system(), instance=instance, workspace=workspace, all_=all_, timeout=timeout, json_=json_)
@@ -46,7 +46,12 @@ def run_stop(
     from .. import sessions
 
     if stop_backend is None:
-        from ..launcher.process import stop_backend
+        from functools import partial
+
+        from ..launcher.process import stop_backend as service
+
+        # "stopped" only once its pid has left the process table too (bounded: a parent that never reaps)
+        stop_backend = partial(service, reap=5.0)
     given = [
         name for name, x in ((f"INSTANCE ({instance})", instance), ("--workspace", workspace), ("--all", all_)) if x
     ]
@@ -65,14 +70,23 @@ def run_stop(
     for s in targets:
         how = stop_backend(s, timeout=timeout)
         stopped.append({"instance_id": s.instance_id, "pid": s.pid, "workspace": s.workspace, "how": how})
-        if not json_:
-            text = {
-                "shutdown": "stopped",
-                "sigterm": "stopped with SIGTERM (it did not answer the shutdown request)",
-                "sigkill": "killed with SIGKILL (it ignored SIGTERM)",
-                "gone": "was already gone; session file removed",
-            }[how]
-            io.print(f"{s.instance_id} ({s.workspace}) {text}")
+        if json_:
+            continue
+        if how == "alive":
+            io.note(
+                f"{s.instance_id} ({s.workspace}) is still running (pid {s.pid}) after the shutdown request, "
+                "SIGTERM and SIGKILL: it may be stuck in the kernel (D state in `ps`); check it with `ps -p "
+                f"{s.pid} -o stat,cmd`."
+            )
+            continue
+        text = {
+            "shutdown": "stopped",
+            "sigterm": "stopped with SIGTERM (it did not answer the shutdown request)",
+            "sigkill": "killed with SIGKILL (it ignored SIGTERM)",
+            "gone": "was already gone; session file removed",
+            "zombie": f"stopped; its exited process {s.pid} still waits to be reaped by its parent (a zombie: it runs nothing)",
+        }[how]
+        io.print(f"{s.instance_id} ({s.workspace}) {text}")
     if json_:
         io.json({"stopped": stopped})
-    return 0
+    return 1 if any(x["how"] == "alive" for x in stopped) else 0

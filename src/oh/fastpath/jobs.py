@@ -17,7 +17,7 @@ import time
 from ..protocol import actions
 from .exits import ACTION_FAILED, TIMEOUT, USAGE, OhError
 from .streams import Streams
-from .verbs import CLI_SHELL, AgentLink, base_dir, branch_note, cli_advice, error_exit, resolve, shell_quote
+from .verbs import CLI_SHELL, AgentLink, Watch, base_dir, branch_note, cli_advice, error_exit, resolve, shell_quote
 
 WAIT_CHUNK = 200.0  # one `job wait` request at most this long (the backend caps a wait at 240 s)
 CANCELLED_EXIT = 130
@@ -31,7 +31,8 @@ def _link(session: dict) -> AgentLink:
 def _ask(io: Streams, session: dict, action: dict, json_: bool = False) -> dict:
     link = _link(session)
     try:
-        return _checked(io, link.ask(action), json_)
+        # A wait for consent or review is said at once (`oh run -b` under --consent: issue 30 #2).
+        return _checked(io, link.ask(action, watch=Watch(io)), json_)
     finally:
         link.close()
 
@@ -140,8 +141,29 @@ def stat(io: Streams, session: dict, *, path: str, json_: bool = False) -> int:
 
 
 # ---------------------------------------------------------------- `oh jobs ...`
+ENSURE_SHELL = "oh-ensure"  # runtimes/ensure.SHELL_KEY: where `oh ensure`'s installs run (protocol §3.14)
+
+
+def _ensure_jobs(session: dict) -> list:
+    """The installs of `oh ensure` (their own shell, so a `job list` in the `oh run` shell misses them);
+    they are the user's too (issue 30 #8). Best effort: the list of the `oh run` shell is the answer."""
+    try:
+        link = AgentLink(session, shell=ENSURE_SHELL)
+    except OhError:
+        return []
+    try:
+        obs = link.ask(actions.job("list"))
+    except OhError:
+        return []
+    finally:
+        link.close()
+    jobs = (obs.get("extras") or {}).get("jobs") if obs.get("observation") == "job" else None
+    return [dict(r, shell=ENSURE_SHELL) for r in jobs or [] if isinstance(r, dict)]
+
+
 def jobs_list(io: Streams, session: dict, *, json_: bool = False) -> int:
     records = _ask(io, session, actions.job("list"), json_).get("extras", {}).get("jobs") or []
+    records = records + _ensure_jobs(session)
     if json_:
         io.json(records)
         return 0
@@ -151,7 +173,7 @@ def jobs_list(io: Streams, session: dict, *, json_: bool = False) -> int:
     rows = [("ID", "STATE", "EXIT", "TIME", "COMMAND")]
     for r in records:
         code = r.get("exit_code")
-        kind = "" if r.get("background", True) else " (fg)"
+        kind = " (ensure)" if r.get("shell") == ENSURE_SHELL else "" if r.get("background", True) else " (fg)"
         rows.append(
             (
                 str(r.get("job_id")),

@@ -98,18 +98,105 @@ def resolve(path: str, session: dict) -> str:
 
 
 # ---------------------------------------------------------------------------- the wire
-def exchange(io: Streams, session: dict, action: dict, *, shell: str | None = None, announce: bool = True) -> dict:
+def exchange(
+    io: Streams, session: dict, action: dict, *, shell: str | None = None, announce: bool = True, watch=None
+) -> dict:
     """Connect, send ``action`` (id 1), return its observation. Raises OhError.
 
     ``announce``: with runtime vscode and no editor connected, say at once that we wait.
+    ``watch``: what to do with progress frames (``Watch``); default: say at once when the action waits
+    for the user (consent, review), unless ``announce`` is off (--quiet).
     """
     if announce and runtimenames.uses_editor(session.get("runtime")):
-        _wait_for_editor_note(io, session)
+        _wait_for_editor_note(io, session, action.get("timeout"))
+    if watch is None and announce:
+        watch = Watch(io)
     link = AgentLink(session, shell=shell)
     try:
-        return link.ask(action)
+        return link.ask(action, watch=watch)
     finally:
         link.close()
+
+
+INTERRUPT_GRACE = 3.0  # after Ctrl-C, how long `oh run` waits to show how the command ended
+
+
+class Watch:
+    """Progress frames of one action (docs/protocol.md §3.16) as a person at a terminal sees them: a wait
+    for consent or review said at once on stderr, and with ``stream`` the command's output as it comes
+    on stdout (then the observation's content is not printed again)."""
+
+    def __init__(
+        self, io: Streams, *, stream: bool = False, run: bool = False, jobs: bool = True, steps: bool = False
+    ) -> None:
+        self.io = io
+        # `started`: a run's job id, which Ctrl-C names; `output` only to a terminal; `step`: what `ensure` runs.
+        self.events = ["waiting", "started", "output"] if stream else ["waiting", "started"] if run else ["waiting"]
+        if steps:
+            self.events.append("step")
+        self.jobs = jobs  # the runtime keeps a command its client left as a job (local; not VS Code)
+        self.streamed = False  # some output was printed
+        self.open_line = False  # the output printed so far does not end with a newline
+        self.interrupted_sent = False  # Ctrl-C was passed on to the command (the answer then says how it ended)
+        self.job_id: str | None = None
+        self.waiting: str | None = None  # the approval / proposal it waits for
+        self.dropped = 0
+
+    def __call__(self, frame: dict) -> None:
+        event = frame.get("event")
+        if event == "output" and isinstance(frame.get("text"), str) and frame["text"]:
+            self.io.write(frame["text"])
+            self.streamed = True
+            self.open_line = not frame["text"].endswith("\n")
+            dropped = frame.get("dropped")
+            self.dropped += dropped if isinstance(dropped, int) else 0
+        elif event == "started" and isinstance(frame.get("job_id"), str):
+            self.job_id = frame["job_id"]
+            self.waiting = None
+        elif event == "waiting":
+            self._waiting(frame)
+        elif event == "step" and isinstance(frame.get("text"), str):
+            from ..text.sanitize import visible
+
+            self.io.note(visible(frame["text"])[:300])
+
+    def _waiting(self, frame: dict) -> None:
+        from ..text.sanitize import visible  # agent-controlled text (the command) on the user's terminal
+
+        what = visible(str(frame.get("what") or ""))[:200]
+        aid, pid = frame.get("approval"), frame.get("proposal")
+        if isinstance(aid, str):
+            self.waiting = aid
+            self.io.note(
+                f"waiting for your consent: {aid} ({what}) — oh approve {aid} / oh reject {aid} "
+                "(or answer in VS Code / the live view)"
+            )
+        elif isinstance(pid, str):
+            self.waiting = pid
+            self.io.note(
+                f"waiting for your review: {pid} ({what}) — oh review show {pid}, then oh review accept {pid} / "
+                f"oh review reject {pid} (or answer in the live view)"
+            )
+        elif "proposal" in frame:
+            self.waiting = "review"
+            self.io.note(f"waiting for your review in VS Code: {what} (accept or reject it in the diff editor)")
+
+    def interrupted(self) -> tuple[dict | None, str]:
+        """Ctrl-C: (the follow-up that passes it to the command, or None) and what to say if it does not end."""
+        if self.job_id is None:
+            if self.waiting:
+                return None, f"interrupted while waiting for {self.waiting}: nothing was run or changed."
+            return None, ""
+        jid = self.job_id
+        if not self.jobs:
+            return actions.run("C-c", is_input=True, job_id=jid), (
+                f"interrupted: the command ({jid}) got Ctrl-C in the `oh run` shell and has not ended. "
+                "`oh run --wait` shows its output, `oh run --interrupt` sends Ctrl-C again, `oh run --reset` kills it."
+            )
+        return actions.run("C-c", is_input=True, job_id=jid), (
+            f"interrupted: the command got Ctrl-C and has not ended; it goes on as job {jid}: `oh jobs wait {jid}`, "
+            f"`oh jobs output {jid}` (its output is kept), `oh jobs cancel {jid}`."
+        )
 
 
 _HINT_STATUS = "Check the backend with `oh status`; see its log with `oh logs`."
@@ -145,19 +232,52 @@ class AgentLink:
                 ) from None
             raise OhError(str(exc) + ".", UNREACHABLE, _HINT_STATUS) from None
 
-    def ask(self, action: dict) -> dict:
-        """Send ``action`` with the next id; return its observation."""
+    def ask(self, action: dict, *, watch=None) -> dict:
+        """Send ``action`` with the next id; return its observation. ``watch`` (``Watch``) gets the action's
+        progress frames; on Ctrl-C it may name a follow-up (the command's C-c), after which the answer is
+        awaited ``INTERRUPT_GRACE`` s more, as a terminal shows how a command ends; a second Ctrl-C leaves."""
+        extra = {"progress": watch.events} if watch is not None else {}
+        aid = self._next_id
+        try:
+            aid = self._send(dict(action, **extra))
+            return self._answer(aid, watch)
+        except KeyboardInterrupt:
+            follow_up, said = watch.interrupted() if watch is not None else (None, "")
+        message = said or self._on_interrupt
+        if follow_up is None:
+            raise OhError(message, INTERRUPTED)
+        try:
+            self._send(follow_up)
+            watch.interrupted_sent = True
+            return self._answer(aid, watch, within=INTERRUPT_GRACE)
+        except (KeyboardInterrupt, OhError):
+            raise OhError(message, INTERRUPTED) from None
+
+    def _send(self, action: dict) -> int:
         aid, self._next_id = self._next_id, self._next_id + 1
         try:
             self._conn.send_text(fastjson.dumps(dict(action, id=aid)).encode("utf-8", "surrogatepass"))
-            while True:
-                obs = fastjson.loads(self._conn.recv_text())
-                if isinstance(obs, dict) and obs.get("cause") == aid:
-                    return obs
         except ws.WsError as exc:
             raise OhError(str(exc) + ".", UNREACHABLE, _HINT_STATUS) from None
-        except KeyboardInterrupt:
-            raise OhError(self._on_interrupt, INTERRUPTED) from None
+        return aid
+
+    def _answer(self, aid: int, watch=None, within: float | None = None) -> dict:
+        import time
+
+        deadline = None if within is None else time.monotonic() + within
+        try:
+            while True:
+                left = None if deadline is None else max(deadline - time.monotonic(), 0.001)
+                obs = fastjson.loads(self._conn.recv_text(left))
+                if not isinstance(obs, dict) or obs.get("cause") != aid:
+                    continue
+                if obs.get("type") == "progress":
+                    if watch is not None:
+                        watch(obs)
+                    continue
+                return obs
+        except ws.WsError as exc:
+            raise OhError(str(exc) + ".", UNREACHABLE, _HINT_STATUS) from None
         except (ValueError, UnicodeDecodeError):
             raise OhError("the backend sent a frame that is not JSON.", UNREACHABLE, _HINT_STATUS) from None
 
@@ -257,7 +377,7 @@ def _refusal(obs: dict) -> str | None:
     return None
 
 
-def _wait_for_editor_note(io: Streams, session: dict) -> None:
+def _wait_for_editor_note(io: Streams, session: dict, timeout: float | None = None) -> None:
     """Runtime vscode with no editor connected: say at once that (and how long) we wait."""
     try:
         status, body = ws.http_get(
@@ -268,6 +388,8 @@ def _wait_for_editor_note(io: Streams, session: dict) -> None:
         return
     if editors == []:
         wait = float(session.get("editor_timeout") or 30)
+        if timeout:  # the action's timeout bounds the editor wait too (protocol/budget.editor_wait)
+            wait = min(wait, float(timeout))
         io.note(
             f"no editor is connected to this backend (runtime vscode): waiting up to {wait:g} s for VS Code "
             f"to open {session['workspace']} with the oh extension... (Ctrl-C to give up)"
@@ -358,22 +480,38 @@ def run(
 ) -> int:
     """``mode``: command | input | interrupt | wait | reset (reset runs ``command`` after, if any)."""
     action = _run_action(session, command, mode, text, timeout, cwd, max_output)
-    obs = exchange(io, session, action, shell=CLI_SHELL, announce=not (quiet or json_))
+    # On a terminal the output comes as it is printed (issue 30 #1); a pipe gets the observation's text,
+    # rendered and bounded by --max-output, as before (what an agent calling `oh run` reads).
+    watch = None if quiet else Watch(io, stream=io.tty and not json_, run=True, jobs=session.get("runtime") == "local")
+    obs = exchange(io, session, action, shell=CLI_SHELL, announce=not (quiet or json_), watch=watch)
+    streamed = watch is not None and watch.streamed
+    if streamed and watch.open_line:
+        io.write("\n")
+    if streamed and watch.dropped:
+        io.note(f"{plural(watch.dropped, 'character')} of output were not shown live (the terminal fell behind).")
     refused = _refusal(obs)
     if refused:
         return _run_refused(io, obs, refused, mode, json_)
-    code = finish(io, obs, json_)
+    code = finish(io, obs, json_, show_content=not streamed)
     if code is not None:
         return code
-    check_truncation(io, obs, quiet or json_)
+    check_truncation(io, obs, quiet or json_ or streamed)
     metadata = _extras(obs).get("metadata") or {}
     exit_code = metadata.get("exit_code")
+    if watch is not None and watch.interrupted_sent and not json_ and isinstance(exit_code, int) and exit_code >= 0:
+        io.note(f"interrupted: the command got Ctrl-C in the `oh run` shell and ended (exit code {exit_code}).")
     if exit_code is None or exit_code < 0:
         from ..text.fmt import timeout_of  # only here: the common case never pays for it
 
         how = timeout_of(obs)
         suffix = (metadata.get("suffix") or "").strip().strip("[]").strip()
         first = suffix.split(". ")[0].rstrip(".") if suffix else ""
+        if mode in ("input", "interrupt") and first == "Input sent":
+            # Another `oh run` waits for that command and gets its output and exit code: the input did
+            # its job (issue 30 #6). Both runtimes word it so (docs/protocol.md §3.4).
+            if not json_ and not quiet:
+                io.note("sent; the `oh run` that waits for that command shows its output and exit code.")
+            return 0
         if how in ("killed", "interrupted"):  # a hard timeout stopped it: nothing is left running
             if not json_:
                 io.note(f"{first}; nothing is left running in the `oh run` shell.")

@@ -345,8 +345,29 @@ def _signal(session: Session, sig: int) -> None:
             pass
 
 
-def stop_backend(session: Session, *, timeout: float = 10.0, term_timeout: float = 5.0) -> str:
-    """Stop one backend. Returns how: ``"shutdown"`` (graceful), ``"sigterm"``, ``"sigkill"`` or ``"gone"``."""
+def wait_reaped(pid: int, timeout: float) -> bool:
+    """True once ``pid`` has left the process table. A backend that exited stays a zombie until its
+    parent (``init`` for a detached backend, which some reap only every second or so) collects it;
+    until then ``kill -0 PID`` and ``ps`` still show it, so ``oh stop`` waits for that too (issue 30 #17)."""
+    import psutil
+
+    deadline = time.monotonic() + timeout
+    while psutil.pid_exists(pid):
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                return True  # the pid was reused by a new process: ours is gone
+        except psutil.NoSuchProcess:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def stop_backend(session: Session, *, timeout: float = 10.0, term_timeout: float = 5.0, reap: float = 0.0) -> str:
+    """Stop one backend. Returns how: ``"shutdown"`` (graceful), ``"sigterm"``, ``"sigkill"`` or ``"gone"``;
+    ``"alive"`` when it still runs after SIGKILL; ``"zombie"`` when it exited but was not reaped within
+    ``reap`` seconds (0: do not wait for reaping; the foreground ``oh start`` is its parent and reaps it itself)."""
     how = "gone"
     if sessions.is_alive(session):
         how = "shutdown"
@@ -361,6 +382,9 @@ def stop_backend(session: Session, *, timeout: float = 10.0, term_timeout: float
             if not wait_gone(session, term_timeout):
                 how = "sigkill"
                 _signal(session, signal.SIGKILL)
-                wait_gone(session, 5.0)
+                if not wait_gone(session, 5.0):
+                    return "alive"  # its session file stays: `oh status` and `oh stop` still find it
     sessions.remove(session.instance_id)
+    if reap > 0 and how != "gone" and not wait_reaped(session.pid, reap):
+        return "zombie"
     return how

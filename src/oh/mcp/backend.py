@@ -271,10 +271,13 @@ class Backend:
         if client is not None:
             await client.close()
 
-    async def send(self, action: dict[str, Any]) -> dict[str, Any]:
+    async def send(self, action: dict[str, Any], on_progress=None) -> dict[str, Any]:
+        """``on_progress``: gets the action's `waiting` and `step` frames (protocol §3.16)."""
         client = await self.client()
         try:
-            return await client.send(action)
+            if on_progress is None:
+                return await client.send(action)
+            return await client.send(action, on_progress=on_progress, progress=["waiting", "step"])
         except ConnectionLost as exc:
             async with self._lock:
                 if self._client is client:

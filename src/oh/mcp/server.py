@@ -73,6 +73,25 @@ def _roots_provider(ctx: Any):
     return roots
 
 
+def _notifier(ctx):
+    """Progress notifications for this request when the client gave a progressToken, else None."""
+    meta = getattr(ctx, "meta", None) or {}
+    token = meta.get("progress_token", meta.get("progressToken")) if isinstance(meta, dict) else None
+    if token is None:
+        return None
+    count = 0
+    tasks: set[asyncio.Task] = set()
+
+    def notify(message: str) -> None:
+        nonlocal count
+        count += 1
+        task = asyncio.ensure_future(ctx.session.report_progress(count, None, message))
+        tasks.add(task)  # kept until sent (a task nobody references may be collected)
+        task.add_done_callback(tasks.discard)
+
+    return notify
+
+
 def to_mcp(result: tools.ToolResult) -> types.CallToolResult:
     content: list[Any] = []
     if result.image is not None:
@@ -82,15 +101,25 @@ def to_mcp(result: tools.ToolResult) -> types.CallToolResult:
     return types.CallToolResult(content=content, structured_content=result.structured, is_error=result.is_error)
 
 
-async def call(backend: Backend, name: str, arguments: Any) -> tools.ToolResult:
-    """One tool call, start to end; returns a result for every outcome."""
+async def call(backend: Backend, name: str, arguments: Any, notify=None) -> tools.ToolResult:
+    """One tool call, start to end; returns a result for every outcome. ``notify(message)``: a progress
+    notification to the client (when it gave a progressToken): a wait for the user's consent or review,
+    what an `ensure` runs (issue 30 #2, docs/protocol.md §3.16)."""
     try:
         tools.build_action(
             name, arguments, backend.base_dir
         )  # every check, before connecting: a bad call needs no backend
         await backend.client()
         action = tools.build_action(name, arguments, backend.base_dir)
-        obs = await backend.send(action)
+        on_progress = None
+        if notify is not None:
+
+            def on_progress(frame: dict[str, Any]) -> None:
+                text = frame.get("message") or frame.get("text")
+                if isinstance(text, str):
+                    notify(text)
+
+        obs = await backend.send(action, on_progress)
         return tools.to_result(name, obs, action)
     except tools.ArgumentError as exc:
         return tools.error_result(str(exc), "BAD_ARGUMENTS")
@@ -125,7 +154,7 @@ def build_server(backend: Backend) -> Server:
     async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
         backend.set_client_name(_client_name(ctx))
         backend.roots = _roots_provider(ctx)
-        return to_mcp(await call(backend, params.name, params.arguments))
+        return to_mcp(await call(backend, params.name, params.arguments, _notifier(ctx)))
 
     server = Server(
         "oh",

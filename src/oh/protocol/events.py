@@ -30,6 +30,7 @@ from .argcheck import (  # noqa: F401 - re-exported: the argument rules' constan
 )
 from .errors import ErrorId, ProtocolError
 from .observation import observation
+from . import progress
 
 ACTION_KINDS = tuple(name for name in kinds.NAMES if name not in kinds.KNOWLEDGE)  # OpenHands' and oh's own
 DEFAULT_MAX_OUTPUT = 30000  # characters, OpenHands' MAX_CMD_OUTPUT_SIZE
@@ -157,6 +158,9 @@ def parse_action(obj: Any) -> Action:
     cause, kind = _envelope(obj)
     args = obj.get("args", {})
     _require(isinstance(args, dict), "'args' must be a JSON object.", cause)
+    if "progress" in obj:  # progress frames asked for (§3.16)
+        refused = progress.check(obj["progress"])
+        _require(refused is None, refused or "", cause)
     entry = kinds.TABLE[kind]
     if entry.knowledge:  # the editor-knowledge kinds (§3.6) check their args before the timeout
         entry.check(args, cause)

@@ -27,10 +27,11 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Hashable
 
 from ..protocol import consent as rules
+from ..protocol import progress
 from ..protocol.errors import ErrorId
 from ..protocol.events import Action, error_observation
 from ..protocol.review import is_proposal
-from .base import Runtime, Wrapper, as_context
+from .base import Runtime, Wrapper, as_context, report
 
 log = logging.getLogger("oh.runtimes.consent")
 
@@ -279,6 +280,11 @@ class ConsentGuard(Wrapper):
         )
         if self.on_wait is not None:
             self.on_wait(action.id, True)
+        # The agent learns at once that (and how) its action waits: `oh run` says so on the terminal,
+        # `oh mcp` as a progress notification (issue 30 #2).
+        report(
+            progress.WAITING, **progress.waiting_for_consent(p.approval_id, subject, p.reason, self.approvals.timeout)
+        )
         try:
             answer = await self.approvals.wait(p)
         finally:

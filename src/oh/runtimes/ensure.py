@@ -35,10 +35,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable
 
 from ..protocol import ensure as rules
+from ..protocol import progress
 from ..protocol.errors import ErrorId
 from ..protocol.events import Action, ensure_observation, error_observation, parse_action
 from ..protocol.paths import within_any
-from .base import AgentContext, Runtime, Wrapper, as_context
+from .base import AgentContext, Runtime, Wrapper, as_context, report
 
 log = logging.getLogger("oh.runtimes.ensure")
 
@@ -229,8 +230,16 @@ class EnsureService(Wrapper):
                 runs.append(run)
                 results.append(run)
         budget = max((action.timeout if action.timeout is not None else self.default_timeout) - 1.0, MIN_WAIT)
+        for r in runs:
+            if r.job_id is not None:  # joined: another agent's install of the same target (its start was said there)
+                report(
+                    progress.STEP,
+                    target=r.step.target,
+                    job_id=r.job_id,
+                    text=f"{r.step.target}: waiting for job {r.job_id} (`{r.step.command}`), started by {r.agent}",
+                )
         if runs and args.get("wait", True):
-            await asyncio.wait([r.task for r in runs if r.task is not None], timeout=budget)
+            await self._wait_reporting(runs, budget)
         elif runs:  # no waiting for the install, only for its job id (the background run answers at once)
             await asyncio.wait([r.job_known for r in runs], timeout=budget)
         out = [r if isinstance(r, dict) else self._view(r) for r in results]
@@ -244,6 +253,22 @@ class EnsureService(Wrapper):
             "duration_s": took,
         }
         return ensure_observation(action.id, rules.answer_text(path, out, other, took), extras)
+
+    async def _wait_reporting(self, runs: list[Run], budget: float) -> None:
+        """Wait for the runs (at most ``budget`` s), telling the agent of each as it ends (progress ``step``)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + budget
+        pending = {r.task: r for r in runs if r.task is not None}
+        while pending and (left := deadline - loop.time()) > 0:
+            done, _ = await asyncio.wait(list(pending), timeout=left, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                view = self._view(pending.pop(task))
+                report(
+                    progress.STEP,
+                    target=view["target"],
+                    job_id=view.get("job_id"),
+                    text=rules.target_line(view).split("\n", 1)[0],
+                )
 
     def _view(self, run: Run) -> dict[str, Any]:
         if run.result is not None:
@@ -281,6 +306,13 @@ class EnsureService(Wrapper):
             def started(jid: str) -> None:
                 run.job_id = jid
                 run.known()
+                # What runs, said at once to the agent that asked (issue 30 #8: `oh ensure` was silent for seconds).
+                report(
+                    progress.STEP,
+                    target=step.target,
+                    job_id=jid,
+                    text=f"{step.target}: {step.why}: running `{step.command}` as job {jid}",
+                )
 
             record, tail, error = await self._job(step.command, run.path, started, f"ensure for {run.agent}")
             state = (record or {}).get("state")

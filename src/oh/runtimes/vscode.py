@@ -7,6 +7,7 @@ capabilities, jobs of editors that went away); the editor connection itself, bot
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import itertools
 import os
@@ -14,14 +15,14 @@ import time
 from collections import OrderedDict
 from typing import Any, Hashable
 
-from ..protocol import binary, frames, joblist
+from ..protocol import binary, budget, frames, joblist, progress
 from ..protocol.errors import ErrorId
 from ..protocol.events import Action, error_observation, job_observation
 from ..protocol.paths import within_any
 from ..protocol import kinds
 from ..protocol.kinds import is_proposal
 from . import fspath
-from .base import AgentContext, Runtime, Switch, as_context
+from .base import AgentContext, Runtime, Switch, as_context, report
 from .editor_link import EditorLink
 
 
@@ -145,14 +146,26 @@ class VscodeRuntime(Runtime):
             # at once rather than after the editor timeout.
             return self._local_list(action, ctx)
         if editor is None:
-            editor = await self.registry.wait_for(self.workspace, self.editor_timeout)
+            editor = await self._wait_for_editor(action, frame)
         refused = self._refusal(action, editor)
         if refused is not None:
             return refused
         if new_command:
             self._remember(frame["job_id"], editor.editor_id, ctx)
+            if not action.args.get("background"):
+                report(progress.STARTED, job_id=frame["job_id"])  # an interrupting client names it
         obs = await self._forward(action, frame, editor)
         return self._completed(action, ctx, editor, obs)
+
+    async def _wait_for_editor(self, action: Action, frame: dict[str, Any]):
+        """Wait for an editor within the action's own timeout too; the editor gets what is left of it."""
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        editor = await self.registry.wait_for(self.workspace, budget.editor_wait(self.editor_timeout, action.timeout))
+        left = budget.after_editor_wait(action.timeout, loop.time() - started)
+        if editor is not None and left is not None and left != action.timeout:
+            frame["timeout"] = round(left, 3)
+        return editor
 
     def _job_editor(self, action: Action, ctx: AgentContext, jid: str):
         """The editor running job ``jid`` (of this agent's shell); else the answer to give at once."""
@@ -183,7 +196,8 @@ class VscodeRuntime(Runtime):
             return error_observation(
                 action.id,
                 ErrorId.NO_EDITOR,
-                f"No editor is connected for {self.workspace} (waited {self.editor_timeout:g} s). "
+                f"No editor is connected for {self.workspace} (waited "
+                f"{budget.editor_wait(self.editor_timeout, action.timeout):g} s). "
                 "Open the folder in VS Code with the oh extension installed, or run `oh attach`.",
             )
         capabilities = editor.registration.capabilities
@@ -237,8 +251,9 @@ class VscodeRuntime(Runtime):
         return obs
 
     def deadline_allowance(self, action: Action) -> float:
-        """Waiting for an editor (up to ``editor_timeout``) is part of every action's time."""
-        return self.editor_timeout
+        """Waiting for an editor (up to ``editor_timeout``, never beyond the action's timeout) is part of
+        every action's time."""
+        return budget.editor_wait(self.editor_timeout, action.timeout)
 
     def review_elsewhere(self) -> str | None:
         if not self.review:

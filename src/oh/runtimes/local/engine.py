@@ -398,6 +398,8 @@ class PtyShell:
         cmd.buffer.add(text)
         if cmd.sink is not None:
             cmd.sink(text)
+        if cmd.stream is not None:
+            cmd.stream(text)
         cmd.last_output = time.monotonic()
         cmd.changed.set()
 

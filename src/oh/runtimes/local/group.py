@@ -204,7 +204,7 @@ class ShellGroup:
         if args.get("background"):
             return await self._start_job(action, cwd, ctx)
         if action.reset or (self.main.idle and not self._queue):
-            return await self._run_main(action, cwd)
+            return await self._run_main(action, cwd, agent_id=ctx.id)
         if args.get("exclusive"):
             return self._main_busy(action)
         verdict = shellqueue.place(self._shells_in_use(), self.rt.max_shells, len(self._queue), self.rt.queue_limit)
@@ -226,13 +226,18 @@ class ShellGroup:
                 f"[This command waited {waited:.1f} s for a free shell: {self.rt.max_shells} (max_shells) were busy.]\n"
             )
             if self.main.idle:
-                return await self._run_main(action, cwd, note)
-        return await self._run_extra(action, cwd, note)
+                return await self._run_main(action, cwd, note, agent_id=ctx.id)
+        return await self._run_extra(action, cwd, note, agent_id=ctx.id)
 
-    async def _run_main(self, action: Action, cwd: str | None, note: str = "") -> dict[str, Any]:
+    async def _run_main(self, action: Action, cwd: str | None, note: str = "", *, agent_id: str = "") -> dict[str, Any]:
         new_id = self.rt.new_job_id(action)
         try:
             obs = await self.main.run(action, cwd, job_id=new_id)
+        except asyncio.CancelledError:
+            cmd = self.main.running
+            if cmd is not None and cmd.job_id == new_id:
+                self._keep(new_id, self.main, cmd, agent_id)
+            raise
         finally:
             self._watch_main()
         cmd = self.main.running
@@ -285,7 +290,9 @@ class ShellGroup:
         self._tag(obs, jid, suffix=self._still_running_note(jid) if still else "")
         return obs
 
-    async def _run_extra(self, action: Action, cwd: str | None, note: str = "") -> dict[str, Any]:
+    async def _run_extra(
+        self, action: Action, cwd: str | None, note: str = "", *, agent_id: str = ""
+    ) -> dict[str, Any]:
         jid = self.rt.new_job_id(action)
         term = self._new_extra()
         self.extras[jid] = term
@@ -305,6 +312,9 @@ class ShellGroup:
             async with term._waiter:
                 obs = await term._wait(action, cmd, prefix=note)
         except asyncio.CancelledError:
+            if term.running is cmd and not self.closed:
+                self._keep(jid, term, cmd, agent_id)  # `_reap` closes its shell once it ended
+                raise
             # Agent gone or deadline passed: a one-shot shell has no state worth keeping.
             self.extras.pop(jid, None)
             self._notify()
@@ -322,6 +332,36 @@ class ShellGroup:
             del self.extras[jid]
             self._notify()
         await term.close()
+
+    def _keep(self, jid: str, term: Terminal, cmd, agent_id: str) -> None:
+        """A foreground command whose action was cancelled (its agent left: `oh run`'s Ctrl-C; a deadline)
+        and that still runs goes on as a job of this shell: its output so far and from now on is spooled
+        and `job` ops follow it (issue 30 #1), instead of it running on unseen. The action's cancellation
+        already sent it C-c, so most end at once, as FAILED (exit 130) with their output kept."""
+        if cmd.done or self.closed or jid in self.jobs:
+            return
+        job = Job(
+            jid, self.key, agent_id, cmd.command, term._cwd(), None, Spool(self.rt.spool_path(jid), self.rt.spool_cap)
+        )
+        text = cmd.buffer.text()
+        if text:
+            job.on_output(text)
+        cmd.sink = job.on_output
+        job.cmd, job.term, job.pid = cmd, term, term.shell.pid if term.shell is not None else -1
+        self.jobs[jid] = job
+        self.rt.job_event("job_started", job)
+        self._spawn(self._watch_kept(job))
+
+    async def _watch_kept(self, job: Job) -> None:
+        cmd = job.cmd
+        try:
+            await cmd.finished.wait()
+            state = CANCELLED if job.cancelled else SUCCEEDED if cmd.exit_code == 0 else FAILED
+            job.finish(state, cmd.exit_code)
+        finally:
+            if job.state == RUNNING:  # the group is closing
+                job.finish(LOST, None)
+            self.rt.job_event("job_finished", job)
 
     # ------------------------------------------------------------------ background jobs
     async def _start_job(self, action: Action, cwd: str | None, ctx: "AgentContext") -> dict[str, Any]:
@@ -511,7 +551,9 @@ class ShellGroup:
             if not job.done.is_set():
                 raise asyncio.TimeoutError
         except asyncio.TimeoutError:
-            if term is not None:
+            if term is self.main:  # a foreground command kept as a job (`_keep`): the main shell starts afresh
+                await term.reset()
+            elif term is not None:
                 await term.close()  # then the whole process group (and descendants found)
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(asyncio.shield(job.done.wait()), 5)

@@ -25,10 +25,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ...protocol import progress
 from ...protocol import review as rules
 from ...protocol.errors import ErrorId, ToolError
 from ...protocol.events import error_observation
 from ...protocol.udiff import unified_diff
+from ..base import report
 from .editor import EditHistory, FileEditor
 from .encoding import decode as decode_any
 from .files import atomic_write, encode_text
@@ -265,6 +267,7 @@ class ProposalQueue:
         self.pending[p.proposal_id] = p
         self.pending_bytes += p.size
         self._emit("proposal_opened", p)
+        report(progress.WAITING, **progress.waiting_for_review(p.proposal_id, f"{p.kind} {p.path}", self.timeout))
         decision = "timeout"
         try:
             obs = await asyncio.wait_for(asyncio.shield(p.future), self.timeout)

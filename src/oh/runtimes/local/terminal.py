@@ -37,8 +37,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ...protocol import progress
 from ...protocol.errors import ErrorId, ToolError
 from ...protocol.events import MAX_OUTPUT_CAP, Action, error_observation, run_observation
+from ..base import output_sink, report
 from .command import Command, Shell, encode
 from .engine import STARTUP_TIMEOUT, PtyShell
 from .ptyproc import WrapArgv
@@ -277,6 +279,8 @@ class Terminal:
             cmd.command = action.command
         finally:
             self._claimed = False
+        if job_id and sink is None:
+            report(progress.STARTED, job_id=job_id)  # an interrupting client names it (`oh run`'s Ctrl-C)
         return cmd, shell, note
 
     async def _export(self, shell: Shell, env: dict[str, str]) -> None:
@@ -346,6 +350,19 @@ class Terminal:
 
     # ------------------------------------------------------------------ waiting
     async def _wait(self, action: Action, cmd: Command, prefix: str = "") -> dict[str, Any]:
+        stream = output_sink()  # the agent asked for the output as it comes (protocol/progress.py)
+        if stream is None:
+            return await self._wait_for(action, cmd, prefix)
+        if len(cmd.buffer):
+            stream(cmd.buffer.text())  # what came before this wait (a follow-up): it is in the answer too
+        cmd.stream = stream
+        try:
+            return await self._wait_for(action, cmd, prefix)
+        finally:
+            if cmd.stream is stream:
+                cmd.stream = None
+
+    async def _wait_for(self, action: Action, cmd: Command, prefix: str = "") -> dict[str, Any]:
         timeout = action.timeout
         hard = action.blocking and timeout is not None
         no_change = None if (timeout is not None or action.blocking) else self.no_change_timeout
