@@ -230,14 +230,7 @@ class EnsureService(Wrapper):
                 runs.append(run)
                 results.append(run)
         budget = max((action.timeout if action.timeout is not None else self.default_timeout) - 1.0, MIN_WAIT)
-        for r in runs:
-            if r.job_id is not None:  # joined: another agent's install of the same target (its start was said there)
-                report(
-                    progress.STEP,
-                    target=r.step.target,
-                    job_id=r.job_id,
-                    text=f"{r.step.target}: waiting for job {r.job_id} (`{r.step.command}`), started by {r.agent}",
-                )
+        _report_joined(runs)
         if runs and args.get("wait", True):
             await self._wait_reporting(runs, budget)
         elif runs:  # no waiting for the install, only for its job id (the background run answers at once)
@@ -525,3 +518,15 @@ def _prepend(obs: dict[str, Any], line: str) -> None:
 
 
 __all__ = ["EnsureService", "gather", "read_stamp", "write_stamp"]
+
+
+def _report_joined(runs: list[Run]) -> None:
+    """Tell the agent of each run it joined: another agent's install of the same target (its start was said there)."""
+    for r in runs:
+        if r.job_id is not None:
+            report(
+                progress.STEP,
+                target=r.step.target,
+                job_id=r.job_id,
+                text=f"{r.step.target}: waiting for job {r.job_id} (`{r.step.command}`), started by {r.agent}",
+            )
