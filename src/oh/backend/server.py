@@ -124,6 +124,8 @@ class Backend:
                 env=consentctl.agent_env() if config.consent is not None else None,
                 user_shell=config.user_shell,
                 shell_startup_timeout=config.shell_startup_timeout,
+                sandbox=config.sandbox,
+                sandbox_hidden=config.sandbox_hidden,
             ),
             self.editors,
         )

@@ -44,6 +44,7 @@ import time
 
 from .output import OutputBuffer
 from .render import COLS, ROWS, clean, render
+from .sandbox import Sandbox
 from .shell import Command, descendants, encode, write_all
 
 log = logging.getLogger("oh.runtimes.local")
@@ -205,6 +206,7 @@ class PtyShell:
         user_shell: bool = True,
         startup_timeout: float = STARTUP_TIMEOUT,
         on_data=None,
+        sandbox: Sandbox | None = None,
     ) -> None:
         self.start_cwd = cwd
         self.env_snapshot = env_snapshot
@@ -215,6 +217,7 @@ class PtyShell:
         self.user_shell = user_shell
         self.startup_timeout = startup_timeout
         self.on_data = on_data  # called with the visible terminal's text (the live view / host)
+        self.sandbox = sandbox  # bubblewrap around the shell (sandbox.py); None: unconfined
         self.proc: asyncio.subprocess.Process | None = None
         self.pid = -1
         self.running: Command | None = None
@@ -255,7 +258,7 @@ class PtyShell:
         if self.user_shell:
             try:
                 await self._spawn(kind, path, True)
-                self.note = " ".join(x for x in (note, self.note) if x)
+                self.note = " ".join(x for x in (self._sandbox_note(), note, self.note) if x)
                 return
             except StartupFailed as e:
                 await self._teardown()
@@ -264,6 +267,10 @@ class PtyShell:
                 self.note = f"{note + ' ' if note else ''}{e} The agent's shell is the clean shell (bash without rc files) for this session."
                 log.warning("agent shell: %s", self.note)
         await self._spawn(*pick_shell(self.env, False)[:2], False)
+        self.note = " ".join(x for x in (self._sandbox_note(), self.note) if x)
+
+    def _sandbox_note(self) -> str:
+        return self.sandbox.note() if self.sandbox is not None else ""
 
     async def _spawn(self, kind: str, path: str, user_rc: bool) -> None:
         self.kind, self.path, self.rc = kind, path, user_rc
@@ -316,6 +323,8 @@ class PtyShell:
             fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
         try:
+            if self.sandbox is not None:  # the one sandbox hook: one sandbox around the whole shell
+                argv = self.sandbox.wrap(argv, env, cwd=self.start_cwd, scratch=(self.dir,))
             self.proc = await asyncio.create_subprocess_exec(
                 *argv,
                 stdin=slave,
@@ -371,6 +380,8 @@ class PtyShell:
         return self.proc is not None and self.proc.returncode is None and not self.exited
 
     def cwd_now(self) -> str:
+        if self.sandbox is not None:  # self.pid is bubblewrap's, not the shell's
+            return self.last_cwd
         if self.pid > 0 and self.proc is not None and self.proc.returncode is None:
             with contextlib.suppress(OSError):
                 return os.readlink(f"/proc/{self.pid}/cwd")

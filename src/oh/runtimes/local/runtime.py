@@ -1,5 +1,6 @@
-"""``LocalRuntime``: executes actions on this machine. There is no sandbox: the agent's shell commands
-run as this user; only the file actions are confined to the allowed roots."""
+"""``LocalRuntime``: executes actions on this machine. The agent's shell runs in a bubblewrap sandbox
+(sandbox.py; level ``workspace-write`` by default, ``off`` runs it as this user); the file actions are
+confined to the allowed roots by ``PathPolicy``."""
 
 from __future__ import annotations
 
@@ -39,6 +40,8 @@ from .engine import STARTUP_TIMEOUT
 from ...protocol import shellqueue
 from .shell import SOURCE_FILE_TEXT
 from .terminal import Terminal
+from ...protocol import sandbox as sandbox_rules
+from .sandbox import Sandbox
 
 log = logging.getLogger("oh.runtimes.local")
 
@@ -84,6 +87,8 @@ class LocalRuntime(Runtime):
         review_timeout: float = 600.0,
         user_shell: bool | None = None,
         shell_startup_timeout: float | None = None,
+        sandbox: sandbox_rules.Spec | None = None,
+        sandbox_hidden: Sequence[str] = (),
     ) -> None:
         self.paths = PathPolicy(workspace, allowed_roots)
         self.workspace = self.paths.workspace
@@ -108,6 +113,12 @@ class LocalRuntime(Runtime):
         has_pty = hasattr(os, "openpty") and os.name == "posix"
         self.shell_engine = "pipes" if not has_pty or source.get("OH_SHELL_ENGINE") == "pipes" else "pty"
         self._notes_said: set[str] = set()
+        # The agent's shells' sandbox (README "Sandbox"). None: OH_SANDBOX* from the environment, else the default.
+        if sandbox is None:
+            sandbox = sandbox_rules.spec_from({k.lower()[3:]: v for k, v in source.items() if k.startswith("OH_SANDBOX")})
+        self.sandbox = Sandbox(
+            sandbox, workspace=self.workspace, roots=tuple(self.paths.roots), hidden=tuple(sandbox_hidden)
+        )
         self.editor = FileEditor(max_output_chars)
         self._terminals: dict[Hashable, ShellGroup] = {}  # shell key -> its shells and jobs
         self.max_shells = max(1, int(max_shells))  # per shell key, the main shell included
@@ -154,7 +165,9 @@ class LocalRuntime(Runtime):
                 return real
         return self.workspace
 
-    def new_terminal(self, cwd: str, *, env_snapshot: str = "", init_script: str = "") -> Terminal:
+    def new_terminal(
+        self, cwd: str, *, env_snapshot: str = "", init_script: str = "", sandboxed: bool = True
+    ) -> Terminal:
         scratch = self._scratch_dir()
         return Terminal(
             cwd,
@@ -170,6 +183,7 @@ class LocalRuntime(Runtime):
             user_shell=self.user_shell,
             startup_timeout=self.shell_startup_timeout,
             notes_said=self._notes_said,
+            sandbox=self.sandbox if sandboxed else None,
         )
 
     def _group(self, ctx: AgentContext) -> ShellGroup:

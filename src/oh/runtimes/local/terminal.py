@@ -39,6 +39,7 @@ from typing import Any
 from ...protocol.errors import ErrorId, ToolError
 from ...protocol.events import MAX_OUTPUT_CAP, Action, error_observation, run_observation
 from .engine import STARTUP_TIMEOUT, PtyShell
+from .sandbox import Sandbox
 from .shell import BashShell, Command, encode
 
 # OpenHands' wording, naming no tool (agents reach oh through many tools: the SDK's terminal, MCP, ...).
@@ -96,10 +97,12 @@ class Terminal:
         user_shell: bool = True,
         startup_timeout: float = STARTUP_TIMEOUT,
         notes_said: set[str] | None = None,
+        sandbox: Sandbox | None = None,
     ) -> None:
         # "pty": the user's shell on a pseudo-terminal (engine.py, the default); "pipes": bash on pipes
         # (shell.py), for systems without a pty.
         self.engine = engine
+        self.sandbox = sandbox  # bubblewrap around each shell this terminal starts (sandbox.py); None: unconfined
         self.user_shell = user_shell
         self.startup_timeout = startup_timeout
         self.notes_said = notes_said if notes_said is not None else set()  # engine notes are said once
@@ -146,6 +149,7 @@ class Terminal:
                     self.env_snapshot,
                     user_shell=self.user_shell,
                     startup_timeout=self.startup_timeout,
+                    sandbox=self.sandbox,
                 )
             else:
                 shell = BashShell(cwd, self.env, self.source_file, self.max_output_chars, self.env_snapshot)
