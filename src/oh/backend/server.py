@@ -129,6 +129,8 @@ class Backend:
             ),
             self.editors,
         )
+        # The local runtime's sandbox (README "Sandbox"), for `oh status` and the live view.
+        self.sandbox = getattr(self.runtime, "sandbox", None)
         if config.branch is not None:
             self.runtime = self._branch_guard(self.runtime, config.branch)
         self.consent = None  # consent (§3.13): around the branch guard, so every route passes it
@@ -423,6 +425,7 @@ class Backend:
             **({"branch": self.runtime.describe()} if self.config.branch is not None else {}),
             **({"setup": dict(self.runtime.setup_state)} if self.runtime.setup_state.get("script") else {}),  # §3.14
             "review": self.config.review,
+            **({"sandbox": self.sandbox.status()} if self.sandbox is not None else {}),
             **({"consent": self.consent.consent_status()} if self.consent is not None else {}),
             **({"proposals": len(self.proposals.pending)} if self.proposals is not None else {}),
         }

@@ -18,9 +18,29 @@ EPILOG = (
 )
 
 NO_SANDBOX = (
-    "warning: runtime local has NO sandbox: every action an agent sends runs on this machine as you "
-    "(shell commands, file writes inside the workspace). Use it only with agents you trust."
+    "warning: runtime local has NO sandbox (sandbox = off): every command an agent sends runs on this machine as you. "
+    "Use it only with agents you trust; `oh start --sandbox workspace-write` confines the agent's shell."
 )
+
+
+def sandbox_warnings(s) -> list[tuple[str, str]]:
+    """What `oh start` says about the agent shell's sandbox (README "Sandbox"): nothing when it confines."""
+    if s.sandbox == "off":
+        return [("no_sandbox", NO_SANDBOX)]
+    from ..runtimes.local.sandbox import check
+
+    found = check(s.sandbox_bwrap)
+    if found.ok:
+        return []
+    if s.sandbox_fallback == "unconfined":
+        return [
+            (
+                "no_sandbox",
+                f"warning: runtime local has NO sandbox: {found.problem} (fix: {found.fix}). "
+                "sandbox_fallback = unconfined: every command an agent sends runs on this machine as you.",
+            )
+        ]
+    return [("sandbox_unavailable", "error: " + found.message + " Until then every command fails (nothing runs).")]
 
 
 def _complete_on_dirty(incomplete: str):
@@ -117,6 +137,22 @@ def start(
         "--review-timeout",
         help="Seconds a proposal waits for a decision (then TIMEOUT, nothing written). Default: config `review_timeout`.",
     ),
+    sandbox: Optional[str] = typer.Option(
+        None,
+        "--sandbox",
+        metavar="LEVEL",
+        autocompletion=lambda incomplete: [
+            c for c in ("workspace-write", "read-only", "off") if c.startswith(incomplete)
+        ],
+        help='The agent\'s shell in a bubblewrap sandbox: workspace-write (system and HOME read-only, the workspace writable, secrets hidden), read-only, or off (unconfined). A command can ask to leave it; you are asked. README "Sandbox". Default: config `sandbox`.',
+    ),
+    sandbox_network: Optional[str] = typer.Option(
+        None,
+        "--sandbox-network",
+        metavar="on|off",
+        autocompletion=lambda incomplete: [c for c in ("on", "off") if c.startswith(incomplete)],
+        help="Network inside the sandbox (off: loopback of its own only). Default: config `sandbox_network` (off).",
+    ),
     clean_shell: bool = typer.Option(
         False,
         "--clean-shell",
@@ -150,6 +186,8 @@ def start(
             consent=consent,
             approval_timeout=approval_timeout,
             clean_shell=clean_shell,
+            sandbox=sandbox,
+            sandbox_network=sandbox_network,
         )
     )
 
@@ -176,6 +214,8 @@ def run_start(
     consent: Optional[str] = None,
     approval_timeout: Optional[float] = None,
     clean_shell: bool = False,
+    sandbox: Optional[str] = None,
+    sandbox_network: Optional[str] = None,
 ) -> int:
     """``oh start``'s behaviour: --detach returns 0 once the backend listens; else the live view's exit code."""
     s = load_settings(
@@ -194,6 +234,8 @@ def run_start(
             "consent": consent,
             "approval_timeout": approval_timeout,
             "user_shell": False if clean_shell else None,
+            "sandbox": sandbox,
+            "sandbox_network": sandbox_network,
         }
     )
     if not os.path.isdir(workspace):
@@ -252,7 +294,7 @@ def run_start(
     warnings = (
         allow_notes
         + workspace_warnings(session.workspace)
-        + ([("no_sandbox", NO_SANDBOX)] if session.runtime == "local" else [])
+        + (sandbox_warnings(s) if session.runtime == "local" else [])
         + consent_plan.warnings
     )
     if install_check is not None:

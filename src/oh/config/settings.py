@@ -265,7 +265,7 @@ KEYS: dict[str, Key] = {
             "sandbox",
             _choice("workspace-write", "read-only", "off"),
             "workspace-write",
-            'the agent\'s shell (local runtime, `oh attach`, VS Code\'s engine terminal) in a bubblewrap sandbox: workspace-write (system and HOME read-only, the workspace and caches writable, secrets hidden), read-only, or off (unconfined, as you); README "Sandbox"',
+            "the agent's shell (local runtime, `oh attach`, VS Code's engine terminal) in a bubblewrap sandbox: workspace-write (system and HOME read-only, the workspace and caches writable, secrets hidden), read-only, or off (unconfined, as you); README \"Sandbox\"",
             "workspace-write | read-only | off",
         ),
         Key(

@@ -23,7 +23,7 @@ from typing import Any, Callable, ClassVar
 from ..protocol.events import WAIT_SUMMARY as FOLLOW_UP
 from ..text import fmt
 from ..text.sanitize import visible
-from ..text.status import branch_label
+from ..text.status import branch_label, sandbox_label
 
 MAX_ROWS = 200
 MAX_JOBS = 50  # job rows kept (running ones are never evicted while finished ones remain)
@@ -290,6 +290,8 @@ class LiveState:
         lines += self.version_problems()
         if isinstance(self.backend.get("branch"), dict):
             lines.append("branch mode: " + branch_label(self.backend["branch"]))
+        if isinstance(self.backend.get("sandbox"), dict):
+            lines.append("sandbox: " + sandbox_label(self.backend["sandbox"]))
         consent = snap.get("consent") if isinstance(snap.get("consent"), dict) else None
         if consent is not None:
             lines.append(
@@ -690,7 +692,12 @@ class LiveState:
             editor = self._spinner
             hints = [one_line((line, "dim")) for h in self.hints for line in _wrap(h, width)]
         else:
-            editor = one_line(("runtime local: actions run directly on this machine, no sandbox", "yellow"))
+            sb = b.get("sandbox") if isinstance(b.get("sandbox"), dict) else None
+            if sb is not None and sb.get("confined"):
+                editor = one_line(("runtime local: the agent's shell is sandboxed: ", "green"), (sandbox_label(sb), ""))
+            else:
+                why = sandbox_label(sb) if sb is not None else "no sandbox"
+                editor = one_line((f"runtime local: actions run directly on this machine, {why}", "yellow"))
         ask = self.first_approval()
         if ask is not None:  # the question the keys answer, above everything else that moves
             more = len(self.approvals) - 1

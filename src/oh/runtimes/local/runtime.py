@@ -115,7 +115,9 @@ class LocalRuntime(Runtime):
         self._notes_said: set[str] = set()
         # The agent's shells' sandbox (README "Sandbox"). None: OH_SANDBOX* from the environment, else the default.
         if sandbox is None:
-            sandbox = sandbox_rules.spec_from({k.lower()[3:]: v for k, v in source.items() if k.startswith("OH_SANDBOX")})
+            sandbox = sandbox_rules.spec_from(
+                {k.lower()[3:]: v for k, v in source.items() if k.startswith("OH_SANDBOX")}
+            )
         self.sandbox = Sandbox(
             sandbox, workspace=self.workspace, roots=tuple(self.paths.roots), hidden=tuple(sandbox_hidden)
         )

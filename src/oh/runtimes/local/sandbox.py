@@ -100,16 +100,19 @@ def check(bwrap: str = "", path: str | None = None) -> Check:
             "(macOS's Seatbelt and Windows are not supported yet)",
             fix="run oh on Linux or in WSL2",
         )
-    if "microsoft" in _read("/proc/version").lower() and not os.path.isdir("/run/WSL") and "WSL2" not in _read(
-        "/proc/version"
+    if (
+        "microsoft" in _read("/proc/version").lower()
+        and not os.path.isdir("/run/WSL")
+        and "WSL2" not in _read("/proc/version")
     ):
-        return Check(False, problem="WSL1 has no user namespaces", fix="convert the distribution: `wsl --set-version <distro> 2`")
+        return Check(
+            False, problem="WSL1 has no user namespaces", fix="convert the distribution: `wsl --set-version <distro> 2`"
+        )
     program = shutil.which(bwrap or "bwrap", path=path) if not os.path.isabs(bwrap) else bwrap
     if not program or not os.access(program, os.X_OK):
         return Check(
             False,
-            problem=f"bubblewrap is not installed ({bwrap or 'bwrap'} not found"
-            + (")" if bwrap else " on PATH)"),
+            problem=f"bubblewrap is not installed ({bwrap or 'bwrap'} not found" + (")" if bwrap else " on PATH)"),
             fix="install it: `sudo apt install bubblewrap` (Debian, Ubuntu), `sudo dnf install bubblewrap` (Fedora), "
             "`sudo pacman -S bubblewrap` (Arch)",
         )
