@@ -163,6 +163,8 @@ def plan(
     if spec.level == "workspace-write":
         writable += [expand(p, home) for p in spec.writable]
         writable += [workspace, *roots]
+    # One cover per tree: a hidden path inside another hidden one is hidden already.
+    hidden = [h for h in hidden if not any(o != h and _under(h, o) for o in hidden)]
     # A writable path inside a hidden one would reopen it (a cache under ~/.config/gh): refused.
     writable = [w for w in writable if w and not any(_under(w, h) for h in hidden)]
     notes = ()
@@ -170,7 +172,8 @@ def plan(
         notes = (f"The workspace {workspace} lies in a hidden directory: it is not visible in the sandbox.",)
     # Hidden paths are covered after the writable binds (a workspace that is HOME must not show ~/.ssh);
     # oh's scratch files come last: they may live in /tmp (under the private /tmp) or in oh's state.
-    readonly = (home,) if home and _under(home, "/tmp") else ()
+    # Paths under /tmp vanish under the private /tmp: HOME, and at read-only the workspace and roots, come back read-only.
+    readonly = tuple(p for p in (home, workspace, *roots) if p and (_under(p, "/tmp") or _under(p, "/var/tmp")))
     return Plan(
         readonly,
         tuple(dict.fromkeys(writable)),

@@ -28,6 +28,7 @@ from ..protocol import consent as rules
 from ..protocol.errors import ErrorId
 from ..protocol.events import Action, error_observation
 from ..protocol.review import is_proposal
+from . import escalation
 from .base import Runtime, Wrapper, as_context
 
 log = logging.getLogger("oh.runtimes.consent")
@@ -209,12 +210,17 @@ class ConsentGuard(Wrapper):
         await self.inner.close()
 
     async def execute(self, action: Action, agent: Hashable) -> dict[str, Any]:
-        decision = rules.decide(self.policy, action.kind, action.args, action.security_risk)
+        unsandboxed = escalation.requested(action)  # leaving the sandbox: its own decision (runtimes/escalation.py)
+        if unsandboxed:
+            decision = rules.decide_unsandboxed(self.policy, action.args, action.security_risk)
+        else:
+            decision = rules.decide(self.policy, action.kind, action.args, action.security_risk)
         if decision.verdict == "allow":
             if decision.rule is not None:  # a path rule allowed this change: no proposal either
                 token = PREAPPROVED.set(True)
                 try:
-                    return await self.inner.execute(action, agent)
+                    with escalation.allowing(unsandboxed):
+                        return await self.inner.execute(action, agent)
                 finally:
                     PREAPPROVED.reset(token)
             return await self.inner.execute(action, agent)
@@ -268,7 +274,8 @@ class ConsentGuard(Wrapper):
             return _rejected(action.id, rules.rejected_message(subject, answer.who, answer.reason), answer.who)
         token = PREAPPROVED.set(True)
         try:
-            obs = await self.inner.execute(action, agent)
+            with escalation.allowing(unsandboxed):
+                obs = await self.inner.execute(action, agent)
         finally:
             PREAPPROVED.reset(token)
         _note(obs, rules.allowed_note(answer.who, answer.at, answer.rule))

@@ -258,7 +258,7 @@ class PtyShell:
         if self.user_shell:
             try:
                 await self._spawn(kind, path, True)
-                self.note = " ".join(x for x in (self._sandbox_note(), note, self.note) if x)
+                self.note = " ".join(x for x in (note, self.note) if x)
                 return
             except StartupFailed as e:
                 await self._teardown()
@@ -267,10 +267,6 @@ class PtyShell:
                 self.note = f"{note + ' ' if note else ''}{e} The agent's shell is the clean shell (bash without rc files) for this session."
                 log.warning("agent shell: %s", self.note)
         await self._spawn(*pick_shell(self.env, False)[:2], False)
-        self.note = " ".join(x for x in (self._sandbox_note(), self.note) if x)
-
-    def _sandbox_note(self) -> str:
-        return self.sandbox.note() if self.sandbox is not None else ""
 
     async def _spawn(self, kind: str, path: str, user_rc: bool) -> None:
         self.kind, self.path, self.rc = kind, path, user_rc

@@ -285,7 +285,9 @@ class ShellGroup:
         self._tag(obs, jid, suffix=self._still_running_note(jid) if still else "")
         return obs
 
-    async def _run_extra(self, action: Action, cwd: str | None, note: str = "") -> dict[str, Any]:
+    async def _run_extra(
+        self, action: Action, cwd: str | None, note: str = "", why: str = "the agent's shell was busy"
+    ) -> dict[str, Any]:
         jid = self.rt.new_job_id(action)
         term = self._new_extra()
         self.extras[jid] = term
@@ -298,7 +300,7 @@ class ShellGroup:
             raise
         self._spawn(self._reap(jid, term, cmd))
         prefix = note + (
-            f"[The agent's shell was busy: this command ran in an extra shell ({jid}) started in {term.workspace} with the "
+            f"[{why[:1].upper() + why[1:]}: this command ran in an extra shell ({jid}) started in {term.workspace} with the "
             "main shell's exports; its cd and exports do not carry over.]\n"
         )
         try:

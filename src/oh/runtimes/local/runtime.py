@@ -34,6 +34,7 @@ from .group import ShellGroup
 from .jobs import SPOOL_CAP
 from .paths import PathPolicy
 from ..consent import PREAPPROVED
+from .. import escalation
 from .review import PathLocks, Proposal, ProposalQueue, ProposingEditor, Recorder, file_bytes, text_of
 from ...protocol import review as review_rules
 from .engine import STARTUP_TIMEOUT
@@ -66,6 +67,15 @@ def shell_environment(env: Mapping[str, str] | None) -> dict[str, str]:
     base.setdefault("PYTHONUNBUFFERED", "1")
     base.setdefault("TERM", "dumb")
     return base
+
+
+ESCALATE = sandbox_rules.ESCALATE_ARG
+
+
+def _prefix(obs: dict[str, Any], line: str) -> None:
+    md = obs.get("extras", {}).get("metadata") if obs.get("observation") == "run" else None
+    if isinstance(md, dict):
+        md["prefix"] = line + "\n" + (md.get("prefix") or "")
 
 
 class LocalRuntime(Runtime):
@@ -168,8 +178,12 @@ class LocalRuntime(Runtime):
         return self.workspace
 
     def new_terminal(
-        self, cwd: str, *, env_snapshot: str = "", init_script: str = "", sandboxed: bool = True
+        self, cwd: str, *, env_snapshot: str = "", init_script: str = "", sandboxed: bool | None = None
     ) -> Terminal:
+        """``sandboxed`` None: sandboxed unless the consent gate allowed this action to leave the sandbox
+        (runtimes/escalation.py; only one-shot shells are made then: extra shells and jobs)."""
+        if sandboxed is None:
+            sandboxed = not escalation.UNSANDBOXED.get()
         scratch = self._scratch_dir()
         return Terminal(
             cwd,
@@ -197,7 +211,8 @@ class LocalRuntime(Runtime):
             # values may be secrets); extra shells start from it.
             snap = os.path.join(scratch, f"env-{next(self._job_ids)}")
             os.close(os.open(snap, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600))
-            group = ShellGroup(self, str(key), self.new_terminal(self.workdir_of(ctx), env_snapshot=snap))
+            main = self.new_terminal(self.workdir_of(ctx), env_snapshot=snap, sandboxed=True)  # always confined
+            group = ShellGroup(self, str(key), main)
             self._terminals[key] = group
         return group
 
@@ -293,7 +308,36 @@ class LocalRuntime(Runtime):
             if not os.path.isdir(rp.real):
                 raise ToolError(f"The working directory {rp.shown} does not exist or is not a directory.")
             real_cwd = rp.real
+        if ESCALATE in action.args:
+            return await self._run_unsandboxed(action, ctx, real_cwd)
         return await self._group(ctx).run(action, real_cwd, ctx)
+
+    async def _run_unsandboxed(self, action: Action, ctx: AgentContext, cwd: str | None) -> dict[str, Any]:
+        """A run asking to leave the sandbox (README "Sandbox"): only when the consent gate allowed this very
+        action, in a one-shot shell of its own (an extra shell, or a background job's), never the agent's
+        main shell: nothing the agent sends later reaches an unconfined shell."""
+        try:
+            reason = sandbox_rules.check_escalation(action.args)
+        except sandbox_rules.SandboxError as exc:
+            return error_observation(action.id, ErrorId.BAD_REQUEST, str(exc))
+        group = self._group(ctx)
+        if not self.sandbox.active or self.sandbox.unconfined:
+            obs = await group.run(action, cwd, ctx)
+            _prefix(obs, "[The agent's shell is not sandboxed (sandbox off): the command ran as usual.]")
+            return obs
+        if not escalation.UNSANDBOXED.get():
+            return error_observation(
+                action.id,
+                ErrorId.REJECTED,
+                "Running a command outside the sandbox needs the user's consent, and this backend has no consent "
+                "gate to ask it. Nothing ran. Run it inside the sandbox, or ask the user to run it.",
+            )
+        if action.args.get("background"):
+            obs = await group._start_job(action, cwd, ctx)
+        else:
+            obs = await group._run_extra(action, cwd, why="it ran outside the sandbox")
+        _prefix(obs, f"[This command ran OUTSIDE the sandbox, as the user, in a shell of its own (reason: {reason}).]")
+        return obs
 
     async def _read(self, action: Action, base: str) -> dict[str, Any]:
         rp = self.paths.resolve(action.path, base)

@@ -242,15 +242,19 @@ def mounts(plan: rules.Plan, workspace: str) -> list[str]:
     for path in plan.writable:
         if os.path.isdir(path):
             out += ["--bind", path, path]
+    covered = []
     for path in plan.hidden:
         real = os.path.realpath(path)
         if os.path.isdir(real):
-            out += ["--tmpfs", real, "--remount-ro", real]
+            out += ["--tmpfs", real]
+            covered.append(real)
         elif os.path.lexists(real):
             out += ["--ro-bind", "/dev/null", real]
     for path in plan.scratch:
         if os.path.isdir(path):
             out += ["--bind", path, path]
+    for real in covered:  # read-only once oh's scratch files (which may lie inside) are bound
+        out += ["--remount-ro", real]
     if workspace in plan.writable:
         for rel in PROTECTED_IN_WORKSPACE:
             path = os.path.join(workspace, rel)

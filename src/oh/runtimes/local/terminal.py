@@ -155,10 +155,10 @@ class Terminal:
                 shell = BashShell(cwd, self.env, self.source_file, self.max_output_chars, self.env_snapshot)
             await shell.start()
             self.shell = shell
-            said = getattr(shell, "note", "")
-            if said and said not in self.notes_said:
-                self.notes_said.add(said)
-                note += f"[{said}]\n"
+            for said in (self.sandbox.note() if self.sandbox is not None else "", getattr(shell, "note", "")):
+                if said and said not in self.notes_said:  # the sandbox's level, then the shell's own note
+                    self.notes_said.add(said)
+                    note += f"[{said}]\n"
             if self.init_script:
                 await self._internal(shell, self.init_script)
         return shell, note
