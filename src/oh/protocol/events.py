@@ -20,6 +20,7 @@ except ImportError:  # pragma: no cover - it is a declared dependency; stdlib js
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
+from . import sandbox as sandbox_rules
 from .errors import ErrorId, ProtocolError
 from .ensure import check_ensure_args
 from .knowledge import KNOWLEDGE_KINDS, check_knowledge_args, summarize_knowledge
@@ -230,6 +231,11 @@ def _check_run_args(args: dict, cause: int) -> None:
         cause,
     )
     _check_env(args.get("env"), cause)
+    if "sandbox" in args:  # leaving the agent shell's sandbox: checked before anyone is asked (README "Sandbox")
+        try:
+            sandbox_rules.check_escalation(args)
+        except sandbox_rules.SandboxError as exc:
+            raise ProtocolError(ErrorId.BAD_REQUEST, str(exc) + ".", cause) from None
     for key in ("background", "force"):
         _opt_type(args, key, (bool,), "a boolean", cause)
     _check_job_id(args, cause, required=False)
