@@ -189,7 +189,7 @@ class Backend:
         def new_id() -> int:  # a backend-wide leg id for the service's own run/job actions (the agents' correlator)
             return self.correlator.start("oh-ensure", next(internal), "internal", time.monotonic()).leg_id
 
-        return EnsureService(
+        service = EnsureService(
             runtime,
             self.workspace,
             self.allowed_roots,
@@ -198,6 +198,11 @@ class Backend:
             default_timeout=self.config.action_timeout,
             setup=self.config.setup_script,
         )
+        sandbox = self.sandbox
+        service.installs_leave_sandbox = bool(
+            sandbox is not None and sandbox.status()["confined"] and not sandbox.spec.network
+        )
+        return service
 
     def _editor_proposal_event(self, name: str, fields: dict[str, Any], editor_id: str) -> None:
         owner = self.agent_desk.owner_of(fields["action_id"])  # whose action it is

@@ -226,7 +226,7 @@ class Sandbox:
         if self.unconfined:
             return f"Sandbox: none. {check(self.spec.bwrap).message} (sandbox_fallback = unconfined: commands run unconfined, as you.)"
         if not self.spec.on:
-            return "Sandbox: off (sandbox = off: commands run unconfined, as you)."
+            return ""  # the user's explicit choice; `oh start` and `oh status` say it
         return (
             f"Sandbox: {self.spec.describe()}. To run one command outside it, send the run with "
             'args sandbox "off" and a reason: the user is asked.'
