@@ -1,5 +1,6 @@
 """The agent's shell engine (issue 17): `run echo hi` backend-side and the time to the first terminal,
-old pipes shell vs the new pty engine (clean bash, the user's bash, the user's zsh) side by side.
+old pipes shell vs the new pty engine (clean bash, the user's bash, the user's zsh) side by side, and (issue 27)
+the pty engine inside the bubblewrap sandbox next to the same engine without it.
 
     .venv/bin/python benchmarks/shell_engine.py [ROUNDS] [PER_ROUND]
 
@@ -21,7 +22,9 @@ import time
 from pathlib import Path
 
 from oh.protocol.events import parse_action
+from oh.protocol.sandbox import Spec
 from oh.runtimes.local import LocalRuntime
+from oh.runtimes.local.sandbox import check
 
 BASHRC = """alias ll='ls -l'
 proj() { cd "$1" || return; }
@@ -55,6 +58,10 @@ def engines(home: Path) -> dict[str, dict]:
     }
     if shutil.which("zsh"):
         found["pty, user's zsh + rc"] = {"engine": "pty", "env": {"OH_USER_SHELL": "1", "SHELL": shutil.which("zsh")}}
+    # Issue 27: the same engines inside the bubblewrap sandbox (workspace-write), side by side with the above.
+    if check().ok:
+        for name in ("pty, clean bash (no rc)", "pty, user's bash + rc"):
+            found[name + ", sandboxed"] = {**found[name], "sandbox": "workspace-write"}
     for spec in found.values():
         spec["env"] = dict(os.environ, HOME=str(home), **spec["env"])
         spec["env"].pop("ZDOTDIR", None)
@@ -62,7 +69,7 @@ def engines(home: Path) -> dict[str, dict]:
 
 
 def _runtime(ws: Path, spec: dict) -> LocalRuntime:
-    rt = LocalRuntime(ws, env=spec["env"])
+    rt = LocalRuntime(ws, env=spec["env"], sandbox=Spec(level=spec.get("sandbox", "off")))
     rt.shell_engine = spec["engine"]
     return rt
 

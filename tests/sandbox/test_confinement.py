@@ -71,7 +71,12 @@ _ids = iter(range(1, 1_000_000))
 
 
 async def run(rt: LocalRuntime, command: str, timeout: float = 30, **args: Any) -> dict[str, Any]:
-    frame = {"id": next(_ids), "action": "run", "args": {"command": command, "blocking": True, **args}, "timeout": timeout}
+    frame = {
+        "id": next(_ids),
+        "action": "run",
+        "args": {"command": command, "blocking": True, **args},
+        "timeout": timeout,
+    }
     return await rt.execute(parse_action(frame), "agent")
 
 
@@ -339,5 +344,18 @@ async def test_pip_install_into_a_workspace_venv(box):
             timeout=60,
         )
         assert "rc=0" not in obs["content"], obs["content"]
+    finally:
+        await rt.close()
+
+
+async def test_hard_timeout_kills_the_sandbox_and_restarts_where_the_shell_was(box):
+    (box["ws"] / "deep").mkdir()
+    rt = runtime(box)
+    try:
+        obs = await run(rt, "cd deep; sleep 1000 & echo child; sleep 1000", timeout=1.5)
+        assert obs["extras"]["metadata"]["exit_code"] == -1 and "killed" in obs["extras"]["metadata"]["suffix"], obs
+        obs = await run(rt, "pwd; ps -e | grep -c sleep")
+        lines = obs["content"].split()
+        assert lines[0] == str(box["ws"] / "deep") and lines[1] == "0", obs["content"]  # a fresh sandbox
     finally:
         await rt.close()

@@ -104,6 +104,7 @@ class Backend:
                 config.review_timeout,
                 config.user_shell,
                 config.shell_startup_timeout,
+                _sandbox_welcome(config.sandbox),
             ),
             send_timeout=config.send_timeout,
             register_timeout=REGISTER_TIMEOUT,
@@ -434,3 +435,10 @@ class Backend:
             **({"consent": self.consent.consent_status()} if self.consent is not None else {}),
             **({"proposals": len(self.proposals.pending)} if self.proposals is not None else {}),
         }
+
+
+def _sandbox_welcome(spec: Any) -> dict[str, Any] | None:
+    """The sandbox settings an editor's engine host follows (docs/protocol.md §3.15); None: its own default."""
+    if spec is None:
+        return None
+    return {"level": spec.level, "network": spec.network, "writable": list(spec.writable), "fallback": spec.fallback}

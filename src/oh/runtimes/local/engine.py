@@ -376,11 +376,10 @@ class PtyShell:
         return self.proc is not None and self.proc.returncode is None and not self.exited
 
     def cwd_now(self) -> str:
-        if self.sandbox is not None:  # self.pid is bubblewrap's, not the shell's
-            return self.last_cwd
-        if self.pid > 0 and self.proc is not None and self.proc.returncode is None:
+        pid = self.sandbox.shell_pid(self.pid) if self.sandbox is not None else self.pid  # not bubblewrap's
+        if pid > 0 and self.proc is not None and self.proc.returncode is None:
             with contextlib.suppress(OSError):
-                return os.readlink(f"/proc/{self.pid}/cwd")
+                return os.readlink(f"/proc/{pid}/cwd")
         return self.last_cwd
 
     async def _watch_exit(self) -> None:

@@ -29,6 +29,7 @@ import subprocess
 from dataclasses import dataclass
 
 from ...protocol import sandbox as rules
+from .shell import psutil
 from ...protocol.errors import ErrorId, ToolError
 
 log = logging.getLogger("oh.runtimes.local")
@@ -170,6 +171,7 @@ class Sandbox:
         self.hidden = tuple(hidden)  # oh's directories as the backend knows them (OH_SESSION_DIR too)
         self.said = False  # the unavailable message or the level, said once per sandbox
         self.unconfined = False  # fell back to running unconfined (sandbox_fallback = unconfined)
+        self.wrapped = False  # the last shell started runs inside bubblewrap
 
     @property
     def active(self) -> bool:
@@ -199,6 +201,7 @@ class Sandbox:
     def wrap(self, argv: list[str], env: dict[str, str], *, cwd: str, scratch: tuple[str, ...]) -> list[str]:
         """``argv`` inside the sandbox (unchanged when the level is off, or unconfined by the fallback
         setting). Raises SandboxUnavailable when bubblewrap cannot run and the settings say refuse."""
+        self.wrapped = False
         if not self.spec.on:
             return argv
         found = check(self.spec.bwrap)
@@ -208,6 +211,7 @@ class Sandbox:
                 return argv
             raise SandboxUnavailable(found.message)
         self.unconfined = False
+        self.wrapped = True
         home = env.get("HOME") or os.path.expanduser("~")
         hidden = tuple(dict.fromkeys(self.hidden + oh_dirs(env)))
         plan = rules.plan(
@@ -220,6 +224,22 @@ class Sandbox:
             runtime_dir=_runtime_dir(env),
         )
         return [found.bwrap, *mounts(plan, self.workspace), "--chdir", cwd, "--", *argv]
+
+    def shell_pid(self, pid: int) -> int:
+        """The shell's pid when ``pid`` is the bubblewrap that runs it (its /proc/<pid>/cwd is the shell's
+        directory, readable from outside); ``pid`` itself when the shell is not wrapped."""
+        if not self.wrapped or pid <= 0 or psutil is None:
+            return pid
+        try:
+            level = [psutil.Process(pid)]
+            for _ in range(3):  # bwrap -> bwrap (the namespace's init) -> the shell
+                level = [c for p in level for c in p.children()]
+                found = next((c for c in level if c.name() != "bwrap"), None)
+                if found is not None:
+                    return found.pid
+        except psutil.Error:
+            pass
+        return -1
 
     def note(self) -> str:
         """What the first observation of a shell says about its sandbox."""
