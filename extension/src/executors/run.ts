@@ -234,7 +234,7 @@ export class RunExecutor implements vscode.Disposable {
           const message = e instanceof Error ? e.message : String(e);
           // The shell cannot be sandboxed and the settings refuse to run it unconfined: never fall back to an
           // unconfined terminal; the command fails with the host's message (it names the fix).
-          if (sandboxRefusal(message)) throw new Error(message);
+          if (sandboxRefusal(message)) throw new ToolError(message.replace(/^.*?oh engine: /s, ''), 'SANDBOX_UNAVAILABLE');
           why = `its host did not start (${message})`;
         }
       }
