@@ -17,7 +17,9 @@ from .inprocess import here, invoke  # noqa: F401 - `here` is a fixture
 
 
 def test_detach_json_starts_a_backend_and_warns_in_the_json(here):
-    r = invoke(run_start, runtime="local", workspace=str(here.workspace), detach=True, json_=True, open_=False)
+    r = invoke(
+        run_start, runtime="local", workspace=str(here.workspace), detach=True, json_=True, open_=False, sandbox="off"
+    )
     assert r.code == 0, r
     info = json.loads(r.out)
     here.started.append(info)

@@ -135,7 +135,17 @@ def test_warnings_after_start_only_and_not_on_stderr_with_json(oh):
     assert "sandbox" not in again.stderr.lower() and "home directory" not in again.stderr
     oh("stop", check=0, cwd=oh.user_home)
     p = oh(
-        "start", "--detach", "--json", "--runtime", "local", "--no-open", "--workspace", str(oh.user_home), timeout=40
+        "start",
+        "--detach",
+        "--json",
+        "--runtime",
+        "local",
+        "--no-open",
+        "--sandbox",
+        "off",  # the unconfined backend's warning, after the HOME one
+        "--workspace",
+        str(oh.user_home),
+        timeout=40,
     )
     assert p.returncode == 0 and p.stderr == "", p.stderr
     started = json.loads(p.stdout)

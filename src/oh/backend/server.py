@@ -200,8 +200,13 @@ class Backend:
             setup=self.config.setup_script,
         )
         sandbox = self.sandbox
+        # Only with a consent gate to ask (`oh start` always has one when the shell is sandboxed): without
+        # one a request to leave is refused, so installs stay inside.
         service.installs_leave_sandbox = bool(
-            sandbox is not None and sandbox.status()["confined"] and not sandbox.spec.network
+            self.consent is not None
+            and sandbox is not None
+            and sandbox.status()["confined"]
+            and not sandbox.spec.network
         )
         return service
 
