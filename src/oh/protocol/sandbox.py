@@ -167,7 +167,7 @@ def plan(
     hidden = [h for h in hidden if not any(o != h and _under(h, o) for o in hidden)]
     # A writable path inside a hidden one would reopen it (a cache under ~/.config/gh): refused.
     writable = [w for w in writable if w and not any(_under(w, h) for h in hidden)]
-    notes = ()
+    notes: tuple[str, ...] = ()
     if any(_under(workspace, h) for h in hidden):
         notes = (f"The workspace {workspace} lies in a hidden directory: it is not visible in the sandbox.",)
     # Hidden paths are covered after the writable binds (a workspace that is HOME must not show ~/.ssh);
