@@ -2,6 +2,7 @@
 pty engine (clean bash, the user's bash, the user's zsh) side by side with a yardstick: a new
 `bash --norc -c 'echo hi'` through asyncio's subprocess per command (what a shell-less runtime would pay;
 the old bash-on-pipes shell it replaced was retired in issue 26).
+Issue 27 adds the pty engine inside the bubblewrap sandbox, next to the same engine without it.
 
     .venv/bin/python benchmarks/shell_engine.py [ROUNDS] [PER_ROUND]
 
@@ -23,7 +24,9 @@ import time
 from pathlib import Path
 
 from oh.protocol.events import parse_action
+from oh.protocol.sandbox import Spec
 from oh.runtimes.local import LocalRuntime
+from oh.runtimes.local.sandbox import check
 
 BASHRC = """alias ll='ls -l'
 proj() { cd "$1" || return; }
@@ -54,6 +57,11 @@ def engines(home: Path) -> dict[str, dict]:
     }
     if shutil.which("zsh"):
         found["pty, user's zsh + rc"] = {"env": {"OH_USER_SHELL": "1", "SHELL": shutil.which("zsh")}}
+    # Issue 27: the same engines inside the bubblewrap sandbox (workspace-write), side by side with the above.
+    if check().ok:
+        for name in ("pty, clean bash (no rc)", "pty, user's bash + rc"):
+            if name in found:
+                found[name + ", sandboxed"] = {**found[name], "sandbox": "workspace-write"}
     for spec in found.values():
         spec["env"] = dict(os.environ, HOME=str(home), **spec["env"])
         spec["env"].pop("ZDOTDIR", None)
@@ -81,7 +89,11 @@ class Yardstick:
 
 
 def _runtime(ws: Path, name: str, spec: dict):
-    return Yardstick(ws) if name == YARDSTICK else LocalRuntime(ws, env=spec["env"])
+    return (
+        Yardstick(ws)
+        if name == YARDSTICK
+        else LocalRuntime(ws, env=spec["env"], sandbox=Spec(level=spec.get("sandbox", "off")))
+    )
 
 
 def pct(xs: list[float], q: float) -> float:

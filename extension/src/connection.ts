@@ -47,6 +47,8 @@ export interface ActionContext {
   userShell?: boolean;
   /** The backend's `shell_startup_timeout` (s) when it names one. */
   shellStartupTimeoutS?: number;
+  /** The backend's sandbox settings for the agent's shell (docs/protocol.md §3.17), when it sent them. */
+  sandbox?: SandboxSettings;
   /** The backend's interpreter (session file `python`): runs the shell engine host; absent from older backends. */
   python?: string;
   /** Sends a frame of our own to this backend (job events, §4); dropped when the connection is closed. */
@@ -249,7 +251,8 @@ export class EditorConnection {
       const userShell = typeof obj.user_shell === 'boolean' ? obj.user_shell : undefined;
       const st = obj.shell_startup_timeout;
       const shellStartupTimeoutS = typeof st === 'number' && Number.isFinite(st) && st > 0 && st <= 600 ? st : undefined;
-      this.context = { ...this.context, workspace, roots, maxShells, jobRetentionS, review, userShell, shellStartupTimeoutS };
+      const sandbox = parseSandbox(obj.sandbox);
+      this.context = { ...this.context, workspace, roots, maxShells, jobRetentionS, review, userShell, shellStartupTimeoutS, sandbox };
       this.opts.onRegistered({ editor_id: this.editorId, instance_id: String(obj.instance_id ?? ''), workspace, allowed_roots: allowed, raw: obj });
       return;
     }
@@ -391,4 +394,22 @@ export function describeClose(info: CloseInfo): string {
     [Close.BAD_REGISTRATION]: 'bad registration',
   };
   return `${info.code} ${names[info.code] ?? ''}${info.reason ? ` (${info.reason})` : ''}${info.error ? ` [${info.error}]` : ''}`.replace(/\s+/g, ' ').trim();
+}
+
+/** The agent shell's sandbox as the backend's settings say (docs/protocol.md §3.17). */
+export interface SandboxSettings {
+  level: 'workspace-write' | 'read-only' | 'off';
+  network: boolean;
+  writable?: string[];
+  fallback?: 'refuse' | 'unconfined';
+}
+
+/** The registered frame's `sandbox`, checked (anything malformed: undefined, the engine's own default). */
+export function parseSandbox(raw: unknown): SandboxSettings | undefined {
+  if (!raw || typeof raw !== 'object') return undefined;
+  const o = raw as Record<string, unknown>;
+  if (o.level !== 'workspace-write' && o.level !== 'read-only' && o.level !== 'off') return undefined;
+  const writable = Array.isArray(o.writable) ? o.writable.filter((w): w is string => typeof w === 'string' && w.startsWith('/')) : undefined;
+  const fallback = o.fallback === 'unconfined' ? 'unconfined' : o.fallback === 'refuse' ? 'refuse' : undefined;
+  return { level: o.level, network: o.network === true, writable, fallback };
 }

@@ -91,6 +91,7 @@ function newRunExecutor(log: (line: string) => void): RunExecutor {
     confirmCommands: () => vscode.workspace.getConfiguration('oh').get<boolean>('confirmCommands', false),
     terminalMode: () => vscode.workspace.getConfiguration('oh').get<string>('terminalMode', 'engine'),
     userShell: () => vscode.workspace.getConfiguration('oh').get<boolean>('userShell', true) && process.env.OH_USER_SHELL !== '0',
+    sandbox: () => vscode.workspace.getConfiguration('oh').get<string>('sandbox', ''),
     askInterrupt: async (name, command) => {
       const choice = await vscode.window.showWarningMessage(
         `oh: the backend went away while the agent's command \`${command.slice(0, 200)}\` was still running in the "${name}" terminal.`,

@@ -43,6 +43,7 @@ export type ErrorId =
   | 'NO_JOB'
   | 'UNTRUSTED_WORKSPACE'
   | 'BRANCH_FAILED'
+  | 'SANDBOX_UNAVAILABLE'
   | 'SERVER_ERROR';
 
 export type JsonObject = Record<string, unknown>;

@@ -9,7 +9,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, beforeEach, test } from 'node:test';
 import { RunExecutor } from '../src/executors/run';
-import { JsonObject, parseAction } from '../src/protocol';
+import { JsonObject, parseAction, ToolError } from '../src/protocol';
 import { mock, resetMock, Terminal } from './vscodeMock';
 
 const PYTHON = process.env.OH_TEST_PYTHON ?? path.resolve(__dirname, '../../../.venv/bin/python');
@@ -120,5 +120,58 @@ test("engine mode: the backend's user_shell=false (oh start --clean-shell) gives
     process.env.HOME = saved.HOME;
     process.env.SHELL = saved.SHELL;
     fs.rmSync(home, { recursive: true, force: true });
+  }
+});
+
+// Issue 27: the engine host runs the shell in bubblewrap with the backend's sandbox settings (docs/protocol.md §3.17).
+const bwrapOk = (() => {
+  try {
+    return require('node:child_process').spawnSync('bwrap', ['--ro-bind', '/', '/', '--unshare-pid', '--proc', '/proc', '--', 'true']).status === 0;
+  } catch {
+    return false;
+  }
+})();
+
+test("engine mode: the backend's sandbox confines the shell to the workspace; the window's oh.sandbox off lifts it", { skip: skip || (!bwrapOk && 'bubblewrap cannot run here') }, async () => {
+  const outside = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'oh-engine-outside-')));
+  const sandbox = { level: 'workspace-write' as const, network: false };
+  try {
+    let ex = engineExecutor();
+    try {
+      const o = await ex.execute(run({ command: `echo in > inside.txt; echo x > ${outside}/m; echo done`, blocking: true }), sig(), { ...ctx(), sandbox });
+      assert.match(String(o.content), /done\n$/);
+      assert.ok(fs.existsSync(path.join(root, 'inside.txt')), 'the workspace is writable');
+      assert.ok(!fs.existsSync(path.join(outside, 'm')), 'nothing outside the workspace was written');
+    } finally {
+      ex.dispose();
+    }
+    ex = new RunExecutor({ log: () => {}, confirmCommands: () => false, terminalMode: () => 'engine', userShell: () => false, sandbox: () => 'off' });
+    try {
+      await ex.execute(run({ command: `echo x > ${outside}/m`, blocking: true }), sig(), { ...ctx(), sandbox });
+      assert.ok(fs.existsSync(path.join(outside, 'm')), "oh.sandbox off: the window's setting lifts it");
+    } finally {
+      ex.dispose();
+    }
+  } finally {
+    fs.rmSync(outside, { recursive: true, force: true });
+  }
+});
+
+test('engine mode: a shell that cannot be sandboxed fails the command with the fix, never an unconfined fallback terminal', { skip }, async () => {
+  const outside = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'oh-engine-outside-')));
+  const saved = process.env.OH_SANDBOX_BWRAP;
+  process.env.OH_SANDBOX_BWRAP = path.join(outside, 'no-such-bwrap');
+  const ex = engineExecutor();
+  try {
+    await assert.rejects(
+      ex.execute(run({ command: `touch ${outside}/m`, blocking: true }), sig(), { ...ctx(), sandbox: { level: 'workspace-write', network: false } }),
+      (e: unknown) => e instanceof ToolError && e.errorId === 'SANDBOX_UNAVAILABLE' && /cannot be sandboxed.*bubblewrap is not installed/s.test(e.message),
+    );
+    assert.ok(!fs.existsSync(path.join(outside, 'm')), 'nothing ran');
+  } finally {
+    ex.dispose();
+    if (saved === undefined) delete process.env.OH_SANDBOX_BWRAP;
+    else process.env.OH_SANDBOX_BWRAP = saved;
+    fs.rmSync(outside, { recursive: true, force: true });
   }
 });

@@ -24,6 +24,15 @@ from .conftest import TOKEN
 from .peers import serve_headless
 
 _ids = itertools.count(1)
+
+
+@pytest.fixture(autouse=True)
+def _unsandboxed(monkeypatch) -> None:
+    """The installs here fetch from a loopback index run by the test: the sandbox's network is off, and these
+    backends have no consent gate to let an install leave it (README "Sandbox"; tests/sandbox/ covers that)."""
+    monkeypatch.setenv("OH_SANDBOX", "off")
+
+
 pytestmark = pytest.mark.skipif(
     shutil.which("npm") is None, reason="npm is needed (extension/e2e/setup.sh installs it)"
 )

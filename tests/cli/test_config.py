@@ -144,7 +144,15 @@ def test_env_beats_file_and_flag_beats_env_on_start(oh):
     oh.started.append(info)
     assert info["runtime"] == "vscode"
     oh("stop", "--all", check=0)
-    p = oh("start", "--detach", "--json", "--runtime", "local", env={"OH_RUNTIME": "vscode"}, timeout=40)
+    p = oh(
+        "start",
+        "--detach",
+        "--json",
+        "--runtime",
+        "local",
+        env={"OH_RUNTIME": "vscode", "OH_SANDBOX": "off"},
+        timeout=40,
+    )
     assert p.returncode == 0, p.stderr
     info = json.loads(p.stdout)
     oh.started.append(info)

@@ -16,6 +16,14 @@ from ensure_projects import node_project
 from .inprocess import here, invoke  # noqa: F401 - `here` is a fixture
 
 
+@pytest.fixture(autouse=True)
+def _unsandboxed(here, monkeypatch) -> None:  # after `here`, which clears OH_*
+    """These tests pin ensure's own behaviour. In the sandbox (the default) an install asks to leave it and
+    waits for the user (README "Sandbox"; tests/sandbox/ covers that path): here there is nobody to ask."""
+    monkeypatch.setenv("OH_SANDBOX", "off")
+    here.env["OH_SANDBOX"] = "off"  # the `oh start` it runs as a process
+
+
 def test_usage_error_before_any_backend(here):
     r = invoke(ensure.run_ensure, only=["ruby"])
     assert r.code == 2 and "--only takes python or node" in r.err

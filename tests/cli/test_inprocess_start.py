@@ -17,7 +17,9 @@ from .inprocess import here, invoke  # noqa: F401 - `here` is a fixture
 
 
 def test_detach_json_starts_a_backend_and_warns_in_the_json(here):
-    r = invoke(run_start, runtime="local", workspace=str(here.workspace), detach=True, json_=True, open_=False)
+    r = invoke(
+        run_start, runtime="local", workspace=str(here.workspace), detach=True, json_=True, open_=False, sandbox="off"
+    )
     assert r.code == 0, r
     info = json.loads(r.out)
     here.started.append(info)
@@ -29,7 +31,7 @@ def test_detach_json_starts_a_backend_and_warns_in_the_json(here):
 
 
 def test_detach_text_says_how_to_stop_it(here):
-    r = invoke(run_start, runtime="local", workspace=str(here.workspace), detach=True)
+    r = invoke(run_start, runtime="local", workspace=str(here.workspace), detach=True, sandbox="off")
     here.started.append({"pid": int(r.out.split("pid ")[1].split(")")[0])})
     assert r.code == 0, r
     assert "listening on ws://127.0.0.1:" in r.out and "stop it with `oh stop " in r.out
@@ -58,7 +60,8 @@ def test_foreground_ndjson_until_the_backend_is_stopped_elsewhere(here):
 
     stopper = threading.Thread(target=stop_it_from_another_process, daemon=True)
     stopper.start()
-    r = invoke(run_start, runtime="local", workspace=str(here.workspace), json_=True, open_=False)
+    # --sandbox off: the unconfined backend's warning is the event this test reads second
+    r = invoke(run_start, runtime="local", workspace=str(here.workspace), json_=True, open_=False, sandbox="off")
     stopper.join(60)
     assert started.is_set() and r.code == 0, r
     events = [json.loads(line) for line in r.out.splitlines()]

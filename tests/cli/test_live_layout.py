@@ -124,7 +124,18 @@ def test_refused_run_is_an_error_in_the_live_view(oh):
 
 
 def test_warnings_after_start_only_and_not_on_stderr_with_json(oh):
-    p = oh("start", "--detach", "--runtime", "local", "--no-open", "--workspace", str(oh.user_home), timeout=40)
+    p = oh(  # --sandbox off: the unconfined backend's warning is one of those read here
+        "start",
+        "--detach",
+        "--runtime",
+        "local",
+        "--no-open",
+        "--sandbox",
+        "off",
+        "--workspace",
+        str(oh.user_home),
+        timeout=40,
+    )
     assert p.returncode == 0, p.stderr
     info = json.loads(oh("status", "--json").stdout)["sessions"][0]
     oh.started.append(info)
@@ -135,7 +146,17 @@ def test_warnings_after_start_only_and_not_on_stderr_with_json(oh):
     assert "sandbox" not in again.stderr.lower() and "home directory" not in again.stderr
     oh("stop", check=0, cwd=oh.user_home)
     p = oh(
-        "start", "--detach", "--json", "--runtime", "local", "--no-open", "--workspace", str(oh.user_home), timeout=40
+        "start",
+        "--detach",
+        "--json",
+        "--runtime",
+        "local",
+        "--no-open",
+        "--sandbox",
+        "off",  # the unconfined backend's warning, after the HOME one
+        "--workspace",
+        str(oh.user_home),
+        timeout=40,
     )
     assert p.returncode == 0 and p.stderr == "", p.stderr
     started = json.loads(p.stdout)

@@ -118,7 +118,8 @@ def test_plain_lines_when_stdout_is_not_a_tty(oh):
 
 def test_json_mode_prints_ndjson_events(oh):
     proc = subprocess.Popen(
-        [sys.executable, "-m", "oh", "start", "--runtime", "local", "--json"],
+        # --sandbox off: the unconfined backend's warning is the event this test reads
+        [sys.executable, "-m", "oh", "start", "--runtime", "local", "--json", "--sandbox", "off"],
         cwd=oh.workspace,
         env=oh.env,
         stdout=subprocess.PIPE,

@@ -93,3 +93,10 @@ async def rt(workspace):
 @pytest.fixture
 async def h(rt):
     return Harness(rt)
+
+
+@pytest.fixture(autouse=True)
+def _unsandboxed(monkeypatch) -> None:
+    """These tests pin the runtime's run semantics (exact output, prefixes, paths in /tmp outside the
+    workspace); the sandbox has its own battery (tests/sandbox/) and tests/shell runs sandboxed."""
+    monkeypatch.setenv("OH_SANDBOX", "off")

@@ -46,6 +46,13 @@ with connect(url + "/v1/agent", additional_headers={"Authorization": "Bearer " +
 """
 
 
+@pytest.fixture(autouse=True)
+def _unsandboxed(oh) -> None:
+    """These tests follow the agent's shell by its host pid (`echo $$`, its children) from outside: inside the
+    sandbox's pid namespace `$$` is not that pid. The sandbox's own battery is tests/sandbox/."""
+    oh.env["OH_SANDBOX"] = "off"
+
+
 def _session(oh, info) -> sessions.Session:
     return sessions.read(oh.session_file(info["instance_id"]))
 

@@ -27,6 +27,13 @@ from . import helpers
 from .conftest import record
 
 
+@pytest.fixture(autouse=True)
+def _unsandboxed(oh) -> None:
+    """These tests follow the agent's shell by its host pid (`echo $$`, its children) from outside: inside the
+    sandbox's pid namespace `$$` is not that pid. The sandbox's own battery is tests/sandbox/."""
+    oh.env["OH_SANDBOX"] = "off"
+
+
 def _environ(pid: int) -> bytes:
     with open(f"/proc/{pid}/environ", "rb") as f:
         return f.read()

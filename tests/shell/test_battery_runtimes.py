@@ -34,11 +34,12 @@ async def _client(env, workspace) -> tuple[Client, dict]:
     return await Client.connect(sess["url"], sess["token"], name="battery"), sess
 
 
-async def _battery(driver, shell, tmp_path):
+async def _battery(driver, shell, workspace):
     # the user's rc files ran in the agent's shell
     out, code, _ = await driver.run("fixture_alias; fixture_function x; echo $FIXTURE_VAR; fixture-tool", None, None)
     assert (out, code) == ("alias works\nfunction works x\nfixture-value\nfixture tool ran\n", 0)
-    failures = await run_battery(driver, shell, tmp_path / "cases", CASES)
+    # In the workspace: the agent's shell is sandboxed (README "Sandbox"), the rest of /tmp is private to it.
+    failures = await run_battery(driver, shell, workspace / "cases", CASES)
     assert not failures, "\n".join(failures)
 
 
@@ -55,7 +56,7 @@ async def test_battery_local_runtime(tmp_path, workspace, shell):
         assert sess["python"] == sys.executable or os.path.exists(sess["python"])
         driver = ClientDriver(client)
         try:
-            await _battery(driver, shell, tmp_path)
+            await _battery(driver, shell, workspace)
         finally:
             await driver.close()
     finally:
@@ -88,7 +89,7 @@ async def test_battery_headless_editor(tmp_path, workspace, shell):
                     break
                 await asyncio.sleep(0.1)
             assert obs.kind == "run" and obs.content == "ready\n", obs.content
-            await _battery(driver, shell, tmp_path)
+            await _battery(driver, shell, workspace)
         finally:
             await driver.close()
     finally:

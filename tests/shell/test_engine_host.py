@@ -25,7 +25,7 @@ async def test_battery_through_the_host(tmp_path, workspace, shell):
         # the user's rc files ran: alias, function, exported variable, PATH tool
         out, code, _ = await host.run("fixture_alias; fixture_function x; echo $FIXTURE_VAR; fixture-tool", None, None)
         assert (out, code) == ("alias works\nfunction works x\nfixture-value\nfixture tool ran\n", 0)
-        failures = await run_battery(host, shell, tmp_path / "cases", CASES)
+        failures = await run_battery(host, shell, workspace / "cases", CASES)  # sandboxed: /tmp is private
         assert not failures, "\n".join(failures)
         # the hooks ran for the user (the live view shows them) but never in an output (checked above)
         view = "".join(host.view)

@@ -13,6 +13,7 @@
 import { ChildProcess, spawn } from 'child_process';
 import * as vscode from 'vscode';
 import { CommandShell, RunningCommand, StartOptions } from '../runstate';
+import type { SandboxSettings } from '../connection';
 
 /** Output before VS Code opened the terminal is kept (up to this many characters) and shown once it opens. */
 const EARLY_LIMIT = 1 << 20;
@@ -29,6 +30,10 @@ export interface EngineOptions {
   clean: boolean;
   /** Seconds the user's rc files may take before the clean shell replaces them. */
   startupTimeoutS?: number;
+  /** The sandbox (docs/protocol.md §3.17): the level (undefined: the host's default, workspace-write) and the backend's settings. */
+  sandbox?: SandboxSettings;
+  /** The backend's allowed roots: writable in the sandbox besides cwd. */
+  roots?: string[];
   name: string;
   /** A first line for the terminal saying why it exists (extra and job terminals). */
   banner?: string;
@@ -90,6 +95,7 @@ export class EngineShell implements CommandShell {
     const args = ['-m', 'oh.runtimes.local.enginehost', '--cwd', opts.cwd, '--max-output', String(HOST_MAX_OUTPUT)];
     if (opts.clean) args.push('--clean');
     if (opts.startupTimeoutS !== undefined) args.push('--startup-timeout', String(opts.startupTimeoutS));
+    args.push(...sandboxArgs(opts.sandbox, opts.roots));
     this.proc = spawn(opts.python, args, { cwd: opts.cwd, env: engineEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
     let resolveReady!: (r: EngineReady) => void;
     let rejectReady!: (e: Error) => void;
@@ -340,4 +346,21 @@ export class EngineShell implements CommandShell {
     }, 3000).unref();
     this.opts.onClosed();
   }
+}
+
+/** The engine host's sandbox flags (docs/protocol.md §3.17); none: its default (workspace-write, or OH_SANDBOX). */
+export function sandboxArgs(sb: SandboxSettings | undefined, roots: string[] | undefined): string[] {
+  const args: string[] = [];
+  if (sb) {
+    args.push('--sandbox', sb.level, '--sandbox-network', sb.network ? 'on' : 'off');
+    if (sb.writable) args.push('--sandbox-writable', sb.writable.join(':'));
+    if (sb.fallback) args.push('--sandbox-fallback', sb.fallback);
+  }
+  for (const root of roots ?? []) args.push('--allow', root);
+  return args;
+}
+
+/** The host could not start because the shell cannot be sandboxed: never fall back to an unconfined terminal. */
+export function sandboxRefusal(message: string): boolean {
+  return message.includes('cannot be sandboxed');
 }

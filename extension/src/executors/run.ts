@@ -15,7 +15,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import { ActionContext } from '../connection';
+import { ActionContext, SandboxSettings } from '../connection';
 import { DEFAULT_RETENTION_S, ForegroundRecord, Job, jobFingerprint, JobTable, privateSpoolDir, Spool } from '../jobs';
 import { resolvePath } from '../paths';
 import { Action, jobObservation, Observation, RunArgs, runArgs, runObservation, ToolError } from '../protocol';
@@ -23,7 +23,7 @@ import { CommandShell, MAX_WAIT_S, RunController, RunningCommand } from '../runs
 import type { RunResult } from '../protocol';
 import { left, place, QUEUE_LIMIT, queueFullMessage, Waiters, waitedOutMessage } from '../shellqueue';
 import { allowedRoots, baseDir, workspaceRoots } from './files';
-import { EngineShell } from './engineshell';
+import { EngineShell, sandboxRefusal } from './engineshell';
 import { IntegratedShell, waitForShellIntegration } from './integrated';
 import { PtyShell } from './pty';
 import { terminalMode } from './terminalmode';
@@ -62,6 +62,8 @@ export interface RunExecutorDeps {
   terminalMode?: () => string;
   /** `oh.userShell` (default true): the engine runs the user's shell with their rc files; false: the clean shell. */
   userShell?: () => boolean;
+  /** `oh.sandbox`: '' (default: the backend's `sandbox` setting) or a level that overrides it for this window (§3.17). */
+  sandbox?: () => string;
   /** Asks the user what to do with a command left running by a backend that went away. */
   askInterrupt?: (terminalName: string, command: string) => Promise<boolean>;
 }
@@ -75,6 +77,9 @@ class Slot {
   /** The backend's `user_shell` / `shell_startup_timeout` settings, when it sent them (§3.4.1). */
   backendUserShell: boolean | undefined;
   startupTimeoutS: number | undefined;
+  /** The backend's sandbox settings and allowed roots (§3.17): the engine host's flags. */
+  backendSandbox: SandboxSettings | undefined;
+  roots: string[] | undefined;
   /** The engine could not start for this terminal: it uses the fallback from now on. */
   engineFailed = false;
   /** Sentences for the next observation of a command run here (e.g. why the engine is not used). */
@@ -195,6 +200,8 @@ export class RunExecutor implements vscode.Disposable {
     if (ctx) {
       slot.backendUserShell = ctx.userShell;
       slot.startupTimeoutS = ctx.shellStartupTimeoutS;
+      slot.backendSandbox = ctx.sandbox;
+      slot.roots = ctx.roots;
     }
     return slot;
   }
@@ -223,7 +230,11 @@ export class RunExecutor implements vscode.Disposable {
         try {
           return await this.createEngineShell(slot, cwd);
         } catch (e) {
-          why = `its host did not start (${e instanceof Error ? e.message : String(e)})`;
+          const message = e instanceof Error ? e.message : String(e);
+          // The shell cannot be sandboxed and the settings refuse to run it unconfined: never fall back to an
+          // unconfined terminal; the command fails with the host's message (it names the fix).
+          if (sandboxRefusal(message)) throw new ToolError(message.replace(/^.*?oh engine: /s, ''), 'SANDBOX_UNAVAILABLE');
+          why = `its host did not start (${message})`;
         }
       }
       slot.engineFailed = true;
@@ -293,6 +304,15 @@ export class RunExecutor implements vscode.Disposable {
     );
   }
 
+  /** The sandbox for a new engine shell: this window's `oh.sandbox` level if set, else the backend's settings. */
+  private sandboxFor(slot: Slot): SandboxSettings | undefined {
+    const level = this.deps.sandbox?.() ?? '';
+    if (level === 'workspace-write' || level === 'read-only' || level === 'off') {
+      return { ...(slot.backendSandbox ?? { network: false }), level };
+    }
+    return slot.backendSandbox;
+  }
+
   /** `oh.terminalMode: engine` (./engineshell.ts): the user's shell on a pty, run by the backend's Python. */
   private async createEngineShell(slot: Slot, cwd: string): Promise<CommandShell> {
     const t0 = Date.now();
@@ -302,6 +322,8 @@ export class RunExecutor implements vscode.Disposable {
       // The clean shell when the backend says so (`oh start --clean-shell`) or this window's setting does.
       clean: slot.backendUserShell === false || !(this.deps.userShell?.() ?? true),
       startupTimeoutS: slot.startupTimeoutS,
+      sandbox: this.sandboxFor(slot),
+      roots: slot.roots,
       name: slot.name,
       banner: slot.banner,
       log: this.deps.log,
@@ -544,6 +566,8 @@ export class RunExecutor implements vscode.Disposable {
     extra.python = slot.python;
     extra.backendUserShell = slot.backendUserShell;
     extra.startupTimeoutS = slot.startupTimeoutS;
+    extra.backendSandbox = slot.backendSandbox;
+    extra.roots = slot.roots;
     // Started where the main terminal is now; its own `cd`s and exports stay in it.
     extra.lastCwd = slot.shell?.cwd() ?? slot.lastCwd;
     extra.startDir = extra.lastCwd;

@@ -29,12 +29,14 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 from .. import sessions
 from ..config import paths, secrets
 from ..config.paths import UnsafePath
 from ..protocol.branch import ON_DIRTY, ON_NOT_GIT, Plan
 from ..protocol import runtimenames
+from ..protocol import sandbox as sandbox_rules
 from ..protocol.codes import BackendExit
 from .auth import is_loopback_host
 from .guard import Throttle, raise_fd_limit
@@ -115,6 +117,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     # The agent's shell (docs/protocol.md §3.4.1): unset = the local runtime's own default (OH_USER_SHELL, else on).
     p.add_argument("--user-shell", choices=("true", "false"), default=None)
     p.add_argument("--shell-startup-timeout", type=float, default=None)
+    # The agent shell's sandbox (README "Sandbox"): unset = the local runtime's own default (OH_SANDBOX*, else workspace-write).
+    p.add_argument("--sandbox", choices=("workspace-write", "read-only", "off"), default=None)
+    p.add_argument("--sandbox-network", choices=("true", "false"), default=None)
+    p.add_argument("--sandbox-writable", default=None, help=f"{os.pathsep}-separated directories")
+    p.add_argument("--sandbox-fallback", choices=("refuse", "unconfined"), default=None)
+    p.add_argument("--sandbox-bwrap", default=None)
     p.add_argument(
         "--setup-script",
         type=lambda v: v.strip().lower() in ("1", "true", "yes", "on"),
@@ -156,10 +164,39 @@ def _consent_policy(args: argparse.Namespace, workspace: str):
         rules = consent.parse_rules(table.get("allow", ()), table.get("ask", ()), table.get("deny", ()))
     except consent.RuleError as exc:
         raise ValueError(f"consent rules: {exc}") from None
-    if args.consent == "never" and not rules:
+    if args.consent == "never" and not rules and not _escalations_gated(args):
         return None
-    protected = tuple(str(p) for p in {paths.state_dir(), paths.config_dir(), paths.sessions_dir()})
-    return consent.Policy(args.consent, rules, workspace, os.path.expanduser("~"), protected)
+    return consent.Policy(args.consent, rules, workspace, os.path.expanduser("~"), _oh_dirs())
+
+
+def _oh_dirs() -> tuple[str, ...]:
+    """oh's own directories: consent asks before a command touches them; the sandbox hides them."""
+    return tuple(str(p) for p in dict.fromkeys((paths.state_dir(), paths.config_dir(), paths.sessions_dir())))
+
+
+def _sandbox_spec(args: argparse.Namespace) -> Any:
+    """The sandbox flags as a Spec; None when the launcher passed none (the runtime's env/default rule)."""
+    given = {
+        "sandbox": args.sandbox,
+        "sandbox_network": args.sandbox_network,
+        "sandbox_writable": args.sandbox_writable,
+        "sandbox_fallback": args.sandbox_fallback,
+        "sandbox_bwrap": args.sandbox_bwrap,
+    }
+    if all(v is None for v in given.values()):
+        return None
+    env = {k.lower()[3:]: v for k, v in os.environ.items() if k.startswith("OH_SANDBOX")}
+    return sandbox_rules.spec_from({**env, **{k: v for k, v in given.items() if v is not None}})
+
+
+def _escalations_gated(args: argparse.Namespace) -> bool:
+    """A sandboxed local runtime needs the consent gate even at level never: a run asking to leave the
+    sandbox is always asked (or allowed by an `unsandboxed:` rule), never run unasked."""
+    if args.runtime != "local":
+        return False
+    spec = _sandbox_spec(args)
+    level = spec.level if spec is not None else os.environ.get("OH_SANDBOX", "") or sandbox_rules.DEFAULT_LEVEL
+    return level != "off"
 
 
 def _ready(fd: int | None, payload: dict) -> None:
@@ -258,6 +295,8 @@ async def _amain(args: argparse.Namespace, token: str) -> int:
                 review_timeout=args.review_timeout,
                 user_shell=None if args.user_shell is None else args.user_shell == "true",
                 shell_startup_timeout=args.shell_startup_timeout,
+                sandbox=_sandbox_spec(args),
+                sandbox_hidden=_oh_dirs(),
                 branch=Plan(args.branch_name or None, args.on_dirty, args.on_not_git) if args.branch == "on" else None,
                 consent=policy,
                 approval_timeout=args.approval_timeout,

@@ -48,6 +48,10 @@ class BackendConfig:
         None  # the local runtime's agent shell: the user's (True) or the clean one; None: its default
     )
     shell_startup_timeout: float | None = None
+    # The agent shell's sandbox (README "Sandbox"): a protocol.sandbox.Spec, None = the runtime's default;
+    # and oh's own directories, hidden in it.
+    sandbox: Any = None
+    sandbox_hidden: tuple[str, ...] = ()
     # Proposal mode (docs/protocol.md §3.11): write/edit wait for the user's decision, at most this long.
     review: bool = False
     # History (issue 29, docs/protocol.md §3.15): None = off; else the directory of this workspace's timeline.

@@ -79,6 +79,7 @@ def _welcome(config: BackendConfig, instance_id: str, workspace: str, roots: lis
         config.review_timeout,
         config.user_shell,
         config.shell_startup_timeout,
+        _sandbox_welcome(config.sandbox),
     )
 
 
@@ -96,6 +97,8 @@ def _stack_settings(config: BackendConfig, workspace: str, roots: list[str]) -> 
         env=consentctl.agent_env() if config.consent is not None else None,
         user_shell=config.user_shell,
         shell_startup_timeout=config.shell_startup_timeout,
+        sandbox=config.sandbox,
+        sandbox_hidden=config.sandbox_hidden,
     )
     return stack.StackSettings(
         config.runtime,
@@ -198,6 +201,16 @@ class Backend:
         )
         self.runtime = self.stack.outer
         self.consent = self.stack.consent  # consent (§3.13): around the branch guard, so every route passes it
+        # The local runtime's sandbox (README "Sandbox"), for `oh status` and the live view.
+        self.sandbox = getattr(self.stack.inner, "sandbox", None)
+        # Installs of `ensure` ask to leave the sandbox only with a consent gate to ask (`oh start` always has
+        # one when the shell is sandboxed): without one a request to leave is refused, so installs stay inside.
+        self.stack.ensure.installs_leave_sandbox = bool(
+            self.consent is not None
+            and self.sandbox is not None
+            and self.sandbox.status()["confined"]
+            and not self.sandbox.spec.network
+        )
         self.runtime.on_job_event = self.monitors.job_event
         self.runtime.on_shell_note = self.monitors.shell_note
         self.proposals = self.runtime.proposals  # the local runtime's ProposalQueue in review mode
@@ -425,7 +438,15 @@ class Backend:
             **({"branch": self.stack.branch.describe()} if self.stack.branch is not None else {}),
             **({"setup": dict(self.stack.ensure.setup_state)} if self.stack.ensure.setup_state.get("script") else {}),
             "review": self.config.review,
+            **({"sandbox": self.sandbox.status()} if self.sandbox is not None else {}),
             **({"consent": self.consent.consent_status()} if self.consent is not None else {}),
             **({"proposals": len(self.proposals.pending)} if self.proposals is not None else {}),
             **self.remote.status(),
         }
+
+
+def _sandbox_welcome(spec: Any) -> dict[str, Any] | None:
+    """The sandbox settings an editor's engine host follows (docs/protocol.md §3.17); None: its own default."""
+    if spec is None:
+        return None
+    return {"level": spec.level, "network": spec.network, "writable": list(spec.writable), "fallback": spec.fallback}

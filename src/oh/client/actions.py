@@ -28,7 +28,9 @@ def run(
     max_output: int | None = None,
     security_risk: str | None = None,
     exclusive: bool | None = None,
+    unsandboxed: str | None = None,
 ) -> dict[str, Any]:
+    """``unsandboxed``: why this command must run outside the sandbox; the user is asked (README "Sandbox")."""
     return _build.run(
         command,
         timeout=timeout,
@@ -40,6 +42,7 @@ def run(
         max_output=max_output,
         security_risk=security_risk,
         exclusive=bool(exclusive),
+        unsandboxed=unsandboxed,
     )
 
 

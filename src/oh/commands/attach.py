@@ -66,6 +66,14 @@ def run_attach(
         # The local runtime serving this editor reads the agent-shell settings from the environment.
         os.environ["OH_USER_SHELL"] = "1" if jobs.get("user_shell", True) else "0"
         os.environ["OH_SHELL_STARTUP_TIMEOUT"] = f"{jobs.get('shell_startup_timeout') or 5.0:g}"
+        for name in ("sandbox", "sandbox_network", "sandbox_writable", "sandbox_fallback", "sandbox_bwrap"):
+            value = jobs.get(name)  # the agent shell's sandbox (README "Sandbox"), the same way
+            if isinstance(value, bool):
+                value = "1" if value else "0"
+            elif isinstance(value, list):
+                value = os.pathsep.join(value)
+            if value:
+                os.environ["OH_" + name.upper()] = str(value)
         code = run_loop(
             run_editor(
                 target,

@@ -19,9 +19,29 @@ EPILOG = (
 )
 
 NO_SANDBOX = (
-    "warning: runtime local has NO sandbox: every action an agent sends runs on this machine as you "
-    "(shell commands, file writes inside the workspace). Use it only with agents you trust."
+    "warning: runtime local has NO sandbox (sandbox = off): every command an agent sends runs on this machine as you. "
+    "Use it only with agents you trust; `oh start --sandbox workspace-write` confines the agent's shell."
 )
+
+
+def sandbox_warnings(s) -> list[tuple[str, str]]:
+    """What `oh start` says about the agent shell's sandbox (README "Sandbox"): nothing when it confines."""
+    if s.sandbox == "off":
+        return [("no_sandbox", NO_SANDBOX)]
+    from ..runtimes.local.sandbox import check
+
+    found = check(s.sandbox_bwrap)
+    if found.ok:
+        return []
+    if s.sandbox_fallback == "unconfined":
+        return [
+            (
+                "no_sandbox",
+                f"warning: runtime local has NO sandbox: {found.problem} (fix: {found.fix}). "
+                "sandbox_fallback = unconfined: every command an agent sends runs on this machine as you.",
+            )
+        ]
+    return [("sandbox_unavailable", "error: " + found.message + " Until then every command fails (nothing runs).")]
 
 
 def _complete_on_dirty(incomplete: str):
@@ -120,6 +140,20 @@ _OPT_REVIEW_TIMEOUT = typer.Option(
     "--review-timeout",
     help="Seconds a proposal waits for a decision (then TIMEOUT, nothing written). Default: config `review_timeout`.",
 )
+_OPT_SANDBOX = typer.Option(
+    None,
+    "--sandbox",
+    metavar="LEVEL",
+    autocompletion=lambda incomplete: [c for c in ("workspace-write", "read-only", "off") if c.startswith(incomplete)],
+    help='The agent\'s shell in a bubblewrap sandbox: workspace-write (system and HOME read-only, the workspace writable, secrets hidden), read-only, or off (unconfined). A command can ask to leave it; you are asked. README "Sandbox". Default: config `sandbox`.',
+)
+_OPT_SANDBOX_NETWORK = typer.Option(
+    None,
+    "--sandbox-network",
+    metavar="on|off",
+    autocompletion=lambda incomplete: [c for c in ("on", "off") if c.startswith(incomplete)],
+    help="Network inside the sandbox (off: loopback of its own only). Default: config `sandbox_network` (off).",
+)
 _OPT_CLEAN_SHELL = typer.Option(
     False,
     "--clean-shell",
@@ -148,6 +182,8 @@ def start(
     approval_timeout: Optional[float] = _OPT_APPROVAL_TIMEOUT,
     review_timeout: Optional[float] = _OPT_REVIEW_TIMEOUT,
     clean_shell: bool = _OPT_CLEAN_SHELL,
+    sandbox: Optional[str] = _OPT_SANDBOX,
+    sandbox_network: Optional[str] = _OPT_SANDBOX_NETWORK,
 ) -> None:
     """Start a backend for a workspace and show the live view (Ctrl-C stops it).
 
@@ -177,6 +213,8 @@ def start(
             approval_timeout=approval_timeout,
             clean_shell=clean_shell,
             history=history,
+            sandbox=sandbox,
+            sandbox_network=sandbox_network,
         )
     )
 
@@ -204,6 +242,8 @@ def run_start(
     approval_timeout: Optional[float] = None,
     clean_shell: bool = False,
     history: Optional[bool] = None,
+    sandbox: Optional[str] = None,
+    sandbox_network: Optional[str] = None,
 ) -> int:
     """``oh start``'s behaviour: --detach returns 0 once the backend listens; else the live view's exit code."""
     s = load_settings(
@@ -223,6 +263,8 @@ def run_start(
             "approval_timeout": approval_timeout,
             "user_shell": False if clean_shell else None,
             "history": history,
+            "sandbox": sandbox,
+            "sandbox_network": sandbox_network,
         }
     )
     if not os.path.isdir(workspace):
@@ -268,7 +310,7 @@ def _start_and_show(
     session = started.session
     # Warnings only once the backend runs (never before an "already running" error). JSON mode keeps
     # them out of stderr: an NDJSON `warning` event (foreground) or a "warnings" list (--detach).
-    warnings = _warnings(allow_notes, session, consent_plan.warnings)
+    warnings = _warnings(s, allow_notes, session, consent_plan.warnings)
     if install_check is not None:
         warnings += [("no_extension", text) for text in install_check.result(timeout=20.0)]
     gone = _terminal_gone(io, session, warnings, hangup, detach, json_)
@@ -307,10 +349,10 @@ def _launch(s: Any, workspace: str, token: str, roots: list[str], jobs: dict, re
     )
 
 
-def _warnings(allow_notes: list, session: Any, consent_warnings: list) -> list:
+def _warnings(s: Any, allow_notes: list, session: Any, consent_warnings: list) -> list:
     """What `oh start` says once the backend runs (never before an "already running" error)."""
-    no_sandbox = [] if runtimenames.uses_editor(session.runtime) else [("no_sandbox", NO_SANDBOX)]
-    return allow_notes + workspace_warnings(session.workspace) + no_sandbox + consent_warnings
+    sandbox = [] if runtimenames.uses_editor(session.runtime) else sandbox_warnings(s)
+    return allow_notes + workspace_warnings(session.workspace) + sandbox + consent_warnings
 
 
 def _branch_mode(s: Any, workspace: str, detach: bool, json_: bool) -> tuple[dict, bool]:

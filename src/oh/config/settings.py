@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..protocol import runtimenames
+from ..protocol.sandbox_defaults import DEFAULT_WRITABLE as _SANDBOX_WRITABLE
 from . import paths
 from ..errors import CliError
 
@@ -267,6 +268,41 @@ KEYS: dict[str, Key] = {
             5.0,
             "seconds your rc files may take when the agent's shell starts; slower, or an rc that exits, gives the clean shell and a note",
             "seconds > 0",
+        ),
+        Key(
+            "sandbox",
+            _choice("workspace-write", "read-only", "off"),
+            "workspace-write",
+            "the agent's shell (local runtime, `oh attach`, VS Code's engine terminal) in a bubblewrap sandbox: workspace-write (system and HOME read-only, the workspace and caches writable, secrets hidden), read-only, or off (unconfined, as you); README \"Sandbox\"",
+            "workspace-write | read-only | off",
+        ),
+        Key(
+            "sandbox_network",
+            _bool,
+            False,
+            "network inside the sandbox (off: a private loopback only; a command that needs it can ask to run unsandboxed)",
+            "true | false",
+        ),
+        Key(
+            "sandbox_writable",
+            _dir_list,
+            list(_SANDBOX_WRITABLE),
+            "directories besides the workspace the sandboxed shell may write (the caches package managers use); missing ones are skipped",
+            f"absolute directories, ~ allowed ({os.pathsep}-separated in OH_SANDBOX_WRITABLE)",
+        ),
+        Key(
+            "sandbox_fallback",
+            _choice("refuse", "unconfined"),
+            "refuse",
+            "where bubblewrap cannot run (not installed, user namespaces disabled, macOS, Windows): refuse = commands fail with the fix; unconfined = they run unsandboxed (said once)",
+            "refuse | unconfined",
+        ),
+        Key(
+            "sandbox_bwrap",
+            str,
+            "",
+            "the bubblewrap program (empty: bwrap on PATH)",
+            "a program name or path",
         ),
         Key(
             "job_retention",
@@ -591,6 +627,11 @@ JOB_SETTINGS = (
     "setup_script",
     "user_shell",
     "shell_startup_timeout",
+    "sandbox",
+    "sandbox_network",
+    "sandbox_writable",
+    "sandbox_fallback",
+    "sandbox_bwrap",
 )
 
 
@@ -604,4 +645,7 @@ def history_settings(s: "Settings") -> dict:
 
 def job_settings(s: "Settings") -> dict:
     """The settings the backend and the headless editor take as flags/arguments (they read no config)."""
-    return {name: s.get(name) for name in JOB_SETTINGS}
+    out = {name: s.get(name) for name in JOB_SETTINGS}
+    out["sandbox_writable"] = os.pathsep.join(out["sandbox_writable"])  # one flag value
+    out["sandbox_bwrap"] = out["sandbox_bwrap"] or None  # unset: bwrap on PATH
+    return out

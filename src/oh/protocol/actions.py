@@ -45,9 +45,11 @@ def run(
     force: bool = False,
     job_id: str | None = None,
     security_risk: str | None = None,
+    unsandboxed: str | None = None,
 ) -> dict[str, Any]:
     """A ``run`` action: a command (foreground, or ``background`` for a job), input for the running one
-    (``is_input``), or an empty command to wait for more output (``job_id``: of that job)."""
+    (``is_input``), or an empty command to wait for more output (``job_id``: of that job).
+    ``unsandboxed``: the reason to run it outside the agent shell's sandbox (asked, README "Sandbox")."""
     args: dict[str, Any] = {
         "command": command,
         "is_input": is_input,
@@ -68,6 +70,8 @@ def run(
         args["max_output"] = int(max_output)
     if job_id is not None:
         args["job_id"] = job_id
+    if unsandboxed is not None:
+        args["sandbox"], args["reason"] = "off", unsandboxed
     return _frame("run", args, timeout, security_risk)
 
 

@@ -10,6 +10,7 @@ import math
 import re
 from typing import Any, TypeGuard
 
+from . import sandbox as sandbox_rules
 from .errors import ErrorId, ProtocolError
 
 JOB_OPS = ("list", "poll", "wait", "output", "cancel")
@@ -55,6 +56,11 @@ def check_run_args(args: dict, cause: int) -> None:
         cause,
     )
     _check_env(args.get("env"), cause)
+    if "sandbox" in args:  # leaving the agent shell's sandbox: checked before anyone is asked (README "Sandbox")
+        try:
+            sandbox_rules.check_escalation(args)
+        except sandbox_rules.SandboxError as exc:
+            raise ProtocolError(ErrorId.BAD_REQUEST, str(exc) + ".", cause) from None
     for key in ("background", "force"):
         _opt_type(args, key, (bool,), "a boolean", cause)
     _check_job_id(args, cause, required=False)

@@ -41,7 +41,7 @@ from .shellparse import Part
 
 LEVELS = ("never", "risky", "commands", "changes", "all")
 VERDICTS = ("allow", "ask", "deny")
-RULE_KINDS = ("run", "write", "read", "risk")
+RULE_KINDS = ("run", "write", "read", "risk", "unsandboxed")  # unsandboxed: decide_unsandboxed
 RISKS = ("LOW", "MEDIUM", "HIGH", "UNKNOWN")
 MAX_RULES = 1000
 MAX_RULE = 500
@@ -178,7 +178,7 @@ class RuleError(CliError, ValueError):
 @dataclass(frozen=True)
 class Rule:
     verdict: str  # allow | ask | deny
-    kind: str  # run | write | read | risk
+    kind: str  # run | write | read | risk | unsandboxed
     pattern: str
     words: tuple[str, ...] = ()  # run: the pattern's words
 
@@ -198,7 +198,7 @@ def parse_rule(text: Any, verdict: str) -> Rule:
     kind, pattern = kind.strip().lower(), pattern.strip()
     if not sep or kind not in RULE_KINDS or not pattern:
         raise RuleError(
-            f"rule {text!r}: write KIND: PATTERN with KIND one of run, write, read, risk (e.g. 'run: npm test *', 'write: src/**', 'risk: HIGH')"
+            f"rule {text!r}: write KIND: PATTERN with KIND one of run, write, read, risk, unsandboxed (e.g. 'run: npm test *', 'write: src/**', 'risk: HIGH', 'unsandboxed: npm ci')"
         )
     if any(unicodedata.category(c) in ("Cc", "Cf") for c in pattern):
         raise RuleError(f"rule {text!r} holds a control or invisible character")
@@ -211,7 +211,7 @@ def parse_rule(text: Any, verdict: str) -> Rule:
                 f"rule {text!r}: security_risk can only ask or deny (the agent chooses its own risk, so it must never be what allows an action)"
             )
         return Rule(verdict, kind, level)
-    if kind == "run":
+    if kind in ("run", "unsandboxed"):
         try:
             words = tuple(shlex.split(pattern))
         except ValueError as exc:
@@ -906,6 +906,51 @@ def _hard_risk(part: Part) -> str | None:
     if base_git_loads(part):
         return "git with options that load configuration or programs from elsewhere (-c, --git-dir, ...)"
     return None
+
+
+# ----------------------------------------------------------------------------- leaving the sandbox
+def decide_unsandboxed(
+    policy: Policy, args: dict[str, Any], security_risk: str | None = None, where: Where | None = None
+) -> Decision:
+    """A ``run`` asking to leave the agent's sandbox (``args.sandbox`` "off", protocol/sandbox.py): asked at
+    every level (``never`` included) with the agent's reason, unless ``unsandboxed:`` allow rules name every
+    part of the command and the command would be allowed anyway. Deny rules (``run:`` or ``unsandboxed:``)
+    still deny. "Always allow" suggests the exact command, never a wildcard: leaving the sandbox is rare."""
+    base = decide(policy, "run", args, security_risk, where)
+    if base.verdict == "deny":
+        return base
+    command = str(args.get("command", ""))
+    reason = " ".join(str(args.get("reason") or "").split())[:500]
+    parsed = shellparse.parse(command)
+    parts = parsed.parts if parsed.unknown is None else ()
+    shown = tuple(p.display() for p in parts) or (command[:200],)
+    esc = [Rule(r.verdict, "run", r.pattern, r.words) for r in policy.rules if r.kind == "unsandboxed"]
+    for part in parts:
+        hit = next((r for r in esc if r.verdict == "deny" and _match_part(r, part) in ("yes", "loose")), None)
+        if hit is not None:
+            text = f"unsandboxed: {hit.pattern}"
+            return Decision(
+                "deny",
+                f"a rule denies running `{part.display()}` unsandboxed (deny {text})",
+                f"deny {text}",
+                parts=shown,
+            )
+    allows = [next((r for r in esc if r.verdict == "allow" and _match_part(r, p) == "yes"), None) for p in parts]
+    risk = str(security_risk).upper() if isinstance(security_risk, str) else None
+    if parts and all(allows) and base.verdict == "allow" and risk != "HIGH":
+        text = "; ".join(f"unsandboxed: {r.pattern}" for r in allows if r is not None)
+        return Decision("allow", f"allowed to run unsandboxed by rules: {text}", f"allow {text}", parts=shown)
+    suggest = tuple(
+        dict.fromkeys(
+            "unsandboxed: " + " ".join(shellparse._quote(w) for w in p.argv)
+            for p in parts
+            if not any(w.dynamic for w in p.words)
+        )
+    )
+    why = f"the agent asks to run this OUTSIDE the sandbox (network, writes anywhere, your secrets): {reason or 'no reason given'}"
+    if base.verdict == "ask":
+        why += f"; also: {base.reason}"
+    return Decision("ask", why, None, suggest, shown, True)
 
 
 # --------------------------------------------------------------------------------------- requests

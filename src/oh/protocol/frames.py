@@ -144,6 +144,7 @@ def registered(
     version_check: versions.Verdict | None = None,
     user_shell: bool | None = None,
     shell_startup_timeout: float | None = None,
+    sandbox: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     frame = {
         "type": "registered",
@@ -175,6 +176,9 @@ def registered(
         frame["user_shell"] = bool(user_shell)
     if shell_startup_timeout is not None:
         frame["shell_startup_timeout"] = shell_startup_timeout
+    # The agent shell's sandbox (§3.17) as the backend's settings say: the editor's engine host follows it.
+    if sandbox is not None:
+        frame["sandbox"] = dict(sandbox)
     return frame
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ..protocol import runtimenames
 from .base import Runtime
@@ -24,6 +25,8 @@ class RuntimeSettings:
     env: dict[str, str] | None = None  # the agent shells' environment (None: this process's, cleaned)
     user_shell: bool | None = None  # the agent's shell (docs/protocol.md §3.4.1); None: the local runtime's default
     shell_startup_timeout: float | None = None
+    sandbox: Any = None  # protocol.sandbox.Spec; None: the local runtime's default (README "Sandbox")
+    sandbox_hidden: tuple[str, ...] = ()  # oh's own directories, hidden in the sandbox
 
 
 def _local(s: RuntimeSettings, link: EditorLink) -> Runtime:
@@ -40,6 +43,8 @@ def _local(s: RuntimeSettings, link: EditorLink) -> Runtime:
         env=s.env,
         user_shell=s.user_shell,
         shell_startup_timeout=s.shell_startup_timeout,
+        sandbox=s.sandbox,
+        sandbox_hidden=s.sandbox_hidden,
     )
 
 

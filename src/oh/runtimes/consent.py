@@ -31,6 +31,7 @@ from ..protocol import progress
 from ..protocol.errors import ErrorId
 from ..protocol.events import Action, error_observation
 from ..protocol.review import is_proposal
+from . import escalation
 from .base import Runtime, Wrapper, as_context, report
 
 log = logging.getLogger("oh.runtimes.consent")
@@ -235,10 +236,16 @@ class ConsentGuard(Wrapper):
         return rules.Where(base, paths, cwd, unknown)
 
     async def execute(self, action: Action, agent: Hashable) -> dict[str, Any]:
-        decision = rules.decide(self.policy, action.kind, action.args, action.security_risk, self.where(action, agent))
+        unsandboxed = escalation.requested(action)  # leaving the sandbox: its own decision (runtimes/escalation.py)
+        where = self.where(action, agent)
+        if unsandboxed:
+            decision = rules.decide_unsandboxed(self.policy, action.args, action.security_risk, where)
+        else:
+            decision = rules.decide(self.policy, action.kind, action.args, action.security_risk, where)
         if decision.verdict == "allow":
             if decision.rule is not None:  # a path rule allowed this change: no proposal either
-                return await self.inner.execute(_consented(action), agent)
+                with escalation.allowing(unsandboxed):
+                    return await self.inner.execute(_consented(action), agent)
             return await self.inner.execute(action, agent)
         ctx = as_context(agent)
         subject = rules.what(action.kind, action.args)
@@ -296,7 +303,8 @@ class ConsentGuard(Wrapper):
                     action.id, answer.reason or rules.timeout_message(subject, self.approvals.timeout), "timeout"
                 )
             return _rejected(action.id, rules.rejected_message(subject, answer.who, answer.reason), answer.who)
-        obs = await self.inner.execute(_consented(action), agent)
+        with escalation.allowing(unsandboxed):
+            obs = await self.inner.execute(_consented(action), agent)
         _note(obs, rules.allowed_note(answer.who, answer.at, answer.rule))
         return obs
 

@@ -44,6 +44,8 @@ class Welcome:
     # The agent's shell as the backend's settings say (§3.4.1): the editor's engine follows them.
     user_shell: bool | None = None
     shell_startup_timeout: float | None = None
+    # The agent shell's sandbox (§3.17): {level, network, writable, fallback}; None = the editor's default.
+    sandbox: dict[str, Any] | None = None
 
 
 class EditorLink:
@@ -165,6 +167,7 @@ class EditorLink:
                     version_check=registration.version_check,
                     user_shell=w.user_shell,
                     shell_startup_timeout=w.shell_startup_timeout,
+                    sandbox=w.sandbox,
                 )
             ),
             text=True,

@@ -92,6 +92,9 @@ class EnsureService(Wrapper):
         self._jobs: set[str] = set()  # job ids this service started (their `job` ops are routed to its shell)
         self._probes: dict[tuple[str, str], asyncio.Future] = {}  # (tool, path) -> (real path, version), once
         # Setup script: None = not started; the task runs it once per backend.
+        # Set by the backend when the agent's shell is sandboxed without network: installs ask to leave it
+        # (the user is asked, or an `unsandboxed:` rule allows them); the setup script stays inside.
+        self.installs_leave_sandbox = False
         self._setup_open = not setup  # True once the script ended (or there is none) and its note was told
         self._setup_task: asyncio.Task | None = None
         self._setup_notes: list[str] = []  # told once each, to the next action's observation
@@ -147,10 +150,14 @@ class EnsureService(Wrapper):
             self._release_id(leg)
 
     async def _job(
-        self, command: str, cwd: str, on_started: Callable[[str], None], who: str
+        self, command: str, cwd: str, on_started: Callable[[str], None], who: str, unsandboxed: str = ""
     ) -> tuple[dict[str, Any] | None, str, str]:
-        """Run ``command`` as a background job and wait for its end: (job record, output tail, error text)."""
-        obs = await self._call("run", {"command": command, "background": True, "cwd": cwd}, who=who)
+        """Run ``command`` as a background job and wait for its end: (job record, output tail, error text).
+        ``unsandboxed``: the reason to run it outside the agent shell's sandbox (asked, README "Sandbox")."""
+        args: dict[str, Any] = {"command": command, "background": True, "cwd": cwd}
+        if unsandboxed:
+            args.update(sandbox="off", reason=unsandboxed)
+        obs = await self._call("run", args, who=who)
         md = (obs.get("extras") or {}).get("metadata") or {}
         jid = md.get("job_id") if obs.get("observation") == "run" else None
         if not jid:
@@ -307,7 +314,12 @@ class EnsureService(Wrapper):
                     text=f"{step.target}: {step.why}: running `{step.command}` as job {jid}",
                 )
 
-            record, tail, error = await self._job(step.command, run.path, started, f"ensure for {run.agent}")
+            why = (
+                f"oh ensure: `{step.command}` installs dependencies and needs the network (the sandbox has none)"
+                if self.installs_leave_sandbox
+                else ""
+            )
+            record, tail, error = await self._job(step.command, run.path, started, f"ensure for {run.agent}", why)
             state = (record or {}).get("state")
             result = {
                 **base,

@@ -22,6 +22,7 @@ from ..protocol.paths import within_any
 from ..protocol import kinds
 from ..protocol.kinds import is_proposal
 from . import fspath
+from . import escalation
 from .base import AgentContext, Runtime, Switch, as_context, report
 from .editor_link import EditorLink
 
@@ -123,6 +124,13 @@ class VscodeRuntime(Runtime):
         """Make the action's paths absolute and confined, find the editor that runs it (the job's own
         editor for a job id), refuse what that editor cannot do, forward it, and complete the answer."""
         ctx = as_context(agent)
+        if escalation.requested(action):  # the editor's engine has no unconfined shell to offer (README "Sandbox")
+            return error_observation(
+                action.id,
+                ErrorId.TOOL_UNSUPPORTED,
+                "Runtime vscode cannot run a command outside the sandbox: nothing ran. Run it inside the sandbox, "
+                "or ask the user to run it in a terminal of their own.",
+            )
         frame = self._absolute(action, ctx)
         if isinstance(frame, str):
             what = "The working directory" if action.kind == "run" else "Path"

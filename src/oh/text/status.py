@@ -47,6 +47,8 @@ def render_text(
                 lines.append(f"  refused    {refused['message']}")
         if isinstance(d.get("branch"), dict):
             lines.append("  branch     " + branch_label(d["branch"]))
+        if isinstance(d.get("sandbox"), dict):
+            lines.append("  sandbox    " + sandbox_label(d["sandbox"]))
         agents = d.get("agents") or []
         lines.append(
             f"  agents     {len(agents)}"
@@ -100,3 +102,11 @@ def branch_label(b: dict[str, Any]) -> str:
     target = b.get("name") or "a new oh/<date>-<time>-<agent>"
     line = f"pending: {target} before the first change"
     return line + (f" (last attempt failed: {b['error']})" if b.get("error") else "")
+
+
+def sandbox_label(sb: dict[str, Any]) -> str:
+    """The agent shell's sandbox, one line (README "Sandbox")."""
+    text = visible(str(sb.get("summary") or sb.get("level") or "?"))
+    if sb.get("fix"):
+        text += f" (fix: {visible(str(sb['fix']))})"
+    return text

@@ -24,7 +24,7 @@ from ..protocol import kinds, runtimenames
 from ..protocol.events import WAIT_SUMMARY as FOLLOW_UP
 from ..text import fmt
 from ..text.sanitize import visible
-from ..text.status import branch_label
+from ..text.status import branch_label, sandbox_label
 
 MAX_ROWS = 200
 MAX_JOBS = 50  # job rows kept (running ones are never evicted while finished ones remain)
@@ -291,6 +291,8 @@ class LiveState:
         lines += self.version_problems()
         if isinstance(self.backend.get("branch"), dict):
             lines.append("branch mode: " + branch_label(self.backend["branch"]))
+        if isinstance(self.backend.get("sandbox"), dict):
+            lines.append("sandbox: " + sandbox_label(self.backend["sandbox"]))
         consent = snap.get("consent") if isinstance(snap.get("consent"), dict) else None
         if consent is not None:
             lines.append(
@@ -792,7 +794,13 @@ class LiveState:
             editor = self._spinner
             hints = [one_line((line, "dim")) for h in self.hints for line in _wrap(h, width)]
         else:
-            editor = one_line(("runtime local: actions run directly on this machine, no sandbox", "yellow"))
+            b = self.backend
+            sb = b.get("sandbox") if isinstance(b.get("sandbox"), dict) else None
+            if sb is not None and sb.get("confined"):
+                editor = one_line(("runtime local: the agent's shell is sandboxed: ", "green"), (sandbox_label(sb), ""))
+            else:
+                why = sandbox_label(sb) if sb is not None else "no sandbox"
+                editor = one_line((f"runtime local: actions run directly on this machine, {why}", "yellow"))
         return editor, hints
 
     def _approval_lines(self, one_line, width: int, height: int) -> list[Any]:

@@ -53,6 +53,7 @@ from collections.abc import Callable
 from . import initfiles, markers, ptyproc
 from .command import Command, encode, write_all
 from .render import COLS, ROWS, clean, render
+from .sandbox import Sandbox
 
 log = logging.getLogger("oh.runtimes.local")
 
@@ -105,6 +106,7 @@ class PtyShell:
         on_data: Callable[[str], None] | None = None,
         wrap_argv: ptyproc.WrapArgv | None = None,
         rc_finish_cap: float = RC_FINISH_CAP,
+        sandbox: Sandbox | None = None,
     ) -> None:
         self.start_cwd = cwd
         self.env_snapshot = env_snapshot
@@ -117,6 +119,7 @@ class PtyShell:
         self.rc_finish_cap = rc_finish_cap
         self.on_data = on_data  # called with the visible terminal's text (the live view / host)
         self.wrap_argv = wrap_argv  # a sandbox's prefix for the shell's argv (ptyproc.spawn)
+        self.sandbox = sandbox  # bubblewrap around the shell (sandbox.py); None: unconfined
         self.proc: asyncio.subprocess.Process | None = None
         self.pid = -1
         self.running: Command | None = None
@@ -188,9 +191,14 @@ class PtyShell:
         cmd_r, cmd_w = os.pipe()
         try:
             args, env = self._launch(kind, cmd_r, user_rc)
-            # The one place where the shell process's argv, environment and directory are final.
+            # The one place where the shell process's argv, environment and directory are final; a sandbox
+            # (bubblewrap, sandbox.py) wraps the whole shell: one sandbox per agent shell, not per command.
+            wrap = self.wrap_argv
+            if self.sandbox is not None:
+                sandbox, cwd, scratch = self.sandbox, self.start_cwd, (self.dir,)
+                wrap = lambda argv, env_: sandbox.wrap(argv, env_, cwd=cwd, scratch=scratch)  # noqa: E731
             pty = await ptyproc.spawn(
-                [path, *args], env, self.start_cwd, size=(ROWS, COLS), pass_fds=(cmd_r,), wrap_argv=self.wrap_argv
+                [path, *args], env, self.start_cwd, size=(ROWS, COLS), pass_fds=(cmd_r,), wrap_argv=wrap
             )
         except BaseException:
             os.close(cmd_w)
@@ -259,9 +267,10 @@ class PtyShell:
         return self.proc is not None and self.proc.returncode is None and not self.exited
 
     def cwd_now(self) -> str:
-        if self.pid > 0 and self.proc is not None and self.proc.returncode is None:
+        pid = self.sandbox.shell_pid(self.pid) if self.sandbox is not None else self.pid  # not bubblewrap's
+        if pid > 0 and self.proc is not None and self.proc.returncode is None:
             with contextlib.suppress(OSError):
-                return os.readlink(f"/proc/{self.pid}/cwd")
+                return os.readlink(f"/proc/{pid}/cwd")
         return self.last_cwd
 
     async def _watch_exit(self) -> None:

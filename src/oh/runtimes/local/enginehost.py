@@ -18,7 +18,9 @@ import sys
 import tempfile
 from typing import Any
 
+from ...protocol import sandbox as rules
 from .engine import STARTUP_TIMEOUT, PtyShell
+from .sandbox import Sandbox, SandboxUnavailable
 from .render import COLS, ROWS
 from .runtime import shell_environment
 from .command import Command
@@ -28,7 +30,16 @@ EXPORT_NAME = __import__("re").compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class Host:
-    def __init__(self, cwd: str, *, clean: bool, startup_timeout: float, max_output: int, out=None) -> None:
+    def __init__(
+        self,
+        cwd: str,
+        *,
+        clean: bool,
+        startup_timeout: float,
+        max_output: int,
+        out=None,
+        sandbox: Sandbox | None = None,
+    ) -> None:
         self.workspace = cwd
         self.cwd = cwd
         self.clean = clean
@@ -38,6 +49,7 @@ class Host:
         self.scratch = tempfile.mkdtemp(prefix="oh-engine-")
         self.out = out or sys.stdout.buffer
         self.shell: PtyShell | None = None
+        self.sandbox = sandbox  # bubblewrap around the shell (sandbox.py); None: unconfined
         self.cmd_id: str | None = None
         self.cmd: Command | None = None
         self.killed = False
@@ -74,6 +86,7 @@ class Host:
             user_shell=not self.clean,
             startup_timeout=self.startup_timeout,
             on_data=self._data,
+            sandbox=self.sandbox,
         )
         await shell.start()
         self.shell = shell
@@ -88,6 +101,7 @@ class Host:
             "cols": COLS,
             "rows": ROWS,
             "note": note,
+            "sandbox": self.sandbox.status() if self.sandbox is not None else {"level": "off", "confined": False},
         }
         if restarted:
             msg.update(restarted=True, reason=reason)
@@ -254,15 +268,40 @@ class Host:
         return True
 
 
+def _sandbox(args: argparse.Namespace, cwd: str) -> Sandbox:
+    """The flags over the environment's OH_SANDBOX* (VS Code passes its setting and the backend's)."""
+    values: dict[str, Any] = {k.lower()[3:]: v for k, v in os.environ.items() if k.startswith("OH_SANDBOX")}
+    flags = {
+        "sandbox": args.sandbox,
+        "sandbox_network": args.sandbox_network,
+        "sandbox_fallback": args.sandbox_fallback,
+        "sandbox_bwrap": args.sandbox_bwrap,
+        "sandbox_writable": args.sandbox_writable,
+    }
+    values.update({k: v for k, v in flags.items() if v is not None})
+    roots = tuple(r for r in args.allow if os.path.isdir(r))
+    return Sandbox(rules.spec_from(values), workspace=cwd, roots=roots, hidden=tuple(args.hide))
+
+
 async def serve(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=64 * 1024 * 1024)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    cwd = os.path.realpath(args.cwd)
     host = Host(
-        os.path.realpath(args.cwd), clean=args.clean, startup_timeout=args.startup_timeout, max_output=args.max_output
+        cwd,
+        clean=args.clean,
+        startup_timeout=args.startup_timeout,
+        max_output=args.max_output,
+        sandbox=_sandbox(args, cwd),
     )
     try:
-        await host.start_shell()
+        try:
+            await host.start_shell()
+        except SandboxUnavailable as exc:  # nothing runs unconfined unless the settings say so
+            host.error("SANDBOX_UNAVAILABLE", exc.message)
+            print(f"oh engine: {exc.message}", file=sys.stderr, flush=True)
+            return 3
         while True:
             line = await reader.readline()
             if not line:
@@ -293,6 +332,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--max-output", type=int, default=30000, help="characters of output per observation (head + tail kept)"
     )
+    p.add_argument("--sandbox", choices=rules.LEVELS, default=None, help="default: $OH_SANDBOX, else workspace-write")
+    p.add_argument(
+        "--sandbox-network", choices=("on", "off"), default=None, help="default: $OH_SANDBOX_NETWORK, else off"
+    )
+    p.add_argument("--sandbox-fallback", choices=rules.FALLBACKS, default=None, help="where bubblewrap cannot run")
+    p.add_argument("--sandbox-bwrap", default=None, help="the bubblewrap program (default: bwrap on PATH)")
+    p.add_argument(
+        "--sandbox-writable", default=None, help=f"{os.pathsep}-separated writable directories besides the workspace"
+    )
+    p.add_argument("--allow", action="append", default=[], help="another writable root (the backend's allowed roots)")
+    p.add_argument("--hide", action="append", default=[], help="another directory to hide (oh's own directories)")
     args = p.parse_args(argv)
     if not os.path.isdir(args.cwd):
         p.error(f"--cwd {args.cwd}: no such directory")

@@ -291,7 +291,13 @@ class ShellGroup:
         return obs
 
     async def _run_extra(
-        self, action: Action, cwd: str | None, note: str = "", *, agent_id: str = ""
+        self,
+        action: Action,
+        cwd: str | None,
+        note: str = "",
+        why: str = "the agent's shell was busy",
+        *,
+        agent_id: str = "",
     ) -> dict[str, Any]:
         jid = self.rt.new_job_id(action)
         term = self._new_extra()
@@ -305,7 +311,7 @@ class ShellGroup:
             raise
         self._spawn(self._reap(jid, term, cmd))
         prefix = note + (
-            f"[The agent's shell was busy: this command ran in an extra shell ({jid}) started in {term.workspace} with the "
+            f"[{why[:1].upper() + why[1:]}: this command ran in an extra shell ({jid}) started in {term.workspace} with the "
             "main shell's exports; its cd and exports do not carry over.]\n"
         )
         try:

@@ -1,5 +1,6 @@
-"""``LocalRuntime``: executes actions on this machine. There is no sandbox: the agent's shell commands
-run as this user; only the file actions are confined to the allowed roots."""
+"""``LocalRuntime``: executes actions on this machine. The agent's shell runs in a bubblewrap sandbox
+(sandbox.py; level ``workspace-write`` by default, ``off`` runs it as this user); the file actions are
+confined to the allowed roots by ``PathPolicy``."""
 
 from __future__ import annotations
 
@@ -32,11 +33,14 @@ from .group import ShellGroup
 from .jobs import SPOOL_CAP
 from .paths import PathPolicy
 from .gitswitch import local_switch
+from .. import escalation
 from .review import PathLocks, Proposal, ProposalQueue, ProposingEditor, Recorder, file_bytes, text_of
 from .engine import STARTUP_TIMEOUT
 from .ptyproc import WrapArgv
 from ...protocol import shellqueue
 from .terminal import Terminal
+from ...protocol import sandbox as sandbox_rules
+from .sandbox import Sandbox
 
 log = logging.getLogger("oh.runtimes.local")
 
@@ -63,6 +67,15 @@ def shell_environment(env: Mapping[str, str] | None) -> dict[str, str]:
     return base
 
 
+ESCALATE = sandbox_rules.ESCALATE_ARG
+
+
+def _prefix(obs: dict[str, Any], line: str) -> None:
+    md = obs.get("extras", {}).get("metadata") if obs.get("observation") == "run" else None
+    if isinstance(md, dict):
+        md["prefix"] = line + "\n" + (md.get("prefix") or "")
+
+
 class LocalRuntime(Runtime):
     name = "local"
 
@@ -82,6 +95,8 @@ class LocalRuntime(Runtime):
         review_timeout: float = 600.0,
         user_shell: bool | None = None,
         shell_startup_timeout: float | None = None,
+        sandbox: sandbox_rules.Spec | None = None,
+        sandbox_hidden: Sequence[str] = (),
     ) -> None:
         self.paths = PathPolicy(workspace, allowed_roots)
         self.workspace = self.paths.workspace
@@ -107,6 +122,14 @@ class LocalRuntime(Runtime):
         # Told each engine note (the clean-shell fallback, a fix to the rc's settings) when first said.
         self.on_shell_note: Callable[[str], None] | None = None
         self._notes_said: set[str] = set()
+        # The agent's shells' sandbox (README "Sandbox"). None: OH_SANDBOX* from the environment, else the default.
+        if sandbox is None:
+            sandbox = sandbox_rules.spec_from(
+                {k.lower()[3:]: v for k, v in source.items() if k.startswith("OH_SANDBOX")}
+            )
+        self.sandbox = Sandbox(
+            sandbox, workspace=self.workspace, roots=tuple(self.paths.roots), hidden=tuple(sandbox_hidden)
+        )
         self.editor = FileEditor(max_output_chars)
         self._terminals: dict[Hashable, ShellGroup] = {}  # shell key -> its shells and jobs
         self.max_shells = max(1, int(max_shells))  # per shell key, the main shell included
@@ -153,7 +176,13 @@ class LocalRuntime(Runtime):
                 return real
         return self.workspace
 
-    def new_terminal(self, cwd: str, *, env_snapshot: str = "", init_script: str = "") -> Terminal:
+    def new_terminal(
+        self, cwd: str, *, env_snapshot: str = "", init_script: str = "", sandboxed: bool | None = None
+    ) -> Terminal:
+        """``sandboxed`` None: sandboxed unless the consent gate allowed this action to leave the sandbox
+        (runtimes/escalation.py; only one-shot shells are made then: extra shells and jobs)."""
+        if sandboxed is None:
+            sandboxed = not escalation.UNSANDBOXED.get()
         scratch = self._scratch_dir()
         return Terminal(
             cwd,
@@ -170,6 +199,7 @@ class LocalRuntime(Runtime):
             user_shell=self.user_shell,
             startup_timeout=self.shell_startup_timeout,
             notes_said=self._notes_said,
+            sandbox=self.sandbox if sandboxed else None,
         )
 
     def shell_cwd(self, ctx: AgentContext) -> str | None:
@@ -186,7 +216,8 @@ class LocalRuntime(Runtime):
             # values may be secrets); extra shells start from it.
             snap = os.path.join(scratch, f"env-{next(self._job_ids)}")
             os.close(os.open(snap, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600))
-            group = ShellGroup(self, str(key), self.new_terminal(self.workdir_of(ctx), env_snapshot=snap))
+            main = self.new_terminal(self.workdir_of(ctx), env_snapshot=snap, sandboxed=True)  # always confined
+            group = ShellGroup(self, str(key), main)
             self._terminals[key] = group
         return group
 
@@ -298,7 +329,36 @@ class LocalRuntime(Runtime):
             if not os.path.isdir(rp.real):
                 raise ToolError(f"The working directory {rp.shown} does not exist or is not a directory.")
             real_cwd = rp.real
+        if ESCALATE in action.args:
+            return await self._run_unsandboxed(action, ctx, real_cwd)
         return await self._group(ctx).run(action, real_cwd, ctx)
+
+    async def _run_unsandboxed(self, action: Action, ctx: AgentContext, cwd: str | None) -> dict[str, Any]:
+        """A run asking to leave the sandbox (README "Sandbox"): only when the consent gate allowed this very
+        action, in a one-shot shell of its own (an extra shell, or a background job's), never the agent's
+        main shell: nothing the agent sends later reaches an unconfined shell."""
+        try:
+            reason = sandbox_rules.check_escalation(action.args)
+        except sandbox_rules.SandboxError as exc:
+            return error_observation(action.id, ErrorId.BAD_REQUEST, str(exc))
+        group = self._group(ctx)
+        if not self.sandbox.active or self.sandbox.unconfined:
+            obs = await group.run(action, cwd, ctx)
+            _prefix(obs, "[The agent's shell is not sandboxed (sandbox off): the command ran as usual.]")
+            return obs
+        if not escalation.UNSANDBOXED.get():
+            return error_observation(
+                action.id,
+                ErrorId.REJECTED,
+                "Running a command outside the sandbox needs the user's consent, and this backend has no consent "
+                "gate to ask it. Nothing ran. Run it inside the sandbox, or ask the user to run it.",
+            )
+        if action.args.get("background"):
+            obs = await group._start_job(action, cwd, ctx)
+        else:
+            obs = await group._run_extra(action, cwd, why="it ran outside the sandbox", agent_id=ctx.id)
+        _prefix(obs, f"[This command ran OUTSIDE the sandbox, as the user, in a shell of its own (reason: {reason}).]")
+        return obs
 
     async def _read(self, action: Action, base: str) -> dict[str, Any]:
         rp = self.paths.resolve(action.path, base)

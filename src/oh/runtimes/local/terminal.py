@@ -44,6 +44,7 @@ from ..base import output_sink, report
 from .command import Command, Shell, encode
 from .engine import STARTUP_TIMEOUT, PtyShell
 from .ptyproc import WrapArgv
+from .sandbox import Sandbox
 
 # OpenHands' wording, naming no tool (agents reach oh through many tools: the SDK's terminal, MCP, ...).
 WAIT_HINT = (
@@ -101,9 +102,11 @@ class Terminal:
         notes_said: set[str] | None = None,
         wrap_argv: WrapArgv | None = None,
         on_note: Callable[[str], None] | None = None,
+        sandbox: Sandbox | None = None,
     ) -> None:
-        self.wrap_argv = wrap_argv  # a sandbox's prefix for the shell's argv (ptyproc.spawn)
+        self.wrap_argv = wrap_argv  # a prefix for the shell's argv (ptyproc.spawn)
         self.on_note = on_note  # told each engine note as it is first said (the live view's shell_note)
+        self.sandbox = sandbox  # bubblewrap around each shell this terminal starts (sandbox.py); None: unconfined
         self.user_shell = user_shell
         self.startup_timeout = startup_timeout
         self.notes_said = notes_said if notes_said is not None else set()  # engine notes are said once
@@ -150,15 +153,16 @@ class Terminal:
                 user_shell=self.user_shell,
                 startup_timeout=self.startup_timeout,
                 wrap_argv=self.wrap_argv,
+                sandbox=self.sandbox,
             )
             await shell.start()
             self.shell = shell
-            said = shell.note
-            if said and said not in self.notes_said:
-                self.notes_said.add(said)
-                note += f"[{said}]\n"
-                if self.on_note is not None:
-                    self.on_note(said)
+            for said in (self.sandbox.note() if self.sandbox is not None else "", shell.note):
+                if said and said not in self.notes_said:  # the sandbox's level, then the shell's own note
+                    self.notes_said.add(said)
+                    note += f"[{said}]\n"
+                    if self.on_note is not None:
+                        self.on_note(said)
             if self.init_script:
                 await self._internal(shell, self.init_script)
         return shell, note

@@ -1,0 +1,286 @@
+"""The agent shell's sandbox on Linux: bubblewrap around the user's shell (README "Sandbox").
+
+``protocol/sandbox.py`` decides what is writable and hidden; this module checks that bubblewrap works here
+(once per process and program), finds what exists, and builds the command line. The engine calls
+``Sandbox.wrap`` at one place, just before it spawns the shell on its pty: one sandbox per agent shell.
+
+Why these bubblewrap options (each was checked with bwrap 0.8 and a real pty):
+
+- ``--ro-bind / /`` then binds: the system and HOME read-only, the planned paths writable.
+- ``--tmpfs /tmp``: a private /tmp (other programs' sockets and files there are not the agent's).
+- ``--unshare-pid`` + ``--proc /proc``: a fresh /proc; the backend's pid, environ, fds and memory are not
+  there to read. ``--die-with-parent``: the sandbox ends with the backend.
+- ``--unshare-net`` (network off): a private loopback only; the host's loopback servers are unreachable.
+- no ``--new-session``: the shell must keep the pty as its controlling terminal for job control and C-c.
+  The pty is the agent's own (its other end is the backend), so a TIOCSTI injection only types into the
+  sandboxed shell itself.
+- ``--dev /dev``: a minimal /dev (bubblewrap binds the pty in as /dev/console); the host's other
+  terminals are not there.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import platform
+import shutil
+import subprocess
+from dataclasses import dataclass
+
+from ...protocol import sandbox as rules
+from .shell import psutil
+from ...protocol.errors import ErrorId, ToolError
+
+log = logging.getLogger("oh.runtimes.local")
+
+PROBE_TIMEOUT = 10.0
+# Inside the workspace, read-only even in workspace-write: each runs code outside the sandbox later (git
+# hooks and config on the user's next commit; VS Code's tasks and settings).
+PROTECTED_IN_WORKSPACE = (".git/hooks", ".git/config", ".vscode")
+
+
+class SandboxUnavailable(ToolError):
+    """bubblewrap cannot run here and the settings do not allow running unconfined (nothing ran)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, ErrorId.SANDBOX_UNAVAILABLE)
+
+
+@dataclass(frozen=True)
+class Check:
+    ok: bool
+    bwrap: str = ""
+    problem: str = ""
+    fix: str = ""
+
+    @property
+    def message(self) -> str:
+        return rules.unavailable_message(self.problem, self.fix)
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read(4096).strip()
+    except OSError:
+        return ""
+
+
+def _diagnose(stderr: str) -> tuple[str, str]:
+    """(problem, fix) for a bubblewrap that did not start a namespace."""
+    if _read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == "1":
+        return (
+            "user namespaces are restricted by AppArmor (Ubuntu 23.10+: kernel.apparmor_restrict_unprivileged_userns=1)",
+            "allow bwrap with an AppArmor profile (Ubuntu ships one in the apparmor package: "
+            "`sudo apt install apparmor-profiles`, or write /etc/apparmor.d/bwrap with `userns,` and "
+            "`sudo systemctl reload apparmor`), or `sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0`",
+        )
+    if _read("/proc/sys/user/max_user_namespaces") == "0":
+        return (
+            "user namespaces are disabled (user.max_user_namespaces=0)",
+            "`sudo sysctl user.max_user_namespaces=15000` (and the same in /etc/sysctl.d/ to keep it)",
+        )
+    if _read("/proc/sys/kernel/unprivileged_userns_clone") == "0":
+        return (
+            "unprivileged user namespaces are disabled (kernel.unprivileged_userns_clone=0)",
+            "`sudo sysctl kernel.unprivileged_userns_clone=1`",
+        )
+    tail = " ".join(stderr.strip().splitlines()[-2:])[:300] or "no message"
+    return f"bubblewrap failed to start a sandbox ({tail})", "check that bwrap works: `bwrap --ro-bind / / true`"
+
+
+@functools.lru_cache(maxsize=8)
+def check(bwrap: str = "", path: str | None = None) -> Check:
+    """Whether bubblewrap works here: found, and able to make the namespaces the sandbox uses."""
+    system = platform.system()
+    if system != "Linux":
+        return Check(
+            False,
+            problem=f"the sandbox needs Linux with bubblewrap; this is {system or 'an unknown system'} "
+            "(macOS's Seatbelt and Windows are not supported yet)",
+            fix="run oh on Linux or in WSL2",
+        )
+    if (
+        "microsoft" in _read("/proc/version").lower()
+        and not os.path.isdir("/run/WSL")
+        and "WSL2" not in _read("/proc/version")
+    ):
+        return Check(
+            False, problem="WSL1 has no user namespaces", fix="convert the distribution: `wsl --set-version <distro> 2`"
+        )
+    program = shutil.which(bwrap or "bwrap", path=path) if not os.path.isabs(bwrap) else bwrap
+    if not program or not os.access(program, os.X_OK):
+        return Check(
+            False,
+            problem=f"bubblewrap is not installed ({bwrap or 'bwrap'} not found" + (")" if bwrap else " on PATH)"),
+            fix="install it: `sudo apt install bubblewrap` (Debian, Ubuntu), `sudo dnf install bubblewrap` (Fedora), "
+            "`sudo pacman -S bubblewrap` (Arch)",
+        )
+    argv = [program, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--unshare-net"]
+    try:
+        done = subprocess.run(
+            [*argv, "--", "true"], capture_output=True, text=True, timeout=PROBE_TIMEOUT, stdin=subprocess.DEVNULL
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Check(False, program, f"{program} could not be run ({exc})", "reinstall bubblewrap")
+    if done.returncode != 0:
+        problem, fix = _diagnose(done.stderr)
+        return Check(False, program, problem, fix)
+    return Check(True, program)
+
+
+def oh_dirs(env: dict[str, str]) -> tuple[str, ...]:
+    """oh's own state and config directories, by the rule of config/paths.py (OH_HOME, else the platform's
+    dirs): hidden even when the caller (the VS Code engine host) was not told them."""
+    home = env.get("OH_HOME")
+    if home:
+        return (os.path.abspath(os.path.expanduser(home)),)
+    try:
+        import platformdirs
+    except ImportError:  # pragma: no cover - a dependency of oh
+        return ()
+    return (
+        platformdirs.user_state_dir("oh", appauthor=False),
+        platformdirs.user_config_dir("oh", appauthor=False),
+    )
+
+
+def _runtime_dir(env: dict[str, str]) -> str:
+    given = env.get("XDG_RUNTIME_DIR", "")
+    if given and os.path.isdir(given):
+        return given
+    mine = f"/run/user/{os.getuid()}" if hasattr(os, "getuid") else ""
+    return mine if mine and os.path.isdir(mine) else ""
+
+
+class Sandbox:
+    """One agent's sandbox settings, resolved for a workspace; ``wrap`` builds each shell's command line."""
+
+    def __init__(
+        self,
+        spec: rules.Spec,
+        *,
+        workspace: str,
+        roots: tuple[str, ...] = (),
+        hidden: tuple[str, ...] = (),
+    ) -> None:
+        self.spec = spec
+        self.workspace = os.path.realpath(workspace)
+        self.roots = tuple(os.path.realpath(r) for r in roots)
+        self.hidden = tuple(hidden)  # oh's directories as the backend knows them (OH_SESSION_DIR too)
+        self.said = False  # the unavailable message or the level, said once per sandbox
+        self.unconfined = False  # fell back to running unconfined (sandbox_fallback = unconfined)
+        self.wrapped = False  # the last shell started runs inside bubblewrap
+
+    @property
+    def active(self) -> bool:
+        return self.spec.on
+
+    def status(self) -> dict[str, object]:
+        """For `oh status` and the live view."""
+        if not self.spec.on:
+            return {"level": "off", "network": True, "confined": False, "summary": self.spec.describe()}
+        found = check(self.spec.bwrap)
+        if not found.ok:
+            fallback = self.spec.fallback == "unconfined"
+            return {
+                "level": self.spec.level,
+                "network": self.spec.network,
+                "confined": False,
+                "summary": ("unconfined (fallback): " if fallback else "unavailable: ") + found.problem,
+                "fix": found.fix,
+            }
+        return {
+            "level": self.spec.level,
+            "network": self.spec.network,
+            "confined": True,
+            "summary": self.spec.describe(),
+        }
+
+    def wrap(self, argv: list[str], env: dict[str, str], *, cwd: str, scratch: tuple[str, ...]) -> list[str]:
+        """``argv`` inside the sandbox (unchanged when the level is off, or unconfined by the fallback
+        setting). Raises SandboxUnavailable when bubblewrap cannot run and the settings say refuse."""
+        self.wrapped = False
+        if not self.spec.on:
+            return argv
+        found = check(self.spec.bwrap)
+        if not found.ok:
+            if self.spec.fallback == "unconfined":
+                self.unconfined = True
+                return argv
+            raise SandboxUnavailable(found.message)
+        self.unconfined = False
+        self.wrapped = True
+        home = env.get("HOME") or os.path.expanduser("~")
+        hidden = tuple(dict.fromkeys(self.hidden + oh_dirs(env)))
+        plan = rules.plan(
+            self.spec,
+            home=os.path.realpath(home),
+            workspace=self.workspace,
+            roots=self.roots,
+            scratch=tuple(os.path.realpath(s) for s in scratch),
+            oh_dirs=tuple(os.path.realpath(h) for h in hidden),
+            runtime_dir=_runtime_dir(env),
+        )
+        return [found.bwrap, *mounts(plan, self.workspace), "--chdir", cwd, "--", *argv]
+
+    def shell_pid(self, pid: int) -> int:
+        """The shell's pid when ``pid`` is the bubblewrap that runs it (its /proc/<pid>/cwd is the shell's
+        directory, readable from outside); ``pid`` itself when the shell is not wrapped."""
+        if not self.wrapped or pid <= 0 or psutil is None:
+            return pid
+        try:
+            level = [psutil.Process(pid)]
+            for _ in range(3):  # bwrap -> bwrap (the namespace's init) -> the shell
+                level = [c for p in level for c in p.children()]
+                found = next((c for c in level if c.name() != "bwrap"), None)
+                if found is not None:
+                    return found.pid
+        except psutil.Error:
+            pass
+        return -1
+
+    def note(self) -> str:
+        """What the first observation of a shell says about its sandbox."""
+        if self.unconfined:
+            return f"Sandbox: none. {check(self.spec.bwrap).message} (sandbox_fallback = unconfined: commands run unconfined, as you.)"
+        if not self.spec.on:
+            return ""  # the user's explicit choice; `oh start` and `oh status` say it
+        return (
+            f"Sandbox: {self.spec.describe()}. To run one command outside it, send the run with "
+            'args sandbox "off" and a reason: the user is asked.'
+        )
+
+
+def mounts(plan: rules.Plan, workspace: str) -> list[str]:
+    """bubblewrap's options for ``plan`` (paths that do not exist are skipped)."""
+    out = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp"]
+    for path in plan.readonly:
+        if os.path.isdir(path):
+            out += ["--ro-bind", path, path]
+    for path in plan.writable:
+        if os.path.isdir(path):
+            out += ["--bind", path, path]
+    covered = []
+    for path in plan.hidden:
+        real = os.path.realpath(path)
+        if os.path.isdir(real):
+            out += ["--tmpfs", real]
+            covered.append(real)
+        elif os.path.lexists(real):
+            out += ["--ro-bind", "/dev/null", real]
+    for path in plan.scratch:
+        if os.path.isdir(path):
+            out += ["--bind", path, path]
+    for real in covered:  # read-only once oh's scratch files (which may lie inside) are bound
+        out += ["--remount-ro", real]
+    if workspace in plan.writable:
+        for rel in PROTECTED_IN_WORKSPACE:
+            path = os.path.join(workspace, rel)
+            if os.path.lexists(path) and not os.path.islink(path):
+                out += ["--ro-bind", path, path]
+    out += ["--unshare-pid", "--unshare-ipc", "--unshare-cgroup-try", "--die-with-parent"]
+    if not plan.network:
+        out.append("--unshare-net")
+    return out

@@ -1,0 +1,361 @@
+"""The sandbox battery (issue 27), in-process: a real ``LocalRuntime`` whose agent shell runs in real bubblewrap
+on the real kernel, a fake HOME holding secrets, and each escape tried for real. Writes are checked by marker
+files seen from outside; reads by a random secret that must never appear in the output.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import socket
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from oh.protocol import sandbox as rules
+from oh.protocol.events import parse_action
+from oh.runtimes.local import LocalRuntime
+from oh.runtimes.local.sandbox import check
+
+pytestmark = [
+    pytest.mark.skipif(not check().ok, reason="bubblewrap cannot run here: " + check().problem),
+    pytest.mark.timeout(120),
+]
+
+SECRET = "s3cr3t-" + secrets.token_hex(8)
+HIDDEN_FILES = (
+    ".ssh/id_ed25519",
+    ".aws/credentials",
+    ".azure/accessTokens.json",
+    ".config/gcloud/credentials.db",
+    ".kube/config",
+    ".docker/config.json",
+    ".gnupg/private-keys-v1.d/key",
+    ".local/share/keyrings/login.keyring",
+    ".netrc",
+    ".git-credentials",
+    ".config/gh/hosts.yml",
+)
+
+
+@pytest.fixture
+def box(tmp_path: Path) -> dict[str, Any]:
+    home = tmp_path / "home"
+    for rel in HIDDEN_FILES:
+        (home / rel).parent.mkdir(parents=True, exist_ok=True)
+        (home / rel).write_text(SECRET + "\n")
+    (home / ".cache").mkdir()
+    (home / ".bashrc").write_text("echo rc\n")
+    oh_home = tmp_path / "ohhome"
+    (oh_home / "sessions").mkdir(parents=True)
+    (oh_home / "sessions" / "abc.json").write_text('{"token": "%s", "decider_token": "%s"}' % (SECRET, SECRET))
+    (oh_home / "token").write_text(SECRET)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "OH_HOME": str(oh_home),
+        "LANG": "C.UTF-8",
+        "SHELL": "/bin/bash",
+    }
+    return {"home": home, "ws": ws, "outside": outside, "env": env, "oh_home": oh_home, "tmp": tmp_path}
+
+
+_ids = iter(range(1, 1_000_000))
+
+
+async def run(rt: LocalRuntime, command: str, timeout: float = 30, **args: Any) -> dict[str, Any]:
+    frame = {
+        "id": next(_ids),
+        "action": "run",
+        "args": {"command": command, "blocking": True, **args},
+        "timeout": timeout,
+    }
+    return await rt.execute(parse_action(frame), "agent")
+
+
+def runtime(b: dict[str, Any], **spec: Any) -> LocalRuntime:
+    return LocalRuntime(
+        b["ws"],
+        env=b["env"],
+        sandbox=rules.Spec(**spec),
+        sandbox_hidden=(str(b["oh_home"]),),
+    )
+
+
+# (name, command template, marker path relative to the tmp dir) -- every write must fail.
+WRITES_OUTSIDE = [
+    ("redirect into HOME", "echo x > {home}/marker", "home/marker"),
+    (
+        "append to the user's rc file",
+        "echo 'echo pwned' >> {home}/.bashrc; echo x > {home}/.bashrc.marker",
+        "home/.bashrc.marker",
+    ),
+    ("touch a sibling of the workspace", "touch {outside}/marker", "outside/marker"),
+    ("python open()", "python3 -c \"open('{outside}/marker', 'w').write('x')\"", "outside/marker"),
+    ("mkdir outside", "mkdir {outside}/marker", "outside/marker"),
+    ("cp outside", "cp /bin/true {outside}/marker", "outside/marker"),
+    ("symlink from the workspace", "ln -s {outside} link && echo x > link/marker", "outside/marker"),
+    (
+        "hard link out of the workspace",
+        "ln {home}/.bashrc ./rc 2>/dev/null; echo x >> ./rc; grep -q x {home}/.bashrc && touch {outside}/marker",
+        "outside/marker",
+    ),
+    ("a cache dir that is not a writable one", "mkdir -p {home}/.local/marker", "home/.local/marker"),
+    ("the host's /tmp (the sandbox's is private)", "echo x > /tmp/{rand}", "/tmp/{rand}"),
+]
+
+
+async def test_writes_outside_the_workspace_fail(box):
+    rt = runtime(box)
+    try:
+        failures = []
+        for name, template, marker in WRITES_OUTSIDE:
+            rand = "oh-sbx-marker-" + secrets.token_hex(6)
+            cmd = template.format(home=box["home"], outside=box["outside"], rand=rand)
+            obs = await run(rt, cmd)
+            target = box["tmp"] / marker.format(rand=rand)  # an absolute marker replaces the tmp dir
+            if target.exists():
+                failures.append(f"{name}: {target} was written ({obs['content']!r})")
+        assert not failures, "\n".join(failures)
+        assert (box["home"] / ".bashrc").read_text() == "echo rc\n"
+        # ... while the workspace and the caches are writable, and seen from outside
+        obs = await run(
+            rt,
+            f"echo in > made.txt && mkdir -p {box['home']}/.cache/tool && echo c > {box['home']}/.cache/tool/x && echo ok",
+        )
+        assert obs["content"].strip().endswith("ok"), obs
+        assert (box["ws"] / "made.txt").read_text() == "in\n"
+        assert (box["home"] / ".cache" / "tool" / "x").read_text() == "c\n"
+    finally:
+        await rt.close()
+
+
+# Each read must not show SECRET (the command may fail or print nothing).
+READS = [
+    *[(f"cat ~/{rel}", f"cat ~/{rel}") for rel in HIDDEN_FILES],
+    ("grep through HOME", "grep -r {secret_prefix} ~ 2>/dev/null"),
+    ("oh's sessions (token, decider credential)", "cat {oh_home}/sessions/*.json"),
+    ("oh's token file", "cat {oh_home}/token"),
+    (
+        "python reads oh's dir",
+        "python3 -c \"import os,glob; [print(open(p).read()) for p in glob.glob('{oh_home}/**', recursive=True) if os.path.isfile(p)]\"",
+    ),
+    ("the environment", "env"),
+]
+
+
+async def test_secrets_and_oh_state_are_invisible(box):
+    rt = runtime(box)
+    try:
+        failures = []
+        for name, template in READS:
+            cmd = template.format(oh_home=box["oh_home"], secret_prefix=SECRET[:10])
+            obs = await run(rt, cmd)
+            if SECRET in obs["content"]:
+                failures.append(f"{name}: the secret was read")
+        assert not failures, "\n".join(failures)
+        obs = await run(rt, "ls -A ~/.ssh | wc -l; ls -A " + str(box["oh_home"]) + " | wc -l")
+        assert obs["content"].split() == ["0", "0"], obs["content"]
+    finally:
+        await rt.close()
+
+
+async def test_backend_process_invisible(box):
+    rt = runtime(box)
+    me = os.getpid()
+    try:
+        obs = await run(
+            rt,
+            f"test -e /proc/{me} && echo VISIBLE; cat /proc/{me}/environ; kill -0 {me} && echo SIGNALLED; ls /proc | grep -c '^[0-9]'",
+        )
+        assert "VISIBLE" not in obs["content"] and "SIGNALLED" not in obs["content"], obs["content"]
+        assert int(obs["content"].split()[-1]) < 10  # only the sandbox's own few processes
+    finally:
+        await rt.close()
+
+
+class _Server:
+    """A loopback TCP server on an ephemeral port that greets each client with a token."""
+
+    def __init__(self) -> None:
+        self.token = "hello-" + secrets.token_hex(4)
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.sendall(self.token.encode() + b"\n")
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(5)
+        self.sock.close()
+
+
+PY_CONNECT = (
+    "python3 -c \"import socket; s=socket.create_connection(('127.0.0.1', {port}), 3); print(s.recv(100).decode())\""
+)
+CURL = "curl -sS --max-time 3 telnet://127.0.0.1:{port} </dev/null"
+
+
+@pytest.mark.parametrize("network", [False, True], ids=["network-off", "network-on"])
+async def test_loopback_server_by_network_setting(box, network):
+    server = _Server()
+    rt = runtime(box, network=network)
+    try:
+        tools = [PY_CONNECT] + ([CURL] if shutil.which("curl") else [])
+        for tool in tools:
+            obs = await run(rt, tool.format(port=server.port), timeout=15)
+            assert (server.token in obs["content"]) is network, (tool, obs["content"])
+    finally:
+        server.close()
+        await rt.close()
+
+
+async def test_read_only_level_and_off(box):
+    rt = runtime(box, level="read-only")
+    try:
+        obs = await run(rt, "echo x > in-ws.txt; echo t > /tmp/t && cat /tmp/t")
+        assert not (box["ws"] / "in-ws.txt").exists() and obs["content"].strip().endswith("t"), obs
+    finally:
+        await rt.close()
+    rt = runtime(box, level="off")
+    try:
+        obs = await run(rt, f"echo x > {box['outside']}/off-marker && echo done")
+        assert (box["outside"] / "off-marker").exists(), obs
+        first = obs["extras"]["metadata"].get("prefix") or ""
+        assert "Sandbox:" not in first, first  # off is the user's explicit choice: `oh start`/`oh status` say it
+    finally:
+        await rt.close()
+
+
+async def test_first_observation_states_the_level_and_job_control_works(box):
+    rt = runtime(box)
+    try:
+        obs = await run(rt, "sleep 30 & jobs; kill %1; wait; echo end")
+        prefix = obs["extras"]["metadata"].get("prefix") or ""
+        assert "Sandbox: workspace-write" in prefix and "network off" in prefix, prefix
+        assert "[1]" in obs["content"] and "end" in obs["content"], obs["content"]
+        later = await run(rt, "echo again")
+        assert "Sandbox:" not in (later["extras"]["metadata"].get("prefix") or "")  # said once
+    finally:
+        await rt.close()
+
+
+async def test_git_hooks_and_config_stay_read_only(box):
+    git = shutil.which("git")
+    if git is None:
+        pytest.skip("git is not installed")
+    rt = runtime(box, level="off")
+    try:
+        await run(rt, "git init -q . && git config user.email a@b && git config user.name a")
+    finally:
+        await rt.close()
+    rt = runtime(box)
+    try:
+        obs = await run(
+            rt,
+            "echo 'touch pwned' > .git/hooks/pre-commit; git config core.hooksPath /tmp; echo x > file && git add file && echo staged",
+        )
+        assert not (box["ws"] / ".git" / "hooks" / "pre-commit").exists()
+        assert "hooksPath" not in (box["ws"] / ".git" / "config").read_text()
+        assert "staged" in obs["content"], obs["content"]  # git itself still works in the workspace
+    finally:
+        await rt.close()
+
+
+async def test_version_manager_shims_keep_working(box):
+    shims = box["home"] / ".pyenv" / "shims"
+    shims.mkdir(parents=True)
+    real = shutil.which("python3")
+    (shims / "python3").write_text(f'#!/bin/sh\nexec {real} "$@"\n')
+    (shims / "python3").chmod(0o755)
+    box["env"]["PATH"] = f"{shims}:{box['env']['PATH']}"
+    rt = runtime(box)
+    try:
+        obs = await run(
+            rt, "command -v python3; python3 -c 'print(6*7)'; touch ~/.pyenv/shims/.pyenv-shim && echo rehash-ok"
+        )
+        lines = obs["content"].split()
+        assert lines[0] == str(shims / "python3") and "42" in lines and "rehash-ok" in lines, obs["content"]
+    finally:
+        await rt.close()
+
+
+def _wheel(directory: Path) -> Path:
+    """A minimal pure-Python wheel built by hand (no network, no build backend): module ``ohsbxdemo``."""
+    import base64
+    import hashlib
+    import zipfile
+
+    files = {
+        "ohsbxdemo.py": "VALUE = 'installed in the sandbox'\n",
+        "ohsbxdemo-0.1.dist-info/METADATA": "Metadata-Version: 2.1\nName: ohsbxdemo\nVersion: 0.1\n",
+        "ohsbxdemo-0.1.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = []
+    for name, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        record.append(f"{name},sha256={digest},{len(text.encode())}")
+    record.append("ohsbxdemo-0.1.dist-info/RECORD,,")
+    path = directory / "ohsbxdemo-0.1-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as z:
+        for name, text in files.items():
+            z.writestr(name, text)
+        z.writestr("ohsbxdemo-0.1.dist-info/RECORD", "\n".join(record) + "\n")
+    return path
+
+
+@pytest.mark.slow
+async def test_pip_install_into_a_workspace_venv(box):
+    wheel = _wheel(box["ws"])
+    rt = runtime(box)
+    try:
+        obs = await run(
+            rt,
+            f"python3 -m venv .venv && .venv/bin/python -m pip install -q --no-index --disable-pip-version-check {wheel.name}"
+            " && .venv/bin/python -c 'import ohsbxdemo; print(ohsbxdemo.VALUE)'",
+            timeout=120,
+        )
+        assert "installed in the sandbox" in obs["content"], obs["content"]
+        assert list((box["ws"] / ".venv" / "lib").glob("python3*/site-packages/ohsbxdemo.py"))
+        # an index on the network is out of reach with the network off: pip says so, nothing is installed
+        obs = await run(
+            rt,
+            ".venv/bin/python -m pip install -q --retries 0 --timeout 3 --index-url http://127.0.0.1:9/ x-y-z; echo rc=$?",
+            timeout=60,
+        )
+        assert "rc=0" not in obs["content"], obs["content"]
+    finally:
+        await rt.close()
+
+
+async def test_hard_timeout_kills_the_sandbox_and_restarts_where_the_shell_was(box):
+    (box["ws"] / "deep").mkdir()
+    rt = runtime(box)
+    try:
+        obs = await run(rt, "cd deep; sleep 1000 & echo child; sleep 1000", timeout=1.5)
+        assert obs["extras"]["metadata"]["exit_code"] == -1 and "killed" in obs["extras"]["metadata"]["suffix"], obs
+        obs = await run(rt, "pwd; ps -e | grep -c sleep")
+        lines = obs["content"].split()
+        assert lines[0] == str(box["ws"] / "deep") and lines[1] == "0", obs["content"]  # a fresh sandbox
+    finally:
+        await rt.close()
