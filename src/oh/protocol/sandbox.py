@@ -19,6 +19,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import WireError
 from .sandbox_defaults import DEFAULT_WRITABLE  # noqa: F401 - re-exported
 
 LEVELS = ("workspace-write", "read-only", "off")
@@ -50,7 +51,7 @@ REASON_ARG = "reason"
 MAX_REASON = 500
 
 
-class SandboxError(ValueError):
+class SandboxError(WireError, ValueError):
     """A bad sandbox setting or escalation request; the message says what is allowed."""
 
 
