@@ -71,6 +71,7 @@ class Command:
         self.shell_exited = False  # the shell itself exited (exit N, set -e, killed)
         self.job_id: str | None = None  # how follow-ups and job ops name it (docs/protocol.md §3.8)
         self.sink: Callable[[str], None] | None = None  # called with every chunk of output (a job's spool)
+        self.stream: Callable[[str], None] | None = None  # likewise, for the agent waiting that asked for progress
         self.finished = asyncio.Event()  # set once, when the command ends
         self.render = False  # the output holds control bytes: render it as a terminal shows it
         self.job_notices = False  # the shell prints job-control notices into this output: drop them

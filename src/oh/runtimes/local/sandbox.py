@@ -29,7 +29,7 @@ import subprocess
 from dataclasses import dataclass
 
 from ...protocol import sandbox as rules
-from .shell import psutil
+from .command import psutil  # None without it (optional at runtime)
 from ...protocol.errors import ErrorId, ToolError
 
 log = logging.getLogger("oh.runtimes.local")
