@@ -330,7 +330,12 @@ def shell_notes(obs: dict) -> list[str]:
     return [
         line[1:-1]
         for line in prefix.splitlines()
-        if line.startswith("[") and line.endswith("]") and not line.startswith((_BRANCH_NOTE, "[Below is the output"))
+        if line.startswith("[")
+        and line.endswith("]")
+        and not line.startswith((_BRANCH_NOTE, "[Below is the output"))
+        # the sandbox's level is for the agent (how to ask to leave it); the user sees it in `oh status` and
+        # the live view. Only "no sandbox" (an unconfined fallback) is said on the terminal too.
+        and (not line.startswith("[Sandbox: ") or line.startswith("[Sandbox: none"))
     ]
 
 

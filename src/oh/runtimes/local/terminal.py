@@ -161,7 +161,9 @@ class Terminal:
                 if said and said not in self.notes_said:  # the sandbox's level, then the shell's own note
                     self.notes_said.add(said)
                     note += f"[{said}]\n"
-                    if self.on_note is not None:
+                    # the live view shows the sandbox's level in its header: only the shell's own note and a
+                    # missing sandbox are events of their own
+                    if self.on_note is not None and (said == shell.note or said.startswith("Sandbox: none")):
                         self.on_note(said)
             if self.init_script:
                 await self._internal(shell, self.init_script)
