@@ -33,7 +33,7 @@ def test_timeouts_and_follow_ups_in_the_rich_view_at_80x24_and_in_oh_logs(oh):
         info = t.session()
         t.see("no actions yet")
         p = oh("run", "--timeout", "1", "--", "sleep 30")
-        assert p.returncode == 124 and "timed out after 1 seconds and was killed" in p.stderr, p
+        assert p.returncode == 124 and "timed out after 1 second and was killed" in p.stderr, p
         t.see("timed out, killed")
         row = _row(t.text(), "sleep 30")
         assert "timed out, killed" in row and " 124 " in row, row
