@@ -25,8 +25,10 @@ from oh import sessions
 WAIT = 60  # bounded waits, generous: the machine is shared
 
 
-def _start(oh) -> dict:
-    return oh.start("local", None, "--history")
+def _start(oh, *signals) -> dict:
+    """A backend with history. ``signals``: directories outside the workspace the test's commands wait on: the
+    agent's sandbox sees them only as allowed roots (its /tmp is private)."""
+    return oh.start("local", None, "--history", *(a for d in signals for a in ("--allow", str(d))))
 
 
 def _agent(oh, info: dict, name: str) -> SyncClient:
@@ -107,7 +109,7 @@ def test_two_agents_at_once_share_only_the_overlap(here, tmp_path):
     oh = here
     sig = tmp_path / "signals"  # outside the workspace: not a change of the workspace
     sig.mkdir()
-    info = _start(oh)
+    info = _start(oh, sig)
     alice, bob = _agent(oh, info, "alice"), _agent(oh, info, "bob")
     long = f"echo a > a; while [ ! -e {sig}/bob-done ]; do sleep 0.05; done; echo a2 > a2"
     done: list = []
@@ -142,8 +144,9 @@ def test_two_agents_at_once_share_only_the_overlap(here, tmp_path):
 
 def test_a_background_jobs_changes_are_its_actions(here, tmp_path):
     oh = here
-    sig = tmp_path / "go"
-    info = _start(oh)
+    (tmp_path / "signals").mkdir()
+    sig = tmp_path / "signals" / "go"
+    info = _start(oh, sig.parent)
     with _agent(oh, info, "alice") as alice:
         command = f"echo started > s; while [ ! -e {sig} ]; do sleep 0.05; done; echo bg > bg.txt"
         obs = alice.send(actions.run(command, background=True), timeout=WAIT)
@@ -158,9 +161,10 @@ def test_a_background_jobs_changes_are_its_actions(here, tmp_path):
 
 def test_the_timeline_survives_a_killed_backend(here, tmp_path):
     oh = here
-    sig = tmp_path / "release"
+    (tmp_path / "signals").mkdir()
+    sig = tmp_path / "signals" / "release"
     (oh.workspace / "keep.txt").write_text("v1\n")
-    info = _start(oh)
+    info = _start(oh, sig.parent)
     alice = _agent(oh, info, "alice")
     alice.run("echo v2 > keep.txt", timeout=WAIT)
     hang = threading.Thread(
