@@ -211,7 +211,8 @@ def test_oh_ensure_says_what_runs_and_its_jobs_are_listed(oh):
     from ensure_projects import node_project
 
     node_project(oh.workspace)
-    oh.start("local")
+    # sandbox off: with it, an install asks to leave the sandbox (network) and waits for the user (tests/sandbox)
+    oh.start("local", None, "--sandbox", "off")
     p = oh("ensure", "--no-wait", check=0)
     found = re.search(r"node: started (j\d+) \(`.*npm ci.*`\) — oh jobs wait \1", p.stdout)
     assert found, p

@@ -188,7 +188,8 @@ def test_warnings_and_errors_wrap_at_word_boundaries_at_80_columns(oh):
 
     from cli.terminal import Term
 
-    term = Term(oh, "--detach", "--runtime", "local", "--no-open", cols=80)
+    # sandbox off: the longest warning `oh start` gives (with the sandbox on it says nothing)
+    term = Term(oh, "--detach", "--runtime", "local", "--no-open", "--sandbox", "off", cols=80)
     try:
         assert term.finish() == 0
         term.session()
@@ -197,8 +198,8 @@ def test_warnings_and_errors_wrap_at_word_boundaries_at_80_columns(oh):
     lines = _lines_of(term)
     assert all(len(line) < 80 for line in lines), lines  # the terminal never had to cut a word
     joined = " ".join(line.strip() for line in lines)
-    assert "oh: warning: runtime local has NO sandbox: every action an agent sends runs on this machine" in joined
-    assert "Use it only with agents you trust." in joined
+    assert "oh: warning: runtime local has NO sandbox (sandbox = off): every command an agent sends runs" in joined
+    assert "Use it only with agents you trust;" in joined
     assert any(line.startswith("    ") for line in lines)  # continuation lines are indented under the message
 
     taken = socket.socket()
