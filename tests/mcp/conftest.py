@@ -18,6 +18,9 @@ from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
 @pytest.fixture
 def oh(tmp_path: Path):
     runner = Oh(tmp_path)
+    # These suites read the tools' text line by line and run npm installs; the sandbox's first-observation line
+    # and its network wall are tested on every route in tests/sandbox.
+    runner.env["OH_SANDBOX"] = "off"
     yield runner
     runner.cleanup()
 
