@@ -228,22 +228,16 @@ def test_one_terminal_per_agent_shell(vscode: VsCode, nested: dict):
         assert obs["content"] == "shared\n", obs
     assert 'agent gone: closing the "oh · claude-code"' not in vscode.extension_log()
     with _agent(nested, "private-one") as c:
-        obs = c.run("echo $$", timeout=30)
-        shell_pid = int(obs["content"].strip())
-        assert Path(f"/proc/{shell_pid}").exists()
+        # a process of the private shell, found by its name: in the sandbox (a pid namespace) `$$` is not a
+        # pid of this machine's /proc
+        c.run("sleep 987654 &", timeout=30)
+        wait_until(lambda: _proc_running("sleep 987654"), 15, "the private shell's process")
     wait_until(
         lambda: 'agent gone: closing the "oh · private-one" terminal' in vscode.extension_log(),
         15,
         "agent_gone to close the private terminal",
     )
-    wait_until(lambda: not _proc_running_pid(shell_pid), 15, "the private shell to end")
-
-
-def _proc_running_pid(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+    wait_until(lambda: not _proc_running("sleep 987654"), 15, "the private shell and its processes to end")
 
 
 def _proc_running(needle: str) -> bool:
