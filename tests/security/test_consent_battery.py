@@ -17,6 +17,7 @@ from websockets.asyncio.client import connect
 
 from oh.backend.server import Backend, BackendConfig
 from oh.protocol.consent import Policy, parse_rules
+from oh.protocol.sandbox import Spec
 
 from .consent_battery import CASES, Case
 
@@ -70,8 +71,15 @@ async def test_battery(case: Case, level: str, tmp_path: Path, oh_home: Path) ->
     if case.setup:
         subprocess.run(["bash", "-ec", _fill(case.setup, ws, state)], cwd=ws, check=True, timeout=30)
     policy = Policy(level, parse_rules(case.allow, case.ask, case.deny), str(ws), str(tmp_path / "home"), (str(state),))
+    # The door alone (consent), without the wall (the sandbox, tests/sandbox): at level `never` each case must
+    # really do what it tries, or it proves nothing.
     cfg = BackendConfig(
-        workspace=str(ws), runtime="local", trace_path=oh_home / "t.jsonl", consent=policy, approval_timeout=0.05
+        workspace=str(ws),
+        runtime="local",
+        trace_path=oh_home / "t.jsonl",
+        consent=policy,
+        approval_timeout=0.05,
+        sandbox=Spec(level="off"),
     )
     b = Backend(cfg, TOKEN)
     await b.start()
