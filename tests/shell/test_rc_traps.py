@@ -41,6 +41,15 @@ true
 """
 _ids = itertools.count(1)
 SHELLS = [s for s in ("bash", "zsh") if shutil.which(s)]
+
+
+@pytest.fixture(autouse=True)
+def _unsandboxed(monkeypatch):
+    """How shells end (a terminal's hangup, the rc's traps) without the sandbox: inside it HOME is read-only
+    and `$!` is a pid of its own namespace, so this rc could neither take its lock nor name its child here."""
+    monkeypatch.setenv("OH_SANDBOX", "off")
+
+
 SETTLE = 30.0  # bound on every wait for the traps' effects
 
 
@@ -56,7 +65,7 @@ def make_home(root: Path) -> Path:
 def shell_env(home: Path, shell: str = "bash", **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OH_", "XDG_"))}
     path = shutil.which(shell) or f"/bin/{shell}"
-    env.update(HOME=str(home), SHELL=path, OH_USER_SHELL="1", OH_SHELL_STARTUP_TIMEOUT="30", **extra)
+    env.update(HOME=str(home), SHELL=path, OH_USER_SHELL="1", OH_SHELL_STARTUP_TIMEOUT="30", OH_SANDBOX="off", **extra)
     env.pop("ZDOTDIR", None)
     return env
 
@@ -156,7 +165,7 @@ def _start(env: dict, workspace: Path) -> str:
 @pytest.mark.slow
 async def test_a_real_backend_parallel_agents_disconnect_and_stop(tmp_path, workspace):
     home = make_home(tmp_path)
-    env = oh_env(home, "bash", tmp_path / "ohhome")
+    env = {**oh_env(home, "bash", tmp_path / "ohhome"), "OH_SANDBOX": "off"}  # see _unsandboxed
     env.update(RC_SLEEP="")
     instance = _start(env, workspace)
     try:
@@ -183,7 +192,7 @@ async def test_a_real_backend_parallel_agents_disconnect_and_stop(tmp_path, work
 @pytest.mark.slow
 async def test_oh_stop_while_a_slow_rc_runs_behind_the_clean_shell(tmp_path, workspace):
     home = make_home(tmp_path)
-    env = oh_env(home, "bash", tmp_path / "ohhome")
+    env = {**oh_env(home, "bash", tmp_path / "ohhome"), "OH_SANDBOX": "off"}  # see _unsandboxed
     env.update(OH_SHELL_STARTUP_TIMEOUT="1", RC_SLEEP="300")
     instance = _start(env, workspace)
     sess = json.loads(next((Path(env["OH_HOME"]) / "sessions").glob("*.json")).read_text())
