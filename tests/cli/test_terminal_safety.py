@@ -115,8 +115,14 @@ def test_a_failed_write_stops_the_backend_and_exits_1(oh):
         (sf,) = (oh.home / "sessions").glob("*.json")
         info = json.loads(sf.read_text())
         oh.started.append(info)
+        # The start lines (sandbox, consent) are read before the pipe closes: were one of them still to
+        # come, its write would fail before the run below connects, and the run would find no backend.
+        start_lines: list[str] = []
+        while len(start_lines) < 8 and not (start_lines and start_lines[-1].split(" ", 1)[-1].startswith("consent:")):
+            start_lines.append(proc.stdout.readline())
+        assert start_lines[-1].split(" ", 1)[-1].startswith("consent:"), start_lines
         proc.stdout.close()
-        # The live view's next write fails: the line for this action's start or for its end. When it is
+        # The live view's next write fails: the agent's connect line, its start line or its end line. When it is
         # the start line, the backend stops while the command is in flight, and the run is answered
         # "the backend is shutting down" instead: both are this test's point, which is what the view does.
         ran = oh("run", "--", "echo nobody-reads-this")
