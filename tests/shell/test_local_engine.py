@@ -114,3 +114,28 @@ async def test_wrap_argv_prefixes_the_final_shell_argv(tmp_path, workspace):
         await shell.kill()
     ((argv, term),) = seen
     assert argv[0] == env["SHELL"] and "--rcfile" in argv and argv[-1] == "-i" and term == "xterm-256color"
+
+
+HOOK_REMOVALS = {
+    "bash": ["unset PROMPT_COMMAND", "PROMPT_COMMAND=()", "PROMPT_COMMAND='true'", "unset -v PROMPT_COMMAND; set -e"],
+    "zsh": ["precmd_functions=()", "unset precmd_functions", "precmd() { true; }; precmd_functions=(precmd)"],
+}
+
+
+@pytest.mark.parametrize(
+    "shell,removal", [(s, r) for s in SHELLS for r in HOOK_REMOVALS[s]], ids=lambda v: v.replace(" ", "_")
+)
+async def test_a_command_that_removes_the_prompt_hook_still_ends(tmp_path, workspace, shell, removal):
+    """The end marker comes from our prompt hook: a command that unsets or replaces it (an agent "cleaning" its
+    prompt) must still end with its status, and so must the commands after it; before the hook was put back
+    after each command, such a command ran until its timeout."""
+    rt = LocalRuntime(workspace, env=shell_env(make_home(tmp_path), shell), shell_startup_timeout=30)
+    h = Harness(rt)
+    try:
+        obs = await h.run(f"{removal}; echo removed; (exit 3)", timeout=20)
+        assert code(obs) == 3 and obs["content"] == "removed\n", obs
+        obs = await h.run("echo after", timeout=20)
+        assert code(obs) == 0 and obs["content"] == "after\n", obs
+        assert code(await h.run("set +e; false", timeout=20)) == 1
+    finally:
+        await rt.close()

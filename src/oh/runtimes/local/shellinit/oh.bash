@@ -28,7 +28,14 @@ __oh_pc() {
   builtin return $__oh_st
 }
 __oh_ret() { builtin return "$1"; }  # the previous command's $? for the next one, as in a terminal
+# Our hook first in PROMPT_COMMAND, before a command and again after it: a command that unsets or
+# replaces PROMPT_COMMAND (or makes it an empty array) must not take away the end marker, or the
+# command would look unfinished until its timeout. The command's status passes through.
+__oh_keep() {
+  case ${PROMPT_COMMAND-} in __oh_pc\;*) ;; *) PROMPT_COMMAND="__oh_pc;${PROMPT_COMMAND-}";; esac
+  builtin return "${1:-0}"
+}
 __oh_x() { builtin printf '\e]6973;%s;X;%s\x1f%s\a' "$__oh_n" "$?" "$PWD" >&$__oh_m; }
 [[ -z $(builtin trap -p EXIT) ]] && builtin trap __oh_x EXIT
-PROMPT_COMMAND="__oh_pc;${PROMPT_COMMAND:-}"
+__oh_keep
 builtin printf '\e]6973;%s;R;%s;%s\a' "$__oh_n" "$__oh_eu" "${__oh_rcst:-0}" >&$__oh_m

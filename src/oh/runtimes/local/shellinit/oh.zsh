@@ -32,6 +32,8 @@ __oh_hooks() {
   fi
   [[ ${precmd_functions[1]-} == __oh_pc ]] || precmd_functions=(__oh_pc ${precmd_functions:#__oh_pc})
 }
+# Again after each command (run.zsh): one that empties precmd_functions must not take away the end marker.
+__oh_keep() { __oh_hooks; builtin return "${1:-0}"; }
 __oh_hooks
 zshexit_functions+=(__oh_x)
 builtin printf '\e]6973;%s;R;%s;%s\a' "$__oh_n" "$__oh_eu" "${__oh_rcst:-0}" >&$__oh_m

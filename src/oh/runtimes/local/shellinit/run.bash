@@ -1,6 +1,7 @@
 IFS= builtin read -r -d '' -u "$__oh_fd" __oh_cmd
 __oh_ran=1
-case ${PROMPT_COMMAND-} in __oh_pc\;*) ;; *) PROMPT_COMMAND="__oh_pc;${PROMPT_COMMAND-}";; esac
+__oh_keep
 builtin printf '\e]6973;%s;S\a' "$__oh_n" >&$__oh_m
 __oh_ret "${__oh_last:-0}" && :  # (in an && list: `set -e` does not fire on it)
 builtin eval "$__oh_cmd"
+__oh_keep $? && :  # (status passed on; in an && list, so `set -e` and ERR traps do not fire on it)
