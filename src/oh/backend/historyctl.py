@@ -81,3 +81,43 @@ def _answer(tl, req: H.HistoryRequest, decider: bool) -> dict[str, Any]:
     except ProtocolError as exc:
         return frames.refusal("FORBIDDEN", exc.message)
     return {"type": "history", "op": "undo", **result}
+
+
+EDITOR_APPLY_TIMEOUT = 60.0  # an editor that never says `applied`: its undo's entry ends anyway
+
+
+async def handle_editor(backend: Backend, obj: dict[str, Any]) -> dict[str, Any]:
+    """A ``history`` frame from an editor (§3.15.2): the editor credential is the user's, so it may list,
+    show and undo any entry; an undo is answered with the edits for the editor to apply (its undo stack)."""
+    recorder = getattr(backend, "recorder", None)
+    rid = obj.get("rid") if isinstance(obj.get("rid"), str) else ""
+    if recorder is None or recorder.timeline is None:
+        return {**frames.refusal("HISTORY_OFF", "History is off for this backend: `oh start --history`."), "rid": rid}
+    try:
+        req = H.parse_editor_request(obj)
+    except ProtocolError as exc:
+        return {**frames.refusal(str(exc.error_id), exc.message), "rid": rid}
+    tl = recorder.timeline
+    if req.op == "applied":
+        from ..history import undo
+
+        done = await asyncio.to_thread(undo.finish_editor, tl, req.entry or 0)
+        return {"type": "history", "op": "applied", "rid": rid, "ok": done}
+    if req.op != "undo":
+        answer = await asyncio.to_thread(_answer, tl, H.HistoryRequest(req.op, req.entry), True)
+        return {**answer, "rid": rid}
+    return {**await _editor_undo(tl, req), "rid": rid}
+
+
+async def _editor_undo(tl, req: H.EditorHistoryRequest) -> dict[str, Any]:
+    from ..history import undo
+
+    if any(".." in p.split("/") for p in req.buffers):
+        return frames.refusal("BAD_REQUEST", "history: a buffer's path leaves the workspace.")
+    buffers = {p: text.encode("utf-8") for p, text in req.buffers.items()}
+    result = await asyncio.to_thread(undo.plan_for_editor, tl, req.entry or 0, to=req.to, buffers=buffers)
+    if result.get("ok") and result.get("entry"):
+        entry = result["entry"]
+        loop = asyncio.get_running_loop()
+        loop.call_later(EDITOR_APPLY_TIMEOUT, lambda: loop.run_in_executor(None, undo.finish_editor, tl, entry))
+    return {"type": "history", "op": "undo", **result}

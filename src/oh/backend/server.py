@@ -159,6 +159,7 @@ class Backend:
         self.editors = EditorLink(self.registry, welcome, config.send_timeout, REGISTER_TIMEOUT)
         self.editors.on_event = self._emit
         self.editors.on_proposal_event = self._editor_proposal_event
+        self.editors.on_history = lambda obj: historyctl.handle_editor(self, obj)
         self._build_stack(config)
         self.agent_desk = Agents(config, self.workspace, self.runtime, self.trace, self._emit, lambda: self.stopping)
         self.agents = self.agent_desk.agents

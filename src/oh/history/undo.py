@@ -9,7 +9,9 @@ Without git, a file changed since is a conflict (nothing is written).
 
 from __future__ import annotations
 
+import base64
 import difflib
+import hashlib
 import os
 import subprocess
 import tempfile
@@ -86,13 +88,20 @@ def _diff_one(tl: Timeline, c: H.Change) -> list[str]:
 
 
 def _plan(
-    tl: Timeline, netmap, merge: bool
+    tl: Timeline, netmap, merge: bool, buffers: dict[str, bytes] | None = None
 ) -> tuple[list[tuple[str, H.FileState | None, bytes | None]], list[dict[str, str]]]:
+    """Per file: what to write (state, or merged bytes) or why not. ``buffers``: files whose current text is
+    an editor's unsaved buffer, not the disk (VS Code's undo): they are the "current" of the verdict."""
     steps: list[tuple[str, H.FileState | None, bytes | None]] = []  # (path, state to write, merged bytes)
     conflicts = []
     for path, (before, after) in sorted(netmap.items()):
         known = tl.index.get(path)
         cur = known[1] if known else None
+        ours = None
+        if buffers is not None and path in buffers:
+            ours = buffers[path]
+            mode = cur.mode if cur is not None else (after.mode if after is not None else 0o644)
+            cur = H.FileState(H.REGULAR, mode, len(ours), hashlib.sha256(ours).hexdigest())
         v = H.verdict(before, after, cur)
         if v.action == H.RESTORE:
             steps.append((path, before, None))
@@ -100,7 +109,8 @@ def _plan(
             conflicts.append({"path": path, "reason": "changed since by someone else: only the user can merge it"})
         elif v.action == H.MERGE:
             assert before is not None and cur is not None
-            merged = merge3(tl, _content(tl, cur), _content(tl, after), _content(tl, before))
+            current = ours if ours is not None else _content(tl, cur)
+            merged = merge3(tl, current, _content(tl, after), _content(tl, before))
             if merged is None:
                 conflicts.append({"path": path, "reason": "changed since, and the changes overlap (merge conflict)"})
             else:
@@ -110,29 +120,41 @@ def _plan(
     return steps, conflicts
 
 
+def _prepare(
+    tl: Timeline, target: int, to: bool, only_agent: str | None, merge: bool, buffers: dict[str, bytes] | None = None
+) -> tuple[list[H.Entry], list[tuple[str, H.FileState | None, bytes | None]]] | dict[str, Any]:
+    """The entries an undo reverts and its steps, or the answer that ends it (no entry, nothing to undo, a
+    conflict). Called with ``tl.lock`` held."""
+    tl._drain()  # the files as they are now: later edits are in the index before the verdicts
+    if target not in tl.entries:
+        return {"ok": False, "error": "NO_ENTRY", "message": f"No entry {target}: `oh history` lists them."}
+    ordered = [tl.entries[i] for i in sorted(tl.entries)]
+    chosen = H.select_for_undo(ordered, target, to, only_agent)
+    netmap = H.net(c for e in chosen for c in e.changes)
+    if not netmap:
+        return {"ok": True, "entry": None, "files": [], "message": "Nothing to undo: no file changes."}
+    # A file untouched since this backend's first snapshot is known by its git blob: read it first, so
+    # the verdict compares contents, not a blob id with a sha256 (entries from before a restart).
+    refs = {p: tl.index[p] for p in netmap if p in tl.index and tree.is_git_ref(tl.index[p][1])}
+    if refs:
+        real = tree.materialize(tl.root, {p: st for p, (_k, st) in refs.items()}, tl.store)
+        tl.index.update({p: (key, real[p]) for p, (key, _st) in refs.items()})
+    steps, conflicts = _plan(tl, netmap, merge, buffers)
+    if conflicts:
+        return {"ok": False, "error": "CONFLICT", "conflicts": conflicts, "message": _conflict_text(conflicts)}
+    return chosen, steps
+
+
 def undo(
     tl: Timeline, target: int, *, to: bool = False, who: str = "user", only_agent: str | None = None, merge: bool = True
 ) -> dict[str, Any]:
     """Revert entry ``target`` (and with ``to`` every later one): all files or none. The undo is itself
     an entry, so it can be undone. ``merge`` False: a file changed since is a conflict (an agent's undo)."""
     with tl.lock:
-        tl._drain()  # the files as they are now: later edits are in the index before the verdicts
-        if target not in tl.entries:
-            return {"ok": False, "error": "NO_ENTRY", "message": f"No entry {target}: `oh history` lists them."}
-        ordered = [tl.entries[i] for i in sorted(tl.entries)]
-        chosen = H.select_for_undo(ordered, target, to, only_agent)
-        netmap = H.net(c for e in chosen for c in e.changes)
-        if not netmap:
-            return {"ok": True, "entry": None, "files": [], "message": "Nothing to undo: no file changes."}
-        # A file untouched since this backend's first snapshot is known by its git blob: read it first, so
-        # the verdict compares contents, not a blob id with a sha256 (entries from before a restart).
-        refs = {p: tl.index[p] for p in netmap if p in tl.index and tree.is_git_ref(tl.index[p][1])}
-        if refs:
-            real = tree.materialize(tl.root, {p: st for p, (_k, st) in refs.items()}, tl.store)
-            tl.index.update({p: (key, real[p]) for p, (key, _st) in refs.items()})
-        steps, conflicts = _plan(tl, netmap, merge)
-        if conflicts:
-            return {"ok": False, "error": "CONFLICT", "conflicts": conflicts, "message": _conflict_text(conflicts)}
+        prepared = _prepare(tl, target, to, only_agent, merge)
+        if isinstance(prepared, dict):
+            return prepared
+        chosen, steps = prepared
         e = tl._open(who, "undo", f"undo {'--to ' if to else ''}{target}", undoes=[x.id for x in chosen])
         tl.active[e.id] = e
         try:
@@ -143,6 +165,44 @@ def undo(
             tl.active.pop(e.id, None)
             tl._close(e, "done")
         return {"ok": True, "entry": e.id, "files": [s[0] for s in steps], "undoes": e.undoes}
+
+
+def plan_for_editor(tl: Timeline, target: int, *, to: bool, buffers: dict[str, bytes]) -> dict[str, Any]:
+    """VS Code's undo (§3.15.2): the same verdicts as ``undo`` (the editor's unsaved buffers count as the
+    files' current text), but nothing is written here: the answer lists each file's new content (base64)
+    or its deletion, for the editor to apply as one WorkspaceEdit (on its undo stack). The undo's entry
+    stays open, so what the editor writes is attributed to it, until ``finish_editor`` (or a timeout)."""
+    with tl.lock:
+        prepared = _prepare(tl, target, to, None, True, buffers)
+        if isinstance(prepared, dict):
+            return prepared
+        chosen, steps = prepared
+        e = tl._open("user", "undo", f"undo {'--to ' if to else ''}{target} (in the editor)", [x.id for x in chosen])
+        tl.active[e.id] = e
+        edits = []
+        for path, state, merged in sorted(steps, key=lambda s: s[1] is not None):  # deletions first
+            if state is None:
+                edits.append({"path": path, "delete": True})
+                continue
+            if state.kind == H.SYMLINK:  # a link is no text for an editor: put back here, at once
+                _apply(tl, path, state, merged)
+                continue
+            data = merged if merged is not None else _content(tl, state)
+            edits.append({"path": path, "content": base64.b64encode(data).decode("ascii"), "mode": state.mode})
+        return {"ok": True, "entry": e.id, "files": [s[0] for s in steps], "undoes": e.undoes, "edits": edits}
+
+
+def finish_editor(tl: Timeline, entry_id: int) -> bool:
+    """The editor applied (or gave up on) an undo ``plan_for_editor`` opened: its entry ends with what was
+    written meanwhile. False: no such open entry (finished already, or by the timeout)."""
+    with tl.lock:
+        e = tl.active.get(entry_id)
+        if e is None or e.kind != "undo":
+            return False
+        tl._drain()
+        tl.active.pop(entry_id, None)
+        tl._close(e, "done")
+        return True
 
 
 def _conflict_text(conflicts: list[dict[str, str]]) -> str:
@@ -180,4 +240,4 @@ def _apply(tl: Timeline, path: str, state: H.FileState | None, merged: bytes | N
         os.fchmod(f.fileno(), state.mode)
 
 
-__all__ = ["undo", "diff", "merge3", "tree"]
+__all__ = ["undo", "plan_for_editor", "finish_editor", "diff", "merge3", "tree"]

@@ -248,3 +248,41 @@ def select_for_undo(entries: list[Entry], target: int, to: bool, agent: str | No
                     ErrorId.PATH_DENIED, f"entry {e.id} has changes another action may have made: ask the user."
                 )
     return chosen
+
+
+# VS Code's undo (§3.15.2): the editor leg asks, with the user's unsaved buffers; the backend answers with
+# the edits; the editor applies them as one WorkspaceEdit and says so with ``applied``.
+EDITOR_BUFFERS_MAX = 8 * 1024 * 1024  # characters, all buffers together
+
+
+@dataclass(frozen=True, slots=True)
+class EditorHistoryRequest:
+    op: str  # list | show | undo | applied
+    rid: str  # the editor's request id, echoed in the answer
+    entry: int | None = None
+    to: bool = False
+    buffers: dict[str, str] = field(default_factory=dict)
+
+
+def parse_editor_request(obj: dict[str, Any]) -> EditorHistoryRequest:
+    """A ``history`` frame on the editor leg: the ops of ``parse_request`` plus ``applied``; an ``undo`` carries
+    ``buffers`` ({workspace-relative path: unsaved text}) and is answered with edits, not applied here."""
+    rid = obj.get("rid")
+    if not isinstance(rid, str) or not 0 < len(rid) <= 64:
+        raise ProtocolError(ErrorId.BAD_REQUEST, "history (editor): 'rid' must be a short string.")
+    op = obj.get("op")
+    if op == "applied":
+        entry = _int(obj, "entry")
+        if entry is None:
+            raise ProtocolError(ErrorId.BAD_REQUEST, "history applied needs 'entry'.")
+        return EditorHistoryRequest("applied", rid, entry)
+    req = parse_request(obj)
+    buffers = obj.get("buffers") or {}
+    if not isinstance(buffers, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) and 0 < len(k) <= 4096 and not k.startswith("/")
+        for k, v in buffers.items()
+    ):
+        raise ProtocolError(ErrorId.BAD_REQUEST, "history: 'buffers' maps workspace-relative paths to text.")
+    if sum(len(v) for v in buffers.values()) > EDITOR_BUFFERS_MAX:
+        raise ProtocolError(ErrorId.BAD_REQUEST, "history: the unsaved buffers are too large (8 MiB together).")
+    return EditorHistoryRequest(req.op, rid, req.entry, req.to, dict(buffers))

@@ -14,7 +14,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 from websockets.exceptions import ConnectionClosed
 
@@ -68,6 +68,9 @@ class EditorLink:
         self.on_proposal_event: Callable[[str, dict[str, Any], str], None] = lambda name, fields, editor_id: None
         # Consent (§3.13): an editor's `approval` answer -> the frame to send back (None: consent is not wired).
         self.on_approval: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+        # History (§3.15.2): an editor's `history` request -> its answer (None: history is not wired).
+        self.on_history: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]] | None = None
+        self._tasks: set[asyncio.Task] = set()
         # Set by the runtime that keeps the editors' jobs (the vscode one): an editor's job_event, an
         # editor gone. Unset (the local runtime), both are ignored.
         self.on_job_event: Callable[[Editor, str, dict[str, Any]], None] | None = None
@@ -210,6 +213,12 @@ class EditorLink:
                 ):  # §3.13: the user answered in the editor
                     await editor.connection.send(encode(self.on_approval(obj)), text=True)
                     return
+                if obj.get("type") == "history" and self.on_history is not None:  # §3.15.2: VS Code's undo
+                    # Answered in a task: planning reads files and may merge; this editor's observations keep flowing.
+                    task = asyncio.ensure_future(self._answer_history(editor, obj))
+                    self._tasks.add(task)
+                    task.add_done_callback(self._tasks.discard)
+                    return
                 if obj.get("type") is not None:
                     return  # other control frames from editors are ignored
                 obs = parse_observation(obj)
@@ -220,6 +229,15 @@ class EditorLink:
         future = editor.pending.pop(obs["cause"], None)
         if future is not None and not future.done():
             future.set_result(obs)
+
+    async def _answer_history(self, editor: Editor, obj: dict[str, Any]) -> None:
+        assert self.on_history is not None
+        try:
+            answer = await self.on_history(obj)
+        except Exception as exc:  # noqa: BLE001 - a failed request is answered, never a dead task
+            log.warning("editor %s: history request failed: %s", editor.editor_id, exc)
+            answer = {**frames.refusal("SERVER_ERROR", f"history: {exc}"), "rid": obj.get("rid")}
+        await send_bounded(editor.connection, encode(answer), self.send_timeout)
 
     def _gone(self, editor: Editor, reason: str) -> None:
         self.registry.remove(editor)
