@@ -7,7 +7,7 @@ import tsParser from "@typescript-eslint/parser";
 // No `vscode`: rules, state machines, wire formats (the node:test suites in test/ load these directly).
 const PURE = [
   "src/shellqueue.ts", "src/executors/streammarks.ts",
-  "src/ansi.ts", "src/backoff.ts", "src/branch.ts", "src/connection.ts", "src/consent.ts", "src/dirwatch.ts", "src/dispatcher.ts",
+  "src/agentundo.ts", "src/ansi.ts", "src/backoff.ts", "src/branch.ts", "src/connection.ts", "src/consent.ts", "src/dirwatch.ts", "src/dispatcher.ts",
   "src/executors/shellenv.ts", "src/executors/terminalmode.ts", "src/jobs.ts", "src/jsonnum.ts",
   "src/knowledge.ts", "src/listing.ts", "src/manager.ts", "src/oheditor.ts", "src/owned.ts", "src/paths.ts", "src/procs.ts",
   "src/protocol.ts", "src/review/proposal.ts", "src/review/store.ts", "src/runstate.ts", "src/session.ts", "src/textenc.ts",
@@ -19,7 +19,7 @@ const VSCODE_FACING = [
   "src/branchHost.ts", "src/executors/edit.ts", "src/executors/engineshell.ts", "src/executors/files.ts",
   "src/executors/integrated.ts", "src/executors/knowledge.ts", "src/executors/pty.ts", "src/executors/read.ts",
   "src/executors/run.ts", "src/executors/stat.ts", "src/executors/write.ts", "src/executors/writemodes.ts",
-  "src/extension.ts", "src/review/controller.ts", "src/ui.ts",
+  "src/extension.ts", "src/review/controller.ts", "src/ui.ts", "src/undoCommand.ts",
 ];
 
 // The VS Code-facing modules as import specifiers (gitignore-style, relative to any importer).

@@ -122,6 +122,9 @@ export class EditorConnection {
   private closedReported = false;
   private obsIds = 1;
   private readonly inflight = new Map<number, AbortController>();
+  /** Our own requests on this leg (history, docs/protocol.md §3.15.2), by `rid`. */
+  private readonly requests = new Map<string, { resolve: (a: JsonObject) => void; reject: (e: Error) => void }>();
+  private rids = 1;
   private registerTimer: NodeJS.Timeout | null = null;
   private pingTimer: NodeJS.Timeout | null = null;
   private pongSeen = true;
@@ -269,7 +272,32 @@ export class EditorConnection {
     this.ws.close(1002, 'expected registered');
   }
 
+  /** Sends a request frame of ours (it gets a `rid`) and resolves to the backend's answer with the same `rid`
+   * (a refusal is `{"type": "error", ...}`); rejects after `timeoutMs` or when the connection closes. */
+  request(frame: JsonObject, timeoutMs = 30_000): Promise<JsonObject> {
+    if (!this.registered || this.ws.readyState !== WebSocket.OPEN) return Promise.reject(new Error('not connected to the backend'));
+    const rid = `r${this.rids++}`;
+    return new Promise<JsonObject>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.requests.delete(rid);
+        reject(new Error(`the backend did not answer within ${Math.round(timeoutMs / 1000)} s`));
+      }, timeoutMs);
+      const done = (f: () => void) => {
+        clearTimeout(timer);
+        this.requests.delete(rid);
+        f();
+      };
+      this.requests.set(rid, { resolve: (a) => done(() => resolve(a)), reject: (e) => done(() => reject(e)) });
+      this.sendJson({ ...frame, rid });
+    });
+  }
+
   private onControl(obj: JsonObject): void {
+    const waiting = typeof obj.rid === 'string' ? this.requests.get(obj.rid) : undefined;
+    if (waiting) {
+      waiting.resolve(obj);
+      return;
+    }
     if (obj.type === 'cancel') {
       const id = readId(obj);
       const ctl = id === undefined ? undefined : this.inflight.get(id);
@@ -354,6 +382,7 @@ export class EditorConnection {
     // In-flight actions stop waiting (their answers have nowhere to go, and the status bar must not
     // spin on them); a running command stays in its terminal, untouched: nobody asked to kill it.
     for (const ctl of this.inflight.values()) ctl.abort(ORPHANED);
+    for (const r of [...this.requests.values()]) r.reject(new Error(`the connection closed (${reason || code})`));
     this.opts.onClose({
       code: this.httpStatus === undefined ? code : undefined,
       reason,

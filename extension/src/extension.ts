@@ -4,6 +4,7 @@
  * this window's folders, or the user asks (command "oh: Connect to backend", or
  * vscode://oh-dev.oh-vscode/connect?session=<instance_id>).
  */
+import { revertAgentAction } from './undoCommand';
 import * as fs from 'fs';
 import * as vscode from 'vscode';
 import { gitHost, askModal } from './branchHost';
@@ -235,6 +236,7 @@ function commandsAndHandlers(
       log(n ? `disconnected by the user (${n} backend${n > 1 ? 's' : ''}); "oh: Connect to backend" reconnects` : 'disconnect: nothing was connected');
     }),
     vscode.commands.registerCommand('oh.showLog', () => ui.show()),
+    vscode.commands.registerCommand('oh.revertAction', () => revertAgentAction(sessions.connections(), log)),
     vscode.window.registerUriHandler({
       handleUri(uri: vscode.Uri) {
         const request = parseConnectUri(uri.path, uri.query);

@@ -89,6 +89,11 @@ export class SessionManager {
     void this.scan();
   }
 
+  /** The registered connections (one per backend this window serves), for requests of our own. */
+  connections(): EditorConnection[] {
+    return [...this.entries.values()].flatMap((e) => (e.conn?.isRegistered && !e.suppressed && !e.ended ? [e.conn] : []));
+  }
+
   status(): ConnectionStatus[] {
     const out: ConnectionStatus[] = [];
     for (const e of this.entries.values()) {
