@@ -88,7 +88,28 @@ def run_checks() -> list[dict[str, Any]]:
     checks.extend(_vscode_checks())
     checks.append(_port_check(s))
     checks.append(_git_check(s))
+    checks.append(_sandbox_check(s))
     return checks
+
+
+def _sandbox_check(s) -> dict[str, Any]:
+    """bubblewrap for the agent shell's sandbox (README "Sandbox"): a failure when the settings would refuse."""
+    from ..runtimes.local import sandbox
+
+    level = getattr(s, "sandbox", "workspace-write") if s is not None else "workspace-write"
+    if level == "off":
+        return _check("sandbox", "ok", "off (`sandbox = off`): the agent's commands run as you, unconfined")
+    found = sandbox.check(getattr(s, "sandbox_bwrap", "") or "")
+    if found.ok:
+        return _check("sandbox", "ok", f"{level} with {found.bwrap}")
+    unconfined = s is not None and getattr(s, "sandbox_fallback", "refuse") == "unconfined"
+    return _check(
+        "sandbox",
+        "warn" if unconfined else "fail",
+        found.problem
+        + ("; sandbox_fallback = unconfined: commands run as you" if unconfined else "; commands will be refused"),
+        found.fix + ("" if unconfined else " (or `oh config set sandbox_fallback unconfined` to run unconfined)"),
+    )
 
 
 def _python_checks() -> list[dict[str, Any]]:
