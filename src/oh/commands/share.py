@@ -21,7 +21,10 @@ EPILOG = (
 )
 
 app = typer.Typer(
-    help="Share this workspace's backend with an agent elsewhere: a container (--docker, --devcontainer) or another machine (`oh share ssh`).",
+    help=(
+        "Share this workspace's backend with an agent elsewhere: a container (--docker, --devcontainer) or "
+        "another machine (`oh share ssh`)."
+    ),
     epilog=EPILOG,
     invoke_without_command=True,
 )
@@ -150,7 +153,8 @@ def _print_made(io: Streams, svc, made, *, docker: bool, devcontainer: bool, wri
     if docker:
         io.print(svc.docker_flags(made))
         io.note(
-            "e.g. docker run --rm -it $(oh share --docker) IMAGE oh run 'ls' (the socket is 0600: the container runs as you)."
+            "e.g. docker run --rm -it $(oh share --docker) IMAGE oh run 'ls' (the socket is 0600: the "
+            "container runs as you)."
         )
     elif devcontainer:
         if written:
@@ -219,7 +223,10 @@ def ssh(
         None,
         "--remote-dir",
         metavar="DIR",
-        help="The remote directory for the socket and connect file (default: the remote oh state dir, where the agent looks; with DIR the agent needs OH_CONNECT=DIR/connect.json).",
+        help=(
+            "The remote directory for the socket and connect file (default: the remote oh state dir, where the "
+            "agent looks; with DIR the agent needs OH_CONNECT=DIR/connect.json)."
+        ),
     ),
     maps: Optional[List[str]] = typer.Option(
         None, "--map", metavar="AGENT=HOST", help="Path map (the remote checkout at AGENT)."
