@@ -76,7 +76,8 @@ class BranchGuard(Wrapper):
             if extras.get("error_id") not in (ErrorId.BRANCH_FAILED, "BRANCH_FAILED"):
                 # NO_EDITOR, EDITOR_DISCONNECTED, TIMEOUT...: keep the id, say the action did not run.
                 answer["content"] = (
-                    f"Branch mode: the branch could not be prepared, so the action was not executed. {answer.get('content', '')}"
+                    "Branch mode: the branch could not be prepared, so the action was not executed. "
+                    f"{answer.get('content', '')}"
                 )
             self.last_error = str(answer.get("content", ""))[:300]
             answer["cause"] = action.id
