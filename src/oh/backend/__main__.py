@@ -426,7 +426,8 @@ def _check_arguments(args: argparse.Namespace) -> str:
     if not is_loopback_host(args.host):
         raise _Refused(
             f"refusing to listen on {args.host}: not a loopback address (127.0.0.1, ::1 or localhost). "
-            "oh never listens on the network: anyone who could reach the port would need only the token to run commands as you."
+            "oh never listens on the network: anyone who could reach the port would need only the token to "
+            "run commands as you."
         )
     if not os.path.isdir(args.workspace):
         raise _Refused(f"workspace {args.workspace} is not a directory")

@@ -184,12 +184,14 @@ def check_escalation(args: dict[str, Any]) -> str:
         return ""
     if value != ESCALATE_VALUE:
         raise SandboxError(
-            f'args.sandbox may only be "off" (run this command outside the sandbox, with the user\'s consent); got {value!r}'
+            'args.sandbox may only be "off" (run this command outside the sandbox, with the user\'s '
+            f"consent); got {value!r}"
         )
     reason = args.get(REASON_ARG)
     if not isinstance(reason, str) or not reason.strip():
         raise SandboxError(
-            'args.sandbox "off" needs args.reason: say why the command needs to leave the sandbox (e.g. "npm ci needs the network")'
+            'args.sandbox "off" needs args.reason: say why the command needs to leave the sandbox (e.g. "npm '
+            'ci needs the network")'
         )
     if args.get("is_input"):
         raise SandboxError('args.sandbox "off" starts a new command; it cannot be input to a running one')
