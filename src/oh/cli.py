@@ -52,7 +52,10 @@ def _build():
 
     app = typer.Typer(
         name="oh",
-        help="oh: run a coding agent's actions (run, read, write, edit) inside VS Code or on this machine, and watch them live.",
+        help=(
+            "oh: run a coding agent's actions (run, read, write, edit) inside VS Code or on this machine, and "
+            "watch them live."
+        ),
         epilog=EXIT_CODES_HELP + " Settings: `oh config list --show-origin`. Files: $OH_HOME when set.",
         no_args_is_help=True,
         add_completion=False,

@@ -430,7 +430,10 @@ def _run_action(
         )
     if mode == "command" and not line.strip():
         raise OhError(
-            "give a command (e.g. `oh run -- ls -la`); to act on a running one use --wait, --input, --interrupt or --reset.",
+            (
+                "give a command (e.g. `oh run -- ls -la`); to act on a running one use --wait, --input, "
+                "--interrupt or --reset."
+            ),
             USAGE,
         )
     if mode == "input":
@@ -540,7 +543,10 @@ def read(
         raise OhError(f"--start must be 1 or more (got {start}); lines are counted from 1, as in an editor.", USAGE)
     if end != -1 and end < start:
         raise OhError(
-            f"--end must be --start ({start}) or more, or -1 for the end of the file (got {end}); both lines are included.",
+            (
+                f"--end must be --start ({start}) or more, or -1 for the end of the file (got {end}); both lines "
+                "are included."
+            ),
             USAGE,
         )
     action = actions.read(resolve(path, session), start=start - 1, end=end)

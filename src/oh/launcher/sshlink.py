@@ -97,7 +97,10 @@ def classify(stderr: str, destination: str) -> LinkFailed | None:
     if "remote port forwarding failed" in low or "forwarding failed" in low:
         return LinkFailed(
             f"{destination} refused the socket forward.",
-            "The remote sshd needs AllowStreamLocalForwarding yes (and StreamLocalBindUnlink yes to replace a stale socket).",
+            (
+                "The remote sshd needs AllowStreamLocalForwarding yes (and StreamLocalBindUnlink yes to replace a "
+                "stale socket)."
+            ),
         )
     return None
 
@@ -125,7 +128,10 @@ def probe(destination: str, options: list[str], remote_dir: str | None) -> tuple
     if "dir" not in fields:
         known = classify(out.stderr, destination)
         raise known or LinkFailed(
-            f"ssh {destination} failed (exit {out.returncode}): {out.stderr.strip()[-300:] or out.stdout.strip()[-300:]}",
+            (
+                f"ssh {destination} failed (exit {out.returncode}): "
+                f"{out.stderr.strip()[-300:] or out.stdout.strip()[-300:]}"
+            ),
             "Check `ssh " + destination + " true`.",
         )
     return fields["dir"], fields.get("oh", "")
@@ -136,7 +142,10 @@ def remote_paths(state_dir: str, share_id: str) -> tuple[str, str]:
     if len(os.fsencode(sock)) > SUN_PATH_MAX:
         raise LinkFailed(
             f"the remote socket path {sock} is {len(os.fsencode(sock))} bytes, over the limit of {SUN_PATH_MAX}.",
-            "Give a shorter remote directory with --remote-dir (e.g. /tmp/oh-$USER), and point the agent at it with OH_CONNECT.",
+            (
+                "Give a shorter remote directory with --remote-dir (e.g. /tmp/oh-$USER), and point the agent at "
+                "it with OH_CONNECT."
+            ),
         )
     return sock, f"{state_dir}/connect.json"
 
@@ -329,7 +338,8 @@ def run(
 
     old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     io.note(
-        f"share {made.share['share_id']} over ssh to {destination}: the agent there finds it on its own ({link.rfile}). Ctrl-C ends it."
+        f"share {made.share['share_id']} over ssh to {destination}: the agent there finds it on its own "
+        f"({link.rfile}). Ctrl-C ends it."
     )
     try:
         return link.keep()
