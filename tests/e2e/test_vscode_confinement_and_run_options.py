@@ -195,9 +195,9 @@ def test_read_write_encodings(vscode: VsCode, nested: dict):
         assert obs["observation"] == "write", obs
         assert (sub / "new" / "deep" / "b.bin").read_bytes() == b"\x00\x01\xff"
         obs = c.edit(str(sub / "missing.txt"), "view")
-        assert (
-            obs["content"]
-            == f"Invalid `path` parameter: {sub / 'missing.txt'}. The path {sub / 'missing.txt'} does not exist. Please provide a valid path."
+        assert obs["content"] == (
+            f"Invalid `path` parameter: {sub / 'missing.txt'}. The path {sub / 'missing.txt'} does not exist. "
+            "Please provide a valid path."
         ), obs
 
 
