@@ -118,7 +118,8 @@ def install(
         False, "--print", help="Print the client's own one-liner (or the entry to paste) instead of writing."
     ),
 ) -> None:
-    """Add oh's MCP server to a client's config (merged: other entries and settings stay; running it twice changes nothing).
+    """Add oh's MCP server to a client's config (merged: other entries and settings stay; running it twice changes \
+nothing).
 
     Example: oh mcp install claude --scope project
     """

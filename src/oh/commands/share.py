@@ -76,7 +76,8 @@ def share(
     workspace: Optional[str] = _WORKSPACE,
     instance: Optional[str] = _INSTANCE,
 ) -> None:
-    """Create a share: a credential for agents of this workspace only, and the environment that finds it (OH_URL, OH_TOKEN_FILE)."""
+    """Create a share: a credential for agents of this workspace only, and the environment that finds it \
+(OH_URL, OH_TOKEN_FILE)."""
     if ctx.invoked_subcommand is not None:
         return
     raise typer.Exit(
@@ -234,7 +235,8 @@ def ssh(
     workspace: Optional[str] = _WORKSPACE,
     instance: Optional[str] = _INSTANCE,
 ) -> None:
-    """Share with an agent on another machine over your `ssh` (-R forward of the socket); runs until Ctrl-C. Options after `--` go to ssh."""
+    """Share with an agent on another machine over your `ssh` (-R forward of the socket); runs until Ctrl-C. \
+Options after `--` go to ssh."""
     from ..launcher import sshlink
 
     io = Streams.system()

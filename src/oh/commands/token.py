@@ -24,7 +24,8 @@ def show(
     reveal: bool = typer.Option(False, "--reveal", help="Print the bare token alone on stdout (for scripts)."),
     json_: bool = typer.Option(False, "--json", help="Machine-readable output (never includes the token)."),
 ) -> None:
-    """Where the token is stored (keyring backend or fallback file, with its real mode and owner), its fingerprint, and the fingerprints running backends use."""
+    """Where the token is stored (keyring backend or fallback file, with its real mode and owner), its fingerprint, \
+and the fingerprints running backends use."""
     raise typer.Exit(run_show(Streams.system(), reveal=reveal, json_=json_))
 
 

@@ -41,12 +41,15 @@ EDITORS_DESCRIPTION = f"""What the user has open in the editor: every open file,
 
 Use it to learn what the user is looking at or has selected when they say "this function" or "here". {_NEEDS_VSCODE}"""
 
+_SYMBOLS_FALLBACK = _NEEDS_VSCODE.replace(
+    "answers TOOL_UNSUPPORTED", "answers with ripgrep text matches of definition-like lines and says so"
+)
 SYMBOLS_DESCRIPTION = f"""Search the workspace's symbols (functions, classes, methods, variables...) by name through \
 the language servers, like VS Code's "Go to Symbol in Workspace" (Ctrl+T).
 
 Faster and more precise than grepping for a definition: each result is `path:line:col kind name (container)`. Matching \
 is fuzzy (the language server's). \
-{_NEEDS_VSCODE.replace("answers TOOL_UNSUPPORTED", "answers with ripgrep text matches of definition-like lines and says so")}"""
+{_SYMBOLS_FALLBACK}"""
 
 DEFINITION_DESCRIPTION = f"""Where the symbol at a position is defined (VS Code's "Go to Definition"): give the file, \
 1-based line and column of a use of the name.
