@@ -47,7 +47,9 @@ UP_TIMEOUT = 30.0  # seconds for a link to come up (the connection, the forward,
 # Prints: the state dir, then "oh=<path of oh or empty>". Makes <state>/sock 0700.
 PROBE = r"""
 d="${OH_HOME:-}"
-if [ -n "$d" ]; then :; elif [ -n "${XDG_STATE_HOME:-}" ]; then d="$XDG_STATE_HOME/oh"; else d="$HOME/.local/state/oh"; fi
+if [ -n "$d" ]; then :
+elif [ -n "${XDG_STATE_HOME:-}" ]; then d="$XDG_STATE_HOME/oh"
+else d="$HOME/.local/state/oh"; fi
 if [ -n "$1" ]; then d="$1"; fi
 umask 077; mkdir -p "$d/sock" && chmod 700 "$d" "$d/sock" || { echo "oh-probe: cannot-mkdir $d"; exit 0; }
 echo "oh-probe: dir=$d"
@@ -59,7 +61,10 @@ sock="$1"; file="$2"; ino=""
 mine() { [ -n "$ino" ] && set -- $(ls -di "$sock" 2>/dev/null) && [ "$1" = "$ino" ]; }
 cleanup() { if mine; then rm -f "$sock" "$file"; fi; }
 trap 'cleanup; exit 0' HUP INT TERM
-i=0; while [ ! -S "$sock" ]; do i=$((i+1)); if [ $i -gt 100 ]; then echo "oh-link: no-socket"; exit 3; fi; sleep 0.1; done
+i=0
+while [ ! -S "$sock" ]; do
+  i=$((i+1)); if [ $i -gt 100 ]; then echo "oh-link: no-socket"; exit 3; fi; sleep 0.1
+done
 set -- $(ls -di "$sock"); ino="$1"
 umask 077
 IFS= read -r line || exit 4
