@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""oh benchmarks (issue #2, item 5): P1, P2, P3, P5, P6 side by side in one run (P9: the agent's shell engine, issue 17).
+"""oh benchmarks (issue #2, item 5): P1, P2, P3, P5, P6 side by side in one run (P9: the agent's shell engine, \
+issue 17).
 
     .venv/bin/python benchmarks/run.py                 # full run (a few minutes)
     .venv/bin/python benchmarks/run.py --quick         # smoke variant (< 60 s), same figures

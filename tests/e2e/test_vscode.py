@@ -321,7 +321,8 @@ def test_p7_run_round_trip(vscode: VsCode, backend: dict):
 
 
 def test_pseudoterminal_fallback_without_shell_integration(vscode: VsCode, backend: dict):
-    """`shell` mode with shell integration off: the next "oh" terminal is a pseudoterminal: still exact output and exit codes."""
+    """`shell` mode with shell integration off: the next "oh" terminal is a pseudoterminal: still exact output and
+    exit codes."""
     from oh.client.sync import SyncClient
 
     session = json.loads((vscode.oh_home / "sessions" / f"{backend['instance_id']}.json").read_text())

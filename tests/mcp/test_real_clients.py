@@ -297,7 +297,8 @@ def test_codex_runs_a_command_through_oh(box):
 
 
 def test_gemini_cli_runs_a_command_through_oh(box):
-    """`gemini -p --yolo` with GOOGLE_GEMINI_BASE_URL at FakeGemini (loopback): Gemini CLI names oh's tool `mcp_oh_run`."""
+    """`gemini -p --yolo` with GOOGLE_GEMINI_BASE_URL at FakeGemini (loopback): Gemini CLI names oh's tool
+    `mcp_oh_run`."""
     seen: dict = {}
 
     def snapshot_agents():

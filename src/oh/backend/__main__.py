@@ -109,7 +109,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--allow-root", action="append", default=None, help="extra allowed root for the local runtime (repeatable)"
     )
-    # Job settings (docs/protocol.md §3.8-§3.10); the launcher passes the user's settings, the defaults are the settings' defaults.
+    # Job settings (docs/protocol.md §3.8-§3.10); the launcher passes the user's settings, the defaults are the
+    # settings' defaults.
     p.add_argument("--max-shells", type=int, default=8)
     p.add_argument("--job-retention", type=float, default=3600.0)
     p.add_argument("--repeat-limit", type=int, default=0)
@@ -117,7 +118,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     # The agent's shell (docs/protocol.md §3.4.1): unset = the local runtime's own default (OH_USER_SHELL, else on).
     p.add_argument("--user-shell", choices=("true", "false"), default=None)
     p.add_argument("--shell-startup-timeout", type=float, default=None)
-    # The agent shell's sandbox (README "Sandbox"): unset = the local runtime's own default (OH_SANDBOX*, else workspace-write).
+    # The agent shell's sandbox (README "Sandbox"): unset = the local runtime's own default (OH_SANDBOX*, else
+    # workspace-write).
     p.add_argument("--sandbox", choices=("workspace-write", "read-only", "off"), default=None)
     p.add_argument("--sandbox-network", choices=("true", "false"), default=None)
     p.add_argument("--sandbox-writable", default=None, help=f"{os.pathsep}-separated directories")
@@ -143,7 +145,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--history-store-ignored", choices=("true", "false"), default="false")
     p.add_argument("--history-max-file", type=float, default=64.0, help="MiB")
     p.add_argument("--review-timeout", type=float, default=600.0)
-    # Consent (docs/protocol.md §3.13): the level and the user's rules (JSON {"allow": [...], "ask": [...], "deny": [...]}).
+    # Consent (docs/protocol.md §3.13): the level and the user's rules
+    # (JSON {"allow": [...], "ask": [...], "deny": [...]}).
     p.add_argument("--consent", choices=("never", "risky", "commands", "changes", "all"), default="never")
     p.add_argument("--consent-rules", default="{}")
     p.add_argument("--approval-timeout", type=float, default=600.0)

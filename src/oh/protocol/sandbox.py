@@ -159,7 +159,8 @@ def plan(
         notes = (f"The workspace {workspace} lies in a hidden directory: it is not visible in the sandbox.",)
     # Hidden paths are covered after the writable binds (a workspace that is HOME must not show ~/.ssh);
     # oh's scratch files come last: they may live in /tmp (under the private /tmp) or in oh's state.
-    # Paths under /tmp vanish under the private /tmp: HOME, and at read-only the workspace and roots, come back read-only.
+    # Paths under /tmp vanish under the private /tmp: HOME, and at read-only the workspace and roots, come back
+    # read-only.
     readonly = tuple(p for p in (home, workspace, *roots) if p and (_under(p, "/tmp") or _under(p, "/var/tmp")))
     return Plan(
         readonly,
