@@ -170,8 +170,7 @@ def _report(args, phases: list[dict]) -> int:
     }
     print(
         f"CLI whole-process wall time, {args.n} rounds ({report['date']}, {report['machine']}, Python "
-        f"{report['python']}, "
-        f"load after {', '.join(f'{x:.2f}' for x in load) if load else '?'})\n"
+        f"{report['python']}, load after {', '.join(f'{x:.2f}' for x in load) if load else '?'})\n"
     )
     print(
         "| case | wall median ms | min | p90 | × baseline (median) | × baseline (min) | CPU ms (median) | × "
@@ -182,8 +181,7 @@ def _report(args, phases: list[dict]) -> int:
         target = f"≤ {r['target_x']:g}×" if r["target_x"] else ""
         print(
             f"| {r['case']} | {r['median_ms']} | {r['min_ms']} | {r['p90_ms']} | {r['x_baseline']} | "
-            f"{r['x_baseline_min']} | "
-            f"{r['cpu_ms']} | {r['x_baseline_cpu']} | {target} |"
+            f"{r['x_baseline_min']} | {r['cpu_ms']} | {r['x_baseline_cpu']} | {target} |"
         )
     print("\ntargets: " + "; ".join(f"{k}: {'met' if v else 'MISSED'}" for k, v in verdict.items()))
     if args.json_out:

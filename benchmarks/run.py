@@ -1299,17 +1299,16 @@ def render_text(res: dict[str, Any]) -> str:
     if "P6" in figs:
         p = figs["P6"]
         out.append(
-            f"\nP6 backend RSS: idle {p['idle_rss_mb']} MB, with {p['agents']} agents + {p['editors']} "
-            f"editors {p['loaded_rss_mb']} MB (+{p['delta_mb']} MB), "
-            f"+ {p['running']} running commands {p['running_rss_mb']} MB (+{p['running_delta_mb']} MB)"
+            f"\nP6 backend RSS: idle {p['idle_rss_mb']} MB, with {p['agents']} agents + {p['editors']} editors "
+            f"{p['loaded_rss_mb']} MB (+{p['delta_mb']} MB), + {p['running']} running commands {p['running_rss_mb']} "
+            f"MB (+{p['running_delta_mb']} MB)"
         )
         if p.get("jobs"):
             j = p["jobs"]
             out.append(
                 f"   local backend: idle {j['idle_rss_mb']} MB, + agents/editors {j['loaded_rss_mb']} MB, + "
-                f"{j['jobs']} background jobs "
-                f"{j['jobs_rss_mb']} MB (+{j['jobs_delta_mb']} MB; the jobs' {j['child_processes']} "
-                f"processes: {j['child_processes_rss_mb']} MB)"
+                f"{j['jobs']} background jobs {j['jobs_rss_mb']} MB (+{j['jobs_delta_mb']} MB; the jobs' "
+                f"{j['child_processes']} processes: {j['child_processes_rss_mb']} MB)"
             )
     if "P9" in figs:
         out.append("\nP9 agent shell engine, `run echo hi` backend-side (ms)")
@@ -1358,10 +1357,9 @@ def render_markdown(res: dict[str, Any]) -> str:
     checks = res["checks"]
     L = [
         (
-            f"Run: `{res['command']}`, started {res['date']}, {res['duration_s']} s. Machine: {m.get('nproc')} "
-            f"cores ({m.get('cpu_model')}), "
-            f"{m.get('memory')}, Python {m.get('python')}, Linux {m.get('kernel')}; load average (1, 5, 15 min) before "
-            f"{res.get('loadavg_before')}, after {res.get('loadavg_after')}."
+            f"Run: `{res['command']}`, started {res['date']}, {res['duration_s']} s. Machine: {m.get('nproc')} cores "
+            f"({m.get('cpu_model')}), {m.get('memory')}, Python {m.get('python')}, Linux {m.get('kernel')}; load "
+            f"average (1, 5, 15 min) before {res.get('loadavg_before')}, after {res.get('loadavg_after')}."
         ),
         "",
     ]
@@ -1383,8 +1381,8 @@ def render_markdown(res: dict[str, Any]) -> str:
             "",
             (
                 f"Action frame {f['payload']['action_frame_bytes']} B, observation frame "
-                f"{f['payload']['observation_frame_bytes']} B "
-                "(the raw transports carry a frame of the observation's size each way)."
+                f"{f['payload']['observation_frame_bytes']} B (the raw transports carry a frame of the observation's "
+                "size each way)."
             ),
             "",
             "| transport | p50 µs | p90 µs | p99 µs | mean µs | samples | CPU µs/action (client + relay + executor) |",
@@ -1523,9 +1521,8 @@ def render_markdown(res: dict[str, Any]) -> str:
             L += [
                 (
                     f"Extension host (pid {f['extension_host_pid']}) over {m['actions']} `read` actions (one at a "
-                    f"time; read p50 {m['read_p50_ms']} ms, "
-                    f"p90 {m['read_p90_ms']} ms); heap = V8 used heap after a forced GC (inspector), when it "
-                    "could be opened."
+                    f"time; read p50 {m['read_p50_ms']} ms, p90 {m['read_p90_ms']} ms); heap = V8 used heap after a "
+                    "forced GC (inspector), when it could be opened."
                 ),
                 "",
                 "| after N actions | RSS MB | heap MB |",

@@ -187,9 +187,8 @@ def test_help_speaks_plainly(oh):
 def test_a_command_left_running_is_explained_for_a_person(oh):
     """Soft timeout (no new output for 30 s): the backend's hint names agent tools; the CLI says what to type."""
     hint = (
-        "You may wait longer to see additional output by sending empty command '', send other commands to "
-        "interact with the "
-        "current process, send keys to interrupt/kill the command, or use the timeout parameter in "
+        "You may wait longer to see additional output by sending empty command '', send other commands to interact "
+        "with the current process, send keys to interrupt/kill the command, or use the timeout parameter in "
         "execute_bash for future commands."
     )
 

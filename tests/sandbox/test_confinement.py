@@ -346,9 +346,8 @@ async def test_pip_install_into_a_workspace_venv(box):
         obs = await run(
             rt,
             (
-                "python3 -m venv .venv && .venv/bin/python -m pip install -q --no-index "
-                f"--disable-pip-version-check {wheel.name}"
-                " && .venv/bin/python -c 'import ohsbxdemo; print(ohsbxdemo.VALUE)'"
+                "python3 -m venv .venv && .venv/bin/python -m pip install -q --no-index --disable-pip-version-check "
+                f"{wheel.name} && .venv/bin/python -c 'import ohsbxdemo; print(ohsbxdemo.VALUE)'"
             ),
             timeout=120,
         )

@@ -94,9 +94,8 @@ def run_history(
         flags += f" (+{r['ignored']} ignored, not stored)" if r.get("ignored") else ""
         io.print(
             f"{r.get('id'):>5}  {visible(r.get('agent'))[:14]:<14} {visible(r.get('kind'))[:6]:<6} "
-            f"{r.get('files', 0):>5} "
-            f"{r.get('created', 0):>4} {r.get('deleted', 0):>4}  {visible(r.get('status'))[:11]:<11} "
-            f"{visible(r.get('what'))[:80]}{flags}"
+            f"{r.get('files', 0):>5} {r.get('created', 0):>4} {r.get('deleted', 0):>4}  "
+            f"{visible(r.get('status'))[:11]:<11} {visible(r.get('what'))[:80]}{flags}"
         )
     io.print(
         "Show one with `oh diff ENTRY`; revert it with `oh undo ENTRY` (or everything since with `oh undo --to ENTRY`)."

@@ -32,9 +32,8 @@ def _install_hint() -> str:
 
     # Name this interpreter: the packages must land in the environment `oh` runs from.
     return (
-        f"The MCP server needs the `mcp` package in oh's environment: {sys.executable} -m pip install "
-        "'mcp>=2.3,<3' tomlkit "
-        "(the extra `oh-editor-runtime[mcp]`; with pipx: pipx inject oh-editor-runtime mcp tomlkit)."
+        f"The MCP server needs the `mcp` package in oh's environment: {sys.executable} -m pip install 'mcp>=2.3,<3' "
+        "tomlkit (the extra `oh-editor-runtime[mcp]`; with pipx: pipx inject oh-editor-runtime mcp tomlkit)."
     )
 
 
@@ -45,9 +44,8 @@ app = typer.Typer(
         "Serve oh's tools (run, read, write, edit) to MCP clients over stdio; `oh mcp install CLIENT` sets a client up."
     ),
     epilog=(
-        "Exit codes: 0 ok · 1 the server could not start (the `mcp` package is missing) or a config could not "
-        "be written · "
-        "2 bad flag. Tool failures are tool results with isError, not exit codes."
+        "Exit codes: 0 ok · 1 the server could not start (the `mcp` package is missing) or a config could not be "
+        "written · 2 bad flag. Tool failures are tool results with isError, not exit codes."
     ),
     invoke_without_command=True,
 )

@@ -140,9 +140,8 @@ def run_review(
             f"{_age(r.get('age_s')):>7}  {visible(r.get('path'))}"
         )
     io.print(
-        "Show one with `oh review show ID`; decide with `oh review accept ID|--all` or `oh review reject ID "
-        "--reason TEXT` "
-        f"(undecided ones time out after {answer.get('review_timeout', '?'):g} s)."
+        "Show one with `oh review show ID`; decide with `oh review accept ID|--all` or `oh review reject ID --reason "
+        f"TEXT` (undecided ones time out after {answer.get('review_timeout', '?'):g} s)."
     )
     return 0
 

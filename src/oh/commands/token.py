@@ -115,16 +115,14 @@ def _explain_mismatch(io: Streams, storage, backends: list[dict]) -> None:
     ids = ", ".join(b["instance_id"] for b in other)
     if storage.kind == "env":
         io.note(
-            "note: OH_TOKEN overrides the stored token for commands you start now, but running backend(s) "
-            f"{ids} keep the token "
-            "they were started with (`oh status` shows that fingerprint). Agent verbs use each backend's own "
-            "token from its session file."
+            f"note: OH_TOKEN overrides the stored token for commands you start now, but running backend(s) {ids} keep "
+            "the token they were started with (`oh status` shows that fingerprint). Agent verbs use each backend's "
+            "own token from its session file."
         )
     else:
         io.note(
-            f"note: running backend(s) {ids} use a different token than the stored one (started with "
-            "OH_TOKEN, or the store changed since). "
-            "`oh token rotate` switches them all to a new stored token."
+            f"note: running backend(s) {ids} use a different token than the stored one (started with OH_TOKEN, or the "
+            "store changed since). `oh token rotate` switches them all to a new stored token."
         )
 
 

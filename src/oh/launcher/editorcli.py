@@ -214,9 +214,8 @@ def build_checkout_vsix(checkout: Path, say: Callable[[str], None]) -> Path:
         done = subprocess.run(argv, cwd=checkout, stdout=sys.stderr, stderr=sys.stderr, check=False)
         if done.returncode != 0:
             raise NoVsix(
-                f"`{' '.join(['npm', *argv[1:3]])}` in {checkout} failed (exit {done.returncode}, its output "
-                "is above): "
-                "fix that, then run `oh vscode install` again",
+                f"`{' '.join(['npm', *argv[1:3]])}` in {checkout} failed (exit {done.returncode}, its output is "
+                "above): fix that, then run `oh vscode install` again",
                 checkout,
             )
     built = checkout / "oh-vscode.vsix"

@@ -342,9 +342,8 @@ def background_result(md: dict[str, Any], result_cls):
         else f"Started in the background as job {job_id} (pid {md.get('pid')})."
     )
     text = (
-        f"{head}\nFollow it with the job tool and job_id {job_id!r}: op wait (until it ends; exit code), op "
-        "output with offset 0 "
-        "and then next_offset (the whole log, page by page), op poll (state now), op cancel."
+        f"{head}\nFollow it with the job tool and job_id {job_id!r}: op wait (until it ends; exit code), op output "
+        "with offset 0 and then next_offset (the whole log, page by page), op poll (state now), op cancel."
     )
     structured = {
         "job_id": job_id,

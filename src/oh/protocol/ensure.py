@@ -369,8 +369,7 @@ def answer_text(path: str, results: list[Mapping[str, Any]], other: list[Mapping
     if not results and not other:
         return (
             f"Nothing to set up in {path}: no Python (pyproject.toml, requirements*.txt, setup.py, uv.lock, "
-            "poetry.lock) "
-            "or Node (package.json) project found there. Pass args.path to name the project directory."
+            "poetry.lock) or Node (package.json) project found there. Pass args.path to name the project directory."
         )
     states = {t["state"] for t in results}
     head = (

@@ -220,9 +220,8 @@ class VscodeRuntime(Runtime):
                 action.id,
                 ErrorId.TOOL_UNSUPPORTED,
                 (
-                    f"This backend runs in review mode (--review), and the editor {name} cannot show "
-                    "proposals (it did not advertise the 'review' capability); nothing was changed. Use VS Code "
-                    "with the oh "
+                    f"This backend runs in review mode (--review), and the editor {name} cannot show proposals (it "
+                    "did not advertise the 'review' capability); nothing was changed. Use VS Code with the oh "
                     "extension, or `oh start --runtime local --review` and `oh review`."
                 ),
             )
@@ -299,10 +298,9 @@ class VscodeRuntime(Runtime):
                 leg_id,
                 ErrorId.BRANCH_FAILED,
                 (
-                    f"The editor {editor.registration.editor_name} cannot switch git branches (it did not "
-                    "advertise the 'branch' "
-                    "capability; update the oh extension), so the action was not executed. Start without "
-                    "--branch, or with --runtime local."
+                    f"The editor {editor.registration.editor_name} cannot switch git branches (it did not advertise "
+                    "the 'branch' capability; update the oh extension), so the action was not executed. Start "
+                    "without --branch, or with --runtime local."
                 ),
             )
         agent = frames.agent_field(ctx.id, ctx.name, self._workdir(ctx), ctx.shell_key)

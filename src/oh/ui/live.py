@@ -587,8 +587,7 @@ class LiveState:
         )
         return [
             f"{aid} awaiting your consent: {row['agent']} wants to {row['kind']} `{row['what']}`{risk} "
-            f"({row['reason']}); "
-            f"y = allow / n = reject{always}, or `oh approve {aid}` / `oh reject {aid}`"
+            f"({row['reason']}); y = allow / n = reject{always}, or `oh approve {aid}` / `oh reject {aid}`"
         ] + ([f"{aid} the whole command:"] + whole if whole else [])
 
     def _on_approval_decided(self, frame: dict[str, Any]) -> list[str]:

@@ -202,9 +202,8 @@ class BackgroundJobExecutor(LinkedExecutor, ToolExecutor[BackgroundJobAction, Ba
                 trailer = f"[end of output: job {jid} {state}, exit code {code}]"
             else:
                 trailer = (
-                    f"[bytes {extras.get('offset')}-{extras.get('next_offset')} of {extras.get('size')} so "
-                    f"far; job {jid} {state}. "
-                    f"Read on with offset {extras.get('next_offset')}.]"
+                    f"[bytes {extras.get('offset')}-{extras.get('next_offset')} of {extras.get('size')} so far; job "
+                    f"{jid} {state}. Read on with offset {extras.get('next_offset')}.]"
                 )
             if extras.get("dropped"):
                 trailer += (

@@ -370,9 +370,8 @@ def _encode_as(text: str, enc: str) -> bytes:
         return text.encode(enc)
     except UnicodeEncodeError as exc:
         raise ToolError(
-            f"The content cannot be written in {enc}: character {exc.object[exc.start : exc.start + 1]!r} at "
-            f"offset {exc.start} "
-            "has no representation there. Write it as utf-8, or use another encoding."
+            f"The content cannot be written in {enc}: character {exc.object[exc.start : exc.start + 1]!r} at offset "
+            f"{exc.start} has no representation there. Write it as utf-8, or use another encoding."
         ) from None
     except LookupError:
         raise ToolError(f"Unknown encoding {enc!r}.", ErrorId.BAD_REQUEST) from None

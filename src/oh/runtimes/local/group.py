@@ -322,9 +322,8 @@ class ShellGroup:
             raise
         self._spawn(self._reap(jid, term, cmd))
         prefix = note + (
-            f"[{why[:1].upper() + why[1:]}: this command ran in an extra shell ({jid}) started in "
-            f"{term.workspace} with the "
-            "main shell's exports; its cd and exports do not carry over.]\n"
+            f"[{why[:1].upper() + why[1:]}: this command ran in an extra shell ({jid}) started in {term.workspace} "
+            "with the main shell's exports; its cd and exports do not carry over.]\n"
         )
         try:
             async with term._waiter:
@@ -393,11 +392,9 @@ class ShellGroup:
                         action,
                         job,
                         (
-                            f"\n[Job {job.job_id} with the same command, directory and environment is already "
-                            f"running (pid {job.pid}); "
-                            "it was not started again. Follow it with the job action (op poll, wait, output, "
-                            "cancel), or set "
-                            "args.force to start another.]"
+                            f"\n[Job {job.job_id} with the same command, directory and environment is already running "
+                            f"(pid {job.pid}); it was not started again. Follow it with the job action (op poll, "
+                            "wait, output, cancel), or set args.force to start another.]"
                         ),
                     )
         if self._shells_in_use() >= self.rt.max_shells:

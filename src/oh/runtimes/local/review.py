@@ -230,9 +230,9 @@ class ProposalQueue:
         mib = 1024 * 1024
         return (
             f"Too much awaits the user's review: {len(self.pending)} proposal(s) holding "
-            f"{self.pending_bytes / mib:.1f} MiB "
-            f"(the limit is {self.max_bytes // mib} MiB for all pending proposals together). Nothing was written. "
-            "Wait until the user decides some (`oh review`), then send this change again."
+            f"{self.pending_bytes / mib:.1f} MiB (the limit is {self.max_bytes // mib} MiB for all pending proposals "
+            "together). Nothing was written. Wait until the user decides some (`oh review`), then send this change "
+            "again."
         )
 
     def check_room(self, size: int = 0) -> None:
