@@ -173,15 +173,16 @@ def main() -> int:
             ecpu = (e1.user + e1.system) - (e0.user + e0.system)
             mine = (me1.user + me1.system) - (me0.user + me0.system)
             print(
-                f"CPU per action: backend {cpu / a.actions * 1e6:.1f} µs, editor {ecpu / a.actions * 1e6:.1f} µs, client {mine / a.actions * 1e6:.1f} µs "
-                f"({a.actions} actions, {a.inflight} in flight, {wall:.1f} s)"
+                f"CPU per action: backend {cpu / a.actions * 1e6:.1f} µs, editor {ecpu / a.actions * 1e6:.1f} µs, "
+                f"client {mine / a.actions * 1e6:.1f} µs ({a.actions} actions, {a.inflight} in flight, {wall:.1f} s)"
             )
         else:
             subprocess.run(["callgrind_control", "--dump=measured", str(pid)], check=True, capture_output=True)
             time.sleep(1)
             ir = callgrind_ir(f"{out}.{pid}*")
             print(
-                f"backend instructions per action: {ir / a.actions:,.0f} Ir ({a.actions} actions, {a.inflight} in flight, {wall:.1f} s under callgrind)"
+                f"backend instructions per action: {ir / a.actions:,.0f} Ir ({a.actions} actions, "
+                f"{a.inflight} in flight, {wall:.1f} s under callgrind)"
             )
             print(f"callgrind output: {out}.{pid}* (callgrind_annotate for the C-level breakdown)")
         return 0

@@ -159,7 +159,9 @@ def _report(args, phases: list[dict]) -> int:
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
     report = {
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "machine": f"{platform.node()} {platform.machine()} {os.cpu_count()} CPU, {platform.system()} {platform.release()}",
+        "machine": (
+            f"{platform.node()} {platform.machine()} {os.cpu_count()} CPU, {platform.system()} {platform.release()}"
+        ),
         "python": sys.version.split()[0],
         "rounds": args.n,
         "load_after": load,
@@ -167,18 +169,19 @@ def _report(args, phases: list[dict]) -> int:
         "targets_met": verdict,
     }
     print(
-        f"CLI whole-process wall time, {args.n} rounds ({report['date']}, {report['machine']}, Python {report['python']}, "
-        f"load after {', '.join(f'{x:.2f}' for x in load) if load else '?'})\n"
+        f"CLI whole-process wall time, {args.n} rounds ({report['date']}, {report['machine']}, Python "
+        f"{report['python']}, load after {', '.join(f'{x:.2f}' for x in load) if load else '?'})\n"
     )
     print(
-        "| case | wall median ms | min | p90 | × baseline (median) | × baseline (min) | CPU ms (median) | × baseline CPU | target |"
+        "| case | wall median ms | min | p90 | × baseline (median) | × baseline (min) | CPU ms (median) | × "
+        "baseline CPU | target |"
     )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         target = f"≤ {r['target_x']:g}×" if r["target_x"] else ""
         print(
-            f"| {r['case']} | {r['median_ms']} | {r['min_ms']} | {r['p90_ms']} | {r['x_baseline']} | {r['x_baseline_min']} | "
-            f"{r['cpu_ms']} | {r['x_baseline_cpu']} | {target} |"
+            f"| {r['case']} | {r['median_ms']} | {r['min_ms']} | {r['p90_ms']} | {r['x_baseline']} | "
+            f"{r['x_baseline_min']} | {r['cpu_ms']} | {r['x_baseline_cpu']} | {target} |"
         )
     print("\ntargets: " + "; ".join(f"{k}: {'met' if v else 'MISSED'}" for k, v in verdict.items()))
     if args.json_out:

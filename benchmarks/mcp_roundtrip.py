@@ -80,10 +80,12 @@ async def main(n: int) -> None:
 
     print(f"oh mcp: start -> initialized {t_init * 1000:.0f} ms; first call (connects) {t_first * 1000:.1f} ms; N={n}")
     print(
-        f"run echo hi  via MCP {ms(mcp_run)}   direct client {ms(direct_run)}   ratio {statistics.median(mcp_run) / statistics.median(direct_run):.2f}x"
+        f"run echo hi  via MCP {ms(mcp_run)}   direct client {ms(direct_run)}   ratio "
+        f"{statistics.median(mcp_run) / statistics.median(direct_run):.2f}x"
     )
     print(
-        f"read f.txt   via MCP {ms(mcp_read)}   direct client {ms(direct_read)}   ratio {statistics.median(mcp_read) / statistics.median(direct_read):.2f}x"
+        f"read f.txt   via MCP {ms(mcp_read)}   direct client {ms(direct_read)}   ratio "
+        f"{statistics.median(mcp_read) / statistics.median(direct_read):.2f}x"
     )
 
 

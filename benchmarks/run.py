@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""oh benchmarks (issue #2, item 5): P1, P2, P3, P5, P6 side by side in one run (P9: the agent's shell engine, issue 17).
+"""oh benchmarks (issue #2, item 5): P1, P2, P3, P5, P6 side by side in one run (P9: the agent's shell engine, \
+issue 17).
 
     .venv/bin/python benchmarks/run.py                 # full run (a few minutes)
     .venv/bin/python benchmarks/run.py --quick         # smoke variant (< 60 s), same figures
@@ -676,7 +677,10 @@ class Bench:
         }
         self.check(
             "P6",
-            f"local backend RSS with {P6_AGENTS} agents + {P6_EDITORS} editors + {P6_JOBS} background jobs, delta over idle",
+            (
+                f"local backend RSS with {P6_AGENTS} agents + {P6_EDITORS} editors + {P6_JOBS} background jobs, "
+                "delta over idle"
+            ),
             "≤ 25 MB",
             round((busy - idle) / MB, 1),
             "MB",
@@ -1273,7 +1277,8 @@ def render_text(res: dict[str, Any]) -> str:
         out.append("\nP1 delegated 1 KiB read round trip (µs; CPU µs per action client + relay + executor)")
         for n, s in figs["P1"]["transports"].items():
             out.append(
-                f"  {n:18s} p50 {s['p50_us']:9.1f}  p99 {s['p99_us']:9.1f}  mean {s['mean_us']:9.1f}  n={s['n']}  cpu {_cpu(s['cpu_us_per_action'])}"
+                f"  {n:18s} p50 {s['p50_us']:9.1f}  p99 {s['p99_us']:9.1f}  mean {s['mean_us']:9.1f}  "
+                f"n={s['n']}  cpu {_cpu(s['cpu_us_per_action'])}"
             )
     if "P2" in figs:
         f = figs["P2"]
@@ -1294,20 +1299,23 @@ def render_text(res: dict[str, Any]) -> str:
     if "P6" in figs:
         p = figs["P6"]
         out.append(
-            f"\nP6 backend RSS: idle {p['idle_rss_mb']} MB, with {p['agents']} agents + {p['editors']} editors {p['loaded_rss_mb']} MB (+{p['delta_mb']} MB), "
-            f"+ {p['running']} running commands {p['running_rss_mb']} MB (+{p['running_delta_mb']} MB)"
+            f"\nP6 backend RSS: idle {p['idle_rss_mb']} MB, with {p['agents']} agents + {p['editors']} editors "
+            f"{p['loaded_rss_mb']} MB (+{p['delta_mb']} MB), + {p['running']} running commands {p['running_rss_mb']} "
+            f"MB (+{p['running_delta_mb']} MB)"
         )
         if p.get("jobs"):
             j = p["jobs"]
             out.append(
-                f"   local backend: idle {j['idle_rss_mb']} MB, + agents/editors {j['loaded_rss_mb']} MB, + {j['jobs']} background jobs "
-                f"{j['jobs_rss_mb']} MB (+{j['jobs_delta_mb']} MB; the jobs' {j['child_processes']} processes: {j['child_processes_rss_mb']} MB)"
+                f"   local backend: idle {j['idle_rss_mb']} MB, + agents/editors {j['loaded_rss_mb']} MB, + "
+                f"{j['jobs']} background jobs {j['jobs_rss_mb']} MB (+{j['jobs_delta_mb']} MB; the jobs' "
+                f"{j['child_processes']} processes: {j['child_processes_rss_mb']} MB)"
             )
     if "P9" in figs:
         out.append("\nP9 agent shell engine, `run echo hi` backend-side (ms)")
         for n, f in figs["P9"].items():
             out.append(
-                f"  {n:36s} p50 {f['p50_ms']:7.2f}  p90 {f['p90_ms']:7.2f}  p99 {f['p99_ms']:7.2f}  n={f['n']}  first terminal {f['first_terminal_ms']} ms"
+                f"  {n:36s} p50 {f['p50_ms']:7.2f}  p90 {f['p90_ms']:7.2f}  p99 {f['p99_ms']:7.2f}  "
+                f"n={f['n']}  first terminal {f['first_terminal_ms']} ms"
             )
     for key, title in (("P7", "P7 SDK task (local)"), ("P8", "P8 real VS Code")):
         f = figs.get(key)
@@ -1333,7 +1341,8 @@ def render_text(res: dict[str, Any]) -> str:
     out.append("\nchecks:")
     for c in res["checks"]:
         out.append(
-            f"  [{'PASS' if c['pass'] else 'MISS'}] {c['figure']} {c['what']}: {c['value']} {c['unit']} (target {c['target']})"
+            f"  [{'PASS' if c['pass'] else 'MISS'}] {c['figure']} {c['what']}: {c['value']} {c['unit']} "
+            f"(target {c['target']})"
         )
     if res.get("context"):
         out.append(f"context: {json.dumps(res['context'])}")
@@ -1347,9 +1356,11 @@ def render_markdown(res: dict[str, Any]) -> str:
     figs = res["figures"]
     checks = res["checks"]
     L = [
-        f"Run: `{res['command']}`, started {res['date']}, {res['duration_s']} s. Machine: {m.get('nproc')} cores ({m.get('cpu_model')}), "
-        f"{m.get('memory')}, Python {m.get('python')}, Linux {m.get('kernel')}; load average (1, 5, 15 min) before "
-        f"{res.get('loadavg_before')}, after {res.get('loadavg_after')}.",
+        (
+            f"Run: `{res['command']}`, started {res['date']}, {res['duration_s']} s. Machine: {m.get('nproc')} cores "
+            f"({m.get('cpu_model')}), {m.get('memory')}, Python {m.get('python')}, Linux {m.get('kernel')}; load "
+            f"average (1, 5, 15 min) before {res.get('loadavg_before')}, after {res.get('loadavg_after')}."
+        ),
         "",
     ]
 
@@ -1358,7 +1369,8 @@ def render_markdown(res: dict[str, Any]) -> str:
         for c in checks:
             if c["figure"] == fig:
                 rows.append(
-                    f"| {c['what']} | {c['target']} | {c['value']:,} {c['unit']} | {'PASS' if c['pass'] else '**MISS**'} |"
+                    f"| {c['what']} | {c['target']} | {c['value']:,} {c['unit']} | "
+                    f"{'PASS' if c['pass'] else '**MISS**'} |"
                 )
         return rows
 
@@ -1367,15 +1379,19 @@ def render_markdown(res: dict[str, Any]) -> str:
         L += [
             "### P1: delegated round trip of a 1 KiB `read`",
             "",
-            f"Action frame {f['payload']['action_frame_bytes']} B, observation frame {f['payload']['observation_frame_bytes']} B "
-            "(the raw transports carry a frame of the observation's size each way).",
+            (
+                f"Action frame {f['payload']['action_frame_bytes']} B, observation frame "
+                f"{f['payload']['observation_frame_bytes']} B (the raw transports carry a frame of the observation's "
+                "size each way)."
+            ),
             "",
             "| transport | p50 µs | p90 µs | p99 µs | mean µs | samples | CPU µs/action (client + relay + executor) |",
             "|---|---|---|---|---|---|---|",
         ]
         for n, s in f["transports"].items():
             L.append(
-                f"| {n} | {s['p50_us']:,} | {s['p90_us']:,} | {s['p99_us']:,} | {s['mean_us']:,} | {s['n']:,} | {_cpu(s['cpu_us_per_action'])} |"
+                f"| {n} | {s['p50_us']:,} | {s['p90_us']:,} | {s['p99_us']:,} | {s['mean_us']:,} | {s['n']:,} "
+                f"| {_cpu(s['cpu_us_per_action'])} |"
             )
         L += [""] + verdicts("P1") + [""]
     if "P2" in figs:
@@ -1388,7 +1404,8 @@ def render_markdown(res: dict[str, Any]) -> str:
         ]
         for n, v in f["actions_per_s"].items():
             L.append(
-                f"| {n} | {v:,.0f} | {', '.join(f'{x:,}' for x in f['rounds'][n])} | {_cpu(f['cpu_us_per_action'][n])} |"
+                f"| {n} | {v:,.0f} | {', '.join(f'{x:,}' for x in f['rounds'][n])} | "
+                f"{_cpu(f['cpu_us_per_action'][n])} |"
             )
         L += [""] + verdicts("P2") + [""]
     if "P9" in figs:
@@ -1408,8 +1425,14 @@ def render_markdown(res: dict[str, Any]) -> str:
                 "",
                 "| what | p50 µs | p99 µs | samples |",
                 "|---|---|---|---|",
-                f"| oh backend, `--runtime local` (agent → backend → shell → agent) | {a['p50_us']:,} | {a['p99_us']:,} | {a['n']} |",
-                f'| `subprocess.run(["bash", "-c", "true"])` in the client | {b["p50_us"]:,} | {b["p99_us"]:,} | {b["n"]} |',
+                (
+                    f"| oh backend, `--runtime local` (agent → backend → shell → agent) | {a['p50_us']:,} | "
+                    f"{a['p99_us']:,} | {a['n']} |"
+                ),
+                (
+                    f'| `subprocess.run(["bash", "-c", "true"])` in the client | {b["p50_us"]:,} | '
+                    f"{b['p99_us']:,} | {b['n']} |"
+                ),
                 "",
             ]
             + verdicts("P3")
@@ -1423,9 +1446,18 @@ def render_markdown(res: dict[str, Any]) -> str:
                 "",
                 "| what | runs (s) | MB/s (median) | MB/s (best) |",
                 "|---|---|---|---|",
-                f"| oh binary read (`encoding: binary`): agent → backend → headless editor → back | {', '.join(map(str, f['seconds']))} | {f['mb_per_s']} | {f['best_mb_per_s']} |",
-                f"| oh JSON read (default text frames) | {', '.join(map(str, f['json_seconds']))} | {f['json_mb_per_s']} | |",
-                f"| yardstick: the same 64 MiB through a raw websockets echo (2 hops, one binary frame) | {', '.join(map(str, f['ws_echo_64mib_round_trip_s']))} | {f['ws_echo_mb_per_s']} | |",
+                (
+                    "| oh binary read (`encoding: binary`): agent → backend → headless editor → back | "
+                    f"{', '.join(map(str, f['seconds']))} | {f['mb_per_s']} | {f['best_mb_per_s']} |"
+                ),
+                (
+                    f"| oh JSON read (default text frames) | {', '.join(map(str, f['json_seconds']))} | "
+                    f"{f['json_mb_per_s']} | |"
+                ),
+                (
+                    "| yardstick: the same 64 MiB through a raw websockets echo (2 hops, one binary frame) | "
+                    f"{', '.join(map(str, f['ws_echo_64mib_round_trip_s']))} | {f['ws_echo_mb_per_s']} | |"
+                ),
                 "",
             ]
             + verdicts("P5")
@@ -1441,15 +1473,24 @@ def render_markdown(res: dict[str, Any]) -> str:
             f"| idle (runtime vscode, fresh) | {f['idle_rss_mb']} |",
             f"| {f['agents']} agents + {f['editors']} editors connected | {f['loaded_rss_mb']} |",
             f"| delta | {f['delta_mb']} ({f['per_connection_kb']} kB per connection) |",
-            f"| + {f['running']} running commands (in flight, held by the editors) | {f['running_rss_mb']} (+{f['running_delta_mb']}) |",
+            (
+                f"| + {f['running']} running commands (in flight, held by the editors) | {f['running_rss_mb']} "
+                f"(+{f['running_delta_mb']}) |"
+            ),
         ]
         j = f.get("jobs")
         if j:
             L += [
                 f"| local runtime backend, idle (fresh) | {j['idle_rss_mb']} |",
                 f"| + {f['agents']} agents + {f['editors']} editors | {j['loaded_rss_mb']} |",
-                f"| + {j['jobs']} background jobs running (`run` `background: true`) | {j['jobs_rss_mb']} (+{j['jobs_delta_mb']} over idle; {j['per_job_kb']} kB per job) |",
-                f"| (the jobs' own {j['child_processes']} processes, bash + sleep, not in the backend) | {j['child_processes_rss_mb']} |",
+                (
+                    f"| + {j['jobs']} background jobs running (`run` `background: true`) | {j['jobs_rss_mb']} "
+                    f"(+{j['jobs_delta_mb']} over idle; {j['per_job_kb']} kB per job) |"
+                ),
+                (
+                    f"| (the jobs' own {j['child_processes']} processes, bash + sleep, not in the backend) | "
+                    f"{j['child_processes_rss_mb']} |"
+                ),
             ]
         L += [""] + verdicts("P6") + [""]
     if "P7" in figs:
@@ -1459,7 +1500,10 @@ def render_markdown(res: dict[str, Any]) -> str:
             [f"Skipped: {f['skipped']}", ""]
             if "skipped" in f
             else [
-                f"{f['rounds']} round(s) per mode, interleaved; load {f['load_before']} → {f['load_after']}; SDK import s (not in the figures): {f['sdk_import_s_median']}",
+                (
+                    f"{f['rounds']} round(s) per mode, interleaved; load {f['load_before']} → {f['load_after']}; "
+                    f"SDK import s (not in the figures): {f['sdk_import_s_median']}"
+                ),
                 "",
                 sdk_table(f),
                 "",
@@ -1475,14 +1519,20 @@ def render_markdown(res: dict[str, Any]) -> str:
         else:
             m = f["memory"]
             L += [
-                f"Extension host (pid {f['extension_host_pid']}) over {m['actions']} `read` actions (one at a time; read p50 {m['read_p50_ms']} ms, "
-                f"p90 {m['read_p90_ms']} ms); heap = V8 used heap after a forced GC (inspector), when it could be opened.",
+                (
+                    f"Extension host (pid {f['extension_host_pid']}) over {m['actions']} `read` actions (one at a "
+                    f"time; read p50 {m['read_p50_ms']} ms, p90 {m['read_p90_ms']} ms); heap = V8 used heap after a "
+                    "forced GC (inspector), when it could be opened."
+                ),
                 "",
                 "| after N actions | RSS MB | heap MB |",
                 "|---:|---:|---:|",
             ]
             L += [
-                f"| {s_['actions']}{' (+10 s idle)' if s_.get('after_10s_idle') else ''} | {s_['rss_mb']} | {s_['heap_mb']} |"
+                (
+                    f"| {s_['actions']}{' (+10 s idle)' if s_.get('after_10s_idle') else ''} | {s_['rss_mb']} | "
+                    f"{s_['heap_mb']} |"
+                )
                 for s_ in m["samples"]
             ]
             if f.get("sdk_task"):
@@ -1507,7 +1557,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--vscode",
         action="store_true",
-        help="P8: a real VS Code (the e2e harness): extension host memory, SDK task through it, `run echo hi` (p50/p90, time to the first terminal) and `read` round trips in the three terminal modes (engine, shell, fast)",
+        help=(
+            "P8: a real VS Code (the e2e harness): extension host memory, SDK task through it, `run echo hi` "
+            "(p50/p90, time to the first terminal) and `read` round trips in the three terminal modes (engine, "
+            "shell, fast)"
+        ),
     )
     ap.add_argument("--keep-tmp", action="store_true", help="keep the temp dir (logs) for inspection")
     ap.add_argument(

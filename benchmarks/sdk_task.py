@@ -47,7 +47,8 @@ HERE = Path(__file__).resolve()
 APP = "def add(a, b):\n    return a - b\n"
 TEST = (
     "import unittest\nfrom app import add\n\n\nclass T(unittest.TestCase):\n"
-    "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n\nif __name__ == '__main__':\n    unittest.main()\n"
+    "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n\nif __name__ == '__main__':\n    "
+    "unittest.main()\n"
 )
 
 

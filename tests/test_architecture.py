@@ -61,7 +61,10 @@ def test_import_contracts_hold():
 
 def test_the_report_parser_sees_violations():
     """The ratchet can fail: the parser finds the pairs in lint-imports' report format."""
-    sample = "Broken contracts\n----\n\noh.ui is not allowed to import oh.commands:\n\n- oh.ui.live -> oh.commands._common (l.171)\n"
+    sample = (
+        "Broken contracts\n----\n\noh.ui is not allowed to import oh.commands:\n\n- oh.ui.live -> "
+        "oh.commands._common (l.171)\n"
+    )
     assert broken_pairs(sample) == {("oh.ui.live", "oh.commands._common")}
 
 

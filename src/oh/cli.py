@@ -33,6 +33,11 @@ def _app():
     return _built[0]
 
 
+_HELP = (
+    "oh: run a coding agent's actions (run, read, write, edit) inside VS Code or on this machine, and watch them live."
+)
+
+
 def _build():
     # Lazy on purpose (startup time): typer, rich and the command modules load only when the fast
     # path declined the command line; `oh run`/`oh status` on the fast path never pay for them.
@@ -52,7 +57,7 @@ def _build():
 
     app = typer.Typer(
         name="oh",
-        help="oh: run a coding agent's actions (run, read, write, edit) inside VS Code or on this machine, and watch them live.",
+        help=_HELP,
         epilog=EXIT_CODES_HELP + " Settings: `oh config list --show-origin`. Files: $OH_HOME when set.",
         no_args_is_help=True,
         add_completion=False,

@@ -94,7 +94,8 @@ async def _stat_while(url: str, start_slow, wait_started) -> tuple[float, float]
         (t_stat, stat), (t_slow, slow) = await asyncio.gather(stat_task, slow_answer)
     assert stat["observation"] == "stat", stat
     assert t_stat < t_slow, (
-        f"the bystander's stat was answered {t_stat - t_slow:.3f} s after the slow request's answer: the loop was blocked"
+        f"the bystander's stat was answered {t_stat - t_slow:.3f} s after the slow request's answer: the loop "
+        "was blocked"
     )
     return t_stat - sent, t_slow - sent, slow
 

@@ -69,7 +69,8 @@ class Oh:
         )
         if check is not None:
             assert proc.returncode == check, (
-                f"oh {' '.join(args)} -> {proc.returncode} (wanted {check})\nstdout: {proc.stdout}\nstderr: {proc.stderr}"
+                f"oh {' '.join(args)} -> {proc.returncode} (wanted {check})\nstdout: {proc.stdout}\nstderr: "
+                f"{proc.stderr}"
             )
         return proc
 
@@ -79,7 +80,8 @@ class Oh:
             return json.loads(proc.stdout)
         except ValueError:
             raise AssertionError(
-                f"oh {' '.join(args)} did not print JSON (rc {proc.returncode})\nstdout: {proc.stdout}\nstderr: {proc.stderr}"
+                f"oh {' '.join(args)} did not print JSON (rc {proc.returncode})\nstdout: "
+                f"{proc.stdout}\nstderr: {proc.stderr}"
             ) from None
 
     def start(self, runtime: str = "local", workspace: Path | None = None, *extra: str) -> dict:

@@ -528,9 +528,9 @@ def test_branch_mode_is_visible_in_text_output(oh) -> None:
     assert p.returncode == 0, p
     oh.started.append({"pid": int(p.stdout.split("pid ")[1].split(")")[0])})
     assert (
-        "branch mode: before the agent's first change (write, edit, command) the workspace switches to a new git branch oh/<date>-<time>-<agent>"
-        in p.stdout
-    )
+        "branch mode: before the agent's first change (write, edit, command) the workspace switches to a new "
+        "git branch oh/<date>-<time>-<agent>"
+    ) in p.stdout
     p = oh("write", "--append", "notes.txt", "--content", "hi\n", check=0)
     branch = git(ws, "branch", "--show-current")
     assert p.stdout == "appended 3 bytes to " + str(ws / "notes.txt") + "\n"

@@ -85,7 +85,10 @@ def test_quiet_run_without_editor_says_only_the_error(oh):
 
 
 # ---------------------------------------------------------------------------- 21
-BUSY_TEXT = "A command is already running; send input with is_input, interrupt it with C-c, wait with an empty command, or reset."
+BUSY_TEXT = (
+    "A command is already running; send input with is_input, interrupt it with C-c, wait with an empty command, "
+    "or reset."
+)
 LEGACY_NOT_EXECUTED = (
     '[Your command "ls" is NOT executed. The previous command is still running - You CANNOT send new commands until '
     "the previous command is completed. By setting `is_input` to `true`, you can interact with the current process: "
@@ -184,8 +187,9 @@ def test_help_speaks_plainly(oh):
 def test_a_command_left_running_is_explained_for_a_person(oh):
     """Soft timeout (no new output for 30 s): the backend's hint names agent tools; the CLI says what to type."""
     hint = (
-        "You may wait longer to see additional output by sending empty command '', send other commands to interact with the "
-        "current process, send keys to interrupt/kill the command, or use the timeout parameter in execute_bash for future commands."
+        "You may wait longer to see additional output by sending empty command '', send other commands to interact "
+        "with the current process, send keys to interrupt/kill the command, or use the timeout parameter in "
+        "execute_bash for future commands."
     )
 
     def still_running(action):

@@ -74,7 +74,10 @@ def test_dynamic_completion_of_runtimes_keys_commands(oh):
 def test_sourced_bash_script_completes_through_oh(oh):
     """The committed script, sourced in a real bash, calls `oh` back and fills COMPREPLY."""
     env = dict(oh.env, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
-    script = f"source {REPO / 'completions' / 'oh.bash'}; COMP_WORDS=(oh config get run); COMP_CWORD=3; _oh_completion oh; printf '%s\\n' \"${{COMPREPLY[@]}}\""
+    script = (
+        f"source {REPO / 'completions' / 'oh.bash'}; COMP_WORDS=(oh config get run); COMP_CWORD=3; _oh_completion "
+        "oh; printf '%s\\n' \"${COMPREPLY[@]}\""
+    )
     if not (Path(sys.executable).parent / "oh").exists():
         pytest.skip("the `oh` console script is not installed next to this interpreter")
     out = subprocess.run(

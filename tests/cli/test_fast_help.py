@@ -15,9 +15,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("typer", "click", "rich")
 PROBE = (
-    "import sys\nsys.argv = ['oh', *sys.argv[1:]]\nfrom oh.cli import main\ntry:\n    main()\nexcept SystemExit:\n    pass\n"
-    "sys.stdout.flush()\nprint('LOADED', sorted({m.split('.')[0] for m in sys.modules} & {%s}), file=sys.stderr)\n"
-    % ", ".join(repr(h) for h in HEAVY)
+    "import sys\nsys.argv = ['oh', *sys.argv[1:]]\nfrom oh.cli import main\ntry:\n    main()\nexcept SystemExit:\n    "
+    "pass\nsys.stdout.flush()\nprint('LOADED', sorted({m.split('.')[0] for m in sys.modules} & {%s}), "
+    "file=sys.stderr)\n" % ", ".join(repr(h) for h in HEAVY)
 )
 
 

@@ -83,9 +83,9 @@ def test_mcp_no_backend_text_says_what_oh_start_starts():
 
     text = no_backend_message("/w", can_start=False)
     assert (
-        "`oh start` (the live view; the actions run on this machine, no sandbox, unless the config's `runtime` says vscode)"
-        in text
-    )
+        "`oh start` (the live view; the actions run on this machine, no sandbox, unless the config's "
+        "`runtime` says vscode)"
+    ) in text
     assert "`oh start --runtime vscode` (VS Code runs the actions)" in text
 
 
@@ -99,7 +99,8 @@ def test_the_timeout_suffixes_of_both_runtimes_are_classified():
     assert (
         timeout_of(
             obs(
-                "\n[The command timed out after 2 seconds and was killed, with every process of the shell (process group 9).]"
+                "\n[The command timed out after 2 seconds and was killed, with every process of the shell "
+                "(process group 9).]"
             )
         )
         == "killed"

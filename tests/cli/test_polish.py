@@ -164,7 +164,10 @@ def test_config_edit_blames_the_edit_and_keeps_the_users_text(oh):
 
 @pytest.mark.parametrize(("module", "extra"), [("openhands", "openhands"), ("openhands_v0", "openhands-v0")])
 def test_an_integration_without_its_extra_names_the_extra(oh, module, extra):
-    probe = f"import importlib.util, sys\nif importlib.util.find_spec('openhands'): sys.exit(42)\nimport oh.integrations.{module}"
+    probe = (
+        "import importlib.util, sys\nif importlib.util.find_spec('openhands'): sys.exit(42)\nimport "
+        f"oh.integrations.{module}"
+    )
     p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=oh.env, timeout=60)
     if p.returncode == 42:
         pytest.skip("the OpenHands packages are installed here")

@@ -33,9 +33,11 @@ KINDS = HERE / "action-kinds.json"
 
 VALID = [
     '{"id": 1, "action": "run", "args": {"command": "ls -la"}}',
-    '{"id": 5, "timestamp": "2025-06-24T10:00:00", "source": "agent", "message": "Running command: ls", "action": "run",'
-    ' "args": {"command": "ls", "is_input": false, "thought": "", "blocking": false, "is_static": false, "cwd": null,'
-    ' "hidden": false, "confirmation_state": "confirmed", "security_risk": -1}, "timeout": 30.0}',
+    (
+        '{"id": 5, "timestamp": "2025-06-24T10:00:00", "source": "agent", "message": "Running command: ls", "action": '
+        '"run", "args": {"command": "ls", "is_input": false, "thought": "", "blocking": false, "is_static": false, '
+        '"cwd": null, "hidden": false, "confirmation_state": "confirmed", "security_risk": -1}, "timeout": 30.0}'
+    ),
     '{"id": 2, "action": "run", "args": {"command": "C-c", "is_input": true}, "timeout": 1}',
     '{"id": 3, "action": "read", "args": {"path": "/w/a.py", "start": 0, "end": -1, "view_range": [1, 10]}}',
     '{"id": 4, "action": "read", "args": {"path": "rel/a.py", "view_range": null, "start": null}}',

@@ -149,8 +149,8 @@ def test_sdk_agent_asks_vscode_through_editor_knowledge(vscode: VsCode, backend:
     )
     (src / "greet.ts").write_text("export function greet(name: string): string {\n  return `hello ${name}`;\n}\n")
     (src / "main.ts").write_text(
-        "import { greet } from './greet';\n\nconst shout: string = greet('world');\nconst count: number = greet('again');\n"
-        "console.log(shout, count);\n"
+        "import { greet } from './greet';\n\nconst shout: string = greet('world');\nconst count: number = "
+        "greet('again');\nconsole.log(shout, count);\n"
     )
     venv = venv_for("openhands-sdk")
     env = dict(vscode.env, LITELLM_LOCAL_MODEL_COST_MAP="True", OPENHANDS_SUPPRESS_BANNER="1")

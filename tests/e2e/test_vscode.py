@@ -297,7 +297,10 @@ def test_p7_run_round_trip(vscode: VsCode, backend: dict):
         cli.append((time.perf_counter() - t0) * 1000)
         assert proc.stdout == "hi\n"
     result = {
-        "metric": "P7: delegated `run echo hi` round trip in a real VS Code (code-server 1.99.3, headless Chromium), terminal ready",
+        "metric": (
+            "P7: delegated `run echo hi` round trip in a real VS Code (code-server 1.99.3, headless Chromium), "
+            "terminal ready"
+        ),
         "runs": P7_RUNS,
         "p50_ms": round(statistics.median(samples), 1),
         "p90_ms": round(sorted(samples)[int(0.9 * len(samples)) - 1], 1),
@@ -318,7 +321,8 @@ def test_p7_run_round_trip(vscode: VsCode, backend: dict):
 
 
 def test_pseudoterminal_fallback_without_shell_integration(vscode: VsCode, backend: dict):
-    """`shell` mode with shell integration off: the next "oh" terminal is a pseudoterminal: still exact output and exit codes."""
+    """`shell` mode with shell integration off: the next "oh" terminal is a pseudoterminal: still exact output and
+    exit codes."""
     from oh.client.sync import SyncClient
 
     session = json.loads((vscode.oh_home / "sessions" / f"{backend['instance_id']}.json").read_text())

@@ -165,7 +165,8 @@ def test_run_reset_env_max_output_busy_no_command(vscode: VsCode, nested: dict):
 
 
 def test_read_write_encodings(vscode: VsCode, nested: dict):
-    """SPEC-wave2 D: base64 read (+ mime type), base64 write, non-UTF-8 text edited in its own encoding, parents created."""
+    """SPEC-wave2 D: base64 read (+ mime type), base64 write, non-UTF-8 text edited in its own encoding, parents
+    created."""
     sub = vscode.workspace / "sub"
     png = bytes([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 0x0D, 0x49, 0x48, 0x44, 0x52])
     (sub / "img.png").write_bytes(png)
@@ -195,9 +196,9 @@ def test_read_write_encodings(vscode: VsCode, nested: dict):
         assert obs["observation"] == "write", obs
         assert (sub / "new" / "deep" / "b.bin").read_bytes() == b"\x00\x01\xff"
         obs = c.edit(str(sub / "missing.txt"), "view")
-        assert (
-            obs["content"]
-            == f"Invalid `path` parameter: {sub / 'missing.txt'}. The path {sub / 'missing.txt'} does not exist. Please provide a valid path."
+        assert obs["content"] == (
+            f"Invalid `path` parameter: {sub / 'missing.txt'}. The path {sub / 'missing.txt'} does not exist. "
+            "Please provide a valid path."
         ), obs
 
 

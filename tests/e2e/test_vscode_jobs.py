@@ -25,7 +25,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900)]
 
 @pytest.fixture(scope="module")
 def backend(vscode: VsCode):
-    # 64 terminals per agent shell, so 50 concurrent commands fit; the backend tells the extension (registered.max_shells).
+    # 64 terminals per agent shell, so 50 concurrent commands fit; the backend tells the extension
+    # (registered.max_shells).
     vscode.env["OH_MAX_SHELLS"] = "64"
     try:
         proc = vscode.oh(

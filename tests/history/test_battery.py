@@ -41,7 +41,10 @@ SHAPES = [
     ("dir-rename", "mkdir -p d && echo 1 > d/f", "mv d e", {"d/f": "renamed", "e/f": "renamed"}),
     (
         "nested-git",
-        "mkdir inner && cd inner && git init -q && echo v1 > code.py && git add . && git -c user.name=t -c user.email=t@t commit -qm i",
+        (
+            "mkdir inner && cd inner && git init -q && echo v1 > code.py && git add . && git -c user.name=t -c "
+            "user.email=t@t commit -qm i"
+        ),
         "cd inner && echo v2 > code.py && git -c user.name=t -c user.email=t@t commit -qam two",
         {"inner/code.py": "changed"},
     ),
@@ -130,13 +133,19 @@ def test_ignored_trees_are_changed_not_stored(timeline):
     ws = timeline.ws
     bash(
         ws,
-        "git init -q && printf 'node_modules/\\nbuild/\\n*.log\\n' > .gitignore && mkdir -p node_modules/pkg && echo 1 > node_modules/pkg/i.js",
+        (
+            "git init -q && printf 'node_modules/\\nbuild/\\n*.log\\n' > .gitignore && mkdir -p node_modules/pkg "
+            "&& echo 1 > node_modules/pkg/i.js"
+        ),
     )
     tl = timeline()
     entry = tl.begin("agent-1", "run", "npm install")
     bash(
         ws,
-        "mkdir node_modules/left-pad && echo 2 > node_modules/left-pad/i.js && mkdir -p build && echo o > build/out && echo l > x.log && echo s > src.txt",
+        (
+            "mkdir node_modules/left-pad && echo 2 > node_modules/left-pad/i.js && mkdir -p build && echo o > "
+            "build/out && echo l > x.log && echo s > src.txt"
+        ),
     )
     tl.end(entry)
     e = tl.entries[entry]
@@ -229,7 +238,10 @@ def test_a_gitattributes_file_turns_the_git_shortcut_off(timeline):
     ws = timeline.ws
     bash(
         ws,
-        "git init -q && echo '* text eol=crlf' > .gitattributes && echo x > f && git add . && git -c user.name=t -c user.email=t@t commit -qm one",
+        (
+            "git init -q && echo '* text eol=crlf' > .gitattributes && echo x > f && git add . && git -c "
+            "user.name=t -c user.email=t@t commit -qm one"
+        ),
     )
     tl = timeline()
     assert not any(st.hash.startswith("git:") for _k, st in tl.index.values())

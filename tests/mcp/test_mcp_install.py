@@ -58,7 +58,10 @@ def test_claude_merges_into_existing_config(oh, scope):
 def test_codex_keeps_toml_comments_and_other_servers(oh):
     path = oh.user_home / ".codex" / "config.toml"
     path.parent.mkdir()
-    original = '# my settings\nmodel = "o4"  # keep this comment\n\n[mcp_servers.other]\ncommand = "npx"\nargs = ["-y", "other"]\n'
+    original = (
+        '# my settings\nmodel = "o4"  # keep this comment\n\n[mcp_servers.other]\ncommand = "npx"\nargs = ["-y", '
+        '"other"]\n'
+    )
     path.write_text(original)
     _install(oh, "codex")
     text = path.read_text()
@@ -146,7 +149,10 @@ def test_dry_run_writes_nothing_and_print_gives_the_one_liner(oh):
     p = _install(oh, "claude", "--print")
     assert p.stdout.strip() == f"claude mcp add --scope user oh -- {_oh_exe()} mcp"
     # Codex forwards only a few variables to servers: the one-liner carries oh's directories (set by the fixture)
-    env = f"--env OH_HOME={oh.home} --env XDG_CONFIG_HOME={oh.tmp / 'xdg-config'} --env XDG_STATE_HOME={oh.tmp / 'xdg-state'}"
+    env = (
+        f"--env OH_HOME={oh.home} --env XDG_CONFIG_HOME={oh.tmp / 'xdg-config'} --env "
+        f"XDG_STATE_HOME={oh.tmp / 'xdg-state'}"
+    )
     assert (
         _install(oh, "codex", "--print", "--name", "myoh").stdout.strip()
         == f"codex mcp add myoh {env} -- {_oh_exe()} mcp"

@@ -255,8 +255,10 @@ def test_codex_runs_a_command_through_oh(box):
         config.parent.mkdir()
         config.write_text(
             "# the user's settings: a model provider of their own, no approvals\n"
-            'model = "fake-model"\nmodel_provider = "fake"\napproval_policy = "never"\nsandbox_mode = "danger-full-access"\n\n'
-            f'[model_providers.fake]\nname = "fake"\nbase_url = "{fake.url}/v1"\nwire_api = "responses"\nenv_key = "FAKE_MODEL_KEY"\n'
+            'model = "fake-model"\nmodel_provider = "fake"\napproval_policy = "never"\nsandbox_mode = '
+            '"danger-full-access"\n\n'
+            f'[model_providers.fake]\nname = "fake"\nbase_url = "{fake.url}/v1"\nwire_api = '
+            '"responses"\nenv_key = "FAKE_MODEL_KEY"\n'
         )
         _install(box, "codex", "user")
         # `codex exec` starts its first turn without waiting for MCP servers unless one is required
@@ -295,7 +297,8 @@ def test_codex_runs_a_command_through_oh(box):
 
 
 def test_gemini_cli_runs_a_command_through_oh(box):
-    """`gemini -p --yolo` with GOOGLE_GEMINI_BASE_URL at FakeGemini (loopback): Gemini CLI names oh's tool `mcp_oh_run`."""
+    """`gemini -p --yolo` with GOOGLE_GEMINI_BASE_URL at FakeGemini (loopback): Gemini CLI names oh's tool
+    `mcp_oh_run`."""
     seen: dict = {}
 
     def snapshot_agents():

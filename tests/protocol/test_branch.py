@@ -68,7 +68,8 @@ def test_decisions() -> None:
 
 def test_notes() -> None:
     assert note({"branch": "oh/x", "created": True, "previous": "main", "stashed": True}) == (
-        "[oh] Branch mode: switched to the new git branch 'oh/x' (from 'main'); uncommitted changes stashed (`git stash list`)."
+        "[oh] Branch mode: switched to the new git branch 'oh/x' (from 'main'); uncommitted changes stashed "
+        "(`git stash list`)."
     )
     assert (
         note({"branch": "f", "switched": True, "previous": "main"})

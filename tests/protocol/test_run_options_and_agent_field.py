@@ -1,5 +1,5 @@
-"""Protocol options of run/read/write and the agent field (pure): new run/read/write args, timeout 0, security_risk, error ids,
-the agent field, shell keys, agent_gone, registered.allowed_roots."""
+"""Protocol options of run/read/write and the agent field (pure): new run/read/write args, timeout 0,
+security_risk, error ids, the agent field, shell keys, agent_gone, registered.allowed_roots."""
 
 from __future__ import annotations
 

@@ -24,7 +24,8 @@ def test_place(in_use, max_shells, waiting, limit, want):
 def test_left_and_the_texts():
     assert shellqueue.left(None, 3) is None and shellqueue.left(10, 2.5) == 7.5
     assert shellqueue.waited_out_message("echo hi", 0.30012, 1) == (
-        'Your command "echo hi" was NOT executed: it waited 0.3 s for one of this agent\'s 1 shells (max_shells) to come free, '
+        'Your command "echo hi" was NOT executed: it waited 0.3 s for one of this agent\'s 1 shells '
+        "(max_shells) to come free, "
         "which used up its timeout. Send it again with a longer timeout, or wait for the running commands first."
     )
     assert "NOT executed: 8 command(s)" in shellqueue.queue_full_message("make", 8, 8, 64)

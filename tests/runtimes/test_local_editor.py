@@ -27,7 +27,8 @@ async def test_view_file_cat_n(h: Harness, workspace):
     obs = await edit(h, "m.py", "view", view_range=[0, 2])
     assert error_id(obs) == "TOOL_ERROR"
     assert obs["content"] == (
-        "Invalid `view_range` parameter: [0, 2]. Its first element `0` should be within the range of lines of the file: [1, 6]."
+        "Invalid `view_range` parameter: [0, 2]. Its first element `0` should be within the range of lines of "
+        "the file: [1, 6]."
     )
     # Beyond the end: the SDK shows up to the last line with a note (not an error).
     obs = await edit(h, "m.py", "view", view_range=[5, 9])
@@ -37,7 +38,8 @@ async def test_view_file_cat_n(h: Harness, workspace):
     )
     obs = await edit(h, "m.py", "view", view_range=[4, 2])
     assert obs["content"] == (
-        "Invalid `view_range` parameter: [4, 2]. Its second element `2` should be greater than or equal to the first element `4`."
+        "Invalid `view_range` parameter: [4, 2]. Its second element `2` should be greater than or equal to "
+        "the first element `4`."
     )
 
 
@@ -105,7 +107,8 @@ async def test_str_replace_errors(h: Harness, workspace):
     assert obs["content"] == f"No replacement was performed, old_str `return 9` did not appear verbatim in {p}."
     obs = await edit(h, "m.py", "str_replace", old_str="return", new_str="yield")
     assert obs["content"] == (
-        "No replacement was performed. Multiple occurrences of old_str `return` in lines [2, 6]. Please ensure it is unique."
+        "No replacement was performed. Multiple occurrences of old_str `return` in lines [2, 6]. Please "
+        "ensure it is unique."
     )
     obs = await edit(h, "m.py", "str_replace", old_str="def f", new_str="def f")
     assert error_id(obs) == "TOOL_ERROR" and "must be different" in obs["content"]
@@ -118,9 +121,9 @@ async def test_str_replace_errors(h: Harness, workspace):
     (workspace / "d").mkdir()
     obs = await edit(h, "d", "str_replace", old_str="a", new_str="b")
     d = workspace / "d"
-    assert (
-        obs["content"]
-        == f"Invalid `path` parameter: {d}. The path {d} is a directory and only the `view` command can be used on directories."
+    assert obs["content"] == (
+        f"Invalid `path` parameter: {d}. The path {d} is a directory and only the `view` command can be used "
+        "on directories."
     )
     assert p.read_text() == SRC  # nothing changed by any failure
 

@@ -128,7 +128,10 @@ async def test_writes_outside_the_workspace_fail(box):
         # ... while the workspace and the caches are writable, and seen from outside
         obs = await run(
             rt,
-            f"echo in > made.txt && mkdir -p {box['home']}/.cache/tool && echo c > {box['home']}/.cache/tool/x && echo ok",
+            (
+                f"echo in > made.txt && mkdir -p {box['home']}/.cache/tool && echo c > "
+                f"{box['home']}/.cache/tool/x && echo ok"
+            ),
         )
         assert obs["content"].strip().endswith("ok"), obs
         assert (box["ws"] / "made.txt").read_text() == "in\n"
@@ -145,7 +148,10 @@ READS = [
     ("oh's token file", "cat {oh_home}/token"),
     (
         "python reads oh's dir",
-        "python3 -c \"import os,glob; [print(open(p).read()) for p in glob.glob('{oh_home}/**', recursive=True) if os.path.isfile(p)]\"",
+        (
+            "python3 -c \"import os,glob; [print(open(p).read()) for p in glob.glob('{oh_home}/**', "
+            'recursive=True) if os.path.isfile(p)]"'
+        ),
     ),
     ("the environment", "env"),
 ]
@@ -173,7 +179,10 @@ async def test_backend_process_invisible(box):
     try:
         obs = await run(
             rt,
-            f"test -e /proc/{me} && echo VISIBLE; cat /proc/{me}/environ; kill -0 {me} && echo SIGNALLED; ls /proc | grep -c '^[0-9]'",
+            (
+                f"test -e /proc/{me} && echo VISIBLE; cat /proc/{me}/environ; kill -0 {me} && echo SIGNALLED; ls "
+                "/proc | grep -c '^[0-9]'"
+            ),
         )
         assert "VISIBLE" not in obs["content"] and "SIGNALLED" not in obs["content"], obs["content"]
         assert int(obs["content"].split()[-1]) < 10  # only the sandbox's own few processes
@@ -273,7 +282,10 @@ async def test_git_hooks_and_config_stay_read_only(box):
     try:
         obs = await run(
             rt,
-            "echo 'touch pwned' > .git/hooks/pre-commit; git config core.hooksPath /tmp; echo x > file && git add file && echo staged",
+            (
+                "echo 'touch pwned' > .git/hooks/pre-commit; git config core.hooksPath /tmp; echo x > file && git "
+                "add file && echo staged"
+            ),
         )
         assert not (box["ws"] / ".git" / "hooks" / "pre-commit").exists()
         assert "hooksPath" not in (box["ws"] / ".git" / "config").read_text()
@@ -309,7 +321,9 @@ def _wheel(directory: Path) -> Path:
     files = {
         "ohsbxdemo.py": "VALUE = 'installed in the sandbox'\n",
         "ohsbxdemo-0.1.dist-info/METADATA": "Metadata-Version: 2.1\nName: ohsbxdemo\nVersion: 0.1\n",
-        "ohsbxdemo-0.1.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        "ohsbxdemo-0.1.dist-info/WHEEL": (
+            "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        ),
     }
     record = []
     for name, text in files.items():
@@ -331,8 +345,10 @@ async def test_pip_install_into_a_workspace_venv(box):
     try:
         obs = await run(
             rt,
-            f"python3 -m venv .venv && .venv/bin/python -m pip install -q --no-index --disable-pip-version-check {wheel.name}"
-            " && .venv/bin/python -c 'import ohsbxdemo; print(ohsbxdemo.VALUE)'",
+            (
+                "python3 -m venv .venv && .venv/bin/python -m pip install -q --no-index --disable-pip-version-check "
+                f"{wheel.name} && .venv/bin/python -c 'import ohsbxdemo; print(ohsbxdemo.VALUE)'"
+            ),
             timeout=120,
         )
         assert "installed in the sandbox" in obs["content"], obs["content"]
@@ -340,7 +356,10 @@ async def test_pip_install_into_a_workspace_venv(box):
         # an index on the network is out of reach with the network off: pip says so, nothing is installed
         obs = await run(
             rt,
-            ".venv/bin/python -m pip install -q --retries 0 --timeout 3 --index-url http://127.0.0.1:9/ x-y-z; echo rc=$?",
+            (
+                ".venv/bin/python -m pip install -q --retries 0 --timeout 3 --index-url http://127.0.0.1:9/ "
+                "x-y-z; echo rc=$?"
+            ),
             timeout=60,
         )
         assert "rc=0" not in obs["content"], obs["content"]

@@ -446,23 +446,35 @@ REVIEWED = {
         "commands/_branch.py",
         "_prompt",
         "sys.stdin.readline",
-    ): "deliberately waits for the user: only on a terminal (never --detach/--json/a pipe), before any backend exists; EOF or Ctrl-C ends it",
+    ): (
+        "deliberately waits for the user: only on a terminal (never --detach/--json/a pipe), before any backend "
+        "exists; EOF or Ctrl-C ends it"
+    ),
     (
         "commands/config.py",
         "_ask_tty",
         "io.inp.readline",
-    ): "`oh config edit`'s 'Edit again?' deliberately waits for the user: only when stdin is a terminal; EOF or Ctrl-C ends it",
+    ): (
+        "`oh config edit`'s 'Edit again?' deliberately waits for the user: only when stdin is a terminal; EOF or "
+        "Ctrl-C ends it"
+    ),
     ("commands/config.py", "ask", "io.inp.readline"): "the same question (the closure _ask_tty returns)",
     (
         "runtimes/local/engine.py",
         "_watch_exit",
         "proc.wait",
-    ): "a watcher task of the agent's shell process: the shell exits, or kill() ends it (ptyproc.hang_up: SIGHUP, then SIGKILL after the grace)",
+    ): (
+        "a watcher task of the agent's shell process: the shell exits, or kill() ends it (ptyproc.hang_up: "
+        "SIGHUP, then SIGKILL after the grace)"
+    ),
     (
         "runtimes/local/enginehost.py",
         "_wait_done",
         "cmd.finished.wait",
-    ): "a watcher task of one command: it ends, or its shell exits or is killed (_watch_exit finishes the running command)",
+    ): (
+        "a watcher task of one command: it ends, or its shell exits or is killed (_watch_exit finishes the "
+        "running command)"
+    ),
     (
         "runtimes/local/enginehost.py",
         "serve",
@@ -472,12 +484,19 @@ REVIEWED = {
         "backend/flow.py",
         "_wait_change",
         "self._changed.wait",
-    ): "an action waiting for its connection's output to drain (reserve: under the action deadline), or the agent's reader paused while it drains (wait_for_room): the sends are bounded by send_timeout, then the connection is dropped and its tasks end",
+    ): (
+        "an action waiting for its connection's output to drain (reserve: under the action deadline), or the "
+        "agent's reader paused while it drains (wait_for_room): the sends are bounded by send_timeout, then the "
+        "connection is dropped and its tasks end"
+    ),
     (
         "runtimes/local/group.py",
         "_notify_when",
         "cmd.finished.wait",
-    ): "a watcher task of the run queue: the main shell's command ends, or its shell is killed (group close), which finishes it",
+    ): (
+        "a watcher task of the run queue: the main shell's command ends, or its shell is killed (group close), "
+        "which finishes it"
+    ),
 }
 
 

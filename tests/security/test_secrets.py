@@ -315,7 +315,10 @@ d, seed, seconds = Path(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
 n, end = 0, time.monotonic() + seconds
 while time.monotonic() < end:
     pad = "p" * ((seed * 7919 + n * 104729) % 65536)
-    sessions.write(sessions.Session("atomic", 1, 1.0, "127.0.0.1", 1, "vscode", "/w", "t" * 43, trace=pad, oh_version=f"{seed}-{n}"), d)
+    s = sessions.Session(
+        "atomic", 1, 1.0, "127.0.0.1", 1, "vscode", "/w", "t" * 43, trace=pad, oh_version=f"{seed}-{n}"
+    )
+    sessions.write(s, d)
     n += 1
 print(n)
 """

@@ -125,7 +125,10 @@ CASES: list[dict] = [
         "name": "tool on an exported PATH",
         "steps": [
             {
-                "run": "mkdir bin && printf '#!/bin/sh\\necho tool\\n' > bin/mytool && chmod +x bin/mytool && export PATH=\"$PWD/bin:$PATH\"",
+                "run": (
+                    "mkdir bin && printf '#!/bin/sh\\necho tool\\n' > bin/mytool && chmod +x bin/mytool && export "
+                    'PATH="$PWD/bin:$PATH"'
+                ),
                 "code": 0,
             },
             {"run": "mytool", "code": 0, "out": "tool\n"},

@@ -109,7 +109,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--allow-root", action="append", default=None, help="extra allowed root for the local runtime (repeatable)"
     )
-    # Job settings (docs/protocol.md §3.8-§3.10); the launcher passes the user's settings, the defaults are the settings' defaults.
+    # Job settings (docs/protocol.md §3.8-§3.10); the launcher passes the user's settings, the defaults are the
+    # settings' defaults.
     p.add_argument("--max-shells", type=int, default=8)
     p.add_argument("--job-retention", type=float, default=3600.0)
     p.add_argument("--repeat-limit", type=int, default=0)
@@ -117,7 +118,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     # The agent's shell (docs/protocol.md §3.4.1): unset = the local runtime's own default (OH_USER_SHELL, else on).
     p.add_argument("--user-shell", choices=("true", "false"), default=None)
     p.add_argument("--shell-startup-timeout", type=float, default=None)
-    # The agent shell's sandbox (README "Sandbox"): unset = the local runtime's own default (OH_SANDBOX*, else workspace-write).
+    # The agent shell's sandbox (README "Sandbox"): unset = the local runtime's own default (OH_SANDBOX*, else
+    # workspace-write).
     p.add_argument("--sandbox", choices=("workspace-write", "read-only", "off"), default=None)
     p.add_argument("--sandbox-network", choices=("true", "false"), default=None)
     p.add_argument("--sandbox-writable", default=None, help=f"{os.pathsep}-separated directories")
@@ -143,7 +145,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--history-store-ignored", choices=("true", "false"), default="false")
     p.add_argument("--history-max-file", type=float, default=64.0, help="MiB")
     p.add_argument("--review-timeout", type=float, default=600.0)
-    # Consent (docs/protocol.md §3.13): the level and the user's rules (JSON {"allow": [...], "ask": [...], "deny": [...]}).
+    # Consent (docs/protocol.md §3.13): the level and the user's rules
+    # (JSON {"allow": [...], "ask": [...], "deny": [...]}).
     p.add_argument("--consent", choices=("never", "risky", "commands", "changes", "all"), default="never")
     p.add_argument("--consent-rules", default="{}")
     p.add_argument("--approval-timeout", type=float, default=600.0)
@@ -426,7 +429,8 @@ def _check_arguments(args: argparse.Namespace) -> str:
     if not is_loopback_host(args.host):
         raise _Refused(
             f"refusing to listen on {args.host}: not a loopback address (127.0.0.1, ::1 or localhost). "
-            "oh never listens on the network: anyone who could reach the port would need only the token to run commands as you."
+            "oh never listens on the network: anyone who could reach the port would need only the token to "
+            "run commands as you."
         )
     if not os.path.isdir(args.workspace):
         raise _Refused(f"workspace {args.workspace} is not a directory")

@@ -229,8 +229,9 @@ class Agents:
                         raise ProtocolError(
                             ErrorId.BUSY,
                             (
-                                f"This connection already has {agent.flow.max_in_flight} actions in flight (the limit per connection); "
-                                "this one was not executed. Wait for some answers, then send it again."
+                                f"This connection already has {agent.flow.max_in_flight} actions in flight (the limit "
+                                "per connection); this one was not executed. Wait for some answers, then send it "
+                                "again."
                             ),
                             action.id,
                         )

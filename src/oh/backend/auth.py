@@ -90,6 +90,9 @@ def check_editor_auth(headers, editor_token: str) -> tuple[HTTPStatus, str] | No
     if not token_matches(bearer_token(headers), editor_token):
         return (
             HTTPStatus.UNAUTHORIZED,
-            "Missing or wrong editor token: /v1/editor takes 'Authorization: Bearer <editor_token>' from the backend's session file.\n",
+            (
+                "Missing or wrong editor token: /v1/editor takes 'Authorization: Bearer <editor_token>' from the "
+                "backend's session file.\n"
+            ),
         )
     return None

@@ -106,7 +106,10 @@ class Control:
         if p is None:
             return frames.refusal(
                 "NO_PROPOSAL",
-                f"No pending proposal {req.proposal_id}: it was decided, timed out or its agent left. `oh review` lists the pending ones.",
+                (
+                    f"No pending proposal {req.proposal_id}: it was decided, timed out or its agent left. `oh "
+                    "review` lists the pending ones."
+                ),
             )
         if req.op == "show":
             diff, is_binary = await asyncio.to_thread(p.diff)  # proportional to the file (or worse): off the loop

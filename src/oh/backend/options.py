@@ -68,7 +68,8 @@ class BackendConfig:
     # Consent (docs/protocol.md §3.13): None = ask for nothing; else the level and the user's rules.
     consent: Any = None  # protocol.consent.Policy
     approval_timeout: float = 600.0
-    # Workspace bootstrap (docs/protocol.md §3.14): run .oh/setup.sh (or .openhands/setup.sh) once, before the first action.
+    # Workspace bootstrap (docs/protocol.md §3.14): run .oh/setup.sh (or .openhands/setup.sh) once, before the
+    # first action.
     setup_script: bool = True
     # Per agent connection (backend/flow.py): actions in flight (more: BUSY), bytes of observations
     # not yet sent (more: its frames are not read until they drain).

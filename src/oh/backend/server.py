@@ -239,7 +239,8 @@ class Backend:
             # Defence in depth: the launcher refuses such a host already. Off loopback, the bearer
             # token would be all that stood between the network and a shell as this user.
             raise ValueError(
-                f"refusing to listen on {self.config.host!r}: not a loopback address (127.0.0.1, ::1 or localhost); oh never listens on the network"
+                f"refusing to listen on {self.config.host!r}: not a loopback address (127.0.0.1, ::1 or "
+                "localhost); oh never listens on the network"
             )
         self.trace.open()
         await self.runtime.start()

@@ -2,8 +2,8 @@
 every surface shares (the CLI's verbs and ``oh mcp`` use it too).
 
 Optional oh additions (docs/protocol.md: run ``reset``/``env``/``max_output``, read/write ``encoding``,
-the top-level ``security_risk`` label LOW/MEDIUM/HIGH/UNKNOWN) are only put in the frame when the caller gives them, so a
-frame built with the defaults is byte-for-byte what OpenHands itself sends.
+the top-level ``security_risk`` label LOW/MEDIUM/HIGH/UNKNOWN) are only put in the frame when the
+caller gives them, so a frame built with the defaults is byte-for-byte what OpenHands itself sends.
 """
 
 from __future__ import annotations

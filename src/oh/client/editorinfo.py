@@ -1,7 +1,8 @@
 """Client methods for the editor-knowledge actions (docs/protocol.md §3.6).
 
-The action frames come from ``protocol.actions`` (the one builder every sender uses); the two mixins give ``Client`` (async) and ``SyncClient`` the same
-methods on top of their ``send``. Positions are 1-based (line, column), as ``path:line:col``.
+The action frames come from ``protocol.actions`` (the one builder every sender uses); the two mixins
+give ``Client`` (async) and ``SyncClient`` the same methods on top of their ``send``. Positions are
+1-based (line, column), as ``path:line:col``.
 """
 
 from __future__ import annotations

@@ -35,7 +35,8 @@ def handshake_error(exc: Exception, url: str) -> OhClientError:
         body = exc.response.body.decode("utf-8", "replace").strip() if exc.response.body else ""
         if status == 401:
             return AuthError(
-                f"The backend at {url} refused the token (401). Use the token from the session file or `oh token show --reveal`."
+                f"The backend at {url} refused the token (401). Use the token from the session file or `oh "
+                "token show --reveal`."
             )
         return RefusedError(f"The backend at {url} refused the connection ({status}): {body}")
     return OhClientError(f"Cannot connect to {url}: {exc}")

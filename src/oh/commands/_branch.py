@@ -59,7 +59,8 @@ def settle(workspace: str, runtime: str, plan: Plan, interactive: bool) -> Plan 
 def _review_instead(question: str) -> str:
     why = "uncommitted changes" if question == "dirty" else "no git repository"
     err(
-        f"branch mode is off for this session ({why}): review mode instead, every write/edit waits for your accept/reject."
+        f"branch mode is off for this session ({why}): review mode instead, every write/edit waits for your "
+        "accept/reject."
     )
     return REVIEW
 
@@ -69,10 +70,16 @@ def _needs_flag(question: str, workspace: str) -> tuple[str, int, str]:
         return (
             f"{workspace} is not a git repository, and branch mode needs one.",
             USAGE,
-            "Pass --git-init to create it (`git init`), or --review to review each change instead, or start without --branch.",
+            (
+                "Pass --git-init to create it (`git init`), or --review to review each change instead, or start "
+                "without --branch."
+            ),
         )
     return (
-        f"{workspace} has uncommitted changes; branch mode will not switch branches without being told what to do with them.",
+        (
+            f"{workspace} has uncommitted changes; branch mode will not switch branches without being told what "
+            "to do with them."
+        ),
         USAGE,
         "Pass --on-dirty stash (stash them first), --on-dirty carry (take them to the new branch) or --on-dirty review "
         "(review each change instead of a branch), or commit them.",

@@ -26,7 +26,8 @@ from ..fastpath.exits import (  # noqa: E402,F401
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 ok · 1 failed · 2 usage or bad setting · 3 no running backend · 4 token refused · "
-    "5 backend unreachable · 6 action failed (error observation) · 7 no editor connected (`oh vscode`: no editor CLI found) · 124 timed out."
+    "5 backend unreachable · 6 action failed (error observation) · 7 no editor connected (`oh vscode`: no "
+    "editor CLI found) · 124 timed out."
 )
 
 

@@ -114,7 +114,10 @@ def approve(
         False,
         "--always",
         "-a",
-        help="Also allow it from now on: adds the rule `oh approvals` shows to config consent_allow (remove it with `oh config remove consent_allow RULE`).",
+        help=(
+            "Also allow it from now on: adds the rule `oh approvals` shows to config consent_allow (remove it "
+            "with `oh config remove consent_allow RULE`)."
+        ),
     ),
     workspace: Optional[str] = _WORKSPACE,
     instance: Optional[str] = _INSTANCE,

@@ -52,7 +52,10 @@ def run_attach(
 
     def report(kind: str, data) -> None:
         if kind == "registered":
-            msg = f"attached as editor {data.get('editor_id')} to instance {data.get('instance_id')} (workspace {data.get('workspace')})"
+            msg = (
+                f"attached as editor {data.get('editor_id')} to instance {data.get('instance_id')} (workspace "
+                f"{data.get('workspace')})"
+            )
         elif kind == "disconnected":
             msg = f"disconnected ({data.get('code')} {data.get('reason') or ''})".rstrip()
         elif kind == "no_session":

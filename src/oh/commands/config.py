@@ -267,7 +267,10 @@ def run_edit(
                 die(
                     f"cannot run the editor {argv[0]!r} ({which}): {exc.strerror or exc}; {target} is unchanged.",
                     ERROR,
-                    f"Set {which} to an installed editor (e.g. `export EDITOR=nano`), or use `oh config set KEY VALUE`.",
+                    (
+                        f"Set {which} to an installed editor (e.g. `export EDITOR=nano`), or use `oh config set "
+                        "KEY VALUE`."
+                    ),
                 )
             if rc != 0:
                 die(f"the editor exited with status {rc}; {target} is unchanged.")
@@ -288,7 +291,8 @@ def run_edit(
                 paths.write_private_file(rejected, edited)
                 io.note(f"{target} is unchanged; your edit is kept in {rejected}.")
                 io.hint(
-                    f"Fix it there and copy it over (`cp {rejected} {target}`), or run `oh config edit` again: it goes on from your edit."
+                    f"Fix it there and copy it over (`cp {rejected} {target}`), or run `oh config edit` "
+                    "again: it goes on from your edit."
                 )
                 return USAGE
     finally:

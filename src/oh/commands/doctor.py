@@ -159,7 +159,10 @@ def _token_check() -> dict[str, Any]:
         if where.kind == "keyring" and not where.secure:
             status, fix = (
                 "warn",
-                "This keyring keeps the token unencrypted; install a secure keyring backend (Secret Service, macOS Keychain) or accept the risk.",
+                (
+                    "This keyring keeps the token unencrypted; install a secure keyring backend (Secret Service, "
+                    "macOS Keychain) or accept the risk."
+                ),
             )
         if where.kind == "file":
             p = paths.token_file()
@@ -237,7 +240,10 @@ def _session_checks() -> list[dict[str, Any]]:
             reach, ok = str(exc), False
         why = ""
         if chosen is not None and chosen.instance_id == s.instance_id:
-            why = f"; commands run in {cwd} pick this one: its workspace contains the current directory (deepest match wins)"
+            why = (
+                f"; commands run in {cwd} pick this one: its workspace contains the current directory (deepest "
+                "match wins)"
+            )
         status = "ok" if ok and not mode & 0o077 else "fail"
         fix = (
             None
@@ -318,7 +324,10 @@ def _vscode_checks() -> list[dict[str, Any]]:
             f"{editor_signal.EXTENSION_ID} {bundled} ships with this oh" if bundled else "this oh carries no .vsix",
             None
             if bundled
-            else "Reinstall oh from its wheel (pipx install oh-editor-runtime); in a checkout: (cd extension && npm run package).",
+            else (
+                "Reinstall oh from its wheel (pipx install oh-editor-runtime); in a checkout: (cd extension && "
+                "npm run package)."
+            ),
         )
     ]
     states = editor_signal.extension_states()

@@ -45,7 +45,10 @@ def ensure(
     no_wait: bool = typer.Option(
         False,
         "--no-wait",
-        help="Start the installs and return at once with their job ids (follow one with `oh jobs wait JOB`, or run `oh ensure` again to wait for all).",
+        help=(
+            "Start the installs and return at once with their job ids (follow one with `oh jobs wait JOB`, or run "
+            "`oh ensure` again to wait for all)."
+        ),
     ),
     timeout: Optional[float] = typer.Option(
         None,

@@ -93,8 +93,9 @@ def run_history(
         flags = " (ambiguous)" if r.get("ambiguous") else ""
         flags += f" (+{r['ignored']} ignored, not stored)" if r.get("ignored") else ""
         io.print(
-            f"{r.get('id'):>5}  {visible(r.get('agent'))[:14]:<14} {visible(r.get('kind'))[:6]:<6} {r.get('files', 0):>5} "
-            f"{r.get('created', 0):>4} {r.get('deleted', 0):>4}  {visible(r.get('status'))[:11]:<11} {visible(r.get('what'))[:80]}{flags}"
+            f"{r.get('id'):>5}  {visible(r.get('agent'))[:14]:<14} {visible(r.get('kind'))[:6]:<6} "
+            f"{r.get('files', 0):>5} {r.get('created', 0):>4} {r.get('deleted', 0):>4}  "
+            f"{visible(r.get('status'))[:11]:<11} {visible(r.get('what'))[:80]}{flags}"
         )
     io.print(
         "Show one with `oh diff ENTRY`; revert it with `oh undo ENTRY` (or everything since with `oh undo --to ENTRY`)."
@@ -131,7 +132,10 @@ def run_diff(
         io.json(answer)
         return 0
     e = answer.get("entry") or {}
-    head = f"entry {e.get('id')}: {visible(e.get('agent'))} {visible(e.get('kind'))} {visible(e.get('what'))} ({e.get('files', 0)} files, {visible(e.get('status'))})"
+    head = (
+        f"entry {e.get('id')}: {visible(e.get('agent'))} {visible(e.get('kind'))} {visible(e.get('what'))} "
+        f"({e.get('files', 0)} files, {visible(e.get('status'))})"
+    )
     io.print(f"\x1b[1m{head}\x1b[0m" if io.tty else head)
     for line in str(e.get("diff", "")).splitlines():
         io.print(_colour(line, io.tty))
@@ -176,7 +180,8 @@ def run_undo(
         io.print(visible(answer.get("message", "Nothing to undo.")))
         return 0
     io.print(
-        f"Undone entries {', '.join(map(str, answer.get('undoes') or []))}: {len(files)} files restored (entry {answer['entry']}; `oh undo {answer['entry']}` redoes)."
+        f"Undone entries {', '.join(map(str, answer.get('undoes') or []))}: {len(files)} files restored "
+        f"(entry {answer['entry']}; `oh undo {answer['entry']}` redoes)."
     )
     for p in files[:50]:
         io.print(f"  {visible(p)}")

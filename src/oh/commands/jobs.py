@@ -181,7 +181,8 @@ def start_background(
     json_: bool = False,
     also: tuple = (),
 ) -> int:
-    """``oh run --background -- CMD``: start the job in the `cli` shell; print its id; exit 0 (2 with other run options)."""
+    """``oh run --background -- CMD``: start the job in the `cli` shell; print its id; exit 0 (2 with other run
+    options)."""
     return _run(
         io,
         fastjobs.start_background,

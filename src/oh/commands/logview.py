@@ -137,7 +137,8 @@ def run_logs(
     job: Optional[str] = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> int:
-    """``oh logs``'s behaviour. -f ends when the backend stops or on KeyboardInterrupt (Ctrl-C, or a test's ``sleep``)."""
+    """``oh logs``'s behaviour. -f ends when the backend stops or on KeyboardInterrupt (Ctrl-C, or a test's
+    ``sleep``)."""
     path, session = _pick_trace(instance)
     if not path.exists() and not follow:
         die(f"{path} does not exist yet (no action recorded).", NOT_RUNNING)

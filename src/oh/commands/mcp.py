@@ -32,18 +32,20 @@ def _install_hint() -> str:
 
     # Name this interpreter: the packages must land in the environment `oh` runs from.
     return (
-        f"The MCP server needs the `mcp` package in oh's environment: {sys.executable} -m pip install 'mcp>=2.3,<3' tomlkit "
-        "(the extra `oh-editor-runtime[mcp]`; with pipx: pipx inject oh-editor-runtime mcp tomlkit)."
+        f"The MCP server needs the `mcp` package in oh's environment: {sys.executable} -m pip install 'mcp>=2.3,<3' "
+        "tomlkit (the extra `oh-editor-runtime[mcp]`; with pipx: pipx inject oh-editor-runtime mcp tomlkit)."
     )
 
 
 CLIENT_HELP = "claude, codex, gemini, vscode or cursor."
 
 app = typer.Typer(
-    help="Serve oh's tools (run, read, write, edit) to MCP clients over stdio; `oh mcp install CLIENT` sets a client up.",
+    help=(
+        "Serve oh's tools (run, read, write, edit) to MCP clients over stdio; `oh mcp install CLIENT` sets a client up."
+    ),
     epilog=(
-        "Exit codes: 0 ok · 1 the server could not start (the `mcp` package is missing) or a config could not be written · "
-        "2 bad flag. Tool failures are tool results with isError, not exit codes."
+        "Exit codes: 0 ok · 1 the server could not start (the `mcp` package is missing) or a config could not be "
+        "written · 2 bad flag. Tool failures are tool results with isError, not exit codes."
     ),
     invoke_without_command=True,
 )
@@ -114,7 +116,8 @@ def install(
         False, "--print", help="Print the client's own one-liner (or the entry to paste) instead of writing."
     ),
 ) -> None:
-    """Add oh's MCP server to a client's config (merged: other entries and settings stay; running it twice changes nothing).
+    """Add oh's MCP server to a client's config (merged: other entries and settings stay; running it twice changes \
+nothing).
 
     Example: oh mcp install claude --scope project
     """

@@ -136,11 +136,12 @@ def run_review(
     for r in rows:
         kind = f"{r.get('kind')} {r.get('command')}"
         io.print(
-            f"{visible(r.get('id')):<6} {visible(r.get('agent'))[:16]:<16} {visible(kind)[:18]:<18} {_age(r.get('age_s')):>7}  {visible(r.get('path'))}"
+            f"{visible(r.get('id')):<6} {visible(r.get('agent'))[:16]:<16} {visible(kind)[:18]:<18} "
+            f"{_age(r.get('age_s')):>7}  {visible(r.get('path'))}"
         )
     io.print(
-        f"Show one with `oh review show ID`; decide with `oh review accept ID|--all` or `oh review reject ID --reason TEXT` "
-        f"(undecided ones time out after {answer.get('review_timeout', '?'):g} s)."
+        "Show one with `oh review show ID`; decide with `oh review accept ID|--all` or `oh review reject ID --reason "
+        f"TEXT` (undecided ones time out after {answer.get('review_timeout', '?'):g} s)."
     )
     return 0
 
@@ -194,7 +195,10 @@ def run_show(
         io.json(answer)
         return 0
     p = answer.get("proposal") or {}
-    head = f"{visible(p.get('id'))}: {visible(p.get('agent'))} proposes {visible(p.get('kind'))} {visible(p.get('command'))} of {visible(p.get('path'))} ({_age(p.get('age_s'))} ago)"
+    head = (
+        f"{visible(p.get('id'))}: {visible(p.get('agent'))} proposes {visible(p.get('kind'))} "
+        f"{visible(p.get('command'))} of {visible(p.get('path'))} ({_age(p.get('age_s'))} ago)"
+    )
     io.print(f"\x1b[1m{head}\x1b[0m" if io.tty else head)
     for line in str(p.get("diff", "")).splitlines():
         io.print(_colour(line, io.tty))

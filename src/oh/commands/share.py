@@ -21,7 +21,10 @@ EPILOG = (
 )
 
 app = typer.Typer(
-    help="Share this workspace's backend with an agent elsewhere: a container (--docker, --devcontainer) or another machine (`oh share ssh`).",
+    help=(
+        "Share this workspace's backend with an agent elsewhere: a container (--docker, --devcontainer) or "
+        "another machine (`oh share ssh`)."
+    ),
     epilog=EPILOG,
     invoke_without_command=True,
 )
@@ -73,7 +76,8 @@ def share(
     workspace: Optional[str] = _WORKSPACE,
     instance: Optional[str] = _INSTANCE,
 ) -> None:
-    """Create a share: a credential for agents of this workspace only, and the environment that finds it (OH_URL, OH_TOKEN_FILE)."""
+    """Create a share: a credential for agents of this workspace only, and the environment that finds it \
+(OH_URL, OH_TOKEN_FILE)."""
     if ctx.invoked_subcommand is not None:
         return
     raise typer.Exit(
@@ -150,7 +154,8 @@ def _print_made(io: Streams, svc, made, *, docker: bool, devcontainer: bool, wri
     if docker:
         io.print(svc.docker_flags(made))
         io.note(
-            "e.g. docker run --rm -it $(oh share --docker) IMAGE oh run 'ls' (the socket is 0600: the container runs as you)."
+            "e.g. docker run --rm -it $(oh share --docker) IMAGE oh run 'ls' (the socket is 0600: the "
+            "container runs as you)."
         )
     elif devcontainer:
         if written:
@@ -219,7 +224,10 @@ def ssh(
         None,
         "--remote-dir",
         metavar="DIR",
-        help="The remote directory for the socket and connect file (default: the remote oh state dir, where the agent looks; with DIR the agent needs OH_CONNECT=DIR/connect.json).",
+        help=(
+            "The remote directory for the socket and connect file (default: the remote oh state dir, where the "
+            "agent looks; with DIR the agent needs OH_CONNECT=DIR/connect.json)."
+        ),
     ),
     maps: Optional[List[str]] = typer.Option(
         None, "--map", metavar="AGENT=HOST", help="Path map (the remote checkout at AGENT)."
@@ -227,7 +235,8 @@ def ssh(
     workspace: Optional[str] = _WORKSPACE,
     instance: Optional[str] = _INSTANCE,
 ) -> None:
-    """Share with an agent on another machine over your `ssh` (-R forward of the socket); runs until Ctrl-C. Options after `--` go to ssh."""
+    """Share with an agent on another machine over your `ssh` (-R forward of the socket); runs until Ctrl-C. \
+Options after `--` go to ssh."""
     from ..launcher import sshlink
 
     io = Streams.system()

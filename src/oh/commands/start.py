@@ -71,7 +71,11 @@ _OPT_JSON = typer.Option(
 _OPT_OPEN = typer.Option(
     None,
     "--open/--no-open",
-    help="vscode: ask the editor to open the workspace now / never. Default: config `open_editor` (auto: only if no editor connects within 3 s and a supported editor CLI is found: code, code-insiders, cursor, windsurf, codium or code-server, on PATH or where it installs; OH_CODE=<cli> picks one).",
+    help=(
+        "vscode: ask the editor to open the workspace now / never. Default: config `open_editor` (auto: only if "
+        "no editor connects within 3 s and a supported editor CLI is found: code, code-insiders, cursor, "
+        "windsurf, codium or code-server, on PATH or where it installs; OH_CODE=<cli> picks one)."
+    ),
 )
 _OPT_EDITOR_TIMEOUT = typer.Option(
     None,
@@ -86,40 +90,64 @@ _OPT_ACTION_TIMEOUT = typer.Option(
 _OPT_ALLOW = typer.Option(
     None,
     "--allow",
-    help="Also allow file actions and run cwds in DIR (repeatable; e.g. --allow /tmp; a relative DIR is resolved against the current directory). Adds to config `allowed_roots`.",
+    help=(
+        "Also allow file actions and run cwds in DIR (repeatable; e.g. --allow /tmp; a relative DIR is resolved "
+        "against the current directory). Adds to config `allowed_roots`."
+    ),
 )
 _OPT_BRANCH = typer.Option(
     None,
     "--branch/--no-branch",
-    help="Git-branch mode: before the agent's first change (write, edit, command), switch the workspace to a new branch oh/<date>-<time>-<agent> (VS Code's Git extension with --runtime vscode, git locally). Default: config `branch`.",
+    help=(
+        "Git-branch mode: before the agent's first change (write, edit, command), switch the workspace to a new "
+        "branch oh/<date>-<time>-<agent> (VS Code's Git extension with --runtime vscode, git locally). Default: "
+        "config `branch`."
+    ),
 )
 _OPT_BRANCH_NAME = typer.Option(
     None,
     "--branch-name",
     metavar="NAME",
-    help="Branch mode on this branch instead (implies --branch): created if missing, switched to if it exists. Default: config `branch_name`.",
+    help=(
+        "Branch mode on this branch instead (implies --branch): created if missing, switched to if it exists. "
+        "Default: config `branch_name`."
+    ),
 )
 _OPT_ON_DIRTY = typer.Option(
     None,
     "--on-dirty",
     metavar="MODE",
     autocompletion=_complete_on_dirty,
-    help="Branch mode with uncommitted changes: stash | carry | abort | review | ask. Stash them, carry them to the branch, abort, use review mode instead of a branch (decided at start), or ask (a terminal prompt; VS Code's dialog). Needed without a terminal (--detach, --json) for --runtime local. Default: config `on_dirty`.",
+    help=(
+        "Branch mode with uncommitted changes: stash | carry | abort | review | ask. Stash them, carry them to "
+        "the branch, abort, use review mode instead of a branch (decided at start), or ask (a terminal prompt; VS "
+        "Code's dialog). Needed without a terminal (--detach, --json) for --runtime local. Default: config "
+        "`on_dirty`."
+    ),
 )
 _OPT_GIT_INIT = typer.Option(
     False,
     "--git-init",
-    help="Branch mode in a folder that is not a git repository: run `git init` first (else you are asked, or it is refused). Default: config `on_not_git`.",
+    help=(
+        "Branch mode in a folder that is not a git repository: run `git init` first (else you are asked, or it is "
+        "refused). Default: config `on_not_git`."
+    ),
 )
 _OPT_REVIEW = typer.Option(
     None,
     "--review/--no-review",
-    help="Proposal mode: write/edit become proposals you accept or reject (VS Code diff, or `oh review`); the same as --consent changes. Default: config `review`.",
+    help=(
+        "Proposal mode: write/edit become proposals you accept or reject (VS Code diff, or `oh review`); the same "
+        "as --consent changes. Default: config `review`."
+    ),
 )
 _OPT_HISTORY = typer.Option(
     None,
     "--history/--no-history",
-    help="Record every action's file changes (commands too) so `oh history` shows them and `oh undo` reverts them. Default: config `history`.",
+    help=(
+        "Record every action's file changes (commands too) so `oh history` shows them and `oh undo` reverts them. "
+        "Default: config `history`."
+    ),
 )
 _OPT_CONSENT = typer.Option(
     None,
@@ -128,12 +156,19 @@ _OPT_CONSENT = typer.Option(
     autocompletion=lambda incomplete: [
         c for c in ("never", "risky", "commands", "changes", "all") if c.startswith(incomplete)
     ],
-    help="When to ask you before an agent's action runs: never | risky | commands | changes | all. Answer in the live view (y/n/a), with `oh approve ID` / `oh reject ID`, or in VS Code. Rules: config consent_allow/ask/deny. Default: config `consent`.",
+    help=(
+        "When to ask you before an agent's action runs: never | risky | commands | changes | all. Answer in the "
+        "live view (y/n/a), with `oh approve ID` / `oh reject ID`, or in VS Code. Rules: config "
+        "consent_allow/ask/deny. Default: config `consent`."
+    ),
 )
 _OPT_APPROVAL_TIMEOUT = typer.Option(
     None,
     "--approval-timeout",
-    help="Seconds an action waits for your answer; then the agent gets REJECTED (not run). Default: config `approval_timeout`.",
+    help=(
+        "Seconds an action waits for your answer; then the agent gets REJECTED (not run). Default: config "
+        "`approval_timeout`."
+    ),
 )
 _OPT_REVIEW_TIMEOUT = typer.Option(
     None,
@@ -145,7 +180,11 @@ _OPT_SANDBOX = typer.Option(
     "--sandbox",
     metavar="LEVEL",
     autocompletion=lambda incomplete: [c for c in ("workspace-write", "read-only", "off") if c.startswith(incomplete)],
-    help='The agent\'s shell in a bubblewrap sandbox: workspace-write (system and HOME read-only, the workspace writable, secrets hidden), read-only, or off (unconfined). A command can ask to leave it; you are asked. README "Sandbox". Default: config `sandbox`.',
+    help=(
+        "The agent's shell in a bubblewrap sandbox: workspace-write (system and HOME read-only, the workspace "
+        "writable, secrets hidden), read-only, or off (unconfined). A command can ask to leave it; you are asked. "
+        'README "Sandbox". Default: config `sandbox`.'
+    ),
 )
 _OPT_SANDBOX_NETWORK = typer.Option(
     None,
@@ -157,7 +196,10 @@ _OPT_SANDBOX_NETWORK = typer.Option(
 _OPT_CLEAN_SHELL = typer.Option(
     False,
     "--clean-shell",
-    help="The agent's shell is the clean shell (bash without your rc files) instead of your own $SHELL with its rc files: for reproducible runs. Default: config `user_shell`.",
+    help=(
+        "The agent's shell is the clean shell (bash without your rc files) instead of your own $SHELL with its rc "
+        "files: for reproducible runs. Default: config `user_shell`."
+    ),
 )
 
 
@@ -468,7 +510,8 @@ def _tell_detached(
         if review_timeout is not None:
             where = runtimenames.TRAITS[session.runtime].review_where
             io.print(
-                f"review mode: the agent's writes and edits wait for your accept/reject {where} (up to {review_timeout:g} s)"
+                f"review mode: the agent's writes and edits wait for your accept/reject {where} (up to "
+                f"{review_timeout:g} s)"
             )
         if branch_flags:
             target = (
@@ -477,7 +520,8 @@ def _tell_detached(
                 else "a new git branch oh/<date>-<time>-<agent>"
             )
             io.print(
-                f"branch mode: before the agent's first change (write, edit, command) the workspace switches to {target}"
+                "branch mode: before the agent's first change (write, edit, command) the workspace switches "
+                f"to {target}"
             )
         io.print(f"stop it with `oh stop {session.instance_id}`")
 
@@ -542,7 +586,8 @@ def _signal_editor_detached(io: Streams, session, open_mode: str) -> None:
     if open_mode == "always":
         if editor_signal.open_editor(session.workspace, session.instance_id) is None:
             io.note(
-                "no VS Code CLI (code, cursor, windsurf, codium, code-server) on PATH: open the workspace in the editor yourself (the extension connects by itself)."
+                "no VS Code CLI (code, cursor, windsurf, codium, code-server) on PATH: open the workspace in "
+                "the editor yourself (the extension connects by itself)."
             )
         return
     if editor_signal.code_binary() is None:

@@ -94,7 +94,9 @@ def status(
     json_: bool = typer.Option(
         False,
         "--json",
-        help='Machine-readable: {"sessions": [...], "died": [...] (backends found dead, only if any)} (never the token).',
+        help=(
+            'Machine-readable: {"sessions": [...], "died": [...] (backends found dead, only if any)} (never the token).'
+        ),
     ),
     watch: bool = typer.Option(False, "--watch", "-w", help="Refresh until Ctrl-C (NDJSON with --json)."),
 ) -> None:

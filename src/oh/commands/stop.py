@@ -84,7 +84,10 @@ def run_stop(
             "sigterm": "stopped with SIGTERM (it did not answer the shutdown request)",
             "sigkill": "killed with SIGKILL (it ignored SIGTERM)",
             "gone": "was already gone; session file removed",
-            "zombie": f"stopped; its exited process {s.pid} still waits to be reaped by its parent (a zombie: it runs nothing)",
+            "zombie": (
+                f"stopped; its exited process {s.pid} still waits to be reaped by its parent (a zombie: it runs "
+                "nothing)"
+            ),
         }[how]
         io.print(f"{s.instance_id} ({s.workspace}) {text}")
     if json_:

@@ -11,7 +11,10 @@ from ._io import Streams
 
 app = typer.Typer(
     help="Show where the token lives, or rotate it (running backends switch live).",
-    epilog="Exit codes: 0 ok · 1 failed (no token, an insecure token file, some backend not updated) · 2 OH_TOKEN is set (rotate).",
+    epilog=(
+        "Exit codes: 0 ok · 1 failed (no token, an insecure token file, some backend not updated) · 2 OH_TOKEN is "
+        "set (rotate)."
+    ),
     no_args_is_help=True,
 )
 
@@ -21,7 +24,8 @@ def show(
     reveal: bool = typer.Option(False, "--reveal", help="Print the bare token alone on stdout (for scripts)."),
     json_: bool = typer.Option(False, "--json", help="Machine-readable output (never includes the token)."),
 ) -> None:
-    """Where the token is stored (keyring backend or fallback file, with its real mode and owner), its fingerprint, and the fingerprints running backends use."""
+    """Where the token is stored (keyring backend or fallback file, with its real mode and owner), its fingerprint, \
+and the fingerprints running backends use."""
     raise typer.Exit(run_show(Streams.system(), reveal=reveal, json_=json_))
 
 
@@ -78,7 +82,8 @@ def run_show(io: Streams, *, reveal: bool = False, json_: bool = False) -> int:
         return ERROR
     if storage.kind == "file" and storage.problem:
         io.note(
-            f"warning: the token file is insecure ({storage.problem}). Fix: chmod 600 {storage.backend}, then `oh token rotate` (it may have been copied)."
+            f"warning: the token file is insecure ({storage.problem}). Fix: chmod 600 {storage.backend}, then "
+            "`oh token rotate` (it may have been copied)."
         )
     return 0
 
@@ -110,13 +115,14 @@ def _explain_mismatch(io: Streams, storage, backends: list[dict]) -> None:
     ids = ", ".join(b["instance_id"] for b in other)
     if storage.kind == "env":
         io.note(
-            f"note: OH_TOKEN overrides the stored token for commands you start now, but running backend(s) {ids} keep the token "
-            "they were started with (`oh status` shows that fingerprint). Agent verbs use each backend's own token from its session file."
+            f"note: OH_TOKEN overrides the stored token for commands you start now, but running backend(s) {ids} keep "
+            "the token they were started with (`oh status` shows that fingerprint). Agent verbs use each backend's "
+            "own token from its session file."
         )
     else:
         io.note(
-            f"note: running backend(s) {ids} use a different token than the stored one (started with OH_TOKEN, or the store changed since). "
-            "`oh token rotate` switches them all to a new stored token."
+            f"note: running backend(s) {ids} use a different token than the stored one (started with OH_TOKEN, or the "
+            "store changed since). `oh token rotate` switches them all to a new stored token."
         )
 
 
@@ -171,6 +177,7 @@ def run_rotate(io: Streams, *, json_: bool = False) -> int:
         )
     for f in failed:
         io.note(
-            f"backend {f['instance_id']} not updated: {f['error']}. Restart it: `oh stop {f['instance_id']}` then `oh start`."
+            f"backend {f['instance_id']} not updated: {f['error']}. Restart it: `oh stop {f['instance_id']}` "
+            "then `oh start`."
         )
     return ERROR if failed else 0

@@ -18,7 +18,10 @@ EXIT_HELP = (
 )
 
 app = typer.Typer(
-    help="The oh extension in VS Code and its forks (Cursor, Windsurf, VSCodium, Insiders, code-server): install, remove, show.",
+    help=(
+        "The oh extension in VS Code and its forks (Cursor, Windsurf, VSCodium, Insiders, code-server): install, "
+        "remove, show."
+    ),
     epilog=EXIT_HELP,
     no_args_is_help=True,
 )
@@ -125,8 +128,11 @@ def _editors(names: list[str], find: Callable[[], list]) -> list:
                 + " is on PATH "
                 "or in its usual install location.",
                 NO_EDITOR,
-                "Give its path: `oh vscode install --editor /path/to/code`. In VS Code: Command Palette → "
-                "'Shell Command: Install 'code' command in PATH'. Over Remote-SSH/WSL/containers, run oh in that window's terminal.",
+                (
+                    "Give its path: `oh vscode install --editor /path/to/code`. In VS Code: Command Palette → "
+                    "'Shell Command: Install 'code' command in PATH'. Over Remote-SSH/WSL/containers, run oh in "
+                    "that window's terminal."
+                ),
             )
         return found
     out = []
@@ -215,7 +221,8 @@ def run_vscode_install(
         return ERROR
     if installed:
         io.print(
-            "Reload any open window (Command Palette → Developer: Reload Window); then `oh start --runtime vscode` in your project."
+            "Reload any open window (Command Palette → Developer: Reload Window); then `oh start --runtime "
+            "vscode` in your project."
         )
     return 0
 

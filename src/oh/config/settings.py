@@ -129,7 +129,8 @@ def _branch_name(value: Any) -> str:
 
     if text and not valid_name(text):
         raise SettingError(
-            f"must be a git branch name like feature/x (letters, digits, . _ - + /), or empty for an automatic oh/<date>-<time>-<agent> (got {value!r})"
+            "must be a git branch name like feature/x (letters, digits, . _ - + /), or empty for an "
+            f"automatic oh/<date>-<time>-<agent> (got {value!r})"
         )
     return text
 
@@ -230,7 +231,10 @@ KEYS: dict[str, Key] = {
             "open_editor",
             _choice("auto", "always", "never"),
             "auto",
-            "ask VS Code to open the workspace on `oh start --runtime vscode`: auto = only when no editor registers within 3 s and `code` is on PATH",
+            (
+                "ask VS Code to open the workspace on `oh start --runtime vscode`: auto = only when no editor "
+                "registers within 3 s and `code` is on PATH"
+            ),
             "auto | always | never",
         ),
         Key("trace", _bool, True, "write the JSONL trace of every action (`oh logs`)", "true | false"),
@@ -245,56 +249,82 @@ KEYS: dict[str, Key] = {
             "allowed_roots",
             _dir_list,
             [],
-            "directories besides the workspace that file actions and run cwds may use (e.g. /tmp); `oh start --allow DIR` adds more",
+            (
+                "directories besides the workspace that file actions and run cwds may use (e.g. /tmp); `oh start "
+                "--allow DIR` adds more"
+            ),
             f"absolute directories ({os.pathsep}-separated in OH_ALLOWED_ROOTS)",
         ),
         Key(
             "max_shells",
             _int_range(1, 256),
             8,
-            "shells per agent shell key: a run arriving while the agent's shell is busy (or a background job) gets an extra shell, up to this many in all; then BUSY",
+            (
+                "shells per agent shell key: a run arriving while the agent's shell is busy (or a background job) "
+                "gets an extra shell, up to this many in all; then BUSY"
+            ),
             "1-256",
         ),
         Key(
             "user_shell",
             _bool,
             True,
-            "the agent's shell (local runtime, `oh attach`, VS Code's default terminal): your $SHELL (bash or zsh) reading your rc files, on a terminal; false = the clean shell (bash without rc files) for reproducible runs; `oh start --clean-shell` for one backend",
+            (
+                "the agent's shell (local runtime, `oh attach`, VS Code's default terminal): your $SHELL (bash or "
+                "zsh) reading your rc files, on a terminal; false = the clean shell (bash without rc files) for "
+                "reproducible runs; `oh start --clean-shell` for one backend"
+            ),
             "true | false",
         ),
         Key(
             "shell_startup_timeout",
             _positive_float,
             5.0,
-            "seconds your rc files may take when the agent's shell starts; slower, or an rc that exits, gives the clean shell and a note",
+            (
+                "seconds your rc files may take when the agent's shell starts; slower, or an rc that exits, gives "
+                "the clean shell and a note"
+            ),
             "seconds > 0",
         ),
         Key(
             "sandbox",
             _choice("workspace-write", "read-only", "off"),
             "workspace-write",
-            "the agent's shell (local runtime, `oh attach`, VS Code's engine terminal) in a bubblewrap sandbox: workspace-write (system and HOME read-only, the workspace and caches writable, secrets hidden), read-only, or off (unconfined, as you); README \"Sandbox\"",
+            (
+                "the agent's shell (local runtime, `oh attach`, VS Code's engine terminal) in a bubblewrap "
+                "sandbox: workspace-write (system and HOME read-only, the workspace and caches writable, secrets "
+                'hidden), read-only, or off (unconfined, as you); README "Sandbox"'
+            ),
             "workspace-write | read-only | off",
         ),
         Key(
             "sandbox_network",
             _bool,
             False,
-            "network inside the sandbox (off: a private loopback only; a command that needs it can ask to run unsandboxed)",
+            (
+                "network inside the sandbox (off: a private loopback only; a command that needs it can ask to run "
+                "unsandboxed)"
+            ),
             "true | false",
         ),
         Key(
             "sandbox_writable",
             _dir_list,
             list(_SANDBOX_WRITABLE),
-            "directories besides the workspace the sandboxed shell may write (the caches package managers use); missing ones are skipped",
+            (
+                "directories besides the workspace the sandboxed shell may write (the caches package managers "
+                "use); missing ones are skipped"
+            ),
             f"absolute directories, ~ allowed ({os.pathsep}-separated in OH_SANDBOX_WRITABLE)",
         ),
         Key(
             "sandbox_fallback",
             _choice("refuse", "unconfined"),
             "refuse",
-            "where bubblewrap cannot run (not installed, user namespaces disabled, macOS, Windows): refuse = commands fail with the fix; unconfined = they run unsandboxed (said once)",
+            (
+                "where bubblewrap cannot run (not installed, user namespaces disabled, macOS, Windows): refuse = "
+                "commands fail with the fix; unconfined = they run unsandboxed (said once)"
+            ),
             "refuse | unconfined",
         ),
         Key(
@@ -315,7 +345,10 @@ KEYS: dict[str, Key] = {
             "repeat_limit",
             _int_range(0, 1000),
             0,
-            "the same command run this many times in a row by an agent gets a note (or is skipped, see repeat_action); 0 = off",
+            (
+                "the same command run this many times in a row by an agent gets a note (or is skipped, see "
+                "repeat_action); 0 = off"
+            ),
             "0-1000",
         ),
         Key(
@@ -329,7 +362,10 @@ KEYS: dict[str, Key] = {
             "branch",
             _bool,
             False,
-            "git-branch mode: before an agent's first change (write, edit, command) put the workspace on a feature branch (docs/protocol.md §3.12)",
+            (
+                "git-branch mode: before an agent's first change (write, edit, command) put the workspace on a "
+                "feature branch (docs/protocol.md §3.12)"
+            ),
             "true | false",
         ),
         Key(
@@ -343,35 +379,50 @@ KEYS: dict[str, Key] = {
             "on_dirty",
             _choice("ask", "stash", "carry", "abort", "review"),
             "ask",
-            "branch mode with uncommitted changes: ask (VS Code dialog / terminal prompt), stash them, carry them to the new branch, abort, or use review mode instead of a branch (decided at `oh start`)",
+            (
+                "branch mode with uncommitted changes: ask (VS Code dialog / terminal prompt), stash them, carry "
+                "them to the new branch, abort, or use review mode instead of a branch (decided at `oh start`)"
+            ),
             "ask | stash | carry | abort | review",
         ),
         Key(
             "on_not_git",
             _choice("ask", "init", "abort", "review"),
             "ask",
-            "branch mode in a folder that is not a git repository: ask, run `git init`, abort, or use review mode instead (decided at `oh start`)",
+            (
+                "branch mode in a folder that is not a git repository: ask, run `git init`, abort, or use review "
+                "mode instead (decided at `oh start`)"
+            ),
             "ask | init | abort | review",
         ),
         Key(
             "review",
             _bool,
             False,
-            "proposal mode: the agent's write and edit actions become proposals you accept or reject (VS Code: a diff editor; local runtime: `oh review`)",
+            (
+                "proposal mode: the agent's write and edit actions become proposals you accept or reject (VS "
+                "Code: a diff editor; local runtime: `oh review`)"
+            ),
             "true | false",
         ),
         Key(
             "history",
             _bool,
             False,
-            'record every action\'s file changes (commands included) so `oh undo` can revert them; README "History and undo"',
+            (
+                "record every action's file changes (commands included) so `oh undo` can revert them; README "
+                '"History and undo"'
+            ),
             "true | false",
         ),
         Key(
             "history_store_ignored",
             _bool,
             False,
-            "history: store the content of .gitignored trees too (node_modules, .venv, build output); off: changed, not stored",
+            (
+                "history: store the content of .gitignored trees too (node_modules, .venv, build output); off: "
+                "changed, not stored"
+            ),
             "true | false",
         ),
         Key(
@@ -392,21 +443,31 @@ KEYS: dict[str, Key] = {
             "consent",
             _choice("never", "risky", "commands", "changes", "all"),
             "never",
-            'when to ask you before an agent\'s action runs: never, risky (built-in risky commands, sensitive paths, security_risk HIGH), commands (every command), changes (every write/edit: review mode), all (commands, changes and reads); README "Consent"',
+            (
+                "when to ask you before an agent's action runs: never, risky (built-in risky commands, sensitive "
+                "paths, security_risk HIGH), commands (every command), changes (every write/edit: review mode), "
+                'all (commands, changes and reads); README "Consent"'
+            ),
             "never | risky | commands | changes | all",
         ),
         Key(
             "approval_timeout",
             _positive_float,
             600.0,
-            "seconds an action waits for your answer (`oh approve`, the live view, VS Code) before the agent gets REJECTED; it is not run",
+            (
+                "seconds an action waits for your answer (`oh approve`, the live view, VS Code) before the agent "
+                "gets REJECTED; it is not run"
+            ),
             "seconds > 0",
         ),
         Key(
             "consent_allow",
             _rules("allow"),
             [],
-            "consent rules that allow without asking, e.g. ['run: npm test *', 'write: docs/**'] (`oh config add consent_allow RULE`)",
+            (
+                "consent rules that allow without asking, e.g. ['run: npm test *', 'write: docs/**'] (`oh config "
+                "add consent_allow RULE`)"
+            ),
             "rules 'run|write|read: PATTERN' (one per line in OH_CONSENT_ALLOW)",
         ),
         Key(
@@ -420,14 +481,20 @@ KEYS: dict[str, Key] = {
             "consent_deny",
             _rules("deny"),
             [],
-            "consent rules that refuse (REJECTED, never asked), e.g. ['run: rm -rf *', 'write: .env']; deny beats ask beats allow",
+            (
+                "consent rules that refuse (REJECTED, never asked), e.g. ['run: rm -rf *', 'write: .env']; deny "
+                "beats ask beats allow"
+            ),
             "rules 'run|write|read|risk: PATTERN'",
         ),
         Key(
             "setup_script",
             _bool,
             True,
-            "run the workspace's .oh/setup.sh (or .openhands/setup.sh) once per backend, as a job, before the first action (docs/protocol.md §3.14)",
+            (
+                "run the workspace's .oh/setup.sh (or .openhands/setup.sh) once per backend, as a job, before the "
+                "first action (docs/protocol.md §3.14)"
+            ),
             "true | false",
         ),
         Key(

@@ -53,7 +53,10 @@ COMMANDS = (
     ("completions", "Shell completion for bash, zsh, fish and PowerShell."),
     (
         "mcp        ",
-        "Serve oh's tools (run, read, write, edit) to MCP clients over stdio; `oh mcp install CLIENT` sets a client up.",
+        (
+            "Serve oh's tools (run, read, write, edit) to MCP clients over stdio; `oh mcp install CLIENT` sets a "
+            "client up."
+        ),
     ),
     (
         "jobs       ",
@@ -62,11 +65,21 @@ COMMANDS = (
     ("review     ", "Review the agent's proposed changes (backend started with `oh start --review`, runtime local)."),
     (
         "vscode     ",
-        "The oh extension in VS Code and its forks (Cursor, Windsurf, VSCodium, Insiders, code-server): install, remove, show.",
+        (
+            "The oh extension in VS Code and its forks (Cursor, Windsurf, VSCodium, Insiders, code-server): install, "
+            "remove, show."
+        ),
     ),
     (
         "share      ",
-        "Share this workspace's backend with an agent elsewhere: a container (--docker, --devcontainer) or another machine (`oh share ssh`).",
+        (
+            "Share this workspace's backend with an agent elsewhere: a container (--docker, --devcontainer) or another "
+            "machine (`oh share ssh`)."
+        ),
     ),
 )
-EPILOG = "Exit codes: 0 ok · 1 failed · 2 usage or bad setting · 3 no running backend · 4 token refused · 5 backend unreachable · 6 action failed (error observation) · 7 no editor connected (`oh vscode`: no editor CLI found) · 124 timed out. Settings: `oh config list --show-origin`. Files: $OH_HOME when set."
+EPILOG = (
+    "Exit codes: 0 ok · 1 failed · 2 usage or bad setting · 3 no running backend · 4 token refused · 5 backend "
+    "unreachable · 6 action failed (error observation) · 7 no editor connected (`oh vscode`: no editor CLI found) · "
+    "124 timed out. Settings: `oh config list --show-origin`. Files: $OH_HOME when set."
+)

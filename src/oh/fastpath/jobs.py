@@ -228,7 +228,8 @@ def jobs_wait(
     if not json_:
         if state == "RUNNING":
             io.note(
-                f"job {job_id} is still running after {timeout:g} s (it keeps running; `oh jobs cancel {job_id}` stops it)."
+                f"job {job_id} is still running after {timeout:g} s (it keeps running; `oh jobs cancel "
+                f"{job_id}` stops it)."
             )
         elif state == "LOST":
             io.note(f"job {job_id} is LOST: the editor that ran it went away.")
@@ -256,7 +257,8 @@ def jobs_output(
                 lost = min(extras.get("offset", pos), extras.get("dropped") or 0) - pos
                 if lost > 0:
                     io.note(
-                        f"{lost} bytes before offset {extras.get('offset')} are no longer kept (the job's output spool is bounded)."
+                        f"{lost} bytes before offset {extras.get('offset')} are no longer kept (the job's "
+                        "output spool is bounded)."
                     )
                 if obs.get("content"):
                     io.write(obs["content"])
@@ -284,7 +286,10 @@ def jobs_poll(io: Streams, session: dict, *, job_id: str, json_: bool = False) -
         return 0
     r = (obs.get("extras") or {}).get("job") or {}
     code = r.get("exit_code")
-    err_line = f"{r.get('job_id')}  {r.get('state')}{'' if code is None else f' (exit {code})'}  {_age(r.get('duration_s'))}  {r.get('command')}"
+    err_line = (
+        f"{r.get('job_id')}  {r.get('state')}{'' if code is None else f' (exit {code})'}  "
+        f"{_age(r.get('duration_s'))}  {r.get('command')}"
+    )
     io.err.write(err_line + "\n")
     io.err.flush()
     content = obs.get("content") or ""

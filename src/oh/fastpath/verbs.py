@@ -430,7 +430,10 @@ def _run_action(
         )
     if mode == "command" and not line.strip():
         raise OhError(
-            "give a command (e.g. `oh run -- ls -la`); to act on a running one use --wait, --input, --interrupt or --reset.",
+            (
+                "give a command (e.g. `oh run -- ls -la`); to act on a running one use --wait, --input, "
+                "--interrupt or --reset."
+            ),
             USAGE,
         )
     if mode == "input":
@@ -535,12 +538,16 @@ def read(
     io: Streams, session: dict, *, path: str, start: int = 1, end: int = -1, json_: bool = False, quiet: bool = False
 ) -> int:
     """``--start``/``--end`` count as editors do (1-based, both inclusive: ``--start 1 --end 1`` is the first
-    line, as in ``oh open FILE:42``); the wire's FileReadAction is 0-based with an exclusive end (docs/protocol.md §3.1)."""
+    line, as in ``oh open FILE:42``); the wire's FileReadAction is 0-based with an exclusive end
+    (docs/protocol.md §3.1)."""
     if start < 1:
         raise OhError(f"--start must be 1 or more (got {start}); lines are counted from 1, as in an editor.", USAGE)
     if end != -1 and end < start:
         raise OhError(
-            f"--end must be --start ({start}) or more, or -1 for the end of the file (got {end}); both lines are included.",
+            (
+                f"--end must be --start ({start}) or more, or -1 for the end of the file (got {end}); both lines "
+                "are included."
+            ),
             USAGE,
         )
     action = actions.read(resolve(path, session), start=start - 1, end=end)

@@ -358,7 +358,10 @@ def http_get(
     """``GET path`` with the Bearer token (``/v1/status``). Raises WsError("unreachable")."""
     sock, where, host_header = _open(host, port, unix, timeout)
     try:
-        request = f"GET {path} HTTP/1.1\r\nHost: {host_header}\r\nConnection: close\r\nUser-Agent: oh-cli\r\nAuthorization: Bearer {token}\r\n\r\n"
+        request = (
+            f"GET {path} HTTP/1.1\r\nHost: {host_header}\r\nConnection: close\r\nUser-Agent: "
+            f"oh-cli\r\nAuthorization: Bearer {token}\r\n\r\n"
+        )
         sock.sendall(request.encode("utf-8"))
         status, head, rest = _read_head(sock, where)
         return status, _read_body(sock, head, rest, 16 * 1024 * 1024)

@@ -195,7 +195,8 @@ def build_checkout_vsix(checkout: Path, say: Callable[[str], None]) -> Path:
     npm = shutil.which("npm")
     if npm is None:
         raise NoVsix(
-            f"this checkout has no built extension ({checkout / 'oh-vscode.vsix'}), and building it needs Node 20 with npm, "
+            f"this checkout has no built extension ({checkout / 'oh-vscode.vsix'}), and building it needs "
+            "Node 20 with npm, "
             "which is not on PATH: install them (e.g. `sudo apt install nodejs npm`, or https://nodejs.org), then run "
             '`oh vscode install` again; or install oh from a wheel, which carries the extension (README, "Install")',
             checkout,
@@ -213,8 +214,8 @@ def build_checkout_vsix(checkout: Path, say: Callable[[str], None]) -> Path:
         done = subprocess.run(argv, cwd=checkout, stdout=sys.stderr, stderr=sys.stderr, check=False)
         if done.returncode != 0:
             raise NoVsix(
-                f"`{' '.join(['npm', *argv[1:3]])}` in {checkout} failed (exit {done.returncode}, its output is above): "
-                "fix that, then run `oh vscode install` again",
+                f"`{' '.join(['npm', *argv[1:3]])}` in {checkout} failed (exit {done.returncode}, its output is "
+                "above): fix that, then run `oh vscode install` again",
                 checkout,
             )
     built = checkout / "oh-vscode.vsix"

@@ -47,7 +47,9 @@ UP_TIMEOUT = 30.0  # seconds for a link to come up (the connection, the forward,
 # Prints: the state dir, then "oh=<path of oh or empty>". Makes <state>/sock 0700.
 PROBE = r"""
 d="${OH_HOME:-}"
-if [ -n "$d" ]; then :; elif [ -n "${XDG_STATE_HOME:-}" ]; then d="$XDG_STATE_HOME/oh"; else d="$HOME/.local/state/oh"; fi
+if [ -n "$d" ]; then :
+elif [ -n "${XDG_STATE_HOME:-}" ]; then d="$XDG_STATE_HOME/oh"
+else d="$HOME/.local/state/oh"; fi
 if [ -n "$1" ]; then d="$1"; fi
 umask 077; mkdir -p "$d/sock" && chmod 700 "$d" "$d/sock" || { echo "oh-probe: cannot-mkdir $d"; exit 0; }
 echo "oh-probe: dir=$d"
@@ -59,7 +61,10 @@ sock="$1"; file="$2"; ino=""
 mine() { [ -n "$ino" ] && set -- $(ls -di "$sock" 2>/dev/null) && [ "$1" = "$ino" ]; }
 cleanup() { if mine; then rm -f "$sock" "$file"; fi; }
 trap 'cleanup; exit 0' HUP INT TERM
-i=0; while [ ! -S "$sock" ]; do i=$((i+1)); if [ $i -gt 100 ]; then echo "oh-link: no-socket"; exit 3; fi; sleep 0.1; done
+i=0
+while [ ! -S "$sock" ]; do
+  i=$((i+1)); if [ $i -gt 100 ]; then echo "oh-link: no-socket"; exit 3; fi; sleep 0.1
+done
 set -- $(ls -di "$sock"); ino="$1"
 umask 077
 IFS= read -r line || exit 4
@@ -97,7 +102,10 @@ def classify(stderr: str, destination: str) -> LinkFailed | None:
     if "remote port forwarding failed" in low or "forwarding failed" in low:
         return LinkFailed(
             f"{destination} refused the socket forward.",
-            "The remote sshd needs AllowStreamLocalForwarding yes (and StreamLocalBindUnlink yes to replace a stale socket).",
+            (
+                "The remote sshd needs AllowStreamLocalForwarding yes (and StreamLocalBindUnlink yes to replace a "
+                "stale socket)."
+            ),
         )
     return None
 
@@ -125,7 +133,10 @@ def probe(destination: str, options: list[str], remote_dir: str | None) -> tuple
     if "dir" not in fields:
         known = classify(out.stderr, destination)
         raise known or LinkFailed(
-            f"ssh {destination} failed (exit {out.returncode}): {out.stderr.strip()[-300:] or out.stdout.strip()[-300:]}",
+            (
+                f"ssh {destination} failed (exit {out.returncode}): "
+                f"{out.stderr.strip()[-300:] or out.stdout.strip()[-300:]}"
+            ),
             "Check `ssh " + destination + " true`.",
         )
     return fields["dir"], fields.get("oh", "")
@@ -136,7 +147,10 @@ def remote_paths(state_dir: str, share_id: str) -> tuple[str, str]:
     if len(os.fsencode(sock)) > SUN_PATH_MAX:
         raise LinkFailed(
             f"the remote socket path {sock} is {len(os.fsencode(sock))} bytes, over the limit of {SUN_PATH_MAX}.",
-            "Give a shorter remote directory with --remote-dir (e.g. /tmp/oh-$USER), and point the agent at it with OH_CONNECT.",
+            (
+                "Give a shorter remote directory with --remote-dir (e.g. /tmp/oh-$USER), and point the agent at "
+                "it with OH_CONNECT."
+            ),
         )
     return sock, f"{state_dir}/connect.json"
 
@@ -329,7 +343,8 @@ def run(
 
     old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     io.note(
-        f"share {made.share['share_id']} over ssh to {destination}: the agent there finds it on its own ({link.rfile}). Ctrl-C ends it."
+        f"share {made.share['share_id']} over ssh to {destination}: the agent there finds it on its own "
+        f"({link.rfile}). Ctrl-C ends it."
     )
     try:
         return link.keep()

@@ -44,8 +44,8 @@ def shell_key(client_name: str) -> str:
 def no_backend_message(target: str, *, can_start: bool) -> str:
     text = (
         f"No oh backend serves {target}. Start one in a terminal in that directory: `oh start` (the live view; the "
-        "actions run on this machine, no sandbox, unless the config's `runtime` says vscode) or `oh start --runtime vscode` "
-        "(VS Code runs the actions); add `--detach` to get the terminal back. Then call this tool again."
+        "actions run on this machine, no sandbox, unless the config's `runtime` says vscode) or `oh start --runtime "
+        "vscode` (VS Code runs the actions); add `--detach` to get the terminal back. Then call this tool again."
     )
     if not can_start:
         text += " Or run this MCP server as `oh mcp --start` to start a local backend by itself."
@@ -134,7 +134,8 @@ class Backend:
                     f"No running oh backend has the instance id {self.instance!r}. List them with `oh status`."
                 )
             raise NoBackend(
-                f"The instance id {self.instance!r} is ambiguous ({', '.join(s.instance_id for s in found)}): give more characters."
+                f"The instance id {self.instance!r} is ambiguous ({', '.join(s.instance_id for s in found)}): "
+                "give more characters."
             )
         try:  # agents elsewhere (issue 28): OH_URL, else a local backend, else a connect file
             return sessions.elsewhere_or(sessions.for_workspace(self.target))

@@ -9,10 +9,12 @@ client's documentation, 2026-11, then run for real by tests/mcp/test_real_client
 | client | user scope | project scope | key |
 |---|---|---|---|
 | claude | ~/.claude.json | .mcp.json | mcpServers.NAME {type: stdio, command, args, env} |
-| codex  | $CODEX_HOME/config.toml (~/.codex) | .codex/config.toml (trusted projects) | [mcp_servers.NAME] command, args, env_vars |
+| codex | $CODEX_HOME/config.toml | .codex/config.toml (trusted projects) | [mcp_servers.NAME] command, args, env_vars |
 | gemini | ~/.gemini/settings.json | .gemini/settings.json | mcpServers.NAME {command, args} |
 | vscode | <VS Code user dir>/mcp.json | .vscode/mcp.json | servers.NAME {type: stdio, command, args} |
 | cursor | ~/.cursor/mcp.json | .cursor/mcp.json | mcpServers.NAME {command, args} |
+
+$CODEX_HOME is ~/.codex when unset.
 """
 
 from __future__ import annotations

@@ -36,16 +36,25 @@ RUN_PROPERTIES: dict[str, Any] = {
     "background": {
         "type": "boolean",
         "default": False,
-        "description": "Start the command as a background job and return at once with its job_id (servers, watchers, long test runs). Follow it with the job tool.",
+        "description": (
+            "Start the command as a background job and return at once with its job_id (servers, watchers, long "
+            "test runs). Follow it with the job tool."
+        ),
     },
     "force": {
         "type": "boolean",
         "default": False,
-        "description": "With background: start it even if the same command is already running as a job in the same directory (otherwise that job is returned).",
+        "description": (
+            "With background: start it even if the same command is already running as a job in the same directory "
+            "(otherwise that job is returned)."
+        ),
     },
     "job_id": {
         **_JOB_ID,
-        "description": 'Follow-ups only (command "" or is_input): the command to wait for or type into, when several run. From an earlier result\'s job_id.',
+        "description": (
+            'Follow-ups only (command "" or is_input): the command to wait for or type into, when several run. '
+            "From an earlier result's job_id."
+        ),
     },
 }
 
@@ -54,30 +63,53 @@ WRITE_PROPERTIES: dict[str, Any] = {
         "type": "string",
         "enum": WRITE_MODES,
         "default": "overwrite",
-        "description": "overwrite (default): replace the file. create: only if the path does not exist yet (an existing file is left unchanged and the result is an error). append: add content at the end (creates a missing file).",
+        "description": (
+            "overwrite (default): replace the file. create: only if the path does not exist yet (an existing file "
+            "is left unchanged and the result is an error). append: add content at the end (creates a missing "
+            "file)."
+        ),
     },
 }
 
-JOBS_DESCRIPTION = """List your background jobs and your commands still running, with their state (RUNNING, SUCCEEDED, FAILED, CANCELLED, LOST), exit code, command and directory.
+JOBS_DESCRIPTION = """List your background jobs and your commands still running, with their state (RUNNING, SUCCEEDED, \
+FAILED, CANCELLED, LOST), exit code, command and directory.
 
 Use it to find a job_id you lost track of, or to check what you left running before starting a server again."""
 
-JOB_DESCRIPTION = """Follow a background job (started with run `background: true`) or a command still running, by its job_id.
+JOB_DESCRIPTION = """Follow a background job (started with run `background: true`) or a command still running, by its \
+job_id.
 
-- `op: "wait"`: block until the job ends (at most `timeout` seconds, default 50: MCP clients abandon longer calls unless configured otherwise) and return its exit code and the last `tail` bytes of its output (default 30000). `timed_out: true` = still running; wait again.
-- `op: "output"`: its output from byte `offset` (0 = the start), at most `limit` bytes (default 30000). structuredContent has `next_offset`: pass it as `offset` in the next call to read on, so nothing is lost to truncation; `eof: true` = the job ended and everything was read. With `timeout`, waits that long for new output first (follow a server's log).
+- `op: "wait"`: block until the job ends (at most `timeout` seconds, default 50: MCP clients abandon longer calls \
+unless configured otherwise) and return its exit code and the last `tail` bytes of its output (default 30000). \
+`timed_out: true` = still running; wait again.
+- `op: "output"`: its output from byte `offset` (0 = the start), at most `limit` bytes (default 30000). \
+structuredContent has `next_offset`: pass it as `offset` in the next call to read on, so nothing is lost to \
+truncation; `eof: true` = the job ended and everything was read. With `timeout`, waits that long for new output first \
+(follow a server's log).
 - `op: "poll"`: state and the last `tail` bytes (default 2000) now, without waiting.
 - `op: "cancel"`: interrupt it (Ctrl-C to its process group, then kill after 2 s).
-States: RUNNING, SUCCEEDED (exit 0), FAILED (other exit), CANCELLED, LOST (its shell or editor went away). poll/wait results are errors when the job FAILED, was CANCELLED or LOST; structuredContent has `state` and `exit_code`. Finished jobs are kept for an hour."""
+States: RUNNING, SUCCEEDED (exit 0), FAILED (other exit), CANCELLED, LOST (its shell or editor went away). poll/wait \
+results are errors when the job FAILED, was CANCELLED or LOST; structuredContent has `state` and `exit_code`. Finished \
+jobs are kept for an hour."""
 
-STAT_DESCRIPTION = """Check a path without reading it: whether it exists, file or directory, size, modification time (mtime, epoch seconds), mode, text encoding (or binary) and mime type.
+STAT_DESCRIPTION = """Check a path without reading it: whether it exists, file or directory, size, modification time \
+(mtime, epoch seconds), mode, text encoding (or binary) and mime type.
 
-The cheap "does it exist / did it change / is it binary" check before a read or a write. A missing path is a normal answer (`exists: false`), not an error."""
+The cheap "does it exist / did it change / is it binary" check before a read or a write. A missing path is a normal \
+answer (`exists: false`), not an error."""
 
-ENSURE_DESCRIPTION = """Make the project's environments ready before running its code or tests, and learn which interpreter to use: Python (a `.venv` from uv.lock, poetry.lock, requirements*.txt or pyproject.toml; with uv when installed, else venv + pip) and Node (`node_modules` with the lockfile's own installer: npm ci, yarn, pnpm, bun).
+ENSURE_DESCRIPTION = """Make the project's environments ready before running its code or tests, and learn which \
+interpreter to use: Python (a `.venv` from uv.lock, poetry.lock, requirements*.txt or pyproject.toml; with uv when \
+installed, else venv + pip) and Node (`node_modules` with the lockfile's own installer: npm ci, yarn, pnpm, bun).
 
-Call it once at the start instead of running pip/npm install yourself: a second call with nothing changed is a no-op answered at once (a stamp in the environment records what was installed), a changed lockfile or requirement re-runs only that install, an interrupted install is redone. Then use the interpreter and tools it names (e.g. `.venv/bin/python -m pytest`, `node_modules/.bin/tsc`).
-The installs run as background jobs shared with every agent asking at the same time. If one takes longer than `timeout` (default 50 s), the result says it is still installing and names the job: call ensure again to wait more, or follow it with the job tool. The result is an error when a target failed (with the installer's last output) or was refused (e.g. yarn.lock without yarn); other ecosystems found (go.mod, Cargo.toml, ...) are named, not installed."""
+Call it once at the start instead of running pip/npm install yourself: a second call with nothing changed is a no-op \
+answered at once (a stamp in the environment records what was installed), a changed lockfile or requirement re-runs \
+only that install, an interrupted install is redone. Then use the interpreter and tools it names (e.g. \
+`.venv/bin/python -m pytest`, `node_modules/.bin/tsc`).
+The installs run as background jobs shared with every agent asking at the same time. If one takes longer than \
+`timeout` (default 50 s), the result says it is still installing and names the job: call ensure again to wait more, or \
+follow it with the job tool. The result is an error when a target failed (with the installer's last output) or was \
+refused (e.g. yarn.lock without yarn); other ecosystems found (go.mod, Cargo.toml, ...) are named, not installed."""
 
 ENSURE_WAIT = 50.0
 
@@ -107,12 +139,18 @@ TOOLS: list[dict[str, Any]] = [
                 "timeout": {
                     "type": "number",
                     "minimum": 0,
-                    "description": "wait: seconds to wait at most for the job to end (default 50). output: seconds to wait for output past offset (default 0 = what there is now).",
+                    "description": (
+                        "wait: seconds to wait at most for the job to end (default 50). output: seconds to wait "
+                        "for output past offset (default 0 = what there is now)."
+                    ),
                 },
                 "offset": {
                     "type": "integer",
                     "minimum": 0,
-                    "description": "output: the byte offset to read from (0 = start; next_offset of the previous output call to read on).",
+                    "description": (
+                        "output: the byte offset to read from (0 = start; next_offset of the previous output call "
+                        "to read on)."
+                    ),
                 },
                 "limit": {
                     "type": "integer",
@@ -122,7 +160,10 @@ TOOLS: list[dict[str, Any]] = [
                 "tail": {
                     "type": "integer",
                     "minimum": 0,
-                    "description": "poll/wait: how many bytes of the output's end to return (default 2000 for poll, 30000 for wait).",
+                    "description": (
+                        "poll/wait: how many bytes of the output's end to return (default 2000 for poll, 30000 "
+                        "for wait)."
+                    ),
                 },
             },
             "required": ["op", "job_id"],
@@ -174,7 +215,10 @@ TOOLS.append(
                 "path": {
                     "type": "string",
                     "minLength": 1,
-                    "description": "The project directory: absolute, or relative to the project directory (default: the project directory).",
+                    "description": (
+                        "The project directory: absolute, or relative to the project directory (default: the "
+                        "project directory)."
+                    ),
                 },
                 "targets": {
                     "type": "array",
@@ -194,7 +238,9 @@ TOOLS.append(
                 "timeout": {
                     "type": "number",
                     "minimum": 1,
-                    "description": f"Seconds to wait for the installs at most (default {ENSURE_WAIT:g}); they go on after it.",
+                    "description": (
+                        f"Seconds to wait for the installs at most (default {ENSURE_WAIT:g}); they go on after it."
+                    ),
                 },
             },
             "additionalProperties": False,
@@ -257,7 +303,8 @@ def run_args(a: dict[str, Any], error) -> dict[str, Any]:
         clash = next((k for k in ("is_input", "blocking", "reset", "job_id", "timeout") if a.get(k)), None)
         if clash:
             raise error(
-                f"run: 'background' starts a new job and returns at once; it does not go with {clash!r}. Follow the job with the job tool."
+                f"run: 'background' starts a new job and returns at once; it does not go with {clash!r}. "
+                "Follow the job with the job tool."
             )
         if not a["command"].strip():
             raise error("run: 'background' needs a command to start.")
@@ -269,7 +316,8 @@ def run_args(a: dict[str, Any], error) -> dict[str, Any]:
     if "job_id" in a:
         if not follow_up:
             raise error(
-                "run: 'job_id' names the running command a follow-up goes to (command \"\" to wait, or is_input); a new command gets its own id."
+                "run: 'job_id' names the running command a follow-up goes to (command \"\" to wait, or "
+                "is_input); a new command gets its own id."
             )
         args["job_id"] = a["job_id"]
     return args
@@ -286,13 +334,16 @@ def background_result(md: dict[str, Any], result_cls):
     job_id = md.get("job_id")
     again = "already running" in (md.get("suffix") or "")
     head = (
-        f"Job {job_id} with this command is already running (pid {md.get('pid')}); it was not started again (force: true starts another)."
+        (
+            f"Job {job_id} with this command is already running (pid {md.get('pid')}); it was not started again "
+            "(force: true starts another)."
+        )
         if again
         else f"Started in the background as job {job_id} (pid {md.get('pid')})."
     )
     text = (
-        f"{head}\nFollow it with the job tool and job_id {job_id!r}: op wait (until it ends; exit code), op output with offset 0 "
-        "and then next_offset (the whole log, page by page), op poll (state now), op cancel."
+        f"{head}\nFollow it with the job tool and job_id {job_id!r}: op wait (until it ends; exit code), op output "
+        "with offset 0 and then next_offset (the whole log, page by page), op poll (state now), op cancel."
     )
     structured = {
         "job_id": job_id,
@@ -324,9 +375,15 @@ def job_result(obs: dict[str, Any], result_cls):
         if extras.get("eof"):
             trailer = f"[end of output: job {jid} {state}, exit code {code}]"
         else:
-            trailer = f"[bytes {extras.get('offset')}-{extras.get('next_offset')} of {extras.get('size')} so far; job {jid} {state}. Read on with offset {extras.get('next_offset')}.]"
+            trailer = (
+                f"[bytes {extras.get('offset')}-{extras.get('next_offset')} of {extras.get('size')} so far; job "
+                f"{jid} {state}. Read on with offset {extras.get('next_offset')}.]"
+            )
         if extras.get("dropped"):
-            trailer += f"\n[The oldest {extras['dropped']} bytes were dropped from the job's log (it keeps the newest 16 MiB).]"
+            trailer += (
+                f"\n[The oldest {extras['dropped']} bytes were dropped from the job's log (it keeps the newest 16 "
+                "MiB).]"
+            )
         return result_cls(_join(content, trailer), structured)
     if op == "cancel":
         return result_cls(content or f"Job {jid} {state}.", structured)

@@ -22,29 +22,46 @@ _NEEDS_VSCODE = (
 )
 _READ_ONLY = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
 
-DIAGNOSTICS_DESCRIPTION = f"""Language-server errors and warnings (what VS Code's Problems panel shows) for one file, or for the whole workspace without `path`.
+DIAGNOSTICS_DESCRIPTION = f"""Language-server errors and warnings (what VS Code's Problems panel shows) for one file, \
+or for the whole workspace without `path`.
 
-Call it after you change code to see the type errors and lint warnings you introduced, before running a slow build: it waits until the language servers have settled after your edit (at most `wait` seconds). Each entry is `path:line:col: severity message (source code)`; structuredContent has the list. Tip: the `edit` and `write` tools take `diagnostics: true` to get the edited file's diagnostics in the same call. {_NEEDS_VSCODE}"""
+Call it after you change code to see the type errors and lint warnings you introduced, before running a slow build: it \
+waits until the language servers have settled after your edit (at most `wait` seconds). Each entry is `path:line:col: \
+severity message (source code)`; structuredContent has the list. Tip: the `edit` and `write` tools take `diagnostics: \
+true` to get the edited file's diagnostics in the same call. {_NEEDS_VSCODE}"""
 
-OPEN_DESCRIPTION = f"""Show a file to the user in their editor, scrolled to `line` (and with `end_line`/`end_column`, that range selected).
+OPEN_DESCRIPTION = f"""Show a file to the user in their editor, scrolled to `line` (and with `end_line`/`end_column`, \
+that range selected).
 
-Use it to point the user at something you found or changed ("look here"). It does not return the file's text (use `read`). {_NEEDS_VSCODE}"""
+Use it to point the user at something you found or changed ("look here"). It does not return the file's text (use \
+`read`). {_NEEDS_VSCODE}"""
 
-EDITORS_DESCRIPTION = f"""What the user has open in the editor: every open file, which one is active, the selection (with the selected text, cut at 2,000 characters) and which files have unsaved changes.
+EDITORS_DESCRIPTION = f"""What the user has open in the editor: every open file, which one is active, the selection \
+(with the selected text, cut at 2,000 characters) and which files have unsaved changes.
 
 Use it to learn what the user is looking at or has selected when they say "this function" or "here". {_NEEDS_VSCODE}"""
 
-SYMBOLS_DESCRIPTION = f"""Search the workspace's symbols (functions, classes, methods, variables...) by name through the language servers, like VS Code's "Go to Symbol in Workspace" (Ctrl+T).
+_SYMBOLS_FALLBACK = _NEEDS_VSCODE.replace(
+    "answers TOOL_UNSUPPORTED", "answers with ripgrep text matches of definition-like lines and says so"
+)
+SYMBOLS_DESCRIPTION = f"""Search the workspace's symbols (functions, classes, methods, variables...) by name through \
+the language servers, like VS Code's "Go to Symbol in Workspace" (Ctrl+T).
 
-Faster and more precise than grepping for a definition: each result is `path:line:col kind name (container)`. Matching is fuzzy (the language server's). {_NEEDS_VSCODE.replace("answers TOOL_UNSUPPORTED", "answers with ripgrep text matches of definition-like lines and says so")}"""
+Faster and more precise than grepping for a definition: each result is `path:line:col kind name (container)`. Matching \
+is fuzzy (the language server's). \
+{_SYMBOLS_FALLBACK}"""
 
-DEFINITION_DESCRIPTION = f"""Where the symbol at a position is defined (VS Code's "Go to Definition"): give the file, 1-based line and column of a use of the name.
+DEFINITION_DESCRIPTION = f"""Where the symbol at a position is defined (VS Code's "Go to Definition"): give the file, \
+1-based line and column of a use of the name.
 
-Returns the definition locations with the line's text. Use it to follow a call to its implementation without guessing file names. {_NEEDS_VSCODE}"""
+Returns the definition locations with the line's text. Use it to follow a call to its implementation without guessing \
+file names. {_NEEDS_VSCODE}"""
 
-REFERENCES_DESCRIPTION = f"""Every reference to the symbol at a position (VS Code's "Find All References"): give the file, 1-based line and column of the name.
+REFERENCES_DESCRIPTION = f"""Every reference to the symbol at a position (VS Code's "Find All References"): give the \
+file, 1-based line and column of the name.
 
-Use it before renaming or changing a function's signature, to find every caller. Returns locations with each line's text (capped at 500). {_NEEDS_VSCODE}"""
+Use it before renaming or changing a function's signature, to find every caller. Returns locations with each line's \
+text (capped at 500). {_NEEDS_VSCODE}"""
 
 TOOLS: list[dict[str, Any]] = [
     {
@@ -67,7 +84,10 @@ TOOLS: list[dict[str, Any]] = [
                 "wait": {
                     "type": "number",
                     "minimum": 0,
-                    "description": "Seconds to wait at most for the language servers to settle (default: a few seconds; 0 = what they have now).",
+                    "description": (
+                        "Seconds to wait at most for the language servers to settle (default: a few seconds; 0 = "
+                        "what they have now)."
+                    ),
                 },
             },
             "additionalProperties": False,

@@ -24,7 +24,9 @@ RISKS = ["LOW", "MEDIUM", "HIGH", "UNKNOWN"]
 _RISK_SCHEMA = {
     "type": "string",
     "enum": RISKS,
-    "description": "Optional: your assessment of this action's risk; shown to the user in oh's live view (HIGH in red).",
+    "description": (
+        "Optional: your assessment of this action's risk; shown to the user in oh's live view (HIGH in red)."
+    ),
 }
 _PATH_SCHEMA = {
     "type": "string",
@@ -34,7 +36,10 @@ _PATH_SCHEMA = {
 _DIAG_SCHEMA = {
     "type": "boolean",
     "default": False,
-    "description": "true: also return the file's language-server errors/warnings once they settle after this change (VS Code runtime).",
+    "description": (
+        "true: also return the file's language-server errors/warnings once they settle after this change (VS Code "
+        "runtime)."
+    ),
 }
 _VIEW_RANGE = {
     "type": "array",
@@ -44,32 +49,46 @@ _VIEW_RANGE = {
     "description": "[first_line, last_line], 1-based and inclusive; last_line -1 = to the end of the file.",
 }
 
-RUN_DESCRIPTION = """Run a bash command in a persistent shell, through oh (in the user's VS Code terminal, or on this machine with oh's local runtime); the user watches it live.
+RUN_DESCRIPTION = """Run a bash command in a persistent shell, through oh (in the user's VS Code terminal, or on this \
+machine with oh's local runtime); the user watches it live.
 
 The shell persists between calls: `cd`, exported variables and activated virtualenvs stay. One command runs at a time.
-- The result ends with `[exit code: N]`; a non-zero exit code marks the result as an error. structuredContent has `exit_code` and `running`.
-- Long-running commands: without `timeout`, the call returns when the command finishes or when it has printed nothing new for 30 s. With `timeout`, it returns after that many seconds at the latest. Either way, a command that is still running KEEPS RUNNING: the result says so (`running: true`, exit code -1). Then call run again with `command: ""` to wait for more output, with `is_input: true` to type into it, or with `command: "C-c", is_input: true` to interrupt it.
+- The result ends with `[exit code: N]`; a non-zero exit code marks the result as an error. structuredContent has \
+`exit_code` and `running`.
+- Long-running commands: without `timeout`, the call returns when the command finishes or when it has printed nothing \
+new for 30 s. With `timeout`, it returns after that many seconds at the latest. Either way, a command that is still \
+running KEEPS RUNNING: the result says so (`running: true`, exit code -1). Then call run again with `command: ""` to \
+wait for more output, with `is_input: true` to type into it, or with `command: "C-c", is_input: true` to interrupt it.
 - `blocking: true` with `timeout`: kill the command (and everything it started) after `timeout` seconds instead.
-- Servers, watchers, long builds and test runs: `background: true` starts a job and returns at once with its `job_id`; then the `job` tool: op wait (exit code), op output from an offset (the WHOLE log, page by page, nothing cut), op cancel. `jobs` lists them. A second identical background command returns the running job (`force: true` starts another).
-- While a command is still running, another `run` starts in an extra shell (no `cd`/exports carried back); follow-ups (`command: ""`, `is_input`) may name their command with `job_id` (from the result).
+- Servers, watchers, long builds and test runs: `background: true` starts a job and returns at once with its `job_id`; \
+then the `job` tool: op wait (exit code), op output from an offset (the WHOLE log, page by page, nothing cut), op \
+cancel. `jobs` lists them. A second identical background command returns the running job (`force: true` starts another).
+- While a command is still running, another `run` starts in an extra shell (no `cd`/exports carried back); follow-ups \
+(`command: ""`, `is_input`) may name their command with `job_id` (from the result).
 - `reset: true` kills whatever runs in your shell and starts a fresh one (with `command: ""` it only resets).
 - Output longer than `max_output` characters (default 30000) is cut in the middle, with a visible marker."""
 
 READ_DESCRIPTION = """Read a file through oh (in VS Code: the editor's current content, unsaved changes included).
 
-Returns the raw text (no line numbers; use the `edit` tool's `view` command for numbered lines or a directory listing). `view_range` limits it to some lines; a text over 80,000 characters is cut at a line end with a note saying which view_range reads on.
-Images and other binary files: pass `encoding: "base64"`; images come back as image content you can see, other files as base64 text (structuredContent has `mime_type`)."""
+Returns the raw text (no line numbers; use the `edit` tool's `view` command for numbered lines or a directory \
+listing). `view_range` limits it to some lines; a text over 80,000 characters is cut at a line end with a note saying \
+which view_range reads on.
+Images and other binary files: pass `encoding: "base64"`; images come back as image content you can see, other files \
+as base64 text (structuredContent has `mime_type`)."""
 
 WRITE_DESCRIPTION = """Write a whole file through oh (created or replaced, atomically; parent directories are created).
 
-For small changes to an existing file prefer the `edit` tool (str_replace/insert): it shows the user a diff. `encoding: "base64"` writes bytes given as base64; another codec name (e.g. "latin-1") writes text in that encoding."""
+For small changes to an existing file prefer the `edit` tool (str_replace/insert): it shows the user a diff. \
+`encoding: "base64"` writes bytes given as base64; another codec name (e.g. "latin-1") writes text in that encoding."""
 
-EDIT_DESCRIPTION = """View, create and edit files through oh (OpenHands' file editor; in VS Code each edit lands in the editor's undo history).
+EDIT_DESCRIPTION = """View, create and edit files through oh (OpenHands' file editor; in VS Code each edit lands in \
+the editor's undo history).
 
 Commands:
 - `view`: a file with line numbers (`view_range` for some lines), or a directory listing two levels deep.
 - `create`: a new file with `file_text` (fails if the file exists; use the `write` tool to replace a file).
-- `str_replace`: replace `old_str` with `new_str` (empty or omitted = delete). `old_str` must match EXACTLY ONE place, whitespace included; include enough surrounding lines to make it unique.
+- `str_replace`: replace `old_str` with `new_str` (empty or omitted = delete). `old_str` must match EXACTLY ONE place, \
+whitespace included; include enough surrounding lines to make it unique.
 - `insert`: insert `new_str` after line `insert_line` (0 = at the top).
 - `undo_edit`: revert the last edit made to `path` through oh.
 The result shows a snippet of the changed region with line numbers."""
@@ -84,22 +103,33 @@ TOOLS: list[dict[str, Any]] = [
             "properties": {
                 "command": {
                     "type": "string",
-                    "description": 'The bash command line. "" = wait for more output of the command still running. With is_input: the text to type (a newline is added), or a key: "C-c" (interrupt), "C-d" (end of input).',
+                    "description": (
+                        'The bash command line. "" = wait for more output of the command still running. With '
+                        'is_input: the text to type (a newline is added), or a key: "C-c" (interrupt), "C-d" (end '
+                        "of input)."
+                    ),
                 },
                 "is_input": {
                     "type": "boolean",
                     "default": False,
-                    "description": "Send `command` to the command that is still running, instead of starting a new one.",
+                    "description": (
+                        "Send `command` to the command that is still running, instead of starting a new one."
+                    ),
                 },
                 "timeout": {
                     "type": "number",
                     "minimum": 0,
-                    "description": "Seconds to wait at most before returning (the command keeps running unless blocking is true). 0 or omitted = no fixed limit (returns after 30 s without new output).",
+                    "description": (
+                        "Seconds to wait at most before returning (the command keeps running unless blocking is "
+                        "true). 0 or omitted = no fixed limit (returns after 30 s without new output)."
+                    ),
                 },
                 "blocking": {
                     "type": "boolean",
                     "default": False,
-                    "description": "With timeout: kill the command when the timeout expires instead of returning while it runs on.",
+                    "description": (
+                        "With timeout: kill the command when the timeout expires instead of returning while it runs on."
+                    ),
                 },
                 "reset": {
                     "type": "boolean",
@@ -138,7 +168,10 @@ TOOLS: list[dict[str, Any]] = [
                     "type": "string",
                     "enum": ["auto", "base64"],
                     "default": "auto",
-                    "description": "auto: text (UTF-8 or a detected text encoding). base64: the raw bytes, for images and other binary files.",
+                    "description": (
+                        "auto: text (UTF-8 or a detected text encoding). base64: the raw bytes, for images and "
+                        "other binary files."
+                    ),
                 },
             },
             "required": ["path"],
@@ -164,7 +197,10 @@ TOOLS: list[dict[str, Any]] = [
                 "encoding": {
                     "type": "string",
                     "default": "utf-8",
-                    "description": "utf-8 (default), base64 (content is base64 of the bytes), or another codec name such as latin-1.",
+                    "description": (
+                        "utf-8 (default), base64 (content is base64 of the bytes), or another codec name such as "
+                        "latin-1."
+                    ),
                 },
                 **job_tools.WRITE_PROPERTIES,
                 "diagnostics": _DIAG_SCHEMA,
@@ -201,7 +237,9 @@ TOOLS: list[dict[str, Any]] = [
                 },
                 "new_str": {
                     "type": "string",
-                    "description": "str_replace: the replacement (default: empty = delete). insert: the text to insert.",
+                    "description": (
+                        "str_replace: the replacement (default: empty = delete). insert: the text to insert."
+                    ),
                 },
                 "insert_line": {
                     "type": "integer",
@@ -302,7 +340,8 @@ def check_arguments(name: str, arguments: Any) -> dict[str, Any]:
         if spec.get("type") == "array" and key == "view_range":
             if len(value) != 2 or not all(isinstance(x, int) and not isinstance(x, bool) for x in value):
                 raise ArgumentError(
-                    f"{name}: 'view_range' must be [first_line, last_line] (two integers; last_line -1 = end of file), got {_show(value)}."
+                    f"{name}: 'view_range' must be [first_line, last_line] (two integers; last_line -1 = end "
+                    f"of file), got {_show(value)}."
                 )
         if spec.get("type") == "integer" and isinstance(value, float):
             args[key] = int(value)
@@ -446,7 +485,10 @@ def _run_result(content: str, extras: dict[str, Any]) -> ToolResult:
         trailer = f"[exit code: {code}]"
     elif running:
         name = f' (job_id "{md["job_id"]}")' if md.get("job_id") else ""
-        trailer = f'[still running{name}: call run with command "" to wait for more output, is_input to send input, or "C-c" with is_input to interrupt]'
+        trailer = (
+            f'[still running{name}: call run with command "" to wait for more output, is_input to send input, or '
+            '"C-c" with is_input to interrupt]'
+        )
     else:
         trailer = "[exit code: -1 (the command did not complete)]"
     sep = "" if not text or text.endswith("\n") else "\n"

@@ -198,7 +198,8 @@ def parse_rule(text: Any, verdict: str) -> Rule:
     kind, pattern = kind.strip().lower(), pattern.strip()
     if not sep or kind not in RULE_KINDS or not pattern:
         raise RuleError(
-            f"rule {text!r}: write KIND: PATTERN with KIND one of run, write, read, risk, unsandboxed (e.g. 'run: npm test *', 'write: src/**', 'risk: HIGH', 'unsandboxed: npm ci')"
+            f"rule {text!r}: write KIND: PATTERN with KIND one of run, write, read, risk, unsandboxed (e.g. "
+            "'run: npm test *', 'write: src/**', 'risk: HIGH', 'unsandboxed: npm ci')"
         )
     if any(unicodedata.category(c) in ("Cc", "Cf") for c in pattern):
         raise RuleError(f"rule {text!r} holds a control or invisible character")
@@ -208,7 +209,8 @@ def parse_rule(text: Any, verdict: str) -> Rule:
             raise RuleError(f"rule {text!r}: risk must be one of {', '.join(RISKS)}")
         if verdict == "allow":
             raise RuleError(
-                f"rule {text!r}: security_risk can only ask or deny (the agent chooses its own risk, so it must never be what allows an action)"
+                f"rule {text!r}: security_risk can only ask or deny (the agent chooses its own risk, so it "
+                "must never be what allows an action)"
             )
         return Rule(verdict, kind, level)
     if kind in ("run", "unsandboxed"):
@@ -947,7 +949,10 @@ def decide_unsandboxed(
             if not any(w.dynamic for w in p.words)
         )
     )
-    why = f"the agent asks to run this OUTSIDE the sandbox (network, writes anywhere, your secrets): {reason or 'no reason given'}"
+    why = (
+        "the agent asks to run this OUTSIDE the sandbox (network, writes anywhere, your secrets): "
+        f"{reason or 'no reason given'}"
+    )
     if base.verdict == "ask":
         why += f"; also: {base.reason}"
     return Decision("ask", why, None, suggest, shown, True)

@@ -35,7 +35,10 @@ NODE_LOCKS = ("package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-loc
 NODE_FILES = ("package.json", ".yarnrc.yml", *NODE_LOCKS)
 # Detected and reported, not installed: (file, what it is, what to do instead).
 OTHER_FILES = {
-    "Pipfile": "Pipenv (Pipfile): not handled by ensure; add a requirements.txt or a pyproject.toml, or run `pipenv install` yourself",
+    "Pipfile": (
+        "Pipenv (Pipfile): not handled by ensure; add a requirements.txt or a pyproject.toml, or run `pipenv "
+        "install` yourself"
+    ),
     "environment.yml": "conda (environment.yml): not handled by ensure; run `conda env create` yourself",
     "Cargo.toml": "Rust (Cargo.toml): not handled by ensure; `cargo build` fetches the dependencies itself",
     "go.mod": "Go (go.mod): not handled by ensure; `go build` / `go mod download` fetch the dependencies",
@@ -173,7 +176,8 @@ def _python_installer(files: Mapping[str, str], uv: str | None, poetry: str | No
     for lock, tool in (("uv.lock", "uv"), ("poetry.lock", "poetry")):
         if lock in files:
             return kind, (
-                f" ({lock} found but {tool} is not installed: the lock is not honoured, the project is installed with pip)"
+                f" ({lock} found but {tool} is not installed: the lock is not honoured, the project is "
+                "installed with pip)"
             )
     return kind, ""
 
@@ -344,14 +348,18 @@ def target_line(t: Mapping[str, Any]) -> str:
         return f"{name}: ready: ran `{t.get('command', '')}`{job}{took} ({t.get('why', '')}); {where}"
     if state == "running":
         return (
-            f"{name}: still installing{job} (`{t.get('command', '')}`): follow it with the job action (op wait, poll, output, "
+            f"{name}: still installing{job} (`{t.get('command', '')}`): follow it with the job action (op "
+            "wait, poll, output, "
             f'cancel; args.job_id "{t.get("job_id")}"), or call ensure again to wait for it'
         )
     if state == "refused":
         return f"{name}: not installed: {t.get('why', '')}"
     code = f" (exit code {t['exit_code']})" if t.get("exit_code") is not None else ""
     tail = (t.get("output_tail") or "").rstrip()
-    out = f"{name}: {state.upper()}{code}: `{t.get('command', '')}`{job}{took}; the environment is not trusted and will be redone by the next ensure"
+    out = (
+        f"{name}: {state.upper()}{code}: `{t.get('command', '')}`{job}{took}; the environment is not trusted and "
+        "will be redone by the next ensure"
+    )
     if t.get("error"):
         out += f". {t['error']}"
     return out + (f"\n--- last output of {t.get('job_id') or 'the install'} ---\n{tail}" if tail else "")
@@ -360,8 +368,8 @@ def target_line(t: Mapping[str, Any]) -> str:
 def answer_text(path: str, results: list[Mapping[str, Any]], other: list[Mapping[str, str]], took: float) -> str:
     if not results and not other:
         return (
-            f"Nothing to set up in {path}: no Python (pyproject.toml, requirements*.txt, setup.py, uv.lock, poetry.lock) "
-            "or Node (package.json) project found there. Pass args.path to name the project directory."
+            f"Nothing to set up in {path}: no Python (pyproject.toml, requirements*.txt, setup.py, uv.lock, "
+            "poetry.lock) or Node (package.json) project found there. Pass args.path to name the project directory."
         )
     states = {t["state"] for t in results}
     head = (
@@ -402,7 +410,8 @@ def setup_note(script: str, record: Mapping[str, Any] | None, tail: str = "", *,
         return f"[Workspace setup script {script} ran as job {jid} (exit code 0, {rec.get('duration_s', 0):g} s).]"
     text = tail.rstrip()[-2000:]
     return (
-        f"[Workspace setup script {script} FAILED as job {jid} ({state}, exit code {code}); it is not retried in this backend. "
+        f"[Workspace setup script {script} FAILED as job {jid} ({state}, exit code {code}); it is not retried "
+        "in this backend. "
         f'Its full output: the job action op output, args.job_id "{jid}".'
         + (f" Last output:\n{text}\n" if text else "")
         + "]"

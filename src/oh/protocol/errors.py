@@ -29,7 +29,8 @@ class ErrorId(str, Enum):
     BRANCH_FAILED = (
         "BRANCH_FAILED"  # branch mode could not put the workspace on its branch: the action was NOT executed
     )
-    SANDBOX_UNAVAILABLE = "SANDBOX_UNAVAILABLE"  # the agent's shell cannot be sandboxed here and the settings refuse to run it unconfined (nothing ran)
+    # the agent's shell cannot be sandboxed here and the settings refuse to run it unconfined (nothing ran)
+    SANDBOX_UNAVAILABLE = "SANDBOX_UNAVAILABLE"
     REJECTED = (
         "REJECTED"  # review mode: the user rejected the proposed change (content: their reason); nothing was written
     )

@@ -51,7 +51,10 @@ def check_knowledge_args(kind: str, args: dict[str, Any], cause: int | None) -> 
         _require(
             wait is None
             or (isinstance(wait, (int, float)) and not isinstance(wait, bool) and 0 <= wait <= MAX_SETTLE_WAIT),
-            f"args.wait must be a number of seconds between 0 and {MAX_SETTLE_WAIT:g} (how long to wait for language servers at most).",
+            (
+                f"args.wait must be a number of seconds between 0 and {MAX_SETTLE_WAIT:g} (how long to wait for "
+                "language servers at most)."
+            ),
             cause,
         )
     elif kind == "open":

@@ -86,5 +86,7 @@ def waiting_for_review(proposal_id: str | None, what: str, timeout: float) -> di
         "proposal": proposal_id,
         "what": what,
         "timeout_s": timeout,
-        "message": f"Waiting for the user to review the proposed {what}: the user answers with {how} (at most {timeout:g} s).",
+        "message": (
+            f"Waiting for the user to review the proposed {what}: the user answers with {how} (at most {timeout:g} s)."
+        ),
     }

@@ -159,7 +159,8 @@ def plan(
         notes = (f"The workspace {workspace} lies in a hidden directory: it is not visible in the sandbox.",)
     # Hidden paths are covered after the writable binds (a workspace that is HOME must not show ~/.ssh);
     # oh's scratch files come last: they may live in /tmp (under the private /tmp) or in oh's state.
-    # Paths under /tmp vanish under the private /tmp: HOME, and at read-only the workspace and roots, come back read-only.
+    # Paths under /tmp vanish under the private /tmp: HOME, and at read-only the workspace and roots, come back
+    # read-only.
     readonly = tuple(p for p in (home, workspace, *roots) if p and (_under(p, "/tmp") or _under(p, "/var/tmp")))
     return Plan(
         readonly,
@@ -184,12 +185,14 @@ def check_escalation(args: dict[str, Any]) -> str:
         return ""
     if value != ESCALATE_VALUE:
         raise SandboxError(
-            f'args.sandbox may only be "off" (run this command outside the sandbox, with the user\'s consent); got {value!r}'
+            'args.sandbox may only be "off" (run this command outside the sandbox, with the user\'s '
+            f"consent); got {value!r}"
         )
     reason = args.get(REASON_ARG)
     if not isinstance(reason, str) or not reason.strip():
         raise SandboxError(
-            'args.sandbox "off" needs args.reason: say why the command needs to leave the sandbox (e.g. "npm ci needs the network")'
+            'args.sandbox "off" needs args.reason: say why the command needs to leave the sandbox (e.g. "npm '
+            'ci needs the network")'
         )
     if args.get("is_input"):
         raise SandboxError('args.sandbox "off" starts a new command; it cannot be input to a running one')

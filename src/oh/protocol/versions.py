@@ -86,13 +86,19 @@ def check(oh_version: str, oh_range: tuple[int, int], ext_version: str, ext_rang
             return Verdict(
                 "refuse",
                 None,
-                f"{ext} is too old for oh {oh_version}: it speaks protocol {_span(ext_range)}, oh speaks {_span(oh_range)}.",
+                (
+                    f"{ext} is too old for oh {oh_version}: it speaks protocol {_span(ext_range)}, oh speaks "
+                    f"{_span(oh_range)}."
+                ),
                 INSTALL_EXT[0].upper() + INSTALL_EXT[1:] + ".",
             )
         return Verdict(
             "refuse",
             None,
-            f"oh {oh_version} is too old for {ext}: oh speaks protocol {_span(oh_range)}, the extension speaks {_span(ext_range)}.",
+            (
+                f"oh {oh_version} is too old for {ext}: oh speaks protocol {_span(oh_range)}, the extension "
+                f"speaks {_span(ext_range)}."
+            ),
             UPGRADE_OH[0].upper() + UPGRADE_OH[1:] + "; or " + INSTALL_EXT + ".",
         )
     if not ext_version or ext_version == oh_version:

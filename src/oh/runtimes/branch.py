@@ -2,9 +2,9 @@
 files, make sure the workspace sits on the feature branch; then let every action through.
 
 The switch itself belongs to whoever owns the workspace's git: the local runtime runs git
-(``runtimes/local/gitswitch.local_switch``), the vscode runtime asks the editor (a ``branch`` frame, ``VscodeRuntime.branch``),
-which uses VS Code's Git extension. Both answer with a ``branch`` observation or a ``BRANCH_FAILED``
-error; on an error the agent's action is NOT executed (it would land on the wrong branch).
+(``runtimes/local/gitswitch.local_switch``), the vscode runtime asks the editor (a ``branch`` frame,
+``VscodeRuntime.branch``), which uses VS Code's Git extension. Both answer with a ``branch`` observation
+or a ``BRANCH_FAILED`` error; on an error the agent's action is NOT executed (it would land on the wrong branch).
 """
 
 from __future__ import annotations
@@ -76,7 +76,8 @@ class BranchGuard(Wrapper):
             if extras.get("error_id") not in (ErrorId.BRANCH_FAILED, "BRANCH_FAILED"):
                 # NO_EDITOR, EDITOR_DISCONNECTED, TIMEOUT...: keep the id, say the action did not run.
                 answer["content"] = (
-                    f"Branch mode: the branch could not be prepared, so the action was not executed. {answer.get('content', '')}"
+                    "Branch mode: the branch could not be prepared, so the action was not executed. "
+                    f"{answer.get('content', '')}"
                 )
             self.last_error = str(answer.get("content", ""))[:300]
             answer["cause"] = action.id

@@ -65,7 +65,8 @@ RUNTIMES = {"local": _local, "vscode": _vscode}  # the names: protocol/runtimena
 
 
 def make_runtime(name: str, settings: RuntimeSettings, link: EditorLink) -> Runtime:
-    """The runtime called ``name``; ``link`` is the backend's editor connection (the vscode runtime sends through it)."""
+    """The runtime called ``name``; ``link`` is the backend's editor connection (the vscode runtime sends through
+    it)."""
     make = RUNTIMES.get(name)
     if make is None:
         raise ValueError(runtimenames.unknown(name))

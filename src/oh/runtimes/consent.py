@@ -158,7 +158,10 @@ class Approvals:
             return {
                 "id": approval_id,
                 "outcome": "unknown",
-                "message": f"No pending approval {approval_id}: it was decided, timed out or its agent left. `oh approvals` lists what waits.",
+                "message": (
+                    f"No pending approval {approval_id}: it was decided, timed out or its agent left. `oh "
+                    "approvals` lists what waits."
+                ),
             }
         rule_text = None
         if allow and always:

@@ -114,7 +114,8 @@ class EnsureService(Wrapper):
     # ------------------------------------------------------------------ actions
     async def execute(self, action: Action, agent: Hashable) -> dict[str, Any]:
         if action.kind in ("job", "run") and action.args.get("job_id") in self._jobs:
-            # An install or setup job: whoever asks may follow, answer (run is_input) or cancel it (it is the workspace's).
+            # An install or setup job: whoever asks may follow, answer (run is_input) or cancel it (it is the
+            # workspace's).
             obs = await self.inner.execute(action, self.ctx)
             if action.args.get("op") == "cancel":
                 # Answer once the run took note: an ensure sent after this answer never joins the cancelled run.

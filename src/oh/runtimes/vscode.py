@@ -219,17 +219,22 @@ class VscodeRuntime(Runtime):
             return error_observation(
                 action.id,
                 ErrorId.TOOL_UNSUPPORTED,
-                f"This backend runs in review mode (--review), and the editor {name} cannot show "
-                "proposals (it did not advertise the 'review' capability); nothing was changed. Use VS Code with the oh "
-                "extension, or `oh start --runtime local --review` and `oh review`.",
+                (
+                    f"This backend runs in review mode (--review), and the editor {name} cannot show proposals (it "
+                    "did not advertise the 'review' capability); nothing was changed. Use VS Code with the oh "
+                    "extension, or `oh start --runtime local --review` and `oh review`."
+                ),
             )
         missing = _missing_capability(action, capabilities)
         if missing is not None:
             return error_observation(
                 action.id,
                 ErrorId.TOOL_UNSUPPORTED,
-                f"The editor {name} does not support {missing[1]} (it did not advertise the "
-                f"{missing[0]!r} capability); nothing was done. Use the local runtime (`oh start --runtime local`) or `oh attach` for it.",
+                (
+                    f"The editor {name} does not support {missing[1]} (it did not advertise the "
+                    f"{missing[0]!r} capability); nothing was done. Use the local runtime (`oh start --runtime "
+                    "local`) or `oh attach` for it."
+                ),
             )
         return None
 
@@ -266,7 +271,10 @@ class VscodeRuntime(Runtime):
     def review_elsewhere(self) -> str | None:
         if not self.review:
             return None
-        return "This backend's proposals are reviewed in VS Code (the diff editor and its Accept / Reject), not with `oh review`."
+        return (
+            "This backend's proposals are reviewed in VS Code (the diff editor and its Accept / Reject), not with "
+            "`oh review`."
+        )
 
     def branch_switch(self) -> Switch:
         return self.branch
@@ -280,14 +288,20 @@ class VscodeRuntime(Runtime):
             return error_observation(
                 leg_id,
                 ErrorId.NO_EDITOR,
-                f"No editor is connected for {self.workspace} (waited {self.editor_timeout:g} s) to switch the git branch.",
+                (
+                    f"No editor is connected for {self.workspace} (waited {self.editor_timeout:g} s) to switch "
+                    "the git branch."
+                ),
             )
         if "branch" not in editor.registration.capabilities:
             return error_observation(
                 leg_id,
                 ErrorId.BRANCH_FAILED,
-                f"The editor {editor.registration.editor_name} cannot switch git branches (it did not advertise the 'branch' "
-                "capability; update the oh extension), so the action was not executed. Start without --branch, or with --runtime local.",
+                (
+                    f"The editor {editor.registration.editor_name} cannot switch git branches (it did not advertise "
+                    "the 'branch' capability; update the oh extension), so the action was not executed. Start "
+                    "without --branch, or with --runtime local."
+                ),
             )
         agent = frames.agent_field(ctx.id, ctx.name, self._workdir(ctx), ctx.shell_key)
         frame = {"action": "branch", "id": leg_id, "args": {**args, "workspace": self.workspace}, "agent": agent}
@@ -304,7 +318,10 @@ class VscodeRuntime(Runtime):
             return error_observation(
                 action.id,
                 ErrorId.SERVER_ERROR,
-                f"The editor {editor.registration.editor_name} answered with a binary frame to an action that did not ask for one.",
+                (
+                    f"The editor {editor.registration.editor_name} answered with a binary frame to an action that "
+                    "did not ask for one."
+                ),
             )
         if wants_binary and not binary.is_binary(obs):
             return _from_base64(obs)

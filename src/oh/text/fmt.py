@@ -51,7 +51,8 @@ def timed_out(how: Any) -> tuple[str, int | None] | None:
 # VS Code: extension/src/runstate.ts): "timed out after N seconds and was killed" (hard timeout), "... and was
 # interrupted (C-c)" (VS Code's hard timeout when C-c was enough), "... and is still running" (soft timeout).
 _TIMED_OUT = re.compile(
-    r"timed out after [0-9.]+ seconds? and (was killed|was interrupted \(C-c\) and then killed|was interrupted|is still running)"
+    r"timed out after [0-9.]+ seconds? and (was killed|was interrupted \(C-c\) and then killed|was "
+    r"interrupted|is still running)"
 )
 _TIMEOUT_ENDS = {
     "was killed": "killed",

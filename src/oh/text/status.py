@@ -26,7 +26,8 @@ def render_text(
     for d in rows:
         mark = "●" if d.get("reachable", True) else "○"
         lines.append(
-            f"{mark} {d['instance_id']}  {d['runtime']}  {d['url']}  pid {d['pid']}  up {fmt_duration(d.get('uptime_s'))}"
+            f"{mark} {d['instance_id']}  {d['runtime']}  {d['url']}  pid {d['pid']}  up "
+            f"{fmt_duration(d.get('uptime_s'))}"
         )
         lines.append(f"  workspace  {d['workspace']}")
         if not d.get("reachable", True):
@@ -58,7 +59,8 @@ def render_text(
         if st:
             errors = st.get("errors", 0)
             lines.append(
-                f"  actions    {st.get('done', 0)} done, {st.get('pending', 0)} pending, {errors} error{'' if errors == 1 else 's'}"
+                f"  actions    {st.get('done', 0)} done, {st.get('pending', 0)} pending, {errors} "
+                f"error{'' if errors == 1 else 's'}"
             )
         lines += remote_lines(d)
         if d.get("trace"):

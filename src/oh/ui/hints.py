@@ -52,12 +52,14 @@ def editor_hints(workspace: str, cli: str | None, sessions_dir: str, env: Mappin
             break
     if env.get("SSH_CONNECTION") and not env.get("VSCODE_IPC_HOOK_CLI"):
         hints.append(
-            "this shell is an SSH session: a VS Code window on your own computer sees this oh only when it is connected "
-            "to this machine (Remote-SSH): open the folder that way, then run `oh vscode install` in that window's terminal."
+            "this shell is an SSH session: a VS Code window on your own computer sees this oh only when it is "
+            "connected to this machine (Remote-SSH): open the folder that way, then run `oh vscode install` in that "
+            "window's terminal."
         )
     hints.append(
-        "a VS Code window connects only when it has this folder (or one containing it) open, on this machine: a window "
-        "on a remote (Remote-SSH, WSL, Dev Container: see its bottom-left corner) runs its extensions there, so oh must run "
-        "there too (pipx install oh-editor-runtime in that window's terminal, then `oh vscode install`)."
+        "a VS Code window connects only when it has this folder (or one containing it) open, on this machine: a "
+        "window on a remote (Remote-SSH, WSL, Dev Container: see its bottom-left corner) runs its extensions there, "
+        "so oh must run there too (pipx install oh-editor-runtime in that window's terminal, then `oh vscode "
+        "install`)."
     )
     return hints

@@ -529,7 +529,8 @@ class LiveState:
         code_txt = f" exit {row.exit_code}" if row.exit_code is not None else ""
         dur = f" in {fmt_ms(row.duration_ms)}" if row.duration_ms is not None else ""
         return [
-            f"job {row.job_id} {row.state}{code_txt}{dur}: {row.agent} {row.summary} ({plural(self.running_jobs, 'job')} running)"
+            f"job {row.job_id} {row.state}{code_txt}{dur}: {row.agent} {row.summary} "
+            f"({plural(self.running_jobs, 'job')} running)"
         ]
 
     def _on_proposal_opened(self, frame: dict[str, Any]) -> list[str]:
@@ -542,7 +543,8 @@ class LiveState:
             row.awaiting = True
         how = f"`oh review show {pid}`, then accept or reject" if pid else "review it in VS Code"
         return [
-            f"{self.agent_name(frame.get('agent_id', ''))} proposes {visible(frame.get('kind', ''))} {visible(frame.get('path', ''))}: awaiting review ({how})"
+            f"{self.agent_name(frame.get('agent_id', ''))} proposes {visible(frame.get('kind', ''))} "
+            f"{visible(frame.get('path', ''))}: awaiting review ({how})"
         ]
 
     def _on_proposal_closed(self, frame: dict[str, Any]) -> list[str]:
@@ -553,7 +555,8 @@ class LiveState:
             row.awaiting = False
         by = f" by {visible(frame['by'])}" if frame.get("by") else ""
         return [
-            f"proposal {pid + ' ' if pid else ''}{visible(frame.get('path', ''))}: {visible(frame.get('decision') or 'closed')}{by}"
+            f"proposal {pid + ' ' if pid else ''}{visible(frame.get('path', ''))}: "
+            f"{visible(frame.get('decision') or 'closed')}{by}"
         ]
 
     def _on_approval_requested(self, frame: dict[str, Any]) -> list[str]:
@@ -583,8 +586,8 @@ class LiveState:
             [f"    $ {line}" for line in row["command"]] if len(row["command"]) > 1 or len(row["what"]) >= 300 else []
         )
         return [
-            f"{aid} awaiting your consent: {row['agent']} wants to {row['kind']} `{row['what']}`{risk} ({row['reason']}); "
-            f"y = allow / n = reject{always}, or `oh approve {aid}` / `oh reject {aid}`"
+            f"{aid} awaiting your consent: {row['agent']} wants to {row['kind']} `{row['what']}`{risk} "
+            f"({row['reason']}); y = allow / n = reject{always}, or `oh approve {aid}` / `oh reject {aid}`"
         ] + ([f"{aid} the whole command:"] + whole if whole else [])
 
     def _on_approval_decided(self, frame: dict[str, Any]) -> list[str]:
@@ -604,7 +607,8 @@ class LiveState:
             f": {visible(frame['reason'])[:200]}" if frame.get("reason") and frame.get("decision") != "allowed" else ""
         )
         return [
-            f"{aid + ' ' if aid else ''}{visible(frame.get('decision') or '?')} by {who} at {_clock(frame.get('at'))}: `{what}`{rule}{reason}"
+            f"{aid + ' ' if aid else ''}{visible(frame.get('decision') or '?')} by {who} at "
+            f"{_clock(frame.get('at'))}: `{what}`{rule}{reason}"
         ]
 
     @staticmethod

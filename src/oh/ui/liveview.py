@@ -335,7 +335,10 @@ def _start_rich(state, io: Streams):
             return state.render(console.size.height, console.size.width)
         except Exception as exc:  # noqa: BLE001 - a renderer bug must not freeze the view
             return Text(
-                f"oh: the live view cannot draw ({type(exc).__name__}); the backend keeps running. `oh logs -f` shows actions.",
+                (
+                    f"oh: the live view cannot draw ({type(exc).__name__}); the backend keeps running. `oh logs "
+                    "-f` shows actions."
+                ),
                 style="red",
             )
 
@@ -380,13 +383,15 @@ async def _open_later(session, open_mode: str, state, note) -> None:
     cmds = await asyncio.to_thread(editor_signal.open_editor, session.workspace, session.instance_id)
     if cmds is None and open_mode == "always":
         note(
-            "no VS Code CLI (code, cursor, windsurf, codium, code-server) on PATH: open the workspace in the editor yourself (the extension connects by itself)."
+            "no VS Code CLI (code, cursor, windsurf, codium, code-server) on PATH: open the workspace in the "
+            "editor yourself (the extension connects by itself)."
         )
     elif cmds:
         note(f"asked the editor to open the workspace (`{os.path.basename(cmds[0][0])}`)")
     elif cmds == [] and open_mode == "always":
         note(
-            "code-server cannot be asked to open a folder from outside its own terminal: open the workspace in its browser tab (the extension connects by itself)."
+            "code-server cannot be asked to open a folder from outside its own terminal: open the workspace "
+            "in its browser tab (the extension connects by itself)."
         )
 
 
@@ -439,7 +444,10 @@ def _report_failure(io: Streams, session, failure: BaseException, how: str) -> i
         if not isinstance(failure, OSError):  # EIO/EPIPE: the terminal or reader is gone, no bug to report
             traceback.print_exception(failure, file=io.err)
         io.note(
-            f"the live view failed ({type(failure).__name__}: {failure}); backend {session.instance_id} was stopped ({how}). "
+            (
+                f"the live view failed ({type(failure).__name__}: {failure}); backend {session.instance_id} was "
+                f"stopped ({how}). "
+            )
             + ("" if isinstance(failure, OSError) else "Please report this with the traceback above.")
         )
     except OSError:

@@ -109,13 +109,15 @@ def uninstall() -> None:
 
 
 def oh_tools():
-    """``[Tool(name="background_jobs"), Tool(name="editor_knowledge"), Tool(name="ensure_environment")]``: the specs to add to an agent's tools."""
+    """``[Tool(name="background_jobs"), Tool(name="editor_knowledge"), Tool(name="ensure_environment")]``: the
+    specs to add to an agent's tools."""
     from openhands.sdk.tool import Tool
 
     return [Tool(name=name) for name in OH_TOOL_NAMES]
 
 
 def with_oh_tools(agent):
-    """A copy of ``agent`` (e.g. ``get_default_agent(llm)``) with oh's own tools added (once; call ``install()`` first)."""
+    """A copy of ``agent`` (e.g. ``get_default_agent(llm)``) with oh's own tools added (once; call ``install()``
+    first)."""
     have = {tool.name for tool in agent.tools}
     return agent.model_copy(update={"tools": [*agent.tools, *(t for t in oh_tools() if t.name not in have)]})

@@ -27,10 +27,18 @@ NAME = "ensure_environment"
 WAIT_DEFAULT = 600.0
 _SLACK = 30.0
 
-DESCRIPTION = """Make the project's environments ready before running its code or tests, and learn which interpreter to use: Python (a `.venv` from uv.lock, poetry.lock, requirements*.txt or pyproject.toml; with uv when installed, else venv + pip) and Node (`node_modules` with the lockfile's own installer: npm ci, yarn, pnpm, bun).
+DESCRIPTION = """Make the project's environments ready before running its code or tests, and learn which interpreter \
+to use: Python (a `.venv` from uv.lock, poetry.lock, requirements*.txt or pyproject.toml; with uv when installed, else \
+venv + pip) and Node (`node_modules` with the lockfile's own installer: npm ci, yarn, pnpm, bun).
 
-Call it at the start instead of running pip/npm install yourself. A second call with nothing changed answers at once (a stamp in the environment records what was installed); a changed lockfile or requirement re-runs only that install; an interrupted install is redone. Then use what it names: e.g. `.venv/bin/python -m pytest`, `node_modules/.bin/tsc`.
-The installs run as background jobs shared with every agent asking at the same time. If one takes longer than `timeout` seconds (default 600), the answer says it is still installing and names the job (follow it with background_jobs, or call this tool again). The answer is an error when a target failed (with the installer's last output) or was refused (e.g. yarn.lock without yarn); other ecosystems found (go.mod, Cargo.toml, ...) are named, not installed."""
+Call it at the start instead of running pip/npm install yourself. A second call with nothing changed answers at once \
+(a stamp in the environment records what was installed); a changed lockfile or requirement re-runs only that install; \
+an interrupted install is redone. Then use what it names: e.g. `.venv/bin/python -m pytest`, `node_modules/.bin/tsc`.
+The installs run as background jobs shared with every agent asking at the same time. If one takes longer than \
+`timeout` seconds (default 600), the answer says it is still installing and names the job (follow it with \
+background_jobs, or call this tool again). The answer is an error when a target failed (with the installer's last \
+output) or was refused (e.g. yarn.lock without yarn); other ecosystems found (go.mod, Cargo.toml, ...) are named, not \
+installed."""
 
 
 class EnsureEnvironmentAction(Action):

@@ -38,8 +38,10 @@ class LinkedExecutor:
             return {
                 "observation": "error",
                 "extras": {"error_id": "NO_BACKEND"},
-                "content": f"No oh backend serves {self._workdir}: this tool acts through one. Start it with `oh start` in that "
-                "directory (or `oh start --runtime vscode` to use VS Code), then call the tool again.",
+                "content": (
+                    f"No oh backend serves {self._workdir}: this tool acts through one. Start it with `oh start` in "
+                    "that directory (or `oh start --runtime vscode` to use VS Code), then call the tool again."
+                ),
             }
         return link.send(action, timeout=timeout)
 

@@ -35,15 +35,22 @@ _SLACK = 30.0  # client-side wait past the backend's own bound
 
 JobOp = Literal["start", "list", "poll", "wait", "output", "cancel"]
 
-DESCRIPTION = """Run long commands (servers, watchers, slow builds or test suites) as background jobs and follow them, instead of a terminal command that times out or whose output is cut.
+DESCRIPTION = """Run long commands (servers, watchers, slow builds or test suites) as background jobs and follow them, \
+instead of a terminal command that times out or whose output is cut.
 
-* `start` with `command` (and optional `cwd`): starts it at once and answers with its `job_id` (e.g. "j3"). The same command already running in the same directory is not started twice: its job is returned (`force: true` starts another).
-* `wait` with `job_id`: blocks until the job ends (at most `timeout` seconds, default 120) and returns its exit code and the end of its output. `still running` means wait again or cancel it.
-* `output` with `job_id` and `offset` (0 = the start): the job's output from that byte, at most `limit` bytes (default 30000). The answer gives `next_offset`: pass it as `offset` next time to read on; nothing is lost. With `timeout`, first waits that long for new output (follow a server's log).
+* `start` with `command` (and optional `cwd`): starts it at once and answers with its `job_id` (e.g. "j3"). The same \
+command already running in the same directory is not started twice: its job is returned (`force: true` starts another).
+* `wait` with `job_id`: blocks until the job ends (at most `timeout` seconds, default 120) and returns its exit code \
+and the end of its output. `still running` means wait again or cancel it.
+* `output` with `job_id` and `offset` (0 = the start): the job's output from that byte, at most `limit` bytes (default \
+30000). The answer gives `next_offset`: pass it as `offset` next time to read on; nothing is lost. With `timeout`, \
+first waits that long for new output (follow a server's log).
 * `poll` with `job_id`: its state now and the end of its output, without waiting.
 * `cancel` with `job_id`: Ctrl-C to the job's process group, killed after 2 s.
 * `list`: your jobs and any terminal command still running, with state and exit code.
-States: RUNNING, SUCCEEDED (exit 0), FAILED (other exit code), CANCELLED, LOST (its shell or editor went away). Finished jobs are kept for an hour. Jobs run in the same environment as your terminal commands (through oh: VS Code's terminals or oh's local shells)."""
+States: RUNNING, SUCCEEDED (exit 0), FAILED (other exit code), CANCELLED, LOST (its shell or editor went away). \
+Finished jobs are kept for an hour. Jobs run in the same environment as your terminal commands (through oh: VS Code's \
+terminals or oh's local shells)."""
 
 
 class BackgroundJobAction(Action):
@@ -63,7 +70,10 @@ class BackgroundJobAction(Action):
     timeout: float | None = Field(
         default=None,
         ge=0,
-        description="wait: seconds to wait at most (default 120, up to 1800). output: seconds to wait for output past offset (default 0).",
+        description=(
+            "wait: seconds to wait at most (default 120, up to 1800). output: seconds to wait for output past "
+            "offset (default 0)."
+        ),
     )
     offset: int = Field(
         default=0,
@@ -144,11 +154,17 @@ class BackgroundJobExecutor(LinkedExecutor, ToolExecutor[BackgroundJobAction, Ba
         jid = md.get("job_id")
         again = "already running" in (md.get("suffix") or "")
         head = (
-            f"Job {jid} with this command is already running (pid {md.get('pid')}); it was not started again (force: true starts another)."
+            (
+                f"Job {jid} with this command is already running (pid {md.get('pid')}); it was not started again "
+                "(force: true starts another)."
+            )
             if again
             else f"Started in the background as job {jid} (pid {md.get('pid')}) in {md.get('working_dir')}."
         )
-        text = f"{head}\nFollow it with {NAME}: op wait (until it ends; exit code), op output with offset 0 then next_offset (its whole output), op poll, op cancel."
+        text = (
+            f"{head}\nFollow it with {NAME}: op wait (until it ends; exit code), op output with offset 0 then "
+            "next_offset (its whole output), op poll, op cancel."
+        )
         return BackgroundJobObservation.from_text(text=text, op="start", job_id=jid, state="RUNNING")
 
     def _wait(self, action: BackgroundJobAction, conversation: "LocalConversation | None") -> BackgroundJobObservation:
@@ -186,11 +202,14 @@ class BackgroundJobExecutor(LinkedExecutor, ToolExecutor[BackgroundJobAction, Ba
                 trailer = f"[end of output: job {jid} {state}, exit code {code}]"
             else:
                 trailer = (
-                    f"[bytes {extras.get('offset')}-{extras.get('next_offset')} of {extras.get('size')} so far; job {jid} {state}. "
-                    f"Read on with offset {extras.get('next_offset')}.]"
+                    f"[bytes {extras.get('offset')}-{extras.get('next_offset')} of {extras.get('size')} so far; job "
+                    f"{jid} {state}. Read on with offset {extras.get('next_offset')}.]"
                 )
             if extras.get("dropped"):
-                trailer += f"\n[The oldest {extras['dropped']} bytes of this job's output are no longer kept (it keeps the newest 16 MiB).]"
+                trailer += (
+                    f"\n[The oldest {extras['dropped']} bytes of this job's output are no longer kept (it keeps "
+                    "the newest 16 MiB).]"
+                )
             return BackgroundJobObservation.from_text(text=_join(content, trailer), **fields)
         if action.op == "cancel":
             return BackgroundJobObservation.from_text(text=content or f"Job {jid} {state}.", **fields)

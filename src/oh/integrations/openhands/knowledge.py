@@ -30,13 +30,18 @@ _WAIT = 90.0  # the backend bounds a diagnostics wait at 60 s; a symbol search o
 
 DESCRIPTION = """Ask the user's editor (VS Code's language servers) what a shell cannot tell you.
 
-* `diagnostics` (optional `path`; without it the whole workspace): the errors and warnings the Problems panel shows. Call it after editing code to see the type errors you introduced, before a slow build. Waits (at most `wait` seconds) for the language servers to settle after your edit; `severity` = the least severe level (default warning).
+* `diagnostics` (optional `path`; without it the whole workspace): the errors and warnings the Problems panel shows. \
+Call it after editing code to see the type errors you introduced, before a slow build. Waits (at most `wait` seconds) \
+for the language servers to settle after your edit; `severity` = the least severe level (default warning).
 * `symbols` with `query`: functions, classes, methods... whose name matches, with path:line:col.
 * `definition` with `path`, `line`, `column` (1-based) of a use of a name: where it is defined.
 * `references` with `path`, `line`, `column`: every use of that symbol (before renaming or changing a signature).
-* `open` with `path` (optional `line`, `column`, `end_line`, `end_column`): show the file to the user there (selecting the range). It does not return the text.
-* `editors`: the files the user has open, the active one, the selection and unsaved changes ("this function" = the selection).
-These need oh's VS Code runtime (`oh start --runtime vscode`); with the local runtime only `symbols` answers (by text search, and it says so), the others answer with an error saying so."""
+* `open` with `path` (optional `line`, `column`, `end_line`, `end_column`): show the file to the user there (selecting \
+the range). It does not return the text.
+* `editors`: the files the user has open, the active one, the selection and unsaved changes ("this function" = the \
+selection).
+These need oh's VS Code runtime (`oh start --runtime vscode`); with the local runtime only `symbols` answers (by text \
+search, and it says so), the others answer with an error saying so."""
 
 
 class EditorKnowledgeAction(Action):
@@ -45,7 +50,10 @@ class EditorKnowledgeAction(Action):
     op: KnowledgeOp = Field(description="diagnostics | symbols | definition | references | open | editors")
     path: str | None = Field(
         default=None,
-        description="diagnostics (optional), definition, references, open: the file (absolute, or relative to the working directory).",
+        description=(
+            "diagnostics (optional), definition, references, open: the file (absolute, or relative to the working "
+            "directory)."
+        ),
     )
     line: int | None = Field(default=None, ge=1, description="definition, references, open: 1-based line.")
     column: int | None = Field(

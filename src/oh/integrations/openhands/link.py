@@ -105,8 +105,8 @@ def link_for(conv_key: str, workdir: str, instance: str | None, name: str) -> Li
                 if real not in _warned:
                     _warned.add(real)
                     log.warning(
-                        "oh: no running oh backend serves %s; the OpenHands SDK's own terminal and file editor are used. "
-                        "Run `oh start` (or `oh start --runtime vscode`) in that directory to act through oh.",
+                        "oh: no running oh backend serves %s; the OpenHands SDK's own terminal and file editor are "
+                        "used. Run `oh start` (or `oh start --runtime vscode`) in that directory to act through oh.",
                         real,
                     )
                 return None

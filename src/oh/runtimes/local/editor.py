@@ -171,7 +171,8 @@ class FileEditor:
         if command == "undo_edit":
             return self.undo(rp)
         raise ToolError(
-            f"Unrecognized command {command}. The allowed commands for the FileEditor tool are: view, create, str_replace, insert, undo_edit"
+            f"Unrecognized command {command}. The allowed commands for the FileEditor tool are: view, create, "
+            "str_replace, insert, undo_edit"
         )
 
     def _result(
@@ -192,7 +193,8 @@ class FileEditor:
         if os.path.isdir(rp.real):
             if view_range:
                 raise ToolError(
-                    f"Invalid `view_range` parameter: {view_range}. The `view_range` parameter is not allowed when `path` points to a directory."
+                    f"Invalid `view_range` parameter: {view_range}. The `view_range` parameter is not allowed "
+                    "when `path` points to a directory."
                 )
             return self._result(self._list_dir(rp, policy))
         require_regular(rp.shown, st, "view")
@@ -209,7 +211,8 @@ class FileEditor:
         first, last = view_range
         if first < 1 or first > n:
             raise ToolError(
-                f"Invalid `view_range` parameter: {view_range}. Its first element `{first}` should be within the range of lines of the file: {[1, n]}."
+                f"Invalid `view_range` parameter: {view_range}. Its first element `{first}` should be within "
+                f"the range of lines of the file: {[1, n]}."
             )
         note = ""
         if last == -1:
@@ -219,7 +222,8 @@ class FileEditor:
             last = n
         if last < first:
             raise ToolError(
-                f"Invalid `view_range` parameter: {view_range}. Its second element `{last}` should be greater than or equal to the first element `{first}`."
+                f"Invalid `view_range` parameter: {view_range}. Its second element `{last}` should be greater "
+                f"than or equal to the first element `{first}`."
             )
         snippet = slice_lines(text, first - 1, last)
         return self._result(note + cat_n_output(snippet, rp.shown, first))
@@ -261,7 +265,10 @@ class FileEditor:
             entries
         )
         if hidden:
-            msg += f"\n\n{hidden} hidden files/directories in this directory are excluded. You can use 'ls -la {root}' to see them."
+            msg += (
+                f"\n\n{hidden} hidden files/directories in this directory are excluded. You can use 'ls -la "
+                f"{root}' to see them."
+            )
         return clip(msg, MAX_RESPONSE_CHARS, DIR_CLIPPED)
 
     def create(self, rp: ResolvedPath, file_text: str | None) -> dict[str, Any]:
@@ -296,7 +303,8 @@ class FileEditor:
         self._existing_file(rp)
         if new_str == old_str:
             raise ToolError(
-                f"Invalid `new_str` parameter: {new_str}. No replacement was performed. `new_str` and `old_str` must be different."
+                f"Invalid `new_str` parameter: {new_str}. No replacement was performed. `new_str` and "
+                "`old_str` must be different."
             )
         text, enc = self._read(rp)
         positions = self._occurrences(text, old_str)
@@ -313,7 +321,8 @@ class FileEditor:
         if len(positions) > 1:
             lines = sorted({text.count("\n", 0, p) + 1 for p in positions})
             raise ToolError(
-                f"No replacement was performed. Multiple occurrences of old_str `{old_str}` in lines {lines}. Please ensure it is unique."
+                f"No replacement was performed. Multiple occurrences of old_str `{old_str}` in lines {lines}. "
+                "Please ensure it is unique."
             )
         first = positions[0]
         new_text = text[:first] + new_str + text[first + len(old_str) :]
@@ -341,7 +350,8 @@ class FileEditor:
         n = count_lines(text)
         if insert_line < 0 or insert_line > n:
             raise ToolError(
-                f"Invalid `insert_line` parameter: {insert_line}. It should be within the range of allowed values: {[0, n]}"
+                f"Invalid `insert_line` parameter: {insert_line}. It should be within the range of allowed "
+                f"values: {[0, n]}"
             )
         block = new_str if new_str.endswith("\n") else new_str + "\n"
         pos = advance_lines(text, 0, insert_line)

@@ -12,9 +12,9 @@ from __future__ import annotations
 import codecs
 import re
 
-SNIFF_BYTES = (
-    64 * 1024
-)  # the detector's sample (1 MiB cost 110 ms per read, 64 KiB 54 ms: benchmarks/local_run_options.py); the whole file must then decode
+# the detector's sample (1 MiB cost 110 ms per read, 64 KiB 54 ms: benchmarks/local_run_options.py); the whole
+# file must then decode
+SNIFF_BYTES = 64 * 1024
 _BINARY_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
 _FALLBACKS = ("cp1252", "latin-1", "cp1251")
 # charset-normalizer speaks IANA names; Python codec names keep messages and writes consistent.

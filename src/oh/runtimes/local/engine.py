@@ -161,10 +161,16 @@ class PtyShell:
                 said = str(e)
                 if e.still_running:
                     self._let_rc_finish()
-                    said += f" They may finish in the background (up to {self.rc_finish_cap:g} s; that shell then ends as a closed terminal does)."
+                    said += (
+                        f" They may finish in the background (up to {self.rc_finish_cap:g} s; that shell then "
+                        "ends as a closed terminal does)."
+                    )
                 else:
                     await self._teardown()
-                self.note = f"{note + ' ' if note else ''}{said} The agent's shell is the clean shell (bash without rc files) for this session."
+                self.note = (
+                    f"{note + ' ' if note else ''}{said} The agent's shell is the clean shell (bash without rc "
+                    "files) for this session."
+                )
                 log.warning("agent shell: %s", self.note)
         await self._spawn(*pick_shell(self.env, False)[:2], False)
 
@@ -228,7 +234,8 @@ class PtyShell:
         rcst = ready.rc_status
         if rcst.isdigit() and int(rcst) >= 2:
             notes.append(
-                f"Your {rcfile} ended with an error (status {rcst}); the shell works, its messages are in the terminal's startup output."
+                f"Your {rcfile} ended with an error (status {rcst}); the shell works, its messages are in the "
+                "terminal's startup output."
             )
         if ready.eu:
             notes.append(f"Your {kind} rc files turned on `set -e`/`set -u`; oh turned them off in the agent's shell.")

@@ -139,15 +139,18 @@ def view_range_lines(rp: ResolvedPath, text: str, view_range: list[int]) -> tupl
     first, last = view_range
     if first < 1 or first > max(n, 1):
         raise ToolError(
-            f"Invalid `view_range` parameter: {view_range}. Its first element `{first}` should be within the range of lines of the file: {[1, n]}."
+            f"Invalid `view_range` parameter: {view_range}. Its first element `{first}` should be within the "
+            f"range of lines of the file: {[1, n]}."
         )
     if last > n:
         raise ToolError(
-            f"Invalid `view_range` parameter: {view_range}. Its second element `{last}` should be smaller than the number of lines in the file: `{n}`."
+            f"Invalid `view_range` parameter: {view_range}. Its second element `{last}` should be smaller "
+            f"than the number of lines in the file: `{n}`."
         )
     if last != -1 and last < first:
         raise ToolError(
-            f"Invalid `view_range` parameter: {view_range}. Its second element `{last}` should be larger or equal than its first element `{first}`."
+            f"Invalid `view_range` parameter: {view_range}. Its second element `{last}` should be larger or "
+            f"equal than its first element `{first}`."
         )
     return first - 1, (n if last == -1 else last)
 
@@ -367,8 +370,8 @@ def _encode_as(text: str, enc: str) -> bytes:
         return text.encode(enc)
     except UnicodeEncodeError as exc:
         raise ToolError(
-            f"The content cannot be written in {enc}: character {exc.object[exc.start : exc.start + 1]!r} at offset {exc.start} "
-            "has no representation there. Write it as utf-8, or use another encoding."
+            f"The content cannot be written in {enc}: character {exc.object[exc.start : exc.start + 1]!r} at offset "
+            f"{exc.start} has no representation there. Write it as utf-8, or use another encoding."
         ) from None
     except LookupError:
         raise ToolError(f"Unknown encoding {enc!r}.", ErrorId.BAD_REQUEST) from None

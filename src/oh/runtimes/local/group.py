@@ -199,7 +199,10 @@ class ShellGroup:
             return error_observation(
                 action.id,
                 ErrorId.BAD_REQUEST,
-                "args.job_id names the running command an empty command or is_input belongs to; a new command takes none (it gets its own id).",
+                (
+                    "args.job_id names the running command an empty command or is_input belongs to; a new command "
+                    "takes none (it gets its own id)."
+                ),
             )
         if args.get("background"):
             return await self._start_job(action, cwd, ctx)
@@ -254,8 +257,11 @@ class ShellGroup:
         return error_observation(
             action.id,
             ErrorId.BUSY,
-            f'Your command "{action.command[:200]}" was NOT executed: the previous command is still running. '
-            'Wait for it (send an empty command), send it input (is_input), interrupt it (is_input "C-c"), or reset the shell.',
+            (
+                f'Your command "{action.command[:200]}" was NOT executed: the previous command is still running. '
+                'Wait for it (send an empty command), send it input (is_input), interrupt it (is_input "C-c"), or '
+                "reset the shell."
+            ),
         )
 
     def _limit_busy(self, action: Action) -> dict[str, Any]:
@@ -263,9 +269,14 @@ class ShellGroup:
         return error_observation(
             action.id,
             ErrorId.BUSY,
-            f'Your command "{action.command[:200]}" was NOT executed: {n} command(s) already run in this agent\'s shells '
-            f"(the limit is max_shells = {m}). Wait for one to finish (send an empty command, or the job action op wait), "
-            'interrupt one (is_input "C-c" with its args.job_id, or job op cancel), or raise the max_shells setting.',
+            (
+                f'Your command "{action.command[:200]}" was NOT executed: {n} command(s) already run in this '
+                "agent's shells "
+                f"(the limit is max_shells = {m}). Wait for one to finish (send an empty command, or the job "
+                "action op wait), "
+                'interrupt one (is_input "C-c" with its args.job_id, or job op cancel), or raise the '
+                "max_shells setting."
+            ),
         )
 
     async def _follow_up(self, action: Action, jid: str | None) -> dict[str, Any]:
@@ -311,8 +322,8 @@ class ShellGroup:
             raise
         self._spawn(self._reap(jid, term, cmd))
         prefix = note + (
-            f"[{why[:1].upper() + why[1:]}: this command ran in an extra shell ({jid}) started in {term.workspace} with the "
-            "main shell's exports; its cd and exports do not carry over.]\n"
+            f"[{why[:1].upper() + why[1:]}: this command ran in an extra shell ({jid}) started in {term.workspace} "
+            "with the main shell's exports; its cd and exports do not carry over.]\n"
         )
         try:
             async with term._waiter:
@@ -380,9 +391,11 @@ class ShellGroup:
                     return self._job_run_obs(
                         action,
                         job,
-                        f"\n[Job {job.job_id} with the same command, directory and environment is already running (pid {job.pid}); "
-                        "it was not started again. Follow it with the job action (op poll, wait, output, cancel), or set "
-                        "args.force to start another.]",
+                        (
+                            f"\n[Job {job.job_id} with the same command, directory and environment is already running "
+                            f"(pid {job.pid}); it was not started again. Follow it with the job action (op poll, "
+                            "wait, output, cancel), or set args.force to start another.]"
+                        ),
                     )
         if self._shells_in_use() >= self.rt.max_shells:
             return self._limit_busy(action)
@@ -406,8 +419,12 @@ class ShellGroup:
         return self._job_run_obs(
             action,
             job,
-            f"\n[Started in the background as job {jid} (pid {shell.pid}). Follow it with the job action and args.job_id "
-            f'"{jid}": op poll (state and output tail), wait (until it ends), output (all of it, from an offset), cancel.]',
+            (
+                f"\n[Started in the background as job {jid} (pid {shell.pid}). Follow it with the job action and "
+                "args.job_id "
+                f'"{jid}": op poll (state and output tail), wait (until it ends), output (all of it, from an '
+                "offset), cancel.]"
+            ),
         )
 
     def _job_run_obs(self, action: Action, job: Job, suffix: str) -> dict[str, Any]:
@@ -466,8 +483,11 @@ class ShellGroup:
                 return error_observation(
                     action.id,
                     ErrorId.NO_JOB,
-                    f"{jid} is a foreground command, not a background job: follow it with run (an empty command, or is_input; "
-                    f'"C-c" interrupts it) and args.job_id "{jid}".',
+                    (
+                        f"{jid} is a foreground command, not a background job: follow it with run (an empty "
+                        "command, or is_input; "
+                        f'"C-c" interrupts it) and args.job_id "{jid}".'
+                    ),
                 )
             return error_observation(
                 action.id,

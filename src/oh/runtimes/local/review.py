@@ -76,7 +76,8 @@ def file_bytes(real: str) -> bytes | None:
         return None
     if st.st_size > MAX_REVIEW_BYTES:
         raise ToolError(
-            f"The file {real} is too large to review as a proposal ({st.st_size:,} bytes; the limit is {MAX_REVIEW_BYTES:,})."
+            f"The file {real} is too large to review as a proposal ({st.st_size:,} bytes; the limit is "
+            f"{MAX_REVIEW_BYTES:,})."
         )
     fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO swapped in must not hang us
     try:
@@ -228,9 +229,10 @@ class ProposalQueue:
             return None
         mib = 1024 * 1024
         return (
-            f"Too much awaits the user's review: {len(self.pending)} proposal(s) holding {self.pending_bytes / mib:.1f} MiB "
-            f"(the limit is {self.max_bytes // mib} MiB for all pending proposals together). Nothing was written. "
-            "Wait until the user decides some (`oh review`), then send this change again."
+            f"Too much awaits the user's review: {len(self.pending)} proposal(s) holding "
+            f"{self.pending_bytes / mib:.1f} MiB (the limit is {self.max_bytes // mib} MiB for all pending proposals "
+            "together). Nothing was written. Wait until the user decides some (`oh review`), then send this change "
+            "again."
         )
 
     def check_room(self, size: int = 0) -> None:
@@ -345,7 +347,10 @@ class ProposalQueue:
                     "id": pid,
                     "outcome": "stale",
                     "path": p.path,
-                    "message": f"{p.path} changed after the proposal was made: nothing was written; the agent was told to read it again.",
+                    "message": (
+                        f"{p.path} changed after the proposal was made: nothing was written; the agent was told "
+                        "to read it again."
+                    ),
                 },
             )
         try:

@@ -71,7 +71,10 @@ def _diagnose(stderr: str) -> tuple[str, str]:
     """(problem, fix) for a bubblewrap that did not start a namespace."""
     if _read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == "1":
         return (
-            "user namespaces are restricted by AppArmor (Ubuntu 23.10+: kernel.apparmor_restrict_unprivileged_userns=1)",
+            (
+                "user namespaces are restricted by AppArmor (Ubuntu 23.10+: "
+                "kernel.apparmor_restrict_unprivileged_userns=1)"
+            ),
             "allow bwrap with an AppArmor profile (Ubuntu ships one in the apparmor package: "
             "`sudo apt install apparmor-profiles`, or write /etc/apparmor.d/bwrap with `userns,` and "
             "`sudo systemctl reload apparmor`), or `sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0`",
@@ -244,7 +247,10 @@ class Sandbox:
     def note(self) -> str:
         """What the first observation of a shell says about its sandbox."""
         if self.unconfined:
-            return f"Sandbox: none. {check(self.spec.bwrap).message} (sandbox_fallback = unconfined: commands run unconfined, as you.)"
+            return (
+                f"Sandbox: none. {check(self.spec.bwrap).message} (sandbox_fallback = unconfined: commands run "
+                "unconfined, as you.)"
+            )
         if not self.spec.on:
             return ""  # the user's explicit choice; `oh start` and `oh status` say it
         return (

@@ -305,7 +305,8 @@ class Terminal:
                 self.shell = None
                 await shell.kill()
                 raise ToolError(
-                    f"The shell did not take the environment variables within {EXPORT_TIMEOUT:g} s; it was restarted. Run the command again."
+                    f"The shell did not take the environment variables within {EXPORT_TIMEOUT:g} s; it was "
+                    "restarted. Run the command again."
                 )
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(cmd.changed.wait(), remaining)
@@ -338,7 +339,10 @@ class Terminal:
             except asyncio.TimeoutError:
                 return self._obs(
                     action,
-                    "ERROR: The running command is not reading its input (the terminal's input buffer is full); the text was not fully sent.",
+                    (
+                        "ERROR: The running command is not reading its input (the terminal's input buffer is "
+                        "full); the text was not fully sent."
+                    ),
                     -1,
                     self._cwd(),
                 )
