@@ -21,7 +21,9 @@ async def test_battery_through_the_host(tmp_path, workspace, shell):
     host = await HostDriver.start(str(workspace), shell_env(home, shell), "--startup-timeout", "30")
     try:
         ready = host.ready[0]
-        assert ready["shell"] == shell and ready["rc"] is True and ready["note"] == "", ready
+        assert ready["shell"] == shell and ready["rc"] is True, ready
+        # the only note of a good rc: the sandbox's level (issue 27: the first observation says it)
+        assert ready["note"].startswith("Sandbox: workspace-write") and "\n" not in ready["note"], ready
         # the user's rc files ran: alias, function, exported variable, PATH tool
         out, code, _ = await host.run("fixture_alias; fixture_function x; echo $FIXTURE_VAR; fixture-tool", None, None)
         assert (out, code) == ("alias works\nfunction works x\nfixture-value\nfixture tool ran\n", 0)

@@ -276,7 +276,8 @@ export class EngineShell implements CommandShell {
     if (this.closed) throw new Error('the shell engine is gone');
     const cmd = new RunningCommand(false, opts.limit);
     if (this.pendingNote) {
-      cmd.notes.push(`[${this.pendingNote}]`);
+      // one note per line (the host may send the sandbox's level and the shell's own note together)
+      for (const line of this.pendingNote.split('\n')) if (line) cmd.notes.push(`[${line}]`);
       this.pendingNote = '';
     }
     const id = `c${++this.seq}`;

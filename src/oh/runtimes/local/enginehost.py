@@ -90,8 +90,11 @@ class Host:
         )
         await shell.start()
         self.shell = shell
-        note = "" if shell.note in self._said else shell.note  # a note is said once per host
-        self._said.add(shell.note)
+        # Each note is said once per host: the sandbox's level first (as the local runtime's first observation
+        # says it, issue 27), then the shell's own; one per line, the extension brackets each.
+        notes = [n for n in (self.sandbox.note() if self.sandbox is not None else "", shell.note) if n]
+        note = "\n".join(n for n in notes if n not in self._said)
+        self._said.update(notes)
         msg = {
             "type": "ready",
             "shell": shell.kind,
