@@ -8,7 +8,6 @@ the action's id, no ``id`` — the backend numbers observations); it never raise
 
 from __future__ import annotations
 
-import contextvars
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Hashable
@@ -38,23 +37,18 @@ class AgentContext:
         return self.shell is not None
 
 
-# Set by the backend for the action it executes when the agent asked for progress frames (protocol/progress.py):
-# ``report(event, **fields)`` sends one before the observation. A context variable: every task the action
-# starts sees it, nothing an agent sends can reach another agent's action.
-PROGRESS: contextvars.ContextVar[Callable[..., None] | None] = contextvars.ContextVar("oh_progress", default=None)
-
-
-def report(event: str, **fields: Any) -> None:
-    """Tell the agent of the running action (a no-op when it did not ask)."""
-    sink = PROGRESS.get()
+def report(action: Action, event: str, **fields: Any) -> None:
+    """Tell the agent of the running ``action`` (protocol/progress.py; a no-op when it did not ask): through
+    ``action.on_progress``, which only the backend sets, so nothing an agent sends reaches another's action."""
+    sink = action.on_progress
     if sink is not None:
         sink(event, **fields)
 
 
-def output_sink() -> Callable[[str], None] | None:
-    """The running action's ``output`` reporter (a command's output callbacks run outside its task, so
-    they keep this one), or None when the agent did not ask for progress."""
-    sink = PROGRESS.get()
+def output_sink(action: Action) -> Callable[[str], None] | None:
+    """``action``'s ``output`` reporter (a command's output callbacks run outside its task, so they keep this
+    one), or None when the agent did not ask for output frames."""
+    sink = action.on_progress
     if sink is None or "output" not in getattr(sink, "events", ("output",)):
         return None
     return lambda text: sink("output", text=text)

@@ -161,7 +161,7 @@ class VscodeRuntime(Runtime):
         if new_command:
             self._remember(frame["job_id"], editor.editor_id, ctx)
             if not action.args.get("background"):
-                report(progress.STARTED, job_id=frame["job_id"])  # an interrupting client names it
+                report(action, progress.STARTED, job_id=frame["job_id"])  # an interrupting client names it
         obs = await self._forward(action, frame, editor)
         return self._completed(action, ctx, editor, obs)
 

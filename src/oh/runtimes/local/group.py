@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import shlex
 import time
@@ -58,7 +59,7 @@ class ShellHost(Protocol):
     job_retention: float
     spool_cap: int
 
-    def new_terminal(self, cwd: str, *, env_snapshot: str = "", init_script: str = "") -> Terminal: ...
+    def new_terminal(self, cwd: str, *, sandboxed: bool, env_snapshot: str = "", init_script: str = "") -> Terminal: ...
 
     def new_job_id(self, action: Action | None = None) -> str: ...
 
@@ -128,7 +129,8 @@ class ShellGroup:
             self._queue.remove(token)
             self._notify()  # the next in line looks again
         waited = time.monotonic() - t0
-        return Action(action.id, action.kind, action.args, shellqueue.left(action.timeout, waited), action.raw), waited
+        # replace, not a new Action: what the backend and the consent gate set (progress, consent) stays
+        return dataclasses.replace(action, timeout=shellqueue.left(action.timeout, waited)), waited
 
     # ------------------------------------------------------------------ helpers
     def _shells_in_use(self) -> int:
@@ -139,8 +141,9 @@ class ShellGroup:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    def _new_extra(self) -> Terminal:
-        """A shell started where the main one is: its current directory and its exports."""
+    def _new_extra(self, action: Action) -> Terminal:
+        """A shell started where the main one is, for ``action``: its current directory and its exports; outside
+        the sandbox only when the consent gate allowed this very action to leave it (``Action.unsandboxed``)."""
         cwd = self.main._cwd()
         if not os.path.isdir(cwd):
             cwd = self.main.workspace
@@ -150,7 +153,7 @@ class ShellGroup:
             # `export -p` output (sent through the command pipe, never argv); then cd again so
             # $PWD/$OLDPWD from the snapshot match this shell.
             init = f"{{\n{exports}\n}} >/dev/null 2>&1\nbuiltin cd -- {shlex.quote(cwd)}"
-        return self.rt.new_terminal(cwd, init_script=init)
+        return self.rt.new_terminal(cwd, sandboxed=not action.unsandboxed, init_script=init)
 
     def _running_foreground(self) -> list[tuple[float, str, Terminal]]:
         found = []
@@ -300,7 +303,7 @@ class ShellGroup:
         agent_id: str = "",
     ) -> dict[str, Any]:
         jid = self.rt.new_job_id(action)
-        term = self._new_extra()
+        term = self._new_extra(action)
         self.extras[jid] = term
         try:
             cmd, _shell, note = await term.start(action, cwd, job_id=jid)
@@ -389,7 +392,7 @@ class ShellGroup:
         jid = self.rt.new_job_id(action)
         spool = Spool(self.rt.spool_path(jid), self.rt.spool_cap)
         job = Job(jid, self.key, ctx.id, action.command, where, action.env, spool)
-        term = self._new_extra()
+        term = self._new_extra(action)
         self.extras[jid] = term
         self.jobs[jid] = job
         try:

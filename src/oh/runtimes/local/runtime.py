@@ -33,7 +33,6 @@ from .group import ShellGroup
 from .jobs import SPOOL_CAP
 from .paths import PathPolicy
 from .gitswitch import local_switch
-from .. import escalation
 from .review import PathLocks, Proposal, ProposalQueue, ProposingEditor, Recorder, file_bytes, text_of
 from .engine import STARTUP_TIMEOUT
 from .ptyproc import WrapArgv
@@ -176,13 +175,9 @@ class LocalRuntime(Runtime):
                 return real
         return self.workspace
 
-    def new_terminal(
-        self, cwd: str, *, env_snapshot: str = "", init_script: str = "", sandboxed: bool | None = None
-    ) -> Terminal:
-        """``sandboxed`` None: sandboxed unless the consent gate allowed this action to leave the sandbox
-        (runtimes/escalation.py; only one-shot shells are made then: extra shells and jobs)."""
-        if sandboxed is None:
-            sandboxed = not escalation.UNSANDBOXED.get()
+    def new_terminal(self, cwd: str, *, sandboxed: bool, env_snapshot: str = "", init_script: str = "") -> Terminal:
+        """``sandboxed`` False only for a run the consent gate allowed to leave the sandbox (``Action.unsandboxed``,
+        runtimes/escalation.py; only one-shot shells are made then: extra shells and jobs)."""
         scratch = self._scratch_dir()
         return Terminal(
             cwd,
@@ -346,7 +341,7 @@ class LocalRuntime(Runtime):
             obs = await group.run(action, cwd, ctx)
             _prefix(obs, "[The agent's shell is not sandboxed (sandbox off): the command ran as usual.]")
             return obs
-        if not escalation.UNSANDBOXED.get():
+        if not action.unsandboxed:
             return error_observation(
                 action.id,
                 ErrorId.REJECTED,
@@ -455,7 +450,7 @@ class LocalRuntime(Runtime):
             on_accept,
             texts_later=later,
         )
-        return await self.proposals.wait(proposal)
+        return await self.proposals.wait(proposal, action)
 
     def _compute_proposal(self, action: Action, rp) -> dict[str, Any] | tuple:
         """The proposal's parts (worker thread), or the observation when nothing would change."""

@@ -286,7 +286,7 @@ class Terminal:
         finally:
             self._claimed = False
         if job_id and sink is None:
-            report(progress.STARTED, job_id=job_id)  # an interrupting client names it (`oh run`'s Ctrl-C)
+            report(action, progress.STARTED, job_id=job_id)  # an interrupting client names it (`oh run`'s Ctrl-C)
         return cmd, shell, note
 
     async def _export(self, shell: Shell, env: dict[str, str]) -> None:
@@ -356,7 +356,7 @@ class Terminal:
 
     # ------------------------------------------------------------------ waiting
     async def _wait(self, action: Action, cmd: Command, prefix: str = "") -> dict[str, Any]:
-        stream = output_sink()  # the agent asked for the output as it comes (protocol/progress.py)
+        stream = output_sink(action)  # the agent asked for the output as it comes (protocol/progress.py)
         if stream is None:
             return await self._wait_for(action, cmd, prefix)
         if len(cmd.buffer):
