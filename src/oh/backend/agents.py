@@ -179,7 +179,7 @@ class Agents:
     def owner_of(self, leg_id: int) -> str | None:
         """The agent whose action has the executor leg id ``leg_id`` (while it is in flight)."""
         entry = self.correlator.get(leg_id)
-        return entry.agent if entry is not None else None
+        return str(entry.agent) if entry is not None else None  # agents are keyed by their id (a str)
 
     async def cancel_all(self) -> None:
         """Shutdown: cancel every action in flight (each still answers INTERRUPTED), at most 3 s."""

@@ -1,6 +1,6 @@
 """History's wiring in the backend (issue 29, docs/protocol.md §3.15): the recorder around the runtime
-(``wrap``, one hook the backend's composition calls) and the ``history`` control requests (``handle``):
-list, show (a diff), undo.
+(``HistoryControl.wrap``, one hook the backend's composition calls) and the ``history`` control requests
+(``HistoryControl.handle``): list, show (a diff), undo.
 
 Who may undo: the decider credential (the user's `oh undo`) any entry; the agent token (MCP, SDK) only
 the named agent's own entries, none with an ambiguous change, and no file anyone changed since (no merge:
@@ -19,41 +19,49 @@ from ..runtimes.base import Runtime
 from ..runtimes.history import HistoryRecorder
 
 if TYPE_CHECKING:
-    from .server import Backend
+    from .options import BackendConfig
 
 
-def wrap(backend: Backend, runtime: Runtime) -> Runtime:
-    """The recorder around ``runtime`` when history is on (``backend.recorder`` keeps it for control)."""
-    cfg = backend.config
-    backend.recorder = None
-    if cfg.history_dir is None:
-        return runtime
-    from ..history.timeline import Timeline
+class HistoryControl:
+    """History's role in the backend: the recorder it puts around the runtime when history is on (``wrap``,
+    called once by the stack's composition) and the ``history`` control requests (``handle``)."""
 
-    def make() -> Timeline:
-        return Timeline(
-            backend.workspace,
-            str(cfg.history_dir),
-            store_ignored=cfg.history_store_ignored,
-            max_file=cfg.history_max_file,
-        )
+    def __init__(self, config: BackendConfig, workspace: str) -> None:
+        self.config = config
+        self.workspace = workspace
+        self.recorder: HistoryRecorder | None = None  # set by ``wrap`` when history is on
 
-    backend.recorder = HistoryRecorder(runtime, make)
-    return backend.recorder
+    def wrap(self, runtime: Runtime) -> Runtime:
+        """The recorder around ``runtime`` when history is on, else ``runtime`` itself."""
+        cfg = self.config
+        if cfg.history_dir is None:
+            return runtime
+        from ..history.timeline import Timeline
 
+        def make() -> Timeline:
+            return Timeline(
+                self.workspace,
+                str(cfg.history_dir),
+                store_ignored=cfg.history_store_ignored,
+                max_file=cfg.history_max_file,
+            )
 
-async def handle(backend: Backend, obj: dict[str, Any], decider: bool) -> dict[str, Any]:
-    recorder = getattr(backend, "recorder", None)
-    if recorder is None or recorder.timeline is None:
-        return frames.refusal(
-            "HISTORY_OFF",
-            "History is off for this backend: start it with `oh start --history` (or set `history = true`).",
-        )
-    try:
-        req = H.parse_request(obj)
-    except ProtocolError as exc:
-        return frames.refusal(str(exc.error_id), exc.message)
-    return await asyncio.to_thread(_answer, recorder.timeline, req, decider)
+        self.recorder = HistoryRecorder(runtime, make)
+        return self.recorder
+
+    async def handle(self, obj: dict[str, Any], decider: bool) -> dict[str, Any]:
+        """One ``history`` control request (list, show, undo); ``decider``: sent with the decider credential."""
+        recorder = self.recorder
+        if recorder is None or recorder.timeline is None:
+            return frames.refusal(
+                "HISTORY_OFF",
+                "History is off for this backend: start it with `oh start --history` (or set `history = true`).",
+            )
+        try:
+            req = H.parse_request(obj)
+        except ProtocolError as exc:
+            return frames.refusal(str(exc.error_id), exc.message)
+        return await asyncio.to_thread(_answer, recorder.timeline, req, decider)
 
 
 def _answer(tl, req: H.HistoryRequest, decider: bool) -> dict[str, Any]:

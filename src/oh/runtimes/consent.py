@@ -175,7 +175,12 @@ class Approvals:
                     self.on_rule(rule)
             rule_text = ", ".join(p.suggest)
         p.future.set_result(Answer(allow, who, _now(), reason, rule_text, tuple(p.suggest) if rule_text else ()))
-        row = {"id": approval_id, "outcome": "allowed" if allow else "rejected", "what": p.subject, "by": who}
+        row: dict[str, Any] = {
+            "id": approval_id,
+            "outcome": "allowed" if allow else "rejected",
+            "what": p.subject,
+            "by": who,
+        }
         if rule_text:
             row["rules"] = list(p.suggest)
         return row

@@ -78,7 +78,7 @@ class EnsureService(Wrapper):
         roots: list[str] | None = None,
         *,
         new_id: Callable[[], int],
-        release_id: Callable[[int], None] = lambda _leg: None,
+        release_id: Callable[[int], object] = lambda _leg: None,
         default_timeout: float = 300.0,
         setup: bool = True,
         which: Callable[[str], str | None] = shutil.which,

@@ -44,6 +44,7 @@ from .jobs import (
     Spool,
     env_fingerprint,
 )
+from .command import Command
 from .terminal import Terminal, _identity
 
 if TYPE_CHECKING:
@@ -56,6 +57,7 @@ class ShellHost(Protocol):
 
     max_shells: int
     max_wait: float
+    queue_limit: int
     job_retention: float
     spool_cap: int
 
@@ -359,10 +361,9 @@ class ShellGroup:
         job.cmd, job.term, job.pid = cmd, term, term.shell.pid if term.shell is not None else -1
         self.jobs[jid] = job
         self.rt.job_event("job_started", job)
-        self._spawn(self._watch_kept(job))
+        self._spawn(self._watch_kept(job, cmd))
 
-    async def _watch_kept(self, job: Job) -> None:
-        cmd = job.cmd
+    async def _watch_kept(self, job: Job, cmd: Command) -> None:
         try:
             await cmd.finished.wait()
             state = CANCELLED if job.cancelled else SUCCEEDED if cmd.exit_code == 0 else FAILED
@@ -405,7 +406,7 @@ class ShellGroup:
             raise
         job.cmd, job.term, job.pid = cmd, term, shell.pid
         self.rt.job_event("job_started", job)
-        self._spawn(self._watch(job))
+        self._spawn(self._watch(job, cmd, term))
         return self._job_run_obs(
             action,
             job,
@@ -429,8 +430,7 @@ class ShellGroup:
         )
         return self._tag(obs, job.job_id)
 
-    async def _watch(self, job: Job) -> None:
-        cmd, term = job.cmd, job.term
+    async def _watch(self, job: Job, cmd: Command, term: Terminal) -> None:
         try:
             await cmd.finished.wait()
             state = CANCELLED if job.cancelled else SUCCEEDED if cmd.exit_code == 0 else FAILED
@@ -449,10 +449,10 @@ class ShellGroup:
     def purge(self) -> None:
         now = time.monotonic()
         finished = [j for j in self.jobs.values() if j.state != RUNNING and j.finished_at is not None]
-        finished.sort(key=lambda j: j.finished_at)
+        finished.sort(key=lambda j: j.finished_at or 0.0)  # (all finished: `or` only for the type checker)
         excess = len(finished) - MAX_FINISHED
         for i, job in enumerate(finished):
-            if i < excess or now - job.finished_at > self.rt.job_retention:
+            if i < excess or now - (job.finished_at or now) > self.rt.job_retention:
                 self.jobs.pop(job.job_id, None)
                 job.spool.close()
 
@@ -500,6 +500,7 @@ class ShellGroup:
         records = [j.record() for j in self.jobs.values()]
         for started, jid, term in self._running_foreground():
             cmd = term.running
+            assert cmd is not None  # running ones only
             records.append(
                 {
                     "job_id": jid,

@@ -15,6 +15,7 @@ the second stale in the same way.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
 import hashlib
 import itertools
@@ -387,7 +388,7 @@ class ProposalQueue:
             "message": f"{p.path} left unchanged; the agent got the reason.",
         }
 
-    async def accept_all(self) -> list[dict[str, Any]]:
+    async def accept_all(self) -> builtins.list[dict[str, Any]]:  # (`list` is a method here)
         """Every pending proposal in creation order; each is checked on its own (a later one to the same
         file is stale once an earlier one is written)."""
         return [await self.accept(pid) for pid in list(self.pending)]

@@ -5,6 +5,7 @@ confined to the allowed roots by ``PathPolicy``."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 import os
@@ -146,7 +147,7 @@ class LocalRuntime(Runtime):
         self.on_job_event: Callable[[str, dict[str, Any]], None] | None = None
         # Shells being torn down (an agent left). close() waits for them too, so a backend stop never
         # returns while a departed agent's processes are still being killed.
-        self._closing: set[asyncio.Task] = set()
+        self._closing: set[asyncio.Future] = set()
         self._scratch: str | None = None
         # Review mode (§3.11): write/edit wait here as proposals until `oh review` decides.
         self.proposals: ProposalQueue | None = ProposalQueue(review_timeout) if review else None
@@ -358,7 +359,7 @@ class LocalRuntime(Runtime):
     async def _read(self, action: Action, base: str) -> dict[str, Any]:
         rp = self.paths.resolve(action.path, base)
         args = action.args
-        call = (
+        call = functools.partial(
             read_file,
             rp,
             args.get("start", 0),
@@ -367,16 +368,16 @@ class LocalRuntime(Runtime):
             args.get("encoding") or "auto",
         )
         if self._is_big(rp.real):
-            content, extra = await asyncio.to_thread(*call)
+            content, extra = await asyncio.to_thread(call)
         else:
-            content, extra = call[0](*call[1:])
+            content, extra = call()
         return read_observation(action.id, action.path, content, extra)
 
     async def _write(self, action: Action, base: str) -> dict[str, Any]:
         rp = self.paths.resolve(action.path, base)
         args = action.args
         content = args["content"]
-        call = (
+        call = functools.partial(
             write_file,
             rp,
             content,
@@ -387,9 +388,9 @@ class LocalRuntime(Runtime):
         )
         if len(content) > INLINE_BYTES or self._is_big(rp.real):
             async with self._file_locks.hold(rp.real):  # a threaded edit of the same file must not interleave
-                note = await asyncio.to_thread(*call)
+                note = await asyncio.to_thread(call)
         else:
-            note = call[0](*call[1:])
+            note = call()
         return write_observation(action.id, action.path, note or "")
 
     def _stat(self, action: Action, base: str) -> dict[str, Any]:

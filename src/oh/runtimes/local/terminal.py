@@ -392,7 +392,7 @@ class Terminal:
         if cmd.done:
             return self._finished(action, cmd, prefix)
         elapsed = time.monotonic() - start
-        if hard:
+        if hard and timeout is not None:  # (hard implies a timeout: said again for the type checker)
             return await self._kill_after(action, cmd, timeout, prefix)
         if no_change is not None and elapsed < (limit or float("inf")):
             suffix = f"\n[The command has no new output after {_seconds(no_change)}. {WAIT_HINT}]"
