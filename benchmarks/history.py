@@ -102,7 +102,6 @@ async def _actions(port: int, rounds: int) -> dict:
 
 
 async def _undo_1000(b, port: int, files: int) -> dict:
-    from oh.backend import historyctl
     from oh.client import Client
 
     dirs = " ".join(f"src/d{i:04d}" for i in range(max(1, min(files, 1000) // PER_DIR) or 1))
@@ -110,10 +109,10 @@ async def _undo_1000(b, port: int, files: int) -> dict:
     async with await Client.connect(f"ws://127.0.0.1:{port}", TOKEN) as c:
         obs = await c.run(f"ls {dirs}/*.txt | head -{n} | xargs sed -i 's/$/ +/'")
         assert obs.exit_code == 0, obs.content
-    listed = await historyctl.handle(b, {"op": "list"}, True)
+    listed = await b.historyctl.handle({"op": "list"}, True)
     entry = listed["entries"][-1]
     t0 = time.perf_counter()
-    res = await historyctl.handle(b, {"op": "undo", "entry": entry["id"]}, True)
+    res = await b.historyctl.handle({"op": "undo", "entry": entry["id"]}, True)
     took = time.perf_counter() - t0
     assert res.get("ok"), res
     return {"files": entry["files"], "undo_ms": round(took * 1000, 1)}
@@ -163,8 +162,9 @@ async def main(files: int, ignored_mb: int, rounds: int, fixture: Path, shadow_r
             await b.stop()
         b, t_on = await _backend(ws, str(scratch / "history"))
         try:
-            snap = b.recorder.first_snapshot
-            pack = b.recorder.timeline.store.size
+            recorder = b.historyctl.recorder
+            snap = recorder.first_snapshot
+            pack = recorder.timeline.store.size
             out["first_snapshot"] = {"s": round(t_on - t_off, 2), "pack_bytes": pack, **snap}
             on = await _actions(b.port, rounds)
             out["undo_1000"] = await _undo_1000(b, b.port, files)

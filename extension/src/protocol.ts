@@ -368,27 +368,57 @@ export function runArgs(action: Action): RunArgs {
   };
 }
 
-/** One line for humans (status bar, log): the command, or the kind and path. Never file contents. */
-export function summarize(action: Action, limit = 80): string {
-  let text: string;
-  if (isKnowledgeKind(action.kind)) {
-    text = summarizeKnowledge(action.kind, action.args);
-  } else if (action.kind === 'run') {
-    const r = runArgs(action);
-    text = (r.is_input ? 'input: ' : '') + r.command;
-  } else if (action.kind === 'edit') {
-    text = `${String(action.args.command)} ${String(action.args.path)}`;
-  } else if (action.kind === 'branch') {
-    text = `git branch ${String(action.args.name)}`;
-  } else if (action.kind === 'stat') {
-    text = `stat ${String(action.args.path)}`;
-  } else if (action.kind === 'job') {
-    text = `job ${String(action.args.op)} ${typeof action.args.job_id === 'string' ? action.args.job_id : ''}`;
-  } else {
-    text = String(action.args.path);
+/** Kinds whose summary is a path: cut only past PATH_SUMMARY_LIMIT, from the left, so the file name stays
+ * (the backend's `path_summary`, src/oh/protocol/kinds.py; tests/contract/action-kinds.json checks both). */
+export const PATH_SUMMARY_KINDS: ReadonlySet<string> = new Set(['read', 'write', 'edit', 'stat']);
+export const PATH_SUMMARY_LIMIT = 300;
+/** The summary of an empty `run` (`oh run --wait`, a follow-up): not an empty cell. */
+export const WAIT_SUMMARY = 'wait for output';
+
+/** A present argument as text, an absent one as '' (Python's `args.get(k) or ''`). */
+function argText(v: unknown): string {
+  return v === undefined || v === null || v === false ? '' : String(v);
+}
+
+function summaryOf(action: Action): string {
+  const a = action.args;
+  if (isKnowledgeKind(action.kind)) return summarizeKnowledge(action.kind, a);
+  const kind: string = action.kind; // also the kinds the backend answers itself (ensure): the shared table's
+  switch (kind) {
+    case 'run': {
+      const command = argText(a.command);
+      if (a.is_input !== true && command.trim() === '' && a.reset !== true) return WAIT_SUMMARY;
+      return (a.is_input === true ? 'input: ' : '') + (a.background === true ? 'background: ' : '') + command;
+    }
+    case 'read':
+    case 'write':
+      return argText(a.path);
+    case 'edit':
+      return `${argText(a.command)} ${argText(a.path)}`;
+    case 'job':
+      return `job ${argText(a.op)} ${argText(a.job_id)}`;
+    case 'stat':
+      return `stat ${argText(a.path)}`;
+    case 'ensure': {
+      const targets = Array.isArray(a.targets) && a.targets.length > 0 ? a.targets.map(String) : ['environment'];
+      return `ensure ${targets.join(' ')}` + (a.path ? ` in ${argText(a.path)}` : '');
+    }
+    case 'branch': // the editor leg's own frame (no agent kind): the backend never summarizes it
+      return `git branch ${argText(a.name)}`;
+    default:
+      return kind;
   }
-  text = text.split(/\s+/).filter(Boolean).join(' ');
-  return text.length <= limit ? text : text.slice(0, limit - 1) + '…';
+}
+
+/** One line for humans (status bar, log): the command, or the kind and path. Never file contents. The same
+ * line as the backend's (`oh.protocol.events.summarize`): tests/contract/action-kinds.json `summaries`. */
+export function summarize(action: Action, limit = 80): string {
+  const line = summaryOf(action).split(/\s+/).filter(Boolean).join(' ');
+  if (PATH_SUMMARY_KINDS.has(action.kind)) {
+    const max = Math.max(limit, PATH_SUMMARY_LIMIT);
+    return line.length <= max ? line : '…' + line.slice(line.length - (max - 1));
+  }
+  return line.length <= limit ? line : line.slice(0, limit - 1) + '…';
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -6,7 +6,16 @@ import * as path from 'node:path';
 import { test } from 'node:test';
 import { JsonScanError, MAX_DEPTH, pathKey, pythonFloatPaths } from '../src/jsonnum';
 import { KNOWLEDGE_KINDS } from '../src/knowledge';
-import { ACTION_KINDS, decodeFrame, parseAction, ProtocolError, registerFrame } from '../src/protocol';
+import {
+  Action,
+  ACTION_KINDS,
+  decodeFrame,
+  parseAction,
+  PATH_SUMMARY_KINDS,
+  ProtocolError,
+  registerFrame,
+  summarize,
+} from '../src/protocol';
 
 interface Verdict {
   frame: string;
@@ -87,6 +96,21 @@ test('a large frame is scanned without trouble', () => {
   const content = 'x"\\\\'.repeat(1 << 20);
   const frame = JSON.stringify({ id: 1, action: 'write', args: { path: '/w/a', content, start: 0 } });
   assert.equal(parseAction(decodeFrame(frame)).id, 1);
+});
+
+test('summarize: the same line as the backend for every kind (action-kinds.json summaries)', () => {
+  const table: {
+    kinds: (KindRow & { path_summary: boolean })[];
+    summaries: { kind: string; args: Record<string, unknown>; summary: string }[];
+  } = JSON.parse(fs.readFileSync(KINDS, 'utf8'));
+  const pathKinds = table.kinds.filter((k) => k.path_summary).map((k) => k.kind);
+  assert.deepEqual([...PATH_SUMMARY_KINDS].sort(), pathKinds.sort());
+  assert.deepEqual(new Set(table.summaries.map((c) => c.kind)), new Set(table.kinds.map((k) => k.kind)));
+  for (const c of table.summaries) {
+    // Built directly, not parsed: the extension refuses the kinds the backend answers itself (ensure).
+    const action = { id: 1, kind: c.kind, args: c.args } as unknown as Action;
+    assert.equal(summarize(action), c.summary, `${c.kind} ${JSON.stringify(c.args)}`);
+  }
 });
 
 test('the kind table: the extension executes every kind the backend forwards to an editor, and refuses the rest', () => {

@@ -22,7 +22,7 @@ sys.path.insert(0, str(HERE.parent.parent / "src"))
 
 from oh.protocol.errors import ProtocolError  # noqa: E402
 from oh.protocol import kinds  # noqa: E402
-from oh.protocol.events import parse_action_frame  # noqa: E402
+from oh.protocol.events import parse_action, parse_action_frame, summarize  # noqa: E402
 from oh.protocol.frames import KNOWN_CAPABILITIES  # noqa: E402
 
 SEED = 7
@@ -184,8 +184,50 @@ def render(items: list[dict]) -> str:
     return "[\n" + ",\n".join(json.dumps(i, ensure_ascii=True) for i in items) + "\n]\n"
 
 
+# The live view's one line per action (events.summarize), for the extension's `summarize` to agree with:
+# (kind, args) pairs that are valid actions, with the corner cases of each kind's summary.
+_LONG = "/w/" + "d/" * 100 + "a.py"  # 206 characters: a path summary is cut only past 300, from the left
+SUMMARY_CASES: list[tuple[str, dict]] = [
+    ("run", {"command": "ls -la"}),
+    ("run", {"command": "  ls\n\t -la  "}),
+    ("run", {"command": ""}),
+    ("run", {"command": "", "reset": True}),
+    ("run", {"command": "C-c", "is_input": True}),
+    ("run", {"command": "npm test", "background": True}),
+    ("run", {"command": "echo " + "x" * 200}),
+    ("read", {"path": "/w/a.py"}),
+    ("read", {"path": _LONG}),
+    ("read", {"path": _LONG + "/" + _LONG}),
+    ("write", {"path": "/w/a.py", "content": "secret\n"}),
+    ("edit", {"path": "/w/a.py", "command": "view"}),
+    ("edit", {"path": "/w/a.py", "command": "str_replace", "old_str": "a", "new_str": "b"}),
+    ("job", {"op": "list"}),
+    ("job", {"op": "poll", "job_id": "j3"}),
+    ("stat", {"path": "/w/a.py"}),
+    ("ensure", {}),
+    ("ensure", {"targets": ["python", "node"], "path": "/w/sub"}),
+    ("diagnostics", {}),
+    ("diagnostics", {"path": "/w/a.py"}),
+    ("open", {"path": "/w/a.py"}),
+    ("open", {"path": "/w/a.py", "line": 10}),
+    ("editors", {}),
+    ("symbols", {"query": ""}),
+    ("symbols", {"query": "Foo bar"}),
+    ("definition", {"path": "/w/a.py", "line": 1, "column": 1}),
+    ("references", {"path": "/w/a.py", "line": 3, "column": 7}),
+]
+
+
+def summaries() -> list[dict]:
+    out = []
+    for kind, args in SUMMARY_CASES:
+        action = parse_action({"id": 1, "action": kind, "args": args})  # raises if a case is not a valid action
+        out.append({"kind": kind, "args": args, "summary": summarize(action)})
+    return out
+
+
 def kind_table() -> dict:
-    return {"kinds": kinds.describe(), "capabilities": list(KNOWN_CAPABILITIES)}
+    return {"kinds": kinds.describe(), "capabilities": list(KNOWN_CAPABILITIES), "summaries": summaries()}
 
 
 if __name__ == "__main__":

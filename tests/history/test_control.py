@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from oh.backend import historyctl
 from oh.backend.server import Backend, BackendConfig
 
 TOKEN = "history-test-token-0123456789"
@@ -25,18 +24,19 @@ async def test_history_off_bad_requests_and_unknown_entries(tmp_path: Path, monk
     ws.mkdir()
     off = await _backend(ws, None)
     try:
-        answer = await historyctl.handle(off, {"op": "list"}, True)
+        answer = await off.historyctl.handle({"op": "list"}, True)
         assert answer["error_id"] == "HISTORY_OFF" and "--history" in answer["message"]
     finally:
         await off.stop()
     on = await _backend(ws, tmp_path / "history")
     try:
-        assert (await historyctl.handle(on, {"op": "list"}, False))["entries"] == []
-        assert (await historyctl.handle(on, {"op": "zap"}, True))["error_id"] == "BAD_REQUEST"
-        assert (await historyctl.handle(on, {"op": "show", "entry": 7}, True))["error_id"] == "NO_ENTRY"
-        undo = await historyctl.handle(on, {"op": "undo", "entry": 7}, True)
+        history = on.historyctl
+        assert (await history.handle({"op": "list"}, False))["entries"] == []
+        assert (await history.handle({"op": "zap"}, True))["error_id"] == "BAD_REQUEST"
+        assert (await history.handle({"op": "show", "entry": 7}, True))["error_id"] == "NO_ENTRY"
+        undo = await history.handle({"op": "undo", "entry": 7}, True)
         assert undo["ok"] is False and undo["error"] == "NO_ENTRY"
-        forbidden = await historyctl.handle(on, {"op": "undo", "entry": 7}, False)  # agent token, no name
+        forbidden = await history.handle({"op": "undo", "entry": 7}, False)  # agent token, no name
         assert forbidden["error_id"] == "FORBIDDEN"
     finally:
         await on.stop()

@@ -267,6 +267,16 @@ def _history_dir(args: argparse.Namespace, workspace: str) -> str | None:
     return str(paths.ensure_private_dir(paths.state_dir() / "history" / key))
 
 
+def _stop_on_signals(loop: asyncio.AbstractEventLoop, backend: Backend) -> None:
+    """SIGTERM, SIGINT and SIGHUP stop the backend (its log says which)."""
+
+    def on_signal(sig: signal.Signals) -> None:
+        asyncio.ensure_future(backend.stop(f"signal {sig.name}"))
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        loop.add_signal_handler(sig, on_signal, sig)
+
+
 async def _amain(args: argparse.Namespace, token: str) -> int:
     workspace = os.path.realpath(args.workspace)
     instance_id = args.instance_id or sessions.new_instance_id()
@@ -324,10 +334,7 @@ async def _amain(args: argparse.Namespace, token: str) -> int:
     loop = asyncio.get_running_loop()
 
     _throttled_loop_errors(loop, Throttle(logging.getLogger("oh.backend")))
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        loop.add_signal_handler(
-            sig, lambda s=sig: asyncio.ensure_future(backend.stop(f"signal {signal.Signals(s).name}"))
-        )
+    _stop_on_signals(loop, backend)
     _ready(
         args.ready_fd,
         {

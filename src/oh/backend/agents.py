@@ -28,7 +28,7 @@ from ..protocol.events import (
     parse_action,
     summarize,
 )
-from ..runtimes.base import PROGRESS, AgentContext, Runtime
+from ..runtimes.base import AgentContext, Runtime
 from ..text.fmt import timeout_of
 from ..transport import send_bounded
 from . import agentinfo
@@ -179,7 +179,7 @@ class Agents:
     def owner_of(self, leg_id: int) -> str | None:
         """The agent whose action has the executor leg id ``leg_id`` (while it is in flight)."""
         entry = self.correlator.get(leg_id)
-        return entry.agent if entry is not None else None
+        return str(entry.agent) if entry is not None else None  # agents are keyed by their id (a str)
 
     async def cancel_all(self) -> None:
         """Shutdown: cancel every action in flight (each still answers INTERRUPTED), at most 3 s."""
@@ -278,17 +278,16 @@ class Agents:
         task = asyncio.current_task()
         assert task is not None
         reserved = 0  # output bytes this action holds (backend/flow.py)
-        # Progress frames (protocol/progress.py) when the agent asked: runtimes report through PROGRESS,
-        # set in this task's own context only.
+        # Progress frames (protocol/progress.py) when the agent asked: runtimes report through the leg's
+        # ``Action.on_progress`` (``runtimes.base.report``), set here only.
         events = progress.wanted(action.raw)
         pump = Progress(agent, action.id, events) if events else None
         if pump is not None:
-            PROGRESS.set(pump)
             self.pumps[leg_id] = pump
         try:
             started = time.monotonic()
             summary, extra = self._announce(agent, action, leg_id)
-            obs, cancelled, reserved = await self._run_leg(agent, action, leg_id, task)
+            obs, cancelled, reserved = await self._run_leg(agent, action, leg_id, task, pump)
             obs["cause"] = action.id  # map the executor leg's id back to the agent's
             self._record_end(agent, action, leg_id, obs, summary, extra, started)
             if pump is not None:
@@ -350,12 +349,12 @@ class Agents:
         return summary, extra
 
     async def _run_leg(
-        self, agent: Agent, action: Action, leg_id: int, task: asyncio.Task
+        self, agent: Agent, action: Action, leg_id: int, task: asyncio.Task, pump: Progress | None
     ) -> tuple[dict[str, Any], bool, int]:
         """The runtime's answer under the action's deadline: (observation, cancelled, output bytes reserved)."""
         # The leg shares the agent's frame (``raw``; no copy here): runtimes read it, and the vscode
         # runtime's forward copies it with the leg id (``with_id``) anyway.
-        leg = Action(leg_id, action.kind, action.args, action.timeout, action.raw)
+        leg = Action(leg_id, action.kind, action.args, action.timeout, action.raw, on_progress=pump)
         cancelled, reserved = False, 0
         repeat_note = repetition.step(agent.streak, action, self.config.repeat_limit or 0, self.config.repeat_action)
         deadline = self._deadline(action)

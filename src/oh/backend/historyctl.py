@@ -1,6 +1,6 @@
 """History's wiring in the backend (issue 29, docs/protocol.md §3.15): the recorder around the runtime
-(``wrap``, one hook the backend's composition calls) and the ``history`` control requests (``handle``):
-list, show (a diff), undo.
+(``HistoryControl.wrap``, one hook the backend's composition calls) and the ``history`` control requests
+(``HistoryControl.handle``): list, show (a diff), undo.
 
 Who may undo: the decider credential (the user's `oh undo`) any entry; the agent token (MCP, SDK) only
 the named agent's own entries, none with an ambiguous change, and no file anyone changed since (no merge:
@@ -19,41 +19,74 @@ from ..runtimes.base import Runtime
 from ..runtimes.history import HistoryRecorder
 
 if TYPE_CHECKING:
-    from .server import Backend
+    from .options import BackendConfig
 
 
-def wrap(backend: Backend, runtime: Runtime) -> Runtime:
-    """The recorder around ``runtime`` when history is on (``backend.recorder`` keeps it for control)."""
-    cfg = backend.config
-    backend.recorder = None
-    if cfg.history_dir is None:
-        return runtime
-    from ..history.timeline import Timeline
+class HistoryControl:
+    """History's role in the backend: the recorder it puts around the runtime when history is on (``wrap``,
+    called once by the stack's composition) and the ``history`` control requests (``handle``)."""
 
-    def make() -> Timeline:
-        return Timeline(
-            backend.workspace,
-            str(cfg.history_dir),
-            store_ignored=cfg.history_store_ignored,
-            max_file=cfg.history_max_file,
-        )
+    def __init__(self, config: BackendConfig, workspace: str) -> None:
+        self.config = config
+        self.workspace = workspace
+        self.recorder: HistoryRecorder | None = None  # set by ``wrap`` when history is on
 
-    backend.recorder = HistoryRecorder(runtime, make)
-    return backend.recorder
+    def wrap(self, runtime: Runtime) -> Runtime:
+        """The recorder around ``runtime`` when history is on, else ``runtime`` itself."""
+        cfg = self.config
+        if cfg.history_dir is None:
+            return runtime
+        from ..history.timeline import Timeline
 
+        def make() -> Timeline:
+            return Timeline(
+                self.workspace,
+                str(cfg.history_dir),
+                store_ignored=cfg.history_store_ignored,
+                max_file=cfg.history_max_file,
+            )
 
-async def handle(backend: Backend, obj: dict[str, Any], decider: bool) -> dict[str, Any]:
-    recorder = getattr(backend, "recorder", None)
-    if recorder is None or recorder.timeline is None:
-        return frames.refusal(
-            "HISTORY_OFF",
-            "History is off for this backend: start it with `oh start --history` (or set `history = true`).",
-        )
-    try:
-        req = H.parse_request(obj)
-    except ProtocolError as exc:
-        return frames.refusal(str(exc.error_id), exc.message)
-    return await asyncio.to_thread(_answer, recorder.timeline, req, decider)
+        self.recorder = HistoryRecorder(runtime, make)
+        return self.recorder
+
+    async def handle(self, obj: dict[str, Any], decider: bool) -> dict[str, Any]:
+        """One ``history`` control request (list, show, undo); ``decider``: sent with the decider credential."""
+        recorder = self.recorder
+        if recorder is None or recorder.timeline is None:
+            return frames.refusal(
+                "HISTORY_OFF",
+                "History is off for this backend: start it with `oh start --history` (or set `history = true`).",
+            )
+        try:
+            req = H.parse_request(obj)
+        except ProtocolError as exc:
+            return frames.refusal(str(exc.error_id), exc.message)
+        return await asyncio.to_thread(_answer, recorder.timeline, req, decider)
+
+    async def handle_editor(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """A ``history`` frame from an editor (§3.15.2): the editor credential is the user's, so it may list,
+        show and undo any entry; an undo is answered with the edits for the editor to apply (its undo stack)."""
+        recorder = self.recorder
+        rid = obj.get("rid") if isinstance(obj.get("rid"), str) else ""
+        if recorder is None or recorder.timeline is None:
+            return {
+                **frames.refusal("HISTORY_OFF", "History is off for this backend: `oh start --history`."),
+                "rid": rid,
+            }
+        try:
+            req = H.parse_editor_request(obj)
+        except ProtocolError as exc:
+            return {**frames.refusal(str(exc.error_id), exc.message), "rid": rid}
+        tl = recorder.timeline
+        if req.op == "applied":
+            from ..history import undo
+
+            done = await asyncio.to_thread(undo.finish_editor, tl, req.entry or 0)
+            return {"type": "history", "op": "applied", "rid": rid, "ok": done}
+        if req.op != "undo":
+            answer = await asyncio.to_thread(_answer, tl, H.HistoryRequest(req.op, req.entry), True)
+            return {**answer, "rid": rid}
+        return {**await _editor_undo(tl, req), "rid": rid}
 
 
 def _answer(tl, req: H.HistoryRequest, decider: bool) -> dict[str, Any]:
@@ -84,29 +117,6 @@ def _answer(tl, req: H.HistoryRequest, decider: bool) -> dict[str, Any]:
 
 
 EDITOR_APPLY_TIMEOUT = 60.0  # an editor that never says `applied`: its undo's entry ends anyway
-
-
-async def handle_editor(backend: Backend, obj: dict[str, Any]) -> dict[str, Any]:
-    """A ``history`` frame from an editor (§3.15.2): the editor credential is the user's, so it may list,
-    show and undo any entry; an undo is answered with the edits for the editor to apply (its undo stack)."""
-    recorder = getattr(backend, "recorder", None)
-    rid = obj.get("rid") if isinstance(obj.get("rid"), str) else ""
-    if recorder is None or recorder.timeline is None:
-        return {**frames.refusal("HISTORY_OFF", "History is off for this backend: `oh start --history`."), "rid": rid}
-    try:
-        req = H.parse_editor_request(obj)
-    except ProtocolError as exc:
-        return {**frames.refusal(str(exc.error_id), exc.message), "rid": rid}
-    tl = recorder.timeline
-    if req.op == "applied":
-        from ..history import undo
-
-        done = await asyncio.to_thread(undo.finish_editor, tl, req.entry or 0)
-        return {"type": "history", "op": "applied", "rid": rid, "ok": done}
-    if req.op != "undo":
-        answer = await asyncio.to_thread(_answer, tl, H.HistoryRequest(req.op, req.entry), True)
-        return {**answer, "rid": rid}
-    return {**await _editor_undo(tl, req), "rid": rid}
 
 
 async def _editor_undo(tl, req: H.EditorHistoryRequest) -> dict[str, Any]:

@@ -169,7 +169,7 @@ def gate_kwargs(backend: "Backend") -> dict[str, Any]:
     c = backend.config
     assert backend.gate is not None
     return dict(
-        process_request=backend._process_request,
+        process_request=backend.handshake.process_request,
         create_connection=coalescing(guard.gated_connection_class(backend.gate)),
         open_timeout=c.open_timeout,
         max_size=c.max_frame,

@@ -12,18 +12,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import json
 import logging
 import os
-import secrets
 import sys
 import time
 from datetime import datetime, timezone
-from http import HTTPStatus
 from typing import Any, Awaitable, Callable
 from urllib.parse import urlsplit
 
-from websockets.asyncio.server import ServerConnection, serve
+from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
 from .. import PROTOCOL_VERSION, __version__
@@ -36,6 +33,7 @@ from ..runtimes.editors import EditorRegistry
 from ..transport import close_quietly
 from . import agentinfo, auth, consentctl, guard, historyctl
 from .agents import Agents
+from .handshake import ROLES, Credentials, Handshake
 from .control import Control
 from .monitors import Monitors
 from .remote import Remote, gate_kwargs
@@ -44,10 +42,6 @@ from .trace import TraceWriter
 
 log = logging.getLogger("oh.backend")
 
-ROLES = {"/v1/agent": "agent", "/v1/editor": "editor", "/v1/monitor": "monitor", "/v1/control": "control"}
-# What may appear in the log as a request's path: anything else is logged as "<other path>", since
-# a client may put a secret there (e.g. the token as a path segment).
-LOGGABLE_PATHS = frozenset(ROLES) | {"/v1/status", "/v1/health"}
 REGISTER_TIMEOUT = 10.0  # an editor's register frame must arrive within this long
 
 
@@ -58,13 +52,6 @@ def _fd_soft_limit() -> int | None:
         return None
     soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     return None if soft == resource.RLIM_INFINITY else soft
-
-
-def _json_response(connection: ServerConnection, body: dict[str, Any]):
-    response = connection.respond(HTTPStatus.OK, json.dumps(body) + "\n")
-    del response.headers["Content-Type"]
-    response.headers["Content-Type"] = "application/json"
-    return response
 
 
 def _welcome(config: BackendConfig, instance_id: str, workspace: str, roots: list[str]) -> Welcome:
@@ -129,15 +116,8 @@ class Backend:
         self.workspace = os.path.realpath(config.workspace)
         self.allowed_roots = agentinfo.effective_roots(self.workspace, config.allowed_roots)
         self.instance_id = config.instance_id or new_instance_id()
-        self._token = token
-        # The editor leg's own credential, written only to the session file (docs/security.md §2):
-        # holding the agent token must not be enough to register as the editor.
-        self._editor_token = editor_token or secrets.token_urlsafe(32)
-        # The decider's credential (issue 19): approvals and review decisions need it; agents never get it.
-        self._decider_token = decider_token or secrets.token_urlsafe(32)
-        self._refusals = guard.Throttle(log)
+        self.credentials = Credentials(token, editor_token, decider_token)  # which path needs which: handshake.py
         self.gate: guard.PreAuthGate | None = None
-        self._token_gen = 0
         self.trace = TraceWriter(config.trace_path, config.trace_max_bytes)
         self.connections: dict[ServerConnection, int] = {}  # -> token generation it authenticated with
         self.started_at = datetime.now(timezone.utc)
@@ -145,10 +125,11 @@ class Backend:
         self.port = config.port
         self.stopping = False
         self._stopped = asyncio.Event()
-        self._server = None
+        self._server: Server | None = None
         self._flusher: asyncio.Task | None = None
         self._internal_ids = itertools.count(1)
         self.remote = Remote(self)  # issue 28: the Unix socket and share credentials (backend/remote.py)
+        self.handshake = Handshake(self.credentials, self.remote, self.workspace, self.allowed_roots, self.status)
 
         # The roles. Monitors first: everyone else tells them what happens.
         self.monitors = Monitors(self.trace, self.status, config.send_timeout)
@@ -159,7 +140,8 @@ class Backend:
         self.editors = EditorLink(self.registry, welcome, config.send_timeout, REGISTER_TIMEOUT)
         self.editors.on_event = self._emit
         self.editors.on_proposal_event = self._editor_proposal_event
-        self.editors.on_history = lambda obj: historyctl.handle_editor(self, obj)
+        self.historyctl = historyctl.HistoryControl(config, self.workspace)  # issue 29: recorder and undo
+        self.editors.on_history = self.historyctl.handle_editor  # §3.15.2: VS Code's undo
         self._build_stack(config)
         self.agent_desk = Agents(config, self.workspace, self.runtime, self.trace, self._emit, lambda: self.stopping)
         self.agents = self.agent_desk.agents
@@ -176,7 +158,7 @@ class Backend:
             self.rotate_token,
             self.stop,
             approvals=lambda obj, decider: consentctl.handle(self.consent, obj, decider),
-            history=lambda obj, decider: historyctl.handle(self, obj, decider),
+            history=self.historyctl.handle,
             shares=self.remote.control,
         )
         # The path -> handler table (the handshake has checked the credential each path needs).
@@ -197,7 +179,7 @@ class Backend:
                 lambda leg: self.correlator.finish(leg),
                 _branch_reporter(self._emit),
                 # history (issue 29): innermost, so it records what actually ran (consent may refuse, branch switch)
-                wrap_inner=lambda inner: historyctl.wrap(self, inner),
+                wrap_inner=self.historyctl.wrap,
             ),
         )
         self.runtime = self.stack.outer
@@ -225,7 +207,7 @@ class Backend:
 
     def _editor_proposal_event(self, name: str, fields: dict[str, Any], editor_id: str) -> None:
         owner = self.agent_desk.owner_of(fields["action_id"])  # whose action it is
-        who = {"agent_id": owner} if owner is not None else {}
+        who: dict[str, Any] = {"agent_id": owner} if owner is not None else {}
         if name == "proposal_closed":  # who decided (issue 19): the user in the editor, unless it timed out or stopped
             who.update(by=review.decided_by(str(fields.get("decision") or ""), "vscode"), at=time.time())
         self.monitors.proposal_event(name, {**fields, **who, "editor_id": editor_id})
@@ -246,8 +228,8 @@ class Backend:
         await self.runtime.start()
         self.gate = guard.PreAuthGate(*guard.pending_caps(self.config.fd_budget or _fd_soft_limit()))
         # One write per loop iteration (coalescing), no deflate (loopback: it only costs CPU): remote.gate_kwargs.
-        self._server = await serve(self._handle, self.config.host, self.config.port, **gate_kwargs(self))
-        sock = next(iter(self._server.sockets))
+        self._server = server = await serve(self._handle, self.config.host, self.config.port, **gate_kwargs(self))
+        sock = next(iter(server.sockets))
         self.port = sock.getsockname()[1]
         await self.remote.start(gate_kwargs(self))  # the Unix socket: same handler, handshake and limits
         self._flusher = asyncio.create_task(self._flush_loop())
@@ -273,9 +255,9 @@ class Backend:
             port=self.port,
             runtime=self.config.runtime,
             workspace=self.workspace,
-            token=self._token,
-            editor_token=self._editor_token,
-            decider_token=self._decider_token,
+            token=self.credentials.token,
+            editor_token=self.credentials.editor,
+            decider_token=self.credentials.decider,
             protocol=PROTOCOL_VERSION,
             oh_version=__version__,
             started_at=self.started_at.isoformat(timespec="seconds"),
@@ -297,7 +279,7 @@ class Backend:
         while True:
             await asyncio.sleep(0.25)
             self.trace.flush()
-            self._refusals.flush()
+            self.handshake.refusals.flush()
 
     async def wait_stopped(self) -> None:
         await self._stopped.wait()
@@ -326,7 +308,7 @@ class Backend:
         await self.remote.wait_closed()
         if self._flusher is not None:
             self._flusher.cancel()
-        self._refusals.flush(force=True)
+        self.handshake.refusals.flush(force=True)
         self.deadlines.close()
         self.trace.close()
         if self.config.write_session:
@@ -335,58 +317,19 @@ class Backend:
             sessions.remove(self.instance_id, self.config.session_dir)
         self._stopped.set()
 
-    # ------------------------------------------------------------------ handshake
-    def _process_request(self, connection: ServerConnection, request):
-        path = urlsplit(request.path).path
-        headers = request.headers
-        refusal = auth.check_origin(headers) or self.remote.check_host(connection, headers)
-        if refusal is None and path == "/v1/health":
-            return _json_response(connection, {"status": "ok", "version": __version__, "protocol": PROTOCOL_VERSION})
-        # Each role has one credential: editors the editor token, everyone else the token.
-        if refusal is None:
-            if path == "/v1/editor":
-                refusal = auth.check_editor_auth(headers, self._editor_token)
-            elif path == "/v1/control" and auth.token_matches(auth.bearer_token(headers), self._decider_token):
-                connection.oh_decider = True  # type: ignore[attr-defined]  # may decide (approvals, review)
-            else:
-                refusal = auth.check_auth(headers, self._token)
-                if refusal is not None:  # a share credential (issue 28) opens the agent role only
-                    refusal = self.remote.admit(connection, path, headers, refusal)
-        if refusal is not None:
-            status, text = refusal
-            route = path if path in LOGGABLE_PATHS else "<other path>"
-            self._refusals.log(
-                ("refused", int(status), route), logging.INFO, "refused %s %s: %s", route, int(status), text.strip()
-            )
-            return connection.respond(status, text)
-        if path == "/v1/status":
-            return _json_response(connection, self.status())
-        if path not in ROLES:
-            return connection.respond(
-                HTTPStatus.NOT_FOUND, "Unknown path: use /v1/agent, /v1/editor, /v1/monitor or /v1/control.\n"
-            )
-        if path == "/v1/agent":
-            parsed = agentinfo.parse(headers, self.workspace, self.allowed_roots, getattr(connection, "oh_share", None))
-            if isinstance(parsed, tuple):
-                log.info("refused agent handshake: %s", parsed[1].strip()[:200])
-                return connection.respond(*parsed)
-            connection.oh_agent = parsed  # type: ignore[attr-defined]
-        # Remember which token generation let this connection in, so a rotation can close it.
-        connection.oh_token_gen = self._token_gen  # type: ignore[attr-defined]
-        return None
-
     @property
     def editor_token(self) -> str:
-        return self._editor_token
+        return self.credentials.editor
 
     @property
     def decider_token(self) -> str:
-        return self._decider_token
+        return self.credentials.decider
 
     async def _handle(self, connection: ServerConnection) -> None:
+        assert connection.request is not None  # the handler runs after the handshake, which read the request
         path = urlsplit(connection.request.path).path
         gen = getattr(connection, "oh_token_gen", -1)
-        if gen < self._token_gen:  # rotated between handshake and here
+        if gen < self.credentials.generation:  # rotated between handshake and here
             await close_quietly(connection, Close.TOKEN_ROTATED, "token rotated")
             return
         self.connections[connection] = gen
@@ -403,14 +346,11 @@ class Backend:
 
     async def rotate_token(self, new_token: str, keep: ServerConnection | None = None) -> int:
         """New connections need ``new_token``; connections opened with the old one are closed (4001)."""
-        self._token = new_token
-        self._editor_token = secrets.token_urlsafe(32)  # rotated together (the old one may have leaked with it)
-        self._decider_token = secrets.token_urlsafe(32)
-        self._token_gen += 1
+        self.credentials.rotate(new_token)  # the editor's and decider's too (they may have leaked with it)
         await self.remote.revoke_all()  # shares end with the token (their connections close below)
         if self.config.write_session:
             self._write_session()  # editors re-read the token from here
-        stale = [c for c, gen in self.connections.items() if gen < self._token_gen and c is not keep]
+        stale = [c for c, gen in self.connections.items() if gen < self.credentials.generation and c is not keep]
         for conn in stale:
             self.connections.pop(conn, None)
         await asyncio.gather(*(close_quietly(c, Close.TOKEN_ROTATED, "token rotated") for c in stale))

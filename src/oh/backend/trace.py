@@ -12,7 +12,7 @@ import os
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from ..config.paths import ensure_private_dir, open_private_append
 from ..protocol.events import encode
@@ -26,7 +26,7 @@ class TraceWriter:
         self.max_bytes = max_bytes
         self.keep = keep
         self.warning: str | None = None
-        self._file = None
+        self._file: BinaryIO | None = None
         self._size = 0
         self._buffer: list[bytes] = []  # encoded lines: bytes to the file, no text layer (one less copy per record)
         self._sec, self._sec_text = -1, ""  # the current second, formatted (_now)
@@ -37,8 +37,8 @@ class TraceWriter:
         try:
             ensure_private_dir(self.path.parent)
             fd = open_private_append(self.path)
-            self._file = os.fdopen(fd, "ab")
-            self._size = self._file.tell()
+            self._file = f = os.fdopen(fd, "ab")
+            self._size = f.tell()
         except OSError as exc:
             self._fail(exc)
 

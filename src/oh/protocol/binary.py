@@ -13,7 +13,7 @@ between a header and its bytes, and a receiver never has to remember a half-read
 from __future__ import annotations
 
 import struct
-from typing import Any
+from typing import Any, TypeGuard
 
 from .errors import ErrorId, ProtocolError
 from .events import decode, encode
@@ -27,7 +27,7 @@ def is_binary(obs: dict[str, Any]) -> bool:
     return isinstance(obs.get("content"), (bytes, bytearray, memoryview))
 
 
-def is_binary_frame(message: str | bytes) -> bool:
+def is_binary_frame(message: str | bytes) -> TypeGuard[bytes]:
     """A binary observation frame, as opposed to JSON (which peers may also send as binary
     frames): its header length is below 2**24, so its first byte is always 0, never ``{``."""
     return isinstance(message, (bytes, bytearray)) and message[:1] == b"\x00"

@@ -19,7 +19,7 @@ import hashlib
 import json
 import shlex
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from .errors import ErrorId, ProtocolError
 
@@ -365,7 +365,9 @@ def target_line(t: Mapping[str, Any]) -> str:
     return out + (f"\n--- last output of {t.get('job_id') or 'the install'} ---\n{tail}" if tail else "")
 
 
-def answer_text(path: str, results: list[Mapping[str, Any]], other: list[Mapping[str, str]], took: float) -> str:
+def answer_text(
+    path: str, results: Sequence[Mapping[str, Any]], other: Sequence[Mapping[str, str]], took: float
+) -> str:
     if not results and not other:
         return (
             f"Nothing to set up in {path}: no Python (pyproject.toml, requirements*.txt, setup.py, uv.lock, "
@@ -385,7 +387,7 @@ def answer_text(path: str, results: list[Mapping[str, Any]], other: list[Mapping
     return "\n".join(lines)
 
 
-def overall(results: list[Mapping[str, Any]]) -> str:
+def overall(results: Sequence[Mapping[str, Any]]) -> str:
     """``ready`` (every target ready), ``running``, or ``failed`` (a target failed, was cancelled or refused)."""
     states = {t["state"] for t in results}
     if states <= {"ready"}:

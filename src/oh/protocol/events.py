@@ -16,7 +16,7 @@ try:  # orjson: ~5x faster on the hot path, and strict (invalid UTF-8, NaN, lone
 except ImportError:  # pragma: no cover - it is a declared dependency; stdlib json still works
     orjson = None  # type: ignore[assignment]
 from dataclasses import dataclass, field
-from typing import Any, TypeGuard
+from typing import Any, Callable, TypeGuard
 
 from . import kinds
 from .argcheck import (  # noqa: F401 - re-exported: the argument rules' constants, where they always were
@@ -52,6 +52,12 @@ class Action:
     # Set only by the consent wrapper (never from a frame): an allow rule or the user already allowed this
     # change, so review mode writes it without a proposal (runtimes/consent.py, runtimes/local/runtime.py).
     consented: bool = False
+    # Set only by the consent wrapper (never from a frame): it allowed this `run` to leave the sandbox
+    # (runtimes/escalation.py); the local runtime runs a request to leave only when this is set.
+    unsandboxed: bool = False
+    # Set only by the backend (never from a frame): where this action's progress frames go when the agent asked
+    # for them (protocol/progress.py, ``report(event, **fields)``); None when it did not.
+    on_progress: Callable[..., None] | None = field(default=None, repr=False, compare=False)
 
     # Convenience accessors with the protocol defaults applied.
     @property

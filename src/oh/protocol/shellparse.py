@@ -28,6 +28,8 @@ import re
 import unicodedata
 from dataclasses import dataclass, field, replace
 
+from ..errors import OhBaseError
+
 MAX_DEPTH = 8  # nested bash -c / $( ) levels followed; deeper is unknown
 MAX_LEN = 64 * 1024
 
@@ -92,7 +94,7 @@ _ASSIGN_AT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")  # the same,
 _NAME_BAD = re.compile(r"[{}*?\[\]~,=]")
 
 
-class Unknown(Exception):
+class Unknown(OhBaseError):
     """The line holds something the parser does not follow: fail closed."""
 
 

@@ -8,7 +8,6 @@ the action's id, no ``id`` — the backend numbers observations); it never raise
 
 from __future__ import annotations
 
-import contextvars
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Hashable
@@ -38,23 +37,18 @@ class AgentContext:
         return self.shell is not None
 
 
-# Set by the backend for the action it executes when the agent asked for progress frames (protocol/progress.py):
-# ``report(event, **fields)`` sends one before the observation. A context variable: every task the action
-# starts sees it, nothing an agent sends can reach another agent's action.
-PROGRESS: contextvars.ContextVar[Callable[..., None] | None] = contextvars.ContextVar("oh_progress", default=None)
-
-
-def report(event: str, **fields: Any) -> None:
-    """Tell the agent of the running action (a no-op when it did not ask)."""
-    sink = PROGRESS.get()
+def report(action: Action, event: str, **fields: Any) -> None:
+    """Tell the agent of the running ``action`` (protocol/progress.py; a no-op when it did not ask): through
+    ``action.on_progress``, which only the backend sets, so nothing an agent sends reaches another's action."""
+    sink = action.on_progress
     if sink is not None:
         sink(event, **fields)
 
 
-def output_sink() -> Callable[[str], None] | None:
-    """The running action's ``output`` reporter (a command's output callbacks run outside its task, so
-    they keep this one), or None when the agent did not ask for progress."""
-    sink = PROGRESS.get()
+def output_sink(action: Action) -> Callable[[str], None] | None:
+    """``action``'s ``output`` reporter (a command's output callbacks run outside its task, so they keep this
+    one), or None when the agent did not ask for output frames."""
+    sink = action.on_progress
     if sink is None or "output" not in getattr(sink, "events", ("output",)):
         return None
     return lambda text: sink("output", text=text)
@@ -67,6 +61,9 @@ def as_context(agent: Hashable) -> AgentContext:
     return AgentContext(id=str(agent))
 
 
+# A job's start or end for monitors: ("job_started" | "job_finished", its record).
+JobEvent = Callable[[str, dict[str, Any]], None]
+
 # Branch mode's switch (docs/protocol.md §3.12): (frame args, agent, id to use on the editor leg)
 # -> a `branch` observation or an error observation.
 Switch = Callable[[dict[str, Any], AgentContext, int], Awaitable[dict[str, Any]]]
@@ -78,13 +75,14 @@ class Runtime(ABC):
 
     name: str = "?"
     # Set by the backend: called with ("job_started" | "job_finished", job record) (docs/protocol.md §5).
-    on_job_event = None
+    on_job_event: JobEvent | None = None
     # Set by the backend: called with an agent shell's note when it is first said (the clean-shell fallback,
     # a fix oh made to the rc's settings); monitors get it as `shell_note` (docs/protocol.md §5).
-    on_shell_note = None
+    on_shell_note: Callable[[str], None] | None = None
     # Review mode's queue of proposals when this process holds them (the local runtime's
-    # ProposalQueue, docs/protocol.md §3.11; `oh review` decides them), else None.
-    proposals = None
+    # ProposalQueue, docs/protocol.md §3.11; `oh review` decides them), else None. Typed Any: this interface
+    # imports no runtime of its own (runtimes/local is below it), and only the backend's review verbs use it.
+    proposals: Any = None
 
     async def start(self) -> None:  # noqa: B027 - optional hook
         """Called once before the first action."""
@@ -126,23 +124,23 @@ class Wrapper(Runtime):
         return self.inner.name
 
     @property
-    def on_job_event(self):
+    def on_job_event(self) -> JobEvent | None:
         return self.inner.on_job_event
 
     @on_job_event.setter
-    def on_job_event(self, callback) -> None:
+    def on_job_event(self, callback: JobEvent | None) -> None:
         self.inner.on_job_event = callback
 
     @property
-    def on_shell_note(self):
+    def on_shell_note(self) -> Callable[[str], None] | None:
         return self.inner.on_shell_note
 
     @on_shell_note.setter
-    def on_shell_note(self, callback) -> None:
+    def on_shell_note(self, callback: Callable[[str], None] | None) -> None:
         self.inner.on_shell_note = callback
 
     @property
-    def proposals(self):  # type: ignore[override]
+    def proposals(self) -> Any:
         return self.inner.proposals
 
     def deadline_allowance(self, action: Action) -> float:

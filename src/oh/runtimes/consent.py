@@ -37,10 +37,11 @@ from .base import Runtime, Wrapper, as_context, report
 log = logging.getLogger("oh.runtimes.consent")
 
 
-def _consented(action: Action) -> Action:
+def _consented(action: Action, unsandboxed: bool) -> Action:
     """The action as passed on once a rule (or the user, here) allowed it: review mode then writes it without
-    a proposal. A field of the Action object, not of the frame, so nothing an agent sends can claim it."""
-    return dataclasses.replace(action, consented=True)
+    a proposal, and a run that asked to leave the sandbox (``unsandboxed``) may. Fields of the Action object,
+    not of the frame, so nothing an agent sends can claim them."""
+    return dataclasses.replace(action, consented=True, unsandboxed=unsandboxed)
 
 
 def _now() -> str:
@@ -177,7 +178,12 @@ class Approvals:
                     self.on_rule(rule)
             rule_text = ", ".join(p.suggest)
         p.future.set_result(Answer(allow, who, _now(), reason, rule_text, tuple(p.suggest) if rule_text else ()))
-        row = {"id": approval_id, "outcome": "allowed" if allow else "rejected", "what": p.subject, "by": who}
+        row: dict[str, Any] = {
+            "id": approval_id,
+            "outcome": "allowed" if allow else "rejected",
+            "what": p.subject,
+            "by": who,
+        }
         if rule_text:
             row["rules"] = list(p.suggest)
         return row
@@ -247,8 +253,7 @@ class ConsentGuard(Wrapper):
             decision = rules.decide(self.policy, action.kind, action.args, action.security_risk, where)
         if decision.verdict == "allow":
             if decision.rule is not None:  # a path rule allowed this change: no proposal either
-                with escalation.allowing(unsandboxed):
-                    return await self.inner.execute(_consented(action), agent)
+                return await self.inner.execute(_consented(action, unsandboxed), agent)
             return await self.inner.execute(action, agent)
         ctx = as_context(agent)
         subject = rules.what(action.kind, action.args)
@@ -293,7 +298,9 @@ class ConsentGuard(Wrapper):
         # The agent learns at once that (and how) its action waits: `oh run` says so on the terminal,
         # `oh mcp` as a progress notification (issue 30 #2).
         report(
-            progress.WAITING, **progress.waiting_for_consent(p.approval_id, subject, p.reason, self.approvals.timeout)
+            action,
+            progress.WAITING,
+            **progress.waiting_for_consent(p.approval_id, subject, p.reason, self.approvals.timeout),
         )
         try:
             answer = await self.approvals.wait(p)
@@ -306,8 +313,7 @@ class ConsentGuard(Wrapper):
                     action.id, answer.reason or rules.timeout_message(subject, self.approvals.timeout), "timeout"
                 )
             return _rejected(action.id, rules.rejected_message(subject, answer.who, answer.reason), answer.who)
-        with escalation.allowing(unsandboxed):
-            obs = await self.inner.execute(_consented(action), agent)
+        obs = await self.inner.execute(_consented(action, unsandboxed), agent)
         _note(obs, rules.allowed_note(answer.who, answer.at, answer.rule))
         return obs
 

@@ -55,6 +55,9 @@ class Run:
     path: str
     step: rules.Step
     agent: str = "agent"  # the name of the agent whose ensure started it
+    # Its progress frames (``Action.on_progress``): those of the ensure that started it, as its consent question
+    # and job start are that agent's to hear; an agent joining it hears of it from its own ensure.
+    on_progress: Callable[..., None] | None = None
     started: float = field(default_factory=time.monotonic)
     job_id: str | None = None
     task: asyncio.Task | None = None
@@ -75,7 +78,7 @@ class EnsureService(Wrapper):
         roots: list[str] | None = None,
         *,
         new_id: Callable[[], int],
-        release_id: Callable[[int], None] = lambda _leg: None,
+        release_id: Callable[[int], object] = lambda _leg: None,
         default_timeout: float = 300.0,
         setup: bool = True,
         which: Callable[[str], str | None] = shutil.which,
@@ -136,29 +139,44 @@ class EnsureService(Wrapper):
         return obs
 
     async def _call(
-        self, kind: str, args: dict[str, Any], timeout: float | None = None, who: str | None = None
+        self,
+        kind: str,
+        args: dict[str, Any],
+        timeout: float | None = None,
+        who: str | None = None,
+        on_progress: Callable[..., None] | None = None,
     ) -> dict[str, Any]:
         """One ordinary action of ours through the wrapped runtime (and whatever gate it holds), in the
-        ``oh-ensure`` shell; ``who``: the name shown for it (consent questions, the live view)."""
+        ``oh-ensure`` shell; ``who``: the name shown for it (consent questions, the live view);
+        ``on_progress``: the progress frames of the agent's action it serves (a consent wait is told there)."""
         leg = self._new_id()
         ctx = self.ctx if who is None else AgentContext(id=SHELL_KEY, name=who, workdir=self.workspace, shell=SHELL_KEY)
         try:
             raw: dict[str, Any] = {"id": leg, "action": kind, "args": args}
             if timeout is not None:
                 raw["timeout"] = timeout
-            return await self.inner.execute(parse_action(raw), ctx)
+            action = parse_action(raw)
+            action.on_progress = on_progress
+            return await self.inner.execute(action, ctx)
         finally:
             self._release_id(leg)
 
     async def _job(
-        self, command: str, cwd: str, on_started: Callable[[str], None], who: str, unsandboxed: str = ""
+        self,
+        command: str,
+        cwd: str,
+        on_started: Callable[[str], None],
+        who: str,
+        unsandboxed: str = "",
+        on_progress: Callable[..., None] | None = None,
     ) -> tuple[dict[str, Any] | None, str, str]:
         """Run ``command`` as a background job and wait for its end: (job record, output tail, error text).
-        ``unsandboxed``: the reason to run it outside the agent shell's sandbox (asked, README "Sandbox")."""
+        ``unsandboxed``: the reason to run it outside the agent shell's sandbox (asked, README "Sandbox");
+        ``on_progress``: as for ``_call``."""
         args: dict[str, Any] = {"command": command, "background": True, "cwd": cwd}
         if unsandboxed:
             args.update(sandbox="off", reason=unsandboxed)
-        obs = await self._call("run", args, who=who)
+        obs = await self._call("run", args, who=who, on_progress=on_progress)
         md = (obs.get("extras") or {}).get("metadata") or {}
         jid = md.get("job_id") if obs.get("observation") == "run" else None
         if not jid:
@@ -167,7 +185,8 @@ class EnsureService(Wrapper):
         self._jobs.add(jid)
         on_started(jid)
         while True:
-            w = await self._call("job", {"op": "wait", "job_id": jid, "tail": 4000}, timeout=WAIT_SLICE)
+            wait = {"op": "wait", "job_id": jid, "tail": 4000}
+            w = await self._call("job", wait, timeout=WAIT_SLICE, on_progress=on_progress)
             if w.get("observation") != "job":
                 eid = (w.get("extras") or {}).get("error_id")
                 return (
@@ -232,15 +251,15 @@ class EnsureService(Wrapper):
                     {"target": step.target, "state": "refused", "why": step.why, "installer": step.installer}
                 )
             else:
-                run = Run(path, step, agent.name)
+                run = Run(path, step, agent.name, on_progress=action.on_progress)
                 run.task = asyncio.ensure_future(self._install(run))
                 self._runs[key] = run
                 runs.append(run)
                 results.append(run)
         budget = max((action.timeout if action.timeout is not None else self.default_timeout) - 1.0, MIN_WAIT)
-        _report_joined(runs)
+        _report_joined(action, runs)
         if runs and args.get("wait", True):
-            await self._wait_reporting(runs, budget)
+            await self._wait_reporting(action, runs, budget)
         elif runs:  # no waiting for the install, only for its job id (the background run answers at once)
             await asyncio.wait([r.job_known for r in runs], timeout=budget)
         out = [r if isinstance(r, dict) else self._view(r) for r in results]
@@ -255,8 +274,9 @@ class EnsureService(Wrapper):
         }
         return ensure_observation(action.id, rules.answer_text(path, out, other, took), extras)
 
-    async def _wait_reporting(self, runs: list[Run], budget: float) -> None:
-        """Wait for the runs (at most ``budget`` s), telling the agent of each as it ends (progress ``step``)."""
+    async def _wait_reporting(self, action: Action, runs: list[Run], budget: float) -> None:
+        """Wait for the runs (at most ``budget`` s), telling ``action``'s agent of each as it ends (progress
+        ``step``)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + budget
         pending = {r.task: r for r in runs if r.task is not None}
@@ -265,6 +285,7 @@ class EnsureService(Wrapper):
             for task in done:
                 view = self._view(pending.pop(task))
                 report(
+                    action,
                     progress.STEP,
                     target=view["target"],
                     job_id=view.get("job_id"),
@@ -308,19 +329,21 @@ class EnsureService(Wrapper):
                 run.job_id = jid
                 run.known()
                 # What runs, said at once to the agent that asked (issue 30 #8: `oh ensure` was silent for seconds).
-                report(
-                    progress.STEP,
-                    target=step.target,
-                    job_id=jid,
-                    text=f"{step.target}: {step.why}: running `{step.command}` as job {jid}",
-                )
+                if run.on_progress is not None:
+                    run.on_progress(
+                        progress.STEP,
+                        target=step.target,
+                        job_id=jid,
+                        text=f"{step.target}: {step.why}: running `{step.command}` as job {jid}",
+                    )
 
             why = (
                 f"oh ensure: `{step.command}` installs dependencies and needs the network (the sandbox has none)"
                 if self.installs_leave_sandbox
                 else ""
             )
-            record, tail, error = await self._job(step.command, run.path, started, f"ensure for {run.agent}", why)
+            who = f"ensure for {run.agent}"
+            record, tail, error = await self._job(step.command, run.path, started, who, why, run.on_progress)
             state = (record or {}).get("state")
             result = {
                 **base,
@@ -396,7 +419,7 @@ class EnsureService(Wrapper):
     async def _setup_wait(self, action: Action) -> None:
         """Before an action: start the script (once) and wait for it, at most half the action's budget."""
         if self._setup_task is None:
-            self._setup_task = asyncio.ensure_future(self._setup())
+            self._setup_task = asyncio.ensure_future(self._setup(action.on_progress))
         if not self._setup_task.done():
             budget = action.timeout if action.timeout is not None else self.default_timeout
             await asyncio.wait([self._setup_task], timeout=max(budget / 2, MIN_WAIT))
@@ -415,7 +438,8 @@ class EnsureService(Wrapper):
         if self._setup_task is not None and self._setup_task.done() and not self._setup_notes:
             self._setup_open = True
 
-    async def _setup(self) -> None:
+    async def _setup(self, on_progress: Callable[..., None] | None) -> None:
+        """Run the workspace's setup script once (a job); ``on_progress``: the first action's, which waits for it."""
         script = self.find_setup()
         if script is None:
             self.setup_state = {"state": "none"}
@@ -427,6 +451,7 @@ class EnsureService(Wrapper):
                 self.workspace,
                 lambda jid: self.setup_state.update(job_id=jid),
                 "workspace setup",
+                on_progress=on_progress,
             )
         except Exception as exc:  # noqa: BLE001 - a failed setup is told to the agent, never a crash
             log.exception("setup script failed to run")
@@ -533,11 +558,13 @@ def _prepend(obs: dict[str, Any], line: str) -> None:
 __all__ = ["EnsureService", "gather", "read_stamp", "write_stamp"]
 
 
-def _report_joined(runs: list[Run]) -> None:
-    """Tell the agent of each run it joined: another agent's install of the same target (its start was said there)."""
+def _report_joined(action: Action, runs: list[Run]) -> None:
+    """Tell ``action``'s agent of each run it joined: another agent's install of the same target (its start was
+    said there)."""
     for r in runs:
         if r.job_id is not None:
             report(
+                action,
                 progress.STEP,
                 target=r.step.target,
                 job_id=r.job_id,

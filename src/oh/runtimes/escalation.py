@@ -2,36 +2,17 @@
 
 A ``run`` with ``args.sandbox`` "off" (and ``args.reason``) asks to run outside the sandbox. The consent gate
 decides it (``protocol.consent.decide_unsandboxed``: asked at every level, or allowed by an ``unsandboxed:``
-rule) and, only when it allowed this very action, sets ``UNSANDBOXED`` while passing it on. The local runtime
-runs an escalated command only under that flag: no field an agent sends can set it, and a runtime without
-the gate refuses the request instead of running it.
+rule) and, only when it allowed this very action, passes it on with ``Action.unsandboxed`` set. The local
+runtime runs an escalated command only with that field: no field of a frame sets it (``parse_action`` never
+does), and a runtime without the gate refuses the request instead of running it.
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-from typing import Iterator
-
 from ..protocol import sandbox as sandbox_rules
 from ..protocol.events import Action
-
-UNSANDBOXED: contextvars.ContextVar[bool] = contextvars.ContextVar("oh_unsandboxed_allowed", default=False)
 
 
 def requested(action: Action) -> bool:
     """Whether this action asks to leave the sandbox."""
     return action.kind == "run" and sandbox_rules.wants_escalation(action.args)
-
-
-@contextlib.contextmanager
-def allowing(on: bool) -> Iterator[None]:
-    """While the gate passes on an escalation it allowed (``on``), the runtime may run it unsandboxed."""
-    if not on:
-        yield
-        return
-    token = UNSANDBOXED.set(True)
-    try:
-        yield
-    finally:
-        UNSANDBOXED.reset(token)

@@ -46,7 +46,7 @@ class StackHooks:
     ids, so they never collide with agents'), and branch mode's events (monitors)."""
 
     new_id: Callable[[], int]
-    release_id: Callable[[int], None] = lambda _leg: None
+    release_id: Callable[[int], object] = lambda _leg: None  # what it returns is not used
     on_branch_event: Callable[[dict[str, Any]], None] | None = None
     # A recorder right around the inner runtime (history, issue 29: it sees what really ran, after every gate)
     wrap_inner: Callable[[Runtime], Runtime] | None = None

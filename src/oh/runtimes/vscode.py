@@ -70,7 +70,8 @@ class VscodeRuntime(Runtime):
         # Commands get backend-wide ids (top-level ``job_id`` on the editor leg) so follow-ups and job
         # operations reach the editor that runs them, and ids never collide across editors.
         self._job_ids = itertools.count(1)
-        self._where: OrderedDict[str, str] = OrderedDict()  # job id -> editor id (bounded)
+        # job id -> (editor id, shell key, agent id) (bounded)
+        self._where: OrderedDict[str, tuple[str, str, str]] = OrderedDict()
         self.jobs: dict[str, dict[str, Any]] = {}  # background jobs' records as the backend knows them
         self._workdirs: dict[str, str] = {}  # agent workdir -> its realpath at first use
 
@@ -161,7 +162,7 @@ class VscodeRuntime(Runtime):
         if new_command:
             self._remember(frame["job_id"], editor.editor_id, ctx)
             if not action.args.get("background"):
-                report(progress.STARTED, job_id=frame["job_id"])  # an interrupting client names it
+                report(action, progress.STARTED, job_id=frame["job_id"])  # an interrupting client names it
         obs = await self._forward(action, frame, editor)
         return self._completed(action, ctx, editor, obs)
 
@@ -304,8 +305,9 @@ class VscodeRuntime(Runtime):
                 ),
             )
         agent = frames.agent_field(ctx.id, ctx.name, self._workdir(ctx), ctx.shell_key)
-        frame = {"action": "branch", "id": leg_id, "args": {**args, "workspace": self.workspace}, "agent": agent}
-        return await self._forward(Action(leg_id, "branch", frame["args"], None, frame), frame, editor)
+        leg_args = {**args, "workspace": self.workspace}
+        frame = {"action": "branch", "id": leg_id, "args": leg_args, "agent": agent}
+        return await self._forward(Action(leg_id, "branch", leg_args, None, frame), frame, editor)
 
     async def _forward(self, action: Action, frame: dict[str, Any], editor) -> dict[str, Any]:
         wants_binary = action.kind == "read" and action.args.get("encoding") == "binary"

@@ -47,7 +47,12 @@ async def write_all(loop: asyncio.AbstractEventLoop, fd: int, data: bytes) -> No
         except BlockingIOError:
             pass
         ready = loop.create_future()
-        loop.add_writer(fd, lambda: ready.done() or ready.set_result(None))
+
+        def writable() -> None:
+            if not ready.done():
+                ready.set_result(None)
+
+        loop.add_writer(fd, writable)
         try:
             await ready
         finally:

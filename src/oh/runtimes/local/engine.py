@@ -50,6 +50,7 @@ import termios
 import time
 from collections.abc import Callable
 
+from ...errors import OhBaseError
 from . import initfiles, markers, ptyproc
 from .command import Command, encode, write_all
 from .render import COLS, ROWS, clean, render
@@ -82,7 +83,7 @@ def pick_shell(env: dict[str, str], user_shell: bool) -> tuple[str, str, str]:
     return "bash", bash, f"Your shell {wanted} is not bash or zsh; the agent's shell is bash (reading ~/.bashrc)."
 
 
-class StartupFailed(Exception):
+class StartupFailed(OhBaseError):
     """The user's shell did not come up (rc files exited, hung or killed it)."""
 
     def __init__(self, message: str, *, still_running: bool = False) -> None:

@@ -10,6 +10,7 @@ import mimetypes
 import os
 import stat
 import tempfile
+from typing import Any, Callable
 
 from ...protocol.errors import ErrorId, ToolError
 from . import encoding as encodings
@@ -303,7 +304,7 @@ def write_file(
     end: int | None = -1,
     encoding: str | None = None,
     mode: str = "overwrite",
-    sink=None,
+    sink: Callable[..., bool] | None = None,
 ) -> str | None:
     """The ``write`` action: the whole file is ``content`` (default), or lines [start, end) replaced.
 
@@ -330,13 +331,14 @@ def write_file(
             st = stat_or_none(rp.real)
             if st is not None:
                 require_regular(rp.shown, st, "write")
-            before = read_bytes(rp) if st is not None else b""
-            put(rp, before + _append_bytes(rp, content, encoding))
+            current = read_bytes(rp) if st is not None else b""
+            put(rp, current + _append_bytes(rp, content, encoding))
             return None
-        return append_file(rp, content, encoding)
+        append_file(rp, content, encoding)
+        return None
     if encoding == "base64":
         put(rp, _base64_bytes(content))
-        return
+        return None
     start = start or 0
     end = -1 if end is None else end
     if start <= 0 and end == -1:
@@ -345,11 +347,11 @@ def write_file(
             put(rp, encode_text(rp, content, enc))
         else:
             put(rp, _encode_as(content, encoding))
-        return
+        return None
     st = stat_or_none(rp.real)
     if st is None:
         put(rp, _encode_as(content, encoding or "utf-8"))
-        return
+        return None
     old, old_enc = read_text_enc(rp)
     start = max(start, 0)
     a = advance_lines(old, 0, start)
@@ -362,6 +364,7 @@ def write_file(
         middle += "\n"
     whole = before + middle + after
     put(rp, encode_text(rp, whole, old_enc) if encoding is None else _encode_as(whole, encoding))
+    return None
 
 
 def _encode_as(text: str, enc: str) -> bytes:
@@ -460,6 +463,7 @@ def stat_path(rp: ResolvedPath) -> tuple[str, dict]:
     except OSError:
         link = False
     st = stat_or_none(rp.real)
+    info: dict[str, Any]
     if st is None:
         info = {
             "exists": False,

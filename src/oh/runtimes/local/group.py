@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import shlex
 import time
@@ -43,6 +44,7 @@ from .jobs import (
     Spool,
     env_fingerprint,
 )
+from .command import Command
 from .terminal import Terminal, _identity
 
 if TYPE_CHECKING:
@@ -55,10 +57,11 @@ class ShellHost(Protocol):
 
     max_shells: int
     max_wait: float
+    queue_limit: int
     job_retention: float
     spool_cap: int
 
-    def new_terminal(self, cwd: str, *, env_snapshot: str = "", init_script: str = "") -> Terminal: ...
+    def new_terminal(self, cwd: str, *, sandboxed: bool, env_snapshot: str = "", init_script: str = "") -> Terminal: ...
 
     def new_job_id(self, action: Action | None = None) -> str: ...
 
@@ -128,7 +131,8 @@ class ShellGroup:
             self._queue.remove(token)
             self._notify()  # the next in line looks again
         waited = time.monotonic() - t0
-        return Action(action.id, action.kind, action.args, shellqueue.left(action.timeout, waited), action.raw), waited
+        # replace, not a new Action: what the backend and the consent gate set (progress, consent) stays
+        return dataclasses.replace(action, timeout=shellqueue.left(action.timeout, waited)), waited
 
     # ------------------------------------------------------------------ helpers
     def _shells_in_use(self) -> int:
@@ -139,8 +143,9 @@ class ShellGroup:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    def _new_extra(self) -> Terminal:
-        """A shell started where the main one is: its current directory and its exports."""
+    def _new_extra(self, action: Action) -> Terminal:
+        """A shell started where the main one is, for ``action``: its current directory and its exports; outside
+        the sandbox only when the consent gate allowed this very action to leave it (``Action.unsandboxed``)."""
         cwd = self.main._cwd()
         if not os.path.isdir(cwd):
             cwd = self.main.workspace
@@ -150,7 +155,7 @@ class ShellGroup:
             # `export -p` output (sent through the command pipe, never argv); then cd again so
             # $PWD/$OLDPWD from the snapshot match this shell.
             init = f"{{\n{exports}\n}} >/dev/null 2>&1\nbuiltin cd -- {shlex.quote(cwd)}"
-        return self.rt.new_terminal(cwd, init_script=init)
+        return self.rt.new_terminal(cwd, sandboxed=not action.unsandboxed, init_script=init)
 
     def _running_foreground(self) -> list[tuple[float, str, Terminal]]:
         found = []
@@ -311,7 +316,7 @@ class ShellGroup:
         agent_id: str = "",
     ) -> dict[str, Any]:
         jid = self.rt.new_job_id(action)
-        term = self._new_extra()
+        term = self._new_extra(action)
         self.extras[jid] = term
         try:
             cmd, _shell, note = await term.start(action, cwd, job_id=jid)
@@ -367,10 +372,9 @@ class ShellGroup:
         job.cmd, job.term, job.pid = cmd, term, term.shell.pid if term.shell is not None else -1
         self.jobs[jid] = job
         self.rt.job_event("job_started", job)
-        self._spawn(self._watch_kept(job))
+        self._spawn(self._watch_kept(job, cmd))
 
-    async def _watch_kept(self, job: Job) -> None:
-        cmd = job.cmd
+    async def _watch_kept(self, job: Job, cmd: Command) -> None:
         try:
             await cmd.finished.wait()
             state = CANCELLED if job.cancelled else SUCCEEDED if cmd.exit_code == 0 else FAILED
@@ -402,7 +406,7 @@ class ShellGroup:
         jid = self.rt.new_job_id(action)
         spool = Spool(self.rt.spool_path(jid), self.rt.spool_cap)
         job = Job(jid, self.key, ctx.id, action.command, where, action.env, spool)
-        term = self._new_extra()
+        term = self._new_extra(action)
         self.extras[jid] = term
         self.jobs[jid] = job
         try:
@@ -415,7 +419,7 @@ class ShellGroup:
             raise
         job.cmd, job.term, job.pid = cmd, term, shell.pid
         self.rt.job_event("job_started", job)
-        self._spawn(self._watch(job))
+        self._spawn(self._watch(job, cmd, term))
         return self._job_run_obs(
             action,
             job,
@@ -443,8 +447,7 @@ class ShellGroup:
         )
         return self._tag(obs, job.job_id)
 
-    async def _watch(self, job: Job) -> None:
-        cmd, term = job.cmd, job.term
+    async def _watch(self, job: Job, cmd: Command, term: Terminal) -> None:
         try:
             await cmd.finished.wait()
             state = CANCELLED if job.cancelled else SUCCEEDED if cmd.exit_code == 0 else FAILED
@@ -463,10 +466,10 @@ class ShellGroup:
     def purge(self) -> None:
         now = time.monotonic()
         finished = [j for j in self.jobs.values() if j.state != RUNNING and j.finished_at is not None]
-        finished.sort(key=lambda j: j.finished_at)
+        finished.sort(key=lambda j: j.finished_at or 0.0)  # (all finished: `or` only for the type checker)
         excess = len(finished) - MAX_FINISHED
         for i, job in enumerate(finished):
-            if i < excess or now - job.finished_at > self.rt.job_retention:
+            if i < excess or now - (job.finished_at or now) > self.rt.job_retention:
                 self.jobs.pop(job.job_id, None)
                 job.spool.close()
 
@@ -517,6 +520,7 @@ class ShellGroup:
         records = [j.record() for j in self.jobs.values()]
         for started, jid, term in self._running_foreground():
             cmd = term.running
+            assert cmd is not None  # running ones only
             records.append(
                 {
                     "job_id": jid,

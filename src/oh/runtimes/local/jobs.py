@@ -15,7 +15,11 @@ import hashlib
 import os
 import time
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # annotations only: jobs.py stays a leaf module (the group and runtime import it)
+    from .command import Command
+    from .terminal import Terminal
 
 SPOOL_CAP = 16 * 1024 * 1024  # bytes of output kept per job (the newest ones)
 OUTPUT_LIMIT = 1024 * 1024  # default bytes per `job output` answer
@@ -144,8 +148,8 @@ class Job:
         self.finished_wall: float | None = None
         self.done = asyncio.Event()
         self._grew = asyncio.Event()
-        self.cmd = None  # the shell.Command
-        self.term = None  # the Terminal it runs in
+        self.cmd: Command | None = None
+        self.term: Terminal | None = None  # the Terminal it runs in
 
     # ---------------------------------------------------------------- output
     def on_output(self, text: str) -> None:

@@ -47,6 +47,7 @@ async def symbols_by_ripgrep(action: Action, roots: Sequence[str]) -> dict[str, 
     proc = await asyncio.create_subprocess_exec(
         *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL
     )
+    assert proc.stdout is not None  # stdout=PIPE above
     try:
         out = await asyncio.wait_for(proc.stdout.read(RG_MAX_BYTES), RG_TIMEOUT)
     except asyncio.TimeoutError:

@@ -93,7 +93,7 @@ class MarkerParser:
         """Input was typed into the running command: drop its echo if the output starts with it."""
         self._echo_agent = echo
 
-    def release(self, final: bool = False) -> list[Event]:
+    def release(self, final: bool = False) -> list[Output]:
         """Output held back as a possible echo, given up: ``final``, or nothing is expected any more."""
         if self.state != "command" or not self._agent_hold or (self._echo_agent and not final):
             return []

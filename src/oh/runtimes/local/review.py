@@ -15,6 +15,7 @@ the second stale in the same way.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
 import hashlib
 import itertools
@@ -28,7 +29,7 @@ from typing import Any, Callable
 from ...protocol import progress
 from ...protocol import review as rules
 from ...protocol.errors import ErrorId, ToolError
-from ...protocol.events import error_observation
+from ...protocol.events import Action, error_observation
 from ...protocol.udiff import unified_diff
 from ..base import report
 from .editor import EditHistory, FileEditor
@@ -262,14 +263,17 @@ class ProposalQueue:
         except Exception:  # noqa: BLE001 - a listener's bug must not lose the decision
             log.exception("proposal event listener failed")
 
-    async def wait(self, p: Proposal) -> dict[str, Any]:
-        """Park ``p`` until a decision, the timeout, or cancellation; return the agent's observation."""
+    async def wait(self, p: Proposal, action: Action) -> dict[str, Any]:
+        """Park ``p`` (``action``'s proposal) until a decision, the timeout, or cancellation; return the agent's
+        observation."""
         self.check_room(p.size)  # again: others may have been parked while this one was computed
         p.future = asyncio.get_running_loop().create_future()
         self.pending[p.proposal_id] = p
         self.pending_bytes += p.size
         self._emit("proposal_opened", p)
-        report(progress.WAITING, **progress.waiting_for_review(p.proposal_id, f"{p.kind} {p.path}", self.timeout))
+        report(
+            action, progress.WAITING, **progress.waiting_for_review(p.proposal_id, f"{p.kind} {p.path}", self.timeout)
+        )
         decision = "timeout"
         try:
             obs = await asyncio.wait_for(asyncio.shield(p.future), self.timeout)
@@ -389,7 +393,7 @@ class ProposalQueue:
             "message": f"{p.path} left unchanged; the agent got the reason.",
         }
 
-    async def accept_all(self) -> list[dict[str, Any]]:
+    async def accept_all(self) -> builtins.list[dict[str, Any]]:  # (`list` is a method here)
         """Every pending proposal in creation order; each is checked on its own (a later one to the same
         file is stale once an earlier one is written)."""
         return [await self.accept(pid) for pid in list(self.pending)]

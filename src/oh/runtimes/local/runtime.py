@@ -5,6 +5,7 @@ confined to the allowed roots by ``PathPolicy``."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 import os
@@ -33,7 +34,6 @@ from .group import ShellGroup
 from .jobs import SPOOL_CAP
 from .paths import PathPolicy
 from .gitswitch import local_switch
-from .. import escalation
 from .review import PathLocks, Proposal, ProposalQueue, ProposingEditor, Recorder, file_bytes, text_of
 from .engine import STARTUP_TIMEOUT
 from .ptyproc import WrapArgv
@@ -147,7 +147,7 @@ class LocalRuntime(Runtime):
         self.on_job_event: Callable[[str, dict[str, Any]], None] | None = None
         # Shells being torn down (an agent left). close() waits for them too, so a backend stop never
         # returns while a departed agent's processes are still being killed.
-        self._closing: set[asyncio.Task] = set()
+        self._closing: set[asyncio.Future] = set()
         self._scratch: str | None = None
         # Review mode (§3.11): write/edit wait here as proposals until `oh review` decides.
         self.proposals: ProposalQueue | None = ProposalQueue(review_timeout) if review else None
@@ -176,13 +176,9 @@ class LocalRuntime(Runtime):
                 return real
         return self.workspace
 
-    def new_terminal(
-        self, cwd: str, *, env_snapshot: str = "", init_script: str = "", sandboxed: bool | None = None
-    ) -> Terminal:
-        """``sandboxed`` None: sandboxed unless the consent gate allowed this action to leave the sandbox
-        (runtimes/escalation.py; only one-shot shells are made then: extra shells and jobs)."""
-        if sandboxed is None:
-            sandboxed = not escalation.UNSANDBOXED.get()
+    def new_terminal(self, cwd: str, *, sandboxed: bool, env_snapshot: str = "", init_script: str = "") -> Terminal:
+        """``sandboxed`` False only for a run the consent gate allowed to leave the sandbox (``Action.unsandboxed``,
+        runtimes/escalation.py; only one-shot shells are made then: extra shells and jobs)."""
         scratch = self._scratch_dir()
         return Terminal(
             cwd,
@@ -346,7 +342,7 @@ class LocalRuntime(Runtime):
             obs = await group.run(action, cwd, ctx)
             _prefix(obs, "[The agent's shell is not sandboxed (sandbox off): the command ran as usual.]")
             return obs
-        if not escalation.UNSANDBOXED.get():
+        if not action.unsandboxed:
             return error_observation(
                 action.id,
                 ErrorId.REJECTED,
@@ -363,7 +359,7 @@ class LocalRuntime(Runtime):
     async def _read(self, action: Action, base: str) -> dict[str, Any]:
         rp = self.paths.resolve(action.path, base)
         args = action.args
-        call = (
+        call = functools.partial(
             read_file,
             rp,
             args.get("start", 0),
@@ -372,16 +368,16 @@ class LocalRuntime(Runtime):
             args.get("encoding") or "auto",
         )
         if self._is_big(rp.real):
-            content, extra = await asyncio.to_thread(*call)
+            content, extra = await asyncio.to_thread(call)
         else:
-            content, extra = call[0](*call[1:])
+            content, extra = call()
         return read_observation(action.id, action.path, content, extra)
 
     async def _write(self, action: Action, base: str) -> dict[str, Any]:
         rp = self.paths.resolve(action.path, base)
         args = action.args
         content = args["content"]
-        call = (
+        call = functools.partial(
             write_file,
             rp,
             content,
@@ -392,9 +388,9 @@ class LocalRuntime(Runtime):
         )
         if len(content) > INLINE_BYTES or self._is_big(rp.real):
             async with self._file_locks.hold(rp.real):  # a threaded edit of the same file must not interleave
-                note = await asyncio.to_thread(*call)
+                note = await asyncio.to_thread(call)
         else:
-            note = call[0](*call[1:])
+            note = call()
         return write_observation(action.id, action.path, note or "")
 
     def _stat(self, action: Action, base: str) -> dict[str, Any]:
@@ -455,7 +451,7 @@ class LocalRuntime(Runtime):
             on_accept,
             texts_later=later,
         )
-        return await self.proposals.wait(proposal)
+        return await self.proposals.wait(proposal, action)
 
     def _compute_proposal(self, action: Action, rp) -> dict[str, Any] | tuple:
         """The proposal's parts (worker thread), or the observation when nothing would change."""

@@ -286,7 +286,7 @@ class Terminal:
         finally:
             self._claimed = False
         if job_id and sink is None:
-            report(progress.STARTED, job_id=job_id)  # an interrupting client names it (`oh run`'s Ctrl-C)
+            report(action, progress.STARTED, job_id=job_id)  # an interrupting client names it (`oh run`'s Ctrl-C)
         return cmd, shell, note
 
     async def _export(self, shell: Shell, env: dict[str, str]) -> None:
@@ -360,7 +360,7 @@ class Terminal:
 
     # ------------------------------------------------------------------ waiting
     async def _wait(self, action: Action, cmd: Command, prefix: str = "") -> dict[str, Any]:
-        stream = output_sink()  # the agent asked for the output as it comes (protocol/progress.py)
+        stream = output_sink(action)  # the agent asked for the output as it comes (protocol/progress.py)
         if stream is None:
             return await self._wait_for(action, cmd, prefix)
         if len(cmd.buffer):
@@ -396,7 +396,7 @@ class Terminal:
         if cmd.done:
             return self._finished(action, cmd, prefix)
         elapsed = time.monotonic() - start
-        if hard:
+        if hard and timeout is not None:  # (hard implies a timeout: said again for the type checker)
             return await self._kill_after(action, cmd, timeout, prefix)
         if no_change is not None and elapsed < (limit or float("inf")):
             suffix = f"\n[The command has no new output after {_seconds(no_change)}. {WAIT_HINT}]"
