@@ -219,3 +219,43 @@ def test_bwrap_missing_refuses_then_fallback_runs_unconfined(oh):
     obs = oh.run_json(f"touch {marker} && echo ran")
     assert marker.exists() and "ran" in obs["content"], obs
     assert "Sandbox: none" in obs["extras"]["metadata"]["prefix"], obs
+
+
+def _python_project(ws: Path) -> Path:
+    (ws / "requirements.txt").write_text("# nothing to fetch: the install creates .venv, the marker\n")
+    return ws / ".venv"
+
+
+async def _watch(oh):
+    """A monitor on the backend (what the live view of `oh start` is): someone can answer now."""
+    from websockets.asyncio.client import connect
+
+    [row] = json.loads(oh("status", "--json").stdout)["sessions"]
+    sess = json.loads((oh.home / "sessions" / f"{row['instance_id']}.json").read_text())
+    conn = await connect(sess["url"] + "/v1/monitor", additional_headers={"Authorization": f"Bearer {sess['token']}"})
+    await asyncio.wait_for(conn.recv(), 10)  # the snapshot: subscribed
+    return conn
+
+
+async def test_ensure_install_refused_at_once_when_nobody_can_answer_asked_when_watched(oh):
+    venv = _python_project(oh.workspace)
+    oh.start()  # sandboxed, network off, approval_timeout the default 600 s: no answer may be waited for
+    # Nobody watches: the install's request to leave is refused at once (the 60 s bound here, not 600 s).
+    p = await asyncio.to_thread(oh, "ensure", "--only", "python", "--json", timeout=60)
+    result = json.loads(p.stdout)
+    text = json.dumps(result)
+    assert "nobody can answer" in text and "sandbox_network" in text and "unsandboxed: " in text, text
+    assert not venv.exists(), text
+    assert json.loads(oh("approvals", "--json").stdout)["approvals"] == []
+    # Someone watches (a monitor, as the live view): the same install is asked, and runs once allowed.
+    conn = await _watch(oh)
+    try:
+        proc = oh.agent("ensure", "--only", "python", "--json")
+        [row] = await asyncio.to_thread(oh.pending)
+        assert "OUTSIDE the sandbox" in row["reason"] and "needs the network" in row["reason"], row
+        assert not venv.exists()
+        assert (await asyncio.to_thread(oh, "approve", row["id"])).returncode == 0
+        out, err = await asyncio.to_thread(proc.communicate, timeout=AGENT_WAIT * 2)
+        assert (venv / "bin" / "python").exists(), (out, err)
+    finally:
+        await conn.close()

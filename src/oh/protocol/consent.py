@@ -1045,6 +1045,20 @@ def timeout_message(subject: str, seconds: float) -> str:
     )
 
 
+def unattended_message(subject: str, suggest: tuple[str, ...]) -> str:
+    """oh's own request to leave the sandbox (an ``ensure`` install) while nobody can answer (no live view, no
+    editor that decides): refused at once instead of waiting approval_timeout for an answer that cannot come.
+    The fixes come first: callers may cut the end (the command, which the caller knows)."""
+    rules_text = "; ".join(f"'{r}'" for r in suggest) or "'unsandboxed: COMMAND'"
+    return (
+        "Not run: it needs to leave the sandbox (no network inside) and nobody can answer now (no live view "
+        "of `oh start` and no editor watches this backend); nothing ran outside. To let it: turn the sandbox's "
+        "network on (`oh start --sandbox-network on`, or `oh config set sandbox_network true`); or allow it by "
+        f"rules (`oh config add consent_allow RULE` for each of {rules_text}); or watch the backend "
+        f"(`oh start` in the foreground, or VS Code) and ask again. It was: {subject}"
+    )
+
+
 def allowed_note(who: str, when: str, rule: str | None = None) -> str:
     return f"[Consent: allowed by {who} at {when}{'; rule added: ' + rule if rule else ''}.]"
 

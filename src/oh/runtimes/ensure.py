@@ -39,6 +39,7 @@ from ..protocol import progress
 from ..protocol.errors import ErrorId
 from ..protocol.events import Action, ensure_observation, error_observation, parse_action
 from ..protocol.paths import within_any
+from . import escalation
 from .base import AgentContext, Runtime, Wrapper, as_context, report
 
 log = logging.getLogger("oh.runtimes.ensure")
@@ -319,7 +320,8 @@ class EnsureService(Wrapper):
                 if self.installs_leave_sandbox
                 else ""
             )
-            record, tail, error = await self._job(step.command, run.path, started, f"ensure for {run.agent}", why)
+            with escalation.ours():  # nobody watching: refused at once, not after approval_timeout
+                record, tail, error = await self._job(step.command, run.path, started, f"ensure for {run.agent}", why)
             state = (record or {}).get("state")
             result = {
                 **base,

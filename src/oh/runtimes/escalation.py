@@ -17,6 +17,9 @@ from ..protocol import sandbox as sandbox_rules
 from ..protocol.events import Action
 
 UNSANDBOXED: contextvars.ContextVar[bool] = contextvars.ContextVar("oh_unsandboxed_allowed", default=False)
+# Set by oh's own callers (``ensure``'s installs), never by an agent's field: a request to leave that nobody
+# asked for by hand is refused at once when nobody can answer (docs/security.md §10), instead of waiting.
+UNATTENDED_REFUSES: contextvars.ContextVar[bool] = contextvars.ContextVar("oh_unattended_refuses", default=False)
 
 
 def requested(action: Action) -> bool:
@@ -35,3 +38,13 @@ def allowing(on: bool) -> Iterator[None]:
         yield
     finally:
         UNSANDBOXED.reset(token)
+
+
+@contextlib.contextmanager
+def ours() -> Iterator[None]:
+    """oh's own escalation (an ``ensure`` install): refused at once when nobody can answer it."""
+    token = UNATTENDED_REFUSES.set(True)
+    try:
+        yield
+    finally:
+        UNATTENDED_REFUSES.reset(token)
