@@ -259,3 +259,32 @@ async def test_ensure_install_refused_at_once_when_nobody_can_answer_asked_when_
         assert (venv / "bin" / "python").exists(), (out, err)
     finally:
         await conn.close()
+
+
+@pytest.mark.parametrize("path", ["fast path", "typer"])
+def test_oh_run_unsandboxed_asked_approved_runs_outside_rejected_runs_nothing(oh, path):
+    oh.start()  # consent never: leaving the sandbox is still asked
+    if path == "typer":
+        oh.env["OH_NO_FASTPATH"] = "1"
+    marker, rejected = oh.outside / "approved", oh.outside / "rejected"
+    proc = oh.agent("run", "--unsandboxed", "writes a marker outside the workspace", "--", "touch", str(marker))
+    [row] = oh.pending()
+    assert "writes a marker outside the workspace" in row["reason"] and not marker.exists(), row
+    assert oh("approve", row["id"]).returncode == 0
+    out, err = proc.communicate(timeout=AGENT_WAIT)
+    assert proc.returncode == 0 and marker.exists(), (out, err)
+    assert "oh approve" in err, err  # it said, while waiting, how to answer
+    proc = oh.agent("run", "--unsandboxed", "a second marker", "--", "touch", str(rejected))
+    [row] = oh.pending()
+    oh("reject", row["id"], "--reason", "not now")
+    out, err = proc.communicate(timeout=AGENT_WAIT)
+    assert proc.returncode != 0 and not rejected.exists() and "not now" in out + err, (out, err)
+    # usage errors, before anything is asked or sent
+    for args, says in (
+        (["--unsandboxed", " ", "--", "true"], "needs the reason"),
+        (["--unsandboxed", "why", "--background", "--", "true"], "foreground"),
+        (["--unsandboxed", "why", "--wait"], "does not go with --wait"),
+    ):
+        p = oh("run", *args)
+        assert p.returncode == 2 and says in p.stderr, (args, p.stderr)
+    assert json.loads(oh("approvals", "--json").stdout)["approvals"] == []
