@@ -244,7 +244,7 @@ async def test_ensure_install_refused_at_once_when_nobody_can_answer_asked_when_
     p = await asyncio.to_thread(oh, "ensure", "--only", "python", "--json", timeout=60)
     result = json.loads(p.stdout)
     text = json.dumps(result)
-    assert "nobody can answer" in text and "sandbox_network" in text and "unsandboxed: " in text, text
+    assert "nobody can answer" in text and "sandbox_network" in text and "network: " in text, text
     assert not venv.exists(), text
     assert json.loads(oh("approvals", "--json").stdout)["approvals"] == []
     # Someone watches (a monitor, as the live view): the same install is asked, and runs once allowed.
@@ -252,7 +252,7 @@ async def test_ensure_install_refused_at_once_when_nobody_can_answer_asked_when_
     try:
         proc = oh.agent("ensure", "--only", "python", "--json")
         [row] = await asyncio.to_thread(oh.pending)
-        assert "OUTSIDE the sandbox" in row["reason"] and "needs the network" in row["reason"], row
+        assert "NETWORK on (still sandboxed" in row["reason"] and "needs the network" in row["reason"], row
         assert not venv.exists()
         assert (await asyncio.to_thread(oh, "approve", row["id"])).returncode == 0
         out, err = await asyncio.to_thread(proc.communicate, timeout=AGENT_WAIT * 2)
@@ -288,3 +288,73 @@ def test_oh_run_unsandboxed_asked_approved_runs_outside_rejected_runs_nothing(oh
         p = oh("run", *args)
         assert p.returncode == 2 and says in p.stderr, (args, p.stderr)
     assert json.loads(oh("approvals", "--json").stdout)["approvals"] == []
+
+
+class _Listener:
+    """A loopback TCP server on an ephemeral port, counting what reaches it (bounded accept loop)."""
+
+    def __init__(self) -> None:
+        import socket
+        import threading
+
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.got: list[bytes] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.settimeout(5)
+                try:
+                    self.got.append(conn.recv(100))
+                except OSError:
+                    self.got.append(b"")
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(5)
+        self.sock.close()
+
+
+async def test_network_only_escalation_reaches_loopback_only_when_granted_and_stays_confined(oh):
+    oh.start()  # network off; consent never: asking for the network is still asked
+    server = _Listener()
+    client = await _client(oh)
+    wrote = oh.outside / "net-wrote"
+    probe = (
+        f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {server.port}), 5).sendall(b'hi')\" "
+        f"&& echo REACHED; touch {wrote}"
+    )
+    why = "fetches from a loopback index"
+    try:
+        obs = await client.run(probe, blocking=True, timeout=30)
+        assert "REACHED" not in obs.content and server.got == [], obs
+        task = asyncio.ensure_future(client.run(probe, blocking=True, timeout=30, network=why))
+        [row] = await asyncio.to_thread(oh.pending)
+        assert "NETWORK on (still sandboxed" in row["reason"] and why in row["reason"], row
+        assert f"network: touch {wrote}" in row["always"], row
+        assert all(r.startswith("network: ") for r in row["always"]), row
+        assert (await asyncio.to_thread(oh, "approve", row["id"])).returncode == 0
+        obs = await asyncio.wait_for(task, AGENT_WAIT)
+        assert "REACHED" in obs.content and server.got == [b"hi"], obs
+        assert "WITH THE NETWORK" in obs.extras["metadata"]["prefix"], obs
+        assert not wrote.exists(), obs  # the network alone: writes outside the workspace still fail
+        task = asyncio.ensure_future(client.run(probe, blocking=True, timeout=30, network=why))
+        [row] = await asyncio.to_thread(oh.pending)
+        await asyncio.to_thread(oh, "reject", row["id"])
+        obs = await asyncio.wait_for(task, AGENT_WAIT)
+        assert obs.error_id == "REJECTED" and server.got == [b"hi"], obs
+        # the agent's own shell kept its network off
+        obs = await client.run(probe, blocking=True, timeout=30)
+        assert "REACHED" not in obs.content and server.got == [b"hi"], obs
+    finally:
+        await client.close()
+        server.close()

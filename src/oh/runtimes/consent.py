@@ -271,7 +271,7 @@ class ConsentGuard(Wrapper):
             decision = rules.decide(self.policy, action.kind, action.args, action.security_risk, where)
         if decision.verdict == "allow":
             if decision.rule is not None:  # a path rule allowed this change: no proposal either
-                with escalation.allowing(unsandboxed):
+                with escalation.allowing(unsandboxed, action):
                     return await self.inner.execute(_consented(action), agent)
             return await self.inner.execute(action, agent)
         ctx = as_context(agent)
@@ -332,7 +332,7 @@ class ConsentGuard(Wrapper):
                     action.id, answer.reason or rules.timeout_message(subject, self.approvals.timeout), "timeout"
                 )
             return _rejected(action.id, rules.rejected_message(subject, answer.who, answer.reason), answer.who)
-        with escalation.allowing(unsandboxed):
+        with escalation.allowing(unsandboxed, action):
             obs = await self.inner.execute(_consented(action), agent)
         _note(obs, rules.allowed_note(answer.who, answer.at, answer.rule))
         return obs

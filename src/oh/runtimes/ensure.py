@@ -93,8 +93,8 @@ class EnsureService(Wrapper):
         self._jobs: set[str] = set()  # job ids this service started (their `job` ops are routed to its shell)
         self._probes: dict[tuple[str, str], asyncio.Future] = {}  # (tool, path) -> (real path, version), once
         # Setup script: None = not started; the task runs it once per backend.
-        # Set by the backend when the agent's shell is sandboxed without network: installs ask to leave it
-        # (the user is asked, or an `unsandboxed:` rule allows them); the setup script stays inside.
+        # Set by the backend when the agent's shell is sandboxed without network: installs ask for the network
+        # (the user is asked, or a `network:` rule allows them); the setup script stays inside, offline.
         self.installs_leave_sandbox = False
         self._setup_open = not setup  # True once the script ended (or there is none) and its note was told
         self._setup_task: asyncio.Task | None = None
@@ -154,10 +154,10 @@ class EnsureService(Wrapper):
         self, command: str, cwd: str, on_started: Callable[[str], None], who: str, unsandboxed: str = ""
     ) -> tuple[dict[str, Any] | None, str, str]:
         """Run ``command`` as a background job and wait for its end: (job record, output tail, error text).
-        ``unsandboxed``: the reason to run it outside the agent shell's sandbox (asked, README "Sandbox")."""
+        ``unsandboxed``: the reason to run it with the network in the agent shell's sandbox (asked, README "Sandbox")."""
         args: dict[str, Any] = {"command": command, "background": True, "cwd": cwd}
-        if unsandboxed:
-            args.update(sandbox="off", reason=unsandboxed)
+        if unsandboxed:  # the network alone: the install stays in the sandbox otherwise (docs/protocol.md §3.17)
+            args.update(sandbox="network", reason=unsandboxed)
         obs = await self._call("run", args, who=who)
         md = (obs.get("extras") or {}).get("metadata") or {}
         jid = md.get("job_id") if obs.get("observation") == "run" else None

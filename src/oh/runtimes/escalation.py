@@ -17,6 +17,8 @@ from ..protocol import sandbox as sandbox_rules
 from ..protocol.events import Action
 
 UNSANDBOXED: contextvars.ContextVar[bool] = contextvars.ContextVar("oh_unsandboxed_allowed", default=False)
+# The same, for ``args.sandbox`` "network": the one-shot shell runs in the sandbox with the network on.
+NETWORK: contextvars.ContextVar[bool] = contextvars.ContextVar("oh_network_allowed", default=False)
 # Set by oh's own callers (``ensure``'s installs), never by an agent's field: a request to leave that nobody
 # asked for by hand is refused at once when nobody can answer (docs/security.md §10), instead of waiting.
 UNATTENDED_REFUSES: contextvars.ContextVar[bool] = contextvars.ContextVar("oh_unattended_refuses", default=False)
@@ -27,17 +29,24 @@ def requested(action: Action) -> bool:
     return action.kind == "run" and sandbox_rules.wants_escalation(action.args)
 
 
+def network_only(action: Action) -> bool:
+    """Whether this escalation asks for the network alone (still sandboxed otherwise)."""
+    return sandbox_rules.network_only(action.args)
+
+
 @contextlib.contextmanager
-def allowing(on: bool) -> Iterator[None]:
-    """While the gate passes on an escalation it allowed (``on``), the runtime may run it unsandboxed."""
+def allowing(on: bool, action: Action | None = None) -> Iterator[None]:
+    """While the gate passes on an escalation it allowed (``on``), the runtime may run it as asked:
+    unsandboxed, or (``args.sandbox`` "network") sandboxed with the network on."""
     if not on:
         yield
         return
-    token = UNSANDBOXED.set(True)
+    var = NETWORK if action is not None and network_only(action) else UNSANDBOXED
+    token = var.set(True)
     try:
         yield
     finally:
-        UNSANDBOXED.reset(token)
+        var.reset(token)
 
 
 @contextlib.contextmanager

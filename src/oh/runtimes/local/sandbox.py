@@ -20,6 +20,7 @@ Why these bubblewrap options (each was checked with bwrap 0.8 and a real pty):
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import os
@@ -176,6 +177,15 @@ class Sandbox:
     @property
     def active(self) -> bool:
         return self.spec.on
+
+    def with_network(self) -> "Sandbox":
+        """The same sandbox with the network on: for one command allowed the network alone (``args.sandbox``
+        "network"); everything else stays confined."""
+        other = Sandbox(
+            dataclasses.replace(self.spec, network=True), workspace=self.workspace, roots=self.roots, hidden=self.hidden
+        )
+        other.said = True  # the agent's shell said its sandbox already
+        return other
 
     def status(self) -> dict[str, object]:
         """For `oh status` and the live view."""
