@@ -359,3 +359,49 @@ async def test_hard_timeout_kills_the_sandbox_and_restarts_where_the_shell_was(b
         assert lines[0] == str(box["ws"] / "deep") and lines[1] == "0", obs["content"]  # a fresh sandbox
     finally:
         await rt.close()
+
+
+# The rc of test_rc_traps (pyenv-like: a lock taken at start, removed by an EXIT trap, a background child),
+# with its state in the workspace: HOME is read-only in the sandbox, and $$ is a pid of the sandbox's own.
+HANGUP_RC = r"""echo $$ > "$RC_STATE/$$.lock"
+sleep {nap} &
+trap 'rm -f "$RC_STATE/$$.lock"; echo "$$" >> "$RC_STATE/trap-ran"' EXIT
+"""
+
+
+async def _settled(state: Path, nap: str, traps: int) -> tuple[list[str], int, list[int]]:
+    """(locks left, traps run, children alive) once every trap ran and no child is left, or after 30 s."""
+    import asyncio
+
+    import psutil
+
+    deadline = asyncio.get_running_loop().time() + 30
+    while True:
+        locks = sorted(p.name for p in state.glob("*.lock"))
+        ran = len((state / "trap-ran").read_text().split()) if (state / "trap-ran").exists() else 0
+        alive = [p.pid for p in psutil.process_iter(["cmdline"]) if nap in " ".join(p.info["cmdline"] or ())]
+        if (not locks and ran >= traps and not alive) or asyncio.get_running_loop().time() > deadline:
+            return locks, ran, alive
+        await asyncio.sleep(0.05)
+
+
+async def test_ending_a_sandboxed_shell_runs_the_rc_exit_trap(box):
+    """A hard timeout and the runtime's close end the sandboxed shell as a closed terminal does: bubblewrap
+    passes the SIGHUP on, the rc's EXIT trap runs inside, and its background child does not survive."""
+    nap = f"1000.{secrets.randbelow(10**6)}"  # names this test's children among the machine's processes
+    state = box["ws"] / "state"
+    state.mkdir()
+    (box["home"] / ".bashrc").write_text(HANGUP_RC.format(nap=nap))
+    box["env"].update(RC_STATE=str(state), OH_USER_SHELL="1", OH_SHELL_STARTUP_TIMEOUT="30")
+    rt = runtime(box)
+    try:
+        obs = await run(rt, "echo up")
+        assert obs["content"].strip().endswith("up") and list(state.glob("*.lock")), obs
+        obs = await run(rt, "sleep 100", timeout=1)  # hard timeout: the shell is ended, then a new one
+        assert "was killed" in obs["extras"]["metadata"]["suffix"], obs
+        assert await _settled(state, nap, 1) == ([], 1, []), "the first shell's trap and child"
+        obs = await run(rt, "echo again")
+        assert obs["content"].strip().endswith("again") and list(state.glob("*.lock")), obs
+    finally:
+        await rt.close()
+    assert await _settled(state, nap, 2) == ([], 2, []), "the second shell's trap and child, at close"
