@@ -282,6 +282,30 @@ async def test_git_hooks_and_config_stay_read_only(box):
         await rt.close()
 
 
+async def test_git_hooks_protected_when_missing_at_start(box):
+    """A repository without .git/hooks when the shell starts: the agent cannot create it and plant a hook."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    rt = runtime(box, level="off")
+    try:
+        await run(rt, "git init -q . && git config user.email a@b && git config user.name a && rm -rf .git/hooks")
+    finally:
+        await rt.close()
+    assert not (box["ws"] / ".git" / "hooks").exists()
+    rt = runtime(box)
+    try:
+        obs = await run(
+            rt,
+            "mkdir -p .git/hooks; echo 'touch pwned' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit; "
+            "echo x > file && git add file && echo staged",
+        )
+        assert not (box["ws"] / ".git" / "hooks" / "pre-commit").exists(), obs["content"]
+        assert "staged" in obs["content"], obs["content"]  # git itself still works in the workspace
+    finally:
+        await rt.close()
+    assert list((box["ws"] / ".git" / "hooks").iterdir()) == []  # what stays behind: git init's empty dir
+
+
 async def test_version_manager_shims_keep_working(box):
     shims = box["home"] / ".pyenv" / "shims"
     shims.mkdir(parents=True)

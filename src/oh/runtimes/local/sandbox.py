@@ -263,6 +263,19 @@ class Sandbox:
         )
 
 
+def _hooks_dir(workspace: str) -> None:
+    """A repository without ``.git/hooks`` (deleted, or a clone made without templates) gets the empty one
+    ``git init`` makes, so that it is bound read-only like an existing one: else the agent could create it
+    and put a hook there, which runs outside the sandbox at the user's next commit."""
+    git = os.path.join(workspace, ".git")
+    hooks = os.path.join(git, "hooks")
+    if os.path.isdir(git) and not os.path.islink(git) and not os.path.lexists(hooks):
+        try:
+            os.mkdir(hooks, 0o755)
+        except OSError as exc:  # the repository is not writable for us either: nor for the agent
+            log.info("sandbox: cannot create %s to protect it: %s", hooks, exc)
+
+
 def mounts(plan: rules.Plan, workspace: str) -> list[str]:
     """bubblewrap's options for ``plan`` (paths that do not exist are skipped)."""
     out = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp"]
@@ -286,6 +299,7 @@ def mounts(plan: rules.Plan, workspace: str) -> list[str]:
     for real in covered:  # read-only once oh's scratch files (which may lie inside) are bound
         out += ["--remount-ro", real]
     if workspace in plan.writable:
+        _hooks_dir(workspace)
         for rel in PROTECTED_IN_WORKSPACE:
             path = os.path.join(workspace, rel)
             if os.path.lexists(path) and not os.path.islink(path):
