@@ -43,6 +43,19 @@ def _call(io: Streams, verb: Callable[..., int], workspace: Optional[str], insta
     return verb(io, session, **kw)
 
 
+_UNSANDBOXED = typer.Option(
+    None,
+    "--unsandboxed",
+    metavar="REASON",
+    help=(
+        "Ask to run COMMAND outside the agent shell's sandbox (network, writes outside the workspace), saying "
+        "why. The user is asked at every consent level (`oh approvals` lists it, `oh approve ID` allows it; "
+        "the live view, VS Code) unless an `unsandboxed:` rule allows it; it waits for the answer. Only COMMAND "
+        'leaves: the shell stays sandboxed. Example: oh run --unsandboxed "npm ci needs the network" -- npm ci'
+    ),
+)
+
+
 def _mode(*pairs, default=None, what: str) -> str:
     return verbs.pick_mode(*pairs, default=default, what=what)
 
@@ -93,17 +106,7 @@ def run(
     force: bool = typer.Option(
         False, "--force", help="With --background: start another job even if the same one is running."
     ),
-    unsandboxed: Optional[str] = typer.Option(
-        None,
-        "--unsandboxed",
-        metavar="REASON",
-        help=(
-            "Ask to run COMMAND outside the agent shell's sandbox (network, writes outside the workspace), saying "
-            "why. The user is asked at every consent level (`oh approvals` lists it, `oh approve ID` allows it; "
-            "the live view, VS Code) unless an `unsandboxed:` rule allows it; it waits for the answer. Only COMMAND "
-            'leaves: the shell stays sandboxed. Example: oh run --unsandboxed "npm ci needs the network" -- npm ci'
-        ),
-    ),
+    unsandboxed: Optional[str] = _UNSANDBOXED,
     workspace: Optional[str] = _WORKSPACE,
     instance: Optional[str] = _INSTANCE,
     json_: bool = _JSON,
