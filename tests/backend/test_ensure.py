@@ -27,10 +27,10 @@ _ids = itertools.count(1)
 
 
 @pytest.fixture(autouse=True)
-def _unsandboxed(monkeypatch) -> None:
-    """The installs here fetch from a loopback index run by the test: the sandbox's network is off, and these
-    backends have no consent gate to let an install leave it (README "Sandbox"; tests/sandbox/ covers that)."""
-    monkeypatch.setenv("OH_SANDBOX", "off")
+def _network_inside(monkeypatch) -> None:
+    """The installs here fetch from a loopback index run by the test: sandboxed (the default) with the
+    sandbox's network on, they run inside it (leaving it is asked: tests/sandbox/ covers that path)."""
+    monkeypatch.setenv("OH_SANDBOX_NETWORK", "true")
 
 
 pytestmark = pytest.mark.skipif(

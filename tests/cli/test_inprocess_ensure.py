@@ -17,11 +17,11 @@ from .inprocess import here, invoke  # noqa: F401 - `here` is a fixture
 
 
 @pytest.fixture(autouse=True)
-def _unsandboxed(here, monkeypatch) -> None:  # after `here`, which clears OH_*
-    """These tests pin ensure's own behaviour. In the sandbox (the default) an install asks to leave it and
-    waits for the user (README "Sandbox"; tests/sandbox/ covers that path): here there is nobody to ask."""
-    monkeypatch.setenv("OH_SANDBOX", "off")
-    here.env["OH_SANDBOX"] = "off"  # the `oh start` it runs as a process
+def _network_inside(here, monkeypatch) -> None:  # after `here`, which clears OH_*
+    """Sandboxed (the default), with the sandbox's network on: installs then run inside it instead of asking
+    to leave (nobody here could answer: that path is tests/sandbox/test_backend_sandbox.py)."""
+    monkeypatch.setenv("OH_SANDBOX_NETWORK", "true")
+    here.env["OH_SANDBOX_NETWORK"] = "true"  # the `oh start` it runs as a process
 
 
 def test_usage_error_before_any_backend(here):

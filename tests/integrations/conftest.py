@@ -39,9 +39,9 @@ class OhBackend:
         env.update(
             OH_HOME=str(self.home), PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring", PYTHONDONTWRITEBYTECODE="1"
         )
-        # No human answers here: sandboxed, an `ensure` install would ask to leave the sandbox and wait for one
-        # (the sandbox is tested in tests/sandbox; see the wave-4 note on issue 27).
-        env["OH_SANDBOX"] = "off"
+        # Sandboxed (the default) with the sandbox's network on: `ensure` installs run inside it. No human answers
+        # here, so a request to leave would be refused at once (tests/sandbox covers asking).
+        env["OH_SANDBOX_NETWORK"] = "true"
         self.env = env
         args = ["start", "--detach", "--json", "--runtime", runtime, "-C", str(self.workspace)]
         for d in allow if allow is not None else [self.scratch]:

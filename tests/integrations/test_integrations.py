@@ -37,9 +37,9 @@ def test_suite_in_its_venv(name: str, suite: str, tmp_path: Path) -> None:
         LITELLM_LOCAL_MODEL_COST_MAP="True",
         OPENHANDS_SUPPRESS_BANNER="1",
         PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}",
-        # The frameworks' suites drive oh with no human to answer: sandboxed, an `ensure` install asks to leave
-        # the sandbox and would wait for an answer (tests/sandbox covers the sandbox; issue 27's note).
-        OH_SANDBOX="off",
+        # The frameworks' suites drive oh with no human to answer: sandboxed with the network on, `ensure`
+        # installs run inside the sandbox (a request to leave would be refused at once; tests/sandbox covers it).
+        OH_SANDBOX_NETWORK="true",
     )
     proc = subprocess.run(
         [

@@ -264,10 +264,10 @@ def test_observation_round_trip(cause, command, content, code):
 def test_no_frame_field_claims_what_only_the_backend_and_the_gate_set(where):
     """consent, leaving the sandbox and the progress sink are fields of the Action object, set by the consent
     gate and the backend only: a frame naming them (at the top or in args) gets none of them."""
-    claims = {"consented": True, "unsandboxed": True, "on_progress": "print"}
+    claims = {"consented": True, "unsandboxed": True, "on_progress": "print", "own_request": True}
     args = {"command": "true", "sandbox": "off", "reason": "r"}
     frame = {"id": 1, "action": "run", "args": {**args, **claims} if where == "args" else args}
     if where == "top":
         frame.update(claims)
     action = parse_action(frame)  # unknown fields are tolerated (OpenHands sends more), never obeyed
-    assert (action.consented, action.unsandboxed, action.on_progress) == (False, False, None)
+    assert (action.consented, action.unsandboxed, action.on_progress, action.own_request) == (False, False, None, False)

@@ -219,3 +219,142 @@ def test_bwrap_missing_refuses_then_fallback_runs_unconfined(oh):
     obs = oh.run_json(f"touch {marker} && echo ran")
     assert marker.exists() and "ran" in obs["content"], obs
     assert "Sandbox: none" in obs["extras"]["metadata"]["prefix"], obs
+
+
+def _python_project(ws: Path) -> Path:
+    (ws / "requirements.txt").write_text("# nothing to fetch: the install creates .venv, the marker\n")
+    return ws / ".venv"
+
+
+async def _watch(oh):
+    """A monitor on the backend (what the live view of `oh start` is): someone can answer now."""
+    from websockets.asyncio.client import connect
+
+    [row] = json.loads(oh("status", "--json").stdout)["sessions"]
+    sess = json.loads((oh.home / "sessions" / f"{row['instance_id']}.json").read_text())
+    conn = await connect(sess["url"] + "/v1/monitor", additional_headers={"Authorization": f"Bearer {sess['token']}"})
+    await asyncio.wait_for(conn.recv(), 10)  # the snapshot: subscribed
+    return conn
+
+
+async def test_ensure_install_refused_at_once_when_nobody_can_answer_asked_when_watched(oh):
+    venv = _python_project(oh.workspace)
+    oh.start()  # sandboxed, network off, approval_timeout the default 600 s: no answer may be waited for
+    # Nobody watches: the install's request to leave is refused at once (the 60 s bound here, not 600 s).
+    p = await asyncio.to_thread(oh, "ensure", "--only", "python", "--json", timeout=60)
+    result = json.loads(p.stdout)
+    text = json.dumps(result)
+    assert "nobody can answer" in text and "sandbox_network" in text and "network: " in text, text
+    assert not venv.exists(), text
+    assert json.loads(oh("approvals", "--json").stdout)["approvals"] == []
+    # Someone watches (a monitor, as the live view): the same install is asked, and runs once allowed.
+    conn = await _watch(oh)
+    try:
+        proc = oh.agent("ensure", "--only", "python", "--json")
+        [row] = await asyncio.to_thread(oh.pending)
+        assert "NETWORK on (still sandboxed" in row["reason"] and "needs the network" in row["reason"], row
+        assert not venv.exists()
+        assert (await asyncio.to_thread(oh, "approve", row["id"])).returncode == 0
+        out, err = await asyncio.to_thread(proc.communicate, timeout=AGENT_WAIT * 2)
+        assert (venv / "bin" / "python").exists(), (out, err)
+    finally:
+        await conn.close()
+
+
+@pytest.mark.parametrize("path", ["fast path", "typer"])
+def test_oh_run_unsandboxed_asked_approved_runs_outside_rejected_runs_nothing(oh, path):
+    oh.start()  # consent never: leaving the sandbox is still asked
+    if path == "typer":
+        oh.env["OH_NO_FASTPATH"] = "1"
+    marker, rejected = oh.outside / "approved", oh.outside / "rejected"
+    proc = oh.agent("run", "--unsandboxed", "writes a marker outside the workspace", "--", "touch", str(marker))
+    [row] = oh.pending()
+    assert "writes a marker outside the workspace" in row["reason"] and not marker.exists(), row
+    assert oh("approve", row["id"]).returncode == 0
+    out, err = proc.communicate(timeout=AGENT_WAIT)
+    assert proc.returncode == 0 and marker.exists(), (out, err)
+    assert "oh approve" in err, err  # it said, while waiting, how to answer
+    proc = oh.agent("run", "--unsandboxed", "a second marker", "--", "touch", str(rejected))
+    [row] = oh.pending()
+    oh("reject", row["id"], "--reason", "not now")
+    out, err = proc.communicate(timeout=AGENT_WAIT)
+    assert proc.returncode != 0 and not rejected.exists() and "not now" in out + err, (out, err)
+    # usage errors, before anything is asked or sent
+    for args, says in (
+        (["--unsandboxed", " ", "--", "true"], "needs the reason"),
+        (["--unsandboxed", "why", "--background", "--", "true"], "foreground"),
+        (["--unsandboxed", "why", "--wait"], "does not go with --wait"),
+    ):
+        p = oh("run", *args)
+        assert p.returncode == 2 and says in p.stderr, (args, p.stderr)
+    assert json.loads(oh("approvals", "--json").stdout)["approvals"] == []
+
+
+class _Listener:
+    """A loopback TCP server on an ephemeral port, counting what reaches it (bounded accept loop)."""
+
+    def __init__(self) -> None:
+        import socket
+        import threading
+
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.got: list[bytes] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.settimeout(5)
+                try:
+                    self.got.append(conn.recv(100))
+                except OSError:
+                    self.got.append(b"")
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(5)
+        self.sock.close()
+
+
+async def test_network_only_escalation_reaches_loopback_only_when_granted_and_stays_confined(oh):
+    oh.start()  # network off; consent never: asking for the network is still asked
+    server = _Listener()
+    client = await _client(oh)
+    wrote = oh.outside / "net-wrote"
+    probe = (
+        f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {server.port}), 5).sendall(b'hi')\" "
+        f"&& echo REACHED; touch {wrote}"
+    )
+    why = "fetches from a loopback index"
+    try:
+        obs = await client.run(probe, blocking=True, timeout=30)
+        assert "REACHED" not in obs.content and server.got == [], obs
+        task = asyncio.ensure_future(client.run(probe, blocking=True, timeout=30, network=why))
+        [row] = await asyncio.to_thread(oh.pending)
+        assert "NETWORK on (still sandboxed" in row["reason"] and why in row["reason"], row
+        assert f"network: touch {wrote}" in row["always"], row
+        assert all(r.startswith("network: ") for r in row["always"]), row
+        assert (await asyncio.to_thread(oh, "approve", row["id"])).returncode == 0
+        obs = await asyncio.wait_for(task, AGENT_WAIT)
+        assert "REACHED" in obs.content and server.got == [b"hi"], obs
+        assert "WITH THE NETWORK" in obs.extras["metadata"]["prefix"], obs
+        assert not wrote.exists(), obs  # the network alone: writes outside the workspace still fail
+        task = asyncio.ensure_future(client.run(probe, blocking=True, timeout=30, network=why))
+        [row] = await asyncio.to_thread(oh.pending)
+        await asyncio.to_thread(oh, "reject", row["id"])
+        obs = await asyncio.wait_for(task, AGENT_WAIT)
+        assert obs.error_id == "REJECTED" and server.got == [b"hi"], obs
+        # the agent's own shell kept its network off
+        obs = await client.run(probe, blocking=True, timeout=30)
+        assert "REACHED" not in obs.content and server.got == [b"hi"], obs
+    finally:
+        await client.close()
+        server.close()

@@ -294,6 +294,51 @@ async def test_git_hooks_and_config_stay_read_only(box):
         await rt.close()
 
 
+async def test_git_hooks_protected_when_missing_at_start(box):
+    """A repository without .git/hooks when the shell starts: the agent cannot create it and plant a hook."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    rt = runtime(box, level="off")
+    try:
+        await run(rt, "git init -q . && git config user.email a@b && git config user.name a && rm -rf .git/hooks")
+    finally:
+        await rt.close()
+    assert not (box["ws"] / ".git" / "hooks").exists()
+    rt = runtime(box)
+    try:
+        obs = await run(
+            rt,
+            "mkdir -p .git/hooks; echo 'touch pwned' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit; "
+            "echo x > file && git add file && echo staged",
+        )
+        assert not (box["ws"] / ".git" / "hooks" / "pre-commit").exists(), obs["content"]
+        assert "staged" in obs["content"], obs["content"]  # git itself still works in the workspace
+    finally:
+        await rt.close()
+    assert list((box["ws"] / ".git" / "hooks").iterdir()) == []  # what stays behind: git init's empty dir
+
+
+async def test_a_missing_cache_directory_is_made_so_tools_can_cache(box):
+    """uv, pip and npm create their caches under ~/.cache; HOME is read-only inside, so a user without one would
+    see their first sandboxed install fail: the sandbox makes it (0700) when it is one of the writable caches."""
+    shutil.rmtree(box["home"] / ".cache")
+    rt = runtime(box)
+    try:
+        obs = await run(rt, "mkdir -p ~/.cache/uv && echo cached > ~/.cache/uv/marker && echo ok")
+        assert obs["content"].strip().endswith("ok"), obs["content"]
+        assert (box["home"] / ".cache" / "uv" / "marker").read_text() == "cached\n"
+        assert (box["home"] / ".cache").stat().st_mode & 0o777 == 0o700
+    finally:
+        await rt.close()
+    box["env"]["XDG_CACHE_HOME"] = str(box["home"] / ".local" / "mycache")  # elsewhere: not a writable cache
+    rt = runtime(box)
+    try:
+        await run(rt, "true")
+        assert not (box["home"] / ".local" / "mycache").exists()  # only a cache the settings make writable
+    finally:
+        await rt.close()
+
+
 async def test_version_manager_shims_keep_working(box):
     shims = box["home"] / ".pyenv" / "shims"
     shims.mkdir(parents=True)
@@ -378,3 +423,49 @@ async def test_hard_timeout_kills_the_sandbox_and_restarts_where_the_shell_was(b
         assert lines[0] == str(box["ws"] / "deep") and lines[1] == "0", obs["content"]  # a fresh sandbox
     finally:
         await rt.close()
+
+
+# The rc of test_rc_traps (pyenv-like: a lock taken at start, removed by an EXIT trap, a background child),
+# with its state in the workspace: HOME is read-only in the sandbox, and $$ is a pid of the sandbox's own.
+HANGUP_RC = r"""echo $$ > "$RC_STATE/$$.lock"
+sleep {nap} &
+trap 'rm -f "$RC_STATE/$$.lock"; echo "$$" >> "$RC_STATE/trap-ran"' EXIT
+"""
+
+
+async def _settled(state: Path, nap: str, traps: int) -> tuple[list[str], int, list[int]]:
+    """(locks left, traps run, children alive) once every trap ran and no child is left, or after 30 s."""
+    import asyncio
+
+    import psutil
+
+    deadline = asyncio.get_running_loop().time() + 30
+    while True:
+        locks = sorted(p.name for p in state.glob("*.lock"))
+        ran = len((state / "trap-ran").read_text().split()) if (state / "trap-ran").exists() else 0
+        alive = [p.pid for p in psutil.process_iter(["cmdline"]) if nap in " ".join(p.info["cmdline"] or ())]
+        if (not locks and ran >= traps and not alive) or asyncio.get_running_loop().time() > deadline:
+            return locks, ran, alive
+        await asyncio.sleep(0.05)
+
+
+async def test_ending_a_sandboxed_shell_runs_the_rc_exit_trap(box):
+    """A hard timeout and the runtime's close end the sandboxed shell as a closed terminal does: bubblewrap
+    passes the SIGHUP on, the rc's EXIT trap runs inside, and its background child does not survive."""
+    nap = f"1000.{secrets.randbelow(10**6)}"  # names this test's children among the machine's processes
+    state = box["ws"] / "state"
+    state.mkdir()
+    (box["home"] / ".bashrc").write_text(HANGUP_RC.format(nap=nap))
+    box["env"].update(RC_STATE=str(state), OH_USER_SHELL="1", OH_SHELL_STARTUP_TIMEOUT="30")
+    rt = runtime(box)
+    try:
+        obs = await run(rt, "echo up")
+        assert obs["content"].strip().endswith("up") and list(state.glob("*.lock")), obs
+        obs = await run(rt, "sleep 100", timeout=1)  # hard timeout: the shell is ended, then a new one
+        assert "was killed" in obs["extras"]["metadata"]["suffix"], obs
+        assert await _settled(state, nap, 1) == ([], 1, []), "the first shell's trap and child"
+        obs = await run(rt, "echo again")
+        assert obs["content"].strip().endswith("again") and list(state.glob("*.lock")), obs
+    finally:
+        await rt.close()
+    assert await _settled(state, nap, 2) == ([], 2, []), "the second shell's trap and child, at close"

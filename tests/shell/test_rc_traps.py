@@ -46,7 +46,8 @@ SHELLS = [s for s in ("bash", "zsh") if shutil.which(s)]
 @pytest.fixture(autouse=True)
 def _unsandboxed(monkeypatch):
     """How shells end (a terminal's hangup, the rc's traps) without the sandbox: inside it HOME is read-only
-    and `$!` is a pid of its own namespace, so this rc could neither take its lock nor name its child here."""
+    and `$!` is a pid of its own namespace, so this rc could neither take its lock nor name its child here.
+    The same property through the sandbox: tests/sandbox/test_confinement.py (state in the workspace)."""
     monkeypatch.setenv("OH_SANDBOX", "off")
 
 

@@ -151,6 +151,10 @@ class Backend:
         if self.consent is not None:
             consentctl.attach(self.consent, consentctl.recorder(self.trace, self._emit), self.deadlines, self.editors)
             self.editors.on_approval = lambda obj: consentctl.editor_answer(self.consent, obj)
+            # Who can answer a question now: a monitor (the live view) or an editor that decides (VS Code).
+            self.consent.can_answer = lambda: (
+                bool(self.monitors.queues) or self.editors.can(consentctl.EDITOR_CAPABILITY)
+            )
         self.control = Control(
             self.runtime,
             config.review,

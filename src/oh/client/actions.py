@@ -29,8 +29,10 @@ def run(
     security_risk: str | None = None,
     exclusive: bool | None = None,
     unsandboxed: str | None = None,
+    network: str | None = None,
 ) -> dict[str, Any]:
-    """``unsandboxed``: why this command must run outside the sandbox; the user is asked (README "Sandbox")."""
+    """``unsandboxed``: why this command must run outside the sandbox; ``network``: why it needs the network
+    (it stays sandboxed otherwise); the user is asked either way (README "Sandbox")."""
     return _build.run(
         command,
         timeout=timeout,
@@ -43,6 +45,7 @@ def run(
         security_risk=security_risk,
         exclusive=bool(exclusive),
         unsandboxed=unsandboxed,
+        network=network,
     )
 
 

@@ -43,6 +43,19 @@ def _call(io: Streams, verb: Callable[..., int], workspace: Optional[str], insta
     return verb(io, session, **kw)
 
 
+_UNSANDBOXED = typer.Option(
+    None,
+    "--unsandboxed",
+    metavar="REASON",
+    help=(
+        "Ask to run COMMAND outside the agent shell's sandbox (network, writes outside the workspace), saying "
+        "why. The user is asked at every consent level (`oh approvals` lists it, `oh approve ID` allows it; "
+        "the live view, VS Code) unless an `unsandboxed:` rule allows it; it waits for the answer. Only COMMAND "
+        'leaves: the shell stays sandboxed. Example: oh run --unsandboxed "npm ci needs the network" -- npm ci'
+    ),
+)
+
+
 def _mode(*pairs, default=None, what: str) -> str:
     return verbs.pick_mode(*pairs, default=default, what=what)
 
@@ -93,6 +106,7 @@ def run(
     force: bool = typer.Option(
         False, "--force", help="With --background: start another job even if the same one is running."
     ),
+    unsandboxed: Optional[str] = _UNSANDBOXED,
     workspace: Optional[str] = _WORKSPACE,
     instance: Optional[str] = _INSTANCE,
     json_: bool = _JSON,
@@ -118,6 +132,7 @@ def run(
             max_output=max_output,
             background=background,
             force=force,
+            unsandboxed=unsandboxed,
             workspace=workspace,
             instance=instance,
             json_=json_,
@@ -139,12 +154,16 @@ def run_run(
     max_output: Optional[int] = None,
     background: bool = False,
     force: bool = False,
+    unsandboxed: Optional[str] = None,
     workspace: Optional[str] = None,
     instance: Optional[str] = None,
     json_: bool = False,
     quiet: bool = False,
 ) -> int:
     """``oh run``'s behaviour: the command's own exit code, or oh's (`oh --help`)."""
+    if background and unsandboxed is not None:
+        io.note(verbs.UNSANDBOXED_NOT_BACKGROUND)
+        return verbs.USAGE
     if background:  # the job verbs live in commands/jobs.py
         from .jobs import start_background
 
@@ -180,6 +199,7 @@ def run_run(
         timeout=timeout,
         cwd=cwd,
         max_output=max_output,
+        unsandboxed=unsandboxed,
         json_=json_,
         quiet=quiet,
     )

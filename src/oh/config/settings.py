@@ -468,14 +468,14 @@ KEYS: dict[str, Key] = {
                 "consent rules that allow without asking, e.g. ['run: npm test *', 'write: docs/**'] (`oh config "
                 "add consent_allow RULE`)"
             ),
-            "rules 'run|write|read: PATTERN' (one per line in OH_CONSENT_ALLOW)",
+            "rules 'run|write|read|unsandboxed|network: PATTERN' (one per line in OH_CONSENT_ALLOW)",
         ),
         Key(
             "consent_ask",
             _rules("ask"),
             [],
             "consent rules that always ask, e.g. ['run: git push *', 'risk: MEDIUM']",
-            "rules 'run|write|read|risk: PATTERN'",
+            "rules 'run|write|read|risk|unsandboxed|network: PATTERN'",
         ),
         Key(
             "consent_deny",
@@ -485,7 +485,7 @@ KEYS: dict[str, Key] = {
                 "consent rules that refuse (REJECTED, never asked), e.g. ['run: rm -rf *', 'write: .env']; deny "
                 "beats ask beats allow"
             ),
-            "rules 'run|write|read|risk: PATTERN'",
+            "rules 'run|write|read|risk|unsandboxed|network: PATTERN'",
         ),
         Key(
             "setup_script",

@@ -33,6 +33,7 @@ SPECS: dict[str, dict[str, tuple[str, str]]] = {
         "--background": ("background", "flag"),
         "-b": ("background", "flag"),
         "--force": ("force", "flag"),
+        "--unsandboxed": ("unsandboxed", "str"),
     },
     "read": {**_COMMON, "--start": ("start", "int"), "--end": ("end", "int")},
     "write": {

@@ -96,6 +96,7 @@ def _verb(io, verb: str, opts: dict, pos: list[str]) -> int | None:
                 timeout=opts.get("timeout"),
                 cwd=opts.get("cwd"),
                 max_output=opts.get("max_output"),
+                unsandboxed=opts.get("unsandboxed"),
                 **common,
             )
         if verb == "read":
@@ -139,6 +140,11 @@ def _job_verb(io, verb: str, session: dict, opts: dict, pos: list[str]) -> int:
 
     json_ = bool(opts.get("json_"))
     if verb == "run":  # with --background: the other run options are refused (as in the typer command)
+        if opts.get("unsandboxed") is not None:
+            from .exits import USAGE, OhError
+            from .verbs import UNSANDBOXED_NOT_BACKGROUND
+
+            raise OhError(UNSANDBOXED_NOT_BACKGROUND, USAGE)
         also = tuple(
             flag for key, flag in _NOT_WITH_BACKGROUND if opts.get(key) is not None and opts.get(key) is not False
         )

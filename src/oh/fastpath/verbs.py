@@ -408,6 +408,27 @@ def _on_path(program: str) -> bool:
     return any(os.access(os.path.join(d, program), os.X_OK) for d in os.environ.get("PATH", "").split(os.pathsep) if d)
 
 
+UNSANDBOXED_NOT_BACKGROUND = (
+    "--unsandboxed runs one command in the foreground (asked, then run outside the sandbox): drop --background, "
+    "or start the job inside the command (`oh run --unsandboxed WHY -- sh -c 'CMD &'`)."
+)
+
+
+def _check_unsandboxed(reason: str | None, mode: str) -> None:
+    """Usage errors of ``--unsandboxed`` before anything is sent (the backend checks them too)."""
+    if reason is None:
+        return
+    if mode != "command":
+        raise OhError(
+            f"--unsandboxed asks to run a new command outside the sandbox: it does not go with --{mode}.", USAGE
+        )
+    if not reason.strip():
+        raise OhError(
+            '--unsandboxed needs the reason the user is asked with, e.g. --unsandboxed "npm ci needs the network".',
+            USAGE,
+        )
+
+
 def _run_action(
     session: dict,
     command: list[str],
@@ -416,8 +437,10 @@ def _run_action(
     timeout: float | None,
     cwd: str | None,
     max_output: int | None,
+    unsandboxed: str | None = None,
 ) -> dict:
     """The ``run`` frame of ``oh run`` in ``mode`` (usage errors raised here)."""
+    _check_unsandboxed(unsandboxed, mode)
     line = ""
     if command:
         if len(command) == 1:
@@ -451,6 +474,7 @@ def _run_action(
             timeout=timeout,
             cwd=resolve(cwd, session) if cwd else base_dir(session),
             max_output=max_output,
+            unsandboxed=unsandboxed,
         )
     return action
 
@@ -483,11 +507,13 @@ def run(
     timeout: float | None = None,
     cwd: str | None = None,
     max_output: int | None = None,
+    unsandboxed: str | None = None,
     json_: bool = False,
     quiet: bool = False,
 ) -> int:
-    """``mode``: command | input | interrupt | wait | reset (reset runs ``command`` after, if any)."""
-    action = _run_action(session, command, mode, text, timeout, cwd, max_output)
+    """``mode``: command | input | interrupt | wait | reset (reset runs ``command`` after, if any).
+    ``unsandboxed``: the reason to run ``command`` outside the sandbox (asked; README "Sandbox")."""
+    action = _run_action(session, command, mode, text, timeout, cwd, max_output, unsandboxed)
     # On a terminal the output comes as it is printed (issue 30 #1); a pipe gets the observation's text,
     # rendered and bounded by --max-output, as before (what an agent calling `oh run` reads).
     watch = None if quiet else Watch(io, stream=io.tty and not json_, run=True, jobs=session.get("runtime") == "local")

@@ -46,10 +46,12 @@ def run(
     job_id: str | None = None,
     security_risk: str | None = None,
     unsandboxed: str | None = None,
+    network: str | None = None,
 ) -> dict[str, Any]:
     """A ``run`` action: a command (foreground, or ``background`` for a job), input for the running one
     (``is_input``), or an empty command to wait for more output (``job_id``: of that job).
-    ``unsandboxed``: the reason to run it outside the agent shell's sandbox (asked, README "Sandbox")."""
+    ``unsandboxed``: the reason to run it outside the agent shell's sandbox; ``network``: the reason it needs
+    the network (the same sandbox otherwise); asked, README "Sandbox"."""
     args: dict[str, Any] = {
         "command": command,
         "is_input": is_input,
@@ -72,6 +74,8 @@ def run(
         args["job_id"] = job_id
     if unsandboxed is not None:
         args["sandbox"], args["reason"] = "off", unsandboxed
+    elif network is not None:
+        args["sandbox"], args["reason"] = "network", network
     return _frame("run", args, timeout, security_risk)
 
 

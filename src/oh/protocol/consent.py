@@ -41,7 +41,7 @@ from .shellparse import Part
 
 LEVELS = ("never", "risky", "commands", "changes", "all")
 VERDICTS = ("allow", "ask", "deny")
-RULE_KINDS = ("run", "write", "read", "risk", "unsandboxed")  # unsandboxed: decide_unsandboxed
+RULE_KINDS = ("run", "write", "read", "risk", "unsandboxed", "network")  # unsandboxed, network: decide_unsandboxed
 RISKS = ("LOW", "MEDIUM", "HIGH", "UNKNOWN")
 MAX_RULES = 1000
 MAX_RULE = 500
@@ -178,7 +178,7 @@ class RuleError(CliError, ValueError):
 @dataclass(frozen=True)
 class Rule:
     verdict: str  # allow | ask | deny
-    kind: str  # run | write | read | risk | unsandboxed
+    kind: str  # run | write | read | risk | unsandboxed | network
     pattern: str
     words: tuple[str, ...] = ()  # run: the pattern's words
 
@@ -198,8 +198,9 @@ def parse_rule(text: Any, verdict: str) -> Rule:
     kind, pattern = kind.strip().lower(), pattern.strip()
     if not sep or kind not in RULE_KINDS or not pattern:
         raise RuleError(
-            f"rule {text!r}: write KIND: PATTERN with KIND one of run, write, read, risk, unsandboxed (e.g. "
-            "'run: npm test *', 'write: src/**', 'risk: HIGH', 'unsandboxed: npm ci')"
+            f"rule {text!r}: write KIND: PATTERN with KIND one of run, write, read, risk, unsandboxed, "
+            "network (e.g. 'run: npm test *', 'write: src/**', 'risk: HIGH', 'network: npm ci', "
+            "'unsandboxed: make install')"
         )
     if any(unicodedata.category(c) in ("Cc", "Cf") for c in pattern):
         raise RuleError(f"rule {text!r} holds a control or invisible character")
@@ -213,7 +214,7 @@ def parse_rule(text: Any, verdict: str) -> Rule:
                 "must never be what allows an action)"
             )
         return Rule(verdict, kind, level)
-    if kind in ("run", "unsandboxed"):
+    if kind in ("run", "unsandboxed", "network"):
         try:
             words = tuple(shlex.split(pattern))
         except ValueError as exc:
@@ -914,45 +915,56 @@ def _hard_risk(part: Part) -> str | None:
 def decide_unsandboxed(
     policy: Policy, args: dict[str, Any], security_risk: str | None = None, where: Where | None = None
 ) -> Decision:
-    """A ``run`` asking to leave the agent's sandbox (``args.sandbox`` "off", protocol/sandbox.py): asked at
-    every level (``never`` included) with the agent's reason, unless ``unsandboxed:`` allow rules name every
-    part of the command and the command would be allowed anyway. Deny rules (``run:`` or ``unsandboxed:``)
-    still deny. "Always allow" suggests the exact command, never a wildcard: leaving the sandbox is rare."""
+    """A ``run`` asking for more than the agent's sandbox gives (protocol/sandbox.py): ``args.sandbox`` "off"
+    (outside it) or "network" (the same sandbox with the network on). Asked at every level (``never``
+    included) with the agent's reason, unless allow rules name every part of the command and the command
+    would be allowed anyway: ``unsandboxed:`` rules for "off"; ``network:`` or ``unsandboxed:`` rules for
+    "network" (leaving entirely covers the network). Deny rules (``run:`` or those kinds) still deny.
+    "Always allow" suggests the exact command, never a wildcard: escalations are rare."""
     base = decide(policy, "run", args, security_risk, where)
     if base.verdict == "deny":
         return base
+    network = args.get("sandbox") == "network"
+    kinds = ("network", "unsandboxed") if network else ("unsandboxed",)
     command = str(args.get("command", ""))
     reason = " ".join(str(args.get("reason") or "").split())[:500]
     parsed = shellparse.parse(command)
     parts = parsed.parts if parsed.unknown is None else ()
     shown = tuple(p.display() for p in parts) or (command[:200],)
-    esc = [Rule(r.verdict, "run", r.pattern, r.words) for r in policy.rules if r.kind == "unsandboxed"]
+    esc = [(r.kind, Rule(r.verdict, "run", r.pattern, r.words)) for r in policy.rules if r.kind in kinds]
     for part in parts:
-        hit = next((r for r in esc if r.verdict == "deny" and _match_part(r, part) in ("yes", "loose")), None)
+        hit = next(((k, r) for k, r in esc if r.verdict == "deny" and _match_part(r, part) in ("yes", "loose")), None)
         if hit is not None:
-            text = f"unsandboxed: {hit.pattern}"
+            text = f"{hit[0]}: {hit[1].pattern}"
             return Decision(
                 "deny",
-                f"a rule denies running `{part.display()}` unsandboxed (deny {text})",
+                f"a rule denies running `{part.display()}` with more than the sandbox gives (deny {text})",
                 f"deny {text}",
                 parts=shown,
             )
-    allows = [next((r for r in esc if r.verdict == "allow" and _match_part(r, p) == "yes"), None) for p in parts]
+    allows = [
+        next(((k, r) for k, r in esc if r.verdict == "allow" and _match_part(r, p) == "yes"), None) for p in parts
+    ]
     risk = str(security_risk).upper() if isinstance(security_risk, str) else None
     if parts and all(allows) and base.verdict == "allow" and risk != "HIGH":
-        text = "; ".join(f"unsandboxed: {r.pattern}" for r in allows if r is not None)
-        return Decision("allow", f"allowed to run unsandboxed by rules: {text}", f"allow {text}", parts=shown)
+        text = "; ".join(f"{a[0]}: {a[1].pattern}" for a in allows if a is not None)
+        return Decision("allow", f"allowed by rules: {text}", f"allow {text}", parts=shown)
+    prefix = "network: " if network else "unsandboxed: "
     suggest = tuple(
         dict.fromkeys(
-            "unsandboxed: " + " ".join(shellparse._quote(w) for w in p.argv)
+            prefix + " ".join(shellparse._quote(w) for w in p.argv)
             for p in parts
             if not any(w.dynamic for w in p.words)
         )
     )
-    why = (
-        "the agent asks to run this OUTSIDE the sandbox (network, writes anywhere, your secrets): "
-        f"{reason or 'no reason given'}"
-    )
+    if network:
+        why = (
+            "the agent asks to run this with the NETWORK on (still sandboxed: writes only in the workspace, "
+            "secrets hidden)"
+        )
+    else:
+        why = "the agent asks to run this OUTSIDE the sandbox (network, writes anywhere, your secrets)"
+    why += f": {reason or 'no reason given'}"
     if base.verdict == "ask":
         why += f"; also: {base.reason}"
     return Decision("ask", why, None, suggest, shown, True)
@@ -1047,6 +1059,20 @@ def timeout_message(subject: str, seconds: float) -> str:
     return (
         f"Nobody allowed this action ({subject}) within {seconds:g} s (approval_timeout); it was NOT executed. "
         "Ask the user to answer sooner (`oh approvals`, the live view of `oh start`, or VS Code), or try again later."
+    )
+
+
+def unattended_message(subject: str, suggest: tuple[str, ...]) -> str:
+    """oh's own request to leave the sandbox (an ``ensure`` install) while nobody can answer (no live view, no
+    editor that decides): refused at once instead of waiting approval_timeout for an answer that cannot come.
+    The fixes come first: callers may cut the end (the command, which the caller knows)."""
+    rules_text = "; ".join(f"'{r}'" for r in suggest) or "'network: COMMAND'"
+    return (
+        "Not run: it needs the network, which the sandbox keeps off, and nobody can answer now (no live view "
+        "of `oh start` and no editor watches this backend); nothing ran outside. To let it: turn the sandbox's "
+        "network on (`oh start --sandbox-network on`, or `oh config set sandbox_network true`); or allow it by "
+        f"rules (`oh config add consent_allow RULE` for each of {rules_text}); or watch the backend "
+        f"(`oh start` in the foreground, or VS Code) and ask again. It was: {subject}"
     )
 
 

@@ -55,6 +55,9 @@ class Action:
     # Set only by the consent wrapper (never from a frame): it allowed this `run` to leave the sandbox
     # (runtimes/escalation.py); the local runtime runs a request to leave only when this is set.
     unsandboxed: bool = False
+    # Set only by oh's own callers (never from a frame): this request to leave the sandbox is oh's (an `ensure`
+    # install), not the agent's, so the consent gate refuses it at once when nobody can answer (security.md §10).
+    own_request: bool = False
     # Set only by the backend (never from a frame): where this action's progress frames go when the agent asked
     # for them (protocol/progress.py, ``report(event, **fields)``); None when it did not.
     on_progress: Callable[..., None] | None = field(default=None, repr=False, compare=False)

@@ -46,7 +46,9 @@ HIDDEN = (
 
 # What a `run` action says to ask for the unsandboxed shell (docs/protocol.md §3.17).
 ESCALATE_ARG = "sandbox"
-ESCALATE_VALUE = "off"
+ESCALATE_VALUE = "off"  # outside the sandbox, as the user
+NETWORK_VALUE = "network"  # the same sandbox with the network on (installs: they need nothing else)
+ESCALATE_VALUES = (ESCALATE_VALUE, NETWORK_VALUE)
 REASON_ARG = "reason"
 MAX_REASON = 500
 
@@ -174,8 +176,13 @@ def plan(
 
 # ------------------------------------------------------------------------------ escalation
 def wants_escalation(args: dict[str, Any]) -> bool:
-    """A ``run`` action asking to run outside the sandbox (``args.sandbox == "off"``)."""
-    return args.get(ESCALATE_ARG) == ESCALATE_VALUE
+    """A ``run`` action asking for more than the sandbox gives (``args.sandbox`` "off" or "network")."""
+    return args.get(ESCALATE_ARG) in ESCALATE_VALUES
+
+
+def network_only(args: dict[str, Any]) -> bool:
+    """The request is for the network alone (``args.sandbox == "network"``): still confined otherwise."""
+    return args.get(ESCALATE_ARG) == NETWORK_VALUE
 
 
 def check_escalation(args: dict[str, Any]) -> str:
@@ -183,19 +190,19 @@ def check_escalation(args: dict[str, Any]) -> str:
     value = args.get(ESCALATE_ARG)
     if value is None:
         return ""
-    if value != ESCALATE_VALUE:
+    if value not in ESCALATE_VALUES:
         raise SandboxError(
-            'args.sandbox may only be "off" (run this command outside the sandbox, with the user\'s '
-            f"consent); got {value!r}"
+            'args.sandbox may only be "network" (this command in the sandbox with the network on) or "off" (outside '
+            f"the sandbox), each with the user's consent; got {value!r}"
         )
     reason = args.get(REASON_ARG)
     if not isinstance(reason, str) or not reason.strip():
         raise SandboxError(
-            'args.sandbox "off" needs args.reason: say why the command needs to leave the sandbox (e.g. "npm '
-            'ci needs the network")'
+            f'args.sandbox "{value}" needs args.reason: say why the command needs more than the sandbox gives '
+            '(e.g. "npm ci needs the network")'
         )
     if args.get("is_input"):
-        raise SandboxError('args.sandbox "off" starts a new command; it cannot be input to a running one')
+        raise SandboxError(f'args.sandbox "{value}" starts a new command; it cannot be input to a running one')
     return reason.strip()[:MAX_REASON]
 
 

@@ -205,6 +205,9 @@ class ConsentGuard(Wrapper):
         # Set by the backend: (leg id, waiting?) -> pause or resume the action's deadline.
         self.on_wait: Callable[[int, bool], None] | None = None
         self._moved: set[str] = set()  # agents whose shell ran a cd (see where())
+        # Set by the backend: whether anyone can answer a question now (a live view or an editor that decides).
+        # None: unknown, so every question waits (approval_timeout).
+        self.can_answer: Callable[[], bool] | None = None
         approvals.on_rule = self.add_rule
 
     def add_rule(self, rule: rules.Rule) -> None:
@@ -222,6 +225,30 @@ class ConsentGuard(Wrapper):
     async def close(self) -> None:
         self.approvals.close()
         await self.inner.close()
+
+    def _someone_can_answer(self) -> bool:
+        return self.can_answer is None or bool(self.can_answer())
+
+    def _unattended(self, action: Action, agent_id: str, subject: str, decision: rules.Decision) -> dict[str, Any]:
+        """oh's own request to leave the sandbox with nobody to answer it: refused now, said in the trace."""
+        message = rules.unattended_message(subject, decision.suggest)
+        self.approvals.emit(
+            "approval_decided",
+            {
+                "id": None,
+                "action_id": action.id,
+                "agent_id": agent_id,
+                "kind": action.kind,
+                "what": subject,
+                "decision": "rejected",
+                "by": "unattended",
+                "at": _now(),
+                "reason": message,
+                "rule": None,
+                "security_risk": action.security_risk,
+            },
+        )
+        return _rejected(action.id, message, "unattended")
 
     def where(self, action: Action, agent: Hashable) -> rules.Where:
         """The I/O half of the decision: every path the action names, resolved as the kernel will open it
@@ -279,6 +306,8 @@ class ConsentGuard(Wrapper):
             return _rejected(action.id, rules.denied_message(subject, decision.reason), "rule")
         if self.review and action.kind in ("write", "edit") and is_proposal(action.kind, action.args):
             return await self.inner.execute(action, agent)  # review mode asks, with the diff
+        if unsandboxed and action.own_request and not self._someone_can_answer():
+            return self._unattended(action, ctx.id, subject, decision)
         p = Pending(
             self.approvals.new_id(),
             action.id,

@@ -107,6 +107,10 @@ class EditorLink:
         finally:
             editor.pending.pop(action_id, None)
 
+    def can(self, capability: str) -> bool:
+        """Whether a connected editor advertised ``capability``."""
+        return any(capability in (e.registration.capabilities or ()) for e in self.registry.all())
+
     def broadcast(self, capability: str, frame: dict[str, Any]) -> None:
         """Send ``frame`` (no answer awaited) to every editor that advertised ``capability``, each bounded by
         ``send_timeout`` (an editor that stops reading is dropped, as for actions)."""

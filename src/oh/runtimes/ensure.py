@@ -95,8 +95,8 @@ class EnsureService(Wrapper):
         self._jobs: set[str] = set()  # job ids this service started (their `job` ops are routed to its shell)
         self._probes: dict[tuple[str, str], asyncio.Future] = {}  # (tool, path) -> (real path, version), once
         # Setup script: None = not started; the task runs it once per backend.
-        # Set by the backend when the agent's shell is sandboxed without network: installs ask to leave it
-        # (the user is asked, or an `unsandboxed:` rule allows them); the setup script stays inside.
+        # Set by the backend when the agent's shell is sandboxed without network: installs ask for the network
+        # (the user is asked, or a `network:` rule allows them); the setup script stays inside, offline.
         self.installs_leave_sandbox = False
         self._setup_open = not setup  # True once the script ended (or there is none) and its note was told
         self._setup_task: asyncio.Task | None = None
@@ -145,10 +145,12 @@ class EnsureService(Wrapper):
         timeout: float | None = None,
         who: str | None = None,
         on_progress: Callable[..., None] | None = None,
+        own_request: bool = False,
     ) -> dict[str, Any]:
         """One ordinary action of ours through the wrapped runtime (and whatever gate it holds), in the
         ``oh-ensure`` shell; ``who``: the name shown for it (consent questions, the live view);
-        ``on_progress``: the progress frames of the agent's action it serves (a consent wait is told there)."""
+        ``on_progress``: the progress frames of the agent's action it serves (a consent wait is told there);
+        ``own_request``: a request to leave the sandbox that is oh's, refused at once when nobody can answer."""
         leg = self._new_id()
         ctx = self.ctx if who is None else AgentContext(id=SHELL_KEY, name=who, workdir=self.workspace, shell=SHELL_KEY)
         try:
@@ -157,6 +159,7 @@ class EnsureService(Wrapper):
                 raw["timeout"] = timeout
             action = parse_action(raw)
             action.on_progress = on_progress
+            action.own_request = own_request
             return await self.inner.execute(action, ctx)
         finally:
             self._release_id(leg)
@@ -171,12 +174,12 @@ class EnsureService(Wrapper):
         on_progress: Callable[..., None] | None = None,
     ) -> tuple[dict[str, Any] | None, str, str]:
         """Run ``command`` as a background job and wait for its end: (job record, output tail, error text).
-        ``unsandboxed``: the reason to run it outside the agent shell's sandbox (asked, README "Sandbox");
-        ``on_progress``: as for ``_call``."""
+        ``unsandboxed``: the reason to run it with the network in the agent shell's sandbox (asked, README
+        "Sandbox"; oh's own request: refused at once when nobody can answer); ``on_progress``: as for ``_call``."""
         args: dict[str, Any] = {"command": command, "background": True, "cwd": cwd}
-        if unsandboxed:
-            args.update(sandbox="off", reason=unsandboxed)
-        obs = await self._call("run", args, who=who, on_progress=on_progress)
+        if unsandboxed:  # the network alone: the install stays in the sandbox otherwise (docs/protocol.md §3.17)
+            args.update(sandbox="network", reason=unsandboxed)
+        obs = await self._call("run", args, who=who, on_progress=on_progress, own_request=bool(unsandboxed))
         md = (obs.get("extras") or {}).get("metadata") or {}
         jid = md.get("job_id") if obs.get("observation") == "run" else None
         if not jid:

@@ -16,3 +16,8 @@ from ..protocol.events import Action
 def requested(action: Action) -> bool:
     """Whether this action asks to leave the sandbox."""
     return action.kind == "run" and sandbox_rules.wants_escalation(action.args)
+
+
+def network_only(action: Action) -> bool:
+    """Whether this escalation asks for the network alone (still sandboxed otherwise)."""
+    return sandbox_rules.network_only(action.args)

@@ -108,7 +108,10 @@ def test_create_makes_parent_directories(oh_backend):
     assert target.read_text() == "deep\n"
 
 
-def test_terminal_matches_the_sdk(oh_backend, tmp_path):
+def test_terminal_matches_the_sdk(make_oh_backend, tmp_path):
+    # Unsandboxed: this pins the first observation against the SDK's own terminal, and a sandboxed shell's
+    # first observation says the sandbox's level (tests/sandbox covers that line).
+    oh_backend = make_oh_backend("--sandbox", "off")
     native_root = tmp_path / "native-term"
     native_root.mkdir()
     oh_root = oh_backend.workspace

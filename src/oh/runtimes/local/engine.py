@@ -247,7 +247,7 @@ class PtyShell:
     def _let_rc_finish(self) -> None:
         """Hand the half-started shell over to a background task: its rc files finish, then it is hung up."""
         slow = PtyShell(self.start_cwd, self.env, os.path.join(self.dir, "x"), self.limit, rc_finish_cap=0)
-        for name in ("proc", "pid", "kind", "path", "_master", "_cmd_w", "_files", "_parser", "_ready"):
+        for name in ("proc", "pid", "kind", "path", "_master", "_cmd_w", "_files", "_parser", "_ready", "sandbox"):
             setattr(slow, name, getattr(self, name))
         self._loop.remove_reader(self._master)
         self._loop.add_reader(slow._master, slow._on_output)
@@ -310,7 +310,8 @@ class PtyShell:
                 task.cancel()  # waiting for its rc files: stop waiting (a kill under way goes on, shielded)
             ends.append(slow.kill())
         if self.proc is not None:
-            ends.append(ptyproc.hang_up(self.proc))
+            spare = ("bwrap",) if self.sandbox is not None else ()  # the sandbox's wrappers: see hang_up
+            ends.append(ptyproc.hang_up(self.proc, spare=spare))
         await asyncio.gather(*ends)
         if self._watch is not None:
             with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):

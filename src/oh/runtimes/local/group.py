@@ -26,6 +26,7 @@ import time
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ...protocol import shellqueue
+from ..escalation import network_only
 from ...protocol.errors import ErrorId
 from ...protocol.events import Action, error_observation, job_observation, run_observation
 from .jobs import (
@@ -61,7 +62,9 @@ class ShellHost(Protocol):
     job_retention: float
     spool_cap: int
 
-    def new_terminal(self, cwd: str, *, sandboxed: bool, env_snapshot: str = "", init_script: str = "") -> Terminal: ...
+    def new_terminal(
+        self, cwd: str, *, sandboxed: bool, network: bool = False, env_snapshot: str = "", init_script: str = ""
+    ) -> Terminal: ...
 
     def new_job_id(self, action: Action | None = None) -> str: ...
 
@@ -155,7 +158,9 @@ class ShellGroup:
             # `export -p` output (sent through the command pipe, never argv); then cd again so
             # $PWD/$OLDPWD from the snapshot match this shell.
             init = f"{{\n{exports}\n}} >/dev/null 2>&1\nbuiltin cd -- {shlex.quote(cwd)}"
-        return self.rt.new_terminal(cwd, sandboxed=not action.unsandboxed, init_script=init)
+        # Allowed the network alone (args.sandbox "network"): the same sandbox with the network on.
+        network = action.unsandboxed and network_only(action)
+        return self.rt.new_terminal(cwd, sandboxed=not action.unsandboxed or network, network=network, init_script=init)
 
     def _running_foreground(self) -> list[tuple[float, str, Terminal]]:
         found = []

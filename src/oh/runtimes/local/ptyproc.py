@@ -87,8 +87,41 @@ def _signal_groups(groups: set[int], sig: int) -> None:
             os.killpg(g, sig)
 
 
-async def hang_up(proc: asyncio.subprocess.Process, grace: float = HANGUP_GRACE) -> None:
-    """SIGHUP the shell and its descendants' process groups; after ``grace`` s, SIGKILL what is left."""
+def _name(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def _hang_up_signals(pid: int, stray: list, groups: set[int], spare: tuple[str, ...]) -> None:
+    """SIGHUP then SIGCONT (a stopped job cannot act on SIGHUP until it runs again; a terminal's hangup
+    sends both) to the groups; a group holding a wrapper named in ``spare`` (bubblewrap: it dies of SIGHUP
+    without passing it on, and its namespace's processes are then SIGKILLed, traps unrun) gets them
+    process by process instead, wrappers left out: they end when the shell they wrap ends."""
+    wrappers = {p.pid for p in stray if spare and _name(p.pid) in spare}
+    if spare and _name(pid) in spare:
+        wrappers.add(pid)
+    wrapped: set[int] = set()
+    for w in wrappers:
+        with contextlib.suppress(OSError):
+            wrapped.add(os.getpgid(w))
+    members = []
+    for p in stray:
+        with contextlib.suppress(OSError):
+            if p.pid not in wrappers and os.getpgid(p.pid) in wrapped:
+                members.append(p.pid)
+    for sig in (signal.SIGHUP, signal.SIGCONT):
+        _signal_groups(groups - wrapped, sig)
+        for m in members:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(m, sig)
+
+
+async def hang_up(proc: asyncio.subprocess.Process, grace: float = HANGUP_GRACE, spare: tuple[str, ...] = ()) -> None:
+    """SIGHUP the shell and its descendants' process groups; after ``grace`` s, SIGKILL what is left.
+    ``spare``: names of wrappers around the shell (bubblewrap) that must not get the SIGHUP themselves."""
     pid = proc.pid
     stray = descendants(pid) if proc.returncode is None else []
     groups: set[int] = set()
@@ -96,10 +129,8 @@ async def hang_up(proc: asyncio.subprocess.Process, grace: float = HANGUP_GRACE)
         with contextlib.suppress(Exception):
             groups.add(os.getpgid(p.pid))
     if proc.returncode is None:
-        groups.add(pid)  # the shell leads its session and its process group
-        # A stopped job cannot act on SIGHUP until it runs again (a terminal's hangup sends SIGCONT too).
-        _signal_groups(groups, signal.SIGHUP)
-        _signal_groups(groups, signal.SIGCONT)
+        groups.add(pid)  # the shell (or its wrapper) leads its session and its process group
+        _hang_up_signals(pid, stray, groups, spare)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + grace
     with contextlib.suppress(asyncio.TimeoutError):

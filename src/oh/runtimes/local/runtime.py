@@ -176,9 +176,15 @@ class LocalRuntime(Runtime):
                 return real
         return self.workspace
 
-    def new_terminal(self, cwd: str, *, sandboxed: bool, env_snapshot: str = "", init_script: str = "") -> Terminal:
+    def new_terminal(
+        self, cwd: str, *, sandboxed: bool, network: bool = False, env_snapshot: str = "", init_script: str = ""
+    ) -> Terminal:
         """``sandboxed`` False only for a run the consent gate allowed to leave the sandbox (``Action.unsandboxed``,
-        runtimes/escalation.py; only one-shot shells are made then: extra shells and jobs)."""
+        runtimes/escalation.py; only one-shot shells are made then: extra shells and jobs); ``network`` True: the
+        same sandbox with the network on (the gate allowed the network alone, ``args.sandbox`` "network")."""
+        sandbox = self.sandbox if sandboxed else None
+        if sandbox is not None and network:
+            sandbox = sandbox.with_network()
         scratch = self._scratch_dir()
         return Terminal(
             cwd,
@@ -195,7 +201,7 @@ class LocalRuntime(Runtime):
             user_shell=self.user_shell,
             startup_timeout=self.shell_startup_timeout,
             notes_said=self._notes_said,
-            sandbox=self.sandbox if sandboxed else None,
+            sandbox=sandbox,
         )
 
     def shell_cwd(self, ctx: AgentContext) -> str | None:
@@ -338,10 +344,16 @@ class LocalRuntime(Runtime):
         except sandbox_rules.SandboxError as exc:
             return error_observation(action.id, ErrorId.BAD_REQUEST, str(exc))
         group = self._group(ctx)
-        if not self.sandbox.active or self.sandbox.unconfined:
+        network = sandbox_rules.network_only(action.args)
+        if not self.sandbox.active or self.sandbox.unconfined or (network and self.sandbox.spec.network):
             obs = await group.run(action, cwd, ctx)
-            _prefix(obs, "[The agent's shell is not sandboxed (sandbox off): the command ran as usual.]")
+            has = (
+                "has the network already" if self.sandbox.active and not self.sandbox.unconfined else "is not sandboxed"
+            )
+            _prefix(obs, f"[The agent's shell {has}: the command ran as usual.]")
             return obs
+        if network:
+            return await self._run_with_network(action, ctx, cwd, reason)
         if not action.unsandboxed:
             return error_observation(
                 action.id,
@@ -354,6 +366,25 @@ class LocalRuntime(Runtime):
         else:
             obs = await group._run_extra(action, cwd, why="it ran outside the sandbox", agent_id=ctx.id)
         _prefix(obs, f"[This command ran OUTSIDE the sandbox, as the user, in a shell of its own (reason: {reason}).]")
+        return obs
+
+    async def _run_with_network(
+        self, action: Action, ctx: AgentContext, cwd: str | None, reason: str
+    ) -> dict[str, Any]:
+        """A run allowed the network alone: a one-shot shell in the same sandbox with the network on."""
+        if not action.unsandboxed:
+            return error_observation(
+                action.id,
+                ErrorId.REJECTED,
+                "Running a command with the network needs the user's consent, and this backend has no consent "
+                "gate to ask it. Nothing ran. Run it without the network, or ask the user to run it.",
+            )
+        group = self._group(ctx)
+        if action.args.get("background"):
+            obs = await group._start_job(action, cwd, ctx)
+        else:
+            obs = await group._run_extra(action, cwd, why="it ran with the network", agent_id=ctx.id)
+        _prefix(obs, f"[This command ran in the sandbox WITH THE NETWORK, in a shell of its own (reason: {reason}).]")
         return obs
 
     async def _read(self, action: Action, base: str) -> dict[str, Any]:

@@ -20,6 +20,7 @@ Why these bubblewrap options (each was checked with bwrap 0.8 and a real pty):
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import os
@@ -180,6 +181,15 @@ class Sandbox:
     def active(self) -> bool:
         return self.spec.on
 
+    def with_network(self) -> "Sandbox":
+        """The same sandbox with the network on: for one command allowed the network alone (``args.sandbox``
+        "network"); everything else stays confined."""
+        other = Sandbox(
+            dataclasses.replace(self.spec, network=True), workspace=self.workspace, roots=self.roots, hidden=self.hidden
+        )
+        other.said = True  # the agent's shell said its sandbox already
+        return other
+
     def status(self) -> dict[str, object]:
         """For `oh status` and the live view."""
         if not self.spec.on:
@@ -226,6 +236,7 @@ class Sandbox:
             oh_dirs=tuple(os.path.realpath(h) for h in hidden),
             runtime_dir=_runtime_dir(env),
         )
+        _make_cache_dir(env, home, plan)
         return [found.bwrap, *mounts(plan, self.workspace), "--chdir", cwd, "--", *argv]
 
     def shell_pid(self, pid: int) -> int:
@@ -259,6 +270,34 @@ class Sandbox:
         )
 
 
+def _hooks_dir(workspace: str) -> None:
+    """A repository without ``.git/hooks`` (deleted, or a clone made without templates) gets the empty one
+    ``git init`` makes, so that it is bound read-only like an existing one: else the agent could create it
+    and put a hook there, which runs outside the sandbox at the user's next commit."""
+    git = os.path.join(workspace, ".git")
+    hooks = os.path.join(git, "hooks")
+    if os.path.isdir(git) and not os.path.islink(git) and not os.path.lexists(hooks):
+        try:
+            os.mkdir(hooks, 0o755)
+        except OSError as exc:  # the repository is not writable for us either: nor for the agent
+            log.info("sandbox: cannot create %s to protect it: %s", hooks, exc)
+
+
+def _make_cache_dir(env: dict[str, str], home: str, plan: rules.Plan) -> None:
+    """The user's cache directory (``$XDG_CACHE_HOME``, else ``~/.cache``), made (0700) when it is missing and
+    meant to be writable: tools create their caches in it (uv, pip, npm's node-gyp), and inside the sandbox
+    HOME is read-only, so without it their first run there fails ("Read-only file system")."""
+    path = env.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
+    if not os.path.isabs(path) or os.path.lexists(path) or not os.path.isdir(os.path.dirname(path)):
+        return
+    if not any(os.path.realpath(w) == os.path.realpath(path) for w in plan.writable):
+        return  # not one of the caches the settings make writable (sandbox_writable)
+    try:
+        os.mkdir(path, 0o700)
+    except OSError as exc:
+        log.debug("could not make the cache directory %s: %s", path, exc)
+
+
 def mounts(plan: rules.Plan, workspace: str) -> list[str]:
     """bubblewrap's options for ``plan`` (paths that do not exist are skipped)."""
     out = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp"]
@@ -282,6 +321,7 @@ def mounts(plan: rules.Plan, workspace: str) -> list[str]:
     for real in covered:  # read-only once oh's scratch files (which may lie inside) are bound
         out += ["--remount-ro", real]
     if workspace in plan.writable:
+        _hooks_dir(workspace)
         for rel in PROTECTED_IN_WORKSPACE:
             path = os.path.join(workspace, rel)
             if os.path.lexists(path) and not os.path.islink(path):
