@@ -177,6 +177,7 @@ class Backend:
             approvals=lambda obj, decider: consentctl.handle(self.consent, obj, decider),
             history=lambda obj, decider: historyctl.handle(self, obj, decider),
             shares=self.remote.control,
+            changesets=historyctl.ChangeSets(self),
         )
         # The path -> handler table (the handshake has checked the credential each path needs).
         self.routes: dict[str, Callable[[ServerConnection], Awaitable[None]]] = {

@@ -122,7 +122,8 @@ def undo(
         ordered = [tl.entries[i] for i in sorted(tl.entries)]
         chosen = H.select_for_undo(ordered, target, to, only_agent)
         netmap = H.net(c for e in chosen for c in e.changes)
-        if not netmap:
+        made = sorted({d for x in chosen for d in x.dirs if d}, key=lambda d: d.count("/"), reverse=True)
+        if not netmap and not made:
             return {"ok": True, "entry": None, "files": [], "message": "Nothing to undo: no file changes."}
         # A file untouched since this backend's first snapshot is known by its git blob: read it first, so
         # the verdict compares contents, not a blob id with a sha256 (entries from before a restart).
@@ -138,11 +139,51 @@ def undo(
         try:
             for path, state, merged in sorted(steps, key=lambda s: s[1] is not None):  # deletions first
                 _apply(tl, path, state, merged)
+            _remove_empty(tl, made)
         finally:
             tl._drain()
             tl.active.pop(e.id, None)
             tl._close(e, "done")
+        for x in chosen:  # a change set reverted by an undo is decided: it leaves `oh review`
+            if x.review == H.PENDING:
+                tl.mark(x, H.REVERTED)
         return {"ok": True, "entry": e.id, "files": [s[0] for s in steps], "undoes": e.undoes}
+
+
+def decide(tl: Timeline, entry_id: int, keep: bool) -> dict[str, Any] | None:
+    """The user's decision on a command's change set (review after the fact, §3.15.1): keep marks it
+    kept; revert is ``undo`` of its entry (three-way, all files or none: a file the user changed since
+    is merged, an overlap changes nothing and the set stays pending). None: no such pending change set."""
+    with tl.lock:
+        e = tl.entries.get(entry_id)
+        if e is None or e.review != H.PENDING:
+            return None
+        cid = H.changeset_id(entry_id)
+        if keep:
+            tl.mark(e, H.KEPT)
+            return {"id": cid, "outcome": "accepted", "message": f"kept: {len(e.changes)} file change(s) stay"}
+        done = undo(tl, entry_id, who="user")
+        if not done["ok"]:
+            return {"id": cid, "outcome": "conflict", "message": done["message"], "conflicts": done.get("conflicts")}
+        if e.review == H.PENDING:  # nothing left to revert (already back): decided all the same
+            tl.mark(e, H.REVERTED)
+        files = len(done["files"])
+        return {
+            "id": cid,
+            "outcome": "rejected",
+            "message": f"reverted: {files} file(s) restored (history entry {done['entry']}; `oh undo {done['entry']}` redoes)",
+            "entry": done["entry"],
+        }
+
+
+def _remove_empty(tl: Timeline, made: list[str]) -> None:
+    """The directories the undone entries created, deepest first, removed when empty: a directory that
+    holds anything (the user's file, another action's) stays."""
+    for d in made:
+        try:
+            os.rmdir(os.path.join(tl.root, d))
+        except OSError:
+            pass  # not empty, already gone, or no longer a directory
 
 
 def _conflict_text(conflicts: list[dict[str, str]]) -> str:
@@ -180,4 +221,4 @@ def _apply(tl: Timeline, path: str, state: H.FileState | None, merged: bytes | N
         os.fchmod(f.fileno(), state.mode)
 
 
-__all__ = ["undo", "diff", "merge3", "tree"]
+__all__ = ["undo", "decide", "diff", "merge3", "tree"]

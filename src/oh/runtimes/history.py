@@ -14,6 +14,7 @@ import logging
 from typing import Any, Callable, Hashable
 
 from ..history.timeline import Timeline
+from ..protocol import history as H
 from ..protocol.events import Action
 from .base import Runtime, Wrapper, as_context
 
@@ -42,6 +43,8 @@ class HistoryRecorder(Wrapper):
         self._running_jobs: set[str] = set()
         self._job_entries: dict[str, int] = {}
         self._ending: set[asyncio.Task] = set()  # held: the loop keeps only weak references to tasks
+        # Review after the fact (§3.15.1): ("changeset_opened" | "changeset_closed", fields) to the monitors.
+        self.on_changeset: Callable[[str, dict[str, Any]], None] | None = None
         inner.on_job_event = self._job_event
 
     @property
@@ -73,9 +76,21 @@ class HistoryRecorder(Wrapper):
             if entry is not None and self.timeline is not None:
                 task = asyncio.get_running_loop().create_task(asyncio.to_thread(self.timeline.end, entry))
                 self._ending.add(task)
-                task.add_done_callback(self._ending.discard)
+                task.add_done_callback(self._job_entry_ended)
         if self._outer_job_event is not None:
             self._outer_job_event(name, record)
+
+    def _job_entry_ended(self, task: asyncio.Task) -> None:
+        self._ending.discard(task)
+        if not task.cancelled() and task.exception() is None:
+            self.changeset_event("changeset_opened", task.result())
+
+    def changeset_event(self, name: str, e: H.Entry | None, **more: Any) -> None:
+        """Tell the monitors (live view, trace) a change set opened or was decided."""
+        if e is None or self.on_changeset is None:
+            return
+        fields = {"changeset": H.changeset_id(e.id), "entry": e.id, "agent": e.agent, "what": e.what[:200]}
+        self.on_changeset(name, {**fields, "files": len(e.changes), **more})
 
     async def execute(self, action: Action, agent: Hashable) -> dict[str, Any]:
         tl = self.timeline
@@ -95,7 +110,8 @@ class HistoryRecorder(Wrapper):
             return obs
         finally:
             if entry:
-                await asyncio.shield(asyncio.to_thread(tl.end, entry, status))
+                opened = await asyncio.shield(asyncio.to_thread(tl.end, entry, status))
+                self.changeset_event("changeset_opened", opened)
 
     async def close(self) -> None:
         await self.inner.close()
