@@ -23,6 +23,7 @@ SHAPES = [
     ("chmod", "echo '#!/bin/sh' > s.sh", "chmod +x s.sh", {"s.sh": "mode"}),
     ("symlink-create", "echo t > target", "ln -s target link", {"link": "created"}),
     ("symlink-retarget", "echo 1 > t1; echo 2 > t2; ln -s t1 link", "ln -sfn t2 link", {"link": "changed"}),
+    ("file-to-symlink", "echo a > f; echo t > target", "rm f && ln -s target f", {"f": "changed"}),
     ("binary", "printf '\\0\\1\\2' > b.bin", "printf '\\0\\3' > b.bin", {"b.bin": "changed"}),
     ("large", "", FIVE_MB, {"big.bin": "created"}),
     (
