@@ -91,6 +91,12 @@ def test_a_commands_changes_are_kept_or_reverted_from_oh_review(here):
             assert _review()["changesets"] == []
             assert alice.run("touch kept.txt", timeout=WAIT).exit_code == 0
             (kept_row,) = _review()["changesets"]
+            # A live view that joins now still shows the pending change set (the snapshot replays it).
+            with connect(info["url"] + "/v1/monitor", additional_headers={"Authorization": f"Bearer {token}"}) as late:
+                joined = LiveState(backend={})
+                joined.apply(json.loads(late.recv(timeout=WAIT)))
+            assert joined.changesets == {kept_row["id"]: "touch kept.txt"}
+            assert "1 change set awaiting review" in joined.stats_line()
             assert invoke(run_accept, proposal_id=kept_row["id"]).code == 0
             assert (ws / "kept.txt").exists() and _review()["changesets"] == []
             # Decided once: a second decision finds nothing pending (exit 1, said so).

@@ -325,6 +325,10 @@ class LiveState:
                     lines += self._on_action_started(ev)
                 elif ev.get("event") == "action_finished" and (row is None or row.outcome is None):
                     lines += self._on_action_finished(ev)
+                elif ev.get("event") == "changeset_opened" and ev.get("changeset") not in self.changesets:
+                    lines += self._on_changeset_opened(ev)
+                elif ev.get("event") == "changeset_closed" and ev.get("changeset") in self.changesets:
+                    lines += self._on_changeset_closed(ev)
             lines += self._restore_jobs(jobs)
         finally:
             self.agents = connected
