@@ -13,7 +13,9 @@ from pathlib import Path
 from websockets.sync.client import connect
 
 from cli.inprocess import here, invoke  # noqa: F401 - `here` is a fixture
+from cli.conftest import wait_for
 from oh.client.sync import SyncClient
+from oh.protocol import actions
 from oh.commands.approvals import run_approvals, run_decide
 from oh.commands.review import run_accept, run_reject, run_review, run_show
 from oh.ui.live import LiveState
@@ -151,3 +153,21 @@ def test_without_history_a_changeset_id_says_how_to_turn_it_on(here):
     oh.start("local", None, "--review")
     res = invoke(run_reject, proposal_id="h3")
     assert res.code == 1 and "--history" in res.err
+
+
+def test_a_background_jobs_changes_become_a_change_set_when_the_job_ends(here):
+    oh = here
+    (oh.workspace / "node_modules").mkdir()  # an ignored tree: the marker below is not a file history reverts
+    info = _start(oh)
+    token = oh.session(info["instance_id"])["token"]
+    with SyncClient.connect(info["url"], token, name="alice") as alice:
+        command = "while [ ! -e node_modules/go ]; do sleep 0.05; done; echo bg > bg.txt"
+        obs = alice.send(actions.run(command, background=True))
+        assert obs.exit_code == -1  # running: no change set while its entry is open
+        assert _review()["changesets"] == []
+        (oh.workspace / "node_modules" / "go").touch()
+        wait_for(lambda: _review()["changesets"], timeout=WAIT, what="the job's change set")
+    [row] = _review()["changesets"]
+    assert row["agent"] == "alice" and row["files"] == 1
+    assert invoke(run_reject, proposal_id=row["id"]).code == 0
+    assert not (oh.workspace / "bg.txt").exists() and (oh.workspace / "node_modules" / "go").exists()

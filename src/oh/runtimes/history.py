@@ -74,16 +74,15 @@ class HistoryRecorder(Wrapper):
             self._running_jobs.discard(jid)
             entry = self._job_entries.pop(jid, None)
             if entry is not None and self.timeline is not None:
-                task = asyncio.get_running_loop().create_task(asyncio.to_thread(self.timeline.end, entry))
+                task = asyncio.get_running_loop().create_task(self._end_job_entry(self.timeline, entry))
                 self._ending.add(task)
-                task.add_done_callback(self._job_entry_ended)
+                task.add_done_callback(self._ending.discard)
         if self._outer_job_event is not None:
             self._outer_job_event(name, record)
 
-    def _job_entry_ended(self, task: asyncio.Task) -> None:
-        self._ending.discard(task)
-        if not task.cancelled() and task.exception() is None:
-            self.changeset_event("changeset_opened", task.result())
+    async def _end_job_entry(self, tl: Timeline, entry: int) -> None:
+        """A background job ended: so does its entry (and a change set opens when review is on)."""
+        self.changeset_event("changeset_opened", await asyncio.to_thread(tl.end, entry))
 
     def changeset_event(self, name: str, e: H.Entry | None, **more: Any) -> None:
         """Tell the monitors (live view, trace) a change set opened or was decided."""
