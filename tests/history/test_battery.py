@@ -23,6 +23,7 @@ SHAPES = [
     ("chmod", "echo '#!/bin/sh' > s.sh", "chmod +x s.sh", {"s.sh": "mode"}),
     ("symlink-create", "echo t > target", "ln -s target link", {"link": "created"}),
     ("symlink-retarget", "echo 1 > t1; echo 2 > t2; ln -s t1 link", "ln -sfn t2 link", {"link": "changed"}),
+    ("file-to-symlink", "echo a > f; echo t > target", "rm f && ln -s target f", {"f": "changed"}),
     ("binary", "printf '\\0\\1\\2' > b.bin", "printf '\\0\\3' > b.bin", {"b.bin": "changed"}),
     ("large", "", FIVE_MB, {"big.bin": "created"}),
     (
@@ -260,3 +261,51 @@ def test_an_entry_from_before_a_restart_is_undone_against_a_file_known_by_its_bl
     result = U.undo(again, entry)
     assert result["ok"], result
     assert (ws / "f").read_text() == "v1\n"
+
+
+def _dirs(root) -> set[str]:
+    """Every directory under ``root`` (no .git): what an undo of a creation must leave as it was."""
+    import os
+
+    out = set()
+    for d, sub, _files in os.walk(root):
+        sub[:] = [x for x in sub if x != ".git"]
+        out |= {os.path.relpath(os.path.join(d, x), root) for x in sub}
+    return out
+
+
+@pytest.mark.parametrize(
+    "setup,action",
+    [
+        ("", "mkdir -p a/b/c && echo 1 > a/b/c/f && echo 2 > a/g"),
+        ("mkdir -p d && echo 1 > d/f", "mv d e"),
+        ("mkdir keep", "mkdir -p keep/sub/deeper && echo 1 > keep/sub/deeper/f && mkdir only-empty"),
+    ],
+    ids=["deep-tree", "dir-rename", "users-empty-dir-stays"],
+)
+def test_undoing_a_creation_removes_the_directories_it_made(timeline, setup, action):
+    ws = timeline.ws
+    if setup:
+        bash(ws, setup)
+    tl = timeline()
+    before, dirs_before = tree(ws), _dirs(ws)
+    entry = tl.begin("agent-1", "run", action)
+    bash(ws, action)
+    tl.end(entry)
+    assert _dirs(ws) != dirs_before
+    tl.close()
+    tl = timeline()  # a restart: the directories an entry made come back from the journal
+    result = U.undo(tl, entry)
+    assert result["ok"], result
+    assert tree(ws) == before and _dirs(ws) == dirs_before
+
+
+def test_a_directory_made_by_an_action_stays_while_someone_elses_file_is_in_it(timeline):
+    ws = timeline.ws
+    tl = timeline()
+    entry = tl.begin("agent-1", "run", "mkdir -p gen && echo 1 > gen/out")
+    bash(ws, "mkdir -p gen && echo 1 > gen/out")
+    tl.end(entry)
+    bash(ws, "echo mine > gen/users.txt")  # the user's file, after the action
+    assert U.undo(tl, entry)["ok"]
+    assert not (ws / "gen" / "out").exists() and (ws / "gen" / "users.txt").read_text() == "mine\n"

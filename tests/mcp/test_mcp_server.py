@@ -39,6 +39,7 @@ async def test_lists_the_four_tools_with_schemas_that_teach(oh):
         "edit",
         "editors",
         "ensure",
+        "history",
         "job",
         "jobs",
         "open",
@@ -47,6 +48,7 @@ async def test_lists_the_four_tools_with_schemas_that_teach(oh):
         "run",
         "stat",
         "symbols",
+        "undo",
         "write",
     ]
     run = listed["run"]
@@ -64,6 +66,7 @@ async def test_lists_the_four_tools_with_schemas_that_teach(oh):
     assert listed["read"].input_schema["properties"]["encoding"]["enum"] == ["auto", "base64"]
     assert "image" in listed["read"].description
     assert listed["read"].annotations.read_only_hint is True and listed["run"].annotations.read_only_hint is False
+    assert listed["history"].annotations.read_only_hint is True and listed["undo"].annotations.destructive_hint is True
     for t in listed.values():
         assert t.input_schema["additionalProperties"] is False
 

@@ -31,6 +31,7 @@ class Control:
         approvals: Callable[[dict[str, Any], bool], dict[str, Any]] | None = None,
         history: Callable[[dict[str, Any], bool], Awaitable[dict[str, Any]]] | None = None,
         shares: Callable[[dict[str, Any], bool], Awaitable[dict[str, Any]]] | None = None,
+        changesets: Any = None,
     ) -> None:
         self.runtime = runtime
         self.review_on = review_on  # `oh start --review`
@@ -40,6 +41,7 @@ class Control:
         self._approvals = approvals  # consent (§3.13): backend/consentctl.handle
         self._history = history  # history (§3.15): backend/historyctl.handle
         self._shares = shares  # issue 28: backend/remote.py Remote.control
+        self._changesets = changesets  # review after the fact (§3.15.1): backend/historyctl.ChangeSets
 
     async def serve(self, connection: ServerConnection) -> None:
         async for message in connection:
@@ -89,8 +91,11 @@ class Control:
             return frames.refusal(str(exc.error_id), exc.message)
         if req.op in ("accept", "reject") and not decider:  # no self-approval (issue 19): the agent token cannot decide
             return frames.refusal("FORBIDDEN", FORBIDDEN_TEXT)
+        sets = self._changesets if self._changesets is not None and self._changesets.active() else None
+        if req.proposal_id and review.CHANGESET_ID.match(req.proposal_id):
+            return await self._changeset_request(sets, req)
         queue = self.runtime.proposals
-        if queue is None:
+        if queue is None and (sets is None or req.proposal_id):
             elsewhere = self.runtime.review_elsewhere() if self.review_on else None
             if elsewhere is not None:
                 return frames.refusal("NOT_HERE", elsewhere)
@@ -99,9 +104,17 @@ class Control:
                 "Review mode is off for this backend: start it with `oh start --review` (or set `review = true`).",
             )
         if req.op == "list":
-            return {"type": "review", "op": "list", "review_timeout": queue.timeout, "proposals": queue.list()}
+            return {
+                "type": "review",
+                "op": "list",
+                "review_timeout": queue.timeout if queue is not None else None,
+                "proposals": queue.list() if queue is not None else [],
+                **({"changesets": await sets.rows()} if sets is not None else {}),
+            }
         if req.op == "accept" and req.all:
-            return {"type": "review", "op": "accept", "results": await queue.accept_all()}
+            results = await queue.accept_all() if queue is not None else []
+            return {"type": "review", "op": "accept", "results": results + (await sets.keep_all() if sets else [])}
+        assert queue is not None
         p = queue.find(req.proposal_id or "")
         if p is None:
             return frames.refusal(
@@ -117,3 +130,21 @@ class Control:
         if req.op == "accept":
             return {"type": "review", "op": "accept", "results": [await queue.accept(p.proposal_id)]}
         return {"type": "review", "op": "reject", "results": [queue.reject(p.proposal_id, req.reason)]}
+
+    async def _changeset_request(self, sets: Any, req: review.ReviewRequest) -> dict[str, Any]:
+        """A command's change set (``h12``): show its diff, keep it (accept) or revert it (reject)."""
+        if sets is None:
+            return frames.refusal(
+                "REVIEW_OFF",
+                "A command's changes are reviewed when review mode and history are both on: "
+                "`oh start --review --history` (or set `review = true` and `history = true`).",
+            )
+        if req.op == "show":
+            shown = await sets.show(req.proposal_id)
+            if shown is None:
+                return frames.refusal(
+                    "NO_PROPOSAL",
+                    f"No pending change set {req.proposal_id}: it was kept or reverted. `oh review` lists them.",
+                )
+            return {"type": "review", "op": "show", "changeset": shown}
+        return {"type": "review", "op": req.op, "results": [await sets.decide(req.proposal_id, req.op == "accept")]}

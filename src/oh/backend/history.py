@@ -19,7 +19,8 @@ from typing import Any
 RECENT_EVENTS = 100  # action_started/action_finished events kept: about the last 50 actions
 FINISHED_JOBS = 20  # finished jobs kept for the snapshot (running ones are always listed)
 # agent_connected too: it names the agent of the actions after it, also once that agent has left.
-_REPLAYED = frozenset(("action_started", "action_finished", "agent_connected"))
+# Change sets too (§3.15.1): a view that joins late still shows what awaits the user's keep or revert.
+_REPLAYED = frozenset(("action_started", "action_finished", "agent_connected", "changeset_opened", "changeset_closed"))
 
 
 def _iso(epoch: float) -> str:

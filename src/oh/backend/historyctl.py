@@ -10,7 +10,8 @@ an agent never undoes past the user's edits).
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..protocol import frames
 from ..protocol import history as H
@@ -30,6 +31,8 @@ class HistoryControl:
         self.config = config
         self.workspace = workspace
         self.recorder: HistoryRecorder | None = None  # set by ``wrap`` when history is on
+        # Set by the backend: where a command's change set opening or closing is told (the monitors, §3.15.1).
+        self.on_changeset: Callable[..., None] = lambda *a, **kw: None
 
     def wrap(self, runtime: Runtime) -> Runtime:
         """The recorder around ``runtime`` when history is on, else ``runtime`` itself."""
@@ -44,9 +47,11 @@ class HistoryControl:
                 str(cfg.history_dir),
                 store_ignored=cfg.history_store_ignored,
                 max_file=cfg.history_max_file,
+                review=cfg.review,
             )
 
         self.recorder = HistoryRecorder(runtime, make)
+        self.recorder.on_changeset = lambda *a, **kw: self.on_changeset(*a, **kw)
         return self.recorder
 
     async def handle(self, obj: dict[str, Any], decider: bool) -> dict[str, Any]:
@@ -131,3 +136,73 @@ async def _editor_undo(tl, req: H.EditorHistoryRequest) -> dict[str, Any]:
         loop = asyncio.get_running_loop()
         loop.call_later(EDITOR_APPLY_TIMEOUT, lambda: loop.run_in_executor(None, undo.finish_editor, tl, entry))
     return {"type": "history", "op": "undo", **result}
+
+
+class ChangeSets:
+    """Review after the fact (§3.15.1): the commands' change sets in `oh review` (ids ``h<entry>``).
+    Active when review mode and history are both on. Accept keeps a change set, reject reverts it with
+    the history's own undo (``history.undo.decide``): one undo logic, three-way, all files or none."""
+
+    def __init__(self, history: HistoryControl, review: bool) -> None:
+        self.history = history
+        self.review = review
+
+    def _timeline(self):
+        recorder = self.history.recorder
+        return recorder.timeline if recorder is not None and self.review else None
+
+    def active(self) -> bool:
+        return self._timeline() is not None
+
+    async def rows(self) -> list[dict[str, Any]]:
+        tl = self._timeline()
+        if tl is None:
+            return []
+        await asyncio.to_thread(tl.refresh)
+        return [_row(e) for e in tl.pending()]
+
+    async def show(self, cid: str) -> dict[str, Any] | None:
+        from ..history import undo
+
+        tl, eid = self._timeline(), H.changeset_entry(cid)
+        if tl is None or eid is None or (e := tl.entries.get(eid)) is None or e.review != H.PENDING:
+            return None
+        shown = await asyncio.to_thread(undo.diff, tl, eid)
+        return {**_row(e), "diff": shown.get("diff", ""), "changes": shown.get("changes", [])}
+
+    async def decide(self, cid: str, keep: bool) -> dict[str, Any]:
+        from ..history import undo
+
+        tl, eid = self._timeline(), H.changeset_entry(cid)
+        result = await asyncio.to_thread(undo.decide, tl, eid, keep) if tl is not None and eid is not None else None
+        if result is None:
+            return {"id": cid, "outcome": "unknown", "message": f"No pending change set {cid}: `oh review` lists them."}
+        if result["outcome"] != "conflict":
+            decision = H.KEPT if keep else H.REVERTED
+            assert self.history.recorder is not None  # a timeline above means a recorder
+            self.history.recorder.changeset_event("changeset_closed", tl.entries[eid], decision=decision, by="cli")
+        return result
+
+    async def keep_all(self) -> list[dict[str, Any]]:
+        tl = self._timeline()
+        return [await self.decide(H.changeset_id(e.id), True) for e in (tl.pending() if tl is not None else [])]
+
+
+def _row(e: H.Entry) -> dict[str, Any]:
+    """A change set as `oh review` lists it: the command, who ran it, how many files, how long ago."""
+    try:
+        age = (datetime.now(timezone.utc) - datetime.fromisoformat(e.ended or e.started)).total_seconds()
+    except ValueError:
+        age = None
+    return {
+        "id": H.changeset_id(e.id),
+        "entry": e.id,
+        "agent": e.agent,
+        "kind": "changeset",
+        "command": e.what,
+        "files": len(e.changes),
+        "created": sum(c.kind == "created" for c in e.changes),
+        "deleted": sum(c.kind == "deleted" for c in e.changes),
+        "ambiguous": sum(bool(c.ambiguous) for c in e.changes),
+        "age_s": age,
+    }

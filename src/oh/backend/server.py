@@ -142,6 +142,7 @@ class Backend:
         self.editors.on_proposal_event = self._editor_proposal_event
         self.historyctl = historyctl.HistoryControl(config, self.workspace)  # issue 29: recorder and undo
         self.editors.on_history = self.historyctl.handle_editor  # §3.15.2: VS Code's undo
+        self.historyctl.on_changeset = self.monitors.proposal_event  # §3.15.1: change sets in the live view
         self._build_stack(config)
         self.agent_desk = Agents(config, self.workspace, self.runtime, self.trace, self._emit, lambda: self.stopping)
         self.agents = self.agent_desk.agents
@@ -164,6 +165,7 @@ class Backend:
             approvals=lambda obj, decider: consentctl.handle(self.consent, obj, decider),
             history=self.historyctl.handle,
             shares=self.remote.control,
+            changesets=historyctl.ChangeSets(self.historyctl, config.review),
         )
         # The path -> handler table (the handshake has checked the credential each path needs).
         self.routes: dict[str, Callable[[ServerConnection], Awaitable[None]]] = {

@@ -19,7 +19,8 @@ from ._io import Streams
 from ..errors import OhBaseError
 
 app = typer.Typer(
-    help="Review the agent's proposed changes (backend started with `oh start --review`, runtime local).",
+    help="Review the agent's proposed changes (backend started with `oh start --review`, runtime local), and with "
+    "`--history` too, the file changes its commands made (keep or revert each command's change set).",
     no_args_is_help=False,
     invoke_without_command=True,
 )
@@ -106,7 +107,7 @@ def review(
     instance: Optional[str] = _INSTANCE,
     json_: bool = _JSON,
 ) -> None:
-    """List the pending proposals: id, agent, kind, path, age."""
+    """List the pending proposals (id, agent, kind, path, age) and the commands' change sets (id h12, files)."""
     if ctx.invoked_subcommand is not None:
         return
     raise typer.Exit(run_review(Streams.system(), workspace=workspace, instance=instance, json_=json_))
@@ -129,21 +130,49 @@ def run_review(
         io.json(answer)
         return 0
     rows = answer.get("proposals") or []
-    if not rows:
-        io.print("No pending proposals.")
+    sets = answer.get("changesets") or []
+    if not rows and not sets:
+        io.print("No pending proposals or change sets." if "changesets" in answer else "No pending proposals.")
         return 0
-    io.print(f"{'ID':<6} {'AGENT':<16} {'KIND':<18} {'AGE':>7}  PATH")
+    if rows:
+        io.print(f"{'ID':<6} {'AGENT':<16} {'KIND':<18} {'AGE':>7}  PATH")
     for r in rows:
         kind = f"{r.get('kind')} {r.get('command')}"
         io.print(
             f"{visible(r.get('id')):<6} {visible(r.get('agent'))[:16]:<16} {visible(kind)[:18]:<18} "
             f"{_age(r.get('age_s')):>7}  {visible(r.get('path'))}"
         )
-    io.print(
-        "Show one with `oh review show ID`; decide with `oh review accept ID|--all` or `oh review reject ID --reason "
-        f"TEXT` (undecided ones time out after {answer.get('review_timeout', '?'):g} s)."
-    )
+    if rows:
+        timeout = answer.get("review_timeout")
+        io.print(
+            "Show one with `oh review show ID`; decide with `oh review accept ID|--all` or `oh review reject "
+            "ID --reason TEXT` "
+            f"(undecided ones time out after {timeout:g} s)."
+            if isinstance(timeout, (int, float))
+            else "Show one with `oh review show ID`; decide with `oh review accept ID|--all` or `oh review reject ID`."
+        )
+    if sets:
+        _changeset_table(io, sets, bool(rows))
     return 0
+
+
+def _changeset_table(io: Streams, sets: list[dict[str, Any]], after: bool) -> None:
+    """The commands whose file changes already landed and await keep (accept) or revert (reject)."""
+    from ..text.sanitize import visible
+
+    if after:
+        io.print("")
+    io.print(f"{'ID':<6} {'AGENT':<16} {'FILES':>5} {'+':>4} {'-':>4} {'AGE':>7}  COMMAND (already ran)")
+    for r in sets:
+        io.print(
+            f"{visible(r.get('id')):<6} {visible(r.get('agent'))[:16]:<16} {r.get('files', 0):>5} "
+            f"{r.get('created', 0):>4} "
+            f"{r.get('deleted', 0):>4} {_age(r.get('age_s')):>7}  {visible(r.get('command'))[:200]}"
+        )
+    io.print(
+        "These commands' changes are on disk: `oh review show ID` shows them; `oh review accept ID` keeps them, "
+        "`oh review reject ID` reverts them (your later edits are merged, never lost). They wait until you decide."
+    )
 
 
 def _colour(line: str, tty: bool) -> str:
@@ -166,12 +195,14 @@ def _colour(line: str, tty: bool) -> str:
 
 @app.command()
 def show(
-    proposal_id: str = typer.Argument(..., metavar="ID", help="A proposal id from `oh review` (e.g. p3)."),
+    proposal_id: str = typer.Argument(
+        ..., metavar="ID", help="A proposal (e.g. p3) or a command's change set (e.g. h12) from `oh review`."
+    ),
     workspace: Optional[str] = _WORKSPACE,
     instance: Optional[str] = _INSTANCE,
     json_: bool = _JSON,
 ) -> None:
-    """Print a proposal as a unified diff (coloured on a terminal)."""
+    """Print a proposal or a change set as a unified diff (coloured on a terminal)."""
     raise typer.Exit(
         run_show(Streams.system(), proposal_id=proposal_id, workspace=workspace, instance=instance, json_=json_)
     )
@@ -194,11 +225,18 @@ def run_show(
     if json_:
         io.json(answer)
         return 0
-    p = answer.get("proposal") or {}
-    head = (
-        f"{visible(p.get('id'))}: {visible(p.get('agent'))} proposes {visible(p.get('kind'))} "
-        f"{visible(p.get('command'))} of {visible(p.get('path'))} ({_age(p.get('age_s'))} ago)"
-    )
+    if "changeset" in answer:
+        p = answer.get("changeset") or {}
+        head = (
+            f"{visible(p.get('id'))}: {visible(p.get('agent'))}'s command `{visible(p.get('command'))}` changed "
+            f"{p.get('files', 0)} file(s) ({_age(p.get('age_s'))} ago); accept keeps them, reject reverts them"
+        )
+    else:
+        p = answer.get("proposal") or {}
+        head = (
+            f"{visible(p.get('id'))}: {visible(p.get('agent'))} proposes {visible(p.get('kind'))} "
+            f"{visible(p.get('command'))} of {visible(p.get('path'))} ({_age(p.get('age_s'))} ago)"
+        )
     io.print(f"\x1b[1m{head}\x1b[0m" if io.tty else head)
     for line in str(p.get("diff", "")).splitlines():
         io.print(_colour(line, io.tty))
@@ -223,13 +261,16 @@ def _report(io: Streams, answer: dict[str, Any], json_: bool) -> int:
 
 @app.command()
 def accept(
-    proposal_id: Optional[str] = typer.Argument(None, metavar="[ID]", help="The proposal to accept (see `oh review`)."),
-    all_: bool = typer.Option(False, "--all", help="Accept every pending proposal, oldest first."),
+    proposal_id: Optional[str] = typer.Argument(
+        None, metavar="[ID]", help="The proposal to write, or the change set to keep (see `oh review`)."
+    ),
+    all_: bool = typer.Option(False, "--all", help="Accept every pending proposal and keep every change set."),
     workspace: Optional[str] = _WORKSPACE,
     instance: Optional[str] = _INSTANCE,
     json_: bool = _JSON,
 ) -> None:
-    """Write a proposal (or all of them). A file changed since the proposal is not written (exit 1)."""
+    """Write a proposal (or all of them), or keep a command's change set. A file changed since the proposal is
+    not written (exit 1)."""
     raise typer.Exit(
         run_accept(
             Streams.system(), proposal_id=proposal_id, all_=all_, workspace=workspace, instance=instance, json_=json_
@@ -257,13 +298,16 @@ def run_accept(
 
 @app.command()
 def reject(
-    proposal_id: str = typer.Argument(..., metavar="ID", help="The proposal to reject (see `oh review`)."),
+    proposal_id: str = typer.Argument(
+        ..., metavar="ID", help="The proposal to reject, or the change set to revert (see `oh review`)."
+    ),
     reason: str = typer.Option("", "--reason", "-m", help="Why: the agent gets this text with the REJECTED error."),
     workspace: Optional[str] = _WORKSPACE,
     instance: Optional[str] = _INSTANCE,
     json_: bool = _JSON,
 ) -> None:
-    """Reject a proposal; the agent gets REJECTED with your reason. Nothing is written."""
+    """Reject a proposal (the agent gets REJECTED with your reason; nothing is written), or revert a command's
+    change set (three-way: your later edits are merged; on an overlap nothing changes, exit 1)."""
     raise typer.Exit(
         run_reject(
             Streams.system(),

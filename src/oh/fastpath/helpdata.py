@@ -62,7 +62,13 @@ COMMANDS = (
         "jobs       ",
         "Background jobs started with `oh run --background`: list them, wait for one, read its output, cancel it.",
     ),
-    ("review     ", "Review the agent's proposed changes (backend started with `oh start --review`, runtime local)."),
+    (
+        "review     ",
+        (
+            "Review the agent's proposed changes (backend started with `oh start --review`, runtime local), and with "
+            "`--history` too, the file changes its commands made (keep or revert each command's change set)."
+        ),
+    ),
     (
         "vscode     ",
         (

@@ -37,9 +37,19 @@ def _now() -> str:
 
 class Timeline:
     def __init__(
-        self, root: str, state: str, *, store_ignored: bool = False, max_file: int = MAX_FILE, keep: int = KEEP
+        self,
+        root: str,
+        state: str,
+        *,
+        store_ignored: bool = False,
+        max_file: int = MAX_FILE,
+        keep: int = KEEP,
+        review: bool = False,
+        fsync: bool = True,
     ) -> None:
         self.root = os.path.realpath(root)
+        self.fsync = fsync  # off only to measure its cost (benchmarks/history.py)
+        self.review = review  # review after the fact: a command's changes become a change set (§3.15.1)
         os.makedirs(state, mode=0o700, exist_ok=True)
         self.state = state
         self.max_file = max_file
@@ -62,10 +72,13 @@ class Timeline:
                 self._write({"t": "e", "id": e.id, "ended": e.ended, "status": e.status})
 
     # ------------------------------------------------------------------ journal
-    def _write(self, rec: dict[str, Any]) -> None:
-        # No fsync: it would cost milliseconds per action; a killed backend loses nothing (the kernel has
-        # the write), only a power cut can lose the last entries (docs/security.md).
+    def _write(self, rec: dict[str, Any], sync: bool = False) -> None:
+        # A killed backend loses nothing (the kernel has the write); a power cut could lose what is not on
+        # disk, so an entry's end (and a change set's decision) is fsynced: a finished entry survives it.
+        # Only there, once per entry: its cost is in docs/benchmarks.md ("History and undo").
         os.write(self._jfd, (json.dumps(rec, separators=(",", ":")) + "\n").encode())
+        if sync and self.fsync:
+            os.fsync(self._jfd)
 
     def _load(self) -> None:
         try:
@@ -89,8 +102,11 @@ class Timeline:
             e = self.entries[eid]
             e.changes.extend(H.Change.from_row(c) for c in rec.get("changes", ()))
             e.ignored.extend(rec.get("ignored", ()))
+            e.dirs.extend(str(d) for d in rec.get("dirs", ()))
         elif t == "e" and eid in self.entries:
             self.entries[eid].ended, self.entries[eid].status = rec["ended"], rec["status"]
+        elif t == "r" and eid in self.entries:
+            self.entries[eid].review = str(rec["review"])
 
     def _gc(self) -> None:
         """Garbage collection at start: keep the last ``keep`` entries and the contents they use."""
@@ -104,11 +120,11 @@ class Timeline:
         with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
             for e in self.entries.values():
                 f.write(json.dumps(self._begin_rec(e)) + "\n")
-                f.write(
-                    json.dumps({"t": "c", "id": e.id, "changes": [c.row() for c in e.changes], "ignored": e.ignored})
-                    + "\n"
-                )
+                changed = {"t": "c", "id": e.id, "changes": [c.row() for c in e.changes], "ignored": e.ignored}
+                f.write(json.dumps({**changed, "dirs": e.dirs} if e.dirs else changed) + "\n")
                 f.write(json.dumps({"t": "e", "id": e.id, "ended": e.ended, "status": e.status}) + "\n")
+                if e.review:
+                    f.write(json.dumps({"t": "r", "id": e.id, "review": e.review}) + "\n")
         os.replace(tmp, self._journal_path)
 
     @staticmethod
@@ -146,19 +162,21 @@ class Timeline:
             }
 
     # ------------------------------------------------------------------ drains
-    def _collect(self, d: Dirty) -> tuple[set[str], set[str]]:
+    def _collect(self, d: Dirty) -> tuple[set[str], set[str], list[str]]:
+        """The paths to look at, the ignored ones that changed, and the (non-ignored) directories created."""
         paths, ignored = set(d.paths), set(d.ignored)
         if d.rescan:
             w = tree.walk(self.root, "", self.ignores)
             for rel in w.dirs:
                 self.watcher.add(rel)
-            return paths | set(self.index) | set(w.files), ignored
+            return paths | set(self.index) | set(w.files), ignored, []
         for gone in d.gone_dirs:
             self.watcher.forget(gone)
             paths |= {p for p in self.index if p.startswith(gone + "/")}
         new_dirs = sorted(d.new_dirs)
         # Never a set of the whole index here: per action, this must cost what changed, not the tree's size.
         newly_ignored = self.ignores.check_new(new_dirs + sorted(p for p in paths if p not in self.index))
+        created: list[str] = []
         for nd in new_dirs:
             if nd in newly_ignored:
                 ignored.add(nd)
@@ -167,16 +185,17 @@ class Timeline:
             w = tree.walk(self.root, nd, self.ignores)
             for rel in w.dirs:
                 self.watcher.add(rel)
+            created += w.dirs
             paths |= set(w.files)
             ignored |= set(w.ignored)
         # A directory moved away and back, or moved in: files the index knows under it are looked at again.
         for nd in new_dirs:
             paths |= {p for p in self.index if p.startswith(nd + "/")}
-        return paths - newly_ignored, ignored | (paths & newly_ignored)
+        return paths - newly_ignored, ignored | (paths & newly_ignored), created
 
     def _drain(self) -> None:
-        paths, ignored = self._collect(self.watcher.drain())
-        if not paths and not ignored:
+        paths, ignored, dirs = self._collect(self.watcher.drain())
+        if not paths and not ignored and not dirs:
             return
         pairs: dict[str, tuple[H.FileState | None, H.FileState | None]] = {}
         probed = {}
@@ -200,26 +219,32 @@ class Timeline:
                 self.index[rel] = now
             pairs[rel] = (known[1] if known else None, now[1] if now else None)
         changes = H.classify(pairs)
-        if changes or ignored:
-            self._attribute(changes, sorted(ignored))
+        if changes or ignored or dirs:
+            self._attribute(changes, sorted(ignored), sorted(set(dirs)))
 
-    def _attribute(self, changes: list[H.Change], ignored: list[str]) -> None:
+    def _attribute(self, changes: list[H.Change], ignored: list[str], dirs: list[str]) -> None:
         owners = list(self.active.values())
         if not owners:  # nobody was running: the user's (or another program's) own changes
+            if not changes and not ignored:
+                return  # an empty directory the user made: not an entry of its own
             e = self._open("user", "user", "changes made outside oh's actions")
-            owners = [e]
-            self._add(e, changes, ignored)
+            self._add(e, changes, ignored, dirs)
             self._close(e, "done")
             return
         for e in owners:
             others = tuple(o.id for o in owners if o is not e)
             mine = [H.Change(c.path, c.before, c.after, c.renamed, others) for c in changes] if others else changes
-            self._add(e, mine, ignored)
+            # A directory made while several ran is nobody's to remove: only a sole owner's undo removes it.
+            self._add(e, mine, ignored, [] if others else dirs)
 
-    def _add(self, e: H.Entry, changes: list[H.Change], ignored: list[str]) -> None:
+    def _add(self, e: H.Entry, changes: list[H.Change], ignored: list[str], dirs: Iterable[str] = ()) -> None:
         e.changes.extend(changes)
         e.ignored.extend(ignored)
-        self._write({"t": "c", "id": e.id, "changes": [c.row() for c in changes], "ignored": ignored})
+        e.dirs.extend(dirs)
+        rec: dict[str, Any] = {"t": "c", "id": e.id, "changes": [c.row() for c in changes], "ignored": ignored}
+        if dirs:
+            rec["dirs"] = list(dirs)
+        self._write(rec)
 
     def _open(self, agent: str, kind: str, what: str, undoes: Iterable[int] = ()) -> H.Entry:
         e = H.Entry(self.next_id, agent, kind, what, _now(), undoes=list(undoes))
@@ -230,7 +255,7 @@ class Timeline:
 
     def _close(self, e: H.Entry, status: str) -> None:
         e.ended, e.status = _now(), status
-        self._write({"t": "e", "id": e.id, "ended": e.ended, "status": status})
+        self._write({"t": "e", "id": e.id, "ended": e.ended, "status": status}, sync=True)
 
     # ------------------------------------------------------------------ what the recorder calls
     def begin(self, agent: str, kind: str, what: str) -> int:
@@ -240,12 +265,29 @@ class Timeline:
             self.active[e.id] = e
             return e.id
 
-    def end(self, entry_id: int, status: str = "done") -> None:
+    def end(self, entry_id: int, status: str = "done") -> H.Entry | None:
+        """Close an entry; returns it when it opened a change set for the user to review (else None)."""
         with self.lock:
             self._drain()
             e = self.active.pop(entry_id, None)
-            if e is not None:
-                self._close(e, status)
+            if e is None:
+                return None
+            self._close(e, status)
+            if self.review and H.opens_changeset(e):
+                self.mark(e, H.PENDING)
+                return e
+            return None
+
+    def mark(self, e: H.Entry, review: str) -> None:
+        """A change set's state: pending, then kept or reverted (journaled: it survives a restart)."""
+        with self.lock:
+            e.review = review
+            self._write({"t": "r", "id": e.id, "review": review}, sync=True)
+
+    def pending(self) -> list[H.Entry]:
+        """The change sets awaiting the user's keep or revert, oldest first."""
+        with self.lock:
+            return [e for e in self.entries.values() if e.review == H.PENDING]
 
     def refresh(self) -> None:
         """Pick up what changed since the last drain (before the timeline is shown or undone)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import difflib
+import errno
 import hashlib
 import os
 import subprocess
@@ -122,16 +123,17 @@ def _plan(
 
 def _prepare(
     tl: Timeline, target: int, to: bool, only_agent: str | None, merge: bool, buffers: dict[str, bytes] | None = None
-) -> tuple[list[H.Entry], list[tuple[str, H.FileState | None, bytes | None]]] | dict[str, Any]:
-    """The entries an undo reverts and its steps, or the answer that ends it (no entry, nothing to undo, a
-    conflict). Called with ``tl.lock`` held."""
+) -> tuple[list[H.Entry], list[tuple[str, H.FileState | None, bytes | None]], list[str]] | dict[str, Any]:
+    """The entries an undo reverts, its steps and the directories they made, or the answer that ends it (no
+    entry, nothing to undo, a conflict). Called with ``tl.lock`` held."""
     tl._drain()  # the files as they are now: later edits are in the index before the verdicts
     if target not in tl.entries:
         return {"ok": False, "error": "NO_ENTRY", "message": f"No entry {target}: `oh history` lists them."}
     ordered = [tl.entries[i] for i in sorted(tl.entries)]
     chosen = H.select_for_undo(ordered, target, to, only_agent)
     netmap = H.net(c for e in chosen for c in e.changes)
-    if not netmap:
+    made = sorted({d for x in chosen for d in x.dirs if d}, key=lambda d: d.count("/"), reverse=True)
+    if not netmap and not made:
         return {"ok": True, "entry": None, "files": [], "message": "Nothing to undo: no file changes."}
     # A file untouched since this backend's first snapshot is known by its git blob: read it first, so
     # the verdict compares contents, not a blob id with a sha256 (entries from before a restart).
@@ -142,7 +144,7 @@ def _prepare(
     steps, conflicts = _plan(tl, netmap, merge, buffers)
     if conflicts:
         return {"ok": False, "error": "CONFLICT", "conflicts": conflicts, "message": _conflict_text(conflicts)}
-    return chosen, steps
+    return chosen, steps, made
 
 
 def undo(
@@ -154,17 +156,26 @@ def undo(
         prepared = _prepare(tl, target, to, only_agent, merge)
         if isinstance(prepared, dict):
             return prepared
-        chosen, steps = prepared
+        chosen, steps, made = prepared
         e = tl._open(who, "undo", f"undo {'--to ' if to else ''}{target}", undoes=[x.id for x in chosen])
         tl.active[e.id] = e
         try:
+            parents: set[str] = set()
             for path, state, merged in sorted(steps, key=lambda s: s[1] is not None):  # deletions first
-                _apply(tl, path, state, merged)
+                _apply(tl, path, state, merged, parents)
+            _remove_empty(tl, made)
         finally:
             tl._drain()
             tl.active.pop(e.id, None)
             tl._close(e, "done")
+        for x in chosen:  # a change set reverted by an undo is decided: it leaves `oh review`
+            if x.review == H.PENDING:
+                tl.mark(x, H.REVERTED)
         return {"ok": True, "entry": e.id, "files": [s[0] for s in steps], "undoes": e.undoes}
+
+
+# The directories an editor's undo (still being applied) will leave empty, by (timeline, undo entry).
+_EDITOR_DIRS: dict[tuple[int, int], list[str]] = {}
 
 
 def plan_for_editor(tl: Timeline, target: int, *, to: bool, buffers: dict[str, bytes]) -> dict[str, Any]:
@@ -176,7 +187,7 @@ def plan_for_editor(tl: Timeline, target: int, *, to: bool, buffers: dict[str, b
         prepared = _prepare(tl, target, to, None, True, buffers)
         if isinstance(prepared, dict):
             return prepared
-        chosen, steps = prepared
+        chosen, steps, made = prepared
         e = tl._open("user", "undo", f"undo {'--to ' if to else ''}{target} (in the editor)", [x.id for x in chosen])
         tl.active[e.id] = e
         edits = []
@@ -185,10 +196,11 @@ def plan_for_editor(tl: Timeline, target: int, *, to: bool, buffers: dict[str, b
                 edits.append({"path": path, "delete": True})
                 continue
             if state.kind == H.SYMLINK:  # a link is no text for an editor: put back here, at once
-                _apply(tl, path, state, merged)
+                _apply(tl, path, state, merged, set())
                 continue
             data = merged if merged is not None else _content(tl, state)
             edits.append({"path": path, "content": base64.b64encode(data).decode("ascii"), "mode": state.mode})
+        _EDITOR_DIRS[(id(tl), e.id)] = made  # removed, once empty, when the editor has applied the edits
         return {"ok": True, "entry": e.id, "files": [s[0] for s in steps], "undoes": e.undoes, "edits": edits}
 
 
@@ -199,10 +211,49 @@ def finish_editor(tl: Timeline, entry_id: int) -> bool:
         e = tl.active.get(entry_id)
         if e is None or e.kind != "undo":
             return False
+        _remove_empty(tl, _EDITOR_DIRS.pop((id(tl), entry_id), []))
         tl._drain()
         tl.active.pop(entry_id, None)
         tl._close(e, "done")
         return True
+
+
+def decide(tl: Timeline, entry_id: int, keep: bool) -> dict[str, Any] | None:
+    """The user's decision on a command's change set (review after the fact, §3.15.1): keep marks it
+    kept; revert is ``undo`` of its entry (three-way, all files or none: a file the user changed since
+    is merged, an overlap changes nothing and the set stays pending). None: no such pending change set."""
+    with tl.lock:
+        e = tl.entries.get(entry_id)
+        if e is None or e.review != H.PENDING:
+            return None
+        cid = H.changeset_id(entry_id)
+        if keep:
+            tl.mark(e, H.KEPT)
+            return {"id": cid, "outcome": "accepted", "message": f"kept: {len(e.changes)} file change(s) stay"}
+        done = undo(tl, entry_id, who="user")
+        if not done["ok"]:
+            return {"id": cid, "outcome": "conflict", "message": done["message"], "conflicts": done.get("conflicts")}
+        if e.review == H.PENDING:  # nothing left to revert (already back): decided all the same
+            tl.mark(e, H.REVERTED)
+        files = len(done["files"])
+        return {
+            "id": cid,
+            "outcome": "rejected",
+            "message": (
+                f"reverted: {files} file(s) restored (history entry {done['entry']}; `oh undo {done['entry']}` redoes)"
+            ),
+            "entry": done["entry"],
+        }
+
+
+def _remove_empty(tl: Timeline, made: list[str]) -> None:
+    """The directories the undone entries created, deepest first, removed when empty: a directory that
+    holds anything (the user's file, another action's) stays."""
+    for d in made:
+        try:
+            os.rmdir(os.path.join(tl.root, d))
+        except OSError:
+            pass  # not empty, already gone, or no longer a directory
 
 
 def _conflict_text(conflicts: list[dict[str, str]]) -> str:
@@ -211,7 +262,9 @@ def _conflict_text(conflicts: list[dict[str, str]]) -> str:
     return f"Nothing was changed: {first['path']}: {first['reason']}{more}. Resolve it by hand, then undo again."
 
 
-def _apply(tl: Timeline, path: str, state: H.FileState | None, merged: bytes | None) -> None:
+def _apply(tl: Timeline, path: str, state: H.FileState | None, merged: bytes | None, parents: set[str]) -> None:
+    """Put one file in ``state``. ``parents``: the directories known to exist (made once per undo, not
+    once per file: a stat per file is a tenth of a 1,000-file undo)."""
     full = os.path.join(tl.root, path)
     if state is None:
         try:
@@ -220,24 +273,32 @@ def _apply(tl: Timeline, path: str, state: H.FileState | None, merged: bytes | N
             pass
         return
     parent = os.path.dirname(full)
-    os.makedirs(parent, exist_ok=True)
+    if parent not in parents:
+        os.makedirs(parent, exist_ok=True)
+        parents.add(parent)
     data = merged if merged is not None else _content(tl, state)
-    if os.path.islink(full) or state.kind == H.SYMLINK:
+    if state.kind == H.SYMLINK:
         try:
-            os.unlink(full)  # a symlink is replaced, never written through
+            os.unlink(full)
         except FileNotFoundError:
             pass
-    if state.kind == H.SYMLINK:
         os.symlink(os.fsdecode(data), full)
         return
     # In place, written then cut to length (no temporary + rename, no O_TRUNC): on ext4 a rename over an
     # existing file and a truncation to zero both force its data to disk (auto_da_alloc), 1-3 ms per
     # file: 3 s for a 1,000-file undo instead of a tenth of that.
-    fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, state.mode)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW
+    try:
+        fd = os.open(full, flags, state.mode)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        os.unlink(full)  # a symlink is there now: replaced, never written through (O_NOFOLLOW said so)
+        fd = os.open(full, flags, state.mode)
     with open(fd, "wb") as f:
         f.write(data)
         f.truncate(len(data))
         os.fchmod(f.fileno(), state.mode)
 
 
-__all__ = ["undo", "plan_for_editor", "finish_editor", "diff", "merge3", "tree"]
+__all__ = ["undo", "decide", "plan_for_editor", "finish_editor", "diff", "merge3", "tree"]

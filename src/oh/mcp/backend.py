@@ -289,6 +289,16 @@ class Backend:
                 "the next call reconnects."
             ) from None
 
+    async def control(self, frame: dict[str, Any], timeout: float = 60.0) -> dict[str, Any]:
+        """One request on the backend's control leg with the agent token (history, §3.15)."""
+        from ..launcher.control import BackendUnreachable, control
+
+        await self.client()
+        try:
+            return await asyncio.to_thread(control, self.session, frame, timeout=timeout)
+        except BackendUnreachable as exc:
+            raise BackendLost(f"The oh backend did not answer ({exc}). Check it with `oh status`.") from None
+
     async def close(self) -> None:
         async with self._lock:
             await self._drop()

@@ -17,7 +17,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from .. import __version__
-from . import tools
+from . import history_tools, tools
 from .backend import Backend, BackendLost, NoBackend
 
 log = logging.getLogger("oh.mcp")
@@ -30,6 +30,7 @@ INSTRUCTIONS = (
     "change introduced, `symbols`/`definition`/`references` navigate code, `editors` tells what the user has open "
     "and selected, `open` shows them a file. Servers and long test runs: `run` with `background: true`, then `job` "
     "(wait for the exit code, output from an offset so nothing is cut); `jobs` lists them, `stat` checks a path. "
+    "With history on, `history` lists the files your own actions changed and `undo` reverts one of them. "
     "Relative paths start at the project directory."
 )
 
@@ -106,6 +107,8 @@ async def call(backend: Backend, name: str, arguments: Any, notify=None) -> tool
     notification to the client (when it gave a progressToken): a wait for the user's consent or review,
     what an `ensure` runs (issue 30 #2, docs/protocol.md §3.16)."""
     try:
+        if name in history_tools.NAMES:
+            return await _history_call(backend, name, tools.check_arguments(name, arguments))
         tools.build_action(
             name, arguments, backend.base_dir
         )  # every check, before connecting: a bad call needs no backend
@@ -134,6 +137,19 @@ async def call(backend: Backend, name: str, arguments: Any, notify=None) -> tool
         return tools.error_result(
             f"oh mcp failed unexpectedly: {type(exc).__name__}: {exc}. Please report it.", "SERVER_ERROR"
         )
+
+
+async def _history_call(backend: Backend, name: str, args: dict[str, Any]) -> tools.ToolResult:
+    """``history`` / ``undo``: one control request with the agent token, naming this agent (the name its
+    actions carry), so the backend lists and undoes only its own entries (§3.15)."""
+    await backend.client()  # finds the backend and fixes the name this agent's actions are recorded under
+    agent = backend.client_name
+    answer = await backend.control(history_tools.request(name, args, agent))
+    refused = history_tools.refusal(answer)
+    if refused is not None:
+        return tools.error_result(*refused)
+    text, structured, is_error = history_tools.result(name, args, answer, agent)
+    return tools.ToolResult(text, structured, is_error)
 
 
 def build_server(backend: Backend) -> Server:

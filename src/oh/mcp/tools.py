@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..protocol import actions
-from . import job_tools, knowledge_tools
+from . import history_tools, job_tools, knowledge_tools
 from ..errors import WireError
 
 EDIT_COMMANDS = ["view", "create", "str_replace", "insert", "undo_edit"]
@@ -264,6 +264,7 @@ TOOLS: list[dict[str, Any]] = [
 ]
 TOOLS.extend(knowledge_tools.TOOLS)  # diagnostics, open, editors, symbols, definition, references (§3.6)
 TOOLS.extend(job_tools.TOOLS)  # jobs, job, stat (§3.8-§3.9), ensure (§3.14)
+TOOLS.extend(history_tools.TOOLS)  # history, undo: the agent's own entries (§3.15)
 TOOL_NAMES = [t["name"] for t in TOOLS]
 _SCHEMAS = {t["name"]: t["inputSchema"] for t in TOOLS}
 

@@ -8,6 +8,7 @@ file is now (``verdict``). No files are read here: the recorder (``oh.history``)
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -207,6 +208,8 @@ class Entry:
     changes: list[Change] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)  # changed in an ignored tree: not stored
     undoes: list[int] = field(default_factory=list)
+    dirs: list[str] = field(default_factory=list)  # directories it created (an undo removes them once empty)
+    review: str | None = None  # review after the fact: pending | kept | reverted (None: not a change set)
 
     def row(self, with_changes: bool = True) -> dict[str, Any]:
         row: dict[str, Any] = {
@@ -225,10 +228,34 @@ class Entry:
         }
         if self.undoes:
             row["undoes"] = self.undoes
+        if self.review:
+            row["review"] = self.review
         if with_changes:
             row["changes"] = [c.row() for c in self.changes]
             row["ignored_paths"] = self.ignored[:200]
         return row
+
+
+# Review after the fact (§3.15.1): with review mode and history both on, a command's file changes are a
+# change set the user keeps or reverts. Only commands: a write/edit is reviewed before it lands (§3.11).
+REVIEWED_KINDS = frozenset({"run"})
+PENDING, KEPT, REVERTED = "pending", "kept", "reverted"
+CHANGESET_ID = re.compile(r"\Ah([0-9]{1,12})\Z")  # h12: the change set of history entry 12 (\Z: no "h1\n")
+
+
+def opens_changeset(entry: Entry) -> bool:
+    """Whether an entry that just ended becomes a change set awaiting the user's keep or revert."""
+    return entry.kind in REVIEWED_KINDS and bool(entry.changes) and entry.review is None
+
+
+def changeset_id(entry_id: int) -> str:
+    return f"h{entry_id}"
+
+
+def changeset_entry(cid: str) -> int | None:
+    """The history entry of a change set id (``h12`` -> 12); None when it is not one."""
+    m = CHANGESET_ID.match(cid)
+    return int(m.group(1)) if m else None
 
 
 def select_for_undo(entries: list[Entry], target: int, to: bool, agent: str | None) -> list[Entry]:

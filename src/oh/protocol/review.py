@@ -18,6 +18,8 @@ from .errors import ErrorId, ProtocolError
 
 MAX_REASON = 2000  # characters of the user's reason passed on to the agent
 PROPOSAL_ID = re.compile(r"\Ap[0-9]{1,12}\Z")  # \Z: "p3\n" is no id ($ would take it)
+# A command's change set (history on, §3.15.1): h12 = history entry 12; accept keeps it, reject reverts it.
+CHANGESET_ID = re.compile(r"\Ah[0-9]{1,12}\Z")
 REVIEW_OPS = ("list", "show", "accept", "reject")
 
 
@@ -103,9 +105,11 @@ def parse_review_request(obj: dict[str, Any]) -> ReviewRequest:
         if pid is not None:
             raise ProtocolError(ErrorId.BAD_REQUEST, "review accept takes either an id or all: true, not both.")
         return ReviewRequest("accept", all=True)
-    if not isinstance(pid, str) or not PROPOSAL_ID.match(pid):
+    if not isinstance(pid, str) or not (PROPOSAL_ID.match(pid) or CHANGESET_ID.match(pid)):
         raise ProtocolError(
-            ErrorId.BAD_REQUEST, f"review {op} needs an id like p3 (`oh review` lists them; got {str(pid)[:40]!r})."
+            ErrorId.BAD_REQUEST,
+            f"review {op} needs an id like p3 (a proposal) or h12 (a command's change set); `oh review` lists them "
+            f"(got {str(pid)[:40]!r}).",
         )
     reason = obj.get("reason", "")
     if op == "reject" and reason is not None and not isinstance(reason, str):

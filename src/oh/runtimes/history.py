@@ -14,6 +14,7 @@ import logging
 from typing import Any, Callable, Hashable
 
 from ..history.timeline import Timeline
+from ..protocol import history as H
 from ..protocol.events import Action
 from .base import Runtime, Wrapper, as_context
 
@@ -42,6 +43,8 @@ class HistoryRecorder(Wrapper):
         self._running_jobs: set[str] = set()
         self._job_entries: dict[str, int] = {}
         self._ending: set[asyncio.Task] = set()  # held: the loop keeps only weak references to tasks
+        # Review after the fact (§3.15.1): ("changeset_opened" | "changeset_closed", fields) to the monitors.
+        self.on_changeset: Callable[[str, dict[str, Any]], None] | None = None
         inner.on_job_event = self._job_event
 
     @property
@@ -71,11 +74,22 @@ class HistoryRecorder(Wrapper):
             self._running_jobs.discard(jid)
             entry = self._job_entries.pop(jid, None)
             if entry is not None and self.timeline is not None:
-                task = asyncio.get_running_loop().create_task(asyncio.to_thread(self.timeline.end, entry))
+                task = asyncio.get_running_loop().create_task(self._end_job_entry(self.timeline, entry))
                 self._ending.add(task)
                 task.add_done_callback(self._ending.discard)
         if self._outer_job_event is not None:
             self._outer_job_event(name, record)
+
+    async def _end_job_entry(self, tl: Timeline, entry: int) -> None:
+        """A background job ended: so does its entry (and a change set opens when review is on)."""
+        self.changeset_event("changeset_opened", await asyncio.to_thread(tl.end, entry))
+
+    def changeset_event(self, name: str, e: H.Entry | None, **more: Any) -> None:
+        """Tell the monitors (live view, trace) a change set opened or was decided."""
+        if e is None or self.on_changeset is None:
+            return
+        fields = {"changeset": H.changeset_id(e.id), "entry": e.id, "agent": e.agent, "what": e.what[:200]}
+        self.on_changeset(name, {**fields, "files": len(e.changes), **more})
 
     async def execute(self, action: Action, agent: Hashable) -> dict[str, Any]:
         tl = self.timeline
@@ -95,7 +109,8 @@ class HistoryRecorder(Wrapper):
             return obs
         finally:
             if entry:
-                await asyncio.shield(asyncio.to_thread(tl.end, entry, status))
+                opened = await asyncio.shield(asyncio.to_thread(tl.end, entry, status))
+                self.changeset_event("changeset_opened", opened)
 
     async def close(self) -> None:
         await self.inner.close()

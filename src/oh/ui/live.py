@@ -191,6 +191,7 @@ class LiveState:
     # Consent (§3.13): approval id -> its row (escaped text), oldest first; the keys y / n / a answer the first.
     approvals: "OrderedDict[str, dict[str, Any]]" = field(default_factory=OrderedDict)
     proposals: dict[Any, str] = field(default_factory=dict)  # action id -> proposal id ("" in VS Code): awaiting review
+    changesets: dict[str, str] = field(default_factory=dict)  # h12 -> command: its changes await keep/revert (§3.15.1)
     synced: bool = False  # the monitor's snapshot arrived: the table shows what the backend did since
     version: int = 0  # bumped on every change, so the rich view redraws only when needed
     _spinner: Any = None
@@ -324,6 +325,10 @@ class LiveState:
                     lines += self._on_action_started(ev)
                 elif ev.get("event") == "action_finished" and (row is None or row.outcome is None):
                     lines += self._on_action_finished(ev)
+                elif ev.get("event") == "changeset_opened" and ev.get("changeset") not in self.changesets:
+                    lines += self._on_changeset_opened(ev)
+                elif ev.get("event") == "changeset_closed" and ev.get("changeset") in self.changesets:
+                    lines += self._on_changeset_closed(ev)
             lines += self._restore_jobs(jobs)
         finally:
             self.agents = connected
@@ -559,6 +564,25 @@ class LiveState:
             f"{visible(frame.get('decision') or 'closed')}{by}"
         ]
 
+    def _on_changeset_opened(self, frame: dict[str, Any]) -> list[str]:
+        """History + review: a command's file changes landed and await the user's keep or revert."""
+        cid = visible(frame.get("changeset") or "")[:16]
+        what = visible(frame.get("what") or "")[:120]
+        self.changesets[cid] = what
+        files = frame.get("files") if isinstance(frame.get("files"), int) else 0
+        return [
+            f"{visible(frame.get('agent') or '?')}'s command `{what}` changed {plural(files, 'file')}: change "
+            f"set {cid} "
+            f"awaits review (`oh review show {cid}`, then `oh review accept {cid}` keeps / `oh review reject "
+            f"{cid}` reverts)"
+        ]
+
+    def _on_changeset_closed(self, frame: dict[str, Any]) -> list[str]:
+        cid = visible(frame.get("changeset") or "")[:16]
+        what = self.changesets.pop(cid, visible(frame.get("what") or "")[:120])
+        by = f" by {visible(frame['by'])}" if frame.get("by") else ""
+        return [f"change set {cid} `{what}`: {visible(frame.get('decision') or 'closed')}{by}"]
+
     def _on_approval_requested(self, frame: dict[str, Any]) -> list[str]:
         """An action waits for the user's consent (§3.13)."""
         aid = visible(frame.get("id") or "")[:16]
@@ -659,6 +683,8 @@ class LiveState:
         "job_finished": _on_job_finished,
         "proposal_opened": _on_proposal_opened,
         "proposal_closed": _on_proposal_closed,
+        "changeset_opened": _on_changeset_opened,
+        "changeset_closed": _on_changeset_closed,
         "approval_requested": _on_approval_requested,
         "approval_decided": _on_approval_decided,
         "token_rotated": _on_token_rotated,
@@ -676,6 +702,7 @@ class LiveState:
         line = f"{st.get('done', 0)} done · {st.get('pending', 0)} pending · {plural(st.get('errors', 0), 'error')}"
         line += f" · {plural(self.running_jobs, 'job')} running" if self.jobs else ""
         line += f" · {len(self.approvals)} awaiting consent" if self.approvals else ""
+        line += f" · {plural(len(self.changesets), 'change set')} awaiting review" if self.changesets else ""
         return line + (f" · {plural(len(self.proposals), 'proposal')} awaiting review" if self.proposals else "")
 
     # ------------------------------------------------------------------ rich
