@@ -6,14 +6,17 @@ in oh.commands.quick. Real `oh` processes; typer's own output (OH_NO_FASTPATH=1)
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from .conftest import wait_for
+
 ROOT = Path(__file__).resolve().parents[2]
-HEAVY = ("typer", "click", "rich")
+HEAVY = ("typer", "click", "rich", "websockets")
 PROBE = (
     "import sys\nsys.argv = ['oh', *sys.argv[1:]]\nfrom oh.cli import main\ntry:\n    main()\nexcept SystemExit:\n    pass\n"
     "sys.stdout.flush()\nprint('LOADED', sorted({m.split('.')[0] for m in sys.modules} & {%s}), file=sys.stderr)\n"
@@ -94,3 +97,44 @@ def test_bare_logs_without_typer_prints_what_typer_prints(oh):
     fast, slow = oh("logs", check=0), oh("logs", env={"OH_NO_FASTPATH": "1"}, check=0)
     assert fast.stdout == slow.stdout and "echo hi" in fast.stdout
     assert _heavy_loaded(oh, "logs") == []
+
+
+def _no_age(text: str) -> str:
+    """The listing with each row's age blanked: two calls a moment apart may see different ages."""
+    return re.sub(r"  \S+ ago", "  AGE ago", text)
+
+
+def test_approvals_without_typer_or_websockets_prints_what_typer_prints(oh):
+    """`oh approvals` asks the backend over oh.fastpath.ws with the decider credential: same listing, same JSON."""
+    for env in ({}, {"OH_NO_FASTPATH": "1"}):  # no backend: the full command words it, on both paths
+        gone = oh("approvals", env=env, check=3)
+        assert "no running backend serves" in gone.stderr
+    oh.start("local", None, "--consent", "commands")
+    assert oh("approvals", check=0).stdout == "consent: commands, 0 rule(s)\nNothing waits for your consent.\n"
+    command = "touch made.txt && echo " + "x" * 150 + " \x1b[31mred"  # wrapped at 100, the escape shown escaped
+    agent = subprocess.Popen(
+        [sys.executable, "-m", "oh", "run", command],
+        cwd=oh.workspace,
+        env=oh.env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    rows: list[dict] = []
+    try:
+        rows = wait_for(lambda: oh.json("approvals", "--json")["approvals"] or None, timeout=30, interval=0.1)
+        [row] = rows
+        fast, slow = oh("approvals", check=0), oh("approvals", env={"OH_NO_FASTPATH": "1"}, check=0)
+        assert _no_age(fast.stdout) == _no_age(slow.stdout) and fast.stderr == slow.stderr == ""
+        assert f"{row['id']}  " in fast.stdout and "\x1b" not in fast.stdout and "    $ " + "x" * 10 in fast.stdout
+        json_fast = oh.json("approvals", "--json")
+        json_slow = oh.json("approvals", "--json", env={"OH_NO_FASTPATH": "1"})
+        for answer in (json_fast, json_slow):
+            for r in answer["approvals"] + answer.get("waiting", []):
+                r.pop("age_s", None)
+        assert json_fast == json_slow
+        assert _heavy_loaded(oh, "approvals") == [] and _heavy_loaded(oh, "approvals", "--json") == []
+    finally:
+        for r in rows:
+            oh("reject", r["id"], check=0)
+        agent.kill() if not rows else agent.wait(timeout=60)
+    assert not (oh.workspace / "made.txt").exists()
