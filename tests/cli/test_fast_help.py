@@ -16,7 +16,7 @@ import pytest
 from .conftest import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
-HEAVY = ("typer", "click", "rich", "websockets")
+HEAVY = ("typer", "click", "rich", "websockets", "keyring", "psutil")
 PROBE = (
     "import sys\nsys.argv = ['oh', *sys.argv[1:]]\nfrom oh.cli import main\ntry:\n    main()\nexcept SystemExit:\n    pass\n"
     "sys.stdout.flush()\nprint('LOADED', sorted({m.split('.')[0] for m in sys.modules} & {%s}), file=sys.stderr)\n"
@@ -138,3 +138,25 @@ def test_approvals_without_typer_or_websockets_prints_what_typer_prints(oh):
             oh("reject", r["id"], check=0)
         agent.kill() if not rows else agent.wait(timeout=60)
     assert not (oh.workspace / "made.txt").exists()
+
+
+def _ports_blanked(text: str) -> str:
+    """`oh doctor`'s port check names the free port it just got: another one on each call."""
+    return re.sub(r"\(e\.g\. \d+\)", "(e.g. PORT)", text)
+
+
+def test_doctor_without_typer_prints_what_typer_prints(oh):
+    """`oh doctor` runs its checks in oh.commands.doctorview: same report and exit code, text and JSON, before
+    and with a backend (session, token and dependency checks); neither typer nor keyring is loaded for it."""
+    for started in (False, True):
+        if started:
+            oh.start("local")
+        for args in (["doctor"], ["doctor", "--json"]):
+            fast, slow = oh(*args), oh(*args, env={"OH_NO_FASTPATH": "1"})
+            assert fast.returncode == slow.returncode and fast.stderr == slow.stderr
+            assert _ports_blanked(fast.stdout) == _ports_blanked(slow.stdout), args
+        report = oh.json("doctor", "--json")
+        checks = {c["check"]: c for c in report["checks"]}
+        assert checks["dependency websockets"]["status"] == "ok" and checks["dependency websockets"]["detail"]
+        assert any(name.startswith("session ") for name in checks) == started
+    assert _heavy_loaded(oh, "doctor") == [] and _heavy_loaded(oh, "doctor", "--json") == []

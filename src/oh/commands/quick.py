@@ -1,5 +1,5 @@
-"""Commands people type that run without typer or rich: ``oh config get KEY``, a bare ``oh logs`` and
-``oh approvals [--json]``.
+"""Commands people type that run without typer or rich: ``oh config get KEY``, a bare ``oh logs``,
+``oh approvals [--json]`` and ``oh doctor [--json]``.
 
 ``oh.cli.main`` offers the command line here after ``oh.fastpath`` declined it and before it builds
 the typer app (whose import alone costs 10-20x the interpreter's start: docs/benchmarks.md,
@@ -38,6 +38,14 @@ def main(argv: list[str]) -> int | None:
         io = Streams.system()
         try:
             return fast_list(io, json_=len(argv) == 2)
+        except Exception as exc:  # noqa: BLE001 - report() re-raises what is not a command failure
+            return report(io, exc)
+    if argv in (["doctor"], ["doctor", "--json"]):
+        from .doctorview import run_doctor
+
+        io = Streams.system()
+        try:
+            return run_doctor(io, json_=len(argv) == 2)
         except Exception as exc:  # noqa: BLE001 - report() re-raises what is not a command failure
             return report(io, exc)
     return None

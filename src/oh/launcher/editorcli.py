@@ -17,15 +17,15 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
-import zipfile
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from ..errors import CliError
+
+TYPE_CHECKING = False  # typing costs ~20 ms to import; these names serve annotations (and mypy) only
+if TYPE_CHECKING:
+    from typing import Callable
 
 EXTENSION_ID = "oh-dev.oh-vscode"
 INSTALL_TIMEOUT = 180.0  # code-server unpacks and scans the .vsix: seconds on a loaded machine
@@ -209,6 +209,8 @@ def build_checkout_vsix(checkout: Path, say: Callable[[str], None]) -> Path:
         + ("about a minute, most of it downloading its npm packages once" if len(steps) > 1 else "about 10 s")
         + ")…"
     )
+    import subprocess
+
     for argv in steps:
         done = subprocess.run(argv, cwd=checkout, stdout=sys.stderr, stderr=sys.stderr, check=False)
         if done.returncode != 0:
@@ -251,6 +253,8 @@ def bundled_vsix() -> Path:
 
 def vsix_version(path: Path) -> str:
     """The extension version inside a .vsix (its ``extension/package.json``). Raises ValueError."""
+    import zipfile  # here, as subprocess and threads below: `oh doctor` without an editor needs none (startup)
+
     try:
         with zipfile.ZipFile(path) as z, z.open("extension/package.json") as f:
             manifest = json.load(f)
@@ -285,6 +289,8 @@ class CliResult:
 def run_cli(argv: list[str], timeout: float) -> CliResult:
     """Runs one editor CLI: no terminal (stdin closed), its own session (a Ctrl-C aimed at oh does not
     leave it half-done), bounded by ``timeout``. Never raises for the CLI's own failures."""
+    import subprocess
+
     env = dict(os.environ)
     # An Electron CLI started from inside an editor's terminal would otherwise talk to that editor.
     env.pop("ELECTRON_RUN_AS_NODE", None)
@@ -340,6 +346,8 @@ def query_all(
     """Each editor's state, asked in parallel (each CLI takes about a second to start)."""
     if len(editors) <= 1:
         return [query(e, extensions_dir, user_data_dir, timeout) for e in editors]
+    from concurrent.futures import ThreadPoolExecutor
+
     with ThreadPoolExecutor(max_workers=min(len(editors), 6)) as pool:
         return list(pool.map(lambda e: query(e, extensions_dir, user_data_dir, timeout), editors))
 

@@ -22,7 +22,6 @@ the 0600 session file.
 from __future__ import annotations
 
 import os
-import subprocess
 from urllib.parse import quote
 
 from . import editorcli
@@ -77,6 +76,8 @@ def open_editor(workspace: str, instance_id: str, with_extension: set[str] | Non
     if editor is None:
         return None
     cmds = open_commands(workspace, instance_id, editor)
+    import subprocess  # here: `oh doctor` imports this module and runs no editor
+
     for argv in cmds:
         try:
             subprocess.run(
