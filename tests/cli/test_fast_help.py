@@ -6,14 +6,19 @@ in oh.commands.quick. Real `oh` processes; typer's own output (OH_NO_FASTPATH=1)
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from waiting import poll_until
+
+from .conftest import wait_for
+
 ROOT = Path(__file__).resolve().parents[2]
-HEAVY = ("typer", "click", "rich")
+HEAVY = ("typer", "click", "rich", "websockets", "keyring", "psutil")
 PROBE = (
     "import sys\nsys.argv = ['oh', *sys.argv[1:]]\nfrom oh.cli import main\ntry:\n    main()\nexcept SystemExit:\n    "
     "pass\nsys.stdout.flush()\nprint('LOADED', sorted({m.split('.')[0] for m in sys.modules} & {%s}), "
@@ -91,6 +96,71 @@ def test_bare_logs_without_typer_prints_what_typer_prints(oh):
     assert oh("logs").returncode == oh("logs", env={"OH_NO_FASTPATH": "1"}).returncode == 3  # no trace yet
     oh.start("local")
     oh("run", "--", "echo hi", check=0)
+    # The trace's result line is written after the observation is sent: wait for it, then compare the two.
+    poll_until(lambda: "→" in oh("logs", check=0).stdout, 30, "the run's result line in the trace")
     fast, slow = oh("logs", check=0), oh("logs", env={"OH_NO_FASTPATH": "1"}, check=0)
     assert fast.stdout == slow.stdout and "echo hi" in fast.stdout
     assert _heavy_loaded(oh, "logs") == []
+
+
+def _no_age(text: str) -> str:
+    """The listing with each row's age blanked: two calls a moment apart may see different ages."""
+    return re.sub(r"  \S+ ago", "  AGE ago", text)
+
+
+def test_approvals_without_typer_or_websockets_prints_what_typer_prints(oh):
+    """`oh approvals` asks the backend over oh.fastpath.ws with the decider credential: same listing, same JSON."""
+    for env in ({}, {"OH_NO_FASTPATH": "1"}):  # no backend: the full command words it, on both paths
+        gone = oh("approvals", env=env, check=3)
+        assert "no running backend serves" in gone.stderr
+    oh.start("local", None, "--consent", "commands")
+    assert oh("approvals", check=0).stdout == "consent: commands, 0 rule(s)\nNothing waits for your consent.\n"
+    command = "touch made.txt && echo " + "x" * 150 + " \x1b[31mred"  # wrapped at 100, the escape shown escaped
+    agent = subprocess.Popen(
+        [sys.executable, "-m", "oh", "run", command],
+        cwd=oh.workspace,
+        env=oh.env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    rows: list[dict] = []
+    try:
+        rows = wait_for(lambda: oh.json("approvals", "--json")["approvals"] or None, timeout=30, interval=0.1)
+        [row] = rows
+        fast, slow = oh("approvals", check=0), oh("approvals", env={"OH_NO_FASTPATH": "1"}, check=0)
+        assert _no_age(fast.stdout) == _no_age(slow.stdout) and fast.stderr == slow.stderr == ""
+        assert f"{row['id']}  " in fast.stdout and "\x1b" not in fast.stdout and "    $ " + "x" * 10 in fast.stdout
+        json_fast = oh.json("approvals", "--json")
+        json_slow = oh.json("approvals", "--json", env={"OH_NO_FASTPATH": "1"})
+        for answer in (json_fast, json_slow):
+            for r in answer["approvals"] + answer.get("waiting", []):
+                r.pop("age_s", None)
+        assert json_fast == json_slow
+        assert _heavy_loaded(oh, "approvals") == [] and _heavy_loaded(oh, "approvals", "--json") == []
+    finally:
+        for r in rows:
+            oh("reject", r["id"], check=0)
+        agent.kill() if not rows else agent.wait(timeout=60)
+    assert not (oh.workspace / "made.txt").exists()
+
+
+def _ports_blanked(text: str) -> str:
+    """`oh doctor`'s port check names the free port it just got: another one on each call."""
+    return re.sub(r"\(e\.g\. \d+\)", "(e.g. PORT)", text)
+
+
+def test_doctor_without_typer_prints_what_typer_prints(oh):
+    """`oh doctor` runs its checks in oh.commands.doctorview: same report and exit code, text and JSON, before
+    and with a backend (session, token and dependency checks); neither typer nor keyring is loaded for it."""
+    for started in (False, True):
+        if started:
+            oh.start("local")
+        for args in (["doctor"], ["doctor", "--json"]):
+            fast, slow = oh(*args), oh(*args, env={"OH_NO_FASTPATH": "1"})
+            assert fast.returncode == slow.returncode and fast.stderr == slow.stderr
+            assert _ports_blanked(fast.stdout) == _ports_blanked(slow.stdout), args
+        report = oh.json("doctor", "--json")
+        checks = {c["check"]: c for c in report["checks"]}
+        assert checks["dependency websockets"]["status"] == "ok" and checks["dependency websockets"]["detail"]
+        assert any(name.startswith("session ") for name in checks) == started
+    assert _heavy_loaded(oh, "doctor") == [] and _heavy_loaded(oh, "doctor", "--json") == []

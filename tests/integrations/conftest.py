@@ -108,3 +108,29 @@ def make_oh_backend(tmp_path: Path, monkeypatch):
 
 def wait_until(cond, timeout: float, what: str, interval: float = 0.05):
     return poll_until(cond, timeout, what, interval)
+
+
+@pytest.fixture
+def shared_only(oh_backend: OhBackend, tmp_path: Path, monkeypatch):
+    """Issue 28: this process (the agent side) reaches ``oh_backend`` only as an agent elsewhere would, through
+    `oh share`: ``OH_URL=unix:…`` and ``OH_TOKEN_FILE``, and an OH_HOME of its own without session files, so no
+    TCP address or local token is known to it. Returns the share's ``--json`` (its label is ``where``)."""
+    proc = oh_backend.oh("share", "--where", "agent-box", "--json")
+    assert proc.returncode == 0, f"oh share failed ({proc.returncode}): {proc.stdout}\n{proc.stderr}"
+    share = json.loads(proc.stdout)
+    assert share["env"]["OH_URL"].startswith("unix:")
+    agent_home = tmp_path / "agent-ohhome"  # empty: no session file, no token, nothing but what the share gives
+    agent_home.mkdir(mode=0o700)
+    monkeypatch.setenv("OH_HOME", str(agent_home))
+    for key, value in share["env"].items():
+        monkeypatch.setenv(key, value)
+    return share
+
+
+def shared_actions(backend: OhBackend, share: dict) -> list[dict]:
+    """The trace's results of actions from agents of ``share`` (their name carries ``@ WHERE``); asserts that
+    no other agent acted."""
+    results = [r for r in backend.trace() if r.get("kind") == "result" and r.get("agent")]
+    strangers = [r for r in results if not str(r.get("agent_name", "")).endswith(f"@ {share['where']}")]
+    assert not strangers, f"actions not made through the share: {strangers}"
+    return results

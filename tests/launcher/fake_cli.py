@@ -1,6 +1,7 @@
 """A fake editor CLI (``code``, ``cursor``, ... by file name): records every argv it gets as one JSON line
 and keeps an "installed extensions" state the way VS Code's CLI reports it, so tests see the exact
-arguments oh passes to each fork and what oh makes of the answers."""
+arguments oh passes to each fork and what oh makes of the answers. An existing ``--extensions-dir`` has its
+own installed set, as a real editor's (a path that does not exist shares the default set)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ log, state = {log!r}, {state!r}
 argv = sys.argv[1:]
 with open(log, "a") as f:
     f.write(json.dumps({{"cli": os.path.basename(sys.argv[0]), "argv": argv}}) + "\n")
+if "--extensions-dir" in argv and os.path.isdir(argv[argv.index("--extensions-dir") + 1]):
+    state = os.path.join(argv[argv.index("--extensions-dir") + 1], "fake-cli-state.json")  # its own extensions
 installed = json.load(open(state)) if os.path.exists(state) else {{}}
 if os.environ.get("FAKE_CLI_FAIL") == os.path.basename(sys.argv[0]):
     print("Error: something went wrong in the editor", file=sys.stderr); sys.exit(3)

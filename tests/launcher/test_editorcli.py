@@ -239,3 +239,46 @@ def test_doctor_names_oh_vscode_install(clis, monkeypatch):
     monkeypatch.setenv("OH_CODE", str(clis.bin / "missing"))
     checks = {c["check"]: c for c in doctor._vscode_checks()}
     assert checks["vscode editors"]["status"] == "warn" and "oh vscode install" in checks["vscode editors"]["fix"]
+
+
+def test_an_install_into_extensions_dir_is_remembered_by_start_and_doctor(clis, tmp_path, monkeypatch):
+    """Issue 30 item 15: after `oh vscode install --extensions-dir X`, the checks `oh start --runtime vscode` and
+    `oh doctor` run (plain `--list-extensions`, which does not look in X) still find the extension there."""
+    import asyncio
+
+    from oh.launcher import signal
+    from oh.ui.hints import install_hints
+
+    cli = clis.add("code-server")
+    exts = tmp_path / "exts"
+    exts.mkdir()
+    vsix = make_vsix(tmp_path / "oh-vscode.vsix", "0.1.0")
+    monkeypatch.setenv("OH_CODE", str(cli))
+
+    def seen() -> list:
+        sync, live = signal.extension_states(), asyncio.run(signal.extension_states_async())
+        assert sync == live  # `oh doctor` / the detached start's check, and the live view's
+        return [s["installed_version"] for s in sync]
+
+    code, out, _ = _run(cmd.run_vscode_install, vsix=str(vsix), find=_find(clis), extensions_dir=str(exts))
+    assert code == 0 and "installed oh-dev.oh-vscode 0.1.0" in out
+    assert clis.installed("code-server") == {}  # really elsewhere: the editor's own list does not have it
+    assert seen() == ["0.1.0"] and install_hints(signal.extension_states(), "0.1.0") == []
+    doctor = subprocess.run(
+        [sys.executable, "-m", "oh", "doctor", "--json"],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+        timeout=60,
+    )
+    checks = {c["check"]: c for c in json.loads(doctor.stdout)["checks"]}
+    assert (
+        checks["vscode code-server"]["status"] == "ok"
+        and "oh extension 0.1.0" in checks["vscode code-server"]["detail"]
+    )
+    assert "vscode extension" not in checks  # no "not installed in any editor" failure
+
+    code, out, _ = _run(cmd.run_vscode_uninstall, find=_find(clis), extensions_dir=str(exts))
+    assert code == 0 and "removed" in out
+    assert seen() == [None]
+    assert "is not installed in any editor" in install_hints(signal.extension_states(), "0.1.0")[0]

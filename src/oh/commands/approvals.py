@@ -67,45 +67,13 @@ def approvals(
 def run_approvals(
     io: Streams, *, workspace: Optional[str] = None, instance: Optional[str] = None, json_: bool = False
 ) -> int:
-    from ..text.fmt import fmt_duration
-    from ..text.sanitize import visible
+    from .approvalsview import render_list
 
     answer = _ask(io, workspace, instance, {"op": "list"}, json_)
     if json_:
         io.json(answer)
         return 0
-    rows = answer.get("approvals") or []
-    io.print(f"consent: {answer.get('level', '?')}, {len(answer.get('rules') or [])} rule(s)")
-    if not rows:
-        io.print("Nothing waits for your consent.")
-        return 0
-    for r in rows:
-        age = fmt_duration(float(r["age_s"])) if isinstance(r.get("age_s"), (int, float)) else "?"
-        risk = f"  security_risk {visible(r.get('security_risk'))}" if r.get("security_risk") else ""
-        io.print(f"{visible(r.get('id'))}  {visible(r.get('agent'))}  {age} ago{risk}")
-        io.print(f"    {visible(r.get('kind'))}: {visible(r.get('what'))}")
-        io.print(f"    why: {visible(r.get('reason'))}")
-        if r.get("command"):  # the whole command, wrapped: what you approve is what you see
-            io.print("    command (whole):")
-            for line in _wrapped(str(r["command"]), 100):
-                io.print("    $ " + line)
-        for line in str(r.get("detail") or "").splitlines()[:40]:
-            io.print("    | " + "\t".join(visible(part) for part in line.split("\t")))
-        if r.get("always"):
-            io.print(f"    --always adds: {visible(', '.join(r['always']))}")
-    io.print("Answer with `oh approve ID [--always]` or `oh reject ID --reason TEXT`.")
-    return 0
-
-
-def _wrapped(text: str, width: int) -> list[str]:
-    """Every line of ``text`` (escaped), cut into pieces of ``width``: nothing is left out."""
-    from ..text.sanitize import visible
-
-    out: list[str] = []
-    for raw in text.split("\n"):
-        line = visible(raw)
-        out += [line[i : i + width] for i in range(0, len(line), width)] or [""]
-    return out
+    return render_list(io, answer)
 
 
 def approve(

@@ -8,11 +8,14 @@ import os
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Optional
 
 from ._common import NOT_RUNNING, die
 from ._io import Streams
 from ..text import fmt
+
+TYPE_CHECKING = False  # typing costs ~20 ms to import; these names serve annotations (and mypy) only
+if TYPE_CHECKING:
+    from typing import Any, Callable, Optional
 
 
 def render_record(rec: dict[str, Any]) -> str:
@@ -96,7 +99,27 @@ def _emit(io: Streams, line: str, raw: bool) -> None:
     io.out.flush()
 
 
-def _pick_trace(instance: Optional[str]) -> tuple[Path, Any]:
+def _fast_trace() -> Path | None:
+    """The trace of the backend serving the cwd, read the way ``oh.fastpath`` reads session files (no psutil,
+    no session dataclass: startup, docs/benchmarks.md); None when anything is unusual (the full rule decides)."""
+    from ..fastpath import discover
+    from ..protocol.paths import within
+
+    found = discover.live_sessions()
+    target = os.path.realpath(os.getcwd())
+    best = None
+    for s in found or []:
+        if within(target, s["workspace"]) and (best is None or len(s["workspace"]) > len(best["workspace"])):
+            best = s
+    trace = best.get("trace") if best else None
+    return Path(trace) if isinstance(trace, str) and trace else None
+
+
+def _pick_trace(instance: Optional[str], follow: bool = True) -> tuple[Path, Any]:
+    if not instance and not follow:  # the session itself is needed only to see it stop (-f)
+        fast = _fast_trace()
+        if fast is not None:
+            return fast, None
     from ..config import paths
     from .. import sessions
 
@@ -139,7 +162,7 @@ def run_logs(
 ) -> int:
     """``oh logs``'s behaviour. -f ends when the backend stops or on KeyboardInterrupt (Ctrl-C, or a test's
     ``sleep``)."""
-    path, session = _pick_trace(instance)
+    path, session = _pick_trace(instance, follow)
     if not path.exists() and not follow:
         die(f"{path} does not exist yet (no action recorded).", NOT_RUNNING)
     try:

@@ -1,4 +1,5 @@
-"""Commands people type that run without typer or rich: ``oh config get KEY`` and a bare ``oh logs``.
+"""Commands people type that run without typer or rich: ``oh config get KEY``, a bare ``oh logs``,
+``oh approvals [--json]`` and ``oh doctor [--json]``.
 
 ``oh.cli.main`` offers the command line here after ``oh.fastpath`` declined it and before it builds
 the typer app (whose import alone costs 10-20x the interpreter's start: docs/benchmarks.md,
@@ -29,6 +30,22 @@ def main(argv: list[str]) -> int | None:
         io = Streams.system()
         try:
             return run_logs(io)
+        except Exception as exc:  # noqa: BLE001 - report() re-raises what is not a command failure
+            return report(io, exc)
+    if argv in (["approvals"], ["approvals", "--json"]):  # ask the backend without websockets
+        from .approvalsview import fast_list
+
+        io = Streams.system()
+        try:
+            return fast_list(io, json_=len(argv) == 2)
+        except Exception as exc:  # noqa: BLE001 - report() re-raises what is not a command failure
+            return report(io, exc)
+    if argv in (["doctor"], ["doctor", "--json"]):
+        from .doctorview import run_doctor
+
+        io = Streams.system()
+        try:
+            return run_doctor(io, json_=len(argv) == 2)
         except Exception as exc:  # noqa: BLE001 - report() re-raises what is not a command failure
             return report(io, exc)
     return None

@@ -28,7 +28,7 @@ def sandbox_warnings(s) -> list[tuple[str, str]]:
     """What `oh start` says about the agent shell's sandbox (README "Sandbox"): nothing when it confines."""
     if s.sandbox == "off":
         return [("no_sandbox", NO_SANDBOX)]
-    from ..runtimes.local.sandbox import check
+    from ..runtimes.bwrapcheck import check
 
     found = check(s.sandbox_bwrap)
     if found.ok:

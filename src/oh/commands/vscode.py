@@ -31,7 +31,8 @@ _EDITOR_HELP = (
     "E.g. --editor cursor, --editor ~/bin/code-server."
 )
 _EXTDIR_HELP = (
-    "Passed to the editor CLI as --extensions-dir (a scratch or portable install; code-server's own directory)."
+    "Passed to the editor CLI as --extensions-dir (a scratch or portable install; code-server's own directory). "
+    "oh remembers it, so `oh start` and `oh doctor` find the extension there too."
 )
 _UDD_HELP = "Passed to the editor CLI as --user-data-dir."
 
@@ -197,6 +198,8 @@ def run_vscode_install(
         ed = st.editor
         argv = editorcli.install_argv(ed, path, extensions_dir, user_data_dir)
         if st.version == version and not force:
+            if not dry_run:  # installed before oh kept this record: `oh start` should know it too
+                editorcli.remember_install(ed, extensions_dir, user_data_dir, keep=True)
             io.print(f"✓ {ed.label}: already has {editorcli.EXTENSION_ID} {version}")
             continue
         before = f"{st.version}" if st.version else ("unknown: " + st.error if st.error else "not installed")
@@ -206,6 +209,9 @@ def run_vscode_install(
         r = editorcli.run_cli(argv, editorcli.INSTALL_TIMEOUT)
         after = editorcli.query(ed, extensions_dir, user_data_dir) if r.ok else None
         if r.ok and after is not None and after.version == version:
+            editorcli.remember_install(
+                ed, extensions_dir, user_data_dir, keep=True
+            )  # `oh start`/`oh doctor` look there
             io.print(f"✓ {ed.label}: installed {editorcli.EXTENSION_ID} {version} (was: {before})")
             installed += 1
             continue
@@ -251,6 +257,7 @@ def run_vscode_uninstall(
             continue
         r = editorcli.run_cli(argv, editorcli.INSTALL_TIMEOUT)
         if r.ok:
+            editorcli.remember_install(ed, extensions_dir, user_data_dir, keep=False)
             io.print(f"✓ {ed.label}: removed {editorcli.EXTENSION_ID} {st.version or ''}".rstrip())
         else:
             failed += 1

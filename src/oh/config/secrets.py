@@ -14,9 +14,7 @@ to use the token (``get_token(tighten=True)``: ``oh start``, the backend).
 
 from __future__ import annotations
 
-import hashlib
 import os
-import secrets as _secrets
 import stat
 import sys
 from dataclasses import dataclass
@@ -30,12 +28,19 @@ ENV = "OH_TOKEN"
 
 
 def new_token() -> str:
-    return _secrets.token_urlsafe(32)
+    import secrets  # here: it loads OpenSSL (hmac), a cost to commands that never make a token
+
+    return secrets.token_urlsafe(32)
 
 
 def fingerprint(token: str) -> str:
     """First 8 hex digits of sha256(token): enough to compare, useless to attack."""
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()[:8]
+    try:  # the builtin module: hashlib loads OpenSSL (startup of `oh doctor`, docs/benchmarks.md)
+        from _sha256 import sha256
+    except ImportError:  # pragma: no cover - builds without it
+        from hashlib import sha256
+
+    return sha256(token.encode("utf-8")).hexdigest()[:8]
 
 
 @dataclass
@@ -70,6 +75,9 @@ def _backend_name(kr) -> str:
 
 def _keyring():
     """(backend, None) when a usable keyring backend exists, else (None, reason)."""
+    chosen = os.environ.get("PYTHON_KEYRING_BACKEND")
+    if chosen in _UNUSABLE:  # keyring itself takes this variable first; importing it would only say the same
+        return None, f"keyring backend is {chosen}"
     try:
         import keyring
         from keyring.backends import chainer

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import json
 import socket
-from typing import Any
 
 from ..sessions import Session
 from ..errors import ClientError
+
+TYPE_CHECKING = False  # typing costs ~20 ms to import; these names serve annotations (and mypy) only
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class BackendUnreachable(ClientError):

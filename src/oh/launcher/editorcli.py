@@ -17,15 +17,15 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
-import zipfile
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from ..errors import CliError
+
+TYPE_CHECKING = False  # typing costs ~20 ms to import; these names serve annotations (and mypy) only
+if TYPE_CHECKING:
+    from typing import Callable
 
 EXTENSION_ID = "oh-dev.oh-vscode"
 INSTALL_TIMEOUT = 180.0  # code-server unpacks and scans the .vsix: seconds on a loaded machine
@@ -210,6 +210,8 @@ def build_checkout_vsix(checkout: Path, say: Callable[[str], None]) -> Path:
         + ("about a minute, most of it downloading its npm packages once" if len(steps) > 1 else "about 10 s")
         + ")…"
     )
+    import subprocess
+
     for argv in steps:
         done = subprocess.run(argv, cwd=checkout, stdout=sys.stderr, stderr=sys.stderr, check=False)
         if done.returncode != 0:
@@ -252,6 +254,8 @@ def bundled_vsix() -> Path:
 
 def vsix_version(path: Path) -> str:
     """The extension version inside a .vsix (its ``extension/package.json``). Raises ValueError."""
+    import zipfile  # here, as subprocess and threads below: `oh doctor` without an editor needs none (startup)
+
     try:
         with zipfile.ZipFile(path) as z, z.open("extension/package.json") as f:
             manifest = json.load(f)
@@ -286,6 +290,8 @@ class CliResult:
 def run_cli(argv: list[str], timeout: float) -> CliResult:
     """Runs one editor CLI: no terminal (stdin closed), its own session (a Ctrl-C aimed at oh does not
     leave it half-done), bounded by ``timeout``. Never raises for the CLI's own failures."""
+    import subprocess
+
     env = dict(os.environ)
     # An Electron CLI started from inside an editor's terminal would otherwise talk to that editor.
     env.pop("ELECTRON_RUN_AS_NODE", None)
@@ -337,22 +343,86 @@ def query_all(
     extensions_dir: str | None = None,
     user_data_dir: str | None = None,
     timeout: float = LIST_TIMEOUT,
+    *,
+    remembered: bool = False,
 ) -> list[EditorState]:
-    """Each editor's state, asked in parallel (each CLI takes about a second to start)."""
+    """Each editor's state, asked in parallel (each CLI takes about a second to start). ``remembered``: an
+    editor without the extension in its own directories is asked again in those ``oh vscode install
+    --extensions-dir/--user-data-dir`` installed it to (``remembered_dirs``)."""
+
+    def one(e: Editor) -> EditorState:
+        st = query(e, extensions_dir, user_data_dir, timeout)
+        for ext, data in remembered_dirs(e) if remembered and st.version is None and st.error is None else []:
+            other = query(e, ext, data, timeout)
+            if other.version:
+                return other
+        return st
+
     if len(editors) <= 1:
-        return [query(e, extensions_dir, user_data_dir, timeout) for e in editors]
+        return [one(e) for e in editors]
+    from concurrent.futures import ThreadPoolExecutor
+
     with ThreadPoolExecutor(max_workers=min(len(editors), 6)) as pool:
-        return list(pool.map(lambda e: query(e, extensions_dir, user_data_dir, timeout), editors))
+        return list(pool.map(one, editors))
 
 
-async def query_async(editor: Editor, timeout: float = LIST_TIMEOUT) -> EditorState:
+# ------------------------------------------------- where `oh vscode install --extensions-dir` put it
+# An editor started with --extensions-dir (a portable install, code-server's own directory) has the
+# extension where its plain `--list-extensions` does not look: without this record `oh start` and
+# `oh doctor` would say it is missing while that editor's window connects (issue 30 item 15).
+INSTALLS_FILE = "vscode-installs.json"
+
+
+def _installs_path() -> Path:
+    from ..config import paths
+
+    return paths.state_dir() / INSTALLS_FILE
+
+
+def _read_installs() -> list[dict]:
+    try:
+        data = json.loads(_installs_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []  # none yet, or unreadable: the editors' own directories are still asked
+    return [r for r in data if isinstance(r, dict) and isinstance(r.get("cli"), str)] if isinstance(data, list) else []
+
+
+def remembered_dirs(editor: Editor) -> list[tuple[str | None, str | None]]:
+    """(extensions dir, user data dir) ``oh vscode install`` used for this editor CLI, newest first."""
+    real = os.path.realpath(editor.path)
+    out: list[tuple[str | None, str | None]] = []
+    for r in reversed(_read_installs()):
+        ext, data = r.get("extensions_dir"), r.get("user_data_dir")
+        if r["cli"] == real and isinstance(ext, (str, type(None))) and isinstance(data, (str, type(None))):
+            out.append((ext, data))
+    return out
+
+
+def remember_install(editor: Editor, extensions_dir: str | None, user_data_dir: str | None, *, keep: bool) -> None:
+    """Record (``keep``) or forget an install into non-default directories (0600, in oh's state dir)."""
+    if extensions_dir is None and user_data_dir is None:
+        return
+    entry = {
+        "cli": os.path.realpath(editor.path),
+        "extensions_dir": os.path.abspath(os.path.expanduser(extensions_dir)) if extensions_dir else None,
+        "user_data_dir": os.path.abspath(os.path.expanduser(user_data_dir)) if user_data_dir else None,
+    }
+    rows = [r for r in _read_installs() if {k: r.get(k) for k in entry} != entry] + ([entry] if keep else [])
+    from ..config import paths
+
+    paths.write_private_file(_installs_path(), json.dumps(rows, indent=2) + "\n")
+
+
+async def query_async(
+    editor: Editor, timeout: float = LIST_TIMEOUT, extensions_dir: str | None = None, user_data_dir: str | None = None
+) -> EditorState:
     """``query`` for an event loop (``oh start``'s live view): a cancelled call (Ctrl-C) kills the CLI at
     once instead of leaving a thread that the interpreter's exit would wait for."""
     import asyncio
 
     try:
         proc = await asyncio.create_subprocess_exec(
-            *list_argv(editor),
+            *list_argv(editor, extensions_dir, user_data_dir),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,

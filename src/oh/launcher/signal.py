@@ -22,7 +22,6 @@ the 0600 session file.
 from __future__ import annotations
 
 import os
-import subprocess
 from urllib.parse import quote
 
 from . import editorcli
@@ -77,6 +76,8 @@ def open_editor(workspace: str, instance_id: str, with_extension: set[str] | Non
     if editor is None:
         return None
     cmds = open_commands(workspace, instance_id, editor)
+    import subprocess  # here: `oh doctor` imports this module and runs no editor
+
     for argv in cmds:
         try:
             subprocess.run(
@@ -99,7 +100,7 @@ def should_open_after_grace(mode: str, editors_connected: int) -> bool:
 def extension_states(timeout: float = 15.0) -> list[dict]:
     """Each visible editor and the oh extension version it has (``EditorState.describe()`` dicts, asked
     in parallel); [] when no editor CLI is found."""
-    return [s.describe() for s in editorcli.query_all(visible_editors(), timeout=timeout)]
+    return [s.describe() for s in editorcli.query_all(visible_editors(), timeout=timeout, remembered=True)]
 
 
 async def extension_states_async(timeout: float = 15.0) -> list[dict]:
@@ -108,7 +109,13 @@ async def extension_states_async(timeout: float = 15.0) -> list[dict]:
 
     async def one(e: editorcli.Editor) -> dict:
         try:
-            return (await editorcli.query_async(e, timeout)).describe()
+            st = await editorcli.query_async(e, timeout)
+            # installed by `oh vscode install --extensions-dir/--user-data-dir` where the plain list does not look
+            for ext, data in editorcli.remembered_dirs(e) if st.version is None and st.error is None else []:
+                other = await editorcli.query_async(e, timeout, ext, data)
+                if other.version:
+                    return other.describe()
+            return st.describe()
         except asyncio.TimeoutError:
             return editorcli.EditorState(e, None, f"no answer within {timeout:.0f} s").describe()
 

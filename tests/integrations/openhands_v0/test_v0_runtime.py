@@ -270,3 +270,30 @@ def test_the_setup_script_runs_once_through_the_backend_not_again_by_openhands(o
     finally:
         runtime.close()
         stream.close()
+
+
+def test_the_runtime_reaches_oh_only_through_a_shared_unix_socket(oh_backend, shared_only):
+    """Issue 28: the V0 runtime of an agent elsewhere: OH_URL=unix:… and OH_TOKEN_FILE from `oh share`, no
+    session file, no TCP address. It writes, runs and reads here, and each action is the share's."""
+    from conftest import shared_actions
+
+    ws = oh_backend.workspace
+    runtime, stream = make_runtime(ws)
+    import asyncio
+
+    asyncio.run(runtime.connect())
+    try:
+        agent = Agent(stream)
+        obs = agent.do(FileWriteAction(path=str(ws / "note.txt"), content="through the socket\n"))
+        assert isinstance(obs, FileWriteObservation), obs
+        obs = agent.do(CmdRunAction(command="cat note.txt && echo sum-$((2+3)) > sum.txt && cat sum.txt"))
+        assert isinstance(obs, CmdOutputObservation) and obs.exit_code == 0, obs
+        assert "through the socket" in obs.content and "sum-5" in obs.content
+        obs = agent.do(FileReadAction(path=str(ws / "sum.txt")))
+        assert isinstance(obs, FileReadObservation) and "sum-5" in obs.content, obs
+    finally:
+        runtime.close()
+        stream.close()
+    assert (ws / "note.txt").read_text() == "through the socket\n" and (ws / "sum.txt").read_text() == "sum-5\n"
+    done = {r["action"] for r in shared_actions(oh_backend, shared_only)}
+    assert {"write", "run", "read"} <= done, done
