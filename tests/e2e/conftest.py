@@ -71,6 +71,20 @@ class VsCode:
     def sessions(self) -> list[dict[str, Any]]:
         return self.oh_json("status", "--json").get("sessions", [])
 
+    def start_backend(self, *extra: str) -> dict[str, Any]:
+        """`oh start --runtime vscode` for this window's workspace (detached, ``extra`` options added), once the
+        extension has registered with it: its `oh start --json` answer."""
+        where = ("--workspace", str(self.workspace), "--detach", "--no-open", "--json")
+        proc = self.oh("start", "--runtime", "vscode", *extra, *where, timeout=60)
+        assert proc.returncode == 0, f"oh start failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+        info = json.loads(proc.stdout)
+
+        def registered() -> bool:
+            return any(s.get("instance_id") == info["instance_id"] and s.get("editors") for s in self.sessions())
+
+        wait_until(registered, 60, "the extension to register with the backend")
+        return info
+
     # ------------------------------------------------------------------ the workbench
     def drive(self, op: str, timeout: float = 90, **kw: Any) -> dict[str, Any]:
         """One user action in the workbench through drive.js's control server."""

@@ -17,7 +17,7 @@ from remote import sshd as sshd_mod
 from remote.agent import client_read, mcp_run
 from waiting import poll_until
 
-from .conftest import VsCode, wait_until
+from .conftest import VsCode
 
 pytestmark = [
     pytest.mark.e2e,
@@ -29,24 +29,7 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def backend(vscode: VsCode):
-    proc = vscode.oh(
-        "start",
-        "--runtime",
-        "vscode",
-        "--workspace",
-        str(vscode.workspace),
-        "--detach",
-        "--no-open",
-        "--json",
-        timeout=60,
-    )
-    assert proc.returncode == 0, f"oh start failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
-    info = json.loads(proc.stdout)
-
-    def registered():
-        return any(s.get("instance_id") == info["instance_id"] and s.get("editors") for s in vscode.sessions())
-
-    wait_until(registered, 60, "the extension to register with the backend")
+    info = vscode.start_backend()
     yield info
     vscode.oh("stop", info["instance_id"], timeout=60)
 

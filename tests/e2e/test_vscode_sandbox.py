@@ -18,7 +18,7 @@ import pytest
 
 from shell.home import make_home
 
-from .conftest import VsCode, wait_until
+from .conftest import VsCode
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -30,24 +30,7 @@ def backend(vscode: VsCode):
     ssh = vscode.base / "home-good" / ".ssh"
     ssh.mkdir(mode=0o700)
     (ssh / "id_test").write_text("PRIVATE-KEY-MATERIAL\n")
-    proc = vscode.oh(
-        "start",
-        "--runtime",
-        "vscode",
-        "--workspace",
-        str(vscode.workspace),
-        "--detach",
-        "--no-open",
-        "--json",
-        timeout=60,
-    )
-    assert proc.returncode == 0, f"oh start failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
-    info = json.loads(proc.stdout)
-
-    def registered():
-        return any(s.get("instance_id") == info["instance_id"] and s.get("editors") for s in vscode.sessions())
-
-    wait_until(registered, 60, "the extension to register with the backend")
+    info = vscode.start_backend()
     yield info
     vscode.oh("stop", info["instance_id"], timeout=60)
 

@@ -6,7 +6,6 @@ the user's unsaved text stays (merged, still unsaved), and one Ctrl+Z in the fil
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 
@@ -20,25 +19,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900)]
 @pytest.fixture(scope="module")
 def backend(vscode: VsCode):
     (vscode.workspace / "app.py").write_text("A = 1\nB = 2\nC = 3\nD = 4\nE = 5\nF = 6\n")
-    proc = vscode.oh(
-        "start",
-        "--runtime",
-        "vscode",
-        "--history",
-        "--workspace",
-        str(vscode.workspace),
-        "--detach",
-        "--no-open",
-        "--json",
-        timeout=60,
-    )
-    assert proc.returncode == 0, f"oh start failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
-    info = json.loads(proc.stdout)
-
-    def registered():
-        return any(s.get("instance_id") == info["instance_id"] and s.get("editors") for s in vscode.sessions())
-
-    wait_until(registered, 60, "the extension to register with the backend")
+    info = vscode.start_backend("--history")
     yield info
     vscode.oh("stop", info["instance_id"], timeout=60)
 

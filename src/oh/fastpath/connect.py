@@ -54,8 +54,8 @@ def _read_token(path: str) -> str:
 
 
 def state_connect_path() -> str | None:
-    """``<state dir>/connect.json`` by the same rule as fastpath.discover.state_dir (stdlib only)."""
-    from .discover import state_dir
+    """``<state dir>/connect.json`` (fastpath/statedir.py: the rule of config/paths.py, stdlib only)."""
+    from .statedir import state_dir
 
     base = state_dir()
     return os.path.join(base, FILE_NAME) if base else None

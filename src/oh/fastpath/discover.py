@@ -10,28 +10,12 @@ never has to duplicate an error message or a clean-up rule; it is a cache-like s
 from __future__ import annotations
 
 import os
-import sys
 
 from ..protocol.paths import within  # stdlib only: the fast path may load it
 from .fastjson import loads
+from .statedir import state_dir  # noqa: F401 - also this module's name for it (tests, callers)
 
 START_TIME_TOLERANCE = 1.0  # seconds, as oh.sessions
-
-
-def state_dir() -> str | None:
-    """``paths.state_dir()`` for OH_HOME and Linux (platformdirs' XDG rule); None elsewhere."""
-    home = os.environ.get("OH_HOME")
-    if home:
-        return os.path.join(os.getcwd(), os.path.expanduser(home))
-    if not sys.platform.startswith("linux"):
-        return None
-    xdg = os.environ.get("XDG_STATE_HOME", "")
-    if xdg.startswith("/"):
-        return os.path.join(xdg, "oh")
-    user_home = os.environ.get("HOME")
-    if user_home is not None and not user_home.startswith("/"):
-        return None  # platformdirs has a special rule for a relative HOME: let it decide
-    return os.path.join(os.path.expanduser("~/.local/state"), "oh")
 
 
 def _private(st: os.stat_result) -> bool:
