@@ -9,6 +9,8 @@ import json
 import shutil
 
 import pytest
+
+from oh.protocol.sandbox import Spec
 from websockets.asyncio.client import connect
 
 from ensure_projects import python_project
@@ -306,7 +308,9 @@ async def test_an_ensure_install_waits_for_consent_and_a_rejected_one_never_runs
     installs, rejected it never runs and the agent's `ensure` names the refusal."""
     python_project(workspace / "one")
     python_project(workspace / "two")
-    b = await make_backend("local", consent=policy(workspace))
+    # Sandbox off: the point is consent on the installs themselves; a sandboxed backend that nobody watches
+    # refuses oh's own requests for the network at once (tests/sandbox/test_backend_sandbox.py covers that).
+    b = await make_backend("local", consent=policy(workspace), sandbox=Spec(level="off"))
     b.runtime._which = lambda tool: None if tool == "uv" else shutil.which(tool)  # the venv + pip route on any machine
     ag = await _agent(b)
     await ag.send(json.dumps({"id": 1, "action": "ensure", "args": {"path": "one"}}))

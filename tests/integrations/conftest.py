@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import tempfile
 import subprocess
 import sys
 from pathlib import Path
@@ -42,6 +43,8 @@ class OhBackend:
         # Sandboxed (the default) with the sandbox's network on: `ensure` installs run inside it. No human answers
         # here, so a request to leave would be refused at once (tests/sandbox covers asking).
         env["OH_SANDBOX_NETWORK"] = "true"
+        # The Unix socket's path must fit the OS limit (107 bytes): pytest's nested tmp paths do not.
+        env["OH_SOCKET_DIR"] = tempfile.mkdtemp(prefix="ohs", dir="/tmp")
         self.env = env
         args = ["start", "--detach", "--json", "--runtime", runtime, "-C", str(self.workspace)]
         for d in allow if allow is not None else [self.scratch]:
