@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
+import time
 
 import pytest
 
@@ -31,6 +32,20 @@ async def test_reset_kills_what_runs_and_gives_a_fresh_shell_in_the_workdir(h: H
     assert obs["content"] == f"[]\n{workspace}\n" and meta(obs)["pid"] == new_pid
     await asyncio.sleep(2.3)
     assert not marker.exists()  # the background job died with the old shell's process group
+
+
+async def test_reset_of_a_shell_that_keeps_forking_leaves_nothing_running(h: Harness, tmp_path):
+    """A job forked while the shell is being hung up is no descendant once the shell has died (init adopts
+    it), yet it must die with the shell: it keeps the shell's session. (CI once saw a reset's background
+    job outlive the old shell; with a loop that forks without pause the first look always missed some.)"""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    await h.run("true")
+    await h.run(f"while :; do (sleep 2; touch {marks}/m$BASHPID) & done", timeout=0.5)
+    reset_at = time.time()
+    await h.run("", reset=True)
+    await asyncio.sleep(2.5)
+    assert sorted((p.name, round(p.stat().st_mtime - reset_at, 2)) for p in marks.iterdir()) == []
 
 
 async def test_reset_then_command_runs_in_the_fresh_shell(h: Harness, workspace):

@@ -5,8 +5,10 @@ files seen from outside; reads by a random secret that must never appear in the 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
+import time
 import shutil
 import socket
 import threading
@@ -469,3 +471,20 @@ async def test_ending_a_sandboxed_shell_runs_the_rc_exit_trap(box):
     finally:
         await rt.close()
     assert await _settled(state, nap, 2) == ([], 2, []), "the second shell's trap and child, at close"
+
+
+async def test_a_sandboxed_shell_that_keeps_forking_leaves_nothing_after_a_hard_timeout(box):
+    """The hang-up through bubblewrap signals the processes inside one by one: a job forked meanwhile is
+    found in the shell's session and ended too (nothing of the old sandbox touches a file later)."""
+    marks = box["ws"] / "marks"
+    marks.mkdir()
+    rt = runtime(box)
+    try:
+        await run(rt, "true")
+        obs = await run(rt, "while :; do (sleep 2; touch marks/m$BASHPID) & done", timeout=1)
+        assert "was killed" in obs["extras"]["metadata"]["suffix"], obs
+        ended_at = time.time()
+        await asyncio.sleep(2.5)
+        assert sorted((p.name, round(p.stat().st_mtime - ended_at, 2)) for p in marks.iterdir()) == []
+    finally:
+        await rt.close()

@@ -36,6 +36,42 @@ def descendants(pid: int) -> list:
         return []
 
 
+def descendants_root(pid: int):
+    """The live process ``pid`` (psutil), or None: gone, a zombie, or no psutil."""
+    if psutil is None:
+        return None
+    try:
+        p = psutil.Process(pid)
+        return None if p.status() == psutil.STATUS_ZOMBIE else p
+    except psutil.Error:
+        return None
+
+
+def session_members(sid: int) -> list:
+    """The live processes of session ``sid`` (psutil objects; [] without psutil), read from /proc. Unlike
+    ``descendants`` this also finds those a dying shell forked after a snapshot and left to init: they
+    keep its session. The number cannot name another session while one of them lives (the kernel does not
+    reuse a pid that is still some process's session id)."""
+    if psutil is None or sid <= 0:
+        return []
+    found = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    for name in names:
+        if not name.isdigit() or int(name) == sid:
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            if fields[0] != b"Z" and int(fields[3]) == sid:
+                found.append(psutil.Process(int(name)))
+        except (OSError, IndexError, ValueError, psutil.Error):
+            continue  # gone meanwhile, or not ours to read
+    return found
+
+
 async def write_all(loop: asyncio.AbstractEventLoop, fd: int, data: bytes) -> None:
     """Write all of ``data`` to the non-blocking ``fd``, waiting on the loop while it is full."""
     view = memoryview(data)

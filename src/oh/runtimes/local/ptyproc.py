@@ -22,7 +22,7 @@ import termios
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .command import descendants
+from .command import descendants, descendants_root, session_members
 
 # Seconds a hung-up shell and its processes get to run their EXIT traps before SIGKILL.
 HANGUP_GRACE = 2.0
@@ -120,10 +120,16 @@ def _hang_up_signals(pid: int, stray: list, groups: set[int], spare: tuple[str, 
 
 
 async def hang_up(proc: asyncio.subprocess.Process, grace: float = HANGUP_GRACE, spare: tuple[str, ...] = ()) -> None:
-    """SIGHUP the shell and its descendants' process groups; after ``grace`` s, SIGKILL what is left.
-    ``spare``: names of wrappers around the shell (bubblewrap) that must not get the SIGHUP themselves."""
+    """SIGHUP the shell, its descendants' process groups and the rest of its session; after ``grace`` s,
+    SIGKILL what is left. ``spare``: names of wrappers around the shell (bubblewrap) that must not get the
+    SIGHUP themselves.
+
+    The shell may fork while it is being hung up (a loop starting jobs): a child born after the first look
+    is no descendant once the shell has died, but it keeps the shell's session, so the session is looked
+    at again until the end, and what turns up is hung up too (and killed with the rest)."""
     pid = proc.pid
-    stray = descendants(pid) if proc.returncode is None else []
+    session = _Session(pid) if proc.returncode is None else None
+    stray = (descendants(pid) + session.members()) if session is not None else []
     groups: set[int] = set()
     for p in stray:
         with contextlib.suppress(Exception):
@@ -133,19 +139,60 @@ async def hang_up(proc: asyncio.subprocess.Process, grace: float = HANGUP_GRACE,
         _hang_up_signals(pid, stray, groups, spare)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + grace
-    with contextlib.suppress(asyncio.TimeoutError):
-        await asyncio.wait_for(asyncio.shield(proc.wait()), grace)
-    while any(_alive(p) for p in stray) and loop.time() < deadline:
-        await asyncio.sleep(0.02)
-    if proc.returncode is not None and not any(_alive(p) for p in stray):
-        return  # all ended on the hangup: no SIGKILL to process groups that may be gone (ids get reused)
+    while loop.time() < deadline:
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.shield(proc.wait()), 0.05)
+        newcomers = _newcomers(session, stray)
+        if newcomers:
+            stray += newcomers
+            _hang_up_each(newcomers, spare)
+        elif proc.returncode is not None and not any(_alive(p) for p in stray):
+            return  # all ended on the hangup: no SIGKILL to process groups that may be gone (ids get reused)
     _signal_groups(groups, signal.SIGKILL)
     for p in stray:
         with contextlib.suppress(Exception):
             p.kill()
+    for _ in range(50):  # a job forking at this moment: its children are found and killed on the next round
+        late = _newcomers(session, [])
+        if not late:
+            break
+        for p in late:
+            with contextlib.suppress(Exception):
+                p.kill()
+        await asyncio.sleep(0.01)
     if proc.returncode is None:
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(asyncio.shield(proc.wait()), 5)
+
+
+class _Session:
+    """The session the shell leads, looked at only while its number cannot name someone else's."""
+
+    def __init__(self, sid: int) -> None:
+        self.sid = sid
+        self.leader = descendants_root(sid)
+
+    def members(self) -> list:
+        leader = descendants_root(self.sid)
+        if leader is not None and (self.leader is None or leader.create_time() != self.leader.create_time()):
+            return []  # the number leads another process now: not our session any more
+        return session_members(self.sid)
+
+
+def _newcomers(session: _Session | None, known: list) -> list:
+    if session is None:
+        return []
+    seen = {p.pid for p in known}
+    return [p for p in session.members() if p.pid not in seen]
+
+
+def _hang_up_each(procs: list, spare: tuple[str, ...]) -> None:
+    """SIGHUP then SIGCONT to each of ``procs`` (wrappers named in ``spare`` left out: see above)."""
+    for sig in (signal.SIGHUP, signal.SIGCONT):
+        for p in procs:
+            if not (spare and _name(p.pid) in spare):
+                with contextlib.suppress(Exception):
+                    p.send_signal(sig)
 
 
 def _alive(p) -> bool:
