@@ -40,6 +40,7 @@ from ..protocol import sandbox as sandbox_rules
 from ..protocol.codes import BackendExit
 from .auth import is_loopback_host
 from .guard import Throttle, raise_fd_limit
+from . import sharestore
 from .server import Backend, BackendConfig
 from ..errors import OhBaseError
 
@@ -315,6 +316,7 @@ async def _amain(args: argparse.Namespace, token: str) -> int:
                 approval_timeout=args.approval_timeout,
                 unix_socket=not args.no_socket,
                 unix_socket_path=args.socket,
+                share_book=str(sharestore.default_path(workspace)),  # shares outlive `oh stop; oh start`
             ),
             token,
         )

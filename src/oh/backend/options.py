@@ -79,3 +79,4 @@ class BackendConfig:
     # turns it on. None path: the workspace's default (<state dir>/sock/<hash>/oh.sock, or OH_SOCKET_DIR).
     unix_socket: bool = False
     unix_socket_path: str | None = None
+    share_book: str | None = None  # issue 28: the shares on disk (backend/sharestore.py); None: memory only

@@ -1,6 +1,11 @@
 """Agents elsewhere (issue 28), the backend's side: the Unix-socket endpoint (listen.py) and the share
-credentials (shares.py), plugged into the Backend through a few hooks (server.py: start, stop, the handshake,
-token rotation, status, the control table). docs/protocol.md §2.1-§2.2, docs/security.md §9.
+credentials (shares.py, kept on disk by sharestore.py), plugged into the Backend through a few hooks (server.py:
+start, stop, the handshake, token rotation, status, the control table). docs/protocol.md §2.1-§2.2,
+docs/security.md §9.
+
+``Remote`` knows nothing of the Backend: it gets its settings (``RemoteSettings``) and the four things it needs
+from the server (``ServerHooks``: the connection handler, the TCP port, the live connections, the monitor
+events), so server -> handshake -> remote imports no further than that (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -8,20 +13,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from dataclasses import dataclass
 from http import HTTPStatus
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Awaitable, Callable, Iterable
 
-from websockets.asyncio.server import unix_serve
+from websockets.asyncio.server import ServerConnection, unix_serve
 
 from ..protocol import frames
 from ..protocol.codes import Close
 from ..transport import close_quietly, coalescing
 from . import auth, guard, listen
+from .options import BackendConfig
 from .shares import Share, ShareBook, ShareError
-
-if TYPE_CHECKING:
-    from .server import Backend
 
 log = logging.getLogger("oh.backend")
 
@@ -33,10 +37,34 @@ DENIED_TEXT = (
 )
 
 
+@dataclass(frozen=True)
+class RemoteSettings:
+    workspace: str  # the backend's (real path): where its socket lives by default
+    host: str  # the TCP endpoint's host (the Host check on loopback)
+    unix_socket: bool = False
+    unix_socket_path: str | None = None  # None: listen.socket_path(workspace)
+    share_book: str | None = None  # the shares on disk (sharestore); None: in memory only
+
+    @classmethod
+    def of(cls, config: BackendConfig, workspace: str) -> "RemoteSettings":
+        return cls(workspace, config.host, config.unix_socket, config.unix_socket_path, config.share_book)
+
+
+@dataclass(frozen=True)
+class ServerHooks:
+    """What Remote uses of the server, and nothing else."""
+
+    handler: Callable[[ServerConnection], Awaitable[None]]  # the one connection handler (both endpoints)
+    port: Callable[[], int]  # the TCP port (known once the TCP server is bound)
+    connections: Callable[[], Iterable[ServerConnection]]  # the live connections (a share's are closed)
+    emit: Callable[..., None]  # a monitor event
+
+
 class Remote:
-    def __init__(self, backend: "Backend") -> None:
-        self.backend = backend
-        self.book = ShareBook()
+    def __init__(self, settings: RemoteSettings, hooks: ServerHooks) -> None:
+        self.settings = settings
+        self.hooks = hooks
+        self.book = ShareBook(Path(settings.share_book) if settings.share_book else None)
         self.socket_path: Path | None = None
         self.socket_error = ""
         self._inode = 0
@@ -47,13 +75,16 @@ class Remote:
     async def start(self, kwargs: dict[str, Any]) -> None:
         """Listen on the workspace's socket with the TCP server's settings (``kwargs``); a path that cannot be
         used is reported (log, status) and the backend goes on serving on loopback TCP."""
+        restored = self.book.load()
+        if restored:
+            log.info("%d share(s) restored from %s", restored, self.book.path)
         self._sweeper = asyncio.create_task(self._sweep_loop())
-        if not self.backend.config.unix_socket:
+        if not self.settings.unix_socket:
             return
-        path = Path(self.backend.config.unix_socket_path or listen.socket_path(self.backend.workspace))
+        path = Path(self.settings.unix_socket_path or listen.socket_path(self.settings.workspace))
         try:
             listen.prepare(path)
-            self._server = await unix_serve(self.backend._handle, str(path), **kwargs)
+            self._server = await unix_serve(self.hooks.handler, str(path), **kwargs)
             self._inode = listen.secure(path)
         except (listen.SocketRefused, OSError) as exc:
             self.socket_error = str(exc)
@@ -81,10 +112,9 @@ class Remote:
 
     # ------------------------------------------------------------------ the handshake
     def check_host(self, connection, headers) -> tuple[HTTPStatus, str] | None:
-        b = self.backend
         if listen.is_unix(connection):
             return auth.check_unix_host(headers, listen.UNIX_HOST)
-        return auth.check_host(headers, b.port, b.config.host)
+        return auth.check_host(headers, self.hooks.port(), self.settings.host)
 
     def admit(self, connection, path: str, headers, refusal):
         """The handshake's last chance: a share credential where the token did not match. Returns the refusal
@@ -100,7 +130,7 @@ class Remote:
     # ------------------------------------------------------------------ revocation
     async def _close_share(self, shares: list[Share], why: str) -> int:
         gone = {id(s) for s in shares}
-        conns = [c for c in list(self.backend.connections) if id(getattr(c, "oh_share", None)) in gone]
+        conns = [c for c in list(self.hooks.connections()) if id(getattr(c, "oh_share", None)) in gone]
         await asyncio.gather(*(close_quietly(c, Close.TOKEN_ROTATED, why) for c in conns))
         return len(conns)
 
@@ -108,7 +138,7 @@ class Remote:
         """Token rotation ends every share (their connections are closed by the rotation itself)."""
         gone = self.book.revoke_all()
         if gone:
-            self.backend._emit("shares_revoked", shares=[s.share_id for s in gone], reason="token rotated")
+            self.hooks.emit("shares_revoked", shares=[s.share_id for s in gone], reason="token rotated")
 
     async def _sweep_loop(self) -> None:
         while True:
@@ -117,7 +147,7 @@ class Remote:
             if expired:
                 closed = await self._close_share(expired, "share expired")
                 for s in expired:
-                    self.backend._emit("share_ended", share_id=s.share_id, reason="expired", closed=closed)
+                    self.hooks.emit("share_ended", share_id=s.share_id, reason="expired", closed=closed)
 
     # ------------------------------------------------------------------ control (`oh share`)
     async def control(self, obj: dict[str, Any], decider: bool) -> dict[str, Any]:
@@ -132,10 +162,12 @@ class Remote:
             )
         if op == "create":
             try:
-                share, token = self.book.create(obj.get("where"), obj.get("ttl"), obj.get("map") or [])
+                share, token = self.book.create(
+                    obj.get("where"), obj.get("ttl"), obj.get("map") or [], obj.get("kind") or "env", obj.get("host")
+                )
             except ShareError as exc:
                 return frames.refusal("BAD_REQUEST", str(exc))
-            self.backend._emit("share_created", **share.row())
+            self.hooks.emit("share_created", **share.row())
             return {"type": "share", "op": "create", "share": share.row(), "token": token, **self.endpoint()}
         return await self._on_share(op, self.book.get(str(obj.get("share_id") or "")), obj)
 
@@ -149,11 +181,11 @@ class Remote:
             link = obj.get("link")
             if isinstance(link, dict):
                 share.link = {k: str(v)[:200] for k, v in link.items() if k in ("state", "reason", "host", "since")}
-                self.backend._emit("share_link", share_id=share.share_id, **share.link)
+                self.hooks.emit("share_link", share_id=share.share_id, **share.link)
             return {"type": "share", "op": "link", "share": share.row()}
         self.book.revoke(share.share_id)
         closed = await self._close_share([share], "share revoked")
-        self.backend._emit("share_ended", share_id=share.share_id, reason="revoked", closed=closed)
+        self.hooks.emit("share_ended", share_id=share.share_id, reason="revoked", closed=closed)
         return {"type": "share", "op": "revoke", "share": share.row(), "closed": closed}
 
     # ------------------------------------------------------------------ status
@@ -164,13 +196,11 @@ class Remote:
         return {**self.endpoint(), "shares": self.book.rows()}
 
 
-def gate_kwargs(backend: "Backend") -> dict[str, Any]:
+def gate_kwargs(c: BackendConfig, gate: guard.PreAuthGate, process_request: Callable[..., Any]) -> dict[str, Any]:
     """The server settings both endpoints share (limits, keepalive, the pre-auth gate): one definition."""
-    c = backend.config
-    assert backend.gate is not None
     return dict(
-        process_request=backend.handshake.process_request,
-        create_connection=coalescing(guard.gated_connection_class(backend.gate)),
+        process_request=process_request,
+        create_connection=coalescing(guard.gated_connection_class(gate)),
         open_timeout=c.open_timeout,
         max_size=c.max_frame,
         compression=None,

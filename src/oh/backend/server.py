@@ -36,7 +36,7 @@ from .agents import Agents
 from .handshake import ROLES, Credentials, Handshake
 from .control import Control
 from .monitors import Monitors
-from .remote import Remote, gate_kwargs
+from .remote import Remote, RemoteSettings, ServerHooks, gate_kwargs
 from .options import BackendConfig  # noqa: F401 - imported from here (tests, benchmarks, __main__)
 from .trace import TraceWriter
 
@@ -128,7 +128,11 @@ class Backend:
         self._server: Server | None = None
         self._flusher: asyncio.Task | None = None
         self._internal_ids = itertools.count(1)
-        self.remote = Remote(self)  # issue 28: the Unix socket and share credentials (backend/remote.py)
+        # issue 28: the Unix socket and share credentials (backend/remote.py), with only what it needs of us
+        self.remote = Remote(
+            RemoteSettings.of(config, self.workspace),
+            ServerHooks(self._handle, lambda: self.port, lambda: self.connections, lambda *a, **k: self._emit(*a, **k)),
+        )
         self.handshake = Handshake(self.credentials, self.remote, self.workspace, self.allowed_roots, self.status)
 
         # The roles. Monitors first: everyone else tells them what happens.
@@ -234,10 +238,11 @@ class Backend:
         await self.runtime.start()
         self.gate = guard.PreAuthGate(*guard.pending_caps(self.config.fd_budget or _fd_soft_limit()))
         # One write per loop iteration (coalescing), no deflate (loopback: it only costs CPU): remote.gate_kwargs.
-        self._server = server = await serve(self._handle, self.config.host, self.config.port, **gate_kwargs(self))
+        settings = gate_kwargs(self.config, self.gate, self.handshake.process_request)
+        self._server = server = await serve(self._handle, self.config.host, self.config.port, **settings)
         sock = next(iter(server.sockets))
         self.port = sock.getsockname()[1]
-        await self.remote.start(gate_kwargs(self))  # the Unix socket: same handler, handshake and limits
+        await self.remote.start(settings)  # the Unix socket: same handler, handshake and limits
         self._flusher = asyncio.create_task(self._flush_loop())
         if self.config.write_session:
             self._write_session()

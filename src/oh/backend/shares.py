@@ -5,8 +5,8 @@ A share credential opens ``/v1/agent`` (and ``/v1/status``, ``/v1/health``) of t
 else: never ``/v1/editor``, ``/v1/monitor`` or ``/v1/control``, so it cannot register as the editor, watch other
 agents, decide approvals or review, rotate tokens or stop the backend. It expires (``--ttl``; checked at the
 handshake, and live connections are closed when it lapses), and ``oh share revoke`` / ``oh token rotate`` end it
-and close its connections at once. The backend keeps only its SHA-256 digest, in memory: a share does not
-survive the backend (the agent gets 401 and the user shares again).
+and close its connections at once. The backend keeps only its SHA-256 digest: in memory, and in the share book
+on disk (``sharestore.py``, 0600) so that a share survives `oh stop; oh start` until it expires or is revoked.
 
 Only the decider credential (the user's CLI) may create or revoke shares: an agent holding the agent token
 cannot mint credentials for elsewhere.
@@ -16,13 +16,18 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import secrets
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..protocol.pathmap import MapError, PathMap
 from ..errors import WireError
+from . import sharestore
+
+log = logging.getLogger("oh.backend")
 
 MAX_SHARES = 64
 MAX_TTL = 30 * 24 * 3600.0
@@ -42,6 +47,8 @@ class Share:
     expires_at: float | None
     pathmap: PathMap
     link: dict[str, Any] = field(default_factory=dict)  # `oh share ssh`: {"state": up|reconnecting|down, "reason"}
+    kind: str = "env"  # env | docker | devcontainer | ssh (sharestore.KINDS)
+    host: str = ""  # ssh: the destination, for the command that brings the link back after a restart
 
     def expired(self, now: float | None = None) -> bool:
         return self.expires_at is not None and (now or time.time()) >= self.expires_at
@@ -53,7 +60,21 @@ class Share:
             "created": round(self.created, 3),
             "expires_at": None if self.expires_at is None else round(self.expires_at, 3),
             "map": self.pathmap.describe(),
+            "kind": self.kind,
             **({"link": dict(self.link)} if self.link else {}),
+        }
+
+    def record(self) -> dict[str, Any]:
+        """What the share book on disk keeps (sharestore.write): the digest, never the credential."""
+        return {
+            "share_id": self.share_id,
+            "digest": self.digest,
+            "where": self.where,
+            "kind": self.kind,
+            "host": self.host,
+            "created": self.created,
+            "expires_at": self.expires_at,
+            "map": self.pathmap.describe(),
         }
 
 
@@ -66,14 +87,59 @@ def _clean_where(raw: Any) -> str:
     return text or "elsewhere"
 
 
+def restart_note(share: Share) -> dict[str, str]:
+    """The link state of an ssh share read back from the book: its ssh process ended with the old backend."""
+    return {
+        "state": "down",
+        "reason": (
+            f"the backend restarted: `oh share ssh {share.host} --resume {share.share_id}` brings the link back, "
+            f"`oh share revoke {share.share_id}` ends the share"
+        ),
+    }
+
+
 class ShareBook:
-    def __init__(self) -> None:
+    """The live shares; with ``path``, also kept on disk (sharestore) after every change and read at ``load``."""
+
+    def __init__(self, path: Path | None = None) -> None:
         self._shares: dict[str, Share] = {}
+        self.path = path
+
+    def load(self) -> int:
+        """Read back the shares of an earlier backend of this workspace (none without a path)."""
+        if self.path is None:
+            return 0
+        for rec in sharestore.read(self.path, MAX_SHARES):
+            share = Share(
+                rec["share_id"],
+                rec["digest"],
+                _clean_where(rec["where"]),
+                rec["created"],
+                rec["expires_at"],
+                rec["pathmap"],
+                kind=rec["kind"],
+                host=rec["host"],
+            )
+            if share.kind == "ssh":
+                share.link = restart_note(share)
+            self._shares[share.share_id] = share
+        self._save()  # what was dropped (expired, malformed) is gone from the file too
+        return len(self._shares)
+
+    def _save(self) -> None:
+        if self.path is None:
+            return
+        try:
+            sharestore.write(self.path, [s.record() for s in self._shares.values()])
+        except OSError as exc:  # the shares go on in memory; they will not survive a restart
+            log.warning("share book not written (%s): %s", self.path, exc)
 
     def __len__(self) -> int:
         return len(self._shares)
 
-    def create(self, where: Any, ttl: Any = None, maps: Any = ()) -> tuple[Share, str]:
+    def create(
+        self, where: Any, ttl: Any = None, maps: Any = (), kind: Any = "env", host: Any = ""
+    ) -> tuple[Share, str]:
         """A new share and its credential (the only time the credential exists in clear here)."""
         self.sweep()
         if len(self._shares) >= MAX_SHARES:
@@ -84,6 +150,8 @@ class ShareBook:
             raise ShareError(f"ttl must be a number of seconds in (0, {int(MAX_TTL)}]")
         if not isinstance(maps, (list, tuple)) or not all(isinstance(m, str) for m in maps):
             raise ShareError("map must be a list of AGENT=HOST strings")
+        if kind not in sharestore.KINDS:
+            raise ShareError(f"kind must be one of {', '.join(sharestore.KINDS)}")
         from ..protocol.pathmap import parse_map
 
         try:
@@ -99,8 +167,11 @@ class ShareBook:
             now,
             None if ttl is None else now + ttl,
             pathmap,
+            kind=kind,
+            host=_clean_where(host) if kind == "ssh" else "",
         )
         self._shares[share.share_id] = share
+        self._save()
         return share, token
 
     def match(self, token: str | None) -> Share | None:
@@ -118,11 +189,14 @@ class ShareBook:
         return self._shares.get(share_id)
 
     def revoke(self, share_id: str) -> Share | None:
-        return self._shares.pop(share_id, None)
+        gone = self._shares.pop(share_id, None)
+        self._save()
+        return gone
 
     def revoke_all(self) -> list[Share]:
         gone = list(self._shares.values())
         self._shares.clear()
+        self._save()
         return gone
 
     def sweep(self) -> list[Share]:
@@ -131,6 +205,8 @@ class ShareBook:
         gone = [s for s in self._shares.values() if s.expired(now)]
         for s in gone:
             del self._shares[s.share_id]
+        if gone:
+            self._save()
         return gone
 
     def rows(self) -> list[dict[str, Any]]:

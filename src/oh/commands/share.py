@@ -117,7 +117,8 @@ def run_share(io: Streams, *, ttl, docker, devcontainer, write, maps, where, jso
         maps = [f"{agent_ws}={session.workspace}", *maps]
     label = where or ("docker" if docker else "devcontainer" if devcontainer else "elsewhere")
     try:
-        made = svc.create(session, where=label, ttl=ttl, maps=maps, agent_workspace=agent_ws)
+        kind = "docker" if docker else "devcontainer" if devcontainer else "env"
+        made = svc.create(session, where=label, ttl=ttl, maps=maps, agent_workspace=agent_ws, kind=kind)
         written = (
             svc.write_devcontainer(made, Path(session.workspace) / ".devcontainer" / "devcontainer.json")
             if write

@@ -5,7 +5,7 @@ agent elsewhere needs (environment, ``docker run`` flags, devcontainer.json). Th
 On disk (one owner: this module): ``<state dir>/shares/<share id>/`` (0700) holds ``token`` (the share's
 credential, 0600: what ``OH_TOKEN_FILE`` points at and a container mounts read-only) and ``connect.json``
 (0600, fastpath/connect.py's format). A revoked share's directory is removed; ``list`` removes those of shares
-the backend no longer has (expired, or the backend restarted: shares live in the backend's memory only).
+the backend no longer has (expired, revoked or rotated away; a restarted backend keeps its shares: sharestore).
 """
 
 from __future__ import annotations
@@ -78,9 +78,19 @@ def check_maps(maps: list[str]) -> list[str]:
     return maps
 
 
-def create(session: Session, *, where: str, ttl: float | None, maps: list[str], agent_workspace: str) -> Made:
+def create(
+    session: Session,
+    *,
+    where: str,
+    ttl: float | None,
+    maps: list[str],
+    agent_workspace: str,
+    kind: str = "env",
+    host: str = "",
+) -> Made:
     """Ask the backend for a share; write its token and connect files (0600 in a 0700 directory)."""
-    answer = _ask(session, {"op": "create", "where": where, "ttl": ttl, "map": check_maps(maps)})
+    frame = {"op": "create", "where": where, "ttl": ttl, "map": check_maps(maps), "kind": kind, "host": host}
+    answer = _ask(session, frame)
     socket = answer.get("socket") or ""
     if not socket:
         _ask(session, {"op": "revoke", "share_id": answer["share"]["share_id"]})

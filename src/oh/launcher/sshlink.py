@@ -333,7 +333,15 @@ def run(
         (m.partition("=")[0] for m in maps if m.partition("=")[2].rstrip("/") == session.workspace), session.workspace
     )
     try:
-        made = shares.create(session, where=f"ssh {destination}", ttl=ttl, maps=maps, agent_workspace=agent_ws)
+        made = shares.create(
+            session,
+            where=f"ssh {destination}",
+            ttl=ttl,
+            maps=maps,
+            agent_workspace=agent_ws,
+            kind="ssh",
+            host=destination,
+        )
     except shares.ShareFailed as exc:
         raise LinkFailed(f"{exc}.") from None
     link = Link(io, session, destination, options, made, *remote_paths(state_dir, made.share["share_id"]))
