@@ -150,3 +150,44 @@ def test_what_retrying_cannot_fix_is_a_clear_error(mroh, sshd, tmp_path, case, e
     assert proc.returncode == 1 and expect in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
     assert all(not r["where"].startswith("ssh") for r in mroh.json("share", "list", "--json"))  # no share left behind
     assert not (sshd.state() / "connect.json").exists()
+
+
+def test_an_ssh_share_is_resumed_after_the_backend_restarts(roh, backend, sshd):
+    """`oh stop` ends the link (its `oh share ssh` stops with its backend) but not the share; after `oh start` the
+    share is listed down with the command that brings it back, and `--resume ID` links the same credential again."""
+    connect_file = sshd.state() / "connect.json"
+    share = start_share(roh, sshd)
+    poll_until(lambda: connect_file.exists() or share.poll() is not None, 40, "the remote connect file")
+    assert share.poll() is None, share.communicate()
+    first = json.loads(connect_file.read_text())
+    assert remote(sshd, "oh", "run", "echo one >> resumed.txt").returncode == 0
+    roh("stop", check=0)
+    _, err = share.communicate(timeout=30)
+    assert share.returncode == 1 and "backend stopped" in err, err
+    assert not connect_file.exists()  # the link's end cleaned the remote side
+
+    roh.start()
+    (row,) = roh.json("share", "list", "--json")
+    assert row["share_id"] == first["share_id"] and row["link"]["state"] == "down"
+    assert f"--resume {row['share_id']}" in row["link"]["reason"]
+    again = subprocess.Popen(
+        [sys.executable, "-m", "oh", "share", "ssh", "root@127.0.0.1", "--resume", row["share_id"], "--"]
+        + sshd.options(),
+        cwd=roh.workspace,
+        env=roh.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        poll_until(lambda: connect_file.exists() or again.poll() is not None, 40, "the resumed connect file")
+        assert again.poll() is None, again.communicate()
+        assert json.loads(connect_file.read_text())["token"] == first["token"]  # the same credential, no new share
+        out = remote(sshd, "oh", "run", "echo two >> resumed.txt")
+        assert out.returncode == 0, out.stderr
+        assert (roh.workspace / "resumed.txt").read_text() == "one\ntwo\n"
+        assert roh.json("share", "list", "--json")[0]["link"]["state"] == "up"
+    finally:
+        again.send_signal(signal.SIGINT)
+        again.communicate(timeout=30)
+    assert roh.json("share", "list", "--json") == []  # ending the resumed link ends the share, as always

@@ -233,6 +233,12 @@ def ssh(
     maps: Optional[List[str]] = typer.Option(
         None, "--map", metavar="AGENT=HOST", help="Path map (the remote checkout at AGENT)."
     ),
+    resume: Optional[str] = typer.Option(
+        None,
+        "--resume",
+        metavar="ID",
+        help="Link an existing ssh share again (after `oh stop; oh start`): same credential, no new share.",
+    ),
     workspace: Optional[str] = _WORKSPACE,
     instance: Optional[str] = _INSTANCE,
 ) -> None:
@@ -241,6 +247,8 @@ Options after `--` go to ssh."""
     from ..launcher import sshlink
 
     io = Streams.system()
+    if resume and (ttl or maps):
+        die("--resume keeps the share's own expiry and path map: drop --ttl and --map.", USAGE)
     session = pick_session(workspace, instance)
     try:
         code = sshlink.run(
@@ -251,6 +259,7 @@ Options after `--` go to ssh."""
             ttl=parse_ttl(ttl),
             remote_dir=remote_dir,
             maps=list(maps or []),
+            resume=resume,
         )
     except sshlink.LinkFailed as exc:
         die(str(exc), ERROR, exc.hint)

@@ -108,6 +108,28 @@ def create(
     return Made(share, answer["token"], socket, d, token_file, connect_file, session.workspace, agent_workspace)
 
 
+def resume(session: Session, share_id: str, kind: str) -> Made:
+    """A live share of ``kind`` made earlier (before a backend restart), with its credential from our own files:
+    `oh share ssh --resume ID` links it again without a new credential."""
+    answer = _ask(session, {"op": "list"})
+    row = next((r for r in answer.get("shares") or [] if r.get("share_id") == share_id), None)
+    if row is None:
+        raise ShareFailed(f"no active share {share_id!r}: see `oh share list`")
+    if row.get("kind") != kind:
+        raise ShareFailed(f"share {share_id} is a {row.get('kind')} share, not {kind}")
+    d = shares_dir() / share_id
+    token_file, connect_file = d / "token", d / connect.FILE_NAME
+    try:
+        saved = connect.read(str(connect_file))
+    except connect.ConnectError as exc:
+        raise ShareFailed(f"{exc}; end the share (`oh share revoke {share_id}`) and make a new one") from None
+    socket = answer.get("socket") or ""
+    if not socket:
+        why = answer.get("socket_error") or "started with --no-socket"
+        raise ShareFailed(f"this backend has no Unix socket ({why})")
+    return Made(row, saved["token"], socket, d, token_file, connect_file, session.workspace, saved["workspace"])
+
+
 def listing(session: Session) -> list[dict[str, Any]]:
     """The backend's shares; directories of shares it no longer has are removed."""
     rows = _ask(session, {"op": "list"}).get("shares") or []

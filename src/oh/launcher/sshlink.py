@@ -313,6 +313,7 @@ def run(
     ttl: float | None,
     remote_dir: str | None,
     maps: list[str],
+    resume: str | None = None,
 ) -> int:
     if not session.socket:
         raise LinkFailed(
@@ -333,7 +334,8 @@ def run(
         (m.partition("=")[0] for m in maps if m.partition("=")[2].rstrip("/") == session.workspace), session.workspace
     )
     try:
-        made = shares.create(
+        made = shares.resume(session, resume, "ssh") if resume else None
+        made = made or shares.create(
             session,
             where=f"ssh {destination}",
             ttl=ttl,
