@@ -6,11 +6,15 @@ OpenHands integrations find it) act on the host's workspace; paths are mapped bo
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+from waiting import poll_until
 
 from . import container
 from .agent import client_read, mcp_run
@@ -125,3 +129,48 @@ def test_the_devcontainer_recipe(mroh):
     target.write_text('{// a comment\n"image": "x"}')
     proc = mroh("share", "--devcontainer", "--write")
     assert proc.returncode == 1 and "not plain JSON" in proc.stderr and target.read_text().startswith("{//")
+
+
+def sdk_venv() -> Path:
+    """The OpenHands SDK's Python 3.12 venv: $OH_SDK_VENV, else the one scripts/integration-venvs builds or reuses."""
+    given = os.environ.get("OH_SDK_VENV")
+    if given:
+        return Path(given)
+    from integrations.test_integrations import venv_for
+
+    return venv_for("openhands-sdk")
+
+
+@pytest.mark.slow
+def test_the_openhands_sdk_in_the_box_through_the_socket(mroh, boxed):
+    """The SDK's own agent loop in the box (a scripted LLM: no network needed, none there): its file_editor and
+    terminal tools reach the backend only through the mounted socket, at /workspace, and act here."""
+    flags, _ = boxed
+    venv = sdk_venv()
+    base = Path(os.path.realpath(venv / "bin" / "python")).parents[1]  # the interpreter the venv was made from
+    prefix = container.bwrap_argv(
+        flags, {"OH_USER_SHELL": "0", "PYTHONPATH": str(container.REPO / "src"), "PYTHONDONTWRITEBYTECODE": "1"}
+    )
+    prefix[-1:-1] = ["--ro-bind", str(venv), str(venv), "--ro-bind", str(base), str(base)]
+    script = str(Path(__file__).with_name("sdk_in_box.py"))
+    proc = subprocess.run(
+        [*prefix, str(venv / "bin" / "python"), script, "/workspace"], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert len(seen) == 3 and not any("AGENT ERROR" in t for t in seen.values()), seen
+    assert (mroh.workspace / "boxed.py").read_text() == "print('sdk ' + 'in the box')\n"
+    assert (mroh.workspace / "boxed.txt").read_text() == "sdk in the box\n"  # ran here, in the mapped directory
+    run, view = seen["call_2"], seen["call_3"]
+    assert "sdk in the box" in run and "/workspace" in run, run  # `pwd` shows the agent's path, mapped back
+    assert "sdk in the box" in view, view
+    poll_until(lambda: len(sdk_results(mroh)) >= 3, 10, "the SDK's actions in the trace")
+    assert {r["agent_name"] for r in sdk_results(mroh)} == {"sdk-in-box @ docker"}  # marked with where it runs
+
+
+def sdk_results(mroh) -> list[dict]:
+    rows = []
+    for p in (mroh.home / "traces").glob("*.jsonl"):
+        text = p.read_text()
+        rows += [json.loads(line) for line in text[: text.rfind("\n") + 1].splitlines()]  # whole lines only
+    return [r for r in rows if r.get("kind") == "result" and str(r.get("agent_name", "")).startswith("sdk-in-box")]
