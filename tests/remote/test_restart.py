@@ -131,3 +131,28 @@ def test_an_ssh_share_comes_back_down_with_the_command_that_brings_it_back(roh, 
     assert f"oh share ssh me@gpu-box --resume {sid}" in row["link"]["reason"], row
     assert f"oh share revoke {sid}" in row["link"]["reason"]
     assert "--resume" in roh("status").stdout
+
+
+def test_the_book_keeps_digests_and_forgets_what_ended(tmp_path):
+    """ShareBook on a real file: every change rewrites it, expiry too; a fresh book reads back only live,
+    well-formed records."""
+    from oh.backend.shares import ShareBook
+
+    path = tmp_path / "state" / "sharebook" / "w.json"
+    b = ShareBook(path)
+    live, token = b.create("box", None, ["/workspace=/srv/ws"], "docker")
+    brief, _ = b.create("gone-soon", 0.2)
+    assert token not in path.read_text() and path.stat().st_mode & 0o777 == 0o600
+    poll_until(lambda: b.sweep() == [brief], 10, "the short share's expiry")
+    records = json.loads(path.read_text())["shares"]
+    assert [r["share_id"] for r in records] == [live.share_id]
+    records.append({**records[0], "share_id": "s00000000", "digest": "zz"})  # malformed: dropped
+    records.append({**records[0], "share_id": "s11111111", "expires_at": time.time() - 1})  # expired: dropped
+    path.write_text(json.dumps({"version": 1, "shares": records}))
+    again = ShareBook(path)
+    assert again.load() == 1
+    got = again.match(token)
+    assert got is not None and got.kind == "docker" and got.pathmap.describe() == ["/workspace=/srv/ws"]
+    assert [r["share_id"] for r in json.loads(path.read_text())["shares"]] == [live.share_id]  # rewritten clean
+    again.revoke(live.share_id)
+    assert not path.exists()
