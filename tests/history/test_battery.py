@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from oh.history import tree as T
 from oh.history import undo as U
 from oh.protocol.errors import ProtocolError
 
@@ -233,6 +234,37 @@ def test_clean_tracked_files_come_from_git_and_are_copied_on_first_change(timeli
     [c] = tl.entries[entry].changes
     assert c.path == "tracked.txt" and tl.store.get(c.before.hash) == b"a\nb\n"
     assert U.undo(tl, entry)["ok"] and (ws / "tracked.txt").read_text() == "a\nb\n"
+
+
+@pytest.mark.parametrize("git", [True, False], ids=["git", "plain"])
+def test_the_snapshot_walk_knows_each_file_as_a_probe_of_it_would(timeline, git):
+    # The first snapshot takes each file's lstat in its walk (no second stat): its index must be what
+    # a probe of each file, one by one, says (stat key and state), for every kind of file.
+    ws = timeline.ws
+    setup = (
+        "mkdir -p a/b && echo 1 > a/one && printf '#!/bin/sh\\n' > a/b/x.sh && chmod +x a/b/x.sh && "
+        "ln -s a/one link && ln -s nowhere dangling && printf '\\0\\1' > bin && echo ig > a/skip.log"
+    )
+    bash(
+        ws,
+        setup
+        + (
+            " && echo '*.log' > .gitignore && git init -q && git add . && git -c user.name=t "
+            "-c user.email=t@t commit -qm one && echo 2 > a/one"
+            if git
+            else ""
+        ),
+    )
+    tl = timeline()
+    want = {"a/one", "a/b/x.sh", "link", "dangling", "bin"} | ({".gitignore"} if git else {"a/skip.log"})
+    assert set(tl.index) == want
+    clean = T.git_clean(tl.root) if git else {}
+    for rel, got in tl.index.items():
+        assert T.probe(tl.root, rel, None, tl.store, tl.max_file, clean.get(rel)) == got, rel
+    assert tl.index["a/b/x.sh"][1].mode == 0o755 and tl.index["link"][1].kind == "l"
+    if git:
+        assert tl.index["a/b/x.sh"][1].hash.startswith("git:") and not tl.index["a/one"][1].hash.startswith("git:")
+    assert set(tl.watcher.wds) >= {"", "a", "a/b"}
 
 
 def test_a_gitattributes_file_turns_the_git_shortcut_off(timeline):
