@@ -341,3 +341,33 @@ def test_a_directory_made_by_an_action_stays_while_someone_elses_file_is_in_it(t
     bash(ws, "echo mine > gen/users.txt")  # the user's file, after the action
     assert U.undo(tl, entry)["ok"]
     assert not (ws / "gen" / "out").exists() and (ws / "gen" / "users.txt").read_text() == "mine\n"
+
+
+def test_retention_never_drops_a_pending_change_set(timeline):
+    # Entries past the last `keep` go at the next start, but a change set still awaiting the user's keep or
+    # revert stays, however old, with the contents its revert needs (the pack is compacted around it).
+    ws = timeline.ws
+    (ws / "f.txt").write_text("before\n")
+    tl = timeline(review=True, keep=2)
+
+    def run(script: str) -> int:
+        entry = tl.begin("alice", "run", script)
+        bash(ws, script)
+        opened = tl.end(entry)
+        assert opened is not None and opened.review == "pending"
+        return entry
+
+    held = run("echo after > f.txt")
+    decided = [run(f"echo {i} > g{i}.txt") for i in range(3)]
+    for entry in decided:
+        assert U.decide(tl, entry, keep=True)["outcome"] == "accepted"
+    tl.close()
+    again = timeline(review=True, keep=2)
+    assert sorted(again.entries) == [held, *decided[-2:]]  # the oldest kept set went, the pending one stayed
+    assert [e.id for e in again.pending()] == [held]
+    again.close()
+    third = timeline(review=True, keep=2)  # and at every later start
+    assert [e.id for e in third.pending()] == [held]
+    res = U.decide(third, held, keep=False)
+    assert res is not None and res["outcome"] == "rejected", res
+    assert (ws / "f.txt").read_text() == "before\n" and (ws / "g0.txt").read_text() == "0\n"
