@@ -238,7 +238,7 @@ def test_clean_tracked_files_come_from_git_and_are_copied_on_first_change(timeli
 
 @pytest.mark.parametrize("git", [True, False], ids=["git", "plain"])
 def test_the_snapshot_walk_knows_each_file_as_a_probe_of_it_would(timeline, git):
-    # The first snapshot takes each file's lstat in its walk (no second stat): its index must be what
+    # The first snapshot (a walk, git's clean list, then each file's state): its index must be what
     # a probe of each file, one by one, says (stat key and state), for every kind of file.
     ws = timeline.ws
     setup = (

@@ -146,17 +146,21 @@ class Timeline:
     def snapshot(self) -> dict[str, Any]:
         """Read the workspace once: watches on every directory, every file's state in the index."""
         with self.lock:
-            # git's listing (two processes that stat every tracked file) overlaps our walk, which takes each
-            # file's lstat (one syscall per file), after its directory's watch is on.
+            # git's listing (two processes that stat every tracked file) overlaps our walk.
             pool = ThreadPoolExecutor(1)
             clean_f = pool.submit(tree.git_clean, self.root) if self.ignores.git else None
-            w = tree.walk(self.root, "", self.ignores, stat=True, on_dir=self.watcher.add)
+            w = tree.walk(self.root, "", self.ignores)
+            for d in w.dirs:
+                self.watcher.add(d)
             for top in w.ignored:
                 if os.path.isdir(os.path.join(self.root, top)):
                     self.watcher.add(top, ignored_top=True)
             clean = clean_f.result() if clean_f is not None else {}
             pool.shutdown()
-            self._index_walk(w, clean)
+            for rel in w.files:
+                got = tree.probe(self.root, rel, None, self.store, self.max_file, clean.get(rel))
+                if got is not None:
+                    self.index[rel] = got
             return {
                 "files": len(self.index),
                 "dirs": len(w.dirs),
@@ -164,21 +168,6 @@ class Timeline:
                 "from_git": len(clean),
                 "store": self.store.size,
             }
-
-    def _index_walk(self, w: tree.Walk, clean: dict[str, tuple[int, str]]) -> None:
-        """Each walked file's state into the index: a clean tracked file by its git blob (no read; the
-        common case, inline: 100,000 of them are on the snapshot's clock), any other read and stored."""
-        index, root, store, max_file = self.index, self.root, self.store, self.max_file
-        get, regular, ref = clean.get, H.REGULAR, tree.GIT_REF
-        for rel, st in zip(w.files, w.stats or ()):
-            blob, m = get(rel), st.st_mode
-            key = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, m)
-            if blob is not None and m & 0o170000 == 0o100000 and blob[0] == (0o100755 if m & 0o100 else 0o100644):
-                index[rel] = key, H.FileState(regular, m & 0o7777, st.st_size, ref + blob[1], True)
-                continue
-            got = tree.state(os.path.join(root, rel), st, store, max_file, blob)
-            if got is not None:
-                index[rel] = got
 
     # ------------------------------------------------------------------ drains
     def _collect(self, d: Dirty) -> tuple[set[str], set[str], list[str]]:

@@ -8,7 +8,6 @@ import os
 import stat
 import subprocess
 from dataclasses import dataclass
-from typing import Callable
 
 from ..protocol.history import REGULAR, SYMLINK, FileState
 from .store import ObjectStore, digest
@@ -73,24 +72,16 @@ class Walk:
     files: list[str]
     dirs: list[str]
     ignored: list[str]  # tops of ignored trees (and ignored files)
-    stats: list[os.stat_result] | None = None  # with ``stat=True``: each file's lstat, as ``files``
 
 
-def walk(
-    root: str, rel: str, ignores: Ignores, stat: bool = False, on_dir: Callable[[str], None] | None = None
-) -> Walk:
+def walk(root: str, rel: str, ignores: Ignores) -> Walk:
     """Every non-ignored regular file and symlink under ``rel`` (not following symlinks), its directories
-    and the ignored tops met on the way. ``stat``: each file's lstat too, taken in the walk (the entry's
-    own path, no join; the first snapshot's one syscall per file). ``on_dir`` is called with each
-    directory before it is listed (the watch goes on first: a change after a file's stat is reported)."""
-    out = Walk([], [], [], [] if stat else None)
-    files, dirs, ignored, stats = out.files, out.dirs, out.ignored, out.stats
+    and the ignored tops met on the way."""
+    out = Walk([], [], [])
     stack = [rel]
     while stack:
         d = stack.pop()
-        dirs.append(d)
-        if on_dir is not None:
-            on_dir(d)
+        out.dirs.append(d)
         try:
             it = os.scandir(os.path.join(root, d) if d else root)
         except OSError:
@@ -101,18 +92,11 @@ def walk(
                     continue
                 r = f"{d}/{e.name}" if d else e.name
                 if ignores.ignored(r, e.name):
-                    ignored.append(r)
+                    out.ignored.append(r)
                 elif e.is_dir(follow_symlinks=False):
                     stack.append(r)
                 elif e.is_file(follow_symlinks=False) or e.is_symlink():
-                    if stats is None:
-                        files.append(r)
-                        continue
-                    try:
-                        stats.append(e.stat(follow_symlinks=False))
-                    except OSError:
-                        continue  # gone since the listing
-                    files.append(r)
+                    out.files.append(r)
     return out
 
 
@@ -138,14 +122,6 @@ def probe(
     key = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_mode)
     if known is not None and known[0] == key:
         return known
-    return state(full, st, store, max_file, blob)
-
-
-def state(
-    full: str, st: os.stat_result, store: ObjectStore, max_file: int, blob: tuple[int, str] | None = None
-) -> tuple[StatKey, FileState] | None:
-    """``probe`` once the file's lstat is known (the first snapshot's walk took it)."""
-    key = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_mode)
     mode = stat.S_IMODE(st.st_mode)
     if blob is not None and stat.S_ISREG(st.st_mode) and blob[0] == (0o100755 if mode & 0o100 else 0o100644):
         return key, FileState(REGULAR, mode, st.st_size, GIT_REF + blob[1], True)
