@@ -80,6 +80,9 @@ def test_a_commands_changes_are_kept_or_reverted_from_oh_review(here):
             (opened,) = _changeset_events(mon, 1)
             [row] = _review()["changesets"]
             assert (row["agent"], row["files"], row["created"], row["deleted"]) == ("alice", 3, 1, 1)
+            table = invoke(run_review)
+            assert table.code == 0 and row["id"] in table.out and "COMMAND (already ran)" in table.out
+            assert "the agent was told they are not final" in " ".join(table.out.split())
             cid = row["id"]
             # The agent is told its changes are held, not final: at the end of its output, and by id.
             md = ran.extras["metadata"]
