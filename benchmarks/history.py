@@ -8,7 +8,9 @@ sparse 1 MiB files, cached under ``.cache/history-bench/`` (generation is not on
 in-process backends (local runtime, real bash) and a real client on loopback:
 
 - ``first_snapshot``: the backend's start with history on minus without (the walk, hash and store of
-  every non-ignored file), the pack's size, and that nothing of the ignored tree is in it;
+  every non-ignored file), the pack's size, and that nothing of the ignored tree is in it; also the
+  snapshot's own clock (``took_s``: the timeline's opening and snapshot, wall) and its CPU seconds
+  (``cpu_s``: the backend process, ``git_cpu_s``: the git commands it ran), which the load does not inflate;
 - ``run_true`` / ``run_10_files``: p50 of `run true` and of a command rewriting 10 files, history off vs
   on (the overhead is the difference);
 - ``undo_1000``: `undo` of a command that changed 1,000 files (the control request, in process);

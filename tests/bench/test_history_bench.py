@@ -29,6 +29,8 @@ def test_tiny_run_produces_every_figure(tmp_path: Path) -> None:
     snap = res["first_snapshot"]
     assert snap["files"] >= 1200 and snap["ignored"] >= 1  # node_modules counted by its top, never walked
     assert 0 < snap["pack_bytes"] < 3 * 1024 * 1024  # no copy of the 3 MiB ignored tree
+    # The snapshot's own clock: wall and CPU seconds (oh's, and the git it ran: ls-files, diff-files).
+    assert snap["took_s"] > 0 and snap["cpu_s"] > 0 and snap["git_cpu_s"] >= 0
     assert res["undo_1000"]["files"] == 1000
     for name in ("run_true", "run_10_files"):
         assert set(res[name]) == {"off_ms", "on_ms", "overhead_ms"}

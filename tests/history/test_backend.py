@@ -59,10 +59,10 @@ def test_history_diff_and_undo_from_the_cli(here):
     (oh.workspace / "app.py").write_text("DEBUG = True\nPORT = 80\n")
     info = _start(oh)
     with _agent(oh, info, "alice") as alice:
-        assert (
-            alice.run("sed -i 's/True/False/' app.py && mkdir -p gen && echo x > gen/out.txt", timeout=WAIT).exit_code
-            == 0
-        )
+        ran = alice.run("sed -i 's/True/False/' app.py && mkdir -p gen && echo x > gen/out.txt", timeout=WAIT)
+        assert ran.exit_code == 0
+        # History without review mode: the changes are final, nothing is said about holding them.
+        assert "changeset" not in ran.extras["metadata"] and "held" not in ran.extras["metadata"]["suffix"]
         assert alice.write(str(oh.workspace / "notes.md"), "hello\n").kind == "write"
     [run, write] = _entries(oh)
     assert (run["agent"], run["kind"], run["files"], run["created"]) == ("alice", "run", 2, 1)

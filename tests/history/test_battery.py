@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from oh.history import tree as T
 from oh.history import undo as U
 from oh.protocol.errors import ProtocolError
 
@@ -235,6 +236,37 @@ def test_clean_tracked_files_come_from_git_and_are_copied_on_first_change(timeli
     assert U.undo(tl, entry)["ok"] and (ws / "tracked.txt").read_text() == "a\nb\n"
 
 
+@pytest.mark.parametrize("git", [True, False], ids=["git", "plain"])
+def test_the_snapshot_walk_knows_each_file_as_a_probe_of_it_would(timeline, git):
+    # The first snapshot (a walk, git's clean list, then each file's state): its index must be what
+    # a probe of each file, one by one, says (stat key and state), for every kind of file.
+    ws = timeline.ws
+    setup = (
+        "mkdir -p a/b && echo 1 > a/one && printf '#!/bin/sh\\n' > a/b/x.sh && chmod +x a/b/x.sh && "
+        "ln -s a/one link && ln -s nowhere dangling && printf '\\0\\1' > bin && echo ig > a/skip.log"
+    )
+    bash(
+        ws,
+        setup
+        + (
+            " && echo '*.log' > .gitignore && git init -q && git add . && git -c user.name=t "
+            "-c user.email=t@t commit -qm one && echo 2 > a/one"
+            if git
+            else ""
+        ),
+    )
+    tl = timeline()
+    want = {"a/one", "a/b/x.sh", "link", "dangling", "bin"} | ({".gitignore"} if git else {"a/skip.log"})
+    assert set(tl.index) == want
+    clean = T.git_clean(tl.root) if git else {}
+    for rel, got in tl.index.items():
+        assert T.probe(tl.root, rel, None, tl.store, tl.max_file, clean.get(rel)) == got, rel
+    assert tl.index["a/b/x.sh"][1].mode == 0o755 and tl.index["link"][1].kind == "l"
+    if git:
+        assert tl.index["a/b/x.sh"][1].hash.startswith("git:") and not tl.index["a/one"][1].hash.startswith("git:")
+    assert set(tl.watcher.wds) >= {"", "a", "a/b"}
+
+
 def test_a_gitattributes_file_turns_the_git_shortcut_off(timeline):
     ws = timeline.ws
     bash(
@@ -309,3 +341,33 @@ def test_a_directory_made_by_an_action_stays_while_someone_elses_file_is_in_it(t
     bash(ws, "echo mine > gen/users.txt")  # the user's file, after the action
     assert U.undo(tl, entry)["ok"]
     assert not (ws / "gen" / "out").exists() and (ws / "gen" / "users.txt").read_text() == "mine\n"
+
+
+def test_retention_never_drops_a_pending_change_set(timeline):
+    # Entries past the last `keep` go at the next start, but a change set still awaiting the user's keep or
+    # revert stays, however old, with the contents its revert needs (the pack is compacted around it).
+    ws = timeline.ws
+    (ws / "f.txt").write_text("before\n")
+    tl = timeline(review=True, keep=2)
+
+    def run(script: str) -> int:
+        entry = tl.begin("alice", "run", script)
+        bash(ws, script)
+        opened = tl.end(entry)
+        assert opened is not None and opened.review == "pending"
+        return entry
+
+    held = run("echo after > f.txt")
+    decided = [run(f"echo {i} > g{i}.txt") for i in range(3)]
+    for entry in decided:
+        assert U.decide(tl, entry, keep=True)["outcome"] == "accepted"
+    tl.close()
+    again = timeline(review=True, keep=2)
+    assert sorted(again.entries) == [held, *decided[-2:]]  # the oldest kept set went, the pending one stayed
+    assert [e.id for e in again.pending()] == [held]
+    again.close()
+    third = timeline(review=True, keep=2)  # and at every later start
+    assert [e.id for e in third.pending()] == [held]
+    res = U.decide(third, held, keep=False)
+    assert res is not None and res["outcome"] == "rejected", res
+    assert (ws / "f.txt").read_text() == "before\n" and (ws / "g0.txt").read_text() == "0\n"

@@ -80,7 +80,15 @@ def test_a_commands_changes_are_kept_or_reverted_from_oh_review(here):
             (opened,) = _changeset_events(mon, 1)
             [row] = _review()["changesets"]
             assert (row["agent"], row["files"], row["created"], row["deleted"]) == ("alice", 3, 1, 1)
+            table = invoke(run_review)
+            assert table.code == 0 and row["id"] in table.out and "COMMAND (already ran)" in table.out
+            assert "the agent was told they are not final" in " ".join(table.out.split())
             cid = row["id"]
+            # The agent is told its changes are held, not final: at the end of its output, and by id.
+            md = ran.extras["metadata"]
+            assert md["changeset"] == cid and md["exit_code"] == 0
+            assert f"held for the user's review as change set {cid}" in md["suffix"]
+            assert "3 files" in md["suffix"] and "do not assume they are final" in md["suffix"]
             assert opened["changeset"] == cid and opened["files"] == 3
             shown = invoke(run_show, proposal_id=cid)
             assert shown.code == 0 and "-one" in shown.out and "+ONE" in shown.out and "gone.txt" in shown.out
@@ -91,8 +99,14 @@ def test_a_commands_changes_are_kept_or_reverted_from_oh_review(here):
             (closed,) = _changeset_events(mon, 1)
             assert (closed["changeset"], closed["decision"], closed["by"]) == (cid, "reverted", "cli")
             assert _review()["changesets"] == []
-            assert alice.run("touch kept.txt", timeout=WAIT).exit_code == 0
+            touched = alice.run("touch kept.txt", timeout=WAIT)
+            assert touched.exit_code == 0
             (kept_row,) = _review()["changesets"]
+            assert touched.extras["metadata"]["changeset"] == kept_row["id"] != cid
+            assert "changes to 1 file are held" in touched.extras["metadata"]["suffix"]
+            # A command that changed no file opens no change set: nothing said.
+            quiet = alice.run("true", timeout=WAIT).extras["metadata"]
+            assert "changeset" not in quiet and "held" not in (quiet.get("suffix") or "")
             # A live view that joins now still shows the pending change set (the snapshot replays it).
             with connect(info["url"] + "/v1/monitor", additional_headers={"Authorization": f"Bearer {token}"}) as late:
                 joined = LiveState(backend={})
@@ -164,10 +178,13 @@ def test_a_background_jobs_changes_become_a_change_set_when_the_job_ends(here):
         command = "while [ ! -e node_modules/go ]; do sleep 0.05; done; echo bg > bg.txt"
         obs = alice.send(actions.run(command, background=True))
         assert obs.exit_code == -1  # running: no change set while its entry is open
+        # Told at once that what the job changes will be held (the change set's id is known already).
+        held = obs.extras["metadata"]["changeset"]
+        assert f"held for the user's review as change set {held} when it ends" in obs.extras["metadata"]["suffix"]
         assert _review()["changesets"] == []
         (oh.workspace / "node_modules" / "go").touch()
         wait_for(lambda: _review()["changesets"], timeout=WAIT, what="the job's change set")
     [row] = _review()["changesets"]
-    assert row["agent"] == "alice" and row["files"] == 1
+    assert row["agent"] == "alice" and row["files"] == 1 and row["id"] == held
     assert invoke(run_reject, proposal_id=row["id"]).code == 0
     assert not (oh.workspace / "bg.txt").exists() and (oh.workspace / "node_modules" / "go").exists()

@@ -38,8 +38,9 @@ def check_shape(obs: dict[str, Any], action: Action, kind: str | None = None) ->
     assert set(obs["extras"]) == {**REFERENCE_EXTRAS, **OUR_EXTRAS}[kind] or kind == "job", obs["extras"]
     assert isinstance(obs["content"], str)
     if kind == "run":
-        # job_id (docs/protocol.md §3.8) is the one addition: OpenHands' CmdOutputMetadata ignores unknown keys.
-        assert set(obs["extras"]["metadata"]) - {"job_id"} == REFERENCE_RUN_METADATA
+        # job_id (docs/protocol.md §3.8) and a review-mode change set's id (§3.15.1) are the additions:
+        # OpenHands' CmdOutputMetadata ignores unknown keys.
+        assert set(obs["extras"]["metadata"]) - {"job_id", "changeset"} == REFERENCE_RUN_METADATA
         assert isinstance(obs["extras"]["metadata"]["exit_code"], int)
         assert obs["success"] == (obs["extras"]["metadata"]["exit_code"] == 0)
     return obs

@@ -171,7 +171,8 @@ def _changeset_table(io: Streams, sets: list[dict[str, Any]], after: bool) -> No
         )
     io.print(
         "These commands' changes are on disk: `oh review show ID` shows them; `oh review accept ID` keeps them, "
-        "`oh review reject ID` reverts them (your later edits are merged, never lost). They wait until you decide."
+        "`oh review reject ID` reverts them (your later edits are merged, never lost). They wait until you decide "
+        "(no timeout; history's retention keeps them), and the agent was told they are not final."
     )
 
 

@@ -109,11 +109,19 @@ class Timeline:
             self.entries[eid].review = str(rec["review"])
 
     def _gc(self) -> None:
-        """Garbage collection at start: keep the last ``keep`` entries and the contents they use."""
+        """Garbage collection at start: keep the last ``keep`` entries and the contents they use, and every
+        change set still awaiting the user's keep or revert, however old (never dropped: its revert needs
+        its entry and its "before" contents)."""
         if len(self.entries) <= self.keep and self.store.size < 4 * 1024**3:
             return
-        kept = sorted(self.entries)[-self.keep :]
-        self.entries = {i: self.entries[i] for i in kept}
+        last = set(sorted(self.entries)[-self.keep :]) if self.keep > 0 else set()
+        held = {i for i, e in self.entries.items() if e.review == H.PENDING and i not in last}
+        dropped = len(self.entries) - len(last) - len(held)
+        self.entries = {i: e for i, e in self.entries.items() if i in last or i in held}
+        if dropped or held:
+            log.info(
+                "history: retention dropped %d old entries; kept %d pending change set(s) past it", dropped, len(held)
+            )
         used = {s.hash for e in self.entries.values() for c in e.changes for s in (c.before, c.after) if s and s.hash}
         self.store.compact(used)
         tmp = self._journal_path + ".gc"

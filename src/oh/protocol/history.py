@@ -252,6 +252,25 @@ def changeset_id(entry_id: int) -> str:
     return f"h{entry_id}"
 
 
+def held_note(entry: Entry) -> str:
+    """What the agent reads after a command whose file changes became a change set (§3.15.1): they are on
+    disk, but not final (the user keeps or reverts them)."""
+    n = len({c.path for c in entry.changes})
+    return (
+        f"[oh: review mode: this command's changes to {n} file{'s' if n != 1 else ''} are held for the user's "
+        f"review as change set {changeset_id(entry.id)}: they are on disk now, but the user keeps or reverts "
+        "them (`oh review`); do not assume they are final]"
+    )
+
+
+def held_later_note(entry_id: int) -> str:
+    """The same for a background job, said when it starts: its changes are held when it ends."""
+    return (
+        f"[oh: review mode: the files this job changes are held for the user's review as change set "
+        f"{changeset_id(entry_id)} when it ends; the user keeps or reverts them (`oh review`)]"
+    )
+
+
 def changeset_entry(cid: str) -> int | None:
     """The history entry of a change set id (``h12`` -> 12); None when it is not one."""
     m = CHANGESET_ID.match(cid)
