@@ -275,6 +275,16 @@ def test_under_commands_writes_into_git_are_asked(action):
         "cat /proc/$PPID/cmdline",
         "cat /proc/1234/environ",
         "grep -r token $OH_HOME",
+        "cat /proc/1234/task/1234/environ",
+        "cat /proc/thread-self/cmdline",
+        "cat /proc/*/environ",
+        "cat /dev/fd/5",
+        "cat ~u/.local/state/oh/sessions/x.json",
+        "cat ~-/x.json",
+        "grep -r decider_token /home/u",
+        "grep -r decider_token ~",
+        "grep -r decider_token /home/u/.local",
+        "tar -cf docs/x.tar /home/u/.local/state",
     ],
 )
 @pytest.mark.parametrize("level", ["risky", "commands", "all"])
@@ -283,6 +293,81 @@ def test_self_approval_is_asked_however_invoked(line, level):
     p = Policy(p.level, p.rules + parse_rules(["run: /venv/bin/oh *"]), WS, "/home/u", p.protected)
     d = run(p, line)
     assert d.verdict == "ask" and not d.suggest, (line, d)
+
+
+def test_listing_above_oh_state_is_not_reading_it():
+    p = policy("commands", allow=["run: ls *", "run: cd *", "run: cat *", "run: du *"])
+    for line in ("ls ~", "ls -la /home/u/.local", "cd ~", "du -sh /home/u", "cat /proc/cpuinfo", "cat /dev/fd/1"):
+        assert run(p, line).verdict == "allow", line
+
+
+# Programs that write files or run commands through their options or scripts (find -fprint, sed w/e, tar):
+# no allow rule for the program covers that part; write rules see the files they name. The real effects:
+# the battery rows "find -fprint ...", "sed ...", "tar ...", "sort -o ...".
+@pytest.mark.parametrize(
+    "line, verdict",
+    [
+        ("find . -fprint .git/hooks/x", "ask"),
+        ("find . -fls .env", "deny"),
+        ("find . -fprintf .env %p", "deny"),
+        ("sort -o .env f", "deny"),
+        ("sort --output=.env f", "deny"),
+        ("tar -cf .env src", "deny"),
+        ("tar cf .env src", "deny"),
+        ("tar --create --file=.env src", "deny"),
+        ("tar -xf a.tar", "ask"),
+        ("tar xf a.tar", "ask"),
+        ("tar -xf a.tar --to-command=sh", "ask"),
+        ("tar -cf x.tar src --checkpoint-action=exec=sh", "ask"),
+        ("tar -cf x.tar -I 'sh -c x' src", "ask"),
+        ("tar -cf", "ask"),
+        ("sed -n '1e id' f", "ask"),
+        ("sed -n '1w .env' f", "ask"),
+        ("sed -n 'W out' f", "ask"),
+        ("sed 's/a/b/w out' f", "ask"),
+        ("sed 's/a/b/e' f", "ask"),
+        ("sed -e p -e '$w out' f", "ask"),
+        ("sed -nf s.sed f", "ask"),
+        ("sed --file=s.sed f", "ask"),
+        ("sed $S f", "ask"),
+        ("find . -name x -delete", "allow"),  # like `rm` under `run: rm *`; risky without a rule (below)
+        ("sed 's/hello/world/g' f", "allow"),
+        ("sed -n '/we/p;2d' f", "allow"),
+        ("sed -i.bak 's/a/b/' f", "allow"),
+        ("sed --sandbox -n '1w x' f", "allow"),
+        ("tar -tvf a.tar", "allow"),
+        ("tar -cf out.tar src", "allow"),
+        ("find . -name '*.py' -print", "allow"),
+    ],
+)
+def test_programs_that_write_or_run_through_their_arguments(line, verdict):
+    allow = ["run: find *", "run: sed *", "run: tar *", "run: sort *"]
+    assert run(policy("commands", allow=allow, deny=["write: .env"]), line).verdict == verdict, line
+    if verdict == "ask" or "-delete" in line:
+        assert run(policy("risky"), line).verdict == "ask", line
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "set -o history",
+        "set -H",
+        "set -euH",
+        "set -o histexpand",
+        "shopt -o -s history",
+        "set -o $X",
+        "history -s 'rm -rf x'",
+        ". /dev/stdin <<< 'rm x'",
+        "echo 'rm x' | source /dev/stdin",
+        "source /proc/self/fd/0",
+        "source - < s.sh",
+    ],
+)
+def test_a_shell_history_and_sourced_stdin_are_refused(line):
+    """An editor's terminal reads commands as typed (readline): with history on, `!!:1-2` runs words the gate
+    saw only as data. And `. /dev/stdin` runs its input, like `sh` reading a pipe."""
+    assert shellparse.parse(line).unknown is not None, line
+    assert run(policy("risky"), line).verdict == "ask"
 
 
 def test_arguments_resolving_into_oh_state_are_asked():

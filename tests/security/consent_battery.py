@@ -4,9 +4,9 @@ the action exactly when the verdict is ``allow``. test_consent_battery.py runs e
 real in-process backend (local runtime, real bash, real kernel); tests/protocol/test_consent_issue25.py
 checks the same rows against the pure decision, fast.
 
-``{ws}`` in a command or path is the workspace, ``{state}`` oh's state directory (the policy's protected
-directory, holding ``sessions/s.json``). ``setup`` is a shell script run in the workspace first (no
-gate): it builds the repository, the symlinks, the fake programs an attack needs.
+``{ws}`` in a command or path is the workspace, ``{pid}`` the backend's process, ``{state}`` oh's state
+directory (the policy's protected directory, holding ``sessions/s.json``). ``setup`` is a shell script run
+in the workspace first (no gate): it builds the repository, the symlinks, the fake programs an attack needs.
 """
 
 from __future__ import annotations
@@ -277,6 +277,126 @@ CASES: list[Case] = [
         {"never": "allow", "*": "refused"},
         allow=("run: touch *", "run: : *"),
         levels=ALL,
+    ),
+    # -- red team (issue 25 follow-up): programs that write or run through their options and scripts, the
+    # /proc entries of the backend, directories above oh's state, a shell's own history
+    Case(
+        "find -fprint into a hook",
+        run("find . -maxdepth 0 -fprint .git/hooks/M"),
+        {"never": "allow", "*": "ask"},
+        allow=("run: find *",),
+        setup=GIT_REPO,
+        marker=".git/hooks/M",
+    ),
+    Case(
+        "find -fprint a denied file",
+        run("find . -maxdepth 0 -fprint .env"),
+        {"*": "deny"},
+        allow=("run: find *",),
+        deny=("write: .env",),
+        marker=".env",
+    ),
+    Case(
+        "sort -o a denied file",
+        run("sort -o .env f"),
+        {"*": "deny"},
+        allow=("run: sort *",),
+        deny=("write: .env",),
+        setup="echo x > f",
+        marker=".env",
+    ),
+    Case("sed e runs a command", run("sed -n '1e touch M' f"), NEVER_RUNS, allow=("run: sed *",), setup="echo x > f"),
+    Case(
+        "sed s///w into a hook",
+        run("sed -n 's/x/y/w .git/hooks/M' f"),
+        {"never": "allow", "*": "ask"},
+        allow=("run: sed *",),
+        setup=GIT_REPO + " && echo x > f",
+        marker=".git/hooks/M",
+    ),
+    Case(
+        "sed w a denied file",
+        run("sed -n '1w .env' f"),
+        {"*": "ask"},
+        allow=("run: sed *",),
+        deny=("write: .env",),
+        setup="echo x > f",
+        marker=".env",
+    ),
+    Case(
+        "sed -f a script",
+        run("sed -n -f s.sed f"),
+        NEVER_RUNS,
+        allow=("run: sed *",),
+        setup="echo x > f && echo '1e touch M' > s.sed",
+    ),
+    Case(
+        "tar --to-command",
+        run("tar -xf a.tar --to-command='touch M'"),
+        NEVER_RUNS,
+        allow=("run: tar *",),
+        setup="echo x > f && tar -cf a.tar f",
+    ),
+    Case(
+        "tar --checkpoint-action",
+        run("tar -cf b.tar f --checkpoint=1 --checkpoint-action=exec='touch M'"),
+        NEVER_RUNS,
+        allow=("run: tar *",),
+        setup="echo x > f",
+    ),
+    Case(
+        "tar -cf a denied file",
+        run("tar -cf .env f"),
+        {"*": "deny"},
+        allow=("run: tar *",),
+        deny=("write: .env",),
+        setup="echo x > f",
+        marker=".env",
+    ),
+    Case(
+        "tar -x into a hook",
+        run("tar -xf a.tar"),
+        {"never": "allow", "*": "ask"},
+        allow=("run: tar *",),
+        setup=GIT_REPO + " && mkdir -p x/.git/hooks && touch x/.git/hooks/M && tar -C x -cf a.tar .git && rm -r x",
+        marker=".git/hooks/M",
+    ),
+    Case(
+        "grep -r above oh's state",
+        run("grep -r decider_token .. > M"),
+        {"never": "allow", "*": "ask"},
+        allow=("run: grep *",),
+    ),
+    Case(
+        "cat of the backend's task environ",
+        run("cat /proc/{pid}/task/{pid}/environ > M"),
+        {"never": "allow", "*": "ask"},
+        allow=("run: cat *",),
+    ),
+    Case(
+        "cat of /proc/self/task cmdline",
+        run("cat /proc/thread-self/cmdline > M"),
+        {"never": "allow", "*": "ask"},
+        allow=("run: cat *",),
+    ),
+    Case(". /dev/stdin here-string", run(". /dev/stdin <<< 'touch M'"), NEVER_RUNS),
+    Case(
+        "source /dev/stdin from a pipe", run("echo 'touch M' | source /dev/stdin"), NEVER_RUNS, allow=("run: echo *",)
+    ),
+    # an editor's terminal reads commands as typed (readline): with history on, `!!:1-2` runs what it recalls
+    Case("set -o history", run("set -o history"), {"never": "allow", "*": "ask"}, marker=""),
+    Case("history -s", run("history -s 'touch M'"), {"never": "allow", "*": "ask"}, marker=""),
+    # -- controls for the red team's fixes: what they do not touch still runs
+    Case("sed substitution", run("sed 's/x/y/' f > M"), {"*": "allow"}, allow=("run: sed *",), setup="echo x > f"),
+    Case(
+        "tar -tf",
+        run("tar -tf a.tar > M"),
+        {"*": "allow"},
+        allow=("run: tar *",),
+        setup="echo x > f && tar -cf a.tar f",
+    ),
+    Case(
+        "grep -r in the workspace", run("grep -r x . > M"), {"*": "allow"}, allow=("run: grep *",), setup="echo x > f"
     ),
     # -- controls: what is allowed still runs
     Case(

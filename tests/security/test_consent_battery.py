@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -27,7 +28,7 @@ PARAMS = [pytest.param(case, level, id=f"{case.name}@{level}") for case in CASES
 
 def _fill(value, ws: Path, state: Path):
     if isinstance(value, str):
-        return value.replace("{ws}", str(ws)).replace("{state}", str(state))
+        return value.replace("{ws}", str(ws)).replace("{state}", str(state)).replace("{pid}", str(os.getpid()))
     if isinstance(value, dict):
         return {k: _fill(v, ws, state) for k, v in value.items()}
     return value

@@ -36,7 +36,7 @@ import unicodedata
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping
 
-from . import kinds, shellparse
+from . import kinds, progargs, shellparse
 from .shellparse import Part
 
 LEVELS = ("never", "risky", "commands", "changes", "all")
@@ -446,7 +446,9 @@ def _runs_code_elsewhere(part: Part) -> str | None:
         return "git with options that load configuration or programs from elsewhere (-c, --git-dir, ...)"
     if runs_oh(part):
         return "runs oh's own deciding commands (only you decide with those)"
-    return None
+    if base == "find" and "-delete" in part.argv:
+        return "find -delete removes files (like rm)"
+    return _program_runs(part)
 
 
 def _git_globals(argv: tuple[str, ...]) -> list[str]:
@@ -524,6 +526,8 @@ def _implied_writes(part: Part) -> tuple[str, ...]:
         return (files[-1],)
     if base == "dd":
         return tuple(a[3:] for a in args if a.startswith("of="))
+    if base in ("find", "sort", "tar"):
+        return progargs.writes(base, args)
     if base == "git" and "config" in args:
         rest = args[args.index("config") + 1 :]
         if not any(r in ("--get", "--get-all", "--get-regexp", "--list", "-l", "get", "list") for r in rest):
@@ -534,14 +538,22 @@ def _implied_writes(part: Part) -> tuple[str, ...]:
 def _touches(part: Part, policy: Policy, where: "Where") -> str | None:
     """Why a part touches a place only the user decides about (oh's files; a write into .git/, .vscode/...,
     outside the workspace, or somewhere only known at run time), or None."""
+    base = part.name.rsplit("/", 1)[-1]
     for w in part.words + tuple(shellparse.Word(r, bool(re.search(r"[$`*?]", r))) for r in part.reads):
         if w.dynamic and re.search(r"[$`]", w.text) and _SUSPECT.search(w.text):
             return f"`{w.text}` may name oh's own files (it is only known at run time)"
         places = _places(w.text, policy, where) if not w.dynamic or not re.search(r"[$`]", w.text) else ()
         if _touches_protected(w.text, policy) or any(_protected(p, policy) for p in places):
             return "touches oh's own files (sessions, tokens, config): only you decide with those"
+        if re.match(r"~[^/+]", w.text):  # ~user/..., ~-/... (OLDPWD): where it points is known at run time
+            return f"`{w.text}` may name oh's own files (a ~name path is only known at run time)"
+        if base not in _LISTERS and any(_holds_protected(p, policy) for p in places):
+            return f"`{w.text}` is a directory that holds oh's own files: a program given it may read them all"
     if part.blind_writes:
         return f"writes {part.blind_writes[0]}, a file known only at run time"
+    blind = progargs.blind(part.name.rsplit("/", 1)[-1], [w.text for w in part.words[1:]])
+    if blind is not None:
+        return blind
     if where.base_unknown:
         rel = next((t for t in part.writes if not t.startswith(("/", "~"))), None)
         if rel is not None:
@@ -568,13 +580,51 @@ def _protected(path: str, policy: Policy) -> bool:
     return any(x and (path == x or path.startswith(x.rstrip("/") + "/")) for x in policy.protected)
 
 
+# Programs that only list or name a directory (never read the files in it): given an ancestor of oh's
+# state they show nothing secret. Any other program given such a directory may read all of it (grep -r, tar).
+_LISTERS = frozenset(
+    {
+        "ls",
+        "cd",
+        "pushd",
+        "pwd",
+        "stat",
+        "du",
+        "df",
+        "test",
+        "[",
+        "echo",
+        "printf",
+        "realpath",
+        "readlink",
+        "dirname",
+        "basename",
+        "file",
+        "mkdir",
+        "true",
+        ":",
+        "git",
+        "tree",
+    }
+)
+# What a process's /proc entry gives (environment, command line, open files, memory, its root and cwd),
+# and the file descriptors of the program reading it (/dev/fd/3...): never resolved here, always asked.
+_PROC = re.compile(r"/proc/+(?:self|thread-self|[0-9]+|[^/]*[*?\[][^/]*)(?:/|\Z)|/dev/+fd/+(?:[3-9]|[0-9]{2,})")
+
+
+def _holds_protected(path: str, policy: Policy) -> bool:
+    """Whether ``path`` is a directory above one of oh's own (``~``, ``~/.local``, ``/``)."""
+    p = path.rstrip("/") + "/"
+    return any(x and x.rstrip("/").startswith(p) for x in policy.protected)
+
+
 def _touches_protected(word: str, policy: Policy) -> bool:
     w = _expand(word, policy)
     return (
         any(p and p in w for p in policy.protected)
         or "oh/sessions" in w
         or "OH_HOME" in w
-        or re.search(r"/proc/[^/]*/(environ|cmdline|fd|cwd|root|mem|maps)", w) is not None
+        or _PROC.search(w) is not None
     )
 
 
@@ -832,6 +882,9 @@ def _write_rules(policy: Policy, part: Part, where: Where) -> tuple[str, str, st
             True,
             False,
         )
+    hidden = _program_runs(part) or progargs.blind(part.name.rsplit("/", 1)[-1], [w.text for w in part.words[1:]])
+    if hidden is not None:
+        return "ask", f"`{part.display()}`: {hidden}, and write rules deny or ask", None, True, False
     for target in part.writes + _implied_writes(part):
         candidates = (normalize(target, where.base, policy), *_places(target, policy, where))
         for verdict in ("deny", "ask"):
@@ -908,7 +961,15 @@ def _hard_risk(part: Part) -> str | None:
         return "runs oh's own deciding commands (only you decide with those)"
     if base_git_loads(part):
         return "git with options that load configuration or programs from elsewhere (-c, --git-dir, ...)"
-    return None
+    return _program_runs(part)
+
+
+def _program_runs(part: Part) -> str | None:
+    """A program that runs commands or writes files through its script or options (sed e/w, tar
+    --to-command): no allow rule for the program covers that."""
+    if any(w.dynamic for w in part.words[1:]) and part.name.rsplit("/", 1)[-1] in ("sed", "tar"):
+        return f"{part.name} with arguments known only at run time (they may run or write something)"
+    return progargs.runs(part.name.rsplit("/", 1)[-1], [w.text for w in part.words[1:]])
 
 
 # ----------------------------------------------------------------------------- leaving the sandbox
