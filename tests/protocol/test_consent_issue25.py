@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from oh.protocol import shellparse
-from oh.protocol.consent import LEVELS, Policy, Where, decide, moves, normalize, parse_rules, places
+from oh.protocol.consent import LEVELS, Policy, Where, decide, git_starts, moves, normalize, parse_rules, places
 
 WS = "/home/u/proj"
 STATE = "/home/u/.local/state/oh"
@@ -368,6 +368,26 @@ def test_a_shell_history_and_sourced_stdin_are_refused(line):
     saw only as data. And `. /dev/stdin` runs its input, like `sh` reading a pipe."""
     assert shellparse.parse(line).unknown is not None, line
     assert run(policy("risky"), line).verdict == "ask"
+
+
+def test_git_is_allowed_only_on_a_repository_named_dot_git():
+    """git's discovery takes any directory holding HEAD, objects/ and refs/ as a repository: files written
+    under an allowed path (docs/config with core.fsmonitor) would make an allowed `git status` run a program.
+    The runtime fills Where.git_dirs from the file system (battery: "a directory made a git repository")."""
+    p = policy("commands", allow=["run: git *", "run: cd *"])
+    good = Where(WS, git_dirs={"": WS + "/.git", "sub": WS + "/.git"})
+    bare = Where(WS, git_dirs={"": WS + "/docs", "docs": WS + "/docs"})
+    assert run(p, "git status", good).verdict == "allow"
+    assert run(p, "git -C sub status", good).verdict == "allow"
+    assert run(p, "git status", bare).verdict == "ask"
+    assert run(p, "git -C docs status", Where(WS, git_dirs={"": WS + "/.git", "docs": WS + "/docs"})).verdict == "ask"
+    assert run(p, "cd sub && git status", good).verdict == "ask"  # where git starts is known only at run time
+    assert run(p, "git -C $D status", good).verdict == "ask"
+    assert run(p, "git -C a -C b status", good).verdict == "ask"
+    assert run(p, "git -C elsewhere status", good).verdict == "ask"  # a start the runtime did not look at
+    assert run(p, "git status", Where(WS, git_dirs={"": WS + "/.git"}, base_unknown=True)).verdict == "ask"
+    assert git_starts("run", {"command": "git -c a=b -C sub status; ls"}) == ("", "sub")
+    assert git_starts("run", {"command": "ls"}) == ()
 
 
 def test_arguments_resolving_into_oh_state_are_asked():

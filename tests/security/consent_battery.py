@@ -28,7 +28,7 @@ class Case:
     deny: tuple[str, ...] = ()
     setup: str = ""
     marker: str = "M"  # exists after the action exactly when it was allowed ("" = no file effect)
-    pre: tuple[str, ...] = ()  # commands the gate allows first, in the same agent shell
+    pre: tuple[str | dict[str, Any], ...] = ()  # commands (or actions) the gate allows first, same agent shell
     levels: tuple[str, ...] = LEVELS
 
     def verdict(self, level: str) -> str:
@@ -45,6 +45,13 @@ def act(kind: str, **args: Any) -> dict[str, Any]:
 
 NEVER_RUNS = {"never": "allow", "*": "ask"}  # bash runs it; every level but never asks
 GIT_REPO = "git init -q . && git config user.email t@t && git config user.name t"
+# docs/ made a git directory (HEAD, objects/, refs/, a config whose fsmonitor runs): git's discovery takes it
+BARE_DOCS = (
+    GIT_REPO
+    + " && mkdir -p docs/objects docs/refs && echo 'ref: refs/heads/main' > docs/HEAD && printf '[core]\\n"
+    + "\\trepositoryformatversion = 0\\n\\tbare = false\\n\\tworktree = ..\\n\\tfsmonitor = touch {ws}/M\\n'"
+    + " > docs/config"
+)
 FAKE_GIT = "mkdir -p tools && printf '#!/bin/sh\\ntouch {ws}/M\\n' > tools/git && chmod +x tools/git"
 
 CASES: list[Case] = [
@@ -386,8 +393,44 @@ CASES: list[Case] = [
     # an editor's terminal reads commands as typed (readline): with history on, `!!:1-2` runs what it recalls
     Case("set -o history", run("set -o history"), {"never": "allow", "*": "ask"}, marker=""),
     Case("history -s", run("history -s 'touch M'"), {"never": "allow", "*": "ask"}, marker=""),
+    Case(
+        "a directory made a git repository",
+        run("git status", cwd="docs"),
+        {"never": "allow", "*": "ask"},
+        allow=("run: git status", "write: docs/**"),
+        setup=GIT_REPO,
+        pre=(
+            act("write", path="docs/HEAD", content="ref: refs/heads/main\n"),
+            act("write", path="docs/objects/.keep", content=""),
+            act("write", path="docs/refs/.keep", content=""),
+            act(
+                "write",
+                path="docs/config",
+                content="[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = ..\n"
+                "\tfsmonitor = touch {ws}/M\n",
+            ),
+        ),
+        levels=("never", "risky", "commands", "all"),
+    ),
+    Case(
+        "git -C into a directory made a repository",
+        run("git -C docs status"),
+        NEVER_RUNS,
+        allow=("run: git *",),
+        setup=BARE_DOCS,
+    ),
+    Case(
+        "cd into a directory made a repository, then git",
+        run("cd docs && git status"),
+        NEVER_RUNS,
+        allow=("run: git status", "run: cd *"),
+        setup=BARE_DOCS,
+    ),
     # -- controls for the red team's fixes: what they do not touch still runs
     Case("sed substitution", run("sed 's/x/y/' f > M"), {"*": "allow"}, allow=("run: sed *",), setup="echo x > f"),
+    Case(
+        "git status in the workspace", run("git status > M"), {"*": "allow"}, allow=("run: git status",), setup=GIT_REPO
+    ),
     Case(
         "tar -tf",
         run("tar -tf a.tar > M"),

@@ -89,7 +89,8 @@ async def test_battery(case: Case, level: str, tmp_path: Path, oh_home: Path) ->
             f"ws://127.0.0.1:{b.port}/v1/agent", additional_headers={"Authorization": f"Bearer {TOKEN}"}
         ) as ag:
             for i, command in enumerate(case.pre):
-                obs = await _send(ag, 100 + i, {"action": "run", "args": {"command": command}})
+                pre = command if isinstance(command, dict) else {"action": "run", "args": {"command": command}}
+                obs = await _send(ag, 100 + i, _fill(pre, ws, state))
                 assert _outcome(obs) == "allow", obs
             obs = await _send(ag, 1, _fill(case.action, ws, state))
             expected = case.verdict(level)

@@ -451,6 +451,20 @@ def _runs_code_elsewhere(part: Part) -> str | None:
     return _program_runs(part)
 
 
+def _git_dash_c(argv: tuple[str, ...]) -> list[str]:
+    """The values of git's global ``-C DIR`` options (in front of the subcommand)."""
+    out: list[str] = []
+    i = 1
+    while i < len(argv) and argv[i].startswith("-"):
+        if argv[i] in ("-C", "-c") and i + 1 < len(argv):
+            if argv[i] == "-C":
+                out.append(argv[i + 1])
+            i += 2
+            continue
+        i += 1
+    return out
+
+
 def _git_globals(argv: tuple[str, ...]) -> list[str]:
     out = []
     for a in argv[1:]:
@@ -482,6 +496,45 @@ class Where:
     paths: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     cwd: str | None = None  # the action's cwd, resolved
     base_unknown: bool = False  # an earlier command moved the shell and the runtime cannot say where to
+    # the repository git would use started from each directory of ``git_starts()`` ("" = ``base``): what
+    # git's discovery finds (a ``.git`` entry, or a directory that is itself a git directory), None = none
+    git_dirs: Mapping[str, str | None] = field(default_factory=dict)
+
+
+def git_starts(kind: str, args: dict[str, Any]) -> tuple[str, ...]:
+    """The directories git starts its repository discovery from, for each ``git`` part of a run: "" (where
+    the command runs) and each ``git -C DIR``. The I/O layer fills ``Where.git_dirs`` for them."""
+    command = str(args.get("command", ""))
+    if kind != "run" or args.get("is_input") or len(command) > MAX_SHOW or "git" not in command:
+        return ()
+    out = [""]
+    for part in shellparse.parse(command).parts:
+        if part.name.rsplit("/", 1)[-1] == "git":
+            out += _git_dash_c(part.argv)
+    return tuple(dict.fromkeys(out))[:16]
+
+
+def _git_elsewhere(part: Part, where: "Where") -> str | None:
+    """Why the repository a git part would use is not one the gate guards: git's discovery accepts any
+    directory holding HEAD, objects/ and refs/ as a repository, so files written under an allowed path
+    (``docs/HEAD``, ``docs/config`` with core.fsmonitor) make ``git status`` there run a program."""
+    if part.name.rsplit("/", 1)[-1] != "git" or not where.git_dirs:
+        return None
+    starts = _git_dash_c(part.argv)
+    if part.after_cd or where.base_unknown:
+        return "git after a cd: the repository it uses is not known before it runs"
+    if len(starts) > 1 or any(w.dynamic and w.text in starts for w in part.words):
+        return "git with a -C known only at run time (or several): the repository it uses is not known"
+    start = starts[0] if starts else ""
+    if start not in where.git_dirs:
+        return "git starting from a directory the gate did not look at"
+    found = where.git_dirs[start]
+    if found is not None and os.path.basename(found.rstrip("/")) != ".git":
+        return (
+            f"git would use {found} as its repository (a directory holding HEAD, objects/ and refs/, not a .git): "
+            "its config can run programs"
+        )
+    return None
 
 
 def places(kind: str, args: dict[str, Any]) -> tuple[str, ...]:
@@ -549,6 +602,9 @@ def _touches(part: Part, policy: Policy, where: "Where") -> str | None:
             return f"`{w.text}` may name oh's own files (a ~name path is only known at run time)"
         if base not in _LISTERS and any(_holds_protected(p, policy) for p in places):
             return f"`{w.text}` is a directory that holds oh's own files: a program given it may read them all"
+    git_why = _git_elsewhere(part, where)
+    if git_why is not None:
+        return git_why
     if part.blind_writes:
         return f"writes {part.blind_writes[0]}, a file known only at run time"
     blind = progargs.blind(part.name.rsplit("/", 1)[-1], [w.text for w in part.words[1:]])

@@ -121,6 +121,7 @@ class Part:
     runs_args: bool = False  # a program that runs a command given in its arguments (flock, chroot, watch...)
     stdin_code: bool = False  # an interpreter that reads its program from stdin (a pipe or heredoc)
     extra_args: bool = False  # xargs / find -exec: more arguments arrive at run time
+    after_cd: bool = False  # an earlier part of the same line changes directory (cd, pushd, popd)
 
     @property
     def argv(self) -> tuple[str, ...]:
@@ -172,6 +173,7 @@ def _parse(command: str, depth: int) -> list[Part]:
     for cmd in raw:
         for part in _unwrap(cmd, depth):
             if moved:  # after a cd, a relative target is somewhere the gate cannot place before it runs
+                part = replace(part, after_cd=True)
                 rel = tuple(w for w in part.writes if not w.startswith(("/", "~")))
                 if rel:
                     part = replace(
