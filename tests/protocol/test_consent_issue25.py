@@ -390,6 +390,27 @@ def test_git_is_allowed_only_on_a_repository_named_dot_git():
     assert git_starts("run", {"command": "ls"}) == ()
 
 
+def test_a_write_through_a_hard_link_is_not_placed():
+    """A file with other hard links is written under all its names: a write into it is asked when write rules
+    deny or ask, and at `risky` and above (battery: "append through a hard link ..."). Making the link is a
+    write of its source (`ln .env x`, `cp -l .env x`)."""
+    p = policy("commands", allow=["run: echo *", "run: cp *", "run: ln *"], deny=["write: .env"])
+    linked = Where(WS, {"docs/e": (WS + "/docs/e",)}, linked=frozenset({WS + "/docs/e"}))
+    assert run(p, "echo x >> docs/e").verdict == "allow"
+    assert run(p, "echo x >> docs/e", linked).verdict == "ask"
+    assert run(policy("risky", allow=["run: echo *"]), "echo x >> docs/e", linked).verdict == "ask"
+    assert run(policy("never"), "echo x >> docs/e", linked).verdict == "allow"
+    for line in (
+        "ln .env docs/e",
+        "cp -l .env docs/e",
+        "cp -al .env docs/e",
+        "cp --link .env x",
+    ):
+        assert run(p, line).verdict == "deny", line
+    assert run(p, "cp .env docs/e").verdict == "allow"  # a copy is a new file: .env is only read
+    assert run(p, "ln -s ../.env docs/e").verdict == "ask"  # a symlink: writes through it are resolved anyway
+
+
 def test_arguments_resolving_into_oh_state_are_asked():
     p = policy("commands", allow=["run: cat *"])
     assert run(p, "cat notes.json").verdict == "allow"

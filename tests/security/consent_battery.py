@@ -30,6 +30,7 @@ class Case:
     marker: str = "M"  # exists after the action exactly when it was allowed ("" = no file effect)
     pre: tuple[str | dict[str, Any], ...] = ()  # commands (or actions) the gate allows first, same agent shell
     levels: tuple[str, ...] = LEVELS
+    changed: str = ""  # a file that exists before: its content changes exactly when the action was allowed
 
     def verdict(self, level: str) -> str:
         return self.expect.get(level, self.expect.get("*", "ask"))
@@ -425,6 +426,43 @@ CASES: list[Case] = [
         NEVER_RUNS,
         allow=("run: git status", "run: cd *"),
         setup=BARE_DOCS,
+    ),
+    Case(
+        "ln of a denied file",
+        run("ln .env docs/e"),
+        {"*": "deny"},
+        deny=("write: .env",),
+        setup="mkdir docs && echo s > .env",
+        marker="docs/e",
+    ),
+    Case(
+        "cp -l of a denied file",
+        run("cp -l .env docs/e"),
+        {"*": "deny"},
+        allow=("run: cp *",),
+        deny=("write: .env",),
+        setup="mkdir docs && echo s > .env",
+        marker="docs/e",
+    ),
+    Case(
+        "append through a hard link to a denied file",
+        run("echo x >> docs/e"),
+        {"*": "ask"},
+        allow=("run: echo *",),
+        deny=("write: .env",),
+        setup="mkdir docs && echo s > .env && ln .env docs/e",
+        marker="",
+        changed=".env",
+        levels=ALL,
+    ),
+    Case(
+        "append through a hard link into a hook",
+        run("echo x >> docs/h"),
+        {"never": "allow", "*": "ask"},
+        allow=("run: echo *",),
+        setup=GIT_REPO + " && mkdir docs && echo s > .git/hooks/h && ln .git/hooks/h docs/h",
+        marker="",
+        changed=".git/hooks/h",
     ),
     # -- controls for the red team's fixes: what they do not touch still runs
     Case("sed substitution", run("sed 's/x/y/' f > M"), {"*": "allow"}, allow=("run: sed *",), setup="echo x > f"),

@@ -61,6 +61,14 @@ async def _marker_appears(path: Path) -> bool:
     return False
 
 
+async def _changes(path: Path, before: bytes) -> bool:
+    for _ in range(100):  # bounded wait, as for a marker
+        if path.read_bytes() != before:
+            return True
+        await asyncio.sleep(0.02)
+    return False
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("case, level", PARAMS)
 async def test_battery(case: Case, level: str, tmp_path: Path, oh_home: Path) -> None:
@@ -92,6 +100,7 @@ async def test_battery(case: Case, level: str, tmp_path: Path, oh_home: Path) ->
                 pre = command if isinstance(command, dict) else {"action": "run", "args": {"command": command}}
                 obs = await _send(ag, 100 + i, _fill(pre, ws, state))
                 assert _outcome(obs) == "allow", obs
+            before = (ws / case.changed).read_bytes() if case.changed else b""
             obs = await _send(ag, 1, _fill(case.action, ws, state))
             expected = case.verdict(level)
             assert _outcome(obs) == expected, (case.name, level, obs.get("content"))
@@ -101,6 +110,11 @@ async def test_battery(case: Case, level: str, tmp_path: Path, oh_home: Path) ->
                     assert await _marker_appears(marker), f"{case.name}: allowed but no effect: the case proves nothing"
                 else:
                     assert not marker.exists(), f"{case.name} at {level}: {expected} yet it ran"
+            if case.changed:
+                if expected == "allow":
+                    assert await _changes(ws / case.changed, before), f"{case.name}: allowed but nothing changed"
+                else:
+                    assert (ws / case.changed).read_bytes() == before, f"{case.name} at {level}: {expected} yet it ran"
     finally:
         await asyncio.wait_for(b.stop("test end"), 15)
     if case.name.startswith("symlink read"):

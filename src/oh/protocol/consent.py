@@ -499,6 +499,7 @@ class Where:
     # the repository git would use started from each directory of ``git_starts()`` ("" = ``base``): what
     # git's discovery finds (a ``.git`` entry, or a directory that is itself a git directory), None = none
     git_dirs: Mapping[str, str | None] = field(default_factory=dict)
+    linked: frozenset[str] = frozenset()  # resolved places that are regular files with more than one hard link
 
 
 def git_starts(kind: str, args: dict[str, Any]) -> tuple[str, ...]:
@@ -575,6 +576,11 @@ def _implied_writes(part: Part) -> tuple[str, ...]:
         base == "sed" and any(a.startswith(("-i", "--in-place")) for a in args)
     ):
         return tuple(files)
+    if (
+        base == "ln"
+        or (base == "cp" and any(a in ("-l", "--link") or re.fullmatch(r"-[a-zA-Z]*l[a-zA-Z]*", a) for a in args))
+    ) and files:
+        return tuple(files)  # a hard link is a second name to write the source through: it counts as written
     if base in ("cp", "mv", "ln", "install", "rsync") and files:
         return (files[-1],)
     if base == "dd":
@@ -607,6 +613,9 @@ def _touches(part: Part, policy: Policy, where: "Where") -> str | None:
         return git_why
     if part.blind_writes:
         return f"writes {part.blind_writes[0]}, a file known only at run time"
+    linked = _linked_write(part, policy, where)
+    if linked is not None:
+        return f"writes through a hard link: {linked}"
     blind = progargs.blind(part.name.rsplit("/", 1)[-1], [w.text for w in part.words[1:]])
     if blind is not None:
         return blind
@@ -939,6 +948,8 @@ def _write_rules(policy: Policy, part: Part, where: Where) -> tuple[str, str, st
             False,
         )
     hidden = _program_runs(part) or progargs.blind(part.name.rsplit("/", 1)[-1], [w.text for w in part.words[1:]])
+    if hidden is None:
+        hidden = _linked_write(part, policy, where)
     if hidden is not None:
         return "ask", f"`{part.display()}`: {hidden}, and write rules deny or ask", None, True, False
     for target in part.writes + _implied_writes(part):
@@ -961,6 +972,15 @@ def _write_rules(policy: Policy, part: Part, where: Where) -> tuple[str, str, st
                     False,
                     False,
                 )
+    return None
+
+
+def _linked_write(part: Part, policy: Policy, where: Where) -> str | None:
+    """A write into an existing file with other hard links writes the file under all its names (one may be
+    a denied path, or in .git/): where it really writes is not known."""
+    for target in part.writes + _implied_writes(part):
+        if any(p in where.linked for p in _places(target, policy, where)):
+            return f"{target} has other hard links (another name of it may be anywhere)"
     return None
 
 

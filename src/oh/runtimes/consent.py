@@ -21,6 +21,7 @@ import glob
 import itertools
 import logging
 import os
+import stat
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -270,7 +271,8 @@ class ConsentGuard(Wrapper):
                 self._moved.add(ctx.id)
         paths = {typed: _resolve_all(typed, base, self.policy) for typed in rules.places(action.kind, action.args)}
         gits = {d: _git_dir(_resolve(d or ".", base, self.policy)) for d in rules.git_starts(action.kind, action.args)}
-        return rules.Where(base, paths, cwd, unknown, gits)
+        linked = frozenset(p for got in paths.values() for p in got if _hard_linked(p))
+        return rules.Where(base, paths, cwd, unknown, gits, linked)
 
     async def execute(self, action: Action, agent: Hashable) -> dict[str, Any]:
         unsandboxed = escalation.requested(action)  # leaving the sandbox: its own decision (runtimes/escalation.py)
@@ -350,6 +352,14 @@ class ConsentGuard(Wrapper):
 
 def _resolve(typed: str, base: str, policy: rules.Policy) -> str:
     return os.path.realpath(rules.normalize(typed, base, policy))
+
+
+def _hard_linked(path: str) -> bool:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_nlink > 1
 
 
 def _git_dir(start: str) -> str | None:
