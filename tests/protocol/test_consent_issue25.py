@@ -404,6 +404,8 @@ def test_a_write_through_a_hard_link_is_not_placed():
         "ln .env docs/e",
         "cp -l .env docs/e",
         "cp -al .env docs/e",
+        "cp -s .env x",
+        "cp --symbolic-link .env x",
         "cp --link .env x",
     ):
         assert run(p, line).verdict == "deny", line

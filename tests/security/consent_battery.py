@@ -464,6 +464,24 @@ CASES: list[Case] = [
         marker="",
         changed=".git/hooks/h",
     ),
+    Case(
+        "cp -s then a write through it",
+        run("cp -s .git/hooks/h n && echo x >> n"),
+        {"never": "allow", "*": "ask"},
+        allow=("run: cp *", "run: echo *"),
+        setup=GIT_REPO + " && echo s > .git/hooks/h",
+        marker="",
+        changed=".git/hooks/h",
+    ),
+    Case(
+        "ln -s then a write through it",
+        run("ln -s .git/hooks/h n && echo x >> n"),
+        {"never": "allow", "*": "ask"},
+        allow=("run: ln *", "run: echo *"),
+        setup=GIT_REPO + " && echo s > .git/hooks/h",
+        marker="",
+        changed=".git/hooks/h",
+    ),
     # -- controls for the red team's fixes: what they do not touch still runs
     Case("sed substitution", run("sed 's/x/y/' f > M"), {"*": "allow"}, allow=("run: sed *",), setup="echo x > f"),
     Case(

@@ -567,6 +567,9 @@ def _places(typed: str, policy: Policy, where: "Where") -> tuple[str, ...]:
     return tuple(got) if got else (normalize(typed, where.base, policy),)
 
 
+_CP_LINKS = re.compile(r"--link|--symbolic-link|-[a-zA-Z]*[ls][a-zA-Z]*")  # cp -l / -s: links, not copies
+
+
 def _implied_writes(part: Part) -> tuple[str, ...]:
     """Files a program writes through its arguments (an allow rule names the program, not these)."""
     base = part.name.rsplit("/", 1)[-1]
@@ -576,11 +579,8 @@ def _implied_writes(part: Part) -> tuple[str, ...]:
         base == "sed" and any(a.startswith(("-i", "--in-place")) for a in args)
     ):
         return tuple(files)
-    if (
-        base == "ln"
-        or (base == "cp" and any(a in ("-l", "--link") or re.fullmatch(r"-[a-zA-Z]*l[a-zA-Z]*", a) for a in args))
-    ) and files:
-        return tuple(files)  # a hard link is a second name to write the source through: it counts as written
+    if (base == "ln" or (base == "cp" and any(_CP_LINKS.fullmatch(a) for a in args))) and files:
+        return tuple(files)  # a link is a second name to write the source through: it counts as written
     if base in ("cp", "mv", "ln", "install", "rsync") and files:
         return (files[-1],)
     if base == "dd":
