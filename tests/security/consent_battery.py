@@ -482,6 +482,21 @@ CASES: list[Case] = [
         marker="",
         changed=".git/hooks/h",
     ),
+    Case(
+        "MAKEFLAGS in front of an allowed make",
+        run("MAKEFLAGS=SHELL=./evil make t"),
+        NEVER_RUNS,
+        allow=("run: make t",),
+        setup="printf 't:\\n\\techo ok\\n' > Makefile && printf '#!/bin/sh\\ntouch M\\n' > evil && chmod +x evil",
+    ),
+    Case(
+        "npm_config_script_shell in the env field",
+        run("npm run t", env={"npm_config_script_shell": "{ws}/evil"}),
+        NEVER_RUNS,
+        allow=("run: npm run *",),
+        setup='echo \'{"scripts": {"t": "true"}}\' > package.json && printf \'#!/bin/sh\\ntouch {ws}/M\\n\' > evil'
+        " && chmod +x evil",
+    ),
     # -- controls for the red team's fixes: what they do not touch still runs
     Case("sed substitution", run("sed 's/x/y/' f > M"), {"*": "allow"}, allow=("run: sed *",), setup="echo x > f"),
     Case(

@@ -60,7 +60,16 @@ DANGEROUS_ENV = re.compile(
     r"[A-Z_]*_COMMAND|PAGER|MANPAGER|EDITOR|VISUAL|BROWSER|PYTHON[A-Z_]*|NODE_[A-Z_]+|NPM_CONFIG_[A-Z_]+|"
     r"PERL5?[A-Z_]*|RUBY[A-Z_]*|GEM_[A-Z_]+|BUNDLE_[A-Z_]+|JAVA_TOOL_OPTIONS|_JAVA_OPTIONS|JDK_JAVA_OPTIONS|"
     r"CLASSPATH|GOFLAGS|GOPATH|CARGO_[A-Z_]+|RUSTC_WRAPPER|RUSTFLAGS|CC|CXX|LESSOPEN|LESSCLOSE|"
-    r"SSH_ASKPASS|SUDO_ASKPASS|GNUPGHOME|SSL_CERT_[A-Z_]+|[A-Z_]*_PROXY|[a-z_]*_proxy|OH_[A-Z_]*)\Z"
+    r"SSH_ASKPASS|SUDO_ASKPASS|GNUPGHOME|SSL_CERT_[A-Z_]+|[A-Z_]*_PROXY|[a-z_]*_proxy|OH_[A-Z_]*|"
+    # build tools and package managers read options that name programs, plugins or scripts to run:
+    # MAKEFLAGS=SHELL=./x make, npm_config_script_shell=./x npm test, PYTEST_ADDOPTS='-p plugin' pytest
+    r"(?i:npm_config_[a-z_0-9]*)|YARN_[A-Z_]+|PNPM_[A-Z_]+|COREPACK_[A-Z_]+|PYTEST_[A-Z_]+|TOX_[A-Z_]+|"
+    r"MAKEFLAGS|MFLAGS|GNUMAKEFLAGS|MAKEFILES|MAKE|RUSTC|RUSTDOC|RUSTC_[A-Z_]+|RUSTDOCFLAGS|"
+    r"GO(?:FLAGS|ROOT|PATH|TOOLCHAIN|PROXY|PRIVATE|NOSUMDB|INSECURE|BIN|ENV|EXPERIMENT|WORK|MODCACHE)|"
+    r"[A-Z_]*_OPTS|LUA_[A-Z_0-9]*|VIMINIT|EXINIT|MYVIMRC|VIMRUNTIME|EMACS[A-Z_]*|UV_[A-Z_]+|PIP_[A-Z_]+|"
+    r"POETRY_[A-Z_]+|HATCH_[A-Z_]+|CONDA_[A-Z_]+|VIRTUAL_ENV|DOTNET_[A-Z_]+|COMPOSER_[A-Z_]*|PHPRC|"
+    r"PHP_INI_SCAN_DIR|DENO_[A-Z_]+|BUN_[A-Z_]+|ELECTRON_RUN_AS_NODE|LD|AR|AS|CPP|[A-Z]*FLAGS|"
+    r"PKG_CONFIG_[A-Z_]*|CMAKE_[A-Z_]*|TCLLIBPATH|R_[A-Z_]+|FCEDIT|[A-Z_]*_EDITOR|SHELL_[A-Z_]*)\Z"
 )
 
 # Built-in risky commands (level ``risky``): deleting, overwriting devices, privileges, processes,
