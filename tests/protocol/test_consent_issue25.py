@@ -413,6 +413,19 @@ def test_a_write_through_a_hard_link_is_not_placed():
     assert run(p, "ln -s ../.env docs/e").verdict == "ask"  # a symlink: writes through it are resolved anyway
 
 
+def test_case_and_moves_do_not_escape_the_rules():
+    """On a case-insensitive file system `.GIT/hooks` is `.git/hooks` and `.ENV` is `.env`: deny and ask rules
+    and the sensitive places match in any case. `mv .git g` changes .git (then `g/hooks` is no .git)."""
+    p = policy("commands", allow=["run: echo *", "run: mv *"], deny=["write: .env"])
+    assert run(p, "echo x > .ENV").verdict == "deny"
+    assert decide(p, "write", {"path": ".Env", "content": "x"}).verdict == "deny"
+    assert run(p, "echo x > .GIT/hooks/pre-commit").verdict == "ask"
+    assert run(p, "echo x > sub/.Git/config").verdict == "ask"
+    assert run(p, "mv .git g").verdict == "ask"
+    assert run(p, "mv .env x").verdict == "deny"
+    assert run(p, "mv a b").verdict == "allow"
+
+
 def test_arguments_resolving_into_oh_state_are_asked():
     p = policy("commands", allow=["run: cat *"])
     assert run(p, "cat notes.json").verdict == "allow"

@@ -497,6 +497,14 @@ CASES: list[Case] = [
         setup='echo \'{"scripts": {"t": "true"}}\' > package.json && printf \'#!/bin/sh\\ntouch {ws}/M\\n\' > evil'
         " && chmod +x evil",
     ),
+    Case(
+        "mv .git away and back",
+        run("mv .git g && echo x > g/hooks/M && mv g .git"),
+        {"never": "allow", "*": "ask"},
+        allow=("run: mv *", "run: echo *"),
+        setup=GIT_REPO,
+        marker=".git/hooks/M",
+    ),
     # -- controls for the red team's fixes: what they do not touch still runs
     Case("sed substitution", run("sed 's/x/y/' f > M"), {"*": "allow"}, allow=("run: sed *",), setup="echo x > f"),
     Case(

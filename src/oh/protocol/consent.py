@@ -402,10 +402,14 @@ def _abs_pattern(pattern: str, policy: Policy) -> str:
     return os.path.join(policy.workspace, pattern)
 
 
-def path_matches(pattern: str, path: str, policy: Policy) -> bool:
-    """Whether a path rule matches ``path`` (absolute, normalized or resolved by the caller)."""
+def path_matches(pattern: str, path: str, policy: Policy, fold: bool = False) -> bool:
+    """Whether a path rule matches ``path`` (absolute, normalized or resolved by the caller). ``fold``: also
+    in another case (deny and ask rules: on a case-insensitive file system `.ENV` is `.env`)."""
     full = os.path.normpath(re.sub(r"\A/+", "/", _abs_pattern(pattern, policy)))
-    return _glob_regex(full).match(os.path.normpath(re.sub(r"\A/+", "/", path))) is not None
+    path = os.path.normpath(re.sub(r"\A/+", "/", path))
+    if fold:
+        return _glob_regex(full.casefold()).match(path.casefold()) is not None
+    return _glob_regex(full).match(path) is not None
 
 
 def is_risky(part: Part, policy: Policy | None = None, where: "Where | None" = None) -> str | None:
@@ -590,6 +594,8 @@ def _implied_writes(part: Part) -> tuple[str, ...]:
         return tuple(files)
     if (base == "ln" or (base == "cp" and any(_CP_LINKS.fullmatch(a) for a in args))) and files:
         return tuple(files)  # a link is a second name to write the source through: it counts as written
+    if base == "mv" and files:
+        return tuple(files)  # mv .git g: the sources change too (they go away)
     if base in ("cp", "mv", "ln", "install", "rsync") and files:
         return (files[-1],)
     if base == "dd":
@@ -711,9 +717,12 @@ def _sensitive_path(path: str, policy: Policy) -> str | None:
     if p != ws and not p.startswith(ws.rstrip("/") + "/"):
         return "outside the workspace"
     rel = os.path.relpath(p, ws).split(os.sep)
-    if rel and rel[0] in SENSITIVE_DIRS:
+    folded = [x.casefold() for x in rel]  # .GIT is .git on a case-insensitive file system (macOS, Windows)
+    if folded and folded[0] in SENSITIVE_DIRS:
         return f"inside {rel[0]}/ (settings, hooks or tasks there can run code)"
-    nested = next((x for x in rel[:-1] if x in NESTED_SENSITIVE), None) or (rel[-1] if rel[-1] == ".git" else None)
+    nested = next((x for x in folded[:-1] if x in NESTED_SENSITIVE), None) or (
+        rel[-1] if folded[-1] == ".git" else None
+    )
     if nested is not None:
         return f"inside a {nested}/ directory (hooks and config there can run code)"
     return None
@@ -844,7 +853,7 @@ def _decide_path(
                 (
                     r
                     for r in rules_
-                    if r.verdict == verdict and any(path_matches(r.pattern, p, policy) for p in (shown, *real))
+                    if r.verdict == verdict and any(path_matches(r.pattern, p, policy, True) for p in (shown, *real))
                 ),
                 None,
             )
@@ -968,7 +977,7 @@ def _write_rules(policy: Policy, part: Part, where: Where) -> tuple[str, str, st
                 (
                     r
                     for r in rules_
-                    if r.verdict == verdict and any(path_matches(r.pattern, p, policy) for p in candidates)
+                    if r.verdict == verdict and any(path_matches(r.pattern, p, policy, True) for p in candidates)
                 ),
                 None,
             )
