@@ -426,6 +426,21 @@ def test_case_and_moves_do_not_escape_the_rules():
     assert run(p, "mv a b").verdict == "allow"
 
 
+def test_a_path_built_at_run_time_is_not_covered_by_an_allow_rule_under_commands():
+    """`cat $a$b$c` (or `cat "$(printf ...)"`) may read oh's session file whatever the pieces look like: under
+    `commands`/`all` an allow rule covers such a word only for a program that never opens it (echo, printf,
+    test...). Without protected places or read/write rules there is nothing to guard (the bash-trace policy)."""
+    allow = ["run: cat *", "run: printf *", "run: echo *"]
+    for level in ("commands", "all"):
+        p = policy(level, allow=allow)
+        assert run(p, "a=/x; cat $a$b").verdict == "ask"
+        assert run(p, 'cat "$(printf %s/y /x)"').verdict == "ask"
+        assert run(p, "a=1; echo $a").verdict == "allow"
+        assert run(p, "cat README.md").verdict == "allow"
+    assert run(policy("risky", allow=allow), "cat $a$b").verdict == "allow"  # residual at risky (§8)
+    assert run(Policy("commands", parse_rules(allow), WS, "/home/u", ()), "cat $a").verdict == "allow"
+
+
 def test_arguments_resolving_into_oh_state_are_asked():
     p = policy("commands", allow=["run: cat *"])
     assert run(p, "cat notes.json").verdict == "allow"

@@ -505,6 +505,20 @@ CASES: list[Case] = [
         setup=GIT_REPO,
         marker=".git/hooks/M",
     ),
+    Case(
+        "cat of the session file through pieces",
+        run("a={ws}/../ohst; b=ate/sess; c=ions/s.json; cat $a$b$c > M"),
+        {"never": "allow", "*": "ask"},
+        allow=("run: cat *",),
+        levels=("never", "commands", "all"),  # at risky a path built at run time is not seen (§8, residual)
+    ),
+    Case(
+        "cat of the session file through printf",
+        run('cat "$(printf %s/../ohst%s {ws} ate/sessions/s.json)" > M'),
+        {"never": "allow", "*": "ask"},
+        allow=("run: cat *", "run: printf *"),
+        levels=("never", "commands", "all"),
+    ),
     # -- controls for the red team's fixes: what they do not touch still runs
     Case("sed substitution", run("sed 's/x/y/' f > M"), {"*": "allow"}, allow=("run: sed *",), setup="echo x > f"),
     Case(

@@ -1033,6 +1033,9 @@ def _part_verdict(
         return "ask", f"`{part.display()}`: {hard}", None, True, False
     if part.assign_only:
         return "allow", "", None, False, False  # a plain variable: data, not a command
+    if allow is not None and asks_commands and (late := _late_path(part, policy)) is not None:
+        why = f"`{part.display()}`: `{late}` is only known at run time and may name any file, oh's own included"
+        return "ask", why, None, True, False
     if allow is not None:
         if high:
             return "ask", "the agent rated this command HIGH risk", None, False, False
@@ -1045,6 +1048,44 @@ def _part_verdict(
     if high:
         return "ask", "the agent rated this command HIGH risk", None, risky is not None, True
     return "allow", "", None, risky is not None, False
+
+
+# Programs that never open the words they are given as files: a word known only at run time is only data.
+_NON_OPENERS = frozenset(
+    {
+        "echo",
+        "printf",
+        "test",
+        "[",
+        "true",
+        "false",
+        ":",
+        "expr",
+        "seq",
+        "sleep",
+        "basename",
+        "dirname",
+        "cd",
+        "pushd",
+        "export",
+        "unset",
+        "shift",
+        "return",
+        "exit",
+        "wait",
+        "kill",
+    }
+)
+
+
+def _late_path(part: Part, policy: Policy) -> str | None:
+    """Under the levels that ask every command, an allow rule covers a program given a word that is known
+    only at run time ($X, $(...)) only if the program never opens it: `cat $a$b` may read oh's session file
+    (or a path a read/write rule guards) whatever the pieces look like, `echo $a$b` only prints it."""
+    guarded = policy.protected or any(r.kind in ("read", "write") and r.verdict != "allow" for r in policy.rules)
+    if not guarded or part.name.rsplit("/", 1)[-1] in _NON_OPENERS:
+        return None
+    return next((w.text for w in part.words[1:] if w.dynamic and re.search(r"[$`]", w.text)), None)
 
 
 def _hard_risk(part: Part) -> str | None:
