@@ -48,6 +48,28 @@ def test_a_command_too_long_to_show_is_refused_with_a_reason(oh):
     assert not (oh.workspace / "long.txt").exists()
 
 
+def test_a_command_near_the_limit_is_shown_whole_and_100_kib_is_refused(oh):
+    """Item 4 of issue 25 at full size: a 60 KiB command (one line, its effect at the very end) is in
+    `oh approvals --json` byte for byte and in the text of `oh approvals`; a 100 KiB one is refused up front
+    with the reason, never asked."""
+    oh.start("local", None, "--consent", "commands")
+    command = "echo " + "x" * (60 * 1024) + "; touch hidden-after-60k"
+    agent = _agent(oh, "run", command)
+    try:
+        rows = wait_for(lambda: oh.json("approvals", "--json")["approvals"] or None, timeout=30, what="the ask")
+        assert rows[0]["command"] == command
+        plain = oh("approvals", check=0).stdout
+        assert "touch hidden-after-60k" in plain and plain.count("x") >= 60 * 1024
+        oh("reject", rows[0]["id"], "--reason", "no", check=0)
+    finally:
+        agent.communicate(timeout=AGENT_WAIT)
+    assert not (oh.workspace / "hidden-after-60k").exists()
+    proc = oh("run", "echo " + "y" * (100 * 1024) + "; touch hidden-after-100k", check=None, timeout=AGENT_WAIT)
+    assert proc.returncode != 0 and "command too long to show for consent" in proc.stdout + proc.stderr
+    assert oh.json("approvals", "--json")["approvals"] == []
+    assert not (oh.workspace / "hidden-after-100k").exists()
+
+
 def test_the_agent_shell_parent_does_not_name_oh_state(oh):
     # Unsandboxed, the shell's parent is the backend itself: its argv and environ must not name oh's state.
     # (Sandboxed, the parent is bubblewrap and oh's state is an empty tmpfs: tests/sandbox covers that.)
@@ -77,5 +99,21 @@ def test_the_live_view_shows_every_line_of_the_asked_command(oh):
         term.child.send("n")
         agent.communicate(timeout=AGENT_WAIT)
         assert not (oh.workspace / "hidden-on-line-three").exists()
+    finally:
+        term.kill()
+
+
+def test_the_live_view_names_what_does_not_fit_and_where_to_read_it(oh):
+    from .terminal import Term
+
+    term = Term(oh, "--runtime", "local", "--consent", "commands", cols=120, rows=40)
+    try:
+        term.session()
+        agent = _agent(oh, "run", "echo " + "z" * (20 * 1024) + "; touch hidden-in-a-long-line")
+        term.see("shows the whole command")  # the lines that do not fit are counted, with where to read them
+        term.wait(lambda t: "more lines: `oh approvals`" in t and "y allow" in t, what="the note and the question")
+        term.child.send("n")
+        agent.communicate(timeout=AGENT_WAIT)
+        assert not (oh.workspace / "hidden-in-a-long-line").exists()
     finally:
         term.kill()

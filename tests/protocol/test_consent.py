@@ -101,8 +101,10 @@ def test_writes_and_stdin_code():
 def test_compound_command_walks_through_no_rule():
     p = policy("commands", allow=["run: git *"])
     assert run(p, "git status").verdict == "allow"
-    d = run(p, "git status; rm -rf ~")
+    d = run(p, "git status; rm -rf build")
     assert d.verdict == "ask" and "rm -rf" in d.reason and d.suggest == ("run: rm *",)
+    d = run(p, "git status; rm -rf ~")  # ~ holds oh's own state: no "always" rule covers it
+    assert d.verdict == "ask" and "oh's own files" in d.reason and d.suggest == ()
     assert run(p, "git status && git log").verdict == "allow"
     assert run(p, "git log | less").verdict == "ask"
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from oh.protocol import shellparse
-from oh.protocol.consent import LEVELS, Policy, Where, decide, moves, normalize, parse_rules, places
+from oh.protocol.consent import LEVELS, Policy, Where, decide, git_starts, moves, normalize, parse_rules, places
 
 WS = "/home/u/proj"
 STATE = "/home/u/.local/state/oh"
@@ -275,6 +275,16 @@ def test_under_commands_writes_into_git_are_asked(action):
         "cat /proc/$PPID/cmdline",
         "cat /proc/1234/environ",
         "grep -r token $OH_HOME",
+        "cat /proc/1234/task/1234/environ",
+        "cat /proc/thread-self/cmdline",
+        "cat /proc/*/environ",
+        "cat /dev/fd/5",
+        "cat ~u/.local/state/oh/sessions/x.json",
+        "cat ~-/x.json",
+        "grep -r decider_token /home/u",
+        "grep -r decider_token ~",
+        "grep -r decider_token /home/u/.local",
+        "tar -cf docs/x.tar /home/u/.local/state",
     ],
 )
 @pytest.mark.parametrize("level", ["risky", "commands", "all"])
@@ -283,6 +293,152 @@ def test_self_approval_is_asked_however_invoked(line, level):
     p = Policy(p.level, p.rules + parse_rules(["run: /venv/bin/oh *"]), WS, "/home/u", p.protected)
     d = run(p, line)
     assert d.verdict == "ask" and not d.suggest, (line, d)
+
+
+def test_listing_above_oh_state_is_not_reading_it():
+    p = policy("commands", allow=["run: ls *", "run: cd *", "run: cat *", "run: du *"])
+    for line in ("ls ~", "ls -la /home/u/.local", "cd ~", "du -sh /home/u", "cat /proc/cpuinfo", "cat /dev/fd/1"):
+        assert run(p, line).verdict == "allow", line
+
+
+# Programs that write files or run commands through their options or scripts (find -fprint, sed w/e, tar):
+# no allow rule for the program covers that part; write rules see the files they name. The real effects:
+# the battery rows "find -fprint ...", "sed ...", "tar ...", "sort -o ...".
+@pytest.mark.parametrize(
+    "line, verdict",
+    [
+        ("find . -fprint .git/hooks/x", "ask"),
+        ("find . -fls .env", "deny"),
+        ("find . -fprintf .env %p", "deny"),
+        ("sort -o .env f", "deny"),
+        ("sort --output=.env f", "deny"),
+        ("tar -cf .env src", "deny"),
+        ("tar cf .env src", "deny"),
+        ("tar --create --file=.env src", "deny"),
+        ("tar -xf a.tar", "ask"),
+        ("tar xf a.tar", "ask"),
+        ("tar -xf a.tar --to-command=sh", "ask"),
+        ("tar -cf x.tar src --checkpoint-action=exec=sh", "ask"),
+        ("tar -cf x.tar -I 'sh -c x' src", "ask"),
+        ("tar -cf", "ask"),
+        ("sed -n '1e id' f", "ask"),
+        ("sed -n '1w .env' f", "ask"),
+        ("sed -n 'W out' f", "ask"),
+        ("sed 's/a/b/w out' f", "ask"),
+        ("sed 's/a/b/e' f", "ask"),
+        ("sed -e p -e '$w out' f", "ask"),
+        ("sed -nf s.sed f", "ask"),
+        ("sed --file=s.sed f", "ask"),
+        ("sed $S f", "ask"),
+        ("find . -name x -delete", "allow"),  # like `rm` under `run: rm *`; risky without a rule (below)
+        ("sed 's/hello/world/g' f", "allow"),
+        ("sed -n '/we/p;2d' f", "allow"),
+        ("sed -i.bak 's/a/b/' f", "allow"),
+        ("sed --sandbox -n '1w x' f", "allow"),
+        ("tar -tvf a.tar", "allow"),
+        ("tar -cf out.tar src", "allow"),
+        ("find . -name '*.py' -print", "allow"),
+    ],
+)
+def test_programs_that_write_or_run_through_their_arguments(line, verdict):
+    allow = ["run: find *", "run: sed *", "run: tar *", "run: sort *"]
+    assert run(policy("commands", allow=allow, deny=["write: .env"]), line).verdict == verdict, line
+    if verdict == "ask" or "-delete" in line:
+        assert run(policy("risky"), line).verdict == "ask", line
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "set -o history",
+        "set -H",
+        "set -euH",
+        "set -o histexpand",
+        "shopt -o -s history",
+        "set -o $X",
+        "history -s 'rm -rf x'",
+        ". /dev/stdin <<< 'rm x'",
+        "echo 'rm x' | source /dev/stdin",
+        "source /proc/self/fd/0",
+        "source - < s.sh",
+    ],
+)
+def test_a_shell_history_and_sourced_stdin_are_refused(line):
+    """An editor's terminal reads commands as typed (readline): with history on, `!!:1-2` runs words the gate
+    saw only as data. And `. /dev/stdin` runs its input, like `sh` reading a pipe."""
+    assert shellparse.parse(line).unknown is not None, line
+    assert run(policy("risky"), line).verdict == "ask"
+
+
+def test_git_is_allowed_only_on_a_repository_named_dot_git():
+    """git's discovery takes any directory holding HEAD, objects/ and refs/ as a repository: files written
+    under an allowed path (docs/config with core.fsmonitor) would make an allowed `git status` run a program.
+    The runtime fills Where.git_dirs from the file system (battery: "a directory made a git repository")."""
+    p = policy("commands", allow=["run: git *", "run: cd *"])
+    good = Where(WS, git_dirs={"": WS + "/.git", "sub": WS + "/.git"})
+    bare = Where(WS, git_dirs={"": WS + "/docs", "docs": WS + "/docs"})
+    assert run(p, "git status", good).verdict == "allow"
+    assert run(p, "git -C sub status", good).verdict == "allow"
+    assert run(p, "git status", bare).verdict == "ask"
+    assert run(p, "git -C docs status", Where(WS, git_dirs={"": WS + "/.git", "docs": WS + "/docs"})).verdict == "ask"
+    assert run(p, "cd sub && git status", good).verdict == "ask"  # where git starts is known only at run time
+    assert run(p, "git -C $D status", good).verdict == "ask"
+    assert run(p, "git -C a -C b status", good).verdict == "ask"
+    assert run(p, "git -C elsewhere status", good).verdict == "ask"  # a start the runtime did not look at
+    assert run(p, "git status", Where(WS, git_dirs={"": WS + "/.git"}, base_unknown=True)).verdict == "ask"
+    assert git_starts("run", {"command": "git -c a=b -C sub status; ls"}) == ("", "sub")
+    assert git_starts("run", {"command": "ls"}) == ()
+
+
+def test_a_write_through_a_hard_link_is_not_placed():
+    """A file with other hard links is written under all its names: a write into it is asked when write rules
+    deny or ask, and at `risky` and above (battery: "append through a hard link ..."). Making the link is a
+    write of its source (`ln .env x`, `cp -l .env x`)."""
+    p = policy("commands", allow=["run: echo *", "run: cp *", "run: ln *"], deny=["write: .env"])
+    linked = Where(WS, {"docs/e": (WS + "/docs/e",)}, linked=frozenset({WS + "/docs/e"}))
+    assert run(p, "echo x >> docs/e").verdict == "allow"
+    assert run(p, "echo x >> docs/e", linked).verdict == "ask"
+    assert run(policy("risky", allow=["run: echo *"]), "echo x >> docs/e", linked).verdict == "ask"
+    assert run(policy("never"), "echo x >> docs/e", linked).verdict == "allow"
+    for line in (
+        "ln .env docs/e",
+        "cp -l .env docs/e",
+        "cp -al .env docs/e",
+        "cp -s .env x",
+        "cp --symbolic-link .env x",
+        "cp --link .env x",
+    ):
+        assert run(p, line).verdict == "deny", line
+    assert run(p, "cp .env docs/e").verdict == "allow"  # a copy is a new file: .env is only read
+    assert run(p, "ln -s ../.env docs/e").verdict == "ask"  # a symlink: writes through it are resolved anyway
+
+
+def test_case_and_moves_do_not_escape_the_rules():
+    """On a case-insensitive file system `.GIT/hooks` is `.git/hooks` and `.ENV` is `.env`: deny and ask rules
+    and the sensitive places match in any case. `mv .git g` changes .git (then `g/hooks` is no .git)."""
+    p = policy("commands", allow=["run: echo *", "run: mv *"], deny=["write: .env"])
+    assert run(p, "echo x > .ENV").verdict == "deny"
+    assert decide(p, "write", {"path": ".Env", "content": "x"}).verdict == "deny"
+    assert run(p, "echo x > .GIT/hooks/pre-commit").verdict == "ask"
+    assert run(p, "echo x > sub/.Git/config").verdict == "ask"
+    assert run(p, "mv .git g").verdict == "ask"
+    assert run(p, "mv .env x").verdict == "deny"
+    assert run(p, "mv a b").verdict == "allow"
+
+
+def test_a_path_built_at_run_time_is_not_covered_by_an_allow_rule_under_commands():
+    """`cat $a$b$c` (or `cat "$(printf ...)"`) may read oh's session file whatever the pieces look like: under
+    `commands`/`all` an allow rule covers such a word only for a program that never opens it (echo, printf,
+    test...). Without protected places or read/write rules there is nothing to guard (the bash-trace policy)."""
+    allow = ["run: cat *", "run: printf *", "run: echo *"]
+    for level in ("commands", "all"):
+        p = policy(level, allow=allow)
+        assert run(p, "a=/x; cat $a$b").verdict == "ask"
+        assert run(p, 'cat "$(printf %s/y /x)"').verdict == "ask"
+        assert run(p, "a=1; echo $a").verdict == "allow"
+        assert run(p, "cat README.md").verdict == "allow"
+    assert run(policy("risky", allow=allow), "cat $a$b").verdict == "allow"  # residual at risky (§8)
+    assert run(Policy("commands", parse_rules(allow), WS, "/home/u", ()), "cat $a").verdict == "allow"
 
 
 def test_arguments_resolving_into_oh_state_are_asked():

@@ -4,9 +4,9 @@ the action exactly when the verdict is ``allow``. test_consent_battery.py runs e
 real in-process backend (local runtime, real bash, real kernel); tests/protocol/test_consent_issue25.py
 checks the same rows against the pure decision, fast.
 
-``{ws}`` in a command or path is the workspace, ``{state}`` oh's state directory (the policy's protected
-directory, holding ``sessions/s.json``). ``setup`` is a shell script run in the workspace first (no
-gate): it builds the repository, the symlinks, the fake programs an attack needs.
+``{ws}`` in a command or path is the workspace, ``{pid}`` the backend's process, ``{state}`` oh's state
+directory (the policy's protected directory, holding ``sessions/s.json``). ``setup`` is a shell script run
+in the workspace first (no gate): it builds the repository, the symlinks, the fake programs an attack needs.
 """
 
 from __future__ import annotations
@@ -28,8 +28,9 @@ class Case:
     deny: tuple[str, ...] = ()
     setup: str = ""
     marker: str = "M"  # exists after the action exactly when it was allowed ("" = no file effect)
-    pre: tuple[str, ...] = ()  # commands the gate allows first, in the same agent shell
+    pre: tuple[str | dict[str, Any], ...] = ()  # commands (or actions) the gate allows first, same agent shell
     levels: tuple[str, ...] = LEVELS
+    changed: str = ""  # a file that exists before: its content changes exactly when the action was allowed
 
     def verdict(self, level: str) -> str:
         return self.expect.get(level, self.expect.get("*", "ask"))
@@ -45,6 +46,13 @@ def act(kind: str, **args: Any) -> dict[str, Any]:
 
 NEVER_RUNS = {"never": "allow", "*": "ask"}  # bash runs it; every level but never asks
 GIT_REPO = "git init -q . && git config user.email t@t && git config user.name t"
+# docs/ made a git directory (HEAD, objects/, refs/, a config whose fsmonitor runs): git's discovery takes it
+BARE_DOCS = (
+    GIT_REPO
+    + " && mkdir -p docs/objects docs/refs && echo 'ref: refs/heads/main' > docs/HEAD && printf '[core]\\n"
+    + "\\trepositoryformatversion = 0\\n\\tbare = false\\n\\tworktree = ..\\n\\tfsmonitor = touch {ws}/M\\n'"
+    + " > docs/config"
+)
 FAKE_GIT = "mkdir -p tools && printf '#!/bin/sh\\ntouch {ws}/M\\n' > tools/git && chmod +x tools/git"
 
 CASES: list[Case] = [
@@ -277,6 +285,254 @@ CASES: list[Case] = [
         {"never": "allow", "*": "refused"},
         allow=("run: touch *", "run: : *"),
         levels=ALL,
+    ),
+    # -- red team (issue 25 follow-up): programs that write or run through their options and scripts, the
+    # /proc entries of the backend, directories above oh's state, a shell's own history
+    Case(
+        "find -fprint into a hook",
+        run("find . -maxdepth 0 -fprint .git/hooks/M"),
+        {"never": "allow", "*": "ask"},
+        allow=("run: find *",),
+        setup=GIT_REPO,
+        marker=".git/hooks/M",
+    ),
+    Case(
+        "find -fprint a denied file",
+        run("find . -maxdepth 0 -fprint .env"),
+        {"*": "deny"},
+        allow=("run: find *",),
+        deny=("write: .env",),
+        marker=".env",
+    ),
+    Case(
+        "sort -o a denied file",
+        run("sort -o .env f"),
+        {"*": "deny"},
+        allow=("run: sort *",),
+        deny=("write: .env",),
+        setup="echo x > f",
+        marker=".env",
+    ),
+    Case("sed e runs a command", run("sed -n '1e touch M' f"), NEVER_RUNS, allow=("run: sed *",), setup="echo x > f"),
+    Case(
+        "sed s///w into a hook",
+        run("sed -n 's/x/y/w .git/hooks/M' f"),
+        {"never": "allow", "*": "ask"},
+        allow=("run: sed *",),
+        setup=GIT_REPO + " && echo x > f",
+        marker=".git/hooks/M",
+    ),
+    Case(
+        "sed w a denied file",
+        run("sed -n '1w .env' f"),
+        {"*": "ask"},
+        allow=("run: sed *",),
+        deny=("write: .env",),
+        setup="echo x > f",
+        marker=".env",
+    ),
+    Case(
+        "sed -f a script",
+        run("sed -n -f s.sed f"),
+        NEVER_RUNS,
+        allow=("run: sed *",),
+        setup="echo x > f && echo '1e touch M' > s.sed",
+    ),
+    Case(
+        "tar --to-command",
+        run("tar -xf a.tar --to-command='touch M'"),
+        NEVER_RUNS,
+        allow=("run: tar *",),
+        setup="echo x > f && tar -cf a.tar f",
+    ),
+    Case(
+        "tar --checkpoint-action",
+        run("tar -cf b.tar f --checkpoint=1 --checkpoint-action=exec='touch M'"),
+        NEVER_RUNS,
+        allow=("run: tar *",),
+        setup="echo x > f",
+    ),
+    Case(
+        "tar -cf a denied file",
+        run("tar -cf .env f"),
+        {"*": "deny"},
+        allow=("run: tar *",),
+        deny=("write: .env",),
+        setup="echo x > f",
+        marker=".env",
+    ),
+    Case(
+        "tar -x into a hook",
+        run("tar -xf a.tar"),
+        {"never": "allow", "*": "ask"},
+        allow=("run: tar *",),
+        setup=GIT_REPO + " && mkdir -p x/.git/hooks && touch x/.git/hooks/M && tar -C x -cf a.tar .git && rm -r x",
+        marker=".git/hooks/M",
+    ),
+    Case(
+        "grep -r above oh's state",
+        run("grep -r decider_token .. > M"),
+        {"never": "allow", "*": "ask"},
+        allow=("run: grep *",),
+    ),
+    Case(
+        "cat of the backend's task environ",
+        run("cat /proc/{pid}/task/{pid}/environ > M"),
+        {"never": "allow", "*": "ask"},
+        allow=("run: cat *",),
+    ),
+    Case(
+        "cat of /proc/self/task cmdline",
+        run("cat /proc/thread-self/cmdline > M"),
+        {"never": "allow", "*": "ask"},
+        allow=("run: cat *",),
+    ),
+    Case(". /dev/stdin here-string", run(". /dev/stdin <<< 'touch M'"), NEVER_RUNS),
+    Case(
+        "source /dev/stdin from a pipe", run("echo 'touch M' | source /dev/stdin"), NEVER_RUNS, allow=("run: echo *",)
+    ),
+    # an editor's terminal reads commands as typed (readline): with history on, `!!:1-2` runs what it recalls
+    Case("set -o history", run("set -o history"), {"never": "allow", "*": "ask"}, marker=""),
+    Case("history -s", run("history -s 'touch M'"), {"never": "allow", "*": "ask"}, marker=""),
+    Case(
+        "a directory made a git repository",
+        run("git status", cwd="docs"),
+        {"never": "allow", "*": "ask"},
+        allow=("run: git status", "write: docs/**"),
+        setup=GIT_REPO,
+        pre=(
+            act("write", path="docs/HEAD", content="ref: refs/heads/main\n"),
+            act("write", path="docs/objects/.keep", content=""),
+            act("write", path="docs/refs/.keep", content=""),
+            act(
+                "write",
+                path="docs/config",
+                content="[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = ..\n"
+                "\tfsmonitor = touch {ws}/M\n",
+            ),
+        ),
+        levels=("never", "risky", "commands", "all"),
+    ),
+    Case(
+        "git -C into a directory made a repository",
+        run("git -C docs status"),
+        NEVER_RUNS,
+        allow=("run: git *",),
+        setup=BARE_DOCS,
+    ),
+    Case(
+        "cd into a directory made a repository, then git",
+        run("cd docs && git status"),
+        NEVER_RUNS,
+        allow=("run: git status", "run: cd *"),
+        setup=BARE_DOCS,
+    ),
+    Case(
+        "ln of a denied file",
+        run("ln .env docs/e"),
+        {"*": "deny"},
+        deny=("write: .env",),
+        setup="mkdir docs && echo s > .env",
+        marker="docs/e",
+    ),
+    Case(
+        "cp -l of a denied file",
+        run("cp -l .env docs/e"),
+        {"*": "deny"},
+        allow=("run: cp *",),
+        deny=("write: .env",),
+        setup="mkdir docs && echo s > .env",
+        marker="docs/e",
+    ),
+    Case(
+        "append through a hard link to a denied file",
+        run("echo x >> docs/e"),
+        {"*": "ask"},
+        allow=("run: echo *",),
+        deny=("write: .env",),
+        setup="mkdir docs && echo s > .env && ln .env docs/e",
+        marker="",
+        changed=".env",
+        levels=ALL,
+    ),
+    Case(
+        "append through a hard link into a hook",
+        run("echo x >> docs/h"),
+        {"never": "allow", "*": "ask"},
+        allow=("run: echo *",),
+        setup=GIT_REPO + " && mkdir docs && echo s > .git/hooks/h && ln .git/hooks/h docs/h",
+        marker="",
+        changed=".git/hooks/h",
+    ),
+    Case(
+        "cp -s then a write through it",
+        run("cp -s .git/hooks/h n && echo x >> n"),
+        {"never": "allow", "*": "ask"},
+        allow=("run: cp *", "run: echo *"),
+        setup=GIT_REPO + " && echo s > .git/hooks/h",
+        marker="",
+        changed=".git/hooks/h",
+    ),
+    Case(
+        "ln -s then a write through it",
+        run("ln -s .git/hooks/h n && echo x >> n"),
+        {"never": "allow", "*": "ask"},
+        allow=("run: ln *", "run: echo *"),
+        setup=GIT_REPO + " && echo s > .git/hooks/h",
+        marker="",
+        changed=".git/hooks/h",
+    ),
+    Case(
+        "MAKEFLAGS in front of an allowed make",
+        run("MAKEFLAGS=SHELL=./evil make t"),
+        NEVER_RUNS,
+        allow=("run: make t",),
+        setup="printf 't:\\n\\techo ok\\n' > Makefile && printf '#!/bin/sh\\ntouch M\\n' > evil && chmod +x evil",
+    ),
+    Case(
+        "npm_config_script_shell in the env field",
+        run("npm run t", env={"npm_config_script_shell": "{ws}/evil"}),
+        NEVER_RUNS,
+        allow=("run: npm run *",),
+        setup='echo \'{"scripts": {"t": "true"}}\' > package.json && printf \'#!/bin/sh\\ntouch {ws}/M\\n\' > evil'
+        " && chmod +x evil",
+    ),
+    Case(
+        "mv .git away and back",
+        run("mv .git g && echo x > g/hooks/M && mv g .git"),
+        {"never": "allow", "*": "ask"},
+        allow=("run: mv *", "run: echo *"),
+        setup=GIT_REPO,
+        marker=".git/hooks/M",
+    ),
+    Case(
+        "cat of the session file through pieces",
+        run("a={ws}/../ohst; b=ate/sess; c=ions/s.json; cat $a$b$c > M"),
+        {"never": "allow", "*": "ask"},
+        allow=("run: cat *",),
+        levels=("never", "commands", "all"),  # at risky a path built at run time is not seen (§8, residual)
+    ),
+    Case(
+        "cat of the session file through printf",
+        run('cat "$(printf %s/../ohst%s {ws} ate/sessions/s.json)" > M'),
+        {"never": "allow", "*": "ask"},
+        allow=("run: cat *", "run: printf *"),
+        levels=("never", "commands", "all"),
+    ),
+    # -- controls for the red team's fixes: what they do not touch still runs
+    Case("sed substitution", run("sed 's/x/y/' f > M"), {"*": "allow"}, allow=("run: sed *",), setup="echo x > f"),
+    Case(
+        "git status in the workspace", run("git status > M"), {"*": "allow"}, allow=("run: git status",), setup=GIT_REPO
+    ),
+    Case(
+        "tar -tf",
+        run("tar -tf a.tar > M"),
+        {"*": "allow"},
+        allow=("run: tar *",),
+        setup="echo x > f && tar -cf a.tar f",
+    ),
+    Case(
+        "grep -r in the workspace", run("grep -r x . > M"), {"*": "allow"}, allow=("run: grep *",), setup="echo x > f"
     ),
     # -- controls: what is allowed still runs
     Case(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -27,7 +28,7 @@ PARAMS = [pytest.param(case, level, id=f"{case.name}@{level}") for case in CASES
 
 def _fill(value, ws: Path, state: Path):
     if isinstance(value, str):
-        return value.replace("{ws}", str(ws)).replace("{state}", str(state))
+        return value.replace("{ws}", str(ws)).replace("{state}", str(state)).replace("{pid}", str(os.getpid()))
     if isinstance(value, dict):
         return {k: _fill(v, ws, state) for k, v in value.items()}
     return value
@@ -55,6 +56,14 @@ async def _send(ag, action_id: int, action: dict) -> dict:
 async def _marker_appears(path: Path) -> bool:
     for _ in range(100):  # a prompt hook runs just after the command's end marker: bounded wait
         if path.exists() or path.is_symlink():
+            return True
+        await asyncio.sleep(0.02)
+    return False
+
+
+async def _changes(path: Path, before: bytes) -> bool:
+    for _ in range(100):  # bounded wait, as for a marker
+        if path.read_bytes() != before:
             return True
         await asyncio.sleep(0.02)
     return False
@@ -88,8 +97,10 @@ async def test_battery(case: Case, level: str, tmp_path: Path, oh_home: Path) ->
             f"ws://127.0.0.1:{b.port}/v1/agent", additional_headers={"Authorization": f"Bearer {TOKEN}"}
         ) as ag:
             for i, command in enumerate(case.pre):
-                obs = await _send(ag, 100 + i, {"action": "run", "args": {"command": command}})
+                pre = command if isinstance(command, dict) else {"action": "run", "args": {"command": command}}
+                obs = await _send(ag, 100 + i, _fill(pre, ws, state))
                 assert _outcome(obs) == "allow", obs
+            before = (ws / case.changed).read_bytes() if case.changed else b""
             obs = await _send(ag, 1, _fill(case.action, ws, state))
             expected = case.verdict(level)
             assert _outcome(obs) == expected, (case.name, level, obs.get("content"))
@@ -99,6 +110,11 @@ async def test_battery(case: Case, level: str, tmp_path: Path, oh_home: Path) ->
                     assert await _marker_appears(marker), f"{case.name}: allowed but no effect: the case proves nothing"
                 else:
                     assert not marker.exists(), f"{case.name} at {level}: {expected} yet it ran"
+            if case.changed:
+                if expected == "allow":
+                    assert await _changes(ws / case.changed, before), f"{case.name}: allowed but nothing changed"
+                else:
+                    assert (ws / case.changed).read_bytes() == before, f"{case.name} at {level}: {expected} yet it ran"
     finally:
         await asyncio.wait_for(b.stop("test end"), 15)
     if case.name.startswith("symlink read"):

@@ -36,7 +36,7 @@ import unicodedata
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping
 
-from . import kinds, shellparse
+from . import kinds, progargs, shellparse
 from .shellparse import Part
 
 LEVELS = ("never", "risky", "commands", "changes", "all")
@@ -60,7 +60,16 @@ DANGEROUS_ENV = re.compile(
     r"[A-Z_]*_COMMAND|PAGER|MANPAGER|EDITOR|VISUAL|BROWSER|PYTHON[A-Z_]*|NODE_[A-Z_]+|NPM_CONFIG_[A-Z_]+|"
     r"PERL5?[A-Z_]*|RUBY[A-Z_]*|GEM_[A-Z_]+|BUNDLE_[A-Z_]+|JAVA_TOOL_OPTIONS|_JAVA_OPTIONS|JDK_JAVA_OPTIONS|"
     r"CLASSPATH|GOFLAGS|GOPATH|CARGO_[A-Z_]+|RUSTC_WRAPPER|RUSTFLAGS|CC|CXX|LESSOPEN|LESSCLOSE|"
-    r"SSH_ASKPASS|SUDO_ASKPASS|GNUPGHOME|SSL_CERT_[A-Z_]+|[A-Z_]*_PROXY|[a-z_]*_proxy|OH_[A-Z_]*)\Z"
+    r"SSH_ASKPASS|SUDO_ASKPASS|GNUPGHOME|SSL_CERT_[A-Z_]+|[A-Z_]*_PROXY|[a-z_]*_proxy|OH_[A-Z_]*|"
+    # build tools and package managers read options that name programs, plugins or scripts to run:
+    # MAKEFLAGS=SHELL=./x make, npm_config_script_shell=./x npm test, PYTEST_ADDOPTS='-p plugin' pytest
+    r"(?i:npm_config_[a-z_0-9]*)|YARN_[A-Z_]+|PNPM_[A-Z_]+|COREPACK_[A-Z_]+|PYTEST_[A-Z_]+|TOX_[A-Z_]+|"
+    r"MAKEFLAGS|MFLAGS|GNUMAKEFLAGS|MAKEFILES|MAKE|RUSTC|RUSTDOC|RUSTC_[A-Z_]+|RUSTDOCFLAGS|"
+    r"GO(?:FLAGS|ROOT|PATH|TOOLCHAIN|PROXY|PRIVATE|NOSUMDB|INSECURE|BIN|ENV|EXPERIMENT|WORK|MODCACHE)|"
+    r"[A-Z_]*_OPTS|LUA_[A-Z_0-9]*|VIMINIT|EXINIT|MYVIMRC|VIMRUNTIME|EMACS[A-Z_]*|UV_[A-Z_]+|PIP_[A-Z_]+|"
+    r"POETRY_[A-Z_]+|HATCH_[A-Z_]+|CONDA_[A-Z_]+|VIRTUAL_ENV|DOTNET_[A-Z_]+|COMPOSER_[A-Z_]*|PHPRC|"
+    r"PHP_INI_SCAN_DIR|DENO_[A-Z_]+|BUN_[A-Z_]+|ELECTRON_RUN_AS_NODE|LD|AR|AS|CPP|[A-Z]*FLAGS|"
+    r"PKG_CONFIG_[A-Z_]*|CMAKE_[A-Z_]*|TCLLIBPATH|R_[A-Z_]+|FCEDIT|[A-Z_]*_EDITOR|SHELL_[A-Z_]*)\Z"
 )
 
 # Built-in risky commands (level ``risky``): deleting, overwriting devices, privileges, processes,
@@ -393,10 +402,14 @@ def _abs_pattern(pattern: str, policy: Policy) -> str:
     return os.path.join(policy.workspace, pattern)
 
 
-def path_matches(pattern: str, path: str, policy: Policy) -> bool:
-    """Whether a path rule matches ``path`` (absolute, normalized or resolved by the caller)."""
+def path_matches(pattern: str, path: str, policy: Policy, fold: bool = False) -> bool:
+    """Whether a path rule matches ``path`` (absolute, normalized or resolved by the caller). ``fold``: also
+    in another case (deny and ask rules: on a case-insensitive file system `.ENV` is `.env`)."""
     full = os.path.normpath(re.sub(r"\A/+", "/", _abs_pattern(pattern, policy)))
-    return _glob_regex(full).match(os.path.normpath(re.sub(r"\A/+", "/", path))) is not None
+    path = os.path.normpath(re.sub(r"\A/+", "/", path))
+    if fold:
+        return _glob_regex(full.casefold()).match(path.casefold()) is not None
+    return _glob_regex(full).match(path) is not None
 
 
 def is_risky(part: Part, policy: Policy | None = None, where: "Where | None" = None) -> str | None:
@@ -446,7 +459,23 @@ def _runs_code_elsewhere(part: Part) -> str | None:
         return "git with options that load configuration or programs from elsewhere (-c, --git-dir, ...)"
     if runs_oh(part):
         return "runs oh's own deciding commands (only you decide with those)"
-    return None
+    if base == "find" and "-delete" in part.argv:
+        return "find -delete removes files (like rm)"
+    return _program_runs(part)
+
+
+def _git_dash_c(argv: tuple[str, ...]) -> list[str]:
+    """The values of git's global ``-C DIR`` options (in front of the subcommand)."""
+    out: list[str] = []
+    i = 1
+    while i < len(argv) and argv[i].startswith("-"):
+        if argv[i] in ("-C", "-c") and i + 1 < len(argv):
+            if argv[i] == "-C":
+                out.append(argv[i + 1])
+            i += 2
+            continue
+        i += 1
+    return out
 
 
 def _git_globals(argv: tuple[str, ...]) -> list[str]:
@@ -480,6 +509,46 @@ class Where:
     paths: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     cwd: str | None = None  # the action's cwd, resolved
     base_unknown: bool = False  # an earlier command moved the shell and the runtime cannot say where to
+    # the repository git would use started from each directory of ``git_starts()`` ("" = ``base``): what
+    # git's discovery finds (a ``.git`` entry, or a directory that is itself a git directory), None = none
+    git_dirs: Mapping[str, str | None] = field(default_factory=dict)
+    linked: frozenset[str] = frozenset()  # resolved places that are regular files with more than one hard link
+
+
+def git_starts(kind: str, args: dict[str, Any]) -> tuple[str, ...]:
+    """The directories git starts its repository discovery from, for each ``git`` part of a run: "" (where
+    the command runs) and each ``git -C DIR``. The I/O layer fills ``Where.git_dirs`` for them."""
+    command = str(args.get("command", ""))
+    if kind != "run" or args.get("is_input") or len(command) > MAX_SHOW or "git" not in command:
+        return ()
+    out = [""]
+    for part in shellparse.parse(command).parts:
+        if part.name.rsplit("/", 1)[-1] == "git":
+            out += _git_dash_c(part.argv)
+    return tuple(dict.fromkeys(out))[:16]
+
+
+def _git_elsewhere(part: Part, where: "Where") -> str | None:
+    """Why the repository a git part would use is not one the gate guards: git's discovery accepts any
+    directory holding HEAD, objects/ and refs/ as a repository, so files written under an allowed path
+    (``docs/HEAD``, ``docs/config`` with core.fsmonitor) make ``git status`` there run a program."""
+    if part.name.rsplit("/", 1)[-1] != "git" or not where.git_dirs:
+        return None
+    starts = _git_dash_c(part.argv)
+    if part.after_cd or where.base_unknown:
+        return "git after a cd: the repository it uses is not known before it runs"
+    if len(starts) > 1 or any(w.dynamic and w.text in starts for w in part.words):
+        return "git with a -C known only at run time (or several): the repository it uses is not known"
+    start = starts[0] if starts else ""
+    if start not in where.git_dirs:
+        return "git starting from a directory the gate did not look at"
+    found = where.git_dirs[start]
+    if found is not None and os.path.basename(found.rstrip("/")) != ".git":
+        return (
+            f"git would use {found} as its repository (a directory holding HEAD, objects/ and refs/, not a .git): "
+            "its config can run programs"
+        )
+    return None
 
 
 def places(kind: str, args: dict[str, Any]) -> tuple[str, ...]:
@@ -511,6 +580,9 @@ def _places(typed: str, policy: Policy, where: "Where") -> tuple[str, ...]:
     return tuple(got) if got else (normalize(typed, where.base, policy),)
 
 
+_CP_LINKS = re.compile(r"--link|--symbolic-link|-[a-zA-Z]*[ls][a-zA-Z]*")  # cp -l / -s: links, not copies
+
+
 def _implied_writes(part: Part) -> tuple[str, ...]:
     """Files a program writes through its arguments (an allow rule names the program, not these)."""
     base = part.name.rsplit("/", 1)[-1]
@@ -520,10 +592,16 @@ def _implied_writes(part: Part) -> tuple[str, ...]:
         base == "sed" and any(a.startswith(("-i", "--in-place")) for a in args)
     ):
         return tuple(files)
+    if (base == "ln" or (base == "cp" and any(_CP_LINKS.fullmatch(a) for a in args))) and files:
+        return tuple(files)  # a link is a second name to write the source through: it counts as written
+    if base == "mv" and files:
+        return tuple(files)  # mv .git g: the sources change too (they go away)
     if base in ("cp", "mv", "ln", "install", "rsync") and files:
         return (files[-1],)
     if base == "dd":
         return tuple(a[3:] for a in args if a.startswith("of="))
+    if base in ("find", "sort", "tar"):
+        return progargs.writes(base, args)
     if base == "git" and "config" in args:
         rest = args[args.index("config") + 1 :]
         if not any(r in ("--get", "--get-all", "--get-regexp", "--list", "-l", "get", "list") for r in rest):
@@ -534,14 +612,28 @@ def _implied_writes(part: Part) -> tuple[str, ...]:
 def _touches(part: Part, policy: Policy, where: "Where") -> str | None:
     """Why a part touches a place only the user decides about (oh's files; a write into .git/, .vscode/...,
     outside the workspace, or somewhere only known at run time), or None."""
+    base = part.name.rsplit("/", 1)[-1]
     for w in part.words + tuple(shellparse.Word(r, bool(re.search(r"[$`*?]", r))) for r in part.reads):
         if w.dynamic and re.search(r"[$`]", w.text) and _SUSPECT.search(w.text):
             return f"`{w.text}` may name oh's own files (it is only known at run time)"
         places = _places(w.text, policy, where) if not w.dynamic or not re.search(r"[$`]", w.text) else ()
         if _touches_protected(w.text, policy) or any(_protected(p, policy) for p in places):
             return "touches oh's own files (sessions, tokens, config): only you decide with those"
+        if re.match(r"~[^/+]", w.text):  # ~user/..., ~-/... (OLDPWD): where it points is known at run time
+            return f"`{w.text}` may name oh's own files (a ~name path is only known at run time)"
+        if base not in _LISTERS and any(_holds_protected(p, policy) for p in places):
+            return f"`{w.text}` is a directory that holds oh's own files: a program given it may read them all"
+    git_why = _git_elsewhere(part, where)
+    if git_why is not None:
+        return git_why
     if part.blind_writes:
         return f"writes {part.blind_writes[0]}, a file known only at run time"
+    linked = _linked_write(part, policy, where)
+    if linked is not None:
+        return f"writes through a hard link: {linked}"
+    blind = progargs.blind(part.name.rsplit("/", 1)[-1], [w.text for w in part.words[1:]])
+    if blind is not None:
+        return blind
     if where.base_unknown:
         rel = next((t for t in part.writes if not t.startswith(("/", "~"))), None)
         if rel is not None:
@@ -568,13 +660,51 @@ def _protected(path: str, policy: Policy) -> bool:
     return any(x and (path == x or path.startswith(x.rstrip("/") + "/")) for x in policy.protected)
 
 
+# Programs that only list or name a directory (never read the files in it): given an ancestor of oh's
+# state they show nothing secret. Any other program given such a directory may read all of it (grep -r, tar).
+_LISTERS = frozenset(
+    {
+        "ls",
+        "cd",
+        "pushd",
+        "pwd",
+        "stat",
+        "du",
+        "df",
+        "test",
+        "[",
+        "echo",
+        "printf",
+        "realpath",
+        "readlink",
+        "dirname",
+        "basename",
+        "file",
+        "mkdir",
+        "true",
+        ":",
+        "git",
+        "tree",
+    }
+)
+# What a process's /proc entry gives (environment, command line, open files, memory, its root and cwd),
+# and the file descriptors of the program reading it (/dev/fd/3...): never resolved here, always asked.
+_PROC = re.compile(r"/proc/+(?:self|thread-self|[0-9]+|[^/]*[*?\[][^/]*)(?:/|\Z)|/dev/+fd/+(?:[3-9]|[0-9]{2,})")
+
+
+def _holds_protected(path: str, policy: Policy) -> bool:
+    """Whether ``path`` is a directory above one of oh's own (``~``, ``~/.local``, ``/``)."""
+    p = path.rstrip("/") + "/"
+    return any(x and x.rstrip("/").startswith(p) for x in policy.protected)
+
+
 def _touches_protected(word: str, policy: Policy) -> bool:
     w = _expand(word, policy)
     return (
         any(p and p in w for p in policy.protected)
         or "oh/sessions" in w
         or "OH_HOME" in w
-        or re.search(r"/proc/[^/]*/(environ|cmdline|fd|cwd|root|mem|maps)", w) is not None
+        or _PROC.search(w) is not None
     )
 
 
@@ -587,9 +717,12 @@ def _sensitive_path(path: str, policy: Policy) -> str | None:
     if p != ws and not p.startswith(ws.rstrip("/") + "/"):
         return "outside the workspace"
     rel = os.path.relpath(p, ws).split(os.sep)
-    if rel and rel[0] in SENSITIVE_DIRS:
+    folded = [x.casefold() for x in rel]  # .GIT is .git on a case-insensitive file system (macOS, Windows)
+    if folded and folded[0] in SENSITIVE_DIRS:
         return f"inside {rel[0]}/ (settings, hooks or tasks there can run code)"
-    nested = next((x for x in rel[:-1] if x in NESTED_SENSITIVE), None) or (rel[-1] if rel[-1] == ".git" else None)
+    nested = next((x for x in folded[:-1] if x in NESTED_SENSITIVE), None) or (
+        rel[-1] if folded[-1] == ".git" else None
+    )
     if nested is not None:
         return f"inside a {nested}/ directory (hooks and config there can run code)"
     return None
@@ -720,7 +853,7 @@ def _decide_path(
                 (
                     r
                     for r in rules_
-                    if r.verdict == verdict and any(path_matches(r.pattern, p, policy) for p in (shown, *real))
+                    if r.verdict == verdict and any(path_matches(r.pattern, p, policy, True) for p in (shown, *real))
                 ),
                 None,
             )
@@ -832,6 +965,11 @@ def _write_rules(policy: Policy, part: Part, where: Where) -> tuple[str, str, st
             True,
             False,
         )
+    hidden = _program_runs(part) or progargs.blind(part.name.rsplit("/", 1)[-1], [w.text for w in part.words[1:]])
+    if hidden is None:
+        hidden = _linked_write(part, policy, where)
+    if hidden is not None:
+        return "ask", f"`{part.display()}`: {hidden}, and write rules deny or ask", None, True, False
     for target in part.writes + _implied_writes(part):
         candidates = (normalize(target, where.base, policy), *_places(target, policy, where))
         for verdict in ("deny", "ask"):
@@ -839,7 +977,7 @@ def _write_rules(policy: Policy, part: Part, where: Where) -> tuple[str, str, st
                 (
                     r
                     for r in rules_
-                    if r.verdict == verdict and any(path_matches(r.pattern, p, policy) for p in candidates)
+                    if r.verdict == verdict and any(path_matches(r.pattern, p, policy, True) for p in candidates)
                 ),
                 None,
             )
@@ -852,6 +990,15 @@ def _write_rules(policy: Policy, part: Part, where: Where) -> tuple[str, str, st
                     False,
                     False,
                 )
+    return None
+
+
+def _linked_write(part: Part, policy: Policy, where: Where) -> str | None:
+    """A write into an existing file with other hard links writes the file under all its names (one may be
+    a denied path, or in .git/): where it really writes is not known."""
+    for target in part.writes + _implied_writes(part):
+        if any(p in where.linked for p in _places(target, policy, where)):
+            return f"{target} has other hard links (another name of it may be anywhere)"
     return None
 
 
@@ -886,6 +1033,9 @@ def _part_verdict(
         return "ask", f"`{part.display()}`: {hard}", None, True, False
     if part.assign_only:
         return "allow", "", None, False, False  # a plain variable: data, not a command
+    if allow is not None and asks_commands and (late := _late_path(part, policy)) is not None:
+        why = f"`{part.display()}`: `{late}` is only known at run time and may name any file, oh's own included"
+        return "ask", why, None, True, False
     if allow is not None:
         if high:
             return "ask", "the agent rated this command HIGH risk", None, False, False
@@ -900,6 +1050,44 @@ def _part_verdict(
     return "allow", "", None, risky is not None, False
 
 
+# Programs that never open the words they are given as files: a word known only at run time is only data.
+_NON_OPENERS = frozenset(
+    {
+        "echo",
+        "printf",
+        "test",
+        "[",
+        "true",
+        "false",
+        ":",
+        "expr",
+        "seq",
+        "sleep",
+        "basename",
+        "dirname",
+        "cd",
+        "pushd",
+        "export",
+        "unset",
+        "shift",
+        "return",
+        "exit",
+        "wait",
+        "kill",
+    }
+)
+
+
+def _late_path(part: Part, policy: Policy) -> str | None:
+    """Under the levels that ask every command, an allow rule covers a program given a word that is known
+    only at run time ($X, $(...)) only if the program never opens it: `cat $a$b` may read oh's session file
+    (or a path a read/write rule guards) whatever the pieces look like, `echo $a$b` only prints it."""
+    guarded = policy.protected or any(r.kind in ("read", "write") and r.verdict != "allow" for r in policy.rules)
+    if not guarded or part.name.rsplit("/", 1)[-1] in _NON_OPENERS:
+        return None
+    return next((w.text for w in part.words[1:] if w.dynamic and re.search(r"[$`]", w.text)), None)
+
+
 def _hard_risk(part: Part) -> str | None:
     bad = [n for n in part.env + part.assigns if DANGEROUS_ENV.match(n)]
     if bad:
@@ -908,7 +1096,15 @@ def _hard_risk(part: Part) -> str | None:
         return "runs oh's own deciding commands (only you decide with those)"
     if base_git_loads(part):
         return "git with options that load configuration or programs from elsewhere (-c, --git-dir, ...)"
-    return None
+    return _program_runs(part)
+
+
+def _program_runs(part: Part) -> str | None:
+    """A program that runs commands or writes files through its script or options (sed e/w, tar
+    --to-command): no allow rule for the program covers that."""
+    if any(w.dynamic for w in part.words[1:]) and part.name.rsplit("/", 1)[-1] in ("sed", "tar"):
+        return f"{part.name} with arguments known only at run time (they may run or write something)"
+    return progargs.runs(part.name.rsplit("/", 1)[-1], [w.text for w in part.words[1:]])
 
 
 # ----------------------------------------------------------------------------- leaving the sandbox

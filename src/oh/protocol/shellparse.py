@@ -84,6 +84,7 @@ _UNFOLLOWED = frozenset(
         "complete",
         "bind",
         "hash",
+        "history",
     }
 )
 # Operators of [[ ]] that evaluate their operands as arithmetic (a[$(cmd)] in a variable runs cmd), and
@@ -120,6 +121,7 @@ class Part:
     runs_args: bool = False  # a program that runs a command given in its arguments (flock, chroot, watch...)
     stdin_code: bool = False  # an interpreter that reads its program from stdin (a pipe or heredoc)
     extra_args: bool = False  # xargs / find -exec: more arguments arrive at run time
+    after_cd: bool = False  # an earlier part of the same line changes directory (cd, pushd, popd)
 
     @property
     def argv(self) -> tuple[str, ...]:
@@ -171,6 +173,7 @@ def _parse(command: str, depth: int) -> list[Part]:
     for cmd in raw:
         for part in _unwrap(cmd, depth):
             if moved:  # after a cd, a relative target is somewhere the gate cannot place before it runs
+                part = replace(part, after_cd=True)
                 rel = tuple(w for w in part.writes if not w.startswith(("/", "~")))
                 if rel:
                     part = replace(
@@ -921,6 +924,10 @@ def _simple(words: list[Word], raw: _Raw, st: _Unwrap, depth: int) -> list[Part]
     if base in _UNFOLLOWED:
         raise Unknown(f"'{base}' is not followed by the command checker")
     assigns = _builtin_assigns(base, words) if "/" not in head.text else ()
+    if base in ("set", "shopt") and _turns_history_on(words[1:]):
+        raise Unknown(f"{base} turning the shell's history on (then `!!` runs text the gate never saw)")
+    if base in (".", "source") and len(words) > 1 and _STDIN_FILE.fullmatch(words[1].text):
+        raise Unknown(f"{base} reading its commands from standard input is not followed")
     interp = base in INTERPRETERS or re.fullmatch(r"python[0-9.]*", base) is not None
     stdin_code = False
     if interp:
@@ -967,6 +974,22 @@ def _builtin_assigns(base: str, words: list[Word]) -> tuple[str, ...]:
     return ()
 
 
+def _turns_history_on(args: list[Word]) -> bool:
+    """set -o history / -H / -o histexpand, shopt -o -s history (an option spelled at run time counts)."""
+    for i, w in enumerate(args):
+        t = w.text
+        if w.dynamic and t[:1] in "$`-+":
+            return True
+        if t.startswith("-") and not t.startswith("--") and "H" in t:
+            return True
+        if t.startswith("hist") or (t in ("-o", "+o") and i + 1 < len(args) and args[i + 1].dynamic):
+            return True
+    return False
+
+
+_STDIN_FILE = re.compile(r"-|/+dev/+stdin|/+dev/+fd/+0|/+proc/+(?:self|thread-self|[0-9]+)/+fd/+0")
+
+
 def _shell_reads_stdin(words: list[Word]) -> bool:
     """``sh``, ``sh -s``, ``sh -``, ``sh /dev/stdin``, ``sh /dev/fd/0``: the program comes from stdin."""
     try:
@@ -976,7 +999,7 @@ def _shell_reads_stdin(words: list[Word]) -> bool:
     if any(o == "-s" for o, _ in opts) or not rest:
         return True
     first = rest[0].text
-    return first in ("-", "/dev/stdin") or re.fullmatch(r"/dev/fd/0|/proc/(self|[0-9]+)/fd/0", first) is not None
+    return _STDIN_FILE.fullmatch(first) is not None
 
 
 def _shell_payload(words: list[Word], depth: int) -> list[Part] | None:

@@ -21,6 +21,7 @@ import glob
 import itertools
 import logging
 import os
+import stat
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -269,7 +270,9 @@ class ConsentGuard(Wrapper):
             if not action.args.get("is_input") and rules.moves(str(action.args.get("command", ""))):
                 self._moved.add(ctx.id)
         paths = {typed: _resolve_all(typed, base, self.policy) for typed in rules.places(action.kind, action.args)}
-        return rules.Where(base, paths, cwd, unknown)
+        gits = {d: _git_dir(_resolve(d or ".", base, self.policy)) for d in rules.git_starts(action.kind, action.args)}
+        linked = frozenset(p for got in paths.values() for p in got if _hard_linked(p))
+        return rules.Where(base, paths, cwd, unknown, gits, linked)
 
     async def execute(self, action: Action, agent: Hashable) -> dict[str, Any]:
         unsandboxed = escalation.requested(action)  # leaving the sandbox: its own decision (runtimes/escalation.py)
@@ -349,6 +352,33 @@ class ConsentGuard(Wrapper):
 
 def _resolve(typed: str, base: str, policy: rules.Policy) -> str:
     return os.path.realpath(rules.normalize(typed, base, policy))
+
+
+def _hard_linked(path: str) -> bool:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_nlink > 1
+
+
+def _git_dir(start: str) -> str | None:
+    """The repository git's discovery finds from ``start``: the first directory upwards with a ``.git`` entry
+    (that entry), or that is itself a git directory (HEAD, objects/, refs/: what git accepts as a bare one)."""
+    d = start
+    for _ in range(256):
+        dot = os.path.join(d, ".git")
+        if os.path.lexists(dot):
+            return dot
+        if os.path.isfile(os.path.join(d, "HEAD")) and all(
+            os.path.isdir(os.path.join(d, x)) for x in ("objects", "refs")
+        ):
+            return d
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
+    return None
 
 
 def _resolve_all(typed: str, base: str, policy: rules.Policy) -> tuple[str, ...]:

@@ -1,0 +1,225 @@
+"""What common programs do through their arguments that their name does not say (consent, issue 25).
+
+Pure, no I/O. An allow rule names a program (``run: find *``, ``run: sed *``, ``run: tar *``); these
+programs also write files named in their options or scripts, or run commands, and the gate must see that
+to keep its promises (a write into ``.git/`` or a ``deny write:`` path is asked or denied whatever allows
+the program). ``writes`` names the files written, ``blind`` says when the files written are only known at
+run time, ``runs`` when the program runs commands or scripts the gate cannot see. What is not understood
+is treated as running code (fail closed).
+"""
+
+from __future__ import annotations
+
+import re
+
+_FIND_WRITES = ("-fprint", "-fprint0", "-fls", "-fprintf")
+# tar options that run a program (a command string, a script, a compressor)
+_TAR_RUNS = (
+    "--to-command",
+    "--checkpoint-action",
+    "--use-compress-program",
+    "--rsh-command",
+    "--info-script",
+    "--new-volume-script",
+    "--rmt-command",
+    "--index-file",
+)
+_TAR_MODES = {"x": "extract", "c": "create", "r": "append", "u": "update", "A": "catenate", "t": "list", "d": "diff"}
+_TAR_VALUE = "fCbgHIKLNTVX"  # short options that take a value (the next word, or the rest of a cluster)
+
+
+def writes(base: str, args: list[str]) -> tuple[str, ...]:
+    """Files the program writes that its options name."""
+    if base == "find":
+        return tuple(args[i + 1] for i, a in enumerate(args[:-1]) if a in _FIND_WRITES)
+    if base == "sort":
+        out = [args[i + 1] for i, a in enumerate(args[:-1]) if a == "-o"]
+        return tuple(out + [a.split("=", 1)[1] for a in args if a.startswith("--output=")] + _attached(args, "-o"))
+    if base == "tar":
+        got = _tar_or_none(args)
+        if got is not None and got[0] in ("create", "append", "update", "catenate"):
+            return tuple(got[1].get("f", ()))
+    return ()
+
+
+def _attached(args: list[str], flag: str) -> list[str]:
+    return [a[len(flag) :] for a in args if a.startswith(flag) and len(a) > len(flag) and not a.startswith("--")]
+
+
+def blind(base: str, args: list[str]) -> str | None:
+    """Why the files the program writes are only known at run time (an archive's members), or None."""
+    if base == "tar":
+        got = _tar_or_none(args)
+        if got is None:
+            return "tar with options the command checker does not follow"
+        if got[0] == "extract":
+            return "tar -x writes the files the archive names (known only at run time)"
+    if base in ("unzip", "cpio", "patch", "7z", "7za", "bsdtar", "ar"):
+        return f"{base} writes the files its input names (known only at run time)"
+    return None
+
+
+def runs(base: str, args: list[str]) -> str | None:
+    """Why the program runs commands or code the gate does not see (or writes files its script names)."""
+    if base == "sed":
+        return _sed(args)
+    if base == "tar":
+        for a in args:
+            if a.split("=", 1)[0] in _TAR_RUNS or (a.startswith("-") and not a.startswith("--") and "I" in a[1:2]):
+                return f"tar {a.split('=', 1)[0]} runs a program"
+        try:
+            _tar(args)
+        except ValueError as exc:
+            return f"tar: {exc}"
+    return None
+
+
+def _tar_or_none(args: list[str]) -> tuple[str | None, dict[str, list[str]]] | None:
+    try:
+        return _tar(args)
+    except ValueError:
+        return None
+
+
+def _tar(args: list[str]) -> tuple[str | None, dict[str, list[str]]]:
+    """tar's mode and the values of its short options (old style ``cf x``, clusters ``-cf x``, long)."""
+    mode: str | None = None
+    values: dict[str, list[str]] = {}
+    rest = list(args)
+    first = True
+    while rest:
+        a = rest.pop(0)
+        if a == "--":
+            break
+        if a.startswith("--"):
+            name, eq, value = a[2:].partition("=")
+            if name in _TAR_MODES.values() or name == "get":
+                mode = "extract" if name == "get" else name
+            elif name in ("file", "directory") and not eq:
+                if not rest:
+                    raise ValueError(f"--{name} without its value")
+                value = rest.pop(0)
+            if name in ("file", "directory"):
+                values.setdefault("f" if name == "file" else "C", []).append(value)
+            continue
+        if not (a.startswith("-") or first):
+            continue
+        cluster = a[1:] if a.startswith("-") else a
+        for j, c in enumerate(cluster):
+            if c in _TAR_MODES:
+                mode = _TAR_MODES[c]
+            elif c in _TAR_VALUE:
+                attached = cluster[j + 1 :] if a.startswith("-") else ""
+                if attached:
+                    values.setdefault(c, []).append(attached)
+                elif rest:
+                    values.setdefault(c, []).append(rest.pop(0))
+                else:
+                    raise ValueError(f"-{c} without its value")
+                if attached:
+                    break
+        first = False
+    return mode, values
+
+
+_SED_ADDR = re.compile(r"[0-9$,~+!\s]*")
+
+
+def _sed(args: list[str]) -> str | None:
+    """Whether a sed script writes files (w, W, s///w) or runs commands (e, s///e); -f (a script file) and
+    what this reader does not follow are treated as doing both."""
+    scripts: list[str] = []
+    rest = list(args)
+    explicit = False
+    sandbox = "--sandbox" in rest
+    while rest:
+        a = rest.pop(0)
+        if a == "--":
+            break
+        if a in ("-e", "--expression") and rest:
+            scripts.append(rest.pop(0))
+            explicit = True
+        elif a.startswith("--expression="):
+            scripts.append(a.split("=", 1)[1])
+            explicit = True
+        elif a.startswith("-e") and len(a) > 2:
+            scripts.append(a[2:])
+            explicit = True
+        elif re.match(r"--fil?e?(=|\Z)", a) or _short_cluster_has(a, "f", stop="ilse"):
+            return None if sandbox else "sed -f runs a script file the gate cannot see"
+        elif not a.startswith("-") and not explicit:
+            scripts.append(a)
+            explicit = True
+    if sandbox:
+        return None  # GNU sed --sandbox refuses e, w and r
+    for script in scripts:
+        why = _sed_script(script)
+        if why is not None:
+            return why
+    return None
+
+
+def _short_cluster_has(a: str, letter: str, stop: str) -> bool:
+    """Whether a short option cluster (``-nf``) holds ``letter`` before an option that takes the rest."""
+    if not a.startswith("-") or a.startswith("--"):
+        return False
+    for c in a[1:]:
+        if c == letter:
+            return True
+        if c in stop:
+            return False
+    return False
+
+
+def _sed_script(script: str) -> str | None:
+    i, n = 0, len(script)
+    while i < n:
+        i = _SED_ADDR.match(script, i).end()  # type: ignore[union-attr]
+        if i < n and script[i] in "/\\":  # an address regex: /re/ or \cREc
+            delim = script[i] if script[i] == "/" else script[i + 1 : i + 2]
+            i = _skip_delimited(script, i + (1 if script[i] == "/" else 2), delim)
+            continue
+        if i >= n:
+            return None
+        c = script[i]
+        if c in ";{}\n":
+            i += 1
+        elif c in "wWeFrR":
+            if c in "wWe":
+                return f"the sed script's `{c}` command {'runs a command' if c == 'e' else 'writes a file'}"
+            i = _line_end(script, i)
+        elif c in "sy":
+            delim = script[i + 1 : i + 2]
+            if not delim or delim in "\n\\":
+                return "a sed script this reader does not follow"
+            j = _skip_delimited(script, i + 2, delim)
+            j = _skip_delimited(script, j, delim)
+            flags = re.compile(r"[^;\n}]*").match(script, j).group(0)  # type: ignore[union-attr]
+            if c == "s" and re.search(r"[we]", flags):
+                return "the sed script's s///w or s///e writes a file or runs a command"
+            i = j + len(flags)
+        elif c in "aic:#":
+            i = _line_end(script, i)
+        elif c in "btT":
+            i = re.compile(r"[^;\n]*").match(script, i + 1).end()  # type: ignore[union-attr]
+        elif c in "=dDgGhHlnNpPqQxzu":
+            i += 1
+        else:
+            return "a sed script this reader does not follow"
+    return None
+
+
+def _skip_delimited(s: str, i: int, delim: str) -> int:
+    while i < len(s):
+        if s[i] == "\\":
+            i += 2
+            continue
+        if s[i] == delim:
+            return i + 1
+        i += 1
+    return len(s)
+
+
+def _line_end(s: str, i: int) -> int:
+    end = s.find("\n", i)
+    return len(s) if end < 0 else end + 1
