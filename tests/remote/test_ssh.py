@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -88,6 +89,38 @@ def test_agent_elsewhere_over_ssh(mroh, sshd):
     assert mroh.json("share", "list", "--json") == [] or all(
         not r["where"].startswith("ssh") for r in mroh.json("share", "list", "--json")
     )
+
+
+def test_the_openhands_sdk_on_the_remote_side(mroh, sshd):
+    """The SDK's own agent loop (its 3.12 venv, a scripted LLM) on the remote side, with only what the share wrote
+    there (the connect file in its HOME): its file_editor and terminal tools act here, marked as the ssh share's."""
+    from .container import REPO
+    from .test_container import sdk_results, sdk_venv
+
+    venv = sdk_venv()
+    share = start_share(mroh, sshd)
+    connect_file = sshd.state() / "connect.json"
+    try:
+        poll_until(lambda: connect_file.exists() or share.poll() is not None, 40, "the remote connect file")
+        assert share.poll() is None, share.communicate()
+        script = str(Path(__file__).with_name("sdk_in_box.py"))
+        env = {**sshd.remote_env(), "PYTHONPATH": str(REPO / "src"), "PYTHONDONTWRITEBYTECODE": "1"}
+        proc = subprocess.run(
+            [str(venv / "bin" / "python"), script, str(mroh.workspace)],
+            capture_output=True, text=True, timeout=300, env=env, cwd=sshd.home,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        seen = json.loads(proc.stdout.strip().splitlines()[-1])
+        assert len(seen) == 3 and not any("AGENT ERROR" in t for t in seen.values()), seen
+        assert (mroh.workspace / "boxed.txt").read_text() == "sdk in the box\n"  # ran here
+        assert "sdk in the box" in seen["call_2"] and "sdk in the box" in seen["call_3"], seen
+        poll_until(lambda: len(sdk_results(mroh)) >= 3, 10, "the SDK's actions in the trace")
+        names = {r["agent_name"] for r in sdk_results(mroh)}
+        assert len(names) == 1 and "ssh" in names.pop()  # marked with where it runs
+    finally:
+        share.send_signal(signal.SIGINT)
+        share.communicate(timeout=30)
+    assert not connect_file.exists()
 
 
 def _link_drops_and_comes_back(mroh, sshd, share) -> None:
