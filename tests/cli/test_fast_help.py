@@ -164,3 +164,44 @@ def test_doctor_without_typer_prints_what_typer_prints(oh):
         assert checks["dependency websockets"]["status"] == "ok" and checks["dependency websockets"]["detail"]
         assert any(name.startswith("session ") for name in checks) == started
     assert _heavy_loaded(oh, "doctor") == [] and _heavy_loaded(oh, "doctor", "--json") == []
+
+
+def _fake_bwrap(path: Path, body: str) -> Path:
+    path.write_text("#!/bin/sh\n" + body + "\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_doctor_sandbox_probe_runs_beside_the_other_checks(oh, tmp_path):
+    """`oh doctor` starts the bubblewrap probe before its other checks and reads its answer last: a bwrap that
+    fails says why (its stderr, the fix) on both paths; one that works is named; the probe ran exactly once."""
+    marks = tmp_path / "runs"
+    bad = _fake_bwrap(
+        tmp_path / "bwrap-bad", f'echo run >> {marks}; echo "bwrap: uid map: Permission denied" >&2; exit 1'
+    )
+    oh("config", "set", "sandbox_bwrap", str(bad))
+    for env in ({}, {"OH_NO_FASTPATH": "1"}):
+        marks.unlink(missing_ok=True)
+        done = oh("doctor", "--json", env=env, check=None)
+        checks = {c["check"]: c for c in __import__("json").loads(done.stdout)["checks"]}
+        assert checks["sandbox"]["status"] == "fail" and "uid map: Permission denied" in checks["sandbox"]["detail"]
+        assert done.returncode != 0 and marks.read_text() == "run\n"
+    oh("config", "set", "sandbox_bwrap", str(_fake_bwrap(tmp_path / "bwrap-good", f"echo run >> {marks}")))
+    checks = {c["check"]: c for c in oh.json("doctor", "--json")["checks"]}
+    assert checks["sandbox"] == {
+        **checks["sandbox"],
+        "status": "ok",
+        "detail": f"workspace-write with {tmp_path}/bwrap-good",
+    }
+
+
+def test_bwrap_probe_that_never_answers_is_killed_and_reaped(tmp_path):
+    """A bwrap that hangs: the probe gives up at its timeout, says so, and leaves no process behind."""
+    from oh.runtimes.bwrapcheck import start
+
+    pidfile = tmp_path / "pid"
+    probe = start(str(_fake_bwrap(tmp_path / "bwrap-hang", f"echo $$ > {pidfile}; exec sleep 60")))
+    found = probe.result(timeout=1.0)
+    assert not found.ok and "no answer in 1 s" in found.problem
+    pid = int(pidfile.read_text())
+    assert not Path(f"/proc/{pid}").exists()

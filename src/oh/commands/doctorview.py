@@ -70,6 +70,7 @@ def run_checks() -> list[dict[str, Any]]:
 
     checks = _python_checks()
     s, config_check = _config_check()
+    probe = _sandbox_probe(s)  # bwrap makes its namespaces while the other checks run
     checks.append(config_check)
     checks.append(_token_check())
     checks.append(
@@ -96,18 +97,27 @@ def run_checks() -> list[dict[str, Any]]:
     checks.extend(_vscode_checks())
     checks.append(_port_check(s))
     checks.append(_git_check(s))
-    checks.append(_sandbox_check(s))
+    checks.append(_sandbox_check(s, probe))
     return checks
 
 
-def _sandbox_check(s) -> dict[str, Any]:
-    """bubblewrap for the agent shell's sandbox (README "Sandbox"): a failure when the settings would refuse."""
-    from ..runtimes.bwrapcheck import check
+def _sandbox_level(s) -> str:
+    return getattr(s, "sandbox", "workspace-write") if s is not None else "workspace-write"
 
-    level = getattr(s, "sandbox", "workspace-write") if s is not None else "workspace-write"
-    if level == "off":
+
+def _sandbox_probe(s):
+    """The bubblewrap probe, started now and answered by `_sandbox_check` (None when the sandbox is off)."""
+    from ..runtimes.bwrapcheck import start
+
+    return None if _sandbox_level(s) == "off" else start(getattr(s, "sandbox_bwrap", "") or "")
+
+
+def _sandbox_check(s, probe) -> dict[str, Any]:
+    """bubblewrap for the agent shell's sandbox (README "Sandbox"): a failure when the settings would refuse."""
+    level = _sandbox_level(s)
+    if probe is None:
         return _check("sandbox", "ok", "off (`sandbox = off`): the agent's commands run as you, unconfined")
-    found = check(getattr(s, "sandbox_bwrap", "") or "")
+    found = probe.result()
     if found.ok:
         return _check("sandbox", "ok", f"{level} with {found.bwrap}")
     unconfined = s is not None and getattr(s, "sandbox_fallback", "refuse") == "unconfined"

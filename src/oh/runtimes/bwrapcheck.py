@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import functools
 import os
-import platform
+import select
 import shutil
-import subprocess
+import time
 from dataclasses import dataclass
-
-from ..protocol import sandbox as rules
 
 PROBE_TIMEOUT = 10.0
 
@@ -26,6 +24,8 @@ class Check:
 
     @property
     def message(self) -> str:
+        from ..protocol import sandbox as rules  # enum and typing: only when a message is wanted
+
         return rules.unavailable_message(self.problem, self.fix)
 
 
@@ -63,41 +63,95 @@ def _diagnose(stderr: str) -> tuple[str, str]:
     return f"bubblewrap failed to start a sandbox ({tail})", "check that bwrap works: `bwrap --ro-bind / / true`"
 
 
-@functools.lru_cache(maxsize=8)
-def check(bwrap: str = "", path: str | None = None) -> Check:
-    """Whether bubblewrap works here: found, and able to make the namespaces the sandbox uses."""
-    system = platform.system()
+class Probe:
+    """A bubblewrap probe under way: started by :func:`start`, answered by :meth:`result`, so that `oh doctor`
+    runs its other checks while bwrap makes its namespaces. Spawned with ``os.posix_spawn`` rather than
+    ``subprocess`` (whose import is a tenth of the interpreter's start)."""
+
+    def __init__(self, done: Check | None, program: str = "", pid: int = 0, err: int = -1) -> None:
+        self._done, self._program, self._pid, self._err = done, program, pid, err
+
+    def result(self, timeout: float = PROBE_TIMEOUT) -> Check:
+        if self._done is None:
+            self._done = self._finish(timeout)
+        return self._done
+
+    def _finish(self, timeout: float) -> Check:
+        program, chunks, deadline = self._program, [], time.monotonic() + timeout
+        try:
+            while (left := deadline - time.monotonic()) > 0 and select.select([self._err], [], [], left)[0]:
+                chunk = os.read(self._err, 4096)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+            else:
+                os.kill(self._pid, 9)
+                os.waitpid(self._pid, 0)
+                return Check(False, program, f"{program} could not be run (no answer in {timeout:g} s)", _REINSTALL)
+        finally:
+            os.close(self._err)
+        status = os.waitstatus_to_exitcode(os.waitpid(self._pid, 0)[1])
+        if status != 0:
+            problem, fix = _diagnose(b"".join(chunks)[-8192:].decode("utf-8", "replace"))
+            return Check(False, program, problem, fix)
+        return Check(True, program)
+
+
+_REINSTALL = "reinstall bubblewrap"
+
+
+def start(bwrap: str = "", path: str | None = None) -> Probe:
+    """Begin the probe of :func:`check`; its answer comes from ``Probe.result()``."""
+    system = os.uname().sysname if hasattr(os, "uname") else ""
     if system != "Linux":
-        return Check(
-            False,
-            problem=f"the sandbox needs Linux with bubblewrap; this is {system or 'an unknown system'} "
-            "(macOS's Seatbelt and Windows are not supported yet)",
-            fix="run oh on Linux or in WSL2",
+        return Probe(
+            Check(
+                False,
+                problem=f"the sandbox needs Linux with bubblewrap; this is {system or 'an unknown system'} "
+                "(macOS's Seatbelt and Windows are not supported yet)",
+                fix="run oh on Linux or in WSL2",
+            )
         )
     if (
         "microsoft" in _read("/proc/version").lower()
         and not os.path.isdir("/run/WSL")
         and "WSL2" not in _read("/proc/version")
     ):
-        return Check(
-            False, problem="WSL1 has no user namespaces", fix="convert the distribution: `wsl --set-version <distro> 2`"
+        return Probe(
+            Check(
+                False,
+                problem="WSL1 has no user namespaces",
+                fix="convert the distribution: `wsl --set-version <distro> 2`",
+            )
         )
     program = shutil.which(bwrap or "bwrap", path=path) if not os.path.isabs(bwrap) else bwrap
     if not program or not os.access(program, os.X_OK):
-        return Check(
-            False,
-            problem=f"bubblewrap is not installed ({bwrap or 'bwrap'} not found" + (")" if bwrap else " on PATH)"),
-            fix="install it: `sudo apt install bubblewrap` (Debian, Ubuntu), `sudo dnf install bubblewrap` (Fedora), "
-            "`sudo pacman -S bubblewrap` (Arch)",
+        return Probe(
+            Check(
+                False,
+                problem=f"bubblewrap is not installed ({bwrap or 'bwrap'} not found" + (")" if bwrap else " on PATH)"),
+                fix="install it: `sudo apt install bubblewrap` (Debian, Ubuntu), `sudo dnf install bubblewrap` "
+                "(Fedora), `sudo pacman -S bubblewrap` (Arch)",
+            )
         )
     argv = [program, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--unshare-net"]
+    read_end, write_end = os.pipe2(os.O_CLOEXEC)
+    actions = [
+        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+        (os.POSIX_SPAWN_DUP2, write_end, 2),
+    ]
     try:
-        done = subprocess.run(
-            [*argv, "--", "true"], capture_output=True, text=True, timeout=PROBE_TIMEOUT, stdin=subprocess.DEVNULL
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return Check(False, program, f"{program} could not be run ({exc})", "reinstall bubblewrap")
-    if done.returncode != 0:
-        problem, fix = _diagnose(done.stderr)
-        return Check(False, program, problem, fix)
-    return Check(True, program)
+        pid = os.posix_spawn(program, [*argv, "--", "true"], os.environ, file_actions=actions)
+    except OSError as exc:
+        os.close(read_end)
+        return Probe(Check(False, program, f"{program} could not be run ({exc})", _REINSTALL))
+    finally:
+        os.close(write_end)
+    return Probe(None, program, pid, read_end)
+
+
+@functools.lru_cache(maxsize=8)
+def check(bwrap: str = "", path: str | None = None) -> Check:
+    """Whether bubblewrap works here: found, and able to make the namespaces the sandbox uses."""
+    return start(bwrap, path).result()
