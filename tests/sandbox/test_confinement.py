@@ -320,6 +320,25 @@ async def test_git_hooks_protected_when_missing_at_start(box):
     assert list((box["ws"] / ".git" / "hooks").iterdir()) == []  # what stays behind: git init's empty dir
 
 
+async def test_vscode_settings_protected_when_missing_at_start(box):
+    """A workspace without .vscode: the agent cannot create it and plant a task that runs when the user opens the
+    folder (or settings naming a program VS Code starts), outside the sandbox. Rename and link tricks fail too."""
+    assert not (box["ws"] / ".vscode").exists()
+    rt = runtime(box)
+    try:
+        obs = await run(
+            rt,
+            'mkdir -p .vscode; echo \'{"version": "2.0.0"}\' > .vscode/tasks.json; '
+            "mv .vscode v2; rm -rf .vscode; ln -s v2 .vscode; echo done",
+        )
+        assert "done" in obs["content"], obs
+    finally:
+        await rt.close()
+    assert (box["ws"] / ".vscode").is_dir() and not (box["ws"] / ".vscode").is_symlink()
+    assert list((box["ws"] / ".vscode").iterdir()) == []  # what stays behind: an empty directory
+    assert not (box["ws"] / "v2").exists()
+
+
 async def test_a_missing_cache_directory_is_made_so_tools_can_cache(box):
     """uv, pip and npm create their caches under ~/.cache; HOME is read-only inside, so a user without one would
     see their first sandboxed install fail: the sandbox makes it (0700) when it is one of the writable caches."""

@@ -192,6 +192,18 @@ def _hooks_dir(workspace: str) -> None:
             log.info("sandbox: cannot create %s to protect it: %s", hooks, exc)
 
 
+def _vscode_dir(workspace: str) -> None:
+    """A workspace without ``.vscode`` gets an empty one, bound read-only like an existing one: else the agent
+    could create it with a ``tasks.json`` that runs on folder open, or settings naming a program VS Code starts,
+    outside the sandbox. (An empty directory: git does not track it; VS Code treats it as no settings.)"""
+    path = os.path.join(workspace, ".vscode")
+    if not os.path.lexists(path):
+        try:
+            os.mkdir(path, 0o755)
+        except OSError as exc:  # the workspace is not writable for us either: nor for the agent
+            log.info("sandbox: cannot create %s to protect it: %s", path, exc)
+
+
 def _make_cache_dir(env: dict[str, str], home: str, plan: rules.Plan) -> None:
     """The user's cache directory (``$XDG_CACHE_HOME``, else ``~/.cache``), made (0700) when it is missing and
     meant to be writable: tools create their caches in it (uv, pip, npm's node-gyp), and inside the sandbox
@@ -231,6 +243,7 @@ def mounts(plan: rules.Plan, workspace: str) -> list[str]:
         out += ["--remount-ro", real]
     if workspace in plan.writable:
         _hooks_dir(workspace)
+        _vscode_dir(workspace)
         for rel in PROTECTED_IN_WORKSPACE:
             path = os.path.join(workspace, rel)
             if os.path.lexists(path) and not os.path.islink(path):
