@@ -283,7 +283,7 @@ def test_oh_run_unsandboxed_asked_approved_runs_outside_rejected_runs_nothing(oh
     for args, says in (
         (["--unsandboxed", " ", "--", "true"], "needs the reason"),
         (["--unsandboxed", "why", "--background", "--", "true"], "foreground"),
-        (["--unsandboxed", "why", "--wait"], "does not go with --wait"),
+        (["--unsandboxed", "why", "--wait"], "not with --wait"),
     ):
         p = oh("run", *args)
         assert p.returncode == 2 and says in p.stderr, (args, p.stderr)
@@ -358,3 +358,40 @@ async def test_network_only_escalation_reaches_loopback_only_when_granted_and_st
     finally:
         await client.close()
         server.close()
+
+
+@pytest.mark.parametrize("path", ["fast path", "typer"])
+def test_oh_run_network_asked_reaches_loopback_when_approved_and_stays_confined(oh, path):
+    oh.start()  # network off; consent never: asking for the network is still asked
+    if path == "typer":
+        oh.env["OH_NO_FASTPATH"] = "1"
+    server = _Listener()
+    wrote = oh.outside / "net-wrote"
+    probe = (
+        f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {server.port}), 5).sendall(b'hi')\" "
+        f"&& echo REACHED; touch {wrote}"
+    )
+    try:
+        proc = oh.agent("run", "--network", "fetches from a loopback index", "--", probe)
+        [row] = oh.pending()
+        assert "NETWORK on (still sandboxed" in row["reason"] and "loopback index" in row["reason"], row
+        assert oh("approve", row["id"]).returncode == 0
+        out, err = proc.communicate(timeout=AGENT_WAIT)
+        assert "REACHED" in out and server.got == [b"hi"], (out, err)
+        assert not wrote.exists(), (out, err)  # the network alone: writes outside the workspace still fail
+        proc = oh.agent("run", "--network", "again", "--", probe)
+        [row] = oh.pending()
+        oh("reject", row["id"], "--reason", "not now")
+        out, err = proc.communicate(timeout=AGENT_WAIT)
+        assert proc.returncode != 0 and "REACHED" not in out and server.got == [b"hi"], (out, err)
+    finally:
+        server.close()
+    for args, says in (
+        (["--network", " ", "--", "true"], "needs the reason"),
+        (["--network", "why", "--background", "--", "true"], "foreground"),
+        (["--network", "why", "--wait"], "not with --wait"),
+        (["--network", "why", "--unsandboxed", "why", "--", "true"], "one of --unsandboxed and --network"),
+    ):
+        p = oh("run", *args)
+        assert p.returncode == 2 and says in p.stderr, (args, p.stderr)
+    assert json.loads(oh("approvals", "--json").stdout)["approvals"] == []

@@ -56,6 +56,18 @@ _UNSANDBOXED = typer.Option(
 )
 
 
+_NETWORK = typer.Option(
+    None,
+    "--network",
+    metavar="REASON",
+    help=(
+        "Ask to run COMMAND with the network on, saying why; it stays in the sandbox otherwise (no writes outside "
+        "the workspace). Asked like --unsandboxed, or allowed by a `network:` rule. "
+        'Example: oh run --network "pip needs the package index" -- pip install -e .'
+    ),
+)
+
+
 def _mode(*pairs, default=None, what: str) -> str:
     return verbs.pick_mode(*pairs, default=default, what=what)
 
@@ -107,6 +119,7 @@ def run(
         False, "--force", help="With --background: start another job even if the same one is running."
     ),
     unsandboxed: Optional[str] = _UNSANDBOXED,
+    network: Optional[str] = _NETWORK,
     workspace: Optional[str] = _WORKSPACE,
     instance: Optional[str] = _INSTANCE,
     json_: bool = _JSON,
@@ -133,6 +146,7 @@ def run(
             background=background,
             force=force,
             unsandboxed=unsandboxed,
+            network=network,
             workspace=workspace,
             instance=instance,
             json_=json_,
@@ -155,13 +169,14 @@ def run_run(
     background: bool = False,
     force: bool = False,
     unsandboxed: Optional[str] = None,
+    network: Optional[str] = None,
     workspace: Optional[str] = None,
     instance: Optional[str] = None,
     json_: bool = False,
     quiet: bool = False,
 ) -> int:
     """``oh run``'s behaviour: the command's own exit code, or oh's (`oh --help`)."""
-    if background and unsandboxed is not None:
+    if background and (unsandboxed is not None or network is not None):
         io.note(verbs.UNSANDBOXED_NOT_BACKGROUND)
         return verbs.USAGE
     if background:  # the job verbs live in commands/jobs.py
@@ -200,6 +215,7 @@ def run_run(
         cwd=cwd,
         max_output=max_output,
         unsandboxed=unsandboxed,
+        network=network,
         json_=json_,
         quiet=quiet,
     )

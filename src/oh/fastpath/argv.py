@@ -34,6 +34,7 @@ SPECS: dict[str, dict[str, tuple[str, str]]] = {
         "-b": ("background", "flag"),
         "--force": ("force", "flag"),
         "--unsandboxed": ("unsandboxed", "str"),
+        "--network": ("network", "str"),
     },
     "read": {**_COMMON, "--start": ("start", "int"), "--end": ("end", "int")},
     "write": {

@@ -97,6 +97,7 @@ def _verb(io, verb: str, opts: dict, pos: list[str]) -> int | None:
                 cwd=opts.get("cwd"),
                 max_output=opts.get("max_output"),
                 unsandboxed=opts.get("unsandboxed"),
+                network=opts.get("network"),
                 **common,
             )
         if verb == "read":
@@ -140,7 +141,7 @@ def _job_verb(io, verb: str, session: dict, opts: dict, pos: list[str]) -> int:
 
     json_ = bool(opts.get("json_"))
     if verb == "run":  # with --background: the other run options are refused (as in the typer command)
-        if opts.get("unsandboxed") is not None:
+        if opts.get("unsandboxed") is not None or opts.get("network") is not None:
             from .exits import USAGE, OhError
             from .verbs import UNSANDBOXED_NOT_BACKGROUND
 

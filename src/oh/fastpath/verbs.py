@@ -409,24 +409,27 @@ def _on_path(program: str) -> bool:
 
 
 UNSANDBOXED_NOT_BACKGROUND = (
-    "--unsandboxed runs one command in the foreground (asked, then run outside the sandbox): drop --background, "
-    "or start the job inside the command (`oh run --unsandboxed WHY -- sh -c 'CMD &'`)."
+    "--unsandboxed and --network run one command in the foreground (asked, then run outside the sandbox or with "
+    "the network): drop --background, or start the job inside the command "
+    "(`oh run --unsandboxed WHY -- sh -c 'CMD &'`)."
 )
 
 
-def _check_unsandboxed(reason: str | None, mode: str) -> None:
-    """Usage errors of ``--unsandboxed`` before anything is sent (the backend checks them too)."""
+def _check_unsandboxed(reason: str | None, mode: str, flag: str = "--unsandboxed") -> None:
+    """Usage errors of ``--unsandboxed`` / ``--network`` before anything is sent (the backend checks them too)."""
     if reason is None:
         return
     if mode != "command":
-        raise OhError(
-            f"--unsandboxed asks to run a new command outside the sandbox: it does not go with --{mode}.", USAGE
-        )
+        raise OhError(f"{flag} asks to run a new command with more than the sandbox gives: not with --{mode}.", USAGE)
     if not reason.strip():
-        raise OhError(
-            '--unsandboxed needs the reason the user is asked with, e.g. --unsandboxed "npm ci needs the network".',
-            USAGE,
-        )
+        raise OhError(f'{flag} needs the reason the user is asked with, e.g. {flag} "npm ci needs the network".', USAGE)
+
+
+def _check_escalation(unsandboxed: str | None, network: str | None, mode: str) -> None:
+    if unsandboxed is not None and network is not None:
+        raise OhError("--unsandboxed already includes the network: give one of --unsandboxed and --network.", USAGE)
+    _check_unsandboxed(unsandboxed, mode)
+    _check_unsandboxed(network, mode, "--network")
 
 
 def _run_action(
@@ -438,9 +441,10 @@ def _run_action(
     cwd: str | None,
     max_output: int | None,
     unsandboxed: str | None = None,
+    network: str | None = None,
 ) -> dict:
     """The ``run`` frame of ``oh run`` in ``mode`` (usage errors raised here)."""
-    _check_unsandboxed(unsandboxed, mode)
+    _check_escalation(unsandboxed, network, mode)
     line = ""
     if command:
         if len(command) == 1:
@@ -475,6 +479,7 @@ def _run_action(
             cwd=resolve(cwd, session) if cwd else base_dir(session),
             max_output=max_output,
             unsandboxed=unsandboxed,
+            network=network,
         )
     return action
 
@@ -508,12 +513,14 @@ def run(
     cwd: str | None = None,
     max_output: int | None = None,
     unsandboxed: str | None = None,
+    network: str | None = None,
     json_: bool = False,
     quiet: bool = False,
 ) -> int:
     """``mode``: command | input | interrupt | wait | reset (reset runs ``command`` after, if any).
-    ``unsandboxed``: the reason to run ``command`` outside the sandbox (asked; README "Sandbox")."""
-    action = _run_action(session, command, mode, text, timeout, cwd, max_output, unsandboxed)
+    ``unsandboxed``: the reason to run ``command`` outside the sandbox; ``network``: the reason it needs the
+    network (it stays in the sandbox otherwise); asked either way (README "Sandbox")."""
+    action = _run_action(session, command, mode, text, timeout, cwd, max_output, unsandboxed, network)
     # On a terminal the output comes as it is printed (issue 30 #1); a pipe gets the observation's text,
     # rendered and bounded by --max-output, as before (what an agent calling `oh run` reads).
     watch = None if quiet else Watch(io, stream=io.tty and not json_, run=True, jobs=session.get("runtime") == "local")
