@@ -56,6 +56,13 @@ _UNSANDBOXED = typer.Option(
 )
 
 
+_COMMAND = typer.Argument(
+    None,
+    metavar="COMMAND",
+    help="The command; several words are shell-quoted and joined, one word is used as a shell command line.",
+    show_default=False,
+)
+
 _NETWORK = typer.Option(
     None,
     "--network",
@@ -73,12 +80,7 @@ def _mode(*pairs, default=None, what: str) -> str:
 
 
 def run(
-    command: Optional[List[str]] = typer.Argument(
-        None,
-        metavar="COMMAND",
-        help="The command; several words are shell-quoted and joined, one word is used as a shell command line.",
-        show_default=False,
-    ),
+    command: Optional[List[str]] = _COMMAND,
     timeout: Optional[float] = typer.Option(
         None, "--timeout", "-t", min=0.001, metavar="SECONDS", help="Kill the command after SECONDS (exit 124)."
     ),
