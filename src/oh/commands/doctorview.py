@@ -117,7 +117,9 @@ def _sandbox_check(s, probe) -> dict[str, Any]:
     level = _sandbox_level(s)
     if probe is None:
         return _check("sandbox", "ok", "off (`sandbox = off`): the agent's commands run as you, unconfined")
-    found = probe.result()
+    from ..runtimes.bwrapcheck import PROBE_TIMEOUT  # loaded already: the probe came from it
+
+    found = probe.result(timeout=PROBE_TIMEOUT)
     if found.ok:
         return _check("sandbox", "ok", f"{level} with {found.bwrap}")
     unconfined = s is not None and getattr(s, "sandbox_fallback", "refuse") == "unconfined"

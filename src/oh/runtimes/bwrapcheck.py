@@ -154,4 +154,4 @@ def start(bwrap: str = "", path: str | None = None) -> Probe:
 @functools.lru_cache(maxsize=8)
 def check(bwrap: str = "", path: str | None = None) -> Check:
     """Whether bubblewrap works here: found, and able to make the namespaces the sandbox uses."""
-    return start(bwrap, path).result()
+    return start(bwrap, path).result(timeout=PROBE_TIMEOUT)
