@@ -174,9 +174,16 @@ class _Session:
 
     def members(self) -> list:
         leader = descendants_root(self.sid)
-        if leader is not None and (self.leader is None or leader.create_time() != self.leader.create_time()):
+        if leader is not None and (self.leader is None or _born(leader) != _born(self.leader)):
             return []  # the number leads another process now: not our session any more
         return session_members(self.sid)
+
+
+def _born(p) -> float | None:
+    try:
+        return p.create_time()
+    except Exception:  # noqa: BLE001 - psutil.NoSuchProcess and friends: gone meanwhile
+        return None
 
 
 def _newcomers(session: _Session | None, known: list) -> list:
