@@ -37,6 +37,6 @@ export function problemFromRegistered(registered: Record<string, unknown>, ownVe
 export function problemFromRefusal(message: string): VersionProblem {
   const text = message.trim() || 'this extension and your oh speak different protocol versions';
   // An older backend's message ("update the older side") names no command: add the two that fix it.
-  const fix = /oh vscode install|upgrade oh/i.test(text) ? '' : ` Fix: ${INSTALL_FIX}, or upgrade oh (pipx upgrade oh-editor-runtime).`;
+  const fix = /oh vscode install|upgrade oh/i.test(text) ? '' : ` Fix: ${INSTALL_FIX}, or upgrade oh (from a clone: git pull; from a wheel: install the new one, README "Install").`;
   return { level: 'error', text: `oh: ${text}${fix}` };
 }

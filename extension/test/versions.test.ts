@@ -21,7 +21,7 @@ test('registered answers: the backend verdict wins, else a version difference, e
 });
 
 test('refusals keep the backend message and add the fix only when it names none', () => {
-  const named = problemFromRefusal('oh 0.1.0 is too old for the oh extension 9.0.0: ... Fix: Upgrade oh (`pipx upgrade oh-editor-runtime`).');
+  const named = problemFromRefusal('oh 0.1.0 is too old for the oh extension 9.0.0: ... Fix: Upgrade oh (from a clone: `git pull`).');
   assert.equal(named.level, 'error');
   assert.ok(named.text.startsWith('oh: oh 0.1.0 is too old') && !named.text.includes(INSTALL_FIX));
   const old = problemFromRefusal('This backend speaks protocol 1, the editor speaks 2: update the older side.');

@@ -92,7 +92,7 @@ async def test_newer_extension_is_refused_naming_an_oh_upgrade(make_backend, wor
         await ws.wait_closed()
         assert ws.close_code == 4400
     lines = await _until(mon, state, "editor_refused")
-    assert lines and lines[0].startswith("editor refused: oh ") and "pipx upgrade oh-editor-runtime" in lines[0]
+    assert lines and lines[0].startswith("editor refused: oh ") and "from a clone: `git pull`" in lines[0]
     st = b.status()
     assert "too old" in st["editor_refused"]["message"] and not st["editors"]
     assert "refused    oh " in render_text([{**st, "url": "ws://x", "token_fingerprint": "f"}])

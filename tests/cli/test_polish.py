@@ -172,7 +172,7 @@ def test_an_integration_without_its_extra_names_the_extra(oh, module, extra):
     if p.returncode == 42:
         pytest.skip("the OpenHands packages are installed here")
     last = p.stderr.strip().splitlines()[-1]
-    assert last.startswith("ImportError: ") and f"pip install 'oh-editor-runtime[{extra}]'" in last, p.stderr
+    assert last.startswith("ImportError: ") and f"pip install -e '.[{extra}]'" in last, p.stderr
 
 
 # ---------------------------------------------------------------- item 13: 80 columns

@@ -19,11 +19,11 @@ from oh.protocol import frames, versions
         ("0.3.0", (1, 3), "0.3.0", (2, 5), "ok", 3, "", ""),
         # different releases, shared protocol: a warning naming the side that is behind
         ("0.2.0", (1, 2), "0.1.0", (1, 1), "warn", 1, "the extension is older", "oh vscode install"),
-        ("0.1.0", (1, 1), "0.2.0", (1, 2), "warn", 1, "the extension is newer", "upgrade oh"),
+        ("0.1.0", (1, 1), "0.2.0", (1, 2), "warn", 1, "the extension is newer", "Upgrade oh (from a clone"),
         ("0.10.0", (1, 1), "0.9.0", (1, 1), "warn", 1, "older", "oh vscode install"),  # numeric, not string, order
         # disjoint ranges: refused, both directions
         ("0.5.0", (3, 4), "0.1.0", (1, 2), "refuse", None, "too old for oh 0.5.0", "oh vscode install"),
-        ("0.1.0", (1, 1), "0.5.0", (2, 3), "refuse", None, "oh 0.1.0 is too old", "pipx upgrade oh-editor-runtime"),
+        ("0.1.0", (1, 1), "0.5.0", (2, 3), "refuse", None, "oh 0.1.0 is too old", "from a clone: `git pull`"),
     ],
 )
 def test_check_table(oh_v, oh_r, ext_v, ext_r, status, protocol, says, fix):

@@ -220,6 +220,21 @@ def test_an_ssh_share_is_resumed_after_the_backend_restarts(roh, backend, sshd):
         assert out.returncode == 0, out.stderr
         assert (roh.workspace / "resumed.txt").read_text() == "one\ntwo\n"
         assert roh.json("share", "list", "--json")[0]["link"]["state"] == "up"
+        # A second link of the same share would take the remote socket from the first: refused at once.
+        twice = subprocess.run(
+            [sys.executable, "-m", "oh", "share", "ssh", "root@127.0.0.1", "--resume", row["share_id"], "--"]
+            + sshd.options(),
+            cwd=roh.workspace,
+            env=roh.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert twice.returncode == 1 and "linked already" in twice.stderr, twice.stderr
+        assert again.poll() is None and connect_file.exists()
+        out = remote(sshd, "oh", "run", "echo three >> resumed.txt")
+        assert out.returncode == 0, out.stderr
+        assert roh.json("share", "list", "--json")[0]["link"]["state"] == "up"
     finally:
         again.send_signal(signal.SIGINT)
         again.communicate(timeout=30)

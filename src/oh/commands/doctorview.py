@@ -393,8 +393,8 @@ def _vscode_checks() -> list[dict[str, Any]]:
             None
             if bundled
             else (
-                "Reinstall oh from its wheel (pipx install oh-editor-runtime); in a checkout: (cd extension && "
-                "npm run package)."
+                "Reinstall oh from its wheel (`pipx install --force oh_editor_runtime-*.whl`); in a checkout: (cd "
+                "extension && npm run package)."
             ),
         )
     ]

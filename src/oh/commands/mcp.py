@@ -33,7 +33,7 @@ def _install_hint() -> str:
     # Name this interpreter: the packages must land in the environment `oh` runs from.
     return (
         f"The MCP server needs the `mcp` package in oh's environment: {sys.executable} -m pip install 'mcp>=2.3,<3' "
-        "tomlkit (the extra `oh-editor-runtime[mcp]`; with pipx: pipx inject oh-editor-runtime mcp tomlkit)."
+        "tomlkit (the `mcp` extra; with pipx: pipx inject oh-editor-runtime 'mcp>=2.3,<3' tomlkit)."
     )
 
 

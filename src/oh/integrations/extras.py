@@ -18,7 +18,7 @@ def require_extra(module: str, extra: str, what: str) -> Iterator[None]:
             raise
         python = "" if sys.version_info >= (3, 12) else f"; it needs Python 3.12+ (this is {sys.version.split()[0]})"
         raise ImportError(
-            f"{module} needs {what}, an optional extra of oh: pip install 'oh-editor-runtime[{extra}]' "
-            f"(from a clone: pip install -e '.[{extra}]'){python}",
+            f"{module} needs {what}, an optional extra of oh: from a clone pip install -e '.[{extra}]', "
+            f"from a wheel pip install 'oh_editor_runtime-<version>-py3-none-any.whl[{extra}]'{python}",
             name=exc.name,
         ) from exc

@@ -328,11 +328,14 @@ def run(
     if not remote_oh:
         raise LinkFailed(
             f"{destination} has no `oh` on its PATH: the agent there could not use the share.",
-            "Install it there first: `pipx install oh-editor-runtime` (then run `oh share ssh` again).",
+            'Install it there first (README "Install": e.g. copy a wheel built here and `pipx install` it), then run '
+            "`oh share ssh` again.",
         )
     agent_ws = next(
         (m.partition("=")[0] for m in maps if m.partition("=")[2].rstrip("/") == session.workspace), session.workspace
     )
+    # Before anything of the share is touched (one link per share).
+    held = _hold(shares.shares_dir() / resume) if resume and resume.isalnum() else None
     try:
         made = shares.resume(session, resume, "ssh") if resume else None
         made = made or shares.create(
@@ -368,3 +371,28 @@ def run(
         except shares.ShareFailed:
             pass
         io.note(f"share {made.share['share_id']} ended.")
+        if held is not None:
+            os.close(held)
+
+
+def _hold(directory: Any) -> int | None:
+    """One link per share: a second `oh share ssh --resume ID` beside a running one would take over the remote
+    socket (StreamLocalBindUnlink), the first would take it back when it reconnects, and so on. The lock is held
+    for the link's life (released by the kernel if the process dies); None: no such share directory here (the
+    backend's answer then says what is wrong)."""
+    import fcntl
+
+    try:
+        fd = os.open(os.path.join(directory, "link.lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise LinkFailed(
+            "this share is linked already by another `oh share ssh` (still running): two links would take the "
+            "remote socket from each other.",
+            "End the other one (Ctrl-C where it runs) first, or leave it running: it reconnects by itself.",
+        ) from None
+    return fd

@@ -161,7 +161,9 @@ def _merge_toml(text: str | None, path: Path, name: str, entry: dict[str, Any]) 
     try:
         import tomlkit
     except ImportError:
-        raise InstallError("editing Codex's TOML config needs tomlkit: pip install 'oh-editor-runtime[mcp]'.") from None
+        raise InstallError(
+            f"editing Codex's TOML config needs tomlkit: {sys.executable} -m pip install tomlkit (the `mcp` extra)."
+        ) from None
     try:
         doc = tomlkit.parse(text or "")
     except Exception as exc:  # noqa: BLE001 - tomlkit raises its own ParseError family

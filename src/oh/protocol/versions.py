@@ -20,7 +20,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-UPGRADE_OH = "upgrade oh (`pipx upgrade oh-editor-runtime`, or `pip install -U oh-editor-runtime`)"
+# Commands that work today (issue 30 #3): oh is not on PyPI yet, so a clone or a wheel built from one.
+UPGRADE_OH = (
+    "upgrade oh (from a clone: `git pull`; from a wheel: build the new one and `pipx install --force` it, "
+    'README "Install")'
+)
 INSTALL_EXT = (
     "run `oh vscode install` (it installs the extension that ships with this oh), then reload the VS Code window"
 )

@@ -59,7 +59,7 @@ def editor_hints(workspace: str, cli: str | None, sessions_dir: str, env: Mappin
     hints.append(
         "a VS Code window connects only when it has this folder (or one containing it) open, on this machine: a "
         "window on a remote (Remote-SSH, WSL, Dev Container: see its bottom-left corner) runs its extensions there, "
-        "so oh must run there too (pipx install oh-editor-runtime in that window's terminal, then `oh vscode "
-        "install`)."
+        "so oh must run there too (install it in that window's terminal, as the README's \"Install\" says, e.g. "
+        "`pipx install oh_editor_runtime-*.whl`; then `oh vscode install`)."
     )
     return hints
