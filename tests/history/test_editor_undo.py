@@ -111,6 +111,29 @@ async def test_the_editor_gets_edits_merges_unsaved_text_and_the_undo_is_an_entr
         await ed.close()
 
 
+async def test_an_undo_the_editor_never_applies_leaves_no_timer_behind_the_stopped_backend(backend, workspace):
+    """The entry of an editor undo with no `applied` ends by a 60 s timeout; a backend that stops first cancels it
+    (its loop is gone: the timer would fire into nothing)."""
+    b = backend
+    agent = await Client.connect(_url(b), TOKEN, name="alice")
+    try:
+        assert (await agent.run("echo new > made.txt", timeout=WAIT)).exit_code == 0
+    finally:
+        await agent.close()
+    ed = await _editor(b, workspace)
+    try:
+        listed = await _ask(ed, {"op": "list", "rid": "r1"})
+        (run,) = [e for e in listed["entries"] if e["kind"] == "run"]
+        answer = await _ask(ed, {"op": "undo", "rid": "r2", "entry": run["id"], "buffers": {}})
+        assert answer["ok"], answer
+        (timer,) = b.historyctl._editor_timers
+        assert not timer.cancelled()
+    finally:
+        await ed.close()
+    await b.stop()
+    assert timer.cancelled() and not b.historyctl._editor_timers
+
+
 BAD = [
     {"op": "undo", "entry": 1, "buffers": {"../x": "t"}},
     {"op": "undo", "entry": 1, "buffers": {"/etc/passwd": "t"}},

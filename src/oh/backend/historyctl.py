@@ -33,6 +33,7 @@ class HistoryControl:
         self.recorder: HistoryRecorder | None = None  # set by ``wrap`` when history is on
         # Set by the backend: where a command's change set opening or closing is told (the monitors, §3.15.1).
         self.on_changeset: Callable[..., None] = lambda *a, **kw: None
+        self._editor_timers: set[asyncio.TimerHandle] = set()  # editor undos that never said `applied` (close)
 
     def wrap(self, runtime: Runtime) -> Runtime:
         """The recorder around ``runtime`` when history is on, else ``runtime`` itself."""
@@ -91,7 +92,13 @@ class HistoryControl:
         if req.op != "undo":
             answer = await asyncio.to_thread(_answer, tl, H.HistoryRequest(req.op, req.entry), True)
             return {**answer, "rid": rid}
-        return {**await _editor_undo(tl, req), "rid": rid}
+        return {**await _editor_undo(tl, req, self._editor_timers), "rid": rid}
+
+    def close(self) -> None:
+        """The backend stops: no editor undo's timeout fires after it (the timeline ends open entries itself)."""
+        for timer in self._editor_timers:
+            timer.cancel()
+        self._editor_timers.clear()
 
 
 def _answer(tl, req: H.HistoryRequest, decider: bool) -> dict[str, Any]:
@@ -124,7 +131,7 @@ def _answer(tl, req: H.HistoryRequest, decider: bool) -> dict[str, Any]:
 EDITOR_APPLY_TIMEOUT = 60.0  # an editor that never says `applied`: its undo's entry ends anyway
 
 
-async def _editor_undo(tl, req: H.EditorHistoryRequest) -> dict[str, Any]:
+async def _editor_undo(tl, req: H.EditorHistoryRequest, timers: set[asyncio.TimerHandle]) -> dict[str, Any]:
     from ..history import undo
 
     if any(".." in p.split("/") for p in req.buffers):
@@ -134,7 +141,13 @@ async def _editor_undo(tl, req: H.EditorHistoryRequest) -> dict[str, Any]:
     if result.get("ok") and result.get("entry"):
         entry = result["entry"]
         loop = asyncio.get_running_loop()
-        loop.call_later(EDITOR_APPLY_TIMEOUT, lambda: loop.run_in_executor(None, undo.finish_editor, tl, entry))
+
+        def expire() -> None:
+            timers.discard(timer)
+            loop.run_in_executor(None, undo.finish_editor, tl, entry)
+
+        timer = loop.call_later(EDITOR_APPLY_TIMEOUT, expire)
+        timers.add(timer)
     return {"type": "history", "op": "undo", **result}
 
 

@@ -311,6 +311,7 @@ class Backend:
         await asyncio.gather(
             *(close_quietly(c, Close.GOING_AWAY, "backend shutting down") for c in list(self.connections))
         )
+        self.historyctl.close()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.runtime.close(), 5)
         if self._server is not None:
