@@ -76,3 +76,42 @@ def uv_project(root: Path, uv: str) -> Path:
     )
     subprocess.run([uv, "lock", "--offline"], cwd=root, check=True, capture_output=True, timeout=120)
     return root
+
+
+class PackageIndex:
+    """A PEP 503 "simple" package index on 127.0.0.1 (an ephemeral port) serving one hand-built wheel: what an
+    install needs the network for, without leaving this machine. ``requested`` lists the paths fetched."""
+
+    def __init__(self, root: Path, name: str = "ohtiny", version: str = "0.1") -> None:
+        import functools
+        import http.server
+        import threading
+
+        wheel = make_wheel(root / "files", name, version, body=f"VALUE = 'from the index {version}'\n")
+        page = root / "simple" / name / "index.html"
+        page.parent.mkdir(parents=True, exist_ok=True)
+        page.write_text(f'<a href="../../files/{wheel.name}">{wheel.name}</a>\n')
+        (root / "simple" / "index.html").write_text(f'<a href="{name}/">{name}</a>\n')
+        self.name = name
+        self.requested: list[str] = []
+        requested = self.requested
+
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def log_message(self, format: str, *args: object) -> None:
+                requested.append(self.path)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(root)))
+        self.url = f"http://127.0.0.1:{self.server.server_port}/simple/"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def project(self, root: Path) -> Path:
+        """requirements.txt installing the index's package from this index only (pip's --index-url)."""
+        root.mkdir(parents=True, exist_ok=True)
+        (root / "requirements.txt").write_text(f"--index-url {self.url}\n{self.name}\n")
+        return root
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(5)

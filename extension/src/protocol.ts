@@ -19,7 +19,7 @@ export const ACTION_KINDS = ['run', 'read', 'write', 'edit', 'stat', 'job'] as c
 export const JOB_OPS = ['list', 'poll', 'wait', 'output', 'cancel'] as const;
 export const WRITE_MODES = ['overwrite', 'create', 'append'] as const;
 /** What this extension advertises in `register` (docs/protocol.md §4): kinds and opt-in features. */
-export const CAPABILITIES = ['write_modes', 'binary'] as const; // + 'stat' and 'job' as kinds (ACTION_KINDS)
+export const CAPABILITIES = ['write_modes', 'binary', 'escalate'] as const; // + 'stat' and 'job' as kinds (ACTION_KINDS)
 export const EDIT_COMMANDS = ['view', 'create', 'str_replace', 'insert', 'undo_edit'] as const;
 export const MAX_OUTPUT_CHARS = 30000;
 /** Ids survive JSON numbers on both sides (Python ints, JavaScript doubles). */
@@ -102,6 +102,26 @@ export interface Action {
   agent?: AgentInfo;
   /** Top-level `job_id` the backend gives every new command (§4): the command's id in `metadata.job_id`. */
   jobId?: string;
+  /**
+   * Top-level `escalation` (§3.17): the backend's consent gate allowed this `run` to leave the sandbox ("off") or
+   * to have the network ("network"). Set only when it names the same value as `args.sandbox`.
+   */
+  escalation?: Escalation;
+}
+
+export interface Escalation {
+  sandbox: 'off' | 'network';
+  reason: string;
+}
+
+/** The backend's `escalation` of a `run` frame, when it matches `args.sandbox` (else undefined: not allowed to leave). */
+export function parseEscalation(obj: JsonObject): Escalation | undefined {
+  const esc = obj.escalation as JsonObject | undefined;
+  const args = obj.args as JsonObject | undefined;
+  if (!esc || typeof esc !== 'object' || Array.isArray(esc) || !args || typeof args !== 'object') return undefined;
+  const wanted = esc.sandbox;
+  if ((wanted !== 'off' && wanted !== 'network') || args.sandbox !== wanted) return undefined;
+  return { sandbox: wanted, reason: typeof esc.reason === 'string' ? esc.reason.slice(0, 500) : '' };
 }
 
 /** Abort reason when the connection went away under an action: stop waiting, but do not kill anything. */
@@ -216,7 +236,8 @@ export function parseAction(obj: JsonObject): Action {
   }
   const jobId = typeof obj.job_id === 'string' && JOB_ID.test(obj.job_id) ? obj.job_id : undefined;
   ARG_CHECKS[kind as (typeof ACTION_KINDS)[number]](a, cause, obj);
-  return { id: cause, kind: kind as ActionKind, args: a, timeout, agent, jobId };
+  const escalation = kind === 'run' ? parseEscalation(obj) : undefined;
+  return { id: cause, kind: kind as ActionKind, args: a, timeout, agent, jobId, ...(escalation ? { escalation } : {}) };
 }
 
 /** The checks every action passes first: an integer id and a kind string (as `_envelope` in protocol/events.py). */

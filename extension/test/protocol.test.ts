@@ -123,7 +123,7 @@ test('register frame follows §4', () => {
   assert.deepEqual(f, {
     type: 'register', protocol: 1, protocol_range: [1, 1], session: 'abc', workspace_folders: ['/w'],
     editor: { name: 'Visual Studio Code', version: '1.99.3', pid: 7 }, extension_version: '0.1.0',
-    capabilities: ['run', 'read', 'write', 'edit', 'stat', 'job', 'diagnostics', 'open', 'editors', 'symbols', 'definition', 'references', 'write_modes', 'binary', 'branch', 'review', 'consent'],
+    capabilities: ['run', 'read', 'write', 'edit', 'stat', 'job', 'diagnostics', 'open', 'editors', 'symbols', 'definition', 'references', 'write_modes', 'binary', 'escalate', 'branch', 'review', 'consent'],
   });
 });
 

@@ -1,11 +1,13 @@
 """Workspace bootstrap in a real VS Code (docs/protocol.md §3.14): the repository's `.oh/setup.sh` runs
 once, as a job in a terminal of its own, before the first action; `oh ensure` installs a real npm project
-(a `file:` dependency, no registry) as a job in a VS Code terminal, and a second `oh ensure` is a no-op."""
+(a `file:` dependency, no registry) as a job in a VS Code terminal once its request for the network is approved (the
+editor's shell is sandboxed without it), and a second `oh ensure` is a no-op."""
 
 from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -49,9 +51,26 @@ def backend(vscode: VsCode):
 
 
 def test_setup_script_then_ensure_in_vscode_terminals_then_a_noop(vscode: VsCode, backend: dict):
-    first = vscode.oh("ensure", "--json", timeout=300)
-    assert first.returncode == 0, (first.stdout, first.stderr)
-    obs = json.loads(first.stdout)
+    agent = subprocess.Popen(
+        [sys.executable, "-m", "oh", "ensure", "--json"],
+        cwd=vscode.workspace,
+        env=vscode.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        # The editor's shell is sandboxed without network: the install asks for it, as under the local runtime
+        # (docs/protocol.md §3.17), and VS Code (an editor that answers consent) is someone who can answer.
+        row = wait_until(lambda: (vscode.oh_json("approvals", "--json")["approvals"] or [None])[0], 120, "the ask")
+        assert "NETWORK on (still sandboxed" in row["reason"] and " ci " in row["what"] + " ", row
+        assert vscode.oh("approve", row["id"]).returncode == 0
+        out, err = agent.communicate(timeout=300)
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+    assert agent.returncode == 0, (out, err)
+    obs = json.loads(out)
     node = obs["extras"]["targets"][0]
     assert obs["extras"]["state"] == "ready" and node["did"] == "installed" and " ci " in node["command"] + " ", obs
     assert "Workspace setup script .oh/setup.sh ran as job" in obs["content"], obs["content"]

@@ -34,6 +34,8 @@ export interface EngineOptions {
   sandbox?: SandboxSettings;
   /** The backend's allowed roots: writable in the sandbox besides cwd. */
   roots?: string[];
+  /** A one-shot host for a command the consent gate allowed to leave the sandbox ("off") or to use the network (§3.17). */
+  escalation?: 'off' | 'network';
   name: string;
   /** A first line for the terminal saying why it exists (extra and job terminals). */
   banner?: string;
@@ -95,7 +97,7 @@ export class EngineShell implements CommandShell {
     const args = ['-m', 'oh.runtimes.local.enginehost', '--cwd', opts.cwd, '--max-output', String(HOST_MAX_OUTPUT)];
     if (opts.clean) args.push('--clean');
     if (opts.startupTimeoutS !== undefined) args.push('--startup-timeout', String(opts.startupTimeoutS));
-    args.push(...sandboxArgs(opts.sandbox, opts.roots));
+    args.push(...sandboxArgs(opts.sandbox, opts.roots, opts.escalation));
     this.proc = spawn(opts.python, args, { cwd: opts.cwd, env: engineEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
     let resolveReady!: (r: EngineReady) => void;
     let rejectReady!: (e: Error) => void;
@@ -349,14 +351,19 @@ export class EngineShell implements CommandShell {
   }
 }
 
-/** The engine host's sandbox flags (docs/protocol.md §3.17); none: its default (workspace-write, or OH_SANDBOX). */
-export function sandboxArgs(sb: SandboxSettings | undefined, roots: string[] | undefined): string[] {
+/**
+ * The engine host's sandbox flags (docs/protocol.md §3.17); none: its default (workspace-write, or OH_SANDBOX).
+ * `escalation` (a one-shot host for an approved escalation): "off" runs the shell unconfined; "network" keeps the
+ * level and everything else of the sandbox and turns the network on (with no settings: the host's default level).
+ */
+export function sandboxArgs(sb: SandboxSettings | undefined, roots: string[] | undefined, escalation?: 'off' | 'network'): string[] {
   const args: string[] = [];
-  if (sb) {
-    args.push('--sandbox', sb.level, '--sandbox-network', sb.network ? 'on' : 'off');
+  if (escalation === 'off') args.push('--sandbox', 'off');
+  else if (sb) {
+    args.push('--sandbox', sb.level, '--sandbox-network', sb.network || escalation === 'network' ? 'on' : 'off');
     if (sb.writable) args.push('--sandbox-writable', sb.writable.join(':'));
     if (sb.fallback) args.push('--sandbox-fallback', sb.fallback);
-  }
+  } else if (escalation === 'network') args.push('--sandbox-network', 'on');
   for (const root of roots ?? []) args.push('--allow', root);
   return args;
 }

@@ -18,7 +18,7 @@ import * as vscode from 'vscode';
 import { ActionContext, SandboxSettings } from '../connection';
 import { DEFAULT_RETENTION_S, ForegroundRecord, Job, jobFingerprint, JobTable, privateSpoolDir, Spool } from '../jobs';
 import { resolvePath } from '../paths';
-import { Action, jobObservation, Observation, RunArgs, runArgs, runObservation, ToolError } from '../protocol';
+import { Action, Escalation, jobObservation, Observation, RunArgs, runArgs, runObservation, ToolError } from '../protocol';
 import { CommandShell, MAX_WAIT_S, RunController, RunningCommand } from '../runstate';
 import type { RunResult } from '../protocol';
 import { left, place, QUEUE_LIMIT, queueFullMessage, Waiters, waitedOutMessage } from '../shellqueue';
@@ -103,6 +103,8 @@ class Slot {
   startDir: string | null = null;
   /** The background job this extra terminal runs (job terminals only). */
   job: Job | null = null;
+  /** A one-shot terminal for a command the consent gate allowed out of the sandbox or onto the network (§3.17). */
+  escalation: Escalation | null = null;
   /** The backend's job_retention (s), as its latest action context said. */
   retentionS = DEFAULT_RETENTION_S;
   /** Background jobs of this agent shell (used on main slots). */
@@ -142,6 +144,18 @@ export function allBusyMessage(command: string, maxShells: number): string {
     `are all busy (max_shells = ${maxShells}). Wait for a command to finish (send an empty command with args.job_id), ` +
     'interrupt one (is_input "C-c" with args.job_id), or raise the backend setting max_shells.'
   );
+}
+
+/** The first line of an escalated command's observation (the local runtime's sentences, docs/protocol.md §3.17). */
+export function escalationNote(esc: Escalation): string {
+  return esc.sandbox === 'off'
+    ? `[This command ran OUTSIDE the sandbox, as the user, in a shell of its own (reason: ${esc.reason}).]\n`
+    : `[This command ran in the sandbox WITH THE NETWORK, in a shell of its own (reason: ${esc.reason}).]\n`;
+}
+
+function escalationBanner(esc: Escalation): string {
+  const what = esc.sandbox === 'off' ? 'OUTSIDE the sandbox' : 'in the sandbox WITH THE NETWORK';
+  return `you allowed this command to run ${what} (reason: ${terminalLabel(esc.reason)}); this terminal ends with it.`;
 }
 
 /** Finished background jobs whose terminals stay open for the user to read (the oldest closes first). */
@@ -224,6 +238,7 @@ export class RunExecutor implements vscode.Disposable {
 
   private async createShell(slot: Slot): Promise<CommandShell> {
     const cwd = await this.startDir(slot);
+    if (slot.escalation) return this.createEscalatedShell(slot, cwd);
     if (this.mode() === 'engine' && !slot.engineFailed) {
       let why = this.engineUnavailable(slot);
       if (!why) {
@@ -313,6 +328,24 @@ export class RunExecutor implements vscode.Disposable {
     return slot.backendSandbox;
   }
 
+  /**
+   * The one-shot engine host of an approved escalation: never a fallback terminal (an unconfined one would give a
+   * network-only escalation more than the user allowed), so a host that does not start fails the command.
+   */
+  private async createEscalatedShell(slot: Slot, cwd: string): Promise<CommandShell> {
+    const why = this.engineUnavailable(slot);
+    try {
+      if (why) throw new Error(why);
+      return await this.createEngineShell(slot, cwd);
+    } catch (e) {
+      const message = e instanceof Error ? e.message : String(e);
+      throw new ToolError(
+        `The command was NOT executed: the shell engine host for it did not start (${message.replace(/^.*?oh engine: /s, '')}).`,
+        sandboxRefusal(message) ? 'SANDBOX_UNAVAILABLE' : 'TOOL_ERROR',
+      );
+    }
+  }
+
   /** `oh.terminalMode: engine` (./engineshell.ts): the user's shell on a pty, run by the backend's Python. */
   private async createEngineShell(slot: Slot, cwd: string): Promise<CommandShell> {
     const t0 = Date.now();
@@ -324,6 +357,7 @@ export class RunExecutor implements vscode.Disposable {
       startupTimeoutS: slot.startupTimeoutS,
       sandbox: this.sandboxFor(slot),
       roots: slot.roots,
+      escalation: slot.escalation?.sandbox,
       name: slot.name,
       banner: slot.banner,
       log: this.deps.log,
@@ -419,7 +453,12 @@ export class RunExecutor implements vscode.Disposable {
       if (choice !== 'Run') throw new ToolError(`The user declined to run \`${args.command}\`.`, 'INTERRUPTED');
     }
     if (args.env) this.deps.log(`run exports ${Object.keys(args.env).join(', ')} (values not logged)`);
-    if (action.args.background === true) return this.startJob(slot, action, args, cwd, ctx);
+    // §3.17: a run asking to leave the sandbox runs only with the backend's `escalation` (its consent gate's yes).
+    const escalation = this.escalationOf(action);
+    const asUsual = escalation ? this.escalationNeedless(slot, escalation) : null;
+    const escalate = escalation && asUsual === null ? escalation : undefined;
+    if (action.args.background === true) return this.startJob(slot, action, args, cwd, ctx, escalate, asUsual ?? '');
+    if (escalate) return this.runEscalated(slot, action, args, cwd, ctx, escalate, signal);
     // While the agent's main terminal is starting (its shell integration not up yet), new commands
     // wait for it instead of opening extra terminals: terminals created in a burst next to a starting
     // shell-integrated one made its first command come back empty in a real VS Code (issue 11).
@@ -465,12 +504,78 @@ export class RunExecutor implements vscode.Disposable {
     if (target !== slot && newCommand) r = { ...r, prefix: this.extraNote(slot, target) + (r.prefix ?? '') };
     if (target.notes.length) r = { ...r, suffix: (r.suffix ?? '') + '\n' + target.notes.splice(0).join('\n') };
     if (note) r = { ...r, prefix: note + (r.prefix ?? '') };
+    if (asUsual) r = { ...r, prefix: asUsual + (r.prefix ?? '') };
     const o = runObservation(action.id, args.command, { ...r, ...hostMetadata() }, args.hidden);
     // The command's id: always for an extra terminal's command, and for one still running (soft timeout).
     const jid = target.jobId;
     if (jid && (target !== slot || (r.exitCode === -1 && target.controller.busy))) {
       ((o.extras as Record<string, unknown>).metadata as Record<string, unknown>).job_id = jid;
     }
+    return o;
+  }
+
+  /**
+   * The backend's `escalation` of a run that asks to leave the sandbox (`args.sandbox`). Without it the run was not
+   * allowed to leave (an agent's frame reaching us some other way, an older backend): REJECTED, nothing runs. It
+   * must never run confined by accident either: the agent asked for more and would read a confined failure.
+   */
+  private escalationOf(action: Action): Escalation | undefined {
+    const asked = action.args.sandbox;
+    if (asked === undefined || asked === null) return undefined;
+    if (!action.escalation) {
+      throw new ToolError(
+        `This command asks to run with args.sandbox ${JSON.stringify(asked)}, and the backend did not say its consent gate ` +
+          'allowed it (no `escalation`): it was NOT executed.',
+        'REJECTED',
+      );
+    }
+    return action.escalation;
+  }
+
+  /**
+   * Why an allowed escalation needs no shell of its own, as the prefix of its observation (the local runtime's
+   * sentences); null when it does. VS Code's integrated terminal (`oh.terminalMode: shell`, or the engine's fallback)
+   * is the user's own terminal, never sandboxed; the sandbox may be off already, or have the network on.
+   */
+  private escalationNeedless(slot: Slot, esc: Escalation): string | null {
+    if (this.mode() !== 'engine' || slot.engineFailed || this.engineUnavailable(slot)) {
+      return "[The agent's terminal is VS Code's own terminal, which is not sandboxed: the command ran as usual.]\n";
+    }
+    const sb = this.sandboxFor(slot);
+    if (sb?.level === 'off') return "[The agent's shell is not sandboxed: the command ran as usual.]\n";
+    if (esc.sandbox === 'network' && sb?.network) return "[The agent's shell has the network already: the command ran as usual.]\n";
+    return null;
+  }
+
+  /**
+   * An allowed escalation in the foreground: a one-shot engine host with the escalated sandbox, started where the
+   * agent's shell is (or args.cwd), streamed in a terminal of its own; that host ends with the command (retire).
+   */
+  private async runEscalated(
+    slot: Slot,
+    action: Action,
+    args: RunArgs,
+    cwd: string | null,
+    ctx: ActionContext | undefined,
+    esc: Escalation,
+    signal: AbortSignal,
+  ): Promise<Observation> {
+    const max = ctx?.maxShells ?? DEFAULT_MAX_SHELLS;
+    if (1 + slot.extras.size >= max) throw new ToolError(allBusyMessage(args.command, max), 'BUSY');
+    const lane = this.newExtra(slot, action, undefined, esc);
+    lane.jobId = action.jobId ?? null;
+    lane.startedSeq = ++this.seq;
+    lane.startedAt = Date.now();
+    let r: RunResult;
+    try {
+      r = await lane.controller.run(args, { timeoutS: action.timeout, signal }, cwd);
+    } finally {
+      if (!lane.controller.busy) this.retire(slot, lane);
+    }
+    if (lane.notes.length) r = { ...r, suffix: (r.suffix ?? '') + '\n' + lane.notes.splice(0).join('\n') };
+    r = { ...r, prefix: escalationNote(esc) + (r.prefix ?? '') };
+    const o = runObservation(action.id, args.command, { ...r, ...hostMetadata() }, args.hidden);
+    if (lane.jobId) ((o.extras as Record<string, unknown>).metadata as Record<string, unknown>).job_id = lane.jobId;
     return o;
   }
 
@@ -554,13 +659,14 @@ export class RunExecutor implements vscode.Disposable {
     );
   }
 
-  /** An extra terminal; `label` names a background job's terminal (else `#N`). */
-  private newExtra(slot: Slot, action: Action, label?: string): Slot {
+  /** An extra terminal; `label` names a background job's terminal (else `#N`); `escalation`: a one-shot escalated one. */
+  private newExtra(slot: Slot, action: Action, label?: string, escalation?: Escalation): Slot {
     const used = new Set([...slot.extras.values()].map((e) => e.num));
     let num = 2;
     while (used.has(num)) num++;
     const id = action.jobId ?? `x${++this.seq}`;
-    const name = label ? `${slot.name} · ${label}` : `${slot.name} #${num}`;
+    const what = escalation ? (escalation.sandbox === 'off' ? 'outside the sandbox' : 'with the network') : '';
+    const name = label ? `${slot.name} · ${label}` : what ? `${slot.name} · ${what}` : `${slot.name} #${num}`;
     const extra = new Slot(`${slot.key}#${num}`, slot.backend, slot.shellKey, name, slot.workdir, (s) => this.ensureShell(s));
     extra.num = num;
     extra.python = slot.python;
@@ -571,14 +677,16 @@ export class RunExecutor implements vscode.Disposable {
     // Started where the main terminal is now; its own `cd`s and exports stay in it.
     extra.lastCwd = slot.shell?.cwd() ?? slot.lastCwd;
     extra.startDir = extra.lastCwd;
+    extra.escalation = escalation ?? null;
     if (label) extra.banner = `the agent's background ${label}; its whole output is also kept for the job action.`;
-    else {
+    else if (!escalation) {
       // Never silently elsewhere: the live view (and the observation, see execute) says why it runs here.
       const busy = slot.controller.runningCommand;
       extra.banner =
         `the agent's terminal "${slot.name}" is busy${busy ? ` running ${terminalLabel(busy)}` : ''}: this command runs here, ` +
         'in a shell of its own (its cd and exports do not carry over).';
     }
+    if (escalation) extra.banner = escalationBanner(escalation) + (extra.banner ? ` ${extra.banner}` : '');
     // A pseudoterminal (./pty.ts): it serves one command, so shell state need not persist, it is ready at
     // once, and in the e2e suite terminals created in a burst with shell integration sometimes never
     // reported their command's end (the pseudoterminal reports it itself).
@@ -621,7 +729,15 @@ export class RunExecutor implements vscode.Disposable {
   }
 
   /** `run` with args.background: the command starts in a terminal of its own and the answer returns at once. */
-  private async startJob(slot: Slot, action: Action, args: RunArgs, cwd: string | null, ctx?: ActionContext): Promise<Observation> {
+  private async startJob(
+    slot: Slot,
+    action: Action,
+    args: RunArgs,
+    cwd: string | null,
+    ctx?: ActionContext,
+    escalation?: Escalation,
+    note = '',
+  ): Promise<Observation> {
     const where = cwd ?? slot.shell?.cwd() ?? slot.lastCwd ?? (await this.startDir(slot));
     slot.jobs.purge();
     const fp = jobFingerprint(args.command, where, args.env);
@@ -641,7 +757,7 @@ export class RunExecutor implements vscode.Disposable {
     if (1 + slot.extras.size >= max) throw new ToolError(allBusyMessage(args.command, max), 'BUSY');
     const jid = action.jobId ?? `x${++this.seq}`;
     const job = new Job(jid, args.command, where, args.env, fp, this.spool(jid));
-    const lane = this.newExtra(slot, action, `job ${jid}: ${terminalLabel(args.command)}`);
+    const lane = this.newExtra(slot, action, `job ${jid}: ${terminalLabel(args.command)}`, escalation);
     lane.lastCwd = where;
     lane.job = job;
     lane.jobId = jid;
@@ -677,14 +793,15 @@ export class RunExecutor implements vscode.Disposable {
       job,
       `\n[Started in the background as job ${jid} (pid ${job.pid}). Follow it with the job action and args.job_id "${jid}": ` +
         'op poll (state and output tail), wait (until it ends), output (all of it, from an offset), cancel.]',
+      escalation ? escalationNote(escalation) : note,
     );
   }
 
-  private jobRunObservation(action: Action, args: RunArgs, job: Job, suffix: string): Observation {
+  private jobRunObservation(action: Action, args: RunArgs, job: Job, suffix: string, prefix = ''): Observation {
     const o = runObservation(
       action.id,
       args.command,
-      { content: '', exitCode: job.exitCode ?? -1, workingDir: job.cwd, pid: job.pid, suffix, ...hostMetadata() },
+      { content: '', exitCode: job.exitCode ?? -1, workingDir: job.cwd, pid: job.pid, suffix, prefix, ...hostMetadata() },
       args.hidden,
     );
     ((o.extras as Record<string, unknown>).metadata as Record<string, unknown>).job_id = job.jobId;

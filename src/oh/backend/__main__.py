@@ -194,9 +194,10 @@ def _sandbox_spec(args: argparse.Namespace) -> Any:
 
 
 def _escalations_gated(args: argparse.Namespace) -> bool:
-    """A sandboxed local runtime needs the consent gate even at level never: a run asking to leave the
-    sandbox is always asked (or allowed by an `unsandboxed:` rule), never run unasked."""
-    if args.runtime != "local":
+    """A sandboxed agent shell (the local runtime's, or an editor's engine shell under runtime vscode) needs the
+    consent gate even at level never: a run asking to leave the sandbox is always asked (or allowed by an
+    `unsandboxed:` rule), never run unasked."""
+    if args.runtime not in ("local", "vscode"):
         return False
     spec = _sandbox_spec(args)
     level = spec.level if spec is not None else os.environ.get("OH_SANDBOX", "") or sandbox_rules.DEFAULT_LEVEL

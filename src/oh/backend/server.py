@@ -24,7 +24,8 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
 from .. import PROTOCOL_VERSION, __version__
-from ..protocol import progress, review
+from ..protocol import progress, review, runtimenames
+from ..protocol import sandbox as sandbox_rules
 from ..protocol.codes import Close
 from ..runtimes import stack
 from ..runtimes.choose import RuntimeSettings
@@ -198,11 +199,8 @@ class Backend:
         self.sandbox = getattr(self.stack.inner, "sandbox", None)
         # Installs of `ensure` ask to leave the sandbox only with a consent gate to ask (`oh start` always has
         # one when the shell is sandboxed): without one a request to leave is refused, so installs stay inside.
-        self.stack.ensure.installs_leave_sandbox = bool(
-            self.consent is not None
-            and self.sandbox is not None
-            and self.sandbox.status()["confined"]
-            and not self.sandbox.spec.network
+        self.stack.ensure.installs_leave_sandbox = self.consent is not None and _shell_without_network(
+            config, self.sandbox
         )
         self.runtime.on_job_event = self.monitors.job_event
         self.runtime.on_shell_note = self.monitors.shell_note
@@ -397,6 +395,20 @@ class Backend:
             **({"proposals": len(self.proposals.pending)} if self.proposals is not None else {}),
             **self.remote.status(),
         }
+
+
+def _shell_without_network(config: BackendConfig, sandbox: Any) -> bool:
+    """Whether the agent's shell is sandboxed with the network off: the local runtime's sandbox says so itself;
+    an editor's engine shell follows the settings this backend sends it (``_sandbox_welcome``; none sent: the
+    same OH_SANDBOX* rule as here, docs/protocol.md §3.17)."""
+    if sandbox is not None:
+        return bool(sandbox.status()["confined"] and not sandbox.spec.network)
+    if not runtimenames.uses_editor(config.runtime):
+        return False
+    spec = config.sandbox or sandbox_rules.spec_from(
+        {k.lower()[3:]: v for k, v in os.environ.items() if k.startswith("OH_SANDBOX")}
+    )
+    return bool(spec.on and not spec.network)
 
 
 def _sandbox_welcome(spec: Any) -> dict[str, Any] | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import itertools
 import logging
 import os
@@ -94,6 +95,7 @@ class HeadlessEditor:
                 "binary",
                 "write_modes",
                 "branch",
+                frames.ESCALATE_CAPABILITY,  # its local runtime runs an allowed escalation in a one-shot shell
             ],
         }
 
@@ -147,6 +149,10 @@ class HeadlessEditor:
                 self._branch(obj)
                 return
             action = parse_action(obj)
+            if frames.parse_escalation(obj) is not None:
+                # The backend's consent gate allowed this run to leave the sandbox (docs/protocol.md §3.17): the
+                # backend sets `escalation` only then, so the local runtime may run it in a one-shot shell.
+                action = dataclasses.replace(action, unsandboxed=True)
         except ProtocolError as exc:
             asyncio.ensure_future(self._answer(error_from(exc)))
             return

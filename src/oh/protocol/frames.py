@@ -18,6 +18,7 @@ from . import versions
 from .errors import ErrorId, ProtocolError
 
 from .kinds import KIND_CAPABILITIES
+from .sandbox import ESCALATE_VALUES
 
 # An editor advertises what it executes; the vscode runtime answers TOOL_UNSUPPORTED for the rest.
 # binary: read encoding "binary" (protocol/binary.py). job / stat / write_modes: background jobs and file checks (§3.7).
@@ -32,7 +33,12 @@ KNOWN_CAPABILITIES = (
     "branch",
     "review",
     "consent",
+    "escalate",
 )
+
+# escalate: the editor runs a `run` the consent gate allowed to leave its sandbox (docs/protocol.md §3.17) when the
+# action carries the backend's top-level ``escalation``; an editor without it gets such a run refused by the backend.
+ESCALATE_CAPABILITY = "escalate"
 
 
 class RegistrationError(WireError):
@@ -220,6 +226,22 @@ def parse_agent_field(obj: dict[str, Any]) -> dict[str, str] | None:
     name = raw_name if isinstance(raw_name, str) else "agent"
     aid = raw_id if isinstance(raw_id, str) else shell
     return {"id": aid[:64], "name": name[:64], "workdir": workdir, "shell": shell}
+
+
+def escalation_field(sandbox: str, reason: str) -> dict[str, str]:
+    """The top-level ``escalation`` of a `run` the consent gate allowed to leave the editor's sandbox (§3.17):
+    set only by the backend, from ``Action.unsandboxed`` (never copied from an agent's frame)."""
+    return {"sandbox": sandbox, "reason": reason}
+
+
+def parse_escalation(obj: dict[str, Any]) -> str | None:
+    """What an editor may run a `run` with: "off" or "network" when the backend's ``escalation`` names the same
+    request as ``args.sandbox``; None otherwise (then the run is not approved to leave and must not run)."""
+    esc, args = obj.get("escalation"), obj.get("args")
+    if not isinstance(esc, dict) or not isinstance(args, dict):
+        return None
+    wanted = esc.get("sandbox")
+    return wanted if wanted in ESCALATE_VALUES and args.get("sandbox") == wanted else None
 
 
 def agent_gone(shell: str) -> dict[str, Any]:

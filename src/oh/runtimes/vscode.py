@@ -20,6 +20,7 @@ from ..protocol.errors import ErrorId
 from ..protocol.events import Action, error_observation, job_observation
 from ..protocol.paths import within_any
 from ..protocol import kinds
+from ..protocol import sandbox as sandbox_rules
 from ..protocol.kinds import is_proposal
 from . import fspath
 from . import escalation
@@ -125,13 +126,11 @@ class VscodeRuntime(Runtime):
         """Make the action's paths absolute and confined, find the editor that runs it (the job's own
         editor for a job id), refuse what that editor cannot do, forward it, and complete the answer."""
         ctx = as_context(agent)
-        if escalation.requested(action):  # the editor's engine has no unconfined shell to offer (README "Sandbox")
-            return error_observation(
-                action.id,
-                ErrorId.TOOL_UNSUPPORTED,
-                "Runtime vscode cannot run a command outside the sandbox: nothing ran. Run it inside the sandbox, "
-                "or ask the user to run it in a terminal of their own.",
-            )
+        escalated = escalation.requested(action)
+        if escalated:
+            refused = _escalation_refusal(action)
+            if refused is not None:
+                return refused
         frame = self._absolute(action, ctx)
         if isinstance(frame, str):
             what = "The working directory" if action.kind == "run" else "Path"
@@ -142,6 +141,12 @@ class VscodeRuntime(Runtime):
             )
         if frame.get("observation") == "error":
             return frame
+        # Only the consent gate's verdict (Action.unsandboxed) lets the editor leave its sandbox: the field an
+        # agent may have put in its own frame never reaches the editor (docs/protocol.md §3.17).
+        frame.pop("escalation", None)
+        if escalated:
+            reason = sandbox_rules.check_escalation(action.args)  # checked above: the reason, trimmed
+            frame["escalation"] = frames.escalation_field(action.args[sandbox_rules.ESCALATE_ARG], reason)
         jid = action.args.get("job_id")
         routed = self._job_editor(action, ctx, jid) if jid else None
         if isinstance(routed, dict):
@@ -224,6 +229,17 @@ class VscodeRuntime(Runtime):
                     f"This backend runs in review mode (--review), and the editor {name} cannot show proposals (it "
                     "did not advertise the 'review' capability); nothing was changed. Use VS Code with the oh "
                     "extension, or `oh start --runtime local --review` and `oh review`."
+                ),
+            )
+        if escalation.requested(action) and frames.ESCALATE_CAPABILITY not in capabilities:
+            return error_observation(
+                action.id,
+                ErrorId.TOOL_UNSUPPORTED,
+                (
+                    f"The editor {name} cannot run a command outside its sandbox or with the network (it did not "
+                    f"advertise the {frames.ESCALATE_CAPABILITY!r} capability: an oh extension older than this oh); "
+                    "nothing ran. Update it (`oh vscode install`, then reload the window), or run the command "
+                    "inside the sandbox."
                 ),
             )
         missing = _missing_capability(action, capabilities)
@@ -443,6 +459,24 @@ class VscodeRuntime(Runtime):
         elif op == "output":
             extras.update(offset=0, next_offset=0, size=0, dropped=0, eof=True)
         return job_observation(action.id, op, note, extras)
+
+
+def _escalation_refusal(action: Action) -> dict[str, Any] | None:
+    """A request to leave the editor's sandbox that must not reach the editor: a bad one (BAD_REQUEST), or one
+    the consent gate did not allow (REJECTED: a backend without a gate has nobody to ask); None: forward it."""
+    try:
+        sandbox_rules.check_escalation(action.args)
+    except sandbox_rules.SandboxError as exc:
+        return error_observation(action.id, ErrorId.BAD_REQUEST, str(exc))
+    if action.unsandboxed:
+        return None
+    what = "with the network" if escalation.network_only(action) else "outside the sandbox"
+    return error_observation(
+        action.id,
+        ErrorId.REJECTED,
+        f"Running a command {what} needs the user's consent, and this backend has no consent gate to ask it. "
+        "Nothing ran. Run it inside the sandbox, or ask the user to run it.",
+    )
 
 
 def _missing_capability(action: Action, caps: list[str]) -> tuple[str, str] | None:
