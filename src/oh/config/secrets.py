@@ -73,12 +73,26 @@ def _backend_name(kr) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
+# keyring loads every backend's entry point to pick one; on any system but macOS, loading its macOS backend
+# runs ctypes.util.find_library three times (ldconfig and compiler subprocesses: ~35 ms, most of keyring's
+# start on Linux) for a module that then fails to load anyway (no Security framework). That backend says
+# "macOS required" before it looks at the module, so marking the module missing up front changes no choice
+# keyring makes: PYTHON_KEYRING_BACKEND, keyringrc.cfg and every other backend are as keyring handles them.
+_MACOS_API = "keyring.backends.macOS.api"
+
+
+def _skip_macos_api() -> None:
+    if sys.platform != "darwin":
+        sys.modules.setdefault(_MACOS_API, None)
+
+
 def _keyring():
     """(backend, None) when a usable keyring backend exists, else (None, reason)."""
     chosen = os.environ.get("PYTHON_KEYRING_BACKEND")
     if chosen in _UNUSABLE:  # keyring itself takes this variable first; importing it would only say the same
         return None, f"keyring backend is {chosen}"
     try:
+        _skip_macos_api()
         import keyring
         from keyring.backends import chainer
 
