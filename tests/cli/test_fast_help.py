@@ -166,6 +166,42 @@ def test_doctor_without_typer_prints_what_typer_prints(oh):
     assert _heavy_loaded(oh, "doctor") == [] and _heavy_loaded(oh, "doctor", "--json") == []
 
 
+# Standard-library modules `oh doctor` has no need of, each a slice of the interpreter's start: dataclasses (and the
+# inspect it loads), socket (enum, selectors) and the IDNA codec its name lookup loads, json (re and its compiled
+# patterns), zipfile (the bundled .vsix is read with zipimport), typing, subprocess (the bwrap probe is spawned).
+STDLIB_UNNEEDED = ("dataclasses", "inspect", "socket", "encodings.idna", "json", "zipfile", "typing", "subprocess")
+
+
+STDLIB_PROBE = (
+    "import sys\nsys.argv = ['oh', *sys.argv[1:]]\nfrom oh.cli import main\ntry:\n    main()\nexcept SystemExit:\n"
+    "    pass\nsys.stdout.flush()\nprint('LOADED', sorted(set(sys.modules) & set(%r)), file=sys.stderr)\n"
+    % (STDLIB_UNNEEDED,)
+)
+
+
+def _stdlib_loaded(oh, *args: str) -> list[str]:
+    p = subprocess.run(
+        [sys.executable, "-c", STDLIB_PROBE, *args],
+        capture_output=True,
+        text=True,
+        env=oh.env,
+        cwd=oh.workspace,
+        timeout=60,
+    )
+    assert p.returncode in (0, 1), p.stderr  # 1: a check failed (e.g. no VS Code CLI is not one; bwrap may be)
+    return eval([x for x in p.stderr.splitlines() if x.startswith("LOADED ")][-1][len("LOADED ") :])  # noqa: S307
+
+
+def test_doctor_with_a_backend_loads_only_what_its_checks_need(oh):
+    """`oh doctor` reads sessions, the token, the settings and the editors without dataclasses, asks the backend
+    over `_socket` (one round trip when it answers /v1/status), and loads none of the modules above."""
+    oh.start("local")
+    report = oh.json("doctor", "--json")
+    [session] = [c for c in report["checks"] if c["check"].startswith("session ")]
+    assert session["status"] == "ok" and "answers on ws://127.0.0.1:" in session["detail"]
+    assert _stdlib_loaded(oh, "doctor") == [] and _stdlib_loaded(oh, "doctor", "--json") == ["json"]
+
+
 def _fake_bwrap(path: Path, body: str) -> Path:
     path.write_text("#!/bin/sh\n" + body + "\n")
     path.chmod(0o755)
