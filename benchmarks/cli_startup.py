@@ -149,6 +149,13 @@ def _typed_cases(oh: list[str], env: dict, slow: dict) -> dict[str, tuple[list[s
     }
     for name in ("oh --help", "oh config get port"):
         cases[f"{name} (OH_NO_FASTPATH=1)"] = (cases[name][0], slow)
+    # The real keyring: no PYTHON_KEYRING_BACKEND, so keyring detects a backend (every backend's entry point) and
+    # the token lookup asks it before the 0600 file. Its data and config in the temp dir, and no D-Bus session
+    # (nothing reaches the keyring of whoever runs this); which backend wins depends on what is installed.
+    tmp = env["OH_HOME"]
+    detected = {k: v for k, v in env.items() if k not in ("PYTHON_KEYRING_BACKEND", "DBUS_SESSION_BUS_ADDRESS")}
+    detected.update(XDG_DATA_HOME=f"{tmp}/xdg-data", XDG_CONFIG_HOME=f"{tmp}/xdg-config")
+    cases["oh doctor (keyring detected)"] = ([*oh, "doctor"], detected)
     return cases
 
 
