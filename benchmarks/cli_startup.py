@@ -8,7 +8,8 @@
 
 Each sample is one fresh process started with subprocess (interpreter start-up, imports, session
 discovery, the WebSocket handshake and the action's round trip all count), OH_HOME in a temp dir,
-the file keyring fallback, one running local backend for the agent verbs. The cases run
+the file keyring fallback (except the "keyring detected" row: keyring chooses a backend itself, its data
+in the temp dir, no D-Bus session), one running local backend for the agent verbs. The cases run
 round-robin (one sample of each per round), so machine load drifts hit every case alike; the
 ratio is median / median of the baseline measured in the same rounds. The baseline is the same
 interpreter as `oh` (sys.executable) running `-c pass`: on machines where `python3` on PATH is a
