@@ -241,3 +241,33 @@ def test_bwrap_probe_that_never_answers_is_killed_and_reaped(tmp_path):
     assert not found.ok and "no answer in 1 s" in found.problem
     pid = int(pidfile.read_text())
     assert not Path(f"/proc/{pid}").exists()
+
+
+def _running(cmdline: bytes) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "cmdline").read_bytes() == cmdline:
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_doctor_drops_its_early_probe_when_the_settings_say_otherwise(oh, tmp_path):
+    """`oh doctor` starts probing the bwrap on PATH before it reads the settings: with `sandbox = off` it reports
+    the sandbox off and leaves no probe behind; with another `sandbox_bwrap` it reports that one."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    _fake_bwrap(bin_dir / "bwrap", "exec sleep 31.4159")  # a bwrap on PATH that would never answer
+    env = {"PATH": f"{bin_dir}:{oh.env['PATH']}"}
+    oh("config", "set", "sandbox", "off", check=0)
+    for extra in ({}, {"OH_NO_FASTPATH": "1"}):
+        checks = {c["check"]: c for c in oh.json("doctor", "--json", env={**env, **extra})["checks"]}
+        assert checks["sandbox"]["status"] == "ok" and checks["sandbox"]["detail"].startswith("off")
+    assert _running(b"sleep\x0031.4159\x00") == []  # killed and reaped, not left to the init process
+    oh("config", "set", "sandbox", "workspace-write", check=0)
+    oh("config", "set", "sandbox_bwrap", str(_fake_bwrap(tmp_path / "bwrap-good", "exit 0")), check=0)
+    checks = {c["check"]: c for c in oh.json("doctor", "--json", env=env)["checks"]}
+    assert checks["sandbox"]["status"] == "ok" and checks["sandbox"]["detail"].endswith(f"{tmp_path}/bwrap-good")
+    assert _running(b"sleep\x0031.4159\x00") == []
