@@ -8,7 +8,8 @@
 
 Each sample is one fresh process started with subprocess (interpreter start-up, imports, session
 discovery, the WebSocket handshake and the action's round trip all count), OH_HOME in a temp dir,
-the file keyring fallback, one running local backend for the agent verbs. The cases run
+the file keyring fallback (except the "keyring detected" row: keyring chooses a backend itself, its data
+in the temp dir, no D-Bus session), one running local backend for the agent verbs. The cases run
 round-robin (one sample of each per round), so machine load drifts hit every case alike; the
 ratio is median / median of the baseline measured in the same rounds. The baseline is the same
 interpreter as `oh` (sys.executable) running `-c pass`: on machines where `python3` on PATH is a
@@ -149,6 +150,13 @@ def _typed_cases(oh: list[str], env: dict, slow: dict) -> dict[str, tuple[list[s
     }
     for name in ("oh --help", "oh config get port"):
         cases[f"{name} (OH_NO_FASTPATH=1)"] = (cases[name][0], slow)
+    # The real keyring: no PYTHON_KEYRING_BACKEND, so keyring detects a backend (every backend's entry point) and
+    # the token lookup asks it before the 0600 file. Its data and config in the temp dir, and no D-Bus session
+    # (nothing reaches the keyring of whoever runs this); which backend wins depends on what is installed.
+    tmp = env["OH_HOME"]
+    detected = {k: v for k, v in env.items() if k not in ("PYTHON_KEYRING_BACKEND", "DBUS_SESSION_BUS_ADDRESS")}
+    detected.update(XDG_DATA_HOME=f"{tmp}/xdg-data", XDG_CONFIG_HOME=f"{tmp}/xdg-config")
+    cases["oh doctor (keyring detected)"] = ([*oh, "doctor"], detected)
     return cases
 
 

@@ -10,13 +10,15 @@ Format: docs/protocol.md §7.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .config import paths
+
+# Reading with the fast path's parser (the C scanner `json` itself uses): `json` loads `re` and compiles its
+# patterns, a tenth of the interpreter's start for `oh doctor`/`oh status`; writing (rare) imports `json`.
+from .fastpath.fastjson import loads
 from .protocol.paths import within
 
 TYPE_CHECKING = False  # typing costs ~20 ms to import; these names serve annotations (and mypy) only
@@ -27,58 +29,109 @@ SUFFIX = ".json"
 START_TIME_TOLERANCE = 1.0  # seconds; create_time is rounded differently by platforms
 
 
-@dataclass
 class Session:
-    instance_id: str
-    pid: int
-    start_time: float
-    host: str
-    port: int
-    runtime: str
-    workspace: str
-    token: str = field(repr=False)
-    protocol: int = 1
-    oh_version: str = ""
-    started_at: str = ""
-    trace: str = ""
-    editor_timeout: float = 30.0
-    url: str = ""
-    allowed_roots: list[str] = field(default_factory=list)  # workspace + `oh start --allow` dirs
-    # Review mode (docs/protocol.md §3.11): how long a write/edit may wait for the user's decision on top of
-    # the action's own deadline; 0 = review off. Clients with a wait of their own add it (the integrations).
-    review_timeout: float = 0.0
-    # Consent (issue 19): how long an action may wait for the user's answer on top of its own deadline;
-    # 0 = this backend asks for nothing. Clients with a wait of their own add it.
-    approval_timeout: float = 0.0
-    # The interpreter running the backend (sys.executable): the VS Code extension starts the shell engine
-    # host with it (docs/protocol.md §3.4.1, §7). "" in files from older backends.
-    python: str = ""
-    # The editor leg's own credential (docs/security.md §2): /v1/editor accepts only this one, every
-    # other role only ``token``, so an agent connection cannot register as an editor.
-    editor_token: str = field(default="", repr=False)
-    # The decider's credential (issue 19, docs/security.md): approvals and review decisions on /v1/control
-    # need it; the agent token gets FORBIDDEN for them. Agents are never given it.
-    decider_token: str = field(default="", repr=False)
-    # The Unix-socket endpoint (issue 28, docs/protocol.md §2.1): its path, "" when the backend has none.
-    socket: str = ""
+    """One backend's session file, as fields. A plain class rather than a dataclass: `dataclasses` (and the
+    `inspect` it loads) is a third of the interpreter's start, paid by every command that reads sessions
+    (`oh doctor`, `oh status`; docs/benchmarks.md). ``FIELDS`` is the file's field order; ``to_dict`` is what
+    ``dataclasses.asdict`` gave. The credentials (``token``, ``editor_token``, ``decider_token``) never show
+    in ``repr``."""
 
-    def __post_init__(self) -> None:
-        if not self.url:
-            host = f"[{self.host}]" if ":" in self.host else self.host
-            self.url = f"ws://{host}:{self.port}"
+    def __init__(
+        self,
+        instance_id: str,
+        pid: int,
+        start_time: float,
+        host: str,
+        port: int,
+        runtime: str,
+        workspace: str,
+        token: str,
+        protocol: int = 1,
+        oh_version: str = "",
+        started_at: str = "",
+        trace: str = "",
+        editor_timeout: float = 30.0,
+        url: str = "",
+        allowed_roots: list[str] | None = None,
+        review_timeout: float = 0.0,
+        approval_timeout: float = 0.0,
+        python: str = "",
+        editor_token: str = "",
+        decider_token: str = "",
+        socket: str = "",
+    ) -> None:
+        self.instance_id, self.pid, self.start_time = instance_id, pid, start_time
+        self.host, self.port, self.runtime, self.workspace = host, port, runtime, workspace
+        self.token, self.protocol, self.oh_version, self.started_at = token, protocol, oh_version, started_at
+        self.trace, self.editor_timeout = trace, editor_timeout
+        if not url:
+            bracketed = f"[{host}]" if ":" in host else host
+            url = f"ws://{bracketed}:{port}"
+        self.url = url
+        self.allowed_roots = list(allowed_roots) if allowed_roots is not None else []  # workspace + `--allow` dirs
+        # Review mode (docs/protocol.md §3.11): how long a write/edit may wait for the user's decision on top of
+        # the action's own deadline; 0 = review off. Clients with a wait of their own add it (the integrations).
+        self.review_timeout = review_timeout
+        # Consent (issue 19): how long an action may wait for the user's answer on top of its own deadline;
+        # 0 = this backend asks for nothing. Clients with a wait of their own add it.
+        self.approval_timeout = approval_timeout
+        # The interpreter running the backend (sys.executable): the VS Code extension starts the shell engine
+        # host with it (docs/protocol.md §3.4.1, §7). "" in files from older backends.
+        self.python = python
+        # The editor leg's own credential (docs/security.md §2): /v1/editor accepts only this one, every
+        # other role only ``token``, so an agent connection cannot register as an editor.
+        self.editor_token = editor_token
+        # The decider's credential (issue 19, docs/security.md): approvals and review decisions on /v1/control
+        # need it; the agent token gets FORBIDDEN for them. Agents are never given it.
+        self.decider_token = decider_token
+        # The Unix-socket endpoint (issue 28, docs/protocol.md §2.1): its path, "" when the backend has none.
+        self.socket = socket
+
+    FIELDS = (
+        "instance_id",
+        "pid",
+        "start_time",
+        "host",
+        "port",
+        "runtime",
+        "workspace",
+        "token",
+        "protocol",
+        "oh_version",
+        "started_at",
+        "trace",
+        "editor_timeout",
+        "url",
+        "allowed_roots",
+        "review_timeout",
+        "approval_timeout",
+        "python",
+        "editor_token",
+        "decider_token",
+        "socket",
+    )
+    _SECRET = ("token", "editor_token", "decider_token")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field (credentials included), in the file's order: what the session file holds."""
+        d = {name: getattr(self, name) for name in self.FIELDS}
+        d["allowed_roots"] = list(self.allowed_roots)  # a copy, as asdict made: the caller may change it
+        return d
 
     def public(self) -> dict[str, Any]:
         """Everything but the credentials: what status output and logs may show."""
-        d = asdict(self)
-        d.pop("token")
-        d.pop("editor_token")
-        d.pop("decider_token")
-        return d
+        return {k: v for k, v in self.to_dict().items() if k not in self._SECRET}
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Session) and self.to_dict() == other.to_dict()
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{k}={v!r}" for k, v in self.public().items())
+        return f"Session({shown})"
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Session":
-        known = {f for f in cls.__dataclass_fields__}
-        return cls(**{k: v for k, v in d.items() if k in known})
+        return cls(**{k: v for k, v in d.items() if k in cls.FIELDS})
 
 
 def new_instance_id() -> str:
@@ -117,8 +170,10 @@ def path_for(instance_id: str, directory: Path | None = None) -> Path:
 
 def write(session: Session, directory: Path | None = None) -> Path:
     """Atomically (re)write the session file, 0600 in a 0700 directory."""
+    import json
+
     target = path_for(session.instance_id, directory)
-    paths.write_private_file(target, json.dumps(asdict(session), indent=2) + "\n")
+    paths.write_private_file(target, json.dumps(session.to_dict(), indent=2) + "\n")
     return target
 
 
@@ -148,7 +203,7 @@ def read(path: Path) -> Session | None:
     except OSError:
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = loads(path.read_text(encoding="utf-8"))
         return Session.from_dict(data)
     except (OSError, ValueError, TypeError):
         return None
@@ -187,7 +242,9 @@ def _bury(path: Path, session: Session, directory: Path) -> None:
         path.unlink()
     except OSError:
         return  # another lister took it (and buried it)
-    note = {k: v for k, v in asdict(session).items() if k in _DIED_FIELDS}
+    import json
+
+    note = {k: v for k, v in session.to_dict().items() if k in _DIED_FIELDS}
     try:
         paths.write_private_file(directory / f".{session.instance_id}{DIED_SUFFIX}", json.dumps(note) + "\n")
     except OSError:
@@ -203,7 +260,7 @@ def take_died(directory: Path | None = None) -> list[dict[str, Any]]:
     for p in sorted(d.glob(f".*{DIED_SUFFIX}"), key=lambda p: p.stat().st_mtime if p.exists() else 0):
         try:
             paths.check_file(p, what="session note")
-            data = json.loads(p.read_text(encoding="utf-8"))
+            data = loads(p.read_text(encoding="utf-8"))
             p.unlink()
         except (OSError, ValueError, paths.UnsafePath):
             continue
@@ -240,6 +297,8 @@ def lock_path(workspace: str, directory: Path | None = None) -> Path:
 
 def write_identity(fd: int, session: Session) -> None:
     """Replace the lock file's content with ``session``'s public fields (the lock is ours: ``fd`` holds it)."""
+    import json
+
     data = json.dumps(
         {
             k: v
@@ -257,7 +316,7 @@ def lock_holder(workspace: str, directory: Path | None = None) -> dict[str, Any]
     try:
         path = lock_path(workspace, directory)
         paths.check_file(path, what="lock file")
-        data = json.loads(path.read_text(encoding="utf-8") or "null")
+        data = loads(path.read_text(encoding="utf-8") or "null")
     except (OSError, ValueError, paths.UnsafePath):
         return None
     if not isinstance(data, dict) or not isinstance(data.get("pid"), int):

@@ -166,6 +166,42 @@ def test_doctor_without_typer_prints_what_typer_prints(oh):
     assert _heavy_loaded(oh, "doctor") == [] and _heavy_loaded(oh, "doctor", "--json") == []
 
 
+# Standard-library modules `oh doctor` has no need of, each a slice of the interpreter's start: dataclasses (and the
+# inspect it loads), socket (enum, selectors) and the IDNA codec its name lookup loads, json (re and its compiled
+# patterns), zipfile (the bundled .vsix is read with zipimport), typing, subprocess (the bwrap probe is spawned).
+STDLIB_UNNEEDED = ("dataclasses", "inspect", "socket", "encodings.idna", "json", "zipfile", "typing", "subprocess")
+
+
+STDLIB_PROBE = (
+    "import sys\nsys.argv = ['oh', *sys.argv[1:]]\nfrom oh.cli import main\ntry:\n    main()\nexcept SystemExit:\n"
+    "    pass\nsys.stdout.flush()\nprint('LOADED', sorted(set(sys.modules) & set(%r)), file=sys.stderr)\n"
+    % (STDLIB_UNNEEDED,)
+)
+
+
+def _stdlib_loaded(oh, *args: str) -> list[str]:
+    p = subprocess.run(
+        [sys.executable, "-c", STDLIB_PROBE, *args],
+        capture_output=True,
+        text=True,
+        env=oh.env,
+        cwd=oh.workspace,
+        timeout=60,
+    )
+    assert p.returncode in (0, 1), p.stderr  # 1: a check failed (e.g. no VS Code CLI is not one; bwrap may be)
+    return eval([x for x in p.stderr.splitlines() if x.startswith("LOADED ")][-1][len("LOADED ") :])  # noqa: S307
+
+
+def test_doctor_with_a_backend_loads_only_what_its_checks_need(oh):
+    """`oh doctor` reads sessions, the token, the settings and the editors without dataclasses, asks the backend
+    over `_socket` (one round trip when it answers /v1/status), and loads none of the modules above."""
+    oh.start("local")
+    report = oh.json("doctor", "--json")
+    [session] = [c for c in report["checks"] if c["check"].startswith("session ")]
+    assert session["status"] == "ok" and "answers on ws://127.0.0.1:" in session["detail"]
+    assert _stdlib_loaded(oh, "doctor") == [] and _stdlib_loaded(oh, "doctor", "--json") == ["json"]
+
+
 def _fake_bwrap(path: Path, body: str) -> Path:
     path.write_text("#!/bin/sh\n" + body + "\n")
     path.chmod(0o755)
@@ -205,3 +241,33 @@ def test_bwrap_probe_that_never_answers_is_killed_and_reaped(tmp_path):
     assert not found.ok and "no answer in 1 s" in found.problem
     pid = int(pidfile.read_text())
     assert not Path(f"/proc/{pid}").exists()
+
+
+def _running(cmdline: bytes) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "cmdline").read_bytes() == cmdline:
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_doctor_drops_its_early_probe_when_the_settings_say_otherwise(oh, tmp_path):
+    """`oh doctor` starts probing the bwrap on PATH before it reads the settings: with `sandbox = off` it reports
+    the sandbox off and leaves no probe behind; with another `sandbox_bwrap` it reports that one."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    _fake_bwrap(bin_dir / "bwrap", "exec sleep 31.4159")  # a bwrap on PATH that would never answer
+    env = {"PATH": f"{bin_dir}:{oh.env['PATH']}"}
+    oh("config", "set", "sandbox", "off", check=0)
+    for extra in ({}, {"OH_NO_FASTPATH": "1"}):
+        checks = {c["check"]: c for c in oh.json("doctor", "--json", env={**env, **extra})["checks"]}
+        assert checks["sandbox"]["status"] == "ok" and checks["sandbox"]["detail"].startswith("off")
+    assert _running(b"sleep\x0031.4159\x00") == []  # killed and reaped, not left to the init process
+    oh("config", "set", "sandbox", "workspace-write", check=0)
+    oh("config", "set", "sandbox_bwrap", str(_fake_bwrap(tmp_path / "bwrap-good", "exit 0")), check=0)
+    checks = {c["check"]: c for c in oh.json("doctor", "--json", env=env)["checks"]}
+    assert checks["sandbox"]["status"] == "ok" and checks["sandbox"]["detail"].endswith(f"{tmp_path}/bwrap-good")
+    assert _running(b"sleep\x0031.4159\x00") == []

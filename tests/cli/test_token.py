@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import stat
+import subprocess
+import sys
+
+import pytest
 
 from .conftest import PLAIN_KEYRING
 
@@ -57,3 +62,75 @@ def test_oh_token_env_overrides_and_blocks_rotate(oh):
 def test_reveal_without_token_fails(oh):
     p = oh("token", "show", "--reveal")
     assert p.returncode == 1 and p.stdout == "" and "no token" in p.stderr
+
+
+# What oh's token lookup chose, whether it found the token there, and whether ctypes.util (keyring's macOS
+# backend runs its find_library: ldconfig and compiler subprocesses) was loaded on the way.
+_LOOKUP = (
+    "import json, sys\nfrom oh.config import secrets\ntoken, where = secrets.get_token()\n"
+    "print(json.dumps({'kind': where.kind, 'backend': where.backend, 'token': token, "
+    "'find_library': 'ctypes.util' in sys.modules}))"
+)
+_KEYRINGS_OWN = "import keyring\nk = keyring.get_keyring()\nprint(type(k).__module__ + '.' + type(k).__qualname__)"
+
+
+def _real_keyring_env(oh) -> dict:
+    """No PYTHON_KEYRING_BACKEND (keyring detects a backend itself) and no D-Bus session: the Secret Service
+    and KWallet backends are then not viable, so nothing reaches the keyring of the person running the tests."""
+    return {k: v for k, v in oh.env.items() if k not in ("PYTHON_KEYRING_BACKEND", "DBUS_SESSION_BUS_ADDRESS")}
+
+
+def _py(code: str, env: dict, *args: str) -> str:
+    p = subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return p.stdout.strip()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="keyring's macOS backend is the real one on macOS")
+def test_detected_keyring_is_keyrings_own_choice_without_the_macos_probe(oh):
+    """With no PYTHON_KEYRING_BACKEND and no keyringrc, oh uses the backend keyring itself detects (every
+    backend's entry point loaded), finds the token stored there, and never runs the macOS backend's library
+    search (three subprocesses, most of keyring's start on Linux)."""
+    env = _real_keyring_env(oh)
+    own = _py(_KEYRINGS_OWN, env)
+    rotated = json.loads(
+        _py(
+            "import sys; from oh.cli import main; sys.argv = ['oh', *sys.argv[1:]]; main()",
+            env,
+            "token",
+            "rotate",
+            "--json",
+        )
+    )
+    found = json.loads(_py(_LOOKUP, env))
+    assert own != "keyring.backends.fail.Keyring" and found["kind"] == "keyring" and found["backend"] == own
+    assert rotated["backend"] == own and fp(found["token"]) == rotated["fingerprint"]
+    assert found["find_library"] is False
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="keyringrc.cfg's place is XDG_CONFIG_HOME on Linux")
+def test_keyringrc_and_env_still_choose_the_backend(oh, tmp_path):
+    """keyring's own configuration keeps deciding: keyringrc.cfg names the backend, PYTHON_KEYRING_BACKEND wins
+    over it; the token is found wherever it was stored (the file when the chosen backend stores nothing)."""
+    env = _real_keyring_env(oh)
+    rc = tmp_path / "xdg-config" / "python_keyring" / "keyringrc.cfg"
+    rc.parent.mkdir(parents=True)
+    rc.write_text("[backend]\ndefault-keyring=keyring.backends.fail.Keyring\n")
+    oh("token", "rotate", env={}, check=0)  # PYTHON_KEYRING_BACKEND=fail: the 0600 file
+    in_file = json.loads(_py(_LOOKUP, env))
+    assert in_file["kind"] == "file" and in_file["token"] == (oh.home / "token").read_text().strip()
+    rc.write_text(f"[backend]\ndefault-keyring={PLAIN_KEYRING}\n")
+    # The file's token is still found while the configured keyring holds none (lookup: keyring, then the file).
+    assert json.loads(_py(_LOOKUP, env))["token"] == in_file["token"]
+    rotated = json.loads(
+        _py(
+            "import sys; from oh.cli import main; sys.argv = ['oh', *sys.argv[1:]]; main()",
+            env,
+            "token",
+            "rotate",
+            "--json",
+        )
+    )
+    found = json.loads(_py(_LOOKUP, env))
+    assert rotated["backend"] == found["backend"] == PLAIN_KEYRING and found["kind"] == "keyring"
+    assert json.loads(_py(_LOOKUP, dict(env, PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring")))["kind"] == "file"

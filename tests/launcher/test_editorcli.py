@@ -219,6 +219,24 @@ def test_vsix_version_reads_the_manifest(tmp_path):
         editorcli.vsix_version(tmp_path / "bad.vsix")
 
 
+def test_vsix_version_needs_neither_zipfile_nor_json_and_sees_a_rebuilt_vsix(tmp_path):
+    """`oh doctor` reads the bundled .vsix's version on every run: with zipimport (always loaded), not zipfile +
+    json; a .vsix rebuilt at the same path (`oh vscode install` builds one) is read anew, not from a cache."""
+    vsix = make_vsix(tmp_path / "oh-vscode.vsix", "1.2.3")
+    code = (
+        "import sys\nfrom oh.launcher import editorcli\nfirst = editorcli.vsix_version(sys.argv[1])\n"
+        "loaded = sorted({'zipfile', 'json'} & set(sys.modules))\n"
+        "sys.path.insert(0, sys.argv[2])\nfrom fake_cli import make_vsix\n"
+        "from pathlib import Path\nmake_vsix(Path(sys.argv[1]), '10.20.30-rebuilt')\n"
+        "print(first, editorcli.vsix_version(sys.argv[1]), loaded)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(vsix), str(Path(__file__).parent)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "1.2.3 10.20.30-rebuilt []\n"
+
+
 def test_doctor_names_oh_vscode_install(clis, monkeypatch):
     """`oh doctor`: each editor's oh extension against the bundled one; the fix is always `oh vscode install`."""
     from oh.commands import doctor

@@ -37,9 +37,8 @@ _QUIET = typer.Option(
 
 def _call(io: Streams, verb: Callable[..., int], workspace: Optional[str], instance: Optional[str], **kw) -> int:
     """Run ``verb`` (a function of oh.fastpath.verbs, the one implementation) on the session the full CLI picked."""
-    from dataclasses import asdict
 
-    session = asdict(pick_session(workspace, instance))
+    session = pick_session(workspace, instance).to_dict()
     return verb(io, session, **kw)
 
 

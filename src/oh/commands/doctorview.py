@@ -13,7 +13,7 @@ import os
 import stat
 import sys
 
-from ._common import ERROR
+from ..fastpath.exits import ERROR  # not via ._common: its imports serve the typer commands
 from ._io import Streams
 
 TYPE_CHECKING = False  # typing costs ~20 ms to import; its names serve annotations (and mypy) only
@@ -66,11 +66,15 @@ def _dir_check(label: str, path) -> dict[str, Any]:
 
 
 def run_checks() -> list[dict[str, Any]]:
+    # bwrap takes ~10 ms to make its namespaces, longer than the rest of doctor's work after reading the
+    # settings (which imports pathlib): the probe of the default bwrap starts first, and the settings then
+    # keep it, replace it (another `sandbox_bwrap`) or drop it (`sandbox = off`).
+    early = _early_probe()
     from ..config import paths
 
-    checks = _python_checks()
     s, config_check = _config_check()
-    probe = _sandbox_probe(s)  # bwrap makes its namespaces while the other checks run
+    probe = _sandbox_probe(s, early)
+    checks = _python_checks()
     checks.append(config_check)
     checks.append(_token_check())
     checks.append(
@@ -105,11 +109,22 @@ def _sandbox_level(s) -> str:
     return getattr(s, "sandbox", "workspace-write") if s is not None else "workspace-write"
 
 
-def _sandbox_probe(s):
-    """The bubblewrap probe, started now and answered by `_sandbox_check` (None when the sandbox is off)."""
+def _early_probe():
     from ..runtimes.bwrapcheck import start
 
-    return None if _sandbox_level(s) == "off" else start(getattr(s, "sandbox_bwrap", "") or "")
+    return start("")
+
+
+def _sandbox_probe(s, early):
+    """The bubblewrap probe the settings ask for, answered by `_sandbox_check` (None when the sandbox is off):
+    ``early`` (the default bwrap's, already under way) when it is that one, else a new one."""
+    from ..runtimes.bwrapcheck import start
+
+    wanted = getattr(s, "sandbox_bwrap", "") or ""
+    if _sandbox_level(s) != "off" and not wanted:
+        return early
+    early.cancel()
+    return None if _sandbox_level(s) == "off" else start(wanted)
 
 
 def _sandbox_check(s, probe) -> dict[str, Any]:
@@ -144,9 +159,10 @@ def _dist_versions(names: tuple[str, ...]) -> dict[str, str]:
         except OSError:  # a zip, a missing directory
             continue
         for item in listing:
-            stem, dot, suffix = item.rpartition(".")
-            name = _normal(stem.partition("-")[0])
-            if suffix != "dist-info" or name not in want or want[name] in found:
+            if not item.endswith(".dist-info"):  # most of a site-packages listing: skipped before any parsing
+                continue
+            name = _normal(item[: -len(".dist-info")].partition("-")[0])
+            if name not in want or want[name] in found:
                 continue
             version = _metadata_version(os.path.join(entry or ".", item, "METADATA"))
             if version:
@@ -275,7 +291,6 @@ def _git_check(s) -> dict[str, Any]:
 
 def _session_checks() -> list[dict[str, Any]]:
     from .. import sessions
-    from ..launcher.control import BackendUnreachable, http_get
 
     d = sessions.paths.sessions_dir()
     out = []
@@ -300,12 +315,7 @@ def _session_checks() -> list[dict[str, Any]]:
                 )
             )
             continue
-        try:
-            code, _ = http_get(s, "/v1/health", timeout=2)
-            reach = f"answers on {s.url}" if code == 200 else f"HTTP {code} on /v1/health"
-            ok = code == 200
-        except BackendUnreachable as exc:
-            reach, ok = str(exc), False
+        reach, ok, st = _reach(s)
         why = ""
         if chosen is not None and chosen.instance_id == s.instance_id:
             why = (
@@ -333,7 +343,7 @@ def _session_checks() -> list[dict[str, Any]]:
             )
         )
         if ok:
-            out.extend(_editor_version_checks(s))
+            out.extend(_editor_version_checks(s, st))
     if not files:
         out.append(_check("sessions", "ok", "no backend is running"))
     elif chosen is None:
@@ -347,13 +357,30 @@ def _session_checks() -> list[dict[str, Any]]:
     return out
 
 
-def _editor_version_checks(s) -> list[dict[str, Any]]:
-    """oh and the extensions of the editors connected to a backend (protocol/versions.py verdicts)."""
-    from ..launcher.control import BackendUnreachable, status
+def _reach(s) -> tuple[str, bool, dict[str, Any] | None]:
+    """(what the backend answered, whether it is up, its /v1/status or None). A backend that answers
+    /v1/status with its token is up: one round trip instead of /v1/health and then /v1/status; /v1/health
+    is asked only to word another answer (a 401 mid-rotation), never after the backend did not answer."""
+    from ..fastpath.fastjson import loads
+    from ..launcher.control import BackendUnreachable, http_get
 
     try:
-        st = status(s)
-    except BackendUnreachable:
+        code, body = http_get(s, "/v1/status", token=s.token, timeout=2)
+        if code == 200:
+            try:
+                return f"answers on {s.url}", True, loads(body)
+            except ValueError:
+                return f"answers on {s.url}", True, None
+        code, _ = http_get(s, "/v1/health", timeout=2)
+    except BackendUnreachable as exc:
+        return str(exc), False, None
+    return (f"answers on {s.url}", True, None) if code == 200 else (f"HTTP {code} on /v1/health", False, None)
+
+
+def _editor_version_checks(s, st: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """oh and the extensions of the editors connected to a backend (protocol/versions.py verdicts); ``st`` its
+    /v1/status (None: it did not give one)."""
+    if st is None:
         return []
     out = []
     for e in st.get("editors") or []:
@@ -461,15 +488,19 @@ def _vscode_checks() -> list[dict[str, Any]]:
 
 
 def _port_check(s) -> dict[str, Any]:
-    import socket
+    # The C module under `socket`: `socket` itself (enum, selectors) is a tenth of the interpreter's start.
+    import _socket
 
     host = getattr(s, "host", "127.0.0.1") if s else "127.0.0.1"
     port = getattr(s, "port", 0) if s else 0
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    family = _socket.AF_INET6 if ":" in host else _socket.AF_INET
     try:
-        with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock = _socket.socket(family, _socket.SOCK_STREAM)
+        try:
             sock.bind((host, port))
             got = sock.getsockname()[1]
+        finally:
+            sock.close()
     except OSError as exc:
         return _check(
             "port",

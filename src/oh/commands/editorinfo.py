@@ -56,11 +56,10 @@ def _send(
     *,
     resolve_path: bool = True,
 ) -> int:
-    from dataclasses import asdict
 
     from ..fastpath import verbs
 
-    session = asdict(pick_session(workspace, instance))
+    session = pick_session(workspace, instance).to_dict()
     args = action["args"]
     if resolve_path and args.get("path"):
         args["path"] = verbs.resolve(args["path"], session)

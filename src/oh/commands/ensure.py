@@ -96,7 +96,6 @@ def run_ensure(
     json_: bool = False,
 ) -> int:
     """``oh ensure``'s behaviour: 0 ready (or started with --no-wait), 1 not ready, 124 still installing."""
-    from dataclasses import asdict
 
     from ..protocol.actions import ensure as ensure_action
     from ..fastpath import verbs
@@ -105,7 +104,7 @@ def run_ensure(
     bad = [t for t in only or [] if t not in TARGETS]
     if bad:
         raise OhError(f"--only takes python or node (got {', '.join(bad)}).", USAGE)
-    session = asdict(pick_session(workspace, instance))
+    session = pick_session(workspace, instance).to_dict()
     action = ensure_action(
         targets=list(dict.fromkeys(only or [])) or None,
         path=verbs.resolve(path or ".", session),

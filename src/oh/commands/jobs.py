@@ -45,9 +45,8 @@ def _group(workspace: Optional[str], instance: Optional[str], json_: bool) -> di
 
 def _run(io: Streams, verb: Callable[..., int], workspace: Optional[str], instance: Optional[str], **kw) -> int:
     """Run ``verb`` (a function of oh.fastpath.jobs) on the session the full CLI picked, with ``io`` as its streams."""
-    from dataclasses import asdict
 
-    session = asdict(pick_session(workspace, instance))
+    session = pick_session(workspace, instance).to_dict()
     return verb(io, session, **kw)
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 from . import paths
@@ -43,15 +42,28 @@ def fingerprint(token: str) -> str:
     return sha256(token.encode("utf-8")).hexdigest()[:8]
 
 
-@dataclass
 class Storage:
-    kind: str  # "keyring" | "file" | "env"
-    backend: str  # keyring backend class path, the file path, or "OH_TOKEN"
-    detail: str = ""  # e.g. why the keyring is not used, or where a file-based keyring keeps data
-    secure: bool = True  # False for plaintext keyrings, and for a file others can read or that is not yours
-    mode: str | None = None  # file store: the file's real mode ("0600"), None when it does not exist yet
-    owner_uid: int | None = None  # file store: the file's real owner
-    problem: str | None = None  # file store: what makes it insecure, in words
+    """Where the token is kept, as ``storage()`` reports it. A plain class, not a dataclass: `oh doctor` and
+    `oh token` start without importing dataclasses (a third of the interpreter's start; docs/benchmarks.md)."""
+
+    def __init__(
+        self,
+        kind: str,  # "keyring" | "file" | "env"
+        backend: str,  # keyring backend class path, the file path, or "OH_TOKEN"
+        detail: str = "",  # e.g. why the keyring is not used, or where a file-based keyring keeps data
+        secure: bool = True,  # False for plaintext keyrings, and for a file others can read or that is not yours
+        mode: str | None = None,  # file store: the file's real mode ("0600"), None when it does not exist yet
+        owner_uid: int | None = None,  # file store: the file's real owner
+        problem: str | None = None,  # file store: what makes it insecure, in words
+    ) -> None:
+        self.kind, self.backend, self.detail, self.secure = kind, backend, detail, secure
+        self.mode, self.owner_uid, self.problem = mode, owner_uid, problem
+
+    def __repr__(self) -> str:
+        return f"Storage({self.kind!r}, {self.backend!r}, {self.detail!r}, secure={self.secure!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Storage) and vars(self) == vars(other)
 
     def describe(self) -> str:
         if self.kind == "env":
@@ -73,12 +85,26 @@ def _backend_name(kr) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
+# keyring loads every backend's entry point to pick one; on any system but macOS, loading its macOS backend
+# runs ctypes.util.find_library three times (ldconfig and compiler subprocesses: ~35 ms, most of keyring's
+# start on Linux) for a module that then fails to load anyway (no Security framework). That backend says
+# "macOS required" before it looks at the module, so marking the module missing up front changes no choice
+# keyring makes: PYTHON_KEYRING_BACKEND, keyringrc.cfg and every other backend are as keyring handles them.
+_MACOS_API = "keyring.backends.macOS.api"
+
+
+def _skip_macos_api() -> None:
+    if sys.platform != "darwin":
+        sys.modules.setdefault(_MACOS_API, None)
+
+
 def _keyring():
     """(backend, None) when a usable keyring backend exists, else (None, reason)."""
     chosen = os.environ.get("PYTHON_KEYRING_BACKEND")
     if chosen in _UNUSABLE:  # keyring itself takes this variable first; importing it would only say the same
         return None, f"keyring backend is {chosen}"
     try:
+        _skip_macos_api()
         import keyring
         from keyring.backends import chainer
 

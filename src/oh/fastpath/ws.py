@@ -353,15 +353,14 @@ def _read_body(sock, head: bytes, rest: bytes, limit: int = MAX_HEAD) -> bytes:
 
 
 def http_get(
-    host: str, port: int, path: str, token: str, *, timeout: float = 2.0, unix: str | None = None
+    host: str, port: int, path: str, token: str | None, *, timeout: float = 2.0, unix: str | None = None
 ) -> tuple[int, bytes]:
-    """``GET path`` with the Bearer token (``/v1/status``). Raises WsError("unreachable")."""
+    """``GET path``, with the Bearer token when one is given (``/v1/status``; ``/v1/health`` needs none).
+    Raises WsError("unreachable") (or "refused": a host that is not loopback, an answer that is not HTTP)."""
     sock, where, host_header = _open(host, port, unix, timeout)
     try:
-        request = (
-            f"GET {path} HTTP/1.1\r\nHost: {host_header}\r\nConnection: close\r\nUser-Agent: "
-            f"oh-cli\r\nAuthorization: Bearer {token}\r\n\r\n"
-        )
+        auth = f"Authorization: Bearer {token}\r\n" if token is not None else ""
+        request = f"GET {path} HTTP/1.1\r\nHost: {host_header}\r\nConnection: close\r\nUser-Agent: oh-cli\r\n{auth}\r\n"
         sock.sendall(request.encode("utf-8"))
         status, head, rest = _read_head(sock, where)
         return status, _read_body(sock, head, rest, 16 * 1024 * 1024)

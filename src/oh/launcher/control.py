@@ -1,15 +1,15 @@
 """Talking to a running backend as its launcher: ``GET /v1/status`` and the ``/v1/control`` leg.
 
-``http_get`` is a tiny HTTP/1.1 client on a plain socket: ``oh status`` must stay fast, and
-``http.client`` alone costs ~30 ms of imports (it pulls in ssl). Control frames use websockets'
-sync client, imported only when needed.
+``http_get`` is the fast path's HTTP/1.1 GET on ``_socket`` (``oh.fastpath.ws``): ``oh status`` and
+``oh doctor`` must stay fast; ``http.client`` alone costs ~30 ms of imports (it pulls in ssl), and even
+``socket`` (enum, selectors) plus the IDNA codec its name lookup loads are a tenth of the interpreter's start.
+Loopback only, as every backend listens. Control frames use websockets' sync client, imported only when
+needed.
 """
 
 from __future__ import annotations
 
-import json
-import socket
-
+from ..fastpath.fastjson import loads  # `json` would load `re` (startup of `oh status`, `oh doctor`)
 from ..sessions import Session
 from ..errors import ClientError
 
@@ -23,47 +23,15 @@ class BackendUnreachable(ClientError):
 
 
 def http_get(session: Session, path: str, *, token: str | None = None, timeout: float = 2.0) -> tuple[int, bytes]:
-    host = session.host
-    hostport = f"[{host}]:{session.port}" if ":" in host else f"{host}:{session.port}"
-    lines = [f"GET {path} HTTP/1.1", f"Host: {hostport}", "Connection: close", "User-Agent: oh-cli"]
-    if token is not None:
-        lines.append(f"Authorization: Bearer {token}")
-    request = ("\r\n".join(lines) + "\r\n\r\n").encode("ascii")
-    try:
-        with socket.create_connection((host, session.port), timeout=timeout) as sock:
-            sock.sendall(request)
-            chunks = []
-            while True:
-                chunk = sock.recv(65536)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                data = b"".join(chunks)
-                head, sep, body = data.partition(b"\r\n\r\n")
-                if sep:
-                    length = _content_length(head)
-                    if length is not None and len(body) >= length:
-                        break
-    except OSError as exc:
-        raise BackendUnreachable(f"cannot reach the backend at {hostport}: {exc.strerror or exc}") from None
-    data = b"".join(chunks)
-    head, _, body = data.partition(b"\r\n\r\n")
-    try:
-        status = int(head.split(b" ", 2)[1])
-    except (IndexError, ValueError):
-        raise BackendUnreachable(f"the backend at {hostport} sent a malformed HTTP answer") from None
-    return status, body
+    """``GET path`` on the session's backend: (status, body). Raises BackendUnreachable."""
+    from ..fastpath import ws
 
-
-def _content_length(head: bytes) -> int | None:
-    for line in head.split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            try:
-                return int(value.strip())
-            except ValueError:
-                return None
-    return None
+    try:
+        return ws.http_get(
+            session.host, session.port, path, token, timeout=timeout, unix=ws.unix_of({"url": session.url})
+        )
+    except ws.WsError as exc:
+        raise BackendUnreachable(str(exc)) from None
 
 
 def status(session: Session, *, timeout: float = 2.0) -> dict[str, Any]:
@@ -76,7 +44,7 @@ def status(session: Session, *, timeout: float = 2.0) -> dict[str, Any]:
     if code != 200:
         raise BackendUnreachable(f"GET /v1/status answered HTTP {code}")
     try:
-        return json.loads(body)
+        return loads(body)
     except ValueError:
         raise BackendUnreachable("GET /v1/status did not return JSON") from None
 
@@ -85,6 +53,8 @@ def control(
     session: Session, frame: dict[str, Any], *, token: str | None = None, timeout: float = 5.0
 ) -> dict[str, Any]:
     """Send one control frame, return the answer. ``token`` defaults to the session file's."""
+    import json
+
     from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
     from websockets.sync.client import connect
 

@@ -14,11 +14,10 @@ host, which is where the extension (``extensionKind: workspace``) must run, next
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
-from dataclasses import dataclass
+from collections import namedtuple
 from pathlib import Path
 
 from ..errors import CliError
@@ -32,11 +31,13 @@ INSTALL_TIMEOUT = 180.0  # code-server unpacks and scans the .vsix: seconds on a
 LIST_TIMEOUT = 60.0
 
 
-@dataclass(frozen=True)
-class Kind:
-    cli: str  # the executable's name on PATH
-    name: str  # what the user calls the editor
-    scheme: str | None  # its URI scheme (`--open-url <scheme>://...`); None: it has none (code-server)
+# Value records as namedtuples and plain classes, not dataclasses: `oh doctor` imports this module, and
+# `dataclasses` (with the `inspect` it loads) is a third of the interpreter's start (docs/benchmarks.md).
+class Kind(namedtuple("Kind", "cli name scheme")):
+    """``cli``: the executable's name on PATH; ``name``: what the user calls the editor; ``scheme``: its URI
+    scheme (`--open-url <scheme>://...`), None when it has none (code-server)."""
+
+    __slots__ = ()
 
 
 KINDS: tuple[Kind, ...] = (
@@ -86,10 +87,10 @@ def kind_for(path: str) -> Kind:
     return Kind(base or path, os.path.basename(path) or path, "vscode")
 
 
-@dataclass(frozen=True)
-class Editor:
-    kind: Kind
-    path: str
+class Editor(namedtuple("Editor", "kind path")):
+    """An editor CLI found: its ``kind`` and the ``path`` of its executable."""
+
+    __slots__ = ()
 
     @property
     def label(self) -> str:
@@ -253,27 +254,35 @@ def bundled_vsix() -> Path:
 
 
 def vsix_version(path: Path) -> str:
-    """The extension version inside a .vsix (its ``extension/package.json``). Raises ValueError."""
-    import zipfile  # here, as subprocess and threads below: `oh doctor` without an editor needs none (startup)
+    """The extension version inside a .vsix (its ``extension/package.json``). Raises ValueError.
+
+    Read with ``zipimport`` (the import system's own zip reader, loaded in every interpreter) rather than
+    ``zipfile`` + ``json``: `oh doctor` asks on every run, and those imports cost a third of the interpreter's
+    start (docs/benchmarks.md, "Commands people type"). A .vsix is a plain deflated zip, which it reads."""
+    from zipimport import ZipImportError, zipimporter
+
+    from ..fastpath.fastjson import loads
 
     try:
-        with zipfile.ZipFile(path) as z, z.open("extension/package.json") as f:
-            manifest = json.load(f)
-    except (OSError, KeyError, zipfile.BadZipFile, ValueError) as exc:
+        archive = zipimporter(str(path))
+        archive.invalidate_caches()  # its table of contents is cached per path: a .vsix rebuilt since is read anew
+        manifest = loads(archive.get_data("extension/package.json"))
+    except (OSError, ZipImportError, ValueError) as exc:
         raise ValueError(f"{path} is not a readable VS Code extension package: {exc}") from None
-    version = manifest.get("version")
+    version = manifest.get("version") if isinstance(manifest, dict) else None
     if not isinstance(version, str):
         raise ValueError(f"{path}: its package.json has no version")
     return version
 
 
 # ---------------------------------------------------------------------------- running a CLI
-@dataclass
 class CliResult:
-    argv: list[str]
-    code: int | None  # None: did not start or timed out
-    out: str
-    err: str
+    def __init__(self, argv: list[str], code: int | None, out: str, err: str) -> None:
+        self.argv, self.out, self.err = argv, out, err
+        self.code = code  # None: did not start or timed out
+
+    def __repr__(self) -> str:
+        return f"CliResult(argv={self.argv!r}, code={self.code!r}, out={self.out!r}, err={self.err!r})"
 
     @property
     def ok(self) -> bool:
@@ -313,11 +322,21 @@ def run_cli(argv: list[str], timeout: float) -> CliResult:
     return CliResult(argv, p.returncode, p.stdout, p.stderr)
 
 
-@dataclass
 class EditorState:
-    editor: Editor
-    version: str | None  # the oh extension's version in this editor; None: not installed
-    error: str | None = None  # the list command failed (then version is unknown)
+    def __init__(self, editor: Editor, version: str | None, error: str | None = None) -> None:
+        self.editor = editor
+        self.version = version  # the oh extension's version in this editor; None: not installed
+        self.error = error  # the list command failed (then version is unknown)
+
+    def __repr__(self) -> str:
+        return f"EditorState({self.editor!r}, {self.version!r}, {self.error!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, EditorState) and (self.editor, self.version, self.error) == (
+            other.editor,
+            other.version,
+            other.error,
+        )
 
     def describe(self) -> dict:
         return {
@@ -380,6 +399,8 @@ def _installs_path() -> Path:
 
 
 def _read_installs() -> list[dict]:
+    import json
+
     try:
         data = json.loads(_installs_path().read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -408,6 +429,8 @@ def remember_install(editor: Editor, extensions_dir: str | None, user_data_dir: 
         "user_data_dir": os.path.abspath(os.path.expanduser(user_data_dir)) if user_data_dir else None,
     }
     rows = [r for r in _read_installs() if {k: r.get(k) for k in entry} != entry] + ([entry] if keep else [])
+    import json
+
     from ..config import paths
 
     paths.write_private_file(_installs_path(), json.dumps(rows, indent=2) + "\n")

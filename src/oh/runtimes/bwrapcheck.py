@@ -10,17 +10,32 @@ import os
 import select
 import shutil
 import time
-from dataclasses import dataclass
 
 PROBE_TIMEOUT = 10.0
 
 
-@dataclass(frozen=True)
 class Check:
-    ok: bool
-    bwrap: str = ""
-    problem: str = ""
-    fix: str = ""
+    """The answer: ``ok``, the bwrap used, and when not ok the problem and its fix. A plain class, not a
+    dataclass: `oh doctor` starts without importing dataclasses (docs/benchmarks.md, "Commands people type")."""
+
+    __slots__ = ("ok", "bwrap", "problem", "fix")
+
+    def __init__(self, ok: bool, bwrap: str = "", problem: str = "", fix: str = "") -> None:
+        self.ok, self.bwrap, self.problem, self.fix = ok, bwrap, problem, fix
+
+    def __repr__(self) -> str:
+        return f"Check(ok={self.ok!r}, bwrap={self.bwrap!r}, problem={self.problem!r}, fix={self.fix!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Check) and (self.ok, self.bwrap, self.problem, self.fix) == (
+            other.ok,
+            other.bwrap,
+            other.problem,
+            other.fix,
+        )
+
+    def __hash__(self) -> int:  # frozen, as the dataclass it replaces: usable in sets and as a cache value
+        return hash((self.ok, self.bwrap, self.problem, self.fix))
 
     @property
     def message(self) -> str:
@@ -75,6 +90,19 @@ class Probe:
         if self._done is None:
             self._done = self._finish(timeout)
         return self._done
+
+    @property
+    def program(self) -> str:
+        """The bwrap this probe runs ("" when it could not even start one)."""
+        return self._program
+
+    def cancel(self) -> None:
+        """Drop a probe whose answer is no longer wanted: bwrap killed and reaped, its pipe closed."""
+        if self._done is None:
+            os.kill(self._pid, 9)
+            os.waitpid(self._pid, 0)  # bounded: SIGKILL cannot be caught, the child is gone at once
+            os.close(self._err)
+            self._done = Check(False, self._program, "cancelled")
 
     def _finish(self, timeout: float) -> Check:
         program, chunks, deadline = self._program, [], time.monotonic() + timeout
