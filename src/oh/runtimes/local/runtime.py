@@ -565,6 +565,7 @@ class LocalRuntime(Runtime):
         await asyncio.shield(task)  # a cancelled caller must not abandon the kill half-way
 
     async def close(self) -> None:
+        self.sandbox.close()  # its repository watch (an inotify instance: a per-user limit)
         if self.proposals is not None:
             self.proposals.close()
         terms, self._terminals = list(self._terminals.values()), {}
