@@ -95,5 +95,10 @@ async def test_repositories_nested_at_start_and_behind_a_gitdir_file_are_protect
         # a repository moved in with its parent directory is noticed too
         obs = await run(rt, "echo evil > m/later/r/.git/hooks/pre-commit; echo done")
         assert not (ws / "m" / "later" / "r" / ".git" / "hooks" / "pre-commit").exists(), obs
+        # a protected git directory renamed away and made again at the same path is a new one (its inode)
+        obs = await run(rt, "mv deep/a/repo/.git deep/a/repo/.g && git init -q deep/a/repo && echo remade")
+        assert "remade" in obs["content"], obs
+        obs = await run(rt, "echo evil > deep/a/repo/.git/hooks/pre-commit; echo done")
+        assert not (ws / "deep" / "a" / "repo" / ".git" / "hooks" / "pre-commit").exists(), obs
     finally:
         await rt.close()

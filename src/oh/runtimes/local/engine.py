@@ -122,7 +122,7 @@ class PtyShell:
         self.wrap_argv = wrap_argv  # a sandbox's prefix for the shell's argv (ptyproc.spawn)
         self.sandbox = sandbox  # bubblewrap around the shell (sandbox.py); None: unconfined
         # the git directories whose hooks and config this shell's sandbox binds read-only (None: not known)
-        self.protected_repos: frozenset[str] | None = None
+        self.protected_repos: frozenset[tuple[str, int]] | None = None
         self.proc: asyncio.subprocess.Process | None = None
         self.pid = -1
         self.running: Command | None = None

@@ -34,10 +34,25 @@ def _inotify() -> Any:
     return inotify_simple
 
 
-def git_dirs(dotgit: str) -> list[str]:
+# A git directory as the sandbox knows it: its real path and its inode. The inode matters: a repository
+# removed (or moved away) and made again at the same path is a new one that no running shell protects.
+Repo = tuple[str, int]
+
+
+def git_dirs(dotgit: str) -> list[Repo]:
     """The directories whose ``hooks`` and ``config`` git uses for the repository whose ``.git`` is ``dotgit``:
     the directory itself, or where a ``gitdir:`` file points (a linked worktree, a submodule), plus its
     ``commondir`` (a worktree's hooks and config are the main repository's)."""
+    out = []
+    for path in _git_paths(dotgit):
+        try:
+            out.append((path, os.stat(path).st_ino))
+        except OSError:
+            pass
+    return out
+
+
+def _git_paths(dotgit: str) -> list[str]:
     if os.path.isdir(dotgit):
         found = [os.path.realpath(dotgit)]
     else:
@@ -88,12 +103,16 @@ def planted_hooks(gitdir: str) -> list[str]:
     return out
 
 
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
 class RepoWatch:
     """The git directories under ``roots`` (real paths), current as of the last ``repos()`` call."""
 
     def __init__(self, roots: tuple[str, ...]) -> None:
         self.roots = tuple(os.path.realpath(r) for r in roots)
-        self.found: set[str] = set()
+        self.found: set[Repo] = set()
         self.degraded = ""  # why new repositories are protected only from the next shell on, or ""
         self._dirs: dict[int, str] = {}  # watch descriptor -> directory
         self._found_lock = threading.Lock()  # ``found``: the first walk (a thread) adds, shells' starts read
@@ -155,11 +174,11 @@ class RepoWatch:
         """The first walk is over: ``repos`` answers from now on."""
         return self._ready.is_set()
 
-    def _add(self, dirs: list[str]) -> None:
+    def _add(self, dirs: list[Repo]) -> None:
         with self._found_lock:
-            self.found.update(dirs)
+            self.found.update(d for d in dirs if any(_under(d[0], root) for root in self.roots))
 
-    def snapshot(self) -> frozenset[str]:
+    def snapshot(self) -> frozenset[Repo]:
         """The repositories found so far (the first walk may still run): what a starting shell binds."""
         with self._found_lock:
             return frozenset(self.found)
@@ -187,7 +206,7 @@ class RepoWatch:
                 elif ev.mask & flags.ISDIR:
                     self._walk(path)
 
-    def repos(self) -> frozenset[str] | None:
+    def repos(self) -> frozenset[Repo] | None:
         """The git directories now (the events so far drained: one non-blocking read); None when the watch
         cannot tell yet (its first walk still runs) or at all (degraded). Never blocks."""
         if not self._ready.is_set() or self.degraded:

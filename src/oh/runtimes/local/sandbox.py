@@ -28,7 +28,7 @@ from ...protocol import sandbox as rules
 from .command import psutil  # None without it (optional at runtime)
 from ...protocol.errors import ErrorId, ToolError
 from ..bwrapcheck import Check, check  # noqa: F401 - re-exported: the runtime, `oh start` and tests ask here
-from .gitwatch import RepoWatch, git_dirs
+from .gitwatch import Repo, RepoWatch, git_dirs
 
 log = logging.getLogger("oh.runtimes.local")
 
@@ -92,6 +92,7 @@ class Sandbox:
         # The repositories in the writable roots (workspace-write): started now, so that its first walk (a
         # thread) is usually over when the first shell starts and binds them all.
         self.repo_watch = repo_watch
+        self._writable: tuple[str, ...] = ()  # the last plan's writable paths (the repositories that matter)
         if repo_watch is None and spec.on and spec.level == "workspace-write":
             self.repo_watch = RepoWatch((self.workspace, *self.roots))
 
@@ -116,14 +117,19 @@ class Sandbox:
         if self.repo_watch is not None:
             self.repo_watch.close()
 
-    def new_repos(self, protected: frozenset[str] | None) -> list[str]:
+    def new_repos(self, protected: frozenset[Repo] | None) -> list[str]:
         """Repositories in the writable roots that a shell binding ``protected`` leaves writable: the shell
         must be restarted before its next command (README "Sandbox"). Empty when the watch cannot tell."""
         watch = self.repo_watch
         if protected is None or watch is None:
             return []
         now = watch.repos()
-        return sorted(now - protected) if now is not None else []
+        if now is None:
+            return []
+        return sorted({path for path, ino in now - protected if self._writable_path(path)})
+
+    def _writable_path(self, path: str) -> bool:
+        return any(path == w or path.startswith(w.rstrip("/") + "/") for w in self._writable)
 
     def status(self) -> dict[str, object]:
         """For `oh status` and the live view."""
@@ -153,7 +159,7 @@ class Sandbox:
 
     def wrap_bound(
         self, argv: list[str], env: dict[str, str], *, cwd: str, scratch: tuple[str, ...]
-    ) -> tuple[list[str], frozenset[str] | None]:
+    ) -> tuple[list[str], frozenset[Repo] | None]:
         """``wrap``, and the git directories whose hooks and config this shell binds read-only (None: not
         sandboxed, or nothing writable): what ``new_repos`` compares with before the shell's next command."""
         self.wrapped = False
@@ -182,9 +188,11 @@ class Sandbox:
         watch = self.repo_watch
         if watch is None:
             return [found.bwrap, *mounts(plan, self.workspace), "--chdir", cwd, "--", *argv], None
+        self._writable = plan.writable
         repos = watch.snapshot() | frozenset(git_dirs(os.path.join(self.workspace, ".git")))
-        bound = frozenset(r for r in repos if any(r == w or r.startswith(w.rstrip("/") + "/") for w in plan.writable))
-        return [found.bwrap, *mounts(plan, self.workspace, bound), "--chdir", cwd, "--", *argv], bound
+        bound = frozenset(r for r in repos if self._writable_path(r[0]))
+        binds = mounts(plan, self.workspace, frozenset(path for path, _ in bound))
+        return [found.bwrap, *binds, "--chdir", cwd, "--", *argv], bound
 
     def shell_pid(self, pid: int) -> int:
         """The shell's pid when ``pid`` is the bubblewrap that runs it (its /proc/<pid>/cwd is the shell's
