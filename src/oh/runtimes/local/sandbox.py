@@ -92,7 +92,8 @@ class Sandbox:
         # The repositories in the writable roots (workspace-write): started now, so that its first walk (a
         # thread) is usually over when the first shell starts and binds them all.
         self.repo_watch = repo_watch
-        self._writable: tuple[str, ...] = ()  # the last plan's writable paths (the repositories that matter)
+        # the writable paths (the repositories that matter): the last plan's, the workspace and roots before one
+        self._writable: tuple[str, ...] = (self.workspace, *self.roots)
         if repo_watch is None and spec.on and spec.level == "workspace-write":
             self.repo_watch = RepoWatch((self.workspace, *self.roots))
 
