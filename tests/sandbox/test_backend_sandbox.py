@@ -282,7 +282,6 @@ def test_oh_run_unsandboxed_asked_approved_runs_outside_rejected_runs_nothing(oh
     # usage errors, before anything is asked or sent
     for args, says in (
         (["--unsandboxed", " ", "--", "true"], "needs the reason"),
-        (["--unsandboxed", "why", "--background", "--", "true"], "foreground"),
         (["--unsandboxed", "why", "--wait"], "not with --wait"),
     ):
         p = oh("run", *args)
@@ -388,7 +387,6 @@ def test_oh_run_network_asked_reaches_loopback_when_approved_and_stays_confined(
         server.close()
     for args, says in (
         (["--network", " ", "--", "true"], "needs the reason"),
-        (["--network", "why", "--background", "--", "true"], "foreground"),
         (["--network", "why", "--wait"], "not with --wait"),
         (["--network", "why", "--unsandboxed", "why", "--", "true"], "one of --unsandboxed and --network"),
     ):

@@ -45,6 +45,11 @@ HIDDEN_FILES = (
 
 @pytest.fixture
 def box(tmp_path: Path) -> dict[str, Any]:
+    return make_box(tmp_path)
+
+
+def make_box(tmp_path: Path) -> dict[str, Any]:
+    """A fake HOME holding secrets, oh's state, a workspace and a directory outside it (test_new_repos too)."""
     home = tmp_path / "home"
     for rel in HIDDEN_FILES:
         (home / rel).parent.mkdir(parents=True, exist_ok=True)

@@ -50,7 +50,8 @@ _UNSANDBOXED = typer.Option(
         "Ask to run COMMAND outside the agent shell's sandbox (network, writes outside the workspace), saying "
         "why. The user is asked at every consent level (`oh approvals` lists it, `oh approve ID` allows it; "
         "the live view, VS Code) unless an `unsandboxed:` rule allows it; it waits for the answer. Only COMMAND "
-        'leaves: the shell stays sandboxed. Example: oh run --unsandboxed "npm ci needs the network" -- npm ci'
+        "leaves: the shell stays sandboxed. With --background the job starts once allowed (`oh jobs` follows it). "
+        'Example: oh run --unsandboxed "npm ci needs the network" -- npm ci'
     ),
 )
 
@@ -177,9 +178,6 @@ def run_run(
     quiet: bool = False,
 ) -> int:
     """``oh run``'s behaviour: the command's own exit code, or oh's (`oh --help`)."""
-    if background and (unsandboxed is not None or network is not None):
-        io.note(verbs.UNSANDBOXED_NOT_BACKGROUND)
-        return verbs.USAGE
     if background:  # the job verbs live in commands/jobs.py
         from .jobs import start_background
 
@@ -195,7 +193,18 @@ def run_run(
             )
             if given
         )
-        return start_background(io, command, cwd, workspace, instance, force=force, json_=json_, also=also)
+        return start_background(
+            io,
+            command,
+            cwd,
+            workspace,
+            instance,
+            force=force,
+            json_=json_,
+            also=also,
+            unsandboxed=unsandboxed,
+            network=network,
+        )
     mode = _mode(
         ("input", input_ is not None),
         ("interrupt", interrupt),

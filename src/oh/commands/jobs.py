@@ -179,9 +179,11 @@ def start_background(
     force: bool = False,
     json_: bool = False,
     also: tuple = (),
+    unsandboxed: Optional[str] = None,
+    network: Optional[str] = None,
 ) -> int:
     """``oh run --background -- CMD``: start the job in the `cli` shell; print its id; exit 0 (2 with other run
-    options)."""
+    options). With ``unsandboxed`` / ``network`` it is asked first and starts only once allowed."""
     return _run(
         io,
         fastjobs.start_background,
@@ -192,6 +194,8 @@ def start_background(
         force=force,
         json_=json_,
         also=tuple(also),
+        unsandboxed=unsandboxed,
+        network=network,
     )
 
 

@@ -141,16 +141,19 @@ def _job_verb(io, verb: str, session: dict, opts: dict, pos: list[str]) -> int:
 
     json_ = bool(opts.get("json_"))
     if verb == "run":  # with --background: the other run options are refused (as in the typer command)
-        if opts.get("unsandboxed") is not None or opts.get("network") is not None:
-            from .exits import USAGE, OhError
-            from .verbs import UNSANDBOXED_NOT_BACKGROUND
-
-            raise OhError(UNSANDBOXED_NOT_BACKGROUND, USAGE)
         also = tuple(
             flag for key, flag in _NOT_WITH_BACKGROUND if opts.get(key) is not None and opts.get(key) is not False
         )
         return jobs.start_background(
-            io, session, command=pos, cwd=opts.get("cwd"), force=bool(opts.get("force")), json_=json_, also=also
+            io,
+            session,
+            command=pos,
+            cwd=opts.get("cwd"),
+            force=bool(opts.get("force")),
+            json_=json_,
+            also=also,
+            unsandboxed=opts.get("unsandboxed"),
+            network=opts.get("network"),
         )
     if verb == "stat":
         return jobs.stat(io, session, path=pos[0], json_=json_)

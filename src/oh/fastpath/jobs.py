@@ -17,7 +17,18 @@ import time
 from ..protocol import actions
 from .exits import ACTION_FAILED, TIMEOUT, USAGE, OhError
 from .streams import Streams
-from .verbs import CLI_SHELL, AgentLink, Watch, base_dir, branch_note, cli_advice, error_exit, resolve, shell_quote
+from .verbs import (
+    CLI_SHELL,
+    AgentLink,
+    Watch,
+    base_dir,
+    branch_note,
+    check_escalation,
+    cli_advice,
+    error_exit,
+    resolve,
+    shell_quote,
+)
 
 WAIT_CHUNK = 200.0  # one `job wait` request at most this long (the backend caps a wait at 240 s)
 CANCELLED_EXIT = 130
@@ -75,10 +86,15 @@ def start_background(
     force: bool = False,
     json_: bool = False,
     also: tuple[str, ...] = (),
+    unsandboxed: str | None = None,
+    network: str | None = None,
 ) -> int:
     """Start the job in the `cli` shell; print its id; exit 0. ``also``: other `oh run` options given,
     which a job does not take (a --timeout silently dropped would leave a job running that the user
-    believed bounded): a usage error naming them."""
+    believed bounded): a usage error naming them. ``unsandboxed`` / ``network``: the reason the job asks to
+    run outside the sandbox / with the network (README "Sandbox"): asked first, like a foreground escalation;
+    the job starts in a one-shot shell of its own only once allowed (rejected: nothing starts, exit 6)."""
+    check_escalation(unsandboxed, network, "command")
     if also:
         raise OhError(
             f"--background does not go with {', '.join(also)}: a job runs until it ends or `oh jobs cancel`. "
@@ -88,7 +104,10 @@ def start_background(
     line = command[0] if len(command) == 1 else " ".join(shell_quote(w) for w in command)
     if not line.strip():
         raise OhError("give the command to start (e.g. `oh run --background -- npm run dev`).", USAGE)
-    obs = _ask(io, session, actions.run(line, background=True, force=force, cwd=_where(session, cwd)), json_)
+    action = actions.run(
+        line, background=True, force=force, cwd=_where(session, cwd), unsandboxed=unsandboxed, network=network
+    )
+    obs = _ask(io, session, action, json_)
     if json_:
         io.json(obs)
         return 0
@@ -97,6 +116,9 @@ def start_background(
     if not isinstance(jid, str):
         raise OhError("the backend did not start a background job (its editor may not support jobs).", ACTION_FAILED)
     io.print(jid)
+    said = " ".join(str(md.get("prefix") or "").split())
+    if (unsandboxed is not None or network is not None) and said:  # allowed (a refusal raised above): where it runs
+        io.note(f"{jid}: {said}")
     if "already running" in (md.get("suffix") or ""):
         io.note(
             f"{jid} was already running with the same command, directory and environment (use --force for another)."
@@ -174,6 +196,7 @@ def jobs_list(io: Streams, session: dict, *, json_: bool = False) -> int:
     for r in records:
         code = r.get("exit_code")
         kind = " (ensure)" if r.get("shell") == ENSURE_SHELL else "" if r.get("background", True) else " (fg)"
+        kind += {"off": " (outside the sandbox)", "network": " (with the network)"}.get(str(r.get("sandbox")), "")
         rows.append(
             (
                 str(r.get("job_id")),

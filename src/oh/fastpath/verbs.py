@@ -408,13 +408,6 @@ def _on_path(program: str) -> bool:
     return any(os.access(os.path.join(d, program), os.X_OK) for d in os.environ.get("PATH", "").split(os.pathsep) if d)
 
 
-UNSANDBOXED_NOT_BACKGROUND = (
-    "--unsandboxed and --network run one command in the foreground (asked, then run outside the sandbox or with "
-    "the network): drop --background, or start the job inside the command "
-    "(`oh run --unsandboxed WHY -- sh -c 'CMD &'`)."
-)
-
-
 def _check_unsandboxed(reason: str | None, mode: str, flag: str = "--unsandboxed") -> None:
     """Usage errors of ``--unsandboxed`` / ``--network`` before anything is sent (the backend checks them too)."""
     if reason is None:
@@ -425,7 +418,7 @@ def _check_unsandboxed(reason: str | None, mode: str, flag: str = "--unsandboxed
         raise OhError(f'{flag} needs the reason the user is asked with, e.g. {flag} "npm ci needs the network".', USAGE)
 
 
-def _check_escalation(unsandboxed: str | None, network: str | None, mode: str) -> None:
+def check_escalation(unsandboxed: str | None, network: str | None, mode: str) -> None:
     if unsandboxed is not None and network is not None:
         raise OhError("--unsandboxed already includes the network: give one of --unsandboxed and --network.", USAGE)
     _check_unsandboxed(unsandboxed, mode)
@@ -444,7 +437,7 @@ def _run_action(
     network: str | None = None,
 ) -> dict:
     """The ``run`` frame of ``oh run`` in ``mode`` (usage errors raised here)."""
-    _check_escalation(unsandboxed, network, mode)
+    check_escalation(unsandboxed, network, mode)
     line = ""
     if command:
         if len(command) == 1:

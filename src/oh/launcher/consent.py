@@ -28,7 +28,9 @@ class ConsentPlan:
         return self.level != "never" or any(self.rules.values())
 
     def flags(self) -> dict[str, Any]:
-        return {"level": self.level, "rules": self.rules, "timeout": self.timeout} if self.active else {}
+        # Always, with the timeout: at level never the backend still asks before a command leaves the sandbox
+        # (backend/__main__.py _escalations_gated), and that question must end after approval_timeout too.
+        return {"level": self.level, "rules": self.rules, "timeout": self.timeout}
 
 
 def plan(settings: Any, workspace: str, review: bool) -> ConsentPlan:

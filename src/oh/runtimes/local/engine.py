@@ -121,6 +121,8 @@ class PtyShell:
         self.on_data = on_data  # called with the visible terminal's text (the live view / host)
         self.wrap_argv = wrap_argv  # a sandbox's prefix for the shell's argv (ptyproc.spawn)
         self.sandbox = sandbox  # bubblewrap around the shell (sandbox.py); None: unconfined
+        # the git directories whose hooks and config this shell's sandbox binds read-only (None: not known)
+        self.protected_repos: frozenset[tuple[str, int]] | None = None
         self.proc: asyncio.subprocess.Process | None = None
         self.pid = -1
         self.running: Command | None = None
@@ -193,6 +195,11 @@ class PtyShell:
         env.update(extra)
         return args, env
 
+    def _wrap_in_sandbox(self, argv: list[str], env: dict[str, str]) -> list[str]:
+        assert self.sandbox is not None  # only passed as wrap_argv with a sandbox
+        out, self.protected_repos = self.sandbox.wrap_bound(argv, env, cwd=self.start_cwd, scratch=(self.dir,))
+        return out
+
     async def _spawn(self, kind: str, path: str, user_rc: bool) -> None:
         self.kind, self.path, self.rc = kind, path, user_rc
         cmd_r, cmd_w = os.pipe()
@@ -202,8 +209,7 @@ class PtyShell:
             # (bubblewrap, sandbox.py) wraps the whole shell: one sandbox per agent shell, not per command.
             wrap = self.wrap_argv
             if self.sandbox is not None:
-                sandbox, cwd, scratch = self.sandbox, self.start_cwd, (self.dir,)
-                wrap = lambda argv, env_: sandbox.wrap(argv, env_, cwd=cwd, scratch=scratch)  # noqa: E731
+                wrap = self._wrap_in_sandbox
             pty = await ptyproc.spawn(
                 [path, *args], env, self.start_cwd, size=(ROWS, COLS), pass_fds=(cmd_r,), wrap_argv=wrap
             )

@@ -393,7 +393,8 @@ class ShellGroup:
     async def _start_job(self, action: Action, cwd: str | None, ctx: "AgentContext") -> dict[str, Any]:
         self.purge()
         where = cwd or self.main._cwd()
-        key = (action.command, where, env_fingerprint(action.env))
+        sandbox = str(action.args.get("sandbox") or "") if action.unsandboxed else ""
+        key = (action.command, where, env_fingerprint(action.env), sandbox)
         if not action.args.get("force"):
             for job in self.jobs.values():
                 if job.state == RUNNING and job.fingerprint == key:
@@ -410,7 +411,7 @@ class ShellGroup:
             return self._limit_busy(action)
         jid = self.rt.new_job_id(action)
         spool = Spool(self.rt.spool_path(jid), self.rt.spool_cap)
-        job = Job(jid, self.key, ctx.id, action.command, where, action.env, spool)
+        job = Job(jid, self.key, ctx.id, action.command, where, action.env, spool, sandbox)
         term = self._new_extra(action)
         self.extras[jid] = term
         self.jobs[jid] = job

@@ -128,15 +128,27 @@ def _iso(wall: float | None) -> str | None:
 
 class Job:
     def __init__(
-        self, job_id: str, shell: str, agent_id: str, command: str, cwd: str, env: dict[str, str] | None, spool: Spool
+        self,
+        job_id: str,
+        shell: str,
+        agent_id: str,
+        command: str,
+        cwd: str,
+        env: dict[str, str] | None,
+        spool: Spool,
+        sandbox: str = "",
     ) -> None:
+        """``sandbox``: "off" / "network" for a job the consent gate allowed to leave the sandbox / have the
+        network (docs/protocol.md §3.17), "" for one in the agent's sandbox (or with no sandbox)."""
         self.job_id = job_id
+        self.sandbox = sandbox
         self.shell = shell
         self.agent_id = agent_id
         self.command = command
         self.cwd = cwd
         self.env_names = sorted(env or {})
-        self.fingerprint = (command, cwd, env_fingerprint(env))
+        # with the sandbox: an allowed request to leave never answers with a confined job of the same command
+        self.fingerprint = (command, cwd, env_fingerprint(env), sandbox)
         self.spool = spool
         self.state = RUNNING
         self.exit_code: int | None = None
@@ -197,10 +209,13 @@ class Job:
             "output_bytes": self.spool.total,
             "env_names": self.env_names,
         }
+        if self.sandbox:
+            rec["sandbox"] = self.sandbox
         if self.spool.error:
             rec["warning"] = self.spool.error
         return rec
 
     def line(self) -> str:
         code = "" if self.exit_code is None else f" exit {self.exit_code}"
-        return f"{self.job_id}  {self.state}{code}  {self.record()['duration_s']:.0f}s  {self.command[:120]}"
+        where = {"off": "  (OUTSIDE the sandbox)", "network": "  (with the network)"}.get(self.sandbox, "")
+        return f"{self.job_id}  {self.state}{code}  {self.record()['duration_s']:.0f}s{where}  {self.command[:120]}"

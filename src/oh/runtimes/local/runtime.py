@@ -365,7 +365,10 @@ class LocalRuntime(Runtime):
             obs = await group._start_job(action, cwd, ctx)
         else:
             obs = await group._run_extra(action, cwd, why="it ran outside the sandbox", agent_id=ctx.id)
-        _prefix(obs, f"[This command ran OUTSIDE the sandbox, as the user, in a shell of its own (reason: {reason}).]")
+        ran = "runs" if action.args.get("background") else "ran"  # a job: started, not over
+        _prefix(
+            obs, f"[This command {ran} OUTSIDE the sandbox, as the user, in a shell of its own (reason: {reason}).]"
+        )
         return obs
 
     async def _run_with_network(
@@ -384,7 +387,8 @@ class LocalRuntime(Runtime):
             obs = await group._start_job(action, cwd, ctx)
         else:
             obs = await group._run_extra(action, cwd, why="it ran with the network", agent_id=ctx.id)
-        _prefix(obs, f"[This command ran in the sandbox WITH THE NETWORK, in a shell of its own (reason: {reason}).]")
+        ran = "runs" if action.args.get("background") else "ran"
+        _prefix(obs, f"[This command {ran} in the sandbox WITH THE NETWORK, in a shell of its own (reason: {reason}).]")
         return obs
 
     async def _read(self, action: Action, base: str) -> dict[str, Any]:
@@ -561,6 +565,7 @@ class LocalRuntime(Runtime):
         await asyncio.shield(task)  # a cancelled caller must not abandon the kill half-way
 
     async def close(self) -> None:
+        self.sandbox.close()  # its repository watch (an inotify instance: a per-user limit)
         if self.proposals is not None:
             self.proposals.close()
         terms, self._terminals = list(self._terminals.values()), {}

@@ -28,12 +28,15 @@ from ...protocol import sandbox as rules
 from .command import psutil  # None without it (optional at runtime)
 from ...protocol.errors import ErrorId, ToolError
 from ..bwrapcheck import Check, check  # noqa: F401 - re-exported: the runtime, `oh start` and tests ask here
+from .gitwatch import Repo, RepoWatch, git_dirs
 
 log = logging.getLogger("oh.runtimes.local")
 
 # Inside the workspace, read-only even in workspace-write: each runs code outside the sandbox later (git
-# hooks and config on the user's next commit; VS Code's tasks and settings).
+# hooks and config on the user's next commit; VS Code's tasks and settings). Every other repository in the
+# writable roots gets its hooks and config bound read-only too (PROTECTED_IN_REPO, gitwatch.py finds them).
 PROTECTED_IN_WORKSPACE = (".git/hooks", ".git/config", ".vscode")
+PROTECTED_IN_REPO = ("hooks", "config")
 
 
 class SandboxUnavailable(ToolError):
@@ -77,6 +80,7 @@ class Sandbox:
         workspace: str,
         roots: tuple[str, ...] = (),
         hidden: tuple[str, ...] = (),
+        repo_watch: RepoWatch | None = None,
     ) -> None:
         self.spec = spec
         self.workspace = os.path.realpath(workspace)
@@ -85,6 +89,13 @@ class Sandbox:
         self.said = False  # the unavailable message or the level, said once per sandbox
         self.unconfined = False  # fell back to running unconfined (sandbox_fallback = unconfined)
         self.wrapped = False  # the last shell started runs inside bubblewrap
+        # The repositories in the writable roots (workspace-write): started now, so that its first walk (a
+        # thread) is usually over when the first shell starts and binds them all.
+        self.repo_watch = repo_watch
+        # the writable paths (the repositories that matter): the last plan's, the workspace and roots before one
+        self._writable: tuple[str, ...] = (self.workspace, *self.roots)
+        if repo_watch is None and spec.on and spec.level == "workspace-write":
+            self.repo_watch = RepoWatch((self.workspace, *self.roots))
 
     @property
     def active(self) -> bool:
@@ -94,10 +105,32 @@ class Sandbox:
         """The same sandbox with the network on: for one command allowed the network alone (``args.sandbox``
         "network"); everything else stays confined."""
         other = Sandbox(
-            dataclasses.replace(self.spec, network=True), workspace=self.workspace, roots=self.roots, hidden=self.hidden
+            dataclasses.replace(self.spec, network=True),
+            workspace=self.workspace,
+            roots=self.roots,
+            hidden=self.hidden,
+            repo_watch=self.repo_watch,
         )
         other.said = True  # the agent's shell said its sandbox already
         return other
+
+    def close(self) -> None:
+        if self.repo_watch is not None:
+            self.repo_watch.close()
+
+    def new_repos(self, protected: frozenset[Repo] | None) -> list[str]:
+        """Repositories in the writable roots that a shell binding ``protected`` leaves writable: the shell
+        must be restarted before its next command (README "Sandbox"). Empty when the watch cannot tell."""
+        watch = self.repo_watch
+        if protected is None or watch is None:
+            return []
+        now = watch.repos()
+        if now is None:
+            return []
+        return sorted({path for path, ino in now - protected if self._writable_path(path)})
+
+    def _writable_path(self, path: str) -> bool:
+        return any(path == w or path.startswith(w.rstrip("/") + "/") for w in self._writable)
 
     def status(self) -> dict[str, object]:
         """For `oh status` and the live view."""
@@ -123,14 +156,21 @@ class Sandbox:
     def wrap(self, argv: list[str], env: dict[str, str], *, cwd: str, scratch: tuple[str, ...]) -> list[str]:
         """``argv`` inside the sandbox (unchanged when the level is off, or unconfined by the fallback
         setting). Raises SandboxUnavailable when bubblewrap cannot run and the settings say refuse."""
+        return self.wrap_bound(argv, env, cwd=cwd, scratch=scratch)[0]
+
+    def wrap_bound(
+        self, argv: list[str], env: dict[str, str], *, cwd: str, scratch: tuple[str, ...]
+    ) -> tuple[list[str], frozenset[Repo] | None]:
+        """``wrap``, and the git directories whose hooks and config this shell binds read-only (None: not
+        sandboxed, or nothing writable): what ``new_repos`` compares with before the shell's next command."""
         self.wrapped = False
         if not self.spec.on:
-            return argv
+            return argv, None
         found = check(self.spec.bwrap)
         if not found.ok:
             if self.spec.fallback == "unconfined":
                 self.unconfined = True
-                return argv
+                return argv, None
             raise SandboxUnavailable(found.message)
         self.unconfined = False
         self.wrapped = True
@@ -146,7 +186,14 @@ class Sandbox:
             runtime_dir=_runtime_dir(env),
         )
         _make_cache_dir(env, home, plan)
-        return [found.bwrap, *mounts(plan, self.workspace), "--chdir", cwd, "--", *argv]
+        watch = self.repo_watch
+        if watch is None:
+            return [found.bwrap, *mounts(plan, self.workspace), "--chdir", cwd, "--", *argv], None
+        self._writable = plan.writable
+        repos = watch.snapshot() | frozenset(git_dirs(os.path.join(self.workspace, ".git")))
+        bound = frozenset(r for r in repos if self._writable_path(r[0]))
+        binds = mounts(plan, self.workspace, frozenset(path for path, _ in bound))
+        return [found.bwrap, *binds, "--chdir", cwd, "--", *argv], bound
 
     def shell_pid(self, pid: int) -> int:
         """The shell's pid when ``pid`` is the bubblewrap that runs it (its /proc/<pid>/cwd is the shell's
@@ -179,11 +226,12 @@ class Sandbox:
         )
 
 
-def _hooks_dir(workspace: str) -> None:
+def _hooks_dir(workspace: str, gitdir: str = "") -> None:
     """A repository without ``.git/hooks`` (deleted, or a clone made without templates) gets the empty one
     ``git init`` makes, so that it is bound read-only like an existing one: else the agent could create it
-    and put a hook there, which runs outside the sandbox at the user's next commit."""
-    git = os.path.join(workspace, ".git")
+    and put a hook there, which runs outside the sandbox at the user's next commit. ``gitdir``: the git
+    directory when it is not ``workspace/.git``."""
+    git = gitdir or os.path.join(workspace, ".git")
     hooks = os.path.join(git, "hooks")
     if os.path.isdir(git) and not os.path.islink(git) and not os.path.lexists(hooks):
         try:
@@ -219,8 +267,23 @@ def _make_cache_dir(env: dict[str, str], home: str, plan: rules.Plan) -> None:
         log.debug("could not make the cache directory %s: %s", path, exc)
 
 
-def mounts(plan: rules.Plan, workspace: str) -> list[str]:
-    """bubblewrap's options for ``plan`` (paths that do not exist are skipped)."""
+def _repo_binds(repos: frozenset[str], workspace: str) -> list[str]:
+    out: list[str] = []
+    top = os.path.join(workspace, ".git")
+    for gitdir in sorted(repos):
+        if gitdir == top:
+            continue  # bound above
+        _hooks_dir(os.path.dirname(gitdir), gitdir)
+        for rel in PROTECTED_IN_REPO:
+            path = os.path.join(gitdir, rel)
+            if os.path.lexists(path) and not os.path.islink(path):
+                out += ["--ro-bind", path, path]
+    return out
+
+
+def mounts(plan: rules.Plan, workspace: str, repos: frozenset[str] = frozenset()) -> list[str]:
+    """bubblewrap's options for ``plan`` (paths that do not exist are skipped); ``repos``: git directories in
+    the writable roots whose hooks and config are bound read-only (PROTECTED_IN_REPO)."""
     out = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp"]
     for path in plan.readonly:
         if os.path.isdir(path):
@@ -248,6 +311,7 @@ def mounts(plan: rules.Plan, workspace: str) -> list[str]:
             path = os.path.join(workspace, rel)
             if os.path.lexists(path) and not os.path.islink(path):
                 out += ["--ro-bind", path, path]
+    out += _repo_binds(repos, workspace)
     out += ["--unshare-pid", "--unshare-ipc", "--unshare-cgroup-try", "--die-with-parent"]
     if not plan.network:
         out.append("--unshare-net")

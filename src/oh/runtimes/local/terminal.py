@@ -44,6 +44,7 @@ from ..base import output_sink, report
 from .command import Command, Shell, encode
 from .engine import STARTUP_TIMEOUT, PtyShell
 from .ptyproc import WrapArgv
+from .gitwatch import planted_hooks
 from .sandbox import Sandbox
 
 # OpenHands' wording, naming no tool (agents reach oh through many tools: the SDK's terminal, MCP, ...).
@@ -273,7 +274,10 @@ class Terminal:
         """Start ``action``'s command (the caller checked ``idle``) without waiting for it."""
         self._claimed = True
         try:
+            restarted = await self._restart_for_new_repos()
             shell, note = await self._ensure_shell()
+            if restarted:
+                note += await self._restore(shell, *restarted)
             if action.env:
                 await self._export(shell, action.env)
             text = action.command
@@ -288,6 +292,41 @@ class Terminal:
         if job_id and sink is None:
             report(action, progress.STARTED, job_id=job_id)  # an interrupting client names it (`oh run`'s Ctrl-C)
         return cmd, shell, note
+
+    async def _restart_for_new_repos(self) -> tuple[list[str], str, str] | None:
+        """A repository appeared in the sandbox's writable roots that this shell does not protect (its hooks and
+        config run outside the sandbox at the user's next git command there; gitwatch.py): end the shell before
+        the next command, so the one ``_ensure_shell`` starts binds them read-only. (The repositories, the
+        directory, the exports) to restore, or None. One non-blocking inotify read when nothing changed."""
+        shell = self.shell
+        if shell is None or self.sandbox is None or not shell.alive:
+            return None
+        new = self.sandbox.new_repos(getattr(shell, "protected_repos", None))
+        if not new:
+            return None
+        cwd, exports = shell.cwd_now(), shell.exports
+        self.shell = None
+        await shell.kill()  # its background processes end with it, as at a reset
+        self.cwd = cwd if os.path.isdir(cwd) else self.workspace
+        return new, self.cwd, exports
+
+    async def _restore(self, shell: Shell, repos: list[str], cwd: str, exports: str) -> str:
+        """The restarted shell gets the old one's exports and directory back; the note says why it restarted."""
+        if exports:
+            await self._internal(shell, f"{{\n{exports}\n}} >/dev/null 2>&1\nbuiltin cd -- {shlex.quote(cwd)}")
+        shown = ", ".join(os.path.relpath(r, self.workspace) for r in repos[:5]) + (" …" if len(repos) > 5 else "")
+        hooks = sorted({os.path.relpath(h, self.workspace) for r in repos for h in planted_hooks(r)})
+        said = (
+            f"A new git repository appeared ({shown}) that this shell did not protect: its hooks and config would "
+            "run outside the sandbox at the user's next git command there, so they are read-only from now on. The "
+            "shell was restarted for that (its directory and exports kept; other shell state and its background "
+            "processes were reset)."
+        )
+        if hooks:
+            said += f" Hooks already there (not git's samples), which the user should review: {', '.join(hooks)}."
+        if self.on_note is not None:
+            self.on_note(said)
+        return f"[{said}]\n"
 
     async def _export(self, shell: Shell, env: dict[str, str]) -> None:
         """Export ``env`` in the shell (persists there). Sent through the command pipe, never argv."""
