@@ -509,6 +509,9 @@ async def test_a_sandboxed_shell_that_keeps_forking_leaves_nothing_after_a_hard_
         assert "was killed" in obs["extras"]["metadata"]["suffix"], obs
         ended_at = time.time()
         await asyncio.sleep(2.5)
-        assert sorted((p.name, round(p.stat().st_mtime - ended_at, 2)) for p in marks.iterdir()) == []
+        # Only what touched a file after the answer counts: on a loaded machine the hang-up of hundreds of
+        # forks takes longer than their 2 s nap, so some touch theirs while being ended (before the answer).
+        later = [(p.name, round(p.stat().st_mtime - ended_at, 2)) for p in marks.iterdir()]
+        assert sorted(m for m in later if m[1] > 0) == []
     finally:
         await rt.close()
