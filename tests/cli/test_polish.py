@@ -139,6 +139,7 @@ def test_vscode_install_from_a_checkout_builds_the_extension_with_npm(oh, tmp_pa
     p, clis = _install_from_checkout(oh, [npm_dir], tmp_path)
     assert p.returncode == 0, p.stderr[-3000:]
     assert "building the extension from this checkout" in p.stderr and BUILT_VSIX.is_file()
+    assert "npm run package in " in p.stderr, p.stderr[:500]  # the step it runs, named whole (not "npm run -s")
     assert "oh-dev.oh-vscode" in clis.installed("code")
 
 
