@@ -17,7 +17,18 @@ import time
 from ..protocol import actions
 from .exits import ACTION_FAILED, TIMEOUT, USAGE, OhError
 from .streams import Streams
-from .verbs import CLI_SHELL, AgentLink, Watch, base_dir, branch_note, cli_advice, error_exit, resolve, shell_quote
+from .verbs import (
+    CLI_SHELL,
+    AgentLink,
+    Watch,
+    base_dir,
+    branch_note,
+    cli_advice,
+    error_exit,
+    plural,
+    resolve,
+    shell_quote,
+)
 
 WAIT_CHUNK = 200.0  # one `job wait` request at most this long (the backend caps a wait at 240 s)
 CANCELLED_EXIT = 130
@@ -124,7 +135,8 @@ def write_mode(
         verb = "appended" if mode == "append" else "created"
         size = len(content.encode("utf-8", "surrogatepass"))
         io.print(
-            f"{verb} {size} bytes {'to' if mode == 'append' else 'as'} {(obs.get('extras') or {}).get('path') or path}"
+            f"{verb} {plural(size, 'byte')} {'to' if mode == 'append' else 'as'} "
+            f"{(obs.get('extras') or {}).get('path') or path}"
         )
     return 0
 
