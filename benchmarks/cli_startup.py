@@ -148,8 +148,12 @@ def _typed_cases(oh: list[str], env: dict, slow: dict) -> dict[str, tuple[list[s
         "oh logs": ([*oh, "logs"], env),
         "oh status (1 backend)": ([*oh, "status"], env),
     }
-    for name in ("oh --help", "oh config get port"):
-        cases[f"{name} (OH_NO_FASTPATH=1)"] = (cases[name][0], slow)
+    # TAB in bash (issue 30 item 14): a later word, an option's value, a running instance id
+    for line, cword in (("oh config set ", 3), ("oh start --runtime ", 3), ("oh stop ", 2)):
+        tab = {"_OH_COMPLETE": "complete_bash", "COMP_WORDS": line, "COMP_CWORD": str(cword)}
+        cases[f"TAB: {line}"] = (list(oh), {**env, **tab})
+    for name in ("oh --help", "oh config get port", "TAB: oh config set "):
+        cases[f"{name} (OH_NO_FASTPATH=1)"] = (cases[name][0], {**cases[name][1], **slow})
     # The real keyring: no PYTHON_KEYRING_BACKEND, so keyring detects a backend (every backend's entry point) and
     # the token lookup asks it before the 0600 file. Its data and config in the temp dir, and no D-Bus session
     # (nothing reaches the keyring of whoever runs this); which backend wins depends on what is installed.

@@ -237,3 +237,26 @@ def test_foreground_reports_a_crashed_backend(oh):
         assert not sf.exists()
     finally:
         _stop(proc)
+
+
+def test_the_clean_shell_note_shows_in_the_live_view_on_a_terminal(oh):
+    """Issue 30 item 9: an rc slower than shell_startup_timeout gives the clean shell and a note, said on `oh run`'s
+    stderr and, on a terminal, in the live view itself (its rows: it was only in the plain/NDJSON views)."""
+    from .terminal import Term
+
+    (oh.user_home / ".bashrc").write_text("sleep 30\n")
+    env = {"SHELL": "/bin/bash", "OH_USER_SHELL": "1", "OH_SHELL_STARTUP_TIMEOUT": "1", "OH_SANDBOX": "off"}
+    term = Term(oh, "--runtime", "local", "--no-open", cols=80, rows=30, env=env)
+    try:
+        term.session()
+        term.see("Ctrl-C stops the backend")
+        p = oh("run", "--", "echo up", env=env)
+        assert (p.returncode, p.stdout) == (0, "up\n") and "did not finish within 1 s" in p.stderr, p.stderr
+        term.wait(lambda text: "did not finish within 1 s" in " ".join(text.split()), what="the shell's note")
+        said = " ".join(term.text().split())
+        assert "shell: Your bash rc files did not finish within 1 s" in said and "clean shell" in said, term.text()
+        assert all(len(line) <= 80 for line in term.text().splitlines())  # wrapped to the width, not cut
+        term.child.sendintr()
+        assert term.finish() == 0
+    finally:
+        term.kill()

@@ -139,6 +139,7 @@ def test_vscode_install_from_a_checkout_builds_the_extension_with_npm(oh, tmp_pa
     p, clis = _install_from_checkout(oh, [npm_dir], tmp_path)
     assert p.returncode == 0, p.stderr[-3000:]
     assert "building the extension from this checkout" in p.stderr and BUILT_VSIX.is_file()
+    assert "npm run package in " in p.stderr, p.stderr[:500]  # the step it runs, named whole (not "npm run -s")
     assert "oh-dev.oh-vscode" in clis.installed("code")
 
 
@@ -253,3 +254,19 @@ def test_live_view_uses_200_columns_and_keeps_the_tail_of_long_paths_at_80(oh):
             assert term.finish() == 0
         finally:
             term.kill()
+
+
+def test_one_byte_one_file_one_entry_are_said_in_the_singular(oh):
+    """Issue 30 item 12 (wording), found re-walking the README: `oh write --append` said "appended 1 bytes",
+    `oh diff` "write write PATH (1 files, …)" and `oh undo` "Undone entries 2: 1 files restored"."""
+    subprocess.run(["git", "init", "-q", str(oh.workspace)], check=True, timeout=30)
+    oh.start("local", None, "--history")
+    p = oh("write", "log.txt", "--append", "--content", "x", check=0)
+    assert p.stdout == f"appended 1 byte to {oh.workspace / 'log.txt'}\n", p.stdout
+    oh("write", "log.txt", "--append", "--content", "yz", check=0)
+    (first,) = [line for line in oh("diff", "1", check=0).stdout.splitlines() if line.startswith("entry 1:")]
+    assert first == f"entry 1: oh-cli write {oh.workspace / 'log.txt'} (1 file, done)", first
+    p = oh("undo", "2", check=0)
+    assert p.stdout.startswith("Undone entry 2: 1 file restored (entry 3;"), p.stdout
+    p = oh("undo", "--to", "1", check=0)
+    assert p.stdout.startswith("Undone entries 1, 2, 3: 1 file restored"), p.stdout

@@ -88,6 +88,12 @@ def test_readme_install_blocks_name_what_exists():
         block = readme_block(marker)
         assert "oh-editor-runtime" not in block, "published-package names only where marked 'once published'"
     assert (REPO / "scripts" / "oh").is_file() and "dist/oh_editor_runtime-" in readme_block("build-wheel")
+    # anywhere else in the README too (the ssh share's "on gpu-box, once: …" named it, unmarked): each line that
+    # names the unpublished package says it is not published yet
+    for n, line in enumerate((REPO / "README.md").read_text().splitlines(), 1):
+        if "oh-editor-runtime" in line:
+            context = "\n".join((REPO / "README.md").read_text().splitlines()[max(0, n - 2) : n])
+            assert "PyPI" in context, f"README.md:{n} names the unpublished package unmarked: {line}"
 
 
 def _run_readme_install_block(tmp_path: Path, dist: Path) -> None:

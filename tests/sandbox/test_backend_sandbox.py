@@ -7,6 +7,7 @@ settings say so."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import secrets
@@ -393,3 +394,51 @@ def test_oh_run_network_asked_reaches_loopback_when_approved_and_stays_confined(
         p = oh("run", *args)
         assert p.returncode == 2 and says in p.stderr, (args, p.stderr)
     assert json.loads(oh("approvals", "--json").stdout)["approvals"] == []
+
+
+# pyenv-like (issue 30 item 4): a lock taken with noclobber, a temp file and a background child, all removed by an
+# EXIT trap; then the rest of a slow rc. State in the workspace: HOME is read-only in the sandbox.
+SLOW_RC = r"""set -C; echo $$ > "$RC_STATE/$$.lock"; set +C
+tmp=$(mktemp "$RC_STATE/tmp.XXXXXX")
+sleep {nap} &
+trap 'rm -f "$RC_STATE/$$.lock" "$tmp"; echo "$$" >> "$RC_STATE/trap-ran"' EXIT
+sleep 20
+"""
+
+
+def _rc_left(state: Path, nap: str) -> tuple[list[str], int, list[int]]:
+    """(lock and temp files, traps run, children alive) of the shells that read SLOW_RC."""
+    import psutil
+
+    files = sorted(p.name for p in state.iterdir() if p.name != "trap-ran")
+    ran = len((state / "trap-ran").read_text().split()) if (state / "trap-ran").exists() else 0
+    alive = [p.pid for p in psutil.process_iter(["cmdline"]) if nap in " ".join(p.info["cmdline"] or ())]
+    return files, ran, alive
+
+
+@pytest.mark.parametrize("end", ["the agent leaves", "oh stop"])
+def test_a_sandboxed_shell_still_reading_the_rc_is_hung_up_when_its_agent_leaves_or_oh_stops(oh, end):
+    """A shell whose rc has not finished (within shell_startup_timeout) when its agent goes away or the backend
+    stops is ended as a closed terminal does, in the sandbox too: its EXIT trap runs (lock and temp file gone),
+    its child ends. It was left behind holding the lock (every new shell of the user then waits for it), and
+    SIGKILLed with bubblewrap when the backend exited, the trap unrun: the lock stayed for good."""
+    nap = f"1000.{secrets.randbelow(10**6)}"  # names this test's children among the machine's processes
+    state = oh.workspace / "state"
+    state.mkdir()
+    (oh.user_home / ".bashrc").write_text(SLOW_RC.format(nap=nap))
+    oh.start(env={"RC_STATE": str(state), "OH_USER_SHELL": "1", "OH_SHELL_STARTUP_TIMEOUT": "60"})
+    agent = oh.agent("run", "--", "echo up")
+    try:
+        poll_until(lambda: len(_rc_left(state, nap)[0]) == 2, AGENT_WAIT, "the rc's lock and temp file")
+        if end == "oh stop":
+            assert oh("stop").returncode == 0
+        else:
+            agent.kill()
+        agent.wait(AGENT_WAIT)
+        with contextlib.suppress(AssertionError):  # bounded; what is left is shown by the assert below
+            poll_until(lambda: _rc_left(state, nap) == ([], 1, []), 30, "the rc's trap", 0.1)
+        assert _rc_left(state, nap) == ([], 1, [])
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+            agent.wait(AGENT_WAIT)

@@ -132,10 +132,10 @@ def run_diff(
         io.json(answer)
         return 0
     e = answer.get("entry") or {}
-    head = (
-        f"entry {e.get('id')}: {visible(e.get('agent'))} {visible(e.get('kind'))} {visible(e.get('what'))} "
-        f"({e.get('files', 0)} files, {visible(e.get('status'))})"
-    )
+    kind, what = visible(e.get("kind")), visible(e.get("what"))
+    said = what if what.startswith(kind + " ") else f"{kind} {what}"  # a write's what is "write PATH" already
+    files = _n(e.get("files", 0), "file")
+    head = f"entry {e.get('id')}: {visible(e.get('agent'))} {said} ({files}, {visible(e.get('status'))})"
     io.print(f"\x1b[1m{head}\x1b[0m" if io.tty else head)
     for line in str(e.get("diff", "")).splitlines():
         io.print(_colour(line, io.tty))
@@ -180,7 +180,8 @@ def run_undo(
         io.print(visible(answer.get("message", "Nothing to undo.")))
         return 0
     io.print(
-        f"Undone entries {', '.join(map(str, answer.get('undoes') or []))}: {len(files)} files restored "
+        f"Undone {'entry' if len(answer.get('undoes') or []) == 1 else 'entries'} "
+        f"{', '.join(map(str, answer.get('undoes') or []))}: {_n(len(files), 'file')} restored "
         f"(entry {answer['entry']}; `oh undo {answer['entry']}` redoes)."
     )
     for p in files[:50]:
@@ -188,3 +189,7 @@ def run_undo(
     if len(files) > 50:
         io.print(f"  ... and {len(files) - 50} more")
     return 0
+
+
+def _n(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"

@@ -24,8 +24,8 @@ def main(argv: list[str]) -> int | None:
         return 0
     if os.environ.get("OH_NO_FASTPATH"):
         return None
-    if os.environ.get("_OH_COMPLETE"):  # TAB: the first word in bash without typer, else typer
-        from .help import complete_bash
+    if os.environ.get("_OH_COMPLETE"):  # TAB in bash without typer where the answer is fixed, else typer
+        from .complete import complete_bash
 
         return complete_bash()
     if argv in ([], ["--help"], ["-h"]):  # the top-level help, drawn from a cached table (oh.fastpath.help)

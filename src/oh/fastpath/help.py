@@ -95,22 +95,3 @@ def main(argv: list[str]) -> int | None:
     stream.write(text)
     stream.flush()
     return 2 if bare else 0
-
-
-def complete_bash() -> int | None:
-    """TAB on the first word in bash (``oh st<TAB>``): the command names, from the cached table, without
-    typer (which costs ~0.3-0.6 s per TAB). Anything else (options, later words, zsh/fish/PowerShell)
-    returns None: typer answers it."""
-    import sys
-
-    if os.environ.get("_OH_COMPLETE") != "complete_bash" or os.environ.get("COMP_CWORD") != "1":
-        return None
-    words = os.environ.get("COMP_WORDS", "").split()
-    incomplete = words[1] if len(words) > 1 else ""
-    if incomplete.startswith("-") or any(c in incomplete for c in "\\'\"$`"):
-        return None
-    from .helpdata import COMMANDS
-
-    names = [name.strip() for name, _ in COMMANDS if name.strip().startswith(incomplete)]
-    sys.stdout.write("\n".join(names) + "\n")
-    return 0

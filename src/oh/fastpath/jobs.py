@@ -26,6 +26,7 @@ from .verbs import (
     check_escalation,
     cli_advice,
     error_exit,
+    plural,
     resolve,
     shell_quote,
 )
@@ -146,7 +147,8 @@ def write_mode(
         verb = "appended" if mode == "append" else "created"
         size = len(content.encode("utf-8", "surrogatepass"))
         io.print(
-            f"{verb} {size} bytes {'to' if mode == 'append' else 'as'} {(obs.get('extras') or {}).get('path') or path}"
+            f"{verb} {plural(size, 'byte')} {'to' if mode == 'append' else 'as'} "
+            f"{(obs.get('extras') or {}).get('path') or path}"
         )
     return 0
 

@@ -189,6 +189,11 @@ class NoVsix(CliError):
         self.checkout = checkout
 
 
+def _step(argv: list[str]) -> str:
+    """``npm ci`` / ``npm run package``: a build step as the user would type it (npm's flags left out)."""
+    return " ".join(["npm", *(a for a in argv[1:] if not a.startswith("-"))])
+
+
 def build_checkout_vsix(checkout: Path, say: Callable[[str], None]) -> Path:
     """Package the extension of a developer checkout with npm (what ``setup.py`` does for a wheel):
     ``npm ci`` when its packages are missing, then ``npm run package``. npm's output goes to stderr.
@@ -205,7 +210,7 @@ def build_checkout_vsix(checkout: Path, say: Callable[[str], None]) -> Path:
     steps = (
         [] if (checkout / "node_modules").is_dir() else [[npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"]]
     ) + [[npm, "run", "-s", "package"]]
-    what = " && ".join(" ".join(["npm", *argv[1:3]]) for argv in steps)
+    what = " && ".join(_step(argv) for argv in steps)
     say(
         f"building the extension from this checkout ({what} in {checkout}; "
         + ("about a minute, most of it downloading its npm packages once" if len(steps) > 1 else "about 10 s")
@@ -217,7 +222,7 @@ def build_checkout_vsix(checkout: Path, say: Callable[[str], None]) -> Path:
         done = subprocess.run(argv, cwd=checkout, stdout=sys.stderr, stderr=sys.stderr, check=False)
         if done.returncode != 0:
             raise NoVsix(
-                f"`{' '.join(['npm', *argv[1:3]])}` in {checkout} failed (exit {done.returncode}, its output is "
+                f"`{_step(argv)}` in {checkout} failed (exit {done.returncode}, its output is "
                 "above): fix that, then run `oh vscode install` again",
                 checkout,
             )

@@ -188,6 +188,7 @@ class LiveState:
     stopping: str | None = None
     dropped: int = 0  # rows evicted beyond MAX_ROWS (counted in "earlier actions hidden")
     hints: list[str] = field(default_factory=list)  # why no editor may come (runtime vscode)
+    shell_notes: list[str] = field(default_factory=list)  # the agent shells' notes (the clean-shell fallback), kept
     # Consent (§3.13): approval id -> its row (escaped text), oldest first; the keys y / n / a answer the first.
     approvals: "OrderedDict[str, dict[str, Any]]" = field(default_factory=OrderedDict)
     proposals: dict[Any, str] = field(default_factory=dict)  # action id -> proposal id ("" in VS Code): awaiting review
@@ -362,7 +363,10 @@ class LiveState:
 
     def _on_shell_note(self, frame: dict[str, Any]) -> list[str]:
         """An agent shell's note (the clean-shell fallback of a slow or failing rc file, a fixed setting)."""
-        return ["shell: " + visible(str(frame.get("note") or ""))[:600]]
+        said = "shell: " + visible(str(frame.get("note") or ""))[:600]
+        if said not in self.shell_notes:  # the rich view keeps it on screen: it holds for the whole session
+            self.shell_notes = [*self.shell_notes, said][-2:]
+        return [said]
 
     def _on_editor_connected(self, frame: dict[str, Any]) -> list[str]:
         e = dict(frame.get("editor") or {})
@@ -720,6 +724,7 @@ class LiveState:
         b = self.backend
         head, ws = self._head(width, one_line)
         editor, hints = self._editor_line(width, one_line)
+        hints += [one_line((line, "yellow")) for note in self.shell_notes for line in _wrap(note, width)]
         hints += self._approval_lines(one_line, width, height)
         room = max(1, height - _CHROME_ROWS - len(hints) - len(self.version_problems()))
         # Jobs get up to a third of the rows (at most 8, plus their title line); actions the rest.

@@ -122,6 +122,7 @@ class Terminal:
         self.no_change_timeout = no_change_timeout
         self.max_wait = max_wait
         self.shell: Shell | None = None
+        self._starting: PtyShell | None = None  # a shell whose rc files still run (close() ends it too)
         self._waiter = asyncio.Lock()
         self._claimed = False  # a new command was accepted and is being started
         self._closed = False
@@ -156,7 +157,20 @@ class Terminal:
                 wrap_argv=self.wrap_argv,
                 sandbox=self.sandbox,
             )
-            await shell.start()
+            self._starting = shell
+            try:
+                await shell.start()
+            except BaseException:
+                # Cancelled (its agent left) or failed while the user's rc files run: end it as a closed
+                # terminal does, so their EXIT traps run; left alone it would hold the rc's lock, and in the
+                # sandbox be SIGKILLed with bubblewrap when the backend exits, the traps unrun (issue 30).
+                await asyncio.shield(shell.kill())
+                raise
+            finally:
+                self._starting = None
+            if self._closed:  # closed (agent gone, backend stopping) while it started: it is nobody's shell
+                await shell.kill()
+                raise ToolError("The agent's shell was closed while it started (its agent left or the backend stops).")
             self.shell = shell
             for said in (self.sandbox.note() if self.sandbox is not None else "", shell.note):
                 if said and said not in self.notes_said:  # the sandbox's level, then the shell's own note
@@ -173,8 +187,8 @@ class Terminal:
     async def close(self) -> None:
         self._closed = True
         shell, self.shell = self.shell, None
-        if shell is not None:
-            await shell.kill()
+        starting, self._starting = self._starting, None
+        await asyncio.gather(*(s.kill() for s in (shell, starting) if s is not None))
 
     # ------------------------------------------------------------------ observations
     def _obs(
