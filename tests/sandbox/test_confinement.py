@@ -497,6 +497,45 @@ async def test_ending_a_sandboxed_shell_runs_the_rc_exit_trap(box):
     assert await _settled(state, nap, 2) == ([], 2, []), "the second shell's trap and child, at close"
 
 
+@pytest.mark.parametrize("level", ["workspace-write", "off"])
+async def test_an_engine_host_closed_while_the_rc_runs_ends_its_shell_and_the_rc_traps_run(box, level):
+    """VS Code's engine terminal: the extension closes a host it no longer wants and SIGKILLs it 3 s later. A
+    host still starting a shell whose rc is slow must end that shell at once, as a closed terminal does: the rc's
+    EXIT trap removes its lock (left behind, it blocks every later shell of the user: issue 30 #4)."""
+    import sys
+
+    nap = f"1000.{secrets.randbelow(10**6)}"
+    state = box["ws"] / "state"
+    state.mkdir()
+    (box["home"] / ".bashrc").write_text(HANGUP_RC.format(nap=nap) + "sleep 30\n")
+    proc = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "oh.runtimes.local.enginehost", "--cwd", str(box["ws"]), "--startup-timeout", "60"),
+        *("--sandbox", level, "--hide", str(box["oh_home"])),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.DEVNULL,
+        env={**box["env"], "RC_STATE": str(state)},
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not list(state.glob("*.lock")) and time.monotonic() < deadline:  # the rc runs, its lock taken
+            await asyncio.sleep(0.05)
+        assert list(state.glob("*.lock")), "the rc never ran"
+        assert proc.stdin is not None
+        proc.stdin.write(b'{"type": "close"}\n')
+        proc.stdin.close()
+        # The extension waits 3 s; 10 here (a loaded machine): a host that reads its close only after the
+        # rc's 30 s is still starting then, and is SIGKILLed as the extension would.
+        try:
+            await asyncio.wait_for(proc.wait(), 10)
+        except asyncio.TimeoutError:
+            proc.kill()
+        assert await _settled(state, nap, 1) == ([], 1, []), "the rc's trap ran, its lock and child are gone"
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+        await proc.wait()
+
+
 async def test_a_sandboxed_shell_that_keeps_forking_leaves_nothing_after_a_hard_timeout(box):
     """The hang-up through bubblewrap signals the processes inside one by one: a job forked meanwhile is
     found in the shell's session and ended too (nothing of the old sandbox touches a file later)."""

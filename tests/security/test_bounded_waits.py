@@ -481,6 +481,14 @@ REVIEWED = {
         "reader.readline",
     ): "the engine host's main loop reading requests from its parent: end of input (the parent gone) ends it",
     (
+        "runtimes/local/enginehost.py",
+        "_start_watching",
+        "reader.readline",
+    ): "the same reading while the shell starts (cancelled once the shell is up and nothing came)",
+    ("runtimes/local/enginehost.py", "_start_watching", "first.result"): (
+        "only called on a task asyncio.wait returned as done (or after it was awaited)"
+    ),
+    (
         "backend/flow.py",
         "_wait_change",
         "self._changed.wait",

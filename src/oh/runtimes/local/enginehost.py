@@ -88,7 +88,14 @@ class Host:
             on_data=self._data,
             sandbox=self.sandbox,
         )
-        await shell.start()
+        try:
+            await shell.start()
+        except BaseException:
+            # Cancelled (the extension closed this host) or failed while the user's rc files run: end it as a
+            # closed terminal does, so their EXIT traps run (an rc's lock left behind blocks every later shell
+            # of the user: issue 30 #4).
+            await asyncio.shield(shell.kill())
+            raise
         self.shell = shell
         # Each note is said once per host: the sandbox's level first (as the local runtime's first observation
         # says it, issue 27), then the shell's own; one per line, the extension brackets each.
@@ -300,23 +307,67 @@ async def serve(args: argparse.Namespace) -> int:
     )
     try:
         try:
-            await host.start_shell()
+            line = await _start_watching(host, reader)
         except SandboxUnavailable as exc:  # nothing runs unconfined unless the settings say so
             host.error("SANDBOX_UNAVAILABLE", exc.message)
             print(f"oh engine: {exc.message}", file=sys.stderr, flush=True)
             return 3
         while True:
-            line = await reader.readline()
-            if not line:
+            line = line if line is not None else await reader.readline()
+            if not line or _closing(line):
                 break
             if not line.strip():
+                line = None
                 continue
             if not await host.handle(line):
                 break
+            line = None
     finally:
         await host.close()
         host.emit({"type": "closed"})
     return 0
+
+
+async def _start_watching(host: Host, reader: asyncio.StreamReader) -> bytes | None:
+    """Start the shell while reading stdin: the extension closes a host whose shell it no longer wants (the
+    window closed, a reset) and SIGKILLs it 3 s later. Unread during a slow rc, that close would come too late
+    and the SIGKILL would leave the half-started shell's rc traps unrun (in the sandbox, bubblewrap dies with
+    the host). So EOF or a close ends the starting shell at once; any other line waits for the shell and is
+    returned to be handled first. None: no line came while it started."""
+    starting = asyncio.ensure_future(host.start_shell())
+    first = asyncio.ensure_future(reader.readline())
+    await asyncio.wait({starting, first}, return_when=asyncio.FIRST_COMPLETED)
+    if not starting.done() and _closing(first.result()):
+        starting.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await starting  # start_shell hangs the shell up before it re-raises
+        return first.result()
+    try:
+        await starting
+    except BaseException:
+        first.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await first
+        raise
+    if not first.done():
+        # Nothing was read: a readline() cancelled before a whole line keeps the reader's buffer. Awaited, so
+        # no second reader waits beside it, and a line that came meanwhile is still returned, not lost.
+        first.cancel()
+        try:
+            return await first
+        except asyncio.CancelledError:
+            return None
+    return first.result()
+
+
+def _closing(line: bytes) -> bool:
+    """EOF, or a close message: the host ends (other malformed lines get their error in ``handle``)."""
+    if not line:
+        return True
+    with contextlib.suppress(ValueError):
+        msg = json.loads(line)
+        return isinstance(msg, dict) and msg.get("type") == "close"
+    return False
 
 
 def main(argv: list[str] | None = None) -> int:
