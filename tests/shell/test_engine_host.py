@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from .battery import CASES
+from .battery import CASES, EXEC_CASES
 from .drivers import HostDriver, run_battery
 from .home import NOTES, make_home, shell_env
 
@@ -56,6 +56,31 @@ async def test_broken_rc_files_give_a_working_shell_and_a_note(tmp_path, workspa
             assert ready["rc"] is True
             out, _, _ = await host.run("fixture_function y", None, None)
             assert out == "function works y\n"
+    finally:
+        await host.close()
+
+
+@pytest.mark.parametrize(
+    ("shell", "args"),
+    [
+        ("bash", ()),  # sandboxed (the default level); the rc replaces PROMPT_COMMAND: oh types the boot line
+        ("zsh", ()),
+        ("bash", ("--sandbox", "off")),
+        ("zsh", ("--sandbox", "off")),
+        ("bash", ("--clean",)),  # no rc: the boot comes with PROMPT_COMMAND
+    ],
+)
+async def test_exec_of_the_shell_through_the_host(tmp_path, workspace, shell, args):
+    """Issue 30: `exec bash` (zsh, `exec "$SHELL" -l`, `exec env X=1 bash`) ends at once with 0 and the new
+    shell carries oh's hooks; `exec` of a program, redirect-only `exec`, nested shells are as before."""
+    host = await HostDriver.start(
+        str(workspace), shell_env(make_home(tmp_path), shell), "--startup-timeout", "30", *args
+    )
+    try:
+        failures = await run_battery(host, shell, workspace / "cases", EXEC_CASES)
+        assert not failures, "\n".join(failures)
+        if args != ("--clean",):  # the new shells read the user's rc files: the live view showed their banners
+            assert "".join(host.view).count("fixture banner") > 10
     finally:
         await host.close()
 
