@@ -72,6 +72,20 @@ EXEC_CASES: list[dict] = [
         ],
     },
     {
+        # more than a shell's startup ever prints: held after the exec, then handed on whole and in order
+        "name": "exec of a program with long output",
+        "steps": [
+            {
+                "run": f"exec sh -c 'seq 1 {MANY_LINES}; exit 2'",
+                "max_output": 1_000_000,
+                "timeout": EXEC_WAIT,
+                "code": 2,
+                "out": "".join(f"{i}\n" for i in range(1, MANY_LINES + 1)),
+                "restarted": True,
+            }
+        ],
+    },
+    {
         "name": "output before an exec of the shell is the command's",
         "steps": [{"run": "echo before; exec $SHELL", "timeout": EXEC_WAIT, "code": 0, "out": "before\n"}],
     },

@@ -65,6 +65,9 @@ STARTUP_TIMEOUT = 5.0
 RC_FINISH_CAP = 90.0
 # Seconds between two looks for a bash that an `exec` started, waiting at its prompt without oh's hooks.
 BOOT_POLL = 0.05
+# Bytes of a command's output held after an `exec` (a shell's startup output is dropped if it boots); past
+# this it is a program's output, handed on as it comes.
+HOLD_CAP = 1 << 16
 
 
 def pick_shell(env: dict[str, str], user_shell: bool) -> tuple[str, str, str]:
@@ -376,7 +379,7 @@ class PtyShell:
         for ev in events:
             if isinstance(ev, markers.Output):
                 if self._held is not None:
-                    self._held.append(ev.data)
+                    self._hold(ev.data)
                 else:
                     self._agent(ev.data)
             elif isinstance(ev, markers.View):
@@ -483,6 +486,14 @@ class PtyShell:
             self._boot_task = None
         if self.kind == "bash":
             self._boot_task = asyncio.ensure_future(self._type_boot(self.running, token))
+
+    def _hold(self, data: bytes) -> None:
+        assert self._held is not None
+        self._held.append(data)
+        if self.running is not None:
+            self.running.last_output = time.monotonic()  # output all the same: no "no new output" timeout
+        if sum(map(len, self._held)) > HOLD_CAP:
+            self._release()  # no shell's startup prints that much: a program's output, handed on from now
 
     def _release(self, keep: bool = False) -> None:
         held, self._held = self._held, ([] if keep and self._held is not None else None)
