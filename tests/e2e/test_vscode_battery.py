@@ -16,7 +16,7 @@ import pytest
 
 from oh.client.aio import Client
 
-from shell.battery import CASES
+from shell.battery import CASES, EXEC_CASES
 from shell.drivers import ClientDriver, run_battery
 from shell.home import make_home
 from .conftest import VsCode, wait_until
@@ -74,6 +74,9 @@ async def run_mode_battery(vscode: VsCode, backend: dict, mode: str) -> list[str
             code,
             vscode.extension_log()[-3000:],
         )
-        return await run_battery(driver, "bash", vscode.workspace / "cases", CASES)
+        # `exec` of the shell (issue 30) is the engine's: VS Code's own terminal (shell mode) cannot hand its
+        # shell integration to the shell an `exec` starts, and runs such a command to its timeout.
+        cases = CASES if mode != "shell" else [c for c in CASES if c not in EXEC_CASES]
+        return await run_battery(driver, "bash", vscode.workspace / "cases", cases)
     finally:
         await driver.close()

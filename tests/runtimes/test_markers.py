@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oh.runtimes.local.markers import Done, Exited, MarkerParser, Output, Ready, Started, View
+from oh.runtimes.local.markers import Boot, Done, Exec, Exited, MarkerParser, Output, Ready, Started, View
 
 NONCE = b"0123abcd"
 TRIGGER = b" builtin source '/tmp/oh-x/run-1'\r\n"
@@ -65,6 +65,18 @@ SAMPLES = [
         triggered,
         TRIGGER + START + b"hi\r\n" + m(b"D;0\x1f/tmp\x1f/usr/bin:/bin"),
         [Started(), ("text", b"hi\r\n", b"hi\r\n"), Done(0, "/tmp", "/usr/bin:/bin", True)],
+    ),
+    (
+        "exec of a shell: output, E (the exec, its token), the new shell's startup, B, then the end",
+        running,
+        b"before\r\n" + m(b"E;123456") + b"*** welcome ***\r\nprompt$ " + m(b"B") + m(b"D;0\x1f/w\x1f/bin"),
+        [
+            ("text", b"before\r\n", b"before\r\n"),
+            Exec("123456"),
+            ("text", b"*** welcome ***\r\nprompt$ ", b"*** welcome ***\r\nprompt$ "),
+            Boot(),
+            Done(0, "/w", "/bin", True),
+        ],
     ),
     (
         "a background job's line before the trigger's echo stays in the view",

@@ -25,7 +25,132 @@ import json
 import sys
 
 BIG_LINE = 200_000
+EXEC_WAIT = 20  # seconds: an `exec` of the shell that is not seen to end by then has failed
 MANY_LINES = 20_000
+
+NESTED_INTERACTIVE = {  # an interactive shell inside the agent's, writing nested-42 into ./o
+    "bash": "echo 'echo nested-$((6*7)) >o' | bash --norc -i",  # (an rc could replace PROMPT_COMMAND)
+    "zsh": "zsh -i -c 'echo nested-$((6*7)) >o' </dev/null",
+}
+
+# `exec` of the shell itself (issue 30) and the `exec` shapes around it; also run on their own, in every
+# sandbox level and the clean shell (tests/shell/test_engine_host.py).
+EXEC_CASES: list[dict] = [
+    # The command ends at once (a soft timeout would say it did not:
+    # code -1) with 0 and no output (the new shell's startup output is the live view's, as at oh's start);
+    # the next command runs in the new shell: a plain variable is gone, exports and the directory are kept.
+    *(
+        {
+            "name": f"exec of the shell: {run}",
+            "shells": shells,
+            "steps": [
+                {"run": "v=old; export KEPT=kept; mkdir d && cd d", "code": 0},
+                {"run": run, "timeout": EXEC_WAIT, "code": 0, "out": ""},
+                {"run": 'echo "${v-unset} $KEPT ${EXEC_VAR-} $(basename "$PWD")"', "code": 0, "out": out},
+                {"run": "v=new; (exit 3)", "code": 3},
+                {"run": "echo $v $?", "code": 0, "out": "new 3\n"},
+            ],
+        }
+        for run, shells, out in (
+            ("exec bash", ["bash"], "unset kept  d\n"),
+            ("exec bash -l", ["bash"], "unset kept  d\n"),
+            ("exec bash --norc", ["bash"], "unset kept  d\n"),
+            ("exec zsh", ["zsh"], "unset kept  d\n"),
+            ("exec zsh -l", ["zsh"], "unset kept  d\n"),
+            ('exec "$SHELL"', ["bash", "zsh"], "unset kept  d\n"),
+            ("exec env EXEC_VAR=set $SHELL", ["bash", "zsh"], "unset kept set d\n"),
+        )
+    ),
+    {
+        "name": "exec of the shell twice, then exit",
+        "steps": [
+            {"run": "exec $SHELL", "timeout": EXEC_WAIT, "code": 0, "out": ""},
+            {"run": "exec $SHELL", "timeout": EXEC_WAIT, "code": 0, "out": ""},
+            {"run": "echo again", "code": 0, "out": "again\n"},
+            {"run": "exit 4", "code": 4, "restarted": True},
+            {"run": "echo alive", "code": 0, "out": "alive\n"},
+        ],
+    },
+    {
+        # more than a shell's startup ever prints: held after the exec, then handed on whole and in order
+        "name": "exec of a program with long output",
+        "steps": [
+            {
+                "run": f"exec sh -c 'seq 1 {MANY_LINES}; exit 2'",
+                "max_output": 1_000_000,
+                "timeout": EXEC_WAIT,
+                "code": 2,
+                "out": "".join(f"{i}\n" for i in range(1, MANY_LINES + 1)),
+                "restarted": True,
+            }
+        ],
+    },
+    {
+        "name": "output before an exec of the shell is the command's",
+        "steps": [{"run": "echo before; exec $SHELL", "timeout": EXEC_WAIT, "code": 0, "out": "before\n"}],
+    },
+    {
+        "name": "exec of a program that ends, from the new shell",
+        "steps": [
+            {"run": "exec $SHELL", "timeout": EXEC_WAIT, "code": 0},
+            {"run": "exec sleep 0.1", "timeout": EXEC_WAIT, "code": 0, "restarted": True},
+            {"run": "exec false", "timeout": EXEC_WAIT, "code": 1, "restarted": True},
+            {"run": "echo alive", "code": 0, "out": "alive\n"},
+        ],
+    },
+    # A shell that an exec'd program starts is another process: oh's boot in its environment does nothing
+    # there (its markers, on the terminal whatever its stdout, would end the command early, wrongly). Nested
+    # shells of the agent's shell get no boot at all. Interactive: bash reads the pipe (its PROMPT_COMMAND
+    # runs), zsh -i reads the terminal, so it gets -c (it still reads its .zshrc, oh's ZDOTDIR's after an exec).
+    *(
+        {
+            "name": f"a shell started by an exec'd program gets no hooks ({shell})",
+            "shells": [shell],
+            "steps": [
+                {
+                    "run": f"exec sh -c '{nested.replace(chr(39), chr(34))} >/dev/null 2>&1; cat o; exit 5'",
+                    "timeout": EXEC_WAIT,
+                    "code": 5,
+                    "out": "nested-42\n",
+                    "restarted": True,
+                }
+            ],
+        }
+        for shell, nested in NESTED_INTERACTIVE.items()
+    ),
+    *(
+        {
+            "name": f"nested shells emit no markers ({shell})",
+            "shells": [shell],
+            "steps": [
+                {"run": "$SHELL -c 'echo hi'; echo $?", "timeout": EXEC_WAIT, "code": 0, "out": "hi\n0\n"},
+                {
+                    "run": f"{nested} >/dev/null 2>&1; echo outer-$?; cat o",
+                    "timeout": EXEC_WAIT,
+                    "code": 0,
+                    "out": "outer-0\nnested-42\n",
+                },
+            ],
+        }
+        for shell, nested in NESTED_INTERACTIVE.items()
+    ),
+    {
+        "name": "exec with only redirections keeps them for the next commands",
+        "steps": [
+            {"run": "echo three > f; exec 3<f", "timeout": EXEC_WAIT, "code": 0, "out": ""},
+            {"run": "read -r l <&3; echo got-$l", "timeout": EXEC_WAIT, "code": 0, "out": "got-three\n"},
+            {"run": "exec 4>&1 >log 2>&1; echo hidden", "timeout": EXEC_WAIT, "code": 0, "out": ""},
+            {"run": "echo also-hidden; false", "timeout": EXEC_WAIT, "code": 1, "out": ""},
+            {
+                # (the user's prompt hooks printed into the log too, as in a terminal)
+                "run": "exec 1>&4 2>&1 4>&- 3<&-; grep -o '[a-z-]*hidden' log",
+                "timeout": EXEC_WAIT,
+                "code": 0,
+                "out": "hidden\nalso-hidden\n",
+            },
+        ],
+    },
+]
 
 CASES: list[dict] = [
     {"name": "echo", "steps": [{"run": "echo hi", "code": 0, "out": "hi\n"}]},
@@ -352,6 +477,7 @@ CASES: list[dict] = [
             {"run": "echo alive", "out": "alive\n"},
         ],
     },
+    *EXEC_CASES,
 ]
 
 

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from .battery import CASES
+from .battery import CASES, EXEC_CASES, EXEC_WAIT
 from .drivers import HostDriver, run_battery
 from .home import NOTES, make_home, shell_env
 
@@ -56,6 +56,47 @@ async def test_broken_rc_files_give_a_working_shell_and_a_note(tmp_path, workspa
             assert ready["rc"] is True
             out, _, _ = await host.run("fixture_function y", None, None)
             assert out == "function works y\n"
+    finally:
+        await host.close()
+
+
+@pytest.mark.parametrize(
+    ("shell", "args"),
+    [
+        ("bash", ()),  # sandboxed (the default level); the rc replaces PROMPT_COMMAND: oh types the boot line
+        ("zsh", ()),
+        ("bash", ("--sandbox", "off")),
+        ("zsh", ("--sandbox", "off")),
+        ("bash", ("--clean",)),  # no rc: the boot comes with PROMPT_COMMAND
+    ],
+)
+async def test_exec_of_the_shell_through_the_host(tmp_path, workspace, shell, args):
+    """Issue 30: `exec bash` (zsh, `exec "$SHELL" -l`, `exec env X=1 bash`) ends at once with 0 and the new
+    shell carries oh's hooks; `exec` of a program, redirect-only `exec`, nested shells are as before."""
+    host = await HostDriver.start(
+        str(workspace), shell_env(make_home(tmp_path), shell), "--startup-timeout", "30", *args
+    )
+    try:
+        failures = await run_battery(host, shell, workspace / "cases", EXEC_CASES)
+        assert not failures, "\n".join(failures)
+        if args != ("--clean",):  # the new shells read the user's rc files: the live view showed their banners
+            assert "".join(host.view).count("fixture banner") > 10
+    finally:
+        await host.close()
+
+
+async def test_the_command_pipe_is_open_once_in_bash(tmp_path, workspace):
+    """The init moved the command pipe to a high fd with `builtin exec`, whose redirections bash undoes: its
+    first fd stayed open in the shell and in every command's processes. Also after an `exec bash` (the boot
+    opens the fds anew and closes the inherited ones). Unsandboxed: bubblewrap has pipes of its own."""
+    host = await HostDriver.start(
+        str(workspace), shell_env(make_home(tmp_path), "bash"), "--startup-timeout", "30", "--sandbox", "off"
+    )
+    count = "readlink /proc/$$/fd/* | grep -c '^pipe:'"
+    try:
+        assert await host.run(count, EXEC_WAIT, None) == ("1\n", 0, False)
+        assert await host.run("exec bash", EXEC_WAIT, None) == ("", 0, False)
+        assert await host.run(count, EXEC_WAIT, None) == ("1\n", 0, False)
     finally:
         await host.close()
 

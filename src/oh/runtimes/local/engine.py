@@ -63,6 +63,11 @@ STARTUP_TIMEOUT = 5.0
 # Seconds an rc file slower than the startup timeout may still take in the background before its shell
 # is hung up anyway (pyenv's rehash lock, for one, is waited for up to 60 s).
 RC_FINISH_CAP = 90.0
+# Seconds between two looks for a bash that an `exec` started, waiting at its prompt without oh's hooks.
+BOOT_POLL = 0.05
+# Bytes of a command's output held after an `exec` (a shell's startup output is dropped if it boots); past
+# this it is a program's output, handed on as it comes.
+HOLD_CAP = 1 << 16
 
 
 def pick_shell(env: dict[str, str], user_shell: bool) -> tuple[str, str, str]:
@@ -149,6 +154,8 @@ class PtyShell:
         self._pending_display = ""
         self._cr = ""
         self._sane: list | None = None  # the terminal's modes when the shell became ready
+        self._held: list[bytes] | None = None  # the command's output since an `exec` (see _on_exec)
+        self._boot_task: asyncio.Task | None = None
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -181,7 +188,8 @@ class PtyShell:
         """Write this shell's init files; (argv tail, environment) of the shell process."""
         nonce = secrets.token_hex(8)
         self._parser = markers.MarkerParser(nonce.encode())
-        tag = f"{os.getpid()}-{nonce}"
+        # Not the nonce: an `exec` hands the init file's path to the program it starts, in its environment.
+        tag = f"{os.getpid()}-{secrets.token_hex(8)}"
         args, self._files, extra = initfiles.write_files(
             kind, self.dir, tag, nonce=nonce, cmd_fd=cmd_r, snapshot=self.env_snapshot, user_rc=user_rc
         )
@@ -190,6 +198,7 @@ class PtyShell:
         env["TERM"] = "xterm-256color"
         env["COLUMNS"], env["LINES"] = str(COLS), str(ROWS)
         env.pop("PROMPT_COMMAND", None)
+        env.pop("__oh_boot", None)  # only an `exec` in an agent's shell sets it, for the program it starts
         if "ZDOTDIR" in extra and "ZDOTDIR" in env:
             env["OH_USER_ZDOTDIR"] = env["ZDOTDIR"]
         env.update(extra)
@@ -297,6 +306,7 @@ class PtyShell:
             self._ready.set_result(None)
         cmd = self.running
         if cmd is not None:
+            self._release()  # an exec'd program's output (while it is still the running command's)
             self.running = None
             self._flush_agent()
             cmd.finish(128 - code if code < 0 else code, self.last_cwd, True)
@@ -326,6 +336,9 @@ class PtyShell:
         self._close()
 
     def _close(self) -> None:
+        if self._boot_task is not None:
+            self._boot_task.cancel()
+            self._boot_task = None
         if self._master >= 0:
             self._loop.remove_reader(self._master)
             with contextlib.suppress(OSError):
@@ -371,7 +384,10 @@ class PtyShell:
     def _apply(self, events: list[markers.Event]) -> None:
         for ev in events:
             if isinstance(ev, markers.Output):
-                self._agent(ev.data)
+                if self._held is not None:
+                    self._hold(ev.data)
+                else:
+                    self._agent(ev.data)
             elif isinstance(ev, markers.View):
                 self._view(ev.data)
             elif isinstance(ev, markers.Started):
@@ -383,12 +399,17 @@ class PtyShell:
                 if ev.path is not None:
                     self.last_path = ev.path
                 if ev.ended:
+                    self._release()
                     self._complete(ev.status)
             elif isinstance(ev, markers.Exited):
                 # The shell is exiting: its process's exit status (``_watch_exit``) is the command's exit
                 # code (zsh's zshexit hooks see $? = 1 whatever `exit N` said).
                 self.last_cwd = ev.cwd or self.last_cwd
                 self.exited = True
+            elif isinstance(ev, markers.Exec):
+                self._on_exec(ev.token)
+            elif isinstance(ev, markers.Boot):
+                self._held = None  # the exec'd shell's startup output: the live view showed it
             elif isinstance(ev, markers.Ready):
                 with contextlib.suppress(termios.error, OSError):
                     self._sane = termios.tcgetattr(self._master)
@@ -449,9 +470,73 @@ class PtyShell:
     def flush_pending(self) -> None:
         self._drain()
         if self._parser.state == "command":
+            self._release(keep=True)
             for ev in self._parser.release():
                 self._agent(ev.data)
             self._agent(b"")
+
+    # ------------------------------------------------------------------ exec of a shell
+    def _on_exec(self, token: str) -> None:
+        """The command is about to ``exec`` a program (shellinit's ``exec`` alias said so). If that program is
+        a shell of this kind, it boots with oh's hooks (B marker, then the end marker with exit code 0) and
+        what it printed while starting (rc banners, hooks, a prompt) is dropped from the command's output as
+        a new shell's is; any other program's output is the command's: held until the command ends or is
+        peeked at. A bash whose rc files replaced PROMPT_COMMAND (the boot's carrier) gets the boot line
+        typed at its first prompt (``_type_boot``)."""
+        if self.running is None:
+            return
+        self._release()
+        self._held = []
+        if self._boot_task is not None:
+            self._boot_task.cancel()  # a previous exec's (its loop may not have woken up to its end yet)
+            self._boot_task = None
+        if self.kind == "bash":
+            self._boot_task = asyncio.ensure_future(self._type_boot(self.running, token))
+
+    def _hold(self, data: bytes) -> None:
+        assert self._held is not None
+        self._held.append(data)
+        if self.running is not None:
+            self.running.last_output = time.monotonic()  # output all the same: no "no new output" timeout
+        if sum(map(len, self._held)) > HOLD_CAP:
+            self._release()  # no shell's startup prints that much: a program's output, handed on from now
+
+    def _release(self, keep: bool = False) -> None:
+        held, self._held = self._held, ([] if keep and self._held is not None else None)
+        for data in held or ():
+            self._agent(data)
+
+    async def _type_boot(self, cmd: Command, token: str) -> None:
+        # Bounded like a shell's start: a bash still reading slow rc files after it gets no boot (its
+        # command then runs to its timeout, as before).
+        deadline = self._loop.time() + self.startup_timeout
+        while self.running is cmd and self._held is not None and self._loop.time() < deadline:
+            await asyncio.sleep(BOOT_POLL)
+            if self.running is cmd and self._held is not None and self._bash_prompt_of(token):
+                await write_all(self._loop, self._master, b" " + initfiles.BOOT_LINE.encode() + b"\r")
+                return
+
+    def _bash_prompt_of(self, token: str) -> bool:
+        """The shell's process is a bash that this exec started (its environment holds ``token``), reading
+        its first command line with readline (the terminal in its raw mode, the shell in the foreground)."""
+        pid = self.sandbox.shell_pid(self.pid) if self.sandbox is not None else self.pid
+        if pid <= 0 or self._master < 0:
+            return False
+        try:
+            with open(f"/proc/{pid}/comm", "rb") as f:
+                if f.read().strip() != b"bash":
+                    return False
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                boot = next((e for e in f.read().split(b"\0") if e.startswith(b"__oh_boot=")), b"")
+            if boot.split(b" ")[3:4] != [token.encode()]:
+                return False
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"-c" in f.read().split(b"\0")[1:]:
+                    return False  # bash -c: not interactive, its stdin is not for us
+            lflag = termios.tcgetattr(self._master)[3]
+            return not lflag & (termios.ICANON | termios.ECHO) and os.tcgetpgrp(self._master) == pid
+        except (OSError, termios.error):
+            return False
 
     # ------------------------------------------------------------------ commands
     def submit(self, text: str, internal: bool = False, limit: int | None = None) -> Command:
@@ -459,6 +544,7 @@ class PtyShell:
         cmd = Command(text, self.limit if limit is None else limit, internal)
         cmd.job_notices = True
         self.running = cmd
+        self._held = None
         self._parser.expect_trigger(self._trigger.replace(b"\n", b"\r\n"))
         if not internal:
             self._pending_display = text.replace("\n", "\r\n") + "\r\n"

@@ -23,6 +23,12 @@ def quote(text: str) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
 
 
+# The boot of a bash that an `exec` in the agent's shell started (shellinit/oh.bash): its one-time
+# PROMPT_COMMAND, or the line oh types at its prompt when the user's rc files replaced PROMPT_COMMAND. The
+# DEBUG trap those rc files set is saved and cleared first (it would print into the boot's every line).
+BOOT_LINE = '__oh_t=$(builtin trap -p DEBUG); builtin trap - DEBUG; builtin source "${__oh_boot#* * * * }"'
+
+
 def _header(**values: str) -> str:
     return "".join(f"__oh_{k}={quote(v)}\n" for k, v in values.items())
 
@@ -50,8 +56,9 @@ def write_files(
     if kind == "zsh":
         zdot = os.path.join(directory, f"zdot-{tag}")
         os.mkdir(zdot, 0o700)
-        head = _header(n=nonce, fd=str(cmd_fd), run=run_file, snap=snapshot)
-        for name, text in ((".zshenv", script("zshenv.zsh")), (".zshrc", head + script("oh.zsh"))):
+        head = _header(n=nonce, fd=str(cmd_fd), run=run_file, snap=snapshot, zdot=zdot)
+        rcs = {".zshenv": script("zshenv.zsh"), ".zprofile": script("zprofile.zsh"), ".zshrc": head + script("oh.zsh")}
+        for name, text in rcs.items():
             _write(os.path.join(zdot, name), text)
             files.append(os.path.join(zdot, name))
         files.append(zdot)
@@ -66,6 +73,8 @@ def write_files(
             run=run_file,
             snap=snapshot,
             dbgf=run_file + ".trap",
+            init=init,
+            bootpc=BOOT_LINE,
             user_rc="1" if user_rc else "",
         )
         _write(init, head + script("oh.bash"))

@@ -10,7 +10,8 @@ for every split point of each sample.
 - ``View(data)``: bytes for the live view (everything but markers and the trigger line's echo);
 - ``Output(data)``: bytes of the running command's output (between its ``S`` and ``D`` markers, the echo
   of typed input removed when the output really starts with it);
-- ``Ready(eu, rc_status)``, ``Started()``, ``Done(status, cwd, path, ended)``, ``Exited(status, cwd)``.
+- ``Ready(eu, rc_status)``, ``Started()``, ``Done(status, cwd, path, ended)``, ``Exited(status, cwd)``,
+  ``Exec()`` and ``Boot()`` (an ``exec`` in a command, a shell it started that took over).
 """
 
 from __future__ import annotations
@@ -57,7 +58,20 @@ class Exited:
     cwd: str
 
 
-Event = View | Output | Ready | Started | Done | Exited
+@dataclass(frozen=True)
+class Exec:
+    """The running command is about to ``exec`` a program (the shell may be replaced); ``token`` is in that
+    program's environment (``__oh_boot``)."""
+
+    token: str
+
+
+@dataclass(frozen=True)
+class Boot:
+    """A shell that the command exec'd took over (oh's hooks are in it): its output so far was its startup."""
+
+
+Event = View | Output | Ready | Started | Done | Exited | Exec | Boot
 
 
 def prefix_hold(data: bytes, needle: bytes) -> int:
@@ -180,6 +194,10 @@ class MarkerParser:
             self._echo_view = b""
             self.state = "command"
             out.append(Started())
+        elif kind == "E":
+            out.append(Exec(rest))
+        elif kind == "B":
+            out.append(Boot())
         elif kind in ("D", "X"):
             fields = rest.split(SEP)
             try:
