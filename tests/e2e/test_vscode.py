@@ -81,6 +81,7 @@ def test_registers_on_demand(vscode: VsCode, backend: dict):
         "branch",
         "review",
         "consent",
+        "escalate",
     }
     log = vscode.extension_log()
     assert f"connected to oh {backend['instance_id']} on port {backend['port']}" in log
