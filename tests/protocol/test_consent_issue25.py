@@ -226,6 +226,18 @@ def test_path_rules_match_the_resolved_path():
     assert decide(p, "write", {"path": "docs/x", "content": ""}).verdict == "allow"
 
 
+def test_a_program_writing_a_tilde_or_run_time_path_is_placed_or_asked():
+    """`cp x ~/.bashrc` writes the file a `write: ~/.bashrc` deny rule names: the `~` word is placed like a
+    redirection's; `cp x $HOME/.bashrc` (known only at run time) is asked like `> $F` (redteam)."""
+    p = policy("never", deny=["write: ~/.bashrc"])
+    for line in ("cp x ~/.bashrc", "tee ~/.bashrc < f", "ln -sf x ~/.bashrc", "cp x ~//.bashrc"):
+        assert run(p, line).verdict == "deny", line
+    for line in ("cp x $HOME/.bashrc", "tee ~+/../.bashrc", "install x $D/.bashrc"):
+        assert run(p, line).verdict == "ask", line
+    assert run(p, "cp x ~/notes").verdict == "allow"
+    assert run(policy("risky"), "cp x ~/.bashrc").verdict == "ask"  # outside the workspace
+
+
 def test_redirects_resolve_through_symlinks_and_write_rules_hold_for_commands():
     p = policy("commands", allow=["run: echo *"], deny=["write: .env"])
     assert run(p, "echo x > ./.env").verdict == "deny"
@@ -338,10 +350,42 @@ def test_listing_above_oh_state_is_not_reading_it():
         ("tar -tvf a.tar", "allow"),
         ("tar -cf out.tar src", "allow"),
         ("find . -name '*.py' -print", "allow"),
+        # redteam: programs that run a command given in their arguments, or write where only run time says
+        ("git rebase --exec 'rm -rf x' HEAD", "ask"),
+        ("git rebase -x 'rm -rf x' HEAD", "ask"),
+        ("git submodule foreach 'rm -rf x'", "ask"),
+        ("git bisect run rm -rf x", "ask"),
+        ("git difftool -x 'rm -rf x'", "ask"),
+        ("git grep -O'rm -rf x' x", "ask"),
+        ("git grep --open-files-in-pager='rm -rf x' x", "ask"),
+        ("git fetch --upload-pack='rm -rf x' .", "ask"),
+        ("git clone -u 'rm -rf x' a b", "ask"),
+        ("git push --receive-pack='rm -rf x' o", "ask"),
+        ("git clone 'ext::sh -c rm% -rf% x' y", "ask"),
+        ("git filter-branch --tree-filter 'rm -rf x'", "ask"),
+        ("awk 'BEGIN{system(\"rm -rf x\")}'", "ask"),
+        ("awk 'BEGIN{print | \"rm -rf x\"}'", "ask"),
+        ("awk '{print > \".env\"}' f", "ask"),
+        ("awk -f s.awk f", "ask"),
+        ("vim -c '!rm -rf x' f", "ask"),
+        ("vim '+!rm -rf x' f", "ask"),
+        ("less '+!rm -rf x' f", "ask"),
+        ("cp x $PWD/.env", "ask"),
+        ("cp x ~/.env", "ask"),  # in the home: outside the workspace
+        ("tee $D/.env < f", "ask"),
+        ("git status", "allow"),
+        ("git add -u", "allow"),
+        ("git cherry-pick -x abc", "allow"),
+        ("awk '{print $1}' f", "allow"),
+        ("awk '$1 >= 5' f", "allow"),
+        ("vim f", "allow"),
+        ("less +G f", "allow"),
+        ("cp x y", "allow"),
     ],
 )
 def test_programs_that_write_or_run_through_their_arguments(line, verdict):
-    allow = ["run: find *", "run: sed *", "run: tar *", "run: sort *"]
+    allow = ["run: find *", "run: sed *", "run: tar *", "run: sort *", "run: git *", "run: awk *", "run: vim *"]
+    allow += ["run: less *", "run: cp *", "run: tee *"]
     assert run(policy("commands", allow=allow, deny=["write: .env"]), line).verdict == verdict, line
     if verdict == "ask" or "-delete" in line:
         assert run(policy("risky"), line).verdict == "ask", line

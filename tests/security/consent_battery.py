@@ -534,6 +534,54 @@ CASES: list[Case] = [
     Case(
         "grep -r in the workspace", run("grep -r x . > M"), {"*": "allow"}, allow=("run: grep *",), setup="echo x > f"
     ),
+    # -- redteam (issue 25): a program runs a command given in its arguments; a write only run time places
+    Case("awk system()", run("awk 'BEGIN{system(\"touch M\")}'"), NEVER_RUNS, allow=("run: awk *",)),
+    Case("awk print to a pipe", run('awk \'BEGIN{print "" | "touch M"}\''), NEVER_RUNS, allow=("run: awk *",)),
+    Case(
+        "vim -c !cmd",
+        run("vim -Nu NONE -es -c '!touch M' -c 'qa!' < /dev/null"),
+        NEVER_RUNS,
+        allow=("run: vim *",),
+    ),
+    Case(
+        "git grep --open-files-in-pager",
+        run("git grep --open-files-in-pager='touch M' x"),
+        NEVER_RUNS,
+        allow=("run: git *",),
+        setup=GIT_REPO + " && echo x > f && git add f",
+    ),
+    Case(
+        "git fetch --upload-pack",
+        run("git fetch --upload-pack='touch M' . 2> /dev/null"),
+        NEVER_RUNS,
+        allow=("run: git *",),
+        setup=GIT_REPO,
+    ),
+    Case(
+        "cp into a hook through $PWD",
+        run("cp x $PWD/.git/hooks/pre-commit"),
+        NEVER_RUNS,
+        allow=("run: cp *",),
+        setup=GIT_REPO + " && echo x > x",
+        marker=".git/hooks/pre-commit",
+    ),
+    Case(
+        "tee into a hook through a variable",
+        run("D=.git/hooks; echo x | tee $D/pre-commit"),
+        NEVER_RUNS,
+        allow=("run: echo *", "run: tee *"),
+        setup=GIT_REPO,
+        marker=".git/hooks/pre-commit",
+    ),
+    Case(
+        "cp a denied file through $PWD",
+        run("cp x $PWD/.env"),
+        {"*": "ask"},
+        allow=("run: cp *",),
+        deny=("write: .env",),
+        setup="echo x > x",
+        marker=".env",
+    ),
     # -- controls: what is allowed still runs
     Case(
         "allowed echo",

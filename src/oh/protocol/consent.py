@@ -584,9 +584,30 @@ _CP_LINKS = re.compile(r"--link|--symbolic-link|-[a-zA-Z]*[ls][a-zA-Z]*")  # cp 
 
 
 def _implied_writes(part: Part) -> tuple[str, ...]:
-    """Files a program writes through its arguments (an allow rule names the program, not these)."""
+    """Files a program writes through its arguments (an allow rule names the program, not these); a ``~``
+    or ``~/`` word is placed like a redirection's (it is the home the policy knows)."""
+    return tuple(t for t in _implied_targets(part) if t not in _dynamic_words(part) or _tilde_only(t))
+
+
+def _implied_blind(part: Part) -> str | None:
+    """A file a program writes through its arguments that is only known at run time (``cp x $HOME/.bashrc``,
+    ``tee ~+/f``, ``cp x /tmp/*``): placed nowhere, so it is asked like a redirection to ``$F``."""
+    dynamic = _dynamic_words(part)
+    return next((t for t in _implied_targets(part) if t in dynamic and not _tilde_only(t)), None)
+
+
+def _dynamic_words(part: Part) -> frozenset[str]:
+    return frozenset(w.text for w in part.words[1:] if w.dynamic)
+
+
+def _tilde_only(word: str) -> bool:
+    """``~`` or ``~/...`` with nothing else bash expands: ``normalize`` places it in the policy's home."""
+    return (word == "~" or word.startswith("~/")) and not re.search(r"[$`*?\[{]", word)
+
+
+def _implied_targets(part: Part) -> tuple[str, ...]:
     base = part.name.rsplit("/", 1)[-1]
-    args = [w.text for w in part.words[1:] if not w.dynamic]
+    args = [w.text for w in part.words[1:]]
     files = [a for a in args if not a.startswith("-")]
     if base in ("tee", "touch", "truncate") or (
         base == "sed" and any(a.startswith(("-i", "--in-place")) for a in args)
@@ -626,8 +647,9 @@ def _touches(part: Part, policy: Policy, where: "Where") -> str | None:
     git_why = _git_elsewhere(part, where)
     if git_why is not None:
         return git_why
-    if part.blind_writes:
-        return f"writes {part.blind_writes[0]}, a file known only at run time"
+    blind_write = part.blind_writes[0] if part.blind_writes else _implied_blind(part)
+    if blind_write is not None:
+        return f"writes {blind_write}, a file known only at run time"
     linked = _linked_write(part, policy, where)
     if linked is not None:
         return f"writes through a hard link: {linked}"
@@ -957,10 +979,11 @@ def _write_rules(policy: Policy, part: Part, where: Where) -> tuple[str, str, st
     rules_ = [r for r in policy.rules if r.kind == "write" and r.verdict != "allow"]
     if not rules_:
         return None
-    if part.blind_writes:
+    blind_write = part.blind_writes[0] if part.blind_writes else _implied_blind(part)
+    if blind_write is not None:
         return (
             "ask",
-            f"`{part.display()}` writes {part.blind_writes[0]} (known only at run time) and write rules deny or ask",
+            f"`{part.display()}` writes {blind_write} (known only at run time) and write rules deny or ask",
             None,
             True,
             False,

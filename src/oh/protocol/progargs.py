@@ -59,10 +59,30 @@ def blind(base: str, args: list[str]) -> str | None:
     return None
 
 
+# git options and subcommands whose argument is a shell command git runs (`git rebase -x 'rm -rf ~'`), and
+# transports that run one (`ext::cmd`): the part the gate sees is `git`, what runs is that command.
+_GIT_RUNS_OPTS = re.compile(
+    r"(--exec|--extcmd|--upload-pack|--receive-pack|--open-files-in-pager|--[a-z-]*-filter)(=.*)?"
+)
+_GIT_RUNS_SHORT = {"rebase": "-x", "difftool": "-x", "clone": "-u", "grep": "-O"}  # short forms, per subcommand
+_GIT_RUNS_SUBS = ({"submodule", "foreach"}, {"bisect", "run"}, {"filter-branch"}, {"filter-repo"})
+# vim/ex/less: a command given on the command line (`vim -c '!rm x'`, `less '+!rm x'`) or a script file
+_VIM = frozenset({"vim", "vi", "nvim", "view", "ex", "vimdiff", "gvim", "rvim", "evim"})
+_AWK = frozenset({"awk", "gawk", "mawk", "nawk", "busybox-awk"})
+
+
 def runs(base: str, args: list[str]) -> str | None:
     """Why the program runs commands or code the gate does not see (or writes files its script names)."""
     if base == "sed":
         return _sed(args)
+    if base == "git":
+        return _git_runs(args)
+    if base in _AWK:
+        return _awk(args)
+    if base in _VIM and any(a in ("-c", "--cmd", "-S", "-u", "-s", "-W", "-w") or a.startswith("+") for a in args):
+        return f"{base} runs the editor commands given on its command line (`:!cmd` runs a program)"
+    if base in ("less", "more") and any(_less_runs(a) for a in args):
+        return f"{base} runs the commands given with + (`+!cmd` runs a program)"
     if base == "tar":
         for a in args:
             if a.split("=", 1)[0] in _TAR_RUNS or (a.startswith("-") and not a.startswith("--") and "I" in a[1:2]):
@@ -223,3 +243,34 @@ def _skip_delimited(s: str, i: int, delim: str) -> int:
 def _line_end(s: str, i: int) -> int:
     end = s.find("\n", i)
     return len(s) if end < 0 else end + 1
+
+
+def _git_runs(args: list[str]) -> str | None:
+    words = set(args)
+    for a in args:
+        short = next((f for sub, f in _GIT_RUNS_SHORT.items() if sub in words and a.startswith(f)), None)
+        if a.startswith("ext::") or "::ext::" in a or (a.startswith("-") and _GIT_RUNS_OPTS.fullmatch(a)) or short:
+            return f"git {a.split('=', 1)[0][:40]} runs a command given in its arguments"
+    for sub in _GIT_RUNS_SUBS:
+        if sub <= words:
+            return f"git {' '.join(sorted(sub))} runs a command given in its arguments"
+    return None
+
+
+def _awk(args: list[str]) -> str | None:
+    """awk's program runs commands (`system()`, `|` pipes, `|&`) or writes files (`print > "f"`), or is read
+    from a file or extension: fail closed on any of those; a plain filter (`awk '{print $1}'`) is data."""
+    for a in args:
+        if a in ("-f", "-E", "-i", "-l") or a.startswith(("--file", "--exec", "--include", "--load", "-f", "-l")):
+            return "awk reads its program from a file or loads an extension"
+    program = next((a for a in args if not a.startswith("-")), "")
+    if re.search(r"system\s*\(|\||>(?![0-9=\s]*[0-9=])|@load|@include", program):
+        return "awk's program runs commands (system, |) or writes files (>)"
+    return None
+
+
+def _less_runs(arg: str) -> bool:
+    """``+cmd`` other than a line number, G/F or a search (``+!cmd`` runs a program), or a lesskey file."""
+    if arg.startswith(("-k", "--lesskey")):
+        return True
+    return arg.startswith("+") and not re.fullmatch(r"\+\+?(?:[0-9]*[GgFpP%]?|/[^!|]*)", arg)
