@@ -173,6 +173,13 @@ def test_redirections_and_their_places():
         "printf -v PATH %s /tmp",
         "PATH=./tools git status",
         "env PATH=./tools git status",
+        # redteam: options and programs other tools read from the environment
+        "TAR_OPTIONS='--to-command=sh' git status",
+        "LESS='+!touch M' git status",
+        "SYSTEMD_PAGER='touch M' git status",
+        "MANOPT='-P touch' git status",
+        "RSYNC_RSH=./x git status",
+        "GH_PAGER=./x git status",
     ],
 )
 @pytest.mark.parametrize("level", ["risky", "commands", "changes", "all"])

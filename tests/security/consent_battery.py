@@ -574,6 +574,13 @@ CASES: list[Case] = [
         marker=".git/hooks/pre-commit",
     ),
     Case(
+        "TAR_OPTIONS in front of an allowed tar",
+        run("TAR_OPTIONS='--checkpoint=1 --checkpoint-action=exec=touch\\ M' tar -cf x.tar f"),
+        NEVER_RUNS,
+        allow=("run: tar *",),
+        setup="echo x > f",
+    ),
+    Case(
         "cp a denied file through $PWD",
         run("cp x $PWD/.env"),
         {"*": "ask"},

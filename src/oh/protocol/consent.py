@@ -69,7 +69,12 @@ DANGEROUS_ENV = re.compile(
     r"[A-Z_]*_OPTS|LUA_[A-Z_0-9]*|VIMINIT|EXINIT|MYVIMRC|VIMRUNTIME|EMACS[A-Z_]*|UV_[A-Z_]+|PIP_[A-Z_]+|"
     r"POETRY_[A-Z_]+|HATCH_[A-Z_]+|CONDA_[A-Z_]+|VIRTUAL_ENV|DOTNET_[A-Z_]+|COMPOSER_[A-Z_]*|PHPRC|"
     r"PHP_INI_SCAN_DIR|DENO_[A-Z_]+|BUN_[A-Z_]+|ELECTRON_RUN_AS_NODE|LD|AR|AS|CPP|[A-Z]*FLAGS|"
-    r"PKG_CONFIG_[A-Z_]*|CMAKE_[A-Z_]*|TCLLIBPATH|R_[A-Z_]+|FCEDIT|[A-Z_]*_EDITOR|SHELL_[A-Z_]*)\Z"
+    r"PKG_CONFIG_[A-Z_]*|CMAKE_[A-Z_]*|TCLLIBPATH|R_[A-Z_]+|FCEDIT|[A-Z_]*_EDITOR|SHELL_[A-Z_]*|"
+    # options and programs other tools read from the environment (redteam): TAR_OPTIONS='--to-command=sh'
+    # tar, LESS='+!cmd' less, SYSTEMD_PAGER=cmd systemctl, MANOPT='-P cmd' man, RSYNC_RSH=cmd rsync
+    r"TAR_OPTIONS|LESS|LESSKEY[A-Z_]*|LESSEDIT|[A-Z_]*PAGER[A-Z_]*|[A-Z_]*BROWSER|SYSTEMD_[A-Z_]+|MANOPT|"
+    r"MANROFFOPT|GROFF_[A-Z_]+|RSYNC_[A-Z_]+|CVS_RSH|WGETRC|CURL_HOME|AWKPATH|AWKLIBPATH|ZIPOPT|UNZIP|"
+    r"UNZIPOPT|GZIP|BZIP2?|XZ_OPT|XZ_DEFAULTS|ZSTD_[A-Z_]+|PARALLEL[A-Z_]*|SUDO_[A-Z_]+|DOCKER_[A-Z_]+)\Z"
 )
 
 # Built-in risky commands (level ``risky``): deleting, overwriting devices, privileges, processes,
