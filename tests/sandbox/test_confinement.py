@@ -40,6 +40,20 @@ HIDDEN_FILES = (
     ".netrc",
     ".git-credentials",
     ".config/gh/hosts.yml",
+    # redteam: credential-only files that were readable in the sandbox
+    ".config/git/credentials",
+    ".cargo/credentials.toml",
+    ".gem/credentials",
+    ".config/hub",
+    ".vault-token",
+    ".pgpass",
+    ".my.cnf",
+    ".terraform.d/credentials.tfrc.json",
+    ".config/containers/auth.json",
+    ".config/composer/auth.json",
+    ".s3cfg",
+    ".config/rclone/rclone.conf",
+    ".cache/huggingface/token",
 )
 
 
@@ -54,7 +68,7 @@ def make_box(tmp_path: Path) -> dict[str, Any]:
     for rel in HIDDEN_FILES:
         (home / rel).parent.mkdir(parents=True, exist_ok=True)
         (home / rel).write_text(SECRET + "\n")
-    (home / ".cache").mkdir()
+    (home / ".cache").mkdir(exist_ok=True)
     (home / ".bashrc").write_text("echo rc\n")
     oh_home = tmp_path / "ohhome"
     (oh_home / "sessions").mkdir(parents=True)
@@ -177,6 +191,55 @@ async def test_secrets_and_oh_state_are_invisible(box):
         obs = await run(rt, "ls -A ~/.ssh | wc -l; ls -A " + str(box["oh_home"]) + " | wc -l")
         assert obs["content"].split() == ["0", "0"], obs["content"]
     finally:
+        await rt.close()
+
+
+UNIX_CONNECT = (
+    "python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.settimeout(3); s.connect('{path}'); "
+    'print(s.recv(100).decode())" 2>&1'
+)
+
+
+async def test_container_engine_sockets_are_hidden(box):
+    """The network off does not stop a Unix socket at a path the sandbox shows: Docker Desktop's socket in
+    HOME (root on the host through the Docker API) is covered. Positive control: a socket we do not list is
+    reached through the same code, so the harness would have seen a connection (docs/security.md §10)."""
+    token = "hello-" + secrets.token_hex(4)
+    listeners = []
+    for rel in (".docker/run/docker.sock", ".colima/default/docker.sock", "plain.sock"):
+        path = box["home"] / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(path))
+        sock.listen(4)
+        sock.settimeout(0.2)
+        listeners.append(sock)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            for sock in listeners:
+                try:
+                    conn, _ = sock.accept()
+                except OSError:
+                    continue
+                with conn:
+                    conn.sendall(token.encode() + b"\n")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    rt = runtime(box)
+    try:
+        for rel, reached in ((".docker/run/docker.sock", False), (".colima/default/docker.sock", False)):
+            obs = await run(rt, UNIX_CONNECT.format(path=box["home"] / rel), timeout=15)
+            assert (token in obs["content"]) is reached, (rel, obs["content"])
+        obs = await run(rt, UNIX_CONNECT.format(path=box["home"] / "plain.sock"), timeout=15)
+        assert token in obs["content"], obs["content"]  # the residual, named in §10
+    finally:
+        stop.set()
+        thread.join(5)
+        for sock in listeners:
+            sock.close()
         await rt.close()
 
 
