@@ -412,6 +412,10 @@ def test_programs_that_write_or_run_through_their_arguments(line, verdict):
         "echo 'rm x' | source /dev/stdin",
         "source /proc/self/fd/0",
         "source - < s.sh",
+        "set -k",  # redteam: later NAME=value arguments become the command's environment
+        "set -ek",
+        "set -o keyword",
+        "shopt -o -s keyword",
     ],
 )
 def test_a_shell_history_and_sourced_stdin_are_refused(line):

@@ -581,6 +581,13 @@ CASES: list[Case] = [
         setup="echo x > f",
     ),
     Case(
+        "set -k then an argument that is an environment",
+        run("set -k; git status GIT_CONFIG_PARAMETERS=\"'core.fsmonitor=touch {ws}/M'\""),
+        NEVER_RUNS,
+        allow=("run: git *", "run: set *"),
+        setup=GIT_REPO + " && echo x > f && git add f",
+    ),
+    Case(
         "cp a denied file through $PWD",
         run("cp x $PWD/.env"),
         {"*": "ask"},
