@@ -588,6 +588,34 @@ CASES: list[Case] = [
         setup=GIT_REPO + " && echo x > f && git add f",
     ),
     Case(
+        "git log --output into an existing hook",
+        run("git log -1 --format='#!/bin/sh%ntouch {ws}/M' --output=.git/hooks/pre-commit"),
+        NEVER_RUNS,
+        allow=("run: git *",),
+        setup=GIT_REPO
+        + " && git commit -q --allow-empty -m x && printf '#!/bin/sh\\ntrue\\n' > .git/hooks/pre-commit"
+        + " && chmod +x .git/hooks/pre-commit",
+        marker="",
+        changed=".git/hooks/pre-commit",
+    ),
+    Case(
+        "cp -t into the hooks",
+        run("cp -t .git/hooks src/pre-commit"),
+        NEVER_RUNS,
+        allow=("run: cp *",),
+        setup=GIT_REPO + " && mkdir src && printf '#!/bin/sh\\ntouch {ws}/M\\n' > src/pre-commit",
+        marker=".git/hooks/pre-commit",
+    ),
+    Case(
+        "git archive -o a denied file",
+        run("git archive -o .env HEAD"),
+        {"*": "deny"},
+        allow=("run: git *",),
+        deny=("write: .env",),
+        setup=GIT_REPO + " && echo x > f && git add f && git commit -q -m x",
+        marker=".env",
+    ),
+    Case(
         "cp a denied file through $PWD",
         run("cp x $PWD/.env"),
         {"*": "ask"},

@@ -622,11 +622,14 @@ def _implied_targets(part: Part) -> tuple[str, ...]:
         return tuple(files)  # a link is a second name to write the source through: it counts as written
     if base == "mv" and files:
         return tuple(files)  # mv .git g: the sources change too (they go away)
+    into = progargs.target_directory(args) if base in ("cp", "mv", "ln", "install") else None
+    if into is not None:  # cp -t DIR a b: DIR/a, DIR/b (the sources keep their names)
+        return (into[0], *(into[0].rstrip("/") + "/" + f.rstrip("/").rsplit("/", 1)[-1] for f in into[1]))
     if base in ("cp", "mv", "ln", "install", "rsync") and files:
         return (files[-1],)
     if base == "dd":
         return tuple(a[3:] for a in args if a.startswith("of="))
-    if base in ("find", "sort", "tar"):
+    if base in ("find", "sort", "tar") or (base == "git" and "config" not in args):
         return progargs.writes(base, args)
     if base == "git" and "config" in args:
         rest = args[args.index("config") + 1 :]

@@ -39,7 +39,48 @@ def writes(base: str, args: list[str]) -> tuple[str, ...]:
         got = _tar_or_none(args)
         if got is not None and got[0] in ("create", "append", "update", "catenate"):
             return tuple(got[1].get("f", ()))
+    if base == "git":
+        return _git_writes(args)
     return ()
+
+
+# git subcommands whose -o names the file or directory written (log/diff/show: --output; archive: the archive;
+# format-patch: the directory of patches)
+_GIT_DASH_O = ("log", "diff", "show", "whatchanged", "format-patch", "archive", "range-diff", "diff-tree")
+# git subcommands that create a repository or a work tree at their last argument (`git init .git/hooks`)
+_GIT_MAKES = ("init", "clone", "worktree", "bundle")
+
+
+def _git_writes(args: list[str]) -> tuple[str, ...]:
+    """Files git writes that its arguments name (redteam: `git log --format=... --output=.git/hooks/x`
+    rewrote an existing hook at risky and under `run: git *`)."""
+    out = [a.split("=", 1)[1] for a in args if a.startswith(("--output=", "--output-directory=", "--prefix="))]
+    out += [args[i + 1] for i, a in enumerate(args[:-1]) if a in ("--output", "--output-directory")]
+    if any(sub in args for sub in _GIT_DASH_O):
+        out += [args[i + 1] for i, a in enumerate(args[:-1]) if a == "-o"] + _attached(args, "-o")
+    plain = [a for a in args if not a.startswith("-")]
+    if plain and plain[0] in _GIT_MAKES:
+        # init DIR, clone SRC DIR, worktree add DIR, bundle create FILE: every word after counts (an option's
+        # value among them is over-asked, never missed)
+        out += plain[2:] if plain[1:2] in (["add"], ["create"]) else plain[1:]
+    if plain[:1] == ["mv"] and len(plain) > 2:
+        out += plain[1:]
+    return tuple(out)
+
+
+def target_directory(args: list[str]) -> tuple[str, list[str]] | None:
+    """cp/mv/ln/install ``-t DIR`` / ``--target-directory=DIR`` (GNU: the files named are sources, written
+    into DIR): (DIR, the sources), or None."""
+    for i, a in enumerate(args):
+        if a == "--":
+            break
+        if a in ("-t", "--target-directory", "--target", "--targe", "--targ", "--tar", "--ta") and i + 1 < len(args):
+            return args[i + 1], [x for x in args[:i] + args[i + 2 :] if not x.startswith("-")]
+        if a.startswith("--ta") and "=" in a and "--target-directory".startswith(a.split("=", 1)[0]):
+            return a.split("=", 1)[1], [x for x in args if not x.startswith("-")]
+        if re.fullmatch(r"-[a-zA-Z]*t.+", a) and not a.startswith("--"):  # -tDIR, -vtDIR
+            return a[a.index("t") + 1 :], [x for x in args if not x.startswith("-")]
+    return None
 
 
 def _attached(args: list[str], flag: str) -> list[str]:
