@@ -309,6 +309,55 @@ async def test_loopback_server_by_network_setting(box, network):
         await rt.close()
 
 
+def _greeter(family: int, address: Any) -> tuple[socket.socket, str, threading.Event]:
+    """A listener (IPv6 loopback, or an abstract Unix socket) that greets each client with a token."""
+    token = "hello-" + secrets.token_hex(4)
+    sock = socket.socket(family)
+    sock.bind(address)
+    sock.listen(4)
+    sock.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = sock.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.sendall(token.encode() + b"\n")
+
+    threading.Thread(target=serve, daemon=True).start()
+    return sock, token, stop
+
+
+@pytest.mark.parametrize("network", [False, True], ids=["network-off", "network-on"])
+async def test_ipv6_loopback_and_abstract_sockets_by_network_setting(box, network):
+    """The network off is a private network namespace: the host's `::1` servers and abstract Unix sockets
+    (X11's `@/tmp/.X11-unix/X0`, D-Bus's) are out of reach; on, both are reachable (docs/security.md §10)."""
+    if not socket.has_ipv6:
+        pytest.skip("no IPv6")
+    try:
+        v6, token6, stop6 = _greeter(socket.AF_INET6, ("::1", 0))
+    except OSError:
+        pytest.skip("no IPv6 loopback")
+    name = "oh-redteam-" + secrets.token_hex(4)
+    ab, token_ab, stop_ab = _greeter(socket.AF_UNIX, "\0" + name)
+    rt = runtime(box, network=network)
+    try:
+        port = v6.getsockname()[1]
+        obs = await run(rt, PY_CONNECT.replace("'127.0.0.1'", "'::1'").format(port=port), timeout=15)
+        assert (token6 in obs["content"]) is network, obs["content"]
+        obs = await run(rt, UNIX_CONNECT.format(path="\\0" + name), timeout=15)
+        assert (token_ab in obs["content"]) is network, obs["content"]
+    finally:
+        stop6.set()
+        stop_ab.set()
+        v6.close()
+        ab.close()
+        await rt.close()
+
+
 async def test_read_only_level_and_off(box):
     rt = runtime(box, level="read-only")
     try:
