@@ -173,6 +173,13 @@ def test_redirections_and_their_places():
         "printf -v PATH %s /tmp",
         "PATH=./tools git status",
         "env PATH=./tools git status",
+        # redteam: options and programs other tools read from the environment
+        "TAR_OPTIONS='--to-command=sh' git status",
+        "LESS='+!touch M' git status",
+        "SYSTEMD_PAGER='touch M' git status",
+        "MANOPT='-P touch' git status",
+        "RSYNC_RSH=./x git status",
+        "GH_PAGER=./x git status",
     ],
 )
 @pytest.mark.parametrize("level", ["risky", "commands", "changes", "all"])
@@ -224,6 +231,18 @@ def test_path_rules_match_the_resolved_path():
     outside = Where(WS, {"docs/x": ("/etc/passwd",)})
     assert decide(p, "write", {"path": "docs/x", "content": ""}, None, outside).verdict == "ask"
     assert decide(p, "write", {"path": "docs/x", "content": ""}).verdict == "allow"
+
+
+def test_a_program_writing_a_tilde_or_run_time_path_is_placed_or_asked():
+    """`cp x ~/.bashrc` writes the file a `write: ~/.bashrc` deny rule names: the `~` word is placed like a
+    redirection's; `cp x $HOME/.bashrc` (known only at run time) is asked like `> $F` (redteam)."""
+    p = policy("never", deny=["write: ~/.bashrc"])
+    for line in ("cp x ~/.bashrc", "tee ~/.bashrc < f", "ln -sf x ~/.bashrc", "cp x ~//.bashrc"):
+        assert run(p, line).verdict == "deny", line
+    for line in ("cp x $HOME/.bashrc", "tee ~+/../.bashrc", "install x $D/.bashrc"):
+        assert run(p, line).verdict == "ask", line
+    assert run(p, "cp x ~/notes").verdict == "allow"
+    assert run(policy("risky"), "cp x ~/.bashrc").verdict == "ask"  # outside the workspace
 
 
 def test_redirects_resolve_through_symlinks_and_write_rules_hold_for_commands():
@@ -338,10 +357,58 @@ def test_listing_above_oh_state_is_not_reading_it():
         ("tar -tvf a.tar", "allow"),
         ("tar -cf out.tar src", "allow"),
         ("find . -name '*.py' -print", "allow"),
+        # redteam: programs that run a command given in their arguments, or write where only run time says
+        ("git rebase --exec 'rm -rf x' HEAD", "ask"),
+        ("git rebase -x 'rm -rf x' HEAD", "ask"),
+        ("git submodule foreach 'rm -rf x'", "ask"),
+        ("git bisect run rm -rf x", "ask"),
+        ("git difftool -x 'rm -rf x'", "ask"),
+        ("git grep -O'rm -rf x' x", "ask"),
+        ("git grep --open-files-in-pager='rm -rf x' x", "ask"),
+        ("git fetch --upload-pack='rm -rf x' .", "ask"),
+        ("git clone -u 'rm -rf x' a b", "ask"),
+        ("git push --receive-pack='rm -rf x' o", "ask"),
+        ("git clone 'ext::sh -c rm% -rf% x' y", "ask"),
+        ("git filter-branch --tree-filter 'rm -rf x'", "ask"),
+        ("awk 'BEGIN{system(\"rm -rf x\")}'", "ask"),
+        ("awk 'BEGIN{print | \"rm -rf x\"}'", "ask"),
+        ("awk '{print > \".env\"}' f", "ask"),
+        ("awk -f s.awk f", "ask"),
+        ("vim -c '!rm -rf x' f", "ask"),
+        ("vim '+!rm -rf x' f", "ask"),
+        ("less '+!rm -rf x' f", "ask"),
+        ("cp x $PWD/.env", "ask"),
+        ("cp x ~/.env", "ask"),  # in the home: outside the workspace
+        ("tee $D/.env < f", "ask"),
+        ("git status", "allow"),
+        ("git add -u", "allow"),
+        ("git cherry-pick -x abc", "allow"),
+        ("awk '{print $1}' f", "allow"),
+        ("awk '$1 >= 5' f", "allow"),
+        ("vim f", "allow"),
+        ("less +G f", "allow"),
+        ("cp x y", "allow"),
+        ("git log --format=x --output=.git/hooks/pre-commit", "ask"),
+        ("git log --output=.env", "deny"),
+        ("git diff --output .env", "deny"),
+        ("git archive -o .env HEAD", "deny"),
+        ("git format-patch -o .git/hooks HEAD~1", "ask"),
+        ("git bundle create .env HEAD", "deny"),
+        ("git init .git/hooks", "ask"),
+        ("git clone . .git/hooks/x", "ask"),
+        ("git worktree add .git/hooks", "ask"),
+        ("git checkout-index -a --prefix=.git/hooks/", "ask"),
+        ("cp -t .git/hooks f", "ask"),
+        ("cp --target-directory=.git/hooks f", "ask"),
+        ("cp -vt.git/hooks f", "ask"),
+        ("cp -t . .env", "deny"),
+        ("git log --oneline -5", "allow"),
+        ("cp -t out f", "allow"),
     ],
 )
 def test_programs_that_write_or_run_through_their_arguments(line, verdict):
-    allow = ["run: find *", "run: sed *", "run: tar *", "run: sort *"]
+    allow = ["run: find *", "run: sed *", "run: tar *", "run: sort *", "run: git *", "run: awk *", "run: vim *"]
+    allow += ["run: less *", "run: cp *", "run: tee *"]
     assert run(policy("commands", allow=allow, deny=["write: .env"]), line).verdict == verdict, line
     if verdict == "ask" or "-delete" in line:
         assert run(policy("risky"), line).verdict == "ask", line
@@ -361,6 +428,10 @@ def test_programs_that_write_or_run_through_their_arguments(line, verdict):
         "echo 'rm x' | source /dev/stdin",
         "source /proc/self/fd/0",
         "source - < s.sh",
+        "set -k",  # redteam: later NAME=value arguments become the command's environment
+        "set -ek",
+        "set -o keyword",
+        "shopt -o -s keyword",
     ],
 )
 def test_a_shell_history_and_sourced_stdin_are_refused(line):

@@ -40,6 +40,20 @@ HIDDEN_FILES = (
     ".netrc",
     ".git-credentials",
     ".config/gh/hosts.yml",
+    # redteam: credential-only files that were readable in the sandbox
+    ".config/git/credentials",
+    ".cargo/credentials.toml",
+    ".gem/credentials",
+    ".config/hub",
+    ".vault-token",
+    ".pgpass",
+    ".my.cnf",
+    ".terraform.d/credentials.tfrc.json",
+    ".config/containers/auth.json",
+    ".config/composer/auth.json",
+    ".s3cfg",
+    ".config/rclone/rclone.conf",
+    ".cache/huggingface/token",
 )
 
 
@@ -54,7 +68,7 @@ def make_box(tmp_path: Path) -> dict[str, Any]:
     for rel in HIDDEN_FILES:
         (home / rel).parent.mkdir(parents=True, exist_ok=True)
         (home / rel).write_text(SECRET + "\n")
-    (home / ".cache").mkdir()
+    (home / ".cache").mkdir(exist_ok=True)
     (home / ".bashrc").write_text("echo rc\n")
     oh_home = tmp_path / "ohhome"
     (oh_home / "sessions").mkdir(parents=True)
@@ -180,6 +194,55 @@ async def test_secrets_and_oh_state_are_invisible(box):
         await rt.close()
 
 
+UNIX_CONNECT = (
+    "python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.settimeout(3); s.connect('{path}'); "
+    'print(s.recv(100).decode())" 2>&1'
+)
+
+
+async def test_container_engine_sockets_are_hidden(box):
+    """The network off does not stop a Unix socket at a path the sandbox shows: Docker Desktop's socket in
+    HOME (root on the host through the Docker API) is covered. Positive control: a socket we do not list is
+    reached through the same code, so the harness would have seen a connection (docs/security.md §10)."""
+    token = "hello-" + secrets.token_hex(4)
+    listeners = []
+    for rel in (".docker/run/docker.sock", ".colima/default/docker.sock", "plain.sock"):
+        path = box["home"] / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(path))
+        sock.listen(4)
+        sock.settimeout(0.2)
+        listeners.append(sock)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            for sock in listeners:
+                try:
+                    conn, _ = sock.accept()
+                except OSError:
+                    continue
+                with conn:
+                    conn.sendall(token.encode() + b"\n")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    rt = runtime(box)
+    try:
+        for rel, reached in ((".docker/run/docker.sock", False), (".colima/default/docker.sock", False)):
+            obs = await run(rt, UNIX_CONNECT.format(path=box["home"] / rel), timeout=15)
+            assert (token in obs["content"]) is reached, (rel, obs["content"])
+        obs = await run(rt, UNIX_CONNECT.format(path=box["home"] / "plain.sock"), timeout=15)
+        assert token in obs["content"], obs["content"]  # the residual, named in §10
+    finally:
+        stop.set()
+        thread.join(5)
+        for sock in listeners:
+            sock.close()
+        await rt.close()
+
+
 async def test_backend_process_invisible(box):
     rt = runtime(box)
     me = os.getpid()
@@ -243,6 +306,55 @@ async def test_loopback_server_by_network_setting(box, network):
             assert (server.token in obs["content"]) is network, (tool, obs["content"])
     finally:
         server.close()
+        await rt.close()
+
+
+def _greeter(family: int, address: Any) -> tuple[socket.socket, str, threading.Event]:
+    """A listener (IPv6 loopback, or an abstract Unix socket) that greets each client with a token."""
+    token = "hello-" + secrets.token_hex(4)
+    sock = socket.socket(family)
+    sock.bind(address)
+    sock.listen(4)
+    sock.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = sock.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.sendall(token.encode() + b"\n")
+
+    threading.Thread(target=serve, daemon=True).start()
+    return sock, token, stop
+
+
+@pytest.mark.parametrize("network", [False, True], ids=["network-off", "network-on"])
+async def test_ipv6_loopback_and_abstract_sockets_by_network_setting(box, network):
+    """The network off is a private network namespace: the host's `::1` servers and abstract Unix sockets
+    (X11's `@/tmp/.X11-unix/X0`, D-Bus's) are out of reach; on, both are reachable (docs/security.md §10)."""
+    if not socket.has_ipv6:
+        pytest.skip("no IPv6")
+    try:
+        v6, token6, stop6 = _greeter(socket.AF_INET6, ("::1", 0))
+    except OSError:
+        pytest.skip("no IPv6 loopback")
+    name = "oh-redteam-" + secrets.token_hex(4)
+    ab, token_ab, stop_ab = _greeter(socket.AF_UNIX, "\0" + name)
+    rt = runtime(box, network=network)
+    try:
+        port = v6.getsockname()[1]
+        obs = await run(rt, PY_CONNECT.replace("'127.0.0.1'", "'::1'").format(port=port), timeout=15)
+        assert (token6 in obs["content"]) is network, obs["content"]
+        obs = await run(rt, UNIX_CONNECT.format(path="\\0" + name), timeout=15)
+        assert (token_ab in obs["content"]) is network, obs["content"]
+    finally:
+        stop6.set()
+        stop_ab.set()
+        v6.close()
+        ab.close()
         await rt.close()
 
 

@@ -534,6 +534,96 @@ CASES: list[Case] = [
     Case(
         "grep -r in the workspace", run("grep -r x . > M"), {"*": "allow"}, allow=("run: grep *",), setup="echo x > f"
     ),
+    # -- redteam (issue 25): a program runs a command given in its arguments; a write only run time places
+    Case("awk system()", run("awk 'BEGIN{system(\"touch M\")}'"), NEVER_RUNS, allow=("run: awk *",)),
+    Case("awk print to a pipe", run('awk \'BEGIN{print "" | "touch M"}\''), NEVER_RUNS, allow=("run: awk *",)),
+    Case(
+        "vim -c !cmd",
+        run("vim -Nu NONE -es -c '!touch M' -c 'qa!' < /dev/null"),
+        NEVER_RUNS,
+        allow=("run: vim *",),
+    ),
+    Case(
+        "git grep --open-files-in-pager",
+        run("git grep --open-files-in-pager='touch M' x"),
+        NEVER_RUNS,
+        allow=("run: git *",),
+        setup=GIT_REPO + " && echo x > f && git add f",
+    ),
+    Case(
+        "git fetch --upload-pack",
+        run("git fetch --upload-pack='touch M' . 2> /dev/null"),
+        NEVER_RUNS,
+        allow=("run: git *",),
+        setup=GIT_REPO,
+    ),
+    Case(
+        "cp into a hook through $PWD",
+        run("cp x $PWD/.git/hooks/pre-commit"),
+        NEVER_RUNS,
+        allow=("run: cp *",),
+        setup=GIT_REPO + " && echo x > x",
+        marker=".git/hooks/pre-commit",
+    ),
+    Case(
+        "tee into a hook through a variable",
+        run("D=.git/hooks; echo x | tee $D/pre-commit"),
+        NEVER_RUNS,
+        allow=("run: echo *", "run: tee *"),
+        setup=GIT_REPO,
+        marker=".git/hooks/pre-commit",
+    ),
+    Case(
+        "TAR_OPTIONS in front of an allowed tar",
+        run("TAR_OPTIONS='--checkpoint=1 --checkpoint-action=exec=touch\\ M' tar -cf x.tar f"),
+        NEVER_RUNS,
+        allow=("run: tar *",),
+        setup="echo x > f",
+    ),
+    Case(
+        "set -k then an argument that is an environment",
+        run("set -k; git status GIT_CONFIG_PARAMETERS=\"'core.fsmonitor=touch {ws}/M'\""),
+        NEVER_RUNS,
+        allow=("run: git *", "run: set *"),
+        setup=GIT_REPO + " && echo x > f && git add f",
+    ),
+    Case(
+        "git log --output into an existing hook",
+        run("git log -1 --format='#!/bin/sh%ntouch {ws}/M' --output=.git/hooks/pre-commit"),
+        NEVER_RUNS,
+        allow=("run: git *",),
+        setup=GIT_REPO
+        + " && git commit -q --allow-empty -m x && printf '#!/bin/sh\\ntrue\\n' > .git/hooks/pre-commit"
+        + " && chmod +x .git/hooks/pre-commit",
+        marker="",
+        changed=".git/hooks/pre-commit",
+    ),
+    Case(
+        "cp -t into the hooks",
+        run("cp -t .git/hooks src/pre-commit"),
+        NEVER_RUNS,
+        allow=("run: cp *",),
+        setup=GIT_REPO + " && mkdir src && printf '#!/bin/sh\\ntouch {ws}/M\\n' > src/pre-commit",
+        marker=".git/hooks/pre-commit",
+    ),
+    Case(
+        "git archive -o a denied file",
+        run("git archive -o .env HEAD"),
+        {"*": "deny"},
+        allow=("run: git *",),
+        deny=("write: .env",),
+        setup=GIT_REPO + " && echo x > f && git add f && git commit -q -m x",
+        marker=".env",
+    ),
+    Case(
+        "cp a denied file through $PWD",
+        run("cp x $PWD/.env"),
+        {"*": "ask"},
+        allow=("run: cp *",),
+        deny=("write: .env",),
+        setup="echo x > x",
+        marker=".env",
+    ),
     # -- controls: what is allowed still runs
     Case(
         "allowed echo",

@@ -69,7 +69,12 @@ DANGEROUS_ENV = re.compile(
     r"[A-Z_]*_OPTS|LUA_[A-Z_0-9]*|VIMINIT|EXINIT|MYVIMRC|VIMRUNTIME|EMACS[A-Z_]*|UV_[A-Z_]+|PIP_[A-Z_]+|"
     r"POETRY_[A-Z_]+|HATCH_[A-Z_]+|CONDA_[A-Z_]+|VIRTUAL_ENV|DOTNET_[A-Z_]+|COMPOSER_[A-Z_]*|PHPRC|"
     r"PHP_INI_SCAN_DIR|DENO_[A-Z_]+|BUN_[A-Z_]+|ELECTRON_RUN_AS_NODE|LD|AR|AS|CPP|[A-Z]*FLAGS|"
-    r"PKG_CONFIG_[A-Z_]*|CMAKE_[A-Z_]*|TCLLIBPATH|R_[A-Z_]+|FCEDIT|[A-Z_]*_EDITOR|SHELL_[A-Z_]*)\Z"
+    r"PKG_CONFIG_[A-Z_]*|CMAKE_[A-Z_]*|TCLLIBPATH|R_[A-Z_]+|FCEDIT|[A-Z_]*_EDITOR|SHELL_[A-Z_]*|"
+    # options and programs other tools read from the environment (redteam): TAR_OPTIONS='--to-command=sh'
+    # tar, LESS='+!cmd' less, SYSTEMD_PAGER=cmd systemctl, MANOPT='-P cmd' man, RSYNC_RSH=cmd rsync
+    r"TAR_OPTIONS|LESS|LESSKEY[A-Z_]*|LESSEDIT|[A-Z_]*PAGER[A-Z_]*|[A-Z_]*BROWSER|SYSTEMD_[A-Z_]+|MANOPT|"
+    r"MANROFFOPT|GROFF_[A-Z_]+|RSYNC_[A-Z_]+|CVS_RSH|WGETRC|CURL_HOME|AWKPATH|AWKLIBPATH|ZIPOPT|UNZIP|"
+    r"UNZIPOPT|GZIP|BZIP2?|XZ_OPT|XZ_DEFAULTS|ZSTD_[A-Z_]+|PARALLEL[A-Z_]*|SUDO_[A-Z_]+|DOCKER_[A-Z_]+)\Z"
 )
 
 # Built-in risky commands (level ``risky``): deleting, overwriting devices, privileges, processes,
@@ -584,9 +589,30 @@ _CP_LINKS = re.compile(r"--link|--symbolic-link|-[a-zA-Z]*[ls][a-zA-Z]*")  # cp 
 
 
 def _implied_writes(part: Part) -> tuple[str, ...]:
-    """Files a program writes through its arguments (an allow rule names the program, not these)."""
+    """Files a program writes through its arguments (an allow rule names the program, not these); a ``~``
+    or ``~/`` word is placed like a redirection's (it is the home the policy knows)."""
+    return tuple(t for t in _implied_targets(part) if t not in _dynamic_words(part) or _tilde_only(t))
+
+
+def _implied_blind(part: Part) -> str | None:
+    """A file a program writes through its arguments that is only known at run time (``cp x $HOME/.bashrc``,
+    ``tee ~+/f``, ``cp x /tmp/*``): placed nowhere, so it is asked like a redirection to ``$F``."""
+    dynamic = _dynamic_words(part)
+    return next((t for t in _implied_targets(part) if t in dynamic and not _tilde_only(t)), None)
+
+
+def _dynamic_words(part: Part) -> frozenset[str]:
+    return frozenset(w.text for w in part.words[1:] if w.dynamic)
+
+
+def _tilde_only(word: str) -> bool:
+    """``~`` or ``~/...`` with nothing else bash expands: ``normalize`` places it in the policy's home."""
+    return (word == "~" or word.startswith("~/")) and not re.search(r"[$`*?\[{]", word)
+
+
+def _implied_targets(part: Part) -> tuple[str, ...]:
     base = part.name.rsplit("/", 1)[-1]
-    args = [w.text for w in part.words[1:] if not w.dynamic]
+    args = [w.text for w in part.words[1:]]
     files = [a for a in args if not a.startswith("-")]
     if base in ("tee", "touch", "truncate") or (
         base == "sed" and any(a.startswith(("-i", "--in-place")) for a in args)
@@ -596,11 +622,14 @@ def _implied_writes(part: Part) -> tuple[str, ...]:
         return tuple(files)  # a link is a second name to write the source through: it counts as written
     if base == "mv" and files:
         return tuple(files)  # mv .git g: the sources change too (they go away)
+    into = progargs.target_directory(args) if base in ("cp", "mv", "ln", "install") else None
+    if into is not None:  # cp -t DIR a b: DIR/a, DIR/b (the sources keep their names)
+        return (into[0], *(into[0].rstrip("/") + "/" + f.rstrip("/").rsplit("/", 1)[-1] for f in into[1]))
     if base in ("cp", "mv", "ln", "install", "rsync") and files:
         return (files[-1],)
     if base == "dd":
         return tuple(a[3:] for a in args if a.startswith("of="))
-    if base in ("find", "sort", "tar"):
+    if base in ("find", "sort", "tar") or (base == "git" and "config" not in args):
         return progargs.writes(base, args)
     if base == "git" and "config" in args:
         rest = args[args.index("config") + 1 :]
@@ -626,8 +655,9 @@ def _touches(part: Part, policy: Policy, where: "Where") -> str | None:
     git_why = _git_elsewhere(part, where)
     if git_why is not None:
         return git_why
-    if part.blind_writes:
-        return f"writes {part.blind_writes[0]}, a file known only at run time"
+    blind_write = part.blind_writes[0] if part.blind_writes else _implied_blind(part)
+    if blind_write is not None:
+        return f"writes {blind_write}, a file known only at run time"
     linked = _linked_write(part, policy, where)
     if linked is not None:
         return f"writes through a hard link: {linked}"
@@ -957,10 +987,11 @@ def _write_rules(policy: Policy, part: Part, where: Where) -> tuple[str, str, st
     rules_ = [r for r in policy.rules if r.kind == "write" and r.verdict != "allow"]
     if not rules_:
         return None
-    if part.blind_writes:
+    blind_write = part.blind_writes[0] if part.blind_writes else _implied_blind(part)
+    if blind_write is not None:
         return (
             "ask",
-            f"`{part.display()}` writes {part.blind_writes[0]} (known only at run time) and write rules deny or ask",
+            f"`{part.display()}` writes {blind_write} (known only at run time) and write rules deny or ask",
             None,
             True,
             False,

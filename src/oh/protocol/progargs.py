@@ -39,7 +39,48 @@ def writes(base: str, args: list[str]) -> tuple[str, ...]:
         got = _tar_or_none(args)
         if got is not None and got[0] in ("create", "append", "update", "catenate"):
             return tuple(got[1].get("f", ()))
+    if base == "git":
+        return _git_writes(args)
     return ()
+
+
+# git subcommands whose -o names the file or directory written (log/diff/show: --output; archive: the archive;
+# format-patch: the directory of patches)
+_GIT_DASH_O = ("log", "diff", "show", "whatchanged", "format-patch", "archive", "range-diff", "diff-tree")
+# git subcommands that create a repository or a work tree at their last argument (`git init .git/hooks`)
+_GIT_MAKES = ("init", "clone", "worktree", "bundle")
+
+
+def _git_writes(args: list[str]) -> tuple[str, ...]:
+    """Files git writes that its arguments name (redteam: `git log --format=... --output=.git/hooks/x`
+    rewrote an existing hook at risky and under `run: git *`)."""
+    out = [a.split("=", 1)[1] for a in args if a.startswith(("--output=", "--output-directory=", "--prefix="))]
+    out += [args[i + 1] for i, a in enumerate(args[:-1]) if a in ("--output", "--output-directory")]
+    if any(sub in args for sub in _GIT_DASH_O):
+        out += [args[i + 1] for i, a in enumerate(args[:-1]) if a == "-o"] + _attached(args, "-o")
+    plain = [a for a in args if not a.startswith("-")]
+    if plain and plain[0] in _GIT_MAKES:
+        # init DIR, clone SRC DIR, worktree add DIR, bundle create FILE: every word after counts (an option's
+        # value among them is over-asked, never missed)
+        out += plain[2:] if plain[1:2] in (["add"], ["create"]) else plain[1:]
+    if plain[:1] == ["mv"] and len(plain) > 2:
+        out += plain[1:]
+    return tuple(out)
+
+
+def target_directory(args: list[str]) -> tuple[str, list[str]] | None:
+    """cp/mv/ln/install ``-t DIR`` / ``--target-directory=DIR`` (GNU: the files named are sources, written
+    into DIR): (DIR, the sources), or None."""
+    for i, a in enumerate(args):
+        if a == "--":
+            break
+        if a in ("-t", "--target-directory", "--target", "--targe", "--targ", "--tar", "--ta") and i + 1 < len(args):
+            return args[i + 1], [x for x in args[:i] + args[i + 2 :] if not x.startswith("-")]
+        if a.startswith("--ta") and "=" in a and "--target-directory".startswith(a.split("=", 1)[0]):
+            return a.split("=", 1)[1], [x for x in args if not x.startswith("-")]
+        if re.fullmatch(r"-[a-zA-Z]*t.+", a) and not a.startswith("--"):  # -tDIR, -vtDIR
+            return a[a.index("t") + 1 :], [x for x in args if not x.startswith("-")]
+    return None
 
 
 def _attached(args: list[str], flag: str) -> list[str]:
@@ -59,10 +100,30 @@ def blind(base: str, args: list[str]) -> str | None:
     return None
 
 
+# git options and subcommands whose argument is a shell command git runs (`git rebase -x 'rm -rf ~'`), and
+# transports that run one (`ext::cmd`): the part the gate sees is `git`, what runs is that command.
+_GIT_RUNS_OPTS = re.compile(
+    r"(--exec|--extcmd|--upload-pack|--receive-pack|--open-files-in-pager|--[a-z-]*-filter)(=.*)?"
+)
+_GIT_RUNS_SHORT = {"rebase": "-x", "difftool": "-x", "clone": "-u", "grep": "-O"}  # short forms, per subcommand
+_GIT_RUNS_SUBS = ({"submodule", "foreach"}, {"bisect", "run"}, {"filter-branch"}, {"filter-repo"})
+# vim/ex/less: a command given on the command line (`vim -c '!rm x'`, `less '+!rm x'`) or a script file
+_VIM = frozenset({"vim", "vi", "nvim", "view", "ex", "vimdiff", "gvim", "rvim", "evim"})
+_AWK = frozenset({"awk", "gawk", "mawk", "nawk", "busybox-awk"})
+
+
 def runs(base: str, args: list[str]) -> str | None:
     """Why the program runs commands or code the gate does not see (or writes files its script names)."""
     if base == "sed":
         return _sed(args)
+    if base == "git":
+        return _git_runs(args)
+    if base in _AWK:
+        return _awk(args)
+    if base in _VIM and any(a in ("-c", "--cmd", "-S", "-u", "-s", "-W", "-w") or a.startswith("+") for a in args):
+        return f"{base} runs the editor commands given on its command line (`:!cmd` runs a program)"
+    if base in ("less", "more") and any(_less_runs(a) for a in args):
+        return f"{base} runs the commands given with + (`+!cmd` runs a program)"
     if base == "tar":
         for a in args:
             if a.split("=", 1)[0] in _TAR_RUNS or (a.startswith("-") and not a.startswith("--") and "I" in a[1:2]):
@@ -223,3 +284,34 @@ def _skip_delimited(s: str, i: int, delim: str) -> int:
 def _line_end(s: str, i: int) -> int:
     end = s.find("\n", i)
     return len(s) if end < 0 else end + 1
+
+
+def _git_runs(args: list[str]) -> str | None:
+    words = set(args)
+    for a in args:
+        short = next((f for sub, f in _GIT_RUNS_SHORT.items() if sub in words and a.startswith(f)), None)
+        if a.startswith("ext::") or "::ext::" in a or (a.startswith("-") and _GIT_RUNS_OPTS.fullmatch(a)) or short:
+            return f"git {a.split('=', 1)[0][:40]} runs a command given in its arguments"
+    for sub in _GIT_RUNS_SUBS:
+        if sub <= words:
+            return f"git {' '.join(sorted(sub))} runs a command given in its arguments"
+    return None
+
+
+def _awk(args: list[str]) -> str | None:
+    """awk's program runs commands (`system()`, `|` pipes, `|&`) or writes files (`print > "f"`), or is read
+    from a file or extension: fail closed on any of those; a plain filter (`awk '{print $1}'`) is data."""
+    for a in args:
+        if a in ("-f", "-E", "-i", "-l") or a.startswith(("--file", "--exec", "--include", "--load", "-f", "-l")):
+            return "awk reads its program from a file or loads an extension"
+    program = next((a for a in args if not a.startswith("-")), "")
+    if re.search(r"system\s*\(|\||>(?![0-9=\s]*[0-9=])|@load|@include", program):
+        return "awk's program runs commands (system, |) or writes files (>)"
+    return None
+
+
+def _less_runs(arg: str) -> bool:
+    """``+cmd`` other than a line number, G/F or a search (``+!cmd`` runs a program), or a lesskey file."""
+    if arg.startswith(("-k", "--lesskey")):
+        return True
+    return arg.startswith("+") and not re.fullmatch(r"\+\+?(?:[0-9]*[GgFpP%]?|/[^!|]*)", arg)

@@ -926,6 +926,8 @@ def _simple(words: list[Word], raw: _Raw, st: _Unwrap, depth: int) -> list[Part]
     assigns = _builtin_assigns(base, words) if "/" not in head.text else ()
     if base in ("set", "shopt") and _turns_history_on(words[1:]):
         raise Unknown(f"{base} turning the shell's history on (then `!!` runs text the gate never saw)")
+    if base in ("set", "shopt") and _turns_keyword_on(words[1:]):
+        raise Unknown(f"{base} -k: later `cmd NAME=value` words become environment (`git status GIT_DIR=x`)")
     if base in (".", "source") and len(words) > 1 and _STDIN_FILE.fullmatch(words[1].text):
         raise Unknown(f"{base} reading its commands from standard input is not followed")
     interp = base in INTERPRETERS or re.fullmatch(r"python[0-9.]*", base) is not None
@@ -983,6 +985,20 @@ def _turns_history_on(args: list[Word]) -> bool:
         if t.startswith("-") and not t.startswith("--") and "H" in t:
             return True
         if t.startswith("hist") or (t in ("-o", "+o") and i + 1 < len(args) and args[i + 1].dynamic):
+            return True
+    return False
+
+
+def _turns_keyword_on(args: list[Word]) -> bool:
+    """set -k / -o keyword, shopt -o -s keyword: every NAME=value argument of a later command goes into its
+    environment, so a rule's "data" argument becomes PATH, GIT_CONFIG_PARAMETERS... (redteam)."""
+    for w in args:
+        t = w.text
+        if t == "--":
+            return False
+        if t.startswith("-") and not t.startswith("--") and "k" in t and not w.dynamic:
+            return True
+        if t.startswith("keyw"):  # set -o keyword, shopt -o -s keyword
             return True
     return False
 
