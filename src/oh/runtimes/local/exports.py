@@ -10,6 +10,7 @@ confined agent wrote there). Names are checked like ``run``'s ``env`` names, and
 from __future__ import annotations
 
 import re
+import shlex
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SECRET = re.compile(r"^OH_.*(TOKEN|SECRET)|^OH_TOKEN$")
@@ -54,6 +55,15 @@ def parse_exports(text: str) -> dict[str, str]:
         elif i < n and text[i] not in " \t\n;":
             break
     return out
+
+
+def export_script(text: str, cwd: str) -> str:
+    """What a new shell runs to start with these exports in ``cwd``: ``builtin export NAME=<quoted value>`` lines from
+    the parsed snapshot (never the snapshot itself: the agent's shell may have written anything there), then a cd."""
+    lines = [f"builtin export {k}={shlex.quote(v)}" for k, v in parse_exports(text).items()]
+    # Quiet, as the sourced snapshot was: a read-only or special name of this shell just stays as it is.
+    quiet = f"{{\n{chr(10).join(lines)}\n}} >/dev/null 2>&1\n" if lines else ""
+    return f"{quiet}builtin cd -- {shlex.quote(cwd)}"
 
 
 def _tied(text: str, i: int) -> tuple[str | None, int]:
