@@ -50,8 +50,9 @@ class Host:
         self.env = shell_environment(os.environ)
         self.scratch = tempfile.mkdtemp(prefix="oh-engine-")
         # With --exports (the agent's main shell), the shell writes its `export -p` here after each command (0600
-        # in the 0700 scratch dir: values may be secrets; ~0.4 ms a command, so only where it is asked for); an
-        # `exports` request answers from it, so the extension's extra and one-shot shells start with them.
+        # in the 0700 scratch dir: values may be secrets; +0.33 ms a command, benchmarks/engine_exports.py, so
+        # only where it is used); an `exports` request answers from it, so the extension's extra and one-shot
+        # shells start with them.
         self.snapshot = os.path.join(self.scratch, "env") if exports else ""
         if self.snapshot:
             os.close(os.open(self.snapshot, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600))
