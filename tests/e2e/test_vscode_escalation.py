@@ -217,7 +217,7 @@ def test_escalated_and_extra_terminals_start_with_the_agent_shells_exports_and_d
         assert f"FOO={value}|" in out, (rc, out, err)
         # `oh run` sends its own cwd with each command; the host itself started where the agent's shell was.
         assert '"oh · oh-cli · outside the sandbox" terminal ready' in vscode.extension_log()
-        assert f"in {sub})" in vscode.extension_log().split('outside the sandbox" terminal ready')[1].split("\n")[0]
+        assert f"in {sub})" in vscode.extension_log().split('outside the sandbox" terminal ready')[-1].split("\n")[0]
         # The agent's terminal busy: the next command runs in an extra terminal, with the exports too.
         nap = f"8.{uuid.uuid4().int % 10**6}"
         busy = _agent(vscode, "run", f"sleep {nap}; echo MAIN")
