@@ -185,3 +185,42 @@ test("in shell mode (VS Code's own, unconfined terminal) an approved escalation 
     ex.dispose();
   }
 });
+
+// The local runtime starts its extra and one-shot shells with the main shell's exports (group.py); so do the
+// extension's: the agent's engine host says them (parsed from its `export -p`, never run; oh's secrets left out).
+test("the agent shell's exports and directory reach an escalated one-shot, an extra terminal and a background job", { skip }, async () => {
+  const ex = new RunExecutor({ log: () => {}, confirmCommands: () => false, terminalMode: () => 'engine', userShell: () => false });
+  const show = `printf '%s|' "$FOO" "\${OH_TOKEN-no token}" "\${OH_X_SECRET-no secret}"; pwd`;
+  const want = `b a"r$\`\\\nx|no token|no secret|${path.join(root, 'sub')}\n`;
+  try {
+    fs.mkdirSync(path.join(root, 'sub'));
+    const first = await ex.execute(
+      run({ command: `export FOO='b a"r$\`\\'$'\\n''x' OH_TOKEN=leak OH_X_SECRET=leak2; cd sub`, blocking: true }),
+      sig(),
+      ctx(),
+    );
+    assert.equal(meta(first).exit_code, 0, String(first.content));
+    const why = { sandbox: 'network', reason: 'fetches' };
+    let o = await ex.execute(run({ command: show, blocking: true, ...why }, why), sig(), ctx());
+    assert.match(String(meta(o).prefix), /WITH THE NETWORK/);
+    assert.equal(String(o.content), want, 'the escalated one-shot');
+    const off = { sandbox: 'off', reason: 'writes outside' };
+    o = await ex.execute(run({ command: show, blocking: true, ...off }, off), sig(), ctx());
+    assert.equal(String(o.content), want, 'the one-shot outside the sandbox');
+    // The main terminal busy: the next command runs in an extra terminal, which starts with the exports too.
+    const [busy, extra] = await Promise.all([
+      ex.execute(run({ command: 'sleep 1.5; echo MAIN', blocking: true }), sig(), ctx()),
+      new Promise((r) => setTimeout(r, 400)).then(() => ex.execute(run({ command: show, blocking: true }), sig(), ctx())),
+    ]);
+    assert.equal(String(busy.content), 'MAIN\n');
+    assert.equal(String(extra.content), want, 'the extra terminal');
+    assert.match(String(meta(extra).prefix), /ran in an extra terminal .* with the agent terminal's exports/);
+    const job = await ex.execute(run({ command: `{ ${show}; } > job.out`, background: true }), sig(), ctx());
+    const jid = String(meta(job).job_id);
+    const w = await ex.executeJob(parseAction({ id: nextId++, action: 'job', args: { op: 'wait', job_id: jid, wait: 30 }, agent: { ...agent, workdir: root } }), sig(), ctx());
+    assert.equal(((w.extras as JsonObject).job as JsonObject).state, 'SUCCEEDED', JSON.stringify(w));
+    assert.equal(fs.readFileSync(path.join(root, 'sub', 'job.out'), 'utf8'), want, 'the background job');
+  } finally {
+    ex.dispose();
+  }
+});

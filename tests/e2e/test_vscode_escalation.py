@@ -100,6 +100,16 @@ def _one_shot_hosts(workspace: Path, flag: str, value: str) -> list[int]:
     return found
 
 
+def _sleeping(nap: str) -> bool:
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if Path(f"/proc/{pid}/cmdline").read_bytes() == f"sleep\0{nap}\0".encode():
+                return True
+        except OSError:
+            continue
+    return False
+
+
 @pytest.fixture
 def outside():
     # Outside the workspace and not under /tmp (the sandbox's /tmp is private anyway): the root directory.
@@ -188,3 +198,36 @@ def test_ensure_installs_from_a_loopback_index_after_approval(vscode: VsCode, ba
         raise
     finally:
         index.close()
+
+
+def test_escalated_and_extra_terminals_start_with_the_agent_shells_exports_and_directory(vscode: VsCode, backend: dict):
+    """As under the local runtime: the one-shot host of an approved escalation and the extra terminal of a command
+    arriving while the agent's terminal is busy both start with the agent shell's exports (the one-shot where the
+    agent's shell is; `oh run` itself sends its own cwd with each command)."""
+    value = f"v-{uuid.uuid4().hex[:8]}"
+    sub = vscode.workspace / "exports-sub"
+    show = "printf 'FOO=%s|' \"$OH_E2E_FOO\"; pwd"
+    try:
+        done = vscode.oh("run", "--json", f"mkdir -p {sub} && cd {sub} && export OH_E2E_FOO={value}", timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
+        proc = _agent(vscode, "run", "--unsandboxed", "shows its environment", "--", show)
+        row = _pending(vscode)
+        assert vscode.oh("approve", row["id"]).returncode == 0
+        rc, out, err = _finish(proc)
+        assert f"FOO={value}|" in out, (rc, out, err)
+        # `oh run` sends its own cwd with each command; the host itself started where the agent's shell was.
+        assert '"oh · oh-cli · outside the sandbox" terminal ready' in vscode.extension_log()
+        assert f"in {sub})" in vscode.extension_log().split('outside the sandbox" terminal ready')[-1].split("\n")[0]
+        # The agent's terminal busy: the next command runs in an extra terminal, with the exports too.
+        nap = f"8.{uuid.uuid4().int % 10**6}"
+        busy = _agent(vscode, "run", f"sleep {nap}; echo MAIN")
+        wait_until(lambda: _sleeping(nap), 60, "the busy command to start", 0.2)
+        extra = vscode.oh("run", "--json", show, timeout=120)
+        assert f"FOO={value}|" in extra.stdout and "with the agent terminal's exports" in extra.stdout, extra.stdout
+        rc, out, err = _finish(busy)
+        assert "MAIN" in out, (rc, out, err)
+    except Exception:
+        vscode.screenshot("escalation-exports-failed")
+        raise
+    finally:
+        vscode.oh("run", "--json", f"cd {vscode.workspace}", timeout=120)

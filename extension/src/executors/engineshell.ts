@@ -22,6 +22,10 @@ const PEEK_DELAY_MS = 250;
 /** Output per command the host keeps; `max_output` is applied here, as for the other terminal modes. */
 const HOST_MAX_OUTPUT = 16 * 1024 * 1024;
 const SECRET_ENV = /^OH_.*(TOKEN|SECRET)$|^OH_TOKEN$/;
+/** `run` env names the host accepts (enginehost.py's EXPORT_NAME). */
+const EXPORT_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** How long the agent's host may take to say its exports before an extra shell starts without them. */
+const EXPORTS_WAIT_MS = 2000;
 
 export interface EngineOptions {
   python: string;
@@ -36,6 +40,10 @@ export interface EngineOptions {
   roots?: string[];
   /** A one-shot host for a command the consent gate allowed to leave the sandbox ("off") or to use the network (§3.17). */
   escalation?: 'off' | 'network';
+  /** The agent's main shell: the host keeps its exports for `exports()` (--exports; extra shells start with them). */
+  keepExports?: boolean;
+  /** Extra and one-shot shells: the main shell's exports, exported before the first command (as the local runtime does). */
+  initEnv?: Promise<Record<string, string>>;
   name: string;
   /** A first line for the terminal saying why it exists (extra and job terminals). */
   banner?: string;
@@ -91,11 +99,15 @@ export class EngineShell implements CommandShell {
   private hinted = false;
   private closed = false;
   private stdoutRest = '';
+  private readonly exportWaiters = new Map<string, (env: Record<string, string>) => void>();
+  private initEnv: Promise<Record<string, string>> | undefined;
 
   constructor(private readonly opts: EngineOptions) {
     this.lastCwd = opts.cwd;
+    this.initEnv = opts.initEnv;
     const args = ['-m', 'oh.runtimes.local.enginehost', '--cwd', opts.cwd, '--max-output', String(HOST_MAX_OUTPUT)];
     if (opts.clean) args.push('--clean');
+    if (opts.keepExports) args.push('--exports');
     if (opts.startupTimeoutS !== undefined) args.push('--startup-timeout', String(opts.startupTimeoutS));
     args.push(...sandboxArgs(opts.sandbox, opts.roots, opts.escalation));
     this.proc = spawn(opts.python, args, { cwd: opts.cwd, env: engineEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
@@ -178,6 +190,11 @@ export class EngineShell implements CommandShell {
         }
         if (msg.restarted) this.opts.log(`"${this.opts.name}": the shell was restarted (${String(msg.reason ?? '')})`);
         this.onReady(r);
+        return;
+      }
+      case 'exports': {
+        const answer = this.exportWaiters.get(String(msg.id));
+        if (answer) answer(safeExports(msg.env));
         return;
       }
       case 'started':
@@ -285,9 +302,33 @@ export class EngineShell implements CommandShell {
     const id = `c${++this.seq}`;
     this.current = { id, cmd, sink: opts.sink, peekTimer: null, peeking: false };
     const msg: Record<string, unknown> = { type: 'run', id, command: commandLine };
-    if (opts.env && Object.keys(opts.env).length) msg.env = opts.env; // values: secrets, never logged
+    // The first command of an extra shell: the main shell's exports first, the action's own env over them.
+    const init = this.initEnv ? await this.initEnv : {};
+    this.initEnv = undefined;
+    const env = { ...init, ...(opts.env ?? {}) };
+    if (Object.keys(env).length) msg.env = env; // values: secrets, never logged
     this.send(msg);
     return cmd;
+  }
+
+  /**
+   * The shell's exports as of its last finished command (a host started with `keepExports`), names checked and oh's
+   * secrets left out on both sides; {} when the host does not answer within 2 s or is gone. Asked once per extra
+   * shell, not per command.
+   */
+  exports(): Promise<Record<string, string>> {
+    if (this.closed) return Promise.resolve({});
+    const id = `e${++this.seq}`;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => done({}), EXPORTS_WAIT_MS);
+      const done = (env: Record<string, string>) => {
+        clearTimeout(timer);
+        this.exportWaiters.delete(id);
+        resolve(env);
+      };
+      this.exportWaiters.set(id, done);
+      this.send({ type: 'exports', id });
+    });
   }
 
   sendLine(text: string): void {
@@ -336,6 +377,7 @@ export class EngineShell implements CommandShell {
     const cur = this.current;
     this.current = null;
     if (cur && !cur.cmd.done) cur.cmd.finish(undefined, true);
+    for (const answer of [...this.exportWaiters.values()]) answer({});
     try {
       this.proc.stdin?.write(JSON.stringify({ type: 'close' }) + '\n');
       this.proc.stdin?.end();
@@ -366,6 +408,16 @@ export function sandboxArgs(sb: SandboxSettings | undefined, roots: string[] | u
   } else if (escalation === 'network') args.push('--sandbox-network', 'on');
   for (const root of roots ?? []) args.push('--allow', root);
   return args;
+}
+
+/** The host's `exports` answer, kept only where `run` would accept it: string values, valid names, no oh secrets. */
+export function safeExports(raw: unknown): Record<string, string> {
+  const env: Record<string, string> = {};
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return env;
+  for (const [k, v] of Object.entries(raw as Record<string, unknown>)) {
+    if (typeof v === 'string' && EXPORT_NAME.test(k) && !SECRET_ENV.test(k) && !v.includes('\0')) env[k] = v;
+  }
+  return env;
 }
 
 /** The host could not start because the shell cannot be sandboxed: never fall back to an unconfined terminal. */

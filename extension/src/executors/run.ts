@@ -101,6 +101,8 @@ class Slot {
   banner: string | undefined;
   /** Where an extra terminal started. */
   startDir: string | null = null;
+  /** An extra terminal's start: the main shell's exports (asked of its engine host when the extra was made). */
+  initEnv: Promise<Record<string, string>> | undefined;
   /** The background job this extra terminal runs (job terminals only). */
   job: Job | null = null;
   /** A one-shot terminal for a command the consent gate allowed out of the sandbox or onto the network (§3.17). */
@@ -358,6 +360,9 @@ export class RunExecutor implements vscode.Disposable {
       sandbox: this.sandboxFor(slot),
       roots: slot.roots,
       escalation: slot.escalation?.sandbox,
+      // The main terminal keeps its exports for its extra and one-shot terminals, which start with them.
+      keepExports: slot.num === 0,
+      initEnv: slot.initEnv,
       name: slot.name,
       banner: slot.banner,
       log: this.deps.log,
@@ -651,9 +656,10 @@ export class RunExecutor implements vscode.Disposable {
    */
   private extraNote(slot: Slot, extra: Slot): string {
     const busy = slot.controller.runningCommand;
+    const exports = extra.initEnv ? 'with' : 'without';
     return (
       `[The agent's terminal was busy${busy ? ` (running ${terminalLabel(busy)})` : ''}: this command ran in an extra terminal ` +
-      `"${extra.name}" (${extra.jobId ?? 'no id'}) started in ${extra.startDir ?? 'the workspace folder'}, without the agent ` +
+      `"${extra.name}" (${extra.jobId ?? 'no id'}) started in ${extra.startDir ?? 'the workspace folder'}, ${exports} the agent ` +
       "terminal's exports; its cd and exports do not carry over. Wait for the busy command (an empty command), interrupt it " +
       '(is_input "C-c") or reset the terminal to run in the agent\'s terminal again.]\n'
     );
@@ -677,6 +683,10 @@ export class RunExecutor implements vscode.Disposable {
     // Started where the main terminal is now; its own `cd`s and exports stay in it.
     extra.lastCwd = slot.shell?.cwd() ?? slot.lastCwd;
     extra.startDir = extra.lastCwd;
+    // ... and with its exports, as the local runtime's extra shells (group.py): asked of the main engine host now, one
+    // answer per extra terminal (no cost per command), exported before the extra's command. VS Code's own terminal
+    // (`oh.terminalMode: shell`) cannot say them: its extras start without.
+    if (slot.shell instanceof EngineShell) extra.initEnv = slot.shell.exports();
     extra.escalation = escalation ?? null;
     if (label) extra.banner = `the agent's background ${label}; its whole output is also kept for the job action.`;
     else if (!escalation) {

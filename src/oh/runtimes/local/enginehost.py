@@ -24,6 +24,7 @@ from .sandbox import Sandbox, SandboxUnavailable
 from .render import COLS, ROWS
 from .runtime import shell_environment
 from .command import Command
+from .exports import parse_exports
 
 KEYS = {"C-c": "c", "C-d": "d", "C-z": "z", "C-\\": "\\"}
 EXPORT_NAME = __import__("re").compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -39,6 +40,7 @@ class Host:
         max_output: int,
         out=None,
         sandbox: Sandbox | None = None,
+        exports: bool = False,
     ) -> None:
         self.workspace = cwd
         self.cwd = cwd
@@ -47,6 +49,13 @@ class Host:
         self.max_output = max_output
         self.env = shell_environment(os.environ)
         self.scratch = tempfile.mkdtemp(prefix="oh-engine-")
+        # With --exports (the agent's main shell), the shell writes its `export -p` here after each command (0600
+        # in the 0700 scratch dir: values may be secrets; +0.33 ms a command, benchmarks/engine_exports.py, so
+        # only where it is used); an `exports` request answers from it, so the extension's extra and one-shot
+        # shells start with them.
+        self.snapshot = os.path.join(self.scratch, "env") if exports else ""
+        if self.snapshot:
+            os.close(os.open(self.snapshot, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600))
         self.out = out or sys.stdout.buffer
         self.shell: PtyShell | None = None
         self.sandbox = sandbox  # bubblewrap around the shell (sandbox.py); None: unconfined
@@ -83,6 +92,7 @@ class Host:
             self.env,
             os.path.join(self.scratch, "run.sh"),
             self.max_output,
+            self.snapshot,
             user_shell=not self.clean,
             startup_timeout=self.startup_timeout,
             on_data=self._data,
@@ -194,6 +204,12 @@ class Host:
             self.killed = False
             await self.start_shell(restarted=True, reason=reason)
 
+    def exports(self, msg: dict[str, Any]) -> None:
+        """The shell's exports as of its last finished command (a running one's are not known yet), parsed, never
+        run: names checked like ``run``'s env, oh's secrets left out (exports.py)."""
+        text = self.shell.exports if self.shell is not None else ""
+        self.emit({"type": "exports", "id": msg.get("id"), "env": parse_exports(text), "cwd": self.cwd})
+
     def peek(self, msg: dict[str, Any]) -> None:
         if self.cmd is None or msg.get("id") != self.cmd_id:
             return self.error("NO_COMMAND", "No such running command.", msg.get("id"))
@@ -261,6 +277,8 @@ class Host:
             await self.run(msg)
         elif kind == "peek":
             self.peek(msg)
+        elif kind == "exports":
+            self.exports(msg)
         elif kind == "input":
             await self.input(msg)
         elif kind == "key":
@@ -272,9 +290,8 @@ class Host:
         elif kind == "close":
             return False
         else:
-            self.error(
-                "BAD_REQUEST", f"Unknown type {kind!r}: run, peek, input, key, kill, reset or close.", msg.get("id")
-            )
+            kinds = "run, peek, exports, input, key, kill, reset or close"
+            self.error("BAD_REQUEST", f"Unknown type {kind!r}: {kinds}.", msg.get("id"))
         return True
 
 
@@ -304,6 +321,7 @@ async def serve(args: argparse.Namespace) -> int:
         startup_timeout=args.startup_timeout,
         max_output=args.max_output,
         sandbox=_sandbox(args, cwd),
+        exports=args.exports,
     )
     try:
         try:
@@ -394,6 +412,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sandbox-bwrap", default=None, help="the bubblewrap program (default: bwrap on PATH)")
     p.add_argument(
         "--sandbox-writable", default=None, help=f"{os.pathsep}-separated writable directories besides the workspace"
+    )
+    p.add_argument(
+        "--exports", action="store_true", help="keep the shell's exports for `exports` requests (main shells)"
     )
     p.add_argument("--allow", action="append", default=[], help="another writable root (the backend's allowed roots)")
     p.add_argument("--hide", action="append", default=[], help="another directory to hide (oh's own directories)")

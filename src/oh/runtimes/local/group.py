@@ -21,7 +21,6 @@ import asyncio
 import contextlib
 import dataclasses
 import os
-import shlex
 import time
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -46,6 +45,7 @@ from .jobs import (
     env_fingerprint,
 )
 from .command import Command
+from .exports import export_script
 from .terminal import Terminal, _identity
 
 if TYPE_CHECKING:
@@ -155,9 +155,10 @@ class ShellGroup:
         init = ""
         exports = self.main.shell.exports if self.main.shell is not None else ""
         if exports:
-            # `export -p` output (sent through the command pipe, never argv); then cd again so
-            # $PWD/$OLDPWD from the snapshot match this shell.
-            init = f"{{\n{exports}\n}} >/dev/null 2>&1\nbuiltin cd -- {shlex.quote(cwd)}"
+            # Parsed from the main shell's `export -p` snapshot, never run as it is: the confined agent can write
+            # that file, and an escalated one-shot below runs this unconfined (sent through the command pipe,
+            # never argv; values may be secrets).
+            init = export_script(exports, cwd)
         # Allowed the network alone (args.sandbox "network"): the same sandbox with the network on.
         network = action.unsandboxed and network_only(action)
         return self.rt.new_terminal(cwd, sandboxed=not action.unsandboxed or network, network=network, init_script=init)

@@ -45,6 +45,7 @@ from .command import Command, Shell, encode
 from .engine import STARTUP_TIMEOUT, PtyShell
 from .ptyproc import WrapArgv
 from .gitwatch import planted_hooks
+from .exports import export_script
 from .sandbox import Sandbox
 
 # OpenHands' wording, naming no tool (agents reach oh through many tools: the SDK's terminal, MCP, ...).
@@ -327,7 +328,7 @@ class Terminal:
     async def _restore(self, shell: Shell, repos: list[str], cwd: str, exports: str) -> str:
         """The restarted shell gets the old one's exports and directory back; the note says why it restarted."""
         if exports:
-            await self._internal(shell, f"{{\n{exports}\n}} >/dev/null 2>&1\nbuiltin cd -- {shlex.quote(cwd)}")
+            await self._internal(shell, export_script(exports, cwd))  # parsed, never run as written (exports.py)
         shown = ", ".join(os.path.relpath(r, self.workspace) for r in repos[:5]) + (" …" if len(repos) > 5 else "")
         hooks = sorted({os.path.relpath(h, self.workspace) for r in repos for h in planted_hooks(r)})
         said = (
