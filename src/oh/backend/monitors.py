@@ -58,7 +58,14 @@ class Monitors:
 
     async def serve(self, connection: ServerConnection) -> None:
         queue: asyncio.Queue = asyncio.Queue(MONITOR_QUEUE)
-        snapshot = {"type": "snapshot", **self._status(), "jobs": self.history.jobs(), "recent": self.history.recent()}
+        history = self.history
+        snapshot = {
+            "type": "snapshot",
+            **self._status(),
+            "jobs": history.jobs(),
+            "recent": history.recent(),
+            "shell_notes": history.shell_notes(),  # said before this monitor came: a late view shows them too
+        }
         # Subscribed in the same step the snapshot is taken: an event emitted while the snapshot is
         # being sent is queued behind it, not lost between the two.
         self.queues[connection] = queue

@@ -27,6 +27,8 @@ from ..text.sanitize import visible
 from ..text.status import branch_label, sandbox_label
 
 MAX_ROWS = 200
+SHELL_NOTES = 5  # shell notes a snapshot may replay (the backend keeps as many)
+MAX_NOTES_SEEN = 50  # notes remembered as shown, so a reconnect's snapshot repeats none
 MAX_JOBS = 50  # job rows kept (running ones are never evicted while finished ones remain)
 JOB_STYLES = {"RUNNING": "yellow", "SUCCEEDED": "green", "FAILED": "red", "CANCELLED": "yellow", "LOST": "red"}
 RISK_STYLES = {"HIGH": "bold red", "MEDIUM": "yellow", "LOW": "dim", "UNKNOWN": "dim"}
@@ -189,6 +191,7 @@ class LiveState:
     dropped: int = 0  # rows evicted beyond MAX_ROWS (counted in "earlier actions hidden")
     hints: list[str] = field(default_factory=list)  # why no editor may come (runtime vscode)
     shell_notes: list[str] = field(default_factory=list)  # the agent shells' notes (the clean-shell fallback), kept
+    notes_seen: list[str] = field(default_factory=list)  # every note shown (bounded): a snapshot repeats none of them
     # Consent (§3.13): approval id -> its row (escaped text), oldest first; the keys y / n / a answer the first.
     approvals: "OrderedDict[str, dict[str, Any]]" = field(default_factory=OrderedDict)
     proposals: dict[Any, str] = field(default_factory=dict)  # action id -> proposal id ("" in VS Code): awaiting review
@@ -267,7 +270,11 @@ class LiveState:
     def _on_snapshot(self, frame: dict[str, Any]) -> list[str]:
         snap = frame.get("backend") if isinstance(frame.get("backend"), dict) else frame
         self.backend.update(
-            {k: v for k, v in snap.items() if k not in ("type", "editors", "agents", "stats", "jobs", "recent")}
+            {
+                k: v
+                for k, v in snap.items()
+                if k not in ("type", "editors", "agents", "stats", "jobs", "recent", "shell_notes")
+            }
         )
         self.uptime_base = float(snap.get("uptime_s") or 0.0)
         self.started_mono = time.monotonic()
@@ -295,6 +302,11 @@ class LiveState:
             lines.append("branch mode: " + branch_label(self.backend["branch"]))
         if isinstance(self.backend.get("sandbox"), dict):
             lines.append("sandbox: " + sandbox_label(self.backend["sandbox"]))
+        # Notes the shells said before this view subscribed (each is said once per backend; they hold).
+        notes = frame.get("shell_notes") if isinstance(frame.get("shell_notes"), list) else []
+        for note in notes[-SHELL_NOTES:]:
+            if isinstance(note, str) and self._note_text(note) not in self.notes_seen:
+                lines += self._on_shell_note({"note": note})
         consent = snap.get("consent") if isinstance(snap.get("consent"), dict) else None
         if consent is not None:
             lines.append(
@@ -363,10 +375,16 @@ class LiveState:
 
     def _on_shell_note(self, frame: dict[str, Any]) -> list[str]:
         """An agent shell's note (the clean-shell fallback of a slow or failing rc file, a fixed setting)."""
-        said = "shell: " + visible(str(frame.get("note") or ""))[:600]
+        said = self._note_text(frame.get("note"))
         if said not in self.shell_notes:  # the rich view keeps it on screen: it holds for the whole session
             self.shell_notes = [*self.shell_notes, said][-2:]
+        if said not in self.notes_seen:
+            self.notes_seen = [*self.notes_seen, said][-MAX_NOTES_SEEN:]
         return [said]
+
+    @staticmethod
+    def _note_text(note: Any) -> str:
+        return "shell: " + visible(str(note or ""))[:600]
 
     def _on_editor_connected(self, frame: dict[str, Any]) -> list[str]:
         e = dict(frame.get("editor") or {})
