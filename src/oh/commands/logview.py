@@ -27,8 +27,9 @@ def render_record(rec: dict[str, Any]) -> str:
         clock = t
     kind = rec.get("kind", "?")
     parts = [clock, f"{kind:<7}"]
-    if rec.get("agent"):  # its name, as the live view shows it (the id for a nameless agent or an older trace)
-        parts.append(str(rec.get("agent_name") or rec["agent"]))
+    who = rec.get("agent_name") or rec.get("agent") or rec.get("agent_id")
+    if who:  # its name, as the live view shows it (the id for a nameless agent or an older trace)
+        parts.append(str(who))
     if rec.get("action") or rec.get("action_id") is not None:
         parts.append(f"{rec.get('action', '')}#{rec.get('action_id', '')}".strip("#"))
     if rec.get("summary"):
@@ -54,6 +55,7 @@ def render_record(rec: dict[str, Any]) -> str:
         "kind",
         "agent",
         "agent_name",
+        "agent_id",
         "action",
         "action_id",
         "agent_action_id",
