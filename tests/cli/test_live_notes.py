@@ -14,6 +14,7 @@ import textwrap
 import pytest
 
 from oh.ui.live import LiveState
+from waiting import poll_until
 
 from .terminal import Term, read_until
 
@@ -40,6 +41,9 @@ def _said_before_any_view(oh) -> dict:
     info = oh.start("local")
     p = oh("run", "--", "echo up")
     assert (p.returncode, p.stdout) == (0, "up\n") and "did not finish within 1 s" in p.stderr, p.stderr
+    # `oh logs` (the trace, which has it too) says it as prose, not as a JSON-quoted field.
+    logs = poll_until(lambda: (lambda t: t if "shell_note" in t else None)(oh("logs").stdout), 30, "the note")
+    assert re.search(r" shell_note  — Your bash rc files did not finish within 1 s", logs), logs
     return info
 
 

@@ -48,8 +48,9 @@ def render_record(rec: dict[str, Any]) -> str:
             parts.append(f"{rec['duration_ms']} ms")
     if rec.get("error_id") and rec.get("error_id") != rec.get("outcome"):
         parts.append(str(rec["error_id"]))
-    if rec.get("message"):
-        parts.append(f"— {rec['message']}")
+    for said in ("message", "note"):  # an error's message, a shell's note (the clean shell and why): prose
+        if rec.get(said):
+            parts.append(f"— {rec[said]}")
     known = {
         "t",
         "kind",
@@ -65,6 +66,7 @@ def render_record(rec: dict[str, Any]) -> str:
         "duration_ms",
         "error_id",
         "message",
+        "note",
         "cause",
         "timed_out",
     }
