@@ -19,12 +19,21 @@ HOSTILE = ("\x1b]0;", "\x1b]2;", "\x1b]8;", "\x1b[2J", "\x1b[3J", "\x1bc", "\u20
 
 
 class Term:
-    def __init__(self, oh, *args: str, cols: int = 80, rows: int = 24, env: dict | None = None) -> None:
+    def __init__(
+        self,
+        oh,
+        *args: str,
+        cols: int = 80,
+        rows: int = 24,
+        env: dict | None = None,
+        argv: list[str] | None = None,
+    ) -> None:
+        """``oh start ARGS`` on a pty; ``argv``: another Python program instead (the interpreter's arguments)."""
         full_env = dict(oh.env, COLUMNS=str(cols), LINES=str(rows), TERM="xterm-256color", **(env or {}))
         self.oh = oh
         self.child = pexpect.spawn(
             sys.executable,
-            ["-m", "oh", "start", *args],
+            argv if argv is not None else ["-m", "oh", "start", *args],
             cwd=str(oh.workspace),
             env=full_env,
             dimensions=(rows, cols),

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from waiting import poll_until
+
 # Every command that writes into OH_HOME (config.toml, the token file, config edit's working copy).
 WRITERS = [
     ("config", "set", "port", "0"),
@@ -108,6 +110,35 @@ def test_timeout_note_says_1_second_and_logs_name_the_agent(oh):
     logs = oh("logs", check=0).stdout
     # the CLI's agent is "oh-cli" in the live view; its id (a1, a2, …) is an internal number
     assert "  oh-cli  " in logs and not re.search(r"  a\d+  ", logs), logs
+
+
+def test_logs_name_the_agent_of_jobs_and_consent_records_too(oh):
+    """Item 12, re-checked: `oh logs` named the agent in its request/result lines but printed `agent_id="a2"`
+    in the job and consent records, where the live view shows the agent's name."""
+    oh.start("local", None, "--consent", "commands")
+    agent = subprocess.Popen(
+        [sys.executable, "-m", "oh", "run", "--background", "--", "sleep 0.2; echo bg"],
+        cwd=oh.workspace,
+        env=oh.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        (ask,) = poll_until(lambda: oh.json("approvals", "--json")["approvals"], 30, "the waiting approval")
+        oh("approve", ask["id"], check=0)
+        out, err = agent.communicate(timeout=60)
+        assert agent.returncode == 0, err
+        oh("jobs", "wait", out.strip(), "--timeout", "30", check=0)
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+    # The trace is written in batches: its last records come a moment after the command that made them.
+    logs = poll_until(lambda: (lambda t: t if " job_finished " in t else None)(oh("logs").stdout), 30, "the job's end")
+    kinds = ("job_started", "job_finished", "approval_requested", "approval_decided")
+    records = {kind: [line for line in logs.splitlines() if f" {kind} " in line] for kind in kinds}
+    assert all(len(lines) == 1 and " oh-cli " in lines[0] for lines in records.values()), logs
+    assert "agent_id=" not in logs and not re.search(r"  a\d+  ", logs), logs
 
 
 # ---------------------------------------------------------------- item 7: `oh vscode install` from a checkout

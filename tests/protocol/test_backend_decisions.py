@@ -121,12 +121,12 @@ EVENTS = [
     ),
     (
         "job_finished",
-        {"job_id": "j2", "command": "y" * 100, "state": "LOST", "duration_s": None},
+        {"job_id": "j2", "command": "y" * 400, "state": "LOST", "duration_s": None},
         {
             "job_id": "j2",
             "agent_id": None,
             "shell": None,
-            "summary": "y" * 80,
+            "summary": "y" * 299 + "…",  # as long as an action's: a wide terminal shows it (issue 30 item 13)
             "state": "LOST",
             "exit_code": None,
             "duration_ms": None,

@@ -47,11 +47,15 @@ def agent_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in _AGENT_ENV_DROP}
 
 
-def recorder(trace: TraceWriter, emit: Callable[..., None]) -> Callable[[str, dict[str, Any]], None]:
-    """Consent's events to the trace (``kind`` is the trace's ``action``) and to monitors."""
+def recorder(
+    trace: TraceWriter, emit: Callable[..., None], named: Callable[[dict[str, Any]], dict[str, Any]]
+) -> Callable[[str, dict[str, Any]], None]:
+    """Consent's events to the trace (``kind`` is the trace's ``action``; ``named`` adds the agent's name)
+    and to monitors."""
 
     def record(name: str, fields: dict[str, Any]) -> None:
-        trace.record(name, **{("action" if k == "kind" else k): v for k, v in fields.items() if v is not None})
+        kept = {("action" if k == "kind" else k): v for k, v in named(fields).items() if v is not None}
+        trace.record(name, **kept)
         emit(name, **fields)
 
     return record

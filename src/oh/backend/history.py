@@ -5,6 +5,9 @@ Why the actions: `oh start` subscribes its live view only after the session file
 that reads the same file can act before that; a view reconnecting after a token rotation misses what
 ran meanwhile. Replaying the newest events from the snapshot shows them instead of losing them.
 
+And the agent shells' notes (the clean shell a slow rc gave, a missing sandbox): each is said once per
+backend, so a view that was not there when it was said would never show it; they hold for the session.
+
 Noting an event costs a deque append (no encoding, no clock formatting): the frames are built only
 when a monitor subscribes.
 """
@@ -18,6 +21,8 @@ from typing import Any
 
 RECENT_EVENTS = 100  # action_started/action_finished events kept: about the last 50 actions
 FINISHED_JOBS = 20  # finished jobs kept for the snapshot (running ones are always listed)
+SHELL_NOTES = 5  # the newest distinct shell notes kept for the snapshot
+NOTE_CHARS = 2000  # a note in the snapshot is cut here (a repository's name in one is the agent's text)
 # agent_connected too: it names the agent of the actions after it, also once that agent has left.
 # Change sets too (§3.15.1): a view that joins late still shows what awaits the user's keep or revert.
 _REPLAYED = frozenset(("action_started", "action_finished", "agent_connected", "changeset_opened", "changeset_closed"))
@@ -32,6 +37,7 @@ class MonitorHistory:
         self._events: deque[tuple[str, float, dict[str, Any]]] = deque(maxlen=recent)
         self._jobs: "OrderedDict[str, dict[str, Any]]" = OrderedDict()
         self._finished_jobs = finished_jobs
+        self._notes: "OrderedDict[str, None]" = OrderedDict()  # distinct notes, the newest said last
 
     def note(self, name: str, fields: dict[str, Any]) -> None:
         """Remember an event just emitted (``fields`` as the event carries them; not copied, not changed)."""
@@ -39,6 +45,12 @@ class MonitorHistory:
             self._events.append((name, time.time(), fields))
         elif name in ("job_started", "job_finished"):
             self._note_job(name, fields)
+        elif name == "shell_note" and isinstance(fields.get("note"), str):
+            note = fields["note"][:NOTE_CHARS]
+            self._notes.pop(note, None)  # said again: it moves to the newest place, never listed twice
+            self._notes[note] = None
+            while len(self._notes) > SHELL_NOTES:
+                self._notes.popitem(last=False)
 
     def _note_job(self, name: str, fields: dict[str, Any]) -> None:
         job_id = fields.get("job_id")
@@ -59,6 +71,10 @@ class MonitorHistory:
         """Running jobs and the newest finished ones, oldest change first (``job_id, agent_id, shell,
         summary, cwd, state, exit_code, duration_ms, started``)."""
         return [dict(r) for r in self._jobs.values()]
+
+    def shell_notes(self) -> list[str]:
+        """The newest distinct shell notes, oldest first (at most ``SHELL_NOTES``)."""
+        return list(self._notes)
 
     def recent(self) -> list[dict[str, Any]]:
         """The kept action (and agent_connected) events as monitor event frames, in the order they were emitted."""

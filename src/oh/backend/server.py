@@ -155,7 +155,8 @@ class Backend:
         self.deadlines = self.agent_desk.deadlines
         self.stats = self.agent_desk.stats
         if self.consent is not None:
-            consentctl.attach(self.consent, consentctl.recorder(self.trace, self._emit), self.deadlines, self.editors)
+            record = consentctl.recorder(self.trace, self._emit, self.monitors.named)
+            consentctl.attach(self.consent, record, self.deadlines, self.editors)
             self.editors.on_approval = lambda obj: consentctl.editor_answer(self.consent, obj)
             # Who can answer a question now: a monitor (the live view) or an editor that decides (VS Code).
             self.consent.can_answer = lambda: (

@@ -27,8 +27,9 @@ def render_record(rec: dict[str, Any]) -> str:
         clock = t
     kind = rec.get("kind", "?")
     parts = [clock, f"{kind:<7}"]
-    if rec.get("agent"):  # its name, as the live view shows it (the id for a nameless agent or an older trace)
-        parts.append(str(rec.get("agent_name") or rec["agent"]))
+    who = rec.get("agent_name") or rec.get("agent") or rec.get("agent_id")
+    if who:  # its name, as the live view shows it (the id for a nameless agent or an older trace)
+        parts.append(str(who))
     if rec.get("action") or rec.get("action_id") is not None:
         parts.append(f"{rec.get('action', '')}#{rec.get('action_id', '')}".strip("#"))
     if rec.get("summary"):
@@ -47,13 +48,15 @@ def render_record(rec: dict[str, Any]) -> str:
             parts.append(f"{rec['duration_ms']} ms")
     if rec.get("error_id") and rec.get("error_id") != rec.get("outcome"):
         parts.append(str(rec["error_id"]))
-    if rec.get("message"):
-        parts.append(f"— {rec['message']}")
+    for said in ("message", "note"):  # an error's message, a shell's note (the clean shell and why): prose
+        if rec.get(said):
+            parts.append(f"— {rec[said]}")
     known = {
         "t",
         "kind",
         "agent",
         "agent_name",
+        "agent_id",
         "action",
         "action_id",
         "agent_action_id",
@@ -63,6 +66,7 @@ def render_record(rec: dict[str, Any]) -> str:
         "duration_ms",
         "error_id",
         "message",
+        "note",
         "cause",
         "timed_out",
     }

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 EMPTY = "No jobs."
+SUMMARY_LIMIT = 300
 
 
 def line(record: dict[str, Any]) -> str:
@@ -32,7 +33,9 @@ def merge(content: str | None, records: list[dict[str, Any]]) -> str:
 
 def event_fields(name: str, job: dict[str, Any]) -> dict[str, Any]:
     """The fields of a ``job_started`` / ``job_finished`` monitor event (and trace record) for ``job``."""
-    summary = " ".join(str(job.get("command", "")).split())[:80]
+    # As much as an action's summary (protocol.events.COMMAND_SUMMARY_LIMIT): a wide terminal shows it whole.
+    command = " ".join(str(job.get("command", "")).split())
+    summary = command if len(command) <= SUMMARY_LIMIT else command[: SUMMARY_LIMIT - 1] + "…"
     fields = {
         "job_id": job.get("job_id"),
         "agent_id": job.get("agent_id"),

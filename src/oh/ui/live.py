@@ -21,20 +21,20 @@ from datetime import datetime
 from typing import Any, Callable, ClassVar
 
 from ..protocol import kinds, runtimenames
+from ..protocol.events import COMMAND_SUMMARY_LIMIT
 from ..protocol.events import WAIT_SUMMARY as FOLLOW_UP
 from ..text import fmt
 from ..text.sanitize import visible
 from ..text.status import branch_label, sandbox_label
 
 MAX_ROWS = 200
+SHELL_NOTES = 5  # shell notes a snapshot may replay (the backend keeps as many)
+MAX_NOTES_SEEN = 50  # notes remembered as shown, so a reconnect's snapshot repeats none
 MAX_JOBS = 50  # job rows kept (running ones are never evicted while finished ones remain)
 JOB_STYLES = {"RUNNING": "yellow", "SUCCEEDED": "green", "FAILED": "red", "CANCELLED": "yellow", "LOST": "red"}
 RISK_STYLES = {"HIGH": "bold red", "MEDIUM": "yellow", "LOW": "dim", "UNKNOWN": "dim"}
 # The kind column fits the longest action kind ("diagnostics", "definition", "references"): cut, they read alike.
 KIND_WIDTH = 11
-# Fixed rows of the rich view besides the action rows: backend, workspace, editor, blank, table
-# header, blank, "N earlier actions hidden", stats, trace.
-_CHROME_ROWS = 9
 
 
 def _clock(iso: str | None = None) -> str:
@@ -58,6 +58,50 @@ def _fit_path(summary: str, width: int) -> str:
     if head and room >= 8:
         return f"{head} …{path[-room:]}"
     return "…" + summary[-(width - 1) :]
+
+
+def _fitter(width: int):
+    """``fit(*parts)``: a state line of styled parts fitted to ``width``, whole on one line when it fits, else
+    broken between words onto as many lines as it needs (continuations indented); a path breaks after one of
+    its ``/``. Only a piece longer than a line is folded; no character is dropped."""
+    from rich.text import Text
+
+    inner = max(20, width - 2)
+
+    def fit(*parts: tuple[str, str]) -> list[Text]:
+        text = Text.assemble(*parts, no_wrap=True, overflow="ellipsis")
+        if text.cell_len <= width:
+            return [text]
+        out = []
+        for i, line in enumerate(text.divide(_breaks(text.plain, inner))):
+            line.rstrip()
+            line = line if i == 0 else Text("  ").append_text(line)
+            line.no_wrap, line.overflow = True, "ellipsis"
+            out.append(line)
+        return out
+
+    return fit
+
+
+def _breaks(plain: str, width: int) -> list[int]:
+    """Where ``plain`` breaks into lines of at most ``width``: before a word, or after a path's ``/``; a
+    piece longer than a line is folded. Spaces may hang past the end (they are stripped)."""
+    import re
+
+    offsets: list[int] = []
+    col = 0
+    for m in re.finditer(r"[^ /]*/+|[^ /]+| +", plain):
+        piece = m.group()
+        if piece.startswith(" "):
+            col += len(piece)
+            continue
+        if col and col + len(piece) > width:
+            offsets.append(m.start())
+            col = 0
+        cuts = range(width - col, len(piece), width)  # longer than a line: folded
+        offsets += [m.start() + cut for cut in cuts]
+        col = len(piece) - cuts[-1] if cuts else col + len(piece)
+    return offsets
 
 
 def _wrap(text: str, width: int) -> list[str]:
@@ -189,6 +233,7 @@ class LiveState:
     dropped: int = 0  # rows evicted beyond MAX_ROWS (counted in "earlier actions hidden")
     hints: list[str] = field(default_factory=list)  # why no editor may come (runtime vscode)
     shell_notes: list[str] = field(default_factory=list)  # the agent shells' notes (the clean-shell fallback), kept
+    notes_seen: list[str] = field(default_factory=list)  # every note shown (bounded): a snapshot repeats none of them
     # Consent (§3.13): approval id -> its row (escaped text), oldest first; the keys y / n / a answer the first.
     approvals: "OrderedDict[str, dict[str, Any]]" = field(default_factory=OrderedDict)
     proposals: dict[Any, str] = field(default_factory=dict)  # action id -> proposal id ("" in VS Code): awaiting review
@@ -267,7 +312,11 @@ class LiveState:
     def _on_snapshot(self, frame: dict[str, Any]) -> list[str]:
         snap = frame.get("backend") if isinstance(frame.get("backend"), dict) else frame
         self.backend.update(
-            {k: v for k, v in snap.items() if k not in ("type", "editors", "agents", "stats", "jobs", "recent")}
+            {
+                k: v
+                for k, v in snap.items()
+                if k not in ("type", "editors", "agents", "stats", "jobs", "recent", "shell_notes")
+            }
         )
         self.uptime_base = float(snap.get("uptime_s") or 0.0)
         self.started_mono = time.monotonic()
@@ -295,6 +344,11 @@ class LiveState:
             lines.append("branch mode: " + branch_label(self.backend["branch"]))
         if isinstance(self.backend.get("sandbox"), dict):
             lines.append("sandbox: " + sandbox_label(self.backend["sandbox"]))
+        # Notes the shells said before this view subscribed (each is said once per backend; they hold).
+        notes = frame.get("shell_notes") if isinstance(frame.get("shell_notes"), list) else []
+        for note in notes[-SHELL_NOTES:]:
+            if isinstance(note, str) and self._note_text(note) not in self.notes_seen:
+                lines += self._on_shell_note({"note": note})
         consent = snap.get("consent") if isinstance(snap.get("consent"), dict) else None
         if consent is not None:
             lines.append(
@@ -363,10 +417,16 @@ class LiveState:
 
     def _on_shell_note(self, frame: dict[str, Any]) -> list[str]:
         """An agent shell's note (the clean-shell fallback of a slow or failing rc file, a fixed setting)."""
-        said = "shell: " + visible(str(frame.get("note") or ""))[:600]
+        said = self._note_text(frame.get("note"))
         if said not in self.shell_notes:  # the rich view keeps it on screen: it holds for the whole session
             self.shell_notes = [*self.shell_notes, said][-2:]
+        if said not in self.notes_seen:
+            self.notes_seen = [*self.notes_seen, said][-MAX_NOTES_SEEN:]
         return [said]
+
+    @staticmethod
+    def _note_text(note: Any) -> str:
+        return "shell: " + visible(str(note or ""))[:600]
 
     def _on_editor_connected(self, frame: dict[str, Any]) -> list[str]:
         e = dict(frame.get("editor") or {})
@@ -488,7 +548,7 @@ class LiveState:
             return
         first = earlier[0]
         if not row.summary or row.summary == FOLLOW_UP:
-            row.summary = f"{FOLLOW_UP}: {first.summary}"[:80]
+            row.summary = f"{FOLLOW_UP}: {first.summary}"[:COMMAND_SUMMARY_LIMIT]  # the width cuts it, not 80
         if row.outcome == "ok" and row.exit_code is not None and row.exit_code >= 0:
             waits = [
                 r for r in self.actions.values() if r is not row and r.agent == row.agent and r.summary == row.summary
@@ -712,8 +772,9 @@ class LiveState:
     # ------------------------------------------------------------------ rich
     def render(self, height: int = 40, width: int = 120):
         """The rich view. Every agent- or editor-controlled string goes in as ``Text`` built from
-        escaped text, never as a markup string. Each chrome line is one line (ellipsis, no wrap) and
-        the action rows get what is left of ``height``, so nothing scrolls off or wraps at 80 columns."""
+        escaped text, never as a markup string. A state line (workspace, sandbox, editor, the counts)
+        that does not fit is broken between words onto more lines, never cut mid-word; the action rows
+        get what is left of ``height``, so nothing scrolls off or wraps at 80 columns."""
         # rich is imported by the rich renderer only (lazy: the plain and JSON views never load it).
         from rich.console import Group
         from rich.text import Text
@@ -721,20 +782,35 @@ class LiveState:
         def one_line(*parts: tuple[str, str]) -> Text:
             return Text.assemble(*parts, no_wrap=True, overflow="ellipsis")
 
+        fit = _fitter(width)
         b = self.backend
-        head, ws = self._head(width, one_line)
-        editor, hints = self._editor_line(width, one_line)
+        head, ws = self._head(width, one_line, fit)
+        editor, hints = self._editor_line(width, one_line, fit)
         hints += [one_line((line, "yellow")) for note in self.shell_notes for line in _wrap(note, width)]
-        hints += self._approval_lines(one_line, width, height)
-        room = max(1, height - _CHROME_ROWS - len(hints) - len(self.version_problems()))
+        hints += self._approval_lines(one_line, width, height, fit)
+        problems = [
+            line
+            for p in self.version_problems()
+            for line in fit(("  ", ""), (p, "bold red" if p.startswith("editor refused") else "yellow"))
+        ]
+        counts, ctrl_c = (
+            self.stats_line(),
+            "Ctrl-C stops the backend" if not self.stopping else f"stopping: {self.stopping}",
+        )
+        together = len(counts) + 3 + len(ctrl_c) <= width  # else the key on a line of its own, never broken
+        stats = (
+            fit((counts, "dim"), (f"   {ctrl_c}", "dim"))
+            if together
+            else [*fit((counts, "dim")), *fit((ctrl_c, "dim"))]
+        )
+        trace = fit(("trace ", "dim"), (visible(b["trace"]), "dim")) if b.get("trace") else []
+        # Besides the rows: those lines, and a blank line, the table's header, a blank line, "N hidden".
+        chrome = 1 + len(ws) + len(editor) + len(problems) + len(hints) + len(stats) + max(1, len(trace)) + 4
+        room = max(1, height - chrome)
         # Jobs get up to a third of the rows (at most 8, plus their title line); actions the rest.
         job_room = min(len(self.jobs), 8, max(1, room // 3)) if self.jobs else 0
         table, shown, hidden, job_lines = self._table(max(1, room - job_room - (1 if job_room else 0)), width, job_room)
-        problems = [
-            one_line(("  ", ""), (p, "bold red" if p.startswith("editor refused") else "yellow"))
-            for p in self.version_problems()
-        ]
-        parts: list[Any] = [head, ws, editor, *problems, *hints, Text(""), table]
+        parts: list[Any] = [head, *ws, *editor, *problems, *hints, Text(""), table]
         if hidden:
             parts.append(one_line((f"{plural(hidden, 'earlier action')} hidden (`oh logs` shows all)", "dim")))
         if job_lines:
@@ -747,19 +823,10 @@ class LiveState:
                 )
             )
             parts += job_lines
-        parts += [
-            Text(""),
-            one_line(
-                (self.stats_line(), "dim"),
-                ("   Ctrl-C stops the backend" if not self.stopping else f"   stopping: {self.stopping}", "dim"),
-            ),
-        ]
-        if b.get("trace"):
-            parts.append(one_line(("trace ", "dim"), (visible(b["trace"]), "dim")))
-        return Group(*parts)
+        return Group(*parts, Text(""), *stats, *trace)
 
-    def _head(self, width: int, one_line):
-        """The backend line (labels dropped first at 80 columns) and the workspace line."""
+    def _head(self, width: int, one_line, fit):
+        """The backend line (labels dropped first at 80 columns) and the workspace lines."""
         b = self.backend
         url = visible(b.get("url") or self._url())
         head_parts = [
@@ -789,7 +856,7 @@ class LiveState:
                 (fmt.fmt_duration(self.uptime()), ""),
             ]
         head = one_line(*head_parts)
-        ws = one_line(
+        ws = fit(
             ("workspace ", "dim"),
             (visible(b.get("workspace", "")), ""),
             *(
@@ -800,16 +867,16 @@ class LiveState:
         )
         return head, ws
 
-    def _editor_line(self, width: int, one_line):
-        """The editor's state (a spinner while waiting) and the hints shown under it."""
+    def _editor_line(self, width: int, one_line, fit):
+        """The editor's state (a spinner while waiting), or the local runtime's sandbox, and the hints under it."""
         from rich.spinner import Spinner
         from rich.text import Text
 
         state = self.editor_state
-        editor: Any
+        editor: list[Any]
         hints: list[Text] = []
         if state == "connected":
-            editor = one_line(
+            editor = fit(
                 ("● ", "green"),
                 ("editor connected: ", "green"),
                 (" · ".join(editor_label(e) for e in self.editors.values()), ""),
@@ -818,45 +885,47 @@ class LiveState:
             waited = fmt.fmt_duration(time.monotonic() - self.waiting_since)
             if state == "waiting":
                 text, style = f"waiting for VS Code to connect… ({waited})", "yellow"
-            else:
-                text, style = (
-                    f"editor disconnected ({self.editor_gone_reason[:40]}); waiting for it to reconnect… ({waited})",
-                    "red",
-                )
+            else:  # the reason on lines of its own: the spinner's line stays short enough for 80 columns
+                text, style = f"editor disconnected; waiting for it to reconnect… ({waited})", "red"
+                hints = fit(("  why: ", "dim"), ((self.editor_gone_reason or "")[:200], "red"))
             if self._spinner is None:  # one spinner for the whole view: a new one each frame never turns
                 self._spinner = Spinner("dots")
             self._spinner.text = Text(text, style=style, no_wrap=True, overflow="ellipsis")
             self._spinner.style = style
-            editor = self._spinner
-            hints = [one_line((line, "dim")) for h in self.hints for line in _wrap(h, width)]
+            editor = [self._spinner]
+            hints += [one_line((line, "dim")) for h in self.hints for line in _wrap(h, width)]
         else:
             b = self.backend
             sb = b.get("sandbox") if isinstance(b.get("sandbox"), dict) else None
             if sb is not None and sb.get("confined"):
-                editor = one_line(("runtime local: the agent's shell is sandboxed: ", "green"), (sandbox_label(sb), ""))
+                editor = fit(("runtime local: the agent's shell is sandboxed: ", "green"), (sandbox_label(sb), ""))
             else:
                 why = sandbox_label(sb) if sb is not None else "no sandbox"
-                editor = one_line((f"runtime local: actions run directly on this machine, {why}", "yellow"))
+                editor = fit((f"runtime local: actions run directly on this machine, {why}", "yellow"))
         return editor, hints
 
-    def _approval_lines(self, one_line, width: int, height: int) -> list[Any]:
+    def _approval_lines(self, one_line, width: int, height: int, fit) -> list[Any]:
         """The first waiting approval and the keys that answer it: the question above everything that moves."""
         hints: list[Any] = []
         ask = self.first_approval()
         if ask is not None:
             more = len(self.approvals) - 1
-            hints.append(
-                one_line(
-                    ("? ", "bold yellow"),
-                    (ask["id"] + " ", "bold"),
-                    (f"{ask['agent']} wants to {ask['kind']} ", ""),
-                    (ask["what"], "bold"),
-                    *(((f"  security_risk {ask['risk']}", RISK_STYLES.get(ask["risk"], "")),) if ask["risk"] else ()),
-                )
+            whole = self._command_lines(ask, width, max(3, height // 3))
+            style = RISK_STYLES.get(ask["risk"] or "", "")
+            risk = ((f"  security_risk {ask['risk']}", style),) if ask["risk"] else ()
+            risk_first = ((f"security_risk {ask['risk']} ", style),) if ask["risk"] else ()
+            question = (
+                ("? ", "bold yellow"),
+                (ask["id"] + " ", "bold"),
+                (f"{ask['agent']} wants to {ask['kind']} ", ""),
+                (ask["what"], "bold"),
             )
-            hints += self._command_lines(ask, width, max(3, height // 3))
-            hints.append(
-                one_line(
+            # With the command on lines of its own below, the question may be cut (its risk goes first);
+            # else it is the only place the command is shown: wrapped, whole.
+            hints += [one_line(*question[:3], *risk_first, question[3])] if whole else fit(*question, *risk)
+            hints += whole
+            hints.extend(
+                fit(
                     ("  y", "bold green"),
                     (" allow  ", ""),
                     ("n", "bold red"),
