@@ -133,7 +133,7 @@ def test_missing_sdk_says_how_to_install(tmp_path):
     assert (
         p.returncode == 1
         and f"{sys.executable} -m pip install 'mcp" in p.stderr
-        and "[mcp]" in p.stderr
+        and "the `mcp` extra" in p.stderr
         and p.stdout == ""
     )
 
