@@ -172,7 +172,19 @@ def test_doctor_without_typer_prints_what_typer_prints(oh):
 # Standard-library modules `oh doctor` has no need of, each a slice of the interpreter's start: dataclasses (and the
 # inspect it loads), socket (enum, selectors) and the IDNA codec its name lookup loads, json (re and its compiled
 # patterns), zipfile (the bundled .vsix is read with zipimport), typing, subprocess (the bwrap probe is spawned).
-STDLIB_UNNEEDED = ("dataclasses", "inspect", "socket", "encodings.idna", "json", "zipfile", "typing", "subprocess")
+STDLIB_UNNEEDED = (
+    "dataclasses",
+    "inspect",
+    "socket",
+    "encodings.idna",
+    "json",
+    "zipfile",
+    "typing",
+    "subprocess",
+    "shutil",
+    "bz2",
+    "lzma",
+)
 
 
 STDLIB_PROBE = (

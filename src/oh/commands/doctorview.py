@@ -270,9 +270,9 @@ def _token_check() -> dict[str, Any]:
 
 def _git_check(s) -> dict[str, Any]:
     """git for branch mode (docs/protocol.md §3.12): a failure only when the `branch` setting is on."""
-    import shutil
+    from ..pathsearch import which
 
-    exe = shutil.which("git")
+    exe = which("git")
     if exe:
         return _check("git", "ok", f"{exe} (branch mode: `oh start --branch`)")
     on = s is not None and s.branch

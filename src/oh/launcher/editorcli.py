@@ -15,12 +15,12 @@ host, which is where the extension (``extensionKind: workspace``) must run, next
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from collections import namedtuple
 from pathlib import Path
 
 from ..errors import CliError
+from ..pathsearch import which
 
 TYPE_CHECKING = False  # typing costs ~20 ms to import; these names serve annotations (and mypy) only
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ def find_editors(path_env: str | None = None, locations: dict[str, tuple[str, ..
     found: list[Editor] = []
     seen: set[str] = set()
     for k in KINDS:
-        exe = shutil.which(k.cli, path=path_env)
+        exe = which(k.cli, path=path_env)
         if exe is None:
             for loc in locations.get(k.cli, ()):
                 p = os.path.expanduser(loc)
@@ -123,7 +123,7 @@ def find_editors(path_env: str | None = None, locations: dict[str, tuple[str, ..
 
 def editor_at(path: str) -> Editor:
     """``--editor PATH``: a path, or a name looked up on PATH. Raises FileNotFoundError."""
-    exe = path if os.sep in path or (os.altsep and os.altsep in path) else shutil.which(path)
+    exe = path if os.sep in path or (os.altsep and os.altsep in path) else which(path)
     if exe is None or not os.path.isfile(exe) or not os.access(exe, os.X_OK):
         raise FileNotFoundError(path)
     return Editor(kind_for(exe), os.path.abspath(exe))
@@ -198,7 +198,7 @@ def build_checkout_vsix(checkout: Path, say: Callable[[str], None]) -> Path:
     """Package the extension of a developer checkout with npm (what ``setup.py`` does for a wheel):
     ``npm ci`` when its packages are missing, then ``npm run package``. npm's output goes to stderr.
     Raises NoVsix (npm missing, or it failed) with what to do."""
-    npm = shutil.which("npm")
+    npm = which("npm")
     if npm is None:
         raise NoVsix(
             f"this checkout has no built extension ({checkout / 'oh-vscode.vsix'}), and building it needs "

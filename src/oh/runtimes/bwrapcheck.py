@@ -8,8 +8,9 @@ from __future__ import annotations
 import functools
 import os
 import select
-import shutil
 import time
+
+from ..pathsearch import which
 
 PROBE_TIMEOUT = 10.0
 
@@ -152,7 +153,7 @@ def start(bwrap: str = "", path: str | None = None) -> Probe:
                 fix="convert the distribution: `wsl --set-version <distro> 2`",
             )
         )
-    program = shutil.which(bwrap or "bwrap", path=path) if not os.path.isabs(bwrap) else bwrap
+    program = which(bwrap or "bwrap", path=path) if not os.path.isabs(bwrap) else bwrap
     if not program or not os.access(program, os.X_OK):
         return Probe(
             Check(
