@@ -188,3 +188,27 @@ def test_a_background_jobs_changes_become_a_change_set_when_the_job_ends(here):
     assert row["agent"] == "alice" and row["files"] == 1 and row["id"] == held
     assert invoke(run_reject, proposal_id=row["id"]).code == 0
     assert not (oh.workspace / "bg.txt").exists() and (oh.workspace / "node_modules" / "go").exists()
+
+
+def test_a_background_jobs_end_answer_names_its_change_set(here):
+    """`job wait` (and a poll after the end) tells the agent what the job's changes became, while they are
+    pending: `extras.changeset` and the held note in the content; once the user kept them, nothing."""
+    oh = here
+    info = _start(oh)
+    token = oh.session(info["instance_id"])["token"]
+    with SyncClient.connect(info["url"], token, name="alice") as alice:
+        obs = alice.send(actions.run("sleep 0.3; echo one > one.txt; echo two > two.txt", background=True))
+        held, jid = obs.extras["metadata"]["changeset"], obs.extras["metadata"]["job_id"]
+        done = alice.send(actions.job("wait", jid, timeout=WAIT))
+        assert done.extras["job"]["state"] == "SUCCEEDED", done
+        assert done.extras.get("changeset") == held, done
+        assert f"changes to 2 files are held for the user's review as change set {held}" in done.content
+        again = alice.send(actions.job("poll", jid))
+        assert again.extras.get("changeset") == held
+        assert invoke(run_accept, proposal_id=held).code == 0
+        kept = alice.send(actions.job("poll", jid))
+        assert "changeset" not in kept.extras and "held for the user's review" not in kept.content
+        # A job without review's change set (nothing changed) says nothing either.
+        quiet = alice.send(actions.run("true", background=True))
+        end = alice.send(actions.job("wait", quiet.extras["metadata"]["job_id"], timeout=WAIT))
+        assert "changeset" not in end.extras and "held for" not in end.content

@@ -25,6 +25,8 @@ log = logging.getLogger("oh.runtimes.history")
 # The actions that can change files. Reads, job polls and the rest change nothing by themselves (a job's
 # input goes to a job whose entry is open already).
 CHANGES = frozenset({"run", "write", "edit", "ensure"})
+JOB_ENDS_KEPT = 256
+JOB_END_WAIT = 10.0  # s: a job's entry ends in a worker thread (hashing what it wrote); never wait longer
 
 
 def _cpu() -> dict[str, float]:
@@ -50,6 +52,10 @@ class HistoryRecorder(Wrapper):
         self._running_jobs: set[str] = set()
         self._job_entries: dict[str, int] = {}
         self._ending: set[asyncio.Task] = set()  # held: the loop keeps only weak references to tasks
+        # A job's entry, once the job ended: the change set it opened (or None). The job's end answer (`job`
+        # wait/poll/output) names it; `job.done` is set before the job's end event, so the answer may have to wait
+        # for it (bounded). The last JOB_ENDS_KEPT jobs only: older ones are out of job_retention anyway.
+        self._job_ends: dict[str, asyncio.Future[H.Entry | None]] = {}
         # Review after the fact (§3.15.1): ("changeset_opened" | "changeset_closed", fields) to the monitors.
         self.on_changeset: Callable[[str, dict[str, Any]], None] | None = None
         inner.on_job_event = self._job_event
@@ -85,15 +91,49 @@ class HistoryRecorder(Wrapper):
             self._running_jobs.discard(jid)
             entry = self._job_entries.pop(jid, None)
             if entry is not None and self.timeline is not None:
-                task = asyncio.get_running_loop().create_task(self._end_job_entry(self.timeline, entry))
+                task = asyncio.get_running_loop().create_task(self._end_job_entry(self.timeline, entry, jid))
                 self._ending.add(task)
                 task.add_done_callback(self._ending.discard)
         if self._outer_job_event is not None:
             self._outer_job_event(name, record)
 
-    async def _end_job_entry(self, tl: Timeline, entry: int) -> None:
+    async def _end_job_entry(self, tl: Timeline, entry: int, jid: str) -> None:
         """A background job ended: so does its entry (and a change set opens when review is on)."""
-        self.changeset_event("changeset_opened", await asyncio.to_thread(tl.end, entry))
+        opened: H.Entry | None = None
+        try:
+            opened = await asyncio.to_thread(tl.end, entry)
+            self.changeset_event("changeset_opened", opened)
+        finally:
+            fut = self._job_ends.get(jid)
+            if fut is not None and not fut.done():
+                fut.set_result(opened)
+
+    def _remember_job_end(self, jid: str) -> None:
+        self._job_ends[jid] = asyncio.get_running_loop().create_future()
+        while len(self._job_ends) > JOB_ENDS_KEPT:
+            oldest = next(iter(self._job_ends))
+            self._job_ends.pop(oldest).cancel()
+
+    async def _job_answer(self, obs: dict[str, Any]) -> None:
+        """A job's answer once the job ended names the change set its changes opened, while it is pending
+        (docs/protocol.md §3.15.1): the agent that waited for the job reads it where it reads the job's end."""
+        extras = obs.get("extras")
+        job = extras.get("job") if isinstance(extras, dict) else None
+        if (
+            not isinstance(extras, dict) or not isinstance(job, dict) or job.get("state") == "RUNNING"
+        ):  # jobs.RUNNING: a record says it as is
+            return
+        fut = self._job_ends.get(str(job.get("job_id")))
+        if fut is None:
+            return
+        try:
+            opened = await asyncio.wait_for(asyncio.shield(fut), JOB_END_WAIT)
+        except (asyncio.TimeoutError, asyncio.CancelledError):
+            return
+        if opened is not None and opened.review == H.PENDING:
+            content = str(obs.get("content") or "")
+            obs["content"] = content + ("\n" if content and not content.endswith("\n") else "") + H.held_note(opened)
+            extras["changeset"] = H.changeset_id(opened.id)
 
     def changeset_event(self, name: str, e: H.Entry | None, **more: Any) -> None:
         """Tell the monitors (live view, trace) a change set opened or was decided."""
@@ -104,6 +144,10 @@ class HistoryRecorder(Wrapper):
 
     async def execute(self, action: Action, agent: Hashable) -> dict[str, Any]:
         tl = self.timeline
+        if tl is not None and action.kind == "job" and self._job_ends:
+            answer = await self.inner.execute(action, agent)
+            await self._job_answer(answer)
+            return answer
         if tl is None or action.kind not in CHANGES:
             return await self.inner.execute(action, agent)
         ctx = as_context(agent)
@@ -118,6 +162,7 @@ class HistoryRecorder(Wrapper):
             if isinstance(jid, str) and jid in self._running_jobs:  # still running: ends with its job
                 self._job_entries[jid] = entry
                 if tl.review and action.kind in H.REVIEWED_KINDS:
+                    self._remember_job_end(jid)
                     _held(obs, H.held_later_note(entry), H.changeset_id(entry))
                 entry = 0
         finally:
