@@ -1,0 +1,278 @@
+"""Consent follows package runners into the program they run (npx X, npm exec -- X, uv run X, poetry run X,
+...) and asks at `risky` for inline interpreter code that runs programs, deletes or overwrites files, or
+hides what it calls (python -c, node -e, perl -e, ...). Pure decisions here, plus the followed part checked
+against what the real runner execs (npx and uv, where installed). Real effects through a real backend:
+tests/security/consent_battery.py (rows "npx runs a risky program", "python -c runs a program", ...)."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from oh.protocol import progargs, shellparse
+from oh.protocol.consent import Policy, decide, parse_rules
+
+WS = "/home/u/proj"
+
+
+def policy(level="risky", allow=(), ask=(), deny=()):
+    return Policy(level, parse_rules(allow, ask, deny), WS, "/home/u", ("/home/u/.local/state/oh",))
+
+
+def verdict(p, command):
+    return decide(p, "run", {"command": command}, None, None).verdict
+
+
+def followed(line):
+    parsed = shellparse.parse(line)
+    assert parsed.unknown is None, parsed.unknown
+    return [list(p.argv) for p in parsed.parts if p.via]
+
+
+@pytest.mark.parametrize(
+    "line, argvs",
+    [
+        ("npx rm -rf x", [["rm", "-rf", "x"]]),
+        ("npx --yes -- rm -rf x", [["rm", "-rf", "x"]]),
+        ("npx --no rm x", [["rm", "x"]]),  # npx-cli gives --no the next word, npm's parser makes it a flag
+        ("npx -p cowsay cowsay hi", [["cowsay", "hi"]]),
+        ("npx cowsay@1.2 hi", [["cowsay", "hi"]]),
+        ("npx -c 'rm x; echo y'", [["rm", "x"], ["echo", "y"]]),
+        ("npm exec -- rm -v x", [["rm", "-v", "x"]]),
+        ("npm x --offline -- rm x", [["rm", "x"]]),
+        ("npm --offline exec rm x", [["rm", "x"]]),
+        ("pnpm dlx cowsay hi", [["cowsay", "hi"]]),
+        ("pnpm exec rm x", [["rm", "x"]]),
+        ("pnpm -c exec 'rm x && ls'", [["rm", "x"], ["ls"]]),
+        ("pnpm jest --ci", [["jest", "--ci"]]),  # an unknown word: a script or the project's program
+        ("yarn dlx -p cowsay cowsay", [["cowsay"]]),
+        ("yarn exec rm x", [["rm", "x"]]),
+        ("bunx cowsay", [["cowsay"]]),
+        ("bun x --bun rm x", [["rm", "x"]]),
+        ("uvx ruff@0.3 check", [["ruff", "check"]]),
+        ("uvx --from ruff==0.3 ruff", [["ruff"]]),
+        ("uv tool run --with x rm y", [["rm", "y"]]),
+        ("uv run pytest -x", [["pytest", "-x"]]),
+        ("uv run -m pytest", [["python", "-m", "pytest"]]),
+        ("uv --directory d run --with foo -- rm x", [["rm", "x"]]),
+        ("pipx run --spec cowsay cowsay hi", [["cowsay", "hi"]]),
+        ("poetry run pytest -v", [["pytest", "-v"]]),
+        ("poetry -C d run rm x", [["rm", "x"]]),
+        ("pdm run -p d rm x", [["rm", "x"]]),
+        ("hatch run test:rm x", [["rm", "x"]]),
+        ("conda run -n env rm x", [["rm", "x"]]),
+        ("mamba run -p /e rm x", [["rm", "x"]]),
+        ("pixi run rm x", [["rm", "x"]]),
+        ("mise exec node@20 -- rm x", [["rm", "x"]]),
+        ("rye run rm x", [["rm", "x"]]),
+        ("pipenv run rm x", [["rm", "x"]]),
+        ("npx bash -c 'rm x'", [["rm", "x"]]),  # what the runner runs is unwrapped like any command
+        ("uv run env A=1 rm x", [["rm", "x"]]),
+        ("npm install x", []),
+        ("npm test", []),
+        ("pnpm install", []),
+        ("uv pip install x", []),
+        ("poetry install", []),
+    ],
+)
+def test_package_runners_are_followed(line, argvs):
+    assert followed(line) == argvs
+    parts = shellparse.parse(line).parts
+    assert parts[0].argv == tuple(shellparse.parse(line).parts[0].argv) and not parts[0].via  # the runner stays
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "npx --frobnicate rm x",
+        "npx $OPT rm x",
+        "npm exec --script-shell ./x -- rm",
+        "npm exec",
+        "uv run --frobnicate rm x",
+        "uvx --frob rm",
+        "poetry run --weird rm x",
+        "conda run --weird rm x",
+        "hatch run +py=3.11 rm x",
+        "mise exec node@20",  # no command: mise starts a shell
+        "yarn exec 'rm x; ls'",
+        "npx $CMD",
+    ],
+)
+def test_runner_options_not_known_are_asked(line):
+    assert shellparse.parse(line).unknown is not None
+    assert verdict(policy("risky"), line) == "ask"
+
+
+def test_the_program_a_runner_runs_is_decided_as_its_own():
+    assert verdict(policy("risky"), "npx rm -rf x") == "ask"
+    assert verdict(policy("risky"), "uv run rm -rf x") == "ask"
+    assert verdict(policy("never", deny=["run: rm *"]), "npm exec -- rm -rf x") == "deny"
+    assert verdict(policy("never", deny=["run: rm *"]), "poetry run rm -rf x") == "deny"
+    assert verdict(policy("never", deny=["run: npx *"]), "npx eslint .") == "deny"  # a rule on the runner holds
+    assert verdict(policy("risky"), "uv run oh approve c1") == "ask"
+    # the workspace's own programs ask nothing new at `risky`
+    for line in ("uv run pytest -x", "poetry run pytest", "npx eslint .", "uv run script.py", "pnpm jest"):
+        assert verdict(policy("risky"), line) == "allow", line
+
+
+def test_a_rule_on_the_runner_line_covers_its_program_unless_risky():
+    assert verdict(policy("commands", allow=["run: uv run pytest *"]), "uv run pytest -x") == "allow"
+    assert verdict(policy("commands", allow=["run: npx *"]), "npx eslint .") == "allow"
+    assert verdict(policy("commands", allow=["run: npx *"]), "npx rm -rf x") == "ask"
+    assert verdict(policy("risky", allow=["run: npx *"]), "npx rm -rf x") == "ask"
+    assert verdict(policy("commands", allow=["run: npx *", "run: rm *"]), "npx rm -rf x") == "allow"
+    assert verdict(policy("commands", allow=["run: pytest *"]), "uv run pytest") == "ask"  # uv itself unallowed
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "python3 -c 'import shutil; shutil.rmtree(\"x\")'",
+        "python -c 'import os; os.system(\"rm x\")'",
+        'python3 -Ic \'import subprocess; subprocess.run(["rm", "x"])\'',
+        "python3 -c 'import pathlib; pathlib.Path(\"x\").unlink()'",
+        'python3 -c \'open("x", "w").write("y")\'',
+        'node -e \'require("child_process").execSync("rm x")\'',
+        'node -e \'require("fs").rmSync("x")\'',
+        'node --eval=\'require("fs").writeFileSync("x", "")\'',
+        "perl -e 'system(\"rm x\")'",
+        "perl -ne 'unlink $_'",
+        "perl -e '`rm x`'",
+        "ruby -e 'File.delete(\"x\")'",
+        "ruby -e 'system(\"rm x\")'",
+        "php -r 'unlink(\"x\");'",
+        "php -r 'shell_exec(\"rm x\");'",
+        "deno eval 'Deno.remove(\"x\")'",
+        'bun -e \'Bun.spawn(["rm", "x"])\'',
+        # what hides a name: asked too
+        'python3 -c \'import os; getattr(os, "sys" + "tem")("rm x")\'',
+        'python3 -c \'__import__("o" + "s").popen("x")\'',
+        "python3 -c 'exec(\"print(1)\")'",
+        "python3 -c 'import base64'",
+        "python3 -c 'print(chr(114) + chr(109))'",
+        'node -e \'const m = "child_" + "process"; require(m)\'',
+        "node -e 'eval(\"1\")'",
+        'node -e \'Buffer.from("cm0=", "base64")\'',
+        'php -r \'$f = "sys" . "tem"; $f("rm x");\'',
+        "perl -e 'eval \"1\"'",
+        "uv run python -c 'import shutil; shutil.rmtree(\"x\")'",  # through a runner too
+    ],
+)
+def test_inline_code_that_runs_or_changes_files_is_asked_at_risky(line):
+    assert verdict(policy("risky"), line) == "ask"
+    assert verdict(policy("never"), line) == "allow"  # at never the sandbox is the wall
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "python3 -c 'print(1+1)'",
+        "python -c 'import sys; print(sys.version)'",
+        "python3 -c 'import json; print(json.dumps({\"a\": 1}))'",
+        "python3 -c 'print(open(\"x\").read())'",
+        "node -e 'console.log(process.version)'",
+        "node -p '1 + 1'",
+        "perl -ne 'print if /x/' f",
+        "ruby -e 'puts 1'",
+        "php -r 'echo 1;'",
+        "deno eval 'console.log(1)'",
+        "python3 script.py -c 'os.system(x)'",  # a file runs, -c is its own argument
+    ],
+)
+def test_plain_inline_code_is_not_asked_at_risky(line):
+    assert verdict(policy("risky"), line) == "allow"
+
+
+def test_inline_code_extraction():
+    assert progargs.inline_code("python3", ["-W", "ignore", "-c", "x", "-c", "y"]) == ["x"]
+    assert progargs.inline_code("perl", ["-lne", "a", "-e", "b"]) == ["a", "b"]
+    assert progargs.inline_code("node", ["--eval=a"]) == ["a"]
+    assert progargs.inline_code("node", ["script.js", "-e", "a"]) == []
+    assert progargs.inline_code("deno", ["eval", "a"]) == ["a"]
+    assert progargs.inline_code("ls", ["-e", "a"]) == []
+
+
+# ------------------------------------------------------------------ against the real runners (fuzzed)
+PROG = '#!/bin/sh\n: > "$LOG"\nfor a; do printf "%s\\n" "$a" >> "$LOG"; done\n'
+ARGS = ["a", "-v", "--call", "x y", "-y", "--", "--yes", "-c", "rm"]
+
+
+def _runs(cmd: list[str], cwd: Path, env: dict[str, str]) -> list[str] | None:
+    log = cwd / "log"
+    log.unlink(missing_ok=True)
+    subprocess.run(cmd, cwd=cwd, env=env, timeout=60, capture_output=True)
+    return log.read_text().splitlines() if log.exists() else None
+
+
+def _check(line: list[str], got: list[str] | None) -> None:
+    import shlex
+
+    (part,) = [p for p in shellparse.parse(shlex.join(line)).parts if p.via]
+    assert got is not None, line
+    assert Path(part.argv[0]).name == "prog" and list(part.argv[1:]) == got, (line, part.argv, got)
+
+
+@pytest.mark.skipif(shutil.which("npx") is None, reason="npx not installed")
+def test_npx_and_npm_exec_follow_what_npm_really_runs(tmp_path):
+    """Random option orders for npx / npm exec: the followed part is what npm execs (a program of the local
+    project, so nothing is fetched; --offline too)."""
+    (tmp_path / "package.json").write_text('{"name": "t", "version": "1.0.0"}')
+    bin_ = tmp_path / "node_modules" / ".bin"
+    bin_.mkdir(parents=True)
+    (bin_ / "prog").write_text(PROG)
+    (bin_ / "prog").chmod(0o755)
+    env = {**os.environ, "LOG": str(tmp_path / "log"), "npm_config_update_notifier": "false"}
+    rng = random.Random(25)
+    opts = ["--yes", "-y", "-q", "--quiet", "--no", "--prefer-offline", "--ignore-scripts", "-s", "--silent"]
+    for _ in range(12):
+        mine = rng.sample(opts, rng.randint(0, 3)) + ["--offline"]
+        rng.shuffle(mine)
+        args = rng.sample(ARGS, rng.randint(0, 4))
+        if rng.random() < 0.5:
+            line = ["npx", *mine, *(["--"] if rng.random() < 0.5 else []), "prog", *args]
+        else:
+            line = ["npm", "exec", *mine, "--", "prog", *args]
+        _check(line, _runs(line, tmp_path, env))
+
+
+def _uv() -> str | None:
+    here = Path(sys.executable).parent / "uv"
+    return str(here) if here.exists() else shutil.which("uv")
+
+
+@pytest.mark.skipif(_uv() is None, reason="uv not installed")
+def test_uv_run_follows_what_uv_really_runs(tmp_path):
+    uv = _uv()
+    assert uv is not None
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    (bin_ / "prog").write_text(PROG)
+    (bin_ / "prog").chmod(0o755)
+    env = {**os.environ, "LOG": str(tmp_path / "log"), "PATH": f"{bin_}:{os.environ['PATH']}"}
+    env.pop("VIRTUAL_ENV", None)
+    rng = random.Random(26)
+    opts = ["-q", "--no-config", "--isolated", "--no-sync", "--no-cache", "--no-progress", "--frozen"]
+    for _ in range(10):
+        mine = rng.sample(opts, rng.randint(0, 3)) + ["--no-project", "--offline"]
+        rng.shuffle(mine)
+        args = rng.sample(ARGS, rng.randint(0, 4))
+        line = [uv, "run", *mine, *(["--"] if rng.random() < 0.5 else []), "prog", *args]
+        _check(line, _runs(line, tmp_path, env))
+
+
+def test_runner_option_tables_are_consistent():
+    """An option both a flag and a value-taker would be read as a flag: its value would become the program."""
+    specs = [v for v in vars(shellparse).values() if isinstance(v, shellparse._Spec)]
+    assert len(specs) > 20
+    for spec in specs:
+        assert not set(spec.flags) & set(spec.req + spec.opt), spec
+        assert not set(spec.long_flags) & set(spec.long_req + spec.long_opt), spec
+    assert followed("uv run -w foo rm x") == [["rm", "x"]]
+    assert followed("uvx -p 3.12 -c c.txt rm") == [["rm"]]
+    assert followed("bunx -p cowsay cowsay") == [["cowsay"]]
