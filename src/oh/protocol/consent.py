@@ -469,6 +469,9 @@ def _runs_code_elsewhere(part: Part) -> str | None:
     inline = progargs.inline_runs(base, list(part.argv[1:]))
     if inline is not None:
         return inline
+    code = progargs.inline_code(base, list(part.argv[1:]))
+    if any(w.dynamic and w.text in code for w in part.words[1:]):
+        return f"{base}'s inline code is only known at run time"
     return _program_runs(part)
 
 

@@ -1078,7 +1078,7 @@ _NPM_BOOL = frozenset(
     (
         "yes offline prefer-offline prefer-online workspaces include-workspace-root ignore-scripts "
         "foreground-scripts legacy-peer-deps no-install quiet version help silent verbose global force json "
-        "dry-run audit fund progress color"
+        "dry-run audit fund progress"
     ).split()
 )
 _NPM_VALUE = frozenset("package call workspace prefix registry cache userconfig loglevel".split())
@@ -1154,6 +1154,10 @@ def _nopt(words: list[Word], npx: bool) -> tuple[list[Word], dict[str, list[str]
             opts.setdefault(key, []).append(rest.pop(0).text)
         else:
             opts.setdefault(key, []).append(t.partition("=")[2])
+            if not eq and rest and rest[0].text in ("true", "false"):
+                rest.pop(0)  # nopt: a boolean takes a following `true`/`false` (`npm exec --yes true rm x` runs rm)
+            elif not eq and rest and rest[0].dynamic:
+                raise Unknown(f"npm option {t!r} before a word only known at run time (it may be its value)")
     return pos, opts
 
 
@@ -1309,7 +1313,7 @@ _PNPM_COMMANDS = frozenset(
 # runners whose program is fetched by name (not the workspace's own): the part they run is the package's
 # program; see is_risky for why fetching alone is not asked
 _SUBCOMMANDS: dict[str, tuple[_Spec | None, dict[str, _Spec]]] = {
-    "uv": (_UV_GLOBAL, {"run": _UV_RUN, "tool run": _UV_TOOL_RUN}),
+    "uv": (_UV_GLOBAL, {"run": _UV_RUN, "tool run": _UV_TOOL_RUN, "tool uvx": _UV_TOOL_RUN}),
     "pipx": (_Spec(flags="hvq", long_flags=("help", "verbose", "quiet")), {"run": _PIPX_RUN}),
     "poetry": (_POETRY, {"run": _POETRY}),
     "pdm": (_PDM_RUN, {"run": _PDM_RUN}),
@@ -1322,7 +1326,8 @@ _SUBCOMMANDS: dict[str, tuple[_Spec | None, dict[str, _Spec]]] = {
     "pipenv": (_PIPENV_RUN, {"run": _PIPENV_RUN}),
     "bun": (_BUNX, {"x": _BUNX}),
     "yarn": (_YARN_DLX, {"dlx": _YARN_DLX, "exec": _Spec(flags="h", long_flags=("help",))}),
-    "pnpm": (_PNPM, {"dlx": _PNPM_DLX, "exec": _PNPM}),
+    # pnpm exec's options go in front of `exec`; what follows it is the command's (an option there is refused)
+    "pnpm": (_PNPM, {"dlx": _PNPM_DLX, "exec": _Spec(flags="h", long_flags=("help",))}),
     "mise": (_MISE, {"exec": _MISE, "x": _MISE}),
 }
 _DIRECT = {"uvx": _UV_TOOL_RUN, "bunx": _BUNX, "pnpx": _PNPM_DLX}
@@ -1343,6 +1348,9 @@ def _runner_command(base: str, args: list[Word]) -> tuple[list[Word], str | None
         if any(w.text in {k.split()[0] for k in subs} for w in args):
             raise
         return None
+    if len(rest) > 1 and rest[0].text == "tool" and glob is not None:  # `uv tool -q run`: globals go anywhere
+        between, after = _options(rest[1:], glob)
+        opts, rest = opts + between, [rest[0], *after]
     words = [w.text for w in rest]
     for sub, spec in subs.items():
         n = len(sub.split())
