@@ -169,6 +169,17 @@ def test_a_rule_on_the_runner_line_covers_its_program_unless_risky():
         "perl -e 'eval \"1\"'",
         "uv run python -c 'import shutil; shutil.rmtree(\"x\")'",  # through a runner too
         'python3 -c "$CODE"',  # code only known at run time
+        "python3 -c 'import os as o; o.system(\"x\")'",  # an alias hides the module
+        "python3 -c 'from os import system; system(\"x\")'",
+        "python3 -c 'import posix; posix.system(\"x\")'",
+        'python3 -c \'import pathlib; pathlib.Path("x").open("w")\'',
+        'python3 -c \'open("x", mode="a")\'',
+        "python3 -c 'from os import *'",
+        'node -e \'require("fs").promises.rm("x")\'',
+        'node -e \'import("child_" + "process")\'',
+        'perl -e \'open(my $f, ">", "x")\'',
+        "ruby -e '%x(rm x)'",
+        'ruby -e \'File.open("x", "w")\'',
         'node -e "$(cat x.js)"',
     ],
 )
@@ -184,6 +195,9 @@ def test_inline_code_that_runs_or_changes_files_is_asked_at_risky(line):
         "python -c 'import sys; print(sys.version)'",
         "python3 -c 'import json; print(json.dumps({\"a\": 1}))'",
         "python3 -c 'print(open(\"x\").read())'",
+        "python3 -c 'import os; print(os.getcwd(), os.path.exists(\"x\"))'",
+        "python3 -c 'from os import path; print(path.sep)'",
+        "python3 -c 'import pathlib; print(pathlib.Path(\"x\").read_text())'",
         "node -e 'console.log(process.version)'",
         "node -p '1 + 1'",
         "perl -ne 'print if /x/' f",

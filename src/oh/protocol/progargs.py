@@ -326,14 +326,15 @@ _PY = (
     r"\bos\s*\.\s*(?:system|popen|exec\w*|spawn\w*|posix_spawn\w*|fork\w*|kill\w*|remove\w*|unlink|rmdir|"
     r"rename\w*|replace|truncate|chmod|chown|lchown|link|symlink|mkfifo|write|open|fdopen|dup2)\b|"
     r"\bsubprocess\b|\bpty\b|\bshutil\b|\bcommands\b|\bmultiprocessing\b|\.\s*(?:unlink|rmdir|write_text|"
-    r"write_bytes|rename|symlink_to|hardlink_to|chmod)\s*\(|\bopen\s*\([^)]*,\s*(?:mode\s*=\s*)?[rbt]*"
-    r"['\"][^'\"]*[wax+]"
+    r"write_bytes|rename|symlink_to|hardlink_to|chmod)\s*\(|(?:\bopen\s*\([^)]*,|\.\s*open\s*\()\s*(?:mode\s*=\s*)?"
+    r"['\"][rbtwax+U]{0,3}[wax+][rbtwax+]{0,3}['\"]|\b(?:posix|nt|_posixsubprocess|_winapi)\s*\.|"
+    r"\bfrom\s+(?:os|posix|nt|subprocess|shutil|pty)\s+import\s+(?!path\b)"
 )
 _PY_HIDE = (
     r"getattr|setattr|__import__|importlib|\beval\b|\bexec\b|\bcompile\s*\(|base64|codecs|b(?:16|32|64|85)|"
     r"\bchr\s*\(|fromhex|\.decode\s*\(|globals\s*\(|locals\s*\(|\bvars\s*\(|__builtins__|__dict__|__class__|"
     r"__subclasses__|__globals__|\bctypes\b|\bmarshal\b|\bpickle\b|\brunpy\b|sys\s*\.\s*modules|\\x[0-9a-fA-F]|"
-    r"\\[0-7]{3}|\\u[0-9a-fA-F]{4}|\\N\{|\bbreakpoint\b|\boperator\b"
+    r"\\[0-7]{3}|\\u[0-9a-fA-F]{4}|\\N\{|\bbreakpoint\b|\boperator\b|\bimport\s+[\w., ]+\bas\b|import\s*\*"
 )
 _JS = (
     r"child_process|\bexecSync\b|\bexecFile\w*|\bspawn\w*|\bfork\s*\(|\b(?:rm|rmSync|rmdir|rmdirSync|unlink|"
