@@ -6,6 +6,7 @@ tests/security/consent_battery.py (rows "npx runs a risky program", "python -c r
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -301,3 +302,44 @@ def test_runner_option_tables_are_consistent():
     assert followed("uv run -w foo rm x") == [["rm", "x"]]
     assert followed("uvx -p 3.12 -c c.txt rm") == [["rm"]]
     assert followed("bunx -p cowsay cowsay") == [["cowsay"]]
+
+
+# Shapes that made the inline-code patterns scan to the end of the code from every start (quadratic): a 64 KB
+# line of them took seconds to decide, in the backend's event loop. Each pattern now looks a bounded distance.
+ADVERSARIAL = {
+    "perl open": ("perl", "-e", "open(x " * 9000),
+    "node quotes": ("node", "-e", "['" * 30000),
+    "python open(": ("python3", "-c", "open(" * 12000),
+    "python import": ("python3", "-c", "import a " * 7000),
+    "npx then node": ("npx", "--yes", "--", "node", "-e", "+'" * 30000),
+}
+
+
+def test_inline_code_past_the_limit_is_asked_unread():
+    code = "print(1)\n" * (progargs.INLINE_MAX // 9 + 1)
+    why = progargs.inline_runs("python3", ["-c", code])
+    assert why is not None and "too long for the gate to read" in why
+    assert progargs.inline_runs("python3", ["-c", "print(1)\n" * 100]) is None
+
+
+def test_adversarial_inline_code_is_decided_without_hanging():
+    """Every shape above, as a line as long as consent shows (64 KB), is decided in a fresh process within a
+    generous bound (a hang guard, not a speed figure)."""
+    script = (
+        "import shlex, sys, json\n"
+        "from oh.protocol.consent import Policy, decide, parse_rules\n"
+        "p = Policy('risky', parse_rules((), (), ()), '/home/u/proj', '/home/u', ())\n"
+        "for argv in json.load(sys.stdin):\n"
+        "    part = ' '.join(shlex.quote(a) for a in argv)\n"
+        "    line = ' ; '.join([part] * max(1, 60000 // len(part)))\n"
+        "    print(decide(p, 'run', {'command': line}, None, None).verdict, flush=True)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        input=json.dumps(list(ADVERSARIAL.values())),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert len(done.stdout.split()) == len(ADVERSARIAL)

@@ -326,7 +326,7 @@ _PY = (
     r"\bos\s*\.\s*(?:system|popen|exec\w*|spawn\w*|posix_spawn\w*|fork\w*|kill\w*|remove\w*|unlink|rmdir|"
     r"rename\w*|replace|truncate|chmod|chown|lchown|link|symlink|mkfifo|write|open|fdopen|dup2)\b|"
     r"\bsubprocess\b|\bpty\b|\bshutil\b|\bcommands\b|\bmultiprocessing\b|\.\s*(?:unlink|rmdir|write_text|"
-    r"write_bytes|rename|symlink_to|hardlink_to|chmod)\s*\(|(?:\bopen\s*\([^)]*,|\.\s*open\s*\()\s*(?:mode\s*=\s*)?"
+    r"write_bytes|rename|symlink_to|hardlink_to|chmod)\s*\(|(?:\bopen\s*\([^)]{0,400},|\.\s*open\s*\()\s*(?:mode\s*=\s*)?"
     r"['\"][rbtwax+U]{0,3}[wax+][rbtwax+]{0,3}['\"]|\b(?:posix|nt|_posixsubprocess|_winapi)\s*\.|"
     r"\bfrom\s+(?:os|posix|nt|subprocess|shutil|pty)\s+import\s+(?!path\b)"
 )
@@ -334,7 +334,7 @@ _PY_HIDE = (
     r"getattr|setattr|__import__|importlib|\beval\b|\bexec\b|\bcompile\s*\(|base64|codecs|b(?:16|32|64|85)|"
     r"\bchr\s*\(|fromhex|\.decode\s*\(|globals\s*\(|locals\s*\(|\bvars\s*\(|__builtins__|__dict__|__class__|"
     r"__subclasses__|__globals__|\bctypes\b|\bmarshal\b|\bpickle\b|\brunpy\b|sys\s*\.\s*modules|\\x[0-9a-fA-F]|"
-    r"\\[0-7]{3}|\\u[0-9a-fA-F]{4}|\\N\{|\bbreakpoint\b|\boperator\b|\bimport\s+[\w., ]+\bas\b|import\s*\*"
+    r"\\[0-7]{3}|\\u[0-9a-fA-F]{4}|\\N\{|\bbreakpoint\b|\boperator\b|\bimport\s+[\w., ]{1,400}\bas\b|import\s*\*"
 )
 _JS = (
     r"child_process|\bexecSync\b|\bexecFile\w*|\bspawn\w*|\bfork\s*\(|\b(?:rm|rmSync|rmdir|rmdirSync|unlink|"
@@ -344,21 +344,21 @@ _JS = (
     r"Bun\s*\.\s*(?:spawn\w*|\$|write|file)|\bworker_threads\b"
 )
 _JS_HIDE = (
-    r"\beval\b|\bFunction\b|\bimport\s*\(|\brequire\s*\(\s*(?!['\"][\w:/.@-]*['\"]\s*\))|atob|btoa|Buffer|"
+    r"\beval\b|\bFunction\b|\bimport\s*\(|\brequire\s*\(\s*(?!['\"][\w:/.@-]{0,400}['\"]\s*\))|atob|btoa|Buffer|"
     r"fromCharCode|fromCodePoint|\\x[0-9a-fA-F]|\\u|\\[0-7]|process\s*\.\s*(?:binding|dlopen|mainModule|env)|"
     r"module\s*\.\s*constructor|constructor|globalThis|\bglobal\b|\bthis\s*\[|\bprocess\s*\[|\bvm\b|"
-    r"Reflect|Proxy|\[\s*['\"`][^\]]*['\"`]\s*\+|\+\s*['\"`][^\]]*\]|String\s*\.\s*raw|\bwasi?\b|WebAssembly"
+    r"Reflect|Proxy|\[\s*['\"`][^\]]{0,400}['\"`]\s*\+|\+\s*['\"`][^\]]{0,400}\]|String\s*\.\s*raw|\bwasi?\b|WebAssembly"
 )
 _PERL_RUBY = (
     r"\bsystem\b|\bexec\b|`|\bqx\b|%x|\bspawn\b|\bfork\b|\bkill\b|\bunlink\b|\brmdir\b|\brmtree\b|"
     r"remove_tree|File::|\bFile\s*\.\s*(?:delete|unlink|write|rename|open|symlink|chmod|truncate)|"
-    r"FileUtils|IO\s*\.\s*(?:popen|write|sysopen)|Open3|\bpopen\b|\bopen\s*\(?[^;]*[|>+]|\brename\b|"
+    r"FileUtils|IO\s*\.\s*(?:popen|write|sysopen)|Open3|\bpopen\b|\bopen\s*\(?[^;]{0,400}[|>+]|\brename\b|"
     r"\bsyscall\b|\bpipe\b|\btruncate\b|\bchmod\b|\bchown\b|\bsymlink\b|\blink\b|Kernel|Process|%[xX]\{"
 )
 _PERL_RUBY_HIDE = (
     r"\beval\b|\bpack\b|\bunpack\b|\bchr\b|\bord\b|\bsprintf\b|decode|Base64|MIME|\bsend\b|public_send|"
     r"__send__|instance_eval|class_eval|module_eval|const_get|method\s*\(|\bdo\s+['\"$]|\brequire\s+[$(]|"
-    r"\\x[0-9a-fA-F]|\\[0-7]{3}|\\c|&\{|&\$|\$\w+\s*->\s*\(|\bsub\s*\{.*\}\s*->|\bSymbol\b|\bbinding\b"
+    r"\\x[0-9a-fA-F]|\\[0-7]{3}|\\c|&\{|&\$|\$\w+\s*->\s*\(|\bsub\s*\{.{0,400}\}\s*->|\bSymbol\b|\bbinding\b"
 )
 _PHP = (
     r"\b(?:system|exec|shell_exec|passthru|proc_open|popen|pcntl_exec|pcntl_fork|unlink|rmdir|rename|"
@@ -379,6 +379,10 @@ _INLINE = {
     "osascript": (re.compile(_AS, re.IGNORECASE), re.compile(r"run\s+script|character\s+id|ASCII", re.IGNORECASE)),
 }
 _LANG = {"nodejs": "node", "deno": "node", "bun": "node", "ruby": "perl", "irb": "perl", "pypy": "python"}
+# Bounds that keep a decision linear in the command's size (an adversarial 1 MB line is decided in well under a
+# second): each pattern looks at most 400 characters past where it starts, and inline code past INLINE_MAX bytes
+# (per part) is not read at all but asked. Real one-liners are far shorter; a longer one is a script.
+INLINE_MAX = 64 * 1024
 # the options whose value is the program: per interpreter (`-e` also ends a cluster: perl -ne CODE)
 _CODE_OPTS = {
     "python": ("c",),
@@ -451,6 +455,9 @@ def inline_runs(base: str, args: list[str]) -> str | None:
     code = inline_code(base, args)
     if lang is None or not code:
         return None
+    size = sum(len(text) for text in code)
+    if size > INLINE_MAX:
+        return f"{base}'s inline code is {size} characters: too long for the gate to read, so it is asked"
     runs, hides = _INLINE[_LANG.get(lang, lang)]
     for text in code:
         m = runs.search(text)
