@@ -343,3 +343,12 @@ def test_adversarial_inline_code_is_decided_without_hanging():
     )
     assert done.returncode == 0, done.stderr
     assert len(done.stdout.split()) == len(ADVERSARIAL)
+
+
+@pytest.mark.parametrize("runner", ["npx ", "uv run ", "npm exec -- ", "poetry run ", "env npx ", "timeout 1 uv run "])
+def test_runners_nested_past_the_depth_limit_are_asked_not_a_crash(runner):
+    """`npx npx … true` was followed by recursion: 3,000 levels raised RecursionError out of the decision."""
+    for n in (3000, 15000):
+        assert verdict(policy(), (runner * n)[:60000] + "true") == "ask"
+    # within the limit the program at the end is still followed (a deny rule on it holds)
+    assert verdict(policy(deny=["run: touch *"]), runner * 3 + "touch M") == "deny"

@@ -1403,6 +1403,8 @@ def _package_parts(base: str, words: list[Word], st: _Unwrap, depth: int) -> lis
     if got is None:
         return []
     argv, call = got
+    if depth + 1 > MAX_DEPTH:  # `npx npx npx ...`: followed iteratively by nothing, so bounded like `bash -c`
+        raise Unknown(f"package runners nested more than {MAX_DEPTH} deep")
     inner: list[Part] = []
     if call is not None:
         inner += _parse(call, depth + 1)
