@@ -624,6 +624,44 @@ CASES: list[Case] = [
         setup="echo x > x",
         marker=".env",
     ),
+    # -- package runners are followed into the program they run; inline interpreter code at `risky`
+    Case("npx runs a risky program", run("npx --offline truncate -s0 M"), NEVER_RUNS),
+    Case(
+        "npm exec runs a denied program",
+        run("npm exec --offline -- touch M"),
+        {"*": "deny"},
+        deny=("run: touch *",),
+    ),
+    Case(
+        "an allowed npx runs a risky program",
+        run("npx --offline truncate -s0 M"),
+        NEVER_RUNS,
+        allow=("run: npx *",),
+    ),
+    Case(
+        "an allowed npx runs a plain program",
+        run("npx --offline touch M"),
+        {"*": "allow"},
+        allow=("run: npx *",),
+    ),
+    Case("python -c runs a program", run("python3 -c 'import os; os.system(\"touch M\")'"), NEVER_RUNS),
+    Case(
+        "python -c hides a name",
+        run('python3 -c \'import os; getattr(os, "sys" + "tem")("touch M")\''),
+        NEVER_RUNS,
+    ),
+    Case("node -e writes a file", run('node -e \'require("fs").writeFileSync("M", "x")\''), NEVER_RUNS),
+    Case("perl -e runs a program", run("perl -e 'system(\"touch M\")'"), NEVER_RUNS),
+    Case(
+        "plain python -c",
+        run("python3 -c 'print(1 + 1)' > M"),
+        {"never": "allow", "risky": "allow", "*": "ask"},
+    ),
+    Case(
+        "plain node -e",
+        run("node -e 'console.log(process.version)' > M"),
+        {"never": "allow", "risky": "allow", "*": "ask"},
+    ),
     # -- controls: what is allowed still runs
     Case(
         "allowed echo",

@@ -466,6 +466,12 @@ def _runs_code_elsewhere(part: Part) -> str | None:
         return "runs oh's own deciding commands (only you decide with those)"
     if base == "find" and "-delete" in part.argv:
         return "find -delete removes files (like rm)"
+    inline = progargs.inline_runs(base, list(part.argv[1:]))
+    if inline is not None:
+        return inline
+    code = progargs.inline_code(base, list(part.argv[1:]))
+    if any(w.dynamic and w.text in code for w in part.words[1:]):
+        return f"{base}'s inline code is only known at run time"
     return _program_runs(part)
 
 
@@ -1034,7 +1040,21 @@ def _linked_write(part: Part, policy: Policy, where: Where) -> str | None:
 
 
 def _allowing(run_rules: list[Rule], part: Part) -> str | None:
-    return next((r.text for r in run_rules if r.verdict == "allow" and _match_part(r, part) == "yes"), None)
+    rule = next((r for r in run_rules if r.verdict == "allow" and _match_part(r, part) == "yes"), None)
+    rule = rule or _allowed_via([(r, "") for r in run_rules], part)
+    return rule.text if rule is not None else None
+
+
+def _allowed_via(matches: list[tuple[Rule, str]], part: Part) -> Rule | None:
+    """An allow rule naming the whole package-runner line (``run: uv run pytest *``) covers the program it
+    runs, unless that program is risky by itself: ``run: npx *`` does not allow ``npx rm -rf x``."""
+    if not part.via:
+        return None
+    line = replace(part, words=part.via, via=())
+    for rule, _ in matches:
+        if rule.verdict == "allow" and _match_part(rule, line) == "yes" and is_risky(part) is None:
+            return rule
+    return None
 
 
 def _cwd_asks(policy: Policy, where: Where) -> str | None:
@@ -1051,7 +1071,7 @@ def _part_verdict(
     """(verdict, reason, rule, risky, an allow rule could cover it) for one part no deny rule names."""
     maybe_deny = next((r for r, m in matches if r.verdict == "deny" and m == "maybe"), None)
     ask = next((r for r, m in matches if r.verdict == "ask" and m != "no"), None)
-    allow = next((r for r, m in matches if r.verdict == "allow" and m == "yes"), None)
+    allow = next((r for r, m in matches if r.verdict == "allow" and m == "yes"), None) or _allowed_via(matches, part)
     if maybe_deny is not None:
         why = f"`{part.display()}` may be what a deny rule names (deny {maybe_deny.text}); asked rather than guessed"
         return "ask", why, None, True, False

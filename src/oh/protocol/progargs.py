@@ -315,3 +315,155 @@ def _less_runs(arg: str) -> bool:
     if arg.startswith(("-k", "--lesskey")):
         return True
     return arg.startswith("+") and not re.fullmatch(r"\+\+?(?:[0-9]*[GgFpP%]?|/[^!|]*)", arg)
+
+
+# ------------------------------------------------------------------------------------ inline code
+# Code given on an interpreter's command line (`python -c`, `node -e`, `perl -e`, ...) is opaque to the gate:
+# at `risky` it is asked when it holds a call that runs a program or deletes or overwrites files, or any of
+# the ways code hides a name (getattr, eval, decoding, chr(...)). A speed bump, not a wall: a name can still
+# be built in ways no list foresees; the sandbox is the wall.
+_PY = (
+    r"\bos\s*\.\s*(?:system|popen|exec\w*|spawn\w*|posix_spawn\w*|fork\w*|kill\w*|remove\w*|unlink|rmdir|"
+    r"rename\w*|replace|truncate|chmod|chown|lchown|link|symlink|mkfifo|write|open|fdopen|dup2)\b|"
+    r"\bsubprocess\b|\bpty\b|\bshutil\b|\bcommands\b|\bmultiprocessing\b|\.\s*(?:unlink|rmdir|write_text|"
+    r"write_bytes|rename|symlink_to|hardlink_to|chmod)\s*\(|(?:\bopen\s*\([^)]{0,400},|\.\s*open\s*\()\s*(?:mode\s*=\s*)?"
+    r"['\"][rbtwax+U]{0,3}[wax+][rbtwax+]{0,3}['\"]|\b(?:posix|nt|_posixsubprocess|_winapi)\s*\.|"
+    r"\bfrom\s+(?:os|posix|nt|subprocess|shutil|pty)\s+import\s+(?!path\b)"
+)
+_PY_HIDE = (
+    r"getattr|setattr|__import__|importlib|\beval\b|\bexec\b|\bcompile\s*\(|base64|codecs|b(?:16|32|64|85)|"
+    r"\bchr\s*\(|fromhex|\.decode\s*\(|globals\s*\(|locals\s*\(|\bvars\s*\(|__builtins__|__dict__|__class__|"
+    r"__subclasses__|__globals__|\bctypes\b|\bmarshal\b|\bpickle\b|\brunpy\b|sys\s*\.\s*modules|\\x[0-9a-fA-F]|"
+    r"\\[0-7]{3}|\\u[0-9a-fA-F]{4}|\\N\{|\bbreakpoint\b|\boperator\b|\bimport\s+[\w., ]{1,400}\bas\b|import\s*\*"
+)
+_JS = (
+    r"child_process|\bexecSync\b|\bexecFile\w*|\bspawn\w*|\bfork\s*\(|\b(?:rm|rmSync|rmdir|rmdirSync|unlink|"
+    r"unlinkSync|writeFile|writeFileSync|appendFile|appendFileSync|rename|renameSync|truncate|truncateSync|"
+    r"copyFile|copyFileSync|cp|cpSync|createWriteStream|symlink|symlinkSync|chmod|chmodSync|open|openSync)\s*\(|"
+    r"Deno\s*\.\s*(?:run|Command|remove|writeFile|writeTextFile|rename|truncate|symlink|chmod|open|create)|"
+    r"Bun\s*\.\s*(?:spawn\w*|\$|write|file)|\bworker_threads\b"
+)
+_JS_HIDE = (
+    r"\beval\b|\bFunction\b|\bimport\s*\(|\brequire\s*\(\s*(?!['\"][\w:/.@-]{0,400}['\"]\s*\))|atob|btoa|Buffer|"
+    r"fromCharCode|fromCodePoint|\\x[0-9a-fA-F]|\\u|\\[0-7]|process\s*\.\s*(?:binding|dlopen|mainModule|env)|"
+    r"module\s*\.\s*constructor|constructor|globalThis|\bglobal\b|\bthis\s*\[|\bprocess\s*\[|\bvm\b|"
+    r"Reflect|Proxy|\[\s*['\"`][^\]]{0,400}['\"`]\s*\+|\+\s*['\"`][^\]]{0,400}\]|String\s*\.\s*raw|\bwasi?\b|WebAssembly"
+)
+_PERL_RUBY = (
+    r"\bsystem\b|\bexec\b|`|\bqx\b|%x|\bspawn\b|\bfork\b|\bkill\b|\bunlink\b|\brmdir\b|\brmtree\b|"
+    r"remove_tree|File::|\bFile\s*\.\s*(?:delete|unlink|write|rename|open|symlink|chmod|truncate)|"
+    r"FileUtils|IO\s*\.\s*(?:popen|write|sysopen)|Open3|\bpopen\b|\bopen\s*\(?[^;]{0,400}[|>+]|\brename\b|"
+    r"\bsyscall\b|\bpipe\b|\btruncate\b|\bchmod\b|\bchown\b|\bsymlink\b|\blink\b|Kernel|Process|%[xX]\{"
+)
+_PERL_RUBY_HIDE = (
+    r"\beval\b|\bpack\b|\bunpack\b|\bchr\b|\bord\b|\bsprintf\b|decode|Base64|MIME|\bsend\b|public_send|"
+    r"__send__|instance_eval|class_eval|module_eval|const_get|method\s*\(|\bdo\s+['\"$]|\brequire\s+[$(]|"
+    r"\\x[0-9a-fA-F]|\\[0-7]{3}|\\c|&\{|&\$|\$\w+\s*->\s*\(|\bsub\s*\{.{0,400}\}\s*->|\bSymbol\b|\bbinding\b"
+)
+_PHP = (
+    r"\b(?:system|exec|shell_exec|passthru|proc_open|popen|pcntl_exec|pcntl_fork|unlink|rmdir|rename|"
+    r"file_put_contents|fopen|fwrite|fputs|copy|symlink|link|chmod|chown|truncate|ftruncate|mail|"
+    r"fsockopen|stream_socket_client|curl_exec|putenv|dl|mb_send_mail|error_log)\s*\(|`"
+)
+_PHP_HIDE = (
+    r"\beval\b|\bassert\b|create_function|base64|str_rot13|gzinflate|gzuncompress|hex2bin|\bchr\s*\(|"
+    r"\bpack\s*\(|call_user_func|array_map|array_filter|usort|preg_replace|\$\w+\s*\(|\$\{|\\x[0-9a-fA-F]|"
+    r"\\[0-7]{3}|\binclude\b|\brequire\b|ReflectionFunction|\bnew\s+\$|::\s*\$|\bextract\s*\(|\bget_defined"
+)
+_AS = r"do\s+shell\s+script|\bdelete\b|\bmove\b|\bduplicate\b|\bwrite\b|\bopen\s+for\s+access|run\s+script|\brm\b"
+_INLINE = {
+    "python": (re.compile(_PY), re.compile(_PY_HIDE)),
+    "node": (re.compile(_JS), re.compile(_JS_HIDE)),
+    "perl": (re.compile(_PERL_RUBY), re.compile(_PERL_RUBY_HIDE)),
+    "php": (re.compile(_PHP, re.IGNORECASE), re.compile(_PHP_HIDE, re.IGNORECASE)),
+    "osascript": (re.compile(_AS, re.IGNORECASE), re.compile(r"run\s+script|character\s+id|ASCII", re.IGNORECASE)),
+}
+_LANG = {"nodejs": "node", "deno": "node", "bun": "node", "ruby": "perl", "irb": "perl", "pypy": "python"}
+# Bounds that keep a decision linear in the command's size (an adversarial 1 MB line is decided in well under a
+# second): each pattern looks at most 400 characters past where it starts, and inline code past INLINE_MAX bytes
+# (per part) is not read at all but asked. Real one-liners are far shorter; a longer one is a script.
+INLINE_MAX = 64 * 1024
+# the options whose value is the program: per interpreter (`-e` also ends a cluster: perl -ne CODE)
+_CODE_OPTS = {
+    "python": ("c",),
+    "node": ("e", "p", "-eval", "-print"),
+    "perl": ("e", "E"),
+    "ruby": ("e",),
+    "php": ("r", "B", "R", "E", "F"),
+    "bun": ("e", "p", "-eval", "-print"),
+    "osascript": ("e",),
+}
+# options that take the next word as their value (so it is no program file): python -W x, -X y
+_VALUE_OPTS = {"python": "WXQ", "perl": "IMmdDx", "ruby": "IrCEFTxWK", "node": "r", "php": "cdzt"}
+
+
+def inline_language(base: str) -> str | None:
+    """The interpreter family of a program name (python3.12 is python), or None."""
+    if re.fullmatch(r"python[0-9.]*|pypy[0-9.]*", base):
+        return "python"
+    if base in _CODE_OPTS or base in ("nodejs", "deno", "irb"):
+        return base if base in _CODE_OPTS else {"nodejs": "node", "deno": "node", "irb": "ruby"}[base]
+    return None
+
+
+def inline_code(base: str, args: list[str]) -> list[str]:
+    """The code given on an interpreter's command line (``python -c CODE``, ``perl -ne CODE``, ``deno eval
+    CODE``), in order; [] when it runs a file or reads stdin."""
+    lang = inline_language(base)
+    if lang is None:
+        return []
+    if base == "deno":
+        return [a for a in args[1:] if not a.startswith("-")][:1] if args[:1] == ["eval"] else []
+    opts = _CODE_OPTS["bun" if base == "bun" else lang]
+    code: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--" or not a.startswith("-") or a == "-":
+            break
+        if a.startswith("--"):
+            name, eq, value = a[1:].partition("=")
+            if name in opts:
+                if eq:
+                    code.append(value)
+                elif i + 1 < len(args):
+                    code.append(args[i + 1])
+                    i += 1
+            i += 1
+            continue
+        for j, c in enumerate(a[1:], 1):
+            if c in opts:
+                if a[j + 1 :]:
+                    code.append(a[j + 1 :])
+                elif i + 1 < len(args):
+                    code.append(args[i + 1])
+                    i += 1
+                break
+            if c in _VALUE_OPTS.get(lang, ""):
+                i += 0 if a[j + 1 :] else 1
+                break
+        i += 1
+        if lang == "python" and code:
+            break  # python -c CODE: the rest are sys.argv
+    return code
+
+
+def inline_runs(base: str, args: list[str]) -> str | None:
+    """Why the inline code of an interpreter is asked at `risky` (it runs a program, deletes or overwrites
+    files, or hides what it calls), or None (plain code: `python -c 'print(1+1)'`)."""
+    lang = inline_language(base)
+    code = inline_code(base, args)
+    if lang is None or not code:
+        return None
+    size = sum(len(text) for text in code)
+    if size > INLINE_MAX:
+        return f"{base}'s inline code is {size} characters: too long for the gate to read, so it is asked"
+    runs, hides = _INLINE[_LANG.get(lang, lang)]
+    for text in code:
+        m = runs.search(text)
+        if m is not None:
+            return f"{base}'s inline code calls {m.group(0).strip()[:40]!r} (it may run a program or change files)"
+        m = hides.search(text)
+        if m is not None:
+            return f"{base}'s inline code hides what it calls ({m.group(0).strip()[:40]!r}), so it is asked"
+    return None

@@ -121,6 +121,7 @@ class Part:
     runs_args: bool = False  # a program that runs a command given in its arguments (flock, chroot, watch...)
     stdin_code: bool = False  # an interpreter that reads its program from stdin (a pipe or heredoc)
     extra_args: bool = False  # xargs / find -exec: more arguments arrive at run time
+    via: tuple[Word, ...] = ()  # the package runner's words when this is the program it runs (npx X, uv run X)
     after_cd: bool = False  # an earlier part of the same line changes directory (cd, pushd, popd)
 
     @property
@@ -946,6 +947,8 @@ def _simple(words: list[Word], raw: _Raw, st: _Unwrap, depth: int) -> list[Part]
         out[0] = replace(out[0], stdin_code=True)
     if base == "find":
         out.extend(_find_exec(words, st.sudo, depth))
+    if base in PACKAGE_RUNNERS:
+        out.extend(_package_parts(base, words, st, depth))
     return out
 
 
@@ -1058,3 +1061,364 @@ def _closes(s: str, i: int) -> bool:
     """Whether the ``[`` at ``i`` has a ``]`` later in the same word (then it is a glob bracket)."""
     m = re.compile(r"[^\s;&|<>()]*").match(s, i + 1)
     return m is not None and "]" in m.group(0)
+
+
+# ------------------------------------------------------------------------------- package runners
+# Package runners run a program named in their arguments (npx X, uv run X, poetry run X): that program is a
+# part of its own, decided like any other (rules, risky names), beside the runner's own part (a rule on
+# `npx` still holds). Each runner's options are read with its real grammar; an option not listed is
+# refused (fail closed), as for the wrappers.
+PACKAGE_RUNNERS = frozenset(
+    {"npx", "npm", "pnpm", "pnpx", "yarn", "bunx", "bun", "uvx", "uv", "pipx", "poetry", "pdm", "hatch", "conda"}
+    | {"mamba", "micromamba", "pixi", "mise", "rye", "pipenv"}
+)
+# npm's own parser (nopt) and npx's front loop (bin/npx-cli.js), for the options listed: booleans, and
+# options taking a value. `-p` is --package for npx only; npx-cli resolves npm's shorthands first.
+_NPM_BOOL = frozenset(
+    (
+        "yes offline prefer-offline prefer-online workspaces include-workspace-root ignore-scripts "
+        "foreground-scripts legacy-peer-deps no-install quiet version help silent verbose global force json "
+        "dry-run audit fund progress"
+    ).split()
+)
+_NPM_VALUE = frozenset("package call workspace prefix registry cache userconfig loglevel".split())
+_NPM_SHORT = {
+    "y": "yes",
+    "q": "quiet",
+    "v": "version",
+    "h": "help",
+    "s": "silent",
+    "d": "verbose",
+    "dd": "verbose",
+    "ddd": "verbose",
+    "c": "call",
+    "w": "workspace",
+    "ws": "workspaces",
+    "g": "global",
+    "f": "force",
+}
+
+
+def _npm_key(text: str, npx: bool) -> tuple[str, bool]:
+    """(npm's name for an option word, whether its value is attached with =); unknown ones are refused."""
+    key, eq, _ = text.lstrip("-").partition("=")
+    key = "package" if npx and key == "p" else _NPM_SHORT.get(key, key)
+    if key in _NPM_BOOL or key in _NPM_VALUE or key == "no":
+        return key, bool(eq)
+    if key.startswith("no-") and key[3:] in _NPM_BOOL:
+        return key, bool(eq)
+    raise Unknown(f"npm option {text!r} is not known to the command checker")
+
+
+def _npx_split(words: list[Word]) -> list[Word]:
+    """Where npx-cli puts its `--`: before the first word it takes as positional. Any option that is not one
+    of npm's booleans takes the next word as its value when that word does not start with `-` (`--no rm x`)."""
+    i = 0
+    while i < len(words):
+        t = words[i].text
+        if words[i].dynamic and t[:1] in "$`-*?[{~":
+            raise Unknown(f"the option {t!r} is only known at run time")
+        if t == "--":
+            return words
+        if not t.startswith("-"):
+            return [*words[:i], Word("--"), *words[i:]]
+        key, eq = _npm_key(t, True)
+        nxt = words[i + 1].text if i + 1 < len(words) else "-"
+        if not eq and key not in _NPM_BOOL and (key in _NPM_VALUE or not nxt.startswith("-")):
+            i += 1
+        i += 1
+    return words
+
+
+def _nopt(words: list[Word], npx: bool) -> tuple[list[Word], dict[str, list[str]]]:
+    """npm's option parser: options anywhere before `--` (what it takes is not passed on), the positional
+    words in order; after `--` everything is positional."""
+    pos: list[Word] = []
+    opts: dict[str, list[str]] = {}
+    rest = list(words)
+    while rest:
+        w = rest.pop(0)
+        t = w.text
+        if w.dynamic and t[:1] in "$`-*?[{~":
+            raise Unknown(f"the option {t!r} is only known at run time")
+        if t == "--":
+            pos += rest
+            break
+        if not t.startswith("-") or t == "-":
+            pos.append(w)
+            continue
+        key, eq = _npm_key(t, npx)
+        if key in _NPM_VALUE and not eq:
+            if not rest or rest[0].text.startswith("-"):
+                raise Unknown(f"npm option {t!r} without its value")
+            opts.setdefault(key, []).append(rest.pop(0).text)
+        else:
+            opts.setdefault(key, []).append(t.partition("=")[2])
+            if not eq and rest and rest[0].text in ("true", "false"):
+                rest.pop(0)  # nopt: a boolean takes a following `true`/`false` (`npm exec --yes true rm x` runs rm)
+            elif not eq and rest and rest[0].dynamic:
+                raise Unknown(f"npm option {t!r} before a word only known at run time (it may be its value)")
+    return pos, opts
+
+
+def _npm_run(base: str, args: list[Word]) -> tuple[list[Word], str | None] | None:
+    """npx / npm exec / npm x: (the command, a --call string)."""
+    if base == "npm":
+        try:
+            pos, opts = _nopt(args, False)
+        except Unknown:
+            if any(w.text in ("exec", "x") for w in args):
+                raise
+            return None
+        if not pos or pos[0].text not in ("exec", "x"):
+            return None
+        pos = pos[1:]
+    else:
+        pos, opts = _nopt(_npx_split(args), True)
+    call = opts.get("call", [None])[-1]
+    if not pos and call is None:
+        raise Unknown(f"{base} exec without a command opens a shell")
+    if pos and "package" not in opts:
+        pos = [Word(_bin_name(pos[0].text), pos[0].dynamic), *pos[1:]]  # npx cowsay@1 hi runs cowsay
+    return pos, call
+
+
+def _bin_name(spec: str) -> str:
+    """The program a package spec runs: `cowsay@1.2` -> cowsay, `@scope/x@2` -> @scope/x, `ruff>=0.1` -> ruff."""
+    head, at, _ = spec[1:].partition("@") if spec.startswith("@") else spec.partition("@")
+    name = ("@" + head if spec.startswith("@") else head) if at else spec
+    return re.split(r"[\[=<>!~;]", name, maxsplit=1)[0] or spec
+
+
+# uv 0.13's own `--help` (uv run, uv tool run / uvx), and hidden flags it still takes (--native-tls, --preview)
+_UV_COMMON_FLAGS = tuple(
+    "no-cache managed-python no-managed-python no-python-downloads quiet verbose system-certs offline no-progress "
+    "no-config help native-tls preview no-preview".split()
+)
+_UV_COMMON_REQ = ("cache-dir", "color", "allow-insecure-host", "directory", "project", "config-file")
+_UV_GLOBAL = _Spec(flags="qvnhV", long_flags=_UV_COMMON_FLAGS + ("version",), long_req=_UV_COMMON_REQ)
+_UV_RESOLVE_FLAGS = tuple(
+    "no-env-file isolated no-index upgrade no-sources reinstall compile-bytecode no-build-isolation no-build "
+    "no-binary require-build-hashes no-require-build-hashes refresh".split()
+)
+_UV_RESOLVE_REQ = tuple(
+    "env-file with with-editable with-requirements python-platform index default-index index-url "
+    "extra-index-url find-links index-strategy keyring-provider upgrade-package upgrade-group resolution "
+    "prerelease prerelease-package fork-strategy exclude-newer exclude-newer-package no-sources-package "
+    "reinstall-package link-mode config-setting config-settings-package no-build-isolation-package "
+    "no-build-package no-binary-package refresh-package python".split()
+)
+_UV_RUN = _Spec(
+    flags="msUnqvh",
+    req="wifPCp",
+    long_flags=_UV_COMMON_FLAGS
+    + _UV_RESOLVE_FLAGS
+    + tuple(
+        "all-extras no-dev only-dev no-default-groups all-groups module no-editable exact active no-sync locked "
+        "frozen script gui-script all-packages no-project dev inexact no-active".split()
+    ),
+    long_req=_UV_COMMON_REQ
+    + _UV_RESOLVE_REQ
+    + ("extra", "no-extra", "group", "no-group", "only-group", "no-editable-package", "package"),
+)
+_UV_TOOL_RUN = _Spec(
+    flags="UnqvhV",
+    req="wcbifPCp",
+    long_flags=_UV_COMMON_FLAGS + _UV_RESOLVE_FLAGS + ("lfs", "version"),
+    long_req=_UV_COMMON_REQ
+    + _UV_RESOLVE_REQ
+    + ("from", "constraints", "build-constraints", "overrides", "torch-backend"),
+)
+_PIPX_RUN = _Spec(
+    flags="hevq",
+    req="i",
+    long_flags=("help", "no-cache", "pypi", "path", "editable", "verbose", "quiet", "fetch-missing-python"),
+    long_req=("index-url", "pip-args", "python", "spec"),
+)
+_POETRY = _Spec(
+    flags="qvnhV",
+    req="CP",
+    long_flags=("quiet", "verbose", "no-interaction", "no-plugins", "no-cache", "ansi", "no-ansi", "help", "version"),
+    long_req=("directory", "project"),
+)
+_PDM_RUN = _Spec(
+    flags="hvqglsj",
+    req="p",
+    long_flags=("help", "verbose", "quiet", "global", "list", "site-packages", "json", "recreate"),
+    long_req=("project", "venv", "skip"),
+)
+_HATCH = _Spec(
+    flags="hvq",
+    req="ep",
+    long_flags=("help", "verbose", "quiet", "color", "no-color", "interactive", "no-interactive"),
+    long_req=("env", "project", "data-dir", "cache-dir", "config"),
+)
+_CONDA_RUN = _Spec(
+    flags="hvsd",
+    req="npare",
+    long_flags=("help", "verbose", "dev", "debug-wrapper-scripts", "no-capture-output", "live-stream", "detach")
+    + ("clean-env",),
+    long_req=("name", "prefix", "cwd", "attach", "env", "label", "root-prefix"),
+)
+_PIXI_RUN = _Spec(
+    flags="hvqx",
+    req="e",
+    long_flags=("help", "verbose", "quiet", "frozen", "locked", "clean-env", "force-activate", "no-install")
+    + ("revalidate", "skip-deps", "executable", "tls-no-verify", "no-progress"),
+    long_req=("manifest-path", "environment", "auth-file", "pypi-keyring-provider", "color", "concurrent-solves"),
+)
+_PIXI_EXEC = _Spec(
+    flags="hvq",
+    req="scpw",
+    long_flags=("help", "verbose", "quiet", "force-reinstall", "list", "tls-no-verify", "no-progress"),
+    long_req=("spec", "channel", "platform", "with", "auth-file", "color"),
+)
+_RYE_RUN = _Spec(flags="hlvq", long_flags=("help", "list", "verbose", "quiet"), long_req=("pyproject",))
+_PIPENV_RUN = _Spec(
+    flags="hvq", long_flags=("help", "verbose", "quiet", "system", "site-packages"), long_req=("python", "pypi-mirror")
+)
+_BUNX = _Spec(
+    flags="h",
+    req="p",
+    long_flags=("help", "bun", "no-install", "verbose", "silent"),
+    long_req=("package",),
+)
+_PNPM = _Spec(
+    flags="hrwsc",
+    req="CF",
+    long_flags=("help", "recursive", "workspace-root", "silent", "stream", "parallel", "aggregate-output", "color")
+    + ("no-color", "reverse", "report-summary", "shell-mode", "no-reporter-hide-prefix", "if-present"),
+    long_req=("dir", "filter", "filter-prod", "reporter", "loglevel", "workspace-concurrency", "resume-from"),
+)
+_PNPM_DLX = _Spec(
+    flags="hcs", long_flags=("help", "shell-mode", "silent"), long_req=("package", "allow-build", "reporter")
+)
+_YARN_DLX = _Spec(flags="hq", req="p", long_flags=("help", "quiet"), long_req=("package",))
+_MISE = _Spec(
+    flags="hqvy",
+    req="Cjc",
+    long_flags=("help", "quiet", "verbose", "yes", "raw", "no-prepare", "fresh-env"),
+    long_req=("cd", "jobs", "command"),
+)
+# pnpm's own commands: `pnpm WORD` with any other word runs a script or a program of the project
+_PNPM_COMMANDS = frozenset(
+    (
+        "add i install it install-test update up upgrade remove rm uninstall un link ln unlink import rebuild rb "
+        "prune fetch patch patch-commit patch-remove audit list ls outdated why licenses run run-script test t "
+        "start create publish pack recursive server store root bin env setup init deploy doctor config c get set "
+        "cat-file cat-index find-hash self-update approve-builds ignored-builds dedupe view info login logout "
+        "whoami owner dist-tag search docs help version stop restart prepack"
+    ).split()
+)
+# runners whose program is fetched by name (not the workspace's own): the part they run is the package's
+# program; see is_risky for why fetching alone is not asked
+_SUBCOMMANDS: dict[str, tuple[_Spec | None, dict[str, _Spec]]] = {
+    "uv": (_UV_GLOBAL, {"run": _UV_RUN, "tool run": _UV_TOOL_RUN, "tool uvx": _UV_TOOL_RUN}),
+    "pipx": (_Spec(flags="hvq", long_flags=("help", "verbose", "quiet")), {"run": _PIPX_RUN}),
+    "poetry": (_POETRY, {"run": _POETRY}),
+    "pdm": (_PDM_RUN, {"run": _PDM_RUN}),
+    "hatch": (_HATCH, {"run": _Spec(flags="h", long_flags=("help",))}),
+    "conda": (_CONDA_RUN, {"run": _CONDA_RUN}),
+    "mamba": (_CONDA_RUN, {"run": _CONDA_RUN}),
+    "micromamba": (_CONDA_RUN, {"run": _CONDA_RUN}),
+    "pixi": (_PIXI_RUN, {"run": _PIXI_RUN, "exec": _PIXI_EXEC}),
+    "rye": (_RYE_RUN, {"run": _RYE_RUN}),
+    "pipenv": (_PIPENV_RUN, {"run": _PIPENV_RUN}),
+    "bun": (_BUNX, {"x": _BUNX}),
+    "yarn": (_YARN_DLX, {"dlx": _YARN_DLX, "exec": _Spec(flags="h", long_flags=("help",))}),
+    # pnpm exec's options go in front of `exec`; what follows it is the command's (an option there is refused)
+    "pnpm": (_PNPM, {"dlx": _PNPM_DLX, "exec": _Spec(flags="h", long_flags=("help",))}),
+    "mise": (_MISE, {"exec": _MISE, "x": _MISE}),
+}
+_DIRECT = {"uvx": _UV_TOOL_RUN, "bunx": _BUNX, "pnpx": _PNPM_DLX}
+_SHELL_MODE = ("-c", "--shell-mode", "--command")
+
+
+def _runner_command(base: str, args: list[Word]) -> tuple[list[Word], str | None] | None:
+    """What a package runner runs: (its argv, a shell string it runs), or None when it runs nothing."""
+    if base in ("npx", "npm"):
+        return _npm_run(base, args)
+    if base in _DIRECT:
+        opts, rest = _options(args, _DIRECT[base])
+        return _named_program(base, rest, opts, fetched=True)
+    glob, subs = _SUBCOMMANDS[base]
+    try:
+        opts, rest = _options(args, glob) if glob is not None else ([], list(args))
+    except Unknown:
+        if any(w.text in {k.split()[0] for k in subs} for w in args):
+            raise
+        return None
+    if len(rest) > 1 and rest[0].text == "tool" and glob is not None:  # `uv tool -q run`: globals go anywhere
+        between, after = _options(rest[1:], glob)
+        opts, rest = opts + between, [rest[0], *after]
+    words = [w.text for w in rest]
+    for sub, spec in subs.items():
+        n = len(sub.split())
+        if words[:n] == sub.split() and not any(w.dynamic for w in rest[:n]):
+            more, rest = _options(rest[n:], spec)
+            fetched = sub in ("dlx", "x", "tool run") or (base, sub) in (("pipx", "run"), ("pixi", "exec"))
+            return _named_program(base, rest, opts + more, fetched=fetched)
+    if rest and rest[0].dynamic:
+        raise Unknown(f"{base} {rest[0].text!r}: a subcommand only known at run time")
+    if base == "pnpm" and rest and rest[0].text not in _PNPM_COMMANDS:
+        return _named_program(base, rest, opts, fetched=False)  # `pnpm jest`: a script or the project's program
+    return None
+
+
+def _named_program(
+    base: str, rest: list[Word], opts: list[tuple[str, str | None]], fetched: bool
+) -> tuple[list[Word], str | None]:
+    names = {o for o, _ in opts}
+    call = next((v for o, v in opts if o in ("-c", "--command") and v is not None and base == "mise"), None)
+    if base == "mise":  # mise exec TOOL@VERSION... -- COMMAND
+        i = next((k for k, w in enumerate(rest) if w.text == "--" and not w.dynamic), None)
+        rest = [] if i is None else rest[i + 1 :]
+    elif rest and rest[0].text == "--" and not rest[0].dynamic:
+        rest = rest[1:]
+    if base in ("pnpm", "pnpx") and names & set(_SHELL_MODE):
+        if any(w.dynamic for w in rest):
+            raise Unknown(f"{base} --shell-mode with words only known at run time")
+        call, rest = " ".join(w.text for w in rest), []  # shell mode: the words are a shell command
+    if base == "yarn" and rest and any(re.search(r"[\s;&|<>()$`\\\"'*?]", w.text) for w in rest):
+        raise Unknown("yarn exec runs its words in a shell: not followed with shell syntax in them")
+    if not rest and call is None:
+        raise Unknown(f"{base} without a command to run is not followed")
+    if rest and base == "hatch":
+        if rest[0].text.startswith(("+", "-")):
+            raise Unknown("hatch run with a matrix selection is not followed")
+        name = rest[0].text.rsplit(":", 1)[-1] if "/" not in rest[0].text else rest[0].text
+        rest = [Word(name, rest[0].dynamic), *rest[1:]]
+    if rest and fetched and not names & {"--from", "--spec", "--package", "-p"}:
+        rest = [Word(_bin_name(rest[0].text), rest[0].dynamic), *rest[1:]]
+    if rest:  # the program word is never an assignment to the runner (`uv run A=1` runs a program `A=1`)
+        rest = [replace(rest[0], assign=False), *rest[1:]]
+    if rest and base == "uv" and names & {"-m", "--module"}:
+        rest = [Word("python"), Word("-m"), *rest]
+    return rest, call
+
+
+def _package_parts(base: str, words: list[Word], st: _Unwrap, depth: int) -> list[Part]:
+    """The parts a package runner runs (its own part is made by the caller)."""
+    got = _runner_command(base, words[1:])
+    if got is None:
+        return []
+    argv, call = got
+    if depth + 1 > MAX_DEPTH:  # `npx npx npx ...`: followed iteratively by nothing, so bounded like `bash -c`
+        raise Unknown(f"package runners nested more than {MAX_DEPTH} deep")
+    inner: list[Part] = []
+    if call is not None:
+        inner += _parse(call, depth + 1)
+    if argv:
+        if argv[0].dynamic:
+            raise Unknown(f"{base} runs {argv[0].text!r}, only known at run time")
+        inner += _unwrap(_Raw(list(argv)), depth + 1)
+    return [
+        replace(
+            p,
+            sudo=p.sudo or st.sudo,
+            env=tuple(st.env) + p.env,
+            extra_args=p.extra_args or st.extra,
+            via=p.via or tuple(words),
+        )
+        for p in inner
+    ]
