@@ -10,8 +10,6 @@ import asyncio
 import json
 import os
 import shutil
-import socket
-import threading
 import uuid
 from pathlib import Path
 
@@ -21,52 +19,18 @@ from websockets.asyncio.client import connect
 from ensure_projects import PackageIndex
 from oh.protocol.consent import Policy, parse_rules
 from oh.protocol.sandbox import Spec
-from oh.runtimes.local.sandbox import check
+from sandboxed import Listener, needs_bwrap, reach_and_write
 
 from .conftest import TOKEN
 from .peers import EchoEditor, serve_headless
 
-pytestmark = [
-    pytest.mark.skipif(not check().ok, reason="bubblewrap cannot run here: " + check().problem),
-    pytest.mark.timeout(180),
-]
+pytestmark = [needs_bwrap, pytest.mark.timeout(180)]
 
 WAIT = 60
 
 
 def _policy(workspace: Path, level: str = "never") -> Policy:
     return Policy(level, parse_rules((), (), ()), str(workspace.resolve()), "/nonexistent-home", ())
-
-
-class Listener:
-    """A loopback TCP server on an ephemeral port, keeping what each connection sent (bounded accept loop)."""
-
-    def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.sock.settimeout(0.2)
-        self.port = self.sock.getsockname()[1]
-        self.got: list[bytes] = []
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-
-    def _serve(self) -> None:
-        while not self.stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                continue
-            with conn:
-                conn.settimeout(5)
-                try:
-                    self.got.append(conn.recv(100))
-                except OSError:
-                    self.got.append(b"")
-
-    def close(self) -> None:
-        self.stop.set()
-        self.thread.join(5)
-        self.sock.close()
 
 
 @pytest.fixture
@@ -115,10 +79,7 @@ async def test_network_escalation_in_the_editor_reaches_loopback_only_when_appro
     b = await make_backend("vscode", consent=_policy(workspace), sandbox=Spec())
     _editor, task = await serve_headless(b, workspace)
     server = Listener()
-    probe = (
-        f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {server.port}), 5).sendall(b'hi')\" "
-        f"&& echo REACHED; touch {outside} && echo WROTE"
-    )
+    probe = reach_and_write(server.port, outside)
     why = {"sandbox": "network", "reason": "fetches from a loopback index"}
     ag = await _agent(b)
     try:
