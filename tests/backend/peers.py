@@ -1,4 +1,6 @@
-"""Small real-socket peers for backend tests (an echo editor whose behaviour tests control)."""
+"""Small real-socket peers for backend tests: an echo editor whose behaviour tests control, the real headless
+editor, an agent, and the control leg a decider answers approval requests on (the in-process counterpart of `oh
+approvals` / `oh approve`; one copy for the consent and escalation tests)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,39 @@ from websockets.asyncio.client import connect
 
 from oh.editor.peer import HeadlessEditor
 from oh.protocol.events import read_observation
+
+from .conftest import TOKEN
+
+
+async def agent(b):
+    """An agent connection to backend ``b`` (the test token)."""
+    url = f"ws://127.0.0.1:{b.port}/v1/agent"
+    return await connect(url, additional_headers={"Authorization": f"Bearer {TOKEN}"})
+
+
+async def control(b, token: str, frame: dict) -> dict:
+    """One control request on its own connection authenticated with ``token``: its answer (bounded: 10 s)."""
+    url = f"ws://127.0.0.1:{b.port}/v1/control"
+    async with connect(url, additional_headers={"Authorization": f"Bearer {token}"}) as ctl:
+        await ctl.send(json.dumps(frame))
+        return json.loads(await asyncio.wait_for(ctl.recv(), 10))
+
+
+async def pending(b, n: int = 1) -> list[dict]:
+    """The approval requests waiting, once there are at least ``n`` (bounded: 1000 polls, 20 s of sleep)."""
+    for _ in range(1000):
+        rows = (await control(b, TOKEN, {"type": "approvals", "op": "list"}))["approvals"]
+        if len(rows) >= n:
+            return rows
+        await asyncio.sleep(0.02)
+    raise AssertionError("no pending approval")
+
+
+async def answer(b, op: str) -> None:
+    """Wait for the approval question, then answer the first one ``op`` ("allow" / "reject") as the decider."""
+    [row, *_] = await pending(b)
+    said = await control(b, b.decider_token, {"type": "approvals", "op": op, "id": row["id"], "via": "cli"})
+    assert said["results"][0]["outcome"] in ("allowed", "rejected"), said
 
 
 async def serve_headless(b, workspace, **options) -> tuple[HeadlessEditor, asyncio.Task]:

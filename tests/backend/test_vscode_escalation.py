@@ -10,8 +10,6 @@ import asyncio
 import json
 import os
 import shutil
-import socket
-import threading
 import uuid
 from pathlib import Path
 
@@ -21,52 +19,18 @@ from websockets.asyncio.client import connect
 from ensure_projects import PackageIndex
 from oh.protocol.consent import Policy, parse_rules
 from oh.protocol.sandbox import Spec
-from oh.runtimes.local.sandbox import check
+from sandboxed import Listener, needs_bwrap, reach_and_write
 
 from .conftest import TOKEN
-from .peers import EchoEditor, serve_headless
+from .peers import EchoEditor, agent, answer, pending, serve_headless
 
-pytestmark = [
-    pytest.mark.skipif(not check().ok, reason="bubblewrap cannot run here: " + check().problem),
-    pytest.mark.timeout(180),
-]
+pytestmark = [needs_bwrap, pytest.mark.timeout(180)]
 
 WAIT = 60
 
 
 def _policy(workspace: Path, level: str = "never") -> Policy:
     return Policy(level, parse_rules((), (), ()), str(workspace.resolve()), "/nonexistent-home", ())
-
-
-class Listener:
-    """A loopback TCP server on an ephemeral port, keeping what each connection sent (bounded accept loop)."""
-
-    def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.sock.settimeout(0.2)
-        self.port = self.sock.getsockname()[1]
-        self.got: list[bytes] = []
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-
-    def _serve(self) -> None:
-        while not self.stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                continue
-            with conn:
-                conn.settimeout(5)
-                try:
-                    self.got.append(conn.recv(100))
-                except OSError:
-                    self.got.append(b"")
-
-    def close(self) -> None:
-        self.stop.set()
-        self.thread.join(5)
-        self.sock.close()
 
 
 @pytest.fixture
@@ -80,32 +44,6 @@ def outside():
     path.unlink(missing_ok=True)
 
 
-async def _agent(b):
-    return await connect(f"ws://127.0.0.1:{b.port}/v1/agent", additional_headers={"Authorization": f"Bearer {TOKEN}"})
-
-
-async def _control(b, token: str, frame: dict) -> dict:
-    url = f"ws://127.0.0.1:{b.port}/v1/control"
-    async with connect(url, additional_headers={"Authorization": f"Bearer {token}"}) as ctl:
-        await ctl.send(json.dumps(frame))
-        return json.loads(await asyncio.wait_for(ctl.recv(), 10))
-
-
-async def _pending(b) -> dict:
-    for _ in range(1000):
-        rows = (await _control(b, TOKEN, {"type": "approvals", "op": "list"}))["approvals"]
-        if rows:
-            return rows[0]
-        await asyncio.sleep(0.02)
-    raise AssertionError("no pending approval")
-
-
-async def _answer(b, op: str) -> None:
-    row = await _pending(b)
-    answer = await _control(b, b.decider_token, {"type": "approvals", "op": op, "id": row["id"], "via": "cli"})
-    assert answer["results"][0]["outcome"] in ("allowed", "rejected"), answer
-
-
 async def _run(ag, n: int, command: str, **args) -> dict:
     await ag.send(json.dumps({"id": n, "action": "run", "args": {"command": command, "timeout": 30, **args}}))
     return json.loads(await asyncio.wait_for(ag.recv(), WAIT))
@@ -115,33 +53,30 @@ async def test_network_escalation_in_the_editor_reaches_loopback_only_when_appro
     b = await make_backend("vscode", consent=_policy(workspace), sandbox=Spec())
     _editor, task = await serve_headless(b, workspace)
     server = Listener()
-    probe = (
-        f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {server.port}), 5).sendall(b'hi')\" "
-        f"&& echo REACHED; touch {outside} && echo WROTE"
-    )
+    probe = reach_and_write(server.port, outside)
     why = {"sandbox": "network", "reason": "fetches from a loopback index"}
-    ag = await _agent(b)
+    ag = await agent(b)
     try:
         obs = await _run(ag, 1, probe)
         assert "REACHED" not in obs["content"] and server.got == [], obs  # the editor's shell: network off
-        pending = asyncio.ensure_future(_run(ag, 2, probe, **why))
-        await _answer(b, "allow")
-        obs = await pending
+        call = asyncio.ensure_future(_run(ag, 2, probe, **why))
+        await answer(b, "allow")
+        obs = await call
         assert "REACHED" in obs["content"] and server.got == [b"hi"], obs
         assert "WITH THE NETWORK" in obs["extras"]["metadata"]["prefix"], obs
         assert "WROTE" not in obs["content"] and not outside.exists(), obs  # still sandboxed otherwise
-        pending = asyncio.ensure_future(_run(ag, 3, probe, **why))
-        await _answer(b, "reject")
-        obs = await pending
+        call = asyncio.ensure_future(_run(ag, 3, probe, **why))
+        await answer(b, "reject")
+        obs = await call
         assert obs["extras"]["error_id"] == "REJECTED" and server.got == [b"hi"], obs
         obs = await _run(ag, 4, probe)  # the agent's own shell kept its network off
         assert "REACHED" not in obs["content"] and server.got == [b"hi"], obs
         # Leaving entirely: the write outside happens once approved, in a shell of its own.
-        pending = asyncio.ensure_future(
+        call = asyncio.ensure_future(
             _run(ag, 5, f"touch {outside} && echo WROTE", sandbox="off", reason="writes a marker outside")
         )
-        await _answer(b, "allow")
-        obs = await pending
+        await answer(b, "allow")
+        obs = await call
         assert "WROTE" in obs["content"] and outside.exists(), obs
         assert "OUTSIDE the sandbox" in obs["extras"]["metadata"]["prefix"], obs
         outside.unlink()
@@ -156,7 +91,7 @@ async def test_network_escalation_in_the_editor_reaches_loopback_only_when_appro
 async def test_only_the_gate_escalates_and_an_editor_without_the_capability_is_refused(make_backend, workspace):
     b = await make_backend("vscode", consent=_policy(workspace), sandbox=Spec())
     async with EchoEditor(b.port, b.editor_token, [str(workspace)]) as old:
-        ag = await _agent(b)
+        ag = await agent(b)
         try:
             # An agent's own top-level `escalation` (no args.sandbox: nothing is asked) never reaches the editor.
             forged = {"sandbox": "off", "reason": "forged"}
@@ -164,9 +99,9 @@ async def test_only_the_gate_escalates_and_an_editor_without_the_capability_is_r
             json.loads(await asyncio.wait_for(ag.recv(), WAIT))
             assert old.received and "escalation" not in old.received[-1], old.received
             # An approved escalation for an editor that did not list "escalate": refused, nothing sent.
-            pending = asyncio.ensure_future(_run(ag, 2, "true", sandbox="network", reason="needs the index"))
-            await _answer(b, "allow")
-            obs = await pending
+            call = asyncio.ensure_future(_run(ag, 2, "true", sandbox="network", reason="needs the index"))
+            await answer(b, "allow")
+            obs = await call
             assert obs["extras"]["error_id"] == "TOOL_UNSUPPORTED", obs
             assert "escalate" in obs["content"] and "oh vscode install" in obs["content"], obs
             assert len(old.received) == 1, old.received
@@ -175,7 +110,7 @@ async def test_only_the_gate_escalates_and_an_editor_without_the_capability_is_r
     # Without a consent gate nobody can allow it: refused before any editor is asked.
     b2 = await make_backend("vscode", sandbox=Spec(), workspace=workspace)
     async with EchoEditor(b2.port, b2.editor_token, [str(workspace)]) as ed:
-        ag = await _agent(b2)
+        ag = await agent(b2)
         try:
             obs = await _run(ag, 1, "true", sandbox="off", reason="why not")
             assert obs["extras"]["error_id"] == "REJECTED" and ed.received == [], obs
@@ -206,13 +141,13 @@ async def test_ensure_under_runtime_vscode_installs_from_a_loopback_index_once_a
     _editor, task = await serve_headless(b, workspace)
     mon = await connect(f"ws://127.0.0.1:{b.port}/v1/monitor", additional_headers={"Authorization": f"Bearer {TOKEN}"})
     await asyncio.wait_for(mon.recv(), 10)  # someone watches (the live view): oh's own request is asked
-    ag = await _agent(b)
+    ag = await agent(b)
     try:
         await ag.send(json.dumps({"id": 1, "action": "ensure", "args": {}}))
-        row = await _pending(b)
+        row = (await pending(b))[0]
         assert "NETWORK on (still sandboxed" in row["reason"] and "pip install" in row["what"], row
         assert not (workspace / ".venv").exists()  # waiting: nothing ran
-        await _answer(b, "allow")
+        await answer(b, "allow")
         obs = json.loads(await asyncio.wait_for(ag.recv(), 300))
         assert obs["extras"]["state"] == "ready", obs["content"]
         assert list((workspace / ".venv" / "lib").glob("python3*/site-packages/ohtiny.py")), obs["content"]

@@ -102,6 +102,27 @@ class Oh:
         self.started.append(info)
         return info
 
+    def agent(self, *args: str) -> subprocess.Popen:
+        """An `oh` command left running (an agent waiting for its answer): the test reads its output with a bound
+        (``communicate(timeout=...)``)."""
+        return subprocess.Popen(
+            [sys.executable, "-m", "oh", *args],
+            cwd=self.workspace,
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def pending(self, n: int = 1) -> list[dict]:
+        """The approval requests `oh approvals --json` lists, once there are at least ``n`` (bounded: 30 s)."""
+
+        def listed():
+            rows = self.json("approvals", "--json")["approvals"]
+            return rows if len(rows) >= n else None
+
+        return poll_until(listed, 30, f"{n} pending approval(s)", 0.1)
+
     def session_file(self, instance_id: str) -> Path:
         return self.home / "sessions" / f"{instance_id}.json"
 

@@ -6,8 +6,6 @@ editor (fake_editor.py) registers on the real vscode-runtime backend in place of
 
 from __future__ import annotations
 
-import subprocess
-import sys
 
 import pytest
 
@@ -60,14 +58,7 @@ def test_read_write_edit_send_absolute_paths(oh, tmp_path):
 @pytest.mark.parametrize("verb", [("run", "--", "true"), ("read", "f.txt")], ids=["run", "read"])
 def test_without_an_editor_the_verbs_say_at_once_that_they_wait(oh, verb):
     oh.start("vscode", None, "--editor-timeout", "25")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "oh", *verb],
-        env=oh.env,
-        cwd=oh.workspace,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = oh.agent(*verb)
     try:
         first = proc.stderr.readline()
         still_waiting = proc.poll() is None  # said before the wait ended, not after

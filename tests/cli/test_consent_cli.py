@@ -6,22 +6,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 from .conftest import wait_for
 
 AGENT_WAIT = 60
-
-
-def _agent(oh, *args: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "oh", *args],
-        cwd=oh.workspace,
-        env=oh.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
 
 
 def _finish(proc: subprocess.Popen) -> tuple[int, str, str]:
@@ -29,18 +17,10 @@ def _finish(proc: subprocess.Popen) -> tuple[int, str, str]:
     return proc.returncode, out, err
 
 
-def _pending(oh, n: int = 1) -> list[dict]:
-    def listed():
-        rows = oh.json("approvals", "--json")["approvals"]
-        return rows if len(rows) >= n else None
-
-    return wait_for(listed, timeout=30, interval=0.1, what=f"{n} pending approval(s)")
-
-
 def test_approve_reject_and_always(oh):
     oh.start("local", None, "--consent", "commands")
-    agent = _agent(oh, "run", "touch made.txt && echo made")
-    [row] = _pending(oh)
+    agent = oh.agent("run", "touch made.txt && echo made")
+    [row] = oh.pending()
     assert row["what"] == "touch made.txt && echo made" and row["always"] == ["run: touch *", "run: echo *"]
     assert not (oh.workspace / "made.txt").exists()
     listing = oh("approvals", check=0).stdout
@@ -49,15 +29,15 @@ def test_approve_reject_and_always(oh):
     rc, out, err = _finish(agent)
     assert rc == 0 and "made" in out and (oh.workspace / "made.txt").exists()
 
-    agent = _agent(oh, "run", "touch nope.txt")
-    [row] = _pending(oh)
+    agent = oh.agent("run", "touch nope.txt")
+    [row] = oh.pending()
     oh("reject", row["id"], "--reason", "use the build dir", check=0)
     rc, out, err = _finish(agent)
     assert rc != 0 and "REJECTED" in (out + err) and "use the build dir" in (out + err)
     assert not (oh.workspace / "nope.txt").exists()
 
-    agent = _agent(oh, "run", "ls")
-    [row] = _pending(oh)
+    agent = oh.agent("run", "ls")
+    [row] = oh.pending()
     res = oh.json("approve", row["id"], "--always", "--json")
     assert res["results"][0]["rules"] == ["run: ls *"] and res["saved_to"]
     assert _finish(agent)[0] == 0
@@ -76,7 +56,7 @@ def test_self_approval_routes_are_refused(oh):
     info = oh.start("local", None, "--consent", "risky", "--review")
     sess = oh.session(info["instance_id"])
     assert sess["decider_token"] and sess["decider_token"] != sess["token"]
-    agent = _agent(oh, "write", "f.txt", "--content", "x")  # a change: review mode asks (a proposal)
+    agent = oh.agent("write", "f.txt", "--content", "x")  # a change: review mode asks (a proposal)
     proposal = wait_for(
         lambda: (oh.json("review", "--json")["proposals"] or [None])[0], timeout=30, interval=0.1, what="proposal"
     )
@@ -91,9 +71,9 @@ def test_self_approval_routes_are_refused(oh):
             assert json.loads(ws.recv(timeout=10))["error_id"] == "FORBIDDEN"
     # 2. its own shell running oh's deciding commands, or reading oh's files: each one waits for consent itself
     runs = [
-        _agent(oh, "run", cmd) for cmd in ("oh review accept --all", "oh approve c1", f"cat {oh.home}/sessions/*.json")
+        oh.agent("run", cmd) for cmd in ("oh review accept --all", "oh approve c1", f"cat {oh.home}/sessions/*.json")
     ]
-    rows = _pending(oh, 3)
+    rows = oh.pending(3)
     assert sorted(r["what"] for r in rows) == sorted(
         ("oh review accept --all", "oh approve c1", f"cat {oh.home}/sessions/*.json")
     )
@@ -124,8 +104,8 @@ def test_workspace_file_only_tightens(oh):
     oh.started.append({"pid": _pid(oh)})  # stopped at teardown
     res = oh.json("run", "--json", "touch x")
     assert res["extras"]["error_id"] == "REJECTED" and "deny run: touch *" in res["content"]
-    agent = _agent(oh, "run", "rm -f y")  # the workspace's allow rule is ignored: rm is risky, so it asks
-    [row] = _pending(oh)
+    agent = oh.agent("run", "rm -f y")  # the workspace's allow rule is ignored: rm is risky, so it asks
+    [row] = oh.pending()
     oh("reject", row["id"], check=0)
     _finish(agent)
 
@@ -141,8 +121,8 @@ def test_the_decider_token_leaks_nowhere(oh):
     info = oh.start("local", None, "--consent", "commands", "--approval-timeout", "30")
     decider = oh.session(info["instance_id"])["decider_token"]
     assert len(decider) >= 40
-    agent = _agent(oh, "run", "env; ps -eo args")
-    [row] = _pending(oh)
+    agent = oh.agent("run", "env; ps -eo args")
+    [row] = oh.pending()
     oh("approve", row["id"], check=0)
     rc, out, err = _finish(agent)
     assert rc == 0 and "PATH=" in out

@@ -5,31 +5,17 @@ agent's shell cannot learn where oh keeps its state from its parent's /proc entr
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
-from .conftest import wait_for
 
 AGENT_WAIT = 60
-
-
-def _agent(oh, *args: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "oh", *args],
-        cwd=oh.workspace,
-        env=oh.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
 
 
 def test_approvals_show_the_whole_command(oh):
     oh.start("local", None, "--consent", "commands")
     command = "echo start\n" + "\n".join(f"echo line{i} {'x' * 90}" for i in range(40)) + "\ntouch hidden-at-the-end"
-    agent = _agent(oh, "run", command)
+    agent = oh.agent("run", command)
     try:
-        rows = wait_for(lambda: oh.json("approvals", "--json")["approvals"] or None, timeout=30, what="the ask")
+        rows = oh.pending()
         assert rows[0]["command"] == command  # --json: the whole command, newlines included
         plain = oh("approvals", check=0).stdout
         assert "touch hidden-at-the-end" in plain and "line39" in plain and "command (whole):" in plain
@@ -54,9 +40,9 @@ def test_a_command_near_the_limit_is_shown_whole_and_100_kib_is_refused(oh):
     with the reason, never asked."""
     oh.start("local", None, "--consent", "commands")
     command = "echo " + "x" * (60 * 1024) + "; touch hidden-after-60k"
-    agent = _agent(oh, "run", command)
+    agent = oh.agent("run", command)
     try:
-        rows = wait_for(lambda: oh.json("approvals", "--json")["approvals"] or None, timeout=30, what="the ask")
+        rows = oh.pending()
         assert rows[0]["command"] == command
         plain = oh("approvals", check=0).stdout
         assert "touch hidden-after-60k" in plain and plain.count("x") >= 60 * 1024
@@ -93,7 +79,7 @@ def test_the_live_view_shows_every_line_of_the_asked_command(oh):
     term = Term(oh, "--runtime", "local", "--consent", "commands", cols=120, rows=40)
     try:
         term.session()
-        agent = _agent(oh, "run", "echo first\necho second\ntouch hidden-on-line-three")
+        agent = oh.agent("run", "echo first\necho second\ntouch hidden-on-line-three")
         term.see("touch hidden-on-line-three")  # the third line of the command, not only its summary
         term.wait(lambda t: "y allow" in t, what="the question")
         term.child.send("n")
@@ -109,7 +95,7 @@ def test_the_live_view_names_what_does_not_fit_and_where_to_read_it(oh):
     term = Term(oh, "--runtime", "local", "--consent", "commands", cols=120, rows=40)
     try:
         term.session()
-        agent = _agent(oh, "run", "echo " + "z" * (20 * 1024) + "; touch hidden-in-a-long-line")
+        agent = oh.agent("run", "echo " + "z" * (20 * 1024) + "; touch hidden-in-a-long-line")
         term.see("shows the whole command")  # the lines that do not fit are counted, with where to read them
         term.wait(lambda t: "more lines: `oh approvals`" in t and "y allow" in t, what="the note and the question")
         term.child.send("n")

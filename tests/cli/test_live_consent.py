@@ -10,7 +10,7 @@ import sys
 
 from .conftest import wait_for
 from .terminal import Term, read_until
-from .test_consent_cli import _agent, _finish
+from .test_consent_cli import _finish
 
 
 def _see_question(term: Term, command: str) -> None:
@@ -29,21 +29,21 @@ def test_rich_view_keys_answer_the_waiting_action(oh):
     term = Term(oh, "--runtime", "local", "--consent", "commands", cols=120, rows=30)
     try:
         term.session()
-        agent = _agent(oh, "run", "touch by-y.txt")
+        agent = oh.agent("run", "touch by-y.txt")
         _see_question(term, "touch by-y.txt")
         assert not (oh.workspace / "by-y.txt").exists()
         term.child.send("y")
         rc, out, err = _finish(agent)
         assert rc == 0 and (oh.workspace / "by-y.txt").exists()
 
-        agent = _agent(oh, "run", "touch by-n.txt")
+        agent = oh.agent("run", "touch by-n.txt")
         _see_question(term, "touch by-n.txt")
         term.child.send("n")
         rc, out, err = _finish(agent)
         assert rc != 0 and "REJECTED" in out + err and "live view" in out + err
         assert not (oh.workspace / "by-n.txt").exists()
 
-        agent = _agent(oh, "run", "uname")
+        agent = oh.agent("run", "uname")
         term.see("always (run: uname *)")
         term.child.send("a")
         assert _finish(agent)[0] == 0
@@ -71,7 +71,7 @@ def test_plain_view_with_a_terminal_on_stdin(oh):
     os.close(slave)
     try:
         read_until(proc, lambda line: "consent: risky" in line)
-        agent = _agent(oh, "run", "rm -f nothing-here")
+        agent = oh.agent("run", "rm -f nothing-here")
         lines = read_until(proc, lambda line: "awaiting your consent" in line)
         assert "rm -f nothing-here" in lines[-1] and "y = allow" in lines[-1]
         os.write(master, b"y")
@@ -123,7 +123,7 @@ def test_always_from_an_editor_is_saved_by_the_live_view(oh):
                 )
             )
             assert json.loads(ed.recv(timeout=10))["type"] == "registered"
-            agent = _agent(oh, "run", "hostname")
+            agent = oh.agent("run", "hostname")
             while True:
                 frame = json.loads(ed.recv(timeout=30))
                 if frame.get("type") == "approval_request":

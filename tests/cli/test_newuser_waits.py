@@ -152,17 +152,6 @@ def test_oh_run_without_a_terminal_prints_the_observation_once(oh):
     assert p.stdout == "b\ndone\n", p  # rendered as a terminal shows it, printed once
 
 
-def _oh_proc(oh, *args: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "oh", *args],
-        cwd=oh.workspace,
-        env=oh.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
 def _first_note(proc: subprocess.Popen) -> str:
     """The first stderr line while the action waits; bounded: without the note the action's own
     approval/review timeout (20 s) ends it and the line is its REJECTED/TIMEOUT error instead."""
@@ -179,7 +168,7 @@ def _first_note(proc: subprocess.Popen) -> str:
 )
 def test_an_action_waiting_for_consent_says_so_at_once(oh, args, out):
     oh.start("local", None, "--consent", "commands", "--approval-timeout", "20")
-    proc = _oh_proc(oh, *args)
+    proc = oh.agent(*args)
     try:
         note = _first_note(proc)
         assert "waiting for your consent: c1" in note and "oh approve c1" in note, note
@@ -193,7 +182,7 @@ def test_an_action_waiting_for_consent_says_so_at_once(oh, args, out):
 
 def test_a_write_waiting_for_review_says_so_at_once(oh):
     oh.start("local", None, "--review", "--review-timeout", "20")
-    proc = _oh_proc(oh, "write", "f.txt", "--content", "hello\n")
+    proc = oh.agent("write", "f.txt", "--content", "hello\n")
     try:
         note = _first_note(proc)
         assert "waiting for your review: p1" in note and "oh review accept p1" in note, note

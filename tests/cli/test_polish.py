@@ -125,7 +125,7 @@ def test_logs_name_the_agent_of_jobs_and_consent_records_too(oh):
         text=True,
     )
     try:
-        (ask,) = poll_until(lambda: oh.json("approvals", "--json")["approvals"], 30, "the waiting approval")
+        (ask,) = oh.pending()
         oh("approve", ask["id"], check=0)
         out, err = agent.communicate(timeout=60)
         assert agent.returncode == 0, err

@@ -9,7 +9,6 @@ from pathlib import Path
 
 from oh.launcher.control import control
 from oh.sessions import Session
-from waiting import poll_until
 
 
 def test_consent_asks_for_a_shared_agents_command(roh):
@@ -25,7 +24,7 @@ def test_consent_asks_for_a_shared_agents_command(roh):
         stderr=subprocess.PIPE,
         text=True,
     )
-    rows = poll_until(lambda: roh.json("approvals", "--json")["approvals"], 30, "the approval request", 0.1)
+    rows = roh.pending()
     assert rows[0]["what"] == "touch shared-made.txt" and "gpu-box" in roh("approvals").stdout
     assert not (roh.workspace / "shared-made.txt").exists()
     # The share credential cannot decide: /v1/control refuses it before any frame (403).

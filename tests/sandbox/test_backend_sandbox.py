@@ -9,98 +9,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import secrets
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from oh.client.aio import Client
-from oh.runtimes.local.sandbox import check
+from sandboxed import Listener, needs_bwrap, reach_and_write
 from waiting import poll_until
 
-pytestmark = [
-    pytest.mark.skipif(not check().ok, reason="bubblewrap cannot run here: " + check().problem),
-    pytest.mark.timeout(180),
-]
+from .helpers import AGENT_WAIT, connect_agent, watch
 
-AGENT_WAIT = 60
-
-
-class Oh:
-    def __init__(self, tmp: Path) -> None:
-        self.tmp = tmp
-        self.home = tmp / "ohhome"
-        self.user_home = tmp / "userhome"
-        (self.user_home / ".ssh").mkdir(parents=True)
-        self.secret = "ssh-" + secrets.token_hex(8)
-        (self.user_home / ".ssh" / "id_ed25519").write_text(self.secret)
-        self.workspace = tmp / "ws"
-        self.workspace.mkdir()
-        self.outside = tmp / "outside"
-        self.outside.mkdir()
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("OH_", "XDG_"))}
-        env.update(
-            OH_HOME=str(self.home),
-            HOME=str(self.user_home),
-            PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring",
-            PYTHONDONTWRITEBYTECODE="1",
-            OH_USER_SHELL="0",
-            # in the backend's environment only (OH_*SECRET never reaches the agent shell): no route may show it
-            OH_TEST_BACKEND_SECRET="env-" + secrets.token_hex(8),
-        )
-        self.env = env
-        self.pids: list[int] = []
-
-    def __call__(self, *args: str, env: dict | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "oh", *args],
-            capture_output=True,
-            text=True,
-            cwd=self.workspace,
-            env=dict(self.env, **(env or {})),
-            timeout=timeout,
-        )
-
-    def start(self, *extra: str, env: dict | None = None) -> dict:
-        p = self("start", "--detach", "--json", "--runtime", "local", "--no-open", *extra, env=env)
-        assert p.returncode == 0, p.stderr
-        info = json.loads(p.stdout)
-        self.pids.append(info["pid"])
-        return info
-
-    def agent(self, *args: str) -> subprocess.Popen:
-        return subprocess.Popen(
-            [sys.executable, "-m", "oh", *args],
-            cwd=self.workspace,
-            env=self.env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-
-    def run_json(self, command: str, *extra: str) -> dict:
-        p = self("run", "--json", *extra, command)
-        return json.loads(p.stdout)
-
-    def pending(self) -> list[dict]:
-        def listed():
-            rows = json.loads(self("approvals", "--json").stdout)["approvals"]
-            return rows or None
-
-        return poll_until(listed, 30, "a pending approval", 0.1)
-
-    def stop(self) -> None:
-        self("stop", "--all")
-
-
-@pytest.fixture
-def oh(tmp_path: Path):
-    runner = Oh(tmp_path)
-    yield runner
-    runner.stop()
+pytestmark = [needs_bwrap, pytest.mark.timeout(180)]
 
 
 def _content(obs: dict) -> str:
@@ -138,19 +58,13 @@ def test_backend_state_out_of_reach_and_status_names_the_level(oh):
     assert first["content"].strip() == "hi"
 
 
-async def _client(oh) -> Client:
-    [row] = json.loads(oh("status", "--json").stdout)["sessions"]
-    sess = json.loads((oh.home / "sessions" / f"{row['instance_id']}.json").read_text())
-    return await Client.connect(sess["url"], sess["token"], name="sandbox-test")
-
-
 def _escalate(client: Client, command: str, reason: str = "needs to write outside the workspace"):
     return asyncio.ensure_future(client.run(command, blocking=True, timeout=30, unsandboxed=reason))
 
 
 async def test_escalation_asked_allowed_rejected(oh):
     oh.start()  # consent level never: leaving the sandbox is still asked
-    client = await _client(oh)
+    client = await connect_agent(oh)
     try:
         marker = oh.outside / "escalated"
         await client.run(f"touch {marker}", blocking=True, timeout=30)
@@ -181,7 +95,7 @@ async def test_escalation_asked_allowed_rejected(oh):
 async def test_escalation_timeout_rule_and_bad_requests(oh):
     rule_marker = oh.outside / "by-rule"
     oh.start("--approval-timeout", "1", env={"OH_CONSENT_ALLOW": f"unsandboxed: touch {rule_marker}"})
-    client = await _client(oh)
+    client = await connect_agent(oh)
     try:
         late = oh.outside / "late"
         obs = await asyncio.wait_for(_escalate(client, f"touch {late}"), AGENT_WAIT)
@@ -227,17 +141,6 @@ def _python_project(ws: Path) -> Path:
     return ws / ".venv"
 
 
-async def _watch(oh):
-    """A monitor on the backend (what the live view of `oh start` is): someone can answer now."""
-    from websockets.asyncio.client import connect
-
-    [row] = json.loads(oh("status", "--json").stdout)["sessions"]
-    sess = json.loads((oh.home / "sessions" / f"{row['instance_id']}.json").read_text())
-    conn = await connect(sess["url"] + "/v1/monitor", additional_headers={"Authorization": f"Bearer {sess['token']}"})
-    await asyncio.wait_for(conn.recv(), 10)  # the snapshot: subscribed
-    return conn
-
-
 async def test_ensure_install_refused_at_once_when_nobody_can_answer_asked_when_watched(oh):
     venv = _python_project(oh.workspace)
     oh.start()  # sandboxed, network off, approval_timeout the default 600 s: no answer may be waited for
@@ -249,7 +152,7 @@ async def test_ensure_install_refused_at_once_when_nobody_can_answer_asked_when_
     assert not venv.exists(), text
     assert json.loads(oh("approvals", "--json").stdout)["approvals"] == []
     # Someone watches (a monitor, as the live view): the same install is asked, and runs once allowed.
-    conn = await _watch(oh)
+    conn = await watch(oh)
     try:
         proc = oh.agent("ensure", "--only", "python", "--json")
         [row] = await asyncio.to_thread(oh.pending)
@@ -290,49 +193,12 @@ def test_oh_run_unsandboxed_asked_approved_runs_outside_rejected_runs_nothing(oh
     assert json.loads(oh("approvals", "--json").stdout)["approvals"] == []
 
 
-class _Listener:
-    """A loopback TCP server on an ephemeral port, counting what reaches it (bounded accept loop)."""
-
-    def __init__(self) -> None:
-        import socket
-        import threading
-
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.sock.settimeout(0.2)
-        self.port = self.sock.getsockname()[1]
-        self.got: list[bytes] = []
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-
-    def _serve(self) -> None:
-        while not self.stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                continue
-            with conn:
-                conn.settimeout(5)
-                try:
-                    self.got.append(conn.recv(100))
-                except OSError:
-                    self.got.append(b"")
-
-    def close(self) -> None:
-        self.stop.set()
-        self.thread.join(5)
-        self.sock.close()
-
-
 async def test_network_only_escalation_reaches_loopback_only_when_granted_and_stays_confined(oh):
     oh.start()  # network off; consent never: asking for the network is still asked
-    server = _Listener()
-    client = await _client(oh)
+    server = Listener()
+    client = await connect_agent(oh)
     wrote = oh.outside / "net-wrote"
-    probe = (
-        f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {server.port}), 5).sendall(b'hi')\" "
-        f"&& echo REACHED; touch {wrote}"
-    )
+    probe = reach_and_write(server.port, wrote)
     why = "fetches from a loopback index"
     try:
         obs = await client.run(probe, blocking=True, timeout=30)
@@ -365,12 +231,9 @@ def test_oh_run_network_asked_reaches_loopback_when_approved_and_stays_confined(
     oh.start()  # network off; consent never: asking for the network is still asked
     if path == "typer":
         oh.env["OH_NO_FASTPATH"] = "1"
-    server = _Listener()
+    server = Listener()
     wrote = oh.outside / "net-wrote"
-    probe = (
-        f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {server.port}), 5).sendall(b'hi')\" "
-        f"&& echo REACHED; touch {wrote}"
-    )
+    probe = reach_and_write(server.port, wrote)
     try:
         proc = oh.agent("run", "--network", "fetches from a loopback index", "--", probe)
         [row] = oh.pending()

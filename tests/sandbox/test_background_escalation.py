@@ -8,34 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 
 import pytest
 
 from oh.protocol import actions
-from oh.runtimes.local.sandbox import check
+from sandboxed import Listener, needs_bwrap, reach_and_write
 
-from .test_backend_sandbox import AGENT_WAIT, Oh, _client, _Listener
+from .helpers import AGENT_WAIT, Oh, connect_agent
 
-pytestmark = [
-    pytest.mark.skipif(not check().ok, reason="bubblewrap cannot run here: " + check().problem),
-    pytest.mark.timeout(180),
-]
-
-
-@pytest.fixture
-def oh(tmp_path: Path):
-    runner = Oh(tmp_path)
-    yield runner
-    runner.stop()
-
-
-def _probe(port: int, marker: Path) -> str:
-    """Reaches the loopback server, then writes ``marker`` outside the workspace (each only where allowed)."""
-    return (
-        f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 5).sendall(b'hi')\" "
-        f"&& echo REACHED; touch {marker} && echo WROTE"
-    )
+pytestmark = [needs_bwrap, pytest.mark.timeout(180)]
 
 
 def _jobs(oh: Oh) -> list[dict]:
@@ -62,11 +43,11 @@ def test_oh_run_background_escalation_runs_only_when_approved(oh, path):
     oh.start()  # network off; consent never: leaving the sandbox is still asked
     if path == "typer":
         oh.env["OH_NO_FASTPATH"] = "1"
-    server = _Listener()
+    server = Listener()
     try:
         # --unsandboxed: approved, the job runs outside: it reaches the server and writes outside
         outside = oh.outside / "bg-unsandboxed"
-        proc = oh.agent("run", "-b", "--unsandboxed", "a job outside", "--", _probe(server.port, outside))
+        proc = oh.agent("run", "-b", "--unsandboxed", "a job outside", "--", reach_and_write(server.port, outside))
         jid = _started(oh, proc, "a job outside", 0)
         p = oh("jobs", "wait", jid, "--timeout", "60")
         assert p.returncode == 0 and "REACHED" in p.stdout and "WROTE" in p.stdout, (p.stdout, p.stderr)
@@ -76,7 +57,7 @@ def test_oh_run_background_escalation_runs_only_when_approved(oh, path):
         assert "outside the sandbox" in oh("jobs").stdout
         # --network: approved, reaches the server but still cannot write outside the workspace
         net = oh.outside / "bg-network"
-        proc = oh.agent("run", "-b", "--network", "a job with the network", "--", _probe(server.port, net))
+        proc = oh.agent("run", "-b", "--network", "a job with the network", "--", reach_and_write(server.port, net))
         jid = _started(oh, proc, "a job with the network", 1)
         p = oh("jobs", "wait", jid, "--timeout", "60")
         assert "REACHED" in p.stdout and "WROTE" not in p.stdout, (p.stdout, p.stderr)
@@ -85,7 +66,7 @@ def test_oh_run_background_escalation_runs_only_when_approved(oh, path):
         for flag in ("--unsandboxed", "--network"):
             rejected = oh.outside / f"bg-rejected{flag}"
             before = {r["job_id"] for r in _jobs(oh)}
-            proc = oh.agent("run", "-b", flag, "rejected job", "--", _probe(server.port, rejected))
+            proc = oh.agent("run", "-b", flag, "rejected job", "--", reach_and_write(server.port, rejected))
             [row] = oh.pending()
             oh("reject", row["id"], "--reason", "not now")
             out, err = proc.communicate(timeout=AGENT_WAIT)
@@ -102,20 +83,21 @@ def test_oh_run_background_escalation_runs_only_when_approved(oh, path):
 
 async def test_protocol_background_escalation_allowed_unanswered_and_shell_stays_confined(oh):
     oh.start("--approval-timeout", "2")
-    client = await _client(oh)
-    server = _Listener()
+    client = await connect_agent(oh)
+    server = Listener()
     try:
         late = oh.outside / "bg-late"
         # unanswered (the approval times out): never started
         obs = await asyncio.wait_for(
-            client.send(actions.run(_probe(server.port, late), background=True, unsandboxed="unanswered")), AGENT_WAIT
+            client.send(actions.run(reach_and_write(server.port, late), background=True, unsandboxed="unanswered")),
+            AGENT_WAIT,
         )
         assert obs.error_id == "REJECTED", obs
         assert not late.exists() and server.got == []
         assert (await client.send(actions.job("list"))).extras["jobs"] == []
         # allowed: a job outside the sandbox, followed with job ops
         marker = oh.outside / "bg-allowed"
-        job = actions.run(_probe(server.port, marker), background=True, unsandboxed="allowed")
+        job = actions.run(reach_and_write(server.port, marker), background=True, unsandboxed="allowed")
         task = asyncio.ensure_future(client.send(job))
         [row] = await asyncio.to_thread(oh.pending)
         assert (await asyncio.to_thread(oh, "approve", row["id"])).returncode == 0
@@ -127,7 +109,7 @@ async def test_protocol_background_escalation_allowed_unanswered_and_shell_stays
         assert marker.exists() and server.got == [b"hi"]
         # the agent's own shell is still confined after it
         again = oh.outside / "bg-after"
-        obs = await client.run(_probe(server.port, again), blocking=True, timeout=30)
+        obs = await client.run(reach_and_write(server.port, again), blocking=True, timeout=30)
         assert "REACHED" not in obs.content and not again.exists() and server.got == [b"hi"], obs
     finally:
         await client.close()

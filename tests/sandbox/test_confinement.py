@@ -20,10 +20,10 @@ import pytest
 from oh.protocol import sandbox as rules
 from oh.protocol.events import parse_action
 from oh.runtimes.local import LocalRuntime
-from oh.runtimes.local.sandbox import check
+from sandboxed import Listener, needs_bwrap
 
 pytestmark = [
-    pytest.mark.skipif(not check().ok, reason="bubblewrap cannot run here: " + check().problem),
+    needs_bwrap,
     pytest.mark.timeout(120),
 ]
 
@@ -260,33 +260,15 @@ async def test_backend_process_invisible(box):
         await rt.close()
 
 
-class _Server:
+class _Server(Listener):
     """A loopback TCP server on an ephemeral port that greets each client with a token."""
 
     def __init__(self) -> None:
         self.token = "hello-" + secrets.token_hex(4)
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(8)
-        self.sock.settimeout(0.2)
-        self.port = self.sock.getsockname()[1]
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
+        super().__init__()
 
-    def _serve(self) -> None:
-        while not self.stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                continue
-            with conn:
-                conn.sendall(self.token.encode() + b"\n")
-
-    def close(self) -> None:
-        self.stop.set()
-        self.thread.join(5)
-        self.sock.close()
+    def handle(self, conn: socket.socket) -> None:
+        conn.sendall(self.token.encode() + b"\n")
 
 
 PY_CONNECT = (

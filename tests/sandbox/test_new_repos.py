@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from oh.runtimes.local import LocalRuntime
-from oh.runtimes.local.sandbox import check
+from sandboxed import needs_bwrap
 from waiting import poll_until
 
 from .test_confinement import make_box, run, runtime
@@ -25,7 +25,7 @@ def box(tmp_path: Path) -> dict[str, Any]:
 
 
 pytestmark = [
-    pytest.mark.skipif(not check().ok, reason="bubblewrap cannot run here: " + check().problem),
+    needs_bwrap,
     pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed"),
     pytest.mark.timeout(120),
 ]

@@ -21,12 +21,12 @@ from pathlib import Path
 
 import pytest
 
-from oh.runtimes.local.sandbox import check
+from sandboxed import needs_bwrap
 
-from .test_backend_sandbox import AGENT_WAIT, Oh, _watch
+from .helpers import AGENT_WAIT, Oh, watch
 
 pytestmark = [
-    pytest.mark.skipif(not check().ok, reason="bubblewrap cannot run here: " + check().problem),
+    needs_bwrap,
     pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed"),
     pytest.mark.timeout(240),
 ]
@@ -180,7 +180,7 @@ async def test_oh_ensure_of_an_npm_project_installs_once_allowed(npm_oh):
     oh, registry = npm_oh
     modules = oh.workspace / "node_modules" / NAME
     oh.start()
-    conn = await _watch(oh)  # someone can answer (as the live view): the install is asked, not refused
+    conn = await watch(oh)  # someone can answer (as the live view): the install is asked, not refused
     try:
         proc = oh.agent("ensure", "--only", "node", "--json")
         [row] = await asyncio.to_thread(oh.pending)

@@ -4,25 +4,13 @@ must not run anything in that unconfined shell (before: it was sourced there, an
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from oh.runtimes.local.sandbox import check
+from sandboxed import needs_bwrap
 
-from .test_backend_sandbox import AGENT_WAIT, Oh
+from .helpers import AGENT_WAIT, Oh
 
-pytestmark = [
-    pytest.mark.skipif(not check().ok, reason="bubblewrap cannot run here: " + check().problem),
-    pytest.mark.timeout(180),
-]
-
-
-@pytest.fixture
-def oh(tmp_path: Path):
-    runner = Oh(tmp_path)
-    yield runner
-    runner.stop()
+pytestmark = [needs_bwrap, pytest.mark.timeout(180)]
 
 
 def _escalated(oh: Oh, command: str) -> str:
