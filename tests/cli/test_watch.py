@@ -70,19 +70,26 @@ def test_watch_shows_an_action_run_after_it_attached_and_q_leaves(oh):
         term.kill()
 
 
-@pytest.mark.parametrize("how", ["ctrl-c", "sighup"])
+@pytest.mark.parametrize("how", ["ctrl-c", "sighup", "closed"])
 def test_ctrl_c_or_a_closed_terminal_leaves_the_backend_running(oh, how):
     """Unlike the foreground `oh start` (tests/cli/test_terminal_safety.py::test_sighup_stops_the_backend,
-    tests/cli/test_live_view.py::test_live_view_in_a_pty_waiting_connected_action_ctrl_c)."""
+    tests/cli/test_live_view.py::test_live_view_in_a_pty_waiting_connected_action_ctrl_c). "closed": the
+    terminal really goes away (its master side closed): the kernel sends SIGHUP and the view's last redraw
+    meets EIO; that is still leaving, exit 0."""
     info = oh.start("local")
     term = _watch(oh)
     try:
         term.see(LEAVES)
         if how == "ctrl-c":
             term.child.sendintr()
-        else:
+        elif how == "sighup":
             term.child.kill(signal.SIGHUP)
-        assert term.finish() == 0
+        else:
+            os.close(term.child.child_fd)
+            term.eof = True
+            assert term.child.wait() == 0
+        if how != "closed":
+            assert term.finish() == 0
         _left_running(oh, info, _said(term) if how == "ctrl-c" else None)
         assert oh("run", "--", "echo still-serving", check=0).stdout == "still-serving\n"
     finally:
@@ -200,5 +207,21 @@ def test_consent_keys_answer_with_the_rights_of_oh_approve(oh):
         assert not (oh.workspace / "not-by-watch.txt").exists()
         term.child.send("q")
         assert term.finish() == 0
+    finally:
+        term.kill()
+
+
+def test_plain_lines_on_a_terminal_and_q_leaves(oh):
+    """--plain on a terminal: timestamped lines (no full-screen frames); q still leaves (stdin is the terminal)."""
+    info = oh.start("local")
+    term = _watch(oh, "--plain")
+    try:
+        term.see(f"backend {info['instance_id']} listening on")
+        oh("run", "--", "echo plain-watched", check=0)
+        term.see("echo plain-watched → ok exit 0")
+        assert "\x1b[?25l" not in term.raw  # rich's hidden cursor: no live display here
+        term.child.send("q")
+        assert term.finish() == 0
+        _left_running(oh, info, _said(term))
     finally:
         term.kill()

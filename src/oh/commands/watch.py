@@ -17,8 +17,9 @@ EPILOG = (
     "Keys (stdin a terminal): q leaves the view; y / n / a answer the oldest action waiting for your consent "
     "(allow / reject / always allow), as `oh approve` / `oh reject` would. Ctrl-C, q, SIGTERM and SIGHUP (the "
     "terminal closed) leave the view; the backend keeps running (`oh stop` stops it). "
-    "Exit codes: 0 left the view, or the backend stopped cleanly while watched · 1 the backend died (crash, "
-    "kill) or the view failed (its terminal went away, an internal error): the backend is left as it was · "
+    "Exit codes: 0 left the view (also by closing its terminal), or the backend stopped cleanly while watched · "
+    "1 the backend died (crash, kill) or the view failed (the reader of its output went away, an internal error): "
+    "the backend is left as it was · "
     "2 bad flag, or several backends run and none serves the current directory: give an INSTANCE · "
     "3 no backend is running (or none with that id)."
 )

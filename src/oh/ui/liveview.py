@@ -81,6 +81,8 @@ class LeaveBackend:
         for sig in (os_signal.SIGINT, os_signal.SIGTERM, os_signal.SIGHUP):  # leaving already: no traceback
             os_signal.signal(sig, os_signal.SIG_IGN)
         iid = view.session.instance_id
+        if isinstance(failure, OSError) and view.stop_requested:
+            failure = None  # the terminal closed: SIGHUP asked to leave, then the last redraw met EIO
         try:
             if failure is not None:
                 return _report_failure(view.io, view.session, failure, None)
@@ -109,6 +111,11 @@ class LiveView:
         self.state = LiveState(backend=session.public(), keys=self.ends.keys)
         self._stop = None  # the asyncio.Event that ends the monitor (set by signals and the q key)
         self._announce: list[tuple[str, str]] | None = None  # NDJSON: start-up warnings until backend_started is out
+
+    @property
+    def stop_requested(self) -> bool:
+        """A signal or the q key asked the view to end (a write that fails after that is no failure of it)."""
+        return self._stop is not None and self._stop.is_set()
 
     # ------------------------------------------------------------ output in the three modes
     def line(self, text: str) -> None:
@@ -329,7 +336,7 @@ def _keys(view: LiveView, loop):
             return
         for ch in data:
             if leave and ch == "q" and view._stop is not None:
-                view._stop.set()
+                view._stop.set()  # the same as a signal: the monitor ends, the policy leaves
                 return
             if consent and ch in "yna":
                 answer(ch)
