@@ -44,7 +44,7 @@ def _build():
     import typer
 
     from . import __version__
-    from .commands import agent, attach, completions, config, doctor, logs, mcp, start, status, stop, token
+    from .commands import agent, attach, completions, config, doctor, logs, mcp, start, status, stop, token, watch
     from .commands._common import EXIT_CODES_HELP
     from .commands._typer_fixes import install
 
@@ -74,6 +74,7 @@ def _build():
         """oh: run a coding agent's actions inside VS Code or on this machine, and watch them live."""
 
     app.command(epilog=start.EPILOG)(start.start)
+    app.command(epilog=watch.EPILOG)(watch.watch)
     app.command()(stop.stop)
     app.command(epilog=status.EPILOG)(status.status)
     app.command(epilog=agent.EPILOG)(agent.run)

@@ -63,7 +63,10 @@ _OPT_HOST = typer.Option(
     None, "--host", help="Loopback address to listen on (127.0.0.1 or ::1). Default: config `host`."
 )
 _OPT_DETACH = typer.Option(
-    False, "--detach", "-d", help="Return once the backend listens; it keeps running (stop it with `oh stop`)."
+    False,
+    "--detach",
+    "-d",
+    help="Return once the backend listens; it keeps running (watch it with `oh watch`, stop it with `oh stop`).",
 )
 _OPT_JSON = typer.Option(
     False, "--json", help="With --detach: print the started backend as JSON. Foreground: NDJSON events."
@@ -523,7 +526,8 @@ def _tell_detached(
                 "branch mode: before the agent's first change (write, edit, command) the workspace switches "
                 f"to {target}"
             )
-        io.print(f"stop it with `oh stop {session.instance_id}`")
+        iid = session.instance_id
+        io.print(f"watch it live with `oh watch {iid}`; stop it with `oh stop {iid}`")
 
 
 def workspace_warnings(workspace: str) -> list[tuple[str, str]]:

@@ -7,6 +7,7 @@ TREE = {
     (): (
         (
             "start",
+            "watch",
             "stop",
             "status",
             "run",
@@ -41,6 +42,7 @@ TREE = {
         ),
         (
             "start",
+            "watch",
             "stop",
             "status",
             "run",
@@ -899,6 +901,17 @@ TREE = {
             (("-h", "--help"), (), False, True, False, ()),
         ),
         (),
+    ),
+    ("watch",): (
+        (),
+        (),
+        (
+            (("--workspace", "-C"), (), True, True, False, ()),
+            (("--plain",), (), False, True, False, ()),
+            (("--json",), (), False, True, False, ()),
+            (("-h", "--help"), (), False, True, False, ()),
+        ),
+        ((1, "instances"),),
     ),
     ("write",): (
         (),

@@ -10,6 +10,7 @@ OPTIONS = (
 )
 COMMANDS = (
     ("start      ", "Start a backend for a workspace and show the live view (Ctrl-C stops it)."),
+    ("watch      ", "Watch a running backend live: connection state, agents, every action, consent questions."),
     ("stop       ", "Stop backends: graceful shutdown request, then SIGTERM, then SIGKILL; removes the session file."),
     ("status     ", "Every running backend: id, pid, port, runtime, workspace, uptime, editors, agents, actions."),
     ("run        ", "Run a shell command through the backend; print its output; exit with its exit code."),

@@ -239,6 +239,7 @@ class LiveState:
     proposals: dict[Any, str] = field(default_factory=dict)  # action id -> proposal id ("" in VS Code): awaiting review
     changesets: dict[str, str] = field(default_factory=dict)  # h12 -> command: its changes await keep/revert (§3.15.1)
     synced: bool = False  # the monitor's snapshot arrived: the table shows what the backend did since
+    keys: str = "Ctrl-C stops the backend"  # the footer's key: what ending this view does (`oh watch` leaves it)
     version: int = 0  # bumped on every change, so the rich view redraws only when needed
     _spinner: Any = None
 
@@ -795,7 +796,7 @@ class LiveState:
         ]
         counts, ctrl_c = (
             self.stats_line(),
-            "Ctrl-C stops the backend" if not self.stopping else f"stopping: {self.stopping}",
+            self.keys if not self.stopping else f"stopping: {self.stopping}",
         )
         together = len(counts) + 3 + len(ctrl_c) <= width  # else the key on a line of its own, never broken
         stats = (

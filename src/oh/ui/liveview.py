@@ -1,9 +1,16 @@
-"""The foreground ``oh start``: the live view's controller. A ``/v1/monitor`` client drawing ``LiveState``
-(``ui.live``) as a rich view, plain lines or NDJSON, with the helpers that open VS Code and explain a
-missing editor, and the one rule that ties the backend to the terminal: whatever ends the view (Ctrl-C,
-SIGTERM, SIGHUP, a failed write, any exception) stops the backend before anything else is printed.
+"""The live view's controller: a ``/v1/monitor`` client drawing ``LiveState`` (``ui.live``) as a rich
+view, plain lines or NDJSON, with the helpers that open VS Code and explain a missing editor, and the
+two policies for how the view ends:
 
-``commands/start.py`` parses and starts the backend, then calls ``foreground``.
+- ``StopBackend`` (the foreground ``oh start``): the backend is tied to the terminal. Whatever ends the
+  view (Ctrl-C, SIGTERM, SIGHUP, a failed write, any exception) stops the backend before anything else
+  is printed.
+- ``LeaveBackend`` (``oh watch``): the view is a guest. Ctrl-C, q, SIGTERM, SIGHUP or a failed view
+  leave it and the backend keeps running; the view says so.
+
+Both end the same way when the backend goes away by itself (``LiveView.ended_on_its_own``).
+``commands/start.py`` starts the backend, then calls ``foreground``; ``commands/watch.py`` picks a running
+one, then calls ``watch``.
 """
 
 from __future__ import annotations
@@ -21,33 +28,94 @@ def foreground(io: Streams, session, open_mode: str, mode: str, warnings: list[t
     Whatever ends the view (a signal, the terminal going away so writes fail with EIO/EPIPE, a bug
     in a renderer), the backend is stopped *before* anything else is printed: output can fail again.
     """
+    view = LiveView(io, session, open_mode, mode)
+    if mode == "json":
+        view.announce(warnings)
+    return follow(view)
+
+
+def watch(io: Streams, session, mode: str) -> int:
+    """``oh watch``: the same view attached to a backend that already runs; leaving it leaves the backend
+    running. It opens no editor (the backend's starter decided that) but says why none may come."""
+    return follow(LiveView(io, session, "never", mode, ends=LeaveBackend()))
+
+
+def follow(view: "LiveView") -> int:
+    """Run ``view`` until the user ends it (its policy decides what that means for the backend) or the
+    backend ends by itself. The exit code."""
     import asyncio
 
-    view = LiveView(io, session, open_mode, mode)
     reason, failure = "stopped", None
     try:
-        if mode == "json":
-            view.announce(warnings)
         reason = asyncio.run(view.run())
     except KeyboardInterrupt:
         reason = "stopped"
-    except BaseException as exc:  # noqa: BLE001 - whatever broke the view, the backend must not outlive it
+    except BaseException as exc:  # noqa: BLE001 - whatever broke the view, its policy must still apply
         failure = exc
     if reason == "stopped" or failure is not None:
-        return view.stop_backend(failure)
+        return view.ends.user_ended(view, failure)
     return view.ended_on_its_own(reason)
 
 
-class LiveView:
-    """The foreground `oh start`: a /v1/monitor client drawing ``LiveState`` as a rich view, plain
-    lines or NDJSON (``mode``), with the helpers that open VS Code and explain a missing editor."""
+class StopBackend:
+    """The foreground ``oh start``: ending the view stops the backend (first, then it says so)."""
 
-    def __init__(self, io: Streams, session, open_mode: str, mode: str) -> None:
+    command = "oh start"
+    keys = "Ctrl-C stops the backend"
+    leave_key = False  # no q: a stray key must not stop the backend
+
+    def user_ended(self, view: "LiveView", failure: BaseException | None) -> int:
+        return view.stop_backend(failure)
+
+
+class LeaveBackend:
+    """``oh watch``: ending the view leaves the backend running; the view says so (and how to stop it)."""
+
+    command = "oh watch"
+    keys = "q or Ctrl-C leaves the view (the backend keeps running)"
+    leave_key = True
+
+    def user_ended(self, view: "LiveView", failure: BaseException | None) -> int:
+        import signal as os_signal
+
+        for sig in (os_signal.SIGINT, os_signal.SIGTERM, os_signal.SIGHUP):  # leaving already: no traceback
+            os_signal.signal(sig, os_signal.SIG_IGN)
+        iid = view.session.instance_id
+        if isinstance(failure, OSError) and view.stop_requested:
+            failure = None  # the terminal closed: SIGHUP asked to leave, then the last redraw met EIO
+        try:
+            if failure is not None:
+                return _report_failure(view.io, view.session, failure, None)
+            message = f"oh watch: left the view; backend {iid} keeps running — `oh stop {iid}` to stop it"
+            if view.mode == "json":
+                view.io.ndjson({"type": "event", "event": "view_left", "instance_id": iid, "message": message})
+            else:
+                print(message, file=view.io.out if view.mode == "plain" else view.io.err, flush=True)
+        except OSError:
+            silence_output()  # the terminal is gone (SIGHUP): nothing to tell, nobody to tell
+        return 0
+
+
+class LiveView:
+    """A /v1/monitor client drawing ``LiveState`` as a rich view, plain lines or NDJSON (``mode``), with
+    the helpers that open VS Code and explain a missing editor; ``ends``: what ending it does to the
+    backend (``StopBackend``, the foreground `oh start`, by default)."""
+
+    def __init__(
+        self, io: Streams, session, open_mode: str, mode: str, ends: "StopBackend | LeaveBackend | None" = None
+    ) -> None:
         from .live import LiveState
 
         self.io, self.session, self.open_mode, self.mode = io, session, open_mode, mode
-        self.state = LiveState(backend=session.public())
+        self.ends = ends if ends is not None else StopBackend()
+        self.state = LiveState(backend=session.public(), keys=self.ends.keys)
+        self._stop = None  # the asyncio.Event that ends the monitor (set by signals and the q key)
         self._announce: list[tuple[str, str]] | None = None  # NDJSON: start-up warnings until backend_started is out
+
+    @property
+    def stop_requested(self) -> bool:
+        """A signal or the q key asked the view to end (a write that fails after that is no failure of it)."""
+        return self._stop is not None and self._stop.is_set()
 
     # ------------------------------------------------------------ output in the three modes
     def line(self, text: str) -> None:
@@ -119,7 +187,7 @@ class LiveView:
 
         from ..client.monitor import monitor
 
-        stop = asyncio.Event()
+        stop = self._stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         self._stop_on_signals(loop, stop)
         helpers = self._start_helpers()
@@ -129,7 +197,7 @@ class LiveView:
             helpers.append(asyncio.create_task(_refresh(live, self.state)))
             self._redraw_on_resize(loop)
         watcher = asyncio.create_task(monitor(self.load_session, self.on_frame, stop))
-        keys = _consent_keys(self, loop) if self.mode in ("rich", "plain") and self.session.approval_timeout else None
+        keys = _keys(self, loop) if self.mode in ("rich", "plain") else None
         try:
             return await _first_to_end(watcher, helpers)
         finally:
@@ -235,15 +303,22 @@ class LiveView:
         return 0 if clean else ERROR
 
 
-def _consent_keys(view: LiveView, loop):
-    """Consent in the live view (issue 19): single keys answer the oldest waiting action -- y allows,
-    n rejects, a allows and adds its "always" rule (saved to config consent_allow). Only with a
-    terminal on stdin (also a plain view over SSH); the terminal is put in cbreak mode (Ctrl-C still
-    stops) and restored by the returned callable. None when stdin is no terminal."""
+def _keys(view: LiveView, loop):
+    """Single keys in the live view, with a terminal on stdin (also a plain view over SSH): consent (issue
+    19) when the backend asks -- y allows the oldest waiting action, n rejects it, a allows it and adds its
+    "always" rule (saved to config consent_allow) -- and q leaves the view when its policy has a leave key
+    (`oh watch`). The terminal is put in cbreak mode (Ctrl-C still signals) and restored by the returned
+    callable. None when there is nothing to answer or stdin is no terminal.
+
+    Answers go with the session file's decider credential, exactly as `oh approve` sends them: this view
+    has the rights of that command from this user, no more."""
     import sys
     import termios
     import tty
 
+    consent, leave = bool(view.session.approval_timeout), view.ends.leave_key
+    if not consent and not leave:
+        return None
     try:
         fd = sys.stdin.fileno()
         if not os.isatty(fd):
@@ -252,6 +327,35 @@ def _consent_keys(view: LiveView, loop):
         tty.setcbreak(fd)
     except (OSError, ValueError, termios.error):
         return None
+    answer = _answerer(view)
+
+    def readable() -> None:
+        try:
+            data = os.read(fd, 64).decode("utf-8", "replace").lower()
+        except OSError:
+            return
+        for ch in data:
+            if leave and ch == "q" and view._stop is not None:
+                view._stop.set()  # the same as a signal: the monitor ends, the policy leaves
+                return
+            if consent and ch in "yna":
+                answer(ch)
+                return
+
+    loop.add_reader(fd, readable)
+
+    def restore() -> None:
+        loop.remove_reader(fd)
+        try:
+            termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+        except (OSError, termios.error):
+            pass
+
+    return restore
+
+
+def _answerer(view: LiveView):
+    """``answer(key)``: y / n / a for the oldest waiting action, one answer in flight at a time."""
     busy: list = []
 
     def answer(key: str) -> None:
@@ -264,7 +368,7 @@ def _consent_keys(view: LiveView, loop):
         if key == "a":
             frame["always"] = True
         if key == "n":
-            frame["reason"] = "rejected in the live view of oh start"
+            frame["reason"] = f"rejected in the live view of {view.ends.command}"
 
         def send() -> dict:
             from ..launcher import consent as _consent
@@ -285,26 +389,7 @@ def _consent_keys(view: LiveView, loop):
 
         busy.append(asyncio.ensure_future(go()))
 
-    def readable() -> None:
-        try:
-            data = os.read(fd, 64).decode("utf-8", "replace").lower()
-        except OSError:
-            return
-        for ch in data:
-            if ch in "yna":
-                answer(ch)
-                return
-
-    loop.add_reader(fd, readable)
-
-    def restore() -> None:
-        loop.remove_reader(fd)
-        try:
-            termios.tcsetattr(fd, termios.TCSADRAIN, saved)
-        except (OSError, termios.error):
-            pass
-
-    return restore
+    return answer
 
 
 async def _first_to_end(watcher, helpers: list) -> str:
@@ -437,17 +522,17 @@ def silence_output() -> None:
         pass
 
 
-def _report_failure(io: Streams, session, failure: BaseException, how: str) -> int:
+def _report_failure(io: Streams, session, failure: BaseException, how: str | None) -> int:
+    """The view failed: say so (a traceback when it is a bug); ``how`` the backend was stopped, None when it
+    was left running (`oh watch`)."""
     import traceback
 
+    fate = f"was stopped ({how})" if how is not None else f"keeps running (`oh stop {session.instance_id}` stops it)"
     try:
         if not isinstance(failure, OSError):  # EIO/EPIPE: the terminal or reader is gone, no bug to report
             traceback.print_exception(failure, file=io.err)
         io.note(
-            (
-                f"the live view failed ({type(failure).__name__}: {failure}); backend {session.instance_id} was "
-                f"stopped ({how}). "
-            )
+            f"the live view failed ({type(failure).__name__}: {failure}); backend {session.instance_id} {fate}. "
             + ("" if isinstance(failure, OSError) else "Please report this with the traceback above.")
         )
     except OSError:
