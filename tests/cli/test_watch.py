@@ -15,7 +15,7 @@ import pytest
 
 from .conftest import pid_alive, wait_for
 from .terminal import Term, read_until
-from .test_consent_cli import _agent, _finish
+from .test_consent_cli import _finish
 from .test_live_notes import NOTE, _said_before_any_view
 
 LEAVES = "q or Ctrl-C leaves the view"
@@ -192,14 +192,14 @@ def test_consent_keys_answer_with_the_rights_of_oh_approve(oh):
     term = _watch(oh)
     try:
         term.see(LEAVES)
-        agent = _agent(oh, "run", "touch by-watch.txt")
+        agent = oh.agent("run", "touch by-watch.txt")
         term.wait(lambda text: "wants to run touch by-watch.txt" in text and "y allow" in text, what="the question")
         assert not (oh.workspace / "by-watch.txt").exists()
         term.child.send("y")
         assert _finish(agent)[0] == 0 and (oh.workspace / "by-watch.txt").exists()
         wait_for(lambda: oh.json("approvals", "--json")["approvals"] == [] or None, 10, what="nothing waits")
 
-        agent = _agent(oh, "run", "touch not-by-watch.txt")
+        agent = oh.agent("run", "touch not-by-watch.txt")
         term.wait(lambda text: "wants to run touch not-by-watch.txt" in text, what="the second question")
         term.child.send("n")
         rc, out, err = _finish(agent)
