@@ -99,6 +99,21 @@ def test_sighup_stops_the_backend(oh):
         t.kill()
 
 
+def test_a_closed_terminal_stops_the_backend_and_exits_0(oh):
+    """The terminal really goes away (its master side closed): the kernel sends SIGHUP and the view's last
+    redraw meets EIO. That is the stop the SIGHUP asked for, exit 0 as `oh start --help` says, not a failed view."""
+    t = Term(oh, "--runtime", "local")
+    try:
+        info = t.session()
+        t.see("no actions yet")
+        os.close(t.child.child_fd)
+        t.eof = True
+        assert t.child.wait() == 0
+        assert_backend_gone(oh, info)
+    finally:
+        t.kill()
+
+
 def test_a_failed_write_stops_the_backend_and_exits_1(oh):
     """Any exception that ends the view (here EPIPE: the reader of the plain lines went away) stops
     the backend first; the exit status says it did not end on request."""

@@ -65,6 +65,8 @@ class StopBackend:
     leave_key = False  # no q: a stray key must not stop the backend
 
     def user_ended(self, view: "LiveView", failure: BaseException | None) -> int:
+        if isinstance(failure, OSError) and view.stop_requested:
+            failure = None  # the terminal closed: SIGHUP asked to stop, then the last redraw met EIO (exit 0)
         return view.stop_backend(failure)
 
 
