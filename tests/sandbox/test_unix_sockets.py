@@ -166,13 +166,16 @@ async def test_a_socket_made_after_the_shell_started_is_reachable_the_known_resi
         await rt.close()
 
 
-async def test_a_socket_deleted_as_the_shell_starts_does_not_cost_the_users_shell(tmp_path, elsewhere, monkeypatch):
+@pytest.mark.parametrize("user_shell", [True, False], ids=["user-shell", "clean-shell"])
+async def test_a_socket_deleted_as_the_shell_starts_does_not_cost_the_shell(
+    tmp_path, elsewhere, monkeypatch, user_shell
+):
     """A socket listed, checked, then deleted before bubblewrap binds over it: bubblewrap cannot bind over a
     missing path and fails; the shell is started once more (the list read again) instead of falling back to
-    the clean shell."""
+    the clean shell (the user's shell) or failing (the clean shell)."""
     box = make_box(tmp_path)
     (box["home"] / ".bashrc").write_text("export FROM_RC=yes-rc\n")
-    box["env"]["OH_USER_SHELL"] = "1"
+    box["env"]["OH_USER_SHELL"] = "1" if user_shell else "0"
     going = Listener(elsewhere / "going.sock")
     real_live = unixsocks.live
     calls = []
@@ -188,8 +191,9 @@ async def test_a_socket_deleted_as_the_shell_starts_does_not_cost_the_users_shel
     monkeypatch.setattr(sandbox_mod.unixsocks, "live", live_then_delete)
     rt = runtime(box)
     try:
-        obs = await run(rt, "echo $FROM_RC", timeout=30)
-        assert "yes-rc" in obs["content"] and "clean shell" not in obs["content"], obs["content"]
+        obs = await run(rt, "echo ran-$FROM_RC", timeout=30)
+        assert ("ran-yes-rc" if user_shell else "ran-") in obs["content"], obs["content"]
+        assert "clean shell" not in obs["content"], obs["content"]
         assert len(calls) == 2, calls
     finally:
         going.close()
