@@ -23,11 +23,22 @@ from oh.protocol.sandbox import Spec
 from oh.runtimes.local.sandbox import Sandbox, check
 
 
-def _listeners(directory: str, n: int) -> list[socket.socket]:
+LAYOUTS = ("sockets only", "beside a file", "4 per directory, beside a file")
+
+
+def _listeners(home: str, n: int, layout: str) -> list[socket.socket]:
+    """``n`` listening sockets under ``home``/ipc: in one directory of sockets only (covered whole), in one
+    directory beside a regular file, or four per directory beside a file (one cover each, up to the bound)."""
     out = []
     for i in range(n):
+        d = os.path.join(home, "ipc", f"d{i // 4}") if layout == LAYOUTS[2] else os.path.join(home, "ipc")
+        if not os.path.isdir(d):
+            os.makedirs(d)
+            if layout != LAYOUTS[0]:
+                with open(os.path.join(d, "config"), "w") as f:
+                    f.write("x")
         s = socket.socket(socket.AF_UNIX)
-        s.bind(os.path.join(directory, f"s{i}.sock"))
+        s.bind(os.path.join(d, f"s{i}.sock"))
         s.listen(1)
         out.append(s)
     return out
@@ -43,16 +54,11 @@ def _time_run(argv: list[str]) -> float:
     return time.perf_counter() - t0
 
 
-def measure(n: int, rounds: int, mixed: bool) -> tuple[str, str, str, str]:
-    """``mixed``: a regular file beside the sockets (their directory cannot be covered whole)."""
+def measure(n: int, rounds: int, layout: str) -> tuple[str, str, str, str]:
     with tempfile.TemporaryDirectory() as tmp:
         home, ws = os.path.join(tmp, "home"), os.path.join(tmp, "home", "ws")
-        os.makedirs(os.path.join(home, "ipc"))
         os.makedirs(ws)
-        if mixed:
-            with open(os.path.join(home, "ipc", "config"), "w") as f:
-                f.write("x")
-        socks = _listeners(os.path.join(home, "ipc"), n)
+        socks = _listeners(home, n, layout)
         env = {"HOME": home, "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "OH_HOME": os.path.join(tmp, "oh")}
         box = Sandbox(Spec(), workspace=ws)
         wraps, with_binds, without = [], [], []
@@ -79,8 +85,9 @@ def _is_socket_bind(argv: list[str], i: int) -> bool:
         if 0 <= start and start + 2 < len(argv) and argv[start] == "--ro-bind" and argv[start + 1] == "/dev/null":
             if argv[start + 2].endswith(".sock") and "/ipc/" in argv[start + 2]:
                 return True
-    # the directory's own cover: --tmpfs DIR --remount-ro DIR
-    return argv[i].endswith("/ipc") or (argv[i] in ("--tmpfs", "--remount-ro") and argv[i + 1].endswith("/ipc"))
+    # a directory's own cover: --tmpfs DIR --remount-ro DIR
+    mine = "/ipc" in argv[i] and not argv[i].endswith(".sock")
+    return mine or (argv[i] in ("--tmpfs", "--remount-ro") and "/ipc" in argv[i + 1])
 
 
 def main() -> None:
@@ -89,15 +96,12 @@ def main() -> None:
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 15
     sizes = [int(a) for a in sys.argv[2:]] or [0, 50, 500, 2000]
     print(f"load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f}; rounds {rounds}; medians in ms")
-    print(
-        "| listening sockets | their directory | covered | Sandbox.wrap (list + decide) | bwrap with covers | without |"
-    )
+    print("| sockets | their directories | covered | Sandbox.wrap (list, decide) | bwrap with covers | without |")
     print("|---|---|---|---|---|---|")
     for n in sizes:
-        for mixed in (False, True):
-            wrap, binds, bare, covered = measure(n, rounds, mixed)
-            where = "beside a file" if mixed else "sockets only"
-            print(f"| {n} | {where} | {covered} | {wrap} | {binds} | {bare} |")
+        for layout in LAYOUTS:
+            wrap, binds, bare, covered = measure(n, rounds, layout)
+            print(f"| {n} | {layout} | {covered} | {wrap} | {binds} | {bare} |")
 
 
 if __name__ == "__main__":

@@ -204,13 +204,17 @@ def test_many_sockets_are_covered_by_directory_and_bounded():
     got = rules.sockets_to_cover(fpm + few + mixed + ws, _plan(), only)
     assert got.dirs == ("/run/php",)  # nothing but sockets, COLLAPSE_AT of them: one tmpfs
     assert set(got.files) == {*few, *mixed, *ws} and got.left == ()
-    # past the limit: the directories holding the most are covered whole, never one holding a bind (the
-    # workspace); what is left stays visible and is counted
+    # past the limit (covers in all): the directory holding the most is covered whole, again, never one holding a
+    # bind (the workspace) or HOME, nor a top-level one; what is left stays visible and is counted
     got = rules.sockets_to_cover(fpm + few + mixed + ws, _plan(), only, limit=4)
     assert got.dirs == ("/run/php", "/srv/app", "/run/few")
-    assert got.files == tuple(ws[:4]) and got.left == tuple(ws[4:])
+    assert got.files == tuple(ws[:1]) and got.left == tuple(ws[1:])
+    # the deepest directory that gathers them: HOME's IDE directory, not HOME; never /run itself
+    ide = [f"{HOME}/.ide/{i}/s.sock" for i in range(10)] + [f"/run/s{i}.sock" for i in range(3)]
+    got = rules.sockets_to_cover(ide, _plan(), frozenset(), keep=(HOME,), limit=3)
+    assert got.dirs == (f"{HOME}/.ide",) and got.files == ("/run/s0.sock", "/run/s1.sock") and len(got.left) == 1
     # nested directories: the outer one only
-    got = rules.sockets_to_cover(mixed + ["/srv/app/sub/x.sock"], _plan(), frozenset(), limit=0)
+    got = rules.sockets_to_cover(mixed + ["/srv/app/sub/x.sock"], _plan(), frozenset(), limit=1)
     assert got.dirs == ("/srv/app",) and got.files == () and got.left == ()
 
 

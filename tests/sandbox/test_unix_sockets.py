@@ -144,6 +144,30 @@ async def test_a_directory_of_many_sockets_is_covered_whole(tmp_path, elsewhere)
         await rt.close()
 
 
+async def test_past_the_bound_the_directory_holding_the_most_is_covered_whole(tmp_path, elsewhere):
+    """More than MAX_SOCKETS covers (four sockets per directory, beside a file: none can be covered alone):
+    the directory that gathers them is covered whole, and every socket is still out of reach."""
+    from oh.protocol import sandbox as rules
+
+    box = make_box(tmp_path)
+    many = elsewhere / "many"
+    servers = []
+    for i in range(rules.MAX_SOCKETS + 4):
+        (many / f"d{i // 4}").mkdir(parents=True, exist_ok=True)
+        (many / f"d{i // 4}" / "config").write_text("x")
+        servers.append(Listener(many / f"d{i // 4}" / f"s{i}.sock"))
+    rt = runtime(box)
+    try:
+        for server in (servers[0], servers[-1]):
+            obs = await run(rt, connect(server.path), timeout=15)
+            assert server.token not in obs["content"] and server.accepted == 0, obs["content"]
+        assert rt.sandbox.sockets.dirs == (str(many),) and rt.sandbox.sockets.left == (), rt.sandbox.sockets
+    finally:
+        for server in servers:
+            server.close()
+        await rt.close()
+
+
 async def test_a_socket_made_after_the_shell_started_is_reachable_the_known_residual(tmp_path, elsewhere):
     """The covers are fixed when bubblewrap starts: a socket bound later stays reachable until the shell
     restarts (docs/security.md §10 residual). The next shell covers it."""

@@ -88,14 +88,14 @@ HIDDEN = (
 # and run nothing. nscd is not kept: it also resolves host names (a way out by DNS); glibc falls back to
 # its own lookups when its socket refuses.
 KEEP_SOCKETS = ("/var/lib/sss/pipes/nss", "/run/systemd/userdb")
-# Each cover is one bind mount in bubblewrap's argv, and bubblewrap's start grows with the square of their
-# number (it reads the mount table again for each: +35 ms for 50, +360 ms for 500, 4.6 s for 2,000 here,
+# Each cover is one mount in bubblewrap's argv, and bubblewrap's start grows with the square of their number
+# (it reads the mount table again for each: +280-410 ms for 500, 4.6-4.9 s for 2,000 here,
 # docs/benchmarks.md). So a directory that holds COLLAPSE_AT sockets or more and nothing but sockets is covered
-# whole (one empty read-only tmpfs); past MAX_SOCKETS single covers, the directories holding the most are covered
-# whole unless one holds a bind (the workspace, HOME under /tmp...); what is left stays visible and the shell's
-# first observation says how many.
+# whole (one empty read-only tmpfs), and past MAX_SOCKETS covers the directory holding the most sockets is
+# covered whole, again until they fit (never a top-level one, nor one holding HOME, the workspace or a bind);
+# what is still left stays visible, and the shell's first observation says how many.
 COLLAPSE_AT = 8
-MAX_SOCKETS = 256
+MAX_SOCKETS = 64
 
 # What a `run` action says to ask for the unsandboxed shell (docs/protocol.md §3.17).
 ESCALATE_ARG = "sandbox"
@@ -317,15 +317,46 @@ class Covers:
     left: tuple[str, ...] = ()  # visible and not covered (past MAX_SOCKETS, in a directory holding a bind)
 
 
+def _ancestors(path: str) -> list[str]:
+    out, d = [], os.path.dirname(path)
+    while d not in ("/", ""):
+        out.append(d)
+        d = os.path.dirname(d)
+    return out
+
+
+def _climb(files: list[str], dirs: list[str], keep: tuple[str, ...], limit: int) -> tuple[list[str], list[str]]:
+    """Past ``limit`` covers, the directory holding the most of ``files`` is covered whole, again until they
+    fit: never a top-level one (/run, /etc, /home) or one holding a path of ``keep`` (the binds, HOME, the
+    workspace)."""
+    while files and len(files) + len(dirs) > limit and len(dirs) < limit:
+        counts: dict[str, int] = {}
+        for f in files:
+            for a in _ancestors(f):
+                if a.count("/") >= 2 and not any(_under(k, a) for k in keep):
+                    counts[a] = counts.get(a, 0) + 1
+        if not counts:
+            break
+        best = max(counts, key=lambda a: (counts[a], a.count("/")))  # ties: the deepest
+        dirs = [d for d in dirs if not _under(d, best)] + [best]
+        files = [f for f in files if not _under(f, best)]
+    return files, dirs
+
+
 def sockets_to_cover(
-    live: list[str], plan: Plan, only_sockets: frozenset[str] = frozenset(), limit: int = MAX_SOCKETS
+    live: list[str],
+    plan: Plan,
+    only_sockets: frozenset[str] = frozenset(),
+    keep: tuple[str, ...] = (),
+    limit: int = MAX_SOCKETS,
 ) -> Covers:
     """Which of the ``live`` sockets (real paths of path-bound sockets of processes outside) a shell with
     ``plan`` covers: none with the network on (name lookups may need a resolver's socket); else each one
     the sandbox would show, but the name-service ones (KEEP_SOCKETS). ``only_sockets``: directories that hold
-    nothing but sockets (covered whole from COLLAPSE_AT on). Sockets under the writable roots are covered
+    nothing but sockets (covered whole from COLLAPSE_AT on); ``keep``: directories never covered whole (HOME,
+    the workspace, the shell's directory; the binds are added). Sockets under the writable roots are covered
     too: one there may be a dev server's or an IDE's that runs outside (a socket the agent binds itself lives
-    in its own network namespace and is never in the list)."""
+    in its own network namespace and is never in the list). At most ``limit`` covers in all."""
     if plan.network:  # also the sandbox off: plan() gives it the network
         return Covers()
     visible = _visible(live, plan)
@@ -334,12 +365,6 @@ def sockets_to_cover(
         by_dir[os.path.dirname(p)] = by_dir.get(os.path.dirname(p), 0) + 1
     dirs = [d for d, n in by_dir.items() if n >= COLLAPSE_AT and d in only_sockets]
     files = [p for p in visible if os.path.dirname(p) not in dirs]
-    binds = (*plan.readonly, *plan.writable, *plan.scratch)
-    for d in sorted({os.path.dirname(p) for p in files}, key=lambda d: -by_dir[d]):
-        if len(files) <= limit:
-            break
-        if d != "/" and not any(_under(b, d) for b in binds):
-            dirs.append(d)
-            files = [p for p in files if not _under(p, d)]
-    dirs = [d for d in dirs if not any(o != d and _under(d, o) for o in dirs)]
-    return Covers(tuple(dirs), tuple(files[:limit]), tuple(files[limit:]))
+    files, dirs = _climb(files, dirs, (*keep, *plan.readonly, *plan.writable, *plan.scratch), limit)
+    room = max(0, limit - len(dirs))
+    return Covers(tuple(dirs), tuple(files[:room]), tuple(files[room:]))

@@ -191,7 +191,7 @@ class Sandbox:
             runtime_dir=_runtime_dir(env),
         )
         _make_cache_dir(env, home, plan)
-        self._cover_sockets(plan)
+        self._cover_sockets(plan, (os.path.realpath(home), os.path.realpath(cwd), self.workspace, *self.roots))
         watch = self.repo_watch
         if watch is None:
             binds = mounts(plan, self.workspace, sockets=self.sockets)
@@ -202,7 +202,7 @@ class Sandbox:
         binds = mounts(plan, self.workspace, frozenset(path for path, _ in bound), self.sockets)
         return [found.bwrap, *binds, "--chdir", cwd, "--", *argv], bound
 
-    def _cover_sockets(self, plan: rules.Plan) -> None:
+    def _cover_sockets(self, plan: rules.Plan, keep: tuple[str, ...]) -> None:
         """The sockets this shell covers: listed and checked (lstat) now, just before bubblewrap starts,
         so that one deleted since is not a bind target (bubblewrap fails on a missing one)."""
         self.sockets = rules.Covers()
@@ -210,11 +210,11 @@ class Sandbox:
             return
         seen = dataclasses.replace(plan, hidden=tuple(os.path.realpath(h) for h in plan.hidden))
         live = unixsocks.live()
-        self.sockets = rules.sockets_to_cover(live, seen, unixsocks.only_sockets(live, rules.COLLAPSE_AT))
+        self.sockets = rules.sockets_to_cover(live, seen, unixsocks.only_sockets(live, rules.COLLAPSE_AT), keep)
         if self.sockets.left:
             log.warning(
-                "sandbox: %d Unix sockets of programs outside left reachable (more than %d, in directories "
-                "holding the workspace or another bind), e.g. %s",
+                "sandbox: %d Unix sockets of programs outside left reachable (more than %d covers; in "
+                "directories holding HOME, the workspace or a bind), e.g. %s",
                 len(self.sockets.left),
                 rules.MAX_SOCKETS,
                 self.sockets.left[0],
@@ -256,7 +256,7 @@ class Sandbox:
         if self.sockets.left:
             left = (
                 f" {len(self.sockets.left)} Unix sockets of programs outside stay reachable (more than "
-                f"{rules.MAX_SOCKETS} in directories the sandbox shows)."
+                f"{rules.MAX_SOCKETS} covers; in directories holding HOME, the workspace or a bind)."
             )
         return (
             f"Sandbox: {self.spec.describe()}.{left} To run one command outside it, send the run with "
