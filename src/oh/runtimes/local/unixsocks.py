@@ -37,11 +37,11 @@ def candidates(text: bytes) -> list[bytes]:
             continue
         path = m.group(1)
         out.append(path)
-        for nxt in lines[i + 1 :]:
-            path += b"\n" + nxt
-            if len(path) > SUN_PATH_MAX:
-                break
+        j = i + 1
+        while j < len(lines) and len(path) + 1 + len(lines[j]) <= SUN_PATH_MAX:
+            path += b"\n" + lines[j]
             out.append(path)
+            j += 1
     return list(dict.fromkeys(out))
 
 
