@@ -185,8 +185,8 @@ class PtyShell:
         await self._spawn_retrying(*pick_shell(self.env, False)[:2], False)
 
     async def _spawn_retrying(self, kind: str, path: str, user_rc: bool) -> None:
-        """The user's shell; started once more when its sandbox failed because a Unix socket it covers was
-        deleted in between (bubblewrap cannot bind over a missing path; the new start lists them again)."""
+        """``_spawn``, once more when the shell's sandbox failed because a Unix socket it covers was deleted
+        in between (bubblewrap cannot bind over a missing path; the new start lists them again)."""
         try:
             await self._spawn(kind, path, user_rc)
         except StartupFailed as e:
