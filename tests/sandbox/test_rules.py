@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from oh.config import paths
@@ -153,3 +155,132 @@ def test_oh_dirs_follow_config_paths(monkeypatch, tmp_path):
     assert set(oh_dirs({})) == {str(paths.state_dir()), str(paths.config_dir())}
     monkeypatch.setenv("OH_HOME", str(tmp_path))
     assert oh_dirs({"OH_HOME": str(tmp_path)}) == (str(paths.state_dir()),)
+
+
+# ------------------------------------------------------------------ Unix sockets (docs/security.md §10)
+def _plan(**spec) -> rules.Plan:
+    return rules.plan(
+        rules.Spec(**spec),
+        home=HOME,
+        workspace=f"{HOME}/proj",
+        scratch=("/tmp/oh-local-1",),
+        oh_dirs=(f"{HOME}/.local/state/oh",),
+        runtime_dir="/run/user/1000",
+    )
+
+
+def test_sockets_covered_where_the_sandbox_shows_them_network_off_only():
+    live = [
+        f"{HOME}/.vscode-server/ipc.sock",  # HOME: shown, covered
+        f"{HOME}/proj/dev.sock",  # the workspace: a program outside listens there too
+        "/run/proxy/p.sock",
+        "/run/user/1000/bus",  # hidden already: $XDG_RUNTIME_DIR
+        "/tmp/.X11-unix/X0",  # hidden already: the private /tmp
+        f"{HOME}/.ssh/agent.sock",  # hidden already: HIDDEN
+        f"{HOME}/.local/state/oh/agents.sock",  # hidden already: oh's own state
+        "/var/lib/sss/pipes/nss",  # kept: account lookups
+        "/run/systemd/userdb/io.systemd.Multiplexer",
+        "/run/nscd/socket",  # not kept: it resolves host names too
+        "/run/proxy/p.sock",  # listed twice (an accepted connection shows its listener's path)
+    ]
+    got = rules.sockets_to_cover(live, _plan())
+    assert got.files == (
+        f"{HOME}/.vscode-server/ipc.sock",
+        f"{HOME}/proj/dev.sock",
+        "/run/proxy/p.sock",
+        "/run/nscd/socket",
+    )
+    assert got.dirs == () and got.left == ()
+    assert rules.sockets_to_cover(live, _plan(network=True)) == rules.Covers()  # today's fixed list only
+    assert rules.sockets_to_cover(live, _plan(level="off")) == rules.Covers()
+
+
+def test_many_sockets_are_covered_by_directory_and_bounded():
+    fpm = [f"/run/php/pool{i}.sock" for i in range(rules.COLLAPSE_AT)]
+    few = [f"/run/few/s{i}.sock" for i in range(rules.COLLAPSE_AT - 1)]
+    mixed = [f"/srv/app/w{i}.sock" for i in range(rules.COLLAPSE_AT)]  # beside other files
+    ws = [f"{HOME}/proj/w{i}.sock" for i in range(5)]
+    only = frozenset({"/run/php", "/run/few"})
+    got = rules.sockets_to_cover(fpm + few + mixed + ws, _plan(), only)
+    assert got.dirs == ("/run/php",)  # nothing but sockets, COLLAPSE_AT of them: one tmpfs
+    assert set(got.files) == {*few, *mixed, *ws} and got.left == ()
+    # past the limit (covers in all): the directory holding the most is covered whole, again, never one holding a
+    # bind (the workspace) or HOME, nor a top-level one; what is left stays visible and is counted
+    got = rules.sockets_to_cover(fpm + few + mixed + ws, _plan(), only, limit=4)
+    assert got.dirs == ("/run/php", "/srv/app", "/run/few")
+    assert got.files == tuple(ws[:1]) and got.left == tuple(ws[1:])
+    # the deepest directory that gathers them: HOME's IDE directory, not HOME; never /run itself
+    ide = [f"{HOME}/.ide/{i}/s.sock" for i in range(10)] + [f"/run/s{i}.sock" for i in range(3)]
+    got = rules.sockets_to_cover(ide, _plan(), frozenset(), keep=(HOME,), limit=3)
+    assert got.dirs == (f"{HOME}/.ide",) and got.files == ("/run/s0.sock", "/run/s1.sock") and len(got.left) == 1
+    # nested directories: the outer one only
+    got = rules.sockets_to_cover(mixed + ["/srv/app/sub/x.sock"], _plan(), frozenset(), limit=1)
+    assert got.dirs == ("/srv/app",) and got.files == () and got.left == ()
+
+
+def test_shown_follows_the_mounts_order_and_depth():
+    p = rules.Plan(
+        readonly=("/tmp/home",),
+        writable=("/tmp/home/ws",),
+        hidden=("/tmp/home/ws/secret",),
+        scratch=("/tmp/home/ws/secret/s",),
+    )
+    assert rules.shown("/tmp/home/a.sock", p) and rules.shown("/tmp/home/ws/b.sock", p)
+    assert not rules.shown("/tmp/other.sock", p) and not rules.shown("/var/tmp/x", p)
+    assert not rules.shown("/tmp/home/ws/secret/c.sock", p) and rules.shown("/tmp/home/ws/secret/s/d.sock", p)
+    assert rules.shown("/tmpx/e.sock", p) and rules.shown("/run/f.sock", p)
+
+
+def test_proc_net_unix_parsing_takes_only_paths_and_survives_newlines_and_forged_lines(tmp_path):
+    from oh.runtimes.local import unixsocks
+
+    head = b"Num       RefCount Protocol Flags    Type St Inode Path\n"
+
+    def entry(inode: int, path: bytes = b"") -> bytes:
+        return b"00000000d9bd36ad: 00000002 00000000 00010000 0001 01 %5d" % inode + (b" " + path if path else b"")
+
+    forged = entry(9, b"/home/u/.forged.sock")
+    text = b"\n".join(
+        [
+            head.rstrip(b"\n"),
+            entry(1),  # unbound
+            entry(2, b"@/tmp/.X11-unix/X0"),  # abstract
+            entry(3, b"relative.sock"),
+            entry(4, b"/run/a b.sock"),  # a space
+            entry(5, b"/run/x"),  # a path with a newline: "/run/x\ny.sock"
+            b"y.sock",
+            entry(6, b"/run/p\n" + forged),  # a newline that forges an entry
+            entry(12345, b"/run/q"),
+        ]
+    )
+    found = unixsocks.candidates(text + b"\n")
+    assert b"/run/a b.sock" in found and b"/run/x\ny.sock" in found
+    assert b"/run/p\n" + forged in found and b"/home/u/.forged.sock" in found  # both offered; lstat decides
+    assert not any(c.startswith((b"@", b"relative")) for c in found)
+    assert all(len(c) <= unixsocks.SUN_PATH_MAX for c in found)
+    # live(): only what lstat says is a socket now, by its real path (a symlinked directory resolved)
+    import socket
+
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(str(tmp_path / "link" / "s.sock"))
+    (tmp_path / "plain").write_text("not a socket")
+    proc = tmp_path / "unix"
+    proc.write_bytes(
+        b"\n".join(
+            [
+                head.rstrip(b"\n"),
+                entry(1, os.fsencode(tmp_path / "link" / "s.sock")),
+                entry(2, os.fsencode(tmp_path / "plain")),
+                entry(3, os.fsencode(tmp_path / "gone.sock")),
+            ]
+        )
+        + b"\n"
+    )
+    try:
+        assert unixsocks.live(str(proc)) == [str(real / "s.sock")]
+        assert unixsocks.live(str(tmp_path / "missing")) == []
+    finally:
+        s.close()

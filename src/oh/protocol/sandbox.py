@@ -79,6 +79,24 @@ HIDDEN = (
     "~/.orbstack",
 )
 
+# Path-bound Unix sockets of processes outside the sandbox (docs/security.md §10). With the network off every
+# one that the sandbox would show is covered when a shell starts (runtimes/local/unixsocks.py lists them from
+# /proc/net/unix): connect() to a path needs no network, and behind such a socket may be anything that acts
+# as you outside (an IDE's IPC that runs commands, a proxy, a container engine). Kept visible: the account
+# lookups that glibc's name service switch makes through a daemon (sssd's NSS pipe, systemd's userdb): they
+# answer who a uid is (the prompt, `ls -l`, `id`, ssh and git need it where accounts come from a directory),
+# and run nothing. nscd is not kept: it also resolves host names (a way out by DNS); glibc falls back to
+# its own lookups when its socket refuses.
+KEEP_SOCKETS = ("/var/lib/sss/pipes/nss", "/run/systemd/userdb")
+# Each cover is one mount in bubblewrap's argv, and bubblewrap's start grows with the square of their number
+# (it reads the mount table again for each: +280-410 ms for 500, 4.6-4.9 s for 2,000 here,
+# docs/benchmarks.md). So a directory that holds COLLAPSE_AT sockets or more and nothing but sockets is covered
+# whole (one empty read-only tmpfs), and past MAX_SOCKETS covers the directory holding the most sockets is
+# covered whole, again until they fit (never a top-level one, nor one holding HOME, the workspace or a bind);
+# what is still left stays visible, and the shell's first observation says how many.
+COLLAPSE_AT = 8
+MAX_SOCKETS = 64
+
 # What a `run` action says to ask for the unsandboxed shell (docs/protocol.md §3.17).
 ESCALATE_ARG = "sandbox"
 ESCALATE_VALUE = "off"  # outside the sandbox, as the user
@@ -248,3 +266,105 @@ def unavailable_message(problem: str, fix: str) -> str:
         "Or run it unconfined, knowingly: `oh config set sandbox off` (or `oh config set sandbox_fallback unconfined` "
         "to fall back only where the sandbox cannot run)."
     )
+
+
+# ------------------------------------------------------------------------------ sockets
+def _layers(plan: Plan) -> list[tuple[str, bool]]:
+    """The mounts of ``plan`` in the order ``runtimes/local/sandbox.mounts`` applies them: (path, whether the
+    host's files show there)."""
+    layers = [("/", True), ("/tmp", False), ("/var/tmp", False)]
+    layers += [(p, True) for p in (*plan.readonly, *plan.writable)]
+    return layers + [(p, False) for p in plan.hidden] + [(p, True) for p in plan.scratch]
+
+
+def _shown(path: str, layers: list[tuple[str, bool]]) -> bool:
+    depth, host = 0, True
+    for root, shows in layers:
+        size = len(root.rstrip("/"))
+        if size >= depth and _under(path, root):
+            depth, host = size, shows
+    return host
+
+
+def shown(path: str, plan: Plan) -> bool:
+    """Whether a sandbox with ``plan``'s mounts shows the host's ``path``: the mount over its deepest
+    ancestor decides (the later one on the same path), in the order ``runtimes/local/sandbox.mounts``
+    applies them (``plan.hidden`` as real paths, the way it binds them)."""
+    return _shown(path, _layers(plan))
+
+
+def _visible(live: list[str], plan: Plan) -> list[str]:
+    """``live`` as far as the sandbox shows it, KEEP_SOCKETS aside; one decision per directory (only a hidden
+    file's cover can be the socket's own path: binds and tmpfs are directories)."""
+    layers, files = _layers(plan), set(plan.hidden)
+    by_dir: dict[str, bool] = {}
+    out = []
+    for p in dict.fromkeys(live):
+        d = os.path.dirname(p)
+        if d not in by_dir:
+            by_dir[d] = _shown(d, layers) and not any(_under(d, k) for k in KEEP_SOCKETS)
+        if by_dir[d] and p not in files and p not in KEEP_SOCKETS:
+            out.append(p)
+    return out
+
+
+@dataclass(frozen=True)
+class Covers:
+    """What a shell covers so that the Unix sockets of programs outside are out of reach."""
+
+    dirs: tuple[str, ...] = ()  # covered whole: an empty read-only tmpfs
+    files: tuple[str, ...] = ()  # covered one by one: /dev/null bound over the socket
+    left: tuple[str, ...] = ()  # visible and not covered (past MAX_SOCKETS, in a directory holding a bind)
+
+
+def _ancestors(path: str) -> list[str]:
+    out, d = [], os.path.dirname(path)
+    while d not in ("/", ""):
+        out.append(d)
+        d = os.path.dirname(d)
+    return out
+
+
+def _climb(files: list[str], dirs: list[str], keep: tuple[str, ...], limit: int) -> tuple[list[str], list[str]]:
+    """Past ``limit`` covers, the directory holding the most of ``files`` is covered whole, again until they
+    fit: never a top-level one (/run, /etc, /home) or one holding a path of ``keep`` (the binds, HOME, the
+    workspace)."""
+    while files and len(files) + len(dirs) > limit and len(dirs) < limit:
+        counts: dict[str, int] = {}
+        for f in files:
+            for a in _ancestors(f):
+                if a.count("/") >= 2 and not any(_under(k, a) for k in keep):
+                    counts[a] = counts.get(a, 0) + 1
+        if not counts:
+            break
+        best = max(counts, key=lambda a: (counts[a], a.count("/")))  # ties: the deepest
+        dirs = [d for d in dirs if not _under(d, best)] + [best]
+        files = [f for f in files if not _under(f, best)]
+    return files, dirs
+
+
+def sockets_to_cover(
+    live: list[str],
+    plan: Plan,
+    only_sockets: frozenset[str] = frozenset(),
+    keep: tuple[str, ...] = (),
+    limit: int = MAX_SOCKETS,
+) -> Covers:
+    """Which of the ``live`` sockets (real paths of path-bound sockets of processes outside) a shell with
+    ``plan`` covers: none with the network on (name lookups may need a resolver's socket); else each one
+    the sandbox would show, but the name-service ones (KEEP_SOCKETS). ``only_sockets``: directories that hold
+    nothing but sockets (covered whole from COLLAPSE_AT on); ``keep``: directories never covered whole (HOME,
+    the workspace, the shell's directory; the binds are added). Sockets under the writable roots are covered
+    too: one there may be a dev server's or an IDE's that runs outside (a socket the agent binds itself lives
+    in its own network namespace and is never in the list). At most ``limit`` covers in all."""
+    if plan.network:  # also the sandbox off: plan() gives it the network
+        return Covers()
+    visible = _visible(live, plan)
+    by_dir: dict[str, int] = {}
+    for p in visible:
+        by_dir[os.path.dirname(p)] = by_dir.get(os.path.dirname(p), 0) + 1
+    dirs = [d for d, n in by_dir.items() if n >= COLLAPSE_AT and d in only_sockets]
+    files = [p for p in visible if os.path.dirname(p) not in dirs]
+    files, dirs = _climb(files, dirs, (*keep, *plan.readonly, *plan.writable, *plan.scratch), limit)
+    room = max(0, limit - len(dirs))
+    return Covers(tuple(dirs), tuple(files[:room]), tuple(files[room:]))

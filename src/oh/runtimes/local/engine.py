@@ -162,7 +162,7 @@ class PtyShell:
         kind, path, note = pick_shell(self.env, self.user_shell)
         if self.user_shell:
             try:
-                await self._spawn(kind, path, True)
+                await self._spawn_retrying(kind, path, True)
                 self.note = " ".join(x for x in (note, self.note) if x)
                 return
             except StartupFailed as e:
@@ -182,7 +182,19 @@ class PtyShell:
                     "files) for this session."
                 )
                 log.warning("agent shell: %s", self.note)
-        await self._spawn(*pick_shell(self.env, False)[:2], False)
+        await self._spawn_retrying(*pick_shell(self.env, False)[:2], False)
+
+    async def _spawn_retrying(self, kind: str, path: str, user_rc: bool) -> None:
+        """``_spawn``, once more when the shell's sandbox failed because a Unix socket it covers was deleted
+        in between (bubblewrap cannot bind over a missing path; the new start lists them again)."""
+        try:
+            await self._spawn(kind, path, user_rc)
+        except StartupFailed as e:
+            if e.still_running or self.sandbox is None or not self.sandbox.sockets_vanished():
+                raise
+            log.info("agent shell: a Unix socket its sandbox covers went away at its start; starting it again")
+            await self._teardown()
+            await self._spawn(kind, path, user_rc)
 
     def _launch(self, kind: str, cmd_r: int, user_rc: bool) -> tuple[list[str], dict[str, str]]:
         """Write this shell's init files; (argv tail, environment) of the shell process."""

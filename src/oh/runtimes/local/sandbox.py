@@ -11,6 +11,9 @@ Why these bubblewrap options (each was checked with bwrap 0.8 and a real pty):
 - ``--unshare-pid`` + ``--proc /proc``: a fresh /proc; the backend's pid, environ, fds and memory are not
   there to read. ``--die-with-parent``: the sandbox ends with the backend.
 - ``--unshare-net`` (network off): a private loopback only; the host's loopback servers are unreachable.
+  A Unix socket at a path needs no network: with the network off, each path-bound socket of a process
+  outside that the sandbox would show is covered by ``--ro-bind /dev/null`` (``connect()`` then fails with
+  ECONNREFUSED), listed from /proc/net/unix when the shell starts (``unixsocks.py``).
 - no ``--new-session``: the shell must keep the pty as its controlling terminal for job control and C-c.
   The pty is the agent's own (its other end is the backend), so a TIOCSTI injection only types into the
   sandboxed shell itself.
@@ -29,6 +32,7 @@ from .command import psutil  # None without it (optional at runtime)
 from ...protocol.errors import ErrorId, ToolError
 from ..bwrapcheck import Check, check  # noqa: F401 - re-exported: the runtime, `oh start` and tests ask here
 from .gitwatch import Repo, RepoWatch, git_dirs
+from . import unixsocks
 
 log = logging.getLogger("oh.runtimes.local")
 
@@ -89,6 +93,7 @@ class Sandbox:
         self.said = False  # the unavailable message or the level, said once per sandbox
         self.unconfined = False  # fell back to running unconfined (sandbox_fallback = unconfined)
         self.wrapped = False  # the last shell started runs inside bubblewrap
+        self.sockets = rules.Covers()  # what the last shell started covers (Unix sockets of programs outside)
         # The repositories in the writable roots (workspace-write): started now, so that its first walk (a
         # thread) is usually over when the first shell starts and binds them all.
         self.repo_watch = repo_watch
@@ -186,14 +191,41 @@ class Sandbox:
             runtime_dir=_runtime_dir(env),
         )
         _make_cache_dir(env, home, plan)
+        self._cover_sockets(plan, (os.path.realpath(home), os.path.realpath(cwd), self.workspace, *self.roots))
         watch = self.repo_watch
         if watch is None:
-            return [found.bwrap, *mounts(plan, self.workspace), "--chdir", cwd, "--", *argv], None
+            binds = mounts(plan, self.workspace, sockets=self.sockets)
+            return [found.bwrap, *binds, "--chdir", cwd, "--", *argv], None
         self._writable = plan.writable
         repos = watch.snapshot() | frozenset(git_dirs(os.path.join(self.workspace, ".git")))
         bound = frozenset(r for r in repos if self._writable_path(r[0]))
-        binds = mounts(plan, self.workspace, frozenset(path for path, _ in bound))
+        binds = mounts(plan, self.workspace, frozenset(path for path, _ in bound), self.sockets)
         return [found.bwrap, *binds, "--chdir", cwd, "--", *argv], bound
+
+    def _cover_sockets(self, plan: rules.Plan, keep: tuple[str, ...]) -> None:
+        """The sockets this shell covers: listed and checked (lstat) now, just before bubblewrap starts,
+        so that one deleted since is not a bind target (bubblewrap fails on a missing one)."""
+        self.sockets = rules.Covers()
+        if plan.network:
+            return
+        seen = dataclasses.replace(plan, hidden=tuple(os.path.realpath(h) for h in plan.hidden))
+        live = unixsocks.live()
+        self.sockets = rules.sockets_to_cover(live, seen, unixsocks.only_sockets(live, rules.COLLAPSE_AT), keep)
+        if self.sockets.left:
+            log.warning(
+                "sandbox: %d Unix sockets of programs outside left reachable (more than %d covers; in "
+                "directories holding HOME, the workspace or a bind), e.g. %s",
+                len(self.sockets.left),
+                rules.MAX_SOCKETS,
+                self.sockets.left[0],
+            )
+
+    def sockets_vanished(self) -> bool:
+        """A socket the last shell's sandbox covers is gone: the shell may have failed to start because of it
+        (bubblewrap cannot bind over a missing path); a new start lists them again."""
+        return any(not unixsocks.is_socket(p) for p in self.sockets.files) or any(
+            not os.path.isdir(d) for d in self.sockets.dirs
+        )
 
     def shell_pid(self, pid: int) -> int:
         """The shell's pid when ``pid`` is the bubblewrap that runs it (its /proc/<pid>/cwd is the shell's
@@ -220,8 +252,14 @@ class Sandbox:
             )
         if not self.spec.on:
             return ""  # the user's explicit choice; `oh start` and `oh status` say it
+        left = ""
+        if self.sockets.left:
+            left = (
+                f" {len(self.sockets.left)} Unix sockets of programs outside stay reachable (more than "
+                f"{rules.MAX_SOCKETS} covers; in directories holding HOME, the workspace or a bind)."
+            )
         return (
-            f"Sandbox: {self.spec.describe()}. To run one command outside it, send the run with "
+            f"Sandbox: {self.spec.describe()}.{left} To run one command outside it, send the run with "
             'args sandbox "off" and a reason: the user is asked.'
         )
 
@@ -281,9 +319,13 @@ def _repo_binds(repos: frozenset[str], workspace: str) -> list[str]:
     return out
 
 
-def mounts(plan: rules.Plan, workspace: str, repos: frozenset[str] = frozenset()) -> list[str]:
+def mounts(
+    plan: rules.Plan, workspace: str, repos: frozenset[str] = frozenset(), sockets: rules.Covers = rules.Covers()
+) -> list[str]:
     """bubblewrap's options for ``plan`` (paths that do not exist are skipped); ``repos``: git directories in
-    the writable roots whose hooks and config are bound read-only (PROTECTED_IN_REPO)."""
+    the writable roots whose hooks and config are bound read-only (PROTECTED_IN_REPO); ``sockets``: Unix
+    sockets of programs outside, covered last (over whatever bind shows them): a directory by an empty
+    read-only tmpfs, a socket by an empty character device (``connect()`` fails: ECONNREFUSED)."""
     out = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp"]
     for path in plan.readonly:
         if os.path.isdir(path):
@@ -312,6 +354,10 @@ def mounts(plan: rules.Plan, workspace: str, repos: frozenset[str] = frozenset()
             if os.path.lexists(path) and not os.path.islink(path):
                 out += ["--ro-bind", path, path]
     out += _repo_binds(repos, workspace)
+    for path in sockets.dirs:
+        out += ["--tmpfs", path, "--remount-ro", path]
+    for path in sockets.files:
+        out += ["--ro-bind", "/dev/null", path]
     out += ["--unshare-pid", "--unshare-ipc", "--unshare-cgroup-try", "--die-with-parent"]
     if not plan.network:
         out.append("--unshare-net")
