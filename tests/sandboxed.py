@@ -29,10 +29,11 @@ class Listener:
     sandbox lets nothing through still ends. A subclass changes what is done with each connection in ``handle``.
     """
 
-    def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
+    def __init__(self, sock: socket.socket | None = None) -> None:
+        """``sock``: a bound, listening socket of another kind (a Unix socket); default a loopback TCP one."""
+        self.sock = sock if sock is not None else socket.create_server(("127.0.0.1", 0))
         self.sock.settimeout(0.2)
-        self.port = self.sock.getsockname()[1]
+        self.port = self.sock.getsockname()[1] if self.sock.family != socket.AF_UNIX else 0
         self.got: list[bytes] = []
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._serve, daemon=True)

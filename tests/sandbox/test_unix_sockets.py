@@ -14,7 +14,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,8 @@ from oh.runtimes.local import sandbox as sandbox_mod
 from oh.runtimes.local import unixsocks
 from oh.runtimes.local.sandbox import check
 
+from sandboxed import Listener
+
 from .test_confinement import make_box, run, runtime
 
 pytestmark = [
@@ -32,7 +33,7 @@ pytestmark = [
 ]
 
 
-class Listener:
+class UnixListener(Listener):
     """A Unix socket server at ``path`` that greets each client with a token and counts them."""
 
     def __init__(self, path: Path) -> None:
@@ -40,28 +41,17 @@ class Listener:
         self.path = path
         self.token = "hello-" + secrets.token_hex(4)
         self.accepted = 0
-        self.sock = socket.socket(socket.AF_UNIX)
-        self.sock.bind(str(path))
-        self.sock.listen(8)
-        self.sock.settimeout(0.2)
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(path))
+        sock.listen(8)
+        super().__init__(sock)
 
-    def _serve(self) -> None:
-        while not self.stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                continue
-            self.accepted += 1
-            with conn:
-                conn.sendall(self.token.encode() + b"\n")
+    def handle(self, conn: socket.socket) -> None:
+        self.accepted += 1
+        conn.sendall(self.token.encode() + b"\n")
 
     def close(self) -> None:
-        self.stop.set()
-        self.thread.join(5)
-        self.sock.close()
+        super().close()
         if self.path.exists():
             self.path.unlink()
 
@@ -100,7 +90,7 @@ def places(box: dict[str, Any], elsewhere: Path) -> list[Path]:
 @pytest.mark.parametrize("network", [False, True], ids=["network-off", "network-on"])
 async def test_sockets_of_programs_outside_are_covered_with_the_network_off(tmp_path, elsewhere, network):
     box = make_box(tmp_path)
-    servers = [Listener(p) for p in places(box, elsewhere)]
+    servers = [UnixListener(p) for p in places(box, elsewhere)]
     rt = runtime(box, network=network)
     try:
         for server in servers:
@@ -131,7 +121,7 @@ async def test_a_directory_of_many_sockets_is_covered_whole(tmp_path, elsewhere)
     from oh.protocol import sandbox as rules
 
     box = make_box(tmp_path)
-    servers = [Listener(elsewhere / "pool" / f"w{i}.sock") for i in range(rules.COLLAPSE_AT)]
+    servers = [UnixListener(elsewhere / "pool" / f"w{i}.sock") for i in range(rules.COLLAPSE_AT)]
     rt = runtime(box)
     try:
         for server in servers[:2]:
@@ -155,7 +145,7 @@ async def test_past_the_bound_the_directory_holding_the_most_is_covered_whole(tm
     for i in range(rules.MAX_SOCKETS + 4):
         (many / f"d{i // 4}").mkdir(parents=True, exist_ok=True)
         (many / f"d{i // 4}" / "config").write_text("x")
-        servers.append(Listener(many / f"d{i // 4}" / f"s{i}.sock"))
+        servers.append(UnixListener(many / f"d{i // 4}" / f"s{i}.sock"))
     rt = runtime(box)
     try:
         for server in (servers[0], servers[-1]):
@@ -177,7 +167,7 @@ async def test_a_socket_made_after_the_shell_started_is_reachable_the_known_resi
     try:
         obs = await run(rt, "echo started", timeout=15)
         assert "started" in obs["content"]
-        late = Listener(elsewhere / "late.sock")
+        late = UnixListener(elsewhere / "late.sock")
         obs = await run(rt, connect(late.path), timeout=15)
         assert late.token in obs["content"], obs["content"]  # the residual
         await rt.close()
@@ -200,7 +190,7 @@ async def test_a_socket_deleted_as_the_shell_starts_does_not_cost_the_shell(
     box = make_box(tmp_path)
     (box["home"] / ".bashrc").write_text("export FROM_RC=yes-rc\n")
     box["env"]["OH_USER_SHELL"] = "1" if user_shell else "0"
-    going = Listener(elsewhere / "going.sock")
+    going = UnixListener(elsewhere / "going.sock")
     real_live = unixsocks.live
     calls = []
 
@@ -243,7 +233,7 @@ def test_oh_run_cannot_reach_a_socket_in_home_with_the_network_off(tmp_path, net
     """Through real `oh start` / `oh run`: a server in HOME started before the backend."""
     home, ws = tmp_path / "userhome", tmp_path / "ws"
     ws.mkdir()
-    server = Listener(home / ".local" / "share" / "ide" / "ipc.sock")
+    server = UnixListener(home / ".local" / "share" / "ide" / "ipc.sock")
     try:
         p = _oh(tmp_path, home, ws, "start", "--detach", "--json", "--runtime", "local", "--no-open",
                 "--sandbox-network", network)  # fmt: skip
