@@ -524,6 +524,7 @@ class Where:
     # git's discovery finds (a ``.git`` entry, or a directory that is itself a git directory), None = none
     git_dirs: Mapping[str, str | None] = field(default_factory=dict)
     linked: frozenset[str] = frozenset()  # resolved places that are regular files with more than one hard link
+    unresolved: tuple[str, ...] = ()  # words of ``places()`` the I/O layer could not resolve within its bounds
 
 
 def git_starts(kind: str, args: dict[str, Any]) -> tuple[str, ...]:
@@ -848,6 +849,9 @@ def decide(
                 verdict, f"the agent rated this action {risk} (rule {verdict} {hit.text})", f"{verdict} {hit.text}"
             )
     high = policy.level == "risky" and risk == "HIGH"
+    quiet = policy.level == "never" and all(r.verdict == "allow" for r in policy.rules) and not high
+    if where.unresolved and not quiet:  # fail closed: never allowed on paths the gate could not see
+        return Decision("ask", f"oh cannot tell which files {where.unresolved[0][:200]!r} names, so it is asked")
     cls = kinds.consent_class(kind, args)  # the kind table's class: an unknown kind is asked, never allowed
     if cls == "unknown":
         return Decision("ask", f"{kind!r} is an action oh cannot classify, so it is asked")

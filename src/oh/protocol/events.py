@@ -38,6 +38,9 @@ MAX_OUTPUT_CAP = 16 * 1024 * 1024  # max_output 0 still keeps memory bounded
 # OpenHands V0 sends security_risk as an int enum; the SDK as a name.
 _RISK_NAMES = {-1: "UNKNOWN", 0: "LOW", 1: "MEDIUM", 2: "HIGH"}
 MAX_ID = 2**53 - 1  # ids survive a round trip through JavaScript numbers
+# An action's ``timeout`` at most: a week. 1e308 s is finite but the deadline wheel's slot (time / tick)
+# overflowed, the action never ended and its id stayed in flight forever (tests/security/test_sizes.py).
+MAX_TIMEOUT = 7 * 24 * 3600.0
 
 
 @dataclass(slots=True)
@@ -210,8 +213,11 @@ def _timeout(timeout: Any, cause: int | None) -> float | None:
     if timeout is None:
         return None
     _require(
-        isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and math.isfinite(timeout) and timeout >= 0,
-        "'timeout' must be a number of seconds >= 0 (0 = no timeout given).",
+        isinstance(timeout, (int, float))
+        and not isinstance(timeout, bool)
+        and math.isfinite(timeout)
+        and 0 <= timeout <= MAX_TIMEOUT,
+        f"'timeout' must be a number of seconds from 0 to {MAX_TIMEOUT:.0f} (0 = no timeout given).",
         cause,
     )
     # 0 means "no timeout given", as in the OpenHands SDK: the no-new-output rule applies.

@@ -32,6 +32,8 @@ from ..errors import OhBaseError
 
 MAX_DEPTH = 8  # nested bash -c / $( ) levels followed; deeper is unknown
 MAX_LEN = 64 * 1024
+# `( ( ( ...`: each subshell level is a Python call; past this the line is unknown (asked), never a RecursionError
+MAX_NEST = 64
 
 SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "busybox-sh"})
 INTERPRETERS = SHELLS | frozenset(
@@ -155,6 +157,8 @@ def parse(command: str) -> Parsed:
         parts = _parse(command, 0)
     except Unknown as exc:
         return Parsed((), str(exc))
+    except RecursionError:  # a shape no bound above foresaw: unknown (fail closed), never a crash
+        return Parsed((), "commands nested too deeply")
     return Parsed(tuple(parts), None, any(p.name.rsplit("/", 1)[-1] in _MOVERS for p in parts))
 
 
@@ -209,6 +213,7 @@ class _Scanner:
         self.depth = depth
         self.out: list[_Raw] = []
         self.heredocs: list[tuple[str, bool, bool, _Raw]] = []  # (delimiter, strip tabs, expand body, command)
+        self.nest = 0  # open subshells `(`, counted across $( ) levels too (MAX_NEST)
 
     def run(self) -> list[_Raw]:
         self._list(None)
@@ -253,8 +258,12 @@ class _Scanner:
                     raise Unknown("function definitions and '(' inside a command are not followed")
                 if self.s.startswith("((", self.i):
                     raise Unknown("arithmetic commands (( )) are not followed")
+                if self.nest >= MAX_NEST:
+                    raise Unknown(f"subshells nested more than {MAX_NEST} deep")
                 self.i += 1
+                self.nest += 1
                 self._list(")")
+                self.nest -= 1
                 continue
             if c in "<>" or (c.isdigit() and self._redirect_ahead()) or (c == "&" and self.s.startswith("&>", self.i)):
                 self._redirect(cur)
@@ -504,7 +513,7 @@ class _Scanner:
         if self.depth + 1 > MAX_DEPTH:
             raise Unknown("commands nested too deeply")
         inner = _Scanner(self.s, self.depth + 1)
-        inner.i = self.i
+        inner.i, inner.nest = self.i, self.nest
         inner._list(")")
         if inner.heredocs:
             raise Unknown("a heredoc inside $( ) is not followed")
@@ -525,6 +534,7 @@ class _Scanner:
         if j >= len(s):
             raise Unknown("unbalanced backtick")
         inner = _Scanner("".join(body), self.depth + 1)
+        inner.nest = self.nest
         if self.depth + 1 > MAX_DEPTH:
             raise Unknown("commands nested too deeply")
         self.out.extend(inner.run())

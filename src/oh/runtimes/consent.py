@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import fnmatch
 import glob
 import itertools
 import logging
@@ -27,6 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable, Hashable
 
+from ..errors import OhBaseError
 from ..protocol import consent as rules
 from ..protocol import progress
 from ..protocol.errors import ErrorId
@@ -265,14 +267,28 @@ class ConsentGuard(Wrapper):
             # a runtime that cannot say where its shell is (an editor's terminal): after a cd, unknown
             unknown = not now and ctx.id in self._moved
             if isinstance(action.args.get("cwd"), str) and action.args["cwd"]:
-                cwd = base = _resolve(action.args["cwd"], workdir, self.policy)
-                unknown = False
+                try:
+                    cwd = base = _resolve(action.args["cwd"], workdir, self.policy)
+                    unknown = False
+                except Unresolvable:
+                    unknown = True
             if not action.args.get("is_input") and rules.moves(str(action.args.get("command", ""))):
                 self._moved.add(ctx.id)
-        paths = {typed: _resolve_all(typed, base, self.policy) for typed in rules.places(action.kind, action.args)}
-        gits = {d: _git_dir(_resolve(d or ".", base, self.policy)) for d in rules.git_starts(action.kind, action.args)}
+        paths: dict[str, tuple[str, ...]] = {}
+        unresolved: list[str] = []
+        for typed in rules.places(action.kind, action.args):
+            try:
+                paths[typed] = _resolve_all(typed, base, self.policy)
+            except Unresolvable:  # fail closed: decide() asks about a word whose files it cannot all see
+                unresolved.append(typed)
+        try:
+            gits = {
+                d: _git_dir(_resolve(d or ".", base, self.policy)) for d in rules.git_starts(action.kind, action.args)
+            }
+        except Unresolvable:
+            gits, unknown = {}, True
         linked = frozenset(p for got in paths.values() for p in got if _hard_linked(p))
-        return rules.Where(base, paths, cwd, unknown, gits, linked)
+        return rules.Where(base, paths, cwd, unknown, gits, linked, tuple(unresolved))
 
     async def execute(self, action: Action, agent: Hashable) -> dict[str, Any]:
         unsandboxed = escalation.requested(action)  # leaving the sandbox: its own decision (runtimes/escalation.py)
@@ -350,8 +366,18 @@ class ConsentGuard(Wrapper):
         return obs
 
 
+class Unresolvable(OhBaseError):
+    """A path the gate cannot resolve within its bounds (a symlink chain deeper than Python's recursion, a
+    glob whose walk is too large): the action is asked, never allowed on a guess."""
+
+
 def _resolve(typed: str, base: str, policy: rules.Policy) -> str:
-    return os.path.realpath(rules.normalize(typed, base, policy))
+    try:
+        return os.path.realpath(rules.normalize(typed, base, policy))
+    except RecursionError:  # Python 3.11's realpath recurses per symlink: a chain of ~1,000 exhausts it
+        raise Unresolvable(f"{typed[:200]}: too many levels of symbolic links") from None
+    except ValueError:  # a NUL, or a lone surrogate the file system encoding cannot carry: no file has that name
+        raise Unresolvable(f"{typed[:200]!r} is not a path the kernel can open") from None
 
 
 def _hard_linked(path: str) -> bool:
@@ -384,10 +410,50 @@ def _git_dir(start: str) -> str | None:
 def _resolve_all(typed: str, base: str, policy: rules.Policy) -> tuple[str, ...]:
     """What a word names: one path, or (a glob) the files it matches now, plus the pattern itself."""
     if any(c in typed for c in "*?["):
-        pattern = rules.normalize(typed, base, policy)
-        found = [os.path.realpath(p) for p in itertools.islice(glob.iglob(pattern), 64)]
+        found = [_resolve(p, "/", policy) for p in _glob(rules.normalize(typed, base, policy))]
         return tuple(found) + (_resolve(typed, base, policy),)
     return (_resolve(typed, base, policy),)
+
+
+GLOB_FOUND = 64  # files a glob word is resolved to (the first ones found), as before
+GLOB_VISITS = 10_000  # directory entries one glob word may look at; past it the word is Unresolvable
+GLOB_COMPONENT = 1024  # characters of one pattern component (a file name is at most 255 bytes)
+
+
+def _glob(pattern: str) -> list[str]:
+    """The files an absolute, normalized glob pattern matches now (``glob.glob``'s answer: hidden names
+    only for a pattern starting with ``.``), walked level by level with a budget. ``glob.iglob`` recurses
+    once per component (10,000 ``*/`` raise RecursionError), walks every branch of a symlink loop
+    (``a -> .``, ``b -> .``: 2**n directories for n ``*/``) and translates each component in quadratic
+    time (``[[[...``)."""
+    comps = pattern.split("/")[1:]
+    if any(len(c) > GLOB_COMPONENT for c in comps):
+        raise Unresolvable("a glob component longer than any file name")
+    level, budget = ["/"], GLOB_VISITS
+    for i, comp in enumerate(comps):
+        last = i == len(comps) - 1
+        nxt: list[str] = []
+        for d in level:
+            if glob.has_magic(comp):
+                try:
+                    names = os.listdir(d)
+                except OSError:
+                    continue
+                budget -= len(names) + 1
+                names = [n for n in fnmatch.filter(names, comp) if comp.startswith(".") or not n.startswith(".")]
+            else:
+                budget -= 1
+                names = [comp]
+            for n in names:
+                path = os.path.join(d, n)
+                if os.path.lexists(path) if last else os.path.isdir(path):
+                    nxt.append(path)
+            if budget < 0:
+                raise Unresolvable(f"a glob that walks more than {GLOB_VISITS} directory entries")
+        level = nxt
+        if not level:
+            break
+    return level[:GLOB_FOUND]
 
 
 def _rejected(action_id: int, message: str, who: str) -> dict[str, Any]:
