@@ -255,3 +255,36 @@ def test_agent_frames_of_every_size(threaded_backend, workspace):
             _still_serves(ws, 1000 + n)
     assert not b.stopping
     record("sizes: agent frames", got)
+
+
+_RULE_MATCH = """
+import sys
+sys.path[:0] = {path!r}
+from oh.protocol import consent as rules
+pattern = "*a" * 120 + "b"  # 241 characters: a user's rule the backtracking regex needed hours for
+policy = rules.Policy("risky", rules.parse_rules(deny=["write: " + pattern], allow=["write: " + pattern]), "/ws")
+for path in ("a" * 4000, "a" * (1 << 20), "a" * 130 + "b"):
+    print(rules.decide(policy, "write", {{"path": path, "content": ""}}).verdict)
+"""
+
+
+def test_path_rules_with_many_wildcards_match_without_backtracking():
+    """A rule with many `*` against an agent's long path: an answer within the hang guard (the regex took
+    hours); a path too long to open is matched by deny rules, never by allow rules."""
+    code = _RULE_MATCH.format(path=[_root(), os.path.join(_root(), "src")])
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["allow", "deny", "deny"]
+
+
+def test_path_rule_automaton_agrees_with_the_regex():
+    """The linear matcher answers exactly what the glob regex answers (random small patterns and paths)."""
+    import random
+
+    rnd = random.Random(7)
+    atoms = ["*", "**", "**/", "?", "a", "b", "/", "."]
+    for _ in range(5000):
+        pattern = "".join(rnd.choice(atoms) for _ in range(rnd.randint(1, 7)))
+        path = "".join(rnd.choice("ab/.") for _ in range(rnd.randint(0, 9)))
+        expected = rules._glob_regex(pattern).match(path) is not None
+        assert rules._glob_nfa(rules._glob_tokens(pattern), path) == expected, (pattern, path)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from ..errors import CliError
 
+import functools
 import os
 import re
 import shlex
@@ -413,8 +414,71 @@ def path_matches(pattern: str, path: str, policy: Policy, fold: bool = False) ->
     full = os.path.normpath(re.sub(r"\A/+", "/", _abs_pattern(pattern, policy)))
     path = os.path.normpath(re.sub(r"\A/+", "/", path))
     if fold:
-        return _glob_regex(full.casefold()).match(path.casefold()) is not None
-    return _glob_regex(full).match(path) is not None
+        full, path = full.casefold(), path.casefold()
+    tokens = _glob_tokens(full)
+    if sum(t[0] != "L" and t[0] != "Q" for t in tokens) <= 1:  # one wildcard: the regex cannot backtrack badly
+        return _glob_regex(full).match(path) is not None
+    if len(path) > MAX_MATCH_PATH:  # no kernel opens it; deny/ask rules (fold) match it, allow rules do not
+        return fold
+    return _glob_nfa(tokens, path)
+
+
+MAX_MATCH_PATH = 4096  # PATH_MAX: a longer path cannot be opened (ENAMETOOLONG); bounds _glob_nfa's work
+
+
+@functools.lru_cache(maxsize=1024)
+def _glob_tokens(pattern: str) -> tuple[tuple[str, str], ...]:
+    """``**/`` = D/ (any directories, or none), ``**`` = D (anything), ``*`` = S (within a name), ``?`` = Q,
+    else L (a literal character)."""
+    out: list[tuple[str, str]] = []
+    i = 0
+    while i < len(pattern):
+        for text, kind in (("**/", "D/"), ("**", "D"), ("*", "S"), ("?", "Q")):
+            if pattern.startswith(text, i):
+                out.append((kind, ""))
+                i += len(text)
+                break
+        else:
+            out.append(("L", pattern[i]))
+            i += 1
+    return tuple(out)
+
+
+def _glob_nfa(tokens: tuple[tuple[str, str], ...], path: str) -> bool:
+    """What ``_glob_regex(pattern).match(path)`` answers, in O(len(path) x len(pattern)): the regex backtracks
+    exponentially on a rule like ``write: *a*a*a...b`` against an agent's ``aaaa...`` path (a hang in the
+    backend's event loop). State 2i: before token i; 2i+1: inside the ``.*`` of a ``**/`` at token i."""
+    end = 2 * len(tokens)
+
+    def closure(states: set[int]) -> set[int]:
+        for i in range(len(tokens)):  # skips only go forward: one ordered pass reaches the fixed point
+            if 2 * i in states and tokens[i][0] != "L" and tokens[i][0] != "Q":
+                states.add(2 * i + 2)
+        return states
+
+    states = closure({0})
+    for pos, c in enumerate(path):
+        if end in states and c == "/":
+            return True  # the rest is below a matched directory: (?:/.*)?
+        nxt: set[int] = set()
+        for st in states:
+            i, inside = divmod(st, 2)
+            if i == len(tokens):
+                continue
+            kind, lit = tokens[i]
+            if inside or kind == "D/":
+                nxt.add(2 * i + 1)
+                if c == "/":
+                    nxt.add(2 * i + 2)
+            elif kind == "L" and c == lit or kind == "Q" and c != "/":
+                nxt.add(2 * i + 2)
+            elif kind == "D" or kind == "S" and c != "/":
+                nxt.add(st)
+        if not nxt:
+            return False
+        states = closure(nxt)
+        del pos
+    return end in states
 
 
 def is_risky(part: Part, policy: Policy | None = None, where: "Where | None" = None) -> str | None:
