@@ -288,3 +288,36 @@ def test_path_rule_automaton_agrees_with_the_regex():
         path = "".join(rnd.choice("ab/.") for _ in range(rnd.randint(0, 9)))
         expected = rules._glob_regex(pattern).match(path) is not None
         assert rules._glob_nfa(rules._glob_tokens(pattern), path) == expected, (pattern, path)
+
+
+def test_edit_and_read_extremes_over_the_wire(threaded_backend, workspace):
+    """edit with 100,000 occurrences (a bounded message, linear line numbering), a 1 MB old_str, a 16 MB write
+    and read, view_range to 2**63; RSS stays bounded while 100 frames of 1 MB arrive; the backend serves on."""
+    (workspace / "many.txt").write_text("ab\n" * 100_000)
+    (workspace / "one.txt").write_text("x" * (1 << 20))
+    tb, b = threaded_backend("local")
+    with connect(f"ws://127.0.0.1:{b.port}/v1/agent", additional_headers=AUTH, max_size=None) as ws:
+        edit = {"path": "many.txt", "command": "str_replace", "old_str": "ab", "new_str": "c"}
+        obs = _ask(ws, {"id": 1, "action": "edit", "args": edit})
+        assert obs["extras"]["error_id"] == "TOOL_ERROR" and "(100000 in all)" in obs["content"], obs["content"][:300]
+        assert len(obs["content"]) < 20_000
+        edit = {"path": "one.txt", "command": "str_replace", "old_str": "x" * (1 << 20), "new_str": "y"}
+        assert _ask(ws, {"id": 2, "action": "edit", "args": edit})["observation"] == "edit"
+        assert (workspace / "one.txt").read_text() == "y"
+        assert (
+            _ask(ws, {"id": 3, "action": "write", "args": {"path": "w.txt", "content": "q" * (16 << 20)}})[
+                "observation"
+            ]
+            == "write"
+        )
+        assert len(_ask(ws, {"id": 4, "action": "read", "args": {"path": "w.txt"}})["content"]) >= 16 << 20
+        obs = _ask(ws, {"id": 5, "action": "read", "args": {"path": "many.txt", "view_range": [1, 2**63]}})
+        assert obs["observation"] == "error" and obs["extras"]["error_id"] != "SERVER_ERROR", obs
+        before = _rss_kb()
+        for i in range(100):
+            args = {"path": f"m{i % 3}.txt", "content": "z" * (1 << 20)}
+            assert _ask(ws, {"id": 10 + i, "action": "write", "args": args})["observation"] == "write"
+        grown = (_rss_kb() - before) // 1024
+        record("sizes: RSS growth over 100 x 1 MB writes (MB)", grown)
+        assert grown < 300, grown  # a generous cap: each frame is freed once answered
+        _still_serves(ws, 200)

@@ -319,9 +319,10 @@ class FileEditor:
                 )
             old_str = stripped
         if len(positions) > 1:
-            lines = sorted({text.count("\n", 0, p) + 1 for p in positions})
+            lines = _line_numbers(text, positions)
+            shown = str(lines) if len(lines) <= MAX_LINES_SHOWN else f"{lines[:MAX_LINES_SHOWN]} ({len(lines)} in all)"
             raise ToolError(
-                f"No replacement was performed. Multiple occurrences of old_str `{old_str}` in lines {lines}. "
+                f"No replacement was performed. Multiple occurrences of old_str `{old_str}` in lines {shown}. "
                 "Please ensure it is unique."
             )
         first = positions[0]
@@ -384,3 +385,19 @@ class FileEditor:
         self._write(rp, previous, enc)
         content = f"Last edit to {rp.shown} undone successfully. " + cat_n_output(previous, rp.shown)
         return self._result(content, old=current, new=previous, diff=unified_diff(rp.shown, current, previous))
+
+
+MAX_LINES_SHOWN = 1000  # line numbers listed for a non-unique old_str (100,000 of them made a 700 KB message)
+
+
+def _line_numbers(text: str, positions: list[int]) -> list[int]:
+    """The distinct 1-based lines of ``positions``, in one pass over ``text``: counting from the start for each
+    position was quadratic (100,000 occurrences in a 300 KB file: 4.8 s)."""
+    lines: list[int] = []
+    line, at = 1, 0
+    for p in sorted(positions):
+        line += text.count("\n", at, p)
+        at = p
+        if not lines or lines[-1] != line:
+            lines.append(line)
+    return lines
