@@ -321,3 +321,13 @@ def test_edit_and_read_extremes_over_the_wire(threaded_backend, workspace):
         record("sizes: RSS growth over 100 x 1 MB writes (MB)", grown)
         assert grown < 300, grown  # a generous cap: each frame is freed once answered
         _still_serves(ws, 200)
+
+
+def test_cli_refuses_oversized_consent_rules_with_a_message(tmp_path):
+    """`oh config set consent_allow <100 KB>`: a clear message and exit code 2 (usage), nothing stored."""
+    env = {**os.environ, "OH_HOME": str(tmp_path / "oh"), "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "c")}
+    env.pop("OH_CONSENT_ALLOW", None)
+    cmd = [sys.executable, "-m", "oh", "config", "set", "consent_allow", "run: " + "a" * 100_000]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env, check=False)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr[-500:])
+    assert "at most 500 characters" in proc.stderr and "Traceback" not in proc.stderr
