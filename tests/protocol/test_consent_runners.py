@@ -216,7 +216,11 @@ def test_inline_code_extraction():
     assert progargs.inline_code("python3", ["-W", "ignore", "-c", "x", "-c", "y"]) == ["x"]
     assert progargs.inline_code("perl", ["-lne", "a", "-e", "b"]) == ["a", "b"]
     assert progargs.inline_code("node", ["--eval=a"]) == ["a"]
-    assert progargs.inline_code("node", ["script.js", "-e", "a"]) == []
+    # node: a word is not taken for the script (it may be a long option's value: --title x -e CODE), read on
+    assert progargs.inline_code("node", ["script.js", "-e", "a"]) == ["a"]
+    assert progargs.inline_code("node", ["--title", "x", "-e", "a"]) == ["a"]
+    assert progargs.inline_code("node", ["-pe", "a"]) == ["a"]  # node's -pe alias, not -p with code "e"
+    assert progargs.inline_code("python3", ["--check-hash-based-pycs", "always", "-c", "a"]) == ["a"]
     assert progargs.inline_code("deno", ["eval", "a"]) == ["a"]
     assert progargs.inline_code("ls", ["-e", "a"]) == []
 

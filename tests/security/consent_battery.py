@@ -652,6 +652,25 @@ CASES: list[Case] = [
     ),
     Case("node -e writes a file", run('node -e \'require("fs").writeFileSync("M", "x")\''), NEVER_RUNS),
     Case("perl -e runs a program", run("perl -e 'system(\"touch M\")'"), NEVER_RUNS),
+    # redteam2: node's -pe alias (the gate read "e" as the code), a long option's separate value before the code,
+    # identifiers Python reads through NFKC, asyncio's create_subprocess_*
+    Case("node -pe runs a program", run('''node -pe "require('child_process').execSync('touch M')"'''), NEVER_RUNS),
+    Case(
+        "node --title x -e runs a program",
+        run('''node --title x -e "require('child_process').execSync('touch M')"'''),
+        NEVER_RUNS,
+    ),
+    Case(
+        "python --check-hash-based-pycs then -c",
+        run("python3 --check-hash-based-pycs always -c 'import os; os.system(\"touch M\")'"),
+        NEVER_RUNS,
+    ),
+    Case("python -c fullwidth os.system", run("python3 -c 'import os; \uff4f\uff53.system(\"touch M\")'"), NEVER_RUNS),
+    Case(
+        "python -c asyncio subprocess",
+        run("python3 -c 'import asyncio; asyncio.run(asyncio.create_subprocess_shell(\"touch M\"))'"),
+        NEVER_RUNS,
+    ),
     Case(
         "plain python -c",
         run("python3 -c 'print(1 + 1)' > M"),

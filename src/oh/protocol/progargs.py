@@ -11,6 +11,7 @@ is treated as running code (fail closed).
 from __future__ import annotations
 
 import re
+import unicodedata
 
 _FIND_WRITES = ("-fprint", "-fprint0", "-fls", "-fprintf")
 # tar options that run a program (a command string, a script, a compressor)
@@ -325,7 +326,7 @@ def _less_runs(arg: str) -> bool:
 _PY = (
     r"\bos\s*\.\s*(?:system|popen|exec\w*|spawn\w*|posix_spawn\w*|fork\w*|kill\w*|remove\w*|unlink|rmdir|"
     r"rename\w*|replace|truncate|chmod|chown|lchown|link|symlink|mkfifo|write|open|fdopen|dup2)\b|"
-    r"\bsubprocess\b|\bpty\b|\bshutil\b|\bcommands\b|\bmultiprocessing\b|\.\s*(?:unlink|rmdir|write_text|"
+    r"subprocess|\bpty\b|\bshutil\b|\bcommands\b|\bmultiprocessing\b|\.\s*(?:unlink|rmdir|write_text|"
     r"write_bytes|rename|symlink_to|hardlink_to|chmod)\s*\(|(?:\bopen\s*\([^)]{0,400},|\.\s*open\s*\()\s*(?:mode\s*=\s*)?"
     r"['\"][rbtwax+U]{0,3}[wax+][rbtwax+]{0,3}['\"]|\b(?:posix|nt|_posixsubprocess|_winapi)\s*\.|"
     r"\bfrom\s+(?:os|posix|nt|subprocess|shutil|pty)\s+import\s+(?!path\b)"
@@ -419,10 +420,17 @@ def inline_code(base: str, args: list[str]) -> list[str]:
     i = 0
     while i < len(args):
         a = args[i]
-        if a == "--" or not a.startswith("-") or a == "-":
+        if a == "--" or a == "-":
             break
+        if not a.startswith("-"):
+            if lang not in ("node", "bun"):
+                break
+            i += 1  # node: a long option's separate value (--title x) is no program file; read on (fail closed)
+            continue
         if a.startswith("--"):
             name, eq, value = a[1:].partition("=")
+            if name == "-check-hash-based-pycs" and not eq:
+                i += 1  # python's one long option with a separate value
             if name in opts:
                 if eq:
                     code.append(value)
@@ -433,7 +441,7 @@ def inline_code(base: str, args: list[str]) -> list[str]:
             continue
         for j, c in enumerate(a[1:], 1):
             if c in opts:
-                if a[j + 1 :]:
+                if a[j + 1 :] and not (lang in ("node", "bun") and a[j + 1 :] in ("e", "p")):  # node -pe CODE
                     code.append(a[j + 1 :])
                 elif i + 1 < len(args):
                     code.append(args[i + 1])
@@ -459,7 +467,8 @@ def inline_runs(base: str, args: list[str]) -> str | None:
     if size > INLINE_MAX:
         return f"{base}'s inline code is {size} characters: too long for the gate to read, so it is asked"
     runs, hides = _INLINE[_LANG.get(lang, lang)]
-    for text in code:
+    # NFKC first: Python reads identifiers that way (`ｏｓ.ｓｙｓｔｅｍ` is os.system)
+    for text in (unicodedata.normalize("NFKC", t) for t in code):
         m = runs.search(text)
         if m is not None:
             return f"{base}'s inline code calls {m.group(0).strip()[:40]!r} (it may run a program or change files)"
