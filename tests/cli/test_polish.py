@@ -87,6 +87,49 @@ def test_help_footers_and_metavars_say_what_they_mean(oh):
     assert "supported editor CLI" in start and "`code` is on PATH" not in start
 
 
+def _command_paths() -> list[tuple[str, ...]]:
+    """Every command and subcommand of the app, as argv prefixes."""
+    import typer.main
+
+    from oh.cli import app
+
+    def walk(command, prefix):
+        yield prefix
+        for name, sub in sorted(getattr(command, "commands", {}).items()):
+            yield from walk(sub, (*prefix, name))
+
+    return [p for p in walk(typer.main.get_command(app), ()) if p]
+
+
+def _premature_breaks(text: str, columns: int) -> list[str]:
+    """Prose lines (outside the option boxes) broken although the next word fitted: a source line break."""
+    lines = [line.rstrip() for line in text.splitlines()]
+    found = []
+    for a, b in zip(lines, lines[1:]):
+        if not a.strip() or not b.strip() or a.lstrip().startswith(("│", "╭", "╰", "Usage:")):
+            continue
+        if b.lstrip().startswith(("│", "╭", "╰")):
+            continue
+        if len(a) + 1 + len(b.split()[0]) < columns - 1:
+            found.append(f"{a!r} / {b!r}")
+    return found
+
+
+def test_every_help_reads_at_80_columns(oh):
+    """Walk 2: `oh start --help` printed "... extension watches: the window" / "whose workspace ..." (typer
+    keeps a docstring's source line breaks), as did run, attach, token rotate and vscode install; and
+    `oh diagnostics [[PATH]]`, `oh review accept [[ID]]` doubled the optional brackets (ensure's fix, item 12)."""
+    bad = []
+    for path in _command_paths():
+        p = oh(*path, "--help", env={"COLUMNS": "80", "OH_NO_FASTPATH": "1"}, check=0)
+        assert p.returncode == 0, (path, p.stderr)
+        usage = next(line for line in p.stdout.splitlines() if "Usage:" in line)
+        if "[[" in usage:
+            bad.append(f"oh {' '.join(path)}: {usage.strip()}")
+        bad += [f"oh {' '.join(path)}: {b}" for b in _premature_breaks(p.stdout, 80)]
+    assert not bad, "\n".join(bad)
+
+
 def test_readme_has_no_empty_heading():
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text().splitlines()
     for above, below in zip(readme, readme[1:]):
