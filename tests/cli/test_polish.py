@@ -155,6 +155,23 @@ def test_timeout_note_says_1_second_and_logs_name_the_agent(oh):
     assert "  oh-cli  " in logs and not re.search(r"  a\d+  ", logs), logs
 
 
+def test_logs_elsewhere_says_whose_trace_and_an_empty_one_says_so(oh):
+    """Walk 2: `oh logs` in a folder no backend serves printed another workspace's records (the newest trace)
+    without saying whose, and a trace with no records yet printed nothing at all (exit 0): it looked broken."""
+    info = oh.start("local")
+    iid = info["instance_id"]
+    elsewhere = oh.tmp / "elsewhere"
+    elsewhere.mkdir()
+    p = oh("logs", cwd=elsewhere, check=0)
+    assert p.stdout == "" and f"backend {iid} has recorded no action yet" in p.stderr, p.stderr
+    assert f"no backend serves {elsewhere}" in p.stderr and f"backend {iid}'s" in p.stderr, p.stderr
+    oh("run", "--", "echo hi", check=0)
+    p = poll_until(lambda: (lambda q: q if "echo hi" in q.stdout else None)(oh("logs", cwd=elsewhere)), 30, "the run")
+    assert f"backend {iid}'s" in p.stderr and "no action" not in p.stderr, p.stderr
+    p = oh("logs", check=0)  # in the backend's own workspace: its trace, nothing to explain
+    assert "echo hi" in p.stdout and p.stderr == "", p.stderr
+
+
 def test_logs_name_the_agent_of_jobs_and_consent_records_too(oh):
     """Item 12, re-checked: `oh logs` named the agent in its request/result lines but printed `agent_id="a2"`
     in the job and consent records, where the live view shows the agent's name."""
