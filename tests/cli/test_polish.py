@@ -172,6 +172,20 @@ def test_logs_elsewhere_says_whose_trace_and_an_empty_one_says_so(oh):
     assert "echo hi" in p.stdout and p.stderr == "", p.stderr
 
 
+def test_ensure_refused_unwatched_gives_its_whole_fix_and_names_oh_watch(oh):
+    """Walk 2: with nobody watching, `oh ensure`'s answer cut the refusal at 500 characters, mid-rule ('network:
+    .venv/bin/python -m pip install --disable-pip-version-check -r' — the rule to copy, broken), its progress
+    line stopped mid-word ("which the sandbox ke"), and the fix did not name `oh watch` (a watch view can answer)."""
+    (oh.workspace / "requirements.txt").write_text("# nothing to fetch\n")
+    oh.start("local")
+    p = oh("ensure", "--only", "python", timeout=60, check=1)
+    rule = "'network: .venv/bin/python -m pip install --disable-pip-version-check -r requirements.txt'"
+    assert rule in p.stdout and "`oh watch` in another terminal" in p.stdout and "It was: " in p.stdout, p.stdout
+    steps = [line for line in p.stderr.splitlines() if line.startswith("oh: python: ")]
+    assert steps and all(len(line) < 320 for line in steps), p.stderr
+    assert all(line.endswith(" …") or line.endswith(".") for line in steps), p.stderr
+
+
 def test_logs_name_the_agent_of_jobs_and_consent_records_too(oh):
     """Item 12, re-checked: `oh logs` named the agent in its request/result lines but printed `agent_id="a2"`
     in the job and consent records, where the live view shows the agent's name."""

@@ -158,7 +158,7 @@ class Watch:
         elif event == "step" and isinstance(frame.get("text"), str):
             from ..text.sanitize import visible
 
-            self.io.note(visible(frame["text"])[:300])
+            self.io.note(_first_words(visible(frame["text"]), 300))
 
     def _waiting(self, frame: dict) -> None:
         from ..text.sanitize import visible  # agent-controlled text (the command) on the user's terminal
@@ -621,3 +621,11 @@ def edit(
     obs = exchange(io, session, action, announce=not (quiet or json_))
     code = finish(io, obs, json_, show_content=not (quiet and mode != "view"))
     return code or 0
+
+
+def _first_words(text: str, limit: int) -> str:
+    """A progress line as it goes by: whole when short, else cut between words with a visible "…" (the
+    answer that follows says it all; an `oh ensure` step was cut mid-word: "which the sandbox ke")."""
+    if len(text) <= limit:
+        return text
+    return text[:limit].rsplit(" ", 1)[0] + " …"
