@@ -375,3 +375,28 @@ def test_one_byte_one_file_one_entry_are_said_in_the_singular(oh):
     assert p.stdout.startswith("Undone entry 2: 1 file restored (entry 3;"), p.stdout
     p = oh("undo", "--to", "1", check=0)
     assert p.stdout.startswith("Undone entries 1, 2, 3: 1 file restored"), p.stdout
+
+
+def test_start_detach_on_a_terminal_wraps_between_words(oh):
+    """Walk 2: `oh start -d` at 80 columns printed "… (runtime local, pid 13001" and then ")" alone: its report
+    went to the terminal as long lines, which the terminal cut anywhere. On a terminal it wraps between words now,
+    as the warnings above it do; piped it stays one line per fact (scripts read it)."""
+    from .terminal import Term
+
+    cols = 60
+    term = Term(oh, "-d", "--no-open", "--review", cols=cols, rows=30)
+    try:
+        assert term.finish() == 0
+        info = term.session()
+        screen = term.text()
+        iid = info["instance_id"]
+        lines = screen.splitlines()
+        assert any(f"(runtime local, pid {info['pid']})" in line for line in lines), screen
+        assert any(f"`oh stop {iid}`" in line for line in lines), screen
+        assert "review mode: the agent's writes and edits wait for your accept/reject" in " ".join(screen.split())
+        # a path longer than the terminal cannot fit (it is never broken by oh); every other line does
+        assert all(len(line) < cols for line in lines if "/tmp/" not in line), screen
+    finally:
+        term.kill()
+    piped = oh("start", "-d", "--no-open", "-C", str(oh.tmp), check=0).stdout.splitlines()
+    assert piped[0].startswith("backend ") and piped[0].endswith(")") and piped[-1].startswith("watch it live"), piped

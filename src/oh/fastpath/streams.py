@@ -54,6 +54,10 @@ class Streams:
     def print(self, text: str = "") -> None:
         self.write(text + "\n")
 
+    def say(self, text: str) -> None:
+        """A sentence on stdout: on a terminal wrapped between words (continuation lines indented), piped one line."""
+        self.write(fit(self.out, text, ""))
+
     def note(self, message: str) -> None:
         """A message for the user on stderr, prefixed like every oh message."""
         self.err.write(fit(self.err, message, "oh: "))
