@@ -400,3 +400,30 @@ def test_start_detach_on_a_terminal_wraps_between_words(oh):
         term.kill()
     piped = oh("start", "-d", "--no-open", "-C", str(oh.tmp), check=0).stdout.splitlines()
     assert piped[0].startswith("backend ") and piped[0].endswith(")") and piped[-1].startswith("watch it live"), piped
+
+
+@pytest.mark.parametrize("wait", ["sent", "at once"])
+@pytest.mark.parametrize(
+    "verb", [("run", "--", "touch marker"), ("run", "-b", "--", "touch marker")], ids=["run", "run -b"]
+)
+def test_ctrl_c_while_waiting_for_an_editor_says_nothing_ran(oh, verb, wait):
+    """Walk 2: runtime vscode, no editor: Ctrl-C during `oh run`'s editor wait said "the command got Ctrl-C in the
+    `oh run` shell … `oh run --reset` kills it", and `oh run -b` said "the job keeps running; `oh jobs` lists it"
+    (after no note at all that it waited): no command had started. A real pty, the real Ctrl-C key."""
+    from .terminal import Term
+
+    oh.start("vscode")
+    term = Term(oh, cols=120, argv=["-m", "oh", *verb], env={"OH_CODE": str(oh.tmp / "no-code")})
+    try:
+        term.see("no editor is connected to this backend")
+        if wait == "sent":  # the backend holds the action, waiting for an editor (its trace says so)
+            poll_until(lambda: " request " in oh("logs", check=0).stdout, 30, "the action in the backend")
+        term.child.sendintr()
+        assert term.finish() == 130
+        said = " ".join(term.text().split())
+        assert "nothing was run or changed." in said, said  # at once: before or after it was sent, as it falls
+        assert wait != "sent" or "interrupted while waiting for an editor to connect" in said, said
+        assert "keeps running" not in said and "got Ctrl-C" not in said, said
+    finally:
+        term.kill()
+    assert not (oh.workspace / "marker").exists()
