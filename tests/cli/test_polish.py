@@ -427,3 +427,24 @@ def test_ctrl_c_while_waiting_for_an_editor_says_nothing_ran(oh, verb, wait):
     finally:
         term.kill()
     assert not (oh.workspace / "marker").exists()
+
+
+def test_jobs_labels_share_one_parenthesis(oh):
+    """Walk 2: an `oh ensure` install watched from `oh watch` and allowed the network was listed by `oh jobs` as
+    "SUCCEEDED (ensure) (with the network)"; now "SUCCEEDED (ensure, with the network)"."""
+    from .terminal import Term
+
+    (oh.workspace / "requirements.txt").write_text("# nothing to fetch\n")
+    oh.start("local")
+    view = Term(oh, cols=120, argv=["-m", "oh", "watch"])  # someone who can answer: the install is asked
+    try:
+        view.see("q or Ctrl-C leaves the view")
+        agent = oh.agent("ensure", "--only", "python")
+        (ask,) = oh.pending()
+        oh("approve", ask["id"], check=0)
+        out, err = agent.communicate(timeout=120)
+        assert agent.returncode == 0, (out, err)
+    finally:
+        view.kill()
+    listed = oh("jobs", check=0).stdout
+    assert "SUCCEEDED (ensure, with the network)" in listed and ") (" not in listed, listed

@@ -207,8 +207,11 @@ def jobs_list(io: Streams, session: dict, *, json_: bool = False) -> int:
     rows = [("ID", "STATE", "EXIT", "TIME", "COMMAND")]
     for r in records:
         code = r.get("exit_code")
-        kind = " (ensure)" if r.get("shell") == ENSURE_SHELL else "" if r.get("background", True) else " (fg)"
-        kind += {"off": " (outside the sandbox)", "network": " (with the network)"}.get(str(r.get("sandbox")), "")
+        # one parenthesis of labels: "SUCCEEDED (ensure, with the network)" (was "(ensure) (with the network)")
+        labels = ["ensure"] if r.get("shell") == ENSURE_SHELL else [] if r.get("background", True) else ["fg"]
+        where = {"off": "outside the sandbox", "network": "with the network"}.get(str(r.get("sandbox")))
+        labels += [where] if where else []
+        kind = f" ({', '.join(labels)})" if labels else ""
         rows.append(
             (
                 str(r.get("job_id")),
