@@ -87,6 +87,49 @@ def test_help_footers_and_metavars_say_what_they_mean(oh):
     assert "supported editor CLI" in start and "`code` is on PATH" not in start
 
 
+def _command_paths() -> list[tuple[str, ...]]:
+    """Every command and subcommand of the app, as argv prefixes."""
+    import typer.main
+
+    from oh.cli import app
+
+    def walk(command, prefix):
+        yield prefix
+        for name, sub in sorted(getattr(command, "commands", {}).items()):
+            yield from walk(sub, (*prefix, name))
+
+    return [p for p in walk(typer.main.get_command(app), ()) if p]
+
+
+def _premature_breaks(text: str, columns: int) -> list[str]:
+    """Prose lines (outside the option boxes) broken although the next word fitted: a source line break."""
+    lines = [line.rstrip() for line in text.splitlines()]
+    found = []
+    for a, b in zip(lines, lines[1:]):
+        if not a.strip() or not b.strip() or a.lstrip().startswith(("│", "╭", "╰", "Usage:")):
+            continue
+        if b.lstrip().startswith(("│", "╭", "╰")):
+            continue
+        if len(a) + 1 + len(b.split()[0]) < columns - 1:
+            found.append(f"{a!r} / {b!r}")
+    return found
+
+
+def test_every_help_reads_at_80_columns(oh):
+    """Walk 2: `oh start --help` printed "... extension watches: the window" / "whose workspace ..." (typer
+    keeps a docstring's source line breaks), as did run, attach, token rotate and vscode install; and
+    `oh diagnostics [[PATH]]`, `oh review accept [[ID]]` doubled the optional brackets (ensure's fix, item 12)."""
+    bad = []
+    for path in _command_paths():
+        p = oh(*path, "--help", env={"COLUMNS": "80", "OH_NO_FASTPATH": "1"}, check=0)
+        assert p.returncode == 0, (path, p.stderr)
+        usage = next(line for line in p.stdout.splitlines() if "Usage:" in line)
+        if "[[" in usage:
+            bad.append(f"oh {' '.join(path)}: {usage.strip()}")
+        bad += [f"oh {' '.join(path)}: {b}" for b in _premature_breaks(p.stdout, 80)]
+    assert not bad, "\n".join(bad)
+
+
 def test_readme_has_no_empty_heading():
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text().splitlines()
     for above, below in zip(readme, readme[1:]):
@@ -110,6 +153,37 @@ def test_timeout_note_says_1_second_and_logs_name_the_agent(oh):
     logs = oh("logs", check=0).stdout
     # the CLI's agent is "oh-cli" in the live view; its id (a1, a2, …) is an internal number
     assert "  oh-cli  " in logs and not re.search(r"  a\d+  ", logs), logs
+
+
+def test_logs_elsewhere_says_whose_trace_and_an_empty_one_says_so(oh):
+    """Walk 2: `oh logs` in a folder no backend serves printed another workspace's records (the newest trace)
+    without saying whose, and a trace with no records yet printed nothing at all (exit 0): it looked broken."""
+    info = oh.start("local")
+    iid = info["instance_id"]
+    elsewhere = oh.tmp / "elsewhere"
+    elsewhere.mkdir()
+    p = oh("logs", cwd=elsewhere, check=0)
+    assert p.stdout == "" and f"backend {iid} has recorded no action yet" in p.stderr, p.stderr
+    assert f"no backend serves {elsewhere}" in p.stderr and f"backend {iid}'s" in p.stderr, p.stderr
+    oh("run", "--", "echo hi", check=0)
+    p = poll_until(lambda: (lambda q: q if "echo hi" in q.stdout else None)(oh("logs", cwd=elsewhere)), 30, "the run")
+    assert f"backend {iid}'s" in p.stderr and "no action" not in p.stderr, p.stderr
+    p = oh("logs", check=0)  # in the backend's own workspace: its trace, nothing to explain
+    assert "echo hi" in p.stdout and p.stderr == "", p.stderr
+
+
+def test_ensure_refused_unwatched_gives_its_whole_fix_and_names_oh_watch(oh):
+    """Walk 2: with nobody watching, `oh ensure`'s answer cut the refusal at 500 characters, mid-rule ('network:
+    .venv/bin/python -m pip install --disable-pip-version-check -r' — the rule to copy, broken), its progress
+    line stopped mid-word ("which the sandbox ke"), and the fix did not name `oh watch` (a watch view can answer)."""
+    (oh.workspace / "requirements.txt").write_text("# nothing to fetch\n")
+    oh.start("local")
+    p = oh("ensure", "--only", "python", timeout=60, check=1)
+    rule = "'network: .venv/bin/python -m pip install --disable-pip-version-check -r requirements.txt'"
+    assert rule in p.stdout and "`oh watch` in another terminal" in p.stdout and "It was: " in p.stdout, p.stdout
+    steps = [line for line in p.stderr.splitlines() if line.startswith("oh: python: ")]
+    assert steps and all(len(line) < 320 for line in steps), p.stderr
+    assert all(line.endswith(" …") or line.endswith(".") for line in steps), p.stderr
 
 
 def test_logs_name_the_agent_of_jobs_and_consent_records_too(oh):
@@ -301,3 +375,76 @@ def test_one_byte_one_file_one_entry_are_said_in_the_singular(oh):
     assert p.stdout.startswith("Undone entry 2: 1 file restored (entry 3;"), p.stdout
     p = oh("undo", "--to", "1", check=0)
     assert p.stdout.startswith("Undone entries 1, 2, 3: 1 file restored"), p.stdout
+
+
+def test_start_detach_on_a_terminal_wraps_between_words(oh):
+    """Walk 2: `oh start -d` at 80 columns printed "… (runtime local, pid 13001" and then ")" alone: its report
+    went to the terminal as long lines, which the terminal cut anywhere. On a terminal it wraps between words now,
+    as the warnings above it do; piped it stays one line per fact (scripts read it)."""
+    from .terminal import Term
+
+    cols = 60
+    term = Term(oh, "-d", "--no-open", "--review", cols=cols, rows=30)
+    try:
+        assert term.finish() == 0
+        info = term.session()
+        screen = term.text()
+        iid = info["instance_id"]
+        lines = screen.splitlines()
+        assert any(f"(runtime local, pid {info['pid']})" in line for line in lines), screen
+        assert any(f"`oh stop {iid}`" in line for line in lines), screen
+        assert "review mode: the agent's writes and edits wait for your accept/reject" in " ".join(screen.split())
+        # a path longer than the terminal cannot fit (it is never broken by oh); every other line does
+        assert all(len(line) < cols for line in lines if "/tmp/" not in line), screen
+    finally:
+        term.kill()
+    piped = oh("start", "-d", "--no-open", "-C", str(oh.tmp), check=0).stdout.splitlines()
+    assert piped[0].startswith("backend ") and piped[0].endswith(")") and piped[-1].startswith("watch it live"), piped
+
+
+@pytest.mark.parametrize("wait", ["sent", "at once"])
+@pytest.mark.parametrize(
+    "verb", [("run", "--", "touch marker"), ("run", "-b", "--", "touch marker")], ids=["run", "run -b"]
+)
+def test_ctrl_c_while_waiting_for_an_editor_says_nothing_ran(oh, verb, wait):
+    """Walk 2: runtime vscode, no editor: Ctrl-C during `oh run`'s editor wait said "the command got Ctrl-C in the
+    `oh run` shell … `oh run --reset` kills it", and `oh run -b` said "the job keeps running; `oh jobs` lists it"
+    (after no note at all that it waited): no command had started. A real pty, the real Ctrl-C key."""
+    from .terminal import Term
+
+    oh.start("vscode")
+    term = Term(oh, cols=120, argv=["-m", "oh", *verb], env={"OH_CODE": str(oh.tmp / "no-code")})
+    try:
+        term.see("no editor is connected to this backend")
+        if wait == "sent":  # the backend holds the action, waiting for an editor (its trace says so)
+            poll_until(lambda: " request " in oh("logs", check=0).stdout, 30, "the action in the backend")
+        term.child.sendintr()
+        assert term.finish() == 130
+        said = " ".join(term.text().split())
+        assert "nothing was run or changed." in said, said  # at once: before or after it was sent, as it falls
+        assert wait != "sent" or "interrupted while waiting for an editor to connect" in said, said
+        assert "keeps running" not in said and "got Ctrl-C" not in said, said
+    finally:
+        term.kill()
+    assert not (oh.workspace / "marker").exists()
+
+
+def test_jobs_labels_share_one_parenthesis(oh):
+    """Walk 2: an `oh ensure` install watched from `oh watch` and allowed the network was listed by `oh jobs` as
+    "SUCCEEDED (ensure) (with the network)"; now "SUCCEEDED (ensure, with the network)"."""
+    from .terminal import Term
+
+    (oh.workspace / "requirements.txt").write_text("# nothing to fetch\n")
+    oh.start("local")
+    view = Term(oh, cols=120, argv=["-m", "oh", "watch"])  # someone who can answer: the install is asked
+    try:
+        view.see("q or Ctrl-C leaves the view")
+        agent = oh.agent("ensure", "--only", "python")
+        (ask,) = oh.pending()
+        oh("approve", ask["id"], check=0)
+        out, err = agent.communicate(timeout=120)
+        assert agent.returncode == 0, (out, err)
+    finally:
+        view.kill()
+    listed = oh("jobs", check=0).stdout
+    assert "SUCCEEDED (ensure, with the network)" in listed and ") (" not in listed, listed

@@ -70,6 +70,26 @@ def test_watch_shows_an_action_run_after_it_attached_and_q_leaves(oh):
         term.kill()
 
 
+def test_the_leaving_words_wrap_between_words_at_80_columns(oh):
+    """Walk 2: at 80 columns the terminal cut the last line, "`oh stop c02274500" / "d7d` to stop it", so the
+    id to copy was in two pieces; it wraps between words now, as `oh start`'s warnings do (issue 30 item 13)."""
+    info = oh.start("local")
+    iid = info["instance_id"]
+    term = _watch(oh, cols=80, rows=24)
+    try:
+        term.see(LEAVES)
+        term.child.send("q")
+        assert term.finish() == 0
+        screen = term.text()
+        said = f"oh watch: left the view; backend {iid} keeps running — `oh stop {iid}` to stop it"
+        assert said in " ".join(screen.split()), screen
+        words = [w for line in screen.splitlines() for w in line.split()]
+        assert words.count(f"{iid}`") == 1 and all(len(line) < 80 for line in screen.splitlines()), screen
+        _left_running(oh, info, None)
+    finally:
+        term.kill()
+
+
 @pytest.mark.parametrize("how", ["ctrl-c", "sighup", "closed"])
 def test_ctrl_c_or_a_closed_terminal_leaves_the_backend_running(oh, how):
     """Unlike the foreground `oh start` (tests/cli/test_terminal_safety.py::test_sighup_stops_the_backend,

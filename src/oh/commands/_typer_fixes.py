@@ -24,7 +24,39 @@ def install() -> None:
     if argument is not None and hasattr(argument, "_usage_display_name"):
         argument._usage_display_name = _usage_display_name
     _plain_validation_errors()
+    for command_class in (getattr(core, "TyperCommand", None), getattr(core, "TyperGroup", None)):
+        if command_class is not None and hasattr(command_class, "format_help"):
+            _reflow_help_paragraphs(command_class)
     cls._oh_patched = True
+
+
+def _reflow_help_paragraphs(command_class) -> None:
+    """A docstring's later paragraphs flow as prose, like its first line.
+
+    typer (rich markup) keeps the single line breaks of the source there, so at 80 columns a source
+    line of 85 characters printed as a full line and then a stub ("... watches: the window" / "whose
+    workspace ..."). Joining them here, when help is drawn, costs nothing on the other paths.
+    A paragraph that starts with click's no-rewrap mark (\\b) keeps its lines.
+    """
+    original = command_class.format_help
+
+    def format_help(self, ctx, formatter):
+        self.help = reflow(self.help)
+        return original(self, ctx, formatter)
+
+    command_class.format_help = format_help
+
+
+def reflow(text: str | None) -> str | None:
+    if not text:
+        return text
+    import inspect
+
+    head, mark, tail = inspect.cleandoc(text).partition("\f")
+    paragraphs = [
+        p if p.startswith("\b") else " ".join(line.strip() for line in p.splitlines()) for p in head.split("\n\n")
+    ]
+    return "\n\n".join(paragraphs) + mark + tail
 
 
 def _skip_pydantic_for_absent_flags(cls) -> None:

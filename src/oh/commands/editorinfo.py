@@ -82,7 +82,7 @@ def _location(text: str, need_position: bool) -> tuple[str, int | None, int | No
 
 def diagnostics(
     path: Optional[str] = typer.Argument(
-        None, metavar="[PATH]", help="A file (default: every file the language servers report on in the workspace)."
+        None, metavar="PATH", help="A file (default: every file the language servers report on in the workspace)."
     ),
     severity: str = typer.Option(
         "warning", "--severity", metavar="LEVEL", help="Least severe level to show: error, warning, info or hint."

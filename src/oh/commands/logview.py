@@ -119,6 +119,11 @@ def _fast_trace() -> Path | None:
     return Path(trace) if isinstance(trace, str) and trace else None
 
 
+# _pick_trace's second value when no backend serves the cwd and it fell back to the newest trace: the
+# records may be another workspace's, so run_logs says whose (a new user saw a stranger's or an empty one).
+NEWEST = "newest"
+
+
 def _pick_trace(instance: Optional[str], follow: bool = True) -> tuple[Path, Any]:
     if not instance and not follow:  # the session itself is needed only to see it stop (-f)
         fast = _fast_trace()
@@ -151,7 +156,7 @@ def _pick_trace(instance: Optional[str], follow: bool = True) -> tuple[Path, Any
     )
     if not traces:
         die("no trace yet: no backend has recorded any action.", NOT_RUNNING, "Start one with `oh start`.")
-    return traces[0], None
+    return traces[0], NEWEST
 
 
 def run_logs(
@@ -169,6 +174,9 @@ def run_logs(
     path, session = _pick_trace(instance, follow)
     if not path.exists() and not follow:
         die(f"{path} does not exist yet (no action recorded).", NOT_RUNNING)
+    if session == NEWEST:
+        session = None
+        io.note(f"no backend serves {os.getcwd()}: the newest trace, backend {path.stem}'s (`oh logs ID` picks one).")
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             tail = f.readlines()
@@ -179,6 +187,8 @@ def run_logs(
         tail = [line for line in tail if f'"job_id":"{job}"' in line]
     for line in tail[-lines:] if lines else tail:
         _emit(io, line, json_)
+    if not tail and not json_:
+        io.note(f"backend {path.stem} has recorded no action{' of job ' + job if job else ''} yet.")
     if not follow:
         return 0
     from .. import sessions

@@ -263,7 +263,7 @@ def _report(io: Streams, answer: dict[str, Any], json_: bool) -> int:
 @app.command()
 def accept(
     proposal_id: Optional[str] = typer.Argument(
-        None, metavar="[ID]", help="The proposal to write, or the change set to keep (see `oh review`)."
+        None, metavar="ID", help="The proposal to write, or the change set to keep (see `oh review`)."
     ),
     all_: bool = typer.Option(False, "--all", help="Accept every pending proposal and keep every change set."),
     workspace: Optional[str] = _WORKSPACE,

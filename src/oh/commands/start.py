@@ -506,13 +506,13 @@ def _tell_detached(
             {**info, **({"warnings": [{"id": wid, "message": text} for wid, text in warnings]} if warnings else {})}
         )
     else:
-        io.print(
+        io.say(
             f"backend {session.instance_id} listening on {session.url} (runtime {session.runtime}, pid {session.pid})"
         )
-        io.print(f"workspace {session.workspace}; log {started.log_file}")
+        io.say(f"workspace {session.workspace}; log {started.log_file}")
         if review_timeout is not None:
             where = runtimenames.TRAITS[session.runtime].review_where
-            io.print(
+            io.say(
                 f"review mode: the agent's writes and edits wait for your accept/reject {where} (up to "
                 f"{review_timeout:g} s)"
             )
@@ -522,12 +522,12 @@ def _tell_detached(
                 if branch_flags.get("branch_name")
                 else "a new git branch oh/<date>-<time>-<agent>"
             )
-            io.print(
+            io.say(
                 "branch mode: before the agent's first change (write, edit, command) the workspace switches "
                 f"to {target}"
             )
         iid = session.instance_id
-        io.print(f"watch it live with `oh watch {iid}`; stop it with `oh stop {iid}`")
+        io.say(f"watch it live with `oh watch {iid}`; stop it with `oh stop {iid}`")
 
 
 def workspace_warnings(workspace: str) -> list[tuple[str, str]]:

@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import time
 
-from ..protocol import actions
-from .exits import ACTION_FAILED, TIMEOUT, USAGE, OhError
+from ..protocol import actions, runtimenames
+from .exits import ACTION_FAILED, INTERRUPTED, TIMEOUT, USAGE, OhError
 from .streams import Streams
 from .verbs import (
     CLI_SHELL,
+    NOT_SENT,
     AgentLink,
     Watch,
+    _wait_for_editor_note,
     base_dir,
     branch_note,
     check_escalation,
@@ -40,11 +42,19 @@ def _link(session: dict) -> AgentLink:
     return AgentLink(session, shell=CLI_SHELL, on_interrupt=_INTERRUPTED)
 
 
-def _ask(io: Streams, session: dict, action: dict, json_: bool = False) -> dict:
-    link = _link(session)
+def _ask(io: Streams, session: dict, action: dict, json_: bool = False, new: bool = False) -> dict:
+    """``new``: the action starts something (a job, a write): with runtime vscode and no editor connected, say
+    at once that it waits for one, and on Ctrl-C that nothing started (it said "the job keeps running")."""
+    watch = Watch(io)
+    try:
+        if new and runtimenames.uses_editor(session.get("runtime")) and _wait_for_editor_note(io, session):
+            watch.editor_wait = session
+        link = _link(session)
+    except KeyboardInterrupt:
+        raise OhError(NOT_SENT, INTERRUPTED) from None
     try:
         # A wait for consent or review is said at once (`oh run -b` under --consent: issue 30 #2).
-        return _checked(io, link.ask(action, watch=Watch(io)), json_)
+        return _checked(io, link.ask(action, watch=watch), json_)
     finally:
         link.close()
 
@@ -108,7 +118,7 @@ def start_background(
     action = actions.run(
         line, background=True, force=force, cwd=_where(session, cwd), unsandboxed=unsandboxed, network=network
     )
-    obs = _ask(io, session, action, json_)
+    obs = _ask(io, session, action, json_, new=True)
     if json_:
         io.json(obs)
         return 0
@@ -131,7 +141,7 @@ def write_mode(
     io: Streams, session: dict, *, path: str, content: str, mode: str, json_: bool = False, quiet: bool = False
 ) -> int:
     """``oh write --append/--create``: write through the backend in that mode; say what happened."""
-    obs = _ask(io, session, actions.write(_where(session, path), content, mode=mode), json_)
+    obs = _ask(io, session, actions.write(_where(session, path), content, mode=mode), json_, new=True)
     said = obs.get("content") or ""
     note = None if json_ else branch_note(obs)
     if note:  # branch mode's first change: said on stderr, not taken for create's "the file is there"
@@ -197,8 +207,11 @@ def jobs_list(io: Streams, session: dict, *, json_: bool = False) -> int:
     rows = [("ID", "STATE", "EXIT", "TIME", "COMMAND")]
     for r in records:
         code = r.get("exit_code")
-        kind = " (ensure)" if r.get("shell") == ENSURE_SHELL else "" if r.get("background", True) else " (fg)"
-        kind += {"off": " (outside the sandbox)", "network": " (with the network)"}.get(str(r.get("sandbox")), "")
+        # one parenthesis of labels: "SUCCEEDED (ensure, with the network)" (was "(ensure) (with the network)")
+        labels = ["ensure"] if r.get("shell") == ENSURE_SHELL else [] if r.get("background", True) else ["fg"]
+        where = {"off": "outside the sandbox", "network": "with the network"}.get(str(r.get("sandbox")))
+        labels += [where] if where else []
+        kind = f" ({', '.join(labels)})" if labels else ""
         rows.append(
             (
                 str(r.get("job_id")),

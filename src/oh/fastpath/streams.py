@@ -54,14 +54,18 @@ class Streams:
     def print(self, text: str = "") -> None:
         self.write(text + "\n")
 
+    def say(self, text: str) -> None:
+        """A sentence on stdout: on a terminal wrapped between words (continuation lines indented), piped one line."""
+        self.write(fit(self.out, text, ""))
+
     def note(self, message: str) -> None:
         """A message for the user on stderr, prefixed like every oh message."""
-        self.err.write(_fit(self.err, message, "oh: "))
+        self.err.write(fit(self.err, message, "oh: "))
         self.err.flush()
 
     def hint(self, text: str) -> None:
         """The indented line under a message that says what to do next."""
-        self.err.write(_fit(self.err, text, "    "))
+        self.err.write(fit(self.err, text, "    "))
         self.err.flush()
 
     def json(self, obj) -> None:
@@ -75,7 +79,7 @@ class Streams:
         self.print(json.dumps(obj, default=str, separators=(",", ":")))
 
 
-def _fit(stream, text: str, prefix: str) -> str:
+def fit(stream, text: str, prefix: str) -> str:
     """``prefix + text``; on a terminal, wrapped at word boundaries to its width with continuation lines
     indented, instead of the terminal cutting words at its edge (80 columns: issue 30 item 13). Piped
     output stays one line per message (scripts and tests read it)."""

@@ -107,17 +107,26 @@ def exchange(
     ``watch``: what to do with progress frames (``Watch``); default: say at once when the action waits
     for the user (consent, review), unless ``announce`` is off (--quiet).
     """
-    if announce and runtimenames.uses_editor(session.get("runtime")):
-        _wait_for_editor_note(io, session, action.get("timeout"))
-    if watch is None and announce:
-        watch = Watch(io)
-    link = AgentLink(session, shell=shell)
+    try:
+        no_editor = (
+            announce
+            and runtimenames.uses_editor(session.get("runtime"))
+            and _wait_for_editor_note(io, session, action.get("timeout"))
+        )
+        if watch is None and announce:
+            watch = Watch(io)
+        if watch is not None and no_editor:
+            watch.editor_wait = session
+        link = AgentLink(session, shell=shell)
+    except KeyboardInterrupt:
+        raise OhError(NOT_SENT, INTERRUPTED) from None
     try:
         return link.ask(action, watch=watch)
     finally:
         link.close()
 
 
+NOT_SENT = "interrupted before the action reached the backend: nothing was run or changed."
 INTERRUPT_GRACE = 3.0  # after Ctrl-C, how long `oh run` waits to show how the command ended
 
 
@@ -140,6 +149,7 @@ class Watch:
         self.interrupted_sent = False  # Ctrl-C was passed on to the command (the answer then says how it ended)
         self.job_id: str | None = None
         self.waiting: str | None = None  # the approval / proposal it waits for
+        self.editor_wait: dict | None = None  # runtime vscode, no editor when sent: the session, to ask again
         self.dropped = 0
 
     def __call__(self, frame: dict) -> None:
@@ -158,7 +168,7 @@ class Watch:
         elif event == "step" and isinstance(frame.get("text"), str):
             from ..text.sanitize import visible
 
-            self.io.note(visible(frame["text"])[:300])
+            self.io.note(_first_words(visible(frame["text"]), 300))
 
     def _waiting(self, frame: dict) -> None:
         from ..text.sanitize import visible  # agent-controlled text (the command) on the user's terminal
@@ -186,6 +196,9 @@ class Watch:
         if self.job_id is None:
             if self.waiting:
                 return None, f"interrupted while waiting for {self.waiting}: nothing was run or changed."
+            if self.editor_wait is not None and _editors(self.editor_wait) == []:
+                # still none: no editor ever had the action (it said "the command got Ctrl-C in the shell")
+                return None, "interrupted while waiting for an editor to connect: nothing was run or changed."
             return None, ""
         jid = self.job_id
         if not self.jobs:
@@ -382,16 +395,20 @@ def _refusal(obs: dict) -> str | None:
     return None
 
 
-def _wait_for_editor_note(io: Streams, session: dict, timeout: float | None = None) -> None:
-    """Runtime vscode with no editor connected: say at once that (and how long) we wait."""
+def _editors(session: dict) -> list | None:
+    """The backend's connected editors (its /v1/status), or None when it cannot be asked."""
     try:
         status, body = ws.http_get(
             session["host"], int(session["port"]), "/v1/status", session["token"], timeout=2.0, unix=ws.unix_of(session)
         )
-        editors = fastjson.loads(body).get("editors") if status == 200 else None
+        return fastjson.loads(body).get("editors") if status == 200 else None
     except (ws.WsError, ValueError, AttributeError):
-        return
-    if editors == []:
+        return None
+
+
+def _wait_for_editor_note(io: Streams, session: dict, timeout: float | None = None) -> bool:
+    """Runtime vscode with no editor connected: say at once that (and how long) we wait; whether it did."""
+    if _editors(session) == []:
         wait = float(session.get("editor_timeout") or 30)
         if timeout:  # the action's timeout bounds the editor wait too (protocol/budget.editor_wait)
             wait = min(wait, float(timeout))
@@ -401,6 +418,8 @@ def _wait_for_editor_note(io: Streams, session: dict, timeout: float | None = No
         )
         if not _on_path("code"):
             io.hint("`code` is not on PATH, so oh cannot open VS Code for you: open that folder in VS Code yourself.")
+        return True
+    return False
 
 
 def _on_path(program: str) -> bool:
@@ -621,3 +640,11 @@ def edit(
     obs = exchange(io, session, action, announce=not (quiet or json_))
     code = finish(io, obs, json_, show_content=not (quiet and mode != "view"))
     return code or 0
+
+
+def _first_words(text: str, limit: int) -> str:
+    """A progress line as it goes by: whole when short, else cut between words with a visible "…" (the
+    answer that follows says it all; an `oh ensure` step was cut mid-word: "which the sandbox ke")."""
+    if len(text) <= limit:
+        return text
+    return text[:limit].rsplit(" ", 1)[0] + " …"

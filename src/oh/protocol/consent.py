@@ -1387,7 +1387,7 @@ def unattended_message(subject: str, suggest: tuple[str, ...]) -> str:
         "of `oh start` and no editor watches this backend); nothing ran outside. To let it: turn the sandbox's "
         "network on (`oh start --sandbox-network on`, or `oh config set sandbox_network true`); or allow it by "
         f"rules (`oh config add consent_allow RULE` for each of {rules_text}); or watch the backend "
-        f"(`oh start` in the foreground, or VS Code) and ask again. It was: {subject}"
+        f"(`oh watch` in another terminal, `oh start` in the foreground, or VS Code) and ask again. It was: {subject}"
     )
 
 

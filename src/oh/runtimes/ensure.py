@@ -184,7 +184,7 @@ class EnsureService(Wrapper):
         jid = md.get("job_id") if obs.get("observation") == "run" else None
         if not jid:
             eid = (obs.get("extras") or {}).get("error_id") or obs.get("observation")
-            return None, "", f"{eid}: {str(obs.get('content', ''))[:500]}"
+            return None, "", f"{eid}: {_cut(str(obs.get('content', '')), 4000)}"
         self._jobs.add(jid)
         on_started(jid)
         while True:
@@ -195,7 +195,7 @@ class EnsureService(Wrapper):
                 return (
                     {"job_id": jid, "state": "LOST", "exit_code": None},
                     "",
-                    f"{eid}: {str(w.get('content', ''))[:300]}",
+                    f"{eid}: {_cut(str(w.get('content', '')), 1000)}",
                 )
             record = (w.get("extras") or {}).get("job") or {}
             if record.get("state") != "RUNNING":
@@ -573,3 +573,10 @@ def _report_joined(action: Action, runs: list[Run]) -> None:
                 job_id=r.job_id,
                 text=f"{r.step.target}: waiting for job {r.job_id} (`{r.step.command}`), started by {r.agent}",
             )
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` up to ``limit`` characters, visibly cut. The whole message fits in the usual case: at 500
+    characters a refusal's own fix was cut mid-rule ('network: .venv/bin/python -m pip install ... -r'),
+    which a user copied as is."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"

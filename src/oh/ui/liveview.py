@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 
 from ..fastpath.exits import ERROR
-from ..fastpath.streams import Streams
+from ..fastpath.streams import Streams, fit
 from ..protocol import runtimenames
 
 
@@ -88,11 +88,15 @@ class LeaveBackend:
         try:
             if failure is not None:
                 return _report_failure(view.io, view.session, failure, None)
-            message = f"oh watch: left the view; backend {iid} keeps running — `oh stop {iid}` to stop it"
+            said = f"left the view; backend {iid} keeps running — `oh stop {iid}` to stop it"
             if view.mode == "json":
-                view.io.ndjson({"type": "event", "event": "view_left", "instance_id": iid, "message": message})
-            else:
-                print(message, file=view.io.out if view.mode == "plain" else view.io.err, flush=True)
+                view.io.ndjson(
+                    {"type": "event", "event": "view_left", "instance_id": iid, "message": f"oh watch: {said}"}
+                )
+            else:  # on a terminal, wrapped between words (80 columns cut the instance id in two)
+                stream = view.io.out if view.mode == "plain" else view.io.err
+                stream.write(fit(stream, said, "oh watch: "))
+                stream.flush()
         except OSError:
             silence_output()  # the terminal is gone (SIGHUP): nothing to tell, nobody to tell
         return 0
