@@ -121,6 +121,16 @@ def _build():
 
 
 def main() -> None:
+    try:
+        _main()
+    except KeyboardInterrupt:
+        # Ctrl-C before a command took charge of it (while oh loads or parses): nothing was started, so a quiet
+        # exit with the status shells give an interrupted program. A command that starts something stops it on
+        # Ctrl-C itself (`oh start`, issue 41), never leaving it behind.
+        sys.exit(130)
+
+
+def _main() -> None:
     from .fastpath.dispatch import main as fast  # lazy: `oh.cli` is imported by completions and tests too
 
     code = fast(sys.argv[1:])

@@ -125,6 +125,8 @@ def editor_answer(guard: ConsentGuard | None, obj: dict[str, Any]) -> dict[str, 
 
 def handle(guard: ConsentGuard | None, obj: dict[str, Any], decider: bool) -> dict[str, Any]:
     """One ``approvals`` control request -> the answer frame (``guard`` None: this backend asks for nothing)."""
+    if obj.get("op") == "policy":
+        return _set_policy(guard, obj, decider)
     try:
         req = rules.parse_approval_request(obj)
     except ValueError as exc:
@@ -142,3 +144,35 @@ def handle(guard: ConsentGuard | None, obj: dict[str, Any], decider: bool) -> di
         return frames.refusal(FORBIDDEN, FORBIDDEN_TEXT)
     result = guard.approvals.decide(req.approval_id or "", req.op == "allow", req.via, req.reason, req.always)
     return frames.approvals_answer(req.op, results=[result])
+
+
+RESTART = "RESTART_NEEDED"
+
+
+def _set_policy(guard: ConsentGuard | None, obj: dict[str, Any], decider: bool) -> dict[str, Any]:
+    """``{"op": "policy", "level", "rules": {allow, ask, deny}}``: the user's consent settings, changed while the
+    backend runs (issue 41: tightening must never need a restart). Decider only. What cannot apply live says so
+    (RESTART_NEEDED): a backend started with no gate at all, or a level that needs review mode it did not start."""
+    if not decider:
+        return frames.refusal(FORBIDDEN, FORBIDDEN_TEXT)
+    if guard is None:
+        return frames.refusal(RESTART, "this backend started with no consent gate: restart it to apply consent.")
+    level, table = obj.get("level", guard.policy.level), obj.get("rules")
+    if level not in rules.LEVELS or not isinstance(table, (dict, type(None))):
+        return frames.refusal(
+            "BAD_REQUEST", f"policy: level must be one of {', '.join(rules.LEVELS)}, rules an object."
+        )
+    parsed = guard.policy.rules
+    if table is not None:  # only what the user changed: a level alone keeps the rules, rules alone the level
+        try:
+            parsed = rules.parse_rules(table.get("allow", ()), table.get("ask", ()), table.get("deny", ()))
+        except (rules.RuleError, TypeError) as exc:
+            return frames.refusal("BAD_REQUEST", f"policy: {exc}")
+    if guard.review and level in ("never", "risky"):
+        level = "changes"  # review mode is the changes level's alias (launcher/consent.py plan)
+    if level in ("changes", "all") and not guard.review:
+        return frames.refusal(RESTART, f"consent {level} needs review mode, which starts with the backend: restart it.")
+    guard.set_policy(level, parsed)
+    return frames.approvals_answer(
+        "policy", level=level, rules=[{"verdict": r.verdict, "rule": r.text} for r in parsed]
+    )

@@ -55,6 +55,10 @@ class HistoryControl:
         self.recorder.on_changeset = lambda *a, **kw: self.on_changeset(*a, **kw)
         return self.recorder
 
+    def status(self) -> dict[str, Any]:
+        """For `oh status` / `oh start -d`: whether changes are recorded (issue 41: protections you can see)."""
+        return {"on": self.recorder is not None}
+
     async def handle(self, obj: dict[str, Any], decider: bool) -> dict[str, Any]:
         """One ``history`` control request (list, show, undo); ``decider``: sent with the decider credential."""
         recorder = self.recorder

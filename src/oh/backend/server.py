@@ -391,6 +391,7 @@ class Backend:
             **({"branch": self.stack.branch.describe()} if self.stack.branch is not None else {}),
             **({"setup": dict(self.stack.ensure.setup_state)} if self.stack.ensure.setup_state.get("script") else {}),
             "review": self.config.review,
+            "history": self.historyctl.status(),
             **({"sandbox": self.sandbox.status()} if self.sandbox is not None else {}),
             **({"consent": self.consent.consent_status()} if self.consent is not None else {}),
             **({"proposals": len(self.proposals.pending)} if self.proposals is not None else {}),

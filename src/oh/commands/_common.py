@@ -14,6 +14,7 @@ from ..fastpath.exits import (  # noqa: E402,F401
     ACTION_FAILED,
     AUTH,
     ERROR,
+    INTERRUPTED,
     NO_EDITOR,
     NOT_RUNNING,
     OK,

@@ -103,7 +103,32 @@ def run_set(io: Streams, *, key: str, value: str) -> int:
     io.print(f"{k.name} = {s.display(parsed)}  ({path})")
     if os.environ.get(k.env):
         io.note(f"note: {k.env} is set in the environment and overrides this value.")
+    _tell_running(io, k.name)
     return 0
+
+
+def _tell_running(io: Streams, name: str) -> None:
+    """A changed setting and the backends already running (issue 41: it silently waited for a restart). Consent
+    applies live; every other setting at the next start, which is said with how to restart."""
+    from .. import sessions
+    from ..launcher import consent
+
+    running = sessions.list_sessions()
+    if not running:
+        return
+    if name in consent.LIVE_KEYS:
+        for session, problem in consent.apply_live(running, name):
+            where = f"{session.instance_id} ({session.workspace})"
+            if problem is None:
+                io.note(f"applied now to the running backend {where}.")
+            else:
+                io.note(f"not applied to the running backend {where}: {problem}")
+        return
+    for session in running:
+        io.note(
+            f"the running backend {session.instance_id} ({session.workspace}) keeps its current {name} until it "
+            f"restarts: `oh stop {session.instance_id}`, then `oh start`."
+        )
 
 
 @app.command()
@@ -128,6 +153,8 @@ def run_unset(io: Streams, *, key: str) -> int:
     path = s.unset_in_file(name)
     default = s.display(s.KEYS[name].default) if name in s.KEYS else "-"
     io.print(f"{name} unset ({path}); default: {default}")
+    if name in s.KEYS:
+        _tell_running(io, name)
     return 0
 
 

@@ -7,7 +7,7 @@ from typing import Any, Optional
 
 import typer
 
-from ._common import ERROR, USAGE, complete_runtimes, die, load_settings
+from ._common import ERROR, INTERRUPTED, USAGE, complete_runtimes, die, load_settings
 from ._io import Streams
 from ..config.settings import history_settings, job_settings
 from ..protocol import runtimenames
@@ -353,22 +353,43 @@ def _start_and_show(
             consent_plan,
         )
     session = started.session
-    # Warnings only once the backend runs (never before an "already running" error). JSON mode keeps
-    # them out of stderr: an NDJSON `warning` event (foreground) or a "warnings" list (--detach).
-    warnings = _warnings(s, allow_notes, session, consent_plan.warnings)
-    if install_check is not None:
-        warnings += [("no_extension", text) for text in install_check.result(timeout=20.0)]
-    gone = _terminal_gone(io, session, warnings, hangup, detach, json_)
-    if gone is not None:
-        return gone
-    if detach:
-        _signal_editor_detached(io, session, open_mode)
-        _tell_detached(io, started, warnings, json_, s.review_timeout if review_on else None, branch_flags)
-        return 0
-    mode = "json" if json_ else ("rich" if io.tty else "plain")
-    from ..ui.liveview import foreground
+    try:  # from here until the live view runs (it owns Ctrl-C then) or --detach answered
+        # Warnings only once the backend runs (never before an "already running" error). JSON mode keeps
+        # them out of stderr: an NDJSON `warning` event (foreground) or a "warnings" list (--detach).
+        warnings = _warnings(s, allow_notes, session, consent_plan.warnings)
+        if install_check is not None:
+            warnings += [("no_extension", text) for text in install_check.result(timeout=20.0)]
+        gone = _terminal_gone(io, session, warnings, hangup, detach, json_)
+        if gone is not None:
+            return gone
+        if detach:
+            _signal_editor_detached(io, session, open_mode)
+            _tell_detached(io, started, warnings, json_, s.review_timeout if review_on else None, branch_flags)
+            return 0
+        mode = "json" if json_ else ("rich" if io.tty else "plain")
+        from ..ui.liveview import foreground
 
-    return foreground(io, session, open_mode, mode, warnings)
+        return foreground(io, session, open_mode, mode, warnings)
+    except KeyboardInterrupt:
+        return _interrupted(io, session)
+
+
+def _interrupted(io: Streams, session: Any) -> int:
+    """Ctrl-C after the backend started but before `oh start` finished starting (the live view not drawn yet, or
+    --detach not answered): stop what this start started, and say so (issue 41: it was left running, silently)."""
+    import signal as os_signal
+
+    from ..launcher.process import stop_backend
+
+    os_signal.signal(os_signal.SIGINT, os_signal.SIG_IGN)  # a second Ctrl-C must not cut the stop short
+    how = stop_backend(session)
+    if how == "alive":
+        io.note(
+            f"oh start: interrupted; the backend {session.instance_id} did not stop: `oh stop {session.instance_id}`"
+        )
+        return ERROR
+    io.note("oh start: interrupted while starting; the backend it started was stopped.")
+    return INTERRUPTED
 
 
 def _launch(s: Any, workspace: str, token: str, roots: list[str], jobs: dict, review_on: bool, consent: Any) -> Any:
@@ -510,6 +531,7 @@ def _tell_detached(
             f"backend {session.instance_id} listening on {session.url} (runtime {session.runtime}, pid {session.pid})"
         )
         io.say(f"workspace {session.workspace}; log {started.log_file}")
+        _say_protections(io, session)
         if review_timeout is not None:
             where = runtimenames.TRAITS[session.runtime].review_where
             io.say(
@@ -528,6 +550,17 @@ def _tell_detached(
             )
         iid = session.instance_id
         io.say(f"watch it live with `oh watch {iid}`; stop it with `oh stop {iid}`")
+
+
+def _say_protections(io: Streams, session: Any) -> None:
+    """What guards the user, as `oh status` says it (issue 41: a start must show which protections are on)."""
+    from ..launcher.control import BackendUnreachable, status
+    from ..text.status import protections
+
+    try:
+        io.say("protections: " + protections(status(session)))
+    except BackendUnreachable:
+        pass  # it stopped already: `oh status` will say so
 
 
 def workspace_warnings(workspace: str) -> list[tuple[str, str]]:

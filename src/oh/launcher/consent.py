@@ -107,3 +107,27 @@ def remember(rules: list[str]) -> str | None:
     if not new:
         return None
     return str(s.set_in_file("consent_allow", current + new))
+
+
+# The settings a running backend takes live (`oh config set`): the consent level and rules (issue 41).
+LIVE_KEYS = ("consent", "consent_allow", "consent_ask", "consent_deny")
+
+
+def apply_live(running: list[Any], key: str) -> list[tuple[Any, str | None]]:
+    """Send the user's current consent setting ``key`` to each running backend of ``running`` (the level alone, or
+    the rules alone: what a backend was started with otherwise stays). Returns (session, None when applied, else
+    why not) per backend."""
+    from ..config.settings import Settings
+    from .control import BackendUnreachable
+
+    out: list[tuple[Any, str | None]] = []
+    for session in running:
+        p = plan(Settings.load({}), session.workspace, review=False)
+        try:
+            change = {"level": p.level} if key == "consent" else {"rules": p.rules}
+            answer = request(session, {"op": "policy", **change})
+        except BackendUnreachable as exc:
+            out.append((session, f"unreachable ({exc})"))
+            continue
+        out.append((session, None if answer.get("type") == "approvals" else str(answer.get("message", answer))))
+    return out

@@ -120,10 +120,20 @@ def start_backend(
     private = {"instance_id": instance_id, "log_file": str(log_path)}
     private.update({k: env.pop(k) for k in _PRIVATE_ENV if k in env})
     proc, r = _spawn(argv, env, workspace, log_path, token + "\n" + json.dumps(private))
+    try:
+        return _settle(proc, r, ready_timeout, workspace, log_path, instance_id)
+    except KeyboardInterrupt:  # Ctrl-C while it starts: what we started must not outlive the start (issue 41)
+        _kill(proc)
+        sessions.remove(instance_id)
+        raise
+
+
+def _settle(proc: subprocess.Popen, r: int, ready_timeout: float, workspace: str, log_path: Path, iid: str) -> Started:
+    """The started backend once it said it is ready (its session file read), or a StartError."""
     ready = _wait_ready(r, proc, ready_timeout)
     if not ready.get("ready"):
         _not_ready(ready, proc, workspace, log_path)
-    session = sessions.read(sessions.path_for(ready.get("instance_id", instance_id)))
+    session = sessions.read(sessions.path_for(ready.get("instance_id", iid)))
     if session is None:
         _kill(proc)
         raise StartError(f"the backend reported ready but wrote no session file (log: {log_path})", log_file=log_path)

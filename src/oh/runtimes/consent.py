@@ -216,6 +216,12 @@ class ConsentGuard(Wrapper):
     def add_rule(self, rule: rules.Rule) -> None:
         self.policy = self.policy.with_rule(rule)
 
+    def set_policy(self, level: str, new_rules: tuple[rules.Rule, ...]) -> None:
+        """The user changed their consent settings while this backend runs (`oh config set consent ...`): the
+        next action is decided by them. Questions already waiting stay as they were asked."""
+        p = self.policy
+        self.policy = rules.Policy(level, new_rules, p.workspace, p.home, p.protected)
+
     def consent_status(self) -> dict[str, Any]:
         return {
             "level": self.policy.level,

@@ -50,6 +50,8 @@ def render_text(
             lines.append("  branch     " + branch_label(d["branch"]))
         if isinstance(d.get("sandbox"), dict):
             lines.append("  sandbox    " + sandbox_label(d["sandbox"]))
+        if d.get("reachable", True) and "review" in d:
+            lines.append("  protects   " + protections(d))
         agents = d.get("agents") or []
         lines.append(
             f"  agents     {len(agents)}"
@@ -112,3 +114,26 @@ def sandbox_label(sb: dict[str, Any]) -> str:
     if sb.get("fix"):
         text += f" (fix: {visible(str(sb['fix']))})"
     return text
+
+
+def protections(d: dict[str, Any]) -> str:
+    """The protections a backend runs with, one line (issue 41: "you cannot see which protections are on"):
+    consent level, sandbox (level, network), review, history and branch mode, from its ``status`` answer."""
+    consent = d.get("consent")
+    parts = [f"consent {consent.get('level', '?')}" if isinstance(consent, dict) else "consent off (nothing asked)"]
+    sb = d.get("sandbox")
+    if isinstance(sb, dict):
+        confined = sb.get("confined", sb.get("level") != "off")
+        net = "network on" if sb.get("network") else "network off"
+        parts.append(
+            f"sandbox {sb.get('level', '?')} ({net})" if confined else f"sandbox {sb.get('level', '?')} (not confining)"
+        )
+    elif d.get("runtime") == "local":
+        parts.append("sandbox off")
+    parts.append("review on" if d.get("review") else "review off")
+    hist = d.get("history")
+    if isinstance(hist, dict):
+        parts.append("history on" if hist.get("on") else "history off")
+    branch = d.get("branch")
+    parts.append(f"branch {branch.get('state', '?')}" if isinstance(branch, dict) else "branch off")
+    return visible(" · ".join(str(p) for p in parts))
