@@ -128,6 +128,19 @@ def main() -> None:
         # exit with the status shells give an interrupted program. A command that starts something stops it on
         # Ctrl-C itself (`oh start`, issue 41), never leaving it behind.
         sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(_pipe_closed())
+
+
+def _pipe_closed() -> int:
+    """The reader of our output went away (`oh approvals | head`): end quietly, as a program killed by SIGPIPE
+    would (status 141), with no traceback; stdout goes to /dev/null so the interpreter's last flush is silent."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return 128 + 13  # SIGPIPE
 
 
 def _main() -> None:
