@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import pytest
+
+import leftovers
 
 
 @pytest.fixture
@@ -27,3 +31,27 @@ def _clean_agent_shell(monkeypatch) -> None:
     §3.4.1); tests must not depend on the HOME they run under, so they get the clean shell unless they
     build a HOME of their own and set OH_USER_SHELL=1 (tests/shell/)."""
     monkeypatch.setenv("OH_USER_SHELL", "0")
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    """No process a test started may outlive the run (issue 41). A backend left behind fails the run; other
+    leftovers (a job's `sleep` in a killed shell) are listed. All of them are ended."""
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    if factory is None or getattr(session.config, "workerinput", None) is not None:
+        return
+    basetemp = str(factory.getbasetemp())
+    deadline = time.monotonic() + 10  # backends stopped by the last fixtures may still be exiting
+    found = leftovers.scan(basetemp, os.getpid())
+    while found and time.monotonic() < deadline:
+        time.sleep(0.2)
+        found = leftovers.scan(basetemp, os.getpid())
+    if not found:
+        return
+    leftovers.end(found)
+    lines = "\n".join(f"  pid {pid}: {argv}" for pid, argv in found)
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    backends = [f for f in found if "oh.backend" in f[1]]
+    if reporter is not None:
+        reporter.write_line(f"processes the tests left running (now killed):\n{lines}", red=bool(backends))
+    if backends:
+        session.exitstatus = 1

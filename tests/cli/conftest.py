@@ -130,7 +130,15 @@ class Oh:
         return json.loads(self.session_file(instance_id).read_text())
 
     def cleanup(self) -> None:
-        for info in self.started:
+        # Every backend this OH_HOME serves, also one a test started without recording it (`oh start -d` run
+        # through `oh(...)`): the suite must leave no process behind (issue 41).
+        found = list(self.started)
+        for sf in sorted((self.home / "sessions").glob("*.json")) if (self.home / "sessions").is_dir() else []:
+            try:
+                found.append(json.loads(sf.read_text()))
+            except (OSError, ValueError):
+                continue
+        for info in {i["pid"]: i for i in found if isinstance(i.get("pid"), int)}.values():
             pid = info["pid"]
             try:
                 os.kill(pid, signal.SIGTERM)
