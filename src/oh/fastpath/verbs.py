@@ -325,7 +325,7 @@ def finish(io: Streams, obs: dict, json_: bool, *, show_content: bool = True) ->
     if not json_ and show_content and content:
         io.write(content if content.endswith("\n") else content + "\n")
     if not json_:
-        for note in shell_notes(obs):
+        for note in shell_notes(obs) + suffix_notes(obs):
             io.note("note: " + note)
         line = branch_note(obs, in_content=not show_content)
         if line:
@@ -349,6 +349,22 @@ def shell_notes(obs: dict) -> list[str]:
         # the sandbox's level is for the agent (how to ask to leave it); the user sees it in `oh status` and
         # the live view. Only "no sandbox" (an unconfined fallback) is said on the terminal too.
         and (not line.startswith("[Sandbox: ") or line.startswith("[Sandbox: none"))
+    ]
+
+
+def suffix_notes(obs: dict) -> list[str]:
+    """The ``[...]`` notes after a finished command's output (issue 41: `oh run` dropped them): the shell reset
+    after `exit N`, review's "changes held as h3", a repetition warning. A command that did not finish (exit
+    code -1: timed out, still running, input sent) is explained by ``run``'s own words instead."""
+    md = _extras(obs).get("metadata") if obs.get("observation") == "run" else None
+    suffix = (md or {}).get("suffix")
+    code = (md or {}).get("exit_code")
+    if not isinstance(suffix, str) or not isinstance(code, int) or code < 0:
+        return []
+    return [
+        line.strip()[1:-1]
+        for line in suffix.splitlines()
+        if line.strip().startswith("[") and line.strip().endswith("]")
     ]
 
 
