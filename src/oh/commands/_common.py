@@ -82,6 +82,8 @@ def pick_session(workspace: str | None, instance: str | None, *, to_stop: bool =
         die(f"{exc}.", NOT_RUNNING, "See `oh share --help` on the machine that runs the backend.")
     if s is None:
         running = sessions.list_sessions()
+        if not os.path.isdir(target):  # a typo in -C: starting a backend there would fail too (issue 41)
+            die(f"{target} is not a directory.", USAGE, "Give an existing directory (-C / --workspace).")
         if to_stop:
             ids = ", ".join(r.instance_id for r in running)
             die(

@@ -18,7 +18,7 @@ _JSON = typer.Option(False, "--json", help="Machine-readable output (the backend
 _HINTS = {
     "HISTORY_OFF": "Restart with `oh start --history` (or `oh config set history true`).",
     "NO_ENTRY": "`oh history` lists the entries.",
-    "CONFLICT": "Nothing was changed. Resolve the file by hand (or undo later entries first), then undo again.",
+    "CONFLICT": "Or undo the later entries first (`oh history` lists them).",
 }
 
 

@@ -43,7 +43,8 @@ def parse_ttl(text: Optional[str]) -> Optional[float]:
 
 
 def _fail(exc: Exception) -> None:
-    die(f"{exc}.", ERROR)
+    text = str(exc)
+    die(text if text.endswith((".", "!", "?")) else f"{text}.", ERROR)  # the backend's words may end a sentence
 
 
 @app.callback()

@@ -418,7 +418,30 @@ def _launch(s: Any, workspace: str, token: str, roots: list[str], jobs: dict, re
 def _warnings(s: Any, allow_notes: list, session: Any, consent_warnings: list) -> list:
     """What `oh start` says once the backend runs (never before an "already running" error)."""
     sandbox = [] if runtimenames.uses_editor(session.runtime) else sandbox_warnings(s)
-    return allow_notes + workspace_warnings(session.workspace) + sandbox + consent_warnings
+    return allow_notes + workspace_warnings(session.workspace) + overlap_warnings(session) + sandbox + consent_warnings
+
+
+def overlap_warnings(session: Any) -> list[tuple[str, str]]:
+    """Another backend serves a folder that holds this workspace, or one inside it (issue 41: `oh start -d` in a
+    subfolder quietly started a second, overlapping backend). Their agents would change the same files with
+    neither backend seeing the other's writes: say so, with the way back to one backend."""
+    from .. import sessions
+    from ..protocol.paths import within
+
+    out = []
+    for other in sessions.list_sessions():
+        if other.instance_id == session.instance_id:
+            continue
+        if within(session.workspace, other.workspace) or within(other.workspace, session.workspace):
+            out.append(
+                (
+                    "overlap",
+                    f"warning: the backend {other.instance_id} already serves {other.workspace}, which overlaps "
+                    f"this workspace: agents of the two change the same files and neither sees the other's writes. "
+                    f"One backend is safer: `oh stop {session.instance_id}` and use `oh run -C DIR` with the other.",
+                )
+            )
+    return out
 
 
 def _branch_mode(s: Any, workspace: str, detach: bool, json_: bool) -> tuple[dict, bool]:

@@ -286,7 +286,8 @@ def _not_ready(ready: dict, proc: subprocess.Popen, workspace: str, log_path: Pa
 def _duplicate_message(running: Session, workspace: str) -> str:
     return (
         f"a backend already serves {workspace}: instance {running.instance_id} (pid {running.pid}, {running.url}, "
-        f"runtime {running.runtime}). Use it, or stop it first with `oh stop {running.instance_id}`."
+        f"runtime {running.runtime}). Use it (`oh watch {running.instance_id}` shows it live), or stop it first with "
+        f"`oh stop {running.instance_id}`."
     )
 
 

@@ -153,8 +153,12 @@ def verdict(before: FileState | None, after: FileState | None, current: FileStat
         return Verdict(RESTORE)
     if same(current, before) or (current is None and before is None):
         return Verdict(NOTHING)
-    if before is None or after is None or current is None:
-        return Verdict(CONFLICT, "created or deleted by someone else since")
+    if current is None:
+        return Verdict(CONFLICT, "deleted by someone else since")
+    if after is None:
+        return Verdict(CONFLICT, "created again by someone else since this entry deleted it")
+    if before is None:
+        return Verdict(CONFLICT, "this entry created it and someone edited it since (undo would delete their edit)")
     if not all(s.kind == REGULAR and s.stored for s in (before, after, current)):
         return Verdict(CONFLICT, "changed since, and not a text file three-way merge can combine")
     return Verdict(MERGE)
