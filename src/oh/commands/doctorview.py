@@ -23,12 +23,34 @@ if TYPE_CHECKING:
 DEPS = ("typer", "rich", "websockets", "platformdirs", "tomli-w", "keyring", "psutil")
 
 
+def _cannot_create(path) -> str:
+    """Why ``path`` (absent) could not be made, from its nearest existing ancestor ("" when it could be): not a
+    directory, or not writable (a read-only file system, a directory of another user)."""
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        return f"{parent} is not a directory"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"{parent} is not writable"
+    return ""
+
+
 def _check(name: str, status: str, detail: str, fix: str | None = None, **extra: Any) -> dict[str, Any]:
     return {"check": name, "status": status, "detail": detail, "fix": fix, **extra}
 
 
 def _dir_check(label: str, path) -> dict[str, Any]:
     if not path.exists():
+        blocked = _cannot_create(path)
+        if blocked:  # issue 41: doctor passed an OH_HOME that `oh start` then failed on
+            return _check(
+                f"dir {label}",
+                "fail",
+                f"{path} does not exist and cannot be created: {blocked}",
+                "Point OH_HOME at a directory you can write (e.g. `export OH_HOME=~/.oh`), or fix that path.",
+                path=str(path),
+            )
         return _check(f"dir {label}", "ok", f"{path} (not created yet; oh creates it 0700 when needed)", path=str(path))
     st = path.stat()
     mode = stat.S_IMODE(st.st_mode)
@@ -227,7 +249,9 @@ def _config_check() -> tuple[Any, dict[str, Any]]:
     try:
         s = Settings.load()
     except SettingError as exc:
-        return None, _check("config", "fail", str(exc), "Fix it with `oh config edit` or `oh config unset KEY`.")
+        said = "oh config edit" in str(exc)  # the error names the fix already: add only the other way
+        fix = f"Or edit {paths.config_file()} in any editor." if said else "Fix it with `oh config edit`."
+        return None, _check("config", "fail", str(exc), fix)
     where = f"{paths.config_file()} ({'present' if paths.config_file().exists() else 'absent: defaults'})"
     return s, _check("config", "ok", f"{where}; runtime {s.runtime}, port {s.port}")
 
