@@ -192,10 +192,11 @@ class ApprovalWeb:
         if path == "/api/pair":
             return self._pair(connection, headers)
         device = self.pairing.device(web.cookie_value(headers), time.time())
+        if path == "/api/me":  # whether this browser is paired (the page then pairs or connects)
+            me = {"paired": True, "device": device.device_id} if device else {"paired": False}
+            return _respond(connection, HTTPStatus.OK, json.dumps(me), "application/json")
         if device is None:
             return _text(connection, HTTPStatus.UNAUTHORIZED, "not paired: `oh approvals pair` prints a code")
-        if path == "/api/me":
-            return _respond(connection, HTTPStatus.OK, json.dumps({"device": device.device_id}), "application/json")
         connection.oh_device = device.device_id  # type: ignore[attr-defined]
         return None  # /live: the upgrade goes on
 

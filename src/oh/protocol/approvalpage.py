@@ -38,7 +38,7 @@ function pairForm(msg){
   const b=$("button",null,"Pair");b.type="submit";r.append(i,b);f.append(r);if(msg)f.append($("p","err",msg));
   f.addEventListener("submit",async e=>{e.preventDefault();
     const res=await fetch("/api/pair",{headers:{"X-OH-Pair-Code":i.value},credentials:"same-origin"});
-    if(res.ok)connect();else pairForm(await res.text());});
+    if(res.ok)start();else pairForm(await res.text());});
   main.append(f);i.focus();
 }
 function field(card,label,text){if(!text)return;card.append($("div","meta",label+": "+text));}
@@ -73,9 +73,11 @@ function connect(){
   ws=new WebSocket((location.protocol==="https:"?"wss://":"ws://")+location.host+"/live");
   ws.onopen=()=>{say("connected");retry=500;};
   ws.onmessage=e=>{const m=JSON.parse(e.data);if(m.type==="state")render(m);else if(m.type==="result")say(m.text,!m.ok);};
-  ws.onclose=async e=>{ws=null;const me=await fetch("/api/me",{credentials:"same-origin"}).catch(()=>null);
-    if(me&&me.status===401){say("not paired",true);pairForm();return;}
-    say("disconnected: reconnecting",true);setTimeout(connect,retry);retry=Math.min(retry*2,10000);};
+  ws.onclose=()=>{ws=null;say("disconnected: reconnecting",true);setTimeout(start,retry);retry=Math.min(retry*2,10000);};
+}
+async function start(){
+  const me=await fetch("/api/me",{credentials:"same-origin"}).then(r=>r.json()).catch(()=>null);
+  if(me&&me.paired)connect();else if(me){say("not paired",true);pairForm();}else setTimeout(start,retry);
 }
 document.addEventListener("keydown",e=>{if(e.target.tagName==="INPUT")return;const cards=[...document.querySelectorAll("section.card")];
   const i=cards.indexOf(document.activeElement.closest("section.card"));
@@ -83,7 +85,7 @@ document.addEventListener("keydown",e=>{if(e.target.tagName==="INPUT")return;con
   else if(e.key==="k"&&cards.length)cards[Math.max(i-1,0)].focus();
   else if(i>=0&&e.key==="a")cards[i].querySelector("button.allow").click();
   else if(i>=0&&e.key==="r")cards[i].querySelector("input.reason").focus();});
-connect();
+start();
 """
 
 _BODY = (
