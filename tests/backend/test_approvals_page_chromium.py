@@ -20,7 +20,9 @@ from .peers import agent, control, pending
 
 REPO = Path(__file__).resolve().parents[2]
 E2E_DIR = Path(os.environ.get("OH_E2E_DIR", REPO / ".e2e"))
-PW = next((d for d in (E2E_DIR / "pw", Path("/work/main/.e2e/pw")) if (d / "node_modules" / "playwright-core").is_dir()), None)
+PW = next(
+    (d for d in (E2E_DIR / "pw", Path("/work/main/.e2e/pw")) if (d / "node_modules" / "playwright-core").is_dir()), None
+)
 ARTIFACTS = E2E_DIR / "approvals-page"
 
 pytestmark = [

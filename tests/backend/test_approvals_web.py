@@ -18,7 +18,7 @@ from oh.protocol import approvalweb as web
 from oh.protocol.consent import Policy, parse_rules
 
 from .peers import agent, control, pending
-from .webpeers import TOKEN, http_get, live, next_state, origin, pair_code, paired_cookie, result
+from .webpeers import TOKEN, http_get, live, next_state, pair_code, paired_cookie, result
 
 
 def policy(workspace, level="commands"):
@@ -183,9 +183,7 @@ async def test_the_notifier_gets_each_question_once_and_no_secret(make_backend, 
     script.write_text(RECORDER)
     log = tmp_path / "calls.jsonl"
     monkeypatch.setenv("OH_TOKEN", TOKEN)  # even if the backend's environment held one
-    b = await make_backend(
-        "local", consent=policy(workspace), approval_notify=(sys.executable, str(script), str(log))
-    )
+    b = await make_backend("local", consent=policy(workspace), approval_notify=(sys.executable, str(script), str(log)))
     assert b.consent.can_answer()  # a notifier set: a headless question waits instead of being refused
     ag, row = await _ask(b, "echo one")
     await ag.send(json.dumps({"id": 2, "action": "run", "args": {"command": "echo two"}}))

@@ -160,11 +160,19 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def _notify_argv(text: str) -> tuple[str, ...]:
-    argv = json.loads(text or "[]")
+def _approvals_page(args: argparse.Namespace) -> dict:
+    """The approvals page's settings (issue 40): its port, public origin and the notifier's argv."""
+    try:
+        argv = json.loads(args.approval_notify or "[]")
+    except ValueError:
+        argv = None
     if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
         raise ValueError("--approval-notify must be a JSON list of strings (the command and its arguments)")
-    return tuple(argv)
+    return {
+        "approvals_port": args.approvals_port,
+        "approvals_origin": args.approvals_origin or None,
+        "approval_notify": tuple(argv),
+    }
 
 
 def _consent_policy(args: argparse.Namespace, workspace: str):
@@ -325,9 +333,7 @@ async def _amain(args: argparse.Namespace, token: str) -> int:
                 branch=Plan(args.branch_name or None, args.on_dirty, args.on_not_git) if args.branch == "on" else None,
                 consent=policy,
                 approval_timeout=args.approval_timeout,
-                approvals_port=args.approvals_port,
-                approvals_origin=args.approvals_origin or None,
-                approval_notify=_notify_argv(args.approval_notify),
+                **_approvals_page(args),
                 unix_socket=not args.no_socket,
                 unix_socket_path=args.socket,
                 share_book=str(sharestore.default_path(workspace)),  # shares outlive `oh stop; oh start`

@@ -155,6 +155,29 @@ class Backend:
         self.correlator = self.agent_desk.correlator
         self.deadlines = self.agent_desk.deadlines
         self.stats = self.agent_desk.stats
+        self._wire_consent(config)
+        self.control = Control(
+            self.runtime,
+            config.review,
+            self.status,
+            self.rotate_token,
+            self.stop,
+            approvals=lambda obj, decider: consentctl.handle(self.consent, obj, decider, self.web),
+            history=self.historyctl.handle,
+            shares=self.remote.control,
+            changesets=historyctl.ChangeSets(self.historyctl, config.review),
+        )
+        # The path -> handler table (the handshake has checked the credential each path needs).
+        self.routes: dict[str, Callable[[ServerConnection], Awaitable[None]]] = {
+            "/v1/agent": self.agent_desk.serve,
+            "/v1/editor": self.editors.serve,
+            "/v1/monitor": self.monitors.serve,
+            "/v1/control": self.control.serve,
+        }
+
+    def _wire_consent(self, config: BackendConfig) -> None:
+        """Consent's events to the trace, monitors, editors and the approvals page (issue 40), which also
+        counts as someone who can answer when a device is paired or a notifier is set."""
         self.web: ApprovalWeb | None = None  # the approvals page (issue 40): whenever consent is on
         if self.consent is not None:
             guard_ = self.consent
@@ -175,24 +198,6 @@ class Backend:
             self.consent.can_answer = lambda: (
                 bool(self.monitors.queues) or self.editors.can(consentctl.EDITOR_CAPABILITY) or web.reachable()
             )
-        self.control = Control(
-            self.runtime,
-            config.review,
-            self.status,
-            self.rotate_token,
-            self.stop,
-            approvals=lambda obj, decider: consentctl.handle(self.consent, obj, decider, self.web),
-            history=self.historyctl.handle,
-            shares=self.remote.control,
-            changesets=historyctl.ChangeSets(self.historyctl, config.review),
-        )
-        # The path -> handler table (the handshake has checked the credential each path needs).
-        self.routes: dict[str, Callable[[ServerConnection], Awaitable[None]]] = {
-            "/v1/agent": self.agent_desk.serve,
-            "/v1/editor": self.editors.serve,
-            "/v1/monitor": self.monitors.serve,
-            "/v1/control": self.control.serve,
-        }
 
     def _build_stack(self, config: BackendConfig) -> None:
         """The runtime stack (runtimes/stack.build) and the monitors' hooks into it."""

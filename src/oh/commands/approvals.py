@@ -77,7 +77,14 @@ def approvals(
     or pair/devices/revoke: the approvals page (README "Approvals from anywhere")."""
     if web or what:
         raise typer.Exit(
-            run_web(Streams.system(), what=list(what or []), open_=open_, workspace=workspace, instance=instance, json_=json_)
+            run_web(
+                Streams.system(),
+                what=list(what or []),
+                open_=open_,
+                workspace=workspace,
+                instance=instance,
+                json_=json_,
+            )
         )
     raise typer.Exit(run_approvals(Streams.system(), workspace=workspace, instance=instance, json_=json_))
 

@@ -185,7 +185,9 @@ class Pairing:
         if len(self.devices) >= MAX_DEVICES:
             self.devices.pop(min(self.devices.values(), key=lambda d: d.last_seen).device_id)
         secret = secrets.token_urlsafe(32)
-        device = Device(f"d{next(self._ids)}", visible(" ".join(name.split()), MAX_NAME) or "browser", _digest(secret), now, now)
+        device = Device(
+            f"d{next(self._ids)}", visible(" ".join(name.split()), MAX_NAME) or "browser", _digest(secret), now, now
+        )
         self.devices[device.device_id] = device
         return device, f"{device.device_id}.{secret}"
 
