@@ -211,3 +211,17 @@ async def test_without_a_device_or_notifier_nobody_is_reachable_then_pairing_mak
     assert b.consent.can_answer()
     await control(b, b.decider_token, {"type": "rotate_token", "token": "new-" + TOKEN})
     assert not b.web.pairing.devices and not b.consent.can_answer()  # a rotation ends every device
+
+
+async def test_a_question_whose_agent_left_is_withdrawn_from_the_page(make_backend, workspace):
+    b = await make_backend("local", consent=policy(workspace))
+    ws = await live(b, await paired_cookie(b))
+    ag, row = await _ask(b, "touch withdrawn.txt")
+    await next_state(ws, lambda s: s["pending"])
+    await ag.close()
+    state = await next_state(ws, lambda s: not s["pending"])
+    assert state["recent"][0]["id"] == row["id"] and state["recent"][0]["decision"] == "rejected"
+    await ws.send(json.dumps({"op": "allow", "id": row["id"]}))  # a late answer changes nothing
+    assert not (await result(ws))["ok"]
+    assert not (workspace / "withdrawn.txt").exists()
+    await ws.close()
