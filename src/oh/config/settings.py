@@ -205,12 +205,12 @@ def _origin(value: Any) -> str:
     from ..protocol.approvalweb import origin_of  # lazy: startup of `oh config get`
 
     origin = origin_of(text)
-    if origin is None or urlpath(text) not in ("", "/"):
+    if origin is None or _urlpath(text) not in ("", "/"):
         raise SettingError(f"must be an origin like https://box.tailnet.ts.net (got {value!r})")
     return origin
 
 
-def urlpath(text: str) -> str:
+def _urlpath(text: str) -> str:
     from urllib.parse import urlsplit
 
     return urlsplit(text.strip()).path
