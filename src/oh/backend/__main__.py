@@ -151,10 +151,28 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--consent", choices=("never", "risky", "commands", "changes", "all"), default="never")
     p.add_argument("--consent-rules", default="{}")
     p.add_argument("--approval-timeout", type=float, default=600.0)
+    p.add_argument("--approval-notify", default="[]", help="issue 40: the notifier's argv as a JSON list")
+    p.add_argument("--approvals-origin", default="", help="issue 40: the approvals page's public origin")
+    p.add_argument("--approvals-port", type=int, default=0, help="issue 40: the approvals page's loopback port")
     # The Unix-socket endpoint (issue 28): on by default, at the workspace's path unless --socket names one.
     p.add_argument("--socket", default=None, help="the Unix socket's path (default: <state dir>/sock/<hash>/oh.sock)")
     p.add_argument("--no-socket", action="store_true", help="listen on loopback TCP only")
     return p.parse_args(argv)
+
+
+def _approvals_page(args: argparse.Namespace) -> dict:
+    """The approvals page's settings (issue 40): its port, public origin and the notifier's argv."""
+    try:
+        argv = json.loads(args.approval_notify or "[]")
+    except ValueError:
+        argv = None
+    if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
+        raise ValueError("--approval-notify must be a JSON list of strings (the command and its arguments)")
+    return {
+        "approvals_port": args.approvals_port,
+        "approvals_origin": args.approvals_origin or None,
+        "approval_notify": tuple(argv),
+    }
 
 
 def _consent_policy(args: argparse.Namespace, workspace: str):
@@ -315,6 +333,7 @@ async def _amain(args: argparse.Namespace, token: str) -> int:
                 branch=Plan(args.branch_name or None, args.on_dirty, args.on_not_git) if args.branch == "on" else None,
                 consent=policy,
                 approval_timeout=args.approval_timeout,
+                **_approvals_page(args),
                 unix_socket=not args.no_socket,
                 unix_socket_path=args.socket,
                 share_book=str(sharestore.default_path(workspace)),  # shares outlive `oh stop; oh start`

@@ -40,6 +40,9 @@ _AGENT_ENV_DROP = (
     "OH_CONSENT_ASK",
     "OH_CONSENT_DENY",
     "OH_APPROVAL_TIMEOUT",
+    "OH_APPROVAL_NOTIFY",
+    "OH_APPROVALS_ORIGIN",
+    "OH_APPROVALS_PORT",
 )
 
 
@@ -66,6 +69,7 @@ def attach(
     record: Callable[[str, dict[str, Any]], None],
     deadlines: Deadlines,
     link: EditorLink,
+    also: Callable[[str, dict[str, Any]], None] | None = None,
 ) -> None:
     """Wire the stack's consent gate into the backend: its events go to ``record`` (the trace and monitors)
     and to editors with the ``consent`` capability (through ``link``, the one owner of the editor
@@ -75,6 +79,8 @@ def attach(
     def event(name: str, fields: dict[str, Any]) -> None:
         record(name, fields)
         _tell_editors(link, name, fields)
+        if also is not None:  # the approvals page and its notifier (issue 40)
+            also(name, fields)
         if name == "approval_decided":
             log.info(
                 "consent: %s %s by %s",
@@ -123,10 +129,24 @@ def editor_answer(guard: ConsentGuard | None, obj: dict[str, Any]) -> dict[str, 
     return answer
 
 
-def handle(guard: ConsentGuard | None, obj: dict[str, Any], decider: bool) -> dict[str, Any]:
-    """One ``approvals`` control request -> the answer frame (``guard`` None: this backend asks for nothing)."""
+WEB_OPS = ("web", "pair", "devices", "revoke")  # the approvals page (issue 40): its address, pairing, devices
+
+
+def handle(guard: ConsentGuard | None, obj: dict[str, Any], decider: bool, web: Any = None) -> dict[str, Any]:
+    """One ``approvals`` control request -> the answer frame (``guard`` None: this backend asks for nothing;
+    ``web``: the approvals page's ``ApprovalWeb``, for its ops, which need the decider credential)."""
     if obj.get("op") == "policy":
         return _set_policy(guard, obj, decider)
+    if obj.get("op") in WEB_OPS:
+        if not decider:
+            return frames.refusal(FORBIDDEN, FORBIDDEN_TEXT)
+        if web is None:
+            return frames.refusal(
+                "CONSENT_OFF",
+                "This backend asks for nothing, so it serves no approvals page: start it with `oh start --consent "
+                "LEVEL`.",
+            )
+        return web.control(obj)
     try:
         req = rules.parse_approval_request(obj)
     except ValueError as exc:

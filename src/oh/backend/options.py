@@ -68,6 +68,11 @@ class BackendConfig:
     # Consent (docs/protocol.md §3.13): None = ask for nothing; else the level and the user's rules.
     consent: Any = None  # protocol.consent.Policy
     approval_timeout: float = 600.0
+    # The approvals page (issue 40, backend/approvalweb.py): served on its own loopback port (0: any free one)
+    # whenever consent is on; the public origin of the user's tunnel, if any; a notifier's argv.
+    approvals_port: int = 0
+    approvals_origin: str | None = None
+    approval_notify: tuple[str, ...] = ()
     # Workspace bootstrap (docs/protocol.md §3.14): run .oh/setup.sh (or .openhands/setup.sh) once, before the
     # first action.
     setup_script: bool = True

@@ -33,6 +33,7 @@ from ..runtimes.editor_link import EditorLink, Welcome
 from ..runtimes.editors import EditorRegistry
 from ..transport import close_quietly
 from . import agentinfo, auth, consentctl, guard, historyctl
+from .approvalweb import ApprovalWeb
 from .agents import Agents
 from .handshake import ROLES, Credentials, Handshake
 from .control import Control
@@ -154,21 +155,14 @@ class Backend:
         self.correlator = self.agent_desk.correlator
         self.deadlines = self.agent_desk.deadlines
         self.stats = self.agent_desk.stats
-        if self.consent is not None:
-            record = consentctl.recorder(self.trace, self._emit, self.monitors.named)
-            consentctl.attach(self.consent, record, self.deadlines, self.editors)
-            self.editors.on_approval = lambda obj: consentctl.editor_answer(self.consent, obj)
-            # Who can answer a question now: a monitor (the live view) or an editor that decides (VS Code).
-            self.consent.can_answer = lambda: (
-                bool(self.monitors.queues) or self.editors.can(consentctl.EDITOR_CAPABILITY)
-            )
+        self._wire_consent(config)
         self.control = Control(
             self.runtime,
             config.review,
             self.status,
             self.rotate_token,
             self.stop,
-            approvals=lambda obj, decider: consentctl.handle(self.consent, obj, decider),
+            approvals=lambda obj, decider: consentctl.handle(self.consent, obj, decider, self.web),
             history=self.historyctl.handle,
             shares=self.remote.control,
             changesets=historyctl.ChangeSets(self.historyctl, config.review),
@@ -180,6 +174,30 @@ class Backend:
             "/v1/monitor": self.monitors.serve,
             "/v1/control": self.control.serve,
         }
+
+    def _wire_consent(self, config: BackendConfig) -> None:
+        """Consent's events to the trace, monitors, editors and the approvals page (issue 40), which also
+        counts as someone who can answer when a device is paired or a notifier is set."""
+        self.web: ApprovalWeb | None = None  # the approvals page (issue 40): whenever consent is on
+        if self.consent is not None:
+            guard_ = self.consent
+            self.web = web = ApprovalWeb(
+                lambda frame: consentctl.handle(guard_, frame, decider=True),
+                guard_.approvals.list,
+                self._protections,
+                config.host,
+                config.approvals_port,
+                config.approvals_origin,
+                config.approval_notify,
+            )
+            record = consentctl.recorder(self.trace, self._emit, self.monitors.named)
+            consentctl.attach(guard_, record, self.deadlines, self.editors, also=web.event)
+            self.editors.on_approval = lambda obj: consentctl.editor_answer(self.consent, obj)
+            # Who can answer a question now: a monitor (the live view), an editor that decides (VS Code), a
+            # paired device or a notifier (issue 40: no headless stall).
+            self.consent.can_answer = lambda: (
+                bool(self.monitors.queues) or self.editors.can(consentctl.EDITOR_CAPABILITY) or web.reachable()
+            )
 
     def _build_stack(self, config: BackendConfig) -> None:
         """The runtime stack (runtimes/stack.build) and the monitors' hooks into it."""
@@ -242,6 +260,8 @@ class Backend:
         sock = next(iter(server.sockets))
         self.port = sock.getsockname()[1]
         await self.remote.start(settings)  # the Unix socket: same handler, handshake and limits
+        if self.web is not None:
+            await self.web.start()  # the approvals page: its own loopback port (issue 40)
         self._flusher = asyncio.create_task(self._flush_loop())
         if self.config.write_session:
             self._write_session()
@@ -305,6 +325,8 @@ class Backend:
         if self._server is not None:
             self._server.close(close_connections=False)
         self.remote.close()
+        if self.web is not None:
+            await self.web.stop()
         await self.agent_desk.cancel_all()
         # All at once: one peer that does not read must not add 2 s per connection to the stop.
         await asyncio.gather(
@@ -359,6 +381,8 @@ class Backend:
         """New connections need ``new_token``; connections opened with the old one are closed (4001)."""
         self.credentials.rotate(new_token)  # the editor's and decider's too (they may have leaked with it)
         await self.remote.revoke_all()  # shares end with the token (their connections close below)
+        if self.web is not None:
+            await self.web.revoke_all()  # and so do the approvals page's devices (issue 40)
         if self.config.write_session:
             self._write_session()  # editors re-read the token from here
         stale = [c for c, gen in self.connections.items() if gen < self.credentials.generation and c is not keep]
@@ -368,6 +392,19 @@ class Backend:
         self._emit("token_rotated", closed=len(stale))
         log.info("token rotated; %d connection(s) closed", len(stale))
         return len(stale)
+
+    def _protections(self) -> dict[str, str]:
+        """What the approvals page lists under "Protections in force" (issue 40)."""
+        c = self.consent
+        box = self.sandbox.status() if self.sandbox is not None else {}
+        return {
+            "consent": f"{c.policy.level}, {len(c.policy.rules)} rule(s), {c.approvals.timeout:g} s to answer"
+            if c is not None
+            else "off",
+            "sandbox": ("confined" if box.get("confined") else "not confined") if box else "none (an editor's shell)",
+            "history": "on" if self.config.history_dir else "off",
+            "review": "on" if self.config.review else "off",
+        }
 
     def status(self) -> dict[str, Any]:
         return {
@@ -396,6 +433,7 @@ class Backend:
             **({"consent": self.consent.consent_status()} if self.consent is not None else {}),
             **({"proposals": len(self.proposals.pending)} if self.proposals is not None else {}),
             **self.remote.status(),
+            **({"approvals_page": self.web.site.url()} if self.web is not None and self.web.port else {}),
         }
 
 

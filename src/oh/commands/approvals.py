@@ -55,13 +55,90 @@ def _ask(
     return answer
 
 
+_WHAT = typer.Argument(
+    None,
+    metavar="[pair|devices|revoke ID]",
+    help=(
+        "pair: print a one-time code that makes a browser or phone a device of the approvals page; devices: list "
+        "them; revoke ID: end one (`oh token rotate` ends them all)."
+    ),
+)
+
+
 def approvals(
+    what: Optional[list[str]] = _WHAT,
+    web: bool = typer.Option(False, "--web", help="Print the approvals page's address (loopback; pair a device)."),
+    open_: bool = typer.Option(False, "--open", help="With --web or pair: also open the page in a browser."),
     workspace: Optional[str] = _WORKSPACE,
     instance: Optional[str] = _INSTANCE,
     json_: bool = _JSON,
 ) -> None:
-    """List the actions waiting for your consent: id, agent, what, why, the agent's security_risk."""
+    """List the actions waiting for your consent: id, agent, what, why, the agent's security_risk. With --web
+    or pair/devices/revoke: the approvals page (README "Approvals from anywhere")."""
+    if web or what:
+        raise typer.Exit(
+            run_web(
+                Streams.system(),
+                what=list(what or []),
+                open_=open_,
+                workspace=workspace,
+                instance=instance,
+                json_=json_,
+            )
+        )
     raise typer.Exit(run_approvals(Streams.system(), workspace=workspace, instance=instance, json_=json_))
+
+
+def run_web(
+    io: Streams,
+    *,
+    what: list[str],
+    open_: bool = False,
+    workspace: Optional[str] = None,
+    instance: Optional[str] = None,
+    json_: bool = False,
+    browser: Any = None,
+) -> int:
+    """``oh approvals --web | pair | devices | revoke ID``: the approvals page's ops on the control leg (decider)."""
+    from ..text.sanitize import visible
+
+    verb = what[0] if what else "web"
+    if verb not in ("web", "pair", "devices", "revoke") or (verb == "revoke") != (len(what) == 2) or len(what) > 2:
+        die("oh approvals takes pair, devices or revoke ID (or --web)", USAGE, "`oh approvals --help`")
+    frame: dict[str, Any] = {"op": verb} if verb != "revoke" else {"op": "revoke", "device": what[1]}
+    answer = _ask(io, workspace, instance, frame, json_)
+    if json_:
+        io.json(answer)
+        return 0
+    if verb == "web":
+        io.print(f"approvals page: {visible(answer.get('url'))}  (pair a device: `oh approvals pair`)")
+    elif verb == "pair":
+        code = str(answer.get("code", ""))
+        io.print(f"pairing code: {code[:5]}-{code[5:]}  (single use, valid {answer.get('ttl', 0):g} s)")
+        io.print(f"open {visible(answer.get('url'))} on the device and type it there.")
+    elif verb == "devices":
+        rows = answer.get("devices") or []
+        for d in rows:
+            io.print(f"{visible(d.get('id'))}  {visible(d.get('name'))}")
+        if not rows:
+            io.print("no paired devices (`oh approvals pair`)")
+    else:
+        io.print(f"revoked {visible(answer.get('device'))}")
+    if open_ and answer.get("url"):
+        _open(io, str(answer["url"]), browser)
+    return 0
+
+
+def _open(io: Streams, url: str, browser: Any) -> None:
+    """Open the page if a browser is there; never fail when none is."""
+    import webbrowser
+
+    try:
+        opened = (browser or webbrowser.open)(url)
+    except Exception:  # noqa: BLE001 - no browser is no error: the address is printed
+        opened = False
+    if not opened:
+        io.note("no browser to open here: open the address above yourself")
 
 
 def run_approvals(

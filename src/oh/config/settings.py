@@ -180,6 +180,42 @@ def _rules(verdict: str) -> Callable[[Any], list[str]]:
     return parse
 
 
+def _argv(value: Any) -> list[str]:
+    """A command as its argv: a TOML list of strings, or one string split like a shell would (env
+    ``OH_APPROVAL_NOTIFY``); never run by a shell unless it says ``sh -c`` itself. Empty: none."""
+    if isinstance(value, (list, tuple)):
+        items = list(value)
+    else:
+        import shlex  # lazy: startup of `oh config get`
+
+        try:
+            items = shlex.split(str(value))
+        except ValueError as exc:
+            raise SettingError(f"must be a command line or a list of its words ({exc})") from None
+    if not all(isinstance(i, str) and "\0" not in i for i in items):
+        raise SettingError(f"must be a list of strings, the command and its arguments (got {value!r})")
+    return [str(i) for i in items]
+
+
+def _origin(value: Any) -> str:
+    """The approvals page's public origin behind the user's tunnel or proxy: http(s)://host[:port]; empty: none."""
+    text = str(value).strip()
+    if not text:
+        return ""
+    from ..protocol.approvalweb import origin_of  # lazy: startup of `oh config get`
+
+    origin = origin_of(text)
+    if origin is None or _urlpath(text) not in ("", "/"):
+        raise SettingError(f"must be an origin like https://box.tailnet.ts.net (got {value!r})")
+    return origin
+
+
+def _urlpath(text: str) -> str:
+    from urllib.parse import urlsplit
+
+    return urlsplit(text.strip()).path
+
+
 class Key:
     """One setting. A plain class, not a dataclass: `oh config get` starts without importing dataclasses
     (and the inspect/ast it pulls in; docs/benchmarks.md, "Commands people type")."""
@@ -462,6 +498,30 @@ KEYS: dict[str, Key] = {
                 "gets REJECTED; it is not run"
             ),
             "seconds > 0",
+        ),
+        Key(
+            "approval_notify",
+            _argv,
+            [],
+            (
+                "a command oh runs for each new approval question, with OH_APPROVAL_ID, OH_APPROVAL_SUMMARY and "
+                'OH_APPROVAL_URL in its environment (no shell, no credential); README "Approvals from anywhere"'
+            ),
+            "a command: ['notify-send', 'oh asks'] (a string is split like a shell would)",
+        ),
+        Key(
+            "approvals_origin",
+            _origin,
+            "",
+            "the approvals page's public origin behind your own tunnel or proxy (e.g. https://box.tailnet.ts.net)",
+            "http(s)://host[:port] or empty",
+        ),
+        Key(
+            "approvals_port",
+            _int_range(0, 65535),
+            0,
+            "loopback port of the approvals page (0: any free port; `oh approvals --web` prints it)",
+            "0-65535",
         ),
         Key(
             "consent_allow",

@@ -36,7 +36,11 @@ COMMANDS = (
         "stat       ",
         "Whether a path exists, and its type, size, mtime, mode and text encoding. Exit 1 if it does not exist.",
     ),
-    ("approvals  ", "List the actions waiting for your consent: id, agent, what, why, the agent's security_risk."),
+    (
+        "approvals  ",
+        "List the actions waiting for your consent: id, agent, what, why, the agent's security_risk. With --web",
+    ),
+    ("           ", 'or pair/devices/revoke: the approvals page (README "Approvals from anywhere").'),
     ("approve    ", "Allow a waiting action to run (once, or --always)."),
     ("reject     ", "Refuse a waiting action: it is not run; the agent gets REJECTED with your reason."),
     ("history    ", "The timeline of file changes: entry, agent, what ran, files changed (+ created, - deleted)."),

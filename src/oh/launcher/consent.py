@@ -21,6 +21,10 @@ class ConsentPlan:
     rules: dict[str, list[str]] = field(default_factory=lambda: {"allow": [], "ask": [], "deny": []})
     review: bool = False
     timeout: float = 600.0
+    # The approvals page (issue 40): only from the user's own settings, never from a workspace file.
+    notify: list[str] = field(default_factory=list)
+    origin: str = ""
+    port: int = 0
     warnings: list[tuple[str, str]] = field(default_factory=list)
 
     @property
@@ -30,7 +34,14 @@ class ConsentPlan:
     def flags(self) -> dict[str, Any]:
         # Always, with the timeout: at level never the backend still asks before a command leaves the sandbox
         # (backend/__main__.py _escalations_gated), and that question must end after approval_timeout too.
-        return {"level": self.level, "rules": self.rules, "timeout": self.timeout}
+        return {
+            "level": self.level,
+            "rules": self.rules,
+            "timeout": self.timeout,
+            "notify": self.notify,
+            "origin": self.origin,
+            "port": self.port,
+        }
 
 
 def plan(settings: Any, workspace: str, review: bool) -> ConsentPlan:
@@ -45,6 +56,8 @@ def plan(settings: Any, workspace: str, review: bool) -> ConsentPlan:
         "deny": list(settings.consent_deny),
     }
     out = ConsentPlan(level, rules, review or level in ("changes", "all"), settings.approval_timeout)
+    out.notify = list(settings.approval_notify)
+    out.origin, out.port = settings.approvals_origin, settings.approvals_port
     _workspace_rules(workspace, out)
     return out
 

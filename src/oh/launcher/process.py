@@ -205,6 +205,13 @@ def backend_argv(
             "--approval-timeout",
             f"{consent['timeout']:g}",
         ]
+        # issue 40: the approvals page; the notifier's argv is not a secret (it must hold none: README)
+        if consent.get("notify"):
+            argv += ["--approval-notify", json.dumps(list(consent["notify"]))]
+        if consent.get("origin"):
+            argv += ["--approvals-origin", consent["origin"]]
+        if consent.get("port"):
+            argv += ["--approvals-port", str(int(consent["port"]))]
     return argv
 
 

@@ -1288,7 +1288,12 @@ def decide_unsandboxed(
 # --------------------------------------------------------------------------------------- requests
 APPROVAL_ID = re.compile(r"\Ac[0-9]{1,12}\Z")  # \Z: "c3\n" is no id
 APPROVAL_OPS = ("list", "allow", "reject")
-DECIDERS = ("cli", "live view", "vscode")  # who may say they decided (the rule / timeout / stop are the backend's own)
+DECIDERS = (
+    "cli",
+    "live view",
+    "vscode",
+    "web",
+)  # who may say they decided (the rule / timeout / stop are the backend's own)
 MAX_REASON = 2000
 
 

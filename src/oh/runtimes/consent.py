@@ -65,6 +65,8 @@ class Pending:
     security_risk: str | None
     detail: str = ""  # a change's content or diff (protocol.consent.detail)
     command: str = ""  # a run's whole command line: what the user approves is what they see
+    cwd: str = ""  # where a run runs (issue 40: the approvals page shows it)
+    env: dict[str, str] = field(default_factory=dict)  # a run's environment changes (its ``env`` argument)
     created: float = field(default_factory=time.monotonic)
     created_at: str = field(default_factory=_now)
     future: asyncio.Future | None = None
@@ -83,6 +85,8 @@ class Pending:
             "security_risk": self.security_risk,
             **({"detail": self.detail} if self.detail else {}),
             **({"command": self.command} if self.command else {}),
+            **({"cwd": self.cwd} if self.cwd else {}),
+            **({"env": dict(self.env)} if self.env else {}),
             "age_s": round(time.monotonic() - self.created, 1),
             "created_at": self.created_at,
         }
@@ -346,6 +350,8 @@ class ConsentGuard(Wrapper):
             action.security_risk,
             rules.detail(action.kind, action.args),
             str(action.args.get("command") or "") if action.kind == "run" else "",
+            where.base if action.kind == "run" else "",
+            _env_changes(action),
         )
         if self.on_wait is not None:
             self.on_wait(action.id, True)
@@ -370,6 +376,11 @@ class ConsentGuard(Wrapper):
         obs = await self.inner.execute(_consented(action, unsandboxed), agent)
         _note(obs, rules.allowed_note(answer.who, answer.at, answer.rule))
         return obs
+
+
+def _env_changes(action: Action) -> dict[str, str]:
+    env = action.args.get("env") if action.kind == "run" else None
+    return {str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {}
 
 
 class Unresolvable(OhBaseError):
