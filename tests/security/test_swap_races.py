@@ -55,9 +55,9 @@ def stay(most):  # each state lasts a random while (no sleep: up to a few thousa
 exchange()
 print("go", flush=True)
 while True:
-    stay(1000)  # d is the symlink
+    stay(150)  # d is the symlink
     exchange()
-    stay(4000)  # d is the directory: longer, so that many of oh's actions also succeed
+    stay(600)  # d is the directory: longer, so that many of oh's actions also succeed
     exchange()
 """
 
