@@ -489,12 +489,13 @@ class LocalRuntime(Runtime):
             obs,
             on_accept,
             texts_later=later,
+            root=rp.root,
         )
         return await self.proposals.wait(proposal, action)
 
     def _compute_proposal(self, action: Action, rp) -> dict[str, Any] | tuple:
         """The proposal's parts (worker thread), or the observation when nothing would change."""
-        before = file_bytes(rp.real)
+        before = file_bytes(rp.real, rp.root)
         args = action.args
         on_accept = None
         if action.kind == "write":
