@@ -48,6 +48,7 @@ _MAXSYMLINKS = 40  # the kernel's limit, so both ways give up at the same depth
 _SYS_OPENAT2 = 437  # the same number on every Linux architecture (the unified table since 5.1)
 _RESOLVE_NO_MAGICLINKS = 0x02
 _RESOLVE_BENEATH = 0x08
+_RESOLVE = _RESOLVE_BENEATH | _RESOLVE_NO_MAGICLINKS
 
 
 class Escape(OhBaseError, OSError):
@@ -68,6 +69,7 @@ class _OpenHow(ctypes.Structure):
     _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
 
 
+_HOW_SIZE = ctypes.sizeof(_OpenHow)
 _syscall = None
 _openat2: bool | None = None  # None: not probed yet
 
@@ -83,7 +85,7 @@ def _probe() -> bool:
             return False
         fn.restype = ctypes.c_long
         how = _OpenHow(os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC, 0, _RESOLVE_BENEATH)
-        fd = fn(_SYS_OPENAT2, ctypes.c_int(-100), b".", ctypes.byref(how), ctypes.c_size_t(ctypes.sizeof(how)))
+        fd = fn(_SYS_OPENAT2, ctypes.c_int(-100), b".", ctypes.byref(how), ctypes.c_size_t(_HOW_SIZE))
         if fd >= 0:
             os.close(fd)
             _syscall, _openat2 = fn, True
@@ -105,12 +107,11 @@ def force_walk(on: bool) -> None:
 def _kernel_open(dirfd: int, rel: str, flags: int, mode: int, root: str) -> int:
     tmpfile = getattr(os, "O_TMPFILE", 0)  # includes O_DIRECTORY's bit: test all of it
     creates = flags & os.O_CREAT or (tmpfile and flags & tmpfile == tmpfile)
-    how = _OpenHow(flags | _CLOEXEC, mode if creates else 0, 0)  # a mode without O_CREAT is EINVAL
-    how.resolve = _RESOLVE_BENEATH | _RESOLVE_NO_MAGICLINKS
+    how = _OpenHow(flags | _CLOEXEC, mode if creates else 0, _RESOLVE)  # a mode without O_CREAT is EINVAL
     path = os.fsencode(rel or ".")
     assert _syscall is not None
     for _ in range(16):  # EAGAIN: a rename raced a ".." lookup; the kernel asks to try again
-        fd = _syscall(_SYS_OPENAT2, ctypes.c_int(dirfd), path, ctypes.byref(how), ctypes.c_size_t(ctypes.sizeof(how)))
+        fd = _syscall(_SYS_OPENAT2, ctypes.c_int(dirfd), path, ctypes.byref(how), ctypes.c_size_t(_HOW_SIZE))
         if fd >= 0:
             return int(fd)
         err = ctypes.get_errno()
