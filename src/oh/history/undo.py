@@ -208,7 +208,14 @@ def plan_for_editor(tl: Timeline, target: int, *, to: bool, buffers: dict[str, b
                 edits.append({"path": path, "delete": True})
                 continue
             if state.kind == H.SYMLINK:  # a link is no text for an editor: put back here, at once
-                _apply(tl, path, state, merged, set())
+                try:
+                    _apply(tl, path, state, merged, set())
+                except beneath.Escape as exc:  # its directory swapped for a symlink out of the workspace
+                    tl._drain()
+                    tl.active.pop(e.id, None)
+                    tl._close(e, "done")
+                    message = f"{exc}: oh does not follow it."
+                    return {"ok": False, "error": "PATH_DENIED", "entry": e.id, "message": message}
                 continue
             data = merged if merged is not None else _content(tl, state)
             edits.append({"path": path, "content": base64.b64encode(data).decode("ascii"), "mode": state.mode})

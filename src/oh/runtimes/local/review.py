@@ -34,6 +34,7 @@ from ...protocol.udiff import unified_diff
 from ..base import report
 from .editor import EditHistory, FileEditor
 from .encoding import decode as decode_any
+from ... import beneath
 from .files import atomic_write, encode_text
 from .paths import ResolvedPath, open_rp, require_regular, stat_or_none, stat_rp
 
@@ -336,6 +337,8 @@ class ProposalQueue:
             )
         except ToolError:
             changed = True  # grew past what a proposal may hold: it cannot be the bytes the proposal saw
+        except beneath.Escape:
+            changed = True  # a parent swapped for a symlink out of the root: not the file the user reviewed
         except OSError as exc:  # unreadable now: nothing can be checked, so nothing is written
             msg = exc.strerror or str(exc)
             return (
