@@ -18,6 +18,7 @@ import subprocess
 import tempfile
 from typing import Any
 
+from .. import beneath
 from ..protocol import history as H
 from . import tree
 from .timeline import Timeline
@@ -159,15 +160,26 @@ def undo(
         chosen, steps, made = prepared
         e = tl._open(who, "undo", f"undo {'--to ' if to else ''}{target}", undoes=[x.id for x in chosen])
         tl.active[e.id] = e
+        escaped = None
         try:
             parents: set[str] = set()
             for path, state, merged in sorted(steps, key=lambda s: s[1] is not None):  # deletions first
                 _apply(tl, path, state, merged, parents)
             _remove_empty(tl, made)
+        except beneath.Escape as exc:  # a directory swapped for a symlink out of the workspace: stop there
+            escaped = exc
         finally:
             tl._drain()
             tl.active.pop(e.id, None)
             tl._close(e, "done")
+        if escaped is not None:
+            return {
+                "ok": False,
+                "error": "PATH_DENIED",
+                "entry": e.id,
+                "message": f"{escaped}: oh does not follow it, so the undo stopped there (entry {e.id} holds what it "
+                "had restored; `oh undo` of it takes that back).",
+            }
         for x in chosen:  # a change set reverted by an undo is decided: it leaves `oh review`
             if x.review == H.PENDING:
                 tl.mark(x, H.REVERTED)
@@ -196,7 +208,14 @@ def plan_for_editor(tl: Timeline, target: int, *, to: bool, buffers: dict[str, b
                 edits.append({"path": path, "delete": True})
                 continue
             if state.kind == H.SYMLINK:  # a link is no text for an editor: put back here, at once
-                _apply(tl, path, state, merged, set())
+                try:
+                    _apply(tl, path, state, merged, set())
+                except beneath.Escape as exc:  # its directory swapped for a symlink out of the workspace
+                    tl._drain()
+                    tl.active.pop(e.id, None)
+                    tl._close(e, "done")
+                    message = f"{exc}: oh does not follow it."
+                    return {"ok": False, "error": "PATH_DENIED", "entry": e.id, "message": message}
                 continue
             data = merged if merged is not None else _content(tl, state)
             edits.append({"path": path, "content": base64.b64encode(data).decode("ascii"), "mode": state.mode})
@@ -248,12 +267,13 @@ def decide(tl: Timeline, entry_id: int, keep: bool) -> dict[str, Any] | None:
 
 def _remove_empty(tl: Timeline, made: list[str]) -> None:
     """The directories the undone entries created, deepest first, removed when empty: a directory that
-    holds anything (the user's file, another action's) stays."""
+    holds anything (the user's file, another action's) stays. Removed beneath the workspace (oh.beneath):
+    a parent swapped for a symlink out of it is not followed."""
     for d in made:
         try:
-            os.rmdir(os.path.join(tl.root, d))
+            beneath.rmdir_at(tl.root, d)
         except OSError:
-            pass  # not empty, already gone, or no longer a directory
+            pass  # not empty, already gone, no longer a directory, or behind a symlink out of the workspace
 
 
 def _conflict_text(conflicts: list[dict[str, str]]) -> str:
@@ -263,38 +283,45 @@ def _conflict_text(conflicts: list[dict[str, str]]) -> str:
 
 
 def _apply(tl: Timeline, path: str, state: H.FileState | None, merged: bytes | None, parents: set[str]) -> None:
-    """Put one file in ``state``. ``parents``: the directories known to exist (made once per undo, not
-    once per file: a stat per file is a tenth of a 1,000-file undo)."""
-    full = os.path.join(tl.root, path)
+    """Put one file in ``state``, relative to a descriptor of its directory opened beneath the workspace
+    (oh.beneath): a directory the agent swapped for a symlink out of it (``conf -> $HOME``) raises
+    ``beneath.Escape`` and nothing outside is written. ``parents``: the directories known to exist (made
+    once per undo, not once per file)."""
     if state is None:
         try:
-            os.unlink(full)
+            beneath.unlink_at(tl.root, path)
         except FileNotFoundError:
             pass
         return
-    parent = os.path.dirname(full)
-    if parent not in parents:
-        os.makedirs(parent, exist_ok=True)
-        parents.add(parent)
-    data = merged if merged is not None else _content(tl, state)
+    parent = os.path.dirname(path)
+    pfd, name = beneath.open_parent(tl.root, path, create=parent not in parents)
+    parents.add(parent)
+    try:
+        _put(pfd, name, state, merged if merged is not None else _content(tl, state))
+    finally:
+        os.close(pfd)
+
+
+def _put(pfd: int, name: str, state: H.FileState, data: bytes) -> None:
+    """Write ``name`` in the directory ``pfd`` as ``state`` with ``data``."""
     if state.kind == H.SYMLINK:
         try:
-            os.unlink(full)
+            os.unlink(name, dir_fd=pfd)
         except FileNotFoundError:
             pass
-        os.symlink(os.fsdecode(data), full)
+        os.symlink(os.fsdecode(data), name, dir_fd=pfd)
         return
     # In place, written then cut to length (no temporary + rename, no O_TRUNC): on ext4 a rename over an
     # existing file and a truncation to zero both force its data to disk (auto_da_alloc), 1-3 ms per
     # file: 3 s for a 1,000-file undo instead of a tenth of that.
-    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
     try:
-        fd = os.open(full, flags, state.mode)
+        fd = os.open(name, flags, state.mode, dir_fd=pfd)
     except OSError as exc:
         if exc.errno != errno.ELOOP:
             raise
-        os.unlink(full)  # a symlink is there now: replaced, never written through (O_NOFOLLOW said so)
-        fd = os.open(full, flags, state.mode)
+        os.unlink(name, dir_fd=pfd)  # a symlink is there now: replaced, never written through (O_NOFOLLOW said so)
+        fd = os.open(name, flags, state.mode, dir_fd=pfd)
     with open(fd, "wb") as f:
         f.write(data)
         f.truncate(len(data))

@@ -17,15 +17,17 @@ leaves out entries that resolve outside the allowed roots.
 from __future__ import annotations
 
 import os
+import stat
 import threading
 from collections import OrderedDict, deque
 from typing import Any
 
+from ... import beneath
 from ...protocol.errors import ToolError
 from ...protocol.udiff import unified_diff  # the one diff rule, mirrored by the extension
 from .encoding import decode as decode_any
 from .files import advance_lines, atomic_write, count_lines, encode_text, read_bytes, slice_lines
-from .paths import PathPolicy, ResolvedPath, not_found, require_regular, stat_or_none
+from .paths import PathPolicy, ResolvedPath, not_found, require_regular, stat_rp
 
 SNIPPET_CONTEXT = 4
 MAX_EDIT_BYTES = 16 * 1024 * 1024
@@ -129,7 +131,7 @@ class FileEditor:
     # ------------------------------------------------------------------ helpers
     def _read(self, rp: ResolvedPath) -> tuple[str, str]:
         """(text, encoding) of a file to view or edit, with the SDK's validation messages."""
-        st = stat_or_none(rp.real)
+        st = stat_rp(rp)
         if st is not None and st.st_size > MAX_EDIT_BYTES:
             raise ToolError(
                 f"File validation failed for {rp.shown}: File is too large ({st.st_size / 1024 / 1024:.1f}MB). "
@@ -144,10 +146,10 @@ class FileEditor:
         return decoded
 
     def _existing_file(self, rp: ResolvedPath) -> None:
-        st = stat_or_none(rp.real)
+        st = stat_rp(rp)
         if st is None:
             raise not_found(rp.shown)
-        if os.path.isdir(rp.real):
+        if stat.S_ISDIR(st.st_mode):
             raise invalid_path(
                 rp.shown, f"The path {rp.shown} is a directory and only the `view` command can be used on directories."
             )
@@ -187,10 +189,10 @@ class FileEditor:
         return {"content": content, "prev_exist": prev_exist, "old_content": old, "new_content": new, "diff": diff}
 
     def view(self, rp: ResolvedPath, view_range: list[int] | None, policy: PathPolicy | None = None) -> dict[str, Any]:
-        st = stat_or_none(rp.real)
+        st = stat_rp(rp)
         if st is None:
             raise not_found(rp.shown)
-        if os.path.isdir(rp.real):
+        if stat.S_ISDIR(st.st_mode):
             if view_range:
                 raise ToolError(
                     f"Invalid `view_range` parameter: {view_range}. The `view_range` parameter is not allowed "
@@ -238,27 +240,29 @@ class FileEditor:
             # and its children's names would leak what is outside.
             return policy is None or policy.allowed(os.path.realpath(path))
 
+        def entries_of(real_dir: str) -> list[tuple[str, bool]]:
+            # Opened beneath its allowed root: a directory swapped for a symlink out of it after
+            # `visible` said yes is not listed (oh.beneath).
+            base = (policy.root_of(real_dir) if policy is not None else "") or rp.base
+            try:
+                return beneath.listdir_at(base, os.path.relpath(real_dir, base))
+            except OSError:
+                return []
+
         def scan(real_dir: str, shown_dir: str, depth: int) -> None:
             nonlocal hidden
-            try:
-                items = sorted(os.scandir(real_dir), key=lambda e: e.name)
-            except OSError:
-                return
-            for e in items:
-                if e.name.startswith("."):
+            for name, is_dir in entries_of(real_dir):  # is_dir follows symlinks, like the SDK's Path.is_dir
+                if name.startswith("."):
                     if depth == 1:
                         hidden += 1
                     continue
-                if len(entries) > MAX_LISTING or not visible(e.path):
+                path = os.path.join(real_dir, name)
+                if len(entries) > MAX_LISTING or not visible(path):
                     continue
-                shown = root + e.name if shown_dir == os.sep else shown_dir + "/" + e.name
-                try:
-                    is_dir = e.is_dir()  # follows symlinks, like the SDK's Path.is_dir
-                except OSError:
-                    is_dir = False
+                shown = root + name if shown_dir == os.sep else shown_dir + "/" + name
                 entries.append(shown + "/" if is_dir else shown)
                 if is_dir and depth < 2:
-                    scan(e.path, shown, depth + 1)
+                    scan(os.path.realpath(path), shown, depth + 1)
 
         scan(rp.real, root, 1)
         msg = f"Here's the files and directories up to 2 levels deep in {root}, excluding hidden items:\n" + "\n".join(
@@ -376,7 +380,7 @@ class FileEditor:
         return self._result(content, old=text, new=new_text, diff=unified_diff(rp.shown, text, new_text))
 
     def undo(self, rp: ResolvedPath) -> dict[str, Any]:
-        if stat_or_none(rp.real) is None:
+        if stat_rp(rp) is None:
             raise not_found(rp.shown)
         current, enc = self._read(rp)
         previous = self.history.pop(rp.real)

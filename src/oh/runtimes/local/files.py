@@ -9,12 +9,12 @@ import codecs
 import mimetypes
 import os
 import stat
-import tempfile
 from typing import Any, Callable
 
 from ...protocol.errors import ErrorId, ToolError
 from . import encoding as encodings
-from .paths import ResolvedPath, not_found, refuse_hard_link, require_regular, stat_or_none
+from ... import beneath
+from .paths import ResolvedPath, not_found, open_rp, refuse_hard_link, require_regular, stat_rp
 
 MAX_READ_BYTES = 256 * 1024 * 1024  # bigger files are refused (TOOL_ERROR), never half-read
 MAX_BASE64_BYTES = 64 * 1024 * 1024  # 85 MiB once base64-encoded: fits the 128 MiB frame limit
@@ -40,7 +40,7 @@ UMASK = _umask()
 
 def read_bytes(rp: ResolvedPath, max_bytes: int = MAX_READ_BYTES) -> bytes:
     """The bytes of a regular file, refusing anything else without blocking on it."""
-    st = stat_or_none(rp.real)
+    st = stat_rp(rp)
     if st is None:
         raise not_found(rp.shown)
     require_regular(rp.shown, st, "read")
@@ -50,7 +50,7 @@ def read_bytes(rp: ResolvedPath, max_bytes: int = MAX_READ_BYTES) -> bytes:
             "Read a part of it with a shell command such as `head`, `tail` or `sed -n`."
         )
     # O_NONBLOCK: if the path was swapped for a FIFO since the stat, open must not hang.
-    fd = os.open(rp.real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    fd = open_rp(rp, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         st = os.fstat(fd)
         require_regular(rp.shown, st, "read")
@@ -87,7 +87,7 @@ def read_text_enc(rp: ResolvedPath, max_bytes: int = MAX_READ_BYTES) -> tuple[st
 
 def existing_encoding(rp: ResolvedPath) -> str | None:
     """The detected encoding of an existing text file (so a rewrite keeps it), else None."""
-    st = stat_or_none(rp.real)
+    st = stat_rp(rp)
     if st is None or not stat.S_ISREG(st.st_mode) or st.st_size > MAX_READ_BYTES:
         return None
     try:
@@ -184,8 +184,8 @@ def read_file(
 # --------------------------------------------------------------------------- writing
 
 
-def _anonymous_temp(parent: str) -> int | None:
-    """An unnamed file in ``parent`` (Linux ``O_TMPFILE``), or None where that is not supported.
+def _anonymous_temp(pfd: int) -> int | None:
+    """An unnamed file in the directory ``pfd`` (Linux ``O_TMPFILE``), or None where that is not supported.
 
     If the writer is killed while writing, the kernel frees it: no half-written ``.oh-*.tmp`` is
     left in the user's workspace (with a named temp file, each SIGKILL mid-write left one behind).
@@ -194,7 +194,7 @@ def _anonymous_temp(parent: str) -> int | None:
     if not flag or not os.path.isdir("/proc/self/fd"):
         return None
     try:
-        return os.open(parent, flag | os.O_WRONLY | os.O_CLOEXEC, 0o600)
+        return os.open(".", flag | os.O_WRONLY | os.O_CLOEXEC, 0o600, dir_fd=pfd)
     except OSError:  # a filesystem without O_TMPFILE (EOPNOTSUPP, EISDIR on old kernels)
         return None
 
@@ -208,6 +208,51 @@ def _write_all(fd: int, data: bytes, mode: int) -> None:
     os.fsync(fd)
 
 
+def open_parent(rp: ResolvedPath) -> tuple[int, str]:
+    """(descriptor of the file's directory, made if missing, beneath the root; the file's name)."""
+    try:
+        return beneath.open_parent(rp.base, rp.rel, create=True)
+    except (FileExistsError, NotADirectoryError):
+        raise ToolError(f"Cannot create {rp.shown}: a parent path exists and is not a directory.") from None
+
+
+def _named_temp(pfd: int, data: bytes, mode: int) -> str:
+    """A ``.oh-*.tmp`` file in the directory ``pfd`` holding ``data`` (where O_TMPFILE is not available)."""
+    while True:
+        base = f".oh-{os.urandom(6).hex()}.tmp"
+        try:
+            fd = os.open(base, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=pfd)
+        except FileExistsError:
+            continue
+        try:
+            _write_all(fd, data, mode)
+        except BaseException:
+            os.unlink(base, dir_fd=pfd)
+            raise
+        finally:
+            os.close(fd)
+        return base
+
+
+def _temp_in(pfd: int, data: bytes, mode: int) -> str:
+    """The name of a complete temporary file in the directory ``pfd``: unnamed until complete where the
+    platform allows it (``O_TMPFILE``, then ``linkat``), else a named one."""
+    anon = _anonymous_temp(pfd)
+    if anon is not None:
+        try:
+            _write_all(anon, data, mode)
+            base = f".oh-{os.urandom(6).hex()}.tmp"
+            # linkat(AT_SYMLINK_FOLLOW) names the complete file. (A dir fd is passed so that CPython calls
+            # linkat; plain link(2) would try to link the /proc symlink: EXDEV.)
+            os.link(f"/proc/self/fd/{anon}", base, dst_dir_fd=pfd, follow_symlinks=True)
+            return base
+        except OSError:
+            pass  # e.g. /proc hidden: fall back to a named temp file
+        finally:
+            os.close(anon)
+    return _named_temp(pfd, data, mode)
+
+
 def atomic_write(rp: ResolvedPath, data: bytes, *, replace: bool = True) -> bool:
     """Write ``data`` to ``rp.real`` atomically; returns whether the file existed before.
 
@@ -216,12 +261,14 @@ def atomic_write(rp: ResolvedPath, data: bytes, *, replace: bool = True) -> bool
     content, never a torn file, even if this process is killed half-way. Where the platform allows
     it the temporary file is unnamed until it is complete (``O_TMPFILE``, then linked and renamed),
     so a killed writer leaves nothing behind either. Parent directories are created. (A hard-linked
-    target is replaced by a new inode; ownership is the writer's.)
+    target is replaced by a new inode; ownership is the writer's.) Everything happens relative to a
+    descriptor of the file's directory opened beneath the allowed root (``oh.beneath``): a directory
+    swapped for a symlink out of the root is refused, never written through.
 
     ``replace=False`` (write mode ``create``): the complete file is linked to its name only if that
     name is still free (``link`` fails with EEXIST otherwise): never a torn or overwritten file.
     """
-    st = stat_or_none(rp.real)
+    st = stat_rp(rp)
     if st is not None and not replace:
         return True
     if st is not None:
@@ -229,62 +276,30 @@ def atomic_write(rp: ResolvedPath, data: bytes, *, replace: bool = True) -> bool
         mode = stat.S_IMODE(st.st_mode)
     else:
         mode = 0o666 & ~UMASK
-    parent = os.path.dirname(rp.real)
+    pfd, name = open_parent(rp)
     try:
-        os.makedirs(parent, exist_ok=True)
-    except FileExistsError:
-        raise ToolError(f"Cannot create {rp.shown}: a parent path exists and is not a directory.") from None
-    except NotADirectoryError:
-        raise ToolError(f"Cannot create {rp.shown}: a parent path exists and is not a directory.") from None
-    tmp = None
-    anon = _anonymous_temp(parent)
-    if anon is not None:
+        tmp = _temp_in(pfd, data, mode)
         try:
-            _write_all(anon, data, mode)
-            base = f".oh-{os.urandom(6).hex()}.tmp"
-            dfd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-            try:
-                # linkat(AT_SYMLINK_FOLLOW) names the complete file. (A dir fd is passed so that
-                # CPython calls linkat; plain link(2) would try to link the /proc symlink: EXDEV.)
-                os.link(f"/proc/self/fd/{anon}", base, dst_dir_fd=dfd, follow_symlinks=True)
-            finally:
-                os.close(dfd)
-            tmp = os.path.join(parent, base)
+            if replace:
+                os.replace(tmp, name, src_dir_fd=pfd, dst_dir_fd=pfd)
+                tmp = ""
+            else:
+                try:
+                    os.link(tmp, name, src_dir_fd=pfd, dst_dir_fd=pfd, follow_symlinks=False)
+                except FileExistsError:
+                    return True  # someone created it meanwhile: no change (the temp file goes below)
+        finally:
+            if tmp:
+                try:
+                    os.unlink(tmp, dir_fd=pfd)
+                except OSError:
+                    pass
+        try:  # make the rename itself durable
+            os.fsync(pfd)
         except OSError:
-            tmp = None  # e.g. /proc hidden: fall back to a named temp file below
-        finally:
-            os.close(anon)
-    try:
-        if tmp is None:
-            fd, tmp = tempfile.mkstemp(prefix=".oh-", suffix=".tmp", dir=parent)
-            try:
-                _write_all(fd, data, mode)
-            finally:
-                os.close(fd)
-        if replace:
-            os.replace(tmp, rp.real)
-        else:
-            try:
-                os.link(tmp, rp.real)
-            except FileExistsError:
-                return True  # someone created it meanwhile: no change (the temp file goes below)
-            finally:
-                os.unlink(tmp)
-    except BaseException:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-        raise
-    try:  # make the rename itself durable
-        dfd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    except OSError:
-        pass
+            pass
+    finally:
+        os.close(pfd)
     return st is not None
 
 
@@ -318,7 +333,7 @@ def write_file(
     the same computation, applied only when the user accepts."""
     put = sink or atomic_write
     if mode == "create":
-        st = stat_or_none(rp.real)
+        st = stat_rp(rp)
         if st is not None:
             require_regular(rp.shown, st, "write")
         else:
@@ -328,7 +343,7 @@ def write_file(
         return f"The file {rp.shown} already exists; it was not changed (mode create)."
     if mode == "append":
         if sink is not None:  # a proposal: the whole file after the append
-            st = stat_or_none(rp.real)
+            st = stat_rp(rp)
             if st is not None:
                 require_regular(rp.shown, st, "write")
             current = read_bytes(rp) if st is not None else b""
@@ -348,7 +363,7 @@ def write_file(
         else:
             put(rp, _encode_as(content, encoding))
         return None
-    st = stat_or_none(rp.real)
+    st = stat_rp(rp)
     if st is None:
         put(rp, _encode_as(content, encoding or "utf-8"))
         return None
@@ -407,13 +422,13 @@ _BOM_CODECS = {
 def _without_bom(rp: ResolvedPath, enc: str) -> str | None:
     """The BOM-less codec to append with when ``enc`` writes a BOM and the file is not empty, else None."""
     family = _BOM_CODECS.get(enc.lower())
-    st = stat_or_none(rp.real)
+    st = stat_rp(rp)
     if family is None or st is None or not stat.S_ISREG(st.st_mode) or st.st_size == 0:
         return None
     if family == "utf-8":
         return "utf-8"
     try:
-        fd = os.open(rp.real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO swapped in must not hang us
+        fd = open_rp(rp, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO swapped in must not hang us
         try:
             head = os.read(fd, 4)
         finally:
@@ -429,18 +444,17 @@ def append_file(rp: ResolvedPath, content: str, encoding: str | None) -> None:
     """Write mode ``append``: ``content`` added at the end (in the file's own encoding unless one is
     given). One ``O_APPEND`` write: not atomic like ``overwrite``, but never a lost or torn earlier part."""
     data = _append_bytes(rp, content, encoding)
-    st = stat_or_none(rp.real)
+    st = stat_rp(rp)
     if st is not None:
         require_regular(rp.shown, st, "write")
-    else:
-        try:
-            os.makedirs(os.path.dirname(rp.real), exist_ok=True)
-        except (FileExistsError, NotADirectoryError):
-            raise ToolError(f"Cannot create {rp.shown}: a parent path exists and is not a directory.") from None
-    # O_NONBLOCK: a FIFO swapped in after the stat must not hang us; O_NOFOLLOW: nor a symlink.
-    fd = os.open(
-        rp.real, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666 & ~UMASK
-    )
+    pfd, name = open_parent(rp)
+    try:
+        # O_NONBLOCK: a FIFO swapped in after the stat must not hang us; O_NOFOLLOW: nor a symlink. The name is
+        # opened in its directory's descriptor (beneath the root): a parent swapped for a symlink is not followed.
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(name, flags, 0o666 & ~UMASK, dir_fd=pfd)
+    finally:
+        os.close(pfd)
     try:
         st = os.fstat(fd)
         require_regular(rp.shown, st, "write")
@@ -462,7 +476,7 @@ def stat_path(rp: ResolvedPath) -> tuple[str, dict]:
         link = os.path.islink(rp.shown)
     except OSError:
         link = False
-    st = stat_or_none(rp.real)
+    st = stat_rp(rp)
     info: dict[str, Any]
     if st is None:
         info = {
@@ -481,7 +495,7 @@ def stat_path(rp: ResolvedPath) -> tuple[str, dict]:
     if kind == "file":
         mime = mimetypes.guess_type(rp.shown)[0]
         if st.st_nlink <= 1:  # a hard-linked file's content is not read (docs/security.md)
-            enc = _sample_encoding(rp.real)
+            enc = _sample_encoding(rp)
     info = {
         "exists": True,
         "type": kind,
@@ -496,10 +510,10 @@ def stat_path(rp: ResolvedPath) -> tuple[str, dict]:
     return f"{rp.shown}: {what}.", info
 
 
-def _sample_encoding(real: str) -> str | None:
+def _sample_encoding(rp: ResolvedPath) -> str | None:
     """The text encoding of the file's first 64 KiB (``binary`` when not text), None if unreadable."""
     try:
-        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = open_rp(rp, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
     try:

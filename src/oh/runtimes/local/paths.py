@@ -4,8 +4,9 @@ Every path an action names is made absolute (relative -> against the workspace),
 ``os.path.realpath`` (symlinks and ``..``; a path that does not exist yet resolves through its nearest
 existing parent, and a dangling symlink resolves to its target) and must land inside one of the
 allowed roots. The check happens before anything is opened or created, so a refused action touches
-nothing. (Not a sandbox: a symlink swapped in between the check and the use is not defended against;
-the local runtime runs the agent's shell commands unsandboxed anyway.)
+nothing. The file actions then open the path relative to a descriptor of that root (``oh.beneath``):
+a symlink swapped in after the check that leads out of the root is refused at the open itself
+(PATH_DENIED, "a symlink ... leads outside"), never followed (issue 36).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from ... import beneath
 from ...protocol.errors import ErrorId, ToolError
 from ...protocol.paths import within
 from .. import fspath
@@ -31,6 +33,17 @@ def _real(p: str | Path) -> str:
 class ResolvedPath:
     shown: str  # absolute, normalised, as the agent named it (what messages show)
     real: str  # symlinks resolved: what is actually opened
+    root: str = ""  # the allowed root holding ``real``: every open starts at it (oh.beneath); "" = real's parent
+
+    @property
+    def base(self) -> str:
+        """The directory every open of this path is resolved beneath."""
+        return self.root or os.path.dirname(self.real)
+
+    @property
+    def rel(self) -> str:
+        """``real`` relative to ``base``."""
+        return os.path.relpath(self.real, self.base)
 
 
 class PathPolicy:
@@ -42,6 +55,10 @@ class PathPolicy:
 
     def allowed(self, real: str) -> bool:
         return any(within(real, root) for root in self.roots)
+
+    def root_of(self, real: str) -> str:
+        """The innermost allowed root holding ``real`` ("" when none does)."""
+        return max((root for root in self.roots if within(real, root)), key=len, default="")
 
     def resolve(self, raw: str, base: str | None = None) -> ResolvedPath:
         """Absolute + real path, or ToolError(PATH_DENIED). Touches nothing.
@@ -68,7 +85,7 @@ class PathPolicy:
             raise ToolError(
                 f"Path {shown} is outside the allowed roots ({roots}){via}; nothing was done.", ErrorId.PATH_DENIED
             )
-        return ResolvedPath(shown, real)
+        return ResolvedPath(shown, real, self.root_of(real))
 
 
 def file_kind(mode: int) -> str:
@@ -85,6 +102,23 @@ def file_kind(mode: int) -> str:
     if stat.S_ISREG(mode):
         return "regular file"
     return "special file"
+
+
+def stat_rp(rp: ResolvedPath) -> os.stat_result | None:
+    """``os.stat`` of the path, resolved beneath its root (a symlink swapped in that leads out: Escape)."""
+    return beneath.stat_at(rp.base, rp.rel)
+
+
+def open_rp(rp: ResolvedPath, flags: int, mode: int = 0o666) -> int:
+    """``os.open`` of the path, resolved beneath its root."""
+    return beneath.open_at(rp.base, rp.rel, flags, mode)
+
+
+def escape_error(exc: beneath.Escape) -> ToolError:
+    return ToolError(
+        f"{exc}: it was swapped in after oh checked the path, and oh does not follow it; nothing was done.",
+        ErrorId.PATH_DENIED,
+    )
 
 
 def stat_or_none(real: str) -> os.stat_result | None:

@@ -34,8 +34,9 @@ from ...protocol.udiff import unified_diff
 from ..base import report
 from .editor import EditHistory, FileEditor
 from .encoding import decode as decode_any
+from ... import beneath
 from .files import atomic_write, encode_text
-from .paths import ResolvedPath, require_regular, stat_or_none
+from .paths import ResolvedPath, open_rp, require_regular, stat_or_none, stat_rp
 
 log = logging.getLogger("oh.runtimes.local.review")
 
@@ -68,11 +69,14 @@ class PathLocks:
                 self._locks[key] = (lock, users - 1)
 
 
-def file_bytes(real: str) -> bytes | None:
+def file_bytes(real: str, root: str = "") -> bytes | None:
     """The file's bytes now (the proposal's "before" and the accept-time check), or None when there is
     no regular file there: then the computation itself refuses (directory, FIFO) or creates the file.
-    Unlike ``read_bytes`` it accepts a hard-linked file, which a whole-file ``write`` may replace."""
-    st = stat_or_none(real)
+    Unlike ``read_bytes`` it accepts a hard-linked file, which a whole-file ``write`` may replace.
+    Opened beneath ``root`` (the allowed root holding ``real``; "" = its directory), never through a
+    symlink swapped in that leads out of it (oh.beneath)."""
+    rp = ResolvedPath(real, real, root)
+    st = stat_rp(rp)
     if st is None or not stat.S_ISREG(st.st_mode):
         return None
     if st.st_size > MAX_REVIEW_BYTES:
@@ -80,7 +84,7 @@ def file_bytes(real: str) -> bytes | None:
             f"The file {real} is too large to review as a proposal ({st.st_size:,} bytes; the limit is "
             f"{MAX_REVIEW_BYTES:,})."
         )
-    fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO swapped in must not hang us
+    fd = open_rp(rp, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO swapped in must not hang us
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
@@ -180,6 +184,7 @@ class Proposal:
     created: float = field(default_factory=time.monotonic)
     created_at: float = field(default_factory=time.time)
     future: asyncio.Future | None = None
+    root: str = ""  # the allowed root holding ``real``: the accept's check and write open beneath it
 
     def row(self) -> dict[str, Any]:
         return {
@@ -321,7 +326,7 @@ class ProposalQueue:
         """(observation, decision, result row) of accepting ``p``: checks the file and writes it."""
         pid = p.proposal_id
         try:
-            now = file_bytes(p.real)
+            now = file_bytes(p.real, p.root)
             changed = (
                 _digest(now) != _digest(p.before)
                 # something (a directory, a FIFO) now stands where the proposal would create a file
@@ -332,6 +337,8 @@ class ProposalQueue:
             )
         except ToolError:
             changed = True  # grew past what a proposal may hold: it cannot be the bytes the proposal saw
+        except beneath.Escape:
+            changed = True  # a parent swapped for a symlink out of the root: not the file the user reviewed
         except OSError as exc:  # unreadable now: nothing can be checked, so nothing is written
             msg = exc.strerror or str(exc)
             return (
@@ -358,7 +365,7 @@ class ProposalQueue:
                 },
             )
         try:
-            atomic_write(ResolvedPath(p.path, p.real), p.after, replace=p.replace)
+            atomic_write(ResolvedPath(p.path, p.real, p.root), p.after, replace=p.replace)
         except Exception as exc:  # noqa: BLE001 - the tool refused (permissions, disk): the agent must hear it
             msg = getattr(exc, "message", None) or getattr(exc, "strerror", None) or str(exc)
             return (

@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Awaitable, Callable, ClassVar, Hashable, Mapping, Sequence
 
+from ... import beneath
 from ...protocol.errors import ErrorId, ToolError
 from ...protocol.events import (
     JOB_ID,
@@ -32,7 +33,7 @@ from .editor import FileEditor
 from .files import read_file, stat_path, write_file
 from .group import ShellGroup
 from .jobs import SPOOL_CAP
-from .paths import PathPolicy
+from .paths import PathPolicy, escape_error
 from .gitswitch import local_switch
 from .review import PathLocks, Proposal, ProposalQueue, ProposingEditor, Recorder, file_bytes, text_of
 from .engine import STARTUP_TIMEOUT
@@ -272,6 +273,9 @@ class LocalRuntime(Runtime):
             return error_observation(action.id, exc.error_id, exc.message)
         except asyncio.CancelledError:
             raise
+        except beneath.Escape as exc:  # a symlink swapped in after the check leads out of the root (issue 36)
+            err = escape_error(exc)
+            return error_observation(action.id, err.error_id, err.message)
         except OSError as exc:
             # The file system refused (permission denied, no space, name too long, read-only, ...):
             # the tool ran and refused -- not a bug of oh.
@@ -485,12 +489,13 @@ class LocalRuntime(Runtime):
             obs,
             on_accept,
             texts_later=later,
+            root=rp.root,
         )
         return await self.proposals.wait(proposal, action)
 
     def _compute_proposal(self, action: Action, rp) -> dict[str, Any] | tuple:
         """The proposal's parts (worker thread), or the observation when nothing would change."""
-        before = file_bytes(rp.real)
+        before = file_bytes(rp.real, rp.root)
         args = action.args
         on_accept = None
         if action.kind == "write":
