@@ -52,12 +52,12 @@ ACTION_ENV = st.dictionaries(st.sampled_from(["FOO", "BAR"]), st.sampled_from(["
 # What the agent prepares in its own (sandboxed) shell; {m} is a marker directory outside the sandbox.
 PREPARATIONS = {
     "path": 'export PATH="$PWD/evil:/tmp/evil:$PATH"',
-    "hooks": "export PROMPT_COMMAND='touch {m}/prompt-command'; export BASH_ENV=\"$PWD/evil/rc\" ENV=\"$PWD/evil/rc\"",
+    "hooks": 'export PROMPT_COMMAND=\'touch {m}/prompt-command\'; export BASH_ENV="$PWD/evil/rc" ENV="$PWD/evil/rc"',
     "functions": "".join(f"function {n} {{ touch {{m}}/function-{n}; }}; export -f {n}; " for n in NAMES),
     "aliases": "".join(f"alias {n}='touch {{m}}/alias-{n};'; " for n in NAMES),
     "traps": "trap 'touch {m}/trap 2>/dev/null' DEBUG RETURN ERR",
     "vars": "export FOO=agent BAR=agent LC_ALL=C.agent",
-    "scratch": "for f in /tmp/oh-*/*; do [ -f \"$f\" ] && printf '\\ntouch {m}/scratch\\n' >> \"$f\"; done",
+    "scratch": 'for f in /tmp/oh-*/*; do [ -f "$f" ] && printf \'\\ntouch {m}/scratch\\n\' >> "$f"; done',
 }
 PREPS = st.lists(st.sampled_from(sorted(PREPARATIONS)), unique=True)
 
@@ -66,7 +66,7 @@ def _plant(m: str) -> str:
     """Programs named like the approved text's in every directory the sandbox can write, and rc files there."""
     body = f"#!/bin/sh\\ntouch {m}/planted\\necho PWNED\\n"
     dirs = '"$PWD/evil" /tmp/evil "$HOME/.cache" "$PWD" /tmp/oh-*'
-    make = "".join(f"printf '{body}' > \"$d/{n}\"; chmod +x \"$d/{n}\" 2>/dev/null; " for n in NAMES)
+    make = "".join(f'printf \'{body}\' > "$d/{n}"; chmod +x "$d/{n}" 2>/dev/null; ' for n in NAMES)
     rcs = "".join(f"printf 'touch {m}/rc\\n' > \"$d/{rc}\" 2>/dev/null; " for rc in (".bashrc", ".profile", "rc"))
     return f"mkdir -p evil /tmp/evil; for d in {dirs}; do {make}{rcs}done 2>/dev/null; true"
 

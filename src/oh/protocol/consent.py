@@ -1278,7 +1278,11 @@ def decide_unsandboxed(
     parsed = shellparse.parse(command)
     parts = parsed.parts if parsed.unknown is None else ()
     shown = tuple(p.display() for p in parts) or (command[:200],)
-    esc = [(r.kind, _EscRule(r.verdict, "run", r.pattern, r.words, shape=_rule_shape(r, policy))) for r in policy.rules if r.kind in kinds]
+    esc = [
+        (r.kind, _EscRule(r.verdict, "run", r.pattern, r.words, shape=_rule_shape(r, policy)))
+        for r in policy.rules
+        if r.kind in kinds
+    ]
     for part in parts:
         hit = next(((k, r) for k, r in esc if r.verdict == "deny" and _match_part(r, part) in ("yes", "loose")), None)
         if hit is not None:

@@ -63,7 +63,14 @@ class ShellHost(Protocol):
     spool_cap: int
 
     def new_terminal(
-        self, cwd: str, *, sandboxed: bool, network: bool = False, env_snapshot: str = "", init_script: str = ""
+        self,
+        cwd: str,
+        *,
+        sandboxed: bool,
+        network: bool = False,
+        env_snapshot: str = "",
+        init_script: str = "",
+        oneshot: bool = False,
     ) -> Terminal: ...
 
     def new_job_id(self, action: Action | None = None) -> str: ...
