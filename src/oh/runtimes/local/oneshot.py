@@ -13,6 +13,7 @@ What the user approved is exactly what runs. The one-shot's shell is started by 
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shlex
@@ -53,8 +54,13 @@ def command_env(env: dict[str, str], action_env: dict[str, str] | None) -> dict[
 
 
 def bash_path(env: dict[str, str]) -> str:
-    """The bash that runs approved text, found once on the clean PATH (absolute)."""
-    return shutil.which("bash", path=clean_path(env.get("PATH", ""))) or "/bin/bash"
+    """The bash that runs approved text: found on the clean PATH (absolute) once per process and PATH."""
+    return _which_bash(clean_path(env.get("PATH", "")))
+
+
+@functools.lru_cache(maxsize=8)
+def _which_bash(path: str) -> str:
+    return shutil.which("bash", path=path) or "/bin/bash"
 
 
 def script(command: str, env: dict[str, str], action_env: dict[str, str] | None, bash: str, cwd: str | None) -> str:
