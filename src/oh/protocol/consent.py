@@ -196,6 +196,10 @@ class Rule:
     kind: str  # run | write | read | risk | unsandboxed | network
     pattern: str
     words: tuple[str, ...] = ()  # run: the pattern's words
+    # unsandboxed / network: the files the command writes (``> PATH``) and reads by redirection (``< PATH``);
+    # an allow rule covers a command only when these are exactly its own (docs/security.md §8, §11.1)
+    writes: tuple[str, ...] = ()
+    reads: tuple[str, ...] = ()
 
     @property
     def text(self) -> str:
@@ -231,13 +235,41 @@ def parse_rule(text: Any, verdict: str) -> Rule:
         return Rule(verdict, kind, level)
     if kind in ("run", "unsandboxed", "network"):
         try:
-            words = tuple(shlex.split(pattern))
+            words, writes, reads = _command_words(pattern) if kind != "run" else (tuple(shlex.split(pattern)), (), ())
         except ValueError as exc:
             raise RuleError(f"rule {text!r}: {exc}") from None
         if not words or words[0] == "*":
             raise RuleError(f"rule {text!r}: a command rule starts with the program's name (e.g. 'run: git status *')")
-        return Rule(verdict, kind, " ".join(shellparse._quote(w) if w != "*" else "*" for w in words), words)
+        shown = " ".join(shellparse._quote(w) if w != "*" else "*" for w in words)
+        shown += "".join(f" > {_quote_path(t)}" for t in writes) + "".join(f" < {_quote_path(t)}" for t in reads)
+        return Rule(verdict, kind, shown, words, writes, reads)
     return Rule(verdict, kind, pattern)
+
+
+def _quote_path(path: str) -> str:
+    """A rule's ``> PATH`` as written back: ``~/`` stays unquoted (it is the home, as in a redirection)."""
+    return "~/" + shellparse._quote(path[2:]) if path.startswith("~/") and len(path) > 2 else shellparse._quote(path)
+
+
+def _command_words(pattern: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """An ``unsandboxed:`` / ``network:`` pattern: (the command's words, the files it writes ``> PATH``, the files
+    it reads ``< PATH``). An operator with no path after it stays a word, as before redirections were rule syntax."""
+    lex = shlex.shlex(pattern, posix=True, punctuation_chars="<>")
+    lex.whitespace_split = True
+    tokens = list(lex)
+    words: list[str] = []
+    writes: list[str] = []
+    reads: list[str] = []
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok and set(tok) <= set("<>") and i + 1 < len(tokens) and not set(tokens[i + 1]) <= set("<>"):
+            (writes if ">" in tok else reads).append(tokens[i + 1])
+            i += 2
+            continue
+        words.append(tok)
+        i += 1
+    return tuple(words), tuple(dict.fromkeys(writes)), tuple(dict.fromkeys(reads))
 
 
 def parse_rules(allow: Iterable[Any] = (), ask: Iterable[Any] = (), deny: Iterable[Any] = ()) -> tuple[Rule, ...]:
@@ -1246,7 +1278,11 @@ def decide_unsandboxed(
     parsed = shellparse.parse(command)
     parts = parsed.parts if parsed.unknown is None else ()
     shown = tuple(p.display() for p in parts) or (command[:200],)
-    esc = [(r.kind, Rule(r.verdict, "run", r.pattern, r.words)) for r in policy.rules if r.kind in kinds]
+    esc = [
+        (r.kind, _EscRule(r.verdict, "run", r.pattern, r.words, shape=_rule_shape(r, policy)))
+        for r in policy.rules
+        if r.kind in kinds
+    ]
     for part in parts:
         hit = next(((k, r) for k, r in esc if r.verdict == "deny" and _match_part(r, part) in ("yes", "loose")), None)
         if hit is not None:
@@ -1257,8 +1293,19 @@ def decide_unsandboxed(
                 f"deny {text}",
                 parts=shown,
             )
+    where = where or Where(policy.workspace)
+    action_env = bool(args.get("env"))
+    shapes = [None if action_env else _shape(p, policy, where) for p in parts]
     allows = [
-        next(((k, r) for k, r in esc if r.verdict == "allow" and _match_part(r, p) == "yes"), None) for p in parts
+        next(
+            (
+                (k, r)
+                for k, r in esc
+                if r.verdict == "allow" and shape is not None and _match_part(r, p) == "yes" and shape == r.shape
+            ),
+            None,
+        )
+        for p, shape in zip(parts, shapes)
     ]
     risk = str(security_risk).upper() if isinstance(security_risk, str) else None
     if parts and all(allows) and base.verdict == "allow" and risk != "HIGH":
@@ -1267,9 +1314,9 @@ def decide_unsandboxed(
     prefix = "network: " if network else "unsandboxed: "
     suggest = tuple(
         dict.fromkeys(
-            prefix + " ".join(shellparse._quote(w) for w in p.argv)
-            for p in parts
-            if not any(w.dynamic for w in p.words)
+            prefix + " ".join(shellparse._quote(w) for w in p.argv) + _shape_text(shape, policy)
+            for p, shape in zip(parts, shapes)
+            if shape is not None and not any(w.dynamic for w in p.words)
         )
     )
     if network:
@@ -1283,6 +1330,55 @@ def decide_unsandboxed(
     if base.verdict == "ask":
         why += f"; also: {base.reason}"
     return Decision("ask", why, None, suggest, shown, True)
+
+
+Shape = tuple[frozenset[str], frozenset[str]]  # (files written, files read by redirection), as the kernel places them
+
+
+@dataclass(frozen=True)
+class _EscRule(Rule):
+    """An ``unsandboxed:`` / ``network:`` rule matched as a ``run:`` one, with the shape it covers."""
+
+    shape: Shape = (frozenset(), frozenset())
+
+
+def _rule_shape(rule: Rule, policy: Policy) -> Shape:
+    """The files a rule's ``> PATH`` / ``< PATH`` name (a relative one from the workspace)."""
+    return (
+        frozenset(normalize(t, policy.workspace, policy) for t in rule.writes),
+        frozenset(normalize(t, policy.workspace, policy) for t in rule.reads),
+    )
+
+
+def _shape(part: Part, policy: Policy, where: Where) -> Shape | None:
+    """The files a command part writes (redirections, and files it writes through relative arguments) and reads by
+    redirection, where they really are; None when that is not known before it runs (a target only known at run
+    time, a relative one after a ``cd``) or the part carries environment variables a rule cannot name: no rule
+    covers it, and "always" is not offered (allow once)."""
+    if part.env or not all(_tilde_only(t) for t in part.blind_writes) or _implied_blind(part) is not None:
+        return None
+    # Redirections (a blind one here is ``~/x`` alone, placed in the home), and the files the program writes through
+    # relative arguments: where those land depends on the directory (an absolute one is in the rule's words already).
+    relative = tuple(t for t in _implied_writes(part) if not t.startswith(("/", "~")))
+    writes = part.writes + part.blind_writes + relative
+    if (part.after_cd or where.base_unknown) and any(not t.startswith(("/", "~")) for t in writes + part.reads):
+        return None
+    return (
+        frozenset(p for t in writes for p in _places(t, policy, where)),
+        frozenset(p for t in part.reads for p in _places(t, policy, where)),
+    )
+
+
+def _shape_text(shape: Shape | None, policy: Policy) -> str:
+    """`` > PATH`` for each file written, `` < PATH`` for each read: the rule syntax of ``_command_words``."""
+    if shape is None:
+        return ""
+
+    def shown(path: str) -> str:
+        home = policy.home.rstrip("/")
+        return _quote_path("~/" + path[len(home) + 1 :] if home and path.startswith(home + "/") else path)
+
+    return "".join(f" > {shown(p)}" for p in sorted(shape[0])) + "".join(f" < {shown(p)}" for p in sorted(shape[1]))
 
 
 # --------------------------------------------------------------------------------------- requests

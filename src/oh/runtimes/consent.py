@@ -395,6 +395,10 @@ def _resolve(typed: str, base: str, policy: rules.Policy) -> str:
         raise Unresolvable(f"{typed[:200]}: too many levels of symbolic links") from None
     except ValueError:  # a NUL, or a lone surrogate the file system encoding cannot carry: no file has that name
         raise Unresolvable(f"{typed[:200]!r} is not a path the kernel can open") from None
+    except OSError as exc:
+        # realpath reads each symlink on the way; a link oh may not read (/proc/1/root, /proc/<pid>/cwd of
+        # another user's process: EACCES) or a loop the kernel refuses: where it leads is not known, so it is asked.
+        raise Unresolvable(f"{typed[:200]}: where it leads cannot be read ({exc.strerror or exc})") from None
 
 
 def _hard_linked(path: str) -> bool:

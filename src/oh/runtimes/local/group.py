@@ -63,7 +63,14 @@ class ShellHost(Protocol):
     spool_cap: int
 
     def new_terminal(
-        self, cwd: str, *, sandboxed: bool, network: bool = False, env_snapshot: str = "", init_script: str = ""
+        self,
+        cwd: str,
+        *,
+        sandboxed: bool,
+        network: bool = False,
+        env_snapshot: str = "",
+        init_script: str = "",
+        oneshot: bool = False,
     ) -> Terminal: ...
 
     def new_job_id(self, action: Action | None = None) -> str: ...
@@ -152,16 +159,19 @@ class ShellGroup:
         cwd = self.main._cwd()
         if not os.path.isdir(cwd):
             cwd = self.main.workspace
+        # Allowed the network alone (args.sandbox "network"): the same sandbox with the network on.
+        network = action.unsandboxed and network_only(action)
+        if action.unsandboxed:
+            # The approved one-shot (oneshot.py): a clean shell oh starts, in files of its own; nothing of the
+            # agent's shell (exports, functions, aliases, traps, files it can write) rides along.
+            return self.rt.new_terminal(cwd, sandboxed=network, network=network, oneshot=True)
         init = ""
         exports = self.main.shell.exports if self.main.shell is not None else ""
         if exports:
             # Parsed from the main shell's `export -p` snapshot, never run as it is: the confined agent can write
-            # that file, and an escalated one-shot below runs this unconfined (sent through the command pipe,
-            # never argv; values may be secrets).
+            # that file (sent through the command pipe, never argv; values may be secrets).
             init = export_script(exports, cwd)
-        # Allowed the network alone (args.sandbox "network"): the same sandbox with the network on.
-        network = action.unsandboxed and network_only(action)
-        return self.rt.new_terminal(cwd, sandboxed=not action.unsandboxed or network, network=network, init_script=init)
+        return self.rt.new_terminal(cwd, sandboxed=True, init_script=init)
 
     def _running_foreground(self) -> list[tuple[float, str, Terminal]]:
         found = []

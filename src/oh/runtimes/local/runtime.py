@@ -29,6 +29,7 @@ from ...protocol.events import (
 from ..base import AgentContext, Runtime, Switch, as_context
 from ...protocol import kinds
 from . import knowledge
+from . import oneshot as oneshot_files
 from .editor import FileEditor
 from .files import read_file, stat_path, write_file
 from .group import ShellGroup
@@ -178,7 +179,14 @@ class LocalRuntime(Runtime):
         return self.workspace
 
     def new_terminal(
-        self, cwd: str, *, sandboxed: bool, network: bool = False, env_snapshot: str = "", init_script: str = ""
+        self,
+        cwd: str,
+        *,
+        sandboxed: bool,
+        network: bool = False,
+        env_snapshot: str = "",
+        init_script: str = "",
+        oneshot: bool = False,
     ) -> Terminal:
         """``sandboxed`` False only for a run the consent gate allowed to leave the sandbox (``Action.unsandboxed``,
         runtimes/escalation.py; only one-shot shells are made then: extra shells and jobs); ``network`` True: the
@@ -186,12 +194,15 @@ class LocalRuntime(Runtime):
         sandbox = self.sandbox if sandboxed else None
         if sandbox is not None and network:
             sandbox = sandbox.with_network()
-        scratch = self._scratch_dir()
+        # An approved one-shot (``oneshot``, oneshot.py): a private directory of its own, bound into no other
+        # sandbox, and a clean environment; never the scratch directory every agent shell can write.
+        scratch = oneshot_files.private_dir() if oneshot else self._scratch_dir()
         return Terminal(
             cwd,
-            self.env,
+            oneshot_files.base_env(self.env) if oneshot else self.env,
             os.path.join(scratch, "run.sh"),
             scratch,
+            oneshot=oneshot,
             max_output_chars=self.max_output_chars,
             no_change_timeout=self.no_change_timeout,
             max_wait=self.max_wait,
@@ -199,7 +210,7 @@ class LocalRuntime(Runtime):
             init_script=init_script,
             wrap_argv=self.wrap_argv,
             on_note=self._shell_note,
-            user_shell=self.user_shell,
+            user_shell=self.user_shell and not oneshot,
             startup_timeout=self.shell_startup_timeout,
             notes_said=self._notes_said,
             sandbox=sandbox,

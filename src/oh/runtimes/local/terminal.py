@@ -46,6 +46,7 @@ from .engine import STARTUP_TIMEOUT, PtyShell
 from .ptyproc import WrapArgv
 from .gitwatch import planted_hooks
 from .exports import export_script
+from . import oneshot
 from .sandbox import Sandbox
 
 # OpenHands' wording, naming no tool (agents reach oh through many tools: the SDK's terminal, MCP, ...).
@@ -105,7 +106,11 @@ class Terminal:
         wrap_argv: WrapArgv | None = None,
         on_note: Callable[[str], None] | None = None,
         sandbox: Sandbox | None = None,
+        oneshot: bool = False,
     ) -> None:
+        # An approved one-shot (oneshot.py): ``env`` is its clean environment and ``scratch_dir`` its private
+        # directory (removed at close); each command runs as ``bash --norc --noprofile -c`` of the approved text.
+        self.oneshot = oneshot
         self.wrap_argv = wrap_argv  # a prefix for the shell's argv (ptyproc.spawn)
         self.on_note = on_note  # told each engine note as it is first said (the live view's shell_note)
         self.sandbox = sandbox  # bubblewrap around each shell this terminal starts (sandbox.py); None: unconfined
@@ -190,6 +195,8 @@ class Terminal:
         shell, self.shell = self.shell, None
         starting, self._starting = self._starting, None
         await asyncio.gather(*(s.kill() for s in (shell, starting) if s is not None))
+        if self.oneshot:
+            oneshot.remove_dir(self.scratch_dir)
 
     # ------------------------------------------------------------------ observations
     def _obs(
@@ -293,11 +300,14 @@ class Terminal:
             shell, note = await self._ensure_shell()
             if restarted:
                 note += await self._restore(shell, *restarted)
-            if action.env:
-                await self._export(shell, action.env)
-            text = action.command
-            if cwd is not None:
-                text = f"builtin cd -- {shlex.quote(cwd)} || return $?\n{action.command}"
+            if self.oneshot:
+                text = oneshot.script(action.command, self.env, action.env, oneshot.bash_path(self.env), cwd)
+            else:
+                if action.env:
+                    await self._export(shell, action.env)
+                text = action.command
+                if cwd is not None:
+                    text = f"builtin cd -- {shlex.quote(cwd)} || return $?\n{action.command}"
             cmd = shell.submit(text, limit=self._limit(action))
             cmd.job_id = job_id
             cmd.sink = sink
