@@ -18,6 +18,7 @@ import subprocess
 import tempfile
 from typing import Any
 
+from .. import programs
 from ..protocol import history as H
 from . import tree
 from .timeline import Timeline
@@ -41,9 +42,15 @@ def merge3(tl: Timeline, ours: bytes, base: bytes, theirs: bytes) -> bytes | Non
             with open(os.open(p, os.O_WRONLY | os.O_CREAT, 0o600), "wb") as f:
                 f.write(data)
             names.append(p)
+        git = programs.find("git")
+        if git is None:
+            return None
         try:
             done = subprocess.run(
-                ["git", "merge-file", "-p", "--quiet", *names], capture_output=True, timeout=MERGE_TIMEOUT
+                [git, "merge-file", "-p", "--quiet", *names],
+                capture_output=True,
+                timeout=MERGE_TIMEOUT,
+                env=programs.env(),
             )
         except (OSError, subprocess.TimeoutExpired):
             return None

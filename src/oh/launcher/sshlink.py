@@ -36,6 +36,7 @@ from typing import Any
 from ..fastpath.streams import Streams
 from ..sessions import Session, is_alive
 from . import share as shares
+from .. import programs
 from ..errors import CliError
 
 SUN_PATH_MAX = 107
@@ -111,7 +112,11 @@ def classify(stderr: str, destination: str) -> LinkFailed | None:
 
 
 def _ssh(options: list[str], destination: str, *tail: str) -> list[str]:
-    return ["ssh", "-o", "BatchMode=yes", *options, destination, *tail]
+    ssh = programs.find("ssh")
+    if ssh is None:
+        why = programs.refusals.get("ssh")
+        raise LinkFailed(f"no usable `ssh` on this machine{f' ({why})' if why else ''}.", "Install OpenSSH's client.")
+    return [ssh, "-o", "BatchMode=yes", *options, destination, *tail]
 
 
 def probe(destination: str, options: list[str], remote_dir: str | None) -> tuple[str, str]:

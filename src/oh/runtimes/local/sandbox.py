@@ -27,6 +27,7 @@ import dataclasses
 import logging
 import os
 
+from ... import programs
 from ...protocol import sandbox as rules
 from .command import psutil  # None without it (optional at runtime)
 from ...protocol.errors import ErrorId, ToolError
@@ -66,6 +67,15 @@ def oh_dirs(env: dict[str, str]) -> tuple[str, ...]:
     )
 
 
+def writable_dirs(spec: rules.Spec, workspace: str, roots: tuple[str, ...] = (), home: str = "") -> tuple[str, ...]:
+    """What an agent's sandbox with ``spec`` may write (or writes unconfined): the workspace and roots at every
+    level, the ``sandbox_writable`` entries at workspace-write. oh runs no program of its own from there
+    (``programs.distrust``)."""
+    home = home or os.path.expanduser("~")
+    extra = [rules.expand(p, home) for p in spec.writable] if spec.on and spec.level == "workspace-write" else []
+    return (workspace, *roots, *extra)
+
+
 def _runtime_dir(env: dict[str, str]) -> str:
     given = env.get("XDG_RUNTIME_DIR", "")
     if given and os.path.isdir(given):
@@ -101,6 +111,7 @@ class Sandbox:
         self._writable: tuple[str, ...] = (self.workspace, *self.roots)
         if repo_watch is None and spec.on and spec.level == "workspace-write":
             self.repo_watch = RepoWatch((self.workspace, *self.roots))
+        programs.distrust(*writable_dirs(spec, self.workspace, self.roots))
 
     @property
     def active(self) -> bool:
