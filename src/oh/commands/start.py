@@ -7,7 +7,7 @@ from typing import Any, Optional
 
 import typer
 
-from ._common import ERROR, USAGE, complete_runtimes, die, load_settings
+from ._common import ERROR, USAGE, complete_runtimes, die, distrust_sandbox, load_settings
 from ._io import Streams
 from ..config.settings import history_settings, job_settings
 from ..protocol import runtimenames
@@ -327,6 +327,7 @@ def run_start(
     )
     if not os.path.isdir(workspace):
         die(f"workspace {workspace} is not a directory.", USAGE)
+    distrust_sandbox(s, workspace, tuple(allow or ()))
     branch_flags, review_on = _branch_mode(s, workspace, detach, json_)
     open_mode = s.open_editor if open_ is None else ("always" if open_ else "never")
     from ..launcher import consent as _consent
