@@ -5,8 +5,8 @@ Why: oh's own helpers run outside the sandbox. Found on PATH as it is, a ``git``
 workspace's ``.venv/bin`` (on PATH for a user who started oh from an activated venv), or an ``rg`` in a
 writable shims directory, ran as the user. So every lookup here skips the directories the sandbox makes
 writable (``distrust``: the workspace, the allowed roots, the ``sandbox_writable`` entries, oh's scratch) and
-relative PATH entries, and says why it skipped a candidate (``refusals``). A program is looked up once per
-(name, PATH) and kept; a directory distrusted later drops the kept answers that lie in it.
+relative PATH entries, and says why it skipped a candidate (``refusals``). A program found is kept per (name, PATH)
+while it stays runnable; a directory distrusted later drops the kept answers that lie in it.
 ``env()`` is the environment to run them with: PATH without any distrusted or relative directory.
 
 Layer 8 (docs/architecture.md): stdlib only (no lock: two threads looking up at once find the same answer);
@@ -23,7 +23,7 @@ from .pathsearch import which
 NAMES = ("git", "rg", "bwrap", "python3", "ssh", "bash", "uv")
 
 _distrusted: list[str] = []  # real paths of directories the sandbox can write
-_found: dict[tuple[str, str | None], str | None] = {}
+_found: dict[tuple[str, str], str] = {}
 refusals: dict[str, str] = {}  # name -> why the last candidate refused was refused
 
 
@@ -40,7 +40,7 @@ def distrust(*dirs: str) -> None:
         if d not in _distrusted and d != "/":
             _distrusted.append(d)
     for key, path in list(_found.items()):
-        if path is not None and _why(path):
+        if _why(path):
             del _found[key]
 
 
@@ -92,18 +92,22 @@ def _path(path: str | None) -> str:
 def find(name: str, path: str | None = None) -> str | None:
     """``name``'s absolute path: the first on ``path`` (default: ``$PATH``) outside every distrusted directory,
     or None (``refusals[name]`` says which candidate was skipped and why). An absolute ``name`` is checked as is."""
-    key = (name, path)
-    if key in _found:
-        return _found[key]
+    path = _path(path)
+    key = (name, path)  # the PATH searched, not None: a process whose PATH changes looks again
+    kept = _found.get(key)
+    if kept is not None and os.access(kept, os.X_OK):
+        return kept
     if os.path.isabs(name):
         reason = _why(name)
-        found = None if reason else which(name)
         if reason:
             refusals[name] = reason
-        _found[key] = found
+            return None
+        found = which(name)
+        if found is not None:
+            _found[key] = found
         return found
     found = None
-    for directory in dict.fromkeys(_path(path).split(os.pathsep)):
+    for directory in dict.fromkeys(path.split(os.pathsep)):
         if not directory or not os.path.isabs(directory):
             continue  # relative: the current directory, which may be the workspace
         candidate = which(name, path=directory)
@@ -115,7 +119,8 @@ def find(name: str, path: str | None = None) -> str | None:
             continue
         found = candidate
         break
-    _found[key] = found
+    if found is not None:  # a program installed later is found then
+        _found[key] = found
     return found
 
 
