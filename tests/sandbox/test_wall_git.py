@@ -243,3 +243,24 @@ def _state(p: Path) -> Any:
     if p.exists():
         return ("f", p.read_bytes())
     return None
+
+
+async def test_a_nested_gitdir_file_is_read_only(box):
+    """A linked worktree inside the workspace (a submodule's checkout is the same): its `.git` file names where git
+    finds everything; the agent cannot point it at a git directory of its own."""
+    from waiting import poll_until
+
+    ws = box["ws"]
+    assert user_git(ws, "worktree", "add", "-q", str(ws / "inner")).returncode == 0
+    pointer = (ws / "inner" / ".git").read_text()
+    rt = runtime(box)
+    try:
+        await run(rt, "echo first")
+        poll_until(lambda: rt.sandbox.repo_watch is not None and rt.sandbox.repo_watch.ready, 20, "the first walk")
+        obs = await run(
+            rt, "echo 'gitdir: ../evil' > inner/.git 2>/dev/null || echo refused; rm -f inner/.git || echo kept"
+        )
+        assert "refused" in obs["content"] and "kept" in obs["content"], obs["content"]
+    finally:
+        await rt.close()
+    assert (ws / "inner" / ".git").read_text() == pointer

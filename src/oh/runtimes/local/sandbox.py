@@ -230,6 +230,8 @@ class Sandbox:
         repos = watch.snapshot() | frozenset(git_dirs(os.path.join(self.workspace, ".git")))
         bound = frozenset(r for r in repos if self._writable_path(r[0]))
         binds = mounts(plan, self.workspace, frozenset(path for path, _ in bound), self.sockets)
+        for pointer in sorted(p for p in watch.pointer_files() if self._writable_path(p)):
+            binds += ["--ro-bind", pointer, pointer]  # a nested `gitdir:` file: where git finds the rest
         return [found.bwrap, *binds, "--chdir", cwd, "--", *argv], bound
 
     def _cover_sockets(self, plan: rules.Plan, keep: tuple[str, ...]) -> None:
