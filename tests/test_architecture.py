@@ -95,7 +95,7 @@ def _table_layers() -> list[list[str]]:
 
 def test_the_doc_table_matches_the_contract():
     contract = _contract_layers()
-    assert len(contract) >= 8 and ["protocol", "text"] in contract  # the parser read the contract
+    assert len(contract) >= 8 and any({"protocol", "text"} <= set(layer) for layer in contract)  # the parser read it
     assert [sorted(layer) for layer in _table_layers()] == [sorted(layer) for layer in contract], (
         "docs/architecture.md's layer table and .importlinter's layers differ: change them together"
     )

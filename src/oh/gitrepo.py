@@ -10,13 +10,13 @@ prompts: no terminal, no editor, no pager, no credential helper.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import tempfile
 from typing import Any
 
 from .protocol.branch import Decision, RepoState
+from . import programs
 from .errors import OhBaseError
 
 GIT_TIMEOUT = 30.0  # a stash of a large tree can take a while; never for ever
@@ -27,14 +27,14 @@ class GitError(OhBaseError):
 
 
 def _env() -> dict[str, str]:
-    env = dict(os.environ)
+    env = programs.env()  # PATH without a directory the sandbox can write (hooks look there)
     # Never wait for a human: no prompts, no editors, no pagers; stable English messages.
     env.update(GIT_TERMINAL_PROMPT="0", GIT_EDITOR="true", GIT_PAGER="cat", LC_ALL="C", LANG="C")
     return env
 
 
 def _git(cwd: str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    exe = shutil.which("git")
+    exe = programs.find("git")
     if exe is None:
         raise GitError(
             "git is not installed (or not on PATH); branch mode needs it. Install git, or start without --branch."
@@ -100,7 +100,7 @@ def inspect(workspace: str) -> RepoState:
             "Start oh in a checkout (a clone of it), or without --branch."
         )
     if inside.returncode != 0 or not answers or answers[0] != "true":
-        if shutil.which("git") is None:
+        if programs.find("git") is None:
             raise GitError(
                 "git is not installed (or not on PATH); branch mode needs it. Install git, or start without --branch."
             )

@@ -465,7 +465,9 @@ async def test_a_missing_cache_directory_is_made_so_tools_can_cache(box):
         await rt.close()
 
 
-async def test_version_manager_shims_keep_working(box):
+async def test_version_manager_shims_keep_working_and_stay_read_only(box):
+    """pyenv's shims run in the sandbox, and the agent cannot write there (docs/security.md §11.2): a program
+    planted in a shims directory would run as the user at their next command."""
     shims = box["home"] / ".pyenv" / "shims"
     shims.mkdir(parents=True)
     real = shutil.which("python3")
@@ -475,10 +477,13 @@ async def test_version_manager_shims_keep_working(box):
     rt = runtime(box)
     try:
         obs = await run(
-            rt, "command -v python3; python3 -c 'print(6*7)'; touch ~/.pyenv/shims/.pyenv-shim && echo rehash-ok"
+            rt,
+            "command -v python3; python3 -c 'print(6*7)'; "
+            "touch ~/.pyenv/shims/rg 2>/dev/null && echo planted || echo read-only",
         )
         lines = obs["content"].split()
-        assert lines[0] == str(shims / "python3") and "42" in lines and "rehash-ok" in lines, obs["content"]
+        assert lines[0] == str(shims / "python3") and "42" in lines and "read-only" in lines, obs["content"]
+        assert not (shims / "rg").exists()
     finally:
         await rt.close()
 

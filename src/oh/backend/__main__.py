@@ -36,6 +36,7 @@ from ..config import paths, secrets
 from ..config.paths import UnsafePath
 from ..protocol.branch import ON_DIRTY, ON_NOT_GIT, Plan
 from ..protocol import runtimenames
+from .. import programs
 from ..protocol import sandbox as sandbox_rules
 from ..protocol.codes import BackendExit
 from .auth import is_loopback_host
@@ -211,6 +212,20 @@ def _sandbox_spec(args: argparse.Namespace) -> Any:
     return sandbox_rules.spec_from({**env, **{k: v for k, v in given.items() if v is not None}})
 
 
+def _trust_programs(args: argparse.Namespace, workspace: str) -> None:
+    """The programs this backend runs itself (git, rg, bwrap, python3, ssh, bash, uv), found now, never in a
+    directory the agent's sandbox can write: the workspace, the allowed roots, the writable caches
+    (docs/security.md §11.2). Under runtime vscode the editor's engine host has the shells, and this backend
+    still runs git for history."""
+    spec = _sandbox_spec(args) or sandbox_rules.spec_from(
+        {k.lower()[3:]: v for k, v in os.environ.items() if k.startswith("OH_SANDBOX")}
+    )
+    home = os.path.expanduser("~")
+    writable = [sandbox_rules.expand(p, home) for p in spec.writable] if spec.level == "workspace-write" else []
+    programs.distrust(workspace, *(args.allow_root or ()), *writable)
+    programs.resolve()
+
+
 def _escalations_gated(args: argparse.Namespace) -> bool:
     """A sandboxed agent shell (the local runtime's, or an editor's engine shell under runtime vscode) needs the
     consent gate even at level never: a run asking to leave the sandbox is always asked (or allowed by an
@@ -299,6 +314,7 @@ def _stop_on_signals(loop: asyncio.AbstractEventLoop, backend: Backend) -> None:
 
 async def _amain(args: argparse.Namespace, token: str) -> int:
     workspace = os.path.realpath(args.workspace)
+    _trust_programs(args, workspace)
     instance_id = args.instance_id or sessions.new_instance_id()
     trace_path = None if args.no_trace else paths.traces_dir() / f"{instance_id}.jsonl"
     try:

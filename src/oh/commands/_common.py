@@ -145,3 +145,13 @@ def complete_keys(incomplete: str):
 
 def complete_shells(incomplete: str):
     return [s for s in ("bash", "zsh", "fish", "powershell") if s.startswith(incomplete)]
+
+
+def distrust_sandbox(s: Any, workspace: str, roots: tuple[str, ...] = ()) -> None:
+    """The programs this command runs itself (git for branch mode, bwrap's probe, ssh) are never found where the
+    agent's sandbox can write: the workspace, the roots, the writable caches (docs/security.md §11.2)."""
+    from .. import programs
+
+    level = getattr(s, "sandbox", "workspace-write") if s is not None else "workspace-write"
+    writable = list(getattr(s, "sandbox_writable", ()) or ()) if level == "workspace-write" else []
+    programs.distrust(os.path.realpath(workspace), *roots, *(os.path.expanduser(w) for w in writable))

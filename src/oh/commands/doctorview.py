@@ -124,7 +124,24 @@ def run_checks() -> list[dict[str, Any]]:
     checks.append(_port_check(s))
     checks.append(_git_check(s))
     checks.append(_sandbox_check(s, probe))
+    if _sandbox_level(s) == "workspace-write" and s is not None:
+        checks.append(_writable_check(s))
     return checks
+
+
+def _writable_check(s) -> dict[str, Any]:
+    """``sandbox_writable`` holds no directory the user's shell searches for programs (docs/security.md §11.2)."""
+    from ..protocol.sandbox_defaults import on_path, on_path_warning
+
+    hits = on_path(list(getattr(s, "sandbox_writable", ()) or ()), os.environ.get("PATH", ""), os.path.expanduser("~"))
+    if not hits:
+        return _check("sandbox_writable", "ok", "no directory on PATH is writable in the sandbox")
+    return _check(
+        "sandbox_writable",
+        "warn",
+        on_path_warning(hits),
+        "`oh config set sandbox_writable` without " + ", ".join(e for e, _ in hits),
+    )
 
 
 def _sandbox_level(s) -> str:

@@ -11,7 +11,7 @@ from typing import List, Optional
 
 import typer
 
-from ._common import ERROR, USAGE, die, pick_session, target_options
+from ._common import ERROR, USAGE, die, distrust_sandbox, load_settings, pick_session, target_options
 from ._io import Streams
 
 EPILOG = (
@@ -251,6 +251,7 @@ Options after `--` go to ssh."""
     if resume and (ttl or maps):
         die("--resume keeps the share's own expiry and path map: drop --ttl and --map.", USAGE)
     session = pick_session(workspace, instance)
+    distrust_sandbox(load_settings(), session.workspace)  # ssh is never found where the agent can write
     try:
         code = sshlink.run(
             io,

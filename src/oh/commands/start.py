@@ -7,7 +7,7 @@ from typing import Any, Optional
 
 import typer
 
-from ._common import ERROR, INTERRUPTED, USAGE, complete_runtimes, die, load_settings
+from ._common import ERROR, INTERRUPTED, USAGE, complete_runtimes, die, distrust_sandbox, load_settings
 from ._io import Streams
 from ..config.settings import history_settings, job_settings
 from ..protocol import runtimenames
@@ -24,24 +24,37 @@ NO_SANDBOX = (
 )
 
 
+def writable_on_path(s) -> str:
+    """The warning about ``sandbox_writable`` entries on the user's PATH ("" when none, or not at workspace-write)."""
+    from ..protocol.sandbox_defaults import on_path, on_path_warning
+
+    if getattr(s, "sandbox", "workspace-write") != "workspace-write":
+        return ""
+    home = os.path.expanduser("~")
+    return on_path_warning(on_path(list(s.sandbox_writable or ()), os.environ.get("PATH", ""), home))
+
+
 def sandbox_warnings(s) -> list[tuple[str, str]]:
     """What `oh start` says about the agent shell's sandbox (README "Sandbox"): nothing when it confines."""
     if s.sandbox == "off":
         return [("no_sandbox", NO_SANDBOX)]
     from ..runtimes.bwrapcheck import check
 
+    said = writable_on_path(s)
+    shims = [("writable_on_path", "warning: " + said)] if said else []
     found = check(s.sandbox_bwrap)
     if found.ok:
-        return []
+        return shims
     if s.sandbox_fallback == "unconfined":
-        return [
+        return shims + [
             (
                 "no_sandbox",
                 f"warning: runtime local has NO sandbox: {found.problem} (fix: {found.fix}). "
                 "sandbox_fallback = unconfined: every command an agent sends runs on this machine as you.",
             )
         ]
-    return [("sandbox_unavailable", "error: " + found.message + " Until then every command fails (nothing runs).")]
+    failed = "error: " + found.message + " Until then every command fails (nothing runs)."
+    return shims + [("sandbox_unavailable", failed)]
 
 
 def _complete_on_dirty(incomplete: str):
@@ -314,6 +327,7 @@ def run_start(
     )
     if not os.path.isdir(workspace):
         die(f"workspace {workspace} is not a directory.", USAGE)
+    distrust_sandbox(s, workspace, tuple(allow or ()))
     branch_flags, review_on = _branch_mode(s, workspace, detach, json_)
     open_mode = s.open_editor if open_ is None else ("always" if open_ else "never")
     from ..launcher import consent as _consent

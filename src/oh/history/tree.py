@@ -9,6 +9,7 @@ import stat
 import subprocess
 from dataclasses import dataclass
 
+from .. import programs
 from ..protocol.history import REGULAR, SYMLINK, FileState
 from .store import ObjectStore, digest
 
@@ -22,13 +23,16 @@ _GIT_TIMEOUT = 30.0
 
 
 def _git(root: str, *args: str, data: bytes | None = None) -> bytes | None:
+    git = programs.find("git")
+    if git is None:
+        return None
     try:
         done = subprocess.run(
-            ["git", "-C", root, *args],
+            [git, "-C", root, *args],
             input=data,
             capture_output=True,
             timeout=_GIT_TIMEOUT,
-            env={**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"},
+            env=programs.env(GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0"),
         )
     except (OSError, subprocess.TimeoutExpired):
         return None

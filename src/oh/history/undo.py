@@ -19,6 +19,7 @@ import tempfile
 from typing import Any
 
 from .. import beneath
+from .. import programs
 from ..protocol import history as H
 from . import tree
 from .timeline import Timeline
@@ -42,9 +43,15 @@ def merge3(tl: Timeline, ours: bytes, base: bytes, theirs: bytes) -> bytes | Non
             with open(os.open(p, os.O_WRONLY | os.O_CREAT, 0o600), "wb") as f:
                 f.write(data)
             names.append(p)
+        git = programs.find("git")
+        if git is None:
+            return None
         try:
             done = subprocess.run(
-                ["git", "merge-file", "-p", "--quiet", *names], capture_output=True, timeout=MERGE_TIMEOUT
+                [git, "merge-file", "-p", "--quiet", *names],
+                capture_output=True,
+                timeout=MERGE_TIMEOUT,
+                env=programs.env(),
             )
         except (OSError, subprocess.TimeoutExpired):
             return None

@@ -19,6 +19,7 @@ import sys
 from collections import namedtuple
 from pathlib import Path
 
+from .. import programs
 from ..errors import CliError
 from ..pathsearch import which
 
@@ -104,7 +105,7 @@ def find_editors(path_env: str | None = None, locations: dict[str, tuple[str, ..
     found: list[Editor] = []
     seen: set[str] = set()
     for k in KINDS:
-        exe = which(k.cli, path=path_env)
+        exe = programs.find(k.cli, path=path_env)  # never one the agent's sandbox can write
         if exe is None:
             for loc in locations.get(k.cli, ()):
                 p = os.path.expanduser(loc)

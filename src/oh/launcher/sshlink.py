@@ -28,18 +28,31 @@ import json
 import os
 import selectors
 import shlex
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from typing import Any
 
 from ..fastpath.streams import Streams
 from ..sessions import Session, is_alive
 from . import share as shares
+from .. import programs
 from ..errors import CliError
 
 SUN_PATH_MAX = 107
 KEEPALIVE = ("-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3")
+# Nothing of the user's but the share's one socket rides along (docs/security.md §11.6): no agent, no X11, and none of
+# the ssh config's LocalForward/RemoteForward/DynamicForward. `-o` values: the first one given wins, so these come
+# before the config and the user's options; `-a -x` come last (a flag's last one wins over a `-A` after `--`).
+# ClearAllForwardings also clears the command line's `-R` (checked with OpenSSH 9.2), so the share's socket is
+# forwarded through the connection's control socket once it is up (`ssh -O forward`, without any config).
+NO_FORWARDING = (
+    "-o", "ForwardAgent=no", "-o", "ForwardX11=no", "-o", "ForwardX11Trusted=no", "-o", "ClearAllForwardings=yes",
+    "-o", "PermitLocalCommand=no", "-o", "Tunnel=no",
+)  # fmt: skip
+NO_FORWARDING_LAST = ("-a", "-x")
 BACKOFF = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 SHARE_CHECK = 5.0  # seconds between checks that the share still exists while the link is up
 UP_TIMEOUT = 30.0  # seconds for a link to come up (the connection, the forward, the connect file)
@@ -111,14 +124,28 @@ def classify(stderr: str, destination: str) -> LinkFailed | None:
 
 
 def _ssh(options: list[str], destination: str, *tail: str) -> list[str]:
-    return ["ssh", "-o", "BatchMode=yes", *options, destination, *tail]
+    return [_ssh_program(), "-o", "BatchMode=yes", *options, destination, *tail]
+
+
+def _ssh_program() -> str:
+    ssh = programs.find("ssh")
+    if ssh is None:
+        why = programs.refusals.get("ssh")
+        raise LinkFailed(f"no usable `ssh` on this machine{f' ({why})' if why else ''}.", "Install OpenSSH's client.")
+    return ssh
 
 
 def probe(destination: str, options: list[str], remote_dir: str | None) -> tuple[str, str]:
     """(remote state dir, remote oh path or "") or LinkFailed."""
-    cmd = _ssh(options, destination, "sh -c " + shlex.quote(PROBE) + " oh-probe " + shlex.quote(remote_dir or ""))
+    cmd = _ssh(
+        [*NO_FORWARDING, *options, *NO_FORWARDING_LAST],
+        destination,
+        "sh -c " + shlex.quote(PROBE) + " oh-probe " + shlex.quote(remote_dir or ""),
+    )
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        out = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, env=programs.env()
+        )
     except FileNotFoundError:
         raise LinkFailed("no `ssh` on this machine.", "Install OpenSSH's client.") from None
     except subprocess.TimeoutExpired:
@@ -173,6 +200,8 @@ class Link:
         self.stopping = False
         self.revoked = False
         self.proc: subprocess.Popen | None = None
+        self.last_stderr = ""
+        self.last_forward = ""  # why the last `ssh -O forward` of the share's socket failed
 
     def _state(self, state: str, reason: str = "") -> None:
         self.io.note(f"link {state}" + (f": {reason}" if reason else ""))
@@ -201,30 +230,45 @@ class Link:
 
     def attempt(self) -> tuple[bool, str]:
         """One ssh connection, until it ends: (whether it came up, why it ended)."""
+        self.last_forward = ""
+        ctl_dir = tempfile.mkdtemp(prefix="oh-ssh-")  # 0700: the connection's control socket
+        ctl = os.path.join(ctl_dir, "c")
         cmd = _ssh(
             [
+                *NO_FORWARDING,
                 "-o",
-                "ExitOnForwardFailure=yes",
+                "ControlMaster=yes",
+                "-o",
+                f"ControlPath={ctl}",
+                "-o",
+                "ControlPersist=no",
                 "-o",
                 "StreamLocalBindUnlink=yes",
                 *KEEPALIVE,
-                "-R",
-                f"{self.rsock}:{self.made.socket}",
                 *self.options,
+                *NO_FORWARDING_LAST,
             ],
             self.destination,
             "sh -c " + shlex.quote(LINK) + " oh-link " + shlex.quote(self.rsock) + " " + shlex.quote(self.rfile),
         )
-        self.proc = proc = subprocess.Popen(
-            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
-        )
-        assert proc.stdin is not None and proc.stdout is not None
         try:
-            proc.stdin.write((self._line() + "\n").encode())  # the credential: on stdin, never in argv
-            proc.stdin.flush()
-        except OSError:
-            pass
-        up = self._wait_up(proc)
+            self.proc = proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                env=programs.env(),
+            )
+            assert proc.stdin is not None and proc.stdout is not None
+            try:
+                proc.stdin.write((self._line() + "\n").encode())  # the credential: on stdin, never in argv
+                proc.stdin.flush()
+            except OSError:
+                pass
+            up = self._forward(proc, ctl) and self._wait_up(proc)
+        finally:
+            shutil.rmtree(ctl_dir, ignore_errors=True)  # forwarded (or failed): nothing else may use the connection
         if up:
             self._state("up")
             checked = time.monotonic()
@@ -234,7 +278,39 @@ class Link:
                     checked = time.monotonic()
                     self.revoked = not shares.still_active(self.session, self.made.share["share_id"])
         reason = self._end(proc)
+        if self.last_forward:
+            self.last_stderr += "\n" + self.last_forward
+            reason = self.last_forward.splitlines()[-1][:200]
         return up, reason
+
+    def _forward(self, proc: subprocess.Popen, ctl: str) -> bool:
+        """The share's socket forwarded over the connection ``proc`` makes, through its control socket ``ctl``, as soon
+        as the connection is up (the control socket appears then). False: ssh ended, or the forward was refused
+        (its words in ``last_forward``), or it did not come up in UP_TIMEOUT."""
+        argv = [
+            _ssh_program(), "-F", "/dev/null", "-S", ctl, "-O", "forward", "-R", f"{self.rsock}:{self.made.socket}",
+            self.destination,
+        ]  # fmt: skip
+        deadline = time.monotonic() + UP_TIMEOUT
+        while time.monotonic() < deadline and not self.stopping and proc.poll() is None:
+            if not os.path.exists(ctl):
+                time.sleep(0.05)  # bounded by the deadline: the connection is being made
+                continue
+            try:
+                done = subprocess.run(
+                    argv, capture_output=True, text=True, timeout=UP_TIMEOUT, stdin=subprocess.DEVNULL,
+                    env=programs.env(),
+                )  # fmt: skip
+            except subprocess.TimeoutExpired:
+                return False
+            if done.returncode == 0:
+                return True
+            self.last_forward = done.stderr.strip()[-300:]
+            if proc.poll() is None and "forwarding failed" in self.last_forward.lower():
+                os.killpg(proc.pid, signal.SIGTERM)  # the share's socket cannot be forwarded: this link is over
+                return False
+            time.sleep(0.05)  # the control socket is not listening yet
+        return False
 
     def _wait_up(self, proc: subprocess.Popen) -> bool:
         sel = selectors.DefaultSelector()

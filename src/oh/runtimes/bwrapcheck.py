@@ -10,7 +10,7 @@ import os
 import select
 import time
 
-from ..pathsearch import which
+from .. import programs
 
 PROBE_TIMEOUT = 10.0
 
@@ -127,6 +127,10 @@ class Probe:
 
 
 _REINSTALL = "reinstall bubblewrap"
+_UNTRUSTED = (
+    "install bubblewrap where the sandbox cannot write (`sudo apt install bubblewrap`), or name it: "
+    "`oh config set sandbox_bwrap /usr/bin/bwrap`"
+)
 
 
 def start(bwrap: str = "", path: str | None = None) -> Probe:
@@ -153,7 +157,11 @@ def start(bwrap: str = "", path: str | None = None) -> Probe:
                 fix="convert the distribution: `wsl --set-version <distro> 2`",
             )
         )
-    program = which(bwrap or "bwrap", path=path) if not os.path.isabs(bwrap) else bwrap
+    if bwrap and os.path.isabs(bwrap) and (why := programs.why_untrusted(bwrap)):
+        return Probe(Check(False, problem=f"bubblewrap refused: {why}", fix=_UNTRUSTED))
+    program = programs.find(bwrap or "bwrap", path=path) if not os.path.isabs(bwrap) else bwrap
+    if not program and (why := programs.refusals.get(bwrap or "bwrap", "")):
+        return Probe(Check(False, problem=f"bubblewrap refused: {why}", fix=_UNTRUSTED))
     if not program or not os.access(program, os.X_OK):
         return Probe(
             Check(
@@ -171,7 +179,7 @@ def start(bwrap: str = "", path: str | None = None) -> Probe:
         (os.POSIX_SPAWN_DUP2, write_end, 2),
     ]
     try:
-        pid = os.posix_spawn(program, [*argv, "--", "true"], os.environ, file_actions=actions)
+        pid = os.posix_spawn(program, [*argv, "--", "true"], programs.env(), file_actions=actions)
     except OSError as exc:
         os.close(read_end)
         return Probe(Check(False, program, f"{program} could not be run ({exc})", _REINSTALL))

@@ -26,7 +26,6 @@ import json
 import logging
 import os
 import shlex
-import shutil
 import subprocess
 import tempfile
 import time
@@ -34,6 +33,7 @@ import tomllib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable
 
+from .. import programs
 from ..protocol import ensure as rules
 from ..protocol import progress
 from ..protocol.errors import ErrorId
@@ -81,7 +81,7 @@ class EnsureService(Wrapper):
         release_id: Callable[[int], object] = lambda _leg: None,
         default_timeout: float = 300.0,
         setup: bool = True,
-        which: Callable[[str], str | None] = shutil.which,
+        which: Callable[[str], str | None] = programs.find,
     ) -> None:
         self.inner = inner
         self.workspace = os.path.realpath(workspace)
@@ -401,7 +401,12 @@ class EnsureService(Wrapper):
             def run() -> tuple[str, str]:
                 try:
                     out = subprocess.run(
-                        [path, *argv], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL
+                        [path, *argv],
+                        capture_output=True,
+                        text=True,
+                        timeout=30,
+                        stdin=subprocess.DEVNULL,
+                        env=programs.env(),
                     ).stdout.split()
                 except (OSError, subprocess.SubprocessError):
                     return "", ""

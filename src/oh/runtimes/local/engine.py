@@ -44,12 +44,12 @@ import contextlib
 import logging
 import os
 import secrets
-import shutil
 import signal
 import termios
 import time
 from collections.abc import Callable
 
+from ... import programs
 from ...errors import OhBaseError
 from . import initfiles, markers, ptyproc
 from .command import Command, encode, write_all
@@ -72,15 +72,15 @@ HOLD_CAP = 1 << 16
 
 def pick_shell(env: dict[str, str], user_shell: bool) -> tuple[str, str, str]:
     """(kind, path, note): the user's ``$SHELL`` if bash or zsh, else bash (with a note)."""
-    bash = shutil.which("bash", path=env.get("PATH")) or shutil.which("bash") or "/bin/bash"
+    bash = programs.find("bash", path=env.get("PATH")) or programs.find("bash") or "/bin/bash"
     if not user_shell:
         return "bash", bash, ""
     wanted = env.get("SHELL", "")
     name = os.path.basename(wanted)
-    if name in ("bash", "zsh") and os.access(wanted, os.X_OK):
+    if name in ("bash", "zsh") and os.access(wanted, os.X_OK) and not programs.why_untrusted(wanted):
         return name, wanted, ""
     if name in ("bash", "zsh"):
-        found = shutil.which(name, path=env.get("PATH"))
+        found = programs.find(name, path=env.get("PATH"))
         if found:
             return name, found, ""
     if not wanted:

@@ -18,6 +18,7 @@ import sys
 import tempfile
 from typing import Any
 
+from ... import programs
 from ...protocol import sandbox as rules
 from .engine import STARTUP_TIMEOUT, PtyShell
 from .sandbox import Sandbox, SandboxUnavailable
@@ -49,6 +50,7 @@ class Host:
         self.max_output = max_output
         self.env = shell_environment(os.environ)
         self.scratch = tempfile.mkdtemp(prefix="oh-engine-")
+        programs.distrust(self.scratch)  # the agent's shells write their run files there
         # With --exports (the agent's main shell), the shell writes its `export -p` here after each command (0600
         # in the 0700 scratch dir: values may be secrets; +0.33 ms a command, benchmarks/engine_exports.py, so
         # only where it is used); an `exports` request answers from it, so the extension's extra and one-shot

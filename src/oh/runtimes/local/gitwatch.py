@@ -113,6 +113,7 @@ class RepoWatch:
     def __init__(self, roots: tuple[str, ...]) -> None:
         self.roots = tuple(os.path.realpath(r) for r in roots)
         self.found: set[Repo] = set()
+        self.pointers: set[str] = set()  # `.git` files (`gitdir:`: a submodule, a linked worktree), bound read-only
         self.degraded = ""  # why new repositories are protected only from the next shell on, or ""
         self._dirs: dict[int, str] = {}  # watch descriptor -> directory
         self._found_lock = threading.Lock()  # ``found``: the first walk (a thread) adds, shells' starts read
@@ -165,7 +166,7 @@ class RepoWatch:
                 continue
             for entry in entries:
                 if entry.name == ".git":
-                    self._add(git_dirs(entry.path))
+                    self._add(git_dirs(entry.path), entry.path)
                 elif entry.is_dir(follow_symlinks=False):
                     stack.append(entry.path)
 
@@ -174,9 +175,16 @@ class RepoWatch:
         """The first walk is over: ``repos`` answers from now on."""
         return self._ready.is_set()
 
-    def _add(self, dirs: list[Repo]) -> None:
+    def _add(self, dirs: list[Repo], dotgit: str = "") -> None:
         with self._found_lock:
             self.found.update(d for d in dirs if any(_under(d[0], root) for root in self.roots))
+            if dotgit and os.path.isfile(dotgit) and not os.path.islink(dotgit):
+                self.pointers.add(dotgit)
+
+    def pointer_files(self) -> frozenset[str]:
+        """The `.git` files found so far: where git looks for a submodule's or a linked worktree's git directory."""
+        with self._found_lock:
+            return frozenset(p for p in self.pointers if os.path.isfile(p) and not os.path.islink(p))
 
     def snapshot(self) -> frozenset[Repo]:
         """The repositories found so far (the first walk may still run): what a starting shell binds."""
@@ -202,7 +210,7 @@ class RepoWatch:
                     continue
                 path = os.path.join(parent, ev.name)
                 if ev.name == ".git":
-                    self._add(git_dirs(path))
+                    self._add(git_dirs(path), path)
                 elif ev.mask & flags.ISDIR:
                     self._walk(path)
 

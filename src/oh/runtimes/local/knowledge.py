@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import shutil
 from typing import Any, Sequence
 
+from ... import programs
 from ...protocol.errors import ErrorId
 from ...protocol.events import Action, error_observation
 from ...protocol.knowledge import knowledge_observation, local_refusal
@@ -31,7 +31,7 @@ def _pattern(query: str) -> str:
 async def symbols_by_ripgrep(action: Action, roots: Sequence[str]) -> dict[str, Any]:
     query = action.args.get("query", "")
     limit = action.args.get("limit") or 100
-    rg = shutil.which("rg")
+    rg = programs.find("rg")
     if rg is None or not query.strip():
         why = (
             "ripgrep (`rg`) is not installed"
@@ -45,7 +45,7 @@ async def symbols_by_ripgrep(action: Action, roots: Sequence[str]) -> dict[str, 
         )
     argv = [rg, "--json", "-i", "--max-columns", "300", "--max-count", "20", "-e", _pattern(query), "--", *roots]
     proc = await asyncio.create_subprocess_exec(
-        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL
+        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL, env=programs.env()
     )
     assert proc.stdout is not None  # stdout=PIPE above
     try:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable, ClassVar, Hashable, Mapping, Sequence
 
 from ... import beneath
+from ... import programs
 from ...protocol.errors import ErrorId, ToolError
 from ...protocol.events import (
     JOB_ID,
@@ -160,6 +161,7 @@ class LocalRuntime(Runtime):
     def _scratch_dir(self) -> str:
         if self._scratch is None or not os.path.isdir(self._scratch):
             self._scratch = tempfile.mkdtemp(prefix="oh-local-")
+            programs.distrust(self._scratch)  # the agent's shells write their run files there
         return self._scratch
 
     def _shell_note(self, note: str) -> None:

@@ -27,6 +27,7 @@ import dataclasses
 import logging
 import os
 
+from ... import programs
 from ...protocol import sandbox as rules
 from .command import psutil  # None without it (optional at runtime)
 from ...protocol.errors import ErrorId, ToolError
@@ -36,11 +37,30 @@ from . import unixsocks
 
 log = logging.getLogger("oh.runtimes.local")
 
-# Inside the workspace, read-only even in workspace-write: each runs code outside the sandbox later (git
-# hooks and config on the user's next commit; VS Code's tasks and settings). Every other repository in the
-# writable roots gets its hooks and config bound read-only too (PROTECTED_IN_REPO, gitwatch.py finds them).
-PROTECTED_IN_WORKSPACE = (".git/hooks", ".git/config", ".vscode")
-PROTECTED_IN_REPO = ("hooks", "config")
+# Inside the workspace, read-only even in workspace-write: VS Code's tasks and settings run code outside the
+# sandbox when the folder opens. Every repository in the writable roots (the workspace's own first) gets the
+# files of its git directory that git reads to find its config, hooks and object store bound read-only
+# (GIT_PROTECTED; docs/security.md §11.3): the user's next `git status` there reads them, outside the sandbox.
+PROTECTED_IN_WORKSPACE = (".vscode",)
+# gitrepository-layout(5): where git finds its config (config, config.worktree, commondir: another directory's
+# config and hooks), its hooks, its object store (objects/info/alternates, http-alternates), other repositories it
+# treats as its own (worktrees/*, modules/*: a submodule's git directory, reused by `git submodule update`), and
+# info/ (attributes, exclude, grafts, sparse-checkout). tests/sandbox/test_wall_git.py holds the whole layout
+# against this list.
+GIT_PROTECTED = ("config", "hooks", "info", "commondir", "config.worktree", "objects/info", "worktrees", "modules")
+# What stands in for a missing one, so that the agent cannot create it (the directory it lies in stays writable:
+# git's own commits need `.git` itself writable for index.lock, HEAD.lock, COMMIT_EDITMSG). Each is what git reads
+# as "nothing there": an empty directory, an empty config.worktree, and a commondir of "." (the repository is its
+# own common directory: git behaves as without one; an empty commondir would stop git with "failed to read").
+GIT_PLACEHOLDERS: dict[str, str | None] = {
+    "hooks": None,
+    "info": None,
+    "objects/info": None,
+    "worktrees": None,
+    "modules": None,
+    "config.worktree": "",
+    "commondir": ".\n",
+}
 
 
 class SandboxUnavailable(ToolError):
@@ -106,6 +126,15 @@ def _name(pid: int) -> str:
         return ""
 
 
+def writable_dirs(spec: rules.Spec, workspace: str, roots: tuple[str, ...] = (), home: str = "") -> tuple[str, ...]:
+    """What an agent's sandbox with ``spec`` may write (or writes unconfined): the workspace and roots at every
+    level, the ``sandbox_writable`` entries at workspace-write. oh runs no program of its own from there
+    (``programs.distrust``)."""
+    home = home or os.path.expanduser("~")
+    extra = [rules.expand(p, home) for p in spec.writable] if spec.on and spec.level == "workspace-write" else []
+    return (workspace, *roots, *extra)
+
+
 def _runtime_dir(env: dict[str, str]) -> str:
     given = env.get("XDG_RUNTIME_DIR", "")
     if given and os.path.isdir(given):
@@ -142,6 +171,7 @@ class Sandbox:
         self._writable: tuple[str, ...] = (self.workspace, *self.roots)
         if repo_watch is None and spec.on and spec.level == "workspace-write":
             self.repo_watch = RepoWatch((self.workspace, *self.roots))
+        programs.distrust(*writable_dirs(spec, self.workspace, self.roots))
 
     @property
     def active(self) -> bool:
@@ -241,6 +271,8 @@ class Sandbox:
         repos = watch.snapshot() | frozenset(git_dirs(os.path.join(self.workspace, ".git")))
         bound = frozenset(r for r in repos if self._writable_path(r[0]))
         binds = mounts(plan, self.workspace, frozenset(path for path, _ in bound), self.sockets)
+        for pointer in sorted(p for p in watch.pointer_files() if self._writable_path(p)):
+            binds += ["--ro-bind", pointer, pointer]  # a nested `gitdir:` file: where git finds the rest
         return [found.bwrap, *binds, "--chdir", cwd, "--", *argv], bound
 
     def _cover_sockets(self, plan: rules.Plan, keep: tuple[str, ...]) -> None:
@@ -314,18 +346,39 @@ class Sandbox:
         )
 
 
-def _hooks_dir(workspace: str, gitdir: str = "") -> None:
-    """A repository without ``.git/hooks`` (deleted, or a clone made without templates) gets the empty one
-    ``git init`` makes, so that it is bound read-only like an existing one: else the agent could create it
-    and put a hook there, which runs outside the sandbox at the user's next commit. ``gitdir``: the git
-    directory when it is not ``workspace/.git``."""
-    git = gitdir or os.path.join(workspace, ".git")
-    hooks = os.path.join(git, "hooks")
-    if os.path.isdir(git) and not os.path.islink(git) and not os.path.lexists(hooks):
+def _git_placeholders(gitdir: str) -> None:
+    """The protected files of ``gitdir`` that do not exist get a stand-in git reads as "nothing there"
+    (GIT_PLACEHOLDERS), so that they are bound read-only like existing ones: else the agent could create a
+    ``commondir`` naming a directory it controls (its config and hooks then run at the user's next git
+    command), an ``alternates`` file, a hook. Made as the user, outside the sandbox, never through a symlink."""
+    if not os.path.isdir(gitdir) or os.path.islink(gitdir) or not os.path.isfile(os.path.join(gitdir, "config")):
+        return
+    for rel, content in GIT_PLACEHOLDERS.items():
+        path = os.path.join(gitdir, rel)
+        if os.path.lexists(path) or not os.path.isdir(os.path.dirname(path)) or os.path.islink(os.path.dirname(path)):
+            continue
+        if rel == "commondir" and os.path.basename(os.path.dirname(gitdir)) == "worktrees":
+            continue  # a linked worktree's git directory: its commondir exists (git made it), or it is broken
         try:
-            os.mkdir(hooks, 0o755)
+            if content is None:
+                os.mkdir(path, 0o755)
+            else:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+                with os.fdopen(fd, "w") as f:
+                    f.write(content)
         except OSError as exc:  # the repository is not writable for us either: nor for the agent
-            log.info("sandbox: cannot create %s to protect it: %s", hooks, exc)
+            log.info("sandbox: cannot create %s to protect it: %s", path, exc)
+
+
+def _git_binds(gitdir: str) -> list[str]:
+    """bubblewrap's read-only binds of ``gitdir``'s protected files (GIT_PROTECTED), placeholders made first."""
+    _git_placeholders(gitdir)
+    out: list[str] = []
+    for rel in GIT_PROTECTED:
+        path = os.path.join(gitdir, rel)
+        if os.path.lexists(path) and not os.path.islink(path):
+            out += ["--ro-bind", path, path]
+    return out
 
 
 def _vscode_dir(workspace: str) -> None:
@@ -361,11 +414,7 @@ def _repo_binds(repos: frozenset[str], workspace: str) -> list[str]:
     for gitdir in sorted(repos):
         if gitdir == top:
             continue  # bound above
-        _hooks_dir(os.path.dirname(gitdir), gitdir)
-        for rel in PROTECTED_IN_REPO:
-            path = os.path.join(gitdir, rel)
-            if os.path.lexists(path) and not os.path.islink(path):
-                out += ["--ro-bind", path, path]
+        out += _git_binds(gitdir)
     return out
 
 
@@ -373,7 +422,7 @@ def mounts(
     plan: rules.Plan, workspace: str, repos: frozenset[str] = frozenset(), sockets: rules.Covers = rules.Covers()
 ) -> list[str]:
     """bubblewrap's options for ``plan`` (paths that do not exist are skipped); ``repos``: git directories in
-    the writable roots whose hooks and config are bound read-only (PROTECTED_IN_REPO); ``sockets``: Unix
+    the writable roots whose git files are bound read-only (GIT_PROTECTED); ``sockets``: Unix
     sockets of programs outside, covered last (over whatever bind shows them): a directory by an empty
     read-only tmpfs, a socket by an empty character device (``connect()`` fails: ECONNREFUSED)."""
     out = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp"]
@@ -397,12 +446,16 @@ def mounts(
     for real in covered:  # read-only once oh's scratch files (which may lie inside) are bound
         out += ["--remount-ro", real]
     if workspace in plan.writable:
-        _hooks_dir(workspace)
         _vscode_dir(workspace)
         for rel in PROTECTED_IN_WORKSPACE:
             path = os.path.join(workspace, rel)
             if os.path.lexists(path) and not os.path.islink(path):
                 out += ["--ro-bind", path, path]
+        dotgit = os.path.join(workspace, ".git")
+        if os.path.isdir(dotgit) and not os.path.islink(dotgit):
+            out += _git_binds(dotgit)
+        elif os.path.isfile(dotgit) and not os.path.islink(dotgit):
+            out += ["--ro-bind", dotgit, dotgit]  # a `gitdir:` file: where git looks for everything else
     out += _repo_binds(repos, workspace)
     for path in sockets.dirs:
         out += ["--tmpfs", path, "--remount-ro", path]
