@@ -37,6 +37,7 @@ from .watch import Dirty, Watcher
 log = logging.getLogger("oh.history")
 
 MAX_FILE = 64 * 1024 * 1024  # larger files are hashed, not stored: their changes are shown, not undone
+TICK = 0.1  # s: the longest stretch over which who ran is looked at (activity.py); a look costs ~1 ms
 KEEP = 5000  # entries kept; older ones (and the contents only they used) go at the next start
 
 
@@ -268,6 +269,10 @@ class Timeline:
         writers = [e for e in owners if e.shell is None or e.shell in ran]
         for key in sorted(ran - watched):
             name = self.shell_names.get(key, "agent")
+            last = self.entries.get(self.next_id - 1)
+            if last is not None and last.kind == "leftover" and last.shell == key and last.status == "done":
+                writers.append(last)  # the same stretch of that sandbox's leftovers: one entry
+                continue
             e = self._open(name, "leftover", f"processes left running in {name}'s sandbox")
             e.shell = key
             writers.append(e)
@@ -286,7 +291,11 @@ class Timeline:
         if not owners:  # nobody was running: the user's (or another program's) own changes
             if not changes and not ignored:
                 return  # an empty directory the user made: not an entry of its own
-            e = self._open("user", "user", "changes made outside oh's actions", by=H.USER)
+            last = self.entries.get(self.next_id - 1)
+            if last is not None and last.kind == "user" and last.status == "done":
+                e = last  # the same stretch of the user's changes (drains come every TICK now): one entry
+            else:
+                e = self._open("user", "user", "changes made outside oh's actions", by=H.USER)
             self._add(e, changes, ignored, dirs)
             self._close(e, "done")
             return
@@ -332,15 +341,18 @@ class Timeline:
     def watch_in_background(self) -> None:
         """Drain as soon as inotify has news (a thread), so that who ran is looked at over short stretches."""
         inotify = self.watcher.inotify
-        if self._wake is None or inotify is None or self._ticker is not None:
-            return
+        if self._wake is None or inotify is None or self.watcher.degraded or self._ticker is not None:
+            return  # degraded: every drain rescans the workspace; drains stay at the actions' starts and ends
         self._ticker = threading.Thread(target=self._tick_loop, args=(inotify.fileno(),), daemon=True, name="oh-history")
         self._ticker.start()
 
     def _tick_loop(self, fd: int) -> None:
+        """Drain when inotify has news, and at least every ``TICK`` s: the stretch a change's author is looked
+        for in starts at the drain before, so it is never longer than that (a command that started a minute ago
+        and sleeps since did not make the change the user saves now)."""
         assert self._wake is not None
         while True:
-            ready, _w, _x = select.select([fd, self._wake[0]], [], [])
+            ready, _w, _x = select.select([fd, self._wake[0]], [], [], TICK)
             if self._wake[0] in ready:
                 return
             with self.lock:
