@@ -343,7 +343,9 @@ class Timeline:
         inotify = self.watcher.inotify
         if self._wake is None or inotify is None or self.watcher.degraded or self._ticker is not None:
             return  # degraded: every drain rescans the workspace; drains stay at the actions' starts and ends
-        self._ticker = threading.Thread(target=self._tick_loop, args=(inotify.fileno(),), daemon=True, name="oh-history")
+        self._ticker = threading.Thread(
+            target=self._tick_loop, args=(inotify.fileno(),), daemon=True, name="oh-history"
+        )
         self._ticker.start()
 
     def _tick_loop(self, fd: int) -> None:

@@ -35,7 +35,7 @@ from .jobs import SPOOL_CAP
 from .paths import PathPolicy
 from .gitswitch import local_switch
 from .review import PathLocks, Proposal, ProposalQueue, ProposingEditor, Recorder, file_bytes, text_of
-from .engine import STARTUP_TIMEOUT
+from .engine import STARTUP_TIMEOUT, PtyShell
 from .ptyproc import WrapArgv
 from ...protocol import shellqueue
 from .terminal import Terminal
@@ -216,7 +216,7 @@ class LocalRuntime(Runtime):
         out: dict[str, list[int]] = {}
         for key, group in list(self._terminals.items()):
             terms = [group.main, *list(group.extras.values())]
-            shells = [t.shell for t in terms if t.shell is not None]
+            shells = [s for t in terms for s in (t.shell, t._starting) if isinstance(s, PtyShell)]
             out[str(key)] = [s.pid for s in shells if s.sandbox is not None and s.pid > 0]
         return out
 
