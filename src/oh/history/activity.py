@@ -8,8 +8,8 @@ processes ran (its cumulative run time in ``/proc/<pid>/schedstat`` unchanged, t
 between two looks made no change found between them: that change is someone else's (the user's). A sandbox that
 ran may have made it.
 
-Costs one ``readlink`` per process on the machine per look (the namespace of each), and two small reads per
-process of a sandbox; none at all while no sandbox runs.
+A look walks each sandbox's process tree from its namespace's init (``/proc/<pid>/task/*/children``): a few
+small reads per process of a sandbox, nothing for the rest of the machine, nothing at all while no sandbox runs.
 """
 
 from __future__ import annotations
@@ -32,23 +32,36 @@ def _ns(pid: int) -> str | None:
         return None
 
 
-def _children(pid: int) -> list[int]:
+def _read(path: str) -> bytes:
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)  # plain reads: a look is a few of these per process
     try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(x) for x in f.read().split()]
-    except (OSError, ValueError):
-        return []
+        return os.read(fd, 4096)
+    finally:
+        os.close(fd)
+
+
+def _children(pid: int) -> list[int]:
+    """The children of every thread of ``pid`` (a child is listed under the thread that made it)."""
+    out: list[int] = []
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            out += [int(x) for x in _read(f"/proc/{pid}/task/{tid}/children").split()]
+        except (OSError, ValueError):
+            continue
+    return out
 
 
 def _run(pid: int) -> tuple[int, bool] | None:
     try:
-        with open(f"/proc/{pid}/schedstat") as f:
-            ran = int(f.read().split()[0])
-        with open(f"/proc/{pid}/stat") as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
+        ran = int(_read(f"/proc/{pid}/schedstat").split()[0])
+        state = _read(f"/proc/{pid}/stat").rsplit(b")", 1)[1].split()[0]
     except (OSError, ValueError, IndexError):
         return None
-    return ran, state == "R"
+    return ran, state == b"R"
 
 
 class Activity:
@@ -57,48 +70,49 @@ class Activity:
     def __init__(self, roots: Roots) -> None:
         self._roots = roots
         self._own = _ns(os.getpid())
-        self._ns_of_root: dict[int, str] = {}  # outer bwrap pid -> its sandbox's pid namespace
+        self._init_of_root: dict[int, int] = {}  # outer bwrap pid -> its namespace's init (bwrap's child)
         self._lock = threading.Lock()
 
-    def _namespaces(self) -> dict[str, str]:
-        """pid namespace -> sandbox key, for the sandboxes the runtime has now."""
-        try:
-            roots = {key: list(pids) for key, pids in list(self._roots().items())}
-        except RuntimeError:  # the runtime's table changed while read (another thread): look again
-            roots = {key: list(pids) for key, pids in list(self._roots().items())}
-        out: dict[str, str] = {}
+    def _inits(self) -> dict[str, list[int]]:
+        """Per sandbox key, the init process of each of its pid namespaces (every process of a namespace
+        descends from its init: an orphan is reparented to it)."""
+        roots: dict[str, list[int]] = {}
+        for _ in range(3):
+            try:
+                roots = {key: list(pids) for key, pids in list(self._roots().items())}
+                break
+            except RuntimeError:  # the runtime's table changed while read (its own thread): look again
+                continue
+        out: dict[str, list[int]] = {}
         live: set[int] = set()
         for key, pids in roots.items():
             for pid in pids:
                 live.add(pid)
-                ns = self._ns_of_root.get(pid)
-                if ns is None:
-                    for child in _children(pid):
-                        got = _ns(child)
-                        if got is not None and got != self._own:
-                            ns = self._ns_of_root[pid] = got
-                            break
-                if ns is not None:
-                    out[ns] = key
-        for gone in set(self._ns_of_root) - live:
-            del self._ns_of_root[gone]
+                init = self._init_of_root.get(pid)
+                if init is None:
+                    init = next((c for c in _children(pid) if _ns(c) not in (None, self._own)), None)
+                    if init is not None:
+                        self._init_of_root[pid] = init
+                if init is not None:
+                    out.setdefault(key, []).append(init)
+        for gone in set(self._init_of_root) - live:
+            del self._init_of_root[gone]
         return out
 
     def sample(self) -> Sample:
         with self._lock:
-            wanted = self._namespaces()
-            out: Sample = {key: {} for key in wanted.values()}
-            if not wanted:
-                return out
-            for name in os.listdir("/proc"):
-                if not name.isdigit():
-                    continue
-                key = wanted.get(_ns(int(name)) or "")
-                if key is None:
-                    continue
-                got = _run(int(name))
-                if got is not None:
-                    out[key][int(name)] = got
+            out: Sample = {}
+            for key, inits in self._inits().items():
+                seen: dict[int, tuple[int, bool]] = {}
+                todo = list(inits)
+                while todo:
+                    pid = todo.pop()
+                    got = _run(pid)
+                    if got is None or pid in seen:
+                        continue  # gone meanwhile: its parent's run time (or its absence next time) says it
+                    seen[pid] = got
+                    todo += _children(pid)
+                out[key] = seen
             return out
 
     @staticmethod

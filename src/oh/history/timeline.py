@@ -360,7 +360,7 @@ class Timeline:
             with self.lock:
                 try:
                     self._drain()
-                except OSError as exc:  # a file gone mid-read, a full disk: the next drain looks again
+                except (OSError, RuntimeError, ValueError) as exc:  # a full disk, a torn read: the next one looks again
                     log.warning("history: a drain failed: %s", exc)
 
     def end(self, entry_id: int, status: str = "done") -> H.Entry | None:
