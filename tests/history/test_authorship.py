@@ -174,6 +174,8 @@ def test_an_agent_named_user_cannot_undo_the_users_edit(here, tmp_path):
         assert impostor.run("echo hi > hi.txt").exit_code == 0
         [ran] = [e for e in _entries() if e["kind"] == "run"]
         assert (ran["agent"], ran["by"]) == ("user", "agent")  # the name it gave; the credential oh saw
+        table = invoke(run_history).out
+        assert "agent 'user'" in table and " user " in table  # the impostor's row, and the user's own
         with pytest.raises(history.HistoryRefused, match="the user's") as refused:
             history.undo(info["url"], token, mine["id"], agent="user")
         assert refused.value.error_id == "FORBIDDEN"

@@ -88,12 +88,15 @@ def run_history(
     if not rows:
         io.print("No entries yet: nothing changed a file since history was turned on.")
         return 0
-    io.print(f"{'ENTRY':>5}  {'AGENT':<14} {'KIND':<6} {'FILES':>5} {'+':>4} {'-':>4}  {'STATUS':<11} WHAT")
+    io.print(f"{'ENTRY':>5}  {'AGENT':<14} {'KIND':<8} {'FILES':>5} {'+':>4} {'-':>4}  {'STATUS':<11} WHAT")
     for r in rows:
         flags = " (ambiguous)" if r.get("ambiguous") else ""
         flags += f" (+{r['ignored']} ignored, not stored)" if r.get("ignored") else ""
+        name = visible(r.get("agent"))
+        if r.get("by") == "agent" and name == "user":  # an agent that calls itself "user" is shown as an agent
+            name = "agent 'user'"
         io.print(
-            f"{r.get('id'):>5}  {visible(r.get('agent'))[:14]:<14} {visible(r.get('kind'))[:6]:<6} "
+            f"{r.get('id'):>5}  {name[:14]:<14} {visible(r.get('kind'))[:8]:<8} "
             f"{r.get('files', 0):>5} {r.get('created', 0):>4} {r.get('deleted', 0):>4}  "
             f"{visible(r.get('status'))[:11]:<11} {visible(r.get('what'))[:80]}{flags}"
         )
