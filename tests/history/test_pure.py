@@ -117,6 +117,13 @@ def test_fold_keeps_one_change_per_path_and_drops_what_came_back():
     ]
     H.fold(into, [H.Change("tmp", None, f("u"))])  # made again after it was dropped: a new change
     assert [c.path for c in into] == ["a", "b", "tmp"] and into[-1].before is None
+    # sed's temporary, seen empty by one drain, then gone in the drain that sees an empty new file: paired as a
+    # rename by that drain, but the temporary came back to nothing: the new file is a plain creation.
+    into = [H.Change("sedX", None, f("empty"))]
+    gone, new = H.classify({"sedX": (f("empty"), None), "new.txt": (None, f("empty"))})
+    assert new.renamed == "sedX"
+    H.fold(into, [gone, new])
+    assert [(c.path, c.kind) for c in into] == [("new.txt", "created")]
 
 
 def test_an_agent_named_user_is_still_an_agent():

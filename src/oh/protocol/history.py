@@ -163,6 +163,12 @@ def fold(into: list[Change], more: Iterable[Change]) -> None:
         into[i] = Change(c.path, old.before, c.after, renamed, ambiguous)
     if dropped:
         into[:] = [c for c in into if c.path]
+        # A rename's other half that came back (a temporary file sed made and removed) is no rename any more:
+        # the file left is a plain creation or deletion.
+        left = {c.path for c in into}
+        for c in into:
+            if c.renamed and c.renamed not in left:
+                c.renamed = None
 
 
 # An undo's verdict for one file: put ``before`` back, nothing to do, merge three ways, or refuse.
