@@ -120,7 +120,7 @@ def test_fold_keeps_one_change_per_path_and_drops_what_came_back():
     # sed's temporary, seen empty by one drain, then gone in the drain that sees an empty new file: paired as a
     # rename by that drain, but the temporary came back to nothing: the new file is a plain creation.
     into = [H.Change("sedX", None, f("empty"))]
-    gone, new = H.classify({"sedX": (f("empty"), None), "new.txt": (None, f("empty"))})
+    new, gone = H.classify({"sedX": (f("empty"), None), "new.txt": (None, f("empty"))})
     assert new.renamed == "sedX"
     H.fold(into, [gone, new])
     assert [(c.path, c.kind) for c in into] == [("new.txt", "created")]
