@@ -80,9 +80,18 @@ def _wait_until_asleep(backend: int) -> None:
         now = act.sample()
         quiet = bool(now.get("s")) and not Activity.ran(last[0], now)
         last[0] = now
-        return quiet
+        # Interruptible sleep (S) too, not waiting for the disk (D) on the way to the fifo: it would run next.
+        return quiet and all(_state(pid) == "S" for pid in now["s"])
 
     wait_for(asleep, timeout=WAIT, what="the agent's command to sleep")
+
+
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
 
 
 def _release(fifo: Path) -> None:
