@@ -197,7 +197,14 @@ def test_overlapping_actions_mark_the_shared_stretch_ambiguous(timeline):
     assert {c.path: c.ambiguous for c in eb.changes} == {"during-both": (a,)}
     with pytest.raises(ProtocolError, match="another action"):  # an agent never undoes what may be another's
         U.undo(tl, b, only_agent="bob")
-    assert U.undo(tl, b)["ok"] and not (ws / "during-both").exists()  # the user may
+    # The user may, but never silently: the ambiguous change is named and kept unless included (issue 36).
+    kept = U.undo(tl, b)
+    assert kept["ok"] and kept["entry"] is None and kept["kept_ambiguous"] == ["during-both"]
+    assert (ws / "during-both").exists()
+    assert U.undo(tl, b, include_ambiguous=True)["ok"] and not (ws / "during-both").exists()
+    # An undo that takes both entries (--to from alice's) reverts it: nobody outside the undo may have made it.
+    done = U.undo(tl, a, to=True)
+    assert done["ok"] and done["kept_ambiguous"] == []
 
 
 @pytest.mark.slow

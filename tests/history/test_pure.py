@@ -105,3 +105,54 @@ def test_bad_requests_are_refused_with_the_reason(frame, problem):
 def test_rows_round_trip():
     c = H.Change("a/b", f("1", 0o755), None, "c", (7,))
     assert H.Change.from_row(c.row()) == c
+
+
+def test_fold_keeps_one_change_per_path_and_drops_what_came_back():
+    """Issue 36: history drains while a command runs, so one action's changes arrive in pieces."""
+    into = [H.Change("tmp", None, f("t")), H.Change("a", f("1"), f("2")), H.Change("b", None, f("b"), ambiguous=(3,))]
+    H.fold(into, [H.Change("tmp", f("t"), None), H.Change("a", f("2"), f("3")), H.Change("b", f("b"), f("c"))])
+    assert [(c.path, c.before, c.after, c.ambiguous) for c in into] == [
+        ("a", f("1"), f("3"), ()),
+        ("b", None, f("c"), (3,)),
+    ]
+    H.fold(into, [H.Change("tmp", None, f("u"))])  # made again after it was dropped: a new change
+    assert [c.path for c in into] == ["a", "b", "tmp"] and into[-1].before is None
+    # sed's temporary, seen empty by one drain, then gone in the drain that sees an empty new file: paired as a
+    # rename by that drain, but the temporary came back to nothing: the new file is a plain creation.
+    into = [H.Change("sedX", None, f("empty"))]
+    new, gone = H.classify({"sedX": (f("empty"), None), "new.txt": (None, f("empty"))})
+    assert new.renamed == "sedX"
+    H.fold(into, [gone, new])
+    assert [(c.path, c.kind) for c in into] == [("new.txt", "created")]
+
+
+def test_an_agent_named_user_is_still_an_agent():
+    """Issue 36: the credential decides, not the name: an agent token's undo never takes a `by: user` entry."""
+    mine = H.Entry(1, "user", "user", "changes made outside oh's actions", "t", by=H.USER)
+    theirs = H.Entry(2, "user", "run", "echo", "t", by=H.AGENT)
+    with pytest.raises(ProtocolError, match="the user's"):
+        H.select_for_undo([mine, theirs], 1, False, "user")
+    with pytest.raises(ProtocolError, match="the user's"):
+        H.select_for_undo([mine, theirs], 1, True, "user")
+    assert H.select_for_undo([mine, theirs], 2, False, "user") == [theirs]
+    # Journals written before `by`: the user's changes and undos are the user's, every action an agent's.
+    assert [H.legacy_by(k, a) for k, a in (("user", "user"), ("undo", "user"), ("undo", "bob"), ("run", "user"))] == [
+        H.USER,
+        H.USER,
+        H.AGENT,
+        H.AGENT,
+    ]
+
+
+def test_ambiguous_changes_are_split_out_unless_every_candidate_is_undone():
+    a = H.Entry(1, "alice", "run", "a", "t", changes=[H.Change("x", None, f("x"), ambiguous=(2,))])
+    b = H.Entry(
+        2, "bob", "run", "b", "t", changes=[H.Change("x", None, f("x"), ambiguous=(1,)), H.Change("y", None, f("y"))]
+    )
+    sure, doubtful = H.split_ambiguous([b])
+    assert [c.path for c in sure] == ["y"] and [c.path for c in doubtful] == ["x"]
+    sure, doubtful = H.split_ambiguous([a, b])
+    assert [c.path for c in sure] == ["x", "x", "y"] and doubtful == []
+    assert H.parse_request({"op": "undo", "entry": 2, "include_ambiguous": True}).include_ambiguous
+    with pytest.raises(ProtocolError, match="include_ambiguous"):
+        H.parse_request({"op": "undo", "entry": 2, "include_ambiguous": "yes"})

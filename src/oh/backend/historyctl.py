@@ -40,15 +40,17 @@ class HistoryControl:
         cfg = self.config
         if cfg.history_dir is None:
             return runtime
+        from ..history.activity import Activity
         from ..history.timeline import Timeline
 
-        def make() -> Timeline:
+        def make(activity: Activity | None) -> Timeline:
             return Timeline(
                 self.workspace,
                 str(cfg.history_dir),
                 store_ignored=cfg.history_store_ignored,
                 max_file=cfg.history_max_file,
                 review=cfg.review,
+                activity=activity,
             )
 
         self.recorder = HistoryRecorder(runtime, make)
@@ -124,9 +126,21 @@ def _answer(tl, req: H.HistoryRequest, decider: bool) -> dict[str, Any]:
                 "FORBIDDEN",
                 "An agent undoes only its own entries: name yourself with 'agent' (or ask the user: `oh undo`).",
             )
+        if req.include_ambiguous:
+            return frames.refusal("FORBIDDEN", "Only the user includes changes another may have made (`oh undo`).")
         only = req.agent
+    by = H.USER if decider else H.AGENT  # the credential that sent it, never the name it gives
     try:
-        result = undo.undo(tl, req.entry or 0, to=req.to, who=req.agent or "user", only_agent=only, merge=decider)
+        result = undo.undo(
+            tl,
+            req.entry or 0,
+            to=req.to,
+            who="user" if decider else req.agent or "agent",
+            only_agent=only,
+            merge=decider,
+            by=by,
+            include_ambiguous=req.include_ambiguous,
+        )
     except ProtocolError as exc:
         return frames.refusal("FORBIDDEN", exc.message)
     return {"type": "history", "op": "undo", **result}

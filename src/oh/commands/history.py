@@ -88,12 +88,15 @@ def run_history(
     if not rows:
         io.print("No entries yet: nothing changed a file since history was turned on.")
         return 0
-    io.print(f"{'ENTRY':>5}  {'AGENT':<14} {'KIND':<6} {'FILES':>5} {'+':>4} {'-':>4}  {'STATUS':<11} WHAT")
+    io.print(f"{'ENTRY':>5}  {'AGENT':<14} {'KIND':<8} {'FILES':>5} {'+':>4} {'-':>4}  {'STATUS':<11} WHAT")
     for r in rows:
         flags = " (ambiguous)" if r.get("ambiguous") else ""
         flags += f" (+{r['ignored']} ignored, not stored)" if r.get("ignored") else ""
+        name = visible(r.get("agent"))
+        if r.get("by") == "agent" and name == "user":  # an agent that calls itself "user" is shown as an agent
+            name = "agent 'user'"
         io.print(
-            f"{r.get('id'):>5}  {visible(r.get('agent'))[:14]:<14} {visible(r.get('kind'))[:6]:<6} "
+            f"{r.get('id'):>5}  {name[:14]:<14} {visible(r.get('kind'))[:8]:<8} "
             f"{r.get('files', 0):>5} {r.get('created', 0):>4} {r.get('deleted', 0):>4}  "
             f"{visible(r.get('status'))[:11]:<11} {visible(r.get('what'))[:80]}{flags}"
         )
@@ -147,13 +150,24 @@ def run_diff(
 def undo(
     entry: int = typer.Argument(..., metavar="ENTRY", min=1, help="An entry number from `oh history`."),
     to: bool = typer.Option(False, "--to", help="Undo this entry and every later one: back to before it."),
+    include_ambiguous: bool = typer.Option(
+        False, "--include-ambiguous", help="Also revert changes someone else may have made (kept by default)."
+    ),
     workspace: Optional[str] = _WORKSPACE,
     instance: Optional[str] = _INSTANCE,
     json_: bool = _JSON,
 ) -> None:
     """Revert what an entry changed, merging with later edits; on a conflict nothing changes (exit 1)."""
     raise typer.Exit(
-        run_undo(Streams.system(), entry=entry, to=to, workspace=workspace, instance=instance, json_=json_)
+        run_undo(
+            Streams.system(),
+            entry=entry,
+            to=to,
+            workspace=workspace,
+            instance=instance,
+            json_=json_,
+            include_ambiguous=include_ambiguous,
+        )
     )
 
 
@@ -166,16 +180,19 @@ def run_undo(
     instance: Optional[str] = None,
     json_: bool = False,
     control: Callable[[Any, dict[str, Any]], dict[str, Any]] = _send_control,
+    include_ambiguous: bool = False,
 ) -> int:
     from ..text.sanitize import visible
 
-    answer = _request(io, workspace, instance, {"op": "undo", "entry": entry, "to": to}, json_, control)
+    req = {"op": "undo", "entry": entry, "to": to, "include_ambiguous": include_ambiguous}
+    answer = _request(io, workspace, instance, req, json_, control)
     if answer is None:
         return ERROR
     if json_:
         io.json(answer)
         return 0
     files = answer.get("files") or []
+    _said_kept(io, answer.get("kept_ambiguous") or [])
     if answer.get("entry") is None:
         io.print(visible(answer.get("message", "Nothing to undo.")))
         return 0
@@ -189,6 +206,23 @@ def run_undo(
     if len(files) > 50:
         io.print(f"  ... and {len(files) - 50} more")
     return 0
+
+
+def _said_kept(io: Streams, kept: list[Any]) -> None:
+    """The ambiguous changes an undo kept (issue 36): oh cannot tell they were the entry's (another action, or
+    the user, may have made them), so they stay unless the user includes them."""
+    from ..text.sanitize import visible
+
+    if not kept:
+        return
+    io.print(
+        f"Kept {_n(len(kept), 'ambiguous change')} (someone else may have made them; "
+        "`--include-ambiguous` reverts them too):"
+    )
+    for p in kept[:50]:
+        io.print(f"  {visible(p)}")
+    if len(kept) > 50:
+        io.print(f"  ... and {len(kept) - 50} more")
 
 
 def _n(n: int, word: str) -> str:

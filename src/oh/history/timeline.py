@@ -8,6 +8,13 @@ last state with its content stored, so a change found by a drain has its before 
 after is read then. Drains run at each action's start and end: a change found in a stretch where one
 action ran is that action's, where several ran it is marked ambiguous on each, where none ran it is the
 user's (an entry of kind ``user``).
+
+Who made a change (issue 36 item 5): with the agents' sandboxes watched (``activity.Activity``), a thread drains
+as soon as inotify has news, and a change goes only to the actions whose sandbox ran in that short stretch. A
+change made while the agent's command slept (``sleep 4``) is the user's; a change made by processes the agent
+left running after its command ended goes to an entry of that agent (kind ``leftover``), never to the user.
+Actions oh cannot watch that way (a write or an edit the backend makes, a command run outside the sandbox) keep
+every change made while they ran, as above.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import select
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
@@ -22,12 +30,14 @@ from typing import Any, Iterable
 
 from ..protocol import history as H
 from . import tree
+from .activity import Activity, Sample
 from .store import ObjectStore
 from .watch import Dirty, Watcher
 
 log = logging.getLogger("oh.history")
 
 MAX_FILE = 64 * 1024 * 1024  # larger files are hashed, not stored: their changes are shown, not undone
+TICK = 0.1  # s: the longest stretch over which who ran is looked at (activity.py); a look costs ~1 ms
 KEEP = 5000  # entries kept; older ones (and the contents only they used) go at the next start
 
 
@@ -46,6 +56,7 @@ class Timeline:
         keep: int = KEEP,
         review: bool = False,
         fsync: bool = True,
+        activity: Activity | None = None,
     ) -> None:
         self.root = os.path.realpath(root)
         self.fsync = fsync  # off only to measure its cost (benchmarks/history.py)
@@ -61,6 +72,11 @@ class Timeline:
         self.entries: dict[int, H.Entry] = {}
         self.active: dict[int, H.Entry] = {}
         self.lock = threading.RLock()
+        self.activity = activity
+        self.shell_names: dict[str, str] = {}  # sandbox key -> the name its agent gave (for leftover entries)
+        self._mark: Sample = {}  # the agents' sandboxes as the last drain found them, before it read inotify
+        self._ticker: threading.Thread | None = None
+        self._wake = os.pipe() if activity is not None else None
         self._journal_path = os.path.join(state, "timeline.jsonl")
         self._load()
         self._gc()
@@ -95,12 +111,19 @@ class Timeline:
     def _replay(self, rec: dict[str, Any]) -> None:
         t, eid = rec["t"], int(rec["id"])
         if t == "b":
+            by = rec.get("by")
             self.entries[eid] = H.Entry(
-                eid, rec["agent"], rec["kind"], rec["what"], rec["started"], undoes=rec.get("undoes", [])
+                eid,
+                rec["agent"],
+                rec["kind"],
+                rec["what"],
+                rec["started"],
+                undoes=rec.get("undoes", []),
+                by=by if by in (H.USER, H.AGENT) else H.legacy_by(rec["kind"], rec["agent"]),
             )
         elif t == "c" and eid in self.entries:
             e = self.entries[eid]
-            e.changes.extend(H.Change.from_row(c) for c in rec.get("changes", ()))
+            H.fold(e.changes, (H.Change.from_row(c) for c in rec.get("changes", ())))
             e.ignored.extend(rec.get("ignored", ()))
             e.dirs.extend(str(d) for d in rec.get("dirs", ()))
         elif t == "e" and eid in self.entries:
@@ -137,7 +160,7 @@ class Timeline:
 
     @staticmethod
     def _begin_rec(e: H.Entry) -> dict[str, Any]:
-        rec = {"t": "b", "id": e.id, "agent": e.agent, "kind": e.kind, "what": e.what, "started": e.started}
+        rec = {"t": "b", "id": e.id, "agent": e.agent, "by": e.by, "kind": e.kind, "what": e.what, "started": e.started}
         if e.undoes:
             rec["undoes"] = e.undoes
         return rec
@@ -202,6 +225,10 @@ class Timeline:
         return paths - newly_ignored, ignored | (paths & newly_ignored), created
 
     def _drain(self) -> None:
+        # The sandboxes are looked at before inotify is read and after the files are: a change found now was made
+        # after the previous drain read inotify, so after the previous look (taken before it) and before this one.
+        before, mark = self._mark, (self.activity.sample() if self.activity is not None else {})
+        self._mark = mark
         paths, ignored, dirs = self._collect(self.watcher.drain())
         if not paths and not ignored and not dirs:
             return
@@ -228,14 +255,47 @@ class Timeline:
             pairs[rel] = (known[1] if known else None, now[1] if now else None)
         changes = H.classify(pairs)
         if changes or ignored or dirs:
-            self._attribute(changes, sorted(ignored), sorted(set(dirs)))
+            ran = Activity.ran(before, self.activity.sample()) if self.activity is not None else None
+            self._attribute(changes, sorted(ignored), sorted(set(dirs)), ran)
 
-    def _attribute(self, changes: list[H.Change], ignored: list[str], dirs: list[str]) -> None:
+    def _writers(self, ran: set[str] | None) -> list[H.Entry]:
+        """The entries that may have made what a drain found. ``ran``: the sandboxes that ran meanwhile (None:
+        not watched). A watched action whose sandbox did not run made none of it; a sandbox that ran with no
+        action of its own open is processes its agent left running: an entry of that agent, never the user's."""
         owners = list(self.active.values())
+        if ran is None:
+            return owners
+        watched = {e.shell for e in owners if e.shell is not None}
+        writers = [e for e in owners if e.shell is None or e.shell in ran]
+        for key in sorted(ran - watched):
+            name = self.shell_names.get(key, "agent")
+            last = self.entries.get(self.next_id - 1)
+            if last is not None and last.kind == "leftover" and last.shell == key and last.status == "done":
+                writers.append(last)  # the same stretch of that sandbox's leftovers: one entry
+                continue
+            e = self._open(name, "leftover", f"processes left running in {name}'s sandbox")
+            e.shell = key
+            writers.append(e)
+        return writers
+
+    def _attribute(self, changes: list[H.Change], ignored: list[str], dirs: list[str], ran: set[str] | None) -> None:
+        owners = self._writers(ran)
+        leftovers = [e for e in owners if e.kind == "leftover"]
+        try:
+            self._share(owners, changes, ignored, dirs)
+        finally:
+            for e in leftovers:
+                self._close(e, "done")
+
+    def _share(self, owners: list[H.Entry], changes: list[H.Change], ignored: list[str], dirs: list[str]) -> None:
         if not owners:  # nobody was running: the user's (or another program's) own changes
             if not changes and not ignored:
                 return  # an empty directory the user made: not an entry of its own
-            e = self._open("user", "user", "changes made outside oh's actions")
+            last = self.entries.get(self.next_id - 1)
+            if last is not None and last.kind == "user" and last.status == "done":
+                e = last  # the same stretch of the user's changes (drains come every TICK now): one entry
+            else:
+                e = self._open("user", "user", "changes made outside oh's actions", by=H.USER)
             self._add(e, changes, ignored, dirs)
             self._close(e, "done")
             return
@@ -246,7 +306,7 @@ class Timeline:
             self._add(e, mine, ignored, [] if others else dirs)
 
     def _add(self, e: H.Entry, changes: list[H.Change], ignored: list[str], dirs: Iterable[str] = ()) -> None:
-        e.changes.extend(changes)
+        H.fold(e.changes, changes)
         e.ignored.extend(ignored)
         e.dirs.extend(dirs)
         rec: dict[str, Any] = {"t": "c", "id": e.id, "changes": [c.row() for c in changes], "ignored": ignored}
@@ -254,8 +314,8 @@ class Timeline:
             rec["dirs"] = list(dirs)
         self._write(rec)
 
-    def _open(self, agent: str, kind: str, what: str, undoes: Iterable[int] = ()) -> H.Entry:
-        e = H.Entry(self.next_id, agent, kind, what, _now(), undoes=list(undoes))
+    def _open(self, agent: str, kind: str, what: str, undoes: Iterable[int] = (), by: str = H.AGENT) -> H.Entry:
+        e = H.Entry(self.next_id, agent, kind, what, _now(), undoes=list(undoes), by=by)
         self.next_id += 1
         self.entries[e.id] = e
         self._write(self._begin_rec(e))
@@ -266,12 +326,42 @@ class Timeline:
         self._write({"t": "e", "id": e.id, "ended": e.ended, "status": status}, sync=True)
 
     # ------------------------------------------------------------------ what the recorder calls
-    def begin(self, agent: str, kind: str, what: str) -> int:
+    def begin(self, agent: str, kind: str, what: str, shell: str | None = None) -> int:
+        """An agent's action starts. ``shell``: the key of the sandbox it runs in, when its changes can only be
+        made there (a command in the agent's sandbox): then only what that sandbox did while it ran is its."""
         with self.lock:
             self._drain()  # what happened before this action is not its
             e = self._open(agent, kind, what[:400])
+            e.shell = shell if self.activity is not None else None
+            if shell is not None:
+                self.shell_names[shell] = agent
             self.active[e.id] = e
             return e.id
+
+    def watch_in_background(self) -> None:
+        """Drain as soon as inotify has news (a thread), so that who ran is looked at over short stretches."""
+        inotify = self.watcher.inotify
+        if self._wake is None or inotify is None or self.watcher.degraded or self._ticker is not None:
+            return  # degraded: every drain rescans the workspace; drains stay at the actions' starts and ends
+        self._ticker = threading.Thread(
+            target=self._tick_loop, args=(inotify.fileno(),), daemon=True, name="oh-history"
+        )
+        self._ticker.start()
+
+    def _tick_loop(self, fd: int) -> None:
+        """Drain when inotify has news, and at least every ``TICK`` s: the stretch a change's author is looked
+        for in starts at the drain before, so it is never longer than that (a command that started a minute ago
+        and sleeps since did not make the change the user saves now)."""
+        assert self._wake is not None
+        while True:
+            ready, _w, _x = select.select([fd, self._wake[0]], [], [], TICK)
+            if self._wake[0] in ready:
+                return
+            with self.lock:
+                try:
+                    self._drain()
+                except (OSError, RuntimeError, ValueError) as exc:  # a full disk, a torn read: the next one looks again
+                    log.warning("history: a drain failed: %s", exc)
 
     def end(self, entry_id: int, status: str = "done") -> H.Entry | None:
         """Close an entry; returns it when it opened a change set for the user to review (else None)."""
@@ -303,6 +393,13 @@ class Timeline:
             self._drain()
 
     def close(self) -> None:
+        if self._wake is not None:  # the ticker first, outside the lock it takes
+            os.write(self._wake[1], b"x")
+            if self._ticker is not None:
+                self._ticker.join(10)
+            for fd in self._wake:
+                os.close(fd)
+            self._wake = None
         with self.lock:
             for eid in list(self.active):
                 self.end(eid, "interrupted")

@@ -129,20 +129,41 @@ def _plan(
     return steps, conflicts
 
 
+Prepared = tuple[list[H.Entry], list[tuple[str, H.FileState | None, bytes | None]], list[str], list[str]]
+
+
 def _prepare(
-    tl: Timeline, target: int, to: bool, only_agent: str | None, merge: bool, buffers: dict[str, bytes] | None = None
-) -> tuple[list[H.Entry], list[tuple[str, H.FileState | None, bytes | None]], list[str]] | dict[str, Any]:
-    """The entries an undo reverts, its steps and the directories they made, or the answer that ends it (no
-    entry, nothing to undo, a conflict). Called with ``tl.lock`` held."""
+    tl: Timeline,
+    target: int,
+    to: bool,
+    only_agent: str | None,
+    merge: bool,
+    buffers: dict[str, bytes] | None = None,
+    include_ambiguous: bool = False,
+) -> Prepared | dict[str, Any]:
+    """The entries an undo reverts, its steps, the directories they made and the ambiguous paths it keeps, or
+    the answer that ends it (no entry, nothing to undo, a conflict). Called with ``tl.lock`` held.
+
+    An ambiguous change (another entry outside this undo may have made it) is never reverted silently: it is
+    kept and named (``kept_ambiguous``) unless the user includes it (``include_ambiguous``)."""
     tl._drain()  # the files as they are now: later edits are in the index before the verdicts
     if target not in tl.entries:
         return {"ok": False, "error": "NO_ENTRY", "message": f"No entry {target}: `oh history` lists them."}
     ordered = [tl.entries[i] for i in sorted(tl.entries)]
     chosen = H.select_for_undo(ordered, target, to, only_agent)
-    netmap = H.net(c for e in chosen for c in e.changes)
+    _mine, doubtful = H.split_ambiguous(chosen)
+    kept = [] if include_ambiguous else sorted({c.path for c in doubtful})
+    netmap = H.net(c for e in chosen for c in e.changes if c.path not in kept)
     made = sorted({d for x in chosen for d in x.dirs if d}, key=lambda d: d.count("/"), reverse=True)
     if not netmap and not made:
-        return {"ok": True, "entry": None, "files": [], "message": "Nothing to undo: no file changes."}
+        said = f" ({len(kept)} ambiguous kept: `--include-ambiguous` reverts them)" if kept else ""
+        return {
+            "ok": True,
+            "entry": None,
+            "files": [],
+            "kept_ambiguous": kept,
+            "message": f"Nothing to undo: no file changes{said}.",
+        }
     # A file untouched since this backend's first snapshot is known by its git blob: read it first, so
     # the verdict compares contents, not a blob id with a sha256 (entries from before a restart).
     refs = {p: tl.index[p] for p in netmap if p in tl.index and tree.is_git_ref(tl.index[p][1])}
@@ -152,20 +173,29 @@ def _prepare(
     steps, conflicts = _plan(tl, netmap, merge, buffers)
     if conflicts:
         return {"ok": False, "error": "CONFLICT", "conflicts": conflicts, "message": _conflict_text(conflicts)}
-    return chosen, steps, made
+    return chosen, steps, made, kept
 
 
 def undo(
-    tl: Timeline, target: int, *, to: bool = False, who: str = "user", only_agent: str | None = None, merge: bool = True
+    tl: Timeline,
+    target: int,
+    *,
+    to: bool = False,
+    who: str = "user",
+    only_agent: str | None = None,
+    merge: bool = True,
+    by: str = H.USER,
+    include_ambiguous: bool = False,
 ) -> dict[str, Any]:
     """Revert entry ``target`` (and with ``to`` every later one): all files or none. The undo is itself
-    an entry, so it can be undone. ``merge`` False: a file changed since is a conflict (an agent's undo)."""
+    an entry, so it can be undone. ``merge`` False: a file changed since is a conflict (an agent's undo).
+    ``by``: the credential that asked (the undo's entry is that credential's)."""
     with tl.lock:
-        prepared = _prepare(tl, target, to, only_agent, merge)
+        prepared = _prepare(tl, target, to, only_agent, merge, include_ambiguous=include_ambiguous)
         if isinstance(prepared, dict):
             return prepared
-        chosen, steps, made = prepared
-        e = tl._open(who, "undo", f"undo {'--to ' if to else ''}{target}", undoes=[x.id for x in chosen])
+        chosen, steps, made, kept = prepared
+        e = tl._open(who, "undo", f"undo {'--to ' if to else ''}{target}", undoes=[x.id for x in chosen], by=by)
         tl.active[e.id] = e
         escaped = None
         try:
@@ -190,7 +220,8 @@ def undo(
         for x in chosen:  # a change set reverted by an undo is decided: it leaves `oh review`
             if x.review == H.PENDING:
                 tl.mark(x, H.REVERTED)
-        return {"ok": True, "entry": e.id, "files": [s[0] for s in steps], "undoes": e.undoes}
+        files = [s[0] for s in steps]
+        return {"ok": True, "entry": e.id, "files": files, "undoes": e.undoes, "kept_ambiguous": kept}
 
 
 # The directories an editor's undo (still being applied) will leave empty, by (timeline, undo entry).
@@ -206,8 +237,10 @@ def plan_for_editor(tl: Timeline, target: int, *, to: bool, buffers: dict[str, b
         prepared = _prepare(tl, target, to, None, True, buffers)
         if isinstance(prepared, dict):
             return prepared
-        chosen, steps, made = prepared
-        e = tl._open("user", "undo", f"undo {'--to ' if to else ''}{target} (in the editor)", [x.id for x in chosen])
+        chosen, steps, made, kept = prepared
+        e = tl._open(
+            "user", "undo", f"undo {'--to ' if to else ''}{target} (in the editor)", [x.id for x in chosen], by=H.USER
+        )
         tl.active[e.id] = e
         edits = []
         for path, state, merged in sorted(steps, key=lambda s: s[1] is not None):  # deletions first
@@ -227,7 +260,8 @@ def plan_for_editor(tl: Timeline, target: int, *, to: bool, buffers: dict[str, b
             data = merged if merged is not None else _content(tl, state)
             edits.append({"path": path, "content": base64.b64encode(data).decode("ascii"), "mode": state.mode})
         _EDITOR_DIRS[(id(tl), e.id)] = made  # removed, once empty, when the editor has applied the edits
-        return {"ok": True, "entry": e.id, "files": [s[0] for s in steps], "undoes": e.undoes, "edits": edits}
+        files = [s[0] for s in steps]
+        return {"ok": True, "entry": e.id, "files": files, "undoes": e.undoes, "edits": edits, "kept_ambiguous": kept}
 
 
 def finish_editor(tl: Timeline, entry_id: int) -> bool:

@@ -131,6 +131,46 @@ def net(changes: Iterable[Change]) -> dict[str, tuple[FileState | None, FileStat
     return {p: ba for p, ba in out.items() if not _equal(*ba)}
 
 
+USER, AGENT = "user", "agent"  # Entry.by: the credential oh saw (docs/protocol.md §3.15)
+
+
+def legacy_by(kind: str, agent: str) -> str:
+    """``by`` of an entry journaled before oh recorded it: the user's changes and the user's undos are the
+    user's; every action came from an agent's connection."""
+    return USER if kind == "user" or (kind == "undo" and agent == "user") else AGENT
+
+
+def fold(into: list[Change], more: Iterable[Change]) -> None:
+    """Add ``more`` to an entry's changes, one change per path: a path changed again keeps its first before and
+    takes the new after, and drops out when it is back as it was (a temporary file made and removed while a
+    command ran, found by two drains)."""
+    where = {c.path: i for i, c in enumerate(into)}
+    dropped = False
+    for c in more:
+        i = where.get(c.path)
+        if i is None:
+            where[c.path] = len(into)
+            into.append(c)
+            continue
+        old = into[i]
+        if _equal(old.before, c.after):
+            dropped = True
+            del where[c.path]
+            into[i] = Change("", None, None)  # marked: removed below (keeps the indices valid meanwhile)
+            continue
+        ambiguous = tuple(sorted(set(old.ambiguous) | set(c.ambiguous)))
+        renamed = (c.renamed or old.renamed) if old.before is None or c.after is None else None
+        into[i] = Change(c.path, old.before, c.after, renamed, ambiguous)
+    if dropped:
+        into[:] = [c for c in into if c.path]
+        # A rename's other half that came back (a temporary file sed made and removed) is no rename any more:
+        # the file left is a plain creation or deletion.
+        left = {c.path for c in into}
+        for c in into:
+            if c.renamed and c.renamed not in left:
+                c.renamed = None
+
+
 # An undo's verdict for one file: put ``before`` back, nothing to do, merge three ways, or refuse.
 RESTORE, NOTHING, MERGE, CONFLICT = "restore", "nothing", "merge", "conflict"
 
@@ -173,6 +213,7 @@ class HistoryRequest:
     to: bool = False  # undo: this entry and every later one (back to before it)
     agent: str | None = None  # list: one agent's entries; undo: only this agent's own (MCP)
     limit: int = 200
+    include_ambiguous: bool = False  # undo: also revert changes oh cannot tell were this entry's (the user only)
 
 
 def _int(obj: dict[str, Any], key: str) -> int | None:
@@ -195,7 +236,10 @@ def parse_request(obj: dict[str, Any]) -> HistoryRequest:
     if agent is not None and (not isinstance(agent, str) or not 0 < len(agent) <= 200):
         raise ProtocolError(ErrorId.BAD_REQUEST, "history: 'agent' must be a non-empty string.")
     limit = _int(obj, "limit") or 200
-    return HistoryRequest(op, entry, bool(obj.get("to", False)), agent, min(limit, 10_000))
+    include = obj.get("include_ambiguous", False)
+    if not isinstance(include, bool):
+        raise ProtocolError(ErrorId.BAD_REQUEST, "history: 'include_ambiguous' is true or false.")
+    return HistoryRequest(op, entry, bool(obj.get("to", False)), agent, min(limit, 10_000), include)
 
 
 @dataclass(slots=True)
@@ -214,11 +258,17 @@ class Entry:
     undoes: list[int] = field(default_factory=list)
     dirs: list[str] = field(default_factory=list)  # directories it created (an undo removes them once empty)
     review: str | None = None  # review after the fact: pending | kept | reverted (None: not a change set)
+    # Who oh saw make it (never a name a frame supplies): USER (the user's own changes, an undo sent with the
+    # decider credential, an editor's) or AGENT (an action sent with the agent token, a sandbox's leftover
+    # processes). ``agent`` is the display name the agent gave itself; only ``by`` decides who may undo it.
+    by: str = "agent"
+    shell: str | None = field(default=None, compare=False)  # the sandbox whose activity is watched (not journaled)
 
     def row(self, with_changes: bool = True) -> dict[str, Any]:
         row: dict[str, Any] = {
             "id": self.id,
             "agent": self.agent,
+            "by": self.by,
             "kind": self.kind,
             "what": self.what,
             "started": self.started,
@@ -285,12 +335,15 @@ def select_for_undo(entries: list[Entry], target: int, to: bool, agent: str | No
     """The entries an undo reverts, oldest first: one entry, or it and every later agent entry (``to``).
 
     The user's own changes (kind ``user``) are never reverted by ``--to``: they stay, and the files the
-    user changed since are merged three ways. ``agent`` (an agent undoing its own work): only its entries,
-    and none whose change another entry's could be (ambiguous)."""
+    user changed since are merged three ways. ``agent`` (an agent undoing its own work, with the agent token):
+    only entries oh attributed to the agent credential and that name, none whose change another entry's or the
+    user's could be (ambiguous). A name is no credential: an agent that calls itself "user" is still an agent."""
     chosen = [e for e in entries if e.id == target] if not to else [e for e in entries if e.id >= target]
     chosen = [e for e in chosen if e.kind != "user" or e.id == target]
     if agent is not None:
         for e in chosen:
+            if e.by != AGENT:
+                raise ProtocolError(ErrorId.PATH_DENIED, f"entry {e.id} is the user's, not an agent's: not undone.")
             if e.agent != agent:
                 raise ProtocolError(ErrorId.PATH_DENIED, f"entry {e.id} is {e.agent}'s, not yours: not undone.")
             if any(c.ambiguous for c in e.changes):
@@ -298,6 +351,16 @@ def select_for_undo(entries: list[Entry], target: int, to: bool, agent: str | No
                     ErrorId.PATH_DENIED, f"entry {e.id} has changes another action may have made: ask the user."
                 )
     return chosen
+
+
+def split_ambiguous(chosen: list[Entry]) -> tuple[list[Change], list[Change]]:
+    """The changes of the entries an undo reverts: those oh attributed to them alone, and the ambiguous ones
+    (another entry outside this undo, or the user, may have made them): those are kept unless the user includes
+    them. A path with any ambiguous change is kept whole (its later changes build on it)."""
+    ids = {e.id for e in chosen}
+    doubtful = {c.path for e in chosen for c in e.changes if set(c.ambiguous) - ids}
+    changes = [c for e in chosen for c in e.changes]
+    return [c for c in changes if c.path not in doubtful], [c for c in changes if c.path in doubtful]
 
 
 # VS Code's undo (§3.15.2): the editor leg asks, with the user's unsaved buffers; the backend answers with

@@ -105,6 +105,16 @@ class Runtime(ABC):
         """Where proposals are reviewed when not with `oh review` (the refusal `oh review` gets), or None."""
         return None
 
+    def watched_shell(self, action: Action, agent: Hashable) -> str | None:
+        """The key of the sandbox ``action`` runs in when everything it can change is changed from there, so
+        history may credit it only with what that sandbox did (issue 36 item 5); None: not known (the default)."""
+        return None
+
+    def sandbox_roots(self) -> dict[str, list[int]]:
+        """Per sandbox key, the pids of the bubblewrap processes running its shells (history's ``Activity``).
+        Called from history's thread: reads, never changes, the runtime's state."""
+        return {}
+
     def branch_switch(self) -> Switch:
         """Branch mode's switch for this runtime (docs/protocol.md §3.12)."""
         raise NotImplementedError(f"the {self.name} runtime cannot switch git branches")
@@ -148,6 +158,12 @@ class Wrapper(Runtime):
 
     def review_elsewhere(self) -> str | None:
         return self.inner.review_elsewhere()
+
+    def watched_shell(self, action: Action, agent: Hashable) -> str | None:
+        return self.inner.watched_shell(action, agent)
+
+    def sandbox_roots(self) -> dict[str, list[int]]:
+        return self.inner.sandbox_roots()
 
     def branch_switch(self) -> Switch:
         return self.inner.branch_switch()

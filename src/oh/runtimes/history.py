@@ -15,6 +15,7 @@ import resource
 import time
 from typing import Any, Callable, Hashable
 
+from ..history.activity import Activity
 from ..history.timeline import Timeline
 from ..protocol import history as H
 from ..protocol.events import Action
@@ -43,7 +44,7 @@ def _summary(action: Action) -> str:
 
 
 class HistoryRecorder(Wrapper):
-    def __init__(self, inner: Runtime, make_timeline: Callable[[], Timeline]) -> None:
+    def __init__(self, inner: Runtime, make_timeline: Callable[[Activity | None], Timeline]) -> None:
         super().__init__(inner)
         self._make = make_timeline
         self.timeline: Timeline | None = None
@@ -71,8 +72,9 @@ class HistoryRecorder(Wrapper):
     async def start(self) -> None:
         def build() -> Timeline:
             t0, c0 = time.perf_counter(), _cpu()
-            tl = self._make()
+            tl = self._make(Activity(self.inner.sandbox_roots))
             snap = tl.snapshot()
+            tl.watch_in_background()
             # Its own clock (docs/benchmarks.md): wall, and CPU seconds of oh and of the git it ran.
             took = {"took_s": round(time.perf_counter() - t0, 3)}
             self.first_snapshot = {**snap, **took, **{k: round(v - c0[k], 3) for k, v in _cpu().items()}}
@@ -151,7 +153,11 @@ class HistoryRecorder(Wrapper):
         if tl is None or action.kind not in CHANGES:
             return await self.inner.execute(action, agent)
         ctx = as_context(agent)
-        entry = await asyncio.to_thread(tl.begin, ctx.name, action.kind, _summary(action))
+
+        def begin() -> int:  # the sandbox check may probe bubblewrap once: in the thread, as the drain
+            return tl.begin(ctx.name, action.kind, _summary(action), self.inner.watched_shell(action, agent))
+
+        entry = await asyncio.to_thread(begin)
         status = "interrupted"
         obs: dict[str, Any] = {}
         try:

@@ -38,12 +38,12 @@ from .jobs import SPOOL_CAP
 from .paths import PathPolicy, escape_error
 from .gitswitch import local_switch
 from .review import PathLocks, Proposal, ProposalQueue, ProposingEditor, Recorder, file_bytes, text_of
-from .engine import STARTUP_TIMEOUT
+from .engine import STARTUP_TIMEOUT, PtyShell
 from .ptyproc import WrapArgv
 from ...protocol import shellqueue
 from .terminal import Terminal
 from ...protocol import sandbox as sandbox_rules
-from .sandbox import Sandbox
+from .sandbox import Sandbox, check
 
 log = logging.getLogger("oh.runtimes.local")
 
@@ -217,6 +217,22 @@ class LocalRuntime(Runtime):
             notes_said=self._notes_said,
             sandbox=sandbox,
         )
+
+    def watched_shell(self, action: Action, agent: Hashable) -> str | None:
+        """A command in the agent's own sandbox (not one the consent gate let out, nor a network one-shot): all it
+        can change, it changes from its shells' pid namespaces, which ``sandbox_roots`` names."""
+        sandbox = self.sandbox
+        if action.kind != "run" or ESCALATE in action.args or sandbox is None or not sandbox.active:
+            return None
+        return as_context(agent).shell_key if check(sandbox.spec.bwrap).ok else None
+
+    def sandbox_roots(self) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for key, group in list(self._terminals.items()):
+            terms = [group.main, *list(group.extras.values())]
+            shells = [s for t in terms for s in (t.shell, t._starting) if isinstance(s, PtyShell)]
+            out[str(key)] = [s.pid for s in shells if s.sandbox is not None and s.pid > 0]
+        return out
 
     def shell_cwd(self, ctx: AgentContext) -> str | None:
         """The current directory of the agent's main shell (consent resolves relative paths from it)."""
