@@ -36,3 +36,12 @@ def test_share_revoke_of_an_unknown_share_ends_with_one_full_stop(oh):
     out = oh("share", "revoke", "nosuch", check=1)
     line = out.stderr.strip().splitlines()[0]
     assert line.endswith("`oh share list`.") and not line.endswith(".."), out.stderr
+
+
+def test_jobs_wait_on_a_failed_job_with_no_output_says_so(oh):
+    oh.start("local")
+    job = oh("run", "--background", "--", "exit 4", check=0).stdout.strip()
+    out = oh("jobs", "wait", job, "--timeout", "60", check=4)
+    assert f"job {job} failed (exit 4) and printed nothing" in out.stderr, out.stderr
+    quiet = oh("jobs", "wait", "-q", job, check=4)
+    assert quiet.stderr == "", quiet.stderr

@@ -273,6 +273,9 @@ def jobs_wait(
             io.note(f"job {job_id} is LOST: the editor that ran it went away.")
         elif state == "CANCELLED":
             io.note(f"job {job_id} was cancelled.")
+        elif state == "FAILED" and not content.strip() and not quiet:
+            # issue 41: a failed job with no output ended `oh jobs wait` with an exit status and not a word
+            io.note(f"job {job_id} failed (exit {record.get('exit_code', '?')}) and printed nothing.")
     return exit_for(record)
 
 
