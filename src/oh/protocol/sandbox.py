@@ -15,6 +15,7 @@ Levels:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -156,6 +157,46 @@ def spec_from(values: dict[str, Any]) -> Spec:
     if fallback not in FALLBACKS:
         raise SandboxError(f"sandbox_fallback must be one of {', '.join(FALLBACKS)} (got {fallback!r})")
     return Spec(lv, bool(net), tuple(writable), fallback, str(values.get("sandbox_bwrap") or ""))
+
+
+def resolve(spec: Spec, home: str) -> Spec:
+    """``spec`` as the backend resolves it once for every runtime (docs/protocol.md §3.17): each writable path
+    absolute (``~`` against ``home``), a relative one dropped (it would mean a different place per shell)."""
+    writable = (expand(p, home) for p in spec.writable)
+    return dataclasses.replace(spec, writable=tuple(dict.fromkeys(p for p in writable if os.path.isabs(p))))
+
+
+def to_wire(spec: Spec, hidden: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The resolved sandbox as the ``registered`` frame sends it (docs/protocol.md §3.17): everything the
+    editor's engine host needs to build the same bubblewrap command line as the local runtime; ``hidden``:
+    oh's own directories (the engine hides them besides the ones it knows)."""
+    return {
+        "level": spec.level,
+        "network": spec.network,
+        "writable": list(spec.writable),
+        "fallback": spec.fallback,
+        "bwrap": spec.bwrap,
+        "hidden": list(hidden),
+    }
+
+
+def from_wire(obj: Any) -> tuple[Spec, tuple[str, ...]]:
+    """``to_wire``'s object back (the engine host's ``--sandbox-spec``), checked: SandboxError names the field."""
+    if not isinstance(obj, dict):
+        raise SandboxError("the sandbox spec must be a JSON object")
+    paths: dict[str, tuple[str, ...]] = {}
+    for key in ("writable", "hidden"):
+        value = obj.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(p, str) and os.path.isabs(p) for p in value):
+            raise SandboxError(f"the sandbox spec's {key} must be a list of absolute paths")
+        paths[key] = tuple(value)
+    if not isinstance(obj.get("network", False), bool) or not isinstance(obj.get("bwrap", ""), str):
+        raise SandboxError("the sandbox spec's network must be true or false and its bwrap a string")
+    fallback = obj.get("fallback", "refuse")
+    if fallback not in FALLBACKS:
+        raise SandboxError(f"the sandbox spec's fallback must be one of {', '.join(FALLBACKS)} (got {fallback!r})")
+    spec = Spec(level(obj.get("level", DEFAULT_LEVEL)), obj.get("network", False), paths["writable"], fallback)
+    return dataclasses.replace(spec, bwrap=obj.get("bwrap", "")), paths["hidden"]
 
 
 def expand(path: str, home: str) -> str:
@@ -358,8 +399,8 @@ def sockets_to_cover(
     limit: int = MAX_SOCKETS,
 ) -> Covers:
     """Which of the ``live`` sockets (real paths of path-bound sockets of processes outside) a shell with
-    ``plan`` covers: with the network on only those under /tmp (name lookups may need a resolver's socket); else each one
-    the sandbox would show, but the name-service ones (KEEP_SOCKETS). ``only_sockets``: directories that hold
+    ``plan`` covers: with the network on only those under /tmp (name lookups may need a resolver's socket);
+    else each one the sandbox would show, but the name-service ones (KEEP_SOCKETS). ``only_sockets``: directories that hold
     nothing but sockets (covered whole from COLLAPSE_AT on); ``keep``: directories never covered whole (HOME,
     the workspace, the shell's directory; the binds are added). Sockets under the writable roots are covered
     too: one there may be a dev server's or an IDE's that runs outside (a socket the agent binds itself lives
