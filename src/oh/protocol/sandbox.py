@@ -400,8 +400,8 @@ def sockets_to_cover(
 ) -> Covers:
     """Which of the ``live`` sockets (real paths of path-bound sockets of processes outside) a shell with
     ``plan`` covers: with the network on only those under /tmp (name lookups may need a resolver's socket);
-    else each one the sandbox would show, but the name-service ones (KEEP_SOCKETS). ``only_sockets``: directories that hold
-    nothing but sockets (covered whole from COLLAPSE_AT on); ``keep``: directories never covered whole (HOME,
+    else each one the sandbox would show, but the name-service ones (KEEP_SOCKETS). ``only_sockets``: directories
+    that hold nothing but sockets (covered whole from COLLAPSE_AT on); ``keep``: directories never covered whole (HOME,
     the workspace, the shell's directory; the binds are added). Sockets under the writable roots are covered
     too: one there may be a dev server's or an IDE's that runs outside (a socket the agent binds itself lives
     in its own network namespace and is never in the list). At most ``limit`` covers in all."""

@@ -415,7 +415,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         "--max-output", type=int, default=30000, help="characters of output per observation (head + tail kept)"
     )
     p.add_argument(
-        "--sandbox-spec", default=None, help="the backend's resolved sandbox (JSON); then the other --sandbox* are ignored"
+        "--sandbox-spec",
+        default=None,
+        help="the backend's resolved sandbox (JSON); then the other --sandbox* are ignored",
     )
     p.add_argument("--sandbox", choices=rules.LEVELS, default=None, help="default: $OH_SANDBOX, else workspace-write")
     p.add_argument(
