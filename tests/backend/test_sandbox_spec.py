@@ -51,3 +51,13 @@ def test_runtime_descriptions_come_from_the_sandbox_level(monkeypatch, tmp_path)
     assert dict(complete_runtimes(""))["local"] == "on this machine, the agent's shell sandboxed (read-only)"
     monkeypatch.setenv("OH_SANDBOX", "off")
     assert dict(complete_runtimes("lo")) == {"local": "on this machine, no sandbox (sandbox = off)"}
+
+
+def test_the_backend_reads_no_sandbox_environment_nor_reaches_into_a_runtime():
+    """docs/architecture.md's claim, kept: the sandbox reaches the backend through ``Runtime.sandbox_view`` and the
+    launcher's flags only."""
+    import oh.backend
+
+    for path in Path(oh.backend.__file__).parent.glob("*.py"):
+        text = path.read_text()
+        assert "OH_SANDBOX" not in text and "inner.sandbox" not in text, path

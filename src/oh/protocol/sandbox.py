@@ -254,7 +254,7 @@ def plan(
     if any(_under(workspace, h) for h in hidden):
         notes = (f"The workspace {workspace} lies in a hidden directory: it is not visible in the sandbox.",)
     # Hidden paths are covered after the writable binds (a workspace that is HOME must not show ~/.ssh);
-    # oh's scratch files come last: they may live in /tmp (under the private /tmp) or in oh's state.
+    # oh's scratch files come last: they may live in /tmp (read-only there) or in oh's state.
     # Paths under the private $TMPDIR (/var/tmp) vanish under its tmpfs: HOME, and at read-only the workspace
     # and roots, come back read-only (the host's /tmp is shown read-only as it is).
     readonly = tuple(p for p in (home, workspace, *roots) if p and _under(p, PRIVATE_TMP))
