@@ -327,7 +327,8 @@ def mounts(
     sockets of programs outside, covered last (over whatever bind shows them): a directory by an empty
     read-only tmpfs, a socket by an empty character device (``connect()`` fails: ECONNREFUSED)."""
     out = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", rules.PRIVATE_TMP]
-    out += ["--setenv", "TMPDIR", rules.PRIVATE_TMP]
+    # $TMPDIR for most programs; zsh's here-documents and `=(...)` use $TMPPREFIX (default /tmp/zsh) instead
+    out += ["--setenv", "TMPDIR", rules.PRIVATE_TMP, "--setenv", "TMPPREFIX", rules.PRIVATE_TMP + "/zsh"]
     for path in plan.readonly:
         if os.path.isdir(path):
             out += ["--ro-bind", path, path]
