@@ -425,20 +425,28 @@ export function describeClose(info: CloseInfo): string {
   return `${info.code} ${names[info.code] ?? ''}${info.reason ? ` (${info.reason})` : ''}${info.error ? ` [${info.error}]` : ''}`.replace(/\s+/g, ' ').trim();
 }
 
-/** The agent shell's sandbox as the backend's settings say (docs/protocol.md §3.17). */
+/**
+ * The agent shell's sandbox as the backend resolved it (docs/protocol.md §3.17): absolute paths, everything the
+ * engine host needs to build the same bubblewrap command line as the local runtime. Passed on as it is. Only a
+ * level and the network (no backend's spec, this window's `oh.sandbox` level): the engine host's own defaults.
+ */
 export interface SandboxSettings {
   level: 'workspace-write' | 'read-only' | 'off';
   network: boolean;
   writable?: string[];
   fallback?: 'refuse' | 'unconfined';
+  bwrap?: string;
+  hidden?: string[];
 }
 
-/** The registered frame's `sandbox`, checked (anything malformed: undefined, the engine's own default). */
+const absolutePaths = (v: unknown): v is string[] => Array.isArray(v) && v.every((p) => typeof p === 'string' && p.startsWith('/'));
+
+/** The registered frame's `sandbox`, checked whole (anything malformed: undefined, the engine's own default). */
 export function parseSandbox(raw: unknown): SandboxSettings | undefined {
   if (!raw || typeof raw !== 'object') return undefined;
   const o = raw as Record<string, unknown>;
   if (o.level !== 'workspace-write' && o.level !== 'read-only' && o.level !== 'off') return undefined;
-  const writable = Array.isArray(o.writable) ? o.writable.filter((w): w is string => typeof w === 'string' && w.startsWith('/')) : undefined;
-  const fallback = o.fallback === 'unconfined' ? 'unconfined' : o.fallback === 'refuse' ? 'refuse' : undefined;
-  return { level: o.level, network: o.network === true, writable, fallback };
+  if (typeof o.network !== 'boolean' || (o.fallback !== 'refuse' && o.fallback !== 'unconfined')) return undefined;
+  if (!absolutePaths(o.writable) || !absolutePaths(o.hidden) || typeof o.bwrap !== 'string') return undefined;
+  return { level: o.level, network: o.network, writable: o.writable, fallback: o.fallback, bwrap: o.bwrap, hidden: o.hidden };
 }

@@ -26,12 +26,15 @@ const bwrapOk = (() => {
 const skip = noPython || (!bwrapOk && 'bubblewrap cannot run here');
 
 test('the one-shot host flags: off leaves the sandbox; network keeps the level, writable and fallback and turns the network on', () => {
-  const sb = { level: 'read-only' as const, network: false, writable: ['/c'], fallback: 'refuse' as const };
-  assert.deepEqual(sandboxArgs(sb, ['/r']), ['--sandbox', 'read-only', '--sandbox-network', 'off', '--sandbox-writable', '/c', '--sandbox-fallback', 'refuse', '--allow', '/r']);
-  assert.deepEqual(sandboxArgs(sb, ['/r'], 'network'), ['--sandbox', 'read-only', '--sandbox-network', 'on', '--sandbox-writable', '/c', '--sandbox-fallback', 'refuse', '--allow', '/r']);
+  const sb = { level: 'read-only' as const, network: false, writable: ['/c'], fallback: 'refuse' as const, bwrap: '', hidden: ['/h'] };
+  const spec = (network: boolean) => JSON.stringify({ ...sb, network });
+  assert.deepEqual(sandboxArgs(sb, ['/r']), ['--sandbox-spec', spec(false), '--allow', '/r']);
+  assert.deepEqual(sandboxArgs(sb, ['/r'], 'network'), ['--sandbox-spec', spec(true), '--allow', '/r']);
   assert.deepEqual(sandboxArgs(sb, ['/r'], 'off'), ['--sandbox', 'off', '--allow', '/r']);
   // No settings from the backend: the host's own default level, with the network on / off.
   assert.deepEqual(sandboxArgs(undefined, [], 'network'), ['--sandbox-network', 'on']);
+  // A level alone (this window's oh.sandbox, no backend's spec): the host's own writable list and fallback.
+  assert.deepEqual(sandboxArgs({ level: 'read-only', network: false }, [], 'network'), ['--sandbox', 'read-only', '--sandbox-network', 'on']);
   assert.deepEqual(sandboxArgs(undefined, [], 'off'), ['--sandbox', 'off']);
   assert.deepEqual(sandboxArgs(undefined, []), []);
 });

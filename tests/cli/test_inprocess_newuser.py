@@ -83,10 +83,11 @@ def test_mcp_no_backend_text_says_what_oh_start_starts():
 
     text = no_backend_message("/w", can_start=False)
     assert (
-        "`oh start` (the live view; the actions run on this machine, no sandbox, unless the config's "
-        "`runtime` says vscode)"
+        "`oh start` (the live view; the actions run on this machine, the agent's shell sandboxed unless the config's "
+        "`sandbox` is off, unless the config's `runtime` says vscode)"
     ) in text
-    assert "`oh start --runtime vscode` (VS Code runs the actions)" in text
+    assert "`oh start --runtime vscode` (VS Code runs the actions, sandboxed the same way)" in text
+    assert "no sandbox" not in text
 
 
 def test_the_timeout_suffixes_of_both_runtimes_are_classified():

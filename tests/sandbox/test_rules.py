@@ -48,8 +48,8 @@ def test_plan_refuses_writable_inside_hidden_and_off_is_empty():
     assert f"{HOME}/.ssh/cache" not in p.writable and f"{HOME}/.cache" in p.writable
     off = rules.plan(rules.Spec(level="off"), home=HOME, workspace="/w")
     assert off.writable == off.hidden == () and off.network
-    under_tmp = rules.plan(rules.Spec(level="read-only"), home="/tmp/h", workspace="/tmp/w")
-    assert set(under_tmp.readonly) == {"/tmp/h", "/tmp/w"}  # brought back after the private /tmp
+    under_tmp = rules.plan(rules.Spec(level="read-only"), home="/var/tmp/h", workspace="/tmp/w")
+    assert under_tmp.readonly == ("/var/tmp/h",)  # brought back after the private $TMPDIR; /tmp is shown as it is
 
 
 @pytest.mark.parametrize(
@@ -175,7 +175,8 @@ def test_sockets_covered_where_the_sandbox_shows_them_network_off_only():
         f"{HOME}/proj/dev.sock",  # the workspace: a program outside listens there too
         "/run/proxy/p.sock",
         "/run/user/1000/bus",  # hidden already: $XDG_RUNTIME_DIR
-        "/tmp/.X11-unix/X0",  # hidden already: the private /tmp
+        "/tmp/.X11-unix/X0",  # the host's /tmp is shown (read-only): covered at every network setting
+        "/var/tmp/x.sock",  # hidden already: the private $TMPDIR
         f"{HOME}/.ssh/agent.sock",  # hidden already: HIDDEN
         f"{HOME}/.local/state/oh/agents.sock",  # hidden already: oh's own state
         "/var/lib/sss/pipes/nss",  # kept: account lookups
@@ -188,10 +189,12 @@ def test_sockets_covered_where_the_sandbox_shows_them_network_off_only():
         f"{HOME}/.vscode-server/ipc.sock",
         f"{HOME}/proj/dev.sock",
         "/run/proxy/p.sock",
+        "/tmp/.X11-unix/X0",
         "/run/nscd/socket",
     )
     assert got.dirs == () and got.left == ()
-    assert rules.sockets_to_cover(live, _plan(network=True)) == rules.Covers()  # today's fixed list only
+    # the network on: /tmp's only (no resolver listens there)
+    assert rules.sockets_to_cover(live, _plan(network=True)) == rules.Covers(files=("/tmp/.X11-unix/X0",))
     assert rules.sockets_to_cover(live, _plan(level="off")) == rules.Covers()
 
 
@@ -226,7 +229,7 @@ def test_shown_follows_the_mounts_order_and_depth():
         scratch=("/tmp/home/ws/secret/s",),
     )
     assert rules.shown("/tmp/home/a.sock", p) and rules.shown("/tmp/home/ws/b.sock", p)
-    assert not rules.shown("/tmp/other.sock", p) and not rules.shown("/var/tmp/x", p)
+    assert rules.shown("/tmp/other.sock", p) and not rules.shown("/var/tmp/x", p)
     assert not rules.shown("/tmp/home/ws/secret/c.sock", p) and rules.shown("/tmp/home/ws/secret/s/d.sock", p)
     assert rules.shown("/tmpx/e.sock", p) and rules.shown("/run/f.sock", p)
 

@@ -394,18 +394,18 @@ export class EngineShell implements CommandShell {
 }
 
 /**
- * The engine host's sandbox flags (docs/protocol.md §3.17); none: its default (workspace-write, or OH_SANDBOX).
+ * The engine host's sandbox flags (docs/protocol.md §3.17): the backend's resolved spec as it is (`--sandbox-spec`);
+ * none sent: the host's default (workspace-write, or OH_SANDBOX).
  * `escalation` (a one-shot host for an approved escalation): "off" runs the shell unconfined; "network" keeps the
  * level and everything else of the sandbox and turns the network on (with no settings: the host's default level).
  */
 export function sandboxArgs(sb: SandboxSettings | undefined, roots: string[] | undefined, escalation?: 'off' | 'network'): string[] {
   const args: string[] = [];
   if (escalation === 'off') args.push('--sandbox', 'off');
-  else if (sb) {
-    args.push('--sandbox', sb.level, '--sandbox-network', sb.network || escalation === 'network' ? 'on' : 'off');
-    if (sb.writable) args.push('--sandbox-writable', sb.writable.join(':'));
-    if (sb.fallback) args.push('--sandbox-fallback', sb.fallback);
-  } else if (escalation === 'network') args.push('--sandbox-network', 'on');
+  else if (sb?.writable && sb.hidden && sb.fallback && sb.bwrap !== undefined) {
+    args.push('--sandbox-spec', JSON.stringify(escalation === 'network' ? { ...sb, network: true } : sb));
+  } else if (sb) args.push('--sandbox', sb.level, '--sandbox-network', sb.network || escalation === 'network' ? 'on' : 'off');
+  else if (escalation === 'network') args.push('--sandbox-network', 'on');
   for (const root of roots ?? []) args.push('--allow', root);
   return args;
 }

@@ -120,8 +120,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     # The agent's shell (docs/protocol.md §3.4.1): unset = the local runtime's own default (OH_USER_SHELL, else on).
     p.add_argument("--user-shell", choices=("true", "false"), default=None)
     p.add_argument("--shell-startup-timeout", type=float, default=None)
-    # The agent shell's sandbox (README "Sandbox"): unset = the local runtime's own default (OH_SANDBOX*, else
-    # workspace-write).
+    # The agent shell's sandbox (README "Sandbox"): the launcher passes the resolved settings; unset = the
+    # settings' default (workspace-write, network off).
     p.add_argument("--sandbox", choices=("workspace-write", "read-only", "off"), default=None)
     p.add_argument("--sandbox-network", choices=("true", "false"), default=None)
     p.add_argument("--sandbox-writable", default=None, help=f"{os.pathsep}-separated directories")
@@ -198,7 +198,8 @@ def _oh_dirs() -> tuple[str, ...]:
 
 
 def _sandbox_spec(args: argparse.Namespace) -> Any:
-    """The sandbox flags as a Spec; None when the launcher passed none (the runtime's env/default rule)."""
+    """The sandbox flags as a Spec (the launcher resolves the settings and passes them all; a flag left out
+    takes the setting's default). No environment is read: the settings rule (docs/architecture.md)."""
     given = {
         "sandbox": args.sandbox,
         "sandbox_network": args.sandbox_network,
@@ -206,10 +207,7 @@ def _sandbox_spec(args: argparse.Namespace) -> Any:
         "sandbox_fallback": args.sandbox_fallback,
         "sandbox_bwrap": args.sandbox_bwrap,
     }
-    if all(v is None for v in given.values()):
-        return None
-    env = {k.lower()[3:]: v for k, v in os.environ.items() if k.startswith("OH_SANDBOX")}
-    return sandbox_rules.spec_from({**env, **{k: v for k, v in given.items() if v is not None}})
+    return sandbox_rules.spec_from({k: v for k, v in given.items() if v is not None})
 
 
 def _trust_programs(args: argparse.Namespace, workspace: str) -> None:
@@ -232,9 +230,7 @@ def _escalations_gated(args: argparse.Namespace) -> bool:
     `unsandboxed:` rule), never run unasked."""
     if args.runtime not in ("local", "vscode"):
         return False
-    spec = _sandbox_spec(args)
-    level = spec.level if spec is not None else os.environ.get("OH_SANDBOX", "") or sandbox_rules.DEFAULT_LEVEL
-    return level != "off"
+    return bool(_sandbox_spec(args).on)
 
 
 def _ready(fd: int | None, payload: dict) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import itertools
 import logging
 import os
@@ -24,7 +25,7 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
 from .. import PROTOCOL_VERSION, __version__
-from ..protocol import progress, review, runtimenames
+from ..protocol import progress, review
 from ..protocol import sandbox as sandbox_rules
 from ..protocol.codes import Close
 from ..runtimes import stack
@@ -68,7 +69,7 @@ def _welcome(config: BackendConfig, instance_id: str, workspace: str, roots: lis
         config.review_timeout,
         config.user_shell,
         config.shell_startup_timeout,
-        _sandbox_welcome(config.sandbox),
+        _sandbox_welcome(config),
     )
 
 
@@ -114,6 +115,8 @@ class Backend:
     ) -> None:
         from ..sessions import new_instance_id
 
+        # The sandbox resolved once (absolute paths), for the runtime and for every editor (docs/protocol.md §3.17).
+        config = dataclasses.replace(config, sandbox=_resolved_sandbox(config.sandbox))
         self.config = config
         self.workspace = os.path.realpath(config.workspace)
         self.allowed_roots = agentinfo.effective_roots(self.workspace, config.allowed_roots)
@@ -214,13 +217,11 @@ class Backend:
         )
         self.runtime = self.stack.outer
         self.consent = self.stack.consent  # consent (§3.13): around the branch guard, so every route passes it
-        # The local runtime's sandbox (README "Sandbox"), for `oh status` and the live view.
-        self.sandbox = getattr(self.stack.inner, "sandbox", None)
+        # The agent shell's sandbox as the runtime applies it (README "Sandbox"), for `oh status` and the live view.
+        self.sandbox = self.runtime.sandbox_view()
         # Installs of `ensure` ask to leave the sandbox only with a consent gate to ask (`oh start` always has
         # one when the shell is sandboxed): without one a request to leave is refused, so installs stay inside.
-        self.stack.ensure.installs_leave_sandbox = self.consent is not None and _shell_without_network(
-            config, self.sandbox
-        )
+        self.stack.ensure.installs_leave_sandbox = self.consent is not None and _shell_without_network(self.sandbox)
         self.runtime.on_job_event = self.monitors.job_event
         self.runtime.on_shell_note = self.monitors.shell_note
         self.proposals = self.runtime.proposals  # the local runtime's ProposalQueue in review mode
@@ -437,22 +438,21 @@ class Backend:
         }
 
 
-def _shell_without_network(config: BackendConfig, sandbox: Any) -> bool:
-    """Whether the agent's shell is sandboxed with the network off: the local runtime's sandbox says so itself;
-    an editor's engine shell follows the settings this backend sends it (``_sandbox_welcome``; none sent: the
-    same OH_SANDBOX* rule as here, docs/protocol.md §3.17)."""
-    if sandbox is not None:
-        return bool(sandbox.status()["confined"] and not sandbox.spec.network)
-    if not runtimenames.uses_editor(config.runtime):
-        return False
-    spec = config.sandbox or sandbox_rules.spec_from(
-        {k.lower()[3:]: v for k, v in os.environ.items() if k.startswith("OH_SANDBOX")}
-    )
-    return bool(spec.on and not spec.network)
+def _shell_without_network(sandbox: Any) -> bool:
+    """Whether the agent's shell is sandboxed with the network off, as the runtime's sandbox says
+    (``Runtime.sandbox_view``: the local runtime's, or the one every editor's engine host is sent)."""
+    return sandbox is not None and bool(sandbox.status()["confined"] and not sandbox.spec.network)
 
 
-def _sandbox_welcome(spec: Any) -> dict[str, Any] | None:
-    """The sandbox settings an editor's engine host follows (docs/protocol.md §3.17); None: its own default."""
-    if spec is None:
+def _resolved_sandbox(spec: Any) -> Any:
+    """The settings' sandbox resolved once (``protocol.sandbox.resolve``: absolute paths); None stays None
+    (an in-process backend without one: the runtime's own default)."""
+    return None if spec is None else sandbox_rules.resolve(spec, os.path.expanduser("~"))
+
+
+def _sandbox_welcome(config: BackendConfig) -> dict[str, Any] | None:
+    """The resolved sandbox an editor's engine host applies as it is (docs/protocol.md §3.17); None: its own
+    default (a hand-made in-process backend without one)."""
+    if config.sandbox is None:
         return None
-    return {"level": spec.level, "network": spec.network, "writable": list(spec.writable), "fallback": spec.fallback}
+    return sandbox_rules.to_wire(config.sandbox, tuple(config.sandbox_hidden))

@@ -134,7 +134,23 @@ def target_options():
 
 
 def complete_runtimes(incomplete: str):
-    return [(t.name, t.where) for t in runtimenames.TRAITS.values() if t.name.startswith(incomplete)]
+    level = _sandbox_level()
+    return [
+        (t.name, runtimenames.describe(t.name, level))
+        for t in runtimenames.TRAITS.values()
+        if t.name.startswith(incomplete)
+    ]
+
+
+def _sandbox_level() -> str:
+    """The settings' sandbox level for a description (a broken config: the default, TAB must not fail)."""
+    from ..config.settings import Settings
+    from ..errors import OhBaseError
+
+    try:
+        return str(Settings.load().get("sandbox"))
+    except (OhBaseError, OSError, ValueError):
+        return "workspace-write"
 
 
 def complete_keys(incomplete: str):

@@ -20,7 +20,6 @@ from .. import sessions
 from ..fastpath.connect import ConnectError
 from ..client import AuthError, Client, ConnectionLost, OhClientError
 from ..protocol.paths import within
-from ..protocol import runtimenames
 from ..errors import ClientError
 
 log = logging.getLogger("oh.mcp")
@@ -44,8 +43,9 @@ def shell_key(client_name: str) -> str:
 def no_backend_message(target: str, *, can_start: bool) -> str:
     text = (
         f"No oh backend serves {target}. Start one in a terminal in that directory: `oh start` (the live view; the "
-        "actions run on this machine, no sandbox, unless the config's `runtime` says vscode) or `oh start --runtime "
-        "vscode` (VS Code runs the actions); add `--detach` to get the terminal back. Then call this tool again."
+        "actions run on this machine, the agent's shell sandboxed unless the config's `sandbox` is off, unless the "
+        "config's `runtime` says vscode) or `oh start --runtime vscode` (VS Code runs the actions, sandboxed the "
+        "same way); add `--detach` to get the terminal back. Then call this tool again."
     )
     if not can_start:
         text += " Or run this MCP server as `oh mcp --start` to start a local backend by itself."
@@ -191,9 +191,7 @@ class Backend:
             started.session.runtime,
             started.session.workspace,
             started.session.instance_id,
-            " (runtime local has NO sandbox: actions run on this machine as you)"
-            if not runtimenames.uses_editor(started.session.runtime)
-            else "",
+            " (sandbox = off: actions run on this machine as you)" if s.sandbox == "off" else "",
         )
         return started.session
 

@@ -14,17 +14,27 @@ class Traits:
 
     def __init__(self, name: str, where: str, editor: bool, review_where: str) -> None:
         self.name = name
-        self.where = where  # where actions run (completion help, `oh start --help`)
-        self.editor = editor  # actions go to a connected editor (VS Code, `oh attach`); False: no sandbox here
+        self.where = where  # where actions run (``describe`` adds the sandbox: completion help, MCP)
+        self.editor = editor  # actions go to a connected editor (VS Code, `oh attach`)
         self.review_where = review_where  # where review mode's proposals are decided
 
 
 TRAITS = {
-    "local": Traits("local", "on this machine, no sandbox", False, "with `oh review`"),
+    "local": Traits("local", "on this machine", False, "with `oh review`"),
     "vscode": Traits("vscode", "in VS Code", True, "in VS Code's diff editor"),
 }
 NAMES = tuple(TRAITS)
 DEFAULT = "local"
+
+
+def describe(name: str, sandbox: str) -> str:
+    """Where runtime ``name``'s actions run and how its agent shell is confined, from the ``sandbox`` level the
+    settings give (both runtimes apply the same one: docs/protocol.md §3.17)."""
+    traits = TRAITS.get(name)
+    where = traits.where if traits is not None else name
+    if sandbox == "off":
+        return f"{where}, no sandbox (sandbox = off)"
+    return f"{where}, the agent's shell sandboxed ({sandbox})"
 
 
 def uses_editor(name: object) -> bool:

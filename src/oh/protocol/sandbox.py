@@ -6,15 +6,16 @@ bubblewrap's command line (the wall is bubblewrap: mount, pid and network namesp
 
 Levels:
 
-- ``workspace-write`` (the default): the system and HOME read-only; the workspace, the allowed roots and
-  the cache directories writable; a private /tmp; secrets hidden; no view of other processes; network off
-  unless ``sandbox_network`` is on.
-- ``read-only``: the same, but only the private /tmp (and oh's own scratch files) is writable.
+- ``workspace-write`` (the default): the system, HOME and the host's /tmp read-only; the workspace, the
+  allowed roots and the cache directories writable; a private writable $TMPDIR (/var/tmp); secrets hidden; no
+  view of other processes; network off unless ``sandbox_network`` is on.
+- ``read-only``: the same, but only the private $TMPDIR (and oh's own scratch files) is writable.
 - ``off``: the shell runs as you, unconfined.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -129,7 +130,7 @@ class Spec:
         if not self.on:
             return "off (commands run unconfined, as you)"
         net = "network on" if self.network else "network off"
-        what = "workspace writable" if self.level == "workspace-write" else "nothing writable but /tmp"
+        what = "workspace writable" if self.level == "workspace-write" else "nothing writable but $TMPDIR"
         return f"{self.level} ({what}, {net}, secrets hidden)"
 
 
@@ -158,6 +159,46 @@ def spec_from(values: dict[str, Any]) -> Spec:
     return Spec(lv, bool(net), tuple(writable), fallback, str(values.get("sandbox_bwrap") or ""))
 
 
+def resolve(spec: Spec, home: str) -> Spec:
+    """``spec`` as the backend resolves it once for every runtime (docs/protocol.md §3.17): each writable path
+    absolute (``~`` against ``home``), a relative one dropped (it would mean a different place per shell)."""
+    writable = (expand(p, home) for p in spec.writable)
+    return dataclasses.replace(spec, writable=tuple(dict.fromkeys(p for p in writable if os.path.isabs(p))))
+
+
+def to_wire(spec: Spec, hidden: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The resolved sandbox as the ``registered`` frame sends it (docs/protocol.md §3.17): everything the
+    editor's engine host needs to build the same bubblewrap command line as the local runtime; ``hidden``:
+    oh's own directories (the engine hides them besides the ones it knows)."""
+    return {
+        "level": spec.level,
+        "network": spec.network,
+        "writable": list(spec.writable),
+        "fallback": spec.fallback,
+        "bwrap": spec.bwrap,
+        "hidden": list(hidden),
+    }
+
+
+def from_wire(obj: Any) -> tuple[Spec, tuple[str, ...]]:
+    """``to_wire``'s object back (the engine host's ``--sandbox-spec``), checked: SandboxError names the field."""
+    if not isinstance(obj, dict):
+        raise SandboxError("the sandbox spec must be a JSON object")
+    paths: dict[str, tuple[str, ...]] = {}
+    for key in ("writable", "hidden"):
+        value = obj.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(p, str) and os.path.isabs(p) for p in value):
+            raise SandboxError(f"the sandbox spec's {key} must be a list of absolute paths")
+        paths[key] = tuple(value)
+    if not isinstance(obj.get("network", False), bool) or not isinstance(obj.get("bwrap", ""), str):
+        raise SandboxError("the sandbox spec's network must be true or false and its bwrap a string")
+    fallback = obj.get("fallback", "refuse")
+    if fallback not in FALLBACKS:
+        raise SandboxError(f"the sandbox spec's fallback must be one of {', '.join(FALLBACKS)} (got {fallback!r})")
+    spec = Spec(level(obj.get("level", DEFAULT_LEVEL)), obj.get("network", False), paths["writable"], fallback)
+    return dataclasses.replace(spec, bwrap=obj.get("bwrap", "")), paths["hidden"]
+
+
 def expand(path: str, home: str) -> str:
     if path == "~":
         return home
@@ -170,7 +211,7 @@ def expand(path: str, home: str) -> str:
 class Plan:
     """The mounts of one sandbox, in the order they are applied (later ones win on the same path)."""
 
-    readonly: tuple[str, ...] = ()  # bound read-only again (HOME when /tmp's tmpfs covered it)
+    readonly: tuple[str, ...] = ()  # bound read-only again (HOME when the private $TMPDIR's tmpfs covered it)
     writable: tuple[str, ...] = ()  # bound read-write if they exist
     hidden: tuple[str, ...] = ()  # then covered (a directory by an empty one, a file by an empty file)
     scratch: tuple[str, ...] = ()  # last: oh's own files the shell writes, wherever they are
@@ -213,10 +254,10 @@ def plan(
     if any(_under(workspace, h) for h in hidden):
         notes = (f"The workspace {workspace} lies in a hidden directory: it is not visible in the sandbox.",)
     # Hidden paths are covered after the writable binds (a workspace that is HOME must not show ~/.ssh);
-    # oh's scratch files come last: they may live in /tmp (under the private /tmp) or in oh's state.
-    # Paths under /tmp vanish under the private /tmp: HOME, and at read-only the workspace and roots, come back
-    # read-only.
-    readonly = tuple(p for p in (home, workspace, *roots) if p and (_under(p, "/tmp") or _under(p, "/var/tmp")))
+    # oh's scratch files come last: they may live in /tmp (read-only there) or in oh's state.
+    # Paths under the private $TMPDIR (/var/tmp) vanish under its tmpfs: HOME, and at read-only the workspace
+    # and roots, come back read-only (the host's /tmp is shown read-only as it is).
+    readonly = tuple(p for p in (home, workspace, *roots) if p and _under(p, PRIVATE_TMP))
     return Plan(
         readonly,
         tuple(dict.fromkeys(writable)),
@@ -225,6 +266,13 @@ def plan(
         spec.network,
         notes,
     )
+
+
+# ------------------------------------------------------------------------------ temporary files
+# The host's /tmp stays visible, read-only (docs/security.md §10 "/tmp"): tools and venvs that live there run.
+# Temporary files go to a private, writable $TMPDIR: an empty tmpfs at PRIVATE_TMP (the host's /var/tmp is not
+# shown). A write to /tmp itself fails loudly ("Read-only file system"), never silently into a private copy.
+PRIVATE_TMP = "/var/tmp"
 
 
 # ------------------------------------------------------------------------------ escalation
@@ -272,7 +320,7 @@ def unavailable_message(problem: str, fix: str) -> str:
 def _layers(plan: Plan) -> list[tuple[str, bool]]:
     """The mounts of ``plan`` in the order ``runtimes/local/sandbox.mounts`` applies them: (path, whether the
     host's files show there)."""
-    layers = [("/", True), ("/tmp", False), ("/var/tmp", False)]
+    layers = [("/", True), (PRIVATE_TMP, False)]
     layers += [(p, True) for p in (*plan.readonly, *plan.writable)]
     return layers + [(p, False) for p in plan.hidden] + [(p, True) for p in plan.scratch]
 
@@ -351,14 +399,20 @@ def sockets_to_cover(
     limit: int = MAX_SOCKETS,
 ) -> Covers:
     """Which of the ``live`` sockets (real paths of path-bound sockets of processes outside) a shell with
-    ``plan`` covers: none with the network on (name lookups may need a resolver's socket); else each one
-    the sandbox would show, but the name-service ones (KEEP_SOCKETS). ``only_sockets``: directories that hold
-    nothing but sockets (covered whole from COLLAPSE_AT on); ``keep``: directories never covered whole (HOME,
+    ``plan`` covers: with the network on only those under /tmp (name lookups may need a resolver's socket);
+    else each one the sandbox would show, but the name-service ones (KEEP_SOCKETS). ``only_sockets``: directories
+    that hold nothing but sockets (covered whole from COLLAPSE_AT on); ``keep``: directories never covered whole (HOME,
     the workspace, the shell's directory; the binds are added). Sockets under the writable roots are covered
     too: one there may be a dev server's or an IDE's that runs outside (a socket the agent binds itself lives
     in its own network namespace and is never in the list). At most ``limit`` covers in all."""
-    if plan.network:  # also the sandbox off: plan() gives it the network
-        return Covers()
+    if plan.network:
+        # Name lookups may need a resolver's socket; but none listens under /tmp, and /tmp was the sandbox's
+        # private one before it was shown: its sockets (tmux's, an ssh agent's, X11's) stay covered, but those in
+        # HOME, the workspace and the binds (under /tmp too in a CI checkout), reachable with the network on as
+        # anywhere else. The sandbox off has no cover at all (plan() gives it the network and hides nothing).
+        shown_before = (*keep, *plan.readonly, *plan.writable, *plan.scratch)
+        live = [p for p in live if _under(p, "/tmp") and not any(_under(p, b) for b in shown_before)]
+        live = live if plan.hidden else []
     visible = _visible(live, plan)
     by_dir: dict[str, int] = {}
     for p in visible:

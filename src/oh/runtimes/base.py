@@ -115,6 +115,12 @@ class Runtime(ABC):
         Called from history's thread: reads, never changes, the runtime's state."""
         return {}
 
+    def sandbox_view(self) -> Any:
+        """The agent shell's sandbox as this runtime applies it (docs/architecture.md "Runtime.sandbox_view"): an
+        object with ``spec`` (protocol.sandbox.Spec, resolved) and ``status()`` (level, network, confined,
+        summary for `oh status` and the live view), or None when this runtime runs no shell of its own kind."""
+        return None
+
     def branch_switch(self) -> Switch:
         """Branch mode's switch for this runtime (docs/protocol.md §3.12)."""
         raise NotImplementedError(f"the {self.name} runtime cannot switch git branches")
@@ -167,6 +173,9 @@ class Wrapper(Runtime):
 
     def branch_switch(self) -> Switch:
         return self.inner.branch_switch()
+
+    def sandbox_view(self) -> Any:
+        return self.inner.sandbox_view()
 
     async def execute(self, action: Action, agent: Hashable) -> dict[str, Any]:
         return await self.inner.execute(action, agent)

@@ -58,6 +58,7 @@ def _vscode(s: RuntimeSettings, link: EditorLink) -> Runtime:
         allowed_roots=s.allowed_roots,
         job_retention=s.job_retention,
         review=s.review,
+        sandbox=s.sandbox,
     )
 
 

@@ -42,6 +42,22 @@ def _from_base64(obs: dict[str, Any]) -> dict[str, Any]:
     return {**obs, "content": data, "extras": {**extras, "encoding": "binary"}}
 
 
+class EditorSandbox:
+    """The sandbox of the editor's engine terminals, as the backend sent it (its engine host applies it and
+    refuses to start a shell unconfined unless the spec's fallback allows it)."""
+
+    def __init__(self, spec: sandbox_rules.Spec) -> None:
+        self.spec = spec
+
+    def status(self) -> dict[str, object]:
+        return {
+            "level": self.spec.level if self.spec.on else "off",
+            "network": self.spec.network or not self.spec.on,
+            "confined": self.spec.on,
+            "summary": self.spec.describe() + (" (in the editor's engine terminals)" if self.spec.on else ""),
+        }
+
+
 class VscodeRuntime(Runtime):
     name = "vscode"
 
@@ -54,8 +70,11 @@ class VscodeRuntime(Runtime):
         allowed_roots: list[str] | None = None,
         job_retention: float = 3600.0,
         review: bool = False,
+        sandbox: sandbox_rules.Spec | None = None,
     ) -> None:
         self.link = link
+        # The resolved sandbox the backend sends every editor (docs/protocol.md §3.17); None: the editor's default.
+        self._sandbox = EditorSandbox(sandbox) if sandbox is not None else None
         self.registry = link.registry
         link.on_job_event = self.editor_job_event
         link.on_editor_gone = self.editor_gone
@@ -295,6 +314,9 @@ class VscodeRuntime(Runtime):
 
     def branch_switch(self) -> Switch:
         return self.branch
+
+    def sandbox_view(self) -> "EditorSandbox | None":
+        return self._sandbox
 
     async def branch(self, args: dict[str, Any], ctx: AgentContext, leg_id: int) -> dict[str, Any]:
         """Branch mode's switch (docs/protocol.md §3.12): a ``branch`` frame to the editor, which uses

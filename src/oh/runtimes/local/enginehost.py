@@ -298,7 +298,13 @@ class Host:
 
 
 def _sandbox(args: argparse.Namespace, cwd: str) -> Sandbox:
-    """The flags over the environment's OH_SANDBOX* (VS Code passes its setting and the backend's)."""
+    """``--sandbox-spec`` as it is (the backend's resolved spec, docs/protocol.md §3.17: the same bubblewrap
+    command line as the local runtime's); without one, the flags over the environment's OH_SANDBOX* (VS Code
+    with no backend's spec, a hand-started host)."""
+    roots = tuple(r for r in args.allow if os.path.isdir(r))
+    if args.sandbox_spec is not None:
+        spec, hidden = rules.from_wire(json.loads(args.sandbox_spec))  # checked by main()
+        return Sandbox(spec, workspace=cwd, roots=roots, hidden=(*hidden, *args.hide))
     values: dict[str, Any] = {k.lower()[3:]: v for k, v in os.environ.items() if k.startswith("OH_SANDBOX")}
     flags = {
         "sandbox": args.sandbox,
@@ -308,7 +314,6 @@ def _sandbox(args: argparse.Namespace, cwd: str) -> Sandbox:
         "sandbox_writable": args.sandbox_writable,
     }
     values.update({k: v for k, v in flags.items() if v is not None})
-    roots = tuple(r for r in args.allow if os.path.isdir(r))
     return Sandbox(rules.spec_from(values), workspace=cwd, roots=roots, hidden=tuple(args.hide))
 
 
@@ -391,6 +396,11 @@ def _closing(line: bytes) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
+    return asyncio.run(serve(parse(argv)))
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    """The host's flags, checked (argparse exits with the message on a bad one)."""
     p = argparse.ArgumentParser(
         prog="python -m oh.runtimes.local.enginehost",
         description="The agent's shell engine over JSON lines (docs/protocol.md §3.4.1).",
@@ -405,6 +415,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument(
         "--max-output", type=int, default=30000, help="characters of output per observation (head + tail kept)"
+    )
+    p.add_argument(
+        "--sandbox-spec",
+        default=None,
+        help="the backend's resolved sandbox (JSON); then the other --sandbox* are ignored",
     )
     p.add_argument("--sandbox", choices=rules.LEVELS, default=None, help="default: $OH_SANDBOX, else workspace-write")
     p.add_argument(
@@ -421,9 +436,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--allow", action="append", default=[], help="another writable root (the backend's allowed roots)")
     p.add_argument("--hide", action="append", default=[], help="another directory to hide (oh's own directories)")
     args = p.parse_args(argv)
+    if args.sandbox_spec is not None:
+        try:
+            rules.from_wire(json.loads(args.sandbox_spec))
+        except ValueError as exc:  # SandboxError, JSONDecodeError
+            p.error(f"--sandbox-spec: {exc}")
     if not os.path.isdir(args.cwd):
         p.error(f"--cwd {args.cwd}: no such directory")
-    return asyncio.run(serve(args))
+    return args
 
 
 if __name__ == "__main__":

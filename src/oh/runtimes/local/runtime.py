@@ -168,6 +168,9 @@ class LocalRuntime(Runtime):
         if self.on_shell_note is not None:
             self.on_shell_note(note)
 
+    def sandbox_view(self) -> Sandbox:
+        return self.sandbox
+
     def branch_switch(self) -> Switch:
         """Branch mode here runs git itself (nobody can be asked: a question becomes BRANCH_FAILED)."""
         return local_switch(self.workspace)

@@ -7,7 +7,9 @@
 Why these bubblewrap options (each was checked with bwrap 0.8 and a real pty):
 
 - ``--ro-bind / /`` then binds: the system and HOME read-only, the planned paths writable.
-- ``--tmpfs /tmp``: a private /tmp (other programs' sockets and files there are not the agent's).
+- the host's /tmp read-only (under ``--ro-bind / /``): tools and venvs there run; ``--tmpfs /var/tmp`` and
+  ``--setenv TMPDIR /var/tmp``: the shell's temporary files go to a private, writable directory. /tmp's Unix
+  sockets are covered at every network setting (``unixsocks.py``; docs/security.md §10 "/tmp").
 - ``--unshare-pid`` + ``--proc /proc``: a fresh /proc; the backend's pid, environ, fds and memory are not
   there to read. ``--die-with-parent``: the sandbox ends with the backend.
 - ``--unshare-net`` (network off): a private loopback only; the host's loopback servers are unreachable.
@@ -279,8 +281,6 @@ class Sandbox:
         """The sockets this shell covers: listed and checked (lstat) now, just before bubblewrap starts,
         so that one deleted since is not a bind target (bubblewrap fails on a missing one)."""
         self.sockets = rules.Covers()
-        if plan.network:
-            return
         seen = dataclasses.replace(plan, hidden=tuple(os.path.realpath(h) for h in plan.hidden))
         live = unixsocks.live()
         self.sockets = rules.sockets_to_cover(live, seen, unixsocks.only_sockets(live, rules.COLLAPSE_AT), keep)
@@ -425,7 +425,9 @@ def mounts(
     the writable roots whose git files are bound read-only (GIT_PROTECTED); ``sockets``: Unix
     sockets of programs outside, covered last (over whatever bind shows them): a directory by an empty
     read-only tmpfs, a socket by an empty character device (``connect()`` fails: ECONNREFUSED)."""
-    out = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp"]
+    out = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", rules.PRIVATE_TMP]
+    # $TMPDIR for most programs; zsh's here-documents and `=(...)` use $TMPPREFIX (default /tmp/zsh) instead
+    out += ["--setenv", "TMPDIR", rules.PRIVATE_TMP, "--setenv", "TMPPREFIX", rules.PRIVATE_TMP + "/zsh"]
     for path in plan.readonly:
         if os.path.isdir(path):
             out += ["--ro-bind", path, path]
