@@ -79,10 +79,12 @@ def script(command: str, env: dict[str, str], action_env: dict[str, str] | None,
     return "\n".join(lines)
 
 
-def private_dir() -> str:
-    """A fresh 0700 directory for one one-shot shell's files, under /tmp: every sandbox has a private /tmp of its
-    own, and oh binds no sandbox this directory."""
-    root = "/tmp" if os.path.isdir("/tmp") else None
+def private_dir(root: str | None = None) -> str:
+    """A fresh 0700 directory for one one-shot shell's files, bound into no sandbox: under ``root`` (oh's own state
+    directory, which every sandbox hides) when given, else under /tmp (visible read-only inside a sandbox since
+    issue 41.1, so never writable by an agent)."""
+    if root is None:
+        root = "/tmp" if os.path.isdir("/tmp") else None
     return tempfile.mkdtemp(prefix="oh-oneshot-", dir=root)
 
 

@@ -158,9 +158,23 @@ class LocalRuntime(Runtime):
         self._file_locks = self.proposals.locks if self.proposals is not None else PathLocks()
 
     # ------------------------------------------------------------------ plumbing
+    def _scratch_root(self) -> str | None:
+        """Where this runtime's scratch directories go: under oh's own state directory when the backend named it
+        (``sandbox_hidden``), which every sandbox hides, so no agent reads another runtime's run files and
+        exported values through the host's /tmp (visible read-only inside since issue 41.1); else /tmp."""
+        hidden = self.sandbox.hidden
+        if not hidden:
+            return None
+        root = os.path.join(hidden[0], "scratch")
+        try:
+            os.makedirs(root, mode=0o700, exist_ok=True)
+        except OSError:
+            return None
+        return root
+
     def _scratch_dir(self) -> str:
         if self._scratch is None or not os.path.isdir(self._scratch):
-            self._scratch = tempfile.mkdtemp(prefix="oh-local-")
+            self._scratch = tempfile.mkdtemp(prefix="oh-local-", dir=self._scratch_root())
             programs.distrust(self._scratch)  # the agent's shells write their run files there
         return self._scratch
 
@@ -201,7 +215,7 @@ class LocalRuntime(Runtime):
             sandbox = sandbox.with_network()
         # An approved one-shot (``oneshot``, oneshot.py): a private directory of its own, bound into no other
         # sandbox, and a clean environment; never the scratch directory every agent shell can write.
-        scratch = oneshot_files.private_dir() if oneshot else self._scratch_dir()
+        scratch = oneshot_files.private_dir(self._scratch_root()) if oneshot else self._scratch_dir()
         return Terminal(
             cwd,
             oneshot_files.base_env(self.env) if oneshot else self.env,
