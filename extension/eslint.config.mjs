@@ -16,7 +16,7 @@ const PURE = [
 
 // The VS Code side: executors, UI, activation (tested against the vscode mock or in real VS Code).
 const VSCODE_FACING = [
-  "src/branchHost.ts", "src/executors/edit.ts", "src/executors/engineshell.ts", "src/executors/files.ts",
+  "src/branchHost.ts", "src/consentUi.ts", "src/executors/edit.ts", "src/executors/engineshell.ts", "src/executors/files.ts",
   "src/executors/integrated.ts", "src/executors/knowledge.ts", "src/executors/pty.ts", "src/executors/read.ts",
   "src/executors/run.ts", "src/executors/stat.ts", "src/executors/write.ts", "src/executors/writemodes.ts",
   "src/extension.ts", "src/review/controller.ts", "src/ui.ts", "src/undoCommand.ts",
