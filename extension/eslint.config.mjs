@@ -10,7 +10,7 @@ const PURE = [
   "src/agentundo.ts", "src/ansi.ts", "src/backoff.ts", "src/branch.ts", "src/connection.ts", "src/consent.ts", "src/dirwatch.ts", "src/dispatcher.ts",
   "src/executors/shellenv.ts", "src/executors/terminalmode.ts", "src/jobs.ts", "src/jsonnum.ts",
   "src/knowledge.ts", "src/listing.ts", "src/manager.ts", "src/oheditor.ts", "src/owned.ts", "src/paths.ts", "src/procs.ts",
-  "src/protocol.ts", "src/review/proposal.ts", "src/review/store.ts", "src/runstate.ts", "src/session.ts", "src/textenc.ts",
+  "src/protocol.ts", "src/review/proposal.ts", "src/review/store.ts", "src/runstate.ts", "src/session.ts", "src/statusline.ts", "src/textenc.ts",
   "src/udiff.ts", "src/uri.ts", "src/versions.ts",
 ];
 

@@ -178,7 +178,8 @@ function newManager(dir: string, version: string, folders: Folders, dispatcher: 
     log,
     onStatus: (s) => ui.setConnections(s),
     onBackendGone: (backend, s) => {
-      log(`oh ${s.instance_id} is gone (pid ${s.pid}); its terminals end with it`);
+      log(`oh ${s.instance_id} is gone (pid ${s.pid}); its terminals end with it. Start it again: oh start --runtime vscode`);
+      ui.backendEnded({ workspace: s.workspace, pid: s.pid });
       run.backendGone(backend);
     },
     warn: (m) => void vscode.window.showWarningMessage(m),
