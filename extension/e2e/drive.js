@@ -15,6 +15,7 @@
 //   {"op":"command","title":"File: Save"} -> run a command through the command palette
 //   {"op":"dialog","button":"Run"}        -> waits for a modal dialog, clicks the button -> {"message"}
 //   {"op":"notification","button":"X","text":"part of the message"} -> clicks a toast's button -> {"message"}
+//   {"op":"toastGone","text":"part of the message"} -> waits until no toast shows that text
 //   {"op":"inputBox","text":"why"}        -> waits for an input box (showInputBox), types the text, Enter -> {"prompt"}
 //   {"op":"quickPick","text":"wants to run","pick":"Allow once"} -> waits for a question box (QuickPick) showing
 //                                         text; clicks the row labelled pick (none: reads only) -> {"text","rows"}
@@ -150,6 +151,12 @@ async function main() {
       const toast = page.locator('.notification-toast').filter({ hasText: text }).first();
       await toast.waitFor({ state: 'visible', timeout: timeout || 15000 });
       return { message: (await toast.innerText().catch(() => '')) || '' };
+    },
+    async toastGone({ text, timeout }) {
+      // Waits until no notification toast contains `text` (e.g. one taken away when decided elsewhere).
+      const toast = page.locator('.notification-toast').filter({ hasText: text }).first();
+      await toast.waitFor({ state: 'hidden', timeout: timeout || 15000 });
+      return {};
     },
     async inputBox({ text, timeout }) {
       // showInputBox renders in the quick input widget (no list rows): fill it and press Enter.
