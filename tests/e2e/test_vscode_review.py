@@ -3,8 +3,9 @@ the oh extension, a backend started with ``oh start --runtime vscode --review``,
 processes (their ``oh edit``/``oh write`` wait for the user's decision).
 
 One proposal is accepted with the diff editor's title-bar action (the file changes; one Undo reverts
-it), another is rejected from the notification with a reason typed into the input box (the file is
-unchanged, the agent gets REJECTED and the reason), and "Accept all" applies two proposals as one
+it), another is rejected from the title bar with a reason typed into the input box (the file is
+unchanged, the agent gets REJECTED and the reason), and "Accept all" (one grouped notification names both,
+gone when decided: issue 42) applies two proposals as one
 WorkspaceEdit (one Undo in one of the files reverts both files); a file the user typed in while its
 proposal waited is not overwritten on accept (the agent gets REJECTED: the file changed); a proposal
 the user left is found again through the status bar item / "oh: Show pending proposals".

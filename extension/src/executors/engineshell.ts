@@ -14,6 +14,7 @@ import { ChildProcess, spawn } from 'child_process';
 import * as vscode from 'vscode';
 import { CommandShell, RunningCommand, StartOptions } from '../runstate';
 import type { SandboxSettings } from '../connection';
+import { rcWords } from './terminalmode';
 
 /** Output before VS Code opened the terminal is kept (up to this many characters) and shown once it opens. */
 const EARLY_LIMIT = 1 << 20;
@@ -55,7 +56,8 @@ export interface EngineOptions {
 export interface EngineReady {
   shell: string;
   path: string;
-  rc: string[];
+  /** The log's words for whether the user's rc files were read (./terminalmode.ts rcWords). */
+  rc: string;
   pid: number;
   note: string;
 }
@@ -179,7 +181,7 @@ export class EngineShell implements CommandShell {
         const r: EngineReady = {
           shell: String(msg.shell ?? ''),
           path: String(msg.path ?? ''),
-          rc: Array.isArray(msg.rc) ? msg.rc.map(String) : [],
+          rc: rcWords(msg.rc),
           pid: Number(msg.pid),
           note: String(msg.note ?? ''),
         };
