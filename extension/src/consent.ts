@@ -122,15 +122,30 @@ export function message(row: ApprovalRow): string {
   return `oh: ${row.agent} wants to ${verb}${risk}${row.reason ? ` (${row.reason})` : ''}`;
 }
 
+/**
+ * A file change as the user reads it (issue 42): `edit str_replace /ws/src/a.py` -> `edit src/a.py`. Commands
+ * are never rewritten: what is approved is what is seen.
+ */
+export function changeWhat(row: ApprovalRow, workspace?: string): string {
+  if (row.kind === 'run' || row.command !== undefined) return row.what;
+  let what = row.what.replace(/^edit (str_replace|insert|undo_edit|create) /, (_m, c: string) => (c === 'create' ? 'create ' : 'edit '));
+  if (workspace && workspace !== '/') {
+    const base = workspace.endsWith('/') ? workspace : workspace + '/';
+    const at = what.indexOf(' ' + base);
+    if (at >= 0 && at === what.lastIndexOf(' ' + base)) what = what.slice(0, at + 1) + what.slice(at + 1 + base.length);
+  }
+  return what;
+}
+
 /** The question for a row: short fixed labels (issue 42), each with a description that says what it does. */
-export function question(row: ApprovalRow, canShow: boolean): Question {
+export function question(row: ApprovalRow, canShow: boolean, workspace?: string): Question {
   const n = row.always.length;
   const choices: Choice[] = [{ label: ALLOW_ONCE, description: 'this time only' }];
   if (n) choices.push({ label: ALWAYS, description: `allow, and save ${n} rule${n > 1 ? 's' : ''} (listed next, before anything is saved)` });
   choices.push({ label: REJECT, description: 'the agent gets your reason' });
   if (row.detail && canShow) choices.push({ label: SHOW, description: 'open the change, read-only' });
   if (row.command && canShow) choices.push({ label: SHOW_COMMAND, description: 'open the whole command, read-only' });
-  const oneLine = (row.command ?? row.what).replace(/\s*\n\s*/g, ' ⏎ ');
+  const oneLine = (row.command ?? changeWhat(row, workspace)).replace(/\s*\n\s*/g, ' ⏎ ');
   const what = oneLine.length > FITS ? `${oneLine.slice(0, FITS)}… (the whole command is open beside this)` : oneLine;
   return { id: row.id, title: message(row), what, choices };
 }
@@ -201,7 +216,7 @@ export class ConsentPrompter {
     const canShow = this.ui.show !== undefined;
     if (commandTooBig(row) && canShow) await this.ui.show?.(row.id, row.command ?? '', 'shellscript'); // what is approved is what is seen
     for (;;) {
-      const choice = await this.ui.ask(question(row, canShow));
+      const choice = await this.ui.ask(question(row, canShow, entry.ctx.workspace ?? undefined));
       if (!this.open.has(id)) {
         if (choice !== undefined) this.ui.info(`oh: ${row.id} was already decided (or timed out); nothing was sent.`);
         return;

@@ -184,3 +184,11 @@ test('a short one-line command fits the question: nothing is opened until asked'
   assert.deepEqual(u.shown, []);
   assert.equal(u.asked[0].what, 'rm -rf build');
 });
+
+test('a file change reads workspace-relative and says "edit", never str_replace; a command is never rewritten', () => {
+  const edit = parseApproval({ ...ROW, kind: 'edit', what: 'edit str_replace /w/src/a.py' })!;
+  assert.equal(question(edit, true, '/w').what, 'edit src/a.py');
+  assert.equal(question(parseApproval({ ...ROW, kind: 'write', what: 'write /elsewhere/x' })!, true, '/w').what, 'write /elsewhere/x');
+  const run = parseApproval({ ...ROW, what: 'rm -rf /w/build', command: 'rm -rf /w/build' })!;
+  assert.equal(question(run, true, '/w').what, 'rm -rf /w/build');
+});
