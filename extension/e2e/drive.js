@@ -24,6 +24,7 @@
 //   {"op":"editorAction","label":"Accept proposal"} -> clicks an action in the active editor's title bar
 //   {"op":"statusBar"}                    -> {"ok":true,"items":[...]} (status bar item texts)
 //   {"op":"terminals"}                    -> {"ok":true,"names":[...]} (terminal tab names, best effort)
+//   {"op":"terminalDecorations"}          -> {"ok":true,"classes":[...]} (command decorations in the terminal)
 //   {"op":"activeTab"}                    -> {"ok":true,"title":...}
 //   {"op":"editorText"}                   -> {"ok":true,"text":...} (the visible lines of the active editor)
 //   {"op":"screenshot","path":"/x.png"}   -> a screenshot, for debugging failures
@@ -227,6 +228,11 @@ async function main() {
       // The terminal tabs' names (the panel lists them when there are two or more).
       const names = await page.locator('.terminal-tabs-entry, .single-terminal-tab, .tabs-list .monaco-list-row').allInnerTexts().catch(() => []);
       return { names: names.map((t) => t.trim()).filter(Boolean) };
+    },
+    async terminalDecorations() {
+      // The class lists of the terminal's command decorations (shell integration's success / error marks).
+      const classes = await page.locator('.part.panel [class*="terminal-command-decoration"]').evaluateAll((els) => els.map((e) => e.className)).catch(() => []);
+      return { classes };
     },
     async activeTab() {
       const t = page.locator('.tabs-container .tab.active').first();

@@ -181,6 +181,14 @@ def test_always_lists_each_rule_and_show_command_opens_a_read_only_document(vsco
         rc, obs = _finish(agent)
         # The question's document closes with it.
         wait_until(lambda: "whole command" not in vscode.drive("activeTab")["title"], 30, "the command's tab to close")
+        # Issue 42: the failing command (git outside a repository) is marked as failed in the agent's terminal,
+        # with VS Code's own exit-code decoration.
+        wait_until(
+            lambda: any("error" in c.split() for c in vscode.drive("terminalDecorations")["classes"]),
+            30,
+            "the failed command's decoration",
+        )
+        vscode.screenshot("terminal-exit-code-decoration")
     except Exception:
         vscode.screenshot("consent-always-failed")
         agent.kill()
