@@ -138,10 +138,10 @@ test('review wording (issue 42): the change word, workspace-relative paths, one 
   assert.equal(workspaceRelative('/home/u/proj', []), '/home/u/proj');
   assert.equal(reviewSummary([]), undefined);
   const five = ['a', 'b', 'c', 'd', 'e'].map((f) => ({ agent: 'claude', word: 'edit', path: `${f}.txt` }));
-  assert.equal(reviewSummary(five.slice(0, 1)), "1 change waits for your review (claude): edit a.txt. Accept ✓ or reject ✕ in each diff's title bar.");
+  assert.equal(reviewSummary(five.slice(0, 1)), "1 change waits for your review: edit a.txt (by claude). Accept ✓ or reject ✕ in each diff's title bar.");
   assert.equal(
     reviewSummary(five),
-    "5 changes wait for your review (claude): edit a.txt, edit b.txt, edit c.txt, +2 more. Accept ✓ or reject ✕ in each diff's title bar.",
+    "5 changes wait for your review: edit a.txt, edit b.txt, edit c.txt, +2 more (by claude). Accept ✓ or reject ✕ in each diff's title bar.",
   );
   assert.ok(!reviewSummary([{ agent: 'x\u202e', word: 'edit', path: 'a\nb' }])!.match(/[\u202e\n]/));
 });

@@ -83,7 +83,7 @@ class GroupNotice {
     }
     if (message === undefined || this.starting) return;
     this.starting = true;
-    void vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: 'oh:', cancellable: false }, (progress) =>
+    void vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: 'oh', cancellable: false }, (progress) =>
       new Promise<void>((resolve) => {
         this.starting = false;
         this.report = (m) => progress.report({ message: m });

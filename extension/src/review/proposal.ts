@@ -179,5 +179,5 @@ export function reviewSummary(pending: Pending[], max = 3): string | undefined {
   const named = pending.slice(0, max).map((p) => `${p.word} ${p.path}`).join(', ');
   const more = n > max ? `, +${n - max} more` : '';
   const head = n === 1 ? '1 change waits for your review' : `${n} changes wait for your review`;
-  return plainForUi(`${head} (${agents.join(', ')}): ${named}${more}. Accept ✓ or reject ✕ in each diff's title bar.`);
+  return plainForUi(`${head}: ${named}${more} (by ${agents.join(', ')}). Accept ✓ or reject ✕ in each diff's title bar.`);
 }
