@@ -43,9 +43,15 @@ export function statusLine(s: StatusInput): StatusLine {
     return { text: '$(error) oh: version mismatch', tooltip: `${problem.text} Click to show the log.`, level };
   }
   if (s.latest) {
+    // Paths in the workspace read relative to it (issue 42: absolute paths filled the item).
+    let summary = s.latest.summary;
+    for (const c of s.connections) {
+      const base = c.workspace.replace(/\/+$/, '');
+      if (base) summary = summary.split(base + '/').join('');
+    }
     const more = s.runningCount > 1 ? ` (+${s.runningCount - 1} more)` : '';
     return {
-      text: `$(sync~spin) oh: ${s.latest.kind} ${short(s.latest.summary, 40)}`,
+      text: `$(sync~spin) oh: ${s.latest.kind} ${short(summary, 40)}`,
       tooltip: `oh: the agent's ${s.latest.kind} action is running${more}. Click to show the log.`,
       level,
     };
