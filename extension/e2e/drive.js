@@ -15,10 +15,16 @@
 //   {"op":"command","title":"File: Save"} -> run a command through the command palette
 //   {"op":"dialog","button":"Run"}        -> waits for a modal dialog, clicks the button -> {"message"}
 //   {"op":"notification","button":"X","text":"part of the message"} -> clicks a toast's button -> {"message"}
+//   {"op":"toastGone","text":"part of the message"} -> waits until no toast shows that text
 //   {"op":"inputBox","text":"why"}        -> waits for an input box (showInputBox), types the text, Enter -> {"prompt"}
+//   {"op":"quickPick","text":"wants to run","pick":"Allow once"} -> waits for a question box (QuickPick) showing
+//                                         text; clicks the row labelled pick (none: reads only) -> {"text","rows"}
+//   {"op":"quickPickGone","text":"wants to run"} -> waits until no question box shows text
+//   {"op":"clickStatus","text":"waits for you"} -> clicks the status bar item whose text contains text
 //   {"op":"editorAction","label":"Accept proposal"} -> clicks an action in the active editor's title bar
 //   {"op":"statusBar"}                    -> {"ok":true,"items":[...]} (status bar item texts)
 //   {"op":"terminals"}                    -> {"ok":true,"names":[...]} (terminal tab names, best effort)
+//   {"op":"terminalDecorations"}          -> {"ok":true,"classes":[...]} (command decorations in the terminal)
 //   {"op":"activeTab"}                    -> {"ok":true,"title":...}
 //   {"op":"editorText"}                   -> {"ok":true,"text":...} (the visible lines of the active editor)
 //   {"op":"screenshot","path":"/x.png"}   -> a screenshot, for debugging failures
@@ -147,6 +153,12 @@ async function main() {
       await toast.waitFor({ state: 'visible', timeout: timeout || 15000 });
       return { message: (await toast.innerText().catch(() => '')) || '' };
     },
+    async toastGone({ text, timeout }) {
+      // Waits until no notification toast contains `text` (e.g. one taken away when decided elsewhere).
+      const toast = page.locator('.notification-toast').filter({ hasText: text }).first();
+      await toast.waitFor({ state: 'hidden', timeout: timeout || 15000 });
+      return {};
+    },
     async inputBox({ text, timeout }) {
       // showInputBox renders in the quick input widget (no list rows): fill it and press Enter.
       const widget = page.locator('.quick-input-widget').first();
@@ -158,6 +170,47 @@ async function main() {
       await page.keyboard.press('Enter');
       await widget.waitFor({ state: 'hidden', timeout: 5000 }).catch(() => {});
       return { prompt };
+    },
+    async quickPick({ text, pick, timeout }) {
+      // The question box's title, rows and placeholder (the command asked about) are all matched against `text`.
+      const widget = page.locator('.quick-input-widget').first();
+      const read = async () => {
+        if (!(await widget.isVisible().catch(() => false))) return undefined;
+        const shown = (await widget.innerText().catch(() => '')) || '';
+        const placeholder = (await widget.locator('.quick-input-box input').first().getAttribute('placeholder').catch(() => '')) || '';
+        return (shown + '\n' + placeholder).includes(text) ? { shown, placeholder } : undefined;
+      };
+      const end = Date.now() + (timeout || 15000);
+      let seen = await read();
+      while (!seen) {
+        if (Date.now() > end) throw new Error(`no question box showing ${JSON.stringify(text)}`);
+        await page.waitForTimeout(200);
+        seen = await read();
+      }
+      const rows = (await widget.locator('.quick-input-list .monaco-list-row').allInnerTexts().catch(() => [])).map((t) => t.replace(/\s+/g, ' ').trim());
+      if (pick) {
+        // Rows read "label description": the row whose label is `pick`.
+        const row = widget.locator('.quick-input-list .monaco-list-row').filter({ has: page.locator('.label-name', { hasText: pick }) }).first();
+        await row.click({ timeout: 5000 });
+      }
+      return { text: seen.shown, placeholder: seen.placeholder, rows };
+    },
+    async quickPickGone({ text, timeout }) {
+      const widget = page.locator('.quick-input-widget').first();
+      const end = Date.now() + (timeout || 15000);
+      for (;;) {
+        const visible = await widget.isVisible().catch(() => false);
+        const shown = visible ? ((await widget.innerText().catch(() => '')) || '') + ((await widget.locator('input').first().getAttribute('placeholder').catch(() => '')) || '') : '';
+        if (!shown.includes(text)) return {};
+        if (Date.now() > end) throw new Error(`a question box still shows ${JSON.stringify(text)}`);
+        await page.waitForTimeout(200);
+      }
+    },
+    async clickStatus({ text, timeout }) {
+      const item = page.locator('.part.statusbar .statusbar-item').filter({ hasText: text }).first();
+      await item.waitFor({ state: 'visible', timeout: timeout || 15000 });
+      await item.locator('a, .statusbar-item-label').first().click({ timeout: 5000 });
+      return {};
     },
     async editorAction({ label, timeout }) {
       // Editor title actions (menus "editor/title", group navigation) render as icons labelled by their title.
@@ -175,6 +228,11 @@ async function main() {
       // The terminal tabs' names (the panel lists them when there are two or more).
       const names = await page.locator('.terminal-tabs-entry, .single-terminal-tab, .tabs-list .monaco-list-row').allInnerTexts().catch(() => []);
       return { names: names.map((t) => t.trim()).filter(Boolean) };
+    },
+    async terminalDecorations() {
+      // The class lists of the terminal's command decorations (shell integration's success / error marks).
+      const classes = await page.locator('.part.panel [class*="terminal-command-decoration"]').evaluateAll((els) => els.map((e) => e.className)).catch(() => []);
+      return { classes };
     },
     async activeTab() {
       const t = page.locator('.tabs-container .tab.active').first();

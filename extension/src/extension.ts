@@ -25,6 +25,7 @@ import { Ui } from './ui';
 import { parseConnectUri } from './uri';
 import { ReviewController } from './review/controller';
 import { ConsentPrompter } from './consent';
+import { ConsentView, OPEN_COMMAND } from './consentUi';
 
 let manager: SessionManager | undefined;
 
@@ -37,7 +38,9 @@ export function activate(context: vscode.ExtensionContext): void {
   const knowledge = new KnowledgeExecutor(); // §3.6; also remembers the agent's changes for diagnostics
   const edit = new EditExecutor();
   const review = new ReviewController(edit.history, log); // §3.11: write/edit as proposals when the backend asks
-  const dispatcher = newDispatcher(ui, run, knowledge, edit, review);
+  const consentView = new ConsentView(); // §3.13 + issue 42: the question box, its status bar count, its documents
+  const consent = new ConsentPrompter(consentView, log);
+  const dispatcher = newDispatcher(ui, run, knowledge, edit, review, consent);
   const folders = new Folders();
   const dir = sessionsDir();
   manager = newManager(dir, version, folders, dispatcher, ui, run);
@@ -48,6 +51,8 @@ export function activate(context: vscode.ExtensionContext): void {
     run,
     knowledge,
     review,
+    consentView,
+    vscode.commands.registerCommand(OPEN_COMMAND, () => consent.reopen()),
     ...commandsAndHandlers(manager, folders, connect, ui, context),
     { dispose: () => manager?.dispose() },
   );
@@ -105,7 +110,14 @@ function newRunExecutor(log: (line: string) => void): RunExecutor {
 }
 
 /** Every action kind to its executor; the UI's action list follows each one. */
-function newDispatcher(ui: Ui, run: RunExecutor, knowledge: KnowledgeExecutor, edit: EditExecutor, review: ReviewController): Dispatcher {
+function newDispatcher(
+  ui: Ui,
+  run: RunExecutor,
+  knowledge: KnowledgeExecutor,
+  edit: EditExecutor,
+  review: ReviewController,
+  consent: ConsentPrompter,
+): Dispatcher {
   let actionSeq = 0;
   const keys = new WeakMap<object, number>();
   return new Dispatcher(
@@ -132,25 +144,12 @@ function newDispatcher(ui: Ui, run: RunExecutor, knowledge: KnowledgeExecutor, e
       },
       onFinish: (a, summary, outcome, exitCode, ms) => ui.actionFinished(keys.get(a) ?? 0, a.kind, summary, outcome, exitCode, ms),
       agentGone: (shell, ctx) => run.agentGone(shell, ctx),
-      // Consent (§3.13): the backend asks before an agent's action runs; the notification answers it.
+      // Consent (§3.13): the backend asks before an agent's action runs; the question box answers it.
       approvalRequested: (row, ctx) => void consent.request(row, ctx),
       approvalClosed: (id) => consent.closed(id),
     },
   );
 }
-
-const consent = new ConsentPrompter({
-  ask: (message, buttons) => Promise.resolve(vscode.window.showWarningMessage(message, ...buttons)),
-  reason: (title) =>
-    Promise.resolve(
-      vscode.window.showInputBox({ title, prompt: 'Why? The agent gets this reason (optional). Escape goes back to the question.', ignoreFocusOut: true }),
-    ),
-  info: (message) => void vscode.window.showInformationMessage(message),
-  show: async (text, language) => {
-    const doc = await vscode.workspace.openTextDocument({ content: text, language: language ?? 'diff' });
-    await vscode.window.showTextDocument(doc, { preview: true, viewColumn: vscode.ViewColumn.Beside });
-  },
-});
 
 /** The window's folders as real paths: the register frame is built synchronously, so they are kept current. */
 class Folders {
@@ -179,7 +178,8 @@ function newManager(dir: string, version: string, folders: Folders, dispatcher: 
     log,
     onStatus: (s) => ui.setConnections(s),
     onBackendGone: (backend, s) => {
-      log(`oh ${s.instance_id} is gone (pid ${s.pid}); its terminals end with it`);
+      log(`oh ${s.instance_id} is gone (pid ${s.pid}); its terminals end with it. Start it again: oh start --runtime vscode`);
+      ui.backendEnded({ workspace: s.workspace, pid: s.pid });
       run.backendGone(backend);
     },
     warn: (m) => void vscode.window.showWarningMessage(m),

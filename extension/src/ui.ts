@@ -1,6 +1,6 @@
 /**
- * What the user sees of the extension: a status bar item (not connected / connected to oh on port N /
- * running an action) that opens the log when clicked, and the "oh" output channel with one line
+ * What the user sees of the extension: a status bar item (./statusline.ts: not connected / connected to
+ * the backend of a workspace / running an action / the backend ended) that opens the log when clicked, and the "oh" output channel with one line
  * per connection change and per action (time, kind, summary, outcome, duration). Nothing here ever
  * receives the token.
  *
@@ -10,6 +10,7 @@
 import * as fs from 'fs';
 import * as vscode from 'vscode';
 import { ConnectionStatus } from './manager';
+import { Ended, statusLine } from './statusline';
 
 function clock(d = new Date()): string {
   const p = (n: number, w = 2) => String(n).padStart(w, '0');
@@ -26,6 +27,7 @@ export class Ui implements vscode.Disposable {
   private readonly logFile = process.env.OH_VSCODE_LOG || '';
   private connections: ConnectionStatus[] = [];
   private readonly running = new Map<number, { kind: string; summary: string }>();
+  private ended: Ended | undefined;
 
   constructor() {
     this.channel = vscode.window.createOutputChannel('oh');
@@ -65,35 +67,24 @@ export class Ui implements vscode.Disposable {
     this.render();
   }
 
+  /** A backend of this window ended: the status bar says so (and how to start one) until one connects. */
+  backendEnded(ended: Ended): void {
+    this.ended = ended;
+    this.render();
+  }
+
   private render(): void {
-    const connected = this.connections.filter((c) => c.state === 'connected');
-    const latest = [...this.running.values()].pop();
-    // oh and this extension from different releases, or refused (versions.ts): the fix stays visible here.
-    const problem = this.connections.map((c) => c.problem).find((p) => p?.level === 'error') ?? this.connections.map((c) => c.problem).find((p) => p);
-    this.item.backgroundColor = problem ? new vscode.ThemeColor(problem.level === 'error' ? 'statusBarItem.errorBackground' : 'statusBarItem.warningBackground') : undefined;
-    if (problem && !latest && !connected.length) {
-      this.item.text = '$(error) oh: version mismatch';
-      this.item.tooltip = `${problem.text} Click to show the log.`;
-    } else if (latest) {
-      this.item.text = `$(sync~spin) oh: ${latest.kind} ${short(latest.summary, 40)}`;
-      this.item.tooltip = `oh: the agent's ${latest.kind} action is running${this.running.size > 1 ? ` (+${this.running.size - 1} more)` : ''}. Click to show the log.`;
-    } else if (connected.length) {
-      this.item.text = `${problem ? '$(warning)' : '$(plug)'} oh :${connected.map((c) => c.port).join(',')}`;
-      this.item.tooltip =
-        'oh: connected to ' +
-        connected.map((c) => `the backend on port ${c.port} (workspace ${c.workspace})`).join(', ') +
-        '. ' + (problem ? problem.text + ' ' : '') + 'Click to show the log.';
-    } else {
-      const waiting = this.connections.length > 0;
-      this.item.text = waiting ? '$(debug-disconnect) oh: reconnecting' : 'oh: idle';
-      // A remote window (Remote-SSH, WSL, containers) runs this extension on the remote: oh must run there too.
-      const remote = vscode.env.remoteName
-        ? ` This window's extensions run on the remote (${vscode.env.remoteName}): install and start oh there, in this window's terminal (pipx install oh-editor-runtime).`
-        : '';
-      this.item.tooltip = waiting
-        ? 'oh: a backend for this window exists but the connection is down; retrying. Click to show the log.'
-        : `oh: not connected. Start a backend with \`oh start --runtime vscode\` in this workspace.${remote} Click to show the log.`;
-    }
+    if (this.connections.some((c) => c.state === 'connected')) this.ended = undefined;
+    const line = statusLine({
+      connections: this.connections,
+      latest: [...this.running.values()].pop(),
+      runningCount: this.running.size,
+      ended: this.ended,
+      remote: vscode.env.remoteName,
+    });
+    this.item.text = line.text;
+    this.item.tooltip = line.tooltip;
+    this.item.backgroundColor = line.level ? new vscode.ThemeColor(line.level === 'error' ? 'statusBarItem.errorBackground' : 'statusBarItem.warningBackground') : undefined;
   }
 
   show(): void {

@@ -6,6 +6,9 @@ import { EditHistory } from '../src/oheditor';
 import { ToolError } from '../src/protocol';
 import {
   acceptedNote,
+  changeWord,
+  reviewSummary,
+  workspaceRelative,
   cleanReason,
   computeProposal,
   isProposal,
@@ -124,4 +127,21 @@ test('an aborted action (backend cancel, editor disconnect) ends its proposal', 
   const b = store.add('b', 60_000);
   store.cancelAll();
   assert.deepEqual([await a.decision, await b.decision], [{ kind: 'cancelled' }, { kind: 'cancelled' }]);
+});
+
+test('review wording (issue 42): the change word, workspace-relative paths, one grouped summary', () => {
+  assert.equal(changeWord('str_replace', false), 'edit');
+  assert.equal(changeWord('insert', false), 'edit');
+  assert.equal(changeWord('overwrite', true), 'create'); // a new file's tab no longer says "overwrite"
+  assert.equal(changeWord('append', false), 'append');
+  assert.equal(workspaceRelative('/home/u/proj/src/a.py', ['src', 'a.py']), 'src/a.py');
+  assert.equal(workspaceRelative('/home/u/proj', []), '/home/u/proj');
+  assert.equal(reviewSummary([]), undefined);
+  const five = ['a', 'b', 'c', 'd', 'e'].map((f) => ({ agent: 'claude', word: 'edit', path: `${f}.txt` }));
+  assert.equal(reviewSummary(five.slice(0, 1)), "1 change waits for your review: edit a.txt (by claude). Accept ✓ or reject ✕ in each diff's title bar.");
+  assert.equal(
+    reviewSummary(five),
+    "5 changes wait for your review: edit a.txt, edit b.txt, edit c.txt, +2 more (by claude). Accept ✓ or reject ✕ in each diff's title bar.",
+  );
+  assert.ok(!reviewSummary([{ agent: 'x\u202e', word: 'edit', path: 'a\nb' }])!.match(/[\u202e\n]/));
 });

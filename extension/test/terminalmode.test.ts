@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { test } from 'node:test';
-import { terminalMode } from '../src/executors/terminalmode';
+import { rcWords, terminalMode } from '../src/executors/terminalmode';
 
 test('every setting value maps to a mode that exists; fast is retired to engine', () => {
   assert.deepEqual(terminalMode('engine'), { mode: 'engine', retired: false });
@@ -20,4 +20,11 @@ test("package.json's enum lists exactly the modes the extension has", () => {
   assert.deepEqual(setting.enum, ['engine', 'shell']);
   assert.equal(setting.enumDescriptions.length, 2);
   for (const value of setting.enum) assert.equal(terminalMode(value).mode, value);
+});
+
+test("the log says whether the user's rc files were read: the host sends a yes/no (issue 42)", () => {
+  assert.equal(rcWords(true), "the user's rc files read");
+  assert.equal(rcWords(false), 'no rc files read (clean shell)');
+  assert.equal(rcWords(undefined), 'no rc files read (clean shell)');
+  assert.equal(rcWords(['~/.bashrc']), 'rc files ~/.bashrc read');
 });

@@ -184,8 +184,10 @@ def vscode(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequ
         except subprocess.SubprocessError:
             pass
         subprocess.run(["bash", str(RUN_SH), "stop", str(state)], capture_output=True, timeout=60)
-        # Keep the logs and screenshots where CI (and people) can find them after pytest cleans tmp.
-        artifacts = Path(os.environ.get("OH_E2E_ARTIFACTS", REPO / ".e2e" / "last-run"))
+        # Keep the logs and screenshots where CI (and people) can find them after pytest cleans tmp: one folder
+        # per test module, so each module's screenshots of the states it checks (issue 42) stay side by side.
+        root = Path(os.environ.get("OH_E2E_ARTIFACTS", REPO / ".e2e" / "last-run"))
+        artifacts = root / request.module.__name__.rsplit(".", 1)[-1]
         shutil.rmtree(artifacts, ignore_errors=True)
         artifacts.mkdir(parents=True, exist_ok=True)
         for f in list(state.glob("*.log")) + list(state.glob("*.png")):

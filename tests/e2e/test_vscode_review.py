@@ -3,8 +3,9 @@ the oh extension, a backend started with ``oh start --runtime vscode --review``,
 processes (their ``oh edit``/``oh write`` wait for the user's decision).
 
 One proposal is accepted with the diff editor's title-bar action (the file changes; one Undo reverts
-it), another is rejected from the notification with a reason typed into the input box (the file is
-unchanged, the agent gets REJECTED and the reason), and "Accept all" applies two proposals as one
+it), another is rejected from the title bar with a reason typed into the input box (the file is
+unchanged, the agent gets REJECTED and the reason), and "Accept all" (one grouped notification names both,
+gone when decided: issue 42) applies two proposals as one
 WorkspaceEdit (one Undo in one of the files reverts both files); a file the user typed in while its
 proposal waited is not overwritten on accept (the agent gets REJECTED: the file changed); a proposal
 the user left is found again through the status bar item / "oh: Show pending proposals".
@@ -116,13 +117,13 @@ def test_accept_in_the_title_bar_then_one_undo_reverts(vscode: VsCode, backend: 
     wait_until(lambda: f.read_text() == original, 15, "the reverted content on disk")
 
 
-def test_reject_from_the_notification_with_a_reason(vscode: VsCode, backend: dict):
+def test_reject_from_the_title_bar_with_a_reason(vscode: VsCode, backend: dict):
     f = vscode.workspace / "keep_me.txt"
     f.write_text("keep this line\n")
     agent = _agent(vscode, "write", "keep_me.txt", "--content", "agent's replacement\n")
     try:
         _diff_tab(vscode, "agent's replacement")
-        vscode.drive("notification", button="Reject", text="keep_me.txt")
+        vscode.drive("editorAction", label="Reject proposal")
         answer = vscode.drive("inputBox", text="please keep the original wording")
         assert "agent gets this reason" in answer["prompt"]
         rc, obs = _finish(agent)
@@ -145,8 +146,13 @@ def test_accept_all_is_one_workspace_edit(vscode: VsCode, backend: dict):
         _diff_tab(vscode, "a2")
         second = _agent(vscode, "write", "all_b.txt", "--content", "b2\n")
         _diff_tab(vscode, "b2")
-        vscode.drive("notification", button="Accept all", text="all_b.txt")
+        # Issue 42: ONE notification for both, updated in place (workspace-relative names), gone when decided.
+        shown = vscode.drive("toastText", text="2 changes wait for your review")["message"]
+        assert "all_a.txt" in shown and "all_b.txt" in shown and str(vscode.workspace) not in shown, shown
+        vscode.screenshot("review-grouped-notification")
+        vscode.drive("editorAction", label="Accept all proposals")
         results = [_finish(first), _finish(second)]
+        vscode.drive("toastGone", text="wait for your review")
     except Exception:
         vscode.screenshot("review-accept-all-failed")
         first.kill()

@@ -14,6 +14,7 @@ import { ChildProcess, spawn } from 'child_process';
 import * as vscode from 'vscode';
 import { CommandShell, RunningCommand, StartOptions } from '../runstate';
 import type { SandboxSettings } from '../connection';
+import { rcWords } from './terminalmode';
 
 /** Output before VS Code opened the terminal is kept (up to this many characters) and shown once it opens. */
 const EARLY_LIMIT = 1 << 20;
@@ -22,6 +23,15 @@ const PEEK_DELAY_MS = 250;
 /** Output per command the host keeps; `max_output` is applied here, as for the other terminal modes. */
 const HOST_MAX_OUTPUT = 16 * 1024 * 1024;
 const SECRET_ENV = /^OH_.*(TOKEN|SECRET)$|^OH_TOKEN$/;
+/**
+ * VS Code's shell-integration marks (OSC 633: A prompt, B command, C output, D;code end), written into the
+ * agent's terminal around each command, so a failing command gets VS Code's red decoration with its exit code
+ * and a passing one the blue one, as in a shell-integrated terminal (issue 42: a failure looked like a success).
+ */
+const MARK_START = '\x1b]633;A\x07\x1b]633;B\x07\x1b]633;C\x07';
+function markEnd(code: number | undefined): string {
+  return code === undefined ? '\x1b]633;D\x07' : `\x1b]633;D;${code}\x07`;
+}
 /** `run` env names the host accepts (enginehost.py's EXPORT_NAME). */
 const EXPORT_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** How long the agent's host may take to say its exports before an extra shell starts without them. */
@@ -55,7 +65,8 @@ export interface EngineOptions {
 export interface EngineReady {
   shell: string;
   path: string;
-  rc: string[];
+  /** The log's words for whether the user's rc files were read (./terminalmode.ts rcWords). */
+  rc: string;
   pid: number;
   note: string;
 }
@@ -179,7 +190,7 @@ export class EngineShell implements CommandShell {
         const r: EngineReady = {
           shell: String(msg.shell ?? ''),
           path: String(msg.path ?? ''),
-          rc: Array.isArray(msg.rc) ? msg.rc.map(String) : [],
+          rc: rcWords(msg.rc),
           pid: Number(msg.pid),
           note: String(msg.note ?? ''),
         };
@@ -219,6 +230,7 @@ export class EngineShell implements CommandShell {
         this.deliver(cur, out);
         if (typeof msg.cwd === 'string' && msg.cwd) this.lastCwd = msg.cwd;
         const code = typeof msg.exit_code === 'number' ? msg.exit_code : undefined;
+        this.show(markEnd(code));
         if (typeof msg.note === 'string' && msg.note) cur.cmd.notes.push(`[${msg.note}]`);
         if (msg.killed) {
           cur.cmd.notes.push(
@@ -307,6 +319,7 @@ export class EngineShell implements CommandShell {
     this.initEnv = undefined;
     const env = { ...init, ...(opts.env ?? {}) };
     if (Object.keys(env).length) msg.env = env; // values: secrets, never logged
+    this.show(MARK_START); // VS Code's command marks: the decoration shows the exit code (issue 42)
     this.send(msg);
     return cmd;
   }

@@ -384,7 +384,7 @@ export class RunExecutor implements vscode.Disposable {
       ]);
       this.deps.log(
         `"${slot.name}" terminal ready in ${Date.now() - t0} ms (shell engine: ${ready.shell} ${ready.path}, pid ${ready.pid}` +
-          `${ready.rc.length ? `, rc ${ready.rc.join(' ')}` : ', no rc files'}, in ${cwd})`,
+          `, ${ready.rc}, in ${cwd})`,
       );
     } catch (e) {
       engine.terminal.dispose();

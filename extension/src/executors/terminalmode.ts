@@ -17,3 +17,12 @@ export function terminalMode(value: string | undefined): { mode: TerminalMode; r
 export const RETIRED_FAST_MESSAGE =
   'oh: the terminal mode "fast" was retired; agent terminals now use "engine" (oh\'s shell engine: your shell on a ' +
   'real terminal; for a shell without rc files set oh.userShell to false). Update the oh.terminalMode setting?';
+
+/**
+ * The log's words for the engine host's `rc` (enginehost.py sends whether the user's rc files were read: a
+ * yes/no; a list of names is also accepted): issue 42, the log said "no rc files" although ~/.bashrc ran.
+ */
+export function rcWords(rc: unknown): string {
+  if (Array.isArray(rc)) return rc.length ? `rc files ${rc.map(String).join(' ')} read` : 'no rc files read (clean shell)';
+  return rc === true ? "the user's rc files read" : 'no rc files read (clean shell)';
+}

@@ -4,8 +4,9 @@
  * When the backend's `registered` answer says `review: true`, a `write` or `edit` (not `view`) is not
  * applied: its result is computed (./proposal.ts, the executors' own rules), a diff editor opens
  * (current file vs a read-only `oh-proposal:` document holding the proposed text) with Accept / Reject
- * in the editor title bar, and a notification offers Accept / Reject / Accept all. Reject asks for an
- * optional reason, which the agent gets with the REJECTED error.
+ * (and Accept all, when several wait) in the editor title bar; one grouped notification, updated in place,
+ * says how many wait and goes when none does (issue 42). Reject asks for an optional reason, which the
+ * agent gets with the REJECTED error.
  *
  * Accepting applies ONE WorkspaceEdit (for one proposal, or for all of them with "Accept all"), so a
  * single Undo reverts what was accepted together; documents that had no unsaved changes are saved.
@@ -21,14 +22,17 @@ import { unifiedDiff } from '../udiff';
 import { createParents, currentContent, resolveTarget, statOrNull, Target, unsavedNote } from '../executors/files';
 import {
   acceptedNote,
+  changeWord,
   cleanReason,
   computeProposal,
   isProposal,
   plainForUi,
   ProposedChange,
   rejectedMessage,
+  reviewSummary,
   staleMessage,
   timeoutMessage,
+  workspaceRelative,
 } from './proposal';
 import { Decision, ProposalStore } from './store';
 
@@ -54,12 +58,60 @@ function idOf(uri: vscode.Uri | undefined): number | undefined {
   return m ? Number(m[1]) : undefined;
 }
 
+/** What the user reads for a proposal: the change's word and the workspace-relative path (issue 42). */
+function described(item: Item): { word: string; path: string } {
+  return { word: changeWord(item.change.command, item.change.before === null), path: workspaceRelative(item.target.rp.shown, item.target.rp.segments) };
+}
+
+/**
+ * The one grouped notification for all waiting proposals (issue 42): a progress notification, because it is
+ * the kind VS Code lets an extension update in place and take away (a message's buttons cannot be withdrawn,
+ * and five writes made three of them over the diff). Accept / reject stay in each diff's title bar.
+ */
+class GroupNotice {
+  private latest: string | undefined;
+  private report: ((message: string) => void) | undefined;
+  private end: (() => void) | undefined;
+  private starting = false;
+
+  update(message: string | undefined): void {
+    this.latest = message;
+    if (this.report) {
+      if (message === undefined) this.finish();
+      else this.report(message);
+      return;
+    }
+    if (message === undefined || this.starting) return;
+    this.starting = true;
+    void vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: 'oh', cancellable: false }, (progress) =>
+      new Promise<void>((resolve) => {
+        this.starting = false;
+        this.report = (m) => progress.report({ message: m });
+        this.end = resolve;
+        if (this.latest === undefined) this.finish();
+        else this.report(this.latest);
+      }),
+    );
+  }
+
+  private finish(): void {
+    const end = this.end;
+    this.report = this.end = undefined;
+    end?.();
+  }
+
+  dispose(): void {
+    this.finish();
+  }
+}
+
 export class ReviewController implements vscode.Disposable {
   readonly store: ProposalStore<Item>;
   private readonly disposables: vscode.Disposable[] = [];
   private readonly changed = new vscode.EventEmitter<vscode.Uri>();
   /** "oh: N to review" while proposals wait: the way back to a diff the user closed. */
   private readonly status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 99);
+  private readonly notice = new GroupNotice();
 
   constructor(
     private readonly history: EditHistory,
@@ -71,6 +123,7 @@ export class ReviewController implements vscode.Disposable {
     this.status.tooltip = 'oh: proposals from the agent wait for your review (click to open one)';
     this.disposables.push(
       this.status,
+      this.notice,
       this.changed,
       vscode.workspace.registerTextDocumentContentProvider(SCHEME, {
         onDidChange: this.changed.event,
@@ -98,6 +151,7 @@ export class ReviewController implements vscode.Disposable {
 
   private refresh(): void {
     const n = this.store.size;
+    this.notice.update(reviewSummary(this.store.list().map((p) => ({ agent: p.item.agent, ...described(p.item) }))));
     void vscode.commands.executeCommand('setContext', 'oh.pendingProposals', n);
     if (n) {
       this.status.text = `$(git-pull-request) oh: ${n} to review`;
@@ -191,31 +245,13 @@ export class ReviewController implements vscode.Disposable {
     const shown = target.rp.shown;
     const name = shown.split('/').pop() || shown;
     const left = change.before === null ? proposalUri(id, 'before', shown) : target.uri;
-    const title = plainForUi(`${name} ↔ oh proposal ${id} (${change.command} by ${agent})`);
+    const title = plainForUi(`${name} ↔ oh proposal ${id} (${described(p.item).word} by ${agent})`);
     await vscode.commands.executeCommand('vscode.diff', left, proposalUri(id, 'after', shown), title, { preview: false });
   }
 
+  /** A new proposal: its diff opens; the grouped notification (refresh) says how many wait. */
   private async show(id: number): Promise<void> {
-    const p = this.store.get(id);
-    if (!p) return;
-    const { target, change, agent } = p.item;
-    const shown = target.rp.shown;
     await this.openDiff(id);
-    const verb = change.before === null ? 'create' : 'change';
-    const choice = await vscode.window.showInformationMessage(
-      plainForUi(`oh: ${agent} proposes to ${verb} ${shown} (proposal ${id}).`),
-      'Accept',
-      'Reject',
-      'Accept all',
-    );
-    // A notification cannot be withdrawn: its buttons may outlive the proposal (decided in the title bar).
-    if ((choice === 'Accept' || choice === 'Reject') && !this.store.get(id)) {
-      void vscode.window.showInformationMessage(`oh: proposal ${id} was already decided (or timed out).`);
-      return;
-    }
-    if (choice === 'Accept') await this.accept([id]);
-    else if (choice === 'Reject') await this.reject(id);
-    else if (choice === 'Accept all') await this.accept(this.store.list().map((q) => q.id));
   }
 
   /** The proposal a title-bar button or palette command means: its diff's, the active one's, the only one, or asked. */
@@ -228,7 +264,7 @@ export class ReviewController implements vscode.Disposable {
       return all[0]?.id;
     }
     const chosen = await vscode.window.showQuickPick(
-      all.map((p) => ({ label: `proposal ${p.id}`, description: plainForUi(`${p.item.change.command} ${p.item.target.rp.shown}`), id: p.id })),
+      all.map((p) => ({ label: `proposal ${p.id}`, description: plainForUi(`${described(p.item).word} ${described(p.item).path}`), id: p.id })),
       { title: question },
     );
     return chosen?.id;
@@ -264,7 +300,8 @@ export class ReviewController implements vscode.Disposable {
       // Changed since the proposal, or changed by an earlier proposal of this same batch: not applied.
       if (now !== change.before || files.has(key)) {
         this.store.decide(id, { kind: 'stale' });
-        void vscode.window.showWarningMessage(plainForUi(`oh: ${target.rp.shown} changed after proposal ${id} was made; it was not applied (the agent was told).`));
+        const where = workspaceRelative(target.rp.shown, target.rp.segments);
+        void vscode.window.showWarningMessage(plainForUi(`oh: ${where} changed after proposal ${id} was made; it was not applied (the agent was told).`));
         continue;
       }
       files.add(key);

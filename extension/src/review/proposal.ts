@@ -149,3 +149,35 @@ export function plainForUi(text: string): string {
     })
     .replace(/\]\(/g, '] (');
 }
+
+/** The word a person uses for a change (issue 42): a new file is created, an edit command is an edit. */
+export function changeWord(command: string, isNew: boolean): string {
+  if (isNew) return 'create';
+  if (command === 'str_replace' || command === 'insert' || command === 'undo_edit') return 'edit';
+  return command; // overwrite, append, create
+}
+
+/** A path as the user reads it: relative to its workspace folder (`segments`), else as the agent named it. */
+export function workspaceRelative(shown: string, segments: string[]): string {
+  return segments.length ? segments.join('/') : shown;
+}
+
+export interface Pending {
+  agent: string;
+  word: string;
+  path: string;
+}
+
+/**
+ * The one grouped review notification (issue 42), updated in place as proposals come and go; undefined when
+ * none waits (then it goes away). At most `max` changes are named.
+ */
+export function reviewSummary(pending: Pending[], max = 3): string | undefined {
+  if (!pending.length) return undefined;
+  const n = pending.length;
+  const agents = [...new Set(pending.map((p) => p.agent))];
+  const named = pending.slice(0, max).map((p) => `${p.word} ${p.path}`).join(', ');
+  const more = n > max ? `, +${n - max} more` : '';
+  const head = n === 1 ? '1 change waits for your review' : `${n} changes wait for your review`;
+  return plainForUi(`${head}: ${named}${more} (by ${agents.join(', ')}). Accept ✓ or reject ✕ in each diff's title bar.`);
+}
