@@ -204,6 +204,8 @@ class Backend:
             config, self.sandbox
         )
         self.runtime.on_job_event = self.monitors.job_event
+        if self.stack.arbiter is not None:  # issue 37: stale refusals and claims to monitors and the trace
+            self.stack.arbiter.on_event = lambda event, fields: self._emit(event, **fields)
         self.runtime.on_shell_note = self.monitors.shell_note
         self.proposals = self.runtime.proposals  # the local runtime's ProposalQueue in review mode
         if self.proposals is not None:
@@ -394,6 +396,7 @@ class Backend:
             **({"sandbox": self.sandbox.status()} if self.sandbox is not None else {}),
             **({"consent": self.consent.consent_status()} if self.consent is not None else {}),
             **({"proposals": len(self.proposals.pending)} if self.proposals is not None else {}),
+            **({"claims": self.stack.arbiter.describe_claims()} if self.stack.arbiter is not None else {}),
             **self.remote.status(),
         }
 
