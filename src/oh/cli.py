@@ -117,6 +117,9 @@ def _build():
     from .commands import ensure as ensure_cmd  # issue 22: workspace bootstrap
 
     app.command(epilog=ensure_cmd.EPILOG)(ensure_cmd.ensure)
+    from .commands import claims as claims_cmd  # issue 37: several agents
+
+    app.add_typer(claims_cmd.app, name="claims")
     return app
 
 

@@ -172,6 +172,7 @@ class Backend:
             history=self.historyctl.handle,
             shares=self.remote.control,
             changesets=historyctl.ChangeSets(self.historyctl, config.review),
+            claims=self.stack.arbiter.control if self.stack.arbiter is not None else None,
         )
         # The path -> handler table (the handshake has checked the credential each path needs).
         self.routes: dict[str, Callable[[ServerConnection], Awaitable[None]]] = {

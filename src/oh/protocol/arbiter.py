@@ -208,3 +208,16 @@ def conflicting(claims: list[Claim], patterns: tuple[str, ...], agent_id: str, n
         if any(c.covers(p) for p in patterns) or any(new.covers(p) for p in c.patterns):
             return c
     return None
+
+
+def parse_claims_request(obj: dict[str, Any]) -> tuple[str, str | None]:
+    """A ``claims`` control request (`oh claims`): (op list|release, a claim id or None = every claim)."""
+    op = obj.get("op", "list")
+    if op not in ("list", "release"):
+        raise ProtocolError(ErrorId.BAD_REQUEST, "claims: op must be list or release.")
+    cid = obj.get("claim_id")
+    if cid is not None and not (isinstance(cid, str) and 0 < len(cid) <= 40 and cid.isprintable()):
+        raise ProtocolError(ErrorId.BAD_REQUEST, "claims: claim_id must be a claim id such as k1.")
+    if op == "release" and cid is None and obj.get("all") is not True:
+        raise ProtocolError(ErrorId.BAD_REQUEST, "claims release needs claim_id, or all: true.")
+    return op, cid

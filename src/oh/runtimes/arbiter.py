@@ -18,7 +18,7 @@ from collections import OrderedDict
 from typing import Any, Callable, Hashable
 
 from ..protocol import arbiter as rules
-from ..protocol.errors import ErrorId
+from ..protocol.errors import ErrorId, ProtocolError
 from ..protocol.events import Action, error_observation
 from ..protocol.observation import observation
 from .base import AgentContext, Runtime, Wrapper, as_context
@@ -307,6 +307,23 @@ class Arbiter(Wrapper):
             for c in ended:
                 self._tell("claim_ended", claim_id=c.claim_id, agent_id=c.agent_id, name=c.name, why=why)
         return ended
+
+    def control(self, obj: dict[str, Any], decider: bool) -> dict[str, Any]:
+        """The ``claims`` control request (`oh claims`): list (anyone), release (the user: the decider credential)."""
+        try:
+            op, cid = rules.parse_claims_request(obj)
+        except ProtocolError as exc:
+            return {"type": "error", "error_id": str(exc.error_id), "message": exc.message}
+        if op == "list":
+            return {"type": "claims", "op": "list", "claims": self.describe_claims()}
+        if not decider:
+            return {
+                "type": "error",
+                "error_id": "FORBIDDEN",
+                "message": "Releasing another agent's claim needs the user's credential: run `oh claims release`.",
+            }
+        ended = self.end_claims(lambda c: cid is None or c.claim_id == cid, "released by the user")
+        return {"type": "claims", "op": "release", "released": [c.claim_id for c in ended]}
 
     def describe_claims(self) -> list[dict[str, Any]]:
         return [c.describe() for c in self._live_claims()]
