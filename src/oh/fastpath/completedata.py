@@ -433,6 +433,8 @@ TREE = {(): (('start', 'watch', 'stop', 'status', 'run', 'read', 'write', 'edit'
               ((('--content',), (), True, True, False, ()),
                (('--append',), (), False, True, False, ()),
                (('--create',), (), False, True, False, ()),
+               (('--if-version',), (), True, True, False, ()),
+               (('--force',), (), False, True, False, ()),
                (('--workspace', '-C'), (), True, True, False, ()),
                (('--instance', '-i'), (), True, True, False, 'instances'),
                (('--json',), (), False, True, False, ()),

@@ -93,6 +93,23 @@ whitespace included; include enough surrounding lines to make it unique.
 - `undo_edit`: revert the last edit made to `path` through oh.
 The result shows a snippet of the changed region with line numbers."""
 
+# Several agents (docs/protocol.md §3.17): a write/edit's precondition. The backend remembers what this connection
+# read, so these are needed only to bypass (force) or to name a version read elsewhere (if_version).
+_GUARD_PROPERTIES: dict[str, Any] = {
+    "if_version": {
+        "type": "string",
+        "description": (
+            "Refuse (STALE) unless the file is still at this version (a read's structured 'version'). Optional: "
+            "oh already refuses a change to a file that changed since you read it."
+        ),
+    },
+    "force": {
+        "type": "boolean",
+        "description": "Write even though the file changed since you read it (another agent's or the user's work "
+        "is overwritten). Only after reading the STALE diff.",
+    },
+}
+
 TOOLS: list[dict[str, Any]] = [
     {
         "name": "run",
@@ -203,6 +220,7 @@ TOOLS: list[dict[str, Any]] = [
                     ),
                 },
                 **job_tools.WRITE_PROPERTIES,
+                **_GUARD_PROPERTIES,
                 "diagnostics": _DIAG_SCHEMA,
                 "security_risk": _RISK_SCHEMA,
             },
@@ -247,6 +265,7 @@ TOOLS: list[dict[str, Any]] = [
                     "description": "insert: the line after which new_str goes (0 = top of the file).",
                 },
                 "view_range": _VIEW_RANGE,
+                **_GUARD_PROPERTIES,
                 "diagnostics": _DIAG_SCHEMA,
                 "security_risk": _RISK_SCHEMA,
             },
@@ -400,6 +419,8 @@ def build_action(name: str, arguments: Any, base_dir: str) -> dict[str, Any]:
             mode=job_tools.write_mode(a),
             diagnostics=diagnostics,
             security_risk=risk,
+            if_version=a.get("if_version") or None,
+            force=bool(a.get("force")),
         )
     return _edit_action(a, path, diagnostics, risk)
 
@@ -426,6 +447,8 @@ def _edit_action(a: dict[str, Any], path: str, diagnostics: bool, risk: str | No
         view_range=a["view_range"] if cmd == "view" and "view_range" in a else None,
         diagnostics=diagnostics,
         security_risk=risk,
+        if_version=(a.get("if_version") or None) if cmd != "view" else None,
+        force=bool(a.get("force")) and cmd != "view",
     )
 
 
@@ -461,9 +484,9 @@ def to_result(name: str, obs: dict[str, Any], action: dict[str, Any] | None = No
         if mode != "overwrite" or obs.get("content"):
             return job_tools.write_result(obs, mode, ToolResult)
         path = extras.get("path", "")
-        return ToolResult(f"Wrote {path}.", {"path": path})
+        return ToolResult(f"Wrote {path}.", _versioned({"path": path}, extras))
     if kind == "edit":
-        structured = {"path": extras.get("path", "")}
+        structured = _versioned({"path": extras.get("path", "")}, extras)
         if extras.get("diff"):
             structured["diff"] = extras["diff"]
         if "diagnostics" in extras:
@@ -474,6 +497,13 @@ def to_result(name: str, obs: dict[str, Any], action: dict[str, Any] | None = No
         {"observation": kind},
         is_error=True,
     )
+
+
+def _versioned(structured: dict[str, Any], extras: dict[str, Any]) -> dict[str, Any]:
+    """The file's version after a read/write/edit (§3.17), when the backend said it."""
+    if isinstance(extras.get("version"), str):
+        structured["version"] = extras["version"]
+    return structured
 
 
 def _run_result(content: str, extras: dict[str, Any]) -> ToolResult:
@@ -524,9 +554,10 @@ def _read_result(content: str, extras: dict[str, Any], first_line: int = 1) -> T
             f"Lines up to {last} are above; read on with view_range [{last + 1}, -1].]"
         )
         return ToolResult(
-            content[:cut] + note, {"path": path, "truncated": True, "last_line": last, "total_chars": len(content)}
+            content[:cut] + note,
+            _versioned({"path": path, "truncated": True, "last_line": last, "total_chars": len(content)}, extras),
         )
-    return ToolResult(content, {"path": path})
+    return ToolResult(content, _versioned({"path": path}, extras))
 
 
 def error_result(message: str, error_id: str) -> ToolResult:
