@@ -206,7 +206,7 @@ class Backend:
         )
         self.runtime.on_job_event = self.monitors.job_event
         if self.stack.arbiter is not None:  # issue 37: stale refusals and claims to monitors and the trace
-            self.stack.arbiter.on_event = lambda event, fields: self._emit(event, **fields)
+            self.stack.arbiter.on_event = self.monitors.arbiter_event
         self.runtime.on_shell_note = self.monitors.shell_note
         self.proposals = self.runtime.proposals  # the local runtime's ProposalQueue in review mode
         if self.proposals is not None:

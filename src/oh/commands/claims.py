@@ -34,7 +34,10 @@ def _ask(io: Streams, workspace: Optional[str], instance: Optional[str], frame: 
         die(str(exc), UNREACHABLE, "Is the backend still running? `oh status` shows it.")
     if answer.get("type") == "error":
         code = str(answer.get("error_id", ""))
-        die(visible(str(answer.get("message", "the backend refused the request"))), USAGE if code == "BAD_REQUEST" else ERROR)
+        die(
+            visible(str(answer.get("message", "the backend refused the request"))),
+            USAGE if code == "BAD_REQUEST" else ERROR,
+        )
     return answer
 
 
@@ -82,7 +85,9 @@ def release(
     instance: Optional[str] = _INSTANCE,
 ) -> None:
     """End a claim now (any agent's): its paths take every agent's writes again."""
-    raise typer.Exit(run_release(Streams.system(), claim_id=claim_id, all_=all_, workspace=workspace, instance=instance))
+    raise typer.Exit(
+        run_release(Streams.system(), claim_id=claim_id, all_=all_, workspace=workspace, instance=instance)
+    )
 
 
 def run_release(

@@ -76,7 +76,9 @@ def _verb(io, verb: str, opts: dict, pos: list[str]) -> int | None:
         return None
     common = {"json_": bool(opts.get("json_")), "quiet": bool(opts.get("quiet"))}
     # several agents (§3.17): a write/edit's precondition
-    guard = {"if_version": opts.get("if_version"), "force": bool(opts.get("force"))} if verb in ("write", "edit") else {}
+    guard = (
+        {"if_version": opts.get("if_version"), "force": bool(opts.get("force"))} if verb in ("write", "edit") else {}
+    )
     try:
         if verb == "stat" or verb.startswith("jobs") or verb == "run" and opts.get("background"):
             return _job_verb(io, verb, session, opts, pos)

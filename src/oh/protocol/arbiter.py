@@ -134,7 +134,9 @@ def stale_message(path: str, who: str, current: str | None, diff: str, tool_erro
 
 
 def patch_note(path: str, who: str) -> str:
-    return f"\n[Note: {path} had changed since you last read it ({who}); your change was applied to the current version.]"
+    return (
+        f"\n[Note: {path} had changed since you last read it ({who}); your change was applied to the current version.]"
+    )
 
 
 # ---- claims ------------------------------------------------------------------------------------------------
@@ -149,7 +151,9 @@ class Claim:
     until: float  # time.time() when it ends
 
     def covers(self, path: str) -> bool:
-        return any(p == path or path.startswith(p.rstrip("/") + "/") or fnmatch.fnmatchcase(path, p) for p in self.patterns)
+        return any(
+            p == path or path.startswith(p.rstrip("/") + "/") or fnmatch.fnmatchcase(path, p) for p in self.patterns
+        )
 
     def describe(self) -> dict[str, Any]:
         return {
