@@ -95,6 +95,12 @@ def _build():
 
     app.add_typer(jobs_cmd.app, name="jobs")
     app.command()(jobs_cmd.stat)
+    _register_more(app)
+    return app
+
+
+def _register_more(app) -> None:
+    """The commands added by later issues (review, consent, history, vscode, share, ensure, claims)."""
     from .commands import review as review_cmd  # proposal (review) mode
 
     app.add_typer(review_cmd.app, name="review")
@@ -120,7 +126,6 @@ def _build():
     from .commands import claims as claims_cmd  # issue 37: several agents
 
     app.add_typer(claims_cmd.app, name="claims")
-    return app
 
 
 def main() -> None:

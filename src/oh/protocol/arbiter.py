@@ -167,8 +167,11 @@ class Claim:
 
 def check_claim_args(args: dict[str, Any], cause: int | None) -> None:
     paths = args.get("paths")
-    ok = isinstance(paths, list) and 0 < len(paths) <= MAX_CLAIM_PATHS
-    ok = ok and all(isinstance(p, str) and p and "\x00" not in p and len(p) <= 4096 for p in paths)
+    ok = (
+        isinstance(paths, list)
+        and 0 < len(paths) <= MAX_CLAIM_PATHS
+        and all(isinstance(p, str) and p and "\x00" not in p and len(p) <= 4096 for p in paths)
+    )
     if not ok:
         raise ProtocolError(
             ErrorId.BAD_REQUEST, f"args.paths must be a list of 1 to {MAX_CLAIM_PATHS} paths or globs.", cause
