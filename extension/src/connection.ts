@@ -47,7 +47,7 @@ export interface ActionContext {
   userShell?: boolean;
   /** The backend's `shell_startup_timeout` (s) when it names one. */
   shellStartupTimeoutS?: number;
-  /** The backend's sandbox settings for the agent's shell (docs/protocol.md §3.17), when it sent them. */
+  /** The backend's sandbox settings for the agent's shell (docs/protocol.md §3.18), when it sent them. */
   sandbox?: SandboxSettings;
   /** The backend's interpreter (session file `python`): runs the shell engine host; absent from older backends. */
   python?: string;
@@ -425,7 +425,7 @@ export function describeClose(info: CloseInfo): string {
   return `${info.code} ${names[info.code] ?? ''}${info.reason ? ` (${info.reason})` : ''}${info.error ? ` [${info.error}]` : ''}`.replace(/\s+/g, ' ').trim();
 }
 
-/** The agent shell's sandbox as the backend's settings say (docs/protocol.md §3.17). */
+/** The agent shell's sandbox as the backend's settings say (docs/protocol.md §3.18). */
 export interface SandboxSettings {
   level: 'workspace-write' | 'read-only' | 'off';
   network: boolean;

@@ -105,7 +105,7 @@ export interface Action {
   /** Top-level `job_id` the backend gives every new command (§4): the command's id in `metadata.job_id`. */
   jobId?: string;
   /**
-   * Top-level `escalation` (§3.17): the backend's consent gate allowed this `run` to leave the sandbox ("off") or
+   * Top-level `escalation` (§3.18): the backend's consent gate allowed this `run` to leave the sandbox ("off") or
    * to have the network ("network"). Set only when it names the same value as `args.sandbox`.
    */
   escalation?: Escalation;
@@ -426,7 +426,7 @@ function summaryOf(action: Action): string {
       const targets = Array.isArray(a.targets) && a.targets.length > 0 ? a.targets.map(String) : ['environment'];
       return `ensure ${targets.join(' ')}` + (a.path ? ` in ${argText(a.path)}` : '');
     }
-    case 'claim': // several agents (§3.17): answered by the backend, like ensure
+    case 'claim': // several agents (§3.18): answered by the backend, like ensure
       return `claim ${Array.isArray(a.paths) ? a.paths.map(String).join(' ') : ''}`;
     case 'release':
       return `release ${argText(a.claim_id)}`;

@@ -1,4 +1,4 @@
-"""Several agents, one workspace (issue 37, docs/protocol.md §3.17), against a real backend (local runtime).
+"""Several agents, one workspace (issue 37, docs/protocol.md §3.18), against a real backend (local runtime).
 
 The property: N agents do read-modify-write cycles on a few shared files through `write` and `edit`; each
 update adds one unique token line. Whatever the interleaving, every accepted update's token is in its file

@@ -1,4 +1,4 @@
-"""Escalation under runtime vscode (issue 27, docs/protocol.md §3.17) on real parts: an in-process backend with
+"""Escalation under runtime vscode (issue 27, docs/protocol.md §3.18) on real parts: an in-process backend with
 `--runtime vscode` and a consent gate, the real headless editor (`oh attach`'s, which lists "escalate") running
 the agent's shell in real bubblewrap, a loopback TCP server and marker files as the effects. The gate's yes
 reaches the editor as the backend's top-level `escalation`; nothing else does (an agent's own field is dropped,

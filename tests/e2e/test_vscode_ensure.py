@@ -61,7 +61,7 @@ def test_setup_script_then_ensure_in_vscode_terminals_then_a_noop(vscode: VsCode
     )
     try:
         # The editor's shell is sandboxed without network: the install asks for it, as under the local runtime
-        # (docs/protocol.md §3.17), and VS Code (an editor that answers consent) is someone who can answer.
+        # (docs/protocol.md §3.18), and VS Code (an editor that answers consent) is someone who can answer.
         row = wait_until(lambda: (vscode.oh_json("approvals", "--json")["approvals"] or [None])[0], 120, "the ask")
         assert "NETWORK on (still sandboxed" in row["reason"] and " ci " in row["what"] + " ", row
         assert vscode.oh("approve", row["id"]).returncode == 0

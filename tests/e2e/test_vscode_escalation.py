@@ -1,4 +1,4 @@
-"""Escalation in a real VS Code (issue 27, docs/protocol.md §3.17): code-server with the oh extension in its default
+"""Escalation in a real VS Code (issue 27, docs/protocol.md §3.18): code-server with the oh extension in its default
 engine mode, `oh start --runtime vscode` with the default sandbox (workspace-write, network off, consent never: a
 request to leave is still asked). Real `oh run --network` / `--unsandboxed` agents and `oh ensure`, answered with
 `oh approve` / `oh reject`: an approved network escalation reaches a tiny HTTP server on 127.0.0.1 and still cannot

@@ -34,11 +34,11 @@ export interface EngineOptions {
   clean: boolean;
   /** Seconds the user's rc files may take before the clean shell replaces them. */
   startupTimeoutS?: number;
-  /** The sandbox (docs/protocol.md §3.17): the level (undefined: the host's default, workspace-write) and the backend's settings. */
+  /** The sandbox (docs/protocol.md §3.18): the level (undefined: the host's default, workspace-write) and the backend's settings. */
   sandbox?: SandboxSettings;
   /** The backend's allowed roots: writable in the sandbox besides cwd. */
   roots?: string[];
-  /** A one-shot host for a command the consent gate allowed to leave the sandbox ("off") or to use the network (§3.17). */
+  /** A one-shot host for a command the consent gate allowed to leave the sandbox ("off") or to use the network (§3.18). */
   escalation?: 'off' | 'network';
   /** The agent's main shell: the host keeps its exports for `exports()` (--exports; extra shells start with them). */
   keepExports?: boolean;
@@ -394,7 +394,7 @@ export class EngineShell implements CommandShell {
 }
 
 /**
- * The engine host's sandbox flags (docs/protocol.md §3.17); none: its default (workspace-write, or OH_SANDBOX).
+ * The engine host's sandbox flags (docs/protocol.md §3.18); none: its default (workspace-write, or OH_SANDBOX).
  * `escalation` (a one-shot host for an approved escalation): "off" runs the shell unconfined; "network" keeps the
  * level and everything else of the sandbox and turns the network on (with no settings: the host's default level).
  */

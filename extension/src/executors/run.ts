@@ -62,7 +62,7 @@ export interface RunExecutorDeps {
   terminalMode?: () => string;
   /** `oh.userShell` (default true): the engine runs the user's shell with their rc files; false: the clean shell. */
   userShell?: () => boolean;
-  /** `oh.sandbox`: '' (default: the backend's `sandbox` setting) or a level that overrides it for this window (§3.17). */
+  /** `oh.sandbox`: '' (default: the backend's `sandbox` setting) or a level that overrides it for this window (§3.18). */
   sandbox?: () => string;
   /** Asks the user what to do with a command left running by a backend that went away. */
   askInterrupt?: (terminalName: string, command: string) => Promise<boolean>;
@@ -77,7 +77,7 @@ class Slot {
   /** The backend's `user_shell` / `shell_startup_timeout` settings, when it sent them (§3.4.1). */
   backendUserShell: boolean | undefined;
   startupTimeoutS: number | undefined;
-  /** The backend's sandbox settings and allowed roots (§3.17): the engine host's flags. */
+  /** The backend's sandbox settings and allowed roots (§3.18): the engine host's flags. */
   backendSandbox: SandboxSettings | undefined;
   roots: string[] | undefined;
   /** The engine could not start for this terminal: it uses the fallback from now on. */
@@ -105,7 +105,7 @@ class Slot {
   initEnv: Promise<Record<string, string>> | undefined;
   /** The background job this extra terminal runs (job terminals only). */
   job: Job | null = null;
-  /** A one-shot terminal for a command the consent gate allowed out of the sandbox or onto the network (§3.17). */
+  /** A one-shot terminal for a command the consent gate allowed out of the sandbox or onto the network (§3.18). */
   escalation: Escalation | null = null;
   /** The backend's job_retention (s), as its latest action context said. */
   retentionS = DEFAULT_RETENTION_S;
@@ -148,7 +148,7 @@ export function allBusyMessage(command: string, maxShells: number): string {
   );
 }
 
-/** The first line of an escalated command's observation (the local runtime's sentences, docs/protocol.md §3.17). */
+/** The first line of an escalated command's observation (the local runtime's sentences, docs/protocol.md §3.18). */
 export function escalationNote(esc: Escalation): string {
   return esc.sandbox === 'off'
     ? `[This command ran OUTSIDE the sandbox, as the user, in a shell of its own (reason: ${esc.reason}).]\n`
@@ -458,7 +458,7 @@ export class RunExecutor implements vscode.Disposable {
       if (choice !== 'Run') throw new ToolError(`The user declined to run \`${args.command}\`.`, 'INTERRUPTED');
     }
     if (args.env) this.deps.log(`run exports ${Object.keys(args.env).join(', ')} (values not logged)`);
-    // §3.17: a run asking to leave the sandbox runs only with the backend's `escalation` (its consent gate's yes).
+    // §3.18: a run asking to leave the sandbox runs only with the backend's `escalation` (its consent gate's yes).
     const escalation = this.escalationOf(action);
     const asUsual = escalation ? this.escalationNeedless(slot, escalation) : null;
     const escalate = escalation && asUsual === null ? escalation : undefined;

@@ -43,7 +43,7 @@ class Control:
         self._history = history  # history (§3.15): backend/historyctl.handle
         self._shares = shares  # issue 28: backend/remote.py Remote.control
         self._changesets = changesets  # review after the fact (§3.15.1): backend/historyctl.ChangeSets
-        self._claims = claims  # several agents (§3.17): runtimes/arbiter.Arbiter.control
+        self._claims = claims  # several agents (§3.18): runtimes/arbiter.Arbiter.control
 
     async def serve(self, connection: ServerConnection) -> None:
         async for message in connection:

@@ -59,7 +59,7 @@ class Monitors:
         self.emit(name, **fields)
 
     def arbiter_event(self, name: str, fields: dict[str, Any]) -> None:
-        """Several agents (§3.17): a stale write/edit refused (``stale_refused``), a claim made or ended."""
+        """Several agents (§3.18): a stale write/edit refused (``stale_refused``), a claim made or ended."""
         self.trace.record(name, **fields)
         self.emit(name, **fields)
 

@@ -405,7 +405,7 @@ class Backend:
 def _shell_without_network(config: BackendConfig, sandbox: Any) -> bool:
     """Whether the agent's shell is sandboxed with the network off: the local runtime's sandbox says so itself;
     an editor's engine shell follows the settings this backend sends it (``_sandbox_welcome``; none sent: the
-    same OH_SANDBOX* rule as here, docs/protocol.md §3.17)."""
+    same OH_SANDBOX* rule as here, docs/protocol.md §3.18)."""
     if sandbox is not None:
         return bool(sandbox.status()["confined"] and not sandbox.spec.network)
     if not runtimenames.uses_editor(config.runtime):
@@ -417,7 +417,7 @@ def _shell_without_network(config: BackendConfig, sandbox: Any) -> bool:
 
 
 def _sandbox_welcome(spec: Any) -> dict[str, Any] | None:
-    """The sandbox settings an editor's engine host follows (docs/protocol.md §3.17); None: its own default."""
+    """The sandbox settings an editor's engine host follows (docs/protocol.md §3.18); None: its own default."""
     if spec is None:
         return None
     return {"level": spec.level, "network": spec.network, "writable": list(spec.writable), "fallback": spec.fallback}

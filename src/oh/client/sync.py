@@ -212,7 +212,7 @@ class SyncClient(SyncEditorInfo, SyncJobs):
         force: bool = False,
     ) -> Observation:
         """``if_version``: the version a read returned (``extras.version``); the write is refused with ``STALE``
-        when the file changed since. ``force``: overwrite anyway (docs/protocol.md §3.17)."""
+        when the file changed since. ``force``: overwrite anyway (docs/protocol.md §3.18)."""
         return self.send(actions.write(path, content, encoding=encoding, if_version=if_version, force=force))
 
     def edit(self, path: str, command: str, **kw: Any) -> Observation:
@@ -220,7 +220,7 @@ class SyncClient(SyncEditorInfo, SyncJobs):
 
     def claim(self, paths: list[str], *, ttl: float | None = None) -> Observation:
         """Claim files, directories or globs for ``ttl`` seconds: other agents' writes there are refused
-        (``CLAIMED``) until it ends (``release``, the TTL, this connection's end; docs/protocol.md §3.17)."""
+        (``CLAIMED``) until it ends (``release``, the TTL, this connection's end; docs/protocol.md §3.18)."""
         return self.send(actions.claim(paths, ttl=ttl))
 
     def release(self, claim_id: str | None = None) -> Observation:

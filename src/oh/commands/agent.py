@@ -33,7 +33,7 @@ _JSON = typer.Option(False, "--json", help="Print the observation as JSON (OpenH
 _QUIET = typer.Option(
     False, "--quiet", "-q", help="Print only the result and errors: no notes, confirmations or snippets."
 )
-# several agents (docs/protocol.md §3.17)
+# several agents (docs/protocol.md §3.18)
 _IF_VERSION = typer.Option(
     None,
     "--if-version",

@@ -1,5 +1,5 @@
 """``oh claims`` / ``oh claims release ID|--all``: the agents' claims on paths (issue 37, docs/protocol.md
-§3.17). Listing needs any credential; releasing another agent's claim is the user's: sent with the session's
+§3.18). Listing needs any credential; releasing another agent's claim is the user's: sent with the session's
 decider credential. Paths and names are agent-controlled: printed through ``text.sanitize.visible``."""
 
 from __future__ import annotations

@@ -150,7 +150,7 @@ class HeadlessEditor:
                 return
             action = parse_action(obj)
             if frames.parse_escalation(obj) is not None:
-                # The backend's consent gate allowed this run to leave the sandbox (docs/protocol.md §3.17): the
+                # The backend's consent gate allowed this run to leave the sandbox (docs/protocol.md §3.18): the
                 # backend sets `escalation` only then, so the local runtime may run it in a one-shot shell.
                 action = dataclasses.replace(action, unsandboxed=True)
         except ProtocolError as exc:

@@ -75,7 +75,7 @@ def _verb(io, verb: str, opts: dict, pos: list[str]) -> int | None:
     if session is None:
         return None
     common = {"json_": bool(opts.get("json_")), "quiet": bool(opts.get("quiet"))}
-    # several agents (§3.17): a write/edit's precondition
+    # several agents (§3.18): a write/edit's precondition
     guard = (
         {"if_version": opts.get("if_version"), "force": bool(opts.get("force"))} if verb in ("write", "edit") else {}
     )

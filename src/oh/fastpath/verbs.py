@@ -611,7 +611,7 @@ def write(
     if_version: str | None = None,
     force: bool = False,
 ) -> int:
-    """``if_version``/``force``: several agents (docs/protocol.md §3.17; a stale write is refused, exit 1)."""
+    """``if_version``/``force``: several agents (docs/protocol.md §3.18; a stale write is refused, exit 1)."""
     frame = actions.write(resolve(path, session), content, if_version=if_version, force=force)
     obs = exchange(io, session, frame, announce=not (quiet or json_))
     code = finish(io, obs, json_, show_content=False)

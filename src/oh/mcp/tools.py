@@ -93,7 +93,7 @@ whitespace included; include enough surrounding lines to make it unique.
 - `undo_edit`: revert the last edit made to `path` through oh.
 The result shows a snippet of the changed region with line numbers."""
 
-# Several agents (docs/protocol.md §3.17): a write/edit's precondition. The backend remembers what this connection
+# Several agents (docs/protocol.md §3.18): a write/edit's precondition. The backend remembers what this connection
 # read, so these are needed only to bypass (force) or to name a version read elsewhere (if_version).
 _GUARD_PROPERTIES: dict[str, Any] = {
     "if_version": {
@@ -500,7 +500,7 @@ def to_result(name: str, obs: dict[str, Any], action: dict[str, Any] | None = No
 
 
 def _versioned(structured: dict[str, Any], extras: dict[str, Any]) -> dict[str, Any]:
-    """The file's version after a read/write/edit (§3.17), when the backend said it."""
+    """The file's version after a read/write/edit (§3.18), when the backend said it."""
     if isinstance(extras.get("version"), str):
         structured["version"] = extras["version"]
     return structured

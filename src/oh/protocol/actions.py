@@ -115,7 +115,7 @@ def write(
     wait_claim: float | None = None,
 ) -> dict[str, Any]:
     """``mode`` (overwrite | create | append) is sent when given; without it the backend overwrites.
-    ``if_version``/``force``/``wait_claim``: several agents (docs/protocol.md §3.17), sent when given."""
+    ``if_version``/``force``/``wait_claim``: several agents (docs/protocol.md §3.18), sent when given."""
     if mode is not None and mode not in WRITE_MODES:
         raise ValueError(f"mode must be one of {', '.join(WRITE_MODES)}")
     args: dict[str, Any] = {"path": path, "content": content, "start": 0, "end": -1, "thought": "", "security_risk": -1}
@@ -168,7 +168,7 @@ def edit(
 
 
 def _precondition(args: dict[str, Any], if_version: str | None, force: bool, wait_claim: float | None) -> None:
-    """A write/edit's several-agents arguments (§3.17), only when given: a default frame stays OpenHands'."""
+    """A write/edit's several-agents arguments (§3.18), only when given: a default frame stays OpenHands'."""
     if if_version:
         args["if_version"] = if_version
     if force:
@@ -178,7 +178,7 @@ def _precondition(args: dict[str, Any], if_version: str | None, force: bool, wai
 
 
 def claim(paths: list[str], *, ttl: float | None = None) -> dict[str, Any]:
-    """Claim ``paths`` (files, directories or globs) for ``ttl`` seconds (§3.17)."""
+    """Claim ``paths`` (files, directories or globs) for ``ttl`` seconds (§3.18)."""
     args: dict[str, Any] = {"paths": list(paths)}
     if ttl is not None:
         args["ttl"] = ttl
@@ -186,7 +186,7 @@ def claim(paths: list[str], *, ttl: float | None = None) -> dict[str, Any]:
 
 
 def release(claim_id: str | None = None) -> dict[str, Any]:
-    """Release one claim of this connection's, or all of them (§3.17)."""
+    """Release one claim of this connection's, or all of them (§3.18)."""
     return _frame("release", {"claim_id": claim_id} if claim_id else {})
 
 

@@ -1,4 +1,4 @@
-"""Several agents, one workspace (issue 37, docs/protocol.md §3.17): the decisions of the stale-write guard
+"""Several agents, one workspace (issue 37, docs/protocol.md §3.18): the decisions of the stale-write guard
 and of claims. Pure: no I/O. ``runtimes.arbiter`` reads files, keeps the per-agent state and calls these.
 
 A *version* is a content digest of a file (``b2:`` + 24 hex digits of BLAKE2b), or, for a file too large to

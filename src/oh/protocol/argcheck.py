@@ -159,7 +159,7 @@ def check_edit_args(args: dict, cause: int) -> None:
 
 
 def check_precondition(args: dict, cause: int) -> None:
-    """A write/edit's ``if_version``, ``force`` and ``wait_claim`` (issue 37, §3.17)."""
+    """A write/edit's ``if_version``, ``force`` and ``wait_claim`` (issue 37, §3.18)."""
     v = args.get("if_version")
     _require(
         v is None or (isinstance(v, str) and 0 < len(v) <= 100 and v.isprintable()),

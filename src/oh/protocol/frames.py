@@ -36,7 +36,7 @@ KNOWN_CAPABILITIES = (
     "escalate",
 )
 
-# escalate: the editor runs a `run` the consent gate allowed to leave its sandbox (docs/protocol.md §3.17) when the
+# escalate: the editor runs a `run` the consent gate allowed to leave its sandbox (docs/protocol.md §3.18) when the
 # action carries the backend's top-level ``escalation``; an editor without it gets such a run refused by the backend.
 ESCALATE_CAPABILITY = "escalate"
 
@@ -182,7 +182,7 @@ def registered(
         frame["user_shell"] = bool(user_shell)
     if shell_startup_timeout is not None:
         frame["shell_startup_timeout"] = shell_startup_timeout
-    # The agent shell's sandbox (§3.17) as the backend's settings say: the editor's engine host follows it.
+    # The agent shell's sandbox (§3.18) as the backend's settings say: the editor's engine host follows it.
     if sandbox is not None:
         frame["sandbox"] = dict(sandbox)
     return frame
@@ -229,7 +229,7 @@ def parse_agent_field(obj: dict[str, Any]) -> dict[str, str] | None:
 
 
 def escalation_field(sandbox: str, reason: str) -> dict[str, str]:
-    """The top-level ``escalation`` of a `run` the consent gate allowed to leave the editor's sandbox (§3.17):
+    """The top-level ``escalation`` of a `run` the consent gate allowed to leave the editor's sandbox (§3.18):
     set only by the backend, from ``Action.unsandboxed`` (never copied from an agent's frame)."""
     return {"sandbox": sandbox, "reason": reason}
 

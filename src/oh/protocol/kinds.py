@@ -224,7 +224,7 @@ _KINDS = (
         capability=None,  # the backend's ensure wrapper executes it (runtimes/ensure.py)
         example={},
     ),
-    # issue 37 (§3.17): claims on paths, kept and enforced by the backend's arbiter (runtimes/arbiter.py)
+    # issue 37 (§3.18): claims on paths, kept and enforced by the backend's arbiter (runtimes/arbiter.py)
     Kind(
         "claim",
         check_claim_args,

@@ -97,7 +97,7 @@ KEEP_SOCKETS = ("/var/lib/sss/pipes/nss", "/run/systemd/userdb")
 COLLAPSE_AT = 8
 MAX_SOCKETS = 64
 
-# What a `run` action says to ask for the unsandboxed shell (docs/protocol.md §3.17).
+# What a `run` action says to ask for the unsandboxed shell (docs/protocol.md §3.18).
 ESCALATE_ARG = "sandbox"
 ESCALATE_VALUE = "off"  # outside the sandbox, as the user
 NETWORK_VALUE = "network"  # the same sandbox with the network on (installs: they need nothing else)

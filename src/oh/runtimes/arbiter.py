@@ -1,4 +1,4 @@
-"""Several agents, one workspace (issue 37, docs/protocol.md §3.17): the stale-write guard and claims around
+"""Several agents, one workspace (issue 37, docs/protocol.md §3.18): the stale-write guard and claims around
 the runtime. The decisions are ``protocol.arbiter``'s; this layer reads files, keeps who saw which version and
 serialises, per file, the check and the change (so two agents' writes through oh never interleave).
 
@@ -22,6 +22,7 @@ from ..protocol.errors import ErrorId, ProtocolError
 from ..protocol.events import Action, error_observation
 from ..protocol.observation import observation
 from .base import AgentContext, Runtime, Wrapper, as_context
+from .fspath import realpath
 
 TEXT_KEEP = 1024 * 1024  # the largest file whose seen text is kept for a STALE refusal's diff
 TEXT_CACHE = 32 * 1024 * 1024  # total characters of kept texts (oldest dropped first)
@@ -67,10 +68,12 @@ def file_state(path: str) -> tuple[str | None, str | None]:
             return None, None
         if st.st_size > rules.HASH_LIMIT:
             return rules.identity_version(st.st_size, st.st_mtime_ns, st.st_ino), None
-        chunks = []
-        while chunk := os.read(fd, max(st.st_size + 1, 65536)):
-            chunks.append(chunk)
-        data = b"".join(chunks)
+        data = os.read(fd, st.st_size + 1)  # one read: the whole file, unless it grew meanwhile
+        if len(data) > st.st_size:
+            chunks = [data]
+            while chunk := os.read(fd, 1 << 20):
+                chunks.append(chunk)
+            data = b"".join(chunks)
     except OSError:
         return None, None
     finally:
@@ -119,7 +122,7 @@ class Arbiter(Wrapper):
     def _path(self, raw: Any, ctx: AgentContext) -> str | None:
         if not isinstance(raw, str) or not raw or "\x00" in raw:
             return None
-        return os.path.realpath(os.path.join(ctx.workdir or self.workspace, os.path.expanduser(raw)))
+        return realpath(os.path.join(ctx.workdir or self.workspace, os.path.expanduser(raw)))
 
     # ------------------------------------------------------------------ per-file serialisation
     async def _locked(self, path: str) -> asyncio.Lock:
@@ -336,7 +339,7 @@ class Arbiter(Wrapper):
 
 
 def _claim_observation(cause: int, content: str, made: rules.Claim | None) -> dict[str, Any]:
-    """Our own kinds: the answer to a ``claim`` (the claim) or ``release`` action (docs/protocol.md §3.17)."""
+    """Our own kinds: the answer to a ``claim`` (the claim) or ``release`` action (docs/protocol.md §3.18)."""
     kind = "claim" if made is not None else "release"
     return observation(kind, cause, content, content, made.describe() if made is not None else {})
 

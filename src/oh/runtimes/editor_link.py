@@ -44,7 +44,7 @@ class Welcome:
     # The agent's shell as the backend's settings say (§3.4.1): the editor's engine follows them.
     user_shell: bool | None = None
     shell_startup_timeout: float | None = None
-    # The agent shell's sandbox (§3.17): {level, network, writable, fallback}; None = the editor's default.
+    # The agent shell's sandbox (§3.18): {level, network, writable, fallback}; None = the editor's default.
     sandbox: dict[str, Any] | None = None
 
 

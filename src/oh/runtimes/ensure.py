@@ -177,7 +177,7 @@ class EnsureService(Wrapper):
         ``unsandboxed``: the reason to run it with the network in the agent shell's sandbox (asked, README
         "Sandbox"; oh's own request: refused at once when nobody can answer); ``on_progress``: as for ``_call``."""
         args: dict[str, Any] = {"command": command, "background": True, "cwd": cwd}
-        if unsandboxed:  # the network alone: the install stays in the sandbox otherwise (docs/protocol.md §3.17)
+        if unsandboxed:  # the network alone: the install stays in the sandbox otherwise (docs/protocol.md §3.18)
             args.update(sandbox="network", reason=unsandboxed)
         obs = await self._call("run", args, who=who, on_progress=on_progress, own_request=bool(unsandboxed))
         md = (obs.get("extras") or {}).get("metadata") or {}

@@ -1,4 +1,4 @@
-"""Leaving the agent's sandbox, one command at a time (README "Sandbox", docs/protocol.md §3.17).
+"""Leaving the agent's sandbox, one command at a time (README "Sandbox", docs/protocol.md §3.18).
 
 A ``run`` with ``args.sandbox`` "off" (and ``args.reason``) asks to run outside the sandbox. The consent gate
 decides it (``protocol.consent.decide_unsandboxed``: asked at every level, or allowed by an ``unsandboxed:``

@@ -142,7 +142,7 @@ class VscodeRuntime(Runtime):
         if frame.get("observation") == "error":
             return frame
         # Only the consent gate's verdict (Action.unsandboxed) lets the editor leave its sandbox: the field an
-        # agent may have put in its own frame never reaches the editor (docs/protocol.md §3.17).
+        # agent may have put in its own frame never reaches the editor (docs/protocol.md §3.18).
         frame.pop("escalation", None)
         if escalated:
             reason = sandbox_rules.check_escalation(action.args)  # checked above: the reason, trimmed

@@ -238,7 +238,7 @@ class LiveState:
     approvals: "OrderedDict[str, dict[str, Any]]" = field(default_factory=OrderedDict)
     proposals: dict[Any, str] = field(default_factory=dict)  # action id -> proposal id ("" in VS Code): awaiting review
     changesets: dict[str, str] = field(default_factory=dict)  # h12 -> command: its changes await keep/revert (§3.15.1)
-    claims: dict[str, dict[str, Any]] = field(default_factory=dict)  # k1 -> the claim (several agents, §3.17)
+    claims: dict[str, dict[str, Any]] = field(default_factory=dict)  # k1 -> the claim (several agents, §3.18)
     synced: bool = False  # the monitor's snapshot arrived: the table shows what the backend did since
     keys: str = "Ctrl-C stops the backend"  # the footer's key: what ending this view does (`oh watch` leaves it)
     version: int = 0  # bumped on every change, so the rich view redraws only when needed
@@ -320,7 +320,7 @@ class LiveState:
                 if k not in ("type", "editors", "agents", "stats", "jobs", "recent", "shell_notes", "claims")
             }
         )
-        if isinstance(snap.get("claims"), list):  # several agents (§3.17): the claims held now
+        if isinstance(snap.get("claims"), list):  # several agents (§3.18): the claims held now
             self.claims = {str(c.get("claim_id")): c for c in snap["claims"] if isinstance(c, dict)}
         self.uptime_base = float(snap.get("uptime_s") or 0.0)
         self.started_mono = time.monotonic()
@@ -488,7 +488,7 @@ class LiveState:
         return [visible(f"shares {', '.join(map(str, frame.get('shares') or []))} revoked ({frame.get('reason')})")]
 
     def _on_stale_refused(self, frame: dict[str, Any]) -> list[str]:
-        """Several agents (§3.17): a write/edit based on a stale read, refused."""
+        """Several agents (§3.18): a write/edit based on a stale read, refused."""
         return [
             visible(
                 f"stale write refused: {frame.get('name')} ({frame.get('agent_id')}) {frame.get('path')}, "

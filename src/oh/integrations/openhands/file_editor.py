@@ -40,7 +40,7 @@ class OhFileEditorExecutor(links.LinkedExecutor, ToolExecutor[FileEditorAction, 
         risk = security_risk_of(action, conversation)
         if action.command == "view" and Path(action.path).suffix.lower() in IMAGE_EXTENSIONS:
             return self._view_image(action, risk)
-        # Several agents (docs/protocol.md §3.17): the version this conversation last saw of the file, so a change
+        # Several agents (docs/protocol.md §3.18): the version this conversation last saw of the file, so a change
         # to a file someone else changed since is refused (STALE, with the diff) even across a reconnection.
         versions = self.versions
         seen = versions.get(action.path) if action.command != "view" else None

@@ -88,7 +88,7 @@ class VsCodeRuntime(Runtime):
         )
         self._workspace = os.path.realpath(getattr(config, "workspace_base", None) or os.getcwd())
         self._client: SyncClient | None = None
-        # Several agents (docs/protocol.md §3.17): the version of each file this runtime last read or wrote, sent
+        # Several agents (docs/protocol.md §3.18): the version of each file this runtime last read or wrote, sent
         # as a write/edit's if_version (the backend's own memory ends with its connection; this one does not).
         self._versions: dict[str, str] = {}
         self._session = None
@@ -201,7 +201,7 @@ class VsCodeRuntime(Runtime):
             return UserRejectObservation(content=str(obs.get("content") or "The user rejected this action."))
         clean = {k: v for k, v in obs.items() if k not in ("id", "cause", "timestamp", "source")}
         if isinstance(clean.get("extras"), dict):
-            # oh's own extras (§3.17: version, blind, stale_base; the STALE details): OpenHands' deserializer
+            # oh's own extras (§3.18: version, blind, stale_base; the STALE details): OpenHands' deserializer
             # refuses keys its observation classes do not have.
             clean["extras"] = {k: v for k, v in clean["extras"].items() if k not in _OH_EXTRAS}
         return event_from_dict(clean)  # type: ignore[return-value]

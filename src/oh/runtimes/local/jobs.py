@@ -139,7 +139,7 @@ class Job:
         sandbox: str = "",
     ) -> None:
         """``sandbox``: "off" / "network" for a job the consent gate allowed to leave the sandbox / have the
-        network (docs/protocol.md §3.17), "" for one in the agent's sandbox (or with no sandbox)."""
+        network (docs/protocol.md §3.18), "" for one in the agent's sandbox (or with no sandbox)."""
         self.job_id = job_id
         self.sandbox = sandbox
         self.shell = shell
