@@ -152,8 +152,8 @@ async def main() -> None:
     o = await overhead(a.ops)
     print(
         f"overhead: p50 write/edit {o['p50_on_ms']:.3f} ms guarded vs {o['p50_off_ms']:.3f} ms bypassed "
-        f"({o['delta_ms'] * 1000:+.0f} µs); the guard layer's own time p50 {o['layer_p50_ms'] * 1000:.0f} µs per change "
-        f"(its two file reads alone {o['file_reads_ms'] * 1000:.0f} µs)"
+        f"({o['delta_ms'] * 1000:+.0f} µs); the guard layer's own time p50 {o['layer_p50_ms'] * 1000:.0f} µs per "
+        f"change (its two file reads alone {o['file_reads_ms'] * 1000:.0f} µs)"
     )
     for force in (True, False):
         r = await lost_updates(a.agents, a.updates, a.files, force)
