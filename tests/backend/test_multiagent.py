@@ -236,3 +236,22 @@ async def test_claims_end_with_their_ttl_and_with_their_agents_disconnect(make_b
 
 def _write_waiting(path: str, content: str, wait: float) -> dict:
     return actions.write(path, content, wait_claim=wait)
+
+
+async def test_the_guard_never_reads_outside_the_allowed_roots_for_an_agent(make_backend, workspace, tmp_path):
+    """A STALE refusal carries a diff of the current file: for a path outside the roots (named directly or through
+    a symlink in the workspace) that diff would be a secret read. The runtime refuses; the guard reads nothing."""
+    secret = tmp_path / "outside" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text("TOPSECRET-line\n")
+    (workspace / "a.txt").write_text("mine\n")
+    (workspace / "link.txt").symlink_to(secret)
+    b, alice, bob = await _pair(make_backend)
+    async with alice, bob:
+        seen = (await alice.read("a.txt")).extras["version"]
+        for target in (str(secret), "link.txt"):
+            obs = await alice.write(target, "x\n", if_version=seen)
+            assert obs.error_id == "PATH_DENIED", obs
+            assert "TOPSECRET" not in obs.content and "version" not in obs.extras
+            assert (await alice.edit(target, "view")).error_id == "PATH_DENIED"
+    assert secret.read_text() == "TOPSECRET-line\n"

@@ -21,6 +21,7 @@ from ..protocol import arbiter as rules
 from ..protocol.errors import ErrorId, ProtocolError
 from ..protocol.events import Action, error_observation
 from ..protocol.observation import observation
+from ..protocol.paths import within_any
 from .base import AgentContext, Runtime, Wrapper, as_context
 from .fspath import realpath
 
@@ -55,16 +56,24 @@ class _Texts:
         return self.items.get(version) if isinstance(version, str) else None
 
 
-def file_state(path: str) -> tuple[str | None, str | None]:
-    """(version, text) of the regular file at ``path`` now: (None, None) when there is none; the text is None
-    when it is not UTF-8 or too large to keep."""
+_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+_PROC_FD = os.path.isdir("/proc/self/fd")
+
+
+def file_state(path: str, inside: Callable[[str], bool] = lambda _p: True) -> tuple[str | None, str | None]:
+    """(version, text) of the regular file at ``path`` now: (None, None) when there is none, or when what was
+    opened is not inside the allowed roots (``inside``: checked on the opened file's own path, so a directory
+    swapped for a symlink meanwhile never makes oh read outside them); the text is None when it is not UTF-8 or
+    too large to keep. Never follows a symlink in the last component, never blocks on a FIFO."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, _OPEN_FLAGS)
     except OSError:
         return None, None
     try:
         st = os.fstat(fd)
         if not stat_mod.S_ISREG(st.st_mode):
+            return None, None
+        if _PROC_FD and not inside(os.readlink(f"/proc/self/fd/{fd}")):
             return None, None
         if st.st_size > rules.HASH_LIMIT:
             return rules.identity_version(st.st_size, st.st_mtime_ns, st.st_ino), None
@@ -88,9 +97,19 @@ def file_state(path: str) -> tuple[str | None, str | None]:
 class Arbiter(Wrapper):
     """The stale-write guard and claims (issue 37), right around the recorder/inner runtime."""
 
-    def __init__(self, inner: Runtime, workspace: str, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        inner: Runtime,
+        workspace: str,
+        allowed_roots: list[str] | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         super().__init__(inner)
         self.workspace = workspace
+        # Only files inside the allowed roots are versioned: a path outside is the runtime's to refuse
+        # (PATH_DENIED), and the backend must never read it for an agent (its digest, a diff).
+        self.inside = within_any([realpath(r) for r in (allowed_roots or [workspace])])
         self.clock = clock
         self.seen: dict[str, dict[str, str | None]] = {}  # agent id -> path -> version it last saw
         self.last: dict[str, rules.Writer] = {}  # path -> who last changed it through oh
@@ -113,8 +132,8 @@ class Arbiter(Wrapper):
             return await self.inner.execute(action, agent)
         ctx = as_context(agent)
         path = self._path(action.args.get("path"), ctx)
-        if path is None:
-            return await self.inner.execute(action, agent)
+        if path is None or not self.inside(path):
+            return await self.inner.execute(_without_own_args(action), agent)
         if rules.is_view(kind, action.args):
             return await self._view(action, agent, ctx, path)
         return await self._change(action, agent, ctx, path)
@@ -162,7 +181,7 @@ class Arbiter(Wrapper):
         try:
             obs = await self.inner.execute(action, agent)
             if obs.get("observation") in ("read", "edit"):
-                version, text = file_state(path)
+                version, text = file_state(path, self.inside)
                 if version is not None:
                     self._remember(ctx, path, version, text)
                     obs.setdefault("extras", {})["version"] = version
@@ -180,7 +199,7 @@ class Arbiter(Wrapper):
         base: object = sent if isinstance(sent, str) else self.seen.get(ctx.id, {}).get(path, rules.UNKNOWN)
         await self._locked(path)
         try:
-            current, text = file_state(path)
+            current, text = file_state(path, self.inside)
             verdict = rules.decide(action.kind, args, base, current)
             who = rules.who_changed(self.last.get(path), current, ctx.id) if verdict is rules.Verdict.PATCH else ""
             if verdict is rules.Verdict.STALE:
@@ -191,7 +210,7 @@ class Arbiter(Wrapper):
                 if verdict is rules.Verdict.PATCH and extras.get("error_id") == str(ErrorId.TOOL_ERROR):
                     return self._stale(action, ctx, path, base, current, text, str(obs.get("content") or ""))
                 return obs
-            new, new_text = file_state(path)
+            new, new_text = file_state(path, self.inside)
             self._remember(ctx, path, new, new_text)
             self.last[path] = rules.Writer(ctx.id, ctx.name, self.clock(), new)
             extras = obs.setdefault("extras", {})

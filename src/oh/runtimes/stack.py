@@ -74,7 +74,7 @@ def build(settings: StackSettings, link: EditorLink, hooks: StackHooks) -> Stack
     runtime: Runtime = inner if hooks.wrap_inner is None else hooks.wrap_inner(inner)
     # Several agents (issue 37, §3.18): around what really runs, inside the gates, so a file's check and change
     # are one step for every other agent's action (its per-file lock is never held while the user is asked).
-    runtime = arbiter = Arbiter(runtime, settings.inner.workspace)
+    runtime = arbiter = Arbiter(runtime, settings.inner.workspace, settings.inner.allowed_roots)
     branch = consent = None
     if settings.branch is not None:
         runtime = branch = BranchGuard(runtime, settings.branch, inner.branch_switch())
