@@ -263,6 +263,7 @@ class Arbiter(Wrapper):
         expired = [c for c in self.claims if c.until <= now]
         if expired:
             self.claims = [c for c in self.claims if c.until > now]
+            self._claims_changed.set()
             for c in expired:
                 self._tell("claim_ended", claim_id=c.claim_id, agent_id=c.agent_id, name=c.name, why="expired")
         return self.claims
@@ -306,6 +307,8 @@ class Arbiter(Wrapper):
         made = rules.Claim(f"k{self._claim_ids}", ctx.id, ctx.name, patterns, now + ttl)
         self.claims.append(made)
         self._tell("claim_made", **made.describe())
+        # Its end is said when it comes (claim_ended "expired"), not only at the next look at the claims.
+        asyncio.get_running_loop().call_later(ttl + 0.05, self._live_claims)
         return _claim_observation(action.id, f"Claimed {len(patterns)} path(s) for {ttl:g} s as {made.claim_id}.", made)
 
     def _glob_or_path(self, raw: str, root: str) -> str:
