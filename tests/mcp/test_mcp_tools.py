@@ -180,3 +180,16 @@ def test_write_and_edit_pass_the_precondition_and_results_carry_the_version():
         "write", {"observation": "error", "content": "STALE: a.py changed", "extras": {"error_id": "STALE"}}
     )
     assert stale.is_error and stale.text.startswith("STALE: ")
+
+
+def test_claim_and_release_tools():
+    c = tools.build_action("claim", {"paths": ["src", "*.md"], "ttl": 60}, "/w")
+    assert c["action"] == "claim" and c["args"] == {"paths": ["/w/src", "/w/*.md"], "ttl": 60}
+    assert tools.build_action("release", {}, "/w")["args"] == {}
+    with pytest.raises(tools.ArgumentError, match="paths"):
+        tools.build_action("claim", {"paths": [3]}, "/w")
+    made = tools.to_result(
+        "claim",
+        {"observation": "claim", "content": "Claimed 1 path(s)", "extras": {"claim_id": "k1", "paths": ["/w/src"]}},
+    )
+    assert not made.is_error and made.structured == {"claim_id": "k1", "paths": ["/w/src"]}

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..protocol import actions
-from . import history_tools, job_tools, knowledge_tools
+from . import claim_tools, history_tools, job_tools, knowledge_tools
 from ..errors import WireError
 
 EDIT_COMMANDS = ["view", "create", "str_replace", "insert", "undo_edit"]
@@ -284,6 +284,7 @@ TOOLS: list[dict[str, Any]] = [
 TOOLS.extend(knowledge_tools.TOOLS)  # diagnostics, open, editors, symbols, definition, references (§3.6)
 TOOLS.extend(job_tools.TOOLS)  # jobs, job, stat (§3.8-§3.9), ensure (§3.14)
 TOOLS.extend(history_tools.TOOLS)  # history, undo: the agent's own entries (§3.15)
+TOOLS.extend(claim_tools.TOOLS)  # claim, release: several agents (§3.18)
 TOOL_NAMES = [t["name"] for t in TOOLS]
 _SCHEMAS = {t["name"]: t["inputSchema"] for t in TOOLS}
 
@@ -388,6 +389,8 @@ def build_action(name: str, arguments: Any, base_dir: str) -> dict[str, Any]:
         return knowledge_tools.build_action(name, a, lambda p: resolve_path(p, base_dir))
     if name in job_tools.NAMES:
         return job_tools.build_action(name, a, lambda p: resolve_path(p, base_dir), ArgumentError)
+    if name in claim_tools.NAMES:
+        return claim_tools.build_action(name, a, lambda p: resolve_path(p, base_dir), ArgumentError)
     risk = a.get("security_risk") or None
     if name == "run":
         if "\x00" in a["command"]:
@@ -476,6 +479,8 @@ def to_result(name: str, obs: dict[str, Any], action: dict[str, Any] | None = No
         return job_tools.stat_result(obs, ToolResult)
     if kind == "ensure":
         return job_tools.ensure_result(obs, ToolResult)
+    if kind in claim_tools.NAMES:
+        return claim_tools.result(obs, ToolResult)
     if kind == "read":
         view_range = ((action or {}).get("args") or {}).get("view_range")
         return _read_result(content, extras, view_range[0] if view_range else 1)
