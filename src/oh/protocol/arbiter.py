@@ -18,7 +18,7 @@ from typing import Any
 
 from .errors import ErrorId, ProtocolError
 
-HASH_LIMIT = 8 * 1024 * 1024  # bytes: larger files are versioned by their identity (st:), never hashed
+HASH_LIMIT = 2 * 1024 * 1024  # bytes: larger files are versioned by their identity (st:), never hashed
 DIFF_LIMIT = 16 * 1024  # characters of the unified diff a STALE refusal carries
 MAX_VERSION_LEN = 100
 MAX_CLAIM_PATHS = 64
