@@ -28,7 +28,8 @@ from .fspath import realpath
 TEXT_KEEP = 1024 * 1024  # the largest file whose seen text is kept for a STALE refusal's diff
 TEXT_CACHE = 32 * 1024 * 1024  # total characters of kept texts (oldest dropped first)
 SEEN_PER_AGENT = 10_000  # files remembered per agent (oldest forgotten first: its next write is blind)
-_OWN_ARGS = ("if_version", "force", "wait_claim")  # this layer's arguments; the runtimes never see them
+_OWN_ARGS = ("if_version", "force", "wait_claim")
+CHANGED_DURING_READ = "?changed-during-read"  # a base no file version ever equals: the next change is STALE  # this layer's arguments; the runtimes never see them
 
 ArbiterEvent = Callable[[str, dict[str, Any]], None]
 
@@ -177,17 +178,18 @@ class Arbiter(Wrapper):
 
     # ------------------------------------------------------------------ read / view
     async def _view(self, action: Action, agent: Hashable, ctx: AgentContext, path: str) -> dict[str, Any]:
-        await self._locked(path)
-        try:
-            obs = await self.inner.execute(action, agent)
-            if obs.get("observation") in ("read", "edit"):
-                version, text = file_state(path, self.inside)
-                if version is not None:
-                    self._remember(ctx, path, version, text)
-                    obs.setdefault("extras", {})["version"] = version
-            return obs
-        finally:
-            self._unlock(path)
+        """A read is never serialised (many agents read one file at once): the file's version before and after
+        it; when they differ, what the agent saw is unknown and its next change of the file is STALE."""
+        before, _ = file_state(path, self.inside)
+        obs = await self.inner.execute(action, agent)
+        if obs.get("observation") in ("read", "edit"):
+            version, text = file_state(path, self.inside)
+            if version is not None and version == before:
+                self._remember(ctx, path, version, text)
+                obs.setdefault("extras", {})["version"] = version
+            elif version is not None:
+                self._remember(ctx, path, CHANGED_DURING_READ, None)
+        return obs
 
     # ------------------------------------------------------------------ write / edit
     async def _change(self, action: Action, agent: Hashable, ctx: AgentContext, path: str) -> dict[str, Any]:
