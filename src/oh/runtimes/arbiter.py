@@ -28,8 +28,8 @@ from .fspath import realpath
 TEXT_KEEP = 1024 * 1024  # the largest file whose seen text is kept for a STALE refusal's diff
 TEXT_CACHE = 32 * 1024 * 1024  # total characters of kept texts (oldest dropped first)
 SEEN_PER_AGENT = 10_000  # files remembered per agent (oldest forgotten first: its next write is blind)
-_OWN_ARGS = ("if_version", "force", "wait_claim")
-CHANGED_DURING_READ = "?changed-during-read"  # a base no file version ever equals: the next change is STALE  # this layer's arguments; the runtimes never see them
+_OWN_ARGS = ("if_version", "force", "wait_claim")  # this layer's arguments; the runtimes never see them
+CHANGED_DURING_READ = "?changed-during-read"  # a base no file version ever equals: the next change is STALE
 
 ArbiterEvent = Callable[[str, dict[str, Any]], None]
 
