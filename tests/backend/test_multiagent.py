@@ -9,6 +9,7 @@ finds lost updates, so the property can fail."""
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 from collections import Counter
 from pathlib import Path
@@ -17,9 +18,10 @@ import pytest
 
 from oh.client import Client
 from oh.protocol import actions
+from oh.protocol.events import read_observation
 
 from .conftest import TOKEN
-from .peers import control
+from .peers import EchoEditor, control
 
 
 OPS = ("write", "replace", "insert")
@@ -255,3 +257,23 @@ async def test_the_guard_never_reads_outside_the_allowed_roots_for_an_agent(make
             assert "TOPSECRET" not in obs.content and "version" not in obs.extras
             assert (await alice.edit(target, "view")).error_id == "PATH_DENIED"
     assert secret.read_text() == "TOPSECRET-line\n"
+
+
+async def test_a_file_changed_while_it_was_read_gives_no_version_and_the_next_write_is_stale(make_backend, workspace):
+    """Reads are not serialised: the version is taken before and after. An editor that answers after the file
+    changed (the user saved meanwhile) may have sent either content, so the agent must read again."""
+    f = workspace / "r.txt"
+    f.write_text("old\n")
+    b = await make_backend("vscode")
+    async with EchoEditor(b.port, b.editor_token, [str(workspace)], hold=True) as ed:
+        alice = await Client.connect(_url(b), TOKEN, name="alice")
+        async with alice:
+            pending = asyncio.ensure_future(alice.read("r.txt"))
+            while not ed.received:  # the read reached the editor (it holds it)
+                await asyncio.sleep(0.01)
+            f.write_text("new\n")
+            await ed.conn.send(json.dumps(read_observation(ed.received[0]["id"], str(f), "old\n")))
+            obs = await pending
+            assert obs.kind == "read" and obs.content == "old\n" and "version" not in obs.extras
+            stale = await alice.write("r.txt", "old\nmine\n")  # decided by the backend: never reaches the editor
+            assert stale.error_id == "STALE" and f.read_text() == "new\n" and len(ed.received) == 1
