@@ -44,6 +44,8 @@ export type ErrorId =
   | 'UNTRUSTED_WORKSPACE'
   | 'BRANCH_FAILED'
   | 'SANDBOX_UNAVAILABLE'
+  | 'STALE'
+  | 'CLAIMED'
   | 'SERVER_ERROR';
 
 export type JsonObject = Record<string, unknown>;
@@ -424,6 +426,10 @@ function summaryOf(action: Action): string {
       const targets = Array.isArray(a.targets) && a.targets.length > 0 ? a.targets.map(String) : ['environment'];
       return `ensure ${targets.join(' ')}` + (a.path ? ` in ${argText(a.path)}` : '');
     }
+    case 'claim': // several agents (§3.18): answered by the backend, like ensure
+      return `claim ${Array.isArray(a.paths) ? a.paths.map(String).join(' ') : ''}`;
+    case 'release':
+      return `release ${argText(a.claim_id)}`;
     case 'branch': // the editor leg's own frame (no agent kind): the backend never summarizes it
       return `git branch ${argText(a.name)}`;
     default:

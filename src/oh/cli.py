@@ -95,6 +95,12 @@ def _build():
 
     app.add_typer(jobs_cmd.app, name="jobs")
     app.command()(jobs_cmd.stat)
+    _register_more(app)
+    return app
+
+
+def _register_more(app) -> None:
+    """The commands added by later issues (review, consent, history, vscode, share, ensure, claims)."""
     from .commands import review as review_cmd  # proposal (review) mode
 
     app.add_typer(review_cmd.app, name="review")
@@ -117,7 +123,9 @@ def _build():
     from .commands import ensure as ensure_cmd  # issue 22: workspace bootstrap
 
     app.command(epilog=ensure_cmd.EPILOG)(ensure_cmd.ensure)
-    return app
+    from .commands import claims as claims_cmd  # issue 37: several agents
+
+    app.add_typer(claims_cmd.app, name="claims")
 
 
 def main() -> None:

@@ -34,6 +34,7 @@ async def test_lists_the_four_tools_with_schemas_that_teach(oh):
     async with mcp_session(oh) as s:  # no backend needed to list tools
         listed = {t.name: t for t in (await s.list_tools()).tools}
     assert sorted(listed) == [
+        "claim",
         "definition",
         "diagnostics",
         "edit",
@@ -45,6 +46,7 @@ async def test_lists_the_four_tools_with_schemas_that_teach(oh):
         "open",
         "read",
         "references",
+        "release",
         "run",
         "stat",
         "symbols",

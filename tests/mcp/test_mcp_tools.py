@@ -157,3 +157,39 @@ def test_long_reads_are_cut_at_a_line_end_with_where_to_read_on():
     assert len(r.text) <= tools.READ_LIMIT + 300
     small = tools.to_result("read", {"observation": "read", "content": "x\n", "extras": {"path": "/ws/s"}})
     assert small.text == "x\n" and "truncated" not in small.structured
+
+
+def test_write_and_edit_pass_the_precondition_and_results_carry_the_version():
+    """Several agents (docs/protocol.md §3.18): if_version/force reach the frame only when given; a view sends
+    neither; a read/write/edit result's structured content carries the file's version; STALE is an error result."""
+    w = tools.build_action("write", {"path": "a.py", "content": "x", "if_version": "b2:00", "force": True}, "/w")
+    assert w["args"]["if_version"] == "b2:00" and w["args"]["force"] is True
+    plain = tools.build_action("write", {"path": "a.py", "content": "x"}, "/w")
+    assert "if_version" not in plain["args"] and "force" not in plain["args"]
+    e = tools.build_action(
+        "edit", {"command": "str_replace", "path": "a.py", "old_str": "a", "if_version": "b2:1"}, "/w"
+    )
+    assert e["args"]["if_version"] == "b2:1"
+    v = tools.build_action("edit", {"command": "view", "path": "a.py", "if_version": "b2:1", "force": True}, "/w")
+    assert "if_version" not in v["args"] and "force" not in v["args"]
+    read = tools.to_result(
+        "read", {"observation": "read", "content": "x", "extras": {"path": "/w/a.py", "version": "b2:9"}}
+    )
+    assert read.structured == {"path": "/w/a.py", "version": "b2:9"}
+    stale = tools.to_result(
+        "write", {"observation": "error", "content": "STALE: a.py changed", "extras": {"error_id": "STALE"}}
+    )
+    assert stale.is_error and stale.text.startswith("STALE: ")
+
+
+def test_claim_and_release_tools():
+    c = tools.build_action("claim", {"paths": ["src", "*.md"], "ttl": 60}, "/w")
+    assert c["action"] == "claim" and c["args"] == {"paths": ["/w/src", "/w/*.md"], "ttl": 60}
+    assert tools.build_action("release", {}, "/w")["args"] == {}
+    with pytest.raises(tools.ArgumentError, match="paths"):
+        tools.build_action("claim", {"paths": [3]}, "/w")
+    made = tools.to_result(
+        "claim",
+        {"observation": "claim", "content": "Claimed 1 path(s)", "extras": {"claim_id": "k1", "paths": ["/w/src"]}},
+    )
+    assert not made.is_error and made.structured == {"claim_id": "k1", "paths": ["/w/src"]}

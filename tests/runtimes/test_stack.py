@@ -9,6 +9,7 @@ from oh.protocol import runtimenames
 from oh.protocol.branch import Plan
 from oh.protocol.consent import Policy
 from oh.runtimes import choose, stack
+from oh.runtimes.arbiter import Arbiter
 from oh.runtimes.base import Runtime, Wrapper
 from oh.runtimes.branch import BranchGuard
 from oh.runtimes.consent import ConsentGuard
@@ -37,10 +38,13 @@ def test_the_runtime_names_are_the_buildable_ones():
 def test_the_layers_inside_out(tmp_path):
     bare = _build(tmp_path)
     assert isinstance(bare.inner, LocalRuntime) and bare.branch is None and bare.consent is None
-    assert isinstance(bare.outer, EnsureService) and bare.outer.inner is bare.inner
+    # several agents (issue 37): the arbiter right around the inner runtime (the recorder's place when history is on)
+    assert isinstance(bare.arbiter, Arbiter) and bare.arbiter.inner is bare.inner
+    assert isinstance(bare.outer, EnsureService) and bare.outer.inner is bare.arbiter
 
     full = _build(tmp_path, branch=Plan(name="oh/x"), consent=Policy("all"), review=True)
-    assert isinstance(full.branch, BranchGuard) and full.branch.inner is full.inner
+    assert isinstance(full.branch, BranchGuard) and full.branch.inner is full.arbiter
+    assert full.arbiter is not None and full.arbiter.inner is full.inner
     assert isinstance(full.consent, ConsentGuard) and full.consent.inner is full.branch
     assert full.outer is full.ensure and full.ensure.inner is full.consent
     assert full.consent.review and full.consent.approvals.timeout == 600.0

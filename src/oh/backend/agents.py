@@ -429,7 +429,9 @@ class Agents:
             self.stats["errors"] += 1
         agent.done += 1
         job_id = _job_id_of(action, obs)
-        ended = {k: v for k, v in (("job_id", job_id), ("timed_out", timeout_of(obs))) if v}
+        # blind: a write/edit of a file this agent never read (§3.18), marked in the trace and the live view
+        blind = outcome == "ok" and bool((obs.get("extras") or {}).get("blind"))
+        ended = {k: v for k, v in (("job_id", job_id), ("timed_out", timeout_of(obs)), ("blind", blind)) if v}
         self.trace.record(
             "result" if outcome == "ok" else "error",
             agent=agent.agent_id,

@@ -32,6 +32,7 @@ class Control:
         history: Callable[[dict[str, Any], bool], Awaitable[dict[str, Any]]] | None = None,
         shares: Callable[[dict[str, Any], bool], Awaitable[dict[str, Any]]] | None = None,
         changesets: Any = None,
+        claims: Callable[[dict[str, Any], bool], dict[str, Any]] | None = None,
     ) -> None:
         self.runtime = runtime
         self.review_on = review_on  # `oh start --review`
@@ -42,6 +43,7 @@ class Control:
         self._history = history  # history (§3.15): backend/historyctl.handle
         self._shares = shares  # issue 28: backend/remote.py Remote.control
         self._changesets = changesets  # review after the fact (§3.15.1): backend/historyctl.ChangeSets
+        self._claims = claims  # several agents (§3.18): runtimes/arbiter.Arbiter.control
 
     async def serve(self, connection: ServerConnection) -> None:
         async for message in connection:
@@ -77,6 +79,13 @@ class Control:
                 )
             elif kind == "share" and self._shares is not None:
                 answer = await self._shares(obj, getattr(connection, "oh_decider", False))
+                await connection.send(encode(answer), text=True)
+            elif kind == "claims":
+                answer = (
+                    self._claims(obj, getattr(connection, "oh_decider", False))
+                    if self._claims is not None
+                    else {"type": "claims", "op": "list", "claims": []}
+                )
                 await connection.send(encode(answer), text=True)
             elif kind == "shutdown":
                 await connection.send(encode({"type": "ok"}), text=True)

@@ -58,6 +58,11 @@ class Monitors:
         self.trace.record(name, **{("action" if k == "kind" else k): v for k, v in self.named(fields).items()})
         self.emit(name, **fields)
 
+    def arbiter_event(self, name: str, fields: dict[str, Any]) -> None:
+        """Several agents (§3.18): a stale write/edit refused (``stale_refused``), a claim made or ended."""
+        self.trace.record(name, **fields)
+        self.emit(name, **fields)
+
     def shell_note(self, note: str) -> None:
         """An agent shell's note, said once (why the clean shell runs, or a fix made to the rc's settings)."""
         self.trace.record("shell_note", note=note)

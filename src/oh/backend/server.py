@@ -169,6 +169,7 @@ class Backend:
             history=self.historyctl.handle,
             shares=self.remote.control,
             changesets=historyctl.ChangeSets(self.historyctl, config.review),
+            claims=self.stack.arbiter.control if self.stack.arbiter is not None else None,
         )
         # The path -> handler table (the handshake has checked the credential each path needs).
         self.routes: dict[str, Callable[[ServerConnection], Awaitable[None]]] = {
@@ -223,6 +224,8 @@ class Backend:
         # one when the shell is sandboxed): without one a request to leave is refused, so installs stay inside.
         self.stack.ensure.installs_leave_sandbox = self.consent is not None and _shell_without_network(self.sandbox)
         self.runtime.on_job_event = self.monitors.job_event
+        if self.stack.arbiter is not None:  # issue 37: stale refusals and claims to monitors and the trace
+            self.stack.arbiter.on_event = self.monitors.arbiter_event
         self.runtime.on_shell_note = self.monitors.shell_note
         self.proposals = self.runtime.proposals  # the local runtime's ProposalQueue in review mode
         if self.proposals is not None:
@@ -433,6 +436,7 @@ class Backend:
             **({"sandbox": self.sandbox.status()} if self.sandbox is not None else {}),
             **({"consent": self.consent.consent_status()} if self.consent is not None else {}),
             **({"proposals": len(self.proposals.pending)} if self.proposals is not None else {}),
+            **({"claims": self.stack.arbiter.describe_claims()} if self.stack.arbiter is not None else {}),
             **self.remote.status(),
             **({"approvals_page": self.web.site.url()} if self.web is not None and self.web.port else {}),
         }

@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..protocol import actions as _build
-from ..protocol.actions import edit, read
+from ..protocol.actions import claim, edit, read, release
 
-__all__ = ["run", "read", "write", "edit"]
+__all__ = ["run", "read", "write", "edit", "claim", "release"]
 
 
 def run(
@@ -49,5 +49,15 @@ def run(
     )
 
 
-def write(path: str, content: str, *, encoding: str | None = None, security_risk: str | None = None) -> dict[str, Any]:
-    return _build.write(path, content, encoding=encoding, security_risk=security_risk)
+def write(
+    path: str,
+    content: str,
+    *,
+    encoding: str | None = None,
+    security_risk: str | None = None,
+    if_version: str | None = None,
+    force: bool = False,
+) -> dict[str, Any]:
+    return _build.write(
+        path, content, encoding=encoding, security_risk=security_risk, if_version=if_version, force=force
+    )

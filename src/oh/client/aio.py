@@ -244,8 +244,18 @@ class Client(AsyncEditorInfo, AsyncJobs):
     ) -> Observation:
         return await self.send(actions.read(path, start=start, end=end, view_range=view_range, encoding=encoding))
 
-    async def write(self, path: str, content: str, *, encoding: str | None = None) -> Observation:
-        return await self.send(actions.write(path, content, encoding=encoding))
+    async def write(
+        self,
+        path: str,
+        content: str,
+        *,
+        encoding: str | None = None,
+        if_version: str | None = None,
+        force: bool = False,
+    ) -> Observation:
+        """``if_version``: the version a read returned (``extras.version``); the write is refused with ``STALE``
+        when the file changed since. ``force``: overwrite anyway (docs/protocol.md §3.18)."""
+        return await self.send(actions.write(path, content, encoding=encoding, if_version=if_version, force=force))
 
     async def read_bytes(self, path: str) -> Observation:
         """The whole file's bytes in ``content`` (``bytes``), sent as one binary frame: no base64,
@@ -256,3 +266,12 @@ class Client(AsyncEditorInfo, AsyncJobs):
 
     async def edit(self, path: str, command: str, **kw: Any) -> Observation:
         return await self.send(actions.edit(path, command, **kw))
+
+    async def claim(self, paths: list[str], *, ttl: float | None = None) -> Observation:
+        """Claim files, directories or globs for ``ttl`` seconds: other agents' writes there are refused
+        (``CLAIMED``) until it ends (``release``, the TTL, this connection's end; docs/protocol.md §3.18)."""
+        return await self.send(actions.claim(paths, ttl=ttl))
+
+    async def release(self, claim_id: str | None = None) -> Observation:
+        """Release one of this connection's claims, or all of them."""
+        return await self.send(actions.release(claim_id))

@@ -33,6 +33,14 @@ _JSON = typer.Option(False, "--json", help="Print the observation as JSON (OpenH
 _QUIET = typer.Option(
     False, "--quiet", "-q", help="Print only the result and errors: no notes, confirmations or snippets."
 )
+# several agents (docs/protocol.md §3.18)
+_IF_VERSION = typer.Option(
+    None,
+    "--if-version",
+    metavar="VERSION",
+    help="Refuse (STALE, exit 1) unless the file is still at VERSION (extras.version of `oh read --json`).",
+)
+_FORCE = typer.Option(False, "--force", help="Write even if the file changed since you read it (no STALE check).")
 
 
 def _call(io: Streams, verb: Callable[..., int], workspace: Optional[str], instance: Optional[str], **kw) -> int:
@@ -281,6 +289,8 @@ def write(
     create: bool = typer.Option(
         False, "--create", help="Create the file only if it does not exist (else: no change, and says so)."
     ),
+    if_version: Optional[str] = _IF_VERSION,
+    force: bool = _FORCE,
     workspace: Optional[str] = _WORKSPACE,
     instance: Optional[str] = _INSTANCE,
     json_: bool = _JSON,
@@ -294,6 +304,8 @@ def write(
             content=content,
             append=append,
             create=create,
+            if_version=if_version,
+            force=force,
             workspace=workspace,
             instance=instance,
             json_=json_,
@@ -309,6 +321,8 @@ def run_write(
     content: Optional[str] = None,
     append: bool = False,
     create: bool = False,
+    if_version: Optional[str] = None,
+    force: bool = False,
     workspace: Optional[str] = None,
     instance: Optional[str] = None,
     json_: bool = False,
@@ -316,12 +330,13 @@ def run_write(
 ) -> int:
     """``oh write``'s behaviour: the content from ``content``, else from ``io.inp``."""
     text = verbs.content_or_stdin(io, content)
+    guard = {"if_version": if_version, "force": force}
     if append or create:  # write modes (commands/jobs.py)
         from .jobs import write_mode
 
         mode = _mode(("append", append), ("create", create), what="--append, --create")
-        return write_mode(io, path, text, mode, workspace, instance, json_=json_, quiet=quiet)
-    return _call(io, verbs.write, workspace, instance, path=path, content=text, json_=json_, quiet=quiet)
+        return write_mode(io, path, text, mode, workspace, instance, json_=json_, quiet=quiet, **guard)
+    return _call(io, verbs.write, workspace, instance, path=path, content=text, json_=json_, quiet=quiet, **guard)
 
 
 def edit(
@@ -337,6 +352,8 @@ def edit(
     ),
     undo: bool = typer.Option(False, "--undo", help="Revert the last edit made through oh to this file."),
     view: bool = typer.Option(False, "--view", help="Show the file with line numbers (or a directory listing)."),
+    if_version: Optional[str] = _IF_VERSION,
+    force: bool = _FORCE,
     workspace: Optional[str] = _WORKSPACE,
     instance: Optional[str] = _INSTANCE,
     json_: bool = _JSON,
@@ -352,6 +369,8 @@ def edit(
             insert=insert,
             undo=undo,
             view=view,
+            if_version=if_version,
+            force=force,
             workspace=workspace,
             instance=instance,
             json_=json_,
@@ -369,6 +388,8 @@ def run_edit(
     insert: Optional[Tuple[int, str]] = None,
     undo: bool = False,
     view: bool = False,
+    if_version: Optional[str] = None,
+    force: bool = False,
     workspace: Optional[str] = None,
     instance: Optional[str] = None,
     json_: bool = False,
@@ -393,6 +414,8 @@ def run_edit(
         create=create,
         replace=replace,
         insert=insert,
+        if_version=if_version,
+        force=force,
         json_=json_,
         quiet=quiet,
     )

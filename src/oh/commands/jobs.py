@@ -209,10 +209,22 @@ def write_mode(
     *,
     json_: bool = False,
     quiet: bool = False,
+    if_version: Optional[str] = None,
+    force: bool = False,
 ) -> int:
     """``oh write --append/--create``: write through the backend in that mode; say what happened."""
     return _run(
-        io, fastjobs.write_mode, workspace, instance, path=path, content=content, mode=mode, json_=json_, quiet=quiet
+        io,
+        fastjobs.write_mode,
+        workspace,
+        instance,
+        path=path,
+        content=content,
+        mode=mode,
+        json_=json_,
+        quiet=quiet,
+        if_version=if_version,
+        force=force,
     )
 
 

@@ -42,6 +42,8 @@ SPECS: dict[str, dict[str, tuple[str, str]]] = {
         "--content": ("content", "str"),
         "--append": ("append", "flag"),
         "--create": ("create", "flag"),
+        "--if-version": ("if_version", "str"),
+        "--force": ("force", "flag"),
     },
     "edit": {
         **_COMMON,
@@ -50,6 +52,8 @@ SPECS: dict[str, dict[str, tuple[str, str]]] = {
         "--insert": ("insert", "pair_int"),
         "--undo": ("undo", "flag"),
         "--view": ("view", "flag"),
+        "--if-version": ("if_version", "str"),
+        "--force": ("force", "flag"),
     },
     "status": {"--json": ("json_", "flag")},
     "stat": _TARGET,

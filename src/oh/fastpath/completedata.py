@@ -39,6 +39,7 @@ TREE = {
             "review",
             "vscode",
             "share",
+            "claims",
         ),
         (
             "start",
@@ -74,6 +75,7 @@ TREE = {
             "review",
             "vscode",
             "share",
+            "claims",
         ),
         ((("--version", "-V"), (), False, True, False, ()), (("-h", "--help"), (), False, True, False, ())),
         (),
@@ -113,6 +115,28 @@ TREE = {
             (("-h", "--help"), (), False, True, False, ()),
         ),
         (),
+    ),
+    ("claims",): (
+        ("release",),
+        ("release",),
+        (
+            (("--workspace", "-C"), (), True, True, False, ()),
+            (("--instance", "-i"), (), True, True, False, "instances"),
+            (("--json",), (), False, True, False, ()),
+            (("-h", "--help"), (), False, True, False, ()),
+        ),
+        (),
+    ),
+    ("claims", "release"): (
+        (),
+        (),
+        (
+            (("--all",), (), False, True, False, ()),
+            (("--workspace", "-C"), (), True, True, False, ()),
+            (("--instance", "-i"), (), True, True, False, "instances"),
+            (("-h", "--help"), (), False, True, False, ()),
+        ),
+        ((1, ()),),
     ),
     ("completions",): (("show", "install"), ("show", "install"), ((("-h", "--help"), (), False, True, False, ()),), ()),
     ("completions", "install"): (
@@ -937,6 +961,8 @@ TREE = {
             (("--content",), (), True, True, False, ()),
             (("--append",), (), False, True, False, ()),
             (("--create",), (), False, True, False, ()),
+            (("--if-version",), (), True, True, False, ()),
+            (("--force",), (), False, True, False, ()),
             (("--workspace", "-C"), (), True, True, False, ()),
             (("--instance", "-i"), (), True, True, False, "instances"),
             (("--json",), (), False, True, False, ()),

@@ -75,6 +75,10 @@ def _verb(io, verb: str, opts: dict, pos: list[str]) -> int | None:
     if session is None:
         return None
     common = {"json_": bool(opts.get("json_")), "quiet": bool(opts.get("quiet"))}
+    # several agents (§3.18): a write/edit's precondition
+    guard = (
+        {"if_version": opts.get("if_version"), "force": bool(opts.get("force"))} if verb in ("write", "edit") else {}
+    )
     try:
         if verb == "stat" or verb.startswith("jobs") or verb == "run" and opts.get("background"):
             return _job_verb(io, verb, session, opts, pos)
@@ -85,7 +89,7 @@ def _verb(io, verb: str, opts: dict, pos: list[str]) -> int | None:
             mode = verbs.pick_mode(
                 ("append", bool(opts.get("append"))), ("create", bool(opts.get("create"))), what="--append, --create"
             )
-            return jobs.write_mode(io, session, path=pos[0], content=content, mode=mode, **common)
+            return jobs.write_mode(io, session, path=pos[0], content=content, mode=mode, **guard, **common)
         if verb == "run":
             return verbs.run(
                 io,
@@ -104,7 +108,7 @@ def _verb(io, verb: str, opts: dict, pos: list[str]) -> int | None:
             return verbs.read(io, session, path=pos[0], start=opts.get("start", 1), end=opts.get("end", -1), **common)
         if verb == "write":
             return verbs.write(
-                io, session, path=pos[0], content=verbs.content_or_stdin(io, opts.get("content")), **common
+                io, session, path=pos[0], content=verbs.content_or_stdin(io, opts.get("content")), **guard, **common
             )
         mode = edit_mode(opts)
         return verbs.edit(
@@ -115,6 +119,7 @@ def _verb(io, verb: str, opts: dict, pos: list[str]) -> int | None:
             create=opts.get("create"),
             replace=opts.get("replace"),
             insert=opts.get("insert"),
+            **guard,
             **common,
         )
     except OhError as exc:

@@ -88,6 +88,13 @@ COMMANDS = (
             "machine (`oh share ssh`)."
         ),
     ),
+    (
+        "claims     ",
+        (
+            "The agents' claims on paths (another agent's write there is refused until the claim ends); `oh claims "
+            "release ID` ends one."
+        ),
+    ),
 )
 EPILOG = (
     "Exit codes: 0 ok · 1 failed · 2 usage or bad setting · 3 no running backend · 4 token refused · 5 backend "

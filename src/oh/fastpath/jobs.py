@@ -138,10 +138,20 @@ def start_background(
 
 
 def write_mode(
-    io: Streams, session: dict, *, path: str, content: str, mode: str, json_: bool = False, quiet: bool = False
+    io: Streams,
+    session: dict,
+    *,
+    path: str,
+    content: str,
+    mode: str,
+    json_: bool = False,
+    quiet: bool = False,
+    if_version: str | None = None,
+    force: bool = False,
 ) -> int:
     """``oh write --append/--create``: write through the backend in that mode; say what happened."""
-    obs = _ask(io, session, actions.write(_where(session, path), content, mode=mode), json_, new=True)
+    frame = actions.write(_where(session, path), content, mode=mode, if_version=if_version, force=force)
+    obs = _ask(io, session, frame, json_, new=True)
     said = obs.get("content") or ""
     note = None if json_ else branch_note(obs)
     if note:  # branch mode's first change: said on stderr, not taken for create's "the file is there"

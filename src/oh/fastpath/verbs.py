@@ -616,8 +616,20 @@ def read(
     return code or 0
 
 
-def write(io: Streams, session: dict, *, path: str, content: str, json_: bool = False, quiet: bool = False) -> int:
-    obs = exchange(io, session, actions.write(resolve(path, session), content), announce=not (quiet or json_))
+def write(
+    io: Streams,
+    session: dict,
+    *,
+    path: str,
+    content: str,
+    json_: bool = False,
+    quiet: bool = False,
+    if_version: str | None = None,
+    force: bool = False,
+) -> int:
+    """``if_version``/``force``: several agents (docs/protocol.md §3.18; a stale write is refused, exit 1)."""
+    frame = actions.write(resolve(path, session), content, if_version=if_version, force=force)
+    obs = exchange(io, session, frame, announce=not (quiet or json_))
     code = finish(io, obs, json_, show_content=False)
     if code is not None:
         return code
@@ -641,18 +653,21 @@ def edit(
     insert: tuple[int, str] | None = None,
     json_: bool = False,
     quiet: bool = False,
+    if_version: str | None = None,
+    force: bool = False,
 ) -> int:
     target = resolve(path, session)
+    guard: dict = {"if_version": if_version, "force": force} if mode != "view" else {}
     if mode == "create":
-        action = actions.edit(target, "create", file_text=create)
+        action = actions.edit(target, "create", file_text=create, **guard)
     elif mode == "replace":
-        action = actions.edit(target, "str_replace", old_str=replace[0], new_str=replace[1])
+        action = actions.edit(target, "str_replace", old_str=replace[0], new_str=replace[1], **guard)
     elif mode == "insert":
         if insert[0] < 0:
             raise OhError(f"--insert LINE must be 0 (the top) or more (got {insert[0]}).", USAGE)
-        action = actions.edit(target, "insert", insert_line=insert[0], new_str=insert[1])
+        action = actions.edit(target, "insert", insert_line=insert[0], new_str=insert[1], **guard)
     else:
-        action = actions.edit(target, "undo_edit" if mode == "undo" else "view")
+        action = actions.edit(target, "undo_edit" if mode == "undo" else "view", **guard)
     obs = exchange(io, session, action, announce=not (quiet or json_))
     code = finish(io, obs, json_, show_content=not (quiet and mode != "view"))
     return code or 0

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..protocol import actions
-from . import history_tools, job_tools, knowledge_tools
+from . import claim_tools, history_tools, job_tools, knowledge_tools
 from ..errors import WireError
 
 EDIT_COMMANDS = ["view", "create", "str_replace", "insert", "undo_edit"]
@@ -92,6 +92,23 @@ whitespace included; include enough surrounding lines to make it unique.
 - `insert`: insert `new_str` after line `insert_line` (0 = at the top).
 - `undo_edit`: revert the last edit made to `path` through oh.
 The result shows a snippet of the changed region with line numbers."""
+
+# Several agents (docs/protocol.md §3.18): a write/edit's precondition. The backend remembers what this connection
+# read, so these are needed only to bypass (force) or to name a version read elsewhere (if_version).
+_GUARD_PROPERTIES: dict[str, Any] = {
+    "if_version": {
+        "type": "string",
+        "description": (
+            "Refuse (STALE) unless the file is still at this version (a read's structured 'version'). Optional: "
+            "oh already refuses a change to a file that changed since you read it."
+        ),
+    },
+    "force": {
+        "type": "boolean",
+        "description": "Write even though the file changed since you read it (another agent's or the user's work "
+        "is overwritten). Only after reading the STALE diff.",
+    },
+}
 
 TOOLS: list[dict[str, Any]] = [
     {
@@ -203,6 +220,7 @@ TOOLS: list[dict[str, Any]] = [
                     ),
                 },
                 **job_tools.WRITE_PROPERTIES,
+                **_GUARD_PROPERTIES,
                 "diagnostics": _DIAG_SCHEMA,
                 "security_risk": _RISK_SCHEMA,
             },
@@ -247,6 +265,7 @@ TOOLS: list[dict[str, Any]] = [
                     "description": "insert: the line after which new_str goes (0 = top of the file).",
                 },
                 "view_range": _VIEW_RANGE,
+                **_GUARD_PROPERTIES,
                 "diagnostics": _DIAG_SCHEMA,
                 "security_risk": _RISK_SCHEMA,
             },
@@ -265,6 +284,7 @@ TOOLS: list[dict[str, Any]] = [
 TOOLS.extend(knowledge_tools.TOOLS)  # diagnostics, open, editors, symbols, definition, references (§3.6)
 TOOLS.extend(job_tools.TOOLS)  # jobs, job, stat (§3.8-§3.9), ensure (§3.14)
 TOOLS.extend(history_tools.TOOLS)  # history, undo: the agent's own entries (§3.15)
+TOOLS.extend(claim_tools.TOOLS)  # claim, release: several agents (§3.18)
 TOOL_NAMES = [t["name"] for t in TOOLS]
 _SCHEMAS = {t["name"]: t["inputSchema"] for t in TOOLS}
 
@@ -369,6 +389,8 @@ def build_action(name: str, arguments: Any, base_dir: str) -> dict[str, Any]:
         return knowledge_tools.build_action(name, a, lambda p: resolve_path(p, base_dir))
     if name in job_tools.NAMES:
         return job_tools.build_action(name, a, lambda p: resolve_path(p, base_dir), ArgumentError)
+    if name in claim_tools.NAMES:
+        return claim_tools.build_action(name, a, lambda p: resolve_path(p, base_dir), ArgumentError)
     risk = a.get("security_risk") or None
     if name == "run":
         if "\x00" in a["command"]:
@@ -400,6 +422,8 @@ def build_action(name: str, arguments: Any, base_dir: str) -> dict[str, Any]:
             mode=job_tools.write_mode(a),
             diagnostics=diagnostics,
             security_risk=risk,
+            if_version=a.get("if_version") or None,
+            force=bool(a.get("force")),
         )
     return _edit_action(a, path, diagnostics, risk)
 
@@ -426,6 +450,8 @@ def _edit_action(a: dict[str, Any], path: str, diagnostics: bool, risk: str | No
         view_range=a["view_range"] if cmd == "view" and "view_range" in a else None,
         diagnostics=diagnostics,
         security_risk=risk,
+        if_version=(a.get("if_version") or None) if cmd != "view" else None,
+        force=bool(a.get("force")) and cmd != "view",
     )
 
 
@@ -453,6 +479,8 @@ def to_result(name: str, obs: dict[str, Any], action: dict[str, Any] | None = No
         return job_tools.stat_result(obs, ToolResult)
     if kind == "ensure":
         return job_tools.ensure_result(obs, ToolResult)
+    if kind in claim_tools.NAMES:
+        return claim_tools.result(obs, ToolResult)
     if kind == "read":
         view_range = ((action or {}).get("args") or {}).get("view_range")
         return _read_result(content, extras, view_range[0] if view_range else 1)
@@ -461,9 +489,9 @@ def to_result(name: str, obs: dict[str, Any], action: dict[str, Any] | None = No
         if mode != "overwrite" or obs.get("content"):
             return job_tools.write_result(obs, mode, ToolResult)
         path = extras.get("path", "")
-        return ToolResult(f"Wrote {path}.", {"path": path})
+        return ToolResult(f"Wrote {path}.", _versioned({"path": path}, extras))
     if kind == "edit":
-        structured = {"path": extras.get("path", "")}
+        structured = _versioned({"path": extras.get("path", "")}, extras)
         if extras.get("diff"):
             structured["diff"] = extras["diff"]
         if "diagnostics" in extras:
@@ -474,6 +502,13 @@ def to_result(name: str, obs: dict[str, Any], action: dict[str, Any] | None = No
         {"observation": kind},
         is_error=True,
     )
+
+
+def _versioned(structured: dict[str, Any], extras: dict[str, Any]) -> dict[str, Any]:
+    """The file's version after a read/write/edit (§3.18), when the backend said it."""
+    if isinstance(extras.get("version"), str):
+        structured["version"] = extras["version"]
+    return structured
 
 
 def _run_result(content: str, extras: dict[str, Any]) -> ToolResult:
@@ -524,9 +559,10 @@ def _read_result(content: str, extras: dict[str, Any], first_line: int = 1) -> T
             f"Lines up to {last} are above; read on with view_range [{last + 1}, -1].]"
         )
         return ToolResult(
-            content[:cut] + note, {"path": path, "truncated": True, "last_line": last, "total_chars": len(content)}
+            content[:cut] + note,
+            _versioned({"path": path, "truncated": True, "last_line": last, "total_chars": len(content)}, extras),
         )
-    return ToolResult(content, {"path": path})
+    return ToolResult(content, _versioned({"path": path}, extras))
 
 
 def error_result(message: str, error_id: str) -> ToolResult:

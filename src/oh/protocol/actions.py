@@ -110,8 +110,12 @@ def write(
     encoding: str | None = None,
     diagnostics: bool = False,
     security_risk: str | None = None,
+    if_version: str | None = None,
+    force: bool = False,
+    wait_claim: float | None = None,
 ) -> dict[str, Any]:
-    """``mode`` (overwrite | create | append) is sent when given; without it the backend overwrites."""
+    """``mode`` (overwrite | create | append) is sent when given; without it the backend overwrites.
+    ``if_version``/``force``/``wait_claim``: several agents (docs/protocol.md §3.18), sent when given."""
     if mode is not None and mode not in WRITE_MODES:
         raise ValueError(f"mode must be one of {', '.join(WRITE_MODES)}")
     args: dict[str, Any] = {"path": path, "content": content, "start": 0, "end": -1, "thought": "", "security_risk": -1}
@@ -121,6 +125,7 @@ def write(
         args["encoding"] = encoding
     if diagnostics:
         args["diagnostics"] = True
+    _precondition(args, if_version, force, wait_claim)
     return _frame("write", args, security_risk=security_risk)
 
 
@@ -135,6 +140,9 @@ def edit(
     view_range: list[int] | None = None,
     diagnostics: bool = False,
     security_risk: str | None = None,
+    if_version: str | None = None,
+    force: bool = False,
+    wait_claim: float | None = None,
 ) -> dict[str, Any]:
     """OpenHands' file editor commands: view | create | str_replace | insert | undo_edit."""
     args: dict[str, Any] = {
@@ -155,7 +163,31 @@ def edit(
         args["view_range"] = view_range
     if diagnostics:
         args["diagnostics"] = True
+    _precondition(args, if_version, force, wait_claim)
     return _frame("edit", args, security_risk=security_risk)
+
+
+def _precondition(args: dict[str, Any], if_version: str | None, force: bool, wait_claim: float | None) -> None:
+    """A write/edit's several-agents arguments (§3.18), only when given: a default frame stays OpenHands'."""
+    if if_version:
+        args["if_version"] = if_version
+    if force:
+        args["force"] = True
+    if wait_claim:
+        args["wait_claim"] = wait_claim
+
+
+def claim(paths: list[str], *, ttl: float | None = None) -> dict[str, Any]:
+    """Claim ``paths`` (files, directories or globs) for ``ttl`` seconds (§3.18)."""
+    args: dict[str, Any] = {"paths": list(paths)}
+    if ttl is not None:
+        args["ttl"] = ttl
+    return _frame("claim", args)
+
+
+def release(claim_id: str | None = None) -> dict[str, Any]:
+    """Release one claim of this connection's, or all of them (§3.18)."""
+    return _frame("release", {"claim_id": claim_id} if claim_id else {})
 
 
 def job(op: str, job_id: str | None = None, *, timeout: float | None = None, **args: Any) -> dict[str, Any]:

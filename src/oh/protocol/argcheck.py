@@ -124,6 +124,7 @@ def check_write_args(args: dict, cause: int) -> None:
         f"args.mode must be one of {', '.join(WRITE_MODES)} (default overwrite).",
         cause,
     )
+    check_precondition(args, cause)
     ranged = (args.get("start") or 0) > 0 or args.get("end", -1) not in (-1, None)
     _require(
         not (mode in ("create", "append") and ranged),
@@ -154,6 +155,24 @@ def check_edit_args(args: dict, cause: int) -> None:
     elif cmd == "insert":
         _require(_is_int(args.get("insert_line")), "edit insert needs args.insert_line (an integer).", cause)
         _require(isinstance(args.get("new_str"), str), "edit insert needs args.new_str (a string).", cause)
+    check_precondition(args, cause)
+
+
+def check_precondition(args: dict, cause: int) -> None:
+    """A write/edit's ``if_version``, ``force`` and ``wait_claim`` (issue 37, §3.18)."""
+    v = args.get("if_version")
+    _require(
+        v is None or (isinstance(v, str) and 0 < len(v) <= 100 and v.isprintable()),
+        "args.if_version must be the version string a read returned (e.g. b2:...).",
+        cause,
+    )
+    _opt_type(args, "force", (bool,), "a boolean", cause)
+    w = args.get("wait_claim")
+    _require(
+        w is None or (isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w) and 0 <= w <= 600),
+        "args.wait_claim must be a number of seconds from 0 to 600.",
+        cause,
+    )
 
 
 def check_stat_args(args: dict, cause: int) -> None:

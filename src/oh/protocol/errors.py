@@ -34,6 +34,9 @@ class ErrorId(str, Enum):
     REJECTED = (
         "REJECTED"  # review mode: the user rejected the proposed change (content: their reason); nothing was written
     )
+    # issue 37: a write/edit of a file changed since this agent last read it (nothing was written; §3.18)
+    STALE = "STALE"
+    CLAIMED = "CLAIMED"  # issue 37: another agent claims the path (nothing was written; §3.18)
 
     def __str__(self) -> str:  # so f-strings show the bare name
         return self.value

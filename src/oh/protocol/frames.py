@@ -310,7 +310,7 @@ def event(name: str, /, **fields: Any) -> dict[str, Any]:
     return {"type": "event", "event": name, "time": datetime.now(timezone.utc).isoformat(), **fields}
 
 
-CONTROL_TYPES = ("rotate_token", "shutdown", "status", "review", "approvals", "history", "share")
+CONTROL_TYPES = ("rotate_token", "shutdown", "status", "review", "approvals", "history", "share", "claims")
 
 
 def parse_control(obj: dict[str, Any]) -> tuple[str, dict[str, Any]]:

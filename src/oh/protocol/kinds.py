@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
 from . import argcheck
+from .arbiter import check_claim_args, check_release_args
 from .ensure import check_ensure_args
 from .knowledge import check_knowledge_args, summarize_knowledge
 
@@ -88,6 +89,15 @@ def _summary_stat(args: Args) -> str:
 def _summary_ensure(args: Args) -> str:
     where = f" in {args['path']}" if args.get("path") else ""
     return "ensure " + " ".join(args.get("targets") or ["environment"]) + where
+
+
+def _summary_claim(args: Args) -> str:
+    paths = args.get("paths")
+    return "claim " + " ".join(str(p) for p in paths) if isinstance(paths, list) else "claim"
+
+
+def _summary_release(args: Args) -> str:
+    return f"release {args.get('claim_id') or ''}".strip()
 
 
 def _summary_knowledge(kind: str) -> Callable[[Args], str]:
@@ -212,6 +222,25 @@ _KINDS = (
         changes=_never,
         path_fields=("path",),
         capability=None,  # the backend's ensure wrapper executes it (runtimes/ensure.py)
+        example={},
+    ),
+    # issue 37 (§3.18): claims on paths, kept and enforced by the backend's arbiter (runtimes/arbiter.py)
+    Kind(
+        "claim",
+        check_claim_args,
+        _summary_claim,
+        _fixed("none"),  # changes nothing; another agent's write inside it is refused
+        neutral=True,
+        capability=None,
+        example={"paths": ["/w/a.py"], "ttl": 60},
+    ),
+    Kind(
+        "release",
+        check_release_args,
+        _summary_release,
+        _fixed("none"),
+        neutral=True,
+        capability=None,
         example={},
     ),
     _knowledge_kind("diagnostics", "read", {}),

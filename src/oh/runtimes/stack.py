@@ -3,6 +3,7 @@ composed in one place, inside out (docs/architecture.md "The runtime stack"):
 
 1. the inner runtime (``choose.make_runtime``), which knows none of its wrappers, and the recorder right around
    it when history is on (``StackHooks.wrap_inner``: it records what really ran, after every gate);
+1b. ``Arbiter`` (issue 37, §3.18): a write/edit based on a stale read is refused, claims are enforced;
 2. ``BranchGuard`` (git-branch mode, §3.12): the branch is in place before the first change;
 3. ``ConsentGuard`` (§3.13): around branch mode, so its switch waits for nothing the user refused;
 4. the next wrappers go here, each around ``runtime`` (sandbox escalation, history/undo recording, shares);
@@ -19,6 +20,7 @@ from typing import Any, Callable
 
 from ..protocol.branch import Plan
 from ..protocol.consent import Policy
+from .arbiter import Arbiter
 from .base import Runtime
 from .branch import BranchGuard
 from .choose import RuntimeSettings, make_runtime
@@ -58,6 +60,7 @@ class Stack:
     branch: BranchGuard | None
     consent: ConsentGuard | None
     ensure: EnsureService
+    arbiter: Arbiter | None = None  # several agents (issue 37): stale writes refused, claims
 
     @property
     def outer(self) -> Runtime:
@@ -69,6 +72,9 @@ def build(settings: StackSettings, link: EditorLink, hooks: StackHooks) -> Stack
     """The stack, inside out; ``link`` is the backend's editor connection (the vscode runtime sends through it)."""
     inner = make_runtime(settings.runtime, settings.inner, link)
     runtime: Runtime = inner if hooks.wrap_inner is None else hooks.wrap_inner(inner)
+    # Several agents (issue 37, §3.18): around what really runs, inside the gates, so a file's check and change
+    # are one step for every other agent's action (its per-file lock is never held while the user is asked).
+    runtime = arbiter = Arbiter(runtime, settings.inner.workspace, settings.inner.allowed_roots)
     branch = consent = None
     if settings.branch is not None:
         runtime = branch = BranchGuard(runtime, settings.branch, inner.branch_switch())
@@ -86,4 +92,4 @@ def build(settings: StackSettings, link: EditorLink, hooks: StackHooks) -> Stack
         default_timeout=settings.action_timeout,
         setup=settings.setup_script,
     )
-    return Stack(inner, branch, consent, ensure)
+    return Stack(inner, branch, consent, ensure, arbiter)

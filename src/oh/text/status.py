@@ -64,6 +64,10 @@ def render_text(
                 f"  actions    {st.get('done', 0)} done, {st.get('pending', 0)} pending, {errors} "
                 f"error{'' if errors == 1 else 's'}"
             )
+        for c in d.get("claims") or []:  # several agents (§3.18)
+            if isinstance(c, dict):
+                paths = " ".join(str(p) for p in c.get("paths") or [])
+                lines.append(f"  claim      {c.get('claim_id')} {c.get('name')} ({c.get('agent_id')}): {paths}")
         lines += remote_lines(d)
         if d.get("trace"):
             lines.append(f"  trace      {d['trace']}")

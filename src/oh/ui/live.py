@@ -238,6 +238,7 @@ class LiveState:
     approvals: "OrderedDict[str, dict[str, Any]]" = field(default_factory=OrderedDict)
     proposals: dict[Any, str] = field(default_factory=dict)  # action id -> proposal id ("" in VS Code): awaiting review
     changesets: dict[str, str] = field(default_factory=dict)  # h12 -> command: its changes await keep/revert (§3.15.1)
+    claims: dict[str, dict[str, Any]] = field(default_factory=dict)  # k1 -> the claim (several agents, §3.18)
     synced: bool = False  # the monitor's snapshot arrived: the table shows what the backend did since
     keys: str = "Ctrl-C stops the backend"  # the footer's key: what ending this view does (`oh watch` leaves it)
     version: int = 0  # bumped on every change, so the rich view redraws only when needed
@@ -316,9 +317,11 @@ class LiveState:
             {
                 k: v
                 for k, v in snap.items()
-                if k not in ("type", "editors", "agents", "stats", "jobs", "recent", "shell_notes")
+                if k not in ("type", "editors", "agents", "stats", "jobs", "recent", "shell_notes", "claims")
             }
         )
+        if isinstance(snap.get("claims"), list):  # several agents (§3.18): the claims held now
+            self.claims = {str(c.get("claim_id")): c for c in snap["claims"] if isinstance(c, dict)}
         self.uptime_base = float(snap.get("uptime_s") or 0.0)
         self.started_mono = time.monotonic()
         self.editors = {e.get("editor_id", str(i)): e for i, e in enumerate(frame.get("editors") or [])}
@@ -484,6 +487,26 @@ class LiveState:
     def _on_shares_revoked(self, frame: dict[str, Any]) -> list[str]:
         return [visible(f"shares {', '.join(map(str, frame.get('shares') or []))} revoked ({frame.get('reason')})")]
 
+    def _on_stale_refused(self, frame: dict[str, Any]) -> list[str]:
+        """Several agents (§3.18): a write/edit based on a stale read, refused."""
+        return [
+            visible(
+                f"stale write refused: {frame.get('name')} ({frame.get('agent_id')}) {frame.get('path')}, "
+                f"changed by {frame.get('changed_by')}"
+            )[:600]
+        ]
+
+    def _on_claim_made(self, frame: dict[str, Any]) -> list[str]:
+        self.claims[str(frame.get("claim_id"))] = dict(frame)
+        paths = " ".join(map(str, frame.get("paths") or []))
+        return [
+            visible(f"claim {frame.get('claim_id')}: {frame.get('name')} ({frame.get('agent_id')}) holds {paths}")[:600]
+        ]
+
+    def _on_claim_ended(self, frame: dict[str, Any]) -> list[str]:
+        self.claims.pop(str(frame.get("claim_id")), None)
+        return [visible(f"claim {frame.get('claim_id')} of {frame.get('name')} ended ({frame.get('why')})")]
+
     def _on_agent_disconnected(self, frame: dict[str, Any]) -> list[str]:
         self.agents.pop(frame.get("agent_id"), None)
         return [f"agent disconnected: {frame.get('name')} ({frame.get('agent_id')})"]
@@ -520,8 +543,10 @@ class LiveState:
             self.stats["errors"] = self.stats.get("errors", 0) + 1
         code_txt = f" exit {row.exit_text()}" if row.exit_text() else ""
         risk = f" [risk {row.risk}]" if row.risk else ""
+        blind = " (blind: never read)" if frame.get("blind") is True else ""
         return [
-            f"{row.agent} {row.kind} {row.summary}{risk} → {row.outcome_text()}{code_txt} in {fmt_ms(row.duration_ms)}"
+            f"{row.agent} {row.kind} {row.summary}{risk} → {row.outcome_text()}{code_txt} in "
+            f"{fmt_ms(row.duration_ms)}{blind}"
         ]
 
     def _follow_up_finished(self, row: ActionRow) -> None:
@@ -756,6 +781,9 @@ class LiveState:
         "shutting_down": _on_shutting_down,
         "branch": _on_branch,
         "shell_note": _on_shell_note,
+        "stale_refused": _on_stale_refused,
+        "claim_made": _on_claim_made,
+        "claim_ended": _on_claim_ended,
     }
 
     def _url(self) -> str:
@@ -768,6 +796,7 @@ class LiveState:
         line += f" · {plural(self.running_jobs, 'job')} running" if self.jobs else ""
         line += f" · {len(self.approvals)} awaiting consent" if self.approvals else ""
         line += f" · {plural(len(self.changesets), 'change set')} awaiting review" if self.changesets else ""
+        line += f" · {plural(len(self.claims), 'claim')}" if self.claims else ""
         return line + (f" · {plural(len(self.proposals), 'proposal')} awaiting review" if self.proposals else "")
 
     # ------------------------------------------------------------------ rich

@@ -297,3 +297,30 @@ def test_the_runtime_reaches_oh_only_through_a_shared_unix_socket(oh_backend, sh
     assert (ws / "note.txt").read_text() == "through the socket\n" and (ws / "sum.txt").read_text() == "sum-5\n"
     done = {r["action"] for r in shared_actions(oh_backend, shared_only)}
     assert {"write", "run", "read"} <= done, done
+
+
+def test_a_write_based_on_a_stale_read_is_refused_even_after_a_reconnection(v0):
+    """Several agents (docs/protocol.md §3.18): the runtime remembers the version it read and sends it as
+    if_version, so a new connection (the backend's per-connection memory gone) still gets STALE, with the diff."""
+    runtime, agent, b = v0
+    ws = b.workspace
+    (ws / "s.txt").write_text("seen\n")
+    obs = agent.do(FileReadAction(path=str(ws / "s.txt")))
+    assert isinstance(obs, FileReadObservation) and obs.content == "seen\n"  # oh's extras stripped for OpenHands
+    runtime._client.close()
+    runtime._client = None  # the next action connects anew
+    (ws / "s.txt").write_text("changed by the user\n")
+    obs = agent.do(FileWriteAction(path=str(ws / "s.txt"), content="mine\n"))
+    assert isinstance(obs, ErrorObservation) and "STALE" in obs.content and "+changed by the user" in obs.content
+    assert (ws / "s.txt").read_text() == "changed by the user\n"
+    obs = agent.do(FileReadAction(path=str(ws / "s.txt"), impl_source=FileReadSource.OH_ACI))
+    obs = agent.do(
+        FileEditAction(
+            path=str(ws / "s.txt"),
+            command="str_replace",
+            old_str="user",
+            new_str="agent",
+            impl_source=FileEditSource.OH_ACI,
+        )
+    )
+    assert isinstance(obs, FileEditObservation) and (ws / "s.txt").read_text() == "changed by the agent\n"

@@ -40,6 +40,10 @@ class OhFileEditorExecutor(links.LinkedExecutor, ToolExecutor[FileEditorAction, 
         risk = security_risk_of(action, conversation)
         if action.command == "view" and Path(action.path).suffix.lower() in IMAGE_EXTENSIONS:
             return self._view_image(action, risk)
+        # Several agents (docs/protocol.md §3.18): the version this conversation last saw of the file, so a change
+        # to a file someone else changed since is refused (STALE, with the diff) even across a reconnection.
+        versions = self.versions
+        seen = versions.get(action.path) if action.command != "view" else None
         frame = actions.edit(
             action.path,
             action.command,
@@ -49,6 +53,7 @@ class OhFileEditorExecutor(links.LinkedExecutor, ToolExecutor[FileEditorAction, 
             insert_line=action.insert_line,
             view_range=action.view_range,
             security_risk=risk,
+            if_version=seen,
         )
         # Review mode: a write/edit waits for the user too (the backend's deadline grows by as much).
         obs = self.link.send(
@@ -57,6 +62,8 @@ class OhFileEditorExecutor(links.LinkedExecutor, ToolExecutor[FileEditorAction, 
         if obs.get("observation") == "error":
             return FileEditorObservation.from_text(text=obs.get("content") or "", command=action.command, is_error=True)
         extras: dict[str, Any] = obs.get("extras") or {}
+        if isinstance(extras.get("version"), str):
+            versions[action.path] = extras["version"]
         fields: dict[str, Any] = {"path": extras.get("path") or action.path}
         if obs.get("observation") == "edit":
             fields["prev_exist"] = bool(extras.get("prev_exist", True))

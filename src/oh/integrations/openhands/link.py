@@ -138,6 +138,7 @@ class LinkedExecutor:
         self.link = link
         self._conv_key = conv_key
         self._closed = threading.Event()
+        self.versions: dict[str, str] = {}  # path -> the version last read or written (§3.18, if_version)
 
     def close(self) -> None:
         if not self._closed.is_set():

@@ -50,6 +50,9 @@ def _unsupported(what: str, instead: str) -> ErrorObservation:
     return ErrorObservation(f"{what} is not supported by the oh VS Code runtime. {instead}")
 
 
+_OH_EXTRAS = frozenset({"version", "blind", "stale_base", "seen_version", "changed_by", "changed_at", "claim"})
+
+
 class VsCodeRuntime(Runtime):
     """Executes an OpenHands V0 agent's actions through the oh backend serving ``config.workspace_base``
     (default: the current directory): in VS Code when that backend is ``oh start --runtime vscode``."""
@@ -85,6 +88,9 @@ class VsCodeRuntime(Runtime):
         )
         self._workspace = os.path.realpath(getattr(config, "workspace_base", None) or os.getcwd())
         self._client: SyncClient | None = None
+        # Several agents (docs/protocol.md §3.18): the version of each file this runtime last read or wrote, sent
+        # as a write/edit's if_version (the backend's own memory ends with its connection; this one does not).
+        self._versions: dict[str, str] = {}
         self._session = None
         self._runtime_initialized = False
 
@@ -194,10 +200,27 @@ class VsCodeRuntime(Runtime):
             # a user's rejection, which its agents already handle (confirmation mode).
             return UserRejectObservation(content=str(obs.get("content") or "The user rejected this action."))
         clean = {k: v for k, v in obs.items() if k not in ("id", "cause", "timestamp", "source")}
+        if isinstance(clean.get("extras"), dict):
+            # oh's own extras (§3.18: version, blind, stale_base; the STALE details): OpenHands' deserializer
+            # refuses keys its observation classes do not have.
+            clean["extras"] = {k: v for k, v in clean["extras"].items() if k not in _OH_EXTRAS}
         return event_from_dict(clean)  # type: ignore[return-value]
 
     def _do(self, action) -> Observation:
-        return self._decode(self._send(self._frame(action), getattr(action, "timeout", None)))
+        frame = self._frame(action)
+        args = frame.get("args") or {}
+        path = args.get("path") if frame.get("action") in ("read", "write", "edit") else None
+        changes = frame.get("action") == "write" or (frame.get("action") == "edit" and args.get("command") != "view")
+        if changes and isinstance(path, str) and path in self._versions:
+            args["if_version"] = self._versions[path]
+        obs = self._send(frame, getattr(action, "timeout", None))
+        self._note_version(path, obs)
+        return self._decode(obs)
+
+    def _note_version(self, path: Any, obs: dict[str, Any]) -> None:
+        version = (obs.get("extras") or {}).get("version")
+        if isinstance(path, str) and isinstance(version, str) and obs.get("observation") != "error":
+            self._versions[path] = version
 
     # ---- actions ---------------------------------------------------------------------------------
     def run(self, action: CmdRunAction) -> Observation:
@@ -208,6 +231,7 @@ class VsCodeRuntime(Runtime):
             # The agent's editor `view`: the editor's numbered view / directory listing, not raw text.
             frame = oh_actions.edit(action.path, "view", view_range=action.view_range)
             obs = self._send(frame, None)
+            self._note_version(action.path, obs)
             if obs.get("observation") == "error":
                 return self._decode(obs)
             return FileReadObservation(
