@@ -188,8 +188,14 @@ async def test_secrets_and_oh_state_are_invisible(box):
             if SECRET in obs["content"]:
                 failures.append(f"{name}: the secret was read")
         assert not failures, "\n".join(failures)
-        obs = await run(rt, "ls -A ~/.ssh | wc -l; ls -A " + str(box["oh_home"]) + " | wc -l")
-        assert obs["content"].split() == ["0", "0"], obs["content"]
+        obs = await run(
+            rt, "ls -A ~/.ssh | wc -l; ls -A " + str(box["oh_home"]) + "; ls -A " + str(box["oh_home"]) + "/*"
+        )
+        # oh's state is an empty tmpfs but for the mount point of this shell's own scratch directory (its run
+        # files), bound back under it since the host's /tmp is visible read-only (issue 41.1)
+        lines = obs["content"].split()
+        assert lines[0] == "0" and lines[1:2] in ([], ["scratch"]), obs["content"]
+        assert all(name.startswith("oh-local-") for name in lines[2:]) and len(lines) <= 3, obs["content"]
     finally:
         await rt.close()
 

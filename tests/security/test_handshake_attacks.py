@@ -277,7 +277,14 @@ def test_only_loopback_is_bound(target):
     addrs = helpers.listening_addresses(info["pid"])
     assert addrs, "the backend listens nowhere?"
     assert all(ip in ("127.0.0.1", "::1") for ip, _ in addrs), addrs
-    assert {p for _, p in addrs} == {port}
+    # the agents' port, and the approvals page's own loopback port (issue 40) when the backend serves one: nothing else
+    from urllib.parse import urlsplit
+
+    from oh import sessions
+
+    page = helpers.backend_status(sessions.read(runner.session_file(info["instance_id"]))).get("approvals_page")
+    expected = {port} | ({urlsplit(page).port} if page else set())
+    assert {p for _, p in addrs} == expected, (addrs, page)
 
 
 def test_a_loopback_alias_host_works_end_to_end(oh):

@@ -215,9 +215,7 @@ def _trust_programs(args: argparse.Namespace, workspace: str) -> None:
     directory the agent's sandbox can write: the workspace, the allowed roots, the writable caches
     (docs/security.md §11.2). Under runtime vscode the editor's engine host has the shells, and this backend
     still runs git for history."""
-    spec = _sandbox_spec(args) or sandbox_rules.spec_from(
-        {k.lower()[3:]: v for k, v in os.environ.items() if k.startswith("OH_SANDBOX")}
-    )
+    spec = _sandbox_spec(args)  # the flags only: the backend reads no sandbox environment (docs/architecture.md)
     home = os.path.expanduser("~")
     writable = [sandbox_rules.expand(p, home) for p in spec.writable] if spec.level == "workspace-write" else []
     programs.distrust(workspace, *(args.allow_root or ()), *writable)

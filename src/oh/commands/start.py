@@ -356,7 +356,7 @@ def _start_and_show(
     # CLI takes about a second); the answer joins the warnings below. The live view asks by itself.
     install_check = _InstallCheck() if detach and runtimenames.uses_editor(s.runtime) else None
     # process.StartError carries its exit code (3 when a backend already serves the workspace): cli.main reports it.
-    with _deferred_signals(hangup):  # a closed terminal during the start must not orphan the backend
+    with _deferred_signals(hangup), _said_if_interrupted(io):  # a closed terminal must not orphan the backend
         started = _launch(
             s,
             workspace,
@@ -386,6 +386,22 @@ def _start_and_show(
         return foreground(io, session, open_mode, mode, warnings)
     except KeyboardInterrupt:
         return _interrupted(io, session)
+
+
+class _said_if_interrupted:
+    """Ctrl-C while the backend process starts (before it is ready): the launcher has already ended it
+    (launcher.process.start_backend); say so, instead of a silent exit 130 (issue 41)."""
+
+    def __init__(self, io: Streams) -> None:
+        self.io = io
+
+    def __enter__(self) -> "_said_if_interrupted":
+        return self
+
+    def __exit__(self, kind: object, exc: object, tb: object) -> bool:
+        if kind is KeyboardInterrupt:
+            self.io.note("oh start: interrupted while starting; the backend it was starting was stopped.")
+        return False  # re-raised: cli.main exits 130
 
 
 def _interrupted(io: Streams, session: Any) -> int:

@@ -256,6 +256,10 @@ def _spawn(
         assert proc.stdin is not None
         proc.stdin.write((token + "\n").encode("utf-8"))
         proc.stdin.close()
+    except KeyboardInterrupt:  # Ctrl-C right after the spawn: the backend must not outlive the start (issue 41)
+        _kill(proc)
+        os.close(r)
+        raise
     except OSError:
         pass  # it died already; the ready wait reports why
     return proc, r
