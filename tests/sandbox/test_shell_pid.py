@@ -30,12 +30,12 @@ def test_children_match_psutil_for_this_process_tree():
     kids = [subprocess.Popen(["sleep", "30"]) for _ in range(3)]
     try:
         assert sorted(sb._children(os.getpid())) == sorted(c.pid for c in psutil.Process().children())
-        assert sb._ppid(kids[0].pid) == os.getpid() and sb._name(kids[0].pid) == "sleep"
+        assert sb._ppid(kids[0].pid) == os.getpid() and sb.comm(kids[0].pid) == "sleep"
     finally:
         for k in kids:
             k.kill()
             k.wait()
-    assert sb._ppid(kids[0].pid) == -1 and sb._name(kids[0].pid) == ""  # gone: no error
+    assert sb._ppid(kids[0].pid) == -1 and sb.comm(kids[0].pid) == ""  # gone: no error
 
 
 @needs_bwrap

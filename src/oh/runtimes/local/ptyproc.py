@@ -87,7 +87,8 @@ def _signal_groups(groups: set[int], sig: int) -> None:
             os.killpg(g, sig)
 
 
-def _name(pid: int) -> str:
+def comm(pid: int) -> str:
+    """A process's command name (/proc/PID/comm); "" when it is gone."""
     try:
         with open(f"/proc/{pid}/comm") as f:
             return f.read().strip()
@@ -100,8 +101,8 @@ def _hang_up_signals(pid: int, stray: list, groups: set[int], spare: tuple[str, 
     sends both) to the groups; a group holding a wrapper named in ``spare`` (bubblewrap: it dies of SIGHUP
     without passing it on, and its namespace's processes are then SIGKILLed, traps unrun) gets them
     process by process instead, wrappers left out: they end when the shell they wrap ends."""
-    wrappers = {p.pid for p in stray if spare and _name(p.pid) in spare}
-    if spare and _name(pid) in spare:
+    wrappers = {p.pid for p in stray if spare and comm(p.pid) in spare}
+    if spare and comm(pid) in spare:
         wrappers.add(pid)
     wrapped: set[int] = set()
     for w in wrappers:
@@ -197,7 +198,7 @@ def _hang_up_each(procs: list, spare: tuple[str, ...]) -> None:
     """SIGHUP then SIGCONT to each of ``procs`` (wrappers named in ``spare`` left out: see above)."""
     for sig in (signal.SIGHUP, signal.SIGCONT):
         for p in procs:
-            if not (spare and _name(p.pid) in spare):
+            if not (spare and comm(p.pid) in spare):
                 with contextlib.suppress(Exception):
                     p.send_signal(sig)
 

@@ -36,6 +36,7 @@ from ...protocol.errors import ErrorId, ToolError
 from ..bwrapcheck import Check, check  # noqa: F401 - re-exported: the runtime, `oh start` and tests ask here
 from .gitwatch import Repo, RepoWatch, git_dirs
 from . import unixsocks
+from .ptyproc import comm
 
 log = logging.getLogger("oh.runtimes.local")
 
@@ -118,14 +119,6 @@ def _stat(pid: int) -> list[str]:
 def _ppid(pid: int) -> int:
     fields = _stat(pid)
     return int(fields[1]) if len(fields) > 1 else -1
-
-
-def _name(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/comm") as f:
-            return f.read().strip()
-    except OSError:
-        return ""
 
 
 def writable_dirs(spec: rules.Spec, workspace: str, roots: tuple[str, ...] = (), home: str = "") -> tuple[str, ...]:
@@ -316,7 +309,7 @@ class Sandbox:
         parent, level = pid, [pid]
         for _ in range(3):  # bwrap -> bwrap (the namespace's init) -> the shell
             level = [c for p in level for c in _children(p)]
-            found = next((c for c in level if _name(c) != "bwrap"), None)
+            found = next((c for c in level if comm(c) != "bwrap"), None)
             if found is not None:
                 parent = _ppid(found)
                 if len(self._shells) >= 64:  # shells come and go (jobs, extra shells): a bound, not a leak
