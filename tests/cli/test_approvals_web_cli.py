@@ -63,3 +63,45 @@ def test_pair_devices_revoke_and_the_notifier_through_oh_start(oh, tmp_path):
     assert not any(sess[k] in v for v in env.values() for k in ("token", "decider_token", "editor_token"))
     oh("reject", row["id"], check=0)
     agent.communicate(timeout=60)
+
+
+def _matrix_from_half_blocks(text: str) -> list[list[bool]]:
+    """The modules of a half-block drawing (True = dark). It is inverted (the light modules are drawn, so it reads on
+    a dark terminal): '█' two light modules, '▄' a dark one above a light one, '▀' the reverse, a no-break space
+    two dark ones."""
+    rows: list[list[bool]] = []
+    for line in text.split("\n")[:-1]:
+        top = [ch in "\xa0▄" for ch in line]
+        bottom = [ch in "\xa0▀" for ch in line]
+        rows += [top, bottom]
+    return rows
+
+
+def test_the_pairing_qr_code_draws_exactly_the_address():
+    import qrcode
+
+    from oh.commands.approvals import qr_text
+
+    url = "https://phone.example.ts.net/"
+    drawn = _matrix_from_half_blocks(qr_text(url))
+    ref = qrcode.QRCode(border=2, error_correction=qrcode.constants.ERROR_CORRECT_M)
+    ref.add_data(url)
+    ref.make(fit=True)
+    want = ref.get_matrix()
+    assert drawn[: len(want)] == want  # an odd count leaves one padding row
+    assert url not in qr_text(url) and "pair" not in qr_text(url).lower()
+
+
+def test_pair_on_a_terminal_shows_a_qr_code_and_piped_none(oh):
+    import pexpect
+
+    oh.start("local", None, "--consent", "commands")
+    piped = oh("approvals", "pair", check=0).stdout
+    assert "█" not in piped and "pairing code:" in piped
+    child = pexpect.spawn(
+        sys.executable, ["-m", "oh", "approvals", "pair"], cwd=str(oh.workspace), env=oh.env, encoding="utf-8"
+    )
+    child.expect(pexpect.EOF, timeout=30)
+    child.close()
+    assert child.exitstatus == 0, child.before
+    assert "pairing code:" in child.before and child.before.count("█") > 50, child.before

@@ -116,6 +116,8 @@ def run_web(
         code = str(answer.get("code", ""))
         io.print(f"pairing code: {code[:5]}-{code[5:]}  (single use, valid {answer.get('ttl', 0):g} s)")
         io.print(f"open {visible(answer.get('url'))} on the device and type it there.")
+        if io.tty and answer.get("url"):  # a phone reads the address from the screen (the code stays typed)
+            io.write(qr_text(str(answer["url"])))
     elif verb == "devices":
         rows = answer.get("devices") or []
         for d in rows:
@@ -242,3 +244,18 @@ def run_decide(
                     + (f" (saved in {saved})" if saved else "")
                 )
     return 0 if all(r.get("outcome") in ("allowed", "rejected") for r in results) else ERROR
+
+
+def qr_text(url: str) -> str:
+    """The page's address as a QR code drawn with half blocks (two modules per character row), dark on light so
+    phones read it on a dark terminal too. Only the address: the pairing code is typed, never put in a URL."""
+    import io as _io
+
+    import qrcode  # a well-kept encoder (error correction, versions, masks): not something to hand-write
+
+    code = qrcode.QRCode(border=2, error_correction=qrcode.constants.ERROR_CORRECT_M)
+    code.add_data(url)
+    code.make(fit=True)
+    out = _io.StringIO()
+    code.print_ascii(out=out, invert=True)
+    return out.getvalue()
