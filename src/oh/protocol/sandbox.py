@@ -107,6 +107,37 @@ REASON_ARG = "reason"
 MAX_REASON = 500
 
 
+# What the kernel says when the sandbox refused (issue 41: refusals looked like plain OS errors). Matched in a
+# failed command's output; the hint names the way out for the agent (args) and for a person (`oh run` flags).
+_WRITE_REFUSED = ("Read-only file system",)
+_NETWORK_REFUSED = (
+    "Temporary failure in name resolution",
+    "Could not resolve host",
+    "Name or service not known",
+    "Network is unreachable",
+    "getaddrinfo failed",
+    "Failed to establish a new connection",
+    "Couldn't connect to server",
+)
+
+
+def refusal_hint(output: str, network: bool) -> str:
+    """A note for a failed command whose output shows what the sandbox refuses ("" when it shows nothing): a write
+    outside the writable places, or the network while it is off. Only a hint: the same words can have other causes."""
+    if any(w in output for w in _WRITE_REFUSED):
+        return (
+            "Sandbox: the write was refused (outside the workspace and its writable directories; $TMPDIR is "
+            'writable). To run it outside the sandbox, send the run with args sandbox "off" and a reason '
+            "(`oh run --unsandboxed REASON`): the user is asked."
+        )
+    if not network and any(w in output for w in _NETWORK_REFUSED):
+        return (
+            'Sandbox: the network is off here. To run it with the network, send the run with args sandbox "network" '
+            "and a reason (`oh run --network REASON`): the user is asked."
+        )
+    return ""
+
+
 class SandboxError(WireError, ValueError):
     """A bad sandbox setting or escalation request; the message says what is allowed."""
 

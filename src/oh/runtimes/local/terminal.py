@@ -38,6 +38,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...protocol import progress
+from ...protocol import sandbox as sandbox_rules
 from ...protocol.errors import ErrorId, ToolError
 from ...protocol.events import MAX_OUTPUT_CAP, Action, error_observation, run_observation
 from ..base import output_sink, report
@@ -212,6 +213,11 @@ class Terminal:
     ) -> dict[str, Any]:
         if pid is None:
             pid = self.shell.pid if self.shell is not None else -1
+        sb = self.sandbox
+        if exit_code > 0 and sb is not None and sb.spec.on and not sb.unconfined:
+            hint = sandbox_rules.refusal_hint(content, sb.spec.network)
+            if hint:  # the agent and `oh run` read why a failure may be the sandbox's (issue 41)
+                suffix += f"\n[{hint}]"
         user, host = _identity()
         path = self.shell.last_path if self.shell is not None else self.env.get("PATH", "")
         return run_observation(
