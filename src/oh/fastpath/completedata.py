@@ -871,6 +871,7 @@ TREE = {
         (),
         (
             (("--to",), (), False, True, False, ()),
+            (("--include-ambiguous",), (), False, True, False, ()),
             (("--workspace", "-C"), (), True, True, False, ()),
             (("--instance", "-i"), (), True, True, False, "instances"),
             (("--json",), (), False, True, False, ()),
