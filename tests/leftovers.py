@@ -25,9 +25,21 @@ def scan(basetemp: str, me: int) -> list[tuple[int, str]]:
             continue
         if state == "Z":
             continue
-        if basetemp in argv or cwd == basetemp or cwd.startswith(basetemp + "/"):
+        # whole path components only: /tmp/pytest-of-u/pytest-25 must not match another run's pytest-250
+        if _names(argv, basetemp) or cwd == basetemp or cwd.startswith(basetemp + "/"):
             found.append((int(entry), argv[:200]))
     return found
+
+
+def _names(argv: str, basetemp: str) -> bool:
+    """Whether the command line names ``basetemp`` or a path under it (followed by "/", a space or its end)."""
+    at = argv.find(basetemp)
+    while at >= 0:
+        after = argv[at + len(basetemp) : at + len(basetemp) + 1]
+        if after in ("", "/", " "):
+            return True
+        at = argv.find(basetemp, at + 1)
+    return False
 
 
 def end(found: list[tuple[int, str]]) -> None:

@@ -26,3 +26,16 @@ def test_scan_finds_a_process_left_under_the_base_temp_and_end_stops_it(tmp_path
         for p in (by_cwd, by_argv, elsewhere):
             p.kill()
             p.wait()
+
+
+def test_another_runs_base_temp_sharing_a_prefix_is_not_ours(tmp_path):
+    base = tmp_path / "pytest-25"
+    other = tmp_path / "pytest-250"
+    (other / "ws").mkdir(parents=True)
+    theirs = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", str(other / "ws")], cwd=other)
+    try:
+        assert theirs.pid not in dict(leftovers.scan(str(base), os.getpid()))
+        assert theirs.pid in dict(leftovers.scan(str(other), os.getpid()))
+    finally:
+        theirs.kill()
+        theirs.wait()

@@ -132,14 +132,19 @@ class Oh:
     def cleanup(self) -> None:
         # Every backend this OH_HOME serves, also one a test started without recording it (`oh start -d` run
         # through `oh(...)`): the suite must leave no process behind (issue 41).
+        from oh import sessions
+
         found = list(self.started)
         for sf in sorted((self.home / "sessions").glob("*.json")) if (self.home / "sessions").is_dir() else []:
-            try:
-                found.append(json.loads(sf.read_text()))
-            except (OSError, ValueError):
-                continue
+            s = sessions.read(sf)
+            # only a backend that still runs as that session (pid and start time): a session file left by a killed
+            # backend names a pid the machine may since have given to another process (pid_max can be 32768)
+            if s is not None and sessions.is_alive(s):
+                found.append({"pid": s.pid})
         for info in {i["pid"]: i for i in found if isinstance(i.get("pid"), int)}.values():
             pid = info["pid"]
+            if not _is_backend(pid):  # it ended, and its pid may be another process's now: never signal that
+                continue
             try:
                 os.kill(pid, signal.SIGTERM)
             except ProcessLookupError:
@@ -156,6 +161,14 @@ class Oh:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
+
+
+def _is_backend(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return b"oh.backend" in f.read().split(b"\0")
+    except OSError:
+        return False
 
 
 @pytest.fixture
