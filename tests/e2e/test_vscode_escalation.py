@@ -94,10 +94,20 @@ def _one_shot_hosts(workspace: Path, flag: str, value: str) -> list[int]:
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
         except OSError:
             continue
-        if "oh.runtimes.local.enginehost" in argv and flag in argv and argv[argv.index(flag) + 1] == value:
+        if "oh.runtimes.local.enginehost" in argv and _flag(argv, flag) == value:
             if any(a.startswith(str(workspace)) for a in argv):
                 found.append(int(pid))
     return found
+
+
+def _flag(argv: list[str], flag: str) -> str | None:
+    """A sandbox flag's value in an engine host's argv: as a flag, or inside the resolved spec the extension hands on
+    whole (``--sandbox-spec JSON``, docs/protocol.md §3.17; ``--sandbox-network`` is its ``network``)."""
+    if flag in argv:
+        return argv[argv.index(flag) + 1]
+    if flag == "--sandbox-network" and "--sandbox-spec" in argv:
+        return "on" if json.loads(argv[argv.index("--sandbox-spec") + 1]).get("network") else "off"
+    return None
 
 
 def _sleeping(nap: str) -> bool:
