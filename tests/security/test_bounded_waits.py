@@ -374,6 +374,12 @@ BLOCKING = {"recv", "wait", "communicate", "result", "select", "readline", "get"
 REVIEWED = {
     # (file, function, call): why it is bounded anyway
     (
+        "runtimes/arbiter.py",
+        "_locked",
+        "entry[0].acquire",
+    ): "a file's write/edit lock: its holder's action has a deadline (review: review_timeout), and the waiter's own "
+    "deadline cancels its task, releasing its place",
+    (
         "backend/approvalweb.py",
         "_run_notifier",
         "proc.wait",
