@@ -133,10 +133,14 @@ class Oh:
         # Every backend this OH_HOME serves, also one a test started without recording it (`oh start -d` run
         # through `oh(...)`): the suite must leave no process behind (issue 41).
         from oh import sessions
+        from oh.config.paths import UnsafePath
 
         found = list(self.started)
         for sf in sorted((self.home / "sessions").glob("*.json")) if (self.home / "sessions").is_dir() else []:
-            s = sessions.read(sf)
+            try:
+                s = sessions.read(sf)
+            except (OSError, UnsafePath):  # a session file a test planted as another user's
+                continue
             # only a backend that still runs as that session (pid and start time): a session file left by a killed
             # backend names a pid the machine may since have given to another process (pid_max can be 32768)
             if s is not None and sessions.is_alive(s):
