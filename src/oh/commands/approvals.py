@@ -57,7 +57,7 @@ def _ask(
 
 _WHAT = typer.Argument(
     None,
-    metavar="[pair|devices|revoke ID]",
+    metavar="pair|devices|revoke ID",
     help=(
         "pair: print a one-time code that makes a browser or phone a device of the approvals page; devices: list "
         "them; revoke ID: end one (`oh token rotate` ends them all)."

@@ -213,12 +213,20 @@ class Timeline:
                 ignored.add(nd)
                 self.watcher.add(nd, ignored_top=True)
                 continue
+            # Watch first, then list (twice): a file made in a new directory between a listing and its watch has
+            # no event and was missed for good once drains run while a command still writes (the history thread):
+            # `mkdir -p gen && echo x > gen/o` lost gen/o. After the second listing every file is in it or has an
+            # event, since every directory found in the first one is watched before the second begins.
+            self.watcher.add(nd)
             w = tree.walk(self.root, nd, self.ignores)
             for rel in w.dirs:
                 self.watcher.add(rel)
-            created += w.dirs
-            paths |= set(w.files)
-            ignored |= set(w.ignored)
+            again = tree.walk(self.root, nd, self.ignores)
+            for rel in again.dirs:
+                self.watcher.add(rel)  # one made between the two listings: its files come by event or next drain
+            created += sorted(set(w.dirs) | set(again.dirs))
+            paths |= set(w.files) | set(again.files)
+            ignored |= set(w.ignored) | set(again.ignored)
         # A directory moved away and back, or moved in: files the index knows under it are looked at again.
         for nd in new_dirs:
             paths |= {p for p in self.index if p.startswith(nd + "/")}
