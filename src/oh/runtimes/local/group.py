@@ -179,7 +179,8 @@ class ShellGroup:
     def _running_foreground(self) -> list[tuple[float, str, Terminal]]:
         found = []
         cmd = self.main.running
-        if cmd is not None and not cmd.internal and cmd.job_id:
+        # a foreground command kept as a job (``_keep``: its `oh run` was Ctrl-C'd) is listed once, as the job
+        if cmd is not None and not cmd.internal and cmd.job_id and cmd.job_id not in self.jobs:
             found.append((cmd.started, cmd.job_id, self.main))
         for jid, term in self.extras.items():
             cmd = term.running
