@@ -3,7 +3,8 @@
 It answers from ``completedata.TREE`` (written by scripts/gen-help from typer's own command tree) the way typer's
 bash completion would, word for word: subcommands, option names, the values of options and arguments whose
 candidates are fixed (runtimes, setting names, shells, choices) and running instance ids (read as the fast path
-reads sessions). Whatever it is not sure of -- a stale session file, an ``--opt=value`` word, ``--``, quoting,
+reads sessions). Whatever it is not sure of -- a stale session file, an ``--opt=value`` word, ``--`` in a group,
+quoting,
 an unknown word -- returns None and typer answers (tests/cli/test_fast_help.py compares both on every path).
 """
 
@@ -44,12 +45,19 @@ def answer(args: list[str], incomplete: str) -> list[str] | None:
     used: set[int] = set()
     positional: list[str] = []
     pending: Any = None  # the option whose value the next word is
+    ended = False  # after `--` every word is an argument (`oh run -- ls -l`: issue 41, typer took ~0.2 s per TAB)
     for word in args:
         node = TREE.get(path)
-        if node is None or word == "--":
+        if node is None or (word == "--" and (pending is not None or node[1])):
             return None
         if pending is not None:
             pending = None
+            continue
+        if ended:
+            positional.append(word)
+            continue
+        if word == "--":
+            ended = True
             continue
         if word.startswith("-"):
             index = _option(node, word)
@@ -67,7 +75,7 @@ def answer(args: list[str], incomplete: str) -> list[str] | None:
     node = TREE.get(path)
     if node is None:
         return None
-    return _at(node, used, positional, pending, incomplete)
+    return _at(node, used, positional, pending, incomplete, ended)
 
 
 def _option(node: tuple, word: str) -> int | None:
@@ -77,9 +85,11 @@ def _option(node: tuple, word: str) -> int | None:
     return None
 
 
-def _at(node: tuple, used: set[int], positional: list[str], pending: Any, incomplete: str) -> list[str] | None:
+def _at(
+    node: tuple, used: set[int], positional: list[str], pending: Any, incomplete: str, ended: bool = False
+) -> list[str] | None:
     visible, subs, options, arguments = node
-    if incomplete.startswith("-"):  # option names of this command, each once unless it may repeat
+    if incomplete.startswith("-") and not ended:  # option names of this command, each once unless it may repeat
         names = [
             name
             for i, opt in enumerate(options)
