@@ -9,7 +9,6 @@ import typer
 
 from ._common import ERROR, INTERRUPTED, USAGE, complete_runtimes, die, distrust_sandbox, load_settings
 from ._io import Streams
-from ..config.settings import history_settings, job_settings
 from ..protocol import runtimenames
 
 EPILOG = (
@@ -362,7 +361,7 @@ def _start_and_show(
             workspace,
             token,
             roots,
-            {**job_settings(s), **history_settings(s), **branch_flags},
+            branch_flags,
             review_on,
             consent_plan,
         )
@@ -422,27 +421,14 @@ def _interrupted(io: Streams, session: Any) -> int:
     return INTERRUPTED
 
 
-def _launch(s: Any, workspace: str, token: str, roots: list[str], jobs: dict, review_on: bool, consent: Any) -> Any:
-    """The backend process, started with the settings (``jobs``: the backend's settings flags)."""
-    from ..launcher import process
+def _launch(s: Any, workspace: str, token: str, roots: list[str], branch: dict, review_on: bool, consent: Any) -> Any:
+    """The backend process, started with its whole configuration resolved once from the settings."""
+    from ..launcher import backendconfig, process
 
-    return process.start_backend(
-        workspace,
-        runtime=s.runtime,
-        token=token,
-        host=s.host,
-        port=s.port,
-        editor_timeout=s.editor_timeout,
-        action_timeout=s.action_timeout,
-        trace=s.trace,
-        trace_max_bytes=s.trace_max_bytes,
-        log_level=s.log_level,
-        allowed_roots=roots,
-        jobs=jobs,
-        review=review_on,
-        review_timeout=s.review_timeout,
-        consent=consent.flags(),
+    config = backendconfig.resolve(
+        s, workspace, allowed_roots=roots, review=review_on, consent=consent, branch=branch
     )
+    return process.start_backend(config, token=token, log_level=s.log_level)
 
 
 def _warnings(s: Any, allow_notes: list, session: Any, consent_warnings: list) -> list:

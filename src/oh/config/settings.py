@@ -765,14 +765,6 @@ JOB_SETTINGS = (
 )
 
 
-HISTORY_SETTINGS = ("history", "history_store_ignored", "history_max_file")
-
-
-def history_settings(s: "Settings") -> dict:
-    """History's settings (issue 29): flags of the backend only (the headless editor records nothing)."""
-    return {name: s.get(name) for name in HISTORY_SETTINGS}
-
-
 def job_settings(s: "Settings") -> dict:
     """The settings the backend and the headless editor take as flags/arguments (they read no config)."""
     out = {name: s.get(name) for name in JOB_SETTINGS}
