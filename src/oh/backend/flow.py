@@ -30,7 +30,6 @@ import os
 from typing import Any
 
 
-
 def obs_size(obs: dict[str, Any]) -> int:
     """About the bytes ``obs`` will take on the wire (its big fields; cheap: no encoding)."""
     size = 256

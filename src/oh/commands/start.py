@@ -425,9 +425,7 @@ def _launch(s: Any, workspace: str, token: str, roots: list[str], branch: dict, 
     """The backend process, started with its whole configuration resolved once from the settings."""
     from ..launcher import backendconfig, process
 
-    config = backendconfig.resolve(
-        s, workspace, allowed_roots=roots, review=review_on, consent=consent, branch=branch
-    )
+    config = backendconfig.resolve(s, workspace, allowed_roots=roots, review=review_on, consent=consent, branch=branch)
     return process.start_backend(config, token=token, log_level=s.log_level)
 
 

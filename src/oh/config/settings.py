@@ -8,6 +8,8 @@ suggestion for a mistyped key).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import os
 from pathlib import Path
 
@@ -693,7 +695,7 @@ class Settings:
     def load(
         cls, flags: dict[str, Any] | None = None, *, env: dict[str, str] | None = None, path: Path | None = None
     ) -> "Settings":
-        env = os.environ if env is None else env
+        source: Mapping[str, str] = os.environ if env is None else env
         path = path or paths.config_file()
         table = read_file(path)
         problems = validate_table(table, str(path))
@@ -704,9 +706,9 @@ class Settings:
             flag = (flags or {}).get(name)
             if flag is not None:
                 values[name] = Resolved(parse_value(name, flag), "flag")
-            elif env.get(k.env, "") != "":
+            elif source.get(k.env, "") != "":
                 try:
-                    values[name] = Resolved(k.parse(env[k.env]), "env", k.env)
+                    values[name] = Resolved(k.parse(source[k.env]), "env", k.env)
                 except SettingError as exc:
                     raise SettingError(f"environment variable {k.env} {exc}. Unset it or fix its value.") from None
             elif name in table:
@@ -766,7 +768,8 @@ JOB_SETTINGS = (
 
 
 def job_settings(s: "Settings") -> dict:
-    """The settings the backend and the headless editor take as flags/arguments (they read no config)."""
+    """The settings the headless editor (`oh attach`) takes as arguments (it reads no config; the backend gets
+    its whole configuration from launcher/backendconfig.resolve)."""
     out = {name: s.get(name) for name in JOB_SETTINGS}
     out["sandbox_writable"] = os.pathsep.join(out["sandbox_writable"])  # one flag value
     out["sandbox_bwrap"] = out["sandbox_bwrap"] or None  # unset: bwrap on PATH
