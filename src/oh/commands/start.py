@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 import typer
 
@@ -397,7 +397,7 @@ class _said_if_interrupted:
     def __enter__(self) -> "_said_if_interrupted":
         return self
 
-    def __exit__(self, kind: object, exc: object, tb: object) -> bool:
+    def __exit__(self, kind: object, exc: object, tb: object) -> Literal[False]:
         if kind is KeyboardInterrupt:
             self.io.note("oh start: interrupted while starting; the backend it was starting was stopped.")
         return False  # re-raised: cli.main exits 130
@@ -472,7 +472,7 @@ def _branch_mode(s: Any, workspace: str, detach: bool, json_: bool) -> tuple[dic
         Plan(s.branch_name or None, s.on_dirty, s.on_not_git),
         _branch.interactive(detach, json_),
     )
-    if plan == _branch.REVIEW:
+    if isinstance(plan, str):  # _branch.REVIEW: no branch, review mode instead
         return {}, True
     return _branch.flags(plan), s.review
 

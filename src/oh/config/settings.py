@@ -8,8 +8,6 @@ suggestion for a mistyped key).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import os
 from pathlib import Path
 
@@ -20,6 +18,7 @@ from ..errors import CliError
 
 TYPE_CHECKING = False  # typing costs ~20 ms to import; these names serve annotations (and mypy) only
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any, Callable
 
 ENV_PREFIX = "OH_"
@@ -690,6 +689,10 @@ class Settings:
 
     def __init__(self, values: dict[str, Resolved]) -> None:
         self._values = values
+
+    if TYPE_CHECKING:  # one property per key, made below the class (_value_of)
+
+        def __getattr__(self, name: str) -> Any: ...
 
     @classmethod
     def load(

@@ -114,7 +114,7 @@ class Backend:
         self.start = start
         self.runtime = runtime
         self.client_name = "mcp"
-        self.session = None
+        self.session: sessions.Session | None = None
         self.base_dir = self.target
         self._client: Client | None = None
         self._lock = asyncio.Lock()
@@ -279,8 +279,11 @@ class Backend:
         from ..launcher.control import BackendUnreachable, control
 
         await self.client()
+        session = self.session
+        if session is None:  # client() found (or started) one, or raised
+            raise BackendLost("No oh backend. Check it with `oh status`.")
         try:
-            return await asyncio.to_thread(control, self.session, frame, timeout=timeout)
+            return await asyncio.to_thread(control, session, frame, timeout=timeout)
         except BackendUnreachable as exc:
             raise BackendLost(f"The oh backend did not answer ({exc}). Check it with `oh status`.") from None
 
