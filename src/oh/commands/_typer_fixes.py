@@ -156,6 +156,7 @@ def _plain_validation_errors() -> None:
             return original(exc)
         return _plain(errors[0]) if errors else original(exc)
 
-    for module in (coercion, param_types):
+    modules: tuple[types.ModuleType | None, ...] = (coercion, param_types)
+    for module in modules:
         if module is not None and hasattr(module, "get_error_msg"):
-            setattr(module, "get_error_msg", get_error_msg)  # typer's private hook: present in the versions we pin
+            setattr(module, "get_error_msg", get_error_msg)  # noqa: B010 - typer's private hook, not in its types

@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import os
 
-TYPE_CHECKING = False  # the fast path does not import typing (startup time); annotations only
-if TYPE_CHECKING:
-    from typing import Any
-
 from ..protocol import actions  # stdlib only: the fast path may load it
 from ..protocol.paths import within  # stdlib only
 from ..protocol import runtimenames  # stdlib only
 from . import fastjson, ws
 from .exits import ACTION_FAILED, AUTH, INTERRUPTED, NO_EDITOR, TIMEOUT, UNREACHABLE, USAGE, OhError
 from .streams import Streams
+
+TYPE_CHECKING = False  # the fast path does not import typing (startup time); annotations only
+if TYPE_CHECKING:
+    from typing import Any
 
 CLI_SHELL = "cli"  # every `oh run` shares this shell/terminal
 

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import os
 
-TYPE_CHECKING = False  # annotations only: asyncio is imported when the view runs
-if TYPE_CHECKING:
-    import asyncio
-
 from ..fastpath.exits import ERROR
 from ..fastpath.streams import Streams, fit
 from ..protocol import runtimenames
+
+TYPE_CHECKING = False  # annotations only: asyncio is imported when the view runs
+if TYPE_CHECKING:
+    import asyncio
 
 
 def foreground(io: Streams, session, open_mode: str, mode: str, warnings: list[tuple[str, str]]) -> int:
