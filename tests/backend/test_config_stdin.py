@@ -83,3 +83,19 @@ def test_a_bad_configuration_is_refused_with_a_clear_error(workspace, oh_home):
 def test_the_wire_form_is_every_field(workspace):
     names = {f.name for f in dataclasses.fields(BackendConfig)}
     assert set(to_wire(BackendConfig(workspace=str(workspace)))) == names
+
+
+def test_a_hand_started_backend_takes_one_flag_per_field():
+    """`python -m oh.backend` by hand: the flags come from the same fields (a bool alone means true; a sandbox,
+    consent or list field takes its JSON wire form)."""
+    from oh.backend.__main__ import _parse
+    from oh.protocol.backendconfig import from_arguments
+
+    args = _parse(
+        ["--workspace", "/w", "--review", "--max-shells", "3", "--setup-script", "false"]
+        + ["--sandbox", '{"level": "off"}', "--allowed-roots", '["/tmp"]', "--no-trace"]
+    )
+    config = from_arguments(args)
+    assert config.review is True and config.max_shells == 3 and config.setup_script is False
+    assert config.sandbox == Spec(level="off") and config.allowed_roots == ["/tmp"] and args.no_trace
+    assert from_arguments(_parse([])) == BackendConfig()  # nothing given: the defaults

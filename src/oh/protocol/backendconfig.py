@@ -237,7 +237,7 @@ def dumps(config: BackendConfig) -> str:
 def _flag_type(f: dataclasses.Field[Any]) -> Any:
     if f.metadata["wire"] != "plain":
         return json.loads  # the field's wire form, as JSON
-    if isinstance(f.default, bool) or f.type in ("bool | None",):
+    if f.type in ("bool", "bool | None"):
         return lambda v: v.strip().lower() in ("1", "true", "yes", "on")
     if f.type in ("int", "int | None"):
         return int
@@ -254,7 +254,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             kind = f.metadata["wire"]
             helptext = f"default {f.default!r}" + ("" if kind == "plain" else f" (JSON, as on the wire: {kind})")
             dest = "cfg_" + f.name
-            parser.add_argument("--" + f.name.replace("_", "-"), dest=dest, type=_flag_type(f), help=helptext)
+            flag = "--" + f.name.replace("_", "-")
+            if kind == "plain" and f.type in ("bool", "bool | None"):  # `--review` alone means true
+                parser.add_argument(flag, dest=dest, type=_flag_type(f), nargs="?", const=True, help=helptext)
+            else:
+                parser.add_argument(flag, dest=dest, type=_flag_type(f), help=helptext)
 
 
 def from_arguments(args: argparse.Namespace) -> BackendConfig:
