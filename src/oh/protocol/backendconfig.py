@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import OhBaseError
 from .branch import Plan
 from .consent import Policy, RuleError, parse_rules
 from .sandbox import SandboxError, Spec, spec_from
@@ -30,7 +31,7 @@ MAX_IN_FLIGHT = 256  # per agent connection: actions in flight (more: BUSY)
 MAX_OUTPUT = 16 * 1024 * 1024  # per agent connection: bytes of observations not yet sent
 
 
-class ConfigError(ValueError):
+class ConfigError(OhBaseError, ValueError):
     """A configuration the backend cannot take (bad JSON, a wrong type, a bad rule): said, never a traceback."""
 
 
