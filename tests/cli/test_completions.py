@@ -39,7 +39,10 @@ def test_install_detects_shell_from_env_and_writes_standard_locations(oh, tmp_pa
     bash_target = tmp_path / "xdg-data" / "bash-completion" / "completions" / "oh"
     assert bash_target.read_text() == completions.script("bash")
     assert f"wrote {bash_target}" in p.stdout
-    assert not (oh.user_home / ".bashrc").exists()  # bash-completion loads it; no rc edits
+    if completions.bash_completion_found():
+        assert not (oh.user_home / ".bashrc").exists()  # bash-completion loads it; no rc edits
+    else:  # issue 41: nothing would have loaded it
+        assert f". {bash_target}" in (oh.user_home / ".bashrc").read_text() and "bash-completion" in p.stdout
     p = oh("completions", "install", "bash", check=0)
     assert "already up to date" in p.stdout
 

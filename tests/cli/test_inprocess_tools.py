@@ -4,7 +4,9 @@ run functions), against real backends where one is needed."""
 from __future__ import annotations
 
 import json
+import os
 import threading
+from pathlib import Path
 
 from oh.commands import agent, attach, completions, doctor, logs, mcp
 
@@ -75,6 +77,26 @@ def test_completions_show_and_install(here, monkeypatch):
     monkeypatch.setenv("SHELL", "/bin/tcsh")
     r = invoke(completions.run_install)
     assert r.code == 2 and "cannot detect your shell" in r.err
+
+
+def test_bash_completion_install_with_and_without_bash_completion(here, monkeypatch):
+    """Issue 41: without the bash-completion package nothing loaded the installed script; now ~/.bashrc does, once,
+    and a real interactive bash then completes `oh` (the rc's line sourced, `complete -p oh` set)."""
+    import subprocess
+
+    monkeypatch.setattr(completions, "BASH_COMPLETION", (str(here.tmp / "no-such-file"),))
+    r = invoke(completions.run_install, shell="bash")
+    rc = Path(os.environ["HOME"]) / ".bashrc"
+    assert r.code == 0 and "bash-completion is not installed" in r.out and rc.read_text().count(completions.MARK) == 1
+    invoke(completions.run_install, shell="bash")
+    assert rc.read_text().count(completions.MARK) == 1  # idempotent
+    env = {"HOME": os.environ["HOME"], "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    out = subprocess.run(["bash", "-ic", "complete -p oh"], capture_output=True, text=True, env=env, timeout=30)
+    assert "_oh_completion" in out.stdout, out
+    fake = here.tmp / "bash_completion"
+    fake.write_text("")
+    monkeypatch.setattr(completions, "BASH_COMPLETION", (str(fake),))
+    assert "loads it automatically" in invoke(completions.run_install, shell="bash").out
 
 
 def test_mcp_install_dry_run_then_write_then_nothing_to_change(here):

@@ -330,3 +330,35 @@ def test_json_mode_announces_the_backend_only_once_its_monitor_is_subscribed(mon
     early.ended_on_its_own("backend shut down")
     events = [json.loads(line) for line in io2.out.getvalue().splitlines()]
     assert [e["event"] for e in events] == ["backend_started", "backend_stopped"]
+
+
+def _action(st: LiveState, aid: int, kind: str, summary: str, **done) -> list[str]:
+    lines = st.apply(_ev("action_started", action_id=aid, agent_id="a1", kind=kind, summary=summary))
+    return lines + st.apply(_ev("action_finished", action_id=aid, agent_id="a1", kind=kind, summary=summary, **done))
+
+
+def test_looks_at_jobs_are_not_rows_and_a_background_start_says_started():
+    """Issue 41: `oh jobs` calls showed as actions ("job job list"), a Ctrl-C'd `oh jobs output -f` as an error,
+    and a background start as "still running" (exit -1)."""
+    st = _state()
+    for aid, summary, outcome in ((1, "job list", "ok"), (2, "job output j2", "INTERRUPTED"), (3, "job poll j2", "ok")):
+        assert _action(st, aid, "job", summary, outcome=outcome, duration_ms=1.0) == [], summary
+    assert st.stats == {"done": 0, "pending": 0, "errors": 0} and not st.actions
+    lines = _action(st, 4, "job", "job wait j2", outcome="ok", duration_ms=3.0)  # what the agent does: shown
+    assert lines[-1] == "my-agent job wait j2 → ok in 3 ms", lines
+    lines = _action(st, 5, "run", "background: make", outcome="ok", exit_code=-1, job_id="j7", duration_ms=9.0)
+    assert lines[-1] == "my-agent run background: make → started j7 in 9 ms", lines
+    out = _text(st)
+    assert "started j7" in out and "still running" not in out and "job job" not in out, out
+    lines = _action(st, 6, "run", "sleep 99", outcome="ok", exit_code=-1, duration_ms=9.0)  # a soft timeout: as before
+    assert lines[-1].endswith("→ still running in 9 ms"), lines
+
+
+def test_oh_logs_shows_no_exit_code_for_a_background_start():
+    from oh.commands.logview import render_record
+
+    rec = {"t": "2026-01-01T10:00:00+00:00", "kind": "result", "agent": "a", "action": "run", "action_id": 3}
+    line = render_record({**rec, "summary": "background: make", "outcome": "ok", "exit_code": -1, "duration_ms": 5})
+    assert "exit" not in line and "→ ok" in line, line
+    line = render_record({**rec, "summary": "make", "outcome": "ok", "exit_code": 2, "duration_ms": 5})
+    assert "exit 2" in line, line

@@ -271,6 +271,39 @@ def test_ctrl_c_in_oh_run_says_the_command_got_ctrl_c(oh):
     assert p.returncode == 6 and "nothing is running in the `oh run` shell" in p.stderr, p
 
 
+def test_a_command_that_ignores_ctrl_c_goes_on_as_one_job(oh):
+    """Issue 41: after Ctrl-C on a command that ignores SIGINT, `oh jobs` listed it twice (as the job and as the
+    shell's foreground command)."""
+    import pexpect
+
+    from .conftest import wait_for
+
+    oh.start("local")
+    marker = oh.workspace / "started"
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "oh", "run", "--", f"trap '' INT; touch {marker}; sleep 30"],
+        cwd=str(oh.workspace),
+        env=oh.env,
+        encoding="utf-8",
+        timeout=20,
+    )
+    try:
+        wait_for(marker.exists, 15, what="the command to start")
+        child.sendintr()
+        child.expect(pexpect.EOF)
+        child.close()
+        assert child.exitstatus == 130 and "goes on as" in " ".join(child.before.split()), child.before
+    finally:
+        if child.isalive():
+            child.kill(9)
+    listed = oh.json("jobs", "--json")
+    rows = listed if isinstance(listed, list) else listed["jobs"]
+    ids = [r["job_id"] for r in rows if "sleep 30" in r["command"]]
+    assert len(ids) == 1, rows
+    assert oh("jobs", "cancel", ids[0]).returncode == 0
+
+
 # C15: the README's settings table and --help texts match the behaviour
 def test_readme_settings_table_lists_every_setting():
     import re

@@ -295,6 +295,9 @@ def test_an_install_into_extensions_dir_is_remembered_by_start_and_doctor(clis, 
         and "oh extension 0.1.0" in checks["vscode code-server"]["detail"]
     )
     assert "vscode extension" not in checks  # no "not installed in any editor" failure
+    code, out, _ = _run(cmd.run_vscode_status, json_=True, find=_find(clis))  # issue 42: said "not installed"
+    rows = json.loads(out)["editors"]
+    assert [e["installed_version"] for e in rows] == ["0.1.0"] and rows[0]["state"] != "not installed", out
 
     code, out, _ = _run(cmd.run_vscode_uninstall, find=_find(clis), extensions_dir=str(exts))
     assert code == 0 and "removed" in out

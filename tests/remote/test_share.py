@@ -110,6 +110,16 @@ def test_token_rotate_revokes_every_share(roh, backend):
     assert roh.json("share", "list", "--json") == []
 
 
+def test_a_share_expires_by_default_and_never_only_when_asked(mroh):
+    """Issue 41: every `oh share` made a credential that never expired."""
+    made = mroh.share()
+    assert made["expires_at"] is not None and abs(made["expires_at"] - made["created"] - 24 * 3600) < 5, made
+    proc = mroh("share")
+    assert "expires in" in proc.stderr, proc.stderr
+    forever = mroh.share("--ttl", "never")
+    assert forever.get("expires_at") is None, forever
+
+
 def test_bad_share_requests_are_clear(mroh):
     for args, text in (
         (["--ttl", "soon"], "--ttl"),

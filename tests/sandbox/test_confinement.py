@@ -382,6 +382,23 @@ async def test_first_observation_states_the_level_and_job_control_works(box):
         await rt.close()
 
 
+async def test_every_agent_is_told_the_level_in_its_first_observation_and_the_live_view_once(box):
+    """Issue 41: the note was said once per runtime, so a second agent's first observation lacked it."""
+    rt = runtime(box)
+    shown: list[str] = []
+    rt.on_shell_note = shown.append
+    try:
+        for agent in ("agent", "second", "third"):
+            frame = {"id": next(_ids), "action": "run", "args": {"command": "true", "blocking": True}, "timeout": 30}
+            first = await rt.execute(parse_action(frame), agent)
+            assert "Sandbox: workspace-write" in (first["extras"]["metadata"].get("prefix") or ""), (agent, first)
+            again = await rt.execute(parse_action({**frame, "id": next(_ids)}), agent)
+            assert "Sandbox:" not in (again["extras"]["metadata"].get("prefix") or ""), (agent, again)
+        assert len(shown) == len(set(shown)), shown  # the live view is told each note once, not per agent
+    finally:
+        await rt.close()
+
+
 async def test_git_hooks_and_config_stay_read_only(box):
     git = shutil.which("git")
     if git is None:

@@ -5,6 +5,8 @@ sandbox's gets none, and an unsandboxed shell none."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from sandboxed import needs_bwrap
 
 from oh.protocol.sandbox import refusal_hint
@@ -17,6 +19,11 @@ def test_the_hint_by_output():
     assert "network is off" in refusal_hint("curl: (6) Could not resolve host: example.com", False)
     assert refusal_hint("curl: (6) Could not resolve host: example.com", True) == ""  # the network is on
     assert refusal_hint("make: *** [all] Error 2", False) == ""
+    missing = "cat: /home/u/.ssh/id_ed25519: No such file or directory"
+    assert "~/.ssh is hidden" in refusal_hint(missing, False, "cat ~/.ssh/id_ed25519", "/home/u")
+    assert "~/.aws is hidden" in refusal_hint("No such file or directory", False, "cat $HOME/.aws/credentials", "/h")
+    assert refusal_hint("cat: /home/u/.sshd: No such file or directory", False, "", "/home/u") == ""  # not a secret
+    assert refusal_hint("cat: /home/u/notes: No such file or directory", False, "cat ~/notes", "/home/u") == ""
 
 
 @needs_bwrap
@@ -30,6 +37,12 @@ async def test_a_write_outside_and_a_lookup_say_the_sandbox_refused(tmp_path):
         looked = await run(rt, "python3 -c \"import socket; socket.getaddrinfo('example.com', 80)\"")
         md = looked["extras"]["metadata"]
         assert md["exit_code"] != 0 and "network is off" in md["suffix"], (looked["content"], md)
+        (Path(b["env"]["HOME"]) / ".ssh").mkdir(exist_ok=True)
+        (Path(b["env"]["HOME"]) / ".ssh" / "id_ed25519").write_text("secret")
+        key = await run(rt, "cat ~/.ssh/id_ed25519")
+        md = key["extras"]["metadata"]
+        assert md["exit_code"] != 0 and "secret" not in key["content"], key  # hidden for real
+        assert "~/.ssh is hidden" in md["suffix"] and "--unsandboxed" in md["suffix"], md
         plain = await run(rt, "exit 3")
         assert "Sandbox:" not in plain["extras"]["metadata"]["suffix"]
     finally:

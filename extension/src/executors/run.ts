@@ -468,20 +468,11 @@ export class RunExecutor implements vscode.Disposable {
     // wait for it instead of opening extra terminals: terminals created in a burst next to a starting
     // shell-integrated one made its first command come back empty in a real VS Code (issue 11).
     while (newCommand && slot.starting) await slot.starting.catch(() => undefined);
-    let timeoutS = action.timeout;
-    let note = '';
-    if (newCommand && action.args.exclusive !== true && (slot.controller.busy || slot.waiters.line.length)) {
-      // Beyond max_shells: wait in line for a free terminal (issue 18; ../shellqueue.ts).
-      const max = ctx?.maxShells ?? DEFAULT_MAX_SHELLS;
-      const inUse = slot.controller.busy ? 1 + slot.extras.size : 0;
-      const verdict = place(inUse, max, slot.waiters.line.length, this.queueLimit);
-      if (verdict === 'busy') throw new ToolError(queueFullMessage(args.command, inUse, max, slot.waiters.line.length), 'BUSY');
-      if (verdict === 'wait') {
-        const waitedS = await this.waitForTerminal(slot, max, args.command, timeoutS, signal);
-        timeoutS = left(timeoutS, waitedS);
-        note = `[This command waited ${waitedS.toFixed(1)} s for a free shell: ${max} (max_shells) were busy.]\n`;
-      }
-    }
+    // No await unless it must wait in line: a tick here would let two commands pick the same idle terminal.
+    const inLine = newCommand && action.args.exclusive !== true ? this.lineUp(slot, action, args.command, signal, ctx) : null;
+    const queued = inLine ? await inLine : null;
+    const timeoutS = queued ? queued.timeoutS : action.timeout;
+    const note = queued ? queued.note : '';
     // No await between choosing the terminal and controller.run claiming it: two commands arriving
     // together never pick the same idle terminal.
     let target: Slot;
@@ -517,6 +508,29 @@ export class RunExecutor implements vscode.Disposable {
       ((o.extras as Record<string, unknown>).metadata as Record<string, unknown>).job_id = jid;
     }
     return o;
+  }
+
+  /**
+   * Beyond max_shells: wait in line for a free terminal (issue 18; ../shellqueue.ts). Null, synchronously, when the
+   * command need not wait; BUSY thrown when the line is full.
+   */
+  private lineUp(
+    slot: Slot,
+    action: Action,
+    command: string,
+    signal: AbortSignal,
+    ctx?: ActionContext,
+  ): Promise<{ timeoutS: number | undefined; note: string }> | null {
+    if (!slot.controller.busy && !slot.waiters.line.length) return null;
+    const max = ctx?.maxShells ?? DEFAULT_MAX_SHELLS;
+    const inUse = slot.controller.busy ? 1 + slot.extras.size : 0;
+    const verdict = place(inUse, max, slot.waiters.line.length, this.queueLimit);
+    if (verdict === 'busy') throw new ToolError(queueFullMessage(command, inUse, max, slot.waiters.line.length), 'BUSY');
+    if (verdict !== 'wait') return null;
+    return this.waitForTerminal(slot, max, command, action.timeout, signal).then((waitedS) => ({
+      timeoutS: left(action.timeout, waitedS),
+      note: `[This command waited ${waitedS.toFixed(1)} s for a free shell: ${max} (max_shells) were busy.]\n`,
+    }));
   }
 
   /**

@@ -9,6 +9,7 @@ completion of runtimes, config keys and instance ids is dynamic. The committed c
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import Optional
@@ -102,17 +103,37 @@ def _append_once(rc: Path, block: str, changes: list[str]) -> None:
     )
 
 
+# Where bash-completion (v2) lives: Debian/Ubuntu/Fedora, a /usr/local build, Homebrew on Apple silicon and Intel.
+BASH_COMPLETION = (
+    "/usr/share/bash-completion/bash_completion",
+    "/etc/bash_completion",
+    "/usr/local/share/bash-completion/bash_completion",
+    "/opt/homebrew/etc/profile.d/bash_completion.sh",
+    "/usr/local/etc/profile.d/bash_completion.sh",
+)
+
+
+def bash_completion_found() -> bool:
+    """bash-completion is what loads ~/.local/share/bash-completion/completions/oh in a new shell."""
+    return any(os.path.isfile(p) for p in BASH_COMPLETION)
+
+
 def install_for(shell: str) -> dict:
     """Write the script to the shell's standard per-user location; returns what changed."""
     changes: list[str] = []
     notes: list[str] = []
     if shell == "bash":
         target = _xdg("XDG_DATA_HOME", ".local/share") / "bash-completion" / "completions" / "oh"
-        notes.append(
-            "bash-completion (v2.x) loads it automatically in new shells; without bash-completion add `source "
-            + str(target)
-            + "` to ~/.bashrc."
-        )
+        if bash_completion_found():
+            notes.append("bash-completion loads it automatically in new shells.")
+        else:  # nothing would load it (issue 41): ~/.bashrc sources it, and says how to get the rest
+            _append_once(
+                _home() / ".bashrc", f"[ -f {shlex.quote(str(target))} ] && . {shlex.quote(str(target))}", changes
+            )
+            notes.append(
+                "bash-completion is not installed, so ~/.bashrc loads oh's completion itself; for other programs' "
+                "completions install it (`sudo apt install bash-completion`, `brew install bash-completion@2`)."
+            )
     elif shell == "zsh":
         zdot = Path(os.environ.get("ZDOTDIR") or _home())
         target = zdot / ".zfunc" / "_oh"

@@ -42,7 +42,8 @@ def render_record(rec: dict[str, Any]) -> str:
     elif kind != "request":
         if rec.get("outcome"):
             parts.append(f"→ {rec['outcome']}")
-        if rec.get("exit_code") is not None:
+        started_job = str(rec.get("summary", "")).startswith("background: ") and rec.get("exit_code") == -1
+        if rec.get("exit_code") is not None and not started_job:  # a job's start has no exit code: it runs on
             parts.append(f"exit {rec['exit_code']}")
         if rec.get("duration_ms") is not None:
             parts.append(f"{rec['duration_ms']} ms")

@@ -32,13 +32,16 @@ _WORKSPACE, _INSTANCE = target_options()
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
+DEFAULT_TTL = "24h"  # a share is a credential: one forgotten must not work for ever (issue 41)
+
+
 def parse_ttl(text: Optional[str]) -> Optional[float]:
-    """``90``, ``90s``, ``30m``, ``8h``, ``7d`` -> seconds; None = no expiry."""
-    if text is None:
+    """``90``, ``90s``, ``30m``, ``8h``, ``7d`` -> seconds; None or ``never`` = no expiry."""
+    if text is None or text.strip().lower() == "never":
         return None
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", text)
     if not m or float(m.group(1)) <= 0:
-        die(f"--ttl {text!r}: give a duration like 90s, 30m, 8h or 7d.", USAGE)
+        die(f"--ttl {text!r}: give a duration like 90s, 30m, 8h or 7d, or `never`.", USAGE)
     return float(m.group(1)) * _UNITS[m.group(2) or "s"]
 
 
@@ -50,8 +53,11 @@ def _fail(exc: Exception) -> None:
 @app.callback()
 def share(
     ctx: typer.Context,
-    ttl: Optional[str] = typer.Option(
-        None, "--ttl", metavar="DURATION", help="Expire after DURATION (90s, 30m, 8h, 7d)."
+    ttl: str = typer.Option(
+        DEFAULT_TTL,
+        "--ttl",
+        metavar="DURATION",
+        help=f"Expire after DURATION (90s, 30m, 8h, 7d; default {DEFAULT_TTL}; `never`: until revoked).",
     ),
     docker: bool = typer.Option(
         False, "--docker", help="Print the exact `docker run` flags (socket, credential, workspace at /workspace)."

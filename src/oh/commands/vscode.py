@@ -285,7 +285,10 @@ def run_vscode_status(
     except OhError as exc:  # no bundled .vsix: status still shows the editors
         bundled = {"path": None, "version": None, "error": exc.message}
     chosen = _editors(editors, find or editorcli.find_editors)
-    states = editorcli.query_all(chosen, extensions_dir, user_data_dir)
+    # without directories, also where `oh vscode install --extensions-dir/--user-data-dir` put it, as `oh start`
+    # and `oh doctor` look (issue 42: status said "not installed" right after install said "already has 0.1.0")
+    ask_remembered = extensions_dir is None and user_data_dir is None
+    states = editorcli.query_all(chosen, extensions_dir, user_data_dir, remembered=ask_remembered)
     rows = []
     for st in states:
         d = st.describe()

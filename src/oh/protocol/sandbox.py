@@ -121,9 +121,26 @@ _NETWORK_REFUSED = (
 )
 
 
-def refusal_hint(output: str, network: bool) -> str:
+def _hidden_named(text: str, home: str) -> str:
+    """The first hidden secret (HIDDEN) ``text`` names, as ``~/…``; "" when none."""
+    for path in HIDDEN:
+        forms = (path, expand(path, home), path.replace("~", "$HOME", 1)) if home else (path,)
+        if any(f + suffix in text for f in forms for suffix in ("/", ":", "'", '"', " ", "\n")) or text.endswith(forms):
+            return path
+    return ""
+
+
+def refusal_hint(output: str, network: bool, command: str = "", home: str = "") -> str:
     """A note for a failed command whose output shows what the sandbox refuses ("" when it shows nothing): a write
-    outside the writable places, or the network while it is off. Only a hint: the same words can have other causes."""
+    outside the writable places, the network while it is off, or a hidden secret that "does not exist" (``command``
+    or the output names one; ``home`` is the user's). Only a hint: the same words can have other causes."""
+    secret = _hidden_named(output + "\n" + command, home) if "No such file or directory" in output else ""
+    if secret:
+        return (
+            f"Sandbox: {secret} is hidden here (oh hides credentials and keys from the agent's shell: it looks empty "
+            'or missing). If the command truly needs it, send the run with args sandbox "off" and a reason '
+            "(`oh run --unsandboxed REASON`): the user is asked."
+        )
     if any(w in output for w in _WRITE_REFUSED):
         return (
             "Sandbox: the write was refused (outside the workspace and its writable directories; $TMPDIR is "

@@ -14,6 +14,7 @@ frames come from ``oh.client.monitor``.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ from ..text.sanitize import visible
 from ..text.status import branch_label, sandbox_label
 
 MAX_ROWS = 200
+QUIET_JOB_OPS = re.compile(r"job (list|poll|output)\b")  # looks at jobs: not rows of the view (LiveState.quiet)
 SHELL_NOTES = 5  # shell notes a snapshot may replay (the backend keeps as many)
 MAX_NOTES_SEEN = 50  # notes remembered as shown, so a reconnect's snapshot repeats none
 MAX_JOBS = 50  # job rows kept (running ones are never evicted while finished ones remain)
@@ -164,6 +166,11 @@ class ActionRow:
         return self.outcome == "ok" and self.exit_code == -1 and self.timed_out not in ("killed", "interrupted")
 
     @property
+    def started_job(self) -> bool:
+        """`run` with background: it answers at once with the job's id; the job row follows the command."""
+        return self.outcome == "ok" and self.kind == "run" and self.summary.startswith("background: ")
+
+    @property
     def stopped_by_timeout(self) -> bool:
         return self.outcome == "ok" and self.timed_out in ("killed", "interrupted")
 
@@ -177,6 +184,8 @@ class ActionRow:
         ended = fmt.timed_out(self.timed_out) if self.outcome == "ok" else None
         if ended:
             return ended[0]
+        if self.started_job:
+            return f"started {self.job_id}" if self.job_id else "started"
         if self.still_running:
             return "still running"
         return self.outcome
@@ -185,7 +194,7 @@ class ActionRow:
         ended = fmt.timed_out(self.timed_out) if self.outcome == "ok" else None
         if ended:
             return "" if ended[1] is None else str(ended[1])
-        return "" if self.exit_code is None or self.still_running else str(self.exit_code)
+        return "" if self.exit_code is None or self.still_running or self.started_job else str(self.exit_code)
 
 
 @dataclass
@@ -265,15 +274,25 @@ class LiveState:
         return visible(name if name and name != agent_id else (agent_id or ""))
 
     def _row(self, frame: dict[str, Any]) -> ActionRow:
-        kind = frame.get("kind", "")
+        kind = str(frame.get("kind", ""))
+        summary = str(frame.get("summary", ""))
+        if kind and summary.startswith(kind + " "):  # "job output j2", "stat a.py": the kind has its column
+            summary = summary[len(kind) + 1 :]
         return ActionRow(
             frame.get("action_id"),
             _clock(frame.get("time")),
             self.agent_name(frame.get("agent_id", "")),
             visible(kind),
-            visible(self.relative(str(frame.get("summary", "")), kind)),
+            visible(self.relative(summary, kind)),
             risk=_risk(frame.get("security_risk")),
         )
+
+    @staticmethod
+    def quiet(frame: dict[str, Any]) -> bool:
+        """A look at jobs (`oh jobs`, `oh jobs output [-f]`, an agent's poll): a question about a command, not an
+        action on the workspace; the view shows the jobs themselves (issue 41: each call was an action row, and a
+        Ctrl-C'd `oh jobs output -f` an error). `wait` and `input`/`cancel` stay: they are what the agent does."""
+        return frame.get("kind") == "job" and QUIET_JOB_OPS.match(str(frame.get("summary", ""))) is not None
 
     def relative(self, summary: str, kind: str) -> str:
         """A file action's summary with paths inside the workspace relative to it: at 80 columns the cut
@@ -515,6 +534,8 @@ class LiveState:
         return [f"agent disconnected: {frame.get('name')} ({frame.get('agent_id')})"]
 
     def _on_action_started(self, frame: dict[str, Any]) -> list[str]:
+        if self.quiet(frame):
+            return []
         row = self._row(frame)
         self.actions[row.action_id] = row
         while len(self.actions) > MAX_ROWS:
@@ -525,6 +546,8 @@ class LiveState:
         return [f"{row.agent} {row.kind} {row.summary}{risk} …"]
 
     def _on_action_finished(self, frame: dict[str, Any]) -> list[str]:
+        if self.quiet(frame):
+            return []
         aid = frame.get("action_id")
         row = self.actions.get(aid)
         if row is None:  # started before we subscribed (the snapshot counted it as pending) or evicted

@@ -71,6 +71,7 @@ class ShellHost(Protocol):
         env_snapshot: str = "",
         init_script: str = "",
         oneshot: bool = False,
+        notes_said: set[str] | None = None,
     ) -> Terminal: ...
 
     def new_job_id(self, action: Action | None = None) -> str: ...
@@ -164,19 +165,22 @@ class ShellGroup:
         if action.unsandboxed:
             # The approved one-shot (oneshot.py): a clean shell oh starts, in files of its own; nothing of the
             # agent's shell (exports, functions, aliases, traps, files it can write) rides along.
-            return self.rt.new_terminal(cwd, sandboxed=network, network=network, oneshot=True)
+            return self.rt.new_terminal(
+                cwd, sandboxed=network, network=network, oneshot=True, notes_said=self.main.notes_said
+            )
         init = ""
         exports = self.main.shell.exports if self.main.shell is not None else ""
         if exports:
             # Parsed from the main shell's `export -p` snapshot, never run as it is: the confined agent can write
             # that file (sent through the command pipe, never argv; values may be secrets).
             init = export_script(exports, cwd)
-        return self.rt.new_terminal(cwd, sandboxed=True, init_script=init)
+        return self.rt.new_terminal(cwd, sandboxed=True, init_script=init, notes_said=self.main.notes_said)
 
     def _running_foreground(self) -> list[tuple[float, str, Terminal]]:
         found = []
         cmd = self.main.running
-        if cmd is not None and not cmd.internal and cmd.job_id:
+        # a foreground command kept as a job (``_keep``: its `oh run` was Ctrl-C'd) is listed once, as the job
+        if cmd is not None and not cmd.internal and cmd.job_id and cmd.job_id not in self.jobs:
             found.append((cmd.started, cmd.job_id, self.main))
         for jid, term in self.extras.items():
             cmd = term.running

@@ -124,7 +124,7 @@ class LocalRuntime(Runtime):
         self.wrap_argv: WrapArgv | None = None
         # Told each engine note (the clean-shell fallback, a fix to the rc's settings) when first said.
         self.on_shell_note: Callable[[str], None] | None = None
-        self._notes_said: set[str] = set()
+        self._notes_shown: set[str] = set()  # engine notes the live view was told (once per runtime)
         # The agent's shells' sandbox (README "Sandbox"). None: OH_SANDBOX* from the environment, else the default.
         if sandbox is None:
             sandbox = sandbox_rules.spec_from(
@@ -179,8 +179,12 @@ class LocalRuntime(Runtime):
         return self._scratch
 
     def _shell_note(self, note: str) -> None:
-        if self.on_shell_note is not None:
-            self.on_shell_note(note)
+        # each agent's first observation carries the notes (issue 41: a second agent got no `[Sandbox: …]`);
+        # the live view shows each once
+        if note not in self._notes_shown:
+            self._notes_shown.add(note)
+            if self.on_shell_note is not None:
+                self.on_shell_note(note)
 
     def sandbox_view(self) -> Sandbox:
         return self.sandbox
@@ -206,10 +210,13 @@ class LocalRuntime(Runtime):
         env_snapshot: str = "",
         init_script: str = "",
         oneshot: bool = False,
+        notes_said: set[str] | None = None,
     ) -> Terminal:
-        """``sandboxed`` False only for a run the consent gate allowed to leave the sandbox (``Action.unsandboxed``,
-        runtimes/escalation.py; only one-shot shells are made then: extra shells and jobs); ``network`` True: the
-        same sandbox with the network on (the gate allowed the network alone, ``args.sandbox`` "network")."""
+        """``notes_said``: the engine notes this agent was told already (its shell group's; a new set: a
+        new agent). ``sandboxed`` False only for a run the consent gate allowed to leave the sandbox
+        (``Action.unsandboxed``, runtimes/escalation.py; only one-shot shells are made then: extra shells and
+        jobs); ``network`` True: the same sandbox with the network on (the gate allowed the network alone,
+        ``args.sandbox`` "network")."""
         sandbox = self.sandbox if sandboxed else None
         if sandbox is not None and network:
             sandbox = sandbox.with_network()
@@ -231,7 +238,7 @@ class LocalRuntime(Runtime):
             on_note=self._shell_note,
             user_shell=self.user_shell and not oneshot,
             startup_timeout=self.shell_startup_timeout,
-            notes_said=self._notes_said,
+            notes_said=notes_said if notes_said is not None else set(),
             sandbox=sandbox,
         )
 

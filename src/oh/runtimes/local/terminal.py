@@ -215,7 +215,8 @@ class Terminal:
             pid = self.shell.pid if self.shell is not None else -1
         sb = self.sandbox
         if exit_code > 0 and sb is not None and sb.spec.on and not sb.unconfined:
-            hint = sandbox_rules.refusal_hint(content, sb.spec.network)
+            home = self.env.get("HOME") or os.path.expanduser("~")
+            hint = sandbox_rules.refusal_hint(content, sb.spec.network, action.command, os.path.realpath(home))
             if hint:  # the agent and `oh run` read why a failure may be the sandbox's (issue 41)
                 suffix += f"\n[{hint}]"
         user, host = _identity()
