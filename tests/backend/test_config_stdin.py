@@ -99,3 +99,21 @@ def test_a_hand_started_backend_takes_one_flag_per_field():
     assert config.review is True and config.max_shells == 3 and config.setup_script is False
     assert config.sandbox == Spec(level="off") and config.allowed_roots == ["/tmp"] and args.no_trace
     assert from_arguments(_parse([])) == BackendConfig()  # nothing given: the defaults
+
+
+def test_a_setting_reaches_the_backend_through_its_field_metadata_alone(tmp_path, monkeypatch):
+    """docs/architecture.md's figure (a new setting: settings.py + a BackendConfig field with `setting=`): every
+    such field names a settings key, and the launcher copies the user's value into it with no other code."""
+    from oh.config.settings import KEYS, Settings
+    from oh.launcher import backendconfig
+    from oh.protocol.backendconfig import copied_settings
+
+    monkeypatch.setenv("OH_HOME", str(tmp_path / "home"))
+    copied = copied_settings()
+    assert copied and set(copied.values()) <= set(KEYS)
+    given = {"max_shells": 5, "job_retention": 7.0, "repeat_limit": 3, "editor_timeout": 4.5, "user_shell": False}
+    assert set(given) <= set(copied.values())
+    config = backendconfig.resolve(Settings.load(given), str(tmp_path))
+    for name, key in copied.items():
+        assert getattr(config, name) == Settings.load(given).get(key), name
+    assert all(getattr(config, k) == v for k, v in given.items())
