@@ -1,7 +1,7 @@
 """Style checked by tools, so `pytest tests` fails when they do (scripts/test runs them too):
 
 - ruff, the linter, with the rule set of pyproject.toml's [tool.ruff] over src/, tests/, benchmarks/, scripts/;
-- mypy on the pure protocol core and the runtime interface ([tool.mypy]);
+- mypy over the whole package, strict for the pure protocol core ([tool.mypy]);
 - eslint in the extension (`npm run lint`, extension/eslint.config.mjs): `vscode` stays out of the pure modules.
 
 Each runs with this interpreter (or the extension's own node_modules), not with whatever is on PATH.
@@ -29,8 +29,14 @@ def test_ruff_finds_nothing():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def test_mypy_on_the_protocol_and_the_runtime_interface():
+def test_mypy_over_the_whole_package_strict_for_the_protocol():
     pytest.importorskip("mypy", reason="the test extra installs mypy: pip install -e '.[test]'")
+    import tomllib
+
+    mypy = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]
+    assert mypy["files"] == ["src/oh"] and "ignore_errors" not in str(mypy)  # no module left out
+    strict = [o for o in mypy["overrides"] if o["module"] == "oh.protocol.*"]
+    assert strict and strict[0]["disallow_untyped_defs"] and strict[0]["disallow_any_generics"]
     proc = _run(
         [
             sys.executable,

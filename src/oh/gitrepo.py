@@ -112,6 +112,13 @@ def inspect(workspace: str) -> RepoState:
     return RepoState(is_repo=True, branch=branch, dirty=dirty, branches=frozenset(listed))
 
 
+def _target(decision: Decision) -> str:
+    """The branch a create/switch step goes to (a decision with those steps always names one)."""
+    if decision.target is None:
+        raise GitError("no branch to switch to")
+    return decision.target
+
+
 def apply(workspace: str, state: RepoState, decision: Decision) -> dict[str, Any]:
     """Carry out ``decision``'s steps; the ``branch`` observation's extras (§3.12). Raises GitError,
     having changed nothing more than the steps that succeeded (git's own operations are atomic)."""
@@ -142,10 +149,10 @@ def apply(workspace: str, state: RepoState, decision: Decision) -> dict[str, Any
             result["stashed"] = True
         elif step == "create":
             # checkout -b keeps uncommitted changes (what "carry" means) and works on an unborn HEAD.
-            _git(workspace, "checkout", "--quiet", "-b", decision.target)
+            _git(workspace, "checkout", "--quiet", "-b", _target(decision))
             result["created"] = result["switched"] = True
         elif step == "switch":
-            _git(workspace, "checkout", "--quiet", decision.target, "--")
+            _git(workspace, "checkout", "--quiet", _target(decision), "--")
             result["switched"] = True
     result["carried"] = state.dirty and not result["stashed"] and not result["initialized"]
     return result

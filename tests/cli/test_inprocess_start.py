@@ -71,29 +71,25 @@ def test_foreground_ndjson_until_the_backend_is_stopped_elsewhere(here):
     assert not here.session_file(events[0]["instance_id"]).exists()
 
 
-def test_backend_argv_carries_every_setting_as_a_flag_and_never_the_token(tmp_path):
+def test_the_launcher_resolves_the_whole_configuration_once_and_argv_names_only_the_workspace(tmp_path, monkeypatch):
+    """Issue 38.3: one spelling per setting. The launcher's BackendConfig travels as JSON (stdin) and comes back
+    whole, sandbox, consent and branch included; argv carries no setting and never the token."""
+    from oh.config.settings import Settings
+    from oh.launcher import backendconfig, consent
     from oh.launcher.process import backend_argv
+    from oh.protocol.backendconfig import BackendConfig, dumps, from_wire
 
-    argv = backend_argv(
-        str(tmp_path),
-        "abc123",
-        tmp_path / "b.log",
-        runtime="vscode",
-        host="::1",
-        port=0,
-        editor_timeout=2.5,
-        action_timeout=300.0,
-        trace=False,
-        trace_max_bytes=1024,
-        allowed_roots=["/tmp", "/srv"],
-        jobs={"max_shells": 4, "job_retention": 60.0, "repeat_action": None},
+    monkeypatch.setenv("OH_HOME", str(tmp_path / "home"))
+    s = Settings.load({"runtime": "vscode", "host": "::1", "editor_timeout": 2.5, "sandbox": "read-only"})
+    plan = consent.plan(s, str(tmp_path), False)
+    plan.level, plan.rules["deny"] = "commands", ["run: rm *"]
+    config = backendconfig.resolve(
+        s, str(tmp_path), allowed_roots=["/tmp"], consent=plan, branch={"branch": "on", "on_dirty": "commit"}
     )
-    assert argv[1:3] == ["-m", "oh.backend"] and "--token-stdin" in argv and "--no-trace" in argv
-    pairs = {
-        argv[i]: argv[i + 1]
-        for i in range(3, len(argv) - 1)
-        if argv[i].startswith("--") and not argv[i + 1].startswith("--")
-    }
-    assert pairs["--runtime"] == "vscode" and pairs["--host"] == "::1" and pairs["--editor-timeout"] == "2.5"
-    assert pairs["--max-shells"] == "4" and pairs["--job-retention"] == "60" and "--repeat-action" not in argv
-    assert [argv[i + 1] for i, a in enumerate(argv) if a == "--allow-root"] == ["/tmp", "/srv"]
+    assert isinstance(config, BackendConfig) and config.runtime == "vscode" and config.host == "::1"
+    assert config.editor_timeout == 2.5 and config.sandbox is not None and config.sandbox.level == "read-only"
+    assert config.consent is not None and [r.text for r in config.consent.rules] == ["run: rm *"]
+    assert config.branch is not None and config.branch.on_dirty == "commit" and config.allowed_roots == ["/tmp"]
+    assert from_wire(json.loads(dumps(config))) == config  # every field survives the wire
+    argv = backend_argv(config.workspace)
+    assert argv[1:] == ["-m", "oh.backend", "--workspace", config.workspace, "--token-stdin", "--private-stdin"]

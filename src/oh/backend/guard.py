@@ -26,6 +26,8 @@ only keeps one address from evicting everyone else's pending connections.
 
 from __future__ import annotations
 
+from ..protocol.backendconfig import OPEN_TIMEOUT as OPEN_TIMEOUT  # spelled once, with the settings
+
 import logging
 import time
 from typing import Any, Callable
@@ -35,7 +37,6 @@ from websockets.asyncio.server import ServerConnection
 SOFT_PENDING = 128  # above this many pending connections, the idle ones are closed
 HARD_PENDING_MAX = 4096
 MIN_IDLE_AGE = 1.0  # seconds a pending connection must have been idle before the soft cap closes it
-OPEN_TIMEOUT = 5.0  # seconds for a peer to complete the HTTP upgrade (our clients need milliseconds)
 
 
 def raise_fd_limit() -> tuple[int, int] | None:

@@ -13,7 +13,6 @@ at most ``MAX_SHARES`` are read. Problems are logged; the backend starts with th
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -23,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..config import paths
+from ..config import backendstate, paths
 from ..protocol.pathmap import MapError, PathMap, parse_map
 
 log = logging.getLogger("oh.backend")
@@ -36,8 +35,7 @@ _DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
 def default_path(workspace: str) -> Path:
-    key = hashlib.sha256(os.path.realpath(workspace).encode("utf-8", "surrogateescape")).hexdigest()[:24]
-    return paths.state_dir() / "sharebook" / f"{key}.json"
+    return backendstate.share_book(workspace)
 
 
 def read(path: Path, limit: int) -> list[dict[str, Any]]:

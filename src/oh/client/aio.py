@@ -87,7 +87,7 @@ class Client(AsyncEditorInfo, AsyncJobs):
         self._conn = connection
         self.url = url
         self._ids = itertools.count(1)
-        self._pending: dict[int, asyncio.Future] = {}
+        self._pending: dict[Any, asyncio.Future] = {}  # by action id (ours are ints; a caller may give its own)
         self._progress: dict[int, Callable[[dict[str, Any]], None]] = {}  # action id -> its progress callback
         self._closed: ConnectionLost | None = None
         self._reader = asyncio.create_task(self._read_loop())

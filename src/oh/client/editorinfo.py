@@ -7,7 +7,7 @@ give ``Client`` (async) and ``SyncClient`` the same methods on top of their ``se
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..protocol.actions import (  # noqa: F401 - re-exported: the builders' old home
     definition,
@@ -21,6 +21,10 @@ from ..protocol.actions import (  # noqa: F401 - re-exported: the builders' old 
 
 class AsyncEditorInfo:
     """``await client.diagnostics("src/a.ts")`` etc.; needs ``self.send`` (Client)."""
+
+    if TYPE_CHECKING:  # what the mixin needs of its client (Client.send)
+
+        async def send(self, action: dict[str, Any]) -> Any: ...
 
     async def diagnostics(self, path: str | None = None, **kw: Any):
         return await self.send(diagnostics(path, **kw))
@@ -43,6 +47,10 @@ class AsyncEditorInfo:
 
 class SyncEditorInfo:
     """``client.diagnostics("src/a.ts")`` etc.; needs ``self.send`` (SyncClient)."""
+
+    if TYPE_CHECKING:  # what the mixin needs of its client (SyncClient.send)
+
+        def send(self, action: dict[str, Any]) -> Any: ...
 
     def diagnostics(self, path: str | None = None, **kw: Any):
         return self.send(diagnostics(path, **kw))

@@ -10,7 +10,7 @@ the methods both clients gain (``Client`` awaits them, ``SyncClient`` blocks).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..protocol import actions as _build
 from ..protocol.actions import WRITE_MODES, ensure, job, stat
@@ -35,6 +35,10 @@ def write(path: str, content: str, *, mode: str = "overwrite", encoding: str | N
 
 class AsyncJobs:
     """Mixed into ``Client``: each method sends one action and returns its observation."""
+
+    if TYPE_CHECKING:  # what the mixin needs of its client (Client.send)
+
+        async def send(self, action: dict[str, Any]) -> Any: ...
 
     async def run_background(
         self, command: str, *, cwd: str | None = None, force: bool = False, env: dict[str, str] | None = None
@@ -80,6 +84,10 @@ class AsyncJobs:
 
 class SyncJobs:
     """Mixed into ``SyncClient``: the same methods, blocking."""
+
+    if TYPE_CHECKING:  # what the mixin needs of its client (SyncClient.send)
+
+        def send(self, action: dict[str, Any]) -> Any: ...
 
     def run_background(
         self, command: str, *, cwd: str | None = None, force: bool = False, env: dict[str, str] | None = None

@@ -64,13 +64,17 @@ class SyncClient(SyncEditorInfo, SyncJobs):
         headers = agent_headers(token, name=name, workdir=workdir, shell=shell)
         sock = unix_path(url)  # a `unix:PATH` address (issue 28): Host: localhost through the socket file
         try:
-            conn = (unix_connect if sock else connect)(
-                *((sock, "ws://localhost" + path) if sock else (url.rstrip("/") + path,)),
-                additional_headers=headers,
-                open_timeout=open_timeout,
-                max_size=None,
-                compression=None,
+            options: dict[str, Any] = {
+                "additional_headers": headers,
+                "open_timeout": open_timeout,
+                "max_size": None,
+                "compression": None,
                 **_OWN_CONNECTION,
+            }
+            conn = (
+                unix_connect(sock, "ws://localhost" + path, **options)
+                if sock
+                else connect(url.rstrip("/") + path, **options)
             )
         except (InvalidHandshake, OSError, TimeoutError) as exc:
             raise handshake_error(exc, url) from None

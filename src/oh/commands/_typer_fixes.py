@@ -101,8 +101,9 @@ def _display_type(self, ctx=None) -> str | None:
         return None  # its name already says it (PATH, COMMAND...)
     if self.metavar:
         return self.metavar
-    if getattr(desc, "is_choice", False) and getattr(desc, "choices", None):
-        return "|".join(str(getattr(c, "value", c)) for c in desc.choices)
+    choices = getattr(desc, "choices", None) if getattr(desc, "is_choice", False) else None
+    if choices:
+        return "|".join(str(getattr(c, "value", c)) for c in choices)
     return _word(annotation)
 
 
@@ -137,8 +138,11 @@ def _plain(error: dict) -> str:
 
 
 def _plain_validation_errors() -> None:
+    import types
+
     import typer._coercion as coercion
 
+    param_types: types.ModuleType | None
     try:
         import typer._param_types as param_types
     except ImportError:  # pragma: no cover
@@ -152,6 +156,7 @@ def _plain_validation_errors() -> None:
             return original(exc)
         return _plain(errors[0]) if errors else original(exc)
 
-    for module in (coercion, param_types):
+    modules: tuple[types.ModuleType | None, ...] = (coercion, param_types)
+    for module in modules:
         if module is not None and hasattr(module, "get_error_msg"):
-            module.get_error_msg = get_error_msg
+            setattr(module, "get_error_msg", get_error_msg)  # noqa: B010 - typer's private hook, not in its types

@@ -9,7 +9,7 @@ calls: these typer commands serve ``--help``, completion and the cases the fast 
 
 from __future__ import annotations
 
-from typing import Callable, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 import typer
 
@@ -330,7 +330,7 @@ def run_write(
 ) -> int:
     """``oh write``'s behaviour: the content from ``content``, else from ``io.inp``."""
     text = verbs.content_or_stdin(io, content)
-    guard = {"if_version": if_version, "force": force}
+    guard: dict[str, Any] = {"if_version": if_version, "force": force}
     if append or create:  # write modes (commands/jobs.py)
         from .jobs import write_mode
 

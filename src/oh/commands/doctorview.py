@@ -554,17 +554,17 @@ def _port_check(s) -> dict[str, Any]:
 
 def run_doctor(io: Streams, *, json_: bool = False, checks: Callable[[], list[dict[str, Any]]] = run_checks) -> int:
     """``oh doctor``'s behaviour: 1 when a check failed. ``checks`` runs the checks (default: all of them)."""
-    checks = checks()
-    failed = [c for c in checks if c["status"] == "fail"]
+    results = checks()
+    failed = [c for c in results if c["status"] == "fail"]
     if json_:
-        io.json({"ok": not failed, "checks": checks})
+        io.json({"ok": not failed, "checks": results})
     else:
         marks = {"ok": "✓", "warn": "!", "fail": "✗"}
-        for c in checks:
+        for c in results:
             io.print(f"{marks[c['status']]} {c['check']}: {c['detail']}")
             if c["fix"] and c["status"] != "ok":
                 io.print(f"    fix: {c['fix']}")
         io.print(
-            f"\n{len(failed)} failed, {sum(c['status'] == 'warn' for c in checks)} warning(s), {len(checks)} checks"
+            f"\n{len(failed)} failed, {sum(c['status'] == 'warn' for c in results)} warning(s), {len(results)} checks"
         )
     return ERROR if failed else 0

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 import typer
 
 from ._common import ERROR, INTERRUPTED, USAGE, complete_runtimes, die, distrust_sandbox, load_settings
 from ._io import Streams
-from ..config.settings import history_settings, job_settings
 from ..protocol import runtimenames
 
 EPILOG = (
@@ -362,7 +361,7 @@ def _start_and_show(
             workspace,
             token,
             roots,
-            {**job_settings(s), **history_settings(s), **branch_flags},
+            branch_flags,
             review_on,
             consent_plan,
         )
@@ -398,7 +397,7 @@ class _said_if_interrupted:
     def __enter__(self) -> "_said_if_interrupted":
         return self
 
-    def __exit__(self, kind: object, exc: object, tb: object) -> bool:
+    def __exit__(self, kind: object, exc: object, tb: object) -> Literal[False]:
         if kind is KeyboardInterrupt:
             self.io.note("oh start: interrupted while starting; the backend it was starting was stopped.")
         return False  # re-raised: cli.main exits 130
@@ -422,27 +421,12 @@ def _interrupted(io: Streams, session: Any) -> int:
     return INTERRUPTED
 
 
-def _launch(s: Any, workspace: str, token: str, roots: list[str], jobs: dict, review_on: bool, consent: Any) -> Any:
-    """The backend process, started with the settings (``jobs``: the backend's settings flags)."""
-    from ..launcher import process
+def _launch(s: Any, workspace: str, token: str, roots: list[str], branch: dict, review_on: bool, consent: Any) -> Any:
+    """The backend process, started with its whole configuration resolved once from the settings."""
+    from ..launcher import backendconfig, process
 
-    return process.start_backend(
-        workspace,
-        runtime=s.runtime,
-        token=token,
-        host=s.host,
-        port=s.port,
-        editor_timeout=s.editor_timeout,
-        action_timeout=s.action_timeout,
-        trace=s.trace,
-        trace_max_bytes=s.trace_max_bytes,
-        log_level=s.log_level,
-        allowed_roots=roots,
-        jobs=jobs,
-        review=review_on,
-        review_timeout=s.review_timeout,
-        consent=consent.flags(),
-    )
+    config = backendconfig.resolve(s, workspace, allowed_roots=roots, review=review_on, consent=consent, branch=branch)
+    return process.start_backend(config, token=token, log_level=s.log_level)
 
 
 def _warnings(s: Any, allow_notes: list, session: Any, consent_warnings: list) -> list:
@@ -488,7 +472,7 @@ def _branch_mode(s: Any, workspace: str, detach: bool, json_: bool) -> tuple[dic
         Plan(s.branch_name or None, s.on_dirty, s.on_not_git),
         _branch.interactive(detach, json_),
     )
-    if plan == _branch.REVIEW:
+    if isinstance(plan, str):  # _branch.REVIEW: no branch, review mode instead
         return {}, True
     return _branch.flags(plan), s.review
 

@@ -128,7 +128,7 @@ def run_status(
         else:
             io.print(render_text(rows))
         return OK if rows else NOT_RUNNING
-    rows: list = []
+    rows = []
     try:
         if io.tty and not json_:
             _watch_rich(io, interval, sleep, rows)

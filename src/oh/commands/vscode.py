@@ -281,7 +281,7 @@ def run_vscode_status(
 
     try:
         path, version = _bundled(None)
-        bundled = {"path": path, "version": version}
+        bundled: dict[str, str | None] = {"path": path, "version": version}
     except OhError as exc:  # no bundled .vsix: status still shows the editors
         bundled = {"path": None, "version": None, "error": exc.message}
     chosen = _editors(editors, find or editorcli.find_editors)

@@ -95,7 +95,8 @@ _MACOS_API = "keyring.backends.macOS.api"
 
 def _skip_macos_api() -> None:
     if sys.platform != "darwin":
-        sys.modules.setdefault(_MACOS_API, None)
+        # None in sys.modules makes an import of that name fail (the import system's documented block)
+        sys.modules.setdefault(_MACOS_API, None)  # type: ignore[arg-type]
 
 
 def _keyring():

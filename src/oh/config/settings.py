@@ -18,6 +18,7 @@ from ..errors import CliError
 
 TYPE_CHECKING = False  # typing costs ~20 ms to import; these names serve annotations (and mypy) only
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any, Callable
 
 ENV_PREFIX = "OH_"
@@ -689,11 +690,15 @@ class Settings:
     def __init__(self, values: dict[str, Resolved]) -> None:
         self._values = values
 
+    if TYPE_CHECKING:  # one property per key, made below the class (_value_of)
+
+        def __getattr__(self, name: str) -> Any: ...
+
     @classmethod
     def load(
         cls, flags: dict[str, Any] | None = None, *, env: dict[str, str] | None = None, path: Path | None = None
     ) -> "Settings":
-        env = os.environ if env is None else env
+        source: Mapping[str, str] = os.environ if env is None else env
         path = path or paths.config_file()
         table = read_file(path)
         problems = validate_table(table, str(path))
@@ -704,9 +709,9 @@ class Settings:
             flag = (flags or {}).get(name)
             if flag is not None:
                 values[name] = Resolved(parse_value(name, flag), "flag")
-            elif env.get(k.env, "") != "":
+            elif source.get(k.env, "") != "":
                 try:
-                    values[name] = Resolved(k.parse(env[k.env]), "env", k.env)
+                    values[name] = Resolved(k.parse(source[k.env]), "env", k.env)
                 except SettingError as exc:
                     raise SettingError(f"environment variable {k.env} {exc}. Unset it or fix its value.") from None
             elif name in table:
@@ -765,16 +770,9 @@ JOB_SETTINGS = (
 )
 
 
-HISTORY_SETTINGS = ("history", "history_store_ignored", "history_max_file")
-
-
-def history_settings(s: "Settings") -> dict:
-    """History's settings (issue 29): flags of the backend only (the headless editor records nothing)."""
-    return {name: s.get(name) for name in HISTORY_SETTINGS}
-
-
 def job_settings(s: "Settings") -> dict:
-    """The settings the backend and the headless editor take as flags/arguments (they read no config)."""
+    """The settings the headless editor (`oh attach`) takes as arguments (it reads no config; the backend gets
+    its whole configuration from launcher/backendconfig.resolve)."""
     out = {name: s.get(name) for name in JOB_SETTINGS}
     out["sandbox_writable"] = os.pathsep.join(out["sandbox_writable"])  # one flag value
     out["sandbox_bwrap"] = out["sandbox_bwrap"] or None  # unset: bwrap on PATH

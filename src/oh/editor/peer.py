@@ -14,11 +14,11 @@ import logging
 import os
 from typing import Any
 
-from websockets.asyncio.client import connect
+from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
 from .. import PROTOCOL_VERSION, __version__, sessions
-from ..client.errors import handshake_error
+from ..client.errors import ConnectionLost, handshake_error
 from ..protocol import binary, frames, kinds
 from ..protocol.codes import Close
 from ..protocol.errors import ErrorId, ProtocolError
@@ -53,13 +53,23 @@ class HeadlessEditor:
         self.workspace = os.path.realpath(workspace)
         self.session = session
         self.name = name
-        self._conn = None
+        self._conn: ClientConnection | None = None
         self.runtime = self._make_runtime(None)
         self.registration: dict[str, Any] | None = None
         self.close_code: int | None = None
         self.close_reason = ""
         self._obs_ids = itertools.count(1)
-        self._tasks: dict[int, asyncio.Task] = {}
+        self._tasks: dict[Any, asyncio.Task] = {}  # by the frame's id (cancel frames name it)
+
+    def _track(self, key: Any, task: asyncio.Task) -> None:
+        """``task`` answers the frame ``key`` until it ends (a cancel frame finds it here)."""
+        self._tasks[key] = task
+        task.add_done_callback(lambda _t: self._tasks.pop(key, None))
+
+    def _link(self) -> ClientConnection:
+        if self._conn is None:
+            raise ConnectionLost("the editor is not connected")
+        return self._conn
 
     def _make_runtime(self, roots: list[str] | None):
         """The local runtime that executes, with the user's max_shells / job_retention settings; its
@@ -77,7 +87,7 @@ class HeadlessEditor:
 
     async def _send_frame(self, frame: dict[str, Any]) -> None:
         with contextlib.suppress(ConnectionClosed, Exception):
-            await self._conn.send(encode(frame), text=True)
+            await self._link().send(encode(frame), text=True)
 
     def register_frame(self) -> dict[str, Any]:
         return {
@@ -162,8 +172,7 @@ class HeadlessEditor:
         else:
             ctx = AgentContext(agent["id"], agent["name"], agent["workdir"], agent["shell"])
         task = asyncio.create_task(self._execute(action, ctx))
-        self._tasks[action.id] = task
-        task.add_done_callback(lambda _t, i=action.id: self._tasks.pop(i, None))
+        self._track(action.id, task)
 
     def _branch(self, obj: dict[str, Any]) -> None:
         """Git-branch mode's switch with git, as the local runtime does it (nobody to ask here: a
@@ -188,8 +197,7 @@ class HeadlessEditor:
             await self._answer(await switch(args, AgentContext(DEFAULT_SHELL), leg_id))
 
         task = asyncio.create_task(answer())
-        self._tasks[leg_id] = task
-        task.add_done_callback(lambda _t, i=leg_id: self._tasks.pop(i, None))
+        self._track(leg_id, task)
 
     async def _execute(self, action, ctx: AgentContext) -> None:
         try:
@@ -214,9 +222,9 @@ class HeadlessEditor:
         obs["id"] = next(self._obs_ids)
         with contextlib.suppress(ConnectionClosed):
             if binary.is_binary(obs):  # read encoding "binary" (oh.protocol.binary)
-                await self._conn.send(binary.pack(obs), text=False)
+                await self._link().send(binary.pack(obs), text=False)
                 return
-            await self._conn.send(encode(obs), text=True)
+            await self._link().send(encode(obs), text=True)
 
 
 async def run_editor(

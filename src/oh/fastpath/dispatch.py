@@ -13,6 +13,10 @@ from __future__ import annotations
 import os
 import sys
 
+TYPE_CHECKING = False  # the fast path does not import typing (startup time); annotations only
+if TYPE_CHECKING:
+    from typing import Any
+
 VERBS = ("run", "read", "write", "edit", "status", "stat", "jobs")
 
 
@@ -74,9 +78,9 @@ def _verb(io, verb: str, opts: dict, pos: list[str]) -> int | None:
     session = discover.pick(opts.get("workspace"), opts.get("instance"))
     if session is None:
         return None
-    common = {"json_": bool(opts.get("json_")), "quiet": bool(opts.get("quiet"))}
+    common: dict[str, Any] = {"json_": bool(opts.get("json_")), "quiet": bool(opts.get("quiet"))}
     # several agents (§3.18): a write/edit's precondition
-    guard = (
+    guard: dict[str, Any] = (
         {"if_version": opts.get("if_version"), "force": bool(opts.get("force"))} if verb in ("write", "edit") else {}
     )
     try:

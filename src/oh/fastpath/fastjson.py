@@ -12,7 +12,7 @@ from __future__ import annotations
 try:
     import _json
 except ImportError:  # pragma: no cover - CPython always has it
-    _json = None
+    _json = None  # type: ignore[assignment]  # checked before every use
 
 _INF = float("inf")
 
@@ -31,7 +31,8 @@ class _Context:
         raise ValueError(f"JSON constant {name} is not allowed")
 
 
-_scan = _json.make_scanner(_Context()) if _json is not None else None
+# _json.make_scanner takes any object with a JSONDecoder's attributes (typeshed says a JSONDecoder)
+_scan = _json.make_scanner(_Context()) if _json is not None else None  # type: ignore[arg-type]
 _WS = " \t\n\r"
 
 

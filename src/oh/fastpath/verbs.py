@@ -18,6 +18,10 @@ from . import fastjson, ws
 from .exits import ACTION_FAILED, AUTH, INTERRUPTED, NO_EDITOR, TIMEOUT, UNREACHABLE, USAGE, OhError
 from .streams import Streams
 
+TYPE_CHECKING = False  # the fast path does not import typing (startup time); annotations only
+if TYPE_CHECKING:
+    from typing import Any
+
 CLI_SHELL = "cli"  # every `oh run` shares this shell/terminal
 
 _TRUNCATED = ("[... ", " characters truncated ...]")  # oh.runtimes.local.output.truncation_marker
@@ -554,9 +558,9 @@ def run(
     watch = None if quiet else Watch(io, stream=io.tty and not json_, run=True, jobs=session.get("runtime") == "local")
     obs = exchange(io, session, action, shell=CLI_SHELL, announce=not (quiet or json_), watch=watch)
     streamed = watch is not None and watch.streamed
-    if streamed and watch.open_line:
+    if watch is not None and streamed and watch.open_line:
         io.write("\n")
-    if streamed and watch.dropped:
+    if watch is not None and streamed and watch.dropped:
         io.note(f"{plural(watch.dropped, 'character')} of output were not shown live (the terminal fell behind).")
     refused = _refusal(obs)
     if refused:
@@ -642,6 +646,13 @@ def write(
 EDIT_MODES = ("create", "replace", "insert", "undo", "view")
 
 
+def _given(pair: tuple[Any, str] | None, what: str) -> tuple[Any, str]:
+    """An edit mode's two values (the mode is picked from the ones given, so they are there)."""
+    if pair is None:
+        raise OhError(f"{what}: missing.", USAGE)
+    return pair
+
+
 def edit(
     io: Streams,
     session: dict,
@@ -661,11 +672,13 @@ def edit(
     if mode == "create":
         action = actions.edit(target, "create", file_text=create, **guard)
     elif mode == "replace":
-        action = actions.edit(target, "str_replace", old_str=replace[0], new_str=replace[1], **guard)
+        old, new = _given(replace, "--replace OLD NEW")
+        action = actions.edit(target, "str_replace", old_str=old, new_str=new, **guard)
     elif mode == "insert":
-        if insert[0] < 0:
-            raise OhError(f"--insert LINE must be 0 (the top) or more (got {insert[0]}).", USAGE)
-        action = actions.edit(target, "insert", insert_line=insert[0], new_str=insert[1], **guard)
+        line, text = _given(insert, "--insert LINE TEXT")
+        if line < 0:
+            raise OhError(f"--insert LINE must be 0 (the top) or more (got {line}).", USAGE)
+        action = actions.edit(target, "insert", insert_line=line, new_str=text, **guard)
     else:
         action = actions.edit(target, "undo_edit" if mode == "undo" else "view", **guard)
     obs = exchange(io, session, action, announce=not (quiet or json_))

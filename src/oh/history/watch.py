@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 try:
     from inotify_simple import INotify, flags
 except ImportError:  # not Linux: no kernel notifier here, every drain rescans (correct, slower)
-    INotify = None  # type: ignore[assignment,misc]
+    INotify = None
 
 log = logging.getLogger("oh.history")
 

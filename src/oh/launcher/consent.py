@@ -31,18 +31,6 @@ class ConsentPlan:
     def active(self) -> bool:
         return self.level != "never" or any(self.rules.values())
 
-    def flags(self) -> dict[str, Any]:
-        # Always, with the timeout: at level never the backend still asks before a command leaves the sandbox
-        # (backend/__main__.py _escalations_gated), and that question must end after approval_timeout too.
-        return {
-            "level": self.level,
-            "rules": self.rules,
-            "timeout": self.timeout,
-            "notify": self.notify,
-            "origin": self.origin,
-            "port": self.port,
-        }
-
 
 def plan(settings: Any, workspace: str, review: bool) -> ConsentPlan:
     """The effective consent of a new backend. ``review``: the review setting/flag (an alias of the

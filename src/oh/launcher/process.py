@@ -23,6 +23,7 @@ from typing import NoReturn
 from .. import sessions
 from ..config import paths
 from ..fastpath.exits import ERROR, NOT_RUNNING, OhError
+from ..protocol.backendconfig import BackendConfig, to_wire
 from ..protocol.codes import BackendExit
 from ..sessions import Session
 from .control import BackendUnreachable, control
@@ -69,57 +70,28 @@ def _tail(path: Path, lines: int = 5) -> str:
 
 
 def start_backend(
-    workspace: str,
+    config: BackendConfig,
     *,
-    runtime: str,
     token: str,
-    host: str = "127.0.0.1",
-    port: int = 0,
-    editor_timeout: float = 30.0,
-    action_timeout: float = 300.0,
-    trace: bool = True,
-    trace_max_bytes: int = 10 * 1024 * 1024,
     log_level: str = "info",
     ready_timeout: float = 20.0,
-    allowed_roots: list[str] | None = None,
-    jobs: dict | None = None,
-    review: bool = False,
-    review_timeout: float | None = None,
-    consent: dict | None = None,
 ) -> Started:
-    """``jobs``: the settings max_shells, job_retention, repeat_limit, repeat_action (flags of the backend,
-    which reads no settings itself: docs/architecture.md)."""
-    workspace = os.path.realpath(workspace)
+    """Start a backend with ``config`` (resolved once: ``launcher.backendconfig.resolve``). The token and the
+    configuration go on its stdin (never argv or the environment: the backend reads no settings itself)."""
+    workspace = config.workspace
     running = sessions.for_workspace(workspace)
     if running is not None and running.workspace == workspace:
         raise StartError(_duplicate_message(running, workspace), duplicate=running)
-    instance_id = sessions.new_instance_id()
+    instance_id = config.instance_id
     log_path = log_file_for(instance_id)
     paths.ensure_private_dir(log_path.parent)
     paths.ensure_private_dir(paths.sessions_dir())
-    argv = backend_argv(
-        workspace,
-        instance_id,
-        log_path,
-        runtime=runtime,
-        host=host,
-        port=port,
-        editor_timeout=editor_timeout,
-        action_timeout=action_timeout,
-        trace=trace,
-        trace_max_bytes=trace_max_bytes,
-        allowed_roots=allowed_roots,
-        jobs=jobs,
-        review=review,
-        review_timeout=review_timeout,
-        consent=consent,
-    )
     env = _backend_env(log_level)
     # The backend rotates the log file itself (bounded size); stdout/stderr are only for what it prints
     # before its logging is set up.
-    private = {"instance_id": instance_id, "log_file": str(log_path)}
+    private: dict[str, object] = {"instance_id": instance_id, "log_file": str(log_path), "config": to_wire(config)}
     private.update({k: env.pop(k) for k in _PRIVATE_ENV if k in env})
-    proc, r = _spawn(argv, env, workspace, log_path, token + "\n" + json.dumps(private))
+    proc, r = _spawn(backend_argv(workspace), env, workspace, log_path, token + "\n" + json.dumps(private))
     try:
         return _settle(proc, r, ready_timeout, workspace, log_path, instance_id)
     except KeyboardInterrupt:  # Ctrl-C while it starts: what we started must not outlive the start (issue 41)
@@ -140,79 +112,12 @@ def _settle(proc: subprocess.Popen, r: int, ready_timeout: float, workspace: str
     return Started(session, log_path, proc)
 
 
-def backend_argv(
-    workspace: str,
-    instance_id: str,
-    log_path: Path,
-    *,
-    runtime: str,
-    host: str,
-    port: int,
-    editor_timeout: float,
-    action_timeout: float,
-    trace: bool,
-    trace_max_bytes: int,
-    allowed_roots: list[str] | None,
-    jobs: dict | None,
-    review: bool = False,
-    review_timeout: float | None = None,
-    consent: dict | None = None,
-) -> list[str]:
-    """The backend's command line (``python -m oh.backend``): every setting as a flag, never the token."""
-    argv = [
-        sys.executable,
-        "-m",
-        "oh.backend",
-        "--workspace",
-        workspace,
-        "--runtime",
-        runtime,
-        "--host",
-        host,
-        "--port",
-        str(port),
-        "--editor-timeout",
-        f"{editor_timeout:g}",
-        "--action-timeout",
-        f"{action_timeout:g}",
-        "--token-stdin",
-        # Where oh keeps its state (the session file's id, the log's path, OH_HOME) goes on stdin after
-        # the token, not in argv or the environment: the agent's shell can read /proc/$PPID/cmdline and
-        # /proc/$PPID/environ, and they must not point it at the decider credential (issue 25).
-        "--private-stdin",
-        "--trace-max-bytes",
-        str(trace_max_bytes),
-    ]
-    if not trace:
-        argv.append("--no-trace")
-    for root in allowed_roots or ():
-        argv += ["--allow-root", root]
-    for name, value in (jobs or {}).items():
-        if isinstance(value, bool):
-            argv += ["--" + name.replace("_", "-"), "true" if value else "false"]
-        elif value is not None:
-            argv += ["--" + name.replace("_", "-"), f"{value:g}" if isinstance(value, float) else str(value)]
-    if review:  # proposal mode (docs/protocol.md §3.11)
-        argv.append("--review")
-    if review_timeout is not None:
-        argv += ["--review-timeout", f"{review_timeout:g}"]
-    if consent:  # issue 19: {"level", "rules": {"allow", "ask", "deny"}, "timeout"}; rules are not secrets
-        argv += [
-            "--consent",
-            consent["level"],
-            "--consent-rules",
-            json.dumps(consent["rules"]),
-            "--approval-timeout",
-            f"{consent['timeout']:g}",
-        ]
-        # issue 40: the approvals page; the notifier's argv is not a secret (it must hold none: README)
-        if consent.get("notify"):
-            argv += ["--approval-notify", json.dumps(list(consent["notify"]))]
-        if consent.get("origin"):
-            argv += ["--approvals-origin", consent["origin"]]
-        if consent.get("port"):
-            argv += ["--approvals-port", str(int(consent["port"]))]
-    return argv
+def backend_argv(workspace: str) -> list[str]:
+    """The backend's command line (``python -m oh.backend``): the workspace (so `ps` says which), nothing else.
+    The configuration, oh's state (the session file's id, the log's path, OH_HOME) and the token go on stdin:
+    the agent's shell can read /proc/$PPID/cmdline and /proc/$PPID/environ, and they must not point it at the
+    decider credential (issue 25)."""
+    return [sys.executable, "-m", "oh.backend", "--workspace", workspace, "--token-stdin", "--private-stdin"]
 
 
 _PRIVATE_ENV = ("OH_HOME",)  # names oh's state: given on stdin (see --private-stdin)

@@ -114,7 +114,7 @@ class Backend:
         self.start = start
         self.runtime = runtime
         self.client_name = "mcp"
-        self.session = None
+        self.session: sessions.Session | None = None
         self.base_dir = self.target
         self._client: Client | None = None
         self._lock = asyncio.Lock()
@@ -145,8 +145,8 @@ class Backend:
     def _start_backend(self):
         # Lazy: only an MCP server that has to start a backend pays for settings, keyring and the launcher.
         from ..config import secrets
-        from ..config.settings import SettingError, Settings, job_settings
-        from ..launcher import process
+        from ..config.settings import SettingError, Settings
+        from ..launcher import backendconfig, process
 
         try:
             s = Settings.load({"runtime": self.runtime} if self.runtime else {})
@@ -163,22 +163,9 @@ class Backend:
             )  # the user's consent holds here too (issue 19)
             for _, text in plan.warnings:
                 log.warning("%s", text)
-            started = process.start_backend(
-                self.target,
-                runtime=s.runtime,
-                token=token,
-                host=s.host,
-                port=s.port,
-                editor_timeout=s.editor_timeout,
-                action_timeout=s.action_timeout,
-                trace=s.trace,
-                trace_max_bytes=s.trace_max_bytes,
-                log_level=s.log_level,
-                jobs=job_settings(s),
-                review=plan.review,
-                review_timeout=s.review_timeout,
-                consent=plan.flags(),  # the user's review setting holds here too
-            )
+            # the user's review and consent settings hold here too
+            config = backendconfig.resolve(s, self.target, review=plan.review, consent=plan)
+            started = process.start_backend(config, token=token, log_level=s.log_level)
         except process.StartError as exc:
             if exc.already_served:  # someone else started one at the same moment: use it
                 return self._find()
@@ -292,8 +279,11 @@ class Backend:
         from ..launcher.control import BackendUnreachable, control
 
         await self.client()
+        session = self.session
+        if session is None:  # client() found (or started) one, or raised
+            raise BackendLost("No oh backend. Check it with `oh status`.")
         try:
-            return await asyncio.to_thread(control, self.session, frame, timeout=timeout)
+            return await asyncio.to_thread(control, session, frame, timeout=timeout)
         except BackendUnreachable as exc:
             raise BackendLost(f"The oh backend did not answer ({exc}). Check it with `oh status`.") from None
 

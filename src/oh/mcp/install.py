@@ -26,6 +26,7 @@ import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 from ..errors import CliError
 
@@ -100,7 +101,7 @@ def entry_for(client: str, command: str, args: list[str]) -> dict[str, Any]:
     return {"command": command, "args": args}
 
 
-def vscode_user_dir(env: dict[str, str] | None = None) -> Path:
+def vscode_user_dir(env: Mapping[str, str] | None = None) -> Path:
     env = os.environ if env is None else env
     home = Path(env.get("HOME") or Path.home())
     if env.get("VSCODE_APPDATA"):
@@ -114,7 +115,7 @@ def vscode_user_dir(env: dict[str, str] | None = None) -> Path:
     return base / "Code" / "User"
 
 
-def config_path(client: str, scope: str, *, project: Path, env: dict[str, str] | None = None) -> Path:
+def config_path(client: str, scope: str, *, project: Path, env: Mapping[str, str] | None = None) -> Path:
     env = os.environ if env is None else env
     home = Path(env.get("HOME") or Path.home())
     if client == "claude":
@@ -139,7 +140,7 @@ def _merge_json(text: str | None, path: Path, key: str, name: str, entry: dict[s
     if text is not None and text.strip():
         try:
             data = json.loads(text)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             raise InstallError(
                 f"{path} is not plain JSON ({exc.msg}, line {exc.lineno}); it may hold comments. Not touching it: "
                 f'add this under "{key}" by hand:\n' + json.dumps({name: entry}, indent=2)

@@ -31,7 +31,9 @@ def _require(cond: bool, msg: str, cause: int | None) -> None:
         raise ProtocolError(ErrorId.BAD_REQUEST, msg, cause)
 
 
-def _opt_type(args: dict, key: str, types: tuple, what: str, cause: int | None, *, nullable: bool = True) -> None:
+def _opt_type(
+    args: dict[str, Any], key: str, types: tuple[type, ...], what: str, cause: int | None, *, nullable: bool = True
+) -> None:
     if key not in args:
         return
     v = args[key]
@@ -41,7 +43,7 @@ def _opt_type(args: dict, key: str, types: tuple, what: str, cause: int | None, 
     _require(ok, f"args.{key} must be {what}.", cause)
 
 
-def check_run_args(args: dict, cause: int) -> None:
+def check_run_args(args: dict[str, Any], cause: int) -> None:
     _require(isinstance(args.get("command"), str), "args.command must be a string.", cause)
     for key in ("is_input", "blocking", "hidden", "reset", "exclusive"):
         _opt_type(args, key, (bool,), "a boolean", cause)
@@ -71,7 +73,7 @@ def check_run_args(args: dict, cause: int) -> None:
     )
 
 
-def check_job_args(args: dict, cause: int) -> None:
+def check_job_args(args: dict[str, Any], cause: int) -> None:
     _require(args.get("op") in JOB_OPS, f"args.op must be one of {', '.join(JOB_OPS)}.", cause)
     _check_job_id(args, cause, required=args["op"] != "list")
     for key in ("offset", "limit", "tail"):
@@ -85,7 +87,7 @@ def check_job_args(args: dict, cause: int) -> None:
     )
 
 
-def _check_path_args(args: dict, cause: int) -> None:
+def _check_path_args(args: dict[str, Any], cause: int) -> None:
     """What read, write, edit and stat share: the path, a line range, the diagnostics flag."""
     _require(isinstance(args.get("path"), str) and args["path"] != "", "args.path must be a non-empty string.", cause)
     _require("\x00" not in args["path"], "args.path must not contain NUL bytes.", cause)
@@ -101,7 +103,7 @@ def _check_path_args(args: dict, cause: int) -> None:
         )
 
 
-def check_read_args(args: dict, cause: int) -> None:
+def check_read_args(args: dict[str, Any], cause: int) -> None:
     _check_path_args(args, cause)
     enc = args.get("encoding")
     _require(
@@ -109,7 +111,7 @@ def check_read_args(args: dict, cause: int) -> None:
     )
 
 
-def check_write_args(args: dict, cause: int) -> None:
+def check_write_args(args: dict[str, Any], cause: int) -> None:
     _check_path_args(args, cause)
     _require(isinstance(args.get("content"), str), "args.content must be a string.", cause)
     enc = args.get("encoding")
@@ -133,7 +135,7 @@ def check_write_args(args: dict, cause: int) -> None:
     )
 
 
-def check_edit_args(args: dict, cause: int) -> None:
+def check_edit_args(args: dict[str, Any], cause: int) -> None:
     _check_path_args(args, cause)
     cmd = args.get("command")
     _require(
@@ -158,7 +160,7 @@ def check_edit_args(args: dict, cause: int) -> None:
     check_precondition(args, cause)
 
 
-def check_precondition(args: dict, cause: int) -> None:
+def check_precondition(args: dict[str, Any], cause: int) -> None:
     """A write/edit's ``if_version``, ``force`` and ``wait_claim`` (issue 37, §3.18)."""
     v = args.get("if_version")
     _require(
@@ -175,7 +177,7 @@ def check_precondition(args: dict, cause: int) -> None:
     )
 
 
-def check_stat_args(args: dict, cause: int) -> None:
+def check_stat_args(args: dict[str, Any], cause: int) -> None:
     _check_path_args(args, cause)
 
 
@@ -211,7 +213,7 @@ def _check_env(env: Any, cause: int | None) -> None:
         )
 
 
-def _check_job_id(args: dict, cause: int | None, *, required: bool) -> None:
+def _check_job_id(args: dict[str, Any], cause: int | None, *, required: bool) -> None:
     v = args.get("job_id")
     if v is None and not required:
         return

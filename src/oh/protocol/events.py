@@ -68,11 +68,13 @@ class Action:
     # Convenience accessors with the protocol defaults applied.
     @property
     def path(self) -> str:
-        return self.args.get("path", "")
+        path: str = self.args.get("path", "")  # checked by argcheck: a string
+        return path
 
     @property
     def command(self) -> str:
-        return self.args.get("command", "")
+        command: str = self.args.get("command", "")  # checked by argcheck: a string
+        return command
 
     @property
     def is_input(self) -> bool:

@@ -31,7 +31,7 @@ NO_EOL = "\\ No newline at end of file\n"
 WORK_BUDGET = 12_000_000
 
 
-class _BudgetMatcher(SequenceMatcher):
+class _BudgetMatcher(SequenceMatcher[str]):
     """difflib's matcher whose longest-match searches stop being run once ``budget`` is spent."""
 
     def __init__(self, a: list[str], b: list[str], budget: int) -> None:
@@ -42,8 +42,10 @@ class _BudgetMatcher(SequenceMatcher):
         # prefix[i] = charge of a[:i]: one per line plus its occurrences in b.
         self._prefix = [0, *accumulate(1 + len(where.get(line, ())) for line in a)]
 
-    def find_longest_match(self, alo=0, ahi=None, blo=0, bhi=None):  # noqa: D102 - difflib's
-        cost = self._prefix[ahi] - self._prefix[alo]
+    def find_longest_match(  # noqa: D102 - difflib's
+        self, alo: int = 0, ahi: int | None = None, blo: int = 0, bhi: int | None = None
+    ) -> Match:
+        cost = self._prefix[len(self._prefix) - 1 if ahi is None else ahi] - self._prefix[alo]  # None: to the end
         if self.exhausted or cost > self.budget:
             self.exhausted = True
             return Match(alo, blo, 0)  # "no match": the range stays one replacement

@@ -26,7 +26,8 @@ def editor_label(e: dict[str, Any]) -> str:
     """One line naming an editor, from a monitor event (name/version at the top) or a status entry
     (under ``editor``). Editor-controlled text, NOT escaped here: callers pass it through
     ``text.sanitize.visible`` (the live view per label, `oh status` per line)."""
-    nested = e.get("editor") if isinstance(e.get("editor"), dict) else {}
+    given = e.get("editor")
+    nested: dict[str, Any] = given if isinstance(given, dict) else {}
     name = e.get("name") or nested.get("name") or "editor"
     version = e.get("version") or nested.get("version") or ""
     folders = ", ".join(str(f) for f in e.get("workspace_folders") or [])

@@ -141,7 +141,7 @@ def _risk(value: Any) -> str | None:
 class ActionRow:
     """One delegated action. Every text field holds escaped (display-safe) text."""
 
-    action_id: int
+    action_id: Any  # the frame's action id (an int from the backend)
     time: str
     agent: str
     kind: str
@@ -229,9 +229,10 @@ class JobRow:
 @dataclass
 class LiveState:
     backend: dict[str, Any]
-    editors: dict[str, dict[str, Any]] = field(default_factory=dict)
-    agents: dict[str, str] = field(default_factory=dict)
-    actions: "OrderedDict[int, ActionRow]" = field(default_factory=OrderedDict)
+    # keyed by the ids as the backend's frames carry them (ints and strings; None when a frame lacks one)
+    editors: dict[Any, dict[str, Any]] = field(default_factory=dict)
+    agents: dict[Any, str] = field(default_factory=dict)
+    actions: "OrderedDict[Any, ActionRow]" = field(default_factory=OrderedDict)
     jobs: "OrderedDict[str, JobRow]" = field(default_factory=OrderedDict)
     stats: dict[str, int] = field(default_factory=lambda: {"done": 0, "pending": 0, "errors": 0})
     editor_gone_reason: str | None = None
@@ -322,7 +323,7 @@ class LiveState:
         if kind != "event":
             return []
         name = frame.get("event")
-        handler = self._EVENTS.get(name)
+        handler = self._EVENTS.get(name) if isinstance(name, str) else None
         if handler is not None:
             return handler(self, frame)
         # An event this view does not know (a newer backend): shown as its JSON, never dropped.
@@ -331,7 +332,8 @@ class LiveState:
         ]
 
     def _on_snapshot(self, frame: dict[str, Any]) -> list[str]:
-        snap = frame.get("backend") if isinstance(frame.get("backend"), dict) else frame
+        given = frame.get("backend")
+        snap: dict[str, Any] = given if isinstance(given, dict) else frame
         self.backend.update(
             {
                 k: v
@@ -368,7 +370,8 @@ class LiveState:
         if isinstance(self.backend.get("sandbox"), dict):
             lines.append("sandbox: " + sandbox_label(self.backend["sandbox"]))
         # Notes the shells said before this view subscribed (each is said once per backend; they hold).
-        notes = frame.get("shell_notes") if isinstance(frame.get("shell_notes"), list) else []
+        given = frame.get("shell_notes")
+        notes: list[Any] = given if isinstance(given, list) else []
         for note in notes[-SHELL_NOTES:]:
             if isinstance(note, str) and self._note_text(note) not in self.notes_seen:
                 lines += self._on_shell_note({"note": note})
@@ -682,7 +685,8 @@ class LiveState:
         cid = visible(frame.get("changeset") or "")[:16]
         what = visible(frame.get("what") or "")[:120]
         self.changesets[cid] = what
-        files = frame.get("files") if isinstance(frame.get("files"), int) else 0
+        given = frame.get("files")
+        files = given if isinstance(given, int) else 0
         return [
             f"{visible(frame.get('agent') or '?')}'s command `{what}` changed {plural(files, 'file')}: change "
             f"set {cid} "
@@ -699,7 +703,7 @@ class LiveState:
     def _on_approval_requested(self, frame: dict[str, Any]) -> list[str]:
         """An action waits for the user's consent (§3.13)."""
         aid = visible(frame.get("id") or "")[:16]
-        row = {
+        row: dict[str, Any] = {
             "id": aid,
             "action_id": frame.get("action_id"),
             "agent": self.agent_name(frame.get("agent_id", "")),

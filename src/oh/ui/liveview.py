@@ -21,6 +21,10 @@ from ..fastpath.exits import ERROR
 from ..fastpath.streams import Streams, fit
 from ..protocol import runtimenames
 
+TYPE_CHECKING = False  # annotations only: asyncio is imported when the view runs
+if TYPE_CHECKING:
+    import asyncio
+
 
 def foreground(io: Streams, session, open_mode: str, mode: str, warnings: list[tuple[str, str]]) -> int:
     """Run the live view until Ctrl-C / SIGTERM / SIGHUP or the backend ends.
@@ -115,7 +119,9 @@ class LiveView:
         self.io, self.session, self.open_mode, self.mode = io, session, open_mode, mode
         self.ends = ends if ends is not None else StopBackend()
         self.state = LiveState(backend=session.public(), keys=self.ends.keys)
-        self._stop = None  # the asyncio.Event that ends the monitor (set by signals and the q key)
+        self._stop: asyncio.Event | None = (
+            None  # the asyncio.Event that ends the monitor (set by signals and the q key)
+        )
         self._announce: list[tuple[str, str]] | None = None  # NDJSON: start-up warnings until backend_started is out
 
     @property

@@ -37,6 +37,7 @@ from openhands.runtime.runtime_status import RuntimeStatus
 
 from ...client import OhClientError, SyncClient
 from ...client import actions as oh_actions
+from ...sessions import Session
 from ..discovery import find_session
 
 CLIENT_NAME = "openhands-v0"
@@ -91,7 +92,7 @@ class VsCodeRuntime(Runtime):
         # Several agents (docs/protocol.md §3.18): the version of each file this runtime last read or wrote, sent
         # as a write/edit's if_version (the backend's own memory ends with its connection; this one does not).
         self._versions: dict[str, str] = {}
-        self._session = None
+        self._session: Session | None = None
         self._runtime_initialized = False
 
     # ---- lifecycle -------------------------------------------------------------------------------

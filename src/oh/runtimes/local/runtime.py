@@ -18,8 +18,8 @@ from typing import Any, Awaitable, Callable, ClassVar, Hashable, Mapping, Sequen
 from ... import beneath
 from ... import programs
 from ...protocol.errors import ErrorId, ToolError
+from ...protocol.argcheck import JOB_ID
 from ...protocol.events import (
-    JOB_ID,
     Action,
     edit_observation,
     error_observation,
