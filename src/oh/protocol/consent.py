@@ -37,7 +37,7 @@ import unicodedata
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping
 
-from . import kinds, progargs, shellparse
+from . import kinds, programs, shellparse
 from .shellparse import Part
 
 LEVELS = ("never", "risky", "commands", "changes", "all")
@@ -78,102 +78,6 @@ DANGEROUS_ENV = re.compile(
     r"UNZIPOPT|GZIP|BZIP2?|XZ_OPT|XZ_DEFAULTS|ZSTD_[A-Z_]+|PARALLEL[A-Z_]*|SUDO_[A-Z_]+|DOCKER_[A-Z_]+)\Z"
 )
 
-# Built-in risky commands (level ``risky``): deleting, overwriting devices, privileges, processes,
-# the network, publishing, history rewriting, and oh's own decisions (no self-approval).
-RISKY_NAMES = frozenset(
-    {
-        "rm",
-        "rmdir",
-        "shred",
-        "unlink",
-        "dd",
-        "mkfs",
-        "fdisk",
-        "sfdisk",
-        "parted",
-        "wipefs",
-        "mkswap",
-        "truncate",
-        "chmod",
-        "chown",
-        "chgrp",
-        "chattr",
-        "setfacl",
-        "kill",
-        "killall",
-        "pkill",
-        "reboot",
-        "shutdown",
-        "halt",
-        "poweroff",
-        "systemctl",
-        "service",
-        "launchctl",
-        "crontab",
-        "at",
-        "mount",
-        "umount",
-        "iptables",
-        "nft",
-        "ufw",
-        "su",
-        "sudo",
-        "doas",
-        "passwd",
-        "useradd",
-        "userdel",
-        "usermod",
-        "visudo",
-        "curl",
-        "wget",
-        "scp",
-        "sftp",
-        "rsync",
-        "ssh",
-        "nc",
-        "ncat",
-        "netcat",
-        "socat",
-        "telnet",
-        "ftp",
-        "docker",
-        "podman",
-        "kubectl",
-        "terraform",
-        "security",
-        "keyctl",
-        "secret-tool",
-        "gpg",
-    }
-)
-RISKY_SUBCOMMANDS = {
-    "git": (
-        ("push",),
-        ("reset", "--hard"),
-        ("clean",),
-        ("branch", "-D"),
-        ("checkout", "--"),
-        ("restore",),
-        ("filter-branch",),
-        ("update-ref",),
-        ("reflog", "expire"),
-        ("gc", "--prune"),
-        ("stash", "drop"),
-        ("stash", "clear"),
-        ("config",),
-        ("-c",),
-    ),
-    "npm": (("publish",), ("unpublish",)),
-    "pnpm": (("publish",),),
-    "yarn": (("publish",), ("npm", "publish")),
-    "cargo": (("publish",),),
-    "twine": (("upload",),),
-    "gh": (("release",), ("repo", "delete"), ("secret",), ("auth",)),
-    "pip": (("uninstall",),),
-    "pip3": (("uninstall",),),
-    # oh's own decisions and secrets: an agent answering for itself (issue 19 §3)
-    "oh": (("approve",), ("reject",), ("approvals",), ("review",), ("token",), ("config",), ("stop",)),
-}
 # oh's deciding commands, however oh is started (`oh`, `python -m oh`, `uv run oh`, the module path):
 # asked at every level but `never`, even when an allow rule matches (no self-approval).
 OH_DECIDING = frozenset({"approve", "reject", "approvals", "review", "token", "config", "stop"})
@@ -522,23 +426,13 @@ def is_risky(part: Part, policy: Policy | None = None, where: "Where | None" = N
     if part.assign_only:
         bad = [n for n in part.assigns if DANGEROUS_ENV.match(n)]
         return f"sets {', '.join(bad)} in the shell (bash evaluates it or it changes what runs)" if bad else None
-    if base in RISKY_NAMES or base.startswith("mkfs."):
-        return (
-            f"{base} is a risky command (deletes, changes permissions, processes, privileges or talks to the network)"
-        )
-    for sub in RISKY_SUBCOMMANDS.get(base, ()):
-        args = [a for a in argv[1:]]
-        if base == "git":  # skip git's global options (-C dir, --git-dir=...)
-            while args and args[0].startswith("-") and args[0] != "-c":
-                flag = args.pop(0)
-                if flag in ("-C",) and args:
-                    args.pop(0)
-        if tuple(args[: len(sub)]) == sub or (sub[0].startswith("-") and sub[0] in args):
-            return f"{base} {' '.join(sub)} is a risky command"
+    by_name = programs.risky(base, argv[1:])
+    if by_name is not None:
+        return by_name
     why = _runs_code_elsewhere(part)
     if why is not None:
         return why
-    if part.extra_args and base in ("rm", "sh", "bash"):
+    if part.extra_args and programs.lookup(base).input_args_risky:
         return f"{base} with arguments from its input"
     if policy is not None:
         return _touches(part, policy, where or Where(policy.workspace))
@@ -560,12 +454,11 @@ def _runs_code_elsewhere(part: Part) -> str | None:
         return "git with options that load configuration or programs from elsewhere (-c, --git-dir, ...)"
     if runs_oh(part):
         return "runs oh's own deciding commands (only you decide with those)"
-    if base == "find" and "-delete" in part.argv:
-        return "find -delete removes files (like rm)"
-    inline = progargs.inline_runs(base, list(part.argv[1:]))
+    rec = programs.lookup(base)
+    inline = rec.inline(base, list(part.argv[1:])) if rec.inline else None
     if inline is not None:
         return inline
-    code = progargs.inline_code(base, list(part.argv[1:]))
+    code = rec.code(base, list(part.argv[1:])) if rec.code else []
     if any(w.dynamic and w.text in code for w in part.words[1:]):
         return f"{base}'s inline code is only known at run time"
     return _program_runs(part)
@@ -688,9 +581,6 @@ def _places(typed: str, policy: Policy, where: "Where") -> tuple[str, ...]:
     return tuple(got) if got else (normalize(typed, where.base, policy),)
 
 
-_CP_LINKS = re.compile(r"--link|--symbolic-link|-[a-zA-Z]*[ls][a-zA-Z]*")  # cp -l / -s: links, not copies
-
-
 def _implied_writes(part: Part) -> tuple[str, ...]:
     """Files a program writes through its arguments (an allow rule names the program, not these); a ``~``
     or ``~/`` word is placed like a redirection's (it is the home the policy knows)."""
@@ -714,31 +604,7 @@ def _tilde_only(word: str) -> bool:
 
 
 def _implied_targets(part: Part) -> tuple[str, ...]:
-    base = part.name.rsplit("/", 1)[-1]
-    args = [w.text for w in part.words[1:]]
-    files = [a for a in args if not a.startswith("-")]
-    if base in ("tee", "touch", "truncate") or (
-        base == "sed" and any(a.startswith(("-i", "--in-place")) for a in args)
-    ):
-        return tuple(files)
-    if (base == "ln" or (base == "cp" and any(_CP_LINKS.fullmatch(a) for a in args))) and files:
-        return tuple(files)  # a link is a second name to write the source through: it counts as written
-    if base == "mv" and files:
-        return tuple(files)  # mv .git g: the sources change too (they go away)
-    into = progargs.target_directory(args) if base in ("cp", "mv", "ln", "install") else None
-    if into is not None:  # cp -t DIR a b: DIR/a, DIR/b (the sources keep their names)
-        return (into[0], *(into[0].rstrip("/") + "/" + f.rstrip("/").rsplit("/", 1)[-1] for f in into[1]))
-    if base in ("cp", "mv", "ln", "install", "rsync") and files:
-        return (files[-1],)
-    if base == "dd":
-        return tuple(a[3:] for a in args if a.startswith("of="))
-    if base in ("find", "sort", "tar") or (base == "git" and "config" not in args):
-        return progargs.writes(base, args)
-    if base == "git" and "config" in args:
-        rest = args[args.index("config") + 1 :]
-        if not any(r in ("--get", "--get-all", "--get-regexp", "--list", "-l", "get", "list") for r in rest):
-            return ("~/.gitconfig",) if "--global" in rest else (".git/config",)
-    return ()
+    return programs.effects([part.name] + [w.text for w in part.words[1:]]).writes
 
 
 def _touches(part: Part, policy: Policy, where: "Where") -> str | None:
@@ -753,7 +619,7 @@ def _touches(part: Part, policy: Policy, where: "Where") -> str | None:
             return "touches oh's own files (sessions, tokens, config): only you decide with those"
         if re.match(r"~[^/+]", w.text):  # ~user/..., ~-/... (OLDPWD): where it points is known at run time
             return f"`{w.text}` may name oh's own files (a ~name path is only known at run time)"
-        if base not in _LISTERS and any(_holds_protected(p, policy) for p in places):
+        if programs.lookup(base).role != "lister" and any(_holds_protected(p, policy) for p in places):
             return f"`{w.text}` is a directory that holds oh's own files: a program given it may read them all"
     git_why = _git_elsewhere(part, where)
     if git_why is not None:
@@ -764,7 +630,7 @@ def _touches(part: Part, policy: Policy, where: "Where") -> str | None:
     linked = _linked_write(part, policy, where)
     if linked is not None:
         return f"writes through a hard link: {linked}"
-    blind = progargs.blind(part.name.rsplit("/", 1)[-1], [w.text for w in part.words[1:]])
+    blind = _program_blind(part)
     if blind is not None:
         return blind
     if where.base_unknown:
@@ -793,33 +659,6 @@ def _protected(path: str, policy: Policy) -> bool:
     return any(x and (path == x or path.startswith(x.rstrip("/") + "/")) for x in policy.protected)
 
 
-# Programs that only list or name a directory (never read the files in it): given an ancestor of oh's
-# state they show nothing secret. Any other program given such a directory may read all of it (grep -r, tar).
-_LISTERS = frozenset(
-    {
-        "ls",
-        "cd",
-        "pushd",
-        "pwd",
-        "stat",
-        "du",
-        "df",
-        "test",
-        "[",
-        "echo",
-        "printf",
-        "realpath",
-        "readlink",
-        "dirname",
-        "basename",
-        "file",
-        "mkdir",
-        "true",
-        ":",
-        "git",
-        "tree",
-    }
-)
 # What a process's /proc entry gives (environment, command line, open files, memory, its root and cwd),
 # and the file descriptors of the program reading it (/dev/fd/3...): never resolved here, always asked.
 _PROC = re.compile(r"/proc/+(?:self|thread-self|[0-9]+|[^/]*[*?\[][^/]*)(?:/|\Z)|/dev/+fd/+(?:[3-9]|[0-9]{2,})")
@@ -861,56 +700,11 @@ def _sensitive_path(path: str, policy: Policy) -> str | None:
     return None
 
 
-# Programs whose first argument is a subcommand: "always allow" suggests `git status *`, not `git *`.
-SUBCOMMAND_PROGRAMS = frozenset(
-    {
-        "git",
-        "npm",
-        "pnpm",
-        "yarn",
-        "npx",
-        "cargo",
-        "go",
-        "docker",
-        "podman",
-        "kubectl",
-        "pip",
-        "pip3",
-        "uv",
-        "poetry",
-        "pipenv",
-        "conda",
-        "gh",
-        "oh",
-        "make",
-        "just",
-        "dotnet",
-        "mvn",
-        "gradle",
-        "bundle",
-        "rake",
-        "composer",
-        "apt",
-        "apt-get",
-        "brew",
-        "systemctl",
-        "deno",
-        "bun",
-        "rustup",
-        "hatch",
-        "tox",
-        "nox",
-        "terraform",
-        "helm",
-    }
-)
-
-
 def _suggest_run(part: Part) -> str:
     words = list(part.argv)
     out = [words[0]]
     if (
-        words[0] in SUBCOMMAND_PROGRAMS
+        programs.lookup(words[0]).subcommands
         and len(words) > 1
         and re.fullmatch(r"[A-Za-z][A-Za-z0-9_.:-]*", words[1])
         and not part.words[1].dynamic
@@ -1102,7 +896,7 @@ def _write_rules(policy: Policy, part: Part, where: Where) -> tuple[str, str, st
             True,
             False,
         )
-    hidden = _program_runs(part) or progargs.blind(part.name.rsplit("/", 1)[-1], [w.text for w in part.words[1:]])
+    hidden = _program_runs(part) or _program_blind(part)
     if hidden is None:
         hidden = _linked_write(part, policy, where)
     if hidden is not None:
@@ -1201,40 +995,12 @@ def _part_verdict(
     return "allow", "", None, risky is not None, False
 
 
-# Programs that never open the words they are given as files: a word known only at run time is only data.
-_NON_OPENERS = frozenset(
-    {
-        "echo",
-        "printf",
-        "test",
-        "[",
-        "true",
-        "false",
-        ":",
-        "expr",
-        "seq",
-        "sleep",
-        "basename",
-        "dirname",
-        "cd",
-        "pushd",
-        "export",
-        "unset",
-        "shift",
-        "return",
-        "exit",
-        "wait",
-        "kill",
-    }
-)
-
-
 def _late_path(part: Part, policy: Policy) -> str | None:
     """Under the levels that ask every command, an allow rule covers a program given a word that is known
     only at run time ($X, $(...)) only if the program never opens it: `cat $a$b` may read oh's session file
     (or a path a read/write rule guards) whatever the pieces look like, `echo $a$b` only prints it."""
     guarded = policy.protected or any(r.kind in ("read", "write") and r.verdict != "allow" for r in policy.rules)
-    if not guarded or part.name.rsplit("/", 1)[-1] in _NON_OPENERS:
+    if not guarded or not programs.lookup(part.name.rsplit("/", 1)[-1]).opens_args:
         return None
     return next((w.text for w in part.words[1:] if w.dynamic and re.search(r"[$`]", w.text)), None)
 
@@ -1253,9 +1019,18 @@ def _hard_risk(part: Part) -> str | None:
 def _program_runs(part: Part) -> str | None:
     """A program that runs commands or writes files through its script or options (sed e/w, tar
     --to-command): no allow rule for the program covers that."""
-    if any(w.dynamic for w in part.words[1:]) and part.name.rsplit("/", 1)[-1] in ("sed", "tar"):
+    base = part.name.rsplit("/", 1)[-1]
+    rec = programs.lookup(base)
+    if any(w.dynamic for w in part.words[1:]) and rec.dynamic_runs:
         return f"{part.name} with arguments known only at run time (they may run or write something)"
-    return progargs.runs(part.name.rsplit("/", 1)[-1], [w.text for w in part.words[1:]])
+    return rec.runs(base, [w.text for w in part.words[1:]]) if rec.runs else None
+
+
+def _program_blind(part: Part) -> str | None:
+    """Why the files a program writes are only known at run time (tar -x, unzip), or None."""
+    base = part.name.rsplit("/", 1)[-1]
+    rec = programs.lookup(base)
+    return rec.blind(base, [w.text for w in part.words[1:]]) if rec.blind else None
 
 
 # ----------------------------------------------------------------------------- leaving the sandbox
