@@ -14,11 +14,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from oh.protocol.programs.files import FILES
-from oh.protocol.programs.record import Program, TableError
+from oh.protocol.programs.record import Launcher, Options, Program, TableError, Wrapper
+from oh.protocol.programs.runners import LAUNCHERS, RUNNERS, SHELLS, WRAPPERS
 from oh.protocol.programs.system import SYSTEM
 from oh.protocol.programs.tools import TOOLS
 
-RECORDS: tuple[Program, ...] = FILES + SYSTEM + TOOLS
+RECORDS: tuple[Program, ...] = FILES + SYSTEM + TOOLS + WRAPPERS + RUNNERS + SHELLS + LAUNCHERS
 UNKNOWN = Program(("",))  # the record of a program the table does not know
 
 
@@ -90,13 +91,27 @@ def effects(argv: Sequence[str]) -> Effects:
     base = argv[0].rsplit("/", 1)[-1] if argv else ""
     rec = lookup(base)
     args = list(argv[1:])
+    runner = f"{base} runs a command given in its arguments" if rec.role == "runner" else None
     return Effects(
         rec,
         risky(base, args),
         rec.writes(base, args) if rec.writes else (),
         rec.blind(base, args) if rec.blind else None,
-        (rec.runs(base, args) if rec.runs else None) or (rec.inline(base, args) if rec.inline else None),
+        runner or (rec.runs(base, args) if rec.runs else None) or (rec.inline(base, args) if rec.inline else None),
     )
 
 
-__all__ = ["RECORDS", "UNKNOWN", "Effects", "Program", "TableError", "effects", "lookup", "risky", "risky_subcommand"]
+__all__ = [
+    "RECORDS",
+    "UNKNOWN",
+    "Effects",
+    "Launcher",
+    "Options",
+    "Program",
+    "TableError",
+    "Wrapper",
+    "effects",
+    "lookup",
+    "risky",
+    "risky_subcommand",
+]

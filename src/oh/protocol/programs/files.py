@@ -104,6 +104,7 @@ FILES = (
         ("find",),
         writes=progargs.find_writes,
         risky_subcommands=(("-delete",),),  # removes files, like rm
+        exec_options=("-exec", "-execdir", "-ok", "-okdir"),  # their words up to ; or + run as a command
         match=("find . -delete", "find . -fprint out"),
         not_match=("find . -name '*.py'",),
     ),

@@ -6,7 +6,7 @@ from oh.protocol.programs.record import Program
 
 _PROCESSES = "stops processes"
 _SYSTEM = "changes the system (services, mounts, firewall, schedules)"
-_PRIVILEGES = "changes users or runs as another"
+_PRIVILEGES = "changes users or their rights"
 _NETWORK = "talks to the network"
 _SECRETS = "reads or changes secrets"
 
@@ -21,7 +21,7 @@ SYSTEM = (
     Program(("systemctl",), risky=_SYSTEM, subcommands=True, match=("systemctl stop sshd",)),
     Program(("mount", "umount", "iptables", "nft", "ufw"), risky=_SYSTEM, match=("mount /dev/sdb /mnt",)),
     Program(
-        ("su", "sudo", "doas", "passwd", "useradd", "userdel", "usermod", "visudo"),
+        ("passwd", "useradd", "userdel", "usermod", "visudo"),
         risky=_PRIVILEGES,
         match=("passwd", "useradd bob"),
     ),

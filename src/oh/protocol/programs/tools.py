@@ -1,11 +1,9 @@
-"""Developer tools: git, package managers, editors and pagers, awk, interpreters, shells, oh itself."""
+"""Developer tools: git, package managers, editors and pagers, awk, oh itself."""
 
 from __future__ import annotations
 
 from oh.protocol import progargs
 from oh.protocol.programs.record import Program
-
-_PUBLISH = (("publish",), ("unpublish",))
 
 TOOLS = (
     Program(
@@ -41,11 +39,6 @@ TOOLS = (
         ),
         not_match=("git status", "git -C sub log -5", "git diff", "git show HEAD"),
     ),
-    Program(("npm",), subcommands=True, risky_subcommands=_PUBLISH, match=("npm publish",), not_match=("npm test",)),
-    Program(("pnpm",), subcommands=True, risky_subcommands=(("publish",),), match=("pnpm publish",)),
-    Program(
-        ("yarn",), subcommands=True, risky_subcommands=(("publish",), ("npm", "publish")), match=("yarn npm publish",)
-    ),
     Program(("cargo",), subcommands=True, risky_subcommands=(("publish",),), not_match=("cargo build",)),
     Program(("twine",), risky_subcommands=(("upload",),), match=("twine upload dist/*",)),
     Program(
@@ -67,12 +60,12 @@ TOOLS = (
         not_match=("oh status",),
     ),
     Program(
-        ("npx", "go", "uv", "poetry", "pipenv", "conda", "make", "just", "dotnet", "mvn", "gradle", "bundle"),
+        ("go", "make", "just", "dotnet", "mvn", "gradle", "bundle"),
         subcommands=True,
         not_match=("make test", "go build ./..."),
     ),
     Program(
-        ("rake", "composer", "apt", "apt-get", "brew", "rustup", "hatch", "tox", "nox", "helm"),
+        ("rake", "composer", "apt", "apt-get", "brew", "rustup", "tox", "nox", "helm"),
         subcommands=True,
         not_match=("tox -e py",),
     ),
@@ -88,32 +81,5 @@ TOOLS = (
         runs=progargs.awk_runs,
         match=("awk 'BEGIN{system(\"id\")}'", "awk -f prog.awk f"),
         not_match=("awk '{print $1}' f",),
-    ),
-    Program(("sh", "bash"), role="shell", input_args_risky=True, not_match=("bash script.sh",)),
-    Program(
-        ("python", "pypy"),
-        role="interpreter",
-        pattern=r"python[0-9.]*|pypy[0-9.]*",
-        inline=progargs.inline_runs,
-        code=progargs.inline_code,
-        match=("python3 -c 'import os; os.system(\"id\")'",),
-        not_match=("python3 -c 'print(1+1)'", "python3 script.py"),
-    ),
-    Program(
-        ("node", "nodejs", "perl", "ruby", "irb", "php", "osascript"),
-        role="interpreter",
-        inline=progargs.inline_runs,
-        code=progargs.inline_code,
-        match=("node -e 'require(\"child_process\")'", "perl -e 'system q(id)'"),
-        not_match=("node app.js", "perl -ne 'print' f"),
-    ),
-    Program(
-        ("deno", "bun"),
-        role="interpreter",
-        subcommands=True,
-        inline=progargs.inline_runs,
-        code=progargs.inline_code,
-        match=("deno eval 'Deno.remove(\"x\")'",),
-        not_match=("deno run app.ts",),
     ),
 )
