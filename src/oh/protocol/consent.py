@@ -84,7 +84,6 @@ OH_DECIDING = frozenset({"approve", "reject", "approvals", "review", "token", "c
 _OH_PROGRAM = re.compile(r"\A(?:.*/)?oh(?:/__main__\.py|/cli\.py)?\Z|\Aoh\.(?:cli|__main__)\Z")
 _OH_IMPORT = re.compile(r"\b(?:import|from)\s+oh\b|__import__\s*\(|importlib|runpy|\boh\.(?:cli|commands|launcher)\b")
 # git options that run or load code from elsewhere (git -c core.fsmonitor=cmd status runs cmd)
-_GIT_DANGEROUS = ("-c", "--config-env", "--exec-path", "--git-dir", "--work-tree", "--namespace", "--super-prefix")
 MAX_SHOW = 64 * 1024  # a command longer than this cannot be shown whole: refused, not asked
 SENSITIVE_DIRS = (".git", ".vscode", ".oh", ".idea", ".devcontainer", ".github")  # changes here can run code
 NESTED_SENSITIVE = (".git", ".oh")  # also below the top (a nested repository's hooks and config)
@@ -299,9 +298,7 @@ def _match_part(rule: Rule, part: Part) -> str:
 
 def base_git_loads(part: Part) -> bool:
     """git -c core.fsmonitor=cmd status, git --git-dir=elsewhere ...: code from elsewhere."""
-    return part.name.rsplit("/", 1)[-1] == "git" and any(
-        a.split("=", 1)[0] in _GIT_DANGEROUS for a in _git_globals(part.argv)
-    )
+    return programs.loads_elsewhere(programs.lookup(part.name.rsplit("/", 1)[-1]), part.argv[1:])
 
 
 def _match_rule(rule: Rule, part: Part) -> str:
@@ -450,8 +447,8 @@ def _runs_code_elsewhere(part: Part) -> str | None:
         return "sets a variable that changes what runs (" + ", ".join(bad) + ")"
     if part.runs_args:
         return f"{base} runs a command given in its arguments"
-    if base == "git" and any(a.split("=", 1)[0] in _GIT_DANGEROUS for a in _git_globals(part.argv)):
-        return "git with options that load configuration or programs from elsewhere (-c, --git-dir, ...)"
+    if base_git_loads(part):
+        return f"{base} with options that load configuration or programs from elsewhere (-c, --git-dir, ...)"
     if runs_oh(part):
         return "runs oh's own deciding commands (only you decide with those)"
     rec = programs.lookup(base)
@@ -466,24 +463,16 @@ def _runs_code_elsewhere(part: Part) -> str | None:
 
 def _git_dash_c(argv: tuple[str, ...]) -> list[str]:
     """The values of git's global ``-C DIR`` options (in front of the subcommand)."""
+    rec = programs.lookup(argv[0].rsplit("/", 1)[-1])
     out: list[str] = []
     i = 1
     while i < len(argv) and argv[i].startswith("-"):
-        if argv[i] in ("-C", "-c") and i + 1 < len(argv):
-            if argv[i] == "-C":
+        if argv[i] in (rec.global_values or ()) and i + 1 < len(argv):
+            if argv[i] in rec.directory_options:
                 out.append(argv[i + 1])
             i += 2
             continue
         i += 1
-    return out
-
-
-def _git_globals(argv: tuple[str, ...]) -> list[str]:
-    out = []
-    for a in argv[1:]:
-        if not a.startswith("-"):
-            break
-        out.append(a)
     return out
 
 
@@ -494,8 +483,7 @@ def runs_oh(part: Part) -> bool:
     for i, w in enumerate(argv):
         if _OH_PROGRAM.match(w) and any(x in OH_DECIDING for x in argv[i + 1 :]):
             return True
-    interp = re.fullmatch(r"python[0-9.]*|pypy[0-9]*|uv|uvx|pipx|poetry|pipenv|hatch|pdm|rye|conda", base)
-    return interp is not None and any(_OH_IMPORT.search(w) or w in ("-moh",) for w in argv[1:])
+    return programs.lookup(base).runs_python and any(_OH_IMPORT.search(w) or w in ("-moh",) for w in argv[1:])
 
 
 @dataclass(frozen=True)
@@ -520,12 +508,12 @@ def git_starts(kind: str, args: dict[str, Any]) -> tuple[str, ...]:
     """The directories git starts its repository discovery from, for each ``git`` part of a run: "" (where
     the command runs) and each ``git -C DIR``. The I/O layer fills ``Where.git_dirs`` for them."""
     command = str(args.get("command", ""))
-    if kind != "run" or args.get("is_input") or len(command) > MAX_SHOW or "git" not in command:
+    if kind != "run" or args.get("is_input") or len(command) > MAX_SHOW:
         return ()
-    out = [""]
+    out = []
     for part in shellparse.parse(command).parts:
-        if part.name.rsplit("/", 1)[-1] == "git":
-            out += _git_dash_c(part.argv)
+        if programs.lookup(part.name.rsplit("/", 1)[-1]).directory_options:
+            out += ["", *_git_dash_c(part.argv)]
     return tuple(dict.fromkeys(out))[:16]
 
 
@@ -533,7 +521,7 @@ def _git_elsewhere(part: Part, where: "Where") -> str | None:
     """Why the repository a git part would use is not one the gate guards: git's discovery accepts any
     directory holding HEAD, objects/ and refs/ as a repository, so files written under an allowed path
     (``docs/HEAD``, ``docs/config`` with core.fsmonitor) make ``git status`` there run a program."""
-    if part.name.rsplit("/", 1)[-1] != "git" or not where.git_dirs:
+    if not programs.lookup(part.name.rsplit("/", 1)[-1]).directory_options or not where.git_dirs:
         return None
     starts = _git_dash_c(part.argv)
     if part.after_cd or where.base_unknown:

@@ -77,6 +77,18 @@ def risky_subcommand(rec: Program, args: Sequence[str]) -> tuple[str, ...] | Non
     return None
 
 
+def loads_elsewhere(rec: Program, args: Sequence[str]) -> bool:
+    """Whether the options before the subcommand load configuration or code from elsewhere (git -c, --git-dir)."""
+    if not rec.loading_globals:
+        return False
+    lead = []
+    for a in args:
+        if not a.startswith("-"):
+            break
+        lead.append(a)
+    return any(a.split("=", 1)[0] in rec.loading_globals for a in lead)
+
+
 def risky(base: str, args: Sequence[str]) -> str | None:
     """Why running ``base args`` is risky by the program's name or subcommand, or None."""
     rec = lookup(base)
@@ -92,6 +104,8 @@ def effects(argv: Sequence[str]) -> Effects:
     rec = lookup(base)
     args = list(argv[1:])
     runner = f"{base} runs a command given in its arguments" if rec.role == "runner" else None
+    if loads_elsewhere(rec, args):
+        runner = f"{base} with options that load configuration or programs from elsewhere (-c, --git-dir, ...)"
     return Effects(
         rec,
         risky(base, args),
@@ -111,6 +125,7 @@ __all__ = [
     "TableError",
     "Wrapper",
     "effects",
+    "loads_elsewhere",
     "lookup",
     "risky",
     "risky_subcommand",

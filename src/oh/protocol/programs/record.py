@@ -82,6 +82,9 @@ class Program:
     risky: str = ""  # why running it at all is risky ("deletes files", "talks to the network"), "" if not
     risky_subcommands: tuple[tuple[str, ...], ...] = ()  # words after the name (an option: anywhere)
     global_values: tuple[str, ...] | None = None  # options before the subcommand are skipped; these take a value
+    loading_globals: tuple[str, ...] = ()  # options before the subcommand that load config or code from elsewhere
+    directory_options: tuple[str, ...] = ()  # git -C DIR: it finds its repository from there (or from the cwd)
+    runs_python: bool = False  # may import any Python module (`python -m oh approve`, `uv run -m oh`)
     subcommands: bool = False  # its first argument is a subcommand ("always allow" suggests `git status *`)
     opens_args: bool = True  # False: never opens the words it is given (a word known at run time is data)
     writes: Writes | None = None  # files its arguments name that it writes

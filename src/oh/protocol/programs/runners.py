@@ -332,6 +332,7 @@ SHELLS = (
         ("python", "pypy"),
         role="interpreter",
         pattern=r"python[0-9.]*|pypy[0-9.]*",
+        runs_python=True,
         inline=progargs.inline_runs,
         code=progargs.inline_code,
         match=("python3 -c 'import os; os.system(\"id\")'",),
@@ -410,9 +411,10 @@ LAUNCHERS = (
         match=("bun -e 'require(\"child_process\")'",),
         not_match=("bun test",),
     ),
-    Program(("uvx",), launcher=Launcher(direct=_UV_TOOL_RUN), not_match=("uvx ruff check",)),
+    Program(("uvx",), runs_python=True, launcher=Launcher(direct=_UV_TOOL_RUN), not_match=("uvx ruff check",)),
     Program(
         ("uv",),
+        runs_python=True,
         subcommands=True,
         launcher=Launcher(
             _UV_GLOBAL,
@@ -424,29 +426,38 @@ LAUNCHERS = (
     ),
     Program(
         ("pipx",),
+        runs_python=True,
         launcher=Launcher(
             Options(flags="hvq", long_flags=("help", "verbose", "quiet")), (("run", _PIPX_RUN),), ("run",)
         ),
         not_match=("pipx list",),
     ),
-    Program(("poetry",), subcommands=True, launcher=Launcher(_POETRY, (("run", _POETRY),)), not_match=("poetry lock",)),
-    Program(("pdm",), launcher=Launcher(_PDM_RUN, (("run", _PDM_RUN),)), not_match=("pdm lock",)),
+    Program(
+        ("poetry",),
+        runs_python=True,
+        subcommands=True,
+        launcher=Launcher(_POETRY, (("run", _POETRY),)),
+        not_match=("poetry lock",),
+    ),
+    Program(("pdm",), runs_python=True, launcher=Launcher(_PDM_RUN, (("run", _PDM_RUN),)), not_match=("pdm lock",)),
     Program(
         ("hatch",),
+        runs_python=True,
         subcommands=True,
         launcher=Launcher(_HATCH, (("run", _HELP),), env_scripts=True),
         not_match=("hatch build",),
     ),
-    Program(("conda",), subcommands=True, launcher=_CONDA, not_match=("conda list",)),
+    Program(("conda",), runs_python=True, subcommands=True, launcher=_CONDA, not_match=("conda list",)),
     Program(("mamba", "micromamba"), launcher=_CONDA, not_match=("mamba list",)),
     Program(
         ("pixi",),
         launcher=Launcher(_PIXI_RUN, (("run", _PIXI_RUN), ("exec", _PIXI_EXEC)), ("exec",)),
         not_match=("pixi list",),
     ),
-    Program(("rye",), launcher=Launcher(_RYE_RUN, (("run", _RYE_RUN),)), not_match=("rye sync",)),
+    Program(("rye",), runs_python=True, launcher=Launcher(_RYE_RUN, (("run", _RYE_RUN),)), not_match=("rye sync",)),
     Program(
         ("pipenv",),
+        runs_python=True,
         subcommands=True,
         launcher=Launcher(_PIPENV_RUN, (("run", _PIPENV_RUN),)),
         not_match=("pipenv lock",),
