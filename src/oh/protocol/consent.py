@@ -80,7 +80,7 @@ DANGEROUS_ENV = re.compile(
 
 # oh's deciding commands, however oh is started (`oh`, `python -m oh`, `uv run oh`, the module path):
 # asked at every level but `never`, even when an allow rule matches (no self-approval).
-OH_DECIDING = frozenset({"approve", "reject", "approvals", "review", "token", "config", "stop"})
+OH_DECIDING = frozenset(sub[0] for sub in programs.lookup("oh").risky_subcommands)
 _OH_PROGRAM = re.compile(r"\A(?:.*/)?oh(?:/__main__\.py|/cli\.py)?\Z|\Aoh\.(?:cli|__main__)\Z")
 _OH_IMPORT = re.compile(r"\b(?:import|from)\s+oh\b|__import__\s*\(|importlib|runpy|\boh\.(?:cli|commands|launcher)\b")
 # git options that run or load code from elsewhere (git -c core.fsmonitor=cmd status runs cmd)
