@@ -592,7 +592,9 @@ def _tilde_only(word: str) -> bool:
 
 
 def _implied_targets(part: Part) -> tuple[str, ...]:
-    return programs.effects([part.name] + [w.text for w in part.words[1:]]).writes
+    base = part.name.rsplit("/", 1)[-1]
+    rec = programs.lookup(base)
+    return rec.writes(base, [w.text for w in part.words[1:]]) if rec.writes else ()
 
 
 def _touches(part: Part, policy: Policy, where: "Where") -> str | None:
