@@ -57,7 +57,9 @@ def test_every_record_has_examples_and_one_name_one_record() -> None:
 
 def test_unknown_program_has_no_effects() -> None:
     got = programs.effects(["frobnicate", "--all", "x"])
-    assert got.program is programs.UNKNOWN and not got.flagged
+    assert got.program is programs.UNKNOWN and got.unknown and not got.flagged
+    assert programs.effects(["curl", "-s", "https://example.com"]).network
+    assert not programs.effects(["ls"]).network and not programs.effects(["ls"]).unknown
     assert programs.lookup("python3.12").role == "interpreter" and programs.lookup("mkfs.ext4").risky
 
 

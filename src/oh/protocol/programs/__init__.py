@@ -59,6 +59,15 @@ class Effects:
     runs: str | None  # why it runs commands or code its name does not say
 
     @property
+    def network(self) -> bool:
+        return self.program.network
+
+    @property
+    def unknown(self) -> bool:
+        """No record: nothing is known of what it does by its name (the levels that ask every command ask it)."""
+        return self.program is UNKNOWN
+
+    @property
     def flagged(self) -> bool:
         return bool(self.risky or self.writes or self.blind or self.runs)
 

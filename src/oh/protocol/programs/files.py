@@ -123,6 +123,7 @@ FILES = (
     Program(
         ("rsync",),
         risky="talks to the network, deletes files",
+        network=True,
         writes=_last_file,
         match=("rsync -a src/ host:dst/", "rsync -a a b"),
     ),

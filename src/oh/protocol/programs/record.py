@@ -80,6 +80,7 @@ class Program:
     names: tuple[str, ...]
     role: str = "plain"  # lister: only lists or names a directory it is given (never reads the files in it)
     risky: str = ""  # why running it at all is risky ("deletes files", "talks to the network"), "" if not
+    network: bool = False  # talks to the network (asked at `risky`; in the sandbox it needs the network on)
     risky_subcommands: tuple[tuple[str, ...], ...] = ()  # words after the name (an option: anywhere)
     global_values: tuple[str, ...] | None = None  # options before the subcommand are skipped; these take a value
     loading_globals: tuple[str, ...] = ()  # options before the subcommand that load config or code from elsewhere

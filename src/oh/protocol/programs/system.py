@@ -28,6 +28,7 @@ SYSTEM = (
     Program(
         ("curl", "wget", "scp", "sftp", "ssh", "nc", "ncat", "netcat", "socat", "telnet", "ftp"),
         risky=_NETWORK,
+        network=True,
         match=("curl https://example.com", "ssh host ls"),
     ),
     Program(("docker", "podman", "kubectl"), risky=_SYSTEM, subcommands=True, match=("docker ps",)),
