@@ -43,7 +43,7 @@ def lookup(name: str) -> Program:
     if rec is not None:
         return rec
     for rec, pattern in _BY_SHAPE:
-        if name.startswith(rec.prefixes or ("\0",)) or (rec.pattern and pattern.fullmatch(name)):
+        if (rec.prefixes and name.startswith(rec.prefixes)) or (rec.pattern and pattern.fullmatch(name)):
             return rec
     return UNKNOWN
 

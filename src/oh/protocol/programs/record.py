@@ -77,6 +77,8 @@ class Launcher:
 
 @dataclass(frozen=True)
 class Program:
+    """One program family: its names, role, what it does through its arguments, and its examples."""
+
     names: tuple[str, ...]
     role: str = "plain"  # lister: only lists or names a directory it is given (never reads the files in it)
     risky: str = ""  # why running it at all is risky ("deletes files", "talks to the network"), "" if not
