@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from oh.protocol import progargs, shellparse
+from oh.protocol import programs, progargs, shellparse
 from oh.protocol.consent import Policy, decide, parse_rules
 
 WS = "/home/u/proj"
@@ -298,8 +298,15 @@ def test_uv_run_follows_what_uv_really_runs(tmp_path):
 
 def test_runner_option_tables_are_consistent():
     """An option both a flag and a value-taker would be read as a flag: its value would become the program."""
-    specs = [v for v in vars(shellparse).values() if isinstance(v, shellparse._Spec)]
-    assert len(specs) > 20
+    specs = [shellparse._SHELL]
+    for rec in programs.RECORDS:
+        specs += [rec.wrapper.options] if rec.wrapper else []
+        if rec.launcher is not None:
+            ln = rec.launcher
+            specs += [x for x in (ln.globals, ln.direct) if x is not None] + [o for _, o in ln.subcommands]
+    assert len(set(specs)) > 20
+    with pytest.raises(programs.TableError):
+        programs.Options(flags="ab", req="b")
     for spec in specs:
         assert not set(spec.flags) & set(spec.req + spec.opt), spec
         assert not set(spec.long_flags) & set(spec.long_req + spec.long_opt), spec

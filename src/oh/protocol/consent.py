@@ -37,7 +37,7 @@ import unicodedata
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping
 
-from . import kinds, progargs, shellparse
+from . import kinds, programs, shellparse
 from .shellparse import Part
 
 LEVELS = ("never", "risky", "commands", "changes", "all")
@@ -78,109 +78,12 @@ DANGEROUS_ENV = re.compile(
     r"UNZIPOPT|GZIP|BZIP2?|XZ_OPT|XZ_DEFAULTS|ZSTD_[A-Z_]+|PARALLEL[A-Z_]*|SUDO_[A-Z_]+|DOCKER_[A-Z_]+)\Z"
 )
 
-# Built-in risky commands (level ``risky``): deleting, overwriting devices, privileges, processes,
-# the network, publishing, history rewriting, and oh's own decisions (no self-approval).
-RISKY_NAMES = frozenset(
-    {
-        "rm",
-        "rmdir",
-        "shred",
-        "unlink",
-        "dd",
-        "mkfs",
-        "fdisk",
-        "sfdisk",
-        "parted",
-        "wipefs",
-        "mkswap",
-        "truncate",
-        "chmod",
-        "chown",
-        "chgrp",
-        "chattr",
-        "setfacl",
-        "kill",
-        "killall",
-        "pkill",
-        "reboot",
-        "shutdown",
-        "halt",
-        "poweroff",
-        "systemctl",
-        "service",
-        "launchctl",
-        "crontab",
-        "at",
-        "mount",
-        "umount",
-        "iptables",
-        "nft",
-        "ufw",
-        "su",
-        "sudo",
-        "doas",
-        "passwd",
-        "useradd",
-        "userdel",
-        "usermod",
-        "visudo",
-        "curl",
-        "wget",
-        "scp",
-        "sftp",
-        "rsync",
-        "ssh",
-        "nc",
-        "ncat",
-        "netcat",
-        "socat",
-        "telnet",
-        "ftp",
-        "docker",
-        "podman",
-        "kubectl",
-        "terraform",
-        "security",
-        "keyctl",
-        "secret-tool",
-        "gpg",
-    }
-)
-RISKY_SUBCOMMANDS = {
-    "git": (
-        ("push",),
-        ("reset", "--hard"),
-        ("clean",),
-        ("branch", "-D"),
-        ("checkout", "--"),
-        ("restore",),
-        ("filter-branch",),
-        ("update-ref",),
-        ("reflog", "expire"),
-        ("gc", "--prune"),
-        ("stash", "drop"),
-        ("stash", "clear"),
-        ("config",),
-        ("-c",),
-    ),
-    "npm": (("publish",), ("unpublish",)),
-    "pnpm": (("publish",),),
-    "yarn": (("publish",), ("npm", "publish")),
-    "cargo": (("publish",),),
-    "twine": (("upload",),),
-    "gh": (("release",), ("repo", "delete"), ("secret",), ("auth",)),
-    "pip": (("uninstall",),),
-    "pip3": (("uninstall",),),
-    # oh's own decisions and secrets: an agent answering for itself (issue 19 §3)
-    "oh": (("approve",), ("reject",), ("approvals",), ("review",), ("token",), ("config",), ("stop",)),
-}
 # oh's deciding commands, however oh is started (`oh`, `python -m oh`, `uv run oh`, the module path):
 # asked at every level but `never`, even when an allow rule matches (no self-approval).
-OH_DECIDING = frozenset({"approve", "reject", "approvals", "review", "token", "config", "stop"})
+OH_DECIDING = frozenset(sub[0] for sub in programs.lookup("oh").risky_subcommands)
 _OH_PROGRAM = re.compile(r"\A(?:.*/)?oh(?:/__main__\.py|/cli\.py)?\Z|\Aoh\.(?:cli|__main__)\Z")
 _OH_IMPORT = re.compile(r"\b(?:import|from)\s+oh\b|__import__\s*\(|importlib|runpy|\boh\.(?:cli|commands|launcher)\b")
 # git options that run or load code from elsewhere (git -c core.fsmonitor=cmd status runs cmd)
-_GIT_DANGEROUS = ("-c", "--config-env", "--exec-path", "--git-dir", "--work-tree", "--namespace", "--super-prefix")
 MAX_SHOW = 64 * 1024  # a command longer than this cannot be shown whole: refused, not asked
 SENSITIVE_DIRS = (".git", ".vscode", ".oh", ".idea", ".devcontainer", ".github")  # changes here can run code
 NESTED_SENSITIVE = (".git", ".oh")  # also below the top (a nested repository's hooks and config)
@@ -395,9 +298,7 @@ def _match_part(rule: Rule, part: Part) -> str:
 
 def base_git_loads(part: Part) -> bool:
     """git -c core.fsmonitor=cmd status, git --git-dir=elsewhere ...: code from elsewhere."""
-    return part.name.rsplit("/", 1)[-1] == "git" and any(
-        a.split("=", 1)[0] in _GIT_DANGEROUS for a in _git_globals(part.argv)
-    )
+    return programs.loads_elsewhere(programs.lookup(part.name.rsplit("/", 1)[-1]), part.argv[1:])
 
 
 def _match_rule(rule: Rule, part: Part) -> str:
@@ -522,23 +423,13 @@ def is_risky(part: Part, policy: Policy | None = None, where: "Where | None" = N
     if part.assign_only:
         bad = [n for n in part.assigns if DANGEROUS_ENV.match(n)]
         return f"sets {', '.join(bad)} in the shell (bash evaluates it or it changes what runs)" if bad else None
-    if base in RISKY_NAMES or base.startswith("mkfs."):
-        return (
-            f"{base} is a risky command (deletes, changes permissions, processes, privileges or talks to the network)"
-        )
-    for sub in RISKY_SUBCOMMANDS.get(base, ()):
-        args = [a for a in argv[1:]]
-        if base == "git":  # skip git's global options (-C dir, --git-dir=...)
-            while args and args[0].startswith("-") and args[0] != "-c":
-                flag = args.pop(0)
-                if flag in ("-C",) and args:
-                    args.pop(0)
-        if tuple(args[: len(sub)]) == sub or (sub[0].startswith("-") and sub[0] in args):
-            return f"{base} {' '.join(sub)} is a risky command"
+    by_name = programs.risky(base, argv[1:])
+    if by_name is not None:
+        return by_name
     why = _runs_code_elsewhere(part)
     if why is not None:
         return why
-    if part.extra_args and base in ("rm", "sh", "bash"):
+    if part.extra_args and programs.lookup(base).input_args_risky:
         return f"{base} with arguments from its input"
     if policy is not None:
         return _touches(part, policy, where or Where(policy.workspace))
@@ -556,16 +447,15 @@ def _runs_code_elsewhere(part: Part) -> str | None:
         return "sets a variable that changes what runs (" + ", ".join(bad) + ")"
     if part.runs_args:
         return f"{base} runs a command given in its arguments"
-    if base == "git" and any(a.split("=", 1)[0] in _GIT_DANGEROUS for a in _git_globals(part.argv)):
-        return "git with options that load configuration or programs from elsewhere (-c, --git-dir, ...)"
+    if base_git_loads(part):
+        return f"{base} with options that load configuration or programs from elsewhere (-c, --git-dir, ...)"
     if runs_oh(part):
         return "runs oh's own deciding commands (only you decide with those)"
-    if base == "find" and "-delete" in part.argv:
-        return "find -delete removes files (like rm)"
-    inline = progargs.inline_runs(base, list(part.argv[1:]))
+    rec = programs.lookup(base)
+    inline = rec.inline(base, list(part.argv[1:])) if rec.inline else None
     if inline is not None:
         return inline
-    code = progargs.inline_code(base, list(part.argv[1:]))
+    code = rec.code(base, list(part.argv[1:])) if rec.code else []
     if any(w.dynamic and w.text in code for w in part.words[1:]):
         return f"{base}'s inline code is only known at run time"
     return _program_runs(part)
@@ -573,24 +463,16 @@ def _runs_code_elsewhere(part: Part) -> str | None:
 
 def _git_dash_c(argv: tuple[str, ...]) -> list[str]:
     """The values of git's global ``-C DIR`` options (in front of the subcommand)."""
+    rec = programs.lookup(argv[0].rsplit("/", 1)[-1])
     out: list[str] = []
     i = 1
     while i < len(argv) and argv[i].startswith("-"):
-        if argv[i] in ("-C", "-c") and i + 1 < len(argv):
-            if argv[i] == "-C":
+        if argv[i] in (rec.global_values or ()) and i + 1 < len(argv):
+            if argv[i] in rec.directory_options:
                 out.append(argv[i + 1])
             i += 2
             continue
         i += 1
-    return out
-
-
-def _git_globals(argv: tuple[str, ...]) -> list[str]:
-    out = []
-    for a in argv[1:]:
-        if not a.startswith("-"):
-            break
-        out.append(a)
     return out
 
 
@@ -601,8 +483,7 @@ def runs_oh(part: Part) -> bool:
     for i, w in enumerate(argv):
         if _OH_PROGRAM.match(w) and any(x in OH_DECIDING for x in argv[i + 1 :]):
             return True
-    interp = re.fullmatch(r"python[0-9.]*|pypy[0-9]*|uv|uvx|pipx|poetry|pipenv|hatch|pdm|rye|conda", base)
-    return interp is not None and any(_OH_IMPORT.search(w) or w in ("-moh",) for w in argv[1:])
+    return programs.lookup(base).runs_python and any(_OH_IMPORT.search(w) or w in ("-moh",) for w in argv[1:])
 
 
 @dataclass(frozen=True)
@@ -627,12 +508,12 @@ def git_starts(kind: str, args: dict[str, Any]) -> tuple[str, ...]:
     """The directories git starts its repository discovery from, for each ``git`` part of a run: "" (where
     the command runs) and each ``git -C DIR``. The I/O layer fills ``Where.git_dirs`` for them."""
     command = str(args.get("command", ""))
-    if kind != "run" or args.get("is_input") or len(command) > MAX_SHOW or "git" not in command:
+    if kind != "run" or args.get("is_input") or len(command) > MAX_SHOW:
         return ()
-    out = [""]
+    out = []
     for part in shellparse.parse(command).parts:
-        if part.name.rsplit("/", 1)[-1] == "git":
-            out += _git_dash_c(part.argv)
+        if programs.lookup(part.name.rsplit("/", 1)[-1]).directory_options:
+            out += ["", *_git_dash_c(part.argv)]
     return tuple(dict.fromkeys(out))[:16]
 
 
@@ -640,7 +521,7 @@ def _git_elsewhere(part: Part, where: "Where") -> str | None:
     """Why the repository a git part would use is not one the gate guards: git's discovery accepts any
     directory holding HEAD, objects/ and refs/ as a repository, so files written under an allowed path
     (``docs/HEAD``, ``docs/config`` with core.fsmonitor) make ``git status`` there run a program."""
-    if part.name.rsplit("/", 1)[-1] != "git" or not where.git_dirs:
+    if not programs.lookup(part.name.rsplit("/", 1)[-1]).directory_options or not where.git_dirs:
         return None
     starts = _git_dash_c(part.argv)
     if part.after_cd or where.base_unknown:
@@ -688,9 +569,6 @@ def _places(typed: str, policy: Policy, where: "Where") -> tuple[str, ...]:
     return tuple(got) if got else (normalize(typed, where.base, policy),)
 
 
-_CP_LINKS = re.compile(r"--link|--symbolic-link|-[a-zA-Z]*[ls][a-zA-Z]*")  # cp -l / -s: links, not copies
-
-
 def _implied_writes(part: Part) -> tuple[str, ...]:
     """Files a program writes through its arguments (an allow rule names the program, not these); a ``~``
     or ``~/`` word is placed like a redirection's (it is the home the policy knows)."""
@@ -715,30 +593,8 @@ def _tilde_only(word: str) -> bool:
 
 def _implied_targets(part: Part) -> tuple[str, ...]:
     base = part.name.rsplit("/", 1)[-1]
-    args = [w.text for w in part.words[1:]]
-    files = [a for a in args if not a.startswith("-")]
-    if base in ("tee", "touch", "truncate") or (
-        base == "sed" and any(a.startswith(("-i", "--in-place")) for a in args)
-    ):
-        return tuple(files)
-    if (base == "ln" or (base == "cp" and any(_CP_LINKS.fullmatch(a) for a in args))) and files:
-        return tuple(files)  # a link is a second name to write the source through: it counts as written
-    if base == "mv" and files:
-        return tuple(files)  # mv .git g: the sources change too (they go away)
-    into = progargs.target_directory(args) if base in ("cp", "mv", "ln", "install") else None
-    if into is not None:  # cp -t DIR a b: DIR/a, DIR/b (the sources keep their names)
-        return (into[0], *(into[0].rstrip("/") + "/" + f.rstrip("/").rsplit("/", 1)[-1] for f in into[1]))
-    if base in ("cp", "mv", "ln", "install", "rsync") and files:
-        return (files[-1],)
-    if base == "dd":
-        return tuple(a[3:] for a in args if a.startswith("of="))
-    if base in ("find", "sort", "tar") or (base == "git" and "config" not in args):
-        return progargs.writes(base, args)
-    if base == "git" and "config" in args:
-        rest = args[args.index("config") + 1 :]
-        if not any(r in ("--get", "--get-all", "--get-regexp", "--list", "-l", "get", "list") for r in rest):
-            return ("~/.gitconfig",) if "--global" in rest else (".git/config",)
-    return ()
+    rec = programs.lookup(base)
+    return rec.writes(base, [w.text for w in part.words[1:]]) if rec.writes else ()
 
 
 def _touches(part: Part, policy: Policy, where: "Where") -> str | None:
@@ -753,7 +609,7 @@ def _touches(part: Part, policy: Policy, where: "Where") -> str | None:
             return "touches oh's own files (sessions, tokens, config): only you decide with those"
         if re.match(r"~[^/+]", w.text):  # ~user/..., ~-/... (OLDPWD): where it points is known at run time
             return f"`{w.text}` may name oh's own files (a ~name path is only known at run time)"
-        if base not in _LISTERS and any(_holds_protected(p, policy) for p in places):
+        if programs.lookup(base).role != "lister" and any(_holds_protected(p, policy) for p in places):
             return f"`{w.text}` is a directory that holds oh's own files: a program given it may read them all"
     git_why = _git_elsewhere(part, where)
     if git_why is not None:
@@ -764,7 +620,7 @@ def _touches(part: Part, policy: Policy, where: "Where") -> str | None:
     linked = _linked_write(part, policy, where)
     if linked is not None:
         return f"writes through a hard link: {linked}"
-    blind = progargs.blind(part.name.rsplit("/", 1)[-1], [w.text for w in part.words[1:]])
+    blind = _program_blind(part)
     if blind is not None:
         return blind
     if where.base_unknown:
@@ -793,33 +649,6 @@ def _protected(path: str, policy: Policy) -> bool:
     return any(x and (path == x or path.startswith(x.rstrip("/") + "/")) for x in policy.protected)
 
 
-# Programs that only list or name a directory (never read the files in it): given an ancestor of oh's
-# state they show nothing secret. Any other program given such a directory may read all of it (grep -r, tar).
-_LISTERS = frozenset(
-    {
-        "ls",
-        "cd",
-        "pushd",
-        "pwd",
-        "stat",
-        "du",
-        "df",
-        "test",
-        "[",
-        "echo",
-        "printf",
-        "realpath",
-        "readlink",
-        "dirname",
-        "basename",
-        "file",
-        "mkdir",
-        "true",
-        ":",
-        "git",
-        "tree",
-    }
-)
 # What a process's /proc entry gives (environment, command line, open files, memory, its root and cwd),
 # and the file descriptors of the program reading it (/dev/fd/3...): never resolved here, always asked.
 _PROC = re.compile(r"/proc/+(?:self|thread-self|[0-9]+|[^/]*[*?\[][^/]*)(?:/|\Z)|/dev/+fd/+(?:[3-9]|[0-9]{2,})")
@@ -861,56 +690,11 @@ def _sensitive_path(path: str, policy: Policy) -> str | None:
     return None
 
 
-# Programs whose first argument is a subcommand: "always allow" suggests `git status *`, not `git *`.
-SUBCOMMAND_PROGRAMS = frozenset(
-    {
-        "git",
-        "npm",
-        "pnpm",
-        "yarn",
-        "npx",
-        "cargo",
-        "go",
-        "docker",
-        "podman",
-        "kubectl",
-        "pip",
-        "pip3",
-        "uv",
-        "poetry",
-        "pipenv",
-        "conda",
-        "gh",
-        "oh",
-        "make",
-        "just",
-        "dotnet",
-        "mvn",
-        "gradle",
-        "bundle",
-        "rake",
-        "composer",
-        "apt",
-        "apt-get",
-        "brew",
-        "systemctl",
-        "deno",
-        "bun",
-        "rustup",
-        "hatch",
-        "tox",
-        "nox",
-        "terraform",
-        "helm",
-    }
-)
-
-
 def _suggest_run(part: Part) -> str:
     words = list(part.argv)
     out = [words[0]]
     if (
-        words[0] in SUBCOMMAND_PROGRAMS
+        programs.lookup(words[0]).subcommands
         and len(words) > 1
         and re.fullmatch(r"[A-Za-z][A-Za-z0-9_.:-]*", words[1])
         and not part.words[1].dynamic
@@ -1102,7 +886,7 @@ def _write_rules(policy: Policy, part: Part, where: Where) -> tuple[str, str, st
             True,
             False,
         )
-    hidden = _program_runs(part) or progargs.blind(part.name.rsplit("/", 1)[-1], [w.text for w in part.words[1:]])
+    hidden = _program_runs(part) or _program_blind(part)
     if hidden is None:
         hidden = _linked_write(part, policy, where)
     if hidden is not None:
@@ -1201,40 +985,12 @@ def _part_verdict(
     return "allow", "", None, risky is not None, False
 
 
-# Programs that never open the words they are given as files: a word known only at run time is only data.
-_NON_OPENERS = frozenset(
-    {
-        "echo",
-        "printf",
-        "test",
-        "[",
-        "true",
-        "false",
-        ":",
-        "expr",
-        "seq",
-        "sleep",
-        "basename",
-        "dirname",
-        "cd",
-        "pushd",
-        "export",
-        "unset",
-        "shift",
-        "return",
-        "exit",
-        "wait",
-        "kill",
-    }
-)
-
-
 def _late_path(part: Part, policy: Policy) -> str | None:
     """Under the levels that ask every command, an allow rule covers a program given a word that is known
     only at run time ($X, $(...)) only if the program never opens it: `cat $a$b` may read oh's session file
     (or a path a read/write rule guards) whatever the pieces look like, `echo $a$b` only prints it."""
     guarded = policy.protected or any(r.kind in ("read", "write") and r.verdict != "allow" for r in policy.rules)
-    if not guarded or part.name.rsplit("/", 1)[-1] in _NON_OPENERS:
+    if not guarded or not programs.lookup(part.name.rsplit("/", 1)[-1]).opens_args:
         return None
     return next((w.text for w in part.words[1:] if w.dynamic and re.search(r"[$`]", w.text)), None)
 
@@ -1253,9 +1009,18 @@ def _hard_risk(part: Part) -> str | None:
 def _program_runs(part: Part) -> str | None:
     """A program that runs commands or writes files through its script or options (sed e/w, tar
     --to-command): no allow rule for the program covers that."""
-    if any(w.dynamic for w in part.words[1:]) and part.name.rsplit("/", 1)[-1] in ("sed", "tar"):
+    base = part.name.rsplit("/", 1)[-1]
+    rec = programs.lookup(base)
+    if any(w.dynamic for w in part.words[1:]) and rec.dynamic_runs:
         return f"{part.name} with arguments known only at run time (they may run or write something)"
-    return progargs.runs(part.name.rsplit("/", 1)[-1], [w.text for w in part.words[1:]])
+    return rec.runs(base, [w.text for w in part.words[1:]]) if rec.runs else None
+
+
+def _program_blind(part: Part) -> str | None:
+    """Why the files a program writes are only known at run time (tar -x, unzip), or None."""
+    base = part.name.rsplit("/", 1)[-1]
+    rec = programs.lookup(base)
+    return rec.blind(base, [w.text for w in part.words[1:]]) if rec.blind else None
 
 
 # ----------------------------------------------------------------------------- leaving the sandbox

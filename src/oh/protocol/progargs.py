@@ -1,11 +1,11 @@
-"""What common programs do through their arguments that their name does not say (consent, issue 25).
+"""The option grammars of programs whose arguments do what their name does not say (consent, issue 25).
 
 Pure, no I/O. An allow rule names a program (``run: find *``, ``run: sed *``, ``run: tar *``); these
 programs also write files named in their options or scripts, or run commands, and the gate must see that
 to keep its promises (a write into ``.git/`` or a ``deny write:`` path is asked or denied whatever allows
-the program). ``writes`` names the files written, ``blind`` says when the files written are only known at
-run time, ``runs`` when the program runs commands or scripts the gate cannot see. What is not understood
-is treated as running code (fail closed).
+the program). ``*_writes`` name the files written, ``*_blind`` say when the files written are only known at
+run time, ``*_runs`` when the program runs commands or scripts the gate cannot see. What is not understood
+is treated as running code (fail closed). Which program uses which is the registry's (``protocol.programs``).
 """
 
 from __future__ import annotations
@@ -29,19 +29,22 @@ _TAR_MODES = {"x": "extract", "c": "create", "r": "append", "u": "update", "A": 
 _TAR_VALUE = "fCbgHIKLNTVX"  # short options that take a value (the next word, or the rest of a cluster)
 
 
-def writes(base: str, args: list[str]) -> tuple[str, ...]:
-    """Files the program writes that its options name."""
-    if base == "find":
-        return tuple(args[i + 1] for i, a in enumerate(args[:-1]) if a in _FIND_WRITES)
-    if base == "sort":
-        out = [args[i + 1] for i, a in enumerate(args[:-1]) if a == "-o"]
-        return tuple(out + [a.split("=", 1)[1] for a in args if a.startswith("--output=")] + _attached(args, "-o"))
-    if base == "tar":
-        got = _tar_or_none(args)
-        if got is not None and got[0] in ("create", "append", "update", "catenate"):
-            return tuple(got[1].get("f", ()))
-    if base == "git":
-        return _git_writes(args)
+def find_writes(base: str, args: list[str]) -> tuple[str, ...]:
+    """find -fprint FILE...: the files its options name."""
+    return tuple(args[i + 1] for i, a in enumerate(args[:-1]) if a in _FIND_WRITES)
+
+
+def sort_writes(base: str, args: list[str]) -> tuple[str, ...]:
+    """sort -o FILE / --output=FILE."""
+    out = [args[i + 1] for i, a in enumerate(args[:-1]) if a == "-o"]
+    return tuple(out + [a.split("=", 1)[1] for a in args if a.startswith("--output=")] + _attached(args, "-o"))
+
+
+def tar_writes(base: str, args: list[str]) -> tuple[str, ...]:
+    """The archive tar -c/-r/-u/-A writes."""
+    got = _tar_or_none(args)
+    if got is not None and got[0] in ("create", "append", "update", "catenate"):
+        return tuple(got[1].get("f", ()))
     return ()
 
 
@@ -52,7 +55,7 @@ _GIT_DASH_O = ("log", "diff", "show", "whatchanged", "format-patch", "archive", 
 _GIT_MAKES = ("init", "clone", "worktree", "bundle")
 
 
-def _git_writes(args: list[str]) -> tuple[str, ...]:
+def git_writes(base: str, args: list[str]) -> tuple[str, ...]:
     """Files git writes that its arguments name (redteam: `git log --format=... --output=.git/hooks/x`
     rewrote an existing hook at risky and under `run: git *`)."""
     out = [a.split("=", 1)[1] for a in args if a.startswith(("--output=", "--output-directory=", "--prefix="))]
@@ -66,6 +69,11 @@ def _git_writes(args: list[str]) -> tuple[str, ...]:
         out += plain[2:] if plain[1:2] in (["add"], ["create"]) else plain[1:]
     if plain[:1] == ["mv"] and len(plain) > 2:
         out += plain[1:]
+    if "config" in args:  # git config: the file it changes (not when it only reads)
+        rest = args[args.index("config") + 1 :]
+        if not any(r in ("--get", "--get-all", "--get-regexp", "--list", "-l", "get", "list") for r in rest):
+            return ("~/.gitconfig",) if "--global" in rest else (".git/config",)
+        return ()
     return tuple(out)
 
 
@@ -88,17 +96,19 @@ def _attached(args: list[str], flag: str) -> list[str]:
     return [a[len(flag) :] for a in args if a.startswith(flag) and len(a) > len(flag) and not a.startswith("--")]
 
 
-def blind(base: str, args: list[str]) -> str | None:
-    """Why the files the program writes are only known at run time (an archive's members), or None."""
-    if base == "tar":
-        got = _tar_or_none(args)
-        if got is None:
-            return "tar with options the command checker does not follow"
-        if got[0] == "extract":
-            return "tar -x writes the files the archive names (known only at run time)"
-    if base in ("unzip", "cpio", "patch", "7z", "7za", "bsdtar", "ar"):
-        return f"{base} writes the files its input names (known only at run time)"
+def tar_blind(base: str, args: list[str]) -> str | None:
+    """Why the files tar writes are only known at run time (an archive's members), or None."""
+    got = _tar_or_none(args)
+    if got is None:
+        return "tar with options the command checker does not follow"
+    if got[0] == "extract":
+        return "tar -x writes the files the archive names (known only at run time)"
     return None
+
+
+def unpacks(base: str, args: list[str]) -> str | None:
+    """unzip, cpio, patch, 7z, ar: the files they write are named by their input."""
+    return f"{base} writes the files its input names (known only at run time)"
 
 
 # git options and subcommands whose argument is a shell command git runs (`git rebase -x 'rm -rf ~'`), and
@@ -108,31 +118,28 @@ _GIT_RUNS_OPTS = re.compile(
 )
 _GIT_RUNS_SHORT = {"rebase": "-x", "difftool": "-x", "clone": "-u", "grep": "-O"}  # short forms, per subcommand
 _GIT_RUNS_SUBS = ({"submodule", "foreach"}, {"bisect", "run"}, {"filter-branch"}, {"filter-repo"})
-# vim/ex/less: a command given on the command line (`vim -c '!rm x'`, `less '+!rm x'`) or a script file
-_VIM = frozenset({"vim", "vi", "nvim", "view", "ex", "vimdiff", "gvim", "rvim", "evim"})
-_AWK = frozenset({"awk", "gawk", "mawk", "nawk", "busybox-awk"})
 
 
-def runs(base: str, args: list[str]) -> str | None:
-    """Why the program runs commands or code the gate does not see (or writes files its script names)."""
-    if base == "sed":
-        return _sed(args)
-    if base == "git":
-        return _git_runs(args)
-    if base in _AWK:
-        return _awk(args)
-    if base in _VIM and any(a in ("-c", "--cmd", "-S", "-u", "-s", "-W", "-w") or a.startswith("+") for a in args):
+def vim_runs(base: str, args: list[str]) -> str | None:
+    if any(a in ("-c", "--cmd", "-S", "-u", "-s", "-W", "-w") or a.startswith("+") for a in args):
         return f"{base} runs the editor commands given on its command line (`:!cmd` runs a program)"
-    if base in ("less", "more") and any(_less_runs(a) for a in args):
+    return None
+
+
+def less_runs(base: str, args: list[str]) -> str | None:
+    if any(_less_runs(a) for a in args):
         return f"{base} runs the commands given with + (`+!cmd` runs a program)"
-    if base == "tar":
-        for a in args:
-            if a.split("=", 1)[0] in _TAR_RUNS or (a.startswith("-") and not a.startswith("--") and "I" in a[1:2]):
-                return f"tar {a.split('=', 1)[0]} runs a program"
-        try:
-            _tar(args)
-        except ValueError as exc:
-            return f"tar: {exc}"
+    return None
+
+
+def tar_runs(base: str, args: list[str]) -> str | None:
+    for a in args:
+        if a.split("=", 1)[0] in _TAR_RUNS or (a.startswith("-") and not a.startswith("--") and "I" in a[1:2]):
+            return f"tar {a.split('=', 1)[0]} runs a program"
+    try:
+        _tar(args)
+    except ValueError as exc:
+        return f"tar: {exc}"
     return None
 
 
@@ -187,7 +194,7 @@ def _tar(args: list[str]) -> tuple[str | None, dict[str, list[str]]]:
 _SED_ADDR = re.compile(r"[0-9$,~+!\s]*")
 
 
-def _sed(args: list[str]) -> str | None:
+def sed_runs(base: str, args: list[str]) -> str | None:
     """Whether a sed script writes files (w, W, s///w) or runs commands (e, s///e); -f (a script file) and
     what this reader does not follow are treated as doing both."""
     scripts: list[str] = []
@@ -287,7 +294,7 @@ def _line_end(s: str, i: int) -> int:
     return len(s) if end < 0 else end + 1
 
 
-def _git_runs(args: list[str]) -> str | None:
+def git_runs(base: str, args: list[str]) -> str | None:
     words = set(args)
     for a in args:
         short = next((f for sub, f in _GIT_RUNS_SHORT.items() if sub in words and a.startswith(f)), None)
@@ -299,7 +306,7 @@ def _git_runs(args: list[str]) -> str | None:
     return None
 
 
-def _awk(args: list[str]) -> str | None:
+def awk_runs(base: str, args: list[str]) -> str | None:
     """awk's program runs commands (`system()`, `|` pipes, `|&`) or writes files (`print > "f"`), or is read
     from a file or extension: fail closed on any of those; a plain filter (`awk '{print $1}'`) is data."""
     for a in args:

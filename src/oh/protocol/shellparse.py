@@ -29,41 +29,15 @@ import unicodedata
 from dataclasses import dataclass, field, replace
 
 from ..errors import OhBaseError
+from . import programs
+from .programs import Launcher
+from .programs import Options as _Spec
 
 MAX_DEPTH = 8  # nested bash -c / $( ) levels followed; deeper is unknown
 MAX_LEN = 64 * 1024
 # `( ( ( ...`: each subshell level is a Python call; past this the line is unknown (asked), never a RecursionError
 MAX_NEST = 64
 
-SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "busybox-sh"})
-INTERPRETERS = SHELLS | frozenset(
-    {
-        "fish",
-        "csh",
-        "tcsh",
-        "python",
-        "python2",
-        "python3",
-        "pypy",
-        "pypy3",
-        "node",
-        "nodejs",
-        "deno",
-        "bun",
-        "perl",
-        "ruby",
-        "php",
-        "lua",
-        "luajit",
-        "tclsh",
-        "Rscript",
-        "osascript",
-        "pwsh",
-        "powershell",
-        "irb",
-        "jshell",
-    }
-)
 _RESERVED_SKIP = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!", "{", "}", "]]"})
 # Builtins that run code they are given (eval, trap, fc: history, compgen -C, bind -x, complete -C),
 # define code (function, alias), change what a name runs (hash -p, enable -f) or evaluate arithmetic (let).
@@ -571,19 +545,6 @@ def _check_braced(inner: str) -> None:
 
 
 # ------------------------------------------------------------------------------------ options
-@dataclass(frozen=True)
-class _Spec:
-    """A wrapper's options, as GNU getopt reads them (clusters, attached values, unique long prefixes)."""
-
-    flags: str = ""  # short options without a value
-    req: str = ""  # short options with a value (attached or the next word)
-    opt: str = ""  # short options with an optional value (attached only)
-    long_flags: tuple[str, ...] = ()
-    long_req: tuple[str, ...] = ()
-    long_opt: tuple[str, ...] = ()  # --name[=value]
-    plus: bool = False  # +o / +O / +e: a shell's options also start with +
-
-
 def _long(name: str, spec: _Spec) -> tuple[str, str]:
     """The full long option a (possibly abbreviated) name stands for, and its class."""
     table = [(n, "flag") for n in spec.long_flags] + [(n, "req") for n in spec.long_req]
@@ -643,67 +604,6 @@ def _options(words: list[Word], spec: _Spec) -> tuple[list[tuple[str, str | None
     return opts, rest
 
 
-_SUDO = _Spec(
-    flags="AbEHKklnPSVvBN",
-    req="CDghprRtTUu",
-    long_flags=(
-        "askpass",
-        "background",
-        "set-home",
-        "remove-timestamp",
-        "reset-timestamp",
-        "list",
-        "non-interactive",
-        "preserve-groups",
-        "stdin",
-        "version",
-        "validate",
-        "bell",
-        "no-update",
-    ),
-    long_req=(
-        "close-from",
-        "chdir",
-        "group",
-        "host",
-        "prompt",
-        "chroot",
-        "role",
-        "type",
-        "command-timeout",
-        "other-user",
-        "user",
-    ),
-    long_opt=("preserve-env",),
-)
-_ENV = _Spec(
-    flags="i0v",
-    req="uCSa",
-    long_flags=("ignore-environment", "null", "list-signal-handling", "debug"),
-    long_req=("unset", "chdir", "split-string", "argv0"),
-    long_opt=("block-signal", "default-signal", "ignore-signal"),
-)
-_NOHUP = _Spec()
-_SETSID = _Spec(flags="cfw", long_flags=("ctty", "fork", "wait"))
-_TIME = _Spec(
-    flags="pavq", req="fo", long_flags=("append", "verbose", "quiet", "portability"), long_req=("format", "output")
-)
-_EXEC = _Spec(flags="cl", req="a")
-_COMMAND = _Spec(flags="pvV")
-_NICE = _Spec(req="n", long_req=("adjustment",))
-_IONICE = _Spec(flags="t", req="cnpPu", long_flags=("ignore",), long_req=("class", "classdata", "pid", "pgid", "uid"))
-_STDBUF = _Spec(req="ioe", long_req=("input", "output", "error"))
-_TIMEOUT = _Spec(
-    flags="fpv", req="sk", long_flags=("foreground", "preserve-status", "verbose"), long_req=("signal", "kill-after")
-)
-_XARGS = _Spec(
-    flags="0prtx",
-    req="aEIdLnPs",
-    opt="eil",
-    long_flags=("null", "interactive", "no-run-if-empty", "verbose", "exit", "open-tty", "show-limits"),
-    long_req=("arg-file", "delimiter", "max-args", "max-procs", "max-chars", "process-slot-var"),
-    long_opt=("eof", "replace", "max-lines"),
-)
 # bash/sh/zsh: -o/-O take a value; --rcfile/--init-file run a file (refused below)
 _SHELL = _Spec(
     plus=True,
@@ -726,73 +626,6 @@ _SHELL = _Spec(
     ),
     long_req=("rcfile", "init-file"),
 )
-# Programs that run a command given in their arguments, with option rules of their own: not unwrapped;
-# their part says so (runs_args), so deny/ask rules look at every argument and `risky` asks.
-RUNNERS = frozenset(
-    {
-        "flock",
-        "chroot",
-        "watch",
-        "script",
-        "su",
-        "runuser",
-        "sg",
-        "setpriv",
-        "prlimit",
-        "chrt",
-        "taskset",
-        "numactl",
-        "unshare",
-        "nsenter",
-        "strace",
-        "ltrace",
-        "valgrind",
-        "gdb",
-        "firejail",
-        "bwrap",
-        "systemd-run",
-        "pkexec",
-        "busybox",
-        "toybox",
-        "parallel",
-        "tmux",
-        "screen",
-        "unbuffer",
-        "faketime",
-        "eatmydata",
-        "fakeroot",
-        "proot",
-        "torsocks",
-        "proxychains",
-        "proxychains4",
-        "dbus-run-session",
-        "dbus-launch",
-        "xvfb-run",
-        "entr",
-        "catchsegv",
-        "sem",
-        "cpulimit",
-        "trickle",
-        "ssh-agent",
-        "daemonize",
-        "start-stop-daemon",
-        "run-parts",
-        "chpst",
-        "setarch",
-        "linux32",
-        "linux64",
-        "ccache",
-        "nix-shell",
-        "direnv",
-        "sudoedit",
-        "caffeinate",
-        "systemd-inhibit",
-        "cgexec",
-        "ip",
-        "lxc-attach",
-    }
-)
-_DANGEROUS_FIND = {"-exec", "-execdir", "-ok", "-okdir"}
 # Builtins that assign the variables they name (their arguments are assignments or variable names).
 _DECLARERS = frozenset({"declare", "typeset", "local", "export", "readonly"})
 _NAMERS = frozenset({"read", "mapfile", "readarray", "printf", "getopts", "unset", "wait", "test", "["})
@@ -811,55 +644,42 @@ class _Unwrap:
 
 def _wrapper(base: str, words: list[Word], st: _Unwrap) -> list[Word] | None:
     """The words a wrapper runs (its options peeled), None if ``base`` is no wrapper, [] if it runs nothing."""
+    wrap = programs.lookup(base).wrapper
+    if wrap is None:
+        return None
     rest = words[1:]
-    if base in ("sudo", "doas"):
-        opts, rest = _options(rest, _SUDO)
-        if any(o in ("-s", "-i", "-e", "--shell", "--login", "--edit") for o, _ in opts):
-            raise Unknown("sudo -s / -i / -e (a root shell or editor) is not followed")  # pragma: no cover
+    if wrap.number_first and rest and re.fullmatch(r"-[0-9]+|--[0-9]+", rest[0].text):
+        rest = rest[1:]  # the old `nice -10 cmd`
+    opts, rest = _options(rest, wrap.options)
+    names = {o for o, _ in opts}
+    if wrap.as_user:
+        if names & {"-s", "-i", "-e", "--shell", "--login", "--edit"}:
+            raise Unknown(f"{base} -s / -i / -e (a root shell or editor) is not followed")  # pragma: no cover
         st.sudo = True
         if not rest:
-            raise Unknown("sudo without a command is not followed")
-        return rest
-    if base == "env":
-        opts, rest = _options(rest, _ENV)
-        if any(o in ("-S", "--split-string") for o, _ in opts):
-            raise Unknown("env -S (a split command string) is not followed")
-        if rest and rest[0].text == "-" and not rest[0].dynamic:
-            rest = rest[1:]  # `env - cmd` is `env -i cmd`
-        while rest and rest[0].assign:
-            st.env.append(_assigned_name(rest.pop(0).text))
-        if rest and rest[0].dynamic:
-            raise Unknown(f"env runs {rest[0].text!r}, only known at run time")
-        return rest
-    spec = {
-        "nohup": _NOHUP,
-        "setsid": _SETSID,
-        "time": _TIME,
-        "exec": _EXEC,
-        "command": _COMMAND,
-        "nice": _NICE,
-        "ionice": _IONICE,
-        "stdbuf": _STDBUF,
-        "timeout": _TIMEOUT,
-        "xargs": _XARGS,
-    }.get(base)
-    if spec is None:
-        return None
-    if base == "nice" and rest and re.fullmatch(r"-[0-9]+|--[0-9]+", rest[0].text):
-        rest = rest[1:]  # the old `nice -10 cmd`
-    opts, rest = _options(rest, spec)
-    names = {o for o, _ in opts}
-    if base == "command" and names & {"-v", "-V"}:
-        return []  # a lookup: runs nothing
-    if base == "time":
-        st.writes += [v for o, v in opts if o in ("-o", "--output") and v]
-    if base == "ionice" and names & {"-p", "-P", "-u", "--pid", "--pgid", "--uid"}:
-        return []
-    if base == "timeout":
-        rest = rest[1:]  # the duration
-    if base == "xargs":
+            raise Unknown(f"{base} without a command is not followed")
+    if wrap.sets_env:
+        rest = _env_words(names, rest, st)
+    if names & set(wrap.runs_nothing_with):
+        return []  # a lookup (command -v) or another process (ionice -p): runs nothing
+    st.writes += [v for o, v in opts if o in wrap.output_options and v]
+    rest = rest[wrap.skip_words :]  # timeout DURATION
+    if wrap.feeds_input:
         st.extra = True
         return rest or [Word("echo")]
+    return rest
+
+
+def _env_words(names: set[str], rest: list[Word], st: _Unwrap) -> list[Word]:
+    """env's NAME=value words (to the command's environment) and the command after them."""
+    if names & {"-S", "--split-string"}:
+        raise Unknown("env -S (a split command string) is not followed")
+    if rest and rest[0].text == "-" and not rest[0].dynamic:
+        rest = rest[1:]  # `env - cmd` is `env -i cmd`
+    while rest and rest[0].assign:
+        st.env.append(_assigned_name(rest.pop(0).text))
+    if rest and rest[0].dynamic:
+        raise Unknown(f"env runs {rest[0].text!r}, only known at run time")
     return rest
 
 
@@ -888,7 +708,7 @@ def _unwrap(raw: _Raw, depth: int) -> list[Part]:
         if w.dynamic or not w.text:
             raise Unknown(f"the command name {w.text!r} is only known at run time")
         base = w.text.rsplit("/", 1)[-1]
-        if base in SHELLS:
+        if programs.lookup(base).role == "shell":
             inner = _shell_payload(words, depth)
             if inner is not None:
                 return _payload_parts(inner, raw, st, base)
@@ -941,24 +761,25 @@ def _simple(words: list[Word], raw: _Raw, st: _Unwrap, depth: int) -> list[Part]
         raise Unknown(f"{base} -k: later `cmd NAME=value` words become environment (`git status GIT_DIR=x`)")
     if base in (".", "source") and len(words) > 1 and _STDIN_FILE.fullmatch(words[1].text):
         raise Unknown(f"{base} reading its commands from standard input is not followed")
-    interp = base in INTERPRETERS or re.fullmatch(r"python[0-9.]*", base) is not None
+    rec = programs.lookup(base)
+    interp = rec.role in ("shell", "interpreter")
     stdin_code = False
     if interp:
         args = [x.text for x in words[1:]]
-        from_stdin = base in SHELLS and _shell_reads_stdin(words)
+        from_stdin = rec.role == "shell" and _shell_reads_stdin(words)
         has_program = not from_stdin and (
             any(not a.startswith("-") for a in args) or any(a in ("-c", "-e", "-m", "--eval", "-E", "-r") for a in args)
         )
         if raw.heredoc and not has_program:
             raise Unknown(f"{base} reading its program from a heredoc is not followed")
         stdin_code = bool(raw.piped_in and not has_program) or (from_stdin and raw.piped_in)
-    out = [_part(raw, st, tuple(words), assigns=assigns, runs_args=base in RUNNERS)]
+    out = [_part(raw, st, tuple(words), assigns=assigns, runs_args=rec.role == "runner")]
     if stdin_code:
         out[0] = replace(out[0], stdin_code=True)
-    if base == "find":
-        out.extend(_find_exec(words, st.sudo, depth))
-    if base in PACKAGE_RUNNERS:
-        out.extend(_package_parts(base, words, st, depth))
+    if rec.exec_options:
+        out.extend(_find_exec(words, rec.exec_options, st.sudo, depth))
+    if rec.launcher is not None:
+        out.extend(_package_parts(base, rec.launcher, words, st, depth))
     return out
 
 
@@ -1046,11 +867,11 @@ def _shell_payload(words: list[Word], depth: int) -> list[Part] | None:
     return _parse(rest[0].text, depth + 1)
 
 
-def _find_exec(words: list[Word], sudo: bool, depth: int) -> list[Part]:
+def _find_exec(words: list[Word], exec_options: tuple[str, ...], sudo: bool, depth: int) -> list[Part]:
     out: list[Part] = []
     i = 1
     while i < len(words):
-        if words[i].text in _DANGEROUS_FIND:
+        if words[i].text in exec_options:
             j = i + 1
             inner: list[Word] = []
             while j < len(words) and words[j].text not in (";", "+"):
@@ -1074,14 +895,6 @@ def _closes(s: str, i: int) -> bool:
 
 
 # ------------------------------------------------------------------------------- package runners
-# Package runners run a program named in their arguments (npx X, uv run X, poetry run X): that program is a
-# part of its own, decided like any other (rules, risky names), beside the runner's own part (a rule on
-# `npx` still holds). Each runner's options are read with its real grammar; an option not listed is
-# refused (fail closed), as for the wrappers.
-PACKAGE_RUNNERS = frozenset(
-    {"npx", "npm", "pnpm", "pnpx", "yarn", "bunx", "bun", "uvx", "uv", "pipx", "poetry", "pdm", "hatch", "conda"}
-    | {"mamba", "micromamba", "pixi", "mise", "rye", "pipenv"}
-)
 # npm's own parser (nopt) and npx's front loop (bin/npx-cli.js), for the options listed: booleans, and
 # options taking a value. `-p` is --package for npx only; npx-cli resolves npm's shorthands first.
 _NPM_BOOL = frozenset(
@@ -1171,16 +984,16 @@ def _nopt(words: list[Word], npx: bool) -> tuple[list[Word], dict[str, list[str]
     return pos, opts
 
 
-def _npm_run(base: str, args: list[Word]) -> tuple[list[Word], str | None] | None:
+def _npm_run(base: str, ln: Launcher, args: list[Word]) -> tuple[list[Word], str | None] | None:
     """npx / npm exec / npm x: (the command, a --call string)."""
-    if base == "npm":
+    if ln.exec_subcommands:
         try:
             pos, opts = _nopt(args, False)
         except Unknown:
-            if any(w.text in ("exec", "x") for w in args):
+            if any(w.text in ln.exec_subcommands for w in args):
                 raise
             return None
-        if not pos or pos[0].text not in ("exec", "x"):
+        if not pos or pos[0].text not in ln.exec_subcommands:
             return None
         pos = pos[1:]
     else:
@@ -1200,158 +1013,14 @@ def _bin_name(spec: str) -> str:
     return re.split(r"[\[=<>!~;]", name, maxsplit=1)[0] or spec
 
 
-# uv 0.13's own `--help` (uv run, uv tool run / uvx), and hidden flags it still takes (--native-tls, --preview)
-_UV_COMMON_FLAGS = tuple(
-    "no-cache managed-python no-managed-python no-python-downloads quiet verbose system-certs offline no-progress "
-    "no-config help native-tls preview no-preview".split()
-)
-_UV_COMMON_REQ = ("cache-dir", "color", "allow-insecure-host", "directory", "project", "config-file")
-_UV_GLOBAL = _Spec(flags="qvnhV", long_flags=_UV_COMMON_FLAGS + ("version",), long_req=_UV_COMMON_REQ)
-_UV_RESOLVE_FLAGS = tuple(
-    "no-env-file isolated no-index upgrade no-sources reinstall compile-bytecode no-build-isolation no-build "
-    "no-binary require-build-hashes no-require-build-hashes refresh".split()
-)
-_UV_RESOLVE_REQ = tuple(
-    "env-file with with-editable with-requirements python-platform index default-index index-url "
-    "extra-index-url find-links index-strategy keyring-provider upgrade-package upgrade-group resolution "
-    "prerelease prerelease-package fork-strategy exclude-newer exclude-newer-package no-sources-package "
-    "reinstall-package link-mode config-setting config-settings-package no-build-isolation-package "
-    "no-build-package no-binary-package refresh-package python".split()
-)
-_UV_RUN = _Spec(
-    flags="msUnqvh",
-    req="wifPCp",
-    long_flags=_UV_COMMON_FLAGS
-    + _UV_RESOLVE_FLAGS
-    + tuple(
-        "all-extras no-dev only-dev no-default-groups all-groups module no-editable exact active no-sync locked "
-        "frozen script gui-script all-packages no-project dev inexact no-active".split()
-    ),
-    long_req=_UV_COMMON_REQ
-    + _UV_RESOLVE_REQ
-    + ("extra", "no-extra", "group", "no-group", "only-group", "no-editable-package", "package"),
-)
-_UV_TOOL_RUN = _Spec(
-    flags="UnqvhV",
-    req="wcbifPCp",
-    long_flags=_UV_COMMON_FLAGS + _UV_RESOLVE_FLAGS + ("lfs", "version"),
-    long_req=_UV_COMMON_REQ
-    + _UV_RESOLVE_REQ
-    + ("from", "constraints", "build-constraints", "overrides", "torch-backend"),
-)
-_PIPX_RUN = _Spec(
-    flags="hevq",
-    req="i",
-    long_flags=("help", "no-cache", "pypi", "path", "editable", "verbose", "quiet", "fetch-missing-python"),
-    long_req=("index-url", "pip-args", "python", "spec"),
-)
-_POETRY = _Spec(
-    flags="qvnhV",
-    req="CP",
-    long_flags=("quiet", "verbose", "no-interaction", "no-plugins", "no-cache", "ansi", "no-ansi", "help", "version"),
-    long_req=("directory", "project"),
-)
-_PDM_RUN = _Spec(
-    flags="hvqglsj",
-    req="p",
-    long_flags=("help", "verbose", "quiet", "global", "list", "site-packages", "json", "recreate"),
-    long_req=("project", "venv", "skip"),
-)
-_HATCH = _Spec(
-    flags="hvq",
-    req="ep",
-    long_flags=("help", "verbose", "quiet", "color", "no-color", "interactive", "no-interactive"),
-    long_req=("env", "project", "data-dir", "cache-dir", "config"),
-)
-_CONDA_RUN = _Spec(
-    flags="hvsd",
-    req="npare",
-    long_flags=("help", "verbose", "dev", "debug-wrapper-scripts", "no-capture-output", "live-stream", "detach")
-    + ("clean-env",),
-    long_req=("name", "prefix", "cwd", "attach", "env", "label", "root-prefix"),
-)
-_PIXI_RUN = _Spec(
-    flags="hvqx",
-    req="e",
-    long_flags=("help", "verbose", "quiet", "frozen", "locked", "clean-env", "force-activate", "no-install")
-    + ("revalidate", "skip-deps", "executable", "tls-no-verify", "no-progress"),
-    long_req=("manifest-path", "environment", "auth-file", "pypi-keyring-provider", "color", "concurrent-solves"),
-)
-_PIXI_EXEC = _Spec(
-    flags="hvq",
-    req="scpw",
-    long_flags=("help", "verbose", "quiet", "force-reinstall", "list", "tls-no-verify", "no-progress"),
-    long_req=("spec", "channel", "platform", "with", "auth-file", "color"),
-)
-_RYE_RUN = _Spec(flags="hlvq", long_flags=("help", "list", "verbose", "quiet"), long_req=("pyproject",))
-_PIPENV_RUN = _Spec(
-    flags="hvq", long_flags=("help", "verbose", "quiet", "system", "site-packages"), long_req=("python", "pypi-mirror")
-)
-_BUNX = _Spec(
-    flags="h",
-    req="p",
-    long_flags=("help", "bun", "no-install", "verbose", "silent"),
-    long_req=("package",),
-)
-_PNPM = _Spec(
-    flags="hrwsc",
-    req="CF",
-    long_flags=("help", "recursive", "workspace-root", "silent", "stream", "parallel", "aggregate-output", "color")
-    + ("no-color", "reverse", "report-summary", "shell-mode", "no-reporter-hide-prefix", "if-present"),
-    long_req=("dir", "filter", "filter-prod", "reporter", "loglevel", "workspace-concurrency", "resume-from"),
-)
-_PNPM_DLX = _Spec(
-    flags="hcs", long_flags=("help", "shell-mode", "silent"), long_req=("package", "allow-build", "reporter")
-)
-_YARN_DLX = _Spec(flags="hq", req="p", long_flags=("help", "quiet"), long_req=("package",))
-_MISE = _Spec(
-    flags="hqvy",
-    req="Cjc",
-    long_flags=("help", "quiet", "verbose", "yes", "raw", "no-prepare", "fresh-env"),
-    long_req=("cd", "jobs", "command"),
-)
-# pnpm's own commands: `pnpm WORD` with any other word runs a script or a program of the project
-_PNPM_COMMANDS = frozenset(
-    (
-        "add i install it install-test update up upgrade remove rm uninstall un link ln unlink import rebuild rb "
-        "prune fetch patch patch-commit patch-remove audit list ls outdated why licenses run run-script test t "
-        "start create publish pack recursive server store root bin env setup init deploy doctor config c get set "
-        "cat-file cat-index find-hash self-update approve-builds ignored-builds dedupe view info login logout "
-        "whoami owner dist-tag search docs help version stop restart prepack"
-    ).split()
-)
-# runners whose program is fetched by name (not the workspace's own): the part they run is the package's
-# program; see is_risky for why fetching alone is not asked
-_SUBCOMMANDS: dict[str, tuple[_Spec | None, dict[str, _Spec]]] = {
-    "uv": (_UV_GLOBAL, {"run": _UV_RUN, "tool run": _UV_TOOL_RUN, "tool uvx": _UV_TOOL_RUN}),
-    "pipx": (_Spec(flags="hvq", long_flags=("help", "verbose", "quiet")), {"run": _PIPX_RUN}),
-    "poetry": (_POETRY, {"run": _POETRY}),
-    "pdm": (_PDM_RUN, {"run": _PDM_RUN}),
-    "hatch": (_HATCH, {"run": _Spec(flags="h", long_flags=("help",))}),
-    "conda": (_CONDA_RUN, {"run": _CONDA_RUN}),
-    "mamba": (_CONDA_RUN, {"run": _CONDA_RUN}),
-    "micromamba": (_CONDA_RUN, {"run": _CONDA_RUN}),
-    "pixi": (_PIXI_RUN, {"run": _PIXI_RUN, "exec": _PIXI_EXEC}),
-    "rye": (_RYE_RUN, {"run": _RYE_RUN}),
-    "pipenv": (_PIPENV_RUN, {"run": _PIPENV_RUN}),
-    "bun": (_BUNX, {"x": _BUNX}),
-    "yarn": (_YARN_DLX, {"dlx": _YARN_DLX, "exec": _Spec(flags="h", long_flags=("help",))}),
-    # pnpm exec's options go in front of `exec`; what follows it is the command's (an option there is refused)
-    "pnpm": (_PNPM, {"dlx": _PNPM_DLX, "exec": _Spec(flags="h", long_flags=("help",))}),
-    "mise": (_MISE, {"exec": _MISE, "x": _MISE}),
-}
-_DIRECT = {"uvx": _UV_TOOL_RUN, "bunx": _BUNX, "pnpx": _PNPM_DLX}
-_SHELL_MODE = ("-c", "--shell-mode", "--command")
-
-
-def _runner_command(base: str, args: list[Word]) -> tuple[list[Word], str | None] | None:
+def _runner_command(base: str, ln: Launcher, args: list[Word]) -> tuple[list[Word], str | None] | None:
     """What a package runner runs: (its argv, a shell string it runs), or None when it runs nothing."""
-    if base in ("npx", "npm"):
-        return _npm_run(base, args)
-    if base in _DIRECT:
-        opts, rest = _options(args, _DIRECT[base])
-        return _named_program(base, rest, opts, fetched=True)
-    glob, subs = _SUBCOMMANDS[base]
+    if ln.nopt:
+        return _npm_run(base, ln, args)
+    if ln.direct is not None:
+        opts, rest = _options(args, ln.direct)
+        return _named_program(base, ln, rest, opts, fetched=True)
+    glob, subs = ln.globals, dict(ln.subcommands)
     try:
         opts, rest = _options(args, glob) if glob is not None else ([], list(args))
     except Unknown:
@@ -1366,50 +1035,49 @@ def _runner_command(base: str, args: list[Word]) -> tuple[list[Word], str | None
         n = len(sub.split())
         if words[:n] == sub.split() and not any(w.dynamic for w in rest[:n]):
             more, rest = _options(rest[n:], spec)
-            fetched = sub in ("dlx", "x", "tool run") or (base, sub) in (("pipx", "run"), ("pixi", "exec"))
-            return _named_program(base, rest, opts + more, fetched=fetched)
+            return _named_program(base, ln, rest, opts + more, fetched=sub in ln.fetched)
     if rest and rest[0].dynamic:
         raise Unknown(f"{base} {rest[0].text!r}: a subcommand only known at run time")
-    if base == "pnpm" and rest and rest[0].text not in _PNPM_COMMANDS:
-        return _named_program(base, rest, opts, fetched=False)  # `pnpm jest`: a script or the project's program
+    if ln.own_commands and rest and rest[0].text not in ln.own_commands:
+        return _named_program(base, ln, rest, opts, fetched=False)  # `pnpm jest`: a script or the project's program
     return None
 
 
 def _named_program(
-    base: str, rest: list[Word], opts: list[tuple[str, str | None]], fetched: bool
+    base: str, ln: Launcher, rest: list[Word], opts: list[tuple[str, str | None]], fetched: bool
 ) -> tuple[list[Word], str | None]:
     names = {o for o, _ in opts}
-    call = next((v for o, v in opts if o in ("-c", "--command") and v is not None and base == "mise"), None)
-    if base == "mise":  # mise exec TOOL@VERSION... -- COMMAND
+    call = next((v for o, v in opts if o in ln.command_options and v is not None), None)
+    if ln.after_dashdash:  # mise exec TOOL@VERSION... -- COMMAND
         i = next((k for k, w in enumerate(rest) if w.text == "--" and not w.dynamic), None)
         rest = [] if i is None else rest[i + 1 :]
     elif rest and rest[0].text == "--" and not rest[0].dynamic:
         rest = rest[1:]
-    if base in ("pnpm", "pnpx") and names & set(_SHELL_MODE):
+    if names & set(ln.shell_mode):
         if any(w.dynamic for w in rest):
             raise Unknown(f"{base} --shell-mode with words only known at run time")
         call, rest = " ".join(w.text for w in rest), []  # shell mode: the words are a shell command
-    if base == "yarn" and rest and any(re.search(r"[\s;&|<>()$`\\\"'*?]", w.text) for w in rest):
-        raise Unknown("yarn exec runs its words in a shell: not followed with shell syntax in them")
+    if ln.shell_words and rest and any(re.search(r"[\s;&|<>()$`\\\"'*?]", w.text) for w in rest):
+        raise Unknown(f"{base} exec runs its words in a shell: not followed with shell syntax in them")
     if not rest and call is None:
         raise Unknown(f"{base} without a command to run is not followed")
-    if rest and base == "hatch":
+    if rest and ln.env_scripts:
         if rest[0].text.startswith(("+", "-")):
-            raise Unknown("hatch run with a matrix selection is not followed")
+            raise Unknown(f"{base} run with a matrix selection is not followed")
         name = rest[0].text.rsplit(":", 1)[-1] if "/" not in rest[0].text else rest[0].text
         rest = [Word(name, rest[0].dynamic), *rest[1:]]
     if rest and fetched and not names & {"--from", "--spec", "--package", "-p"}:
         rest = [Word(_bin_name(rest[0].text), rest[0].dynamic), *rest[1:]]
     if rest:  # the program word is never an assignment to the runner (`uv run A=1` runs a program `A=1`)
         rest = [replace(rest[0], assign=False), *rest[1:]]
-    if rest and base == "uv" and names & {"-m", "--module"}:
+    if rest and names & set(ln.module_options):
         rest = [Word("python"), Word("-m"), *rest]
     return rest, call
 
 
-def _package_parts(base: str, words: list[Word], st: _Unwrap, depth: int) -> list[Part]:
+def _package_parts(base: str, ln: Launcher, words: list[Word], st: _Unwrap, depth: int) -> list[Part]:
     """The parts a package runner runs (its own part is made by the caller)."""
-    got = _runner_command(base, words[1:])
+    got = _runner_command(base, ln, words[1:])
     if got is None:
         return []
     argv, call = got
