@@ -223,3 +223,59 @@ def test_the_way_back_to_a_proposal_the_user_left(vscode: VsCode, backend: dict)
         15,
         "the status bar item to go",
     )
+
+
+# Issue 39 item 2: a proposal with 3 hunks, reviewed hunk by hunk from the diff editor's title bar.
+_LINES = [f"line {i}\n" for i in range(30)]
+_BEFORE = "".join(_LINES)
+_PROPOSED = _BEFORE.replace("line 2\n", "LINE 2\n").replace("line 15\n", "LINE 15\n").replace("line 28\n", "")
+_KEPT_1_3 = _BEFORE.replace("line 2\n", "LINE 2\n").replace("line 28\n", "")
+_PARTIAL_NOTE = (
+    "[Review mode: the user accepted part of this change to {path}: hunks 1, 3 of 3 were written; hunk 2 was "
+    "rejected and not written. Read the file again before building on it.]"
+)
+
+
+def _keep_undo_keep(vscode: VsCode, agent: subprocess.Popen, name: str) -> tuple[int, dict]:
+    try:
+        _diff_tab(vscode, "LINE 2")
+        vscode.drive("editorAction", label="Keep hunk")  # hunk 1 (the cursor starts in it), then on to hunk 2
+        vscode.drive("editorAction", label="Undo hunk")  # hunk 2 leaves the proposed side; on to hunk 3
+        vscode.screenshot(f"review-hunks-{name}")
+        vscode.drive("editorAction", label="Keep hunk")  # hunk 3: every hunk decided, the proposal is answered
+        return _finish(agent)
+    except Exception:
+        vscode.screenshot(f"review-hunks-{name}-failed")
+        agent.kill()
+        raise
+
+
+def test_keep_hunks_1_and_3_undo_hunk_2(vscode: VsCode, backend: dict):
+    f = vscode.workspace / "hunks.txt"
+    f.write_text(_BEFORE)
+    rc, obs = _keep_undo_keep(vscode, _agent(vscode, "write", "hunks.txt", "--content", _PROPOSED), "saved")
+    assert rc == 0 and obs["observation"] == "write", obs
+    assert obs["content"].endswith(_PARTIAL_NOTE.format(path=str(f))), obs["content"]
+    wait_until(lambda: f.read_bytes() == _KEPT_1_3.encode(), 15, "the kept hunks on disk")
+    wait_until(lambda: "oh proposal" not in vscode.drive("activeTab")["title"], 20, "the diff editor to close")
+
+
+def test_keep_hunks_with_the_users_unsaved_edits_kept(vscode: VsCode, backend: dict):
+    f = vscode.workspace / "hunks_dirty.py"
+    f.write_text(_BEFORE)
+    # The user types at the end of the file and does not save; the agent's proposal is made on that buffer.
+    vscode.drive("openFile", path="hunks_dirty.py")
+    vscode.drive("focusEditor")
+    vscode.drive("press", keys=["Control+End"])
+    vscode.drive("type", text="mine\n")
+    wait_until(lambda: vscode.oh("read", "hunks_dirty.py").stdout.endswith("mine\n"), 15, "the unsaved edit")
+    proposed = _PROPOSED + "mine\n"
+    rc, obs = _keep_undo_keep(vscode, _agent(vscode, "write", "hunks_dirty.py", "--content", proposed), "dirty")
+    assert rc == 0 and obs["observation"] == "write", obs
+    assert obs["content"].endswith(_PARTIAL_NOTE.format(path=str(f))) and "unsaved changes" in obs["content"], obs
+    assert vscode.oh("read", "hunks_dirty.py").stdout == _KEPT_1_3 + "mine\n"
+    assert f.read_bytes() == _BEFORE.encode()  # the user's unsaved buffer was not saved behind their back
+    wait_until(lambda: "hunks_dirty.py" in vscode.drive("activeTab")["title"], 20, "the file's editor")
+    vscode.drive("focusEditor")
+    vscode.drive("press", keys=["Control+s"])
+    wait_until(lambda: f.read_bytes() == (_KEPT_1_3 + "mine\n").encode(), 15, "the saved file")

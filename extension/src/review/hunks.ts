@@ -132,6 +132,6 @@ export function partialNote(path: string, kept: readonly number[], total: number
 /** A one-line label for hunk `n`, shown after its first changed line in the diff. */
 export function hunkLabel(n: number, total: number, state: HunkState): string {
   if (state === 'kept') return `hunk ${n} of ${total}: kept ✓`;
-  if (state === 'undone') return `hunk ${n} of ${total}: undone ↶ (Keep hunk restores it)`;
-  return `hunk ${n} of ${total}: Keep hunk ✓ or Undo hunk ↶ in the title bar`;
+  if (state === 'undone') return `hunk ${n} of ${total}: undone ↶`;
+  return `hunk ${n} of ${total}: Keep or Undo (title bar)`;
 }
