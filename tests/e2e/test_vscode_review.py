@@ -241,6 +241,16 @@ def _keep_undo_keep(vscode: VsCode, agent: subprocess.Popen, name: str) -> tuple
         _diff_tab(vscode, "LINE 2")
         vscode.drive("editorAction", label="Keep hunk")  # hunk 1 (the cursor starts in it), then on to hunk 2
         vscode.drive("editorAction", label="Undo hunk")  # hunk 2 leaves the proposed side; on to hunk 3
+
+        def rerendered():
+            sides = vscode.drive("diffSides")
+            labels = " | ".join(sides["labels"])
+            if "LINE 15" in sides["modified"] or "hunk 2 of 3: undone" not in labels:
+                return None
+            return sides if "LINE 2" in sides["modified"] and "hunk 1 of 3: kept" in labels else None
+
+        sides = wait_until(rerendered, 15, "the diff without hunk 2, hunks 1 and 2 marked")
+        assert "hunk 3 of 3: Keep or Undo" in " | ".join(sides["labels"]), sides
         vscode.screenshot(f"review-hunks-{name}")
         vscode.drive("editorAction", label="Keep hunk")  # hunk 3: every hunk decided, the proposal is answered
         return _finish(agent)
