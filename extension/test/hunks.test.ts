@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { splitLinesKeepEnds } from '../src/oheditor';
 import { compose, hunkAt, HunkState, keptText, nextPending, partialNote, shownText, splitHunks } from '../src/review/hunks';
+import { acceptedObservation } from '../src/review/proposal';
 import { unifiedDiff } from '../src/udiff';
 
 /** A small seeded generator (mulberry32): the same cases on every run, and a failing seed can be replayed. */
@@ -123,4 +124,23 @@ test("the agent's note names the written and the rejected hunks", () => {
       'rejected and not written. Read the file again before building on it.]',
   );
   assert.match(partialNote('f', [2], 3), /hunk 2 of 3 was written; hunks 1, 3 were rejected/);
+});
+
+test('a partly accepted edit: new_content and diff are what was written, the note ends the content', () => {
+  const before = Array.from({ length: 20 }, (_, i) => `l${i}\n`).join('');
+  const after = before.replace('l1\n', 'L1\n').replace('l18\n', 'L18\n');
+  const split = splitHunks(before, after);
+  assert.equal(split.hunks.length, 2);
+  const written = keptText(split, ['undone', 'kept']);
+  const change = { kind: 'edit' as const, command: 'str_replace', before, after, content: 'The file /w/f has been edited.\n' };
+  const action = { id: 7, kind: 'edit' as const, args: { command: 'str_replace', path: '/w/f' } };
+  const obs = acceptedObservation(action, '/w/f', change, '\n[NOTE: unsaved]', { kept: [2], total: 2, written });
+  const extras = obs.extras as Record<string, unknown>;
+  assert.equal(extras.new_content, before.replace('l18\n', 'L18\n'));
+  assert.equal(extras.diff, unifiedDiff('/w/f', before, written));
+  assert.match(String(obs.content), /^The file \/w\/f has been edited\.\n\[NOTE: unsaved\]\n\[Review mode: the user accepted part/);
+  assert.ok(String(obs.content).endsWith('hunk 2 of 2 was written; hunk 1 was rejected and not written. Read the file again before building on it.]'));
+  // Accepted whole: the note as before, the unsaved note after it.
+  const whole = acceptedObservation({ ...action, kind: 'write', args: { path: '/w/f' } }, '/w/f', change, '');
+  assert.equal(whole.content, '[Review mode: the user accepted this change to /w/f.]');
 });

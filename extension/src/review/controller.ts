@@ -18,10 +18,9 @@ import * as vscode from 'vscode';
 import { ActionContext } from '../connection';
 import { EditHistory, minimalReplacement } from '../oheditor';
 import { Action, editObservation, errorObservation, Observation, ToolError, writeObservation } from '../protocol';
-import { unifiedDiff } from '../udiff';
 import { createParents, currentContent, resolveTarget, statOrNull, Target, unsavedNote } from '../executors/files';
 import {
-  acceptedNote,
+  acceptedObservation,
   changeWord,
   cleanReason,
   computeProposal,
@@ -36,7 +35,7 @@ import {
 } from './proposal';
 import { Decision, ProposalStore } from './store';
 import { HunkPainter, HunkReview } from './hunkUi';
-import { hunkAt, keptText, nextPending, partialNote, shownText, splitHunks } from './hunks';
+import { hunkAt, keptText, nextPending, shownText, splitHunks } from './hunks';
 
 export const SCHEME = 'oh-proposal';
 
@@ -220,20 +219,8 @@ export class ReviewController implements vscode.Disposable {
     switch (d.kind) {
       case 'accepted': {
         // Applied to a buffer with the user's unsaved edits: not saved (§4.1), and the agent is told.
-        const partial = d.kept && d.total ? partialNote(shown, d.kept, d.total) : undefined;
-        const written = partial && item.hunks ? keptText(item.hunks.split, item.hunks.states) : change.after;
-        // The partial note ends the content (the agent's cue to read the file again).
-        const unsaved = d.unsaved ? unsavedNote(shown) : '';
-        const note = partial ? (unsaved ? unsaved.trimStart() + '\n' : '') + partial : acceptedNote(shown) + unsaved;
-        if (action.kind === 'write') return { ...writeObservation(action.id, String(action.args.path)), content: note };
-        const content = change.content ? change.content.replace(/\n+$/, '') + '\n' + note : note;
-        return editObservation(action.id, String(action.args.path), {
-          content,
-          prevExist: change.before !== null,
-          oldContent: change.command === 'create' ? null : change.before,
-          newContent: written,
-          diff: unifiedDiff(shown, change.before ?? '', written),
-        });
+        const partial = d.kept && d.total && item.hunks ? { kept: d.kept, total: d.total, written: keptText(item.hunks.split, item.hunks.states) } : undefined;
+        return acceptedObservation(action, shown, change, d.unsaved ? unsavedNote(shown) : '', partial);
       }
       case 'rejected':
         return errorObservation(action.id, 'REJECTED', rejectedMessage(shown, d.reason));
