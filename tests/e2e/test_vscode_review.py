@@ -236,7 +236,7 @@ _PARTIAL_NOTE = (
 )
 
 
-def _keep_undo_keep(vscode: VsCode, agent: subprocess.Popen, name: str) -> tuple[int, dict]:
+def _keep_undo_keep(vscode: VsCode, agent: subprocess.Popen, name: str, reopen: bool = False) -> tuple[int, dict]:
     try:
         _diff_tab(vscode, "LINE 2")
         vscode.drive("editorAction", label="Keep hunk")  # hunk 1 (the cursor starts in it), then on to hunk 2
@@ -252,6 +252,12 @@ def _keep_undo_keep(vscode: VsCode, agent: subprocess.Popen, name: str) -> tuple
         sides = wait_until(rerendered, 15, "the diff without hunk 2, hunks 1 and 2 marked")
         assert "hunk 3 of 3: Keep or Undo" in " | ".join(sides["labels"]), sides
         vscode.screenshot(f"review-hunks-{name}")
+        if reopen:  # the user leaves the diff and comes back: the marks and the undone hunk are still there
+            vscode.drive("openFile", path="hunks.txt")  # the file itself, in another tab
+            wait_until(lambda: "oh proposal" not in vscode.drive("activeTab")["title"], 15, "another editor")
+            vscode.drive("command", title="oh: Show pending proposals")
+            _diff_tab(vscode, "LINE 2")
+            wait_until(rerendered, 15, "the reopened diff with the same marks")
         vscode.drive("editorAction", label="Keep hunk")  # hunk 3: every hunk decided, the proposal is answered
         return _finish(agent)
     except Exception:
@@ -263,7 +269,9 @@ def _keep_undo_keep(vscode: VsCode, agent: subprocess.Popen, name: str) -> tuple
 def test_keep_hunks_1_and_3_undo_hunk_2(vscode: VsCode, backend: dict):
     f = vscode.workspace / "hunks.txt"
     f.write_text(_BEFORE)
-    rc, obs = _keep_undo_keep(vscode, _agent(vscode, "write", "hunks.txt", "--content", _PROPOSED), "saved")
+    rc, obs = _keep_undo_keep(
+        vscode, _agent(vscode, "write", "hunks.txt", "--content", _PROPOSED), "saved", reopen=True
+    )
     assert rc == 0 and obs["observation"] == "write", obs
     assert obs["content"].endswith(_PARTIAL_NOTE.format(path=str(f))), obs["content"]
     wait_until(lambda: f.read_bytes() == _KEPT_1_3.encode(), 15, "the kept hunks on disk")

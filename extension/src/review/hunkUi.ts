@@ -2,7 +2,9 @@
  * Per-hunk review in the diff editor (issue 39 item 2): a label after each hunk's first changed line on the
  * proposed side ("hunk 2 of 3: kept ✓"), the reviewed mark that stays while the proposal waits, and the
  * cursor moved to the next hunk to decide. The Keep / Undo buttons themselves are editor title actions
- * (package.json): CodeLens is off in diff editors by default (`diffEditor.codeLens`), title actions are not.
+ * (package.json): a CodeLens provider on `oh-proposal:` renders nothing in the diff editor of code-server 1.99
+ * (tried for real: the same provider's lens shows in a plain editor; `diffEditor.codeLens` is off by default),
+ * while title actions show on every diff, next to Accept / Reject, with their names as tooltips.
  */
 import * as vscode from 'vscode';
 import { hunkLabel, HunkState, shownText, Split } from './hunks';
