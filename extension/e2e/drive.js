@@ -219,6 +219,11 @@ async function main() {
       await action.click({ timeout: 5000 });
       return {};
     },
+    async editorActions() {
+      // The labels of the active editor's title-bar actions (what the user can click there).
+      const labels = await page.locator('.editor-group-container.active .editor-actions .action-label').evaluateAll((els) => els.map((e) => e.getAttribute('aria-label') || '')).catch(() => []);
+      return { labels: labels.filter(Boolean) };
+    },
     async statusBar() {
       // Every status bar item's text (codicons render as empty spans): what the user reads there.
       const items = await page.locator('.part.statusbar .statusbar-item').allInnerTexts().catch(() => []);

@@ -80,6 +80,16 @@ def _diff_tab(vscode: VsCode, proposal_text: str) -> str:
     return wait_until(shown, 60, f"the diff editor of the proposal ({proposal_text!r})")
 
 
+def _title_actions(vscode: VsCode, wanted: str) -> list[str]:
+    """The active editor's title-bar action labels, once one starting with ``wanted`` shows."""
+
+    def shown():
+        labels = vscode.drive("editorActions")["labels"]
+        return labels if any(x.startswith(wanted) for x in labels) else None
+
+    return wait_until(shown, 15, f"the title-bar action {wanted!r}")
+
+
 def test_the_extension_advertises_review(backend: dict):
     assert "review" in backend["session"]["editors"][0]["capabilities"]
 
@@ -210,6 +220,9 @@ def test_the_way_back_to_a_proposal_the_user_left(vscode: VsCode, backend: dict)
         assert any("1 to review" in item for item in vscode.drive("statusBar")["items"])
         vscode.drive("command", title="oh: Show pending proposals")
         _diff_tab(vscode, "created after a second look")
+        # A new file is one decision: Accept / Reject, no Keep / Undo hunk.
+        labels = _title_actions(vscode, "Accept proposal")
+        assert not any("hunk" in x for x in labels), labels
         vscode.drive("editorAction", label="Accept proposal")
         rc, obs = _finish(agent)
     except Exception:
@@ -239,6 +252,7 @@ _PARTIAL_NOTE = (
 def _keep_undo_keep(vscode: VsCode, agent: subprocess.Popen, name: str, reopen: bool = False) -> tuple[int, dict]:
     try:
         _diff_tab(vscode, "LINE 2")
+        _title_actions(vscode, "Undo hunk")
         vscode.drive("editorAction", label="Keep hunk")  # hunk 1 (the cursor starts in it), then on to hunk 2
         vscode.drive("editorAction", label="Undo hunk")  # hunk 2 leaves the proposed side; on to hunk 3
 
