@@ -10,7 +10,7 @@ const PURE = [
   "src/agentundo.ts", "src/ansi.ts", "src/backoff.ts", "src/branch.ts", "src/connection.ts", "src/consent.ts", "src/dirwatch.ts", "src/dispatcher.ts",
   "src/executors/shellenv.ts", "src/executors/terminalmode.ts", "src/jobs.ts", "src/jsonnum.ts",
   "src/knowledge.ts", "src/listing.ts", "src/manager.ts", "src/oheditor.ts", "src/owned.ts", "src/paths.ts", "src/procs.ts",
-  "src/protocol.ts", "src/review/proposal.ts", "src/review/store.ts", "src/runstate.ts", "src/session.ts", "src/statusline.ts", "src/textenc.ts",
+  "src/protocol.ts", "src/review/hunks.ts", "src/review/proposal.ts", "src/review/store.ts", "src/runstate.ts", "src/session.ts", "src/statusline.ts", "src/textenc.ts",
   "src/udiff.ts", "src/uri.ts", "src/versions.ts",
 ];
 
@@ -19,7 +19,7 @@ const VSCODE_FACING = [
   "src/branchHost.ts", "src/consentUi.ts", "src/executors/edit.ts", "src/executors/engineshell.ts", "src/executors/files.ts",
   "src/executors/integrated.ts", "src/executors/knowledge.ts", "src/executors/pty.ts", "src/executors/read.ts",
   "src/executors/run.ts", "src/executors/stat.ts", "src/executors/write.ts", "src/executors/writemodes.ts",
-  "src/extension.ts", "src/review/controller.ts", "src/ui.ts", "src/undoCommand.ts",
+  "src/extension.ts", "src/review/controller.ts", "src/review/hunkUi.ts", "src/ui.ts", "src/undoCommand.ts",
 ];
 
 // The VS Code-facing modules as import specifiers (gitignore-style, relative to any importer).

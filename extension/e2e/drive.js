@@ -219,6 +219,11 @@ async function main() {
       await action.click({ timeout: 5000 });
       return {};
     },
+    async editorActions() {
+      // The labels of the active editor's title-bar actions (what the user can click there).
+      const labels = await page.locator('.editor-group-container.active .editor-actions .action-label').evaluateAll((els) => els.map((e) => e.getAttribute('aria-label') || '')).catch(() => []);
+      return { labels: labels.filter(Boolean) };
+    },
     async statusBar() {
       // Every status bar item's text (codicons render as empty spans): what the user reads there.
       const items = await page.locator('.part.statusbar .statusbar-item').allInnerTexts().catch(() => []);
@@ -243,6 +248,16 @@ async function main() {
       // Monaco renders spaces as non-breaking spaces.
       const text = (await el.innerText({ timeout: 5000 }).catch(() => '')) || '';
       return { text: text.replace(/\u00a0/g, ' ') };
+    },
+    async diffSides() {
+      // The active diff editor's two sides as rendered, and the texts of decorations shown after lines
+      // (CSS ::after content) on the modified side: what the user reads there.
+      const group = page.locator('.editor-group-container.active .monaco-diff-editor').first();
+      const side = async (cls) => ((await group.locator(`.editor.${cls} .view-lines`).first().innerText({ timeout: 5000 }).catch(() => '')) || '').replace(/\u00a0/g, ' ');
+      const labels = await group.locator('.editor.modified .view-lines span').evaluateAll((els) =>
+        els.map((e) => getComputedStyle(e, '::after').content).filter((c) => c && c !== 'none' && c !== 'normal').map((c) => c.replace(/^"|"$/g, '')),
+      ).catch(() => []);
+      return { original: await side('original'), modified: await side('modified'), labels };
     },
     async screenshot({ path: p }) {
       await page.screenshot({ path: p });

@@ -169,36 +169,55 @@ function hunkRange(start: number, stop: number): string {
   return `${length === 0 ? start : start + 1},${length}`;
 }
 
-/** `diff -u`-style text from `oldText` to `newText` (`''` when equal); see the module comment. */
-export function unifiedDiff(path: string, oldText: string, newText: string, context = 3, budget = WORK_BUDGET): string {
-  if (oldText === newText) return '';
-  const a = splitLinesKeepEnds(oldText);
-  const b = splitLinesKeepEnds(newText);
+/** A hunk as line ranges over the whole texts: a[a0..a1) becomes b[b0..b1) (context included). */
+export interface HunkRange {
+  a0: number;
+  a1: number;
+  b0: number;
+  b1: number;
+  /** The opcodes of the hunk, in whole-text line numbers (context lines are `equal` ones). */
+  ops: Opcode[];
+}
+
+/**
+ * The hunks `unifiedDiff` prints, as whole-text line ranges: cut the shared head and tail (keeping `context`
+ * lines), match the middle, group with `context` lines. One rule for the diff text and for per-hunk review.
+ */
+export function hunkRanges(a: readonly string[], b: readonly string[], context = 3, budget = WORK_BUDGET): HunkRange[] {
   let head = 0;
   while (head < a.length && head < b.length && a[head] === b[head]) head++;
   let tail = 0;
   while (tail < a.length - head && tail < b.length - head && a[a.length - 1 - tail] === b[b.length - 1 - tail]) tail++;
   const skip = Math.max(head - context, 0);
   const cut = Math.max(tail - context, 0);
-  const aMid = a.slice(skip, a.length - cut);
-  const bMid = b.slice(skip, b.length - cut);
+  const groups = new LineMatcher(a.slice(skip, a.length - cut), b.slice(skip, b.length - cut), budget).groupedOpcodes(context);
+  return groups.map((group) => {
+    const ops = group.map(([tag, i1, i2, j1, j2]): Opcode => [tag, skip + i1, skip + i2, skip + j1, skip + j2]);
+    const first = ops[0];
+    const last = ops[ops.length - 1];
+    return { a0: first[1], a1: last[2], b0: first[3], b1: last[4], ops };
+  });
+}
 
+/** `diff -u`-style text from `oldText` to `newText` (`''` when equal); see the module comment. */
+export function unifiedDiff(path: string, oldText: string, newText: string, context = 3, budget = WORK_BUDGET): string {
+  if (oldText === newText) return '';
+  const a = splitLinesKeepEnds(oldText);
+  const b = splitLinesKeepEnds(newText);
   const label = (side: string) => (path.startsWith('/') ? `${side}${path}` : `${side}/${path}`);
   const out: string[] = [`--- ${label('a')}\n`, `+++ ${label('b')}\n`];
   const emit = (mark: string, lines: readonly string[]) => {
     for (const l of lines) out.push(l.endsWith('\n') ? mark + l : mark + l + '\n' + NO_EOL);
   };
-  for (const group of new LineMatcher(aMid, bMid, budget).groupedOpcodes(context)) {
-    const first = group[0];
-    const last = group[group.length - 1];
-    out.push(`@@ -${hunkRange(skip + first[1], skip + last[2])} +${hunkRange(skip + first[3], skip + last[4])} @@\n`);
-    for (const [tag, i1, i2, j1, j2] of group) {
+  for (const h of hunkRanges(a, b, context, budget)) {
+    out.push(`@@ -${hunkRange(h.a0, h.a1)} +${hunkRange(h.b0, h.b1)} @@\n`);
+    for (const [tag, i1, i2, j1, j2] of h.ops) {
       if (tag === 'equal') {
-        emit(' ', aMid.slice(i1, i2));
+        emit(' ', a.slice(i1, i2));
         continue;
       }
-      if (tag !== 'insert') emit('-', aMid.slice(i1, i2));
-      if (tag !== 'delete') emit('+', bMid.slice(j1, j2));
+      if (tag !== 'insert') emit('-', a.slice(i1, i2));
+      if (tag !== 'delete') emit('+', b.slice(j1, j2));
     }
   }
   return out.join('');

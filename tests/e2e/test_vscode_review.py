@@ -80,6 +80,16 @@ def _diff_tab(vscode: VsCode, proposal_text: str) -> str:
     return wait_until(shown, 60, f"the diff editor of the proposal ({proposal_text!r})")
 
 
+def _title_actions(vscode: VsCode, wanted: str) -> list[str]:
+    """The active editor's title-bar action labels, once one starting with ``wanted`` shows."""
+
+    def shown():
+        labels = vscode.drive("editorActions")["labels"]
+        return labels if any(x.startswith(wanted) for x in labels) else None
+
+    return wait_until(shown, 15, f"the title-bar action {wanted!r}")
+
+
 def test_the_extension_advertises_review(backend: dict):
     assert "review" in backend["session"]["editors"][0]["capabilities"]
 
@@ -210,6 +220,9 @@ def test_the_way_back_to_a_proposal_the_user_left(vscode: VsCode, backend: dict)
         assert any("1 to review" in item for item in vscode.drive("statusBar")["items"])
         vscode.drive("command", title="oh: Show pending proposals")
         _diff_tab(vscode, "created after a second look")
+        # A new file is one decision: Accept / Reject, no Keep / Undo hunk.
+        labels = _title_actions(vscode, "Accept proposal")
+        assert not any("hunk" in x for x in labels), labels
         vscode.drive("editorAction", label="Accept proposal")
         rc, obs = _finish(agent)
     except Exception:
@@ -223,3 +236,78 @@ def test_the_way_back_to_a_proposal_the_user_left(vscode: VsCode, backend: dict)
         15,
         "the status bar item to go",
     )
+
+
+# Issue 39 item 2: a proposal with 3 hunks, reviewed hunk by hunk from the diff editor's title bar.
+_LINES = [f"line {i}\n" for i in range(30)]
+_BEFORE = "".join(_LINES)
+_PROPOSED = _BEFORE.replace("line 2\n", "LINE 2\n").replace("line 15\n", "LINE 15\n").replace("line 28\n", "")
+_KEPT_1_3 = _BEFORE.replace("line 2\n", "LINE 2\n").replace("line 28\n", "")
+_PARTIAL_NOTE = (
+    "[Review mode: the user accepted part of this change to {path}: hunks 1, 3 of 3 were written; hunk 2 was "
+    "rejected and not written. Read the file again before building on it.]"
+)
+
+
+def _keep_undo_keep(vscode: VsCode, agent: subprocess.Popen, name: str, reopen: bool = False) -> tuple[int, dict]:
+    try:
+        _diff_tab(vscode, "LINE 2")
+        _title_actions(vscode, "Undo hunk")
+        vscode.drive("editorAction", label="Keep hunk")  # hunk 1 (the cursor starts in it), then on to hunk 2
+        vscode.drive("editorAction", label="Undo hunk")  # hunk 2 leaves the proposed side; on to hunk 3
+
+        def rerendered():
+            sides = vscode.drive("diffSides")
+            labels = " | ".join(sides["labels"])
+            if "LINE 15" in sides["modified"] or "hunk 2 of 3: undone" not in labels:
+                return None
+            return sides if "LINE 2" in sides["modified"] and "hunk 1 of 3: kept" in labels else None
+
+        sides = wait_until(rerendered, 15, "the diff without hunk 2, hunks 1 and 2 marked")
+        assert "hunk 3 of 3: Keep or Undo" in " | ".join(sides["labels"]), sides
+        vscode.screenshot(f"review-hunks-{name}")
+        if reopen:  # the user leaves the diff and comes back: the marks and the undone hunk are still there
+            vscode.drive("openFile", path="hunks.txt")  # the file itself, in another tab
+            wait_until(lambda: "oh proposal" not in vscode.drive("activeTab")["title"], 15, "another editor")
+            vscode.drive("command", title="oh: Show pending proposals")
+            _diff_tab(vscode, "LINE 2")
+            wait_until(rerendered, 15, "the reopened diff with the same marks")
+        vscode.drive("editorAction", label="Keep hunk")  # hunk 3: every hunk decided, the proposal is answered
+        return _finish(agent)
+    except Exception:
+        vscode.screenshot(f"review-hunks-{name}-failed")
+        agent.kill()
+        raise
+
+
+def test_keep_hunks_1_and_3_undo_hunk_2(vscode: VsCode, backend: dict):
+    f = vscode.workspace / "hunks.txt"
+    f.write_text(_BEFORE)
+    rc, obs = _keep_undo_keep(
+        vscode, _agent(vscode, "write", "hunks.txt", "--content", _PROPOSED), "saved", reopen=True
+    )
+    assert rc == 0 and obs["observation"] == "write", obs
+    assert obs["content"].endswith(_PARTIAL_NOTE.format(path=str(f))), obs["content"]
+    wait_until(lambda: f.read_bytes() == _KEPT_1_3.encode(), 15, "the kept hunks on disk")
+    wait_until(lambda: "oh proposal" not in vscode.drive("activeTab")["title"], 20, "the diff editor to close")
+
+
+def test_keep_hunks_with_the_users_unsaved_edits_kept(vscode: VsCode, backend: dict):
+    f = vscode.workspace / "hunks_dirty.py"
+    f.write_text(_BEFORE)
+    # The user types at the end of the file and does not save; the agent's proposal is made on that buffer.
+    vscode.drive("openFile", path="hunks_dirty.py")
+    vscode.drive("focusEditor")
+    vscode.drive("press", keys=["Control+End"])
+    vscode.drive("type", text="mine\n")
+    wait_until(lambda: vscode.oh("read", "hunks_dirty.py").stdout.endswith("mine\n"), 15, "the unsaved edit")
+    proposed = _PROPOSED + "mine\n"
+    rc, obs = _keep_undo_keep(vscode, _agent(vscode, "write", "hunks_dirty.py", "--content", proposed), "dirty")
+    assert rc == 0 and obs["observation"] == "write", obs
+    assert obs["content"].endswith(_PARTIAL_NOTE.format(path=str(f))) and "unsaved changes" in obs["content"], obs
+    assert vscode.oh("read", "hunks_dirty.py").stdout == _KEPT_1_3 + "mine\n"
+    assert f.read_bytes() == _BEFORE.encode()  # the user's unsaved buffer was not saved behind their back
+    wait_until(lambda: "hunks_dirty.py" in vscode.drive("activeTab")["title"], 20, "the file's editor")
+    vscode.drive("focusEditor")
+    vscode.drive("press", keys=["Control+s"])
+    wait_until(lambda: f.read_bytes() == (_KEPT_1_3 + "mine\n").encode(), 15, "the saved file")

@@ -18,10 +18,9 @@ import * as vscode from 'vscode';
 import { ActionContext } from '../connection';
 import { EditHistory, minimalReplacement } from '../oheditor';
 import { Action, editObservation, errorObservation, Observation, ToolError, writeObservation } from '../protocol';
-import { unifiedDiff } from '../udiff';
 import { createParents, currentContent, resolveTarget, statOrNull, Target, unsavedNote } from '../executors/files';
 import {
-  acceptedNote,
+  acceptedObservation,
   changeWord,
   cleanReason,
   computeProposal,
@@ -35,6 +34,8 @@ import {
   workspaceRelative,
 } from './proposal';
 import { Decision, ProposalStore } from './store';
+import { HunkPainter, HunkReview } from './hunkUi';
+import { hunkAt, keptText, nextPending, shownText, splitHunks } from './hunks';
 
 export const SCHEME = 'oh-proposal';
 
@@ -43,6 +44,8 @@ interface Item {
   agent: string;
   target: Target;
   change: ProposedChange;
+  /** Per-hunk review (an existing text file's change; a new file or an undo_edit is one whole-file decision). */
+  hunks?: HunkReview;
 }
 
 type Executor = (action: Action, signal: AbortSignal, ctx?: ActionContext) => Promise<Observation>;
@@ -112,6 +115,7 @@ export class ReviewController implements vscode.Disposable {
   /** "oh: N to review" while proposals wait: the way back to a diff the user closed. */
   private readonly status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 99);
   private readonly notice = new GroupNotice();
+  private readonly painter: HunkPainter;
 
   constructor(
     private readonly history: EditHistory,
@@ -119,18 +123,25 @@ export class ReviewController implements vscode.Disposable {
   ) {
     this.store = new ProposalStore<Item>(() => this.refresh());
     const store = this.store;
+    this.painter = new HunkPainter(SCHEME, (uri) => {
+      const p = store.get(idOf(uri) ?? -1);
+      return p?.item.hunks && /side=after/.test(uri.query) ? p.item.hunks : undefined;
+    });
     this.status.command = 'oh.review.open';
     this.status.tooltip = 'oh: proposals from the agent wait for your review (click to open one)';
     this.disposables.push(
       this.status,
       this.notice,
+      this.painter,
       this.changed,
       vscode.workspace.registerTextDocumentContentProvider(SCHEME, {
         onDidChange: this.changed.event,
         provideTextDocumentContent(uri: vscode.Uri): string {
           const p = store.get(idOf(uri) ?? -1);
           if (!p) return '';
-          return /side=before/.test(uri.query) ? (p.item.change.before ?? '') : p.item.change.after;
+          if (/side=before/.test(uri.query)) return p.item.change.before ?? '';
+          const h = p.item.hunks;
+          return h ? shownText(h.split, h.states).text : p.item.change.after;
         },
       }),
       vscode.commands.registerCommand('oh.review.accept', async (uri?: vscode.Uri) => {
@@ -141,6 +152,8 @@ export class ReviewController implements vscode.Disposable {
         const id = await this.pick(uri, 'Reject which proposal?');
         if (id !== undefined) await this.reject(id);
       }),
+      vscode.commands.registerCommand('oh.review.keepHunk', (uri?: vscode.Uri) => this.decideHunk(uri, 'kept')),
+      vscode.commands.registerCommand('oh.review.undoHunk', (uri?: vscode.Uri) => this.decideHunk(uri, 'undone')),
       vscode.commands.registerCommand('oh.review.acceptAll', () => this.accept(this.store.list().map((p) => p.id))),
       vscode.commands.registerCommand('oh.review.open', async () => {
         const id = await this.pick(undefined, 'Open which proposal?', true);
@@ -153,6 +166,9 @@ export class ReviewController implements vscode.Disposable {
     const n = this.store.size;
     this.notice.update(reviewSummary(this.store.list().map((p) => ({ agent: p.item.agent, ...described(p.item) }))));
     void vscode.commands.executeCommand('setContext', 'oh.pendingProposals', n);
+    // The Keep / Undo hunk buttons show on the diffs that can be reviewed hunk by hunk (`resourcePath in ...`).
+    const hunkPaths = this.store.list().flatMap((p) => (p.item.hunks ? [proposalUri(p.id, 'after', p.item.target.rp.shown).path] : []));
+    void vscode.commands.executeCommand('setContext', 'oh.hunkProposalPaths', hunkPaths);
     if (n) {
       this.status.text = `$(git-pull-request) oh: ${n} to review`;
       this.status.show();
@@ -180,6 +196,10 @@ export class ReviewController implements vscode.Disposable {
     }
     const agent = (action.agent as { name?: string } | undefined)?.name ?? 'the agent';
     const item: Item = { action, agent, target, change: computed.change };
+    if (computed.change.before !== null && computed.change.command !== 'undo_edit') {
+      const split = splitHunks(computed.change.before, computed.change.after);
+      item.hunks = { split, states: split.hunks.map(() => 'pending') };
+    }
     const { id, decision } = this.store.add(item, timeoutSeconds * 1000, signal);
     const event = (name: string, extra: Record<string, unknown> = {}) =>
       ctx.sendFrame?.({ type: 'proposal_event', event: name, proposal: { cause: action.id, path: shown, kind: action.kind, ...extra } });
@@ -199,16 +219,8 @@ export class ReviewController implements vscode.Disposable {
     switch (d.kind) {
       case 'accepted': {
         // Applied to a buffer with the user's unsaved edits: not saved (§4.1), and the agent is told.
-        const note = acceptedNote(shown) + (d.unsaved ? unsavedNote(shown) : '');
-        if (action.kind === 'write') return { ...writeObservation(action.id, String(action.args.path)), content: note };
-        const content = change.content ? change.content.replace(/\n+$/, '') + '\n' + note : note;
-        return editObservation(action.id, String(action.args.path), {
-          content,
-          prevExist: change.before !== null,
-          oldContent: change.command === 'create' ? null : change.before,
-          newContent: change.after,
-          diff: unifiedDiff(shown, change.before ?? '', change.after),
-        });
+        const partial = d.kept && d.total && item.hunks ? { kept: d.kept, total: d.total, written: keptText(item.hunks.split, item.hunks.states) } : undefined;
+        return acceptedObservation(action, shown, change, d.unsaved ? unsavedNote(shown) : '', partial);
       }
       case 'rejected':
         return errorObservation(action.id, 'REJECTED', rejectedMessage(shown, d.reason));
@@ -270,15 +282,68 @@ export class ReviewController implements vscode.Disposable {
     return chosen?.id;
   }
 
-  async reject(id: number): Promise<void> {
-    if (!this.store.get(id)) return;
+  /**
+   * Rejects what is still pending of proposal `id`. With hunks already kept, the kept ones are written (a partial
+   * accept); otherwise the whole proposal is rejected with the reason asked for. False when the user pressed Escape.
+   */
+  async reject(id: number): Promise<boolean> {
+    const p = this.store.get(id);
+    if (!p) return false;
+    const h = p.item.hunks;
+    if (h?.states.includes('kept')) {
+      h.states = h.states.map((s) => (s === 'pending' ? 'undone' : s));
+      await this.accept([id]);
+      return true;
+    }
     const reason = await vscode.window.showInputBox({
       title: `Reject oh proposal ${id}`,
       prompt: 'Why? The agent gets this reason (optional). Escape keeps the proposal pending.',
       ignoreFocusOut: true,
     });
-    if (reason === undefined) return;
+    if (reason === undefined) return false;
     this.store.decide(id, { kind: 'rejected', reason: cleanReason(reason) });
+    return true;
+  }
+
+  /**
+   * Keep / Undo of one hunk of the active proposal's diff: the hunk under the cursor (else the next pending one).
+   * The diff re-renders (an undone hunk leaves the proposed side) and the cursor goes to the next pending hunk;
+   * once every hunk is decided the proposal is answered: all kept = accepted, none = rejected, some = partly written.
+   */
+  private async decideHunk(uri: vscode.Uri | undefined, verdict: 'kept' | 'undone'): Promise<void> {
+    const id = await this.pick(uri, verdict === 'kept' ? 'Keep a hunk of which proposal?' : 'Undo a hunk of which proposal?');
+    const p = id === undefined ? undefined : this.store.get(id);
+    if (id === undefined || !p) return;
+    const h = p.item.hunks;
+    if (!h) {
+      void vscode.window.showInformationMessage('oh: a new file (or an undo) is one decision: use Accept or Reject for the whole file.');
+      return;
+    }
+    const after = proposalUri(id, 'after', p.item.target.rp.shown);
+    // A decision made before the cursor reached the next hunk (the diff was still re-rendering) means that hunk.
+    const n = this.painter.pendingFocus(after) ?? hunkAt(shownText(h.split, h.states).spans, h.states, this.painter.cursorLine(after) ?? 0);
+    if (n === undefined) return;
+    const previous = h.states;
+    h.states = h.states.map((s, i) => (i === n - 1 ? verdict : s));
+    if (h.states.includes('pending')) {
+      this.redraw(id, nextPending(h.states, n));
+      return;
+    }
+    if (h.states.includes('kept')) {
+      await this.accept([id]);
+      return;
+    }
+    if (!(await this.reject(id))) h.states = previous; // Escape at the reason: the last hunk is pending again
+  }
+
+  /** The proposed side of proposal `id` shows its hunks' new states; the cursor goes to hunk `focus`. */
+  private redraw(id: number, focus: number | undefined): void {
+    const p = this.store.get(id);
+    if (!p) return;
+    const uri = proposalUri(id, 'after', p.item.target.rp.shown);
+    this.painter.focusOn(uri, focus);
+    this.changed.fire(uri);
+    this.painter.paintAll();
   }
 
   /** Applies the given proposals as ONE WorkspaceEdit (one Undo reverts them together). */
@@ -289,7 +354,7 @@ export class ReviewController implements vscode.Disposable {
     for (const id of ids) {
       const p = this.store.get(id);
       if (!p) continue;
-      const { target, change } = p.item;
+      const { target, change, hunks } = p.item;
       const key = target.uri.toString();
       let now: string | null | undefined;
       try {
@@ -313,7 +378,9 @@ export class ReviewController implements vscode.Disposable {
       } else {
         const doc = await vscode.workspace.openTextDocument(target.uri);
         wasDirty = doc.isDirty;
-        const r = minimalReplacement(change.before, change.after);
+        // Whole-file Accept keeps what is still pending; hunks undone before stay out.
+        if (hunks) hunks.states = hunks.states.map((s) => (s === 'pending' ? 'kept' : s));
+        const r = minimalReplacement(change.before, hunks ? keptText(hunks.split, hunks.states) : change.after);
         edit.replace(target.uri, new vscode.Range(doc.positionAt(r.start), doc.positionAt(r.end)), r.text);
       }
       ready.push({ id, item: p.item, wasDirty });
@@ -340,7 +407,10 @@ export class ReviewController implements vscode.Disposable {
       if (!r.wasDirty && doc.isDirty) await doc.save();
       if (change.command === 'undo_edit') this.history.pop(target.rp.real);
       else if (r.item.action.kind === 'edit' && change.before !== null) this.history.push(target.rp.real, change.before);
-      this.store.decide(r.id, { kind: 'accepted', unsaved: r.wasDirty });
+      const states = r.item.hunks?.states ?? [];
+      const kept = states.flatMap((s, i) => (s === 'kept' ? [i + 1] : []));
+      const partial = kept.length < states.length ? { kept, total: states.length } : {};
+      this.store.decide(r.id, { kind: 'accepted', unsaved: r.wasDirty, ...partial });
     }
     // Show what was accepted: the user sees the result and can Undo it there.
     if (first) await vscode.window.showTextDocument(first, { preview: false }).then(undefined, () => undefined);

@@ -16,7 +16,9 @@ import {
   undoneMessage,
   writeRange,
 } from '../oheditor';
-import { JsonObject, ToolError } from '../protocol';
+import { Action, editObservation, JsonObject, Observation, ToolError, writeObservation } from '../protocol';
+import { unifiedDiff } from '../udiff';
+import { partialNote } from './hunks';
 
 export const MAX_REASON = 2000;
 
@@ -102,6 +104,32 @@ export function cleanReason(reason: unknown): string {
   if (typeof reason !== 'string') return '';
   const t = reason.trim();
   return t.length > MAX_REASON ? t.slice(0, MAX_REASON) + ' [...]' : t;
+}
+
+/** Some hunks kept (1-based numbers of `total`), and the text that was written. */
+export interface PartialAccept {
+  kept: number[];
+  total: number;
+  written: string;
+}
+
+/**
+ * The observation of an accepted proposal: the normal `write`/`edit` one with the accepted note (and `unsaved`,
+ * the unsaved-buffer note, when the user's buffer was not saved). Partly accepted: `new_content` and `diff` are
+ * what was written, and the content ends with the partial note (the agent's cue to read the file again).
+ */
+export function acceptedObservation(action: Action, shown: string, change: ProposedChange, unsaved: string, partial?: PartialAccept): Observation {
+  const note = partial ? (unsaved ? unsaved.trimStart() + '\n' : '') + partialNote(shown, partial.kept, partial.total) : acceptedNote(shown) + unsaved;
+  if (action.kind === 'write') return { ...writeObservation(action.id, String(action.args.path)), content: note };
+  const written = partial ? partial.written : change.after;
+  const content = change.content ? change.content.replace(/\n+$/, '') + '\n' + note : note;
+  return editObservation(action.id, String(action.args.path), {
+    content,
+    prevExist: change.before !== null,
+    oldContent: change.command === 'create' ? null : change.before,
+    newContent: written,
+    diff: unifiedDiff(shown, change.before ?? '', written),
+  });
 }
 
 export function acceptedNote(path: string): string {

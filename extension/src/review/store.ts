@@ -7,7 +7,8 @@
  */
 
 export type Decision =
-  | { kind: 'accepted'; unsaved?: boolean }
+  /** `kept` (1-based hunk numbers of `total`) when only some hunks were written. */
+  | { kind: 'accepted'; unsaved?: boolean; kept?: number[]; total?: number }
   | { kind: 'rejected'; reason: string }
   | { kind: 'stale' }
   | { kind: 'failed'; message: string }
