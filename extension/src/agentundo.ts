@@ -31,7 +31,14 @@ export function parseEntries(answer: JsonObject): HistoryEntry[] {
     const kind = String(r.kind ?? '');
     const files = typeof r.files === 'number' ? r.files : 0;
     if (!KINDS_TO_REVERT.has(kind) || files < 1) continue;
-    out.push({ id, agent: String(r.agent ?? '?'), kind, what: String(r.what ?? ''), files, status: String(r.status ?? '') });
+    out.push({
+      id,
+      agent: String(r.agent ?? '?'),
+      kind,
+      what: String(r.what ?? ''),
+      files,
+      status: String(r.status ?? ''),
+    });
   }
   return out.sort((a, b) => b.id - a.id);
 }
@@ -68,7 +75,8 @@ export function parseEdits(answer: JsonObject): UndoEdit[] {
     if (typeof e.content !== 'string' || e.content.length % 4 !== 0 || !BASE64.test(e.content)) {
       throw new Error(`the backend sent bad content for ${p}`);
     }
-    const mode = typeof e.mode === 'number' && Number.isInteger(e.mode) && e.mode >= 0 && e.mode <= 0o7777 ? e.mode : undefined;
+    const mode =
+      typeof e.mode === 'number' && Number.isInteger(e.mode) && e.mode >= 0 && e.mode <= 0o7777 ? e.mode : undefined;
     return { path: p, content: new Uint8Array(Buffer.from(e.content, 'base64')), mode };
   });
 }
@@ -86,6 +94,7 @@ export function asText(bytes: Uint8Array): string | undefined {
 
 /** What the user reads after a refused undo (a conflict names the file; nothing was changed). */
 export function refusalText(answer: JsonObject): string {
-  if (answer.type === 'error') return `oh: ${String(answer.message ?? answer.error_id ?? 'the backend refused the undo')}`;
+  if (answer.type === 'error')
+    return `oh: ${String(answer.message ?? answer.error_id ?? 'the backend refused the undo')}`;
   return `oh: ${String(answer.message ?? 'the undo was refused')}`;
 }

@@ -63,11 +63,14 @@ export function parseBranchArgs(a: JsonObject, cause: number): BranchArgs {
   const bad = (what: string) => new ProtocolError('BAD_REQUEST', `branch: ${what}`, cause);
   if (typeof a.name !== 'string' || a.name === '') throw bad('args.name must be a non-empty string.');
   if (typeof a.workspace !== 'string' || a.workspace === '') throw bad('args.workspace must be the backend workspace.');
-  if (a.reuse !== undefined && a.reuse !== null && typeof a.reuse !== 'string') throw bad('args.reuse must be a string or null.');
+  if (a.reuse !== undefined && a.reuse !== null && typeof a.reuse !== 'string')
+    throw bad('args.reuse must be a string or null.');
   const onDirty = a.on_dirty ?? 'ask';
   const onNotGit = a.on_not_git ?? 'ask';
-  if (!(ON_DIRTY as readonly unknown[]).includes(onDirty)) throw bad(`args.on_dirty must be one of ${ON_DIRTY.join(', ')}.`);
-  if (!(ON_NOT_GIT as readonly unknown[]).includes(onNotGit)) throw bad(`args.on_not_git must be one of ${ON_NOT_GIT.join(', ')}.`);
+  if (!(ON_DIRTY as readonly unknown[]).includes(onDirty))
+    throw bad(`args.on_dirty must be one of ${ON_DIRTY.join(', ')}.`);
+  if (!(ON_NOT_GIT as readonly unknown[]).includes(onNotGit))
+    throw bad(`args.on_not_git must be one of ${ON_NOT_GIT.join(', ')}.`);
   return {
     name: a.name,
     named: a.named === true,
@@ -89,12 +92,16 @@ const DIRTY =
 /** What to do (mirror of protocol/branch.py `decide`); `answer` = the user's choice to an earlier `ask`. */
 export function decide(state: RepoState, args: BranchArgs, answer?: string): Decision {
   const { name, reuse } = args;
-  if (!validName(name)) return { steps: [], refuse: `'${name}' is not a valid git branch name; choose another with --branch-name.` };
+  if (!validName(name))
+    return { steps: [], refuse: `'${name}' is not a valid git branch name; choose another with --branch-name.` };
   let init = false;
   if (!state.isRepo) {
     const choice = answer ?? { init: 'init', abort: 'abort', ask: undefined }[args.on_not_git];
     if (choice === undefined) return { steps: [], ask: 'not_git' };
-    if (choice !== 'init') return choice === 'nobranch' ? { steps: [], off: true } : { steps: [], refuse: choice === 'cancel' ? CANCELLED : NOT_GIT };
+    if (choice !== 'init')
+      return choice === 'nobranch'
+        ? { steps: [], off: true }
+        : { steps: [], refuse: choice === 'cancel' ? CANCELLED : NOT_GIT };
     init = true;
     state = { isRepo: true, dirty: false, branches: [] };
   }
@@ -111,7 +118,9 @@ export function decide(state: RepoState, args: BranchArgs, answer?: string): Dec
     choice = choice ?? { stash: 'stash', carry: 'carry', abort: 'abort', ask: undefined }[args.on_dirty];
     if (choice === undefined) return { steps: [], ask: 'dirty' };
     if (choice !== 'stash' && choice !== 'carry') {
-      return choice === 'nobranch' ? { steps: [], off: true } : { steps: [], refuse: choice === 'cancel' ? CANCELLED : DIRTY };
+      return choice === 'nobranch'
+        ? { steps: [], off: true }
+        : { steps: [], refuse: choice === 'cancel' ? CANCELLED : DIRTY };
     }
     stash = choice === 'stash';
   }
@@ -122,11 +131,15 @@ export function decide(state: RepoState, args: BranchArgs, answer?: string): Dec
   return { target, steps };
 }
 
-export function questionText(question: 'dirty' | 'not_git', workspace: string): { text: string; detail: string; choices: string[] } {
+export function questionText(
+  question: 'dirty' | 'not_git',
+  workspace: string,
+): { text: string; detail: string; choices: string[] } {
   if (question === 'not_git') {
     return {
       text: `oh: ${workspace} is not a git repository`,
-      detail: "Branch mode puts the agent's changes on a new git branch, which needs a repository. Cancel refuses the agent's action.",
+      detail:
+        "Branch mode puts the agent's changes on a new git branch, which needs a repository. Cancel refuses the agent's action.",
       choices: ['init', 'nobranch'],
     };
   }
@@ -134,7 +147,7 @@ export function questionText(question: 'dirty' | 'not_git', workspace: string): 
     text: `oh: ${workspace} has uncommitted changes`,
     detail:
       "Branch mode switches to a new branch before the agent's first change. Stash keeps your changes in `git stash`; carry takes them " +
-      'along to the new branch. Cancel refuses the agent\'s action.',
+      "along to the new branch. Cancel refuses the agent's action.",
     choices: ['stash', 'carry', 'nobranch'],
   };
 }
@@ -173,7 +186,11 @@ export interface GitHost {
   runGit: (gitPath: string, args: string[], cwd: string) => Promise<void>;
 }
 
-export type Ask = (text: string, detail: string, choices: { key: string; label: string }[]) => Promise<string | undefined>;
+export type Ask = (
+  text: string,
+  detail: string,
+  choices: { key: string; label: string }[],
+) => Promise<string | undefined>;
 
 async function repoFor(api: GitApiLike, host: GitHost, ws: string): Promise<GitRepositoryLike | null> {
   const uri = host.uri(ws);
@@ -184,13 +201,45 @@ async function inspect(repo: GitRepositoryLike | null): Promise<RepoState> {
   if (!repo) return { isRepo: false, dirty: false, branches: [] };
   await repo.status(); // the extension's view may lag behind the disk (e.g. the user just saved)
   const s = repo.state;
-  const dirty = [s.workingTreeChanges, s.indexChanges, s.mergeChanges, s.untrackedChanges ?? []].some((c) => c.length > 0);
+  const dirty = [s.workingTreeChanges, s.indexChanges, s.mergeChanges, s.untrackedChanges ?? []].some(
+    (c) => c.length > 0,
+  );
   const branches = (await repo.getBranches({ remote: false })).map((r) => r.name).filter((n): n is string => !!n);
   return { isRepo: true, branch: s.HEAD?.name, dirty, branches };
 }
 
 function fail(action: Action, message: string): Observation {
   return errorObservation(action.id, 'BRANCH_FAILED', message);
+}
+
+/** Only the workspace the backend registered with is ours to switch (defence in depth). */
+function notOurs(action: Action, workspace: string, backendWorkspace?: string): Observation | null {
+  if (!backendWorkspace || workspace === backendWorkspace) return null;
+  return errorObservation(
+    action.id,
+    'PATH_DENIED',
+    `branch: ${workspace} is not the backend's workspace ${backendWorkspace}; nothing was done.`,
+  );
+}
+
+/** The decision, asking the user as often as it needs an answer (no answer: cancel). */
+async function decideAsking(
+  state: Parameters<typeof decide>[0],
+  args: Parameters<typeof decide>[1],
+  ws: string,
+  ask: Ask,
+): Promise<ReturnType<typeof decide>> {
+  let decision = decide(state, args);
+  while (decision.ask) {
+    const q = questionText(decision.ask, ws);
+    const key = await ask(
+      q.text,
+      q.detail,
+      q.choices.map((k) => ({ key: k, label: CHOICES[k] })),
+    );
+    decision = decide(state, args, key ?? 'cancel');
+  }
+  return decision;
 }
 
 /** The `branch` action: inspect, ask when needed, carry out the steps through the Git extension. */
@@ -202,30 +251,28 @@ export async function executeBranch(
   signal?: AbortSignal,
 ): Promise<Observation> {
   const args = parseBranchArgs(action.args, action.id);
-  if (backendWorkspace && args.workspace !== backendWorkspace) {
-    // Only the workspace the backend registered with is ours to switch (defence in depth).
-    return errorObservation(action.id, 'PATH_DENIED', `branch: ${args.workspace} is not the backend's workspace ${backendWorkspace}; nothing was done.`);
-  }
+  const foreign = notOurs(action, args.workspace, backendWorkspace);
+  if (foreign) return foreign;
   const api = await host.api();
   if (!api) {
-    return fail(action, "VS Code's Git extension (vscode.git) is not available (disabled, or git is not installed), so branch mode cannot switch branches; the action was not executed.");
+    return fail(
+      action,
+      "VS Code's Git extension (vscode.git) is not available (disabled, or git is not installed), so branch mode cannot switch branches; the action was not executed.",
+    );
   }
   const ws = args.workspace;
   let repo = await repoFor(api, host, ws);
   const state = await inspect(repo);
-  let decision = decide(state, args);
-  while (decision.ask) {
-    const q = questionText(decision.ask, ws);
-    const key = await ask(q.text, q.detail, q.choices.map((k) => ({ key: k, label: CHOICES[k] })));
-    decision = decide(state, args, key ?? 'cancel');
-  }
+  const decision = await decideAsking(state, args, ws, ask);
   if (signal?.aborted) {
     // The backend gave up meanwhile (deadline, agent gone) and told the agent the action did not run:
     // an answer clicked after that must not switch branches behind its back.
     return fail(action, 'The branch question was answered after the action had been cancelled; nothing was changed.');
   }
   if (decision.off) {
-    return branchObservation(action.id, 'Branch mode is off for this session: the user chose not to use a branch.', { off: true });
+    return branchObservation(action.id, 'Branch mode is off for this session: the user chose not to use a branch.', {
+      off: true,
+    });
   }
   if (decision.refuse) return fail(action, decision.refuse);
   const target = decision.target!;
@@ -243,10 +290,18 @@ export async function executeBranch(
     for (step of decision.steps) {
       if (step === 'init') {
         repo = (await api.init(host.uri(ws))) ?? (await repoFor(api, host, ws));
-        if (!repo) return fail(action, `git init in ${ws} did not give a repository the Git extension opened; the action was not executed.`);
+        if (!repo)
+          return fail(
+            action,
+            `git init in ${ws} did not give a repository the Git extension opened; the action was not executed.`,
+          );
         result.initialized = true;
       } else if (step === 'stash') {
-        await host.runGit(api.git.path, ['stash', 'push', '--include-untracked', '--quiet', '--message', `oh: before switching to ${target}`], repo!.rootUri.fsPath);
+        await host.runGit(
+          api.git.path,
+          ['stash', 'push', '--include-untracked', '--quiet', '--message', `oh: before switching to ${target}`],
+          repo!.rootUri.fsPath,
+        );
         result.stashed = true;
       } else if (step === 'create') {
         await repo!.createBranch(target, true); // git checkout -b: keeps uncommitted changes ("carry")

@@ -10,7 +10,9 @@ const GIT_TIMEOUT_MS = 30_000;
 const API_READY_MS = 10_000;
 
 async function gitApi(): Promise<GitApiLike | undefined> {
-  const ext = vscode.extensions.getExtension<{ getAPI(version: 1): GitApiLike & { onDidChangeState?: vscode.Event<string> } }>('vscode.git');
+  const ext = vscode.extensions.getExtension<{
+    getAPI(version: 1): GitApiLike & { onDidChangeState?: vscode.Event<string> };
+  }>('vscode.git');
   if (!ext) return undefined;
   const exports = ext.isActive ? ext.exports : await ext.activate();
   const api = exports?.getAPI(1);
@@ -39,10 +41,15 @@ export const gitHost: GitHost = {
   uri: (fsPath) => vscode.Uri.file(fsPath),
   runGit: (gitPath, args, cwd) =>
     new Promise((resolve, reject) => {
-      execFile(gitPath || 'git', args, { cwd, timeout: GIT_TIMEOUT_MS, env: { ...process.env, GIT_TERMINAL_PROMPT: '0' } }, (err, _out, stderr) => {
-        if (err) reject(Object.assign(err, { stderr: String(stderr) }));
-        else resolve();
-      });
+      execFile(
+        gitPath || 'git',
+        args,
+        { cwd, timeout: GIT_TIMEOUT_MS, env: { ...process.env, GIT_TERMINAL_PROMPT: '0' } },
+        (err, _out, stderr) => {
+          if (err) reject(Object.assign(err, { stderr: String(stderr) }));
+          else resolve();
+        },
+      );
     }),
 };
 

@@ -59,7 +59,6 @@ export function backendKey(s: SessionInfo): string {
   return `${s.instance_id}:${s.pid}:${s.start_time ?? ''}:${s.port}`;
 }
 
-
 export interface ActionHandler {
   /** Must resolve to one observation; the connection guards against a throw anyway. */
   execute(action: Action, signal: AbortSignal, ctx?: ActionContext): Promise<Observation>;
@@ -137,7 +136,14 @@ export class EditorConnection {
   constructor(private readonly opts: ConnectionOptions) {
     this.session = opts.session;
     const s = opts.session;
-    this.context = { backend: backendKey(s), instanceId: s.instance_id, workspace: '', roots: [], python: s.python, sendFrame: (f) => this.sendJson(f) };
+    this.context = {
+      backend: backendKey(s),
+      instanceId: s.instance_id,
+      workspace: '',
+      roots: [],
+      python: s.python,
+      sendFrame: (f) => this.sendJson(f),
+    };
     // The editor credential goes in the Authorization header, never in the URL (the backend ignores
     // query tokens). `ws` sends no Origin header unless asked to, which the backend requires (an
     // Origin means a browser page: refused with 403). Host is 127.0.0.1:<port> from the URL.
@@ -195,7 +201,13 @@ export class EditorConnection {
 
   private onMessage(data: WebSocket.RawData, isBinary: boolean): void {
     if (isBinary) {
-      this.answer(errorObservation(undefined, 'BAD_REQUEST', 'Binary frames are not accepted: send one JSON object per text frame.'));
+      this.answer(
+        errorObservation(
+          undefined,
+          'BAD_REQUEST',
+          'Binary frames are not accepted: send one JSON object per text frame.',
+        ),
+      );
       return;
     }
     const text = Array.isArray(data)
@@ -228,7 +240,13 @@ export class EditorConnection {
       return;
     }
     if (this.inflight.has(action.id)) {
-      this.answer(errorObservation(action.id, 'BAD_REQUEST', `Action id ${action.id} is already in flight on this connection; use a new id.`));
+      this.answer(
+        errorObservation(
+          action.id,
+          'BAD_REQUEST',
+          `Action id ${action.id} is already in flight on this connection; use a new id.`,
+        ),
+      );
       return;
     }
     void this.execute(action);
@@ -241,7 +259,9 @@ export class EditorConnection {
       this.editorId = String(obj.editor_id ?? '');
       const workspace = typeof obj.workspace === 'string' ? obj.workspace : '';
       const allowed = Array.isArray(obj.allowed_roots)
-        ? obj.allowed_roots.filter((r): r is string => typeof r === 'string' && r.length > 1 && /^(\/|[A-Za-z]:[\\/])/.test(r))
+        ? obj.allowed_roots.filter(
+            (r): r is string => typeof r === 'string' && r.length > 1 && /^(\/|[A-Za-z]:[\\/])/.test(r),
+          )
         : undefined;
       // Paths and run cwds are confined to what THIS backend serves, not to the window's folders.
       const roots = allowed?.length ? allowed : workspace ? [workspace] : [];
@@ -253,10 +273,27 @@ export class EditorConnection {
       const jobRetentionS = typeof jr === 'number' && Number.isFinite(jr) && jr >= 0 ? jr : undefined;
       const userShell = typeof obj.user_shell === 'boolean' ? obj.user_shell : undefined;
       const st = obj.shell_startup_timeout;
-      const shellStartupTimeoutS = typeof st === 'number' && Number.isFinite(st) && st > 0 && st <= 600 ? st : undefined;
+      const shellStartupTimeoutS =
+        typeof st === 'number' && Number.isFinite(st) && st > 0 && st <= 600 ? st : undefined;
       const sandbox = parseSandbox(obj.sandbox);
-      this.context = { ...this.context, workspace, roots, maxShells, jobRetentionS, review, userShell, shellStartupTimeoutS, sandbox };
-      this.opts.onRegistered({ editor_id: this.editorId, instance_id: String(obj.instance_id ?? ''), workspace, allowed_roots: allowed, raw: obj });
+      this.context = {
+        ...this.context,
+        workspace,
+        roots,
+        maxShells,
+        jobRetentionS,
+        review,
+        userShell,
+        shellStartupTimeoutS,
+        sandbox,
+      };
+      this.opts.onRegistered({
+        editor_id: this.editorId,
+        instance_id: String(obj.instance_id ?? ''),
+        workspace,
+        allowed_roots: allowed,
+        raw: obj,
+      });
       return;
     }
     if (obj.type === 'error') {
@@ -275,7 +312,8 @@ export class EditorConnection {
   /** Sends a request frame of ours (it gets a `rid`) and resolves to the backend's answer with the same `rid`
    * (a refusal is `{"type": "error", ...}`); rejects after `timeoutMs` or when the connection closes. */
   request(frame: JsonObject, timeoutMs = 30_000): Promise<JsonObject> {
-    if (!this.registered || this.ws.readyState !== WebSocket.OPEN) return Promise.reject(new Error('not connected to the backend'));
+    if (!this.registered || this.ws.readyState !== WebSocket.OPEN)
+      return Promise.reject(new Error('not connected to the backend'));
     const rid = `r${this.rids++}`;
     return new Promise<JsonObject>((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -309,7 +347,8 @@ export class EditorConnection {
     }
     if (obj.type === 'agent_gone') {
       const shell = obj.shell;
-      if (typeof shell === 'string' && /^[A-Za-z0-9._-]{1,64}$/.test(shell)) this.opts.handler.agentGone?.(shell, this.context);
+      if (typeof shell === 'string' && /^[A-Za-z0-9._-]{1,64}$/.test(shell))
+        this.opts.handler.agentGone?.(shell, this.context);
       return;
     }
     if (obj.type === 'approval_request') {
@@ -340,7 +379,11 @@ export class EditorConnection {
     try {
       o = await this.opts.handler.execute(action, ctl.signal, this.context);
     } catch (e) {
-      o = errorObservation(action.id, 'SERVER_ERROR', `The oh extension failed on this ${action.kind} action: ${String((e as Error)?.message ?? e)}`);
+      o = errorObservation(
+        action.id,
+        'SERVER_ERROR',
+        `The oh extension failed on this ${action.kind} action: ${String((e as Error)?.message ?? e)}`,
+      );
     } finally {
       this.inflight.delete(action.id);
     }
@@ -413,7 +456,8 @@ export function describeClose(info: CloseInfo): string {
     return `HTTP ${info.httpStatus} (${why})`;
   }
   if (info.refusal) return `registration refused: ${info.refusal.error_id}: ${info.refusal.message}`;
-  if (info.code === undefined || (!info.registered && info.code === 1006 && info.error)) return info.error ?? 'connection failed';
+  if (info.code === undefined || (!info.registered && info.code === 1006 && info.error))
+    return info.error ?? 'connection failed';
   const names: Record<number, string> = {
     1000: 'normal close',
     [Close.GOING_AWAY]: 'backend shutting down',
@@ -422,7 +466,9 @@ export function describeClose(info: CloseInfo): string {
     [Close.TOKEN_ROTATED]: 'token rotated',
     [Close.BAD_REGISTRATION]: 'bad registration',
   };
-  return `${info.code} ${names[info.code] ?? ''}${info.reason ? ` (${info.reason})` : ''}${info.error ? ` [${info.error}]` : ''}`.replace(/\s+/g, ' ').trim();
+  return `${info.code} ${names[info.code] ?? ''}${info.reason ? ` (${info.reason})` : ''}${info.error ? ` [${info.error}]` : ''}`
+    .replace(/\s+/g, ' ')
+    .trim();
 }
 
 /**
@@ -439,7 +485,8 @@ export interface SandboxSettings {
   hidden?: string[];
 }
 
-const absolutePaths = (v: unknown): v is string[] => Array.isArray(v) && v.every((p) => typeof p === 'string' && p.startsWith('/'));
+const absolutePaths = (v: unknown): v is string[] =>
+  Array.isArray(v) && v.every((p) => typeof p === 'string' && p.startsWith('/'));
 
 /** The registered frame's `sandbox`, checked whole (anything malformed: undefined, the engine's own default). */
 export function parseSandbox(raw: unknown): SandboxSettings | undefined {
@@ -448,5 +495,12 @@ export function parseSandbox(raw: unknown): SandboxSettings | undefined {
   if (o.level !== 'workspace-write' && o.level !== 'read-only' && o.level !== 'off') return undefined;
   if (typeof o.network !== 'boolean' || (o.fallback !== 'refuse' && o.fallback !== 'unconfined')) return undefined;
   if (!absolutePaths(o.writable) || !absolutePaths(o.hidden) || typeof o.bwrap !== 'string') return undefined;
-  return { level: o.level, network: o.network, writable: o.writable, fallback: o.fallback, bwrap: o.bwrap, hidden: o.hidden };
+  return {
+    level: o.level,
+    network: o.network,
+    writable: o.writable,
+    fallback: o.fallback,
+    bwrap: o.bwrap,
+    hidden: o.hidden,
+  };
 }

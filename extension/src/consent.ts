@@ -80,13 +80,34 @@ export function parseApproval(obj: unknown): ApprovalRow | undefined {
   const o = obj as JsonObject;
   if (typeof o.id !== 'string' || !ID.test(o.id)) return undefined;
   const text = (v: unknown, max: number) => (typeof v === 'string' ? plainForUi(v).slice(0, max) : '');
-  const always = Array.isArray(o.always) ? o.always.filter((r): r is string => typeof r === 'string').map((r) => plainForUi(r).slice(0, 400)) : [];
-  const risk = typeof o.security_risk === 'string' && o.security_risk ? plainForUi(o.security_risk).slice(0, 10).toUpperCase() : undefined;
+  const always = Array.isArray(o.always)
+    ? o.always.filter((r): r is string => typeof r === 'string').map((r) => plainForUi(r).slice(0, 400))
+    : [];
+  const risk =
+    typeof o.security_risk === 'string' && o.security_risk
+      ? plainForUi(o.security_risk).slice(0, 10).toUpperCase()
+      : undefined;
   // The detail is shown in a document, not in the notification: only NULs and bidi/format controls are dropped.
-  const detail = typeof o.detail === 'string' && o.detail ? o.detail.replace(/[\u0000\u200b-\u200f\u202a-\u202e\u2066-\u2069]/g, '').slice(0, 8000) : undefined;
+  const detail =
+    typeof o.detail === 'string' && o.detail
+      ? o.detail.replace(/[\u0000\u200b-\u200f\u202a-\u202e\u2066-\u2069]/g, '').slice(0, 8000)
+      : undefined;
   // The whole command, never cut (the backend refuses commands over 64 KiB instead of asking about them).
-  const command = typeof o.command === 'string' && o.command ? o.command.replace(/[\u0000\u200b-\u200f\u202a-\u202e\u2066-\u2069]/g, '') : undefined;
-  return { id: o.id, agent: text(o.agent, 60) || 'agent', kind: text(o.kind, 20), what: text(o.what, 500), reason: text(o.reason, 300), securityRisk: risk, always, detail, command };
+  const command =
+    typeof o.command === 'string' && o.command
+      ? o.command.replace(/[\u0000\u200b-\u200f\u202a-\u202e\u2066-\u2069]/g, '')
+      : undefined;
+  return {
+    id: o.id,
+    agent: text(o.agent, 60) || 'agent',
+    kind: text(o.kind, 20),
+    what: text(o.what, 500),
+    reason: text(o.reason, 300),
+    securityRisk: risk,
+    always,
+    detail,
+    command,
+  };
 }
 
 /** Whether the notification alone cannot show the whole command (then it is opened in a document). */
@@ -128,7 +149,9 @@ export function message(row: ApprovalRow): string {
  */
 export function changeWhat(row: ApprovalRow, workspace?: string): string {
   if (row.kind === 'run' || row.command !== undefined) return row.what;
-  let what = row.what.replace(/^edit (str_replace|insert|undo_edit|create) /, (_m, c: string) => (c === 'create' ? 'create ' : 'edit '));
+  let what = row.what.replace(/^edit (str_replace|insert|undo_edit|create) /, (_m, c: string) =>
+    c === 'create' ? 'create ' : 'edit ',
+  );
   if (workspace && workspace !== '/') {
     const base = workspace.endsWith('/') ? workspace : workspace + '/';
     const at = what.indexOf(' ' + base);
@@ -141,7 +164,11 @@ export function changeWhat(row: ApprovalRow, workspace?: string): string {
 export function question(row: ApprovalRow, canShow: boolean, workspace?: string): Question {
   const n = row.always.length;
   const choices: Choice[] = [{ label: ALLOW_ONCE, description: 'this time only' }];
-  if (n) choices.push({ label: ALWAYS, description: `allow, and save ${n} rule${n > 1 ? 's' : ''} (listed next, before anything is saved)` });
+  if (n)
+    choices.push({
+      label: ALWAYS,
+      description: `allow, and save ${n} rule${n > 1 ? 's' : ''} (listed next, before anything is saved)`,
+    });
   choices.push({ label: REJECT, description: 'the agent gets your reason' });
   if (row.detail && canShow) choices.push({ label: SHOW, description: 'open the change, read-only' });
   if (row.command && canShow) choices.push({ label: SHOW_COMMAND, description: 'open the whole command, read-only' });
@@ -165,7 +192,10 @@ export class ConsentPrompter {
   private readonly open = new Map<string, Open>();
   private current: string | undefined;
 
-  constructor(private readonly ui: ConsentUi, private readonly log: (line: string) => void = () => undefined) {}
+  constructor(
+    private readonly ui: ConsentUi,
+    private readonly log: (line: string) => void = () => undefined,
+  ) {}
 
   get pending(): number {
     return this.open.size;
@@ -228,7 +258,11 @@ export class ConsentPrompter {
         return;
       }
       if (choice === SHOW || choice === SHOW_COMMAND) {
-        await this.ui.show?.(row.id, choice === SHOW ? (row.detail ?? '') : (row.command ?? ''), choice === SHOW ? 'diff' : 'shellscript');
+        await this.ui.show?.(
+          row.id,
+          choice === SHOW ? (row.detail ?? '') : (row.command ?? ''),
+          choice === SHOW ? 'diff' : 'shellscript',
+        );
         continue; // the question again, next to the text
       }
       const answer = await this.followUp(row, choice);
@@ -246,12 +280,18 @@ export class ConsentPrompter {
   private async followUp(row: ApprovalRow, choice: string): Promise<JsonObject | undefined> {
     if (choice === ALLOW_ONCE) return { type: 'approval', op: 'allow', id: row.id };
     if (choice === ALWAYS && row.always.length) {
-      const save = await this.ui.confirmAlways(row.id, row.always, `Always allow (${row.agent}): these rules are saved, then it runs`);
+      const save = await this.ui.confirmAlways(
+        row.id,
+        row.always,
+        `Always allow (${row.agent}): these rules are saved, then it runs`,
+      );
       return save ? { type: 'approval', op: 'allow', id: row.id, always: true } : undefined;
     }
     if (choice === REJECT) {
       const reason = await this.ui.reason(row.id, `Reject: ${row.what.slice(0, 80)}`);
-      return reason === undefined ? undefined : { type: 'approval', op: 'reject', id: row.id, reason: reason.trim().slice(0, 2000) };
+      return reason === undefined
+        ? undefined
+        : { type: 'approval', op: 'reject', id: row.id, reason: reason.trim().slice(0, 2000) };
     }
     return undefined; // an unknown label: ask again
   }

@@ -49,7 +49,12 @@ export class ConsentView implements ConsentUi, vscode.Disposable {
       { label: n === 1 ? 'the rule it saves' : 'the rules it saves', kind: vscode.QuickPickItemKind.Separator },
       ...ruleRows(rules).map((r) => ({ label: r.label, detail: r.detail })),
     ];
-    const answer = await this.pick(id, title, 'Each rule is shown whole; nothing is saved until you choose "Save"', rows);
+    const answer = await this.pick(
+      id,
+      title,
+      'Each rule is shown whole; nothing is saved until you choose "Save"',
+      rows,
+    );
     return answer === undefined ? undefined : answer === 'save';
   }
 
@@ -85,8 +90,16 @@ export class ConsentView implements ConsentUi, vscode.Disposable {
     this.texts.set(uri.toString(), text);
     this.changed.fire(uri);
     let doc = await vscode.workspace.openTextDocument(uri);
-    if (language !== 'diff') doc = await vscode.languages.setTextDocumentLanguage(doc, 'oh-command').then((d) => d, () => doc);
-    await vscode.window.showTextDocument(doc, { preview: true, preserveFocus: true, viewColumn: vscode.ViewColumn.Beside });
+    if (language !== 'diff')
+      doc = await vscode.languages.setTextDocumentLanguage(doc, 'oh-command').then(
+        (d) => d,
+        () => doc,
+      );
+    await vscode.window.showTextDocument(doc, {
+      preview: true,
+      preserveFocus: true,
+      viewColumn: vscode.ViewColumn.Beside,
+    });
   }
 
   waiting(count: number): void {
@@ -104,7 +117,9 @@ export class ConsentView implements ConsentUi, vscode.Disposable {
     if (this.shown?.id === id) this.shown.box.hide();
     const mine = (uri: vscode.Uri) => uri.scheme === CONSENT_SCHEME && uri.path.startsWith(`/${id}/`);
     for (const key of [...this.texts.keys()]) if (mine(vscode.Uri.parse(key))) this.texts.delete(key);
-    const tabs = vscode.window.tabGroups.all.flatMap((g) => g.tabs).filter((t) => t.input instanceof vscode.TabInputText && mine(t.input.uri));
+    const tabs = vscode.window.tabGroups.all
+      .flatMap((g) => g.tabs)
+      .filter((t) => t.input instanceof vscode.TabInputText && mine(t.input.uri));
     if (tabs.length) void Promise.resolve(vscode.window.tabGroups.close(tabs)).catch(() => undefined);
   }
 

@@ -77,7 +77,11 @@ export class Dispatcher implements ActionHandler {
       if (!this.hooks.isTrusted()) {
         o = errorObservation(action.id, 'UNTRUSTED_WORKSPACE', UNTRUSTED_MESSAGE);
       } else if (!executor) {
-        o = errorObservation(action.id, 'TOOL_UNSUPPORTED', `The oh extension does not execute '${action.kind}' actions.`);
+        o = errorObservation(
+          action.id,
+          'TOOL_UNSUPPORTED',
+          `The oh extension does not execute '${action.kind}' actions.`,
+        );
       } else {
         o = await executor(action, signal, ctx);
       }

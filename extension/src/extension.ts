@@ -57,11 +57,15 @@ export function activate(context: vscode.ExtensionContext): void {
     { dispose: () => manager?.dispose() },
   );
 
-  log(`oh extension ${version} active in ${vscode.env.appName} ${vscode.version}; watching ${dir} (no connection until a session for this window appears)`);
+  log(
+    `oh extension ${version} active in ${vscode.env.appName} ${vscode.version}; watching ${dir} (no connection until a session for this window appears)`,
+  );
   if (vscode.env.remoteName && !fs.existsSync(dir)) {
     // A remote window (Remote-SSH, WSL, containers): this extension host is on the remote, and no oh ran here yet.
-    log(`this window's extensions run on the remote (${vscode.env.remoteName}) and no oh has run there (${dir} does not exist): ` +
-      'install and start oh in this window\'s terminal (pipx install oh-editor-runtime; oh vscode install; oh start --runtime vscode)');
+    log(
+      `this window's extensions run on the remote (${vscode.env.remoteName}) and no oh has run there (${dir} does not exist): ` +
+        "install and start oh in this window's terminal (pipx install oh-editor-runtime; oh vscode install; oh start --runtime vscode)",
+    );
   }
   void folders.refresh().then(() => manager!.start());
 }
@@ -96,7 +100,8 @@ function newRunExecutor(log: (line: string) => void): RunExecutor {
     log,
     confirmCommands: () => vscode.workspace.getConfiguration('oh').get<boolean>('confirmCommands', false),
     terminalMode: () => vscode.workspace.getConfiguration('oh').get<string>('terminalMode', 'engine'),
-    userShell: () => vscode.workspace.getConfiguration('oh').get<boolean>('userShell', true) && process.env.OH_USER_SHELL !== '0',
+    userShell: () =>
+      vscode.workspace.getConfiguration('oh').get<boolean>('userShell', true) && process.env.OH_USER_SHELL !== '0',
     sandbox: () => vscode.workspace.getConfiguration('oh').get<string>('sandbox', ''),
     askInterrupt: async (name, command) => {
       const choice = await vscode.window.showWarningMessage(
@@ -125,7 +130,8 @@ function newDispatcher(
       run: (a, signal, ctx) => run.execute(a, signal, ctx),
       read: (a, signal, ctx) => executeRead(a, signal, ctx),
       write: async (a, signal, ctx) => knowledge.afterChange(a, await review.route(a, signal, ctx, executeWrite)),
-      edit: async (a, signal, ctx) => knowledge.afterChange(a, await review.route(a, signal, ctx, (x, s, c) => edit.execute(x, s, c))),
+      edit: async (a, signal, ctx) =>
+        knowledge.afterChange(a, await review.route(a, signal, ctx, (x, s, c) => edit.execute(x, s, c))),
       stat: (a, signal, ctx) => executeStat(a, signal, ctx),
       job: (a, signal, ctx) => run.executeJob(a, signal, ctx),
       diagnostics: (a, signal) => knowledge.diagnostics(a, signal),
@@ -142,7 +148,8 @@ function newDispatcher(
         keys.set(a, ++actionSeq);
         ui.actionStarted(actionSeq, a.kind, summary);
       },
-      onFinish: (a, summary, outcome, exitCode, ms) => ui.actionFinished(keys.get(a) ?? 0, a.kind, summary, outcome, exitCode, ms),
+      onFinish: (a, summary, outcome, exitCode, ms) =>
+        ui.actionFinished(keys.get(a) ?? 0, a.kind, summary, outcome, exitCode, ms),
       agentGone: (shell, ctx) => run.agentGone(shell, ctx),
       // Consent (§3.13): the backend asks before an agent's action runs; the question box answers it.
       approvalRequested: (row, ctx) => void consent.request(row, ctx),
@@ -160,7 +167,14 @@ class Folders {
   }
 }
 
-function newManager(dir: string, version: string, folders: Folders, dispatcher: Dispatcher, ui: Ui, run: RunExecutor): SessionManager {
+function newManager(
+  dir: string,
+  version: string,
+  folders: Folders,
+  dispatcher: Dispatcher,
+  ui: Ui,
+  run: RunExecutor,
+): SessionManager {
   const log = (line: string) => ui.log(line);
   return new SessionManager({
     dir,
@@ -178,7 +192,9 @@ function newManager(dir: string, version: string, folders: Folders, dispatcher: 
     log,
     onStatus: (s) => ui.setConnections(s),
     onBackendGone: (backend, s) => {
-      log(`oh ${s.instance_id} is gone (pid ${s.pid}); its terminals end with it. Start it again: oh start --runtime vscode`);
+      log(
+        `oh ${s.instance_id} is gone (pid ${s.pid}); its terminals end with it. Start it again: oh start --runtime vscode`,
+      );
       ui.backendEnded({ workspace: s.workspace, pid: s.pid });
       run.backendGone(backend);
     },
@@ -188,7 +204,11 @@ function newManager(dir: string, version: string, folders: Folders, dispatcher: 
 }
 
 /** "oh: Connect to backend" and the connect URI: connect now, or say why nothing matched. */
-function connectCommand(sessions: SessionManager, folders: Folders, log: (line: string) => void): (sessionId?: string) => Promise<void> {
+function connectCommand(
+  sessions: SessionManager,
+  folders: Folders,
+  log: (line: string) => void,
+): (sessionId?: string) => Promise<void> {
   return async (sessionId?: string) => {
     await folders.refresh();
     const { matched, elsewhere, refused } = await sessions.connectNow(sessionId);
@@ -233,7 +253,11 @@ function commandsAndHandlers(
     vscode.commands.registerCommand('oh.connect', () => connect()),
     vscode.commands.registerCommand('oh.disconnect', () => {
       const n = sessions.disconnectAll();
-      log(n ? `disconnected by the user (${n} backend${n > 1 ? 's' : ''}); "oh: Connect to backend" reconnects` : 'disconnect: nothing was connected');
+      log(
+        n
+          ? `disconnected by the user (${n} backend${n > 1 ? 's' : ''}); "oh: Connect to backend" reconnects`
+          : 'disconnect: nothing was connected',
+      );
     }),
     vscode.commands.registerCommand('oh.showLog', () => ui.show()),
     vscode.commands.registerCommand('oh.revertAction', () => revertAgentAction(sessions.connections(), log)),
@@ -241,7 +265,9 @@ function commandsAndHandlers(
       handleUri(uri: vscode.Uri) {
         const request = parseConnectUri(uri.path, uri.query);
         if (!request) {
-          log(`ignored URI with path ${JSON.stringify(uri.path.slice(0, 80))} (only /connect?session=<instance id> is handled)`);
+          log(
+            `ignored URI with path ${JSON.stringify(uri.path.slice(0, 80))} (only /connect?session=<instance id> is handled)`,
+          );
           return;
         }
         void connect(request.session);
@@ -249,10 +275,14 @@ function commandsAndHandlers(
     }),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration('oh.confirmCommands')) {
-        log(`setting oh.confirmCommands = ${vscode.workspace.getConfiguration('oh').get<boolean>('confirmCommands', false)}`);
+        log(
+          `setting oh.confirmCommands = ${vscode.workspace.getConfiguration('oh').get<boolean>('confirmCommands', false)}`,
+        );
       }
       if (e.affectsConfiguration('oh.terminalMode')) {
-        log(`setting oh.terminalMode = ${vscode.workspace.getConfiguration('oh').get<string>('terminalMode', 'engine')} (for agent terminals opened from now on)`);
+        log(
+          `setting oh.terminalMode = ${vscode.workspace.getConfiguration('oh').get<string>('terminalMode', 'engine')} (for agent terminals opened from now on)`,
+        );
         noteRetiredMode(context, log);
       }
     }),

@@ -70,7 +70,11 @@ export class Spool {
     cap = SPOOL_CAP,
   ) {
     this.cap = Math.max(cap, 4096);
-    this.fd = fs.openSync(file, fs.constants.O_RDWR | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_APPEND, 0o600);
+    this.fd = fs.openSync(
+      file,
+      fs.constants.O_RDWR | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_APPEND,
+      0o600,
+    );
   }
 
   get total(): number {
@@ -323,7 +327,9 @@ export class JobTable {
 
   /** Drops finished jobs older than the retention time, and the oldest beyond MAX_FINISHED. */
   purge(now = Date.now()): void {
-    const finished = [...this.jobs.values()].filter((j) => j.finishedAt !== null).sort((a, b) => a.finishedAt! - b.finishedAt!);
+    const finished = [...this.jobs.values()]
+      .filter((j) => j.finishedAt !== null)
+      .sort((a, b) => a.finishedAt! - b.finishedAt!);
     const excess = finished.length - MAX_FINISHED;
     finished.forEach((j, i) => {
       if (i < excess || now - j.finishedAt! > this.retentionS() * 1000) {
@@ -376,7 +382,11 @@ export class JobTable {
     if (op === 'poll') return { op, content: job.spool.tail(tailArg ?? POLL_TAIL), extras: { job: job.record() } };
     if (op === 'wait') {
       await job.waitDone((o.timeoutS ?? DEFAULT_WAIT_S) * 1000, o.signal);
-      return { op, content: job.spool.tail(tailArg ?? WAIT_TAIL), extras: { job: job.record(), timed_out: job.state === 'RUNNING' } };
+      return {
+        op,
+        content: job.spool.tail(tailArg ?? WAIT_TAIL),
+        extras: { job: job.record(), timed_out: job.state === 'RUNNING' },
+      };
     }
     if (op === 'output') {
       const offset = typeof args.offset === 'number' ? args.offset : 0;
@@ -399,12 +409,19 @@ export class JobTable {
       };
     }
     if (op === 'cancel') return this.cancel(job, o);
-    throw new ToolError(`args.op must be one of list, poll, wait, output, cancel (got ${op.slice(0, 40)}).`, 'BAD_REQUEST');
+    throw new ToolError(
+      `args.op must be one of list, poll, wait, output, cancel (got ${op.slice(0, 40)}).`,
+      'BAD_REQUEST',
+    );
   }
 
   private async cancel(job: Job, o: JobOpOptions): Promise<JobAnswer> {
     if (job.state !== 'RUNNING') {
-      return { op: 'cancel', content: `Job ${job.jobId} already ended (${job.state}); nothing to cancel.`, extras: { job: job.record() } };
+      return {
+        op: 'cancel',
+        content: `Job ${job.jobId} already ended (${job.state}); nothing to cancel.`,
+        extras: { job: job.record() },
+      };
     }
     job.cancelled = true;
     const grace = o.graceMs ?? CANCEL_GRACE_MS;
@@ -418,6 +435,10 @@ export class JobTable {
       await job.waitDone(5000);
     }
     job.finish('CANCELLED', job.exitCode); // still running after the kill: it is cancelled all the same
-    return { op: 'cancel', content: `Job ${job.jobId} cancelled (exit code ${job.exitCode}).`, extras: { job: job.record() } };
+    return {
+      op: 'cancel',
+      content: `Job ${job.jobId} cancelled (exit code ${job.exitCode}).`,
+      extras: { job: job.record() },
+    };
   }
 }

@@ -24,7 +24,11 @@ export function isKnowledgeKind(kind: string): kind is KnowledgeKind {
  * What is wrong with a knowledge action's args (the message the agent reads), or undefined.
  * `isInt(value, key)` says whether args[key] was written as a JSON integer (see jsonnum.ts).
  */
-export function knowledgeArgsProblem(kind: KnowledgeKind, a: Args, isInt: (v: unknown, key: string) => boolean): string | undefined {
+export function knowledgeArgsProblem(
+  kind: KnowledgeKind,
+  a: Args,
+  isInt: (v: unknown, key: string) => boolean,
+): string | undefined {
   const path = (required: boolean): string | undefined => {
     if ((a.path === undefined || a.path === null) && !required) return undefined;
     if (typeof a.path !== 'string' || a.path === '') return 'args.path must be a non-empty string.';
@@ -34,10 +38,14 @@ export function knowledgeArgsProblem(kind: KnowledgeKind, a: Args, isInt: (v: un
   const pos = (key: string, required: boolean): string | undefined => {
     const v = a[key];
     if ((v === undefined || v === null) && !required) return undefined;
-    return isInt(v, key) && (v as number) >= 1 ? undefined : `args.${key} must be an integer >= 1 (1-based)${required ? '' : ' or null'}.`;
+    return isInt(v, key) && (v as number) >= 1
+      ? undefined
+      : `args.${key} must be an integer >= 1 (1-based)${required ? '' : ' or null'}.`;
   };
   const bool = (key: string): string | undefined =>
-    a[key] === undefined || a[key] === null || typeof a[key] === 'boolean' ? undefined : `args.${key} must be a boolean.`;
+    a[key] === undefined || a[key] === null || typeof a[key] === 'boolean'
+      ? undefined
+      : `args.${key} must be a boolean.`;
   switch (kind) {
     case 'diagnostics': {
       const sev = a.severity;
@@ -45,14 +53,26 @@ export function knowledgeArgsProblem(kind: KnowledgeKind, a: Args, isInt: (v: un
         return `args.severity must be one of ${SEVERITIES.join(', ')} (the least severe level to report).`;
       }
       const w = a.wait;
-      if (w !== undefined && w !== null && !(typeof w === 'number' && Number.isFinite(w) && w >= 0 && w <= MAX_SETTLE_WAIT_S)) {
+      if (
+        w !== undefined &&
+        w !== null &&
+        !(typeof w === 'number' && Number.isFinite(w) && w >= 0 && w <= MAX_SETTLE_WAIT_S)
+      ) {
         return `args.wait must be a number of seconds between 0 and ${MAX_SETTLE_WAIT_S} (how long to wait for language servers at most).`;
       }
       return path(false);
     }
     case 'open':
-      if (a.end_line !== undefined && a.end_line !== null && (a.line === undefined || a.line === null)) return 'args.end_line needs args.line.';
-      return path(true) ?? pos('line', false) ?? pos('column', false) ?? pos('end_line', false) ?? pos('end_column', false) ?? bool('preserve_focus');
+      if (a.end_line !== undefined && a.end_line !== null && (a.line === undefined || a.line === null))
+        return 'args.end_line needs args.line.';
+      return (
+        path(true) ??
+        pos('line', false) ??
+        pos('column', false) ??
+        pos('end_line', false) ??
+        pos('end_column', false) ??
+        bool('preserve_focus')
+      );
     case 'editors':
       return undefined;
     case 'symbols': {
@@ -60,7 +80,11 @@ export function knowledgeArgsProblem(kind: KnowledgeKind, a: Args, isInt: (v: un
         return 'args.query must be a string (up to 500 characters; "" lists what the language servers offer).';
       }
       const lim = a.limit;
-      if (lim !== undefined && lim !== null && !(isInt(lim, 'limit') && (lim as number) >= 1 && (lim as number) <= MAX_SYMBOL_LIMIT)) {
+      if (
+        lim !== undefined &&
+        lim !== null &&
+        !(isInt(lim, 'limit') && (lim as number) >= 1 && (lim as number) <= MAX_SYMBOL_LIMIT)
+      ) {
         return `args.limit must be an integer between 1 and ${MAX_SYMBOL_LIMIT}.`;
       }
       return undefined;
@@ -163,7 +187,13 @@ export function countBySeverity(list: DiagnosticEntry[]): Record<Severity, numbe
 
 export const MAX_DIAGNOSTICS = 500;
 
-export function diagnosticsText(list: DiagnosticEntry[], where: string, settled: boolean, min: Severity, waitedMs: number): string {
+export function diagnosticsText(
+  list: DiagnosticEntry[],
+  where: string,
+  settled: boolean,
+  min: Severity,
+  waitedMs: number,
+): string {
   const c = countBySeverity(list);
   const shown = list.slice(0, MAX_DIAGNOSTICS).map(diagnosticLine);
   const files = new Set(list.map((d) => d.path)).size;
@@ -179,7 +209,10 @@ export function diagnosticsText(list: DiagnosticEntry[], where: string, settled:
 }
 
 export function locationLine(l: LocationEntry): string {
-  return `${l.path}:${l.line}:${l.column}` + (l.text !== undefined ? `: ${l.text}` : l.outside ? ' (outside the workspace)' : '');
+  return (
+    `${l.path}:${l.line}:${l.column}` +
+    (l.text !== undefined ? `: ${l.text}` : l.outside ? ' (outside the workspace)' : '')
+  );
 }
 
 export function symbolLine(s: SymbolEntry): string {
@@ -187,7 +220,13 @@ export function symbolLine(s: SymbolEntry): string {
 }
 
 /** The observation of a knowledge action: kind = the action's, `content` the agent's text, `extras` the data. */
-export function knowledgeObservation(kind: KnowledgeKind, cause: number | undefined, content: string, extras: Args, timestamp: string): Args {
+export function knowledgeObservation(
+  kind: KnowledgeKind,
+  cause: number | undefined,
+  content: string,
+  extras: Args,
+  timestamp: string,
+): Args {
   const o: Args = {
     timestamp,
     source: 'environment',

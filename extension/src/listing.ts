@@ -16,7 +16,12 @@ import { insideRoots } from './paths';
 
 export const MAX_LISTING = 1000;
 
-export async function listDirectory(shownRoot: string, realRoot: string, maxEntries = MAX_LISTING, roots?: string[]): Promise<string> {
+export async function listDirectory(
+  shownRoot: string,
+  realRoot: string,
+  maxEntries = MAX_LISTING,
+  roots?: string[],
+): Promise<string> {
   const root = shownRoot.replace(/[\\/]+$/, '') || shownRoot;
   const entries: ListingEntry[] = [];
   let hidden = 0;

@@ -16,7 +16,14 @@ import { DirectoryWatcher } from './dirwatch';
 import { Close, JsonObject } from './protocol';
 import { UnsafePath } from './owned';
 import { problemFromRefusal, problemFromRegistered, VersionProblem } from './versions';
-import { pidAlive as realPidAlive, readSession, readSessions, realpathOrSelf, SessionInfo, sessionTargets } from './session';
+import {
+  pidAlive as realPidAlive,
+  readSession,
+  readSessions,
+  realpathOrSelf,
+  SessionInfo,
+  sessionTargets,
+} from './session';
 
 export interface ManagerDeps {
   dir: string;
@@ -91,14 +98,22 @@ export class SessionManager {
 
   /** The registered connections (one per backend this window serves), for requests of our own. */
   connections(): EditorConnection[] {
-    return [...this.entries.values()].flatMap((e) => (e.conn?.isRegistered && !e.suppressed && !e.ended ? [e.conn] : []));
+    return [...this.entries.values()].flatMap((e) =>
+      e.conn?.isRegistered && !e.suppressed && !e.ended ? [e.conn] : [],
+    );
   }
 
   status(): ConnectionStatus[] {
     const out: ConnectionStatus[] = [];
     for (const e of this.entries.values()) {
       if (e.ended && e.problem?.level === 'error' && !e.suppressed) {
-        out.push({ instanceId: e.id, port: e.session.port, workspace: e.session.workspace, state: 'refused', problem: e.problem });
+        out.push({
+          instanceId: e.id,
+          port: e.session.port,
+          workspace: e.session.workspace,
+          state: 'refused',
+          problem: e.problem,
+        });
         continue;
       }
       if (e.suppressed || e.ended) continue;
@@ -220,7 +235,8 @@ export class SessionManager {
 
   private connect(e: Entry): void {
     const s = e.session;
-    if (!e.lastFailure) this.deps.log(`connecting to oh ${s.instance_id} at ${s.host}:${s.port} (workspace ${s.workspace})`);
+    if (!e.lastFailure)
+      this.deps.log(`connecting to oh ${s.instance_id} at ${s.host}:${s.port} (workspace ${s.workspace})`);
     const conn: EditorConnection = new EditorConnection({
       session: s,
       registerFrame: this.deps.registerFrame(s),
@@ -238,7 +254,9 @@ export class SessionManager {
     e.lastFailure = '';
     e.backoff.reset();
     const roots = info.allowed_roots ? `, allowed roots ${info.allowed_roots.join(', ')}` : '';
-    this.deps.log(`connected to oh ${e.id} on port ${e.session.port} as editor ${info.editor_id} (backend workspace ${info.workspace}${roots})`);
+    this.deps.log(
+      `connected to oh ${e.id} on port ${e.session.port} as editor ${info.editor_id} (backend workspace ${info.workspace}${roots})`,
+    );
     this.setProblem(e, problemFromRegistered(info.raw ?? {}, this.deps.extensionVersion ?? ''));
     this.emitStatus();
   }
@@ -251,7 +269,9 @@ export class SessionManager {
       this.deps.log(`disconnected from oh ${e.id}: ${why}`);
       e.lastFailure = '';
     } else if (why !== e.lastFailure) {
-      this.deps.log(`could not connect to oh ${e.id}: ${why}${e.lastFailure ? '' : ' (retrying while the session lasts)'}`);
+      this.deps.log(
+        `could not connect to oh ${e.id}: ${why}${e.lastFailure ? '' : ' (retrying while the session lasts)'}`,
+      );
       e.lastFailure = why;
     }
     if (this.disposed || !this.entries.has(e.id) || e.suppressed) {
@@ -327,7 +347,9 @@ export class SessionManager {
    * The "Connect" command and the URI handler: forget earlier user disconnects and ended states,
    * scan now, and connect without waiting for a backoff timer. With `instanceId`, only that session.
    */
-  async connectNow(instanceId?: string): Promise<{ matched: SessionInfo[]; elsewhere: SessionInfo[]; refused: string[] }> {
+  async connectNow(
+    instanceId?: string,
+  ): Promise<{ matched: SessionInfo[]; elsewhere: SessionInfo[]; refused: string[] }> {
     const { targeting, others, refused } = await this.targetingSessions();
     const matched = targeting.filter((s) => !instanceId || s.instance_id === instanceId);
     const elsewhere = others.filter((s) => !instanceId || s.instance_id === instanceId);

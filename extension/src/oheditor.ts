@@ -107,7 +107,12 @@ export function sliceLines(text: string, start = 0, end = -1): string {
 }
 
 /** The `read` action's content: raw text; `view_range` wins over `start`/`end`. */
-export function readRange(text: string, start?: number | null, end?: number | null, viewRange?: number[] | null): string {
+export function readRange(
+  text: string,
+  start?: number | null,
+  end?: number | null,
+  viewRange?: number[] | null,
+): string {
   if (viewRange && viewRange.length === 2) {
     const [begin, stop] = viewRangeLines(text, viewRange);
     return sliceLines(text, begin, stop);
@@ -133,7 +138,8 @@ export interface ListingEntry {
 
 export function formatListing(root: string, entries: ListingEntry[], hidden: number, truncatedAfter?: number): string {
   const lines = [root + '/', ...entries.map((e) => (e.isDir ? e.shown + '/' : e.shown))];
-  let out = `Here's the files and directories up to 2 levels deep in ${root}, excluding hidden items:\n` + lines.join('\n');
+  let out =
+    `Here's the files and directories up to 2 levels deep in ${root}, excluding hidden items:\n` + lines.join('\n');
   if (truncatedAfter !== undefined) {
     out += `\n[... listing truncated after ${truncatedAfter} entries; use \`ls\` or \`find\` in the shell to see more ...]`;
   }
@@ -153,7 +159,12 @@ export interface EditOutcome {
   newContent: string | null;
 }
 
-export function strReplace(shown: string, text: string, oldStr: string | null | undefined, newStr: string | null | undefined): EditOutcome {
+export function strReplace(
+  shown: string,
+  text: string,
+  oldStr: string | null | undefined,
+  newStr: string | null | undefined,
+): EditOutcome {
   if (!oldStr) throw new ToolError('Parameter `old_str` is required for command: str_replace.');
   const replacement = newStr ?? '';
   if (replacement === oldStr) {
@@ -180,7 +191,10 @@ export function strReplace(shown: string, text: string, oldStr: string | null | 
   // The SDK's window: from line - SNIPPET_CONTEXT + 1 (its 0-based start, shown 1-based).
   const start = Math.max(1, line - SNIPPET_CONTEXT + 1);
   const stop = line + SNIPPET_CONTEXT + count(replacement, '\n');
-  const snippet = newText.split('\n').slice(start - 1, stop).join('\n');
+  const snippet = newText
+    .split('\n')
+    .slice(start - 1, stop)
+    .join('\n');
   const content =
     `The file ${shown} has been edited. ` +
     catN(snippet, `a snippet of ${shown}`, start) +
@@ -189,9 +203,16 @@ export function strReplace(shown: string, text: string, oldStr: string | null | 
   return { newText, content, oldContent: text, newContent: newText };
 }
 
-export function insertAt(shown: string, text: string, insertLine: number | null | undefined, newStr: string | null | undefined): EditOutcome {
-  if (insertLine === null || insertLine === undefined) throw new ToolError('Parameter `insert_line` is required for command: insert.');
-  if (newStr === null || newStr === undefined) throw new ToolError('Parameter `new_str` is required for command: insert.');
+export function insertAt(
+  shown: string,
+  text: string,
+  insertLine: number | null | undefined,
+  newStr: string | null | undefined,
+): EditOutcome {
+  if (insertLine === null || insertLine === undefined)
+    throw new ToolError('Parameter `insert_line` is required for command: insert.');
+  if (newStr === null || newStr === undefined)
+    throw new ToolError('Parameter `new_str` is required for command: insert.');
   const lines = splitLinesKeepEnds(text);
   const n = lines.length;
   if (insertLine < 0 || insertLine > n) {
@@ -229,7 +250,10 @@ export function fileExistsMessage(shown: string, _isDirectory = false): string {
 }
 
 export function directoryOnlyViewMessage(shown: string): string {
-  return invalidPath(shown, `The path ${shown} is a directory and only the \`view\` command can be used on directories.`);
+  return invalidPath(
+    shown,
+    `The path ${shown} is a directory and only the \`view\` command can be used on directories.`,
+  );
 }
 
 export function undoneMessage(shown: string, previous: string, limit = MAX_OUTPUT_CHARS): string {
@@ -245,7 +269,12 @@ export function notFoundMessage(shown: string): string {
 }
 
 /** The `write` action: the whole file is `content`, or lines [start, end) are replaced by it. */
-export function writeRange(oldText: string | null, content: string, start?: number | null, end?: number | null): string {
+export function writeRange(
+  oldText: string | null,
+  content: string,
+  start?: number | null,
+  end?: number | null,
+): string {
   const s0 = start ?? 0;
   const e0 = end ?? -1;
   if ((s0 <= 0 && e0 === -1) || oldText === null) return content;
@@ -272,12 +301,16 @@ export function looksBinary(bytes: Uint8Array): boolean {
 
 export function decodeText(shown: string, bytes: Uint8Array): string {
   if (looksBinary(bytes)) {
-    throw new ToolError(`The file ${shown} is a binary file (it contains NUL bytes); only text files can be read or edited.`);
+    throw new ToolError(
+      `The file ${shown} is a binary file (it contains NUL bytes); only text files can be read or edited.`,
+    );
   }
   try {
     return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
   } catch {
-    throw new ToolError(`The file ${shown} is a binary file or not UTF-8 text; only UTF-8 text files can be read or edited.`);
+    throw new ToolError(
+      `The file ${shown} is a binary file or not UTF-8 text; only UTF-8 text files can be read or edited.`,
+    );
   }
 }
 

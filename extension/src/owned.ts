@@ -75,7 +75,8 @@ export function checkOwned(p: string, what: string, st?: fs.Stats): fs.Stats | n
   }
   if (st.mode & 0o022) {
     let fix = `chmod ${st.isDirectory() ? '700' : '600'} ${p}`;
-    if (!st.isDirectory()) fix += ' and replace the token it holds (`oh token rotate`): another user could have written theirs';
+    if (!st.isDirectory())
+      fix += ' and replace the token it holds (`oh token rotate`): another user could have written theirs';
     throw new UnsafePath(p, `this ${what} is writable by other users (mode ${modeStr(st.mode)})`, fix);
   }
   return st;
@@ -128,7 +129,8 @@ export function checkSessionsDir(dir: string): void {
  * the check and the read is the one checked; O_NONBLOCK keeps a planted FIFO from hanging the open.
  */
 export async function readOwnedFile(p: string, what: string): Promise<string | null> {
-  const notRegular = () => new UnsafePath(p, `this ${what} is not a regular file (a symlink or something else)`, `remove it: rm ${p}`);
+  const notRegular = () =>
+    new UnsafePath(p, `this ${what} is not a regular file (a symlink or something else)`, `remove it: rm ${p}`);
   let lst: fs.Stats;
   try {
     lst = await fs.promises.lstat(p);

@@ -72,7 +72,10 @@ export async function realpathLenient(p: string, depth = 0): Promise<string> {
 export async function resolvePath(raw: string, roots: WorkspaceRoot[], base?: string | null): Promise<ResolvedPath> {
   if (raw.includes('\0')) throw new ToolError('The path must not contain NUL bytes.', 'BAD_REQUEST');
   if (!roots.length) {
-    throw new ToolError('This VS Code window has no folder open on this machine; open the workspace folder first.', 'PATH_DENIED');
+    throw new ToolError(
+      'This VS Code window has no folder open on this machine; open the workspace folder first.',
+      'PATH_DENIED',
+    );
   }
   let expanded = raw;
   if (raw === '~' || raw.startsWith('~/')) expanded = path.join(os.homedir(), raw.slice(1));

@@ -246,7 +246,10 @@ export function parseAction(obj: JsonObject): Action {
 function parseEnvelope(obj: JsonObject): { cause: number; kind: string } {
   const cause = readId(obj);
   if (!('id' in obj)) {
-    throw new ProtocolError('BAD_REQUEST', "Action has no 'id': every action needs an integer id (its observation's cause).");
+    throw new ProtocolError(
+      'BAD_REQUEST',
+      "Action has no 'id': every action needs an integer id (its observation's cause).",
+    );
   }
   check(cause !== undefined, `Action 'id' must be an integer between 0 and ${MAX_ID}.`, undefined);
   if ('observation' in obj && !('action' in obj)) {
@@ -259,7 +262,11 @@ function parseEnvelope(obj: JsonObject): { cause: number; kind: string } {
 
 function parseTimeout(t: unknown, cause: number): number | undefined {
   if (t === undefined || t === null) return undefined;
-  check(typeof t === 'number' && Number.isFinite(t) && t >= 0, "'timeout' must be a number of seconds >= 0 (0 = no timeout given).", cause);
+  check(
+    typeof t === 'number' && Number.isFinite(t) && t >= 0,
+    "'timeout' must be a number of seconds >= 0 (0 = no timeout given).",
+    cause,
+  );
   // 0 means "no timeout given", as in the OpenHands SDK (docs/protocol.md §3.1): the no-new-output rule applies.
   return t > 0 ? t : undefined;
 }
@@ -269,17 +276,30 @@ type ArgCheck = (a: JsonObject, cause: number, obj: JsonObject) => void;
 
 function checkRunArgs(a: JsonObject, cause: number): void {
   check(typeof a.command === 'string', 'args.command must be a string.', cause);
-  for (const key of ['is_input', 'blocking', 'hidden', 'reset', 'exclusive', 'background', 'force']) optType(a, key, isBool, 'a boolean', cause);
+  for (const key of ['is_input', 'blocking', 'hidden', 'reset', 'exclusive', 'background', 'force'])
+    optType(a, key, isBool, 'a boolean', cause);
   optType(a, 'job_id', (v) => typeof v === 'string' && JOB_ID.test(v), 'a command id such as "j3"', cause);
   optType(a, 'cwd', isStr, 'a string or null', cause);
   optType(a, 'max_output', (v) => isInt(v) && v >= 0, 'an integer >= 0', cause);
   if (a.env !== undefined && a.env !== null) {
     const env = a.env;
-    check(env !== null && typeof env === 'object' && !Array.isArray(env), 'args.env must be an object of names to string values.', cause);
+    check(
+      env !== null && typeof env === 'object' && !Array.isArray(env),
+      'args.env must be an object of names to string values.',
+      cause,
+    );
     for (const [k, v] of Object.entries(env as JsonObject)) {
       // Names only in messages: values are secrets.
-      check(ENV_NAME.test(k), `args.env: ${JSON.stringify(k.slice(0, 64))} is not a valid environment variable name.`, cause);
-      check(typeof v === 'string' && !v.includes('\0'), `args.env.${k} must be a string without NUL characters.`, cause);
+      check(
+        ENV_NAME.test(k),
+        `args.env: ${JSON.stringify(k.slice(0, 64))} is not a valid environment variable name.`,
+        cause,
+      );
+      check(
+        typeof v === 'string' && !v.includes('\0'),
+        `args.env.${k} must be a string without NUL characters.`,
+        cause,
+      );
     }
   }
   check(
@@ -290,9 +310,17 @@ function checkRunArgs(a: JsonObject, cause: number): void {
 }
 
 function checkJobArgs(a: JsonObject, cause: number): void {
-  check((JOB_OPS as readonly string[]).includes(a.op as string), `args.op must be one of ${JOB_OPS.join(', ')}.`, cause);
+  check(
+    (JOB_OPS as readonly string[]).includes(a.op as string),
+    `args.op must be one of ${JOB_OPS.join(', ')}.`,
+    cause,
+  );
   if (a.op !== 'list' || (a.job_id !== undefined && a.job_id !== null)) {
-    check(typeof a.job_id === 'string' && JOB_ID.test(a.job_id), 'args.job_id must be a job id string such as "j3" (from an earlier observation or `job list`).', cause);
+    check(
+      typeof a.job_id === 'string' && JOB_ID.test(a.job_id),
+      'args.job_id must be a job id string such as "j3" (from an earlier observation or `job list`).',
+      cause,
+    );
   }
   for (const key of ['offset', 'limit', 'tail']) optType(a, key, (v) => isInt(v) && v >= 0, 'an integer >= 0', cause);
   optType(a, 'wait', (v) => typeof v === 'number' && Number.isFinite(v) && v >= 0, 'a number of seconds >= 0', cause);
@@ -315,23 +343,44 @@ function checkPathArgs(a: JsonObject, cause: number, obj: JsonObject): void {
 }
 
 function checkReadArgs(a: JsonObject, cause: number, obj: JsonObject): void {
-  optType(a, 'encoding', (v) => v === 'auto' || v === 'base64' || v === 'binary', '"auto", "base64" or "binary"', cause);
+  optType(
+    a,
+    'encoding',
+    (v) => v === 'auto' || v === 'base64' || v === 'binary',
+    '"auto", "base64" or "binary"',
+    cause,
+  );
   checkPathArgs(a, cause, obj);
 }
 
 function checkWriteArgs(a: JsonObject, cause: number, obj: JsonObject): void {
   optType(a, 'encoding', (v) => typeof v === 'string' && /^[A-Za-z0-9._:-]{1,40}$/.test(v), 'an encoding name', cause);
-  optType(a, 'mode', (v) => (WRITE_MODES as readonly string[]).includes(v as string), `one of ${WRITE_MODES.join(', ')} (default overwrite)`, cause);
+  optType(
+    a,
+    'mode',
+    (v) => (WRITE_MODES as readonly string[]).includes(v as string),
+    `one of ${WRITE_MODES.join(', ')} (default overwrite)`,
+    cause,
+  );
   checkPathArgs(a, cause, obj);
   check(typeof a.content === 'string', 'args.content must be a string.', cause);
-  const ranged = (typeof a.start === 'number' && a.start > 0) || (a.end !== undefined && a.end !== null && a.end !== -1);
-  check(!((a.mode === 'create' || a.mode === 'append') && ranged), `args.mode ${String(a.mode)} writes the whole file: drop args.start/args.end.`, cause);
+  const ranged =
+    (typeof a.start === 'number' && a.start > 0) || (a.end !== undefined && a.end !== null && a.end !== -1);
+  check(
+    !((a.mode === 'create' || a.mode === 'append') && ranged),
+    `args.mode ${String(a.mode)} writes the whole file: drop args.start/args.end.`,
+    cause,
+  );
 }
 
 function checkEditArgs(a: JsonObject, cause: number, obj: JsonObject): void {
   checkPathArgs(a, cause, obj);
   const cmd = a.command;
-  check(typeof cmd === 'string' && (EDIT_COMMANDS as readonly string[]).includes(cmd), `args.command must be one of ${EDIT_COMMANDS.join(', ')}.`, cause);
+  check(
+    typeof cmd === 'string' && (EDIT_COMMANDS as readonly string[]).includes(cmd),
+    `args.command must be one of ${EDIT_COMMANDS.join(', ')}.`,
+    cause,
+  );
   const argInt = (key: string) => (v: unknown) => isIntAt(obj, v, 'args', key);
   for (const key of ['file_text', 'old_str', 'new_str']) optType(a, key, isStr, 'a string or null', cause);
   optType(a, 'insert_line', argInt('insert_line'), 'an integer or null', cause);
@@ -366,7 +415,8 @@ function parseAgent(v: unknown): AgentInfo | undefined {
   const o = v as JsonObject;
   const shell = o.shell;
   const workdir = o.workdir;
-  if (typeof shell !== 'string' || !SHELL_KEY.test(shell) || typeof workdir !== 'string' || !workdir.startsWith('/')) return undefined;
+  if (typeof shell !== 'string' || !SHELL_KEY.test(shell) || typeof workdir !== 'string' || !workdir.startsWith('/'))
+    return undefined;
   return {
     id: (typeof o.id === 'string' ? o.id : shell).slice(0, 64),
     // Shown as a terminal name: printable characters only, bounded.
@@ -387,7 +437,12 @@ export function runArgs(action: Action): RunArgs {
     hidden: a.hidden === true,
     reset: a.reset === true,
     env: a.env && typeof a.env === 'object' ? (a.env as Record<string, string>) : undefined,
-    maxOutput: typeof a.max_output === 'number' ? (a.max_output === 0 ? MAX_OUTPUT_CAP : Math.min(a.max_output, MAX_OUTPUT_CAP)) : undefined,
+    maxOutput:
+      typeof a.max_output === 'number'
+        ? a.max_output === 0
+          ? MAX_OUTPUT_CAP
+          : Math.min(a.max_output, MAX_OUTPUT_CAP)
+        : undefined,
   };
 }
 
@@ -462,7 +517,13 @@ export function nowIso(d = new Date()): string {
   );
 }
 
-function obs(kind: string, cause: number | undefined, content: string, message: string, extras: JsonObject): Observation {
+function obs(
+  kind: string,
+  cause: number | undefined,
+  content: string,
+  message: string,
+  extras: JsonObject,
+): Observation {
   const o: Observation = {
     timestamp: nowIso(),
     source: 'environment',
@@ -515,7 +576,10 @@ export const BINARY_BODY = Symbol('oh binary body');
 
 /** Frame for an observation carrying BINARY_BODY: uint32 BE header length, the header JSON, the bytes. */
 export function packBinary(o: Observation, body: Uint8Array): Buffer {
-  const header = Buffer.from(JSON.stringify(Object.fromEntries(Object.entries(o).filter(([k]) => k !== 'content'))), 'utf8');
+  const header = Buffer.from(
+    JSON.stringify(Object.fromEntries(Object.entries(o).filter(([k]) => k !== 'content'))),
+    'utf8',
+  );
   if (header.length > 65536) throw new Error(`binary frame header of ${header.length} bytes (limit 65536)`);
   const len = Buffer.alloc(4);
   len.writeUInt32BE(header.length, 0);
@@ -541,11 +605,21 @@ export function writeObservation(cause: number | undefined, path: string, conten
 
 /** oh's own kind (§3.9): `info` = exists, type, size, mtime, mode, encoding, mime_type, link. */
 /** Our own kind: the answer to a `job` action (docs/protocol.md §3.8). */
-export function jobObservation(cause: number | undefined, op: string, content: string, extras: JsonObject): Observation {
+export function jobObservation(
+  cause: number | undefined,
+  op: string,
+  content: string,
+  extras: JsonObject,
+): Observation {
   return obs('job', cause, content, `Job ${op}.`, { op, ...extras });
 }
 
-export function statObservation(cause: number | undefined, path: string, content: string, info: JsonObject): Observation {
+export function statObservation(
+  cause: number | undefined,
+  path: string,
+  content: string,
+  info: JsonObject,
+): Observation {
   return obs('stat', cause, content, `I checked the path ${path}.`, { path, ...info });
 }
 

@@ -45,7 +45,11 @@ export class RunningCommand {
    * `clean`: the data is terminal data (escape sequences, \r\n) rather than a pipe's bytes. `filter`
    * then drops what is not the command's output from the cleaned text (e.g. bash's job notices).
    */
-  constructor(clean: boolean, limit?: number, private readonly filter?: { push(t: string): string; flush(): string }) {
+  constructor(
+    clean: boolean,
+    limit?: number,
+    private readonly filter?: { push(t: string): string; flush(): string },
+  ) {
     this.buffer = new OutputBuffer(limit);
     this.cleaner = clean ? new TerminalTextCleaner() : null;
   }
@@ -241,12 +245,21 @@ export class RunController {
    * Starts a command and returns at once (a background job, §3.8): `sink` gets all of its output;
    * follow-ups (empty command, is_input) still reach it here.
    */
-  async startDetached(args: RunArgs, cwd: string | null, sink: (text: string) => void): Promise<{ cmd: RunningCommand; shell: CommandShell }> {
-    if (args.command.includes('\0')) throw new ToolError('args.command must not contain NUL characters.', 'BAD_REQUEST');
+  async startDetached(
+    args: RunArgs,
+    cwd: string | null,
+    sink: (text: string) => void,
+  ): Promise<{ cmd: RunningCommand; shell: CommandShell }> {
+    if (args.command.includes('\0'))
+      throw new ToolError('args.command must not contain NUL characters.', 'BAD_REQUEST');
     return this.begin(args, cwd, sink);
   }
 
-  private async begin(args: RunArgs, cwd: string | null, sink?: (text: string) => void): Promise<{ cmd: RunningCommand; shell: CommandShell }> {
+  private async begin(
+    args: RunArgs,
+    cwd: string | null,
+    sink?: (text: string) => void,
+  ): Promise<{ cmd: RunningCommand; shell: CommandShell }> {
     const command = args.command;
     if (this.busy) throw new ToolError(busyMessage(command), 'BUSY');
     this.claimed = true;
@@ -298,11 +311,17 @@ export class RunController {
     return this.waitExclusive(cmd, args, opts, CONTINUED_PREFIX);
   }
 
-  private async waitExclusive(cmd: RunningCommand, args: RunArgs, opts: RunOptions, prefix: string): Promise<RunResult> {
+  private async waitExclusive(
+    cmd: RunningCommand,
+    args: RunArgs,
+    opts: RunOptions,
+    prefix: string,
+  ): Promise<RunResult> {
     if (this.waiting) {
       return this.result('', -1, {
         prefix,
-        suffix: '\n[Another observation is already waiting for the running command; its output and exit code will be reported there.]',
+        suffix:
+          '\n[Another observation is already waiting for the running command; its output and exit code will be reported there.]',
       });
     }
     this.waiting = true;
@@ -365,7 +384,7 @@ export class RunController {
     }
     if (cmd.outputLost) {
       suffix +=
-        '\n[VS Code delivered none of this command\'s output stream (its shell-integration race for commands that end ' +
+        "\n[VS Code delivered none of this command's output stream (its shell-integration race for commands that end " +
         'within one terminal read); the exit code is real. Run the command again if you need its output.]';
     }
     for (const n of cmd.notes) suffix += '\n' + n;
@@ -416,7 +435,7 @@ export class RunController {
 
 /** "1 second", "2.5 seconds": the same words as the Python engine (src/oh/runtimes/local/terminal.py). */
 function seconds(s: number): string {
-  return `${fmt(s)} second${s === 1 ? "" : "s"}`;
+  return `${fmt(s)} second${s === 1 ? '' : 's'}`;
 }
 
 function fmt(s: number): string {

@@ -47,7 +47,8 @@ export function sessionsDir(
     const local = env.LOCALAPPDATA || p.join(home, 'AppData', 'Local');
     return p.join(local, 'oh', 'sessions');
   }
-  const state = env.XDG_STATE_HOME && p.isAbsolute(env.XDG_STATE_HOME) ? env.XDG_STATE_HOME : p.join(home, '.local', 'state');
+  const state =
+    env.XDG_STATE_HOME && p.isAbsolute(env.XDG_STATE_HOME) ? env.XDG_STATE_HOME : p.join(home, '.local', 'state');
   return p.join(state, 'oh', 'sessions');
 }
 
@@ -124,7 +125,11 @@ export function pathContains(parent: string, child: string, platform: NodeJS.Pla
  * A session targets this window when its workspace is one of the window's folders or inside one
  * (multi-root: any folder). Both sides must already be real paths (symlinks resolved).
  */
-export function sessionTargets(sessionWorkspaceReal: string, folderReals: string[], platform: NodeJS.Platform = process.platform): boolean {
+export function sessionTargets(
+  sessionWorkspaceReal: string,
+  folderReals: string[],
+  platform: NodeJS.Platform = process.platform,
+): boolean {
   return folderReals.some((f) => pathContains(f, sessionWorkspaceReal, platform));
 }
 

@@ -37,7 +37,9 @@ const START = 'oh start --runtime vscode';
 export function statusLine(s: StatusInput): StatusLine {
   const connected = s.connections.filter((c) => c.state === 'connected');
   // oh and this extension from different releases, or refused (versions.ts): the fix stays visible here.
-  const problem = s.connections.map((c) => c.problem).find((p) => p?.level === 'error') ?? s.connections.map((c) => c.problem).find((p) => p);
+  const problem =
+    s.connections.map((c) => c.problem).find((p) => p?.level === 'error') ??
+    s.connections.map((c) => c.problem).find((p) => p);
   const level = problem?.level === 'error' ? 'error' : problem ? 'warning' : undefined;
   if (problem && !s.latest && !connected.length) {
     return { text: '$(error) oh: version mismatch', tooltip: `${problem.text} Click to show the log.`, level };
@@ -63,12 +65,18 @@ export function statusLine(s: StatusInput): StatusLine {
       tooltip:
         'oh: this window runs the actions of agents using ' +
         connected.map((c) => `the oh backend for ${c.workspace} (port ${c.port})`).join(', ') +
-        '. ' + (problem ? problem.text + ' ' : '') + 'Click to show the log.',
+        '. ' +
+        (problem ? problem.text + ' ' : '') +
+        'Click to show the log.',
       level,
     };
   }
   if (s.connections.length) {
-    return { text: '$(debug-disconnect) oh: reconnecting', tooltip: 'oh: a backend for this window exists but the connection is down; retrying. Click to show the log.', level };
+    return {
+      text: '$(debug-disconnect) oh: reconnecting',
+      tooltip: 'oh: a backend for this window exists but the connection is down; retrying. Click to show the log.',
+      level,
+    };
   }
   // A remote window (Remote-SSH, WSL, containers) runs this extension on the remote: oh must run there too.
   const remote = s.remote
@@ -81,5 +89,8 @@ export function statusLine(s: StatusInput): StatusLine {
       level: 'warning',
     };
   }
-  return { text: 'oh: idle', tooltip: `oh: not connected. Start a backend with \`${START}\` in this workspace.${remote} Click to show the log.` };
+  return {
+    text: 'oh: idle',
+    tooltip: `oh: not connected. Start a backend with \`${START}\` in this workspace.${remote} Click to show the log.`,
+  };
 }

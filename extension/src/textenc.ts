@@ -57,7 +57,11 @@ export function decodeBytes(bytes: Uint8Array): Decoded | null {
   }
   if (looksBinaryBytes(bytes)) return null;
   try {
-    return { text: new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes), encoding: 'utf-8', bom: false };
+    return {
+      text: new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes),
+      encoding: 'utf-8',
+      bom: false,
+    };
   } catch {
     /* not UTF-8 */
   }
@@ -73,8 +77,9 @@ export function decodeBytes(bytes: Uint8Array): Decoded | null {
  * round-trips. Spelled out because Node's TextDecoder('windows-1252') decodes as ISO-8859-1.
  */
 const CP1252_HIGH = [
-  0x20ac, 0x81, 0x201a, 0x0192, 0x201e, 0x2026, 0x2020, 0x2021, 0x02c6, 0x2030, 0x0160, 0x2039, 0x0152, 0x8d, 0x017d, 0x8f,
-  0x90, 0x2018, 0x2019, 0x201c, 0x201d, 0x2022, 0x2013, 0x2014, 0x02dc, 0x2122, 0x0161, 0x203a, 0x0153, 0x9d, 0x017e, 0x0178,
+  0x20ac, 0x81, 0x201a, 0x0192, 0x201e, 0x2026, 0x2020, 0x2021, 0x02c6, 0x2030, 0x0160, 0x2039, 0x0152, 0x8d, 0x017d,
+  0x8f, 0x90, 0x2018, 0x2019, 0x201c, 0x201d, 0x2022, 0x2013, 0x2014, 0x02dc, 0x2122, 0x0161, 0x203a, 0x0153, 0x9d,
+  0x017e, 0x0178,
 ];
 const CP1252_REVERSE = new Map(CP1252_HIGH.map((c, i) => [c, 0x80 + i]));
 
@@ -138,11 +143,34 @@ export function guessMimeType(path: string): string {
 export function knownMimeType(path: string): string | null {
   const ext = (/\.([A-Za-z0-9]+)$/.exec(path)?.[1] ?? '').toLowerCase();
   const types: Record<string, string> = {
-    png: 'image/png', jpg: 'image/jpeg', jpeg: 'image/jpeg', gif: 'image/gif', webp: 'image/webp', bmp: 'image/bmp',
-    svg: 'image/svg+xml', ico: 'image/vnd.microsoft.icon', tif: 'image/tiff', tiff: 'image/tiff', pdf: 'application/pdf',
-    zip: 'application/zip', gz: 'application/gzip', tar: 'application/x-tar', json: 'application/json', txt: 'text/plain',
-    html: 'text/html', htm: 'text/html', css: 'text/css', js: 'text/javascript', csv: 'text/csv', xml: 'application/xml',
-    md: 'text/markdown', py: 'text/x-python', wasm: 'application/wasm', mp3: 'audio/mpeg', wav: 'audio/x-wav', mp4: 'video/mp4',
+    png: 'image/png',
+    jpg: 'image/jpeg',
+    jpeg: 'image/jpeg',
+    gif: 'image/gif',
+    webp: 'image/webp',
+    bmp: 'image/bmp',
+    svg: 'image/svg+xml',
+    ico: 'image/vnd.microsoft.icon',
+    tif: 'image/tiff',
+    tiff: 'image/tiff',
+    pdf: 'application/pdf',
+    zip: 'application/zip',
+    gz: 'application/gzip',
+    tar: 'application/x-tar',
+    json: 'application/json',
+    txt: 'text/plain',
+    html: 'text/html',
+    htm: 'text/html',
+    css: 'text/css',
+    js: 'text/javascript',
+    csv: 'text/csv',
+    xml: 'application/xml',
+    md: 'text/markdown',
+    py: 'text/x-python',
+    wasm: 'application/wasm',
+    mp3: 'audio/mpeg',
+    wav: 'audio/x-wav',
+    mp4: 'video/mp4',
   };
   return types[ext] ?? null;
 }

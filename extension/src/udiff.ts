@@ -50,7 +50,8 @@ export class LineMatcher {
       for (const [line, js] of this.where) if (js.length > limit) this.where.delete(line);
     }
     this.prefix = [0];
-    for (const line of a) this.prefix.push(this.prefix[this.prefix.length - 1] + 1 + (this.where.get(line)?.length ?? 0));
+    for (const line of a)
+      this.prefix.push(this.prefix[this.prefix.length - 1] + 1 + (this.where.get(line)?.length ?? 0));
   }
 
   /** Whether the search over a[alo..ahi) may run: charges it, or marks the budget spent. */
@@ -143,9 +144,11 @@ export class LineMatcher {
     const cs = this.opcodes();
     if (!cs.length) cs.push(['equal', 0, 1, 0, 1]);
     const head = cs[0];
-    if (head[0] === 'equal') cs[0] = ['equal', Math.max(head[1], head[2] - n), head[2], Math.max(head[3], head[4] - n), head[4]];
+    if (head[0] === 'equal')
+      cs[0] = ['equal', Math.max(head[1], head[2] - n), head[2], Math.max(head[3], head[4] - n), head[4]];
     const tail = cs[cs.length - 1];
-    if (tail[0] === 'equal') cs[cs.length - 1] = ['equal', tail[1], Math.min(tail[2], tail[1] + n), tail[3], Math.min(tail[4], tail[3] + n)];
+    if (tail[0] === 'equal')
+      cs[cs.length - 1] = ['equal', tail[1], Math.min(tail[2], tail[1] + n), tail[3], Math.min(tail[4], tail[3] + n)];
     const groups: Opcode[][] = [];
     let group: Opcode[] = [];
     for (const [tag, i1, i2, j1, j2] of cs) {
@@ -190,7 +193,9 @@ export function hunkRanges(a: readonly string[], b: readonly string[], context =
   while (tail < a.length - head && tail < b.length - head && a[a.length - 1 - tail] === b[b.length - 1 - tail]) tail++;
   const skip = Math.max(head - context, 0);
   const cut = Math.max(tail - context, 0);
-  const groups = new LineMatcher(a.slice(skip, a.length - cut), b.slice(skip, b.length - cut), budget).groupedOpcodes(context);
+  const groups = new LineMatcher(a.slice(skip, a.length - cut), b.slice(skip, b.length - cut), budget).groupedOpcodes(
+    context,
+  );
   return groups.map((group) => {
     const ops = group.map(([tag, i1, i2, j1, j2]): Opcode => [tag, skip + i1, skip + i2, skip + j1, skip + j2]);
     const first = ops[0];

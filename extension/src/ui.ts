@@ -60,7 +60,14 @@ export class Ui implements vscode.Disposable {
     this.render();
   }
 
-  actionFinished(key: number, kind: string, summary: string, outcome: string, exitCode: number | undefined, ms: number): void {
+  actionFinished(
+    key: number,
+    kind: string,
+    summary: string,
+    outcome: string,
+    exitCode: number | undefined,
+    ms: number,
+  ): void {
     this.running.delete(key);
     const code = exitCode === undefined ? '' : ` exit ${exitCode}`;
     this.log(`${kind} ${JSON.stringify(short(summary, 120))} -> ${outcome}${code} (${ms} ms)`);
@@ -84,7 +91,11 @@ export class Ui implements vscode.Disposable {
     });
     this.item.text = line.text;
     this.item.tooltip = line.tooltip;
-    this.item.backgroundColor = line.level ? new vscode.ThemeColor(line.level === 'error' ? 'statusBarItem.errorBackground' : 'statusBarItem.warningBackground') : undefined;
+    this.item.backgroundColor = line.level
+      ? new vscode.ThemeColor(
+          line.level === 'error' ? 'statusBarItem.errorBackground' : 'statusBarItem.warningBackground',
+        )
+      : undefined;
   }
 
   show(): void {

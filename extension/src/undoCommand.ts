@@ -42,7 +42,10 @@ async function exists(uri: vscode.Uri): Promise<boolean> {
 }
 
 /** One WorkspaceEdit for all edits; returns the documents to save afterwards (those that were not dirty). */
-async function buildEdit(root: string, edits: UndoEdit[]): Promise<{ edit: vscode.WorkspaceEdit; save: vscode.TextDocument[] }> {
+async function buildEdit(
+  root: string,
+  edits: UndoEdit[],
+): Promise<{ edit: vscode.WorkspaceEdit; save: vscode.TextDocument[] }> {
   const edit = new vscode.WorkspaceEdit();
   const save: vscode.TextDocument[] = [];
   for (const e of edits) {
@@ -53,7 +56,8 @@ async function buildEdit(root: string, edits: UndoEdit[]): Promise<{ edit: vscod
     }
     const text = asText(e.content);
     const open = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri.toString());
-    const doc = open ?? (text !== undefined && (await exists(uri)) ? await vscode.workspace.openTextDocument(uri) : undefined);
+    const doc =
+      open ?? (text !== undefined && (await exists(uri)) ? await vscode.workspace.openTextDocument(uri) : undefined);
     if (doc && text !== undefined) {
       edit.replace(uri, new vscode.Range(doc.positionAt(0), doc.positionAt(doc.getText().length)), text);
       if (!doc.isDirty) save.push(doc);
@@ -64,7 +68,12 @@ async function buildEdit(root: string, edits: UndoEdit[]): Promise<{ edit: vscod
   return { edit, save };
 }
 
-async function applyUndo(conn: EditorConnection, root: string, answer: JsonObject, log: (l: string) => void): Promise<string> {
+async function applyUndo(
+  conn: EditorConnection,
+  root: string,
+  answer: JsonObject,
+  log: (l: string) => void,
+): Promise<string> {
   const entry = Number(answer.entry);
   try {
     const edits = parseEdits(answer);
@@ -72,18 +81,23 @@ async function applyUndo(conn: EditorConnection, root: string, answer: JsonObjec
     if (!(await vscode.workspace.applyEdit(edit))) throw new Error('VS Code did not apply the edit');
     for (const doc of save) await doc.save();
     for (const e of edits) {
-      if ('mode' in e && e.mode !== undefined) await fs.promises.chmod(path.join(root, e.path), e.mode).catch(() => undefined);
+      if ('mode' in e && e.mode !== undefined)
+        await fs.promises.chmod(path.join(root, e.path), e.mode).catch(() => undefined);
     }
     return `oh: reverted ${edits.length} file${edits.length === 1 ? '' : 's'} (history entry ${entry}); Ctrl+Z in a file takes it back.`;
   } finally {
-    await conn.request({ type: 'history', op: 'applied', entry }).catch((e) => log(`history applied ${entry}: ${String(e)}`));
+    await conn
+      .request({ type: 'history', op: 'applied', entry })
+      .catch((e) => log(`history applied ${entry}: ${String(e)}`));
   }
 }
 
 export async function revertAgentAction(conns: EditorConnection[], log: (line: string) => void): Promise<void> {
   const conn = await pickConnection(conns);
   if (!conn) {
-    void vscode.window.showInformationMessage('oh: not connected to a backend. Start one here: oh start --runtime vscode --history.');
+    void vscode.window.showInformationMessage(
+      'oh: not connected to a backend. Start one here: oh start --runtime vscode --history.',
+    );
     return;
   }
   try {
@@ -103,7 +117,12 @@ export async function revertAgentAction(conns: EditorConnection[], log: (line: s
       { placeHolder: 'Revert which action? (the newest first)', matchOnDetail: true },
     );
     if (!picked) return;
-    const answer = await conn.request({ type: 'history', op: 'undo', entry: picked.entry.id, buffers: unsavedBuffers(root) });
+    const answer = await conn.request({
+      type: 'history',
+      op: 'undo',
+      entry: picked.entry.id,
+      buffers: unsavedBuffers(root),
+    });
     if (answer.type !== 'history' || answer.ok !== true) {
       void vscode.window.showWarningMessage(refusalText(answer));
       return;

@@ -6,7 +6,8 @@
  * `oh_version` nor a verdict: then nothing is said (there is nothing to compare). No `vscode` import.
  */
 
-export const INSTALL_FIX = 'run `oh vscode install` in a terminal (it installs the extension that ships with your oh), then reload this window';
+export const INSTALL_FIX =
+  'run `oh vscode install` in a terminal (it installs the extension that ships with your oh), then reload this window';
 
 export interface VersionProblem {
   /** 'warn': works, different releases; 'error': refused, nothing will run until fixed. */
@@ -20,7 +21,10 @@ function str(v: unknown): string {
 }
 
 /** From the backend's `registered` answer. */
-export function problemFromRegistered(registered: Record<string, unknown>, ownVersion: string): VersionProblem | undefined {
+export function problemFromRegistered(
+  registered: Record<string, unknown>,
+  ownVersion: string,
+): VersionProblem | undefined {
   const vc = registered.version_check as Record<string, unknown> | undefined;
   if (vc && typeof vc === 'object' && vc.status !== 'ok' && str(vc.message)) {
     return { level: 'warn', text: `oh: ${str(vc.message)} Fix: ${str(vc.fix) || INSTALL_FIX + '.'}` };
@@ -28,7 +32,10 @@ export function problemFromRegistered(registered: Record<string, unknown>, ownVe
   const oh = str(registered.oh_version);
   if (oh && ownVersion && oh !== ownVersion && !vc) {
     // A backend that sends its version but no verdict: say the fact, name both fixes.
-    return { level: 'warn', text: `oh: oh ${oh} and this extension ${ownVersion} are from different releases. Fix: ${INSTALL_FIX}, or upgrade oh.` };
+    return {
+      level: 'warn',
+      text: `oh: oh ${oh} and this extension ${ownVersion} are from different releases. Fix: ${INSTALL_FIX}, or upgrade oh.`,
+    };
   }
   return undefined;
 }
@@ -37,6 +44,8 @@ export function problemFromRegistered(registered: Record<string, unknown>, ownVe
 export function problemFromRefusal(message: string): VersionProblem {
   const text = message.trim() || 'this extension and your oh speak different protocol versions';
   // An older backend's message ("update the older side") names no command: add the two that fix it.
-  const fix = /oh vscode install|upgrade oh/i.test(text) ? '' : ` Fix: ${INSTALL_FIX}, or upgrade oh (from a clone: git pull; from a wheel: install the new one, README "Install").`;
+  const fix = /oh vscode install|upgrade oh/i.test(text)
+    ? ''
+    : ` Fix: ${INSTALL_FIX}, or upgrade oh (from a clone: git pull; from a wheel: install the new one, README "Install").`;
   return { level: 'error', text: `oh: ${text}${fix}` };
 }

@@ -18,14 +18,22 @@ test('entries: only those that changed files, newest first; malformed rows skipp
       null,
     ],
   });
-  assert.deepEqual(got.map((e) => e.id), [3, 1]);
+  assert.deepEqual(
+    got.map((e) => e.id),
+    [3, 1],
+  );
   assert.deepEqual(entryItem(got[0]), { label: '#3 b: write', description: '1 file, interrupted', detail: 'write f' });
   assert.equal(entryItem(got[1]).description, '2 files');
   assert.deepEqual(parseEntries({}), []);
 });
 
 test('edits: a path outside the workspace or bad content refuses them all', () => {
-  const ok = parseEdits({ edits: [{ path: 'a/b.txt', content: Buffer.from('hi').toString('base64'), mode: 0o644 }, { path: 'c', delete: true }] });
+  const ok = parseEdits({
+    edits: [
+      { path: 'a/b.txt', content: Buffer.from('hi').toString('base64'), mode: 0o644 },
+      { path: 'c', delete: true },
+    ],
+  });
   assert.equal(ok.length, 2);
   assert.deepEqual([...(ok[0] as { content: Uint8Array }).content], [...Buffer.from('hi')]);
   for (const bad of ['../x', '/etc/passwd', 'a/../../x', '', 'a//b', 7]) {
@@ -61,8 +69,23 @@ test('request: the answer with the same rid resolves it; a close rejects what is
   let registered: RegisteredInfo | undefined;
   let closed = false;
   const conn = new EditorConnection({
-    session: { instance_id: 'abc123', pid: process.pid, host: '127.0.0.1', port: backend.port, url: `ws://127.0.0.1:${backend.port}`, workspace: '/w', token: backend.token },
-    registerFrame: registerFrame({ session: 'abc123', workspaceFolders: ['/w'], editorName: 'test', editorVersion: '1', editorPid: 1, extensionVersion: '0.1.0' }),
+    session: {
+      instance_id: 'abc123',
+      pid: process.pid,
+      host: '127.0.0.1',
+      port: backend.port,
+      url: `ws://127.0.0.1:${backend.port}`,
+      workspace: '/w',
+      token: backend.token,
+    },
+    registerFrame: registerFrame({
+      session: 'abc123',
+      workspaceFolders: ['/w'],
+      editorName: 'test',
+      editorVersion: '1',
+      editorPid: 1,
+      extensionVersion: '0.1.0',
+    }),
     handler: { execute: (async (a: { id: number }) => readObservation(a.id, 'p', 'x')) as never },
     log: () => undefined,
     onRegistered: (i) => (registered = i),

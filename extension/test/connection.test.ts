@@ -14,14 +14,29 @@ before(async () => {
 after(() => backend.close());
 
 function session(token = backend.token): SessionInfo {
-  return { instance_id: 'abc123', pid: process.pid, host: '127.0.0.1', port: backend.port, url: `ws://127.0.0.1:${backend.port}`, workspace: '/w', token };
+  return {
+    instance_id: 'abc123',
+    pid: process.pid,
+    host: '127.0.0.1',
+    port: backend.port,
+    url: `ws://127.0.0.1:${backend.port}`,
+    workspace: '/w',
+    token,
+  };
 }
 
 function open(handler: (a: Action, s: AbortSignal) => Promise<Record<string, unknown>>, token?: string) {
   const events: { registered?: RegisteredInfo; closed?: CloseInfo; log: string[] } = { log: [] };
   const conn = new EditorConnection({
     session: session(token),
-    registerFrame: registerFrame({ session: 'abc123', workspaceFolders: ['/w'], editorName: 'test', editorVersion: '1', editorPid: 1, extensionVersion: '0.1.0' }),
+    registerFrame: registerFrame({
+      session: 'abc123',
+      workspaceFolders: ['/w'],
+      editorName: 'test',
+      editorVersion: '1',
+      editorPid: 1,
+      extensionVersion: '0.1.0',
+    }),
     handler: { execute: handler as never },
     log: (l) => events.log.push(l),
     onRegistered: (i) => (events.registered = i),
@@ -84,7 +99,10 @@ test('actions are answered once each (cause = id, own monotonic ids); bad frames
   assert.equal(noCause.length, 2); // not JSON + binary
   assert.ok(noCause.every((f) => f.extras.error_id === 'BAD_REQUEST'));
   const ids = frames.map((f) => f.id);
-  assert.deepEqual([...ids].sort((a, b) => a - b), [1, 2, 3, 4, 5, 6]);
+  assert.deepEqual(
+    [...ids].sort((a, b) => a - b),
+    [1, 2, 3, 4, 5, 6],
+  );
   assert.ok(events.log.some((l) => l.includes('your observation was bad')));
   conn.close();
 });
@@ -131,14 +149,28 @@ test('a registration refusal is reported with its error id', async () => {
 
 test('registered allowed_roots, agent_gone, and a lost connection orphaning in-flight actions (SPEC-wave2 B/E, issue 9 #15)', async () => {
   const saved = backend.registerAnswer;
-  backend.registerAnswer = (f) => ({ type: 'registered', editor_id: 'eR', instance_id: String(f.session), protocol: 1, workspace: '/w/sub', allowed_roots: ['/w/sub', '/tmp/scratch', 'relative', 7] });
+  backend.registerAnswer = (f) => ({
+    type: 'registered',
+    editor_id: 'eR',
+    instance_id: String(f.session),
+    protocol: 1,
+    workspace: '/w/sub',
+    allowed_roots: ['/w/sub', '/tmp/scratch', 'relative', 7],
+  });
   try {
     const seen: Array<{ ctx: unknown; signal: AbortSignal }> = [];
     const gone: Array<[string, unknown]> = [];
     const events: { registered?: RegisteredInfo; closed?: CloseInfo } = {};
     const conn = new EditorConnection({
       session: session(),
-      registerFrame: registerFrame({ session: 'abc123', workspaceFolders: ['/w'], editorName: 'test', editorVersion: '1', editorPid: 1, extensionVersion: '0.1.0' }),
+      registerFrame: registerFrame({
+        session: 'abc123',
+        workspaceFolders: ['/w'],
+        editorName: 'test',
+        editorVersion: '1',
+        editorPid: 1,
+        extensionVersion: '0.1.0',
+      }),
       handler: {
         execute: (_a, signal, ctx) => {
           seen.push({ ctx, signal });
@@ -191,14 +223,26 @@ test('older backends: registered without allowed_roots confines to its workspace
 
 test('registered review: the context carries proposal mode and a way to send proposal events (§3.11)', async () => {
   const saved = backend.registerAnswer;
-  backend.registerAnswer = (f) => ({ type: 'registered', editor_id: 'eV', instance_id: String(f.session), protocol: 1, workspace: '/w', review: true, review_timeout: 42 });
+  backend.registerAnswer = (f) => ({
+    type: 'registered',
+    editor_id: 'eV',
+    instance_id: String(f.session),
+    protocol: 1,
+    workspace: '/w',
+    review: true,
+    review_timeout: 42,
+  });
   try {
     const seen: ActionContext[] = [];
     const { conn, events } = open(async (a) => readObservation(a.id, 'p', 'x'));
     (conn as unknown as { opts: { handler: unknown } }).opts.handler = {
       execute: async (a: Action, _s: AbortSignal, ctx: ActionContext) => {
         seen.push(ctx);
-        ctx.sendFrame?.({ type: 'proposal_event', event: 'proposal_opened', proposal: { cause: a.id, path: '/w/x', kind: 'write' } });
+        ctx.sendFrame?.({
+          type: 'proposal_event',
+          event: 'proposal_opened',
+          proposal: { cause: a.id, path: '/w/x', kind: 'write' },
+        });
         return readObservation(a.id, 'p', 'x');
       },
     };
@@ -207,7 +251,11 @@ test('registered review: the context carries proposal mode and a way to send pro
     peer.ws.send(JSON.stringify({ id: 3, action: 'write', args: { path: '/w/x', content: '' } }));
     await backend.until(() => peer.frames.length >= 2, 5000, 'the proposal event and the answer');
     assert.deepEqual(seen[0].review, { timeoutSeconds: 42 });
-    assert.deepEqual(peer.frames[0], { type: 'proposal_event', event: 'proposal_opened', proposal: { cause: 3, path: '/w/x', kind: 'write' } });
+    assert.deepEqual(peer.frames[0], {
+      type: 'proposal_event',
+      event: 'proposal_opened',
+      proposal: { cause: 3, path: '/w/x', kind: 'write' },
+    });
     conn.close();
   } finally {
     backend.registerAnswer = saved;
@@ -216,7 +264,10 @@ test('registered review: the context carries proposal mode and a way to send pro
   const seen: ActionContext[] = [];
   const { conn, events } = open(async (a) => readObservation(a.id, 'p', 'x'));
   (conn as unknown as { opts: { handler: unknown } }).opts.handler = {
-    execute: async (a: Action, _s: AbortSignal, ctx: ActionContext) => (seen.push(ctx), readObservation(a.id, 'p', 'x')),
+    execute: async (a: Action, _s: AbortSignal, ctx: ActionContext) => (
+      seen.push(ctx),
+      readObservation(a.id, 'p', 'x')
+    ),
   };
   await backend.until(() => !!events.registered, 5000, 'registration');
   backend.peers[backend.peers.length - 1].ws.send(JSON.stringify({ id: 1, action: 'read', args: { path: '/w/x' } }));
@@ -231,7 +282,14 @@ test('consent frames (§3.13): approval_request reaches the handler, the answer 
   const events: { registered?: RegisteredInfo; closed?: CloseInfo } = {};
   const conn = new EditorConnection({
     session: session(),
-    registerFrame: registerFrame({ session: 'abc123', workspaceFolders: ['/w'], editorName: 'test', editorVersion: '1', editorPid: 1, extensionVersion: '0.1.0' }),
+    registerFrame: registerFrame({
+      session: 'abc123',
+      workspaceFolders: ['/w'],
+      editorName: 'test',
+      editorVersion: '1',
+      editorPid: 1,
+      extensionVersion: '0.1.0',
+    }),
     handler: {
       execute: async (a) => readObservation(a.id, 'p', 'x'),
       approvalRequested: (row, ctx) => {
@@ -252,8 +310,15 @@ test('consent frames (§3.13): approval_request reaches the handler, the answer 
     peer.ws.send(JSON.stringify({ type: 'approval_closed', id: 'c1', decision: 'allowed', by: 'vscode' }));
     await backend.until(() => closed.length === 1, 5000, 'approval_closed');
     assert.deepEqual(asked[0][0], { id: 'c1', what: 'ls', always: [] });
-    await backend.until(() => peer.frames.some((f) => typeof f === 'object' && f.type === 'approval'), 5000, 'the answer');
-    assert.deepEqual(peer.frames.find((f) => typeof f === 'object' && f.type === 'approval'), { type: 'approval', op: 'allow', id: 'c1' });
+    await backend.until(
+      () => peer.frames.some((f) => typeof f === 'object' && f.type === 'approval'),
+      5000,
+      'the answer',
+    );
+    assert.deepEqual(
+      peer.frames.find((f) => typeof f === 'object' && f.type === 'approval'),
+      { type: 'approval', op: 'allow', id: 'c1' },
+    );
   } finally {
     conn.close();
   }

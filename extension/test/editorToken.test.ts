@@ -17,14 +17,30 @@ before(async () => {
 after(() => backend.close());
 
 function sessionText(extra: Record<string, unknown> = {}): string {
-  return JSON.stringify({ instance_id: 'abc123', pid: process.pid, host: '127.0.0.1', port: backend.port, workspace: '/w', token: AGENT_TOKEN, editor_token: EDITOR_TOKEN, ...extra });
+  return JSON.stringify({
+    instance_id: 'abc123',
+    pid: process.pid,
+    host: '127.0.0.1',
+    port: backend.port,
+    workspace: '/w',
+    token: AGENT_TOKEN,
+    editor_token: EDITOR_TOKEN,
+    ...extra,
+  });
 }
 
 function connect(session: SessionInfo) {
   const events: { registered?: RegisteredInfo; closed?: CloseInfo } = {};
   const conn = new EditorConnection({
     session,
-    registerFrame: registerFrame({ session: 'abc123', workspaceFolders: ['/w'], editorName: 'test', editorVersion: '1', editorPid: 1, extensionVersion: '0.1.0' }),
+    registerFrame: registerFrame({
+      session: 'abc123',
+      workspaceFolders: ['/w'],
+      editorName: 'test',
+      editorVersion: '1',
+      editorPid: 1,
+      extensionVersion: '0.1.0',
+    }),
     handler: { execute: (async (a: { id: number }) => readObservation(a.id, 'p', 'x')) as never },
     log: () => undefined,
     onRegistered: (i) => (events.registered = i),

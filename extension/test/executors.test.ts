@@ -65,7 +65,10 @@ test('read: disk text, relative paths, ranges', async () => {
   assert.equal(o.observation, 'read');
   assert.equal(o.content, 'one\ntwo\nthree\n');
   assert.equal(extras(o).path, 'a.txt');
-  assert.equal((await executeRead(action('read', { path: path.join(root, 'a.txt'), start: 1, end: 2 }))).content, 'two\n');
+  assert.equal(
+    (await executeRead(action('read', { path: path.join(root, 'a.txt'), start: 1, end: 2 }))).content,
+    'two\n',
+  );
   assert.equal((await executeRead(action('read', { path: 'a.txt', view_range: [2, -1] }))).content, 'two\nthree\n');
 });
 
@@ -137,7 +140,10 @@ test('write: a directory is refused; a refused edit is reported', async () => {
   const p = file('f.txt', 'disk\n');
   await openDoc(p, 'unsaved\n');
   mock.refuseEdits = true;
-  assert.match((await refusal(executeWrite(action('write', { path: 'f.txt', content: 'x' })))).message, /VS Code refused the edit/);
+  assert.match(
+    (await refusal(executeWrite(action('write', { path: 'f.txt', content: 'x' })))).message,
+    /VS Code refused the edit/,
+  );
   assert.equal(fs.readFileSync(p, 'utf8'), 'disk\n');
 });
 
@@ -157,7 +163,9 @@ test('edit create: a new file through one WorkspaceEdit, refused when it exists'
 test('edit str_replace / insert / undo_edit: edits land in the document, are saved, and undo restores', async () => {
   const p = file('m.py', 'def f():\n    return 1\n');
   const ed = new EditExecutor();
-  const o = await ed.execute(action('edit', { path: 'm.py', command: 'str_replace', old_str: 'return 1', new_str: 'return 2' }));
+  const o = await ed.execute(
+    action('edit', { path: 'm.py', command: 'str_replace', old_str: 'return 1', new_str: 'return 2' }),
+  );
   assert.equal(fs.readFileSync(p, 'utf8'), 'def f():\n    return 2\n');
   assert.match(String(o.content), /has been edited/);
   assert.equal(extras(o).diff, unifiedDiff(p, 'def f():\n    return 1\n', 'def f():\n    return 2\n'));
@@ -174,18 +182,26 @@ test('edit str_replace / insert / undo_edit: edits land in the document, are sav
   assert.equal(fs.readFileSync(p, 'utf8'), 'def f():\n    return 2\n');
   await ed.execute(action('edit', { path: 'm.py', command: 'undo_edit' }));
   assert.equal(fs.readFileSync(p, 'utf8'), 'def f():\n    return 1\n');
-  assert.match((await refusal(ed.execute(action('edit', { path: 'm.py', command: 'undo_edit' })))).message, /No edit history/);
+  assert.match(
+    (await refusal(ed.execute(action('edit', { path: 'm.py', command: 'undo_edit' })))).message,
+    /No edit history/,
+  );
 });
 
 test('edit: works on the unsaved text of an open document, and never saves it (issue 9 #16)', async () => {
   const p = file('u.txt', 'disk\n');
   const doc = await openDoc(p, 'alpha\nbeta\n');
   const ed = new EditExecutor();
-  const o = await ed.execute(action('edit', { path: 'u.txt', command: 'str_replace', old_str: 'beta', new_str: 'gamma' }));
+  const o = await ed.execute(
+    action('edit', { path: 'u.txt', command: 'str_replace', old_str: 'beta', new_str: 'gamma' }),
+  );
   assert.equal(doc.getText(), 'alpha\ngamma\n');
   // the user's unsaved text (and the edit made on it) stays in the buffer: the disk keeps the saved text
   assert.equal(fs.readFileSync(p, 'utf8'), 'disk\n');
-  assert.match(String(o.content), /unsaved changes by the user in VS Code\. The edit was applied to the editor .* but NOT saved/);
+  assert.match(
+    String(o.content),
+    /unsaved changes by the user in VS Code\. The edit was applied to the editor .* but NOT saved/,
+  );
   assert.equal(extras(o).old_content, 'alpha\nbeta\n');
   assert.equal(extras(o).new_content, 'alpha\ngamma\n');
   // undo follows the same rule
@@ -198,21 +214,33 @@ test('edit: refusals (not unique, missing, binary, VS Code refusing, save failin
   const p = file('r.txt', 'x\nx\n');
   fs.writeFileSync(path.join(root, 'bin'), Buffer.from([0, 1, 2]));
   const ed = new EditExecutor();
-  const dup = await refusal(ed.execute(action('edit', { path: 'r.txt', command: 'str_replace', old_str: 'x', new_str: 'y' })));
+  const dup = await refusal(
+    ed.execute(action('edit', { path: 'r.txt', command: 'str_replace', old_str: 'x', new_str: 'y' })),
+  );
   assert.match(dup.message, /Multiple occurrences/);
-  const missing = await refusal(ed.execute(action('edit', { path: 'nope', command: 'str_replace', old_str: 'x', new_str: 'y' })));
+  const missing = await refusal(
+    ed.execute(action('edit', { path: 'nope', command: 'str_replace', old_str: 'x', new_str: 'y' })),
+  );
   assert.match(missing.message, /does not exist/);
-  const bin = await refusal(ed.execute(action('edit', { path: 'bin', command: 'insert', insert_line: 0, new_str: 'y' })));
+  const bin = await refusal(
+    ed.execute(action('edit', { path: 'bin', command: 'insert', insert_line: 0, new_str: 'y' })),
+  );
   assert.match(bin.message, /binary/);
   mock.refuseEdits = true;
-  const refused = await refusal(ed.execute(action('edit', { path: 'r.txt', command: 'insert', insert_line: 0, new_str: 'y' })));
+  const refused = await refusal(
+    ed.execute(action('edit', { path: 'r.txt', command: 'insert', insert_line: 0, new_str: 'y' })),
+  );
   assert.match(refused.message, /VS Code refused the edit/);
   mock.refuseEdits = false;
   mock.failSave = true;
-  const unsaved = await refusal(ed.execute(action('edit', { path: 'r.txt', command: 'insert', insert_line: 0, new_str: 'y' })));
+  const unsaved = await refusal(
+    ed.execute(action('edit', { path: 'r.txt', command: 'insert', insert_line: 0, new_str: 'y' })),
+  );
   assert.match(unsaved.message, /could not save/);
   assert.equal(fs.readFileSync(p, 'utf8'), 'x\nx\n');
-  const denied = await refusal(ed.execute(action('edit', { path: path.join(outside, 'f'), command: 'create', file_text: 'x' })));
+  const denied = await refusal(
+    ed.execute(action('edit', { path: path.join(outside, 'f'), command: 'create', file_text: 'x' })),
+  );
   assert.equal(denied.errorId, 'PATH_DENIED');
   assert.equal(fs.existsSync(path.join(outside, 'f')), false);
 });
@@ -223,7 +251,10 @@ test('edit view: a file cat -n style, a directory two levels deep without hidden
   file('v/.hidden', '');
   const ed = new EditExecutor();
   const f = await ed.execute(action('edit', { path: 'v/a.txt', command: 'view' }));
-  assert.equal(f.content, `Here's the result of running \`cat -n\` on ${path.join(root, 'v/a.txt')}:\n     1\tl1\n     2\tl2\n`);
+  assert.equal(
+    f.content,
+    `Here's the result of running \`cat -n\` on ${path.join(root, 'v/a.txt')}:\n     1\tl1\n     2\tl2\n`,
+  );
   const d = await ed.execute(action('edit', { path: 'v', command: 'view' }));
   const listing = String(d.content);
   assert.match(listing, /v\/a\.txt\n/);
@@ -276,7 +307,9 @@ test('non-UTF-8 text: read decoded, edited and written back in its own encoding'
   const p = path.join(root, 'l1.txt');
   fs.writeFileSync(p, Buffer.from('caf\xe9 cr\xe8me\n', 'latin1'));
   assert.equal((await executeRead(action('read', { path: 'l1.txt' }))).content, 'café crème\n');
-  await new EditExecutor().execute(action('edit', { path: 'l1.txt', command: 'str_replace', old_str: 'crème', new_str: 'brûlée' }));
+  await new EditExecutor().execute(
+    action('edit', { path: 'l1.txt', command: 'str_replace', old_str: 'crème', new_str: 'brûlée' }),
+  );
   assert.deepEqual(fs.readFileSync(p), Buffer.from('caf\xe9 br\xfbl\xe9e\n', 'latin1'));
   await executeWrite(action('write', { path: 'l1.txt', content: 'déjà\n' })); // no encoding: keeps latin-1
   assert.deepEqual(fs.readFileSync(p), Buffer.from('d\xe9j\xe0\n', 'latin1'));
@@ -287,7 +320,9 @@ test('non-UTF-8 text: read decoded, edited and written back in its own encoding'
 });
 
 test('write base64 creates parent folders; invalid base64 is BAD_REQUEST and writes nothing', async () => {
-  await executeWrite(action('write', { path: 'a/b/c.bin', content: Buffer.from([0, 1, 255]).toString('base64'), encoding: 'base64' }));
+  await executeWrite(
+    action('write', { path: 'a/b/c.bin', content: Buffer.from([0, 1, 255]).toString('base64'), encoding: 'base64' }),
+  );
   assert.deepEqual(fs.readFileSync(path.join(root, 'a', 'b', 'c.bin')), Buffer.from([0, 1, 255]));
   const e = await refusal(executeWrite(action('write', { path: 'd.bin', content: 'not base64!', encoding: 'base64' })));
   assert.equal(e.errorId, 'BAD_REQUEST');
@@ -310,10 +345,22 @@ test('paths follow the backend roots from the registered answer, not the window 
   file('sub/in.txt', 'in\n');
   fs.writeFileSync(path.join(outside, 'scratch.txt'), 'scratch\n');
   const ctx = { backend: 'b', instanceId: 'b', workspace: sub, roots: [sub, outside] };
-  const relative = await executeRead(parseAction({ id: nextId++, action: 'read', args: { path: 'in.txt' }, agent: { id: 'a', name: 'n', workdir: sub, shell: 's' } }), undefined, ctx);
+  const relative = await executeRead(
+    parseAction({
+      id: nextId++,
+      action: 'read',
+      args: { path: 'in.txt' },
+      agent: { id: 'a', name: 'n', workdir: sub, shell: 's' },
+    }),
+    undefined,
+    ctx,
+  );
   assert.equal(relative.content, 'in\n');
   const denied = await refusal(executeRead(action('read', { path: path.join(root, 'top.txt') }), undefined, ctx));
   assert.equal(denied.errorId, 'PATH_DENIED');
   // an allowed root outside the window's folders is served (through a file:// Uri)
-  assert.equal((await executeRead(action('read', { path: path.join(outside, 'scratch.txt') }), undefined, ctx)).content, 'scratch\n');
+  assert.equal(
+    (await executeRead(action('read', { path: path.join(outside, 'scratch.txt') }), undefined, ctx)).content,
+    'scratch\n',
+  );
 });

@@ -22,7 +22,11 @@ export class FakeBackend {
   refused: number[] = [];
   peers: Peer[] = [];
   registerAnswer: (frame: Record<string, unknown>) => Record<string, unknown> | null = (f) => ({
-    type: 'registered', editor_id: `e${this.peers.length}`, instance_id: String(f.session ?? 'x'), protocol: 1, workspace: '/w',
+    type: 'registered',
+    editor_id: `e${this.peers.length}`,
+    instance_id: String(f.session ?? 'x'),
+    protocol: 1,
+    workspace: '/w',
   });
   private waiters: Array<() => void> = [];
 

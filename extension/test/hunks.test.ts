@@ -2,7 +2,16 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { splitLinesKeepEnds } from '../src/oheditor';
-import { compose, hunkAt, HunkState, keptText, nextPending, partialNote, shownText, splitHunks } from '../src/review/hunks';
+import {
+  compose,
+  hunkAt,
+  HunkState,
+  keptText,
+  nextPending,
+  partialNote,
+  shownText,
+  splitHunks,
+} from '../src/review/hunks';
 import { acceptedObservation } from '../src/review/proposal';
 import { unifiedDiff } from '../src/udiff';
 
@@ -58,7 +67,10 @@ test('hunks are the unified diff hunks, numbered in order', () => {
       [28, 29, 28, 28],
     ],
   );
-  assert.equal(keptText(split, ['kept', 'undone', 'kept']), before.replace('line 2\n', 'LINE 2\n').replace('line 28\n', ''));
+  assert.equal(
+    keptText(split, ['kept', 'undone', 'kept']),
+    before.replace('line 2\n', 'LINE 2\n').replace('line 28\n', ''),
+  );
 });
 
 test('random subsets: the kept subset, then the rest, gives the proposal; nothing kept gives the original', () => {
@@ -85,7 +97,13 @@ test('random subsets: the kept subset, then the rest, gives the proposal; nothin
         out.push(...lines.slice(pos, s.start));
         const kept = subset[h.n - 1] === 'kept';
         // take = apply the complement (=> the proposal); !take = revert the subset (=> the original).
-        out.push(...(take || !kept ? (take ? split.b.slice(h.b0, h.b1) : lines.slice(s.start, s.end)) : split.a.slice(h.a0, h.a1)));
+        out.push(
+          ...(take || !kept
+            ? take
+              ? split.b.slice(h.b0, h.b1)
+              : lines.slice(s.start, s.end)
+            : split.a.slice(h.a0, h.a1)),
+        );
         pos = s.end;
       }
       out.push(...lines.slice(pos));
@@ -96,7 +114,11 @@ test('random subsets: the kept subset, then the rest, gives the proposal; nothin
     // The shown proposed side: every hunk but the undone ones, so the same text as the kept subset here.
     assert.equal(shownText(split, subset).text, partial, `seed ${seed}: shown text`);
     // Re-splitting the partial text against the proposal leaves exactly the undone changes to make.
-    assert.equal(splitHunks(partial, after).hunks.length === 0, subset.every((s) => s === 'kept'), `seed ${seed}`);
+    assert.equal(
+      splitHunks(partial, after).hunks.length === 0,
+      subset.every((s) => s === 'kept'),
+      `seed ${seed}`,
+    );
   }
 });
 
@@ -132,14 +154,27 @@ test('a partly accepted edit: new_content and diff are what was written, the not
   const split = splitHunks(before, after);
   assert.equal(split.hunks.length, 2);
   const written = keptText(split, ['undone', 'kept']);
-  const change = { kind: 'edit' as const, command: 'str_replace', before, after, content: 'The file /w/f has been edited.\n' };
+  const change = {
+    kind: 'edit' as const,
+    command: 'str_replace',
+    before,
+    after,
+    content: 'The file /w/f has been edited.\n',
+  };
   const action = { id: 7, kind: 'edit' as const, args: { command: 'str_replace', path: '/w/f' } };
   const obs = acceptedObservation(action, '/w/f', change, '\n[NOTE: unsaved]', { kept: [2], total: 2, written });
   const extras = obs.extras as Record<string, unknown>;
   assert.equal(extras.new_content, before.replace('l18\n', 'L18\n'));
   assert.equal(extras.diff, unifiedDiff('/w/f', before, written));
-  assert.match(String(obs.content), /^The file \/w\/f has been edited\.\n\[NOTE: unsaved\]\n\[Review mode: the user accepted part/);
-  assert.ok(String(obs.content).endsWith('hunk 2 of 2 was written; hunk 1 was rejected and not written. Read the file again before building on it.]'));
+  assert.match(
+    String(obs.content),
+    /^The file \/w\/f has been edited\.\n\[NOTE: unsaved\]\n\[Review mode: the user accepted part/,
+  );
+  assert.ok(
+    String(obs.content).endsWith(
+      'hunk 2 of 2 was written; hunk 1 was rejected and not written. Read the file again before building on it.]',
+    ),
+  );
   // Accepted whole: the note as before, the unsaved note after it.
   const whole = acceptedObservation({ ...action, kind: 'write', args: { path: '/w/f' } }, '/w/f', change, '');
   assert.equal(whole.content, '[Review mode: the user accepted this change to /w/f.]');

@@ -106,7 +106,16 @@ test('list, poll, output with offsets and eof, wait with exit code and timed_out
 
 test('list shows running foreground commands too', async () => {
   const t = new JobTable();
-  const fg = { job_id: 'j2', command: 'pytest', cwd: '/w', state: 'RUNNING' as const, exit_code: null, pid: 5, background: false as const, duration_s: 1 };
+  const fg = {
+    job_id: 'j2',
+    command: 'pytest',
+    cwd: '/w',
+    state: 'RUNNING' as const,
+    exit_code: null,
+    pid: 5,
+    background: false as const,
+    duration_s: 1,
+  };
   const listed = await t.op({ op: 'list' }, { ...noKill, foreground: () => [fg] });
   assert.equal(listed.content, 'j2  RUNNING  foreground  pytest');
   const empty = await new JobTable().op({ op: 'list' }, noKill);
@@ -115,7 +124,10 @@ test('list shows running foreground commands too', async () => {
 
 test('unknown ids are NO_JOB; a foreground command id says how to follow it', async () => {
   const t = new JobTable();
-  await assert.rejects(t.op({ op: 'poll', job_id: 'j9' }, noKill), (e: unknown) => e instanceof ToolError && e.errorId === 'NO_JOB' && /op list/.test(e.message));
+  await assert.rejects(
+    t.op({ op: 'poll', job_id: 'j9' }, noKill),
+    (e: unknown) => e instanceof ToolError && e.errorId === 'NO_JOB' && /op list/.test(e.message),
+  );
   await assert.rejects(
     t.op({ op: 'wait', job_id: 'j3' }, { ...noKill, isForeground: (id) => id === 'j3' }),
     (e: unknown) => e instanceof ToolError && e.errorId === 'NO_JOB' && /foreground command/.test(e.message),
@@ -131,12 +143,20 @@ test('cancel: C-c first; a job that ignores it is killed after the grace period'
   const calls: string[] = [];
   const answer = await t.op(
     { op: 'cancel', job_id: 'j1' },
-    { interrupt: (j) => (calls.push(`int ${j.jobId}`), j.finish('CANCELLED', 130)), kill: async (j) => void calls.push(`kill ${j.jobId}`), graceMs: 100 },
+    {
+      interrupt: (j) => (calls.push(`int ${j.jobId}`), j.finish('CANCELLED', 130)),
+      kill: async (j) => void calls.push(`kill ${j.jobId}`),
+      graceMs: 100,
+    },
   );
   assert.equal(answer.content, 'Job j1 cancelled (exit code 130).');
   const answer2 = await t.op(
     { op: 'cancel', job_id: 'j2' },
-    { interrupt: (j) => void calls.push(`int ${j.jobId}`), kill: async (j) => (calls.push(`kill ${j.jobId}`), j.finish('CANCELLED', 137)), graceMs: 100 },
+    {
+      interrupt: (j) => void calls.push(`int ${j.jobId}`),
+      kill: async (j) => (calls.push(`kill ${j.jobId}`), j.finish('CANCELLED', 137)),
+      graceMs: 100,
+    },
   );
   assert.equal((answer2.extras.job as Record<string, unknown>).state, 'CANCELLED');
   assert.deepEqual(calls, ['int j1', 'int j2', 'int j2', 'kill j2']);
@@ -169,6 +189,9 @@ test('retention: finished jobs go after job_retention, and beyond MAX_FINISHED t
   assert.equal([...t.jobs.values()].filter((j) => j.state !== 'RUNNING').length, MAX_FINISHED);
   assert.ok(!t.jobs.has('j100') && t.jobs.has(`j${100 + MAX_FINISHED + 2}`));
   const lost = t.closeAll();
-  assert.deepEqual(lost.map((j) => j.state), ['LOST']);
+  assert.deepEqual(
+    lost.map((j) => j.state),
+    ['LOST'],
+  );
   assert.equal(t.jobs.size, 0);
 });

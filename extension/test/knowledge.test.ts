@@ -72,7 +72,10 @@ test('parseAction accepts the knowledge kinds and refuses bad args with a messag
   assert.match(badRequest('diagnostics', { severity: 'fatal' }), /args\.severity/);
   assert.match(badRequest('diagnostics', { wait: 61 }), /args\.wait/);
   assert.match(badRequest('open', { path: 'a.ts', end_line: 3 }), /end_line needs args\.line/);
-  assert.match(badRequest('edit', { path: 'a.ts', command: 'view', diagnostics: 'yes' }), /args\.diagnostics must be a boolean/);
+  assert.match(
+    badRequest('edit', { path: 'a.ts', command: 'view', diagnostics: 'yes' }),
+    /args\.diagnostics must be a boolean/,
+  );
   // 2.0 is a float for the backend: refused where an integer is due, as for the other kinds
   try {
     const { decodeFrame } = require('../src/protocol');
@@ -84,8 +87,14 @@ test('parseAction accepts the knowledge kinds and refuses bad args with a messag
 });
 
 test('the register frame advertises the knowledge kinds', () => {
-  const caps = registerFrame({ session: null, workspaceFolders: [root], editorName: 'x', editorVersion: '1', editorPid: 1, extensionVersion: '0' })
-    .capabilities as string[];
+  const caps = registerFrame({
+    session: null,
+    workspaceFolders: [root],
+    editorName: 'x',
+    editorVersion: '1',
+    editorPid: 1,
+    extensionVersion: '0',
+  }).capabilities as string[];
   for (const kind of KNOWLEDGE_KINDS) assert.ok(caps.includes(kind), kind);
 });
 
@@ -115,7 +124,11 @@ test('diagnostics of a file: waits for the report after the agent edit, lists it
   await k.afterChange(editAction, await edit.execute(editAction));
   // the "language server" reports 150 ms after the edit
   setTimeout(() => {
-    const d = new Diagnostic(r(0, 4, 0, 5), "Type 'string' is not assignable to type 'number'.", DiagnosticSeverity.Error);
+    const d = new Diagnostic(
+      r(0, 4, 0, 5),
+      "Type 'string' is not assignable to type 'number'.",
+      DiagnosticSeverity.Error,
+    );
     d.source = 'ts';
     d.code = 2322;
     const hint = new Diagnostic(r(0, 0, 0, 3), 'a hint', DiagnosticSeverity.Hint);
@@ -129,9 +142,24 @@ test('diagnostics of a file: waits for the report after the agent edit, lists it
   assert.equal(list.length, 1, 'the hint is below the default severity (warning)');
   assert.deepEqual(
     { ...list[0] },
-    { path: file, line: 1, column: 5, end_line: 1, end_column: 6, severity: 'error', message: "Type 'string' is not assignable to type 'number'.", source: 'ts', code: 2322 },
+    {
+      path: file,
+      line: 1,
+      column: 5,
+      end_line: 1,
+      end_column: 6,
+      severity: 'error',
+      message: "Type 'string' is not assignable to type 'number'.",
+      source: 'ts',
+      code: 2322,
+    },
   );
-  assert.match(String(o.content), new RegExp(`^${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:1:5: error: Type 'string'.*\\(ts 2322\\)\n1 error, 0 warnings in 1 file\\.$`));
+  assert.match(
+    String(o.content),
+    new RegExp(
+      `^${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:1:5: error: Type 'string'.*\\(ts 2322\\)\n1 error, 0 warnings in 1 file\\.$`,
+    ),
+  );
   const all = await k.diagnostics(action('diagnostics', { path: file, severity: 'hint', wait: 0 }), undefined);
   assert.equal(((all.extras as JsonObject).diagnostics as unknown[]).length, 2);
   // TypeScript checks only files open in a tab: the file got a background tab, once, without focus
@@ -169,22 +197,36 @@ test('a file just opened with no report says a starting server may report later'
 });
 
 test('workspace diagnostics list only files inside the folders; a path outside is PATH_DENIED', async () => {
-  knowledgeMock.setDiagnostics(Uri.file(path.join(root, 'in.ts')), [new Diagnostic(r(2, 0, 2, 1), 'inside', DiagnosticSeverity.Warning)]);
+  knowledgeMock.setDiagnostics(Uri.file(path.join(root, 'in.ts')), [
+    new Diagnostic(r(2, 0, 2, 1), 'inside', DiagnosticSeverity.Warning),
+  ]);
   knowledgeMock.setDiagnostics(Uri.file(path.join(outside, 'out.ts')), [new Diagnostic(r(0, 0, 0, 1), 'outside')]);
   const o = await k.diagnostics(action('diagnostics', { wait: 0 }), undefined);
   const list = (o.extras as JsonObject).diagnostics as JsonObject[];
-  assert.deepEqual(list.map((d) => d.message), ['inside']);
+  assert.deepEqual(
+    list.map((d) => d.message),
+    ['inside'],
+  );
   assert.equal((o.extras as JsonObject).path, null);
-  await assert.rejects(k.diagnostics(action('diagnostics', { path: path.join(outside, 'out.ts') }), undefined), (e: unknown) => {
-    return e instanceof ToolError && e.errorId === 'PATH_DENIED';
-  });
+  await assert.rejects(
+    k.diagnostics(action('diagnostics', { path: path.join(outside, 'out.ts') }), undefined),
+    (e: unknown) => {
+      return e instanceof ToolError && e.errorId === 'PATH_DENIED';
+    },
+  );
 });
 
 test('edit with diagnostics: true carries the file diagnostics in extras and content', async () => {
   const file = path.join(root, 'c.ts');
   fs.writeFileSync(file, 'const a = 1;\n');
   const edit = new EditExecutor();
-  const a = action('edit', { path: file, command: 'str_replace', old_str: 'const a = 1;', new_str: 'const a: string = 1;', diagnostics: true });
+  const a = action('edit', {
+    path: file,
+    command: 'str_replace',
+    old_str: 'const a = 1;',
+    new_str: 'const a: string = 1;',
+    diagnostics: true,
+  });
   setTimeout(() => knowledgeMock.setDiagnostics(Uri.file(file), [new Diagnostic(r(0, 6, 0, 7), 'bad type')]), 100);
   const o = await k.afterChange(a, await edit.execute(a));
   assert.equal(o.observation, 'edit');
@@ -205,22 +247,39 @@ test('open shows the file at the line with the range selected; editors reports i
   assert.deepEqual(o.extras, { path: file, line: 3, column: 2, end_line: 4, end_column: 5 });
   assert.equal(knowledgeMock.shown.length, 1);
   knowledgeMock.tabs.push({ input: new TabInputText(Uri.file(file)), isDirty: false, isActive: true });
-  knowledgeMock.tabs.push({ input: new TabInputText(Uri.file(path.join(outside, 'secret.ts'))), isDirty: true, isActive: false });
+  knowledgeMock.tabs.push({
+    input: new TabInputText(Uri.file(path.join(outside, 'secret.ts'))),
+    isDirty: true,
+    isActive: false,
+  });
   const e = await k.editors(action('editors', {}));
   const extras = e.extras as JsonObject;
   assert.equal(extras.active, file);
   assert.equal(extras.others, 1, 'an editor outside the folders is counted, not named');
   const [ed] = extras.editors as JsonObject[];
-  assert.deepEqual(ed.selection, { line: 3, column: 2, end_line: 4, end_column: 5, text: 'hree\nfour', truncated: false });
+  assert.deepEqual(ed.selection, {
+    line: 3,
+    column: 2,
+    end_line: 4,
+    end_column: 5,
+    text: 'hree\nfour',
+    truncated: false,
+  });
   assert.equal(ed.active, true);
   assert.doesNotMatch(String(e.content), /secret/);
   assert.match(String(e.content), /d\.ts:3:2 \[active\] selection 3:2-4:5/);
 });
 
 test('open of a missing file is a TOOL_ERROR; a line past the end is clamped', async () => {
-  await assert.rejects(k.open(action('open', { path: path.join(root, 'nope.ts') })), (e: unknown) => e instanceof ToolError && e.errorId === 'TOOL_ERROR');
+  await assert.rejects(
+    k.open(action('open', { path: path.join(root, 'nope.ts') })),
+    (e: unknown) => e instanceof ToolError && e.errorId === 'TOOL_ERROR',
+  );
   fs.mkdirSync(path.join(root, 'dir'));
-  await assert.rejects(k.definition(action('definition', { path: path.join(root, 'dir'), line: 1, column: 1 })), /is a directory/);
+  await assert.rejects(
+    k.definition(action('definition', { path: path.join(root, 'dir'), line: 1, column: 1 })),
+    /is a directory/,
+  );
   const file = path.join(root, 'e.ts');
   fs.writeFileSync(file, 'a\nb');
   const o = await k.open(action('open', { path: file, line: 99 }));
@@ -232,9 +291,24 @@ test('symbols: language-server results inside the folders, 1-based, limited', as
   knowledgeMock.commands.set('vscode.executeWorkspaceSymbolProvider', (q) => {
     assert.equal(q, 'greet');
     return [
-      { name: 'greet', kind: SymbolKind.Function, containerName: '', location: new Location(Uri.file(file), r(4, 16, 6, 1)) },
-      { name: 'greetAll', kind: SymbolKind.Method, containerName: 'Greeter', location: new Location(Uri.file(file), r(9, 2, 9, 10)) },
-      { name: 'greetLib', kind: SymbolKind.Function, containerName: '', location: new Location(Uri.file(path.join(outside, 'x.ts')), r(0, 0, 0, 1)) },
+      {
+        name: 'greet',
+        kind: SymbolKind.Function,
+        containerName: '',
+        location: new Location(Uri.file(file), r(4, 16, 6, 1)),
+      },
+      {
+        name: 'greetAll',
+        kind: SymbolKind.Method,
+        containerName: 'Greeter',
+        location: new Location(Uri.file(file), r(9, 2, 9, 10)),
+      },
+      {
+        name: 'greetLib',
+        kind: SymbolKind.Function,
+        containerName: '',
+        location: new Location(Uri.file(path.join(outside, 'x.ts')), r(0, 0, 0, 1)),
+      },
     ];
   });
   const o = await k.symbols(action('symbols', { query: 'greet' }));
@@ -258,16 +332,31 @@ test('definition and references: positions converted both ways, text only inside
       new Location(Uri.file(lib), r(7, 2, 7, 4)),
     ];
   });
-  knowledgeMock.commands.set('vscode.executeReferenceProvider', () => [new Location(Uri.file(file), r(0, 16, 0, 21)), new Location(Uri.file(file), r(2, 0, 2, 5))]);
+  knowledgeMock.commands.set('vscode.executeReferenceProvider', () => [
+    new Location(Uri.file(file), r(0, 16, 0, 21)),
+    new Location(Uri.file(file), r(2, 0, 2, 5)),
+  ]);
   const d = await k.definition(action('definition', { path: file, line: 3, column: 1 }));
   assert.deepEqual(asked, new Position(2, 0));
   const locs = (d.extras as JsonObject).locations as JsonObject[];
-  assert.deepEqual(locs[0], { path: file, line: 1, column: 17, end_line: 1, end_column: 22, text: 'export function greet() {}' });
+  assert.deepEqual(locs[0], {
+    path: file,
+    line: 1,
+    column: 17,
+    end_line: 1,
+    end_column: 22,
+    text: 'export function greet() {}',
+  });
   assert.deepEqual(locs[1], { path: lib, line: 8, column: 3, end_line: 8, end_column: 5, outside: true });
   assert.match(String(d.content), /lib\.d\.ts:8:3 \(outside the workspace\)/);
   const refs = await k.references(action('references', { path: file, line: 1, column: 17 }));
   assert.equal(((refs.extras as JsonObject).locations as unknown[]).length, 2);
-  const noDecl = await k.references(action('references', { path: file, line: 1, column: 17, include_declaration: false }));
-  assert.deepEqual(((noDecl.extras as JsonObject).locations as JsonObject[]).map((l) => l.line), [3]);
+  const noDecl = await k.references(
+    action('references', { path: file, line: 1, column: 17, include_declaration: false }),
+  );
+  assert.deepEqual(
+    ((noDecl.extras as JsonObject).locations as JsonObject[]).map((l) => l.line),
+    [3],
+  );
   await assert.rejects(k.definition(action('definition', { path: file, line: 40, column: 1 })), /past the end/);
 });

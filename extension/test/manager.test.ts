@@ -40,7 +40,15 @@ function start(folders = [ws]): SessionManager {
   manager = new SessionManager({
     dir,
     folders: async () => folders,
-    registerFrame: (s) => registerFrame({ session: s.instance_id, workspaceFolders: folders, editorName: 't', editorVersion: '1', editorPid: 1, extensionVersion: '0' }),
+    registerFrame: (s) =>
+      registerFrame({
+        session: s.instance_id,
+        workspaceFolders: folders,
+        editorName: 't',
+        editorVersion: '1',
+        editorPid: 1,
+        extensionVersion: '0',
+      }),
     handler: { execute: async (a) => readObservation(a.id, 'p', 'x') },
     log: (l) => logs.push(l),
     pidAlive: (pid) => alive.has(pid),
@@ -53,7 +61,18 @@ function start(folders = [ws]): SessionManager {
 
 function writeSession(id: string, workspace: string, extra: Record<string, unknown> = {}): void {
   fs.mkdirSync(dir, { recursive: true });
-  const body = { instance_id: id, pid: 1001, start_time: 1, host: '127.0.0.1', port: backend.port, url: '', workspace, token: backend.token, protocol: 1, ...extra };
+  const body = {
+    instance_id: id,
+    pid: 1001,
+    start_time: 1,
+    host: '127.0.0.1',
+    port: backend.port,
+    url: '',
+    workspace,
+    token: backend.token,
+    protocol: 1,
+    ...extra,
+  };
   const tmp = path.join(dir, `.${id}.tmp`);
   fs.writeFileSync(tmp, JSON.stringify(body));
   fs.renameSync(tmp, path.join(dir, `${id}.json`)); // atomic, as the backend writes it
@@ -148,7 +167,10 @@ test('disconnect command stays disconnected; connect command comes back', async 
   await sleep(400);
   assert.equal(backend.tcpConnects, connects);
   const { matched } = await m.connectNow();
-  assert.deepEqual(matched.map((s) => s.instance_id), ['s6']);
+  assert.deepEqual(
+    matched.map((s) => s.instance_id),
+    ['s6'],
+  );
   await backend.until(() => backend.livePeers.length === 1, 3000, 'reconnection');
 });
 
@@ -157,7 +179,10 @@ test('connectNow with an id of another workspace reports it and connects nothing
   writeSession('far', path.join(base, 'other'));
   const r = await m.connectNow('far');
   assert.deepEqual(r.matched, []);
-  assert.deepEqual(r.elsewhere.map((s) => s.instance_id), ['far']);
+  assert.deepEqual(
+    r.elsewhere.map((s) => s.instance_id),
+    ['far'],
+  );
   await sleep(200);
   assert.equal(backend.tcpConnects, 0);
 });
@@ -175,7 +200,15 @@ test('a backend that dies mid-command is reported gone (its terminals are orphan
   manager = new SessionManager({
     dir,
     folders: async () => [ws],
-    registerFrame: (s) => registerFrame({ session: s.instance_id, workspaceFolders: [ws], editorName: 't', editorVersion: '1', editorPid: 1, extensionVersion: '0' }),
+    registerFrame: (s) =>
+      registerFrame({
+        session: s.instance_id,
+        workspaceFolders: [ws],
+        editorName: 't',
+        editorVersion: '1',
+        editorPid: 1,
+        extensionVersion: '0',
+      }),
     handler: { execute: async (a) => readObservation(a.id, 'p', 'x') },
     log: (l) => logs.push(l),
     pidAlive: (pid) => alive.has(pid),
@@ -201,7 +234,15 @@ function startWithWarn(warned: string[]): SessionManager {
   manager = new SessionManager({
     dir,
     folders: async () => [ws],
-    registerFrame: (s) => registerFrame({ session: s.instance_id, workspaceFolders: [ws], editorName: 't', editorVersion: '1', editorPid: 1, extensionVersion: '0.1.0' }),
+    registerFrame: (s) =>
+      registerFrame({
+        session: s.instance_id,
+        workspaceFolders: [ws],
+        editorName: 't',
+        editorVersion: '1',
+        editorPid: 1,
+        extensionVersion: '0.1.0',
+      }),
     handler: { execute: async (a) => readObservation(a.id, 'p', 'x') },
     log: (l) => logs.push(l),
     warn: (m) => warned.push(m),
@@ -216,22 +257,42 @@ function startWithWarn(warned: string[]): SessionManager {
 
 test('a backend of another release: connected, with the warning in the status and one notification', async () => {
   backend.registerAnswer = (f) => ({
-    type: 'registered', editor_id: 'e1', instance_id: String(f.session), protocol: 1, workspace: ws, oh_version: '0.2.0', protocol_range: [1, 1],
-    version_check: { status: 'warn', message: 'oh 0.2.0 and the oh extension 0.1.0 are from different releases.', fix: 'Run `oh vscode install`.' },
+    type: 'registered',
+    editor_id: 'e1',
+    instance_id: String(f.session),
+    protocol: 1,
+    workspace: ws,
+    oh_version: '0.2.0',
+    protocol_range: [1, 1],
+    version_check: {
+      status: 'warn',
+      message: 'oh 0.2.0 and the oh extension 0.1.0 are from different releases.',
+      fix: 'Run `oh vscode install`.',
+    },
   });
   const warned: string[] = [];
   startWithWarn(warned);
   writeSession('v1', ws);
   await backend.until(() => manager!.status()[0]?.state === 'connected', 3000, 'registered');
   assert.equal(manager!.status()[0].problem?.level, 'warn');
-  assert.deepEqual(warned, ['oh: oh 0.2.0 and the oh extension 0.1.0 are from different releases. Fix: Run `oh vscode install`.']);
+  assert.deepEqual(warned, [
+    'oh: oh 0.2.0 and the oh extension 0.1.0 are from different releases. Fix: Run `oh vscode install`.',
+  ]);
   backend.livePeers[0].ws.close(1011, 'drop'); // a reconnect to the same backend does not notify again
-  await backend.until(() => backend.peers.length === 2 && manager!.status()[0]?.state === 'connected', 3000, 'reconnected');
+  await backend.until(
+    () => backend.peers.length === 2 && manager!.status()[0]?.state === 'connected',
+    3000,
+    'reconnected',
+  );
   assert.equal(warned.length, 1);
 });
 
 test('a refused registration (PROTOCOL_MISMATCH): state refused, the fix in the status and one notification, no retry', async () => {
-  backend.registerAnswer = () => ({ type: 'error', error_id: 'PROTOCOL_MISMATCH', message: 'oh 0.1.0 is too old for the oh extension 9.0.0. Fix: Upgrade oh.' });
+  backend.registerAnswer = () => ({
+    type: 'error',
+    error_id: 'PROTOCOL_MISMATCH',
+    message: 'oh 0.1.0 is too old for the oh extension 9.0.0. Fix: Upgrade oh.',
+  });
   const warned: string[] = [];
   startWithWarn(warned);
   writeSession('v2', ws);

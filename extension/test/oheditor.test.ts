@@ -41,13 +41,22 @@ test('view numbering is cat -n style and a trailing newline adds no line', () =>
   assert.equal(numbered('a\n\tb', 9), '     9\ta\n    10\t\tb');
   assert.equal(numbered(''), '     1\t');
   assert.equal(catN('x\n', '/w/f'), "Here's the result of running `cat -n` on /w/f:\n     1\tx\n");
-  assert.equal(viewFile('/w/f', 'a\nb\nc\nd\n', [2, 3]), "Here's the result of running `cat -n` on /w/f:\n     2\tb\n     3\tc\n");
-  assert.equal(viewFile('/w/f', 'a\nb\nc\n', [2, -1]), "Here's the result of running `cat -n` on /w/f:\n     2\tb\n     3\tc\n");
+  assert.equal(
+    viewFile('/w/f', 'a\nb\nc\nd\n', [2, 3]),
+    "Here's the result of running `cat -n` on /w/f:\n     2\tb\n     3\tc\n",
+  );
+  assert.equal(
+    viewFile('/w/f', 'a\nb\nc\n', [2, -1]),
+    "Here's the result of running `cat -n` on /w/f:\n     2\tb\n     3\tc\n",
+  );
   assert.match(viewFile('/w/f', 'x'.repeat(100), null, 20), /<response clipped>/);
 });
 
-test('view_range errors and notes are the OpenHands SDK file editor\'s', () => {
-  assert.match(toolError(() => viewFile('/w/f', 'a\nb\n', [0, 1])), /Its first element `0` should be within the range of lines of the file: \[1, 2\]/);
+test("view_range errors and notes are the OpenHands SDK file editor's", () => {
+  assert.match(
+    toolError(() => viewFile('/w/f', 'a\nb\n', [0, 1])),
+    /Its first element `0` should be within the range of lines of the file: \[1, 2\]/,
+  );
   // past the end: clamped with a NOTE (openhands-tools 1.58), not refused
   assert.equal(
     viewFile('/w/f', 'a\nb\n', [1, 5]),
@@ -80,8 +89,14 @@ test('str_replace needs exactly one occurrence', () => {
     toolError(() => strReplace('/w/f', text, 'beta', 'x')),
     'No replacement was performed. Multiple occurrences of old_str `beta` in lines [2, 4]. Please ensure it is unique.',
   );
-  assert.match(toolError(() => strReplace('/w/f', text, 'gamma', 'gamma')), /must be different/);
-  assert.match(toolError(() => strReplace('/w/f', text, '', 'x')), /`old_str` is required/);
+  assert.match(
+    toolError(() => strReplace('/w/f', text, 'gamma', 'gamma')),
+    /must be different/,
+  );
+  assert.match(
+    toolError(() => strReplace('/w/f', text, '', 'x')),
+    /`old_str` is required/,
+  );
   const r = strReplace('/w/f', text, 'gamma', 'GAMMA\nmore');
   assert.equal(r.newText, 'alpha\nbeta\nGAMMA\nmore\nbeta\n');
   // whole files (the OpenHands SDK's FileEditorObservation wants them for its diff view)
@@ -101,7 +116,10 @@ test('str_replace needs exactly one occurrence', () => {
   // new_str null/undefined deletes
   assert.equal(strReplace('/w/f', 'a-b', '-', null).newText, 'ab');
   // overlapping occurrences count once per non-overlapping match, like str.find stepping
-  assert.match(toolError(() => strReplace('/w/f', 'aaaa', 'aa', 'b')), /Multiple occurrences of old_str `aa` in lines \[1\]/);
+  assert.match(
+    toolError(() => strReplace('/w/f', 'aaaa', 'aa', 'b')),
+    /Multiple occurrences of old_str `aa` in lines \[1\]/,
+  );
 });
 
 test('insert after a line, 0 = top, out of range refused', () => {
@@ -114,11 +132,17 @@ test('insert after a line, 0 = top, out of range refused', () => {
     toolError(() => insertAt('/w/f', 'a\nb\n', 3, 'x')),
     'Invalid `insert_line` parameter: 3. It should be within the range of allowed values: [0, 2]',
   );
-  assert.match(toolError(() => insertAt('/w/f', 'a\n', -1, 'x')), /Invalid `insert_line` parameter: -1/);
+  assert.match(
+    toolError(() => insertAt('/w/f', 'a\n', -1, 'x')),
+    /Invalid `insert_line` parameter: -1/,
+  );
   const r = insertAt('/w/f', 'a\nb\n', 1, 'x');
   assert.equal(r.oldContent, 'a\nb\n');
   assert.equal(r.newContent, 'a\nx\nb\n');
-  assert.match(r.content, /^The file \/w\/f has been edited\. Here's the result of running `cat -n` on a snippet of the edited file:\n {5}1\ta\n {5}2\tx\n {5}3\tb\n/);
+  assert.match(
+    r.content,
+    /^The file \/w\/f has been edited\. Here's the result of running `cat -n` on a snippet of the edited file:\n {5}1\ta\n {5}2\tx\n {5}3\tb\n/,
+  );
 });
 
 test('write ranges replace lines [start, end)', () => {
@@ -165,6 +189,12 @@ test('edit history: newest first, bounded per file and in total', () => {
 
 test('binary and non-UTF-8 files are refused', () => {
   assert.equal(decodeText('/w/t', new TextEncoder().encode('héllo')), 'héllo');
-  assert.match(toolError(() => decodeText('/w/b', new Uint8Array([0x41, 0, 0x42]))), /binary file \(it contains NUL bytes\)/);
-  assert.match(toolError(() => decodeText('/w/l', new Uint8Array([0xff, 0xfe, 0x41]))), /not UTF-8 text/);
+  assert.match(
+    toolError(() => decodeText('/w/b', new Uint8Array([0x41, 0, 0x42]))),
+    /binary file \(it contains NUL bytes\)/,
+  );
+  assert.match(
+    toolError(() => decodeText('/w/l', new Uint8Array([0xff, 0xfe, 0x41]))),
+    /not UTF-8 text/,
+  );
 });

@@ -33,7 +33,17 @@ afterEach(() => {
 });
 
 const session = (id: string, workspace: string, port = 1, token = 'tok') =>
-  JSON.stringify({ instance_id: id, pid: 1001, start_time: 1, host: '127.0.0.1', port, url: '', workspace, token, protocol: 1 });
+  JSON.stringify({
+    instance_id: id,
+    pid: 1001,
+    start_time: 1,
+    host: '127.0.0.1',
+    port,
+    url: '',
+    workspace,
+    token,
+    protocol: 1,
+  });
 
 function writeSession(id: string, mode = 0o600, body = session(id, base)): string {
   const f = path.join(dir, `${id}.json`);
@@ -62,27 +72,43 @@ async function readRefusal(p: string): Promise<UnsafePath> {
   assert.fail(`expected ${p} to be refused`);
 }
 
-test('own 0700 directories and 0600/0644 session files are trusted; missing ones are not refusals', { skip: !posix }, async () => {
-  assert.ok(checkOwned(dir, 'sessions directory'));
-  checkSessionsDir(dir);
-  checkSessionsDir(path.join(base, 'nowhere', 'sessions'));
-  const f = writeSession('a1', 0o600);
-  assert.equal(await readOwnedFile(f, 'session file'), session('a1', base));
-  fs.chmodSync(f, 0o644); // readable by others is a confidentiality problem the CLI handles, not a planting one
-  assert.ok(await readOwnedFile(f, 'session file'));
-  assert.equal(await readOwnedFile(path.join(dir, 'missing.json'), 'session file'), null);
-  assert.deepEqual((await readSessions(dir)).map((s) => s.session.instance_id), ['a1']);
-});
+test(
+  'own 0700 directories and 0600/0644 session files are trusted; missing ones are not refusals',
+  { skip: !posix },
+  async () => {
+    assert.ok(checkOwned(dir, 'sessions directory'));
+    checkSessionsDir(dir);
+    checkSessionsDir(path.join(base, 'nowhere', 'sessions'));
+    const f = writeSession('a1', 0o600);
+    assert.equal(await readOwnedFile(f, 'session file'), session('a1', base));
+    fs.chmodSync(f, 0o644); // readable by others is a confidentiality problem the CLI handles, not a planting one
+    assert.ok(await readOwnedFile(f, 'session file'));
+    assert.equal(await readOwnedFile(path.join(dir, 'missing.json'), 'session file'), null);
+    assert.deepEqual(
+      (await readSessions(dir)).map((s) => s.session.instance_id),
+      ['a1'],
+    );
+  },
+);
 
-test('a session file writable by group or others is refused, with the CLI wording and fix', { skip: !posix }, async () => {
-  for (const mode of [0o620, 0o602, 0o666]) {
-    const f = writeSession('w1', mode);
-    const e = await readRefusal(f);
-    assert.equal(e.path, f);
-    assert.match(e.message, new RegExp(`^refusing to use ${f}: this session file is writable by other users \\(mode 0${mode.toString(8)}\\)\\. Fix: chmod 600 `));
-    assert.match(e.fix, /oh token rotate/);
-  }
-});
+test(
+  'a session file writable by group or others is refused, with the CLI wording and fix',
+  { skip: !posix },
+  async () => {
+    for (const mode of [0o620, 0o602, 0o666]) {
+      const f = writeSession('w1', mode);
+      const e = await readRefusal(f);
+      assert.equal(e.path, f);
+      assert.match(
+        e.message,
+        new RegExp(
+          `^refusing to use ${f}: this session file is writable by other users \\(mode 0${mode.toString(8)}\\)\\. Fix: chmod 600 `,
+        ),
+      );
+      assert.match(e.fix, /oh token rotate/);
+    }
+  },
+);
 
 test('a session file owned by another user is refused', { skip: !root }, async () => {
   const f = writeSession('o1', 0o600);
@@ -92,26 +118,33 @@ test('a session file owned by another user is refused', { skip: !root }, async (
   assert.match(e.problem, /could have planted a token or session file/);
 });
 
-test('a symlink, a FIFO or a directory named like a session file is refused (and the FIFO does not hang)', { skip: !posix }, async () => {
-  const target = path.join(base, 'elsewhere.json');
-  fs.writeFileSync(target, session('l1', base), { mode: 0o600 });
-  const link = path.join(dir, 'l1.json');
-  fs.symlinkSync(target, link);
-  const e = await readRefusal(link);
-  assert.equal(e.problem, 'this session file is not a regular file (a symlink or something else)');
-  assert.equal(e.fix, `remove it: rm ${link}`);
-  fs.mkdirSync(path.join(dir, 'd1.json'));
-  await readRefusal(path.join(dir, 'd1.json'));
-  const { execFileSync } = await import('node:child_process');
-  const fifo = path.join(dir, 'f1.json');
-  execFileSync('mkfifo', [fifo]);
-  await readRefusal(fifo);
-});
+test(
+  'a symlink, a FIFO or a directory named like a session file is refused (and the FIFO does not hang)',
+  { skip: !posix },
+  async () => {
+    const target = path.join(base, 'elsewhere.json');
+    fs.writeFileSync(target, session('l1', base), { mode: 0o600 });
+    const link = path.join(dir, 'l1.json');
+    fs.symlinkSync(target, link);
+    const e = await readRefusal(link);
+    assert.equal(e.problem, 'this session file is not a regular file (a symlink or something else)');
+    assert.equal(e.fix, `remove it: rm ${link}`);
+    fs.mkdirSync(path.join(dir, 'd1.json'));
+    await readRefusal(path.join(dir, 'd1.json'));
+    const { execFileSync } = await import('node:child_process');
+    const fifo = path.join(dir, 'f1.json');
+    execFileSync('mkfifo', [fifo]);
+    await readRefusal(fifo);
+  },
+);
 
 test('the sessions directory or the oh directory writable by others, or not ours, is refused', { skip: !posix }, () => {
   fs.chmodSync(dir, 0o770);
   let e = refusal(() => checkSessionsDir(dir));
-  assert.equal(e.message, `refusing to use ${dir}: this sessions directory is writable by other users (mode 0770). Fix: chmod 700 ${dir}`);
+  assert.equal(
+    e.message,
+    `refusing to use ${dir}: this sessions directory is writable by other users (mode 0770). Fix: chmod 700 ${dir}`,
+  );
   fs.chmodSync(dir, 0o700);
   fs.chmodSync(home, 0o777);
   e = refusal(() => checkSessionsDir(dir));
@@ -124,18 +157,25 @@ test('the sessions directory or the oh directory writable by others, or not ours
   checkSessionsDir(dir);
 });
 
-test('directories above the oh directory: world-writable only with the sticky bit, owned by you or root', { skip: !posix }, () => {
-  fs.chmodSync(base, 0o777);
-  const e = refusal(() => checkParents(home));
-  assert.equal(e.message, `refusing to use ${home}: its parent directory ${base} is writable by everyone (mode 0777) without the sticky bit. Fix: chmod o-w ${base}, or keep oh's files elsewhere`);
-  refusal(() => checkSessionsDir(dir));
-  fs.chmodSync(base, 0o1777);
-  checkParents(home);
-  checkSessionsDir(dir);
-  fs.chmodSync(base, 0o700);
-});
+test(
+  'directories above the oh directory: world-writable only with the sticky bit, owned by you or root',
+  { skip: !posix },
+  () => {
+    fs.chmodSync(base, 0o777);
+    const e = refusal(() => checkParents(home));
+    assert.equal(
+      e.message,
+      `refusing to use ${home}: its parent directory ${base} is writable by everyone (mode 0777) without the sticky bit. Fix: chmod o-w ${base}, or keep oh's files elsewhere`,
+    );
+    refusal(() => checkSessionsDir(dir));
+    fs.chmodSync(base, 0o1777);
+    checkParents(home);
+    checkSessionsDir(dir);
+    fs.chmodSync(base, 0o700);
+  },
+);
 
-test('another user\'s oh directory, sessions directory or parent directory is refused', { skip: !root }, () => {
+test("another user's oh directory, sessions directory or parent directory is refused", { skip: !root }, () => {
   fs.chownSync(home, OTHER, OTHER);
   let e = refusal(() => checkSessionsDir(dir));
   assert.equal(e.path, home);
@@ -157,8 +197,14 @@ test('readSessions/readSession skip refused files and report each refusal, never
   const planted = writeSession('bad1', 0o666);
   const refused: UnsafePath[] = [];
   const found = await readSessions(dir, (r) => refused.push(r));
-  assert.deepEqual(found.map((s) => s.session.instance_id), ['good1']);
-  assert.deepEqual(refused.map((r) => r.path), [planted]);
+  assert.deepEqual(
+    found.map((s) => s.session.instance_id),
+    ['good1'],
+  );
+  assert.deepEqual(
+    refused.map((r) => r.path),
+    [planted],
+  );
   refused.length = 0;
   assert.equal(await readSession(dir, 'bad1', (r) => refused.push(r)), null);
   assert.equal(refused.length, 1);
@@ -168,43 +214,58 @@ test('readSessions/readSession skip refused files and report each refusal, never
   refused.length = 0;
   assert.deepEqual(await readSessions(dir, (r) => refused.push(r)), []);
   assert.equal(await readSession(dir, 'good1', (r) => refused.push(r)), null);
-  assert.deepEqual(refused.map((r) => r.path), [dir, dir]);
+  assert.deepEqual(
+    refused.map((r) => r.path),
+    [dir, dir],
+  );
 });
 
-test('the manager never connects to a planted session, logs the refusal once, and connects once it is fixed', { skip: !posix }, async () => {
-  const backend = new FakeBackend();
-  await backend.listen();
-  const ws = path.join(base, 'ws');
-  fs.mkdirSync(ws);
-  const logs: string[] = [];
-  const manager = new SessionManager({
-    dir,
-    folders: async () => [ws],
-    registerFrame: (s) => registerFrame({ session: s.instance_id, workspaceFolders: [ws], editorName: 't', editorVersion: '1', editorPid: 1, extensionVersion: '0' }),
-    handler: { execute: async (a) => readObservation(a.id, 'p', 'x') },
-    log: (l) => logs.push(l),
-    pidAlive: () => true,
-    pollMs: 50,
-    backoff: () => new Backoff(50, 200),
-  });
-  try {
-    const f = writeSession('p1', 0o666, session('p1', ws, backend.port, backend.token));
-    if (root) fs.chownSync(f, OTHER, OTHER); // as a real other user would leave it
-    manager.start();
-    await new Promise((r) => setTimeout(r, 500)); // ~10 polls
-    assert.equal(backend.tcpConnects, 0, 'a planted session file must not be connected to');
-    const refusals = logs.filter((l) => l.includes('refusing to use'));
-    assert.equal(refusals.length, 1, `logged once, not every poll: ${JSON.stringify(logs)}`);
-    assert.match(refusals[0], new RegExp(`^not connecting: refusing to use ${f}: .*Fix: `));
-    const now = await manager.connectNow();
-    assert.deepEqual(now.matched, []);
-    assert.equal(now.refused.length, 1);
-    // The user replaces it with a file of their own: connected.
-    fs.rmSync(f);
-    writeSession('p1', 0o600, session('p1', ws, backend.port, backend.token));
-    await backend.until(() => backend.livePeers.length === 1, 3000, 'connection');
-  } finally {
-    manager.dispose();
-    await backend.close();
-  }
-});
+test(
+  'the manager never connects to a planted session, logs the refusal once, and connects once it is fixed',
+  { skip: !posix },
+  async () => {
+    const backend = new FakeBackend();
+    await backend.listen();
+    const ws = path.join(base, 'ws');
+    fs.mkdirSync(ws);
+    const logs: string[] = [];
+    const manager = new SessionManager({
+      dir,
+      folders: async () => [ws],
+      registerFrame: (s) =>
+        registerFrame({
+          session: s.instance_id,
+          workspaceFolders: [ws],
+          editorName: 't',
+          editorVersion: '1',
+          editorPid: 1,
+          extensionVersion: '0',
+        }),
+      handler: { execute: async (a) => readObservation(a.id, 'p', 'x') },
+      log: (l) => logs.push(l),
+      pidAlive: () => true,
+      pollMs: 50,
+      backoff: () => new Backoff(50, 200),
+    });
+    try {
+      const f = writeSession('p1', 0o666, session('p1', ws, backend.port, backend.token));
+      if (root) fs.chownSync(f, OTHER, OTHER); // as a real other user would leave it
+      manager.start();
+      await new Promise((r) => setTimeout(r, 500)); // ~10 polls
+      assert.equal(backend.tcpConnects, 0, 'a planted session file must not be connected to');
+      const refusals = logs.filter((l) => l.includes('refusing to use'));
+      assert.equal(refusals.length, 1, `logged once, not every poll: ${JSON.stringify(logs)}`);
+      assert.match(refusals[0], new RegExp(`^not connecting: refusing to use ${f}: .*Fix: `));
+      const now = await manager.connectNow();
+      assert.deepEqual(now.matched, []);
+      assert.equal(now.refused.length, 1);
+      // The user replaces it with a file of their own: connected.
+      fs.rmSync(f);
+      writeSession('p1', 0o600, session('p1', ws, backend.port, backend.token));
+      await backend.until(() => backend.livePeers.length === 1, 3000, 'connection');
+    } finally {
+      manager.dispose();
+      await backend.close();
+    }
+  },
+);

@@ -93,7 +93,11 @@ test('a nested backend confines to ITS workspace; relative paths resolve against
   // window open on ws, backend on ws/src: ws itself (and ws/escape...) is outside
   const backendRoots: WorkspaceRoot[] = [{ path: path.join(ws, 'src'), real: path.join(ws, 'src') }];
   for (const raw of [ws, path.join(ws, 'src', '..'), '..']) {
-    await assert.rejects(resolvePath(raw, backendRoots, path.join(ws, 'src')), (e: unknown) => e instanceof ToolError && e.errorId === 'PATH_DENIED', raw);
+    await assert.rejects(
+      resolvePath(raw, backendRoots, path.join(ws, 'src')),
+      (e: unknown) => e instanceof ToolError && e.errorId === 'PATH_DENIED',
+      raw,
+    );
   }
   const rel = await resolvePath('a.py', backendRoots, path.join(ws, 'src'));
   assert.equal(rel.real, path.join(ws, 'src', 'a.py'));

@@ -38,24 +38,62 @@ test('decodeFrame refuses non-JSON and non-objects with BAD_REQUEST', () => {
 
 test('parseAction accepts the OpenHands shapes from the reference', () => {
   const run = parseAction({
-    id: 5, timestamp: '2025-06-24T10:00:00', source: 'agent', message: 'Running command: ls -la', action: 'run',
-    args: { command: 'ls -la', is_input: false, thought: 'list', blocking: false, is_static: false, cwd: null,
-      hidden: false, confirmation_state: 'confirmed', security_risk: -1 },
+    id: 5,
+    timestamp: '2025-06-24T10:00:00',
+    source: 'agent',
+    message: 'Running command: ls -la',
+    action: 'run',
+    args: {
+      command: 'ls -la',
+      is_input: false,
+      thought: 'list',
+      blocking: false,
+      is_static: false,
+      cwd: null,
+      hidden: false,
+      confirmation_state: 'confirmed',
+      security_risk: -1,
+    },
     timeout: 30.0,
   });
   assert.equal(run.id, 5);
   assert.equal(run.kind, 'run');
   assert.equal(run.timeout, 30);
   assert.deepEqual(runArgs(run), {
-    command: 'ls -la', is_input: false, blocking: false, cwd: null, hidden: false, reset: false, env: undefined, maxOutput: undefined,
+    command: 'ls -la',
+    is_input: false,
+    blocking: false,
+    cwd: null,
+    hidden: false,
+    reset: false,
+    env: undefined,
+    maxOutput: undefined,
   });
   const edit = parseAction({
-    id: 8, source: 'agent', message: '', action: 'edit',
-    args: { path: '/w/a.py', command: 'str_replace', file_text: null, old_str: 'a', new_str: 'b', insert_line: null,
-      content: '', start: 1, end: -1, thought: '', security_risk: -1, impl_source: 'oh_aci' },
+    id: 8,
+    source: 'agent',
+    message: '',
+    action: 'edit',
+    args: {
+      path: '/w/a.py',
+      command: 'str_replace',
+      file_text: null,
+      old_str: 'a',
+      new_str: 'b',
+      insert_line: null,
+      content: '',
+      start: 1,
+      end: -1,
+      thought: '',
+      security_risk: -1,
+      impl_source: 'oh_aci',
+    },
   });
   assert.equal(edit.kind, 'edit');
-  assert.equal(parseAction({ id: 6, action: 'read', args: { path: '/w/a.py', start: 0, end: -1, view_range: [1, 10] } }).kind, 'read');
+  assert.equal(
+    parseAction({ id: 6, action: 'read', args: { path: '/w/a.py', start: 0, end: -1, view_range: [1, 10] } }).kind,
+    'read',
+  );
   assert.equal(parseAction({ id: 7, action: 'write', args: { path: '/w/a.py', content: 'x' } }).kind, 'write');
 });
 
@@ -95,20 +133,52 @@ test('parseAction refusals carry the cause when the id is readable', () => {
 
 test('observations have exactly the keys OpenHands deserializes', () => {
   const run = runObservation(5, 'ls', { content: 'out', exitCode: 0, workingDir: '/w', pid: 42 });
-  assert.deepEqual(Object.keys(run).sort(), ['cause', 'content', 'extras', 'message', 'observation', 'source', 'success', 'timestamp']);
+  assert.deepEqual(Object.keys(run).sort(), [
+    'cause',
+    'content',
+    'extras',
+    'message',
+    'observation',
+    'source',
+    'success',
+    'timestamp',
+  ]);
   assert.equal(run.observation, 'run');
   assert.equal(run.success, true);
   assert.equal(run.message, 'Command `ls` executed with exit code 0.');
   assert.deepEqual(run.extras, {
     command: 'ls',
-    metadata: { exit_code: 0, pid: 42, username: null, hostname: null, working_dir: '/w', py_interpreter_path: null, prefix: '', suffix: '' },
+    metadata: {
+      exit_code: 0,
+      pid: 42,
+      username: null,
+      hostname: null,
+      working_dir: '/w',
+      py_interpreter_path: null,
+      prefix: '',
+      suffix: '',
+    },
     hidden: false,
   });
   assert.equal(runObservation(1, 'false', { content: '', exitCode: 1, workingDir: null }).success, false);
   assert.deepEqual(readObservation(6, '/w/a.py', 'txt').extras, { path: '/w/a.py', impl_source: 'oh_aci' });
   assert.deepEqual(writeObservation(7, '/w/a.py').extras, { path: '/w/a.py' });
-  const edit = editObservation(8, '/w/a.py', { content: 'edited', prevExist: true, oldContent: 'a', newContent: 'b', diff: '--- a' });
-  assert.deepEqual(Object.keys(edit.extras as object).sort(), ['_diff_cache', 'diff', 'impl_source', 'new_content', 'old_content', 'path', 'prev_exist']);
+  const edit = editObservation(8, '/w/a.py', {
+    content: 'edited',
+    prevExist: true,
+    oldContent: 'a',
+    newContent: 'b',
+    diff: '--- a',
+  });
+  assert.deepEqual(Object.keys(edit.extras as object).sort(), [
+    '_diff_cache',
+    'diff',
+    'impl_source',
+    'new_content',
+    'old_content',
+    'path',
+    'prev_exist',
+  ]);
   assert.equal((edit.extras as Record<string, unknown>)._diff_cache, null);
   const err = errorObservation(9, 'TOOL_ERROR', 'boom');
   assert.equal(err.content, 'boom');
@@ -119,11 +189,42 @@ test('observations have exactly the keys OpenHands deserializes', () => {
 });
 
 test('register frame follows §4', () => {
-  const f = registerFrame({ session: 'abc', workspaceFolders: ['/w'], editorName: 'Visual Studio Code', editorVersion: '1.99.3', editorPid: 7, extensionVersion: '0.1.0' });
+  const f = registerFrame({
+    session: 'abc',
+    workspaceFolders: ['/w'],
+    editorName: 'Visual Studio Code',
+    editorVersion: '1.99.3',
+    editorPid: 7,
+    extensionVersion: '0.1.0',
+  });
   assert.deepEqual(f, {
-    type: 'register', protocol: 1, protocol_range: [1, 1], session: 'abc', workspace_folders: ['/w'],
-    editor: { name: 'Visual Studio Code', version: '1.99.3', pid: 7 }, extension_version: '0.1.0',
-    capabilities: ['run', 'read', 'write', 'edit', 'stat', 'job', 'diagnostics', 'open', 'editors', 'symbols', 'definition', 'references', 'write_modes', 'binary', 'escalate', 'branch', 'review', 'consent'],
+    type: 'register',
+    protocol: 1,
+    protocol_range: [1, 1],
+    session: 'abc',
+    workspace_folders: ['/w'],
+    editor: { name: 'Visual Studio Code', version: '1.99.3', pid: 7 },
+    extension_version: '0.1.0',
+    capabilities: [
+      'run',
+      'read',
+      'write',
+      'edit',
+      'stat',
+      'job',
+      'diagnostics',
+      'open',
+      'editors',
+      'symbols',
+      'definition',
+      'references',
+      'write_modes',
+      'binary',
+      'escalate',
+      'branch',
+      'review',
+      'consent',
+    ],
   });
 });
 
@@ -159,13 +260,18 @@ test('summarize is one line, never file contents', () => {
   assert.equal(summarize(parseAction({ id: 1, action: 'run', args: { command: 'echo  a\n b' } })), 'echo a b');
   assert.equal(summarize(parseAction({ id: 1, action: 'run', args: { command: 'y', is_input: true } })), 'input: y');
   assert.equal(summarize(parseAction({ id: 1, action: 'write', args: { path: '/w/a', content: 'SECRET' } })), '/w/a');
-  assert.equal(summarize(parseAction({ id: 1, action: 'edit', args: { path: '/w/a', command: 'create', file_text: 'S' } })), 'create /w/a');
+  assert.equal(
+    summarize(parseAction({ id: 1, action: 'edit', args: { path: '/w/a', command: 'create', file_text: 'S' } })),
+    'create /w/a',
+  );
   assert.equal(summarize(parseAction({ id: 1, action: 'run', args: { command: 'x'.repeat(200) } })).length, 80);
 });
 
 test('wave-2 run additions: agent, reset, env, max_output, timeout 0 (SPEC-wave2 C, E)', () => {
   const a = parseAction({
-    id: 9, action: 'run', timeout: 0,
+    id: 9,
+    action: 'run',
+    timeout: 0,
     args: { command: 'x', reset: true, env: { API_KEY: 's3cret', B: '' }, max_output: 0 },
     agent: { id: 'a3', name: 'claude\x1b]0;pwn\x07-code', workdir: '/w/sub', shell: 'cli' },
   });
@@ -178,8 +284,19 @@ test('wave-2 run additions: agent, reset, env, max_output, timeout 0 (SPEC-wave2
   assert.equal(runArgs(parseAction({ id: 1, action: 'run', args: { command: 'x', max_output: 10 } })).maxOutput, 10);
   // no agent, or a malformed one (older backends): undefined, as the headless editor reads it
   assert.equal(parseAction({ id: 1, action: 'run', args: { command: 'x' } }).agent, undefined);
-  for (const agent of [{ id: 'a1', name: 'n' }, { shell: '../x', workdir: '/w' }, { shell: 'a b', workdir: '/w' }, { shell: 's', workdir: 'rel' }, 'a3', [1]]) {
-    assert.equal(parseAction({ id: 4, action: 'run', args: { command: 'x' }, agent }).agent, undefined, JSON.stringify(agent));
+  for (const agent of [
+    { id: 'a1', name: 'n' },
+    { shell: '../x', workdir: '/w' },
+    { shell: 'a b', workdir: '/w' },
+    { shell: 's', workdir: 'rel' },
+    'a3',
+    [1],
+  ]) {
+    assert.equal(
+      parseAction({ id: 4, action: 'run', args: { command: 'x' }, agent }).agent,
+      undefined,
+      JSON.stringify(agent),
+    );
   }
   const bad: Array<[Record<string, unknown>, RegExp]> = [
     [{ env: { 'BAD-NAME': 'x' } }, /not a valid environment variable name/],
@@ -194,18 +311,34 @@ test('wave-2 run additions: agent, reset, env, max_output, timeout 0 (SPEC-wave2
     assert.match(e.message, msg);
     assert.doesNotMatch(e.message, /s3cret/);
   }
-  assert.equal(refusal(() => parseAction({ id: 4, action: 'read', args: { path: '/x', encoding: 'hex' } })).errorId, 'BAD_REQUEST');
-  assert.equal(parseAction({ id: 4, action: 'read', args: { path: '/x', encoding: 'base64' } }).args.encoding, 'base64');
+  assert.equal(
+    refusal(() => parseAction({ id: 4, action: 'read', args: { path: '/x', encoding: 'hex' } })).errorId,
+    'BAD_REQUEST',
+  );
+  assert.equal(
+    parseAction({ id: 4, action: 'read', args: { path: '/x', encoding: 'base64' } }).args.encoding,
+    'base64',
+  );
 });
 
 test('run metadata and read extras (base64 only when asked)', () => {
-  const o = runObservation(1, 'x', { content: '', exitCode: 0, workingDir: '/w', username: 'u', hostname: 'h', pyInterpreterPath: '/usr/bin/python3' });
+  const o = runObservation(1, 'x', {
+    content: '',
+    exitCode: 0,
+    workingDir: '/w',
+    username: 'u',
+    hostname: 'h',
+    pyInterpreterPath: '/usr/bin/python3',
+  });
   const md = (o.extras as Record<string, Record<string, unknown>>).metadata;
   assert.equal(md.username, 'u');
   assert.equal(md.hostname, 'h');
   assert.equal(md.py_interpreter_path, '/usr/bin/python3');
   assert.deepEqual(Object.keys(readObservation(1, '/p', 'x').extras as object).sort(), ['impl_source', 'path']);
   assert.deepEqual(readObservation(1, '/p', 'eA==', { encoding: 'base64', mimeType: 'image/png' }).extras, {
-    path: '/p', impl_source: 'oh_aci', encoding: 'base64', mime_type: 'image/png',
+    path: '/p',
+    impl_source: 'oh_aci',
+    encoding: 'base64',
+    mime_type: 'image/png',
   });
 });

@@ -29,20 +29,44 @@ test('write and every edit command but view are proposals', () => {
 });
 
 test('str_replace and insert are computed on the current text without touching it', () => {
-  const r = computeProposal('edit', { command: 'str_replace', old_str: 'b = 2', new_str: 'b = 3' }, '/w/f.py', '/w/f.py', 'a = 1\nb = 2\n', none);
+  const r = computeProposal(
+    'edit',
+    { command: 'str_replace', old_str: 'b = 2', new_str: 'b = 3' },
+    '/w/f.py',
+    '/w/f.py',
+    'a = 1\nb = 2\n',
+    none,
+  );
   assert.equal(r.change?.after, 'a = 1\nb = 3\n');
   assert.equal(r.change?.before, 'a = 1\nb = 2\n');
   assert.match(r.change!.content, /has been edited/);
-  const ins = computeProposal('edit', { command: 'insert', insert_line: 0, new_str: '# top' }, '/w/f.py', '/w/f.py', 'a = 1\n', none);
+  const ins = computeProposal(
+    'edit',
+    { command: 'insert', insert_line: 0, new_str: '# top' },
+    '/w/f.py',
+    '/w/f.py',
+    'a = 1\n',
+    none,
+  );
   assert.equal(ins.change?.after, '# top\na = 1\n');
   // The executors' refusals stay refusals (no proposal for an edit that cannot apply).
-  assert.throws(() => computeProposal('edit', { command: 'str_replace', old_str: 'zz', new_str: 'y' }, '/w/f', '/w/f', 'abc', none), ToolError);
-  assert.throws(() => computeProposal('edit', { command: 'str_replace', old_str: 'a', new_str: 'b' }, '/w/f', '/w/f', null, none), /does not exist/);
-  assert.throws(() => computeProposal('edit', { command: 'create', file_text: 'x' }, '/w/f', '/w/f', 'there', none), /already exists/);
+  assert.throws(
+    () => computeProposal('edit', { command: 'str_replace', old_str: 'zz', new_str: 'y' }, '/w/f', '/w/f', 'abc', none),
+    ToolError,
+  );
+  assert.throws(
+    () => computeProposal('edit', { command: 'str_replace', old_str: 'a', new_str: 'b' }, '/w/f', '/w/f', null, none),
+    /does not exist/,
+  );
+  assert.throws(
+    () => computeProposal('edit', { command: 'create', file_text: 'x' }, '/w/f', '/w/f', 'there', none),
+    /already exists/,
+  );
 });
 
 test('write modes: overwrite, line range, append, create', () => {
-  const w = (args: Record<string, unknown>, before: string | null) => computeProposal('write', { path: '/w/f', ...args }, '/w/f', '/w/f', before, none);
+  const w = (args: Record<string, unknown>, before: string | null) =>
+    computeProposal('write', { path: '/w/f', ...args }, '/w/f', '/w/f', before, none);
   assert.equal(w({ content: 'new\n' }, 'old\n').change?.after, 'new\n');
   assert.equal(w({ content: 'B\n', start: 1, end: 2 }, 'a\nb\nc\n').change?.after, 'a\nB\nc\n');
   assert.equal(w({ content: 'more\n', mode: 'append' }, 'one\n').change?.after, 'one\nmore\n');
@@ -53,7 +77,10 @@ test('write modes: overwrite, line range, append, create', () => {
   // Same text: nothing to review.
   assert.equal(w({ content: 'same' }, 'same').change, null);
   // Only text changes can be shown as a diff in VS Code.
-  assert.throws(() => w({ content: 'AAAA', encoding: 'base64' }, null), (e: unknown) => e instanceof ToolError && e.errorId === 'TOOL_UNSUPPORTED');
+  assert.throws(
+    () => w({ content: 'AAAA', encoding: 'base64' }, null),
+    (e: unknown) => e instanceof ToolError && e.errorId === 'TOOL_UNSUPPORTED',
+  );
 });
 
 test('undo_edit looks at the history without taking the entry', () => {
@@ -62,10 +89,13 @@ test('undo_edit looks at the history without taking the entry', () => {
   const r = computeProposal('edit', { command: 'undo_edit' }, '/w/f', '/w/f', 'after\n', (p) => h.peek(p));
   assert.equal(r.change?.after, 'before\n');
   assert.equal(h.size('/w/f'), 1);
-  assert.throws(() => computeProposal('edit', { command: 'undo_edit' }, '/w/g', '/w/g', 'x', (p) => h.peek(p)), /No edit history/);
+  assert.throws(
+    () => computeProposal('edit', { command: 'undo_edit' }, '/w/g', '/w/g', 'x', (p) => h.peek(p)),
+    /No edit history/,
+  );
 });
 
-test('the agent texts are the Python side\'s (src/oh/protocol/review.py)', () => {
+test("the agent texts are the Python side's (src/oh/protocol/review.py)", () => {
   assert.equal(
     rejectedMessage('/w/a.txt', 'too long'),
     'The user rejected the proposed change to /w/a.txt; nothing was written. Take the reason into account before proposing another change. Reason: too long',
@@ -81,7 +111,10 @@ test('the agent texts are the Python side\'s (src/oh/protocol/review.py)', () =>
 });
 
 test('agent text in notifications cannot plant links or control characters', () => {
-  assert.equal(plainForUi('[run](command:workbench.action.terminal.new)'), '[run] (command:workbench.action.terminal.new)');
+  assert.equal(
+    plainForUi('[run](command:workbench.action.terminal.new)'),
+    '[run] (command:workbench.action.terminal.new)',
+  );
   assert.equal(plainForUi('a\u001b[2Jb\u202ec'), 'a\\x1b[2Jb\\u202ec');
 });
 
@@ -90,7 +123,10 @@ test('a proposal gets exactly one decision; later ones are refused', async () =>
   const store = new ProposalStore<string>(() => changes++);
   const { id, decision } = store.add('p', 60_000);
   assert.equal(store.size, 1);
-  assert.deepEqual(store.list().map((p) => p.item), ['p']);
+  assert.deepEqual(
+    store.list().map((p) => p.item),
+    ['p'],
+  );
   assert.ok(store.decide(id, { kind: 'rejected', reason: 'no' }));
   assert.ok(!store.decide(id, { kind: 'accepted' }));
   assert.deepEqual(await decision, { kind: 'rejected', reason: 'no' });
@@ -138,7 +174,10 @@ test('review wording (issue 42): the change word, workspace-relative paths, one 
   assert.equal(workspaceRelative('/home/u/proj', []), '/home/u/proj');
   assert.equal(reviewSummary([]), undefined);
   const five = ['a', 'b', 'c', 'd', 'e'].map((f) => ({ agent: 'claude', word: 'edit', path: `${f}.txt` }));
-  assert.equal(reviewSummary(five.slice(0, 1)), "1 change waits for your review: edit a.txt (by claude). Accept ✓ or reject ✕ in each diff's title bar.");
+  assert.equal(
+    reviewSummary(five.slice(0, 1)),
+    "1 change waits for your review: edit a.txt (by claude). Accept ✓ or reject ✕ in each diff's title bar.",
+  );
   assert.equal(
     reviewSummary(five),
     "5 changes wait for your review: edit a.txt, edit b.txt, edit c.txt, +2 more (by claude). Accept ✓ or reject ✕ in each diff's title bar.",

@@ -172,7 +172,9 @@ test('run: with confirmation on, a declined command never reaches a terminal', a
     assert.equal(mock.warnings.length, 1);
     assert.equal(mock.terminals.length, 0);
     assert.equal(fs.existsSync(path.join(root, 'x')), false);
-    const bad = await ex.execute(run({ command: 'ls', cwd: 'missing' }), new AbortController().signal).catch((err: unknown) => err);
+    const bad = await ex
+      .execute(run({ command: 'ls', cwd: 'missing' }), new AbortController().signal)
+      .catch((err: unknown) => err);
     assert.ok(bad instanceof ToolError && /does not exist/.test(bad.message));
   } finally {
     ex.dispose();
@@ -192,13 +194,25 @@ test('a terminal per agent shell, named after the agent and opened in its workdi
   const ctx = ctxFor('b1', [root]);
   const sig = new AbortController().signal;
   try {
-    const a = await ex.execute(agentRun({ command: 'pwd' }, { id: 'a1', name: 'claude-code', workdir: path.join(root, 'sub'), shell: 'team' }), sig, ctx);
+    const a = await ex.execute(
+      agentRun({ command: 'pwd' }, { id: 'a1', name: 'claude-code', workdir: path.join(root, 'sub'), shell: 'team' }),
+      sig,
+      ctx,
+    );
     assert.equal(String(a.content), path.join(root, 'sub') + '\n');
     assert.equal(mock.terminals[0].options.name, 'oh · claude-code');
     assert.equal(mock.terminals[0].options.cwd, path.join(root, 'sub'));
-    await ex.execute(agentRun({ command: 'true' }, { id: 'a2', name: 'other', workdir: root, shell: 'team' }), sig, ctx);
+    await ex.execute(
+      agentRun({ command: 'true' }, { id: 'a2', name: 'other', workdir: root, shell: 'team' }),
+      sig,
+      ctx,
+    );
     assert.equal(mock.terminals.length, 1, 'same shell key: same terminal');
-    await ex.execute(agentRun({ command: 'true' }, { id: 'a3', name: 'private', workdir: root, shell: 'a3' }), sig, ctx);
+    await ex.execute(
+      agentRun({ command: 'true' }, { id: 'a3', name: 'private', workdir: root, shell: 'a3' }),
+      sig,
+      ctx,
+    );
     assert.equal(mock.terminals.length, 2);
     // agent_gone: only that private shell's terminal goes
     const closed: unknown[] = [];
@@ -208,7 +222,11 @@ test('a terminal per agent shell, named after the agent and opened in its workdi
     sub.dispose();
     assert.deepEqual(closed, [mock.terminals[1]]);
     // the same shell key on ANOTHER backend is another terminal
-    await ex.execute(agentRun({ command: 'true' }, { id: 'a1', name: 'claude-code', workdir: root, shell: 'team' }), sig, ctxFor('b2', [root]));
+    await ex.execute(
+      agentRun({ command: 'true' }, { id: 'a1', name: 'claude-code', workdir: root, shell: 'team' }),
+      sig,
+      ctxFor('b2', [root]),
+    );
     assert.equal(mock.terminals.length, 3);
   } finally {
     ex.dispose();
@@ -244,12 +262,23 @@ test('reset gives a fresh terminal in the workdir; env reaches the command, neve
   const sig = new AbortController().signal;
   const agent = { id: 'a1', name: 'n', workdir: root, shell: 's' };
   try {
-    const e = await ex.execute(agentRun({ command: 'echo $OH_T_SECRET', env: { OH_T_SECRET: 'v@lue' } }, agent), sig, ctx);
+    const e = await ex.execute(
+      agentRun({ command: 'echo $OH_T_SECRET', env: { OH_T_SECRET: 'v@lue' } }, agent),
+      sig,
+      ctx,
+    );
     assert.equal(String(e.content), 'v@lue\n');
-    assert.ok(!mock.terminals.some((t) => t.sent.some(([s]) => s.includes('v@lue'))), 'a secret was typed into the terminal');
+    assert.ok(
+      !mock.terminals.some((t) => t.sent.some(([s]) => s.includes('v@lue'))),
+      'a secret was typed into the terminal',
+    );
     const scripts = (ex as unknown as { tmpDir: string }).tmpDir;
     assert.equal(fs.statSync(scripts).mode & 0o777, 0o700);
-    assert.equal(fs.readdirSync(scripts).filter((f) => f.startsWith('cmd-')).length, 0, 'the env script must delete itself');
+    assert.equal(
+      fs.readdirSync(scripts).filter((f) => f.startsWith('cmd-')).length,
+      0,
+      'the env script must delete itself',
+    );
     await ex.execute(agentRun({ command: 'cd sub' }, agent), sig, ctx);
     const r = await ex.execute(agentRun({ command: '', reset: true }, agent), sig, ctx);
     assert.equal(r.content, 'Terminal session has been reset.');
@@ -266,7 +295,11 @@ test('reset gives a fresh terminal in the workdir; env reaches the command, neve
 test('a backend that goes away mid-command: the user is asked, the next backend is not blocked (issue 9 #15)', async () => {
   mock.onTerminal = fakeShellIntegration;
   const asked: string[] = [];
-  const ex = new RunExecutor({ log: () => {}, confirmCommands: () => false, askInterrupt: async (_n, c) => (asked.push(c), false) });
+  const ex = new RunExecutor({
+    log: () => {},
+    confirmCommands: () => false,
+    askInterrupt: async (_n, c) => (asked.push(c), false),
+  });
   const sig = new AbortController();
   try {
     const pending = ex.execute(run({ command: 'sleep 2', blocking: true }), sig.signal, ctxFor('dead', [root]));
@@ -312,19 +345,35 @@ test('a command arriving while the terminal is busy runs in an extra terminal, u
     assert.equal(String(b.content), `B\n${path.join(root, 'sub')}\n`, 'started where the main terminal was');
     assert.equal(meta(b).job_id, 'j3');
     // Never silently elsewhere: the observation and the extra terminal itself say why it ran there.
-    assert.match(String(meta(b).prefix), /^\[The agent's terminal was busy \(running sleep 0\.6; echo A\): this command ran in an extra terminal "oh · bot #\d" \(j3\) started in .*\/sub.*do not carry over/);
+    assert.match(
+      String(meta(b).prefix),
+      /^\[The agent's terminal was busy \(running sleep 0\.6; echo A\): this command ran in an extra terminal "oh · bot #\d" \(j3\) started in .*\/sub.*do not carry over/,
+    );
     assert.equal(meta(a).prefix, '', 'the main terminal: no such note');
     assert.equal(String(c.content), 'C\n');
     assert.equal(meta(c).exit_code, 4);
     assert.equal(meta(c).job_id, 'j4');
-    assert.ok(busy instanceof ToolError && busy.errorId === 'BUSY' && /max_shells = 3/.test(busy.message), String(busy));
-    assert.deepEqual(mock.terminals.map((t) => t.options.name), ['oh · bot', 'oh · bot #2', 'oh · bot #3']);
-    assert.match(mock.terminals[1].screen, /the agent's terminal "oh · bot" is busy running sleep 0\.6; echo A: this command runs here/);
+    assert.ok(
+      busy instanceof ToolError && busy.errorId === 'BUSY' && /max_shells = 3/.test(busy.message),
+      String(busy),
+    );
+    assert.deepEqual(
+      mock.terminals.map((t) => t.options.name),
+      ['oh · bot', 'oh · bot #2', 'oh · bot #3'],
+    );
+    assert.match(
+      mock.terminals[1].screen,
+      /the agent's terminal "oh · bot" is busy running sleep 0\.6; echo A: this command runs here/,
+    );
     await new Promise((r) => setTimeout(r, 150));
     assert.equal(closed.length, 2, 'extra terminals go when their command ends; the main one stays');
     assert.ok(closed.includes(mock.terminals[1]) && closed.includes(mock.terminals[2]));
     const after = await ex.execute(jobRun({ command: 'pwd' }, agent, 'j6'), sig, ctx);
-    assert.equal(String(after.content), path.join(root, 'sub') + '\n', "an extra terminal's cd never reaches the main one");
+    assert.equal(
+      String(after.content),
+      path.join(root, 'sub') + '\n',
+      "an extra terminal's cd never reaches the main one",
+    );
     assert.equal(mock.terminals.length, 3, 'the main terminal was idle: no new one');
   } finally {
     sub.dispose();
@@ -351,11 +400,17 @@ test('beyond max_shells a command waits for a free terminal, in order, within it
     ]);
     assert.equal(String(a.content), 'A\n');
     assert.equal(String(b.content), 'B\n');
-    for (const [o, text] of [[c, 'C\n'], [e, 'E\n']] as const) {
+    for (const [o, text] of [
+      [c, 'C\n'],
+      [e, 'E\n'],
+    ] as const) {
       assert.equal(String(o.content), text);
       assert.match(String(meta(o).prefix), /waited .* s for a free shell: 2 \(max_shells\)/);
     }
-    assert.ok(d instanceof ToolError && d.errorId === 'TIMEOUT' && /NOT executed: it waited/.test(d.message), String(d));
+    assert.ok(
+      d instanceof ToolError && d.errorId === 'TIMEOUT' && /NOT executed: it waited/.test(d.message),
+      String(d),
+    );
   } finally {
     ex.dispose();
   }
@@ -376,10 +431,18 @@ test('follow-ups go to the command args.job_id names, else to the most recent ru
     assert.equal(meta(main).job_id, 'j1', 'still running: its id is named');
     assert.equal(meta(extra).job_id, 'j2');
     // No job_id: the most recently started running command (j2).
-    const latest = await ex.execute(parseAction({ id: nextId++, action: 'run', args: { command: '' }, agent }), sig, ctx);
+    const latest = await ex.execute(
+      parseAction({ id: nextId++, action: 'run', args: { command: '' }, agent }),
+      sig,
+      ctx,
+    );
     assert.equal(String(latest.content), 'extra\n');
     assert.equal(meta(latest).job_id, 'j2');
-    const named = await ex.execute(parseAction({ id: nextId++, action: 'run', args: { command: '', job_id: 'j1' }, agent }), sig, ctx);
+    const named = await ex.execute(
+      parseAction({ id: nextId++, action: 'run', args: { command: '', job_id: 'j1' }, agent }),
+      sig,
+      ctx,
+    );
     assert.equal(String(named.content), 'main\n');
     assert.equal(meta(named).exit_code, 0);
     const gone = await ex
@@ -405,15 +468,27 @@ test('background job: answers at once with its id, runs in its own named termina
   const agent = { id: 'a1', name: 'bot', workdir: root, shell: 'a1' };
   const sig = new AbortController().signal;
   try {
-    const started = await ex.execute(jobRun({ command: 'echo one; sleep 0.5; echo two; exit 3', background: true }, agent, 'j1'), sig, ctx);
+    const started = await ex.execute(
+      jobRun({ command: 'echo one; sleep 0.5; echo two; exit 3', background: true }, agent, 'j1'),
+      sig,
+      ctx,
+    );
     assert.equal(meta(started).job_id, 'j1');
     assert.equal(meta(started).exit_code, -1);
     assert.match(String(meta(started).suffix), /Started in the background as job j1/);
     assert.equal(mock.terminals.at(-1)!.options.name, 'oh · bot · job j1: echo one; sleep 0.5; echo two; exit 3');
-    const dup = await ex.execute(jobRun({ command: 'echo one; sleep 0.5; echo two; exit 3', background: true }, agent, 'j2'), sig, ctx);
+    const dup = await ex.execute(
+      jobRun({ command: 'echo one; sleep 0.5; echo two; exit 3', background: true }, agent, 'j2'),
+      sig,
+      ctx,
+    );
     assert.equal(meta(dup).job_id, 'j1', 'an identical running job is not started again');
     assert.match(String(meta(dup).suffix), /already running/);
-    const forced = await ex.execute(jobRun({ command: 'echo one; sleep 0.5; echo two; exit 3', background: true, force: true }, agent, 'j3'), sig, ctx);
+    const forced = await ex.execute(
+      jobRun({ command: 'echo one; sleep 0.5; echo two; exit 3', background: true, force: true }, agent, 'j3'),
+      sig,
+      ctx,
+    );
     assert.equal(meta(forced).job_id, 'j3');
     // the main terminal stays free for foreground commands meanwhile
     const fg = await ex.execute(jobRun({ command: 'echo fg' }, agent, 'j4'), sig, ctx);
@@ -429,7 +504,10 @@ test('background job: answers at once with its id, runs in its own named termina
     const listed = await ex.executeJob(jobAction({ op: 'list' }, agent), sig, ctx);
     assert.match(String(listed.content), /j1 {2}FAILED exit 3 {2}background/);
     const events = frames.map((f) => `${f.event} ${(f.job as JsonObject).job_id} ${(f.job as JsonObject).state}`);
-    assert.ok(events.includes('job_started j1 RUNNING') && events.includes('job_finished j1 FAILED'), events.join(', '));
+    assert.ok(
+      events.includes('job_started j1 RUNNING') && events.includes('job_finished j1 FAILED'),
+      events.join(', '),
+    );
   } finally {
     ex.dispose();
   }
@@ -443,7 +521,17 @@ test('cancel stops a background job (C-c to its process group); a follow-up by j
   const sig = new AbortController().signal;
   try {
     await ex.execute(jobRun({ command: 'read x; echo got $x; sleep 60', background: true }, agent, 'j1'), sig, ctx);
-    const typed = await ex.execute(parseAction({ id: nextId++, action: 'run', args: { command: 'hello', is_input: true, job_id: 'j1' }, agent, timeout: 1 }), sig, ctx);
+    const typed = await ex.execute(
+      parseAction({
+        id: nextId++,
+        action: 'run',
+        args: { command: 'hello', is_input: true, job_id: 'j1' },
+        agent,
+        timeout: 1,
+      }),
+      sig,
+      ctx,
+    );
     assert.equal(meta(typed).job_id, 'j1');
     const out = await ex.executeJob(jobAction({ op: 'output', job_id: 'j1', wait: 10 }, agent), sig, ctx);
     assert.match(String(out.content), /got hello/);
@@ -452,7 +540,10 @@ test('cancel stops a background job (C-c to its process group); a follow-up by j
     assert.match(String(cancelled.content), /^Job j1 cancelled \(exit code \d+\)\.$/);
     assert.equal(((cancelled.extras as JsonObject).job as JsonObject).state, 'CANCELLED');
     assert.ok(Date.now() - t0 < 20000);
-    await assert.rejects(ex.executeJob(jobAction({ op: 'poll', job_id: 'j99' }, agent), sig, ctx), (e: unknown) => e instanceof ToolError && e.errorId === 'NO_JOB');
+    await assert.rejects(
+      ex.executeJob(jobAction({ op: 'poll', job_id: 'j99' }, agent), sig, ctx),
+      (e: unknown) => e instanceof ToolError && e.errorId === 'NO_JOB',
+    );
   } finally {
     ex.dispose();
   }
@@ -473,7 +564,11 @@ test('an execution whose stream delivered nothing (VS Code dropped it) answers t
   };
   const ex = new RunExecutor({ log: () => {}, confirmCommands: () => false });
   try {
-    const o = await ex.execute(run({ command: 'pwd', blocking: true }), new AbortController().signal, ctxFor('lost', [root]));
+    const o = await ex.execute(
+      run({ command: 'pwd', blocking: true }),
+      new AbortController().signal,
+      ctxFor('lost', [root]),
+    );
     assert.equal(String(o.content), '');
     assert.equal(meta(o).exit_code, 0);
     assert.match(String(meta(o).suffix), /delivered none of this command's output.*Run the command again/);
@@ -544,7 +639,10 @@ test('default mode without the backend naming its interpreter: shell mode, said 
   try {
     const a = await ex.execute(run({ command: 'echo hi', blocking: true }), sig, ctxFor('old-backend', [root]));
     assert.equal(String(a.content), 'hi\n');
-    assert.match(String(meta(a).suffix), /instead of oh's shell engine: the backend did not name its Python interpreter/);
+    assert.match(
+      String(meta(a).suffix),
+      /instead of oh's shell engine: the backend did not name its Python interpreter/,
+    );
     const b = await ex.execute(run({ command: 'echo again', blocking: true }), sig, ctxFor('old-backend', [root]));
     assert.equal(meta(b).suffix, '', 'said once');
     assert.ok(logs.some((l) => /shell engine is not used/.test(l)));

@@ -44,21 +44,32 @@ class FakeShell implements CommandShell {
 }
 
 const args = (command: string, extra: Partial<RunArgs> = {}): RunArgs => ({
-  command, is_input: false, blocking: false, cwd: null, hidden: false, ...extra,
+  command,
+  is_input: false,
+  blocking: false,
+  cwd: null,
+  hidden: false,
+  ...extra,
 });
 
 function setup(noChangeS = 30, maxWaitS = 240) {
   const shell = new FakeShell();
-  const ctl = new RunController(async () => shell, () => shell, noChangeS, maxWaitS);
+  const ctl = new RunController(
+    async () => shell,
+    () => shell,
+    noChangeS,
+    maxWaitS,
+  );
   return { shell, ctl };
 }
 
 test('a finished command: exact output, real exit code, working dir', async () => {
   const { shell, ctl } = setup();
-  shell.onStart = (cmd) => setTimeout(() => {
-    cmd.push('\x1b]633;C\x07out\r\n');
-    cmd.finish(3);
-  }, 5);
+  shell.onStart = (cmd) =>
+    setTimeout(() => {
+      cmd.push('\x1b]633;C\x07out\r\n');
+      cmd.finish(3);
+    }, 5);
   const r = await ctl.run(args('bash -c "echo out; exit 3"'), {}, null);
   assert.deepEqual(r, { content: 'out\n', exitCode: 3, workingDir: '/w', pid: 99, prefix: '', suffix: '' });
 });
@@ -84,7 +95,10 @@ test('soft timeout returns partial output, exit -1; the command keeps running; e
   assert.match(r1.suffix!, /timed out after 0.05 seconds and is still running/);
   // a new command is refused while it runs
   // a new command is an error observation (BUSY) naming what to do, and no tool
-  const busy = await ctl.run(args('echo new'), {}, null).then(() => null, (e) => e);
+  const busy = await ctl.run(args('echo new'), {}, null).then(
+    () => null,
+    (e) => e,
+  );
   assert.ok(busy instanceof ToolError && busy.errorId === 'BUSY', String(busy));
   assert.match(busy.message, /^Your command "echo new" was NOT executed: the previous command is still running\./);
   assert.match(busy.message, /empty command.*is_input.*C-c.*reset/);
@@ -111,7 +125,10 @@ test('no timeout, non-blocking: returns after the no-change period', async () =>
 test('is_input sends a line or a key; without a running command it says so', async () => {
   const { shell, ctl } = setup();
   for (const a of [args('y', { is_input: true }), args('')]) {
-    const e = await ctl.run(a, {}, null).then(() => null, (err) => err);
+    const e = await ctl.run(a, {}, null).then(
+      () => null,
+      (err) => err,
+    );
     assert.ok(e instanceof ToolError && e.errorId === 'NO_COMMAND', String(e));
   }
   let cmd!: RunningCommand;
@@ -134,7 +151,10 @@ test('is_input sends a line or a key; without a running command it says so', asy
   assert.equal(c.exitCode, 130);
 
   await ctl.run(args('sleep 100'), { timeoutS: 0.02 }, null);
-  await assert.rejects(ctl.run(args('C-z', { is_input: true }), {}, null), (e: unknown) => e instanceof ToolError && e.errorId === 'TOOL_UNSUPPORTED');
+  await assert.rejects(
+    ctl.run(args('C-z', { is_input: true }), {}, null),
+    (e: unknown) => e instanceof ToolError && e.errorId === 'TOOL_UNSUPPORTED',
+  );
 });
 
 test('hard timeout: C-c, then kill, exit -1 and a suffix saying so', async () => {
@@ -215,10 +235,12 @@ test('a tty echo of is_input text and of C-c is not in the output, like the loca
   const q = await ctl.run(args('secret', { is_input: true }), { timeoutS: 0.2 }, null);
   assert.equal(q.content, 'different\n');
   // hard timeout: the terminal shows ^C; the agent does not get it
-  shell.onKey = (k) => k === 'C-c' && setTimeout(() => {
-    cmd.push('^C\r\n');
-    cmd.finish(130);
-  }, 5);
+  shell.onKey = (k) =>
+    k === 'C-c' &&
+    setTimeout(() => {
+      cmd.push('^C\r\n');
+      cmd.finish(130);
+    }, 5);
   const h = await ctl.run(args('', { blocking: true }), { timeoutS: 0.05 }, null);
   assert.equal(h.content, '');
   assert.match(h.suffix!, /timed out after 0.05 seconds and was interrupted \(C-c\)/);

@@ -5,7 +5,15 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { test } from 'node:test';
 import { Backoff } from '../src/backoff';
-import { linuxProcessStartTime, parseSession, pathContains, pidAlive, readSessions, sessionsDir, sessionTargets } from '../src/session';
+import {
+  linuxProcessStartTime,
+  parseSession,
+  pathContains,
+  pidAlive,
+  readSessions,
+  sessionsDir,
+  sessionTargets,
+} from '../src/session';
 
 test('sessions directory: OH_HOME first, then the platform state dir', () => {
   assert.equal(sessionsDir({ OH_HOME: '/x/oh' }, 'linux', '/home/u'), '/x/oh/sessions');
@@ -14,13 +22,27 @@ test('sessions directory: OH_HOME first, then the platform state dir', () => {
   assert.equal(sessionsDir({ XDG_STATE_HOME: '/st' }, 'linux', '/home/u'), '/st/oh/sessions');
   assert.equal(sessionsDir({ XDG_STATE_HOME: 'relative' }, 'linux', '/home/u'), '/home/u/.local/state/oh/sessions');
   assert.equal(sessionsDir({}, 'darwin', '/Users/u'), '/Users/u/Library/Application Support/oh/sessions');
-  assert.equal(sessionsDir({ LOCALAPPDATA: 'C:\\Users\\u\\AppData\\Local' }, 'win32', 'C:\\Users\\u'), 'C:\\Users\\u\\AppData\\Local\\oh\\sessions');
+  assert.equal(
+    sessionsDir({ LOCALAPPDATA: 'C:\\Users\\u\\AppData\\Local' }, 'win32', 'C:\\Users\\u'),
+    'C:\\Users\\u\\AppData\\Local\\oh\\sessions',
+  );
 });
 
 const valid = {
-  instance_id: '7f3c9a1b2d4e', pid: 1234, start_time: 1763890000.12, host: '127.0.0.1', port: 45123,
-  url: 'ws://127.0.0.1:45123', runtime: 'vscode', workspace: '/real/path', token: 'tok', protocol: 1,
-  oh_version: '0.1.0', started_at: '2026-11-23T10:00:00+00:00', trace: '/t.jsonl', editor_timeout: 30.0,
+  instance_id: '7f3c9a1b2d4e',
+  pid: 1234,
+  start_time: 1763890000.12,
+  host: '127.0.0.1',
+  port: 45123,
+  url: 'ws://127.0.0.1:45123',
+  runtime: 'vscode',
+  workspace: '/real/path',
+  token: 'tok',
+  protocol: 1,
+  oh_version: '0.1.0',
+  started_at: '2026-11-23T10:00:00+00:00',
+  trace: '/t.jsonl',
+  editor_timeout: 30.0,
 };
 
 test('session files: the documented shape parses, broken ones do not', () => {
@@ -30,7 +52,14 @@ test('session files: the documented shape parses, broken ones do not', () => {
   assert.equal(s.workspace, '/real/path');
   assert.equal(parseSession('{"instance_id": "a", "pid"'), null); // partial write
   assert.equal(parseSession('[]'), null);
-  for (const [k, v] of Object.entries({ pid: '1', port: 0, token: '', workspace: 3, instance_id: '../x', host: '10.0.0.1' })) {
+  for (const [k, v] of Object.entries({
+    pid: '1',
+    port: 0,
+    token: '',
+    workspace: 3,
+    instance_id: '../x',
+    host: '10.0.0.1',
+  })) {
     assert.equal(parseSession(JSON.stringify({ ...valid, [k]: v })), null, k);
   }
   assert.equal(parseSession(JSON.stringify({ ...valid, host: '::1' }))?.url, 'ws://[::1]:45123');
@@ -87,7 +116,10 @@ test('readSessions skips temp files, dotfiles and files whose name is not their 
     fs.writeFileSync(path.join(dir, 'other.json'), JSON.stringify(valid));
     fs.writeFileSync(path.join(dir, 'garbage.json'), '{');
     const found = await readSessions(dir);
-    assert.deepEqual(found.map((f) => f.session.instance_id), [valid.instance_id]);
+    assert.deepEqual(
+      found.map((f) => f.session.instance_id),
+      [valid.instance_id],
+    );
     assert.deepEqual(await readSessions(path.join(dir, 'missing')), []);
   } finally {
     fs.rmSync(home, { recursive: true, force: true });
@@ -96,7 +128,10 @@ test('readSessions skips temp files, dotfiles and files whose name is not their 
 
 test('backoff: 0.25 s doubling to 5 s, reset after success', () => {
   const b = new Backoff();
-  assert.deepEqual([1, 2, 3, 4, 5, 6, 7, 8].map(() => b.next()), [250, 500, 1000, 2000, 4000, 5000, 5000, 5000]);
+  assert.deepEqual(
+    [1, 2, 3, 4, 5, 6, 7, 8].map(() => b.next()),
+    [250, 500, 1000, 2000, 4000, 5000, 5000, 5000],
+  );
   b.reset();
   assert.equal(b.next(), 250);
 });
@@ -122,7 +157,9 @@ test('a zombie backend pid is dead (issue 9 #13)', { skip: process.platform !== 
   const { spawn } = await import('node:child_process');
   const parent = spawn('sh', ['-c', 'sleep 0 & echo $!; exec sleep 20'], { stdio: ['ignore', 'pipe', 'ignore'] });
   try {
-    const zpid = await new Promise<number>((resolve) => parent.stdout!.once('data', (d) => resolve(Number(String(d).trim()))));
+    const zpid = await new Promise<number>((resolve) =>
+      parent.stdout!.once('data', (d) => resolve(Number(String(d).trim()))),
+    );
     const { linuxProcessState } = await import('../src/session');
     const deadline = Date.now() + 5000;
     while (linuxProcessState(zpid) !== 'Z' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));

@@ -13,7 +13,8 @@ test('place: run while a shell is free and nobody waits, then wait, then busy wh
     [8, 8, 64, 64, 'busy'],
     [1, 1, 0, 0, 'busy'],
   ];
-  for (const [inUse, max, waiting, limit, want] of table) assert.equal(place(inUse, max, waiting, limit), want, `${inUse}/${max} ${waiting}/${limit}`);
+  for (const [inUse, max, waiting, limit, want] of table)
+    assert.equal(place(inUse, max, waiting, limit), want, `${inUse}/${max} ${waiting}/${limit}`);
 });
 
 test('left and the texts', () => {

@@ -28,11 +28,22 @@ test('a running action and a version problem keep their words', () => {
   const run = statusLine({ connections: [LINK], runningCount: 2, latest: { kind: 'run', summary: 'make test' } });
   assert.equal(run.text, '$(sync~spin) oh: run make test');
   assert.ok(run.tooltip.includes('(+1 more)'));
-  const write = statusLine({ connections: [LINK], runningCount: 1, latest: { kind: 'write', summary: '/home/u/proj/src/a.txt' } });
+  const write = statusLine({
+    connections: [LINK],
+    runningCount: 1,
+    latest: { kind: 'write', summary: '/home/u/proj/src/a.txt' },
+  });
   assert.equal(write.text, '$(sync~spin) oh: write src/a.txt');
-  const root = statusLine({ connections: [{ ...LINK, workspace: '/' }], runningCount: 1, latest: { kind: 'write', summary: '/etc/x' } });
+  const root = statusLine({
+    connections: [{ ...LINK, workspace: '/' }],
+    runningCount: 1,
+    latest: { kind: 'write', summary: '/etc/x' },
+  });
   assert.equal(root.text, '$(sync~spin) oh: write /etc/x');
-  const refused = statusLine({ connections: [{ ...LINK, state: 'refused', problem: { level: 'error', text: 'upgrade oh' } }], runningCount: 0 });
+  const refused = statusLine({
+    connections: [{ ...LINK, state: 'refused', problem: { level: 'error', text: 'upgrade oh' } }],
+    runningCount: 0,
+  });
   assert.equal(refused.text, '$(error) oh: version mismatch');
   assert.equal(refused.level, 'error');
 });

@@ -13,11 +13,25 @@ after(() => fs.rmSync(dir, { recursive: true, force: true }));
 let seq = 0;
 
 /** Runs `commandLine` through its marked script in `bash -c '. script; …'`; returns the raw stream and files. */
-function runMarked(commandLine: string, after = ''): { raw: string; status: string | null; scriptLeft: boolean; code: number | null } {
+function runMarked(
+  commandLine: string,
+  after = '',
+): { raw: string; status: string | null; scriptLeft: boolean; code: number | null } {
   const n = ++seq;
   const script = path.join(dir, `cmd-${n}.sh`);
   const statusFile = path.join(dir, `st-${n}`);
-  fs.writeFileSync(script, markedScript({ script, nonce: 'n0nce', commandLine, exportLines: "export OH_T='v 1'\n", statusFile, shown: shownCommand(commandLine) }), { mode: 0o600 });
+  fs.writeFileSync(
+    script,
+    markedScript({
+      script,
+      nonce: 'n0nce',
+      commandLine,
+      exportLines: "export OH_T='v 1'\n",
+      statusFile,
+      shown: shownCommand(commandLine),
+    }),
+    { mode: 0o600 },
+  );
   const r = spawnSync('bash', ['-c', `. '${script}'${after}`], { cwd: dir, encoding: 'utf8' });
   let status: string | null = null;
   try {

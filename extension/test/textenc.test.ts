@@ -7,7 +7,11 @@ import { canonicalEncoding, decodeBytes, encodeText, guessMimeType } from '../sr
 
 test('UTF-8, latin-1, cp1252, UTF-16 with BOM, binary', () => {
   assert.deepEqual(decodeBytes(Buffer.from('héllo\n')), { text: 'héllo\n', encoding: 'utf-8', bom: false });
-  assert.deepEqual(decodeBytes(Buffer.from('caf\xe9\n', 'latin1')), { text: 'café\n', encoding: 'latin-1', bom: false });
+  assert.deepEqual(decodeBytes(Buffer.from('caf\xe9\n', 'latin1')), {
+    text: 'café\n',
+    encoding: 'latin-1',
+    bom: false,
+  });
   const cp = Buffer.from([0x93, 0x71, 0x94, 0x20, 0x80, 0x0a]); // “q” €
   assert.deepEqual(decodeBytes(cp), { text: '\u201cq\u201d \u20ac\n', encoding: 'cp1252', bom: false });
   const u16 = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('hi\n', 'utf16le')]);
@@ -26,8 +30,14 @@ test('writing back in the same encoding is byte-exact outside the change', () =>
     assert.deepEqual(Buffer.from(encodeText(d.text, d.encoding, d.bom)), bytes, d.encoding);
   }
   const d = decodeBytes(Buffer.from('caf\xe9\n', 'latin1'))!;
-  assert.deepEqual(Buffer.from(encodeText(d.text.replace('café', 'thé'), d.encoding)), Buffer.from('th\xe9\n', 'latin1'));
-  assert.throws(() => encodeText('€', 'latin-1', false, '/w/f'), (e: unknown) => e instanceof ToolError && /U\+20AC/.test(e.message));
+  assert.deepEqual(
+    Buffer.from(encodeText(d.text.replace('café', 'thé'), d.encoding)),
+    Buffer.from('th\xe9\n', 'latin1'),
+  );
+  assert.throws(
+    () => encodeText('€', 'latin-1', false, '/w/f'),
+    (e: unknown) => e instanceof ToolError && /U\+20AC/.test(e.message),
+  );
 });
 
 test('encoding names, mime types, env exports, python lookup', () => {

@@ -47,12 +47,17 @@ function applyDiff(old: string, diff: string): string {
 test('shared corpus: every diff equals the one Python wrote', () => {
   const cases: DiffCase[] = JSON.parse(fs.readFileSync(CORPUS, 'utf8'));
   assert.ok(cases.length >= 3000, `corpus has ${cases.length} cases`);
-  const wrong = cases.flatMap((c, k) => (unifiedDiff(c.path, c.old, c.new, c.context, c.budget ?? WORK_BUDGET) === c.diff ? [] : [k]));
+  const wrong = cases.flatMap((c, k) =>
+    unifiedDiff(c.path, c.old, c.new, c.context, c.budget ?? WORK_BUDGET) === c.diff ? [] : [k],
+  );
   assert.deepEqual(wrong.slice(0, 5), [], `${wrong.length} of ${cases.length} cases differ`);
 });
 
 test('known shapes: labels, ranges, missing final newline, empty sides', () => {
-  assert.equal(unifiedDiff('/w/a', 'a\nb\nc\n', 'a\nB\nc\n'), '--- a/w/a\n+++ b/w/a\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n');
+  assert.equal(
+    unifiedDiff('/w/a', 'a\nb\nc\n', 'a\nB\nc\n'),
+    '--- a/w/a\n+++ b/w/a\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n',
+  );
   assert.equal(unifiedDiff('rel', '', 'x\ny\n'), '--- a/rel\n+++ b/rel\n@@ -0,0 +1,2 @@\n+x\n+y\n');
   assert.equal(
     unifiedDiff('r', 'x\ny', 'x\nz'),

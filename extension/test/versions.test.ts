@@ -8,9 +8,23 @@ test('registered answers: the backend verdict wins, else a version difference, e
   const rows: [Record<string, unknown>, string, string | undefined][] = [
     [{ oh_version: '0.1.0', protocol_range: [1, 1] }, '0.1.0', undefined],
     [{}, '0.1.0', undefined], // a backend from before versions: nothing to compare
-    [{ oh_version: '0.2.0', version_check: { status: 'warn', message: 'oh 0.2.0 and the oh extension 0.1.0 are from different releases.', fix: 'Run `oh vscode install`.' } }, '0.1.0',
-      'oh: oh 0.2.0 and the oh extension 0.1.0 are from different releases. Fix: Run `oh vscode install`.'],
-    [{ oh_version: '0.2.0' }, '0.1.0', `oh: oh 0.2.0 and this extension 0.1.0 are from different releases. Fix: ${INSTALL_FIX}, or upgrade oh.`],
+    [
+      {
+        oh_version: '0.2.0',
+        version_check: {
+          status: 'warn',
+          message: 'oh 0.2.0 and the oh extension 0.1.0 are from different releases.',
+          fix: 'Run `oh vscode install`.',
+        },
+      },
+      '0.1.0',
+      'oh: oh 0.2.0 and the oh extension 0.1.0 are from different releases. Fix: Run `oh vscode install`.',
+    ],
+    [
+      { oh_version: '0.2.0' },
+      '0.1.0',
+      `oh: oh 0.2.0 and this extension 0.1.0 are from different releases. Fix: ${INSTALL_FIX}, or upgrade oh.`,
+    ],
     [{ oh_version: '0.2.0', version_check: { status: 'ok' } }, '0.1.0', undefined],
   ];
   for (const [answer, own, expected] of rows) {
@@ -21,7 +35,9 @@ test('registered answers: the backend verdict wins, else a version difference, e
 });
 
 test('refusals keep the backend message and add the fix only when it names none', () => {
-  const named = problemFromRefusal('oh 0.1.0 is too old for the oh extension 9.0.0: ... Fix: Upgrade oh (from a clone: `git pull`).');
+  const named = problemFromRefusal(
+    'oh 0.1.0 is too old for the oh extension 9.0.0: ... Fix: Upgrade oh (from a clone: `git pull`).',
+  );
   assert.equal(named.level, 'error');
   assert.ok(named.text.startsWith('oh: oh 0.1.0 is too old') && !named.text.includes(INSTALL_FIX));
   const old = problemFromRefusal('This backend speaks protocol 1, the editor speaks 2: update the older side.');
@@ -29,7 +45,14 @@ test('refusals keep the backend message and add the fix only when it names none'
 });
 
 test('register carries the protocol range', () => {
-  const f = registerFrame({ session: null, workspaceFolders: ['/w'], editorName: 'x', editorVersion: '1', editorPid: 1, extensionVersion: '0.1.0' });
+  const f = registerFrame({
+    session: null,
+    workspaceFolders: ['/w'],
+    editorName: 'x',
+    editorVersion: '1',
+    editorPid: 1,
+    extensionVersion: '0.1.0',
+  });
   assert.deepEqual(f.protocol_range, PROTOCOL_RANGE);
   assert.equal(f.extension_version, '0.1.0');
 });

@@ -253,12 +253,14 @@ export const workspace = {
       const type = (st.isDirectory() ? FileType.Directory : st.isFile() ? FileType.File : FileType.Unknown) | link;
       return { type, size: st.size, ctime: st.ctimeMs, mtime: st.mtimeMs };
     },
-    readFile: (uri: Uri): Promise<Uint8Array> => vsfs(async () => new Uint8Array(await fs.promises.readFile(uri.fsPath))),
+    readFile: (uri: Uri): Promise<Uint8Array> =>
+      vsfs(async () => new Uint8Array(await fs.promises.readFile(uri.fsPath))),
     async writeFile(uri: Uri, bytes: Uint8Array): Promise<void> {
       await vsfs(() => fs.promises.writeFile(uri.fsPath, bytes));
       if (mock.reloadOnWrite) setImmediate(() => findDocument(uri)?.reload());
     },
-    createDirectory: (uri: Uri): Promise<void> => vsfs(async () => void (await fs.promises.mkdir(uri.fsPath, { recursive: true }))),
+    createDirectory: (uri: Uri): Promise<void> =>
+      vsfs(async () => void (await fs.promises.mkdir(uri.fsPath, { recursive: true }))),
   },
   openTextDocument,
   applyEdit,
@@ -317,7 +319,8 @@ export const window = {
     mock.shellIntegrationChanged.event(l),
   onDidEndTerminalShellExecution: (l: Listener<{ execution: unknown; exitCode: number | undefined }>) =>
     mock.executionEnded.event(l),
-  onDidStartTerminalShellExecution: (l: Listener<{ terminal: Terminal; execution: unknown }>) => mock.executionStarted.event(l),
+  onDidStartTerminalShellExecution: (l: Listener<{ terminal: Terminal; execution: unknown }>) =>
+    mock.executionStarted.event(l),
   async showWarningMessage(message: string, _options: unknown, ...items: string[]): Promise<string | undefined> {
     mock.warnings.push(message);
     return mock.warningAnswer ?? items[0];

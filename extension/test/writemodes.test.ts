@@ -61,7 +61,14 @@ test('write mode create: writes a missing file (parents too); an existing one is
   assert.equal(fs.readFileSync(p, 'utf8'), 'first\n');
   assert.deepEqual(fs.readdirSync(path.dirname(p)), ['new.txt'], 'no temporary file left behind');
   const bin = path.join(root, 'b.bin');
-  await executeWrite(action('write', { path: bin, content: Buffer.from([0, 1, 255]).toString('base64'), mode: 'create', encoding: 'base64' }));
+  await executeWrite(
+    action('write', {
+      path: bin,
+      content: Buffer.from([0, 1, 255]).toString('base64'),
+      mode: 'create',
+      encoding: 'base64',
+    }),
+  );
   assert.deepEqual([...fs.readFileSync(bin)], [0, 1, 255]);
   const e = await refusal(executeWrite(action('write', { path: root, content: 'x', mode: 'create' })));
   assert.match(e.message, /is a directory/);
@@ -70,7 +77,9 @@ test('write mode create: writes a missing file (parents too); an existing one is
 test('write mode create: concurrent creates of one name: exactly one writes, the others say it exists', async () => {
   const p = path.join(root, 'race.txt');
   const answers = await Promise.all(
-    Array.from({ length: 8 }, (_, i) => executeWrite(action('write', { path: p, content: `writer ${i}\n`, mode: 'create' }))),
+    Array.from({ length: 8 }, (_, i) =>
+      executeWrite(action('write', { path: p, content: `writer ${i}\n`, mode: 'create' })),
+    ),
   );
   const wrote = answers.filter((o) => o.content === '');
   assert.equal(wrote.length, 1);
@@ -87,9 +96,13 @@ test('write mode append: adds at the end, creates a missing file, keeps a legacy
   fs.writeFileSync(l1, Buffer.from('caf\xe9\n', 'latin1'));
   await executeWrite(action('write', { path: l1, content: 'na\u00efve\n', mode: 'append' }));
   assert.deepEqual(fs.readFileSync(l1), Buffer.from('caf\xe9\nna\xefve\n', 'latin1'));
-  await executeWrite(action('write', { path: l1, content: Buffer.from([0xff]).toString('base64'), mode: 'append', encoding: 'base64' }));
+  await executeWrite(
+    action('write', { path: l1, content: Buffer.from([0xff]).toString('base64'), mode: 'append', encoding: 'base64' }),
+  );
   assert.equal(fs.readFileSync(l1).at(-1), 0xff);
-  const bad = await refusal(executeWrite(action('write', { path: l1, content: 'not base64!', mode: 'append', encoding: 'base64' })));
+  const bad = await refusal(
+    executeWrite(action('write', { path: l1, content: 'not base64!', mode: 'append', encoding: 'base64' })),
+  );
   assert.equal(bad.errorId, 'BAD_REQUEST');
 });
 
@@ -101,7 +114,10 @@ test('write mode append: a hard-linked file is PATH_DENIED and unchanged; a dire
   const e = await refusal(executeWrite(action('write', { path: link, content: 'x', mode: 'append' })));
   assert.equal(e.errorId, 'PATH_DENIED');
   assert.equal(fs.readFileSync(secret, 'utf8'), 'keep\n');
-  assert.match((await refusal(executeWrite(action('write', { path: root, content: 'x', mode: 'append' })))).message, /is a directory/);
+  assert.match(
+    (await refusal(executeWrite(action('write', { path: root, content: 'x', mode: 'append' })))).message,
+    /is a directory/,
+  );
 });
 
 test('write mode append: an open document with unsaved text gets the text in its buffer, not saved', async () => {
@@ -116,9 +132,18 @@ test('write mode append: an open document with unsaved text gets the text in its
 });
 
 test('write modes: bad mode, or create/append with a line range, are BAD_REQUEST', () => {
-  assert.match(badRequest('write', { path: '/x', content: '', mode: 'replace' }).message, /args\.mode must be one of overwrite, create, append/);
-  assert.match(badRequest('write', { path: '/x', content: '', mode: 'append', start: 2 }).message, /drop args\.start\/args\.end/);
-  assert.match(badRequest('write', { path: '/x', content: '', mode: 'create', end: 3 }).message, /drop args\.start\/args\.end/);
+  assert.match(
+    badRequest('write', { path: '/x', content: '', mode: 'replace' }).message,
+    /args\.mode must be one of overwrite, create, append/,
+  );
+  assert.match(
+    badRequest('write', { path: '/x', content: '', mode: 'append', start: 2 }).message,
+    /drop args\.start\/args\.end/,
+  );
+  assert.match(
+    badRequest('write', { path: '/x', content: '', mode: 'create', end: 3 }).message,
+    /drop args\.start\/args\.end/,
+  );
   action('write', { path: '/x', content: '', mode: 'overwrite', start: 2 }); // allowed
 });
 
@@ -129,7 +154,17 @@ test('stat: a file, a directory, a missing path, a symlink; the local runtime sh
   const o = await executeStat(action('stat', { path: p }));
   assert.equal(o.observation, 'stat');
   const x = extras(o);
-  assert.deepEqual(Object.keys(x).sort(), ['encoding', 'exists', 'link', 'mime_type', 'mode', 'mtime', 'path', 'size', 'type']);
+  assert.deepEqual(Object.keys(x).sort(), [
+    'encoding',
+    'exists',
+    'link',
+    'mime_type',
+    'mode',
+    'mtime',
+    'path',
+    'size',
+    'type',
+  ]);
   assert.equal(x.path, p);
   assert.equal(x.exists, true);
   assert.equal(x.type, 'file');
@@ -149,7 +184,17 @@ test('stat: a file, a directory, a missing path, a symlink; the local runtime sh
   const missing = path.join(root, 'nope', 'x');
   const m = await executeStat(action('stat', { path: missing }));
   assert.equal(m.content, `${missing} does not exist.`);
-  assert.deepEqual(extras(m), { path: missing, exists: false, type: null, size: null, mtime: null, mode: null, encoding: null, mime_type: null, link: false });
+  assert.deepEqual(extras(m), {
+    path: missing,
+    exists: false,
+    type: null,
+    size: null,
+    mtime: null,
+    mode: null,
+    encoding: null,
+    mime_type: null,
+    link: false,
+  });
 
   const ln = path.join(root, 'ln');
   fs.symlinkSync(p, ln);

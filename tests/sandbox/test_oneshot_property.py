@@ -75,7 +75,10 @@ async def _one_shot(ws: Path, env: dict, preps: list[str], marks: Path, text: st
     rt = LocalRuntime(ws, env=env, sandbox=rules.Spec(), sandbox_hidden=())
     try:
         prep = "\n".join([_plant(str(marks))] + [PREPARATIONS[p].replace("{m}", str(marks)) for p in preps])
-        frame = {"id": 1, "action": "run", "args": {"command": prep + "\necho prepared", "blocking": True}}
+        # the hostile preparation runs a DEBUG trap around ~200 commands: minutes on a loaded machine, so its own
+        # deadline is long (the default cut it at 137 while 6 other jobs ran: a flaky failure, not a finding)
+        args = {"command": prep + "\necho prepared", "blocking": True}
+        frame = {"id": 1, "action": "run", "args": args, "timeout": 600}
         obs = await rt.execute(parse_action(frame), "agent")
         assert "prepared" in obs["content"], obs
         out.mkdir()  # after the preparation, under a name the agent did not know

@@ -65,10 +65,14 @@ export class EditExecutor {
         r = await this.create(target, typeof a.file_text === 'string' ? a.file_text : null);
         break;
       case 'str_replace':
-        r = await this.modify(target, (text) => strReplace(target.rp.shown, text, a.old_str as string, a.new_str as string | null));
+        r = await this.modify(target, (text) =>
+          strReplace(target.rp.shown, text, a.old_str as string, a.new_str as string | null),
+        );
         break;
       case 'insert':
-        r = await this.modify(target, (text) => insertAt(target.rp.shown, text, a.insert_line as number, a.new_str as string));
+        r = await this.modify(target, (text) =>
+          insertAt(target.rp.shown, text, a.insert_line as number, a.new_str as string),
+        );
         break;
       case 'undo_edit':
         r = await this.undo(target);
@@ -168,7 +172,12 @@ export class EditExecutor {
     };
   }
 
-  private async writeEncoded(t: Target, text: string, encoding: Parameters<typeof encodeText>[1], bom: boolean): Promise<void> {
+  private async writeEncoded(
+    t: Target,
+    text: string,
+    encoding: Parameters<typeof encodeText>[1],
+    bom: boolean,
+  ): Promise<void> {
     const bytes = encodeText(text, encoding, bom, t.rp.shown);
     try {
       await vscode.workspace.fs.writeFile(t.uri, bytes);

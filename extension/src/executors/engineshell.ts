@@ -157,7 +157,12 @@ export class EngineShell implements CommandShell {
       close: () => this.dispose(),
       handleInput: (data) => this.userInput(data),
     };
-    this.terminal = vscode.window.createTerminal({ name: opts.name, pty, isTransient: true, iconPath: new vscode.ThemeIcon('hubot') });
+    this.terminal = vscode.window.createTerminal({
+      name: opts.name,
+      pty,
+      isTransient: true,
+      iconPath: new vscode.ThemeIcon('hubot'),
+    });
     if (opts.banner) this.show(`\x1b[2m[oh] ${opts.banner}\x1b[0m\r\n`);
   }
 
@@ -412,12 +417,17 @@ export class EngineShell implements CommandShell {
  * `escalation` (a one-shot host for an approved escalation): "off" runs the shell unconfined; "network" keeps the
  * level and everything else of the sandbox and turns the network on (with no settings: the host's default level).
  */
-export function sandboxArgs(sb: SandboxSettings | undefined, roots: string[] | undefined, escalation?: 'off' | 'network'): string[] {
+export function sandboxArgs(
+  sb: SandboxSettings | undefined,
+  roots: string[] | undefined,
+  escalation?: 'off' | 'network',
+): string[] {
   const args: string[] = [];
   if (escalation === 'off') args.push('--sandbox', 'off');
   else if (sb?.writable && sb.hidden && sb.fallback && sb.bwrap !== undefined) {
     args.push('--sandbox-spec', JSON.stringify(escalation === 'network' ? { ...sb, network: true } : sb));
-  } else if (sb) args.push('--sandbox', sb.level, '--sandbox-network', sb.network || escalation === 'network' ? 'on' : 'off');
+  } else if (sb)
+    args.push('--sandbox', sb.level, '--sandbox-network', sb.network || escalation === 'network' ? 'on' : 'off');
   else if (escalation === 'network') args.push('--sandbox-network', 'on');
   for (const root of roots ?? []) args.push('--allow', root);
   return args;

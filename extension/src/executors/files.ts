@@ -196,14 +196,21 @@ export async function diskEncoding(t: Target): Promise<{ encoding: TextEncodingN
  * undo stack as a single step the user can undo), then saves it to disk, unless `save` is false
  * (the document had the user's unsaved changes: saving would write them too, see edit.ts).
  */
-export async function applyAndSave(doc: vscode.TextDocument, newText: string, shown: string, save = true): Promise<void> {
+export async function applyAndSave(
+  doc: vscode.TextDocument,
+  newText: string,
+  shown: string,
+  save = true,
+): Promise<void> {
   const old = doc.getText();
   if (old !== newText) {
     const r = minimalReplacement(old, newText);
     const edit = new vscode.WorkspaceEdit();
     edit.replace(doc.uri, new vscode.Range(doc.positionAt(r.start), doc.positionAt(r.end)), r.text);
     if (!(await vscode.workspace.applyEdit(edit))) {
-      throw new ToolError(`VS Code refused the edit to ${shown} (is the file read-only, or was it changed meanwhile?).`);
+      throw new ToolError(
+        `VS Code refused the edit to ${shown} (is the file read-only, or was it changed meanwhile?).`,
+      );
     }
   }
   if (save && doc.isDirty && !(await doc.save())) {

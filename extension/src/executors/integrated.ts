@@ -38,7 +38,10 @@ function readStatus(file: string): number | undefined {
   }
 }
 
-export function waitForShellIntegration(term: vscode.Terminal, ms: number): Promise<vscode.TerminalShellIntegration | undefined> {
+export function waitForShellIntegration(
+  term: vscode.Terminal,
+  ms: number,
+): Promise<vscode.TerminalShellIntegration | undefined> {
   if (term.shellIntegration) return Promise.resolve(term.shellIntegration);
   return new Promise((resolve) => {
     const done = (si: vscode.TerminalShellIntegration | undefined) => {
@@ -134,7 +137,9 @@ class Following {
           'takes commands again. Run the command again if you need its exit code.]',
       );
     } else if (how !== 'vscode') {
-      this.host.trace?.(`VS Code reported no end for a command; oh's own ${how === 'mark' ? 'mark' : 'status file'} ended it`);
+      this.host.trace?.(
+        `VS Code reported no end for a command; oh's own ${how === 'mark' ? 'mark' : 'status file'} ended it`,
+      );
     }
     this.cmd.finish(code);
     fs.rm(this.script, { force: true }, () => {});
@@ -251,13 +256,18 @@ export class IntegratedShell implements CommandShell {
     // typed into the terminal or its history. The script is 0600 in a 0700 directory and deletes
     // itself as its first step.
     const si = this.terminal.shellIntegration;
-    if (!si) throw new ToolError(`The "${this.terminal.name}" terminal lost its shell integration; run the command again.`);
+    if (!si)
+      throw new ToolError(`The "${this.terminal.name}" terminal lost its shell integration; run the command again.`);
     const seq = ++scriptSeq; // module-wide: terminals share the private directory
     const script = path.join(this.tmpDir, `cmd-${seq}.sh`);
     const statusFile = path.join(this.tmpDir, `st-${seq}`);
     const exports = opts.env && Object.keys(opts.env).length ? envScript(opts.env) : '';
     const shown = shownCommand(commandLine.length > SHOWN_MAX ? commandLine.slice(0, SHOWN_MAX) + '…' : commandLine);
-    fs.writeFileSync(script, markedScript({ script, nonce: this.nonce, commandLine, exportLines: exports, statusFile, shown }), { mode: 0o600 });
+    fs.writeFileSync(
+      script,
+      markedScript({ script, nonce: this.nonce, commandLine, exportLines: exports, statusFile, shown }),
+      { mode: 0o600 },
+    );
     const cmd = new RunningCommand(true, opts.limit, new JobNoticeFilter());
     const f = new Following(cmd, new MarkScanner(this.nonce), script, statusFile, {
       sink: opts.sink,

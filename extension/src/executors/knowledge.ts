@@ -141,7 +141,11 @@ export class KnowledgeExecutor implements vscode.Disposable {
     const { roots } = await workspaceRoots();
     const pairs: Array<[vscode.Uri, readonly vscode.Diagnostic[]]> = uri
       ? [[uri, vscode.languages.getDiagnostics(uri)]]
-      : vscode.languages.getDiagnostics().filter(([u]) => u.scheme === 'file' && roots.some((r) => inside(u.fsPath, r.path) || inside(u.fsPath, r.real)));
+      : vscode.languages
+          .getDiagnostics()
+          .filter(
+            ([u]) => u.scheme === 'file' && roots.some((r) => inside(u.fsPath, r.path) || inside(u.fsPath, r.real)),
+          );
     const list: DiagnosticEntry[] = [];
     for (const [u, diags] of pairs) {
       const path = uri && shown ? shown : u.fsPath;
@@ -181,11 +185,22 @@ export class KnowledgeExecutor implements vscode.Disposable {
     const clampLine = (n: number) => Math.min(Math.max(n, 1), Math.max(doc.lineCount, 1));
     const line = typeof a.line === 'number' ? clampLine(a.line) : undefined;
     const opts: vscode.TextDocumentShowOptions = { preview: false, preserveFocus: a.preserve_focus === true };
-    let extras: JsonObject = { path: target.rp.shown, line: line ?? null, column: null, end_line: null, end_column: null };
+    let extras: JsonObject = {
+      path: target.rp.shown,
+      line: line ?? null,
+      column: null,
+      end_line: null,
+      end_column: null,
+    };
     if (line !== undefined) {
       const col = typeof a.column === 'number' ? a.column : 1;
       const endLine = typeof a.end_line === 'number' ? clampLine(a.end_line) : line;
-      const endCol = typeof a.end_column === 'number' ? a.end_column : endLine === line ? col : doc.lineAt(endLine - 1).text.length + 1;
+      const endCol =
+        typeof a.end_column === 'number'
+          ? a.end_column
+          : endLine === line
+            ? col
+            : doc.lineAt(endLine - 1).text.length + 1;
       const start = new vscode.Position(line - 1, Math.min(col - 1, doc.lineAt(line - 1).text.length));
       const end = new vscode.Position(endLine - 1, Math.min(endCol - 1, doc.lineAt(endLine - 1).text.length));
       opts.selection = new vscode.Range(start, end);
@@ -249,7 +264,11 @@ export class KnowledgeExecutor implements vscode.Disposable {
     const activePath = list.find((e) => e.active)?.path ?? null;
     const lines = list.map((e) => {
       const sel = e.selection as JsonObject | null;
-      const flags = [e.active ? 'active' : '', e.dirty ? 'unsaved changes' : '', e.visible && !e.active ? 'visible' : ''].filter(Boolean);
+      const flags = [
+        e.active ? 'active' : '',
+        e.dirty ? 'unsaved changes' : '',
+        e.visible && !e.active ? 'visible' : '',
+      ].filter(Boolean);
       const where = sel ? `:${sel.line}:${sel.column}` : '';
       const selected = sel && sel.text ? ` selection ${sel.line}:${sel.column}-${sel.end_line}:${sel.end_column}` : '';
       return `${e.path}${where}${flags.length ? ` [${flags.join(', ')}]` : ''}${selected}`;
@@ -266,7 +285,10 @@ export class KnowledgeExecutor implements vscode.Disposable {
     const query = String(action.args.query);
     const limit = typeof action.args.limit === 'number' ? action.args.limit : 100;
     const found =
-      (await vscode.commands.executeCommand<vscode.SymbolInformation[]>('vscode.executeWorkspaceSymbolProvider', query)) ?? [];
+      (await vscode.commands.executeCommand<vscode.SymbolInformation[]>(
+        'vscode.executeWorkspaceSymbolProvider',
+        query,
+      )) ?? [];
     const { roots } = await workspaceRoots();
     const list: SymbolEntry[] = [];
     for (const s of found) {
@@ -285,7 +307,11 @@ export class KnowledgeExecutor implements vscode.Disposable {
     const text = list.length
       ? list.map(symbolLine).join('\n')
       : `No symbols match ${JSON.stringify(query)}. Language servers index a project once one of its files is open: \`open\` a file of it (or ask \`diagnostics\` for one) and retry.`;
-    return obs('symbols', action, text, { query, symbols: list, truncated: list.length >= limit && found.length > list.length });
+    return obs('symbols', action, text, {
+      query,
+      symbols: list,
+      truncated: list.length >= limit && found.length > list.length,
+    });
   }
 
   async definition(action: Action): Promise<Observation> {
@@ -306,11 +332,17 @@ export class KnowledgeExecutor implements vscode.Disposable {
     if (line > doc.lineCount) throw new ToolError(`Line ${line} is past the end of ${shown} (${doc.lineCount} lines).`);
     const pos = new vscode.Position(line - 1, Math.min(column - 1, doc.lineAt(line - 1).text.length));
     const raw =
-      (await vscode.commands.executeCommand<Array<vscode.Location | vscode.LocationLink>>(command, target.uri, pos)) ?? [];
+      (await vscode.commands.executeCommand<Array<vscode.Location | vscode.LocationLink>>(command, target.uri, pos)) ??
+      [];
     let list = raw.map(toLocation);
     if (action.kind === 'references' && a.include_declaration === false) {
-      const defs = ((await vscode.commands.executeCommand<Array<vscode.Location | vscode.LocationLink>>(
-        'vscode.executeDefinitionProvider', target.uri, pos)) ?? []).map(toLocation);
+      const defs = (
+        (await vscode.commands.executeCommand<Array<vscode.Location | vscode.LocationLink>>(
+          'vscode.executeDefinitionProvider',
+          target.uri,
+          pos,
+        )) ?? []
+      ).map(toLocation);
       list = list.filter((l) => !defs.some((d) => d.path === l.path && d.line === l.line && d.column === l.column));
     }
     const truncated = list.length > MAX_LOCATIONS;
@@ -333,10 +365,17 @@ export class KnowledgeExecutor implements vscode.Disposable {
         continue;
       }
       if (!docs.has(l.path)) {
-        docs.set(l.path, await Promise.resolve(vscode.workspace.openTextDocument(vscode.Uri.file(l.path))).catch(() => null));
+        docs.set(
+          l.path,
+          await Promise.resolve(vscode.workspace.openTextDocument(vscode.Uri.file(l.path))).catch(() => null),
+        );
       }
       const doc = docs.get(l.path);
-      if (doc && l.line <= doc.lineCount) l.text = doc.lineAt(l.line - 1).text.trim().slice(0, 200);
+      if (doc && l.line <= doc.lineCount)
+        l.text = doc
+          .lineAt(l.line - 1)
+          .text.trim()
+          .slice(0, 200);
     }
   }
 }
@@ -345,7 +384,8 @@ export class KnowledgeExecutor implements vscode.Disposable {
 async function openDoc(target: Target): Promise<vscode.TextDocument> {
   const p = target.rp.shown;
   const st = await statOrNull(target.uri);
-  if (st === null) throw new ToolError(`Invalid \`path\` parameter: ${p}. The path ${p} does not exist. Please provide a valid path.`);
+  if (st === null)
+    throw new ToolError(`Invalid \`path\` parameter: ${p}. The path ${p} does not exist. Please provide a valid path.`);
   if (isDirectory(st)) throw new ToolError(`The path ${p} is a directory; give a file.`);
   try {
     return await vscode.workspace.openTextDocument(target.uri);

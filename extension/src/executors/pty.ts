@@ -55,7 +55,12 @@ export class PtyShell implements CommandShell {
       close: () => this.dispose(),
       handleInput: (data) => this.onUserInput(data),
     };
-    this.terminal = vscode.window.createTerminal({ name, pty, isTransient: true, iconPath: new vscode.ThemeIcon('hubot') });
+    this.terminal = vscode.window.createTerminal({
+      name,
+      pty,
+      isTransient: true,
+      iconPath: new vscode.ThemeIcon('hubot'),
+    });
     // Output written before the terminal is opened would be lost; do not wait forever for a hidden panel.
     this.opened = Promise.race([this.opened, new Promise<void>((r) => setTimeout(r, 1000))]);
   }
@@ -180,7 +185,9 @@ export class PtyShell implements CommandShell {
     if (!child) {
       if (!this.hinted) {
         this.hinted = true;
-        this.echo('\x1b[2m[oh] this terminal shows the agent\'s commands; use another terminal to type your own.\x1b[0m\n');
+        this.echo(
+          "\x1b[2m[oh] this terminal shows the agent's commands; use another terminal to type your own.\x1b[0m\n",
+        );
       }
       return;
     }

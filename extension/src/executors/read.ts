@@ -28,7 +28,10 @@ export async function executeRead(action: Action, _signal?: AbortSignal, ctx?: A
       throw fsError(e, target.rp.shown, 'read');
     }
     if (!st) throw new ToolError(notFoundMessage(target.rp.shown));
-    if (isDirectory(st)) throw new ToolError(`The path ${target.rp.shown} is a directory, not a file. Use the edit \`view\` command to list a directory.`);
+    if (isDirectory(st))
+      throw new ToolError(
+        `The path ${target.rp.shown} is a directory, not a file. Use the edit \`view\` command to list a directory.`,
+      );
     if (st.size > max) {
       throw new ToolError(
         `The file ${target.rp.shown} is too large to read (${st.size.toLocaleString('en-US')} bytes; the limit is ${max.toLocaleString('en-US')}). ` +
@@ -38,7 +41,10 @@ export async function executeRead(action: Action, _signal?: AbortSignal, ctx?: A
     const bytes = await readBytes(target, 'read');
     if (binary) {
       // No base64, no JSON escaping: the connection sends these bytes after the observation's header.
-      const o = readObservation(action.id, String(a.path), '', { encoding: 'binary', mimeType: guessMimeType(target.rp.real) });
+      const o = readObservation(action.id, String(a.path), '', {
+        encoding: 'binary',
+        mimeType: guessMimeType(target.rp.real),
+      });
       delete o.content;
       (o as Record<symbol, unknown>)[BINARY_BODY] = bytes;
       return o;

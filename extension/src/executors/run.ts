@@ -18,7 +18,16 @@ import * as vscode from 'vscode';
 import { ActionContext, SandboxSettings } from '../connection';
 import { DEFAULT_RETENTION_S, ForegroundRecord, Job, jobFingerprint, JobTable, privateSpoolDir, Spool } from '../jobs';
 import { resolvePath } from '../paths';
-import { Action, Escalation, jobObservation, Observation, RunArgs, runArgs, runObservation, ToolError } from '../protocol';
+import {
+  Action,
+  Escalation,
+  jobObservation,
+  Observation,
+  RunArgs,
+  runArgs,
+  runObservation,
+  ToolError,
+} from '../protocol';
 import { CommandShell, MAX_WAIT_S, RunController, RunningCommand } from '../runstate';
 import type { RunResult } from '../protocol';
 import { left, place, QUEUE_LIMIT, queueFullMessage, Waiters, waitedOutMessage } from '../shellqueue';
@@ -250,7 +259,8 @@ export class RunExecutor implements vscode.Disposable {
           const message = e instanceof Error ? e.message : String(e);
           // The shell cannot be sandboxed and the settings refuse to run it unconfined: never fall back to an
           // unconfined terminal; the command fails with the host's message (it names the fix).
-          if (sandboxRefusal(message)) throw new ToolError(message.replace(/^.*?oh engine: /s, ''), 'SANDBOX_UNAVAILABLE');
+          if (sandboxRefusal(message))
+            throw new ToolError(message.replace(/^.*?oh engine: /s, ''), 'SANDBOX_UNAVAILABLE');
           why = `its host did not start (${message})`;
         }
       }
@@ -273,7 +283,12 @@ export class RunExecutor implements vscode.Disposable {
       const si = await waitForShellIntegration(terminal, SHELL_INTEGRATION_WAIT_MS);
       if (si) {
         this.deps.log(`"${slot.name}" terminal ready with shell integration in ${Date.now() - t0} ms (in ${cwd})`);
-        slot.shell = new IntegratedShell(terminal, this.tmp(), cwd, process.env.OH_VSCODE_TRACE ? this.deps.log : undefined);
+        slot.shell = new IntegratedShell(
+          terminal,
+          this.tmp(),
+          cwd,
+          process.env.OH_VSCODE_TRACE ? this.deps.log : undefined,
+        );
         return slot.shell;
       }
       this.deps.log(
@@ -283,15 +298,22 @@ export class RunExecutor implements vscode.Disposable {
       terminal.dispose();
       slot.preferPty = true;
     }
-    const pty: PtyShell = new PtyShell(cwd, childEnv(), this.tmp(), () => {
-      if (slot.shell === pty) {
-        slot.lastCwd = pty.cwd();
-        slot.shell = null;
-        slot.preferPty = false; // closed by the user: the next terminal tries shell integration again
-        slot.controller.shellClosed(undefined);
-        this.deps.log(`the "${slot.name}" terminal was closed; the next command opens a new one`);
-      }
-    }, slot.name, slot.banner);
+    const pty: PtyShell = new PtyShell(
+      cwd,
+      childEnv(),
+      this.tmp(),
+      () => {
+        if (slot.shell === pty) {
+          slot.lastCwd = pty.cwd();
+          slot.shell = null;
+          slot.preferPty = false; // closed by the user: the next terminal tries shell integration again
+          slot.controller.shellClosed(undefined);
+          this.deps.log(`the "${slot.name}" terminal was closed; the next command opens a new one`);
+        }
+      },
+      slot.name,
+      slot.banner,
+    );
     pty.terminal.show(true);
     slot.shell = pty;
     return pty;
@@ -304,14 +326,18 @@ export class RunExecutor implements vscode.Disposable {
   /** Why the shell engine cannot run here, or null when it can. */
   private engineUnavailable(slot: Slot): string | null {
     if (process.platform === 'win32') return 'it needs a POSIX pseudo-terminal, which Windows does not have';
-    if (!slot.python) return "the backend did not name its Python interpreter (its session file has no `python`: an older oh)";
-    if (!fs.existsSync(slot.python)) return `the backend's interpreter ${slot.python} is not on this machine (a backend on another host?)`;
+    if (!slot.python)
+      return 'the backend did not name its Python interpreter (its session file has no `python`: an older oh)';
+    if (!fs.existsSync(slot.python))
+      return `the backend's interpreter ${slot.python} is not on this machine (a backend on another host?)`;
     return null;
   }
 
   /** The engine fell back: logged every time, said once in an observation (never silently). */
   private fallbackNote(slot: Slot, why: string): void {
-    const instead = slot.preferPty ? 'a pseudoterminal running each command in a bash of its own' : "VS Code's shell-integrated terminal";
+    const instead = slot.preferPty
+      ? 'a pseudoterminal running each command in a bash of its own'
+      : "VS Code's shell-integrated terminal";
     this.deps.log(`"${slot.name}": oh's shell engine is not used: ${why}; ${instead} instead`);
     if (this.engineNoteSaid) return;
     this.engineNoteSaid = true;
@@ -380,7 +406,9 @@ export class RunExecutor implements vscode.Disposable {
     try {
       const ready = await Promise.race([
         engine.ready,
-        new Promise<never>((_, rej) => (timer = setTimeout(() => rej(new Error('no answer within 30 s')), ENGINE_START_MS))),
+        new Promise<never>(
+          (_, rej) => (timer = setTimeout(() => rej(new Error('no answer within 30 s')), ENGINE_START_MS)),
+        ),
       ]);
       this.deps.log(
         `"${slot.name}" terminal ready in ${Date.now() - t0} ms (shell engine: ${ready.shell} ${ready.path}, pid ${ready.pid}` +
@@ -442,21 +470,8 @@ export class RunExecutor implements vscode.Disposable {
         'BAD_REQUEST',
       );
     }
-    if (args.reset) {
-      await this.resetSlot(slot);
-      this.deps.log(`"${slot.name}" terminal reset`);
-      if (args.command.trim() === '' && !args.is_input) {
-        return runObservation(action.id, args.command, { content: 'Terminal session has been reset.', exitCode: 0, workingDir: await this.startDir(slot), ...hostMetadata() }, args.hidden);
-      }
-    }
-    if (!args.is_input && args.command.trim() !== '' && this.deps.confirmCommands()) {
-      const choice = await vscode.window.showWarningMessage(
-        `The agent wants to run a command in the "${slot.name}" terminal.`,
-        { modal: true, detail: args.command },
-        'Run',
-      );
-      if (choice !== 'Run') throw new ToolError(`The user declined to run \`${args.command}\`.`, 'INTERRUPTED');
-    }
+    const reset = await this.resetAndConfirm(slot, action, args);
+    if (reset) return reset;
     if (args.env) this.deps.log(`run exports ${Object.keys(args.env).join(', ')} (values not logged)`);
     // §3.17: a run asking to leave the sandbox runs only with the backend's `escalation` (its consent gate's yes).
     const escalation = this.escalationOf(action);
@@ -469,7 +484,8 @@ export class RunExecutor implements vscode.Disposable {
     // shell-integrated one made its first command come back empty in a real VS Code (issue 11).
     while (newCommand && slot.starting) await slot.starting.catch(() => undefined);
     // No await unless it must wait in line: a tick here would let two commands pick the same idle terminal.
-    const inLine = newCommand && action.args.exclusive !== true ? this.lineUp(slot, action, args.command, signal, ctx) : null;
+    const inLine =
+      newCommand && action.args.exclusive !== true ? this.lineUp(slot, action, args.command, signal, ctx) : null;
     const queued = inLine ? await inLine : null;
     const timeoutS = queued ? queued.timeoutS : action.timeout;
     const note = queued ? queued.note : '';
@@ -510,6 +526,36 @@ export class RunExecutor implements vscode.Disposable {
     return o;
   }
 
+  /** `args.reset` (a reset alone answers at once) and the user's own confirmation setting, before anything runs. */
+  private async resetAndConfirm(slot: Slot, action: Action, args: RunArgs): Promise<Observation | null> {
+    if (args.reset) {
+      await this.resetSlot(slot);
+      this.deps.log(`"${slot.name}" terminal reset`);
+      if (args.command.trim() === '' && !args.is_input) {
+        return runObservation(
+          action.id,
+          args.command,
+          {
+            content: 'Terminal session has been reset.',
+            exitCode: 0,
+            workingDir: await this.startDir(slot),
+            ...hostMetadata(),
+          },
+          args.hidden,
+        );
+      }
+    }
+    if (!args.is_input && args.command.trim() !== '' && this.deps.confirmCommands()) {
+      const choice = await vscode.window.showWarningMessage(
+        `The agent wants to run a command in the "${slot.name}" terminal.`,
+        { modal: true, detail: args.command },
+        'Run',
+      );
+      if (choice !== 'Run') throw new ToolError(`The user declined to run \`${args.command}\`.`, 'INTERRUPTED');
+    }
+    return null;
+  }
+
   /**
    * Beyond max_shells: wait in line for a free terminal (issue 18; ../shellqueue.ts). Null, synchronously, when the
    * command need not wait; BUSY thrown when the line is full.
@@ -525,7 +571,8 @@ export class RunExecutor implements vscode.Disposable {
     const max = ctx?.maxShells ?? DEFAULT_MAX_SHELLS;
     const inUse = slot.controller.busy ? 1 + slot.extras.size : 0;
     const verdict = place(inUse, max, slot.waiters.line.length, this.queueLimit);
-    if (verdict === 'busy') throw new ToolError(queueFullMessage(command, inUse, max, slot.waiters.line.length), 'BUSY');
+    if (verdict === 'busy')
+      throw new ToolError(queueFullMessage(command, inUse, max, slot.waiters.line.length), 'BUSY');
     if (verdict !== 'wait') return null;
     return this.waitForTerminal(slot, max, command, action.timeout, signal).then((waitedS) => ({
       timeoutS: left(action.timeout, waitedS),
@@ -562,7 +609,8 @@ export class RunExecutor implements vscode.Disposable {
     }
     const sb = this.sandboxFor(slot);
     if (sb?.level === 'off') return "[The agent's shell is not sandboxed: the command ran as usual.]\n";
-    if (esc.sandbox === 'network' && sb?.network) return "[The agent's shell has the network already: the command ran as usual.]\n";
+    if (esc.sandbox === 'network' && sb?.network)
+      return "[The agent's shell has the network already: the command ran as usual.]\n";
     return null;
   }
 
@@ -602,7 +650,13 @@ export class RunExecutor implements vscode.Disposable {
    * Waits until this run is first in line and a terminal of the agent shell is free; the seconds it
    * waited. Throws TIMEOUT (not executed) when its timeout (or MAX_WAIT_S) runs out first.
    */
-  private async waitForTerminal(slot: Slot, max: number, command: string, timeoutS: number | undefined, signal: AbortSignal): Promise<number> {
+  private async waitForTerminal(
+    slot: Slot,
+    max: number,
+    command: string,
+    timeoutS: number | undefined,
+    signal: AbortSignal,
+  ): Promise<number> {
     const t0 = Date.now();
     const limitMs = (timeoutS ?? MAX_WAIT_S) * 1000;
     const token = {};
@@ -614,7 +668,11 @@ export class RunExecutor implements vscode.Disposable {
     void slot.controller.idle().then(wake);
     try {
       while (!(q.line[0] === token && (!slot.controller.busy || 1 + slot.extras.size < max))) {
-        if (signal.aborted) throw new ToolError('The action was cancelled while it waited for a free terminal; it was NOT executed.', 'INTERRUPTED');
+        if (signal.aborted)
+          throw new ToolError(
+            'The action was cancelled while it waited for a free terminal; it was NOT executed.',
+            'INTERRUPTED',
+          );
         const remaining = limitMs - (Date.now() - t0);
         if (remaining <= 0) throw new ToolError(waitedOutMessage(command, (Date.now() - t0) / 1000, max), 'TIMEOUT');
         await q.next(remaining);
@@ -643,7 +701,11 @@ export class RunExecutor implements vscode.Disposable {
       const jid = typeof action.args.job_id === 'string' ? action.args.job_id : null;
       if (jid) {
         const hit = lanes.find((l) => l.jobId === jid && l.controller.busy);
-        if (!hit) throw new ToolError(`No running command ${jid} in this agent's shell (it ended, or the id is unknown).`, 'NO_COMMAND');
+        if (!hit)
+          throw new ToolError(
+            `No running command ${jid} in this agent's shell (it ended, or the id is unknown).`,
+            'NO_COMMAND',
+          );
         return hit;
       }
       // Background jobs are followed by naming them; the rest of the flow is the foreground commands'.
@@ -654,7 +716,8 @@ export class RunExecutor implements vscode.Disposable {
     if (slot.controller.busy) {
       const max = ctx?.maxShells ?? DEFAULT_MAX_SHELLS;
       // args.exclusive: one terminal, as the OpenHands SDK's (a new command while one runs is an error it sees).
-      if (action.args.exclusive === true) throw new ToolError(mainBusyMessage(String(action.args.command ?? '')), 'BUSY');
+      if (action.args.exclusive === true)
+        throw new ToolError(mainBusyMessage(String(action.args.command ?? '')), 'BUSY');
       if (lanes.length >= max) throw new ToolError(allBusyMessage(String(action.args.command ?? ''), max), 'BUSY');
       lane = this.newExtra(slot, action);
     }
@@ -687,7 +750,9 @@ export class RunExecutor implements vscode.Disposable {
     const id = action.jobId ?? `x${++this.seq}`;
     const what = escalation ? (escalation.sandbox === 'off' ? 'outside the sandbox' : 'with the network') : '';
     const name = label ? `${slot.name} · ${label}` : what ? `${slot.name} · ${what}` : `${slot.name} #${num}`;
-    const extra = new Slot(`${slot.key}#${num}`, slot.backend, slot.shellKey, name, slot.workdir, (s) => this.ensureShell(s));
+    const extra = new Slot(`${slot.key}#${num}`, slot.backend, slot.shellKey, name, slot.workdir, (s) =>
+      this.ensureShell(s),
+    );
     extra.num = num;
     extra.python = slot.python;
     extra.backendUserShell = slot.backendUserShell;
@@ -742,14 +807,17 @@ export class RunExecutor implements vscode.Disposable {
     }
     // A finished job's terminal stays open so the user can read what it printed; only the newest few.
     this.finishedJobTerminals.push(extra);
-    while (this.finishedJobTerminals.length > KEPT_JOB_TERMINALS) void this.resetSlot(this.finishedJobTerminals.shift()!);
+    while (this.finishedJobTerminals.length > KEPT_JOB_TERMINALS)
+      void this.resetSlot(this.finishedJobTerminals.shift()!);
   }
 
   // ------------------------------------------------------------------ background jobs (§3.8)
 
   private spool(jobId: string): Spool {
     if (!this.spoolDir || !fs.existsSync(this.spoolDir)) this.spoolDir = privateSpoolDir();
-    return new Spool(path.join(this.spoolDir, `${jobId}-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}.out`));
+    return new Spool(
+      path.join(this.spoolDir, `${jobId}-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}.out`),
+    );
   }
 
   /** `run` with args.background: the command starts in a terminal of its own and the answer returns at once. */
@@ -800,17 +868,12 @@ export class RunExecutor implements vscode.Disposable {
     }
     job.pid = started.shell.pid() ?? -1;
     this.deps.log(`job ${jid} started in the "${lane.name}" terminal`);
-    ctx?.sendFrame?.({ type: 'job_event', event: 'job_started', job: job.record() as unknown as Record<string, unknown> });
-    void started.cmd.whenDone().then(() => {
-      const code = started.cmd.exitCode ?? null;
-      // A job whose shell ended with a status (`exit 5` in the engine's shell) simply finished; LOST is a
-      // terminal that went away without one (closed by the user, its engine gone).
-      const state = started.cmd.shellExited && code === null ? 'LOST' : job.cancelled ? 'CANCELLED' : code === 0 ? 'SUCCEEDED' : 'FAILED';
-      job.finish(state, code);
-      this.deps.log(`job ${jid} ${job.state}${code === null ? '' : ` (exit ${code})`}`);
-      ctx?.sendFrame?.({ type: 'job_event', event: 'job_finished', job: job.record() as unknown as Record<string, unknown> });
-      setTimeout(() => this.retire(slot, lane), 50); // frees its place under max_shells; the terminal stays a while
+    ctx?.sendFrame?.({
+      type: 'job_event',
+      event: 'job_started',
+      job: job.record() as unknown as Record<string, unknown>,
     });
+    void started.cmd.whenDone().then(() => this.jobEnded(slot, lane, job, started.cmd, ctx));
     return this.jobRunObservation(
       action,
       args,
@@ -821,11 +884,36 @@ export class RunExecutor implements vscode.Disposable {
     );
   }
 
+  /** A background job's command ended: its final state to the backend, and its terminal's place freed. */
+  private jobEnded(slot: Slot, lane: Slot, job: Job, cmd: RunningCommand, ctx?: ActionContext): void {
+    const code = cmd.exitCode ?? null;
+    // A job whose shell ended with a status (`exit 5` in the engine's shell) simply finished; LOST is a
+    // terminal that went away without one (closed by the user, its engine gone).
+    const state =
+      cmd.shellExited && code === null ? 'LOST' : job.cancelled ? 'CANCELLED' : code === 0 ? 'SUCCEEDED' : 'FAILED';
+    job.finish(state, code);
+    this.deps.log(`job ${job.jobId} ${job.state}${code === null ? '' : ` (exit ${code})`}`);
+    ctx?.sendFrame?.({
+      type: 'job_event',
+      event: 'job_finished',
+      job: job.record() as unknown as Record<string, unknown>,
+    });
+    setTimeout(() => this.retire(slot, lane), 50); // frees its place under max_shells; the terminal stays a while
+  }
+
   private jobRunObservation(action: Action, args: RunArgs, job: Job, suffix: string, prefix = ''): Observation {
     const o = runObservation(
       action.id,
       args.command,
-      { content: '', exitCode: job.exitCode ?? -1, workingDir: job.cwd, pid: job.pid, suffix, prefix, ...hostMetadata() },
+      {
+        content: '',
+        exitCode: job.exitCode ?? -1,
+        workingDir: job.cwd,
+        pid: job.pid,
+        suffix,
+        prefix,
+        ...hostMetadata(),
+      },
       args.hidden,
     );
     ((o.extras as Record<string, unknown>).metadata as Record<string, unknown>).job_id = job.jobId;
@@ -844,18 +932,16 @@ export class RunExecutor implements vscode.Disposable {
       foreground: () =>
         lanes()
           .filter((l) => !l.job && l.jobId && l.controller.busy)
-          .map(
-            (l): ForegroundRecord => ({
-              job_id: l.jobId!,
-              command: l.controller.runningCommand ?? '',
-              cwd: l.shell?.cwd() ?? null,
-              state: 'RUNNING',
-              exit_code: null,
-              pid: l.shell?.pid() ?? -1,
-              background: false,
-              duration_s: Math.round(Date.now() - l.startedAt) / 1000,
-            }),
-          ),
+          .map((l): ForegroundRecord => ({
+            job_id: l.jobId!,
+            command: l.controller.runningCommand ?? '',
+            cwd: l.shell?.cwd() ?? null,
+            state: 'RUNNING',
+            exit_code: null,
+            pid: l.shell?.pid() ?? -1,
+            background: false,
+            duration_s: Math.round(Date.now() - l.startedAt) / 1000,
+          })),
       isForeground: (jid) => lanes().some((l) => !l.job && l.jobId === jid && l.controller.busy),
       interrupt: (job) => void laneOf(job)?.shell?.sendKey('C-c'),
       kill: async (job) => {

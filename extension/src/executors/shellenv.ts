@@ -32,7 +32,10 @@ export function findPython(pathVar = process.env.PATH ?? ''): string | null {
   return null;
 }
 
-let cached: { at: number; value: { username: string | null; hostname: string | null; pyInterpreterPath: string | null } } | null = null;
+let cached: {
+  at: number;
+  value: { username: string | null; hostname: string | null; pyInterpreterPath: string | null };
+} | null = null;
 
 /**
  * username, hostname, py_interpreter_path for run metadata. The terminal inherits the extension

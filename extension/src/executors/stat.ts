@@ -61,7 +61,16 @@ export async function executeStat(action: Action, _signal?: AbortSignal, ctx?: A
   const link = (await statOrNullFs(rp.shown, false).catch(() => null))?.isSymbolicLink() ?? false;
   const st = await statOrNullFs(rp.real, true).catch(() => null);
   if (!st) {
-    const info: JsonObject = { exists: false, type: null, size: null, mtime: null, mode: null, encoding: null, mime_type: null, link };
+    const info: JsonObject = {
+      exists: false,
+      type: null,
+      size: null,
+      mtime: null,
+      mode: null,
+      encoding: null,
+      mime_type: null,
+      link,
+    };
     return statObservation(action.id, path, `${rp.shown} does not exist.`, info);
   }
   const type = st.isFile() ? 'file' : st.isDirectory() ? 'directory' : 'other';
@@ -72,7 +81,16 @@ export async function executeStat(action: Action, _signal?: AbortSignal, ctx?: A
     if (st.nlink <= 1) encoding = await sampleEncoding(rp.real); // a hard-linked file's content is not read
   }
   const mode = (st.mode & 0o7777).toString(8).padStart(4, '0');
-  const info: JsonObject = { exists: true, type, size: st.size, mtime: st.mtimeMs / 1000, mode, encoding, mime_type: mime, link };
+  const info: JsonObject = {
+    exists: true,
+    type,
+    size: st.size,
+    mtime: st.mtimeMs / 1000,
+    mode,
+    encoding,
+    mime_type: mime,
+    link,
+  };
   const what = `${type}, ${st.size} bytes, mode ${mode}` + (encoding ? `, ${encoding}` : '');
   return statObservation(action.id, path, `${rp.shown}: ${what}.`, info);
 }

@@ -80,7 +80,9 @@ export function markedScript(opts: {
  * never obeyed by it; newlines and tabs stay.
  */
 export function shownCommand(commandLine: string): string {
-  return commandLine.replace(/[\x00-\x08\x0b-\x1f\x7f]/g, (c) => (c === '\x7f' ? '^?' : '^' + String.fromCharCode(c.charCodeAt(0) + 64)));
+  return commandLine.replace(/[\x00-\x08\x0b-\x1f\x7f]/g, (c) =>
+    c === '\x7f' ? '^?' : '^' + String.fromCharCode(c.charCodeAt(0) + 64),
+  );
 }
 
 /**
@@ -175,7 +177,18 @@ function partialPrefix(s: string): number {
  */
 const JOB_NOTICE =
   /^\[\d+\][ +-]+ *(?:Done|Exit \d+|Killed|Terminated|Stopped|Hangup|Interrupt|Quit|Aborted|Broken pipe)\b.*(?:\n|$)/gm;
-const NOTICE_WORDS = ['Done', 'Exit ', 'Killed', 'Terminated', 'Stopped', 'Hangup', 'Interrupt', 'Quit', 'Aborted', 'Broken pipe'];
+const NOTICE_WORDS = [
+  'Done',
+  'Exit ',
+  'Killed',
+  'Terminated',
+  'Stopped',
+  'Hangup',
+  'Interrupt',
+  'Quit',
+  'Aborted',
+  'Broken pipe',
+];
 
 /** Whether the start of a line may still become a notice (then it is held until its end arrives). */
 function mayBeNotice(tail: string): boolean {

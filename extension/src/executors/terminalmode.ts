@@ -23,6 +23,7 @@ export const RETIRED_FAST_MESSAGE =
  * yes/no; a list of names is also accepted): issue 42, the log said "no rc files" although ~/.bashrc ran.
  */
 export function rcWords(rc: unknown): string {
-  if (Array.isArray(rc)) return rc.length ? `rc files ${rc.map(String).join(' ')} read` : 'no rc files read (clean shell)';
+  if (Array.isArray(rc))
+    return rc.length ? `rc files ${rc.map(String).join(' ')} read` : 'no rc files read (clean shell)';
   return rc === true ? "the user's rc files read" : 'no rc files read (clean shell)';
 }

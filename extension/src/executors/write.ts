@@ -35,11 +35,19 @@ import { writeAppend, writeCreate } from './writemodes';
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
 /** The bytes to write, or null for plain UTF-8 text (which goes through the open-document rules). */
-async function encodedBytes(target: Target, content: string, encoding: unknown, whole: boolean): Promise<Uint8Array | null> {
+async function encodedBytes(
+  target: Target,
+  content: string,
+  encoding: unknown,
+  whole: boolean,
+): Promise<Uint8Array | null> {
   if (encoding === 'base64') {
     const compact = content.replace(/\s+/g, '');
     if (compact.length % 4 === 1 || !BASE64.test(compact)) {
-      throw new ToolError('args.content is not valid base64 (encoding: "base64" wants the file\'s bytes, base64-encoded).', 'BAD_REQUEST');
+      throw new ToolError(
+        'args.content is not valid base64 (encoding: "base64" wants the file\'s bytes, base64-encoded).',
+        'BAD_REQUEST',
+      );
     }
     if (!whole) throw new ToolError('A base64 write replaces the whole file: drop start/end.', 'BAD_REQUEST');
     return Buffer.from(compact, 'base64');
@@ -83,7 +91,8 @@ export async function executeWrite(action: Action, _signal?: AbortSignal, ctx?: 
       } catch (e) {
         throw fsError(e, rp.shown, 'write');
       }
-      if (st0 && isDirectory(st0)) throw new ToolError(`The path ${rp.shown} is a directory; cannot write it as a file.`);
+      if (st0 && isDirectory(st0))
+        throw new ToolError(`The path ${rp.shown} is a directory; cannot write it as a file.`);
       if (!st0) await createParents(uri, rp.shown);
       try {
         await vscode.workspace.fs.writeFile(uri, bytes);

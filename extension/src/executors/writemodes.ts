@@ -16,7 +16,17 @@ import * as path from 'path';
 import { ActionContext } from '../connection';
 import { Action, Observation, ToolError, writeObservation } from '../protocol';
 import { canonicalEncoding, encodeText, TextEncodingName } from '../textenc';
-import { applyAndSave, createParents, diskEncoding, fsError, openDocument, resolveTarget, Target, unsavedNote, waitForDocumentText } from './files';
+import {
+  applyAndSave,
+  createParents,
+  diskEncoding,
+  fsError,
+  openDocument,
+  resolveTarget,
+  Target,
+  unsavedNote,
+  waitForDocumentText,
+} from './files';
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 const RELOAD_WAIT_MS = 1500;
@@ -53,7 +63,13 @@ async function statFs(p: string): Promise<fs.Stats | null> {
 function requireRegular(shown: string, st: fs.Stats): void {
   if (st.isFile()) return;
   if (st.isDirectory()) throw new ToolError(`The path ${shown} is a directory; cannot write it as a file.`);
-  const kind = st.isFIFO() ? 'FIFO' : st.isSocket() ? 'socket' : st.isCharacterDevice() || st.isBlockDevice() ? 'device' : 'special file';
+  const kind = st.isFIFO()
+    ? 'FIFO'
+    : st.isSocket()
+      ? 'socket'
+      : st.isCharacterDevice() || st.isBlockDevice()
+        ? 'device'
+        : 'special file';
   throw new ToolError(`The path ${shown} is a ${kind}, not a regular file; refusing to write it.`);
 }
 
@@ -75,7 +91,9 @@ export async function writeCreate(action: Action, ctx?: ActionContext): Promise<
   }
   const content = String(a.content);
   const data =
-    a.encoding === 'base64' ? base64Bytes(content) : encodeText(content, typeof a.encoding === 'string' ? namedEncoding(a.encoding) : 'utf-8', false, rp.shown);
+    a.encoding === 'base64'
+      ? base64Bytes(content)
+      : encodeText(content, typeof a.encoding === 'string' ? namedEncoding(a.encoding) : 'utf-8', false, rp.shown);
   await createParents(target.uri, rp.shown);
   const tmp = path.join(path.dirname(rp.real), `.oh-${crypto.randomBytes(6).toString('hex')}.tmp`);
   try {
@@ -90,7 +108,8 @@ export async function writeCreate(action: Action, ctx?: ActionContext): Promise<
     try {
       await fs.promises.link(tmp, rp.real);
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'EEXIST') return writeObservation(action.id, shown, existsNote(rp.shown));
+      if ((e as NodeJS.ErrnoException).code === 'EEXIST')
+        return writeObservation(action.id, shown, existsNote(rp.shown));
       throw e;
     }
   } catch (e) {

@@ -52,7 +52,11 @@ type Executor = (action: Action, signal: AbortSignal, ctx?: ActionContext) => Pr
 
 /** `oh-proposal:/<path>?id=N&side=after|before`: the path gives the diff its language (syntax colours). */
 function proposalUri(id: number, side: 'before' | 'after', shown: string): vscode.Uri {
-  return vscode.Uri.from({ scheme: SCHEME, path: shown.startsWith('/') ? shown : '/' + shown, query: `id=${id}&side=${side}` });
+  return vscode.Uri.from({
+    scheme: SCHEME,
+    path: shown.startsWith('/') ? shown : '/' + shown,
+    query: `id=${id}&side=${side}`,
+  });
 }
 
 function idOf(uri: vscode.Uri | undefined): number | undefined {
@@ -63,7 +67,10 @@ function idOf(uri: vscode.Uri | undefined): number | undefined {
 
 /** What the user reads for a proposal: the change's word and the workspace-relative path (issue 42). */
 function described(item: Item): { word: string; path: string } {
-  return { word: changeWord(item.change.command, item.change.before === null), path: workspaceRelative(item.target.rp.shown, item.target.rp.segments) };
+  return {
+    word: changeWord(item.change.command, item.change.before === null),
+    path: workspaceRelative(item.target.rp.shown, item.target.rp.segments),
+  };
 }
 
 /**
@@ -86,14 +93,16 @@ class GroupNotice {
     }
     if (message === undefined || this.starting) return;
     this.starting = true;
-    void vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: 'oh', cancellable: false }, (progress) =>
-      new Promise<void>((resolve) => {
-        this.starting = false;
-        this.report = (m) => progress.report({ message: m });
-        this.end = resolve;
-        if (this.latest === undefined) this.finish();
-        else this.report(this.latest);
-      }),
+    void vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: 'oh', cancellable: false },
+      (progress) =>
+        new Promise<void>((resolve) => {
+          this.starting = false;
+          this.report = (m) => progress.report({ message: m });
+          this.end = resolve;
+          if (this.latest === undefined) this.finish();
+          else this.report(this.latest);
+        }),
     );
   }
 
@@ -167,7 +176,9 @@ export class ReviewController implements vscode.Disposable {
     this.notice.update(reviewSummary(this.store.list().map((p) => ({ agent: p.item.agent, ...described(p.item) }))));
     void vscode.commands.executeCommand('setContext', 'oh.pendingProposals', n);
     // The Keep / Undo hunk buttons show on the diffs that can be reviewed hunk by hunk (`resourcePath in ...`).
-    const hunkPaths = this.store.list().flatMap((p) => (p.item.hunks ? [proposalUri(p.id, 'after', p.item.target.rp.shown).path] : []));
+    const hunkPaths = this.store
+      .list()
+      .flatMap((p) => (p.item.hunks ? [proposalUri(p.id, 'after', p.item.target.rp.shown).path] : []));
     void vscode.commands.executeCommand('setContext', 'oh.hunkProposalPaths', hunkPaths);
     if (n) {
       this.status.text = `$(git-pull-request) oh: ${n} to review`;
@@ -179,11 +190,17 @@ export class ReviewController implements vscode.Disposable {
 
   /** Runs `execute` directly, or, when the backend is in review mode and the action changes a file, as a proposal. */
   route(action: Action, signal: AbortSignal, ctx: ActionContext | undefined, execute: Executor): Promise<Observation> {
-    if (ctx?.review && isProposal(action.kind, action.args)) return this.propose(action, signal, ctx, ctx.review.timeoutSeconds);
+    if (ctx?.review && isProposal(action.kind, action.args))
+      return this.propose(action, signal, ctx, ctx.review.timeoutSeconds);
     return execute(action, signal, ctx);
   }
 
-  private async propose(action: Action, signal: AbortSignal, ctx: ActionContext, timeoutSeconds: number): Promise<Observation> {
+  private async propose(
+    action: Action,
+    signal: AbortSignal,
+    ctx: ActionContext,
+    timeoutSeconds: number,
+  ): Promise<Observation> {
     const a = action.args;
     const target = await resolveTarget(String(a.path), action, ctx);
     const shown = target.rp.shown;
@@ -192,7 +209,13 @@ export class ReviewController implements vscode.Disposable {
     if (!computed.change) {
       // Nothing would change (e.g. write mode create on an existing file): answered at once.
       if (action.kind === 'write') return { ...writeObservation(action.id, String(a.path)), content: computed.content };
-      return editObservation(action.id, String(a.path), { content: computed.content, prevExist: before !== null, oldContent: before, newContent: before, diff: '' });
+      return editObservation(action.id, String(a.path), {
+        content: computed.content,
+        prevExist: before !== null,
+        oldContent: before,
+        newContent: before,
+        diff: '',
+      });
     }
     const agent = (action.agent as { name?: string } | undefined)?.name ?? 'the agent';
     const item: Item = { action, agent, target, change: computed.change };
@@ -202,7 +225,11 @@ export class ReviewController implements vscode.Disposable {
     }
     const { id, decision } = this.store.add(item, timeoutSeconds * 1000, signal);
     const event = (name: string, extra: Record<string, unknown> = {}) =>
-      ctx.sendFrame?.({ type: 'proposal_event', event: name, proposal: { cause: action.id, path: shown, kind: action.kind, ...extra } });
+      ctx.sendFrame?.({
+        type: 'proposal_event',
+        event: name,
+        proposal: { cause: action.id, path: shown, kind: action.kind, ...extra },
+      });
     event('proposal_opened');
     this.log(`proposal ${id}: ${action.kind} ${computed.change.command} ${shown} by ${agent} awaits review`);
     void this.show(id).catch((e) => this.log(`proposal ${id}: could not show it: ${String(e)}`));
@@ -219,7 +246,10 @@ export class ReviewController implements vscode.Disposable {
     switch (d.kind) {
       case 'accepted': {
         // Applied to a buffer with the user's unsaved edits: not saved (§4.1), and the agent is told.
-        const partial = d.kept && d.total && item.hunks ? { kept: d.kept, total: d.total, written: keptText(item.hunks.split, item.hunks.states) } : undefined;
+        const partial =
+          d.kept && d.total && item.hunks
+            ? { kept: d.kept, total: d.total, written: keptText(item.hunks.split, item.hunks.states) }
+            : undefined;
         return acceptedObservation(action, shown, change, d.unsaved ? unsavedNote(shown) : '', partial);
       }
       case 'rejected':
@@ -227,17 +257,29 @@ export class ReviewController implements vscode.Disposable {
       case 'stale':
         return errorObservation(action.id, 'REJECTED', staleMessage(shown));
       case 'failed':
-        return errorObservation(action.id, 'TOOL_ERROR', `The user accepted the change to ${shown}, but VS Code could not apply it: ${d.message}`);
+        return errorObservation(
+          action.id,
+          'TOOL_ERROR',
+          `The user accepted the change to ${shown}, but VS Code could not apply it: ${d.message}`,
+        );
       case 'timeout':
         return errorObservation(action.id, 'TIMEOUT', timeoutMessage(shown, timeoutSeconds));
       default:
-        return errorObservation(action.id, 'INTERRUPTED', `The review of the change to ${shown} was cancelled; nothing was written.`);
+        return errorObservation(
+          action.id,
+          'INTERRUPTED',
+          `The review of the change to ${shown} was cancelled; nothing was written.`,
+        );
     }
   }
 
   /** The text a proposal is computed on: the open document's (unsaved edits included), else the disk's; null = no file. */
   private async currentOrNull(t: Target): Promise<string | null> {
-    if (!(await statOrNull(t.uri).catch(() => null)) && !vscode.workspace.textDocuments.some((d) => d.uri.toString() === t.uri.toString())) return null;
+    if (
+      !(await statOrNull(t.uri).catch(() => null)) &&
+      !vscode.workspace.textDocuments.some((d) => d.uri.toString() === t.uri.toString())
+    )
+      return null;
     const c = await currentContent(t, 'edit');
     if (!c.fromDocument && c.encoding !== 'utf-8') {
       throw new ToolError(
@@ -258,7 +300,9 @@ export class ReviewController implements vscode.Disposable {
     const name = shown.split('/').pop() || shown;
     const left = change.before === null ? proposalUri(id, 'before', shown) : target.uri;
     const title = plainForUi(`${name} ↔ oh proposal ${id} (${described(p.item).word} by ${agent})`);
-    await vscode.commands.executeCommand('vscode.diff', left, proposalUri(id, 'after', shown), title, { preview: false });
+    await vscode.commands.executeCommand('vscode.diff', left, proposalUri(id, 'after', shown), title, {
+      preview: false,
+    });
   }
 
   /** A new proposal: its diff opens; the grouped notification (refresh) says how many wait. */
@@ -268,7 +312,7 @@ export class ReviewController implements vscode.Disposable {
 
   /** The proposal a title-bar button or palette command means: its diff's, the active one's, the only one, or asked. */
   private async pick(uri: vscode.Uri | undefined, question: string, always = false): Promise<number | undefined> {
-    const id = always ? undefined : idOf(uri) ?? idOf(vscode.window.activeTextEditor?.document.uri);
+    const id = always ? undefined : (idOf(uri) ?? idOf(vscode.window.activeTextEditor?.document.uri));
     if (id !== undefined) return id;
     const all = this.store.list();
     if (all.length <= 1) {
@@ -276,7 +320,11 @@ export class ReviewController implements vscode.Disposable {
       return all[0]?.id;
     }
     const chosen = await vscode.window.showQuickPick(
-      all.map((p) => ({ label: `proposal ${p.id}`, description: plainForUi(`${described(p.item).word} ${described(p.item).path}`), id: p.id })),
+      all.map((p) => ({
+        label: `proposal ${p.id}`,
+        description: plainForUi(`${described(p.item).word} ${described(p.item).path}`),
+        id: p.id,
+      })),
       { title: question },
     );
     return chosen?.id;
@@ -311,17 +359,24 @@ export class ReviewController implements vscode.Disposable {
    * once every hunk is decided the proposal is answered: all kept = accepted, none = rejected, some = partly written.
    */
   private async decideHunk(uri: vscode.Uri | undefined, verdict: 'kept' | 'undone'): Promise<void> {
-    const id = await this.pick(uri, verdict === 'kept' ? 'Keep a hunk of which proposal?' : 'Undo a hunk of which proposal?');
+    const id = await this.pick(
+      uri,
+      verdict === 'kept' ? 'Keep a hunk of which proposal?' : 'Undo a hunk of which proposal?',
+    );
     const p = id === undefined ? undefined : this.store.get(id);
     if (id === undefined || !p) return;
     const h = p.item.hunks;
     if (!h) {
-      void vscode.window.showInformationMessage('oh: a new file (or an undo) is one decision: use Accept or Reject for the whole file.');
+      void vscode.window.showInformationMessage(
+        'oh: a new file (or an undo) is one decision: use Accept or Reject for the whole file.',
+      );
       return;
     }
     const after = proposalUri(id, 'after', p.item.target.rp.shown);
     // A decision made before the cursor reached the next hunk (the diff was still re-rendering) means that hunk.
-    const n = this.painter.pendingFocus(after) ?? hunkAt(shownText(h.split, h.states).spans, h.states, this.painter.cursorLine(after) ?? 0);
+    const n =
+      this.painter.pendingFocus(after) ??
+      hunkAt(shownText(h.split, h.states).spans, h.states, this.painter.cursorLine(after) ?? 0);
     if (n === undefined) return;
     const previous = h.states;
     h.states = h.states.map((s, i) => (i === n - 1 ? verdict : s));
@@ -366,7 +421,9 @@ export class ReviewController implements vscode.Disposable {
       if (now !== change.before || files.has(key)) {
         this.store.decide(id, { kind: 'stale' });
         const where = workspaceRelative(target.rp.shown, target.rp.segments);
-        void vscode.window.showWarningMessage(plainForUi(`oh: ${where} changed after proposal ${id} was made; it was not applied (the agent was told).`));
+        void vscode.window.showWarningMessage(
+          plainForUi(`oh: ${where} changed after proposal ${id} was made; it was not applied (the agent was told).`),
+        );
         continue;
       }
       files.add(key);
@@ -406,7 +463,8 @@ export class ReviewController implements vscode.Disposable {
       // A document with the user's unsaved edits stays unsaved (saving would write their text too).
       if (!r.wasDirty && doc.isDirty) await doc.save();
       if (change.command === 'undo_edit') this.history.pop(target.rp.real);
-      else if (r.item.action.kind === 'edit' && change.before !== null) this.history.push(target.rp.real, change.before);
+      else if (r.item.action.kind === 'edit' && change.before !== null)
+        this.history.push(target.rp.real, change.before);
       const states = r.item.hunks?.states ?? [];
       const kept = states.flatMap((s, i) => (s === 'kept' ? [i + 1] : []));
       const partial = kept.length < states.length ? { kept, total: states.length } : {};
@@ -417,10 +475,12 @@ export class ReviewController implements vscode.Disposable {
   }
 
   private async closeTabs(id: number): Promise<void> {
-    const tabs = vscode.window.tabGroups.all.flatMap((g) => g.tabs).filter((t) => {
-      const input = t.input;
-      return input instanceof vscode.TabInputTextDiff && idOf(input.modified) === id;
-    });
+    const tabs = vscode.window.tabGroups.all
+      .flatMap((g) => g.tabs)
+      .filter((t) => {
+        const input = t.input;
+        return input instanceof vscode.TabInputTextDiff && idOf(input.modified) === id;
+      });
     if (tabs.length) await vscode.window.tabGroups.close(tabs).then(undefined, () => false);
   }
 

@@ -73,7 +73,8 @@ export class HunkPainter implements vscode.Disposable {
   }
 
   paintAll(): void {
-    for (const editor of vscode.window.visibleTextEditors) if (editor.document.uri.scheme === this.scheme) this.paint(editor);
+    for (const editor of vscode.window.visibleTextEditors)
+      if (editor.document.uri.scheme === this.scheme) this.paint(editor);
   }
 
   private paint(editor: vscode.TextEditor): void {
@@ -90,7 +91,10 @@ export class HunkPainter implements vscode.Disposable {
     for (const state of STATES) {
       const marks = shown.spans
         .filter((s) => review.states[s.n - 1] === state)
-        .map((s) => ({ range: doc.lineAt(lineOf(s.n)).range.with({ start: doc.lineAt(lineOf(s.n)).range.end }), renderOptions: { after: { contentText: hunkLabel(s.n, total, state) } } }));
+        .map((s) => ({
+          range: doc.lineAt(lineOf(s.n)).range.with({ start: doc.lineAt(lineOf(s.n)).range.end }),
+          renderOptions: { after: { contentText: hunkLabel(s.n, total, state) } },
+        }));
       editor.setDecorations(this.types.get(state)!, marks);
     }
     const key = doc.uri.toString();

@@ -44,7 +44,17 @@ export function splitHunks(before: string, after: string): Split {
     const changes = r.ops.filter((op) => op[0] !== 'equal');
     const first = changes[0];
     const last = changes[changes.length - 1];
-    return { n: i + 1, a0: r.a0, a1: r.a1, b0: r.b0, b1: r.b1, ca0: first[1], ca1: last[2], cb0: first[3], cb1: last[4] };
+    return {
+      n: i + 1,
+      a0: r.a0,
+      a1: r.a1,
+      b0: r.b0,
+      b1: r.b1,
+      ca0: first[1],
+      ca1: last[2],
+      cb0: first[3],
+      cb1: last[4],
+    };
   });
   return { a, b, hunks };
 }

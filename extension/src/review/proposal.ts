@@ -47,9 +47,18 @@ export interface Computed {
 /** The previous text `undo_edit` would restore (looked at, not taken: taken when accepted). */
 export type HistoryPeek = (path: string) => string | undefined;
 
-export function computeProposal(kind: string, args: JsonObject, shown: string, real: string, before: string | null, peek: HistoryPeek): Computed {
+export function computeProposal(
+  kind: string,
+  args: JsonObject,
+  shown: string,
+  real: string,
+  before: string | null,
+  peek: HistoryPeek,
+): Computed {
   const done = (after: string, content: string, command: string): Computed =>
-    after === before ? { change: null, content } : { change: { kind: kind as 'write' | 'edit', command, before, after, content }, content };
+    after === before
+      ? { change: null, content }
+      : { change: { kind: kind as 'write' | 'edit', command, before, after, content }, content };
   if (kind === 'write') {
     const enc = args.encoding;
     if (enc !== undefined && enc !== null && enc !== '' && !/^utf-?8$/i.test(String(enc))) {
@@ -62,7 +71,8 @@ export function computeProposal(kind: string, args: JsonObject, shown: string, r
     const content = String(args.content ?? '');
     const mode = typeof args.mode === 'string' ? args.mode : 'overwrite';
     if (mode === 'create') {
-      if (before !== null) return { change: null, content: `The file ${shown} already exists; it was not changed (mode create).` };
+      if (before !== null)
+        return { change: null, content: `The file ${shown} already exists; it was not changed (mode create).` };
       return done(content, '', mode);
     }
     if (mode === 'append') return done((before ?? '') + content, '', mode);
@@ -73,7 +83,8 @@ export function computeProposal(kind: string, args: JsonObject, shown: string, r
   const command = String(args.command);
   switch (command) {
     case 'create': {
-      if (typeof args.file_text !== 'string') throw new ToolError('Parameter `file_text` is required for command: create.');
+      if (typeof args.file_text !== 'string')
+        throw new ToolError('Parameter `file_text` is required for command: create.');
       if (before !== null) throw new ToolError(fileExistsMessage(shown));
       return done(args.file_text, createdMessage(shown), command);
     }
@@ -118,8 +129,16 @@ export interface PartialAccept {
  * the unsaved-buffer note, when the user's buffer was not saved). Partly accepted: `new_content` and `diff` are
  * what was written, and the content ends with the partial note (the agent's cue to read the file again).
  */
-export function acceptedObservation(action: Action, shown: string, change: ProposedChange, unsaved: string, partial?: PartialAccept): Observation {
-  const note = partial ? (unsaved ? unsaved.trimStart() + '\n' : '') + partialNote(shown, partial.kept, partial.total) : acceptedNote(shown) + unsaved;
+export function acceptedObservation(
+  action: Action,
+  shown: string,
+  change: ProposedChange,
+  unsaved: string,
+  partial?: PartialAccept,
+): Observation {
+  const note = partial
+    ? (unsaved ? unsaved.trimStart() + '\n' : '') + partialNote(shown, partial.kept, partial.total)
+    : acceptedNote(shown) + unsaved;
   if (action.kind === 'write') return { ...writeObservation(action.id, String(action.args.path)), content: note };
   const written = partial ? partial.written : change.after;
   const content = change.content ? change.content.replace(/\n+$/, '') + '\n' + note : note;
@@ -204,8 +223,13 @@ export function reviewSummary(pending: Pending[], max = 3): string | undefined {
   if (!pending.length) return undefined;
   const n = pending.length;
   const agents = [...new Set(pending.map((p) => p.agent))];
-  const named = pending.slice(0, max).map((p) => `${p.word} ${p.path}`).join(', ');
+  const named = pending
+    .slice(0, max)
+    .map((p) => `${p.word} ${p.path}`)
+    .join(', ');
   const more = n > max ? `, +${n - max} more` : '';
   const head = n === 1 ? '1 change waits for your review' : `${n} changes wait for your review`;
-  return plainForUi(`${head}: ${named}${more} (by ${agents.join(', ')}). Accept ✓ or reject ✕ in each diff's title bar.`);
+  return plainForUi(
+    `${head}: ${named}${more} (by ${agents.join(', ')}). Accept ✓ or reject ✕ in each diff's title bar.`,
+  );
 }
