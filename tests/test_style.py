@@ -37,6 +37,8 @@ def test_mypy_over_the_whole_package_strict_for_the_protocol():
     assert mypy["files"] == ["src/oh"] and "ignore_errors" not in str(mypy)  # no module left out
     strict = [o for o in mypy["overrides"] if o["module"] == "oh.protocol.*"]
     assert strict and strict[0]["disallow_untyped_defs"] and strict[0]["disallow_any_generics"]
+    relaxed = [o["module"] for o in mypy["overrides"] if "protocol" in str(o["module"]) and o is not strict[0]]
+    assert relaxed == [], relaxed  # all of protocol/ strict, the consent decider included (issue 38)
     proc = _run(
         [
             sys.executable,

@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from ..errors import OhBaseError
 from . import programs
@@ -723,7 +724,7 @@ def _unwrap(raw: _Raw, depth: int) -> list[Part]:
     return _simple(words, raw, st, depth)
 
 
-def _part(raw: _Raw, st: _Unwrap, words: tuple[Word, ...], **kw) -> Part:
+def _part(raw: _Raw, st: _Unwrap, words: tuple[Word, ...], **kw: Any) -> Part:
     return Part(
         words,
         st.sudo,
