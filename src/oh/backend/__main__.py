@@ -140,6 +140,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--on-dirty", choices=ON_DIRTY, default="ask")
     p.add_argument("--on-not-git", choices=ON_NOT_GIT, default="ask")
+    # A git worktree per agent (issue 37, docs/protocol.md §3.19).
+    p.add_argument("--isolate", choices=("off", "worktree", "on-request"), default="off")
     # Proposal mode (docs/protocol.md §3.11).
     p.add_argument("--review", action="store_true")
     # History (issue 29): record every action's file changes under the state dir.
@@ -296,6 +298,22 @@ def _history_dir(args: argparse.Namespace, workspace: str) -> str | None:
     return str(paths.ensure_private_dir(paths.state_dir() / "history" / key))
 
 
+def _worktree_root(args: argparse.Namespace, workspace: str) -> str | None:
+    """With --isolate: the agents' worktrees' directory under the state dir (0700), which becomes an allowed
+    root; ValueError (the backend does not start) when the workspace is in no git repository."""
+    if args.isolate == "off":
+        return None
+    from .. import gitrepo
+
+    try:
+        gitrepo.toplevel(workspace)
+    except gitrepo.GitError as exc:
+        raise ValueError(str(exc)) from None
+    root = str(paths.ensure_worktrees_dir(workspace))
+    args.allow_root = [*(args.allow_root or []), root]
+    return root
+
+
 def _stop_on_signals(loop: asyncio.AbstractEventLoop, backend: Backend) -> None:
     """SIGTERM, SIGINT and SIGHUP stop the backend (its log says which)."""
 
@@ -313,6 +331,7 @@ async def _amain(args: argparse.Namespace, token: str) -> int:
     trace_path = None if args.no_trace else paths.traces_dir() / f"{instance_id}.jsonl"
     try:
         policy = _consent_policy(args, workspace)
+        worktree_root = _worktree_root(args, workspace)
         backend = Backend(
             BackendConfig(
                 workspace=workspace,
@@ -342,6 +361,8 @@ async def _amain(args: argparse.Namespace, token: str) -> int:
                 sandbox_hidden=_oh_dirs(),
                 branch=Plan(args.branch_name or None, args.on_dirty, args.on_not_git) if args.branch == "on" else None,
                 consent=policy,
+                isolate=args.isolate,
+                worktree_root=worktree_root,
                 approval_timeout=args.approval_timeout,
                 **_approvals_page(args),
                 unix_socket=not args.no_socket,

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -54,6 +55,7 @@ class Agent:
     streak: repetition.Streak = field(default_factory=repetition.Streak)  # repetition control
     flow: Flow = field(default_factory=Flow)  # in-flight actions and unsent output (backend/flow.py)
     pathmap: Any = None  # protocol.pathmap.PathMap of its share (issue 28): paths in and out rewritten
+    worktree: dict[str, str] | None = None  # its own git worktree (issue 37): {"path", "branch", "workspace"}
 
     @property
     def context(self) -> AgentContext:
@@ -172,6 +174,7 @@ class Agents:
                 "shell": a.context.shell_key,
                 "pending": len(a.tasks),
                 "done": a.done,
+                **({"worktree": a.worktree} if a.worktree else {}),
             }
             for a in self.agents.values()
         ]
@@ -202,6 +205,8 @@ class Agents:
             flow=Flow(self.config.max_in_flight, self.config.max_output),
             pathmap=headers.share.pathmap if headers.share is not None else None,
         )
+        if headers.isolate and not await self._isolate(agent):
+            return
         self.agents[agent.agent_id] = agent
         self._emit(
             "agent_connected",
@@ -210,6 +215,7 @@ class Agents:
             workdir=agent.workdir,
             shell=agent.context.shell_key,
             **({"share_id": headers.share.share_id, "where": headers.share.where} if headers.share is not None else {}),
+            **({"worktree": agent.worktree} if agent.worktree else {}),
         )
         try:
             async for message in connection:
@@ -262,6 +268,37 @@ class Agents:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.runtime.agent_closed(agent.context), 5)
             self._emit("agent_disconnected", agent_id=agent.agent_id, name=name)
+
+    async def _isolate(self, agent: Agent) -> bool:
+        """Give ``agent`` a git worktree of its own (issue 37, docs/protocol.md §3.19): a new branch checked out
+        under the worktree root (an allowed root), its working directory and every path it sends mapped from
+        the workspace into it and back (as a share's path map does). False (the connection closed with the
+        reason) when git cannot make one."""
+        from .. import gitrepo
+        from ..protocol.pathmap import PathMap
+
+        slug = "".join(c if c.isalnum() else "-" for c in agent.name.lower()).strip("-")[:40] or "agent"
+        try:
+            top = await asyncio.to_thread(gitrepo.toplevel, self.workspace)
+            path, branch = await asyncio.to_thread(
+                gitrepo.add_worktree, self.workspace, str(self.config.worktree_root), slug
+            )
+        except gitrepo.GitError as exc:
+            log.warning("no worktree for agent %s: %s", agent.name, exc)
+            with contextlib.suppress(Exception):
+                await agent.connection.close(1011, f"oh: no worktree: {exc}"[:120])
+            return False
+        rel = os.path.relpath(self.workspace, top)
+        mapped = os.path.normpath(os.path.join(path, rel))
+        into = PathMap([(self.workspace, mapped)])
+        pairs = [(self.workspace, mapped)]
+        if agent.pathmap:  # a share's agent: its prefixes now lead into the worktree
+            pairs = [(a, into.to_host(h)) for a, h in agent.pathmap.pairs] + pairs
+        agent.pathmap = PathMap(pairs)
+        agent.workdir = into.to_host(agent.workdir or self.workspace)
+        agent.worktree = {"path": path, "branch": branch, "workspace": mapped}
+        self._emit("worktree_created", agent_id=agent.agent_id, name=agent.name, **agent.worktree)
+        return True
 
     def _deadline(self, action: Action) -> float:
         c = self.config

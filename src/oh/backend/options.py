@@ -65,6 +65,10 @@ class BackendConfig:
     fd_budget: int | None = None
     # Git-branch mode (docs/protocol.md §3.12): None = off; else the user's choices (protocol.branch.Plan).
     branch: Plan | None = None
+    # A git worktree per agent (issue 37, docs/protocol.md §3.19): off | worktree (every agent) | on-request
+    # (agents sending `X-OH-Isolate: worktree`); the worktrees live under ``worktree_root`` (an allowed root).
+    isolate: str = "off"
+    worktree_root: str | None = None
     # Consent (docs/protocol.md §3.13): None = ask for nothing; else the level and the user's rules.
     consent: Any = None  # protocol.consent.Policy
     approval_timeout: float = 600.0

@@ -435,6 +435,16 @@ KEYS: dict[str, Key] = {
             "ask | init | abort | review",
         ),
         Key(
+            "isolate",
+            _choice("off", "worktree", "on-request"),
+            "off",
+            (
+                "a git worktree per agent (under oh's state dir, on its own branch; `oh merge` brings it back): "
+                "off, worktree (every agent), on-request (agents sending X-OH-Isolate: worktree)"
+            ),
+            "off | worktree | on-request",
+        ),
+        Key(
             "review",
             _bool,
             False,
