@@ -206,8 +206,8 @@ def toplevel(workspace: str) -> str:
 
 def add_worktree(workspace: str, root: str, slug: str) -> tuple[str, str]:
     """The worktree of agent ``slug``: the existing one (a reconnection, the next `oh run` of the same agent), else
-    a new worktree of ``workspace``'s repository under ``root`` (oh's state dir, never the repository) on a new
-    branch ``oh/wt/<slug>`` from HEAD (``-2``, ``-3``… when a branch of that name exists without its worktree).
+    a new worktree of ``workspace``'s repository under ``root`` (oh's worktrees directory, never the repository) on
+    a new branch ``oh/wt/<slug>`` from HEAD (``-2``, ``-3``… when a branch of that name exists without its worktree).
     Returns (its path, its branch)."""
     top = toplevel(workspace)
     for wt in list_worktrees(top, root, details=False):

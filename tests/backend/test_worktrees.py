@@ -146,7 +146,7 @@ def test_start_refuses_isolate_outside_a_repository(workspace, oh_home):
 def _plant(ws: Path, wt: Path, marker: Path) -> None:
     """What an agent with write access to the repository could leave for oh's next git call: hooks, an
     fsmonitor, a clean filter and a merge driver (config and attributes), all writing ``marker``."""
-    hook = f"#!/bin/sh\necho \"$0\" >> {marker}\n"
+    hook = f'#!/bin/sh\necho "$0" >> {marker}\n'
     hooks = ws / ".git" / "hooks"
     for name in ("pre-commit", "commit-msg", "post-commit", "post-merge", "pre-merge-commit", "post-checkout"):
         (hooks / name).write_text(hook)
@@ -154,9 +154,9 @@ def _plant(ws: Path, wt: Path, marker: Path) -> None:
     with open(ws / ".git" / "config", "a") as f:
         f.write(
             f"[core]\n\tfsmonitor = echo fsmonitor >> {marker}; false\n"
-            f'[filter "x"]\n\tclean = sh -c \'echo clean >> {marker}; cat\'\n'
+            f"[filter \"x\"]\n\tclean = sh -c 'echo clean >> {marker}; cat'\n"
             f"\tsmudge = sh -c 'echo smudge >> {marker}; cat'\n"
-            f'[merge "y"]\n\tdriver = sh -c \'echo driver >> {marker}\'\n'
+            f"[merge \"y\"]\n\tdriver = sh -c 'echo driver >> {marker}'\n"
         )
     (wt / ".gitattributes").write_text("* filter=x merge=y\n")
 

@@ -299,8 +299,8 @@ def _history_dir(args: argparse.Namespace, workspace: str) -> str | None:
 
 
 def _worktree_root(args: argparse.Namespace, workspace: str) -> str | None:
-    """With --isolate: the agents' worktrees' directory under the state dir (0700), which becomes an allowed
-    root; ValueError (the backend does not start) when the workspace is in no git repository."""
+    """With --isolate: the agents' worktrees' directory (0700; outside the repository and the state dir), which
+    becomes an allowed root; ValueError (the backend does not start) when the workspace is in no git repository."""
     if args.isolate == "off":
         return None
     from .. import gitrepo
@@ -331,7 +331,6 @@ async def _amain(args: argparse.Namespace, token: str) -> int:
     trace_path = None if args.no_trace else paths.traces_dir() / f"{instance_id}.jsonl"
     try:
         policy = _consent_policy(args, workspace)
-        worktree_root = _worktree_root(args, workspace)
         backend = Backend(
             BackendConfig(
                 workspace=workspace,
@@ -361,8 +360,7 @@ async def _amain(args: argparse.Namespace, token: str) -> int:
                 sandbox_hidden=_oh_dirs(),
                 branch=Plan(args.branch_name or None, args.on_dirty, args.on_not_git) if args.branch == "on" else None,
                 consent=policy,
-                isolate=args.isolate,
-                worktree_root=worktree_root,
+                **args.isolation,  # a worktree per agent (issue 37): isolate, worktree_root
                 approval_timeout=args.approval_timeout,
                 **_approvals_page(args),
                 unix_socket=not args.no_socket,
@@ -385,7 +383,6 @@ async def _amain(args: argparse.Namespace, token: str) -> int:
         _ready(args.ready_fd, {"ready": False, "error": msg})
         return BackendExit.CANNOT_SERVE
     loop = asyncio.get_running_loop()
-
     _throttled_loop_errors(loop, Throttle(logging.getLogger("oh.backend")))
     _stop_on_signals(loop, backend)
     _ready(
@@ -494,6 +491,13 @@ def _check_arguments(args: argparse.Namespace) -> str:
         )
     if not os.path.isdir(args.workspace):
         raise _Refused(f"workspace {args.workspace} is not a directory")
+    try:
+        args.isolation = {
+            "isolate": args.isolate,
+            "worktree_root": _worktree_root(args, os.path.realpath(args.workspace)),
+        }
+    except ValueError as exc:
+        raise _Refused(str(exc)) from None
     try:
         return _load_token(args)
     except (SystemExit, Exception) as exc:  # noqa: BLE001 - includes UnsafePath, whose text names the path and the fix

@@ -155,7 +155,8 @@ _OPT_ISOLATE = typer.Option(
     metavar="MODE",
     help=(
         "A git worktree per agent: worktree (every agent) | on-request (agents that ask) | off. Each works on its "
-        "own branch under oh's state dir; `oh merge AGENT` brings the work back. Default: config `isolate`."
+        "own branch, outside the repository (~/.local/share/oh/worktrees); `oh merge AGENT` brings the work back. "
+        "Default: config `isolate`."
     ),
 )
 _OPT_REVIEW = typer.Option(
@@ -625,7 +626,7 @@ def _tell_detached(
                 f"review mode: the agent's writes and edits wait for your accept/reject {where} (up to "
                 f"{review_timeout:g} s)"
             )
-        if branch_flags:
+        if branch_flags and branch_flags.get("branch"):
             target = (
                 f"the git branch '{branch_flags['branch_name']}'"
                 if branch_flags.get("branch_name")
@@ -634,6 +635,11 @@ def _tell_detached(
             io.say(
                 "branch mode: before the agent's first change (write, edit, command) the workspace switches "
                 f"to {target}"
+            )
+        if branch_flags and branch_flags.get("isolate"):
+            io.say(
+                f"isolate {branch_flags['isolate']}: agents work in git worktrees of their own (`oh worktrees`); "
+                "`oh merge AGENT` brings one back"
             )
         iid = session.instance_id
         io.say(f"watch it live with `oh watch {iid}`; stop it with `oh stop {iid}`")

@@ -1,16 +1,17 @@
 """``oh worktrees`` and ``oh merge AGENT|BRANCH``: the agents' git worktrees (issue 37, docs/protocol.md §3.19).
 
-No backend is needed: both read the workspace's repository (``git worktree list``) and the worktrees under oh's
-state dir. ``oh merge`` commits what the agent left uncommitted in its worktree, shows the diff summary, merges
-its branch into the user's checked-out branch (a fast-forward, else a merge commit) and removes the worktree and
-its branch (``--keep`` keeps them). A conflict stops before anything is changed, naming the files. Every git call
-on these agent-writable repositories runs no hook, fsmonitor, filter or driver (docs/security.md §13.1).
+No backend is needed: both read the workspace's repository (``git worktree list``) and the worktrees in oh's
+worktrees directory (never the repository). ``oh merge`` commits what the agent left uncommitted in its worktree,
+shows the diff summary, merges its branch into the user's checked-out branch (a fast-forward, else a merge commit)
+and removes the worktree and its branch (``--keep`` keeps them). A conflict stops before anything is changed,
+naming the files. Every git call on these agent-writable repositories runs no hook, fsmonitor, filter or driver
+(docs/security.md §13.1).
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -58,7 +59,9 @@ def run_worktrees(io: Streams, *, workspace: str = ".", json_: bool = False) -> 
 
 
 def merge(
-    target: str = typer.Argument(..., metavar="AGENT|BRANCH", help="An agent (as `oh worktrees` names it) or its branch."),
+    target: str = typer.Argument(
+        ..., metavar="AGENT|BRANCH", help="An agent (as `oh worktrees` names it) or its branch."
+    ),
     keep: bool = typer.Option(False, "--keep", help="Keep the worktree and its branch after the merge."),
     workspace: str = _WORKSPACE,
     json_: bool = _JSON,
@@ -93,7 +96,8 @@ def run_merge(io: Streams, *, target: str, keep: bool = False, workspace: str = 
     if json_:
         io.json({"merged": True, **done})
         return 0
-    io.out.write(visible(done["summary"]) or "(no file changes)\n")
+    summary = "".join(visible(line) + "\n" for line in done["summary"].splitlines())
+    io.out.write(summary or "(no file changes)\n")
     tail = "" if keep else "; worktree and branch removed"
     io.out.write(f"Merged {visible(done['branch'])} ({done['how']}){tail}.\n")
     return 0

@@ -439,7 +439,7 @@ KEYS: dict[str, Key] = {
             _choice("off", "worktree", "on-request"),
             "off",
             (
-                "a git worktree per agent (under oh's state dir, on its own branch; `oh merge` brings it back): "
+                "a git worktree per agent (on its own branch, outside the repository; `oh merge` brings it back): "
                 "off, worktree (every agent), on-request (agents sending X-OH-Isolate: worktree)"
             ),
             "off | worktree | on-request",
