@@ -18,6 +18,7 @@ import websockets
 
 from oh.client import Client
 from oh.config import paths
+from oh.text.status import render_text
 
 from .conftest import TOKEN
 
@@ -133,6 +134,12 @@ async def test_on_request_only_the_asking_agent_is_isolated(make_backend, worksp
             assert (await shared.write("b.txt", "shared\n")).kind == "write"
             pwd = await solo.run("pwd")
             assert pwd.content.strip() == str(paths.worktrees_dir(str(workspace)) / "solo")
+            status = b.status()
+            text = render_text(
+                [{**status, "url": "u", "pid": 1, "token_fingerprint": "f"}], uses_editor=lambda _: False
+            )
+            assert "  worktree   solo (a1): oh/wt/solo" in text, text
+            assert [a["name"] for a in status["agents"] if a.get("worktree")] == ["solo"]
     assert (workspace / "a.txt").read_text() == "a\n"
     assert (workspace / "b.txt").read_text() == "shared\n"
 

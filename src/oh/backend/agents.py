@@ -297,7 +297,6 @@ class Agents:
         agent.pathmap = PathMap(pairs)
         agent.workdir = into.to_host(agent.workdir or self.workspace)
         agent.worktree = {"path": path, "branch": branch, "workspace": mapped}
-        self._emit("worktree_created", agent_id=agent.agent_id, name=agent.name, **agent.worktree)
         return True
 
     def _deadline(self, action: Action) -> float:
