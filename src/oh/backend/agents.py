@@ -163,6 +163,7 @@ class Agents:
         self.stats = {"done": 0, "errors": 0}
         self._ids = itertools.count(1)
         self.pumps: dict[int, Progress] = {}  # leg id -> the progress frames of an action that asked for them
+        self._worktree_lock = asyncio.Lock()  # issue 37: worktrees are found or made one at a time
 
     def describe(self) -> list[dict[str, Any]]:
         """The agents as `oh status` lists them."""
@@ -277,12 +278,13 @@ class Agents:
         from .. import gitrepo
         from ..protocol.pathmap import PathMap
 
-        slug = "".join(c if c.isalnum() else "-" for c in agent.name.lower()).strip("-")[:40] or "agent"
+        slug = "".join(c if c.isascii() and c.isalnum() else "-" for c in agent.name.lower()).strip("-")[:40]
         try:
             top = await asyncio.to_thread(gitrepo.toplevel, self.workspace)
-            path, branch = await asyncio.to_thread(
-                gitrepo.add_worktree, self.workspace, str(self.config.worktree_root), slug
-            )
+            async with self._worktree_lock:  # two connections of one agent at once: one worktree, made once
+                path, branch = await asyncio.to_thread(
+                    gitrepo.add_worktree, self.workspace, str(self.config.worktree_root), slug or "agent"
+                )
         except gitrepo.GitError as exc:
             log.warning("no worktree for agent %s: %s", agent.name, exc)
             with contextlib.suppress(Exception):
