@@ -20,6 +20,7 @@ from . import programs
 from .errors import OhBaseError
 
 GIT_TIMEOUT = 30.0  # a stash of a large tree can take a while; never for ever
+CHECKOUT_TIMEOUT = 600.0  # a worktree's checkout, a merge's and a worktree's removal write the whole tree
 
 
 class GitError(OhBaseError):
@@ -33,7 +34,7 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _git(cwd: str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+def _git(cwd: str, *args: str, check: bool = True, timeout: float = GIT_TIMEOUT) -> subprocess.CompletedProcess:
     exe = programs.find("git")
     if exe is None:
         raise GitError(
@@ -56,11 +57,11 @@ def _git(cwd: str, *args: str, check: bool = True) -> subprocess.CompletedProces
         except OSError as exc:
             raise GitError(f"cannot run git: {exc}") from None
         try:
-            code = proc.wait(timeout=GIT_TIMEOUT)
+            code = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             _kill_group(proc)
             raise GitError(
-                f"`git {' '.join(args)}` did not finish within {GIT_TIMEOUT:g} s (a git hook waiting?)."
+                f"`git {' '.join(args)}` did not finish within {timeout:g} s (a git hook waiting?)."
             ) from None
         done = subprocess.CompletedProcess([exe, *args], code, _read(out), _read(err))
     if check and done.returncode != 0:
@@ -188,9 +189,9 @@ def _neutral(cwd: str) -> list[str]:
     return out
 
 
-def safe_git(cwd: str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+def safe_git(cwd: str, *args: str, check: bool = True, timeout: float = GIT_TIMEOUT) -> subprocess.CompletedProcess:
     """git in a repository an agent may have written to: no hook, fsmonitor, filter or driver of its config runs."""
-    return _git(cwd, *_neutral(cwd), *args, check=check)
+    return _git(cwd, *_neutral(cwd), *args, check=check, timeout=timeout)
 
 
 def toplevel(workspace: str) -> str:
@@ -205,25 +206,28 @@ def toplevel(workspace: str) -> str:
 
 
 def add_worktree(workspace: str, root: str, slug: str) -> tuple[str, str]:
-    """The worktree of agent ``slug``: the existing one (a reconnection, the next `oh run` of the same agent), else
-    a new worktree of ``workspace``'s repository under ``root`` (oh's worktrees directory, never the repository) on
-    a new branch ``oh/wt/<slug>`` from HEAD (``-2``, ``-3``… when a branch of that name exists without its worktree).
+    """The worktree of agent ``slug`` (branch ``oh/wt/<slug>``): the existing one (a reconnection, the next `oh run`
+    of the same agent); else its branch checked out again when it is left without a worktree (its directory
+    deleted: its earlier work comes back); else a new branch from HEAD. The directory is ``root/<slug>`` (oh's
+    worktrees directory, never the repository), ``<slug>.2``, ``.3``… when something else is in the way.
     Returns (its path, its branch)."""
     top = toplevel(workspace)
+    branch = WORKTREE_PREFIX + slug
     for wt in list_worktrees(top, root, details=False):
-        if wt["agent"] == slug and os.path.basename(wt["path"]) == slug:
-            return wt["path"], wt["branch"]
+        if wt["branch"] == branch:
+            return wt["path"], branch
     head = _git(top, "rev-parse", "--verify", "--quiet", "HEAD^{commit}", check=False)
     if head.returncode != 0:
         raise GitError(f"{top} has no commit yet: a worktree starts from one. Commit first (`git commit`).")
-    taken = set(_git(top, "for-each-ref", "--format=%(refname:short)", "refs/heads").stdout.split())
-    name, n = slug, 1
-    while WORKTREE_PREFIX + name in taken or os.path.exists(os.path.join(root, name)):
+    safe_git(top, "worktree", "prune")  # forget worktrees whose directories are gone (their branches stay)
+    path, n = os.path.join(root, slug), 1
+    while os.path.lexists(path):
         n += 1
-        name = f"{slug}-{n}"
-    path = os.path.join(root, name)
-    safe_git(top, "worktree", "add", "--quiet", "-b", WORKTREE_PREFIX + name, path, "HEAD")
-    return os.path.realpath(path), WORKTREE_PREFIX + name
+        path = os.path.join(root, f"{slug}.{n}")
+    known = _git(top, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", check=False).returncode == 0
+    new = () if known else ("-b", branch)
+    safe_git(top, "worktree", "add", "--quiet", *new, path, branch if known else "HEAD", timeout=CHECKOUT_TIMEOUT)
+    return os.path.realpath(path), branch
 
 
 def list_worktrees(workspace: str, root: str, details: bool = True) -> list[dict[str, Any]]:
@@ -242,8 +246,9 @@ def list_worktrees(workspace: str, root: str, details: bool = True) -> list[dict
         wt: dict[str, Any] = {"path": path, "branch": branch, "agent": branch[len(WORKTREE_PREFIX) :]}
         if details:
             ahead = _git(top, "rev-list", "--count", f"HEAD..{branch}", check=False).stdout.strip()
-            dirty = safe_git(path, "status", "--porcelain", "--untracked-files=all", check=False).stdout
-            wt.update(ahead=int(ahead or 0), uncommitted=len(dirty.splitlines()))
+            status = ("status", "--porcelain", "--untracked-files=all")
+            dirty = safe_git(path, *status, check=False, timeout=CHECKOUT_TIMEOUT).stdout.splitlines()
+            wt.update(ahead=int(ahead or 0), uncommitted=len(dirty))
         out.append(wt)
     return out
 
@@ -266,7 +271,7 @@ def _identity(cwd: str) -> list[str]:
 def commit_worktree(wt: dict[str, Any], message: str) -> bool:
     """Commit what the agent left uncommitted in its worktree (oh's commit, no hook). True when there was some."""
     path = wt["path"]
-    safe_git(path, "add", "--all")
+    safe_git(path, "add", "--all", timeout=CHECKOUT_TIMEOUT)
     if safe_git(path, "diff", "--cached", "--quiet", "--no-ext-diff", check=False).returncode == 0:
         return False
     safe_git(path, *_identity(path), "commit", "--quiet", "--no-verify", "--no-gpg-sign", "-m", message)
@@ -295,7 +300,7 @@ def merge_worktree(workspace: str, wt: dict[str, Any], keep: bool = False) -> di
         behind = int(_git(top, "rev-list", "--count", f"{branch}..HEAD").stdout.strip() or 0)
         args = ["merge", "--quiet", "--no-verify", "--no-gpg-sign", "--no-edit"]
         args += ["--ff-only"] if behind == 0 else ["--no-ff", "-m", f"oh merge {branch}"]
-        done = safe_git(top, *_identity(top), *args, branch, check=False)
+        done = safe_git(top, *_identity(top), *args, branch, check=False, timeout=CHECKOUT_TIMEOUT)
         if done.returncode != 0:
             if _git(top, "rev-parse", "--verify", "--quiet", "MERGE_HEAD", check=False).returncode == 0:
                 safe_git(top, "merge", "--abort", check=False)
@@ -304,7 +309,7 @@ def merge_worktree(workspace: str, wt: dict[str, Any], keep: bool = False) -> di
         how = "fast-forward" if behind == 0 else "merge commit"
     removed = False
     if not keep:
-        safe_git(top, "worktree", "remove", "--force", wt["path"])
+        safe_git(top, "worktree", "remove", "--force", wt["path"], timeout=CHECKOUT_TIMEOUT)
         safe_git(top, "branch", "-D" if not ahead else "-d", branch)
         removed = True
     return {"branch": branch, "committed": committed, "summary": summary, "how": how, "removed": removed}

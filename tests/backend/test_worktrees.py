@@ -196,3 +196,16 @@ async def test_no_worktree_when_git_fails_closes_the_connection(make_backend, wo
         obs = await c.run("true")
         assert obs.kind != "run"
     await c.close()
+
+
+async def test_an_agent_that_reconnects_gets_its_worktree_back(make_backend, workspace, oh_home):
+    _repo(workspace, {"a.txt": "a\n"})
+    b = await _backend(make_backend, workspace)
+    for round_ in range(2):
+        async with await Client.connect(_url(b), TOKEN, name="again") as c:
+            seen = await c.read("a.txt")
+            assert seen.content.strip().endswith("a" if round_ == 0 else "mine"), seen.content
+            if round_ == 0:
+                assert (await c.write("a.txt", "mine\n")).kind == "write"
+    listed = _oh("worktrees", "--json", cwd=workspace)
+    assert listed.stdout.count('"oh/wt/again"') == 1, listed.stdout
