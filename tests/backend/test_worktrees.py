@@ -8,6 +8,7 @@ fsmonitor, filters or merge drivers an agent could plant (docs/security.md §13.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -189,13 +190,16 @@ async def test_merge_runs_no_planted_hook_filter_or_driver(make_backend, workspa
 
 async def test_no_worktree_when_git_fails_closes_the_connection(make_backend, workspace, oh_home):
     """A repository without a commit: the agent's connection is closed with the reason (no silent sharing)."""
+    from websockets.asyncio.client import connect
+
     _git(workspace, "init", "-q")
     b = await _backend(make_backend, workspace)
-    c = await Client.connect(_url(b), TOKEN, name="early")
-    with pytest.raises((websockets.ConnectionClosed, Exception)):
-        obs = await c.run("true")
-        assert obs.kind != "run"
-    await c.close()
+    headers = {"Authorization": f"Bearer {TOKEN}", "X-OH-Client": "early"}
+    async with connect(_url(b) + "/v1/agent", additional_headers=headers) as ws:
+        with pytest.raises(websockets.ConnectionClosed) as closed:
+            await asyncio.wait_for(ws.recv(), 30)
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1011
+    assert "no commit" in closed.value.rcvd.reason, closed.value.rcvd.reason
 
 
 async def test_an_agent_that_reconnects_gets_its_worktree_back(make_backend, workspace, oh_home):

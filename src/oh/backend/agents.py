@@ -276,7 +276,7 @@ class Agents:
         the workspace into it and back (as a share's path map does). False (the connection closed with the
         reason) when git cannot make one."""
         from .. import gitrepo
-        from ..protocol.pathmap import PathMap
+        from ..protocol.pathmap import MapError, PathMap
 
         slug = "".join(c if c.isascii() and c.isalnum() else "-" for c in agent.name.lower()).strip("-")[:40]
         try:
@@ -285,18 +285,18 @@ class Agents:
                 path, branch = await asyncio.to_thread(
                     gitrepo.add_worktree, self.workspace, str(self.config.worktree_root), slug or "agent"
                 )
-        except gitrepo.GitError as exc:
+            mapped = os.path.normpath(os.path.join(path, os.path.relpath(self.workspace, top)))
+            into = PathMap([(self.workspace, mapped)])
+            pairs = [(self.workspace, mapped)]
+            if agent.pathmap:  # a share's agent: its prefixes now lead into the worktree
+                pairs = [(a, into.to_host(h)) for a, h in agent.pathmap.pairs] + pairs
+            agent.pathmap = PathMap(pairs)
+        except (gitrepo.GitError, MapError) as exc:
             log.warning("no worktree for agent %s: %s", agent.name, exc)
+            reason = f"oh: no worktree: {exc}".encode()[:120].decode("utf-8", "ignore")  # a close reason: ≤ 123 bytes
             with contextlib.suppress(Exception):
-                await agent.connection.close(1011, f"oh: no worktree: {exc}"[:120])
+                await agent.connection.close(1011, reason)
             return False
-        rel = os.path.relpath(self.workspace, top)
-        mapped = os.path.normpath(os.path.join(path, rel))
-        into = PathMap([(self.workspace, mapped)])
-        pairs = [(self.workspace, mapped)]
-        if agent.pathmap:  # a share's agent: its prefixes now lead into the worktree
-            pairs = [(a, into.to_host(h)) for a, h in agent.pathmap.pairs] + pairs
-        agent.pathmap = PathMap(pairs)
         agent.workdir = into.to_host(agent.workdir or self.workspace)
         agent.worktree = {"path": path, "branch": branch, "workspace": mapped}
         return True
