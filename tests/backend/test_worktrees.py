@@ -213,3 +213,32 @@ async def test_an_agent_that_reconnects_gets_its_worktree_back(make_backend, wor
                 assert (await c.write("a.txt", "mine\n")).kind == "write"
     listed = _oh("worktrees", "--json", cwd=workspace)
     assert listed.stdout.count('"oh/wt/again"') == 1, listed.stdout
+
+
+def test_oh_start_on_request_and_the_cli_verbs_asking_with_oh_isolate(workspace, oh_home):
+    """The whole path with real processes: `oh start --isolate on-request`, then `oh write` / `oh run` with
+    OH_ISOLATE=worktree land in that agent's worktree (its shell runs there, in the sandbox), without it in the
+    workspace; `oh merge oh-cli` brings the work back."""
+    _repo(workspace, {"a.txt": "a\n"})
+    started = _oh("start", "--isolate", "on-request", "--detach", "--runtime", "local", cwd=workspace)
+    assert started.returncode == 0, started.stderr
+    try:
+        env = {**os.environ, "OH_ISOLATE": "worktree"}
+        run = subprocess.run(
+            [sys.executable, "-m", "oh", "run", "pwd; echo isolated > a.txt"],
+            cwd=workspace,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert run.returncode == 0, run.stderr
+        assert run.stdout.strip() == str(paths.worktrees_dir(str(workspace)) / "oh-cli")
+        shared = _oh("write", "b.txt", "--content", "shared\n", cwd=workspace)
+        assert shared.returncode == 0, shared.stderr
+        assert (workspace / "a.txt").read_text() == "a\n" and (workspace / "b.txt").read_text() == "shared\n"
+    finally:
+        _oh("stop", cwd=workspace)
+    merged = _oh("merge", "oh-cli", cwd=workspace)
+    assert merged.returncode == 0, merged.stderr
+    assert (workspace / "a.txt").read_text() == "isolated\n"
