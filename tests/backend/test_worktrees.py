@@ -242,3 +242,20 @@ def test_oh_start_on_request_and_the_cli_verbs_asking_with_oh_isolate(workspace,
     merged = _oh("merge", "oh-cli", cwd=workspace)
     assert merged.returncode == 0, merged.stderr
     assert (workspace / "a.txt").read_text() == "isolated\n"
+
+
+async def test_merge_into_your_uncommitted_change_of_that_file_changes_nothing(make_backend, workspace, oh_home):
+    _repo(workspace, {"a.txt": "a\n"})
+    b = await _backend(make_backend, workspace)
+    async with await Client.connect(_url(b), TOKEN, name="eve") as c:
+        assert (await c.write("a.txt", "agent\n")).kind == "write"
+        assert (await c.write("new.txt", "agent's new file\n")).kind == "write"
+    (workspace / "a.txt").write_text("yours, not committed\n")
+    (workspace / "new.txt").write_text("yours, untracked\n")
+    head = _git(workspace, "rev-parse", "HEAD")
+    refused = _oh("merge", "eve", cwd=workspace)
+    assert refused.returncode == 1 and "Nothing was merged" in refused.stderr, refused.stderr
+    assert (workspace / "a.txt").read_text() == "yours, not committed\n"
+    assert (workspace / "new.txt").read_text() == "yours, untracked\n"
+    assert _git(workspace, "rev-parse", "HEAD") == head
+    assert (paths.worktrees_dir(str(workspace)) / "eve" / "a.txt").read_text() == "agent\n"  # kept
