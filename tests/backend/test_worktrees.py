@@ -215,15 +215,15 @@ async def test_an_agent_that_reconnects_gets_its_worktree_back(make_backend, wor
     assert listed.stdout.count('"oh/wt/again"') == 1, listed.stdout
 
 
-def test_oh_start_on_request_and_the_cli_verbs_asking_with_oh_isolate(workspace, oh_home):
+def test_oh_start_on_request_and_the_cli_verbs_asking_with_oh_agent_isolate(workspace, oh_home):
     """The whole path with real processes: `oh start --isolate on-request`, then `oh write` / `oh run` with
-    OH_ISOLATE=worktree land in that agent's worktree (its shell runs there, in the sandbox), without it in the
+    OH_AGENT_ISOLATE=worktree land in that agent's worktree (its shell runs there, in the sandbox), without it in the
     workspace; `oh merge oh-cli` brings the work back."""
     _repo(workspace, {"a.txt": "a\n"})
     started = _oh("start", "--isolate", "on-request", "--detach", "--runtime", "local", cwd=workspace)
     assert started.returncode == 0, started.stderr
     try:
-        env = {**os.environ, "OH_ISOLATE": "worktree"}
+        env = {**os.environ, "OH_AGENT_ISOLATE": "worktree"}
         run = subprocess.run(
             [sys.executable, "-m", "oh", "run", "pwd; echo isolated > a.txt"],
             cwd=workspace,

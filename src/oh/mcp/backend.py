@@ -58,7 +58,9 @@ async def connect_client(url: str, token: str, *, name: str, shell: str, workdir
     Uses the client's own keyword arguments when it has them; otherwise sends the headers itself.
     """
     params = inspect.signature(Client.connect).parameters
-    isolate = os.environ.get("OH_ISOLATE") == "worktree"  # issue 37: a worktree of its own (`--isolate on-request`)
+    isolate = (
+        os.environ.get("OH_AGENT_ISOLATE") == "worktree"
+    )  # issue 37: a worktree of its own (`--isolate on-request`)
     if "shell" in params and "workdir" in params and "isolate" in params:
         return await Client.connect(url, token, name=name, shell=shell, workdir=workdir, isolate=isolate)
     if "shell" in params and "workdir" in params and not isolate:
