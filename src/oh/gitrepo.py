@@ -158,7 +158,9 @@ def apply(workspace: str, state: RepoState, decision: Decision) -> dict[str, Any
 # of these git calls switches off everything that would run a program the agent could have planted (issue 36's
 # lesson: outside never trusts inside): hooks, the fsmonitor, external diff, textconv, signing, and the
 # commands named by any filter or merge driver the configuration defines (emptied one by one: git treats an
-# empty command as no filter). The drivers come from `git config --get-regexp`, which only reads files.
+# empty command as no filter) when the repository's own configuration defines them (the user's global and system
+# configuration is the user's, and git-lfs's filter lives there). They come from `git config --get-regexp`, which
+# only reads files.
 
 WORKTREE_PREFIX = "oh/wt/"  # the branches of agents' worktrees
 _FIXED = (
@@ -182,8 +184,11 @@ def _neutral(cwd: str) -> list[str]:
     out: list[str] = []
     for pair in _FIXED:
         out += ["-c", pair]
-    found = _git(cwd, *out, "config", "--null", "--get-regexp", _DRIVER_KEYS, check=False)
-    keys = {item.split("\n", 1)[0] for item in found.stdout.split("\0") if item}
+    found = _git(cwd, *out, "config", "--null", "--show-scope", "--get-regexp", _DRIVER_KEYS, check=False)
+    items = found.stdout.split("\0")
+    # Only the repository's own configuration (and the files it includes): the agent may have written it. The
+    # user's global and system configuration stays in force (git-lfs's filter lives there, and is needed).
+    keys = {entry.split("\n", 1)[0] for scope, entry in zip(items[::2], items[1::2]) if scope in ("local", "worktree")}
     for key in sorted(keys):
         out += ["-c", f"{key}=" if not key.endswith(".driver") else f"{key}=false"]
     return out

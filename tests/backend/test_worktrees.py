@@ -259,3 +259,18 @@ async def test_merge_into_your_uncommitted_change_of_that_file_changes_nothing(m
     assert (workspace / "new.txt").read_text() == "yours, untracked\n"
     assert _git(workspace, "rev-parse", "HEAD") == head
     assert (paths.worktrees_dir(str(workspace)) / "eve" / "a.txt").read_text() == "agent\n"  # kept
+
+
+async def test_the_users_own_global_filter_still_applies(make_backend, workspace, oh_home, tmp_path, monkeypatch):
+    """Only the repository's configuration is distrusted: a filter of the user's global configuration (git-lfs's
+    kind) still cleans what `oh merge` commits."""
+    gitconfig = tmp_path / "gitconfig"
+    gitconfig.write_text('[filter "up"]\n\tclean = tr a-z A-Z\n')
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
+    _repo(workspace, {".gitattributes": "*.up filter=up\n", "a.txt": "a\n"})
+    b = await _backend(make_backend, workspace)
+    async with await Client.connect(_url(b), TOKEN, name="lfs") as c:
+        assert (await c.write("x.up", "abc\n")).kind == "write"
+    merged = _oh("merge", "lfs", cwd=workspace)
+    assert merged.returncode == 0, merged.stderr
+    assert _git(workspace, "show", "HEAD:x.up") == "ABC\n"
