@@ -100,7 +100,7 @@ def _build():
 
 
 def _register_more(app) -> None:
-    """The commands added by later issues (review, consent, history, vscode, share, ensure, claims)."""
+    """The commands added by later issues (review, consent, history, vscode, share, ensure, claims, worktrees)."""
     from .commands import review as review_cmd  # proposal (review) mode
 
     app.add_typer(review_cmd.app, name="review")
@@ -126,6 +126,10 @@ def _register_more(app) -> None:
     from .commands import claims as claims_cmd  # issue 37: several agents
 
     app.add_typer(claims_cmd.app, name="claims")
+    from .commands import worktrees as worktrees_cmd  # issue 37: a worktree per agent
+
+    app.command()(worktrees_cmd.worktrees)
+    app.command()(worktrees_cmd.merge)
 
 
 def main() -> None:

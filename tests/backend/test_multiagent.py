@@ -277,3 +277,41 @@ async def test_a_file_changed_while_it_was_read_gives_no_version_and_the_next_wr
             assert obs.kind == "read" and obs.content == "old\n" and "version" not in obs.extras
             stale = await alice.write("r.txt", "old\nmine\n")  # decided by the backend: never reaches the editor
             assert stale.error_id == "STALE" and f.read_text() == "new\n" and len(ed.received) == 1
+
+
+# ---- force under consent `changes` (issue 37: the way past STALE is the user's to allow) ----------------------
+
+
+async def test_force_is_asked_under_consent_changes_and_rejecting_keeps_the_file(make_backend, workspace):
+    from .peers import pending
+    from .test_consent import policy
+
+    f = workspace / "notes.txt"
+    f.write_text("one\n")
+    b = await make_backend(consent=policy(workspace, "changes"), review=True)
+    async with await Client.connect(_url(b), TOKEN, name="alice") as alice:
+        assert (await alice.read("notes.txt")).kind == "read"
+        f.write_text("the user's change\n")  # the agent's base is stale now
+        for op, expect in (("reject", "the user's change\n"), ("allow", "alice's\n")):
+            sent = asyncio.ensure_future(alice.write("notes.txt", "alice's\n", force=True))
+            (row,) = await pending(b)
+            assert "force: true" in row["reason"] and "another agent" in row["reason"], row
+            assert f.read_text() == "the user's change\n"  # nothing written while it is asked
+            decided = await control(b, b.decider_token, {"type": "approvals", "op": op, "id": row["id"]})
+            assert decided["results"][0]["outcome"] in ("allowed", "rejected"), decided
+            obs = await asyncio.wait_for(sent, 20)
+            assert (obs.kind == "write") == (op == "allow"), obs.content
+            assert f.read_text() == expect
+
+
+async def test_force_is_not_asked_under_consent_commands(make_backend, workspace):
+    from .test_consent import policy
+
+    f = workspace / "notes.txt"
+    f.write_text("one\n")
+    b = await make_backend(consent=policy(workspace, "commands"))
+    async with await Client.connect(_url(b), TOKEN, name="alice") as alice:
+        await alice.read("notes.txt")
+        f.write_text("two\n")
+        obs = await asyncio.wait_for(alice.write("notes.txt", "alice's\n", force=True), 20)
+        assert obs.kind == "write" and f.read_text() == "alice's\n"

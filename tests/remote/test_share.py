@@ -151,3 +151,19 @@ def test_connect_file_discovery_and_one_that_points_elsewhere(mroh, tmp_path):
     stale.write_text(json.dumps({**data, "expires_at": time.time() - 1}))
     proc = mroh("run", "true", env={**env, "OH_CONNECT": str(stale), "OH_NO_FASTPATH": "1"}, cwd=tmp_path)
     assert proc.returncode == 3 and "expired" in proc.stderr, proc.stderr
+
+
+def test_a_shared_agents_claim_is_checked_in_the_workspaces_paths(mroh):
+    """A claim through a share with a path map (issue 37, §3.18): the agent claims `/workspace/…` as it sees it;
+    another agent's write of the same file in the workspace's own path is refused, and the claim's answer
+    shows the agent's path. (Before: the claim kept `/workspace/…`, covered nothing here, and the write landed.)"""
+    url = "unix:" + mroh.session_data["socket"]
+    made = mroh.share("--where", "box-claim", "--map", f"/workspace={mroh.workspace}")
+    target = mroh.workspace / "claimed-by-share.txt"
+    with SyncClient.connect(url, token_of(made)) as boxed, SyncClient.connect(url, mroh.session_data["token"]) as here:
+        got = boxed.claim(["/workspace/claimed-by-share.txt"], ttl=60)
+        assert got.kind == "claim" and got.extras["paths"] == ["/workspace/claimed-by-share.txt"], got.extras
+        refused = here.write(str(target), "mine\n")
+        assert refused.kind == "error" and refused.error_id == "CLAIMED", refused.content
+        assert not target.exists()
+        boxed.release()

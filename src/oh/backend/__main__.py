@@ -224,7 +224,6 @@ async def _amain(args: argparse.Namespace, config: BackendConfig, token: str) ->
         _ready(args.ready_fd, {"ready": False, "error": msg})
         return BackendExit.CANNOT_SERVE
     loop = asyncio.get_running_loop()
-
     _throttled_loop_errors(loop, Throttle(logging.getLogger("oh.backend")))
     _stop_on_signals(loop, backend)
     _ready(
@@ -333,6 +332,15 @@ def _check_arguments(args: argparse.Namespace, config: BackendConfig) -> str:
         )
     if not os.path.isdir(config.workspace):
         raise _Refused(f"workspace {config.workspace} is not a directory")
+    if config.isolate not in ("off", "worktree", "on-request"):
+        raise _Refused(f"isolate {config.isolate!r}: give off, worktree or on-request")
+    if config.isolate != "off":  # a worktree per agent (issue 37) needs the workspace in a git repository
+        from .. import gitrepo
+
+        try:
+            gitrepo.toplevel(config.workspace)
+        except gitrepo.GitError as exc:
+            raise _Refused(f"--isolate {config.isolate}: {exc}") from None
     try:
         return _load_token(args)
     except (SystemExit, Exception) as exc:  # noqa: BLE001 - includes UnsafePath, whose text names the path and the fix

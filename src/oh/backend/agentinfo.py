@@ -44,6 +44,7 @@ class AgentHeaders:
     workdir: str  # realpath, inside the roots
     shell: str | None  # a shared key, or None = private
     share: Any = None  # backend/shares.Share when it came in with a share credential (issue 28)
+    isolate: bool = False  # a git worktree of its own (issue 37: `--isolate`, or `X-OH-Isolate: worktree`)
 
 
 def _one(headers, name: str) -> str | None:
@@ -66,7 +67,25 @@ def clean_name(raw: str | None) -> str:
     return text or "agent"
 
 
-def parse(headers, workspace: str, roots: Sequence[str], share: Any = None) -> AgentHeaders | tuple[HTTPStatus, str]:
+def _isolate(headers, mode: str) -> bool | tuple[HTTPStatus, str]:
+    """Whether the agent gets a worktree of its own: always under ``--isolate worktree``; on its request
+    (``X-OH-Isolate: worktree``) under ``--isolate on-request``; a request to a backend started without is refused."""
+    raw = _one(headers, "X-OH-Isolate")
+    if raw is not None and raw.strip().lower() != "worktree":
+        return HTTPStatus.BAD_REQUEST, "X-OH-Isolate: the one value is `worktree`.\n"
+    if mode == "worktree":
+        return True
+    if raw is not None and mode != "on-request":
+        return HTTPStatus.CONFLICT, (
+            "X-OH-Isolate: worktree asks for a git worktree of its own, and this backend was started without "
+            "worktrees: start it with `oh start --isolate on-request` (or `--isolate worktree`).\n"
+        )
+    return raw is not None
+
+
+def parse(
+    headers, workspace: str, roots: Sequence[str], share: Any = None, isolate: str = "off"
+) -> AgentHeaders | tuple[HTTPStatus, str]:
     """The agent's headers, or (status, one-line reason) refusing the handshake. ``share``: the share the
     credential belongs to; its path map turns the agent's working directory into this machine's, and its
     agents are named with where they run (``name @ where``)."""
@@ -74,8 +93,11 @@ def parse(headers, workspace: str, roots: Sequence[str], share: Any = None) -> A
         workdir_raw = _one(headers, "X-OH-Workdir")
         shell = _one(headers, "X-OH-Shell")
         client = _one(headers, "X-OH-Client") if headers.get_all("X-OH-Client") else None
+        isolated = _isolate(headers, isolate)
     except ValueError as exc:
         return HTTPStatus.BAD_REQUEST, f"{exc}.\n"
+    if isinstance(isolated, tuple):
+        return isolated
     workdir = workspace
     if workdir_raw is not None:
         if not os.path.isabs(workdir_raw) or "\x00" in workdir_raw:
@@ -97,4 +119,4 @@ def parse(headers, workspace: str, roots: Sequence[str], share: Any = None) -> A
     name = clean_name(client)
     if share is not None:
         name = f"{name} @ {share.where}"
-    return AgentHeaders(name, workdir, shell, share)
+    return AgentHeaders(name, workdir, shell, share, isolated)

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -54,6 +55,7 @@ class Agent:
     streak: repetition.Streak = field(default_factory=repetition.Streak)  # repetition control
     flow: Flow = field(default_factory=Flow)  # in-flight actions and unsent output (backend/flow.py)
     pathmap: Any = None  # protocol.pathmap.PathMap of its share (issue 28): paths in and out rewritten
+    worktree: dict[str, str] | None = None  # its own git worktree (issue 37): {"path", "branch", "workspace"}
 
     @property
     def context(self) -> AgentContext:
@@ -161,6 +163,7 @@ class Agents:
         self.stats = {"done": 0, "errors": 0}
         self._ids = itertools.count(1)
         self.pumps: dict[int, Progress] = {}  # leg id -> the progress frames of an action that asked for them
+        self._worktree_lock = asyncio.Lock()  # issue 37: worktrees are found or made one at a time
 
     def describe(self) -> list[dict[str, Any]]:
         """The agents as `oh status` lists them."""
@@ -172,6 +175,7 @@ class Agents:
                 "shell": a.context.shell_key,
                 "pending": len(a.tasks),
                 "done": a.done,
+                **({"worktree": a.worktree} if a.worktree else {}),
             }
             for a in self.agents.values()
         ]
@@ -202,6 +206,8 @@ class Agents:
             flow=Flow(self.config.max_in_flight, self.config.max_output),
             pathmap=headers.share.pathmap if headers.share is not None else None,
         )
+        if headers.isolate and not await self._isolate(agent):
+            return
         self.agents[agent.agent_id] = agent
         self._emit(
             "agent_connected",
@@ -210,6 +216,7 @@ class Agents:
             workdir=agent.workdir,
             shell=agent.context.shell_key,
             **({"share_id": headers.share.share_id, "where": headers.share.where} if headers.share is not None else {}),
+            **({"worktree": agent.worktree} if agent.worktree else {}),
         )
         try:
             async for message in connection:
@@ -262,6 +269,37 @@ class Agents:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.runtime.agent_closed(agent.context), 5)
             self._emit("agent_disconnected", agent_id=agent.agent_id, name=name)
+
+    async def _isolate(self, agent: Agent) -> bool:
+        """Give ``agent`` a git worktree of its own (issue 37, docs/protocol.md §3.19): a new branch checked out
+        under the worktree root (an allowed root), its working directory and every path it sends mapped from
+        the workspace into it and back (as a share's path map does). False (the connection closed with the
+        reason) when git cannot make one."""
+        from .. import gitrepo
+        from ..protocol.pathmap import MapError, PathMap
+
+        slug = "".join(c if c.isascii() and c.isalnum() else "-" for c in agent.name.lower()).strip("-")[:40]
+        try:
+            top = await asyncio.to_thread(gitrepo.toplevel, self.workspace)
+            async with self._worktree_lock:  # two connections of one agent at once: one worktree, made once
+                path, branch = await asyncio.to_thread(
+                    gitrepo.add_worktree, self.workspace, str(self.config.worktree_root), slug or "agent"
+                )
+            mapped = os.path.normpath(os.path.join(path, os.path.relpath(self.workspace, top)))
+            into = PathMap([(self.workspace, mapped)])
+            pairs = [(self.workspace, mapped)]
+            if agent.pathmap:  # a share's agent: its prefixes now lead into the worktree
+                pairs = [(a, into.to_host(h)) for a, h in agent.pathmap.pairs] + pairs
+            agent.pathmap = PathMap(pairs)
+        except (gitrepo.GitError, MapError) as exc:
+            log.warning("no worktree for agent %s: %s", agent.name, exc)
+            reason = f"oh: no worktree: {exc}".encode()[:120].decode("utf-8", "ignore")  # a close reason: ≤ 123 bytes
+            with contextlib.suppress(Exception):
+                await agent.connection.close(1011, reason)
+            return False
+        agent.workdir = into.to_host(agent.workdir or self.workspace)
+        agent.worktree = {"path": path, "branch": branch, "workspace": mapped}
+        return True
 
     def _deadline(self, action: Action) -> float:
         c = self.config

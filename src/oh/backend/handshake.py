@@ -71,6 +71,7 @@ class Handshake:
         self.workspace, self.roots = workspace, roots
         self.status = status
         self.refusals = guard.Throttle(log)
+        self.isolate = "off"  # worktrees per agent (issue 37): off | worktree | on-request
 
     def process_request(self, connection: ServerConnection, request: Any) -> Any:
         path = urlsplit(request.path).path
@@ -94,7 +95,9 @@ class Handshake:
                 HTTPStatus.NOT_FOUND, "Unknown path: use /v1/agent, /v1/editor, /v1/monitor or /v1/control.\n"
             )
         if path == "/v1/agent":
-            parsed = agentinfo.parse(headers, self.workspace, self.roots, getattr(connection, "oh_share", None))
+            parsed = agentinfo.parse(
+                headers, self.workspace, self.roots, getattr(connection, "oh_share", None), self.isolate
+            )
             if isinstance(parsed, tuple):
                 log.info("refused agent handshake: %s", parsed[1].strip()[:200])
                 return connection.respond(*parsed)

@@ -139,6 +139,7 @@ class Backend:
             ServerHooks(self._handle, lambda: self.port, lambda: self.connections, lambda *a, **k: self._emit(*a, **k)),
         )
         self.handshake = Handshake(self.credentials, self.remote, self.workspace, self.allowed_roots, self.status)
+        self.handshake.isolate = config.isolate if config.worktree_root else "off"
 
         # The roles. Monitors first: everyone else tells them what happens.
         self.monitors = Monitors(self.trace, self.status, config.send_timeout)

@@ -25,7 +25,12 @@ log = logging.getLogger("oh.client")
 
 
 def agent_headers(
-    token: str, *, name: str | None = None, workdir: str | None = None, shell: str | None = None
+    token: str,
+    *,
+    name: str | None = None,
+    workdir: str | None = None,
+    shell: str | None = None,
+    isolate: bool = False,
 ) -> dict[str, str]:
     """Handshake headers of the agent role: the token, and the optional name / working dir / shell key."""
     headers = {"Authorization": f"Bearer {token}"}
@@ -36,6 +41,8 @@ def agent_headers(
         headers["X-OH-Workdir"] = encode_value(str(workdir))
     if shell:
         headers["X-OH-Shell"] = shell
+    if isolate:  # a git worktree of its own (issue 37; the backend runs with --isolate on-request)
+        headers["X-OH-Isolate"] = "worktree"
     return headers
 
 
@@ -104,8 +111,9 @@ class Client(AsyncEditorInfo, AsyncJobs):
         open_timeout: float = 10.0,
         workdir: str | None = None,
         shell: str | None = None,
+        isolate: bool = False,
     ) -> "Client":
-        headers = agent_headers(token, name=name, workdir=workdir, shell=shell)
+        headers = agent_headers(token, name=name, workdir=workdir, shell=shell, isolate=isolate)
         sock = unix_path(url)
         # A `unix:PATH` address (issue 28): the same handshake through the socket file, Host: localhost.
         dial = (lambda uri, **kw: unix_connect(sock, uri, **kw)) if sock else connect

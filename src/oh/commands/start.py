@@ -148,6 +148,16 @@ _OPT_GIT_INIT = typer.Option(
         "refused). Default: config `on_not_git`."
     ),
 )
+_OPT_ISOLATE = typer.Option(
+    None,
+    "--isolate",
+    metavar="MODE",
+    help=(
+        "A git worktree per agent: worktree (every agent) | on-request (agents that ask) | off. Each works on its "
+        "own branch, outside the repository (~/.local/share/oh/worktrees); `oh merge AGENT` brings the work back. "
+        "Default: config `isolate`."
+    ),
+)
 _OPT_REVIEW = typer.Option(
     None,
     "--review/--no-review",
@@ -234,6 +244,7 @@ def start(
     on_dirty: Optional[str] = _OPT_ON_DIRTY,
     git_init: bool = _OPT_GIT_INIT,
     review: Optional[bool] = _OPT_REVIEW,
+    isolate: Optional[str] = _OPT_ISOLATE,
     history: Optional[bool] = _OPT_HISTORY,
     consent: Optional[str] = _OPT_CONSENT,
     approval_timeout: Optional[float] = _OPT_APPROVAL_TIMEOUT,
@@ -265,6 +276,7 @@ def start(
             on_dirty=on_dirty,
             git_init=git_init,
             review=review,
+            isolate=isolate,
             review_timeout=review_timeout,
             consent=consent,
             approval_timeout=approval_timeout,
@@ -294,6 +306,7 @@ def run_start(
     on_dirty: Optional[str] = None,
     git_init: bool = False,
     review: Optional[bool] = None,
+    isolate: Optional[str] = None,
     review_timeout: Optional[float] = None,
     consent: Optional[str] = None,
     approval_timeout: Optional[float] = None,
@@ -315,6 +328,7 @@ def run_start(
             "on_dirty": on_dirty,
             "on_not_git": "init" if git_init else None,
             "review": review,
+            "isolate": isolate,
             "review_timeout": review_timeout,
             "consent": consent,
             "approval_timeout": approval_timeout,
@@ -328,6 +342,7 @@ def run_start(
         die(f"workspace {workspace} is not a directory.", USAGE)
     distrust_sandbox(s, workspace, tuple(allow or ()))
     branch_flags, review_on = _branch_mode(s, workspace, detach, json_)
+    branch_flags.update(_isolate_flags(s, workspace))
     open_mode = s.open_editor if open_ is None else ("always" if open_ else "never")
     from ..launcher import consent as _consent
 
@@ -458,6 +473,26 @@ def overlap_warnings(session: Any) -> list[tuple[str, str]]:
     return out
 
 
+def _isolate_flags(s: Any, workspace: str) -> dict:
+    """--isolate's flag for the backend; a workspace in no git repository is refused before anything starts."""
+    if s.isolate == "off":
+        return {}
+    if runtimenames.uses_editor(s.runtime):
+        die(
+            f"--isolate {s.isolate} works with the local runtime only for now (an editor's window shows the "
+            "workspace, not the agents' worktrees).",
+            USAGE,
+            "Start with --runtime local, or without --isolate.",
+        )
+    from .. import gitrepo
+
+    try:
+        gitrepo.toplevel(os.path.realpath(workspace))
+    except gitrepo.GitError as exc:
+        die(str(exc), USAGE, "Run `git init` and make a first commit, or start without --isolate.")
+    return {"isolate": s.isolate}
+
+
 def _branch_mode(s: Any, workspace: str, detach: bool, json_: bool) -> tuple[dict, bool]:
     """(the backend's branch-mode flags, review on?): asks (or refuses) about a dirty tree or no repository
     before anything starts; choosing review mode instead turns proposals on, with no branch."""
@@ -575,7 +610,7 @@ def _tell_detached(
                 f"review mode: the agent's writes and edits wait for your accept/reject {where} (up to "
                 f"{review_timeout:g} s)"
             )
-        if branch_flags:
+        if branch_flags and branch_flags.get("branch"):
             target = (
                 f"the git branch '{branch_flags['branch_name']}'"
                 if branch_flags.get("branch_name")
@@ -584,6 +619,11 @@ def _tell_detached(
             io.say(
                 "branch mode: before the agent's first change (write, edit, command) the workspace switches "
                 f"to {target}"
+            )
+        if branch_flags and branch_flags.get("isolate"):
+            io.say(
+                f"isolate {branch_flags['isolate']}: agents work in git worktrees of their own (`oh worktrees`); "
+                "`oh merge AGENT` brings one back"
             )
         iid = session.instance_id
         io.say(f"watch it live with `oh watch {iid}`; stop it with `oh stop {iid}`")

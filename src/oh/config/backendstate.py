@@ -52,9 +52,16 @@ def finish(config: BackendConfig, *, trace: bool, history: bool, socket: bool = 
         consent = Policy("never", (), workspace, os.path.expanduser("~"), hidden)
     elif consent is not None:
         consent = dataclasses.replace(consent, workspace=workspace, protected=hidden)
+    worktrees = config.worktree_root
+    roots = config.allowed_roots
+    if config.isolate != "off":  # the agents' worktrees (issue 37): outside the repository and the state dir
+        worktrees = worktrees or str(paths.ensure_worktrees_dir(workspace))
+        roots = [*(roots or []), worktrees] if worktrees not in (roots or []) else roots
     return dataclasses.replace(
         config,
         workspace=workspace,
+        worktree_root=worktrees,
+        allowed_roots=roots,
         trace_path=paths.traces_dir() / f"{config.instance_id}.jsonl" if trace else None,
         spool_dir=str(paths.state_dir() / "jobs"),
         history_dir=history_dir(workspace) if history else None,

@@ -183,6 +183,36 @@ def logs_dir() -> Path:
     return state_dir() / "logs"
 
 
+def worktrees_dir(workspace: str) -> Path:
+    """Where the agents' git worktrees of ``workspace`` live (issue 37): never in the repository (no untracked
+    junk in the user's tree), and not in oh's state dir either, which every agent sandbox hides (it holds the
+    tokens): ``$OH_WORKTREES``, else ``<OH_HOME>.worktrees`` with OH_HOME, else the data dir's ``worktrees``
+    (~/.local/share/oh/worktrees); one directory per workspace below it."""
+    import hashlib
+
+    base = os.environ.get("OH_WORKTREES")
+    if base:
+        root = Path(base).expanduser().absolute()
+    elif oh_home():
+        root = Path(str(oh_home()) + ".worktrees")
+    else:
+        import platformdirs
+
+        root = Path(platformdirs.user_data_dir(APP, appauthor=False)) / "worktrees"
+    key = hashlib.sha256(os.path.realpath(workspace).encode("utf-8", "surrogateescape")).hexdigest()[:24]
+    return root / key
+
+
+def ensure_worktrees_dir(workspace: str) -> Path:
+    """``worktrees_dir`` created 0700 (and its parent)."""
+    path = worktrees_dir(workspace)
+    for p in (path.parent, path):
+        p.mkdir(mode=0o700, exist_ok=True, parents=True)
+        if stat.S_IMODE(p.stat().st_mode) & 0o077:
+            p.chmod(0o700)
+    return path
+
+
 def _private_roots() -> list[Path]:
     home = oh_home()
     return [home] if home else [state_dir(), config_dir()]

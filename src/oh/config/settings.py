@@ -436,6 +436,16 @@ KEYS: dict[str, Key] = {
             "ask | init | abort | review",
         ),
         Key(
+            "isolate",
+            _choice("off", "worktree", "on-request"),
+            "off",
+            (
+                "a git worktree per agent (on its own branch, outside the repository; `oh merge` brings it back): "
+                "off, worktree (every agent), on-request (agents sending X-OH-Isolate: worktree)"
+            ),
+            "off | worktree | on-request",
+        ),
+        Key(
             "review",
             _bool,
             False,

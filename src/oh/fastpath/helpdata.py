@@ -50,6 +50,14 @@ COMMANDS = (
         "ensure     ",
         "Make the project's environments ready: .venv (Python) and node_modules (Node); a no-op when nothing changed.",
     ),
+    (
+        "worktrees  ",
+        "List the agents' worktrees of this workspace: agent, branch, commits ahead, uncommitted files, path.",
+    ),
+    (
+        "merge      ",
+        "Bring an agent's worktree back: its changes merged into your branch (a conflict changes nothing).",
+    ),
     ("token      ", "Show where the token lives, or rotate it (running backends switch live)."),
     (
         "config     ",

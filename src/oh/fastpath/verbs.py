@@ -227,6 +227,8 @@ class AgentLink:
         headers = {"Authorization": f"Bearer {session['token']}", "X-OH-Client": "oh-cli", "User-Agent": "oh-cli"}
         if shell:
             headers["X-OH-Shell"] = shell
+        if os.environ.get("OH_AGENT_ISOLATE") == "worktree":  # issue 37: this agent asks for a worktree of its own
+            headers["X-OH-Isolate"] = "worktree"
         # What Ctrl-C leaves behind: a command goes on in the shared shell (say how to reach it).
         # Leaving mid-action cancels it: the backend sends the command Ctrl-C (C-c), as a terminal would.
         self._on_interrupt = on_interrupt or (

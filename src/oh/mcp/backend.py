@@ -58,7 +58,12 @@ async def connect_client(url: str, token: str, *, name: str, shell: str, workdir
     Uses the client's own keyword arguments when it has them; otherwise sends the headers itself.
     """
     params = inspect.signature(Client.connect).parameters
-    if "shell" in params and "workdir" in params:
+    isolate = (
+        os.environ.get("OH_AGENT_ISOLATE") == "worktree"
+    )  # issue 37: a worktree of its own (`--isolate on-request`)
+    if "shell" in params and "workdir" in params and "isolate" in params:
+        return await Client.connect(url, token, name=name, shell=shell, workdir=workdir, isolate=isolate)
+    if "shell" in params and "workdir" in params and not isolate:
         return await Client.connect(url, token, name=name, shell=shell, workdir=workdir)
     from websockets.asyncio.client import connect
     from websockets.exceptions import InvalidHandshake
@@ -70,6 +75,8 @@ async def connect_client(url: str, token: str, *, name: str, shell: str, workdir
     headers = {"Authorization": f"Bearer {token}", "X-OH-Client": encode_value(name), "X-OH-Shell": shell}
     if workdir:
         headers["X-OH-Workdir"] = encode_value(workdir)
+    if isolate:
+        headers["X-OH-Isolate"] = "worktree"
     try:
         conn = await connect(
             url.rstrip("/") + "/v1/agent",

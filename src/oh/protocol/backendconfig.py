@@ -92,6 +92,10 @@ class BackendConfig:
     fd_budget: int | None = _f(None)
     # Git-branch mode (docs/protocol.md §3.12): None = off; else the user's choices.
     branch: Plan | None = _f(None, wire="plan")
+    # A git worktree per agent (issue 37, docs/protocol.md §3.19): off | worktree (every agent) | on-request
+    # (agents sending `X-OH-Isolate: worktree`); the worktrees live under ``worktree_root`` (an allowed root).
+    isolate: str = _f("off", setting="isolate")
+    worktree_root: str | None = _f(None)
     # Consent (docs/protocol.md §3.13): None = ask for nothing; else the level and the user's rules.
     consent: Policy | None = _f(None, wire="policy")
     approval_timeout: float = _f(600.0, setting="approval_timeout")

@@ -740,7 +740,10 @@ def decide(
     path = args.get("path")
     if cls == "change":
         asks = policy.level in ("changes", "all")
-        return _decide_path(policy, "write", str(path or ""), high, asks, where)
+        decided = _decide_path(policy, "write", str(path or ""), high, asks, where)
+        if asks and args.get("force") is True and decided.verdict != "deny":
+            return Decision("ask", FORCE_REASON, decided.rule, (), decided.parts)  # an allow rule never covers it
+        return decided
     if cls == "read":  # read rules apply to every kind that reveals a path's content
         if isinstance(path, str) and path:
             return _decide_path(policy, "read", path, high, policy.level == "all", where, sensitive=False)
@@ -751,6 +754,14 @@ def decide(
     if high:
         return Decision("ask", "the agent rated this action HIGH risk")
     return Decision("allow", f"policy {policy.level}: {kind} is {'nothing to ask' if cls == 'none' else 'not asked'}")
+
+
+# issue 37: `force: true` is the way past the stale-write check (docs/protocol.md §3.18); under `changes` and `all`
+# it is asked on its own (never a proposal, never an allow rule), saying what it may overwrite.
+FORCE_REASON = (
+    "it is sent with force: true: it overwrites the file even if another agent (or you) changed it since this "
+    "agent last read it, skipping oh's stale-write check"
+)
 
 
 def _decide_path(

@@ -2,9 +2,10 @@
 host's workspace at ``/workspace``). Pure: no I/O.
 
 A map is a list of (agent prefix, host prefix) pairs. Actions coming in have their path fields rewritten agent ->
-host (``args.path``, ``args.cwd``, the handshake's working directory); observations going out host -> agent
-(``extras.path``, ``extras.cwd``, ``extras.metadata.working_dir``). The longest matching prefix wins; a path
-under no agent prefix is left as it is (the backend's allowed roots then judge it, as for any agent).
+host (``args.path``, ``args.cwd``, a claim's ``args.paths``, the handshake's working directory); observations going
+out host -> agent (``extras.path``, ``extras.cwd``, a claim's ``extras.paths``, ``extras.metadata.working_dir``).
+The longest matching prefix wins; a path under no agent prefix is left as it is (the backend's allowed roots then
+judge it, as for any agent).
 
 Not rewritten, by design (docs/protocol.md §2.2): paths inside a command's text (``cat /workspace/x`` runs in
 the host's shell, where ``/workspace`` does not exist: the command runs in the mapped directory, so relative
@@ -80,6 +81,8 @@ class PathMap:
         for key in ("path", "cwd"):
             if isinstance(args.get(key), str):
                 args[key] = self.to_host(args[key])
+        if isinstance(args.get("paths"), list):  # a claim's paths and globs (issue 37, §3.18)
+            args["paths"] = [self.to_host(p) if isinstance(p, str) else p for p in args["paths"]]
         return {**obj, "args": args}
 
     def observation_out(self, obs: dict[str, Any]) -> dict[str, Any]:
@@ -90,6 +93,8 @@ class PathMap:
         for key in ("path", "cwd"):
             if isinstance(extras.get(key), str):
                 extras[key] = self.to_agent(extras[key])
+        if isinstance(extras.get("paths"), list):  # a claim's resolved paths
+            extras["paths"] = [self.to_agent(p) if isinstance(p, str) else p for p in extras["paths"]]
         meta = extras.get("metadata")
         if isinstance(meta, dict) and isinstance(meta.get("working_dir"), str):
             extras["metadata"] = {**meta, "working_dir": self.to_agent(meta["working_dir"])}

@@ -333,8 +333,9 @@ class ConsentGuard(Wrapper):
                 },
             )
             return _rejected(action.id, rules.denied_message(subject, decision.reason), "rule")
-        if self.review and action.kind in ("write", "edit") and is_proposal(action.kind, action.args):
-            return await self.inner.execute(action, agent)  # review mode asks, with the diff
+        # review mode asks, with the diff; force (issue 37) is asked as itself, not as a proposal
+        if self.review and is_proposal(action.kind, action.args) and decision.reason != rules.FORCE_REASON:
+            return await self.inner.execute(action, agent)
         if unsandboxed and action.own_request and not self._someone_can_answer():
             return self._unattended(action, ctx.id, subject, decision)
         p = Pending(

@@ -57,6 +57,9 @@ def render_text(
             f"  agents     {len(agents)}"
             + (f" ({', '.join(str(a.get('name', '?')) for a in agents)})" if agents else "")
         )
+        for a in agents:  # a worktree per agent (issue 37, §3.19)
+            if isinstance(a, dict) and isinstance(a.get("worktree"), dict):
+                lines.append(f"  worktree   {a.get('name')} ({a.get('agent_id')}): {a['worktree'].get('branch')}")
         st = d.get("stats") or {}
         if st:
             errors = st.get("errors", 0)

@@ -488,7 +488,9 @@ class LiveState:
 
     def _on_agent_connected(self, frame: dict[str, Any]) -> list[str]:
         self.agents[frame.get("agent_id")] = frame.get("name") or ""
-        return [f"agent connected: {frame.get('name')} ({frame.get('agent_id')})"]
+        wt = frame.get("worktree")
+        where = f", in its worktree on {wt.get('branch')}" if isinstance(wt, dict) else ""  # issue 37: --isolate
+        return [visible(f"agent connected: {frame.get('name')} ({frame.get('agent_id')}){where}")]
 
     # Agents elsewhere (issue 28): shares made, ended, and the state of `oh share ssh` links.
     def _on_share_created(self, frame: dict[str, Any]) -> list[str]:
