@@ -67,7 +67,8 @@ class HistoryControl:
         if recorder is None or recorder.timeline is None:
             return frames.refusal(
                 "HISTORY_OFF",
-                "History is off for this backend: start it with `oh start --history` (or set `history = true`).",
+                "History is off for this backend (started with --no-history or `history = false`): restart it with "
+                "`oh start --history`, or `oh config set history true` for every start.",
             )
         try:
             req = H.parse_request(obj)
@@ -82,7 +83,10 @@ class HistoryControl:
         rid = obj.get("rid") if isinstance(obj.get("rid"), str) else ""
         if recorder is None or recorder.timeline is None:
             return {
-                **frames.refusal("HISTORY_OFF", "History is off for this backend: `oh start --history`."),
+                **frames.refusal(
+                    "HISTORY_OFF",
+                    "History is off for this backend: restart it with `oh start --history` (or `oh config set history true`).",
+                ),
                 "rid": rid,
             }
         try:

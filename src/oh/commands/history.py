@@ -16,7 +16,7 @@ from ._io import Streams
 _WORKSPACE, _INSTANCE = target_options()
 _JSON = typer.Option(False, "--json", help="Machine-readable output (the backend's answer).")
 _HINTS = {
-    "HISTORY_OFF": "Restart with `oh start --history` (or `oh config set history true`).",
+    "HISTORY_OFF": "Turn it on: restart with `oh start --history` (or `oh config set history true`: on by default).",
     "NO_ENTRY": "`oh history` lists the entries.",
     "CONFLICT": "Or undo the later entries first (`oh history` lists them).",
 }

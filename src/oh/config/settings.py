@@ -447,10 +447,10 @@ KEYS: dict[str, Key] = {
         Key(
             "history",
             _bool,
-            False,
+            True,
             (
-                "record every action's file changes (commands included) so `oh undo` can revert them; README "
-                '"History and undo"'
+                "record every action's file changes (commands included) so `oh undo` can revert them (on by default; "
+                'false turns it off); README "History and undo"'
             ),
             "true | false",
         ),

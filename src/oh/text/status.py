@@ -120,6 +120,18 @@ def sandbox_label(sb: dict[str, Any]) -> str:
     return text
 
 
+def history_line(hist: Any) -> str | None:
+    """`oh start`'s line about history (issue 39: on by default, and how to turn it off), with what it fell back
+    to when the workspace is too large or inotify ran out of watches; None when the backend did not say."""
+    if not isinstance(hist, dict):
+        return None
+    if not hist.get("on"):
+        return "history: off (`oh config set history true` to turn it on)"
+    line = "history: on (`oh config set history false` or `oh start --no-history` to turn it off)"
+    note = hist.get("note")
+    return visible(line + (f"; {note}" if isinstance(note, str) and note else ""))
+
+
 def protections(d: dict[str, Any]) -> str:
     """The protections a backend runs with, one line (issue 41: "you cannot see which protections are on"):
     consent level, sandbox (level, network), review, history and branch mode, from its ``status`` answer."""

@@ -25,7 +25,7 @@ from ..protocol.events import COMMAND_SUMMARY_LIMIT
 from ..protocol.events import WAIT_SUMMARY as FOLLOW_UP
 from ..text import fmt
 from ..text.sanitize import visible
-from ..text.status import branch_label, sandbox_label
+from ..text.status import branch_label, history_line, sandbox_label
 
 MAX_ROWS = 200
 SHELL_NOTES = 5  # shell notes a snapshot may replay (the backend keeps as many)
@@ -348,6 +348,9 @@ class LiveState:
             lines.append("branch mode: " + branch_label(self.backend["branch"]))
         if isinstance(self.backend.get("sandbox"), dict):
             lines.append("sandbox: " + sandbox_label(self.backend["sandbox"]))
+        said = history_line(self.backend.get("history"))
+        if said is not None:
+            lines.append(said)
         # Notes the shells said before this view subscribed (each is said once per backend; they hold).
         notes = frame.get("shell_notes") if isinstance(frame.get("shell_notes"), list) else []
         for note in notes[-SHELL_NOTES:]:
