@@ -59,12 +59,23 @@ class HistoryControl:
 
     def status(self) -> dict[str, Any]:
         """For `oh status` / `oh start -d`: whether changes are recorded (issue 41: protections you can see)."""
-        return {"on": self.recorder is not None}
+        rec = self.recorder
+        if rec is None:
+            return {"on": False}
+        tl = rec.timeline
+        out: dict[str, Any] = {"on": True}
+        if tl is None:
+            out["snapshot"] = "listing"
+            return out
+        out["snapshot"] = "settling" if tl.settling else "done"
+        if tl.watcher.degraded:  # said once, with the fallback in use (issue 39)
+            out["note"] = tl.watcher.degraded
+        return out
 
     async def handle(self, obj: dict[str, Any], decider: bool) -> dict[str, Any]:
         """One ``history`` control request (list, show, undo); ``decider``: sent with the decider credential."""
         recorder = self.recorder
-        if recorder is None or recorder.timeline is None:
+        if recorder is None or await recorder.ready() is None:
             return frames.refusal(
                 "HISTORY_OFF",
                 "History is off for this backend (started with --no-history or `history = false`): restart it with "
@@ -81,7 +92,7 @@ class HistoryControl:
         show and undo any entry; an undo is answered with the edits for the editor to apply (its undo stack)."""
         recorder = self.recorder
         rid = obj.get("rid") if isinstance(obj.get("rid"), str) else ""
-        if recorder is None or recorder.timeline is None:
+        if recorder is None or await recorder.ready() is None:
             return {
                 **frames.refusal(
                     "HISTORY_OFF",
@@ -186,10 +197,16 @@ class ChangeSets:
         recorder = self.history.recorder
         return recorder.timeline if recorder is not None and self.review else None
 
+    async def _settled(self) -> None:
+        """The first snapshot's phase 1 done (bounded): a change set journaled by an earlier run is listed then."""
+        if self.history.recorder is not None and self.review:
+            await self.history.recorder.ready()
+
     def active(self) -> bool:
         return self._timeline() is not None
 
     async def rows(self) -> list[dict[str, Any]]:
+        await self._settled()
         tl = self._timeline()
         if tl is None:
             return []
@@ -199,6 +216,7 @@ class ChangeSets:
     async def show(self, cid: str) -> dict[str, Any] | None:
         from ..history import undo
 
+        await self._settled()
         tl, eid = self._timeline(), H.changeset_entry(cid)
         if tl is None or eid is None or (e := tl.entries.get(eid)) is None or e.review != H.PENDING:
             return None
@@ -208,6 +226,7 @@ class ChangeSets:
     async def decide(self, cid: str, keep: bool) -> dict[str, Any]:
         from ..history import undo
 
+        await self._settled()
         tl, eid = self._timeline(), H.changeset_entry(cid)
         result = await asyncio.to_thread(undo.decide, tl, eid, keep) if tl is not None and eid is not None else None
         if result is None:
@@ -219,6 +238,7 @@ class ChangeSets:
         return result
 
     async def keep_all(self) -> list[dict[str, Any]]:
+        await self._settled()
         tl = self._timeline()
         return [await self.decide(H.changeset_id(e.id), True) for e in (tl.pending() if tl is not None else [])]
 

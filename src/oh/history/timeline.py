@@ -23,8 +23,9 @@ import json
 import logging
 import os
 import select
+import stat
 import threading
-from concurrent.futures import ThreadPoolExecutor
+import time
 from datetime import datetime, timezone
 from typing import Any, Iterable
 
@@ -39,6 +40,10 @@ log = logging.getLogger("oh.history")
 MAX_FILE = 64 * 1024 * 1024  # larger files are hashed, not stored: their changes are shown, not undone
 TICK = 0.1  # s: the longest stretch over which who ran is looked at (activity.py); a look costs ~1 ms
 KEEP = 5000  # entries kept; older ones (and the contents only they used) go at the next start
+# The first snapshot: a clean file whose ctime is older than its start by this much kept git's blob (the kernel
+# stamps times with a clock a tick behind; a second is far more than a tick). Newer ones are read and compared.
+SETTLE_NS = 1_000_000_000
+UNSEEN: tree.StatKey = (0, 0, 0, 0, 0)  # a clean file phase 1 put in the index by its blob, not looked at yet
 
 
 def _now() -> str:
@@ -77,6 +82,12 @@ class Timeline:
         self._mark: Sample = {}  # the agents' sandboxes as the last drain found them, before it read inotify
         self._ticker: threading.Thread | None = None
         self._wake = os.pipe() if activity is not None else None
+        # The first snapshot (issue 39): phase 1 (git's listing) before any action, phase 2 while actions run.
+        self.settling = False  # phase 2 runs: what it finds changed goes to the entries begun meanwhile
+        self._early: list[H.Entry] = []
+        self._t0_ns = 0
+        self._snap: dict[str, Any] = {}
+        self._closed = False
         self._journal_path = os.path.join(state, "timeline.jsonl")
         self._load()
         self._gc()
@@ -167,30 +178,114 @@ class Timeline:
 
     # ------------------------------------------------------------------ the first snapshot
     def snapshot(self) -> dict[str, Any]:
-        """Read the workspace once: watches on every directory, every file's state in the index."""
+        """The first snapshot whole (both phases, one after the other): what tests and benchmarks call."""
+        self.snapshot_listed()
+        return self.snapshot_settle()
+
+    def snapshot_listed(self) -> None:
+        """Phase 1 of the first snapshot, the only part an action waits for (issue 39): git's listing. A clean
+        tracked file goes into the index by its blob (its "before" is in git's objects), every other file git
+        lists (changed, untracked) is read now. Without git (or with a filter git applies) this phase is the
+        whole snapshot: every file is read before the first action."""
+        self._t0_ns = time.time_ns()
+        listing = tree.git_listing(self.root) if self.ignores.git else None
         with self.lock:
-            # git's listing (two processes that stat every tracked file) overlaps our walk.
-            pool = ThreadPoolExecutor(1)
-            clean_f = pool.submit(tree.git_clean, self.root) if self.ignores.git else None
-            w = tree.walk(self.root, "", self.ignores)
-            for d in w.dirs:
-                self.watcher.add(d)
-            for top in w.ignored:
-                if os.path.isdir(os.path.join(self.root, top)):
-                    self.watcher.add(top, ignored_top=True)
-            clean = clean_f.result() if clean_f is not None else {}
-            pool.shutdown()
-            for rel in w.files:
-                got = tree.probe(self.root, rel, None, self.store, self.max_file, clean.get(rel))
+            self.settling = True
+            if listing is None:
+                self._snap = self._read_all()
+                return
+            clean, rest = listing
+            for rel, (gmode, blob) in clean.items():
+                self.index[rel] = (UNSEEN, H.FileState(H.REGULAR, gmode & 0o777, 0, tree.GIT_REF + blob, True))
+            for rel in rest:
+                got = tree.probe(self.root, rel, None, self.store, self.max_file)
                 if got is not None:
                     self.index[rel] = got
-            return {
-                "files": len(self.index),
-                "dirs": len(w.dirs),
-                "ignored": len(w.ignored),
-                "from_git": len(clean),
-                "store": self.store.size,
-            }
+            self._snap = {"from_git": len(clean)}
+
+    def _read_all(self) -> dict[str, Any]:
+        w = tree.walk(self.root, "", self.ignores)
+        for d in w.dirs:
+            self.watcher.add(d)
+        for top in w.ignored:
+            if os.path.isdir(os.path.join(self.root, top)):
+                self.watcher.add(top, ignored_top=True)
+        for rel in w.files:
+            got = tree.probe(self.root, rel, None, self.store, self.max_file)
+            if got is not None:
+                self.index[rel] = got
+        return {"dirs": len(w.dirs), "ignored": len(w.ignored), "from_git": 0, "whole": True}
+
+    def snapshot_settle(self) -> dict[str, Any]:
+        """Phase 2, while actions run: every directory watched (before it is listed), every file looked at
+        once. A clean file untouched since the snapshot began keeps git's blob unread; one changed since (an
+        action that ran meanwhile: ``sed -i`` right after `oh start`) is read and recorded as a change whose
+        "before" is git's blob, or phase 1's read, and goes to the actions that began during the snapshot
+        (the user's when none did). A file that went away without an event (its directory not watched yet)
+        is found at the end."""
+        snap, dirs, ignored, seen = dict(self._snap), 0, 0, set()
+        if not snap.get("whole"):
+            stack = [""]
+            while stack:
+                with self.lock:
+                    if self._closed:
+                        return snap
+                    d = stack.pop()
+                    self.watcher.add(d)  # before the listing: a file made after it has an event
+                    one = tree.list_dir(self.root, d, self.ignores)
+                    for top in one.ignored:
+                        if os.path.isdir(os.path.join(self.root, top)):
+                            self.watcher.add(top, ignored_top=True)
+                    dirs, ignored, stack = dirs + 1, ignored + len(one.ignored), stack + one.dirs
+                    seen.update(one.files)
+                    self._settle(one.files)
+            with self.lock:
+                if self._closed:
+                    return snap
+                self._settle([rel for rel in self.index if rel not in seen], gone_only=True)
+            snap.update(dirs=dirs, ignored=ignored)
+        with self.lock:
+            self.settling, self._early = False, []
+            return {**snap, "files": len(self.index), "store": self.store.size}
+
+    def _settle(self, rels: list[str], gone_only: bool = False) -> None:
+        """Phase 2 over these files (under the lock): what changed since phase 1 is recorded (``snapshot_settle``)."""
+        probed: dict[str, tuple[tree.StatKey, H.FileState] | None] = {}
+        old = self._t0_ns - SETTLE_NS
+        for rel in rels:
+            known = self.index.get(rel)
+            if gone_only:
+                if known is not None and not os.path.lexists(os.path.join(self.root, rel)):
+                    probed[rel] = None
+                continue
+            if known is not None and known[0] == UNSEEN:
+                try:
+                    st = os.lstat(os.path.join(self.root, rel))
+                except OSError:
+                    probed[rel] = None
+                    continue
+                same_x = bool(st.st_mode & 0o100) == bool(known[1].mode & 0o100)
+                if (
+                    stat.S_ISREG(st.st_mode)
+                    and same_x
+                    and (st.st_ctime_ns < old or tree.is_blob(self.root, rel, known[1]))
+                ):
+                    key = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_mode)
+                    self.index[rel] = (
+                        key,
+                        H.FileState(H.REGULAR, stat.S_IMODE(st.st_mode), st.st_size, known[1].hash, True),
+                    )
+                    continue
+                probed[rel] = tree.probe(self.root, rel, None, self.store, self.max_file)
+                continue
+            now = tree.probe(self.root, rel, known, self.store, self.max_file)
+            if known is None and now is not None and now[0][1] < old:
+                self.index[rel] = now  # there before the snapshot began (git did not list it): no change
+            elif now is not known:
+                probed[rel] = now
+        changes = self._apply(probed)
+        if changes:
+            self._share(list(self._early), changes, [], [])
 
     # ------------------------------------------------------------------ drains
     def _collect(self, d: Dirty) -> tuple[set[str], set[str], list[str]]:
@@ -240,13 +335,20 @@ class Timeline:
         paths, ignored, dirs = self._collect(self.watcher.drain())
         if not paths and not ignored and not dirs:
             return
-        pairs: dict[str, tuple[H.FileState | None, H.FileState | None]] = {}
         probed = {}
         for rel in paths:
             known = self.index.get(rel)
             now = tree.probe(self.root, rel, known, self.store, self.max_file)
             if now is not known:
                 probed[rel] = now
+        changes = self._apply(probed)
+        if changes or ignored or dirs:
+            ran = Activity.ran(before, self.activity.sample()) if self.activity is not None else None
+            self._attribute(changes, sorted(ignored), sorted(set(dirs)), ran)
+
+    def _apply(self, probed: dict[str, tuple[tree.StatKey, H.FileState] | None]) -> list[H.Change]:
+        """These files' new states into the index; the changes they are (their "before" from the index)."""
+        pairs: dict[str, tuple[H.FileState | None, H.FileState | None]] = {}
         # A file known by its git blob (first snapshot) changed: its before comes out of git's object
         # database now, once, into our store (copy on first change).
         refs = {rel: self.index[rel] for rel in probed if rel in self.index and tree.is_git_ref(self.index[rel][1])}
@@ -261,10 +363,7 @@ class Timeline:
             else:
                 self.index[rel] = now
             pairs[rel] = (known[1] if known else None, now[1] if now else None)
-        changes = H.classify(pairs)
-        if changes or ignored or dirs:
-            ran = Activity.ran(before, self.activity.sample()) if self.activity is not None else None
-            self._attribute(changes, sorted(ignored), sorted(set(dirs)), ran)
+        return H.classify(pairs)
 
     def _writers(self, ran: set[str] | None) -> list[H.Entry]:
         """The entries that may have made what a drain found. ``ran``: the sandboxes that ran meanwhile (None:
@@ -340,6 +439,8 @@ class Timeline:
         with self.lock:
             self._drain()  # what happened before this action is not its
             e = self._open(agent, kind, what[:400])
+            if self.settling:
+                self._early.append(e)
             e.shell = shell if self.activity is not None else None
             if shell is not None:
                 self.shell_names[shell] = agent
@@ -363,8 +464,8 @@ class Timeline:
         assert self._wake is not None
         while True:
             ready, _w, _x = select.select([fd, self._wake[0]], [], [], TICK)
-            if self._wake[0] in ready:
-                return
+            if self._wake[0] in ready or self.watcher.degraded:
+                return  # degraded (the watch limit, met by the first snapshot): drains at actions only, each a rescan
             with self.lock:
                 try:
                     self._drain()
@@ -409,6 +510,7 @@ class Timeline:
                 os.close(fd)
             self._wake = None
         with self.lock:
+            self._closed = True  # the first snapshot's phase 2, if it still runs, stops at its next directory
             for eid in list(self.active):
                 self.end(eid, "interrupted")
             self.watcher.close()

@@ -86,21 +86,31 @@ def walk(root: str, rel: str, ignores: Ignores) -> Walk:
     while stack:
         d = stack.pop()
         out.dirs.append(d)
-        try:
-            it = os.scandir(os.path.join(root, d) if d else root)
-        except OSError:
-            continue
-        with it:
-            for e in it:
-                if e.name in SKIP:
-                    continue
-                r = f"{d}/{e.name}" if d else e.name
-                if ignores.ignored(r, e.name):
-                    out.ignored.append(r)
-                elif e.is_dir(follow_symlinks=False):
-                    stack.append(r)
-                elif e.is_file(follow_symlinks=False) or e.is_symlink():
-                    out.files.append(r)
+        one = list_dir(root, d, ignores)
+        out.files += one.files
+        out.ignored += one.ignored
+        stack += one.dirs
+    return out
+
+
+def list_dir(root: str, d: str, ignores: Ignores) -> Walk:
+    """One directory's files, subdirectories and ignored entries (relative paths; ``.git`` skipped)."""
+    out = Walk([], [], [])
+    try:
+        it = os.scandir(os.path.join(root, d) if d else root)
+    except OSError:
+        return out
+    with it:
+        for e in it:
+            if e.name in SKIP:
+                continue
+            r = f"{d}/{e.name}" if d else e.name
+            if ignores.ignored(r, e.name):
+                out.ignored.append(r)
+            elif e.is_dir(follow_symlinks=False):
+                out.dirs.append(r)
+            elif e.is_file(follow_symlinks=False) or e.is_symlink():
+                out.files.append(r)
     return out
 
 
@@ -152,32 +162,45 @@ def is_git_ref(s: FileState) -> bool:
 
 
 def git_clean(root: str) -> dict[str, tuple[int, str]]:
-    """Tracked files whose work tree content is their index blob (``git ls-files -s`` minus ``git
-    diff-files``): rel path -> (git mode, blob id). The first snapshot reads none of them: a clean tree
-    costs a walk and a stat per file. Empty (everything is read) when a filter could make the work tree
-    differ from the blob: any .gitattributes (LFS, eol, smudge), core.autocrlf, info/attributes."""
+    """Tracked files whose work tree content is their index blob: rel path -> (git mode, blob id) (see
+    ``git_listing``; empty when git cannot tell)."""
+    got = git_listing(root, untracked=False)
+    return got[0] if got is not None else {}
+
+
+def git_listing(root: str, untracked: bool = True) -> tuple[dict[str, tuple[int, str]], list[str]] | None:
+    """What git knows of the work tree: the tracked files whose work tree content is their index blob (``git
+    ls-files -s`` minus ``git diff-files``): rel path -> (git mode, blob id), and every other path git lists
+    (tracked but changed, symlinks, and with ``untracked`` the untracked files it does not ignore). A clean
+    file is read by nobody at the first snapshot: its content is git's. None (read everything) when a filter
+    could make the work tree differ from the blob: any .gitattributes (LFS, eol, smudge), core.autocrlf,
+    info/attributes, or when git fails."""
     if (_git(root, "config", "--get", "core.autocrlf") or b"").strip() in (b"true", b"input"):
-        return {}
+        return None
     attrs = _git(root, "rev-parse", "--git-path", "info/attributes")
     if attrs is None or os.path.exists(os.path.join(root, os.fsdecode(attrs.strip()))):
-        return {}
+        return None
     listed = _git(root, "ls-files", "-s", "-z")
     dirty = _git(root, "diff-files", "--name-only", "--relative", "-z")
-    if listed is None or dirty is None:
-        return {}
+    others = _git(root, "ls-files", "-z", "--others", "--exclude-standard") if untracked else b""
+    if listed is None or dirty is None or others is None:
+        return None
     changed = set(dirty.split(b"\0"))
     out: dict[str, tuple[int, str]] = {}
+    rest = [os.fsdecode(p) for p in others.split(b"\0") if p and not p.endswith(b"/")]
     for rec in listed.split(b"\0"):
         # "<mode> <40-hex id> <stage>\t<path>", by position: 100,000 records are on the snapshot's clock.
         if len(rec) < 51 or rec[6:7] != b" " or rec[49:50] != b"\t":
             continue
         path = rec[50:]
         if path == b".gitattributes" or path.endswith(b"/.gitattributes"):
-            return {}
+            return None
         mode = rec[:6]
         if rec[48:49] == b"0" and (mode == b"100644" or mode == b"100755") and path not in changed:
             out[os.fsdecode(path)] = (0o100755 if mode == b"100755" else 0o100644, rec[7:47].decode())
-    return out
+        else:
+            rest.append(os.fsdecode(path))
+    return out, rest
 
 
 def materialize(root: str, refs: dict[str, FileState], store: ObjectStore) -> dict[str, FileState]:
@@ -185,6 +208,7 @@ def materialize(root: str, refs: dict[str, FileState], store: ObjectStore) -> di
     ``git cat-file --batch`` for all); a blob git no longer has becomes "not stored"."""
     ids = sorted({s.hash[len(GIT_REF) :] for s in refs.values() if s.hash})
     found: dict[str, str] = {}
+    sizes: dict[str, int] = {}  # a file the first snapshot knew by its blob only has its size from git
     out = _git(root, "cat-file", "--batch", data=("\n".join(ids) + "\n").encode()) if ids else b""
     pos = 0
     while out and pos < len(out):
@@ -195,17 +219,34 @@ def materialize(root: str, refs: dict[str, FileState], store: ObjectStore) -> di
             continue
         size = int(head[2])
         found[head[0].decode()] = store.put(out[pos : pos + size])
+        sizes[head[0].decode()] = size
         pos += size + 1
     return {
         rel: FileState(
             s.kind,
             s.mode,
-            s.size,
+            sizes.get(s.hash[len(GIT_REF) :], s.size) if s.hash else s.size,
             found.get(s.hash[len(GIT_REF) :]) if s.hash else None,
             s.hash is not None and s.hash[len(GIT_REF) :] in found,
         )
         for rel, s in refs.items()
     }
+
+
+def is_blob(root: str, rel: str, s: FileState) -> bool:
+    """Whether the file's content is the git blob ``s`` names (git's object id: sha1 of a header and the data)."""
+    import hashlib
+
+    if not is_git_ref(s) or s.hash is None:
+        return False
+    try:
+        with open(os.path.join(root, rel), "rb") as f:
+            data = f.read()
+    except OSError:
+        return False
+    h = hashlib.sha1(b"blob %d\0" % len(data), usedforsecurity=False)
+    h.update(data)
+    return h.hexdigest() == s.hash[len(GIT_REF) :]
 
 
 def _hash_file(full: str) -> str | None:

@@ -28,6 +28,8 @@ log = logging.getLogger("oh.runtimes.history")
 CHANGES = frozenset({"run", "write", "edit", "ensure"})
 JOB_ENDS_KEPT = 256
 JOB_END_WAIT = 10.0  # s: a job's entry ends in a worker thread (hashing what it wrote); never wait longer
+READY_WAIT = 120.0  # s: the longest an action waits for the first snapshot's phase 1 (git's listing)
+SNAPSHOT_STOP_WAIT = 10.0  # s: at close, phase 2 stops at its next directory; never wait longer
 
 
 def _cpu() -> dict[str, float]:
@@ -48,7 +50,10 @@ class HistoryRecorder(Wrapper):
         super().__init__(inner)
         self._make = make_timeline
         self.timeline: Timeline | None = None
-        self.first_snapshot: dict[str, Any] = {}
+        self.first_snapshot: dict[str, Any] = {}  # once its phase 2 is done
+        self.listed_s = 0.0  # phase 1's wall time
+        self._ready: asyncio.Event | None = None  # set once phase 1 is done (or failed)
+        self._snapshotting: asyncio.Future | None = None
         self._outer_job_event: Callable[[str, dict[str, Any]], None] | None = None
         self._running_jobs: set[str] = set()
         self._job_entries: dict[str, int] = {}
@@ -70,20 +75,43 @@ class HistoryRecorder(Wrapper):
         self._outer_job_event = callback
 
     async def start(self) -> None:
-        def build() -> Timeline:
-            t0, c0 = time.perf_counter(), _cpu()
-            tl = self._make(Activity(self.inner.sandbox_roots))
-            snap = tl.snapshot()
-            tl.watch_in_background()
-            # Its own clock (docs/benchmarks.md): wall, and CPU seconds of oh and of the git it ran.
-            took = {"took_s": round(time.perf_counter() - t0, 3)}
-            self.first_snapshot = {**snap, **took, **{k: round(v - c0[k], 3) for k, v in _cpu().items()}}
-            return tl
+        """The first snapshot starts and the backend goes on starting: only its phase 1 (git's listing, a
+        fraction of the whole) is awaited, by the first action that can change files (``_ready``); phase 2
+        runs in this thread while actions run (issue 39, docs/protocol.md §3.15)."""
+        loop = asyncio.get_running_loop()
+        self._ready = asyncio.Event()
 
-        # Before the backend listens: no action may run before the first snapshot holds every "before".
-        self.timeline = await asyncio.to_thread(build)
-        log.info("history: first snapshot %s", self.first_snapshot)
+        def build() -> None:
+            t0, c0 = time.perf_counter(), _cpu()
+            try:
+                tl = self._make(Activity(self.inner.sandbox_roots))
+                tl.snapshot_listed()
+                tl.watch_in_background()  # who made a change is looked at over short stretches from now on
+                self.timeline = tl
+                self.listed_s = round(time.perf_counter() - t0, 3)
+            finally:
+                loop.call_soon_threadsafe(self._ready.set)
+            snap = tl.snapshot_settle()
+            # Its own clock (docs/benchmarks.md): wall, and CPU seconds of oh and of the git it ran.
+            took = {"took_s": round(time.perf_counter() - t0, 3), "listed_s": self.listed_s}
+            self.first_snapshot = {**snap, **took, **{k: round(v - c0[k], 3) for k, v in _cpu().items()}}
+            log.info("history: first snapshot %s", self.first_snapshot)
+
+        self._snapshotting = asyncio.ensure_future(asyncio.to_thread(build))
+        self._snapshotting.add_done_callback(_said_if_failed)
         await self.inner.start()
+
+    async def ready(self) -> Timeline | None:
+        """The timeline once the first snapshot's phase 1 is done (bounded: an action waits at most
+        ``READY_WAIT``, then runs unrecorded; the log says why)."""
+        if self._ready is not None and not self._ready.is_set():
+            try:
+                await asyncio.wait_for(self._ready.wait(), READY_WAIT)
+            except asyncio.TimeoutError:
+                log.warning(
+                    "history: the first snapshot's listing took over %g s: this action is not recorded", READY_WAIT
+                )
+        return self.timeline
 
     def _job_event(self, name: str, record: dict[str, Any]) -> None:
         jid = str(record.get("job_id"))
@@ -145,7 +173,7 @@ class HistoryRecorder(Wrapper):
         self.on_changeset(name, {**fields, "files": len(e.changes), **more})
 
     async def execute(self, action: Action, agent: Hashable) -> dict[str, Any]:
-        tl = self.timeline
+        tl = await self.ready() if action.kind in CHANGES else self.timeline
         if tl is not None and action.kind == "job" and self._job_ends:
             answer = await self.inner.execute(action, agent)
             await self._job_answer(answer)
@@ -184,7 +212,15 @@ class HistoryRecorder(Wrapper):
         if self._ending:
             await asyncio.wait(self._ending, timeout=5)
         if self.timeline is not None:
-            await asyncio.to_thread(self.timeline.close)
+            await asyncio.to_thread(self.timeline.close)  # phase 2 of the first snapshot stops at its next directory
+        if self._snapshotting is not None:
+            await asyncio.wait([self._snapshotting], timeout=SNAPSHOT_STOP_WAIT)
+
+
+def _said_if_failed(fut: asyncio.Future) -> None:
+    """The first snapshot failed (the state dir unwritable, a full disk): the backend serves on, unrecorded."""
+    if not fut.cancelled() and fut.exception() is not None:
+        log.error("history: the first snapshot failed, nothing is recorded: %s", fut.exception())
 
 
 def _held(obs: dict[str, Any], note: str, changeset: str) -> None:
