@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import resource
+import select
 import time
 from typing import Any, Callable, Hashable
 
@@ -91,6 +93,7 @@ class HistoryRecorder(Wrapper):
                 self.listed_s = round(time.perf_counter() - t0, 3)
             finally:
                 loop.call_soon_threadsafe(self._ready.set)
+            _test_gate()
             snap = tl.snapshot_settle()
             # Its own clock (docs/benchmarks.md): wall, and CPU seconds of oh and of the git it ran.
             took = {"took_s": round(time.perf_counter() - t0, 3), "listed_s": self.listed_s}
@@ -215,6 +218,28 @@ class HistoryRecorder(Wrapper):
             await asyncio.to_thread(self.timeline.close)  # phase 2 of the first snapshot stops at its next directory
         if self._snapshotting is not None:
             await asyncio.wait([self._snapshotting], timeout=SNAPSHOT_STOP_WAIT)
+
+
+SETTLE_GATE_ENV = "OH_TEST_HISTORY_SETTLE_GATE"
+SETTLE_GATE_WAIT = 60.0  # s
+
+
+def _test_gate() -> None:
+    """For tests only (tests/history/test_default.py): hold phase 2 of the first snapshot until a byte comes down
+    the FIFO this names, so that an action provably meets a snapshot still settling (bounded; unset: nothing)."""
+    gate = os.environ.get(SETTLE_GATE_ENV)
+    if not gate:
+        return
+    try:
+        fd = os.open(gate, os.O_RDWR)  # on Linux a FIFO opened read-write never blocks: it is its own writer
+    except OSError:
+        return
+    try:
+        ready, _w, _x = select.select([fd], [], [], SETTLE_GATE_WAIT)
+        if ready:
+            os.read(fd, 1)
+    finally:
+        os.close(fd)
 
 
 def _said_if_failed(fut: asyncio.Future) -> None:
