@@ -146,6 +146,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--history", choices=("true", "false"), default="false")
     p.add_argument("--history-store-ignored", choices=("true", "false"), default="false")
     p.add_argument("--history-max-file", type=float, default=64.0, help="MiB")
+    p.add_argument("--history-max-mb", type=float, default=1024.0, help="MiB the history's store may take")
     p.add_argument("--review-timeout", type=float, default=600.0)
     # Consent (docs/protocol.md §3.13): the level and the user's rules
     # (JSON {"allow": [...], "ask": [...], "deny": [...]}).
@@ -335,6 +336,7 @@ async def _amain(args: argparse.Namespace, token: str) -> int:
                 history_dir=_history_dir(args, workspace),
                 history_store_ignored=args.history_store_ignored == "true",
                 history_max_file=int(args.history_max_file * 1024 * 1024),
+                history_max_bytes=int(args.history_max_mb * 1024 * 1024),
                 review_timeout=args.review_timeout,
                 user_shell=None if args.user_shell is None else args.user_shell == "true",
                 shell_startup_timeout=args.shell_startup_timeout,

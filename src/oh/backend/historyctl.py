@@ -49,6 +49,7 @@ class HistoryControl:
                 str(cfg.history_dir),
                 store_ignored=cfg.history_store_ignored,
                 max_file=cfg.history_max_file,
+                max_bytes=cfg.history_max_bytes,
                 review=cfg.review,
                 activity=activity,
             )
@@ -68,8 +69,12 @@ class HistoryControl:
             out["snapshot"] = "listing"
             return out
         out["snapshot"] = "settling" if tl.settling else "done"
-        if tl.watcher.degraded:  # said once, with the fallback in use (issue 39)
-            out["note"] = tl.watcher.degraded
+        out["store_bytes"], out["max_bytes"] = tl.store.size, tl.max_bytes
+        notes = [tl.watcher.degraded] if tl.watcher.degraded else []  # said with the fallback in use (issue 39)
+        if tl.max_bytes and tl.store.size > tl.max_bytes:
+            notes.append("the workspace's files alone take more than history_max_mb: only they are kept")
+        if notes:
+            out["note"] = "; ".join(notes)
         return out
 
     async def handle(self, obj: dict[str, Any], decider: bool) -> dict[str, Any]:
@@ -96,7 +101,8 @@ class HistoryControl:
             return {
                 **frames.refusal(
                     "HISTORY_OFF",
-                    "History is off for this backend: restart it with `oh start --history` (or `oh config set history true`).",
+                    "History is off for this backend: restart it with `oh start --history` "
+                    "(or `oh config set history true`).",
                 ),
                 "rid": rid,
             }

@@ -58,6 +58,7 @@ class BackendConfig:
     history_dir: str | None = None
     history_store_ignored: bool = False
     history_max_file: int = 64 * 1024 * 1024
+    history_max_bytes: int = 1024 * 1024 * 1024  # the store's bound (history_max_mb, issue 39)
     review_timeout: float = 600.0
     # Pre-auth bounds (backend/guard.py): seconds to complete the upgrade, and the fd budget the
     # caps on connections that have not sent their request yet derive from (None: RLIMIT_NOFILE).

@@ -91,6 +91,7 @@ def run_history(
     io.print(f"{'ENTRY':>5}  {'AGENT':<14} {'KIND':<8} {'FILES':>5} {'+':>4} {'-':>4}  {'STATUS':<11} WHAT")
     for r in rows:
         flags = " (ambiguous)" if r.get("ambiguous") else ""
+        flags += " (collected: not undoable; history_max_mb)" if r.get("collected") else ""
         flags += f" (+{r['ignored']} ignored, not stored)" if r.get("ignored") else ""
         name = visible(r.get("agent"))
         if r.get("by") == "agent" and name == "user":  # an agent that calls itself "user" is shown as an agent

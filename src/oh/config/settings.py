@@ -472,6 +472,16 @@ KEYS: dict[str, Key] = {
             "MiB > 0",
         ),
         Key(
+            "history_max_mb",
+            _positive_float,
+            1024.0,
+            (
+                "history: MiB the store of recorded contents may take; past it the oldest entries are collected "
+                "(listed, no longer undoable)"
+            ),
+            "MiB > 0",
+        ),
+        Key(
             "review_timeout",
             _positive_float,
             600.0,
@@ -765,7 +775,7 @@ JOB_SETTINGS = (
 )
 
 
-HISTORY_SETTINGS = ("history", "history_store_ignored", "history_max_file")
+HISTORY_SETTINGS = ("history", "history_store_ignored", "history_max_file", "history_max_mb")
 
 
 def history_settings(s: "Settings") -> dict:

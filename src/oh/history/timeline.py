@@ -46,6 +46,13 @@ SETTLE_NS = 1_000_000_000
 UNSEEN: tree.StatKey = (0, 0, 0, 0, 0)  # a clean file phase 1 put in the index by its blob, not looked at yet
 
 
+def _drop(s: H.FileState | None, keep: set[str]) -> H.FileState | None:
+    """A state whose content the store no longer holds says so (``stored`` false: shown, not restored)."""
+    if s is None or not s.stored or s.hash in keep:
+        return s
+    return H.FileState(s.kind, s.mode, s.size, s.hash, False)
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
@@ -59,6 +66,7 @@ class Timeline:
         store_ignored: bool = False,
         max_file: int = MAX_FILE,
         keep: int = KEEP,
+        max_bytes: int = 0,
         review: bool = False,
         fsync: bool = True,
         activity: Activity | None = None,
@@ -70,6 +78,8 @@ class Timeline:
         self.state = state
         self.max_file = max_file
         self.keep = keep
+        self.max_bytes = max_bytes  # the store's bound (history_max_mb; 0: none)
+        self._next_fit = 0
         self.store = ObjectStore(os.path.join(state, "objects.pack"))
         self.ignores = tree.Ignores(self.root, store_ignored)
         self.watcher = Watcher(self.root)
@@ -141,12 +151,15 @@ class Timeline:
             self.entries[eid].ended, self.entries[eid].status = rec["ended"], rec["status"]
         elif t == "r" and eid in self.entries:
             self.entries[eid].review = str(rec["review"])
+        elif t == "x" and eid in self.entries:
+            self.entries[eid].collected = True
 
     def _gc(self) -> None:
         """Garbage collection at start: keep the last ``keep`` entries and the contents they use, and every
         change set still awaiting the user's keep or revert, however old (never dropped: its revert needs
         its entry and its "before" contents)."""
         if len(self.entries) <= self.keep and self.store.size < 4 * 1024**3:
+            self._fit()
             return
         last = set(sorted(self.entries)[-self.keep :]) if self.keep > 0 else set()
         held = {i for i, e in self.entries.items() if e.review == H.PENDING and i not in last}
@@ -158,16 +171,60 @@ class Timeline:
             )
         used = {s.hash for e in self.entries.values() for c in e.changes for s in (c.before, c.after) if s and s.hash}
         self.store.compact(used)
+        self._rewrite_journal()
+        self._fit()
+
+    def _rewrite_journal(self) -> None:
+        """The journal as the entries are now (atomic rename; the open append fd, if any, follows the new file)."""
         tmp = self._journal_path + ".gc"
         with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
             for e in self.entries.values():
                 f.write(json.dumps(self._begin_rec(e)) + "\n")
                 changed = {"t": "c", "id": e.id, "changes": [c.row() for c in e.changes], "ignored": e.ignored}
                 f.write(json.dumps({**changed, "dirs": e.dirs} if e.dirs else changed) + "\n")
-                f.write(json.dumps({"t": "e", "id": e.id, "ended": e.ended, "status": e.status}) + "\n")
+                if e.ended is not None:
+                    f.write(json.dumps({"t": "e", "id": e.id, "ended": e.ended, "status": e.status}) + "\n")
                 if e.review:
                     f.write(json.dumps({"t": "r", "id": e.id, "review": e.review}) + "\n")
+                if e.collected:
+                    f.write(json.dumps({"t": "x", "id": e.id}) + "\n")
         os.replace(tmp, self._journal_path)
+        if getattr(self, "_jfd", None) is not None:
+            os.close(self._jfd)
+            self._jfd = os.open(self._journal_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+
+    def _fit(self) -> None:
+        """Disk use bounded (``history_max_mb``, issue 39): over the bound, the store keeps what the workspace's
+        files are now (the "before" of every change to come), every pending change set, and the newest entries'
+        contents while they fit in three quarters of it; older entries are collected: still listed and shown,
+        no longer undoable (their states say "not stored", their rows ``collected``). Never a content an entry
+        still undoable needs."""
+        if self.max_bytes <= 0 or self.store.size <= max(self.max_bytes, self._next_fit):
+            return
+        cost = self.store.cost
+        keep = {s.hash for _k, s in self.index.values() if s.hash and s.stored}
+        used = sum(cost(h) for h in keep)
+        target, fits = self.max_bytes * 3 // 4, True
+        for e in sorted(self.entries.values(), key=lambda e: e.id, reverse=True):
+            need = {s.hash for c in e.changes for s in (c.before, c.after) if s and s.hash and s.stored} - keep
+            more = sum(cost(h) for h in need)
+            fits = fits and not e.collected and used + more <= target
+            if fits or e.review == H.PENDING or e.status == "running":
+                keep |= need
+                used += more
+            elif not e.collected:
+                e.collected = True
+        for e in self.entries.values():
+            if e.collected:
+                e.changes = [
+                    H.Change(c.path, _drop(c.before, keep), _drop(c.after, keep), c.renamed, c.ambiguous)
+                    for c in e.changes
+                ]
+        log.info("history: store over history_max_mb (%d bytes): kept %d bytes", self.max_bytes, used)
+        self.store.compact(keep)
+        self._rewrite_journal()
+        # What the workspace's files are now may alone pass the bound: then not again before it grew by a quarter.
+        self._next_fit = self.store.size + self.max_bytes // 4 if self.store.size > target else 0
 
     @staticmethod
     def _begin_rec(e: H.Entry) -> dict[str, Any]:
@@ -480,6 +537,7 @@ class Timeline:
             if e is None:
                 return None
             self._close(e, status)
+            self._fit()
             if self.review and H.opens_changeset(e):
                 self.mark(e, H.PENDING)
                 return e

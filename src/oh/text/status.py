@@ -149,7 +149,14 @@ def protections(d: dict[str, Any]) -> str:
     parts.append("review on" if d.get("review") else "review off")
     hist = d.get("history")
     if isinstance(hist, dict):
-        parts.append("history on" if hist.get("on") else "history off")
+        use = hist.get("store_bytes")
+        top = hist.get("max_bytes")
+        size = (
+            f" ({use / 1048576:.1f} of {top / 1048576:g} MiB)" if isinstance(use, int) and isinstance(top, int) else ""
+        )
+        parts.append(("history on" + size) if hist.get("on") else "history off")
+        if isinstance(hist.get("note"), str):
+            parts.append(f"history: {hist['note']}")
     branch = d.get("branch")
     parts.append(f"branch {branch.get('state', '?')}" if isinstance(branch, dict) else "branch off")
     return visible(" · ".join(str(p) for p in parts))
