@@ -68,3 +68,26 @@ def test_no_history_turns_it_off_and_says_how_to_turn_it_on(oh):
     assert "history: off (`oh config set history true` to turn it on)" in p.stdout
     p = oh("history")
     assert p.returncode != 0 and "oh config set history true" in p.stdout + p.stderr
+
+
+def test_the_inotify_watch_limit_is_said_and_every_action_rescans(oh):
+    # The kernel's limit is per user: lowering /proc/sys/fs/inotify/max_user_watches here would starve every other
+    # process of this user, so the watcher meets a limit of 2 set for tests (the same path as the kernel's ENOSPC).
+    ws = oh.workspace
+    for d in ("d1", "d2", "d3", "d4"):
+        (ws / d).mkdir()
+        (ws / d / "f.txt").write_text(f"{d}\n")
+    del oh.env["OH_HISTORY"]
+    oh.env["OH_TEST_HISTORY_MAX_WATCHES"] = "2"
+    oh("start", "--detach", "--runtime", "local", "--no-open", "--workspace", str(ws), timeout=40, check=0)
+    wait_for(lambda: _history_status(oh)["snapshot"] == "done", timeout=WAIT, what="the first snapshot to settle")
+    note = _history_status(oh)["note"]
+    assert "inotify watch limit reached" in note and "every action rescans" in note
+    text = oh("status", check=0).stdout
+    assert text.count("inotify watch limit reached") == 1
+    oh("run", "--", "echo changed > d1/f.txt; echo changed > d4/f.txt; echo new > d3/g.txt", check=0)
+    entries = json.loads(oh("history", "--json", check=0).stdout)["entries"]
+    [run] = [e for e in entries if e["kind"] == "run"]
+    assert run["files"] == 3 and run["created"] == 1
+    oh("undo", str(run["id"]), check=0)
+    assert (ws / "d4" / "f.txt").read_text() == "d4\n" and not (ws / "d3" / "g.txt").exists()

@@ -33,6 +33,8 @@ class HistoryControl:
         self.recorder: HistoryRecorder | None = None  # set by ``wrap`` when history is on
         # Set by the backend: where a command's change set opening or closing is told (the monitors, §3.15.1).
         self.on_changeset: Callable[..., None] = lambda *a, **kw: None
+        # Set by the backend: a note said once to the monitors (the live view), e.g. the inotify fallback (issue 39).
+        self.on_note: Callable[[str], None] = lambda note: None
         self._editor_timers: set[asyncio.TimerHandle] = set()  # editor undos that never said `applied` (close)
 
     def wrap(self, runtime: Runtime) -> Runtime:
@@ -50,12 +52,14 @@ class HistoryControl:
                 store_ignored=cfg.history_store_ignored,
                 max_file=cfg.history_max_file,
                 max_bytes=cfg.history_max_bytes,
+                max_watches=_test_watch_limit(),
                 review=cfg.review,
                 activity=activity,
             )
 
         self.recorder = HistoryRecorder(runtime, make)
         self.recorder.on_changeset = lambda *a, **kw: self.on_changeset(*a, **kw)
+        self.recorder.on_note = lambda note: self.on_note(note)
         return self.recorder
 
     def status(self) -> dict[str, Any]:
@@ -126,6 +130,16 @@ class HistoryControl:
         for timer in self._editor_timers:
             timer.cancel()
         self._editor_timers.clear()
+
+
+def _test_watch_limit() -> int:
+    """OH_TEST_HISTORY_MAX_WATCHES (tests only, tests/history/test_default.py): the watch limit to meet."""
+    import os
+
+    try:
+        return max(0, int(os.environ.get("OH_TEST_HISTORY_MAX_WATCHES", "0")))
+    except ValueError:
+        return 0
 
 
 def _answer(tl, req: H.HistoryRequest, decider: bool) -> dict[str, Any]:

@@ -67,6 +67,7 @@ class Timeline:
         max_file: int = MAX_FILE,
         keep: int = KEEP,
         max_bytes: int = 0,
+        max_watches: int = 0,
         review: bool = False,
         fsync: bool = True,
         activity: Activity | None = None,
@@ -82,7 +83,7 @@ class Timeline:
         self._next_fit = 0
         self.store = ObjectStore(os.path.join(state, "objects.pack"))
         self.ignores = tree.Ignores(self.root, store_ignored)
-        self.watcher = Watcher(self.root)
+        self.watcher = Watcher(self.root, max_watches)
         self.index: dict[str, tuple[tree.StatKey, H.FileState]] = {}
         self.entries: dict[int, H.Entry] = {}
         self.active: dict[int, H.Entry] = {}

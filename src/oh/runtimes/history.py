@@ -66,6 +66,7 @@ class HistoryRecorder(Wrapper):
         self._job_ends: dict[str, asyncio.Future[H.Entry | None]] = {}
         # Review after the fact (§3.15.1): ("changeset_opened" | "changeset_closed", fields) to the monitors.
         self.on_changeset: Callable[[str, dict[str, Any]], None] | None = None
+        self.on_note: Callable[[str], None] = lambda note: None  # said once to the monitors (the live view)
         inner.on_job_event = self._job_event
 
     @property
@@ -87,6 +88,7 @@ class HistoryRecorder(Wrapper):
             t0, c0 = time.perf_counter(), _cpu()
             try:
                 tl = self._make(Activity(self.inner.sandbox_roots))
+                tl.watcher.on_degraded = lambda why: _tell(loop, self.on_note, "history: " + why)
                 tl.snapshot_listed()
                 tl.watch_in_background()  # who made a change is looked at over short stretches from now on
                 self.timeline = tl
@@ -240,6 +242,14 @@ def _test_gate() -> None:
             os.read(fd, 1)
     finally:
         os.close(fd)
+
+
+def _tell(loop: asyncio.AbstractEventLoop, say: Callable[[str], None], note: str) -> None:
+    """A note from a worker thread to the monitors, on the loop (gone at the backend's stop: then unsaid)."""
+    try:
+        loop.call_soon_threadsafe(say, note)
+    except RuntimeError:
+        pass
 
 
 def _said_if_failed(fut: asyncio.Future) -> None:
