@@ -91,3 +91,30 @@ def test_the_inotify_watch_limit_is_said_and_every_action_rescans(oh):
     assert run["files"] == 3 and run["created"] == 1
     oh("undo", str(run["id"]), check=0)
     assert (ws / "d4" / "f.txt").read_text() == "d4\n" and not (ws / "d3" / "g.txt").exists()
+
+
+def test_a_run_that_changed_files_says_plus_minus_in_k_files(oh):
+    # Issue 39 item 3: `sed -i` over two files (3 lines), a new file (2), a deleted one (3), a binary one (a file,
+    # no lines): +5 −6 in 5 files, said by `oh run` after the output, to the agent (the run's suffix,
+    # extras.changed), and on the live view's line.
+    ws = oh.workspace
+    (ws / "a.txt").write_text("one\ntwo\none\n")
+    (ws / "b.txt").write_text("one\n")
+    (ws / "del.txt").write_text("d1\nd2\nd3\n")
+    (ws / "bin.dat").write_bytes(b"\0\1\2\3")
+    oh.start("local", None, "--history")
+    command = "sed -i s/one/ONE/ a.txt b.txt && printf 'x\\ny\\n' > new.txt && rm del.txt && printf '\\0\\1' >> bin.dat"
+    p = oh("run", "--", command, check=0)
+    assert "changed +5 \u22126 in 5 files; `oh undo 1` reverts" in p.stderr, p.stderr
+    obs = json.loads(oh("run", "--json", "--", "echo three >> b.txt", check=0).stdout)
+    assert obs["extras"]["changed"] == {"files": 1, "added": 1, "removed": 0, "entry": 2}
+    assert "[oh: changed +1 \u22120 in 1 file; `oh undo 2` reverts]" in obs["extras"]["metadata"]["suffix"]
+    quiet = json.loads(oh("run", "--json", "--", "true", check=0).stdout)
+    assert "changed" not in quiet["extras"] and "oh: changed" not in (quiet["extras"]["metadata"].get("suffix") or "")
+
+    from oh.ui.live import LiveState
+
+    view = LiveState(backend={})
+    frame = {"action_id": "x", "agent_id": "a", "kind": "run", "summary": "sed", "outcome": "ok", "exit_code": 0}
+    [line] = view._on_action_finished({**frame, "duration_ms": 5, "changed": obs["extras"]["changed"]})
+    assert line.endswith(", +1 \u22120 in 1 file")

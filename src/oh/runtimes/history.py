@@ -208,6 +208,8 @@ class HistoryRecorder(Wrapper):
             if entry:
                 opened = await asyncio.shield(asyncio.to_thread(tl.end, entry, status))
                 self.changeset_event("changeset_opened", opened)
+                if obs and action.kind == "run":
+                    await _changed(tl, entry, obs, opened)
                 if opened is not None and obs:
                     _held(obs, H.held_note(opened), H.changeset_id(opened.id))
         return obs
@@ -256,6 +258,23 @@ def _said_if_failed(fut: asyncio.Future) -> None:
     """The first snapshot failed (the state dir unwritable, a full disk): the backend serves on, unrecorded."""
     if not fut.cancelled() and fut.exception() is not None:
         log.error("history: the first snapshot failed, nothing is recorded: %s", fut.exception())
+
+
+async def _changed(tl: Timeline, entry: int, obs: dict[str, Any], opened: H.Entry | None) -> None:
+    """A run that changed files says how much, at a glance (issue 39 item 3, §3.15): ``+N −M in K files`` as a
+    note of the run's suffix (the agent reads it; `oh run` prints it) and ``extras.changed`` (the live view's
+    line, through ``action_finished``); in review mode with the change set's id."""
+    e = tl.entries.get(entry)
+    extras = obs.get("extras")
+    md = extras.get("metadata") if isinstance(extras, dict) else None
+    if e is None or not e.changes or not isinstance(md, dict) or obs.get("observation") != "run":
+        return
+    from ..history import summary
+
+    n = await asyncio.to_thread(summary.counts, tl.store, list(e.changes))
+    held = f" (change set {H.changeset_id(opened.id)})" if opened is not None else ""
+    extras["changed"] = {**n, "entry": entry}
+    md["suffix"] = (md.get("suffix") or "") + f"\n[oh: changed {summary.text(n)}{held}; `oh undo {entry}` reverts]"
 
 
 def _held(obs: dict[str, Any], note: str, changeset: str) -> None:

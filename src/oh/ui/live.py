@@ -549,7 +549,7 @@ class LiveState:
         blind = " (blind: never read)" if frame.get("blind") is True else ""
         return [
             f"{row.agent} {row.kind} {row.summary}{risk} → {row.outcome_text()}{code_txt} in "
-            f"{fmt_ms(row.duration_ms)}{blind}"
+            f"{fmt_ms(row.duration_ms)}{blind}{_changed_text(frame.get('changed'))}"
         ]
 
     def _follow_up_finished(self, row: ActionRow) -> None:
@@ -1101,3 +1101,11 @@ def _outcome_cell(r: Any):
     if r.exit_code in (None, 0):
         return Text("ok", style="green")
     return Text("ok", style="yellow")  # the command ran and exited non-zero
+
+
+def _changed_text(changed: Any) -> str:
+    """A run's ``+N −M in K files`` (history on, §3.15), or "" (none said, or not numbers)."""
+    if not isinstance(changed, dict) or not all(isinstance(changed.get(k), int) for k in ("files", "added", "removed")):
+        return ""
+    k = changed["files"]
+    return f", +{changed['added']} \u2212{changed['removed']} in {k} file{'s' if k != 1 else ''}"
