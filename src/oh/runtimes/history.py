@@ -106,6 +106,12 @@ class HistoryRecorder(Wrapper):
         self._snapshotting.add_done_callback(_said_if_failed)
         await self.inner.start()
 
+    async def settled(self, timeout: float) -> dict[str, Any]:
+        """The first snapshot's figures once both phases are done (benchmarks; bounded by ``timeout``)."""
+        if self._snapshotting is not None:
+            await asyncio.wait([self._snapshotting], timeout=timeout)
+        return self.first_snapshot
+
     async def ready(self) -> Timeline | None:
         """The timeline once the first snapshot's phase 1 is done (bounded: an action waits at most
         ``READY_WAIT``, then runs unrecorded; the log says why)."""
