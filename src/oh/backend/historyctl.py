@@ -101,7 +101,8 @@ class HistoryControl:
         show and undo any entry; an undo is answered with the edits for the editor to apply (its undo stack)."""
         recorder = self.recorder
         rid = obj.get("rid") if isinstance(obj.get("rid"), str) else ""
-        if recorder is None or await recorder.ready() is None:
+        tl = await recorder.ready() if recorder is not None else None
+        if tl is None:
             return {
                 **frames.refusal(
                     "HISTORY_OFF",
@@ -114,7 +115,6 @@ class HistoryControl:
             req = H.parse_editor_request(obj)
         except ProtocolError as exc:
             return {**frames.refusal(str(exc.error_id), exc.message), "rid": rid}
-        tl = recorder.timeline
         if req.op == "applied":
             from ..history import undo
 

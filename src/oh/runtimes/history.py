@@ -82,7 +82,7 @@ class HistoryRecorder(Wrapper):
         fraction of the whole) is awaited, by the first action that can change files (``_ready``); phase 2
         runs in this thread while actions run (issue 39, docs/protocol.md §3.15)."""
         loop = asyncio.get_running_loop()
-        self._ready = asyncio.Event()
+        ready = self._ready = asyncio.Event()
 
         def build() -> None:
             t0, c0 = time.perf_counter(), _cpu()
@@ -94,7 +94,7 @@ class HistoryRecorder(Wrapper):
                 self.timeline = tl
                 self.listed_s = round(time.perf_counter() - t0, 3)
             finally:
-                loop.call_soon_threadsafe(self._ready.set)
+                loop.call_soon_threadsafe(ready.set)
             _test_gate()
             snap = tl.snapshot_settle()
             # Its own clock (docs/benchmarks.md): wall, and CPU seconds of oh and of the git it ran.
@@ -273,7 +273,9 @@ async def _changed(tl: Timeline, entry: int, obs: dict[str, Any], opened: H.Entr
     e = tl.entries.get(entry)
     extras = obs.get("extras")
     md = extras.get("metadata") if isinstance(extras, dict) else None
-    if e is None or not e.changes or not isinstance(md, dict) or obs.get("observation") != "run":
+    if e is None or not e.changes or not isinstance(extras, dict) or not isinstance(md, dict):
+        return
+    if obs.get("observation") != "run":
         return
     from ..history import summary
 
