@@ -287,6 +287,16 @@ def _lock_workspace(workspace: str):
     return fd
 
 
+def _history_config(args: argparse.Namespace, workspace: str) -> dict[str, Any]:
+    """History's part of the BackendConfig (issues 29, 39)."""
+    return {
+        "history_dir": _history_dir(args, workspace),
+        "history_store_ignored": args.history_store_ignored == "true",
+        "history_max_file": int(args.history_max_file * 1024 * 1024),
+        "history_max_bytes": int(args.history_max_mb * 1024 * 1024),
+    }
+
+
 def _history_dir(args: argparse.Namespace, workspace: str) -> str | None:
     """One timeline per workspace under the state dir (0700), never in the workspace or its .git."""
     if args.history != "true":
@@ -333,10 +343,7 @@ async def _amain(args: argparse.Namespace, token: str) -> int:
                 setup_script=args.setup_script,
                 spool_dir=str(paths.state_dir() / "jobs"),
                 review=args.review or args.consent in ("changes", "all"),
-                history_dir=_history_dir(args, workspace),
-                history_store_ignored=args.history_store_ignored == "true",
-                history_max_file=int(args.history_max_file * 1024 * 1024),
-                history_max_bytes=int(args.history_max_mb * 1024 * 1024),
+                **_history_config(args, workspace),
                 review_timeout=args.review_timeout,
                 user_shell=None if args.user_shell is None else args.user_shell == "true",
                 shell_startup_timeout=args.shell_startup_timeout,
