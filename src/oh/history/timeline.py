@@ -98,6 +98,7 @@ class Timeline:
         self._early: list[H.Entry] = []
         self._t0_ns = 0
         self._snap: dict[str, Any] = {}
+        self._clean: dict[str, str] = {}  # phase 1's clean files not in the index yet: (git mode, blob)
         self._closed = False
         self._journal_path = os.path.join(state, "timeline.jsonl")
         self._load()
@@ -253,8 +254,7 @@ class Timeline:
                 self._snap = self._read_all()
                 return
             clean, rest = listing
-            for rel, (gmode, blob) in clean.items():
-                self.index[rel] = (UNSEEN, H.FileState(H.REGULAR, gmode & 0o777, 0, tree.GIT_REF + blob, True))
+            self._clean = clean  # into the index when first looked at (``known``): 100,000 states cost seconds
             for rel in rest:
                 got = tree.probe(self.root, rel, None, self.store, self.max_file)
                 if got is not None:
@@ -273,6 +273,14 @@ class Timeline:
             if got is not None:
                 self.index[rel] = got
         return {"dirs": len(w.dirs), "ignored": len(w.ignored), "from_git": 0, "whole": True}
+
+    def known(self, rel: str) -> tuple[tree.StatKey, H.FileState] | None:
+        """The index's entry for ``rel``; a clean file phase 1 listed goes into it now (by its blob, not looked at)."""
+        got = self.index.get(rel)
+        if got is None and rel in self._clean:
+            gmode, blob = tree.clean_blob(self._clean.pop(rel))
+            got = self.index[rel] = (UNSEEN, H.FileState(H.REGULAR, gmode & 0o777, 0, tree.GIT_REF + blob, True))
+        return got
 
     def snapshot_settle(self) -> dict[str, Any]:
         """Phase 2, while actions run: every directory watched (before it is listed), every file looked at
@@ -300,7 +308,9 @@ class Timeline:
             with self.lock:
                 if self._closed:
                     return snap
-                self._settle([rel for rel in self.index if rel not in seen], gone_only=True)
+                self._settle([rel for rel in [*self.index, *self._clean] if rel not in seen], gone_only=True)
+                for rel in list(self._clean):  # listed by git, never met by the walk, still there: git's word
+                    self.known(rel)
             snap.update(dirs=dirs, ignored=ignored)
         with self.lock:
             self.settling, self._early = False, []
@@ -311,29 +321,15 @@ class Timeline:
         probed: dict[str, tuple[tree.StatKey, H.FileState] | None] = {}
         old = self._t0_ns - SETTLE_NS
         for rel in rels:
-            known = self.index.get(rel)
+            raw = self._clean.get(rel) if not gone_only else None
+            if raw is not None and self._blob_holds(rel, raw, old):
+                continue
+            known = self.known(rel)
             if gone_only:
                 if known is not None and not os.path.lexists(os.path.join(self.root, rel)):
                     probed[rel] = None
                 continue
-            if known is not None and known[0] == UNSEEN:
-                try:
-                    st = os.lstat(os.path.join(self.root, rel))
-                except OSError:
-                    probed[rel] = None
-                    continue
-                same_x = bool(st.st_mode & 0o100) == bool(known[1].mode & 0o100)
-                if (
-                    stat.S_ISREG(st.st_mode)
-                    and same_x
-                    and (st.st_ctime_ns < old or tree.is_blob(self.root, rel, known[1]))
-                ):
-                    key = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_mode)
-                    self.index[rel] = (
-                        key,
-                        H.FileState(H.REGULAR, stat.S_IMODE(st.st_mode), st.st_size, known[1].hash, True),
-                    )
-                    continue
+            if known is not None and known[0] == UNSEEN:  # changed since git's listing: read, compared with its blob
                 probed[rel] = tree.probe(self.root, rel, None, self.store, self.max_file)
                 continue
             now = tree.probe(self.root, rel, known, self.store, self.max_file)
@@ -345,6 +341,24 @@ class Timeline:
         if changes:
             self._share(list(self._early), changes, [], [])
 
+    def _blob_holds(self, rel: str, raw: str, old: int) -> bool:
+        """A clean file of phase 1's listing, not changed since: into the index with its stat, by its blob (True).
+        Unchanged: a regular file with git's executable bit, and a ctime older than the snapshot's start (by
+        ``SETTLE_NS``) or a content that is the blob (git's sha1)."""
+        gmode, blob = tree.clean_blob(raw)
+        try:
+            st = os.lstat(os.path.join(self.root, rel))
+        except OSError:
+            return False
+        state = H.FileState(H.REGULAR, stat.S_IMODE(st.st_mode), st.st_size, tree.GIT_REF + blob, True)
+        if not stat.S_ISREG(st.st_mode) or bool(st.st_mode & 0o100) != bool(gmode & 0o100):
+            return False
+        if st.st_ctime_ns >= old and not tree.is_blob(self.root, rel, state):
+            return False
+        del self._clean[rel]
+        self.index[rel] = ((st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_mode), state)
+        return True
+
     # ------------------------------------------------------------------ drains
     def _collect(self, d: Dirty) -> tuple[set[str], set[str], list[str]]:
         """The paths to look at, the ignored ones that changed, and the (non-ignored) directories created."""
@@ -353,13 +367,15 @@ class Timeline:
             w = tree.walk(self.root, "", self.ignores)
             for rel in w.dirs:
                 self.watcher.add(rel)
-            return paths | set(self.index) | set(w.files), ignored, []
+            return paths | set(self.index) | set(self._clean) | set(w.files), ignored, []
         for gone in d.gone_dirs:
             self.watcher.forget(gone)
-            paths |= {p for p in self.index if p.startswith(gone + "/")}
+            paths |= {p for p in [*self.index, *self._clean] if p.startswith(gone + "/")}
         new_dirs = sorted(d.new_dirs)
         # Never a set of the whole index here: per action, this must cost what changed, not the tree's size.
-        newly_ignored = self.ignores.check_new(new_dirs + sorted(p for p in paths if p not in self.index))
+        newly_ignored = self.ignores.check_new(
+            new_dirs + sorted(p for p in paths if p not in self.index and p not in self._clean)
+        )
         created: list[str] = []
         for nd in new_dirs:
             if nd in newly_ignored:
@@ -382,7 +398,7 @@ class Timeline:
             ignored |= set(w.ignored) | set(again.ignored)
         # A directory moved away and back, or moved in: files the index knows under it are looked at again.
         for nd in new_dirs:
-            paths |= {p for p in self.index if p.startswith(nd + "/")}
+            paths |= {p for p in [*self.index, *self._clean] if p.startswith(nd + "/")}
         return paths - newly_ignored, ignored | (paths & newly_ignored), created
 
     def _drain(self) -> None:
@@ -395,7 +411,7 @@ class Timeline:
             return
         probed = {}
         for rel in paths:
-            known = self.index.get(rel)
+            known = self.known(rel)
             now = tree.probe(self.root, rel, known, self.store, self.max_file)
             if now is not known:
                 probed[rel] = now
@@ -560,7 +576,13 @@ class Timeline:
         with self.lock:
             self._drain()
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def close(self) -> None:
+        if self._closed:
+            return
         if self._wake is not None:  # the ticker first, outside the lock it takes
             os.write(self._wake[1], b"x")
             if self._ticker is not None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from .. import programs
@@ -165,10 +166,10 @@ def git_clean(root: str) -> dict[str, tuple[int, str]]:
     """Tracked files whose work tree content is their index blob: rel path -> (git mode, blob id) (see
     ``git_listing``; empty when git cannot tell)."""
     got = git_listing(root, untracked=False)
-    return got[0] if got is not None else {}
+    return {rel: clean_blob(raw) for rel, raw in got[0].items()} if got is not None else {}
 
 
-def git_listing(root: str, untracked: bool = True) -> tuple[dict[str, tuple[int, str]], list[str]] | None:
+def git_listing(root: str, untracked: bool = True) -> tuple[dict[str, str], list[str]] | None:
     """What git knows of the work tree: the tracked files whose work tree content is their index blob (``git
     ls-files -s`` minus ``git diff-files``): rel path -> (git mode, blob id), and every other path git lists
     (tracked but changed, symlinks, and with ``untracked`` the untracked files it does not ignore). A clean
@@ -180,27 +181,36 @@ def git_listing(root: str, untracked: bool = True) -> tuple[dict[str, tuple[int,
     attrs = _git(root, "rev-parse", "--git-path", "info/attributes")
     if attrs is None or os.path.exists(os.path.join(root, os.fsdecode(attrs.strip()))):
         return None
-    listed = _git(root, "ls-files", "-s", "-z")
-    dirty = _git(root, "diff-files", "--name-only", "--relative", "-z")
-    others = _git(root, "ls-files", "-z", "--others", "--exclude-standard") if untracked else b""
+    # Three listings at once (each is a process that reads the index or walks the tree: on the first action's clock).
+    with ThreadPoolExecutor(3) as pool:
+        listed_f = pool.submit(_git, root, "ls-files", "-s", "-z")
+        dirty_f = pool.submit(_git, root, "diff-files", "--name-only", "--relative", "-z")
+        others_f = pool.submit(_git, root, "ls-files", "-z", "--others", "--exclude-standard") if untracked else None
+        listed, dirty = listed_f.result(), dirty_f.result()
+        others = others_f.result() if others_f is not None else b""
     if listed is None or dirty is None or others is None:
         return None
-    changed = set(dirty.split(b"\0"))
-    out: dict[str, tuple[int, str]] = {}
-    rest = [os.fsdecode(p) for p in others.split(b"\0") if p and not p.endswith(b"/")]
-    for rec in listed.split(b"\0"):
-        # "<mode> <40-hex id> <stage>\t<path>", by position: 100,000 records are on the snapshot's clock.
-        if len(rec) < 51 or rec[6:7] != b" " or rec[49:50] != b"\t":
+    changed = set(os.fsdecode(dirty).split("\0"))
+    out: dict[str, str] = {}
+    rest = [p for p in os.fsdecode(others).split("\0") if p and not p.endswith("/")]
+    # "<mode> <40-hex id> <stage>\t<path>", by position, decoded once: 100,000 records are on the first action's
+    # clock (the mode and id stay one string until a file is looked at: ``clean_blob``).
+    for rec in os.fsdecode(listed).split("\0"):
+        if len(rec) < 51 or rec[6] != " " or rec[49] != "\t":
             continue
         path = rec[50:]
-        if path == b".gitattributes" or path.endswith(b"/.gitattributes"):
+        if path == ".gitattributes" or path.endswith("/.gitattributes"):
             return None
-        mode = rec[:6]
-        if rec[48:49] == b"0" and (mode == b"100644" or mode == b"100755") and path not in changed:
-            out[os.fsdecode(path)] = (0o100755 if mode == b"100755" else 0o100644, rec[7:47].decode())
+        if rec[48] == "0" and rec.startswith(("100644 ", "100755 ")) and path not in changed:
+            out[path] = rec[:47]
         else:
-            rest.append(os.fsdecode(path))
+            rest.append(path)
     return out, rest
+
+
+def clean_blob(raw: str) -> tuple[int, str]:
+    """(git mode, blob id) of a clean file's ``git_listing`` record."""
+    return (0o100755 if raw.startswith("100755") else 0o100644), raw[7:47]
 
 
 def materialize(root: str, refs: dict[str, FileState], store: ObjectStore) -> dict[str, FileState]:

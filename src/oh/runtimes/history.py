@@ -228,6 +228,8 @@ class HistoryRecorder(Wrapper):
             await asyncio.to_thread(self.timeline.close)  # phase 2 of the first snapshot stops at its next directory
         if self._snapshotting is not None:
             await asyncio.wait([self._snapshotting], timeout=SNAPSHOT_STOP_WAIT)
+        if self.timeline is not None and not self.timeline.closed:  # phase 1 ended while this stopped
+            await asyncio.to_thread(self.timeline.close)
 
 
 SETTLE_GATE_ENV = "OH_TEST_HISTORY_SETTLE_GATE"
