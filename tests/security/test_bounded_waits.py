@@ -394,6 +394,8 @@ REVIEWED = {
         "subprocess timeout (30 s): the future ends when they do"
         for name in ("listed_f", "dirty_f", "others_f")
     },
+    ("history/tree.py", "tops", "self._tops_f.result"): "git ls-files --ignored in a worker, run with a subprocess "
+    "timeout (30 s): the future ends when it does",
     (
         "runtimes/local/group.py",
         "_watch_kept",

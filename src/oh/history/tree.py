@@ -48,10 +48,22 @@ class Ignores:
         self.root = root
         self.off = store_ignored
         self.git = not store_ignored and _git(root, "rev-parse", "--is-inside-work-tree") == b"true\n"
-        self.tops: set[str] = set()
-        if self.git:
-            out = _git(root, "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory") or b""
-            self.tops = {os.fsdecode(p).rstrip("/") for p in out.split(b"\0") if p}
+        self._tops: set[str] | None = None if self.git else set()
+        # Listed in a worker while the first snapshot's phase 1 (which does not need it) runs: off its clock.
+        self._pool = ThreadPoolExecutor(1) if self.git else None
+        self._tops_f = self._pool.submit(self._list_tops) if self._pool is not None else None
+
+    def _list_tops(self) -> set[str]:
+        out = _git(self.root, "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory") or b""
+        return {os.fsdecode(p).rstrip("/") for p in out.split(b"\0") if p}
+
+    @property
+    def tops(self) -> set[str]:
+        if self._tops is None:
+            assert self._tops_f is not None and self._pool is not None
+            self._tops = self._tops_f.result()  # git's subprocess timeout bounds it
+            self._pool.shutdown()
+        return self._tops
 
     def ignored(self, rel: str, name: str) -> bool:
         if self.off:
@@ -68,7 +80,7 @@ class Ignores:
             return {r for r in rels if r.rsplit("/", 1)[-1] in DEFAULT_IGNORED}
         out = _git(self.root, "check-ignore", "-z", "--stdin", data=b"\0".join(os.fsencode(r) for r in rels) + b"\0")
         found = {os.fsdecode(p) for p in (out or b"").split(b"\0") if p}
-        self.tops |= found
+        self.tops.update(found)
         return found
 
 
