@@ -43,6 +43,7 @@ KEEP = 5000  # entries kept; older ones (and the contents only they used) go at 
 # The first snapshot: a clean file whose ctime is older than its start by this much kept git's blob (the kernel
 # stamps times with a clock a tick behind; a second is far more than a tick). Newer ones are read and compared.
 SETTLE_NS = 1_000_000_000
+SETTLE_BATCH = 500  # files phase 2 looks at per turn of the lock
 UNSEEN: tree.StatKey = (0, 0, 0, 0, 0)  # a clean file phase 1 put in the index by its blob, not looked at yet
 
 
@@ -303,8 +304,12 @@ class Timeline:
                         if os.path.isdir(os.path.join(self.root, top)):
                             self.watcher.add(top, ignored_top=True)
                     dirs, ignored, stack = dirs + 1, ignored + len(one.ignored), stack + one.dirs
-                    seen.update(one.files)
-                    self._settle(one.files)
+                seen.update(one.files)
+                for i in range(0, len(one.files), SETTLE_BATCH):  # the lock in short turns: actions go on meanwhile
+                    with self.lock:
+                        if self._closed:
+                            return snap
+                        self._settle(one.files[i : i + SETTLE_BATCH])
             with self.lock:
                 if self._closed:
                     return snap
