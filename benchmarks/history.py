@@ -11,6 +11,9 @@ in-process backends (local runtime, real bash) and a real client on loopback:
   every non-ignored file), the pack's size, and that nothing of the ignored tree is in it; also the
   snapshot's own clock (``took_s``: the timeline's opening and snapshot, wall) and its CPU seconds
   (``cpu_s``: the backend process, ``git_cpu_s``: the git commands it ran), which the load does not inflate;
+- ``start_to_first_run`` (issue 39): from a backend's start to its first answered `run true`, history off and
+  on (a fresh store each time, as at a first start), alternated over ``--start-rounds`` rounds: p50 of each,
+  the difference, and the first snapshot's phase 1 (``listed_s``: what that run waited for);
 - ``run_true`` / ``run_10_files``: p50 of `run true` and of a command rewriting 10 files, history off vs
   on (the overhead is the difference);
 - ``undo_1000``: `undo` of a command that changed 1,000 files (the control request, in process);
@@ -108,6 +111,35 @@ async def _actions(port: int, rounds: int) -> dict:
     return out
 
 
+async def _first_run(ws: Path, history_dir: str | None) -> tuple[float, float]:
+    """Seconds from the backend's start to its first answered `run true`, and phase 1's own wall time (on)."""
+    from oh.client import Client
+
+    t0 = time.perf_counter()
+    b, _ = await _backend(ws, history_dir)
+    try:
+        async with await Client.connect(f"ws://127.0.0.1:{b.port}", TOKEN) as c:
+            obs = await c.run("true")
+        took = time.perf_counter() - t0
+        assert obs.exit_code == 0, obs.content
+        recorder = b.historyctl.recorder
+        return took, recorder.listed_s if recorder is not None else 0.0
+    finally:
+        await b.stop()  # phase 2, still running on a big tree, stops at its next directory
+
+
+async def _start_to_first_run(ws: Path, scratch: Path, rounds: int) -> dict:
+    off, on, listed = [], [], []
+    for i in range(rounds):  # alternated: the machine's load drifts over a run
+        off.append((await _first_run(ws, None))[0])
+        took, phase1 = await _first_run(ws, str(scratch / f"first-{i}"))
+        on.append(took)
+        listed.append(phase1)
+    out = {"off_ms": p50(off), "on_ms": p50(on), "listed_ms": p50(listed), "rounds": rounds}
+    out["difference_ms"] = round(out["on_ms"] - out["off_ms"], 1)
+    return out
+
+
 async def _undo_1000(b, port: int, files: int) -> dict:
     from oh.client import Client
 
@@ -184,12 +216,15 @@ def shadow_git(ws: Path, rounds: int, scratch: Path) -> dict:
     }
 
 
-async def main(files: int, ignored_mb: int, rounds: int, fixture: Path, shadow_rounds: int) -> dict:
+async def main(
+    files: int, ignored_mb: int, rounds: int, fixture: Path, shadow_rounds: int, start_rounds: int = 3
+) -> dict:
     os.environ.setdefault("OH_HOME", tempfile.mkdtemp(prefix="oh-bench-"))
     ws = make_fixture(fixture, files, ignored_mb)
     scratch = Path(tempfile.mkdtemp(prefix="oh-bench-history-"))
     out: dict = {"files": files, "ignored_mb": ignored_mb, "rounds": rounds}
     try:
+        out["start_to_first_run"] = await _start_to_first_run(ws, scratch, start_rounds)
         b, t_off = await _backend(ws, None)
         try:
             off = await _actions(b.port, rounds)
@@ -198,7 +233,7 @@ async def main(files: int, ignored_mb: int, rounds: int, fixture: Path, shadow_r
         b, t_on = await _backend(ws, str(scratch / "history"))
         try:
             recorder = b.historyctl.recorder
-            snap = recorder.first_snapshot
+            snap = await recorder.settled(600)  # phase 2 runs after the start: its figures once it is done
             pack = recorder.timeline.store.size
             out["first_snapshot"] = {"s": round(t_on - t_off, 2), "pack_bytes": pack, **snap}
             on = await _actions(b.port, rounds)
@@ -222,7 +257,12 @@ if __name__ == "__main__":
     ap.add_argument("--ignored-mb", type=int, default=1024)
     ap.add_argument("--rounds", type=int, default=30)
     ap.add_argument("--shadow-rounds", type=int, default=10)
+    ap.add_argument("--start-rounds", type=int, default=5)
     ap.add_argument("--fixture", type=Path, default=ROOT / ".cache" / "history-bench")
     a = ap.parse_args()
     sys.path.insert(0, str(ROOT / "src"))
-    print(json.dumps(asyncio.run(main(a.files, a.ignored_mb, a.rounds, a.fixture, a.shadow_rounds)), indent=2))
+    print(
+        json.dumps(
+            asyncio.run(main(a.files, a.ignored_mb, a.rounds, a.fixture, a.shadow_rounds, a.start_rounds)), indent=2
+        )
+    )

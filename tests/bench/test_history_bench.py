@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_tiny_run_produces_every_figure(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "history.py"), "--files", "1200", "--ignored-mb", "3"]
-        + ["--rounds", "2", "--shadow-rounds", "1", "--fixture", str(tmp_path / "fixture")],
+        + ["--rounds", "2", "--shadow-rounds", "1", "--start-rounds", "1", "--fixture", str(tmp_path / "fixture")],
         cwd=ROOT,
         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "OH_HOME": str(tmp_path / "oh")},
         capture_output=True,
@@ -32,6 +32,8 @@ def test_tiny_run_produces_every_figure(tmp_path: Path) -> None:
     # The snapshot's own clock: wall and CPU seconds (oh's, and the git it ran: ls-files, diff-files).
     assert snap["took_s"] > 0 and snap["cpu_s"] > 0 and snap["git_cpu_s"] >= 0
     assert res["undo_1000"]["files"] == 1000
+    first = res["start_to_first_run"]  # issue 39: history on vs off, from the start to the first answered run
+    assert set(first) == {"off_ms", "on_ms", "listed_ms", "difference_ms", "rounds"} and first["on_ms"] > 0
     for name in ("run_true", "run_10_files"):
         assert set(res[name]) == {"off_ms", "on_ms", "overhead_ms"}
     assert set(res["shadow_git"]) == {"first_s", "first_bytes", "run_true_ms", "run_10_files_ms"}

@@ -44,6 +44,7 @@ class Oh:
             PYTHON_KEYRING_BACKEND=FAIL_KEYRING,
             COLUMNS="200",
             PYTHONDONTWRITEBYTECODE="1",
+            OH_HISTORY="false",  # on by default (issue 39): tests of history pass --history (tests/conftest.py)
         )
         self.env = env
         self.started: list[dict] = []

@@ -4,6 +4,7 @@ must give back the tree exactly as it was (contents, permission bits, symlinks).
 
 from __future__ import annotations
 
+import os
 
 import pytest
 
@@ -378,3 +379,36 @@ def test_retention_never_drops_a_pending_change_set(timeline):
     res = U.decide(third, held, keep=False)
     assert res is not None and res["outcome"] == "rejected", res
     assert (ws / "f.txt").read_text() == "before\n" and (ws / "g0.txt").read_text() == "0\n"
+
+
+def test_the_store_stays_under_history_max_mb_and_the_newest_entries_still_undo(timeline):
+    # Issue 39: a small bound, many entries each writing 16 KiB that does not compress. The store never passes the
+    # bound after an entry ends; the oldest entries are collected (listed, not undoable, and they say so), the
+    # newest undo; what the workspace's files are now is always kept (it is the "before" of every next change).
+    ws = timeline.ws
+    limit = 256 * 1024
+    (ws / "old.bin").write_bytes(os.urandom(16 * 1024))
+    tl = timeline(max_bytes=limit)
+    first = tl.begin("alice", "run", "rewrite old.bin")
+    (ws / "old.bin").write_bytes(os.urandom(16 * 1024))
+    tl.end(first)
+    ids = [first]
+    for i in range(40):
+        entry = tl.begin("alice", "run", f"write f{i % 4}")
+        (ws / f"f{i % 4}.bin").write_bytes(os.urandom(16 * 1024))
+        tl.end(entry)
+        ids.append(entry)
+        assert tl.store.size <= limit, (i, tl.store.size)
+    collected = [e for e in ids if tl.entries[e].collected]
+    assert collected and collected == ids[: len(collected)]  # the oldest ones
+    assert tl.entries[ids[0]].row(with_changes=False)["collected"] is True
+    refused = U.undo(tl, first, merge=True)  # its before went; its after is old.bin now, so it is still kept
+    assert not refused["ok"] and "history_max_mb" in refused["message"], refused
+    newest = ws / "f3.bin"
+    current = newest.read_bytes()
+    done = U.undo(tl, ids[-1])
+    assert done["ok"], done
+    assert newest.read_bytes() != current and len(newest.read_bytes()) == 16 * 1024  # f3 as the entry before left it
+    tl.close()
+    again = timeline(max_bytes=limit)  # collected stays said after a restart (journal rewritten, then replayed)
+    assert again.entries[ids[0]].collected and not again.entries[ids[-1]].collected

@@ -89,6 +89,8 @@ def test_a_commands_changes_are_kept_or_reverted_from_oh_review(here):
             assert md["changeset"] == cid and md["exit_code"] == 0
             assert f"held for the user's review as change set {cid}" in md["suffix"]
             assert "3 files" in md["suffix"] and "do not assume they are final" in md["suffix"]
+            # At a glance (issue 39 item 3): the sed's line, the deleted line, an empty new file; with the set's id.
+            assert f"[oh: changed +1 \u22122 in 3 files (change set {cid});" in md["suffix"]
             assert opened["changeset"] == cid and opened["files"] == 3
             shown = invoke(run_show, proposal_id=cid)
             assert shown.code == 0 and "-one" in shown.out and "+ONE" in shown.out and "gone.txt" in shown.out

@@ -43,6 +43,7 @@ class OhBackend:
         # Sandboxed (the default) with the sandbox's network on: `ensure` installs run inside it. No human answers
         # here, so a request to leave would be refused at once (tests/sandbox covers asking).
         env["OH_SANDBOX_NETWORK"] = "true"
+        env["OH_HISTORY"] = "false"  # on by default (issue 39); these tests are not about it
         # The Unix socket's path must fit the OS limit (107 bytes): pytest's nested tmp paths do not.
         env["OH_SOCKET_DIR"] = tempfile.mkdtemp(prefix="ohs", dir="/tmp")
         self.env = env

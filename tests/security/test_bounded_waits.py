@@ -389,11 +389,13 @@ REVIEWED = {
         "main",
         "sys.stdin.readline",
     ): "the launcher writes the token and the private line and closes the pipe at once; EOF (launcher gone) ends it",
-    (
-        "history/timeline.py",
-        "snapshot",
-        "clean_f.result",
-    ): "git ls-files/diff-files in a worker, each run with a subprocess timeout: the future ends when they do",
+    **{
+        ("history/tree.py", "git_listing", f"{name}.result"): "git ls-files/diff-files in a worker, each run with a "
+        "subprocess timeout (30 s): the future ends when they do"
+        for name in ("listed_f", "dirty_f", "others_f")
+    },
+    ("history/tree.py", "tops", "self._tops_f.result"): "git ls-files --ignored in a worker, run with a subprocess "
+    "timeout (30 s): the future ends when it does",
     (
         "runtimes/local/group.py",
         "_watch_kept",

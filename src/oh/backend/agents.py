@@ -469,7 +469,12 @@ class Agents:
         job_id = _job_id_of(action, obs)
         # blind: a write/edit of a file this agent never read (§3.18), marked in the trace and the live view
         blind = outcome == "ok" and bool((obs.get("extras") or {}).get("blind"))
-        ended = {k: v for k, v in (("job_id", job_id), ("timed_out", timeout_of(obs)), ("blind", blind)) if v}
+        changed = (obs.get("extras") or {}).get("changed")  # a run's +N −M in K files (history, §3.15)
+        ended = {
+            k: v
+            for k, v in (("job_id", job_id), ("timed_out", timeout_of(obs)), ("blind", blind), ("changed", changed))
+            if v
+        }
         self.trace.record(
             "result" if outcome == "ok" else "error",
             agent=agent.agent_id,

@@ -75,7 +75,13 @@ class Control:
                 await connection.send(encode(answer), text=True)
             elif kind == "history":
                 await connection.send(
-                    encode(frames.refusal("HISTORY_OFF", "History is off for this backend.")), text=True
+                    encode(
+                        frames.refusal(
+                            "HISTORY_OFF",
+                            "History is off for this backend: `oh config set history true`, then restart it.",
+                        )
+                    ),
+                    text=True,
                 )
             elif kind == "share" and self._shares is not None:
                 answer = await self._shares(obj, getattr(connection, "oh_decider", False))

@@ -33,6 +33,8 @@ class HistoryControl:
         self.recorder: HistoryRecorder | None = None  # set by ``wrap`` when history is on
         # Set by the backend: where a command's change set opening or closing is told (the monitors, §3.15.1).
         self.on_changeset: Callable[..., None] = lambda *a, **kw: None
+        # Set by the backend: a note said once to the monitors (the live view), e.g. the inotify fallback (issue 39).
+        self.on_note: Callable[[str], None] = lambda note: None
         self._editor_timers: set[asyncio.TimerHandle] = set()  # editor undos that never said `applied` (close)
 
     def wrap(self, runtime: Runtime) -> Runtime:
@@ -49,25 +51,44 @@ class HistoryControl:
                 str(cfg.history_dir),
                 store_ignored=cfg.history_store_ignored,
                 max_file=cfg.history_max_file,
+                max_bytes=cfg.history_max_bytes,
+                max_watches=_test_watch_limit(),
                 review=cfg.review,
                 activity=activity,
             )
 
         self.recorder = HistoryRecorder(runtime, make)
         self.recorder.on_changeset = lambda *a, **kw: self.on_changeset(*a, **kw)
+        self.recorder.on_note = lambda note: self.on_note(note)
         return self.recorder
 
     def status(self) -> dict[str, Any]:
         """For `oh status` / `oh start -d`: whether changes are recorded (issue 41: protections you can see)."""
-        return {"on": self.recorder is not None}
+        rec = self.recorder
+        if rec is None:
+            return {"on": False}
+        tl = rec.timeline
+        out: dict[str, Any] = {"on": True}
+        if tl is None:
+            out["snapshot"] = "listing"
+            return out
+        out["snapshot"] = "settling" if tl.settling else "done"
+        out["store_bytes"], out["max_bytes"] = tl.store.size, tl.max_bytes
+        notes = [tl.watcher.degraded] if tl.watcher.degraded else []  # said with the fallback in use (issue 39)
+        if tl.max_bytes and tl.store.size > tl.max_bytes:
+            notes.append("the workspace's files alone take more than history_max_mb: only they are kept")
+        if notes:
+            out["note"] = "; ".join(notes)
+        return out
 
     async def handle(self, obj: dict[str, Any], decider: bool) -> dict[str, Any]:
         """One ``history`` control request (list, show, undo); ``decider``: sent with the decider credential."""
         recorder = self.recorder
-        if recorder is None or recorder.timeline is None:
+        if recorder is None or await recorder.ready() is None:
             return frames.refusal(
                 "HISTORY_OFF",
-                "History is off for this backend: start it with `oh start --history` (or set `history = true`).",
+                "History is off for this backend (started with --no-history or `history = false`): restart it with "
+                "`oh start --history`, or `oh config set history true` for every start.",
             )
         try:
             req = H.parse_request(obj)
@@ -80,16 +101,20 @@ class HistoryControl:
         show and undo any entry; an undo is answered with the edits for the editor to apply (its undo stack)."""
         recorder = self.recorder
         rid = obj.get("rid") if isinstance(obj.get("rid"), str) else ""
-        if recorder is None or recorder.timeline is None:
+        tl = await recorder.ready() if recorder is not None else None
+        if tl is None:
             return {
-                **frames.refusal("HISTORY_OFF", "History is off for this backend: `oh start --history`."),
+                **frames.refusal(
+                    "HISTORY_OFF",
+                    "History is off for this backend: restart it with `oh start --history` "
+                    "(or `oh config set history true`).",
+                ),
                 "rid": rid,
             }
         try:
             req = H.parse_editor_request(obj)
         except ProtocolError as exc:
             return {**frames.refusal(str(exc.error_id), exc.message), "rid": rid}
-        tl = recorder.timeline
         if req.op == "applied":
             from ..history import undo
 
@@ -105,6 +130,16 @@ class HistoryControl:
         for timer in self._editor_timers:
             timer.cancel()
         self._editor_timers.clear()
+
+
+def _test_watch_limit() -> int:
+    """OH_TEST_HISTORY_MAX_WATCHES (tests only, tests/history/test_default.py): the watch limit to meet."""
+    import os
+
+    try:
+        return max(0, int(os.environ.get("OH_TEST_HISTORY_MAX_WATCHES", "0")))
+    except ValueError:
+        return 0
 
 
 def _answer(tl, req: H.HistoryRequest, decider: bool) -> dict[str, Any]:
@@ -182,10 +217,16 @@ class ChangeSets:
         recorder = self.history.recorder
         return recorder.timeline if recorder is not None and self.review else None
 
+    async def _settled(self) -> None:
+        """The first snapshot's phase 1 done (bounded): a change set journaled by an earlier run is listed then."""
+        if self.history.recorder is not None and self.review:
+            await self.history.recorder.ready()
+
     def active(self) -> bool:
         return self._timeline() is not None
 
     async def rows(self) -> list[dict[str, Any]]:
+        await self._settled()
         tl = self._timeline()
         if tl is None:
             return []
@@ -195,6 +236,7 @@ class ChangeSets:
     async def show(self, cid: str) -> dict[str, Any] | None:
         from ..history import undo
 
+        await self._settled()
         tl, eid = self._timeline(), H.changeset_entry(cid)
         if tl is None or eid is None or (e := tl.entries.get(eid)) is None or e.review != H.PENDING:
             return None
@@ -204,6 +246,7 @@ class ChangeSets:
     async def decide(self, cid: str, keep: bool) -> dict[str, Any]:
         from ..history import undo
 
+        await self._settled()
         tl, eid = self._timeline(), H.changeset_entry(cid)
         result = await asyncio.to_thread(undo.decide, tl, eid, keep) if tl is not None and eid is not None else None
         if result is None:
@@ -215,6 +258,7 @@ class ChangeSets:
         return result
 
     async def keep_all(self) -> list[dict[str, Any]]:
+        await self._settled()
         tl = self._timeline()
         return [await self.decide(H.changeset_id(e.id), True) for e in (tl.pending() if tl is not None else [])]
 

@@ -153,6 +153,7 @@ class Backend:
         self.historyctl = historyctl.HistoryControl(config, self.workspace)  # issue 29: recorder and undo
         self.editors.on_history = self.historyctl.handle_editor  # §3.15.2: VS Code's undo
         self.historyctl.on_changeset = self.monitors.proposal_event  # §3.15.1: change sets in the live view
+        self.historyctl.on_note = self.monitors.shell_note  # issue 39: the inotify fallback, said once
         self._build_stack(config)
         self.agent_desk = Agents(config, self.workspace, self.runtime, self.trace, self._emit, lambda: self.stopping)
         self.agents = self.agent_desk.agents

@@ -16,7 +16,7 @@ from ._io import Streams
 _WORKSPACE, _INSTANCE = target_options()
 _JSON = typer.Option(False, "--json", help="Machine-readable output (the backend's answer).")
 _HINTS = {
-    "HISTORY_OFF": "Restart with `oh start --history` (or `oh config set history true`).",
+    "HISTORY_OFF": "Turn it on: restart with `oh start --history` (or `oh config set history true`: on by default).",
     "NO_ENTRY": "`oh history` lists the entries.",
     "CONFLICT": "Or undo the later entries first (`oh history` lists them).",
 }
@@ -91,6 +91,7 @@ def run_history(
     io.print(f"{'ENTRY':>5}  {'AGENT':<14} {'KIND':<8} {'FILES':>5} {'+':>4} {'-':>4}  {'STATUS':<11} WHAT")
     for r in rows:
         flags = " (ambiguous)" if r.get("ambiguous") else ""
+        flags += " (collected: not undoable; history_max_mb)" if r.get("collected") else ""
         flags += f" (+{r['ignored']} ignored, not stored)" if r.get("ignored") else ""
         name = visible(r.get("agent"))
         if r.get("by") == "agent" and name == "user":  # an agent that calls itself "user" is shown as an agent

@@ -632,10 +632,14 @@ def _tell_detached(
 def _say_protections(io: Streams, session: Any) -> None:
     """What guards the user, as `oh status` says it (issue 41: a start must show which protections are on)."""
     from ..launcher.control import BackendUnreachable, status
-    from ..text.status import protections
+    from ..text.status import history_line, protections
 
     try:
-        io.say("protections: " + protections(status(session)))
+        answer = status(session)
+        io.say("protections: " + protections(answer))
+        said = history_line(answer.get("history"))
+        if said is not None:
+            io.say(said)
     except BackendUnreachable:
         pass  # it stopped already: `oh status` will say so
 

@@ -458,10 +458,10 @@ KEYS: dict[str, Key] = {
         Key(
             "history",
             _bool,
-            False,
+            True,
             (
-                "record every action's file changes (commands included) so `oh undo` can revert them; README "
-                '"History and undo"'
+                "record every action's file changes (commands included) so `oh undo` can revert them (on by default; "
+                'false turns it off); README "History and undo"'
             ),
             "true | false",
         ),
@@ -480,6 +480,16 @@ KEYS: dict[str, Key] = {
             _positive_float,
             64.0,
             "history: MiB above which a changed file is hashed but not stored (its change is shown, not undone)",
+            "MiB > 0",
+        ),
+        Key(
+            "history_max_mb",
+            _positive_float,
+            1024.0,
+            (
+                "history: MiB the store of recorded contents may take; past it the oldest entries are collected "
+                "(listed, no longer undoable)"
+            ),
             "MiB > 0",
         ),
         Key(

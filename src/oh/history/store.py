@@ -69,6 +69,11 @@ class ObjectStore:
             packed = self._file.read(clen)
         return zlib.decompress(packed)
 
+    def cost(self, key: str) -> int:
+        """The bytes one object takes in the pack (0: not in it, e.g. a git blob's reference)."""
+        found = self.index.get(key)
+        return found[1] + _HEAD.size if found is not None else 0
+
     @property
     def size(self) -> int:
         return self._end

@@ -23,8 +23,9 @@ import json
 import logging
 import os
 import select
+import stat
 import threading
-from concurrent.futures import ThreadPoolExecutor
+import time
 from datetime import datetime, timezone
 from typing import Any, Iterable
 
@@ -39,6 +40,18 @@ log = logging.getLogger("oh.history")
 MAX_FILE = 64 * 1024 * 1024  # larger files are hashed, not stored: their changes are shown, not undone
 TICK = 0.1  # s: the longest stretch over which who ran is looked at (activity.py); a look costs ~1 ms
 KEEP = 5000  # entries kept; older ones (and the contents only they used) go at the next start
+# The first snapshot: a clean file whose ctime is older than its start by this much kept git's blob (the kernel
+# stamps times with a clock a tick behind; a second is far more than a tick). Newer ones are read and compared.
+SETTLE_NS = 1_000_000_000
+SETTLE_BATCH = 500  # files phase 2 looks at per turn of the lock
+UNSEEN: tree.StatKey = (0, 0, 0, 0, 0)  # a clean file phase 1 put in the index by its blob, not looked at yet
+
+
+def _drop(s: H.FileState | None, keep: set[str]) -> H.FileState | None:
+    """A state whose content the store no longer holds says so (``stored`` false: shown, not restored)."""
+    if s is None or not s.stored or s.hash in keep:
+        return s
+    return H.FileState(s.kind, s.mode, s.size, s.hash, False)
 
 
 def _now() -> str:
@@ -54,6 +67,8 @@ class Timeline:
         store_ignored: bool = False,
         max_file: int = MAX_FILE,
         keep: int = KEEP,
+        max_bytes: int = 0,
+        max_watches: int = 0,
         review: bool = False,
         fsync: bool = True,
         activity: Activity | None = None,
@@ -65,9 +80,11 @@ class Timeline:
         self.state = state
         self.max_file = max_file
         self.keep = keep
+        self.max_bytes = max_bytes  # the store's bound (history_max_mb; 0: none)
+        self._next_fit = 0
         self.store = ObjectStore(os.path.join(state, "objects.pack"))
         self.ignores = tree.Ignores(self.root, store_ignored)
-        self.watcher = Watcher(self.root)
+        self.watcher = Watcher(self.root, max_watches)
         self.index: dict[str, tuple[tree.StatKey, H.FileState]] = {}
         self.entries: dict[int, H.Entry] = {}
         self.active: dict[int, H.Entry] = {}
@@ -77,6 +94,13 @@ class Timeline:
         self._mark: Sample = {}  # the agents' sandboxes as the last drain found them, before it read inotify
         self._ticker: threading.Thread | None = None
         self._wake = os.pipe() if activity is not None else None
+        # The first snapshot (issue 39): phase 1 (git's listing) before any action, phase 2 while actions run.
+        self.settling = False  # phase 2 runs: what it finds changed goes to the entries begun meanwhile
+        self._early: list[H.Entry] = []
+        self._t0_ns = 0
+        self._snap: dict[str, Any] = {}
+        self._clean: dict[str, str] = {}  # phase 1's clean files not in the index yet: (git mode, blob)
+        self._closed = False
         self._journal_path = os.path.join(state, "timeline.jsonl")
         self._load()
         self._gc()
@@ -130,12 +154,15 @@ class Timeline:
             self.entries[eid].ended, self.entries[eid].status = rec["ended"], rec["status"]
         elif t == "r" and eid in self.entries:
             self.entries[eid].review = str(rec["review"])
+        elif t == "x" and eid in self.entries:
+            self.entries[eid].collected = True
 
     def _gc(self) -> None:
         """Garbage collection at start: keep the last ``keep`` entries and the contents they use, and every
         change set still awaiting the user's keep or revert, however old (never dropped: its revert needs
         its entry and its "before" contents)."""
         if len(self.entries) <= self.keep and self.store.size < 4 * 1024**3:
+            self._fit()
             return
         last = set(sorted(self.entries)[-self.keep :]) if self.keep > 0 else set()
         held = {i for i, e in self.entries.items() if e.review == H.PENDING and i not in last}
@@ -147,16 +174,60 @@ class Timeline:
             )
         used = {s.hash for e in self.entries.values() for c in e.changes for s in (c.before, c.after) if s and s.hash}
         self.store.compact(used)
+        self._rewrite_journal()
+        self._fit()
+
+    def _rewrite_journal(self) -> None:
+        """The journal as the entries are now (atomic rename; the open append fd, if any, follows the new file)."""
         tmp = self._journal_path + ".gc"
         with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
             for e in self.entries.values():
                 f.write(json.dumps(self._begin_rec(e)) + "\n")
                 changed = {"t": "c", "id": e.id, "changes": [c.row() for c in e.changes], "ignored": e.ignored}
                 f.write(json.dumps({**changed, "dirs": e.dirs} if e.dirs else changed) + "\n")
-                f.write(json.dumps({"t": "e", "id": e.id, "ended": e.ended, "status": e.status}) + "\n")
+                if e.ended is not None:
+                    f.write(json.dumps({"t": "e", "id": e.id, "ended": e.ended, "status": e.status}) + "\n")
                 if e.review:
                     f.write(json.dumps({"t": "r", "id": e.id, "review": e.review}) + "\n")
+                if e.collected:
+                    f.write(json.dumps({"t": "x", "id": e.id}) + "\n")
         os.replace(tmp, self._journal_path)
+        if getattr(self, "_jfd", None) is not None:
+            os.close(self._jfd)
+            self._jfd = os.open(self._journal_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+
+    def _fit(self) -> None:
+        """Disk use bounded (``history_max_mb``, issue 39): over the bound, the store keeps what the workspace's
+        files are now (the "before" of every change to come), every pending change set, and the newest entries'
+        contents while they fit in three quarters of it; older entries are collected: still listed and shown,
+        no longer undoable (their states say "not stored", their rows ``collected``). Never a content an entry
+        still undoable needs."""
+        if self.max_bytes <= 0 or self.store.size <= max(self.max_bytes, self._next_fit):
+            return
+        cost = self.store.cost
+        keep = {s.hash for _k, s in self.index.values() if s.hash and s.stored}
+        used = sum(cost(h) for h in keep)
+        target, fits = self.max_bytes * 3 // 4, True
+        for e in sorted(self.entries.values(), key=lambda e: e.id, reverse=True):
+            need = {s.hash for c in e.changes for s in (c.before, c.after) if s and s.hash and s.stored} - keep
+            more = sum(cost(h) for h in need)
+            fits = fits and not e.collected and used + more <= target
+            if fits or e.review == H.PENDING or e.status == "running":
+                keep |= need
+                used += more
+            elif not e.collected:
+                e.collected = True
+        for e in self.entries.values():
+            if e.collected:
+                e.changes = [
+                    H.Change(c.path, _drop(c.before, keep), _drop(c.after, keep), c.renamed, c.ambiguous)
+                    for c in e.changes
+                ]
+        log.info("history: store over history_max_mb (%d bytes): kept %d bytes", self.max_bytes, used)
+        self.store.compact(keep)
+        self._rewrite_journal()
+        # What the workspace's files are now may alone pass the bound: then not again before it grew by a quarter.
+        self._next_fit = self.store.size + self.max_bytes // 4 if self.store.size > target else 0
 
     @staticmethod
     def _begin_rec(e: H.Entry) -> dict[str, Any]:
@@ -167,30 +238,131 @@ class Timeline:
 
     # ------------------------------------------------------------------ the first snapshot
     def snapshot(self) -> dict[str, Any]:
-        """Read the workspace once: watches on every directory, every file's state in the index."""
+        """The first snapshot whole (both phases, one after the other): what tests and benchmarks call."""
+        self.snapshot_listed()
+        return self.snapshot_settle()
+
+    def snapshot_listed(self) -> None:
+        """Phase 1 of the first snapshot, the only part an action waits for (issue 39): git's listing. A clean
+        tracked file goes into the index by its blob (its "before" is in git's objects), every other file git
+        lists (changed, untracked) is read now. Without git (or with a filter git applies) this phase is the
+        whole snapshot: every file is read before the first action."""
+        self._t0_ns = time.time_ns()
+        listing = tree.git_listing(self.root) if self.ignores.git else None
         with self.lock:
-            # git's listing (two processes that stat every tracked file) overlaps our walk.
-            pool = ThreadPoolExecutor(1)
-            clean_f = pool.submit(tree.git_clean, self.root) if self.ignores.git else None
-            w = tree.walk(self.root, "", self.ignores)
-            for d in w.dirs:
-                self.watcher.add(d)
-            for top in w.ignored:
-                if os.path.isdir(os.path.join(self.root, top)):
-                    self.watcher.add(top, ignored_top=True)
-            clean = clean_f.result() if clean_f is not None else {}
-            pool.shutdown()
-            for rel in w.files:
-                got = tree.probe(self.root, rel, None, self.store, self.max_file, clean.get(rel))
+            self.settling = True
+            if listing is None:
+                self._snap = self._read_all()
+                return
+            clean, rest = listing
+            self._clean = clean  # into the index when first looked at (``known``): 100,000 states cost seconds
+            for rel in rest:
+                got = tree.probe(self.root, rel, None, self.store, self.max_file)
                 if got is not None:
                     self.index[rel] = got
-            return {
-                "files": len(self.index),
-                "dirs": len(w.dirs),
-                "ignored": len(w.ignored),
-                "from_git": len(clean),
-                "store": self.store.size,
-            }
+            self._snap = {"from_git": len(clean)}
+
+    def _read_all(self) -> dict[str, Any]:
+        w = tree.walk(self.root, "", self.ignores)
+        for d in w.dirs:
+            self.watcher.add(d)
+        for top in w.ignored:
+            if os.path.isdir(os.path.join(self.root, top)):
+                self.watcher.add(top, ignored_top=True)
+        for rel in w.files:
+            got = tree.probe(self.root, rel, None, self.store, self.max_file)
+            if got is not None:
+                self.index[rel] = got
+        return {"dirs": len(w.dirs), "ignored": len(w.ignored), "from_git": 0, "whole": True}
+
+    def known(self, rel: str) -> tuple[tree.StatKey, H.FileState] | None:
+        """The index's entry for ``rel``; a clean file phase 1 listed goes into it now (by its blob, not looked at)."""
+        got = self.index.get(rel)
+        if got is None and rel in self._clean:
+            gmode, blob = tree.clean_blob(self._clean.pop(rel))
+            got = self.index[rel] = (UNSEEN, H.FileState(H.REGULAR, gmode & 0o777, 0, tree.GIT_REF + blob, True))
+        return got
+
+    def snapshot_settle(self) -> dict[str, Any]:
+        """Phase 2, while actions run: every directory watched (before it is listed), every file looked at
+        once. A clean file untouched since the snapshot began keeps git's blob unread; one changed since (an
+        action that ran meanwhile: ``sed -i`` right after `oh start`) is read and recorded as a change whose
+        "before" is git's blob, or phase 1's read, and goes to the actions that began during the snapshot
+        (the user's when none did). A file that went away without an event (its directory not watched yet)
+        is found at the end."""
+        snap, dirs, ignored, seen = dict(self._snap), 0, 0, set()
+        if not snap.get("whole"):
+            stack = [""]
+            while stack:
+                with self.lock:
+                    if self._closed:
+                        return snap
+                    d = stack.pop()
+                    self.watcher.add(d)  # before the listing: a file made after it has an event
+                    one = tree.list_dir(self.root, d, self.ignores)
+                    for top in one.ignored:
+                        if os.path.isdir(os.path.join(self.root, top)):
+                            self.watcher.add(top, ignored_top=True)
+                    dirs, ignored, stack = dirs + 1, ignored + len(one.ignored), stack + one.dirs
+                seen.update(one.files)
+                for i in range(0, len(one.files), SETTLE_BATCH):  # the lock in short turns: actions go on meanwhile
+                    with self.lock:
+                        if self._closed:
+                            return snap
+                        self._settle(one.files[i : i + SETTLE_BATCH])
+            with self.lock:
+                if self._closed:
+                    return snap
+                self._settle([rel for rel in [*self.index, *self._clean] if rel not in seen], gone_only=True)
+                for rel in list(self._clean):  # listed by git, never met by the walk, still there: git's word
+                    self.known(rel)
+            snap.update(dirs=dirs, ignored=ignored)
+        with self.lock:
+            self.settling, self._early = False, []
+            return {**snap, "files": len(self.index), "store": self.store.size}
+
+    def _settle(self, rels: list[str], gone_only: bool = False) -> None:
+        """Phase 2 over these files (under the lock): what changed since phase 1 is recorded (``snapshot_settle``)."""
+        probed: dict[str, tuple[tree.StatKey, H.FileState] | None] = {}
+        old = self._t0_ns - SETTLE_NS
+        for rel in rels:
+            raw = self._clean.get(rel) if not gone_only else None
+            if raw is not None and self._blob_holds(rel, raw, old):
+                continue
+            known = self.known(rel)
+            if gone_only:
+                if known is not None and not os.path.lexists(os.path.join(self.root, rel)):
+                    probed[rel] = None
+                continue
+            if known is not None and known[0] == UNSEEN:  # changed since git's listing: read, compared with its blob
+                probed[rel] = tree.probe(self.root, rel, None, self.store, self.max_file)
+                continue
+            now = tree.probe(self.root, rel, known, self.store, self.max_file)
+            if known is None and now is not None and now[0][1] < old:
+                self.index[rel] = now  # there before the snapshot began (git did not list it): no change
+            elif now is not known:
+                probed[rel] = now
+        changes = self._apply(probed)
+        if changes:
+            self._share(list(self._early), changes, [], [])
+
+    def _blob_holds(self, rel: str, raw: str, old: int) -> bool:
+        """A clean file of phase 1's listing, not changed since: into the index with its stat, by its blob (True).
+        Unchanged: a regular file with git's executable bit, and a ctime older than the snapshot's start (by
+        ``SETTLE_NS``) or a content that is the blob (git's sha1)."""
+        gmode, blob = tree.clean_blob(raw)
+        try:
+            st = os.lstat(os.path.join(self.root, rel))
+        except OSError:
+            return False
+        state = H.FileState(H.REGULAR, stat.S_IMODE(st.st_mode), st.st_size, tree.GIT_REF + blob, True)
+        if not stat.S_ISREG(st.st_mode) or bool(st.st_mode & 0o100) != bool(gmode & 0o100):
+            return False
+        if st.st_ctime_ns >= old and not tree.is_blob(self.root, rel, state):
+            return False
+        del self._clean[rel]
+        self.index[rel] = ((st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_mode), state)
+        return True
 
     # ------------------------------------------------------------------ drains
     def _collect(self, d: Dirty) -> tuple[set[str], set[str], list[str]]:
@@ -200,13 +372,15 @@ class Timeline:
             w = tree.walk(self.root, "", self.ignores)
             for rel in w.dirs:
                 self.watcher.add(rel)
-            return paths | set(self.index) | set(w.files), ignored, []
+            return paths | set(self.index) | set(self._clean) | set(w.files), ignored, []
         for gone in d.gone_dirs:
             self.watcher.forget(gone)
-            paths |= {p for p in self.index if p.startswith(gone + "/")}
+            paths |= {p for p in [*self.index, *self._clean] if p.startswith(gone + "/")}
         new_dirs = sorted(d.new_dirs)
         # Never a set of the whole index here: per action, this must cost what changed, not the tree's size.
-        newly_ignored = self.ignores.check_new(new_dirs + sorted(p for p in paths if p not in self.index))
+        newly_ignored = self.ignores.check_new(
+            new_dirs + sorted(p for p in paths if p not in self.index and p not in self._clean)
+        )
         created: list[str] = []
         for nd in new_dirs:
             if nd in newly_ignored:
@@ -229,7 +403,7 @@ class Timeline:
             ignored |= set(w.ignored) | set(again.ignored)
         # A directory moved away and back, or moved in: files the index knows under it are looked at again.
         for nd in new_dirs:
-            paths |= {p for p in self.index if p.startswith(nd + "/")}
+            paths |= {p for p in [*self.index, *self._clean] if p.startswith(nd + "/")}
         return paths - newly_ignored, ignored | (paths & newly_ignored), created
 
     def _drain(self) -> None:
@@ -240,13 +414,20 @@ class Timeline:
         paths, ignored, dirs = self._collect(self.watcher.drain())
         if not paths and not ignored and not dirs:
             return
-        pairs: dict[str, tuple[H.FileState | None, H.FileState | None]] = {}
         probed = {}
         for rel in paths:
-            known = self.index.get(rel)
+            known = self.known(rel)
             now = tree.probe(self.root, rel, known, self.store, self.max_file)
             if now is not known:
                 probed[rel] = now
+        changes = self._apply(probed)
+        if changes or ignored or dirs:
+            ran = Activity.ran(before, self.activity.sample()) if self.activity is not None else None
+            self._attribute(changes, sorted(ignored), sorted(set(dirs)), ran)
+
+    def _apply(self, probed: dict[str, tuple[tree.StatKey, H.FileState] | None]) -> list[H.Change]:
+        """These files' new states into the index; the changes they are (their "before" from the index)."""
+        pairs: dict[str, tuple[H.FileState | None, H.FileState | None]] = {}
         # A file known by its git blob (first snapshot) changed: its before comes out of git's object
         # database now, once, into our store (copy on first change).
         refs = {rel: self.index[rel] for rel in probed if rel in self.index and tree.is_git_ref(self.index[rel][1])}
@@ -261,10 +442,7 @@ class Timeline:
             else:
                 self.index[rel] = now
             pairs[rel] = (known[1] if known else None, now[1] if now else None)
-        changes = H.classify(pairs)
-        if changes or ignored or dirs:
-            ran = Activity.ran(before, self.activity.sample()) if self.activity is not None else None
-            self._attribute(changes, sorted(ignored), sorted(set(dirs)), ran)
+        return H.classify(pairs)
 
     def _writers(self, ran: set[str] | None) -> list[H.Entry]:
         """The entries that may have made what a drain found. ``ran``: the sandboxes that ran meanwhile (None:
@@ -340,6 +518,8 @@ class Timeline:
         with self.lock:
             self._drain()  # what happened before this action is not its
             e = self._open(agent, kind, what[:400])
+            if self.settling:
+                self._early.append(e)
             e.shell = shell if self.activity is not None else None
             if shell is not None:
                 self.shell_names[shell] = agent
@@ -363,8 +543,8 @@ class Timeline:
         assert self._wake is not None
         while True:
             ready, _w, _x = select.select([fd, self._wake[0]], [], [], TICK)
-            if self._wake[0] in ready:
-                return
+            if self._wake[0] in ready or self.watcher.degraded:
+                return  # degraded (the watch limit, met by the first snapshot): drains at actions only, each a rescan
             with self.lock:
                 try:
                     self._drain()
@@ -379,6 +559,7 @@ class Timeline:
             if e is None:
                 return None
             self._close(e, status)
+            self._fit()
             if self.review and H.opens_changeset(e):
                 self.mark(e, H.PENDING)
                 return e
@@ -400,7 +581,13 @@ class Timeline:
         with self.lock:
             self._drain()
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def close(self) -> None:
+        if self._closed:
+            return
         if self._wake is not None:  # the ticker first, outside the lock it takes
             os.write(self._wake[1], b"x")
             if self._ticker is not None:
@@ -409,6 +596,7 @@ class Timeline:
                 os.close(fd)
             self._wake = None
         with self.lock:
+            self._closed = True  # the first snapshot's phase 2, if it still runs, stops at its next directory
             for eid in list(self.active):
                 self.end(eid, "interrupted")
             self.watcher.close()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from .. import programs
@@ -47,10 +48,22 @@ class Ignores:
         self.root = root
         self.off = store_ignored
         self.git = not store_ignored and _git(root, "rev-parse", "--is-inside-work-tree") == b"true\n"
-        self.tops: set[str] = set()
-        if self.git:
-            out = _git(root, "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory") or b""
-            self.tops = {os.fsdecode(p).rstrip("/") for p in out.split(b"\0") if p}
+        self._tops: set[str] | None = None if self.git else set()
+        # Listed in a worker while the first snapshot's phase 1 (which does not need it) runs: off its clock.
+        self._pool = ThreadPoolExecutor(1) if self.git else None
+        self._tops_f = self._pool.submit(self._list_tops) if self._pool is not None else None
+
+    def _list_tops(self) -> set[str]:
+        out = _git(self.root, "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory") or b""
+        return {os.fsdecode(p).rstrip("/") for p in out.split(b"\0") if p}
+
+    @property
+    def tops(self) -> set[str]:
+        if self._tops is None:
+            assert self._tops_f is not None and self._pool is not None
+            self._tops = self._tops_f.result()  # git's subprocess timeout bounds it
+            self._pool.shutdown()
+        return self._tops
 
     def ignored(self, rel: str, name: str) -> bool:
         if self.off:
@@ -67,7 +80,7 @@ class Ignores:
             return {r for r in rels if r.rsplit("/", 1)[-1] in DEFAULT_IGNORED}
         out = _git(self.root, "check-ignore", "-z", "--stdin", data=b"\0".join(os.fsencode(r) for r in rels) + b"\0")
         found = {os.fsdecode(p) for p in (out or b"").split(b"\0") if p}
-        self.tops |= found
+        self.tops.update(found)
         return found
 
 
@@ -86,21 +99,31 @@ def walk(root: str, rel: str, ignores: Ignores) -> Walk:
     while stack:
         d = stack.pop()
         out.dirs.append(d)
-        try:
-            it = os.scandir(os.path.join(root, d) if d else root)
-        except OSError:
-            continue
-        with it:
-            for e in it:
-                if e.name in SKIP:
-                    continue
-                r = f"{d}/{e.name}" if d else e.name
-                if ignores.ignored(r, e.name):
-                    out.ignored.append(r)
-                elif e.is_dir(follow_symlinks=False):
-                    stack.append(r)
-                elif e.is_file(follow_symlinks=False) or e.is_symlink():
-                    out.files.append(r)
+        one = list_dir(root, d, ignores)
+        out.files += one.files
+        out.ignored += one.ignored
+        stack += one.dirs
+    return out
+
+
+def list_dir(root: str, d: str, ignores: Ignores) -> Walk:
+    """One directory's files, subdirectories and ignored entries (relative paths; ``.git`` skipped)."""
+    out = Walk([], [], [])
+    try:
+        it = os.scandir(os.path.join(root, d) if d else root)
+    except OSError:
+        return out
+    with it:
+        for e in it:
+            if e.name in SKIP:
+                continue
+            r = f"{d}/{e.name}" if d else e.name
+            if ignores.ignored(r, e.name):
+                out.ignored.append(r)
+            elif e.is_dir(follow_symlinks=False):
+                out.dirs.append(r)
+            elif e.is_file(follow_symlinks=False) or e.is_symlink():
+                out.files.append(r)
     return out
 
 
@@ -152,32 +175,54 @@ def is_git_ref(s: FileState) -> bool:
 
 
 def git_clean(root: str) -> dict[str, tuple[int, str]]:
-    """Tracked files whose work tree content is their index blob (``git ls-files -s`` minus ``git
-    diff-files``): rel path -> (git mode, blob id). The first snapshot reads none of them: a clean tree
-    costs a walk and a stat per file. Empty (everything is read) when a filter could make the work tree
-    differ from the blob: any .gitattributes (LFS, eol, smudge), core.autocrlf, info/attributes."""
+    """Tracked files whose work tree content is their index blob: rel path -> (git mode, blob id) (see
+    ``git_listing``; empty when git cannot tell)."""
+    got = git_listing(root, untracked=False)
+    return {rel: clean_blob(raw) for rel, raw in got[0].items()} if got is not None else {}
+
+
+def git_listing(root: str, untracked: bool = True) -> tuple[dict[str, str], list[str]] | None:
+    """What git knows of the work tree: the tracked files whose work tree content is their index blob (``git
+    ls-files -s`` minus ``git diff-files``): rel path -> (git mode, blob id), and every other path git lists
+    (tracked but changed, symlinks, and with ``untracked`` the untracked files it does not ignore). A clean
+    file is read by nobody at the first snapshot: its content is git's. None (read everything) when a filter
+    could make the work tree differ from the blob: any .gitattributes (LFS, eol, smudge), core.autocrlf,
+    info/attributes, or when git fails."""
     if (_git(root, "config", "--get", "core.autocrlf") or b"").strip() in (b"true", b"input"):
-        return {}
+        return None
     attrs = _git(root, "rev-parse", "--git-path", "info/attributes")
     if attrs is None or os.path.exists(os.path.join(root, os.fsdecode(attrs.strip()))):
-        return {}
-    listed = _git(root, "ls-files", "-s", "-z")
-    dirty = _git(root, "diff-files", "--name-only", "--relative", "-z")
-    if listed is None or dirty is None:
-        return {}
-    changed = set(dirty.split(b"\0"))
-    out: dict[str, tuple[int, str]] = {}
-    for rec in listed.split(b"\0"):
-        # "<mode> <40-hex id> <stage>\t<path>", by position: 100,000 records are on the snapshot's clock.
-        if len(rec) < 51 or rec[6:7] != b" " or rec[49:50] != b"\t":
+        return None
+    # Three listings at once (each is a process that reads the index or walks the tree: on the first action's clock).
+    with ThreadPoolExecutor(3) as pool:
+        listed_f = pool.submit(_git, root, "ls-files", "-s", "-z")
+        dirty_f = pool.submit(_git, root, "diff-files", "--name-only", "--relative", "-z")
+        others_f = pool.submit(_git, root, "ls-files", "-z", "--others", "--exclude-standard") if untracked else None
+        listed, dirty = listed_f.result(), dirty_f.result()
+        others = others_f.result() if others_f is not None else b""
+    if listed is None or dirty is None or others is None:
+        return None
+    changed = set(os.fsdecode(dirty).split("\0"))
+    out: dict[str, str] = {}
+    rest = [p for p in os.fsdecode(others).split("\0") if p and not p.endswith("/")]
+    # "<mode> <40-hex id> <stage>\t<path>", by position, decoded once: 100,000 records are on the first action's
+    # clock (the mode and id stay one string until a file is looked at: ``clean_blob``).
+    for rec in os.fsdecode(listed).split("\0"):
+        if len(rec) < 51 or rec[6] != " " or rec[49] != "\t":
             continue
         path = rec[50:]
-        if path == b".gitattributes" or path.endswith(b"/.gitattributes"):
-            return {}
-        mode = rec[:6]
-        if rec[48:49] == b"0" and (mode == b"100644" or mode == b"100755") and path not in changed:
-            out[os.fsdecode(path)] = (0o100755 if mode == b"100755" else 0o100644, rec[7:47].decode())
-    return out
+        if path == ".gitattributes" or path.endswith("/.gitattributes"):
+            return None
+        if rec[48] == "0" and rec.startswith(("100644 ", "100755 ")) and path not in changed:
+            out[path] = rec[:47]
+        else:
+            rest.append(path)
+    return out, rest
+
+
+def clean_blob(raw: str) -> tuple[int, str]:
+    """(git mode, blob id) of a clean file's ``git_listing`` record."""
+    return (0o100755 if raw.startswith("100755") else 0o100644), raw[7:47]
 
 
 def materialize(root: str, refs: dict[str, FileState], store: ObjectStore) -> dict[str, FileState]:
@@ -185,6 +230,7 @@ def materialize(root: str, refs: dict[str, FileState], store: ObjectStore) -> di
     ``git cat-file --batch`` for all); a blob git no longer has becomes "not stored"."""
     ids = sorted({s.hash[len(GIT_REF) :] for s in refs.values() if s.hash})
     found: dict[str, str] = {}
+    sizes: dict[str, int] = {}  # a file the first snapshot knew by its blob only has its size from git
     out = _git(root, "cat-file", "--batch", data=("\n".join(ids) + "\n").encode()) if ids else b""
     pos = 0
     while out and pos < len(out):
@@ -195,17 +241,34 @@ def materialize(root: str, refs: dict[str, FileState], store: ObjectStore) -> di
             continue
         size = int(head[2])
         found[head[0].decode()] = store.put(out[pos : pos + size])
+        sizes[head[0].decode()] = size
         pos += size + 1
     return {
         rel: FileState(
             s.kind,
             s.mode,
-            s.size,
+            sizes.get(s.hash[len(GIT_REF) :], s.size) if s.hash else s.size,
             found.get(s.hash[len(GIT_REF) :]) if s.hash else None,
             s.hash is not None and s.hash[len(GIT_REF) :] in found,
         )
         for rel, s in refs.items()
     }
+
+
+def is_blob(root: str, rel: str, s: FileState) -> bool:
+    """Whether the file's content is the git blob ``s`` names (git's object id: sha1 of a header and the data)."""
+    import hashlib
+
+    if not is_git_ref(s) or s.hash is None:
+        return False
+    try:
+        with open(os.path.join(root, rel), "rb") as f:
+            data = f.read()
+    except OSError:
+        return False
+    h = hashlib.sha1(b"blob %d\0" % len(data), usedforsecurity=False)
+    h.update(data)
+    return h.hexdigest() == s.hash[len(GIT_REF) :]
 
 
 def _hash_file(full: str) -> str | None:

@@ -166,6 +166,8 @@ def _prepare(
         }
     # A file untouched since this backend's first snapshot is known by its git blob: read it first, so
     # the verdict compares contents, not a blob id with a sha256 (entries from before a restart).
+    for p in netmap:
+        tl.known(p)  # a clean file the first snapshot has not looked at yet: by its blob
     refs = {p: tl.index[p] for p in netmap if p in tl.index and tree.is_git_ref(tl.index[p][1])}
     if refs:
         real = tree.materialize(tl.root, {p: st for p, (_k, st) in refs.items()}, tl.store)

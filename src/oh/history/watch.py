@@ -9,9 +9,11 @@ thread and a second queue between the kernel and us, and no guarantee that "drai
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 from dataclasses import dataclass, field
+from typing import Callable
 
 try:
     from inotify_simple import INotify, flags
@@ -57,8 +59,12 @@ class Dirty:
 
 
 class Watcher:
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, max_watches: int = 0) -> None:
         self.root = root
+        # Tests only (OH_TEST_HISTORY_MAX_WATCHES): a watch limit below the kernel's, met as the kernel's would be
+        # (lowering /proc/sys/fs/inotify/max_user_watches would starve every other process of this user).
+        self.max_watches = max_watches
+        self.on_degraded: Callable[[str], None] = lambda why: None  # told once, when the fallback begins
         self.dirs: dict[int, tuple[str, bool]] = {}  # watch descriptor -> (relative dir, is an ignored top)
         self.wds: dict[str, int] = {}
         self.degraded = ""  # why every drain rescans (the watch limit), or ""
@@ -74,6 +80,8 @@ class Watcher:
         if self.inotify is None or self.degraded or rel in self.wds:
             return
         try:
+            if self.max_watches and len(self.wds) >= self.max_watches:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
             wd = self.inotify.add_watch(
                 os.path.join(self.root, rel) if rel else self.root, _TOP_MASK if ignored_top else _DIR_MASK
             )
@@ -81,8 +89,12 @@ class Watcher:
             return  # gone already: the drain that sees its parent's event finds that out
         except OSError as exc:
             # ENOSPC: /proc/sys/fs/inotify/max_user_watches reached. Correct, only slower: rescan per drain.
-            self.degraded = f"inotify watch limit reached ({exc.strerror}): every action rescans the workspace"
+            self.degraded = (
+                f"inotify watch limit reached ({exc.strerror}): every action rescans the workspace (slower, nothing "
+                "missed); more watches: `sudo sysctl fs.inotify.max_user_watches=524288`"
+            )
             log.warning("history: %s", self.degraded)
+            self.on_degraded(self.degraded)
             return
         self.dirs[wd] = (rel, ignored_top)
         self.wds[rel] = wd

@@ -62,5 +62,6 @@ def resolve(
         approvals_origin=(consent.origin or None) if consent is not None else None,
         approval_notify=tuple(consent.notify) if consent is not None else (),
         history_max_file=int(s.get("history_max_file") * 1024 * 1024),
+        history_max_bytes=int(s.get("history_max_mb") * 1024 * 1024),
     )
     return backendstate.finish(config, trace=bool(s.get("trace")), history=bool(s.get("history")))

@@ -17,9 +17,9 @@ MAX_DIFF = 30_000  # characters of a diff in the result: the size of a `run` res
 
 _ENTRY = {"type": "integer", "minimum": 1, "description": "An entry number from the history tool's list."}
 
-HISTORY_DESCRIPTION = """List your own actions that changed files in the workspace (needs history on: `oh start \
---history`), newest last: entry number, kind (run, write, edit, undo), the command or path, how many files it created, \
-changed and deleted.
+HISTORY_DESCRIPTION = """List your own actions that changed files in the workspace (history is on unless the user \
+turned it off), newest last: entry number, kind (run, write, edit, undo), the command or path, how many files it \
+created, changed and deleted.
 
 With `entry`: that action's changes as a unified diff (which files, before and after). Use it to see what one of your \
 commands really changed (a `sed -i`, a code generator, an install) before you undo it or build on it. Only your own \

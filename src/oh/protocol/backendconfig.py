@@ -85,6 +85,7 @@ class BackendConfig:
     history_dir: str | None = _f(None)
     history_store_ignored: bool = _f(False, setting="history_store_ignored")
     history_max_file: int = _f(64 * 1024 * 1024)
+    history_max_bytes: int = _f(1024 * 1024 * 1024)  # the store's bound (setting history_max_mb, issue 39)
     review_timeout: float = _f(600.0, setting="review_timeout")
     # Pre-auth bounds (backend/guard.py): seconds to complete the upgrade, and the fd budget the
     # caps on connections that have not sent their request yet derive from (None: RLIMIT_NOFILE).

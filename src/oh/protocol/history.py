@@ -188,7 +188,9 @@ def verdict(before: FileState | None, after: FileState | None, current: FileStat
     Changed since by someone else: a three-way merge of text (base = after, ours = current, theirs =
     before) when all three are regular stored files, else a conflict: the later change is never lost."""
     if after is not None and after.hash is None or before is not None and not before.stored:
-        return Verdict(CONFLICT, "its content was not stored (ignored tree or above the size limit)")
+        return Verdict(
+            CONFLICT, "its content was not stored (ignored tree, above the size limit, or collected by history_max_mb)"
+        )
     if same(current, after) or (current is None and after is None):
         return Verdict(RESTORE)
     if same(current, before) or (current is None and before is None):
@@ -262,6 +264,8 @@ class Entry:
     # decider credential, an editor's) or AGENT (an action sent with the agent token, a sandbox's leftover
     # processes). ``agent`` is the display name the agent gave itself; only ``by`` decides who may undo it.
     by: str = "agent"
+    # Its contents went to keep the store under history_max_mb (issue 39): listed and shown, no longer undoable.
+    collected: bool = False
     shell: str | None = field(default=None, compare=False)  # the sandbox whose activity is watched (not journaled)
 
     def row(self, with_changes: bool = True) -> dict[str, Any]:
@@ -284,6 +288,8 @@ class Entry:
             row["undoes"] = self.undoes
         if self.review:
             row["review"] = self.review
+        if self.collected:
+            row["collected"] = True
         if with_changes:
             row["changes"] = [c.row() for c in self.changes]
             row["ignored_paths"] = self.ignored[:200]

@@ -123,6 +123,18 @@ def sandbox_label(sb: dict[str, Any]) -> str:
     return text
 
 
+def history_line(hist: Any) -> str | None:
+    """`oh start`'s line about history (issue 39: on by default, and how to turn it off), with what it fell back
+    to when the workspace is too large or inotify ran out of watches; None when the backend did not say."""
+    if not isinstance(hist, dict):
+        return None
+    if not hist.get("on"):
+        return "history: off (`oh config set history true` to turn it on)"
+    line = "history: on (`oh config set history false` or `oh start --no-history` to turn it off)"
+    note = hist.get("note")
+    return visible(line + (f"; {note}" if isinstance(note, str) and note else ""))
+
+
 def protections(d: dict[str, Any]) -> str:
     """The protections a backend runs with, one line (issue 41: "you cannot see which protections are on"):
     consent level, sandbox (level, network), review, history and branch mode, from its ``status`` answer."""
@@ -140,7 +152,14 @@ def protections(d: dict[str, Any]) -> str:
     parts.append("review on" if d.get("review") else "review off")
     hist = d.get("history")
     if isinstance(hist, dict):
-        parts.append("history on" if hist.get("on") else "history off")
+        use = hist.get("store_bytes")
+        top = hist.get("max_bytes")
+        size = (
+            f" ({use / 1048576:.1f} of {top / 1048576:g} MiB)" if isinstance(use, int) and isinstance(top, int) else ""
+        )
+        parts.append(("history on" + size) if hist.get("on") else "history off")
+        if isinstance(hist.get("note"), str):
+            parts.append(f"history: {hist['note']}")
     branch = d.get("branch")
     parts.append(f"branch {branch.get('state', '?')}" if isinstance(branch, dict) else "branch off")
     return visible(" · ".join(str(p) for p in parts))

@@ -26,7 +26,7 @@ from ..protocol.events import COMMAND_SUMMARY_LIMIT
 from ..protocol.events import WAIT_SUMMARY as FOLLOW_UP
 from ..text import fmt
 from ..text.sanitize import visible
-from ..text.status import branch_label, sandbox_label
+from ..text.status import branch_label, history_line, sandbox_label
 
 MAX_ROWS = 200
 QUIET_JOB_OPS = re.compile(r"job (list|poll|output)\b")  # looks at jobs: not rows of the view (LiveState.quiet)
@@ -369,6 +369,9 @@ class LiveState:
             lines.append("branch mode: " + branch_label(self.backend["branch"]))
         if isinstance(self.backend.get("sandbox"), dict):
             lines.append("sandbox: " + sandbox_label(self.backend["sandbox"]))
+        said = history_line(self.backend.get("history"))
+        if said is not None:
+            lines.append(said)
         # Notes the shells said before this view subscribed (each is said once per backend; they hold).
         given = frame.get("shell_notes")
         notes: list[Any] = given if isinstance(given, list) else []
@@ -574,7 +577,7 @@ class LiveState:
         blind = " (blind: never read)" if frame.get("blind") is True else ""
         return [
             f"{row.agent} {row.kind} {row.summary}{risk} → {row.outcome_text()}{code_txt} in "
-            f"{fmt_ms(row.duration_ms)}{blind}"
+            f"{fmt_ms(row.duration_ms)}{blind}{_changed_text(frame.get('changed'))}"
         ]
 
     def _follow_up_finished(self, row: ActionRow) -> None:
@@ -1127,3 +1130,11 @@ def _outcome_cell(r: Any):
     if r.exit_code in (None, 0):
         return Text("ok", style="green")
     return Text("ok", style="yellow")  # the command ran and exited non-zero
+
+
+def _changed_text(changed: Any) -> str:
+    """A run's ``+N −M in K files`` (history on, §3.15), or "" (none said, or not numbers)."""
+    if not isinstance(changed, dict) or not all(isinstance(changed.get(k), int) for k in ("files", "added", "removed")):
+        return ""
+    k = changed["files"]
+    return f", +{changed['added']} \u2212{changed['removed']} in {k} file{'s' if k != 1 else ''}"
