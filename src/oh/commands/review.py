@@ -27,6 +27,28 @@ app = typer.Typer(
 
 _WORKSPACE, _INSTANCE = target_options()
 _JSON = typer.Option(False, "--json", help="Machine-readable output (the backend's answer).")
+_HUNKS = typer.Option(
+    None, "--hunks", metavar="N,M-K", help="Only these hunks (numbers from `oh review show ID`, e.g. 1,3-4)."
+)
+_FILES = typer.Option(None, "--files", metavar="PATH,...", help="Only these files (paths as `oh review show` names them).")
+
+
+def _selection(hunks: Optional[str], files: Optional[str]) -> dict[str, Any]:
+    """The request's ``hunks`` / ``files`` from the command line (a malformed list: exit 2, nothing sent)."""
+    from ..protocol.hunks import parse_selection
+
+    out: dict[str, Any] = {}
+    if hunks is not None:
+        try:
+            out["hunks"] = parse_selection(hunks)
+        except ValueError as exc:
+            die(f"--hunks: {exc}.", USAGE, "`oh review show ID` numbers the hunks.")
+    if files is not None:
+        names = [f.strip() for f in files.split(",") if f.strip()]
+        if not names:
+            die("--files: name at least one file.", USAGE)
+        out["files"] = names
+    return out
 
 # Control-leg refusals and what to do about them (exit 1 unless the request itself was malformed).
 _HINTS = {
@@ -239,9 +261,42 @@ def run_show(
             f"{visible(p.get('command'))} of {visible(p.get('path'))} ({_age(p.get('age_s'))} ago)"
         )
     io.print(f"\x1b[1m{head}\x1b[0m" if io.tty else head)
+    if isinstance(p.get("hunks"), list) and p["hunks"]:
+        _print_hunks(io, p["hunks"])
+        return 0
     for line in str(p.get("diff", "")).splitlines():
         io.print(_colour(line, io.tty))
     return 0
+
+
+def _print_hunk(io: Streams, h: dict[str, Any], total: int) -> None:
+    """One numbered hunk: its header with ``[n/total]`` (whole-file ones: their one-line summary)."""
+    from ..text.sanitize import visible
+
+    label = f"[hunk {h.get('n')}/{total}]"
+    body = str(h.get("diff", "")).splitlines()
+    if h.get("kind") != "text":
+        line = f"{label} {visible(h.get('kind'))}: {visible(' '.join(body))}"
+        io.print(f"\x1b[1;33m{line}\x1b[0m" if io.tty else line)
+        return
+    io.print(_colour(f"{body[0] if body else h.get('header', '@@')}  {label}", io.tty))
+    for line in body[1:]:
+        io.print(_colour(line, io.tty))
+
+
+def _print_hunks(io: Streams, hunks: list[dict[str, Any]]) -> None:
+    """The change hunk by hunk, numbered as `accept/reject --hunks` name them, a file header before each file."""
+    last = None
+    for h in hunks:
+        if not isinstance(h, dict):
+            continue
+        path = str(h.get("path", ""))
+        if path != last and h.get("kind") == "text":
+            label = path if path.startswith("/") else "/" + path
+            io.print(_colour(f"--- a{label}", io.tty))
+            io.print(_colour(f"+++ b{label}", io.tty))
+        last = path
+        _print_hunk(io, h, len(hunks))
 
 
 def _report(io: Streams, answer: dict[str, Any], json_: bool) -> int:
@@ -266,15 +321,23 @@ def accept(
         None, metavar="ID", help="The proposal to write, or the change set to keep (see `oh review`)."
     ),
     all_: bool = typer.Option(False, "--all", help="Accept every pending proposal and keep every change set."),
+    hunks: Optional[str] = _HUNKS,
+    files: Optional[str] = _FILES,
     workspace: Optional[str] = _WORKSPACE,
     instance: Optional[str] = _INSTANCE,
     json_: bool = _JSON,
 ) -> None:
-    """Write a proposal (or all of them), or keep a command's change set. A file changed since the proposal is
-    not written (exit 1)."""
+    """Write a proposal (or all of them), or keep a command's change set; with --hunks/--files only those
+    hunks (the rest of a proposal is rejected). A file changed since the proposal is not written (exit 1)."""
     raise typer.Exit(
         run_accept(
-            Streams.system(), proposal_id=proposal_id, all_=all_, workspace=workspace, instance=instance, json_=json_
+            Streams.system(),
+            proposal_id=proposal_id,
+            all_=all_,
+            select=_selection(hunks, files),
+            workspace=workspace,
+            instance=instance,
+            json_=json_,
         )
     )
 
@@ -285,6 +348,7 @@ def run_accept(
     *,
     proposal_id: Optional[str] = None,
     all_: bool = False,
+    select: Optional[dict[str, Any]] = None,
     workspace: Optional[str] = None,
     instance: Optional[str] = None,
     json_: bool = False,
@@ -293,7 +357,10 @@ def run_accept(
     """``oh review accept``'s behaviour: 0 when every proposal was written, 1 otherwise."""
     if bool(proposal_id) == all_:
         die("give one proposal ID or --all.", USAGE, "`oh review` lists the pending proposals.")
+    if all_ and select:
+        die("--hunks and --files name parts of one change: give its ID, not --all.", USAGE)
     frame: dict[str, Any] = {"op": "accept", "all": True} if all_ else {"op": "accept", "id": proposal_id}
+    frame.update(select or {})
     return _report(io, _request(io, workspace, instance, frame, json_, control), json_)
 
 
@@ -303,6 +370,8 @@ def reject(
         ..., metavar="ID", help="The proposal to reject, or the change set to revert (see `oh review`)."
     ),
     reason: str = typer.Option("", "--reason", "-m", help="Why: the agent gets this text with the REJECTED error."),
+    hunks: Optional[str] = _HUNKS,
+    files: Optional[str] = _FILES,
     workspace: Optional[str] = _WORKSPACE,
     instance: Optional[str] = _INSTANCE,
     json_: bool = _JSON,
@@ -314,6 +383,7 @@ def reject(
             Streams.system(),
             proposal_id=proposal_id,
             reason=reason,
+            select=_selection(hunks, files),
             workspace=workspace,
             instance=instance,
             json_=json_,
@@ -327,14 +397,12 @@ def run_reject(
     *,
     proposal_id: str,
     reason: str = "",
+    select: Optional[dict[str, Any]] = None,
     workspace: Optional[str] = None,
     instance: Optional[str] = None,
     json_: bool = False,
     control: Callable[[Any, dict[str, Any]], dict[str, Any]] = _send_control,
 ) -> int:
     """``oh review reject``'s behaviour."""
-    return _report(
-        io,
-        _request(io, workspace, instance, {"op": "reject", "id": proposal_id, "reason": reason}, json_, control),
-        json_,
-    )
+    frame = {"op": "reject", "id": proposal_id, "reason": reason, **(select or {})}
+    return _report(io, _request(io, workspace, instance, frame, json_, control), json_)
