@@ -30,7 +30,9 @@ _JSON = typer.Option(False, "--json", help="Machine-readable output (the backend
 _HUNKS = typer.Option(
     None, "--hunks", metavar="N,M-K", help="Only these hunks (numbers from `oh review show ID`, e.g. 1,3-4)."
 )
-_FILES = typer.Option(None, "--files", metavar="PATH,...", help="Only these files (paths as `oh review show` names them).")
+_FILES = typer.Option(
+    None, "--files", metavar="PATH,...", help="Only these files (paths as `oh review show` names them)."
+)
 
 
 def _selection(hunks: Optional[str], files: Optional[str]) -> dict[str, Any]:
@@ -49,6 +51,7 @@ def _selection(hunks: Optional[str], files: Optional[str]) -> dict[str, Any]:
             die("--files: name at least one file.", USAGE)
         out["files"] = names
     return out
+
 
 # Control-leg refusals and what to do about them (exit 1 unless the request itself was malformed).
 _HINTS = {
