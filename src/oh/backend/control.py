@@ -175,4 +175,7 @@ class Control:
                     f"No pending change set {req.proposal_id}: it was kept or reverted. `oh review` lists them.",
                 )
             return {"type": "review", "op": "show", "changeset": shown}
-        return {"type": "review", "op": req.op, "results": [await sets.decide(req.proposal_id, req.op == "accept")]}
+        result = await sets.decide(req.proposal_id, req.op == "accept", req.hunks, req.files)
+        if result.get("outcome") == "bad_selection":
+            return frames.refusal("BAD_REQUEST", f"{result['message']} Nothing was decided.")
+        return {"type": "review", "op": req.op, "results": [result]}
