@@ -264,9 +264,12 @@ def run_show(
             f"{visible(p.get('command'))} of {visible(p.get('path'))} ({_age(p.get('age_s'))} ago)"
         )
     io.print(f"\x1b[1m{head}\x1b[0m" if io.tty else head)
-    if isinstance(p.get("hunks"), list) and p["hunks"]:
-        _print_hunks(io, p["hunks"])
+    hunks = [h for h in p.get("hunks") or [] if isinstance(h, dict)]
+    if any(h.get("kind") == "text" for h in hunks):
+        _print_hunks(io, hunks)
         return 0
+    for h in hunks:  # whole-file hunks only (a new file, binary content): their summary, then the diff as it is
+        _print_hunk(io, h, len(hunks))
     for line in str(p.get("diff", "")).splitlines():
         io.print(_colour(line, io.tty))
     return 0
@@ -276,7 +279,7 @@ def _print_hunk(io: Streams, h: dict[str, Any], total: int) -> None:
     """One numbered hunk: its header with ``[n/total]`` (whole-file ones: their one-line summary)."""
     from ..text.sanitize import visible
 
-    label = f"[hunk {h.get('n')}/{total}]"
+    label = f"[hunk {h.get('n')}/{total}]" + (f" ({visible(h.get('decided'))})" if h.get("decided") else "")
     body = str(h.get("diff", "")).splitlines()
     if h.get("kind") != "text":
         line = f"{label} {visible(h.get('kind'))}: {visible(' '.join(body))}"
@@ -291,8 +294,6 @@ def _print_hunks(io: Streams, hunks: list[dict[str, Any]]) -> None:
     """The change hunk by hunk, numbered as `accept/reject --hunks` name them, a file header before each file."""
     last = None
     for h in hunks:
-        if not isinstance(h, dict):
-            continue
         path = str(h.get("path", ""))
         if path != last and h.get("kind") == "text":
             label = path if path.startswith("/") else "/" + path
