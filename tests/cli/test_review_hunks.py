@@ -102,3 +102,35 @@ def test_the_agent_token_may_not_decide_hunks(oh, review_backend):
     assert target.read_bytes() == OLD.encode()
     oh("review", "reject", row["id"], check=0)
     assert _finish(agent)[0] == 6 and target.read_bytes() == OLD.encode()
+
+
+def test_patch_walks_the_hunks_at_a_terminal_and_writes_the_answers(oh, proposal):
+    from .terminal import Term
+
+    target, agent, pid = proposal
+    term = Term(oh, argv=["-m", "oh", "review", "-p", pid])
+    try:
+        term.see("[1/4] [y,n,a,d,q,?]?")
+        assert "\x1b[32m+CHANGED 1" in term.raw  # colour at a terminal
+        term.child.send("?\r")
+        term.see("d - reject this hunk and every later one")
+        term.child.send("y\r")
+        term.see("[2/4]")
+        term.child.send("n\r")
+        term.see("[3/4]")
+        term.child.send("a\r")
+        assert term.finish() == 0
+    finally:
+        term.kill()
+    assert target.read_bytes() == _with({1, 3, 4}).encode()
+    rc, obs = _finish(agent)
+    assert rc == 0 and "hunks 1, 3, 4 of 4 were written; hunks 2 were rejected" in obs["content"]
+
+
+def test_patch_refuses_a_stdin_that_is_no_terminal_and_says_what_to_type(oh, proposal):
+    target, agent, pid = proposal
+    p = oh("review", "patch", pid)
+    assert p.returncode == 2 and f"oh review accept {pid} --hunks 1,3" in p.stderr + p.stdout
+    assert target.read_bytes() == OLD.encode()
+    oh("review", "reject", pid, check=0)
+    assert _finish(agent)[0] == 6

@@ -131,10 +131,15 @@ def review(
     workspace: Optional[str] = _WORKSPACE,
     instance: Optional[str] = _INSTANCE,
     json_: bool = _JSON,
+    patch_: Optional[str] = typer.Option(
+        None, "-p", "--patch", metavar="ID", help="Walk ID's hunks one by one (as `oh review patch ID`)."
+    ),
 ) -> None:
     """List the pending proposals (id, agent, kind, path, age) and the commands' change sets (id h12, files)."""
     if ctx.invoked_subcommand is not None:
         return
+    if patch_ is not None:
+        raise typer.Exit(run_patch(Streams.system(), proposal_id=patch_, workspace=workspace, instance=instance))
     raise typer.Exit(run_review(Streams.system(), workspace=workspace, instance=instance, json_=json_))
 
 
@@ -410,3 +415,109 @@ def run_reject(
     """``oh review reject``'s behaviour."""
     frame = {"op": "reject", "id": proposal_id, "reason": reason, **(select or {})}
     return _report(io, _request(io, workspace, instance, frame, json_, control), json_)
+
+
+_PATCH_HELP = """y - {yes} this hunk
+n - {no} this hunk
+a - {yes} this hunk and every later one
+d - {no} this hunk and every later one
+q - quit: {quit}
+? - this help"""
+
+
+def _ask(io: Streams, prompt: str) -> str:
+    """One answer from the terminal ("q" at the end of input)."""
+    io.write(prompt)
+    if hasattr(io.out, "flush"):
+        io.out.flush()
+    line = io.inp.readline()
+    return line.strip().lower()[:1] if line else "q"
+
+
+def _walk(io: Streams, hunks: list[dict[str, Any]], words: dict[str, str]) -> tuple[dict[int, bool], bool]:
+    """Ask about each hunk: ({n: yes?}, quit early?)."""
+    answers: dict[int, bool] = {}
+    last = None
+    for i, h in enumerate(hunks):
+        n = int(h.get("n", 0))
+        path = str(h.get("path", ""))
+        if path != last and h.get("kind") == "text":
+            label = path if path.startswith("/") else "/" + path
+            io.print(_colour(f"--- a{label}", io.tty))
+            io.print(_colour(f"+++ b{label}", io.tty))
+        last = path
+        _print_hunk(io, h, int(hunks[-1].get("n", 0)))
+        while True:
+            prompt = f"{words['ask']} [{i + 1}/{len(hunks)}] [y,n,a,d,q,?]? "
+            got = _ask(io, f"\x1b[1;34m{prompt}\x1b[0m" if io.tty else prompt)
+            if got in ("y", "n"):
+                answers[n] = got == "y"
+                break
+            if got in ("a", "d"):
+                answers.update({int(x.get("n", 0)): got == "a" for x in hunks[i:]})
+                return answers, False
+            if got == "q":
+                return answers, True
+            io.print(_PATCH_HELP.format(**words))
+    return answers, False
+
+
+@app.command()
+def patch(
+    proposal_id: str = typer.Argument(..., metavar="ID", help="The proposal or change set (see `oh review`)."),
+    workspace: Optional[str] = _WORKSPACE,
+    instance: Optional[str] = _INSTANCE,
+) -> None:
+    """Walk a proposal's or a change set's hunks one by one, like `git add -p` (y/n/a/d/q/?), at a terminal."""
+    raise typer.Exit(run_patch(Streams.system(), proposal_id=proposal_id, workspace=workspace, instance=instance))
+
+
+@_shown
+def run_patch(
+    io: Streams,
+    *,
+    proposal_id: str,
+    workspace: Optional[str] = None,
+    instance: Optional[str] = None,
+    interactive: Optional[bool] = None,
+    control: Callable[[Any, dict[str, Any]], dict[str, Any]] = _send_control,
+) -> int:
+    """``oh review patch``'s behaviour: the answers are sent as one accept and one reject of hunks."""
+    if not (interactive if interactive is not None else bool(getattr(io.inp, "isatty", lambda: False)())):
+        die(
+            "`oh review patch` asks about each hunk at a terminal, and stdin is not one.",
+            USAGE,
+            f"Print the numbered hunks with `oh review show {proposal_id}`, then decide them with `oh review accept "
+            f"{proposal_id} --hunks 1,3` and `oh review reject {proposal_id} --hunks 2`.",
+        )
+    answer = _request(io, workspace, instance, {"op": "show", "id": proposal_id}, False, control)
+    is_set = "changeset" in answer
+    shown = answer.get("changeset" if is_set else "proposal") or {}
+    hunks = [h for h in shown.get("hunks") or [] if isinstance(h, dict) and not h.get("decided")]
+    if not hunks:
+        io.print("No undecided hunks.")
+        return 0
+    words = (
+        {"ask": "Keep", "yes": "keep", "no": "revert", "quit": "the answers given so far are applied, the rest wait"}
+        if is_set
+        else {
+            "ask": "Write",
+            "yes": "write",
+            "no": "reject",
+            "quit": "nothing is decided (a proposal is decided whole)",
+        }
+    )
+    answers, quit_ = _walk(io, hunks, words)
+    if quit_ and not is_set:
+        io.print(f"Nothing decided: {proposal_id} still waits.")
+        return 0
+    yes = sorted(n for n, v in answers.items() if v)
+    no = sorted(n for n, v in answers.items() if not v)
+    code = 0
+    for op, chosen in (("accept", yes), ("reject", no)):
+        if chosen:
+            frame = {"op": op, "id": proposal_id, "hunks": chosen}
+            code = max(code, _report(io, _request(io, workspace, instance, frame, False, control), False))
+            if not is_set:
+                break  # one decision: the accepted hunks written, the others rejected
+    return code
