@@ -134,7 +134,7 @@ def test_selection_parsing_and_messages():
     assert H.check_selection(hs, [1, 2]) is None
     assert H.check_selection(hs, [3, 9]) == "No hunk 3, 9 in this change: its hunks are 1-2."
     assert "its files are f" in (H.check_selection(hs, [], ["g"]) or "")
-    assert H.select(hs, [], ["f"]) == {1, 2}
+    assert H.named(hs, [], ["f"]) == {1, 2}
     assert H.partial_note("/w/a.py", [1, 3], 4) == (
         "[Review mode: the user accepted part of this change to /w/a.py: hunks 1, 3 of 4 were written; hunks 2, 4 "
         "were rejected and not written. Read the file again before building on it.]"

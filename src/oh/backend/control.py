@@ -152,7 +152,7 @@ class Control:
         bad = hunks.check_selection(hs, req.hunks or (), req.files or ())
         if bad is not None:
             return frames.refusal("BAD_REQUEST", f"{bad} Nothing was decided.")
-        named = hunks.select(hs, req.hunks or (), req.files or ())
+        named = hunks.named(hs, req.hunks or (), req.files or ())
         every = {h.n for h in hs}
         write = named if req.op == "accept" else every - named
         if not write:

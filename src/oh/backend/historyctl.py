@@ -221,7 +221,7 @@ class ChangeSets:
             bad = K.check_selection(all_hunks, hunks or (), files or ())
             if bad is not None:
                 return None, bad
-            named = K.select(all_hunks, hunks or (), files or ())
+            named = K.named(all_hunks, hunks or (), files or ())
             done = sorted(n for n in named if n in e.hunks)
             if done and hunks:
                 left = K.ranges(hunkreview.undecided(e, gs)) or "none"

@@ -177,7 +177,7 @@ def check_selection(hunks: Sequence[Hunk], numbers: Iterable[int], paths: Iterab
     return None
 
 
-def select(hunks: Sequence[Hunk], numbers: Iterable[int], paths: Iterable[str] = ()) -> set[int]:
+def named(hunks: Sequence[Hunk], numbers: Iterable[int], paths: Iterable[str] = ()) -> set[int]:
     """The hunk numbers a selection names: the numbers, and every hunk of the named files."""
     named = set(paths)
     return set(numbers) | {h.n for h in hunks if h.path in named}
