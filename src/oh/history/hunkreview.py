@@ -97,9 +97,10 @@ def _netmap(tl: Timeline, e: H.Entry, gs: list[Group], now: set[int]) -> dict[st
         every = {h.n for h in hs}
         old, new = _text(tl, c.before), _text(tl, c.after)
         assert old is not None and new is not None and c.after is not None
-        left = K.partial(old, new, hs, every - before)
         wanted = K.partial(old, new, hs, every - before - now)
-        netmap[c.path] = (_state(tl, wanted, c.after.mode), _state(tl, left, c.after.mode))
+        # what the change set left: its own after while none of this file's hunks was reverted before
+        left = c.after if not every & before else _state(tl, K.partial(old, new, hs, every - before), c.after.mode)
+        netmap[c.path] = (_state(tl, wanted, c.after.mode), left)
     return netmap
 
 
