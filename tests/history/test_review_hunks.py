@@ -96,6 +96,10 @@ def test_rejecting_every_hunk_one_by_one_restores_the_original_and_marks_it_reve
     [row] = _review()["changesets"]
     assert invoke(run_reject, proposal_id=row["id"], select={"hunks": [2]}).code == 0
     assert (ws / "f.txt").read_text() == _text({5: "X5\n"})
+    # The decision is journaled: a restarted backend still knows hunk 2 was reverted.
+    assert oh("stop").returncode == 0
+    _start(oh)
+    assert [h["decided"] for h in _show(row["id"])["hunks"]] == [None, "reverted"]
     assert invoke(run_reject, proposal_id=row["id"]).code == 0  # the rest: hunk 1
     assert (ws / "f.txt").read_text() == _text({}) and _review()["changesets"] == []
     entries = {e["id"]: e for e in oh.json("history", "--json")["entries"]}
