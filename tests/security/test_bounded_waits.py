@@ -464,6 +464,14 @@ REVIEWED = {
         "exists; EOF or Ctrl-C ends it"
     ),
     (
+        "commands/review.py",
+        "_ask",
+        "io.inp.readline",
+    ): (
+        "`oh review patch` deliberately waits for the user's answer about each hunk: only when stdin is a terminal "
+        "(else refused before asking); EOF (taken as q) or Ctrl-C ends it"
+    ),
+    (
         "commands/config.py",
         "_ask_tty",
         "io.inp.readline",

@@ -8,7 +8,7 @@ from typing import Any, Awaitable, Callable
 
 from websockets.asyncio.server import ServerConnection
 
-from ..protocol import frames, review
+from ..protocol import frames, hunks, review
 from ..protocol.codes import Close
 from ..protocol.errors import ProtocolError
 from ..protocol.events import decode_frame, encode
@@ -141,10 +141,29 @@ class Control:
             )
         if req.op == "show":
             diff, is_binary = await asyncio.to_thread(p.diff)  # proportional to the file (or worse): off the loop
-            return {"type": "review", "op": "show", "proposal": {**p.row(), "diff": diff, "binary": is_binary}}
+            hs = await asyncio.to_thread(p.hunks)
+            shown = {**p.row(), "diff": diff, "binary": is_binary, "hunks": [h.row() for h in hs]}
+            return {"type": "review", "op": "show", "proposal": shown}
+        if req.partial:
+            return await self._partial_proposal(queue, p, req)
         if req.op == "accept":
             return {"type": "review", "op": "accept", "results": [await queue.accept(p.proposal_id)]}
         return {"type": "review", "op": "reject", "results": [queue.reject(p.proposal_id, req.reason)]}
+
+    @staticmethod
+    async def _partial_proposal(queue: Any, p: Any, req: review.ReviewRequest) -> dict[str, Any]:
+        """Accept or reject some hunks of a proposal (issue 39): the chosen ones are written (accept) or left
+        out (reject: the rest is written), in one write; every hunk chosen is the whole decision."""
+        hs = await asyncio.to_thread(p.hunks)
+        bad = hunks.check_selection(hs, req.hunks or (), req.files or ())
+        if bad is not None:
+            return frames.refusal("BAD_REQUEST", f"{bad} Nothing was decided.")
+        named = hunks.named(hs, req.hunks or (), req.files or ())
+        every = {h.n for h in hs}
+        write = named if req.op == "accept" else every - named
+        if not write:
+            return {"type": "review", "op": req.op, "results": [queue.reject(p.proposal_id, req.reason)]}
+        return {"type": "review", "op": req.op, "results": [await queue.accept(p.proposal_id, write)]}
 
     async def _changeset_request(self, sets: Any, req: review.ReviewRequest) -> dict[str, Any]:
         """A command's change set (``h12``): show its diff, keep it (accept) or revert it (reject)."""
@@ -162,4 +181,7 @@ class Control:
                     f"No pending change set {req.proposal_id}: it was kept or reverted. `oh review` lists them.",
                 )
             return {"type": "review", "op": "show", "changeset": shown}
-        return {"type": "review", "op": req.op, "results": [await sets.decide(req.proposal_id, req.op == "accept")]}
+        result = await sets.decide(req.proposal_id, req.op == "accept", req.hunks, req.files)
+        if result.get("outcome") == "bad_selection":
+            return frames.refusal("BAD_REQUEST", f"{result['message']} Nothing was decided.")
+        return {"type": "review", "op": req.op, "results": [result]}

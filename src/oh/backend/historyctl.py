@@ -240,21 +240,58 @@ class ChangeSets:
         tl, eid = self._timeline(), H.changeset_entry(cid)
         if tl is None or eid is None or (e := tl.entries.get(eid)) is None or e.review != H.PENDING:
             return None
-        shown = await asyncio.to_thread(undo.diff, tl, eid)
-        return {**_row(e), "diff": shown.get("diff", ""), "changes": shown.get("changes", [])}
+        from ..history import hunkreview
 
-    async def decide(self, cid: str, keep: bool) -> dict[str, Any]:
-        from ..history import undo
+        shown = await asyncio.to_thread(undo.diff, tl, eid)
+        hunks = await asyncio.to_thread(hunkreview.rows, tl, e)
+        return {**_row(e), "diff": shown.get("diff", ""), "changes": shown.get("changes", []), "hunks": hunks}
+
+    def _select(self, tl: Any, eid: int, hunks: Any, files: Any) -> tuple[list[int] | None, str | None]:
+        """(the undecided hunk numbers a decision names — every undecided one when it names none —, or the
+        message of a selection that names a hunk or file the change set does not have or already decided)."""
+        from ..history import hunkreview
+        from ..protocol import hunks as K
+
+        with tl.lock:
+            e = tl.entries.get(eid)
+            if e is None or e.review != H.PENDING:
+                return None, None
+            gs = hunkreview.groups(tl, e)
+            all_hunks = [h for h, _ in gs]
+            if hunks is None and files is None:
+                return (hunkreview.undecided(e, gs) if e.hunks else None), None
+            bad = K.check_selection(all_hunks, hunks or (), files or ())
+            if bad is not None:
+                return None, bad
+            named = K.named(all_hunks, hunks or (), files or ())
+            done = sorted(n for n in named if n in e.hunks)
+            if done and hunks:
+                left = K.ranges(hunkreview.undecided(e, gs)) or "none"
+                return None, f"Hunk {K.ranges(done)} was decided already: the undecided ones are {left}."
+            return sorted(named - set(e.hunks)), None
+
+    async def decide(self, cid: str, keep: bool, hunks: Any = None, files: Any = None) -> dict[str, Any]:
+        """Keep or revert a change set, or some of its hunks / files (issue 39)."""
+        from ..history import hunkreview, undo
 
         await self._settled()
         tl, eid = self._timeline(), H.changeset_entry(cid)
-        result = await asyncio.to_thread(undo.decide, tl, eid, keep) if tl is not None and eid is not None else None
+        if tl is None or eid is None:
+            return {"id": cid, "outcome": "unknown", "message": f"No pending change set {cid}: `oh review` lists them."}
+        chosen, bad = await asyncio.to_thread(self._select, tl, eid, hunks, files)
+        if bad is not None:
+            return {"id": cid, "outcome": "bad_selection", "message": bad}
+        if chosen is not None:
+            result = await asyncio.to_thread(hunkreview.decide, tl, eid, chosen, keep)
+        else:
+            result = await asyncio.to_thread(undo.decide, tl, eid, keep)
         if result is None:
             return {"id": cid, "outcome": "unknown", "message": f"No pending change set {cid}: `oh review` lists them."}
-        if result["outcome"] != "conflict":
+        e = tl.entries[eid]
+        if result["outcome"] != "conflict" and e.review != H.PENDING:
             decision = H.KEPT if keep else H.REVERTED
             assert self.history.recorder is not None  # a timeline above means a recorder
-            self.history.recorder.changeset_event("changeset_closed", tl.entries[eid], decision=decision, by="cli")
+            self.history.recorder.changeset_event("changeset_closed", e, decision=e.review or decision, by="cli")
         return result
 
     async def keep_all(self) -> list[dict[str, Any]]:

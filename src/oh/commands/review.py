@@ -27,6 +27,31 @@ app = typer.Typer(
 
 _WORKSPACE, _INSTANCE = target_options()
 _JSON = typer.Option(False, "--json", help="Machine-readable output (the backend's answer).")
+_HUNKS = typer.Option(
+    None, "--hunks", metavar="N,M-K", help="Only these hunks (numbers from `oh review show ID`, e.g. 1,3-4)."
+)
+_FILES = typer.Option(
+    None, "--files", metavar="PATH,...", help="Only these files (paths as `oh review show` names them)."
+)
+
+
+def _selection(hunks: Optional[str], files: Optional[str]) -> dict[str, Any]:
+    """The request's ``hunks`` / ``files`` from the command line (a malformed list: exit 2, nothing sent)."""
+    from ..protocol.hunks import parse_selection
+
+    out: dict[str, Any] = {}
+    if hunks is not None:
+        try:
+            out["hunks"] = parse_selection(hunks)
+        except ValueError as exc:
+            die(f"--hunks: {exc}.", USAGE, "`oh review show ID` numbers the hunks.")
+    if files is not None:
+        names = [f.strip() for f in files.split(",") if f.strip()]
+        if not names:
+            die("--files: name at least one file.", USAGE)
+        out["files"] = names
+    return out
+
 
 # Control-leg refusals and what to do about them (exit 1 unless the request itself was malformed).
 _HINTS = {
@@ -106,10 +131,15 @@ def review(
     workspace: Optional[str] = _WORKSPACE,
     instance: Optional[str] = _INSTANCE,
     json_: bool = _JSON,
+    patch_: Optional[str] = typer.Option(
+        None, "-p", "--patch", metavar="ID", help="Walk ID's hunks one by one (as `oh review patch ID`)."
+    ),
 ) -> None:
     """List the pending proposals (id, agent, kind, path, age) and the commands' change sets (id h12, files)."""
     if ctx.invoked_subcommand is not None:
         return
+    if patch_ is not None:
+        raise typer.Exit(run_patch(Streams.system(), proposal_id=patch_, workspace=workspace, instance=instance))
     raise typer.Exit(run_review(Streams.system(), workspace=workspace, instance=instance, json_=json_))
 
 
@@ -239,9 +269,43 @@ def run_show(
             f"{visible(p.get('command'))} of {visible(p.get('path'))} ({_age(p.get('age_s'))} ago)"
         )
     io.print(f"\x1b[1m{head}\x1b[0m" if io.tty else head)
+    hunks = [h for h in p.get("hunks") or [] if isinstance(h, dict)]
+    if any(h.get("kind") == "text" for h in hunks):
+        _print_hunks(io, hunks)
+        return 0
+    for h in hunks:  # whole-file hunks only (a new file, binary content): their summary, then the diff as it is
+        _print_hunk(io, h, len(hunks))
     for line in str(p.get("diff", "")).splitlines():
         io.print(_colour(line, io.tty))
     return 0
+
+
+def _print_hunk(io: Streams, h: dict[str, Any], total: int) -> None:
+    """One numbered hunk: its header with ``[n/total]`` (whole-file ones: their one-line summary)."""
+    from ..text.sanitize import visible
+
+    label = f"[hunk {h.get('n')}/{total}]" + (f" ({visible(h.get('decided'))})" if h.get("decided") else "")
+    body = str(h.get("diff", "")).splitlines()
+    if h.get("kind") != "text":
+        line = f"{label} {visible(h.get('kind'))}: {visible(' '.join(body))}"
+        io.print(f"\x1b[1;33m{line}\x1b[0m" if io.tty else line)
+        return
+    io.print(_colour(f"{body[0] if body else h.get('header', '@@')}  {label}", io.tty))
+    for line in body[1:]:
+        io.print(_colour(line, io.tty))
+
+
+def _print_hunks(io: Streams, hunks: list[dict[str, Any]]) -> None:
+    """The change hunk by hunk, numbered as `accept/reject --hunks` name them, a file header before each file."""
+    last = None
+    for h in hunks:
+        path = str(h.get("path", ""))
+        if path != last and h.get("kind") == "text":
+            label = path if path.startswith("/") else "/" + path
+            io.print(_colour(f"--- a{label}", io.tty))
+            io.print(_colour(f"+++ b{label}", io.tty))
+        last = path
+        _print_hunk(io, h, len(hunks))
 
 
 def _report(io: Streams, answer: dict[str, Any], json_: bool) -> int:
@@ -266,15 +330,23 @@ def accept(
         None, metavar="ID", help="The proposal to write, or the change set to keep (see `oh review`)."
     ),
     all_: bool = typer.Option(False, "--all", help="Accept every pending proposal and keep every change set."),
+    hunks: Optional[str] = _HUNKS,
+    files: Optional[str] = _FILES,
     workspace: Optional[str] = _WORKSPACE,
     instance: Optional[str] = _INSTANCE,
     json_: bool = _JSON,
 ) -> None:
-    """Write a proposal (or all of them), or keep a command's change set. A file changed since the proposal is
-    not written (exit 1)."""
+    """Write a proposal (or all of them), or keep a command's change set; with --hunks/--files only those
+    hunks (the rest of a proposal is rejected). A file changed since the proposal is not written (exit 1)."""
     raise typer.Exit(
         run_accept(
-            Streams.system(), proposal_id=proposal_id, all_=all_, workspace=workspace, instance=instance, json_=json_
+            Streams.system(),
+            proposal_id=proposal_id,
+            all_=all_,
+            select=_selection(hunks, files),
+            workspace=workspace,
+            instance=instance,
+            json_=json_,
         )
     )
 
@@ -285,6 +357,7 @@ def run_accept(
     *,
     proposal_id: Optional[str] = None,
     all_: bool = False,
+    select: Optional[dict[str, Any]] = None,
     workspace: Optional[str] = None,
     instance: Optional[str] = None,
     json_: bool = False,
@@ -293,7 +366,10 @@ def run_accept(
     """``oh review accept``'s behaviour: 0 when every proposal was written, 1 otherwise."""
     if bool(proposal_id) == all_:
         die("give one proposal ID or --all.", USAGE, "`oh review` lists the pending proposals.")
+    if all_ and select:
+        die("--hunks and --files name parts of one change: give its ID, not --all.", USAGE)
     frame: dict[str, Any] = {"op": "accept", "all": True} if all_ else {"op": "accept", "id": proposal_id}
+    frame.update(select or {})
     return _report(io, _request(io, workspace, instance, frame, json_, control), json_)
 
 
@@ -303,6 +379,8 @@ def reject(
         ..., metavar="ID", help="The proposal to reject, or the change set to revert (see `oh review`)."
     ),
     reason: str = typer.Option("", "--reason", "-m", help="Why: the agent gets this text with the REJECTED error."),
+    hunks: Optional[str] = _HUNKS,
+    files: Optional[str] = _FILES,
     workspace: Optional[str] = _WORKSPACE,
     instance: Optional[str] = _INSTANCE,
     json_: bool = _JSON,
@@ -314,6 +392,7 @@ def reject(
             Streams.system(),
             proposal_id=proposal_id,
             reason=reason,
+            select=_selection(hunks, files),
             workspace=workspace,
             instance=instance,
             json_=json_,
@@ -327,14 +406,118 @@ def run_reject(
     *,
     proposal_id: str,
     reason: str = "",
+    select: Optional[dict[str, Any]] = None,
     workspace: Optional[str] = None,
     instance: Optional[str] = None,
     json_: bool = False,
     control: Callable[[Any, dict[str, Any]], dict[str, Any]] = _send_control,
 ) -> int:
     """``oh review reject``'s behaviour."""
-    return _report(
-        io,
-        _request(io, workspace, instance, {"op": "reject", "id": proposal_id, "reason": reason}, json_, control),
-        json_,
+    frame = {"op": "reject", "id": proposal_id, "reason": reason, **(select or {})}
+    return _report(io, _request(io, workspace, instance, frame, json_, control), json_)
+
+
+_PATCH_HELP = """y - {yes} this hunk
+n - {no} this hunk
+a - {yes} this hunk and every later one
+d - {no} this hunk and every later one
+q - quit: {quit}
+? - this help"""
+
+
+def _ask(io: Streams, prompt: str) -> str:
+    """One answer from the terminal ("q" at the end of input)."""
+    io.write(prompt)
+    if hasattr(io.out, "flush"):
+        io.out.flush()
+    line = io.inp.readline()
+    return line.strip().lower()[:1] if line else "q"
+
+
+def _walk(io: Streams, hunks: list[dict[str, Any]], words: dict[str, str]) -> tuple[dict[int, bool], bool]:
+    """Ask about each hunk: ({n: yes?}, quit early?)."""
+    answers: dict[int, bool] = {}
+    last = None
+    for i, h in enumerate(hunks):
+        n = int(h.get("n", 0))
+        path = str(h.get("path", ""))
+        if path != last and h.get("kind") == "text":
+            label = path if path.startswith("/") else "/" + path
+            io.print(_colour(f"--- a{label}", io.tty))
+            io.print(_colour(f"+++ b{label}", io.tty))
+        last = path
+        _print_hunk(io, h, int(hunks[-1].get("n", 0)))
+        while True:
+            prompt = f"{words['ask']} [{i + 1}/{len(hunks)}] [y,n,a,d,q,?]? "
+            got = _ask(io, f"\x1b[1;34m{prompt}\x1b[0m" if io.tty else prompt)
+            if got in ("y", "n"):
+                answers[n] = got == "y"
+                break
+            if got in ("a", "d"):
+                answers.update({int(x.get("n", 0)): got == "a" for x in hunks[i:]})
+                return answers, False
+            if got == "q":
+                return answers, True
+            io.print(_PATCH_HELP.format(**words))
+    return answers, False
+
+
+@app.command()
+def patch(
+    proposal_id: str = typer.Argument(..., metavar="ID", help="The proposal or change set (see `oh review`)."),
+    workspace: Optional[str] = _WORKSPACE,
+    instance: Optional[str] = _INSTANCE,
+) -> None:
+    """Walk a proposal's or a change set's hunks one by one, like `git add -p` (y/n/a/d/q/?), at a terminal."""
+    raise typer.Exit(run_patch(Streams.system(), proposal_id=proposal_id, workspace=workspace, instance=instance))
+
+
+@_shown
+def run_patch(
+    io: Streams,
+    *,
+    proposal_id: str,
+    workspace: Optional[str] = None,
+    instance: Optional[str] = None,
+    interactive: Optional[bool] = None,
+    control: Callable[[Any, dict[str, Any]], dict[str, Any]] = _send_control,
+) -> int:
+    """``oh review patch``'s behaviour: the answers are sent as one accept and one reject of hunks."""
+    if not (interactive if interactive is not None else bool(getattr(io.inp, "isatty", lambda: False)())):
+        die(
+            "`oh review patch` asks about each hunk at a terminal, and stdin is not one.",
+            USAGE,
+            f"Print the numbered hunks with `oh review show {proposal_id}`, then decide them with `oh review accept "
+            f"{proposal_id} --hunks 1,3` and `oh review reject {proposal_id} --hunks 2`.",
+        )
+    answer = _request(io, workspace, instance, {"op": "show", "id": proposal_id}, False, control)
+    is_set = "changeset" in answer
+    shown = answer.get("changeset" if is_set else "proposal") or {}
+    hunks = [h for h in shown.get("hunks") or [] if isinstance(h, dict) and not h.get("decided")]
+    if not hunks:
+        io.print("No undecided hunks.")
+        return 0
+    words = (
+        {"ask": "Keep", "yes": "keep", "no": "revert", "quit": "the answers given so far are applied, the rest wait"}
+        if is_set
+        else {
+            "ask": "Write",
+            "yes": "write",
+            "no": "reject",
+            "quit": "nothing is decided (a proposal is decided whole)",
+        }
     )
+    answers, quit_ = _walk(io, hunks, words)
+    if quit_ and not is_set:
+        io.print(f"Nothing decided: {proposal_id} still waits.")
+        return 0
+    yes = sorted(n for n, v in answers.items() if v)
+    no = sorted(n for n, v in answers.items() if not v)
+    code = 0
+    for op, chosen in (("accept", yes), ("reject", no)):
+        if chosen:
+            frame = {"op": op, "id": proposal_id, "hunks": chosen}
+            code = max(code, _report(io, _request(io, workspace, instance, frame, False, control), False))
+            if not is_set:
+                break  # one decision: the accepted hunks written, the others rejected
+    return code

@@ -679,12 +679,13 @@ TREE = {
         ((1, ()),),
     ),
     ("review",): (
-        ("show", "accept", "reject"),
-        ("show", "accept", "reject"),
+        ("show", "accept", "reject", "patch"),
+        ("show", "accept", "reject", "patch"),
         (
             (("--workspace", "-C"), (), True, True, False, ()),
             (("--instance", "-i"), (), True, True, False, "instances"),
             (("--json",), (), False, True, False, ()),
+            (("-p", "--patch"), (), True, True, False, ()),
             (("-h", "--help"), (), False, True, False, ()),
         ),
         (),
@@ -694,9 +695,21 @@ TREE = {
         (),
         (
             (("--all",), (), False, True, False, ()),
+            (("--hunks",), (), True, True, False, ()),
+            (("--files",), (), True, True, False, ()),
             (("--workspace", "-C"), (), True, True, False, ()),
             (("--instance", "-i"), (), True, True, False, "instances"),
             (("--json",), (), False, True, False, ()),
+            (("-h", "--help"), (), False, True, False, ()),
+        ),
+        ((1, ()),),
+    ),
+    ("review", "patch"): (
+        (),
+        (),
+        (
+            (("--workspace", "-C"), (), True, True, False, ()),
+            (("--instance", "-i"), (), True, True, False, "instances"),
             (("-h", "--help"), (), False, True, False, ()),
         ),
         ((1, ()),),
@@ -706,6 +719,8 @@ TREE = {
         (),
         (
             (("--reason", "-m"), (), True, True, False, ()),
+            (("--hunks",), (), True, True, False, ()),
+            (("--files",), (), True, True, False, ()),
             (("--workspace", "-C"), (), True, True, False, ()),
             (("--instance", "-i"), (), True, True, False, "instances"),
             (("--json",), (), False, True, False, ()),

@@ -156,6 +156,8 @@ class Timeline:
             self.entries[eid].review = str(rec["review"])
         elif t == "x" and eid in self.entries:
             self.entries[eid].collected = True
+        elif t == "k" and eid in self.entries:  # hunks of a change set decided (issue 39)
+            self.entries[eid].hunks.update({int(n): str(v) for n, v in rec["hunks"].items()})
 
     def _gc(self) -> None:
         """Garbage collection at start: keep the last ``keep`` entries and the contents they use, and every
@@ -191,6 +193,8 @@ class Timeline:
                     f.write(json.dumps({"t": "r", "id": e.id, "review": e.review}) + "\n")
                 if e.collected:
                     f.write(json.dumps({"t": "x", "id": e.id}) + "\n")
+                if e.hunks:
+                    f.write(json.dumps({"t": "k", "id": e.id, "hunks": e.hunks}) + "\n")
         os.replace(tmp, self._journal_path)
         if getattr(self, "_jfd", None) is not None:
             os.close(self._jfd)
@@ -570,6 +574,13 @@ class Timeline:
         with self.lock:
             e.review = review
             self._write({"t": "r", "id": e.id, "review": review}, sync=True)
+
+    def mark_hunks(self, e: H.Entry, numbers: Iterable[int], decision: str) -> None:
+        """Some hunks of a change set kept or reverted (journaled, like ``mark``)."""
+        with self.lock:
+            got = {n: decision for n in numbers}
+            e.hunks.update(got)
+            self._write({"t": "k", "id": e.id, "hunks": got}, sync=True)
 
     def pending(self) -> list[H.Entry]:
         """The change sets awaiting the user's keep or revert, oldest first."""

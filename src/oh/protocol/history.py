@@ -260,6 +260,7 @@ class Entry:
     undoes: list[int] = field(default_factory=list)
     dirs: list[str] = field(default_factory=list)  # directories it created (an undo removes them once empty)
     review: str | None = None  # review after the fact: pending | kept | reverted (None: not a change set)
+    hunks: dict[int, str] = field(default_factory=dict)  # a change set's hunks decided one by one: n -> kept | reverted
     # Who oh saw make it (never a name a frame supplies): USER (the user's own changes, an undo sent with the
     # decider credential, an editor's) or AGENT (an action sent with the agent token, a sandbox's leftover
     # processes). ``agent`` is the display name the agent gave itself; only ``by`` decides who may undo it.

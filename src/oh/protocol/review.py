@@ -88,6 +88,40 @@ class ReviewRequest:
     proposal_id: str | None = None
     all: bool = False
     reason: str = ""
+    hunks: tuple[int, ...] | None = None  # accept/reject only these hunks (issue 39); None: the whole change
+    files: tuple[str, ...] | None = None  # ... and every hunk of these files
+
+    @property
+    def partial(self) -> bool:
+        return self.hunks is not None or self.files is not None
+
+
+MAX_SELECTED = 100_000  # hunk numbers or paths one decision may name
+
+
+def _selection(obj: dict[str, Any], op: str) -> tuple[tuple[int, ...] | None, tuple[str, ...] | None]:
+    """The optional ``hunks`` (numbers from 1) and ``files`` (paths as ``show`` names them) of a decision."""
+    hunks, files = obj.get("hunks"), obj.get("files")
+    if hunks is not None and (
+        not isinstance(hunks, list)
+        or len(hunks) > MAX_SELECTED
+        or not all(type(n) is int and 1 <= n <= 1_000_000 for n in hunks)
+    ):
+        raise ProtocolError(ErrorId.BAD_REQUEST, f"review {op}: hunks must be a list of hunk numbers (1, 2, ...).")
+    if files is not None and (
+        not isinstance(files, list)
+        or len(files) > MAX_SELECTED
+        or not all(isinstance(f, str) and 0 < len(f) <= 4096 and "\0" not in f for f in files)
+    ):
+        raise ProtocolError(ErrorId.BAD_REQUEST, f"review {op}: files must be a list of paths.")
+    if (hunks is not None or files is not None) and op not in ("accept", "reject"):
+        raise ProtocolError(ErrorId.BAD_REQUEST, f"review {op} takes no hunks or files.")
+    if hunks == [] and not files or files == [] and not hunks:
+        raise ProtocolError(ErrorId.BAD_REQUEST, f"review {op}: name at least one hunk or file.")
+    return (
+        None if hunks is None else tuple(sorted(set(hunks))),
+        None if files is None else tuple(dict.fromkeys(files)),
+    )
 
 
 def parse_review_request(obj: dict[str, Any]) -> ReviewRequest:
@@ -101,7 +135,10 @@ def parse_review_request(obj: dict[str, Any]) -> ReviewRequest:
         return ReviewRequest("list")
     pid = obj.get("id")
     every = obj.get("all") is True
+    hunks, files = _selection(obj, op)
     if op == "accept" and every:
+        if hunks is not None or files is not None:
+            raise ProtocolError(ErrorId.BAD_REQUEST, "review accept all: true takes no hunks or files.")
         if pid is not None:
             raise ProtocolError(ErrorId.BAD_REQUEST, "review accept takes either an id or all: true, not both.")
         return ReviewRequest("accept", all=True)
@@ -114,4 +151,4 @@ def parse_review_request(obj: dict[str, Any]) -> ReviewRequest:
     reason = obj.get("reason", "")
     if op == "reject" and reason is not None and not isinstance(reason, str):
         raise ProtocolError(ErrorId.BAD_REQUEST, "review reject: reason must be a string.")
-    return ReviewRequest(op, pid, reason=clean_reason(reason) if op == "reject" else "")
+    return ReviewRequest(op, pid, reason=clean_reason(reason) if op == "reject" else "", hunks=hunks, files=files)

@@ -65,10 +65,11 @@ def _label(side: str, path: str) -> str:
     return f"{side}{path}" if path.startswith("/") else f"{side}/{path}"
 
 
-def unified_diff(path: str, old: str, new: str, context: int = 3, budget: int = WORK_BUDGET) -> str:
-    """``diff -u``-style text from ``old`` to ``new``; ``""`` when they are equal."""
-    if old == new:
-        return ""
+def grouped(
+    old: str, new: str, context: int = 3, budget: int = WORK_BUDGET
+) -> tuple[list[str], list[str], list[list[tuple[str, int, int, int, int]]]]:
+    """(old lines, new lines, hunks): each hunk is difflib's grouped opcodes with whole-file line indexes,
+    computed by the rule above (shared head and tail cut first, then the budgeted matcher)."""
     a = old.splitlines(keepends=True)
     b = new.splitlines(keepends=True)
     same_head = 0
@@ -84,22 +85,44 @@ def unified_diff(path: str, old: str, new: str, context: int = 3, budget: int = 
     skip = max(same_head - context, 0)
     a_mid = a[skip : len(a) - max(same_tail - context, 0)]
     b_mid = b[skip : len(b) - max(same_tail - context, 0)]
+    groups = [
+        [(tag, skip + i1, skip + i2, skip + j1, skip + j2) for tag, i1, i2, j1, j2 in group]
+        for group in _BudgetMatcher(a_mid, b_mid, budget).get_grouped_opcodes(context)
+    ]
+    return a, b, groups
 
-    out = [f"--- {_label('a', path)}\n", f"+++ {_label('b', path)}\n"]
+
+def hunk_header(group: list[tuple[str, int, int, int, int]]) -> str:
+    first, last = group[0], group[-1]
+    return f"@@ -{_range(first[1], last[2])} +{_range(first[3], last[4])} @@\n"
+
+
+def hunk_lines(a: list[str], b: list[str], group: list[tuple[str, int, int, int, int]]) -> list[str]:
+    """One hunk's body in ``diff -u`` form (no header)."""
+    out: list[str] = []
 
     def emit(mark: str, lines: list[str]) -> None:
         for line in lines:
             out.append(mark + line if line.endswith("\n") else mark + line + "\n" + NO_EOL)
 
-    for group in _BudgetMatcher(a_mid, b_mid, budget).get_grouped_opcodes(context):
-        first, last = group[0], group[-1]
-        out.append(f"@@ -{_range(skip + first[1], skip + last[2])} +{_range(skip + first[3], skip + last[4])} @@\n")
-        for tag, i1, i2, j1, j2 in group:
-            if tag == "equal":
-                emit(" ", a_mid[i1:i2])
-                continue
-            if tag in ("replace", "delete"):
-                emit("-", a_mid[i1:i2])
-            if tag in ("replace", "insert"):
-                emit("+", b_mid[j1:j2])
+    for tag, i1, i2, j1, j2 in group:
+        if tag == "equal":
+            emit(" ", a[i1:i2])
+            continue
+        if tag in ("replace", "delete"):
+            emit("-", a[i1:i2])
+        if tag in ("replace", "insert"):
+            emit("+", b[j1:j2])
+    return out
+
+
+def unified_diff(path: str, old: str, new: str, context: int = 3, budget: int = WORK_BUDGET) -> str:
+    """``diff -u``-style text from ``old`` to ``new``; ``""`` when they are equal."""
+    if old == new:
+        return ""
+    a, b, groups = grouped(old, new, context, budget)
+    out = [f"--- {_label('a', path)}\n", f"+++ {_label('b', path)}\n"]
+    for group in groups:
+        out.append(hunk_header(group))
+        out.extend(hunk_lines(a, b, group))
     return "".join(out)

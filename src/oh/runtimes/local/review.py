@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ...protocol import hunks as H
 from ...protocol import progress
 from ...protocol import review as rules
 from ...protocol.errors import ErrorId, ToolError
@@ -217,6 +218,51 @@ class Proposal:
             text = text[:MAX_DIFF_CHARS] + f"\n[... diff clipped at {MAX_DIFF_CHARS} characters ...]\n"
         return text, False
 
+    def hunks(self) -> list[H.Hunk]:
+        """The proposal's numbered hunks (issue 39): a created file or binary content is one whole-file hunk."""
+        new = decode_any(self.after) if self.after else ("", "utf-8")
+        if self.before is None:
+            lines = 0 if new is None else len(new[0].splitlines())
+            return [H.whole(1, self.path, H.CREATE, f"new file {self.path} ({len(self.after):,} bytes)", added=lines)]
+        old = decode_any(self.before)
+        if old is None or new is None:
+            summary = f"Binary content: {len(self.before):,} -> {len(self.after):,} bytes (no text diff)."
+            return [H.whole(1, self.path, H.BINARY, summary)]
+        return H.split(self.path, old[0], new[0])
+
+    def part(self, chosen: set[int]) -> tuple[bytes, str] | None:
+        """(the file's bytes with only ``chosen`` hunks applied, its text) — None when that is the whole
+        proposal (every hunk, or a whole-file hunk chosen)."""
+        hs = self.hunks()
+        if len(hs) == 1 and hs[0].whole or {h.n for h in hs} <= chosen or self.before is None:
+            return None
+        old, new = decode_any(self.before), decode_any(self.after) if self.after else ("", "utf-8")
+        assert old is not None and new is not None  # text hunks: both decoded
+        text = H.partial(old[0], new[0], hs, chosen)
+        try:
+            data = text.encode(new[1])
+        except UnicodeEncodeError:
+            data = text.encode("utf-8")
+        return data, text
+
+
+def _partly(
+    p: Proposal, obs: dict[str, Any], text: str, chosen: set[int], row: dict[str, Any]
+) -> tuple[str, dict[str, Any]]:
+    """A partly accepted proposal: the observation's texts describe what was written; (note, result row)."""
+    total = len(p.hunks())
+    written = sorted(n for n in chosen if n <= total)
+    extras = obs.get("extras")
+    if isinstance(extras, dict) and extras.get("new_content") is not None:
+        extras = obs["extras"] = dict(extras)
+        extras["new_content"] = text
+        old = extras.get("old_content")
+        if "diff" in extras:
+            extras["diff"] = unified_diff(p.path, old or "", text)
+    note = H.partial_note(p.path, written, total)
+    message = f"{p.path} written with hunks {H.ranges(written)} of {total}; the others rejected."
+    return note, {**row, "hunks": written, "of": total, "message": message}
+
 
 class ProposalQueue:
     """Pending proposals of one backend, in creation order."""
@@ -304,8 +350,9 @@ class ProposalQueue:
     def find(self, pid: str) -> Proposal | None:
         return self.pending.get(pid)
 
-    async def accept(self, pid: str) -> dict[str, Any]:
+    async def accept(self, pid: str, chosen: set[int] | None = None) -> dict[str, Any]:
         """Apply one proposal (if its file is unchanged) and answer its agent. Returns the result row.
+        ``chosen``: only those hunks are written, the rest rejected (one write; issue 39).
         The file's check and write run in a worker thread (up to 64 MiB each); the decision on the loop."""
         p = self.pending.get(pid)
         if p is None or p.future is None or p.future.done() or p.deciding:
@@ -313,7 +360,7 @@ class ProposalQueue:
         p.deciding = True
         try:
             async with self.locks.hold(p.real):
-                obs, decision, row = await asyncio.to_thread(self._apply, p)
+                obs, decision, row = await asyncio.to_thread(self._apply, p, chosen)
         finally:
             p.deciding = False
         if decision == "accepted" and p.on_accept is not None:
@@ -322,9 +369,11 @@ class ProposalQueue:
         return row
 
     @staticmethod
-    def _apply(p: Proposal) -> tuple[dict[str, Any], str, dict[str, Any]]:
-        """(observation, decision, result row) of accepting ``p``: checks the file and writes it."""
+    def _apply(p: Proposal, chosen: set[int] | None = None) -> tuple[dict[str, Any], str, dict[str, Any]]:
+        """(observation, decision, result row) of accepting ``p`` (only the ``chosen`` hunks, when given):
+        checks the file and writes it."""
         pid = p.proposal_id
+        part = p.part(chosen) if chosen is not None else None
         try:
             now = file_bytes(p.real, p.root)
             changed = (
@@ -365,7 +414,7 @@ class ProposalQueue:
                 },
             )
         try:
-            atomic_write(ResolvedPath(p.path, p.real, p.root), p.after, replace=p.replace)
+            atomic_write(ResolvedPath(p.path, p.real, p.root), p.after if part is None else part[0], replace=p.replace)
         except Exception as exc:  # noqa: BLE001 - the tool refused (permissions, disk): the agent must hear it
             msg = getattr(exc, "message", None) or getattr(exc, "strerror", None) or str(exc)
             return (
@@ -383,8 +432,11 @@ class ProposalQueue:
             extras["old_content"] = None if p.before is None else text_of(p.before)
             extras["new_content"] = text_of(p.after)
         note = rules.accepted_note(p.path)
+        row = {"id": pid, "outcome": "accepted", "path": p.path, "message": f"{p.path} written."}
+        if part is not None:
+            note, row = _partly(p, obs, part[1], chosen or set(), row)
         obs["content"] = (obs.get("content") or "").rstrip("\n") + ("\n" if obs.get("content") else "") + note
-        return obs, "accepted", {"id": pid, "outcome": "accepted", "path": p.path, "message": f"{p.path} written."}
+        return obs, "accepted", row
 
     def reject(self, pid: str, reason: str) -> dict[str, Any]:
         p = self.pending.get(pid)
