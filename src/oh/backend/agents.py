@@ -336,16 +336,7 @@ class Agents:
             security_risk=risk,
         )
         extra = {k: v for k, v in (("security_risk", risk), ("env_names", env_names)) if v}
-        self.trace.record(
-            "request",
-            agent=agent.agent_id,
-            agent_name=agent.name,
-            action_id=leg_id,
-            agent_action_id=action.id,
-            action=action.kind,
-            summary=summary,
-            **extra,
-        )
+        self.trace.record("request", **_trace_head(agent, action, leg_id, summary), **extra)
         return summary, extra
 
     async def _run_leg(
@@ -434,12 +425,7 @@ class Agents:
         ended = {k: v for k, v in (("job_id", job_id), ("timed_out", timeout_of(obs)), ("blind", blind)) if v}
         self.trace.record(
             "result" if outcome == "ok" else "error",
-            agent=agent.agent_id,
-            agent_name=agent.name,
-            action_id=leg_id,
-            agent_action_id=action.id,
-            action=action.kind,
-            summary=summary,
+            **_trace_head(agent, action, leg_id, summary),
             outcome=outcome,
             exit_code=exit_code,
             duration_ms=duration_ms,
@@ -458,6 +444,18 @@ class Agents:
             security_risk=extra.get("security_risk"),
             **ended,
         )
+
+
+def _trace_head(agent: Agent, action: Action, leg_id: int, summary: str) -> dict[str, Any]:
+    """The fields that open an action's request and result lines in the trace: who, which action, what."""
+    return {
+        "agent": agent.agent_id,
+        "agent_name": agent.name,
+        "action_id": leg_id,
+        "agent_action_id": action.id,
+        "action": action.kind,
+        "summary": summary,
+    }
 
 
 def _job_id_of(action: Action, obs: dict[str, Any]) -> str | None:

@@ -19,6 +19,7 @@ from pydantic import Field
 from openhands.sdk.tool import Action, Observation, ToolAnnotations, ToolDefinition, ToolExecutor
 
 from ...client import jobs as job_actions
+from ...protocol import joblist
 from .common import mask, secrets_for, security_risk_of
 from .executor import LinkedExecutor
 
@@ -152,15 +153,7 @@ class BackgroundJobExecutor(LinkedExecutor, ToolExecutor[BackgroundJobAction, Ba
             return self._error(action, obs, conversation)
         md = (obs.get("extras") or {}).get("metadata") or {}
         jid = md.get("job_id")
-        again = "already running" in (md.get("suffix") or "")
-        head = (
-            (
-                f"Job {jid} with this command is already running (pid {md.get('pid')}); it was not started again "
-                "(force: true starts another)."
-            )
-            if again
-            else f"Started in the background as job {jid} (pid {md.get('pid')}) in {md.get('working_dir')}."
-        )
+        head, _ = joblist.started(md, where=True)
         text = (
             f"{head}\nFollow it with {NAME}: op wait (until it ends; exit code), op output with offset 0 then "
             "next_offset (its whole output), op poll, op cancel."
