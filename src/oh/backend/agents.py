@@ -327,14 +327,7 @@ class Agents:
         # env values are secrets: monitors and the trace get the variable names only.
         env_names = sorted(action.env) if action.kind == "run" and action.env else None
         # Always emitted, also with no monitor connected: the history keeps it for a view that subscribes later.
-        self._emit(
-            "action_started",
-            agent_id=agent.agent_id,
-            action_id=leg_id,
-            kind=action.kind,
-            summary=summary,
-            security_risk=risk,
-        )
+        self._emit("action_started", **_event_head(agent, action, leg_id, summary), security_risk=risk)
         extra = {k: v for k, v in (("security_risk", risk), ("env_names", env_names)) if v}
         self.trace.record("request", **_trace_head(agent, action, leg_id, summary), **extra)
         return summary, extra
@@ -434,10 +427,7 @@ class Agents:
         )
         self._emit(
             "action_finished",
-            agent_id=agent.agent_id,
-            action_id=leg_id,
-            kind=action.kind,
-            summary=summary,
+            **_event_head(agent, action, leg_id, summary),
             outcome=outcome,
             exit_code=exit_code,
             duration_ms=duration_ms,
@@ -456,6 +446,11 @@ def _trace_head(agent: Agent, action: Action, leg_id: int, summary: str) -> dict
         "action": action.kind,
         "summary": summary,
     }
+
+
+def _event_head(agent: Agent, action: Action, leg_id: int, summary: str) -> dict[str, Any]:
+    """The fields that open ``action_started`` and ``action_finished`` to monitors."""
+    return {"agent_id": agent.agent_id, "action_id": leg_id, "kind": action.kind, "summary": summary}
 
 
 def _job_id_of(action: Action, obs: dict[str, Any]) -> str | None:

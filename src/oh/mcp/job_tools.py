@@ -364,13 +364,7 @@ def job_result(obs: dict[str, Any], result_cls):
     if op == "output":
         for key in ("offset", "next_offset", "size", "dropped", "eof"):
             structured[key] = extras.get(key)
-        if extras.get("eof"):
-            trailer = f"[end of output: job {jid} {state}, exit code {code}]"
-        else:
-            trailer = (
-                f"[bytes {extras.get('offset')}-{extras.get('next_offset')} of {extras.get('size')} so far; job "
-                f"{jid} {state}. Read on with offset {extras.get('next_offset')}.]"
-            )
+        trailer = joblist.output_trailer(jid, state, code, extras)
         if extras.get("dropped"):
             trailer += (
                 f"\n[The oldest {extras['dropped']} bytes were dropped from the job's log (it keeps the newest 16 "

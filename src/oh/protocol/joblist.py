@@ -67,3 +67,13 @@ def started(md: dict[str, Any], *, where: bool = False) -> tuple[str, bool]:
         )
     place = f" in {md.get('working_dir')}" if where else ""
     return f"Started in the background as job {md.get('job_id')} (pid {md.get('pid')}){place}.", False
+
+
+def output_trailer(job_id: Any, state: Any, code: Any, extras: dict[str, Any]) -> str:
+    """The line after a page of a job's output (its ``output`` extras): where the log ends, or where to read on."""
+    if extras.get("eof"):
+        return f"[end of output: job {job_id} {state}, exit code {code}]"
+    return (
+        f"[bytes {extras.get('offset')}-{extras.get('next_offset')} of {extras.get('size')} so far; job "
+        f"{job_id} {state}. Read on with offset {extras.get('next_offset')}.]"
+    )

@@ -191,13 +191,7 @@ class BackgroundJobExecutor(LinkedExecutor, ToolExecutor[BackgroundJobAction, Ba
             fields.update(
                 offset=extras.get("offset"), next_offset=extras.get("next_offset"), eof=bool(extras.get("eof"))
             )
-            if extras.get("eof"):
-                trailer = f"[end of output: job {jid} {state}, exit code {code}]"
-            else:
-                trailer = (
-                    f"[bytes {extras.get('offset')}-{extras.get('next_offset')} of {extras.get('size')} so far; job "
-                    f"{jid} {state}. Read on with offset {extras.get('next_offset')}.]"
-                )
+            trailer = joblist.output_trailer(jid, state, code, extras)
             if extras.get("dropped"):
                 trailer += (
                     f"\n[The oldest {extras['dropped']} bytes of this job's output are no longer kept (it keeps "
