@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
-from openhands.sdk.tool import Action, Observation, ToolAnnotations, ToolDefinition, ToolExecutor
+from openhands.sdk.tool import Action, Observation, ToolDefinition, ToolExecutor
 
 from ...client import jobs as job_actions
 from ...protocol import joblist
 from .common import mask, secrets_for, security_risk_of
-from .executor import LinkedExecutor
+from .executor import LinkedExecutor, own_tool
 
 if TYPE_CHECKING:
     from openhands.sdk.conversation import LocalConversation
@@ -234,14 +234,14 @@ class BackgroundJobsTool(ToolDefinition[BackgroundJobAction, BackgroundJobObserv
 
     @classmethod
     def create(cls, conv_state: "ConversationState") -> Sequence["BackgroundJobsTool"]:  # type: ignore[override]
-        return [
-            cls(
-                description=DESCRIPTION,
-                action_type=BackgroundJobAction,
-                observation_type=BackgroundJobObservation,
-                annotations=ToolAnnotations(
-                    title=NAME, readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=False
-                ),
-                executor=BackgroundJobExecutor(conv_state),
-            )
-        ]
+        return own_tool(
+            cls,
+            NAME,
+            DESCRIPTION,
+            BackgroundJobAction,
+            BackgroundJobObservation,
+            BackgroundJobExecutor(conv_state),
+            destructive=True,
+            idempotent=False,
+            open_world=False,
+        )
