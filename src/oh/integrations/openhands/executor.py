@@ -68,18 +68,7 @@ def own_tool(
     open_world: bool,
 ) -> list[Any]:
     """What an oh tool's ``create`` returns: its one instance. Never read-only (each call goes to the backend)."""
-    return [
-        cls(
-            description=description,
-            action_type=action_type,
-            observation_type=observation_type,
-            annotations=ToolAnnotations(
-                title=name,
-                readOnlyHint=False,
-                destructiveHint=destructive,
-                idempotentHint=idempotent,
-                openWorldHint=open_world,
-            ),
-            executor=executor,
-        )
-    ]
+    hints = {"readOnlyHint": False, "destructiveHint": destructive, "idempotentHint": idempotent}
+    annotations = ToolAnnotations(title=name, openWorldHint=open_world, **hints)
+    types = {"action_type": action_type, "observation_type": observation_type}
+    return [cls(description=description, annotations=annotations, executor=executor, **types)]
