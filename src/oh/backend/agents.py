@@ -365,25 +365,9 @@ class Agents:
         # env values are secrets: monitors and the trace get the variable names only.
         env_names = sorted(action.env) if action.kind == "run" and action.env else None
         # Always emitted, also with no monitor connected: the history keeps it for a view that subscribes later.
-        self._emit(
-            "action_started",
-            agent_id=agent.agent_id,
-            action_id=leg_id,
-            kind=action.kind,
-            summary=summary,
-            security_risk=risk,
-        )
+        self._emit("action_started", **_event_head(agent, action, leg_id, summary), security_risk=risk)
         extra = {k: v for k, v in (("security_risk", risk), ("env_names", env_names)) if v}
-        self.trace.record(
-            "request",
-            agent=agent.agent_id,
-            agent_name=agent.name,
-            action_id=leg_id,
-            agent_action_id=action.id,
-            action=action.kind,
-            summary=summary,
-            **extra,
-        )
+        self.trace.record("request", **_trace_head(agent, action, leg_id, summary), **extra)
         return summary, extra
 
     async def _run_leg(
@@ -477,12 +461,7 @@ class Agents:
         }
         self.trace.record(
             "result" if outcome == "ok" else "error",
-            agent=agent.agent_id,
-            agent_name=agent.name,
-            action_id=leg_id,
-            agent_action_id=action.id,
-            action=action.kind,
-            summary=summary,
+            **_trace_head(agent, action, leg_id, summary),
             outcome=outcome,
             exit_code=exit_code,
             duration_ms=duration_ms,
@@ -491,16 +470,30 @@ class Agents:
         )
         self._emit(
             "action_finished",
-            agent_id=agent.agent_id,
-            action_id=leg_id,
-            kind=action.kind,
-            summary=summary,
+            **_event_head(agent, action, leg_id, summary),
             outcome=outcome,
             exit_code=exit_code,
             duration_ms=duration_ms,
             security_risk=extra.get("security_risk"),
             **ended,
         )
+
+
+def _trace_head(agent: Agent, action: Action, leg_id: int, summary: str) -> dict[str, Any]:
+    """The fields that open an action's request and result lines in the trace: who, which action, what."""
+    return {
+        "agent": agent.agent_id,
+        "agent_name": agent.name,
+        "action_id": leg_id,
+        "agent_action_id": action.id,
+        "action": action.kind,
+        "summary": summary,
+    }
+
+
+def _event_head(agent: Agent, action: Action, leg_id: int, summary: str) -> dict[str, Any]:
+    """The fields that open ``action_started`` and ``action_finished`` to monitors."""
+    return {"agent_id": agent.agent_id, "action_id": leg_id, "kind": action.kind, "summary": summary}
 
 
 def _job_id_of(action: Action, obs: dict[str, Any]) -> str | None:

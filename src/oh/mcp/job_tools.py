@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..protocol import actions
+from ..protocol import actions, joblist
 
 NAMES = ("jobs", "job", "stat", "ensure")
 JOB_OPS = ["poll", "wait", "output", "cancel"]
@@ -332,15 +332,7 @@ def write_mode(a: dict[str, Any]) -> str | None:
 def background_result(md: dict[str, Any], result_cls):
     """The answer to ``run`` with background: the job's id and how to follow it (MCP tool names)."""
     job_id = md.get("job_id")
-    again = "already running" in (md.get("suffix") or "")
-    head = (
-        (
-            f"Job {job_id} with this command is already running (pid {md.get('pid')}); it was not started again "
-            "(force: true starts another)."
-        )
-        if again
-        else f"Started in the background as job {job_id} (pid {md.get('pid')})."
-    )
+    head, again = joblist.started(md)
     text = (
         f"{head}\nFollow it with the job tool and job_id {job_id!r}: op wait (until it ends; exit code), op output "
         "with offset 0 and then next_offset (the whole log, page by page), op poll (state now), op cancel."
@@ -372,13 +364,7 @@ def job_result(obs: dict[str, Any], result_cls):
     if op == "output":
         for key in ("offset", "next_offset", "size", "dropped", "eof"):
             structured[key] = extras.get(key)
-        if extras.get("eof"):
-            trailer = f"[end of output: job {jid} {state}, exit code {code}]"
-        else:
-            trailer = (
-                f"[bytes {extras.get('offset')}-{extras.get('next_offset')} of {extras.get('size')} so far; job "
-                f"{jid} {state}. Read on with offset {extras.get('next_offset')}.]"
-            )
+        trailer = joblist.output_trailer(jid, state, code, extras)
         if extras.get("dropped"):
             trailer += (
                 f"\n[The oldest {extras['dropped']} bytes were dropped from the job's log (it keeps the newest 16 "

@@ -1,4 +1,5 @@
-"""The text of a ``job`` ``list`` answer, and of the monitor events a job start or end becomes.
+"""The text of a ``job`` ``list`` answer, of a background start (``started``), and of the monitor events a job
+start or end becomes.
 
 Pure: the vscode runtime merges what the editor listed with the jobs it remembers of editors that
 went away (``merge``), and lists those alone when no editor is connected (``listing``); the backend
@@ -52,3 +53,27 @@ def event_fields(name: str, job: dict[str, Any]) -> dict[str, Any]:
     else:
         fields.update(cwd=job.get("cwd"))
     return fields
+
+
+def started(md: dict[str, Any], *, where: bool = False) -> tuple[str, bool]:
+    """The first line of the answer to a background ``run`` (its metadata ``md``), and whether the job was
+    running already (then nothing new started). ``where``: name the working directory."""
+    again = "already running" in (md.get("suffix") or "")
+    if again:
+        return (
+            f"Job {md.get('job_id')} with this command is already running (pid {md.get('pid')}); it was not started "
+            "again (force: true starts another).",
+            True,
+        )
+    place = f" in {md.get('working_dir')}" if where else ""
+    return f"Started in the background as job {md.get('job_id')} (pid {md.get('pid')}){place}.", False
+
+
+def output_trailer(job_id: Any, state: Any, code: Any, extras: dict[str, Any]) -> str:
+    """The line after a page of a job's output (its ``output`` extras): where the log ends, or where to read on."""
+    if extras.get("eof"):
+        return f"[end of output: job {job_id} {state}, exit code {code}]"
+    return (
+        f"[bytes {extras.get('offset')}-{extras.get('next_offset')} of {extras.get('size')} so far; job "
+        f"{job_id} {state}. Read on with offset {extras.get('next_offset')}.]"
+    )

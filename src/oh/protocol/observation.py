@@ -25,3 +25,16 @@ def observation(kind: str, cause: int | None, content: str, message: str, extras
     if cause is not None:
         obs["cause"] = cause
     return obs
+
+
+def prepend_note(obs: dict[str, Any], line: str, *, in_message: bool = True) -> None:
+    """Put a wrapper's note (branch, consent, setup) where the agent reads it: a run's prefix, else the content
+    (and, with ``in_message``, an error's message)."""
+    extras = obs.get("extras")
+    if obs.get("observation") == "run" and isinstance(extras, dict) and isinstance(extras.get("metadata"), dict):
+        md = extras["metadata"]
+        md["prefix"] = line + "\n" + (md.get("prefix") or "")
+        return
+    obs["content"] = line + "\n" + str(obs.get("content") or "")
+    if in_message and obs.get("observation") == "error" and isinstance(obs.get("message"), str):
+        obs["message"] = line + "\n" + obs["message"]

@@ -15,6 +15,7 @@ from typing import Any, Callable, Hashable
 
 from ..protocol.branch import Plan, is_change, note
 from ..protocol.errors import ErrorId
+from ..protocol.observation import prepend_note
 from ..protocol.events import Action, error_observation
 from .base import AgentContext, Runtime, Switch, Wrapper, as_context
 
@@ -58,7 +59,7 @@ class BranchGuard(Wrapper):
                     line = note(answer.get("extras") or {})
         obs = await self.inner.execute(action, agent)
         if line:
-            _prepend(obs, line)
+            prepend_note(obs, line)
         return obs
 
     async def _ensure(self, action: Action, ctx: AgentContext) -> dict[str, Any]:
@@ -94,15 +95,3 @@ class BranchGuard(Wrapper):
         if self.on_branch_event is not None:
             self.on_branch_event(self.describe())
         return answer
-
-
-def _prepend(obs: dict[str, Any], line: str) -> None:
-    """Put the branch note where the agent reads it: a run's prefix, else the content."""
-    extras = obs.get("extras")
-    if obs.get("observation") == "run" and isinstance(extras, dict) and isinstance(extras.get("metadata"), dict):
-        md = extras["metadata"]
-        md["prefix"] = line + "\n" + (md.get("prefix") or "")
-        return
-    obs["content"] = line + "\n" + str(obs.get("content") or "")
-    if obs.get("observation") == "error" and isinstance(obs.get("message"), str):
-        obs["message"] = line + "\n" + obs["message"]

@@ -32,6 +32,7 @@ from ..errors import OhBaseError
 from ..protocol import consent as rules
 from ..protocol import progress
 from ..protocol.errors import ErrorId
+from ..protocol.observation import prepend_note
 from ..protocol.events import Action, error_observation
 from ..protocol.review import is_proposal
 from . import escalation
@@ -375,7 +376,7 @@ class ConsentGuard(Wrapper):
                 )
             return _rejected(action.id, rules.rejected_message(subject, answer.who, answer.reason), answer.who)
         obs = await self.inner.execute(_consented(action, unsandboxed), agent)
-        _note(obs, rules.allowed_note(answer.who, answer.at, answer.rule))
+        prepend_note(obs, rules.allowed_note(answer.who, answer.at, answer.rule), in_message=False)
         return obs
 
 
@@ -482,13 +483,3 @@ def _rejected(action_id: int, message: str, who: str) -> dict[str, Any]:
     obs = error_observation(action_id, ErrorId.REJECTED, message)
     obs["extras"]["decided_by"] = who
     return obs
-
-
-def _note(obs: dict[str, Any], line: str) -> None:
-    """Put the consent note where the agent reads it: a run's prefix, else the content."""
-    extras = obs.get("extras")
-    if obs.get("observation") == "run" and isinstance(extras, dict) and isinstance(extras.get("metadata"), dict):
-        md = extras["metadata"]
-        md["prefix"] = line + "\n" + (md.get("prefix") or "")
-        return
-    obs["content"] = line + "\n" + str(obs.get("content") or "")

@@ -37,6 +37,7 @@ from .. import programs
 from ..protocol import ensure as rules
 from ..protocol import progress
 from ..protocol.errors import ErrorId
+from ..protocol.observation import prepend_note
 from ..protocol.events import Action, ensure_observation, error_observation, parse_action
 from ..protocol.paths import within_any
 from .base import AgentContext, Runtime, Wrapper, as_context, report
@@ -442,7 +443,7 @@ class EnsureService(Wrapper):
         read as part of the file); once the script ended and all was told, actions pass straight through."""
         if self._setup_notes and obs.get("observation") != "read":
             notes, self._setup_notes = self._setup_notes, []
-            _prepend(obs, "\n".join(notes))
+            prepend_note(obs, "\n".join(notes))
         if self._setup_task is not None and self._setup_task.done() and not self._setup_notes:
             self._setup_open = True
 
@@ -549,18 +550,6 @@ def write_stamp(path: str, stamp: Any) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-
-
-def _prepend(obs: dict[str, Any], line: str) -> None:
-    """The setup note where the agent reads it: a run's prefix, else the content."""
-    extras = obs.get("extras")
-    if obs.get("observation") == "run" and isinstance(extras, dict) and isinstance(extras.get("metadata"), dict):
-        md = extras["metadata"]
-        md["prefix"] = line + "\n" + (md.get("prefix") or "")
-        return
-    obs["content"] = line + "\n" + str(obs.get("content") or "")
-    if obs.get("observation") == "error" and isinstance(obs.get("message"), str):
-        obs["message"] = line + "\n" + obs["message"]
 
 
 __all__ = ["EnsureService", "gather", "read_stamp", "write_stamp"]

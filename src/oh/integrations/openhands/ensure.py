@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
-from openhands.sdk.tool import Action, Observation, ToolAnnotations, ToolDefinition, ToolExecutor
+from openhands.sdk.tool import Action, Observation, ToolDefinition, ToolExecutor
 
 from ...client import jobs as job_actions
 from .common import mask
-from .executor import LinkedExecutor
+from .executor import LinkedExecutor, own_tool
 
 if TYPE_CHECKING:
     from openhands.sdk.conversation import LocalConversation
@@ -96,14 +96,14 @@ class EnsureEnvironmentTool(ToolDefinition[EnsureEnvironmentAction, EnsureEnviro
 
     @classmethod
     def create(cls, conv_state: "ConversationState") -> Sequence["EnsureEnvironmentTool"]:  # type: ignore[override]
-        return [
-            cls(
-                description=DESCRIPTION,
-                action_type=EnsureEnvironmentAction,
-                observation_type=EnsureEnvironmentObservation,
-                annotations=ToolAnnotations(
-                    title=NAME, readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=True
-                ),
-                executor=EnsureEnvironmentExecutor(conv_state),
-            )
-        ]
+        return own_tool(
+            cls,
+            NAME,
+            DESCRIPTION,
+            EnsureEnvironmentAction,
+            EnsureEnvironmentObservation,
+            EnsureEnvironmentExecutor(conv_state),
+            destructive=False,
+            idempotent=True,
+            open_world=True,
+        )

@@ -1,5 +1,6 @@
-"""What oh's own SDK tools (``background_jobs``, ``editor_knowledge``) share: the conversation's link,
-found when the tool is created or, when no backend served the directory then, at each later call.
+"""What oh's own SDK tools (``background_jobs``, ``editor_knowledge``, ``ensure_environment``) share: the
+conversation's link, found when the tool is created or, when no backend served the directory then, at each later
+call; and the one tool instance their ``create`` returns (``own_tool``).
 
 Unlike ``terminal`` and ``file_editor`` these tools have no SDK implementation to fall back to, so
 without a backend each call answers with an error saying how to start one (the model can go on
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 import threading
 from typing import TYPE_CHECKING, Any
+
+from openhands.sdk.tool import ToolAnnotations
 
 from . import link as links
 from .common import conversation_key, settings
@@ -50,3 +53,22 @@ class LinkedExecutor:
             link, self.link, self._closed = self.link, None, True
         if link is not None:
             links.release(self._key, link)
+
+
+def own_tool(
+    cls: Any,
+    name: str,
+    description: str,
+    action_type: Any,
+    observation_type: Any,
+    executor: Any,
+    *,
+    destructive: bool,
+    idempotent: bool,
+    open_world: bool,
+) -> list[Any]:
+    """What an oh tool's ``create`` returns: its one instance. Never read-only (each call goes to the backend)."""
+    hints = {"readOnlyHint": False, "destructiveHint": destructive, "idempotentHint": idempotent}
+    annotations = ToolAnnotations(title=name, openWorldHint=open_world, **hints)
+    types = {"action_type": action_type, "observation_type": observation_type}
+    return [cls(description=description, annotations=annotations, executor=executor, **types)]

@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
-from openhands.sdk.tool import Action, Observation, ToolAnnotations, ToolDefinition, ToolExecutor
+from openhands.sdk.tool import Action, Observation, ToolDefinition, ToolExecutor
 
 from ...client import jobs as job_actions
+from ...protocol import joblist
 from .common import mask, secrets_for, security_risk_of
-from .executor import LinkedExecutor
+from .executor import LinkedExecutor, own_tool
 
 if TYPE_CHECKING:
     from openhands.sdk.conversation import LocalConversation
@@ -152,15 +153,7 @@ class BackgroundJobExecutor(LinkedExecutor, ToolExecutor[BackgroundJobAction, Ba
             return self._error(action, obs, conversation)
         md = (obs.get("extras") or {}).get("metadata") or {}
         jid = md.get("job_id")
-        again = "already running" in (md.get("suffix") or "")
-        head = (
-            (
-                f"Job {jid} with this command is already running (pid {md.get('pid')}); it was not started again "
-                "(force: true starts another)."
-            )
-            if again
-            else f"Started in the background as job {jid} (pid {md.get('pid')}) in {md.get('working_dir')}."
-        )
+        head, _ = joblist.started(md, where=True)
         text = (
             f"{head}\nFollow it with {NAME}: op wait (until it ends; exit code), op output with offset 0 then "
             "next_offset (its whole output), op poll, op cancel."
@@ -198,13 +191,7 @@ class BackgroundJobExecutor(LinkedExecutor, ToolExecutor[BackgroundJobAction, Ba
             fields.update(
                 offset=extras.get("offset"), next_offset=extras.get("next_offset"), eof=bool(extras.get("eof"))
             )
-            if extras.get("eof"):
-                trailer = f"[end of output: job {jid} {state}, exit code {code}]"
-            else:
-                trailer = (
-                    f"[bytes {extras.get('offset')}-{extras.get('next_offset')} of {extras.get('size')} so far; job "
-                    f"{jid} {state}. Read on with offset {extras.get('next_offset')}.]"
-                )
+            trailer = joblist.output_trailer(jid, state, code, extras)
             if extras.get("dropped"):
                 trailer += (
                     f"\n[The oldest {extras['dropped']} bytes of this job's output are no longer kept (it keeps "
@@ -247,14 +234,14 @@ class BackgroundJobsTool(ToolDefinition[BackgroundJobAction, BackgroundJobObserv
 
     @classmethod
     def create(cls, conv_state: "ConversationState") -> Sequence["BackgroundJobsTool"]:  # type: ignore[override]
-        return [
-            cls(
-                description=DESCRIPTION,
-                action_type=BackgroundJobAction,
-                observation_type=BackgroundJobObservation,
-                annotations=ToolAnnotations(
-                    title=NAME, readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=False
-                ),
-                executor=BackgroundJobExecutor(conv_state),
-            )
-        ]
+        return own_tool(
+            cls,
+            NAME,
+            DESCRIPTION,
+            BackgroundJobAction,
+            BackgroundJobObservation,
+            BackgroundJobExecutor(conv_state),
+            destructive=True,
+            idempotent=False,
+            open_world=False,
+        )

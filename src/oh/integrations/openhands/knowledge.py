@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
-from openhands.sdk.tool import Action, Observation, ToolAnnotations, ToolDefinition, ToolExecutor
+from openhands.sdk.tool import Action, Observation, ToolDefinition, ToolExecutor
 
 from ...client import editorinfo
-from .executor import LinkedExecutor
+from .executor import LinkedExecutor, own_tool
 
 if TYPE_CHECKING:
     from openhands.sdk.conversation import LocalConversation
@@ -154,14 +154,14 @@ class EditorKnowledgeTool(ToolDefinition[EditorKnowledgeAction, EditorKnowledgeO
     @classmethod
     def create(cls, conv_state: "ConversationState") -> Sequence["EditorKnowledgeTool"]:  # type: ignore[override]
         # `open` changes what the user sees, nothing on disk: not read-only, never destructive.
-        return [
-            cls(
-                description=DESCRIPTION,
-                action_type=EditorKnowledgeAction,
-                observation_type=EditorKnowledgeObservation,
-                annotations=ToolAnnotations(
-                    title=NAME, readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False
-                ),
-                executor=EditorKnowledgeExecutor(conv_state),
-            )
-        ]
+        return own_tool(
+            cls,
+            NAME,
+            DESCRIPTION,
+            EditorKnowledgeAction,
+            EditorKnowledgeObservation,
+            EditorKnowledgeExecutor(conv_state),
+            destructive=False,
+            idempotent=True,
+            open_world=False,
+        )

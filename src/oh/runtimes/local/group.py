@@ -396,12 +396,8 @@ class ShellGroup:
 
     async def _watch_kept(self, job: Job, cmd: Command) -> None:
         try:
-            await cmd.finished.wait()
-            state = CANCELLED if job.cancelled else SUCCEEDED if cmd.exit_code == 0 else FAILED
-            job.finish(state, cmd.exit_code)
+            await _settle(job, cmd)
         finally:
-            if job.state == RUNNING:  # the group is closing
-                job.finish(LOST, None)
             self.rt.job_event("job_finished", job)
 
     # ------------------------------------------------------------------ background jobs
@@ -470,12 +466,8 @@ class ShellGroup:
 
     async def _watch(self, job: Job, cmd: Command, term: Terminal) -> None:
         try:
-            await cmd.finished.wait()
-            state = CANCELLED if job.cancelled else SUCCEEDED if cmd.exit_code == 0 else FAILED
-            job.finish(state, cmd.exit_code)
+            await _settle(job, cmd)
         finally:
-            if job.state == RUNNING:  # the group is closing
-                job.finish(LOST, None)
             async with term._waiter:  # a follow-up reading its last output first
                 pass
             if self.extras.get(job.job_id) is term:
@@ -625,3 +617,14 @@ class ShellGroup:
         for job in self.jobs.values():
             job.spool.close()
         self.jobs.clear()
+
+
+async def _settle(job: Job, cmd: Command) -> None:
+    """Wait for the job's command to end and record how; a wait cut short (the group is closing) leaves it LOST."""
+    try:
+        await cmd.finished.wait()
+        state = CANCELLED if job.cancelled else SUCCEEDED if cmd.exit_code == 0 else FAILED
+        job.finish(state, cmd.exit_code)
+    finally:
+        if job.state == RUNNING:
+            job.finish(LOST, None)

@@ -79,6 +79,19 @@ def _prefix(obs: dict[str, Any], line: str) -> None:
         md["prefix"] = line + "\n" + (md.get("prefix") or "")
 
 
+def _edit_result(action: Action, result: dict[str, Any]) -> dict[str, Any]:
+    """The edit observation of one OpenHands editor call's result."""
+    return edit_observation(
+        action.id,
+        action.path,
+        result["content"],
+        prev_exist=result["prev_exist"],
+        old_content=result["old_content"],
+        new_content=result["new_content"],
+        diff=result["diff"],
+    )
+
+
 class LocalRuntime(Runtime):
     name = "local"
 
@@ -498,15 +511,7 @@ class LocalRuntime(Runtime):
                 result = await asyncio.to_thread(self._editor_call, rp, action.args)
         else:
             result = self.editor.execute(rp, action.args, self.paths)
-        return edit_observation(
-            action.id,
-            action.path,
-            result["content"],
-            prev_exist=result["prev_exist"],
-            old_content=result["old_content"],
-            new_content=result["new_content"],
-            diff=result["diff"],
-        )
+        return _edit_result(action, result)
 
     def _editor_call(self, rp, args: dict[str, Any]) -> dict[str, Any]:
         return self.editor.execute(rp, args, self.paths)  # its undo history takes its own lock
@@ -562,15 +567,7 @@ class LocalRuntime(Runtime):
         else:
             editor = ProposingEditor(self.editor.history)
             result = editor.execute(rp, args, self.paths)
-            obs = edit_observation(
-                action.id,
-                action.path,
-                result["content"],
-                prev_exist=result["prev_exist"],
-                old_content=result["old_content"],
-                new_content=result["new_content"],
-                diff=result["diff"],
-            )
+            obs = _edit_result(action, result)
             after, command = editor.recorded, str(args.get("command"))
             replace = command != "create"
             history = self.editor.history
