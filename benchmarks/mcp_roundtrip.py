@@ -19,8 +19,8 @@ import time
 
 async def main(n: int) -> None:
     import mcp_types as types
-    from mcp import ClientSession, StdioServerParameters, stdio_client
 
+    from mcp import ClientSession, StdioServerParameters, stdio_client
     from oh.client import Client
 
     tmp = tempfile.mkdtemp(prefix="oh-mcp-bench-")

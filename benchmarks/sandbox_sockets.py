@@ -22,7 +22,6 @@ import time
 from oh.protocol.sandbox import Spec
 from oh.runtimes.local.sandbox import Sandbox, check
 
-
 LAYOUTS = ("sockets only", "beside a file", "4 per directory, beside a file")
 
 

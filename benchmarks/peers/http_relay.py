@@ -22,11 +22,10 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import common  # noqa: E402
 import httpx  # noqa: E402
 from fastapi import FastAPI, Request  # noqa: E402
 from fastapi.responses import JSONResponse, Response  # noqa: E402
-
-import common  # noqa: E402
 
 KEY_HEADER = "X-Session-API-Key"
 POOL = httpx.Limits(max_connections=256, max_keepalive_connections=256, keepalive_expiry=60)

@@ -16,9 +16,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from websockets.asyncio.client import connect  # noqa: E402
-
 import common  # noqa: E402
+from websockets.asyncio.client import connect  # noqa: E402
 
 
 async def one(port: int, token: str, folder: str, i: int):

@@ -21,9 +21,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import socketio  # noqa: E402
-
 import common  # noqa: E402
+import socketio  # noqa: E402
 
 MAX_BUFFER = 128 * 1024 * 1024
 

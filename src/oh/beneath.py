@@ -26,6 +26,7 @@ import ctypes
 import errno
 import os
 import stat as _stat
+
 from .errors import OhBaseError
 
 __all__ = [

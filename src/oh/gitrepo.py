@@ -15,9 +15,9 @@ import subprocess
 import tempfile
 from typing import Any
 
-from .protocol.branch import Decision, RepoState
 from . import programs
 from .errors import OhBaseError
+from .protocol.branch import Decision, RepoState
 
 GIT_TIMEOUT = 30.0  # a stash of a large tree can take a while; never for ever
 CHECKOUT_TIMEOUT = 600.0  # a worktree's checkout, a merge's and a worktree's removal write the whole tree

@@ -12,7 +12,6 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
-
 from .conftest import TOKEN
 from .peers import EchoEditor, serve_headless
 

@@ -9,12 +9,11 @@ import json
 import shutil
 
 import pytest
-
-from oh.protocol.sandbox import Spec
 from websockets.asyncio.client import connect
 
 from ensure_projects import python_project
 from oh.protocol.consent import Policy, parse_rules
+from oh.protocol.sandbox import Spec
 
 from .conftest import TOKEN
 from .peers import agent, control, pending

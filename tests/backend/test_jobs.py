@@ -16,7 +16,6 @@ import time
 import pytest
 from websockets.asyncio.client import connect
 
-
 from .conftest import TOKEN
 from .peers import EchoEditor, serve_headless
 from .test_agent_headers_roots_and_shells import agent, ask, url

@@ -23,7 +23,6 @@ from oh.protocol.events import read_observation
 from .conftest import TOKEN
 from .peers import EchoEditor, control
 
-
 OPS = ("write", "replace", "insert")
 
 

@@ -10,8 +10,8 @@ import json
 from websockets.asyncio.client import connect
 
 from oh import __version__
-from oh.protocol import frames
 from oh.commands.status import render_text
+from oh.protocol import frames
 from oh.ui.live import LiveState
 
 from .conftest import TOKEN

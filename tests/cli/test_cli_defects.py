@@ -6,7 +6,6 @@ editor (fake_editor.py) registers on the real vscode-runtime backend in place of
 
 from __future__ import annotations
 
-
 import pytest
 
 from .fake_editor import FakeEditor, refused, run_observation

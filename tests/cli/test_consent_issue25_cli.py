@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 
-
 AGENT_WAIT = 60
 
 

@@ -17,7 +17,6 @@ import pytest
 
 from waiting import poll_until
 
-
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("typer", "click", "rich", "websockets", "keyring", "psutil")
 PROBE = (

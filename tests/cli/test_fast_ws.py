@@ -54,8 +54,8 @@ def test_round_trip_of_large_and_fragmented_messages_with_pings(server):
 
 
 def test_refused_handshakes_are_classified(server):
-    from websockets.http11 import Response
     from websockets.datastructures import Headers
+    from websockets.http11 import Response
 
     def reject(status):
         def process_request(conn, request):

@@ -13,7 +13,6 @@ import time
 import psutil
 import pytest
 
-
 SLOW = {"OH_NO_FASTPATH": "1"}
 
 

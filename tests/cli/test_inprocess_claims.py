@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import json
 
+from oh import sessions
 from oh.client import SyncClient
 from oh.commands import agent, claims
-from oh import sessions
 
 from .inprocess import here, invoke  # noqa: F401 - `here` is a fixture
 

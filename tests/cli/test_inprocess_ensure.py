@@ -9,9 +9,8 @@ import shutil
 
 import pytest
 
-from oh.commands import ensure
-
 from ensure_projects import node_project
+from oh.commands import ensure
 
 from .inprocess import here, invoke  # noqa: F401 - `here` is a fixture
 

@@ -97,11 +97,12 @@ def test_run_options_a_background_job_does_not_take_are_refused_not_dropped(oh):
         assert p.returncode == 2 and extra[0] in p.stderr and "--background" in p.stderr, (extra, p.stdout, p.stderr)
     assert oh.json("jobs", "--json") in ([], {"jobs": []}) or not oh("jobs").stdout.count("sleep 1")
     # the in-process (typer) path says the same
-    from oh.commands.agent import run_run
-    from oh.commands._io import Streams
-    from oh.fastpath.exits import OhError
     import io as _io
     import os as _os
+
+    from oh.commands._io import Streams
+    from oh.commands.agent import run_run
+    from oh.fastpath.exits import OhError
 
     out, err = _io.StringIO(), _io.StringIO()
     old = dict(_os.environ)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import subprocess
 import sys
 
-
 HEAVY = ("rich.live", "rich.table", "websockets", "keyring", "psutil", "typer._adapters", "oh.client", "oh.backend")
 # The fast path (issue 8 §3) must not even load these: each costs a large share of the 4x budget.
 FAST_FORBIDDEN = (

@@ -20,8 +20,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent / "src"))
 
-from oh.protocol.errors import ProtocolError  # noqa: E402
 from oh.protocol import kinds  # noqa: E402
+from oh.protocol.errors import ProtocolError  # noqa: E402
 from oh.protocol.events import parse_action, parse_action_frame, summarize  # noqa: E402
 from oh.protocol.frames import KNOWN_CAPABILITIES  # noqa: E402
 

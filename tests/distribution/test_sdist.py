@@ -5,8 +5,8 @@ The wheel built from the repository and its `oh vscode install` in real VS Code:
 from __future__ import annotations
 
 import json
-import shutil
 import os
+import shutil
 import subprocess
 import sys
 import tarfile

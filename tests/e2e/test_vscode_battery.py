@@ -15,10 +15,10 @@ import json
 import pytest
 
 from oh.client.aio import Client
-
 from shell.battery import CASES, EXEC_CASES
 from shell.drivers import ClientDriver, run_battery
 from shell.home import make_home
+
 from .conftest import VsCode, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(1500)]

@@ -12,15 +12,14 @@ from pathlib import Path
 
 import pytest
 
-
 from cli.conftest import wait_for
 from cli.inprocess import here, invoke  # noqa: F401 - `here` is a fixture
-from oh.commands.history import run_diff, run_history, run_undo
+from oh import sessions
 from oh.client import history
 from oh.client.sync import SyncClient
-from oh.protocol import actions
+from oh.commands.history import run_diff, run_history, run_undo
 from oh.launcher.control import control
-from oh import sessions
+from oh.protocol import actions
 
 WAIT = 60  # bounded waits, generous: the machine is shared
 

@@ -12,12 +12,12 @@ from pathlib import Path
 
 from websockets.sync.client import connect
 
-from cli.inprocess import here, invoke  # noqa: F401 - `here` is a fixture
 from cli.conftest import wait_for
+from cli.inprocess import here, invoke  # noqa: F401 - `here` is a fixture
 from oh.client.sync import SyncClient
-from oh.protocol import actions
 from oh.commands.approvals import run_approvals, run_decide
 from oh.commands.review import run_accept, run_reject, run_review, run_show
+from oh.protocol import actions
 from oh.ui.live import LiveState
 
 WAIT = 60
@@ -155,8 +155,8 @@ def test_the_users_later_edit_is_merged_or_the_revert_changes_nothing(here):
         assert (ws / "f.txt").read_text() == "alpha\nBETA, and the user\ngamma\ndelta, the user's\n"
         assert [c["id"] for c in _review()["changesets"]] == [second["id"]]  # still pending
         # The agent's own token may list, never decide.
-        from oh.launcher.control import control
         from oh import sessions
+        from oh.launcher.control import control
 
         session = sessions.Session(**oh.session(info["instance_id"]))
         refused = control(session, {"type": "review", "op": "reject", "id": second["id"]}, token=token, timeout=10)

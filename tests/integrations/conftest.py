@@ -7,9 +7,9 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import tempfile
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest

@@ -12,6 +12,7 @@ from cli.conftest import Oh  # noqa: F401 - shared launcher fixture
 
 mcp = pytest.importorskip("mcp", reason="the `mcp` extra is not installed (pip install -e '.[mcp,test]')")
 import mcp_types as types  # noqa: E402
+
 from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
 
 

@@ -5,8 +5,8 @@ sees and undoes only its own actions, never another's, never past the user's lat
 from __future__ import annotations
 
 import pytest
-from conftest import mcp_session, text_of
 
+from conftest import mcp_session, text_of
 from oh.mcp import history_tools, tools
 
 pytestmark = [pytest.mark.slow]

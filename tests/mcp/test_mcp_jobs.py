@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from conftest import mcp_session, text_of
 
+from conftest import mcp_session, text_of
 
 pytestmark = [pytest.mark.slow]
 

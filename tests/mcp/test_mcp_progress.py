@@ -7,6 +7,7 @@ import asyncio
 import sys
 
 import pytest
+
 from conftest import mcp_session, text_of
 
 pytestmark = [pytest.mark.slow]

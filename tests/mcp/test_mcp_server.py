@@ -11,8 +11,8 @@ import sys
 import zlib
 
 import pytest
-from conftest import mcp_session, text_of
 
+from conftest import mcp_session, text_of
 
 pytestmark = pytest.mark.slow
 

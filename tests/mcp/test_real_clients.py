@@ -18,7 +18,6 @@ import re
 
 import pytest
 import tomlkit
-
 from fake_model import FINAL_TEXT, FakeAnthropic, FakeGemini, FakeResponses
 from real_clients import Sandbox, install_clients
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from oh.protocol import programs, progargs, shellparse
+from oh.protocol import progargs, programs, shellparse
 from oh.protocol.consent import Policy, decide, parse_rules
 
 WS = "/home/u/proj"

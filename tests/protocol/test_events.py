@@ -25,8 +25,8 @@ from oh.protocol.events import (
     write_observation,
 )
 from oh.protocol.frames import RegistrationError, parse_control, parse_registration
-
-from reference_shapes import REFERENCE_EXTRAS, REFERENCE_RUN_METADATA as REFERENCE_METADATA
+from reference_shapes import REFERENCE_EXTRAS
+from reference_shapes import REFERENCE_RUN_METADATA as REFERENCE_METADATA
 
 REFERENCE_ACTIONS = [
     {

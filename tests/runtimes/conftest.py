@@ -9,7 +9,6 @@ import pytest
 
 from oh.protocol.events import Action, parse_action
 from oh.runtimes.local import LocalRuntime
-
 from reference_shapes import REFERENCE_EXTRAS, REFERENCE_RUN_METADATA, REFERENCE_TOP  # noqa: F401 - used by the tests
 
 _ids = itertools.count(1)

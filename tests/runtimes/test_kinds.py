@@ -14,10 +14,10 @@ from oh.protocol import branch, consent, kinds, repetition, review
 from oh.protocol.errors import ProtocolError
 from oh.protocol.events import Action, parse_action, summarize
 from oh.protocol.frames import KNOWN_CAPABILITIES, Registration
-from oh.runtimes.local import LocalRuntime
-from oh.runtimes.vscode import VscodeRuntime
 from oh.runtimes.editor_link import EditorLink, Welcome
 from oh.runtimes.editors import EditorRegistry
+from oh.runtimes.local import LocalRuntime
+from oh.runtimes.vscode import VscodeRuntime
 
 FAKE = "teleport"
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
-import time
 import shutil
 import socket
 import threading
+import time
 from pathlib import Path
 from typing import Any
 

@@ -23,8 +23,7 @@ from hypothesis import strategies as st
 
 from oh.protocol import sandbox as rules
 from oh.protocol.events import parse_action
-from oh.runtimes.local import LocalRuntime
-from oh.runtimes.local import oneshot
+from oh.runtimes.local import LocalRuntime, oneshot
 from sandboxed import needs_bwrap
 
 pytestmark = [needs_bwrap, pytest.mark.slow, pytest.mark.timeout(600)]

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sandboxed import needs_bwrap
-
 from oh.protocol.sandbox import refusal_hint
+from sandboxed import needs_bwrap
 
 from .test_confinement import make_box, run, runtime
 

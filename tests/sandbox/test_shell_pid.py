@@ -10,7 +10,6 @@ import os
 import psutil
 
 from oh.runtimes.local import sandbox as sb
-
 from sandboxed import needs_bwrap
 
 

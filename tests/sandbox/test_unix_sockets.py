@@ -22,7 +22,6 @@ import pytest
 from oh.runtimes.local import sandbox as sandbox_mod
 from oh.runtimes.local import unixsocks
 from oh.runtimes.local.sandbox import check
-
 from sandboxed import Listener
 
 from .test_confinement import make_box, run, runtime

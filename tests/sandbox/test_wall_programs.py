@@ -127,8 +127,8 @@ def test_history_git_runs_the_system_git_not_the_workspace_venvs(tmp_path, monke
 
 
 def test_symbols_fallback_runs_the_system_rg_not_a_planted_one(tmp_path, monkeypatch):
-    from oh.protocol.events import parse_action
     from oh.protocol import actions
+    from oh.protocol.events import parse_action
     from oh.runtimes.local import knowledge
 
     if not os.path.exists("/usr/bin/rg"):

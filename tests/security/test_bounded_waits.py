@@ -24,11 +24,10 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
+from backend.conftest import StartedBackends
 from oh.backend import server as server_mod
 from oh.backend.server import Backend, BackendConfig
 from oh.client import Client, OhClientError, SyncClient
-
-from backend.conftest import StartedBackends
 
 from . import helpers
 from .conftest import EDITOR_AUTH, EDITOR_TOKEN, TOKEN, record

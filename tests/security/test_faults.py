@@ -26,8 +26,8 @@ import psutil
 import pytest
 from websockets.sync.client import connect
 
-from oh.client import SyncClient
 from oh import sessions
+from oh.client import SyncClient
 
 from . import helpers
 from .conftest import record

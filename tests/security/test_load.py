@@ -20,8 +20,8 @@ import time
 import psutil
 import pytest
 
-from oh.client import Client
 from oh import sessions
+from oh.client import Client
 
 from . import helpers
 from .conftest import record

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from oh.client import SyncClient
 from oh import sessions
+from oh.client import SyncClient
 from oh.protocol.errors import ProtocolError
 from oh.protocol.events import error_from, parse_action
 from oh.runtimes.local import LocalRuntime

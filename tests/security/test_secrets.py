@@ -20,8 +20,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from oh.client import AuthError, SyncClient
 from oh import sessions
+from oh.client import AuthError, SyncClient
 
 from . import helpers
 from .conftest import record

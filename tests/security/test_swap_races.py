@@ -21,7 +21,6 @@ import pytest
 from oh.history import undo as U
 from oh.history.timeline import Timeline
 from oh.runtimes.local import LocalRuntime
-
 from runtimes.conftest import Harness
 
 TRIES = 1000

@@ -10,8 +10,8 @@ import shutil
 import pytest
 
 from oh.runtimes.local import LocalRuntime
-
 from runtimes.conftest import Harness, code, meta
+
 from .drivers import oh, oh_env
 from .home import NOTES, make_home, shell_env
 

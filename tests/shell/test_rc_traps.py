@@ -10,17 +10,16 @@ shell ends (fallback to the clean shell, runtime close, hard timeout, agent disc
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import os
 import shutil
-import contextlib
 import time
 from pathlib import Path
 
 import psutil
 import pytest
-
 from websockets.asyncio.client import connect
 
 from oh.client.aio import Client

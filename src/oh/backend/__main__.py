@@ -33,18 +33,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .. import sessions
-from ..config import paths, secrets
+from .. import programs, sessions
+from ..config import backendstate, paths, secrets
 from ..config.paths import UnsafePath
-from ..config import backendstate
-from .. import programs
+from ..errors import OhBaseError
 from ..protocol import backendconfig
 from ..protocol import sandbox as sandbox_rules
 from ..protocol.codes import BackendExit
 from .auth import is_loopback_host
 from .guard import Throttle, raise_fd_limit
 from .server import Backend, BackendConfig
-from ..errors import OhBaseError
 
 LOG_MAX_BYTES = 5 * 1024 * 1024
 LOG_BACKUPS = 2

@@ -18,10 +18,9 @@ from ..protocol import consent as rules
 from ..protocol import frames
 from ..runtimes.consent import ConsentGuard
 from ..runtimes.editor_link import EditorLink
+from .control import FORBIDDEN_TEXT
 from .deadlines import Deadlines
 from .trace import TraceWriter
-
-from .control import FORBIDDEN_TEXT
 
 log = logging.getLogger("oh.backend.consent")
 

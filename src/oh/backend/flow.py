@@ -23,11 +23,11 @@ A connection whose peer never reads is still dropped after ``send_timeout`` (tra
 
 from __future__ import annotations
 
-from ..protocol.backendconfig import MAX_IN_FLIGHT, MAX_OUTPUT  # spelled once, with the settings
-
 import asyncio
 import os
 from typing import Any
+
+from ..protocol.backendconfig import MAX_IN_FLIGHT, MAX_OUTPUT  # spelled once, with the settings
 
 
 def obs_size(obs: dict[str, Any]) -> int:

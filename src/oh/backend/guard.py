@@ -26,13 +26,13 @@ only keeps one address from evicting everyone else's pending connections.
 
 from __future__ import annotations
 
-from ..protocol.backendconfig import OPEN_TIMEOUT as OPEN_TIMEOUT  # spelled once, with the settings
-
 import logging
 import time
 from typing import Any, Callable
 
 from websockets.asyncio.server import ServerConnection
+
+from ..protocol.backendconfig import OPEN_TIMEOUT as OPEN_TIMEOUT  # spelled once, with the settings
 
 SOFT_PENDING = 128  # above this many pending connections, the idle ones are closed
 HARD_PENDING_MAX = 4096

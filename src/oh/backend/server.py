@@ -34,13 +34,13 @@ from ..runtimes.editor_link import EditorLink, Welcome
 from ..runtimes.editors import EditorRegistry
 from ..transport import close_quietly
 from . import agentinfo, auth, consentctl, guard, historyctl
-from .approvalweb import ApprovalWeb
 from .agents import Agents
-from .handshake import ROLES, Credentials, Handshake
+from .approvalweb import ApprovalWeb
 from .control import Control
+from .handshake import ROLES, Credentials, Handshake
 from .monitors import Monitors
-from .remote import Remote, RemoteSettings, ServerHooks, gate_kwargs
 from .options import BackendConfig  # noqa: F401 - imported from here (tests, benchmarks, __main__)
+from .remote import Remote, RemoteSettings, ServerHooks, gate_kwargs
 from .trace import TraceWriter
 
 log = logging.getLogger("oh.backend")

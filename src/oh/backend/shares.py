@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..protocol.pathmap import MapError, PathMap
 from ..errors import WireError
+from ..protocol.pathmap import MapError, PathMap
 from . import sharestore
 
 log = logging.getLogger("oh.backend")

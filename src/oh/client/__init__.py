@@ -6,9 +6,9 @@ async with await Client.connect(url, token) as c:
     print(obs.exit_code, obs.content)
 """
 
+from .aio import Client
 from .errors import AuthError, ConnectionLost, OhClientError, RefusedError
 from .observation import Observation
-from .aio import Client
 from .sync import SyncClient
 
 __all__ = ["Client", "SyncClient", "Observation", "OhClientError", "AuthError", "RefusedError", "ConnectionLost"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from websockets.exceptions import InvalidStatus
+
 from ..errors import ClientError
 
 

@@ -11,10 +11,9 @@ from __future__ import annotations
 import os
 import sys
 
-from ._common import ERROR, USAGE, die, err
-from ..protocol.branch import CHOICES, Plan, decide, question_text
 from ..protocol import runtimenames
-
+from ..protocol.branch import CHOICES, Plan, decide, question_text
+from ._common import ERROR, USAGE, die, err
 
 REVIEW = "review"  # settle's answer: no branch, start in review mode instead (§3.11)
 

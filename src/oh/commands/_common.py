@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import os
 
-# Exit codes: one definition in oh.fastpath.exits (the fast path cannot import this module).
-from ._io import Streams
-from ..protocol import runtimenames
 from ..fastpath.exits import (  # noqa: E402,F401
     ACTION_FAILED,
     AUTH,
@@ -23,6 +20,10 @@ from ..fastpath.exits import (  # noqa: E402,F401
     USAGE,
     OhError,
 )
+from ..protocol import runtimenames
+
+# Exit codes: one definition in oh.fastpath.exits (the fast path cannot import this module).
+from ._io import Streams
 
 TYPE_CHECKING = False  # typing costs ~20 ms to import; these names serve annotations (and mypy) only
 if TYPE_CHECKING:

@@ -36,9 +36,9 @@ def run_attach(
     io: Streams, *, workspace: Optional[str] = None, instance: Optional[str] = None, once: bool = False
 ) -> int:
     """``oh attach``'s behaviour: the editor's events on ``io.err``; 0 when the backend stopped or on Ctrl-C."""
+    from .. import sessions
     from ..editor import run_editor
     from ..eventloop import run as run_loop  # uvloop when installed (the [fast] extra)
-    from .. import sessions
 
     target = os.path.realpath(workspace or os.getcwd())
     if instance is not None and not sessions.find(instance):
@@ -94,7 +94,7 @@ def run_attach(
 
 def _job_settings() -> dict:
     """The user's max_shells / job_retention for the editor's shells (defaults when the config is broken)."""
-    from ..config.settings import KEYS, JOB_SETTINGS, SettingError, Settings, job_settings
+    from ..config.settings import JOB_SETTINGS, KEYS, SettingError, Settings, job_settings
 
     try:
         return job_settings(Settings.load())

@@ -97,9 +97,9 @@ def run_ensure(
 ) -> int:
     """``oh ensure``'s behaviour: 0 ready (or started with --no-wait), 1 not ready, 124 still installing."""
 
-    from ..protocol.actions import ensure as ensure_action
     from ..fastpath import verbs
     from ..fastpath.exits import ERROR, TIMEOUT
+    from ..protocol.actions import ensure as ensure_action
 
     bad = [t for t in only or [] if t not in TARGETS]
     if bad:

@@ -9,9 +9,9 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+from ..text import fmt
 from ._common import NOT_RUNNING, die
 from ._io import Streams
-from ..text import fmt
 
 TYPE_CHECKING = False  # typing costs ~20 ms to import; these names serve annotations (and mypy) only
 if TYPE_CHECKING:
@@ -130,8 +130,8 @@ def _pick_trace(instance: Optional[str], follow: bool = True) -> tuple[Path, Any
         fast = _fast_trace()
         if fast is not None:
             return fast, None
-    from ..config import paths
     from .. import sessions
+    from ..config import paths
 
     if instance:
         live = sessions.find(instance)

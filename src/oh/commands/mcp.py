@@ -11,9 +11,9 @@ from typing import Optional
 
 import typer
 
+from ..protocol import runtimenames
 from ._common import ERROR, USAGE, complete_instances, complete_runtimes, die
 from ._io import Streams
-from ..protocol import runtimenames
 
 # What each client asks of the user before it starts a project-scope server (seen with the real clients:
 # tests/mcp/test_real_clients.py); without it the tools silently do not appear.

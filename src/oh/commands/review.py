@@ -14,9 +14,9 @@ from typing import Any, Callable, Optional
 
 import typer
 
+from ..errors import OhBaseError
 from ._common import ERROR, UNREACHABLE, USAGE, die, pick_session, target_options
 from ._io import Streams
-from ..errors import OhBaseError
 
 app = typer.Typer(
     help="Review the agent's proposed changes (backend started with `oh start --review`, runtime local), and with "

@@ -7,9 +7,9 @@ from typing import Any, Literal, Optional
 
 import typer
 
+from ..protocol import runtimenames
 from ._common import ERROR, INTERRUPTED, USAGE, complete_runtimes, die, distrust_sandbox, load_settings
 from ._io import Streams
-from ..protocol import runtimenames
 
 EPILOG = (
     "Exit codes: 0 started (--detach), or stopped on request (Ctrl-C, SIGTERM, SIGHUP: the terminal closed) · "

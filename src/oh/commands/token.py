@@ -138,8 +138,8 @@ def rotate(json_: bool = typer.Option(False, "--json", help="Machine-readable ou
 
 def run_rotate(io: Streams, *, json_: bool = False) -> int:
     """``oh token rotate``'s behaviour."""
-    from ..config import secrets
     from .. import sessions
+    from ..config import secrets
     from ..launcher.control import BackendUnreachable, control
 
     if os.environ.get(secrets.ENV):

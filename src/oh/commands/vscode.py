@@ -275,9 +275,8 @@ def run_vscode_status(
     json_: bool = False,
     find: Callable[[], list] | None = None,
 ) -> int:
-    from ..launcher import editorcli
-
     from ..fastpath.exits import OhError
+    from ..launcher import editorcli
 
     try:
         path, version = _bundled(None)

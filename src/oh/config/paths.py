@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+
 from ..errors import CliError
 
 APP = "oh"

@@ -11,10 +11,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..errors import CliError
 from ..protocol import runtimenames
 from ..protocol.sandbox_defaults import DEFAULT_WRITABLE as _SANDBOX_WRITABLE
 from . import paths
-from ..errors import CliError
 
 TYPE_CHECKING = False  # typing costs ~20 ms to import; these names serve annotations (and mypy) only
 if TYPE_CHECKING:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import stat
 import time
+
 from ..errors import ClientError
 
 VERSION = 1

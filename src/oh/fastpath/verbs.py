@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import os
 
-from ..protocol import actions  # stdlib only: the fast path may load it
+from ..protocol import (
+    actions,  # stdlib only: the fast path may load it
+    runtimenames,  # stdlib only
+)
 from ..protocol.paths import within  # stdlib only
-from ..protocol import runtimenames  # stdlib only
 from . import fastjson, ws
 from .exits import ACTION_FAILED, AUTH, INTERRUPTED, NO_EDITOR, TIMEOUT, UNREACHABLE, USAGE, OhError
 from .streams import Streams

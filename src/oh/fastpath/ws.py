@@ -11,15 +11,15 @@ no ``Origin`` header is ever sent, and only loopback hosts are dialled (``is_loo
 
 from __future__ import annotations
 
-import os
-
 # The C module under `socket`: `import socket` adds ~6 ms (enum, selectors) we do not use.
 import _socket as socket
+import os
+
+from ..errors import ClientError
 
 # The close codes' one definition (plain ints, nothing imported)
 from ..protocol.codes import Close
 from ..protocol.headers import encode_value
-from ..errors import ClientError
 
 GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 MAX_HEAD = 64 * 1024  # an HTTP answer head larger than this is not our backend

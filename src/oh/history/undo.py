@@ -18,8 +18,7 @@ import subprocess
 import tempfile
 from typing import Any
 
-from .. import beneath
-from .. import programs
+from .. import beneath, programs
 from ..protocol import history as H
 from . import tree
 from .timeline import Timeline

@@ -9,9 +9,9 @@ needed.
 
 from __future__ import annotations
 
+from ..errors import ClientError
 from ..fastpath.fastjson import loads  # `json` would load `re` (startup of `oh status`, `oh doctor`)
 from ..sessions import Session
-from ..errors import ClientError
 
 TYPE_CHECKING = False  # typing costs ~20 ms to import; these names serve annotations (and mypy) only
 if TYPE_CHECKING:

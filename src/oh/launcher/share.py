@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from ..config import paths
+from ..errors import CliError
 from ..fastpath import connect
 from ..protocol.pathmap import MapError, parse_map
 from ..sessions import Session
 from .control import BackendUnreachable, control
-from ..errors import CliError
 
 CONTAINER_SOCKET_DIR = "/run/oh"
 CONTAINER_TOKEN = "/run/oh-token"

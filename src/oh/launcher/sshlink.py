@@ -35,11 +35,11 @@ import tempfile
 import time
 from typing import Any
 
+from .. import programs
+from ..errors import CliError
 from ..fastpath.streams import Streams
 from ..sessions import Session, is_alive
 from . import share as shares
-from .. import programs
-from ..errors import CliError
 
 SUN_PATH_MAX = 107
 KEEPALIVE = ("-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3")

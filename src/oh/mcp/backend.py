@@ -17,10 +17,10 @@ import re
 from typing import Any
 
 from .. import sessions
-from ..fastpath.connect import ConnectError
 from ..client import AuthError, Client, ConnectionLost, OhClientError
-from ..protocol.paths import within
 from ..errors import ClientError
+from ..fastpath.connect import ConnectError
+from ..protocol.paths import within
 
 log = logging.getLogger("oh.mcp")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -69,7 +69,6 @@ async def connect_client(url: str, token: str, *, name: str, shell: str, workdir
     from websockets.exceptions import InvalidHandshake
 
     from ..client.errors import handshake_error
-
     from ..protocol.headers import encode_value
 
     headers = {"Authorization": f"Bearer {token}", "X-OH-Client": encode_value(name), "X-OH-Shell": shell}

@@ -24,10 +24,11 @@ import os
 import shlex
 import shutil
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Mapping
 from typing import Any
+
 from ..errors import CliError
 
 CLIENTS = ("claude", "codex", "gemini", "vscode", "cursor")

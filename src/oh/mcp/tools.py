@@ -14,9 +14,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import WireError
 from ..protocol import actions
 from . import claim_tools, history_tools, job_tools, knowledge_tools
-from ..errors import WireError
 
 EDIT_COMMANDS = ["view", "create", "str_replace", "insert", "undo_edit"]
 RISKS = ["LOW", "MEDIUM", "HIGH", "UNKNOWN"]

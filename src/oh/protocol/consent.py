@@ -27,8 +27,6 @@ deny and ask rules also match a path's basename and a Unicode look-alike (then t
 
 from __future__ import annotations
 
-from ..errors import CliError
-
 import functools
 import os
 import re
@@ -37,6 +35,7 @@ import unicodedata
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping
 
+from ..errors import CliError
 from . import kinds, programs, shellparse
 from .shellparse import Part
 

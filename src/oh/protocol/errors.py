@@ -6,9 +6,9 @@ Pure: no I/O. Every failure that reaches an agent is an ``observation: "error"``
 
 from __future__ import annotations
 
-from ..errors import WireError
-
 from enum import Enum
+
+from ..errors import WireError
 
 
 class ErrorId(str, Enum):

@@ -18,7 +18,7 @@ except ImportError:  # pragma: no cover - it is a declared dependency; stdlib js
 from dataclasses import dataclass, field
 from typing import Any, Callable, TypeGuard
 
-from . import kinds
+from . import kinds, progress
 from .argcheck import (  # noqa: F401 - re-exported: the argument rules' constants, where they always were
     EDIT_COMMANDS,
     JOB_ID,
@@ -30,7 +30,6 @@ from .argcheck import (  # noqa: F401 - re-exported: the argument rules' constan
 )
 from .errors import ErrorId, ProtocolError
 from .observation import observation
-from . import progress
 
 ACTION_KINDS = tuple(name for name in kinds.NAMES if name not in kinds.KNOWLEDGE)  # OpenHands' and oh's own
 DEFAULT_MAX_OUTPUT = 30000  # characters, OpenHands' MAX_CMD_OUTPUT_SIZE

@@ -5,8 +5,6 @@ Pure. Control frames carry a ``type`` key; OpenHands events carry ``action``/``o
 
 from __future__ import annotations
 
-from ..errors import WireError
-
 import os
 import re
 from dataclasses import dataclass, field
@@ -14,9 +12,9 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .. import PROTOCOL_VERSION, __version__
+from ..errors import WireError
 from . import versions
 from .errors import ErrorId, ProtocolError
-
 from .kinds import KIND_CAPABILITIES
 from .sandbox import ESCALATE_VALUES
 

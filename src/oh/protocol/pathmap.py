@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import posixpath
 from typing import Any, Sequence
+
 from ..errors import CliError
 
 MAX_MAPS = 16

@@ -15,8 +15,8 @@ from typing import Any, Callable, Hashable
 
 from ..protocol.branch import Plan, is_change, note
 from ..protocol.errors import ErrorId
-from ..protocol.observation import prepend_note
 from ..protocol.events import Action, error_observation
+from ..protocol.observation import prepend_note
 from .base import AgentContext, Runtime, Switch, Wrapper, as_context
 
 

@@ -32,8 +32,8 @@ from ..errors import OhBaseError
 from ..protocol import consent as rules
 from ..protocol import progress
 from ..protocol.errors import ErrorId
-from ..protocol.observation import prepend_note
 from ..protocol.events import Action, error_observation
+from ..protocol.observation import prepend_note
 from ..protocol.review import is_proposal
 from . import escalation
 from .base import Runtime, Wrapper, as_context, report

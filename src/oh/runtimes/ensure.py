@@ -37,8 +37,8 @@ from .. import programs
 from ..protocol import ensure as rules
 from ..protocol import progress
 from ..protocol.errors import ErrorId
-from ..protocol.observation import prepend_note
 from ..protocol.events import Action, ensure_observation, error_observation, parse_action
+from ..protocol.observation import prepend_note
 from ..protocol.paths import within_any
 from .base import AgentContext, Runtime, Wrapper, as_context, report
 

@@ -15,15 +15,13 @@ import time
 from collections import OrderedDict
 from typing import Any, Hashable
 
-from ..protocol import binary, budget, frames, joblist, progress
+from ..protocol import binary, budget, frames, joblist, kinds, progress
+from ..protocol import sandbox as sandbox_rules
 from ..protocol.errors import ErrorId
 from ..protocol.events import Action, error_observation, job_observation
-from ..protocol.paths import within_any
-from ..protocol import kinds
-from ..protocol import sandbox as sandbox_rules
 from ..protocol.kinds import is_proposal
-from . import fspath
-from . import escalation
+from ..protocol.paths import within_any
+from . import escalation, fspath
 from .base import AgentContext, Runtime, Switch, as_context, report
 from .editor_link import EditorLink
 

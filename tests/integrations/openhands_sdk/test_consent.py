@@ -23,10 +23,9 @@ from openhands.sdk.security.llm_analyzer import LLMSecurityAnalyzer  # noqa: E40
 from openhands.sdk.testing import TestLLM  # noqa: E402
 from openhands.sdk.tool import Tool  # noqa: E402
 from openhands.tools.terminal import TerminalTool  # noqa: E402
+from test_sdk_agent import Script  # noqa: E402
 
 import oh.integrations.openhands as ohsdk  # noqa: E402
-
-from test_sdk_agent import Script  # noqa: E402
 from waiting import poll_until  # noqa: E402
 
 pytestmark = pytest.mark.timeout(300)

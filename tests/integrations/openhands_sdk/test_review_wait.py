@@ -18,7 +18,6 @@ from openhands.tools.file_editor.definition import FileEditorAction  # noqa: E40
 from oh.integrations.openhands import file_editor  # noqa: E402
 from oh.integrations.openhands import link as links  # noqa: E402
 from oh.integrations.openhands.file_editor import OhFileEditorExecutor  # noqa: E402
-
 from waiting import poll_until  # noqa: E402
 
 pytestmark = pytest.mark.timeout(300)

@@ -12,7 +12,6 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("OPENHANDS_SUPPRESS_BANNER", "1")
 
 import pytest  # noqa: E402
-from conftest import shared_actions  # noqa: E402
 from openhands.sdk import Agent, Conversation  # noqa: E402
 from openhands.sdk.event import AgentErrorEvent, ObservationEvent  # noqa: E402
 from openhands.sdk.llm import Message, MessageToolCall, TextContent  # noqa: E402
@@ -22,6 +21,7 @@ from openhands.tools.file_editor import FileEditorTool  # noqa: E402
 from openhands.tools.terminal import TerminalTool  # noqa: E402
 
 import oh.integrations.openhands as ohsdk  # noqa: E402
+from conftest import shared_actions  # noqa: E402
 
 pytestmark = pytest.mark.timeout(600)
 

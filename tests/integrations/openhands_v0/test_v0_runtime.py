@@ -20,12 +20,12 @@ from openhands.events import EventSource, EventStream, EventStreamSubscriber  # 
 from openhands.events.action import CmdRunAction, FileEditAction, FileReadAction, FileWriteAction, IPythonRunCellAction  # noqa: E402
 from openhands.events.event import FileEditSource, FileReadSource  # noqa: E402
 from openhands.events.observation import (  # noqa: E402
-    Observation,
     CmdOutputObservation,
     ErrorObservation,
     FileEditObservation,
     FileReadObservation,
     FileWriteObservation,
+    Observation,
 )
 from openhands.llm.llm_registry import LLMRegistry  # noqa: E402
 from openhands.runtime import get_runtime_cls  # noqa: E402

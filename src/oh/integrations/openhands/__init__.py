@@ -35,10 +35,10 @@ with require_extra("oh.integrations.openhands", "openhands", "the OpenHands SDK 
     from openhands.tools.file_editor.definition import FileEditorTool  # noqa: E402
     from openhands.tools.terminal.definition import TerminalTool  # noqa: E402
 
-from .common import settings  # noqa: E402
-from .file_editor import OhFileEditorExecutor, OhFileEditorTool  # noqa: E402
 from ..discovery import find_session  # noqa: E402
+from .common import settings  # noqa: E402
 from .ensure import EnsureEnvironmentAction, EnsureEnvironmentObservation, EnsureEnvironmentTool  # noqa: E402
+from .file_editor import OhFileEditorExecutor, OhFileEditorTool  # noqa: E402
 from .jobs import BackgroundJobAction, BackgroundJobObservation, BackgroundJobsTool  # noqa: E402
 from .knowledge import EditorKnowledgeAction, EditorKnowledgeObservation, EditorKnowledgeTool  # noqa: E402
 from .terminal import OhTerminalExecutor, OhTerminalTool  # noqa: E402

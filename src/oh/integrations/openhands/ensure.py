@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field
-
 from openhands.sdk.tool import Action, Observation, ToolDefinition, ToolExecutor
+from pydantic import Field
 
 from ...client import jobs as job_actions
 from .common import mask

@@ -14,9 +14,8 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field
-
 from openhands.sdk.tool import Action, Observation, ToolDefinition, ToolExecutor
+from pydantic import Field
 
 from ...client import jobs as job_actions
 from ...protocol import joblist

@@ -12,9 +12,8 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field
-
 from openhands.sdk.tool import Action, Observation, ToolDefinition, ToolExecutor
+from pydantic import Field
 
 from ...client import editorinfo
 from .executor import LinkedExecutor, own_tool

@@ -13,8 +13,8 @@ import os
 import threading
 from typing import Any
 
-from ...client import OhClientError, SyncClient
 from ... import sessions
+from ...client import OhClientError, SyncClient
 from ..discovery import find_session
 
 log = logging.getLogger("oh.integrations.openhands")

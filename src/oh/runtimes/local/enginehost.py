@@ -20,12 +20,12 @@ from typing import Any
 
 from ... import programs
 from ...protocol import sandbox as rules
+from .command import Command
 from .engine import STARTUP_TIMEOUT, PtyShell
-from .sandbox import Sandbox, SandboxUnavailable
+from .exports import parse_exports
 from .render import COLS, ROWS
 from .runtime import shell_environment
-from .command import Command
-from .exports import parse_exports
+from .sandbox import Sandbox, SandboxUnavailable
 
 KEYS = {"C-c": "c", "C-d": "d", "C-z": "z", "C-\\": "\\"}
 EXPORT_NAME = __import__("re").compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -11,9 +11,9 @@ import os
 import stat
 from typing import Any, Callable
 
+from ... import beneath
 from ...protocol.errors import ErrorId, ToolError
 from . import encoding as encodings
-from ... import beneath
 from .paths import ResolvedPath, not_found, open_rp, refuse_hard_link, require_regular, stat_rp
 
 MAX_READ_BYTES = 256 * 1024 * 1024  # bigger files are refused (TOOL_ERROR), never half-read

@@ -7,11 +7,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from ...errors import OhBaseError
 from ...protocol.branch import decide, note
 from ...protocol.errors import ErrorId
 from ...protocol.events import branch_observation, error_observation
 from ..base import AgentContext, Switch
-from ...errors import OhBaseError
 
 
 class _Refused(OhBaseError):

@@ -25,9 +25,11 @@ import time
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ...protocol import shellqueue
-from ..escalation import network_only
 from ...protocol.errors import ErrorId
 from ...protocol.events import Action, error_observation, job_observation, run_observation
+from ..escalation import network_only
+from .command import Command
+from .exports import export_script
 from .jobs import (
     CANCEL_GRACE,
     CANCELLED,
@@ -44,8 +46,6 @@ from .jobs import (
     Spool,
     env_fingerprint,
 )
-from .command import Command
-from .exports import export_script
 from .terminal import Terminal, _identity
 
 if TYPE_CHECKING:

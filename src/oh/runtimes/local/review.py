@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ... import beneath
 from ...protocol import hunks as H
 from ...protocol import progress
 from ...protocol import review as rules
@@ -35,7 +36,6 @@ from ...protocol.udiff import unified_diff
 from ..base import report
 from .editor import EditHistory, FileEditor
 from .encoding import decode as decode_any
-from ... import beneath
 from .files import atomic_write, encode_text
 from .paths import ResolvedPath, open_rp, require_regular, stat_or_none, stat_rp
 

@@ -15,10 +15,11 @@ import tempfile
 from pathlib import Path
 from typing import Any, Awaitable, Callable, ClassVar, Hashable, Mapping, Sequence
 
-from ... import beneath
-from ... import programs
-from ...protocol.errors import ErrorId, ToolError
+from ... import beneath, programs
+from ...protocol import kinds, shellqueue
+from ...protocol import sandbox as sandbox_rules
 from ...protocol.argcheck import JOB_ID
+from ...protocol.errors import ErrorId, ToolError
 from ...protocol.events import (
     Action,
     edit_observation,
@@ -28,22 +29,19 @@ from ...protocol.events import (
     write_observation,
 )
 from ..base import AgentContext, Runtime, Switch, as_context
-from ...protocol import kinds
 from . import knowledge
 from . import oneshot as oneshot_files
 from .editor import FileEditor
+from .engine import STARTUP_TIMEOUT, PtyShell
 from .files import read_file, stat_path, write_file
+from .gitswitch import local_switch
 from .group import ShellGroup
 from .jobs import SPOOL_CAP
 from .paths import PathPolicy, escape_error
-from .gitswitch import local_switch
-from .review import PathLocks, Proposal, ProposalQueue, ProposingEditor, Recorder, file_bytes, text_of
-from .engine import STARTUP_TIMEOUT, PtyShell
 from .ptyproc import WrapArgv
-from ...protocol import shellqueue
-from .terminal import Terminal
-from ...protocol import sandbox as sandbox_rules
+from .review import PathLocks, Proposal, ProposalQueue, ProposingEditor, Recorder, file_bytes, text_of
 from .sandbox import Sandbox, check
+from .terminal import Terminal
 
 log = logging.getLogger("oh.runtimes.local")
 

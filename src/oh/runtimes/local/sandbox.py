@@ -31,11 +31,11 @@ import os
 
 from ... import programs
 from ...protocol import sandbox as rules
-from .command import psutil  # None without it (optional at runtime)
 from ...protocol.errors import ErrorId, ToolError
 from ..bwrapcheck import Check, check  # noqa: F401 - re-exported: the runtime, `oh start` and tests ask here
-from .gitwatch import Repo, RepoWatch, git_dirs
 from . import unixsocks
+from .command import psutil  # None without it (optional at runtime)
+from .gitwatch import Repo, RepoWatch, git_dirs
 from .ptyproc import comm
 
 log = logging.getLogger("oh.runtimes.local")

@@ -42,12 +42,12 @@ from ...protocol import sandbox as sandbox_rules
 from ...protocol.errors import ErrorId, ToolError
 from ...protocol.events import MAX_OUTPUT_CAP, Action, error_observation, run_observation
 from ..base import output_sink, report
+from . import oneshot
 from .command import Command, Shell, encode
 from .engine import STARTUP_TIMEOUT, PtyShell
-from .ptyproc import WrapArgv
-from .gitwatch import planted_hooks
 from .exports import export_script
-from . import oneshot
+from .gitwatch import planted_hooks
+from .ptyproc import WrapArgv
 from .sandbox import Sandbox
 
 # OpenHands' wording, naming no tool (agents reach oh through many tools: the SDK's terminal, MCP, ...).
