@@ -240,8 +240,8 @@ def test_plain_lines_show_file_paths_relative_to_the_workspace():
     ]
 
 
-# C11: Ctrl-C in `oh run` says what happened to the command, and `oh run --wait` agrees
-def test_ctrl_c_in_oh_run_says_the_command_got_ctrl_c(oh):
+def _ctrl_c_oh_run(oh, command: str) -> tuple[int, str]:
+    """`oh run -- COMMAND` on a real terminal, Ctrl-C once COMMAND touched $MARKER: (exit status, its output)."""
     import pexpect
 
     from .conftest import wait_for
@@ -250,7 +250,7 @@ def test_ctrl_c_in_oh_run_says_the_command_got_ctrl_c(oh):
     marker = oh.workspace / "started"
     child = pexpect.spawn(
         sys.executable,
-        ["-m", "oh", "run", "--", f"touch {marker}; sleep 30; echo not-reached"],
+        ["-m", "oh", "run", "--", command.replace("$MARKER", str(marker))],
         cwd=str(oh.workspace),
         env=oh.env,
         encoding="utf-8",
@@ -261,12 +261,18 @@ def test_ctrl_c_in_oh_run_says_the_command_got_ctrl_c(oh):
         child.sendintr()
         child.expect(pexpect.EOF)
         child.close()
-        assert child.exitstatus == 130
-        assert "interrupted: the command got Ctrl-C in the `oh run` shell" in child.before, child.before
-        assert "may still be running" not in child.before
+        return child.exitstatus, child.before
     finally:
         if child.isalive():
             child.kill(9)
+
+
+# C11: Ctrl-C in `oh run` says what happened to the command, and `oh run --wait` agrees
+def test_ctrl_c_in_oh_run_says_the_command_got_ctrl_c(oh):
+    code, said = _ctrl_c_oh_run(oh, "touch $MARKER; sleep 30; echo not-reached")
+    assert code == 130
+    assert "interrupted: the command got Ctrl-C in the `oh run` shell" in said, said
+    assert "may still be running" not in said
     p = oh("run", "--wait")
     assert p.returncode == 6 and "nothing is running in the `oh run` shell" in p.stderr, p
 
@@ -274,29 +280,8 @@ def test_ctrl_c_in_oh_run_says_the_command_got_ctrl_c(oh):
 def test_a_command_that_ignores_ctrl_c_goes_on_as_one_job(oh):
     """Issue 41: after Ctrl-C on a command that ignores SIGINT, `oh jobs` listed it twice (as the job and as the
     shell's foreground command)."""
-    import pexpect
-
-    from .conftest import wait_for
-
-    oh.start("local")
-    marker = oh.workspace / "started"
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "oh", "run", "--", f"trap '' INT; touch {marker}; sleep 30"],
-        cwd=str(oh.workspace),
-        env=oh.env,
-        encoding="utf-8",
-        timeout=20,
-    )
-    try:
-        wait_for(marker.exists, 15, what="the command to start")
-        child.sendintr()
-        child.expect(pexpect.EOF)
-        child.close()
-        assert child.exitstatus == 130 and "goes on as" in " ".join(child.before.split()), child.before
-    finally:
-        if child.isalive():
-            child.kill(9)
+    code, said = _ctrl_c_oh_run(oh, "trap '' INT; touch $MARKER; sleep 30")
+    assert code == 130 and "goes on as" in " ".join(said.split()), said
     listed = oh.json("jobs", "--json")
     rows = listed if isinstance(listed, list) else listed["jobs"]
     ids = [r["job_id"] for r in rows if "sleep 30" in r["command"]]
