@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { beforeEach, test } from 'node:test';
+import { afterEach, beforeEach, test } from 'node:test';
 import {
   Ask,
   BranchArgs,
@@ -100,6 +100,8 @@ beforeEach(() => {
   ws = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'oh-branch-')));
   calls = [];
 });
+
+afterEach(() => fs.rmSync(ws, { recursive: true, force: true })); // ~30 repositories per run were left in /tmp
 
 function repo(): void {
   git(ws, 'init', '-q', '-b', 'main');
