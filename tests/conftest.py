@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -20,6 +21,19 @@ try:  # property tests: the same examples on every run unless asked otherwise (H
     _hypothesis.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 except ImportError:  # the test extra installs hypothesis
     pass
+
+
+def _default_signal_dispositions() -> None:
+    """The suite runs as if started from a terminal, whatever started it: an ignored SIGHUP (`nohup`), SIGINT or
+    SIGQUIT (a background job of a non-interactive shell) is inherited by every `oh` a test starts, and oh honours
+    it (a `nohup oh start` outlives its terminal) -- so the hang-up and Ctrl-C tests failed under `nohup .ci/run`."""
+    for name in ("SIGHUP", "SIGINT", "SIGQUIT", "SIGTERM"):  # (SIGPIPE: Python ignores it, subprocess restores it)
+        sig = getattr(signal, name, None)
+        if sig is not None and signal.getsignal(sig) == signal.SIG_IGN:
+            signal.signal(sig, signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL)
+
+
+_default_signal_dispositions()
 
 
 @pytest.fixture
