@@ -34,6 +34,22 @@ async def test_reset_kills_what_runs_and_gives_a_fresh_shell_in_the_workdir(h: H
     assert not marker.exists()  # the background job died with the old shell's process group
 
 
+async def test_the_agent_shell_starts_with_default_signal_dispositions(h: Harness):
+    """Under `nohup oh start` (or a background start) the agent's shells inherited ignored SIGHUP/SIGINT/SIGQUIT,
+    which bash cannot undo: a reset's hang-up then left their jobs running until the SIGKILL."""
+    import signal
+
+    ignored = (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT)
+    saved = {sig: signal.signal(sig, signal.SIG_IGN) for sig in ignored}  # as nohup and `&` leave them
+    try:
+        obs = await h.run("grep SigIgn /proc/self/status")  # grep: a command the shell started
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+    mask = int(obs["content"].split()[-1], 16)
+    assert [sig for sig in ignored if mask & (1 << (sig - 1))] == [], obs["content"]
+
+
 async def test_reset_of_a_shell_that_keeps_forking_leaves_nothing_running(h: Harness, tmp_path):
     """A job forked while the shell is being hung up is no descendant once the shell has died (init adopts
     it), yet it must die with the shell: it keeps the shell's session. (CI once saw a reset's background

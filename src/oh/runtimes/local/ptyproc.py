@@ -59,6 +59,12 @@ async def spawn(
 
     def child_setup() -> None:  # runs in the child after setsid (start_new_session)
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+        # A terminal's shell starts with the default dispositions whatever started oh: under `nohup oh start`
+        # the agent's shells inherited an ignored SIGHUP (and a background start an ignored SIGINT/SIGQUIT),
+        # which bash cannot undo, so a reset's hang-up left their jobs running until the SIGKILL.
+        for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGTERM):
+            with contextlib.suppress(OSError, ValueError):
+                signal.signal(sig, signal.SIG_DFL)
 
     try:
         proc = await asyncio.create_subprocess_exec(
