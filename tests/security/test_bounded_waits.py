@@ -397,9 +397,10 @@ REVIEWED = {
     "timeout (30 s): the future ends when it does",
     (
         "runtimes/local/group.py",
-        "_watch_kept",
+        "_settle",
         "cmd.finished.wait",
-    ): "a kept command's watcher task: the command ends, or job cancel / retention / close kill its shell",
+    ): "a job's or kept command's watcher (_watch, _watch_kept): the command ends, or job cancel / retention / "
+    "close kill its shell, which finishes it",
     (
         "backend/__main__.py",
         "_load_token",
@@ -432,11 +433,6 @@ REVIEWED = {
         "_reap",
         "cmd.finished.wait",
     ): "a watcher task: the command ends, or its shell is killed (group close, cancel), which finishes it",
-    (
-        "runtimes/local/group.py",
-        "_watch",
-        "cmd.finished.wait",
-    ): "a job's watcher task: the job ends, or job cancel / retention / close kill its shell, which finishes it",
     (
         "client/monitor.py",
         "monitor",
